@@ -1,0 +1,1 @@
+"""Adapters: real implementations of the ports. Named only by application/container.py."""

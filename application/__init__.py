@@ -1,0 +1,1 @@
+"""Use cases: configuration reader, dry-run planner, container, CLI."""

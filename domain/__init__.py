@@ -1,0 +1,1 @@
+"""Pure domain: grant, policy, audit, rounds, retries, deletions, records. No I/O."""

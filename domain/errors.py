@@ -1,0 +1,79 @@
+"""The error link of the Framework's error chain (contract.tracing.error) and refusals.
+
+Domain outcomes are values, not exceptions: a refusal before a run is a `Refusal`, a failed run
+carries an `ErrorLink`. The code tables of seed 000 "Errors" and "Refusals before a run" and of
+seed 001 "Errors" live in `domain/codes.py` as data.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Reason(StrEnum):
+    """Why the actor could not handle the error (`unhandled.reason`)."""
+
+    PERMISSION = "permission"
+    DECISION = "decision"
+    SCOPE = "scope"
+    CAPABILITY = "capability"
+    EXHAUSTED = "exhausted"
+    ENVIRONMENT = "environment"
+    INPUT = "input"
+
+
+class Evidence(BaseModel):
+    """One evidence item of a link: what kind of thing, which one, and a short explanation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    ref: str
+    detail: str = ""
+
+
+class Unhandled(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: Reason
+    explanation: str
+
+
+class ErrorLink(BaseModel):
+    """One link of the error chain: level, actor, code, detail, evidence, attempts, unhandled,
+    options, recommendation and causes (contract.tracing.error)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    level: str
+    actor: str
+    code: str
+    detail: str
+    evidence: tuple[Evidence, ...] = ()
+    attempts: tuple[str, ...] = ()
+    unhandled: Unhandled
+    options: tuple[str, ...] = ()
+    recommendation: str = ""
+    causes: tuple[ErrorLink, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The link as the contract's JSON object (lists, not tuples)."""
+        return self.model_dump(mode="json")
+
+
+class Refusal(BaseModel):
+    """A refusal before anything is generated or launched: a stable code, the reason of the
+    spec's table, and a message that names the file or entry, what is wrong and the repair."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str
+    reason: Reason
+    message: str
+    file: str | None = Field(default=None, description="the file the refusal concerns, if any")
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"

@@ -1,0 +1,46 @@
+"""Path facts the domain reasons over without touching a disk.
+
+The walks the spec asks for (the deny-rule cover, the Git administrative paths) are pure functions
+over a `ListDir` callable that the application backs with the filesystem port.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class EntryKind(StrEnum):
+    FILE = "file"
+    DIRECTORY = "directory"
+    SYMLINK = "symlink"
+    OTHER = "other"
+
+
+class DirEntry(BaseModel):
+    """One entry of a directory listing: its name and what it is, without following a link."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    kind: EntryKind
+
+
+ListDir = Callable[[str], Sequence[DirEntry]]
+"""Lists the entries of an absolute directory path (empty when it cannot be read)."""
+
+
+def is_within(path: str, root: str) -> bool:
+    """True when the normalized absolute `path` is `root` or lies below it."""
+    path = posixpath.normpath(path)
+    root = posixpath.normpath(root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def relative_to(path: str, root: str) -> str:
+    """`path` relative to `root`; both absolute and normalized, `path` within `root`."""
+    rel = posixpath.relpath(posixpath.normpath(path), posixpath.normpath(root))
+    return "" if rel == "." else rel

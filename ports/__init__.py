@@ -1,0 +1,1 @@
+"""Ports: typing.Protocol capabilities the application needs (Git, filesystem, process, clock, random)."""
