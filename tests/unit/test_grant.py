@@ -1,0 +1,213 @@
+"""Grant input (seed 002) and the level of a path (seed 000, Audit)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.grant import Grant, Level, parse_grant
+from concorde_workers.domain.task_types import TASK_TYPES, TaskType, writes_nothing
+
+
+def grant_input(entries: Any, **over: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"task_type": "implement", "entries": entries,
+                            "context_identity": "sha256:abc"}
+    data.update(over)
+    return data
+
+
+def ok(data: Any) -> Grant:
+    parsed = parse_grant(data)
+    assert isinstance(parsed, Grant), parsed
+    return parsed
+
+
+def refused(data: Any, **kw: Any) -> Refusal:
+    parsed = parse_grant(data, **kw)
+    assert isinstance(parsed, Refusal), parsed
+    assert parsed.reason is Reason.INPUT
+    return parsed
+
+
+# --- grant_unavailable -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("data", "names"),
+    [
+        (None, "task type, entries or context identity"),
+        ({"entries": [], "context_identity": "c"}, "task type"),
+        ({"task_type": "implement", "context_identity": "c"}, "entries"),
+        ({"task_type": "implement", "entries": []}, "context identity"),
+        ({"task_type": "implement", "entries": [], "context_identity": ""}, "context identity"),
+    ],
+)
+def test_a_grant_without_task_type_entries_or_identity_is_unavailable(data: Any, names: str) -> None:
+    refusal = refused(data)
+    assert refusal.code == "grant_unavailable"
+    assert names in refusal.message
+
+
+@pytest.mark.req("A task type the Protocol does not define is refused")
+@pytest.mark.parametrize("task_type", ["deploy", "Implement", "review", 3])
+def test_an_unknown_task_type_is_refused_naming_it(task_type: Any) -> None:
+    refusal = refused(grant_input([], task_type=task_type))
+    assert refusal.code == "grant_unavailable"
+    assert json.dumps(task_type) in refusal.message
+    assert "a known task type" in refusal.message
+
+
+@pytest.mark.req("A worker of every Protocol task type launches")
+@pytest.mark.parametrize("task_type", TASK_TYPES)
+def test_every_protocol_task_type_is_accepted(task_type: str) -> None:
+    assert ok(grant_input([], task_type=task_type)).task_type == TaskType(task_type)
+
+
+def test_the_eight_task_types_and_which_write_nothing() -> None:
+    assert len(TASK_TYPES) == 8
+    assert {t.value for t in TaskType if writes_nothing(t)} == {
+        "understand", "review-spec", "review-code", "test", "review-architecture"}
+
+
+# --- grant_malformed: the first malformed entry and what is wrong -------------------------------
+
+MALFORMED = [
+    ("not an object", "src/a.py", "it is a string, not an object"),
+    ("a list", ["src/a.py", "rw"], "it is a list, not an object"),
+    ("unknown field", {"path": "a", "level": "rw", "why": "x"}, "the field(s) why, besides path and level"),
+    ("missing path", {"level": "rw"}, "it has no path"),
+    ("empty path", {"path": "", "level": "rw"}, "its path is empty"),
+    ("non-string path", {"path": 3, "level": "rw"}, "its path is a number, not a string"),
+    ("absolute path", {"path": "/etc/passwd", "level": "ro"}, "is absolute"),
+    ("dot-dot segment", {"path": "src/../secret", "level": "ro"}, "'..' segment"),
+    ("leading dot-dot", {"path": "../x", "level": "ro"}, "'..' segment"),
+    ("dot segment", {"path": "./src", "level": "ro"}, "a '.' segment"),
+    ("empty segment", {"path": "src//a.py", "level": "ro"}, "an empty segment"),
+    ("double slash dir", {"path": "src//", "level": "ro"}, "an empty segment"),
+    ("missing level", {"path": "a"}, "it has no level"),
+    ("bad level", {"path": "a", "level": "write"}, "its level 'write' is none of names, ro, rw"),
+    ("null level", {"path": "a", "level": None}, "its level null is none of names, ro, rw"),
+    ("NUL in path", {"path": "a\x00b", "level": "ro"}, "NUL"),
+    ("conflicting duplicate", None, "already listed by entry 1"),
+]
+
+
+@pytest.mark.req("Nothing is generated from a malformed grant")
+@pytest.mark.req("A malformed grant's refusal names the entry")
+@pytest.mark.parametrize(("case", "entry", "problem"), MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_a_malformed_entry_is_refused_naming_the_first_and_the_problem(
+    case: str, entry: Any, problem: str
+) -> None:
+    good = {"path": "src/ok.py", "level": "rw"}
+    if entry is None:  # a path listed twice with two levels
+        entries: list[Any] = [good, {"path": "src/ok.py", "level": "ro"}]
+        index = 2
+    else:
+        entries = [good, entry, {"path": "also bad//", "level": "nope"}]
+        index = 2
+    refusal = refused(grant_input(entries))
+    assert refusal.code == "grant_malformed"
+    assert refusal.message.startswith(f"grant entry {index} (")
+    assert problem in refusal.message
+
+
+def test_entries_that_are_no_list_are_malformed() -> None:
+    refusal = refused(grant_input("src/"))
+    assert (refusal.code, "the entries are a string, not a list") == (
+        "grant_malformed", refusal.message.split(" of objects")[0])
+
+
+def test_an_extra_top_level_field_is_malformed() -> None:
+    refusal = refused(grant_input([], modules=["m"]))
+    assert refusal.code == "grant_malformed"
+    assert "modules" in refusal.message
+
+
+def test_a_task_type_other_than_the_requests_is_malformed() -> None:
+    refusal = refused(grant_input([], task_type="review-code"), request_task_type="implement")
+    assert refusal.code == "grant_malformed"
+    assert "'review-code' differs from the request's 'implement'" in refusal.message
+
+
+def test_a_non_string_context_identity_is_malformed() -> None:
+    assert refused(grant_input([], context_identity=7)).code == "grant_malformed"
+
+
+def test_the_same_path_twice_with_the_same_level_is_accepted() -> None:
+    grant = ok(grant_input([{"path": "a", "level": "ro"}, {"path": "a", "level": "ro"}]))
+    assert grant.level_of("a") is Level.RO
+
+
+# --- level_of -----------------------------------------------------------------------------------
+
+GRANT = ok(grant_input([
+    {"path": "src/", "level": "rw"},
+    {"path": "src/legacy.py", "level": "ro"},
+    {"path": "src/vendor/", "level": "names"},
+    {"path": "src/vendor/shim.py", "level": "rw"},
+    {"path": "docs/", "level": "ro"},
+    {"path": "docs/internal/", "level": "names"},
+    {"path": "README.md", "level": "ro"},
+]))
+
+LEVELS = [
+    ("src/cart.py", Level.RW, "below a rw directory"),
+    ("src/legacy.py", Level.RO, "a ro file below a rw directory stays ro"),
+    ("src/vendor/lib.py", Level.NAMES, "the longest directory entry wins"),
+    ("src/vendor/shim.py", Level.RW, "an exact entry wins over its directory"),
+    ("src", Level.RW, "a directory entry is the exact entry of the directory itself"),
+    ("docs/guide.md", Level.RO, "below a ro directory"),
+    ("docs/internal/plan.md", Level.NAMES, "names below ro"),
+    ("README.md", Level.RO, "an exact file entry"),
+    ("README.md.bak", None, "a prefix of a file entry is no entry"),
+    ("srcx/a.py", None, "a directory entry covers only what lies below it"),
+    ("tests/test_cart.py", None, "no entry: hidden"),
+]
+
+
+@pytest.mark.parametrize(("path", "level", "why"), LEVELS, ids=[x[2] for x in LEVELS])
+def test_level_of_takes_the_most_specific_entry(path: str, level: Level | None, why: str) -> None:
+    assert GRANT.level_of(path) is level
+
+
+def test_the_grant_lists_paths_by_level_and_digests_canonically() -> None:
+    assert GRANT.paths(Level.NAMES) == ("src/vendor/", "docs/internal/")
+    assert GRANT.has_rw
+    same = ok(json.loads(json.dumps(GRANT.to_input())))
+    assert same.digest() == GRANT.digest()
+    assert GRANT.digest().startswith("sha256:") and len(GRANT.digest()) == 71
+
+
+# --- fuzz: any input gives a Grant or a Refusal, never an exception -----------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+paths = st.lists(st.sampled_from(["a", "b", ".", "..", "", "src", "x y", "é"]), min_size=1, max_size=4).map("/".join)
+entries = st.one_of(
+    st.fixed_dictionaries({"path": paths | st.text(max_size=6), "level": st.sampled_from(["rw", "ro", "names", "x"])}),
+    json_values,
+)
+
+
+@given(st.one_of(json_values, st.fixed_dictionaries({
+    "task_type": st.sampled_from([*TASK_TYPES, "bogus"]),
+    "entries": st.lists(entries, max_size=5),
+    "context_identity": st.text(max_size=5),
+})))
+def test_the_grant_parser_never_raises(data: Any) -> None:
+    parsed = parse_grant(data)
+    assert isinstance(parsed, Grant | Refusal)
+    if isinstance(parsed, Refusal):
+        assert parsed.code in {"grant_unavailable", "grant_malformed"}
+        assert parsed.message
+    else:
+        for entry in parsed.entries:
+            assert not entry.path.startswith("/")
+            assert ".." not in entry.path.rstrip("/").split("/")
