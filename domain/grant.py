@@ -66,14 +66,11 @@ class Grant(BaseModel):
         rel = rel.strip("/")
         best: GrantEntry | None = None
         for entry in self.entries:
-            if entry.bare == rel:
-                if not entry.is_directory:
-                    return entry.level
-                if best is None or len(entry.bare) >= len(best.bare):
-                    best = entry
-            elif entry.is_directory and rel.startswith(entry.path):
-                if best is None or len(entry.bare) > len(best.bare):
-                    best = entry
+            if entry.bare == rel and not entry.is_directory:
+                return entry.level
+            covers = entry.bare == rel or (entry.is_directory and rel.startswith(entry.path))
+            if covers and (best is None or len(entry.bare) > len(best.bare)):
+                best = entry
         return best.level if best is not None else None
 
     def paths(self, level: Level) -> tuple[str, ...]:
@@ -99,8 +96,9 @@ class Grant(BaseModel):
 
 
 def _type_name(value: object) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            type(None): "null", int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             type(None): "null", int: "a number", float: "a number"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _unavailable(what: str) -> Refusal:
@@ -208,4 +206,5 @@ def parse_grant(data: object, request_task_type: str | None = None) -> Grant | R
         assert isinstance(entry, Mapping)
         seen.setdefault(entry["path"], (index, entry["level"]))
         parsed.append(GrantEntry(path=entry["path"], level=Level(entry["level"])))
-    return Grant(task_type=task_type, entries=tuple(parsed), context_identity=data["context_identity"])
+    return Grant(task_type=task_type, entries=tuple(parsed),
+                 context_identity=data["context_identity"])

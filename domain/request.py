@@ -51,4 +51,6 @@ class RunRequest(BaseModel):
     modules: tuple[str, ...] = ()
     operation_run_id: str | None = None
     output_schema: dict[str, Any] | None = Field(
-        default=None, description="the caller's schema of the result's `output`, embedded at that key")
+        default=None,
+        description="the caller's schema of the result's `output`, embedded at that key",
+    )

@@ -1,0 +1,180 @@
+"""The audit: what a round changed since the run's one snapshot, judged against the grant.
+
+Seed 000 "Audit". The application takes the snapshot before the first round and an observation
+after each round with read-only Git (`git status --porcelain=v2 -z --untracked-files=all` and the
+digests of the listed files); this module compares the two. Both have the same shape: HEAD (branch
+and commit), the index digest and a state per path. A path Git lists as deleted, or a snapshot path
+that is gone when measured where it lies, has the state `None`. Paths Git ignores are never listed,
+so they are never observed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.grant import Grant, Level
+
+
+class FileState(BaseModel):
+    """One file as Git sees it: the digest of its content and its executable bit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    digest: str
+    executable: bool
+
+
+class WorktreeState(BaseModel):
+    """HEAD, the index digest and the state of every path Git lists (`None`: the file is gone).
+
+    As a snapshot it holds every tracked change and untracked file (a tracked deletion already
+    present is kept as `None`, so it is not attributed to the worker). As an observation it holds
+    every path Git lists after the round plus every snapshot path Git no longer lists, measured
+    where it lies (see `observe`).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    head_branch: str | None
+    head_commit: str | None
+    index_digest: str
+    files: Mapping[str, FileState | None]
+
+
+Snapshot = WorktreeState
+"""The worktree before the first round."""
+
+Observation = WorktreeState
+"""The worktree after a round, in the snapshot's shape."""
+
+
+def observe(
+    snapshot: Snapshot,
+    head_branch: str | None,
+    head_commit: str | None,
+    index_digest: str,
+    listed: Mapping[str, FileState | None],
+    measure: Callable[[str], FileState | None],
+) -> Observation:
+    """The observation after a round: what Git lists, completed by every snapshot path Git no
+    longer lists, measured where it lies by `measure` (a `FileState`, e.g. equal to HEAD again,
+    or `None` when the file is gone)."""
+    files: dict[str, FileState | None] = dict(listed)
+    for path in snapshot.files:
+        if path not in files:
+            files[path] = measure(path)
+    return WorktreeState(
+        head_branch=head_branch, head_commit=head_commit, index_digest=index_digest, files=files
+    )
+
+
+class Verdict(StrEnum):
+    CLEAN = "clean"
+    VIOLATION = "violation"
+
+
+HEAD_VIOLATION = "HEAD"
+INDEX_VIOLATION = "index"
+DELETED_SUFFIX = " (deleted)"
+
+
+class Audit(BaseModel):
+    """The audit object a round records (contract.workers.worker-round-trace `audit`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Verdict
+    changed: tuple[str, ...]
+    violations: tuple[str, ...]
+
+    @property
+    def clean(self) -> bool:
+        return self.verdict is Verdict.CLEAN
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict.value,
+            "changed": list(self.changed),
+            "violations": list(self.violations),
+        }
+
+
+def path_order(path: str) -> bytes:
+    """Git's path order: the bytes of the UTF-8 path, a path decoded with surrogateescape (as
+    `git_status.decode_path` does) giving back its own bytes."""
+    try:
+        return path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogatepass")
+
+
+def changed_paths(snapshot: Snapshot, observed: Observation) -> tuple[str, ...]:
+    """Every path created, changed or deleted since the snapshot, in path order.
+
+    A path Git lists now but not at the snapshot changed (it was equal to HEAD, or absent); a
+    snapshot path changed when its state differs. A snapshot path the observation lacks counts as
+    gone: an incomplete observation can only make the audit stricter.
+    """
+    new = (p for p in observed.files if p not in snapshot.files)
+    differ = (p for p, before in snapshot.files.items() if observed.files.get(p) != before)
+    return tuple(sorted({*new, *differ}, key=path_order))
+
+
+def git_state_violations(snapshot: Snapshot, observed: Observation) -> tuple[str, ...]:
+    """`HEAD` when HEAD names another branch or commit, then `index` for a changed index."""
+    found: list[str] = []
+    if (snapshot.head_branch, snapshot.head_commit) != (observed.head_branch, observed.head_commit):
+        found.append(HEAD_VIOLATION)
+    if snapshot.index_digest != observed.index_digest:
+        found.append(INDEX_VIOLATION)
+    return tuple(found)
+
+
+def path_violation(grant: Grant, path: str, after: FileState | None) -> str | None:
+    """The violation a changed path makes, or None when it is allowed (changed or new in rw)."""
+    if after is None:
+        return path + DELETED_SUFFIX
+    if grant.level_of(path) is Level.RW:
+        return None
+    return path
+
+
+def audit(grant: Grant, snapshot: Snapshot, observed: Observation) -> Audit:
+    """Seed 000 "Audit": compare the observation with the snapshot, each path by its level."""
+    changed = changed_paths(snapshot, observed)
+    found = list(git_state_violations(snapshot, observed))
+    for path in changed:
+        violation = path_violation(grant, path, observed.files.get(path))
+        if violation is not None:
+            found.append(violation)
+    verdict = Verdict.VIOLATION if found else Verdict.CLEAN
+    return Audit(verdict=verdict, changed=changed, violations=tuple(found))
+
+
+def worktree_unchanged(snapshot: Snapshot, observed: Observation) -> bool:
+    """True when nothing (HEAD, index or any file) differs from the snapshot."""
+    return not changed_paths(snapshot, observed) and not git_state_violations(snapshot, observed)
+
+
+def _explain(violation: str) -> str:
+    if violation == HEAD_VIOLATION:
+        return "HEAD names another branch or commit than at the snapshot"
+    if violation == INDEX_VIOLATION:
+        return "the index changed"
+    if violation.endswith(DELETED_SUFFIX):
+        return f"{violation[: -len(DELETED_SUFFIX)]} was deleted"
+    return f"{violation} was created or changed outside the grant's rw paths"
+
+
+def describe_violations(result: Audit | Iterable[str]) -> str:
+    """One line for an error's detail naming every violation, or an empty string when none."""
+    violations = tuple(result.violations if isinstance(result, Audit) else result)
+    if not violations:
+        return ""
+    listed = "; ".join(_explain(v) for v in violations)
+    count = len(violations)
+    return f"the audit found {count} violation{'s' if count != 1 else ''}: {listed}"

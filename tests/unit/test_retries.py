@@ -1,0 +1,147 @@
+"""Seed 000 "Retries": which model-service errors are transient, and the delay before a retry."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from concorde_workers.domain.retries import (
+    TransientCause,
+    retry_delay,
+    transient_cause,
+    transient_cause_of,
+)
+
+RATE, OVERLOADED, LATER, LOST = (TransientCause.RATE_LIMIT, TransientCause.OVERLOADED,
+                                 TransientCause.RETRY_LATER, TransientCause.LOST_CALL)
+
+# The texts Claude Code 2.1.197 and pi 0.73.1 really print (notes/claude-code.md §8,
+# notes/pi.md §8 "Model-service errors"), then the spec's own words.
+REAL_TEXTS: list[tuple[str, TransientCause | None]] = [
+    ("API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a "
+     "moment. If it persists, check your inference gateway (127.0.0.1:41235).", OVERLOADED),
+    ("API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a "
+     "moment. If it persists, check https://status.claude.com.", OVERLOADED),
+    ("API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually "
+     "temporary. Try again in a moment. If it persists, check your inference gateway (...).",
+     OVERLOADED),
+    ("API Error: Request rejected (429) · This request would exceed your account's rate limit.",
+     RATE),
+    ("API Error: Request rejected (429) · fake rate limited", RATE),
+    ("API Error: 500 Internal server error. This is a server-side issue, usually temporary — try "
+     "again in a moment.", OVERLOADED),
+    ("API Error: 400 fake bad request", None),
+    ("API Error: Unable to connect to API (ConnectionRefused)", LOST),
+    ("429 Rate limit reached for requests", RATE),
+    ("503 Service Unavailable", OVERLOADED),
+    ("529 Overloaded", OVERLOADED),
+    ("529 Concurrency limit exceeded for this gateway, please retry later", RATE),
+    ("Provider finish_reason: network_error", LOST),
+    ("400 Invalid request: bad parameter", None),
+]
+
+SPEC_WORDS: list[tuple[str, TransientCause | None]] = [
+    ("Too Many Requests", RATE),
+    ("rate_limit_error: Number of concurrent connections has exceeded your rate limit", RATE),
+    ("502 Bad Gateway", OVERLOADED),
+    ("504 Gateway Timeout", OVERLOADED),
+    ("The service is under high demand right now", OVERLOADED),
+    ("model temporarily unavailable", OVERLOADED),
+    ("Please retry later.", LATER),
+    ("Something went wrong, try again later", LATER),
+    ("upstream connect error or disconnect/reset before headers", LOST),
+    ("stream error: received RST_STREAM", LOST),
+    ("read ECONNRESET", LOST),
+    ("connection reset by peer", LOST),
+    ("Connection lost while streaming", LOST),
+    ("Request timed out.", LOST),
+    ("fetch failed", LOST),
+]
+
+NEVER_TRANSIENT: list[str] = [
+    "429 You exceeded your current quota, please check your plan and billing details.",
+    "insufficient_quota",
+    "API Error: 400 Your credit balance is too low to access the Anthropic API.",
+    "Claude AI usage limit reached|1767225600",
+    "You've hit your usage limit. Try again later.",
+    "503 billing service: payment required, retry later",
+    "Rate limit: monthly usage_limit exceeded",
+]
+
+NOT_TRANSIENT: list[str] = [
+    "API Error: 400 fake bad request",
+    "401 Unauthorized: invalid x-api-key",
+    "404 model not found",
+    "error on port 15030",
+    "listening on 127.0.0.1:5003 failed: permission denied",
+    "invalid request id 4290",
+    "1429 items, 5290 bytes, version 2.500.1",
+    "retry count must be positive",
+    "",
+]
+
+
+@pytest.mark.req("A transient model-service error is retried")
+@pytest.mark.parametrize(("text", "cause"), REAL_TEXTS + SPEC_WORDS,
+                         ids=[t[:60] for t, _ in REAL_TEXTS + SPEC_WORDS])
+def test_transient_errors_are_recognised(text: str, cause: TransientCause | None) -> None:
+    assert transient_cause(text) == cause
+
+
+@pytest.mark.req("Any other error ends the run at once")
+@pytest.mark.parametrize("text", NEVER_TRANSIENT)
+def test_quota_billing_and_usage_limits_are_never_transient(text: str) -> None:
+    assert transient_cause(text) is None
+
+
+@pytest.mark.req("Any other error ends the run at once")
+@pytest.mark.parametrize("text", NOT_TRANSIENT)
+def test_other_errors_are_not_transient(text: str) -> None:
+    assert transient_cause(text) is None
+
+
+def test_several_texts_of_one_envelope() -> None:
+    assert transient_cause_of(["API Error: Request rejected (429) · slow down", "x"]) is RATE
+    assert transient_cause_of(["nothing", "503 Service Unavailable"]) is OVERLOADED
+    assert transient_cause_of(["API Error: Request rejected (429)", "quota exhausted"]) is None
+    assert transient_cause_of([]) is None
+
+
+@pytest.mark.req("Retries wait longer each time")
+def test_the_defaults_wait_at_most_15_30_60_120_240() -> None:
+    assert [retry_delay(15, k, 1.0) for k in range(1, 6)] == [15, 30, 60, 120, 240]
+    assert [retry_delay(15, k, 0.5) for k in range(1, 6)] == [7.5, 15, 30, 60, 120]
+
+
+@pytest.mark.req("Retries wait longer each time")
+@given(base=st.floats(min_value=0, max_value=3600, allow_nan=False),
+       k=st.integers(min_value=1, max_value=20),
+       factor=st.floats(min_value=0.5, max_value=1.0))
+def test_the_delay_lies_between_half_and_the_whole_doubled_delay(
+    base: float, k: int, factor: float,
+) -> None:
+    delay = retry_delay(base, k, factor)
+    full = base * 2 ** (k - 1)
+    assert full * 0.5 <= delay <= full
+
+
+@pytest.mark.req("Retries wait longer each time")
+@given(seed=st.integers(min_value=0, max_value=2**32), k=st.integers(min_value=1, max_value=10))
+def test_the_next_retry_never_waits_less_than_the_least_before(seed: int, k: int) -> None:
+    # With factors from uniform(0.5, 1), the k+1-th delay is at least the k-th's upper bound.
+    rng = random.Random(seed)
+    now = retry_delay(15, k, rng.uniform(0.5, 1.0))
+    later = retry_delay(15, k + 1, rng.uniform(0.5, 1.0))
+    assert later >= 15 * 2 ** (k - 1) >= now
+
+
+@pytest.mark.parametrize(("base", "k", "factor"), [
+    (15, 0, 1.0), (15, -1, 0.7), (15, 1, 0.49), (15, 1, 1.01), (15, 1, float("nan")),
+    (-1, 1, 0.7), (float("inf"), 1, 0.7), (15, True, 0.7), (15, 1.0, 0.7),
+])
+def test_bad_arguments_are_refused(base: float, k: int, factor: float) -> None:
+    with pytest.raises(ValueError):
+        retry_delay(base, k, factor)
