@@ -3,10 +3,7 @@ is the shared one."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
 import spec
 
 
