@@ -1,0 +1,195 @@
+"""Placement: the `.claude/worktrees/<name>` rule and the Git administrative paths.
+
+Seed 000 "Placement": every worktree a worker runs in lies directly in `.claude/worktrees/` of its
+repository's primary worktree (the first worktree `git worktree list` names); any other placement,
+the primary worktree itself included, is refused with `worktree_misplaced` (reason environment).
+Once the placement holds, the host collects the Git administrative paths as real paths; the
+Harness hides them from every tool (notes/harness.md §3).
+
+Everything here is pure: the Git port gives the facts (real paths, what Git said, the text of a
+`.git` file), the walk goes through a `ListDir` callable.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.paths import EntryKind, ListDir, is_within
+
+WORKTREES_DIR = ".claude/worktrees"
+GIT = ".git"
+
+
+class Placement(BaseModel):
+    """A placement that holds: the worktree lies directly in `<primary>/.claude/worktrees/`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    worktree: str
+    primary: str
+    name: str
+
+
+def worktrees_dir(primary: str) -> str:
+    """`<primary>/.claude/worktrees/`, as the refusal names it (with its trailing slash)."""
+    return posixpath.join(posixpath.normpath(primary), WORKTREES_DIR) + "/"
+
+
+def _misplaced(message: str) -> Refusal:
+    return Refusal(code="worktree_misplaced", reason=Reason.ENVIRONMENT, message=message)
+
+
+def check_placement(
+    worktree: str, primary: str | None, git_said: str = ""
+) -> Placement | Refusal:
+    """Judge the placement of `worktree` (its real path) against the primary worktree.
+
+    `primary` is the primary worktree's real path, or None when Git found none (a bare repository,
+    or not a repository); `git_said` is then what Git said, which the refusal quotes.
+    """
+    worktree = posixpath.normpath(worktree)
+    if primary is None:
+        said = git_said.strip() or "nothing"
+        return _misplaced(
+            f"Git found no primary worktree for the worktree {worktree} (Git said: {said}); a "
+            "worker runs only in a worktree lying directly in .claude/worktrees/ of its "
+            "repository's primary worktree, and a bare repository has none"
+        )
+    primary = posixpath.normpath(primary)
+    where = worktrees_dir(primary)
+    if not posixpath.isabs(worktree) or not posixpath.isabs(primary):
+        return _misplaced(f"the worktree {worktree} or the primary worktree {primary} is not an "
+                          f"absolute path; the worktree must lie directly in {where}")
+    if posixpath.dirname(worktree) == where.rstrip("/"):
+        return Placement(worktree=worktree, primary=primary, name=posixpath.basename(worktree))
+    if worktree == primary:
+        what = "is the primary worktree itself"
+    elif worktree == where.rstrip("/"):
+        what = "is the primary worktree's .claude/worktrees/ folder itself, not a worktree in it"
+    elif worktree.startswith(where):
+        what = "lies below, not directly in, the primary worktree's .claude/worktrees/"
+    else:
+        what = "does not lie in the primary worktree's .claude/worktrees/"
+    return _misplaced(
+        f"the worktree {worktree} {what}; a worker runs only in a worktree lying directly in "
+        f"{where} (create one with git worktree add {where}<name>)"
+    )
+
+
+# --- Git administrative paths (seed 000 "Placement", notes/harness.md §3) -----------------------
+
+
+class GitEntry(BaseModel):
+    """A `.git` entry the walk found, by its lexical path and what it is (not following a link)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    kind: EntryKind
+
+
+class AdminPath(BaseModel):
+    """One Git administrative path, real and absolute; `directory` selects the `/**` rule form."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    directory: bool
+
+
+def find_git_entries(
+    worktree: str, list_dir: ListDir, runtime_paths: Iterable[str] = ()
+) -> tuple[GitEntry, ...]:
+    """Every `.git` entry of the worktree, file or directory, at any depth.
+
+    The walk enters no `.git`, no symbolic link and no runtime path (seed 000 "Placement");
+    children are visited in name order, so the result is deterministic.
+    """
+    runtime = tuple(posixpath.normpath(p) for p in runtime_paths)
+    found: list[GitEntry] = []
+    stack = [posixpath.normpath(worktree)]
+    while stack:
+        directory = stack.pop()
+        subdirs: list[str] = []
+        for entry in sorted(list_dir(directory), key=lambda e: e.name):
+            path = posixpath.join(directory, entry.name)
+            if any(is_within(path, r) for r in runtime):
+                continue
+            if entry.name == GIT:
+                found.append(GitEntry(path=path, kind=entry.kind))
+            elif entry.kind is EntryKind.DIRECTORY:
+                subdirs.append(path)
+        stack.extend(reversed(subdirs))
+    return tuple(sorted(found, key=lambda e: e.path))
+
+
+def _first_line_value(text: str, key: str) -> str | None:
+    for line in text.splitlines():
+        if line.startswith(key):
+            value = line[len(key):].strip()
+            return value or None
+    return None
+
+
+def parse_gitdir_file(text: str, file_dir: str) -> str | None:
+    """The Git directory a `.git` file's `gitdir:` line names, absolute and normalized.
+
+    A relative target is relative to the directory holding the file. None when the file names
+    no Git directory.
+    """
+    target = _first_line_value(text, "gitdir:")
+    if target is None:
+        return None
+    return posixpath.normpath(posixpath.join(file_dir, target))
+
+
+def parse_commondir_file(text: str, git_dir: str) -> str | None:
+    """The common directory a Git directory's `commondir` file names (relative to `git_dir`)."""
+    target = text.strip().splitlines()[0].strip() if text.strip() else ""
+    if not target:
+        return None
+    return posixpath.normpath(posixpath.join(git_dir, target))
+
+
+def prune_admin_paths(paths: Iterable[AdminPath]) -> tuple[AdminPath, ...]:
+    """The paths with none below another listed one, in first-appearance order.
+
+    A path below a listed directory is hidden with it (the common directory covers its
+    `worktrees/` and `modules/`); a duplicate keeps its first occurrence.
+    """
+    given = [AdminPath(path=posixpath.normpath(p.path), directory=p.directory) for p in paths]
+    kept: list[AdminPath] = []
+    for index, candidate in enumerate(given):
+        if any(k.path == candidate.path for k in kept):
+            continue
+        covered = any(
+            other.directory and other.path != candidate.path
+            and is_within(candidate.path, other.path)
+            for other in given[:index] + given[index + 1:]
+        )
+        if not covered:
+            kept.append(candidate)
+    return tuple(kept)
+
+
+def collect_admin_paths(
+    git_dir: str,
+    common_dir: str,
+    git_entries: Sequence[AdminPath] = (),
+    gitdir_targets: Sequence[str] = (),
+) -> tuple[AdminPath, ...]:
+    """The pruned Git administrative paths the Harness hides (seed 000 "Placement").
+
+    `git_dir` and `common_dir` are `git rev-parse --path-format=absolute --git-dir
+    --git-common-dir`; `git_entries` the `.git` entries the walk found, each by its lexical and
+    its real path (the caller resolves them); `gitdir_targets` the Git directories the `.git`
+    files name and those directories' `commondir` targets. All real and absolute.
+    """
+    listed = [AdminPath(path=common_dir, directory=True), AdminPath(path=git_dir, directory=True)]
+    listed.extend(git_entries)
+    listed.extend(AdminPath(path=t, directory=True) for t in gitdir_targets)
+    return prune_admin_paths(listed)
