@@ -16,14 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from concorde_workers.domain.audit import Verdict
 from concorde_workers.domain.errors import Reason
+from concorde_workers.domain.request import Backend
 
-Backend = Literal["claude", "pi"]
 PROCESS_FAILURE_CODES: dict[str, str] = {"claude": "claude_failed", "pi": "pi_failed"}
 
 

@@ -1,1 +1,4 @@
-"""Ports: typing.Protocol capabilities the application needs (Git, filesystem, process, clock, random)."""
+"""Ports: typing.Protocol capabilities the application needs.
+
+Git (read-only), filesystem, process, clock and random.
+"""

@@ -1,0 +1,200 @@
+"""The configuration reader: settles and checks workers before any run exists.
+
+Seed 000 "Refusals before a run"; seed 002 "Worker configuration" and "Model map". It reads the
+worktree's `.concorde/workers.json` and the machine's model map through a file-system port and
+takes the host environment as a mapping (never `os.environ`); the domain (`domain/config.py`)
+decides. Every outcome is a `ResolvedWorker` or a `Refusal` naming the file it concerns.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from concorde_workers.domain import config as domain
+from concorde_workers.domain.config import (
+    ModelMap,
+    ResolvedWorker,
+    WorkerChoice,
+    WorkerConfiguration,
+)
+from concorde_workers.domain.errors import Refusal
+from concorde_workers.ports.filesystem import FileSystemError
+
+__all__ = ["ConfigFiles", "ConfigurationReader"]
+
+_DEFAULT_MAP_TEXT = "concorde/models.json of your XDG configuration directory"
+
+
+class ConfigFiles(Protocol):
+    """What the reader needs of the FileSystem port (`ports.filesystem.FileSystem` fits)."""
+
+    def read_text(self, path: str) -> str:
+        """UTF-8 text; raises `FileSystemError` (or `OSError` / `ValueError`) when it cannot."""
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def which(self, program: str, search_path: str) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class _Unreadable:
+    why: str
+
+
+class ConfigurationReader:
+    """Resolves workers from a worktree's worker configuration and the machine's model map.
+
+    `environ` is the host environment: HOME, XDG_CONFIG_HOME, CONCORDE_MODEL_MAP, PATH,
+    CONCORDE_CLAUDE and CONCORDE_PI are read from it.
+    """
+
+    def __init__(self, fs: ConfigFiles, environ: Mapping[str, str]) -> None:
+        self._fs = fs
+        self._environ = environ
+
+    def resolve_worker(
+        self, worktree: str, operation: str, worker: str, declared: Mapping[str, set[str]]
+    ) -> ResolvedWorker | Refusal:
+        """One worker of `operation`, which `declared` (Operation -> worker ids) must hold."""
+        result = self.check_operation(worktree, operation, [worker], declared)
+        return result[0] if isinstance(result, list) else result
+
+    def check_operation(
+        self,
+        worktree: str,
+        operation: str,
+        workers: Sequence[str],
+        declared: Mapping[str, set[str]],
+    ) -> list[ResolvedWorker] | Refusal:
+        """Every worker of one Operation at once: the first refusal of the configuration, else
+        one model_unmapped naming every model and backend pair the map lacks, else the first
+        backend_missing; otherwise the workers in the order asked."""
+        _require_declared(operation, workers, declared)
+        worktree = _absolute(worktree)
+        config = self.configuration(worktree, declared)
+        if isinstance(config, Refusal):
+            return config
+        choices: list[WorkerChoice] = []
+        for worker in workers:
+            choice = domain.choose(config, operation, worker)
+            if isinstance(choice, Refusal):
+                return choice
+            choices.append(choice)
+        runtime = domain.runtime_paths(config, worktree, self._fs.exists)
+        if isinstance(runtime, Refusal) or not choices:
+            return runtime if isinstance(runtime, Refusal) else []
+        return self._complete(config, choices, runtime)
+
+    def configuration(
+        self, worktree: str, declared: Mapping[str, set[str]]
+    ) -> WorkerConfiguration | Refusal:
+        """The worktree's worker configuration, checked against the caller's declarations."""
+        worktree = _absolute(worktree)
+        file = posixpath.join(worktree, domain.CONFIG_PATH)
+        if not self._fs.exists(file):
+            return self._config_missing(worktree, file)
+        text = self._read(file)
+        if isinstance(text, _Unreadable):
+            return _config_unreadable(file, f"it is unreadable ({text.why})")
+        decoded = domain.decode_json(text)
+        if decoded.problem is not None:
+            return _config_unreadable(file, decoded.problem)
+        return domain.parse_configuration(decoded.value, file, declared, self._map_text())
+
+    def model_map(self, needs: Sequence[WorkerChoice]) -> ModelMap | Refusal:
+        """The machine's model map; `needs` are the choices a missing map's refusal shows."""
+        file = domain.model_map_location(self._environ, needs)
+        if isinstance(file, Refusal):
+            return file
+        if not self._fs.exists(file):
+            return domain.model_map_missing(file, needs)
+        text = self._read(file)
+        if isinstance(text, _Unreadable):
+            return domain.model_map_invalid(file, f"it is unreadable ({text.why})")
+        decoded = domain.decode_json(text)
+        if decoded.problem is not None:
+            return domain.model_map_invalid(file, decoded.problem)
+        return domain.parse_model_map(decoded.value, file)
+
+    def _complete(
+        self, config: WorkerConfiguration, choices: list[WorkerChoice], runtime: tuple[str, ...]
+    ) -> list[ResolvedWorker] | Refusal:
+        model_map = self.model_map(choices)
+        if isinstance(model_map, Refusal):
+            return model_map
+        local_ids = domain.place(choices, model_map)
+        if isinstance(local_ids, Refusal):
+            return local_ids
+        resolved: list[ResolvedWorker] = []
+        for choice, local_model in zip(choices, local_ids, strict=True):
+            program = self._program(choice, config.file)
+            if isinstance(program, Refusal):
+                return program
+            resolved.append(
+                _resolved(config, choice, local_model, model_map.file, runtime, program)
+            )
+        return resolved
+
+    def _program(self, choice: WorkerChoice, file: str) -> str | Refusal:
+        program, var = domain.program_of(choice.backend, self._environ)
+        found = self._fs.which(program, self._environ.get("PATH", ""))
+        return found or domain.backend_missing(choice, program, var, file)
+
+    def _config_missing(self, worktree: str, file: str) -> Refusal:
+        retired = posixpath.join(worktree, domain.RETIRED_PATH)
+        if self._fs.exists(retired):
+            return domain.retired_refusal(retired, file, self._map_text())
+        return domain.config_missing(file)
+
+    def _map_text(self) -> str:
+        location = domain.model_map_location(self._environ, [])
+        return location if isinstance(location, str) else _DEFAULT_MAP_TEXT
+
+    def _read(self, path: str) -> str | _Unreadable:
+        try:
+            return self._fs.read_text(path)
+        except (FileSystemError, OSError, ValueError) as exc:
+            return _Unreadable(str(exc) or type(exc).__name__)
+
+
+def _require_declared(
+    operation: str, workers: Sequence[str], declared: Mapping[str, set[str]]
+) -> None:
+    """Asking for a worker one does not declare is the caller's bug, not a refusal."""
+    undeclared = [w for w in workers if w not in declared.get(operation, set())]
+    if undeclared:
+        raise ValueError(f"Operation {operation!r} does not declare the workers {undeclared!r}")
+
+
+def _absolute(worktree: str) -> str:
+    if not worktree.startswith("/"):
+        raise ValueError(f"the worktree must be an absolute path, not {worktree!r}")
+    return posixpath.normpath(worktree)
+
+
+def _config_unreadable(file: str, problem: str) -> Refusal:
+    repair = f"Rewrite {file} as UTF-8 JSON following contract.workers.worker-configuration."
+    return domain.config_invalid(file, problem, repair)
+
+
+def _resolved(
+    config: WorkerConfiguration,
+    choice: WorkerChoice,
+    local_model: str,
+    model_map: str,
+    runtime: tuple[str, ...],
+    program: str,
+) -> ResolvedWorker:
+    return ResolvedWorker(
+        **choice.model_dump(),
+        configuration=config.file,
+        local_model=local_model,
+        model_map=model_map,
+        limits=config.limits,
+        runtime=runtime,
+        program=program,
+    )
