@@ -1,0 +1,167 @@
+"""The local filesystem adapter: the `FileSystem` port over `os`.
+
+Every `OSError` becomes `FileSystemError(path, op, text, errno)`. Operations that must not follow
+a final symbolic link use `lstat`/`O_NOFOLLOW`, so a link a worker planted inside the worktree
+never makes the host read, digest or delete what it points to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import stat as stat_module
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+from concorde_workers.domain.paths import DirEntry, EntryKind
+from concorde_workers.ports.filesystem import FileStat, FileSystemError
+
+T = TypeVar("T")
+
+_CHUNK = 1 << 20
+
+
+def _kind_of(mode: int) -> EntryKind:
+    if stat_module.S_ISLNK(mode):
+        return EntryKind.SYMLINK
+    if stat_module.S_ISDIR(mode):
+        return EntryKind.DIRECTORY
+    if stat_module.S_ISREG(mode):
+        return EntryKind.FILE
+    return EntryKind.OTHER
+
+
+@contextlib.contextmanager
+def _os_errors(path: str, op: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise FileSystemError(path, op, exc.strerror or str(exc), exc.errno) from exc
+
+
+class LocalFileSystem:
+    """`FileSystem` on the host's own disks."""
+
+    def read_bytes(self, path: str) -> bytes:
+        with _os_errors(path, "read_bytes"), open(path, "rb") as f:
+            return f.read()
+
+    def read_text(self, path: str) -> str:
+        data = self.read_bytes(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FileSystemError(path, "read_text", f"not UTF-8: {exc}") from exc
+
+    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        directory = os.path.dirname(path) or "."
+        with _os_errors(path, "write_atomic"):
+            # The temporary file lies in the target's directory so os.replace is a rename on
+            # one filesystem, atomic for readers; fsync before the rename so a crash cannot
+            # leave the new name pointing at empty data, and fsync the directory after it so
+            # the rename itself survives.
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=directory)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(payload)
+                    f.flush()
+                    os.fchmod(f.fileno(), mode)
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def lexists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def is_file(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def is_symlink(self, path: str) -> bool:
+        return os.path.islink(path)
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def listdir(self, path: str) -> list[DirEntry]:
+        with _os_errors(path, "listdir"), os.scandir(path) as it:
+            entries = [
+                DirEntry(name=e.name, kind=_kind_of(e.stat(follow_symlinks=False).st_mode))
+                for e in it
+            ]
+        return sorted(entries, key=lambda e: e.name)
+
+    def makedirs(self, path: str, mode: int = 0o755) -> None:
+        with _os_errors(path, "makedirs"):
+            os.makedirs(path, mode=mode, exist_ok=True)
+
+    def remove(self, path: str) -> None:
+        with _os_errors(path, "remove"):
+            # unlink(2) removes a link itself, never its target, and refuses a directory.
+            if stat_module.S_ISDIR(os.lstat(path).st_mode):
+                raise IsADirectoryError(21, "Is a directory", path)
+            os.unlink(path)
+
+    def rmtree(self, path: str) -> None:
+        with _os_errors(path, "rmtree"):
+            if os.path.islink(path):
+                os.unlink(path)
+                return
+            # shutil.rmtree never follows links below the top (it unlinks them).
+            shutil.rmtree(path)
+
+    def chmod(self, path: str, mode: int) -> None:
+        with _os_errors(path, "chmod"):
+            os.chmod(path, mode)
+
+    def stat(self, path: str) -> FileStat:
+        with _os_errors(path, "stat"):
+            st = os.lstat(path)
+        return FileStat(
+            kind=_kind_of(st.st_mode), mode=stat_module.S_IMODE(st.st_mode), size=st.st_size
+        )
+
+    def which(self, program: str, search_path: str) -> str | None:
+        return shutil.which(program, path=search_path)
+
+    def file_digest(self, path: str) -> str:
+        def digest() -> str:
+            st = os.lstat(path)
+            if stat_module.S_ISLNK(st.st_mode):
+                # Git stores a link as its target's text; readlink on bytes keeps its bytes.
+                target = os.readlink(os.fsencode(path))
+                return "sha256:" + hashlib.sha256(target).hexdigest()
+            if not stat_module.S_ISREG(st.st_mode):
+                raise IsADirectoryError(21, "not a regular file or symbolic link", path)
+            h = hashlib.sha256()
+            # O_NOFOLLOW: had the file been swapped for a link since lstat, open fails instead
+            # of reading the link's target.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
+                for chunk in iter(lambda: f.read(_CHUNK), b""):
+                    h.update(chunk)
+            return "sha256:" + h.hexdigest()
+
+        return _call(path, "file_digest", digest)
+
+
+def _call(path: str, op: str, fn: Callable[[], T]) -> T:
+    with _os_errors(path, op):
+        return fn()

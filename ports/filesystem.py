@@ -1,0 +1,132 @@
+"""The FileSystem port: the host's own reads and writes of local files.
+
+Paths are absolute `str` (non-UTF-8 names as surrogateescape text, like Python's `os`). Every
+operating-system failure surfaces as one exception, `FileSystemError`, so callers report it
+without knowing the adapter. Where a symbolic link could lead the host astray, the operation
+says whether it follows it: listing, `stat`, `remove` and `file_digest` never follow a final link.
+"""
+
+from __future__ import annotations
+
+import errno as errno_codes
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.paths import DirEntry, EntryKind
+
+__all__ = ["DirEntry", "EntryKind", "FileStat", "FileSystem", "FileSystemError"]
+
+
+class FileSystemError(Exception):
+    """An operation on `path` failed: `op` names the port method, `os_error_text` what the
+    system said, `errno` its error number when there is one."""
+
+    def __init__(self, path: str, op: str, os_error_text: str, errno: int | None = None) -> None:
+        self.path = path
+        self.op = op
+        self.os_error_text = os_error_text
+        self.errno = errno
+        super().__init__(f"{op} {path!r}: {os_error_text}")
+
+    @property
+    def not_found(self) -> bool:
+        return self.errno == errno_codes.ENOENT
+
+
+class FileStat(BaseModel):
+    """What `stat` tells of an entry, its final link not followed. `mode` holds the permission
+    bits (0o7777); `executable` is the owner's execute bit, the bit Git records."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: EntryKind
+    mode: int
+    size: int
+
+    @property
+    def executable(self) -> bool:
+        return self.kind is EntryKind.FILE and bool(self.mode & 0o100)
+
+
+@runtime_checkable
+class FileSystem(Protocol):
+    """Local files: read, write atomically, inspect, list, remove, and find programs."""
+
+    def read_bytes(self, path: str) -> bytes:
+        """The file's bytes (a final link is followed, as `open` does)."""
+        ...
+
+    def read_text(self, path: str) -> str:
+        """The file's text, UTF-8; invalid UTF-8 raises `FileSystemError`."""
+        ...
+
+    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Replace `path` with `data` (str as UTF-8) and permission bits `mode` so that a reader
+        sees the old or the new content, never a part; a final link at `path` is replaced, not
+        followed. The parent directory must exist."""
+        ...
+
+    def exists(self, path: str) -> bool:
+        """True when `path` names something, links followed (a dangling link: False)."""
+        ...
+
+    def lexists(self, path: str) -> bool:
+        """True when `path` names something, a final link not followed."""
+        ...
+
+    def is_dir(self, path: str) -> bool:
+        """A directory, links followed."""
+        ...
+
+    def is_file(self, path: str) -> bool:
+        """A regular file, links followed."""
+        ...
+
+    def is_symlink(self, path: str) -> bool:
+        """A symbolic link itself, whatever it points to."""
+        ...
+
+    def realpath(self, path: str) -> str:
+        """`path` with every symbolic link resolved, normalized, absolute; parts that do not
+        exist are kept as given (as `os.path.realpath`, not strict)."""
+        ...
+
+    def listdir(self, path: str) -> list[DirEntry]:
+        """The entries of directory `path`, sorted by name, each with its kind as it is, a
+        link reported as a link and never followed."""
+        ...
+
+    def makedirs(self, path: str, mode: int = 0o755) -> None:
+        """Create `path` and missing parents; an existing directory is fine."""
+        ...
+
+    def remove(self, path: str) -> None:
+        """Unlink the file or symbolic link `path`; a link is removed itself, never its target.
+        A directory raises `FileSystemError`."""
+        ...
+
+    def rmtree(self, path: str) -> None:
+        """Remove the directory tree `path` without following any link in it; a link at
+        `path` itself is removed as a link."""
+        ...
+
+    def chmod(self, path: str, mode: int) -> None:
+        """Set the permission bits of `path` (links followed, as chmod(2) does: the host only
+        changes modes of entries it created)."""
+        ...
+
+    def stat(self, path: str) -> FileStat:
+        """Kind, permission bits and size of `path`, a final link not followed."""
+        ...
+
+    def which(self, program: str, search_path: str) -> str | None:
+        """The executable `program` would run as, searched in the `os.pathsep`-separated
+        `search_path`; a `program` with a slash is checked as given. None when not found."""
+        ...
+
+    def file_digest(self, path: str) -> str:
+        """ "sha256:<hex>" of what Git would store for `path`: a regular file's bytes, or a
+        symbolic link's target text (the link is never followed, so a worker's link to a host
+        file never makes the host read that file). Anything else raises `FileSystemError`."""
+        ...

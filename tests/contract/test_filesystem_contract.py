@@ -1,0 +1,193 @@
+"""FileSystem contract: LocalFileSystem in a temporary directory and FakeFileSystem alike."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from concorde_workers.domain.paths import DirEntry, EntryKind
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+
+
+def sha(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def test_implements_the_port(fs_world: Any) -> None:
+    assert isinstance(fs_world.fs, FileSystem)
+
+
+class TestReadWrite:
+    def test_write_atomic_then_read(self, fs_world: Any) -> None:
+        fs, path = fs_world.fs, fs_world.root + "/f.json"
+        fs.write_atomic(path, '{"k": "é"}\n')
+        assert fs.read_text(path) == '{"k": "é"}\n'
+        assert fs.read_bytes(path) == '{"k": "é"}\n'.encode()
+        fs.write_atomic(path, b"second", mode=0o600)
+        assert fs.read_bytes(path) == b"second"
+        assert fs.stat(path).mode == 0o600
+
+    def test_write_atomic_leaves_no_temporary_file(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.write_atomic(root + "/a", b"1")
+        fs.write_atomic(root + "/a", b"2")
+        assert fs.listdir(root) == [DirEntry(name="a", kind=EntryKind.FILE)]
+
+    def test_write_atomic_replaces_a_link_not_its_target(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.write_atomic(root + "/target", b"keep")
+        fs_world.symlink(root + "/target", root + "/link")
+        fs.write_atomic(root + "/link", b"new")
+        assert fs.read_bytes(root + "/target") == b"keep"
+        assert not fs.is_symlink(root + "/link")
+        assert fs.read_bytes(root + "/link") == b"new"
+
+    def test_write_atomic_into_a_missing_directory_fails(self, fs_world: Any) -> None:
+        with pytest.raises(FileSystemError) as info:
+            fs_world.fs.write_atomic(fs_world.root + "/missing/f", b"x")
+        assert info.value.op == "write_atomic"
+        assert info.value.not_found
+
+    def test_reading_a_missing_file_fails(self, fs_world: Any) -> None:
+        with pytest.raises(FileSystemError) as info:
+            fs_world.fs.read_bytes(fs_world.root + "/nothing")
+        assert (info.value.op, info.value.not_found) == ("read_bytes", True)
+        assert info.value.path == fs_world.root + "/nothing"
+
+    def test_read_text_refuses_invalid_utf8(self, fs_world: Any) -> None:
+        fs_world.fs.write_atomic(fs_world.root + "/bin", b"\xff\xfe")
+        with pytest.raises(FileSystemError):
+            fs_world.fs.read_text(fs_world.root + "/bin")
+
+    def test_a_non_utf8_name_round_trips(self, fs_world: Any) -> None:
+        name = b"caf\xe9 \nx".decode("utf-8", "surrogateescape")
+        fs_world.fs.write_atomic(fs_world.root + "/" + name, b"x")
+        assert [e.name for e in fs_world.fs.listdir(fs_world.root)] == [name]
+        assert fs_world.fs.read_bytes(fs_world.root + "/" + name) == b"x"
+
+
+class TestLinksAndKinds:
+    @pytest.fixture
+    def tree(self, fs_world: Any) -> Any:
+        """root/{d/, d/f, f, link-f -> f, link-d -> d (absolute), dangling -> nowhere,
+        rel -> d/f (relative), chain -> link-d}"""
+        fs, root = fs_world.fs, fs_world.root
+        fs.makedirs(root + "/d")
+        fs.write_atomic(root + "/d/f", b"in d")
+        fs.write_atomic(root + "/f", b"top")
+        fs_world.symlink("f", root + "/link-f")
+        fs_world.symlink(root + "/d", root + "/link-d")
+        fs_world.symlink(root + "/nowhere", root + "/dangling")
+        fs_world.symlink("d/f", root + "/rel")
+        fs_world.symlink("link-d", root + "/chain")
+        return fs_world
+
+    def test_listdir_reports_links_as_links_sorted(self, tree: Any) -> None:
+        assert tree.fs.listdir(tree.root) == [
+            DirEntry(name="chain", kind=EntryKind.SYMLINK),
+            DirEntry(name="d", kind=EntryKind.DIRECTORY),
+            DirEntry(name="dangling", kind=EntryKind.SYMLINK),
+            DirEntry(name="f", kind=EntryKind.FILE),
+            DirEntry(name="link-d", kind=EntryKind.SYMLINK),
+            DirEntry(name="link-f", kind=EntryKind.SYMLINK),
+            DirEntry(name="rel", kind=EntryKind.SYMLINK),
+        ]
+
+    def test_listdir_of_a_missing_directory_fails(self, tree: Any) -> None:
+        with pytest.raises(FileSystemError):
+            tree.fs.listdir(tree.root + "/missing")
+
+    def test_realpath_resolves_every_link(self, tree: Any) -> None:
+        fs, root = tree.fs, tree.root
+        assert fs.realpath(root + "/link-f") == root + "/f"
+        assert fs.realpath(root + "/link-d/f") == root + "/d/f"
+        assert fs.realpath(root + "/chain/f") == root + "/d/f"
+        assert fs.realpath(root + "/rel") == root + "/d/f"
+        assert fs.realpath(root + "/dangling") == root + "/nowhere"
+        assert fs.realpath(root + "/d/../link-d/./x/y") == root + "/d/x/y"
+
+    def test_predicates(self, tree: Any) -> None:
+        fs, root = tree.fs, tree.root
+        assert (fs.exists(root + "/dangling"), fs.lexists(root + "/dangling")) == (False, True)
+        assert fs.is_symlink(root + "/dangling")
+        assert fs.is_dir(root + "/link-d") and fs.is_symlink(root + "/link-d")
+        assert fs.is_file(root + "/link-f")
+        assert not fs.is_file(root + "/d")
+        assert not fs.exists(root + "/missing")
+
+    def test_remove_a_link_leaves_its_target(self, tree: Any) -> None:
+        fs, root = tree.fs, tree.root
+        fs.remove(root + "/link-f")
+        fs.remove(root + "/link-d")
+        fs.remove(root + "/dangling")
+        assert fs.read_bytes(root + "/f") == b"top"
+        assert fs.read_bytes(root + "/d/f") == b"in d"
+        assert not fs.lexists(root + "/link-f")
+
+    def test_remove_refuses_a_directory_and_a_missing_path(self, tree: Any) -> None:
+        with pytest.raises(FileSystemError):
+            tree.fs.remove(tree.root + "/d")
+        with pytest.raises(FileSystemError) as info:
+            tree.fs.remove(tree.root + "/missing")
+        assert info.value.not_found
+
+    def test_rmtree_does_not_follow_links(self, tree: Any) -> None:
+        fs, root = tree.fs, tree.root
+        fs.makedirs(root + "/t/sub")
+        fs.write_atomic(root + "/t/sub/x", b"x")
+        tree.symlink(root + "/d", root + "/t/to-d")
+        fs.rmtree(root + "/t")
+        assert not fs.lexists(root + "/t")
+        assert fs.read_bytes(root + "/d/f") == b"in d"
+        fs.rmtree(root + "/link-d")  # a link at the top is removed as a link
+        assert fs.is_dir(root + "/d")
+
+    def test_stat_does_not_follow_the_final_link(self, tree: Any) -> None:
+        fs, root = tree.fs, tree.root
+        assert fs.stat(root + "/link-f").kind is EntryKind.SYMLINK
+        st = fs.stat(root + "/f")
+        assert (st.kind, st.size, st.executable) == (EntryKind.FILE, 3, False)
+        fs.chmod(root + "/f", 0o755)
+        assert fs.stat(root + "/f").executable
+        assert fs.stat(root + "/f").mode == 0o755
+        assert fs.stat(root + "/d").kind is EntryKind.DIRECTORY
+
+    def test_file_digest_of_files_and_links(self, tree: Any) -> None:
+        fs, root = tree.fs, tree.root
+        assert fs.file_digest(root + "/f") == sha(b"top")
+        # A link is digested as its target text, as Git stores it; never followed.
+        assert fs.file_digest(root + "/link-f") == sha(b"f")
+        assert fs.file_digest(root + "/dangling") == sha((root + "/nowhere").encode())
+        with pytest.raises(FileSystemError):
+            fs.file_digest(root + "/d")
+        with pytest.raises(FileSystemError):
+            fs.file_digest(root + "/missing")
+
+
+class TestDirectoriesAndPrograms:
+    def test_makedirs_nested_and_idempotent(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.makedirs(root + "/a/b/c")
+        fs.makedirs(root + "/a/b/c")
+        assert fs.is_dir(root + "/a/b/c")
+
+    def test_makedirs_over_a_file_fails(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.write_atomic(root + "/file", b"")
+        with pytest.raises(FileSystemError):
+            fs.makedirs(root + "/file/sub")
+
+    def test_which_searches_the_given_path(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.makedirs(root + "/bin1")
+        fs.makedirs(root + "/bin2")
+        fs.write_atomic(root + "/bin1/tool", b"not executable", mode=0o644)
+        fs.write_atomic(root + "/bin2/tool", b"#!/bin/sh\n", mode=0o755)
+        search = f"{root}/bin1:{root}/bin2"
+        assert fs.which("tool", search) == root + "/bin2/tool"
+        assert fs.which("absent", search) is None
+        assert fs.which(root + "/bin2/tool", "") == root + "/bin2/tool"
+        assert fs.which(root + "/bin1/tool", "") is None
+        assert fs.which("tool", f"{root}/bin1") is None

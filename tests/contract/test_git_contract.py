@@ -1,0 +1,386 @@
+"""GitReader contract: the real adapter on a real repository and FakeGit answer alike.
+
+The real world is a repository with a linked worktree at `.claude/worktrees/task` made by
+`git worktree add`, as the spec's Placement requires of every run (seed 000, Placement, Audit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.git import blob_oid
+
+from concorde_workers.adapters.git import GitCliReader, clean_git_environment
+from concorde_workers.domain.git_status import NULL_MODE, NULL_OID, StatusEntry, StatusKind
+from concorde_workers.ports.git import GitCommandFailed, GitReader, HeadBlob
+
+
+def sha(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def ordinary(
+    xy: str,
+    path: str,
+    mode_head: str,
+    mode_index: str,
+    mode_worktree: str,
+    oid_head: str,
+    oid_index: str,
+) -> StatusEntry:
+    return StatusEntry(
+        kind=StatusKind.ORDINARY,
+        xy=xy,
+        submodule="N...",
+        mode_head=mode_head,
+        mode_index=mode_index,
+        mode_worktree=mode_worktree,
+        oid_head=oid_head,
+        oid_index=oid_index,
+        path=path,
+    )
+
+
+def untracked(path: str) -> StatusEntry:
+    return StatusEntry(kind=StatusKind.UNTRACKED, path=path)
+
+
+ALPHA = blob_oid(b"alpha\n")
+BETA = blob_oid(b"beta\n")
+DEL = blob_oid(b"to be deleted\n")
+# A name that is not UTF-8: Latin-1 "é" then a space and a newline.
+ODD_BYTES = b"caf\xe9 new\nline.txt"
+ODD = ODD_BYTES.decode("utf-8", "surrogateescape")
+
+
+def test_implements_the_port(git_world: Any) -> None:
+    assert isinstance(git_world.git, GitReader)
+
+
+class TestPlacementFacts:
+    def test_worktree_list_names_the_primary_first(self, git_world: Any) -> None:
+        expected = [git_world.primary, git_world.worktree]
+        assert git_world.git.worktree_list(git_world.worktree) == expected
+        assert git_world.git.worktree_list(git_world.primary) == expected
+
+    def test_worktrees_carry_branch_and_bare(self, git_world: Any) -> None:
+        infos = git_world.git.worktrees(git_world.worktree)
+        assert [(w.path, w.branch, w.bare, w.detached) for w in infos] == [
+            (git_world.primary, "refs/heads/main", False, False),
+            (git_world.worktree, "refs/heads/task", False, False),
+        ]
+
+    def test_toplevel_from_a_subdirectory(self, git_world: Any) -> None:
+        assert git_world.git.toplevel(git_world.worktree + "/dir") == git_world.worktree
+        assert git_world.git.toplevel(git_world.primary) == git_world.primary
+
+    def test_git_dirs_are_absolute_and_real(self, git_world: Any) -> None:
+        assert git_world.git.git_dirs(git_world.worktree) == (
+            git_world.worktree_git_dir,
+            git_world.common_dir,
+        )
+        assert git_world.git.git_dirs(git_world.primary) == (
+            git_world.common_dir,
+            git_world.common_dir,
+        )
+
+    def test_outside_any_repository_is_a_command_failure(
+        self, git_world: Any, tmp_path: Path
+    ) -> None:
+        outside = str(tmp_path.resolve() / "elsewhere")
+        if git_world.kind == "real":
+            os.mkdir(outside)
+        else:
+            git_world.fs.mkdir(outside)
+        with pytest.raises(GitCommandFailed) as info:
+            git_world.git.toplevel(outside)
+        assert info.value.returncode == 128
+        assert "not a git repository" in info.value.output
+
+    def test_a_missing_directory_is_a_command_failure(self, git_world: Any) -> None:
+        with pytest.raises(GitCommandFailed) as info:
+            git_world.git.status(git_world.worktree + "/no-such-dir")
+        assert info.value.returncode == 128
+        assert "cannot change to" in info.value.output
+
+
+class TestStatus:
+    def test_a_fresh_worktree_is_clean(self, git_world: Any) -> None:
+        assert git_world.git.status(git_world.worktree) == ()
+
+    def test_the_primary_sees_the_linked_worktree_as_a_nested_repository(
+        self, git_world: Any
+    ) -> None:
+        assert git_world.git.status(git_world.primary) == (untracked(".claude/worktrees/task/"),)
+
+    def test_modified_deleted_executable_untracked_and_ignored(self, git_world: Any) -> None:
+        w = git_world
+        w.write("a.txt", b"changed\n")
+        w.delete("del.txt")
+        w.set_executable("dir/b.txt", True)
+        w.write("new dir/n.txt", b"new\n")
+        w.write(ODD, b"odd\n")
+        w.write("with space.txt", b"space\n", executable=False)  # unchanged rewrite
+        w.write("x.log", b"ignored\n")
+        w.write("build/out.bin", b"ignored\n")
+        w.write("tool.sh", b"#!/bin/sh\n", executable=True)
+        assert w.git.status(w.worktree) == (
+            ordinary(".M", "a.txt", "100644", "100644", "100644", ALPHA, ALPHA),
+            ordinary(".D", "del.txt", "100644", "100644", NULL_MODE, DEL, DEL),
+            ordinary(".M", "dir/b.txt", "100644", "100644", "100755", BETA, BETA),
+            untracked(ODD),
+            untracked("new dir/n.txt"),
+            untracked("tool.sh"),
+        )
+
+    def test_executable_bit_as_git_sees_it(self, git_world: Any) -> None:
+        git_world.set_executable("run.sh", False)
+        (entry,) = git_world.git.status(git_world.worktree)
+        assert (entry.path, entry.mode_index, entry.mode_worktree) == ("run.sh", "100755", "100644")
+        assert entry.worktree_executable is False
+
+    def test_a_symbolic_link_retargeted_is_modified(self, git_world: Any) -> None:
+        git_world.delete("link")
+        git_world.symlink("dir/b.txt", "link")
+        (entry,) = git_world.git.status(git_world.worktree)
+        assert (entry.xy, entry.path, entry.mode_worktree) == (".M", "link", "120000")
+
+    def test_a_file_replaced_by_a_link_is_a_type_change(self, git_world: Any) -> None:
+        git_world.delete("a.txt")
+        git_world.symlink("/etc/passwd", "a.txt")
+        (entry,) = git_world.git.status(git_world.worktree)
+        assert (entry.xy, entry.path, entry.mode_worktree) == (".T", "a.txt", "120000")
+
+    def test_staged_changes(self, git_world: Any) -> None:
+        git_world.write("a.txt", b"staged\n")
+        git_world.write("added.txt", b"added\n")
+        git_world.stage("a.txt", "added.txt")
+        staged = blob_oid(b"staged\n")
+        added = blob_oid(b"added\n")
+        assert git_world.git.status(git_world.worktree) == (
+            ordinary("M.", "a.txt", "100644", "100644", "100644", ALPHA, staged),
+            ordinary("A.", "added.txt", NULL_MODE, "100644", "100644", NULL_OID, added),
+        )
+
+    def test_a_change_undone_is_no_longer_listed(self, git_world: Any) -> None:
+        git_world.write("a.txt", b"changed\n")
+        assert len(git_world.git.status(git_world.worktree)) == 1
+        git_world.write("a.txt", b"alpha\n")
+        assert git_world.git.status(git_world.worktree) == ()
+
+    def test_unmerged_entries(self, git_world: Any) -> None:
+        git_world.conflict("c.txt", b"base\n", b"ours\n", b"theirs\n")
+        (entry,) = git_world.git.status(git_world.worktree)
+        assert entry.kind is StatusKind.UNMERGED
+        assert (entry.xy, entry.path, entry.mode_worktree) == ("UU", "c.txt", "100644")
+        assert entry.stage_modes == ("100644", "100644", "100644")
+        assert entry.stage_oids == (blob_oid(b"base\n"), blob_oid(b"ours\n"), blob_oid(b"theirs\n"))
+
+
+class TestHead:
+    def test_branch_and_commit(self, git_world: Any) -> None:
+        head = git_world.git.head(git_world.worktree)
+        primary = git_world.git.head(git_world.primary)
+        assert head.branch == "refs/heads/task"
+        assert primary.branch == "refs/heads/main"
+        assert head.commit is not None
+        assert head.commit == primary.commit
+
+    def test_a_commit_moves_the_commit_not_the_branch(self, git_world: Any) -> None:
+        before = git_world.git.head(git_world.worktree)
+        git_world.write("a.txt", b"next\n")
+        git_world.stage("a.txt")
+        git_world.commit()
+        after = git_world.git.head(git_world.worktree)
+        assert after.branch == before.branch
+        assert after.commit != before.commit
+
+    def test_switching_branch_and_detaching(self, git_world: Any) -> None:
+        before = git_world.git.head(git_world.worktree)
+        git_world.switch("other", create=True)
+        assert git_world.git.head(git_world.worktree).branch == "refs/heads/other"
+        git_world.detach()
+        detached = git_world.git.head(git_world.worktree)
+        assert (detached.branch, detached.commit) == (None, before.commit)
+
+
+class TestIndexDigest:
+    def test_stable_across_a_stat_refresh(self, git_world: Any) -> None:
+        before = git_world.git.index_digest(git_world.worktree)
+        git_world.touch("a.txt")
+        git_world.touch("dir/b.txt")
+        git_world.refresh()
+        assert git_world.git.index_digest(git_world.worktree) == before
+
+    def test_changes_when_something_is_staged(self, git_world: Any) -> None:
+        before = git_world.git.index_digest(git_world.worktree)
+        git_world.write("a.txt", b"changed\n")
+        assert git_world.git.index_digest(git_world.worktree) == before  # worktree only
+        git_world.stage("a.txt")
+        assert git_world.git.index_digest(git_world.worktree) != before
+
+    def test_is_a_sha256(self, git_world: Any) -> None:
+        digest = git_world.git.index_digest(git_world.worktree)
+        assert digest.startswith("sha256:")
+        assert len(digest) == len("sha256:") + 64
+
+
+class TestHeadBlob:
+    def test_files_links_and_absences(self, git_world: Any) -> None:
+        g, w = git_world.git, git_world.worktree
+        assert g.head_blob(w, "a.txt") == HeadBlob(mode="100644", oid=ALPHA, digest=sha(b"alpha\n"))
+        run = g.head_blob(w, "run.sh")
+        assert run is not None
+        assert run.executable
+        assert g.head_blob(w, "link") == HeadBlob(
+            mode="120000", oid=blob_oid(b"a.txt"), digest=sha(b"a.txt")
+        )
+        assert g.head_blob(w, "dir/b.txt") == HeadBlob(
+            mode="100644", oid=BETA, digest=sha(b"beta\n")
+        )
+        assert g.head_blob(w, "missing.txt") is None
+        assert g.head_blob(w, "dir") is None
+        assert g.head_blob(w, "with space.txt") is not None
+
+    def test_digest_compares_with_the_filesystem_digest(self, git_world: Any) -> None:
+        """What the audit does for a file Git no longer lists: equal to HEAD again?"""
+        g, w, fs = git_world.git, git_world.worktree, git_world.fs
+        git_world.write("a.txt", b"changed\n")
+        assert fs.file_digest(w + "/a.txt") != g.head_blob_digest(w, "a.txt")
+        git_world.write("a.txt", b"alpha\n")
+        assert fs.file_digest(w + "/a.txt") == g.head_blob_digest(w, "a.txt")
+        assert fs.file_digest(w + "/link") == g.head_blob_digest(w, "link")
+        assert g.head_blob_digest(w, "missing.txt") is None
+
+
+def test_fake_and_real_agree_byte_for_byte(real_git_world: Any, fake_git_world: Any) -> None:
+    """Same scenario on both: status entries and the index digest are equal, since the fake
+    computes real blob ids and hashes the bytes `ls-files --stage -v -z` prints."""
+    worlds = [real_git_world, fake_git_world]
+    for w in worlds:
+        w.write("a.txt", b"changed\n")
+        w.stage("a.txt")
+        w.write("a.txt", b"changed again\n", executable=True)
+        w.delete("del.txt")
+        w.write(ODD, b"odd\n")
+        w.write("z/new.txt", b"new\n")
+    real, fake = worlds
+    assert real.git.status(real.worktree) == fake.git.status(fake.worktree)
+    assert real.git.index_digest(real.worktree) == fake.git.index_digest(fake.worktree)
+    for rel in ("a.txt", "link", "run.sh", "missing"):
+        assert real.git.head_blob(real.worktree, rel) == fake.git.head_blob(fake.worktree, rel)
+
+
+# -- real adapter only: read-only, environment, hooks ----------------------------------------
+
+
+def _tree_state(root: str) -> dict[str, tuple[bytes, int]]:
+    """Every file under `root` with its bytes and mtime (ns), links as their targets."""
+    state: dict[str, tuple[bytes, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if os.path.islink(path):
+                state[path] = (os.readlink(path).encode(), st.st_mtime_ns)
+            else:
+                with open(path, "rb") as f:
+                    state[path] = (f.read(), st.st_mtime_ns)
+    return state
+
+
+def test_the_adapter_never_writes_the_repository(real_git_world: Any) -> None:
+    w = real_git_world
+    # Stat-dirty files: an ordinary `git status` would now rewrite the index.
+    w.touch("a.txt")
+    w.touch("dir/b.txt")
+    w.write("untracked.txt", b"u\n")
+    (Path(w.primary) / "a.txt").touch()
+    os.utime(Path(w.primary) / "a.txt", ns=(0, 1_000_000_000))
+    before = _tree_state(w.common_dir)
+    for where in (w.worktree, w.primary):
+        w.git.worktrees(where)
+        w.git.worktree_list(where)
+        w.git.toplevel(where)
+        w.git.git_dirs(where)
+        w.git.head(where)
+        w.git.index_digest(where)
+        w.git.status(where)
+        w.git.head_blob(where, "a.txt")
+        w.git.head_blob_digest(where, "link")
+    assert _tree_state(w.common_dir) == before
+    # The check has teeth: an ordinary status does rewrite the worktree's index.
+    w.refresh()
+    index = os.path.join(w.worktree_git_dir, "index")
+    assert _tree_state(w.common_dir)[index] != before[index]
+
+
+def test_inherited_git_variables_are_stripped(real_git_world: Any, tmp_path: Path) -> None:
+    w = real_git_world
+    hostile = dict(
+        w.env,
+        GIT_DIR=str(tmp_path / "nowhere"),
+        GIT_WORK_TREE="/",
+        GIT_INDEX_FILE=str(tmp_path / "other-index"),
+        GIT_CONFIG_PARAMETERS="'core.fsmonitor'='/bin/false'",
+    )
+    git = GitCliReader(environ=hostile)
+    assert git.toplevel(w.worktree) == w.worktree
+    assert git.status(w.worktree) == ()
+    assert not (tmp_path / "other-index").exists()
+
+
+def test_repository_configured_fsmonitor_and_hooks_never_run(
+    real_git_world: Any, tmp_path: Path
+) -> None:
+    w = real_git_world
+    marker = tmp_path / "ran"
+    script = tmp_path / "fsmonitor.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    w.run_in(w.primary, "config", "core.fsmonitor", str(script))
+    w.touch("a.txt")
+    w.git.status(w.worktree)
+    w.git.index_digest(w.worktree)
+    w.git.head(w.worktree)
+    assert not marker.exists()
+    # The check has teeth: an ordinary status runs the configured fsmonitor.
+    w.refresh()
+    assert marker.exists()
+
+
+def test_clean_environment_strips_every_git_variable() -> None:
+    env = clean_git_environment(
+        {"PATH": "/bin", "GIT_DIR": "x", "GIT_EXEC_PATH": "y", "HOME": "/h"}
+    )
+    assert env == {
+        "PATH": "/bin",
+        "HOME": "/h",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_TERMINAL_PROMPT": "0",
+        "LC_ALL": "C",
+        "LANGUAGE": "C",
+    }
+
+
+def test_a_missing_git_program_is_a_command_failure(real_git_world: Any) -> None:
+    git = GitCliReader(environ=real_git_world.env, git_program="/nonexistent/git")
+    with pytest.raises(GitCommandFailed) as info:
+        git.head(real_git_world.worktree)
+    assert info.value.returncode is None
+
+
+def test_an_unborn_branch_has_no_commit(tmp_path: Path, git_env: dict[str, str]) -> None:
+    env = git_env
+    repo = tmp_path / "fresh"
+    subprocess.run(["git", "init", "-q", "-b", "trunk", str(repo)], env=env, check=True)
+    git = GitCliReader(environ=env)
+    head = git.head(str(repo))
+    assert (head.branch, head.commit) == ("refs/heads/trunk", None)
+    assert git.head_blob(str(repo), "anything") is None
+    assert git.status(str(repo)) == ()

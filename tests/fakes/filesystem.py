@@ -1,0 +1,340 @@
+"""FakeFileSystem: an in-memory POSIX tree with files, directories, symbolic links and modes."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import posixpath
+from dataclasses import dataclass, field
+
+from concorde_workers.domain.paths import DirEntry, EntryKind
+from concorde_workers.ports.filesystem import FileStat, FileSystemError
+
+_MAX_LINKS = 40  # as Linux's MAXSYMLINKS: more hops is ELOOP
+
+
+@dataclass
+class Node:
+    kind: EntryKind
+    mode: int
+    data: bytes = b""
+    target: str = ""  # a symbolic link's target, as given
+
+
+@dataclass
+class Failure:
+    op: str
+    path: str
+    text: str
+    errno: int | None
+    times: int | None  # None: every time
+
+
+@dataclass
+class FakeFileSystem:
+    """`FileSystem` in memory. Paths are absolute POSIX strings; "/" always exists.
+
+    Setup helpers (`write`, `mkdir`, `symlink`) are not part of the port and are not recorded.
+    `ops` records every port call as (op, path); `fail(op, path, ...)` makes an operation raise.
+    """
+
+    nodes: dict[str, Node] = field(default_factory=dict)
+    ops: list[tuple[str, str]] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.nodes.setdefault("/", Node(EntryKind.DIRECTORY, 0o755))
+
+    # -- setup helpers (not recorded) ------------------------------------------------------
+
+    def write(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Create or replace a regular file, creating missing parent directories."""
+        self.mkdir(posixpath.dirname(self._abs(path)))
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        parent = self._resolve(posixpath.dirname(self._abs(path)), follow=True)
+        self.nodes[posixpath.join(parent, posixpath.basename(path))] = Node(
+            EntryKind.FILE, mode & 0o7777, payload
+        )
+
+    def mkdir(self, path: str, mode: int = 0o755) -> None:
+        """Create a directory and its parents (existing ones are kept)."""
+        current = "/"
+        for part in self._abs(path).strip("/").split("/"):
+            if not part:
+                continue
+            current = self._resolve(posixpath.join(current, part), follow=True)
+            node = self.nodes.get(current)
+            if node is None:
+                self.nodes[current] = Node(EntryKind.DIRECTORY, mode)
+            elif node.kind is not EntryKind.DIRECTORY:
+                raise self._error(current, "mkdir", errno.ENOTDIR)
+
+    def symlink(self, target: str, link: str) -> None:
+        """Create symbolic link `link` pointing at `target` (kept as given, may dangle)."""
+        self.mkdir(posixpath.dirname(self._abs(link)))
+        parent = self._resolve(posixpath.dirname(self._abs(link)), follow=True)
+        self.nodes[posixpath.join(parent, posixpath.basename(link))] = Node(
+            EntryKind.SYMLINK, 0o777, target=target
+        )
+
+    def fail(
+        self,
+        op: str,
+        path: str,
+        text: str = "Permission denied",
+        errno_: int | None = 13,
+        times: int | None = None,
+    ) -> None:
+        """Make port operation `op` on `path` raise FileSystemError (`times` times, or always)."""
+        self.failures.append(Failure(op, self._abs(path), text, errno_, times))
+
+    # -- path resolution -------------------------------------------------------------------
+
+    @staticmethod
+    def _abs(path: str) -> str:
+        if not path.startswith("/"):
+            raise ValueError(f"FakeFileSystem wants absolute paths, got {path!r}")
+        return posixpath.normpath(path) if path != "/" else "/"
+
+    def _error(self, path: str, op: str, code: int) -> FileSystemError:
+        import os  # only for the message text, to match the real adapter's wording
+
+        return FileSystemError(path, op, os.strerror(code), code)
+
+    def _resolve(self, path: str, follow: bool, op: str = "resolve", strict: bool = True) -> str:
+        """The physical path of `path`: links in its directories resolved, and the final
+        component's too when `follow`. Strict: a missing directory component raises ENOENT
+        (the final component may be missing). Not strict: missing parts are kept, as
+        os.path.realpath does."""
+        hops = 0
+        pending = [p for p in path.split("/") if p]
+        resolved = "/"
+        while pending:
+            part = pending.pop(0)
+            if part == ".":
+                continue
+            if part == "..":
+                resolved = posixpath.dirname(resolved)
+                continue
+            candidate = posixpath.join(resolved, part)
+            node = self.nodes.get(candidate)
+            is_last = not pending
+            if node is None:
+                if strict and not is_last:
+                    raise self._error(path, op, errno.ENOENT)
+                resolved = candidate
+                continue
+            if node.kind is EntryKind.SYMLINK and (follow or not is_last):
+                hops += 1
+                if hops > _MAX_LINKS:
+                    if strict:
+                        raise self._error(path, op, errno.ELOOP)
+                    # os.path.realpath gives up on a loop and keeps the rest as it is.
+                    return posixpath.join(candidate, *pending)
+                target = node.target
+                pending = [p for p in target.split("/") if p] + pending
+                if target.startswith("/"):
+                    resolved = "/"
+                continue
+            if node.kind is not EntryKind.DIRECTORY and not is_last:
+                if strict:
+                    raise self._error(path, op, errno.ENOTDIR)
+                resolved = candidate
+                continue
+            resolved = candidate
+        return resolved
+
+    def _record(self, op: str, path: str) -> str:
+        """Record the call, apply an injected failure, and return the absolute path."""
+        apath = self._abs(path)
+        self.ops.append((op, apath))
+        for failure in self.failures:
+            if failure.op == op and failure.path == apath and failure.times != 0:
+                if failure.times is not None:
+                    failure.times -= 1
+                raise FileSystemError(apath, op, failure.text, failure.errno)
+        return apath
+
+    def _node(self, path: str, op: str, follow: bool) -> tuple[str, Node]:
+        physical = self._resolve(path, follow=follow, op=op)
+        node = self.nodes.get(physical)
+        if node is None:
+            raise self._error(path, op, errno.ENOENT)
+        return physical, node
+
+    def _lookup(self, path: str, follow: bool) -> Node | None:
+        try:
+            return self.nodes.get(self._resolve(path, follow=follow))
+        except FileSystemError:
+            return None
+
+    # -- FileSystem ------------------------------------------------------------------------
+
+    def read_bytes(self, path: str) -> bytes:
+        apath = self._record("read_bytes", path)
+        _, node = self._node(apath, "read_bytes", follow=True)
+        if node.kind is EntryKind.DIRECTORY:
+            raise self._error(apath, "read_bytes", errno.EISDIR)
+        return node.data
+
+    def read_text(self, path: str) -> str:
+        data = self.read_bytes(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FileSystemError(path, "read_text", f"not UTF-8: {exc}") from exc
+
+    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        apath = self._record("write_atomic", path)
+        parent = self._resolve(posixpath.dirname(apath), follow=True, op="write_atomic")
+        parent_node = self.nodes.get(parent)
+        if parent_node is None:
+            raise self._error(apath, "write_atomic", errno.ENOENT)
+        if parent_node.kind is not EntryKind.DIRECTORY:
+            raise self._error(apath, "write_atomic", errno.ENOTDIR)
+        final = posixpath.join(parent, posixpath.basename(apath))
+        existing = self.nodes.get(final)
+        if existing is not None and existing.kind is EntryKind.DIRECTORY:
+            raise self._error(apath, "write_atomic", errno.EISDIR)
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        # Replacing the name, as rename(2) does: a link at `path` is replaced, not followed.
+        self.nodes[final] = Node(EntryKind.FILE, mode & 0o7777, payload)
+
+    def exists(self, path: str) -> bool:
+        self._record("exists", path)
+        return self._lookup(path, follow=True) is not None
+
+    def lexists(self, path: str) -> bool:
+        self._record("lexists", path)
+        return self._lookup(path, follow=False) is not None
+
+    def is_dir(self, path: str) -> bool:
+        self._record("is_dir", path)
+        node = self._lookup(path, follow=True)
+        return node is not None and node.kind is EntryKind.DIRECTORY
+
+    def is_file(self, path: str) -> bool:
+        self._record("is_file", path)
+        node = self._lookup(path, follow=True)
+        return node is not None and node.kind is EntryKind.FILE
+
+    def is_symlink(self, path: str) -> bool:
+        self._record("is_symlink", path)
+        node = self._lookup(path, follow=False)
+        return node is not None and node.kind is EntryKind.SYMLINK
+
+    def realpath(self, path: str) -> str:
+        apath = self._record("realpath", path)
+        return self._resolve(apath, follow=True, strict=False)
+
+    def listdir(self, path: str) -> list[DirEntry]:
+        apath = self._record("listdir", path)
+        physical, node = self._node(apath, "listdir", follow=True)
+        if node.kind is not EntryKind.DIRECTORY:
+            raise self._error(apath, "listdir", errno.ENOTDIR)
+        prefix = physical.rstrip("/") + "/"
+        entries = [
+            DirEntry(name=p[len(prefix) :], kind=n.kind)
+            for p, n in self.nodes.items()
+            if p.startswith(prefix) and "/" not in p[len(prefix) :] and p != physical
+        ]
+        return sorted(entries, key=lambda e: e.name)
+
+    def makedirs(self, path: str, mode: int = 0o755) -> None:
+        apath = self._record("makedirs", path)
+        try:
+            self.mkdir(apath, mode)
+        except FileSystemError as exc:
+            raise FileSystemError(apath, "makedirs", exc.os_error_text, exc.errno) from None
+
+    def remove(self, path: str) -> None:
+        apath = self._record("remove", path)
+        physical, node = self._node(apath, "remove", follow=False)
+        if node.kind is EntryKind.DIRECTORY:
+            raise self._error(apath, "remove", errno.EISDIR)
+        del self.nodes[physical]
+
+    def rmtree(self, path: str) -> None:
+        apath = self._record("rmtree", path)
+        physical, node = self._node(apath, "rmtree", follow=False)
+        if node.kind is EntryKind.SYMLINK:
+            del self.nodes[physical]
+            return
+        if node.kind is not EntryKind.DIRECTORY:
+            raise self._error(apath, "rmtree", errno.ENOTDIR)
+        prefix = physical.rstrip("/") + "/"
+        for p in [p for p in self.nodes if p == physical or p.startswith(prefix)]:
+            del self.nodes[p]
+
+    def chmod(self, path: str, mode: int) -> None:
+        apath = self._record("chmod", path)
+        _, node = self._node(apath, "chmod", follow=True)
+        node.mode = mode & 0o7777
+
+    def stat(self, path: str) -> FileStat:
+        apath = self._record("stat", path)
+        _, node = self._node(apath, "stat", follow=False)
+        size = (
+            len(node.target.encode("utf-8", "surrogateescape"))
+            if (node.kind is EntryKind.SYMLINK)
+            else len(node.data)
+        )
+        if node.kind is EntryKind.DIRECTORY:
+            size = 0
+        return FileStat(kind=node.kind, mode=node.mode, size=size)
+
+    def which(self, program: str, search_path: str) -> str | None:
+        self.ops.append(("which", program))
+        candidates = (
+            [program]
+            if "/" in program
+            else [posixpath.join(d, program) for d in search_path.split(":") if d]
+        )
+        for candidate in candidates:
+            node = self._lookup(candidate, follow=True) if candidate.startswith("/") else None
+            if node is not None and node.kind is EntryKind.FILE and node.mode & 0o111:
+                return candidate
+        return None
+
+    def file_digest(self, path: str) -> str:
+        apath = self._record("file_digest", path)
+        _, node = self._node(apath, "file_digest", follow=False)
+        if node.kind is EntryKind.SYMLINK:
+            content = node.target.encode("utf-8", "surrogateescape")
+        elif node.kind is EntryKind.FILE:
+            content = node.data
+        else:
+            raise FileSystemError(
+                apath, "file_digest", "not a regular file or symbolic link", errno.EISDIR
+            )
+        return "sha256:" + hashlib.sha256(content).hexdigest()
+
+    # -- inspection helpers for tests and other fakes (not recorded) -----------------------
+
+    def resolved(self, path: str) -> str:
+        """`realpath` without recording it (for other fakes that model a program reading the
+        tree)."""
+        return self._resolve(self._abs(path), follow=True, strict=False)
+
+    def node_at(self, path: str, follow: bool = False) -> Node | None:
+        """The node at `path` (final link followed only when `follow`), unrecorded."""
+        return self._lookup(self._abs(path), follow=follow)
+
+    def children(self, path: str) -> dict[str, Node]:
+        """The entries of the physical directory `path` by name, unrecorded."""
+        physical = self.resolved(path)
+        prefix = physical.rstrip("/") + "/"
+        return {
+            p[len(prefix) :]: n
+            for p, n in self.nodes.items()
+            if p.startswith(prefix) and "/" not in p[len(prefix) :] and p != physical
+        }
+
+    def files_under(self, root: str) -> dict[str, Node]:
+        """Every non-directory node below `root` (physical paths), for assertions."""
+        prefix = self._abs(root).rstrip("/") + "/"
+        return {
+            p: n
+            for p, n in self.nodes.items()
+            if p.startswith(prefix) and n.kind is not EntryKind.DIRECTORY
+        }

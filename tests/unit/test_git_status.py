@@ -1,0 +1,165 @@
+"""The porcelain v2 and worktree-list parsers on canned bytes (domain/git_status.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from concorde_workers.domain.git_status import (
+    GitOutputError,
+    StatusEntry,
+    StatusKind,
+    WorktreeInfo,
+    decode_path,
+    encode_path,
+    parse_porcelain_v2,
+    parse_worktree_list_z,
+)
+
+H1 = "1" * 40
+H2 = "2" * 40
+H3 = "3" * 40
+Z = "0" * 40
+
+
+def test_empty_output_is_no_entry() -> None:
+    assert parse_porcelain_v2(b"") == ()
+
+
+def test_ordinary_entry_with_spaces_in_the_path() -> None:
+    data = f"1 .M N... 100644 100644 100755 {H1} {H1} dir/a b  c.txt\0".encode()
+    assert parse_porcelain_v2(data) == (
+        StatusEntry(
+            kind=StatusKind.ORDINARY,
+            xy=".M",
+            submodule="N...",
+            mode_head="100644",
+            mode_index="100644",
+            mode_worktree="100755",
+            oid_head=H1,
+            oid_index=H1,
+            path="dir/a b  c.txt",
+        ),
+    )
+    assert parse_porcelain_v2(data)[0].worktree_executable is True
+
+
+def test_newlines_and_tabs_in_names_are_kept() -> None:
+    data = b"? new\nline\0? tab\there\0"
+    assert [e.path for e in parse_porcelain_v2(data)] == ["new\nline", "tab\there"]
+
+
+def test_non_utf8_names_round_trip() -> None:
+    raw = b"caf\xe9.txt"
+    (entry,) = parse_porcelain_v2(b"? " + raw + b"\0")
+    assert entry.path == "caf\udce9.txt"
+    assert encode_path(entry.path) == raw
+    assert decode_path(raw) == entry.path
+
+
+def test_rename_takes_the_next_record_as_its_original_path() -> None:
+    data = (
+        f"2 R. N... 100644 100644 100644 {H1} {H1} R100 new name.txt\0".encode()
+        + b"old\nname.txt\0"
+        + b"? after\0"
+    )
+    rename, after = parse_porcelain_v2(data)
+    assert rename.kind is StatusKind.RENAMED_OR_COPIED
+    assert (rename.xy, rename.score, rename.path, rename.orig_path) == (
+        "R.",
+        "R100",
+        "new name.txt",
+        "old\nname.txt",
+    )
+    assert after == StatusEntry(kind=StatusKind.UNTRACKED, path="after")
+
+
+def test_copy_entry() -> None:
+    data = f"2 C. N... 100644 100644 100644 {H1} {H1} C075 b\0a\0".encode()
+    (entry,) = parse_porcelain_v2(data)
+    assert (entry.xy, entry.score, entry.path, entry.orig_path) == ("C.", "C075", "b", "a")
+
+
+def test_unmerged_entry() -> None:
+    data = f"u UU N... 100644 100644 100755 100644 {H1} {H2} {H3} c f.txt\0".encode()
+    (entry,) = parse_porcelain_v2(data)
+    assert entry.kind is StatusKind.UNMERGED
+    assert entry.stage_modes == ("100644", "100644", "100755")
+    assert entry.stage_oids == (H1, H2, H3)
+    assert (entry.mode_worktree, entry.path, entry.mode_head) == ("100644", "c f.txt", None)
+
+
+def test_deleted_entry_and_submodule_field() -> None:
+    data = f"1 .D S.M. 160000 160000 000000 {H1} {H1} sub\0".encode()
+    (entry,) = parse_porcelain_v2(data)
+    assert (entry.xy, entry.submodule, entry.mode_worktree) == (".D", "S.M.", "000000")
+    assert entry.worktree_executable is False
+
+
+def test_untracked_and_ignored() -> None:
+    data = b"? u.txt\0! build/\0"
+    assert parse_porcelain_v2(data) == (
+        StatusEntry(kind=StatusKind.UNTRACKED, path="u.txt"),
+        StatusEntry(kind=StatusKind.IGNORED, path="build/"),
+    )
+    assert parse_porcelain_v2(data)[0].worktree_executable is None
+
+
+def test_headers_are_skipped() -> None:
+    data = f"# branch.oid {H1}\0# branch.head main\0? x\0".encode()
+    assert [e.path for e in parse_porcelain_v2(data)] == ["x"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"1 .M N... 100644\0",  # truncated ordinary entry
+        f"2 R. N... 100644 100644 100644 {H1} {H1} R100 new\0".encode(),  # no original path
+        b"x what\0",  # unknown kind
+        b"? \0",  # untracked without a path
+        b"\0",  # empty record
+        b"? complete\0? trunc",  # not NUL-terminated: cut short
+    ],
+)
+def test_malformed_output_is_an_error(data: bytes) -> None:
+    with pytest.raises(GitOutputError):
+        parse_porcelain_v2(data)
+
+
+def test_worktree_list() -> None:
+    data = (
+        f"worktree /r/repo\0HEAD {H1}\0branch refs/heads/main\0\0"
+        f"worktree /r/repo/.claude/worktrees/t a\0HEAD {H2}\0detached\0"
+        "locked reason\nwith newline\0\0"
+        f"worktree /r/gone\0HEAD {Z}\0branch refs/heads/x\0prunable\0\0"
+    ).encode()
+    assert parse_worktree_list_z(data) == [
+        WorktreeInfo(path="/r/repo", head=H1, branch="refs/heads/main"),
+        WorktreeInfo(
+            path="/r/repo/.claude/worktrees/t a",
+            head=H2,
+            detached=True,
+            locked="reason\nwith newline",
+        ),
+        WorktreeInfo(path="/r/gone", head=Z, branch="refs/heads/x", prunable=""),
+    ]
+
+
+def test_worktree_list_bare_primary_and_non_utf8_path() -> None:
+    data = b"worktree /r/bare.git\0bare\0\0worktree /r/w\xff\0HEAD " + H1.encode() + b"\0\0"
+    bare, linked = parse_worktree_list_z(data)
+    assert bare == WorktreeInfo(path="/r/bare.git", bare=True)
+    assert encode_path(linked.path) == b"/r/w\xff"
+
+
+def test_worktree_list_ignores_unknown_attributes() -> None:
+    data = b"worktree /r\0future-flag x\0\0"
+    assert parse_worktree_list_z(data) == [WorktreeInfo(path="/r")]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"HEAD abc\0\0", b"worktree /a\0", b"worktree /a\0worktree /b\0\0"],
+)
+def test_malformed_worktree_list(data: bytes) -> None:
+    with pytest.raises(GitOutputError):
+        parse_worktree_list_z(data)
