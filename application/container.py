@@ -1,0 +1,86 @@
+"""The dependency-injector container: the only module that names adapters.
+
+`Container` declares every port as a `providers.Dependency` checked against its Protocol; the
+use cases are factories over them. `production()` wires the real adapters and the host's own
+facts (its environment, interpreter, home, whether it runs as root); tests build a `Container`
+with fakes instead, or override single providers.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import sys
+import tempfile
+from collections.abc import Mapping
+
+from dependency_injector import containers, providers
+
+from concorde_workers.adapters.example_repository import Example, create_example, project_programs
+from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.git import GitCliReader
+from concorde_workers.adapters.system import SecretsRandom, SystemClock
+from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.planner import Planner
+from concorde_workers.application.preparation import HostFacts, Preparer
+from concorde_workers.application.requests import RequestBuilder
+from concorde_workers.ports.clock import Clock
+from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.git import GitReader
+from concorde_workers.ports.random import Random
+
+
+class Container(containers.DeclarativeContainer):
+    """Ports in, use cases out."""
+
+    filesystem = providers.Dependency(instance_of=FileSystem)
+    git = providers.Dependency(instance_of=GitReader)
+    clock = providers.Dependency(instance_of=Clock)
+    random = providers.Dependency(instance_of=Random)
+    host = providers.Dependency(instance_of=HostFacts)
+    temp_root = providers.Dependency(instance_of=str)
+    cwd = providers.Dependency(instance_of=str)
+
+    environ = providers.Callable(lambda host: host.environ, host)
+    config_reader = providers.Factory(ConfigurationReader, fs=filesystem, environ=environ)
+    preparer = providers.Factory(Preparer, git=git, fs=filesystem, host=host)
+    planner = providers.Factory(Planner, preparer=preparer, config_reader=config_reader,
+                                clock=clock, random=random, temp_root=temp_root)
+    requests = providers.Factory(RequestBuilder, fs=filesystem, cwd=cwd)
+
+
+def host_facts(environ: Mapping[str, str]) -> HostFacts:
+    """The host's own facts, read once here (nothing else reads os.environ)."""
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        home = environ.get("HOME", "/")
+    return HostFacts(environ=dict(environ), interpreter=sys.executable, user_home=home,
+                     as_root=os.getuid() == 0, linux=sys.platform.startswith("linux"))
+
+
+def runtime_parent() -> str:
+    """Where runtime directories go: /tmp when it is writable (short socket paths), else the
+    system temporary directory, as inside a check boundary (seed 000)."""
+    return "/tmp" if os.access("/tmp", os.W_OK | os.X_OK) else tempfile.gettempdir()
+
+
+def production(environ: Mapping[str, str] | None = None) -> Container:
+    """The production wiring with the real adapters."""
+    env = dict(os.environ if environ is None else environ)
+    return Container(
+        filesystem=LocalFileSystem(),
+        git=GitCliReader(environ=env),
+        clock=SystemClock(),
+        random=SecretsRandom(),
+        host=host_facts(env),
+        temp_root=runtime_parent(),
+        cwd=os.getcwd(),
+    )
+
+
+def example_repository() -> tuple[Example, dict[str, str]]:
+    """A throwaway example repository for `plan --example`, and the environment additions that
+    point the planner at it: its model map and the agent programs this checkout pinned."""
+    example = create_example()
+    return example, project_programs() | {"CONCORDE_MODEL_MAP": example.model_map}

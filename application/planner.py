@@ -1,0 +1,258 @@
+"""The dry-run planner: what a worker run would do, or the refusal it would meet.
+
+It resolves the worker through the configuration reader when the request names an Operation and
+a worker, then runs the very preparation the host runs (`application.preparation`), with a run
+id and runtime directory it only names. It writes no file and starts no program.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.preparation import Prepared, Preparer, Progress
+from concorde_workers.domain.config import ResolvedWorker
+from concorde_workers.domain.environment import redact
+from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.grant import Grant
+from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.run_id import run_id, runtime_directory_name
+from concorde_workers.ports.clock import Clock
+from concorde_workers.ports.random import Random
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One resolved value and where it came from."""
+
+    value: Any
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "source": self.source}
+
+
+@dataclass
+class Plan:
+    """The planner's answer: a run that would launch, or the refusal it would meet, with
+    everything settled before that point."""
+
+    request: RunRequest
+    resolution: dict[str, Choice]
+    run_id: str
+    runtime_directory: str
+    refusal: Refusal | None = None
+    prepared: Prepared | None = None
+    progress: Progress = field(default_factory=Progress)
+
+    @property
+    def launches(self) -> bool:
+        return self.refusal is None and self.prepared is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return plan_json(self)
+
+
+class Planner:
+    """Plans a run over the configuration reader and the preparation the host uses."""
+
+    def __init__(self, preparer: Preparer, config_reader: ConfigurationReader, clock: Clock,
+                 random: Random, temp_root: str) -> None:
+        self._preparer = preparer
+        self._config = config_reader
+        self._clock = clock
+        self._random = random
+        self._temp_root = temp_root
+
+    def plan(self, request: RunRequest,
+             declared: Mapping[str, set[str]] | None = None) -> Plan:
+        """Plan `request`. With an Operation and a worker, resolve them through the worker
+        configuration first; `declared` are the Operations and worker ids the caller declares
+        (default: just the requested one), against which every name of the file is checked."""
+        rid = run_id(self._clock.now_utc(), self._random.hex_token(6))
+        runtime_dir = posixpath.join(self._temp_root,
+                                     runtime_directory_name(rid, self._random.hex_token(8)))
+        resolution = request_resolution(request)
+        plan = Plan(request=request, resolution=resolution, run_id=rid,
+                    runtime_directory=runtime_dir)
+        if request.operation and request.worker:
+            names = {op: set(ids) for op, ids in (declared or {}).items()}
+            names.setdefault(request.operation, set()).add(request.worker)
+            resolved = self._config.resolve_worker(
+                request.worktree, request.operation, request.worker, names)
+            if isinstance(resolved, Refusal):
+                plan.refusal = resolved
+                return plan
+            plan.request = request = apply_resolution(request, resolved)
+            plan.resolution = worker_resolution(request, resolved)
+        prepared = self._preparer.prepare(request, rid, runtime_dir, plan.progress)
+        if isinstance(prepared, Refusal):
+            plan.refusal = prepared
+        else:
+            plan.prepared = prepared
+            if not prepared.program_found:
+                plan.progress.notes.append(
+                    f"the program {prepared.program} was not found: the run would end failed "
+                    "with launch_failed when it starts round 1")
+        return plan
+
+
+def request_resolution(request: RunRequest) -> dict[str, Choice]:
+    """Where each value comes from when the request itself gives it."""
+    given = "the request"
+    return {
+        "backend": Choice(request.backend, request.backend_source or given),
+        "model": Choice(request.model, given),
+        "local_model": Choice(request.local_model, request.model_map or given),
+        "reasoning": Choice(request.reasoning, given),
+        "limits": Choice(request.limits.model_dump(), given),
+        "runtime_paths": Choice(list(request.runtime_paths), given),
+    }
+
+
+def apply_resolution(request: RunRequest, resolved: ResolvedWorker) -> RunRequest:
+    """The request as the worker configuration and the model map settle it."""
+    return request.model_copy(update={
+        "backend": resolved.backend, "backend_source": resolved.backend_source,
+        "model": resolved.model, "local_model": resolved.local_model,
+        "model_map": resolved.model_map, "reasoning": resolved.reasoning,
+        "limits": resolved.limits,
+        "runtime_paths": tuple(dict.fromkeys((*resolved.runtime, *request.runtime_paths))),
+    })
+
+
+def worker_resolution(request: RunRequest, resolved: ResolvedWorker) -> dict[str, Choice]:
+    config = resolved.configuration
+    return {
+        "backend": Choice(resolved.backend, f"{config}: {resolved.backend_source}"),
+        "model": Choice(resolved.model, f"{config}: {resolved.model_source}"),
+        "local_model": Choice(resolved.local_model, resolved.model_map),
+        "reasoning": Choice(resolved.reasoning,
+                            f"{config}: {resolved.reasoning_source}" if resolved.reasoning_source
+                            else "none set: the program's own default level"),
+        "limits": Choice(resolved.limits.model_dump(), f"{config}: limits (defaults filled)"),
+        "runtime_paths": Choice(list(request.runtime_paths),
+                                f"{config}: runtime, and the request"),
+        "program": Choice(resolved.program, f"the {resolved.backend} program on PATH"),
+    }
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def _grant_levels(grant: Grant | None) -> list[dict[str, str]]:
+    if grant is None:
+        return []
+    return [{"path": e.path, "level": e.level.value} for e in grant.entries]
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    """The plan as one JSON document (the same content `render` prints)."""
+    seen = plan.progress
+    prepared = plan.prepared
+    policy = prepared.policy if prepared else seen.policy
+    placement = prepared.placement if prepared else seen.placement
+    grant = prepared.grant if prepared else seen.grant
+    out: dict[str, Any] = {
+        "verdict": "launch" if plan.launches else "refused",
+        "refusal": None if plan.refusal is None else {
+            "code": plan.refusal.code, "reason": plan.refusal.reason.value,
+            "message": plan.refusal.message, "file": plan.refusal.file},
+        "run_id": plan.run_id,
+        "runtime_directory": plan.runtime_directory,
+        "worktree": plan.request.worktree,
+        "task_type": plan.request.task_type,
+        "resolution": {k: v.to_json() for k, v in plan.resolution.items()},
+        "placement": None if placement is None else {
+            "verdict": "holds", "worktree": placement.worktree, "primary": placement.primary,
+            "name": placement.name},
+        "git_admin_paths": [p.path for p in (prepared.admin_paths if prepared
+                                             else seen.admin_paths)],
+        "grant": _grant_levels(grant),
+        "deny_rules": None if policy is None else {"count": len(policy.deny_rules),
+                                                   "rules": list(policy.deny_rules)},
+        "sandbox": None if policy is None else policy.sandbox.to_json(),
+        "tools": None if policy is None else policy.tools_arg(plan.request.backend),
+        "notes": list(seen.notes),
+    }
+    if prepared is not None:
+        out["round1"] = {
+            "argv": list(prepared.command.argv), "cwd": prepared.command.cwd,
+            "stdin": "the brief",
+            "environment": redact(prepared.environment),
+            "adaptations": list(prepared.command.adaptations),
+        }
+        out["control_files"] = sorted(prepared.control_files)
+        out["brief"] = prepared.brief
+        out["digests"] = {"grant_digest": prepared.grant_digest,
+                          "settings_digest": prepared.settings_digest,
+                          "brief_digest": prepared.brief_digest}
+    return out
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def render(plan: Plan) -> str:
+    """The plan as text for a person at a shell."""
+    data = plan_json(plan)
+    lines: list[str] = []
+    add: Callable[..., None] = lines.append
+    verdict = ("a run would launch" if plan.launches
+               else f"a run would be refused: {data['refusal']['code']}")
+    add(f"concorde-workers plan — {verdict}")
+    add(f"  run id {plan.run_id}, runtime directory {plan.runtime_directory} (not created)")
+    if plan.refusal is not None:
+        add("")
+        add(f"REFUSED {plan.refusal.code} (reason {plan.refusal.reason.value})")
+        add(f"  {plan.refusal.message}")
+    _section(lines, "Resolution", [f"{k}: {_short(v['value'])}  ← {v['source']}"
+                                   for k, v in data["resolution"].items()])
+    if data["placement"]:
+        p = data["placement"]
+        _section(lines, "Placement", [f"holds: {p['worktree']} lies directly in "
+                                      f"{p['primary']}/.claude/worktrees/"])
+    _section(lines, "Git administrative paths (hidden from every tool)",
+             data["git_admin_paths"])
+    _section(lines, "Grant", [f"{e['level']:<5} {e['path']}" for e in data["grant"]])
+    if data["deny_rules"] is not None:
+        _section(lines, f"Deny rules ({data['deny_rules']['count']})",
+                 data["deny_rules"]["rules"])
+        for key, paths in data["sandbox"].items():
+            _section(lines, f"Sandbox {key}", paths)
+        _section(lines, "Tool set", [data["tools"]])
+    if "round1" in data:
+        r1 = data["round1"]
+        _section(lines, "Round 1 command (cwd " + r1["cwd"] + ", the brief on stdin)",
+                 [" ".join(_quote(a) for a in r1["argv"])])
+        if r1["adaptations"]:
+            _section(lines, "Adapted to the installed program", r1["adaptations"])
+        _section(lines, "Round 1 environment (cleared, then exactly)",
+                 [f"{k}={v}" for k, v in r1["environment"].items()])
+        _section(lines, "Digests the run record would carry",
+                 [f"{k}: {v}" for k, v in data["digests"].items()])
+        _section(lines, "Brief", data["brief"].rstrip("\n").splitlines())
+    _section(lines, "Notes", data["notes"])
+    return "\n".join(lines) + "\n"
+
+
+def _section(lines: list[str], title: str, items: list[str]) -> None:
+    if not items:
+        return
+    lines.append("")
+    lines.append(title)
+    lines.extend(f"  {item}" for item in items)
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _quote(arg: str) -> str:
+    if len(arg) > 200:
+        return f"'<{len(arg)} characters of JSON>'"
+    return arg if arg and all(c.isalnum() or c in "-_./:,=@" for c in arg) else repr(arg)

@@ -1,0 +1,135 @@
+"""Building a run request from a request file and command-line flags.
+
+A request file is a JSON object mirroring seed 000's Inputs table (the fields of
+`domain.request.RunRequest`); flags fill or override its fields. Every problem is a `Refusal`
+with the code `request_invalid` that names the file or flag, what is wrong and the repair.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from concorde_workers.domain.config import decode_json
+from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.request import RunRequest
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+
+REQUEST_FIELDS = tuple(RunRequest.model_fields)
+
+
+@dataclass(frozen=True)
+class RequestFlags:
+    """The request flags shared by `plan` and `run`; None means not given."""
+
+    request_file: str | None = None
+    worktree: str | None = None
+    task_type: str | None = None
+    grant_file: str | None = None
+    instructions: str | None = None
+    operation: str | None = None
+    worker: str | None = None
+    backend: str | None = None
+    interpreter: str | None = None
+    runtime_paths: Sequence[str] = field(default_factory=tuple)
+    parent: str | None = None
+
+
+def invalid(message: str, file: str | None = None) -> Refusal:
+    return Refusal(code="request_invalid", reason=Reason.INPUT, message=message, file=file)
+
+
+class RequestBuilder:
+    """Reads the request file, the grant file and `@file` instructions through the filesystem."""
+
+    def __init__(self, fs: FileSystem, cwd: str) -> None:
+        self._fs = fs
+        self._cwd = cwd
+
+    def build(self, flags: RequestFlags) -> RunRequest | Refusal:
+        data: dict[str, Any] = {}
+        if flags.request_file is not None:
+            loaded = self._json_object(flags.request_file, "request file")
+            if isinstance(loaded, Refusal):
+                return loaded
+            data.update(loaded)
+        overrides = self._overrides(flags)
+        if isinstance(overrides, Refusal):
+            return overrides
+        data.update(overrides)
+        if "task_type" not in data and isinstance(data.get("grant"), Mapping):
+            data["task_type"] = data["grant"].get("task_type")
+        return self._validate(data, flags.request_file)
+
+    def _overrides(self, flags: RequestFlags) -> dict[str, Any] | Refusal:
+        out: dict[str, Any] = {}
+        if flags.worktree is not None:
+            out["worktree"] = self._absolute(flags.worktree)
+        if flags.grant_file is not None:
+            grant = self._json_object(flags.grant_file, "grant file")
+            if isinstance(grant, Refusal):
+                return grant
+            out["grant"] = grant
+        if flags.instructions is not None:
+            text = self._instructions(flags.instructions)
+            if isinstance(text, Refusal):
+                return text
+            out["instructions"] = text
+        if flags.interpreter is not None:
+            out["project_interpreter"] = self._absolute(flags.interpreter)
+        if flags.runtime_paths:
+            out["runtime_paths"] = [self._absolute(p) for p in flags.runtime_paths]
+        if flags.parent is not None:
+            out["parent"] = self._absolute(flags.parent)
+        for name in ("task_type", "operation", "worker", "backend"):
+            value = getattr(flags, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+    def _validate(self, data: dict[str, Any], file: str | None) -> RunRequest | Refusal:
+        where = f"the request file {file}" if file else "the request"
+        if "worktree" not in data:
+            return invalid(f"{where} names no worktree: give --worktree or a \"worktree\" field "
+                           "with the absolute path of the worktree in .claude/worktrees/", file)
+        if data.get("task_type") is None:
+            return invalid(f"{where} names no task type: give --task-type, a \"task_type\" "
+                           "field, or a grant whose task_type names it", file)
+        try:
+            return RunRequest.model_validate(data)
+        except ValidationError as error:
+            first = error.errors()[0]
+            location = ".".join(str(part) for part in first["loc"]) or "(the request)"
+            return invalid(f"{where} is invalid at {location}: {first['msg']}; the fields are "
+                           f"those of the Inputs table: {', '.join(REQUEST_FIELDS)}", file)
+
+    def _json_object(self, path: str, what: str) -> dict[str, Any] | Refusal:
+        path = self._absolute(path)
+        try:
+            text = self._fs.read_text(path)
+        except FileSystemError as error:
+            return invalid(f"the {what} {path} cannot be read: {error.os_error_text}", path)
+        decoded = decode_json(text)
+        if decoded.problem is not None:
+            return invalid(f"the {what} {path} is not valid JSON: {decoded.problem}; "
+                           "repair the file", path)
+        if not isinstance(decoded.value, dict):
+            return invalid(f"the {what} {path} must hold one JSON object", path)
+        return decoded.value
+
+    def _instructions(self, value: str) -> str | Refusal:
+        if not value.startswith("@"):
+            return value
+        path = self._absolute(value[1:])
+        try:
+            return self._fs.read_text(path)
+        except FileSystemError as error:
+            return invalid(f"the instructions file {path} cannot be read: "
+                           f"{error.os_error_text}", path)
+
+    def _absolute(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(self._cwd, path))
