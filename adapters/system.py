@@ -6,6 +6,8 @@ import secrets
 import time
 from datetime import UTC, datetime
 
+from concorde_workers.ports.clock import Interrupt
+
 
 class SystemClock:
     """`Clock` over the operating system's clocks."""
@@ -16,8 +18,13 @@ class SystemClock:
     def monotonic(self) -> float:
         return time.monotonic()
 
-    def sleep(self, seconds: float) -> None:
-        time.sleep(max(0.0, seconds))
+    def sleep(self, seconds: float, interrupt: Interrupt | None = None) -> bool:
+        seconds = max(0.0, seconds)
+        if interrupt is None:
+            time.sleep(seconds)
+            return True
+        # Waiting on the interrupt itself: a cancellation wakes the wait at once, no polling.
+        return not interrupt.wait(seconds)
 
 
 class SecretsRandom:

@@ -16,9 +16,11 @@ from collections.abc import Mapping
 
 from dependency_injector import containers, providers
 
+from concorde_workers.adapters.claude.backend import ClaudeBackend
 from concorde_workers.adapters.example_repository import Example, create_example, project_programs
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
+from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.planner import Planner
@@ -43,7 +45,12 @@ class Container(containers.DeclarativeContainer):
 
     environ = providers.Callable(lambda host: host.environ, host)
     config_reader = providers.Factory(ConfigurationReader, fs=filesystem, environ=environ)
-    preparer = providers.Factory(Preparer, git=git, fs=filesystem, host=host)
+    backends = providers.Dict(
+        claude=providers.Factory(ClaudeBackend, fs=filesystem),
+        pi=providers.Factory(PiBackend, fs=filesystem, environ=environ,
+                             linux=providers.Callable(lambda host: host.linux, host)),
+    )
+    preparer = providers.Factory(Preparer, git=git, fs=filesystem, host=host, backends=backends)
     planner = providers.Factory(Planner, preparer=preparer, config_reader=config_reader,
                                 clock=clock, random=random, temp_root=temp_root)
     requests = providers.Factory(RequestBuilder, fs=filesystem, cwd=cwd)

@@ -16,7 +16,7 @@ from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
 from concorde_workers.domain.config import ResolvedWorker
 from concorde_workers.domain.environment import redact
-from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import Grant
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.run_id import run_id, runtime_directory_name
@@ -86,6 +86,9 @@ class Planner:
             if isinstance(resolved, Refusal):
                 plan.refusal = resolved
                 return plan
+            if "backend" in request.model_fields_set and request.backend != resolved.backend:
+                plan.refusal = backend_conflict(request, resolved)
+                return plan
             plan.request = request = apply_resolution(request, resolved)
             plan.resolution = worker_resolution(request, resolved)
         prepared = self._preparer.prepare(request, rid, runtime_dir, plan.progress)
@@ -98,6 +101,17 @@ class Planner:
                     f"the program {prepared.program} was not found: the run would end failed "
                     "with launch_failed when it starts round 1")
         return plan
+
+
+def backend_conflict(request: RunRequest, resolved: ResolvedWorker) -> Refusal:
+    return Refusal(
+        code="request_invalid", reason=Reason.INPUT, file=resolved.configuration,
+        message=f"the request asks for the {request.backend} backend, but the worker "
+                f"configuration {resolved.configuration} chooses {resolved.backend} for worker "
+                f"{resolved.worker} of Operation {resolved.operation} ({resolved.backend_source}); "
+                "the worker configuration alone chooses a configured worker's backend: drop "
+                "--backend, or change the configuration's entry",
+    )
 
 
 def request_resolution(request: RunRequest) -> dict[str, Choice]:

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.brief import compose_brief
-from concorde_workers.domain.claude_settings import claude_settings, digest_text, settings_text
-from concorde_workers.domain.environment import worker_environment
+from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.launch import LaunchCommand, claude_command, pi_command, schema_text
+from concorde_workers.domain.launch import LaunchCommand, schema_text
 from concorde_workers.domain.paths import DirEntry
 from concorde_workers.domain.placement import (
     AdminPath,
@@ -31,14 +30,9 @@ from concorde_workers.domain.placement import (
     parse_gitdir_file,
 )
 from concorde_workers.domain.policy import Policy, build_policy
-from concorde_workers.domain.prerequisites import (
-    SANDBOX_RUNTIME_ENTRY,
-    SANDBOX_RUNTIME_RELATIVE,
-    PiPrerequisites,
-    pi_runtime_refusal,
-)
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.task_types import TASK_TYPES
+from concorde_workers.ports.agent import AgentBackend, BackendContext, Generated, RoundKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 
@@ -61,19 +55,46 @@ class Prepared:
 
     run_id: str
     runtime_dir: str
+    backend: AgentBackend
+    context: BackendContext
     grant: Grant
     placement: Placement
     admin_paths: tuple[AdminPath, ...]
-    policy: Policy
-    brief: str
-    result_schema: str
-    control_files: dict[str, str]
-    settings_digest: str | None
+    generated: Generated
     command: LaunchCommand
     environment: dict[str, str]
-    program: str
-    program_found: bool
-    prerequisites: PiPrerequisites | None = None
+
+    @property
+    def policy(self) -> Policy:
+        return self.context.policy
+
+    @property
+    def brief(self) -> str:
+        return self.context.brief
+
+    @property
+    def result_schema(self) -> str:
+        return self.context.result_schema
+
+    @property
+    def control_files(self) -> dict[str, str]:
+        return self.generated.files
+
+    @property
+    def settings_digest(self) -> str | None:
+        return self.generated.settings_digest
+
+    @property
+    def program(self) -> str:
+        return self.generated.program
+
+    @property
+    def program_found(self) -> bool:
+        return self.generated.program_found
+
+    @property
+    def tools(self) -> str:
+        return self.command.tools
 
     @property
     def grant_digest(self) -> str:
@@ -92,17 +113,18 @@ class Progress:
     placement: Placement | None = None
     admin_paths: tuple[AdminPath, ...] = ()
     policy: Policy | None = None
-    prerequisites: PiPrerequisites | None = None
     notes: list[str] = field(default_factory=list)
 
 
 class Preparer:
     """Settles a run before launch over the Git and filesystem ports."""
 
-    def __init__(self, git: GitReader, fs: FileSystem, host: HostFacts) -> None:
+    def __init__(self, git: GitReader, fs: FileSystem, host: HostFacts,
+                 backends: Mapping[str, AgentBackend]) -> None:
         self._git = git
         self._fs = fs
         self._host = host
+        self._backends = backends
 
     def prepare(self, request: RunRequest, run_id: str, runtime_dir: str,
                 progress: Progress | None = None) -> Prepared | Refusal:
@@ -120,13 +142,10 @@ class Preparer:
         if isinstance(admin, Refusal):
             return admin
         seen.admin_paths = admin
-        prerequisites = None
-        if request.backend == "pi":
-            prerequisites = self._pi_prerequisites(placement.primary)
-            seen.prerequisites = prerequisites
-            missing = pi_runtime_refusal(prerequisites)
-            if missing is not None:
-                return missing
+        backend = self._backends[request.backend]
+        missing = backend.check(placement.primary)
+        if missing is not None:
+            return missing
         policy = build_policy(
             grant=grant, worktree=placement.worktree, primary=placement.primary,
             user_home=self._user_home(), runtime_dir=runtime_dir,
@@ -135,8 +154,8 @@ class Preparer:
         seen.policy = policy
         if request.backend == "claude" and policy.run_directory_refusal is not None:
             return policy.run_directory_refusal
-        return self._generate(request, run_id, runtime_dir, grant, placement, admin, policy,
-                              prerequisites)
+        return self._generate(request, run_id, runtime_dir, backend, grant, placement, admin,
+                              policy)
 
     # --- the steps ---------------------------------------------------------------------------
 
@@ -201,70 +220,30 @@ class Preparer:
         common = parse_commondir_file(common_text, target) if common_text else None
         return [target] + ([self._fs.realpath(common)] if common else [])
 
-    def _pi_prerequisites(self, primary: str) -> PiPrerequisites:
-        env = self._host.environ
-        path = env.get("PATH", "")
-        package = env.get("CONCORDE_SANDBOX_RUNTIME") or posixpath.join(
-            primary, SANDBOX_RUNTIME_RELATIVE)
-        entry = posixpath.join(package, SANDBOX_RUNTIME_ENTRY)
-        return PiPrerequisites(
-            pi=self._program("pi", env.get("CONCORDE_PI")),
-            rg=self._fs.which("rg", path),
-            fd=self._fs.which("fd", path) or self._fs.which("fdfind", path),
-            sandbox_runtime=package if self._fs.is_file(entry) else None,
-            sandbox_runtime_looked_at=package,
-            bwrap=self._fs.which("bwrap", path), socat=self._fs.which("socat", path),
-            linux=self._host.linux,
-        )
-
-    def _generate(self, request: RunRequest, run_id: str, runtime_dir: str, grant: Grant,
-                  placement: Placement, admin: tuple[AdminPath, ...], policy: Policy,
-                  prerequisites: PiPrerequisites | None) -> Prepared | Refusal:
-        backend = request.backend
-        brief = compose_brief(backend=backend, task_type=grant.task_type.value,
+    def _generate(self, request: RunRequest, run_id: str, runtime_dir: str,
+                  backend: AgentBackend, grant: Grant, placement: Placement,
+                  admin: tuple[AdminPath, ...], policy: Policy) -> Prepared | Refusal:
+        brief = compose_brief(backend=request.backend, task_type=grant.task_type.value,
                               worktree=placement.worktree, grant=grant,
                               instructions=request.instructions,
                               interpreter=request.project_interpreter)
-        result_schema = schema_text(worker_result_schema(request.output_schema))
-        rt = policy.runtime
-        control = {rt.result_schema: result_schema}
-        settings_digest: str | None = None
-        if backend == "claude":
-            found = self._program("claude", self._host.environ.get("CONCORDE_CLAUDE"))
-            text = settings_text(claude_settings(policy, self._host.interpreter,
-                                                 as_root=self._host.as_root))
-            control[rt.settings] = text
-            settings_digest = digest_text(text)
-        else:
-            found = prerequisites.pi if prerequisites else None
-        program = found or self._host.environ.get(f"CONCORDE_{backend.upper()}") or backend
+        context = BackendContext(
+            request=request, run_id=run_id, policy=policy, brief=brief,
+            result_schema=schema_text(worker_result_schema(request.output_schema)),
+            environ=self._host.environ, interpreter=self._host.interpreter,
+            as_root=self._host.as_root,
+        )
         try:
-            command = self._command(request, run_id, policy, result_schema, program)
+            command = backend.command(context, RoundKind.INITIAL, None)
         except ValueError as bad:
             return Refusal(code="request_invalid", reason=Reason.INPUT,
                            message=f"the request cannot make a command line: {bad}")
-        environment = worker_environment(backend, self._host.environ, rt,
-                                         request.project_interpreter)
         return Prepared(
-            run_id=run_id, runtime_dir=runtime_dir, grant=grant, placement=placement,
-            admin_paths=admin, policy=policy, brief=brief, result_schema=result_schema,
-            control_files=control, settings_digest=settings_digest, command=command,
-            environment=environment, program=program, program_found=found is not None,
-            prerequisites=prerequisites,
+            run_id=run_id, runtime_dir=runtime_dir, backend=backend, context=context,
+            grant=grant, placement=placement, admin_paths=admin,
+            generated=backend.generate(context), command=command,
+            environment=backend.environment(context),
         )
-
-    @staticmethod
-    def _command(request: RunRequest, run_id: str, policy: Policy, result_schema: str,
-                 program: str) -> LaunchCommand:
-        if request.backend == "claude":
-            return claude_command(
-                runtime=policy.runtime, tools=policy.tools_for("claude"),
-                result_schema=result_schema, max_turns=request.limits.max_turns,
-                max_budget_usd=request.limits.max_budget_usd, model=request.local_model,
-                effort=request.reasoning, program=program,
-            )
-        return pi_command(runtime=policy.runtime, tools=policy.tools_for("pi"), run_id=run_id,
-                          model=request.local_model, thinking=request.reasoning, program=program)
 
     # --- small I/O helpers --------------------------------------------------------------------
 
@@ -279,13 +258,6 @@ class Preparer:
             return self._fs.read_text(path)
         except FileSystemError:
             return None
-
-    def _program(self, name: str, override: str | None) -> str | None:
-        """`$CONCORDE_<NAME>` when set (a path, or a name looked up on PATH), else `name`."""
-        wanted = override or name
-        if "/" in wanted:
-            return wanted if self._fs.is_file(wanted) else None
-        return self._fs.which(wanted, self._host.environ.get("PATH", ""))
 
     def _user_home(self) -> str:
         return self._fs.realpath(self._host.user_home)

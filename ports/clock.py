@@ -18,6 +18,17 @@ class Clock(Protocol):
         """Seconds from an arbitrary origin that never goes backwards (for durations)."""
         ...
 
-    def sleep(self, seconds: float) -> None:
-        """Wait `seconds` (retry delays); a fake returns at once."""
+    def sleep(self, seconds: float, interrupt: Interrupt | None = None) -> bool:
+        """Wait `seconds` (retry delays), or less when `interrupt` is set meanwhile; True when
+        the whole time passed. A fake advances its time and returns at once."""
         ...
+
+
+@runtime_checkable
+class Interrupt(Protocol):
+    """Something that can end a wait early, such as a run's cancellation (a threading.Event
+    fits)."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...

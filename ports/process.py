@@ -1,6 +1,8 @@
-"""The Process port: start an agent program and follow it (the adapter comes later).
+"""The Process port: start an agent program and follow it.
 
-A process starts in a new process group so that ending it ends everything it spawned.
+A process starts in a new session and process group so that ending it ends everything it
+spawned. The runner enforces the round's timeout itself: when it passes, it kills the group, so
+the stdout stream ends and the host never polls.
 """
 
 from __future__ import annotations
@@ -48,8 +50,14 @@ class ProcessHandle(Protocol):
         bytes replaced); ends at end of stdout. A last line without a newline is yielded too."""
         ...
 
-    def stderr_tail(self, max_bytes: int) -> str:
-        """The last `max_bytes` of stderr so far, decoded as UTF-8 (invalid bytes replaced)."""
+    def stderr_tail(self, max_bytes: int) -> bytes:
+        """The last `max_bytes` of stderr so far, as bytes (stderr is drained as it arrives, so a
+        program writing megabytes never blocks)."""
+        ...
+
+    @property
+    def timed_out(self) -> bool:
+        """True when the runner killed the group because its timeout passed."""
         ...
 
     def wait(self, timeout: float | None) -> int | None:
@@ -72,7 +80,8 @@ class ProcessRunner(Protocol):
         env: Mapping[str, str],
         cwd: str,
         stdin_text: str | None = None,
+        timeout_seconds: float | None = None,
     ) -> ProcessHandle:
         """Start `argv` in a new process group with exactly `env`, in `cwd`, given
-        `stdin_text` on stdin then end of file."""
+        `stdin_text` on stdin then end of file; kill the group when `timeout_seconds` pass."""
         ...

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from concorde_workers.ports.clock import Interrupt
+
 
 @dataclass
 class FakeClock:
@@ -27,9 +29,12 @@ class FakeClock:
     def monotonic(self) -> float:
         return self.start_monotonic + self._elapsed
 
-    def sleep(self, seconds: float) -> None:
+    def sleep(self, seconds: float, interrupt: Interrupt | None = None) -> bool:
         self.sleeps.append(seconds)
+        if interrupt is not None and interrupt.is_set():
+            return False
         self._elapsed += max(0.0, seconds)
+        return True
 
     def advance(self, seconds: float) -> None:
         self._elapsed += seconds

@@ -1,0 +1,1 @@
+"""The Claude Code backend: settings, write hook, command line, stream-json reader."""

@@ -1,0 +1,1 @@
+"""The pi backend: permission extension, sandbox-runtime, command line, JSON event reader."""

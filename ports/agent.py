@@ -1,0 +1,121 @@
+"""The AgentBackend port: one agent program (Claude Code, pi, or a test program) behind one
+interface.
+
+The host owns the run: its directories, rounds, audit, records and cleanup. A backend owns what
+differs per program: the control files generated from the shared policy, the credential copies,
+each round's command line, the reading of the program's output stream, and where the session's
+transcript lies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.agent_report import RoundReport
+from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.launch import LaunchCommand
+from concorde_workers.domain.policy import Policy
+from concorde_workers.domain.records import LastAction
+from concorde_workers.domain.request import RunRequest
+
+
+class RoundKind(StrEnum):
+    """What a round's prompt is (contract.workers.worker-round-trace `prompt`)."""
+
+    INITIAL = "initial"
+    REPAIR = "repair"
+    RETRY = "retry"
+
+
+class BackendContext(BaseModel):
+    """What a backend generates from: the request, the run's identity, the one frozen policy,
+    the brief and the worker result schema text, and the host's own facts."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    request: RunRequest
+    run_id: str
+    policy: Policy
+    brief: str
+    result_schema: str
+    environ: Mapping[str, str]
+    interpreter: str
+    as_root: bool
+
+
+class Generated(BaseModel):
+    """The files a backend generates before round 1 (absolute path -> text), the digest of the
+    worker settings or permission extension the run record keeps, the tool set, and the round-1
+    command (for the planner)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    files: dict[str, str]
+    settings_digest: str | None
+    tools: tuple[str, ...]
+    program: str
+    program_found: bool
+
+
+@runtime_checkable
+class StreamReader(Protocol):
+    """Reads one round's standard output as it arrives."""
+
+    def feed(self, line: str) -> LastAction | None:
+        """Take one stdout line; return the worker's latest tool call when the line shows one."""
+        ...
+
+    def finish(self, exit_status: int | None, timed_out: bool, stderr_tail: str) -> RoundReport:
+        """The round as the program reported it, once its output ended."""
+        ...
+
+
+@runtime_checkable
+class AgentBackend(Protocol):
+    """One agent program."""
+
+    @property
+    def name(self) -> str:
+        """`claude` or `pi` (the trace's backend key), or a test backend's name."""
+        ...
+
+    def check(self, primary: str) -> Refusal | None:
+        """The backend's prerequisites, checked before anything is generated (on pi:
+        pi_runtime_missing naming every missing program); None when all are there."""
+        ...
+
+    def generate(self, context: BackendContext) -> Generated:
+        """The control files and settings digest of the run, from the one frozen policy."""
+        ...
+
+    def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
+        """(the user's file, its copy in the runtime directory) for every credential file the
+        program needs; the host copies the ones that exist before round 1 and removes every copy
+        first when the run ends."""
+        ...
+
+    def command(self, context: BackendContext, kind: RoundKind,
+                session: str | None) -> LaunchCommand:
+        """The round's command line; `session` is the latest session for resume and retry rounds
+        (None: start with the brief)."""
+        ...
+
+    def environment(self, context: BackendContext) -> dict[str, str]:
+        """The round's whole environment (nothing else is inherited)."""
+        ...
+
+    def reader(self, context: BackendContext) -> StreamReader:
+        """A fresh reader for one round's output."""
+        ...
+
+    def transcript(self, context: BackendContext, session: str | None) -> str | None:
+        """Where the session's transcript lies in the runtime directory, None when unknown."""
+        ...
+
+    def session_usable(self, context: BackendContext, session: str) -> bool:
+        """Whether the session can be continued (its transcript exists and parses)."""
+        ...
