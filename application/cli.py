@@ -1,8 +1,10 @@
 """The command line: `concorde-workers plan` (the dry-run planner).
 
 Exit statuses live in one place, `ExitStatus`. Every bad input ends in a refusal that names the
-file or entry and the repair, printed on stderr, with status 2; an unexpected fault prints one
-line naming it (and how to report it) with status 3, never a traceback.
+file or entry and the repair, with status 2: a refusal the planned run would meet is part of the
+plan, on stdout; a refusal of the command's own input (the request file, a flag) goes to stderr.
+An unexpected fault prints one line naming it (and how to report it) with status 3, never a
+traceback.
 """
 
 from __future__ import annotations

@@ -21,14 +21,17 @@ from concorde_workers.adapters.example_repository import Example, create_example
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
 from concorde_workers.adapters.pi.backend import PiBackend
+from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
 from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.host import WorkerHost
 from concorde_workers.application.planner import Planner
 from concorde_workers.application.preparation import HostFacts, Preparer
 from concorde_workers.application.requests import RequestBuilder
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.git import GitReader
+from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
 
 
@@ -54,6 +57,11 @@ class Container(containers.DeclarativeContainer):
     planner = providers.Factory(Planner, preparer=preparer, config_reader=config_reader,
                                 clock=clock, random=random, temp_root=temp_root)
     requests = providers.Factory(RequestBuilder, fs=filesystem, cwd=cwd)
+    processes = providers.Dependency(instance_of=ProcessRunner)
+    host_pid = providers.Dependency(instance_of=int)
+    worker_host = providers.Factory(
+        WorkerHost, git=git, fs=filesystem, clock=clock, random=random, processes=processes,
+        preparer=preparer, temp_root=temp_root, host_pid=host_pid)
 
 
 def host_facts(environ: Mapping[str, str]) -> HostFacts:
@@ -83,6 +91,8 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
         host=host_facts(env),
         temp_root=runtime_parent(),
         cwd=os.getcwd(),
+        processes=SubprocessRunner(),
+        host_pid=os.getpid(),
     )
 
 

@@ -78,6 +78,19 @@ class Planner:
         resolution = request_resolution(request)
         plan = Plan(request=request, resolution=resolution, run_id=rid,
                     runtime_directory=runtime_dir)
+        if bool(request.operation) != bool(request.worker):
+            plan.refusal = Refusal(
+                code="request_invalid", reason=Reason.INPUT,
+                message="the request names an Operation without a worker id or a worker id "
+                        "without an Operation; give both (--operation and --worker) to resolve "
+                        "the worker through its configuration, or neither")
+            return plan
+        if request.operation and request.worker and not posixpath.isabs(request.worktree):
+            plan.refusal = Refusal(
+                code="worktree_misplaced", reason=Reason.ENVIRONMENT,
+                message=f"the worktree {request.worktree!r} is not an absolute path; give the "
+                        "absolute path of a worktree in .claude/worktrees/")
+            return plan
         if request.operation and request.worker:
             names = {op: set(ids) for op, ids in (declared or {}).items()}
             names.setdefault(request.operation, set()).add(request.worker)

@@ -19,7 +19,7 @@ from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.launch import LaunchCommand, schema_text
-from concorde_workers.domain.paths import DirEntry
+from concorde_workers.domain.paths import DirEntry, is_within
 from concorde_workers.domain.placement import (
     AdminPath,
     Placement,
@@ -154,6 +154,9 @@ class Preparer:
         seen.policy = policy
         if request.backend == "claude" and policy.run_directory_refusal is not None:
             return policy.run_directory_refusal
+        inside = self._runtime_inside(runtime_dir, placement, admin, request.backend)
+        if inside is not None:
+            return inside
         return self._generate(request, run_id, runtime_dir, backend, grant, placement, admin,
                               policy)
 
@@ -235,15 +238,32 @@ class Preparer:
         )
         try:
             command = backend.command(context, RoundKind.INITIAL, None)
+            environment = backend.environment(context)
         except ValueError as bad:
             return Refusal(code="request_invalid", reason=Reason.INPUT,
                            message=f"the request cannot make a command line: {bad}")
         return Prepared(
             run_id=run_id, runtime_dir=runtime_dir, backend=backend, context=context,
             grant=grant, placement=placement, admin_paths=admin,
-            generated=backend.generate(context), command=command,
-            environment=backend.environment(context),
+            generated=backend.generate(context), command=command, environment=environment,
         )
+
+    @staticmethod
+    def _runtime_inside(runtime_dir: str, placement: Placement, admin: tuple[AdminPath, ...],
+                        backend: str) -> Refusal | None:
+        """A runtime directory inside the worktree or a Git administrative path would be a
+        file the host creates in the worktree (or Git metadata the worker may write): refused.
+        Claude Code names it run_directory_denied; pi has no such code (seed 001 "Errors"), so
+        there it is launch_failed."""
+        where = next((p for p in (placement.worktree, *(a.path for a in admin))
+                      if is_within(runtime_dir, p)), None)
+        if where is None:
+            return None
+        code = "run_directory_denied" if backend == "claude" else "launch_failed"
+        return Refusal(code=code, reason=Reason.ENVIRONMENT,
+                       message=f"the runtime directory {runtime_dir} would lie inside {where}, "
+                       "which the worker may not have as its own; set TMPDIR to a directory "
+                       "outside the repository (the host uses /tmp when it is writable)")
 
     # --- small I/O helpers --------------------------------------------------------------------
 

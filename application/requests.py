@@ -99,6 +99,18 @@ class RequestBuilder:
         if data.get("task_type") is None:
             return invalid(f"{where} names no task type: give --task-type, a \"task_type\" "
                            "field, or a grant whose task_type names it", file)
+        for name in ("worktree", "parent", "project_interpreter"):
+            value = data.get(name)
+            if isinstance(value, str) and not posixpath.isabs(value):
+                return invalid(f"{where} gives {name} {value!r}, which is not an absolute path; "
+                               "write it as an absolute path", file)
+        paths = data.get("runtime_paths")
+        if isinstance(paths, list):
+            for value in paths:
+                if isinstance(value, str) and not posixpath.isabs(value):
+                    return invalid(f"{where} lists the runtime path {value!r}, which is not an "
+                                   "absolute path; runtime paths are absolute, as the caller "
+                                   "lists them", file)
         try:
             return RunRequest.model_validate(data)
         except ValidationError as error:

@@ -3,6 +3,21 @@
 A process starts in a new session and process group so that ending it ends everything it
 spawned. The runner enforces the round's timeout itself: when it passes, it kills the group, so
 the stdout stream ends and the host never polls.
+
+How a round ends (seed 000: "No worker process outlives its round"):
+
+- The group lives as long as its leader: when the leader exits, for any reason, the runner kills
+  every other member of the group at once. A child left running cannot keep the round alive.
+- `lines()` ends at end of stdout, or once the leader has exited and the group was killed, even
+  when a process outside the group still holds stdout open; every line the leader wrote is
+  yielded first.
+- `wait()` returns only when the leader was reaped and stdout and stderr were read to their end:
+  after it, `lines()` yields what is left and ends, and `stderr_tail()` is final.
+- The host still calls `kill_group()` when the round ends, whatever the reason (it is what ends
+  a running program early, e.g. on cancellation); it is idempotent and harmless after the end.
+
+Typical use: `for line in handle.lines(): ...`, then `handle.wait(grace)`, then
+`handle.kill_group()` in a `finally`, then `handle.stderr_tail(80_000)`.
 """
 
 from __future__ import annotations
@@ -46,27 +61,36 @@ class ProcessHandle(Protocol):
         ...
 
     def lines(self) -> Iterator[str]:
-        """Stdout lines as they arrive, without their line end, decoded as UTF-8 (invalid
-        bytes replaced); ends at end of stdout. A last line without a newline is yielded too."""
+        """Stdout lines as they arrive, without their line end ("\\n", or "\\r\\n"), decoded
+        as UTF-8 (invalid bytes replaced); a last line without a newline is yielded too. Ends at
+        end of stdout, or once the leader has exited and the group was killed (by its exit, the
+        timeout or `kill_group`). A stream for one consumer: a later call yields only what no
+        earlier call took, and nothing once it has ended."""
         ...
 
     def stderr_tail(self, max_bytes: int) -> bytes:
         """The last `max_bytes` of stderr so far, as bytes (stderr is drained as it arrives, so a
-        program writing megabytes never blocks)."""
+        program writing megabytes never blocks). The runner keeps a bounded tail (at least the
+        80,000 bytes the spec keeps): never more than that is returned. Final once `wait` has
+        returned a status."""
         ...
 
     @property
     def timed_out(self) -> bool:
-        """True when the runner killed the group because its timeout passed."""
+        """True when the runner killed the group because its timeout passed (SIGTERM to the
+        group, a grace period, then SIGKILL). Not set by `kill_group`."""
         ...
 
     def wait(self, timeout: float | None) -> int | None:
         """The exit status (negative: killed by that signal), or None when it has not ended
-        within `timeout` seconds (None: wait as long as it takes)."""
+        within `timeout` seconds (None: wait as long as it takes). "Ended": the leader was
+        reaped and stdout and stderr were read to their end."""
         ...
 
     def kill_group(self) -> None:
-        """Kill the whole process group (SIGKILL); harmless when it has already ended."""
+        """Kill the whole process group (SIGKILL) and return without waiting; `lines()` then
+        ends and `wait` returns. Idempotent, callable from any thread, harmless when it has
+        already ended (the rest of the group was killed when the leader exited)."""
         ...
 
 
@@ -82,6 +106,9 @@ class ProcessRunner(Protocol):
         stdin_text: str | None = None,
         timeout_seconds: float | None = None,
     ) -> ProcessHandle:
-        """Start `argv` in a new process group with exactly `env`, in `cwd`, given
-        `stdin_text` on stdin then end of file; kill the group when `timeout_seconds` pass."""
+        """Start `argv` (no shell; a name without a slash is looked up on `env`'s PATH) in a
+        new session and process group with exactly `env` (nothing inherited), in `cwd`, given
+        `stdin_text` as UTF-8 on stdin then end of file (None: an empty stdin); kill the group
+        when `timeout_seconds` pass (None: no limit). Raises `ProcessStartFailed` with the
+        operating system's error text when the program or `cwd` is missing or not usable."""
         ...

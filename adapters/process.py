@@ -1,0 +1,441 @@
+"""The Process port over `subprocess`: one agent program per round, in its own session.
+
+Shape (after pre-commit's util.py, pip's utils/subprocess.py and tox's staged interrupt):
+
+- an argument list, never a shell; exactly the given environment; `start_new_session=True`, so the
+  program leads a new session and a new process group whose id is its pid;
+- one thread per pipe: stdin is written by a thread and then closed (a brief larger than the pipe
+  cannot deadlock against a program that answers while it reads), stdout is split into lines and
+  handed over through a queue, stderr is drained into a bounded tail (a program writing megabytes
+  of stderr never blocks, and the host never holds more than the last `stderr_keep_bytes`);
+- a watcher thread blocks in `waitid` until the leader exits, then SIGKILLs the rest of the group
+  *before* reaping the leader (the unreaped leader keeps the group id from being reused, so no
+  unrelated process can be signalled), reaps it, and tells the pipe threads to stop;
+- a timer thread waits on an Event (not a poll loop) for the timeout; when it passes it sends
+  SIGTERM to the group, waits a grace period for the leader, then SIGKILLs the group.
+
+Nothing here polls: reads and writes block in `poll(2)` on the pipe and on a private stop pipe,
+the timer and `wait` block on Events, `lines()` blocks on a queue.
+
+Ending, precisely (what the host relies on):
+
+1. When the leader exits, for any reason, every other member of its process group is killed
+   (SIGKILL) at once. A child or grandchild the program left running cannot outlive the round.
+2. Then the stdout and stderr threads read what is still in the pipes and stop: at end of file,
+   or, when some process outside the group (one that moved itself to another session or group,
+   which no process-group kill can reach) still holds a pipe open, after reading what the pipe
+   holds at that moment (at most 1 MiB more). So `lines()` ends once the leader has exited and the
+   group was killed, even when such a process keeps the pipe open; every line the leader wrote
+   is yielded. (It ends earlier when stdout reaches end of file while the leader still runs:
+   every holder closed it. `wait` then still waits for the leader.)
+3. `wait()` returns the status only after all of that: once it has returned, `lines()` yields
+   what is left in its queue and ends, and `stderr_tail()` is final.
+4. `kill_group()` (SIGKILL to the group) may be called at any time, any number of times. Before
+   the leader has exited it kills the group, and 1–3 follow. After the leader was reaped it does
+   nothing: the rest of the group was already killed in step 1, and signalling a group id that
+   may by now belong to someone else would be unsafe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from queue import SimpleQueue
+
+from concorde_workers.ports.process import ProcessStartFailed
+
+__all__ = [
+    "DEFAULT_STDERR_KEEP_BYTES",
+    "DEFAULT_TERM_GRACE_SECONDS",
+    "SubprocessHandle",
+    "SubprocessRunner",
+]
+
+#: The spec keeps "up to its last 80,000 bytes" of a round's standard error.
+DEFAULT_STDERR_KEEP_BYTES = 80_000
+#: How long a timed-out leader gets between SIGTERM and SIGKILL.
+DEFAULT_TERM_GRACE_SECONDS = 2.0
+
+_CHUNK = 64 * 1024
+# After the stop, read at most this much more from a pipe (a Linux pipe holds at most 1 MiB
+# unless raised by root), so a writer outside the group cannot keep a stream going forever.
+_DRAIN_BUDGET = 1 << 20
+
+
+class SubprocessRunner:
+    """`ProcessRunner` over `subprocess.Popen`.
+
+    `stderr_keep_bytes`: how much of the end of stderr each handle keeps (default 80,000).
+    `term_grace_seconds`: after a timeout, how long the leader gets between SIGTERM and SIGKILL.
+    """
+
+    def __init__(
+        self,
+        *,
+        stderr_keep_bytes: int = DEFAULT_STDERR_KEEP_BYTES,
+        term_grace_seconds: float = DEFAULT_TERM_GRACE_SECONDS,
+    ) -> None:
+        if stderr_keep_bytes < 1:
+            raise ValueError("stderr_keep_bytes must be at least 1")
+        if term_grace_seconds < 0:
+            raise ValueError("term_grace_seconds must not be negative")
+        self.stderr_keep_bytes = stderr_keep_bytes
+        self.term_grace_seconds = term_grace_seconds
+
+    def start(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str,
+        stdin_text: str | None = None,
+        timeout_seconds: float | None = None,
+    ) -> SubprocessHandle:
+        """Start `argv` (looked up on `env`'s PATH when it has no slash) in a new session with
+        exactly `env`, in `cwd`. `stdin_text` is written as UTF-8 and then stdin is closed; None
+        gives an empty stdin (/dev/null). `timeout_seconds` (None: no limit) counts from now.
+
+        Raises `ProcessStartFailed` with the operating system's error text (which names the
+        program or the working directory) when the program cannot be started.
+        """
+        args = tuple(argv)
+        if not args:
+            raise ProcessStartFailed(args, "empty argument list")
+        if timeout_seconds is not None and timeout_seconds < 0:
+            raise ValueError("timeout_seconds must not be negative")
+        # Encode before starting: a string that is not valid Unicode fails here, not in a thread.
+        stdin_bytes = None if stdin_text is None else stdin_text.encode("utf-8")
+        stop_r, stop_w = os.pipe()  # close-on-exec: the program never sees it
+        try:
+            proc = subprocess.Popen(
+                list(args),
+                env=dict(env),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL if stdin_bytes is None else subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                close_fds=True,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(stop_r)
+            os.close(stop_w)
+            raise ProcessStartFailed(args, str(exc)) from exc
+        except BaseException:
+            os.close(stop_r)
+            os.close(stop_w)
+            raise
+        try:
+            return SubprocessHandle(
+                proc,
+                stop_pipe=(stop_r, stop_w),
+                stdin_bytes=stdin_bytes,
+                timeout_seconds=timeout_seconds,
+                stderr_keep_bytes=self.stderr_keep_bytes,
+                term_grace_seconds=self.term_grace_seconds,
+            )
+        except BaseException:
+            # No handle means nobody would ever end it: end it now.
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+
+
+class _Tail:
+    """The last `keep` bytes written to it."""
+
+    def __init__(self, keep: int) -> None:
+        self._keep = keep
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+
+    def add(self, data: bytes) -> None:
+        with self._lock:
+            if len(data) >= self._keep:
+                self._buf = bytearray(data[-self._keep :])
+                return
+            self._buf += data
+            excess = len(self._buf) - self._keep
+            if excess > 0:
+                del self._buf[:excess]
+
+    def last(self, max_bytes: int) -> bytes:
+        if max_bytes < 0:
+            raise ValueError("max_bytes must not be negative")
+        if max_bytes == 0:
+            return b""
+        with self._lock:
+            return bytes(self._buf[-max_bytes:])
+
+
+class _LineSplitter:
+    """Bytes in, decoded lines out. A line ends at "\\n" (a "\\r" just before it belongs to the
+    line end); the rest after the last "\\n" is a last line of its own at the end."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self._emit = emit
+        self._partial = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        last_nl = data.rfind(b"\n")
+        if last_nl < 0:
+            self._partial += data  # only the new bytes are searched: long lines stay linear
+            return
+        self._partial += data[:last_nl]
+        for raw in bytes(self._partial).split(b"\n"):
+            self._emit(_decode(raw))
+        self._partial = bytearray(data[last_nl + 1 :])
+
+    def end(self) -> None:
+        if self._partial:
+            self._emit(_decode(bytes(self._partial)))
+            self._partial = bytearray()
+
+
+def _decode(raw: bytes) -> str:
+    return raw.removesuffix(b"\r").decode("utf-8", "replace")
+
+
+class SubprocessHandle:
+    """`ProcessHandle` of a program started by `SubprocessRunner`; see the module docstring for
+    how and when it ends. `lines()` is for one consumer at a time; every other method may be
+    called from any thread."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        *,
+        stop_pipe: tuple[int, int],
+        stdin_bytes: bytes | None,
+        timeout_seconds: float | None,
+        stderr_keep_bytes: int,
+        term_grace_seconds: float,
+    ) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self._proc = proc
+        self._pid = proc.pid
+        self._stop_r, self._stop_w = stop_pipe
+        self._grace = term_grace_seconds
+        self._lines: SimpleQueue[str | None] = SimpleQueue()  # None: the end
+        self._stderr = _Tail(stderr_keep_bytes)
+        # _lock orders every signal against the reaping of the leader. Re-entrant: kill_group
+        # may be called from a signal handler (a cancellation) that interrupted kill_group.
+        self._lock = threading.RLock()
+        self._leader_exited = False
+        self._reaped = False
+        self._kill_requested = False
+        self._timed_out = False
+        self._leader_gone = threading.Event()  # reaped: wakes the timer
+        self._done = threading.Event()  # reaped and every pipe thread finished
+
+        splitter = _LineSplitter(self._lines.put)
+        out, err = proc.stdout, proc.stderr
+
+        def stdout_done() -> None:
+            splitter.end()
+            self._lines.put(None)
+
+        self._pipe_threads = [
+            self._thread("stdout", self._pump, out.fileno(), splitter.feed, stdout_done, out.close),
+            self._thread("stderr", self._pump, err.fileno(), self._stderr.add, None, err.close),
+        ]
+        if stdin_bytes is not None:
+            stdin = proc.stdin
+            assert stdin is not None
+            self._pipe_threads.append(
+                self._thread("stdin", self._feed, stdin.fileno(), stdin_bytes, stdin.close)
+            )
+        for t in self._pipe_threads:
+            t.start()
+        self._thread("watch", self._watch).start()
+        if timeout_seconds is not None:
+            self._thread("timeout", self._enforce_timeout, timeout_seconds).start()
+
+    # -- the port ---------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    def lines(self) -> Iterator[str]:
+        """Stdout lines as they arrive (UTF-8, invalid bytes replaced, without "\\n" or
+        "\\r\\n"; a last line without a newline too). Ends at end of stdout, or once the
+        leader has exited and the group was killed (module docstring, 1–2)."""
+        while True:
+            item = self._lines.get()
+            if item is None:
+                self._lines.put(None)  # a later call ends at once too
+                return
+            yield item
+
+    def stderr_tail(self, max_bytes: int) -> bytes:
+        return self._stderr.last(max_bytes)
+
+    @property
+    def timed_out(self) -> bool:
+        return self._timed_out
+
+    def wait(self, timeout: float | None) -> int | None:
+        """The exit status (negative: the signal that killed it), once the leader was reaped and
+        stdout and stderr were read to their end; None when that did not happen in `timeout`
+        seconds (None: wait as long as it takes)."""
+        if not self._done.wait(timeout):
+            return None
+        status = self._proc.returncode
+        assert status is not None
+        return status
+
+    def kill_group(self) -> None:
+        """SIGKILL the whole group; idempotent; does nothing once the leader was reaped."""
+        with self._lock:
+            self._kill_requested = True
+            self._signal_group(signal.SIGKILL)
+
+    # -- threads ----------------------------------------------------------------------------
+
+    def _thread(self, name: str, target: Callable[..., None], *args: object) -> threading.Thread:
+        return threading.Thread(
+            target=target, args=args, name=f"process-{self._pid}-{name}", daemon=True
+        )
+
+    def _pump(
+        self,
+        fd: int,
+        sink: Callable[[bytes], None],
+        on_end: Callable[[], None] | None,
+        close: Callable[[], None],
+    ) -> None:
+        """Read `fd` into `sink` until end of file, or until the stop pipe says the group is
+        gone; then read what the pipe still holds (bounded) and stop."""
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.register(self._stop_r, select.POLLIN)
+            while True:
+                ready = {ready_fd for ready_fd, _ in poller.poll()}
+                if self._stop_r in ready:
+                    self._drain(fd, sink)
+                    return
+                data = os.read(fd, _CHUNK)
+                if not data:
+                    return
+                sink(data)
+        finally:
+            try:
+                if on_end is not None:
+                    on_end()
+            finally:
+                close()
+
+    @staticmethod
+    def _drain(fd: int, sink: Callable[[bytes], None]) -> None:
+        os.set_blocking(fd, False)
+        budget = _DRAIN_BUDGET
+        while budget > 0:
+            try:
+                data = os.read(fd, min(_CHUNK, budget))
+            except BlockingIOError:
+                return
+            if not data:
+                return
+            sink(data)
+            budget -= len(data)
+
+    def _feed(self, fd: int, data: bytes, close: Callable[[], None]) -> None:
+        """Write `data` to the program's stdin, then close it (end of file). Stops early when
+        the program closed its end or the group is gone."""
+        try:
+            os.set_blocking(fd, False)
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            poller.register(self._stop_r, select.POLLIN)
+            view = memoryview(data)
+            offset = 0
+            while offset < len(view):
+                ready = {ready_fd for ready_fd, _ in poller.poll()}
+                if self._stop_r in ready:
+                    return
+                try:
+                    offset += os.write(fd, view[offset : offset + _CHUNK])
+                except BlockingIOError:
+                    continue
+                except BrokenPipeError:
+                    return  # the program closed its stdin: it chose not to read the rest
+        finally:
+            close()
+
+    def _watch(self) -> None:
+        """Wait for the leader to exit; kill the rest of its group while the unreaped leader
+        still holds the group id; reap it; stop the pipe threads; then report done."""
+        try:
+            if _CAN_WAIT_WITHOUT_REAPING:
+                # Reaped by someone else (SIGCHLD ignored?): Popen copes below.
+                with contextlib.suppress(ChildProcessError):
+                    os.waitid(os.P_PID, self._pid, os.WEXITED | os.WNOWAIT)
+                with self._lock:
+                    self._leader_exited = True
+                    try:
+                        self._signal_group(signal.SIGKILL)
+                    finally:
+                        self._proc.wait()
+                        self._reaped = True
+            else:  # pragma: no cover - platforms without waitid (macOS before 3.13)
+                self._proc.wait()
+                with self._lock:
+                    self._leader_exited = True
+                    try:
+                        # A small window in which the group id could have been reused.
+                        self._signal_group(signal.SIGKILL)
+                    finally:
+                        self._reaped = True
+        finally:
+            self._leader_gone.set()
+            try:
+                os.write(self._stop_w, b"x")
+                for t in self._pipe_threads:
+                    t.join()
+            finally:
+                os.close(self._stop_w)
+                os.close(self._stop_r)
+                self._done.set()
+
+    def _enforce_timeout(self, seconds: float) -> None:
+        if self._leader_gone.wait(seconds):
+            return
+        with self._lock:
+            if self._kill_requested or self._leader_has_exited():
+                return
+            self._timed_out = True
+            self._signal_group(signal.SIGTERM)
+        if self._leader_gone.wait(self._grace):
+            return
+        with self._lock:
+            self._signal_group(signal.SIGKILL)
+
+    # -- under self._lock -------------------------------------------------------------------
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        if self._reaped:
+            return  # the group id is no longer ours to signal
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._pid, sig)
+
+    def _leader_has_exited(self) -> bool:
+        if self._leader_exited or self._reaped:
+            return True
+        if _CAN_WAIT_WITHOUT_REAPING:
+            try:
+                state = os.waitid(os.P_PID, self._pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return True
+            return state is not None
+        return False  # pragma: no cover
+
+
+_CAN_WAIT_WITHOUT_REAPING = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")

@@ -1,0 +1,270 @@
+"""The run host: one worker run end to end (seed 000), in the spec's order.
+
+`WorkerHost.run(request, validation=None, cancel=None) -> RunRecord`:
+create the run node (recorded `running` before launch) and the private runtime directory; prepare
+(grant, placement, Git administrative paths, prerequisites, policy; refusals end the run with a
+final record and generate nothing); write the control files and credential copies; snapshot the
+worktree; run rounds (each audited; validated when ok and clean; retried or resumed as the Rounds
+table says); perform the proposed deletions after a clean last round with a valid result; keep the
+transcript, remove the credential copies and the runtime directory; write the final record. The
+decisions are the domain's (`domain.rounds`, `domain.audit`, `domain.deletions`); this module does
+the I/O around them through the ports.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import cast
+
+from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.outcomes import (
+    LinkContext,
+    cleanup_link,
+    deletion_link,
+    end_link,
+    interrupted_link,
+    refusal_link,
+    snapshot_link,
+)
+from concorde_workers.application.preparation import Prepared, Preparer
+from concorde_workers.application.rounds import RoundContext, RoundRunner
+from concorde_workers.application.run_state import RunState
+from concorde_workers.application.runtime_directory import (
+    cleanup_runtime_directory,
+    create_runtime_directory,
+)
+from concorde_workers.application.tracing import ProgressWriter, TraceWriter
+from concorde_workers.application.validation import RoundValidation
+from concorde_workers.application.worktree_state import WorktreeObserver
+from concorde_workers.domain.audit import Snapshot
+from concorde_workers.domain.deletions import Kind, outcome, plan_deletions
+from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
+from concorde_workers.domain.layout import RunLayout, RuntimeLayout
+from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.records import ProgressStatus, RunRecord
+from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.rounds import deletions_allowed
+from concorde_workers.domain.run_id import run_id as make_run_id
+from concorde_workers.ports.clock import Clock
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.git import GitCommandFailed, GitReader
+from concorde_workers.ports.process import ProcessRunner
+from concorde_workers.ports.random import Random
+
+
+class WorkerHost:
+    """Runs one worker run at a time over the ports; wired by the container."""
+
+    def __init__(self, *, git: GitReader, fs: FileSystem, clock: Clock, random: Random,
+                 processes: ProcessRunner, preparer: Preparer, temp_root: str,
+                 host_pid: int) -> None:
+        self._git = git
+        self._fs = fs
+        self._clock = clock
+        self._random = random
+        self._processes = processes
+        self._preparer = preparer
+        self._temp_root = temp_root
+        self._host_pid = host_pid
+
+    def run(self, request: RunRequest, validation: RoundValidation | None = None,
+            cancel: Cancellation | None = None) -> RunRecord:
+        """Run the worker the request asks for and return the run record, however it ends."""
+        if not request.parent:
+            raise ValueError("a run needs the parent trace node folder (request.parent)")
+        cancel = cancel or Cancellation()
+        started = self._clock.now_utc()
+        run_id = make_run_id(started, self._random.hex_token(6))
+        tracer = TraceWriter(self._fs, self._clock)
+        created = tracer.create_run(request.parent, run_id)
+        layout = created if isinstance(created, RunLayout) else RunLayout.below(
+            request.parent, run_id)
+        runtime = create_runtime_directory(self._fs, self._temp_root, run_id, self._random)
+        runtime_dir = runtime.root if not isinstance(runtime, FileSystemError) else (
+            posixpath.join(self._temp_root, f"concorde-{run_id[-6:]}-(not created)"))
+        state = RunState(request=request, run_id=run_id, started_at=started, layout=layout,
+                         runtime_dir=runtime_dir)
+        progress = ProgressWriter(self._fs, self._clock, layout.status, run_id=run_id,
+                                  task_type=request.task_type, backend=request.backend,
+                                  worktree=request.worktree,
+                                  operation_run_id=request.operation_run_id,
+                                  host_pid=self._host_pid, started_at=started)
+        progress.phase("preparing", 1)
+        self._write_grant(tracer, layout, request)
+        tracer.write_run_node(layout, state.node(), "start")
+        links = LinkContext(run_id=run_id, task_type=request.task_type, layout=layout,
+                            backend=request.backend)
+        credential_copies: list[str] = []
+        layout_of_runtime = None if isinstance(runtime, FileSystemError) else runtime
+        try:
+            if isinstance(runtime, FileSystemError):
+                self._end(state, refusal_link(links, Refusal(
+                    code="launch_failed", reason=Reason.ENVIRONMENT,
+                    message=f"the runtime directory could not be created in {self._temp_root}: "
+                            f"{runtime.os_error_text}")))
+            else:
+                self._run(state, tracer, progress, links, validation, cancel, credential_copies)
+        finally:
+            record = self._finish(state, tracer, progress, links, credential_copies,
+                                  layout_of_runtime)
+        return record
+
+    # --- the run ---------------------------------------------------------------------------
+
+    def _run(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
+             links: LinkContext, validation: RoundValidation | None, cancel: Cancellation,
+             credential_copies: list[str]) -> None:
+        request = state.request
+        prepared = self._preparer.prepare(request, state.run_id, state.runtime_dir)
+        if isinstance(prepared, Refusal):
+            self._end(state, refusal_link(links, prepared))
+            return
+        state.prepared = prepared
+        self._write_control(prepared, tracer, state, credential_copies)
+        tracer.write_text(state.layout.brief, prepared.brief)
+        tracer.write_run_node(state.layout, state.node(), "update")
+        observer = WorktreeObserver(self._git, self._fs, prepared.placement.worktree)
+        try:
+            snapshot = observer.snapshot()
+        except GitCommandFailed as failed:
+            self._end(state, snapshot_link(links, failed))
+            return
+        if cancel.is_set():
+            self._end(state, interrupted_link(links, cancel.reason))
+            return
+        self._rounds(state, tracer, progress, links, validation, cancel, prepared, observer,
+                     snapshot)
+
+    def _rounds(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
+                links: LinkContext, validation: RoundValidation | None, cancel: Cancellation,
+                prepared: Prepared, observer: WorktreeObserver, snapshot: Snapshot) -> None:
+        runner = RoundRunner(RoundContext(
+            fs=self._fs, clock=self._clock, random=self._random, processes=self._processes,
+            tracer=tracer, progress=progress, prepared=prepared, observer=observer,
+            snapshot=snapshot, validation=validation, cancel=cancel, state=state,
+        ))
+        result = runner.run_all()
+        if result.interrupted:
+            self._end(state, interrupted_link(links, cancel.reason))
+            return
+        if result.git_failure is not None:
+            self._end(state, snapshot_link(links, result.git_failure))
+            return
+        link = end_link(links, state, result.step, result.facts, result.validation_outcome,
+                        result.validation_error)
+        status = result.step.status.value
+        if deletions_allowed(result.facts, interrupted=False) and state.worker_result:
+            deleted = self._delete(state, prepared, links, link)
+            if deleted is not link:
+                link, status = deleted, "failed"
+        self._end(state, link, status)
+
+    def _delete(self, state: RunState, prepared: Prepared, links: LinkContext,
+                link: ErrorLink | None) -> ErrorLink | None:
+        """Perform the proposed deletions (seed 000 "Proposed deletions")."""
+        assert state.worker_result is not None
+        proposed = state.worker_result.get("proposed_deletions") or []
+        worktree = prepared.placement.worktree
+        plan = plan_deletions([p for p in proposed if isinstance(p, str)], worktree,
+                              prepared.grant, self._resolve_parent, self._kind)
+        failures: dict[str, str] = {}
+        for planned in plan.to_delete:
+            try:
+                self._fs.remove(planned.target)
+            except FileSystemError as error:
+                failures[planned.path] = error.os_error_text
+        state.deletions = outcome(plan, failures)
+        if state.deletions.any_failed:
+            return deletion_link(links, state.deletions, link)
+        return link
+
+    def _resolve_parent(self, path: str) -> str:
+        parent, name = posixpath.split(path)
+        return posixpath.join(self._fs.realpath(parent), name)
+
+    def _kind(self, path: str) -> Kind:
+        if not self._fs.lexists(path):
+            return "absent"
+        kinds: dict[EntryKind, Kind] = {EntryKind.FILE: "file", EntryKind.SYMLINK: "symlink",
+                                        EntryKind.DIRECTORY: "directory"}
+        return kinds.get(self._fs.stat(path).kind, "other")
+
+    # --- files -------------------------------------------------------------------------------
+
+    def _write_grant(self, tracer: TraceWriter, layout: RunLayout, request: RunRequest) -> None:
+        try:
+            text = json.dumps(request.grant, indent=2, ensure_ascii=False) + "\n"
+        except (TypeError, ValueError):
+            text = json.dumps(repr(request.grant)) + "\n"
+        tracer.write_text(layout.grant, text)
+
+    def _write_control(self, prepared: Prepared, tracer: TraceWriter, state: RunState,
+                       credential_copies: list[str]) -> None:
+        for path, text in prepared.control_files.items():
+            self._fs.makedirs(posixpath.dirname(path), 0o700)
+            self._fs.write_atomic(path, text, 0o600)
+        for source, copy in prepared.backend.credential_copies(prepared.context):
+            credential_copies.append(copy)
+            try:
+                data = self._fs.read_bytes(source)
+            except FileSystemError:
+                continue
+            self._fs.makedirs(posixpath.dirname(copy), 0o700)
+            self._fs.write_atomic(copy, data, 0o600)
+
+    # --- the end -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _end(state: RunState, link: ErrorLink | None, status: str = "failed") -> None:
+        """The run's end: ok without a link; otherwise the status the Rounds table gave
+        (blocked or failed), failed for every other ending; interrupted as its outcome."""
+        state.error = link
+        state.status = "ok" if link is None else (status if status == "blocked" else "failed")
+        state.outcome = "interrupted" if link is not None and link.code == "interrupted" \
+            else state.status
+
+
+    def _finish(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
+                links: LinkContext, credential_copies: list[str],
+                runtime: RuntimeLayout | None) -> RunRecord:
+        """Keep the transcript, remove the runtime directory, write the final record."""
+        if state.status == "running":  # a defect of ours escaped: the run still ends, recorded
+            self._end(state, refusal_link(links, Refusal(
+                code="launch_failed", reason=Reason.ENVIRONMENT,
+                message="the host failed before the run ended")))
+        if runtime is not None:
+            self._cleanup(state, links, credential_copies, runtime)
+        state.ended_at = self._clock.now_utc()
+        progress.phase("finished", max(1, len(state.rounds)),
+                       status=cast(ProgressStatus, state.outcome or state.status))
+        state.trace_failures = tracer.failures
+        state.files = tracer.run_files(state.layout)
+        if state.error is not None and tracer.failures:
+            state.error = links.with_evidence(state.error, tracer.failure_evidence())
+        tracer.write_run_node(state.layout, state.node(), "end")
+        record = state.record(tracer.final_failures)
+        if record.error is not None and tracer.final_failures:
+            # Only the returned value can carry a failure of the final write itself.
+            record = record.model_copy(update={"error": links.with_evidence(
+                record.error, tracer.failure_evidence())})
+        return record
+
+    def _cleanup(self, state: RunState, links: LinkContext, credential_copies: list[str],
+                 runtime: RuntimeLayout) -> None:
+        prepared = state.prepared
+        transcript = None
+        if prepared is not None and state.session is not None:
+            try:
+                transcript = prepared.backend.transcript(prepared.context, state.session)
+            except NotImplementedError:
+                transcript = None
+        cleaned = cleanup_runtime_directory(
+            self._fs, runtime, credential_copies, transcript,
+            state.layout.transcript if transcript else None)
+        state.transcript_kept = transcript is not None and cleaned.transcript_kept
+        if not cleaned.ok:
+            interrupted = state.outcome == "interrupted"
+            state.error = cleanup_link(links, cleaned, state.error)
+            state.status = "failed"
+            state.outcome = "interrupted" if interrupted else "failed"

@@ -1,0 +1,205 @@
+"""Workers' error link of a run that does not end ok (seed 000 "Errors"), built from what the
+host observed: the code and reason the Rounds table chose, a detail naming the round, paths,
+commands and messages, the evidence (the run's trace node, the transcript once a session exists,
+the audit lines, refused trace writes) and the causes the table lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from concorde_workers.application.run_state import RoundState, RunState
+from concorde_workers.application.runtime_directory import CleanupOutcome
+from concorde_workers.application.validation import ValidationOutcome
+from concorde_workers.domain.audit import describe_violations
+from concorde_workers.domain.codes import (
+    audit_evidence,
+    audit_violation_detail,
+    trace_evidence,
+    transcript_evidence,
+    worker_link,
+    workers_link,
+)
+from concorde_workers.domain.deletions import DeletionOutcome, describe_outcome
+from concorde_workers.domain.errors import ErrorLink, Evidence, Reason, Refusal
+from concorde_workers.domain.layout import RunLayout
+from concorde_workers.domain.rounds import Causes, End, RoundEnding, RoundFacts
+from concorde_workers.ports.git import GitCommandFailed
+
+
+@dataclass(frozen=True)
+class LinkContext:
+    """What every link of one run shares: its identity, task type, node folder and backend."""
+
+    run_id: str
+    task_type: str
+    layout: RunLayout
+    backend: str
+
+    def evidence(self, state: RunState | None = None,
+                 round_state: RoundState | None = None) -> list[Evidence]:
+        items: list[Evidence] = []
+        if round_state is not None and round_state.audit is not None:
+            items += [audit_evidence(round_state.number, v) for v in round_state.audit.violations]
+        items.append(trace_evidence(self.run_id, self.layout.run_dir))
+        if state is not None and state.session is not None:
+            items.append(transcript_evidence(self.layout.transcript, state.session))
+        return items
+
+    def link(self, code: str, detail: str, evidence: Sequence[Evidence],
+             attempts: Sequence[str] = (), causes: Sequence[ErrorLink] = (),
+             reason: Reason | None = None) -> ErrorLink:
+        return workers_link(self.run_id, self.task_type, code, detail, evidence,
+                            attempts=attempts, causes=causes, reason=reason)
+
+    def with_evidence(self, link: ErrorLink, extra: Sequence[Evidence]) -> ErrorLink:
+        """The link with `extra` evidence (such as trace-write evidence) it does not hold yet."""
+        known = {(e.kind, e.ref, e.detail) for e in link.evidence}
+        new = [e for e in extra if (e.kind, e.ref, e.detail) not in known]
+        return link.model_copy(update={"evidence": (*link.evidence, *new)})
+
+
+def refusal_link(links: LinkContext, refusal: Refusal) -> ErrorLink:
+    """A refusal that comes with a run node: grant_unavailable, grant_malformed,
+    worktree_misplaced, run_directory_denied, pi_runtime_missing, launch_failed, ..."""
+    return links.link(refusal.code, refusal.message, links.evidence(),
+                      reason=Reason(refusal.reason))
+
+
+def snapshot_link(links: LinkContext, failed: GitCommandFailed) -> ErrorLink:
+    detail = (f"the Git command {' '.join(failed.argv)} failed"
+              f"{'' if failed.returncode is None else f' with exit status {failed.returncode}'}: "
+              f"{failed.output.strip() or 'no output'}")
+    return links.link("snapshot_failed", detail, links.evidence())
+
+
+def interrupted_link(links: LinkContext, reason: str | None) -> ErrorLink:
+    return links.link("interrupted", reason or "the run was ended from outside before it "
+                      "finished", links.evidence())
+
+
+def retry_attempts(state: RunState) -> list[str]:
+    """Every retry of the run, for the attempts of its error."""
+    return [f"round {r.number}: {r.transient.error}; retried after {r.transient.delay_seconds:g} s"
+            for r in state.rounds
+            if r.transient is not None and r.transient.retried
+            and r.transient.delay_seconds is not None]
+
+
+def _violations_note(round_state: RoundState) -> str:
+    if round_state.audit is None or not round_state.audit.violations:
+        return ""
+    return (f"; the round also changed paths outside the grant's writable paths: "
+            f"{describe_violations(round_state.audit)}")
+
+
+def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
+             answer: ValidationOutcome | None, raised: str | None) -> ErrorLink | None:
+    """The link of the Rounds table's end row, None for an ok end."""
+    if step.code is None:
+        return None
+    last = state.rounds[-1]
+    n = last.number
+    report = last.report
+    evidence = links.evidence(state, last)
+    process_causes = [report.process_link] if report and report.process_link else []
+    note = _violations_note(last) if step.names_audit_violations else ""
+    code = step.code
+    if code == "launch_failed":
+        return links.link(code, f"round {n}: {last.failure or 'the agent could not start'}",
+                          evidence)
+    if code == "worker_timeout":
+        limit = state.request.limits.timeout_seconds
+        return links.link(code, f"round {n}: the round timed out after {limit:g} seconds{note}",
+                          evidence)
+    if code == "worker_limit_reached":
+        what = report.limit if report and report.limit else "its limit"
+        return links.link(code, f"round {n}: the agent program reached {what}{note}", evidence,
+                          causes=process_causes)
+    if code in ("claude_failed", "pi_failed"):
+        failure = (report.failure if report and report.failure else
+                   (report.transient_error if report and report.transient_error else
+                    "the agent process failed"))
+        used_up = step.reason is Reason.EXHAUSTED
+        text = (f"round {n}: {failure}" + ("; the retries for a transient model-service error "
+                                            "are used up" if used_up else "") + note)
+        return links.link(code, text, evidence, attempts=retry_attempts(state),
+                          causes=process_causes, reason=step.reason)
+    if code == "audit_violation":
+        violations = list(last.audit.violations) if last.audit else []
+        status = state_result_status(last, facts)
+        causes = _worker_causes(state, last) if step.causes is Causes.WORKER_ERROR else []
+        return links.link(code, audit_violation_detail(n, violations, status), evidence,
+                          causes=causes)
+    if code == "worker_result_invalid":
+        problem = last.result_problem or "the worker gave no structured result"
+        final = report.final_text if report and report.final_text else None
+        detail = f"round {n}: the worker's result is invalid: {problem}" + (
+            f"; its final text: {final[:2000]}" if (final and last.result_problem is None)
+            or (final and "no structured result" in problem) else "")
+        return links.link(code, detail, evidence)
+    if code in ("worker_blocked", "worker_failed"):
+        error = (state.worker_result or {}).get("error") or {}
+        detail = f"round {n}: the worker reported {code.removeprefix('worker_')}: " \
+                 f"{error.get('code', '?')}: {error.get('detail', '')}".rstrip(": ")
+        return links.link(code, detail, evidence, causes=_worker_causes(state, last))
+    if code == "validation_unavailable":
+        return links.link(code, f"round {n}: the round validation raised instead of "
+                          f"answering: {raised}", evidence)
+    return _validation_link(links, state, step, answer, evidence)
+
+
+def _validation_link(links: LinkContext, state: RunState, step: End,
+                     answer: ValidationOutcome | None, evidence: list[Evidence]) -> ErrorLink:
+    """A code the round validation names (violation, unavailable, a repair failing the run)."""
+    assert step.code is not None
+    coded = answer.coded() if answer else None
+    n = state.rounds[-1].number
+    said = coded.detail if coded and coded.detail else ""
+    attempts: list[str] = []
+    if answer is not None and answer.repair is not None:
+        attempts = [f"round {r.number}: repair asked: {r.validation}" for r in state.rounds
+                    if r.validation not in (None, "clean")]
+        detail = (f"round {n}: still to repair after {len(state.rounds)} round(s): "
+                  f"{answer.repair}" + (f"; {said}" if said else ""))
+    elif answer is not None and answer.violation is not None:
+        detail = f"round {n}: the round validation reports a violation: {said or step.code}"
+    else:
+        detail = f"round {n}: the round validation could not validate: {said or step.code}"
+    return links.link(step.code, detail, evidence, attempts=attempts,
+                      causes=list(coded.causes) if coded else [], reason=step.reason)
+
+
+def state_result_status(round_state: RoundState, facts: RoundFacts) -> str | None:
+    return facts.result_status.value if facts.result_status is not None else None
+
+
+def _worker_causes(state: RunState, round_state: RoundState) -> list[ErrorLink]:
+    error: Any = (state.worker_result or {}).get("error")
+    if round_state.result_problem is None and isinstance(error, dict):
+        return [worker_link(error, state.run_id, state.session)]
+    return []
+
+
+def deletion_link(links: LinkContext, deletions: DeletionOutcome,
+                  cause: ErrorLink | None) -> ErrorLink:
+    return links.link("deletion_failed", describe_outcome(deletions), links.evidence(),
+                      causes=[cause] if cause else [])
+
+
+def cleanup_link(links: LinkContext, cleaned: CleanupOutcome,
+                 cause: ErrorLink | None) -> ErrorLink:
+    parts = []
+    if not cleaned.transcript_kept and cleaned.transcript_error:
+        parts.append(f"the transcript could not be kept: {cleaned.transcript_error}")
+    if cleaned.remains:
+        parts.append("the runtime directory could not be removed; what remains: "
+                     + ", ".join(cleaned.remains))
+    parts += list(cleaned.errors)
+    return links.link("cleanup_failed", "; ".join(parts) or "the cleanup failed",
+                      links.evidence(), causes=[cause] if cause else [])
+
+
+__all__ = ["RoundEnding"]

@@ -1,0 +1,199 @@
+"""The state of one run while it runs, and the records built from it.
+
+`RoundState` and `RunState` hold what the host observed; they build the round and run trace
+nodes (contract.tracing.node with the worker round / run trace as content) and the returned run
+record, so that every write of a node and the returned value come from one place.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from concorde_workers.application.preparation import Prepared
+from concorde_workers.domain.agent_report import RoundReport, RoundUsage
+from concorde_workers.domain.audit import Audit
+from concorde_workers.domain.deletions import DeletionOutcome
+from concorde_workers.domain.errors import ErrorLink
+from concorde_workers.domain.layout import RunLayout
+from concorde_workers.domain.records import (
+    WORKER_ROUND,
+    WORKER_RUN,
+    AuditRecord,
+    NodeFile,
+    RoundRecord,
+    RoundTraceContent,
+    RunMetadata,
+    RunRecord,
+    RunTraceContent,
+    TraceNode,
+    Transient,
+    Usage,
+)
+from concorde_workers.domain.request import RunRequest
+from concorde_workers.ports.agent import RoundKind
+
+
+def utc(moment: datetime) -> str:
+    """A UTC time as the records write it: ISO 8601 with `Z`, whole seconds."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class RoundState:
+    """One round as the host observed it."""
+
+    number: int
+    kind: RoundKind
+    started_at: datetime
+    started_monotonic: float
+    session: str | None = None
+    exit: int | None = None
+    report: RoundReport | None = None
+    audit: Audit | None = None
+    evidence_node: tuple[dict[str, Any], ...] = ()
+    evidence_record: tuple[dict[str, Any], ...] = ()
+    validation: str | None = None
+    transient: Transient | None = None
+    duration: float | None = None
+    ended_at: datetime | None = None
+    result_problem: str | None = None
+    stderr_tail: str = ""
+    failure: str | None = None
+    status: str = "ok"
+
+    @property
+    def agent(self) -> dict[str, Any]:
+        return dict(self.report.agent) if self.report is not None else {}
+
+    @property
+    def usage_reported(self) -> RoundUsage:
+        return self.report.usage if self.report is not None else RoundUsage()
+
+    def content(self) -> RoundTraceContent:
+        return RoundTraceContent(
+            round=self.number, prompt=self.kind.value, session=self.session, exit=self.exit,
+            audit=None if self.audit is None else AuditRecord.model_validate(self.audit.to_json()),
+            evidence=self.evidence_node, validation=self.validation, transient=self.transient,
+            agent=self.agent,
+        )
+
+    def usage(self) -> Usage:
+        reported = self.usage_reported
+        return Usage(
+            tokens_in=reported.tokens_in, tokens_out=reported.tokens_out,
+            tokens_cache_read=reported.tokens_cache_read,
+            tokens_cache_write=reported.tokens_cache_write, cost_usd=reported.cost_usd,
+            turns=reported.turns,
+            duration_seconds=None if self.duration is None else round(self.duration, 3),
+        )
+
+    def node(self, run_id: str) -> TraceNode:
+        ended = self.ended_at is not None
+        return TraceNode(
+            kind=WORKER_ROUND, id=f"{run_id}/{self.number}", parent=run_id,
+            started_at=utc(self.started_at),
+            ended_at=utc(self.ended_at) if self.ended_at else None,
+            status=self.status if ended else "running",
+            outcome=self.status if ended else None, error=None,
+            files=(), metadata={}, usage=self.usage(), content=self.content(),
+        )
+
+    def record(self) -> RoundRecord:
+        evidence = self.evidence_record if self.validation is not None else None
+        return RoundRecord.of_round(self.content(), self.usage(), evidence)
+
+
+@dataclass
+class RunState:
+    """One run as the host observed it, from its request to its end."""
+
+    request: RunRequest
+    run_id: str
+    started_at: datetime
+    layout: RunLayout
+    runtime_dir: str
+    prepared: Prepared | None = None
+    rounds: list[RoundState] = field(default_factory=list)
+    worker_result: dict[str, Any] | None = None
+    session: str | None = None
+    deletions: DeletionOutcome = field(default_factory=DeletionOutcome)
+    transcript_kept: bool = False
+    status: str = "running"
+    outcome: str | None = None
+    error: ErrorLink | None = None
+    ended_at: datetime | None = None
+    trace_failures: list[str] = field(default_factory=list)
+    files: tuple[NodeFile, ...] = ()
+
+    @property
+    def grant_digest(self) -> str | None:
+        return self.prepared.grant_digest if self.prepared else None
+
+    def metadata(self) -> RunMetadata:
+        request, prepared = self.request, self.prepared
+        grant = request.grant if isinstance(request.grant, dict) else {}
+        identity = grant.get("context_identity")
+        return RunMetadata(
+            operation=request.operation, worker=request.worker, modules=request.modules,
+            task_type=request.task_type, backend=request.backend, model=request.model,
+            reasoning=request.reasoning,
+            context_identity=identity if isinstance(identity, str) and identity else None,
+            grant_digest=self.grant_digest,
+            settings_digest=prepared.settings_digest if prepared else None,
+            brief_digest=prepared.brief_digest if prepared else None,
+        )
+
+    def content(self) -> RunTraceContent:
+        prepared = self.prepared
+        return RunTraceContent(
+            task_type=self.request.task_type, backend_source=self.request.backend_source,
+            local_model=self.request.local_model, model_map=self.request.model_map,
+            tools=tuple(prepared.tools.split(",")) if prepared else None,
+            transcript="transcript.jsonl" if self.transcript_kept else None,
+            worker_result=self.worker_result, deleted=self.deletions.deleted,
+            deletions_refused=self.deletions.refused, deletions_absent=self.deletions.absent,
+            deletions_failed=self.deletions.failed, trace_failures=tuple(self.trace_failures),
+            rounds=len(self.rounds),
+        )
+
+    def node(self) -> TraceNode:
+        return TraceNode(
+            kind=WORKER_RUN, id=self.run_id, parent=self.request.parent,
+            started_at=utc(self.started_at),
+            ended_at=utc(self.ended_at) if self.ended_at else None,
+            status=self.status, outcome=self.outcome, error=self.error, files=self.files,
+            metadata=self.metadata(), usage={}, content=self.content(),
+        )
+
+    def record(self, final_failures: list[str]) -> RunRecord:
+        """The returned run record; `final_failures` completes trace_failures with any failure
+        of the final write itself."""
+        prepared, request = self.prepared, self.request
+        last_stderr = self.rounds[-1].stderr_tail if self.rounds else ""
+        return RunRecord(
+            run_id=self.run_id, status=self.status if self.status != "running" else "failed",
+            error=self.error, started_at=utc(self.started_at),
+            ended_at=utc(self.ended_at) if self.ended_at else None,
+            task_type=request.task_type, operation=request.operation, worker=request.worker,
+            backend=request.backend, backend_source=request.backend_source, model=request.model,
+            local_model=request.local_model, model_map=request.model_map,
+            reasoning=request.reasoning, worktree=request.worktree,
+            context_identity=self.metadata().context_identity, grant_digest=self.grant_digest,
+            settings_digest=prepared.settings_digest if prepared else None,
+            brief_digest=prepared.brief_digest if prepared else None,
+            tools=prepared.tools if prepared else None,
+            transcript=self.layout.transcript if self.transcript_kept else None,
+            stderr_tail=last_stderr, worker_result=self.worker_result,
+            deleted=self.deletions.deleted, deletions_refused=self.deletions.refused,
+            deletions_absent=self.deletions.absent, deletions_failed=self.deletions.failed,
+            trace_failures=(*self.trace_failures, *final_failures),
+            run_directory=self.layout.run_dir, runtime_directory=self.runtime_dir,
+            rounds=tuple(r.record() for r in self.rounds),
+        )
+
+
+def round_folder(layout: RunLayout, number: int) -> str:
+    return posixpath.normpath(layout.round_dir(number))

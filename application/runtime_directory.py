@@ -1,0 +1,277 @@
+"""The run's private runtime directory: made for the run, removed however the run ends.
+
+Seed 000 "Run directory and runtime directory": the directory is `<temp root>/concorde-<6 hex of
+the run id>-<random>/` (mode 0700) with control/, config/, home/, tmp/ and work/. When the run
+ends the host moves the transcript into the run directory, removes the credential copies first,
+opens up every directory the worker's tools left unreadable or unwritable, removes the rest and
+checks that it is gone; whatever could not be kept or removed is listed with the operating
+system's error, for the run's cleanup_failed error. Every operation goes through the
+`FileSystem` port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as errno_codes
+import hashlib
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from concorde_workers.domain.layout import (
+    CONFIG_DIR,
+    CONTROL_DIR,
+    HOME_DIR,
+    TMP_DIR,
+    WORK_DIR,
+    RuntimeLayout,
+)
+from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.run_id import is_run_id, runtime_directory_name
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.random import Random
+
+__all__ = [
+    "CREATE_ATTEMPTS",
+    "PRIVATE_MODE",
+    "RANDOM_HEX_DIGITS",
+    "RUNTIME_SUBDIRS",
+    "TRANSCRIPT_MODE",
+    "CleanupOutcome",
+    "cleanup_runtime_directory",
+    "create_runtime_directory",
+]
+
+PRIVATE_MODE = 0o700
+"""The runtime directory and its sub-directories: the host's user only."""
+
+TRANSCRIPT_MODE = 0o600
+"""The transcript kept in the run directory may quote what the worker read: owner only."""
+
+RANDOM_HEX_DIGITS = 8
+"""The random part of the directory's name: 32 bits from the cryptographic source, short enough
+that the sandbox's Unix socket paths below tmp/ stay under 108 bytes."""
+
+CREATE_ATTEMPTS = 8
+"""Names tried before giving up when each one already exists (never reused)."""
+
+RUNTIME_SUBDIRS: tuple[str, ...] = (CONTROL_DIR, CONFIG_DIR, HOME_DIR, TMP_DIR, WORK_DIR)
+
+
+def _describe(error: FileSystemError) -> str:
+    return f"{error.op} {error.path}: {error.os_error_text}"
+
+
+def create_runtime_directory(
+    fs: FileSystem, temp_root: str, run_id: str, random: Random
+) -> RuntimeLayout | FileSystemError:
+    """Create a new private runtime directory for `run_id` below the existing `temp_root`.
+
+    The name is `concorde-<6 hex of the run id>-<8 random hex digits>`; a name that exists is
+    never reused (another random part is drawn, up to `CREATE_ATTEMPTS` times). The directory and
+    its control/, config/, home/, tmp/ and work/ get mode 0700 whatever the umask. On a failure
+    part-way, what was made is removed again and the error returned.
+    """
+    op = "create_runtime_directory"
+    if not is_run_id(run_id):
+        return FileSystemError(temp_root, op, f"not a run id: {run_id!r}", errno_codes.EINVAL)
+    if not posixpath.isabs(temp_root):
+        return FileSystemError(
+            temp_root, op, "the temporary root must be an absolute path", errno_codes.EINVAL
+        )
+    if not fs.is_dir(temp_root):
+        if fs.lexists(temp_root):
+            return FileSystemError(temp_root, op, "Not a directory", errno_codes.ENOTDIR)
+        return FileSystemError(temp_root, op, "No such file or directory", errno_codes.ENOENT)
+    for _ in range(CREATE_ATTEMPTS):
+        root = posixpath.join(
+            posixpath.normpath(temp_root),
+            runtime_directory_name(run_id, random.hex_token(RANDOM_HEX_DIGITS)),
+        )
+        if fs.lexists(root):
+            continue
+        try:
+            fs.makedirs(root, PRIVATE_MODE)
+        except FileSystemError as error:
+            return error
+        try:
+            fs.chmod(root, PRIVATE_MODE)
+            made = fs.stat(root)
+            if made.kind is not EntryKind.DIRECTORY or made.mode != PRIVATE_MODE:
+                raise FileSystemError(
+                    root, op, f"not a private directory after creation ({oct(made.mode)})",
+                    errno_codes.EPERM,
+                )
+            layout = RuntimeLayout(root=root)
+            for name in RUNTIME_SUBDIRS:
+                sub = posixpath.join(layout.root, name)
+                fs.makedirs(sub, PRIVATE_MODE)
+                fs.chmod(sub, PRIVATE_MODE)
+        except FileSystemError as error:
+            _remove_quietly(fs, root)
+            return error
+        return layout
+    return FileSystemError(
+        temp_root, op, f"File exists: {CREATE_ATTEMPTS} names tried", errno_codes.EEXIST
+    )
+
+
+def _remove_quietly(fs: FileSystem, root: str) -> None:
+    # the creation already failed: that error is the one to report
+    with contextlib.suppress(FileSystemError):
+        if fs.lexists(root):
+            fs.rmtree(root)
+
+
+@dataclass(frozen=True)
+class CleanupOutcome:
+    """What the cleanup of a runtime directory did.
+
+    transcript_kept: the transcript is in the run directory, its copy verified.
+    transcript_error: why a transcript that was given could not be kept, with the OS error
+    (None when kept, or when no transcript was given).
+    remains: what is still there after the cleanup, each "<path>: <OS error>": the runtime
+    directory and any credential copy left.
+    errors: every step that failed on the way, "<op> <path>: <OS error>", also one that a later
+    step made good (such as a credential copy removed with the rest): for the detail only.
+    """
+
+    transcript_kept: bool
+    transcript_error: str | None
+    remains: tuple[str, ...]
+    errors: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed that fails the run: any transcript given was kept and
+        nothing remains."""
+        return self.transcript_error is None and not self.remains
+
+    def detail(self) -> str:
+        """The cleanup_failed detail: the transcript not kept and what remains, each with the
+        operating system's error; empty when ok."""
+        parts: list[str] = []
+        if self.transcript_error is not None:
+            parts.append(f"the transcript could not be kept: {self.transcript_error}")
+        if self.remains:
+            parts.append("the runtime directory was not removed: " + "; ".join(self.remains))
+        return "; ".join(parts)
+
+
+def cleanup_runtime_directory(
+    fs: FileSystem,
+    runtime: RuntimeLayout,
+    credential_copies: Sequence[str],
+    transcript: str | None,
+    transcript_dest: str | None,
+) -> CleanupOutcome:
+    """Keep the transcript, then remove the runtime directory, credential copies first.
+
+    1. The transcript (when given) is copied to `transcript_dest` (mode 0600) and the copy's
+       digest checked against the bytes read; the original goes with the rest. A transcript that
+       is not a regular file (never followed as a link), a missing one, a missing destination
+       (no run directory) or a refused copy is not kept, and `transcript_error` says why.
+    2. The credential copies are removed before anything else is.
+    3. Every directory below the root, links never followed, gets u+rwx, so the worker's
+       chmod 000 cannot stop the removal; credential copies that resisted step 2 are tried again.
+    4. The root is removed as a whole, then checked gone.
+    """
+    transcript_kept, transcript_error = _keep_transcript(fs, transcript, transcript_dest)
+    errors: list[str] = []
+    root = runtime.root
+
+    copies = list(dict.fromkeys(credential_copies))
+    resisting: dict[str, str] = {}
+    for copy in copies:
+        try:
+            if fs.lexists(copy):
+                fs.remove(copy)
+        except FileSystemError as error:
+            resisting[copy] = error.os_error_text
+            errors.append(_describe(error))
+
+    if fs.lexists(root):
+        _open_up(fs, root, errors)
+    for copy in list(resisting):
+        try:
+            if fs.lexists(copy):
+                fs.remove(copy)
+            del resisting[copy]
+        except FileSystemError as error:
+            resisting[copy] = error.os_error_text
+            errors.append(_describe(error))
+
+    removal_error: str | None = None
+    if fs.lexists(root):
+        try:
+            fs.rmtree(root)
+        except FileSystemError as error:
+            removal_error = error.os_error_text
+            errors.append(_describe(error))
+
+    remains: list[str] = []
+    if fs.lexists(root):
+        remains.append(f"{root}: {removal_error or 'still present after its removal'}")
+    for copy in copies:
+        if fs.lexists(copy):
+            why = resisting.get(copy) or removal_error or "still present after its removal"
+            remains.append(f"{copy}: {why}")
+    return CleanupOutcome(
+        transcript_kept=transcript_kept,
+        transcript_error=transcript_error,
+        remains=tuple(remains),
+        errors=tuple(errors),
+    )
+
+
+def _keep_transcript(
+    fs: FileSystem, transcript: str | None, dest: str | None
+) -> tuple[bool, str | None]:
+    if transcript is None:
+        return False, None
+    if dest is None:
+        return False, f"{transcript}: there is no run directory to keep it in"
+    try:
+        found = fs.stat(transcript)
+        if found.kind is not EntryKind.FILE:
+            return False, f"{transcript}: not a regular file ({found.kind.value})"
+        data = fs.read_bytes(transcript)
+        fs.write_atomic(dest, data, TRANSCRIPT_MODE)
+        copied = fs.file_digest(dest)
+    except FileSystemError as error:
+        return False, f"{transcript} to {dest}: {_describe(error)}"
+    expected = "sha256:" + hashlib.sha256(data).hexdigest()
+    if copied != expected:
+        with contextlib.suppress(FileSystemError):  # the mismatch is the error to report
+            fs.remove(dest)
+        return False, f"{transcript} to {dest}: the copy's digest {copied} is not {expected}"
+    return True, None
+
+
+def _open_up(fs: FileSystem, root: str, errors: list[str]) -> None:
+    """Give every directory below and at `root` u+rwx, links never followed or changed."""
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            found = fs.stat(directory)  # the final link not followed
+        except FileSystemError as error:
+            errors.append(_describe(error))
+            continue
+        if found.kind is not EntryKind.DIRECTORY:
+            continue
+        if found.mode & 0o700 != 0o700:
+            try:
+                fs.chmod(directory, found.mode | 0o700)
+            except FileSystemError as error:
+                errors.append(_describe(error))
+        try:
+            entries = fs.listdir(directory)
+        except FileSystemError as error:
+            errors.append(_describe(error))
+            continue
+        stack.extend(
+            posixpath.join(directory, entry.name)
+            for entry in entries
+            if entry.kind is EntryKind.DIRECTORY
+        )

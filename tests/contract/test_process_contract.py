@@ -1,0 +1,351 @@
+"""The Process contract: SubprocessRunner running small Python programs, and FakeProcessRunner
+scripted to the same behaviour, pass the same tests (so the fake cannot drift from reality).
+
+A `Program` describes a behaviour once; the real world turns it into `python -c <script>`, the
+fake world into a `FakeProcess`.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.process import FakeProcess, FakeProcessRunner, FakeStart
+
+from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
+
+# Python itself must not add to the environment it reports (PEP 538 locale coercion would add
+# LC_CTYPE to an environment without a locale).
+BASE_ENV = {"LC_ALL": "C.UTF-8", "PYTHONCOERCECLOCALE": "0"}
+SLOW = 10.0  # an upper bound that is never reached when things work
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a program does, in order: write `stdout` and `stderr` (raw bytes); print its
+    environment as one JSON line (`echo_env`); read stdin to its end and print it as a JSON
+    string followed by the line "EOF" (`echo_stdin`); then block forever (`hang`) or exit with
+    `exit_status` (negative: kill itself with that signal)."""
+
+    stdout: bytes = b""
+    stderr: bytes = b""
+    echo_env: bool = False
+    echo_stdin: bool = False
+    hang: bool = False
+    exit_status: int = 0
+
+    def script(self) -> str:
+        return "\n".join(
+            [
+                "import json, os, sys, time",
+                "out = sys.stdout.buffer",
+                f"out.write({self.stdout!r}); out.flush()",
+                f"sys.stderr.buffer.write({self.stderr!r}); sys.stderr.buffer.flush()",
+                f"if {self.echo_env}:",
+                "    out.write(json.dumps(dict(os.environ)).encode() + b'\\n')",
+                f"if {self.echo_stdin}:",
+                "    text = sys.stdin.buffer.read().decode()",
+                "    out.write(json.dumps(text).encode() + b'\\nEOF\\n')",
+                "out.flush()",
+                f"while {self.hang}:",
+                "    time.sleep(3600)",
+                f"if {self.exit_status} < 0:",
+                f"    os.kill(os.getpid(), {-self.exit_status})",
+                f"sys.exit({self.exit_status})",
+            ]
+        )
+
+    def fake(self) -> FakeProcess:
+        def stdout(start: FakeStart) -> bytes:
+            data = self.stdout
+            if self.echo_env:
+                data += json.dumps(start.env).encode() + b"\n"
+            if self.echo_stdin:
+                data += json.dumps(start.stdin_text or "").encode() + b"\nEOF\n"
+            return data
+
+        return FakeProcess(
+            stdout=stdout, stderr=self.stderr, exit_status=self.exit_status, hang=self.hang
+        )
+
+
+class RealProcessWorld:
+    kind = "real"
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp.resolve()
+
+    def runner(self, stderr_keep_bytes: int = 80_000) -> Any:
+        return SubprocessRunner(stderr_keep_bytes=stderr_keep_bytes, term_grace_seconds=1.0)
+
+    def start(
+        self,
+        program: Program,
+        *,
+        env: dict[str, str] | None = None,
+        stdin_text: str | None = None,
+        timeout: float | None = None,
+        stderr_keep_bytes: int = 80_000,
+    ) -> Any:
+        return self.runner(stderr_keep_bytes).start(
+            [sys.executable, "-c", program.script()],
+            BASE_ENV if env is None else env,
+            str(self.tmp),
+            stdin_text=stdin_text,
+            timeout_seconds=timeout,
+        )
+
+    def failing_start(self, kind: str) -> tuple[list[str], str]:
+        """The argv and cwd of a start that fails for the reason `kind`."""
+        if kind == "missing program":
+            return ["cw-no-such-program"], str(self.tmp)
+        if kind == "not executable":
+            path = self.tmp / "not-executable"
+            path.write_text("#!/bin/sh\n")
+            path.chmod(0o644)
+            return [str(path)], str(self.tmp)
+        return [sys.executable, "-c", "pass"], str(self.tmp / "missing-dir")
+
+    def start_failing(self, kind: str) -> tuple[list[str], str]:
+        argv, cwd = self.failing_start(kind)
+        self.runner().start(argv, {"PATH": str(self.tmp)}, cwd)
+        return argv, cwd
+
+
+# What the real runner reports for each failure (`str(OSError)`), scripted into the fake.
+OS_ERRORS = {
+    "missing program": "[Errno 2] No such file or directory: '{argv0}'",
+    "not executable": "[Errno 13] Permission denied: '{argv0}'",
+    "missing cwd": "[Errno 2] No such file or directory: '{cwd}'",
+}
+
+
+class FakeProcessWorld:
+    kind = "fake"
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp.resolve()
+        self.last_runner: FakeProcessRunner | None = None
+
+    def start(
+        self,
+        program: Program,
+        *,
+        env: dict[str, str] | None = None,
+        stdin_text: str | None = None,
+        timeout: float | None = None,
+        stderr_keep_bytes: int = 80_000,
+    ) -> Any:
+        runner = FakeProcessRunner.scripted(program.fake(), stderr_keep_bytes=stderr_keep_bytes)
+        self.last_runner = runner
+        return runner.start(
+            ["fake-program"],
+            BASE_ENV if env is None else env,
+            str(self.tmp),
+            stdin_text=stdin_text,
+            timeout_seconds=timeout,
+        )
+
+    def runner(self, stderr_keep_bytes: int = 80_000) -> Any:
+        return FakeProcessRunner(stderr_keep_bytes=stderr_keep_bytes)
+
+    def start_failing(self, kind: str) -> tuple[list[str], str]:
+        argv, cwd = RealProcessWorld(self.tmp).failing_start(kind)
+        text = OS_ERRORS[kind].format(argv0=argv[0], cwd=cwd)
+        runner = FakeProcessRunner.scripted(FakeProcess(fail_to_start=text))
+        runner.start(argv, {"PATH": str(self.tmp)}, cwd)
+        return argv, cwd
+
+
+@pytest.fixture(params=["real", "fake"])
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "real":
+        return RealProcessWorld(tmp_path)
+    return FakeProcessWorld(tmp_path)
+
+
+def finish(handle: Any) -> tuple[list[str], int]:
+    lines = list(handle.lines())
+    status = handle.wait(SLOW)
+    assert status is not None, "the process did not end"
+    return lines, status
+
+
+# -- the contract ---------------------------------------------------------------------------
+
+
+def test_runner_and_handle_implement_the_port(world: Any) -> None:
+    assert isinstance(world.runner(), ProcessRunner)
+    handle = world.start(Program())
+    assert isinstance(handle, ProcessHandle)
+    assert isinstance(handle.pid, int) and handle.pid > 0
+    finish(handle)
+
+
+def test_lines_arrive_in_order_without_line_ends_and_a_last_line_without_newline(
+    world: Any,
+) -> None:
+    handle = world.start(Program(stdout=b"one\ntwo\r\n\nthree"))
+    assert finish(handle) == (["one", "two", "", "three"], 0)
+
+
+def test_no_output_gives_no_lines_and_a_final_newline_no_empty_line(world: Any) -> None:
+    assert finish(world.start(Program())) == ([], 0)
+    assert finish(world.start(Program(stdout=b"only\n"))) == (["only"], 0)
+
+
+def test_lines_are_utf8_with_invalid_bytes_replaced(world: Any) -> None:
+    handle = world.start(Program(stdout="héllo ✓\n".encode() + b"bad \xff\xfe end\n\xe2\x9c"))
+    lines, _ = finish(handle)
+    assert lines == ["héllo ✓", "bad \ufffd\ufffd end", "\ufffd"]
+
+
+def test_stderr_tail_keeps_only_the_last_n_bytes(world: Any) -> None:
+    data = bytes(i % 251 for i in range(1000))
+    handle = world.start(Program(stderr=data), stderr_keep_bytes=100)
+    finish(handle)
+    assert handle.stderr_tail(10**6) == data[-100:]
+    assert handle.stderr_tail(7) == data[-7:]
+    assert handle.stderr_tail(0) == b""
+
+
+def test_small_stderr_is_kept_whole(world: Any) -> None:
+    handle = world.start(Program(stderr=b"warning: x\n\xff"))
+    finish(handle)
+    assert handle.stderr_tail(80_000) == b"warning: x\n\xff"
+
+
+@pytest.mark.parametrize("status", [0, 3, 255, -signal.SIGTERM, -signal.SIGKILL])
+def test_exit_status_and_death_by_signal(world: Any, status: int) -> None:
+    handle = world.start(Program(stdout=b"x\n", exit_status=status))
+    assert finish(handle) == (["x"], status)
+    assert handle.timed_out is False
+
+
+def test_the_environment_is_exactly_the_one_given(
+    world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CW_HOST_ONLY", "must not be inherited")
+    env = {**BASE_ENV, "CW_A": "1", "CW_SPACES": "two words = three", "CW_EMPTY": ""}
+    handle = world.start(Program(echo_env=True), env=dict(env))
+    lines, _ = finish(handle)
+    assert json.loads(lines[0]) == env
+
+
+@pytest.mark.parametrize("text", ["brief ✓\nsecond line\n", "", "no newline at the end"])
+def test_stdin_text_is_delivered_then_end_of_file(world: Any, text: str) -> None:
+    handle = world.start(Program(echo_stdin=True), stdin_text=text, timeout=SLOW)
+    lines, status = finish(handle)
+    assert (lines, status, handle.timed_out) == ([json.dumps(text), "EOF"], 0, False)
+
+
+def test_no_stdin_text_is_an_empty_stdin(world: Any) -> None:
+    handle = world.start(Program(echo_stdin=True), timeout=SLOW)
+    assert finish(handle) == ([json.dumps(""), "EOF"], 0)
+
+
+@pytest.mark.parametrize("kind", ["missing program", "not executable", "missing cwd"])
+def test_a_start_failure_raises_process_start_failed_with_the_os_error(
+    world: Any, kind: str
+) -> None:
+    with pytest.raises(ProcessStartFailed) as info:
+        world.start_failing(kind)
+    argv, cwd = RealProcessWorld(world.tmp).failing_start(kind)
+    exc = info.value
+    assert exc.argv == tuple(argv)
+    assert argv[0] in str(exc)  # the message names the program
+    expected = {
+        "missing program": ("No such file or directory", argv[0]),
+        "not executable": ("Permission denied", argv[0]),
+        "missing cwd": ("No such file or directory", cwd),
+    }[kind]
+    for part in expected:
+        assert part in exc.os_error_text
+
+
+def test_timeout_kills_the_group_ends_the_stream_and_wait_returns(world: Any) -> None:
+    began = time.monotonic()
+    handle = world.start(Program(stdout=b"ready\n", hang=True), timeout=0.5)
+    lines, status = finish(handle)
+    assert (lines, status, handle.timed_out) == (["ready"], -signal.SIGTERM, True)
+    assert time.monotonic() - began < SLOW / 2
+
+
+def test_wait_with_a_timeout_returns_none_while_it_runs(world: Any) -> None:
+    handle = world.start(Program(hang=True))
+    assert handle.wait(0.2) is None
+    handle.kill_group()
+    assert handle.wait(SLOW) == -signal.SIGKILL
+
+
+def test_kill_group_ends_it_and_is_idempotent(world: Any) -> None:
+    handle = world.start(Program(stdout=b"ready\nsteady\n", hang=True))
+    seen = []
+    for line in handle.lines():
+        seen.append(line)
+        if line == "ready":
+            handle.kill_group()
+            handle.kill_group()
+    assert seen == ["ready", "steady"]  # what was written before the kill is still read
+    assert handle.wait(SLOW) == -signal.SIGKILL
+    assert handle.timed_out is False
+    handle.kill_group()  # after the end: harmless
+    assert handle.wait(0) == -signal.SIGKILL
+    assert list(handle.lines()) == []  # the stream stays ended
+
+
+def test_kill_group_after_a_normal_exit_is_harmless(world: Any) -> None:
+    handle = world.start(Program(stdout=b"done\n", exit_status=0))
+    assert finish(handle) == (["done"], 0)
+    handle.kill_group()
+    handle.kill_group()
+    assert handle.wait(None) == 0
+    assert handle.timed_out is False
+
+
+# -- what only the fake offers --------------------------------------------------------------
+
+
+def test_fake_records_starts_kills_and_calls_on_start() -> None:
+    seen: list[FakeStart] = []
+    runner = FakeProcessRunner.scripted(
+        FakeProcess(stdout=["a", "b"], on_start=seen.append),
+        FakeProcess(fail_to_start="[Errno 2] No such file or directory: 'x'"),
+        FakeProcess(hang=True),
+    )
+    env = {"A": "1"}
+    first = runner.start(["claude", "-p"], env, "/w", stdin_text="brief", timeout_seconds=30)
+    env["A"] = "changed"  # the record is a copy
+    assert seen == [FakeStart(("claude", "-p"), {"A": "1"}, "/w", "brief", 30)]
+    assert list(first.lines()) == ["a", "b"]
+    with pytest.raises(ProcessStartFailed):
+        runner.start(["x"], {}, "/w")
+    third = runner.start(["pi"], {}, "/w")
+    third.kill_group()
+    third.kill_group()
+    assert [s.argv for s in runner.starts] == [("claude", "-p"), ("x",), ("pi",)]
+    assert runner.kills == [third.pid, third.pid]
+    assert third.kill_calls == 2 and first.pid != third.pid
+    assert runner.handles == [first, third]
+
+
+def test_fake_hanging_without_timeout_or_kill_is_a_test_bug_not_a_hang() -> None:
+    runner = FakeProcessRunner.scripted(FakeProcess(stdout=["x"], hang=True))
+    handle = runner.start(["p"], {}, "/")
+    assert handle.wait(5) is None
+    with pytest.raises(AssertionError):
+        handle.wait(None)
+    with pytest.raises(AssertionError):
+        list(handle.lines())
+
+
+def test_fake_without_a_script_left_says_so() -> None:
+    with pytest.raises(AssertionError, match="no scripted process"):
+        FakeProcessRunner().start(["p"], {}, "/")

@@ -1,0 +1,187 @@
+"""FakeProcessRunner: a `ProcessRunner` that runs nothing and answers from scripts.
+
+Each `start` takes the next `FakeProcess` from the runner's queue. A fake process has already
+run to its end when `start` returns (its stdout is all "in the pipe"), unless it `hang`s: then it
+ends only by `kill_group` (status -SIGKILL) or by its timeout (at once, no real waiting:
+`timed_out` True, status -SIGTERM), which is decided when the host reaches the end of `lines()`
+or calls `wait`. A hanging fake with neither is a test bug: `wait(None)` and the end of `lines()`
+raise AssertionError instead of blocking forever; `wait(t)` returns None (not ended in time).
+
+Records: `starts` (every start asked for, a failed one included, as `FakeStart`), `kills` (the
+pid of every `kill_group` call), `handles` (every handle returned). tests/contract/
+test_process_contract.py runs the same tests on this fake and on SubprocessRunner.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from concorde_workers.ports.process import ProcessStartFailed
+
+DEFAULT_STDERR_KEEP_BYTES = 80_000  # as SubprocessRunner's
+
+# What a fake program writes on stdout: a list of lines (yielded as given), or a raw stream
+# (bytes, or str taken as UTF-8) split and decoded exactly as the real runner does, or a function
+# of the start (a program whose output depends on its argv, env, cwd or stdin).
+StdoutScript = Sequence[str] | bytes | str
+StdoutSource = StdoutScript | Callable[["FakeStart"], StdoutScript]
+
+
+@dataclass(frozen=True)
+class FakeStart:
+    """One call of `start`, as asked (env is a copy)."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str
+    stdin_text: str | None
+    timeout_seconds: float | None
+
+
+@dataclass
+class FakeProcess:
+    """The script of one fake program.
+
+    `stdout`: see `StdoutSource`. `stderr`: everything it writes on stderr. `exit_status`:
+    negative for death by that signal. `hang`: it never ends by itself. `fail_to_start`: the
+    operating system's error text; `start` raises ProcessStartFailed with it. `on_start`: called
+    with the `FakeStart` when the program starts (before any of its output is read), e.g. to
+    change an in-memory worktree as a worker would.
+    """
+
+    stdout: StdoutSource = ()
+    stderr: bytes = b""
+    exit_status: int = 0
+    hang: bool = False
+    fail_to_start: str | None = None
+    on_start: Callable[[FakeStart], None] | None = None
+
+
+def split_stream(data: bytes) -> list[str]:
+    """The real runner's rule: lines end at "\\n" (a "\\r" just before it belongs to the line
+    end), a last line without "\\n" counts, UTF-8 with invalid bytes replaced."""
+    parts = data.split(b"\n")
+    if parts[-1] == b"":
+        parts.pop()
+    return [p.removesuffix(b"\r").decode("utf-8", "replace") for p in parts]
+
+
+@dataclass
+class FakeProcessRunner:
+    """`ProcessRunner` answering from `scripts`, in order; see the module docstring."""
+
+    scripts: deque[FakeProcess] = field(default_factory=deque)
+    stderr_keep_bytes: int = DEFAULT_STDERR_KEEP_BYTES
+    starts: list[FakeStart] = field(default_factory=list)
+    kills: list[int] = field(default_factory=list)
+    handles: list[FakeProcessHandle] = field(default_factory=list)
+    next_pid: int = 4242
+
+    @classmethod
+    def scripted(
+        cls, *processes: FakeProcess, stderr_keep_bytes: int = DEFAULT_STDERR_KEEP_BYTES
+    ) -> FakeProcessRunner:
+        return cls(scripts=deque(processes), stderr_keep_bytes=stderr_keep_bytes)
+
+    def add(self, *processes: FakeProcess) -> None:
+        self.scripts.extend(processes)
+
+    def start(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str,
+        stdin_text: str | None = None,
+        timeout_seconds: float | None = None,
+    ) -> FakeProcessHandle:
+        record = FakeStart(tuple(argv), dict(env), cwd, stdin_text, timeout_seconds)
+        self.starts.append(record)
+        if not record.argv:
+            raise ProcessStartFailed(record.argv, "empty argument list")
+        if not self.scripts:
+            raise AssertionError(f"FakeProcessRunner: no scripted process left for {record.argv}")
+        script = self.scripts.popleft()
+        if script.fail_to_start is not None:
+            raise ProcessStartFailed(record.argv, script.fail_to_start)
+        if script.on_start is not None:
+            script.on_start(record)
+        stdout = script.stdout(record) if callable(script.stdout) else script.stdout
+        if isinstance(stdout, str):
+            stdout = stdout.encode("utf-8")
+        if isinstance(stdout, bytes):
+            lines = split_stream(stdout)
+        else:
+            lines = list(stdout)
+            for line in lines:
+                assert "\n" not in line, f"a scripted line holds a newline: {line!r}"
+        handle = FakeProcessHandle(
+            runner=self,
+            pid=self.next_pid,
+            start=record,
+            script=script,
+            stdout_lines=lines,
+            stderr=script.stderr[-self.stderr_keep_bytes :],
+        )
+        self.next_pid += 1
+        self.handles.append(handle)
+        return handle
+
+
+@dataclass
+class FakeProcessHandle:
+    """`ProcessHandle` of a fake program. `kill_calls` counts this handle's `kill_group` calls."""
+
+    runner: FakeProcessRunner
+    pid: int
+    start: FakeStart
+    script: FakeProcess
+    stdout_lines: list[str]
+    stderr: bytes
+    kill_calls: int = 0
+    timed_out: bool = False
+    status: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.script.hang:
+            self.status = self.script.exit_status
+
+    def lines(self) -> Iterator[str]:
+        # A stream: what one call has read, a later call does not see again.
+        while self.stdout_lines:
+            yield self.stdout_lines.pop(0)
+        if self.status is None and not self._end_by_timeout():
+            raise AssertionError(
+                f"fake process {self.start.argv} hangs with no timeout and was not killed: "
+                "its stdout would never end"
+            )
+
+    def stderr_tail(self, max_bytes: int) -> bytes:
+        if max_bytes < 0:
+            raise ValueError("max_bytes must not be negative")
+        return self.stderr[-max_bytes:] if max_bytes else b""
+
+    def wait(self, timeout: float | None) -> int | None:
+        if self.status is not None or self._end_by_timeout():
+            return self.status
+        if timeout is not None:
+            return None  # it would not have ended in `timeout` seconds
+        raise AssertionError(
+            f"fake process {self.start.argv} hangs with no timeout and was not killed: "
+            "wait(None) would block forever"
+        )
+
+    def kill_group(self) -> None:
+        self.runner.kills.append(self.pid)
+        self.kill_calls += 1
+        if self.status is None:
+            self.status = -signal.SIGKILL
+
+    def _end_by_timeout(self) -> bool:
+        if self.start.timeout_seconds is None:
+            return False
+        self.timed_out = True
+        self.status = -signal.SIGTERM
+        return True

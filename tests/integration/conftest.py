@@ -1,0 +1,251 @@
+"""Integration fixtures: a real Git repository with a real `.claude/worktrees/` worktree, a
+committed worker configuration, a model map and an isolated host environment.
+
+`project` builds, below pytest's tmp_path:
+
+    home/                       HOME and XDG_CONFIG_HOME (home/.config) of every process
+    home/.config/concorde/models.json   the model map, at its default XDG location
+    bin/                        stub programs: claude, pi, rg, fd, bwrap, socat (never run)
+    srt/dist/index.js           the sandbox-runtime package CONCORDE_SANDBOX_RUNTIME names
+    repo/                       the primary worktree (branch main), files committed
+    repo/.claude/worktrees/task a linked worktree made by `git worktree add`
+    grant.json, request.json    a grant input and a request file (no operation: flags add it)
+    tmp/                        TMPDIR (and tempfile.tempdir) of the test process
+
+and isolates the test process's own environment with monkeypatch (the CLI reads os.environ):
+no inherited GIT_*, CONCORDE_*, proxy or *_API_KEY variable reaches it. Git commands of the
+fixture run with HOME in the temporary directory and the system configuration off, so the
+user's own ~/.gitconfig is never read or written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+WORKTREE_NAME = "task"
+
+PROJECT_FILES: dict[str, str] = {
+    "README.md": "# app\n",
+    "src/app/main.py": "print('main')\n",
+    "src/app/util.py": "def util():\n    return 1\n",
+    "src/other/lib.py": "X = 1\n",
+    "docs/notes.md": "# notes\n",
+    "secrets/token.txt": "not for workers\n",
+    ".gitignore": "__pycache__/\n",
+}
+
+WORKERS_JSON: dict[str, Any] = {
+    "schema_version": 2,
+    "enabled_models": {"m-claude": {"reasoning": "high"}, "m-local": {}},
+    "default": {"model": "m-local"},
+    "operations": {
+        "implement": {
+            "default": {"model": "m-local", "reasoning": "medium"},
+            "workers": {"reviewer": {"backend": "claude", "model": "m-claude"}},
+        },
+    },
+    "limits": {"timeout_seconds": 600, "max_turns": 25, "rounds": 2},
+}
+
+MODEL_MAP: dict[str, Any] = {
+    "schema_version": 1,
+    "models": {
+        "m-local": {"pi": "local/m-local"},
+        "m-claude": {"claude": "claude-x-1", "pi": "anthropic/claude-x-1"},
+    },
+}
+
+GRANT: dict[str, Any] = {
+    "task_type": "implement",
+    "entries": [
+        {"path": "src/app/", "level": "rw"},
+        {"path": "src/app/util.py", "level": "ro"},
+        {"path": "docs/notes.md", "level": "ro"},
+        {"path": "README.md", "level": "names"},
+    ],
+    "context_identity": "sha256:" + "1" * 64,
+}
+
+INSTRUCTIONS = "Add a greeting to main.py; leave util.py as it is."
+
+STUB_PROGRAMS = ("claude", "pi", "rg", "fd", "bwrap", "socat")
+
+# Variables of the developer's own environment that must not reach a test of the planner.
+_DROPPED_PREFIXES = ("GIT_", "CONCORDE_")
+_DROPPED_SUFFIXES = ("_PROXY", "_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+
+def git_environment(home: Path) -> dict[str, str]:
+    """The environment of the fixture's own git commands: no inherited GIT_* variable, HOME in
+    the temporary directory, no system configuration."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
+               LANG="C.UTF-8")
+    return env
+
+
+@dataclass
+class Project:
+    """The repository, its worktree and the files a plan request needs."""
+
+    root: Path
+    home: Path
+    bin: Path
+    tmp: Path
+    primary: Path
+    worktree: Path
+    model_map: Path
+    grant_file: Path
+    request_file: Path
+    sandbox_runtime: Path
+    git_env: dict[str, str]
+
+    # The fixture's data, for tests (a test module cannot import this conftest).
+    grant = GRANT
+    workers_json = WORKERS_JSON
+    models = MODEL_MAP
+    instructions = INSTRUCTIONS
+
+    def git(self, cwd: Path, *args: str) -> str:
+        proc = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=cwd, env=self.git_env, capture_output=True, text=True, check=False,
+        )
+        if proc.returncode != 0:
+            raise AssertionError(f"git {args} failed: {proc.stderr}")
+        return proc.stdout
+
+    @property
+    def config_file(self) -> Path:
+        """The worktree's committed worker configuration."""
+        return self.worktree / ".concorde" / "workers.json"
+
+    def write_json(self, path: Path, data: Any) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        return path
+
+    def request(self, name: str = "request.json", **fields: Any) -> Path:
+        """A request file holding the base request with `fields` replaced (None drops one)."""
+        data: dict[str, Any] = {
+            "worktree": str(self.worktree), "task_type": "implement", "grant": GRANT,
+            "instructions": INSTRUCTIONS,
+        }
+        for key, value in fields.items():
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
+        return self.write_json(self.root / name, data)
+
+    def add_worktree(self, path: Path, branch: str) -> Path:
+        """Another real linked worktree of the repository, wherever `path` lies."""
+        self.git(self.primary, "worktree", "add", "-q", "-b", branch, str(path))
+        return path
+
+
+def _write_program(path: Path) -> None:
+    path.write_text("#!/bin/sh\necho 'a stub: the planner never starts a program' >&2\nexit 99\n")
+    path.chmod(0o755)
+
+
+def build_project(root: Path) -> Project:
+    root = root.resolve()
+    home = root / "home"
+    (home / ".config").mkdir(parents=True)
+    binary = root / "bin"
+    binary.mkdir()
+    for name in STUB_PROGRAMS:
+        _write_program(binary / name)
+    sandbox_runtime = root / "srt"
+    (sandbox_runtime / "dist").mkdir(parents=True)
+    (sandbox_runtime / "dist" / "index.js").write_text("// stub\n")
+    tmp = root / "tmp"
+    tmp.mkdir()
+    primary = root / "repo"
+    project = Project(
+        root=root, home=home, bin=binary, tmp=tmp, primary=primary,
+        worktree=primary / ".claude" / "worktrees" / WORKTREE_NAME,
+        model_map=home / ".config" / "concorde" / "models.json",
+        grant_file=root / "grant.json", request_file=root / "request.json",
+        sandbox_runtime=sandbox_runtime, git_env=git_environment(home),
+    )
+    primary.mkdir()
+    project.git(primary, "init", "-q", "-b", "main")
+    for rel, text in PROJECT_FILES.items():
+        target = primary / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    project.write_json(primary / ".concorde" / "workers.json", WORKERS_JSON)
+    project.git(primary, "add", "-A")
+    project.git(primary, "commit", "-q", "-m", "initial")
+    project.git(primary, "worktree", "add", "-q", "-b", WORKTREE_NAME, str(project.worktree))
+    project.write_json(project.model_map, MODEL_MAP)
+    project.write_json(project.grant_file, GRANT)
+    project.request()
+    return project
+
+
+def isolate_environment(monkeypatch: pytest.MonkeyPatch, project: Project) -> None:
+    """The test process's environment as the CLI should see it: only what the test sets."""
+    for name in list(os.environ):
+        upper = name.upper()
+        if upper.startswith(_DROPPED_PREFIXES) or upper.endswith(_DROPPED_SUFFIXES) \
+                or upper == "NO_PROXY":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(project.home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(project.home / ".config"))
+    monkeypatch.setenv("PATH", f"{project.bin}:/usr/local/bin:/usr/bin:/bin")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    monkeypatch.setenv("TMPDIR", str(project.tmp))
+    monkeypatch.setenv("CONCORDE_CLAUDE", str(project.bin / "claude"))
+    monkeypatch.setenv("CONCORDE_PI", str(project.bin / "pi"))
+    monkeypatch.setenv("CONCORDE_SANDBOX_RUNTIME", str(project.sandbox_runtime))
+    # tempfile caches the temporary directory on first use: point it at ours too.
+    monkeypatch.setattr(tempfile, "tempdir", str(project.tmp))
+    monkeypatch.chdir(project.root)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    built = build_project(tmp_path)
+    isolate_environment(monkeypatch, built)
+    return built
+
+
+# --- snapshots: "plan writes nothing" ------------------------------------------------------------
+
+Snapshot = dict[str, tuple[str, bytes, int]]
+
+
+def snapshot(roots: Iterable[Path]) -> Snapshot:
+    """Every entry below `roots` (directories, files, links) by path: kind, bytes, mode."""
+    found: Snapshot = {}
+    for root in roots:
+        for directory, dirs, files in os.walk(root, followlinks=False):
+            for name in [*dirs, *files]:
+                path = os.path.join(directory, name)
+                info = os.lstat(path)
+                if stat.S_ISLNK(info.st_mode):
+                    found[path] = ("link", os.readlink(path).encode(), info.st_mode)
+                elif stat.S_ISDIR(info.st_mode):
+                    found[path] = ("dir", b"", info.st_mode)
+                else:
+                    found[path] = ("file", Path(path).read_bytes(), info.st_mode)
+    return found
+
+
+@pytest.fixture
+def take_snapshot() -> Any:
+    """`snapshot` as a fixture, for test modules."""
+    return snapshot

@@ -1,0 +1,317 @@
+"""SubprocessRunner against real programs: what only a real process can show (streaming, the
+process group, pipes held open by children, megabytes of stderr, a program ignoring SIGTERM,
+the working directory and the new session).
+
+Death is proved, not guessed: the test process becomes a child subreaper for the test
+(prctl(PR_SET_CHILD_SUBREAPER)), so the program's orphaned children and grandchildren become its
+children; it waits for each on a pidfd (no polling), reaps it, and then `os.kill(pid, 0)` must
+raise ProcessLookupError. (This container's PID 1 does not reap orphans, so without it a dead
+orphan would stay a zombie and look alive to kill(pid, 0).)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from concorde_workers.adapters.process import SubprocessRunner
+
+pytestmark = pytest.mark.integration
+
+ENV = {"LC_ALL": "C.UTF-8", "PYTHONCOERCECLOCALE": "0"}
+PY = sys.executable
+SLOW = 10.0  # an upper bound never reached when things work
+PR_SET_CHILD_SUBREAPER = 36
+
+# Starts a child that starts a grandchild; both sleep. Prints "<child pid> <grandchild pid>".
+# `keep` gives them the program's own stdout (they hold the pipe open); the child's stderr is
+# the pipe it reports the grandchild's pid on.
+SPAWN = """
+import subprocess, sys
+keep = {keep}
+opts = {{}} if keep else {{"stdout": subprocess.DEVNULL}}
+grand = "import time; time.sleep(60)"
+child = (
+    "import subprocess, sys, time;"
+    f"g = subprocess.Popen([sys.executable, '-c', {{grand!r}}]);"
+    "sys.stderr.write(str(g.pid) + chr(10)); sys.stderr.flush(); time.sleep(60)"
+)
+c = subprocess.Popen([sys.executable, "-c", child], stderr=subprocess.PIPE, **opts)
+g = int(c.stderr.readline())
+c.stderr.close()
+print(c.pid, g, flush=True)
+"""
+
+
+def python(code: str) -> list[str]:
+    return [PY, "-c", code]
+
+
+def runner(**options: float) -> SubprocessRunner:
+    return SubprocessRunner(term_grace_seconds=options.get("grace", 0.5))
+
+
+@pytest.fixture
+def subreaper() -> Iterator[None]:
+    if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
+        pytest.skip("needs Linux prctl and pidfd_open")
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) refused")
+    try:
+        yield
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def pidfds(pids: list[int]) -> list[int]:
+    """Open a pidfd for each pid while it is known to exist (no pid reuse can fool us)."""
+    return [os.pidfd_open(pid) for pid in pids]
+
+
+def assert_dead(pids: list[int], fds: list[int], within: float = 5.0) -> None:
+    """Each process ends within `within` seconds (waited on its pidfd), is reaped (it is our
+    child: we are its subreaper), and then no longer exists for kill(pid, 0)."""
+    try:
+        for pid, fd in zip(pids, fds, strict=True):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            assert poller.poll(within * 1000), f"process {pid} is still running"
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_a_line_arrives_while_the_program_still_runs(tmp_path: Path) -> None:
+    # It prints, then blocks until the test releases it (SIGUSR1, blocked first so that an early
+    # release is kept pending, not lost): the line must come before the program can go on.
+    code = (
+        "import signal, sys\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+        "print('first', flush=True)\n"
+        "signal.sigwait({signal.SIGUSR1})\n"
+        "print('second', flush=True)\n"
+    )
+    handle = runner().start(python(code), ENV, str(tmp_path), timeout_seconds=SLOW)
+    lines = handle.lines()
+    assert next(lines) == "first"
+    assert handle.wait(0.1) is None  # it is still running, blocked until released
+    os.kill(handle.pid, signal.SIGUSR1)
+    assert list(lines) == ["second"]
+    assert (handle.wait(SLOW), handle.timed_out) == (0, False)
+
+
+def test_lines_stream_one_by_one_with_pauses(tmp_path: Path) -> None:
+    code = "import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.2)\n"
+    handle = runner().start(python(code), ENV, str(tmp_path))
+    began = time.monotonic()
+    arrived = [(line, time.monotonic() - began) for line in handle.lines()]
+    assert [line for line, _ in arrived] == ["0", "1", "2"]
+    # Each line came when it was printed, 0.2 s apart, not all together at the exit.
+    assert arrived[1][1] - arrived[0][1] > 0.15 and arrived[2][1] - arrived[1][1] > 0.15
+    assert handle.wait(SLOW) == 0
+
+
+def test_children_and_grandchildren_are_dead_after_kill_group(
+    tmp_path: Path, subreaper: None
+) -> None:
+    code = SPAWN.format(keep=False) + "import time\ntime.sleep(60)\n"
+    handle = runner().start(python(code), ENV, str(tmp_path))
+    lines = handle.lines()
+    pids = [int(p) for p in next(lines).split()]
+    fds = pidfds(pids)
+    assert os.getpgid(pids[0]) == os.getpgid(pids[1]) == handle.pid
+    handle.kill_group()
+    handle.kill_group()
+    assert list(lines) == []
+    assert handle.wait(SLOW) == -signal.SIGKILL
+    assert_dead(pids, fds)
+    handle.kill_group()  # after the end: harmless
+
+
+def test_children_left_running_by_a_leader_that_exited_die_with_it(
+    tmp_path: Path, subreaper: None
+) -> None:
+    # The leader exits 0 and leaves a child and a grandchild that do not hold its pipes.
+    handle = runner().start(python(SPAWN.format(keep=False)), ENV, str(tmp_path))
+    lines = list(handle.lines())
+    pids = [int(p) for p in lines[0].split()]
+    fds = pidfds(pids)  # killed by now, but unreaped: still ours to open
+    assert handle.wait(SLOW) == 0
+    assert_dead(pids, fds)
+
+
+def test_stdout_held_open_by_children_ends_when_the_leader_exits(
+    tmp_path: Path, subreaper: None
+) -> None:
+    # Without the group kill, the child and grandchild would hold stdout open for 60 s.
+    code = SPAWN.format(keep=True) + "print('leader done', flush=True)\n"
+    began = time.monotonic()
+    handle = runner().start(python(code), ENV, str(tmp_path))
+    lines = list(handle.lines())
+    assert time.monotonic() - began < SLOW / 2
+    pids = [int(p) for p in lines[0].split()]
+    fds = pidfds(pids)
+    assert lines[1:] == ["leader done"]
+    assert handle.wait(SLOW) == 0
+    assert_dead(pids, fds)
+
+
+def test_stdout_held_by_a_process_that_escaped_the_group_still_ends(
+    tmp_path: Path, subreaper: None
+) -> None:
+    # A child that moved itself to a new session cannot be reached by a group kill; it keeps
+    # stdout open. lines() must end anyway once the leader is gone, with all the leader wrote.
+    code = (
+        "import os, subprocess, sys\n"
+        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)\n"
+        "print(c.pid, flush=True)\n"
+        "sys.stdout.write('last words without newline'); sys.stdout.flush()\n"
+    )
+    began = time.monotonic()
+    handle = runner().start(python(code), ENV, str(tmp_path))
+    lines = list(handle.lines())
+    escaped = int(lines[0])
+    fds = pidfds([escaped])
+    try:
+        assert lines[1:] == ["last words without newline"]
+        assert handle.wait(SLOW) == 0
+        assert time.monotonic() - began < SLOW / 2
+        os.kill(escaped, 0)  # still alive: outside the group (the documented limit)
+    finally:
+        os.kill(escaped, signal.SIGKILL)
+        assert_dead([escaped], fds)
+
+
+def test_megabytes_of_stderr_never_block_and_the_tail_is_exactly_the_last_bytes(
+    tmp_path: Path,
+) -> None:
+    size = 5 * 1024 * 1024
+    code = (
+        "import sys\n"
+        f"data = bytes(i % 251 for i in range({size}))\n"
+        "for i in range(0, len(data), 100_000):\n"
+        "    sys.stderr.buffer.write(data[i:i + 100_000])\n"
+        "sys.stderr.buffer.flush()\n"
+        "print('done', flush=True)\n"
+    )
+    began = time.monotonic()
+    handle = SubprocessRunner().start(python(code), ENV, str(tmp_path), timeout_seconds=SLOW)
+    assert list(handle.lines()) == ["done"]
+    assert handle.wait(SLOW) == 0
+    assert not handle.timed_out and time.monotonic() - began < SLOW / 2
+    expected = bytes(i % 251 for i in range(size))
+    assert handle.stderr_tail(80_000) == expected[-80_000:]
+    assert handle.stderr_tail(10**9) == expected[-80_000:]  # never more than it keeps
+
+
+def test_a_big_brief_is_echoed_while_it_is_written_without_deadlock(tmp_path: Path) -> None:
+    # The program answers each line as it reads it: a host writing all stdin before reading
+    # stdout would deadlock once both pipes are full.
+    brief = "".join(f"line {i} {'é' * 40}\n" for i in range(40_000))  # about 3.6 MB
+    code = "import sys\nfor line in sys.stdin.buffer:\n    sys.stdout.buffer.write(line)\n"
+    handle = runner().start(python(code), ENV, str(tmp_path), brief, timeout_seconds=SLOW)
+    lines = list(handle.lines())
+    assert handle.wait(SLOW) == 0 and not handle.timed_out
+    assert lines == brief.splitlines()
+
+
+def test_a_program_that_never_reads_its_stdin_ends_normally(tmp_path: Path) -> None:
+    handle = runner().start(python("print('ok')"), ENV, str(tmp_path), "x" * 1_000_000)
+    assert list(handle.lines()) == ["ok"]
+    assert handle.wait(SLOW) == 0
+
+
+def test_a_long_line_of_multibyte_characters_across_reads(tmp_path: Path) -> None:
+    code = "import sys\nsys.stdout.write('é✓' * 100_000 + '\\n' + 'tail')\n"
+    handle = runner().start(python(code), ENV, str(tmp_path))
+    assert list(handle.lines()) == ["é✓" * 100_000, "tail"]
+    assert handle.wait(SLOW) == 0
+
+
+def test_a_program_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+    code = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    began = time.monotonic()
+    handle = runner(grace=0.5).start(python(code), ENV, str(tmp_path), timeout_seconds=0.5)
+    assert list(handle.lines()) == ["ready"]
+    assert handle.wait(SLOW) == -signal.SIGKILL
+    elapsed = time.monotonic() - began
+    assert handle.timed_out
+    assert 1.0 <= elapsed < 1.0 + SLOW / 4
+
+
+def test_a_program_that_honours_sigterm_ends_at_once(tmp_path: Path) -> None:
+    code = "import time\nprint('ready', flush=True)\ntime.sleep(60)\n"
+    began = time.monotonic()
+    handle = runner(grace=5).start(python(code), ENV, str(tmp_path), timeout_seconds=0.5)
+    assert list(handle.lines()) == ["ready"]
+    assert handle.wait(SLOW) == -signal.SIGTERM
+    assert handle.timed_out and time.monotonic() - began < 2.5  # not the 5 s grace
+
+
+def test_working_directory_and_new_session(tmp_path: Path) -> None:
+    work = tmp_path / "work dir"
+    work.mkdir()
+    code = (
+        "import json, os, signal\n"
+        "print(json.dumps([os.getcwd(), os.getpid(), os.getsid(0), os.getpgrp()]), flush=True)\n"
+        "signal.pause()\n"
+    )
+    handle = runner().start(python(code), ENV, str(work))
+    lines = handle.lines()
+    cwd, pid, sid, pgrp = json.loads(next(lines))
+    assert cwd == str(work.resolve())
+    assert pid == sid == pgrp == handle.pid
+    assert os.getsid(handle.pid) == handle.pid != os.getsid(0)
+    handle.kill_group()
+    assert list(lines) == [] and handle.wait(SLOW) == -signal.SIGKILL
+
+
+def test_the_program_is_found_on_the_given_path_only(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    prog = bin_dir / "cw-hello"
+    prog.write_text(f"#!{PY}\nprint('hello')\n")
+    prog.chmod(0o755)
+    handle = runner().start(["cw-hello"], {**ENV, "PATH": str(bin_dir)}, str(tmp_path))
+    assert list(handle.lines()) == ["hello"] and handle.wait(SLOW) == 0
+
+
+def test_no_thread_or_descriptor_is_left_behind(tmp_path: Path) -> None:
+    def open_fds() -> set[str]:
+        return set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+
+    before = open_fds()
+    handles = [
+        runner().start(python("print(1)"), ENV, str(tmp_path), "brief", timeout_seconds=SLOW),
+        runner().start(python("import time; time.sleep(60)"), ENV, str(tmp_path), "b", 0.3),
+    ]
+    for handle in handles:
+        list(handle.lines())
+        assert handle.wait(SLOW) is not None
+    for t in threading.enumerate():
+        if any(t.name.startswith(f"process-{h.pid}-") for h in handles):
+            t.join(SLOW)
+            assert not t.is_alive(), t.name
+    assert open_fds() <= before
