@@ -30,8 +30,8 @@ class Evidence(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: str
-    ref: str
+    kind: str = Field(min_length=1)
+    ref: str = Field(min_length=1)
     detail: str = ""
 
 
@@ -39,7 +39,7 @@ class Unhandled(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     reason: Reason
-    explanation: str
+    explanation: str = Field(min_length=1)
 
 
 class ErrorLink(BaseModel):
@@ -48,10 +48,10 @@ class ErrorLink(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    level: str
-    actor: str
-    code: str
-    detail: str
+    level: str = Field(min_length=1)
+    actor: str = Field(min_length=1)
+    code: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    detail: str = Field(min_length=1)
     evidence: tuple[Evidence, ...] = ()
     attempts: tuple[str, ...] = ()
     unhandled: Unhandled
