@@ -1,25 +1,53 @@
-"""The command line: `concorde-workers plan` (the dry-run planner).
+"""The command line: `concorde-workers plan` (the dry-run planner), `run` (one worker run, with
+its progress live on stderr and its account at the end) and `show` (the account of a run that
+ended, read back from its run directory).
 
 Exit statuses live in one place, `ExitStatus`. Every bad input ends in a refusal that names the
 file or entry and the repair, with status 2: a refusal the planned run would meet is part of the
 plan, on stdout; a refusal of the command's own input (the request file, a flag) goes to stderr.
 An unexpected fault prints one line naming it (and how to report it) with status 3, never a
-traceback.
+traceback. A run exits 0 when it ended ok, 1 blocked or failed, 130 interrupted.
+
+`run` runs `WorkerHost.run` in a worker thread; the main thread waits on its end with a timeout
+and, between waits, reads the run's status.json (the run directory is the single new
+`workers/w-*` folder below the parent) to show the progress line. SIGINT and SIGTERM cancel the
+run through its `Cancellation` while it runs; the previous handlers are restored afterwards.
+`main(..., container=...)` replaces the production wiring (tests give one with fakes).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import posixpath
+import shutil
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import IntEnum
-from typing import TextIO
+from types import FrameType
+from typing import TYPE_CHECKING, TextIO
 
-from concorde_workers.application.planner import Plan, render
+from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.display import INTERRUPTED, ProgressWatcher, account, outcome_of
+from concorde_workers.application.planner import (
+    Plan,
+    apply_resolution,
+    backend_conflict,
+    render,
+)
 from concorde_workers.application.requests import RequestFlags, invalid
-from concorde_workers.domain.errors import Refusal
+from concorde_workers.application.tracing import RECORD_UNREADABLE, read_record
+from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.records import RunRecord
+from concorde_workers.domain.request import RunRequest
+from concorde_workers.ports.filesystem import FileSystem
+
+if TYPE_CHECKING:
+    from concorde_workers.application.container import Container
 
 
 class ExitStatus(IntEnum):
@@ -47,6 +75,13 @@ def _request_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
+def _declare_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--declare", action="append", default=[], metavar="OPERATION:WORKER",
+                        help="an Operation and worker id the caller may launch, against which "
+                             "every name of workers.json is checked (repeatable; the requested "
+                             "one is always declared)")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="concorde-workers",
@@ -57,13 +92,28 @@ def parser() -> argparse.ArgumentParser:
         description="Print what a worker run would do, without writing a file or starting a "
                     "program. Exit 0 when a run would launch, 2 when it would be refused.")
     _request_arguments(plan)
-    plan.add_argument("--declare", action="append", default=[], metavar="OPERATION:WORKER",
-                      help="an Operation and worker id the caller may launch, against which "
-                           "every name of workers.json is checked (repeatable; the requested "
-                           "one is always declared)")
+    _declare_argument(plan)
     plan.add_argument("--example", action="store_true",
                       help="plan a run in a throwaway example repository created in a "
                            "temporary folder")
+    run = commands.add_parser(
+        "run", help="run a worker, show its progress, and account for how it ended",
+        description="Run one worker and print the account of its run record (or the record as "
+                    "JSON). Exit 0 ok, 1 blocked or failed, 2 refused before a run, "
+                    "130 interrupted (SIGINT or SIGTERM end the run interrupted).")
+    _request_arguments(run)
+    run.add_argument("--parent", metavar="DIR",
+                     help="the trace node folder the run's directory workers/<run-id>/ is made "
+                          "in (required; it must exist)")
+    _declare_argument(run)
+    show = commands.add_parser(
+        "show", help="print the account of a run that ended, from its run directory",
+        description="Rebuild the run record from a run directory <parent>/workers/<run-id>/ "
+                    "and print its account (or the record as JSON). Exit 0 when the record "
+                    "was read, 2 when the directory holds no readable record.")
+    show.add_argument("run_dir", metavar="RUN_DIR",
+                      help="the run directory, <parent>/workers/<run-id>/")
+    show.add_argument("--json", action="store_true", help="print the run record as JSON")
     return top
 
 
@@ -98,7 +148,8 @@ def print_refusal(refusal: Refusal, as_json: bool, out: TextIO, err: TextIO) -> 
                   f"  {refusal.message}\n")
 
 
-def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitStatus:
+def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO,
+             given: Container | None = None) -> ExitStatus:
     from concorde_workers.application.container import example_repository, production
 
     environ = dict(os.environ)
@@ -112,7 +163,7 @@ def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitStatus:
             out.write(f"example repository: {example.primary}\n"
                       f"worktree:           {example.worktree}\n"
                       f"request:            {example.request_file}\n\n")
-    container = production(environ)
+    container = given if given is not None and not args.example else production(environ)
     request = container.requests().build(flags_of(args))
     if isinstance(request, Refusal):
         print_refusal(request, args.json, out, err)
@@ -130,15 +181,228 @@ def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitStatus:
     return ExitStatus.OK if plan.launches else ExitStatus.REFUSED
 
 
+# --- run ---------------------------------------------------------------------------------------
+
+REFRESH_SECONDS = 0.5
+"""How long the CLI waits for the run to end between two reads of its progress file."""
+
+CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def resolve_worker(container: Container, request: RunRequest,
+                   declared: Mapping[str, set[str]]) -> RunRequest | Refusal:
+    """With an Operation and a worker, the request as the worker configuration and the model map
+    settle it (backend, model, reasoning, limits, runtime paths), exactly as the planner does;
+    the configuration reader's refusal otherwise. A request without either goes as it is."""
+    if bool(request.operation) != bool(request.worker):
+        return invalid("the request names an Operation without a worker id or a worker id "
+                       "without an Operation; give both (--operation and --worker) to resolve "
+                       "the worker through its configuration, or neither")
+    if not (request.operation and request.worker):
+        return request
+    names = {op: set(ids) for op, ids in declared.items()}
+    names.setdefault(request.operation, set()).add(request.worker)
+    resolved = container.config_reader().resolve_worker(
+        request.worktree, request.operation, request.worker, names)
+    if isinstance(resolved, Refusal):
+        return resolved
+    if "backend" in request.model_fields_set and request.backend != resolved.backend:
+        return backend_conflict(request, resolved)
+    return apply_resolution(request, resolved)
+
+
+def parent_refusal(fs: FileSystem, request: RunRequest, args: argparse.Namespace
+                   ) -> Refusal | None:
+    """`run` needs an existing parent trace node folder: from --parent, else the request file."""
+    if not request.parent:
+        return invalid("a run needs --parent DIR: the trace node folder in which the run's "
+                       "directory workers/<run-id>/ is made; give --parent with an existing "
+                       "directory (or a \"parent\" field in the request file)", args.request)
+    if fs.is_dir(request.parent):
+        return None
+    where = ("--parent" if args.parent is not None or not args.request
+             else f"the \"parent\" field of the request file {args.request}")
+    what = "is not a directory" if fs.lexists(request.parent) else "does not exist"
+    return invalid(f"the parent trace node folder {request.parent} ({where}) {what}; create it "
+                   "first or give an existing directory: a run never creates its parent",
+                   request.parent)
+
+
+@contextlib.contextmanager
+def cancel_on_signals(cancel: Cancellation) -> Iterator[None]:
+    """SIGINT and SIGTERM cancel the run for as long as it runs; the handlers the process had
+    before are restored afterwards. Only the main thread can install handlers: elsewhere the
+    run is cancelled only by its caller."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        cancel.cancel(f"concorde-workers received {signal.Signals(signum).name} and ended the "
+                      "run")
+
+    previous: dict[signal.Signals, Callable[[int, FrameType | None], object] | int | None] = {}
+    try:
+        for sig in CANCEL_SIGNALS:
+            previous[sig] = signal.signal(sig, handler)
+        yield
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before if before is not None else signal.SIG_DFL)
+
+
+def run_watched(container: Container, request: RunRequest, cancel: Cancellation,
+                watcher: ProgressWatcher, refresh_seconds: float | None = None) -> RunRecord:
+    """`WorkerHost.run` in a worker thread while this thread shows its progress: it waits on the
+    run's end with a timeout between two reads of status.json (no busy polling)."""
+    interval = REFRESH_SECONDS if refresh_seconds is None else refresh_seconds
+    host = container.worker_host()
+    done = threading.Event()
+    outcome: dict[str, RunRecord | BaseException] = {}
+
+    def target() -> None:
+        try:
+            outcome["record"] = host.run(request, cancel=cancel)
+        except BaseException as fault:  # handed to the main thread, raised there
+            outcome["fault"] = fault
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name="concorde-workers-run", daemon=True)
+    thread.start()
+    try:
+        while True:
+            try:
+                if done.wait(interval):
+                    break
+            except KeyboardInterrupt:  # no handler of ours (not the main thread's signals)
+                cancel.cancel("concorde-workers was interrupted and ended the run")
+                continue
+            watcher.refresh()
+        thread.join()
+        watcher.refresh()
+    finally:
+        watcher.close()
+    fault = outcome.get("fault")
+    if isinstance(fault, BaseException):
+        raise fault
+    record = outcome["record"]
+    assert isinstance(record, RunRecord)
+    return record
+
+
+def status_of(record: RunRecord) -> ExitStatus:
+    """0 ok, 130 interrupted, 1 blocked or failed."""
+    outcome = outcome_of(record)
+    if outcome == "ok":
+        return ExitStatus.OK
+    if outcome == INTERRUPTED:
+        return ExitStatus.INTERRUPTED
+    return ExitStatus.FAILED
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def print_record(record: RunRecord, as_json: bool, out: TextIO) -> None:
+    if as_json:
+        json.dump(record.to_json(), out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        out.write(account(record))
+
+
+def run_run(args: argparse.Namespace, out: TextIO, err: TextIO,
+            given: Container | None = None) -> ExitStatus:
+    if given is None:
+        from concorde_workers.application.container import production
+        container = production()
+    else:
+        container = given
+    request = container.requests().build(flags_of(args))
+    if isinstance(request, Refusal):
+        print_refusal(request, args.json, out, err)
+        return ExitStatus.REFUSED
+    refusal = parent_refusal(container.filesystem(), request, args)
+    declared = declarations(args.declare)
+    if refusal is None and isinstance(declared, Refusal):
+        refusal = declared
+    if refusal is None and not isinstance(declared, Refusal):
+        resolved = resolve_worker(container, request, declared)
+        if isinstance(resolved, Refusal):
+            refusal = resolved
+        else:
+            request = resolved
+    if refusal is not None:
+        print_refusal(refusal, args.json, out, err)
+        return ExitStatus.REFUSED
+    assert request.parent is not None
+    cancel = Cancellation()
+    live = _is_tty(err)
+    watcher = ProgressWatcher(
+        container.filesystem(), request.parent, err, live=live,
+        now=container.clock().now_utc, width=shutil.get_terminal_size().columns,
+        host_pid=container.host_pid())
+    with cancel_on_signals(cancel):
+        record = run_watched(container, request, cancel, watcher)
+    print_record(record, args.json, out)
+    return status_of(record)
+
+
+# --- show --------------------------------------------------------------------------------------
+
+
+def run_show(args: argparse.Namespace, out: TextIO, err: TextIO,
+             given: Container | None = None) -> ExitStatus:
+    if given is None:
+        from concorde_workers.application.container import production
+        container = production()
+    else:
+        container = given
+    fs = container.filesystem()
+    run_dir = posixpath.normpath(posixpath.join(container.cwd(), args.run_dir))
+    repair = ("give RUN_DIR as the run directory <parent>/workers/<run-id>/ of a run that "
+              "has ended")
+    if not fs.is_dir(run_dir):
+        what = "is not a directory" if fs.lexists(run_dir) else "does not exist"
+        print_refusal(Refusal(code=RECORD_UNREADABLE, reason=Reason.INPUT, file=run_dir,
+                              message=f"the run directory {run_dir} {what}; {repair}"),
+                      args.json, out, err)
+        return ExitStatus.REFUSED
+    record = read_record(fs, run_dir)
+    if isinstance(record, Refusal):
+        print_refusal(record.model_copy(update={"message": f"{record.message}; {repair}"}),
+                      args.json, out, err)
+        return ExitStatus.REFUSED
+    print_record(record, args.json, out)
+    return ExitStatus.OK
+
+
+# --- the console script ----------------------------------------------------------------------
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, TextIO, Container | None],
+                             ExitStatus]] = {
+    "plan": run_plan, "run": run_run, "show": run_show,
+}
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
-         err: TextIO | None = None) -> int:
-    """The console script `concorde-workers`."""
+         err: TextIO | None = None, container: Container | None = None) -> int:
+    """The console script `concorde-workers`. `container` replaces the production wiring (the
+    tests give one with fakes); `plan --example` always wires its own."""
     out = out or sys.stdout
     err = err or sys.stderr
     args = parser().parse_args(argv)
+    command = COMMANDS.get(args.command)
+    if command is None:
+        return int(ExitStatus.REFUSED)
     try:
-        if args.command == "plan":
-            return int(run_plan(args, out, err))
+        return int(command(args, out, err, container))
     except KeyboardInterrupt:
         err.write("concorde-workers: interrupted\n")
         return int(ExitStatus.INTERRUPTED)
@@ -146,4 +410,3 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         err.write(f"concorde-workers: internal error ({type(fault).__name__}: {fault}); "
                   "this is a defect of concorde-workers: report it with the command line\n")
         return int(ExitStatus.INTERNAL)
-    return int(ExitStatus.REFUSED)
