@@ -32,12 +32,13 @@ from types import FrameType
 from typing import TYPE_CHECKING, TextIO
 
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.demo import add_demo_command, run_demo
 from concorde_workers.application.display import INTERRUPTED, ProgressWatcher, account, outcome_of
 from concorde_workers.application.planner import (
     Plan,
     apply_resolution,
-    backend_conflict,
     render,
+    settle_worker,
 )
 from concorde_workers.application.requests import RequestFlags, invalid
 from concorde_workers.application.tracing import RECORD_UNREADABLE, read_record
@@ -114,6 +115,7 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("run_dir", metavar="RUN_DIR",
                       help="the run directory, <parent>/workers/<run-id>/")
     show.add_argument("--json", action="store_true", help="print the run record as JSON")
+    add_demo_command(commands)
     return top
 
 
@@ -194,21 +196,10 @@ def resolve_worker(container: Container, request: RunRequest,
     """With an Operation and a worker, the request as the worker configuration and the model map
     settle it (backend, model, reasoning, limits, runtime paths), exactly as the planner does;
     the configuration reader's refusal otherwise. A request without either goes as it is."""
-    if bool(request.operation) != bool(request.worker):
-        return invalid("the request names an Operation without a worker id or a worker id "
-                       "without an Operation; give both (--operation and --worker) to resolve "
-                       "the worker through its configuration, or neither")
-    if not (request.operation and request.worker):
-        return request
-    names = {op: set(ids) for op, ids in declared.items()}
-    names.setdefault(request.operation, set()).add(request.worker)
-    resolved = container.config_reader().resolve_worker(
-        request.worktree, request.operation, request.worker, names)
-    if isinstance(resolved, Refusal):
-        return resolved
-    if "backend" in request.model_fields_set and request.backend != resolved.backend:
-        return backend_conflict(request, resolved)
-    return apply_resolution(request, resolved)
+    settled = settle_worker(container.config_reader(), request, declared)
+    if settled is None or isinstance(settled, Refusal):
+        return settled or request
+    return apply_resolution(request, settled)
 
 
 def parent_refusal(fs: FileSystem, request: RunRequest, args: argparse.Namespace
@@ -385,9 +376,15 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO,
 # --- the console script ----------------------------------------------------------------------
 
 
+def run_demo_command(args: argparse.Namespace, out: TextIO, err: TextIO,
+                     given: Container | None = None) -> ExitStatus:
+    """`demo` (application/demo.py): a real pi worker offline in a throwaway repository."""
+    return ExitStatus(run_demo(args, out, err, given))
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, TextIO, Container | None],
                              ExitStatus]] = {
-    "plan": run_plan, "run": run_run, "show": run_show,
+    "plan": run_plan, "run": run_run, "show": run_show, "demo": run_demo_command,
 }
 
 

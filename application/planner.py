@@ -78,32 +78,13 @@ class Planner:
         resolution = request_resolution(request)
         plan = Plan(request=request, resolution=resolution, run_id=rid,
                     runtime_directory=runtime_dir)
-        if bool(request.operation) != bool(request.worker):
-            plan.refusal = Refusal(
-                code="request_invalid", reason=Reason.INPUT,
-                message="the request names an Operation without a worker id or a worker id "
-                        "without an Operation; give both (--operation and --worker) to resolve "
-                        "the worker through its configuration, or neither")
+        settled = settle_worker(self._config, request, declared or {})
+        if isinstance(settled, Refusal):
+            plan.refusal = settled
             return plan
-        if request.operation and request.worker and not posixpath.isabs(request.worktree):
-            plan.refusal = Refusal(
-                code="worktree_misplaced", reason=Reason.ENVIRONMENT,
-                message=f"the worktree {request.worktree!r} is not an absolute path; give the "
-                        "absolute path of a worktree in .claude/worktrees/")
-            return plan
-        if request.operation and request.worker:
-            names = {op: set(ids) for op, ids in (declared or {}).items()}
-            names.setdefault(request.operation, set()).add(request.worker)
-            resolved = self._config.resolve_worker(
-                request.worktree, request.operation, request.worker, names)
-            if isinstance(resolved, Refusal):
-                plan.refusal = resolved
-                return plan
-            if "backend" in request.model_fields_set and request.backend != resolved.backend:
-                plan.refusal = backend_conflict(request, resolved)
-                return plan
-            plan.request = request = apply_resolution(request, resolved)
-            plan.resolution = worker_resolution(request, resolved)
+        if settled is not None:
+            plan.request = request = apply_resolution(request, settled)
+            plan.resolution = worker_resolution(request, settled)
         prepared = self._preparer.prepare(request, rid, runtime_dir, plan.progress)
         if isinstance(prepared, Refusal):
             plan.refusal = prepared
@@ -114,6 +95,34 @@ class Planner:
                     f"the program {prepared.program} was not found: the run would end failed "
                     "with launch_failed when it starts round 1")
         return plan
+
+
+def settle_worker(config: ConfigurationReader, request: RunRequest,
+                  declared: Mapping[str, set[str]]) -> ResolvedWorker | Refusal | None:
+    """With an Operation and a worker, the worker as its configuration and the model map settle
+    it, or the refusal the configuration reader gives (before any run exists); None for a
+    request that names neither. Shared by `plan` and `run`, so they cannot drift apart."""
+    if bool(request.operation) != bool(request.worker):
+        return Refusal(
+            code="request_invalid", reason=Reason.INPUT,
+            message="the request names an Operation without a worker id or a worker id without "
+                    "an Operation; give both (--operation and --worker) to resolve the worker "
+                    "through its configuration, or neither")
+    if not (request.operation and request.worker):
+        return None
+    if not posixpath.isabs(request.worktree):
+        return Refusal(
+            code="worktree_misplaced", reason=Reason.ENVIRONMENT,
+            message=f"the worktree {request.worktree!r} is not an absolute path; give the "
+                    "absolute path of a worktree in .claude/worktrees/")
+    names = {op: set(ids) for op, ids in declared.items()}
+    names.setdefault(request.operation, set()).add(request.worker)
+    resolved = config.resolve_worker(request.worktree, request.operation, request.worker, names)
+    if isinstance(resolved, Refusal):
+        return resolved
+    if "backend" in request.model_fields_set and request.backend != resolved.backend:
+        return backend_conflict(request, resolved)
+    return resolved
 
 
 def backend_conflict(request: RunRequest, resolved: ResolvedWorker) -> Refusal:
