@@ -92,7 +92,7 @@ class WorkerHost:
                                   host_pid=self._host_pid, started_at=started)
         progress.phase("preparing", 1)
         self._write_grant(tracer, layout, request)
-        tracer.write_run_node(layout, state.node(), "start")
+        state.write_node(tracer, "start")
         links = LinkContext(run_id=run_id, task_type=request.task_type, layout=layout,
                             backend=request.backend)
         credential_copies: list[str] = []
@@ -121,15 +121,17 @@ class WorkerHost:
             self._end(state, refusal_link(links, prepared))
             return
         state.prepared = prepared
-        self._write_control(prepared, tracer, state, credential_copies)
-        tracer.write_text(state.layout.brief, prepared.brief)
-        tracer.write_run_node(state.layout, state.node(), "update")
+        # The snapshot comes before anything is generated: a run whose snapshot failed
+        # launches nothing, so it gets no control files and no credential copies.
         observer = WorktreeObserver(self._git, self._fs, prepared.placement.worktree)
         try:
             snapshot = observer.snapshot()
         except GitCommandFailed as failed:
             self._end(state, snapshot_link(links, failed))
             return
+        self._write_control(prepared, tracer, state, credential_copies)
+        tracer.write_text(state.layout.brief, prepared.brief)
+        state.write_node(tracer, "update")
         if cancel.is_set():
             self._end(state, interrupted_link(links, cancel.reason))
             return
@@ -145,11 +147,11 @@ class WorkerHost:
             snapshot=snapshot, validation=validation, cancel=cancel, state=state,
         ))
         result = runner.run_all()
-        if result.interrupted:
-            self._end(state, interrupted_link(links, cancel.reason))
+        if result.interrupted or cancel.is_set():
+            self._end(state, interrupted_link(links, cancel.reason, state))
             return
         if result.git_failure is not None:
-            self._end(state, snapshot_link(links, result.git_failure))
+            self._end(state, snapshot_link(links, result.git_failure, state))
             return
         link = end_link(links, state, result.step, result.facts, result.validation_outcome,
                         result.validation_error)
@@ -176,7 +178,7 @@ class WorkerHost:
                 failures[planned.path] = error.os_error_text
         state.deletions = outcome(plan, failures)
         if state.deletions.any_failed:
-            return deletion_link(links, state.deletions, link)
+            return deletion_link(links, state.deletions, link, state)
         return link
 
     def _resolve_parent(self, path: str) -> str:
@@ -238,11 +240,10 @@ class WorkerHost:
         state.ended_at = self._clock.now_utc()
         progress.phase("finished", max(1, len(state.rounds)),
                        status=cast(ProgressStatus, state.outcome or state.status))
-        state.trace_failures = tracer.failures
         state.files = tracer.run_files(state.layout)
         if state.error is not None and tracer.failures:
             state.error = links.with_evidence(state.error, tracer.failure_evidence())
-        tracer.write_run_node(state.layout, state.node(), "end")
+        state.write_node(tracer, "end")
         record = state.record(tracer.final_failures)
         if record.error is not None and tracer.final_failures:
             # Only the returned value can carry a failure of the final write itself.
@@ -259,12 +260,16 @@ class WorkerHost:
                 transcript = prepared.backend.transcript(prepared.context, state.session)
             except NotImplementedError:
                 transcript = None
+        if transcript is not None and not self._fs.lexists(transcript):
+            # A session the agent named but never wrote (pi writes its file only after the
+            # first answer): there is no transcript to keep, which is no cleanup failure.
+            transcript = None
         cleaned = cleanup_runtime_directory(
             self._fs, runtime, credential_copies, transcript,
             state.layout.transcript if transcript else None)
         state.transcript_kept = transcript is not None and cleaned.transcript_kept
         if not cleaned.ok:
             interrupted = state.outcome == "interrupted"
-            state.error = cleanup_link(links, cleaned, state.error)
+            state.error = cleanup_link(links, cleaned, state.error, state)
             state.status = "failed"
             state.outcome = "interrupted" if interrupted else "failed"

@@ -68,16 +68,25 @@ def refusal_link(links: LinkContext, refusal: Refusal) -> ErrorLink:
                       reason=Reason(refusal.reason))
 
 
-def snapshot_link(links: LinkContext, failed: GitCommandFailed) -> ErrorLink:
+def snapshot_link(links: LinkContext, failed: GitCommandFailed,
+                  state: RunState | None = None) -> ErrorLink:
     detail = (f"the Git command {' '.join(failed.argv)} failed"
               f"{'' if failed.returncode is None else f' with exit status {failed.returncode}'}: "
               f"{failed.output.strip() or 'no output'}")
-    return links.link("snapshot_failed", detail, links.evidence())
+    last = state.rounds[-1] if state is not None and state.rounds else None
+    if last is not None:
+        detail = f"round {last.number}: {detail}"
+    return links.link("snapshot_failed", detail, links.evidence(state, last))
 
 
-def interrupted_link(links: LinkContext, reason: str | None) -> ErrorLink:
-    return links.link("interrupted", reason or "the run was ended from outside before it "
-                      "finished", links.evidence())
+def interrupted_link(links: LinkContext, reason: str | None,
+                     state: RunState | None = None) -> ErrorLink:
+    """The run ended from outside: what ended it, the round it was in, and any write outside
+    rw that round made (seed 000 "Errors": every code whose round had one reports it)."""
+    said = reason or "the run was ended from outside before it finished"
+    last = state.rounds[-1] if state is not None and state.rounds else None
+    detail = said if last is None else f"round {last.number}: {said}{_violations_note(last)}"
+    return links.link("interrupted", detail, links.evidence(state, last))
 
 
 def retry_attempts(state: RunState) -> list[str]:
@@ -107,6 +116,10 @@ def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
     process_causes = [report.process_link] if report and report.process_link else []
     note = _violations_note(last) if step.names_audit_violations else ""
     code = step.code
+    if step.causes is Causes.VALIDATION:
+        # The round validation names the code (in Concorde also audit_violation): its detail
+        # and causes are the validation's, whatever the code is called.
+        return _validation_link(links, state, step, answer, evidence)
     if code == "launch_failed":
         return links.link(code, f"round {n}: {last.failure or 'the agent could not start'}",
                           evidence)
@@ -116,7 +129,8 @@ def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
                           evidence)
     if code == "worker_limit_reached":
         what = report.limit if report and report.limit else "its limit"
-        return links.link(code, f"round {n}: the agent program reached {what}{note}", evidence,
+        return links.link(code, f"round {n}: the agent program stopped at a limit: {what}{note}",
+                          evidence,
                           causes=process_causes)
     if code in ("claude_failed", "pi_failed"):
         failure = (report.failure if report and report.failure else
@@ -184,13 +198,13 @@ def _worker_causes(state: RunState, round_state: RoundState) -> list[ErrorLink]:
 
 
 def deletion_link(links: LinkContext, deletions: DeletionOutcome,
-                  cause: ErrorLink | None) -> ErrorLink:
-    return links.link("deletion_failed", describe_outcome(deletions), links.evidence(),
+                  cause: ErrorLink | None, state: RunState | None = None) -> ErrorLink:
+    return links.link("deletion_failed", describe_outcome(deletions), links.evidence(state),
                       causes=[cause] if cause else [])
 
 
 def cleanup_link(links: LinkContext, cleaned: CleanupOutcome,
-                 cause: ErrorLink | None) -> ErrorLink:
+                 cause: ErrorLink | None, state: RunState | None = None) -> ErrorLink:
     parts = []
     if not cleaned.transcript_kept and cleaned.transcript_error:
         parts.append(f"the transcript could not be kept: {cleaned.transcript_error}")
@@ -198,8 +212,9 @@ def cleanup_link(links: LinkContext, cleaned: CleanupOutcome,
         parts.append("the runtime directory could not be removed; what remains: "
                      + ", ".join(cleaned.remains))
     parts += list(cleaned.errors)
+    kept = state if state is not None and state.transcript_kept else None
     return links.link("cleanup_failed", "; ".join(parts) or "the cleanup failed",
-                      links.evidence(), causes=[cause] if cause else [])
+                      links.evidence(kept), causes=[cause] if cause else [])
 
 
 __all__ = ["RoundEnding"]

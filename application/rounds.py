@@ -11,12 +11,18 @@ whose worker ended ok with a clean audit; the round's node is written again.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.run_state import RoundState, RunState
-from concorde_workers.application.tracing import Moment, ProgressWriter, TraceWriter
+from concorde_workers.application.tracing import (
+    ACTIVITY_INTERVAL_SECONDS,
+    Moment,
+    ProgressWriter,
+    TraceWriter,
+)
 from concorde_workers.application.validation import (
     RoundValidation,
     ValidationInput,
@@ -30,7 +36,7 @@ from concorde_workers.domain.agent_report import RoundReport
 from concorde_workers.domain.audit import Snapshot, audit, worktree_unchanged
 from concorde_workers.domain.brief import retry_prompt
 from concorde_workers.domain.layout import STDERR_TAIL_BYTES
-from concorde_workers.domain.records import Transient, result_problem
+from concorde_workers.domain.records import LastAction, Transient, result_problem
 from concorde_workers.domain.retries import retry_delay
 from concorde_workers.domain.rounds import (
     End,
@@ -111,6 +117,12 @@ class RoundRunner:
                 outcome, raised = self._validate(round_state)
                 facts = self._with_answer(facts, outcome, raised)
             step = next_step(facts, c.state.request.backend)
+            if c.cancel.is_set():
+                # Ended from outside while the round was audited or validated: no further
+                # round, no deletions (seed 000 "Proposed deletions": none when interrupted).
+                self._record_transient(round_state, None)
+                self._write(round_state, "update")
+                return self._interrupted(round_state)
             if isinstance(step, Retry):
                 retries += 1
                 delay = self._retry_delay(retries)
@@ -118,6 +130,9 @@ class RoundRunner:
                 self._write(round_state, "update")
                 c.progress.phase("waiting", round_state.number)
                 if not c.clock.sleep(delay, c.cancel):
+                    # Interrupted while waiting: no retry round followed this round.
+                    self._record_transient(round_state, None)
+                    self._write(round_state, "update")
                     return self._interrupted(round_state)
                 kind = RoundKind.RETRY
                 prompt = (c.prepared.brief if step.with_brief else
@@ -147,7 +162,7 @@ class RoundRunner:
         state.rounds.append(round_state)
         c.progress.phase("worker", number)
         self._write(round_state, "start")
-        c.tracer.write_run_node(state.layout, state.node(), "update")
+        state.write_node(c.tracer, "update")
         report = self._execute(round_state, kind, prompt)
         round_state.report = report
         round_state.exit = report.exit
@@ -174,16 +189,18 @@ class RoundRunner:
                                    f"{failed.os_error_text}")
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=round_state.failure)
         unregister = c.cancel.on_cancel(handle.kill_group)
+        flusher = _ActivityFlusher(c.progress)
         try:
             for line in handle.lines():
                 action = reader.feed(line)
                 if action is not None:
-                    c.progress.activity(action)
+                    flusher.activity(action)
             exit_status = handle.wait(EXIT_GRACE_SECONDS)
         finally:
             # No worker process outlives its round (seed 000): kill the whole group, always.
             handle.kill_group()
             unregister()
+            flusher.stop()
         if exit_status is None:
             exit_status = handle.wait(None)
         stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
@@ -299,6 +316,49 @@ class RoundRunner:
         round_state.status = _round_status(round_state)
         self.c.tracer.write_round_node(self.c.state.layout, round_state.number,
                                        round_state.node(self.c.state.run_id), moment)
+        if moment == "update":
+            # The run record is written again after every round, once its node is (seed 000
+            # "Run record").
+            self.c.state.write_node(self.c.tracer, "update")
+
+
+class _ActivityFlusher:
+    """Worker activity for the progress file while a round runs: each tool call is kept and
+    written at most once a second (ProgressWriter.activity); a call held back is written by a
+    background thread once its second has passed, so a worker silent for minutes (one long
+    Bash command) still shows its latest tool call (seed 000 "Progress file").
+
+    The thread starts with the first held-back action and is stopped when the round ends; the
+    progress writer is only touched under the lock while it runs."""
+
+    def __init__(self, progress: ProgressWriter) -> None:
+        self._progress = progress
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def activity(self, action: LastAction) -> None:
+        with self._lock:
+            self._progress.activity(action)
+            held_back = self._progress.pending
+        if held_back and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="progress-activity",
+                                            daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(ACTIVITY_INTERVAL_SECONDS / 4):
+            with self._lock:
+                if self._stopped.is_set():
+                    return
+                self._progress.flush()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
 
 
 def _round_status(round_state: RoundState) -> str:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.tracing import Moment, TraceWriter
 from concorde_workers.domain.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.audit import Audit
 from concorde_workers.domain.deletions import DeletionOutcome
@@ -167,6 +168,11 @@ class RunState:
             status=self.status, outcome=self.outcome, error=self.error, files=self.files,
             metadata=self.metadata(), usage={}, content=self.content(),
         )
+
+    def write_node(self, tracer: TraceWriter, moment: Moment) -> str | None:
+        """Write the run's trace.json at `moment`, its trace_failures those refused so far."""
+        self.trace_failures = tracer.failures
+        return tracer.write_run_node(self.layout, self.node(), moment)
 
     def record(self, final_failures: list[str]) -> RunRecord:
         """The returned run record; `final_failures` completes trace_failures with any failure
