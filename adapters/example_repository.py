@@ -14,8 +14,20 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import git
+
+from concorde_workers.adapters.scripted_model_server import (
+    DEFAULT_MODEL,
+    DEFAULT_PROVIDER,
+    Reply,
+    ScriptedModelServer,
+    Step,
+    ToolCall,
+    Usage,
+    write_pi_config,
+)
 
 PROJECT_FILES = {
     "README.md": "# shop\n\nA tiny shop used to show what a worker run would do.\n",
@@ -122,3 +134,96 @@ def project_programs() -> dict[str, str]:
         if os.path.exists(root / rel):
             found[variable] = str(root / rel)
     return found
+
+
+# --- `concorde-workers demo`: a throwaway repository, a scripted local model, a real pi worker ----
+
+DEMO_WORKTREE = "demo"
+DEMO_FILES = {**PROJECT_FILES, "src/shop/obsolete.py": "# no longer used by the cart\n"}
+DEMO_INSTRUCTIONS = ("Add a discount rule to the shop, leave the legacy module as it is, and "
+                     "remove what is obsolete.")
+
+
+@dataclass
+class DemoWorld:
+    """The demo's repository, its scripted model server and the user's pi configuration
+    directory that reaches it (a temporary PI_CODING_AGENT_DIR, never the user's own)."""
+
+    folder: str
+    primary: str
+    worktree: str
+    pi_dir: str
+    model: str
+    grant: dict[str, Any]
+    instructions: str
+    server: ScriptedModelServer
+
+    @property
+    def environ_additions(self) -> dict[str, str]:
+        """PI_CODING_AGENT_DIR (the demo's pi configuration) and the agent programs this
+        checkout pinned."""
+        return {"PI_CODING_AGENT_DIR": self.pi_dir} | project_programs()
+
+    def tool_results(self) -> dict[str, str]:
+        """What each scripted tool call returned to the model, by call id."""
+        return self.server.tool_results()
+
+    @property
+    def requests_served(self) -> int:
+        return len(self.server.requests)
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+def demo_script(worktree: str, port: int) -> list[Step]:
+    """The scripted worker: an allowed write, a write the grant refuses (a read-only file), a
+    network attempt from bash (the sandbox has none), then the result with a proposed deletion."""
+    shop = f"{worktree}/src/shop"
+    probe = (f"curl -sS -m 3 http://127.0.0.1:{port}/v1/models; echo curl_exit=$?; "
+             f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\" "
+             f"2>&1 | tail -1; echo python_exit=${{PIPESTATUS[0]}}")
+    discount = ("def discount(total):\n"
+                "    return total * 0.9 if total >= 100 else total\n")
+    return [
+        Reply(text="I'll add the discount rule.", usage=Usage(1800, 60), tool_calls=[ToolCall(
+            "write", {"path": f"{shop}/discount.py", "content": discount}, id="demo_write")]),
+        Reply(text="The legacy module needs a note too.", usage=Usage(2000, 40), tool_calls=[
+            ToolCall("write", {"path": f"{shop}/legacy.py", "content": "# changed\n"},
+                     id="demo_readonly")]),
+        Reply(text="Let me check the package index.", usage=Usage(2100, 40), tool_calls=[
+            ToolCall("bash", {"command": probe}, id="demo_network")]),
+        Reply(text="Done.", usage=Usage(2300, 90), tool_calls=[ToolCall("concorde_result", {
+            "status": "ok",
+            "summary": "Added src/shop/discount.py; legacy.py is read-only and stays as it is; "
+                       "src/shop/obsolete.py is no longer used.",
+            "error": None, "proposed_deletions": ["src/shop/obsolete.py"],
+            "output": {"files": ["src/shop/discount.py"]}}, id="demo_result")]),
+    ]
+
+
+def start_demo(parent: str | None = None) -> DemoWorld:
+    """Create the demo repository (worktree `.claude/worktrees/demo`), start the scripted model
+    server on 127.0.0.1 with the demo's script and write the pi configuration that reaches it."""
+    folder = Path(tempfile.mkdtemp(prefix="concorde-demo-", dir=parent)).resolve()
+    primary = folder / "shop"
+    for rel, text in DEMO_FILES.items():
+        target = primary / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    env = {"GIT_AUTHOR_NAME": "Demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+           "GIT_COMMITTER_NAME": "Demo", "GIT_COMMITTER_EMAIL": "demo@example.invalid"}
+    worktree = primary / ".claude" / "worktrees" / DEMO_WORKTREE
+    repo = git.Repo.init(primary, initial_branch="main")
+    with repo.git.custom_environment(**env):
+        repo.git.add("--all")
+        repo.git.commit("-m", "The shop")
+        repo.git.worktree("add", "-b", DEMO_WORKTREE, str(worktree))
+    server = ScriptedModelServer().start()
+    server.add(*demo_script(str(worktree), server.port))
+    pi_dir = folder / "pi-agent"
+    write_pi_config(pi_dir, server.base_url)
+    return DemoWorld(folder=str(folder), primary=str(primary), worktree=str(worktree),
+                     pi_dir=str(pi_dir), model=f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}",
+                     grant=json.loads(json.dumps(GRANT)), instructions=DEMO_INSTRUCTIONS,
+                     server=server)

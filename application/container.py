@@ -17,7 +17,13 @@ from collections.abc import Mapping
 from dependency_injector import containers, providers
 
 from concorde_workers.adapters.claude.backend import ClaudeBackend
-from concorde_workers.adapters.example_repository import Example, create_example, project_programs
+from concorde_workers.adapters.example_repository import (
+    DemoWorld,
+    Example,
+    create_example,
+    project_programs,
+    start_demo,
+)
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
 from concorde_workers.adapters.pi.backend import PiBackend
@@ -101,3 +107,9 @@ def example_repository() -> tuple[Example, dict[str, str]]:
     point the planner at it: its model map and the agent programs this checkout pinned."""
     example = create_example()
     return example, project_programs() | {"CONCORDE_MODEL_MAP": example.model_map}
+
+
+def demo_world(parent: str | None = None) -> DemoWorld:
+    """`concorde-workers demo`'s throwaway repository with a `.claude/worktrees/demo` worktree,
+    its scripted model server on 127.0.0.1 and the pi configuration that reaches it."""
+    return start_demo(parent)

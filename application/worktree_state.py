@@ -3,39 +3,73 @@
 Read-only Git through the Git port (porcelain v2 -z, untracked all, no optional locks) and the
 digests of only the listed files through the filesystem port; the host creates nothing in the
 worktree. A file Git no longer lists is measured where it lies.
+
+HEAD and the index digest are read in one helper thread while `git status` runs and its files are
+measured in the calling thread: on a large worktree the index digest (`ls-files --stage` over every
+entry) costs a fifth of `status`, and overlapping the two keeps the whole audit step close to one
+bare `git status` (docs/benchmarks.md). Every command is read-only and takes no lock, so running
+them side by side changes nothing they see; the worker's processes are dead by the time the host
+observes, and the caller keeps every other writer away (seed 000 "Audit"). `parallel=False` runs
+them one after another, as before.
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from concorde_workers.domain.audit import FileState, Observation, Snapshot, WorktreeState, observe
+from concorde_workers.domain.git_status import HeadState
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitReader
+
+_T = TypeVar("_T")
 
 
 class WorktreeObserver:
     """Snapshots and observations of one worktree."""
 
-    def __init__(self, git: GitReader, fs: FileSystem, worktree: str) -> None:
+    def __init__(self, git: GitReader, fs: FileSystem, worktree: str, *,
+                 parallel: bool = True) -> None:
         self._git = git
         self._fs = fs
         self._worktree = worktree
+        self._parallel = parallel
 
     def snapshot(self) -> Snapshot:
         """HEAD, the index digest and the state of every tracked change and untracked file.
         Raises GitCommandFailed."""
-        head = self._git.head(self._worktree)
+        (head, index), files = self._beside(self._head_and_index, self._listed)
         return WorktreeState(head_branch=head.branch, head_commit=head.commit,
-                             index_digest=self._git.index_digest(self._worktree),
-                             files=self._listed())
+                             index_digest=index, files=files)
 
     def observe(self, snapshot: Snapshot) -> Observation:
         """The worktree after a round, in the snapshot's shape. Raises GitCommandFailed."""
-        head = self._git.head(self._worktree)
-        return observe(snapshot, head.branch, head.commit, self._git.index_digest(self._worktree),
-                       self._listed(), self.measure)
+        (head, index), files = self._beside(self._head_and_index, self._listed)
+        return observe(snapshot, head.branch, head.commit, index, files, self.measure)
+
+    def _head_and_index(self) -> tuple[HeadState, str]:
+        return self._git.head(self._worktree), self._git.index_digest(self._worktree)
+
+    def _beside(self, background: Callable[[], _T],
+                listed: Callable[[], dict[str, FileState | None]]
+                ) -> tuple[_T, dict[str, FileState | None]]:
+        """`background()` in a helper thread while `listed()` runs here; both always finish
+        before this returns. A failure of `listed()` is raised first, then one of
+        `background()`."""
+        if not self._parallel:
+            first = background()
+            return first, listed()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-git") as pool:
+            future = pool.submit(background)
+            try:
+                files = listed()
+            finally:
+                pool.shutdown(wait=True)
+            return future.result(), files
 
     def _listed(self) -> dict[str, FileState | None]:
         return {entry.path: self.measure(entry.path) for entry in self._git.status(self._worktree)}

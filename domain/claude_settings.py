@@ -27,9 +27,17 @@ WRITE_TOOLS_MATCHER = "Edit|Write|MultiEdit|NotebookEdit"
 HOOK_TIMEOUT_SECONDS = 30
 
 
+HOOK_INTERPRETER_FLAGS: tuple[str, ...] = ("-I", "-S")
+"""`-I` (isolated: no PYTHON* variable, no user site-packages, no script or working directory on
+sys.path) and `-S` (no site-packages at all): the hook runs with HOME = `<rt>/home`, which sandboxed
+Bash may write, so without them a planted `~/.local/lib/python3.X/site-packages/*.pth` would run
+its code on the host, unsandboxed, inside the hook (docs/decisions.md)."""
+
+
 def hook_command(interpreter: str, hook_path: str) -> str:
-    """The hook's command: the host's own interpreter and the hook, each shell-quoted."""
-    return shlex.join([interpreter, hook_path])
+    """The hook's command: the host's own interpreter, `-I -S`, and the hook, each shell-quoted
+    (`shlex.split(command) == [interpreter, "-I", "-S", hook_path]`)."""
+    return shlex.join([interpreter, *HOOK_INTERPRETER_FLAGS, hook_path])
 
 
 def claude_settings(policy: Policy, interpreter: str, *, as_root: bool,

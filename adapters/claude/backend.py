@@ -7,15 +7,24 @@ transcript lookup are the Claude Code backend's next part.
 
 from __future__ import annotations
 
+import json
+import os
+import posixpath
 from collections.abc import Sequence
 
+from concorde_workers.adapters.claude.hooks import hook_files, search_hook_entry
+from concorde_workers.adapters.claude.stream import (
+    ClaudeStreamReader,
+    project_slug,
+    session_file_name,
+)
 from concorde_workers.adapters.programs import program_or_name
 from concorde_workers.domain.claude_settings import claude_settings, digest_text, settings_text
 from concorde_workers.domain.environment import claude_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, claude_command
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import EntryKind, FileSystem, FileSystemError
 
 
 class ClaudeBackend:
@@ -30,18 +39,28 @@ class ClaudeBackend:
         return None
 
     def generate(self, context: BackendContext) -> Generated:
+        # control/settings.json with both PreToolUse hooks, control/write_hook.py and
+        # control/search_hook.py (adapters/claude/hooks.py); the digest covers the final text.
         rt = context.policy.runtime
-        settings = settings_text(claude_settings(context.policy, context.interpreter,
-                                                 as_root=context.as_root))
+        settings = settings_text(claude_settings(
+            context.policy, context.interpreter, as_root=context.as_root,
+            extra_hooks=[search_hook_entry(context.interpreter, rt)]))
         program, found = program_or_name(self._fs, "claude", context.environ)
         return Generated(
-            files={rt.settings: settings, rt.result_schema: context.result_schema},
+            files={rt.settings: settings, rt.result_schema: context.result_schema,
+                   **hook_files(context.policy)},
             settings_digest=digest_text(settings), tools=context.policy.tools_for("claude"),
             program=program, program_found=found,
         )
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
-        return ()
+        """The user's credentials file (`$CLAUDE_CONFIG_DIR/.credentials.json`, else
+        `~/.claude/.credentials.json` of the host's HOME) and its copy in config/."""
+        env = context.environ
+        config = env.get("CLAUDE_CONFIG_DIR") or posixpath.join(
+            env.get("HOME") or os.path.expanduser("~"), ".claude")
+        return ((posixpath.join(config, ".credentials.json"),
+                 context.policy.runtime.claude_credentials),)
 
     def command(self, context: BackendContext, kind: RoundKind,
                 session: str | None) -> LaunchCommand:
@@ -60,10 +79,41 @@ class ClaudeBackend:
                                   context.request.project_interpreter)
 
     def reader(self, context: BackendContext) -> StreamReader:
-        raise NotImplementedError("the Claude Code stream-json reader is not built yet")
+        return ClaudeStreamReader()
 
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
-        raise NotImplementedError("the Claude Code transcript lookup is not built yet")
+        """`<config>/projects/<slug of work/>/<session>.jsonl` when it exists, else the first
+        `<config>/projects/*/<session>.jsonl`; None when the session has no transcript."""
+        name = session_file_name(session) if session else None
+        if name is None:
+            return None
+        rt = context.policy.runtime
+        projects = posixpath.join(rt.config, "projects")
+        expected = posixpath.join(projects, project_slug(rt.work), name)
+        if self._fs.is_file(expected):
+            return expected
+        try:
+            entries = self._fs.listdir(projects)
+        except FileSystemError:
+            return None
+        for entry in entries:
+            candidate = posixpath.join(projects, entry.name, name)
+            if entry.kind is EntryKind.DIRECTORY and self._fs.is_file(candidate):
+                return candidate
+        return None
 
     def session_usable(self, context: BackendContext, session: str) -> bool:
-        raise NotImplementedError("the Claude Code session check is not built yet")
+        """The session's transcript exists and every line of it parses as JSON."""
+        path = self.transcript(context, session)
+        if path is None:
+            return False
+        try:
+            lines = [line for line in self._fs.read_text(path).splitlines() if line.strip()]
+        except FileSystemError:
+            return False
+        try:
+            for line in lines:
+                json.loads(line)
+        except ValueError:
+            return False
+        return bool(lines)

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from concorde_workers.adapters.pi.extension import generate_extension
+from concorde_workers.adapters.pi.stream import PiStreamReader, session_header_id
 from concorde_workers.adapters.programs import find_program, program_or_name
+from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.environment import pi_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, pi_command
+from concorde_workers.domain.layout import PI_AUTH_FILE, PI_MODELS_FILE
 from concorde_workers.domain.prerequisites import (
     SANDBOX_RUNTIME_ENTRY,
     SANDBOX_RUNTIME_RELATIVE,
@@ -23,7 +27,7 @@ from concorde_workers.domain.prerequisites import (
     pi_runtime_refusal,
 )
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 # Seed 001 "Run directory": the generated settings.json holds only this.
 PI_SETTINGS = {"defaultProjectTrust": "never"}
@@ -61,15 +65,28 @@ class PiBackend:
     def generate(self, context: BackendContext) -> Generated:
         rt = context.policy.runtime
         program, found = program_or_name(self._fs, "pi", context.environ)
+        path = context.environ.get("PATH", "")
+        extension = generate_extension(
+            context.policy, limits=context.request.limits, result_schema=context.result_schema,
+            environ=context.environ, rg=self._fs.which("rg", path),
+            fd=self._fs.which("fd", path) or self._fs.which("fdfind", path))
         return Generated(
             files={rt.result_schema: context.result_schema,
-                   rt.pi_settings: json.dumps(PI_SETTINGS, indent=2) + "\n"},
-            settings_digest=None, tools=context.policy.tools_for("pi"),
-            program=program, program_found=found,
+                   rt.pi_settings: json.dumps(PI_SETTINGS, indent=2) + "\n", **extension},
+            settings_digest=digest_text(extension[rt.permission_extension]),
+            tools=context.policy.tools_for("pi"), program=program, program_found=found,
         )
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
-        return ()
+        """auth.json and models.json, only, from the user's pi configuration directory
+        (seed 001): `PI_CODING_AGENT_DIR` with a leading `~` expanded as pi does, else
+        `~/.pi/agent`; HOME is the host's. The user's settings.json is never read."""
+        source = user_pi_directory(context.environ)
+        if source is None:
+            return ()
+        rt = context.policy.runtime
+        return ((posixpath.join(source, PI_AUTH_FILE), rt.pi_auth),
+                (posixpath.join(source, PI_MODELS_FILE), rt.pi_models))
 
     def command(self, context: BackendContext, kind: RoundKind,
                 session: str | None) -> LaunchCommand:
@@ -83,10 +100,37 @@ class PiBackend:
                               context.request.project_interpreter)
 
     def reader(self, context: BackendContext) -> StreamReader:
-        raise NotImplementedError("the pi event-stream reader is not built yet")
+        """A PiStreamReader that also reads this round's concorde-limit entry from the run's
+        session file (pi 0.73.1 prints no entry_appended record)."""
+        return PiStreamReader(
+            session_file=context.policy.runtime.pi_session_file(context.run_id), fs=self._fs)
 
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
-        raise NotImplementedError("the pi transcript lookup is not built yet")
+        """The run's fixed session file `<rt>/config/sessions/<run-id>.jsonl` (every round
+        continues it), None while pi has not written it (before its first assistant message)."""
+        path = context.policy.runtime.pi_session_file(context.run_id)
+        return path if self._fs.is_file(path) else None
 
     def session_usable(self, context: BackendContext, session: str) -> bool:
-        raise NotImplementedError("the pi session check is not built yet")
+        """The session file exists and parses as pi reads it (malformed lines skipped, the first
+        entry a `session` header) with `session` as its id."""
+        path = context.policy.runtime.pi_session_file(context.run_id)
+        try:
+            if not self._fs.is_file(path):
+                return False
+            return session_header_id(self._fs.read_text(path)) == session
+        except (FileSystemError, UnicodeDecodeError):
+            return False
+
+
+def user_pi_directory(environ: Mapping[str, str]) -> str | None:
+    """The user's pi configuration directory as pi 0.73.1 finds it (config.js getAgentDir):
+    `PI_CODING_AGENT_DIR` (`~` or a leading `~/` expanded to HOME), else `$HOME/.pi/agent`;
+    None when it depends on a HOME the host does not have."""
+    home = environ.get("HOME") or None
+    configured = environ.get("PI_CODING_AGENT_DIR")
+    if configured:
+        if configured == "~" or configured.startswith("~/"):
+            return None if home is None else home + configured[1:]
+        return configured
+    return None if home is None else posixpath.join(home, ".pi", "agent")

@@ -214,7 +214,9 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
     assert {same(f"{k}={v}") for k, v in round1["environment"].items()} == {
         same_text(line) for line in section(found, "Round 1 environment")}
     assert data["control_files"] == [f"{rt}/control/result.schema.json",
-                                     f"{rt}/control/settings.json"]
+                                     f"{rt}/control/search_hook.py",
+                                     f"{rt}/control/settings.json",
+                                     f"{rt}/control/write_hook.py"]
     assert data["brief"].rstrip("\n").splitlines() == [
         same_text(line) for line in section(found, "Brief")]
     assert data["digests"]["brief_digest"] == sha256(data["brief"])
@@ -261,7 +263,7 @@ def test_an_operation_worker_on_pi_resolves_from_workers_json_and_the_map(
     assert env["PI_CODING_AGENT_DIR"] == f"{rt}/config"
     assert env["CLAUDE_CODE_TMPDIR"] == env["TMPDIR"] == f"{rt}/tmp"
     digests = dict(line.split(": ", 1) for line in section(found, "Digests"))
-    assert digests["settings_digest"] == "None"
+    assert digests["settings_digest"].startswith("sha256:")  # of control/permission.ts
     assert digests["grant_digest"] == grant_digest(project.grant)
     assert SECRET_ANTHROPIC not in result.both and SECRET_OPENAI not in result.both
 

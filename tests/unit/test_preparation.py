@@ -345,7 +345,9 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
     assert result.brief.startswith("# Concorde worker task (implement)\n")
     assert "Do the task." in result.brief
     assert sorted(result.control_files) == [f"{RT}/control/result.schema.json",
-                                            f"{RT}/control/settings.json"]
+                                            f"{RT}/control/search_hook.py",
+                                            f"{RT}/control/settings.json",
+                                            f"{RT}/control/write_hook.py"]
     settings_text = result.control_files[f"{RT}/control/settings.json"]
     assert result.settings_digest == sha256(settings_text)
     settings = json.loads(settings_text)
@@ -355,7 +357,7 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
     assert settings["sandbox"]["allowUnsandboxedCommands"] is False
     assert "env" not in settings
     hook = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert hook == f"{INTERPRETER} {RT}/control/write_hook.py"
+    assert hook == f"{INTERPRETER} -I -S {RT}/control/write_hook.py"
     assert result.control_files[f"{RT}/control/result.schema.json"] == RESULT_SCHEMA
     assert result.placement.worktree == WORKTREE
     assert [p.path for p in result.admin_paths] == [f"{PRIMARY}/.git", f"{WORKTREE}/.git"]
@@ -400,11 +402,15 @@ def test_a_pi_launch_plan_has_its_exact_command_environment_tools_and_digests() 
     assert len(result.command.adaptations) == 2
     assert result.grant_digest == parse_grant(GRANT).digest()
     assert result.brief_digest == sha256(result.brief)
-    assert result.settings_digest is None
-    assert result.control_files == {
-        f"{RT}/control/result.schema.json": RESULT_SCHEMA,
-        f"{RT}/config/settings.json": '{\n  "defaultProjectTrust": "never"\n}\n',
-    }
+    extension = result.control_files[f"{RT}/control/permission.ts"]
+    assert result.settings_digest == sha256(extension)
+    assert sorted(result.control_files) == [f"{RT}/config/settings.json",
+                                            f"{RT}/control/permission.ts",
+                                            f"{RT}/control/pi_policy.ts",
+                                            f"{RT}/control/result.schema.json"]
+    assert result.control_files[f"{RT}/control/result.schema.json"] == RESULT_SCHEMA
+    assert result.control_files[f"{RT}/config/settings.json"] == (
+        '{\n  "defaultProjectTrust": "never"\n}\n')
     assert "concorde_result" in result.brief
     assert world.fs_writes() == []
 

@@ -1,0 +1,97 @@
+"""The Claude Code hooks, generated from one template with the run's policy embedded.
+
+`control/write_hook.py` (matcher `Edit|Write|MultiEdit|NotebookEdit`, notes/harness.md §1.4) and
+`control/search_hook.py` (matcher `Grep|Glob`, docs/decisions.md "Grep and Glob from an ancestor
+(Claude Code)") are both `hook_template.py` with its line `GRANT: dict = {}` replaced by
+`GRANT: dict = <json>` (the policy's lists, `domain.search_guard.hook_grant`, keys sorted, ASCII)
+and its line `HOOK: str = "write"` set to the hook's name. Tests parse the JSON back by splitting
+on `"GRANT: dict = "`.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from pathlib import Path
+from typing import Any, Literal
+
+from concorde_workers.domain.claude_settings import HOOK_TIMEOUT_SECONDS, hook_command
+from concorde_workers.domain.layout import RuntimeLayout
+from concorde_workers.domain.policy import Policy
+from concorde_workers.domain.search_guard import SEARCH_TOOLS_MATCHER, hook_grant
+
+HookName = Literal["write", "search"]
+
+TEMPLATE = Path(__file__).with_name("hook_template.py")
+GRANT_LINE = "GRANT: dict = {}  # type: ignore[type-arg]\n"
+GRANT_MARK = "GRANT: dict = "
+HOOK_LINE = 'HOOK: str = "write"\n'
+SEARCH_HOOK_FILE = "search_hook.py"
+
+
+def search_hook_path(runtime: RuntimeLayout) -> str:
+    """`<runtime>/control/search_hook.py`."""
+    return posixpath.join(runtime.control, SEARCH_HOOK_FILE)
+
+
+def hook_path(runtime: RuntimeLayout, hook: HookName) -> str:
+    return runtime.write_hook if hook == "write" else search_hook_path(runtime)
+
+
+def _only_json_text(value: Any) -> None:
+    """The embedded JSON must read back as the same Python literal: strings, lists and objects
+    only (no true/false/null, whose JSON spelling is no Python literal)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _only_json_text(k)
+            _only_json_text(v)
+    elif isinstance(value, list):
+        for v in value:
+            _only_json_text(v)
+    elif not isinstance(value, str):
+        raise TypeError(f"a hook embeds only text, lists and objects, not {value!r}")
+
+
+def grant_json(policy: Policy) -> str:
+    """The embedded `GRANT` as one line of ASCII JSON, keys sorted."""
+    data = hook_grant(policy)
+    _only_json_text(data)
+    return json.dumps(data, sort_keys=True, ensure_ascii=True)
+
+
+def template_text() -> str:
+    return TEMPLATE.read_text(encoding="utf-8")
+
+
+def hook_source(policy: Policy, hook: HookName, template: str | None = None) -> str:
+    """The generated hook's text."""
+    source = template_text() if template is None else template
+    for line in (GRANT_LINE, HOOK_LINE):
+        if source.count(line) != 1:
+            raise ValueError(f"the hook template must hold the line {line.strip()!r} once")
+    source = source.replace(GRANT_LINE, f"{GRANT_MARK}{grant_json(policy)}\n")
+    return source.replace(HOOK_LINE, f"HOOK: str = {json.dumps(hook)}\n")
+
+
+def embedded_grant(source: str) -> dict[str, Any]:
+    """The `GRANT` a generated hook embeds, parsed back."""
+    line = source.split(GRANT_MARK, 1)[1].split("\n", 1)[0]
+    parsed: dict[str, Any] = json.loads(line)
+    return parsed
+
+
+def search_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any]:
+    """The settings' PreToolUse entry of the search hook (passed as `extra_hooks`)."""
+    return {
+        "matcher": SEARCH_TOOLS_MATCHER,
+        "hooks": [{"type": "command",
+                   "command": hook_command(interpreter, search_hook_path(runtime)),
+                   "timeout": HOOK_TIMEOUT_SECONDS}],
+    }
+
+
+def hook_files(policy: Policy) -> dict[str, str]:
+    """control/write_hook.py and control/search_hook.py of the run (absolute path -> text)."""
+    template = template_text()
+    return {hook_path(policy.runtime, name): hook_source(policy, name, template)
+            for name in ("write", "search")}

@@ -1,0 +1,346 @@
+"""A scripted OpenAI-compatible model server on 127.0.0.1, for the demo and the end-to-end tests.
+
+It answers `POST /v1/chat/completions` with server-sent events as the OpenAI API streams them
+(`data: {chunk}` lines whose `choices[0].delta` carries `content` or `tool_calls` - id, function
+name, then the arguments in fragments - a chunk with the `finish_reason`, a final chunk with
+`usage` {prompt_tokens, completion_tokens, total_tokens} and `data: [DONE]`), taking its answers
+from a script in order:
+
+* `Reply(text=..., tool_calls=[ToolCall(name, arguments)], usage=Usage(...))`: one assistant turn;
+* `Fail(status, message, times=n)`: n requests answered with that HTTP status and the JSON body
+  `{"error": {"message": ..., "type": ..., "code": ...}}` (429, 500, 503, 529, ...);
+* `Hang(seconds)`: a request left unanswered (a model that never answers; `stop` releases it);
+* a callable `(request body) -> Reply | Fail | Hang`: a step that depends on the request, for
+  paths known only once the run started (the system prompt names pi's working directory).
+
+When the script is used up, every further request gets a short text reply that says so (and
+`exhausted` counts them), so a worker that goes on ends its turn instead of retrying.
+Every request is kept in `requests` (n, path, headers, body, what was served) for assertions.
+
+pi reaches it exactly as it reaches a user's own local model proxy: a `models.json` provider
+with `baseUrl http://127.0.0.1:<port>/v1` and `api: openai-completions` in the user's pi
+configuration directory, and an `auth.json` key (`write_pi_config`). Nothing here is known to
+the host: it copies those two files like any user's.
+
+Standard library only (http.server, threading); it never listens anywhere but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+__all__ = ["COST_PER_MILLION", "DEFAULT_MODEL", "DEFAULT_PROVIDER", "Fail", "Hang", "Reply",
+           "ScriptedModelServer", "Step", "ToolCall", "Usage", "write_pi_config"]
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_PROVIDER = "scripted"
+DEFAULT_MODEL = "scripted-model"
+COST_PER_MILLION = {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}
+"""USD per million tokens, so pi reports a cost and a budget limit can be reached."""
+
+EXHAUSTED_TEXT = "(the scripted model server has no more scripted responses)"
+ARGUMENT_FRAGMENT = 40
+"""Tool call arguments are streamed in fragments of this many characters."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 1000
+    completion_tokens: int = 50
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: Mapping[str, Any] | str
+    id: str | None = None
+
+    def arguments_text(self) -> str:
+        args = self.arguments
+        return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One assistant turn: text and/or tool calls; finish_reason defaults to tool_calls when
+    there are calls, else stop."""
+
+    text: str | None = None
+    tool_calls: Sequence[ToolCall] = ()
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Fail:
+    """`times` requests answered with an HTTP error and an OpenAI-style JSON body."""
+
+    status: int
+    message: str
+    times: int = 1
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hang:
+    """A request left unanswered for `seconds` (or until the server stops)."""
+
+    seconds: float = 3600.0
+
+
+Answer = Reply | Fail | Hang
+Step = Answer | Callable[[dict[str, Any]], Answer]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"unparsed": raw.decode("utf-8", "replace")}
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        owner = self.server.owner
+        answer, entry = owner._next(self.path, dict(self.headers), body)
+        if isinstance(answer, Fail):
+            self._json(answer.status, {"error": {"message": answer.message,
+                                                 "type": "scripted_error",
+                                                 "code": answer.status}}, answer.headers)
+        elif isinstance(answer, Hang):
+            owner._stopping.wait(answer.seconds)
+            self.close_connection = True
+        else:
+            self._stream(answer, body, entry["n"])
+
+    def _json(self, status: int, data: Any, headers: Mapping[str, str] | None = None) -> None:
+        payload = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _stream(self, reply: Reply, body: dict[str, Any], n: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        model = str(body.get("model") or DEFAULT_MODEL)
+        for chunk in sse_chunks(reply, model, f"chatcmpl-scripted-{n}", n):
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    owner: ScriptedModelServer
+
+
+def sse_chunks(reply: Reply, model: str, response_id: str, n: int) -> Iterator[dict[str, Any]]:
+    """The chat.completion.chunk objects of one streamed reply, usage last."""
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": response_id, "object": "chat.completion.chunk", "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    if reply.text:
+        for start in range(0, len(reply.text), 80):
+            yield chunk({"content": reply.text[start:start + 80]})
+    for index, call in enumerate(reply.tool_calls):
+        call_id = call.id or f"call_{n}_{index}"
+        yield chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                     "function": {"name": call.name, "arguments": ""}}]})
+        text = call.arguments_text()
+        for start in range(0, len(text), ARGUMENT_FRAGMENT):
+            yield chunk({"tool_calls": [{"index": index, "function": {
+                "arguments": text[start:start + ARGUMENT_FRAGMENT]}}]})
+    finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    yield chunk({}, finish)
+    usage = reply.usage
+    yield {"id": response_id, "object": "chat.completion.chunk", "created": created,
+           "model": model, "choices": [],
+           "usage": {"prompt_tokens": usage.prompt_tokens,
+                     "completion_tokens": usage.completion_tokens,
+                     "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+                     "prompt_tokens_details": {"cached_tokens": usage.cached_tokens}}}
+
+
+class ScriptedModelServer:
+    """The server; `start()` (or `with`) listens on 127.0.0.1 at a free port."""
+
+    def __init__(self, script: Sequence[Step] = ()) -> None:
+        self._script: list[Step] = list(script)
+        self._fail_counts: dict[int, int] = {}
+        self._position = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._counter = itertools.count(1)
+        self.requests: list[dict[str, Any]] = []
+        self.exhausted = 0
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> ScriptedModelServer:
+        server = _Server((LOOPBACK, 0), _Handler)
+        server.owner = self
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="scripted-model",
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = self._thread = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the scripted model server is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}/v1"
+
+    # -- the script ----------------------------------------------------------------------------
+
+    def add(self, *steps: Step) -> ScriptedModelServer:
+        """Append steps to the script (also while it is served)."""
+        with self._lock:
+            self._script.extend(steps)
+        return self
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script) - self._position
+
+    def _next(self, path: str, headers: dict[str, str], body: dict[str, Any]
+              ) -> tuple[Answer, dict[str, Any]]:
+        with self._lock:
+            n = next(self._counter)
+            entry: dict[str, Any] = {"n": n, "time": time.time(), "path": path,
+                                     "headers": headers, "body": body}
+            answer: Answer
+            if self._position >= len(self._script):
+                self.exhausted += 1
+                answer = Reply(text=EXHAUSTED_TEXT, usage=Usage(10, 5))
+            else:
+                step = self._script[self._position]
+                answer = step(body) if callable(step) else step
+                if isinstance(answer, Fail):
+                    used = self._fail_counts.get(self._position, 0) + 1
+                    self._fail_counts[self._position] = used
+                    if used >= answer.times:
+                        self._position += 1
+                else:
+                    self._position += 1
+            entry["served"] = _describe(answer)
+            self.requests.append(entry)
+            return answer, entry
+
+    # -- the request log -----------------------------------------------------------------------
+
+    def messages(self, n: int = -1) -> list[dict[str, Any]]:
+        """The messages of request `n` (from 1; -1 the last)."""
+        entry = self.requests[n] if n < 0 else self.requests[n - 1]
+        messages = entry["body"].get("messages", [])
+        return list(messages) if isinstance(messages, list) else []
+
+    def tool_results(self) -> dict[str, str]:
+        """Every tool result the model was sent, by tool call id (the last text wins)."""
+        found: dict[str, str] = {}
+        for entry in self.requests:
+            for message in entry["body"].get("messages", []) or []:
+                if isinstance(message, dict) and message.get("role") == "tool":
+                    found[str(message.get("tool_call_id"))] = _content_text(
+                        message.get("content"))
+        return found
+
+    def system_prompt(self, n: int = -1) -> str:
+        for message in self.messages(n):
+            if message.get("role") in ("system", "developer"):
+                return _content_text(message.get("content"))
+        return ""
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _describe(answer: Answer) -> str:
+    if isinstance(answer, Fail):
+        return f"HTTP {answer.status}: {answer.message}"
+    if isinstance(answer, Hang):
+        return f"no answer for {answer.seconds:g} s"
+    calls = ", ".join(call.name for call in answer.tool_calls)
+    return f"reply: {'text' if answer.text else ''}{' + ' if answer.text and calls else ''}" \
+           f"{calls}".rstrip(": ")
+
+
+def write_pi_config(directory: str | Path, base_url: str, *, provider: str = DEFAULT_PROVIDER,
+                    model: str = DEFAULT_MODEL, api_key: str = "sk-scripted-local-key",
+                    cost: Mapping[str, float] | None = None) -> tuple[Path, Path]:
+    """A user's pi configuration directory that reaches `base_url` as a local model proxy:
+    `models.json` (an openai-completions provider with one model priced per million tokens) and
+    `auth.json` (its key). Returns their paths; the model's pi id is `<provider>/<model>`."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    models = {"providers": {provider: {
+        "baseUrl": base_url, "api": "openai-completions", "apiKey": "SCRIPTED_API_KEY",
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": model, "name": "Scripted local model", "reasoning": False,
+                    "input": ["text"], "contextWindow": 128000, "maxTokens": 4096,
+                    "cost": dict(cost or COST_PER_MILLION)}]}}}
+    auth = {provider: {"type": "api_key", "key": api_key}}
+    models_file, auth_file = folder / "models.json", folder / "auth.json"
+    models_file.write_text(json.dumps(models, indent=2) + "\n")
+    auth_file.write_text(json.dumps(auth, indent=2) + "\n")
+    models_file.chmod(0o600)
+    auth_file.chmod(0o600)
+    return models_file, auth_file

@@ -1,0 +1,225 @@
+"""End-to-end fixtures: whole `WorkerHost.run` calls through `production(environ)` with the real
+Claude Code (the pinned node_modules/.bin/claude) against the scripted Messages API.
+
+`claude_world` builds, per test:
+
+    <tmp_path>/repo/ ...                 the integration project (tests/integration/conftest.py):
+                                         a real repository with a real .claude/worktrees/task
+    <tmp_path>/user/home/                the user's HOME as the host sees it
+    <tmp_path>/user/claude-config/       the user's CLAUDE_CONFIG_DIR, with a dummy
+                                         .credentials.json (the host copies it into config/)
+    <tmp_path>/bin/claude                the wrapper CONCORDE_CLAUDE names (tests/servers/
+                                         claude_wrapper.py): the real claude with
+                                         ANTHROPIC_BASE_URL=<the server> and
+                                         CLAUDE_CODE_MAX_RETRIES=0 added
+    /tmp/cce-XXXX/                       the host's temp root (a short path: Claude Code's
+                                         sandbox sockets live below the runtime directory)
+
+The host's environment is exactly PATH, LANG, HOME, CLAUDE_CONFIG_DIR, CONCORDE_CLAUDE and
+ANTHROPIC_API_KEY=sk-ant-test: nothing test-only reaches the generated settings. No process of
+the test contacts anything but 127.0.0.1.
+
+A missing claude fails the test (never skips it): run ./scripts/setup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dependency_injector import providers
+from integration.conftest import build_project
+from servers.anthropic_server import AnthropicServer, Step
+from servers.claude_wrapper import find_claude, read_starts, write_wrapper
+
+from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.container import production
+from concorde_workers.application.validation import RoundValidation
+from concorde_workers.contracts import validator
+from concorde_workers.domain.records import RunRecord
+from concorde_workers.domain.request import Limits, RunRequest
+
+DUMMY_CREDENTIALS = json.dumps({"claudeAiOauth": {
+    "accessToken": "sk-ant-oat01-dummy-e2e", "refreshToken": "sk-ant-ort01-dummy-e2e",
+    "expiresAt": 4102444800000, "scopes": ["user:inference"], "subscriptionType": "max"}}) + "\n"
+
+GRANT: dict[str, Any] = {
+    "task_type": "implement",
+    "entries": [
+        {"path": "src/app/", "level": "rw"},
+        {"path": "src/app/util.py", "level": "ro"},
+        {"path": "docs/notes.md", "level": "ro"},
+        {"path": "README.md", "level": "names"},
+    ],
+    "context_identity": "sha256:" + "1" * 64,
+}
+
+
+def ok_result(*deletions: str, summary: str = "done") -> dict[str, Any]:
+    """A valid worker result (no output schema: output is an empty object)."""
+    return {"status": "ok", "summary": summary, "error": None,
+            "proposed_deletions": list(deletions), "output": {}}
+
+
+@pytest.fixture(scope="session")
+def claude_program() -> Path:
+    found = find_claude()
+    if found is None:
+        pytest.fail("the pinned Claude Code (node_modules/.bin/claude) is missing: run "
+                    "./scripts/setup (npm ci installs @anthropic-ai/claude-code 2.1.197)")
+    return found
+
+
+@pytest.fixture
+def anthropic_server() -> Iterator[AnthropicServer]:
+    """A started scripted Messages API on 127.0.0.1 (push the script before the run)."""
+    server = AnthropicServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class ClaudeRun:
+    """One finished run."""
+
+    record: RunRecord
+    server: AnthropicServer
+    starts: list[dict[str, Any]]
+    traces: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.record.model_dump(mode="json")
+
+    @property
+    def code(self) -> str | None:
+        return self.record.error.code if self.record.error is not None else None
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.record.run_directory)
+
+    @property
+    def runtime_dir(self) -> Path:
+        return Path(self.record.runtime_directory)
+
+    def round(self, n: int) -> dict[str, Any]:
+        """The record's round n (from 1)."""
+        return dict(self.data["rounds"][n - 1])
+
+
+@dataclass
+class ClaudeWorld:
+    """The project, the user's files, the wrapper and the host's environment of one test."""
+
+    root: Path
+    worktree: Path
+    primary: Path
+    git_env: dict[str, str]
+    server: AnthropicServer
+    wrapper_log: Path
+    environ: dict[str, str]
+    temp_root: Path
+    user_credentials: Path
+
+    @property
+    def parent(self) -> Path:
+        path = self.root / "trace" / "op-1"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def request(self, *, limits: Limits, grant: dict[str, Any] | None = None,
+                instructions: str = "Add a greeting to src/app/main.py.") -> RunRequest:
+        grant = grant or GRANT
+        return RunRequest.model_validate({
+            "backend": "claude", "worktree": str(self.worktree), "parent": str(self.parent),
+            "task_type": grant["task_type"], "grant": grant, "instructions": instructions,
+            "local_model": "claude-opus-4-8", "limits": limits.model_dump(),
+        })
+
+    def run(self, *script: Step, repeat: Step | None = None, limits: Limits | None = None,
+            validation: RoundValidation | None = None, cancel: Cancellation | None = None,
+            grant: dict[str, Any] | None = None) -> ClaudeRun:
+        self.server.push(*script)
+        self.server.repeat = repeat
+        container = production(self.environ)
+        container.temp_root.override(providers.Object(str(self.temp_root)))
+        host = container.worker_host()
+        limits = limits or Limits(timeout_seconds=60, max_turns=5, rounds=0, retries=0,
+                                  retry_delay_seconds=0)
+        record = host.run(self.request(limits=limits, grant=grant), validation, cancel)
+        problems = sorted(validator("contract.workers.worker-run-record").iter_errors(
+            record.model_dump(mode="json")), key=str)
+        assert not problems, [p.message for p in problems]
+        traces: dict[str, Any] = {}
+        node = validator("contract.tracing.node")
+        run_dir = Path(record.run_directory)
+        for trace in sorted(run_dir.rglob("trace.json")):
+            data = json.loads(trace.read_text())
+            errors = [e.message for e in node.iter_errors(data)]
+            assert not errors, (trace, errors)
+            traces[str(trace.relative_to(run_dir))] = data
+        return ClaudeRun(record=record, server=self.server, starts=read_starts(self.wrapper_log),
+                         traces=traces)
+
+    def runtime_dirs(self) -> list[Path]:
+        return sorted(self.temp_root.iterdir())
+
+    def credential_copies(self) -> list[Path]:
+        """Every credentials file below the temp root (the copies the host made)."""
+        return sorted(self.temp_root.rglob(".credentials.json"))
+
+    def assert_cleaned(self, run: ClaudeRun) -> None:
+        """Nothing of the runtime directory is left: no credential copy, no directory; the
+        user's own credentials are untouched; the server saw no unscripted request."""
+        assert not run.runtime_dir.exists(), list(run.runtime_dir.rglob("*"))
+        assert self.runtime_dirs() == []
+        assert self.credential_copies() == []
+        assert self.user_credentials.read_text() == DUMMY_CREDENTIALS
+
+
+@pytest.fixture
+def claude_world(tmp_path: Path, claude_program: Path,
+                 anthropic_server: AnthropicServer) -> Iterator[ClaudeWorld]:
+    project = build_project(tmp_path / "project")
+    user = tmp_path / "user"
+    home = user / "home"
+    home.mkdir(parents=True)
+    config = user / "claude-config"
+    config.mkdir()
+    credentials = config / ".credentials.json"
+    credentials.write_text(DUMMY_CREDENTIALS)
+    credentials.chmod(0o600)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "claude-starts.jsonl"
+    wrapper = write_wrapper(bin_dir / "claude", claude_program, anthropic_server.url, log)
+    temp_root = Path(tempfile.mkdtemp(prefix="cce-", dir="/tmp"))
+    environ = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(config),
+        "CONCORDE_CLAUDE": str(wrapper),
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+    }
+    world = ClaudeWorld(root=project.root, worktree=project.worktree, primary=project.primary,
+                        git_env=project.git_env, server=anthropic_server, wrapper_log=log,
+                        environ=environ, temp_root=temp_root, user_credentials=credentials)
+    try:
+        yield world
+    finally:
+        for leftover in world.runtime_dirs():  # a failing test's leftovers
+            for path in [leftover, *leftover.rglob("*")]:
+                if path.is_dir() and not path.is_symlink():
+                    os.chmod(path, 0o700)
+        shutil.rmtree(temp_root, ignore_errors=True)

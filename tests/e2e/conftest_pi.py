@@ -1,0 +1,294 @@
+"""Helpers of the pi end-to-end tests: a real Git repository with a real `.claude/worktrees/`
+worktree, the scripted model server on 127.0.0.1, a user's pi configuration directory that
+reaches it (models.json + auth.json, as a user's own local model proxy), and whole
+`WorkerHost.run` calls through `production(environ)` with the real pi and sandbox-runtime.
+
+Nothing here changes what the host generates: the backend is the production `PiBackend`
+(its generated `control/permission.ts` included), only observed - its `BackendContext` is kept so a
+test can ask the domain's tables for the reason a denial must give.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dependency_injector import providers
+from servers.openai_server import (
+    DEFAULT_MODEL,
+    DEFAULT_PROVIDER,
+    Reply,
+    ScriptedModelServer,
+    Step,
+    ToolCall,
+    Usage,
+    write_pi_config,
+)
+
+from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.pi.backend import PiBackend
+from concorde_workers.application.container import production
+from concorde_workers.application.validation import RoundValidation
+from concorde_workers.contracts import validator
+from concorde_workers.domain.records import RunRecord
+from concorde_workers.domain.request import Limits, RunRequest
+from concorde_workers.ports.agent import BackendContext, Generated
+
+__all__ = ["GRANT", "PiRun", "PiWorld", "call", "pi_world", "result_call", "runtime_of"]
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+PI = CHECKOUT / "node_modules" / ".bin" / "pi"
+SANDBOX_RUNTIME = CHECKOUT / "node_modules" / "@anthropic-ai" / "sandbox-runtime"
+WORKTREE_NAME = "task"
+MODEL = f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}"
+
+PROJECT_FILES: dict[str, str] = {
+    "README.md": "# app\n",
+    "src/app/main.py": "print('main')\n",
+    "src/app/util.py": "def util():\n    return 1\n",
+    "src/app/old.py": "# to be deleted\n",
+    "docs/notes.md": "# notes\n",
+    "secrets/token.txt": "not for workers\n",
+    ".gitignore": "__pycache__/\n",
+}
+
+GRANT: dict[str, Any] = {
+    "task_type": "implement",
+    "entries": [
+        {"path": "src/app/", "level": "rw"},
+        {"path": "src/app/util.py", "level": "ro"},
+        {"path": "docs/notes.md", "level": "ro"},
+        {"path": "README.md", "level": "names"},
+    ],
+    "context_identity": "sha256:" + "1" * 64,
+}
+
+
+def require_programs() -> None:
+    """The pinned pi and sandbox-runtime, bwrap and socat: never skipped, a clear failure."""
+    missing = [str(p) for p in (PI, SANDBOX_RUNTIME / "dist" / "index.js") if not p.exists()]
+    missing += [name for name in ("bwrap", "socat", "rg", "git") if shutil.which(name) is None]
+    if shutil.which("fd") is None and shutil.which("fdfind") is None:
+        missing.append("fd (fdfind)")
+    if missing:
+        pytest.fail(f"the pi end-to-end tests need {', '.join(missing)}: run ./scripts/setup",
+                    pytrace=False)
+
+
+# --- what a scripted model says -------------------------------------------------------------------
+
+
+def call(name: str, call_id: str, **arguments: Any) -> ToolCall:
+    return ToolCall(name=name, arguments=arguments, id=call_id)
+
+
+def result_call(call_id: str = "call_result", *deletions: str, status: str = "ok",
+                summary: str = "done", output: dict[str, Any] | None = None) -> ToolCall:
+    return call("concorde_result", call_id, status=status, summary=summary, error=None,
+                proposed_deletions=list(deletions), output=output or {})
+
+
+def runtime_of(body: dict[str, Any]) -> str:
+    """The runtime directory, from the working directory pi names in its system prompt."""
+    for message in body.get("messages", []):
+        content = message.get("content") if isinstance(message, dict) else None
+        text = content if isinstance(content, str) else ""
+        for line in text.splitlines():
+            if line.startswith("Current working directory: "):
+                return str(Path(line.removeprefix("Current working directory: ").strip()).parent)
+    raise AssertionError("pi's system prompt names no working directory")
+
+
+# --- the observed production backend --------------------------------------------------------------
+
+
+class ObservedPiBackend(PiBackend):
+    """The production PiBackend, with its context kept for the test's assertions."""
+
+    contexts: list[BackendContext]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.contexts = []
+
+    def generate(self, context: BackendContext) -> Generated:
+        self.contexts.append(context)
+        generated = super().generate(context)
+        # The real permission extension, generated by the host: never a stand-in.
+        assert context.policy.runtime.permission_extension in generated.files
+        return generated
+
+
+# --- a run and its evidence -----------------------------------------------------------------------
+
+
+@dataclass
+class PiRun:
+    record: RunRecord
+    context: BackendContext
+    server: ScriptedModelServer
+    first_request: int
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.record.model_dump(mode="json")
+
+    @property
+    def code(self) -> str | None:
+        return self.record.error.code if self.record.error is not None else None
+
+    @property
+    def runtime(self) -> Path:
+        return Path(self.record.runtime_directory)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.record.run_directory)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self.server.requests[self.first_request:]
+
+    def tool_result(self, call_id: str) -> str:
+        results = self.server.tool_results()
+        assert call_id in results, f"the model was never sent the result of {call_id}"
+        return results[call_id]
+
+    def round_pi(self, n: int = -1) -> dict[str, Any]:
+        return dict(self.data["rounds"][n]["pi"])
+
+    def explain(self) -> str:
+        """What to print when an assertion fails."""
+        stderr = [p.read_text()[-1500:] for p in sorted(self.run_dir.glob("rounds/*/stderr.log"))]
+        return json.dumps({"error": self.data["error"], "rounds": self.data["rounds"],
+                           "served": [r["served"] for r in self.requests],
+                           "stderr": stderr}, indent=1)[:8000]
+
+
+@dataclass
+class PiWorld:
+    """One test's repository, model server and host environment."""
+
+    root: Path
+    primary: Path
+    worktree: Path
+    home: Path
+    pi_dir: Path
+    server: ScriptedModelServer
+    git_env: dict[str, str]
+    environ: dict[str, str] = field(default_factory=dict)
+    runs: list[PiRun] = field(default_factory=list)
+
+    def git(self, cwd: Path, *args: str) -> str:
+        proc = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              cwd=cwd, env=self.git_env, capture_output=True, text=True,
+                              check=False)
+        if proc.returncode != 0:
+            raise AssertionError(f"git {args} failed: {proc.stderr}")
+        return proc.stdout
+
+    def path(self, rel: str) -> str:
+        """An absolute path in the task worktree (tools take absolute paths)."""
+        return str(self.worktree / rel)
+
+    def request(self, limits: Limits, grant: dict[str, Any] | None = None) -> RunRequest:
+        parent = self.root / "trace" / "op-1"
+        parent.mkdir(parents=True, exist_ok=True)
+        return RunRequest.model_validate({
+            "backend": "pi", "worktree": str(self.worktree), "parent": str(parent),
+            "task_type": "implement", "grant": grant or GRANT,
+            "instructions": "Do the scripted task.", "limits": limits.model_dump(),
+            "local_model": MODEL,
+        })
+
+    def run(self, *script: Step, limits: Limits | None = None,
+            validation: RoundValidation | None = None) -> PiRun:
+        self.server.add(*script)
+        first = len(self.server.requests)
+        container = production(self.environ)
+        backend = ObservedPiBackend(fs=LocalFileSystem(), environ=self.environ)
+        container.backends.override(providers.Dict(pi=providers.Object(backend)))
+        host = container.worker_host()
+        record = host.run(self.request(limits or Limits(
+            timeout_seconds=60, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0)),
+            validation)
+        problems = sorted(validator("contract.workers.worker-run-record").iter_errors(
+            record.model_dump(mode="json")), key=str)
+        assert not problems, [p.message for p in problems]
+        assert backend.contexts, record.error
+        run = PiRun(record=record, context=backend.contexts[-1], server=self.server,
+                    first_request=first)
+        self.runs.append(run)
+        # Nothing but the trace outlives a worker: the runtime directory (credential copies
+        # first) is gone whatever ended the run.
+        assert not run.runtime.exists(), f"{run.runtime} outlived its run"
+        return run
+
+    def porcelain(self) -> list[str]:
+        proc = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain",
+                               "--untracked-files=all"], cwd=self.worktree, env=self.git_env,
+                              capture_output=True, text=True, check=True)
+        return sorted(proc.stdout.splitlines())
+
+
+def build_world(root: Path) -> PiWorld:
+    root = root.resolve()
+    home = root / "home"
+    (home / ".config").mkdir(parents=True)
+    git_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    git_env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+                   GIT_CONFIG_NOSYSTEM="1", LANG="C.UTF-8")
+    primary = root / "repo"
+    server = ScriptedModelServer().start()
+    world = PiWorld(root=root, primary=primary,
+                    worktree=primary / ".claude" / "worktrees" / WORKTREE_NAME, home=home,
+                    pi_dir=home / "pi-agent", server=server, git_env=git_env)
+    primary.mkdir()
+    world.git(primary, "init", "-q", "-b", "main")
+    for rel, text in PROJECT_FILES.items():
+        target = primary / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    world.git(primary, "add", "-A")
+    world.git(primary, "commit", "-q", "-m", "initial")
+    world.git(primary, "worktree", "add", "-q", "-b", WORKTREE_NAME, str(world.worktree))
+    write_pi_config(world.pi_dir, server.base_url)
+    world.environ = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "HOME": str(home),
+        "PI_CODING_AGENT_DIR": str(world.pi_dir),
+        "CONCORDE_PI": str(PI),
+        "CONCORDE_SANDBOX_RUNTIME": str(SANDBOX_RUNTIME),
+    }
+    return world
+
+
+@pytest.fixture
+def pi_world(tmp_path: Path) -> Iterator[PiWorld]:
+    require_programs()
+    world = build_world(tmp_path)
+    try:
+        yield world
+    finally:
+        world.server.stop()
+
+
+def usage(prompt: int = 1000, completion: int = 50) -> Usage:
+    return Usage(prompt_tokens=prompt, completion_tokens=completion)
+
+
+def reply(*calls: ToolCall, text: str | None = None, tokens: tuple[int, int] = (1000, 50)
+          ) -> Reply:
+    return Reply(text=text, tool_calls=calls, usage=usage(*tokens))
+
+
+def texts(results: Sequence[str]) -> str:
+    return "\n".join(results)

@@ -1,0 +1,145 @@
+// Test driver for the generated pi permission extension (tests/integration/test_pi_*.py).
+//
+// Loads control/pi_policy.ts or control/permission.ts with jiti, the way pi 0.73.1 loads an
+// extension (core/extensions/loader.js: jiti with aliases for pi's own packages), and answers one
+// JSON request read from the file named by argv[2]; prints one JSON answer on stdout.
+//
+//   {"mode": "decide", "control": <dir>, "queries": [{"kind": "read"|"write"|"search"|"resolve", ...}]}
+//   {"mode": "extension", "control": <dir>, "cwd": <dir>, "priorEntries": [...], "steps": [...]}
+//
+// No network, no model: the extension's own tools and handlers run against the real file system
+// and the real sandbox-runtime.
+
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const request = JSON.parse(fs.readFileSync(process.argv[2], "utf-8"));
+const repo = request.repo;
+const piPackage = path.join(repo, "node_modules/@mariozechner/pi-coding-agent");
+const requireFromPi = createRequire(path.join(piPackage, "package.json"));
+const { createJiti } = await import(pathToFileURL(path.join(repo, "node_modules/jiti/lib/jiti.mjs")).href);
+
+const alias = {
+	"@mariozechner/pi-coding-agent": path.join(piPackage, "dist/index.js"),
+	typebox: requireFromPi.resolve("typebox"),
+	"typebox/compile": requireFromPi.resolve("typebox/compile"),
+	"typebox/value": requireFromPi.resolve("typebox/value"),
+};
+const jiti = createJiti(import.meta.url, { fsCache: false, moduleCache: false, alias });
+
+function out(value) {
+	// a file, not stdout: process.exit() may cut a long write to a pipe short
+	fs.writeFileSync(request.output, JSON.stringify(value));
+}
+
+if (request.mode === "decide") {
+	const P = await jiti.import(path.join(request.control, "pi_policy.ts"));
+	const policy = request.policy;
+	const answers = [];
+	for (const q of request.queries) {
+		try {
+			if (q.kind === "read") answers.push(P.judgeRead(policy, q.path));
+			else if (q.kind === "write") answers.push(P.judgeWrite(policy, q.path));
+			else if (q.kind === "search") answers.push(P.judgeSearchRoot(policy, q.path));
+			else if (q.kind === "realpath") answers.push({ path: P.realpath(q.path) });
+			else if (q.kind === "resolve") answers.push({ path: P.resolveArgument(q.arg, q.cwd, q.home) });
+			else if (q.kind === "pure-read") answers.push(P.decideRead(policy, q.path, q.real ?? null));
+			else if (q.kind === "pure-write") answers.push(P.decideWrite(policy, q.given, q.resolved, q.link ?? false));
+			else if (q.kind === "pure-search") answers.push(P.decideSearchRoot(policy, q.path, q.real ?? null, q.isDirectory ?? true));
+			else answers.push({ error: `unknown query ${q.kind}` });
+		} catch (e) {
+			answers.push({ error: String(e?.message ?? e) });
+		}
+	}
+	out({ answers });
+	process.exit(0);
+}
+
+// --- mode "extension" ----------------------------------------------------------------------------
+
+process.chdir(request.cwd);
+const mod = await jiti.import(path.join(request.control, "permission.ts"));
+const factory = mod.default;
+const tools = new Map();
+const handlers = new Map();
+const entries = [];
+let aborts = 0;
+const pi = {
+	registerTool: (t) => tools.set(t.name, t),
+	on: (name, h) => {
+		if (!handlers.has(name)) handlers.set(name, []);
+		handlers.get(name).push(h);
+	},
+	appendEntry: (customType, data) => entries.push({ type: "custom", customType, data }),
+	registerFlag: () => {},
+	getFlag: () => undefined,
+};
+const ctx = {
+	cwd: request.cwd,
+	hasUI: false,
+	ui: { notify() {}, setStatus() {} },
+	sessionManager: { getEntries: () => request.priorEntries ?? [] },
+	abort: () => {
+		aborts += 1;
+	},
+	isIdle: () => true,
+	signal: undefined,
+};
+factory(pi);
+
+async function emit(name, event) {
+	let result;
+	for (const h of handlers.get(name) ?? []) {
+		const r = await h(event, ctx);
+		if (r !== undefined) result = r;
+	}
+	return result;
+}
+
+function text(result) {
+	return (result?.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+}
+
+const results = [];
+for (const step of request.steps) {
+	if (step.op === "event") {
+		await emit(step.name, step.event ?? {});
+		results.push({ op: "event", name: step.name });
+		continue;
+	}
+	if (step.op === "state") {
+		results.push({ op: "state", state: mod.__test.state, sandbox: mod.__test.sandbox });
+		continue;
+	}
+	// op "call": the tool_call handlers, then (when not blocked) the tool itself
+	const input = JSON.parse(JSON.stringify(step.input ?? {}));
+	const event = { type: "tool_call", toolName: step.tool, toolCallId: `call_${results.length}`, input };
+	let blocked;
+	try {
+		// skipCheck: call the tool without the tool_call handlers (its own checks must hold)
+		blocked = step.skipCheck ? undefined : await emit("tool_call", event);
+	} catch (e) {
+		blocked = { block: true, reason: String(e?.message ?? e), threw: true };
+	}
+	if (blocked?.block) {
+		results.push({ op: "call", tool: step.tool, blocked: true, reason: blocked.reason, input });
+		continue;
+	}
+	if (step.checkOnly) {
+		results.push({ op: "call", tool: step.tool, blocked: false, input });
+		continue;
+	}
+	const tool = tools.get(step.tool);
+	try {
+		const controller = new AbortController();
+		const r = await tool.execute(event.toolCallId, input, controller.signal, undefined, ctx);
+		results.push({ op: "call", tool: step.tool, blocked: false, ok: true, text: text(r), details: r?.details ?? null, terminate: r?.terminate ?? false, input });
+	} catch (e) {
+		results.push({ op: "call", tool: step.tool, blocked: false, ok: false, error: String(e?.message ?? e), input });
+	}
+}
+await emit("session_shutdown", {});
+out({ results, entries, aborts, tools: [...tools.keys()].sort(), handlers: [...handlers.keys()].sort() });
+process.exit(0);

@@ -1,0 +1,207 @@
+"""The pi permission extension decides exactly as the Python domain (seed 001 "Both backends
+enforce the same grant"; notes/harness.md §2.4-§2.6).
+
+The generated control/pi_policy.ts runs under node (through jiti, as pi loads it) on the same
+paths as `decide_read` / `decide_write` / `decide_search_root`, on a real tree with symbolic
+links (a link at an rw path to an ro file, a link outside to rw, dangling links, a loop, `..`
+through a directory link, `.git`, a runtime path, the worktree root, control/config/jiti, the
+home, the primary worktree), and on a grid of synthetic paths; decisions, rows and reasons must
+be identical.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.pi_extension_world import PiWorld, build_world, node_available
+
+from concorde_workers.domain.policy import (
+    Decision,
+    decide_read,
+    decide_search_root,
+    decide_write,
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not node_available(), reason="node, jiti, pi or sandbox-runtime missing"),
+]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> PiWorld:
+    return build_world(tmp_path_factory.mktemp("pi-parity"))
+
+
+def _py(d: Decision) -> dict[str, Any]:
+    return {"allowed": d.allowed, "reason": d.reason, "row": d.row}
+
+
+def real_paths(w: PiWorld) -> list[str]:
+    wt, rt, primary, home = str(w.worktree), str(w.rt), str(w.primary), str(w.home)
+    rels = [
+        "", "README.md", "notes.md", "src", "src/app", "src/app/", "src/app/main.py",
+        "src/app/new_file.py", "src/app/deep/new/file.py", "src/app/secret.py",
+        "src/app/frozen.py", "src/lib", "src/lib/other.py", "docs", "docs/spec.md",
+        "docs/private", "docs/private/plan.md", "empty", "empty/hidden.txt", ".venv",
+        ".venv/lib/site.py", ".venv/lib/new.py", ".git", ".git/config", "src/app/sub",
+        "src/app/sub/.git", "src/app/sub/.git/config", "src/app/to_ro", "src/app/to_rw",
+        "src/app/to_outside", "src/app/dangling_rw", "src/app/dangling_out",
+        "src/app/docs_dir", "src/app/docs_dir/spec.md", "src/app/docs_dir/../README.md",
+        "src/app/../../README.md", "src/app/../app/main.py", "src/app/to_git",
+        "src/app/to_auth", "src/app/to_jiti", "src/app/to_jiti/control-permission.0.mjs",
+        "src/app/loop", "README.link", "src/app/.venv-like/x.py", "missing/dir/file",
+    ]
+    paths = [os.path.join(wt, r) if r else wt for r in rels]
+    paths += [
+        f"{rt}/control", f"{rt}/control/permission.ts", f"{rt}/control/pi_policy.ts",
+        f"{rt}/config", f"{rt}/config/auth.json", f"{rt}/config/sessions",
+        f"{rt}/tmp", f"{rt}/tmp/jiti", f"{rt}/tmp/jiti/control-permission.0.mjs",
+        f"{rt}/tmp/jiti_alias", f"{rt}/tmp/jiti_alias/control-permission.0.mjs",
+        f"{rt}/tmp/new.txt", f"{rt}/work", f"{rt}/work/scratch.txt", f"{rt}/work/.pi",
+        f"{rt}/work/.pi/settings.json", f"{rt}/work/to_rw", f"{rt}/work/to_ro",
+        f"{rt}/work/ctl", f"{rt}/work/ctl/permission.ts", f"{rt}/home", f"{rt}/home/x",
+        rt, home, f"{home}/dotfile", primary, f"{primary}/secret.txt", f"{primary}/.git",
+        f"{primary}/.git/config", f"{primary}/.git/worktrees/t1/HEAD", f"{primary}/.claude",
+        f"{w.root}/outside/free.txt", f"{w.root}/outside/new.txt", "/etc/hostname", "/usr/bin",
+        "/", "/nonexistent/file",
+    ]
+    return paths
+
+
+@pytest.mark.req("Both backends enforce the same grant")
+@pytest.mark.req("A denied pi file tool call gives the table's reason")
+def test_file_system_decisions_match_the_domain(world: PiWorld) -> None:
+    paths = real_paths(world)
+    queries = [{"kind": k, "path": p} for p in paths for k in ("read", "write", "search")]
+    answers = world.decide(queries)
+    mismatches = []
+    for q, got in zip(queries, answers, strict=True):
+        p = q["path"]
+        real = os.path.realpath(p)
+        if q["kind"] == "read":
+            want = decide_read(world.policy, p, real)
+        elif q["kind"] == "write":
+            want = decide_write(world.policy, p, real, os.path.islink(p))
+        else:
+            is_dir = os.path.isdir(p) if os.path.exists(p) else True
+            want = decide_search_root(world.policy, p, real, is_dir)
+        if got != _py(want):
+            mismatches.append((q["kind"], p, got, _py(want)))
+    assert mismatches == []
+
+
+def test_the_extensions_realpath_is_pythons(world: PiWorld) -> None:
+    paths = real_paths(world)
+    answers = world.decide([{"kind": "realpath", "path": p} for p in paths])
+    assert [a["path"] for a in answers] == [os.path.realpath(p) for p in paths]
+
+
+def test_the_real_tree_covers_the_interesting_cases(world: PiWorld) -> None:
+    """The parity above is only worth what it covers: check a few decisions outright."""
+    wt, rt = world.worktree, world.rt
+    got = world.decide([
+        {"kind": "write", "path": f"{wt}/src/app/to_ro"},
+        {"kind": "write", "path": f"{rt}/work/to_rw"},
+        {"kind": "write", "path": f"{wt}/src/app/dangling_rw"},
+        {"kind": "write", "path": f"{wt}/src/app/dangling_out"},
+        {"kind": "read", "path": f"{wt}/src/app/docs_dir/../README.md"},
+        {"kind": "read", "path": f"{wt}/src/app/sub/.git/config"},
+        {"kind": "read", "path": f"{rt}/tmp/jiti_alias/control-permission.0.mjs"},
+        {"kind": "read", "path": f"{rt}/work/ctl/permission.ts"},
+        {"kind": "write", "path": f"{rt}/work/.pi/settings.json"},
+        {"kind": "write", "path": f"{wt}/.venv/lib/site.py"},
+        {"kind": "search", "path": f"{wt}/src/lib"},
+    ])
+    assert got[0]["reason"] == (f"docs/spec.md (the target of the symbolic link {wt}/src/app/to_ro) "
+                                "is read-only for this task")
+    assert got[1]["allowed"] is True  # a link outside the worktree to an rw file
+    assert got[2]["allowed"] is True  # dangling, target in rw
+    assert got[3]["reason"] == (f"{wt}/src/app/dangling_out is a symbolic link to "
+                                f"{world.root}/outside/new.txt, outside the task worktree")
+    assert got[4]["reason"] == "README.md is not in this task's grant"  # `..` after the link
+    assert got[5]["reason"] == "Git metadata is not available to workers"
+    assert got[6]["reason"] == f"{rt}/tmp/jiti/control-permission.0.mjs belongs to the host"
+    assert got[7]["reason"] == f"{rt}/control/permission.ts belongs to the host"
+    assert got[8]["reason"] == f"{rt}/work/.pi/settings.json is outside the task worktree"
+    assert "lies in a runtime path" in got[9]["reason"]
+    assert got[10]["reason"] == "src/lib holds nothing this task may read"
+
+
+def synthetic_paths(w: PiWorld) -> list[str]:
+    wt, rt = str(w.worktree), str(w.rt)
+    prefixes = [wt, f"{wt}/src", f"{wt}/src/app", f"{wt}/docs", f"{wt}/docs/private", f"{wt}/.venv",
+                f"{wt}/empty", f"{rt}/control", f"{rt}/config", f"{rt}/tmp/jiti", f"{rt}/tmp",
+                f"{rt}/work", f"{rt}/home", str(w.primary), str(w.home), "/etc", f"{w.primary}/.git"]
+    tails = ["", "x", ".git", ".git/x", "a/../b", "..", "../..", "./y", "sub/", "secret.py",
+             "frozen.py", "app", "app/", "private/plan.md", "lib/site.py", "jiti/z"]
+    return [p + ("/" + t if t else "") for p, t in itertools.product(prefixes, tails)]
+
+
+@pytest.mark.req("Both backends enforce the same grant")
+def test_pure_decisions_match_the_domain_on_a_grid(world: PiWorld) -> None:
+    paths = synthetic_paths(world)
+    reals = [None, str(world.worktree / "src/app/main.py"), str(world.rt / "config/auth.json"),
+             "/usr/share/x"]
+    queries: list[dict[str, Any]] = []
+    expected: list[dict[str, Any]] = []
+    for p in paths:
+        for real in reals:
+            queries.append({"kind": "pure-read", "path": p, "real": real})
+            expected.append(_py(decide_read(world.policy, p, real)))
+            for is_dir in (True, False):
+                queries.append({"kind": "pure-search", "path": p, "real": real,
+                                "isDirectory": is_dir})
+                expected.append(_py(decide_search_root(world.policy, p, real, is_dir)))
+        for link in (False, True):
+            queries.append({"kind": "pure-write", "given": p, "resolved": p, "link": link})
+            expected.append(_py(decide_write(world.policy, p, p, link)))
+    answers = world.decide(queries)
+    mismatches = [(q, a, e) for q, a, e in zip(queries, answers, expected, strict=True) if a != e]
+    assert mismatches == []
+
+
+def test_arguments_resolve_like_pi(world: PiWorld) -> None:
+    cases = [
+        ("@~/notes.txt", "/w", "/home/run", "/home/run/notes.txt"),
+        ("~", "/w", "/home/run", "/home/run"),
+        ("src/../a.txt", "/w", "/h", "/w/a.txt"),
+        ("a\u00a0b.txt", "/w", "/h", "/w/a b.txt"),
+        ("@/abs/p", "/w", "/h", "/abs/p"),
+        ("file:///etc/x%20y", "/w", "/h", "/etc/x y"),
+        ("/abs/../kept", "/w", "/h", "/abs/../kept"),  # pi passes absolute paths as written
+        ("./x", "/w/sub", "/h", "/w/sub/x"),
+    ]
+    got = world.decide([{"kind": "resolve", "arg": a, "cwd": c, "home": h} for a, c, h, _ in cases])
+    assert [g["path"] for g in got] == [want for *_, want in cases]
+
+
+def test_the_embedded_policy_is_the_domains(world: PiWorld) -> None:
+    """One source: the extension embeds Policy.to_json() (plus pi's own keys)."""
+    data = world.embedded
+    base = world.policy.to_json()
+    for key, value in base.items():
+        if key == "sandbox":
+            continue
+        assert data[key] == value, key
+    sandbox = base["sandbox"]
+    assert data["sandbox"]["denyRead"] == sandbox["denyRead"]
+    assert data["sandbox"]["allowWrite"] == sandbox["allowWrite"]
+    assert data["sandbox"]["denyWrite"] == sandbox["denyWrite"]
+    vendor = f"{data['sandboxRuntime']}/vendor"
+    assert data["sandbox"]["allowRead"] == [*sandbox["allowRead"], vendor]
+    # the §9 hardening is in the shared lists
+    rt = world.rt
+    assert str(rt / "tmp/jiti") in sandbox["denyRead"]
+    assert str(rt / "tmp/jiti") in sandbox["denyWrite"]
+    assert str(rt / "work/.pi") in sandbox["denyWrite"]
+    for host in (rt / "control", rt / "config"):
+        assert str(host) in sandbox["denyRead"]
+    assert set(data) >= {"worktree", "rw", "ro", "names", "git", "runtime", "hidden", "own",
+                         "primary", "userHome", "sandbox", "programs", "limits", "resultSchema",
+                         "sandboxRuntime"}
+    assert Path(data["sandboxRuntime"], "dist/index.js").is_file()
