@@ -52,7 +52,7 @@ from concorde_workers.domain.rounds import (
 )
 from concorde_workers.ports.agent import RoundKind
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 from concorde_workers.ports.random import Random
@@ -181,6 +181,10 @@ class RoundRunner:
             session = None
         command = prepared.backend.command(prepared.context, kind, session)
         reader = prepared.backend.reader(prepared.context)
+        stale = self._clear_scratch()
+        if stale is not None:
+            round_state.failure = stale
+            return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
         try:
             handle = c.processes.start(command.argv, prepared.environment, command.cwd, prompt,
                                        timeout_seconds=c.state.request.limits.timeout_seconds)
@@ -207,6 +211,25 @@ class RoundRunner:
         c.tracer.write_stderr(c.state.layout, round_state.number, stderr)
         round_state.stderr_tail = stderr.decode("utf-8", "replace")
         return reader.finish(exit_status, handle.timed_out, round_state.stderr_tail)
+
+    def _clear_scratch(self) -> str | None:
+        """Remove what a worker could have planted for the agent program's own process before
+        the round starts (notes/pi.md §9); a link is removed, never followed. The round does not
+        start when that fails."""
+        fs = self.c.fs
+        prepared = self.c.prepared
+        for path in prepared.backend.round_scratch(prepared.context):
+            try:
+                if not fs.lexists(path):
+                    continue
+                if fs.is_dir(path) and not fs.is_symlink(path):
+                    fs.rmtree(path)
+                else:
+                    fs.remove(path)
+            except FileSystemError as error:
+                return (f"the host could not clear {path} before the round: "
+                        f"{error.os_error_text}")
+        return None
 
     def _judge_result(self, round_state: RoundState, report: RoundReport) -> None:
         """Validate the worker's claim: the result contract, then the schema with the caller's

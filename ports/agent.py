@@ -98,6 +98,12 @@ class AgentBackend(Protocol):
         first when the run ends."""
         ...
 
+    def round_scratch(self, context: BackendContext) -> Sequence[str]:
+        """Paths in the runtime directory the host removes before every round: what a worker
+        could have planted there for the agent program's own process, which runs outside the
+        sandbox (pi's compiled-extension cache and project settings, notes/pi.md §9)."""
+        ...
+
     def command(self, context: BackendContext, kind: RoundKind,
                 session: str | None) -> LaunchCommand:
         """The round's command line; `session` is the latest session for resume and retry rounds

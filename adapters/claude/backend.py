@@ -53,6 +53,9 @@ class ClaudeBackend:
             program=program, program_found=found,
         )
 
+    def round_scratch(self, context: BackendContext) -> Sequence[str]:
+        return ()
+
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """The user's credentials file (`$CLAUDE_CONFIG_DIR/.credentials.json`, else
         `~/.claude/.credentials.json` of the host's HOME) and its copy in config/."""

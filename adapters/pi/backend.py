@@ -20,6 +20,7 @@ from concorde_workers.domain.environment import pi_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, pi_command
 from concorde_workers.domain.layout import PI_AUTH_FILE, PI_MODELS_FILE
+from concorde_workers.domain.policy import jiti_cache, pi_project_dir
 from concorde_workers.domain.prerequisites import (
     SANDBOX_RUNTIME_ENTRY,
     SANDBOX_RUNTIME_RELATIVE,
@@ -76,6 +77,13 @@ class PiBackend:
             settings_digest=digest_text(extension[rt.permission_extension]),
             tools=context.policy.tools_for("pi"), program=program, program_found=found,
         )
+
+    def round_scratch(self, context: BackendContext) -> Sequence[str]:
+        """pi compiles the extension into `<rt>/tmp/jiti` and reads project settings, a system
+        prompt and packages from `<rt>/work/.pi`; both lie where the worker's bash may write
+        (the sandbox denies them, and the host clears them anyway: notes/pi.md §9)."""
+        runtime = context.policy.runtime
+        return (jiti_cache(runtime), pi_project_dir(runtime))
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """auth.json and models.json, only, from the user's pi configuration directory

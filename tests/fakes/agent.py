@@ -194,6 +194,7 @@ class TestBackendBase:
     name: Backend = "pi"
     fs: FileSystem | None = None
     credentials: Credentials = ()
+    scratch: Sequence[str] = ()
     refusal: Refusal | None = None
     program: str = FAKE_PROGRAM
     program_found: bool = True
@@ -241,6 +242,9 @@ class TestBackendBase:
             return policy.runtime.settings, text + "\n"
         return (policy.runtime.permission_extension,
                 f"// the test backend's permission extension\nexport const POLICY = {text};\n")
+
+    def round_scratch(self, context: BackendContext) -> Sequence[str]:
+        return tuple(self.scratch)
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         self._seen(context)

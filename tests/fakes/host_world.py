@@ -101,11 +101,12 @@ class HostWorld(PlanWorld):
     def run(self, rounds: Sequence[Round] = (), validation: RoundValidation | None = None,
             cancel: Cancellation | None = None, *, backend: str = "pi",
             credentials: Sequence[tuple[str, str]] | None = None,
-            refusal: Refusal | None = None, **request_overrides: Any) -> RunRecord:
+            refusal: Refusal | None = None, scratch: Sequence[str] = (),
+            **request_overrides: Any) -> RunRecord:
         """Run the host over `rounds` with the request's fields overridden; returns the record.
         `refusal` is what the backend's prerequisite check answers (pi_runtime_missing)."""
         scripted = ScriptedBackend(backend, self.fs, rounds=list(rounds),  # type: ignore[arg-type]
-                                   refusal=refusal)
+                                   refusal=refusal, scratch=tuple(scratch))
         if credentials is not None:
             scripted.credentials = list(credentials)
         elif self.credentials:

@@ -197,6 +197,19 @@ def test_writes_inside_rw_end_ok_with_a_clean_audit(harness: HostHarness) -> Non
     assert_cleaned(harness, run)
 
 
+@pytest.mark.req("The host creates no file for the worker")
+def test_a_run_that_changes_nothing_leaves_the_worktree_byte_for_byte(
+        harness: HostHarness, take_snapshot: Any) -> None:
+    gitdir = harness.primary / ".git" / "worktrees" / "task"
+    before = take_snapshot([harness.worktree, gitdir])
+    status = porcelain(harness.git_env, harness.worktree)
+    run = harness.run([*OPEN, Step.result(ok_result())])
+    assert run.record.status == "ok", run.record.error
+    assert take_snapshot([harness.worktree, gitdir]) == before  # every entry, bytes and mode
+    assert porcelain(harness.git_env, harness.worktree) == status
+    assert_cleaned(harness, run)
+
+
 def test_invalid_output_lines_are_ignored(harness: HostHarness) -> None:
     run = harness.run([
         *OPEN,
@@ -426,6 +439,8 @@ def test_the_host_performs_the_proposed_deletions(harness: HostHarness) -> None:
 # --- cancellation and the worker's own mess ------------------------------------------------------
 
 
+@pytest.mark.req("The transcript is kept before the runtime directory goes")
+@pytest.mark.req("No worker process outlives its round")
 def test_a_cancellation_from_another_thread_interrupts_the_round(harness: HostHarness,
                                                                  pids: Path) -> None:
     cancel = Cancellation()

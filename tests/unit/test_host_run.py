@@ -730,3 +730,42 @@ def test_a_held_back_action_is_written_while_the_worker_is_silent() -> None:
         time.sleep(0.02)
     flusher.stop()
     assert world.status(RUN_DIR)["last_action"]["target"] == "pytest -q"
+
+
+# --- what the worker could plant for the agent program's own process (notes/pi.md §9) ---------
+
+SCRATCH = (f"{RUNTIME_DIR}/tmp/jiti", f"{RUNTIME_DIR}/work/.pi")
+
+
+def _plant(world: HostWorld) -> Callable[[FakeStart], None]:
+    def effects(start: FakeStart) -> None:
+        world.fs.write(f"{SCRATCH[0]}/control-permission.mjs", "POISONED\n")
+        world.fs.write(f"{SCRATCH[1]}/settings.json", '{"retry": {"enabled": false}}\n')
+    return effects
+
+
+def test_the_host_clears_the_agents_scratch_before_every_round() -> None:
+    world = HostWorld()
+    seen: list[bool] = []
+
+    def second_round(start: FakeStart) -> None:
+        seen.append(any(world.exists(p) for p in SCRATCH))
+
+    repair = ValidationOutcome(repair="again")
+    answers = iter([repair, ValidationOutcome()])
+    record = world.run(
+        [Round.ok(ok_result(), effects=_plant(world), transcript="s-1"),
+         Round.ok(ok_result(), effects=second_round, transcript="s-1")],
+        validation=lambda _: next(answers), scratch=SCRATCH)
+    assert record.status == "ok" and len(record.rounds) == 2
+    assert seen == [False]
+
+
+def test_a_round_does_not_start_when_its_scratch_cannot_be_cleared() -> None:
+    world = HostWorld()
+    world.fs.write(f"{SCRATCH[0]}/planted.mjs", "POISONED\n")
+    world.fs.fail("rmtree", SCRATCH[0], "Device or resource busy", 16)
+    record = world.run([Round.ok(ok_result())], scratch=SCRATCH)
+    assert record.error is not None and record.error.code == "launch_failed"
+    assert f"could not clear {SCRATCH[0]}" in record.error.detail
+    assert world.runner.starts == []
