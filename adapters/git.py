@@ -29,11 +29,25 @@ from concorde_workers.domain.git_status import (
     HeadState,
     StatusEntry,
     WorktreeInfo,
+    config_files,
+    config_files_digest,
     decode_path,
     parse_porcelain_v2,
     parse_worktree_list_z,
 )
 from concorde_workers.ports.git import GitCommandFailed, HeadBlob
+
+
+def _read_or_none(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        # Unreadable is a state of its own: never equal to a readable file.
+        return f"unreadable: {error.strerror}".encode()
+
 
 SAFETY_OPTIONS: tuple[str, ...] = (
     "-c",
@@ -179,6 +193,10 @@ class GitCliReader:
             return HeadBlob(mode=mode, oid=oid, digest=None) if kind == "commit" else None
         _, content = self._run(worktree, ["cat-file", "blob", oid])
         return HeadBlob(mode=mode, oid=oid, digest="sha256:" + hashlib.sha256(content).hexdigest())
+
+    def config_digest(self, worktree: str) -> str:
+        git_dir, common = self.git_dirs(worktree)
+        return config_files_digest(config_files(git_dir, common), _read_or_none)
 
     def head_blob_digest(self, worktree: str, rel: str) -> str | None:
         blob = self.head_blob(worktree, rel)

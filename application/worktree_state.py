@@ -42,17 +42,19 @@ class WorktreeObserver:
     def snapshot(self) -> Snapshot:
         """HEAD, the index digest and the state of every tracked change and untracked file.
         Raises GitCommandFailed."""
-        (head, index), files = self._beside(self._head_and_index, self._listed)
+        (head, index, config), files = self._beside(self._git_state, self._listed)
         return WorktreeState(head_branch=head.branch, head_commit=head.commit,
-                             index_digest=index, files=files)
+                             index_digest=index, files=files, config_digest=config)
 
     def observe(self, snapshot: Snapshot) -> Observation:
         """The worktree after a round, in the snapshot's shape. Raises GitCommandFailed."""
-        (head, index), files = self._beside(self._head_and_index, self._listed)
-        return observe(snapshot, head.branch, head.commit, index, files, self.measure)
+        (head, index, config), files = self._beside(self._git_state, self._listed)
+        return observe(snapshot, head.branch, head.commit, index, files, self.measure, config)
 
-    def _head_and_index(self) -> tuple[HeadState, str]:
-        return self._git.head(self._worktree), self._git.index_digest(self._worktree)
+    def _git_state(self) -> tuple[HeadState, str, str]:
+        """HEAD, the index digest and the Git configuration digest."""
+        return (self._git.head(self._worktree), self._git.index_digest(self._worktree),
+                self._git.config_digest(self._worktree))
 
     def _beside(self, background: Callable[[], _T],
                 listed: Callable[[], dict[str, FileState | None]]

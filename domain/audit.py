@@ -43,6 +43,7 @@ class WorktreeState(BaseModel):
     head_commit: str | None
     index_digest: str
     files: Mapping[str, FileState | None]
+    config_digest: str = ""
 
 
 Snapshot = WorktreeState
@@ -59,6 +60,7 @@ def observe(
     index_digest: str,
     listed: Mapping[str, FileState | None],
     measure: Callable[[str], FileState | None],
+    config_digest: str = "",
 ) -> Observation:
     """The observation after a round: what Git lists, completed by every snapshot path Git no
     longer lists, measured where it lies by `measure` (a `FileState`, e.g. equal to HEAD again,
@@ -68,7 +70,8 @@ def observe(
         if path not in files:
             files[path] = measure(path)
     return WorktreeState(
-        head_branch=head_branch, head_commit=head_commit, index_digest=index_digest, files=files
+        head_branch=head_branch, head_commit=head_commit, index_digest=index_digest, files=files,
+        config_digest=config_digest,
     )
 
 
@@ -79,6 +82,9 @@ class Verdict(StrEnum):
 
 HEAD_VIOLATION = "HEAD"
 INDEX_VIOLATION = "index"
+# Beyond the spec's Git state (docs/decisions.md): what decides which files Git lists. A worker
+# that changed info/exclude or the repository's config could hide a file from the audit.
+CONFIG_VIOLATION = "Git configuration"
 DELETED_SUFFIX = " (deleted)"
 
 
@@ -125,12 +131,15 @@ def changed_paths(snapshot: Snapshot, observed: Observation) -> tuple[str, ...]:
 
 
 def git_state_violations(snapshot: Snapshot, observed: Observation) -> tuple[str, ...]:
-    """`HEAD` when HEAD names another branch or commit, then `index` for a changed index."""
+    """`HEAD` when HEAD names another branch or commit, then `index` for a changed index, then
+    `Git configuration` when what decides which files Git lists changed."""
     found: list[str] = []
     if (snapshot.head_branch, snapshot.head_commit) != (observed.head_branch, observed.head_commit):
         found.append(HEAD_VIOLATION)
     if snapshot.index_digest != observed.index_digest:
         found.append(INDEX_VIOLATION)
+    if snapshot.config_digest != observed.config_digest:
+        found.append(CONFIG_VIOLATION)
     return tuple(found)
 
 

@@ -14,6 +14,8 @@ spaces, quotes, tabs and newlines arrive as they are.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
@@ -236,3 +238,19 @@ def parse_worktree_list_z(data: bytes) -> list[WorktreeInfo]:
     if current is not None:
         raise GitOutputError("worktree list ended inside a record")
     return result
+
+
+def config_files(git_dir: str, common_dir: str) -> tuple[str, ...]:
+    """The files that decide which files Git lists and how (the audit's Git configuration):
+    the common directory's `config` and `info/exclude`, the worktree's `config.worktree`."""
+    return (f"{common_dir}/config", f"{common_dir}/info/exclude", f"{git_dir}/config.worktree")
+
+
+def config_files_digest(paths: Sequence[str], read: Callable[[str], bytes | None]) -> str:
+    """"sha256:<hex>" over each file's path and bytes (or its absence)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        data = read(path)
+        digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(b"absent\0" if data is None else b"%d\0" % len(data) + data)
+    return "sha256:" + digest.hexdigest()

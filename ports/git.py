@@ -99,6 +99,12 @@ class GitReader(Protocol):
         not listed; paths relative to the worktree's top level, in Git's order."""
         ...
 
+    def config_digest(self, worktree: str) -> str:
+        """"sha256:<hex>" of what decides which files Git lists and how: the common directory's
+        `config` and `info/exclude` and the worktree's `config.worktree` (each file's bytes, or
+        its absence). A worker that changed them could hide a file from the audit."""
+        ...
+
     def head_blob(self, worktree: str, rel: str) -> HeadBlob | None:
         """The file `rel` as HEAD records it; None when HEAD has no such file (or no commit)."""
         ...

@@ -209,6 +209,29 @@ class TestHead:
         assert (detached.branch, detached.commit) == (None, before.commit)
 
 
+class TestConfigDigest:
+    """What decides which files Git lists: a changed info/exclude, config or config.worktree
+    changes the digest, as it could hide a file from the audit."""
+
+    @pytest.mark.parametrize("which", ["info/exclude", "config", "config.worktree"])
+    def test_changes_with_each_file_that_decides_what_git_lists(
+            self, git_world: Any, which: str) -> None:
+        before = git_world.git.config_digest(git_world.worktree)
+        assert before == git_world.git.config_digest(git_world.worktree)
+        folder = git_world.worktree_git_dir if which == "config.worktree" else git_world.common_dir
+        path = f"{folder}/{which}"
+        old = git_world.fs.read_bytes(path) if git_world.fs.lexists(path) else b""
+        git_world.fs.makedirs(path.rsplit("/", 1)[0])
+        git_world.fs.write_atomic(path, old + b"\n# planted: secrets/\n")
+        assert git_world.git.config_digest(git_world.worktree) != before
+
+    def test_a_stat_refresh_or_a_worktree_write_leaves_it(self, git_world: Any) -> None:
+        before = git_world.git.config_digest(git_world.worktree)
+        git_world.write("a.txt", b"changed\n")
+        git_world.refresh()
+        assert git_world.git.config_digest(git_world.worktree) == before
+
+
 class TestIndexDigest:
     def test_stable_across_a_stat_refresh(self, git_world: Any) -> None:
         before = git_world.git.index_digest(git_world.worktree)

@@ -23,6 +23,8 @@ from concorde_workers.domain.git_status import (
     StatusEntry,
     StatusKind,
     WorktreeInfo,
+    config_files,
+    config_files_digest,
     encode_path,
 )
 from concorde_workers.domain.paths import EntryKind
@@ -420,6 +422,16 @@ class FakeGit:
         self._record("head", worktree)
         repo, wt = self._find(worktree, "symbolic-ref")
         return HeadState(branch=wt.branch, commit=self._head_commit(repo, wt))
+
+    def config_digest(self, worktree: str) -> str:
+        self._record("config_digest", worktree)
+        repo, wt = self._find(worktree, "rev-parse")
+
+        def read(path: str) -> bytes | None:
+            node = self.fs.nodes.get(path)
+            return None if node is None else node.data
+
+        return config_files_digest(config_files(wt.git_dir, repo.common_dir), read)
 
     def index_digest(self, worktree: str) -> str:
         self._record("index_digest", worktree)

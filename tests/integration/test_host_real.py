@@ -780,15 +780,13 @@ def test_a_child_holding_stdout_open_does_not_hold_the_round(harness: HostHarnes
     assert_cleaned(harness, run)
 
 
-# --- a gap of the audit (see the report; the spec leaves ignored paths unobserved) -------------------
+# --- what decides which files Git lists is part of the Git state (docs/decisions.md) ----------------
 
 
-@pytest.mark.xfail(strict=True, reason="audit gap: the audit observes HEAD, the index and the "
-                   "files Git lists, not what decides which files Git lists; a worker that "
-                   "writes <common dir>/info/exclude hides a new file outside rw from it")
 def test_a_changed_exclude_file_cannot_hide_a_write_outside_rw(harness: HostHarness) -> None:
     exclude = harness.primary / ".git" / "info" / "exclude"
     run = harness.run([*OPEN, Step.write(str(exclude), "secrets/\n"),
                        Step.write("{worktree}/secrets/planted.txt", "planted\n"),
                        Step.result(ok_result())])
     assert run.code == "audit_violation", run.audit()
+    assert "Git configuration" in run.audit()["violations"]

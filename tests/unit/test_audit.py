@@ -191,3 +191,13 @@ def test_describe_violations_names_every_violation() -> None:
     assert describe_violations(audit(GRANT, state({}), state({}))) == ""
     assert describe_violations(["x"]) == ("the audit found 1 violation: x was created or changed "
                                           "outside the grant's rw paths")
+
+
+def test_a_changed_git_configuration_is_a_git_state_violation_after_head_and_index() -> None:
+    # Beyond the spec's table (docs/decisions.md): info/exclude or the config decide which files
+    # Git lists; a worker that changed them could hide a write outside rw from the audit.
+    before = state({}).model_copy(update={"config_digest": "sha256:a"})
+    after = state({"docs/x.md": EDIT_1}, commit="c2", index="i2").model_copy(
+        update={"config_digest": "sha256:b"})
+    result = audit(GRANT, before, after)
+    assert result.violations == ("HEAD", "index", "Git configuration", "docs/x.md")
