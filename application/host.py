@@ -256,10 +256,7 @@ class WorkerHost:
         prepared = state.prepared
         transcript = None
         if prepared is not None and state.session is not None:
-            try:
-                transcript = prepared.backend.transcript(prepared.context, state.session)
-            except NotImplementedError:
-                transcript = None
+            transcript = prepared.backend.transcript(prepared.context, state.session)
         if transcript is not None and not self._fs.lexists(transcript):
             # A session the agent named but never wrote (pi writes its file only after the
             # first answer): there is no transcript to keep, which is no cleanup failure.

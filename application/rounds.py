@@ -284,10 +284,7 @@ class RoundRunner:
 
     def _usable(self, session: str) -> bool:
         prepared = self.c.prepared
-        try:
-            return prepared.backend.session_usable(prepared.context, session)
-        except NotImplementedError:
-            return True
+        return prepared.backend.session_usable(prepared.context, session)
 
     def _validate(self, round_state: RoundState) -> tuple[ValidationOutcome | None, str | None]:
         c = self.c

@@ -1,8 +1,9 @@
 """The Claude Code backend (seed 000 "Launch"; notes/harness.md §1; notes/claude-code.md).
 
-Generates control/settings.json from the shared policy and the worker result schema, builds
-each round's command line and environment. The write hook, the stream-json reader and the
-transcript lookup are the Claude Code backend's next part.
+Generates the control files from the shared policy (settings.json with the deny rules, the
+sandbox and the hooks; write_hook.py; search_hook.py; the worker result schema), the credential
+copy, each round's command line and environment, the stream-json reader
+(`adapters/claude/stream.py`) and the transcript under config/projects/.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The pi backend (seed 001; notes/harness.md §2; notes/pi.md).
 
-Checks the prerequisites before anything is generated, writes config/settings.json of its own,
-builds each round's command line (adapted to the installed pi in `domain.launch`) and
-environment. The permission extension, the event-stream reader and the transcript lookup are the
-pi backend's next part.
+Checks the prerequisites before anything is generated; generates the permission extension
+(`adapters/pi/extension.py`) and config/settings.json of its own; copies only auth.json and
+models.json; builds each round's command line (adapted to the installed pi in `domain.launch`)
+and environment; reads pi's JSON events (`adapters/pi/stream.py`); the transcript is the
+session file under config/sessions/.
 """
 
 from __future__ import annotations

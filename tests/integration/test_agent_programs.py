@@ -18,18 +18,18 @@ from fakes.agent import make_context
 from fakes.agent_stream import TestStreamReader
 from fakes.program_backend import AGENT_PROGRAM, ProgramBackend, Step
 
+from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.domain.agent_report import RoundReport
 from concorde_workers.domain.rounds import RoundEnding
 from concorde_workers.ports.agent import AgentBackend, RoundKind
 
 pytestmark = pytest.mark.integration
 
-try:
-    from concorde_workers.adapters.process import SubprocessRunner
-except ImportError:  # pragma: no cover - written in parallel
-    SubprocessRunner = None  # type: ignore[assignment,misc]
 
-needs_runner = pytest.mark.skipif(SubprocessRunner is None, reason="adapters/process.py is absent")
+def needs_runner(test: Any) -> Any:
+    return test
+
+
 RESULT = {"status": "ok", "summary": "done", "error": None}
 
 

@@ -27,9 +27,21 @@ from fakes.pi_extension_world import PiWorld, build_world, node_available, sandb
 from concorde_workers.domain.request import Limits
 
 pytestmark = [pytest.mark.integration]
-needs_sandbox = pytest.mark.skipif(not sandbox_available(),
-                                   reason="node/jiti/pi/sandbox-runtime/bwrap/socat/rg missing")
-needs_node = pytest.mark.skipif(not node_available(), reason="node/jiti/pi/sandbox-runtime missing")
+# Never skipped (CI installs everything): a missing tool fails the test and says how to get it.
+SETUP = "run ./scripts/setup (it installs node_modules, bubblewrap, socat, ripgrep and fd-find)"
+
+
+@pytest.fixture(autouse=True)
+def _tools_present() -> None:
+    if not node_available() or not sandbox_available():
+        pytest.fail(f"node, jiti, pi, sandbox-runtime, bwrap, socat or rg is missing: {SETUP}")
+
+
+def needs_sandbox(test: Any) -> Any:
+    return test
+
+
+needs_node = needs_sandbox
 
 START = {"op": "event", "name": "session_start"}
 
@@ -472,8 +484,6 @@ def test_concorde_result_records_and_terminates(world: PiWorld) -> None:
 
 
 def test_limits_default_from_the_request(tmp_path: Path) -> None:
-    if not node_available():
-        pytest.skip("node missing")
     world = build_world(tmp_path, Limits(max_turns=7))
     assert world.embedded["limits"] == {"maxTurns": 7, "maxBudgetUsd": None}
     assert os.path.isfile(world.control / "pi_policy.ts")
@@ -485,7 +495,6 @@ PI = Path(__file__).resolve().parents[2] / "node_modules" / ".bin" / "pi"
 
 
 @needs_sandbox
-@pytest.mark.skipif(not PI.exists(), reason="pi is not installed in node_modules")
 @pytest.mark.req("pi runs stop at their limits")
 @pytest.mark.req("A pi run records the limit it reached")
 @pytest.mark.req("A denied pi file tool call gives the table's reason")

@@ -65,10 +65,10 @@ def runner(**options: float) -> SubprocessRunner:
 @pytest.fixture
 def subreaper() -> Iterator[None]:
     if not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open"):
-        pytest.skip("needs Linux prctl and pidfd_open")
+        pytest.fail("these tests need Linux prctl and os.pidfd_open (Linux 5.3+, Python 3.9+)")
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) refused")
+        pytest.fail("prctl(PR_SET_CHILD_SUBREAPER) was refused")
     try:
         yield
     finally:

@@ -137,3 +137,9 @@ def test_a_worker_of_each_task_type_launches_and_ends_ok(task_type: str) -> None
     tools = set(record.tools.split(",")) if record.tools else set()
     writes = {"edit", "write", "bash"} & tools
     assert (writes == set()) == (task_type in {t.value for t in READ_ONLY_TASK_TYPES})
+
+
+def test_every_requirement_of_seed_001_is_named_by_a_test() -> None:
+    named = spec.named_requirements()
+    uncovered = [t for t in spec.requirement_titles(spec.PI_MECHANICS) if t not in named]
+    assert not uncovered, "pi requirements with no test naming them: " + "; ".join(uncovered)
