@@ -40,6 +40,7 @@ from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.audit import Snapshot
 from concorde_workers.domain.deletions import Kind, outcome, plan_deletions
 from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
+from concorde_workers.domain.grant import Level
 from concorde_workers.domain.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.domain.records import ProgressStatus, RunRecord
@@ -123,7 +124,11 @@ class WorkerHost:
         state.prepared = prepared
         # The snapshot comes before anything is generated: a run whose snapshot failed
         # launches nothing, so it gets no control files and no credential copies.
-        observer = WorktreeObserver(self._git, self._fs, prepared.placement.worktree)
+        observer = WorktreeObserver(
+            self._git, self._fs, prepared.placement.worktree,
+            writable=[e.path for e in prepared.grant.entries
+                      if e.level is Level.RW and e.is_directory],
+            runtime_paths=request.runtime_paths)
         try:
             snapshot = observer.snapshot()
         except GitCommandFailed as failed:

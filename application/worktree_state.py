@@ -16,13 +16,14 @@ them one after another, as before.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from concorde_workers.domain.audit import FileState, Observation, Snapshot, WorktreeState, observe
 from concorde_workers.domain.git_status import HeadState
-from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.paths import DirEntry, EntryKind, relative_to
+from concorde_workers.domain.placement import find_git_entries
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitReader
 
@@ -33,11 +34,18 @@ class WorktreeObserver:
     """Snapshots and observations of one worktree."""
 
     def __init__(self, git: GitReader, fs: FileSystem, worktree: str, *,
-                 parallel: bool = True) -> None:
+                 parallel: bool = True, writable: Sequence[str] = (),
+                 runtime_paths: Sequence[str] = ()) -> None:
+        """`writable` are the grant's rw directories (worktree-relative, such as `src/app/`):
+        the only places where a worker's bash can create Git metadata, which Git never lists
+        (a `.git` there would hide a repository of the worker's own, and its config could run
+        code for whoever later runs Git in it). They are walked for `.git` entries."""
         self._git = git
         self._fs = fs
         self._worktree = worktree
         self._parallel = parallel
+        self._writable = tuple(posixpath.join(worktree, d.rstrip("/")) for d in writable)
+        self._runtime_paths = tuple(runtime_paths)
 
     def snapshot(self) -> Snapshot:
         """HEAD, the index digest and the state of every tracked change and untracked file.
@@ -74,7 +82,27 @@ class WorktreeObserver:
             return future.result(), files
 
     def _listed(self) -> dict[str, FileState | None]:
-        return {entry.path: self.measure(entry.path) for entry in self._git.status(self._worktree)}
+        listed = {entry.path: self.measure(entry.path)
+                  for entry in self._git.status(self._worktree)}
+        for rel in self._git_metadata():
+            listed.setdefault(rel, self.measure(rel))
+        return listed
+
+    def _git_metadata(self) -> list[str]:
+        """Every `.git` entry below the writable directories, worktree-relative."""
+        found: list[str] = []
+        for root in self._writable:
+            if not self._fs.is_dir(root) or self._fs.is_symlink(root):
+                continue
+            for entry in find_git_entries(root, self._list_dir, self._runtime_paths):
+                found.append(relative_to(entry.path, self._worktree))
+        return found
+
+    def _list_dir(self, path: str) -> list[DirEntry]:
+        try:
+            return self._fs.listdir(path)
+        except FileSystemError:
+            return []
 
     def measure(self, rel: str) -> FileState | None:
         """The file where it lies: its digest and executable bit, None when it is gone. A file

@@ -144,9 +144,12 @@ def git_state_violations(snapshot: Snapshot, observed: Observation) -> tuple[str
 
 
 def path_violation(grant: Grant, path: str, after: FileState | None) -> str | None:
-    """The violation a changed path makes, or None when it is allowed (changed or new in rw)."""
+    """The violation a changed path makes, or None when it is allowed (changed or new in rw).
+    Git metadata (a `.git` segment) is never the worker's, whatever the level around it."""
     if after is None:
         return path + DELETED_SUFFIX
+    if ".git" in path.rstrip("/").split("/"):
+        return path
     if grant.level_of(path) is Level.RW:
         return None
     return path

@@ -34,6 +34,8 @@ NAMES_TEXT = "NAMES-LEVEL-CONTENT-r2d7"    # README.md: level names
 PRIMARY_TEXT = "PRIMARY-CONTENT-k3v9"      # a file of the primary worktree only
 PRIMARY_NAME = "primary-only-k3v9"
 VISIBLE_TEXT = "VISIBLE-CONTENT-m5w2"      # src/app/visible.py: rw, the positive control
+DENIED_READ = ("<tool_use_error>File is in a directory that is denied by your permission "
+               "settings.</tool_use_error>")
 CREDENTIAL_TOKEN = json.loads(DUMMY_CREDENTIALS)["claudeAiOauth"]["accessToken"]
 
 
@@ -123,8 +125,7 @@ def test_read_of_withheld_files_is_denied(world: ClaudeWorld) -> None:
     *denied, control = results
     for (label, _), (text, is_error) in zip([*targets.items(), ("credentials", None)],
                                             denied, strict=True):
-        assert is_error, (label, text)
-        assert "denied by your permission settings" in text, (label, text)
+        assert is_error and text == DENIED_READ, (label, text)
     assert not control[1] and "def util()" in control[0], control
     sent = every_body(run)
     for _, text in targets.values():
@@ -154,15 +155,16 @@ def test_search_from_an_ancestor_reveals_nothing_hidden(world: ClaudeWorld) -> N
     run, results = probe(world, calls)
 
     *searches, control = results
-    for call, (text, is_error) in zip(calls, searches, strict=False):
+    for call, (text, is_error) in zip(calls[:-1], searches, strict=True):
         assert is_error and text.startswith("Concorde grant: "), (call, text)
     assert not control[1] and VISIBLE_TEXT in control[0], control
     shown = json.dumps(results)
     for secret in (HIDDEN_TEXT, HIDDEN_NAME, NAMES_TEXT, PRIMARY_TEXT, PRIMARY_NAME, "gitdir",
                    "repositoryformatversion", "secrets/"):
         assert secret not in shown, secret
-    assert [(n, i.get("path")) for n, i in denials(run)] == [
-        (n, i["path"]) for n, i in calls[:-1]]  # type: ignore[index]
+    # Every denied search is listed in the envelope's permission_denials.
+    assert [(name, given.get("path")) for name, given in denials(run)] == [
+        (name, root) for root in roots for name in ("Grep", "Glob")]
     world.assert_cleaned(run)
 
 
@@ -173,6 +175,19 @@ def bash(command: str, **extra: Any) -> Call:
     return ("Bash", {"command": command, "description": "probe", **extra})
 
 
+def rc(command: str) -> str:
+    """The command, then its exit status as ` rc=<n>`."""
+    return f'{command}; echo " rc=$?"'
+
+
+def split(path: Path | str) -> str:
+    """A shell word for `path` that Claude Code's own command check cannot read as that path
+    (the variable joins it only when the shell runs), so the sandbox alone decides."""
+    text = str(path)
+    cut = len(text) - 2
+    return f'"$(printf %s {text[:cut]!r})"{text[cut:]!r}'
+
+
 @pytest.mark.req("Bash runs sandboxed without network")
 @pytest.mark.req("An unlisted host is denied, never approved")
 @pytest.mark.req("No Bash command runs outside the sandbox")
@@ -180,64 +195,68 @@ def test_bash_runs_sandboxed_without_network_or_credentials(world: ClaudeWorld,
                                                              tmp_path: Path) -> None:
     port = world.server.port
     outside = tmp_path / "escaped.txt"
-    direct = (f"curl -sS -m 5 -o /dev/null -w 'code=%{{http_code}}' "
-              f"http://127.0.0.1:{port}/from-sandbox-curl; echo \" rc=$?\"")
-    sock = ("python3 -c 'import socket,sys\n"
-            f"s=socket.create_connection((\"127.0.0.1\",{port}),timeout=5)\n"
-            "s.sendall(b\"GET /from-sandbox-socket HTTP/1.0\\r\\n\\r\\n\")\n"
-            "print(\"CONNECTED\", s.recv(100))'; echo \" rc=$?\"")
-    named = "curl -sS -m 10 -D - -o /dev/null http://example.com/; echo \" rc=$?\""
+    own = f"http://127.0.0.1:{port}"
+    socket_probe = ("python3 -c 'import socket\n"
+                    f"s=socket.create_connection((\"127.0.0.1\",{port}),timeout=5)\n"
+                    "s.sendall(b\"GET /from-sandbox-socket HTTP/1.0\\r\\n\\r\\n\")\n"
+                    "print(\"CONNECTED\", s.recv(100))'")
 
     def config_dir() -> Call:
         config = runtime_dir(world) / "config"
-        return bash(f"ls -A {config}; echo \" rc=$?\"; cat {config}/.credentials.json; "
-                    "echo \" rc=$?\"")
-
-    # The same, with a path Claude Code's own command check cannot see: the sandbox decides.
-    hidden_config = bash("c=con; ls -A \"$PWD/../${c}fig\"; echo \" rc=$?\"; "
-                         "cat \"$PWD/../${c}fig/.credentials.json\"; echo \" rc=$?\"")
+        return bash(rc(f"ls -A {config}") + "; " + rc(f"cat {config}/.credentials.json"))
 
     calls: list[CallStep] = [
-        bash(direct),
-        bash(sock),
-        bash(named),
-        bash(f"echo escaped > {outside}; echo \" rc=$?\"; echo SR=$SANDBOX_RUNTIME",
+        # The server's own port, directly, through the sandbox's HTTP proxy and its SOCKS proxy.
+        bash(rc(f"curl -sS -m 5 -o /dev/null -w 'code=%{{http_code}}' {own}/from-sandbox-curl")),
+        bash(rc(socket_probe)),
+        bash(rc(f"curl -sS -m 5 -D - -o /dev/null --noproxy '' -x \"$HTTP_PROXY\" "
+                f"{own}/from-sandbox-http-proxy")),
+        bash(rc(f"curl -sS -m 5 -D - -o /dev/null --noproxy '' -x \"$GRPC_PROXY\" "
+                f"{own}/from-sandbox-socks-proxy")),
+        # A named host.
+        bash(rc("curl -sS -m 10 -D - -o /dev/null http://example.com/")),
+        # Out of the sandbox on request: still inside.
+        bash(rc(f"echo escaped > {outside}") + "; echo SR=$SANDBOX_RUNTIME",
              dangerouslyDisableSandbox=True),
         bash("env; echo ENV-END"),
+        # config/ (the credential copy): by its path, and by a path only the shell joins.
         config_dir,
-        hidden_config,
+        bash(rc('c=con; ls -A "$PWD/../${c}fig"') + "; "
+             + rc('c=con; cat "$PWD/../${c}fig/.credentials.json"')),
     ]
     run, results = probe(world, calls)
-    (curl_out, _), (sock_out, _), (named_out, _), (unsb_out, _), (env_out, _), (cfg_out, _), \
-        (sandboxed_cfg_out, _) = results
-    import sys
-    for r in results:
-        print("----", r, file=sys.stderr)
+    texts = [text for text, _ in results]
+    curl_out, sock_out, http_proxy_out, socks_out, named_out, unsb_out, env_out, cfg_out, \
+        sandboxed_cfg_out = texts
 
     # No direct connection to the host's loopback: the sandbox has its own network namespace.
-    assert "rc=0" not in curl_out and "code=200" not in curl_out, curl_out
-    assert "CONNECTED" not in sock_out and "rc=0" not in sock_out, sock_out
-    paths = [e["path"] for e in run.server.log]
-    assert not [p for p in paths if "from-sandbox" in p], paths
+    assert "rc=7" in curl_out and "code=000" in curl_out, curl_out
+    assert "ConnectionRefusedError" in sock_out and "CONNECTED" not in sock_out, sock_out
+    # Through the sandbox's proxies, the loopback host is refused like any other host.
+    assert "403" in http_proxy_out and "blocked-by-allowlist" in http_proxy_out, http_proxy_out
+    assert "rc=0" not in socks_out and "HTTP/1" not in socks_out, socks_out
+    assert not [e["path"] for e in run.server.log if "from-sandbox" in e["path"]]
+    assert [e["method"] for e in run.server.log].count("POST") == len(calls) + 1
     # A named host is refused by the proxy's denied "*", never approved by the permission mode.
-    assert "403" in named_out and "blocked-by-allowlist" in named_out, named_out
+    assert "403 Forbidden" in named_out and "blocked-by-allowlist" in named_out, named_out
     # dangerouslyDisableSandbox does not leave the sandbox.
     assert "Read-only file system" in unsb_out and "SR=1" in unsb_out, unsb_out
     assert not outside.exists()
-    # No API key in Bash's environment; config/ is hidden.
+    # No API key in Bash's environment.
     assert "ENV-END" in env_out and "SANDBOX_RUNTIME=1" in env_out, env_out
     assert "ANTHROPIC_API_KEY" not in env_out and "sk-ant-test" not in env_out, env_out
+    # config/ by its path: Claude Code's Read deny rule refuses the command itself.
     assert cfg_out.startswith("Permission to use Bash with command ls -A "), cfg_out
-    assert "has been denied" in cfg_out, cfg_out
-    listing, _, rest = sandboxed_cfg_out.partition("rc=")
-    assert "credentials" not in listing, sandboxed_cfg_out
-    assert "No such file or directory" in rest, sandboxed_cfg_out
+    assert cfg_out.endswith("has been denied."), cfg_out
+    # config/ by a path only the shell joins: the sandbox shows it empty.
+    assert sandboxed_cfg_out.startswith(" rc=0\n"), sandboxed_cfg_out
+    assert ".credentials.json: No such file or directory" in sandboxed_cfg_out
     assert CREDENTIAL_TOKEN not in every_body(run)
     assert run.round(1)["audit"]["verdict"] == "clean"
     world.assert_cleaned(run)
 
 
-# --- (f) Bash writes outside rw ---------------------------------------------------------------
+# --- (f) Bash reads and writes outside the grant ----------------------------------------------
 
 
 @pytest.mark.req("Bash runs sandboxed without network")
@@ -245,34 +264,78 @@ def test_bash_runs_sandboxed_without_network_or_credentials(world: ClaudeWorld,
 @pytest.mark.req("Workers never see Git")
 @pytest.mark.req("Every Git administrative path is hidden")
 def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) -> None:
+    """A Bash write the command check can read as a path meets the generated Edit deny rules;
+    one it cannot meets the sandbox: a ro mount (Read-only file system, or busy for a ro file
+    inside the rw directory), or, below a hidden directory, the sandbox's own empty copy, which
+    never reaches the host. Nothing lands outside rw, so the audit stays clean."""
     wt, primary = world.worktree, world.primary
-    util, notes = wt / "src" / "app" / "util.py", wt / "docs" / "notes.md"
+    app = wt / "src" / "app"
+    util, notes = app / "util.py", wt / "docs" / "notes.md"
     other, outside = wt / "src" / "other" / "lib.py", tmp_path / "outside.txt"
     git_file, git_config = wt / ".git", primary / ".git" / "config"
-    watched = [util, notes, other, git_file, git_config]
+    hidden = wt / "secrets" / f"{HIDDEN_NAME}.txt"
+    watched = [util, notes, other, git_file, git_config, hidden, wt / "README.md"]
     before = {p: p.read_text() for p in watched}
+    write = "echo hacked >"
     calls: list[CallStep] = [
-        bash(f"echo hacked > {util}; echo \" rc=$?\""),
-        bash(f"echo hacked > {notes}; echo \" rc=$?\""),
-        bash(f"echo hacked > {other}; echo \" rc=$?\""),
-        bash(f"echo hacked > {outside}; echo \" rc=$?\""),
-        bash(f"echo hacked >> {git_config}; echo \" rc=$?\"; cat {git_file}; echo \" rc=$?\""),
+        # Paths the command check reads: refused before the command runs.
+        bash(rc(f"{write} {util}")),
+        bash(rc(f"{write} {notes}")),
+        bash(rc(f"{write} {other}")),
+        bash(rc(f"{write}> {git_config}")),
+        # Paths only the shell joins: the sandbox decides.
+        bash(rc(f"{write} {split(util)}")),
+        bash(rc(f"rm -f {split(util)}") + "; " + rc(f"mv {split(util)} {app / 'moved.py'}")),
+        bash(rc(f"{write} {split(notes)}")),
+        bash(rc(f"{write} {split(other)}") + "; " + rc(f"cat {split(other)}")),
+        bash(rc(f"{write}> {split(git_config)}") + "; " + rc(f"cat {split(git_config)}")),
+        bash(rc(f"{write} {outside}")),
         # Through a link in the rw directory to a file outside it.
-        bash(f"ln -s ../other/lib.py {wt}/src/app/link.py && echo hacked > {wt}/src/app/link.py;"
-             " echo \" rc=$?\""),
+        bash(rc(f"ln -s ../other/lib.py {app / 'link.py'} && {write} {app / 'link.py'}")),
+        # Reads of what the grant withheld, by paths only the shell joins.
+        bash(rc(f"cat {split(hidden)}") + "; " + rc(f"cat {split(wt / 'README.md')}") + "; "
+             + rc(f"cat {split(git_file)}") + "; " + rc(f"ls -A {split(wt / 'secrets')}")),
+        # A recursive grep from the primary worktree (an ancestor holding the common .git).
+        bash(rc(f"grep -rn -e CONTENT- -e gitdir -e repositoryformatversion {split(primary)} "
+                "2>/dev/null")),
         # The positive control: a write in rw lands.
-        bash(f"echo 'X = 2' > {wt}/src/app/main.py; echo \" rc=$?\""),
+        bash(rc(f"echo 'X = 2' > {app / 'main.py'}")),
     ]
     run, results = probe(world, calls)
+    texts = [text for text, _ in results]
+    (rule_util, rule_notes, rule_other, rule_git, sb_util, sb_busy, sb_notes, sb_other, sb_git,
+     sb_outside, via_link, reads, grep_out, control) = texts
 
-    *refused, control = results
-    for call, (text, _) in zip(calls, refused, strict=False):
-        assert "rc=0" not in text, (call, text)
-    assert "gitdir" not in json.dumps(results)
-    assert control[0].strip().endswith("rc=0"), control
+    for refused in (rule_util, rule_notes, rule_other, rule_git):
+        assert refused.startswith("Permission to use Bash with command echo hacked >"), refused
+        assert refused.endswith("has been denied."), refused
+    for refused in (sb_util, sb_notes, sb_outside):
+        assert "Read-only file system" in refused and "rc=1" in refused, refused
+    assert sb_busy.count("Device or resource busy") == 2, sb_busy
+    # Below a hidden directory the sandbox writes its own empty copy: the host file is untouched
+    # and its content never shows.
+    assert sb_other.endswith(" rc=0\nhacked\n rc=0"), sb_other
+    assert sb_git.endswith(" rc=0\nhacked\n rc=0"), sb_git
+    assert via_link.endswith(" rc=0"), via_link
+    # The hidden file is absent, the names file and the worktree's .git file unreadable, the
+    # hidden directory empty.
+    hidden_out, names_out, git_out, listing, last = reads.split(" rc=")
+    assert hidden_out.endswith(f"{HIDDEN_NAME}.txt: No such file or directory\n"), reads
+    assert names_out.endswith("README.md: Permission denied\n"), reads
+    assert git_out.endswith(".git: Permission denied\n"), reads
+    assert (listing, last) == ("1\n", "0"), reads  # `ls -A` printed nothing
+    # Only the readable file matches (grep exits 2: the hidden files are unreadable).
+    assert grep_out == f"{app / 'visible.py'}:1:V = '{VISIBLE_TEXT}'\n rc=2", grep_out
+    assert control.strip() == "rc=0", control
+    # Nothing of the host changed but the rw directory.
     assert {p: p.read_text() for p in watched} == before
     assert not outside.exists()
-    assert (wt / "src" / "app" / "main.py").read_text() == "X = 2\n"
+    assert (app / "main.py").read_text() == "X = 2\n"
+    assert (app / "link.py").is_symlink()
+    shown = json.dumps(results)
+    for secret in (HIDDEN_TEXT, NAMES_TEXT, "gitdir", "repositoryformatversion", "X = 1"):
+        assert secret not in shown, secret
     audit = run.round(1)["audit"]
-    assert audit["verdict"] == "clean", audit
+    assert audit == {"verdict": "clean", "violations": [],
+                     "changed": ["src/app/link.py", "src/app/main.py"]}, audit
     world.assert_cleaned(run)

@@ -790,3 +790,18 @@ def test_a_changed_exclude_file_cannot_hide_a_write_outside_rw(harness: HostHarn
                        Step.result(ok_result())])
     assert run.code == "audit_violation", run.audit()
     assert "Git configuration" in run.audit()["violations"]
+
+
+@pytest.mark.req("Workers never see Git")
+def test_git_metadata_planted_in_an_rw_directory_is_a_violation(harness: HostHarness) -> None:
+    # Git never lists a `.git` entry, so a repository a worker's bash makes inside rw (whose
+    # config could run code for whoever later runs Git there) is found by walking rw directories.
+    run = harness.run([*OPEN,
+                       Step.write("{worktree}/src/app/.git/config",
+                                  "[core]\n\tfsmonitor = touch /tmp/planted\n"),
+                       Step.write("{worktree}/src/app/sub/.git/HEAD", "ref: refs/heads/x\n"),
+                       Step.result(ok_result())])
+    assert run.code == "audit_violation", run.audit()
+    violations = run.audit()["violations"]
+    assert "src/app/.git" in violations
+    assert "src/app/sub/.git" in violations

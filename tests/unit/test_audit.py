@@ -201,3 +201,11 @@ def test_a_changed_git_configuration_is_a_git_state_violation_after_head_and_ind
         update={"config_digest": "sha256:b"})
     result = audit(GRANT, before, after)
     assert result.violations == ("HEAD", "index", "Git configuration", "docs/x.md")
+
+
+@pytest.mark.req("Workers never see Git")
+def test_git_metadata_is_a_violation_even_inside_rw() -> None:
+    snap = state({})
+    result = audit(GRANT, snap, state({"src/.git": EDIT_1, "src/ok.py": EDIT_2}))
+    assert result.changed == ("src/.git", "src/ok.py")
+    assert result.violations == ("src/.git",)
