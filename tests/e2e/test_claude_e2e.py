@@ -87,6 +87,10 @@ def resumed_session(start: dict[str, Any]) -> str | None:
 # --- (a) an allowed write and a valid result -------------------------------------------------
 
 
+@pytest.mark.req("The worker never works in the worktree")
+@pytest.mark.req("Nothing ambient reaches the worker")
+@pytest.mark.req("Every round is audited")
+@pytest.mark.req("A run is recorded before its launch")
 def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> None:
     app = claude_world.worktree / "src" / "app"
     main, greet = app / "main.py", app / "greet.py"
@@ -159,6 +163,7 @@ def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> Non
 # --- (b) a write on a ro path is denied by the write hook ------------------------------------
 
 
+@pytest.mark.req("Only rw paths are writable by file tools")
 def test_writes_on_a_read_only_file_are_denied(claude_world: ClaudeWorld) -> None:
     """A Write on the ro file itself meets the generated Edit deny rule (Claude Code's own
     refusal, not listed in permission_denials); a Write through a link at a rw path that
@@ -204,6 +209,9 @@ def test_writes_on_a_read_only_file_are_denied(claude_world: ClaudeWorld) -> Non
 # --- (g) a validation repair resumes the session ----------------------------------------------
 
 
+@pytest.mark.req("Resume from the newest session")
+@pytest.mark.req("Rounds only repair what the round validation reports")
+@pytest.mark.req("The round validation follows every clean ok round")
 def test_validation_repair_resumes_the_same_session(claude_world: ClaudeWorld) -> None:
     greet = claude_world.worktree / "src" / "app" / "greet.py"
     repair = "Also give greet.py a module docstring."
@@ -254,6 +262,10 @@ def test_validation_repair_resumes_the_same_session(claude_world: ClaudeWorld) -
 # --- (h) a transient error, then a retry round continuing the session ------------------------
 
 
+@pytest.mark.req("A transient model-service error is retried")
+@pytest.mark.req("A retry continues the session")
+@pytest.mark.req("Every retry is recorded")
+@pytest.mark.req("Retries wait longer each time")
 def test_overloaded_then_success_is_retried_in_the_session(claude_world: ClaudeWorld) -> None:
     def resumed(body: dict[str, Any]) -> Reply:
         texts = user_texts(body)
@@ -279,6 +291,8 @@ def test_overloaded_then_success_is_retried_in_the_session(claude_world: ClaudeW
     claude_world.assert_cleaned(run)
 
 
+@pytest.mark.req("A run has at most its configured retry rounds")
+@pytest.mark.req("A failed run explains itself")
 @pytest.mark.parametrize("reply, said", [
     (Reply.overloaded(), "API Error: 529"),
     (Reply.rate_limited(retry_after=0), "API Error: Request rejected (429)"),
@@ -298,6 +312,7 @@ def test_transient_error_with_no_retries_left_is_claude_failed(
     claude_world.assert_cleaned(run)
 
 
+@pytest.mark.req("Any other error ends the run at once")
 def test_a_bad_request_is_not_retried(claude_world: ClaudeWorld) -> None:
     run = claude_world.run(Reply.error(400, "invalid_request_error", "fake bad request"),
                            limits=limits(retries=3, retry_delay_seconds=0.01))
@@ -312,6 +327,8 @@ def test_a_bad_request_is_not_retried(claude_world: ClaudeWorld) -> None:
 # --- (i) limits ----------------------------------------------------------------------------------
 
 
+@pytest.mark.req("Any other error ends the run at once")
+@pytest.mark.req("A failed run explains itself")
 def test_max_turns_is_worker_limit_reached(claude_world: ClaudeWorld) -> None:
     run = claude_world.run(repeat=Reply.tool("Glob", {"pattern": "*.md"}),
                            limits=limits(max_turns=1))
@@ -343,6 +360,7 @@ def test_budget_is_worker_limit_reached(claude_world: ClaudeWorld) -> None:
 # --- (j) a text-only answer ------------------------------------------------------------------
 
 
+@pytest.mark.req("A failed run explains itself")
 def test_text_only_answer_is_worker_result_invalid(claude_world: ClaudeWorld) -> None:
     run = claude_world.run(repeat=Reply.text("I will not call any tool."))
     assert run.code == "worker_result_invalid", run.record.error
@@ -361,6 +379,10 @@ def test_text_only_answer_is_worker_result_invalid(claude_world: ClaudeWorld) ->
 # --- (k) proposed deletions --------------------------------------------------------------------
 
 
+@pytest.mark.req("Only the host deletes")
+@pytest.mark.req("Proposed deletions follow every clean last round")
+@pytest.mark.req("A repeated deletion is performed once")
+@pytest.mark.req("An absent target is recorded, not refused")
 def test_proposed_deletions_are_performed(claude_world: ClaudeWorld) -> None:
     app = claude_world.worktree / "src" / "app"
     run = claude_world.run(Reply.structured(ok_result(
@@ -377,6 +399,9 @@ def test_proposed_deletions_are_performed(claude_world: ClaudeWorld) -> None:
 # --- the end of a run cut short: timeout, killed agent, interruption --------------------------
 
 
+@pytest.mark.req("No worker process outlives its round")
+@pytest.mark.req("Nothing but the trace outlives a worker")
+@pytest.mark.req("The transcript is kept before the runtime directory goes")
 def test_timeout_kills_claude_and_removes_the_credential_copy(claude_world: ClaudeWorld) -> None:
     copies_seen: list[int] = []
 
@@ -401,6 +426,7 @@ def test_timeout_kills_claude_and_removes_the_credential_copy(claude_world: Clau
     claude_world.assert_cleaned(run)
 
 
+@pytest.mark.req("Nothing but the trace outlives a worker")
 def test_killed_claude_is_claude_failed_and_cleaned(claude_world: ClaudeWorld) -> None:
     def kill_agent(body: dict[str, Any]) -> Reply:
         pid = read_starts(claude_world.wrapper_log)[-1]["pid"]
@@ -420,6 +446,8 @@ def test_killed_claude_is_claude_failed_and_cleaned(claude_world: ClaudeWorld) -
     claude_world.assert_cleaned(run)
 
 
+@pytest.mark.req("No worker process outlives its round")
+@pytest.mark.req("Nothing but the trace outlives a worker")
 def test_interrupted_run_kills_claude_and_is_cleaned(claude_world: ClaudeWorld) -> None:
     cancel = Cancellation()
 

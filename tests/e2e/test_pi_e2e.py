@@ -43,6 +43,12 @@ def denial(text: str, reason: str | None) -> bool:
 # --- (a) an allowed write and a valid result ------------------------------------------------------
 
 
+@pytest.mark.req("The permission extension is a pi worker's only extension")
+@pytest.mark.req("A pi worker reads no context file")
+@pytest.mark.req("A pi worker loads no skill")
+@pytest.mark.req("A pi worker loads no prompt template")
+@pytest.mark.req("A pi worker has its own configuration directory")
+@pytest.mark.req("Only the pi files that say how to reach a provider are copied")
 def test_an_allowed_write_and_a_valid_result_end_ok_with_a_clean_audit(pi_world: PiWorld) -> None:
     w = pi_world
     run = w.run(
@@ -75,6 +81,9 @@ def test_an_allowed_write_and_a_valid_result_end_ok_with_a_clean_audit(pi_world:
 # --- (b) write and edit on read-only paths --------------------------------------------------------
 
 
+@pytest.mark.req("pi file tools are checked before they act")
+@pytest.mark.req("A denied pi file tool call gives the table's reason")
+@pytest.mark.req("Both backends enforce the same grant")
 def test_a_write_and_an_edit_on_read_only_paths_are_blocked_with_the_tables_reason(
         pi_world: PiWorld) -> None:
     w = pi_world
@@ -98,6 +107,9 @@ def test_a_write_and_an_edit_on_read_only_paths_are_blocked_with_the_tables_reas
 # --- (c) reads the grant withholds --------------------------------------------------------------
 
 
+@pytest.mark.req("pi file tools are checked before they act")
+@pytest.mark.req("A denied pi file tool call gives the table's reason")
+@pytest.mark.req("Workers never see Git")
 def test_reads_of_withheld_paths_are_blocked(pi_world: PiWorld) -> None:
     w = pi_world
     paths = {
@@ -128,6 +140,7 @@ def test_reads_of_withheld_paths_are_blocked(pi_world: PiWorld) -> None:
 # --- (d) no network from bash -------------------------------------------------------------------
 
 
+@pytest.mark.req("pi commands run sandboxed without network")
 def test_bash_cannot_reach_loopback(pi_world: PiWorld) -> None:
     w = pi_world
     port = w.server.port
@@ -148,6 +161,7 @@ def test_bash_cannot_reach_loopback(pi_world: PiWorld) -> None:
 # --- (e) bash writes outside rw ------------------------------------------------------------------
 
 
+@pytest.mark.req("pi commands run sandboxed without network")
 def test_bash_writes_to_a_read_only_file_and_outside_the_worktree_are_refused(
         pi_world: PiWorld) -> None:
     w = pi_world
@@ -212,6 +226,7 @@ def test_tampering_with_the_jiti_cache_and_work_pi_has_no_effect_next_round(
     assert all("POISONED" not in run.server.system_prompt(r["n"]) for r in round2_requests)
 
 
+@pytest.mark.req("Resume from the newest session")
 def test_a_resume_round_continues_the_session_with_its_context(pi_world: PiWorld) -> None:
     w = pi_world
     validation = RepairOnce("Also add a docstring to new.py.")
@@ -246,6 +261,8 @@ def test_a_resume_round_continues_the_session_with_its_context(pi_world: PiWorld
 # --- (h) a transient model-service error and a retry round -------------------------------------
 
 
+@pytest.mark.req("A transient model-service error is retried")
+@pytest.mark.req("A retry continues the session")
 def test_a_transient_error_pi_does_not_retry_gets_a_retry_round_in_the_same_session(
         pi_world: PiWorld) -> None:
     w = pi_world
@@ -270,6 +287,7 @@ def test_a_transient_error_pi_does_not_retry_gets_a_retry_round_in_the_same_sess
     assert run.data["rounds"][-1]["audit"]["changed"] == ["src/app/new.py"]
 
 
+@pytest.mark.req("A pi worker takes nothing from the user's pi settings")
 def test_pis_own_retry_absorbs_a_short_rate_limit_and_the_users_settings_are_not_read(
         pi_world: PiWorld) -> None:
     w = pi_world
@@ -286,6 +304,8 @@ def test_pis_own_retry_absorbs_a_short_rate_limit_and_the_users_settings_are_not
 # --- (i) limits -------------------------------------------------------------------------------
 
 
+@pytest.mark.req("pi runs stop at their limits")
+@pytest.mark.req("A pi run records the limit it reached")
 def test_max_turns_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) -> None:
     w = pi_world
     run = w.run(*(reply(call("bash", f"call_t{i}", command=f"echo turn {i}"))
@@ -303,6 +323,8 @@ def test_max_turns_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) -> 
     assert run.round_pi()["stop_reason"] == "aborted" and run.round_pi()["turns"] == 3
 
 
+@pytest.mark.req("pi runs stop at their limits")
+@pytest.mark.req("A pi run records the limit it reached")
 def test_max_budget_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) -> None:
     w = pi_world
     # 2,000 prompt + 100 completion tokens at 3 / 15 USD per million: 0.0075 USD a turn.
@@ -320,6 +342,7 @@ def test_max_budget_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) ->
 # --- (j) proposed deletions ----------------------------------------------------------------------
 
 
+@pytest.mark.req("Only the host deletes")
 def test_proposed_deletions_are_performed_by_the_host(pi_world: PiWorld) -> None:
     w = pi_world
     run = w.run(reply(result_call("call_r", "src/app/old.py", "src/app/util.py",
@@ -337,6 +360,7 @@ def test_proposed_deletions_are_performed_by_the_host(pi_world: PiWorld) -> None
 # --- (k) credential copies never outlive the run --------------------------------------------------
 
 
+@pytest.mark.req("Nothing but the trace outlives a worker")
 def test_the_credential_copies_are_gone_after_a_timeout(pi_world: PiWorld) -> None:
     w = pi_world
     before = {p.name: p.read_text() for p in w.pi_dir.iterdir()}
