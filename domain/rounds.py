@@ -20,10 +20,9 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from concorde_workers.domain.audit import Verdict
+from concorde_workers.domain.codes import PROCESS_FAILURE_CODES
 from concorde_workers.domain.errors import Reason
 from concorde_workers.domain.request import Backend
-
-PROCESS_FAILURE_CODES: dict[str, str] = {"claude": "claude_failed", "pi": "pi_failed"}
 
 
 class RoundEnding(StrEnum):
