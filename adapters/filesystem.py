@@ -34,6 +34,21 @@ def _kind_of(mode: int) -> EntryKind:
     return EntryKind.OTHER
 
 
+def _entry_kind(entry: os.DirEntry[str]) -> EntryKind:
+    """The kind of a directory entry without following a link; the type the directory read
+    already gave is used, so a walk of a large worktree makes no stat call per entry."""
+    try:
+        if entry.is_symlink():
+            return EntryKind.SYMLINK
+        if entry.is_dir(follow_symlinks=False):
+            return EntryKind.DIRECTORY
+        if entry.is_file(follow_symlinks=False):
+            return EntryKind.FILE
+    except OSError:
+        pass
+    return _kind_of(entry.stat(follow_symlinks=False).st_mode)
+
+
 @contextlib.contextmanager
 def _os_errors(path: str, op: str) -> Iterator[None]:
     try:
@@ -102,10 +117,7 @@ class LocalFileSystem:
 
     def listdir(self, path: str) -> list[DirEntry]:
         with _os_errors(path, "listdir"), os.scandir(path) as it:
-            entries = [
-                DirEntry(name=e.name, kind=_kind_of(e.stat(follow_symlinks=False).st_mode))
-                for e in it
-            ]
+            entries = [DirEntry(name=e.name, kind=_entry_kind(e)) for e in it]
         return sorted(entries, key=lambda e: e.name)
 
     def makedirs(self, path: str, mode: int = 0o755) -> None:
