@@ -134,7 +134,14 @@ class WorkerHost:
         except GitCommandFailed as failed:
             self._end(state, snapshot_link(links, failed))
             return
-        self._write_control(prepared, tracer, state, credential_copies)
+        try:
+            self._write_control(prepared, tracer, state, credential_copies)
+        except FileSystemError as failed:
+            self._end(state, refusal_link(links, Refusal(
+                code="launch_failed", reason=Reason.ENVIRONMENT,
+                message=f"the host could not write {failed.path} into the runtime directory: "
+                        f"{failed.os_error_text}")))
+            return
         tracer.write_text(state.layout.brief, prepared.brief)
         state.write_node(tracer, "update")
         if cancel.is_set():

@@ -769,3 +769,12 @@ def test_a_round_does_not_start_when_its_scratch_cannot_be_cleared() -> None:
     assert record.error is not None and record.error.code == "launch_failed"
     assert f"could not clear {SCRATCH[0]}" in record.error.detail
     assert world.runner.starts == []
+
+
+def test_a_control_file_that_cannot_be_written_ends_the_run_launch_failed() -> None:
+    world = HostWorld()
+    world.fs.fail("write_atomic", f"{RUNTIME_DIR}/control/result.schema.json", "No space left on device", 28)
+    record = world.run([Round.ok(ok_result())])
+    assert record.error is not None and record.error.code == "launch_failed"
+    assert "No space left on device" in record.error.detail
+    assert world.runner.starts == [] and world.runtime_dirs() == []
