@@ -21,6 +21,11 @@ import pytest
 from e2e.conftest import DUMMY_CREDENTIALS, ClaudeRun, ClaudeWorld, ok_result
 from servers.anthropic_server import Reply, last_tool_result
 
+from concorde_workers.application.validation import (
+    RoundValidation,
+    ValidationInput,
+    ValidationOutcome,
+)
 from concorde_workers.domain.request import Limits
 
 pytestmark = pytest.mark.e2e
@@ -56,11 +61,14 @@ def runtime_dir(world: ClaudeWorld) -> Path:
     return found
 
 
-def probe(world: ClaudeWorld, calls: Sequence[CallStep],
-          summary: str = "probed") -> tuple[ClaudeRun, list[tuple[str, bool]]]:
+def probe(world: ClaudeWorld, calls: Sequence[CallStep], summary: str = "probed", *,
+          expect_ok: bool = True, rounds: int = 0, retries: int = 0,
+          validation: RoundValidation | None = None
+          ) -> tuple[ClaudeRun, list[tuple[str, bool]]]:
     """Run a script of one tool call per step, then a StructuredOutput result; return the run
     and the (text, is_error) tool result of every call, in order. A call may be a function,
-    evaluated when its step is answered (when the runtime directory exists)."""
+    evaluated when its step is answered (when the runtime directory exists). The run must end
+    ok unless `expect_ok` is False; `rounds`, `retries` and `validation` are the run's."""
     results: list[tuple[str, bool]] = []
 
     def step(index: int) -> Callable[[dict[str, Any]], Reply]:
@@ -76,11 +84,13 @@ def probe(world: ClaudeWorld, calls: Sequence[CallStep],
             return Reply.tool(name, tool_input)
         return reply
 
-    limits = Limits(timeout_seconds=60, max_turns=len(calls) + 2, rounds=0, retries=0,
-                    retry_delay_seconds=0)
-    run = world.run(*(step(i) for i in range(len(calls) + 1)), limits=limits)
+    limits = Limits(timeout_seconds=60, max_turns=len(calls) + 2, rounds=rounds,
+                    retries=retries, retry_delay_seconds=0)
+    run = world.run(*(step(i) for i in range(len(calls) + 1)), limits=limits,
+                    validation=validation)
     assert run.server.failures == []
-    assert run.record.status == "ok", run.record.error
+    if expect_ok:
+        assert run.record.status == "ok", run.record.error
     assert len(results) == len(calls)
     return run, results
 
@@ -338,4 +348,44 @@ def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) 
     audit = run.round(1)["audit"]
     assert audit == {"verdict": "clean", "violations": [],
                      "changed": ["src/app/link.py", "src/app/main.py"]}, audit
+    world.assert_cleaned(run)
+
+
+@pytest.mark.req("Workers never see Git")
+@pytest.mark.req("A violation is never retried")
+def test_git_metadata_made_by_bash_in_rw_is_a_violation_never_retried(
+        world: ClaudeWorld) -> None:
+    """Git metadata a sandboxed Bash makes inside the rw directory (a `.git/config` that could
+    run code for whoever later runs Git there, a whole `git init`) lands on the host, where Git
+    itself never lists it: the host's walk of the rw directories finds it, and the run ends
+    audit_violation after its one round, though rounds, retries and a repairing validation are
+    all left."""
+    app = world.worktree / "src" / "app"
+    validated: list[int] = []
+
+    def validation(given: ValidationInput) -> ValidationOutcome:
+        validated.append(given.round)
+        return ValidationOutcome(repair="Try again.")
+
+    calls: list[CallStep] = [
+        bash(rc(f"mkdir -p {app / '.git'} && printf '[core]\\n' > {app / '.git' / 'config'}")
+             + "; " + rc(f"git init -q {app / 'sub'}")),
+    ]
+    run, results = probe(world, calls, expect_ok=False, rounds=3, retries=3,
+                         validation=validation)
+    ((made, _),) = results
+    assert made == " rc=0\n rc=0", made
+    assert (app / ".git" / "config").read_text() == "[core]\n"
+    assert (app / "sub" / ".git" / "HEAD").is_file()
+    assert run.code == "audit_violation", run.record.error
+    assert run.record.error is not None
+    assert "src/app/.git, src/app/sub/.git" in run.record.error.detail, run.record.error.detail
+    # Git lists only the new repository's directory; the walk finds both `.git` entries.
+    audit = run.round(1)["audit"]
+    assert audit == {"verdict": "violation", "violations": ["src/app/.git", "src/app/sub/.git"],
+                     "changed": ["src/app/.git", "src/app/sub/", "src/app/sub/.git"]}, audit
+    # No second round: one claude start, no validation, no request past the script.
+    assert len(run.data["rounds"]) == 1
+    assert len(run.starts) == 1 and validated == []
+    assert [e["method"] for e in run.server.log].count("POST") == len(calls) + 1
     world.assert_cleaned(run)
