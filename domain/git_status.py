@@ -119,6 +119,17 @@ def _split_fields(record: bytes, count: int, what: str) -> list[bytes]:
     return parts
 
 
+_CHANGED_FIELDS = ("xy", "submodule", "mode_head", "mode_index", "mode_worktree", "oid_head",
+                   "oid_index")
+
+
+def _changed(fields: list[bytes]) -> dict[str, str]:
+    """The fields ordinary and rename/copy records share: XY, submodule state, the three modes
+    and the two object ids."""
+    return {name: value.decode("ascii") for name, value in zip(_CHANGED_FIELDS, fields,
+                                                                strict=True)}
+
+
 def parse_porcelain_v2(data: bytes) -> tuple[StatusEntry, ...]:
     """Parse the output of `git status --porcelain=v2 -z` (any `--untracked-files`, with or
     without renames and ignored entries). Header lines (`# ...`) are skipped."""
@@ -138,44 +149,20 @@ def parse_porcelain_v2(data: bytes) -> tuple[StatusEntry, ...]:
         if record.startswith(b"# "):
             continue
         if tag == b"1 ":
-            _, xy, sub, m_h, m_i, m_w, h_h, h_i, path = _split_fields(record, 8, "ordinary")
-            entries.append(
-                StatusEntry(
-                    kind=StatusKind.ORDINARY,
-                    xy=xy.decode("ascii"),
-                    submodule=sub.decode("ascii"),
-                    mode_head=m_h.decode("ascii"),
-                    mode_index=m_i.decode("ascii"),
-                    mode_worktree=m_w.decode("ascii"),
-                    oid_head=h_h.decode("ascii"),
-                    oid_index=h_i.decode("ascii"),
-                    path=decode_path(path),
-                )
-            )
+            _, *changed, path = _split_fields(record, 8, "ordinary")
+            entries.append(StatusEntry(kind=StatusKind.ORDINARY, **_changed(changed),
+                                       path=decode_path(path)))
         elif tag == b"2 ":
-            fields = _split_fields(record, 9, "rename/copy")
-            _, xy, sub, m_h, m_i, m_w, h_h, h_i, score, path = fields
+            _, *changed, score, path = _split_fields(record, 9, "rename/copy")
             # With -z the original path is the next NUL-terminated record, not a tab-separated
             # tail of this one.
             if i >= len(records):
                 raise GitOutputError(f"rename/copy entry without its original path: {record!r}")
             orig = records[i]
             i += 1
-            entries.append(
-                StatusEntry(
-                    kind=StatusKind.RENAMED_OR_COPIED,
-                    xy=xy.decode("ascii"),
-                    submodule=sub.decode("ascii"),
-                    mode_head=m_h.decode("ascii"),
-                    mode_index=m_i.decode("ascii"),
-                    mode_worktree=m_w.decode("ascii"),
-                    oid_head=h_h.decode("ascii"),
-                    oid_index=h_i.decode("ascii"),
-                    score=score.decode("ascii"),
-                    path=decode_path(path),
-                    orig_path=decode_path(orig),
-                )
-            )
+            entries.append(StatusEntry(kind=StatusKind.RENAMED_OR_COPIED, **_changed(changed),
+                                       score=score.decode("ascii"), path=decode_path(path),
+                                       orig_path=decode_path(orig)))
         elif tag == b"u ":
             fields = _split_fields(record, 10, "unmerged")
             _, xy, sub, m1, m2, m3, m_w, h1, h2, h3, path = fields
