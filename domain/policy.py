@@ -206,7 +206,7 @@ def _rules(path: str, directory: bool, kinds: Sequence[str] = ("Read", "Edit")) 
     return [f"{kind}({target})" for kind in kinds]
 
 
-def _dir_level(grant: Grant, rel: str) -> Level | None:
+def directory_level(grant: Grant, rel: str) -> Level | None:
     """The level of the directory entry covering directory `rel` (exact `rel/`, else the longest
     directory entry above); file entries do not cover a directory."""
     best: GrantEntry | None = None
@@ -217,7 +217,8 @@ def _dir_level(grant: Grant, rel: str) -> Level | None:
     return best.level if best is not None else None
 
 
-def _entries_below(grant: Grant, rel: str) -> list[GrantEntry]:
+def entries_below(grant: Grant, rel: str) -> list[GrantEntry]:
+    """The grant's entries strictly below worktree-relative `rel` (`""` = the worktree)."""
     prefix = rel + "/" if rel else ""
     return [e for e in grant.entries if e.bare != rel and e.bare.startswith(prefix)]
 
@@ -237,8 +238,8 @@ class _Walk:
     def directory(self, path: str) -> tuple[list[str], bool]:
         """(rules, descend) for a real directory, rows 3-6 of the walk table."""
         rel = relative_to(path, self.worktree)
-        level = _dir_level(self.grant, rel)
-        below = _entries_below(self.grant, rel)
+        level = directory_level(self.grant, rel)
+        below = entries_below(self.grant, rel)
         holds = self.holds_kept(path)
         if level is Level.RW and not holds and all(e.level is Level.RW for e in below):
             return [], False
@@ -539,8 +540,8 @@ def _search_one(p: Policy, root: str) -> Decision:
     if p.in_runtime_path(root) or any(is_within(r, root) for r in p.runtime_paths):
         return _allow("runtime path")
     rel = p.rel(root)
-    above = _dir_level(p.grant, rel) in READABLE or p.grant.level_of(rel) in READABLE
-    below = any(e.level in READABLE for e in _entries_below(p.grant, rel))
+    above = directory_level(p.grant, rel) in READABLE or p.grant.level_of(rel) in READABLE
+    below = any(e.level in READABLE for e in entries_below(p.grant, rel))
     if above or below:
         return _allow("readable at, below or above")
     return _deny("nothing readable", f"{p.shown(root)} holds nothing this task may read")
@@ -587,6 +588,6 @@ __all__ = [
     "GIT_REASON", "GRANT_PREFIX", "NO_FILE_REASON", "READ_TABLE", "Decision",
     "Policy", "SandboxFilesystem", "ToolSets", "build_policy",
     "could_not_decide", "decide_read", "decide_search_root", "decide_write", "deny_rules",
-    "host_paths", "jiti_cache", "pi_project_dir",
+    "directory_level", "entries_below", "host_paths", "jiti_cache", "pi_project_dir",
     "rule_covers", "run_directory_denied", "sandbox_filesystem", "tool_sets", "with_prefix",
 ]

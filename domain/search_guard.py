@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from concorde_workers.domain.grant import GrantEntry, Level
+from concorde_workers.domain.grant import Grant, Level
 from concorde_workers.domain.paths import is_within
 from concorde_workers.domain.policy import (
     GIT_REASON,
@@ -44,6 +44,8 @@ from concorde_workers.domain.policy import (
     Decision,
     Policy,
     could_not_decide,
+    directory_level,
+    entries_below,
     host_paths,
 )
 
@@ -141,22 +143,9 @@ def search_root(tool_name: object, tool_input: Mapping[str, Any], cwd: str,
 # --- the root ------------------------------------------------------------------------------------
 
 
-def _dir_entry_level(entries: Sequence[GrantEntry], rel: str) -> Level | None:
-    """The level of the directory entry covering directory `rel` (exact `rel/`, else the longest
-    directory entry above); a file entry covers no directory."""
-    best: GrantEntry | None = None
-    for e in entries:
-        covers = e.is_directory and (e.bare == rel or rel.startswith(e.path))
-        if covers and (best is None or len(e.bare) > len(best.bare)):
-            best = e
-    return best.level if best is not None else None
-
-
-def _withheld_below(entries: Sequence[GrantEntry], rel: str) -> list[str]:
+def _withheld_below(grant: Grant, rel: str) -> list[str]:
     """Entries strictly below `rel` whose content the task may not read (level names)."""
-    prefix = rel + "/" if rel else ""
-    return [e.path for e in entries
-            if e.level is Level.NAMES and e.bare != rel and e.bare.startswith(prefix)]
+    return [e.path for e in entries_below(grant, rel) if e.level is Level.NAMES]
 
 
 def _strictly_below(paths: Sequence[str], root: str) -> list[str]:
@@ -166,14 +155,13 @@ def _strictly_below(paths: Sequence[str], root: str) -> list[str]:
 def searchable_directories(policy: Policy) -> list[str]:
     """The granted directories a search may start from: every ro/rw directory entry with no
     `names` entry and no Git admin path below it, absolute, sorted, none inside another."""
-    entries = policy.grant.entries
     git = [g.path for g in policy.git]
     out: list[str] = []
-    for e in entries:
+    for e in policy.grant.entries:
         if not e.is_directory or e.level not in READABLE:
             continue
         absolute = posixpath.join(policy.worktree, e.bare)
-        if _withheld_below(entries, e.bare) or _strictly_below(git, absolute):
+        if _withheld_below(policy.grant, e.bare) or _strictly_below(git, absolute):
             continue
         out.append(absolute)
     return sorted({d for d in out if not any(o != d and is_within(d, o) for o in out)})
@@ -209,17 +197,16 @@ def _nothing_protected_below(policy: Policy, path: str, row: str) -> Decision:
 
 
 def _in_worktree(policy: Policy, path: str, is_directory: bool) -> Decision:
-    entries = policy.grant.entries
     rel = policy.rel(path)
     shown = policy.shown(path)
-    level = _dir_entry_level(entries, rel) if is_directory else policy.grant.level_of(rel)
+    level = directory_level(policy.grant, rel) if is_directory else policy.grant.level_of(rel)
     if level is Level.NAMES:
         return _deny("names", f"only the name of {shown} is visible to this task; "
                      f"{guidance(policy)}")
     if level not in READABLE:
         return _deny("not granted", f"{shown} is not in this task's grant, so a search from it "
                      f"could reach files this task may not read; {guidance(policy)}")
-    withheld = _withheld_below(entries, rel)
+    withheld = _withheld_below(policy.grant, rel)
     if withheld:
         return _deny("withheld below", f"a search from {shown} would reach {withheld[0]}, whose "
                      f"content this task may not read; {guidance(policy)}")

@@ -6,7 +6,8 @@ policy as JSON and the line assigning HOOK selects the hook, so one source gives
 `control/search_hook.py` (matcher `Grep|Glob`). Standard library only: it runs under the host's
 own interpreter (`python -I -S <hook>`), reads Claude Code's PreToolUse JSON on stdin, prints
 nothing and exits 0 to allow, and prints one JSON denial and exits 0 to deny
-(notes/harness.md §1.4; notes/claude-code.md §4).
+(notes/harness.md §1.4; notes/claude-code.md §4); when even the denial cannot be written it exits
+2, Claude Code's other way to deny.
 
 The decisions are faithful re-implementations of `domain.policy.decide_write` (the write table)
 and `domain.search_guard.decide_search_call` (the search roots), over the embedded data; the
@@ -36,6 +37,7 @@ RUNTIME_TAIL = (
     " is not in this task's grant; it lies in a runtime path, which workers may read but never "
     "change"
 )
+TARGET_FIELDS = ("file_path", "notebook_path")
 SEARCH_TOOLS = ("Grep", "Glob")
 GUIDANCE_LIMIT = 12
 JS_WHITESPACE = (
@@ -168,20 +170,26 @@ def decide_write(grant: dict[str, Any], given: str, resolved: str, given_is_link
     return False, named + NOT_GRANTED_TAIL
 
 
-def write_target(grant: dict[str, Any], call: dict[str, Any]) -> tuple[str, str, bool] | str:
-    """(given, resolved, given is a link) of an Edit/Write/NotebookEdit call, or a reason."""
+def write_targets(grant: dict[str, Any],
+                  call: dict[str, Any]) -> list[tuple[str, str, bool]] | str:
+    """(given, resolved, given is a link) of every file an Edit/Write/NotebookEdit call names, or
+    a reason. Both `file_path` and `notebook_path` are judged when both are given: the input is
+    the model's raw input, and the hook does not guess which one the tool will use."""
     tool_input = call.get("tool_input") or {}
     if not isinstance(tool_input, dict):
         return could_not_decide("the tool call's input is not an object")
-    target = tool_input.get("file_path") or tool_input.get("notebook_path")
-    if not target:
+    named = [tool_input[f] for f in TARGET_FIELDS if tool_input.get(f) not in (None, "")]
+    if not named:
         return could_not_decide("the tool call names no file")
-    if not isinstance(target, str):
+    if not all(isinstance(target, str) for target in named):
         return could_not_decide("the tool call's file path is not text")
     cwd = call.get("cwd")
-    given = claude_path(target, cwd if isinstance(cwd, str) and cwd else os.getcwd(),
-                        grant["home"])
-    return given, os.path.realpath(given), os.path.islink(given)
+    cwd = cwd if isinstance(cwd, str) and cwd else os.getcwd()
+    out: list[tuple[str, str, bool]] = []
+    for target in named:
+        given = claude_path(target, cwd, grant["home"])
+        out.append((given, os.path.realpath(given), os.path.islink(given)))
+    return out
 
 
 # --- the search roots (domain.search_guard.decide_search_call) -----------------------------------
@@ -335,10 +343,14 @@ def decide(grant: dict[str, Any], hook: str, call: Any) -> Verdict:
         return False, could_not_decide("the hook input is not a JSON object")
     if hook == "search":
         return decide_search_call(grant, call)
-    target = write_target(grant, call)
-    if isinstance(target, str):
-        return False, target
-    return decide_write(grant, *target)
+    targets = write_targets(grant, call)
+    if isinstance(targets, str):
+        return False, targets
+    for target in targets:
+        verdict = decide_write(grant, *target)
+        if not verdict[0]:
+            return verdict
+    return True, None
 
 
 def main(grant: dict[str, Any], hook: str, stdin: TextIO, stdout: TextIO) -> int:
@@ -355,6 +367,23 @@ def main(grant: dict[str, Any], hook: str, stdin: TextIO, stdout: TextIO) -> int
     return 0
 
 
+def run() -> int:
+    """`main` over the process's own streams. A failure outside `main`'s decision (reading the
+    embedded grant, opening stdin, writing the denial) exits 2 with the reason on stderr, which
+    Claude Code also takes as a denial; any other exit status would let the call through."""
+    try:
+        stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+        return main(text(GRANT), HOOK, stdin, sys.stdout)
+    except BaseException as error:
+        try:
+            sys.stderr.write(PREFIX + could_not_decide(f"{type(error).__name__}: {error}") + "\n")
+            sys.stderr.flush()
+        except BaseException:  # nothing left to report on; the exit status still denies
+            pass
+        return 2
+
+
 if __name__ == "__main__":
-    STDIN = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-    sys.exit(main(text(GRANT), HOOK, STDIN, sys.stdout))
+    # No interpreter shutdown: a stream failing to flush there would turn the status into 120,
+    # which Claude Code does not take as a denial. `main` and `run` flush what they write.
+    os._exit(run())

@@ -29,10 +29,11 @@ duration_api_ms}}`, each null when the envelope gave none.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from concorde_workers.domain.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.codes import CLAUDE_LIMIT_SUBTYPES, claude_process_link
@@ -63,21 +64,21 @@ _USAGE_TOKENS = (("tokens_in", "input_tokens"), ("tokens_out", "output_tokens"),
                  ("tokens_cache_write", "cache_creation_input_tokens"))
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return (_is_int(value) or isinstance(value, float)) and value == value \
-        and value not in (float("inf"), float("-inf"))
-
-
-def _count(value: object) -> bool:
+def _count(value: object) -> TypeGuard[int]:
+    """A non-negative integer (a JSON `true` is none)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _amount(value: object) -> bool:
-    return _is_number(value) and isinstance(value, int | float) and value >= 0
+def _amount(value: object) -> float | None:
+    """A finite non-negative number as a float, else None (a JSON `true` is none, and an
+    integer too large for a float is no amount either)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def tool_target(tool_input: object) -> str:
@@ -111,12 +112,11 @@ class Envelope:
     @property
     def num_turns(self) -> int | None:
         value = self.raw.get("num_turns")
-        return int(value) if isinstance(value, int) and _count(value) else None
+        return value if _count(value) else None
 
     @property
     def total_cost_usd(self) -> float | None:
-        value = self.raw.get("total_cost_usd")
-        return float(value) if isinstance(value, int | float) and _amount(value) else None
+        return _amount(self.raw.get("total_cost_usd"))
 
     @property
     def result(self) -> str | None:
@@ -160,14 +160,14 @@ class Envelope:
                     continue
                 for ours, theirs in _MODEL_USAGE_TOKENS:
                     value = per_model.get(theirs)
-                    if isinstance(value, int) and _count(value):
+                    if _count(value):
                         tokens[ours] = tokens.get(ours, 0) + value
         else:
             usage = self.raw.get("usage")
             if isinstance(usage, Mapping):
                 for ours, theirs in _USAGE_TOKENS:
                     value = usage.get(theirs)
-                    if isinstance(value, int) and _count(value):
+                    if _count(value):
                         tokens[ours] = value
         return RoundUsage(**tokens, cost_usd=self.total_cost_usd, turns=self.num_turns)
 

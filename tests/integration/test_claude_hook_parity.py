@@ -370,3 +370,16 @@ def test_the_hook_ignores_what_the_worker_can_plant_for_python(world: World) -> 
         for p in (site / "evil.pth", site / "usercustomize.py", site / "json.py",
                   Path(world.rt, "work", "json.py")):
             p.unlink()
+
+
+def test_a_hook_that_cannot_write_its_denial_exits_2(world: World) -> None:
+    """Standard output unwritable (a read-only descriptor): the hook still denies, by exit status
+    2 with the reason on stderr, never by a status Claude Code would let through (such as 1, or
+    the 120 of a failed flush at interpreter shutdown)."""
+    call = {"cwd": f"{world.rt}/work", "tool_name": "Write",
+            "tool_input": {"file_path": "/etc/passwd"}}
+    with open(os.devnull, "rb") as unwritable:
+        done = subprocess.run(world.commands["write"], input=json.dumps(call).encode(),
+                              stdout=unwritable, stderr=subprocess.PIPE, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith("Concorde grant: the hook could not decide: OSError")

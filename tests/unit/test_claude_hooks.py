@@ -46,8 +46,10 @@ from concorde_workers.domain.policy import (
     Policy,
     build_policy,
     decide_write,
+    directory_level,
 )
 from concorde_workers.domain.search_guard import (
+    JS_WHITESPACE,
     SEARCH_TOOLS_MATCHER,
     claude_path,
     decide_search,
@@ -497,3 +499,73 @@ def test_the_hook_allows_silently_and_denies_with_one_json_line() -> None:
                     hook="search") == ""
     assert run_main({"tool_name": "Grep", "cwd": WT, "tool_input": grep()},
                     hook="search") == denial(_not_granted(WT))
+
+
+@pytest.mark.req("Only rw paths are writable by file tools")
+@pytest.mark.parametrize("tool", ["NotebookEdit", "Write", "Edit"])
+def test_the_write_hook_judges_every_file_a_call_names(tool: str) -> None:
+    """The hook gets the model's raw input and does not guess which field the tool uses: a call
+    naming an rw file and a read-only one is denied, whichever field holds which."""
+    rw, ro = f"{WT}/src/app/n.ipynb", f"{WT}/src/bmod/n.ipynb"
+    for file_path, notebook_path in ((rw, ro), (ro, rw)):
+        call = {"tool_name": tool, "cwd": f"{RT}/work",
+                "tool_input": {"file_path": file_path, "notebook_path": notebook_path}}
+        assert run_main(call) == denial("src/bmod/n.ipynb is read-only for this task")
+    both_rw = {"tool_name": tool, "cwd": f"{RT}/work",
+               "tool_input": {"file_path": rw, "notebook_path": f"{WT}/src/app/m.ipynb"}}
+    assert run_main(both_rw) == ""
+    not_text = {"tool_name": tool, "cwd": f"{RT}/work",
+                "tool_input": {"file_path": rw, "notebook_path": [ro]}}
+    assert run_main(not_text) == denial("the hook could not decide: the tool call's file path "
+                                        "is not text")
+
+
+class _Unwritable(io.StringIO):
+    def write(self, s: str) -> int:
+        raise OSError(9, "Bad file descriptor")
+
+
+def test_the_hook_exits_2_when_it_cannot_write_its_denial(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 2 is Claude Code's other denial; any status but 0 and 2 would let the call through."""
+    err = io.StringIO()
+    call = {"tool_name": "Write", "cwd": f"{RT}/work",
+            "tool_input": {"file_path": f"{WT}/src/bmod/x.py"}}
+    monkeypatch.setattr(T, "GRANT", GRANT)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(call).encode())))
+    monkeypatch.setattr(sys, "stdout", _Unwritable())
+    monkeypatch.setattr(sys, "stderr", err)
+    assert T.run() == 2
+    assert err.getvalue() == ("Concorde grant: the hook could not decide: OSError: [Errno 9] Bad "
+                              "file descriptor\n")
+    allowed = {**call, "tool_input": {"file_path": f"{WT}/src/app/x.py"}}
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(allowed).encode())))
+    assert T.run() == 0
+
+
+@settings(max_examples=400, deadline=None)
+@given(raw=st.text(alphabet=st.sampled_from([*JS_WHITESPACE, "\x1c", "\x85", "a", ".", "/",
+                                             "~"]), max_size=12), cwd=paths)
+def test_the_templates_paths_are_the_domains(raw: str, cwd: str) -> None:
+    """`claude_path` exists twice (the template is standalone): the two must never drift."""
+    assert T.claude_path(raw, cwd, f"{RT}/home") == claude_path(raw, cwd, f"{RT}/home")
+
+
+ENTRY_PATHS = ["a", "a/", "a/b", "a/b/", "a/b/c", "ab", "ab/", "b/", "b/a", "a/bc/", "src/app/"]
+LEVELS = ["names", "ro", "rw"]
+RELS = ["", "a", "a/b", "a/b/c", "a/b/c/d", "ab", "ab/x", "a/bc", "a/bcd", "b", "b/a", "b/ab",
+        "src", "src/app", "src/app/x.py", "c"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries=st.dictionaries(st.sampled_from(ENTRY_PATHS), st.sampled_from(LEVELS),
+                               min_size=1, max_size=6))
+def test_the_templates_levels_are_the_grants_over_any_grant(entries: dict[str, str]) -> None:
+    """The template's `level_of`/`dir_entry_level` and the domain's `Grant.level_of`/
+    `directory_level` on every relative path, over grants of overlapping file and directory
+    entries (the fixed grant of the other parity tests pins one grant only)."""
+    grant = make_grant(entries)
+    embedded = hook_grant(policy_for(entries))
+    for rel in RELS:
+        assert T.level_of(embedded, rel) == grant.level_of(rel)
+        assert T.dir_entry_level(embedded, rel) == directory_level(grant, rel)

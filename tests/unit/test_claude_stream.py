@@ -18,6 +18,7 @@ from concorde_workers.adapters.claude.stream import (
     NO_ENVELOPE,
     ClaudeStreamReader,
     project_slug,
+    session_file_name,
     tool_target,
 )
 from concorde_workers.adapters.filesystem import LocalFileSystem
@@ -243,6 +244,29 @@ def test_a_successful_text_is_never_read_as_an_error() -> None:
     assert reader.finish(0, False, "").ending is RoundEnding.OK
 
 
+@pytest.mark.parametrize(("turns", "cost"), [(True, True), (-1, -0.5), ("3", "0.1"),
+                                            (3.0, float("nan")), (None, 10 ** 400)])
+def test_envelope_numbers_of_the_wrong_kind_are_no_numbers(turns: Any, cost: Any) -> None:
+    """An envelope field of the wrong type, negative, not finite or too large for a float is
+    reported as absent; reading it never raises."""
+    reader = ClaudeStreamReader()
+    reader.feed(json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                            "num_turns": turns, "total_cost_usd": cost,
+                            "usage": {"input_tokens": turns}, "session_id": "s"}))
+    report = reader.finish(0, False, "")
+    assert (report.usage.turns, report.usage.cost_usd, report.usage.tokens_in) == (None, None,
+                                                                                  None)
+
+
+def test_envelope_numbers_are_read() -> None:
+    reader = ClaudeStreamReader()
+    reader.feed(json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                            "num_turns": 0, "total_cost_usd": 1, "session_id": "s"}))
+    usage = reader.finish(0, False, "").usage
+    assert (usage.turns, usage.cost_usd) == (0, 1.0)
+    assert isinstance(usage.cost_usd, float)
+
+
 def test_classification_rows_are_ordered_with_a_catch_all() -> None:
     assert CLASSIFICATION[0].ending is RoundEnding.TIMEOUT
     assert CLASSIFICATION[-1].text == "anything else"
@@ -354,6 +378,22 @@ def test_transcript_and_session_usable(tmp_path: Path) -> None:
     transcript.write_text("")
     assert backend.session_usable(ctx, session) is False
     assert backend.transcript(ctx, "../x") is None
+
+
+@pytest.mark.parametrize("session", ["", ".", "..", "../x", "a/../../b", "/etc/passwd", "a/b",
+                                     ".hidden", "x\x00y"])
+def test_a_session_that_is_no_plain_file_name_has_no_transcript(tmp_path: Path,
+                                                                 session: str) -> None:
+    """The session id comes from the stream: it never leaves config/projects/<dir>/."""
+    assert session_file_name(session) is None
+    backend = ClaudeBackend(LocalFileSystem())
+    rt = tmp_path / "rt"
+    (rt / "config" / "projects" / "p").mkdir(parents=True)
+    (rt / "config" / "x.jsonl").write_text("{}\n")
+    (rt / "config" / "projects" / "p" / ".jsonl").write_text("{}\n")
+    ctx: Any = _Context(rt, {})
+    assert backend.transcript(ctx, session) is None
+    assert backend.session_usable(ctx, session) is False
 
 
 def test_transcript_found_under_another_slug(tmp_path: Path) -> None:
