@@ -16,7 +16,10 @@ class Cancellation:
 
     def __init__(self) -> None:
         self._event = threading.Event()
-        self._lock = threading.Lock()
+        # Re-entrant: a signal handler runs `cancel` in the main thread, which may be inside
+        # `on_cancel` or `unregister` holding the lock at that moment; a plain lock would
+        # deadlock there and the run would never end or clean up.
+        self._lock = threading.RLock()
         self._callbacks: list[Callable[[], None]] = []
         self.reason: str | None = None
 

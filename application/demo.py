@@ -74,12 +74,9 @@ def demo_environ(host: Mapping[str, str], world: DemoWorld) -> dict[str, str]:
     is on 127.0.0.1, and a proxy elsewhere would carry the calls off this machine) and no API
     key is needed (the scripted model's key is in the demo's auth.json)."""
     keep = ("PATH", "LANG", "HOME", "CONCORDE_PI", "CONCORDE_SANDBOX_RUNTIME")
-    environ = {k: host[k] for k in keep if host.get(k)}
-    additions = world.environ_additions
-    for name, value in additions.items():
-        if name == "PI_CODING_AGENT_DIR" or name not in environ:
-            environ[name] = value
-    return environ
+    # The caller's own CONCORDE_PI / CONCORDE_SANDBOX_RUNTIME win over the checkout's; the
+    # caller's PI_CODING_AGENT_DIR is never kept.
+    return {**world.environ_additions, **{k: host[k] for k in keep if host.get(k)}}
 
 
 def checks(record: RunRecord, results: Mapping[str, str]) -> list[tuple[str, bool, str]]:

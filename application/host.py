@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+from dataclasses import replace
 from typing import cast
 
 from concorde_workers.application.cancellation import Cancellation
@@ -91,14 +92,16 @@ class WorkerHost:
                                   worktree=request.worktree,
                                   operation_run_id=request.operation_run_id,
                                   host_pid=self._host_pid, started_at=started)
-        progress.phase("preparing", 1)
-        self._write_grant(tracer, layout, request)
-        state.write_node(tracer, "start")
         links = LinkContext(run_id=run_id, task_type=request.task_type, layout=layout,
                             backend=request.backend)
         credential_copies: list[str] = []
         layout_of_runtime = None if isinstance(runtime, FileSystemError) else runtime
+        # Everything after the runtime directory exists runs under the finally, so an
+        # exception escaping from our own code still removes it and its credential copies.
         try:
+            progress.phase("preparing", 1)
+            self._write_grant(tracer, layout, request)
+            state.write_node(tracer, "start")
             if isinstance(runtime, FileSystemError):
                 self._end(state, refusal_link(links, Refusal(
                     code="launch_failed", reason=Reason.ENVIRONMENT,
@@ -184,6 +187,11 @@ class WorkerHost:
                               prepared.grant, self._resolve_parent, self._kind)
         failures: dict[str, str] = {}
         for planned in plan.to_delete:
+            # The worker's processes are gone and the caller keeps other writers away (seed 000
+            # "Audit"); still, a directory swapped for a link since the plan is never followed.
+            if self._resolve_parent(planned.target) != planned.target:
+                failures[planned.path] = "a directory above it changed since it was judged"
+                continue
             try:
                 self._fs.remove(planned.target)
             except FileSystemError as error:
@@ -238,7 +246,6 @@ class WorkerHost:
         state.outcome = "interrupted" if link is not None and link.code == "interrupted" \
             else state.status
 
-
     def _finish(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
                 links: LinkContext, credential_copies: list[str],
                 runtime: RuntimeLayout | None) -> RunRecord:
@@ -267,8 +274,13 @@ class WorkerHost:
                  runtime: RuntimeLayout) -> None:
         prepared = state.prepared
         transcript = None
+        lookup_failed: str | None = None
         if prepared is not None and state.session is not None:
-            transcript = prepared.backend.transcript(prepared.context, state.session)
+            try:
+                transcript = prepared.backend.transcript(prepared.context, state.session)
+            except Exception as defect:  # it must not keep the runtime directory in place
+                lookup_failed = (f"session {state.session}: the host could not find its "
+                                 f"transcript: {type(defect).__name__}: {defect}")
         if transcript is not None and not self._fs.lexists(transcript):
             # A session the agent named but never wrote (pi writes its file only after the
             # first answer): there is no transcript to keep, which is no cleanup failure.
@@ -276,6 +288,8 @@ class WorkerHost:
         cleaned = cleanup_runtime_directory(
             self._fs, runtime, credential_copies, transcript,
             state.layout.transcript if transcript else None)
+        if lookup_failed is not None:
+            cleaned = replace(cleaned, transcript_error=lookup_failed)
         state.transcript_kept = transcript is not None and cleaned.transcript_kept
         if not cleaned.ok:
             interrupted = state.outcome == "interrupted"

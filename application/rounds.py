@@ -95,6 +95,7 @@ class RoundRunner:
     def __init__(self, context: RoundContext) -> None:
         self.c = context
         self._schema = schema_validator(json.loads(context.prepared.result_schema))
+        self._unchanged = False  # the latest audit found the worktree as the snapshot holds it
 
     def run_all(self) -> RoundsResult:
         c = self.c
@@ -199,13 +200,14 @@ class RoundRunner:
                 action = reader.feed(line)
                 if action is not None:
                     flusher.activity(action)
-            exit_status = handle.wait(EXIT_GRACE_SECONDS)
+            handle.wait(EXIT_GRACE_SECONDS)  # the leader's own exit, before the group is killed
         finally:
-            # No worker process outlives its round (seed 000): kill the whole group, always.
+            # No worker process outlives its round (seed 000): kill the whole group, always,
+            # and wait until the group was killed and its leader reaped, also when an exception
+            # of ours ends the round and the run goes on to remove the runtime directory.
             handle.kill_group()
             unregister()
             flusher.stop()
-        if exit_status is None:
             exit_status = handle.wait(None)
         stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
         c.tracer.write_stderr(c.state.layout, round_state.number, stderr)
@@ -252,6 +254,7 @@ class RoundRunner:
     def _audit(self, round_state: RoundState) -> None:
         c = self.c
         if round_state.report is not None and round_state.report.ending is RoundEnding.NOT_STARTED:
+            self._unchanged = False  # not audited: no claim about the worktree
             return
         c.progress.phase("audit", round_state.number)
         observation = c.observer.observe(c.snapshot)
@@ -279,7 +282,7 @@ class RoundRunner:
             resume_rounds_left=max(0, limits.rounds - resumes),
             retries_left=max(0, limits.retries - retries),
             session_named=session is not None and self._usable(session),
-            worktree_unchanged=getattr(self, "_unchanged", False),
+            worktree_unchanged=self._unchanged,
         )
 
     def _usable(self, session: str) -> bool:

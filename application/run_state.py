@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from concorde_workers.application.preparation import Prepared
-from concorde_workers.application.tracing import Moment, TraceWriter
+from concorde_workers.application.tracing import Moment, TraceWriter, record_of_node
 from concorde_workers.domain.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.audit import Audit
 from concorde_workers.domain.deletions import DeletionOutcome
@@ -177,27 +177,14 @@ class RunState:
     def record(self, final_failures: list[str]) -> RunRecord:
         """The returned run record; `final_failures` completes trace_failures with any failure
         of the final write itself."""
-        prepared, request = self.prepared, self.request
-        last_stderr = self.rounds[-1].stderr_tail if self.rounds else ""
-        return RunRecord(
-            run_id=self.run_id, status=self.status if self.status != "running" else "failed",
-            error=self.error, started_at=utc(self.started_at),
-            ended_at=utc(self.ended_at) if self.ended_at else None,
-            task_type=request.task_type, operation=request.operation, worker=request.worker,
-            backend=request.backend, backend_source=request.backend_source, model=request.model,
-            local_model=request.local_model, model_map=request.model_map,
-            reasoning=request.reasoning, worktree=request.worktree,
-            context_identity=self.metadata().context_identity, grant_digest=self.grant_digest,
-            settings_digest=prepared.settings_digest if prepared else None,
-            brief_digest=prepared.brief_digest if prepared else None,
-            tools=prepared.tools if prepared else None,
-            transcript=self.layout.transcript if self.transcript_kept else None,
-            stderr_tail=last_stderr, worker_result=self.worker_result,
-            deleted=self.deletions.deleted, deletions_refused=self.deletions.refused,
-            deletions_absent=self.deletions.absent, deletions_failed=self.deletions.failed,
-            trace_failures=(*self.trace_failures, *final_failures),
+        node = self.node()
+        if node.status == "running":  # never returned as running: the run ended somehow
+            node = node.model_copy(update={"status": "failed"})
+        return record_of_node(
+            node, worktree=self.request.worktree, backend=self.request.backend,
             run_directory=self.layout.run_dir, runtime_directory=self.runtime_dir,
-            rounds=tuple(r.record() for r in self.rounds),
+            stderr_tail=self.rounds[-1].stderr_tail if self.rounds else "",
+            rounds=[r.record() for r in self.rounds], final_failures=final_failures,
         )
 
 

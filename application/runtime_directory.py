@@ -95,6 +95,11 @@ def create_runtime_directory(
         except FileSystemError as error:
             return error
         try:
+            # chmod follows a link: what was made must be a directory (not a link planted in
+            # its place) before its mode is set.
+            if fs.stat(root).kind is not EntryKind.DIRECTORY:
+                raise FileSystemError(root, op, "not a directory after creation",
+                                      errno_codes.EEXIST)
             fs.chmod(root, PRIVATE_MODE)
             made = fs.stat(root)
             if made.kind is not EntryKind.DIRECTORY or made.mode != PRIVATE_MODE:

@@ -63,6 +63,7 @@ __all__ = [
     "TraceWriter",
     "node_json",
     "read_record",
+    "record_of_node",
     "utc_text",
 ]
 
@@ -194,10 +195,14 @@ class TraceWriter:
         try:
             self._fs.write_atomic(path, text)
         except FileSystemError as error:
-            failure = f"{path}: {error.os_error_text}"
-            self._artifacts.append(failure)
-            return failure
+            return self._artifact_failure(path, error)
         return None
+
+    def _artifact_failure(self, path: str, error: FileSystemError) -> str:
+        """Keep a refused write of a node folder file in `artifact_failures`; its text."""
+        failure = f"{path}: {error.os_error_text}"
+        self._artifacts.append(failure)
+        return failure
 
     # -- trace nodes --------------------------------------------------------------------
 
@@ -253,9 +258,7 @@ class TraceWriter:
             self._fs.makedirs(layout.round_dir(n))
             self._fs.write_atomic(path, tail)
         except FileSystemError as error:
-            failure = f"{path}: {error.os_error_text}"
-            self._artifacts.append(failure)
-            return failure
+            return self._artifact_failure(path, error)
         return None
 
     def run_files(self, layout: RunLayout) -> tuple[NodeFile, ...]:
@@ -270,7 +273,7 @@ class TraceWriter:
             try:
                 files.append(NodeFile(path=name, digest=self._fs.file_digest(path)))
             except FileSystemError as error:
-                self._artifacts.append(f"{path}: {error.os_error_text}")
+                self._artifact_failure(path, error)
         return tuple(files)
 
 
@@ -475,6 +478,62 @@ def _stderr_tail(fs: FileSystem, layout: RunLayout, rounds: int) -> str:
     return data[-STDERR_TAIL_BYTES:].decode("utf-8", errors="replace")
 
 
+def record_of_node(
+    node: TraceNode,
+    *,
+    worktree: str,
+    backend: str,
+    run_directory: str,
+    runtime_directory: str,
+    stderr_tail: str,
+    rounds: Sequence[RoundRecord],
+    final_failures: Sequence[str] = (),
+) -> RunRecord:
+    """The returned run record of a worker-run node (seed 000 "Run record"): the node's identity,
+    status, error, times, metadata and content, with tools as the comma-separated list, the
+    transcript absolute in `run_directory` and the rounds' records in place of their number;
+    `final_failures` completes trace_failures with any failure of the final write itself. The
+    host's returned record and `read_record` both come from here."""
+    metadata = node.run_metadata()
+    content = node.run_content()
+    return RunRecord(
+        run_id=node.id,
+        status=node.status,
+        error=node.error,
+        started_at=node.started_at,
+        ended_at=node.ended_at,
+        task_type=content.task_type,
+        operation=metadata.operation,
+        worker=metadata.worker,
+        backend=backend,
+        backend_source=content.backend_source,
+        model=metadata.model,
+        local_model=content.local_model,
+        model_map=content.model_map,
+        reasoning=metadata.reasoning,
+        worktree=worktree,
+        context_identity=metadata.context_identity,
+        grant_digest=metadata.grant_digest,
+        settings_digest=metadata.settings_digest,
+        brief_digest=metadata.brief_digest,
+        tools=",".join(content.tools) if content.tools else None,
+        transcript=(
+            None if content.transcript is None
+            else posixpath.join(run_directory, content.transcript)
+        ),
+        stderr_tail=stderr_tail,
+        worker_result=content.worker_result,
+        deleted=content.deleted,
+        deletions_refused=content.deletions_refused,
+        deletions_absent=content.deletions_absent,
+        deletions_failed=content.deletions_failed,
+        trace_failures=(*content.trace_failures, *final_failures),
+        run_directory=run_directory,
+        runtime_directory=runtime_directory,
+        rounds=tuple(rounds),
+    )
+
+
 def read_record(
     fs: FileSystem,
     run_dir: str,
@@ -545,41 +604,10 @@ def read_record(
         )
 
     try:
-        return RunRecord(
-            run_id=node.id,
-            status=node.status,
-            error=node.error,
-            started_at=node.started_at,
-            ended_at=node.ended_at,
-            task_type=content.task_type,
-            operation=metadata.operation,
-            worker=metadata.worker,
-            backend=backend,
-            backend_source=content.backend_source,
-            model=metadata.model,
-            local_model=content.local_model,
-            model_map=content.model_map,
-            reasoning=metadata.reasoning,
-            worktree=worktree,
-            context_identity=metadata.context_identity,
-            grant_digest=metadata.grant_digest,
-            settings_digest=metadata.settings_digest,
-            brief_digest=metadata.brief_digest,
-            tools=",".join(content.tools) if content.tools else None,
-            transcript=(
-                None if content.transcript is None
-                else posixpath.join(layout.run_dir, content.transcript)
-            ),
-            stderr_tail=_stderr_tail(fs, layout, content.rounds),
-            worker_result=content.worker_result,
-            deleted=content.deleted,
-            deletions_refused=content.deletions_refused,
-            deletions_absent=content.deletions_absent,
-            deletions_failed=content.deletions_failed,
-            trace_failures=content.trace_failures,
-            run_directory=layout.run_dir,
+        return record_of_node(
+            node, worktree=worktree, backend=backend, run_directory=layout.run_dir,
             runtime_directory=runtime_directory,
-            rounds=tuple(rounds),
+            stderr_tail=_stderr_tail(fs, layout, content.rounds), rounds=rounds,
         )
     except ValidationError as error:
         return _refusal(layout.trace, f"gives no valid run record: {_first_problem(error)}")

@@ -10,7 +10,7 @@ entry) costs a fifth of `status`, and overlapping the two keeps the whole audit 
 bare `git status` (docs/benchmarks.md). Every command is read-only and takes no lock, so running
 them side by side changes nothing they see; the worker's processes are dead by the time the host
 observes, and the caller keeps every other writer away (seed 000 "Audit"). `parallel=False` runs
-them one after another, as before.
+them one after another.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.agent_stream import TestStreamReader
 from fakes.program_backend import Step
 from integration.host_fixtures import (
     HostHarness,
@@ -805,3 +806,25 @@ def test_git_metadata_planted_in_an_rw_directory_is_a_violation(harness: HostHar
     violations = run.audit()["violations"]
     assert "src/app/.git" in violations
     assert "src/app/sub/.git" in violations
+
+
+@pytest.mark.req("No worker process outlives its round")
+@pytest.mark.req("Nothing but the trace outlives a worker")
+def test_an_exception_of_the_host_mid_round_kills_the_group_and_removes_the_runtime(
+        harness: HostHarness, pids: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = TestStreamReader.feed
+
+    def feed(self: TestStreamReader, line: str) -> Any:
+        if "Read" in line:
+            raise RuntimeError("a defect of the host's own stream reading")
+        return original(self, line)
+
+    monkeypatch.setattr(TestStreamReader, "feed", feed)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="a defect"):
+        harness.run([*OPEN, Step.spawn(3600, grandchild=True, pidfile=str(pids)),
+                     Step.line("tool", tool="Read", target="x"), Step.sleep(60),
+                     Step.result(ok_result())])
+    assert time.monotonic() - started < 15
+    assert len(pidlist(pids)) == 2 and wait_gone(pidlist(pids))
+    assert [p.name for p in harness.tmp.iterdir()] == []  # runtime and credential copy gone

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fakes.agent import Round
-from fakes.agent_stream import result_line, session_line
+from fakes.agent import Round, ScriptedBackend
+from fakes.agent_stream import TestStreamReader, result_line, session_line
 from fakes.host_world import (
     CREDENTIALS_SOURCE,
     RUN_ID,
@@ -27,10 +27,11 @@ from fakes.host_world import (
     worker_error_result,
     write_file,
 )
-from fakes.process import FakeStart
+from fakes.process import FakeProcessHandle, FakeStart
 from fakes.world import GRANT, WORKTREE
 
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.tracing import ProgressWriter
 from concorde_workers.application.validation import (
     LinkAnswer,
     ValidationInput,
@@ -778,3 +779,96 @@ def test_a_control_file_that_cannot_be_written_ends_the_run_launch_failed() -> N
     assert record.error is not None and record.error.code == "launch_failed"
     assert "No space left on device" in record.error.detail
     assert world.runner.starts == [] and world.runtime_dirs() == []
+
+
+# --- an exception of our own mid-run ------------------------------------------------------------
+
+
+@pytest.mark.req("Nothing but the trace outlives a worker")
+@pytest.mark.req("No worker process outlives its round")
+def test_an_exception_escaping_mid_round_still_kills_the_group_and_removes_the_runtime(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    world = HostWorld()
+    events: list[str] = []
+
+    def feed(self: TestStreamReader, line: str) -> None:
+        raise RuntimeError("a defect of the host's own stream reading")
+
+    original_wait, original_kill = FakeProcessHandle.wait, FakeProcessHandle.kill_group
+
+    def wait(self: FakeProcessHandle, timeout: float | None) -> int | None:
+        events.append(f"wait {timeout}")
+        return original_wait(self, timeout)
+
+    def kill_group(self: FakeProcessHandle) -> None:
+        events.append("kill")
+        original_kill(self)
+
+    monkeypatch.setattr(TestStreamReader, "feed", feed)
+    monkeypatch.setattr(FakeProcessHandle, "wait", wait)
+    monkeypatch.setattr(FakeProcessHandle, "kill_group", kill_group)
+    with pytest.raises(RuntimeError, match="a defect"):
+        world.run([Round.ok(ok_result())])
+    assert events == ["kill", "wait None"]  # killed, then waited for, before the cleanup
+    assert not world.exists(CREDENTIAL_COPY) and world.runtime_dirs() == []
+    node = world.run_node()
+    assert node["status"] == "failed" and node["ended_at"] is not None
+
+
+@pytest.mark.req("Nothing but the trace outlives a worker")
+def test_an_exception_before_preparation_still_removes_the_runtime_directory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    world = HostWorld()
+
+    def phase(self: ProgressWriter, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a defect of the host's own progress file")
+
+    monkeypatch.setattr(ProgressWriter, "phase", phase)
+    with pytest.raises(RuntimeError, match="a defect"):
+        world.run([Round.ok(ok_result())])
+    assert world.runtime_dirs() == []
+
+
+@pytest.mark.req("A cleanup that failed fails the run")
+@pytest.mark.req("Nothing but the trace outlives a worker")
+def test_a_transcript_lookup_that_raises_still_removes_the_runtime_directory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    world = HostWorld()
+
+    def transcript(self: ScriptedBackend, context: Any, session: str | None) -> str | None:
+        raise OSError("a defect of the backend's transcript lookup")
+
+    monkeypatch.setattr(ScriptedBackend, "transcript", transcript)
+    monkeypatch.setattr(ScriptedBackend, "session_usable", lambda self, context, session: False)
+    record = world.run([Round.failed("boom", transcript="s-1")])
+    assert not world.exists(CREDENTIAL_COPY) and world.runtime_dirs() == []
+    link = record.error
+    assert link is not None and link.code == "cleanup_failed"
+    assert "could not find its transcript" in link.detail
+    assert record.transcript is None
+
+
+@pytest.mark.req("Only the host deletes")
+def test_a_directory_swapped_for_a_link_after_the_plan_is_never_followed() -> None:
+    world = HostWorld()
+    _tracked(world, OLD)
+    world.fs.write("/outside/old.py", "not the worktree's\n")
+    parent = f"{WORKTREE}/src/app"
+    original = world.fs.realpath
+    calls: list[str] = []
+
+    def realpath(path: str) -> str:
+        real = original(path)
+        if path == parent and world.runner.handles:
+            calls.append(path)
+            if len(calls) == 1:  # the plan judged it: now a directory becomes a link
+                world.fs.rmtree(parent)
+                world.fs.symlink("/outside", parent)
+        return real
+
+    world.fs.realpath = realpath  # type: ignore[method-assign]
+    record = world.run([Round.ok(_with_old())])
+    assert world.text("/outside/old.py") == "not the worktree's\n"
+    assert record.deleted == () and record.deletions_failed == (OLD,)
+    assert record.error is not None and record.error.code == "deletion_failed"
+    assert "changed since it was judged" in record.error.detail

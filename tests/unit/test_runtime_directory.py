@@ -264,3 +264,21 @@ def test_a_runtime_directory_already_gone_is_a_clean_cleanup() -> None:
     layout = RuntimeLayout(root="/tmp/concorde-a1b2c3-gone")
     result = cleanup_runtime_directory(fs, layout, layout.credential_copies, None, None)
     assert result.ok and result.errors == ()
+
+
+def test_a_link_planted_under_the_name_is_never_followed_by_the_chmod() -> None:
+    fs = fresh()
+    fs.mkdir("/home/dev/private", 0o755)
+    root = "/tmp/concorde-a1b2c3-0badf00d"
+    original = fs.lexists
+
+    def lexists(path: str) -> bool:
+        if path == root and not original(root):
+            fs.symlink("/home/dev/private", root)  # planted after the check, before makedirs
+            return False
+        return original(path)
+
+    fs.lexists = lexists  # type: ignore[method-assign]
+    made_ = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]))
+    assert not isinstance(made_, RuntimeLayout)
+    assert fs.stat("/home/dev/private").mode == 0o755

@@ -1,0 +1,34 @@
+"""Cancellation as the host uses it: set from any thread or from a signal handler (seed 000
+"Progress file": something outside ends the run, interrupted)."""
+
+from __future__ import annotations
+
+import threading
+
+from concorde_workers.application.cancellation import Cancellation
+
+
+def test_a_signal_handler_that_cancels_while_the_lock_is_held_does_not_deadlock() -> None:
+    cancel = Cancellation()
+    killed: list[str] = []
+    unregister = cancel.on_cancel(lambda: killed.append("group"))
+
+    def main_thread_in_unregister_when_the_signal_arrives() -> None:
+        with cancel._lock:  # where the main thread is when the signal arrives
+            cancel.cancel("SIGTERM")  # what the CLI's signal handler calls
+        unregister()
+
+    thread = threading.Thread(target=main_thread_in_unregister_when_the_signal_arrives,
+                              daemon=True)
+    thread.start()
+    thread.join(5)
+    assert not thread.is_alive(), "cancel deadlocked on the lock its own thread held"
+    assert cancel.is_set() and cancel.reason == "SIGTERM" and killed == ["group"]
+
+
+def test_a_callback_registered_after_the_cancellation_runs_at_once() -> None:
+    cancel = Cancellation()
+    cancel.cancel("stop")
+    called: list[bool] = []
+    cancel.on_cancel(lambda: called.append(True))()
+    assert called == [True]
