@@ -89,29 +89,38 @@ class Example:
     declared: tuple[str, ...] = ("implement:worker", "implement:reviewer")
 
 
-def create_example(parent: str | None = None) -> Example:
-    """Create the example in a new temporary folder (below `parent` when given)."""
-    folder = Path(tempfile.mkdtemp(prefix="concorde-example-", dir=parent)).resolve()
+def _repository(parent: str | None, prefix: str, files: dict[str, str], branch: str,
+                author: str) -> tuple[Path, Path, Path]:
+    """A new temporary folder (below `parent` when given) holding the repository `shop` with
+    `files` committed on `main` by `author`, and the linked worktree `.claude/worktrees/<branch>`
+    on its own branch: (folder, primary, worktree)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()
     primary = folder / "shop"
-    for rel, text in PROJECT_FILES.items():
+    for rel, text in files.items():
         target = primary / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    env = {"GIT_AUTHOR_NAME": "Example", "GIT_AUTHOR_EMAIL": "example@example.invalid",
-           "GIT_COMMITTER_NAME": "Example", "GIT_COMMITTER_EMAIL": "example@example.invalid"}
+    email = f"{author.lower()}@example.invalid"
+    env = {"GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": email,
+           "GIT_COMMITTER_NAME": author, "GIT_COMMITTER_EMAIL": email}
+    worktree = primary / ".claude" / "worktrees" / branch
     repo = git.Repo.init(primary, initial_branch="main")
     with repo.git.custom_environment(**env):
-        config = primary / ".concorde" / "workers.json"
-        config.parent.mkdir()
-        config.write_text(json.dumps(WORKERS_JSON, indent=2) + "\n")
         repo.git.add("--all")
         repo.git.commit("-m", "The shop")
-        repo.git.worktree("add", "-b", "example", str(primary / ".claude/worktrees/example"))
+        repo.git.worktree("add", "-b", branch, str(worktree))
+    return folder, primary, worktree
+
+
+def create_example(parent: str | None = None) -> Example:
+    """Create the example in a new temporary folder (below `parent` when given)."""
+    files = {**PROJECT_FILES, ".concorde/workers.json": json.dumps(WORKERS_JSON, indent=2) + "\n"}
+    folder, primary, worktree = _repository(parent, "concorde-example-", files, "example",
+                                            "Example")
     model_map = folder / "models.json"
     model_map.write_text(json.dumps(MODEL_MAP, indent=2) + "\n")
     grant_file = folder / "grant.json"
     grant_file.write_text(json.dumps(GRANT, indent=2) + "\n")
-    worktree = primary / ".claude" / "worktrees" / "example"
     request = {
         "worktree": str(worktree), "task_type": "implement", "grant": GRANT,
         "instructions": INSTRUCTIONS, "operation": "implement", "worker": "worker",
@@ -205,20 +214,8 @@ def demo_script(worktree: str, port: int) -> list[Step]:
 def start_demo(parent: str | None = None) -> DemoWorld:
     """Create the demo repository (worktree `.claude/worktrees/demo`), start the scripted model
     server on 127.0.0.1 with the demo's script and write the pi configuration that reaches it."""
-    folder = Path(tempfile.mkdtemp(prefix="concorde-demo-", dir=parent)).resolve()
-    primary = folder / "shop"
-    for rel, text in DEMO_FILES.items():
-        target = primary / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    env = {"GIT_AUTHOR_NAME": "Demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid",
-           "GIT_COMMITTER_NAME": "Demo", "GIT_COMMITTER_EMAIL": "demo@example.invalid"}
-    worktree = primary / ".claude" / "worktrees" / DEMO_WORKTREE
-    repo = git.Repo.init(primary, initial_branch="main")
-    with repo.git.custom_environment(**env):
-        repo.git.add("--all")
-        repo.git.commit("-m", "The shop")
-        repo.git.worktree("add", "-b", DEMO_WORKTREE, str(worktree))
+    folder, primary, worktree = _repository(parent, "concorde-demo-", DEMO_FILES, DEMO_WORKTREE,
+                                            "Demo")
     server = ScriptedModelServer().start()
     server.add(*demo_script(str(worktree), server.port))
     pi_dir = folder / "pi-agent"

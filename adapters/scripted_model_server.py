@@ -35,10 +35,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-__all__ = ["COST_PER_MILLION", "DEFAULT_MODEL", "DEFAULT_PROVIDER", "Fail", "Hang", "Reply",
-           "ScriptedModelServer", "Step", "ToolCall", "Usage", "write_pi_config"]
+__all__ = ["COST_PER_MILLION", "DEFAULT_MODEL", "DEFAULT_PROVIDER", "Fail", "Hang",
+           "LoopbackServer", "Reply", "ScriptedModelServer", "Step", "ToolCall", "Usage",
+           "write_pi_config"]
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PROVIDER = "scripted"
@@ -101,8 +102,53 @@ Answer = Reply | Fail | Hang
 Step = Answer | Callable[[dict[str, Any]], Answer]
 
 
+class LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 at a free port: `start()` (or `with`), `stop()`,
+    `port`. A subclass names its `handler` class; each request's handler sees the server object
+    as `self.owner`, and `_stopping` is set once `stop()` begins (to release held requests)."""
+
+    handler: type[BaseHTTPRequestHandler]
+    thread_name = "loopback-server"
+
+    def __init__(self) -> None:
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        handler = type(self.handler.__name__, (self.handler,), {"owner": self})
+        httpd = ThreadingHTTPServer((LOOPBACK, 0), handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, name=self.thread_name,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the server is not started")
+        return int(self._httpd.server_address[1])
+
+
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    owner: ScriptedModelServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -118,7 +164,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
-        owner = self.server.owner
+        owner = self.owner
         answer, entry = owner._next(self.path, dict(self.headers), body)
         if isinstance(answer, Fail):
             self._json(answer.status, {"error": {"message": answer.message,
@@ -154,12 +200,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    owner: ScriptedModelServer
-
-
 def sse_chunks(reply: Reply, model: str, response_id: str, n: int) -> Iterator[dict[str, Any]]:
     """The chat.completion.chunk objects of one streamed reply, usage last."""
     created = int(time.time())
@@ -192,52 +232,21 @@ def sse_chunks(reply: Reply, model: str, response_id: str, n: int) -> Iterator[d
                      "prompt_tokens_details": {"cached_tokens": usage.cached_tokens}}}
 
 
-class ScriptedModelServer:
+class ScriptedModelServer(LoopbackServer):
     """The server; `start()` (or `with`) listens on 127.0.0.1 at a free port."""
 
+    handler = _Handler
+    thread_name = "scripted-model"
+
     def __init__(self, script: Sequence[Step] = ()) -> None:
+        super().__init__()
         self._script: list[Step] = list(script)
         self._fail_counts: dict[int, int] = {}
         self._position = 0
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
         self._counter = itertools.count(1)
         self.requests: list[dict[str, Any]] = []
         self.exhausted = 0
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -----------------------------------------------------------------------------
-
-    def start(self) -> ScriptedModelServer:
-        server = _Server((LOOPBACK, 0), _Handler)
-        server.owner = self
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="scripted-model",
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = self._thread = None
-
-    def __enter__(self) -> ScriptedModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("the scripted model server is not started")
-        return int(self._server.server_address[1])
 
     @property
     def base_url(self) -> str:

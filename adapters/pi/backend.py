@@ -13,7 +13,11 @@ import json
 import posixpath
 from collections.abc import Mapping, Sequence
 
-from concorde_workers.adapters.pi.extension import generate_extension
+from concorde_workers.adapters.pi.extension import (
+    generate_extension,
+    sandbox_runtime_entry,
+    sandbox_runtime_package,
+)
 from concorde_workers.adapters.pi.stream import PiStreamReader, session_header_id
 from concorde_workers.adapters.programs import find_program, program_or_name
 from concorde_workers.domain.claude_settings import digest_text
@@ -22,12 +26,7 @@ from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, pi_command
 from concorde_workers.domain.layout import PI_AUTH_FILE, PI_MODELS_FILE
 from concorde_workers.domain.policy import jiti_cache, pi_project_dir
-from concorde_workers.domain.prerequisites import (
-    SANDBOX_RUNTIME_ENTRY,
-    SANDBOX_RUNTIME_RELATIVE,
-    PiPrerequisites,
-    pi_runtime_refusal,
-)
+from concorde_workers.domain.prerequisites import PiPrerequisites, pi_runtime_refusal
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
@@ -48,18 +47,20 @@ class PiBackend:
     def prerequisites(self, primary: str) -> PiPrerequisites:
         env = self._environ
         path = env.get("PATH", "")
-        package = env.get("CONCORDE_SANDBOX_RUNTIME") or posixpath.join(
-            primary, SANDBOX_RUNTIME_RELATIVE)
-        entry = posixpath.join(package, SANDBOX_RUNTIME_ENTRY)
+        package = sandbox_runtime_package(env, primary)
         return PiPrerequisites(
             pi=find_program(self._fs, "pi", env),
             rg=self._fs.which("rg", path),
-            fd=self._fs.which("fd", path) or self._fs.which("fdfind", path),
-            sandbox_runtime=package if self._fs.is_file(entry) else None,
+            fd=self._fd(path),
+            sandbox_runtime=package if self._fs.is_file(sandbox_runtime_entry(package)) else None,
             sandbox_runtime_looked_at=package,
             bwrap=self._fs.which("bwrap", path), socat=self._fs.which("socat", path),
             linux=self._linux,
         )
+
+    def _fd(self, path: str) -> str | None:
+        """fd, or fdfind as Debian names it."""
+        return self._fs.which("fd", path) or self._fs.which("fdfind", path)
 
     def check(self, primary: str) -> Refusal | None:
         return pi_runtime_refusal(self.prerequisites(primary))
@@ -70,8 +71,7 @@ class PiBackend:
         path = context.environ.get("PATH", "")
         extension = generate_extension(
             context.policy, limits=context.request.limits, result_schema=context.result_schema,
-            environ=context.environ, rg=self._fs.which("rg", path),
-            fd=self._fs.which("fd", path) or self._fs.which("fdfind", path))
+            environ=context.environ, rg=self._fs.which("rg", path), fd=self._fd(path))
         return Generated(
             files={rt.result_schema: context.result_schema,
                    rt.pi_settings: json.dumps(PI_SETTINGS, indent=2) + "\n", **extension},

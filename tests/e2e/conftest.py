@@ -87,14 +87,19 @@ def anthropic_server() -> Iterator[AnthropicServer]:
         server.stop()
 
 
+def checked_record(record: RunRecord) -> RunRecord:
+    """The run record, after checking it against its contract."""
+    problems = sorted(validator("contract.workers.worker-run-record").iter_errors(
+        record.model_dump(mode="json")), key=str)
+    assert not problems, [p.message for p in problems]
+    return record
+
+
 @dataclass
-class ClaudeRun:
-    """One finished run."""
+class RecordedRun:
+    """One finished run, read from its record (both backends' end-to-end tests)."""
 
     record: RunRecord
-    server: AnthropicServer
-    starts: list[dict[str, Any]]
-    traces: dict[str, Any] = field(default_factory=dict)
 
     @property
     def data(self) -> dict[str, Any]:
@@ -111,6 +116,15 @@ class ClaudeRun:
     @property
     def runtime_dir(self) -> Path:
         return Path(self.record.runtime_directory)
+
+
+@dataclass
+class ClaudeRun(RecordedRun):
+    """One finished Claude Code run."""
+
+    server: AnthropicServer
+    starts: list[dict[str, Any]]
+    traces: dict[str, Any] = field(default_factory=dict)
 
     def round(self, n: int) -> dict[str, Any]:
         """The record's round n (from 1)."""
@@ -156,10 +170,8 @@ class ClaudeWorld:
         host = container.worker_host()
         limits = limits or Limits(timeout_seconds=60, max_turns=5, rounds=0, retries=0,
                                   retry_delay_seconds=0)
-        record = host.run(self.request(limits=limits, grant=grant), validation, cancel)
-        problems = sorted(validator("contract.workers.worker-run-record").iter_errors(
-            record.model_dump(mode="json")), key=str)
-        assert not problems, [p.message for p in problems]
+        record = checked_record(host.run(self.request(limits=limits, grant=grant), validation,
+                                         cancel))
         traces: dict[str, Any] = {}
         node = validator("contract.tracing.node")
         run_dir = Path(record.run_directory)

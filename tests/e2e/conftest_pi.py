@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from dependency_injector import providers
+from e2e.conftest import RecordedRun, checked_record
 from servers.openai_server import (
     DEFAULT_MODEL,
     DEFAULT_PROVIDER,
@@ -36,8 +37,6 @@ from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.application.container import production
 from concorde_workers.application.validation import RoundValidation
-from concorde_workers.contracts import validator
-from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.ports.agent import BackendContext, Generated
 
@@ -130,27 +129,12 @@ class ObservedPiBackend(PiBackend):
 
 
 @dataclass
-class PiRun:
-    record: RunRecord
+class PiRun(RecordedRun):
+    """One finished pi run, with the backend context it was generated from."""
+
     context: BackendContext
     server: ScriptedModelServer
     first_request: int
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return self.record.model_dump(mode="json")
-
-    @property
-    def code(self) -> str | None:
-        return self.record.error.code if self.record.error is not None else None
-
-    @property
-    def runtime(self) -> Path:
-        return Path(self.record.runtime_directory)
-
-    @property
-    def run_dir(self) -> Path:
-        return Path(self.record.run_directory)
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -216,19 +200,16 @@ class PiWorld:
         backend = ObservedPiBackend(fs=LocalFileSystem(), environ=self.environ)
         container.backends.override(providers.Dict(pi=providers.Object(backend)))
         host = container.worker_host()
-        record = host.run(self.request(limits or Limits(
+        record = checked_record(host.run(self.request(limits or Limits(
             timeout_seconds=60, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0)),
-            validation)
-        problems = sorted(validator("contract.workers.worker-run-record").iter_errors(
-            record.model_dump(mode="json")), key=str)
-        assert not problems, [p.message for p in problems]
+            validation))
         assert backend.contexts, record.error
         run = PiRun(record=record, context=backend.contexts[-1], server=self.server,
                     first_request=first)
         self.runs.append(run)
         # Nothing but the trace outlives a worker: the runtime directory (credential copies
         # first) is gone whatever ended the run.
-        assert not run.runtime.exists(), f"{run.runtime} outlived its run"
+        assert not run.runtime_dir.exists(), f"{run.runtime_dir} outlived its run"
         return run
 
     def porcelain(self) -> list[str]:

@@ -368,7 +368,7 @@ def test_the_credential_copies_are_gone_after_a_timeout(pi_world: PiWorld) -> No
                 limits=Limits(timeout_seconds=4, max_turns=30, rounds=0, retries=0,
                               retry_delay_seconds=0))
     assert run.code == "worker_timeout", run.explain()
-    assert not run.runtime.exists()
+    assert not run.runtime_dir.exists()
     assert {p.name: p.read_text() for p in w.pi_dir.iterdir()} == before
     # The round had named its session: the transcript was kept.
     assert (run.run_dir / "transcript.jsonl").exists()
@@ -384,7 +384,7 @@ def test_the_credential_copies_are_gone_after_other_endings(pi_world: PiWorld,
     assert (run.code is None) == (ending == "ok"), run.explain()
     if ending != "ok":
         assert run.code == "pi_failed"
-    assert not run.runtime.exists()
+    assert not run.runtime_dir.exists()
 
 
 

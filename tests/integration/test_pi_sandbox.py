@@ -238,6 +238,18 @@ def test_commands_cannot_read_the_hosts_or_hidden_files(world: PiWorld) -> None:
     assert "git_rc=0" not in texts[len(secrets) + 1]
 
 
+@needs_sandbox
+def test_commands_get_no_model_service_key(world: PiWorld) -> None:
+    """pi needs `*_API_KEY` to reach its provider; the worker's commands never see them (as
+    Claude Code's sandbox.credentials keeps ANTHROPIC_API_KEY from Bash)."""
+    env = world.env(OPENAI_API_KEY="sk-openai-secret", SCRIPTED_API_KEY="sk-scripted-secret")
+    result = world.run_extension([START, bash('env; echo "LANG=$LANG"')], env=env)
+    text = out(result["results"][1])
+    assert "sk-openai-secret" not in text and "sk-scripted-secret" not in text, text
+    assert "_API_KEY" not in text, text
+    assert f"LANG={env['LANG']}" in text, text
+
+
 # --- grep, find, ls ----------------------------------------------------------------------------------
 
 

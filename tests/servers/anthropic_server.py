@@ -1,7 +1,7 @@
 """A scripted Anthropic Messages API on 127.0.0.1, for driving the real Claude Code offline.
 
-Standard library only (http.server + threading). Start it on port 0 and point Claude Code at
-`server.url` (ANTHROPIC_BASE_URL):
+Standard library only (on the scripted OpenAI server's `LoopbackServer`). Start it and point
+Claude Code at `server.url` (ANTHROPIC_BASE_URL):
 
     server = AnthropicServer([Reply.tool("Write", {"file_path": p, "content": "x"}),
                               Reply.structured({"status": "ok", ...})]).start()
@@ -35,8 +35,10 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from concorde_workers.adapters.scripted_model_server import LoopbackServer
 
 __all__ = ["AnthropicServer", "Reply", "Step", "last_tool_result", "tool_results"]
 
@@ -148,92 +150,6 @@ def last_tool_result(body: dict[str, Any]) -> tuple[str, bool] | None:
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-
-
-class AnthropicServer:
-    """The scripted server (see the module's docstring)."""
-
-    def __init__(self, script: Iterable[Step] = (), *, repeat: Step | None = None) -> None:
-        self._script: list[Step] = list(script)
-        self.repeat = repeat
-        self.requests: list[dict[str, Any]] = []
-        self.log: list[dict[str, Any]] = []
-        self.failures: list[str] = []
-        self._lock = threading.Lock()
-        self._released = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -----------------------------------------------------------------------------
-
-    def start(self) -> AnthropicServer:
-        server = self
-
-        class Handler(_Handler):
-            owner = server
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        name="anthropic-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._released.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(5)
-            self._thread = None
-
-    def __enter__(self) -> AnthropicServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "the server is not started"
-        return int(self._httpd.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    # -- the script ----------------------------------------------------------------------------
-
-    def push(self, *steps: Step) -> None:
-        with self._lock:
-            self._script.extend(steps)
-
-    @property
-    def remaining(self) -> int:
-        with self._lock:
-            return len(self._script)
-
-    def _next(self, body: dict[str, Any]) -> Reply:
-        with self._lock:
-            self.requests.append(body)
-            step = self._script.pop(0) if self._script else self.repeat
-            number = len(self.requests)
-        if step is None:
-            self.failures.append(f"request {number}: the script is used up")
-            return Reply.error(500, "api_error", "the fake server's script is used up")
-        if isinstance(step, Reply):
-            return step
-        try:
-            return step(body)
-        except Exception as error:  # a test's assertion: kept and reported, never lost
-            self.failures.append(f"request {number}: {type(error).__name__}: {error}")
-            return Reply.error(500, "api_error", f"script step failed: {error}")
-
-    def wait(self, seconds: float) -> bool:
-        """Hold a reply back; False when the server was stopped meanwhile."""
-        return not self._released.wait(seconds)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -374,3 +290,54 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         self.wfile.write(b"".join(out))
         self.wfile.flush()
+
+
+class AnthropicServer(LoopbackServer):
+    """The scripted server (see the module's docstring)."""
+
+    handler = _Handler
+    thread_name = "anthropic-server"
+
+    def __init__(self, script: Iterable[Step] = (), *, repeat: Step | None = None) -> None:
+        super().__init__()
+        self._script: list[Step] = list(script)
+        self.repeat = repeat
+        self.requests: list[dict[str, Any]] = []
+        self.log: list[dict[str, Any]] = []
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- the script ----------------------------------------------------------------------------
+
+    def push(self, *steps: Step) -> None:
+        with self._lock:
+            self._script.extend(steps)
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            step = self._script.pop(0) if self._script else self.repeat
+            number = len(self.requests)
+        if step is None:
+            self.failures.append(f"request {number}: the script is used up")
+            return Reply.error(500, "api_error", "the fake server's script is used up")
+        if isinstance(step, Reply):
+            return step
+        try:
+            return step(body)
+        except Exception as error:  # a test's assertion: kept and reported, never lost
+            self.failures.append(f"request {number}: {type(error).__name__}: {error}")
+            return Reply.error(500, "api_error", f"script step failed: {error}")
+
+    def wait(self, seconds: float) -> bool:
+        """Hold a reply back; False when the server was stopped meanwhile."""
+        return not self._stopping.wait(seconds)

@@ -89,6 +89,16 @@ def test_rendering_replaces_the_placeholders_and_names_the_module_digest() -> No
     assert data["limits"] == {"maxTurns": 200, "maxBudgetUsd": None}
 
 
+def test_a_grant_path_spelled_like_the_import_specifier_stays_in_the_policy() -> None:
+    context = make_context(entries={"src/": "rw", "@concorde/sandbox-runtime": "names"})
+    data = extension_policy(context.policy, limits=Limits(), result_schema=context.result_schema,
+                            package=PACKAGE, rg=None, fd=None)
+    permission, _ = render_extension(data, PACKAGE)
+    assert embedded_policy(permission) == data
+    assert "@concorde/sandbox-runtime" in embedded_policy(permission)["names"]
+    assert permission.count(f'"{PACKAGE}/dist/index.js"') == 1
+
+
 def test_generate_extension_writes_both_files_into_control() -> None:
     context = make_context()
     files = generate_extension(context.policy, limits=Limits(), result_schema=context.result_schema,

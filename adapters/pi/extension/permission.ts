@@ -11,8 +11,8 @@
  *   tool's execute, and once more on the exact path pi opens (its file operations; reads and
  *   writes re-judge the real path of the opened descriptor).
  * - bash/grep/find/ls: every command runs inside sandbox-runtime (no network, strict allowlist,
- *   the run's filesystem lists); the search root is judged first. Without a working sandbox the
- *   four tools are refused: nothing ever runs unsandboxed.
+ *   the run's filesystem lists, no `*_API_KEY` variable); the search root is judged first.
+ *   Without a working sandbox the four tools are refused: nothing ever runs unsandboxed.
  * - concorde_result: the worker result, `terminate: true`.
  * - turn and budget limits per run: once, `concorde-limit` entry + stderr line + abort; then every
  *   tool call is blocked.
@@ -217,7 +217,7 @@ interface RunOptions {
 
 /** One command inside the sandbox: `bash -c <wrapped>` in its own process group; abort, timeout
  * and the end of the command kill the whole group. */
-export async function runSandboxed(command: string, cwd: string, opts: RunOptions = {}): Promise<{ exitCode: number | null }> {
+async function runSandboxed(command: string, cwd: string, opts: RunOptions = {}): Promise<{ exitCode: number | null }> {
 	await requireSandbox();
 	if (!fs.existsSync(cwd)) throw new Error(`Working directory does not exist: ${cwd}`);
 	// The worker's PATH is set inside the sandbox; the host-side shell resolves `bwrap` with HOST_PATH.
@@ -226,7 +226,7 @@ export async function runSandboxed(command: string, cwd: string, opts: RunOption
 		network: { ...NETWORK },
 		filesystem: { ...FILESYSTEM },
 	} as any);
-	const env = { ...(opts.env ?? process.env), PATH: HOST_PATH };
+	const env = commandEnv(opts.env ?? process.env);
 	return new Promise((resolve, reject) => {
 		const child = spawn(BASH, ["-c", wrapped], { cwd, detached: true, stdio: ["ignore", "pipe", "pipe"], env });
 		let timedOut = false;
@@ -283,6 +283,18 @@ export async function runSandboxed(command: string, cwd: string, opts: RunOption
 			else resolve({ exitCode: stoppedEarly ? 0 : code });
 		});
 	});
+}
+
+/** A sandboxed command's environment: pi's, without any model-service key (`*_API_KEY`, as
+ * Claude Code's `sandbox.credentials` keeps ANTHROPIC_API_KEY from Bash), with HOST_PATH for the
+ * host-side wrapper (the command itself gets its PATH inside the sandbox). */
+function commandEnv(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+	const env: NodeJS.ProcessEnv = {};
+	for (const [name, value] of Object.entries(base)) {
+		if (!name.endsWith("_API_KEY")) env[name] = value;
+	}
+	env.PATH = HOST_PATH;
+	return env;
 }
 
 function sh(s: string): string {
@@ -399,45 +411,43 @@ function targetOf(input: Record<string, unknown>, fallback?: string): string {
 	return P.resolveArgument(raw, CWD, HOME);
 }
 
+type PathJudge = (policy: P.Policy, abs: string) => P.Decision;
+
+/** The path-taking tools: which table judges their path argument, and its default (search roots
+ * default to the working directory; read/write/edit must name a file). */
+const PATH_TOOLS = new Map<string, { judge: PathJudge; fallback?: string }>([
+	["read", { judge: P.judgeRead }],
+	["write", { judge: P.judgeWrite }],
+	["edit", { judge: P.judgeWrite }],
+	["grep", { judge: P.judgeSearchRoot, fallback: "." }],
+	["find", { judge: P.judgeSearchRoot, fallback: "." }],
+	["ls", { judge: P.judgeSearchRoot, fallback: "." }],
+]);
+
+/** A path-taking tool's argument made absolute, judged by its table; throws the denial. */
+function checkedPath(toolName: string, input: Record<string, unknown>): string {
+	const tool = PATH_TOOLS.get(toolName);
+	if (tool === undefined) throw new Error(`the tool ${toolName} takes no path`);
+	const { judge, fallback } = tool;
+	const abs = targetOf(input, fallback);
+	check(judge(POLICY, abs));
+	return abs;
+}
+
 /** The decision for one tool call: null when allowed (its path argument made absolute), else the
  * denial text with the prefix. Throws nothing. */
-export function decideCall(toolName: string, input: Record<string, unknown>): string | null {
+function decideCall(toolName: string, input: Record<string, unknown>): string | null {
 	try {
 		if (state.stopped) return limitReason(state.stopped);
 		if (COMMAND_TOOLS.has(toolName) && !sandbox.ready) return sandboxRefusal();
-		switch (toolName) {
-			case "read": {
-				const abs = targetOf(input);
-				const d = P.judgeRead(POLICY, abs);
-				if (!d.allowed) return P.withPrefix(d.reason ?? "denied");
-				input.path = abs;
-				return null;
-			}
-			case "write":
-			case "edit": {
-				const abs = targetOf(input);
-				const d = P.judgeWrite(POLICY, abs);
-				if (!d.allowed) return P.withPrefix(d.reason ?? "denied");
-				input.path = abs;
-				return null;
-			}
-			case "grep":
-			case "find":
-			case "ls": {
-				const abs = targetOf(input, ".");
-				const d = P.judgeSearchRoot(POLICY, abs);
-				if (!d.allowed) return P.withPrefix(d.reason ?? "denied");
-				input.path = abs;
-				return null;
-			}
-			case "bash":
-			case "concorde_result":
-				return null;
-			default:
-				return P.withPrefix(`the tool ${toolName} is not part of this run`);
+		if (PATH_TOOLS.has(toolName)) {
+			input.path = checkedPath(toolName, input);
+			return null;
 		}
+		if (toolName === "bash" || toolName === "concorde_result") return null;
+		return P.withPrefix(`the tool ${toolName} is not part of this run`);
 	} catch (e) {
-		return couldNotDecide(e);
+		return e instanceof Denied ? e.message : couldNotDecide(e);
 	}
 }
 
@@ -449,8 +459,7 @@ function grepTool(cwd: string) {
 		...base,
 		executionMode: "sequential" as const,
 		async execute(_id: string, params: any, signal?: AbortSignal) {
-			const root = targetOf(params, ".");
-			check(P.judgeSearchRoot(POLICY, root));
+			const root = checkedPath("grep", params);
 			await requireSandbox();
 			let isDirectory = true;
 			try {
@@ -581,8 +590,7 @@ function findTool(cwd: string) {
 		...base,
 		executionMode: "sequential" as const,
 		async execute(id: string, params: any, signal: AbortSignal | undefined, onUpdate: any, ctx: any) {
-			const root = targetOf(params, ".");
-			check(P.judgeSearchRoot(POLICY, root));
+			const root = checkedPath("find", params);
 			await requireSandbox();
 			return base.execute(id, { ...params, path: root }, signal, onUpdate, ctx);
 		},
@@ -595,8 +603,7 @@ function lsTool(cwd: string) {
 		...base,
 		executionMode: "sequential" as const,
 		async execute(id: string, params: any, signal: AbortSignal | undefined, onUpdate: any, ctx: any) {
-			const root = targetOf(params, ".");
-			check(P.judgeSearchRoot(POLICY, root));
+			const root = checkedPath("ls", params);
 			await requireSandbox();
 			// One sandboxed listing: the kind of the root, then `<type> <name>` per entry (types
 			// with links followed), NUL-separated; the sandbox hides what the grant withholds.
@@ -631,35 +638,20 @@ export default function concordePermission(pi: ExtensionAPI) {
 	const cwd = CWD;
 
 	// read / write / edit: checked before pi's tool, in its execute, and on the path it opens.
-	const readBase = createReadToolDefinition(cwd, { operations: readOps });
-	pi.registerTool({
-		...readBase,
-		async execute(id: string, params: any, signal: any, onUpdate: any, ctx: any) {
-			const abs = targetOf(params);
-			check(P.judgeRead(POLICY, abs));
-			return readBase.execute(id, { ...params, path: abs }, signal, onUpdate, ctx);
-		},
-	} as any);
-
-	const writeBase = createWriteToolDefinition(cwd, { operations: writeOps });
-	pi.registerTool({
-		...writeBase,
-		async execute(id: string, params: any, signal: any, onUpdate: any, ctx: any) {
-			const abs = targetOf(params);
-			check(P.judgeWrite(POLICY, abs));
-			return writeBase.execute(id, { ...params, path: abs }, signal, onUpdate, ctx);
-		},
-	} as any);
-
-	const editBase = createEditToolDefinition(cwd, { operations: editOps });
-	pi.registerTool({
-		...editBase,
-		async execute(id: string, params: any, signal: any, onUpdate: any, ctx: any) {
-			const abs = targetOf(params);
-			check(P.judgeWrite(POLICY, abs));
-			return editBase.execute(id, { ...params, path: abs }, signal, onUpdate, ctx);
-		},
-	} as any);
+	const fileTools = [
+		createReadToolDefinition(cwd, { operations: readOps }),
+		createWriteToolDefinition(cwd, { operations: writeOps }),
+		createEditToolDefinition(cwd, { operations: editOps }),
+	];
+	for (const base of fileTools) {
+		pi.registerTool({
+			...base,
+			async execute(id: string, params: any, signal: any, onUpdate: any, ctx: any) {
+				const abs = checkedPath(base.name, params);
+				return (base.execute as any)(id, { ...params, path: abs }, signal, onUpdate, ctx);
+			},
+		} as any);
+	}
 
 	// bash: the command inside the sandbox, one at a time.
 	const bashBase = createBashToolDefinition(cwd, {
@@ -756,4 +748,5 @@ export default function concordePermission(pi: ExtensionAPI) {
 	});
 }
 
-export const __test = { state, sandbox, decideCall, initSandbox, runSandboxed, POLICY, FILESYSTEM };
+// The limit and sandbox state, read by the extension's tests (tests/fakes/pi_extension_driver.mjs).
+export const __test = { state, sandbox };

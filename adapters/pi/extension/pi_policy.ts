@@ -37,7 +37,7 @@ export interface Policy {
 	primary: string;
 	userHome: string;
 	sandbox: SandboxLists;
-	programs?: { rg: string | null; fd: string | null; bash?: string | null };
+	programs?: { rg: string | null; fd: string | null };
 	limits?: { maxTurns: number; maxBudgetUsd: number | null };
 	resultSchema?: Record<string, unknown>;
 	sandboxRuntime?: string;
