@@ -318,7 +318,8 @@ def deny_rules(
     runtime_paths: Sequence[str], git: Sequence[AdminPath], list_dir: ListDir,
 ) -> tuple[str, ...]:
     """The deny rules in the order of §1.3: (1) worktree walk, (2) home, (3) primary worktree,
-    (4) Git admin paths, (5) control/ and config/; de-duplicated keeping the first occurrence."""
+    (4) Git admin paths, (5) control/ and config/, and /proc (the agent's own environment);
+    de-duplicated keeping the first occurrence."""
     runtime_paths = [posixpath.normpath(r) for r in runtime_paths]
     keep_walk = (*runtime_paths, *runtime.worker_dirs)
     rules = _Walk(grant, worktree, keep_walk, runtime_paths, list_dir).run()
@@ -327,7 +328,7 @@ def deny_rules(
     rules += _outside_rules(primary, keep_outside, list_dir)
     for admin in git:
         rules += _rules(admin.path, admin.directory)
-    for host in (runtime.control, runtime.config):
+    for host in (runtime.control, runtime.config, PROCESSES):
         rules += _rules(host, True)
     return _dedupe(rules)
 
@@ -453,6 +454,19 @@ def _r_host(p: Policy, path: str) -> Decision | None:
     return None
 
 
+# The process filesystem holds every process's environment (/proc/self/environ is the agent
+# program's own, with its API keys) and memory: never readable by a file tool. The sandbox keeps
+# its own /proc for its commands, so this row is for the tools that run in the agent's process.
+PROCESSES = "/proc"
+
+
+def _r_processes(p: Policy, path: str) -> Decision | None:
+    if is_within(path, PROCESSES):
+        return _deny("processes", f"{path} belongs to the host: no process's files are "
+                     "available to workers")
+    return None
+
+
 def _r_own(p: Policy, path: str) -> Decision | None:
     own = any(is_within(path, o) for o in p.runtime.worker_dirs)
     return _allow("own directory") if own else None
@@ -469,7 +483,8 @@ def _r_else(p: Policy, path: str) -> Decision | None:
 
 
 READ_TABLE: tuple[Row, ...] = (
-    _r_git, _r_runtime, _r_granted, _r_names, _r_worktree, _r_host, _r_own, _r_boundary, _r_else,
+    _r_git, _r_runtime, _r_granted, _r_names, _r_worktree, _r_host, _r_processes, _r_own,
+    _r_boundary, _r_else,
 )
 
 

@@ -128,13 +128,15 @@ def test_read_of_withheld_files_is_denied(world: ClaudeWorld) -> None:
 
     calls: list[CallStep] = [("Read", {"file_path": str(p)}) for p, _ in targets.values()]
     calls.append(credentials)
+    # Claude Code's own environment (its API key) is /proc/self/environ: a deny rule covers /proc.
+    calls.append(("Read", {"file_path": "/proc/self/environ"}))
     # The positive control: a ro file is read.
     calls.append(("Read", {"file_path": str(wt / "src" / "app" / "util.py")}))
     run, results = probe(world, calls)
 
     *denied, control = results
-    for (label, _), (text, is_error) in zip([*targets.items(), ("credentials", None)],
-                                            denied, strict=True):
+    labels = [*targets.items(), ("credentials", None), ("environ", None)]
+    for (label, _), (text, is_error) in zip(labels, denied, strict=True):
         assert is_error and text == DENIED_READ, (label, text)
     assert not control[1] and "def util()" in control[0], control
     sent = every_body(run)

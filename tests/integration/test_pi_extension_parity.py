@@ -72,7 +72,7 @@ def real_paths(w: PiWorld) -> list[str]:
         rt, home, f"{home}/dotfile", primary, f"{primary}/secret.txt", f"{primary}/.git",
         f"{primary}/.git/config", f"{primary}/.git/worktrees/t1/HEAD", f"{primary}/.claude",
         f"{w.root}/outside/free.txt", f"{w.root}/outside/new.txt", "/etc/hostname", "/usr/bin",
-        "/", "/nonexistent/file",
+        "/", "/nonexistent/file", "/proc/1/environ", "/proc",
     ]
     return paths
 
@@ -150,7 +150,7 @@ def synthetic_paths(w: PiWorld) -> list[str]:
 def test_pure_decisions_match_the_domain_on_a_grid(world: PiWorld) -> None:
     paths = synthetic_paths(world)
     reals = [None, str(world.worktree / "src/app/main.py"), str(world.rt / "config/auth.json"),
-             "/usr/share/x"]
+             "/usr/share/x", "/proc/self/environ"]
     queries: list[dict[str, Any]] = []
     expected: list[dict[str, Any]] = []
     for p in paths:

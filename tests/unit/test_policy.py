@@ -144,7 +144,7 @@ OUTSIDE_EXPECTED = [
     *rd(f"{PRIMARY}/.claude/settings.json"), *rd(f"{PRIMARY}/.claude/worktrees/t2", True),
 ]
 GIT_EXPECTED = rd(f"{WT}/vendor/lib/.git")  # the others are already listed: first occurrence kept
-HOST_EXPECTED = [*rd(f"{RT}/control", True), *rd(f"{RT}/config", True)]
+HOST_EXPECTED = [*rd(f"{RT}/control", True), *rd(f"{RT}/config", True), *rd("/proc", True)]
 
 
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
@@ -379,6 +379,12 @@ READ_ROWS = [
                  id="6 config"),
     pytest.param(f"{RT}/tmp/jiti/x.mjs", None, f"{RT}/tmp/jiti/x.mjs belongs to the host",
                  id="6 hardening: jiti cache"),
+    pytest.param("/proc/self/environ", None,
+                 "/proc/self/environ belongs to the host: no process's files are available to "
+                 "workers", id="6 hardening: the agent's own environment"),
+    pytest.param(f"{RT}/work/env", "/proc/1/environ",
+                 "/proc/1/environ belongs to the host: no process's files are available to "
+                 "workers", id="6 hardening: a link into /proc"),
     pytest.param(f"{RT}/tmp/scratch.txt", None, None, id="7 own tmp"),
     pytest.param(f"{RT}/work/notes.md", None, None, id="7 own work"),
     pytest.param(f"{HOME}/.ssh/id_rsa", None, f"{HOME}/.ssh/id_rsa is outside this task's boundary",

@@ -190,6 +190,10 @@ const READ_TABLE: Row[] = [
 			: null,
 	(p, path) => (inWorktree(p, path) ? deny("not granted", `${shown(p, path)} is not in this task's grant`) : null),
 	(p, path) => (p.hidden.some((h) => isWithin(path, h)) ? deny("host", `${path} belongs to the host`) : null),
+	(p, path) =>
+		isWithin(path, "/proc")
+			? deny("processes", `${path} belongs to the host: no process's files are available to workers`)
+			: null,
 	(p, path) => (p.own.some((o) => isWithin(path, o)) ? allow("own directory") : null),
 	(p, path) =>
 		isWithin(path, p.userHome) || isWithin(path, p.primary)
