@@ -1,8 +1,9 @@
 """The specification as the test plan: requirement titles and the tests that name them.
 
 Seeds 000 and 001 end with a Requirements section: a title line, then a paragraph holding SHALL.
-The seeds are kept verbatim in docs/spec/ (a test checks them against ../shared/seeds when that
-folder is beside the clone). Tests name a requirement with `@pytest.mark.req("<title>")`.
+The seeds are kept verbatim in docs/spec/ with their sha256 digests in docs/spec/SHA256SUMS (a
+test checks them against the digests, and against ../shared/seeds too when that folder is beside
+the clone). Tests name a requirement with `@pytest.mark.req("<title>")`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "docs" / "spec"
 RUN_MECHANICS = SPEC / "000_623c9f779cc577c4.txt"
 PI_MECHANICS = SPEC / "001_3321be96d8ff962a.txt"
+DIGESTS = SPEC / "SHA256SUMS"
+
+
+def recorded_digests() -> dict[str, str]:
+    """File name -> sha256 hex digest, as docs/spec/SHA256SUMS records them (`sha256sum`'s own
+    format, so `sha256sum -c SHA256SUMS` in docs/spec/ checks them too)."""
+    recorded: dict[str, str] = {}
+    for line in DIGESTS.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        recorded[name] = digest
+    return recorded
 
 
 def requirement_titles(spec_file: Path) -> list[str]:

@@ -3,6 +3,8 @@ is the shared one."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 import spec
 
@@ -20,12 +22,28 @@ def test_every_requirement_a_test_names_exists_in_the_spec() -> None:
 
 
 SHARED = spec.ROOT.parent / "shared" / "seeds"
+"""The spec folder beside the clone, where the engineers' checkouts have it; a user's clone has
+none, so the recorded digests (docs/spec/SHA256SUMS) keep the vendored copy honest without it."""
+
+VENDORED = sorted(p.name for p in spec.SPEC.iterdir() if p.name != spec.DIGESTS.name)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in spec.SPEC.glob("*.txt")))
+def test_the_recorded_digests_name_every_vendored_file_and_no_other() -> None:
+    assert sorted(spec.recorded_digests()) == VENDORED, (
+        f"{spec.DIGESTS} must list every file of docs/spec/ once: run "
+        "`sha256sum README.md *.txt > SHA256SUMS` in docs/spec/ after copying a seed in")
+
+
+@pytest.mark.parametrize("name", VENDORED)
 def test_the_vendored_spec_is_the_shared_one(name: str) -> None:
-    shared = SHARED / name
-    if not SHARED.is_dir():
-        pytest.fail(f"{SHARED} is missing: the spec folder shared/ must lie beside the clone")
-    assert shared.read_bytes() == (spec.SPEC / name).read_bytes(), (
-        f"docs/spec/{name} differs from {shared}: copy the shared seed over it")
+    vendored = (spec.SPEC / name).read_bytes()
+    recorded = spec.recorded_digests().get(name)
+    assert hashlib.sha256(vendored).hexdigest() == recorded, (
+        f"docs/spec/{name} is not the file whose digest docs/spec/SHA256SUMS records: restore it "
+        "from the shared seeds (the spec is copied verbatim, never edited here)")
+    if SHARED.is_dir():
+        shared = SHARED / name
+        assert shared.is_file(), f"{shared} is missing: the shared seeds no longer hold {name}"
+        assert shared.read_bytes() == vendored, (
+            f"docs/spec/{name} differs from {shared}: copy the shared seed over it and record "
+            "its digest in docs/spec/SHA256SUMS")
