@@ -6,8 +6,14 @@ Shape (after pre-commit's util.py, pip's utils/subprocess.py and tox's staged in
   program leads a new session and a new process group whose id is its pid;
 - one thread per pipe: stdin is written by a thread and then closed (a brief larger than the pipe
   cannot deadlock against a program that answers while it reads), stdout is split into lines and
-  handed over through a queue, stderr is drained into a bounded tail (a program writing megabytes
-  of stderr never blocks, and the host never holds more than the last `stderr_keep_bytes`);
+  handed over through a bounded queue, stderr is drained into a bounded tail (a program writing
+  megabytes of stderr never blocks, and the host never holds more than the last
+  `stderr_keep_bytes`);
+- memory follows what the consumer takes, not what the program prints (issue 9 §2): a line
+  longer than `max_line_bytes` is dropped as it arrives and only counted (`overlong`); the queue
+  holds at most `queue_bytes` of lines (Python's own size of each) not yet taken by `lines()`,
+  and while it is full the stdout thread stops reading, so the program blocks on its stdout pipe
+  (back-pressure) instead of the host growing;
 - a watcher thread blocks in `waitid` until the leader exits, then SIGKILLs the rest of the group
   *before* reaping the leader (the unreaped leader keeps the group id from being reused, so no
   unrelated process can be signalled), reaps it, and tells the pipe threads to stop;
@@ -15,25 +21,33 @@ Shape (after pre-commit's util.py, pip's utils/subprocess.py and tox's staged in
   SIGTERM to the group, waits a grace period for the leader, then SIGKILLs the group.
 
 Nothing here polls: reads and writes block in `poll(2)` on the pipe and on a private stop pipe,
-the timer and `wait` block on Events, `lines()` blocks on a queue.
+the timer and `wait` block on Events, `lines()` and a stdout thread facing a full queue block on
+the queue's condition.
 
 Ending, precisely (what the host relies on):
 
 1. When the leader exits, for any reason, every other member of its process group is killed
    (SIGKILL) at once. A child or grandchild the program left running cannot outlive the round.
-2. Then the stdout and stderr threads read what is still in the pipes and stop: at end of file,
-   or, when some process outside the group (one that moved itself to another session or group,
-   which no process-group kill can reach) still holds a pipe open, after reading what the pipe
-   holds at that moment (at most 1 MiB more). So `lines()` ends once the leader has exited and the
-   group was killed, even when such a process keeps the pipe open; every line the leader wrote
-   is yielded. (It ends earlier when stdout reaches end of file while the leader still runs:
-   every holder closed it. `wait` then still waits for the leader.)
+2. Then the queue's bound is lifted (a stdout thread waiting for room goes on at once, so
+   nothing waits for a consumer that may no longer read), and the stdout and stderr threads read
+   what is still in the pipes and stop: at end of file, or, when some process outside the group
+   (one that moved itself to another session or group, which no process-group kill can reach)
+   still holds a pipe open, after reading what the pipe holds at that moment (at most 1 MiB
+   more). So `lines()` ends once the leader has exited and the group was killed, even when such
+   a process keeps the pipe open; every line the leader wrote is yielded but the overlong ones,
+   which are counted. (It ends earlier when stdout reaches end of file while the leader still
+   runs: every holder closed it. `wait` then still waits for the leader.)
 3. `wait()` returns the status only after all of that: once it has returned, `lines()` yields
    what is left in its queue and ends, and `stderr_tail()` is final.
 4. `kill_group()` (SIGKILL to the group) may be called at any time, any number of times. Before
    the leader has exited it kills the group, and 1–3 follow. After the leader was reaped it does
    nothing: the rest of the group was already killed in step 1, and signalling a group id that
    may by now belong to someone else would be unsafe.
+5. Back-pressure never holds up an ending: the timer, the watcher and `kill_group` never wait for
+   the queue, and the bound is lifted before the watcher waits for the pipe threads (2). A
+   program that fills the queue while nobody reads `lines()` blocks on its stdout until the
+   consumer reads on, its timeout passes or `kill_group` is called; `wait(None)` without reading
+   `lines()` therefore returns only after one of those.
 """
 
 from __future__ import annotations
@@ -43,15 +57,20 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from queue import SimpleQueue
+from dataclasses import dataclass
 
+from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import ProcessStartFailed
 
 __all__ = [
+    "DEFAULT_QUEUE_BYTES",
     "DEFAULT_STDERR_KEEP_BYTES",
     "DEFAULT_TERM_GRACE_SECONDS",
+    "Backlog",
     "SubprocessHandle",
     "SubprocessRunner",
 ]
@@ -60,6 +79,9 @@ __all__ = [
 DEFAULT_STDERR_KEEP_BYTES = 80_000
 #: How long a timed-out leader gets between SIGTERM and SIGKILL.
 DEFAULT_TERM_GRACE_SECONDS = 2.0
+#: How much of the lines not yet taken by `lines()` the queue holds before the stdout thread
+#: waits (Python's own size of each line, so a flood of empty lines is bounded too).
+DEFAULT_QUEUE_BYTES = 4 * 1024 * 1024
 
 _CHUNK = 64 * 1024
 # After the stop, read at most this much more from a pipe (a Linux pipe holds at most 1 MiB
@@ -72,6 +94,9 @@ class SubprocessRunner:
 
     `stderr_keep_bytes`: how much of the end of stderr each handle keeps (default 80,000).
     `term_grace_seconds`: after a timeout, how long the leader gets between SIGTERM and SIGKILL.
+    `max_line_bytes`: a longer stdout line is dropped and counted (default
+    domain.stdout.MAX_LINE_BYTES). `queue_bytes`: how much of the lines not yet read the queue
+    holds before the program is held back (default 4 MiB).
     """
 
     def __init__(
@@ -79,13 +104,19 @@ class SubprocessRunner:
         *,
         stderr_keep_bytes: int = DEFAULT_STDERR_KEEP_BYTES,
         term_grace_seconds: float = DEFAULT_TERM_GRACE_SECONDS,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
         if stderr_keep_bytes < 1:
             raise ValueError("stderr_keep_bytes must be at least 1")
         if term_grace_seconds < 0:
             raise ValueError("term_grace_seconds must not be negative")
+        if max_line_bytes < 1 or queue_bytes < 1:
+            raise ValueError("max_line_bytes and queue_bytes must be at least 1")
         self.stderr_keep_bytes = stderr_keep_bytes
         self.term_grace_seconds = term_grace_seconds
+        self.max_line_bytes = max_line_bytes
+        self.queue_bytes = queue_bytes
 
     def start(
         self,
@@ -138,6 +169,8 @@ class SubprocessRunner:
                 timeout_seconds=timeout_seconds,
                 stderr_keep_bytes=self.stderr_keep_bytes,
                 term_grace_seconds=self.term_grace_seconds,
+                max_line_bytes=self.max_line_bytes,
+                queue_bytes=self.queue_bytes,
             )
         except BaseException:
             # No handle means nobody would ever end it: end it now.
@@ -176,26 +209,128 @@ class _Tail:
 
 class _LineSplitter:
     """Bytes in, decoded lines out. A line ends at "\\n" (a "\\r" just before it belongs to the
-    line end); the rest after the last "\\n" is a last line of its own at the end."""
+    line end); the rest after the last "\\n" is a last line of its own at the end. A line of more
+    than `max_bytes` bytes before its "\\n" is dropped as it arrives and counted in `overlong`:
+    the splitter never holds more than `max_bytes` of a line."""
 
-    def __init__(self, emit: Callable[[str], None]) -> None:
+    def __init__(self, emit: Callable[[str], None], max_bytes: int) -> None:
         self._emit = emit
+        self._max = max_bytes
         self._partial = bytearray()
+        self._dropping = 0  # the bytes so far of an overlong line being dropped; 0: none
+        self.overlong = Overlong(limit=max_bytes)
 
     def feed(self, data: bytes) -> None:
-        last_nl = data.rfind(b"\n")
+        start = 0
+        if self._dropping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._dropping += len(data)
+                return
+            self._drop(self._dropping + nl)
+            self._dropping = 0
+            start = nl + 1
+        last_nl = data.rfind(b"\n", start)  # only the new bytes are searched: linear
         if last_nl < 0:
-            self._partial += data  # only the new bytes are searched: long lines stay linear
+            self._hold(data, start)
             return
-        self._partial += data[:last_nl]
-        for raw in bytes(self._partial).split(b"\n"):
-            self._emit(_decode(raw))
-        self._partial = bytearray(data[last_nl + 1 :])
+        head = data[start:last_nl]
+        if self._partial:
+            self._partial += head
+            head, self._partial = bytes(self._partial), bytearray()
+        for raw in head.split(b"\n"):
+            if len(raw) > self._max:
+                self._drop(len(raw))
+            else:
+                self._emit(_decode(raw))
+        self._hold(data, last_nl + 1)
 
     def end(self) -> None:
-        if self._partial:
+        if self._dropping:
+            self._drop(self._dropping)
+            self._dropping = 0
+        elif self._partial:
             self._emit(_decode(bytes(self._partial)))
             self._partial = bytearray()
+
+    def _hold(self, data: bytes, start: int) -> None:
+        """Keep `data[start:]`, the beginning of a line, unless the line is now overlong."""
+        size = len(self._partial) + len(data) - start
+        if size > self._max:
+            self._dropping, self._partial = size, bytearray()
+        else:
+            self._partial += memoryview(data)[start:]
+
+    def _drop(self, size: int) -> None:
+        self.overlong = self.overlong.adding(size)
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """The stdout queue's account: the line bytes it holds now, the most it ever held, and how
+    often the stdout thread waited for room (each wait held the program back on its pipe)."""
+
+    held_bytes: int
+    peak_bytes: int
+    stalls: int
+
+
+class _LineQueue:
+    """Lines from the stdout thread to the one consumer, bounded: once the lines held reach
+    `bound` bytes (by `sys.getsizeof`), `put` waits until the consumer has taken them down to
+    half the bound (so the two threads do not wake each other for every line), or until
+    `unbound` lifts the bound for good. The end (`None`) stays in the queue once reached."""
+
+    def __init__(self, bound: int) -> None:
+        self._bound = bound
+        self._low = bound // 2
+        self._items: deque[tuple[str | None, int]] = deque()
+        self._held = 0
+        self._peak = 0
+        self._stalls = 0
+        self._bounded = True
+        self._cond = threading.Condition(threading.Lock())
+        self.stalled = threading.Event()  # set at the first wait for room
+
+    def put(self, line: str | None) -> None:
+        """Add a line (None: the end, which never waits); waits while the queue is full."""
+        size = 0 if line is None else sys.getsizeof(line)
+        with self._cond:
+            if line is not None and self._bounded and self._held >= self._bound:
+                self._stalls += 1
+                self.stalled.set()
+                while self._bounded and self._held > self._low:
+                    self._cond.wait()
+            if not self._items:
+                self._cond.notify_all()  # only an empty queue has a consumer waiting
+            self._items.append((line, size))
+            self._held += size
+            self._peak = max(self._peak, self._held)
+
+    def get(self) -> str | None:
+        """The next line, waiting for one; None at the end (and at every later call)."""
+        with self._cond:
+            while not self._items:
+                self._cond.wait()
+            line, size = self._items[0]
+            if line is None:
+                return None
+            self._items.popleft()
+            before = self._held
+            self._held -= size
+            if before > self._low >= self._held:
+                self._cond.notify_all()  # a waiting put may go on
+            return line
+
+    def unbound(self) -> None:
+        """Lift the bound for good: no put waits any more."""
+        with self._cond:
+            self._bounded = False
+            self._cond.notify_all()
+
+    def backlog(self) -> Backlog:
+        with self._cond:
+            return Backlog(held_bytes=self._held, peak_bytes=self._peak, stalls=self._stalls)
 
 
 def _decode(raw: bytes) -> str:
@@ -216,13 +351,15 @@ class SubprocessHandle:
         timeout_seconds: float | None,
         stderr_keep_bytes: int,
         term_grace_seconds: float,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         self._proc = proc
         self._pid = proc.pid
         self._stop_r, self._stop_w = stop_pipe
         self._grace = term_grace_seconds
-        self._lines: SimpleQueue[str | None] = SimpleQueue()  # None: the end
+        self._lines = _LineQueue(queue_bytes)  # None: the end
         self._stderr = _Tail(stderr_keep_bytes)
         # _lock orders every signal against the reaping of the leader. Re-entrant: kill_group
         # may be called from a signal handler (a cancellation) that interrupted kill_group.
@@ -234,12 +371,14 @@ class SubprocessHandle:
         self._leader_gone = threading.Event()  # reaped: wakes the timer
         self._done = threading.Event()  # reaped and every pipe thread finished
 
-        splitter = _LineSplitter(self._lines.put)
+        splitter = self._splitter = _LineSplitter(self._lines.put, max_line_bytes)
         out, err = proc.stdout, proc.stderr
 
         def stdout_done() -> None:
-            splitter.end()
-            self._lines.put(None)
+            try:
+                splitter.end()
+            finally:
+                self._lines.put(None)
 
         self._pipe_threads = [
             self._thread("stdout", self._pump, out.fileno(), splitter.feed, stdout_done, out.close),
@@ -266,13 +405,28 @@ class SubprocessHandle:
     def lines(self) -> Iterator[str]:
         """Stdout lines as they arrive (UTF-8, invalid bytes replaced, without "\\n" or
         "\\r\\n"; a last line without a newline too). Ends at end of stdout, or once the
-        leader has exited and the group was killed (module docstring, 1–2)."""
+        leader has exited and the group was killed (module docstring, 1–2). A line longer than
+        the runner's `max_line_bytes` is not yielded but counted in `overlong`."""
         while True:
             item = self._lines.get()
             if item is None:
-                self._lines.put(None)  # a later call ends at once too
-                return
+                return  # the end stays in the queue: a later call ends at once too
             yield item
+
+    @property
+    def overlong(self) -> Overlong:
+        """The stdout lines dropped for being longer than `max_line_bytes`; final once `wait`
+        has returned a status."""
+        return self._splitter.overlong
+
+    def backlog(self) -> Backlog:
+        """The stdout queue's account now (for measurements and tests)."""
+        return self._lines.backlog()
+
+    @property
+    def stalled(self) -> threading.Event:
+        """Set when the stdout thread first waited for room in the queue (back-pressure)."""
+        return self._lines.stalled
 
     def stderr_tail(self, max_bytes: int) -> bytes:
         return self._stderr.last(max_bytes)
@@ -397,6 +551,9 @@ class SubprocessHandle:
         finally:
             self._leader_gone.set()
             try:
+                # Lift the queue's bound before waiting for the pipe threads: a stdout thread
+                # waiting for room must not wait for a consumer that may never read again.
+                self._lines.unbound()
                 os.write(self._stop_w, b"x")
                 for t in self._pipe_threads:
                     t.join()

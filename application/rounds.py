@@ -3,9 +3,11 @@ next step (seed 000 "Rounds", "Retries").
 
 Per round: the round's node is written when its worker launches; the worker's whole process group
 is killed when the round ends, whatever ends it; stdout is read as it arrives (each tool use
-updates the progress file); stderr is kept (its last 80,000 bytes) in the round's node; the
-worktree is audited against the one snapshot; the round validation is called only after a round
-whose worker ended ok with a clean audit; the round's node is written again.
+updates the progress file; the lines the reader ignored and the overlong lines the runner dropped
+are noted under the round content's `agent.stdout`, domain.stdout); stderr is kept (its last
+80,000 bytes) in the round's node; the worktree is audited against the one snapshot; the round
+validation is called only after a round whose worker ended ok with a clean audit; the round's
+node is written again.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from concorde_workers.domain.rounds import (
     next_step,
     should_validate,
 )
+from concorde_workers.domain.stdout import STDOUT_NOTE_KEY, stdout_note
 from concorde_workers.ports.agent import RoundKind
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -212,7 +215,11 @@ class RoundRunner:
         stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
         c.tracer.write_stderr(c.state.layout, round_state.number, stderr)
         round_state.stderr_tail = stderr.decode("utf-8", "replace")
-        return reader.finish(exit_status, handle.timed_out, round_state.stderr_tail)
+        report = reader.finish(exit_status, handle.timed_out, round_state.stderr_tail)
+        note = stdout_note(reader.ignored, handle.overlong)
+        if note is None:
+            return report
+        return report.model_copy(update={"agent": {**report.agent, STDOUT_NOTE_KEY: note}})
 
     def _clear_scratch(self) -> str | None:
         """Remove what a worker could have planted for the agent program's own process before

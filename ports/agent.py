@@ -21,6 +21,7 @@ from concorde_workers.domain.launch import LaunchCommand
 from concorde_workers.domain.policy import Policy
 from concorde_workers.domain.records import LastAction
 from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.stdout import IgnoredLines
 
 
 class RoundKind(StrEnum):
@@ -67,6 +68,12 @@ class StreamReader(Protocol):
 
     def feed(self, line: str) -> LastAction | None:
         """Take one stdout line; return the worker's latest tool call when the line shows one."""
+        ...
+
+    @property
+    def ignored(self) -> IgnoredLines:
+        """The lines the reader could not use: all counted, only the last few kept (what a
+        reader keeps must not grow with what the program prints)."""
         ...
 
     def finish(self, exit_status: int | None, timed_out: bool, stderr_tail: str) -> RoundReport:

@@ -16,6 +16,12 @@ How a round ends (seed 000: "No worker process outlives its round"):
 - The host still calls `kill_group()` when the round ends, whatever the reason (it is what ends
   a running program early, e.g. on cancellation); it is idempotent and harmless after the end.
 
+What the host holds of stdout is bounded whatever the program prints (issue 9 §2): a line longer
+than the runner's line limit is dropped and counted (`overlong`), and the lines not yet read are
+bounded too: a program whose stdout is not read blocks on its pipe (back-pressure) until the
+consumer reads on, its timeout passes or `kill_group()` is called; none of those ever waits for
+the consumer.
+
 Typical use: `for line in handle.lines(): ...`, then `handle.wait(grace)`, then
 `handle.kill_group()` in a `finally`, then `handle.stderr_tail(80_000)`.
 """
@@ -26,6 +32,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.stdout import Overlong
 
 __all__ = ["ProcessHandle", "ProcessRunner", "ProcessSpec", "ProcessStartFailed"]
 
@@ -65,7 +73,14 @@ class ProcessHandle(Protocol):
         as UTF-8 (invalid bytes replaced); a last line without a newline is yielded too. Ends at
         end of stdout, or once the leader has exited and the group was killed (by its exit, the
         timeout or `kill_group`). A stream for one consumer: a later call yields only what no
-        earlier call took, and nothing once it has ended."""
+        earlier call took, and nothing once it has ended. A line longer than the runner's line
+        limit is not yielded; it is counted in `overlong`."""
+        ...
+
+    @property
+    def overlong(self) -> Overlong:
+        """The stdout lines dropped for being longer than the runner's line limit (how many,
+        their bytes, the limit); final once `wait` has returned a status."""
         ...
 
     def stderr_tail(self, max_bytes: int) -> bytes:

@@ -3,7 +3,9 @@
 `ClaudeStreamReader.feed` takes one stdout line: every `tool_use` block of an `assistant` line is
 the worker's latest tool call (tool and target, for the progress file); every `session_id` seen is
 remembered (a round cut short before its envelope still names its session); the `result` line is
-the envelope. A line that is not a JSON object is ignored, never raised on.
+the envelope. A line that is not a JSON object is ignored, never raised on: counted, and only the
+last few kept (`IgnoredLines`), so the reader's memory does not follow what the program prints;
+of the tool calls too only the last `ACTIONS_KEPT` are kept.
 
 `finish` turns the envelope into the round's `RoundReport`, by the first row of `CLASSIFICATION`
 that applies:
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,15 +44,18 @@ from concorde_workers.domain.errors import ErrorLink
 from concorde_workers.domain.records import LastAction
 from concorde_workers.domain.retries import transient_cause_of
 from concorde_workers.domain.rounds import RoundEnding
+from concorde_workers.domain.stdout import IgnoredLines
 
-__all__ = ["AGENT_FIELDS", "CLASSIFICATION", "NO_ENVELOPE", "ClaudeStreamReader", "Envelope",
-           "Rule", "tool_target"]
+__all__ = ["ACTIONS_KEPT", "AGENT_FIELDS", "CLASSIFICATION", "NO_ENVELOPE", "ClaudeStreamReader",
+           "Envelope", "Rule", "tool_target"]
 
 AGENT_FIELDS = ("subtype", "is_error", "num_turns", "total_cost_usd", "permission_denials",
                 "modelUsage", "duration_api_ms")
 """contract.workers.worker-round-trace `agent.claude`: null when the envelope gave none."""
 
 NO_ENVELOPE = "Claude Code printed no result envelope"
+ACTIONS_KEPT = 100
+"""How many of a round's latest tool calls the reader keeps (the host uses each as it comes)."""
 API_ERROR_PREFIX = "API Error"
 
 # The input fields that name a tool call's target, in order of preference.
@@ -232,8 +238,8 @@ class ClaudeStreamReader:
 
     def __init__(self, now: Callable[[], datetime] = _utc_now) -> None:
         self._now = now
-        self.actions: list[LastAction] = []
-        self.ignored: list[str] = []
+        self.actions: deque[LastAction] = deque(maxlen=ACTIONS_KEPT)
+        self.ignored = IgnoredLines()
         self._session: str | None = None
         self._envelope: Envelope | None = None
         self._last_text: str | None = None
@@ -247,7 +253,7 @@ class ClaudeStreamReader:
             parsed = None
         if not isinstance(parsed, dict):
             if line.strip():
-                self.ignored.append(line)
+                self.ignored.add(line)
             return None
         session = parsed.get("session_id")
         if isinstance(session, str) and session:

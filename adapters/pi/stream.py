@@ -18,6 +18,10 @@ pi 0.73.1 prints no `entry_appended` record. The permission extension appends th
 session file and prints `[concorde-limit] {json}` on standard error: `finish` reads the entries
 this round added to the session file and falls back to the stderr line.
 
+A line that is no JSON object of a known event type is ignored: counted, and only the last few
+kept (`IgnoredLines`); of the tool calls too only the last `ACTIONS_KEPT` are kept, so the
+reader's memory does not follow what pi prints.
+
 `finish` classifies the round by the first row of `CLASSIFICATION` that applies.
 """
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -37,14 +42,19 @@ from concorde_workers.domain.launch import PI_RESULT_TOOL
 from concorde_workers.domain.records import LastAction
 from concorde_workers.domain.retries import transient_cause
 from concorde_workers.domain.rounds import RoundEnding
+from concorde_workers.domain.stdout import IgnoredLines
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
-__all__ = ["CLASSIFICATION", "LIMIT_ENTRY_TYPE", "Limit", "Observed", "PiStreamReader",
-           "Rule", "classify", "limit_entries", "session_header_id", "stderr_limit"]
+__all__ = ["ACTIONS_KEPT", "CLASSIFICATION", "LIMIT_ENTRY_TYPE", "Limit", "Observed",
+           "PiStreamReader", "Rule", "classify", "limit_entries", "session_header_id",
+           "stderr_limit"]
 
 LIMIT_ENTRY_TYPE = "concorde-limit"
 """The custom session entry the permission extension appends when it stops the run."""
+
+ACTIONS_KEPT = 100
+"""How many of a round's latest tool calls the reader keeps (the host uses each as it comes)."""
 
 STDERR_LIMIT_PREFIX = "[concorde-limit]"
 """The permission extension's stderr line: `[concorde-limit] {"limit":..,"value":..,..}`."""
@@ -212,8 +222,8 @@ class PiStreamReader:
     session_file: str | None = None
     fs: FileSystem | None = None
     clock: Clock | None = None
-    actions: list[LastAction] = field(default_factory=list)
-    ignored: int = 0
+    actions: deque[LastAction] = field(default_factory=lambda: deque(maxlen=ACTIONS_KEPT))
+    ignored: IgnoredLines = field(default_factory=IgnoredLines)
     _session: str | None = None
     _turns: int = 0
     _tokens: dict[str, int] = field(default_factory=dict)
@@ -239,7 +249,7 @@ class PiStreamReader:
         kind = event.get("type") if isinstance(event, dict) else None
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None or not isinstance(event, dict):
-            self.ignored += 1
+            self.ignored.add(line)
             return None
         return handler(self, event)
 

@@ -8,33 +8,36 @@ fake world into a `FakeProcess`.
 from __future__ import annotations
 
 import json
+import random
 import signal
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.process import FakeProcess, FakeProcessRunner, FakeStart
+from fakes.process import FakeProcess, FakeProcessRunner, FakeStart, split_stream
 
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.process import SubprocessRunner, _LineSplitter
+from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
 
 # Python itself must not add to the environment it reports (PEP 538 locale coercion would add
 # LC_CTYPE to an environment without a locale).
 BASE_ENV = {"LC_ALL": "C.UTF-8", "PYTHONCOERCECLOCALE": "0"}
 SLOW = 10.0  # an upper bound that is never reached when things work
+QUEUE_BYTES = 256 * 1024  # small, so that a flood fills it soon
 
 
 @dataclass(frozen=True)
 class Program:
-    """What a program does, in order: write `stdout` and `stderr` (raw bytes); print its
-    environment as one JSON line (`echo_env`); read stdin to its end and print it as a JSON
-    string followed by the line "EOF" (`echo_stdin`); then block forever (`hang`) or exit with
-    `exit_status` (negative: kill itself with that signal)."""
+    """What a program does, in order: write `stdout` (`repeat` times) and `stderr` (raw bytes);
+    print its environment as one JSON line (`echo_env`); read stdin to its end and print it as a
+    JSON string followed by the line "EOF" (`echo_stdin`); then block forever (`hang`) or exit
+    with `exit_status` (negative: kill itself with that signal)."""
 
     stdout: bytes = b""
+    repeat: int = 1
     stderr: bytes = b""
     echo_env: bool = False
     echo_stdin: bool = False
@@ -46,7 +49,9 @@ class Program:
             [
                 "import json, os, sys, time",
                 "out = sys.stdout.buffer",
-                f"out.write({self.stdout!r}); out.flush()",
+                f"for _ in range({self.repeat}):",
+                f"    out.write({self.stdout!r})",
+                "out.flush()",
                 f"sys.stderr.buffer.write({self.stderr!r}); sys.stderr.buffer.flush()",
                 f"if {self.echo_env}:",
                 "    out.write(json.dumps(dict(os.environ)).encode() + b'\\n')",
@@ -64,7 +69,7 @@ class Program:
 
     def fake(self) -> FakeProcess:
         def stdout(start: FakeStart) -> bytes:
-            data = self.stdout
+            data = self.stdout * self.repeat
             if self.echo_env:
                 data += json.dumps(start.env).encode() + b"\n"
             if self.echo_stdin:
@@ -82,8 +87,10 @@ class RealProcessWorld:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp.resolve()
 
-    def runner(self, stderr_keep_bytes: int = 80_000) -> Any:
-        return SubprocessRunner(stderr_keep_bytes=stderr_keep_bytes, term_grace_seconds=1.0)
+    def runner(self, stderr_keep_bytes: int = 80_000, max_line_bytes: int = MAX_LINE_BYTES,
+               queue_bytes: int = QUEUE_BYTES) -> Any:
+        return SubprocessRunner(stderr_keep_bytes=stderr_keep_bytes, term_grace_seconds=1.0,
+                                max_line_bytes=max_line_bytes, queue_bytes=queue_bytes)
 
     def start(
         self,
@@ -93,14 +100,22 @@ class RealProcessWorld:
         stdin_text: str | None = None,
         timeout: float | None = None,
         stderr_keep_bytes: int = 80_000,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        queue_bytes: int = QUEUE_BYTES,
     ) -> Any:
-        return self.runner(stderr_keep_bytes).start(
+        return self.runner(stderr_keep_bytes, max_line_bytes, queue_bytes).start(
             [sys.executable, "-c", program.script()],
             BASE_ENV if env is None else env,
             str(self.tmp),
             stdin_text=stdin_text,
             timeout_seconds=timeout,
         )
+
+    @staticmethod
+    def held_back(handle: Any) -> None:
+        """Wait until the program is held back: its stdout thread waits for room in the
+        queue (an event of the runner, not a guess at how long writing takes)."""
+        assert handle.stalled.wait(SLOW), "the stdout queue never filled up"
 
     def failing_start(self, kind: str) -> tuple[list[str], str]:
         """The argv and cwd of a start that fails for the reason `kind`."""
@@ -142,8 +157,11 @@ class FakeProcessWorld:
         stdin_text: str | None = None,
         timeout: float | None = None,
         stderr_keep_bytes: int = 80_000,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        queue_bytes: int = QUEUE_BYTES,
     ) -> Any:
-        runner = FakeProcessRunner.scripted(program.fake(), stderr_keep_bytes=stderr_keep_bytes)
+        runner = FakeProcessRunner.scripted(program.fake(), stderr_keep_bytes=stderr_keep_bytes,
+                                            max_line_bytes=max_line_bytes)
         self.last_runner = runner
         return runner.start(
             ["fake-program"],
@@ -155,6 +173,10 @@ class FakeProcessWorld:
 
     def runner(self, stderr_keep_bytes: int = 80_000) -> Any:
         return FakeProcessRunner(stderr_keep_bytes=stderr_keep_bytes)
+
+    @staticmethod
+    def held_back(handle: Any) -> None:
+        """A fake program has written everything when it starts: nothing to wait for."""
 
     def start_failing(self, kind: str) -> tuple[list[str], str]:
         argv, cwd = RealProcessWorld(self.tmp).failing_start(kind)
@@ -271,11 +293,13 @@ def test_a_start_failure_raises_process_start_failed_with_the_os_error(
 
 
 def test_timeout_kills_the_group_ends_the_stream_and_wait_returns(world: Any) -> None:
-    began = time.monotonic()
     handle = world.start(Program(stdout=b"ready\n", hang=True), timeout=0.5)
-    lines, status = finish(handle)
-    assert (lines, status, handle.timed_out) == (["ready"], -signal.SIGTERM, True)
-    assert time.monotonic() - began < SLOW / 2
+    # wait first: a timeout that never fired fails here within SLOW instead of hanging lines().
+    assert (handle.wait(SLOW), handle.timed_out) == (-signal.SIGTERM, True)
+    lines = list(handle.lines())
+    # On a busy machine the program may not have started writing within half a second; what it
+    # wrote is read (kill_group's test proves that on an event, not a race with the timeout).
+    assert lines == ["ready"][: len(lines)]
 
 
 def test_wait_with_a_timeout_returns_none_while_it_runs(world: Any) -> None:
@@ -308,6 +332,62 @@ def test_kill_group_after_a_normal_exit_is_harmless(world: Any) -> None:
     handle.kill_group()
     assert handle.wait(None) == 0
     assert handle.timed_out is False
+
+
+# -- bounded memory whatever the program prints (issue 9 §2) ---------------------------------
+
+FLOOD_LINE = b"0123456789" * 99 + b"\n"  # 1,000 bytes
+FLOOD_REPEAT = 20_000  # 20 MB: far more than the queue, the pipe and the drain hold together
+
+
+def test_a_line_longer_than_the_limit_is_dropped_and_counted(world: Any) -> None:
+    stdout = b"a\n" + b"x" * 101 + b"\n" + b"y" * 100 + b"\nb\r\n" + b"z" * 150
+    handle = world.start(Program(stdout=stdout), max_line_bytes=100)
+    assert finish(handle) == (["a", "y" * 100, "b"], 0)
+    assert handle.overlong == Overlong(lines=2, bytes=251, limit=100)
+
+
+def test_without_an_overlong_line_nothing_is_counted(world: Any) -> None:
+    handle = world.start(Program(stdout=b"one\ntwo\n"))
+    finish(handle)
+    assert handle.overlong == Overlong(lines=0, bytes=0, limit=MAX_LINE_BYTES)
+
+
+def test_kill_group_ends_a_program_held_back_by_a_flood_nobody_reads(world: Any) -> None:
+    handle = world.start(Program(stdout=FLOOD_LINE, repeat=FLOOD_REPEAT, hang=True))
+    world.held_back(handle)  # the real program now blocks on its full stdout pipe
+    handle.kill_group()
+    assert handle.wait(SLOW) == -signal.SIGKILL  # no deadlock with the waiting stdout thread
+    lines = list(handle.lines())
+    assert lines and lines == [FLOOD_LINE[:-1].decode()] * len(lines)
+
+
+def test_a_timeout_ends_a_program_held_back_by_a_flood_nobody_reads(world: Any) -> None:
+    handle = world.start(Program(stdout=FLOOD_LINE, repeat=FLOOD_REPEAT, hang=True),
+                         timeout=1.0)
+    assert (handle.wait(SLOW), handle.timed_out) == (-signal.SIGTERM, True)
+    lines = list(handle.lines())
+    assert lines == [FLOOD_LINE[:-1].decode()] * len(lines)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_the_real_line_splitter_keeps_the_fakes_rule_on_any_chunking(seed: int) -> None:
+    """The fake splits a whole stream at once (fakes.process.split_stream); the real runner gets
+    it in reads of any size. Both must keep and drop the same lines."""
+    rng = random.Random(seed)
+    limit = rng.choice([1, 5, 16, 64])
+    parts = [b"", b"\r", b"ab", b"\xff\xfe", "é✓".encode(), b"x" * rng.randint(0, 3 * limit)]
+    data = b"".join(rng.choice(parts) + (b"\n" if rng.random() < 0.3 else b"")
+                    for _ in range(rng.randint(0, 200)))
+    emitted: list[str] = []
+    splitter = _LineSplitter(emitted.append, limit)
+    at = 0
+    while at < len(data):
+        size = rng.choice([1, 2, 3, 7, limit, limit + 1, 2 * limit, 1000])
+        splitter.feed(data[at : at + size])
+        at += size
+    splitter.end()
+    assert (emitted, splitter.overlong) == split_stream(data, limit)
 
 
 # -- what only the fake offers --------------------------------------------------------------

@@ -17,8 +17,8 @@ prints one JSON object per stdout line; `type` says what the line is:
                                                             (`agent.pi` / `agent.claude`)
 
 Anything else - invalid JSON, a JSON value that is no object, an unknown type, a known type with
-fields of the wrong type - is ignored and kept in `TestStreamReader.ignored`; the reader never
-raises on a line.
+fields of the wrong type - is ignored: counted in `TestStreamReader.ignored`, the last few kept,
+as the real readers do; the reader never raises on a line.
 
 `finish` classifies the round by the first row of `CLASSIFICATION` that applies.
 """
@@ -37,6 +37,7 @@ from concorde_workers.domain.errors import ErrorLink
 from concorde_workers.domain.records import LastAction
 from concorde_workers.domain.retries import transient_cause
 from concorde_workers.domain.rounds import RoundEnding
+from concorde_workers.domain.stdout import IgnoredLines
 from concorde_workers.ports.clock import Clock
 
 __all__ = [
@@ -222,7 +223,7 @@ class TestStreamReader:
     backend: str = "pi"
     clock: Clock | None = None
     actions: list[LastAction] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
+    ignored: IgnoredLines = field(default_factory=IgnoredLines)
     _session: str | None = None
     _errors: list[str] = field(default_factory=list)
     _limit: Limit | None = None
@@ -246,11 +247,11 @@ class TestStreamReader:
         kind = parsed.get("type") if isinstance(parsed, dict) else None
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None or not isinstance(parsed, dict):
-            self.ignored.append(line)
+            self.ignored.add(line)
             return None
         understood, action = handler(self, parsed)
         if not understood:
-            self.ignored.append(line)
+            self.ignored.add(line)
         return action
 
     def finish(self, exit_status: int | None, timed_out: bool, stderr_tail: str) -> RoundReport:

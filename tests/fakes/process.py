@@ -7,6 +7,9 @@ ends only by `kill_group` (status -SIGKILL) or by its timeout (at once, no real 
 or calls `wait`. A hanging fake with neither is a test bug: `wait(None)` and the end of `lines()`
 raise AssertionError instead of blocking forever; `wait(t)` returns None (not ended in time).
 
+Like the real runner, a line longer than `max_line_bytes` (its UTF-8 bytes before "\n") is not
+yielded but counted in the handle's `overlong`, whether the script gives lines or a raw stream.
+
 Records: `starts` (every start asked for, a failed one included, as `FakeStart`), `kills` (the
 pid of every `kill_group` call), `handles` (every handle returned). tests/contract/
 test_process_contract.py runs the same tests on this fake and on SubprocessRunner.
@@ -19,6 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import ProcessStartFailed
 
 DEFAULT_STDERR_KEEP_BYTES = 80_000  # as SubprocessRunner's
@@ -60,13 +64,23 @@ class FakeProcess:
     on_start: Callable[[FakeStart], None] | None = None
 
 
-def split_stream(data: bytes) -> list[str]:
+def split_stream(
+    data: bytes, max_line_bytes: int = MAX_LINE_BYTES
+) -> tuple[list[str], Overlong]:
     """The real runner's rule: lines end at "\\n" (a "\\r" just before it belongs to the line
-    end), a last line without "\\n" counts, UTF-8 with invalid bytes replaced."""
+    end), a last line without "\\n" counts, UTF-8 with invalid bytes replaced; a line of more
+    than `max_line_bytes` bytes before its "\\n" is dropped and counted."""
     parts = data.split(b"\n")
     if parts[-1] == b"":
         parts.pop()
-    return [p.removesuffix(b"\r").decode("utf-8", "replace") for p in parts]
+    kept: list[str] = []
+    overlong = Overlong(limit=max_line_bytes)
+    for part in parts:
+        if len(part) > max_line_bytes:
+            overlong = overlong.adding(len(part))
+        else:
+            kept.append(part.removesuffix(b"\r").decode("utf-8", "replace"))
+    return kept, overlong
 
 
 @dataclass
@@ -75,6 +89,7 @@ class FakeProcessRunner:
 
     scripts: deque[FakeProcess] = field(default_factory=deque)
     stderr_keep_bytes: int = DEFAULT_STDERR_KEEP_BYTES
+    max_line_bytes: int = MAX_LINE_BYTES
     starts: list[FakeStart] = field(default_factory=list)
     kills: list[int] = field(default_factory=list)
     handles: list[FakeProcessHandle] = field(default_factory=list)
@@ -82,9 +97,11 @@ class FakeProcessRunner:
 
     @classmethod
     def scripted(
-        cls, *processes: FakeProcess, stderr_keep_bytes: int = DEFAULT_STDERR_KEEP_BYTES
+        cls, *processes: FakeProcess, stderr_keep_bytes: int = DEFAULT_STDERR_KEEP_BYTES,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> FakeProcessRunner:
-        return cls(scripts=deque(processes), stderr_keep_bytes=stderr_keep_bytes)
+        return cls(scripts=deque(processes), stderr_keep_bytes=stderr_keep_bytes,
+                   max_line_bytes=max_line_bytes)
 
     def add(self, *processes: FakeProcess) -> None:
         self.scripts.extend(processes)
@@ -112,18 +129,26 @@ class FakeProcessRunner:
         if isinstance(stdout, str):
             stdout = stdout.encode("utf-8")
         if isinstance(stdout, bytes):
-            lines = split_stream(stdout)
+            lines, overlong = split_stream(stdout, self.max_line_bytes)
         else:
-            lines = list(stdout)
-            for line in lines:
+            for line in stdout:
                 assert "\n" not in line, f"a scripted line holds a newline: {line!r}"
+            # Scripted lines are yielded as given (a test may script text no UTF-8 encodes);
+            # only their length is measured as the real runner would.
+            kept = [line for line in stdout if _size(line) <= self.max_line_bytes]
+            overlong = Overlong(limit=self.max_line_bytes)
+            for line in stdout:
+                if _size(line) > self.max_line_bytes:
+                    overlong = overlong.adding(_size(line))
+            lines = kept
         handle = FakeProcessHandle(
             runner=self,
             pid=self.next_pid,
             start=record,
             script=script,
-            stdout_lines=lines,
+            stdout_lines=deque(lines),
             stderr=script.stderr[-self.stderr_keep_bytes :],
+            overlong=overlong,
         )
         self.next_pid += 1
         self.handles.append(handle)
@@ -138,8 +163,9 @@ class FakeProcessHandle:
     pid: int
     start: FakeStart
     script: FakeProcess
-    stdout_lines: list[str]
+    stdout_lines: deque[str]
     stderr: bytes
+    overlong: Overlong = field(default_factory=Overlong)
     kill_calls: int = 0
     timed_out: bool = False
     status: int | None = None
@@ -151,7 +177,7 @@ class FakeProcessHandle:
     def lines(self) -> Iterator[str]:
         # A stream: what one call has read, a later call does not see again.
         while self.stdout_lines:
-            yield self.stdout_lines.pop(0)
+            yield self.stdout_lines.popleft()
         if self.status is None and not self._end_by_timeout():
             raise AssertionError(
                 f"fake process {self.start.argv} hangs with no timeout and was not killed: "
@@ -185,3 +211,7 @@ class FakeProcessHandle:
         self.timed_out = True
         self.status = -signal.SIGTERM
         return True
+
+
+def _size(line: str) -> int:
+    return len(line.encode("utf-8", "surrogatepass"))

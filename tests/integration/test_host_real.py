@@ -42,6 +42,7 @@ from concorde_workers.application.validation import (
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.layout import STDERR_TAIL_BYTES
 from concorde_workers.domain.request import Limits
+from concorde_workers.domain.stdout import MAX_LINE_BYTES
 from concorde_workers.ports.git import GitCommandFailed
 
 pytestmark = pytest.mark.integration
@@ -372,6 +373,18 @@ def test_megabytes_of_stderr_keep_exactly_the_last_80000_bytes(harness: HostHarn
     assert len(kept) == STDERR_TAIL_BYTES == 80_000
     assert kept == written[-80_000:]
     assert run.record.stderr_tail.endswith("THE END\n")
+    assert_cleaned(harness, run)
+
+
+def test_an_overlong_line_and_junk_on_stdout_are_noted_in_the_round_trace(
+        harness: HostHarness) -> None:
+    overlong = "x" * (MAX_LINE_BYTES + 1)
+    run = harness.run([*OPEN, Step.print("not json", overlong, "still not json"),
+                       Step.result(ok_result())])
+    assert run.record.status == "ok", run.record.error
+    assert run.trace("rounds/1/trace.json")["content"]["agent"]["stdout"] == {
+        "ignored": 2, "ignored_last": ["not json", "still not json"], "overlong": 1,
+        "overlong_bytes": MAX_LINE_BYTES + 1, "line_limit_bytes": MAX_LINE_BYTES}
     assert_cleaned(harness, run)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.domain.stdout import Overlong
 
 pytestmark = pytest.mark.integration
 
@@ -243,6 +244,52 @@ def test_a_long_line_of_multibyte_characters_across_reads(tmp_path: Path) -> Non
     handle = runner().start(python(code), ENV, str(tmp_path))
     assert list(handle.lines()) == ["é✓" * 100_000, "tail"]
     assert handle.wait(SLOW) == 0
+
+
+def test_the_queue_is_bounded_and_holds_the_program_back_until_the_consumer_reads(
+    tmp_path: Path,
+) -> None:
+    # 2,000 lines of 10 kB: 20 MB, far more than the queue (256 kB), the pipe (64 kB), the read
+    # in hand and a partial line hold together, so the program cannot finish while nobody reads.
+    bound, count, width = 256 * 1024, 2_000, 10_000
+    wrote_all = tmp_path / "wrote-all"
+    code = (
+        "import sys\n"
+        f"for i in range({count}):\n"
+        f"    sys.stdout.write(str(i).rjust({width}, '.') + '\\n')\n"
+        "sys.stdout.flush()\n"
+        f"open({str(wrote_all)!r}, 'w').close()\n"
+    )
+    handle = SubprocessRunner(queue_bytes=bound).start(python(code), ENV, str(tmp_path))
+    assert handle.stalled.wait(SLOW)  # the stdout thread waits for room: an event, not a guess
+    assert not wrote_all.exists()  # so the program is blocked on its stdout pipe
+    line_size = sys.getsizeof("." * width)
+    assert handle.backlog().held_bytes <= bound + line_size
+    seen = []
+    for line in handle.lines():
+        seen.append(line)
+        assert handle.backlog().held_bytes <= bound + line_size
+    assert handle.wait(SLOW) == 0 and wrote_all.exists()
+    assert seen == [str(i).rjust(width, ".") for i in range(count)]
+    backlog = handle.backlog()
+    assert backlog.held_bytes == 0 and backlog.peak_bytes <= bound + line_size
+    assert backlog.stalls >= 1
+
+
+def test_overlong_lines_are_dropped_across_reads_of_any_size(tmp_path: Path) -> None:
+    limit = 100_000
+    sizes = [limit - 1, limit, limit + 1, 3 * 65_536, 5, 0, limit, 2 * limit]
+    code = (
+        "import sys\n"
+        f"for n in {sizes!r}:\n"
+        "    sys.stdout.write('x' * n + '\\n')\n"
+        "sys.stdout.write('y' * 300_000)\n"
+    )
+    handle = SubprocessRunner(max_line_bytes=limit).start(python(code), ENV, str(tmp_path))
+    assert ["x" * len(x) for x in handle.lines()] == ["x" * n for n in sizes if n <= limit]
+    assert handle.wait(SLOW) == 0
+    dropped = [n for n in sizes if n > limit] + [300_000]
+    assert handle.overlong == Overlong(lines=len(dropped), bytes=sum(dropped), limit=limit)
 
 
 def test_a_program_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:

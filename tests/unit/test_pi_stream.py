@@ -283,7 +283,8 @@ def test_garbage_lines_are_ignored_and_counted() -> None:
                            event("tool_execution_start", toolName=""),
                            assistant_end("stop", text="t", cost=float("nan")),
                            event("turn_end", message={"stopReason": "stop"})])
-    assert reader.ignored == 3
+    assert (reader.ignored.count, reader.ignored.last) == (
+        3, ["not json", "[1]", event("nonsense")])
     assert report.ending is RoundEnding.OK and report.usage.turns == 1
     assert report.usage.cost_usd == 0.0
 
