@@ -147,7 +147,8 @@ class LocalFileSystem:
         with _os_errors(path, "stat"):
             st = os.lstat(path)
         return FileStat(
-            kind=_kind_of(st.st_mode), mode=stat_module.S_IMODE(st.st_mode), size=st.st_size
+            kind=_kind_of(st.st_mode), mode=stat_module.S_IMODE(st.st_mode), size=st.st_size,
+            uid=st.st_uid, mtime=st.st_mtime,
         )
 
     def which(self, program: str, search_path: str) -> str | None:

@@ -36,13 +36,18 @@ class FileSystemError(Exception):
 
 class FileStat(BaseModel):
     """What `stat` tells of an entry, its final link not followed. `mode` holds the permission
-    bits (0o7777); `executable` is the owner's execute bit, the bit Git records."""
+    bits (0o7777); `executable` is the owner's execute bit, the bit Git records. `uid` is the
+    owning user's id, `mtime` the time of the last change of its content (for a directory: of
+    its entries), in seconds since the epoch: the sweep of stale runtime directories acts only
+    on directories of its own user and judges the age of one without an owner record by it."""
 
     model_config = ConfigDict(frozen=True)
 
     kind: EntryKind
     mode: int
     size: int
+    uid: int
+    mtime: float
 
     @property
     def executable(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -234,9 +235,13 @@ class RealFsWorld:
         self.root = str(tmp.resolve() / "fsroot")
         os.mkdir(self.root)
         self.fs = LocalFileSystem()
+        self.uid = os.getuid()
 
     def symlink(self, target: str, link: str) -> None:
         os.symlink(target, link)
+
+    def now(self) -> float:
+        return time.time()
 
 
 class FakeFsWorld:
@@ -246,9 +251,13 @@ class FakeFsWorld:
         self.fs = FakeFileSystem()
         self.root = "/tmp/fsroot"
         self.fs.mkdir(self.root)
+        self.uid = self.fs.uid
 
     def symlink(self, target: str, link: str) -> None:
         self.fs.symlink(target, link)
+
+    def now(self) -> float:
+        return self.fs.now
 
 
 @pytest.fixture(params=["real", "fake"])

@@ -154,6 +154,17 @@ class TestLinksAndKinds:
         assert fs.stat(root + "/f").mode == 0o755
         assert fs.stat(root + "/d").kind is EntryKind.DIRECTORY
 
+    def test_stat_names_the_owner_and_the_modification_time(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.write_atomic(root + "/f", b"x")
+        fs.makedirs(root + "/d")
+        fs_world.symlink(root + "/f", root + "/link")
+        for name in ("f", "d", "link"):
+            st = fs.stat(f"{root}/{name}")
+            assert st.uid == fs_world.uid
+            # the kernel stamps with a coarse clock: a little before time.time() is possible
+            assert abs(st.mtime - fs_world.now()) < 5
+
     def test_file_digest_of_files_and_links(self, tree: Any) -> None:
         fs, root = tree.fs, tree.root
         assert fs.file_digest(root + "/f") == sha(b"top")

@@ -13,12 +13,21 @@ from concorde_workers.ports.filesystem import FileStat, FileSystemError
 _MAX_LINKS = 40  # as Linux's MAXSYMLINKS: more hops is ELOOP
 
 
+FAKE_UID = 1000
+"""The fake's user: every entry it makes is owned by it unless a test says otherwise."""
+
+FAKE_NOW = 1_767_225_600.0
+"""2026-01-01T00:00:00Z, FakeClock's start: the modification time of entries made."""
+
+
 @dataclass
 class Node:
     kind: EntryKind
     mode: int
     data: bytes = b""
     target: str = ""  # a symbolic link's target, as given
+    uid: int = FAKE_UID
+    mtime: float = FAKE_NOW
 
 
 @dataclass
@@ -34,16 +43,23 @@ class Failure:
 class FakeFileSystem:
     """`FileSystem` in memory. Paths are absolute POSIX strings; "/" always exists.
 
-    Setup helpers (`write`, `mkdir`, `symlink`) are not part of the port and are not recorded.
-    `ops` records every port call as (op, path); `fail(op, path, ...)` makes an operation raise.
+    Setup helpers (`write`, `mkdir`, `symlink`, `own`, `touch`) are not part of the port and are
+    not recorded. `ops` records every port call as (op, path); `fail(op, path, ...)` makes an
+    operation raise. Every entry made gets the owner `uid` and the modification time `now`
+    (both settable; a directory's time does not follow its entries).
     """
 
     nodes: dict[str, Node] = field(default_factory=dict)
     ops: list[tuple[str, str]] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
+    uid: int = FAKE_UID
+    now: float = FAKE_NOW
 
     def __post_init__(self) -> None:
-        self.nodes.setdefault("/", Node(EntryKind.DIRECTORY, 0o755))
+        self.nodes.setdefault("/", Node(EntryKind.DIRECTORY, 0o755, uid=0))
+
+    def _new(self, kind: EntryKind, mode: int, data: bytes = b"", target: str = "") -> Node:
+        return Node(kind, mode, data, target, uid=self.uid, mtime=self.now)
 
     # -- setup helpers (not recorded) ------------------------------------------------------
 
@@ -52,7 +68,7 @@ class FakeFileSystem:
         self.mkdir(posixpath.dirname(self._abs(path)))
         payload = data.encode("utf-8") if isinstance(data, str) else data
         parent = self._resolve(posixpath.dirname(self._abs(path)), follow=True)
-        self.nodes[posixpath.join(parent, posixpath.basename(path))] = Node(
+        self.nodes[posixpath.join(parent, posixpath.basename(path))] = self._new(
             EntryKind.FILE, mode & 0o7777, payload
         )
 
@@ -65,7 +81,7 @@ class FakeFileSystem:
             current = self._resolve(posixpath.join(current, part), follow=True)
             node = self.nodes.get(current)
             if node is None:
-                self.nodes[current] = Node(EntryKind.DIRECTORY, mode)
+                self.nodes[current] = self._new(EntryKind.DIRECTORY, mode)
             elif node.kind is not EntryKind.DIRECTORY:
                 raise self._error(current, "mkdir", errno.ENOTDIR)
 
@@ -73,9 +89,21 @@ class FakeFileSystem:
         """Create symbolic link `link` pointing at `target` (kept as given, may dangle)."""
         self.mkdir(posixpath.dirname(self._abs(link)))
         parent = self._resolve(posixpath.dirname(self._abs(link)), follow=True)
-        self.nodes[posixpath.join(parent, posixpath.basename(link))] = Node(
+        self.nodes[posixpath.join(parent, posixpath.basename(link))] = self._new(
             EntryKind.SYMLINK, 0o777, target=target
         )
+
+    def own(self, path: str, uid: int) -> None:
+        """Make `path` (its final link not followed) belong to user `uid`."""
+        node = self._lookup(self._abs(path), follow=False)
+        assert node is not None, path
+        node.uid = uid
+
+    def touch(self, path: str, mtime: float) -> None:
+        """Set the modification time of `path` (its final link not followed)."""
+        node = self._lookup(self._abs(path), follow=False)
+        assert node is not None, path
+        node.mtime = mtime
 
     def fail(
         self,
@@ -198,7 +226,7 @@ class FakeFileSystem:
             raise self._error(apath, "write_atomic", errno.EISDIR)
         payload = data.encode("utf-8") if isinstance(data, str) else data
         # Replacing the name, as rename(2) does: a link at `path` is replaced, not followed.
-        self.nodes[final] = Node(EntryKind.FILE, mode & 0o7777, payload)
+        self.nodes[final] = self._new(EntryKind.FILE, mode & 0o7777, payload)
 
     def exists(self, path: str) -> bool:
         self._record("exists", path)
@@ -281,7 +309,8 @@ class FakeFileSystem:
         )
         if node.kind is EntryKind.DIRECTORY:
             size = 0
-        return FileStat(kind=node.kind, mode=node.mode, size=size)
+        return FileStat(kind=node.kind, mode=node.mode, size=size, uid=node.uid,
+                        mtime=node.mtime)
 
     def which(self, program: str, search_path: str) -> str | None:
         self.ops.append(("which", program))
