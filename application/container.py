@@ -26,6 +26,7 @@ from concorde_workers.adapters.example_repository import (
 )
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
+from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
@@ -37,6 +38,7 @@ from concorde_workers.application.requests import RequestBuilder
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.git import GitReader
+from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
 
@@ -65,9 +67,10 @@ class Container(containers.DeclarativeContainer):
     requests = providers.Factory(RequestBuilder, fs=filesystem, cwd=cwd)
     processes = providers.Dependency(instance_of=ProcessRunner)
     host_pid = providers.Dependency(instance_of=int)
+    process_table = providers.Dependency(instance_of=ProcessTable)
     worker_host = providers.Factory(
         WorkerHost, git=git, fs=filesystem, clock=clock, random=random, processes=processes,
-        preparer=preparer, temp_root=temp_root, host_pid=host_pid)
+        preparer=preparer, temp_root=temp_root, host_pid=host_pid, process_table=process_table)
 
 
 def host_facts(environ: Mapping[str, str]) -> HostFacts:
@@ -99,6 +102,7 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
         cwd=os.getcwd(),
         processes=SubprocessRunner(),
         host_pid=os.getpid(),
+        process_table=ProcTable(),
     )
 
 

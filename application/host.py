@@ -48,9 +48,11 @@ from concorde_workers.domain.records import ProgressStatus, RunRecord
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.rounds import deletions_allowed
 from concorde_workers.domain.run_id import run_id as make_run_id
+from concorde_workers.domain.sweep import OwnerRecord
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
+from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
 
@@ -60,7 +62,7 @@ class WorkerHost:
 
     def __init__(self, *, git: GitReader, fs: FileSystem, clock: Clock, random: Random,
                  processes: ProcessRunner, preparer: Preparer, temp_root: str,
-                 host_pid: int) -> None:
+                 host_pid: int, process_table: ProcessTable) -> None:
         self._git = git
         self._fs = fs
         self._clock = clock
@@ -69,6 +71,7 @@ class WorkerHost:
         self._preparer = preparer
         self._temp_root = temp_root
         self._host_pid = host_pid
+        self._process_table = process_table
 
     def run(self, request: RunRequest, validation: RoundValidation | None = None,
             cancel: Cancellation | None = None) -> RunRecord:
@@ -82,7 +85,10 @@ class WorkerHost:
         created = tracer.create_run(request.parent, run_id)
         layout = created if isinstance(created, RunLayout) else RunLayout.below(
             request.parent, run_id)
-        runtime = create_runtime_directory(self._fs, self._temp_root, run_id, self._random)
+        owner = OwnerRecord.of(run_id, layout.run_dir, request.backend,
+                               self._process_table.own())
+        runtime = create_runtime_directory(self._fs, self._temp_root, run_id, self._random,
+                                           owner=owner)
         runtime_dir = runtime.root if not isinstance(runtime, FileSystemError) else (
             posixpath.join(self._temp_root, f"concorde-{run_id[-6:]}-(not created)"))
         state = RunState(request=request, run_id=run_id, started_at=started, layout=layout,

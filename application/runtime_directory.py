@@ -28,11 +28,13 @@ from concorde_workers.domain.layout import (
 )
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.domain.run_id import is_run_id, runtime_directory_name
+from concorde_workers.domain.sweep import OWNER_FILE, OwnerRecord, owner_record_text
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.random import Random
 
 __all__ = [
     "CREATE_ATTEMPTS",
+    "OWNER_MODE",
     "PRIVATE_MODE",
     "RANDOM_HEX_DIGITS",
     "RUNTIME_SUBDIRS",
@@ -44,6 +46,9 @@ __all__ = [
 
 PRIVATE_MODE = 0o700
 """The runtime directory and its sub-directories: the host's user only."""
+
+OWNER_MODE = 0o600
+"""control/owner.json: written and read by the host's user only."""
 
 TRANSCRIPT_MODE = 0o600
 """The transcript kept in the run directory may quote what the worker read: owner only."""
@@ -63,18 +68,24 @@ def _describe(error: FileSystemError) -> str:
 
 
 def create_runtime_directory(
-    fs: FileSystem, temp_root: str, run_id: str, random: Random
+    fs: FileSystem, temp_root: str, run_id: str, random: Random, *, owner: OwnerRecord
 ) -> RuntimeLayout | FileSystemError:
     """Create a new private runtime directory for `run_id` below the existing `temp_root`.
 
     The name is `concorde-<6 hex of the run id>-<8 random hex digits>`; a name that exists is
     never reused (another random part is drawn, up to `CREATE_ATTEMPTS` times). The directory and
-    its control/, config/, home/, tmp/ and work/ get mode 0700 whatever the umask. On a failure
-    part-way, what was made is removed again and the error returned.
+    its control/, config/, home/, tmp/ and work/ get mode 0700 whatever the umask. The owner
+    record goes to control/owner.json (mode 0600) before the directory is handed out, so it is
+    there before any credential copy: a sweep can tell whose directory it is once its host died
+    without a chance to act (domain/sweep.py). On a failure part-way, what was made is removed
+    again and the error returned.
     """
     op = "create_runtime_directory"
     if not is_run_id(run_id):
         return FileSystemError(temp_root, op, f"not a run id: {run_id!r}", errno_codes.EINVAL)
+    if owner.run_id != run_id:
+        return FileSystemError(temp_root, op, f"the owner record names run {owner.run_id}, "
+                               f"not {run_id}", errno_codes.EINVAL)
     if not posixpath.isabs(temp_root):
         return FileSystemError(
             temp_root, op, "the temporary root must be an absolute path", errno_codes.EINVAL
@@ -112,6 +123,8 @@ def create_runtime_directory(
                 sub = posixpath.join(layout.root, name)
                 fs.makedirs(sub, PRIVATE_MODE)
                 fs.chmod(sub, PRIVATE_MODE)
+            fs.write_atomic(posixpath.join(layout.control, OWNER_FILE), owner_record_text(owner),
+                            OWNER_MODE)
         except FileSystemError as error:
             _remove_quietly(fs, root)
             return error

@@ -115,7 +115,8 @@ class HostWorld(PlanWorld):
         self.runner = scripted.runner()
         container = Container(filesystem=self.fs, git=self.git, clock=self.clock,
                               random=self.random, host=self.host(), temp_root=self.temp_root,
-                              cwd=PRIMARY, processes=self.runner, host_pid=42)
+                              cwd=PRIMARY, processes=self.runner, host_pid=42,
+                              process_table=self.process_table)
         container.backends.override(providers.Dict(
             pi=providers.Object(scripted), claude=providers.Object(scripted)))
         record = container.worker_host().run(self.request(backend, **request_overrides),

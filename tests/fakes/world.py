@@ -17,6 +17,7 @@ from concorde_workers.application.container import Container
 from concorde_workers.application.preparation import HostFacts
 from fakes.filesystem import FakeFileSystem
 from fakes.git import FakeGit
+from fakes.liveness import FakeProcessTable
 from fakes.system import FakeClock, FakeRandom
 
 PRIMARY = "/work/repo"
@@ -70,6 +71,7 @@ class PlanWorld:
     environ: dict[str, str] = field(default_factory=lambda: dict(HOST_ENVIRON))
     sandbox_runtime: bool = True
     fs: FakeFileSystem = field(default_factory=FakeFileSystem)
+    process_table: FakeProcessTable = field(default_factory=FakeProcessTable)
 
     def __post_init__(self) -> None:
         self.git = FakeGit(self.fs)
@@ -108,7 +110,8 @@ class PlanWorld:
 
     def container(self, temp_root: str = TEMP_ROOT, as_root: bool = False) -> Container:
         return Container(filesystem=self.fs, git=self.git, clock=self.clock, random=self.random,
-                         host=self.host(as_root), temp_root=temp_root, cwd=PRIMARY)
+                         host=self.host(as_root), temp_root=temp_root, cwd=PRIMARY,
+                         process_table=self.process_table)
 
     def forget_calls(self) -> None:
         """Clear the recorded port calls (setup made some)."""

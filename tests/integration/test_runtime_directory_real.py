@@ -31,11 +31,14 @@ from concorde_workers.application.tracing import ProgressWriter, TraceWriter, re
 from concorde_workers.contracts import load
 from concorde_workers.domain.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.records import RunRecord, TraceNode
+from concorde_workers.domain.sweep import OwnerRecord, ProcessIdentity
 
 pytestmark = pytest.mark.integration
 
 RUN_ID = "w-20261002T101500-a1b2c3"
 AS_ROOT = os.geteuid() == 0
+OWNER = OwnerRecord.of(RUN_ID, f"/trace/workers/{RUN_ID}", "pi", ProcessIdentity(
+    pid=os.getpid(), start_ticks=None, boot_id=None, pid_namespace=None))
 
 
 class WatchedFileSystem(LocalFileSystem):
@@ -56,7 +59,8 @@ class WatchedFileSystem(LocalFileSystem):
 def make_runtime(fs: LocalFileSystem, tmp_path: Path) -> RuntimeLayout:
     temp_root = tmp_path / "tmp"
     temp_root.mkdir()
-    layout = create_runtime_directory(fs, str(temp_root), RUN_ID, FakeRandom.scripted(["0badf00d"]))
+    layout = create_runtime_directory(fs, str(temp_root), RUN_ID,
+                                      FakeRandom.scripted(["0badf00d"]), owner=OWNER)
     assert isinstance(layout, RuntimeLayout), layout
     return layout
 
@@ -75,7 +79,7 @@ def test_an_existing_runtime_directory_is_never_reused(tmp_path: Path) -> None:
     taken = tmp_path / "tmp" / "concorde-a1b2c3-0badf00d"
     taken.mkdir()
     layout = create_runtime_directory(LocalFileSystem(), str(tmp_path / "tmp"), RUN_ID,
-                                      FakeRandom.scripted(["0badf00d", "cafe0123"]))
+                                      FakeRandom.scripted(["0badf00d", "cafe0123"]), owner=OWNER)
     assert isinstance(layout, RuntimeLayout)
     assert layout.root.endswith("concorde-a1b2c3-cafe0123")
 

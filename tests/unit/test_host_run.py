@@ -40,6 +40,8 @@ from concorde_workers.application.validation import (
 from concorde_workers.contracts import validator as contract_validator
 from concorde_workers.domain.records import RunRecord
 
+OWNER_RECORD = f"{RUNTIME_DIR}/control/owner.json"
+
 RUN_DIR = f"{TRACE_PARENT}/workers/{RUN_ID}"
 CREDENTIAL_COPY = f"{RUNTIME_DIR}/config/.credentials.json"
 NODE = contract_validator("contract.tracing.node")
@@ -139,7 +141,9 @@ def test_a_refusal_writes_a_final_record_and_generates_nothing(
     assert (node["status"], node["outcome"]) == ("failed", "failed")
     assert node["ended_at"] is not None and node["error"]["code"] == code
     assert_node(node)
-    assert [p for p, _, _ in spy.writes if p.startswith(RUNTIME_DIR)] == []
+    # nothing generated: the only file the runtime directory ever held is the host's own
+    # owner record, written when the directory was made (for a sweep after a SIGKILL)
+    assert [p for p, _, _ in spy.writes if p.startswith(RUNTIME_DIR)] == [OWNER_RECORD]
     assert not world.exists(f"{RUN_DIR}/brief.md")
     assert world.runtime_dirs() == [] and world.status()["phase"] == "finished"
 
@@ -151,7 +155,8 @@ def test_run_directory_denied_writes_a_final_record_and_generates_nothing() -> N
     record = world.run([], backend="claude")
     assert record.error is not None and record.error.code == "run_directory_denied"
     assert world.run_node()["status"] == "failed" and world.runner.starts == []
-    assert [p for p, _, _ in spy.writes if p.startswith("/work/repo/.git/tmp/")] == []
+    assert [p for p, _, _ in spy.writes if p.startswith("/work/repo/.git/tmp/")
+            and not p.endswith("/control/owner.json")] == []
     assert world.runtime_dirs() == []
 
 

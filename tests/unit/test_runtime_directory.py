@@ -18,10 +18,13 @@ from concorde_workers.application.runtime_directory import (
 )
 from concorde_workers.domain.layout import RuntimeLayout
 from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.sweep import OwnerRecord, ProcessIdentity, parse_owner_record
 
 RUN_ID = "w-20261002T101500-a1b2c3"
 TMP = "/tmp"
 RUN_DIR = "/repo/.concorde/runs/r-1/workers/" + RUN_ID
+OWNER = OwnerRecord.of(RUN_ID, RUN_DIR, "claude", ProcessIdentity(
+    pid=4242, start_ticks=5000, boot_id="boot-1", pid_namespace="pid:[4026531836]"))
 
 
 def fresh() -> FakeFileSystem:
@@ -32,7 +35,8 @@ def fresh() -> FakeFileSystem:
 
 
 def made(fs: FakeFileSystem, random: FakeRandom | None = None) -> RuntimeLayout:
-    layout = create_runtime_directory(fs, TMP, RUN_ID, random or FakeRandom.scripted(["0badf00d"]))
+    layout = create_runtime_directory(fs, TMP, RUN_ID,
+                                      random or FakeRandom.scripted(["0badf00d"]), owner=OWNER)
     assert isinstance(layout, RuntimeLayout), layout
     return layout
 
@@ -52,6 +56,34 @@ def test_a_new_private_directory_named_after_the_run() -> None:
         assert (stat.kind, stat.mode) == (EntryKind.DIRECTORY, 0o700), path
 
 
+def test_the_owner_record_is_in_control_before_the_directory_is_handed_out() -> None:
+    fs = fresh()
+    layout = made(fs)
+    owner = f"{layout.control}/owner.json"
+    assert fs.stat(owner).mode == 0o600
+    assert parse_owner_record(fs.read_text(owner)) == OWNER
+    writes = [path for op, path in fs.ops if op in ("write_atomic", "makedirs")]
+    assert writes[-1] == owner  # the last thing creation does
+
+
+def test_an_owner_record_of_another_run_is_refused() -> None:
+    other = OWNER.model_copy(update={"run_id": "w-20261002T101500-ffffff"})
+    result = create_runtime_directory(fresh(), TMP, RUN_ID, FakeRandom(), owner=other)
+    assert not isinstance(result, RuntimeLayout)
+    assert "names run w-20261002T101500-ffffff" in result.os_error_text
+
+
+def test_an_owner_record_that_cannot_be_written_fails_the_creation() -> None:
+    fs = fresh()
+    fs.fail("write_atomic", "/tmp/concorde-a1b2c3-0badf00d/control/owner.json",
+            text="No space left on device", errno_=28)
+    result = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]),
+                                      owner=OWNER)
+    assert not isinstance(result, RuntimeLayout)
+    assert result.os_error_text == "No space left on device"
+    assert not fs.lexists("/tmp/concorde-a1b2c3-0badf00d")
+
+
 def test_an_existing_directory_is_never_reused() -> None:
     fs = fresh()
     fs.mkdir("/tmp/concorde-a1b2c3-0badf00d", 0o700)
@@ -66,20 +98,20 @@ def test_creation_gives_up_when_every_name_exists() -> None:
     tokens = [f"{i:08x}" for i in range(CREATE_ATTEMPTS)]
     for token in tokens:
         fs.mkdir(f"/tmp/concorde-a1b2c3-{token}")
-    result = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(tokens))
+    result = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(tokens), owner=OWNER)
     assert not isinstance(result, RuntimeLayout)
     assert "File exists" in result.os_error_text
 
 
 def test_a_missing_temp_root_is_refused_not_created() -> None:
     fs = FakeFileSystem()
-    result = create_runtime_directory(fs, "/scratch/tmp", RUN_ID, FakeRandom())
+    result = create_runtime_directory(fs, "/scratch/tmp", RUN_ID, FakeRandom(), owner=OWNER)
     assert not isinstance(result, RuntimeLayout)
     assert result.not_found and not fs.lexists("/scratch")
 
 
 def test_what_is_not_a_run_id_is_refused() -> None:
-    result = create_runtime_directory(fresh(), TMP, "../../etc", FakeRandom())
+    result = create_runtime_directory(fresh(), TMP, "../../etc", FakeRandom(), owner=OWNER)
     assert not isinstance(result, RuntimeLayout)
     assert "not a run id" in result.os_error_text
 
@@ -88,7 +120,8 @@ def test_a_failure_part_way_removes_what_was_made() -> None:
     fs = fresh()
     fs.fail("makedirs", "/tmp/concorde-a1b2c3-0badf00d/home", text="Disk quota exceeded",
             errno_=122)
-    result = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]))
+    result = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]),
+                                      owner=OWNER)
     assert not isinstance(result, RuntimeLayout)
     assert result.os_error_text == "Disk quota exceeded"
     assert not fs.lexists("/tmp/concorde-a1b2c3-0badf00d")
@@ -279,6 +312,7 @@ def test_a_link_planted_under_the_name_is_never_followed_by_the_chmod() -> None:
         return original(path)
 
     fs.lexists = lexists  # type: ignore[method-assign]
-    made_ = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]))
+    made_ = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]),
+                                     owner=OWNER)
     assert not isinstance(made_, RuntimeLayout)
     assert fs.stat("/home/dev/private").mode == 0o755
