@@ -1,6 +1,8 @@
 """The command line: `concorde-workers plan` (the dry-run planner), `run` (one worker run, with
-its progress live on stderr and its account at the end) and `show` (the account of a run that
-ended, read back from its run directory).
+its progress live on stderr and its account at the end), `show` (the account of a run that
+ended, read back from its run directory) and `sweep` (the runtime directories of hosts that died
+without a chance to act removed, their runs' records finished as interrupted; `run` sweeps
+first too).
 
 Exit statuses live in one place, `ExitStatus`. Every bad input ends in a refusal that names the
 file or entry and the repair, with status 2: a refusal the planned run would meet is part of the
@@ -41,6 +43,7 @@ from concorde_workers.application.planner import (
     settle_worker,
 )
 from concorde_workers.application.requests import RequestFlags, invalid
+from concorde_workers.application.sweep import sweep_account
 from concorde_workers.application.tracing import RECORD_UNREADABLE, read_record
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.records import RunRecord
@@ -115,6 +118,14 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("run_dir", metavar="RUN_DIR",
                       help="the run directory, <parent>/workers/<run-id>/")
     show.add_argument("--json", action="store_true", help="print the run record as JSON")
+    sweep = commands.add_parser(
+        "sweep", help="remove the runtime directories of hosts that died, finish their records",
+        description="Remove the runtime directories (credential copies first) whose host died "
+                    "without a chance to act (SIGKILL, the out-of-memory killer) and finish "
+                    "their runs' records as interrupted. Exit 0 when every stale directory is "
+                    "gone, 1 when one remains or a record could not be written, 2 when the "
+                    "runtime parent cannot be listed. `run` sweeps before each run too.")
+    sweep.add_argument("--json", action="store_true", help="print what was done as JSON")
     add_demo_command(commands)
     return top
 
@@ -332,6 +343,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO,
         print_refusal(refusal, args.json, out, err)
         return ExitStatus.REFUSED
     assert request.parent is not None
+    sweep_before_run(container, err)
     cancel = Cancellation()
     live = _is_tty(err)
     watcher = ProgressWatcher(
@@ -342,6 +354,52 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO,
         record = run_watched(container, request, cancel, watcher)
     print_record(record, args.json, out)
     return status_of(record)
+
+
+# --- sweep ---------------------------------------------------------------------------------------
+
+SWEEP_REFUSED = "runtime_parent_unreadable"
+"""The refusal of `sweep` when the runtime parent cannot be listed."""
+
+
+def sweep_before_run(container: Container, err: TextIO) -> None:
+    """Every `run` first sweeps the stale runtime directories of hosts that died, and says so on
+    stderr when it found one; a defect of the sweep is named and the run goes on (a run is
+    never stopped by another run's leftovers)."""
+    try:
+        report = container.sweeper().sweep()
+    except Exception as fault:  # a defect of ours: named, never a traceback, never a lost run
+        err.write(f"concorde-workers: the sweep of stale runtime directories failed "
+                  f"({type(fault).__name__}: {fault}); this is a defect of concorde-workers; "
+                  "the run goes on\n")
+        return
+    for line in sweep_account(report, quiet=True).splitlines():
+        err.write(f"concorde-workers: {line}\n")
+
+
+def run_sweep(args: argparse.Namespace, out: TextIO, err: TextIO,
+              given: Container | None = None) -> ExitStatus:
+    """0 every stale runtime directory is gone and every record that could be found finished;
+    1 a directory (or part of it) remains, or a record could not be written; 2 the runtime
+    parent cannot be listed (nothing done)."""
+    if given is None:
+        from concorde_workers.application.container import production
+        container = production()
+    else:
+        container = given
+    report = container.sweeper().sweep()
+    if report.problem is not None:
+        print_refusal(Refusal(code=SWEEP_REFUSED, reason=Reason.ENVIRONMENT,
+                              message=f"{report.problem}; make it readable, or run where the "
+                                      "runtime directories are made",
+                              file=report.runtime_parent), args.json, out, err)
+        return ExitStatus.REFUSED
+    if args.json:
+        json.dump(report.to_json(), out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        out.write(sweep_account(report))
+    return ExitStatus.FAILED if report.failures else ExitStatus.OK
 
 
 # --- show --------------------------------------------------------------------------------------
@@ -384,7 +442,8 @@ def run_demo_command(args: argparse.Namespace, out: TextIO, err: TextIO,
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, TextIO, Container | None],
                              ExitStatus]] = {
-    "plan": run_plan, "run": run_run, "show": run_show, "demo": run_demo_command,
+    "plan": run_plan, "run": run_run, "show": run_show, "sweep": run_sweep,
+    "demo": run_demo_command,
 }
 
 

@@ -35,6 +35,7 @@ from concorde_workers.application.host import WorkerHost
 from concorde_workers.application.planner import Planner
 from concorde_workers.application.preparation import HostFacts, Preparer
 from concorde_workers.application.requests import RequestBuilder
+from concorde_workers.application.sweep import Sweeper
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.git import GitReader
@@ -71,6 +72,8 @@ class Container(containers.DeclarativeContainer):
     worker_host = providers.Factory(
         WorkerHost, git=git, fs=filesystem, clock=clock, random=random, processes=processes,
         preparer=preparer, temp_root=temp_root, host_pid=host_pid, process_table=process_table)
+    sweeper = providers.Factory(Sweeper, fs=filesystem, table=process_table, clock=clock,
+                                runtime_parent=temp_root)
 
 
 def host_facts(environ: Mapping[str, str]) -> HostFacts:

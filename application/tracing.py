@@ -62,6 +62,8 @@ __all__ = [
     "TraceFailure",
     "TraceWriter",
     "node_json",
+    "read_node",
+    "read_progress",
     "read_record",
     "record_of_node",
     "utc_text",
@@ -611,3 +613,15 @@ def read_record(
         )
     except ValidationError as error:
         return _refusal(layout.trace, f"gives no valid run record: {_first_problem(error)}")
+
+
+def read_node(fs: FileSystem, path: str, kind: str) -> TraceNode | Refusal:
+    """The trace node at `path` of kind `kind` (worker-run, worker-round), or a refusal (code
+    `record_unreadable`) naming the file and what is wrong with it. For the sweep, which finishes
+    the record of a run whose host died."""
+    return _read_node(fs, path, kind)
+
+
+def read_progress(fs: FileSystem, path: str) -> ProgressFile | Refusal:
+    """The progress file at `path`, or a refusal naming what is wrong with it."""
+    return _read_progress(fs, path)

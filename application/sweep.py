@@ -1,0 +1,457 @@
+"""The sweep of stale runtime directories: what a host killed without a chance to act left.
+
+A host killed by SIGKILL or the out-of-memory killer leaves its runtime directory, with the
+credential copies, and its run's record `running` (seed 000 "Nothing but the trace outlives a
+worker" excepts that case). `Sweeper.sweep()` lists the runtime parent (where the container puts
+runtime directories), judges every entry named like a runtime directory (`domain.sweep.judge`:
+its kind, owning user, age, owner record, and what the process table says of the owner's pid),
+and for each stale one:
+
+1. reads its run's node from the run directory its owner record names, and uses it only when it
+   really is that run's node (a worker-run node with that run id);
+2. removes the directory as the host's own cleanup does (`cleanup_runtime_directory`): the
+   transcript kept in the run directory first, the credential copies next, every directory the
+   worker left closed opened up (links never followed), the rest, then checked gone;
+3. finishes the run's record when it is still `running`: the round left running and the run
+   end `interrupted` (status failed), the error's detail saying the host died without a chance
+   to act; status.json moves to finished with interrupted. A run directory that is missing or
+   is not that run's node is reported and never written.
+
+Nothing is read from the worker's own directories (work/, home/, tmp/); the owner record lies in
+control/, which no tool of the worker may read or write. Every operation goes through the ports.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from concorde_workers.application.outcomes import LinkContext, cleanup_link
+from concorde_workers.application.runtime_directory import (
+    CleanupOutcome,
+    cleanup_runtime_directory,
+)
+from concorde_workers.application.tracing import (
+    TraceWriter,
+    read_node,
+    read_progress,
+    utc_text,
+)
+from concorde_workers.domain.codes import trace_evidence, transcript_evidence
+from concorde_workers.domain.errors import ErrorLink, Refusal
+from concorde_workers.domain.layout import CONTROL_DIR, RunLayout, RuntimeLayout
+from concorde_workers.domain.paths import DirEntry, EntryKind
+from concorde_workers.domain.records import (
+    WORKER_ROUND,
+    WORKER_RUN,
+    ProgressFile,
+    TraceNode,
+)
+from concorde_workers.domain.sweep import (
+    OWNER_FILE,
+    Candidate,
+    Judgement,
+    OwnerRecord,
+    ProcessIdentity,
+    Verdict,
+    judge,
+    parse_owner_record,
+    runtime_directory_hex,
+    session_file,
+)
+from concorde_workers.ports.clock import Clock
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.liveness import ProcessTable
+
+__all__ = ["LeftDirectory", "RecordFinish", "StaleDirectory", "SweepReport", "Sweeper"]
+
+RecordOutcome = Literal["finished", "already_ended", "not_found", "failed"]
+
+
+@dataclass(frozen=True)
+class RecordFinish:
+    """What became of the record of a stale directory's run.
+
+    finished: it now says interrupted; already_ended: its host had written its end (nothing
+    written); not_found: the run directory is missing or is not that run's node (nothing
+    written); failed: a write the operating system refused (`detail` names it)."""
+
+    run_id: str
+    run_directory: str
+    outcome: RecordOutcome
+    detail: str
+    transcript_kept: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "run_directory": self.run_directory,
+                "outcome": self.outcome, "detail": self.detail,
+                "transcript_kept": self.transcript_kept}
+
+
+@dataclass(frozen=True)
+class StaleDirectory:
+    """A stale runtime directory: why, whether it is gone, and its run's record."""
+
+    runtime_directory: str
+    reason: str
+    run_id: str | None
+    host_pid: int | None
+    removed: bool
+    remains: tuple[str, ...] = ()
+    record: RecordFinish | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runtime_directory": self.runtime_directory, "reason": self.reason,
+                "run_id": self.run_id, "host_pid": self.host_pid, "removed": self.removed,
+                "remains": list(self.remains),
+                "record": None if self.record is None else self.record.to_json()}
+
+
+@dataclass(frozen=True)
+class LeftDirectory:
+    """A directory named like a runtime directory that the sweep left as it is, and why."""
+
+    runtime_directory: str
+    verdict: Literal["live", "left"]
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runtime_directory": self.runtime_directory, "verdict": self.verdict,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """Everything one sweep found and did. `problem` is set when the runtime parent could not
+    be listed (then nothing was done)."""
+
+    runtime_parent: str
+    problem: str | None = None
+    stale: tuple[StaleDirectory, ...] = ()
+    left: tuple[LeftDirectory, ...] = ()
+
+    @property
+    def failures(self) -> list[str]:
+        """What the sweep could not do: each stale directory not gone (with what remains and
+        the OS error) and each record whose write was refused."""
+        found: list[str] = []
+        for stale in self.stale:
+            if not stale.removed:
+                found.append(f"{stale.runtime_directory} was not removed: "
+                             + "; ".join(stale.remains))
+            if stale.record is not None and stale.record.outcome == "failed":
+                found.append(f"the record of run {stale.record.run_id} in "
+                             f"{stale.record.run_directory} was not finished: "
+                             f"{stale.record.detail}")
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runtime_parent": self.runtime_parent, "problem": self.problem,
+                "stale": [s.to_json() for s in self.stale],
+                "left": [entry.to_json() for entry in self.left],
+                "failures": self.failures}
+
+
+@dataclass
+class _Run:
+    """A stale directory's run, once its node was found and checked."""
+
+    layout: RunLayout
+    node: TraceNode
+    rounds: list[TraceNode] = field(default_factory=list)
+
+    @property
+    def session(self) -> str | None:
+        for node in reversed(self.rounds):
+            session = node.round_content().session
+            if session:
+                return session
+        return None
+
+
+class Sweeper:
+    """Finds and removes the stale runtime directories below `runtime_parent`; wired by the
+    container over the filesystem, the process table and the clock."""
+
+    def __init__(self, *, fs: FileSystem, table: ProcessTable, clock: Clock,
+                 runtime_parent: str) -> None:
+        self._fs = fs
+        self._table = table
+        self._clock = clock
+        self._parent = posixpath.normpath(runtime_parent)
+
+    def sweep(self) -> SweepReport:
+        """Judge every runtime directory below the runtime parent; remove the stale ones and
+        finish their runs' records. Never raises for what the operating system refuses: it is
+        in the report."""
+        try:
+            entries = self._fs.listdir(self._parent)
+        except FileSystemError as error:
+            return SweepReport(runtime_parent=self._parent,
+                               problem=f"the runtime parent {self._parent} cannot be listed: "
+                                       f"{error.os_error_text}")
+        own, uid = self._table.own(), self._table.own_uid()
+        now = self._clock.now_utc()
+        stale: list[StaleDirectory] = []
+        left: list[LeftDirectory] = []
+        for entry in entries:
+            if runtime_directory_hex(entry.name) is None:
+                continue
+            candidate = self._candidate(entry.name, entry.kind, uid)
+            owner = candidate.owner
+            observation = (self._table.observe(owner.host.pid)
+                           if isinstance(owner, OwnerRecord) else None)
+            judged = judge(candidate, own_uid=uid, own=own, observation=observation,
+                           now=now.timestamp())
+            if judged is None:
+                continue
+            if judged.verdict is Verdict.STALE:
+                stale.append(self._remove(candidate, judged, own, now))
+            else:
+                left.append(LeftDirectory(
+                    runtime_directory=candidate.path,
+                    verdict="live" if judged.verdict is Verdict.LIVE else "left",
+                    reason=judged.reason))
+        return SweepReport(runtime_parent=self._parent, stale=tuple(stale), left=tuple(left))
+
+    # --- what a directory is ----------------------------------------------------------------
+
+    def _candidate(self, name: str, kind: EntryKind, uid: int) -> Candidate:
+        path = posixpath.join(self._parent, name)
+        if kind is not EntryKind.DIRECTORY:
+            return Candidate(path=path, name=name, kind=kind)
+        try:
+            found = self._fs.stat(path)  # the final link never followed
+        except FileSystemError:
+            return Candidate(path=path, name=name, kind=kind)
+        if found.kind is not EntryKind.DIRECTORY or found.uid != uid:
+            return Candidate(path=path, name=name, kind=found.kind, uid=found.uid,
+                             mtime=found.mtime)
+        return Candidate(path=path, name=name, kind=found.kind, uid=found.uid,
+                         mtime=found.mtime, owner=self._owner(path, uid))
+
+    def _owner(self, root: str, uid: int) -> OwnerRecord | str:
+        """The owner record of the directory `root`, or why there is none to use: control/ and
+        control/owner.json must be what the host made (a directory and a regular file of this
+        user, no link), the file writable by its owner only."""
+        control = posixpath.join(root, CONTROL_DIR)
+        path = posixpath.join(control, OWNER_FILE)
+        try:
+            folder = self._fs.stat(control)
+            if folder.kind is not EntryKind.DIRECTORY:
+                return f"{control} is a {folder.kind.value}, not a directory"
+            found = self._fs.stat(path)
+            if found.kind is not EntryKind.FILE:
+                return f"{path} is a {found.kind.value}, not a regular file"
+            if found.uid != uid or found.mode & 0o022:
+                return f"{path} is not the host's (owner {found.uid}, mode {oct(found.mode)})"
+            return parse_owner_record(self._fs.read_text(path))
+        except FileSystemError as error:
+            if error.not_found:
+                return f"{error.path} is missing"
+            return f"{error.path} cannot be read: {error.os_error_text}"
+
+    # --- removing a stale directory ---------------------------------------------------------
+
+    def _remove(self, candidate: Candidate, judged: Judgement, own: ProcessIdentity,
+                now: datetime) -> StaleDirectory:
+        owner = candidate.owner if isinstance(candidate.owner, OwnerRecord) else None
+        runtime = RuntimeLayout(root=candidate.path)
+        run: _Run | str | None = None if owner is None else self._run(owner)
+        finishing = isinstance(run, _Run) and run.node.status == "running"
+        transcript = None
+        if finishing and isinstance(run, _Run) and owner is not None:
+            transcript = self._transcript(runtime, run, owner)
+        cleaned = cleanup_runtime_directory(
+            self._fs, runtime, runtime.credential_copies, transcript,
+            run.layout.transcript if isinstance(run, _Run) and transcript else None)
+        record: RecordFinish | None = None
+        if owner is not None:
+            if isinstance(run, str):
+                record = RecordFinish(owner.run_id, owner.run_directory, "not_found", run)
+            elif run is not None and not finishing:
+                record = RecordFinish(owner.run_id, owner.run_directory, "already_ended",
+                                      f"its record already ended {run.node.status}")
+            elif run is not None:
+                record = self._finish(run, owner, candidate.path, judged, cleaned, own, now)
+        return StaleDirectory(
+            runtime_directory=candidate.path, reason=judged.reason,
+            run_id=owner.run_id if owner else None, host_pid=owner.host.pid if owner else None,
+            removed=not cleaned.remains, remains=cleaned.remains, record=record)
+
+    def _run(self, owner: OwnerRecord) -> _Run | str:
+        """The run's node in the run directory the owner record names, with its rounds' nodes,
+        or why that directory is not the run's: missing, not a directory (a link is never
+        followed), its trace.json unreadable, or the node of another run."""
+        layout = RunLayout(run_dir=owner.run_directory)
+        try:
+            found = self._fs.stat(layout.run_dir)
+        except FileSystemError as error:
+            what = "is missing" if error.not_found else f"cannot be read: {error.os_error_text}"
+            return f"the run directory {layout.run_dir} {what}: nothing was written"
+        if found.kind is not EntryKind.DIRECTORY:
+            return (f"the run directory {layout.run_dir} is a {found.kind.value}, not a "
+                    "directory: nothing was written")
+        node = read_node(self._fs, layout.trace, WORKER_RUN)
+        if isinstance(node, Refusal):
+            return f"{node.message}: nothing was written"
+        if node.id != owner.run_id:
+            return (f"{layout.trace} is the node of run {node.id}, not of run {owner.run_id}: "
+                    "nothing was written")
+        run = _Run(layout=layout, node=node)
+        for n in range(1, node.run_content().rounds + 1):
+            round_node = read_node(self._fs, layout.round_trace(n), WORKER_ROUND)
+            if isinstance(round_node, TraceNode) and round_node.parent == node.id:
+                run.rounds.append(round_node)
+        return run
+
+    def _transcript(self, runtime: RuntimeLayout, run: _Run, owner: OwnerRecord) -> str | None:
+        """The latest session's transcript in the runtime directory's config/, wherever a
+        backend keeps it: `<session>.jsonl` for the session the rounds named last, or pi's
+        fixed `<run-id>.jsonl`, in config/sessions/ or config/projects/*/ (Claude Code);
+        without either, the only transcript there is. Only a regular file, never a link; the
+        worker's own directories are never looked at."""
+        # every folder is checked to be a directory itself, below a config/ that is one: a
+        # link anywhere on the way would lead the copy out of the runtime directory
+        config = {e.name: e.kind for e in self._entries(runtime.config)}
+        folders = [runtime.sessions] if config.get("sessions") is EntryKind.DIRECTORY else []
+        if config.get("projects") is EntryKind.DIRECTORY:
+            projects = posixpath.join(runtime.config, "projects")
+            folders += [posixpath.join(projects, e.name) for e in self._entries(projects)
+                        if e.kind is EntryKind.DIRECTORY]
+        names = [n for n in (session_file(run.session) if run.session else None,
+                             session_file(owner.run_id)) if n]
+        for name in names:
+            for folder in folders:
+                path = posixpath.join(folder, name)
+                if self._is_file(path):
+                    return path
+        found = [posixpath.join(folder, e.name) for folder in folders
+                 for e in self._entries(folder)
+                 if e.kind is EntryKind.FILE and session_file(e.name[:-6]) == e.name]
+        return found[0] if len(found) == 1 else None
+
+    def _entries(self, folder: str) -> list[DirEntry]:
+        """The entries of `folder` when it is a directory itself (listing a link would follow
+        it out of the runtime directory)."""
+        try:
+            if self._fs.stat(folder).kind is not EntryKind.DIRECTORY:
+                return []
+            return self._fs.listdir(folder)
+        except FileSystemError:
+            return []
+
+    def _is_file(self, path: str) -> bool:
+        try:
+            return self._fs.stat(path).kind is EntryKind.FILE
+        except FileSystemError:
+            return False
+
+    # --- finishing the record ---------------------------------------------------------------
+
+    def _finish(self, run: _Run, owner: OwnerRecord, runtime_dir: str, judged: Judgement,
+                cleaned: CleanupOutcome, own: ProcessIdentity, now: datetime) -> RecordFinish:
+        layout, node = run.layout, run.node
+        progress = read_progress(self._fs, layout.status)
+        seen = progress if isinstance(progress, ProgressFile) else None
+        ended = _latest(node.started_at, *(r.started_at for r in run.rounds),
+                        seen.updated_at if seen else None) or utc_text(now)
+        kept = cleaned.transcript_kept or (
+            cleaned.transcript_error is None and self._is_file(layout.transcript))
+        detail = _host_died(owner, runtime_dir, judged, own, now, seen, len(run.rounds))
+        links = LinkContext(run_id=node.id, task_type=node.run_content().task_type,
+                            layout=layout, backend=node.run_metadata().backend or owner.backend)
+        evidence = [trace_evidence(node.id, layout.run_dir)]
+        if kept:
+            evidence.append(transcript_evidence(layout.transcript, run.session))
+        error: ErrorLink = links.link("interrupted", detail, evidence)
+        if not cleaned.ok:
+            error = cleanup_link(links, cleaned, error)
+        tracer = TraceWriter(self._fs, self._clock)
+        for round_node in run.rounds:
+            if round_node.status == "running":
+                tracer.write_round_node(layout, round_node.round_content().round,
+                                        round_node.model_copy(update={
+                                            "status": "failed", "outcome": "interrupted",
+                                            "ended_at": _latest(ended, round_node.started_at)}),
+                                        "end")
+        problems = list(tracer.failures)
+        if seen is not None:
+            try:
+                self._fs.write_atomic(layout.status, seen.model_copy(update={
+                    "phase": "finished", "status": "interrupted",
+                    "updated_at": utc_text(now)}).model_dump_json(indent=2) + "\n")
+            except FileSystemError as failed:
+                problems.append(f"{layout.status}: {failed.os_error_text}")
+        content = node.run_content().model_copy(
+            update={"transcript": "transcript.jsonl" if kept else None})
+        finished = node.model_copy(update={
+            "status": "failed", "outcome": "interrupted", "ended_at": ended, "error": error,
+            "content": content, "files": tracer.run_files(layout)})
+        failure = tracer.write_run_node(layout, TraceNode.model_validate(
+            finished.model_dump(mode="json")), "end")
+        if failure is not None:
+            return RecordFinish(owner.run_id, layout.run_dir, "failed",
+                                "; ".join([*problems, failure]), transcript_kept=kept)
+        note = f"ended interrupted: {detail}"
+        if problems:
+            note += "; not written: " + "; ".join(problems)
+        return RecordFinish(owner.run_id, layout.run_dir, "finished", note, transcript_kept=kept)
+
+
+def _latest(*times: str | None) -> str | None:
+    """The latest of UTC record times (ISO 8601 with Z), None when none is given."""
+    parsed = [(datetime.fromisoformat(t.replace("Z", "+00:00")), t) for t in times if t]
+    return max(parsed)[1] if parsed else None
+
+
+def _host_died(owner: OwnerRecord, runtime_dir: str, judged: Judgement, own: ProcessIdentity,
+               now: datetime, seen: ProgressFile | None, rounds: int) -> str:
+    """The interrupted link's detail: who died, how it was found, what was removed."""
+    where = f" in round {rounds}" if rounds else " before its first round"
+    if seen is not None:
+        where += f" (phase {seen.phase}, last written {seen.updated_at})"
+    return (f"the host process (pid {owner.host.pid}) died without a chance to act, as by "
+            f"SIGKILL or the out-of-memory killer, while the run was{where}: {judged.reason}; "
+            f"a sweep (pid {own.pid}) found its runtime directory {runtime_dir} at "
+            f"{utc_text(now)} and removed it, credential copies first")
+
+
+# --- the account for a person at a shell ----------------------------------------------------------
+
+
+def _shown(text: str) -> str:
+    """`text` with every control character escaped, so that no path can rewrite the terminal."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
+def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
+    """What a sweep found and did, one line per directory. `quiet` (before a run) says nothing
+    when nothing was stale and nothing failed."""
+    if report.problem is not None:
+        return f"sweep: {_shown(report.problem)}\n"
+    if quiet and not report.stale:
+        return ""
+    count = len(report.stale)
+    lines = [f"sweep of {_shown(report.runtime_parent)}: "
+             + (f"{count} stale runtime director{'y' if count == 1 else 'ies'}" if count
+                else "no stale runtime directory")]
+    for stale in report.stale:
+        run = f" (run {stale.run_id})" if stale.run_id else ""
+        verb = "removed" if stale.removed else "NOT removed"
+        lines.append(f"  {verb} {_shown(stale.runtime_directory)}{run}: {_shown(stale.reason)}")
+        lines += [f"    remains {_shown(remain)}" for remain in stale.remains]
+        record = stale.record
+        if record is not None:
+            said = {"finished": "record finished interrupted", "already_ended": "record kept",
+                    "not_found": "record not written", "failed": "record NOT finished"}
+            kept = ", transcript kept" if record.transcript_kept else ""
+            why = "" if record.outcome == "finished" else f": {_shown(record.detail)}"
+            lines.append(f"    {said[record.outcome]}: {_shown(record.run_directory)}{kept}{why}")
+    if not quiet:
+        lines += [f"  left {_shown(entry.runtime_directory)}: {_shown(entry.reason)}"
+                  for entry in report.left]
+    return "\n".join(lines) + "\n"
