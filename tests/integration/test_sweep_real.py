@@ -11,6 +11,7 @@ on the machine sees its directories and its sweeps see no one else's.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -151,10 +152,8 @@ def kill_orphan(pgid: int) -> None:
     except OSError:
         return
     if b"agent.py" in cmdline:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def run_main(container: Any, *argv: str) -> tuple[int, str, str]:
