@@ -100,12 +100,13 @@ class StaleDirectory:
     host_pid: int | None
     removed: bool
     remains: tuple[str, ...] = ()
+    transcript_error: str | None = None
     record: RecordFinish | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"runtime_directory": self.runtime_directory, "reason": self.reason,
                 "run_id": self.run_id, "host_pid": self.host_pid, "removed": self.removed,
-                "remains": list(self.remains),
+                "remains": list(self.remains), "transcript_error": self.transcript_error,
                 "record": None if self.record is None else self.record.to_json()}
 
 
@@ -135,12 +136,15 @@ class SweepReport:
     @property
     def failures(self) -> list[str]:
         """What the sweep could not do: each stale directory not gone (with what remains and
-        the OS error) and each record whose write was refused."""
+        the OS error), each transcript it found but could not keep, and each record whose write
+        was refused."""
         found: list[str] = []
         for stale in self.stale:
             if not stale.removed:
                 found.append(f"{stale.runtime_directory} was not removed: "
                              + "; ".join(stale.remains))
+            if stale.transcript_error is not None:
+                found.append(f"the transcript could not be kept: {stale.transcript_error}")
             if stale.record is not None and stale.record.outcome == "failed":
                 found.append(f"the record of run {stale.record.run_id} in "
                              f"{stale.record.run_directory} was not finished: "
@@ -279,7 +283,8 @@ class Sweeper:
         return StaleDirectory(
             runtime_directory=candidate.path, reason=judged.reason,
             run_id=owner.run_id if owner else None, host_pid=owner.host.pid if owner else None,
-            removed=not cleaned.remains, remains=cleaned.remains, record=record)
+            removed=not cleaned.remains, remains=cleaned.remains,
+            transcript_error=cleaned.transcript_error, record=record)
 
     def _run(self, owner: OwnerRecord) -> _Run | str:
         """The run's node in the run directory the owner record names, with its rounds' nodes,
@@ -385,6 +390,8 @@ class Sweeper:
                     "updated_at": utc_text(now)}).model_dump_json(indent=2) + "\n")
             except FileSystemError as failed:
                 problems.append(f"{layout.status}: {failed.os_error_text}")
+        else:  # an observation aid only; without a readable one there is nothing to update
+            problems.append(f"{progress.message}")
         content = node.run_content().model_copy(
             update={"transcript": "transcript.jsonl" if kept else None})
         finished = node.model_copy(update={
@@ -444,6 +451,8 @@ def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
         verb = "removed" if stale.removed else "NOT removed"
         lines.append(f"  {verb} {_shown(stale.runtime_directory)}{run}: {_shown(stale.reason)}")
         lines += [f"    remains {_shown(remain)}" for remain in stale.remains]
+        if stale.transcript_error is not None:
+            lines.append(f"    transcript NOT kept: {_shown(stale.transcript_error)}")
         record = stale.record
         if record is not None:
             said = {"finished": "record finished interrupted", "already_ended": "record kept",

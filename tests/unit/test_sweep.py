@@ -520,3 +520,28 @@ def test_a_run_with_nothing_to_sweep_says_nothing_about_it() -> None:
     status, _, err = main(container, "run", f"{PRIMARY}/request.json", "--parent",
                           TRACE_PARENT, "--json")
     assert status == 0 and "sweep" not in err
+
+
+def test_a_transcript_that_cannot_be_kept_is_a_failure_and_the_record_says_so() -> None:
+    world = HostWorld()
+    k = kill_host(world)
+    world.fs.fail("write_atomic", f"{k.run_dir}/transcript.jsonl", "No space left on device", 28)
+    report = sweeper(world).sweep()
+    [stale] = report.stale
+    assert stale.removed and stale.transcript_error is not None
+    assert "No space left on device" in stale.transcript_error
+    assert report.failures == [f"the transcript could not be kept: {stale.transcript_error}"]
+    node = k.node()
+    assert node["error"]["code"] == "cleanup_failed" and node["content"]["transcript"] is None
+    assert [c["code"] for c in node["error"]["causes"]] == ["interrupted"]
+
+
+def test_an_unreadable_progress_file_is_left_and_said() -> None:
+    world = HostWorld()
+    k = kill_host(world)
+    world.fs.write(f"{k.run_dir}/status.json", "{garbled")
+    [stale] = sweeper(world).sweep().stale
+    assert stale.record is not None and stale.record.outcome == "finished"
+    assert f"not written: {k.run_dir}/status.json: not JSON" in stale.record.detail
+    assert world.text(f"{k.run_dir}/status.json") == "{garbled"
+    assert k.node()["outcome"] == "interrupted"
