@@ -383,15 +383,16 @@ class Sweeper:
                                             "ended_at": _latest(ended, round_node.started_at)}),
                                         "end")
         problems = list(tracer.failures)
-        if seen is not None:
+        if isinstance(progress, Refusal):
+            # an observation aid only; without a readable one there is nothing to update
+            problems.append(progress.message)
+        elif seen is not None:
             try:
                 self._fs.write_atomic(layout.status, seen.model_copy(update={
                     "phase": "finished", "status": "interrupted",
                     "updated_at": utc_text(now)}).model_dump_json(indent=2) + "\n")
             except FileSystemError as failed:
                 problems.append(f"{layout.status}: {failed.os_error_text}")
-        else:  # an observation aid only; without a readable one there is nothing to update
-            problems.append(f"{progress.message}")
         content = node.run_content().model_copy(
             update={"transcript": "transcript.jsonl" if kept else None})
         finished = node.model_copy(update={
