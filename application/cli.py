@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import posixpath
 import shutil
@@ -35,7 +34,13 @@ from typing import TYPE_CHECKING, TextIO
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.demo import add_demo_command, run_demo
-from concorde_workers.application.display import INTERRUPTED, ProgressWatcher, account, outcome_of
+from concorde_workers.application.display import (
+    INTERRUPTED,
+    ProgressWatcher,
+    account,
+    outcome_of,
+    terminal_lines,
+)
 from concorde_workers.application.planner import (
     Plan,
     apply_resolution,
@@ -48,6 +53,7 @@ from concorde_workers.application.tracing import RECORD_UNREADABLE, read_record
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.text import json_document
 from concorde_workers.ports.filesystem import FileSystem
 
 if TYPE_CHECKING:
@@ -150,15 +156,20 @@ def declarations(values: Sequence[str]) -> dict[str, set[str]] | Refusal:
     return declared
 
 
+def print_json(data: object, out: TextIO) -> None:
+    """One JSON document: every value exactly as it is, control characters as JSON escapes."""
+    out.write(json_document(data) + "\n")
+
+
 def print_refusal(refusal: Refusal, as_json: bool, out: TextIO, err: TextIO) -> None:
     if as_json:
-        json.dump({"verdict": "refused", "refusal": {
+        print_json({"verdict": "refused", "refusal": {
             "code": refusal.code, "reason": refusal.reason.value, "message": refusal.message,
-            "file": refusal.file}}, out, indent=2)
-        out.write("\n")
+            "file": refusal.file}}, out)
     else:
-        err.write(f"concorde-workers: refused: {refusal.code} ({refusal.reason.value})\n"
-                  f"  {refusal.message}\n")
+        err.write(terminal_lines([
+            f"concorde-workers: refused: {refusal.code} ({refusal.reason.value})",
+            *(f"  {line}" for line in refusal.message.splitlines())]))
 
 
 def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO,
@@ -173,9 +184,9 @@ def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO,
             args.request = example.request_file
         args.declare = [*args.declare, *example.declared]
         if not args.json:
-            out.write(f"example repository: {example.primary}\n"
-                      f"worktree:           {example.worktree}\n"
-                      f"request:            {example.request_file}\n\n")
+            out.write(terminal_lines([f"example repository: {example.primary}",
+                                      f"worktree:           {example.worktree}",
+                                      f"request:            {example.request_file}", ""]))
     container = given if given is not None and not args.example else production(environ)
     request = container.requests().build(flags_of(args))
     if isinstance(request, Refusal):
@@ -187,8 +198,7 @@ def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO,
         return ExitStatus.REFUSED
     plan: Plan = container.planner().plan(request, declared)
     if args.json:
-        json.dump(plan.to_json(), out, indent=2)
-        out.write("\n")
+        print_json(plan.to_json(), out)
     else:
         out.write(render(plan))
     return ExitStatus.OK if plan.launches else ExitStatus.REFUSED
@@ -312,8 +322,7 @@ def _is_tty(stream: TextIO) -> bool:
 
 def print_record(record: RunRecord, as_json: bool, out: TextIO) -> None:
     if as_json:
-        json.dump(record.to_json(), out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        print_json(record.to_json(), out)
     else:
         out.write(account(record))
 
@@ -463,6 +472,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         err.write("concorde-workers: interrupted\n")
         return int(ExitStatus.INTERRUPTED)
     except Exception as fault:  # a defect of ours: say so in one line, never a traceback
-        err.write(f"concorde-workers: internal error ({type(fault).__name__}: {fault}); "
-                  "this is a defect of concorde-workers: report it with the command line\n")
+        err.write(terminal_lines([
+            f"concorde-workers: internal error ({type(fault).__name__}: {fault}); this is a "
+            "defect of concorde-workers: report it with the command line"]))
         return int(ExitStatus.INTERNAL)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.display import ProgressWatcher, account
+from concorde_workers.application.display import ProgressWatcher, account, terminal_lines
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
 
@@ -130,8 +130,10 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO,
             "task_type": world.grant["task_type"], "grant": world.grant,
             "instructions": world.instructions, "limits": DEMO_LIMITS.model_dump(),
             "local_model": world.model})
-        out.write(f"demo repository: {world.folder}\nworktree:        {world.worktree}\n"
-                  f"model:           {world.model} (scripted, on 127.0.0.1)\n\n")
+        out.write(terminal_lines([f"demo repository: {world.folder}",
+                                  f"worktree:        {world.worktree}",
+                                  f"model:           {world.model} (scripted, on 127.0.0.1)",
+                                  ""]))
         out.flush()
         watcher = ProgressWatcher(
             container.filesystem(), parent, err, live=err.isatty(),
@@ -146,11 +148,12 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO,
     else:
         out.write(account(record).rstrip("\n") + "\n\n")
     held = checks(record, results)
-    out.write("What the demo shows:\n")
-    for what, ok, evidence in held:
-        out.write(f"  [{'ok' if ok else 'FAILED'}] {what}: {evidence}\n")
-    out.write(f"\nmodel requests served: {world.requests_served}\n"
-              f"trace: {record.run_directory} (transcript.jsonl, rounds/*/stderr.log)\n")
+    # The evidence quotes what the worker's tools answered: escaped like every human output.
+    out.write(terminal_lines([
+        "What the demo shows:",
+        *(f"  [{'ok' if ok else 'FAILED'}] {what}: {evidence}" for what, ok, evidence in held),
+        "", f"model requests served: {world.requests_served}",
+        f"trace: {record.run_directory} (transcript.jsonl, rounds/*/stderr.log)"]))
     return 0 if all(ok for _, ok, _ in held) else 1
 
 

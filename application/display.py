@@ -10,6 +10,9 @@
   line: rewritten in place on a terminal, one plain line per phase change otherwise.
 
 The formatting functions are pure (values in, text out); only the watcher reads and writes.
+Every line they make passes `terminal_lines`: whatever a worker or a request put in a summary, a
+path, an error detail or a last action reaches the terminal with its control characters escaped
+(domain/text.py), never as a sequence the terminal would obey.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from concorde_workers.domain.errors import ErrorLink
 from concorde_workers.domain.layout import STATUS_FILE, TRACE_FILE, WORKERS_DIR
 from concorde_workers.domain.records import ProgressFile, RoundRecord, RunRecord
 from concorde_workers.domain.run_id import is_run_id
+from concorde_workers.domain.text import escape_controls, printable_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
     "outcome_of",
     "progress_text",
     "round_line",
+    "terminal_lines",
 ]
 
 INTERRUPTED = "interrupted"
@@ -44,6 +49,12 @@ LISTED_PATHS = 5
 
 
 # --- values -------------------------------------------------------------------------------------
+
+
+def terminal_lines(lines: Sequence[str]) -> str:
+    """Lines for a terminal: each with its control characters escaped (a line break inside one
+    included), joined and ended by a newline."""
+    return "".join(escape_controls(line) + "\n" for line in lines)
 
 
 def outcome_of(record: RunRecord) -> str:
@@ -105,7 +116,7 @@ def progress_text(progress: ProgressFile, now: datetime) -> str:
     seconds = _seconds_between(progress.started_at, until)
     if seconds is not None:
         parts.append(elapsed_text(seconds))
-    return " · ".join(parts)
+    return escape_controls(" · ".join(parts))
 
 
 def _fit(text: str, width: int) -> str:
@@ -248,7 +259,7 @@ def error_lines(link: ErrorLink, depth: int = 0) -> list[str]:
     """The error chain: each link's code, reason and detail, its causes indented one level
     deeper; a detail's further lines are indented under its first."""
     indent = "  " * (depth + 1)
-    first, *rest = link.detail.splitlines() or [""]
+    first, *rest = printable_lines(link.detail) or [""]
     lines = [f"{indent}{link.code} ({link.unhandled.reason.value}): {first}"]
     lines += [f"{indent}  {line}" for line in rest]
     for cause in link.causes:
@@ -266,7 +277,8 @@ def _worker_result_line(record: RunRecord) -> str | None:
         return None
     text = f"  worker result: {status}"
     if isinstance(summary, str) and summary:
-        text += f" — {summary.splitlines()[0]}"
+        first, *rest = summary.splitlines() or [""]
+        text += f" — {first}{' …' if rest else ''}"
     return text
 
 
@@ -324,4 +336,4 @@ def account(record: RunRecord) -> str:
         lines.append(f"  transcript    {record.transcript}")
     for failure in record.trace_failures:
         lines.append(f"  trace write refused: {failure}")
-    return "\n".join(lines) + "\n"
+    return terminal_lines(lines)

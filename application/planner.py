@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.display import terminal_lines
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
 from concorde_workers.domain.config import ResolvedWorker
 from concorde_workers.domain.environment import redact
@@ -233,7 +234,9 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 
 def render(plan: Plan) -> str:
-    """The plan as text for a person at a shell."""
+    """The plan as text for a person at a shell, every line with its control characters escaped
+    (a grant path, an instruction or a runtime path the request gave cannot steer the
+    terminal)."""
     data = plan_json(plan)
     lines: list[str] = []
     add: Callable[..., None] = lines.append
@@ -244,7 +247,7 @@ def render(plan: Plan) -> str:
     if plan.refusal is not None:
         add("")
         add(f"REFUSED {plan.refusal.code} (reason {plan.refusal.reason.value})")
-        add(f"  {plan.refusal.message}")
+        lines.extend(f"  {line}" for line in plan.refusal.message.splitlines())
     _section(lines, "Resolution", [f"{k}: {_short(v['value'])}  ← {v['source']}"
                                    for k, v in data["resolution"].items()])
     if data["placement"]:
@@ -272,7 +275,7 @@ def render(plan: Plan) -> str:
                  [f"{k}: {v}" for k, v in data["digests"].items()])
         _section(lines, "Brief", data["brief"].rstrip("\n").splitlines())
     _section(lines, "Notes", data["notes"])
-    return "\n".join(lines) + "\n"
+    return terminal_lines(lines)
 
 
 def _section(lines: list[str], title: str, items: list[str]) -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.task_types import TASK_TYPES, TaskType, parse_task_type
+from concorde_workers.domain.text import control_problem
 
 
 class Level(StrEnum):
@@ -142,8 +143,11 @@ def path_problem(path: str) -> str | None:
     """What keeps `path` from being a canonical worktree-relative grant path, or None."""
     if path == "":
         return "its path is empty"
-    if "\x00" in path:
-        return "its path contains a NUL character"
+    problem = control_problem(path)
+    if problem is not None:
+        # Refused, not quoted: the path is written as it is into the brief, the plan, the deny
+        # rules and the sandbox lists, one per line (docs/decisions.md "Control characters").
+        return f"its path {path!r} {problem}; rename the file, or leave it out of the grant"
     if path.startswith("/"):
         return f"its path {path!r} is absolute; a grant path is relative to the worktree"
     segments = path[:-1].split("/") if path.endswith("/") else path.split("/")

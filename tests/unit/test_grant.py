@@ -92,6 +92,17 @@ MALFORMED = [
     ("bad level", {"path": "a", "level": "write"}, "its level 'write' is none of names, ro, rw"),
     ("null level", {"path": "a", "level": None}, "its level null is none of names, ro, rw"),
     ("NUL in path", {"path": "a\x00b", "level": "ro"}, "NUL"),
+    # Control characters are refused, never quoted (docs/decisions.md "Control characters").
+    ("newline in path", {"path": "src/a\nb.py", "level": "rw"},
+     "its path 'src/a\\nb.py' contains the character \\n (line feed) at position 6: it would "
+     "break the brief, the plan and the sandbox lists, which name paths one per line; rename "
+     "the file, or leave it out of the grant"),
+    ("carriage return in path", {"path": "src/a\r", "level": "ro"}, "\\r (carriage return)"),
+    ("tab in a directory entry", {"path": "src\t/", "level": "ro"}, "\\t (tab)"),
+    ("OSC in path", {"path": "x\x1b]0;t\x07", "level": "ro"}, "\\x1b (escape) at position 2"),
+    ("C1 NEL in path", {"path": "a\x85b", "level": "ro"}, "\\x85"),
+    ("DEL in path", {"path": "a\x7f", "level": "names"}, "\\x7f (delete)"),
+    ("line separator in path", {"path": "a\u2028b", "level": "ro"}, "\\u2028 (line separator)"),
     ("conflicting duplicate", None, "already listed by entry 1"),
 ]
 
