@@ -348,6 +348,9 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO,
             refusal = resolved
         else:
             request = resolved
+            # The request's runtime paths and interpreter are judged before a run exists, as
+            # WorkerHost.refusal_before_run does: a bad one is refused like a bad flag.
+            refusal = container.preparer().beside_refusal(request, container.temp_root())
     if refusal is not None:
         print_refusal(refusal, args.json, out, err)
         return ExitStatus.REFUSED

@@ -39,6 +39,7 @@ from concorde_workers.application.tracing import ProgressWriter, TraceWriter
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.audit import Snapshot
+from concorde_workers.domain.codes import RUN_CODES
 from concorde_workers.domain.deletions import Kind, outcome, plan_deletions
 from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
 from concorde_workers.domain.grant import Level
@@ -55,6 +56,26 @@ from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
+
+
+class RequestRefused(ValueError):
+    """A request no run is made for: its runtime paths or project interpreter are refused
+    (`WorkerHost.refusal_before_run`). Like a missing parent, it is the caller's to check first:
+    no run directory, progress file or record exists for it."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(f"{refusal.code}: {refusal.message}")
+        self.refusal = refusal
+
+
+def as_run_refusal(refusal: Refusal) -> Refusal:
+    """A preparation's refusal as a run may end with it. request_invalid is no run code (seed 000
+    "Errors"): one the run still meets (the disk changed since `refusal_before_run`, or the
+    request makes no command line) is the launch that could not be made."""
+    if refusal.code in RUN_CODES:
+        return refusal
+    return Refusal(code="launch_failed", reason=Reason.ENVIRONMENT, file=refusal.file,
+                   message=f"the run could not launch ({refusal.code}): {refusal.message}")
 
 
 class WorkerHost:
@@ -78,6 +99,9 @@ class WorkerHost:
         """Run the worker the request asks for and return the run record, however it ends."""
         if not request.parent:
             raise ValueError("a run needs the parent trace node folder (request.parent)")
+        refused = self.refusal_before_run(request)
+        if refused is not None:
+            raise RequestRefused(refused)
         cancel = cancel or Cancellation()
         started = self._clock.now_utc()
         run_id = make_run_id(started, self._random.hex_token(6))
@@ -120,6 +144,16 @@ class WorkerHost:
                                   layout_of_runtime)
         return record
 
+    def refusal_before_run(self, request: RunRequest) -> Refusal | None:
+        """The refusal of a request no run is made for, or None: a runtime path or project
+        interpreter that is empty, relative, missing or would uncover what the Harness hides
+        (seed 000 "Reading beside the grant"; domain/beside.py), judged exactly as the
+        preparation judges it. Ask it before `run`, as the configuration reader's refusals are
+        asked for: its code, request_invalid, is none of a run's codes, so no run can end with
+        it. A refusal the run would meet first (a malformed grant, a misplaced worktree) is the
+        run's own, with its final record."""
+        return self._preparer.beside_refusal(request, self._temp_root)
+
     # --- the run ---------------------------------------------------------------------------
 
     def _run(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
@@ -128,7 +162,7 @@ class WorkerHost:
         request = state.request
         prepared = self._preparer.prepare(request, state.run_id, state.runtime_dir)
         if isinstance(prepared, Refusal):
-            self._end(state, refusal_link(links, prepared))
+            self._end(state, refusal_link(links, as_run_refusal(prepared)))
             return
         state.prepared = prepared
         # The snapshot comes before anything is generated: a run whose snapshot failed

@@ -14,11 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from concorde_workers.contracts import worker_result_schema
+from concorde_workers.domain.beside import Given, judge_beside, surroundings, text_problem
 from concorde_workers.domain.brief import compose_brief
 from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.launch import LaunchCommand, schema_text
+from concorde_workers.domain.layout import WORKERS_DIR
 from concorde_workers.domain.paths import DirEntry, is_within
 from concorde_workers.domain.placement import (
     AdminPath,
@@ -32,9 +34,12 @@ from concorde_workers.domain.placement import (
 from concorde_workers.domain.policy import Policy, build_policy
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.task_types import TASK_TYPES
+from concorde_workers.domain.text import control_problem
 from concorde_workers.ports.agent import AgentBackend, BackendContext, Generated, RoundKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
+
+REQUEST_INVALID = "request_invalid"
 
 
 @dataclass(frozen=True)
@@ -130,18 +135,10 @@ class Preparer:
                 progress: Progress | None = None) -> Prepared | Refusal:
         """Everything up to round 1, or the refusal the run meets first."""
         seen = progress if progress is not None else Progress()
-        grant = self._grant(request)
-        if isinstance(grant, Refusal):
-            return grant
-        seen.grant = grant
-        placement = self._placement(request.worktree)
-        if isinstance(placement, Refusal):
-            return placement
-        seen.placement = placement
-        admin = self._admin_paths(placement.worktree, request.runtime_paths)
-        if isinstance(admin, Refusal):
-            return admin
-        seen.admin_paths = admin
+        settled = self._settle(request, posixpath.dirname(runtime_dir), seen)
+        if isinstance(settled, Refusal):
+            return settled
+        grant, placement, admin = settled
         backend = self._backends[request.backend]
         missing = backend.check(placement.primary)
         if missing is not None:
@@ -160,6 +157,37 @@ class Preparer:
         return self._generate(request, run_id, runtime_dir, backend, grant, placement, admin,
                               policy)
 
+    def beside_refusal(self, request: RunRequest, temp_root: str) -> Refusal | None:
+        """The refusal of the request's own input (its runtime paths, its project interpreter,
+        its worktree's name) that `prepare` would meet first, or None, also when `prepare` would
+        meet another refusal first. The host asks this before a run exists
+        (`WorkerHost.refusal_before_run`): request_invalid is none of a run's codes."""
+        settled = self._settle(request, temp_root, Progress())
+        if isinstance(settled, Refusal) and settled.code == REQUEST_INVALID:
+            return settled
+        return None
+
+    def _settle(self, request: RunRequest, temp_root: str, seen: Progress
+                ) -> tuple[Grant, Placement, tuple[AdminPath, ...]] | Refusal:
+        """The grant, the placement, the Git administrative paths, then what the request lists
+        beside the grant (before anything is generated)."""
+        grant = self._grant(request)
+        if isinstance(grant, Refusal):
+            return grant
+        seen.grant = grant
+        placement = self._placement(request.worktree)
+        if isinstance(placement, Refusal):
+            return placement
+        seen.placement = placement
+        admin = self._admin_paths(placement.worktree, request.runtime_paths)
+        if isinstance(admin, Refusal):
+            return admin
+        seen.admin_paths = admin
+        refusal = self._beside(request, grant, placement, admin, temp_root)
+        if refusal is not None:
+            return refusal
+        return grant, placement, admin
+
     # --- the steps ---------------------------------------------------------------------------
 
     @staticmethod
@@ -173,6 +201,12 @@ class Preparer:
         return parse_grant(request.grant, request.task_type)
 
     def _placement(self, worktree: str) -> Placement | Refusal:
+        problem = control_problem(worktree)
+        if problem is not None:
+            return Refusal(code=REQUEST_INVALID, reason=Reason.INPUT,
+                           message=f"the worktree {worktree!r} {problem}; give the absolute path "
+                           "of a worktree in .claude/worktrees/ whose name holds no control "
+                           "character")
         if not posixpath.isabs(worktree):
             return _misplaced(f"the worktree {worktree!r} is not an absolute path; give the "
                               "absolute path of a worktree in .claude/worktrees/")
@@ -211,6 +245,44 @@ class Preparer:
             if not directory:
                 targets += self._gitdir_targets(found.path)
         return collect_admin_paths(git_dir, common_dir, entries, targets)
+
+    def _beside(self, request: RunRequest, grant: Grant, placement: Placement,
+                admin: tuple[AdminPath, ...], temp_root: str) -> Refusal | None:
+        """Seed 000 "Reading beside the grant": runtime paths and the project interpreter are
+        taken exactly as given or refused (domain/beside.py), never rewritten."""
+        homes = [h for h in (self._host.user_home, self._host.environ.get("HOME")) if h]
+        run_dirs = [posixpath.join(request.parent, WORKERS_DIR)] if request.parent else []
+        around = surroundings(
+            homes=self._forms(homes), primary=self._forms([placement.primary]),
+            worktree=self._forms([request.worktree, placement.worktree]),
+            git=[a.path for a in admin], temp_root=self._forms([temp_root]),
+            run_dirs=self._forms(run_dirs), grant=grant, runtime_paths=request.runtime_paths)
+        return judge_beside(request.runtime_paths, request.project_interpreter, self._inspect,
+                            around)
+
+    def _forms(self, paths: list[str]) -> list[str]:
+        """Each absolute path as given and with its links resolved."""
+        out: list[str] = []
+        for path in paths:
+            if posixpath.isabs(path) and not control_problem(path):
+                out += [path, self._fs.realpath(path)]
+        return out
+
+    def _inspect(self, path: str) -> Given:
+        """What the disk says of a path given beside the grant (nothing for one that is no
+        absolute path: it is refused for its text)."""
+        if text_problem(path) is not None:
+            return Given(path=path)
+        real = self._fs.realpath(path)
+        executable = False
+        if self._fs.is_file(path):
+            try:
+                executable = self._fs.stat(real).executable
+            except FileSystemError:
+                executable = False
+        return Given(path=path, real=real, exists=self._fs.exists(path),
+                     executable_file=executable, directory=self._fs.is_dir(path),
+                     directory_real=self._fs.realpath(posixpath.dirname(path)))
 
     def _gitdir_targets(self, git_file: str) -> list[str]:
         """The Git directory a `.git` file names, and that directory's commondir target."""

@@ -14,12 +14,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from concorde_workers.domain.beside import INTERPRETER_REPAIR, RUNTIME_REPAIR, text_problem
 from concorde_workers.domain.config import decode_json
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.text import control_problem
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 REQUEST_FIELDS = tuple(RunRequest.model_fields)
+FLAG_NAMES = {"worktree": "--worktree", "parent": "--parent", "interpreter": "--interpreter",
+              "runtime_paths": "--runtime-path"}
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ class RequestBuilder:
         data.update(overrides)
         if "task_type" not in data and isinstance(data.get("grant"), Mapping):
             data["task_type"] = data["grant"].get("task_type")
-        return self._validate(data, flags.request_file)
+        return self._validate(data, flags.request_file, flags)
 
     def _overrides(self, flags: RequestFlags) -> dict[str, Any] | Refusal:
         out: dict[str, Any] = {}
@@ -79,10 +83,13 @@ class RequestBuilder:
             if isinstance(text, Refusal):
                 return text
             out["instructions"] = text
+        # Runtime paths and the interpreter are handed over exactly as given (seed 000 "A worker
+        # reads beside its grant only what its caller lists"): never completed against the
+        # current directory, so that `--runtime-path ''` is refused, not the current directory.
         if flags.interpreter is not None:
-            out["project_interpreter"] = self._absolute(flags.interpreter)
+            out["project_interpreter"] = flags.interpreter
         if flags.runtime_paths:
-            out["runtime_paths"] = [self._absolute(p) for p in flags.runtime_paths]
+            out["runtime_paths"] = list(flags.runtime_paths)
         if flags.parent is not None:
             out["parent"] = self._absolute(flags.parent)
         for name in ("task_type", "operation", "worker", "backend"):
@@ -91,26 +98,23 @@ class RequestBuilder:
                 out[name] = value
         return out
 
-    def _validate(self, data: dict[str, Any], file: str | None) -> RunRequest | Refusal:
+    def _validate(self, data: dict[str, Any], file: str | None,
+                  flags: RequestFlags | None = None) -> RunRequest | Refusal:
         where = f"the request file {file}" if file else "the request"
+        given = self._given_paths(data, file, flags or RequestFlags())
+        if given is not None:
+            return given
         if "worktree" not in data:
             return invalid(f"{where} names no worktree: give --worktree or a \"worktree\" field "
                            "with the absolute path of the worktree in .claude/worktrees/", file)
         if data.get("task_type") is None:
             return invalid(f"{where} names no task type: give --task-type, a \"task_type\" "
                            "field, or a grant whose task_type names it", file)
-        for name in ("worktree", "parent", "project_interpreter"):
+        for name in ("worktree", "parent"):
             value = data.get(name)
             if isinstance(value, str) and not posixpath.isabs(value):
                 return invalid(f"{where} gives {name} {value!r}, which is not an absolute path; "
                                "write it as an absolute path", file)
-        paths = data.get("runtime_paths")
-        if isinstance(paths, list):
-            for value in paths:
-                if isinstance(value, str) and not posixpath.isabs(value):
-                    return invalid(f"{where} lists the runtime path {value!r}, which is not an "
-                                   "absolute path; runtime paths are absolute, as the caller "
-                                   "lists them", file)
         try:
             return RunRequest.model_validate(data)
         except ValidationError as error:
@@ -118,6 +122,37 @@ class RequestBuilder:
             location = ".".join(str(part) for part in first["loc"]) or "(the request)"
             return invalid(f"{where} is invalid at {location}: {first['msg']}; the fields are "
                            f"those of the Inputs table: {', '.join(REQUEST_FIELDS)}", file)
+
+    @staticmethod
+    def _given_paths(data: dict[str, Any], file: str | None,
+                     flags: RequestFlags) -> Refusal | None:
+        """The text of every path the request gives (domain/beside.py row "text", the grant's
+        rule for control characters): the flag or field that gives a bad one, and the repair.
+        Whether a runtime path or the interpreter exists or uncovers anything is the
+        preparation's judgement, which a request of the Python API meets too."""
+        def source(flag: str, name: str) -> str:
+            if getattr(flags, flag):
+                return FLAG_NAMES[flag]
+            return f"the {name} field of the request file {file}" if file else f"the {name} field"
+
+        for name, flag in (("worktree", "worktree"), ("parent", "parent")):
+            value = data.get(name)
+            problem = control_problem(value) if isinstance(value, str) else None
+            if problem is not None:
+                return invalid(f"{source(flag, name)} gives {name} {value!r}, which {problem}; "
+                               "give the absolute path without it", file)
+        paths = data.get("runtime_paths")
+        for value in paths if isinstance(paths, list) else []:
+            problem = text_problem(value) if isinstance(value, str) else None
+            if problem is not None:
+                return invalid(f"{source('runtime_paths', 'runtime_paths')} gives the runtime "
+                               f"path {value!r}, which {problem}; {RUNTIME_REPAIR}", file)
+        value = data.get("project_interpreter")
+        problem = text_problem(value) if isinstance(value, str) else None
+        if problem is not None:
+            return invalid(f"{source('interpreter', 'project_interpreter')} gives the project "
+                           f"interpreter {value!r}, which {problem}; {INTERPRETER_REPAIR}", file)
+        return None
 
     def _json_object(self, path: str, what: str) -> dict[str, Any] | Refusal:
         path = self._absolute(path)

@@ -16,8 +16,10 @@ Decisions where the spec is silent:
 - Strict JSON: duplicate keys, NaN/Infinity and numbers too large for a float are refused;
   non-integer limits above 1e15 are refused as too large.
 - Runtime entries that name the workspace itself or a folder holding it are config_invalid:
-  they would make the whole worktree readable beside the grant. Entries that do not exist are
-  dropped, as the Inputs table asks ("the worker configuration's runtime paths that exist").
+  they would make the whole worktree readable beside the grant; so are entries with a `.git`
+  segment or a character `domain.text` refuses in any given path. Entries that do not exist are
+  dropped, as the Inputs table asks ("the worker configuration's runtime paths that exist"). The
+  preparation judges the resolved paths like every runtime path (domain/beside.py).
 - An empty CONCORDE_MODEL_MAP, CONCORDE_CLAUDE or CONCORDE_PI counts as unset. Without an
   absolute HOME (and no absolute XDG_CONFIG_HOME) the map cannot be found: model_map_missing.
 """
@@ -37,6 +39,7 @@ from pydantic import BaseModel, ConfigDict
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.paths import is_within
 from concorde_workers.domain.request import Backend, Limits
+from concorde_workers.domain.text import control_problem
 
 BACKENDS: tuple[Backend, ...] = ("claude", "pi")
 LEVELS: dict[Backend, tuple[str, ...]] = {
@@ -489,6 +492,12 @@ def _entry_models_problem(config: WorkerConfiguration) -> str | None:
 def _runtime_entry_problem(config: WorkerConfiguration) -> str | None:
     for path in config.runtime or ():
         norm = posixpath.normpath(path)
+        if problem := control_problem(path):
+            return f"runtime lists {_show(path)}, which {problem}"
+        if ".git" in norm.split("/"):
+            # Git metadata is hidden wherever it lies (seed 000 "Placement"); the preparation
+            # refuses every other runtime path that would uncover something hidden.
+            return f"runtime lists {_show(path)}, which has a .git segment: Git metadata"
         if not path.startswith("/") and all(
             part == ".." for part in norm.split("/") if part != "."
         ):

@@ -112,6 +112,7 @@ def test_no_tool_reaches_git_metadata(path: str) -> None:
 @pytest.mark.req("A worker reads beside its grant only what its caller lists")
 def test_the_run_takes_the_grant_from_its_request_alone() -> None:
     world = HostWorld()
+    world.fs.mkdir("/opt/venv")  # a runtime path that does not exist is refused
     # Material in the worktree that could be read as a grant is not one.
     world.commit_config({"grant": {"entries": [{"path": "secrets/", "level": "rw"}]}})
     grant = {"task_type": "implement", "context_identity": "sha256:" + "3" * 64,

@@ -119,6 +119,7 @@ def test_without_an_operation_every_value_comes_from_the_request() -> None:
 @pytest.mark.req("A worker's local model id comes from the model map alone")
 def test_an_operation_worker_is_resolved_from_workers_json_and_the_model_map() -> None:
     world = world_with()
+    world.fs.mkdir("/srv/logs")  # a runtime path that does not exist is refused
     plan = planned(world, request(operation="implement", worker="reviewer",
                                   runtime_paths=("/srv/logs",)))
     assert plan.launches, plan.refusal

@@ -420,6 +420,7 @@ def test_a_pi_launch_plan_has_its_exact_command_environment_tools_and_digests() 
 @pytest.mark.parametrize("backend", ["claude", "pi"])
 def test_the_project_interpreter_comes_first_on_path_and_in_the_brief(backend: str) -> None:
     world = PlanWorld()
+    world.fs.write("/proj/.venv/bin/py", "#!/bin/sh\n", 0o755)  # a missing one is refused
     result, _ = prepare(world, request(backend=backend, project_interpreter="/proj/.venv/bin/py"))
     assert isinstance(result, Prepared)
     assert result.environment["PATH"] == f"/proj/.venv/bin:{BIN}:/bin"

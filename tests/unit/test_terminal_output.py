@@ -159,6 +159,27 @@ def test_a_refusal_on_stderr_is_escaped_and_in_json_is_as_it_is() -> None:
     assert f"the run directory {gone} does not exist" in document.json()["refusal"]["message"]
 
 
+def test_run_refuses_a_runtime_path_before_a_run_exists() -> None:
+    w = world(Round.ok(hostile_result()))
+    for argv, says in ((("--runtime-path", ""), "--runtime-path gives the runtime path '', "
+                                                 "which is empty"),
+                       (("--runtime-path", "/home/dev"), "the runtime path '/home/dev' is the "
+                                                         "user's home /home/dev"),
+                       (("--interpreter", "/opt/none/python"),
+                        "the project interpreter '/opt/none/python' does not exist")):
+        result = w.run(*argv)
+        assert result.status == 2, result
+        assert result.out == ""
+        assert result.err.startswith("concorde-workers: refused: request_invalid (input)\n")
+        assert says in " ".join(result.err.split()), result.err
+        document = w.run(*argv, "--json")
+        assert document.status == 2
+        assert document.json()["refusal"]["code"] == "request_invalid"
+        assert says in document.json()["refusal"]["message"]
+    assert not w.fs.lexists(f"{PARENT}/workers")
+    assert not w.runner.starts
+
+
 def test_an_internal_error_s_text_is_escaped() -> None:
     class Broken:
         def run(self, *args: Any, **kwargs: Any) -> None:
