@@ -381,12 +381,13 @@ def sweep_before_run(container: Container, err: TextIO) -> None:
     try:
         report = container.sweeper().sweep()
     except Exception as fault:  # a defect of ours: named, never a traceback, never a lost run
-        err.write(f"concorde-workers: the sweep of stale runtime directories failed "
-                  f"({type(fault).__name__}: {fault}); this is a defect of concorde-workers; "
-                  "the run goes on\n")
+        err.write(terminal_lines([
+            f"concorde-workers: the sweep of stale runtime directories failed "
+            f"({type(fault).__name__}: {fault}); this is a defect of concorde-workers; "
+            "the run goes on"]))
         return
-    for line in sweep_account(report, quiet=True).splitlines():
-        err.write(f"concorde-workers: {line}\n")
+    err.write(terminal_lines([f"concorde-workers: {line}"
+                              for line in sweep_account(report, quiet=True).splitlines()]))
 
 
 def run_sweep(args: argparse.Namespace, out: TextIO, err: TextIO,
@@ -407,10 +408,9 @@ def run_sweep(args: argparse.Namespace, out: TextIO, err: TextIO,
                               file=report.runtime_parent), args.json, out, err)
         return ExitStatus.REFUSED
     if args.json:
-        json.dump(report.to_json(), out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        print_json(report.to_json(), out)
     else:
-        out.write(sweep_account(report))
+        out.write(terminal_lines(sweep_account(report).splitlines()))
     return ExitStatus.FAILED if report.failures else ExitStatus.OK
 
 
