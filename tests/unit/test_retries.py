@@ -9,7 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from concorde_workers.domain.retries import (
+    ERROR_TEXTS,
+    ErrorRow,
     TransientCause,
+    deciding_row,
     retry_delay,
     transient_cause,
     transient_cause_of,
@@ -82,6 +85,67 @@ NOT_TRANSIENT: list[str] = [
     "retry count must be positive",
     "",
 ]
+
+
+ROW_TEXTS = [pytest.param(row, text, id=f"{row.recognises[:40]}: {text[:50]}")
+             for row in ERROR_TEXTS for text in row.texts]
+
+
+@pytest.mark.req("A transient model-service error is retried")
+@pytest.mark.req("Any other error ends the run at once")
+@pytest.mark.parametrize(("row", "text"), ROW_TEXTS)
+def test_each_real_text_is_decided_by_its_row(row: ErrorRow, text: str) -> None:
+    assert deciding_row(text) is row
+    assert transient_cause(text) is row.cause
+
+
+def test_every_row_has_real_texts_and_says_where_they_are_printed() -> None:
+    for row in ERROR_TEXTS:
+        assert row.texts and row.source, row.recognises
+    never = [row.never for row in ERROR_TEXTS]
+    # the quota, billing and usage rows come first: nothing a later row matches can undo them
+    assert never == sorted(never, reverse=True)
+    assert {row.cause for row in ERROR_TEXTS} == {None, *TransientCause}
+
+
+# Texts the programs really print that name none of the four causes: the run ends at once.
+# Claude Code 2.1.197's bundle (its API error texts) and a run without bwrap (the sandbox its
+# settings require: sandbox.failIfUnavailable, our own fail-closed setting), pi 0.73.1's SDKs.
+REAL_NOT_TRANSIENT: list[str] = [
+    "Sandbox required but unavailable: sandbox is enabled but dependencies are missing: "
+    "bubblewrap (bwrap) not installed, socat not installed · install missing tools (e.g. apt "
+    "install bubblewrap socat) or see https://code.claude.com/docs/en/sandboxing. Set "
+    "sandbox.failIfUnavailable=false to allow unsandboxed execution.",
+    "Sandbox required but unavailable: the sandbox is unavailable on this platform",
+    "API Error: Unable to connect to API: SSL certificate verification failed. Check your proxy "
+    "or corporate SSL certificates",
+    "API Error: Unable to connect to API (ENOTFOUND)",
+    "API Error: Unable to connect to API (FailedToOpenSocket)",
+    "API Error: Claude's response exceeded the 32000 output token maximum. To configure this "
+    "behavior, set the CLAUDE_CODE_MAX_OUTPUT_TOKENS environment variable.",
+    "API Error: The model has reached its context window limit.",
+    "API Error: Request was aborted.",
+    "API Error: 400 due to tool use concurrency issues.",
+    "API Error: 401 Invalid API key · Please run /login",
+    "Please run /login · API Error: 403 OAuth token has been revoked",
+    "Prompt is too long",
+    "400 Invalid request: bad parameter",
+    "Request was aborted",
+    "No API key for provider: scripted",
+]
+
+
+@pytest.mark.req("Any other error ends the run at once")
+@pytest.mark.parametrize("text", REAL_NOT_TRANSIENT)
+def test_real_errors_naming_no_transient_cause_end_the_run(text: str) -> None:
+    assert transient_cause(text) is None
+
+
+@pytest.mark.req("Any other error ends the run at once")
+def test_a_fail_closed_sandbox_beside_an_api_error_is_not_retried() -> None:
+    sandbox = REAL_NOT_TRANSIENT[0]
+    assert transient_cause_of([sandbox]) is None
+    assert transient_cause_of(["API Error: 529 Overloaded", sandbox]) is None
 
 
 @pytest.mark.req("A transient model-service error is retried")
