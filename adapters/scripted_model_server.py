@@ -10,6 +10,8 @@ from a script in order:
 * `Fail(status, message, times=n)`: n requests answered with that HTTP status and the JSON body
   `{"error": {"message": ..., "type": ..., "code": ...}}` (429, 500, 503, 529, ...);
 * `Hang(seconds)`: a request left unanswered (a model that never answers; `stop` releases it);
+* `Cut(times=n)`: n requests whose stream starts (200, a first chunk) and whose connection the
+  server then closes before the stream ends (a call lost on its way);
 * a callable `(request body) -> Reply | Fail | Hang`: a step that depends on the request, for
   paths known only once the run started (the system prompt names pi's working directory).
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -37,7 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 
-__all__ = ["COST_PER_MILLION", "DEFAULT_MODEL", "DEFAULT_PROVIDER", "Fail", "Hang",
+__all__ = ["COST_PER_MILLION", "DEFAULT_MODEL", "DEFAULT_PROVIDER", "Cut", "Fail", "Hang",
            "LoopbackServer", "Reply", "ScriptedModelServer", "Step", "ToolCall", "Usage",
            "write_pi_config"]
 
@@ -98,7 +101,14 @@ class Hang:
     seconds: float = 3600.0
 
 
-Answer = Reply | Fail | Hang
+@dataclass(frozen=True)
+class Cut:
+    """`times` requests whose stream starts and whose connection is then closed mid-stream."""
+
+    times: int = 1
+
+
+Answer = Reply | Fail | Hang | Cut
 Step = Answer | Callable[[dict[str, Any]], Answer]
 
 
@@ -173,6 +183,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(answer, Hang):
             owner._stopping.wait(answer.seconds)
             self.close_connection = True
+        elif isinstance(answer, Cut):
+            self._cut(body, entry["n"])
         else:
             self._stream(answer, body, entry["n"])
 
@@ -198,6 +210,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+
+    def _cut(self, body: dict[str, Any], n: int) -> None:
+        """Start the stream, then close the connection in the middle of a chunk: the body is
+        sent chunked, so the client sees it end before it was complete."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        first = next(sse_chunks(Reply(text="I will"), str(body.get("model") or DEFAULT_MODEL),
+                                f"chatcmpl-scripted-{n}", n))
+        data = b"data: " + json.dumps(first).encode() + b"\n\n"
+        self.wfile.write(b"%x\r\n" % (len(data) + 100) + data)
+        self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_RDWR)
 
 
 def sse_chunks(reply: Reply, model: str, response_id: str, n: int) -> Iterator[dict[str, Any]]:
@@ -278,7 +306,7 @@ class ScriptedModelServer(LoopbackServer):
             else:
                 step = self._script[self._position]
                 answer = step(body) if callable(step) else step
-                if isinstance(answer, Fail):
+                if isinstance(answer, Fail | Cut):
                     used = self._fail_counts.get(self._position, 0) + 1
                     self._fail_counts[self._position] = used
                     if used >= answer.times:
@@ -327,6 +355,8 @@ def _describe(answer: Answer) -> str:
         return f"HTTP {answer.status}: {answer.message}"
     if isinstance(answer, Hang):
         return f"no answer for {answer.seconds:g} s"
+    if isinstance(answer, Cut):
+        return "a stream cut off mid-way"
     calls = ", ".join(call.name for call in answer.tool_calls)
     return f"reply: {'text' if answer.text else ''}{' + ' if answer.text and calls else ''}" \
            f"{calls}".rstrip(": ")

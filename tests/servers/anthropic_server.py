@@ -31,6 +31,7 @@ every further POST, else the POST is recorded in `server.failures` and answered 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable
@@ -58,6 +59,8 @@ class Reply:
     error_message: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    cut: bool = False
+    hangup: bool = False
 
     # -- messages ------------------------------------------------------------------------------
 
@@ -103,6 +106,12 @@ class Reply:
     @classmethod
     def server_error(cls, **kw: Any) -> Reply:
         return cls.error(500, "api_error", "Internal server error", **kw)
+
+    @classmethod
+    def lost(cls, **kw: Any) -> Reply:
+        """A call lost on its way: the stream starts (200, message_start, a first text delta),
+        then the server closes the connection without finishing it."""
+        return cls.text("I will st", cut=True, **kw)
 
     @property
     def is_error(self) -> bool:
@@ -201,6 +210,10 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.owner._next(body)
         if reply.delay and not self.owner.wait(reply.delay):
             return
+        if reply.hangup:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         try:
             if reply.is_error:
                 self._error(reply)
@@ -253,11 +266,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("request-id", f"req_fake_{uuid.uuid4().hex[:12]}")
         self.send_header("Connection", "close")
+        if reply.cut:
+            self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.close_connection = True
         start = self._message(reply, model)
         start["usage"] = {**start["usage"], "output_tokens": 1}
         out = [_sse("message_start", {"type": "message_start", "message": start})]
+        if reply.cut:
+            self._cut(out, reply)
+            return
         for index, block in enumerate(reply.blocks):
             if block["type"] == "text":
                 out += [
@@ -290,6 +308,21 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         self.wfile.write(b"".join(out))
         self.wfile.flush()
+
+    def _cut(self, out: list[bytes], reply: Reply) -> None:
+        """Start the stream, then close the connection in the middle of a chunk: the body
+        is sent chunked, so the client sees it end before it was complete (a lost call)."""
+        text = next((b["text"] for b in reply.blocks if b["type"] == "text"), "")
+        out += [] if not text else [
+            _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "text", "text": ""}}),
+            _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "text_delta", "text": text}}),
+        ]
+        data = b"".join(out)
+        self.wfile.write(b"%x\r\n" % (len(data) + 100) + data)
+        self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_RDWR)
 
 
 class AnthropicServer(LoopbackServer):

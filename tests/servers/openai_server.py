@@ -9,6 +9,7 @@ from concorde_workers.adapters.scripted_model_server import (
     DEFAULT_MODEL,
     DEFAULT_PROVIDER,
     EXHAUSTED_TEXT,
+    Cut,
     Fail,
     Hang,
     Reply,
@@ -20,6 +21,19 @@ from concorde_workers.adapters.scripted_model_server import (
     write_pi_config,
 )
 
-__all__ = ["COST_PER_MILLION", "DEFAULT_MODEL", "DEFAULT_PROVIDER", "EXHAUSTED_TEXT", "Fail",
-           "Hang", "Reply", "ScriptedModelServer", "Step", "ToolCall", "Usage", "sse_chunks",
-           "write_pi_config"]
+__all__ = [
+    "COST_PER_MILLION",
+    "DEFAULT_MODEL",
+    "DEFAULT_PROVIDER",
+    "EXHAUSTED_TEXT",
+    "Cut",
+    "Fail",
+    "Hang",
+    "Reply",
+    "ScriptedModelServer",
+    "Step",
+    "ToolCall",
+    "Usage",
+    "sse_chunks",
+    "write_pi_config",
+]
