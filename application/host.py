@@ -24,6 +24,7 @@ from concorde_workers.application.outcomes import (
     cleanup_link,
     deletion_link,
     end_link,
+    ended_by,
     interrupted_link,
     refusal_link,
     snapshot_link,
@@ -139,6 +140,15 @@ class WorkerHost:
                             f"{runtime.os_error_text}")))
             else:
                 self._run(state, tracer, progress, links, validation, cancel, credential_copies)
+        except BaseException as ended:
+            # Whatever escaped - KeyboardInterrupt, SystemExit, an exception of the caller's
+            # own signal handler or round validation - ended the run from outside: it ends
+            # interrupted with what ended it (seed 000 "Errors"), its final record is written
+            # and its runtime directory removed below, and the exception goes on to the caller.
+            if state.status == "running":
+                self._end(state, interrupted_link(
+                    links, ended_by(ended, state.ended_in or progress.phase_now), state))
+            raise
         finally:
             record = self._finish(state, tracer, progress, links, credential_copies,
                                   layout_of_runtime)
@@ -290,12 +300,13 @@ class WorkerHost:
                 links: LinkContext, credential_copies: list[str],
                 runtime: RuntimeLayout | None) -> RunRecord:
         """Keep the transcript, remove the runtime directory, write the final record."""
-        if state.status == "running":  # a defect of ours escaped: the run still ends, recorded
-            self._end(state, refusal_link(links, Refusal(
-                code="launch_failed", reason=Reason.ENVIRONMENT,
-                message="the host failed before the run ended")))
+        if state.status == "running":  # ended before it could say by what: still recorded
+            self._end(state, interrupted_link(
+                links, "the run ended before the host could record what ended it", state))
         if runtime is not None:
             self._cleanup(state, links, credential_copies, runtime)
+        if state.error is not None and not state.transcript_kept:
+            state.error = links.without_transcript(state.error)
         state.ended_at = self._clock.now_utc()
         progress.phase("finished", max(1, len(state.rounds)),
                        status=cast(ProgressStatus, state.outcome or state.status))

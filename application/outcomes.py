@@ -54,6 +54,15 @@ class LinkContext:
         return workers_link(self.run_id, self.task_type, code, detail, evidence,
                             attempts=attempts, causes=causes, reason=reason)
 
+    def without_transcript(self, link: ErrorLink) -> ErrorLink:
+        """The link, and every link below it, without evidence naming the run's transcript:
+        for a run that kept none (pi writes its session file only after its first answer), so
+        that evidence names only files that exist."""
+        kept = tuple(e for e in link.evidence
+                     if not (e.kind == "transcript" and e.ref == self.layout.transcript))
+        causes = tuple(self.without_transcript(cause) for cause in link.causes)
+        return link.model_copy(update={"evidence": kept, "causes": causes})
+
     def with_evidence(self, link: ErrorLink, extra: Sequence[Evidence]) -> ErrorLink:
         """The link with `extra` evidence (such as trace-write evidence) it does not hold yet."""
         known = {(e.kind, e.ref, e.detail) for e in link.evidence}
@@ -87,6 +96,20 @@ def interrupted_link(links: LinkContext, reason: str | None,
     last = state.rounds[-1] if state is not None and state.rounds else None
     detail = said if last is None else f"round {last.number}: {said}{_violations_note(last)}"
     return links.link("interrupted", detail, links.evidence(state, last))
+
+
+def ended_by(exception: BaseException, phase: str) -> str:
+    """What ended a run from outside when an exception escaped into the host: KeyboardInterrupt,
+    SystemExit, or whatever the caller's own code (a signal handler, the round validation)
+    raised, named with its message and the phase it came in."""
+    name = type(exception).__name__
+    text = str(exception).strip()
+    if isinstance(exception, SystemExit):
+        said = f"{name}({text})" if text else name
+    else:
+        said = f"{name}: {text}" if text else name
+    return (f"{said} was raised in the process running the run during its {phase} phase and "
+            "ended it")
 
 
 def retry_attempts(state: RunState) -> list[str]:
@@ -160,8 +183,8 @@ def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
                  f"{error.get('code', '?')}: {error.get('detail', '')}".rstrip(": ")
         return links.link(code, detail, evidence, causes=_worker_causes(state, last))
     if code == "validation_unavailable":
-        return links.link(code, f"round {n}: the round validation raised instead of "
-                          f"answering: {raised}", evidence)
+        return links.link(code, f"round {n}: the round validation could not validate: it "
+                          f"{raised}", evidence)
     return _validation_link(links, state, step, answer, evidence)
 
 

@@ -53,7 +53,7 @@ from concorde_workers.domain.rounds import (
     should_validate,
 )
 from concorde_workers.domain.stdout import STDOUT_NOTE_KEY, stdout_note
-from concorde_workers.ports.agent import RoundKind
+from concorde_workers.ports.agent import RoundKind, StreamReader
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed
@@ -101,14 +101,24 @@ class RoundRunner:
         self._unchanged = False  # the latest audit found the worktree as the snapshot holds it
 
     def run_all(self) -> RoundsResult:
+        """The rounds until the Rounds table ends the run. An exception that escapes (the
+        caller's signal handler, KeyboardInterrupt, SystemExit, ...) first closes the round it
+        interrupted - its node says interrupted - and then goes on to the host."""
+        try:
+            return self._rounds()
+        except BaseException:
+            self.c.state.ended_in = self.c.progress.phase_now
+            self._close_interrupted_round()
+            raise
+
+    def _rounds(self) -> RoundsResult:
         c = self.c
-        kind, prompt = RoundKind.INITIAL, c.prepared.brief
+        kind, prompt, continues = RoundKind.INITIAL, c.prepared.brief, False
         resumes = retries = 0
         while True:
-            round_state = self._launch(kind, prompt)
+            round_state = self._launch(kind, prompt, continues)
             if c.cancel.is_set():
                 self._audit_quietly(round_state)
-                self._write(round_state, "update")
                 return self._interrupted(round_state)
             try:
                 self._audit(round_state)
@@ -125,7 +135,6 @@ class RoundRunner:
                 # Ended from outside while the round was audited or validated: no further
                 # round, no deletions (seed 000 "Proposed deletions": none when interrupted).
                 self._record_transient(round_state, None)
-                self._write(round_state, "update")
                 return self._interrupted(round_state)
             if isinstance(step, Retry):
                 retries += 1
@@ -136,9 +145,10 @@ class RoundRunner:
                 if not c.clock.sleep(delay, c.cancel):
                     # Interrupted while waiting: no retry round followed this round.
                     self._record_transient(round_state, None)
-                    self._write(round_state, "update")
                     return self._interrupted(round_state)
-                kind = RoundKind.RETRY
+                # Seed 000 "Retries": a retry round continues the session a round named, with
+                # the retry prompt; only when no round named one does it start with the brief.
+                kind, continues = RoundKind.RETRY, not step.with_brief
                 prompt = (c.prepared.brief if step.with_brief else
                           retry_prompt(round_state.transient.error if round_state.transient
                                        else "a transient model-service error",
@@ -148,7 +158,7 @@ class RoundRunner:
             self._write(round_state, "update")
             if isinstance(step, Resume):
                 resumes += 1
-                kind, prompt = RoundKind.REPAIR, step.repair
+                kind, prompt, continues = RoundKind.REPAIR, step.repair, True
                 continue
             assert isinstance(step, End)
             return RoundsResult(step=step, facts=facts, validation_outcome=outcome,
@@ -156,7 +166,7 @@ class RoundRunner:
 
     # --- one round ---------------------------------------------------------------------------
 
-    def _launch(self, kind: RoundKind, prompt: str) -> RoundState:
+    def _launch(self, kind: RoundKind, prompt: str, continues: bool) -> RoundState:
         c = self.c
         state = c.state
         number = len(state.rounds) + 1
@@ -167,7 +177,7 @@ class RoundRunner:
         c.progress.phase("worker", number)
         self._write(round_state, "start")
         state.write_node(c.tracer, "update")
-        report = self._execute(round_state, kind, prompt)
+        report = self._execute(round_state, kind, prompt, continues)
         round_state.report = report
         round_state.exit = report.exit
         if report.session:
@@ -177,12 +187,11 @@ class RoundRunner:
         self._judge_result(round_state, report)
         return round_state
 
-    def _execute(self, round_state: RoundState, kind: RoundKind, prompt: str) -> RoundReport:
+    def _execute(self, round_state: RoundState, kind: RoundKind, prompt: str,
+                 continues: bool) -> RoundReport:
         c = self.c
         prepared = c.prepared
-        session = c.state.session if kind is not RoundKind.INITIAL else None
-        if kind is RoundKind.RETRY and prompt == prepared.brief:
-            session = None
+        session = c.state.session if continues else None
         command = prepared.backend.command(prepared.context, kind, session)
         reader = prepared.backend.reader(prepared.context)
         stale = self._clear_scratch()
@@ -198,28 +207,45 @@ class RoundRunner:
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=round_state.failure)
         unregister = c.cancel.on_cancel(handle.kill_group)
         flusher = _ActivityFlusher(c.progress)
+        read_to_the_end = False
         try:
             for line in handle.lines():
                 action = reader.feed(line)
                 if action is not None:
                     flusher.activity(action)
             handle.wait(EXIT_GRACE_SECONDS)  # the leader's own exit, before the group is killed
+            read_to_the_end = True
         finally:
             # No worker process outlives its round (seed 000): kill the whole group, always,
             # and wait until the group was killed and its leader reaped, also when an exception
-            # of ours ends the round and the run goes on to remove the runtime directory.
+            # ends the round and the run goes on to remove the runtime directory.
             handle.kill_group()
             unregister()
             flusher.stop()
             exit_status = handle.wait(None)
-        stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
-        c.tracer.write_stderr(c.state.layout, round_state.number, stderr)
-        round_state.stderr_tail = stderr.decode("utf-8", "replace")
+            stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
+            c.tracer.write_stderr(c.state.layout, round_state.number, stderr)
+            round_state.files = c.tracer.round_files(c.state.layout, round_state.number)
+            round_state.stderr_tail = stderr.decode("utf-8", "replace")
+            if not read_to_the_end:
+                # An exception ends the round: what the output said so far still names the
+                # session whose transcript the run keeps (seed 000 "Run directory").
+                self._keep_what_was_said(round_state, reader, exit_status, handle.timed_out)
         report = reader.finish(exit_status, handle.timed_out, round_state.stderr_tail)
         note = stdout_note(reader.ignored, handle.overlong)
         if note is None:
             return report
         return report.model_copy(update={"agent": {**report.agent, STDOUT_NOTE_KEY: note}})
+
+    def _keep_what_was_said(self, round_state: RoundState, reader: StreamReader,
+                            exit_status: int | None, timed_out: bool) -> None:
+        try:
+            report = reader.finish(exit_status, timed_out, round_state.stderr_tail)
+        except Exception:  # the exception that ends the round is the one to go on
+            return
+        round_state.report, round_state.exit = report, report.exit
+        if report.session:
+            round_state.session = self.c.state.session = report.session
 
     def _clear_scratch(self) -> str | None:
         """Remove what a worker could have planted for the agent program's own process before
@@ -288,13 +314,9 @@ class RoundRunner:
             validation_given=self.c.validation is not None,
             resume_rounds_left=max(0, limits.rounds - resumes),
             retries_left=max(0, limits.retries - retries),
-            session_named=session is not None and self._usable(session),
+            session_named=session is not None,
             worktree_unchanged=self._unchanged,
         )
-
-    def _usable(self, session: str) -> bool:
-        prepared = self.c.prepared
-        return prepared.backend.session_usable(prepared.context, session)
 
     def _validate(self, round_state: RoundState) -> tuple[ValidationOutcome | None, str | None]:
         c = self.c
@@ -305,13 +327,18 @@ class RoundRunner:
             outcome = c.validation(ValidationInput(
                 worktree=c.prepared.placement.worktree, round_dir=round_dir,
                 result=dict(c.state.worker_result), round=round_state.number))
+        except Exception as error:  # the caller's code: any exception is validation_unavailable
+            said = f"raised {type(error).__name__}: {error}"
+        else:
+            # An answer the record cannot keep (evidence that is no JSON, a field of the wrong
+            # type) is a round validation that could not validate, never a failed host.
             problem = outcome.problem() if isinstance(outcome, ValidationOutcome) else (
                 f"it returned {type(outcome).__name__}, not a ValidationOutcome")
-            if problem:
-                raise ValueError(f"the round validation's answer is malformed: {problem}")
-        except Exception as error:  # the caller's code: any exception is validation_unavailable
-            round_state.validation = f"the round validation raised {type(error).__name__}: {error}"
-            return None, f"{type(error).__name__}: {error}"
+            said = "" if problem is None else f"gave a malformed answer: {problem}"
+        if said:
+            round_state.validation = f"the round validation {said}"
+            return None, said
+        assert isinstance(outcome, ValidationOutcome)
         round_state.evidence_node = evidence_for_node(outcome.evidence, round_dir)
         round_state.evidence_record = evidence_for_record(outcome.evidence)
         round_state.validation = _outcome_text(outcome)
@@ -340,7 +367,31 @@ class RoundRunner:
             retried=delay is not None, delay_seconds=None if delay is None else round(delay, 3))
 
     def _interrupted(self, round_state: RoundState) -> RoundsResult:
+        """Something outside ended the run in this round: its node says so."""
+        round_state.interrupted = True
+        self._write(round_state, "update")
         return RoundsResult(step=_FAILED, facts=_NO_FACTS, interrupted=True)
+
+    def _close_interrupted_round(self) -> None:
+        """An exception is ending the run: the last round is closed as interrupted - ended now,
+        audited when its worker started and no audit ran yet (a write outside rw is reported
+        however the round ended), no retry round after it - and its node written. Only what
+        cannot raise more than an Exception runs here; the exception itself goes on."""
+        rounds = self.c.state.rounds
+        if not rounds:
+            return
+        last = rounds[-1]
+        if last.ended_at is None:
+            last.duration = max(0.0, self.c.clock.monotonic() - last.started_monotonic)
+            last.ended_at = self.c.clock.now_utc()
+        if last.audit is None:  # _audit itself skips a round whose command never started
+            try:
+                self._audit_quietly(last)
+            except Exception:  # the run is ending anyway; the audit stays null
+                last.audit = None
+        if last.transient is not None and last.transient.retried:
+            self._record_transient(last, None)
+        self._interrupted(last)
 
     def _write(self, round_state: RoundState, moment: Moment) -> None:
         round_state.status = _round_status(round_state)
@@ -393,6 +444,8 @@ class _ActivityFlusher:
 
 def _round_status(round_state: RoundState) -> str:
     report = round_state.report
+    if round_state.interrupted:  # ended from outside: it did not finish (outcome interrupted)
+        return "failed"
     if report is None:
         return "ok"
     clean = round_state.audit is not None and round_state.audit.clean

@@ -64,6 +64,8 @@ class RoundState:
     stderr_tail: str = ""
     failure: str | None = None
     status: str = "ok"
+    interrupted: bool = False
+    files: tuple[NodeFile, ...] = ()
 
     @property
     def agent(self) -> dict[str, Any]:
@@ -98,8 +100,9 @@ class RoundState:
             started_at=utc(self.started_at),
             ended_at=utc(self.ended_at) if self.ended_at else None,
             status=self.status if ended else "running",
-            outcome=self.status if ended else None, error=None,
-            files=(), metadata={}, usage=self.usage(), content=self.content(),
+            outcome=("interrupted" if self.interrupted else self.status) if ended else None,
+            error=None, files=self.files, metadata={}, usage=self.usage(),
+            content=self.content(),
         )
 
     def record(self) -> RoundRecord:
@@ -128,6 +131,8 @@ class RunState:
     ended_at: datetime | None = None
     trace_failures: list[str] = field(default_factory=list)
     files: tuple[NodeFile, ...] = ()
+    ended_in: str | None = None
+    """The phase an exception from outside ended the run in (before its round was closed)."""
 
     @property
     def grant_digest(self) -> str | None:

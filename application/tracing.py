@@ -263,6 +263,19 @@ class TraceWriter:
             return self._artifact_failure(path, error)
         return None
 
+    def round_files(self, layout: RunLayout, n: int) -> tuple[NodeFile, ...]:
+        """Round `n`'s artifact `stderr.log`, when it exists, with its sha256 digest, its path
+        relative to the round's folder (seed 002: the round's standard error is the artifact
+        stderr.log). One that cannot be digested is left out and noted in `artifact_failures`."""
+        path = layout.round_stderr(n)
+        if not self._fs.lexists(path):
+            return ()
+        try:
+            return (NodeFile(path=posixpath.basename(path), digest=self._fs.file_digest(path)),)
+        except FileSystemError as error:
+            self._artifact_failure(path, error)
+            return ()
+
     def run_files(self, layout: RunLayout) -> tuple[NodeFile, ...]:
         """status.json, grant.json, brief.md and transcript.jsonl, those that exist, with their
         sha256 digests, paths relative to the node folder. A file that exists but cannot be
@@ -333,6 +346,11 @@ class ProgressWriter:
     @property
     def path(self) -> str:
         return self._path
+
+    @property
+    def phase_now(self) -> Phase:
+        """The phase the run is in (the last one entered)."""
+        return self._phase
 
     @property
     def pending(self) -> bool:

@@ -8,6 +8,7 @@ left), a violation, or unavailable.
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,17 @@ class LinkAnswer:
     causes: Sequence[ErrorLink] = ()
     detail: str = ""
 
+    def problem(self) -> str | None:
+        """What the run's error link could not take from this answer, or None."""
+        if not isinstance(self.code, str) or not self.code.strip():
+            return f"names no code (code {self.code!r})"
+        if not isinstance(self.detail, str):
+            return f"has a detail that is a {type(self.detail).__name__}, not a text"
+        if isinstance(self.causes, str) or not all(isinstance(c, ErrorLink)
+                                                    for c in self.causes):
+            return "has causes that are not error links"
+        return None
+
 
 @dataclass(frozen=True)
 class ValidationOutcome:
@@ -49,7 +61,11 @@ class ValidationOutcome:
     attempts: Sequence[str] = field(default_factory=tuple)
 
     def problem(self) -> str | None:
-        """Why the answer is not one of the table's, or None."""
+        """Why the answer is not one of the table's, or what in it the record cannot keep
+        (evidence that is no JSON, a field of the wrong type); None for a good answer."""
+        kept = self._unkeepable()
+        if kept is not None:
+            return kept
         given = [name for name in ("repair", "violation", "unavailable")
                  if getattr(self, name) is not None]
         if len(given) > 1:
@@ -58,6 +74,29 @@ class ValidationOutcome:
             return "it gave a failure without a repair"
         if self.repair is not None and not self.repair.strip():
             return "its repair text is empty"
+        return None
+
+    def _unkeepable(self) -> str | None:
+        """The first part of the answer the run record cannot keep as it is given."""
+        if isinstance(self.evidence, str | bytes | Mapping) or not isinstance(
+                self.evidence, Sequence):
+            return f"its evidence is a {type(self.evidence).__name__}, not a list of objects"
+        for n, item in enumerate(self.evidence):
+            if not isinstance(item, Mapping):
+                return f"its evidence[{n}] is a {type(item).__name__}, not an object"
+            problem = json_problem(item, f"evidence[{n}]")
+            if problem is not None:
+                return f"its {problem}"
+        if self.repair is not None and not isinstance(self.repair, str):
+            return f"its repair is a {type(self.repair).__name__}, not a text"
+        for name in ("failure", "violation", "unavailable"):
+            link = getattr(self, name)
+            if link is not None and not isinstance(link, LinkAnswer):
+                return f"its {name} is a {type(link).__name__}, not a LinkAnswer"
+            if link is not None and (problem := link.problem()) is not None:
+                return f"its {name} {problem}"
+        if isinstance(self.attempts, str) or not all(isinstance(a, str) for a in self.attempts):
+            return "its attempts are not a list of texts"
         return None
 
     def answer(self) -> ValidationAnswer:
@@ -75,6 +114,30 @@ class ValidationOutcome:
 
 
 RoundValidation = Callable[[ValidationInput], ValidationOutcome]
+
+
+def json_problem(value: object, where: str) -> str | None:
+    """Why `value` is not plain JSON the trace can keep as it is (objects with text keys, lists,
+    texts, finite numbers, true, false, null), naming where; None when it is."""
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} is {value!r}, which JSON cannot hold"
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where} has the key {key!r}, which is no text"
+            problem = json_problem(item, f"{where}.{key}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for n, item in enumerate(value):
+            problem = json_problem(item, f"{where}[{n}]")
+            if problem is not None:
+                return problem
+        return None
+    return f"{where} is a {type(value).__name__}, which JSON cannot hold"
 
 
 def evidence_for_node(evidence: Sequence[Mapping[str, Any]], round_dir: str

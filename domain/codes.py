@@ -304,8 +304,9 @@ _ROWS: tuple[CodeSpec, ...] = (
         causes="none",
         causes_rule=CausesRule.NONE,
         explanation=(
-            "The caller's round validation raised instead of answering; whether a round needs "
-            "repair is the caller's judgement, which Workers never makes itself"
+            "The caller's round validation raised instead of answering, or answered what the run "
+            "record cannot keep; whether a round needs repair is the caller's judgement, which "
+            "Workers never makes itself"
         ),
     ),
     CodeSpec(

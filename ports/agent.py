@@ -129,6 +129,3 @@ class AgentBackend(Protocol):
         """Where the session's transcript lies in the runtime directory, None when unknown."""
         ...
 
-    def session_usable(self, context: BackendContext, session: str) -> bool:
-        """Whether the session can be continued (its transcript exists and parses)."""
-        ...

@@ -8,7 +8,6 @@ copy, each round's command line and environment, the stream-json reader
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 from collections.abc import Sequence
@@ -105,19 +104,3 @@ class ClaudeBackend:
             if entry.kind is EntryKind.DIRECTORY and self._fs.is_file(candidate):
                 return candidate
         return None
-
-    def session_usable(self, context: BackendContext, session: str) -> bool:
-        """The session's transcript exists and every line of it parses as JSON."""
-        path = self.transcript(context, session)
-        if path is None:
-            return False
-        try:
-            lines = [line for line in self._fs.read_text(path).splitlines() if line.strip()]
-        except FileSystemError:
-            return False
-        try:
-            for line in lines:
-                json.loads(line)
-        except ValueError:
-            return False
-        return bool(lines)

@@ -18,7 +18,7 @@ from concorde_workers.adapters.pi.extension import (
     sandbox_runtime_entry,
     sandbox_runtime_package,
 )
-from concorde_workers.adapters.pi.stream import PiStreamReader, session_header_id
+from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.adapters.programs import find_program, program_or_name
 from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.environment import pi_environment
@@ -28,7 +28,7 @@ from concorde_workers.domain.layout import PI_AUTH_FILE, PI_MODELS_FILE
 from concorde_workers.domain.policy import jiti_cache, pi_project_dir
 from concorde_workers.domain.prerequisites import PiPrerequisites, pi_runtime_refusal
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystem
 
 # Seed 001 "Run directory": the generated settings.json holds only this.
 PI_SETTINGS = {"defaultProjectTrust": "never"}
@@ -119,17 +119,6 @@ class PiBackend:
         continues it), None while pi has not written it (before its first assistant message)."""
         path = context.policy.runtime.pi_session_file(context.run_id)
         return path if self._fs.is_file(path) else None
-
-    def session_usable(self, context: BackendContext, session: str) -> bool:
-        """The session file exists and parses as pi reads it (malformed lines skipped, the first
-        entry a `session` header) with `session` as its id."""
-        path = context.policy.runtime.pi_session_file(context.run_id)
-        try:
-            if not self._fs.is_file(path):
-                return False
-            return session_header_id(self._fs.read_text(path)) == session
-        except (FileSystemError, UnicodeDecodeError):
-            return False
 
 
 def user_pi_directory(environ: Mapping[str, str]) -> str | None:

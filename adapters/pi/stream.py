@@ -47,8 +47,7 @@ from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 __all__ = ["ACTIONS_KEPT", "CLASSIFICATION", "LIMIT_ENTRY_TYPE", "Limit", "Observed",
-           "PiStreamReader", "Rule", "classify", "limit_entries", "session_header_id",
-           "stderr_limit"]
+           "PiStreamReader", "Rule", "classify", "limit_entries", "stderr_limit"]
 
 LIMIT_ENTRY_TYPE = "concorde-limit"
 """The custom session entry the permission extension appends when it stops the run."""
@@ -115,23 +114,6 @@ def limit_entries(text: str) -> list[Limit | None]:
                 and entry.get("customType") == LIMIT_ENTRY_TYPE):
             found.append(Limit.of(entry.get("data")))
     return found
-
-
-def session_header_id(text: str) -> str | None:
-    """The id of a session file's header as pi reads the file (session-manager.js
-    loadEntriesFromFile): malformed lines are skipped and the first entry must be a `session`
-    record with a string id; None otherwise."""
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(entry, dict) and entry.get("type") == "session":
-            return _text(entry.get("id"))
-        return None
-    return None
 
 
 _STDERR_LIMIT = re.compile(r"^\[concorde-limit\]\s*(\{.*\})\s*$", re.MULTILINE)

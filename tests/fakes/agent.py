@@ -31,7 +31,7 @@ from concorde_workers.domain.launch import LaunchCommand
 from concorde_workers.domain.request import Backend
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystem
 from fakes.agent_stream import (
     TestStreamReader,
     error_line,
@@ -276,20 +276,6 @@ class TestBackendBase:
         self._seen(context)
         return transcript_path(context.policy.runtime.sessions, session)
 
-    def session_usable(self, context: BackendContext, session: str) -> bool:
-        path = self.transcript(context, session)
-        if path is None or self.fs is None or not self.fs.is_file(path):
-            return False
-        try:
-            text = self.fs.read_text(path)
-        except FileSystemError:
-            return False
-        try:
-            return all(isinstance(json.loads(line), dict) for line in text.splitlines()
-                       if line.strip())
-        except ValueError:
-            return False
-
 
 def transcript_path(sessions: str, session: str | None) -> str | None:
     """`<sessions>/<session>.jsonl`; None without a session or for one that is no file name."""
@@ -302,7 +288,7 @@ def transcript_path(sessions: str, session: str | None) -> str | None:
 class ScriptedBackend(TestBackendBase):
     """A test backend whose rounds are `Round` scripts for a FakeProcessRunner.
 
-    `fs` is the (fake) filesystem session_usable looks in and a Round's `transcript` writes to;
+    `fs` is the (fake) filesystem a Round's `transcript` writes to;
     `credentials` the (user file, copy) pairs credential_copies returns, or a function of the
     context giving them; `refusal` what check answers. `commands`, `contexts` and `readers`
     record what the host asked for."""

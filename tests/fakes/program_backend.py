@@ -153,7 +153,7 @@ def _expand(value: Any, replacements: dict[str, str]) -> Any:
 class ProgramBackend(TestBackendBase):
     """A test backend whose rounds are real processes of agent.py playing `scenarios` in order.
 
-    `fs` defaults to the real filesystem (session_usable looks there); `interpreter` runs
+    `fs` defaults to the real filesystem; `interpreter` runs
     agent.py (default: this interpreter)."""
 
     scenarios: Sequence[Scenario] = ()

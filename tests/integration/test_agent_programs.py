@@ -391,13 +391,11 @@ def test_program_backend_plays_its_rounds_in_order_from_a_scenario_dir(tmp_path:
     assert first.returncode == 1
     assert report_of(first.stdout.splitlines(), 1).ending is RoundEnding.TRANSIENT_ERROR
     assert (runtime / "tmp" / "touched").read_text() == context.policy.worktree
-    assert not backend.session_usable(context, "s-1")
 
     second = run_command(backend, context, RoundKind.RETRY, "s-1", stdin="go on")
     report = report_of(second.stdout.splitlines(), second.returncode)
     assert report.ending is RoundEnding.OK and report.session == "s-1"
     assert backend.transcript(context, "s-1") == f"{runtime}/config/sessions/s-1.jsonl"
-    assert backend.session_usable(context, "s-1")
 
     third = run_command(backend, context)
     assert third.returncode == 2 and "no scenario left" in third.stdout

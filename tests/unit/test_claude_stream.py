@@ -359,24 +359,18 @@ class _Context:
         self.environ = environ
 
 
-def test_transcript_and_session_usable(tmp_path: Path) -> None:
+def test_transcript(tmp_path: Path) -> None:
     backend = ClaudeBackend(LocalFileSystem())
     rt = tmp_path / "rt"
     ctx: Any = _Context(rt, {})
     session = "8410585c-fdcc-42fd-8ce0-f6d9767b27d1"
     assert backend.transcript(ctx, session) is None
     assert backend.transcript(ctx, None) is None
-    assert backend.session_usable(ctx, session) is False
     folder = rt / "config" / "projects" / project_slug(str(rt / "work"))
     folder.mkdir(parents=True)
     transcript = folder / f"{session}.jsonl"
     transcript.write_text('{"type": "user"}\n{"type": "assistant"}\n')
     assert backend.transcript(ctx, session) == str(transcript)
-    assert backend.session_usable(ctx, session) is True
-    transcript.write_text('{"type": "user"}\n{"type": "assist')
-    assert backend.session_usable(ctx, session) is False
-    transcript.write_text("")
-    assert backend.session_usable(ctx, session) is False
     assert backend.transcript(ctx, "../x") is None
 
 
@@ -393,7 +387,6 @@ def test_a_session_that_is_no_plain_file_name_has_no_transcript(tmp_path: Path,
     (rt / "config" / "projects" / "p" / ".jsonl").write_text("{}\n")
     ctx: Any = _Context(rt, {})
     assert backend.transcript(ctx, session) is None
-    assert backend.session_usable(ctx, session) is False
 
 
 def test_transcript_found_under_another_slug(tmp_path: Path) -> None:
@@ -404,7 +397,6 @@ def test_transcript_found_under_another_slug(tmp_path: Path) -> None:
     other.mkdir(parents=True)
     (other / "s-1.jsonl").write_text("{}\n")
     assert backend.transcript(ctx, "s-1") == str(other / "s-1.jsonl")
-    assert backend.session_usable(ctx, "s-1") is True
 
 
 def test_credential_copies(tmp_path: Path) -> None:

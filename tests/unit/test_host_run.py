@@ -844,7 +844,6 @@ def test_a_transcript_lookup_that_raises_still_removes_the_runtime_directory(
         raise OSError("a defect of the backend's transcript lookup")
 
     monkeypatch.setattr(ScriptedBackend, "transcript", transcript)
-    monkeypatch.setattr(ScriptedBackend, "session_usable", lambda self, context, session: False)
     record = world.run([Round.failed("boom", transcript="s-1")])
     assert not world.exists(CREDENTIAL_COPY) and world.runtime_dirs() == []
     link = record.error

@@ -19,7 +19,6 @@ from concorde_workers.adapters.pi.stream import (
     CLASSIFICATION,
     PiStreamReader,
     limit_entries,
-    session_header_id,
     stderr_limit,
 )
 from concorde_workers.domain.agent_report import RoundReport
@@ -318,10 +317,6 @@ def test_limit_helpers() -> None:
         "max_budget_usd", 0.0063, 0.005)
     assert stderr_limit('[concorde-limit] {"limit":"max_turns","value":"3"}') is None
     assert stderr_limit("[concorde-limit] {broken") is None
-    assert session_header_id(text) == "01a236aa-b00f-7127-8ae8-644458bcd1ad"
-    assert session_header_id('garbage\n{"type":"message"}\n{"type":"session","id":"x"}') is None
-    assert session_header_id('garbage\n{"type":"session","id":"s1"}\n') == "s1"
-    assert session_header_id("") is None
 
 
 # --- the backend's transcript, session check and credential copies -------------------------------
@@ -341,19 +336,6 @@ def test_the_transcript_is_the_runs_session_file_once_pi_wrote_it() -> None:
     fs.write(SESSION_FILE, (FIXTURES / "session_after_round2.jsonl").read_text())
     assert backend.transcript(context, "s") == SESSION_FILE
     assert backend.transcript(context, None) == SESSION_FILE
-
-
-def test_the_session_is_usable_when_the_file_parses_with_its_header() -> None:
-    backend, context, fs = backend_and_context()
-    session = "01a236aa-0c34-75ea-aa43-1c73751a00f8"
-    assert not backend.session_usable(context, session)
-    fs.write(SESSION_FILE, (FIXTURES / "session_after_round2.jsonl").read_text())
-    assert backend.session_usable(context, session)
-    assert not backend.session_usable(context, "another-session")
-    fs.write(SESSION_FILE, '{"type":"message"}\n')
-    assert not backend.session_usable(context, session)
-    fs.write(SESSION_FILE, b"\xff\xfe")
-    assert not backend.session_usable(context, session)
 
 
 def test_the_reader_reads_the_session_file_for_the_limit() -> None:

@@ -82,18 +82,6 @@ def test_credentials_and_check_are_configurable() -> None:
     assert ScriptedBackend("pi").check("/p") is None
 
 
-def test_session_usable_needs_a_transcript_that_parses() -> None:
-    fs = FakeFileSystem()
-    backend = ScriptedBackend("pi", fs)
-    context = make_context(runtime_dir=RT)
-    assert not backend.session_usable(context, "s-1")
-    fs.write(f"{RT}/config/sessions/s-1.jsonl", '{"type": "session"}\n\n{"a": 1}\n')
-    assert backend.session_usable(context, "s-1")
-    fs.write(f"{RT}/config/sessions/s-2.jsonl", '{"type": "session"}\nnot json\n')
-    assert not backend.session_usable(context, "s-2")
-    assert not ScriptedBackend("pi").session_usable(context, "s-1")  # no filesystem given
-
-
 def test_rounds_as_data_read_as_their_ending() -> None:
     cases = [
         (Round.ok(RESULT), RoundEnding.OK),
@@ -120,11 +108,9 @@ def test_rounds_become_fake_processes_and_write_their_transcript() -> None:
     processes = backend.processes()
     assert len(processes) == 2
     runner = backend.runner()
-    assert not backend.session_usable(context, "s-1")
     handle = runner.start(["fake-agent", "initial", "-"], {}, f"{RT}/work")
     assert [json.loads(line)["type"] for line in handle.lines()] == ["session", "error"]
     assert handle.wait(None) == 1
-    assert backend.session_usable(context, "s-1")
     handle = runner.start(["fake-agent", "retry", "s-1"], {}, f"{RT}/work")
     assert handle.wait(None) == 0 and list(handle.lines())[-1].startswith('{"type": "result"')
     transcript = fs.read_text(f"{RT}/config/sessions/s-1.jsonl")
