@@ -14,12 +14,13 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e.conftest import DUMMY_CREDENTIALS, ClaudeWorld, ok_result
 from servers.anthropic_server import Reply, last_tool_result
-from servers.claude_wrapper import read_starts
+from servers.claude_wrapper import read_starts, write_wrapper
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
@@ -309,6 +310,55 @@ def test_transient_error_with_no_retries_left_is_claude_failed(
     transient = run.round(1)["transient"]
     assert transient["error"].startswith(said) and transient["retried"] is False
     assert len(run.server.requests) == 1  # Claude Code's own retries are off
+    claude_world.assert_cleaned(run)
+
+
+@pytest.mark.req("A transient model-service error is retried")
+@pytest.mark.req("A retry continues the session")
+def test_a_connection_lost_on_the_first_call_is_retried_in_the_named_session(
+        claude_world: ClaudeWorld) -> None:
+    brief_line = "Add a greeting to src/app/main.py."
+
+    def resumed(body: dict[str, Any]) -> Reply:
+        texts = user_texts(body)
+        assert brief_line in texts[0], texts[:1]  # the session's history holds the brief
+        assert "Unable to connect to API" in texts[-1], texts[-1:]
+        return Reply.structured(ok_result(summary="after the lost call"))
+
+    # The server closes the first call's connection without answering.
+    run = claude_world.run(Reply(hangup=True), resumed,
+                           limits=limits(retries=2, retry_delay_seconds=0.01))
+
+    assert run.server.failures == []
+    assert run.record.status == "ok", run.record.error
+    r1, r2 = run.round(1), run.round(2)
+    assert r1["transient"]["error"] == "API Error: Unable to connect to API (ECONNRESET)"
+    assert r1["transient"]["retried"] is True
+    # the retry continues the session round 1 named, although its first call never got an
+    # answer: Claude Code wrote the transcript (the prompt, the API error) before it failed
+    assert r2["prompt"] == "retry" and r2["session"] == r1["session"]
+    assert [resumed_session(s) for s in run.starts] == [None, r1["session"]]
+    claude_world.assert_cleaned(run)
+
+
+@pytest.mark.req("Any other error ends the run at once")
+def test_a_sandbox_the_settings_require_and_cannot_have_ends_the_run_at_once(
+        claude_world: ClaudeWorld, claude_program: Path) -> None:
+    # Claude Code finds no bwrap and no socat on this PATH: its sandbox is unavailable, and the
+    # generated settings require it (sandbox.failIfUnavailable), so it refuses to run at all.
+    write_wrapper(Path(claude_world.environ["CONCORDE_CLAUDE"]), claude_program,
+                  claude_world.server.url, claude_world.wrapper_log,
+                  extra_env={"PATH": "/nonexistent"})
+    run = claude_world.run(repeat=Reply.structured(ok_result()),
+                           limits=limits(retries=3, retry_delay_seconds=0.01))
+    assert run.code == "claude_failed", run.record.error
+    assert run.record.error is not None
+    assert run.record.error.unhandled.reason.value == "environment"
+    assert "Sandbox required but unavailable" in run.record.error.detail
+    # not a model-service error: no retry round, no transient error recorded, no model call
+    assert len(run.data["rounds"]) == 1 and "transient" not in run.round(1)
+    assert len(run.starts) == 1 and run.server.requests == []
+    assert run.round(1)["claude"]["subtype"] == "error_during_execution"
     claude_world.assert_cleaned(run)
 
 

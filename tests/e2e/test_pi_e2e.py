@@ -21,7 +21,7 @@ from e2e.conftest_pi import (
     result_call,
     runtime_of,
 )
-from servers.openai_server import Fail, Hang, Reply
+from servers.openai_server import Cut, Fail, Hang, Reply
 
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.codes import pi_limit_detail
@@ -287,6 +287,31 @@ def test_a_transient_error_pi_does_not_retry_gets_a_retry_round_in_the_same_sess
     dumped = json.dumps(retry_request)
     assert "Do the scripted task." in dumped and "call_w1" in dumped
     assert run.data["rounds"][-1]["audit"]["changed"] == ["src/app/new.py"]
+
+
+@pytest.mark.req("A transient model-service error is retried")
+@pytest.mark.req("A retry continues the session")
+def test_a_stream_cut_off_on_the_first_call_is_retried_in_the_named_session(
+        pi_world: PiWorld) -> None:
+    w = pi_world
+    run = w.run(
+        Cut(times=4),  # pi retries a lost call 3 times itself (notes §8), then gives up
+        reply(result_call("call_r1", summary="after the lost call")),
+        limits=Limits(timeout_seconds=90, max_turns=30, rounds=0, retries=2,
+                      retry_delay_seconds=0.05),
+    )
+    assert run.record.status == "ok", run.explain()
+    first, second = run.data["rounds"]
+    # the fetch's own word for a body cut off: a lost call (seed 000 "Retries")
+    assert first["transient"]["error"] == "terminated"
+    assert first["transient"]["retried"] is True and first["pi"]["stop_reason"] == "error"
+    # the retry continues the session round 1 named, although no call of it got an answer:
+    # pi wrote its session file with the failed answers, the brief first
+    assert second["prompt"] == "retry" and second["session"] == first["session"]
+    dumped = json.dumps(run.requests[-1]["body"]["messages"])
+    assert "Do the scripted task." in dumped and "terminated" in dumped
+    transcript = (run.run_dir / "transcript.jsonl").read_text().splitlines()
+    assert sum(1 for line in transcript if json.loads(line)["type"] == "session") == 1
 
 
 @pytest.mark.req("A pi worker takes nothing from the user's pi settings")
