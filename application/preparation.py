@@ -10,13 +10,14 @@ files, the command line and the environment. Nothing here writes a file or start
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.beside import Given, judge_beside, surroundings, text_problem
 from concorde_workers.domain.brief import compose_brief
 from concorde_workers.domain.claude_settings import digest_text
+from concorde_workers.domain.credentials import credential_origins
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.launch import LaunchCommand, schema_text
@@ -143,10 +144,16 @@ class Preparer:
         missing = backend.check(placement.primary)
         if missing is not None:
             return missing
+        origins = credential_origins(self._host.environ, self._host.user_home)
+        model_map = [request.model_map] if request.model_map else []
         policy = build_policy(
             grant=grant, worktree=placement.worktree, primary=placement.primary,
             user_home=self._user_home(), runtime_dir=runtime_dir,
             runtime_paths=request.runtime_paths, git=admin, list_dir=self._list_dir,
+            homes=self._forms(list(origins.homes)),
+            config_dirs=self._forms(list(origins.directories)),
+            credentials=self._forms([*origins.files, *model_map]),
+            run_directories=self._forms(run_directories(request)),
         )
         seen.policy = policy
         if request.backend == "claude" and policy.run_directory_refusal is not None:
@@ -251,7 +258,7 @@ class Preparer:
         """Seed 000 "Reading beside the grant": runtime paths and the project interpreter are
         taken exactly as given or refused (domain/beside.py), never rewritten."""
         homes = [h for h in (self._host.user_home, self._host.environ.get("HOME")) if h]
-        run_dirs = [posixpath.join(request.parent, WORKERS_DIR)] if request.parent else []
+        run_dirs = run_directories(request)
         around = surroundings(
             homes=self._forms(homes), primary=self._forms([placement.primary]),
             worktree=self._forms([request.worktree, placement.worktree]),
@@ -353,6 +360,13 @@ class Preparer:
 
     def _user_home(self) -> str:
         return self._fs.realpath(self._host.user_home)
+
+
+
+def run_directories(request: RunRequest) -> list[str]:
+    """The trace parent's `workers/` tree: this run's run directory and its siblings' (seed 000
+    "Run directory and runtime directory": the worker has no access to any of it)."""
+    return [posixpath.join(request.parent, WORKERS_DIR)] if request.parent else []
 
 
 def _misplaced(message: str) -> Refusal:

@@ -73,6 +73,11 @@ class RunLayout(BaseModel):
         return cls(run_dir=posixpath.join(_absolute(parent), WORKERS_DIR, run_id))
 
     @property
+    def workers(self) -> str:
+        """`<parent>/workers`, the tree of every run below the same trace parent."""
+        return posixpath.dirname(self.run_dir)
+
+    @property
     def trace(self) -> str:
         return posixpath.join(self.run_dir, TRACE_FILE)
 

@@ -19,6 +19,11 @@ Decisions where the spec is silent:
 - The deny-rule cover hides a directory wholesale when its covering level is neither ro nor rw
   and no ro/rw entry lies below it (upstream's "no ro/rw path at, below or above" made exact for
   a `names` directory below an ro one), so the rule count scales with the grant.
+- What is hidden always (`domain.hidden`: other runs' runtime directories, the run directories,
+  the credential files at their origins) is judged before every grant row of the three tables.
+  The homes (the password database's and `$HOME`), the primary worktree and the configuration
+  directories the credentials come from are the "boundaries": hidden whole but the way to what
+  the run keeps (issue 8 §2-§4, docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -31,10 +36,12 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import Grant, GrantEntry, Level
+from concorde_workers.domain.hidden import Hidden
 from concorde_workers.domain.layout import RuntimeLayout
 from concorde_workers.domain.paths import EntryKind, ListDir, is_within, relative_to
 from concorde_workers.domain.placement import AdminPath
 from concorde_workers.domain.request import Backend
+from concorde_workers.domain.run_id import RUNTIME_PREFIX
 from concorde_workers.domain.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
 
 GRANT_PREFIX = "Concorde grant: "
@@ -130,9 +137,15 @@ class Policy(BaseModel):
     worktree: str
     primary: str
     user_home: str
+    boundaries: tuple[str, ...]
+    """Hidden whole but the way to what the run keeps: the homes, the primary worktree, the
+    configuration directories the credentials come from (none inside another)."""
     runtime: RuntimeLayout
     runtime_paths: tuple[str, ...]
     git: tuple[AdminPath, ...]
+    always_hidden: Hidden
+    other_runs: tuple[str, ...]
+    """The other runs' runtime directories that existed when the rules were generated."""
     deny_rules: tuple[str, ...]
     sandbox: SandboxFilesystem
     tools: ToolSets
@@ -169,6 +182,8 @@ class Policy(BaseModel):
             "own": list(self.runtime.worker_dirs),
             "primary": self.primary,
             "userHome": self.user_home,
+            "boundaries": list(self.boundaries),
+            **self.always_hidden.to_json(),
             "sandbox": self.sandbox.to_json(),
             "denyRules": list(self.deny_rules),
             "tools": {"claude": list(self.tools.claude), "pi": list(self.tools.pi)},
@@ -188,6 +203,14 @@ class Policy(BaseModel):
 
     def in_runtime_path(self, path: str) -> bool:
         return any(is_within(path, r) for r in self.runtime_paths)
+
+    def in_boundary(self, path: str) -> bool:
+        return any(is_within(path, b) for b in self.boundaries)
+
+    def hidden_always(self, path: str) -> Decision | None:
+        """The denial of `domain.hidden` (other run, run directory, credentials), or None."""
+        found = self.always_hidden.judge(path)
+        return None if found is None else _deny(*found)
 
     def level_of(self, path: str) -> Level | None:
         return self.grant.level_of(self.rel(path))
@@ -316,10 +339,13 @@ def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
 def deny_rules(
     grant: Grant, worktree: str, primary: str, user_home: str, runtime: RuntimeLayout,
     runtime_paths: Sequence[str], git: Sequence[AdminPath], list_dir: ListDir,
+    boundaries: Sequence[str] = (), hidden: Hidden | None = None, other_runs: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """The deny rules in the order of §1.3: (1) worktree walk, (2) home, (3) primary worktree,
     (4) Git admin paths, (5) control/ and config/, and /proc (the agent's own environment);
-    de-duplicated keeping the first occurrence."""
+    then (6) the other boundaries (`$HOME`, the configuration directories) like the home, (7)
+    the credential files, (8) the run directories, (9) the other runs' runtime directories that
+    exist now; de-duplicated keeping the first occurrence."""
     runtime_paths = [posixpath.normpath(r) for r in runtime_paths]
     keep_walk = (*runtime_paths, *runtime.worker_dirs)
     rules = _Walk(grant, worktree, keep_walk, runtime_paths, list_dir).run()
@@ -330,7 +356,36 @@ def deny_rules(
         rules += _rules(admin.path, admin.directory)
     for host in (runtime.control, runtime.config, PROCESSES):
         rules += _rules(host, True)
+    for boundary in outermost(boundaries, done=(user_home, primary)):
+        rules += _outside_rules(boundary, keep_outside, list_dir)
+    if hidden is not None:
+        for credential in hidden.credentials:
+            rules += _rules(credential, False)
+        for records in hidden.run_directories:
+            rules += _rules(records, True)
+    for other in other_runs:
+        rules += _rules(other, True)
     return _dedupe(rules)
+
+
+def outermost(paths: Iterable[str], done: Sequence[str] = ()) -> list[str]:
+    """`paths` but those at or below another of them or of `done` (already hidden whole, or
+    walked the same way), first occurrence kept."""
+    out: list[str] = []
+    for path in paths:
+        if any(is_within(path, o) for o in (*done, *out)):
+            continue
+        out = [o for o in out if not is_within(o, path)] + [path]
+    return out
+
+
+def other_runs(runtime: RuntimeLayout, list_dir: ListDir) -> tuple[str, ...]:
+    """The other runs' runtime directories in the temp root now: every `concorde-*` entry of
+    this run's runtime directory's parent but this run's own."""
+    root = posixpath.dirname(runtime.root)
+    own = posixpath.basename(runtime.root)
+    return tuple(posixpath.join(root, e.name) for e in list_dir(root)
+                 if e.name.startswith(RUNTIME_PREFIX) and e.name != own)
 
 
 def rule_covers(rule: str, path: str) -> bool:
@@ -375,8 +430,12 @@ def _below_dir_of(grant: Grant, entry: GrantEntry, levels: frozenset[Level]) -> 
 def sandbox_filesystem(
     grant: Grant, worktree: str, primary: str, user_home: str, runtime: RuntimeLayout,
     runtime_paths: Sequence[str], git: Sequence[AdminPath],
+    boundaries: Sequence[str] = (), hidden: Hidden | None = None, other_runs: Sequence[str] = (),
 ) -> SandboxFilesystem:
-    """The four lists, one function for both backends."""
+    """The four lists, one function for both backends. The sandbox lists are fixed when the
+    sandbox starts, so they cannot name a run that starts later: the temp root itself is denied
+    (commands see an empty one, with the worker's own directories bound back), unless it is `/`,
+    when only the other runs that exist now are listed (docs/decisions.md)."""
     readable = [_abs(worktree, e) for e in grant.entries if e.level in READABLE]
     writable = [_abs(worktree, e) for e in grant.entries if e.level is Level.RW]
     names_apart = [_abs(worktree, e) for e in grant.entries
@@ -389,6 +448,13 @@ def sandbox_filesystem(
         deny_read.append(primary)
     deny_read += [g.path for g in git]
     deny_read += [*host_paths(runtime), *names_apart]
+    deny_read += outermost(boundaries, done=(user_home, primary))
+    if hidden is not None:
+        deny_read += [*hidden.credentials, *hidden.run_directories]
+        if hidden.runtime_root != "/":
+            deny_read.append(hidden.runtime_root)
+        else:
+            deny_read += other_runs
     return SandboxFilesystem(
         deny_read=_dedupe(deny_read),
         allow_read=tuple(sorted({*readable, *runtime.worker_dirs, *runtime_paths})),
@@ -424,6 +490,10 @@ Row = Callable[[Policy, str], Decision | None]
 
 def _r_git(p: Policy, path: str) -> Decision | None:
     return _deny("git", GIT_REASON) if p.in_git(path) else None
+
+
+def _r_hidden(p: Policy, path: str) -> Decision | None:
+    return p.hidden_always(path)
 
 
 def _r_runtime(p: Policy, path: str) -> Decision | None:
@@ -473,7 +543,7 @@ def _r_own(p: Policy, path: str) -> Decision | None:
 
 
 def _r_boundary(p: Policy, path: str) -> Decision | None:
-    if is_within(path, p.user_home) or is_within(path, p.primary):
+    if p.in_boundary(path):
         return _deny("boundary", f"{path} is outside this task's boundary")
     return None
 
@@ -483,7 +553,7 @@ def _r_else(p: Policy, path: str) -> Decision | None:
 
 
 READ_TABLE: tuple[Row, ...] = (
-    _r_git, _r_runtime, _r_granted, _r_names, _r_worktree, _r_host, _r_processes, _r_own,
+    _r_git, _r_hidden, _r_runtime, _r_granted, _r_names, _r_worktree, _r_host, _r_processes, _r_own,
     _r_boundary, _r_else,
 )
 
@@ -515,11 +585,15 @@ def _named(p: Policy, resolved: str, given: str, given_is_link: bool) -> str:
 def decide_write(
     policy: Policy, given: str, resolved: str, given_is_link: bool = False
 ) -> Decision:
-    """Rows, first match decides: Git admin path → outside → `.git` segment → runtime path → rw
-    → ro → names → other. `resolved` has every link resolved, the final one included."""
+    """Rows, first match decides: Git admin path → hidden always → outside → `.git` segment →
+    runtime path → rw → ro → names → other. `resolved` has every link resolved, the final one
+    included."""
     p, resolved = policy, posixpath.normpath(resolved)
     if any(is_within(resolved, g.path) for g in p.git):
         return _deny("git", GIT_REASON)
+    hidden = p.hidden_always(resolved)
+    if hidden is not None:
+        return hidden
     if not p.in_worktree(resolved):
         if given_is_link:
             return _deny("outside", f"{given} is a symbolic link to {resolved}, outside the task "
@@ -552,6 +626,9 @@ def _search_one(p: Policy, root: str) -> Decision:
         return _first(READ_TABLE, p, root)
     if p.in_git(root):
         return _deny("git", GIT_REASON)
+    hidden = p.hidden_always(root)
+    if hidden is not None:
+        return hidden
     if p.in_runtime_path(root) or any(is_within(r, root) for r in p.runtime_paths):
         return _allow("runtime path")
     rel = p.rel(root)
@@ -580,21 +657,38 @@ def decide_search_root(policy: Policy, root: str, real: str | None = None,
 def build_policy(
     *, grant: Grant, worktree: str, primary: str, user_home: str, runtime_dir: str,
     runtime_paths: Sequence[str], git: Sequence[AdminPath], list_dir: ListDir,
+    homes: Sequence[str] = (), config_dirs: Sequence[str] = (), credentials: Sequence[str] = (),
+    run_directories: Sequence[str] = (),
 ) -> Policy:
     """The policy of one run from ONE frozen grant; all paths absolute and real, runtime paths
     exactly as the caller listed them (seed 000 "A worker reads beside its grant only what its
-    caller lists"). `list_dir` backs the walks of worktree, home and primary worktree."""
+    caller lists"). `list_dir` backs the walks of worktree, homes, primary worktree and
+    configuration directories, and finds the other runs in the temp root.
+
+    Besides the password database's home `user_home`: `homes` (`$HOME`, as given and really),
+    `config_dirs` (the configuration directories the credentials come from), `credentials` (the
+    credential files at their origins) and `run_directories` (the trace parent's `workers/`), all
+    hidden from every tool (issue 8 §2-§4)."""
     worktree, primary, user_home = (posixpath.normpath(p) for p in (worktree, primary, user_home))
     runtime = RuntimeLayout(root=posixpath.normpath(runtime_dir))
     runtime_paths = tuple(runtime_paths)
     git = tuple(git)
+    boundaries = tuple(outermost(posixpath.normpath(b) for b in (
+        user_home, *homes, primary, *config_dirs)))
+    hidden = Hidden(
+        runtime_root=posixpath.dirname(runtime.root), runtime_directory=runtime.root,
+        run_directories=_dedupe(posixpath.normpath(r) for r in run_directories),
+        credentials=_dedupe(posixpath.normpath(c) for c in credentials))
+    others = other_runs(runtime, list_dir)
+    every_boundary = (user_home, *homes, primary, *config_dirs)
     return Policy(
-        grant=grant, worktree=worktree, primary=primary, user_home=user_home, runtime=runtime,
-        runtime_paths=runtime_paths, git=git,
+        grant=grant, worktree=worktree, primary=primary, user_home=user_home,
+        boundaries=boundaries, runtime=runtime, runtime_paths=runtime_paths, git=git,
+        always_hidden=hidden, other_runs=others,
         deny_rules=deny_rules(grant, worktree, primary, user_home, runtime, runtime_paths, git,
-                              list_dir),
+                              list_dir, every_boundary, hidden, others),
         sandbox=sandbox_filesystem(grant, worktree, primary, user_home, runtime, runtime_paths,
-                                   git),
+                                   git, every_boundary, hidden, others),
         tools=tool_sets(grant.task_type, grant),
     )
 
@@ -603,6 +697,7 @@ __all__ = [
     "GIT_REASON", "GRANT_PREFIX", "NO_FILE_REASON", "READ_TABLE", "Decision",
     "Policy", "SandboxFilesystem", "ToolSets", "build_policy",
     "could_not_decide", "decide_read", "decide_search_root", "decide_write", "deny_rules",
-    "directory_level", "entries_below", "host_paths", "jiti_cache", "pi_project_dir",
+    "directory_level", "entries_below", "host_paths", "jiti_cache", "other_runs", "outermost",
+    "pi_project_dir",
     "rule_covers", "run_directory_denied", "sandbox_filesystem", "tool_sets", "with_prefix",
 ]

@@ -19,6 +19,8 @@ not text, denies as "could not decide"):
 - d: a `..` segment in a Glob `pattern` or a Grep `glob`: deny;
 - 1: the root at or below a Git admin path, or a `.git` segment inside the worktree: deny (Git);
 - 2: at or below `control/`, `config/` or `tmp/jiti`: deny (belongs to the host);
+- h: at or below what is hidden always (`domain.hidden`: another run's runtime directory, the run
+  directories, a credential file): deny with its reason;
 - 3: at or below a runtime path, nothing protected below: allow;
 - 4: in the worktree with level ro/rw (directory entries only, for a directory), no `names`
   entry and no Git admin path below: allow;
@@ -26,7 +28,9 @@ not text, denies as "could not decide"):
 - 6: at or below the worker's work/, home/ or tmp/, nothing protected below: allow;
 - 7: anything else: deny (outside the searchable directories).
 
-"Protected" = a Git admin path, a host path, the worktree, the user's home or the primary worktree.
+"Protected" = a Git admin path, a host path, the worktree, a boundary (the homes, the primary
+worktree, the configuration directories), a run directory or a credential file; and a root at or
+above the temp root would reach the other runs' runtime directories.
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ def hook_grant(policy: Policy) -> dict[str, Any]:
         "own": list(runtime.worker_dirs),
         "primary": policy.primary,
         "userHome": policy.user_home,
+        "boundaries": list(policy.boundaries),
+        **policy.always_hidden.to_json(),
     }
 
 
@@ -154,14 +160,16 @@ def _strictly_below(paths: Sequence[str], root: str) -> list[str]:
 
 def searchable_directories(policy: Policy) -> list[str]:
     """The granted directories a search may start from: every ro/rw directory entry with no
-    `names` entry and no Git admin path below it, absolute, sorted, none inside another."""
-    git = [g.path for g in policy.git]
+    `names` entry, no Git admin path and nothing hidden always below it, absolute, sorted, none
+    inside another."""
+    hidden = policy.always_hidden
+    anchors = [*(g.path for g in policy.git), *hidden.run_directories, *hidden.credentials]
     out: list[str] = []
     for e in policy.grant.entries:
         if not e.is_directory or e.level not in READABLE:
             continue
         absolute = posixpath.join(policy.worktree, e.bare)
-        if _withheld_below(policy.grant, e.bare) or _strictly_below(git, absolute):
+        if _withheld_below(policy.grant, e.bare) or _strictly_below(anchors, absolute):
             continue
         out.append(absolute)
     return sorted({d for d in out if not any(o != d and is_within(d, o) for o in out)})
@@ -181,11 +189,15 @@ def guidance(policy: Policy) -> str:
 
 
 def _protected(policy: Policy) -> list[str]:
+    hidden = policy.always_hidden
     return [*(g.path for g in policy.git), *host_paths(policy.runtime), policy.worktree,
-            policy.user_home, policy.primary]
+            *policy.boundaries, *hidden.run_directories, *hidden.credentials]
 
 
 def _nothing_protected_below(policy: Policy, path: str, row: str) -> Decision:
+    if is_within(policy.always_hidden.runtime_root, path):
+        return _deny("other runs below", f"a search from {path} would reach other worker runs' "
+                     f"runtime directories, which this task may not search; {guidance(policy)}")
     git = [g.path for g in policy.git]
     for anchor in _strictly_below(_protected(policy), path):
         if anchor in git:
@@ -210,6 +222,10 @@ def _in_worktree(policy: Policy, path: str, is_directory: bool) -> Decision:
     if withheld:
         return _deny("withheld below", f"a search from {shown} would reach {withheld[0]}, whose "
                      f"content this task may not read; {guidance(policy)}")
+    hidden = policy.always_hidden
+    for anchor in _strictly_below([*hidden.run_directories, *hidden.credentials], path):
+        return _deny("protected below", f"a search from {shown} would reach {anchor}, which "
+                     f"this task may not search; {guidance(policy)}")
     for git in _strictly_below([g.path for g in policy.git], path):
         return _deny("git below", f"a search from {shown} would reach Git metadata "
                      f"({policy.shown(git)}), which is not available to workers; "
@@ -223,6 +239,9 @@ def _judge(policy: Policy, path: str, is_directory: bool) -> Decision:
         return _deny("git", GIT_REASON)
     if any(is_within(path, h) for h in host_paths(policy.runtime)):
         return _deny("host", f"{path} belongs to the host; {guidance(policy)}")
+    hidden = policy.hidden_always(path)
+    if hidden is not None:
+        return _deny(hidden.row, f"{hidden.reason}; {guidance(policy)}")
     if policy.in_runtime_path(path):
         return _nothing_protected_below(policy, path, "runtime path")
     if policy.in_worktree(path):

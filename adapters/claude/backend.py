@@ -1,8 +1,8 @@
 """The Claude Code backend (seed 000 "Launch"; notes/harness.md §1; notes/claude-code.md).
 
 Generates the control files from the shared policy (settings.json with the deny rules, the
-sandbox and the hooks; write_hook.py; search_hook.py; the worker result schema), the credential
-copy, each round's command line and environment, the stream-json reader
+sandbox and the hooks; write_hook.py; search_hook.py; read_hook.py; the worker result schema),
+the credential copy, each round's command line and environment, the stream-json reader
 (`adapters/claude/stream.py`) and the transcript under config/projects/.
 """
 
@@ -12,7 +12,7 @@ import os
 import posixpath
 from collections.abc import Sequence
 
-from concorde_workers.adapters.claude.hooks import hook_files, search_hook_entry
+from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
 from concorde_workers.adapters.claude.stream import (
     ClaudeStreamReader,
     project_slug,
@@ -20,9 +20,11 @@ from concorde_workers.adapters.claude.stream import (
 )
 from concorde_workers.adapters.programs import program_or_name
 from concorde_workers.domain.claude_settings import claude_settings, digest_text, settings_text
+from concorde_workers.domain.credentials import claude_config_directory
 from concorde_workers.domain.environment import claude_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, claude_command
+from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import EntryKind, FileSystem, FileSystemError
 
@@ -39,12 +41,13 @@ class ClaudeBackend:
         return None
 
     def generate(self, context: BackendContext) -> Generated:
-        # control/settings.json with both PreToolUse hooks, control/write_hook.py and
-        # control/search_hook.py (adapters/claude/hooks.py); the digest covers the final text.
+        # control/settings.json with the PreToolUse hooks, control/write_hook.py,
+        # control/search_hook.py and control/read_hook.py (adapters/claude/hooks.py); the digest
+        # covers the final text.
         rt = context.policy.runtime
         settings = settings_text(claude_settings(
             context.policy, context.interpreter, as_root=context.as_root,
-            extra_hooks=[search_hook_entry(context.interpreter, rt)]))
+            extra_hooks=extra_hook_entries(context.interpreter, rt)))
         program, found = program_or_name(self._fs, "claude", context.environ)
         return Generated(
             files={rt.settings: settings, rt.result_schema: context.result_schema,
@@ -58,11 +61,11 @@ class ClaudeBackend:
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """The user's credentials file (`$CLAUDE_CONFIG_DIR/.credentials.json`, else
-        `~/.claude/.credentials.json` of the host's HOME) and its copy in config/."""
-        env = context.environ
-        config = env.get("CLAUDE_CONFIG_DIR") or posixpath.join(
-            env.get("HOME") or os.path.expanduser("~"), ".claude")
-        return ((posixpath.join(config, ".credentials.json"),
+        `~/.claude/.credentials.json` of the host's HOME) and its copy in config/; the origin
+        comes from `domain.credentials`, which the policy hides too."""
+        config = claude_config_directory(context.environ) or posixpath.join(
+            os.path.expanduser("~"), ".claude")
+        return ((posixpath.join(config, CLAUDE_CREDENTIALS_FILE),
                  context.policy.runtime.claude_credentials),)
 
     def command(self, context: BackendContext, kind: RoundKind,

@@ -1,8 +1,9 @@
 """The Claude Code hooks, generated from one template with the run's policy embedded.
 
-`control/write_hook.py` (matcher `Edit|Write|MultiEdit|NotebookEdit`, notes/harness.md §1.4) and
+`control/write_hook.py` (matcher `Edit|Write|MultiEdit|NotebookEdit`, notes/harness.md §1.4),
 `control/search_hook.py` (matcher `Grep|Glob`, docs/decisions.md "Grep and Glob from an ancestor
-(Claude Code)") are both `hook_template.py` with its line `GRANT: dict = {}` replaced by
+(Claude Code)") and `control/read_hook.py` (matcher `Read`, docs/decisions.md "Claude Code's Read
+judged at call time") are all `hook_template.py` with its line `GRANT: dict = {}` replaced by
 `GRANT: dict = <json>` (the policy's lists, `domain.search_guard.hook_grant`, keys sorted, ASCII)
 and its line `HOOK: str = "write"` set to the hook's name. Tests parse the JSON back by splitting
 on `"GRANT: dict = "`.
@@ -20,13 +21,16 @@ from concorde_workers.domain.layout import RuntimeLayout
 from concorde_workers.domain.policy import Policy
 from concorde_workers.domain.search_guard import SEARCH_TOOLS_MATCHER, hook_grant
 
-HookName = Literal["write", "search"]
+HookName = Literal["write", "search", "read"]
+HOOK_NAMES: tuple[HookName, ...] = ("write", "search", "read")
 
 TEMPLATE = Path(__file__).with_name("hook_template.py")
 GRANT_LINE = "GRANT: dict = {}  # type: ignore[type-arg]\n"
 GRANT_MARK = "GRANT: dict = "
 HOOK_LINE = 'HOOK: str = "write"\n'
 SEARCH_HOOK_FILE = "search_hook.py"
+READ_HOOK_FILE = "read_hook.py"
+READ_TOOLS_MATCHER = "Read"
 
 
 def search_hook_path(runtime: RuntimeLayout) -> str:
@@ -34,8 +38,15 @@ def search_hook_path(runtime: RuntimeLayout) -> str:
     return posixpath.join(runtime.control, SEARCH_HOOK_FILE)
 
 
+def read_hook_path(runtime: RuntimeLayout) -> str:
+    """`<runtime>/control/read_hook.py`."""
+    return posixpath.join(runtime.control, READ_HOOK_FILE)
+
+
 def hook_path(runtime: RuntimeLayout, hook: HookName) -> str:
-    return runtime.write_hook if hook == "write" else search_hook_path(runtime)
+    if hook == "write":
+        return runtime.write_hook
+    return search_hook_path(runtime) if hook == "search" else read_hook_path(runtime)
 
 
 def _only_json_text(value: Any) -> None:
@@ -90,8 +101,27 @@ def search_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any
     }
 
 
+def read_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any]:
+    """The settings' PreToolUse entry of the read hook (passed as `extra_hooks`). Claude Code
+    checks a Read against the deny rules before any hook runs, so the hook judges only what the
+    rules let through: what the rules, fixed at generation, cannot name (a run that started
+    later, a file made since)."""
+    return {
+        "matcher": READ_TOOLS_MATCHER,
+        "hooks": [{"type": "command",
+                   "command": hook_command(interpreter, read_hook_path(runtime)),
+                   "timeout": HOOK_TIMEOUT_SECONDS}],
+    }
+
+
+def extra_hook_entries(interpreter: str, runtime: RuntimeLayout) -> list[dict[str, Any]]:
+    """The PreToolUse entries beside the write hook's: the search hook's and the read hook's."""
+    return [search_hook_entry(interpreter, runtime), read_hook_entry(interpreter, runtime)]
+
+
 def hook_files(policy: Policy) -> dict[str, str]:
-    """control/write_hook.py and control/search_hook.py of the run (absolute path -> text)."""
+    """control/write_hook.py, control/search_hook.py and control/read_hook.py of the run
+    (absolute path -> text)."""
     template = template_text()
     return {hook_path(policy.runtime, name): hook_source(policy, name, template)
-            for name in ("write", "search")}
+            for name in HOOK_NAMES}

@@ -21,6 +21,7 @@ from concorde_workers.adapters.pi.extension import (
 from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.adapters.programs import find_program, program_or_name
 from concorde_workers.domain.claude_settings import digest_text
+from concorde_workers.domain.credentials import pi_agent_directory
 from concorde_workers.domain.environment import pi_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, pi_command
@@ -122,13 +123,6 @@ class PiBackend:
 
 
 def user_pi_directory(environ: Mapping[str, str]) -> str | None:
-    """The user's pi configuration directory as pi 0.73.1 finds it (config.js getAgentDir):
-    `PI_CODING_AGENT_DIR` (`~` or a leading `~/` expanded to HOME), else `$HOME/.pi/agent`;
-    None when it depends on a HOME the host does not have."""
-    home = environ.get("HOME") or None
-    configured = environ.get("PI_CODING_AGENT_DIR")
-    if configured:
-        if configured == "~" or configured.startswith("~/"):
-            return None if home is None else home + configured[1:]
-        return configured
-    return None if home is None else posixpath.join(home, ".pi", "agent")
+    """The user's pi configuration directory as pi 0.73.1 finds it (`domain.credentials`, which
+    the policy hides too)."""
+    return pi_agent_directory(environ)

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,8 @@ from concorde_workers.application.validation import RoundValidation
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.ports.agent import BackendContext, Generated
 
-__all__ = ["GRANT", "PiRun", "PiWorld", "call", "pi_world", "result_call", "runtime_of"]
+__all__ = ["GRANT", "PiRun", "PiWorld", "build_world", "call", "pi_world", "remove_temp_root",
+           "result_call", "runtime_of"]
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 PI = CHECKOUT / "node_modules" / ".bin" / "pi"
@@ -167,6 +169,7 @@ class PiWorld:
     pi_dir: Path
     server: ScriptedModelServer
     git_env: dict[str, str]
+    temp_root: Path
     environ: dict[str, str] = field(default_factory=dict)
     runs: list[PiRun] = field(default_factory=list)
 
@@ -197,6 +200,7 @@ class PiWorld:
         self.server.add(*script)
         first = len(self.server.requests)
         container = production(self.environ)
+        container.temp_root.override(providers.Object(str(self.temp_root)))
         backend = ObservedPiBackend(fs=LocalFileSystem(), environ=self.environ)
         container.backends.override(providers.Dict(pi=providers.Object(backend)))
         host = container.worker_host()
@@ -228,9 +232,14 @@ def build_world(root: Path) -> PiWorld:
                    GIT_CONFIG_NOSYSTEM="1", LANG="C.UTF-8")
     primary = root / "repo"
     server = ScriptedModelServer().start()
+    # The host's temp root, of this test alone (as the Claude Code world's): a short path under
+    # /tmp, so the sandbox's sockets below the runtime directory stay under 108 bytes, and
+    # holding nothing but this test's runtime directories (the sandbox hides it whole).
+    temp_root = Path(tempfile.mkdtemp(prefix="cpe-", dir="/tmp"))
     world = PiWorld(root=root, primary=primary,
                     worktree=primary / ".claude" / "worktrees" / WORKTREE_NAME, home=home,
-                    pi_dir=home / "pi-agent", server=server, git_env=git_env)
+                    pi_dir=home / "pi-agent", server=server, git_env=git_env,
+                    temp_root=temp_root)
     primary.mkdir()
     world.git(primary, "init", "-q", "-b", "main")
     for rel, text in PROJECT_FILES.items():
@@ -260,6 +269,15 @@ def pi_world(tmp_path: Path) -> Iterator[PiWorld]:
         yield world
     finally:
         world.server.stop()
+        remove_temp_root(world.temp_root)
+
+
+def remove_temp_root(temp_root: Path) -> None:
+    """The test's temp root and a failing run's leftovers (made unwritable by the host)."""
+    for path in [temp_root, *temp_root.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            os.chmod(path, 0o700)
+    shutil.rmtree(temp_root, ignore_errors=True)
 
 
 def usage(prompt: int = 1000, completion: int = 50) -> Usage:

@@ -1,7 +1,10 @@
 """A real on-disk world for the pi permission extension's tests: a primary worktree with a `.git`
 directory, a task worktree below `.claude/worktrees/` with files, symbolic links, a runtime path
-and a `.git` file, a user home, and a runtime directory (control/, config/, work/, home/, tmp/),
-plus the generated extension (control/permission.ts and control/pi_policy.ts) and a runner for
+and a `.git` file, a user home, and a runtime directory (control/, config/, work/, home/, tmp/)
+in a temp root of its own (`t/`, beside another run's runtime directory), plus what is hidden
+always (issue 8 §2-§4): `$HOME` apart from the password database's home, the configuration
+directories and credential files at their origins, the trace parent's `workers/` tree; and the
+generated extension (control/permission.ts and control/pi_policy.ts) and a runner for
 tests/fakes/pi_extension_driver.mjs.
 """
 
@@ -87,6 +90,28 @@ class PiWorld:
     embedded: dict[str, Any]
 
     @property
+    def other_run(self) -> Path:
+        """Another run's runtime directory beside this one, with its credential copy."""
+        return self.rt.parent / "concorde-def456-z1"
+
+    @property
+    def env_home(self) -> Path:
+        """`$HOME` when it is not the password database's home."""
+        return self.root / "envhome"
+
+    @property
+    def credentials(self) -> tuple[Path, ...]:
+        """The credential files at their origins (outside every home)."""
+        cfg = self.root / "cfg"
+        return (cfg / "claude/.credentials.json", cfg / "pi/auth.json", cfg / "pi/models.json",
+                self.root / "maps/models.json")
+
+    @property
+    def workers(self) -> Path:
+        """The trace parent's workers/ tree."""
+        return self.root / "trace/op-1/workers"
+
+    @property
     def control(self) -> Path:
         return self.rt / "control"
 
@@ -147,7 +172,7 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
     home = root / "home"
     primary = home / "proj"
     worktree = primary / ".claude" / "worktrees" / "t1"
-    rt = root / "rt"
+    rt = root / "t" / "rt"  # its temp root t/ holds runtime directories only, as /tmp would
     for d in (primary / ".git" / "worktrees" / "t1", worktree,
               *(rt / n for n in ("control", "config/sessions", "work", "home", "tmp/jiti"))):
         d.mkdir(parents=True, exist_ok=True)
@@ -168,6 +193,22 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
     (rt / "work" / "scratch.txt").write_text("scratch\n")
     (root / "outside").mkdir()
     (root / "outside" / "free.txt").write_text("outside\n")
+    hidden = {
+        "t/concorde-def456-z1/config/auth.json": '{"other": {"key": "sk-other-run"}}\n',
+        "t/concorde-def456-z1/work/x.txt": "other run's work\n",
+        "envhome/.ssh/id_rsa": "PRIVATE KEY\n",
+        "envhome/.pi/agent/auth.json": '{"home": {"key": "sk-home"}}\n',
+        "cfg/claude/.credentials.json": '{"claudeAiOauth": {"accessToken": "sk-ant-oat"}}\n',
+        "cfg/pi/auth.json": '{"cfg": {"key": "sk-cfg"}}\n',
+        "cfg/pi/models.json": '{"providers": {}}\n',
+        "cfg/pi/settings.json": "{}\n",
+        "maps/models.json": '{"schema_version": 1, "models": {}}\n',
+        "trace/op-1/workers/w-1/status.json": '{"host_pid": 1}\n',
+        "trace/op-1/workers/w-1/rounds/1/trace.json": "{}\n",
+    }
+    for rel, text in hidden.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
     # symbolic links
     links = {
         "src/app/to_ro": "../../docs/spec.md",              # link at an rw path to an ro file
@@ -180,6 +221,10 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
         "src/app/to_auth": str(rt / "config" / "auth.json"),
         "src/app/to_jiti": str(rt / "tmp" / "jiti"),
         "src/app/loop": "loop",
+        "src/app/to_other_run": str(root / "t/concorde-def456-z1/config/auth.json"),
+        "src/app/to_credentials": str(root / "cfg/claude/.credentials.json"),
+        "src/app/to_status": str(root / "trace/op-1/workers/w-1/status.json"),
+        "src/app/to_env_home": str(root / "envhome"),
         "README.link": "src/app/main.py",                   # link outside rw (ungranted) to rw
     }
     for rel, target in links.items():
@@ -195,7 +240,12 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
         git=(AdminPath(path=str(primary / ".git"), directory=True),
              AdminPath(path=str(worktree / ".git"), directory=False),
              AdminPath(path=str(worktree / "src/app/sub/.git"), directory=True)),
-        list_dir=_list_dir,
+        list_dir=_list_dir, homes=(str(home), str(root / "envhome")),
+        config_dirs=(str(root / "cfg/claude"), str(root / "cfg/pi")),
+        credentials=tuple(str(root / c) for c in (
+            "cfg/claude/.credentials.json", "cfg/pi/auth.json", "cfg/pi/models.json",
+            "maps/models.json")),
+        run_directories=(str(root / "trace/op-1/workers"),),
     )
     files = generate_extension(
         policy, limits=limits or Limits(max_turns=2, max_budget_usd=0.5),

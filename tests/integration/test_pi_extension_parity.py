@@ -74,7 +74,25 @@ def real_paths(w: PiWorld) -> list[str]:
         f"{w.root}/outside/free.txt", f"{w.root}/outside/new.txt", "/etc/hostname", "/usr/bin",
         "/", "/nonexistent/file", "/proc/1/environ", "/proc",
     ]
+    paths += hidden_paths(w)
     return paths
+
+
+def hidden_paths(w: PiWorld) -> list[str]:
+    """What is hidden always and every home (issue 8 §2-§4), by path and through links."""
+    other, env_home, workers = str(w.other_run), str(w.env_home), str(w.workers)
+    wt = str(w.worktree)
+    return [
+        other, f"{other}/config", f"{other}/config/auth.json", f"{other}/work/x.txt",
+        str(w.rt.parent), f"{w.rt.parent}/concorde-0a0a0a-later/config/auth.json",
+        f"{w.rt.parent}/concordex", env_home, f"{env_home}/.ssh/id_rsa",
+        f"{env_home}/.pi/agent/auth.json", *(str(c) for c in w.credentials),
+        f"{w.root}/cfg/pi", f"{w.root}/cfg/pi/settings.json", f"{w.root}/cfg",
+        f"{w.root}/trace/op-1", workers, f"{workers}/w-1/status.json",
+        f"{workers}/w-1/rounds/1/trace.json", f"{wt}/src/app/to_other_run",
+        f"{wt}/src/app/to_credentials", f"{wt}/src/app/to_status", f"{wt}/src/app/to_env_home",
+        f"{wt}/src/app/to_env_home/.ssh/id_rsa",
+    ]
 
 
 @pytest.mark.req("Both backends enforce the same grant")
@@ -140,7 +158,9 @@ def synthetic_paths(w: PiWorld) -> list[str]:
     wt, rt = str(w.worktree), str(w.rt)
     prefixes = [wt, f"{wt}/src", f"{wt}/src/app", f"{wt}/docs", f"{wt}/docs/private", f"{wt}/.venv",
                 f"{wt}/empty", f"{rt}/control", f"{rt}/config", f"{rt}/tmp/jiti", f"{rt}/tmp",
-                f"{rt}/work", f"{rt}/home", str(w.primary), str(w.home), "/etc", f"{w.primary}/.git"]
+                f"{rt}/work", f"{rt}/home", str(w.primary), str(w.home), "/etc", f"{w.primary}/.git",
+                str(w.rt.parent), str(w.other_run), str(w.env_home), str(w.workers),
+                f"{w.root}/cfg/claude", f"{w.root}/maps", f"{w.root}/trace"]
     tails = ["", "x", ".git", ".git/x", "a/../b", "..", "../..", "./y", "sub/", "secret.py",
              "frozen.py", "app", "app/", "private/plan.md", "lib/site.py", "jiti/z"]
     return [p + ("/" + t if t else "") for p, t in itertools.product(prefixes, tails)]
@@ -167,6 +187,47 @@ def test_pure_decisions_match_the_domain_on_a_grid(world: PiWorld) -> None:
     answers = world.decide(queries)
     mismatches = [(q, a, e) for q, a, e in zip(queries, answers, expected, strict=True) if a != e]
     assert mismatches == []
+
+
+OTHER_RUN = "belongs to another worker run"
+RUN_DIRECTORY = "belongs to the host: run directories are not available to workers"
+CREDENTIALS = "holds the user's credentials, which are not available to workers"
+BOUNDARY = "is outside this task's boundary"
+
+
+@pytest.mark.req("Both backends enforce the same grant")
+def test_the_extension_hides_other_runs_run_directories_credentials_and_homes(
+        world: PiWorld) -> None:
+    """Row by row, the rows pi's tables gained (issue 8 §2-§4), with their exact reasons."""
+    wt, other, workers = world.worktree, world.other_run, world.workers
+    later = world.rt.parent / "concorde-0a0a0a-later"
+    claude_credentials, pi_auth, _, model_map = world.credentials
+    cases = [
+        ("read", f"{other}/config/auth.json", f"{other}/config/auth.json {OTHER_RUN}"),
+        ("read", f"{later}/config/auth.json", f"{later}/config/auth.json {OTHER_RUN}"),
+        ("read", f"{wt}/src/app/to_other_run", f"{other}/config/auth.json {OTHER_RUN}"),
+        ("search", str(other), f"{other} {OTHER_RUN}"),
+        ("search", f"{other}/config", f"{other}/config {OTHER_RUN}"),
+        ("write", f"{other}/work/x.txt", f"{other}/work/x.txt {OTHER_RUN}"),
+        ("read", f"{workers}/w-1/status.json", f"{workers}/w-1/status.json {RUN_DIRECTORY}"),
+        ("read", f"{wt}/src/app/to_status", f"{workers}/w-1/status.json {RUN_DIRECTORY}"),
+        ("search", str(workers), f"{workers} {RUN_DIRECTORY}"),
+        ("read", str(claude_credentials), f"{claude_credentials} {CREDENTIALS}"),
+        ("read", str(pi_auth), f"{pi_auth} {CREDENTIALS}"),
+        ("read", str(model_map), f"{model_map} {CREDENTIALS}"),
+        ("read", f"{wt}/src/app/to_credentials", f"{claude_credentials} {CREDENTIALS}"),
+        ("write", f"{wt}/src/app/to_credentials", f"{claude_credentials} {CREDENTIALS}"),
+        ("read", f"{world.root}/cfg/pi/settings.json",
+         f"{world.root}/cfg/pi/settings.json {BOUNDARY}"),
+        ("read", f"{world.env_home}/.ssh/id_rsa", f"{world.env_home}/.ssh/id_rsa {BOUNDARY}"),
+        ("read", f"{world.env_home}/.pi/agent/auth.json",
+         f"{world.env_home}/.pi/agent/auth.json {BOUNDARY}"),
+        ("search", f"{wt}/src/app/to_env_home", f"{world.env_home} {BOUNDARY}"),
+        ("read", f"{world.rt.parent}/concordex", None),
+    ]
+    got = world.decide([{"kind": kind, "path": path} for kind, path, _ in cases])
+    assert [(c[1], g["allowed"], g["reason"]) for c, g in zip(cases, got, strict=True)] == [
+        (path, reason is None, None if reason is None else reason) for _, path, reason in cases]
 
 
 def test_arguments_resolve_like_pi(world: PiWorld) -> None:

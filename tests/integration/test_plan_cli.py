@@ -213,7 +213,8 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
     assert schema["type"] == "object"
     assert {same(f"{k}={v}") for k, v in round1["environment"].items()} == {
         same_text(line) for line in section(found, "Round 1 environment")}
-    assert data["control_files"] == [f"{rt}/control/result.schema.json",
+    assert data["control_files"] == [f"{rt}/control/read_hook.py",
+                                     f"{rt}/control/result.schema.json",
                                      f"{rt}/control/search_hook.py",
                                      f"{rt}/control/settings.json",
                                      f"{rt}/control/write_hook.py"]

@@ -1,5 +1,6 @@
 """The Claude Code hooks: the search decision row by row (domain/search_guard.py), the generation
-of control/write_hook.py and control/search_hook.py (adapters/claude/hooks.py), their settings
+of control/write_hook.py, control/search_hook.py and control/read_hook.py
+(adapters/claude/hooks.py), their settings
 entries, and the template's decisions against the domain's on generated paths (in process; the
 subprocess parity runs in tests/integration/test_claude_hook_parity.py)."""
 
@@ -25,8 +26,10 @@ from concorde_workers.adapters.claude.backend import ClaudeBackend
 from concorde_workers.adapters.claude.hooks import (
     GRANT_MARK,
     embedded_grant,
+    extra_hook_entries,
     hook_files,
     hook_source,
+    read_hook_entry,
     search_hook_entry,
     search_hook_path,
     template_text,
@@ -45,6 +48,7 @@ from concorde_workers.domain.policy import (
     Decision,
     Policy,
     build_policy,
+    decide_read,
     decide_write,
     directory_level,
 )
@@ -316,13 +320,16 @@ def test_a_dotdot_segment(value: str, expected: bool) -> None:
 
 def test_the_embedded_grant_parses_back_to_the_policys_lists() -> None:
     files = hook_files(POLICY)
-    assert sorted(files) == [f"{RT}/control/search_hook.py", f"{RT}/control/write_hook.py"]
+    assert sorted(files) == [f"{RT}/control/read_hook.py", f"{RT}/control/search_hook.py",
+                             f"{RT}/control/write_hook.py"]
     for source in files.values():
         grant = embedded_grant(source)
         assert grant == {**POLICY.grant_lists(), "hidden": [f"{RT}/control", f"{RT}/config",
                                                              f"{RT}/tmp/jiti"],
                          "home": f"{RT}/home", "own": [f"{RT}/work", f"{RT}/home", f"{RT}/tmp"],
-                         "primary": PRIMARY, "userHome": HOME}
+                         "primary": PRIMARY, "userHome": HOME, "boundaries": [HOME],
+                         "runtimeRoot": "/tmp", "runtimeDirectory": RT, "runDirectories": [],
+                         "credentials": []}
         assert grant["names"] == ["src/app/secret.py", "docs/"]
         assert grant["ro"] == ["src/bmod/", "specs/", "README.md", "lib/inner/", "vendor/"]
         assert grant["rw"] == ["src/app/", "tests/test_a.py", "lib/"]
@@ -334,6 +341,7 @@ def test_the_embedded_grant_parses_back_to_the_policys_lists() -> None:
         compile(source, "hook.py", "exec")
     assert 'HOOK: str = "write"\n' in files[f"{RT}/control/write_hook.py"]
     assert 'HOOK: str = "search"\n' in files[f"{RT}/control/search_hook.py"]
+    assert 'HOOK: str = "read"\n' in files[f"{RT}/control/read_hook.py"]
 
 
 def test_a_path_beyond_ascii_survives_the_embedding() -> None:
@@ -371,15 +379,19 @@ def test_the_hook_commands_run_the_hosts_interpreter_isolated() -> None:
     assert shlex.split(hook_command(PYTHON, f"{RT}/control/write_hook.py")) == [
         PYTHON, "-I", "-S", f"{RT}/control/write_hook.py"]
     assert search_hook_path(POLICY.runtime) == f"{RT}/control/search_hook.py"
+    read = read_hook_entry(PYTHON, POLICY.runtime)
+    assert read == {"matcher": "Read", "hooks": [
+        {"type": "command", "command": hook_command(PYTHON, f"{RT}/control/read_hook.py"),
+         "timeout": 30}]}
 
 
 @pytest.mark.req("Only rw paths are writable by file tools")
-def test_generate_writes_both_hooks_and_registers_them_in_the_settings() -> None:
+def test_generate_writes_the_hooks_and_registers_them_in_the_settings() -> None:
     context = make_context(backend="claude", runtime_dir=RT, worktree=WT, primary=PRIMARY,
                            user_home=HOME, entries={"src/": "rw", "src/x.py": "names"})
     generated = ClaudeBackend(FakeFileSystem()).generate(context)
     control = f"{RT}/control"
-    assert sorted(generated.files) == [f"{control}/result.schema.json",
+    assert sorted(generated.files) == [f"{control}/read_hook.py", f"{control}/result.schema.json",
                                        f"{control}/search_hook.py", f"{control}/settings.json",
                                        f"{control}/write_hook.py"]
     text = generated.files[f"{control}/settings.json"]
@@ -394,12 +406,17 @@ def test_generate_writes_both_hooks_and_registers_them_in_the_settings() -> None
             {"type": "command", "command": hook_command(context.interpreter,
                                                         f"{control}/search_hook.py"),
              "timeout": 30}]},
+        {"matcher": "Read", "hooks": [
+            {"type": "command", "command": hook_command(context.interpreter,
+                                                        f"{control}/read_hook.py"),
+             "timeout": 30}]},
     ]}
     assert settings_ == json.loads(json.dumps(claude_settings(
         context.policy, context.interpreter, as_root=False,
-        extra_hooks=[search_hook_entry(context.interpreter, context.policy.runtime)])))
+        extra_hooks=extra_hook_entries(context.interpreter, context.policy.runtime))))
     assert generated.files[f"{control}/write_hook.py"] == hook_source(context.policy, "write")
     assert generated.files[f"{control}/search_hook.py"] == hook_source(context.policy, "search")
+    assert generated.files[f"{control}/read_hook.py"] == hook_source(context.policy, "read")
 
 
 # --- the template's decisions against the domain's (in process) ----------------------------------
@@ -569,3 +586,135 @@ def test_the_templates_levels_are_the_grants_over_any_grant(entries: dict[str, s
     for rel in RELS:
         assert T.level_of(embedded, rel) == grant.level_of(rel)
         assert T.dir_entry_level(embedded, rel) == directory_level(grant, rel)
+
+
+# --- what is hidden always, and every home (issue 8 §2-§4) ---------------------------------------
+
+ENV_HOME = "/srv/home/u"
+CLAUDE_CFG = "/opt/cfg/claude"
+CREDENTIAL_FILES = (f"{CLAUDE_CFG}/.credentials.json", "/opt/cfg/pi/auth.json",
+                    "/opt/maps/models.json")
+WORKERS = "/srv/trace/op-1/workers"
+OTHER = "/tmp/concorde-def456-z1"
+IN_TREE_WORKERS = f"{WT}/lib/trace/workers"   # a trace parent inside an rw directory
+
+
+def hiding_policy(runtime_paths: Sequence[str] = (VENV, NODE_MODULES, PYROOT)) -> Policy:
+    return build_policy(grant=make_grant(ENTRIES), worktree=WT, primary=PRIMARY, user_home=HOME,
+                        runtime_dir=RT, runtime_paths=runtime_paths, git=GIT,
+                        list_dir=lambda _path: [], homes=(HOME, ENV_HOME),
+                        config_dirs=(CLAUDE_CFG, "/opt/cfg/pi"), credentials=CREDENTIAL_FILES,
+                        run_directories=(WORKERS, IN_TREE_WORKERS))
+
+
+HIDING = hiding_policy()
+HIDING_GRANT = hook_grant(HIDING)
+# lib/ holds a run directory: its ro lib/inner/ is named instead
+HIDING_GUIDANCE = (f"search a granted directory instead: {WT}/lib/inner, {WT}/specs, "
+                   f"{WT}/src/bmod; or Read a granted file by its path")
+
+HIDDEN_ROOTS = [
+    # (root, runtime paths, row, reason)
+    pytest.param(f"{OTHER}/config", (), "other run",
+                 f"{OTHER}/config belongs to another worker run; {HIDING_GUIDANCE}",
+                 id="another-run"),
+    pytest.param("/tmp/concorde-0a0a0a-late", (), "other run",
+                 f"/tmp/concorde-0a0a0a-late belongs to another worker run; {HIDING_GUIDANCE}",
+                 id="a-later-run"),
+    pytest.param(f"{WORKERS}/w-1", (), "run directory",
+                 f"{WORKERS}/w-1 belongs to the host: run directories are not available to "
+                 f"workers; {HIDING_GUIDANCE}", id="run-directory"),
+    pytest.param(CREDENTIAL_FILES[0], (), "credentials",
+                 f"{CREDENTIAL_FILES[0]} holds the user's credentials, which are not available "
+                 f"to workers; {HIDING_GUIDANCE}", id="credentials"),
+    pytest.param("/tmp", ("/tmp",), "other runs below",
+                 f"a search from /tmp would reach other worker runs' runtime directories, which "
+                 f"this task may not search; {HIDING_GUIDANCE}", id="runtime-path-temp-root"),
+    pytest.param("/srv/trace", ("/srv/trace",), "protected below",
+                 f"a search from /srv/trace would reach {WORKERS}, which this task may not "
+                 f"search; {HIDING_GUIDANCE}", id="runtime-path-above-workers"),
+    pytest.param("/opt/cfg", ("/opt/cfg",), "protected below",
+                 f"a search from /opt/cfg would reach {CLAUDE_CFG}, which this task may not "
+                 f"search; {HIDING_GUIDANCE}", id="runtime-path-above-a-configuration"),
+    pytest.param("/srv/home", ("/srv/home",), "protected below",
+                 f"a search from /srv/home would reach {ENV_HOME}, which this task may not "
+                 f"search; {HIDING_GUIDANCE}", id="runtime-path-above-HOME"),
+    pytest.param(f"{WT}/lib/trace", (), "protected below",
+                 f"a search from lib/trace would reach {IN_TREE_WORKERS}, which this task may "
+                 f"not search; {HIDING_GUIDANCE}", id="rw-dir-above-a-run-directory"),
+    pytest.param(ENV_HOME, (), "outside",
+                 f"{ENV_HOME} lies outside the directories this task may search; "
+                 f"{HIDING_GUIDANCE}", id="HOME"),
+]
+
+
+@pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
+@pytest.mark.parametrize(("root", "runtime_paths", "row", "reason"), HIDDEN_ROOTS)
+def test_a_search_never_reaches_what_is_hidden_always(root: str, runtime_paths: tuple[str, ...],
+                                                      row: str, reason: str) -> None:
+    policy = hiding_policy(runtime_paths) if runtime_paths else HIDING
+    assert decide_search(policy, root) == Decision(allowed=False, row=row, reason=reason)
+    assert T.decide_search(hook_grant(policy), root, None, True) == (False, reason)
+
+
+def test_the_own_directories_stay_searchable_beside_the_other_runs() -> None:
+    assert decide_search(HIDING, f"{RT}/work").allowed
+    assert decide_search(HIDING, f"{RT}/work/link", f"{OTHER}/work").row == "other run"
+    assert decide_search(hiding_policy(("/tmp/tools",)), "/tmp/tools").allowed
+
+
+HIDDEN_BASES = [OTHER, "/tmp/concorde-0a0a0a-late", "/tmp", WORKERS, IN_TREE_WORKERS, "/srv",
+                ENV_HOME, CLAUDE_CFG, "/opt/cfg", "/opt/maps", f"{RT}/work", WT, f"{WT}/lib"]
+hidden_paths = st.builds(
+    lambda base, segs: posixpath.normpath(posixpath.join(base, *segs)),
+    st.sampled_from(HIDDEN_BASES + BASES),
+    st.lists(st.sampled_from([*SEGMENTS, "config", "auth.json", ".credentials.json",
+                              "models.json", "trace", "workers"]), max_size=4))
+
+
+@settings(max_examples=400, deadline=None)
+@given(given_path=hidden_paths, resolved=hidden_paths, link=st.booleans())
+def test_the_templates_write_table_hides_as_the_domain(given_path: str, resolved: str,
+                                                       link: bool) -> None:
+    assert T.decide_write(HIDING_GRANT, given_path, resolved, link) == _verdict(
+        decide_write(HIDING, given_path, resolved, link))
+
+
+@settings(max_examples=400, deadline=None)
+@given(lexical=hidden_paths, real=st.one_of(st.none(), hidden_paths),
+       is_directory=st.booleans())
+def test_the_templates_search_roots_hide_as_the_domain(lexical: str, real: str | None,
+                                                       is_directory: bool) -> None:
+    assert T.decide_search(HIDING_GRANT, lexical, real, is_directory) == _verdict(
+        decide_search(HIDING, lexical, real, is_directory))
+
+
+@pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
+@settings(max_examples=600, deadline=None)
+@given(lexical=hidden_paths, real=st.one_of(st.none(), hidden_paths))
+def test_the_templates_read_table_is_the_domains(lexical: str, real: str | None) -> None:
+    assert T.decide_read(HIDING_GRANT, lexical, real) == _verdict(
+        decide_read(HIDING, lexical, real))
+    assert T.decide_read(GRANT, lexical, real) == _verdict(decide_read(POLICY, lexical, real))
+
+
+@pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
+def test_the_read_hook_allows_silently_and_denies_with_one_json_line() -> None:
+    def read(path: str) -> str:
+        out = io.StringIO()
+        call = {"tool_name": "Read", "cwd": f"{RT}/work", "tool_input": {"file_path": path}}
+        assert T.main(HIDING_GRANT, "read", io.StringIO(json.dumps(call)), out) == 0
+        return out.getvalue()
+
+    assert read(f"{WT}/specs/a.md") == ""
+    assert read("notes.md") == ""  # in the working directory, work/
+    assert read(f"{OTHER}/config/auth.json") == denial(
+        f"{OTHER}/config/auth.json belongs to another worker run")
+    assert read(f"{WORKERS}/w-1/status.json") == denial(
+        f"{WORKERS}/w-1/status.json belongs to the host: run directories are not available to "
+        "workers")
+    assert read(f"{ENV_HOME}/.ssh/id_rsa") == denial(
+        f"{ENV_HOME}/.ssh/id_rsa is outside this task's boundary")
+    assert read(f"{WT}/secrets/new.txt") == denial("secrets/new.txt is not in this task's grant")
+    assert run_main({"tool_name": "Read", "tool_input": {}}, hook="read") == denial(
+        NO_FILE_REASON)

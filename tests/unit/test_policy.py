@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from concorde_workers.domain.credentials import credential_origins
 from concorde_workers.domain.errors import Reason
 from concorde_workers.domain.grant import Grant, Level, parse_grant
 from concorde_workers.domain.layout import RuntimeLayout
@@ -332,7 +333,9 @@ def test_the_sandbox_lists() -> None:
     assert POLICY.sandbox.to_json() == {
         "denyRead": [WT, HOME, PRIMARY, f"{PRIMARY}/.git", f"{WT}/.git", f"{WT}/vendor/lib/.git",
                      f"{RT}/control", f"{RT}/config", f"{RT}/tmp/jiti",
-                     f"{WT}/src/app/secret.py", f"{WT}/src/bmod/secret.py"],
+                     f"{WT}/src/app/secret.py", f"{WT}/src/bmod/secret.py",
+                     # the temp root: other runs, those that start later too (issue 8 §2)
+                     "/tmp"],
         "allowRead": sorted([f"{WT}/README.md", f"{WT}/specs", f"{WT}/src/app", f"{WT}/src/bmod",
                              f"{WT}/tests/test_a.py", f"{RT}/work", f"{RT}/home", f"{RT}/tmp",
                              VENV, PYROOT]),
@@ -623,3 +626,236 @@ def test_no_edit_rule_covers_an_rw_file_and_only_rw_files_are_writable(
             assert not any(rule_covers(r, path) for r in edits), rel
         else:
             assert any(rule_covers(r, path) for r in edits) or not plain, rel
+
+
+# --- what is hidden always, and every home (issue 8 §2-§4) ---------------------------------------
+
+ENV_HOME = "/srv/home/u"                     # $HOME, not the password database's home
+CLAUDE_CFG = "/opt/cfg/claude"               # CLAUDE_CONFIG_DIR outside every home
+PI_CFG = "/opt/cfg/pi"                       # PI_CODING_AGENT_DIR outside every home
+MODEL_MAP = "/opt/maps/models.json"          # CONCORDE_MODEL_MAP outside every home
+CREDENTIALS = (f"{CLAUDE_CFG}/.credentials.json", f"{PI_CFG}/auth.json", f"{PI_CFG}/models.json",
+               MODEL_MAP)
+WORKERS = "/srv/trace/op-1/workers"          # the trace parent's workers/ tree
+RUN_DIR = f"{WORKERS}/w-20260101T000000-abc123"
+OTHER = "/tmp/concorde-def456-z1"            # another run, there when the rules are generated
+LATER = "/tmp/concorde-0a0a0a-late"          # another run, started after
+HIDDEN_FILES = [
+    *FILES, f"{ENV_HOME}/.ssh/id_rsa", f"{ENV_HOME}/.pi/agent/auth.json", *CREDENTIALS,
+    f"{PI_CFG}/settings.json", f"{RUN_DIR}/status.json", f"{WORKERS}/w-other/transcript.jsonl",
+    f"{OTHER}/config/auth.json", f"{OTHER}/work/x", "/tmp/concordex/y", f"{RT}/work/.keep",
+]
+
+
+def hiding_policy(runtime_dir: str = RT, runtime_paths: Sequence[str] = (VENV, PYROOT),
+                  files: Sequence[str] = HIDDEN_FILES, links: Sequence[str] = ()) -> Policy:
+    return build_policy(grant=GRANT, worktree=WT, primary=PRIMARY, user_home=HOME,
+                        runtime_dir=runtime_dir, runtime_paths=runtime_paths, git=GIT,
+                        list_dir=memory_tree(files, links), homes=(HOME, ENV_HOME),
+                        config_dirs=(CLAUDE_CFG, PI_CFG), credentials=CREDENTIALS,
+                        run_directories=(WORKERS,))
+
+
+HIDING = hiding_policy()
+OTHER_RUN = "belongs to another worker run"
+RUN_DIRECTORY = "belongs to the host: run directories are not available to workers"
+CREDENTIAL = "holds the user's credentials, which are not available to workers"
+BOUNDARY = "is outside this task's boundary"
+
+HIDDEN_READ_ROWS = [
+    pytest.param(f"{OTHER}/config/auth.json", None, f"{OTHER}/config/auth.json {OTHER_RUN}",
+                 id="other run: its credential copy"),
+    pytest.param(OTHER, None, f"{OTHER} {OTHER_RUN}", id="other run: its directory"),
+    pytest.param(f"{LATER}/config/.credentials.json", None,
+                 f"{LATER}/config/.credentials.json {OTHER_RUN}", id="other run: started later"),
+    pytest.param(f"{RT}/work/x", f"{OTHER}/config/auth.json",
+                 f"{OTHER}/config/auth.json {OTHER_RUN}", id="other run: by a link in work/"),
+    pytest.param("/tmp/concordex/y", None, None, id="not a run: another name"),
+    pytest.param("/tmp", None, None, id="the temp root itself by the read table"),
+    pytest.param(f"{RT}/work/x", None, None, id="own work/ is no other run"),
+    pytest.param(f"{RT}/config/auth.json", None, f"{RT}/config/auth.json belongs to the host",
+                 id="own config/ still the host's"),
+    pytest.param(f"{RUN_DIR}/status.json", None, f"{RUN_DIR}/status.json {RUN_DIRECTORY}",
+                 id="run directory: status.json"),
+    pytest.param(f"{RUN_DIR}/grant.json", None, f"{RUN_DIR}/grant.json {RUN_DIRECTORY}",
+                 id="run directory: grant.json"),
+    pytest.param(f"{RUN_DIR}/rounds/1/stderr.log", None,
+                 f"{RUN_DIR}/rounds/1/stderr.log {RUN_DIRECTORY}", id="run directory: rounds/"),
+    pytest.param(f"{WORKERS}/w-other/transcript.jsonl", None,
+                 f"{WORKERS}/w-other/transcript.jsonl {RUN_DIRECTORY}",
+                 id="run directory: a sibling run's"),
+    pytest.param(WORKERS, None, f"{WORKERS} {RUN_DIRECTORY}", id="run directory: workers/"),
+    pytest.param("/srv/trace/op-1/notes.md", None, None, id="the trace parent beside workers/"),
+    *(pytest.param(c, None, f"{c} {CREDENTIAL}", id=f"credentials: {c}") for c in CREDENTIALS),
+    pytest.param(f"{WT}/src/app/link", MODEL_MAP, f"{MODEL_MAP} {CREDENTIAL}",
+                 id="credentials: by a link in rw"),
+    pytest.param(f"{PI_CFG}/settings.json", None, f"{PI_CFG}/settings.json {BOUNDARY}",
+                 id="configuration directory: hidden whole"),
+    pytest.param(f"{ENV_HOME}/.ssh/id_rsa", None, f"{ENV_HOME}/.ssh/id_rsa {BOUNDARY}",
+                 id="$HOME: its ssh key"),
+    pytest.param(f"{ENV_HOME}/.pi/agent/auth.json", None,
+                 f"{ENV_HOME}/.pi/agent/auth.json {BOUNDARY}", id="$HOME: pi's default auth"),
+    pytest.param(f"{HOME}/.bashrc", None, f"{HOME}/.bashrc {BOUNDARY}",
+                 id="the password database's home still"),
+]
+
+
+@pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
+@pytest.mark.parametrize(("path", "real", "reason"), HIDDEN_READ_ROWS)
+def test_the_read_table_hides_other_runs_run_directories_and_credentials(
+        path: str, real: str | None, reason: str | None) -> None:
+    decision = decide_read(HIDING, path, real)
+    assert (decision.allowed, decision.reason) == (reason is None, reason)
+
+
+@pytest.mark.parametrize(("runtime_paths", "path", "reason"), [
+    pytest.param(("/tmp",), f"{LATER}/config/auth.json", f"{LATER}/config/auth.json {OTHER_RUN}",
+                 id="a runtime path over the temp root"),
+    pytest.param(("/srv/trace",), f"{RUN_DIR}/brief.md", f"{RUN_DIR}/brief.md {RUN_DIRECTORY}",
+                 id="a runtime path over the trace parent"),
+    pytest.param(("/opt",), f"{CLAUDE_CFG}/.credentials.json",
+                 f"{CLAUDE_CFG}/.credentials.json {CREDENTIAL}", id="a runtime path over a "
+                 "credential"),
+])
+def test_what_is_hidden_always_comes_before_a_runtime_path(
+        runtime_paths: tuple[str, ...], path: str, reason: str) -> None:
+    decision = decide_read(hiding_policy(runtime_paths=runtime_paths), path)
+    assert (decision.allowed, decision.reason) == (False, reason)
+
+
+HIDDEN_WRITE_ROWS = [
+    pytest.param(f"{RUN_DIR}/status.json", f"{RUN_DIR}/status.json", False,
+                 f"{RUN_DIR}/status.json {RUN_DIRECTORY}", id="run directory"),
+    pytest.param(f"{LATER}/control/settings.json", f"{LATER}/control/settings.json", False,
+                 f"{LATER}/control/settings.json {OTHER_RUN}", id="another run's control/"),
+    pytest.param(f"{WT}/src/app/l", f"{PI_CFG}/auth.json", True,
+                 f"{PI_CFG}/auth.json {CREDENTIAL}", id="credentials through a link in rw"),
+    pytest.param(f"{ENV_HOME}/.bashrc", f"{ENV_HOME}/.bashrc", False,
+                 f"{ENV_HOME}/.bashrc is outside the task worktree", id="$HOME: outside"),
+]
+
+
+@pytest.mark.req("Only rw paths are writable by file tools")
+@pytest.mark.parametrize(("given", "resolved", "link", "reason"), HIDDEN_WRITE_ROWS)
+def test_the_write_table_refuses_what_is_hidden_always(given: str, resolved: str, link: bool,
+                                                       reason: str) -> None:
+    decision = decide_write(HIDING, given, resolved, link)
+    assert (decision.allowed, decision.reason) == (False, reason)
+
+
+@pytest.mark.parametrize(("root", "reason"), [
+    pytest.param(OTHER, f"{OTHER} {OTHER_RUN}", id="another run"),
+    pytest.param(f"{LATER}/config", f"{LATER}/config {OTHER_RUN}", id="a later run's config/"),
+    pytest.param(WORKERS, f"{WORKERS} {RUN_DIRECTORY}", id="workers/"),
+    pytest.param(PI_CFG, f"{PI_CFG} {BOUNDARY}", id="a configuration directory"),
+    pytest.param(ENV_HOME, f"{ENV_HOME} {BOUNDARY}", id="$HOME"),
+    pytest.param("/tmp", None, id="the temp root: the sandbox shows it empty"),
+])
+def test_the_search_root_decision_hides_them_too(root: str, reason: str | None) -> None:
+    decision = decide_search_root(HIDING, root)
+    assert (decision.allowed, decision.reason) == (reason is None, reason)
+
+
+HIDDEN_RULE_ROWS = [
+    pytest.param(rd(ENV_HOME, True), id="$HOME holding nothing kept: whole"),
+    pytest.param(rd(CLAUDE_CFG, True), id="CLAUDE_CONFIG_DIR: whole"),
+    pytest.param(rd(PI_CFG, True), id="PI_CODING_AGENT_DIR: whole"),
+    pytest.param(rd(MODEL_MAP), id="the model map"),
+    pytest.param(rd(f"{CLAUDE_CFG}/.credentials.json"), id="a credential file itself"),
+    pytest.param(rd(WORKERS, True), id="the trace parent's workers/"),
+    pytest.param(rd(OTHER, True), id="another run there at generation"),
+]
+
+
+@pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
+@pytest.mark.parametrize("expected", HIDDEN_RULE_ROWS)
+def test_each_hidden_class_has_its_deny_rules(expected: list[str]) -> None:
+    for rule in expected:
+        assert rule in HIDING.deny_rules
+
+
+def test_the_hidden_rules_follow_the_upstream_ones_in_order() -> None:
+    upstream = list(POLICY.deny_rules)
+    assert list(HIDING.deny_rules[:len(upstream)]) == upstream
+    assert list(HIDING.deny_rules[len(upstream):]) == [
+        *rd(ENV_HOME, True), *rd(CLAUDE_CFG, True), *rd(PI_CFG, True),
+        *(r for c in CREDENTIALS for r in rd(c)), *rd(WORKERS, True), *rd(OTHER, True)]
+
+
+@pytest.mark.req("A run the deny rules would disable is refused")
+def test_no_hidden_rule_covers_the_workers_own_directories() -> None:
+    assert HIDING.run_directory_refusal is None
+    assert HIDING.other_runs == (OTHER,)
+    assert not [r for r in HIDING.deny_rules if rule_covers(r, "/tmp/concordex/y")]
+
+
+def test_a_home_holding_the_runtime_directory_is_walked_around_it() -> None:
+    policy = build_policy(grant=GRANT, worktree=WT, primary=PRIMARY, user_home=HOME,
+                          runtime_dir=RT, runtime_paths=(), git=GIT,
+                          list_dir=memory_tree(HIDDEN_FILES), homes=("/tmp",))
+    assert policy.run_directory_refusal is None
+    assert set(rd(OTHER, True)) <= set(policy.deny_rules)
+    assert set(rd(f"{RT}/control", True)) <= set(policy.deny_rules)
+
+
+def test_a_boundary_inside_another_adds_nothing() -> None:
+    nested = build_policy(grant=GRANT, worktree=WT, primary=PRIMARY, user_home=HOME,
+                          runtime_dir=RT, runtime_paths=(VENV, PYROOT), git=GIT,
+                          list_dir=memory_tree(FILES), homes=(HOME,),
+                          config_dirs=(f"{HOME}/.claude", f"{HOME}/.pi/agent"))
+    assert nested.deny_rules == POLICY.deny_rules
+    assert nested.boundaries == (HOME,)
+
+
+def test_the_sandbox_hides_every_class() -> None:
+    deny_read = HIDING.sandbox.deny_read
+    assert list(deny_read[:len(POLICY.sandbox.deny_read) - 1]) == list(
+        POLICY.sandbox.deny_read[:-1])
+    assert list(deny_read[len(POLICY.sandbox.deny_read) - 1:]) == [
+        ENV_HOME, CLAUDE_CFG, PI_CFG, *CREDENTIALS, WORKERS, "/tmp"]
+    assert HIDING.sandbox.allow_read == POLICY.sandbox.allow_read
+
+
+def test_a_runtime_directory_at_the_root_lists_the_other_runs_instead() -> None:
+    runtime = "/concorde-abc123-k9"
+    policy = hiding_policy(runtime_dir=runtime,
+                           files=[*FILES, "/concorde-def456-z1/config/auth.json", "/etc/hosts"])
+    assert "/" not in policy.sandbox.deny_read
+    assert policy.sandbox.deny_read[-1] == "/concorde-def456-z1"
+    assert not decide_read(policy, "/concorde-0a0a0a-late/config/auth.json").allowed
+    assert decide_read(policy, "/etc/hosts").allowed
+
+
+def test_the_hidden_classes_are_in_the_policy_json() -> None:
+    data = HIDING.to_json()
+    assert data["boundaries"] == [HOME, ENV_HOME, CLAUDE_CFG, PI_CFG]
+    assert data["runtimeRoot"] == "/tmp" and data["runtimeDirectory"] == RT
+    assert data["runDirectories"] == [WORKERS]
+    assert data["credentials"] == list(CREDENTIALS)
+
+
+# --- where the credentials really are (domain.credentials) ---------------------------------------
+
+ORIGIN_ROWS = [
+    pytest.param({"HOME": "/home/u"}, "/home/u", ("/home/u",),
+                 ("/home/u/.claude", "/home/u/.pi/agent"),
+                 ("/home/u/.claude/.credentials.json", "/home/u/.pi/agent/auth.json",
+                  "/home/u/.pi/agent/models.json", "/home/u/.config/concorde/models.json"),
+                 id="defaults below the one home"),
+    pytest.param({"HOME": "/srv/h", "CLAUDE_CONFIG_DIR": "/opt/c", "PI_CODING_AGENT_DIR": "~/pi",
+                  "CONCORDE_MODEL_MAP": "/opt/m.json"}, "/home/u", ("/home/u", "/srv/h"),
+                 ("/opt/c", "/srv/h/pi"),
+                 ("/opt/c/.credentials.json", "/srv/h/pi/auth.json", "/srv/h/pi/models.json",
+                  "/opt/m.json"), id="HOME apart, every origin moved"),
+    pytest.param({"XDG_CONFIG_HOME": "/x", "CLAUDE_CONFIG_DIR": "rel/c",
+                  "PI_CODING_AGENT_DIR": "/p"}, "/home/u", ("/home/u",), ("/p",),
+                 ("/p/auth.json", "/p/models.json", "/x/concorde/models.json"),
+                 id="no HOME; a relative directory left out"),
+]
+
+
+@pytest.mark.parametrize(("environ", "user_home", "homes", "directories", "files"), ORIGIN_ROWS)
+def test_the_credential_origins(environ: dict[str, str], user_home: str, homes: tuple[str, ...],
+                                directories: tuple[str, ...], files: tuple[str, ...]) -> None:
+    origins = credential_origins(environ, user_home)
+    assert (origins.homes, origins.directories, origins.files) == (homes, directories, files)

@@ -32,6 +32,7 @@ from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import parse_grant
 from concorde_workers.domain.launch import schema_text
+from concorde_workers.domain.policy import decide_read
 from concorde_workers.domain.prerequisites import HOW_TO_PROVIDE
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.domain.task_types import TASK_TYPES
@@ -344,7 +345,8 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
     assert result.brief_digest == sha256(result.brief)
     assert result.brief.startswith("# Concorde worker task (implement)\n")
     assert "Do the task." in result.brief
-    assert sorted(result.control_files) == [f"{RT}/control/result.schema.json",
+    assert sorted(result.control_files) == [f"{RT}/control/read_hook.py",
+                                            f"{RT}/control/result.schema.json",
                                             f"{RT}/control/search_hook.py",
                                             f"{RT}/control/settings.json",
                                             f"{RT}/control/write_hook.py"]
@@ -451,3 +453,43 @@ def test_runtime_paths_reach_the_policy_exactly_as_given() -> None:
     assert "/opt/venv" not in result.policy.sandbox.allow_write
     assert result.grant == parse_grant(GRANT)
 
+
+
+# --- what the policy hides, from the host's facts and the request (issue 8 §2-§4) ---------------
+
+
+@pytest.mark.parametrize("backend", ["claude", "pi"])
+def test_the_policy_hides_both_homes_every_origin_and_the_run_directory(backend: str) -> None:
+    world = PlanWorld()
+    world.environ.update(HOME="/srv/home/dev", CLAUDE_CONFIG_DIR="/opt/claude",
+                         PI_CODING_AGENT_DIR="/opt/pi", CONCORDE_MODEL_MAP="/opt/map.json")
+    world.fs.mkdir("/srv/trace/op-1/workers")
+    world.fs.mkdir("/tmp/concorde-def456-zz")  # another run's runtime directory
+    result, _ = prepare(world, request(backend=backend, parent="/srv/trace/op-1"))
+    assert isinstance(result, Prepared), result
+    policy = result.policy
+    assert policy.boundaries == ("/home/dev", "/srv/home/dev", PRIMARY, "/opt/claude", "/opt/pi")
+    assert policy.always_hidden.credentials == (
+        "/opt/claude/.credentials.json", "/opt/pi/auth.json", "/opt/pi/models.json",
+        "/opt/map.json")
+    assert policy.always_hidden.run_directories == ("/srv/trace/op-1/workers",)
+    assert policy.other_runs == ("/tmp/concorde-def456-zz",)
+    assert (policy.always_hidden.runtime_root, policy.always_hidden.runtime_directory) == (
+        "/tmp", RT)
+    for path in ("/srv/home/dev/.ssh/id_rsa", "/opt/pi/auth.json",
+                 "/srv/trace/op-1/workers/w-1/grant.json", "/tmp/concorde-0a0a0a-x/config"):
+        assert not decide_read(policy, path).allowed, path
+
+
+def test_a_linked_origin_is_hidden_as_given_and_really() -> None:
+    world = PlanWorld()
+    world.fs.mkdir("/data/claude")
+    world.fs.symlink("/data/claude", "/opt/claude")
+    world.environ.update(CLAUDE_CONFIG_DIR="/opt/claude")
+    result, _ = prepare(world, request(backend="claude"))
+    assert isinstance(result, Prepared), result
+    hidden = result.policy.always_hidden
+    assert hidden.credentials[:2] == ("/opt/claude/.credentials.json",
+                                      "/data/claude/.credentials.json")
+    assert hidden.run_directories == ()  # no parent: nothing to hide
+    assert "/data/claude" in result.policy.boundaries

@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 
 export const GRANT_PREFIX = "Concorde grant: ";
 export const GIT_REASON = "Git metadata is not available to workers";
+const RUNTIME_PREFIX = "concorde-";
 
 export interface SandboxLists {
 	denyRead: string[];
@@ -36,6 +37,11 @@ export interface Policy {
 	own: string[];
 	primary: string;
 	userHome: string;
+	boundaries: string[];
+	runtimeRoot: string;
+	runtimeDirectory: string;
+	runDirectories: string[];
+	credentials: string[];
 	sandbox: SandboxLists;
 	programs?: { rg: string | null; fd: string | null };
 	limits?: { maxTurns: number; maxBudgetUsd: number | null };
@@ -176,12 +182,33 @@ function shown(p: Policy, path: string): string {
 	return rel(p, path) || p.worktree;
 }
 
+// --- what is hidden always (domain.hidden) ------------------------------------------------------
+
+function otherRun(p: Policy, path: string): boolean {
+	if (!isWithin(path, p.runtimeRoot) || isWithin(path, p.runtimeDirectory)) return false;
+	return relativeTo(path, p.runtimeRoot).split("/")[0].startsWith(RUNTIME_PREFIX);
+}
+
+/** Policy.hidden_always: another run's runtime directory, a run directory, a credential file. */
+function hiddenAlways(p: Policy, pathIn: string): Decision | null {
+	const path = normpath(pathIn);
+	if (p.runDirectories.some((d) => isWithin(path, d))) {
+		return deny("run directory", `${path} belongs to the host: run directories are not available to workers`);
+	}
+	if (otherRun(p, path)) return deny("other run", `${path} belongs to another worker run`);
+	if (p.credentials.some((c) => isWithin(path, c))) {
+		return deny("credentials", `${path} holds the user's credentials, which are not available to workers`);
+	}
+	return null;
+}
+
 // --- read table (§2.4) -------------------------------------------------------------------------
 
 type Row = (p: Policy, path: string) => Decision | null;
 
 const READ_TABLE: Row[] = [
 	(p, path) => (inGit(p, path) ? deny("git", GIT_REASON) : null),
+	(p, path) => hiddenAlways(p, path),
 	(p, path) => (inRuntimePath(p, path) ? allow("runtime path") : null),
 	(p, path) => (inWorktree(p, path) && READABLE.has(levelOf(p, rel(p, path))) ? allow("ro or rw") : null),
 	(p, path) =>
@@ -196,7 +223,7 @@ const READ_TABLE: Row[] = [
 			: null,
 	(p, path) => (p.own.some((o) => isWithin(path, o)) ? allow("own directory") : null),
 	(p, path) =>
-		isWithin(path, p.userHome) || isWithin(path, p.primary)
+		p.boundaries.some((b) => isWithin(path, b))
 			? deny("boundary", `${path} is outside this task's boundary`)
 			: null,
 	() => allow("elsewhere"),
@@ -224,6 +251,8 @@ export function decideWrite(policy: Policy, given: string, resolvedIn: string, g
 	const p = policy;
 	const resolved = normpath(resolvedIn);
 	if (p.git.some((g) => isWithin(resolved, g))) return deny("git", GIT_REASON);
+	const hidden = hiddenAlways(p, resolved);
+	if (hidden !== null) return hidden;
 	if (!inWorktree(p, resolved)) {
 		if (givenIsLink) {
 			return deny("outside", `${given} is a symbolic link to ${resolved}, outside the task worktree`);
@@ -256,6 +285,8 @@ export function decideWrite(policy: Policy, given: string, resolvedIn: string, g
 function searchOne(p: Policy, root: string): Decision {
 	if (!inWorktree(p, root)) return first(p, root);
 	if (inGit(p, root)) return deny("git", GIT_REASON);
+	const hidden = hiddenAlways(p, root);
+	if (hidden !== null) return hidden;
 	if (inRuntimePath(p, root) || p.runtime.some((r) => isWithin(r, root))) return allow("runtime path");
 	const r = rel(p, root);
 	const above = READABLE.has(dirLevel(p, r)) || READABLE.has(levelOf(p, r));

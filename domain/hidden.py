@@ -1,0 +1,92 @@
+"""What no worker tool ever reads, whatever the grant and the runtime paths say (issue 8 §2-§4).
+
+Three classes, judged by path before every grant row of the read, write and search tables (and
+listed in the deny rules and the sandbox lists by `domain.policy`):
+
+- **other runs**: every other run's runtime directory, `<temp root>/concorde-*` but this run's
+  own. Judged by pattern, so a run that starts after this run's rules were generated is hidden
+  from the tables too; the deny rules and the sandbox lists, which are fixed at generation, list
+  the ones that exist then and hide the temp root itself from sandboxed commands
+  (docs/decisions.md "Other runs' runtime directories").
+- **run directories**: the trace parent's whole `workers/` tree (this run's run directory —
+  trace.json, status.json with the host's pid, grant.json, brief.md, transcript.jsonl, rounds/ —
+  and every other run's beside it; docs/decisions.md "The run directory is hidden").
+- **credentials**: every file the host copies into `config/` at its origin, and the model map.
+
+Reasons name the path and why; `domain.policy` adds `Concorde grant: ` when a tool reports one.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.paths import is_within, relative_to
+from concorde_workers.domain.run_id import RUNTIME_PREFIX
+
+OTHER_RUN_ROW = "other run"
+RUN_DIRECTORY_ROW = "run directory"
+CREDENTIALS_ROW = "credentials"
+
+
+def other_run_reason(path: str) -> str:
+    return f"{path} belongs to another worker run"
+
+
+def run_directory_reason(path: str) -> str:
+    return f"{path} belongs to the host: run directories are not available to workers"
+
+
+def credentials_reason(path: str) -> str:
+    return f"{path} holds the user's credentials, which are not available to workers"
+
+
+class Hidden(BaseModel):
+    """The always-hidden classes of one run; every path absolute and normalised."""
+
+    model_config = ConfigDict(frozen=True)
+
+    runtime_root: str
+    """The temp root the runtime directories are made in (this run's runtime directory's
+    parent)."""
+    runtime_directory: str
+    """This run's own runtime directory (its control/ and config/ are judged by the host row)."""
+    run_directories: tuple[str, ...] = ()
+    """The `<parent>/workers` tree, as given and really (empty when there is no parent)."""
+    credentials: tuple[str, ...] = ()
+    """The credential files at their origins, as given and really."""
+
+    def other_run(self, path: str) -> bool:
+        """`path` is or lies in a directory `<runtime root>/concorde-*` other than this run's."""
+        if not is_within(path, self.runtime_root) or is_within(path, self.runtime_directory):
+            return False
+        first = relative_to(path, self.runtime_root).split("/", 1)[0]
+        return first.startswith(RUNTIME_PREFIX)
+
+    def judge(self, path: str) -> tuple[str, str] | None:
+        """(row, reason) of the first class `path` falls in, or None."""
+        path = posixpath.normpath(path)
+        if any(is_within(path, d) for d in self.run_directories):
+            return RUN_DIRECTORY_ROW, run_directory_reason(path)
+        if self.other_run(path):
+            return OTHER_RUN_ROW, other_run_reason(path)
+        if any(is_within(path, c) for c in self.credentials):
+            return CREDENTIALS_ROW, credentials_reason(path)
+        return None
+
+    def anchors(self) -> tuple[str, ...]:
+        """The paths a search from an ancestor would reach: the run directories, the credential
+        files and the temp root (which holds the other runs)."""
+        return (*self.run_directories, *self.credentials, self.runtime_root)
+
+    def to_json(self) -> dict[str, object]:
+        return {"runtimeRoot": self.runtime_root, "runtimeDirectory": self.runtime_directory,
+                "runDirectories": list(self.run_directories),
+                "credentials": list(self.credentials)}
+
+
+__all__ = [
+    "CREDENTIALS_ROW", "OTHER_RUN_ROW", "RUN_DIRECTORY_ROW", "Hidden", "credentials_reason",
+    "other_run_reason", "run_directory_reason",
+]
