@@ -10,7 +10,7 @@ files, the command line and the environment. Nothing here writes a file or start
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from concorde_workers.contracts import worker_result_schema
