@@ -24,6 +24,7 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.display import ProgressWatcher, account, terminal_lines
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
+from concorde_workers.domain.text import json_document
 
 if TYPE_CHECKING:
     from concorde_workers.application.container import Container
@@ -144,7 +145,7 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO,
     finally:
         world.close()
     if getattr(args, "json", False):
-        out.write(record.model_dump_json(indent=2) + "\n")
+        out.write(json_document(record.model_dump(mode="json")) + "\n")
     else:
         out.write(account(record).rstrip("\n") + "\n\n")
     held = checks(record, results)

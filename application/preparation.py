@@ -166,13 +166,26 @@ class Preparer:
 
     def beside_refusal(self, request: RunRequest, temp_root: str) -> Refusal | None:
         """The refusal of the request's own input (its runtime paths, its project interpreter,
-        its worktree's name) that `prepare` would meet first, or None, also when `prepare` would
-        meet another refusal first. The host asks this before a run exists
-        (`WorkerHost.refusal_before_run`): request_invalid is none of a run's codes."""
-        settled = self._settle(request, temp_root, Progress())
-        if isinstance(settled, Refusal) and settled.code == REQUEST_INVALID:
-            return settled
-        return None
+        its worktree's name) that `prepare` would meet, or None, also when `prepare` would meet
+        another refusal first. The host asks this before a run exists
+        (`WorkerHost.refusal_before_run`): request_invalid is none of a run's codes.
+
+        It costs three read-only Git calls, not the walk of the worktree: it judges against the
+        Git directories rev-parse names. The `.git` entries only the walk finds (a nested
+        repository's `gitdir:` target outside the common directory) are judged by `prepare`,
+        which then ends the run launch_failed."""
+        grant = self._grant(request)
+        if isinstance(grant, Refusal):
+            return None
+        placement = self._placement(request.worktree)
+        if isinstance(placement, Refusal):
+            return placement if placement.code == REQUEST_INVALID else None
+        try:
+            git_dir, common_dir = self._git.git_dirs(placement.worktree)
+        except GitCommandFailed:
+            return None
+        return self._beside(request, grant, placement,
+                            collect_admin_paths(git_dir, common_dir), temp_root)
 
     def _settle(self, request: RunRequest, temp_root: str, seen: Progress
                 ) -> tuple[Grant, Placement, tuple[AdminPath, ...]] | Refusal:

@@ -174,3 +174,28 @@ def test_a_refusal_a_run_still_meets_ends_it_launch_failed_never_with_a_foreign_
     assert ended.message == f"the run could not launch (request_invalid): {met.message}"
     own = Refusal(code="grant_malformed", reason=Reason.INPUT, message="grant entry 1 ...")
     assert as_run_refusal(own) is own
+
+
+def test_git_metadata_only_the_walk_finds_is_refused_by_the_preparation_the_run_meets() -> None:
+    """A nested repository's Git directory outside the repository is named only by its `.git`
+    file, which the walk of the worktree finds: `plan` refuses it; the host's check before a
+    run makes no walk, so the run meets it and ends launch_failed, quoting it."""
+    target = "/srv/repos/lib.git"
+
+    def nested(world: PlanWorld) -> None:
+        setup_world(world)
+        world.fs.mkdir(f"{target}/hooks")
+        world.fs.write(f"{WORKTREE}/vendor/lib/.git", f"gitdir: {target}\n")
+
+    says = f"the runtime path '{target}/hooks' lies in the Git metadata {target}"
+    world = PlanWorld()
+    nested(world)
+    plan = planned(world, request(runtime_paths=(f"{target}/hooks",)))
+    assert plan.refusal is not None and says in plan.refusal.message
+    host = HostWorld()
+    nested(host)
+    record = host.run([Round.ok(ok_result())], backend="claude",
+                      runtime_paths=(f"{target}/hooks",))
+    assert record.error is not None and record.error.code == "launch_failed"
+    assert record.error.detail.startswith("the run could not launch (request_invalid): " + says)
+    assert not host.runner.starts
