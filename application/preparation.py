@@ -270,13 +270,16 @@ class Preparer:
                 admin: tuple[AdminPath, ...], temp_root: str) -> Refusal | None:
         """Seed 000 "Reading beside the grant": runtime paths and the project interpreter are
         taken exactly as given or refused (domain/beside.py), never rewritten."""
-        homes = [h for h in (self._host.user_home, self._host.environ.get("HOME")) if h]
-        run_dirs = run_directories(request)
+        origins = credential_origins(self._host.environ, self._host.user_home)
+        model_map = [request.model_map] if request.model_map else []
         around = surroundings(
-            homes=self._forms(homes), primary=self._forms([placement.primary]),
+            homes=self._forms(list(origins.homes)),
+            credentials=self._forms([*origins.directories, *origins.files, *model_map]),
+            primary=self._forms([placement.primary]),
             worktree=self._forms([request.worktree, placement.worktree]),
             git=[a.path for a in admin], temp_root=self._forms([temp_root]),
-            run_dirs=self._forms(run_dirs), grant=grant, runtime_paths=request.runtime_paths)
+            run_dirs=self._forms(run_directories(request)), grant=grant,
+            runtime_paths=request.runtime_paths)
         return judge_beside(request.runtime_paths, request.project_interpreter, self._inspect,
                             around)
 

@@ -18,6 +18,8 @@ interpreter"):
 | missing | does not exist | (nothing: a typo) |
 | / | is `/` | everything |
 | home | is at or above a home (the password database's, `$HOME`) | the home |
+| credentials | is at or above a credential's origin (`domain.credentials`: Claude Code's and | |
+| | pi's configuration directories, their credential files, the model map) | credentials |
 | primary | is at or above the primary worktree | the primary worktree |
 | worktree | is at or above the worktree | what the grant withholds |
 | git | has a `.git` segment; is at, above or inside a Git admin path | Git metadata |
@@ -25,9 +27,10 @@ interpreter"):
 | | or lies in a `concorde-*` runtime directory | |
 | run | is at, above or inside the trace parent's `workers/` | records, transcripts |
 
-A runtime path strictly inside a home, the primary worktree or the worktree stays allowed: a
-virtual environment, `node_modules`, an installation under the home are what runtime paths are
-for (seed 000: ".venv or node_modules").
+A runtime path strictly inside a home, a configuration directory, the primary worktree or the
+worktree stays allowed: a virtual environment, `node_modules`, an installation under the home are
+what runtime paths are for (seed 000: ".venv or node_modules"). The homes and the credentials'
+origins are `domain.credentials`' own, the ones `domain.hidden` and the policy hide.
 
 The project interpreter is not made readable: its directory comes first on PATH and the brief
 names it. It is refused when it is empty, holds a control character, is relative, does not exist,
@@ -110,8 +113,8 @@ class Given(BaseModel):
 
 def surroundings(*, homes: Sequence[str], primary: Sequence[str], worktree: Sequence[str],
                  git: Sequence[str], temp_root: Sequence[str], run_dirs: Sequence[str],
-                 grant: Grant | None = None, runtime_paths: Sequence[str] = ()
-                 ) -> Surroundings:
+                 credentials: Sequence[str] = (), grant: Grant | None = None,
+                 runtime_paths: Sequence[str] = ()) -> Surroundings:
     """The rows of the table as data; every argument lists a path in all its forms."""
     def norm(paths: Sequence[str]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(posixpath.normpath(p) for p in paths if p))
@@ -121,6 +124,8 @@ def surroundings(*, homes: Sequence[str], primary: Sequence[str], worktree: Sequ
         Hidden(row="/", what="/, which holds everything Workers hides", paths=("/",),
                relation=at),
         Hidden(row="home", what="the user's home {path}", paths=norm(homes), relation=at),
+        Hidden(row="credentials", what="{path}, where the user's credentials are",
+               paths=norm(credentials), relation=at),
         Hidden(row="primary", what="the primary worktree {path}", paths=norm(primary),
                relation=at),
         Hidden(row="worktree", what="the worktree {path}, of which the grant alone says what "

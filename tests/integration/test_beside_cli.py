@@ -214,6 +214,21 @@ def test_another_run_s_runtime_directory_is_refused(project: Any,
                 "runtime directory of a run") in flat(result.out + result.err)
 
 
+def test_a_credential_origin_outside_the_home_is_refused(
+        project: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = project.root / "claude-config"
+    config.mkdir()
+    (config / ".credentials.json").write_text('{"claudeAiOauth": {}}\n')
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    for path, says in ((config, f"is {config}, where the user's credentials are"),
+                       (config / ".credentials.json", "where the user's credentials are"),
+                       (project.home / ".config",
+                        f"holds {project.model_map}, where the user's credentials are")):
+        result = cli("plan", *request_flags(project), "--runtime-path", str(path), "--json")
+        assert result.status == 2, result.out
+        assert flat(says) in flat(result.json()["refusal"]["message"])
+
+
 def test_the_run_directories_folder_is_refused(project: Any) -> None:
     parent = project.root / "trace"
     (parent / "checks").mkdir(parents=True)
@@ -233,7 +248,8 @@ def test_runtime_paths_that_uncover_nothing_reach_the_plan_exactly_as_given(proj
     (venv / "bin").mkdir(parents=True)
     python = venv / "bin" / "python"
     python.symlink_to(shutil.which("python3") or "/usr/bin/python3")
-    given = [f"{venv}/", "/usr/lib/../lib", str(project.home / ".config")]
+    (project.home / ".local" / "share").mkdir(parents=True)
+    given = [f"{venv}/", "/usr/lib/../lib", str(project.home / ".local" / "share")]
     argv = [arg for path in given for arg in ("--runtime-path", path)]
     result = cli("plan", *request_flags(project), *argv, "--interpreter", str(python), "--json")
     assert result.status == 0, result.out

@@ -34,6 +34,8 @@ COMMON = f"{PRIMARY}/.git"
 BARE = "/srv/repos/lib.git"  # a nested repository's Git directory, named by its .git file
 TEMP = "/tmp"
 PARENT = "/srv/trace/op-1"
+CLAUDE_CONFIG = "/etc/claude-config"  # CLAUDE_CONFIG_DIR outside the home
+MODEL_MAP = "/srv/concorde/models.json"
 RUNS = f"{PARENT}/workers"
 
 GRANT = parse_grant({
@@ -47,6 +49,8 @@ assert isinstance(GRANT, Grant)
 def around(runtime_paths: tuple[str, ...] = ()) -> Any:
     return surroundings(homes=[HOME, ENV_HOME], primary=[PRIMARY], worktree=[WT],
                         git=[COMMON, f"{COMMON}/worktrees/t1", f"{WT}/.git", BARE],
+                        credentials=[CLAUDE_CONFIG, f"{CLAUDE_CONFIG}/.credentials.json",
+                                     f"{HOME}/.pi/agent/auth.json", MODEL_MAP],
                         temp_root=[TEMP], run_dirs=[RUNS], grant=GRANT,
                         runtime_paths=runtime_paths)
 
@@ -78,6 +82,16 @@ RUNTIME_ROWS: list[tuple[str, Given, str | None]] = [
     ("home: through a link", existing("/opt/link", real=HOME),
      f"resolves to {HOME}, which is the user's home {HOME}"),
     ("home: inside stays allowed", existing(f"{HOME}/.pyenv/versions/3.12"), None),
+    ("credentials: a configuration directory", existing(CLAUDE_CONFIG),
+     f"is {CLAUDE_CONFIG}, where the user's credentials are"),
+    ("credentials: above it", existing("/etc"), f"holds {CLAUDE_CONFIG}, where the user's"),
+    ("credentials: a credential file", existing(f"{CLAUDE_CONFIG}/.credentials.json"),
+     f"is {CLAUDE_CONFIG}/.credentials.json, where"),
+    ("credentials: the folder of pi's auth.json", existing(f"{HOME}/.pi"),
+     f"holds {HOME}/.pi/agent/auth.json, where the user's credentials are"),
+    ("credentials: the folder of the model map", existing("/srv/concorde"), f"holds {MODEL_MAP}"),
+    ("credentials: inside a configuration directory stays allowed",
+     existing(f"{CLAUDE_CONFIG}/local/node_modules"), None),
     ("primary", existing(PRIMARY), f"is the primary worktree {PRIMARY}"),
     ("primary: trailing slash", existing(PRIMARY + "/"), f"is the primary worktree {PRIMARY}"),
     ("primary: inside stays allowed", existing(f"{PRIMARY}/.venv"), None),
