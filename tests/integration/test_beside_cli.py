@@ -365,3 +365,18 @@ def test_run_and_show_print_worker_text_escaped_and_json_verbatim(project: Any,
     assert terminal_safe(record.out)
     assert record.json()["worker_result"] == RESULT_WITH_ESCAPES
     assert record.json()["deletions_absent"] == RESULT_WITH_ESCAPES["proposed_deletions"]
+
+
+def test_a_request_that_makes_no_command_line_ends_its_run_launch_failed_not_in_a_defect(
+        project: Any, parent: Path) -> None:
+    """request_invalid is no run code: a run that met it crashed in the error link (exit 3,
+    `internal error (ValueError ...)`). It now ends launch_failed with its final record."""
+    request = project.request(name="bad-level.json", reasoning="-x", backend="claude")
+    result = cli("run", str(request), "--parent", str(parent), "--json")
+    assert result.status == 1, result.err
+    record = result.json()
+    assert record["status"] == "failed" and record["error"]["code"] == "launch_failed"
+    assert record["error"]["detail"] == (
+        "the run could not launch (request_invalid): the request cannot make a command line: "
+        "invalid value for --effort: '-x'")
+    assert (parent / "workers" / record["run_id"] / "trace.json").is_file()
