@@ -8,6 +8,7 @@ never makes the host read, digest or delete what it points to.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from concorde_workers.domain.paths import DirEntry, EntryKind
-from concorde_workers.ports.filesystem import FileStat, FileSystemError
+from concorde_workers.ports.filesystem import NUL_IN_PATH, FileStat, FileSystemError
 
 T = TypeVar("T")
 
@@ -55,6 +56,10 @@ def _os_errors(path: str, op: str) -> Iterator[None]:
         yield
     except OSError as exc:
         raise FileSystemError(path, op, exc.strerror or str(exc), exc.errno) from exc
+    except ValueError as exc:  # os refuses a path with a NUL byte before any system call
+        if "\0" not in path:
+            raise
+        raise FileSystemError(path, op, NUL_IN_PATH, errno.EINVAL) from exc
 
 
 class LocalFileSystem:
@@ -113,7 +118,8 @@ class LocalFileSystem:
         return os.path.islink(path)
 
     def realpath(self, path: str) -> str:
-        return os.path.realpath(path)
+        with _os_errors(path, "realpath"):
+            return os.path.realpath(path)
 
     def listdir(self, path: str) -> list[DirEntry]:
         with _os_errors(path, "listdir"), os.scandir(path) as it:

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import IntEnum
 from types import FrameType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.demo import add_demo_command, run_demo
@@ -70,6 +70,27 @@ class ExitStatus(IntEnum):
     INTERRUPTED = 130
 
 
+class UsageError(Exception):
+    """A command line argparse cannot parse: which command said what."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a usage error is raised as a value, so that it becomes a refusal
+    like any other bad input (one JSON document under --json), never argparse's own exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, message)
+
+
+def usage_refusal(usage: UsageError) -> Refusal:
+    return invalid(f"{usage.prog}: {usage.message}; see {usage.prog} --help")
+
+
 def _request_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("request", nargs="?", help="a request JSON file (seed 000's Inputs)")
     parser.add_argument("--worktree", help="absolute path of the worktree in .claude/worktrees/")
@@ -93,7 +114,7 @@ def _declare_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = _Parser(
         prog="concorde-workers",
         description="Run one AI coding agent headless on a Git worktree under a frozen grant.")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -465,7 +486,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     tests give one with fakes); `plan --example` always wires its own."""
     out = out or sys.stdout
     err = err or sys.stderr
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as usage:
+        given = sys.argv[1:] if argv is None else list(argv)
+        print_refusal(usage_refusal(usage), "--json" in given, out, err)
+        return int(ExitStatus.REFUSED)
     command = COMMANDS.get(args.command)
     if command is None:
         return int(ExitStatus.REFUSED)

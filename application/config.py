@@ -135,7 +135,8 @@ class ConfigurationReader:
             if isinstance(program, Refusal):
                 return program
             resolved.append(
-                _resolved(config, choice, local_model, model_map.file, runtime, program)
+                _resolved(config, choice, local_model, model_map.file, runtime, program,
+                          domain.program_source(choice.backend, self._environ))
             )
         return resolved
 
@@ -188,6 +189,7 @@ def _resolved(
     model_map: str,
     runtime: tuple[str, ...],
     program: str,
+    program_source: str,
 ) -> ResolvedWorker:
     return ResolvedWorker(
         **choice.model_dump(),
@@ -197,4 +199,5 @@ def _resolved(
         limits=config.limits,
         runtime=runtime,
         program=program,
+        program_source=program_source,
     )

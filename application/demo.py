@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import posixpath
 import shutil
 import sys
 from collections.abc import Callable, Mapping
@@ -22,14 +23,17 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.display import ProgressWatcher, account, terminal_lines
+from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.domain.text import json_document
+from concorde_workers.ports.filesystem import FileSystem
 
 if TYPE_CHECKING:
     from concorde_workers.application.container import Container
 
-__all__ = ["DEMO_LIMITS", "DemoWorld", "add_demo_command", "checks", "run_demo"]
+__all__ = ["DEMO_LIMITS", "DemoWorld", "add_demo_command", "checks", "folder_refusal",
+           "run_demo"]
 
 DEMO_LIMITS = Limits(timeout_seconds=120, max_turns=20, max_budget_usd=1.0, rounds=0,
                      retries=1, retry_delay_seconds=1)
@@ -67,6 +71,20 @@ def add_demo_command(commands: Any) -> None:
                       help="create the throwaway repository below DIR (default: the system "
                            "temporary directory)")
     demo.add_argument("--json", action="store_true", help="print the run record as JSON")
+
+
+def folder_refusal(fs: FileSystem, folder: str | None, cwd: str) -> Refusal | None:
+    """`--folder` must name an existing directory (the demo never creates it)."""
+    if folder is None:
+        return None
+    path = posixpath.join(cwd, folder)
+    if fs.is_dir(path):
+        return None
+    what = "is not a directory" if fs.lexists(path) else "does not exist"
+    return Refusal(code="request_invalid", reason=Reason.INPUT, file=folder,
+                   message=f"--folder {folder} {what}; give an existing directory to create the "
+                           "throwaway repository in, or leave --folder out (the system "
+                           "temporary directory)")
 
 
 def demo_environ(host: Mapping[str, str], world: DemoWorld) -> dict[str, str]:
@@ -111,17 +129,35 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO,
              world_factory: Callable[[str | None], DemoWorld] | None = None,
              environ: Mapping[str, str] | None = None) -> int:
     """The `demo` command; returns the exit status (0 when every check held, 1 otherwise)."""
-    from concorde_workers.application.cli import run_watched
+    from concorde_workers.application.cli import print_refusal, run_watched
     from concorde_workers.application.container import demo_world, production
 
-    world = (world_factory or demo_world)(getattr(args, "folder", None))
+    as_json = bool(getattr(args, "json", False))
+    folder = getattr(args, "folder", None)
+    checked = given if given is not None else production(
+        dict(os.environ if environ is None else environ))
+    refusal = folder_refusal(checked.filesystem(), folder, checked.cwd())
+    if refusal is not None:
+        print_refusal(refusal, as_json, out, err)
+        return 2
+    try:
+        world = (world_factory or demo_world)(folder)
+    except OSError as error:  # an unwritable or full folder: the demo cannot start there
+        print_refusal(Refusal(
+            code="request_invalid", reason=Reason.ENVIRONMENT, file=folder,
+            message=f"the throwaway repository could not be created in "
+                    f"{folder or 'the system temporary directory'}: {error}; give --folder a "
+                    "writable directory"), as_json, out, err)
+        return 2
     try:
         host_env = demo_environ(os.environ if environ is None else environ, world)
         missing = [name for name in ("CONCORDE_PI", "CONCORDE_SANDBOX_RUNTIME")
                    if name not in host_env]
         if missing:
-            err.write(f"concorde-workers demo: this checkout has no pinned pi or sandbox-runtime "
-                      f"({', '.join(missing)} unset): run ./scripts/setup\n")
+            print_refusal(Refusal(
+                code="pi_runtime_missing", reason=Reason.ENVIRONMENT,
+                message=f"this checkout has no pinned pi or sandbox-runtime "
+                        f"({', '.join(missing)} unset): run ./scripts/setup"), as_json, out, err)
             return 2
         container = given if given is not None else production(host_env)
         parent = f"{world.folder}/trace"
@@ -131,11 +167,14 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO,
             "task_type": world.grant["task_type"], "grant": world.grant,
             "instructions": world.instructions, "limits": DEMO_LIMITS.model_dump(),
             "local_model": world.model})
-        out.write(terminal_lines([f"demo repository: {world.folder}",
+        # Under --json stdout holds one JSON document, the run record; what the demo says
+        # around it goes to stderr.
+        said = err if as_json else out
+        said.write(terminal_lines([f"demo repository: {world.folder}",
                                   f"worktree:        {world.worktree}",
                                   f"model:           {world.model} (scripted, on 127.0.0.1)",
                                   ""]))
-        out.flush()
+        said.flush()
         watcher = ProgressWatcher(
             container.filesystem(), parent, err, live=err.isatty(),
             now=container.clock().now_utc, width=shutil.get_terminal_size().columns,
@@ -144,13 +183,13 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO,
         results = world.tool_results()
     finally:
         world.close()
-    if getattr(args, "json", False):
+    if as_json:
         out.write(json_document(record.model_dump(mode="json")) + "\n")
     else:
         out.write(account(record).rstrip("\n") + "\n\n")
     held = checks(record, results)
     # The evidence quotes what the worker's tools answered: escaped like every human output.
-    out.write(terminal_lines([
+    (err if as_json else out).write(terminal_lines([
         "What the demo shows:",
         *(f"  [{'ok' if ok else 'FAILED'}] {what}: {evidence}" for what, ok, evidence in held),
         "", f"model requests served: {world.requests_served}",

@@ -25,7 +25,7 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from concorde_workers.domain.errors import ErrorLink
-from concorde_workers.domain.layout import STATUS_FILE, TRACE_FILE, WORKERS_DIR
+from concorde_workers.domain.layout import ROUNDS_DIR, STATUS_FILE, TRACE_FILE, WORKERS_DIR
 from concorde_workers.domain.records import ProgressFile, RoundRecord, RunRecord
 from concorde_workers.domain.run_id import is_run_id
 from concorde_workers.domain.text import escape_controls, printable_lines
@@ -102,13 +102,16 @@ def elapsed_text(seconds: float) -> str:
 # --- the progress line -------------------------------------------------------------------------
 
 
-def progress_text(progress: ProgressFile, now: datetime) -> str:
+def progress_text(progress: ProgressFile, now: datetime, round_begun: bool = True) -> str:
     """One line: run id, round, phase (with the final status once finished), the last action and
-    the time elapsed since the run started (until its last update once it finished)."""
+    the time elapsed since the run started (until its last update once it finished). A run that
+    finished before its first round began (`round_begun` False) says `no round`, not round 1."""
     phase: str = progress.phase
     if progress.phase == "finished" and progress.status is not None:
         phase = f"finished {progress.status}"
-    parts = [f"{progress.run_id}", f"round {progress.round}", phase]
+    finished_early = progress.phase == "finished" and not round_begun
+    parts = [f"{progress.run_id}", "no round" if finished_early else f"round {progress.round}",
+             phase]
     action = progress.last_action
     if action is not None and progress.phase != "finished":
         parts.append(f"{action.tool} {action.target}".rstrip())
@@ -196,7 +199,11 @@ class ProgressWatcher:
         if progress is None:
             return
         self.progress = progress
-        text = progress_text(progress, self._now())
+        # The progress file counts rounds from 1 even for a run refused before any began; its
+        # trace says whether round 1 did.
+        begun = progress.phase != "finished" or self._fs.lexists(
+            posixpath.join(self._run_dir, ROUNDS_DIR, "1", TRACE_FILE))
+        text = progress_text(progress, self._now(), begun)
         if self._live:
             self._stream.write("\r" + _fit(self._prefix + text, self._width) + "\x1b[K")
             self._stream.flush()

@@ -173,7 +173,9 @@ def worker_resolution(request: RunRequest, resolved: ResolvedWorker) -> dict[str
         "limits": Choice(resolved.limits.model_dump(), f"{config}: limits (defaults filled)"),
         "runtime_paths": Choice(list(request.runtime_paths),
                                 f"{config}: runtime, and the request"),
-        "program": Choice(resolved.program, f"the {resolved.backend} program on PATH"),
+        "program": Choice(resolved.program, f"the {resolved.backend} program on PATH"
+                          if resolved.program_source == "PATH" else
+                          f"the {resolved.backend} program {resolved.program_source} names"),
     }
 
 

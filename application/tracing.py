@@ -27,6 +27,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from concorde_workers.domain.brief import worktree_of_brief
+from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.codes import trace_write_evidence
 from concorde_workers.domain.errors import Evidence, Reason, Refusal
 from concorde_workers.domain.layout import (
@@ -57,6 +59,7 @@ __all__ = [
     "ACTIVITY_INTERVAL_SECONDS",
     "NODE_FILES",
     "RECORD_UNREADABLE",
+    "WORKTREE_UNKNOWN",
     "Moment",
     "ProgressWriter",
     "TraceFailure",
@@ -77,6 +80,9 @@ NODE_FILES: tuple[str, ...] = (STATUS_FILE, GRANT_FILE, BRIEF_FILE, TRANSCRIPT_F
 
 ACTIVITY_INTERVAL_SECONDS = 1.0
 """Worker activity rewrites the progress file at most once a second (seed 000 "Progress file")."""
+
+WORKTREE_UNKNOWN = "(unknown: neither status.json nor brief.md of the run directory names it)"
+"""`read_record`'s worktree when nothing the run directory keeps names it."""
 
 RECORD_UNREADABLE = "record_unreadable"
 """The code of `read_record`'s refusal: a trace.json (or status.json) missing or malformed."""
@@ -466,6 +472,17 @@ def _read_progress(fs: FileSystem, path: str) -> ProgressFile | Refusal:
         return _refusal(path, f"not a valid progress file: {_first_problem(error)}")
 
 
+def _worktree_of_brief(fs: FileSystem, layout: RunLayout, digest: str | None) -> str | None:
+    """The worktree brief.md names, when it is the brief as sent (its digest is the run's)."""
+    if digest is None:
+        return None
+    try:
+        brief = fs.read_text(layout.brief)
+    except FileSystemError:
+        return None
+    return worktree_of_brief(brief) if digest_text(brief) == digest else None
+
+
 def _absolute_evidence(
     fs: FileSystem, round_dir: str, evidence: Sequence[dict[str, Any]]
 ) -> tuple[dict[str, Any], ...]:
@@ -570,10 +587,13 @@ def read_record(
     failure of the final write itself is carried only by the record the host returned.
 
     The nodes do not keep the three other fields; this function gives them as follows:
-    `worktree` as given, else the worktree the run's progress file (status.json) names, else a
-    refusal; `stderr_tail` the last round's stderr.log (the tail it kept), empty when there is
-    none; `runtime_directory` as given, else `concorde-<6 hex>-*`, the runtime directory's name
-    pattern, since its folder and random part are not recorded and it is removed by then.
+    `worktree` as given, else the worktree the run's progress file (status.json) names, else the
+    one the brief as sent (brief.md, its digest the run node's brief_digest) names, else
+    `WORKTREE_UNKNOWN` - the progress file is an observation aid, never needed to read a
+    record (seed 000 "Progress file"); `stderr_tail` the last round's stderr.log (the tail it
+    kept), empty when there is none; `runtime_directory` as given, else `concorde-<6 hex>-*`,
+    the runtime directory's name pattern, since its folder and random part are not recorded and
+    it is removed by then.
 
     A refusal (code `record_unreadable`) names the file that is missing or malformed and what
     is wrong with it, also a run node still `running` (the run has not ended, or its final write
@@ -610,14 +630,17 @@ def read_record(
             evidence = _absolute_evidence(fs, layout.round_dir(n), round_content.evidence)
         rounds.append(RoundRecord.of_round(round_content, round_node.round_usage(), evidence))
 
-    progress: ProgressFile | Refusal | None = None
     backend: str | None = metadata.backend
     if worktree is None or backend is None:
         progress = _read_progress(fs, layout.status)
-        if isinstance(progress, Refusal):
-            return progress
-        worktree = worktree if worktree is not None else progress.worktree
-        backend = backend if backend is not None else progress.backend
+        if not isinstance(progress, Refusal) and progress.run_id == node.id:
+            worktree = worktree if worktree is not None else progress.worktree
+            backend = backend if backend is not None else progress.backend
+        elif backend is None:  # the run node names no backend: only the progress file did
+            return progress if isinstance(progress, Refusal) else _refusal(
+                layout.status, f"names the run {progress.run_id}, not {node.id}")
+    if worktree is None:
+        worktree = _worktree_of_brief(fs, layout, metadata.brief_digest) or WORKTREE_UNKNOWN
     if runtime_directory is None:
         runtime_directory = (
             f"{runtime_directory_prefix(node.id)}*" if is_run_id(node.id) else "concorde-*"

@@ -10,6 +10,7 @@ the worktree, and names the project interpreter when the request gives one.
 from __future__ import annotations
 
 import posixpath
+import re
 
 from concorde_workers.domain.grant import Grant, Level
 from concorde_workers.domain.request import Backend
@@ -21,6 +22,20 @@ def boundary_lines(grant: Grant, worktree: str, level: Level) -> list[str]:
     """`- <absolute path>` per entry of `level`, directory entries keeping their `/`."""
     paths = [posixpath.join(worktree, e.path) for e in grant.entries if e.level is level]
     return [f"- {p}" for p in paths] or ["- (none)"]
+
+
+_OPENING = re.compile(
+    r"You are a worker of Concorde\. The task worktree is (?P<worktree>/[^\n]*?); your working "
+    r"directory is a private scratch directory outside it, so give your tools absolute paths "
+    r"\(such as (?P=worktree)/src/app\.py\)")
+
+
+def worktree_of_brief(brief: str) -> str | None:
+    """The task worktree a brief names in its opening (the inverse of the opening below), or
+    None when the text holds no such opening. The path is named twice there, and both must
+    agree."""
+    found = _OPENING.search(brief)
+    return found.group("worktree") if found else None
 
 
 def _opening(worktree: str) -> str:

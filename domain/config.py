@@ -181,6 +181,9 @@ class ResolvedWorker(BaseModel):
     limits: Limits
     runtime: tuple[str, ...]
     program: str
+    program_source: str
+    """Where the program came from: `$CONCORDE_PI` / `$CONCORDE_CLAUDE` when that variable named
+    it, else `PATH`."""
 
 
 # ---------------------------------------------------------------- JSON text
@@ -830,6 +833,12 @@ def program_of(backend: Backend, environ: Mapping[str, str]) -> tuple[str, str]:
     """The worker's program (its variable's value when set and not empty) and that variable."""
     name, var = PROGRAMS[backend]
     return environ.get(var) or name, var
+
+
+def program_source(backend: Backend, environ: Mapping[str, str]) -> str:
+    """Where the worker's program comes from: `$<variable>` when it names it, else `PATH`."""
+    _, var = PROGRAMS[backend]
+    return f"${var}" if environ.get(var) else "PATH"
 
 
 def backend_missing(choice: WorkerChoice, program: str, var: str, file: str) -> Refusal:

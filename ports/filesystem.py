@@ -15,7 +15,11 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.paths import DirEntry, EntryKind
 
-__all__ = ["DirEntry", "EntryKind", "FileStat", "FileSystem", "FileSystemError"]
+__all__ = ["NUL_IN_PATH", "DirEntry", "EntryKind", "FileStat", "FileSystem", "FileSystemError"]
+
+NUL_IN_PATH = "the path holds a NUL byte, which no file name can"
+"""The error text of any operation on a path with a NUL byte (errno EINVAL): such a path names no
+file, and a predicate (exists, is_dir, ...) answers False for it."""
 
 
 class FileSystemError(Exception):

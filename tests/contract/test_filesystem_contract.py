@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 from typing import Any
 
 import pytest
 
 from concorde_workers.domain.paths import DirEntry, EntryKind
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import NUL_IN_PATH, FileSystem, FileSystemError
 
 
 def sha(data: bytes) -> str:
@@ -202,3 +203,29 @@ class TestDirectoriesAndPrograms:
         assert fs.which(root + "/bin2/tool", "") == root + "/bin2/tool"
         assert fs.which(root + "/bin1/tool", "") is None
         assert fs.which("tool", f"{root}/bin1") is None
+
+
+NUL_CALLS: list[tuple[str, tuple[Any, ...]]] = [
+    ("read_bytes", ()), ("read_text", ()), ("write_atomic", (b"x",)), ("realpath", ()),
+    ("listdir", ()), ("makedirs", ()), ("remove", ()), ("rmtree", ()), ("chmod", (0o600,)),
+    ("stat", ()), ("file_digest", ()),
+]
+
+
+@pytest.mark.parametrize(("op", "args"), NUL_CALLS, ids=[op for op, _ in NUL_CALLS])
+def test_a_path_with_a_nul_byte_is_a_filesystem_error(fs_world: Any, op: str,
+                                                      args: tuple[Any, ...]) -> None:
+    """No file name holds a NUL byte: every operation refuses such a path the port's way (never
+    with the ValueError os raises), so a flag or request naming one is a refusal, no defect."""
+    path = fs_world.root + "/a\0b"
+    with pytest.raises(FileSystemError) as info:
+        getattr(fs_world.fs, op)(path, *args)
+    reading = "read_bytes" if op == "read_text" else op  # read_text reads through read_bytes
+    assert (info.value.op, info.value.errno) == (reading, errno.EINVAL)
+    assert info.value.os_error_text == NUL_IN_PATH
+
+
+def test_a_path_with_a_nul_byte_names_nothing(fs_world: Any) -> None:
+    fs, path = fs_world.fs, fs_world.root + "/a\0b"
+    assert not any(check(path) for check in (fs.exists, fs.lexists, fs.is_dir, fs.is_file,
+                                             fs.is_symlink))

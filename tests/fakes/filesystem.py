@@ -8,9 +8,10 @@ import posixpath
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.paths import DirEntry, EntryKind
-from concorde_workers.ports.filesystem import FileStat, FileSystemError
+from concorde_workers.ports.filesystem import NUL_IN_PATH, FileStat, FileSystemError
 
 _MAX_LINKS = 40  # as Linux's MAXSYMLINKS: more hops is ELOOP
+_PREDICATES = frozenset({"exists", "lexists", "is_dir", "is_file", "is_symlink"})
 
 
 FAKE_UID = 1000
@@ -173,9 +174,12 @@ class FakeFileSystem:
         return resolved
 
     def _record(self, op: str, path: str) -> str:
-        """Record the call, apply an injected failure, and return the absolute path."""
+        """Record the call, apply an injected failure, and return the absolute path. A path
+        with a NUL byte is refused as the real adapter refuses it (predicates answer False)."""
         apath = self._abs(path)
         self.ops.append((op, apath))
+        if "\0" in apath and op not in _PREDICATES:
+            raise FileSystemError(apath, op, NUL_IN_PATH, errno.EINVAL)
         for failure in self.failures:
             if failure.op == op and failure.path == apath and failure.times != 0:
                 if failure.times is not None:
@@ -191,6 +195,8 @@ class FakeFileSystem:
         return physical, node
 
     def _lookup(self, path: str, follow: bool) -> Node | None:
+        if "\0" in path:
+            return None
         try:
             return self.nodes.get(self._resolve(path, follow=follow))
         except FileSystemError:

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,23 @@ def test_an_ok_run_exits_0_and_show_rebuilds_its_record(project: Any, parent: Pa
     text = io.StringIO()
     assert main(["show", record["run_directory"]], text, io.StringIO()) == 0
     assert text.getvalue().startswith(f"run {record['run_id']}: ok\n")
+
+
+@pytest.mark.req("Every run leaves a final record")
+@pytest.mark.parametrize("damage", [
+    pytest.param(lambda path: path.write_text('{"run_id": "w-2026'), id="cut off"),
+    pytest.param(lambda path: path.unlink(), id="missing"),
+])
+def test_show_rebuilds_the_record_of_a_run_whose_progress_file_is_damaged(
+        project: Any, parent: Path, damage: Callable[[Path], None]) -> None:
+    status, out, err = run_cli(project, parent, [ok_round()], "--json")
+    assert status == 0, out + err
+    record = json.loads(out)
+    damage(Path(record["run_directory"]) / "status.json")
+    rebuilt = show_json(record["run_directory"])
+    assert rebuilt["worktree"] == record["worktree"]  # the brief as sent names it
+    assert without(rebuilt, ("stderr_tail", "runtime_directory")) == without(
+        record, ("stderr_tail", "runtime_directory"))
 
 
 def test_an_audit_violation_exits_1(project: Any, parent: Path) -> None:

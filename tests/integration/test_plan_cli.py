@@ -227,6 +227,20 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
     assert {k: v["value"] for k, v in data["resolution"].items()}["backend"] == "claude"
 
 
+def test_the_plan_says_where_the_program_came_from(project: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def program_line() -> str:
+        result = plan(str(project.request_file), "--operation", "implement", "--worker",
+                      "worker", "--declare", "implement:reviewer")
+        assert result.status == 0, result.both
+        return section(sections(result.out), "Resolution")[-1]
+
+    assert program_line() == (f"program: {project.bin}/pi  ← the pi program $CONCORDE_PI "
+                              "names")
+    monkeypatch.delenv("CONCORDE_PI")
+    assert program_line() == f"program: {project.bin}/pi  ← the pi program on PATH"
+
+
 @pytest.mark.req("A worker's model comes from its worker configuration alone")
 @pytest.mark.req("A worker's local model id comes from the model map alone")
 def test_an_operation_worker_on_pi_resolves_from_workers_json_and_the_map(
@@ -248,7 +262,8 @@ def test_an_operation_worker_on_pi_resolves_from_workers_json_and_the_map(
         f"reasoning: medium  ← {config}: operations.implement.default",
     ]
     assert resolution[4].startswith("limits: {'timeout_seconds': 600.0, 'max_turns': 25, ")
-    assert resolution[-1] == f"program: {project.bin}/pi  ← the pi program on PATH"
+    # the project's environment names pi by CONCORDE_PI (tests/integration/conftest.py)
+    assert resolution[-1] == f"program: {project.bin}/pi  ← the pi program $CONCORDE_PI names"
     assert section(found, "Tool set") == ["read,grep,find,ls,edit,write,bash,concorde_result"]
     command = section(found, "Round 1 command (cwd " + rt + "/work, the brief on stdin)")
     assert command == [

@@ -604,3 +604,76 @@ def test_plan_uses_the_given_container_too() -> None:
     assert result.status == 0, result.out
     assert result.json()["verdict"] == "launch"
     assert not w.fs.lexists(WORKERS_DIR)
+
+
+# --- every ending told truly: refusals, the progress line, show -------------------------------
+
+
+def test_a_run_refused_before_any_round_says_no_round_in_its_progress_line() -> None:
+    w = world(ok_round())
+    w.fs.write(GRANT_FILE, json.dumps(dict(GRANT, entries=[{"path": "/etc", "level": "rw"}])))
+    result = w.run("--grant", GRANT_FILE)
+    assert result.status == 1 and not w.runner.starts
+    assert f"{RUN_ID} · no round · finished failed" in result.err
+    assert "round 1" not in result.err
+
+
+def test_a_finished_line_of_a_run_without_a_round_says_no_round() -> None:
+    line = progress_text(progress(phase="finished", status="failed", round=1),
+                         datetime(2026, 1, 1, 5, tzinfo=UTC), round_begun=False)
+    assert line == f"{RUN_ID} · no round · finished failed · 30s"
+
+
+USAGE_ERRORS = [
+    pytest.param(["plan", "--bogus", "--json"], "unrecognized arguments: --bogus",
+                 id="an unknown flag"),
+    pytest.param(["run", "--json", "--parent"], "argument --parent: expected one argument",
+                 id="a flag without its value"),
+    pytest.param(["bogus", "--json"], "invalid choice: 'bogus'", id="an unknown command"),
+    pytest.param(["--json"], "the following arguments are required: COMMAND", id="no command"),
+    pytest.param(["show", "--json"], "the following arguments are required: RUN_DIR",
+                 id="show without RUN_DIR"),
+]
+
+
+@pytest.mark.parametrize(("argv", "said"), USAGE_ERRORS)
+def test_a_usage_error_under_json_is_one_json_refusal(argv: list[str], said: str) -> None:
+    result = world().main(*argv)
+    assert result.status == 2 and result.err == ""
+    refusal = result.json()["refusal"]
+    assert refusal["code"] == "request_invalid" and refusal["reason"] == "input"
+    assert said in refusal["message"] and "--help" in refusal["message"]
+
+
+def test_a_usage_error_without_json_is_a_refusal_on_stderr() -> None:
+    result = world().main("plan", "--bogus")
+    assert result.status == 2 and result.out == ""
+    assert result.err.startswith("concorde-workers: refused: request_invalid (input)\n")
+    assert "unrecognized arguments: --bogus" in result.err
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["--grant", "/work/gra\0nt.json"], id="--grant"),
+    pytest.param(["--instructions", "@/work/inst\0ructions.md"], id="--instructions @FILE"),
+])
+def test_a_nul_byte_in_a_flag_path_is_a_refusal(argv: list[str]) -> None:
+    w = world(ok_round())
+    result = w.main("run", REQUEST_FILE, "--parent", PARENT, *argv, "--json")
+    assert result.status == 2, result.err
+    refusal = result.json()["refusal"]
+    assert refusal["code"] == "request_invalid" and "NUL byte" in refusal["message"]
+    assert w.run_dirs() == []
+
+
+@pytest.mark.parametrize("damage", ["", "{", '{"run_id": 1}', "\ufffd"])
+def test_show_reads_a_run_whose_progress_file_is_damaged(damage: str) -> None:
+    w = world(ok_round())
+    ran = w.run("--json")
+    w.fs.write(f"{RUN_DIR}/status.json", damage)
+    shown = w.main("show", RUN_DIR, "--json")
+    assert shown.status == 0, shown.out + shown.err
+    record, rebuilt = ran.json(), shown.json()
+    assert rebuilt["worktree"] == WORKTREE  # named by the brief as sent
+    for key in ("stderr_tail", "runtime_directory"):
+        record.pop(key), rebuilt.pop(key)
+    assert rebuilt == record

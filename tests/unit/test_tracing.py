@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from fakes.system import FakeClock
 
 from concorde_workers.application.tracing import (
     RECORD_UNREADABLE,
+    WORKTREE_UNKNOWN,
     ProgressWriter,
     TraceFailure,
     TraceWriter,
@@ -23,7 +25,10 @@ from concorde_workers.application.tracing import (
     utc_text,
 )
 from concorde_workers.contracts import load, validator
+from concorde_workers.domain.brief import compose_brief, worktree_of_brief
+from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.layout import STDERR_TAIL_BYTES, RunLayout
 from concorde_workers.domain.records import LastAction, RunRecord, TraceNode
 
@@ -562,12 +567,74 @@ def test_a_round_node_holding_another_round_is_refused() -> None:
     assert refusal.file == layout.round_trace(2) and "not 2" in refusal.message
 
 
-def test_without_a_worktree_given_a_missing_progress_file_is_refused() -> None:
+_parsed = parse_grant({"task_type": "implement", "context_identity": "sha256:ctx",
+                       "entries": [{"path": "src/", "level": "rw"}]})
+assert isinstance(_parsed, Grant)
+BRIEF_GRANT: Grant = _parsed
+
+
+def with_brief(fs: FakeFileSystem, layout: RunLayout, worktree: str = WORKTREE,
+               digest: str | None = None) -> None:
+    """brief.md as the host writes it, and the run node's brief_digest (its digest, or
+    `digest`)."""
+    brief = compose_brief(backend="pi", task_type="implement", worktree=worktree,
+                          grant=BRIEF_GRANT, instructions="Do it.")
+    fs.write(layout.brief, brief)
+    data = json.loads(fs.read_text(layout.trace))
+    data["metadata"]["brief_digest"] = digest or digest_text(brief)
+    fs.write(layout.trace, json.dumps(data))
+
+
+DAMAGES: list[Any] = [
+    pytest.param(lambda fs, layout: fs.remove(layout.status), id="missing"),
+    pytest.param(lambda fs, layout: fs.write(layout.status, '{"run_id": "w-2026'), id="cut off"),
+    pytest.param(lambda fs, layout: fs.write(layout.status, b"\xff\xfe"), id="not UTF-8"),
+    pytest.param(lambda fs, layout: fs.write(layout.status, '{"phase": "nowhere"}'),
+                 id="not a progress file"),
+    pytest.param(lambda fs, layout: fs.write(layout.status, fs.read_text(layout.status).replace(
+        RUN_ID, "w-20991231T235959-ffffff")), id="another run's"),
+]
+
+
+@pytest.mark.req("Every run leaves a final record")
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_progress_file_does_not_keep_the_record_from_being_read(
+        damage: Callable[[FakeFileSystem, RunLayout], None]) -> None:
     fs = fs_with_parent()
     layout = write_finished_run(fs)
+    with_brief(fs, layout, worktree="/repo/.claude/worktrees/t; odd name")
+    damage(fs, layout)
+    record = read_record(fs, RUN_DIR)
+    assert isinstance(record, RunRecord), record
+    assert record.worktree == "/repo/.claude/worktrees/t; odd name"  # from the brief as sent
+    assert [r.round for r in record.rounds] == [1, 2] and record.error is not None
+
+
+def test_without_a_progress_file_or_the_brief_as_sent_the_worktree_is_said_unknown() -> None:
+    fs = fs_with_parent()
+    layout = write_finished_run(fs)
+    with_brief(fs, layout, digest="sha256:" + "0" * 64)  # brief.md is not the brief as sent
     fs.remove(layout.status)
-    refusal = refused(read_record(fs, RUN_DIR))
-    assert refusal.file == layout.status
+    record = read_record(fs, RUN_DIR)
+    assert isinstance(record, RunRecord), record
+    assert record.worktree == WORKTREE_UNKNOWN
+    assert validator("contract.workers.worker-run-record").is_valid(record.to_json())
+
+
+def test_a_readable_progress_file_still_names_the_worktree() -> None:
+    fs = fs_with_parent()
+    layout = write_finished_run(fs)
+    with_brief(fs, layout, worktree="/elsewhere/.claude/worktrees/x")
+    record = read_record(fs, RUN_DIR)
+    assert isinstance(record, RunRecord) and record.worktree == WORKTREE
+
+
+def test_the_brief_names_its_worktree_and_nothing_else_does() -> None:
+    brief = compose_brief(backend="claude", task_type="review", worktree="/r/.claude/worktrees/a",
+                          grant=BRIEF_GRANT, instructions="x")
+    assert worktree_of_brief(brief) == "/r/.claude/worktrees/a"
+    assert worktree_of_brief("The task worktree is /r; your working directory") is None
+    assert worktree_of_brief("") is None
 
 
 def test_a_relative_run_directory_is_refused() -> None:

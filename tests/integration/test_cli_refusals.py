@@ -1,0 +1,95 @@
+"""Bad command lines are refusals, never defects: the installed `concorde-workers` script and
+`cli.main` with the real adapters exit 2 and, under --json, print one JSON document on stdout
+(README "Exit status"; HELPERS: every bad input gets a clear refusal, never a traceback).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from concorde_workers.application.cli import main
+
+pytestmark = pytest.mark.integration
+
+SCRIPT = Path(sys.executable).parent / "concorde-workers"
+
+
+def script(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+           "HOME": str(cwd)}
+    return subprocess.run([str(SCRIPT), *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def one_refusal(stdout: str) -> dict[str, Any]:
+    """stdout is exactly one JSON document, a refusal; its refusal object."""
+    data = json.loads(stdout)
+    assert isinstance(data, dict) and data["verdict"] == "refused", data
+    refusal = data["refusal"]
+    assert isinstance(refusal, dict)
+    return refusal
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["plan", "--bogus", "--json"], id="an unknown flag"),
+    pytest.param(["run", "--json", "--parent"], id="a flag without its value"),
+    pytest.param(["frobnicate", "--json"], id="an unknown command"),
+    pytest.param(["--json"], id="no command"),
+])
+def test_a_usage_error_of_the_installed_script_under_json_is_one_json_refusal(
+        tmp_path: Path, argv: list[str]) -> None:
+    proc = script(*argv, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == ""
+    refusal = one_refusal(proc.stdout)
+    assert refusal["code"] == "request_invalid" and "--help" in refusal["message"]
+
+
+@pytest.mark.parametrize("what", ["missing", "a file"])
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_demo_with_a_folder_that_is_no_directory_is_refused(tmp_path: Path, what: str,
+                                                            as_json: bool) -> None:
+    folder = tmp_path / "demo-here"
+    if what == "a file":
+        folder.write_text("not a directory\n")
+    proc = script("demo", "--folder", str(folder), *(["--json"] if as_json else []),
+                  cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    said = "does not exist" if what == "missing" else "is not a directory"
+    if as_json:
+        refusal = one_refusal(proc.stdout)
+        assert refusal["file"] == str(folder) and said in refusal["message"]
+        assert proc.stderr == ""
+    else:
+        assert proc.stdout == "" and f"--folder {folder} {said}" in proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == (["demo-here"] if what == "a file" else [])
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["plan", "--grant", "{dir}/gra\0nt.json", "--worktree", "{dir}",
+                  "--task-type", "implement"], id="--grant"),
+    pytest.param(["plan", "--instructions", "@{dir}/brief\0.md", "--worktree", "{dir}",
+                  "--task-type", "implement"], id="--instructions @FILE"),
+    pytest.param(["plan", "{dir}/request\0.json"], id="the request file"),
+    pytest.param(["run", "{dir}/request\0.json", "--parent", "{dir}"], id="run's request file"),
+    pytest.param(["show", "{dir}/workers/w-1\0"], id="show's run directory"),
+])
+def test_a_nul_byte_in_a_path_of_the_command_line_is_a_refusal(
+        tmp_path: Path, argv: list[str]) -> None:
+    """No process receives a NUL byte in its argv, but a caller of cli.main can pass one: the
+    real filesystem adapter refuses such a path like any other that names no file."""
+    out, err = io.StringIO(), io.StringIO()
+    status = main([a.replace("{dir}", str(tmp_path)) for a in argv] + ["--json"], out, err)
+    assert status == 2, out.getvalue() + err.getvalue()
+    assert "internal error" not in err.getvalue()
+    refusal = one_refusal(out.getvalue())
+    assert refusal["code"] in ("request_invalid", "record_unreadable"), refusal
