@@ -103,12 +103,12 @@ def host(name: str, size: int, line_size: int) -> dict[str, Any]:
     from concorde_workers.adapters.process import SubprocessRunner
 
     runner = SubprocessRunner()
-    limit = getattr(runner, "max_line_bytes", 0)
+    limit = getattr(runner, "max_line_bytes", 2 * MB)  # the limit after issue 9 §2
     reader: Any = ClaudeStreamReader() if name.endswith("claude") else PiStreamReader()
     began = time.monotonic()
     handle = runner.start(
         [sys.executable, __file__, "agent", name, "--bytes", str(size), "--line-bytes",
-         str(line_size), "--line-limit", str(limit or 1 << 20)],
+         str(line_size), "--line-limit", str(limit)],
         {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8",
          "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
         str(ROOT))
