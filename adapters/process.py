@@ -18,7 +18,10 @@ Shape (after pre-commit's util.py, pip's utils/subprocess.py and tox's staged in
   *before* reaping the leader (the unreaped leader keeps the group id from being reused, so no
   unrelated process can be signalled), reaps it, and tells the pipe threads to stop;
 - a timer thread waits on an Event (not a poll loop) for the timeout; when it passes it sends
-  SIGTERM to the group, waits a grace period for the leader, then SIGKILLs the group.
+  SIGTERM to the group, waits a grace period for the leader, then SIGKILLs the group. How it
+  waits out the timeout is the runner's `wait_timeout` (real time by default; a test gives one
+  that returns at a moment it chooses, e.g. once its model server has seen the agent's request,
+  so a timeout never races the program's start-up);
 
 Nothing here polls: reads and writes block in `poll(2)` on the pipe and on a private stop pipe,
 the timer and `wait` block on Events, `lines()` and a stdout thread facing a full queue block on
@@ -73,6 +76,7 @@ __all__ = [
     "Backlog",
     "SubprocessHandle",
     "SubprocessRunner",
+    "WaitTimeout",
 ]
 
 #: The spec keeps "up to its last 80,000 bytes" of a round's standard error.
@@ -82,6 +86,15 @@ DEFAULT_TERM_GRACE_SECONDS = 2.0
 #: How much of the lines not yet taken by `lines()` the queue holds before the stdout thread
 #: waits (Python's own size of each line, so a flood of empty lines is bounded too).
 DEFAULT_QUEUE_BYTES = 4 * 1024 * 1024
+
+WaitTimeout = Callable[[threading.Event, float], bool]
+"""How a timer waits out a timeout: given the Event set once the leader is gone and the seconds,
+it returns True when the leader went first."""
+
+
+def _wait_real_time(leader_gone: threading.Event, seconds: float) -> bool:
+    return leader_gone.wait(seconds)
+
 
 _CHUNK = 64 * 1024
 # After the stop, read at most this much more from a pipe (a Linux pipe holds at most 1 MiB
@@ -96,7 +109,11 @@ class SubprocessRunner:
     `term_grace_seconds`: after a timeout, how long the leader gets between SIGTERM and SIGKILL.
     `max_line_bytes`: a longer stdout line is dropped and counted (default
     domain.stdout.MAX_LINE_BYTES). `queue_bytes`: how much of the lines not yet read the queue
-    holds before the program is held back (default 4 MiB).
+    holds before the program is held back (default 4 MiB). `wait_timeout(leader_gone, seconds)`:
+    how the timer waits out a timeout — it returns True when the leader went first (the default
+    waits `seconds` of real time on the Event); tests pass one that returns when their event
+    happens instead, and the runner's own timeout path (SIGTERM, grace, SIGKILL, `timed_out`)
+    follows as it would after the seconds.
     """
 
     def __init__(
@@ -106,6 +123,7 @@ class SubprocessRunner:
         term_grace_seconds: float = DEFAULT_TERM_GRACE_SECONDS,
         max_line_bytes: int = MAX_LINE_BYTES,
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
+        wait_timeout: WaitTimeout | None = None,
     ) -> None:
         if stderr_keep_bytes < 1:
             raise ValueError("stderr_keep_bytes must be at least 1")
@@ -117,6 +135,7 @@ class SubprocessRunner:
         self.term_grace_seconds = term_grace_seconds
         self.max_line_bytes = max_line_bytes
         self.queue_bytes = queue_bytes
+        self.wait_timeout: WaitTimeout = wait_timeout or _wait_real_time
 
     def start(
         self,
@@ -171,6 +190,7 @@ class SubprocessRunner:
                 term_grace_seconds=self.term_grace_seconds,
                 max_line_bytes=self.max_line_bytes,
                 queue_bytes=self.queue_bytes,
+                wait_timeout=self.wait_timeout,
             )
         except BaseException:
             # No handle means nobody would ever end it: end it now.
@@ -353,12 +373,14 @@ class SubprocessHandle:
         term_grace_seconds: float,
         max_line_bytes: int = MAX_LINE_BYTES,
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
+        wait_timeout: WaitTimeout | None = None,
     ) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         self._proc = proc
         self._pid = proc.pid
         self._stop_r, self._stop_w = stop_pipe
         self._grace = term_grace_seconds
+        self._wait_timeout = wait_timeout or _wait_real_time
         self._lines = _LineQueue(queue_bytes)  # None: the end
         self._stderr = _Tail(stderr_keep_bytes)
         # _lock orders every signal against the reaping of the leader. Re-entrant: kill_group
@@ -563,7 +585,7 @@ class SubprocessHandle:
                 self._done.set()
 
     def _enforce_timeout(self, seconds: float) -> None:
-        if self._leader_gone.wait(seconds):
+        if self._wait_timeout(self._leader_gone, seconds):
             return
         with self._lock:
             if self._kill_requested or self._leader_has_exited():

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from fakes.process import FakeProcess, FakeProcessRunner, FakeStart, split_stream
+from timing import SLOW
 
 from concorde_workers.adapters.process import SubprocessRunner, _LineSplitter
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
@@ -25,7 +26,6 @@ from concorde_workers.ports.process import ProcessHandle, ProcessRunner, Process
 # Python itself must not add to the environment it reports (PEP 538 locale coercion would add
 # LC_CTYPE to an environment without a locale).
 BASE_ENV = {"LC_ALL": "C.UTF-8", "PYTHONCOERCECLOCALE": "0"}
-SLOW = 10.0  # an upper bound that is never reached when things work
 QUEUE_BYTES = 256 * 1024  # small, so that a flood fills it soon
 
 

@@ -38,7 +38,9 @@ from dependency_injector import providers
 from integration.conftest import build_project
 from servers.anthropic_server import AnthropicServer, Step
 from servers.claude_wrapper import find_claude, read_starts, write_wrapper
+from timing import SLOW, Deadline
 
+from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.container import production
 from concorde_workers.application.validation import RoundValidation
@@ -162,13 +164,17 @@ class ClaudeWorld:
 
     def run(self, *script: Step, repeat: Step | None = None, limits: Limits | None = None,
             validation: RoundValidation | None = None, cancel: Cancellation | None = None,
-            grant: dict[str, Any] | None = None) -> ClaudeRun:
+            grant: dict[str, Any] | None = None, deadline: Deadline | None = None) -> ClaudeRun:
+        """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
         self.server.push(*script)
         self.server.repeat = repeat
         container = production(self.environ)
         container.temp_root.override(providers.Object(str(self.temp_root)))
+        if deadline is not None:
+            container.processes.override(providers.Object(SubprocessRunner(
+                wait_timeout=deadline)))
         host = container.worker_host()
-        limits = limits or Limits(timeout_seconds=60, max_turns=5, rounds=0, retries=0,
+        limits = limits or Limits(timeout_seconds=SLOW, max_turns=5, rounds=0, retries=0,
                                   retry_delay_seconds=0)
         record = checked_record(host.run(self.request(limits=limits, grant=grant), validation,
                                          cancel))

@@ -33,9 +33,11 @@ from servers.openai_server import (
     Usage,
     write_pi_config,
 )
+from timing import SLOW, Deadline
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.pi.backend import PiBackend
+from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.container import production
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.domain.request import Limits, RunRequest
@@ -196,16 +198,20 @@ class PiWorld:
         })
 
     def run(self, *script: Step, limits: Limits | None = None,
-            validation: RoundValidation | None = None) -> PiRun:
+            validation: RoundValidation | None = None, deadline: Deadline | None = None) -> PiRun:
+        """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
         self.server.add(*script)
         first = len(self.server.requests)
         container = production(self.environ)
         container.temp_root.override(providers.Object(str(self.temp_root)))
+        if deadline is not None:
+            container.processes.override(providers.Object(SubprocessRunner(
+                wait_timeout=deadline)))
         backend = ObservedPiBackend(fs=LocalFileSystem(), environ=self.environ)
         container.backends.override(providers.Dict(pi=providers.Object(backend)))
         host = container.worker_host()
         record = checked_record(host.run(self.request(limits or Limits(
-            timeout_seconds=60, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0)),
+            timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0)),
             validation))
         assert backend.contexts, record.error
         run = PiRun(record=record, context=backend.contexts[-1], server=self.server,

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from e2e.conftest import DUMMY_CREDENTIALS, ClaudeRun, ClaudeWorld, ok_result
 from servers.anthropic_server import Reply, last_tool_result
+from timing import SLOW
 
 from concorde_workers.application.validation import (
     RoundValidation,
@@ -84,7 +85,7 @@ def probe(world: ClaudeWorld, calls: Sequence[CallStep], summary: str = "probed"
             return Reply.tool(name, tool_input)
         return reply
 
-    limits = Limits(timeout_seconds=60, max_turns=len(calls) + 2, rounds=rounds,
+    limits = Limits(timeout_seconds=SLOW, max_turns=len(calls) + 2, rounds=rounds,
                     retries=retries, retry_delay_seconds=0)
     run = world.run(*(step(i) for i in range(len(calls) + 1)), limits=limits,
                     validation=validation)

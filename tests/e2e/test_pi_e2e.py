@@ -22,6 +22,7 @@ from e2e.conftest_pi import (
     runtime_of,
 )
 from servers.openai_server import Cut, Fail, Hang, Reply
+from timing import SLOW, Deadline
 
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.codes import pi_limit_detail
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.e2e
 
 __all__ = ["pi_world"]  # the fixture, imported for pytest
 
-ONE_ROUND = Limits(timeout_seconds=60, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0)
+ONE_ROUND = Limits(timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0)
 
 
 def denial(text: str, reason: str | None) -> bool:
@@ -213,7 +214,7 @@ def test_tampering_with_the_jiti_cache_and_work_pi_has_no_effect_next_round(
         reply(call("bash", "call_tamper", command=tamper)),
         reply(result_call("call_r1")),
         reply(result_call("call_r2", summary="round 2")),
-        limits=Limits(timeout_seconds=60, max_turns=30, rounds=1, retries=0,
+        limits=Limits(timeout_seconds=SLOW, max_turns=30, rounds=1, retries=0,
                       retry_delay_seconds=0),
         validation=validation,
     )
@@ -238,7 +239,7 @@ def test_a_resume_round_continues_the_session_with_its_context(pi_world: PiWorld
         reply(call("write", "call_w2", path=w.path("src/app/new.py"),
                    content='"""New."""\nx = 1\n')),
         reply(result_call("call_r2", summary="repaired")),
-        limits=Limits(timeout_seconds=60, max_turns=30, rounds=1, retries=0,
+        limits=Limits(timeout_seconds=SLOW, max_turns=30, rounds=1, retries=0,
                       retry_delay_seconds=0),
         validation=validation,
     )
@@ -273,7 +274,7 @@ def test_a_transient_error_pi_does_not_retry_gets_a_retry_round_in_the_same_sess
         reply(call("write", "call_w1", path=w.path("src/app/new.py"), content="x = 1\n")),
         Fail(529, busy, times=3),  # the SDK's own 2 retries, then pi gives up (notes §8)
         reply(result_call("call_r1", summary="after the retry")),
-        limits=Limits(timeout_seconds=60, max_turns=30, rounds=0, retries=2,
+        limits=Limits(timeout_seconds=SLOW, max_turns=30, rounds=0, retries=2,
                       retry_delay_seconds=0.05),
     )
     assert run.record.status == "ok", run.explain()
@@ -337,7 +338,7 @@ def test_max_turns_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) -> 
     w = pi_world
     run = w.run(*(reply(call("bash", f"call_t{i}", command=f"echo turn {i}"))
                   for i in range(1, 6)),
-                limits=Limits(timeout_seconds=60, max_turns=2, rounds=0, retries=0,
+                limits=Limits(timeout_seconds=SLOW, max_turns=2, rounds=0, retries=0,
                               retry_delay_seconds=0))
     assert run.code == "worker_limit_reached", run.explain()
     error = run.record.error
@@ -357,7 +358,7 @@ def test_max_budget_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) ->
     # 2,000 prompt + 100 completion tokens at 3 / 15 USD per million: 0.0075 USD a turn.
     run = w.run(*(reply(call("bash", f"call_b{i}", command=f"echo {i}"), tokens=(2000, 100))
                   for i in range(1, 6)),
-                limits=Limits(timeout_seconds=60, max_turns=30, max_budget_usd=0.01, rounds=0,
+                limits=Limits(timeout_seconds=SLOW, max_turns=30, max_budget_usd=0.01, rounds=0,
                               retries=0, retry_delay_seconds=0))
     assert run.code == "worker_limit_reached", run.explain()
     error = run.record.error
@@ -391,10 +392,19 @@ def test_proposed_deletions_are_performed_by_the_host(pi_world: PiWorld) -> None
 def test_the_credential_copies_are_gone_after_a_timeout(pi_world: PiWorld) -> None:
     w = pi_world
     before = {p.name: p.read_text() for p in w.pi_dir.iterdir()}
-    run = w.run(reply(call("bash", "call_1", command="echo working")), Hang(30),
-                limits=Limits(timeout_seconds=4, max_turns=30, rounds=0, retries=0,
-                              retry_delay_seconds=0))
+    deadline = Deadline()
+
+    def stall(body: dict[str, Any]) -> Hang:
+        # pi is provably inside its second model call: its round's timeout passes now, while
+        # the answer is held back until the server stops (however long start-up took).
+        deadline.expire()
+        return Hang(3600)
+
+    run = w.run(reply(call("bash", "call_1", command="echo working")), stall,
+                limits=Limits(timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0,
+                              retry_delay_seconds=0), deadline=deadline)
     assert run.code == "worker_timeout", run.explain()
+    assert deadline.expired and len(w.server.requests) - run.first_request == 2
     assert not run.runtime_dir.exists()
     assert {p.name: p.read_text() for p in w.pi_dir.iterdir()} == before
     # The round had named its session: the transcript was kept.

@@ -86,6 +86,17 @@ class Step:
         return step
 
     @staticmethod
+    def signal(path: str | Path) -> dict[str, Any]:
+        """Tell the test this step was reached: open the named pipe `path` (a timing.Signal)
+        for writing and close it."""
+        return {"do": "signal", "path": str(path)}
+
+    @staticmethod
+    def gate(path: str | Path) -> dict[str, Any]:
+        """Wait here until the test releases the named pipe `path` (a timing.Gate)."""
+        return {"do": "gate", "path": str(path)}
+
+    @staticmethod
     def mkdir(path: str) -> dict[str, Any]:
         return {"do": "mkdir", "path": path}
 

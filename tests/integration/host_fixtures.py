@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,9 @@ from typing import Any
 
 from dependency_injector import providers
 from fakes.program_backend import ProgramBackend, Scenario
+from timing import SLOW, Deadline, wait_dead
 
+from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.container import production
 from concorde_workers.application.validation import RoundValidation
@@ -61,14 +62,9 @@ def alive(pid: int) -> bool:
         return True
 
 
-def wait_gone(pids: Iterable[int], seconds: float = 5) -> bool:
-    pids = list(pids)
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not any(alive(p) for p in pids):
-            return True
-        time.sleep(0.02)
-    return False
+def wait_gone(pids: Iterable[int], seconds: float = SLOW) -> bool:
+    """Every process has ended (waited on its pidfd; `seconds` only ends a failure)."""
+    return wait_dead(pids, seconds)
 
 
 def kill_left(pids: Iterable[int]) -> None:
@@ -160,19 +156,25 @@ class HostHarness:
             "backend": self.backend_name, "worktree": str(self.worktree),
             "parent": str(self.parent), "task_type": (grant or GRANT)["task_type"],
             "grant": grant or GRANT, "instructions": "do the task",
-            "limits": (limits or Limits(timeout_seconds=30, rounds=1, retries=0,
+            "limits": (limits or Limits(timeout_seconds=SLOW, rounds=1, retries=0,
                                         retry_delay_seconds=0)).model_dump(),
             **fields,
         })
 
     def run(self, *scenarios: Scenario, grant: dict[str, Any] | None = None,
             limits: Limits | None = None, validation: RoundValidation | None = None,
-            cancel: Cancellation | None = None, interpreter: str | None = None) -> HostRun:
+            cancel: Cancellation | None = None, interpreter: str | None = None,
+            deadline: Deadline | None = None) -> HostRun:
+        """One run; `deadline` (tests/timing.py) decides when a round's timeout passes, instead
+        of the seconds of `limits`, which then only bound a test that never expires it."""
         backend = ProgramBackend(name=self.backend_name,  # type: ignore[arg-type]
                                  scenarios=list(scenarios), credentials=self.credentials,
                                  **({"interpreter": interpreter} if interpreter else {}))
         container = production(dict(os.environ))
         container.temp_root.override(providers.Object(str(self.tmp)))
+        if deadline is not None:
+            container.processes.override(providers.Object(SubprocessRunner(
+                wait_timeout=deadline)))
         container.backends.override(providers.Dict(
             pi=providers.Object(backend), claude=providers.Object(backend)))
         host = container.worker_host()

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from fakes.agent import make_context
 from fakes.agent_stream import TestStreamReader
 from fakes.program_backend import AGENT_PROGRAM, ProgramBackend, Step
+from timing import SLOW, Deadline, Gate, Signal, wait_dead
 
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.domain.agent_report import RoundReport
@@ -40,7 +40,7 @@ def scenario_file(tmp_path: Path, scenario: Any, name: str = "scenario.json") ->
 
 
 def run_agent(tmp_path: Path, scenario: Any, *args: str, env: dict[str, str] | None = None,
-              cwd: Path | None = None, stdin: str = "", timeout: float = 60,
+              cwd: Path | None = None, stdin: str = "", timeout: float = SLOW,
               ) -> subprocess.CompletedProcess[str]:
     path = scenario_file(tmp_path, scenario)
     return subprocess.run(
@@ -71,13 +71,8 @@ def alive(pid: int) -> bool:
         return True
 
 
-def wait_gone(pids: Sequence[int], seconds: float = 5) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not any(alive(p) for p in pids):
-            return True
-        time.sleep(0.02)
-    return False
+def wait_gone(pids: Sequence[int], seconds: float = SLOW) -> bool:
+    return wait_dead(pids, seconds)
 
 
 @pytest.fixture
@@ -282,7 +277,7 @@ def test_megabytes_on_stderr(tmp_path: Path) -> None:
 
 def test_a_spawned_child_and_grandchild_keep_running(tmp_path: Path, spawned: list[int]) -> None:
     pidfile = tmp_path / "pids"
-    done = run_agent(tmp_path, [Step.spawn(60, grandchild=True, pidfile=str(pidfile)),
+    done = run_agent(tmp_path, [Step.spawn(3600, grandchild=True, pidfile=str(pidfile)),
                                 Step.session("s-1")])
     pids = [int(p) for p in pidfile.read_text().split()]
     spawned.extend(pids)
@@ -294,36 +289,41 @@ def test_a_spawned_child_and_grandchild_keep_running(tmp_path: Path, spawned: li
 
 
 def start(tmp_path: Path, scenario: Any, timeout: float | None = None, stdin: str | None = None,
-          ) -> Any:
+          deadline: Deadline | None = None) -> Any:
     assert SubprocessRunner is not None
     path = scenario_file(tmp_path, scenario)
-    return SubprocessRunner(term_grace_seconds=0.5).start(
+    return SubprocessRunner(term_grace_seconds=0.5, wait_timeout=deadline).start(
         [sys.executable, AGENT_PROGRAM, str(path)], {"PATH": os.environ.get("PATH", "")},
         str(tmp_path), stdin_text=stdin, timeout_seconds=timeout)
 
 
 @needs_runner
 def test_lines_stream_as_they_are_printed(tmp_path: Path) -> None:
-    handle = start(tmp_path, [Step.print('{"type": "session", "id": "s-1"}',
-                                         '{"type": "tool", "tool": "Read", "target": "x"}',
-                                         '{"type": "text", "text": "end"}', delay=0.4)])
-    # Streamed, not buffered until exit: the program is still running (it has lines left to
-    # print after a pause) when each of its first two lines arrives. No timed assertion.
+    gates = [Gate(tmp_path / "first.gate"), Gate(tmp_path / "second.gate")]
+    handle = start(tmp_path, [Step.print('{"type": "session", "id": "s-1"}'),
+                              Step.gate(gates[0].path),
+                              Step.print('{"type": "tool", "tool": "Read", "target": "x"}'),
+                              Step.gate(gates[1].path),
+                              Step.print('{"type": "text", "text": "end"}')])
+    # Streamed, not buffered until exit: each of the first two lines arrives while the program
+    # still runs, waiting at the gate after it until the line has been seen.
     running_at: list[bool] = []
     for _ in handle.lines():
         running_at.append(handle.wait(0) is None)
-    assert handle.wait(10) == 0
+        if len(running_at) <= len(gates):
+            gates[len(running_at) - 1].release()
+    assert handle.wait(SLOW) == 0
     assert running_at[:2] == [True, True] and len(running_at) == 3
 
 
 @needs_runner
 def test_sleeping_past_the_timeout_is_killed(tmp_path: Path) -> None:
-    handle = start(tmp_path, [Step.session("s-1"), Step.sleep(60), Step.result(RESULT)],
-                   timeout=0.5)
-    began = time.monotonic()
-    lines = list(handle.lines())
-    status = handle.wait(10)
-    assert time.monotonic() - began < 10
+    deadline = Deadline()
+    reached = Signal(tmp_path / "timeout.fifo", then=deadline.expire)
+    handle = start(tmp_path, [Step.session("s-1"), Step.signal(reached.path), Step.sleep(3600),
+                              Step.result(RESULT)], timeout=SLOW, deadline=deadline)
+    lines = list(handle.lines())  # ends at the timeout, not after the hour
+    status = handle.wait(SLOW)
     assert handle.timed_out and status is not None and status < 0
     report = report_of(lines, status, timed_out=handle.timed_out)
     assert report.ending is RoundEnding.TIMEOUT and report.session == "s-1"
@@ -332,10 +332,10 @@ def test_sleeping_past_the_timeout_is_killed(tmp_path: Path) -> None:
 @needs_runner
 def test_children_holding_stdout_die_with_the_round(tmp_path: Path, spawned: list[int]) -> None:
     pidfile = tmp_path / "pids"
-    handle = start(tmp_path, [Step.spawn(60, grandchild=True, pidfile=str(pidfile),
+    handle = start(tmp_path, [Step.spawn(3600, grandchild=True, pidfile=str(pidfile),
                                          keep_stdout=True), Step.session("s-1")])
-    lines = list(handle.lines())  # ends although the children hold stdout open
-    assert handle.wait(10) == 0
+    lines = list(handle.lines())  # ends although the children hold stdout open for an hour
+    assert handle.wait(SLOW) == 0
     pids = [int(p) for p in pidfile.read_text().split()]
     spawned.extend(pids)
     assert lines == ['{"type": "session", "id": "s-1"}']
@@ -346,7 +346,7 @@ def test_children_holding_stdout_die_with_the_round(tmp_path: Path, spawned: lis
 def test_stderr_megabytes_never_block_the_runner(tmp_path: Path) -> None:
     handle = start(tmp_path, [Step.stderr(3_000_000), Step.result(RESULT)], stdin="brief")
     lines = list(handle.lines())
-    assert handle.wait(30) == 0
+    assert handle.wait(SLOW) == 0
     assert len(handle.stderr_tail(80_000)) == 80_000
     assert report_of(lines, 0).worker_result == RESULT
 

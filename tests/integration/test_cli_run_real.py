@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from fakes.cli_launcher import program_container
 from fakes.program_backend import Step
+from timing import SLOW, Signal
 
 from concorde_workers.application.cli import main
 
@@ -121,7 +122,7 @@ def test_a_configuration_refusal_exits_2_and_makes_no_run_directory(project: Any
 
 
 def wait_for_phase(parent: Path, phase: str, proc: subprocess.Popen[str],
-                   seconds: float = 60) -> Path:
+                   seconds: float = SLOW) -> Path:
     """The run directory once its status.json shows `phase` (the CLI's process still running)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -150,9 +151,10 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 def test_sigint_mid_round_ends_the_run_interrupted_with_exit_130(
         project: Any, parent: Path, processes: list[subprocess.Popen[str]]) -> None:
     pidfile = project.root / "agent.pid"
+    running = Signal(project.root / "running.fifo")
     scenario = [Step.session("s-1"), Step.transcript(), Step.record(str(pidfile)),
-                Step.line("tool", tool="Bash", target="sleep 600"), Step.sleep(600),
-                Step.result(RESULT)]
+                Step.line("tool", tool="Bash", target="sleep 3600"), Step.signal(running.path),
+                Step.sleep(3600), Step.result(RESULT)]
     scenarios = project.root / "scenarios.json"
     scenarios.write_text(json.dumps([scenario]))
     proc = subprocess.Popen(
@@ -162,11 +164,9 @@ def test_sigint_mid_round_ends_the_run_interrupted_with_exit_130(
         text=True)
     processes.append(proc)
     run_dir = wait_for_phase(parent, "worker", proc)
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() and time.monotonic() < deadline:  # the agent is running
-        time.sleep(0.05)
+    running.wait()  # the agent has done every step before its hour of sleep
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=SLOW)
     assert proc.returncode == 130, out + err
     assert "Traceback" not in err
     record = json.loads(out)

@@ -6,6 +6,9 @@ Every run's returned record is checked against contract.workers.worker-run-recor
 trace.json of its run directory against contract.tracing.node (`HostHarness.run`); every test
 also checks that the runtime directory, with its credential copy, is gone, and that the host left
 no `index.lock` in the repository.
+
+No test races the clock (tests/timing.py): a round's timeout passes, a cancellation comes, at the
+step where the scenario signals it; a gate holds the agent at a step while the test looks.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from integration.host_fixtures import (
     porcelain,
     wait_gone,
 )
+from timing import SLOW, Deadline, Gate, Signal, eventually
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
@@ -100,14 +103,23 @@ def run_in_thread(harness: HostHarness, *scenarios: Any, **options: Any
     return thread, runs
 
 
-def wait_for(predicate: Any, seconds: float = 10) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting")
+def wait_for(predicate: Any, what: str = "the condition") -> Any:
+    """The first true value of `predicate()`, for what another process rewrites (status.json)."""
+    return eventually(predicate, what)
+
+
+def timeout_here(harness: HostHarness) -> tuple[Deadline, dict[str, Any]]:
+    """A deadline for `harness.run` and the scenario step at which the round's timeout passes:
+    the agent has provably done every step before it."""
+    deadline = Deadline()
+    reached = Signal(harness.root / "timeout.fifo", then=deadline.expire)
+    return deadline, Step.signal(reached.path)
+
+
+def cancel_here(harness: HostHarness, cancel: Cancellation, reason: str) -> dict[str, Any]:
+    """The scenario step at which `cancel` is cancelled from another thread."""
+    reached = Signal(harness.root / "cancel.fifo", then=lambda: cancel.cancel(reason))
+    return Step.signal(reached.path)
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -127,10 +139,12 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def test_output_is_read_line_by_line_while_the_round_runs(harness: HostHarness) -> None:
     record = harness.root / "agent-record.json"
     first, second = "{worktree}/src/app/first.py", "{worktree}/src/app/second.py"
+    after_first, after_second = Gate(harness.root / "first.gate"), Gate(
+        harness.root / "second.gate")
     thread, runs = run_in_thread(harness, [
-        Step.session("s-1"), Step.record(str(record)), Step.sleep(1.1),
-        Step.write(first, "1\n"), Step.sleep(1.5),
-        Step.write(second, "2\n"), Step.sleep(1.5),
+        Step.session("s-1"), Step.record(str(record)),
+        Step.write(first, "1\n"), Step.gate(after_first.path),
+        Step.write(second, "2\n"), Step.gate(after_second.path),
         Step.transcript(), Step.result(ok_result()),
     ])
     try:
@@ -143,9 +157,9 @@ def test_output_is_read_line_by_line_while_the_round_runs(harness: HostHarness) 
             action = (status or {}).get("last_action") or {}
             return status if action.get("target") == path else None
 
-        status = wait_for(lambda: shows(target))
-        # The round still runs: the host has not returned, the phase is worker, the agent
-        # program is alive, and the second write has not happened yet.
+        status = wait_for(lambda: shows(target), "status.json showing the first write")
+        # The round still runs (the agent waits at its gate): the host has not returned, the
+        # phase is worker, the agent program is alive, and the second write has not happened.
         assert thread.is_alive()
         assert status["phase"] == "worker" and status["round"] == 1
         assert status["status"] is None and status["last_action"]["tool"] == "Write"
@@ -155,10 +169,14 @@ def test_output_is_read_line_by_line_while_the_round_runs(harness: HostHarness) 
         assert json.loads((run_dir / "trace.json").read_text())["status"] == "running"
         runtime = Path(json.loads(record.read_text())["cwd"]).parent
         assert (runtime / "config" / ".credentials.json").read_text().startswith("{")
-        wait_for(lambda: shows(str(harness.worktree / "src/app/second.py")))
+        after_first.release()
+        wait_for(lambda: shows(str(harness.worktree / "src/app/second.py")),
+                 "status.json showing the second write")
         assert thread.is_alive()
     finally:
-        thread.join(30)
+        after_first.release()
+        after_second.release()
+        thread.join(SLOW)
     run = runs[0]
     assert run.record.status == "ok", run.record.error
     seen = json.loads(record.read_text())
@@ -240,7 +258,7 @@ def test_writes_outside_rw_are_violations(harness: HostHarness) -> None:
         Step.write("{worktree}/secrets/token.txt", "read\n"),            # hidden: no entry
         Step.write("{worktree}/src/other/new.py", "N = 1\n"),            # new, outside the grant
         Step.transcript(), Step.result(ok_result()),
-    ], limits=Limits(timeout_seconds=30, rounds=3, retries=3, retry_delay_seconds=0))
+    ], limits=Limits(timeout_seconds=SLOW, rounds=3, retries=3, retry_delay_seconds=0))
     violations = ["README.md", "docs/notes.md", "secrets/token.txt", "src/app/util.py",
                   "src/other/new.py"]
     assert run.code == "audit_violation"
@@ -315,13 +333,13 @@ def test_a_removed_index_is_a_violation(harness: HostHarness) -> None:
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_a_round_past_its_timeout_is_killed_with_its_group(harness: HostHarness,
                                                             pids: Path) -> None:
-    started = time.monotonic()
+    deadline, timeout = timeout_here(harness)
     run = harness.run([
         *OPEN,
         Step.spawn(3600, grandchild=True, pidfile=str(pids)),
-        Step.write(MAIN, "half\n"), Step.sleep(60), Step.result(ok_result()),
-    ], limits=Limits(timeout_seconds=1.5, rounds=2, retries=2, retry_delay_seconds=0))
-    assert time.monotonic() - started < 15
+        Step.write(MAIN, "half\n"), timeout, Step.sleep(3600), Step.result(ok_result()),
+    ], limits=Limits(timeout_seconds=SLOW, rounds=2, retries=2, retry_delay_seconds=0),
+        deadline=deadline)
     assert run.code == "worker_timeout"
     assert run.record.error is not None and run.record.error.unhandled.reason.value == "exhausted"
     assert len(run.record.rounds) == 1 and run.audit()["verdict"] == "clean"
@@ -348,7 +366,7 @@ def test_a_crash_mid_stream_is_the_backends_process_failure(harness: HostHarness
         *OPEN, Step.write(MAIN, "partial\n"),
         Step.stderr(text="Traceback: it broke\n"), Step.crash("exit", status=3),
         Step.result(ok_result()),
-    ], limits=Limits(timeout_seconds=30, rounds=2, retries=2, retry_delay_seconds=0))
+    ], limits=Limits(timeout_seconds=SLOW, rounds=2, retries=2, retry_delay_seconds=0))
     assert run.code == "claude_failed"
     error = run.record.error
     assert error is not None and error.unhandled.reason.value == "environment"
@@ -398,13 +416,15 @@ def test_the_runtime_directory_and_credentials_go_however_the_run_ends(
             "code": "cannot", "detail": "it cannot", "evidence": [], "attempts": [],
             "unhandled": {"reason": "capability", "explanation": "no"}, "options": [],
             "recommendation": ""}))],
-        "timeout": [Step.sleep(30)],
         "crash": [Step.crash("raise")],
         "no_result": [Step.line("text", text="I am done")],
-    }[ending]
+    }.get(ending, [])
+    deadline, timeout = timeout_here(harness)
+    if ending == "timeout":
+        last = [timeout, Step.sleep(3600)]
     run = harness.run([*OPEN, *last],
-                      limits=Limits(timeout_seconds=1.5, rounds=1, retries=0,
-                                    retry_delay_seconds=0))
+                      limits=Limits(timeout_seconds=SLOW, rounds=1, retries=0,
+                                    retry_delay_seconds=0), deadline=deadline)
     assert run.code == {"ok": None, "worker_failed": "worker_failed",
                         "timeout": "worker_timeout", "crash": "claude_failed",
                         "no_result": "worker_result_invalid"}[ending]
@@ -458,20 +478,14 @@ def test_the_host_performs_the_proposed_deletions(harness: HostHarness) -> None:
 def test_a_cancellation_from_another_thread_interrupts_the_round(harness: HostHarness,
                                                                  pids: Path) -> None:
     cancel = Cancellation()
-    timer = threading.Timer(1.0, cancel.cancel, args=("the operation run was cancelled",))
-    timer.start()
-    started = time.monotonic()
-    try:
-        run = harness.run([
-            *OPEN,
-            Step.spawn(3600, grandchild=True, pidfile=str(pids)),
-            Step.write("{worktree}/src/app/scratch.py", "tmp\n"),
-            Step.result(ok_result("src/app/main.py", "src/app/scratch.py")),
-            Step.sleep(30),
-        ], cancel=cancel)
-    finally:
-        timer.cancel()
-    assert time.monotonic() - started < 15
+    run = harness.run([
+        *OPEN,
+        Step.spawn(3600, grandchild=True, pidfile=str(pids)),
+        Step.write("{worktree}/src/app/scratch.py", "tmp\n"),
+        Step.result(ok_result("src/app/main.py", "src/app/scratch.py")),
+        cancel_here(harness, cancel, "the operation run was cancelled"),
+        Step.sleep(3600),
+    ], cancel=cancel)
     assert run.code == "interrupted" and run.record.status == "failed"
     assert run.trace()["outcome"] == "interrupted"
     assert "cancelled" in run.record.error.detail  # type: ignore[union-attr]
@@ -500,13 +514,9 @@ def test_an_unreadable_directory_in_work_is_removed(harness: HostHarness) -> Non
 @pytest.mark.req("A failed run explains itself")
 def test_an_interrupted_round_reports_its_write_outside_rw(harness: HostHarness) -> None:
     cancel = Cancellation()
-    timer = threading.Timer(1.0, cancel.cancel, args=("the operation run was cancelled",))
-    timer.start()
-    try:
-        run = harness.run([*OPEN, Step.write("{worktree}/docs/notes.md", "changed\n"),
-                           Step.sleep(30)], cancel=cancel)
-    finally:
-        timer.cancel()
+    run = harness.run([*OPEN, Step.write("{worktree}/docs/notes.md", "changed\n"),
+                       cancel_here(harness, cancel, "the operation run was cancelled"),
+                       Step.sleep(3600)], cancel=cancel)
     assert run.code == "interrupted"
     assert run.audit()["violations"] == ["docs/notes.md"]
     error = run.record.error
@@ -528,7 +538,7 @@ def test_a_transient_error_is_retried_in_the_same_session(harness: HostHarness) 
          Step.error("API Error: 529 Overloaded"), Step.exit(1)],
         [Step.session("s-1"), Step.transcript(), Step.write(MAIN, "whole\n"),
          Step.stderr(text="round two\n"), Step.result(ok_result())],
-        limits=Limits(timeout_seconds=30, rounds=0, retries=2, retry_delay_seconds=0))
+        limits=Limits(timeout_seconds=SLOW, rounds=0, retries=2, retry_delay_seconds=0))
     assert run.record.status == "ok", run.record.error
     assert [r.prompt for r in run.record.rounds] == ["initial", "retry"]
     # the preparation's command line, round 1, then the retry continuing session s-1
@@ -559,7 +569,7 @@ def test_a_repair_resumes_the_session_with_the_repair_text(harness: HostHarness)
         [Step.session("s-1"), Step.record(str(prompt)), Step.transcript(),
          Step.write(MAIN, "good\n"), Step.result(ok_result())],
         validation=validation,
-        limits=Limits(timeout_seconds=30, rounds=2, retries=0, retry_delay_seconds=0))
+        limits=Limits(timeout_seconds=SLOW, rounds=2, retries=0, retry_delay_seconds=0))
     assert run.record.status == "ok", run.record.error
     assert seen == [1, 2]
     assert [r.prompt for r in run.record.rounds] == ["initial", "repair"]
@@ -572,10 +582,11 @@ def test_a_repair_resumes_the_session_with_the_repair_text(harness: HostHarness)
 @pytest.mark.req("Proposed deletions follow every clean last round")
 def test_a_round_that_timed_out_after_its_result_still_performs_its_deletions(
         harness: HostHarness) -> None:
+    deadline, timeout = timeout_here(harness)
     run = harness.run([*OPEN, Step.write("{worktree}/src/app/scratch.py", "x\n"),
-                       Step.result(ok_result("src/app/scratch.py")), Step.sleep(30)],
-                      limits=Limits(timeout_seconds=1.5, rounds=0, retries=0,
-                                    retry_delay_seconds=0))
+                       Step.result(ok_result("src/app/scratch.py")), timeout, Step.sleep(3600)],
+                      limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0,
+                                    retry_delay_seconds=0), deadline=deadline)
     assert run.code == "worker_timeout"
     assert run.record.worker_result == ok_result("src/app/scratch.py")
     assert run.record.deleted == ("src/app/scratch.py",)
@@ -680,29 +691,27 @@ def test_a_cancellation_during_the_round_validation_interrupts_without_deletions
 @pytest.mark.req("A running run shows its progress")
 def test_a_held_back_action_is_shown_while_the_worker_is_silent(harness: HostHarness) -> None:
     # The tool line comes within a second of the phase write, so it is held back; then the
-    # worker runs one long command without printing anything.
-    runs: list[HostRun] = []
-    thread = threading.Thread(target=lambda: runs.append(harness.run(
-        [*OPEN, Step.line("tool", tool="Bash", target="pytest -q"), Step.sleep(3.5),
-         Step.result(ok_result())])))
-    thread.start()
-    shown: dict[str, Any] | None = None
+    # worker runs one long command without printing anything: it waits at a gate the test
+    # releases only once status.json has shown the call.
+    silent = Gate(harness.root / "silent.gate")
+    thread, runs = run_in_thread(harness, [
+        *OPEN, Step.line("tool", tool="Bash", target="pytest -q"), Step.gate(silent.path),
+        Step.result(ok_result())])
+
+    def shown() -> dict[str, Any] | None:
+        for status_file in (harness.parent / "workers").glob("*/status.json"):
+            status = read_json(status_file)
+            if status and status.get("last_action") and status["phase"] == "worker":
+                return status
+        return None
+
     try:
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline and shown is None:
-            for status_file in (harness.parent / "workers").glob("*/status.json"):
-                try:
-                    status = json.loads(Path(status_file).read_text())
-                except (OSError, ValueError):
-                    continue
-                if status.get("last_action") and status["phase"] == "worker":
-                    shown = status
-            time.sleep(0.05)
+        status = wait_for(shown, "status.json showing the running Bash call during the round")
     finally:
-        thread.join(30)
+        silent.release()
+        thread.join(SLOW)
     assert runs and runs[0].record.status == "ok"
-    assert shown is not None, "status.json never showed the running Bash call during the round"
-    assert shown["last_action"]["target"] == "pytest -q"
+    assert status["last_action"]["target"] == "pytest -q"
 
 
 # --- endings that still name a write outside rw, and deletions after them --------------------------
@@ -712,10 +721,11 @@ def test_a_held_back_action_is_shown_while_the_worker_is_silent(harness: HostHar
 @pytest.mark.parametrize("ending", ["timeout", "crash"])
 def test_a_timeout_or_crash_names_the_rounds_write_outside_rw(harness: HostHarness,
                                                                ending: str) -> None:
-    last = Step.sleep(30) if ending == "timeout" else Step.crash("exit", status=5)
-    run = harness.run([*OPEN, Step.write("{worktree}/docs/notes.md", "changed\n"), last],
-                      limits=Limits(timeout_seconds=1.5, rounds=0, retries=0,
-                                    retry_delay_seconds=0))
+    deadline, timeout = timeout_here(harness)
+    last = [timeout, Step.sleep(3600)] if ending == "timeout" else [Step.crash("exit", status=5)]
+    run = harness.run([*OPEN, Step.write("{worktree}/docs/notes.md", "changed\n"), *last],
+                      limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0,
+                                    retry_delay_seconds=0), deadline=deadline)
     assert run.code == {"timeout": "worker_timeout", "crash": "claude_failed"}[ending]
     assert run.audit()["violations"] == ["docs/notes.md"]
     assert "docs/notes.md" in run.record.error.detail  # type: ignore[union-attr]
@@ -784,11 +794,11 @@ def test_a_round_whose_program_cannot_start_is_launch_failed_without_audit(
 @pytest.mark.req("No worker process outlives its round")
 def test_a_child_holding_stdout_open_does_not_hold_the_round(harness: HostHarness,
                                                              pids: Path) -> None:
-    started = time.monotonic()
+    # The children sleep for an hour holding stdout: had the round waited for them, this test
+    # would not end; wait_gone shows the group kill ended them.
     run = harness.run([*OPEN, Step.spawn(3600, grandchild=True, pidfile=str(pids),
                                          keep_stdout=True),
                        Step.result(ok_result())])
-    assert time.monotonic() - started < 10
     assert run.record.status == "ok", run.record.error
     assert wait_gone(pidlist(pids))
     assert_cleaned(harness, run)
@@ -833,11 +843,9 @@ def test_an_exception_of_the_host_mid_round_kills_the_group_and_removes_the_runt
         return original(self, line)
 
     monkeypatch.setattr(TestStreamReader, "feed", feed)
-    started = time.monotonic()
-    with pytest.raises(RuntimeError, match="a defect"):
+    with pytest.raises(RuntimeError, match="a defect"):  # not after the agent's hour
         harness.run([*OPEN, Step.spawn(3600, grandchild=True, pidfile=str(pids)),
-                     Step.line("tool", tool="Read", target="x"), Step.sleep(60),
+                     Step.line("tool", tool="Read", target="x"), Step.sleep(3600),
                      Step.result(ok_result())])
-    assert time.monotonic() - started < 15
     assert len(pidlist(pids)) == 2 and wait_gone(pidlist(pids))
     assert [p.name for p in harness.tmp.iterdir()] == []  # runtime and credential copy gone

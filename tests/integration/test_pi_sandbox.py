@@ -11,18 +11,20 @@ the e2e suite's).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.pi_extension_world import PiWorld, build_world, node_available, sandbox_available
+from timing import SLOW
 
 from concorde_workers.domain.request import Limits
 
@@ -64,31 +66,33 @@ def out(result: dict[str, Any]) -> str:
 
 
 class Listener:
-    """A TCP server on 127.0.0.1 that counts the connections it accepts."""
+    """A TCP server on 127.0.0.1 that counts the connections it accepts; `first` is set once it
+    has accepted one."""
 
     def __init__(self) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
-        self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
         self.accepted = 0
-        self._stop = threading.Event()
+        self.first = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while True:
             try:
-                conn, _ = self.sock.accept()
-            except (TimeoutError, OSError):
-                continue
+                conn, _ = self.sock.accept()  # blocks; ends when close() shuts the socket
+            except OSError:
+                return
             self.accepted += 1
+            self.first.set()
             conn.close()
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(2)
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept
+        self._thread.join(SLOW)
         self.sock.close()
 
 
@@ -107,11 +111,9 @@ def listener() -> Iterator[Listener]:
 def test_a_command_cannot_reach_loopback(world: PiWorld, listener: Listener) -> None:
     port = listener.port
     # the listener is reachable from outside the sandbox
-    with socket.create_connection(("127.0.0.1", port), timeout=2):
+    with socket.create_connection(("127.0.0.1", port), timeout=SLOW):
         pass
-    deadline = time.time() + 2
-    while listener.accepted < 1 and time.time() < deadline:
-        time.sleep(0.05)
+    assert listener.first.wait(SLOW)
     before = listener.accepted
     assert before == 1
     py = shutil.which("python3") or "python3"
@@ -297,19 +299,47 @@ def test_grep_find_ls_run_in_the_sandbox_after_the_root_check(world: PiWorld) ->
 
 @needs_sandbox
 def test_a_timed_out_command_is_killed_with_its_process_group(world: PiWorld) -> None:
-    late = world.rt / "tmp/late.txt"
-    started = time.time()
-    result = world.run_extension([
-        START,
-        bash(f"(sleep 3; echo late > '{late}') & sleep 30", timeout=1),
-        bash(f"(sleep 3; echo late > '{late}.2') & echo started"),
-    ])
-    assert time.time() - started < 25
-    first = result["results"][1]
-    assert first["ok"] is False and "timed out" in first["error"].lower()
-    time.sleep(4)
-    assert not late.exists()
-    assert not Path(f"{late}.2").exists()  # nothing a command started outlives it
+    # Each command starts a background process that holds a named pipe open for writing, says
+    # "up" on it and sleeps for an hour; the command's foreground goes on only once that process
+    # is up (it waits on a second pipe). The test holds the read ends: end of file on one means
+    # every process holding it is dead — an event, not a pause long enough to see a late write.
+    held, up = [], []
+    for n in (1, 2):
+        held.append(world.rt / f"tmp/held-{n}")
+        up.append(world.rt / f"tmp/up-{n}")
+        os.mkfifo(held[-1])
+        os.mkfifo(up[-1])
+    readers = [os.open(path, os.O_RDONLY | os.O_NONBLOCK) for path in held]
+    try:
+        background = "(exec 3>'{held}'; echo up >&3; : >'{up}'; sleep 3600) & cat '{up}'"
+        result = world.run_extension([
+            START,
+            # The timeout only has to outlast a fork and an open; it no longer waits for a late
+            # write either.
+            bash(background.format(held=held[0], up=up[0]) + "; sleep 3600", timeout=5),
+            bash(background.format(held=held[1], up=up[1]) + "; echo started"),
+        ])
+        first = result["results"][1]
+        assert first["ok"] is False and "timed out" in first["error"].lower()
+        assert "started" in out(result["results"][2])
+        for reader in readers:  # nothing a command started outlives it
+            assert read_until_every_writer_is_gone(reader) == b"up\n"
+    finally:
+        for reader in readers:
+            os.close(reader)
+
+
+def read_until_every_writer_is_gone(fd: int) -> bytes:
+    """What the writers of a pipe wrote, once the last of them has closed it (by exiting)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    data = b""
+    while True:
+        assert poller.poll(SLOW * 1000), "a process still holds the pipe open"
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return data
+        data += chunk
 
 
 # --- no sandbox, no command ------------------------------------------------------------------------

@@ -2,6 +2,10 @@
 process group, pipes held open by children, megabytes of stderr, a program ignoring SIGTERM,
 the working directory and the new session).
 
+Nothing here races the clock (tests/timing.py): a timeout passes when the test says so
+(`Deadline`), a line is shown to stream because the program is provably blocked when it arrives,
+and a bound like `SLOW` only ends a failure.
+
 Death is proved, not guessed: the test process becomes a child subreaper for the test
 (prctl(PR_SET_CHILD_SUBREAPER)), so the program's orphaned children and grandchildren become its
 children; it waits for each on a pidfd (no polling), reaps it, and then `os.kill(pid, 0)` must
@@ -24,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from timing import SLOW, Deadline
 
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.domain.stdout import Overlong
@@ -32,7 +37,6 @@ pytestmark = pytest.mark.integration
 
 ENV = {"LC_ALL": "C.UTF-8", "PYTHONCOERCECLOCALE": "0"}
 PY = sys.executable
-SLOW = 10.0  # an upper bound never reached when things work
 PR_SET_CHILD_SUBREAPER = 36
 
 # Starts a child that starts a grandchild; both sleep. Prints "<child pid> <grandchild pid>".
@@ -42,11 +46,11 @@ SPAWN = """
 import subprocess, sys
 keep = {keep}
 opts = {{}} if keep else {{"stdout": subprocess.DEVNULL}}
-grand = "import time; time.sleep(60)"
+grand = "import time; time.sleep(3600)"
 child = (
     "import subprocess, sys, time;"
     f"g = subprocess.Popen([sys.executable, '-c', {{grand!r}}]);"
-    "sys.stderr.write(str(g.pid) + chr(10)); sys.stderr.flush(); time.sleep(60)"
+    "sys.stderr.write(str(g.pid) + chr(10)); sys.stderr.flush(); time.sleep(3600)"
 )
 c = subprocess.Popen([sys.executable, "-c", child], stderr=subprocess.PIPE, **opts)
 g = int(c.stderr.readline())
@@ -59,8 +63,8 @@ def python(code: str) -> list[str]:
     return [PY, "-c", code]
 
 
-def runner(**options: float) -> SubprocessRunner:
-    return SubprocessRunner(term_grace_seconds=options.get("grace", 0.5))
+def runner(grace: float = 0.5, deadline: Deadline | None = None) -> SubprocessRunner:
+    return SubprocessRunner(term_grace_seconds=grace, wait_timeout=deadline)
 
 
 @pytest.fixture
@@ -81,16 +85,19 @@ def pidfds(pids: list[int]) -> list[int]:
     return [os.pidfd_open(pid) for pid in pids]
 
 
-def assert_dead(pids: list[int], fds: list[int], within: float = 5.0) -> None:
-    """Each process ends within `within` seconds (waited on its pidfd), is reaped (it is our
-    child: we are its subreaper), and then no longer exists for kill(pid, 0)."""
+def assert_dead(pids: list[int], fds: list[int], within: float = SLOW) -> None:
+    """Each process ends (waited on its pidfd; `within` only ends a failure), killed by SIGKILL
+    — the group kill, not its own end an hour later — is reaped (it is our child: we are its
+    subreaper), and then no longer exists for kill(pid, 0)."""
     try:
         for pid, fd in zip(pids, fds, strict=True):
             poller = select.poll()
             poller.register(fd, select.POLLIN)
             assert poller.poll(within * 1000), f"process {pid} is still running"
             with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+                _, status = os.waitpid(pid, 0)
+                assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (
+                    f"process {pid} ended with status {status:#x}, not killed by SIGKILL")
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
     finally:
@@ -117,21 +124,30 @@ def test_a_line_arrives_while_the_program_still_runs(tmp_path: Path) -> None:
     assert (handle.wait(SLOW), handle.timed_out) == (0, False)
 
 
-def test_lines_stream_one_by_one_with_pauses(tmp_path: Path) -> None:
-    code = "import time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.2)\n"
-    handle = runner().start(python(code), ENV, str(tmp_path))
-    began = time.monotonic()
-    arrived = [(line, time.monotonic() - began) for line in handle.lines()]
-    assert [line for line, _ in arrived] == ["0", "1", "2"]
-    # Each line came when it was printed, 0.2 s apart, not all together at the exit.
-    assert arrived[1][1] - arrived[0][1] > 0.15 and arrived[2][1] - arrived[1][1] > 0.15
-    assert handle.wait(SLOW) == 0
+def test_lines_stream_one_by_one(tmp_path: Path) -> None:
+    # After each line the program blocks until the test releases it (SIGUSR1, blocked first so
+    # that a release is kept pending, not lost): each line came while it was printed, not all
+    # together at the exit.
+    code = (
+        "import signal\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+        "for i in range(3):\n"
+        "    print(i, flush=True)\n"
+        "    signal.sigwait({signal.SIGUSR1})\n"
+    )
+    handle = runner().start(python(code), ENV, str(tmp_path), timeout_seconds=SLOW)
+    arrived = []
+    for line in handle.lines():
+        arrived.append(line)
+        os.kill(handle.pid, signal.SIGUSR1)
+    assert arrived == ["0", "1", "2"]
+    assert (handle.wait(SLOW), handle.timed_out) == (0, False)
 
 
 def test_children_and_grandchildren_are_dead_after_kill_group(
     tmp_path: Path, subreaper: None
 ) -> None:
-    code = SPAWN.format(keep=False) + "import time\ntime.sleep(60)\n"
+    code = SPAWN.format(keep=False) + "import time\ntime.sleep(3600)\n"
     handle = runner().start(python(code), ENV, str(tmp_path))
     lines = handle.lines()
     pids = [int(p) for p in next(lines).split()]
@@ -160,12 +176,11 @@ def test_children_left_running_by_a_leader_that_exited_die_with_it(
 def test_stdout_held_open_by_children_ends_when_the_leader_exits(
     tmp_path: Path, subreaper: None
 ) -> None:
-    # Without the group kill, the child and grandchild would hold stdout open for 60 s.
+    # Without the group kill, the child and grandchild would hold stdout open for an hour;
+    # assert_dead shows that the group kill ended them, so lines() did not wait for them.
     code = SPAWN.format(keep=True) + "print('leader done', flush=True)\n"
-    began = time.monotonic()
     handle = runner().start(python(code), ENV, str(tmp_path))
     lines = list(handle.lines())
-    assert time.monotonic() - began < SLOW / 2
     pids = [int(p) for p in lines[0].split()]
     fds = pidfds(pids)
     assert lines[1:] == ["leader done"]
@@ -180,12 +195,11 @@ def test_stdout_held_by_a_process_that_escaped_the_group_still_ends(
     # stdout open. lines() must end anyway once the leader is gone, with all the leader wrote.
     code = (
         "import os, subprocess, sys\n"
-        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)'],"
         " start_new_session=True)\n"
         "print(c.pid, flush=True)\n"
         "sys.stdout.write('last words without newline'); sys.stdout.flush()\n"
     )
-    began = time.monotonic()
     handle = runner().start(python(code), ENV, str(tmp_path))
     lines = list(handle.lines())
     escaped = int(lines[0])
@@ -193,8 +207,9 @@ def test_stdout_held_by_a_process_that_escaped_the_group_still_ends(
     try:
         assert lines[1:] == ["last words without newline"]
         assert handle.wait(SLOW) == 0
-        assert time.monotonic() - began < SLOW / 2
-        os.kill(escaped, 0)  # still alive: outside the group (the documented limit)
+        # Still alive, so still holding stdout open: lines() and wait() ended without it (it
+        # sleeps for an hour; it is outside the group: the documented limit).
+        os.kill(escaped, 0)
     finally:
         os.kill(escaped, signal.SIGKILL)
         assert_dead([escaped], fds)
@@ -212,11 +227,12 @@ def test_megabytes_of_stderr_never_block_and_the_tail_is_exactly_the_last_bytes(
         "sys.stderr.buffer.flush()\n"
         "print('done', flush=True)\n"
     )
-    began = time.monotonic()
+    # A stderr that blocked would hold the program forever: its timeout would end it without
+    # "done".
     handle = SubprocessRunner().start(python(code), ENV, str(tmp_path), timeout_seconds=SLOW)
     assert list(handle.lines()) == ["done"]
     assert handle.wait(SLOW) == 0
-    assert not handle.timed_out and time.monotonic() - began < SLOW / 2
+    assert not handle.timed_out
     expected = bytes(i % 251 for i in range(size))
     assert handle.stderr_tail(80_000) == expected[-80_000:]
     assert handle.stderr_tail(10**9) == expected[-80_000:]  # never more than it keeps
@@ -297,24 +313,32 @@ def test_a_program_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: P
         "import signal, time\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "print('ready', flush=True)\n"
-        "time.sleep(60)\n"
+        "time.sleep(3600)\n"
     )
-    began = time.monotonic()
-    handle = runner(grace=0.5).start(python(code), ENV, str(tmp_path), timeout_seconds=0.5)
-    assert list(handle.lines()) == ["ready"]
-    assert handle.wait(SLOW) == -signal.SIGKILL
-    elapsed = time.monotonic() - began
-    assert handle.timed_out
-    assert 1.0 <= elapsed < 1.0 + SLOW / 4
+    deadline = Deadline()
+    handle = runner(grace=0.5, deadline=deadline).start(python(code), ENV, str(tmp_path),
+                                                         timeout_seconds=SLOW)
+    lines = handle.lines()
+    assert next(lines) == "ready"  # it ignores SIGTERM from now on
+    expired = time.monotonic()
+    deadline.expire()
+    assert list(lines) == []
+    assert (handle.wait(SLOW), handle.timed_out) == (-signal.SIGKILL, True)
+    assert time.monotonic() - expired >= 0.5  # the grace period passed before the SIGKILL
 
 
 def test_a_program_that_honours_sigterm_ends_at_once(tmp_path: Path) -> None:
-    code = "import time\nprint('ready', flush=True)\ntime.sleep(60)\n"
-    began = time.monotonic()
-    handle = runner(grace=5).start(python(code), ENV, str(tmp_path), timeout_seconds=0.5)
-    assert list(handle.lines()) == ["ready"]
-    assert handle.wait(SLOW) == -signal.SIGTERM
-    assert handle.timed_out and time.monotonic() - began < 2.5  # not the 5 s grace
+    code = "import time\nprint('ready', flush=True)\ntime.sleep(3600)\n"
+    deadline = Deadline()
+    # A grace period the test never waits out: had the runner waited for it, wait(SLOW) would
+    # return None.
+    handle = runner(grace=10 * SLOW, deadline=deadline).start(python(code), ENV, str(tmp_path),
+                                                               timeout_seconds=SLOW)
+    lines = handle.lines()
+    assert next(lines) == "ready"
+    deadline.expire()
+    assert list(lines) == []
+    assert (handle.wait(SLOW), handle.timed_out) == (-signal.SIGTERM, True)
 
 
 def test_working_directory_and_new_session(tmp_path: Path) -> None:

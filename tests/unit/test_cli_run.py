@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import signal
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from dependency_injector import providers
 from fakes.agent import Round, ScriptedBackend
 from fakes.process import FakeStart
 from fakes.world import GRANT, PRIMARY, USER_HOME, WORKTREE, PlanWorld
+from timing import eventually
 
 from concorde_workers.application import cli
 from concorde_workers.application.container import Container
@@ -339,9 +339,8 @@ def test_while_the_run_runs_its_phase_round_and_last_action_show_on_stderr() -> 
 
     def wait_until_shown(started: FakeStart) -> None:
         World.current.fs.write(f"{WORKTREE}/src/app/main.py", "print('hello')\n")
-        deadline = time.monotonic() + 10
-        while "· worker" not in err.getvalue() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # The progress line is printed by the CLI's own thread: wait for it, however long.
+        eventually(lambda: "· worker" in err.getvalue(), "the progress line of the worker phase")
 
     w = world(Round.ok(RESULT, tools=[("Write", f"{WORKTREE}/src/app/main.py")],
                        effects=wait_until_shown))

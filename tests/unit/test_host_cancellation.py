@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+from timing import SLOW
+
 from concorde_workers.application.cancellation import Cancellation
 
 
@@ -21,7 +23,7 @@ def test_a_signal_handler_that_cancels_while_the_lock_is_held_does_not_deadlock(
     thread = threading.Thread(target=main_thread_in_unregister_when_the_signal_arrives,
                               daemon=True)
     thread.start()
-    thread.join(5)
+    thread.join(SLOW)  # only a deadlock reaches it
     assert not thread.is_alive(), "cancel deadlocked on the lock its own thread held"
     assert cancel.is_set() and cancel.reason == "SIGTERM" and killed == ["group"]
 

@@ -13,6 +13,7 @@ import pytest
 from fakes.agent import make_context
 from fakes.filesystem import FakeFileSystem
 from fakes.system import FakeClock
+from timing import SLOW
 
 from concorde_workers.adapters.pi.backend import PiBackend, user_pi_directory
 from concorde_workers.adapters.pi.stream import (
@@ -383,7 +384,7 @@ def _post(url: str, body: dict[str, Any]) -> tuple[int, str]:
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=SLOW)
     try:
         connection.request("POST", parts.path, json.dumps(body),
                            {"Content-Type": "application/json"})

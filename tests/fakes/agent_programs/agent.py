@@ -33,9 +33,14 @@ steps, and after the last one exits with `exit` (default 0). Every step is an ob
     record    {"path"}                 write {argv, cwd, env, stdin, kind, session, pid, pgid,
                                        sid} as JSON (stdin is read whole, once)
     sleep     {"seconds"}
+    signal    {"path"}                 open the named pipe (a test's timing.Signal) for writing and
+                                       close it: the test learns that this step was reached
+    gate      {"path"}                 open the named pipe (a test's timing.Gate) and read it to
+                                       its end: wait here until the test releases it
     spawn     {"seconds"?: 3600, "grandchild"?: false, "pidfile"?, "keep_stdout"?: false}
                                        start a child (and its own child) that sleeps on after
-                                       this program ends; each appends its pid to the pidfile
+                                       this program ends; each appends its pid to the pidfile,
+                                       and the step ends once both have (told through a pipe)
     crash     {"how": "exit"|"raise", "status"?: 3, "message"?: "boom"}
                                        os._exit(status) at once (nothing more flushed), or raise
     exit      {"status"?: 0}           exit now
@@ -47,7 +52,6 @@ a step may hold {cwd}, {home}, {tmp}, {config} and {session}, replaced before th
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -61,12 +65,15 @@ PROTOCOL_TYPES = ("tool", "text", "result", "error", "limit", "usage", "agent")
 CHILD_CODE = """
 import os, subprocess, sys, time
 seconds, pidfile, grandchild = float(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+ready = int(sys.argv[5])
 if pidfile:
     with open(pidfile, "a") as f:
         f.write(f"{os.getpid()}\\n")
 if grandchild:
-    subprocess.Popen([sys.executable, "-c", sys.argv[4], sys.argv[1], pidfile, "0", ""],
-                     stdin=subprocess.DEVNULL)
+    subprocess.Popen([sys.executable, "-c", sys.argv[4], sys.argv[1], pidfile, "0", "",
+                      str(ready)], stdin=subprocess.DEVNULL, pass_fds=(ready,))
+os.write(ready, b"+")
+os.close(ready)
 time.sleep(seconds)
 """
 
@@ -210,23 +217,30 @@ class Agent:
     def do_sleep(self, step: dict[str, Any]) -> None:
         time.sleep(float(step["seconds"]))
 
+    def do_signal(self, step: dict[str, Any]) -> None:
+        with open(step["path"], "wb"):  # blocks until the test's reader has it open
+            pass
+
+    def do_gate(self, step: dict[str, Any]) -> None:
+        with open(step["path"], "rb") as gate:  # blocks until the test opens it to release us
+            gate.read()
+
     def do_spawn(self, step: dict[str, Any]) -> None:
         seconds = str(float(step.get("seconds", 3600)))
         grandchild = "1" if step.get("grandchild") else "0"
         out = None if step.get("keep_stdout") else subprocess.DEVNULL
+        # Each child writes one byte to this pipe once its pid is in the pidfile: the step ends
+        # when both have (or when both are gone), an event, not a guess at how long they take.
+        ready_r, ready_w = os.pipe()
         subprocess.Popen(
             [sys.executable, "-c", CHILD_CODE, seconds, step.get("pidfile", ""), grandchild,
-             CHILD_CODE],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+             CHILD_CODE, str(ready_w)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(ready_w,),
         )
-        if step.get("pidfile"):  # wait until the children have written their pids
-            want = 2 if grandchild == "1" else 1
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                with contextlib.suppress(OSError):
-                    if len(Path(step["pidfile"]).read_text().split()) >= want:
-                        break
-                time.sleep(0.01)
+        os.close(ready_w)
+        want = 2 if grandchild == "1" else 1
+        with os.fdopen(ready_r, "rb") as ready:
+            ready.read(want)
 
     def do_crash(self, step: dict[str, Any]) -> None:
         if step.get("how", "exit") == "raise":
