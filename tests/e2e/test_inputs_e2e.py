@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from e2e.conftest_pi import GRANT, MODEL, PiWorld, call, pi_world, reply, result_call
+from timing import SLOW
 
 from concorde_workers.application.cli import main
 from concorde_workers.application.container import production
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.e2e
 
 __all__ = ["pi_world"]  # the fixture, imported for pytest
 
-LIMITS = {"timeout_seconds": 60, "max_turns": 30, "rounds": 0, "retries": 0,
+LIMITS = {"timeout_seconds": SLOW, "max_turns": 30, "rounds": 0, "retries": 0,
           "retry_delay_seconds": 0}
 OSC = "\x1b]0;pwned by the worker\x07"
 CLEAR = "\x1b[2J\x1b[H"
