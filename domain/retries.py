@@ -145,7 +145,8 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
          "Opus is experiencing high load, please use /model to switch to Sonnet",
          "The service is under high demand right now"),
     _row("the HTTP status 500, 502, 503, 504 or 529", _status(500, 502, 503, 504, 529),
-         TransientCause.OVERLOADED, _CLAUDE_RUN + "; " + _PI + "; " + _GATEWAY,
+         TransientCause.OVERLOADED, _CLAUDE_RUN + "; " + _PI + "; " + _GATEWAY + " (`API Error: "
+         "500 terminated`: github.com/ding113/claude-code-hub/issues/307)",
          "API Error: 500 Internal server error. This is a server-side issue, usually temporary — "
          "try again in a moment. If it persists, check your inference gateway (...).",
          "API Error: 500: internal server error",
