@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import stat as stat_module
+import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -144,6 +145,15 @@ class LocalFileSystem:
                 return
             # shutil.rmtree never follows links below the top (it unlinks them).
             shutil.rmtree(path)
+
+    def archive(self, source: str, archive: str) -> None:
+        with _os_errors(archive, "archive"):
+            fd = os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w") as tar:
+                # lstat-based: links stored as links; FIFOs and devices stored, not opened.
+                tar.add(source, arcname=os.path.basename(source.rstrip("/")), recursive=True)
+                out.flush()
+                os.fsync(out.fileno())
 
     def chmod(self, path: str, mode: int) -> None:
         with _os_errors(path, "chmod"):

@@ -1,76 +1,271 @@
-"""The real Git adapter: read-only Git through the `git` program.
+"""The real Git adapter: read-only Git through the `git` program, every command line from the
+one table of `domain.git_commands`.
 
 Why subprocess and not GitPython's `Git` object as the runner (design.md, "Git through GitPython,
-bytes kept"): GitPython's `Git.execute` builds the child's environment as a copy of `os.environ`
-updated with what it is given, so it cannot *remove* the inherited `GIT_DIR`, `GIT_INDEX_FILE`,
-`GIT_CONFIG_*`, ... variables, and one of those would point every question at another repository or
-inject configuration. Mutating `os.environ` to work around it would change the host's own
-environment and race other threads. So the adapter runs `git` itself with `subprocess`, with an
-environment it builds whole, and keeps stdout as bytes; the parsing is `domain.git_status`.
+bytes kept"): GitPython builds the child's environment as a copy of `os.environ`, and the host's
+Git must see nothing of it (docs/decisions.md "The host's Git"). So the adapter runs `git` itself
+with the environment the table builds whole, keeps stdout as bytes and hands it to the domain's
+parsers.
 
-Read-only, and no code from the repository runs:
-- every call passes `-c core.fsmonitor=false -c core.hooksPath=/dev/null --no-optional-locks` and
-  `GIT_OPTIONAL_LOCKS=0`, so `git status` never takes the index lock to write a stat refresh and
-  no fsmonitor hook or other hook runs;
-- inherited `GIT_*` variables are stripped; `LC_ALL=C` keeps Git's messages stable for evidence;
-- stdin is /dev/null, so nothing ever waits on a prompt (`GIT_TERMINAL_PROMPT=0` as well).
-Commands used: `worktree list`, `rev-parse`, `symbolic-ref`, `ls-files`, `status`, `ls-tree`,
-`cat-file` — none writes the repository (tests/contract/test_git_contract.py proves it).
+What this module adds to the table: the absolute program paths (Git from the host's PATH, resolved
+once; bubblewrap only from the system's own directories, tried once before it is relied on), the
+filter overrides (every filter driver the repository's configuration files and their includes
+define, read as text, never by Git), the HEAD file of the worktree's own Git directory, and the
+running (stdin /dev/null, stdout and stderr captured, a timeout).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+import pwd
+import shutil
+import stat as stat_module
 import subprocess
 from collections.abc import Mapping, Sequence
 
+from concorde_workers.domain.git_commands import (
+    COMMANDS,
+    GitCommand,
+    git_argv,
+    git_environment,
+    sandboxed,
+)
+from concorde_workers.domain.git_config import (
+    filter_driver_names,
+    filter_overrides,
+    include_paths,
+    parse_config,
+)
 from concorde_workers.domain.git_status import (
-    HeadState,
-    StatusEntry,
+    GitRepository,
+    IndexState,
     WorktreeInfo,
+    WorktreeStatus,
     config_files,
     config_files_digest,
     decode_path,
+    head_state,
+    index_state,
+    parse_branch_headers,
     parse_porcelain_v2,
     parse_worktree_list_z,
 )
-from concorde_workers.ports.git import GitCommandFailed, HeadBlob
+from concorde_workers.ports.git import GitCommandFailed
+
+DEFAULT_TIMEOUT_SECONDS = 120.0
+BWRAP_DIRECTORIES = ("/usr/bin", "/bin", "/usr/local/bin")
+"""Where bubblewrap is looked for: system directories only, never the host's PATH, which may
+name a directory a worker can write."""
+MAX_CONFIG_BYTES = 1 << 20
+MAX_INCLUDE_DEPTH = 16  # Git stops at 10; reading deeper can only switch off more
 
 
-def _read_or_none(path: str) -> bytes | None:
+def read_regular(path: str, limit: int = MAX_CONFIG_BYTES) -> bytes | None:
+    """The bytes of a regular file (links followed, as Git follows them), None when there is
+    none. A FIFO or device is never opened for reading in a way that could block."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_or_state(path: str) -> bytes | None:
+    """For the configuration digest: the bytes, None when absent, a state of its own when the
+    host cannot read it (never equal to a readable file)."""
     try:
         with open(path, "rb") as handle:
             return handle.read()
     except FileNotFoundError:
         return None
     except OSError as error:
-        # Unreadable is a state of its own: never equal to a readable file.
         return f"unreadable: {error.strerror}".encode()
 
 
-SAFETY_OPTIONS: tuple[str, ...] = (
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "--no-optional-locks",
-    # Paths we pass are file names, never patterns: `*` or `:(glob)` in a name stays literal.
-    "--literal-pathspecs",
-)
-
-DEFAULT_TIMEOUT_SECONDS = 120.0
+def _home_of(user: str) -> str | None:
+    try:
+        return pwd.getpwnam(user).pw_dir
+    except (KeyError, UnicodeError):
+        return None
 
 
-def clean_git_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """`environ` without any `GIT_*` variable, plus the variables that keep Git read-only and
-    quiet. Pure, so it is tested on its own."""
-    env = {k: v for k, v in environ.items() if not k.startswith("GIT_")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["LC_ALL"] = "C"
-    env["LANGUAGE"] = "C"
-    return env
+def repository_filter_names(repo: GitRepository) -> frozenset[str]:
+    """Every filter driver name the configuration files Git reads for `repo` may define: the
+    common `config`, the worktree's `config.worktree`, and every file their includes name
+    (whatever the condition), recursively."""
+    names: set[str] = set()
+    pending = [(f"{repo.common_dir}/config", 0), (f"{repo.git_dir}/config.worktree", 0)]
+    seen: set[str] = set()
+    while pending:
+        path, depth = pending.pop()
+        if path in seen or depth > MAX_INCLUDE_DEPTH:
+            continue
+        seen.add(path)
+        data = read_regular(path)
+        if data is None:
+            continue
+        names |= filter_driver_names(data)
+        users = {name: home for name in _tilde_users(data) if (home := _home_of(name))}
+        for included in include_paths(parse_config(data).entries, path, users):
+            pending.append((included, depth + 1))
+    return frozenset(names)
+
+
+def _tilde_users(data: bytes) -> set[str]:
+    """The user names of `~user/` include paths (looked up only when a file names one)."""
+    users = set()
+    for entry in parse_config(data).entries:
+        if entry.name.endswith(".path") and entry.value and entry.value.startswith("~"):
+            user = entry.value[1:].partition("/")[0]
+            if user:
+                users.add(user)
+    return users
+
+
+def find_bwrap(directories: Sequence[str] = BWRAP_DIRECTORIES) -> str | None:
+    """bubblewrap's absolute path in a system directory, None when it is not installed."""
+    for directory in directories:
+        candidate = os.path.join(directory, "bwrap")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+class GitCliReader:
+    """`GitReader` over the `git` program.
+
+    `environ` is the host environment the container read (this adapter never reads
+    `os.environ`); only its PATH is used, once, to find `git`. `sandbox` is bubblewrap's path,
+    "auto" to look for it in the system directories (and use it once a trial call succeeded),
+    or None for none."""
+
+    def __init__(
+        self,
+        environ: Mapping[str, str],
+        git_program: str = "git",
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        sandbox: str | None = "auto",
+    ) -> None:
+        found = git_program if "/" in git_program else shutil.which(
+            git_program, path=environ.get("PATH") or "/usr/bin:/bin")
+        self._git = os.path.abspath(found) if found else git_program
+        self._timeout = timeout_seconds
+        self._sandbox_choice = sandbox
+        self._bwrap: str | None = None
+        self._sandbox_settled = sandbox is None
+
+    # -- the sandbox ---------------------------------------------------------------------------
+
+    @property
+    def sandbox(self) -> str | None:
+        """The bubblewrap program every call runs in, None when there is none (not installed,
+        or it cannot make its namespaces here)."""
+        if not self._sandbox_settled:
+            self._bwrap = self._try_sandbox()
+            self._sandbox_settled = True
+        return self._bwrap
+
+    def _try_sandbox(self) -> str | None:
+        bwrap = find_bwrap() if self._sandbox_choice == "auto" else self._sandbox_choice
+        if bwrap is None:
+            return None
+        try:
+            proc = subprocess.run(sandboxed(bwrap, [self._git, "--version"]),
+                                  stdin=subprocess.DEVNULL, capture_output=True,
+                                  env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+                                  timeout=self._timeout, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return bwrap if proc.returncode == 0 else None
+
+    # -- running -------------------------------------------------------------------------------
+
+    def command_line(self, name: str, where: str | GitRepository) -> list[str]:
+        """The argv of table command `name` as this adapter runs it (sandbox included)."""
+        return sandboxed(self.sandbox, git_argv(self._git, COMMANDS[name], where))
+
+    def environment(self, name: str, where: str | GitRepository) -> dict[str, str]:
+        """The environment of table command `name` as this adapter runs it."""
+        command = COMMANDS[name]
+        overrides = (filter_overrides(repository_filter_names(where))
+                     if isinstance(where, GitRepository) else ())
+        return git_environment(self._git, command, where, overrides)
+
+    def _run(self, name: str, where: str | GitRepository) -> tuple[int, bytes]:
+        """Run table command `name`; (returncode, stdout bytes). A return code outside the
+        command's answers, a timeout or a failure to start raises `GitCommandFailed`."""
+        command: GitCommand = COMMANDS[name]
+        argv = self.command_line(name, where)
+        try:
+            proc = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                env=self.environment(name, where),
+                timeout=self._timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise GitCommandFailed(argv, f"timed out after {self._timeout:g} s", None) from None
+        except OSError as exc:
+            raise GitCommandFailed(argv, str(exc), None) from None
+        if proc.returncode not in command.ok:
+            raise GitCommandFailed(argv, proc.stderr.decode("utf-8", "replace"), proc.returncode)
+        return proc.returncode, proc.stdout
+
+    # -- GitReader: placement ------------------------------------------------------------------
+
+    def worktrees(self, path: str) -> list[WorktreeInfo]:
+        _, out = self._run("worktree_list", path)
+        infos = parse_worktree_list_z(out)
+        if not infos:
+            raise GitCommandFailed(self.command_line("worktree_list", path),
+                                   "git listed no worktree", 0)
+        return [w.model_copy(update={"path": os.path.realpath(w.path)}) for w in infos]
+
+    def toplevel(self, path: str) -> str:
+        _, out = self._run("toplevel", path)
+        return os.path.realpath(_one_path_line(out))
+
+    def git_dirs(self, worktree: str) -> tuple[str, str]:
+        # One question per call: a path containing a newline cannot be split from another.
+        _, git_dir = self._run("git_dir", worktree)
+        _, common = self._run("common_dir", worktree)
+        return (
+            os.path.realpath(_one_path_line(git_dir)),
+            os.path.realpath(_one_path_line(common)),
+        )
+
+    # -- GitReader: the audit ------------------------------------------------------------------
+
+    def status(self, repo: GitRepository) -> WorktreeStatus:
+        _, out = self._run("status", repo)
+        oid, head = parse_branch_headers(out)
+        return WorktreeStatus(head=head_state(oid, head, read_regular(f"{repo.git_dir}/HEAD")),
+                              entries=parse_porcelain_v2(out))
+
+    def index(self, repo: GitRepository) -> IndexState:
+        # Staged entries, not the index file's bytes: a stat refresh rewrites the file but not
+        # these. -v adds the assume-unchanged/skip-worktree tags, which can hide a change from
+        # status and so count as an index change.
+        _, out = self._run("index", repo)
+        return index_state(out)
+
+    def config_digest(self, repo: GitRepository) -> str:
+        hooks = f"{repo.common_dir}/hooks"
+        try:
+            names = sorted(os.listdir(hooks))
+        except OSError:
+            names = []
+        return config_files_digest(config_files(repo.git_dir, repo.common_dir, names),
+                                   _read_or_state)
 
 
 def _one_path_line(out: bytes) -> str:
@@ -81,136 +276,4 @@ def _one_path_line(out: bytes) -> str:
     return decode_path(out)
 
 
-class GitCliReader:
-    """`GitReader` over the `git` program. `environ` is the host environment the container
-    read (this adapter never reads `os.environ` itself); `git_program` the program to run."""
-
-    def __init__(
-        self,
-        environ: Mapping[str, str],
-        git_program: str = "git",
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-    ) -> None:
-        self._env = clean_git_environment(environ)
-        self._git = git_program
-        self._timeout = timeout_seconds
-
-    # -- running ---------------------------------------------------------------------------
-
-    def _argv(self, cwd: str, args: Sequence[str]) -> list[str]:
-        # `-C`, not the child's cwd: Git itself then reports a missing or unreadable directory
-        # (exit 128, "cannot change to ..."), which is the evidence a caller shows.
-        return [self._git, *SAFETY_OPTIONS, "-C", cwd, *args]
-
-    def _run(self, cwd: str, args: Sequence[str], ok: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
-        """Run git in `cwd`; (returncode, stdout bytes). A return code outside `ok`, a timeout
-        or a failure to start raises `GitCommandFailed`."""
-        argv = self._argv(cwd, args)
-        try:
-            proc = subprocess.run(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                env=self._env,
-                timeout=self._timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise GitCommandFailed(argv, f"timed out after {self._timeout:g} s", None) from None
-        except OSError as exc:
-            raise GitCommandFailed(argv, str(exc), None) from None
-        if proc.returncode not in ok:
-            raise GitCommandFailed(argv, proc.stderr.decode("utf-8", "replace"), proc.returncode)
-        return proc.returncode, proc.stdout
-
-    # -- GitReader -------------------------------------------------------------------------
-
-    def worktrees(self, path: str) -> list[WorktreeInfo]:
-        _, out = self._run(path, ["worktree", "list", "--porcelain", "-z"])
-        infos = parse_worktree_list_z(out)
-        if not infos:
-            argv = self._argv(path, ["worktree", "list", "--porcelain", "-z"])
-            raise GitCommandFailed(argv, "git listed no worktree", 0)
-        return [w.model_copy(update={"path": os.path.realpath(w.path)}) for w in infos]
-
-    def worktree_list(self, path: str) -> list[str]:
-        return [w.path for w in self.worktrees(path)]
-
-    def toplevel(self, path: str) -> str:
-        _, out = self._run(path, ["rev-parse", "--show-toplevel"])
-        return os.path.realpath(_one_path_line(out))
-
-    def git_dirs(self, worktree: str) -> tuple[str, str]:
-        # One question per call: a path containing a newline cannot be split from another.
-        _, git_dir = self._run(worktree, ["rev-parse", "--path-format=absolute", "--git-dir"])
-        _, common = self._run(worktree, ["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        return (
-            os.path.realpath(_one_path_line(git_dir)),
-            os.path.realpath(_one_path_line(common)),
-        )
-
-    def head(self, worktree: str) -> HeadState:
-        # symbolic-ref answers 1 when HEAD is detached; rev-parse --verify -q answers 1 when
-        # the branch is unborn. Anything else is a failure.
-        code, ref = self._run(worktree, ["symbolic-ref", "-q", "HEAD"], ok=(0, 1))
-        branch = _one_path_line(ref) if code == 0 else None
-        code, oid = self._run(worktree, ["rev-parse", "-q", "--verify", "HEAD"], ok=(0, 1))
-        commit = oid.decode("ascii").strip() if code == 0 else None
-        return HeadState(branch=branch, commit=commit)
-
-    def index_digest(self, worktree: str) -> str:
-        # Staged entries, not the index file's bytes: a stat refresh rewrites the file but not
-        # these. -v adds the assume-unchanged/skip-worktree tags, which can hide a change from
-        # status and so count as an index change.
-        _, out = self._run(worktree, ["ls-files", "--stage", "-v", "-z"])
-        return "sha256:" + hashlib.sha256(out).hexdigest()
-
-    def status(self, worktree: str) -> tuple[StatusEntry, ...]:
-        _, out = self._run(
-            worktree,
-            [
-                "status",
-                "--porcelain=v2",
-                "-z",
-                "--untracked-files=all",
-                "--no-renames",
-                "--ignored=no",
-            ],
-        )
-        return parse_porcelain_v2(out)
-
-    def head_blob(self, worktree: str, rel: str) -> HeadBlob | None:
-        code, _ = self._run(worktree, ["rev-parse", "-q", "--verify", "HEAD"], ok=(0, 1))
-        if code == 1:
-            return None  # unborn branch: HEAD has no file at all
-        _, out = self._run(worktree, ["ls-tree", "-z", "--full-tree", "HEAD", "--", rel])
-        entry = self._matching_tree_entry(out, rel)
-        if entry is None:
-            return None
-        mode, kind, oid = entry
-        if kind != "blob":
-            # A directory at `rel` is no file; a submodule's commit has no blob to digest.
-            return HeadBlob(mode=mode, oid=oid, digest=None) if kind == "commit" else None
-        _, content = self._run(worktree, ["cat-file", "blob", oid])
-        return HeadBlob(mode=mode, oid=oid, digest="sha256:" + hashlib.sha256(content).hexdigest())
-
-    def config_digest(self, worktree: str) -> str:
-        git_dir, common = self.git_dirs(worktree)
-        return config_files_digest(config_files(git_dir, common), _read_or_none)
-
-    def head_blob_digest(self, worktree: str, rel: str) -> str | None:
-        blob = self.head_blob(worktree, rel)
-        return None if blob is None else blob.digest
-
-    @staticmethod
-    def _matching_tree_entry(out: bytes, rel: str) -> tuple[str, str, str] | None:
-        """The `ls-tree -z` record naming exactly `rel`: (mode, type, oid)."""
-        for record in out.split(b"\0"):
-            if not record:
-                continue
-            meta, _, name = record.partition(b"\t")
-            if decode_path(name) != rel:
-                continue
-            mode, kind, oid = meta.decode("ascii").split(" ")
-            return mode, kind, oid
-        return None
+__all__ = ["GitCliReader", "find_bwrap", "read_regular", "repository_filter_names"]

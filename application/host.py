@@ -43,6 +43,7 @@ from concorde_workers.domain.audit import Snapshot
 from concorde_workers.domain.codes import RUN_CODES
 from concorde_workers.domain.deletions import Kind, outcome, plan_deletions
 from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
+from concorde_workers.domain.git_metadata import GitMetadata
 from concorde_workers.domain.grant import Level
 from concorde_workers.domain.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.paths import EntryKind
@@ -57,6 +58,9 @@ from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
+
+PLANTED_GIT_DIR = "planted-git"
+"""The run directory's folder of the Git metadata the host moved out of the worktree."""
 
 
 class RequestRefused(ValueError):
@@ -178,10 +182,10 @@ class WorkerHost:
         # The snapshot comes before anything is generated: a run whose snapshot failed
         # launches nothing, so it gets no control files and no credential copies.
         observer = WorktreeObserver(
-            self._git, self._fs, prepared.placement.worktree,
+            self._git, self._fs, prepared.repository,
             writable=[e.path for e in prepared.grant.entries
                       if e.level is Level.RW and e.is_directory],
-            runtime_paths=request.runtime_paths)
+            runtime_paths=request.runtime_paths, git_entries=prepared.git_entries)
         try:
             snapshot = observer.snapshot()
         except GitCommandFailed as failed:
@@ -213,8 +217,11 @@ class WorkerHost:
         ))
         result = runner.run_all()
         if result.interrupted or cancel.is_set():
+            self._leave_git_metadata(state, "the run was interrupted, and an interruption leaves "
+                                     "the worktree as it found it")
             self._end(state, interrupted_link(links, cancel.reason, state))
             return
+        self._move_git_metadata(state, prepared)
         if result.git_failure is not None:
             self._end(state, snapshot_link(links, result.git_failure, state))
             return
@@ -250,6 +257,50 @@ class WorkerHost:
         if state.deletions.any_failed:
             return deletion_link(links, state.deletions, link, state)
         return link
+
+    # --- Git metadata a worker left (issue 8 §1, docs/decisions.md) -------------------------
+
+    @staticmethod
+    def _leave_git_metadata(state: RunState, why: str) -> None:
+        if state.rounds:
+            last = state.rounds[-1]
+            last.git_metadata = tuple(item.model_copy(update={"left": why})
+                                      for item in last.git_metadata)
+
+    def _move_git_metadata(self, state: RunState, prepared: Prepared) -> None:
+        """Move each `.git` entry the last round created out of the worktree, into a tar
+        archive in the run directory: left there, it would run its configuration for whoever
+        next uses Git in the worktree (a plain `git status` recurses into a submodule path).
+        One that was there at the snapshot is the user's, and stays."""
+        if not state.rounds:
+            return
+        last = state.rounds[-1]
+        moved: list[GitMetadata] = []
+        for number, item in enumerate(last.git_metadata, start=1):
+            if not item.created:
+                moved.append(item.model_copy(update={"left": "it was there before the run"}))
+                continue
+            moved.append(self._move_one(item, number, state.layout.run_dir,
+                                        prepared.placement.worktree))
+        last.git_metadata = tuple(moved)
+
+    def _move_one(self, item: GitMetadata, number: int, run_dir: str,
+                  worktree: str) -> GitMetadata:
+        source = posixpath.join(worktree, item.path)
+        folder = posixpath.join(run_dir, PLANTED_GIT_DIR)
+        archive = posixpath.join(folder, f"{number}.tar")
+        try:
+            self._fs.makedirs(folder, 0o700)
+            self._fs.archive(source, archive)
+            if self._fs.is_dir(source) and not self._fs.is_symlink(source):
+                self._fs.rmtree(source)
+            else:
+                self._fs.remove(source)
+        except FileSystemError as error:
+            return item.model_copy(update={
+                "left": f"the host could not move it: {error.op} {error.path}: "
+                        f"{error.os_error_text}"})
+        return item.model_copy(update={"moved_to": archive})
 
     def _resolve_parent(self, path: str) -> str:
         parent, name = posixpath.split(path)

@@ -24,6 +24,7 @@ from concorde_workers.domain.codes import (
 )
 from concorde_workers.domain.deletions import DeletionOutcome, describe_outcome
 from concorde_workers.domain.errors import ErrorLink, Evidence, Reason, Refusal
+from concorde_workers.domain.git_metadata import describe_git_metadata
 from concorde_workers.domain.layout import RunLayout
 from concorde_workers.domain.rounds import Causes, End, RoundEnding, RoundFacts
 from concorde_workers.ports.git import GitCommandFailed
@@ -84,7 +85,7 @@ def snapshot_link(links: LinkContext, failed: GitCommandFailed,
               f"{failed.output.strip() or 'no output'}")
     last = state.rounds[-1] if state is not None and state.rounds else None
     if last is not None:
-        detail = f"round {last.number}: {detail}"
+        detail = f"round {last.number}: {detail}{_git_metadata_note(last, state)}"
     return links.link("snapshot_failed", detail, links.evidence(state, last))
 
 
@@ -94,7 +95,8 @@ def interrupted_link(links: LinkContext, reason: str | None,
     rw that round made (seed 000 "Errors": every code whose round had one reports it)."""
     said = reason or "the run was ended from outside before it finished"
     last = state.rounds[-1] if state is not None and state.rounds else None
-    detail = said if last is None else f"round {last.number}: {said}{_violations_note(last)}"
+    detail = said if last is None else \
+        f"round {last.number}: {said}{_violations_note(last, state)}"
     return links.link("interrupted", detail, links.evidence(state, last))
 
 
@@ -120,11 +122,20 @@ def retry_attempts(state: RunState) -> list[str]:
             and r.transient.delay_seconds is not None]
 
 
-def _violations_note(round_state: RoundState) -> str:
+def _violations_note(round_state: RoundState, state: RunState | None = None) -> str:
     if round_state.audit is None or not round_state.audit.violations:
         return ""
     return (f"; the round also changed paths outside the grant's writable paths: "
-            f"{describe_violations(round_state.audit)}")
+            f"{describe_violations(round_state.audit)}{_git_metadata_note(round_state, state)}")
+
+
+def _git_metadata_note(round_state: RoundState, state: RunState | None) -> str:
+    """What the Git metadata the round left would run, and where it is now (issue 8 §1)."""
+    if not round_state.git_metadata:
+        return ""
+    worktree = "" if state is None else (
+        state.prepared.placement.worktree if state.prepared is not None else state.request.worktree)
+    return ". " + describe_git_metadata(round_state.git_metadata, worktree)
 
 
 def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
@@ -137,7 +148,7 @@ def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
     report = last.report
     evidence = links.evidence(state, last)
     process_causes = [report.process_link] if report and report.process_link else []
-    note = _violations_note(last) if step.names_audit_violations else ""
+    note = _violations_note(last, state) if step.names_audit_violations else ""
     code = step.code
     if step.causes is Causes.VALIDATION:
         # The round validation names the code (in Concorde also audit_violation): its detail
@@ -168,8 +179,8 @@ def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
         violations = list(last.audit.violations) if last.audit else []
         status = state_result_status(last, facts)
         causes = _worker_causes(state, last) if step.causes is Causes.WORKER_ERROR else []
-        return links.link(code, audit_violation_detail(n, violations, status), evidence,
-                          causes=causes)
+        detail = audit_violation_detail(n, violations, status) + _git_metadata_note(last, state)
+        return links.link(code, detail, evidence, causes=causes)
     if code == "worker_result_invalid":
         problem = last.result_problem or "the worker gave no structured result"
         final = report.final_text if report and report.final_text else None

@@ -19,10 +19,11 @@ from concorde_workers.domain.brief import compose_brief
 from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.credentials import credential_origins
 from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.git_status import GitRepository
 from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.launch import LaunchCommand, schema_text
 from concorde_workers.domain.layout import WORKERS_DIR
-from concorde_workers.domain.paths import DirEntry, is_within
+from concorde_workers.domain.paths import DirEntry, is_within, relative_to
 from concorde_workers.domain.placement import (
     AdminPath,
     Placement,
@@ -69,6 +70,11 @@ class Prepared:
     generated: Generated
     command: LaunchCommand
     environment: dict[str, str]
+    repository: GitRepository
+    git_entries: tuple[str, ...] = ()
+    """Every `.git` entry the placement walk found, relative to the worktree (`.git` itself
+    for the worktree's own): the audit measures each, and walks the repository each one opens
+    below the top level as Git never does."""
 
     @property
     def policy(self) -> Policy:
@@ -122,6 +128,10 @@ class Progress:
     notes: list[str] = field(default_factory=list)
 
 
+_GitFound = tuple[GitRepository, tuple[AdminPath, ...], tuple[str, ...]]
+"""What placement found of Git: the repository, the administrative paths, the `.git` entries."""
+
+
 class Preparer:
     """Settles a run before launch over the Git and filesystem ports."""
 
@@ -139,7 +149,7 @@ class Preparer:
         settled = self._settle(request, posixpath.dirname(runtime_dir), seen)
         if isinstance(settled, Refusal):
             return settled
-        grant, placement, admin = settled
+        grant, placement, (repository, admin, git_entries) = settled
         backend = self._backends[request.backend]
         missing = backend.check(placement.primary)
         if missing is not None:
@@ -162,7 +172,7 @@ class Preparer:
         if inside is not None:
             return inside
         return self._generate(request, run_id, runtime_dir, backend, grant, placement, admin,
-                              policy)
+                              policy, (repository, git_entries))
 
     def beside_refusal(self, request: RunRequest, temp_root: str) -> Refusal | None:
         """The refusal of the request's own input (its runtime paths, its project interpreter,
@@ -188,7 +198,7 @@ class Preparer:
                             collect_admin_paths(git_dir, common_dir), temp_root)
 
     def _settle(self, request: RunRequest, temp_root: str, seen: Progress
-                ) -> tuple[Grant, Placement, tuple[AdminPath, ...]] | Refusal:
+                ) -> tuple[Grant, Placement, _GitFound] | Refusal:
         """The grant, the placement, the Git administrative paths, then what the request lists
         beside the grant (before anything is generated)."""
         grant = self._grant(request)
@@ -199,14 +209,15 @@ class Preparer:
         if isinstance(placement, Refusal):
             return placement
         seen.placement = placement
-        admin = self._admin_paths(placement.worktree, request.runtime_paths)
-        if isinstance(admin, Refusal):
-            return admin
+        found = self._admin_paths(placement.worktree, request.runtime_paths)
+        if isinstance(found, Refusal):
+            return found
+        _, admin, _ = found
         seen.admin_paths = admin
         refusal = self._beside(request, grant, placement, admin, temp_root)
         if refusal is not None:
             return refusal
-        return grant, placement, admin
+        return grant, placement, found
 
     # --- the steps ---------------------------------------------------------------------------
 
@@ -237,19 +248,22 @@ class Preparer:
         real = self._fs.realpath(worktree)
         try:
             toplevel = self._git.toplevel(real)
+            if toplevel != real:
+                return _misplaced(f"the worktree {real} is not the top level of a Git worktree "
+                                  f"(Git's top level is {toplevel}); give the worktree's own "
+                                  "directory in .claude/worktrees/")
+            # Found from the worktree itself, no directory above it (GIT_CEILING_DIRECTORIES).
             worktrees = self._git.worktrees(real)
         except GitCommandFailed as failed:
             return check_placement(real, None, failed.output or str(failed))
-        if toplevel != real:
-            return _misplaced(f"the worktree {real} is not the top level of a Git worktree "
-                              f"(Git's top level is {toplevel}); give the worktree's own "
-                              "directory in .claude/worktrees/")
         primary = worktrees[0] if worktrees and not worktrees[0].bare else None
         said = "the repository is bare" if worktrees and worktrees[0].bare else ""
         return check_placement(real, primary.path if primary else None, said)
 
     def _admin_paths(self, worktree: str, runtime_paths: tuple[str, ...]
-                     ) -> tuple[AdminPath, ...] | Refusal:
+                     ) -> _GitFound | Refusal:
+        """The repository every later Git call names, the administrative paths, and the `.git`
+        entries of the walk (relative to the worktree)."""
         try:
             git_dir, common_dir = self._git.git_dirs(worktree)
         except GitCommandFailed as failed:
@@ -257,14 +271,17 @@ class Preparer:
                               f"{failed.output.strip() or failed}")
         entries: list[AdminPath] = []
         targets: list[str] = []
-        for found in find_git_entries(worktree, self._list_dir, runtime_paths):
+        walked = find_git_entries(worktree, self._list_dir, runtime_paths)
+        for found in walked:
             directory = self._fs.is_dir(found.path) and not self._fs.is_symlink(found.path)
             real = self._fs.realpath(found.path)
             entries += [AdminPath(path=found.path, directory=directory),
                         AdminPath(path=real, directory=self._fs.is_dir(real))]
             if not directory:
                 targets += self._gitdir_targets(found.path)
-        return collect_admin_paths(git_dir, common_dir, entries, targets)
+        repository = GitRepository(worktree=worktree, git_dir=git_dir, common_dir=common_dir)
+        return (repository, collect_admin_paths(git_dir, common_dir, entries, targets),
+                tuple(relative_to(found.path, worktree) for found in walked))
 
     def _beside(self, request: RunRequest, grant: Grant, placement: Placement,
                 admin: tuple[AdminPath, ...], temp_root: str) -> Refusal | None:
@@ -320,7 +337,8 @@ class Preparer:
 
     def _generate(self, request: RunRequest, run_id: str, runtime_dir: str,
                   backend: AgentBackend, grant: Grant, placement: Placement,
-                  admin: tuple[AdminPath, ...], policy: Policy) -> Prepared | Refusal:
+                  admin: tuple[AdminPath, ...], policy: Policy,
+                  git: tuple[GitRepository, tuple[str, ...]]) -> Prepared | Refusal:
         brief = compose_brief(backend=request.backend, task_type=grant.task_type.value,
                               worktree=placement.worktree, grant=grant,
                               instructions=request.instructions,
@@ -341,6 +359,7 @@ class Preparer:
             run_id=run_id, runtime_dir=runtime_dir, backend=backend, context=context,
             grant=grant, placement=placement, admin_paths=admin,
             generated=backend.generate(context), command=command, environment=environment,
+            repository=git[0], git_entries=git[1],
         )
 
     @staticmethod

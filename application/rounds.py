@@ -123,6 +123,8 @@ class RoundRunner:
             try:
                 self._audit(round_state)
             except GitCommandFailed as failed:
+                # The walk ran before Git: what it found is told even when Git then failed.
+                round_state.git_metadata = c.observer.git_metadata(c.snapshot)
                 self._write(round_state, "update")
                 return RoundsResult(step=_FAILED, facts=_NO_FACTS, git_failure=failed)
             facts = self._facts(round_state, resumes, retries)
@@ -292,6 +294,7 @@ class RoundRunner:
         c.progress.phase("audit", round_state.number)
         observation = c.observer.observe(c.snapshot)
         round_state.audit = audit(c.prepared.grant, c.snapshot, observation)
+        round_state.git_metadata = c.observer.git_metadata(c.snapshot, observation.files)
         self._unchanged = worktree_unchanged(c.snapshot, observation)
 
     def _audit_quietly(self, round_state: RoundState) -> None:
@@ -299,6 +302,7 @@ class RoundRunner:
             self._audit(round_state)
         except GitCommandFailed:
             round_state.audit = None
+            round_state.git_metadata = self.c.observer.git_metadata(self.c.snapshot)
 
     def _facts(self, round_state: RoundState, resumes: int, retries: int) -> RoundFacts:
         report = round_state.report

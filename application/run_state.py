@@ -18,6 +18,7 @@ from concorde_workers.domain.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.audit import Audit
 from concorde_workers.domain.deletions import DeletionOutcome
 from concorde_workers.domain.errors import ErrorLink
+from concorde_workers.domain.git_metadata import GitMetadata
 from concorde_workers.domain.layout import RunLayout
 from concorde_workers.domain.records import (
     WORKER_ROUND,
@@ -64,6 +65,8 @@ class RoundState:
     stderr_tail: str = ""
     failure: str | None = None
     status: str = "ok"
+    git_metadata: tuple[GitMetadata, ...] = ()
+    """The `.git` entries the round's audit found new or changed, as the host read them."""
     interrupted: bool = False
     files: tuple[NodeFile, ...] = ()
 

@@ -1,108 +1,301 @@
 """The snapshot before round 1 and the observation after every round (seed 000 "Audit").
 
-Read-only Git through the Git port (porcelain v2 -z, untracked all, no optional locks) and the
-digests of only the listed files through the filesystem port; the host creates nothing in the
-worktree. A file Git no longer lists is measured where it lies.
+Read-only Git through the Git port (porcelain v2 -z, untracked all, no optional locks) on the
+repository placement found, and the digests of only the listed files through the filesystem
+port; the host creates nothing in the worktree. A file Git no longer lists is measured where it
+lies.
 
-HEAD and the index digest are read in one helper thread while `git status` runs and its files are
-measured in the calling thread: on a large worktree the index digest (`ls-files --stage` over every
-entry) costs a fifth of `status`, and overlapping the two keeps the whole audit step close to one
-bare `git status` (docs/benchmarks.md). Every command is read-only and takes no lock, so running
-them side by side changes nothing they see; the worker's processes are dead by the time the host
-observes, and the caller keeps every other writer away (seed 000 "Audit"). `parallel=False` runs
-them one after another.
+What Git does not show, the host walks itself, without Git and before any Git command runs over
+the tree (issue 8 §1; docs/decisions.md "The host's Git"):
+- every `.git` entry below the grant's rw directories (where a worker's bash can create one),
+  below every submodule path and every nested repository, and each `.git` entry placement found:
+  Git never lists them, and a repository there carries configuration that runs for whoever
+  next uses Git in it;
+- the content of every submodule path (gitlink) and nested repository, file by file: the host's
+  `git status` ignores submodules, so that it never starts a Git in a worktree a worker can
+  configure; a change there is judged like any other path;
+- the commit each submodule path has checked out, read from the Git directory its `.git` named
+  at the snapshot (a moved gitlink is Git metadata, a violation whatever the level).
+
+HEAD comes with `git status --branch`; the index digest (and its gitlinks) and the Git
+configuration digest are read in one helper thread while `git status` runs and its files are
+measured in the calling thread, which keeps the whole audit step close to one bare `git status`
+(docs/benchmarks.md). Every command is read-only and takes no lock, so running them side by side
+changes nothing they see; the worker's processes are dead by the time the host observes, and the
+caller keeps every other writer away (seed 000 "Audit"). `parallel=False` runs them one after
+another.
 """
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from concorde_workers.domain.audit import FileState, Observation, Snapshot, WorktreeState, observe
-from concorde_workers.domain.git_status import HeadState
-from concorde_workers.domain.paths import DirEntry, EntryKind, relative_to
-from concorde_workers.domain.placement import find_git_entries
+from concorde_workers.domain.audit import (
+    FileState,
+    Observation,
+    Snapshot,
+    WorktreeState,
+    is_git_metadata,
+    observe,
+)
+from concorde_workers.domain.git_config import program_settings
+from concorde_workers.domain.git_metadata import GitMetadata
+from concorde_workers.domain.git_status import (
+    GitRepository,
+    IndexState,
+    WorktreeStatus,
+    resolve_head,
+)
+from concorde_workers.domain.paths import DirEntry, EntryKind, is_within, relative_to
+from concorde_workers.domain.placement import parse_gitdir_file, walk_tree
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitReader
 
 _T = TypeVar("_T")
+_U = TypeVar("_U")
+
+GIT_DIR_FILES = ("HEAD", "config", "config.worktree", "commondir", "gitdir", "info/attributes",
+                 "info/exclude", "packed-refs")
+"""What decides what a Git directory runs and has checked out: its `.git` entry's state is a
+digest of these (and of its hooks and resolved HEAD)."""
+MAX_READ = 1 << 20
 
 
 class WorktreeObserver:
     """Snapshots and observations of one worktree."""
 
-    def __init__(self, git: GitReader, fs: FileSystem, worktree: str, *,
+    def __init__(self, git: GitReader, fs: FileSystem, repository: GitRepository, *,
                  parallel: bool = True, writable: Sequence[str] = (),
-                 runtime_paths: Sequence[str] = ()) -> None:
+                 runtime_paths: Sequence[str] = (), git_entries: Sequence[str] = ()) -> None:
         """`writable` are the grant's rw directories (worktree-relative, such as `src/app/`):
-        the only places where a worker's bash can create Git metadata, which Git never lists
-        (a `.git` there would hide a repository of the worker's own, and its config could run
-        code for whoever later runs Git in it). They are walked for `.git` entries."""
+        the only places where a worker's bash can create Git metadata. `git_entries` are the
+        `.git` entries placement found (worktree-relative; `.git` is the worktree's own):
+        each is measured, and each below the top level opens a nested repository whose content
+        Git does not list, which is walked as a submodule path is."""
         self._git = git
         self._fs = fs
-        self._worktree = worktree
+        self._repo = repository
+        self._worktree = repository.worktree
         self._parallel = parallel
-        self._writable = tuple(posixpath.join(worktree, d.rstrip("/")) for d in writable)
+        self._writable = tuple(d.rstrip("/") for d in writable)
         self._runtime_paths = tuple(runtime_paths)
+        self._known_git = tuple(git_entries)
+        self._nested = tuple(posixpath.dirname(e) for e in git_entries if posixpath.dirname(e))
+        self._gitlinks: tuple[str, ...] = ()
+        self._modules: dict[str, str | None] = {}
+        self._walked: dict[str, FileState | None] = {}
+
+    # --- the two moments ---------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        """HEAD, the index digest and the state of every tracked change and untracked file.
-        Raises GitCommandFailed."""
-        (head, index, config), files = self._beside(self._git_state, self._listed)
-        return WorktreeState(head_branch=head.branch, head_commit=head.commit,
-                             index_digest=index, files=files, config_digest=config)
+        """HEAD, the index digest and the state of every tracked change and untracked file,
+        every `.git` entry, submodule path and nested repository. Raises GitCommandFailed."""
+        index = self._git.index(self._repo)  # the index file only, not the tree
+        self._gitlinks = tuple(g.path for g in index.gitlinks)
+        # Before any round: which Git directory each submodule path has checked out, as the
+        # user left it; a `.git` file a worker writes later decides nothing.
+        self._modules = {rel: self._module_dir(rel) for rel in self._gitlinks}
+        walked = self._walk(self._gitlinks)
+        config = self._git.config_digest(self._repo)
+        status = self._git.status(self._repo)
+        files = self._listed(status)
+        files.update(walked)
+        return WorktreeState(head_branch=status.head.branch, head_commit=status.head.commit,
+                             index_digest=index.digest, files=files, config_digest=config)
 
     def observe(self, snapshot: Snapshot) -> Observation:
         """The worktree after a round, in the snapshot's shape. Raises GitCommandFailed."""
-        (head, index, config), files = self._beside(self._git_state, self._listed)
-        return observe(snapshot, head.branch, head.commit, index, files, self.measure, config)
+        walked = self._walk(self._gitlinks)  # before any Git command runs over the tree
+        self._walked = dict(walked)
+        (index, config), (status, files) = self._beside(self._git_state, self._status)
+        new_links = tuple(g.path for g in index.gitlinks if g.path not in self._gitlinks)
+        if new_links:  # the index changed (a violation already): walk what it names too
+            walked.update(self._walk(new_links, only_links=True))
+        files.update(walked)
+        return observe(snapshot, status.head.branch, status.head.commit, index.digest, files,
+                       self.measure, config)
 
-    def _git_state(self) -> tuple[HeadState, str, str]:
-        """HEAD, the index digest and the Git configuration digest."""
-        return (self._git.head(self._worktree), self._git.index_digest(self._worktree),
-                self._git.config_digest(self._worktree))
+    def _git_state(self) -> tuple[IndexState, str]:
+        return self._git.index(self._repo), self._git.config_digest(self._repo)
 
-    def _beside(self, background: Callable[[], _T],
-                listed: Callable[[], dict[str, FileState | None]]
-                ) -> tuple[_T, dict[str, FileState | None]]:
-        """`background()` in a helper thread while `listed()` runs here; both always finish
-        before this returns. A failure of `listed()` is raised first, then one of
+    def _status(self) -> tuple[WorktreeStatus, dict[str, FileState | None]]:
+        status = self._git.status(self._repo)
+        return status, self._listed(status)
+
+    def _listed(self, status: WorktreeStatus) -> dict[str, FileState | None]:
+        return {entry.path: self.measure(entry.path) for entry in status.entries}
+
+    def _beside(self, background: Callable[[], _T], here: Callable[[], _U]) -> tuple[_T, _U]:
+        """`background()` in a helper thread while `here()` runs here; both always finish
+        before this returns. A failure of `here()` is raised first, then one of
         `background()`."""
         if not self._parallel:
             first = background()
-            return first, listed()
+            return first, here()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-git") as pool:
             future = pool.submit(background)
             try:
-                files = listed()
+                result = here()
             finally:
                 pool.shutdown(wait=True)
-            return future.result(), files
+            return future.result(), result
 
-    def _listed(self) -> dict[str, FileState | None]:
-        listed = {entry.path: self.measure(entry.path)
-                  for entry in self._git.status(self._worktree)}
-        for rel in self._git_metadata():
-            listed.setdefault(rel, self.measure(rel))
-        return listed
+    # --- what Git does not show ----------------------------------------------------------------
 
-    def _git_metadata(self) -> list[str]:
-        """Every `.git` entry below the writable directories, worktree-relative."""
-        found: list[str] = []
-        for root in self._writable:
-            if not self._fs.is_dir(root) or self._fs.is_symlink(root):
-                continue
-            for entry in find_git_entries(root, self._list_dir, self._runtime_paths):
-                found.append(relative_to(entry.path, self._worktree))
-        return found
+    def _walk(self, gitlinks: Sequence[str], only_links: bool = False
+              ) -> dict[str, FileState | None]:
+        """Every `.git` entry below the rw directories, the submodule paths and the nested
+        repositories (and each one placement found); every file below a submodule path or
+        nested repository; each submodule path's checked-out commit."""
+        states: dict[str, FileState | None] = {}
+        if not only_links:
+            for rel in self._known_git:
+                states[rel] = self.git_entry_state(rel)
+            for rel in self._writable:
+                self._walk_below(rel, states, files=False)
+            for rel in self._nested:
+                self._walk_below(rel, states, files=True)
+        for rel in gitlinks:
+            states[rel] = self._gitlink_state(rel)
+            self._walk_below(rel, states, files=True)
+        return states
+
+    def _walk_below(self, rel: str, states: dict[str, FileState | None], files: bool) -> None:
+        root = posixpath.join(self._worktree, rel)
+        if not self._fs.is_dir(root) or self._fs.is_symlink(root):
+            return
+        walked = walk_tree(root, self._list_dir, self._runtime_paths, files=files)
+        for path in walked.files:
+            found = relative_to(path, self._worktree)
+            states[found] = self.measure(found)
+        for entry in walked.git_entries:
+            found = relative_to(entry.path, self._worktree)
+            states[found] = self.git_entry_state(found)
+
+    def _module_dir(self, rel: str) -> str | None:
+        """The Git directory a submodule path's `.git` names (or is), None when none."""
+        dot_git = posixpath.join(self._worktree, rel, ".git")
+        try:
+            kind = self._fs.stat(dot_git).kind
+            if kind is EntryKind.DIRECTORY:
+                return dot_git
+            if kind is EntryKind.FILE:
+                text = self._read(dot_git)
+                target = parse_gitdir_file(text.decode("utf-8", "surrogateescape"),
+                                           posixpath.dirname(dot_git)) if text else None
+                return self._fs.realpath(target) if target else None
+        except FileSystemError:
+            pass
+        return None
+
+    def _gitlink_state(self, rel: str) -> FileState | None:
+        path = posixpath.join(self._worktree, rel)
+        if not self._fs.is_dir(path) or self._fs.is_symlink(path):
+            return self.measure(rel)  # no directory there any more: what is, is measured
+        module = self._modules.get(rel)
+        head = "not checked out" if module is None else self._resolve_head(module)
+        return FileState(digest=f"gitlink {head}", executable=False, gitlink=True)
+
+    def git_entry_state(self, rel: str) -> FileState | None:
+        """A `.git` entry's state: a file's or link's digest; for a directory, a digest of what
+        decides what it runs and has checked out (`GIT_DIR_FILES`, its hooks, its HEAD)."""
+        path = posixpath.join(self._worktree, rel)
+        try:
+            if not self._fs.lexists(path):
+                return None
+            if self._fs.stat(path).kind is not EntryKind.DIRECTORY:
+                return self.measure(rel)
+        except FileSystemError as error:
+            return FileState(digest=f"unreadable: {error.os_error_text}", executable=False)
+        digest = hashlib.sha256()
+        names = [*GIT_DIR_FILES, *(f"hooks/{e.name}" for e in self._list_dir(f"{path}/hooks"))]
+        for name in names:
+            digest.update(f"{name}\0{self._digest_or_state(f'{path}/{name}')}\0".encode(
+                "utf-8", "surrogateescape"))
+        digest.update(self._resolve_head(path).encode("utf-8", "surrogateescape"))
+        return FileState(digest=f"git directory sha256:{digest.hexdigest()}", executable=False)
+
+    def _digest_or_state(self, path: str) -> str:
+        try:
+            return self._fs.file_digest(path) if self._fs.lexists(path) else "absent"
+        except FileSystemError as error:
+            return f"unreadable: {error.os_error_text}"
+
+    def _resolve_head(self, git_dir: str) -> str:
+        return resolve_head(lambda rel: self._read(posixpath.join(git_dir, rel)))
+
+    def _read(self, path: str) -> bytes | None:
+        """A regular file's bytes (never a FIFO or device, never through a final link), None
+        otherwise."""
+        try:
+            if self._fs.stat(path).kind is not EntryKind.FILE:
+                return None
+            return self._fs.read_bytes(path)[:MAX_READ]
+        except FileSystemError:
+            return None
 
     def _list_dir(self, path: str) -> list[DirEntry]:
         try:
             return self._fs.listdir(path)
         except FileSystemError:
             return []
+
+    # --- the account of Git metadata -------------------------------------------------------------
+
+    def git_metadata(self, snapshot: Snapshot,
+                     observed: Mapping[str, FileState | None] | None = None
+                     ) -> tuple[GitMetadata, ...]:
+        """Every `.git` entry of the observed files (by default, what the latest observation's
+        walk found, even when Git failed after it) that is new or changed since the snapshot,
+        with what its configuration would run, read as text."""
+        files = self._walked if observed is None else observed
+        found: list[GitMetadata] = []
+        for rel in sorted(files):
+            if posixpath.basename(rel) != ".git" or not is_git_metadata(rel):
+                continue
+            after = files[rel]
+            if after is None or snapshot.files.get(rel) == after:
+                continue
+            found.append(self._inspect(rel, created=rel not in snapshot.files
+                                       or snapshot.files[rel] is None))
+        return tuple(found)
+
+    def _inspect(self, rel: str, created: bool) -> GitMetadata:
+        path = posixpath.join(self._worktree, rel)
+        try:
+            kind = self._fs.stat(path).kind
+        except FileSystemError:
+            kind = EntryKind.OTHER
+        names = {EntryKind.DIRECTORY: "directory", EntryKind.FILE: "file",
+                 EntryKind.SYMLINK: "symbolic link"}
+        git_dir: str | None = path if kind is EntryKind.DIRECTORY else None
+        points_to = None
+        if kind is EntryKind.FILE:
+            text = self._read(path)
+            points_to = parse_gitdir_file(text.decode("utf-8", "surrogateescape"),
+                                          posixpath.dirname(path)) if text else None
+            git_dir = points_to
+        elif kind is EntryKind.SYMLINK:
+            points_to = git_dir = self._fs.realpath(path)
+        runs: tuple[str, ...] = ()
+        hooks: tuple[str, ...] = ()
+        if git_dir is not None:
+            config = b"".join(self._read(f"{git_dir}/{name}") or b""
+                              for name in ("config", "config.worktree"))
+            runs = tuple(f"{e.name} = {e.value}" for e in program_settings(config))
+            hooks = tuple(e.name for e in self._list_dir(f"{git_dir}/hooks")
+                          if not e.name.endswith(".sample") and e.kind is not EntryKind.DIRECTORY)
+        submodule = next((g for g in self._gitlinks
+                          if is_within(posixpath.join(self._worktree, rel),
+                                       posixpath.join(self._worktree, g))), None)
+        return GitMetadata(path=rel, created=created, kind=names.get(kind, "other"),
+                           points_to=points_to, submodule=submodule, runs=runs, hooks=hooks)
+
+    # --- measuring one path -------------------------------------------------------------------
 
     def measure(self, rel: str) -> FileState | None:
         """The file where it lies: its digest and executable bit, None when it is gone. A file

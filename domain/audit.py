@@ -20,12 +20,15 @@ from concorde_workers.domain.grant import Grant, Level
 
 
 class FileState(BaseModel):
-    """One file as Git sees it: the digest of its content and its executable bit."""
+    """One file as Git sees it: the digest of its content and its executable bit. `gitlink`
+    marks the state of a submodule path itself: the commit its repository has checked out,
+    read from the repository's administrative directory (a change of it is Git metadata)."""
 
     model_config = ConfigDict(frozen=True)
 
     digest: str
     executable: bool
+    gitlink: bool = False
 
 
 class WorktreeState(BaseModel):
@@ -143,12 +146,19 @@ def git_state_violations(snapshot: Snapshot, observed: Observation) -> tuple[str
     return tuple(found)
 
 
-def path_violation(grant: Grant, path: str, after: FileState | None) -> str | None:
+def is_git_metadata(path: str) -> bool:
+    """A path with a `.git` segment: Git metadata, never a worker's."""
+    return ".git" in path.rstrip("/").split("/")
+
+
+def path_violation(grant: Grant, path: str, after: FileState | None,
+                   before: FileState | None = None) -> str | None:
     """The violation a changed path makes, or None when it is allowed (changed or new in rw).
-    Git metadata (a `.git` segment) is never the worker's, whatever the level around it."""
+    Git metadata (a `.git` segment, or the commit a submodule path has checked out) is never the
+    worker's, whatever the level around it."""
     if after is None:
         return path + DELETED_SUFFIX
-    if ".git" in path.rstrip("/").split("/"):
+    if is_git_metadata(path) or after.gitlink or (before is not None and before.gitlink):
         return path
     if grant.level_of(path) is Level.RW:
         return None
@@ -160,7 +170,8 @@ def audit(grant: Grant, snapshot: Snapshot, observed: Observation) -> Audit:
     changed = changed_paths(snapshot, observed)
     found = list(git_state_violations(snapshot, observed))
     for path in changed:
-        violation = path_violation(grant, path, observed.files.get(path))
+        violation = path_violation(grant, path, observed.files.get(path),
+                                   snapshot.files.get(path))
         if violation is not None:
             found.append(violation)
     verdict = Verdict.VIOLATION if found else Verdict.CLEAN

@@ -96,6 +96,48 @@ class HeadState(BaseModel):
     commit: str | None
 
 
+class GitRepository(BaseModel):
+    """The repository of a worktree as placement found it: the worktree's top level, its own
+    Git directory and the common Git directory, all absolute and real. Every Git command the
+    host runs after placement names these explicitly (`--git-dir`, `--work-tree`), so no `.git`
+    file in the worktree, which a worker could have changed, decides which repository Git
+    reads."""
+
+    model_config = ConfigDict(frozen=True)
+
+    worktree: str
+    git_dir: str
+    common_dir: str
+
+
+class WorktreeStatus(BaseModel):
+    """One `git status --porcelain=v2 -z --branch`: HEAD and the entries."""
+
+    model_config = ConfigDict(frozen=True)
+
+    head: HeadState
+    entries: tuple[StatusEntry, ...]
+
+
+class Gitlink(BaseModel):
+    """A submodule entry of the index (mode 160000): its path and the commit it records."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    commit: str
+
+
+class IndexState(BaseModel):
+    """The index as the audit keeps it: "sha256:<hex>" of `git ls-files --stage -v -z` and the
+    gitlinks it holds, in index order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    digest: str
+    gitlinks: tuple[Gitlink, ...] = ()
+
+
 class WorktreeInfo(BaseModel):
     """One record of `git worktree list --porcelain -z`. `path` is as Git prints it."""
 
@@ -227,10 +269,13 @@ def parse_worktree_list_z(data: bytes) -> list[WorktreeInfo]:
     return result
 
 
-def config_files(git_dir: str, common_dir: str) -> tuple[str, ...]:
-    """The files that decide which files Git lists and how (the audit's Git configuration):
-    the common directory's `config` and `info/exclude`, the worktree's `config.worktree`."""
-    return (f"{common_dir}/config", f"{common_dir}/info/exclude", f"{git_dir}/config.worktree")
+def config_files(git_dir: str, common_dir: str, hooks: Sequence[str] = ()) -> tuple[str, ...]:
+    """The files that decide which files Git lists and what it runs (the audit's Git
+    configuration): the common directory's `config`, `info/exclude` and `info/attributes`, the
+    worktree's `config.worktree`, and each file `hooks` names in the common `hooks/`."""
+    return (f"{common_dir}/config", f"{common_dir}/info/exclude",
+            f"{common_dir}/info/attributes", f"{git_dir}/config.worktree",
+            *(f"{common_dir}/hooks/{name}" for name in sorted(hooks)))
 
 
 def config_files_digest(paths: Sequence[str], read: Callable[[str], bytes | None]) -> str:
@@ -241,3 +286,105 @@ def config_files_digest(paths: Sequence[str], read: Callable[[str], bytes | None
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(b"absent\0" if data is None else b"%d\0" % len(data) + data)
     return "sha256:" + digest.hexdigest()
+
+
+# --- status --branch headers, the index, HEAD files -------------------------------------------
+
+GITLINK_MODE = "160000"
+DETACHED = "(detached)"
+INITIAL = "(initial)"
+
+
+def parse_branch_headers(data: bytes) -> tuple[str | None, str | None]:
+    """(`# branch.oid`, `# branch.head`) of `git status --porcelain=v2 -z --branch`, each None
+    when absent."""
+    oid = head = None
+    for record in data.split(b"\0"):
+        if record.startswith(b"# branch.oid "):
+            oid = record[len(b"# branch.oid "):].decode("ascii", "replace")
+        elif record.startswith(b"# branch.head "):
+            head = decode_path(record[len(b"# branch.head "):])
+    return oid, head
+
+
+def head_state(oid: str | None, head: str | None, head_file: bytes | None) -> HeadState:
+    """HEAD from the status headers and the worktree's own HEAD file (read, not run): Git
+    prints the branch without `refs/heads/`, so the full ref comes from the file when it names
+    that branch; `(detached)` is no branch, `(initial)` no commit."""
+    if oid is None or head is None:
+        raise GitOutputError("git status --branch printed no branch.oid or branch.head")
+    commit = None if oid == INITIAL else oid
+    if head == DETACHED:
+        return HeadState(branch=None, commit=commit)
+    named = parse_head_file(head_file) if head_file is not None else None
+    if named is not None and named[0] == "ref" and named[1] in (f"refs/heads/{head}", head):
+        return HeadState(branch=named[1], commit=commit)
+    return HeadState(branch=head if head.startswith("refs/") else f"refs/heads/{head}",
+                     commit=commit)
+
+
+def parse_ls_files_stage(data: bytes) -> tuple[tuple[str, str, str, str, str], ...]:
+    """`git ls-files --stage -v -z`: (tag, mode, object id, stage, path) per entry."""
+    if data and not data.endswith(b"\0"):
+        raise GitOutputError("ls-files output does not end with NUL (truncated?)")
+    entries = []
+    for record in data.split(b"\0")[:-1]:
+        meta, tab, path = record.partition(b"\t")
+        fields = meta.split(b" ")
+        if not tab or len(fields) != 4:
+            raise GitOutputError(f"malformed ls-files entry: {record!r}")
+        tag, mode, oid, stage = (f.decode("ascii") for f in fields)
+        entries.append((tag, mode, oid, stage, decode_path(path)))
+    return tuple(entries)
+
+
+def index_state(data: bytes) -> IndexState:
+    """The digest of the `ls-files --stage -v -z` bytes and the gitlinks they list."""
+    gitlinks = tuple(Gitlink(path=path, commit=oid)
+                     for _, mode, oid, _, path in parse_ls_files_stage(data)
+                     if mode == GITLINK_MODE)
+    return IndexState(digest="sha256:" + hashlib.sha256(data).hexdigest(), gitlinks=gitlinks)
+
+
+def parse_head_file(data: bytes) -> tuple[str, str] | None:
+    """A HEAD file: ("ref", "refs/heads/x") for a symbolic ref, ("oid", hex) for a detached
+    one, None for anything else."""
+    text = data.decode("utf-8", "surrogateescape").strip()
+    if text.startswith("ref:"):
+        ref = text[4:].strip()
+        return ("ref", ref) if ref else None
+    if text and all(c in "0123456789abcdef" for c in text) and len(text) in (40, 64):
+        return ("oid", text)
+    return None
+
+
+def packed_ref(data: bytes, ref: str) -> str | None:
+    """The object id `packed-refs` records for `ref`, None when it has none."""
+    wanted = encode_path(ref)
+    for line in data.splitlines():
+        if line.startswith((b"#", b"^")):
+            continue
+        oid, _, name = line.partition(b" ")
+        if name == wanted:
+            return oid.decode("ascii", "replace")
+    return None
+
+
+def resolve_head(read: Callable[[str], bytes | None]) -> str:
+    """What a Git directory's HEAD resolves to, read through `read(relative path)` (None for a
+    missing file) without running Git: a commit id, or `unborn <ref>`, or `no HEAD`. Up to
+    five levels of symbolic refs, as a fact to compare, not to act on."""
+    named = parse_head_file(read("HEAD") or b"")
+    for _ in range(5):
+        if named is None:
+            return "no HEAD"
+        kind, value = named
+        if kind == "oid":
+            return value
+        loose = read(value)
+        if loose is not None:
+            named = parse_head_file(loose)
+            continue
+        packed = packed_ref(read("packed-refs") or b"", value)
+        return packed if packed is not None else f"unborn {value}"
+    return "no HEAD"

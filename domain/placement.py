@@ -101,17 +101,25 @@ class AdminPath(BaseModel):
     directory: bool
 
 
-def find_git_entries(
-    worktree: str, list_dir: ListDir, runtime_paths: Iterable[str] = ()
-) -> tuple[GitEntry, ...]:
-    """Every `.git` entry of the worktree, file or directory, at any depth.
+class Walked(BaseModel):
+    """What a walk found below its root: every entry that is no directory (files, symbolic
+    links, anything else) and every `.git` entry, each by its lexical path, in path order."""
 
-    The walk enters no `.git`, no symbolic link and no runtime path (seed 000 "Placement");
-    children are visited in name order, so the result is deterministic.
-    """
+    model_config = ConfigDict(frozen=True)
+
+    files: tuple[str, ...] = ()
+    git_entries: tuple[GitEntry, ...] = ()
+
+
+def walk_tree(root: str, list_dir: ListDir, runtime_paths: Iterable[str] = (), *,
+              files: bool = True) -> Walked:
+    """Walk `root` as the placement walk does: it enters no `.git`, no symbolic link and no
+    runtime path (seed 000 "Placement"); children are visited in name order, so the result is
+    deterministic. `files=False` keeps only the `.git` entries."""
     runtime = tuple(posixpath.normpath(p) for p in runtime_paths)
     found: list[GitEntry] = []
-    stack = [posixpath.normpath(worktree)]
+    others: list[str] = []
+    stack = [posixpath.normpath(root)]
     while stack:
         directory = stack.pop()
         subdirs: list[str] = []
@@ -123,8 +131,18 @@ def find_git_entries(
                 found.append(GitEntry(path=path, kind=entry.kind))
             elif entry.kind is EntryKind.DIRECTORY:
                 subdirs.append(path)
+            elif files:
+                others.append(path)
         stack.extend(reversed(subdirs))
-    return tuple(sorted(found, key=lambda e: e.path))
+    return Walked(files=tuple(sorted(others)),
+                  git_entries=tuple(sorted(found, key=lambda e: e.path)))
+
+
+def find_git_entries(
+    worktree: str, list_dir: ListDir, runtime_paths: Iterable[str] = ()
+) -> tuple[GitEntry, ...]:
+    """Every `.git` entry of the worktree, file or directory, at any depth (`walk_tree`)."""
+    return walk_tree(worktree, list_dir, runtime_paths, files=False).git_entries
 
 
 def _first_line_value(text: str, key: str) -> str | None:

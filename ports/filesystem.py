@@ -120,6 +120,13 @@ class FileSystem(Protocol):
         `path` itself is removed as a link."""
         ...
 
+    def archive(self, source: str, archive: str) -> None:
+        """Write a new tar archive at `archive` holding the entry `source` (named by its base
+        name) and, for a directory, everything below it: symbolic links are stored as links,
+        never followed, and anything that is no file, directory or link (a FIFO, a device) as
+        what it is, never opened. An existing `archive` raises `FileSystemError`."""
+        ...
+
     def chmod(self, path: str, mode: int) -> None:
         """Set the permission bits of `path` (links followed, as chmod(2) does: the host only
         changes modes of entries it created)."""

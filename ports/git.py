@@ -1,10 +1,15 @@
 """The Git port: the read-only questions the host asks a repository.
 
 Every method is a question; none changes the repository, its index or its configuration, and
-none runs code the repository configures (hooks, fsmonitor). Paths given and returned are
-absolute and real (symbolic links resolved), except the relative paths of status entries and
-`rel` arguments, which are relative to the worktree's top level. Path text follows
-`domain.git_status` (UTF-8 with surrogateescape, so non-UTF-8 names round-trip).
+none runs a program the repository (or anything a worker can write) configures: no hook, no
+fsmonitor, no filter, diff or merge driver, no Git inside a submodule's worktree (the command
+table of `domain.git_commands` says how the real adapter guarantees it). Placement questions
+(`worktrees`, `toplevel`, `git_dirs`) find the repository from a directory, before the first
+round; the audit's questions (`status`, `index`, `config_digest`) take the `GitRepository`
+placement found and never find it again. Paths given and returned are absolute and real
+(symbolic links resolved), except the relative paths of status entries and gitlinks, which are
+relative to the worktree's top level. Path text follows `domain.git_status` (UTF-8 with
+surrogateescape, so non-UTF-8 names round-trip).
 """
 
 from __future__ import annotations
@@ -12,17 +17,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
-
-from concorde_workers.domain.git_status import HeadState, StatusEntry, WorktreeInfo
+from concorde_workers.domain.git_status import (
+    GitRepository,
+    HeadState,
+    IndexState,
+    StatusEntry,
+    WorktreeInfo,
+    WorktreeStatus,
+)
 
 __all__ = [
     "GitCommandFailed",
     "GitReader",
-    "HeadBlob",
+    "GitRepository",
     "HeadState",
+    "IndexState",
     "StatusEntry",
     "WorktreeInfo",
+    "WorktreeStatus",
 ]
 
 
@@ -40,23 +52,6 @@ class GitCommandFailed(Exception):
         super().__init__(f"{' '.join(self.argv)} failed ({returncode}): {output.strip()}")
 
 
-class HeadBlob(BaseModel):
-    """A file as HEAD records it: Git's mode ("100644", "100755", "120000", "160000"), the
-    object id, and `digest` "sha256:<hex>" of the blob's bytes, computed as
-    `FileSystem.file_digest` computes it for a worktree file (a symbolic link's blob is its
-    target), so the two compare directly. A submodule (gitlink) has no blob: digest None."""
-
-    model_config = ConfigDict(frozen=True)
-
-    mode: str
-    oid: str
-    digest: str | None
-
-    @property
-    def executable(self) -> bool:
-        return self.mode == "100755"
-
-
 @runtime_checkable
 class GitReader(Protocol):
     """Read-only Git: placement facts, administrative paths, and the state the audit compares.
@@ -70,46 +65,31 @@ class GitReader(Protocol):
         real (`git worktree list --porcelain -z`); `bare` marks a bare primary."""
         ...
 
-    def worktree_list(self, path: str) -> list[str]:
-        """The real paths of `worktrees(path)`, primary first."""
-        ...
-
     def toplevel(self, path: str) -> str:
         """The real top-level directory of the worktree containing `path`."""
         ...
 
     def git_dirs(self, worktree: str) -> tuple[str, str]:
         """(the worktree's own Git directory, the common Git directory), absolute and real
-        (`git rev-parse --path-format=absolute --git-dir` / `--git-common-dir`)."""
+        (`git rev-parse --path-format=absolute --git-dir` / `--git-common-dir`), found from
+        `worktree` itself and no directory above it."""
         ...
 
-    def head(self, worktree: str) -> HeadState:
-        """The branch HEAD names (full ref, None when detached) and its commit (None when
-        the branch is unborn)."""
+    def status(self, repo: GitRepository) -> WorktreeStatus:
+        """HEAD (the branch it names as a full ref, None when detached; its commit, None on an
+        unborn branch) and `git status --porcelain=v2 -z --untracked-files=all --no-renames`,
+        ignored files not listed, submodules ignored (neither their gitlinks nor anything in
+        their paths is listed); paths relative to the worktree's top level, in Git's order."""
         ...
 
-    def index_digest(self, worktree: str) -> str:
+    def index(self, repo: GitRepository) -> IndexState:
         """ "sha256:<hex>" of the index's staged entries (`git ls-files --stage -v -z`): mode,
-        object id, stage, path and the assume-unchanged/skip-worktree tags. A stat refresh of
-        the index file by `git status` does not change it; staging anything does."""
+        object id, stage, path and the assume-unchanged/skip-worktree tags; and its gitlinks.
+        A stat refresh of the index file does not change the digest; staging anything does."""
         ...
 
-    def status(self, worktree: str) -> tuple[StatusEntry, ...]:
-        """`git status --porcelain=v2 -z --untracked-files=all --no-renames`, ignored files
-        not listed; paths relative to the worktree's top level, in Git's order."""
-        ...
-
-    def config_digest(self, worktree: str) -> str:
-        """"sha256:<hex>" of what decides which files Git lists and how: the common directory's
-        `config` and `info/exclude` and the worktree's `config.worktree` (each file's bytes, or
-        its absence). A worker that changed them could hide a file from the audit."""
-        ...
-
-    def head_blob(self, worktree: str, rel: str) -> HeadBlob | None:
-        """The file `rel` as HEAD records it; None when HEAD has no such file (or no commit)."""
-        ...
-
-    def head_blob_digest(self, worktree: str, rel: str) -> str | None:
-        """`head_blob(worktree, rel).digest`, None when HEAD has no such blob: what the audit
-        compares a file's `FileSystem.file_digest` with to tell "equal to HEAD again"."""
+    def config_digest(self, repo: GitRepository) -> str:
+        """"sha256:<hex>" of what decides which files Git lists and what it runs: the common
+        directory's `config`, `info/exclude`, `info/attributes` and hooks, and the worktree's
+        `config.worktree` (each file's bytes, or its absence), read without running Git."""
         ...

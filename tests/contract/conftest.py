@@ -26,6 +26,7 @@ from fakes.git import FakeGit  # noqa: E402
 
 from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
 from concorde_workers.adapters.git import GitCliReader  # noqa: E402
+from concorde_workers.domain.git_status import GitRepository  # noqa: E402
 
 TASK = "task"
 
@@ -82,6 +83,17 @@ class RealGitWorld:
         self.worktree_git_dir = os.path.join(self.common_dir, "worktrees", TASK)
         # The adapter gets the test's environment, as the container would pass the host's.
         self.git = GitCliReader(environ=self.env)
+
+    @property
+    def repo(self) -> GitRepository:
+        """The task worktree's repository, as placement finds it."""
+        return GitRepository(worktree=self.worktree, git_dir=self.worktree_git_dir,
+                             common_dir=self.common_dir)
+
+    @property
+    def primary_repo(self) -> GitRepository:
+        return GitRepository(worktree=self.primary, git_dir=self.common_dir,
+                             common_dir=self.common_dir)
 
     def run_in(self, cwd: str, *args: str, check: bool = True) -> str:
         proc = subprocess.run(
@@ -176,6 +188,16 @@ class FakeGitWorld:
         self.git.worktree_add(self.primary, self.worktree, new_branch=TASK)
         self.common_dir = f"{self.primary}/.git"
         self.worktree_git_dir = f"{self.common_dir}/worktrees/{TASK}"
+
+    @property
+    def repo(self) -> GitRepository:
+        return GitRepository(worktree=self.worktree, git_dir=self.worktree_git_dir,
+                             common_dir=self.common_dir)
+
+    @property
+    def primary_repo(self) -> GitRepository:
+        return GitRepository(worktree=self.primary, git_dir=self.common_dir,
+                             common_dir=self.common_dir)
 
     def write(self, rel: str, data: bytes, executable: bool = False) -> None:
         self.fs.write(f"{self.worktree}/{rel}", data, 0o755 if executable else 0o644)

@@ -35,10 +35,10 @@ def test_fake_filesystem_link_loop_is_an_error_not_a_hang() -> None:
 
 def test_fake_git_records_calls_and_injects_failures(fake_git_world: Any) -> None:
     w = fake_git_world
-    w.git.status(w.worktree)
+    w.git.status(w.repo)
     w.git.fail("status", GitCommandFailed(["git", "status"], "fatal: index file corrupt", 128))
     with pytest.raises(GitCommandFailed) as info:
-        w.git.status(w.worktree)
+        w.git.status(w.repo)
     assert info.value.output == "fatal: index file corrupt"
     assert w.git.calls == [("status", w.worktree), ("status", w.worktree)]
 
@@ -54,11 +54,11 @@ def test_fake_git_assume_unchanged_hides_a_change_but_changes_the_index(
     fake_git_world: Any,
 ) -> None:
     w = fake_git_world
-    before = w.git.index_digest(w.worktree)
+    before = w.git.index(w.repo).digest
     w.git.assume_unchanged(w.worktree, "a.txt")
     w.write("a.txt", b"hidden\n")
-    assert w.git.status(w.worktree) == ()
-    assert w.git.index_digest(w.worktree) != before
+    assert w.git.status(w.repo).entries == ()
+    assert w.git.index(w.repo).digest != before
 
 
 def test_fake_git_bare_primary() -> None:
@@ -73,8 +73,8 @@ def test_fake_git_bare_primary() -> None:
 
 def test_real_assume_unchanged_agrees(real_git_world: Any) -> None:
     w = real_git_world
-    before = w.git.index_digest(w.worktree)
+    before = w.git.index(w.repo).digest
     w.run_in(w.worktree, "update-index", "--assume-unchanged", "a.txt")
     w.write("a.txt", b"hidden\n")
-    assert w.git.status(w.worktree) == ()
-    assert w.git.index_digest(w.worktree) != before
+    assert w.git.status(w.repo).entries == ()
+    assert w.git.index(w.repo).digest != before

@@ -15,9 +15,15 @@ from typing import Any
 import pytest
 from fakes.git import blob_oid
 
-from concorde_workers.adapters.git import GitCliReader, clean_git_environment
-from concorde_workers.domain.git_status import NULL_MODE, NULL_OID, StatusEntry, StatusKind
-from concorde_workers.ports.git import GitCommandFailed, GitReader, HeadBlob
+from concorde_workers.adapters.git import GitCliReader
+from concorde_workers.domain.git_status import (
+    NULL_MODE,
+    NULL_OID,
+    GitRepository,
+    StatusEntry,
+    StatusKind,
+)
+from concorde_workers.ports.git import GitCommandFailed, GitReader
 
 
 def sha(data: bytes) -> str:
@@ -65,8 +71,8 @@ def test_implements_the_port(git_world: Any) -> None:
 class TestPlacementFacts:
     def test_worktree_list_names_the_primary_first(self, git_world: Any) -> None:
         expected = [git_world.primary, git_world.worktree]
-        assert git_world.git.worktree_list(git_world.worktree) == expected
-        assert git_world.git.worktree_list(git_world.primary) == expected
+        assert [w.path for w in git_world.git.worktrees(git_world.worktree)] == expected
+        assert [w.path for w in git_world.git.worktrees(git_world.primary)] == expected
 
     def test_worktrees_carry_branch_and_bare(self, git_world: Any) -> None:
         infos = git_world.git.worktrees(git_world.worktree)
@@ -102,21 +108,31 @@ class TestPlacementFacts:
         assert info.value.returncode == 128
         assert "not a git repository" in info.value.output
 
-    def test_a_missing_directory_is_a_command_failure(self, git_world: Any) -> None:
+    def test_git_dirs_are_found_from_the_worktree_itself_not_above(
+            self, git_world: Any) -> None:
+        """Discovery stops at the directory's parent (GIT_CEILING_DIRECTORIES): a directory
+        below the top level is no worktree of its own."""
         with pytest.raises(GitCommandFailed) as info:
-            git_world.git.status(git_world.worktree + "/no-such-dir")
+            git_world.git.git_dirs(git_world.worktree + "/dir")
+        assert info.value.returncode == 128
+        assert "not a git repository" in info.value.output
+
+    def test_a_missing_directory_is_a_command_failure(self, git_world: Any) -> None:
+        missing = git_world.repo.model_copy(update={"worktree": git_world.worktree + "/no-dir"})
+        with pytest.raises(GitCommandFailed) as info:
+            git_world.git.status(missing)
         assert info.value.returncode == 128
         assert "cannot change to" in info.value.output
 
 
 class TestStatus:
     def test_a_fresh_worktree_is_clean(self, git_world: Any) -> None:
-        assert git_world.git.status(git_world.worktree) == ()
+        assert git_world.git.status(git_world.repo).entries == ()
 
     def test_the_primary_sees_the_linked_worktree_as_a_nested_repository(
         self, git_world: Any
     ) -> None:
-        assert git_world.git.status(git_world.primary) == (untracked(".claude/worktrees/task/"),)
+        assert git_world.git.status(git_world.primary_repo).entries == (untracked(".claude/worktrees/task/"),)
 
     def test_modified_deleted_executable_untracked_and_ignored(self, git_world: Any) -> None:
         w = git_world
@@ -129,7 +145,7 @@ class TestStatus:
         w.write("x.log", b"ignored\n")
         w.write("build/out.bin", b"ignored\n")
         w.write("tool.sh", b"#!/bin/sh\n", executable=True)
-        assert w.git.status(w.worktree) == (
+        assert w.git.status(w.repo).entries == (
             ordinary(".M", "a.txt", "100644", "100644", "100644", ALPHA, ALPHA),
             ordinary(".D", "del.txt", "100644", "100644", NULL_MODE, DEL, DEL),
             ordinary(".M", "dir/b.txt", "100644", "100644", "100755", BETA, BETA),
@@ -140,20 +156,20 @@ class TestStatus:
 
     def test_executable_bit_as_git_sees_it(self, git_world: Any) -> None:
         git_world.set_executable("run.sh", False)
-        (entry,) = git_world.git.status(git_world.worktree)
+        (entry,) = git_world.git.status(git_world.repo).entries
         assert (entry.path, entry.mode_index, entry.mode_worktree) == ("run.sh", "100755", "100644")
         assert entry.worktree_executable is False
 
     def test_a_symbolic_link_retargeted_is_modified(self, git_world: Any) -> None:
         git_world.delete("link")
         git_world.symlink("dir/b.txt", "link")
-        (entry,) = git_world.git.status(git_world.worktree)
+        (entry,) = git_world.git.status(git_world.repo).entries
         assert (entry.xy, entry.path, entry.mode_worktree) == (".M", "link", "120000")
 
     def test_a_file_replaced_by_a_link_is_a_type_change(self, git_world: Any) -> None:
         git_world.delete("a.txt")
         git_world.symlink("/etc/passwd", "a.txt")
-        (entry,) = git_world.git.status(git_world.worktree)
+        (entry,) = git_world.git.status(git_world.repo).entries
         assert (entry.xy, entry.path, entry.mode_worktree) == (".T", "a.txt", "120000")
 
     def test_staged_changes(self, git_world: Any) -> None:
@@ -162,20 +178,20 @@ class TestStatus:
         git_world.stage("a.txt", "added.txt")
         staged = blob_oid(b"staged\n")
         added = blob_oid(b"added\n")
-        assert git_world.git.status(git_world.worktree) == (
+        assert git_world.git.status(git_world.repo).entries == (
             ordinary("M.", "a.txt", "100644", "100644", "100644", ALPHA, staged),
             ordinary("A.", "added.txt", NULL_MODE, "100644", "100644", NULL_OID, added),
         )
 
     def test_a_change_undone_is_no_longer_listed(self, git_world: Any) -> None:
         git_world.write("a.txt", b"changed\n")
-        assert len(git_world.git.status(git_world.worktree)) == 1
+        assert len(git_world.git.status(git_world.repo).entries) == 1
         git_world.write("a.txt", b"alpha\n")
-        assert git_world.git.status(git_world.worktree) == ()
+        assert git_world.git.status(git_world.repo).entries == ()
 
     def test_unmerged_entries(self, git_world: Any) -> None:
         git_world.conflict("c.txt", b"base\n", b"ours\n", b"theirs\n")
-        (entry,) = git_world.git.status(git_world.worktree)
+        (entry,) = git_world.git.status(git_world.repo).entries
         assert entry.kind is StatusKind.UNMERGED
         assert (entry.xy, entry.path, entry.mode_worktree) == ("UU", "c.txt", "100644")
         assert entry.stage_modes == ("100644", "100644", "100644")
@@ -184,106 +200,81 @@ class TestStatus:
 
 class TestHead:
     def test_branch_and_commit(self, git_world: Any) -> None:
-        head = git_world.git.head(git_world.worktree)
-        primary = git_world.git.head(git_world.primary)
+        head = git_world.git.status(git_world.repo).head
+        primary = git_world.git.status(git_world.primary_repo).head
         assert head.branch == "refs/heads/task"
         assert primary.branch == "refs/heads/main"
         assert head.commit is not None
         assert head.commit == primary.commit
 
     def test_a_commit_moves_the_commit_not_the_branch(self, git_world: Any) -> None:
-        before = git_world.git.head(git_world.worktree)
+        before = git_world.git.status(git_world.repo).head
         git_world.write("a.txt", b"next\n")
         git_world.stage("a.txt")
         git_world.commit()
-        after = git_world.git.head(git_world.worktree)
+        after = git_world.git.status(git_world.repo).head
         assert after.branch == before.branch
         assert after.commit != before.commit
 
     def test_switching_branch_and_detaching(self, git_world: Any) -> None:
-        before = git_world.git.head(git_world.worktree)
+        before = git_world.git.status(git_world.repo).head
         git_world.switch("other", create=True)
-        assert git_world.git.head(git_world.worktree).branch == "refs/heads/other"
+        assert git_world.git.status(git_world.repo).head.branch == "refs/heads/other"
         git_world.detach()
-        detached = git_world.git.head(git_world.worktree)
+        detached = git_world.git.status(git_world.repo).head
         assert (detached.branch, detached.commit) == (None, before.commit)
 
 
 class TestConfigDigest:
-    """What decides which files Git lists: a changed info/exclude, config or config.worktree
-    changes the digest, as it could hide a file from the audit."""
+    """What decides which files Git lists and what it runs: a changed info/exclude,
+    info/attributes, config, config.worktree or hook changes the digest, as it could hide a
+    file from the audit or run a program for the next Git command."""
 
-    @pytest.mark.parametrize("which", ["info/exclude", "config", "config.worktree"])
+    @pytest.mark.parametrize("which", ["info/exclude", "info/attributes", "config",
+                                       "config.worktree", "hooks/pre-commit"])
     def test_changes_with_each_file_that_decides_what_git_lists(
             self, git_world: Any, which: str) -> None:
-        before = git_world.git.config_digest(git_world.worktree)
-        assert before == git_world.git.config_digest(git_world.worktree)
+        before = git_world.git.config_digest(git_world.repo)
+        assert before == git_world.git.config_digest(git_world.repo)
         folder = git_world.worktree_git_dir if which == "config.worktree" else git_world.common_dir
         path = f"{folder}/{which}"
         old = git_world.fs.read_bytes(path) if git_world.fs.lexists(path) else b""
         git_world.fs.makedirs(path.rsplit("/", 1)[0])
         git_world.fs.write_atomic(path, old + b"\n# planted: secrets/\n")
-        assert git_world.git.config_digest(git_world.worktree) != before
+        assert git_world.git.config_digest(git_world.repo) != before
 
     def test_a_stat_refresh_or_a_worktree_write_leaves_it(self, git_world: Any) -> None:
-        before = git_world.git.config_digest(git_world.worktree)
+        before = git_world.git.config_digest(git_world.repo)
         git_world.write("a.txt", b"changed\n")
         git_world.refresh()
-        assert git_world.git.config_digest(git_world.worktree) == before
+        assert git_world.git.config_digest(git_world.repo) == before
 
 
 class TestIndexDigest:
     def test_stable_across_a_stat_refresh(self, git_world: Any) -> None:
-        before = git_world.git.index_digest(git_world.worktree)
+        before = git_world.git.index(git_world.repo).digest
         git_world.touch("a.txt")
         git_world.touch("dir/b.txt")
         git_world.refresh()
-        assert git_world.git.index_digest(git_world.worktree) == before
+        assert git_world.git.index(git_world.repo).digest == before
 
     def test_changes_when_something_is_staged(self, git_world: Any) -> None:
-        before = git_world.git.index_digest(git_world.worktree)
+        before = git_world.git.index(git_world.repo).digest
         git_world.write("a.txt", b"changed\n")
-        assert git_world.git.index_digest(git_world.worktree) == before  # worktree only
+        assert git_world.git.index(git_world.repo).digest == before  # worktree only
         git_world.stage("a.txt")
-        assert git_world.git.index_digest(git_world.worktree) != before
+        assert git_world.git.index(git_world.repo).digest != before
 
     def test_is_a_sha256(self, git_world: Any) -> None:
-        digest = git_world.git.index_digest(git_world.worktree)
+        digest = git_world.git.index(git_world.repo).digest
         assert digest.startswith("sha256:")
         assert len(digest) == len("sha256:") + 64
 
 
-class TestHeadBlob:
-    def test_files_links_and_absences(self, git_world: Any) -> None:
-        g, w = git_world.git, git_world.worktree
-        assert g.head_blob(w, "a.txt") == HeadBlob(mode="100644", oid=ALPHA, digest=sha(b"alpha\n"))
-        run = g.head_blob(w, "run.sh")
-        assert run is not None
-        assert run.executable
-        assert g.head_blob(w, "link") == HeadBlob(
-            mode="120000", oid=blob_oid(b"a.txt"), digest=sha(b"a.txt")
-        )
-        assert g.head_blob(w, "dir/b.txt") == HeadBlob(
-            mode="100644", oid=BETA, digest=sha(b"beta\n")
-        )
-        assert g.head_blob(w, "missing.txt") is None
-        assert g.head_blob(w, "dir") is None
-        assert g.head_blob(w, "with space.txt") is not None
-
-    def test_digest_compares_with_the_filesystem_digest(self, git_world: Any) -> None:
-        """What the audit does for a file Git no longer lists: equal to HEAD again?"""
-        g, w, fs = git_world.git, git_world.worktree, git_world.fs
-        git_world.write("a.txt", b"changed\n")
-        assert fs.file_digest(w + "/a.txt") != g.head_blob_digest(w, "a.txt")
-        git_world.write("a.txt", b"alpha\n")
-        assert fs.file_digest(w + "/a.txt") == g.head_blob_digest(w, "a.txt")
-        assert fs.file_digest(w + "/link") == g.head_blob_digest(w, "link")
-        assert g.head_blob_digest(w, "missing.txt") is None
-
-
 def test_fake_and_real_agree_byte_for_byte(real_git_world: Any, fake_git_world: Any) -> None:
-    """Same scenario on both: status entries and the index digest are equal, since the fake
-    computes real blob ids and hashes the bytes `ls-files --stage -v -z` prints."""
+    """Same scenario on both: status entries, HEAD's branch and the index digest are equal,
+    since the fake computes real blob ids and hashes the bytes `ls-files --stage -v -z`
+    prints."""
     worlds = [real_git_world, fake_git_world]
     for w in worlds:
         w.write("a.txt", b"changed\n")
@@ -293,10 +284,10 @@ def test_fake_and_real_agree_byte_for_byte(real_git_world: Any, fake_git_world: 
         w.write(ODD, b"odd\n")
         w.write("z/new.txt", b"new\n")
     real, fake = worlds
-    assert real.git.status(real.worktree) == fake.git.status(fake.worktree)
-    assert real.git.index_digest(real.worktree) == fake.git.index_digest(fake.worktree)
-    for rel in ("a.txt", "link", "run.sh", "missing"):
-        assert real.git.head_blob(real.worktree, rel) == fake.git.head_blob(fake.worktree, rel)
+    real_status, fake_status = real.git.status(real.repo), fake.git.status(fake.repo)
+    assert real_status.entries == fake_status.entries
+    assert real_status.head.branch == fake_status.head.branch  # commit ids are the fake's own
+    assert real.git.index(real.repo) == fake.git.index(fake.repo)
 
 
 # -- real adapter only: read-only, environment, hooks ----------------------------------------
@@ -326,16 +317,13 @@ def test_the_adapter_never_writes_the_repository(real_git_world: Any) -> None:
     (Path(w.primary) / "a.txt").touch()
     os.utime(Path(w.primary) / "a.txt", ns=(0, 1_000_000_000))
     before = _tree_state(w.common_dir)
-    for where in (w.worktree, w.primary):
+    for where, repo in ((w.worktree, w.repo), (w.primary, w.primary_repo)):
         w.git.worktrees(where)
-        w.git.worktree_list(where)
         w.git.toplevel(where)
         w.git.git_dirs(where)
-        w.git.head(where)
-        w.git.index_digest(where)
-        w.git.status(where)
-        w.git.head_blob(where, "a.txt")
-        w.git.head_blob_digest(where, "link")
+        w.git.index(repo)
+        w.git.status(repo)
+        w.git.config_digest(repo)
     assert _tree_state(w.common_dir) == before
     # The check has teeth: an ordinary status does rewrite the worktree's index.
     w.refresh()
@@ -354,7 +342,7 @@ def test_inherited_git_variables_are_stripped(real_git_world: Any, tmp_path: Pat
     )
     git = GitCliReader(environ=hostile)
     assert git.toplevel(w.worktree) == w.worktree
-    assert git.status(w.worktree) == ()
+    assert git.status(w.repo).entries == ()
     assert not (tmp_path / "other-index").exists()
 
 
@@ -368,33 +356,18 @@ def test_repository_configured_fsmonitor_and_hooks_never_run(
     script.chmod(0o755)
     w.run_in(w.primary, "config", "core.fsmonitor", str(script))
     w.touch("a.txt")
-    w.git.status(w.worktree)
-    w.git.index_digest(w.worktree)
-    w.git.head(w.worktree)
+    w.git.status(w.repo)
+    w.git.index(w.repo)
     assert not marker.exists()
     # The check has teeth: an ordinary status runs the configured fsmonitor.
     w.refresh()
     assert marker.exists()
 
 
-def test_clean_environment_strips_every_git_variable() -> None:
-    env = clean_git_environment(
-        {"PATH": "/bin", "GIT_DIR": "x", "GIT_EXEC_PATH": "y", "HOME": "/h"}
-    )
-    assert env == {
-        "PATH": "/bin",
-        "HOME": "/h",
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
-        "LANGUAGE": "C",
-    }
-
-
 def test_a_missing_git_program_is_a_command_failure(real_git_world: Any) -> None:
     git = GitCliReader(environ=real_git_world.env, git_program="/nonexistent/git")
     with pytest.raises(GitCommandFailed) as info:
-        git.head(real_git_world.worktree)
+        git.status(real_git_world.repo)
     assert info.value.returncode is None
 
 
@@ -403,7 +376,7 @@ def test_an_unborn_branch_has_no_commit(tmp_path: Path, git_env: dict[str, str])
     repo = tmp_path / "fresh"
     subprocess.run(["git", "init", "-q", "-b", "trunk", str(repo)], env=env, check=True)
     git = GitCliReader(environ=env)
-    head = git.head(str(repo))
-    assert (head.branch, head.commit) == ("refs/heads/trunk", None)
-    assert git.head_blob(str(repo), "anything") is None
-    assert git.status(str(repo)) == ()
+    git_dir, common = git.git_dirs(str(repo))
+    status = git.status(GitRepository(worktree=str(repo), git_dir=git_dir, common_dir=common))
+    assert (status.head.branch, status.head.commit) == ("refs/heads/trunk", None)
+    assert status.entries == ()

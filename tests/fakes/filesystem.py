@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import posixpath
+import tarfile
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.paths import DirEntry, EntryKind
@@ -299,6 +301,35 @@ class FakeFileSystem:
         prefix = physical.rstrip("/") + "/"
         for p in [p for p in self.nodes if p == physical or p.startswith(prefix)]:
             del self.nodes[p]
+
+    def archive(self, source: str, archive: str) -> None:
+        apath = self._record("archive", source)
+        physical, node = self._node(apath, "archive", follow=False)
+        target = self._abs(archive)
+        if self._lookup(target, follow=False) is not None:
+            raise self._error(target, "archive", errno.EEXIST)
+        self._node(posixpath.dirname(target), "archive", follow=True)
+        name = posixpath.basename(physical.rstrip("/"))
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            prefix = physical.rstrip("/") + "/"
+            below = sorted(p for p in self.nodes if p.startswith(prefix))
+            for path, entry in [(physical, node), *((p, self.nodes[p]) for p in below)]:
+                info = tarfile.TarInfo(name + path[len(physical):])
+                info.mode = entry.mode
+                if entry.kind is EntryKind.DIRECTORY:
+                    info.type = tarfile.DIRTYPE
+                    tar.addfile(info)
+                elif entry.kind is EntryKind.SYMLINK:
+                    info.type, info.linkname = tarfile.SYMTYPE, entry.target
+                    tar.addfile(info)
+                elif entry.kind is EntryKind.FILE:
+                    info.size = len(entry.data)
+                    tar.addfile(info, io.BytesIO(entry.data))
+                else:
+                    info.type = tarfile.FIFOTYPE
+                    tar.addfile(info)
+        self.write(target, buffer.getvalue(), 0o600)
 
     def chmod(self, path: str, mode: int) -> None:
         apath = self._record("chmod", path)

@@ -4,7 +4,10 @@ The worktree files live in a `FakeFileSystem`, so a test (or a fake agent) chang
 and the fake derives `git status` from them exactly as Git would for the cases the host meets:
 tracked files modified, deleted, type-changed or with a changed executable bit; staged changes;
 untracked files (every file, `--untracked-files=all`); ignored files left out; unmerged entries;
-nested repositories reported as `dir/`. Blob object ids are real Git blob ids and the index
+nested repositories reported as `dir/`; submodules ignored (`--ignore-submodules=all`: neither a
+gitlink nor anything in its path is listed, except a gitlink staged on an unborn branch). The
+audit's questions find the worktree by the Git directory the `GitRepository` names, never by a
+`.git` file, as the real adapter's `--git-dir` does. Blob object ids are real Git blob ids and the index
 digest hashes the same bytes `git ls-files --stage -v -z` prints, so values match real Git for
 the same content. tests/contract/test_git_contract.py runs the same tests against both.
 """
@@ -17,20 +20,26 @@ import posixpath
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.git_status import (
+    GITLINK_MODE,
     NULL_MODE,
     NULL_OID,
+    GitRepository,
     HeadState,
+    IndexState,
     StatusEntry,
     StatusKind,
     WorktreeInfo,
+    WorktreeStatus,
     config_files,
     config_files_digest,
     encode_path,
+    index_state,
 )
 from concorde_workers.domain.paths import EntryKind
-from concorde_workers.ports.git import GitCommandFailed, HeadBlob
+from concorde_workers.ports.git import GitCommandFailed
 from fakes.filesystem import FakeFileSystem, Node
 
+PORT_METHODS = ("worktrees", "toplevel", "git_dirs", "status", "index", "config_digest")
 MODE_FILE = "100644"
 MODE_EXEC = "100755"
 MODE_LINK = "120000"
@@ -245,6 +254,13 @@ class FakeGit:
         wt.index.pop(rel, None)
         wt.unmerged[rel] = (stages[0], stages[1], stages[2])
 
+    def add_gitlink(self, worktree: str, rel: str, commit: str) -> None:
+        """`git update-index --add --cacheinfo 160000,<commit>,<rel>` and the empty directory
+        `git worktree add` leaves for an uninitialised submodule."""
+        _, wt = self._find(worktree, "update-index")
+        wt.index[rel] = IndexEntry(GITLINK_MODE, commit)
+        self.fs.mkdir(posixpath.join(wt.path, rel))
+
     def assume_unchanged(self, worktree: str, rel: str, value: bool = True) -> None:
         """`git update-index --[no-]assume-unchanged <rel>`."""
         _, wt = self._find(worktree, "update-index")
@@ -252,6 +268,8 @@ class FakeGit:
 
     def fail(self, method: str, error: GitCommandFailed | None = None) -> None:
         """Make port method `method` raise `error` (a generic failure when None) from now on."""
+        if method not in PORT_METHODS:
+            raise ValueError(f"{method!r} is no GitReader method ({', '.join(PORT_METHODS)})")
         self._failures[method] = error or GitCommandFailed(
             ["git", method], "fatal: injected failure\n", 128
         )
@@ -299,6 +317,9 @@ class FakeGit:
                     del self.fs.nodes[self.fs.resolved(posixpath.join(wt.path, rel))]
         for rel, entry in tree.items():
             target = posixpath.join(wt.path, rel)
+            if entry.mode == GITLINK_MODE:
+                self.fs.mkdir(target)  # an uninitialised submodule: an empty directory
+                continue
             data = repo.blobs[entry.oid]
             if entry.mode == MODE_LINK:
                 self.fs.symlink(data.decode("utf-8", "surrogateescape"), target)
@@ -336,17 +357,19 @@ class FakeGit:
         return False
 
     def _work_files(
-        self, repo: FakeRepository, wt: FakeWorktree, include_ignored: bool
+        self, repo: FakeRepository, wt: FakeWorktree, include_ignored: bool,
+        root: str | None = None,
     ) -> dict[str, tuple[Entry, bytes]]:
         """The worktree's files as Git sees them: rel -> (mode and blob id, content). A nested
         repository (a directory holding `.git`) appears as one entry `dir/`."""
         patterns = self._ignore_patterns(repo, wt)
         found: dict[str, tuple[Entry, bytes]] = {}
+        gitlinks = {p for p, e in wt.index.items() if e.mode == GITLINK_MODE}
 
         def walk(directory: str, prefix: str) -> None:
             for name, node in sorted(self.fs.children(directory).items()):
                 rel = prefix + name
-                if name == ".git":
+                if name == ".git" or rel in gitlinks:
                     continue
                 is_dir = node.kind is EntryKind.DIRECTORY
                 if not include_ignored and self._is_ignored(rel, is_dir, patterns):
@@ -361,7 +384,7 @@ class FakeGit:
                     found[rel] = self._entry_of(node)
 
         if not repo.bare:
-            walk(wt.path, "")
+            walk(root or wt.path, "")
         return found
 
     @staticmethod
@@ -398,10 +421,6 @@ class FakeGit:
                 )
         return infos
 
-    def worktree_list(self, path: str) -> list[str]:
-        self._record("worktree_list", path)
-        return [w.path for w in self.worktrees(path)]
-
     def toplevel(self, path: str) -> str:
         self._record("toplevel", path)
         repo, wt = self._find(path, "rev-parse")
@@ -416,26 +435,46 @@ class FakeGit:
     def git_dirs(self, worktree: str) -> tuple[str, str]:
         self._record("git_dirs", worktree)
         repo, wt = self._find(worktree, "rev-parse")
+        if self.fs.resolved(worktree) != wt.path:
+            # As GIT_CEILING_DIRECTORIES at the directory's parent: no repository is found
+            # above the directory itself.
+            raise _not_a_repository(["git", "-C", worktree, "rev-parse", "--git-dir"])
         return wt.git_dir, repo.common_dir
 
-    def head(self, worktree: str) -> HeadState:
-        self._record("head", worktree)
-        repo, wt = self._find(worktree, "symbolic-ref")
-        return HeadState(branch=wt.branch, commit=self._head_commit(repo, wt))
+    def _named(self, repo: GitRepository, command: str) -> tuple[FakeRepository, FakeWorktree]:
+        """The worktree whose Git directory `repo` names, as `--git-dir`/`--work-tree` find
+        it: no `.git` file is read."""
+        node = self.fs.node_at(repo.worktree, follow=True)
+        if node is None or node.kind is not EntryKind.DIRECTORY:
+            raise GitCommandFailed(
+                ["git", f"--git-dir={repo.git_dir}", "-C", repo.worktree, command],
+                f"fatal: cannot change to '{repo.worktree}': No such file or directory\n", 128)
+        for fake in self.repositories:
+            for wt in fake.worktrees:
+                if wt.git_dir == repo.git_dir:
+                    return fake, wt
+        raise GitCommandFailed(["git", f"--git-dir={repo.git_dir}", command],
+                               f"fatal: not a git repository: '{repo.git_dir}'\n", 128)
 
-    def config_digest(self, worktree: str) -> str:
-        self._record("config_digest", worktree)
-        repo, wt = self._find(worktree, "rev-parse")
+    def config_digest(self, repo: GitRepository) -> str:
+        self._record("config_digest", repo.worktree)
+        self._named(repo, "rev-parse")
 
         def read(path: str) -> bytes | None:
             node = self.fs.nodes.get(path)
-            return None if node is None else node.data
+            if node is None:
+                return None
+            if node.kind is not EntryKind.FILE:
+                return b"unreadable: Is a directory"
+            return node.data
 
-        return config_files_digest(config_files(wt.git_dir, repo.common_dir), read)
+        hooks = sorted(self.fs.children(f"{repo.common_dir}/hooks")) if self.fs.node_at(
+            f"{repo.common_dir}/hooks") is not None else []
+        return config_files_digest(config_files(repo.git_dir, repo.common_dir, hooks), read)
 
-    def index_digest(self, worktree: str) -> str:
-        self._record("index_digest", worktree)
-        _, wt = self._find(worktree, "ls-files")
+    def index(self, repo: GitRepository) -> IndexState:
+        self._record("index", repo.worktree)
+        _, wt = self._named(repo, "ls-files")
         lines: list[tuple[bytes, bytes]] = []
         for rel, e in wt.index.items():
             tag = "h" if e.assume_unchanged else "H"
@@ -448,22 +487,31 @@ class FakeGit:
                         (encode_path(rel), f"M {stage.mode} {stage.oid} {number}\t".encode())
                     )
         out = b"".join(meta + path + b"\0" for path, meta in sorted(lines))
-        return "sha256:" + hashlib.sha256(out).hexdigest()
+        return index_state(out)
 
-    def status(self, worktree: str) -> tuple[StatusEntry, ...]:
-        self._record("status", worktree)
-        repo, wt = self._find(worktree, "status")
-        head = self._head_tree(repo, wt)
-        work = self._work_files(repo, wt, include_ignored=True)
+    def status(self, repo: GitRepository) -> WorktreeStatus:
+        self._record("status", repo.worktree)
+        fake, wt = self._named(repo, "status")
+        head = self._head_tree(fake, wt)
+        work = self._work_files(fake, wt, include_ignored=True, root=repo.worktree)
+        unborn = self._head_commit(fake, wt) is None
         tracked: list[StatusEntry] = []
         for rel in sorted(set(head) | set(wt.index) | set(wt.unmerged), key=_sort_key):
             if rel in wt.unmerged:
                 tracked.append(self._unmerged_entry(rel, wt.unmerged[rel], work.get(rel)))
                 continue
-            entry = self._tracked_entry(rel, head.get(rel), wt.index.get(rel), work.get(rel))
+            index_entry = wt.index.get(rel)
+            if GITLINK_MODE in (getattr(head.get(rel), "mode", None),
+                                getattr(index_entry, "mode", None)):
+                # --ignore-submodules=all: nothing of a submodule is listed, except a gitlink
+                # staged on an unborn branch (Git compares the index with no tree at all).
+                if unborn and index_entry is not None:
+                    tracked.append(_gitlink_added(rel, index_entry))
+                continue
+            entry = self._tracked_entry(rel, head.get(rel), index_entry, work.get(rel))
             if entry is not None:
                 tracked.append(entry)
-        patterns = self._ignore_patterns(repo, wt)
+        patterns = self._ignore_patterns(fake, wt)
         untracked = [
             StatusEntry(kind=StatusKind.UNTRACKED, path=rel)
             for rel in sorted(work, key=_sort_key)
@@ -471,7 +519,9 @@ class FakeGit:
             and rel not in wt.unmerged
             and not self._ignored_path(rel, patterns)
         ]
-        return (*tracked, *untracked)
+        return WorktreeStatus(head=HeadState(branch=wt.branch,
+                                             commit=self._head_commit(fake, wt)),
+                              entries=(*tracked, *untracked))
 
     def _ignored_path(self, rel: str, patterns: list[str]) -> bool:
         """Ignored itself or below an ignored directory."""
@@ -555,19 +605,8 @@ class FakeGit:
             path=rel,
         )
 
-    def head_blob(self, worktree: str, rel: str) -> HeadBlob | None:
-        self._record("head_blob", worktree, rel)
-        repo, wt = self._find(worktree, "ls-tree")
-        entry = self._head_tree(repo, wt).get(rel)
-        if entry is None:
-            return None
-        return HeadBlob(
-            mode=entry.mode,
-            oid=entry.oid,
-            digest="sha256:" + hashlib.sha256(repo.blobs[entry.oid]).hexdigest(),
-        )
 
-    def head_blob_digest(self, worktree: str, rel: str) -> str | None:
-        self._record("head_blob_digest", worktree, rel)
-        blob = self.head_blob(worktree, rel)
-        return None if blob is None else blob.digest
+def _gitlink_added(rel: str, entry: IndexEntry) -> StatusEntry:
+    return StatusEntry(kind=StatusKind.ORDINARY, xy="A.", submodule="S...", mode_head=NULL_MODE,
+                       mode_index=GITLINK_MODE, mode_worktree=GITLINK_MODE, oid_head=NULL_OID,
+                       oid_index=entry.oid, path=rel)

@@ -59,8 +59,8 @@ HOST_ENVIRON: dict[str, str] = {
 
 # Port calls that change something: none may appear when the planner runs.
 WRITING_FS_OPS = frozenset({"write_atomic", "makedirs", "remove", "rmtree", "chmod"})
-READING_GIT_CALLS = frozenset({"worktrees", "worktree_list", "toplevel", "git_dirs", "head",
-                               "index_digest", "status", "head_blob", "head_blob_digest"})
+READING_GIT_CALLS = frozenset({"worktrees", "toplevel", "git_dirs", "status", "index",
+                               "config_digest"})
 
 
 @dataclass

@@ -43,6 +43,7 @@ from concorde_workers.application.validation import (
     ValidationOutcome,
 )
 from concorde_workers.application.worktree_state import WorktreeObserver
+from concorde_workers.domain.git_status import GitRepository
 from concorde_workers.domain.layout import STDERR_TAIL_BYTES
 from concorde_workers.domain.request import Limits
 from concorde_workers.domain.stdout import MAX_LINE_BYTES
@@ -649,9 +650,10 @@ def test_the_parallel_observation_sees_what_the_sequential_one_sees(
     it observes exactly what one command after another observes, and fails alike."""
     git = GitCliReader(environ=project.git_env)
     fs = LocalFileSystem()
-    wt = str(harness.worktree)
-    parallel, sequential = (WorktreeObserver(git, fs, wt),
-                            WorktreeObserver(git, fs, wt, parallel=False))
+    git_dir, common = git.git_dirs(str(harness.worktree))
+    repo = GitRepository(worktree=str(harness.worktree), git_dir=git_dir, common_dir=common)
+    parallel, sequential = (WorktreeObserver(git, fs, repo),
+                            WorktreeObserver(git, fs, repo, parallel=False))
     snapshot = parallel.snapshot()
     assert snapshot == sequential.snapshot()
     (harness.worktree / "src/app/main.py").write_text("changed\n")

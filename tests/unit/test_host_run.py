@@ -112,7 +112,7 @@ def test_the_run_node_is_written_at_start_after_every_round_and_at_the_end() -> 
 
 
 def _snapshot_fails(world: HostWorld) -> RunRecord:
-    world.git.fail("head")
+    world.git.fail("status")
     return world.run([Round.ok(ok_result())])
 
 

@@ -1,0 +1,93 @@
+"""Git metadata a worker left in the worktree, told plainly (issue 8 §1).
+
+A `.git` entry the audit finds new or changed is a violation whatever the level around it
+(`domain.audit.path_violation`). Its path alone does not tell the person reading the account why
+it matters: a repository inside the worktree carries a configuration, and the next Git command
+that reaches it runs what that configuration names (a clean filter on a plain `git status`,
+which recurses into a submodule path; an fsmonitor; hooks on a commit). This module holds what
+the host read of such an entry (as text, never by running Git in it) and the sentence the record
+and the account give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+RUNS_SHOWN = 8
+"""How many configuration entries a description quotes before it says how many more."""
+VALUE_SHOWN = 1000
+"""How many characters of one configured command a description quotes."""
+
+
+class GitMetadata(BaseModel):
+    """One `.git` entry the audit found new or changed, as the host read it.
+
+    `path` is relative to the worktree; `created` says it was absent at the snapshot; `kind` is
+    `directory`, `file`, `symbolic link` or `other`; `points_to` is the Git directory a `.git`
+    file or link names; `submodule` the gitlink path it lies in (a plain `git status` in the
+    worktree recurses there), or None; `runs` the entries of its configuration that make Git run
+    a program or read configuration from elsewhere (`key = value`); `hooks` the hooks that would
+    run. `moved_to` is where the host moved it as evidence; `left` why it is still in place."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    created: bool
+    kind: str
+    points_to: str | None = None
+    submodule: str | None = None
+    runs: tuple[str, ...] = ()
+    hooks: tuple[str, ...] = ()
+    moved_to: str | None = None
+    left: str | None = None
+
+
+def _quote(value: str) -> str:
+    value = value.replace("\n", "\\n")
+    return value if len(value) <= VALUE_SHOWN else value[:VALUE_SHOWN] + "…"
+
+
+def _what(item: GitMetadata) -> str:
+    verb = "created" if item.created else "changed"
+    if item.kind == "directory":
+        what = f"a Git repository the worker {verb}"
+    elif item.points_to is not None:
+        what = f"a .git {item.kind} the worker {verb}, naming the Git directory {item.points_to}"
+    else:
+        what = f"a .git {item.kind} the worker {verb}"
+    if item.submodule is not None:
+        what += (f" in the submodule path {item.submodule}, where a plain git status in the "
+                 "worktree goes")
+    return what
+
+
+def _runs(item: GitMetadata) -> str:
+    parts: list[str] = []
+    if item.runs:
+        shown = [_quote(r) for r in item.runs[:RUNS_SHOWN]]
+        more = len(item.runs) - RUNS_SHOWN
+        parts.append("; ".join(shown) + (f"; and {more} more" if more > 0 else ""))
+    if item.hooks:
+        parts.append("hooks " + ", ".join(item.hooks))
+    if not parts:
+        return "its configuration names no program"
+    return "the next Git command there would run what it configures: " + "; ".join(parts)
+
+
+def describe_one(item: GitMetadata, worktree: str) -> str:
+    """One sentence: what the entry is, what it would run, and where it is now."""
+    text = f"{item.path} is {_what(item)}; {_runs(item)}"
+    if item.moved_to is not None:
+        text += f"; the host moved it out of the worktree, as evidence, into {item.moved_to}"
+    else:
+        why = f" ({item.left})" if item.left else ""
+        text += (f"; it is still in the worktree{why}: remove it before running Git there "
+                 f"(rm -rf -- {worktree.rstrip('/')}/{item.path})")
+    return text
+
+
+def describe_git_metadata(items: Sequence[GitMetadata], worktree: str) -> str:
+    """The Git metadata a round left, for an error's detail; empty when there is none."""
+    return " ".join(describe_one(item, worktree) + "." for item in items)

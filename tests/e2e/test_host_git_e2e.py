@@ -1,0 +1,155 @@
+"""End-to-end: the host's own Git never runs code a worker planted (issue 8 §1), proven with the
+real Claude Code 2.1.197 and the real pi 0.73.1, each driven by its scripted model server.
+
+The worker's sandboxed bash plants a repository in an empty submodule path inside rw, with a
+clean filter that records `id` and `env` in a marker file outside everything the sandbox lets it
+write (tests/e2e/planted_git.py). The marker must never appear: not during the host's audit, not
+in the stealth variant whose filter would erase the planted repository once it ran, and not on
+the user's next plain `git status` in the worktree after the run. The audit names the planted
+repository as a violation and the record says what it would have run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e.conftest import ClaudeRun, ClaudeWorld, RecordedRun, ok_result
+from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
+from e2e.planted_git import (
+    FILTER_KEY,
+    VENDOR,
+    add_gitlink,
+    filter_command,
+    plant_command,
+    users_git_status,
+)
+from servers.anthropic_server import Reply, last_tool_result
+
+from concorde_workers.application.display import account
+from concorde_workers.domain.request import Limits
+
+pytestmark = pytest.mark.e2e
+
+__all__ = ["pi_world"]  # the fixture, imported for pytest
+
+LIMITS = Limits(timeout_seconds=90, max_turns=6, rounds=0, retries=0, retry_delay_seconds=0)
+
+
+def claude_plant(world: ClaudeWorld, command: str) -> tuple[ClaudeRun, str]:
+    """One Bash call running `command`, then an ok result; the run and the call's output."""
+    seen: list[str] = []
+
+    def plant(body: dict[str, Any]) -> Reply:
+        return Reply.tool("Bash", {"command": command, "description": "plant", "timeout": 60000})
+
+    def done(body: dict[str, Any]) -> Reply:
+        found = last_tool_result(body)
+        assert found is not None, "no tool_result after the Bash call"
+        seen.append(found[0])
+        return Reply.structured(ok_result(summary="all done"))
+
+    run = world.run(plant, done, limits=LIMITS)
+    assert run.server.failures == []
+    return run, seen[0]
+
+
+def pi_plant(world: PiWorld, command: str) -> tuple[RecordedRun, str]:
+    run = world.run(reply(call("bash", "call_plant", command=command)),
+                    reply(result_call("call_r", summary="all done")), limits=LIMITS)
+    return run, run.tool_result("call_plant")
+
+
+Plant = Callable[[str], tuple[RecordedRun, str]]
+
+
+def assert_never_ran(marker: Path, when: str) -> None:
+    assert not marker.exists(), (
+        f"the worker's filter ran outside the sandbox {when}, as:\n{marker.read_text()[:3000]}")
+
+
+def assert_planted_repository_is_a_named_violation(run: RecordedRun, vendor: Path,
+                                                   marker: Path, *, stealth: bool) -> None:
+    """The run ends audit_violation naming the planted `.git`; its detail (and the account)
+    say what the planted configuration would run."""
+    assert run.code == "audit_violation", run.record.error
+    audit = run.data["rounds"][0]["audit"]
+    assert audit["verdict"] == "violation", audit
+    assert f"{VENDOR}/.git" in audit["violations"], audit
+    error = run.record.error
+    assert error is not None
+    command = filter_command(vendor, marker, stealth=stealth)
+    assert FILTER_KEY in error.detail and command in error.detail, error.detail
+    shown = account(run.record)
+    assert FILTER_KEY in shown and command in shown, shown
+
+
+def check_planted_filter(plant: Plant, worktree: Path, git_env: dict[str, str],
+                         marker: Path) -> None:
+    """The plain variant and the persistent one: no filter runs in the host's audit, the run
+    is an audit violation that says what the repository would run, and the user's next plain
+    `git status` in the worktree runs nothing either."""
+    vendor = worktree / VENDOR
+    run, output = plant(plant_command(vendor, marker))
+    assert " rc=0" in output, output
+    assert_never_ran(marker, "during the host's audit")
+    assert_planted_repository_is_a_named_violation(run, vendor, marker, stealth=False)
+    # The persistent variant: the user's own Git, after the run.
+    status = users_git_status(worktree, git_env)
+    assert_never_ran(marker, f"on the user's next git status (which printed {status!r})")
+    assert not (vendor / ".git").exists()
+
+
+def check_stealth_filter(plant: Plant, worktree: Path, marker: Path) -> None:
+    """The filter that would erase the planted repository after it ran: it never runs, so the
+    repository is still there for the walk, which runs before any Git command."""
+    vendor = worktree / VENDOR
+    run, output = plant(plant_command(vendor, marker, stealth=True))
+    assert " rc=0" in output, output
+    assert_never_ran(marker, "during the host's audit")
+    assert_planted_repository_is_a_named_violation(run, vendor, marker, stealth=True)
+
+
+# --- Claude Code ------------------------------------------------------------------------------
+
+
+@pytest.mark.req("Every round is audited")
+@pytest.mark.req("Workers never see Git")
+@pytest.mark.req("A violation is never retried")
+def test_claude_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_host(
+        claude_world: ClaudeWorld, tmp_path: Path) -> None:
+    add_gitlink(claude_world.worktree, claude_world.git_env)
+    check_planted_filter(lambda command: claude_plant(claude_world, command),
+                         claude_world.worktree, claude_world.git_env, tmp_path / "host-ran.txt")
+
+
+@pytest.mark.req("Every round is audited")
+@pytest.mark.req("Workers never see Git")
+def test_claude_a_self_erasing_planted_repository_is_still_found(
+        claude_world: ClaudeWorld, tmp_path: Path) -> None:
+    add_gitlink(claude_world.worktree, claude_world.git_env)
+    check_stealth_filter(lambda command: claude_plant(claude_world, command),
+                         claude_world.worktree, tmp_path / "host-ran.txt")
+
+
+# --- pi ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.req("Every round is audited")
+@pytest.mark.req("Workers never see Git")
+@pytest.mark.req("A violation is never retried")
+def test_pi_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_host(
+        pi_world: PiWorld) -> None:
+    add_gitlink(pi_world.worktree, pi_world.git_env)
+    check_planted_filter(lambda command: pi_plant(pi_world, command), pi_world.worktree,
+                         pi_world.git_env, pi_world.root / "host-ran.txt")
+
+
+@pytest.mark.req("Every round is audited")
+@pytest.mark.req("Workers never see Git")
+def test_pi_a_self_erasing_planted_repository_is_still_found(pi_world: PiWorld) -> None:
+    add_gitlink(pi_world.worktree, pi_world.git_env)
+    check_stealth_filter(lambda command: pi_plant(pi_world, command), pi_world.worktree,
+                         pi_world.root / "host-ran.txt")
