@@ -13,6 +13,7 @@ not even know about has a unique name; neither may ever reach the model.
 from __future__ import annotations
 
 import json
+import tarfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -362,7 +363,7 @@ def test_git_metadata_made_by_bash_in_rw_is_a_violation_never_retried(
     run code for whoever later runs Git there, a whole `git init`) lands on the host, where Git
     itself never lists it: the host's walk of the rw directories finds it, and the run ends
     audit_violation after its one round, though rounds, retries and a repairing validation are
-    all left."""
+    all left. The host moves it out of the worktree into the run directory."""
     app = world.worktree / "src" / "app"
     validated: list[int] = []
 
@@ -378,8 +379,15 @@ def test_git_metadata_made_by_bash_in_rw_is_a_violation_never_retried(
                          validation=validation)
     ((made, _),) = results
     assert made == " rc=0\n rc=0", made
-    assert (app / ".git" / "config").read_text() == "[core]\n"
-    assert (app / "sub" / ".git" / "HEAD").is_file()
+    # The metadata landed on the host; the host moved it out of the worktree, as evidence,
+    # into the run directory (docs/decisions.md "Git metadata a worker leaves").
+    assert not (app / ".git").exists() and not (app / "sub" / ".git").exists()
+    assert (app / "sub").is_dir()
+    with tarfile.open(run.run_dir / "planted-git" / "1.tar") as first:
+        config = first.extractfile(".git/config")
+        assert config is not None and config.read() == b"[core]\n"
+    with tarfile.open(run.run_dir / "planted-git" / "2.tar") as second:
+        assert ".git/HEAD" in second.getnames()
     assert run.code == "audit_violation", run.record.error
     assert run.record.error is not None
     assert "src/app/.git, src/app/sub/.git" in run.record.error.detail, run.record.error.detail

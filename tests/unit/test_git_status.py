@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from concorde_workers.domain.git_status import (
+    Gitlink,
     GitOutputError,
+    HeadState,
     StatusEntry,
     StatusKind,
     WorktreeInfo,
     decode_path,
     encode_path,
+    head_state,
+    index_state,
+    parse_branch_headers,
+    parse_ls_files_stage,
     parse_porcelain_v2,
     parse_worktree_list_z,
+    resolve_head,
 )
 
 H1 = "1" * 40
@@ -163,3 +172,60 @@ def test_worktree_list_ignores_unknown_attributes() -> None:
 def test_malformed_worktree_list(data: bytes) -> None:
     with pytest.raises(GitOutputError):
         parse_worktree_list_z(data)
+
+
+# --- status --branch, the index, HEAD files (issue 8 §1) ------------------------------------------
+
+
+def test_branch_headers_give_head_without_another_command() -> None:
+    data = f"# branch.oid {H1}\0# branch.head task\0? new.txt\0".encode()
+    assert parse_branch_headers(data) == (H1, "task")
+    assert parse_porcelain_v2(data) == (StatusEntry(kind=StatusKind.UNTRACKED, path="new.txt"),)
+
+
+@pytest.mark.parametrize("oid,head,head_file,expected", [
+    (H1, "task", b"ref: refs/heads/task\n", HeadState(branch="refs/heads/task", commit=H1)),
+    (H1, "task", None, HeadState(branch="refs/heads/task", commit=H1)),
+    ("(initial)", "trunk", b"ref: refs/heads/trunk\n",
+     HeadState(branch="refs/heads/trunk", commit=None)),
+    (H1, "(detached)", f"{H1}\n".encode(), HeadState(branch=None, commit=H1)),
+    # A branch whose own name starts with refs/: the HEAD file tells it from a ref outside
+    # refs/heads/, which Git prints unshortened.
+    (H1, "refs/x", b"ref: refs/heads/refs/x\n", HeadState(branch="refs/heads/refs/x", commit=H1)),
+    (H1, "refs/tags/v1", b"ref: refs/tags/v1\n", HeadState(branch="refs/tags/v1", commit=H1)),
+])
+def test_head_state(oid: str, head: str, head_file: bytes | None, expected: HeadState) -> None:
+    assert head_state(oid, head, head_file) == expected
+
+
+def test_status_without_branch_headers_is_an_output_error() -> None:
+    with pytest.raises(GitOutputError):
+        head_state(None, "task", None)
+
+
+def test_the_index_digest_and_its_gitlinks() -> None:
+    data = (f"H 100644 {H1} 0\ta.txt\0H 160000 {H2} 0\tsrc/app/vendor\0"
+            f"h 100755 {H3} 0\twith\ttab\0").encode()
+    state = index_state(data)
+    assert state.digest == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert state.gitlinks == (Gitlink(path="src/app/vendor", commit=H2),)
+    assert parse_ls_files_stage(data)[2] == ("h", "100755", H3, "0", "with\ttab")
+
+
+@pytest.mark.parametrize("data", [b"H 100644 x 0 a.txt\0", b"H 100644 x\ta\0", b"H 100644 x 0\ta"])
+def test_malformed_ls_files(data: bytes) -> None:
+    with pytest.raises(GitOutputError):
+        parse_ls_files_stage(data)
+
+
+def test_resolve_head_reads_refs_as_files() -> None:
+    files = {"HEAD": b"ref: refs/heads/main\n", "refs/heads/main": f"{H1}\n".encode()}
+    assert resolve_head(files.get) == H1
+    packed = {"HEAD": b"ref: refs/heads/p\n",
+              "packed-refs": f"# pack-refs with: peeled\n{H2} refs/heads/p\n^{H3}\n".encode()}
+    assert resolve_head(packed.get) == H2
+    assert resolve_head({"HEAD": b"ref: refs/heads/none\n"}.get) == "unborn refs/heads/none"
+    assert resolve_head({"HEAD": f"{H3}\n".encode()}.get) == H3
+    assert resolve_head({}.get) == "no HEAD"
+    loop = {"HEAD": b"ref: refs/heads/a\n", "refs/heads/a": b"ref: refs/heads/a\n"}
+    assert resolve_head(loop.get) == "no HEAD"

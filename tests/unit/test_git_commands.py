@@ -1,0 +1,145 @@
+"""The host's Git command table (domain/git_commands.py), entry by entry: the flags that keep
+every call read-only and free of anything a worker can configure, and the environment it runs
+with (issue 8 §1; docs/decisions.md "The host's Git")."""
+
+from __future__ import annotations
+
+import pytest
+
+from concorde_workers.domain.git_commands import (
+    BASE_ENVIRONMENT,
+    COMMANDS,
+    GIT_OPTIONS,
+    SAFETY_CONFIG,
+    SANDBOX_ARGS,
+    GitCommand,
+    Scope,
+    git_argv,
+    git_environment,
+    sandboxed,
+)
+from concorde_workers.domain.git_config import filter_overrides
+from concorde_workers.domain.git_status import GitRepository
+
+GIT = "/usr/bin/git"
+WORKTREE = "/r/.claude/worktrees/task"
+REPO = GitRepository(worktree=WORKTREE, git_dir="/r/.git/worktrees/task", common_dir="/r/.git")
+
+# Each entry's own arguments, as the table must hold them: any change here is a decision.
+EXPECTED_ARGS: dict[str, tuple[str, ...]] = {
+    "toplevel": ("rev-parse", "--show-toplevel"),
+    "git_dir": ("rev-parse", "--path-format=absolute", "--git-dir"),
+    "common_dir": ("rev-parse", "--path-format=absolute", "--git-common-dir"),
+    "worktree_list": ("worktree", "list", "--porcelain", "-z"),
+    "status": ("status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind",
+               "--untracked-files=all", "--no-renames", "--ignored=no",
+               "--ignore-submodules=all"),
+    "index": ("ls-files", "--stage", "-v", "-z"),
+}
+REQUIRED_CONFIG = {
+    "core.fsmonitor": "false",           # no fsmonitor hook
+    "core.hooksPath": "/dev/null",       # no hook
+    "core.untrackedCache": "false",      # no untracked cache read from or written to the index
+    "core.attributesFile": "/dev/null",  # attributes only from the tree and info/attributes
+    "diff.ignoreSubmodules": "all",      # no Git started in a submodule's worktree
+    "submodule.recurse": "false",
+    "status.submoduleSummary": "false",
+    "protocol.allow": "never",           # no transport: no lazy fetch, no ssh
+}
+
+
+def where(command: GitCommand) -> str | GitRepository:
+    return WORKTREE if command.scope is Scope.DISCOVERY else REPO
+
+
+def test_the_table_holds_exactly_the_host_s_commands() -> None:
+    assert {name: c.args for name, c in COMMANDS.items()} == EXPECTED_ARGS
+    assert all(c.why for c in COMMANDS.values())
+
+
+@pytest.mark.req("Every round is audited")
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_carries_the_safety_options(name: str) -> None:
+    command = COMMANDS[name]
+    argv = git_argv(GIT, command, where(command))
+    assert argv[0] == GIT
+    assert argv[1:1 + len(GIT_OPTIONS)] == list(GIT_OPTIONS)
+    assert {"--no-pager", "--no-optional-locks", "--literal-pathspecs"} <= set(argv)
+    config = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-c")
+    assert config == REQUIRED_CONFIG
+    assert dict(SAFETY_CONFIG) == REQUIRED_CONFIG
+    assert argv[-len(command.args):] == list(command.args)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_discovery_command_starts_from_its_directory_and_an_audit_command_names_its_repository(
+        name: str) -> None:
+    """After placement nothing is discovered: no `.git` file in the worktree decides which
+    repository Git reads."""
+    command = COMMANDS[name]
+    argv = git_argv(GIT, command, where(command))
+    if command.scope is Scope.DISCOVERY:
+        assert ["-C", WORKTREE] == argv[argv.index("-C"):argv.index("-C") + 2]
+        assert not any(a.startswith(("--git-dir=", "--work-tree=")) for a in argv)
+        with pytest.raises(TypeError):
+            git_argv(GIT, command, REPO)
+    else:
+        assert f"--git-dir={REPO.git_dir}" in argv and f"--work-tree={WORKTREE}" in argv
+        # -C comes after --git-dir, so the absolute paths are read before any directory change
+        assert argv.index("-C") > argv.index(f"--git-dir={REPO.git_dir}")
+        with pytest.raises(TypeError):
+            git_argv(GIT, command, WORKTREE)
+
+
+def test_placement_finds_the_git_directories_from_the_worktree_and_no_directory_above() -> None:
+    for name in ("git_dir", "common_dir", "worktree_list"):
+        env = git_environment(GIT, COMMANDS[name], WORKTREE)
+        assert env["GIT_CEILING_DIRECTORIES"] == "/r/.claude/worktrees"
+    # toplevel must see a subdirectory's top level to say what is wrong with it.
+    assert "GIT_CEILING_DIRECTORIES" not in git_environment(GIT, COMMANDS["toplevel"], WORKTREE)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_runs_in_an_environment_built_whole(name: str) -> None:
+    """Nothing of the host's environment reaches Git: not its credentials or API keys, not an
+    inherited GIT_* variable, not its HOME (no ~/.gitconfig, no XDG configuration)."""
+    command = COMMANDS[name]
+    env = git_environment(GIT, command, where(command))
+    expected = {**BASE_ENVIRONMENT, "PATH": "/usr/bin:/bin"}
+    if command.ceiling:
+        expected["GIT_CEILING_DIRECTORIES"] = "/r/.claude/worktrees"
+    assert env == expected
+    assert env["HOME"] == "/dev/null" and env["GIT_CONFIG_GLOBAL"] == "/dev/null"
+    assert env["GIT_CONFIG_NOSYSTEM"] == env["GIT_ATTR_NOSYSTEM"] == "1"
+    assert env["GIT_OPTIONAL_LOCKS"] == "0" and env["LC_ALL"] == "C"
+
+
+def test_git_s_own_directory_leads_the_path() -> None:
+    env = git_environment("/opt/git/bin/git", COMMANDS["status"], REPO)
+    assert env["PATH"] == "/opt/git/bin:/usr/bin:/bin"
+
+
+def test_overrides_travel_as_separate_keys_and_values() -> None:
+    """A driver name holding `=` or a dot cannot be read as another setting: GIT_CONFIG_KEY_n
+    and GIT_CONFIG_VALUE_n keep the key and its value apart (a `-c key=value` could not)."""
+    overrides = filter_overrides(["lfs", "a=b.c"])
+    env = git_environment(GIT, COMMANDS["status"], REPO, overrides)
+    assert env["GIT_CONFIG_COUNT"] == "8"
+    pairs = [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"]) for i in range(8)]
+    assert pairs == [
+        ("filter.a=b.c.clean", ""), ("filter.a=b.c.smudge", ""), ("filter.a=b.c.process", ""),
+        ("filter.a=b.c.required", "false"),
+        ("filter.lfs.clean", ""), ("filter.lfs.smudge", ""), ("filter.lfs.process", ""),
+        ("filter.lfs.required", "false"),
+    ]
+
+
+def test_the_sandbox_is_read_only_network_less_and_dies_with_the_host() -> None:
+    argv = sandboxed("/usr/bin/bwrap", [GIT, "status"])
+    assert argv[0] == "/usr/bin/bwrap" and argv[-3:] == ["--", GIT, "status"]
+    options = argv[1:argv.index("--")]
+    assert options == list(SANDBOX_ARGS)
+    assert options[:3] == ["--ro-bind", "/", "/"]
+    assert not any(o in ("--bind", "--dev-bind", "--share-net") for o in options)
+    assert {"--unshare-all", "--die-with-parent", "--new-session"} <= set(options)
+    assert sandboxed(None, [GIT, "status"]) == [GIT, "status"]
