@@ -109,9 +109,14 @@ class WorktreeObserver:
 
     def observe(self, snapshot: Snapshot) -> Observation:
         """The worktree after a round, in the snapshot's shape. Raises GitCommandFailed."""
-        walked = self._walk(self._gitlinks)  # before any Git command runs over the tree
-        self._walked = dict(walked)
-        (index, config), (status, files) = self._beside(self._git_state, self._status)
+        def walk_then_status() -> tuple[WorktreeStatus, dict[str, FileState | None]]:
+            # The walk comes before any Git command runs over the tree (`ls-files` beside it
+            # reads the index file only).
+            self._walked = self._walk(self._gitlinks)
+            return self._status()
+
+        (index, config), (status, files) = self._beside(self._git_state, walk_then_status)
+        walked = dict(self._walked)
         new_links = tuple(g.path for g in index.gitlinks if g.path not in self._gitlinks)
         if new_links:  # the index changed (a violation already): walk what it names too
             walked.update(self._walk(new_links, only_links=True))

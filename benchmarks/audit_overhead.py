@@ -10,8 +10,11 @@ then `git add -A` and one commit), a real linked worktree `.claude/worktrees/ben
 same process, alternating so that a cache warmed by one favours none:
 
   (a) the bare `git status --porcelain=v2 -z --untracked-files=all` in the worktree;
-  (b) the host's audit step: `WorktreeObserver(GitCliReader, LocalFileSystem, worktree)
-      .observe(snapshot)` with the real adapters, and each Git command it runs on its own;
+  (b) the host's audit step: `WorktreeObserver(GitCliReader, LocalFileSystem, repository)
+      .observe(snapshot)` with the real adapters as production wires them (every Git call in
+      bubblewrap's sandbox where it is installed), the same without the sandbox and one command
+      after another, the audit as it was before issue 8 §1 (its five commands, rebuilt here),
+      and each command of the table on its own, with and without the sandbox;
   (c) unless --no-round: a whole no-op worker run, `WorkerHost.run` over the production wiring
       with the ProgramBackend (tests/fakes) playing one round that only returns its result.
 
@@ -38,10 +41,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the ProgramBackend lives with the test fakes
 
 from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
-from concorde_workers.adapters.git import SAFETY_OPTIONS, GitCliReader  # noqa: E402
+from concorde_workers.adapters.git import GitCliReader  # noqa: E402
 from concorde_workers.application.worktree_state import WorktreeObserver  # noqa: E402
+from concorde_workers.domain.git_status import GitRepository  # noqa: E402
 
 STATUS = ("status", "--porcelain=v2", "-z", "--untracked-files=all")
+# The audit before issue 8 §1: these options on every call, status beside four more commands.
+OLD_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+               "--no-optional-locks", "--literal-pathspecs")
 
 
 def git_env(home: Path) -> dict[str, str]:
@@ -81,6 +88,34 @@ def build(base: Path, files: int, changed: int) -> tuple[Path, Path, dict[str, s
     for path in tracked[::step][:changed]:
         path.write_text(path.read_text() + "# changed\n")
     return primary, worktree, env
+
+
+def old_audit(env: dict[str, str], worktree: Path) -> Callable[[], Any]:
+    """The audit step as it was before issue 8 §1, rebuilt: `git status` (submodules not
+    ignored) with its listed files measured here, while a helper thread runs symbolic-ref,
+    rev-parse --verify, ls-files and the two rev-parse of the configuration digest."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fs = LocalFileSystem()
+
+    def background() -> None:
+        for args in (("symbolic-ref", "-q", "HEAD"), ("rev-parse", "-q", "--verify", "HEAD"),
+                     ("ls-files", "--stage", "-v", "-z"),
+                     ("rev-parse", "--path-format=absolute", "--git-dir"),
+                     ("rev-parse", "--path-format=absolute", "--git-common-dir")):
+            subprocess.run(["git", *OLD_OPTIONS, "-C", str(worktree), *args], env=env,
+                           capture_output=True, check=False)
+
+    def run() -> None:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            future = pool.submit(background)
+            out = git(env, worktree, *OLD_OPTIONS, *STATUS, "--no-renames", "--ignored=no")
+            for record in out.split(b"\0"):
+                if record.startswith(b"1 "):
+                    fs.file_digest(str(worktree / record.split(b" ", 8)[-1].decode()))
+            future.result()
+
+    return run
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -138,26 +173,41 @@ def main(argv: list[str]) -> int:
         built = time.perf_counter() - t0
         wt = str(worktree)
         reader = GitCliReader(environ=env)
-        observer = WorktreeObserver(reader, LocalFileSystem(), wt)
-        sequential = WorktreeObserver(reader, LocalFileSystem(), wt, parallel=False)
+        bare_reader = GitCliReader(environ=env, sandbox=None)
+        git_dir, common = reader.git_dirs(wt)
+        repo = GitRepository(worktree=wt, git_dir=git_dir, common_dir=common)
+        fs = LocalFileSystem()
+        observer = WorktreeObserver(reader, fs, repo, writable=["src/m00/d00/"],
+                                    git_entries=[".git"])
+        unsandboxed = WorktreeObserver(bare_reader, fs, repo, writable=["src/m00/d00/"],
+                                       git_entries=[".git"])
+        sequential = WorktreeObserver(reader, fs, repo, writable=["src/m00/d00/"],
+                                      git_entries=[".git"], parallel=False)
         snapshot = observer.snapshot()
+        unsandboxed.snapshot()
+        sequential.snapshot()
         changed = observer.observe(snapshot)
-        listed = len(reader.status(wt))
+        listed = len(reader.status(repo).entries)
 
         def bare() -> None:
             git(env, worktree, *STATUS)
 
-        def safe(*args: str) -> Callable[[], Any]:
-            return lambda: git(env, worktree, *SAFETY_OPTIONS, *args)
+        def version(r: GitCliReader) -> Callable[[], Any]:
+            argv = [*r.command_line("toplevel", wt)[:-4], "--version"]
+            return lambda: subprocess.run(argv, env=r.environment("toplevel", wt),
+                                          capture_output=True, check=True)
 
         measured: dict[str, Callable[[], Any]] = {
             "(a) git status --porcelain=v2 -z -uall": bare,
             "(b) audit: WorktreeObserver.observe": lambda: observer.observe(snapshot),
+            "    the same, without the sandbox": lambda: unsandboxed.observe(snapshot),
             "    the same, parallel=False": lambda: sequential.observe(snapshot),
-            "    git symbolic-ref -q HEAD": safe("symbolic-ref", "-q", "HEAD"),
-            "    git rev-parse -q --verify HEAD": safe("rev-parse", "-q", "--verify", "HEAD"),
-            "    git ls-files --stage -v -z": safe("ls-files", "--stage", "-v", "-z"),
-            "    git status (adapter's flags)": safe(*STATUS, "--no-renames", "--ignored=no"),
+            "    the audit before issue 8 (rebuilt)": old_audit(env, worktree),
+            "    git status (table), sandboxed": lambda: reader.status(repo),
+            "    git status (table), no sandbox": lambda: bare_reader.status(repo),
+            "    git ls-files (table), sandboxed": lambda: reader.index(repo),
+            "    git --version, sandboxed": version(reader),
+            "    git --version, no sandbox": version(bare_reader),
         }
         if not args.no_round:
             parent = base / "trace"
@@ -186,12 +236,16 @@ def main(argv: list[str]) -> int:
             print(f"{name:<42} {median * 1000:>10.1f} {low * 1000:>9.1f} {high * 1000:>9.1f}")
         a = statistics.median(samples["(a) git status --porcelain=v2 -z -uall"])
         b = statistics.median(samples["(b) audit: WorktreeObserver.observe"])
+        u = statistics.median(samples["    the same, without the sandbox"])
         s = statistics.median(samples["    the same, parallel=False"])
+        o = statistics.median(samples["    the audit before issue 8 (rebuilt)"])
         low_a = min(samples["(a) git status --porcelain=v2 -z -uall"])
         low_b = min(samples["(b) audit: WorktreeObserver.observe"])
         print()
+        print(f"sandbox: {reader.sandbox or 'none (bubblewrap not found)'}")
         print(f"ratio (b)/(a) = {b / a:.2f} of the medians, {low_b / low_a:.2f} of the minima "
-              f"(aim: under 1.5); sequential/(a) = {s / a:.2f}")
+              f"(aim: at most 1.2); without the sandbox {u / a:.2f}; sequential {s / a:.2f}; "
+              f"the audit before issue 8 {o / a:.2f}")
     finally:
         if args.keep:
             print(f"kept: {base}")

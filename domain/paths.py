@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
-
-from pydantic import BaseModel, ConfigDict
 
 
 class EntryKind(StrEnum):
@@ -20,10 +19,10 @@ class EntryKind(StrEnum):
     OTHER = "other"
 
 
-class DirEntry(BaseModel):
-    """One entry of a directory listing: its name and what it is, without following a link."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True)
+class DirEntry:
+    """One entry of a directory listing: its name and what it is, without following a link.
+    A slotted dataclass, not a model: walks of large worktrees make one per entry."""
 
     name: str
     kind: EntryKind

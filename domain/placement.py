@@ -117,21 +117,28 @@ def walk_tree(root: str, list_dir: ListDir, runtime_paths: Iterable[str] = (), *
     runtime path (seed 000 "Placement"); children are visited in name order, so the result is
     deterministic. `files=False` keeps only the `.git` entries."""
     runtime = tuple(posixpath.normpath(p) for p in runtime_paths)
+    below_runtime = tuple(r.rstrip("/") + "/" for r in runtime)
     found: list[GitEntry] = []
     others: list[str] = []
     stack = [posixpath.normpath(root)]
     while stack:
         directory = stack.pop()
+        prefix = directory.rstrip("/") + "/"
         subdirs: list[str] = []
         for entry in sorted(list_dir(directory), key=lambda e: e.name):
-            path = posixpath.join(directory, entry.name)
-            if any(is_within(path, r) for r in runtime):
+            is_dir = entry.kind is EntryKind.DIRECTORY
+            if not (files or is_dir or entry.name == GIT):
+                continue  # a file, and only `.git` entries are wanted
+            # `directory` is normalised and a listed name has no slash, so this is the
+            # normalised path without normpath's cost (one per entry of a large tree).
+            path = prefix + entry.name
+            if runtime and (path in runtime or path.startswith(below_runtime)):
                 continue
             if entry.name == GIT:
                 found.append(GitEntry(path=path, kind=entry.kind))
-            elif entry.kind is EntryKind.DIRECTORY:
+            elif is_dir:
                 subdirs.append(path)
-            elif files:
+            else:
                 others.append(path)
         stack.extend(reversed(subdirs))
     return Walked(files=tuple(sorted(others)),

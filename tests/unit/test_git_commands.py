@@ -79,7 +79,7 @@ def test_a_discovery_command_starts_from_its_directory_and_an_audit_command_name
     command = COMMANDS[name]
     argv = git_argv(GIT, command, where(command))
     if command.scope is Scope.DISCOVERY:
-        assert ["-C", WORKTREE] == argv[argv.index("-C"):argv.index("-C") + 2]
+        assert argv[argv.index("-C"):argv.index("-C") + 2] == ["-C", WORKTREE]
         assert not any(a.startswith(("--git-dir=", "--work-tree=")) for a in argv)
         with pytest.raises(TypeError):
             git_argv(GIT, command, REPO)

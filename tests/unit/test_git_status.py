@@ -229,3 +229,14 @@ def test_resolve_head_reads_refs_as_files() -> None:
     assert resolve_head({}.get) == "no HEAD"
     loop = {"HEAD": b"ref: refs/heads/a\n", "refs/heads/a": b"ref: refs/heads/a\n"}
     assert resolve_head(loop.get) == "no HEAD"
+
+
+def test_only_records_of_mode_160000_are_gitlinks() -> None:
+    """A path that merely contains " 160000 " is no gitlink; the one scan finds every real one,
+    the first record included."""
+    data = (f"H 160000 {H2} 0\tfirst\0H 100644 {H1} 0\tname 160000 x\0"
+            f"S 160000 {H3} 0\tlast\0").encode()
+    assert index_state(data).gitlinks == (Gitlink(path="first", commit=H2),
+                                          Gitlink(path="last", commit=H3))
+    with pytest.raises(GitOutputError):
+        index_state(b"H 100644 x 0\ta")
