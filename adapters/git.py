@@ -21,6 +21,7 @@ import pwd
 import shutil
 import stat as stat_module
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 
 from concorde_workers.domain.git_commands import (
@@ -144,7 +145,8 @@ class GitCliReader:
     `environ` is the host environment the container read (this adapter never reads
     `os.environ`); only its PATH is used, once, to find `git`. `sandbox` is bubblewrap's path,
     "auto" to look for it in the system directories (and use it once a trial call succeeded),
-    or None for none."""
+    or None for none. `reuse_index=False` reads the index with Git on every call (for the
+    benchmark's comparison)."""
 
     def __init__(
         self,
@@ -152,6 +154,7 @@ class GitCliReader:
         git_program: str = "git",
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         sandbox: str | None = "auto",
+        reuse_index: bool = True,
     ) -> None:
         found = git_program if "/" in git_program else shutil.which(
             git_program, path=environ.get("PATH") or "/usr/bin:/bin")
@@ -160,6 +163,9 @@ class GitCliReader:
         self._sandbox_choice = sandbox
         self._bwrap: str | None = None
         self._sandbox_settled = sandbox is None
+        self._index_lock = threading.Lock()
+        self._index_cache: dict[GitRepository, tuple[tuple[int, ...], IndexState]] = {}
+        self._reuse_index = reuse_index
 
     # -- the sandbox ---------------------------------------------------------------------------
 
@@ -255,8 +261,23 @@ class GitCliReader:
         # Staged entries, not the index file's bytes: a stat refresh rewrites the file but not
         # these. -v adds the assume-unchanged/skip-worktree tags, which can hide a change from
         # status and so count as an index change.
+        #
+        # An index file whose identity is what it was when ls-files last read it is not read
+        # again (docs/benchmarks.md): Git writes an index only through a lock file renamed
+        # over it (a new inode and a new ctime, which no process can set back), the host's own
+        # commands never write it, and so the answer cannot have changed.
+        path = f"{repo.git_dir}/index"
+        before = _identity(path)
+        with self._index_lock:
+            cached = self._index_cache.get(repo)
+        if before is not None and cached is not None and cached[0] == before:
+            return cached[1]
         _, out = self._run("index", repo)
-        return index_state(out)
+        state = index_state(out)
+        if self._reuse_index and before is not None and _identity(path) == before:
+            with self._index_lock:
+                self._index_cache[repo] = (before, state)
+        return state
 
     def config_digest(self, repo: GitRepository) -> str:
         hooks = f"{repo.common_dir}/hooks"
@@ -266,6 +287,15 @@ class GitCliReader:
             names = []
         return config_files_digest(config_files(repo.git_dir, repo.common_dir, names),
                                    _read_or_state)
+
+
+def _identity(path: str) -> tuple[int, ...] | None:
+    """What tells one index file from another: device, inode, size, mtime and ctime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _one_path_line(out: bytes) -> str:

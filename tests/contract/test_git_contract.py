@@ -380,3 +380,22 @@ def test_an_unborn_branch_has_no_commit(tmp_path: Path, git_env: dict[str, str])
     status = git.status(GitRepository(worktree=str(repo), git_dir=git_dir, common_dir=common))
     assert (status.head.branch, status.head.commit) == ("refs/heads/trunk", None)
     assert status.entries == ()
+
+
+def test_a_reused_index_answer_is_never_stale(real_git_world: Any) -> None:
+    """The adapter answers again from an index file whose identity (inode, size, mtime,
+    ctime) has not changed; every way Git changes the index renames a new file over it, so
+    each answer equals one read afresh."""
+    w = real_git_world
+    reused = w.git
+    fresh = GitCliReader(environ=w.env, reuse_index=False)
+    seen = [reused.index(w.repo)]
+    for change in (lambda: w.stage("a.txt"),
+                   lambda: w.write("a.txt", b"staged\n") or w.stage("a.txt"),
+                   lambda: w.run_in(w.worktree, "update-index", "--assume-unchanged", "a.txt"),
+                   lambda: w.refresh()):
+        assert reused.index(w.repo) == fresh.index(w.repo)
+        change()
+        seen.append(reused.index(w.repo))
+        assert seen[-1] == fresh.index(w.repo)
+    assert len({s.digest for s in seen}) == 3  # unchanged, staged, assume-unchanged (refresh)
