@@ -193,9 +193,10 @@ class GitCliReader:
 
     # -- running -------------------------------------------------------------------------------
 
-    def command_line(self, name: str, where: str | GitRepository) -> list[str]:
+    def command_line(self, name: str, where: str | GitRepository,
+                     masked: Sequence[str] = ()) -> list[str]:
         """The argv of table command `name` as this adapter runs it (sandbox included)."""
-        return sandboxed(self.sandbox, git_argv(self._git, COMMANDS[name], where))
+        return sandboxed(self.sandbox, git_argv(self._git, COMMANDS[name], where), masked)
 
     def environment(self, name: str, where: str | GitRepository) -> dict[str, str]:
         """The environment of table command `name` as this adapter runs it."""
@@ -204,11 +205,12 @@ class GitCliReader:
                      if isinstance(where, GitRepository) else ())
         return git_environment(self._git, command, where, overrides)
 
-    def _run(self, name: str, where: str | GitRepository) -> tuple[int, bytes]:
+    def _run(self, name: str, where: str | GitRepository,
+             masked: Sequence[str] = ()) -> tuple[int, bytes]:
         """Run table command `name`; (returncode, stdout bytes). A return code outside the
         command's answers, a timeout or a failure to start raises `GitCommandFailed`."""
         command: GitCommand = COMMANDS[name]
-        argv = self.command_line(name, where)
+        argv = self.command_line(name, where, masked)
         try:
             proc = subprocess.run(
                 argv,
@@ -251,8 +253,11 @@ class GitCliReader:
 
     # -- GitReader: the audit ------------------------------------------------------------------
 
-    def status(self, repo: GitRepository) -> WorktreeStatus:
-        _, out = self._run("status", repo)
+    def status(self, repo: GitRepository, opaque: Sequence[str] = ()) -> WorktreeStatus:
+        # Only real directories are masked (a link or file there is no mount point; Git
+        # reads no `.git` through it either, with submodules ignored it only stats it).
+        masked = [path for rel in opaque if _real_directory(path := f"{repo.worktree}/{rel}")]
+        _, out = self._run("status", repo, masked)
         oid, head = parse_branch_headers(out)
         return WorktreeStatus(head=head_state(oid, head, read_regular(f"{repo.git_dir}/HEAD")),
                               entries=parse_porcelain_v2(out))
@@ -287,6 +292,13 @@ class GitCliReader:
             names = []
         return config_files_digest(config_files(repo.git_dir, repo.common_dir, names),
                                    _read_or_state)
+
+
+def _real_directory(path: str) -> bool:
+    try:
+        return stat_module.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _identity(path: str) -> tuple[int, ...] | None:

@@ -101,7 +101,7 @@ class WorktreeObserver:
         self._modules = {rel: self._module_dir(rel) for rel in self._gitlinks}
         walked = self._walk(self._gitlinks)
         config = self._git.config_digest(self._repo)
-        status = self._git.status(self._repo)
+        status = self._git.status(self._repo, self._gitlinks)
         files = self._listed(status)
         files.update(walked)
         return WorktreeState(head_branch=status.head.branch, head_commit=status.head.commit,
@@ -128,7 +128,7 @@ class WorktreeObserver:
         return self._git.index(self._repo), self._git.config_digest(self._repo)
 
     def _status(self) -> tuple[WorktreeStatus, dict[str, FileState | None]]:
-        status = self._git.status(self._repo)
+        status = self._git.status(self._repo, self._gitlinks)
         return status, self._listed(status)
 
     def _listed(self, status: WorktreeStatus) -> dict[str, FileState | None]:

@@ -175,6 +175,18 @@ def git_environment(git: str, command: GitCommand, where: str | GitRepository,
     return env
 
 
-def sandboxed(bwrap: str | None, argv: Sequence[str]) -> list[str]:
-    """`argv` inside bubblewrap's read-only, network-less sandbox, or as it is without one."""
-    return [bwrap, *SANDBOX_ARGS, "--", *argv] if bwrap else list(argv)
+MAX_MASKED = 256
+"""At most this many directories are masked in one call; beyond, none are (the call still runs
+read-only, its reads bounded by the adapter's timeout)."""
+
+
+def sandboxed(bwrap: str | None, argv: Sequence[str], masked: Sequence[str] = ()) -> list[str]:
+    """`argv` inside bubblewrap's read-only, network-less sandbox, or as it is without one.
+    Each of `masked` (absolute directories) is an empty read-only directory inside: a
+    submodule path the host walks itself, whose `.git` (a worker may have planted one, even a
+    FIFO that would block whoever opens it) Git then never reads."""
+    if not bwrap:
+        return list(argv)
+    mounts = [arg for path in masked for arg in ("--tmpfs", path, "--remount-ro", path)] \
+        if len(masked) <= MAX_MASKED else []
+    return [bwrap, *SANDBOX_ARGS, *mounts, "--", *argv]

@@ -75,11 +75,13 @@ class GitReader(Protocol):
         `worktree` itself and no directory above it."""
         ...
 
-    def status(self, repo: GitRepository) -> WorktreeStatus:
+    def status(self, repo: GitRepository, opaque: Sequence[str] = ()) -> WorktreeStatus:
         """HEAD (the branch it names as a full ref, None when detached; its commit, None on an
         unborn branch) and `git status --porcelain=v2 -z --untracked-files=all --no-renames`,
         ignored files not listed, submodules ignored (neither their gitlinks nor anything in
-        their paths is listed); paths relative to the worktree's top level, in Git's order."""
+        their paths is listed); paths relative to the worktree's top level, in Git's order.
+        `opaque` names the submodule paths (worktree-relative) Git need not look into at all:
+        the host walks them itself, and Git's answer is the same without them."""
         ...
 
     def index(self, repo: GitRepository) -> IndexState:

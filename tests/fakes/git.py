@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.git_status import (
@@ -489,7 +490,8 @@ class FakeGit:
         out = b"".join(meta + path + b"\0" for path, meta in sorted(lines))
         return index_state(out)
 
-    def status(self, repo: GitRepository) -> WorktreeStatus:
+    def status(self, repo: GitRepository, opaque: Sequence[str] = ()) -> WorktreeStatus:
+        # `opaque` changes nothing: nothing of a submodule path is listed anyway.
         self._record("status", repo.worktree)
         fake, wt = self._named(repo, "status")
         head = self._head_tree(fake, wt)

@@ -338,3 +338,23 @@ def test_the_parser_reads_what_git_reads(tmp_path: Path, git_env: dict[str, str]
     parsed = parse_config(data)
     assert parsed.error is None
     assert [(e.name, e.value) for e in parsed.entries] == expected
+
+
+def test_git_never_reads_a_submodule_path_in_the_sandbox(trap: TrapRepository) -> None:
+    """A `.git` planted in a submodule path whose HEAD is a FIFO blocks whoever opens it; Git
+    reads a gitlink's HEAD even with submodules ignored. In the sandbox the submodule path is an
+    empty directory, so the audit answers at once; the walk still finds the `.git`."""
+    vendor = trap.worktree / "src" / "app" / "vendor"
+    git = GitCliReader(environ=trap.env, sandbox=bwrap_or_fail(), timeout_seconds=20)
+    observer = WorktreeObserver(git, LocalFileSystem(), trap.repo, writable=["src/app/"])
+    snapshot = observer.snapshot()
+    (vendor / ".git" / "objects").mkdir(parents=True)
+    (vendor / ".git" / "refs").mkdir()
+    os.mkfifo(vendor / ".git" / "HEAD")
+    seen = observer.observe(snapshot)
+    assert audit(GRANT, snapshot, seen).violations == ("src/app/vendor/.git",)
+    # The check has teeth: without the mask, Git opens the FIFO and waits (here 3 s).
+    blocked = GitCliReader(environ=trap.env, sandbox=None, timeout_seconds=3)
+    with pytest.raises(GitCommandFailed) as info:
+        blocked.status(trap.repo, ("src/app/vendor",))
+    assert "timed out" in info.value.output

@@ -143,3 +143,12 @@ def test_the_sandbox_is_read_only_network_less_and_dies_with_the_host() -> None:
     assert not any(o in ("--bind", "--dev-bind", "--share-net") for o in options)
     assert {"--unshare-all", "--die-with-parent", "--new-session"} <= set(options)
     assert sandboxed(None, [GIT, "status"]) == [GIT, "status"]
+
+
+def test_masked_directories_are_empty_and_read_only_in_the_sandbox() -> None:
+    argv = sandboxed("/usr/bin/bwrap", [GIT, "status"], ["/w/src/vendor"])
+    options = argv[1:argv.index("--")]
+    assert options == [*SANDBOX_ARGS, "--tmpfs", "/w/src/vendor", "--remount-ro", "/w/src/vendor"]
+    assert sandboxed(None, [GIT, "status"], ["/w/src/vendor"]) == [GIT, "status"]
+    many = [f"/w/m{i}" for i in range(300)]
+    assert "--tmpfs" not in sandboxed("/usr/bin/bwrap", [GIT, "status"], many)
