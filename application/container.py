@@ -83,7 +83,15 @@ def host_facts(environ: Mapping[str, str]) -> HostFacts:
     except KeyError:
         home = environ.get("HOME", "/")
     return HostFacts(environ=dict(environ), interpreter=sys.executable, user_home=home,
-                     as_root=os.getuid() == 0, linux=sys.platform.startswith("linux"))
+                     as_root=os.getuid() == 0, linux=sys.platform.startswith("linux"),
+                     interpreter_roots=interpreter_roots())
+
+
+def interpreter_roots() -> tuple[str, ...]:
+    """Where this interpreter runs from: the hooks run it inside the confinement, which must
+    keep its real installation visible (a virtual environment's python links into it)."""
+    found = [sys.executable, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    return tuple(dict.fromkeys(p for p in found if p))
 
 
 def runtime_parent() -> str:

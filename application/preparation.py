@@ -13,10 +13,12 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from concorde_workers.application.confinement import plan_confinement
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.beside import Given, judge_beside, surroundings, text_problem
 from concorde_workers.domain.brief import compose_brief
 from concorde_workers.domain.claude_settings import digest_text
+from concorde_workers.domain.confinement import Confinement
 from concorde_workers.domain.credentials import credential_origins
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.git_status import GitRepository
@@ -54,6 +56,9 @@ class HostFacts:
     user_home: str
     as_root: bool
     linux: bool = True
+    interpreter_roots: tuple[str, ...] = ()
+    """Where the host interpreter really runs from (its resolved executable, sys.prefix,
+    sys.base_prefix): the confinement keeps them visible, or the hooks could not start."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,12 @@ class Prepared:
     """Every `.git` entry the placement walk found, relative to the worktree (`.git` itself
     for the worktree's own): the audit measures each, and walks the repository each one opens
     below the top level as Git never does."""
+    confinement: Confinement | None = None
+
+    def round_command(self, kind: RoundKind, session: str | None) -> LaunchCommand:
+        """A round's command line, inside the confinement when the backend is confined."""
+        command = self.backend.command(self.context, kind, session)
+        return command if self.confinement is None else self.confinement.wrap(command)
 
     @property
     def policy(self) -> Policy:
@@ -90,7 +101,11 @@ class Prepared:
 
     @property
     def control_files(self) -> dict[str, str]:
-        return self.generated.files
+        """The backend's generated files, and the empty file the confinement masks hidden and
+        names-only files with."""
+        if self.confinement is None:
+            return self.generated.files
+        return {**self.generated.files, self.confinement.empty_file: ""}
 
     @property
     def settings_digest(self) -> str | None:
@@ -355,11 +370,17 @@ class Preparer:
         except ValueError as bad:
             return Refusal(code="request_invalid", reason=Reason.INPUT,
                            message=f"the request cannot make a command line: {bad}")
+        confinement = plan_confinement(self._fs, backend, context,
+                                       self._host.interpreter_roots, policy.user_home)
+        if isinstance(confinement, Refusal):
+            return confinement
+        if confinement is not None:
+            command = confinement.wrap(command)
         return Prepared(
             run_id=run_id, runtime_dir=runtime_dir, backend=backend, context=context,
             grant=grant, placement=placement, admin_paths=admin,
             generated=backend.generate(context), command=command, environment=environment,
-            repository=git[0], git_entries=git[1],
+            repository=git[0], git_entries=git[1], confinement=confinement,
         )
 
     @staticmethod

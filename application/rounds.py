@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.confinement import confinement_launch_problem
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.run_state import RoundState, RunState
 from concorde_workers.application.tracing import (
@@ -37,6 +38,7 @@ from concorde_workers.contracts import schema_validator
 from concorde_workers.domain.agent_report import RoundReport
 from concorde_workers.domain.audit import Snapshot, audit, worktree_unchanged
 from concorde_workers.domain.brief import retry_prompt
+from concorde_workers.domain.confinement import agent_exit_status
 from concorde_workers.domain.layout import STDERR_TAIL_BYTES
 from concorde_workers.domain.records import LastAction, Transient, result_problem
 from concorde_workers.domain.retries import retry_delay
@@ -194,9 +196,9 @@ class RoundRunner:
         c = self.c
         prepared = c.prepared
         session = c.state.session if continues else None
-        command = prepared.backend.command(prepared.context, kind, session)
+        command = prepared.round_command(kind, session)
         reader = prepared.backend.reader(prepared.context)
-        stale = self._clear_scratch()
+        stale = self._clear_scratch() or self._unconfinable()
         if stale is not None:
             round_state.failure = stale
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
@@ -225,6 +227,8 @@ class RoundRunner:
             unregister()
             flusher.stop()
             exit_status = handle.wait(None)
+            if c.prepared.confinement is not None:
+                exit_status = agent_exit_status(exit_status)
             stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
             c.tracer.write_stderr(c.state.layout, round_state.number, stderr)
             round_state.files = c.tracer.round_files(c.state.layout, round_state.number)
@@ -267,6 +271,18 @@ class RoundRunner:
                 return (f"the host could not clear {path} before the round: "
                         f"{error.os_error_text}")
         return None
+
+    def _unconfinable(self) -> str | None:
+        """A confined round starts only when every mount still lands where it was planned, and
+        only when its program exists: inside the confinement a missing program would be bwrap's
+        error after the launch, not the launch failure it is."""
+        prepared = self.c.prepared
+        if prepared.confinement is None:
+            return None
+        if not prepared.program_found:
+            return (f"the command {prepared.program} could not be started: the program was not "
+                    "found")
+        return confinement_launch_problem(self.c.fs, prepared.confinement)
 
     def _judge_result(self, round_state: RoundState, report: RoundReport) -> None:
         """Validate the worker's claim: the result contract, then the schema with the caller's

@@ -105,6 +105,14 @@ class AgentBackend(Protocol):
         first when the run ends."""
         ...
 
+    def confinement_needs(self, context: BackendContext) -> Sequence[str] | None:
+        """What the agent program itself runs from, besides the host interpreter and the
+        sandbox programs: its program and what it loads (node, sandbox-runtime). The host runs
+        the whole agent process tree confined (domain/confinement.py) and keeps these visible
+        read-only wherever they lie; None when this backend's rounds run unconfined (the test
+        backends' programs)."""
+        ...
+
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
         """Paths in the runtime directory the host removes before every round: what a worker
         could have planted there for the agent program's own process, which runs outside the

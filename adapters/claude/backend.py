@@ -59,6 +59,11 @@ class ClaudeBackend:
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
         return ()
 
+    def confinement_needs(self, context: BackendContext) -> Sequence[str]:
+        """The program (a native executable; its sandbox and ripgrep are inside it)."""
+        program, found = program_or_name(self._fs, "claude", context.environ)
+        return (program,) if found else ()
+
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """The user's credentials file (`$CLAUDE_CONFIG_DIR/.credentials.json`, else
         `~/.claude/.credentials.json` of the host's HOME) and its copy in config/; the origin

@@ -80,6 +80,14 @@ class PiBackend:
             tools=context.policy.tools_for("pi"), program=program, program_found=found,
         )
 
+    def confinement_needs(self, context: BackendContext) -> Sequence[str]:
+        """The program, the node that runs it, and the sandbox-runtime package the permission
+        extension loads (it may lie in the primary worktree, which the confinement hides)."""
+        program, found = program_or_name(self._fs, "pi", context.environ)
+        node = self._fs.which("node", context.environ.get("PATH", ""))
+        package = sandbox_runtime_package(context.environ, context.policy.primary)
+        return tuple(p for p in ((program if found else None), node, package) if p)
+
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
         """pi compiles the extension into `<rt>/tmp/jiti` and reads project settings, a system
         prompt and packages from `<rt>/work/.pi`; both lie where the worker's bash may write

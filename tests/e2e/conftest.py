@@ -11,7 +11,8 @@ Claude Code (the pinned node_modules/.bin/claude) against the scripted Messages 
     <tmp_path>/bin/claude                the wrapper CONCORDE_CLAUDE names (tests/servers/
                                          claude_wrapper.py): the real claude with
                                          ANTHROPIC_BASE_URL=<the server> and
-                                         CLAUDE_CODE_MAX_RETRIES=0 added
+                                         CLAUDE_CODE_MAX_RETRIES=0 added; it logs each start
+                                         on its stderr (the round's stderr.log)
     /tmp/cce-XXXX/                       the host's temp root (a short path: Claude Code's
                                          sandbox sockets live below the runtime directory)
 
@@ -142,7 +143,6 @@ class ClaudeWorld:
     primary: Path
     git_env: dict[str, str]
     server: AnthropicServer
-    wrapper_log: Path
     environ: dict[str, str]
     temp_root: Path
     user_credentials: Path
@@ -186,7 +186,7 @@ class ClaudeWorld:
             errors = [e.message for e in node.iter_errors(data)]
             assert not errors, (trace, errors)
             traces[str(trace.relative_to(run_dir))] = data
-        return ClaudeRun(record=record, server=self.server, starts=read_starts(self.wrapper_log),
+        return ClaudeRun(record=record, server=self.server, starts=read_starts(run_dir),
                          traces=traces)
 
     def runtime_dirs(self) -> list[Path]:
@@ -219,8 +219,7 @@ def claude_world(tmp_path: Path, claude_program: Path,
     credentials.chmod(0o600)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    log = tmp_path / "claude-starts.jsonl"
-    wrapper = write_wrapper(bin_dir / "claude", claude_program, anthropic_server.url, log)
+    wrapper = write_wrapper(bin_dir / "claude", claude_program, anthropic_server.url)
     temp_root = Path(tempfile.mkdtemp(prefix="cce-", dir="/tmp"))
     environ = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -231,8 +230,7 @@ def claude_world(tmp_path: Path, claude_program: Path,
         "ANTHROPIC_API_KEY": "sk-ant-test",
     }
     world = ClaudeWorld(root=project.root, worktree=project.worktree, primary=project.primary,
-                        git_env=project.git_env, server=anthropic_server, wrapper_log=log,
-                        environ=environ, temp_root=temp_root, user_credentials=credentials)
+                        git_env=project.git_env, server=anthropic_server, environ=environ, temp_root=temp_root, user_credentials=credentials)
     try:
         yield world
     finally:

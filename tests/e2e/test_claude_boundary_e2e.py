@@ -329,7 +329,9 @@ def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) 
     # Below a hidden directory the sandbox writes its own empty copy: the host file is untouched
     # and its content never shows.
     assert sb_other.endswith(" rc=0\nhacked\n rc=0"), sb_other
-    assert sb_git.endswith(" rc=0\nhacked\n rc=0"), sb_git
+    # The primary worktree, its .git included, is not there at all in the confinement the whole
+    # agent runs in (domain/confinement.py): no copy to write, nothing to read.
+    assert sb_git.count("No such file or directory") == 2 and sb_git.endswith(" rc=1"), sb_git
     assert via_link.endswith(" rc=0"), via_link
     # The hidden file is absent, the names file and the worktree's .git file unreadable, the
     # hidden directory empty.

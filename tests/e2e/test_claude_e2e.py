@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.agent_processes import agent_pid
 from e2e.conftest import DUMMY_CREDENTIALS, ClaudeWorld, ok_result
 from servers.anthropic_server import Reply, last_tool_result
-from servers.claude_wrapper import read_starts, write_wrapper
+from servers.claude_wrapper import write_wrapper
 from timing import SLOW, Deadline
 
 from concorde_workers.application.cancellation import Cancellation
@@ -65,6 +66,12 @@ def tool_uses(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         content = message.get("content")
         if message.get("role") == "assistant" and isinstance(content, list):
             found += [(b["name"], b["input"]) for b in content if b.get("type") == "tool_use"]
+    return found
+
+
+def runtime_directory(world: ClaudeWorld) -> Path:
+    """The run's runtime directory (it exists while claude runs)."""
+    (found,) = world.temp_root.glob("concorde-*")
     return found
 
 
@@ -347,8 +354,7 @@ def test_a_sandbox_the_settings_require_and_cannot_have_ends_the_run_at_once(
     # Claude Code finds no bwrap and no socat on this PATH: its sandbox is unavailable, and the
     # generated settings require it (sandbox.failIfUnavailable), so it refuses to run at all.
     write_wrapper(Path(claude_world.environ["CONCORDE_CLAUDE"]), claude_program,
-                  claude_world.server.url, claude_world.wrapper_log,
-                  extra_env={"PATH": "/nonexistent"})
+                  claude_world.server.url, extra_env={"PATH": "/nonexistent"})
     run = claude_world.run(repeat=Reply.structured(ok_result()),
                            limits=limits(retries=3, retry_delay_seconds=0.01))
     assert run.code == "claude_failed", run.record.error
@@ -455,9 +461,11 @@ def test_proposed_deletions_are_performed(claude_world: ClaudeWorld) -> None:
 def test_timeout_kills_claude_and_removes_the_credential_copy(claude_world: ClaudeWorld) -> None:
     copies_seen: list[int] = []
     deadline = Deadline()
+    pids: list[int | None] = []
 
     def stall(body: dict[str, Any]) -> Reply:
         copies_seen.append(len(claude_world.credential_copies()))
+        pids.append(agent_pid(str(runtime_directory(claude_world)), "claude"))
         # Claude Code is provably inside its model call: its round's timeout passes now, while
         # the answer is held back until the server stops (however long start-up took).
         deadline.expire()
@@ -467,8 +475,8 @@ def test_timeout_kills_claude_and_removes_the_credential_copy(claude_world: Clau
 
     assert run.code == "worker_timeout", run.record.error
     assert copies_seen == [1]
-    pid = run.starts[0]["pid"]
-    assert not alive(pid)
+    (pid,) = pids
+    assert pid is not None and not alive(pid)
     session = run.round(1)["session"]  # named by the init line before the round was cut
     assert session
     # The session's transcript is kept even though the round never returned.
@@ -480,7 +488,8 @@ def test_timeout_kills_claude_and_removes_the_credential_copy(claude_world: Clau
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_killed_claude_is_claude_failed_and_cleaned(claude_world: ClaudeWorld) -> None:
     def kill_agent(body: dict[str, Any]) -> Reply:
-        pid = read_starts(claude_world.wrapper_log)[-1]["pid"]
+        pid = agent_pid(str(runtime_directory(claude_world)), "claude")
+        assert pid is not None
         os.kill(pid, signal.SIGKILL)  # the claude process this test started, by its id
         return Reply.structured(ok_result(), delay=3600)
 
@@ -501,8 +510,10 @@ def test_killed_claude_is_claude_failed_and_cleaned(claude_world: ClaudeWorld) -
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_interrupted_run_kills_claude_and_is_cleaned(claude_world: ClaudeWorld) -> None:
     cancel = Cancellation()
+    pids: list[int | None] = []
 
     def interrupt(body: dict[str, Any]) -> Reply:
+        pids.append(agent_pid(str(runtime_directory(claude_world)), "claude"))
         cancel.cancel("the test cancelled the run")
         return Reply.structured(ok_result("src/app/main.py"), delay=3600)
 
@@ -510,5 +521,6 @@ def test_interrupted_run_kills_claude_and_is_cleaned(claude_world: ClaudeWorld) 
     assert run.code == "interrupted", run.record.error
     assert run.record.deleted == ()
     assert (claude_world.worktree / "src" / "app" / "main.py").exists()
-    assert not alive(run.starts[0]["pid"])
+    (pid,) = pids
+    assert pid is not None and not alive(pid)
     claude_world.assert_cleaned(run)

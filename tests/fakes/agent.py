@@ -198,6 +198,7 @@ class TestBackendBase:
     refusal: Refusal | None = None
     program: str = FAKE_PROGRAM
     program_found: bool = True
+    confined: bool = False
     clock: Clock | None = None
     contexts: list[BackendContext] = field(default_factory=list)
     commands: list[tuple[RoundKind, str | None]] = field(default_factory=list)
@@ -245,6 +246,10 @@ class TestBackendBase:
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
         return tuple(self.scratch)
+
+    def confinement_needs(self, context: BackendContext) -> Sequence[str] | None:
+        """None (unconfined) unless the test asks for the confinement (`confined`)."""
+        return (self.program,) if self.confined else None
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         self._seen(context)

@@ -135,9 +135,10 @@ class Step:
 
     @staticmethod
     def spawn(seconds: float = 3600, *, grandchild: bool = False, pidfile: str | None = None,
-              keep_stdout: bool = False) -> dict[str, Any]:
+              keep_stdout: bool = False, session: bool = False) -> dict[str, Any]:
         return {"do": "spawn", "seconds": seconds, "grandchild": grandchild,
-                "keep_stdout": keep_stdout, **({"pidfile": pidfile} if pidfile else {})}
+                "keep_stdout": keep_stdout, "session": session,
+                **({"pidfile": pidfile} if pidfile else {})}
 
     @staticmethod
     def crash(how: str = "exit", status: int = 3, message: str = "boom") -> dict[str, Any]:

@@ -164,11 +164,13 @@ class HostHarness:
     def run(self, *scenarios: Scenario, grant: dict[str, Any] | None = None,
             limits: Limits | None = None, validation: RoundValidation | None = None,
             cancel: Cancellation | None = None, interpreter: str | None = None,
-            deadline: Deadline | None = None) -> HostRun:
+            deadline: Deadline | None = None, confined: bool = False) -> HostRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes, instead
-        of the seconds of `limits`, which then only bound a test that never expires it."""
+        of the seconds of `limits`, which then only bound a test that never expires it;
+        `confined` runs agent.py inside the production confinement."""
         backend = ProgramBackend(name=self.backend_name,  # type: ignore[arg-type]
                                  scenarios=list(scenarios), credentials=self.credentials,
+                                 confined=confined,
                                  **({"interpreter": interpreter} if interpreter else {}))
         container = production(dict(os.environ))
         container.temp_root.override(providers.Object(str(self.tmp)))

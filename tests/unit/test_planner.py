@@ -318,7 +318,9 @@ def test_a_program_that_is_not_found_is_a_note_not_a_refusal() -> None:
     plan = planned(world, request(backend="claude"))
     assert plan.launches
     assert plan.prepared is not None
-    assert plan.prepared.command.argv[0] == "claude"
+    confinement = plan.prepared.confinement
+    assert confinement is not None
+    assert plan.prepared.command.argv[len(confinement.prefix())] == "claude"
     assert plan.progress.notes == [
         "the program claude was not found: the run would end failed with launch_failed when it "
         "starts round 1"]

@@ -21,6 +21,7 @@ from fakes.world import (
     GRANT,
     INTERPRETER,
     PRIMARY,
+    PROGRAMS,
     READING_GIT_CALLS,
     SANDBOX_RUNTIME,
     WORKTREE,
@@ -270,9 +271,29 @@ def test_one_missing_prerequisite_is_named_alone_and_fd_is_found_as_fdfind() -> 
 
 
 def test_the_claude_backend_needs_none_of_the_pi_prerequisites() -> None:
-    world = PlanWorld(programs=("claude",), sandbox_runtime=False)
+    world = PlanWorld(programs=("claude", "bwrap"), sandbox_runtime=False)
     result, _ = prepare(world, request(backend="claude"))
     assert isinstance(result, Prepared)
+
+
+@pytest.mark.parametrize(("backend", "missing", "as_root", "code"), [
+    ("claude", "bwrap", False, "launch_failed"),
+    ("claude", "unshare", True, "launch_failed"),
+    ("pi", "umount", True, "pi_runtime_missing"),
+])
+def test_no_confinement_is_a_refusal_before_launch_never_an_unconfined_agent(
+        backend: str, missing: str, as_root: bool, code: str) -> None:
+    """The whole agent process runs confined; without bwrap (and, as root, util-linux's umount
+    and unshare, which its helper runs) it never runs at all. (pi's own prerequisites name a
+    missing bwrap first, with the same code.)"""
+    world = PlanWorld(programs=tuple(p for p in PROGRAMS if p != missing))
+    world.environ["CONCORDE_PI"] = f"{BIN}/pi"
+    result = world.container(as_root=as_root).preparer().prepare(
+        request(backend=backend), RUN_ID, RT, Progress())
+    assert isinstance(result, Refusal) and result.code == code, result
+    assert f"this machine lacks {missing}: install util-linux" in result.message \
+        or f"this machine lacks {missing}: install bubblewrap" in result.message
+    assert "never without it" in result.message
 
 
 def test_the_sandbox_runtime_defaults_to_the_primary_worktrees_tools_folder() -> None:
@@ -319,8 +340,10 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
                   limits=Limits(max_turns=7, max_budget_usd=2.5))
     result, progress = prepare(world, req)
     assert isinstance(result, Prepared)
+    # The whole agent runs confined (domain/confinement.py): bwrap first, then the agent's own.
+    assert result.confinement is not None and result.command.argv[0] == f"{BIN}/bwrap"
     assert result.command.argv == (
-        f"{BIN}/claude", "-p", "--settings", f"{RT}/control/settings.json",
+        *result.confinement.prefix(), f"{BIN}/claude", "-p", "--settings", f"{RT}/control/settings.json",
         "--tools", "Read,Glob,Grep,Edit,Write,Bash", "--json-schema", RESULT_SCHEMA,
         "--output-format", "stream-json", "--verbose", "--permission-mode", "bypassPermissions",
         "--allow-dangerously-skip-permissions", "--strict-mcp-config", "--max-turns", "7",
@@ -345,7 +368,8 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
     assert result.brief_digest == sha256(result.brief)
     assert result.brief.startswith("# Concorde worker task (implement)\n")
     assert "Do the task." in result.brief
-    assert sorted(result.control_files) == [f"{RT}/control/read_hook.py",
+    assert sorted(result.control_files) == [f"{RT}/control/empty",
+                                            f"{RT}/control/read_hook.py",
                                             f"{RT}/control/result.schema.json",
                                             f"{RT}/control/search_hook.py",
                                             f"{RT}/control/settings.json",
@@ -387,8 +411,9 @@ def test_a_pi_launch_plan_has_its_exact_command_environment_tools_and_digests() 
     req = request(backend="pi", local_model="local/m", reasoning="medium")
     result, _ = prepare(world, req)
     assert isinstance(result, Prepared)
+    assert result.confinement is not None and result.command.argv[0] == f"{BIN}/bwrap"
     assert result.command.argv == (
-        f"{BIN}/pi", "-p", "--mode", "json", "--no-extensions", "-e",
+        *result.confinement.prefix(), f"{BIN}/pi", "-p", "--mode", "json", "--no-extensions", "-e",
         f"{RT}/control/permission.ts", "--no-context-files", "--no-skills",
         "--no-prompt-templates", "--tools", "read,grep,find,ls,edit,write,bash,concorde_result",
         "--session-dir", f"{RT}/config/sessions", "--session",
@@ -407,6 +432,7 @@ def test_a_pi_launch_plan_has_its_exact_command_environment_tools_and_digests() 
     extension = result.control_files[f"{RT}/control/permission.ts"]
     assert result.settings_digest == sha256(extension)
     assert sorted(result.control_files) == [f"{RT}/config/settings.json",
+                                            f"{RT}/control/empty",
                                             f"{RT}/control/permission.ts",
                                             f"{RT}/control/pi_policy.ts",
                                             f"{RT}/control/result.schema.json"]

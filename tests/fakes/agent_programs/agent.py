@@ -37,10 +37,12 @@ steps, and after the last one exits with `exit` (default 0). Every step is an ob
                                        close it: the test learns that this step was reached
     gate      {"path"}                 open the named pipe (a test's timing.Gate) and read it to
                                        its end: wait here until the test releases it
-    spawn     {"seconds"?: 3600, "grandchild"?: false, "pidfile"?, "keep_stdout"?: false}
+    spawn     {"seconds"?: 3600, "grandchild"?: false, "pidfile"?, "keep_stdout"?: false,
+               "session"?: false}
                                        start a child (and its own child) that sleeps on after
                                        this program ends; each appends its pid to the pidfile,
-                                       and the step ends once both have (told through a pipe)
+                                       and the step ends once both have (told through a pipe);
+                                       session: the child leaves the process group (setsid)
     crash     {"how": "exit"|"raise", "status"?: 3, "message"?: "boom"}
                                        os._exit(status) at once (nothing more flushed), or raise
     exit      {"status"?: 0}           exit now
@@ -236,6 +238,7 @@ class Agent:
             [sys.executable, "-c", CHILD_CODE, seconds, step.get("pidfile", ""), grandchild,
              CHILD_CODE, str(ready_w)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(ready_w,),
+            start_new_session=bool(step.get("session")),
         )
         os.close(ready_w)
         want = 2 if grandchild == "1" else 1

@@ -1,0 +1,157 @@
+"""The confinement of a run, settled before launch and checked before every round.
+
+The mount plan is the domain's (`domain/confinement.py`); this module gathers the facts it is
+computed over through the filesystem port: where bwrap and the helper's programs are, what the
+agent program and the host interpreter run from, the homes, the temporary root, the run records,
+the credential origins, and each path's kind and real path.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterable, Sequence
+
+from concorde_workers.domain.confinement import (
+    Confinement,
+    ConfinementTools,
+    PathFacts,
+    PlanInputs,
+    confinement_plan,
+    installation,
+    launch_problem,
+)
+from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.layout import WORKERS_DIR
+from concorde_workers.domain.paths import DirEntry, EntryKind, is_within
+from concorde_workers.ports.agent import AgentBackend, BackendContext
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+
+# The programs a confined agent's own sandbox starts by name (Claude Code's and pi's
+# sandbox-runtime: bwrap, socat; Grep and pi's search tools: rg, fd): kept visible wherever
+# they are installed.
+SANDBOX_PROGRAMS = ("bwrap", "socat", "rg", "fd", "fdfind")
+
+HOW_TO_PROVIDE = {
+    "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",
+    "umount": "install util-linux (Debian: apt-get install util-linux)",
+    "unshare": "install util-linux (Debian: apt-get install util-linux)",
+}
+
+
+class ConfinementFacts:
+    """`PathFacts` over the filesystem port."""
+
+    def __init__(self, fs: FileSystem) -> None:
+        self._fs = fs
+
+    def kind(self, path: str) -> EntryKind | None:
+        try:
+            return self._fs.stat(path).kind
+        except FileSystemError:
+            return None
+
+    def list_dir(self, path: str) -> list[DirEntry]:
+        try:
+            return self._fs.listdir(path)
+        except FileSystemError:
+            return []
+
+    def facts(self) -> PathFacts:
+        return PathFacts(kind=self.kind, realpath=self._fs.realpath, list_dir=self.list_dir)
+
+
+def plan_confinement(fs: FileSystem, backend: AgentBackend, context: BackendContext,
+                     interpreter_roots: Sequence[str],
+                     user_home: str) -> Confinement | Refusal | None:
+    """The confinement of the run, None for a backend whose rounds run unconfined, or the
+    refusal when it cannot be built (a program missing, what the agent needs hidden)."""
+    needs = backend.confinement_needs(context)
+    if needs is None:
+        return None
+    policy = context.policy
+    search = _trusted_path(context.environ.get("PATH", ""), policy.worktree,
+                           policy.runtime.root)
+    tools = _tools(fs, search, context.as_root)
+    if isinstance(tools, list):
+        return _missing(backend.name, tools)
+    facts = ConfinementFacts(fs).facts()
+    programs = [fs.which(name, search) for name in SANDBOX_PROGRAMS]
+    keep = _installations(fs, [*needs, *interpreter_roots, *(p for p in programs if p)])
+    home = context.environ.get("HOME")
+    homes = _real_dirs(fs, [user_home, *([home] if home else [])])
+    parent = context.request.parent
+    records = fs.realpath(posixpath.join(parent, WORKERS_DIR)) if parent else None
+    origins = [fs.realpath(source) for source, _ in backend.credential_copies(context)
+               if fs.is_file(source)]
+    inputs = PlanInputs(
+        homes=tuple(homes), temp_root=posixpath.dirname(policy.runtime.root),
+        run_records=records, credential_origins=tuple(origins), keep=tuple(keep))
+    plan = confinement_plan(policy, inputs, facts, tools, as_root=context.as_root)
+    if isinstance(plan, str):
+        return Refusal(code=_code(backend.name), reason=Reason.ENVIRONMENT, message=plan)
+    return plan
+
+
+def confinement_launch_problem(fs: FileSystem, confinement: Confinement) -> str | None:
+    """Why a round cannot start confined now (a mount would land elsewhere), or None."""
+    return launch_problem(confinement, ConfinementFacts(fs).facts())
+
+
+def _trusted_path(search: str, *worker_writable: str) -> str:
+    """The host's PATH without the directories a worker may write (its worktree, its runtime
+    directory): bwrap runs on the host, outside every sandbox, and must not be one a worker
+    planted."""
+    kept = [d for d in search.split(os.pathsep)
+            if d and posixpath.isabs(d)
+            and not any(is_within(posixpath.normpath(d), w) for w in worker_writable)]
+    return os.pathsep.join(kept)
+
+
+def _tools(fs: FileSystem, search: str, as_root: bool) -> ConfinementTools | list[str]:
+    wanted = ["bwrap", *(("umount", "unshare") if as_root else ())]
+    found = {name: fs.which(name, search) for name in wanted}
+    missing = [name for name, where in found.items() if where is None]
+    if missing:
+        return missing
+    return ConfinementTools(bwrap=fs.realpath(str(found["bwrap"])),
+                            umount=found.get("umount"), unshare=found.get("unshare"))
+
+
+def _installations(fs: FileSystem, paths: Iterable[str]) -> list[str]:
+    """Each absolute path as given (a program may be named through a link) and the
+    installation it really lies in."""
+    out: list[str] = []
+    for path in paths:
+        if not posixpath.isabs(path) or not fs.lexists(path):
+            continue
+        path = posixpath.normpath(path)
+        out += [path, installation(path, fs.realpath(path))]
+    return list(dict.fromkeys(out))
+
+
+def _real_dirs(fs: FileSystem, paths: Iterable[str]) -> list[str]:
+    """Existing directories by their real path; `/` is never hidden by a mount."""
+    out = []
+    for path in paths:
+        if posixpath.isabs(path) and fs.is_dir(path):
+            real = fs.realpath(path)
+            if real != "/":
+                out.append(real)
+    return list(dict.fromkeys(out))
+
+
+def _code(backend: str) -> str:
+    return "pi_runtime_missing" if backend == "pi" else "launch_failed"
+
+
+def _missing(backend: str, names: Sequence[str]) -> Refusal:
+    parts = "; ".join(f"{name}: {HOW_TO_PROVIDE[name]}" for name in names)
+    return Refusal(
+        code=_code(backend), reason=Reason.ENVIRONMENT,
+        message="the agent program runs confined (bubblewrap, a mount and PID namespace built "
+                f"from the grant) and never without it; this machine lacks {parts}")
+
+
+__all__ = ["SANDBOX_PROGRAMS", "ConfinementFacts", "confinement_launch_problem",
+           "plan_confinement"]

@@ -1,0 +1,278 @@
+"""End-to-end: the whole agent process tree runs confined (domain/confinement.py), proved with the
+real Claude Code and the real pi against the scripted model servers.
+
+- A link swapped between check and use (issue 8 §7): while the worker reads a link in its rw
+  directory a few hundred times, the link flips between an allowed file and a hidden one. Claude
+  Code's Read judges the path, then opens whatever the link points to by then; inside the
+  confinement the hidden file is not there to open. (pi's extension judges the opened file; its
+  test guards that both layers keep holding.)
+- A host killed by SIGKILL (issue 9 §1): the agent hangs in a Bash call that left a child behind
+  in a session of its own (setsid); within 2 seconds of the host's death no process of the run is
+  alive. Without the confinement the agent and its children ran on, unaudited, with no timeout.
+- The interpreter that runs Claude Code's hooks lies in a home the confinement hides: the plan
+  keeps its installation, and a write the deny rules let through is still refused by the hook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e.agent_processes import processes_with
+from e2e.conftest import ClaudeWorld, ok_result
+from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
+from servers.anthropic_server import Reply, last_tool_result, tool_results
+
+from concorde_workers.domain.request import Limits
+
+pytestmark = pytest.mark.e2e
+__all__ = ["pi_world"]  # the fixture, imported for this module's tests
+
+HIDDEN = "RACE-HIDDEN-CONTENT-x7q2"
+ALLOWED = "RACE-ALLOWED-CONTENT-p4n8"
+LINES = 80
+BATCHES, PER_BATCH = 10, 30  # 300 reads of the link
+CLI = Path(sys.executable).with_name("concorde-workers")
+KILL_DEADLINE = 2.0  # seconds after the host's death (issue 9 §1)
+
+
+def plant(worktree: Path) -> Path:
+    """A hidden file (not in the grant), an allowed one in rw, and the link the race flips;
+    both files have many numbered lines, so every read (at its own offset) really reads."""
+    (worktree / "secrets" / "race.txt").write_text(
+        "".join(f"{HIDDEN}-{i}\n" for i in range(LINES)))
+    app = worktree / "src" / "app"
+    (app / "allowed.txt").write_text("".join(f"{ALLOWED}-{i}\n" for i in range(LINES)))
+    (app / "link").symlink_to("allowed.txt")
+    return app / "link"
+
+
+def flip_loop(app: Path) -> str:
+    """The worker's loop: the link swapped by rename (atomic) between the two targets."""
+    return (f"cd {app} && while :; do ln -sfn ../../secrets/race.txt .l1 && mv -Tf .l1 link; "
+            "ln -sfn allowed.txt .l2 && mv -Tf .l2 link; done")
+
+
+def offset(batch: int, i: int) -> int:
+    return 1 + (batch * PER_BATCH + i) % (LINES - 5)
+
+
+# --- the race, Claude Code -----------------------------------------------------------------------
+
+
+@pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
+def test_a_link_swapped_between_check_and_use_never_shows_claude_the_hidden_file(
+        claude_world: ClaudeWorld) -> None:
+    w = claude_world
+    link = plant(w.worktree)
+    loop = Reply.tool("Bash", {"command": flip_loop(link.parent), "description": "flip",
+                               "run_in_background": True})
+    reads = [Reply.tools(*[("Read", {"file_path": str(link), "offset": offset(b, i),
+                                     "limit": 3}) for i in range(PER_BATCH)])
+             for b in range(BATCHES)]
+    run = w.run(loop, *reads, Reply.structured(ok_result()), limits=Limits(
+        timeout_seconds=600, max_turns=BATCHES + 5, rounds=0, retries=0, retry_delay_seconds=0))
+
+    assert run.server.failures == []
+    results = [r for entry in run.server.log if isinstance(entry.get("body"), dict)
+               for r in tool_results(entry["body"])]
+    texts = json.dumps(results)
+    assert HIDDEN not in texts
+    # The reads really ran, and the link really pointed at both files while they did.
+    assert texts.count(f"{ALLOWED}-") >= 3, texts[:2000]
+    assert run.record.status == "ok", run.record.error
+    w.assert_cleaned(run)
+
+
+# --- the race, pi --------------------------------------------------------------------------------
+
+
+class Flipper:
+    """Flips the link on the host while pi reads it: pi's bash cannot outlive its own call (its
+    sandbox dies with it), so a worker's loop could only run beside reads of the same turn; the
+    test flips the very same link the same way for as long as the reads go on."""
+
+    def __init__(self, link: Path) -> None:
+        self.link, self.flips = link, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="flipper", daemon=True)
+
+    def _run(self) -> None:
+        spare = self.link.with_name(".flip")
+        targets = ("../../secrets/race.txt", "allowed.txt")
+        while not self._stop.is_set():
+            spare.unlink(missing_ok=True)
+            spare.symlink_to(targets[self.flips % 2])
+            os.replace(spare, self.link)
+            self.flips += 1
+            time.sleep(0)  # let pi run on a busy machine
+
+    def __enter__(self) -> Flipper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.mark.req("pi file tools are checked before they act")
+@pytest.mark.req("Both backends enforce the same grant")
+def test_a_link_swapped_between_check_and_use_never_shows_pi_the_hidden_file(
+        pi_world: PiWorld) -> None:
+    w = pi_world
+    link = plant(w.worktree)
+    batches = [reply(*[call("read", f"c{b}_{i}", path=str(link), offset=offset(b, i), limit=3)
+                       for i in range(PER_BATCH)]) for b in range(BATCHES)]
+    with Flipper(link) as flipper:
+        run = w.run(*batches, reply(result_call("call_r")),
+                    limits=Limits(timeout_seconds=600, max_turns=BATCHES + 5, rounds=0,
+                                  retries=0, retry_delay_seconds=0))
+    assert run.record.status == "ok", run.explain()
+    texts = [run.tool_result(f"c{b}_{i}") for b in range(BATCHES) for i in range(PER_BATCH)]
+    assert not [t for t in texts if HIDDEN in t]
+    assert flipper.flips > BATCHES and any(f"{ALLOWED}-" in t for t in texts)
+
+
+# --- the host killed -----------------------------------------------------------------------------
+
+
+def hang_command(mark: str) -> str:
+    """A child that leaves the process group (setsid) and a foreground sleep: the Bash call, and
+    with it the agent, hangs."""
+    return (f"CONCORDE_TEST_MARK={mark} setsid sleep 3000 < /dev/null > /dev/null 2>&1 & "
+            f"CONCORDE_TEST_MARK={mark} sleep 3000")
+
+
+def wait_for(what: Callable[[], bool], seconds: float, step: float = 0.05) -> bool:
+    """Wait until `what` holds (a test's observation of processes, never a production poll)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if what():
+            return True
+        time.sleep(step)
+    return what()
+
+
+def runtime_directory_of(parent: Path) -> Path | None:
+    """The run's runtime directory, from its run id (`concorde-<6 hex of the run id>-*`)."""
+    runs = list((parent / "workers").glob("*")) if (parent / "workers").is_dir() else []
+    if len(runs) != 1:
+        return None
+    found = list(Path("/tmp").glob(f"concorde-{runs[0].name[-6:]}-*"))
+    return found[0] if len(found) == 1 else None
+
+
+@pytest.fixture
+def killed_host_leftovers() -> Iterator[list[str]]:
+    """Markers of the runs a test killed the host of: whatever of them is still alive after the
+    test is killed by its id, and their runtime directories removed (a killed host cannot)."""
+    marks: list[str] = []
+    yield marks
+    for mark in marks:
+        for pid in processes_with(mark):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if mark.startswith("/tmp/concorde-"):
+            shutil.rmtree(mark, ignore_errors=True)
+
+
+def kill_host_and_count(request: dict[str, Any], environ: dict[str, str], parent: Path,
+                        mark: str, leftovers: list[str]) -> tuple[list[int], list[int]]:
+    """Start `concorde-workers run`, wait until the worker's hanging Bash call and its setsid
+    child run, SIGKILL the host; return the run's processes alive just before and those still
+    alive 2 seconds after the host's death."""
+    request_file = parent.parent / "request.json"
+    request_file.write_text(json.dumps(request))
+    host = subprocess.Popen([str(CLI), "run", str(request_file), "--parent", str(parent)],
+                            env=environ, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    leftovers.append(mark)
+    try:
+        assert wait_for(lambda: len(processes_with(mark)) >= 2, 120), "the Bash call never ran"
+        runtime = runtime_directory_of(parent)
+        assert runtime is not None
+        leftovers.append(str(runtime))
+        before = sorted({*processes_with(mark), *processes_with(str(runtime))})
+    finally:
+        host.send_signal(signal.SIGKILL)
+        host.wait()
+    died = time.monotonic()
+    wait_for(lambda: not processes_with(mark) and not processes_with(str(runtime)),
+             KILL_DEADLINE - (time.monotonic() - died))
+    after = sorted({*processes_with(mark), *processes_with(str(runtime))})
+    return before, after
+
+
+@pytest.mark.req("No worker process outlives its round")
+def test_no_process_of_a_claude_run_outlives_its_host_killed(
+        claude_world: ClaudeWorld, killed_host_leftovers: list[str]) -> None:
+    w = claude_world
+    mark = f"hang-{os.getpid()}-{time.monotonic_ns()}"
+    w.server.push(Reply.tool("Bash", {"command": hang_command(mark), "description": "hang",
+                                      "timeout": 600000}))
+    request = w.request(limits=Limits(timeout_seconds=600, max_turns=5, rounds=0, retries=0,
+                                      retry_delay_seconds=0)).model_dump(mode="json")
+    request.pop("parent")
+    before, after = kill_host_and_count(request, w.environ, w.parent, mark,
+                                        killed_host_leftovers)
+    assert len(before) >= 3, before  # the agent, the sleeps (and what runs them)
+    assert after == [], after
+
+
+@pytest.mark.req("No worker process outlives its round")
+def test_no_process_of_a_pi_run_outlives_its_host_killed(
+        pi_world: PiWorld, killed_host_leftovers: list[str]) -> None:
+    w = pi_world
+    mark = f"hang-{os.getpid()}-{time.monotonic_ns()}"
+    w.server.add(reply(call("bash", "call_hang", command=hang_command(mark), timeout=600)))
+    request = w.request(Limits(timeout_seconds=600, max_turns=5, rounds=0, retries=0,
+                               retry_delay_seconds=0)).model_dump(mode="json")
+    parent = Path(request.pop("parent"))
+    before, after = kill_host_and_count(request, w.environ, parent, mark, killed_host_leftovers)
+    assert len(before) >= 3, before
+    assert after == [], after
+
+
+# --- the hooks' interpreter in a hidden home -----------------------------------------------------
+
+
+@pytest.mark.req("Only rw paths are writable by file tools")
+def test_the_write_hook_still_runs_when_its_interpreter_lies_in_a_hidden_home(
+        claude_world: ClaudeWorld) -> None:
+    """The host's HOME is the folder the host interpreter is installed in: the confinement hides
+    that home and must keep the interpreter's installation, or the hook could not start and
+    Claude Code would let the write through. A Write through a link in rw to a ro file passes
+    the deny rules; only the hook refuses it, with its reason."""
+    w = claude_world
+    w.environ["HOME"] = os.path.dirname(os.path.realpath(sys.base_prefix))
+    app = w.worktree / "src" / "app"
+    util, link = app / "util.py", app / "hooked.py"
+    link.symlink_to("util.py")
+    before = util.read_text()
+    results: list[tuple[str, bool]] = []
+
+    def result(body: dict[str, Any]) -> Reply:
+        results.append(last_tool_result(body) or ("", False))
+        return Reply.structured(ok_result())
+
+    run = w.run(Reply.tool("Read", {"file_path": str(link)}),  # Claude Code reads before a Write
+                Reply.tool("Write", {"file_path": str(link), "content": "hacked\n"}), result)
+    assert run.record.status == "ok", run.record.error
+    ((text, is_error),) = results
+    assert is_error and text.startswith("Concorde grant: ") and "read-only" in text, text
+    assert util.read_text() == before
+    listed = run.round(1)["claude"]["permission_denials"]
+    assert [(d["tool_name"], d["tool_input"]["file_path"]) for d in listed] == [
+        ("Write", str(link))]

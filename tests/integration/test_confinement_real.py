@@ -1,0 +1,94 @@
+"""The confinement for real (domain/confinement.py, application/confinement.py): whole
+`WorkerHost.run` calls with the real adapters, the real bwrap, and the ProgramBackend asking to be
+confined, so agent.py plays each round inside the namespace the production plan builds.
+
+A child that left the process group (setsid) escapes every group kill; inside the confinement it
+is a process of the run's PID namespace, which dies with the round: at a normal end, at the
+timeout, at a cancellation. Without the confinement each of these tests leaves the child alive.
+The processes are found in the host's /proc (their pids inside are the namespace's): by the
+runtime directory their command line or environment names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from e2e.agent_processes import processes_with
+from fakes.program_backend import Step
+from integration.host_fixtures import HostHarness, HostRun, ok_result
+
+from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.domain.request import Limits
+
+pytestmark = pytest.mark.integration
+
+OPEN = (Step.session("s-1"), Step.transcript())
+GONE_WITHIN = 2.0  # seconds
+
+
+@pytest.fixture
+def harness(project: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[HostHarness]:
+    """The integration project with the system's own bwrap (the project's bin/ holds stubs)."""
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    made = HostHarness(root=project.root, worktree=project.worktree, primary=project.primary,
+                       tmp=project.tmp, home=project.home, git_env=project.git_env)
+    yield made
+    for pid in processes_with(str(project.tmp)):  # what a failing test left, by its id
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def left_of(run: HostRun) -> dict[int, list[str]]:
+    """The run's processes still alive, once they had GONE_WITHIN seconds to go."""
+    deadline = time.monotonic() + GONE_WITHIN
+    while (found := processes_with(str(run.runtime_dir))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def escaping_child() -> list[dict[str, Any]]:
+    """A child in a session of its own (and its grandchild), sleeping for an hour; they append
+    their pids to a file in the runtime directory, which is what finds them later."""
+    return [*OPEN, Step.spawn(3600, grandchild=True, session=True, pidfile="{tmp}/pids")]
+
+
+@pytest.mark.req("No worker process outlives its round")
+def test_a_child_that_left_the_group_dies_with_an_ok_round(harness: HostHarness) -> None:
+    run = harness.run([*escaping_child(), Step.result(ok_result())], confined=True)
+    assert run.record.status == "ok", run.record.error
+    assert left_of(run) == {}
+
+
+@pytest.mark.req("No worker process outlives its round")
+def test_a_child_that_left_the_group_dies_with_a_timed_out_round(harness: HostHarness) -> None:
+    run = harness.run([*escaping_child(), Step.sleep(60), Step.result(ok_result())],
+                      limits=Limits(timeout_seconds=3, rounds=0, retries=0,
+                                    retry_delay_seconds=0), confined=True)
+    assert run.code == "worker_timeout", run.record.error
+    assert left_of(run) == {}
+
+
+@pytest.mark.req("No worker process outlives its round")
+def test_a_child_that_left_the_group_dies_with_a_cancelled_run(harness: HostHarness) -> None:
+    cancel = Cancellation()
+    runs: list[HostRun] = []
+    worker = threading.Thread(target=lambda: runs.append(harness.run(
+        [*escaping_child(), Step.sleep(60), Step.result(ok_result())], cancel=cancel,
+        confined=True)))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while len(processes_with(str(harness.tmp))) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)  # bwrap, its init, agent.py, the child and grandchild
+    cancel.cancel("the operation run was cancelled")
+    worker.join()
+    (run,) = runs
+    assert run.code == "interrupted", run.record.error
+    assert left_of(run) == {}
+

@@ -1,0 +1,412 @@
+"""The confinement's mount plan (domain/confinement.py), judged by what the namespace it builds
+shows: a small model of bubblewrap's mounts over an in-memory tree (`view`) says, for every path,
+whether its host content is there, masked or absent, and whether it is writable; the tests check
+that against the policy's own read and write tables, for grants of every shape."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+import pytest
+from fakes.filesystem import FakeFileSystem
+
+from concorde_workers.domain.confinement import (
+    CONFINED_UID,
+    HELPER,
+    Confinement,
+    ConfinementTools,
+    Mount,
+    MountKind,
+    PathFacts,
+    PlanInputs,
+    agent_exit_status,
+    confinement_plan,
+    installation,
+    launch_problem,
+    parse_rule,
+)
+from concorde_workers.domain.grant import Grant, parse_grant
+from concorde_workers.domain.paths import EntryKind, is_within
+from concorde_workers.domain.placement import AdminPath
+from concorde_workers.domain.policy import Policy, build_policy, decide_read, decide_write
+from concorde_workers.ports.filesystem import FileSystemError
+
+HOME = "/home/u"
+RT = "/tmp/concorde-abc123-00000001"
+TOOLS = ConfinementTools(bwrap="/usr/bin/bwrap", umount="/usr/bin/umount",
+                         unshare="/usr/bin/unshare")
+INTERPRETER = f"{HOME}/.pyenv/versions/3.11.7"
+FILES = ("README.md", "src/app/main.py", "src/app/util.py", "src/app/secret.py",
+         "src/app/deep/x.py", "src/other/lib.py", "docs/notes.md", "docs/draft.md",
+         "secrets/token.txt", "vendor/pkg/mod.py", "tools/bin/tool")
+
+
+def make_grant(entries: dict[str, str]) -> Grant:
+    parsed = parse_grant({"task_type": "implement", "context_identity": "sha256:ctx",
+                          "entries": [{"path": p, "level": lv} for p, lv in entries.items()]})
+    assert isinstance(parsed, Grant), parsed
+    return parsed
+
+
+BASE_GRANT = {"src/app/": "rw", "src/app/util.py": "ro", "src/app/secret.py": "names",
+              "docs/notes.md": "ro", "README.md": "names"}
+
+
+@dataclass
+class World:
+    fs: FakeFileSystem
+    primary: str
+    worktree: str
+
+    @property
+    def facts(self) -> PathFacts:
+        def kind(path: str) -> EntryKind | None:
+            try:
+                return self.fs.stat(path).kind
+            except FileSystemError:
+                return None
+
+        def list_dir(path: str) -> list:  # type: ignore[type-arg]
+            try:
+                return self.fs.listdir(path)
+            except FileSystemError:
+                return []
+
+        return PathFacts(kind=kind, realpath=self.fs.realpath, list_dir=list_dir)
+
+    def policy(self, grant: dict[str, str], runtime_paths: tuple[str, ...] = ()) -> Policy:
+        git = (AdminPath(path=f"{self.primary}/.git", directory=True),
+               AdminPath(path=f"{self.worktree}/.git", directory=False))
+        return build_policy(grant=make_grant(grant), worktree=self.worktree,
+                            primary=self.primary, user_home=HOME, runtime_dir=RT,
+                            runtime_paths=runtime_paths, git=git,
+                            list_dir=self.facts.list_dir)
+
+    def plan(self, policy: Policy, *, keep: tuple[str, ...] = (INTERPRETER,),
+             origins: tuple[str, ...] = (), as_root: bool = True,
+             homes: tuple[str, ...] = (HOME,)) -> Confinement:
+        inputs = PlanInputs(homes=homes, temp_root="/tmp", run_records="/srv/trace/workers",
+                            credential_origins=origins, keep=keep)
+        plan = confinement_plan(policy, inputs, self.facts, TOOLS, as_root=as_root)
+        assert isinstance(plan, Confinement), plan
+        return plan
+
+
+def world(primary: str = f"{HOME}/proj") -> World:
+    fs = FakeFileSystem()
+    wt = f"{primary}/.claude/worktrees/t1"
+    for rel in FILES:
+        fs.write(f"{primary}/{rel}", f"primary {rel}")
+        fs.write(f"{wt}/{rel}", f"content of {rel}")
+    fs.write(f"{primary}/.git/config", "[core]")
+    fs.write(f"{wt}/.git", "gitdir: ../../../.git/worktrees/t1")
+    for sub in ("control", "config", "home", "tmp", "work"):
+        fs.mkdir(f"{RT}/{sub}")
+    fs.write(f"{RT}/config/.credentials.json", "{}")
+    fs.write(f"{INTERPRETER}/bin/python3.11", "ELF")
+    fs.write(f"{HOME}/.ssh/id_rsa", "KEY")
+    fs.write("/tmp/concorde-other-00000002/config/auth.json", "OTHER RUN")
+    fs.write("/srv/trace/workers/run-1/grant.json", "{}")
+    fs.write("/etc/concorde/credentials.json", "CREDENTIAL")
+    fs.write("/usr/bin/node", "ELF")
+    return World(fs=fs, primary=primary, worktree=wt)
+
+
+# --- a model of the namespace ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A path inside the namespace: its host content ("host"), an empty mask ("empty"), or not
+    there ("absent"); and whether a write to it reaches the host."""
+
+    content: str
+    writable: bool
+
+
+def view(plan: Confinement, path: str) -> Seen:
+    """What `path` is inside the namespace: the mount nearest above it decides (mounts are in
+    order, parents first, so the last one covering the path is the one on top)."""
+    top = next((m for m in reversed(plan.mounts) if is_within(path, m.path)), None)
+    if top is None:
+        return Seen("host", False)  # --ro-bind / /
+    if top.kind is MountKind.EMPTY_DIR:
+        return Seen("empty" if path == top.path else "absent", False)
+    if top.kind is MountKind.EMPTY_FILE:
+        return Seen("empty", False)
+    return Seen("host", top.kind is MountKind.WRITABLE)
+
+
+def scopes(policy: Policy, w: World) -> set[str]:
+    """The directories that must take new names: the nearest existing directory of each rw file
+    entry and of each rw entry still to be created."""
+    found = set()
+    for entry in policy.grant.entries:
+        path = posixpath.join(w.worktree, entry.bare)
+        if entry.level.value == "rw" and not (entry.is_directory and w.fs.is_dir(path)):
+            path = posixpath.dirname(path)
+            while not w.fs.is_dir(path):
+                path = posixpath.dirname(path)
+            found.add(path)
+    return found
+
+
+def check_against_tables(w: World, policy: Policy, plan: Confinement) -> None:
+    """Every file of the worktree: its content is there exactly when the read table lets a tool
+    read it; it is writable only when the write table allows it. Every directory: a new name in
+    it is writable only where the write table allows one, or where a rw entry must be created."""
+    for path in w.fs.files_under(w.worktree):
+        seen = view(plan, path)
+        readable = decide_read(policy, path).allowed
+        assert (seen.content == "host") == readable, (path, seen, decide_read(policy, path))
+        if seen.writable:
+            assert decide_write(policy, path, path).allowed, (path, seen)
+    directories = {w.worktree}
+    for path in w.fs.files_under(w.worktree):
+        while (path := posixpath.dirname(path)) != w.worktree:
+            directories.add(path)
+    for directory in directories:
+        new = posixpath.join(directory, "new-name-q1")
+        if view(plan, new).writable:
+            assert decide_write(policy, new, new).allowed or directory in scopes(policy, w), new
+
+
+# --- the grant shapes --------------------------------------------------------------------------
+
+SHAPES = {
+    "rw dir": {"src/app/": "rw"},
+    "ro file under rw dir": {"src/app/": "rw", "src/app/util.py": "ro"},
+    "names file under rw dir": {"src/app/": "rw", "src/app/secret.py": "names"},
+    "names dir": {"src/app/": "rw", "vendor/": "names"},
+    "hidden siblings": {"docs/notes.md": "ro", "src/app/main.py": "rw"},
+    "ro dir with rw below": {"src/": "ro", "src/app/deep/": "rw"},
+    "everything": BASE_GRANT,
+    "rw file at the root": {"README.md": "rw", "docs/": "ro"},
+    "rw file beside a mixed directory": {"README.md": "rw", "src/app/": "ro"},
+    "rw entries still to be created": {"build/out/": "rw", "src/app/new.py": "rw"},
+}
+
+
+@pytest.mark.parametrize("grant", SHAPES.values(), ids=SHAPES.keys())
+@pytest.mark.parametrize("primary", [f"{HOME}/proj", "/tmp/pytest-1/proj", "/srv/proj"],
+                         ids=["worktree in the home", "worktree under /tmp", "elsewhere"])
+def test_the_namespace_shows_what_the_tables_allow(grant: dict[str, str], primary: str) -> None:
+    w = world(primary)
+    policy = w.policy(grant)
+    plan = w.plan(policy)
+    check_against_tables(w, policy, plan)
+    # Outside the worktree: the homes, every run's runtime directory, the primary worktree, the
+    # run records are absent; the worker's runtime directory is there, control/ read-only; the
+    # interpreter that runs the hooks is there read-only; the rest of the system read-only.
+    for absent in (f"{HOME}/.ssh/id_rsa", "/tmp/concorde-other-00000002/config/auth.json",
+                   f"{w.primary}/.git/config", f"{w.primary}/src/app/main.py",
+                   "/srv/trace/workers/run-1/grant.json"):
+        assert view(plan, absent).content == "absent", absent
+    assert view(plan, f"{RT}/work/x") == Seen("host", True)
+    assert view(plan, f"{RT}/config/.credentials.json") == Seen("host", True)
+    assert view(plan, f"{RT}/control/settings.json") == Seen("host", False)
+    assert view(plan, f"{INTERPRETER}/bin/python3.11") == Seen("host", False)
+    assert view(plan, "/usr/bin/node") == Seen("host", False)
+    assert view(plan, f"{w.worktree}/.git").content != "host"
+
+
+def test_a_names_file_is_an_empty_file_and_a_hidden_directory_an_empty_one() -> None:
+    w = world()
+    plan = w.plan(w.policy(BASE_GRANT))
+    wt = w.worktree
+    by_path = {m.path: m for m in plan.mounts}
+    assert by_path[f"{wt}/README.md"].kind is MountKind.EMPTY_FILE
+    assert by_path[f"{wt}/README.md"].why == "names only"
+    assert by_path[f"{wt}/src/app/secret.py"].kind is MountKind.EMPTY_FILE
+    assert by_path[f"{wt}/secrets"].kind is MountKind.EMPTY_DIR
+    assert by_path[f"{wt}/secrets"].why == "not in the grant"
+    assert by_path[f"{wt}/.git"].why == "Git metadata"
+    assert by_path[f"{wt}/src/app"].kind is MountKind.WRITABLE
+    assert by_path[f"{wt}/src/app/util.py"].kind is MountKind.READ_ONLY
+
+
+def test_runtime_paths_inside_the_worktree_are_there_and_never_writable() -> None:
+    w = world()
+    w.fs.write(f"{w.worktree}/src/app/.venv/bin/python", "ELF")
+    w.fs.write(f"{w.worktree}/secrets/tools/run", "TOOL")
+    runtime = (f"{w.worktree}/src/app/.venv", f"{w.worktree}/secrets/tools")
+    policy = w.policy(BASE_GRANT, runtime_paths=runtime)
+    plan = w.plan(policy)
+    assert view(plan, f"{w.worktree}/src/app/.venv/bin/python") == Seen("host", False)
+    assert view(plan, f"{w.worktree}/secrets/tools/run") == Seen("host", False)
+    assert view(plan, f"{w.worktree}/secrets/token.txt").content != "host"
+    assert view(plan, f"{w.worktree}/src/app/main.py") == Seen("host", True)
+
+
+def test_a_rw_entry_still_to_be_created_gets_its_directory_writable_beside_nothing_uncovered() -> \
+        None:
+    w = world()
+    policy = w.policy({"src/app/new.py": "rw", "src/app/main.py": "ro"})
+    plan = w.plan(policy)
+    wt = w.worktree
+    # The nearest existing directory is writable, so the file can be created...
+    assert view(plan, f"{wt}/src/app/new.py") == Seen("host", True)
+    # ...and everything else in it is read-only or masked, as before.
+    assert view(plan, f"{wt}/src/app/main.py") == Seen("host", False)
+    for hidden in ("util.py", "secret.py", "deep/x.py"):
+        assert view(plan, f"{wt}/src/app/{hidden}").content != "host", hidden
+    check_against_tables(w, policy, plan)
+
+
+def test_the_deny_rules_of_anyone_mask_too() -> None:
+    """Whatever the deny rules hide by a literal path is masked, wherever it lies: the plan takes
+    them from the policy, so a path another part adds to them is absent as well; globs cannot be
+    mounted and are left to the rules themselves."""
+    w = world()
+    w.fs.write("/opt/secret/key.pem", "KEY")
+    w.fs.write("/opt/secret.txt", "TXT")
+    policy = w.policy(BASE_GRANT)
+    policy = policy.model_copy(update={"deny_rules": (
+        *policy.deny_rules, "Read(//opt/secret/**)", "Edit(//opt/secret/**)",
+        "Read(//opt/secret.txt)", "Read(//tmp/concorde-*/**)")})
+    plan = w.plan(policy)
+    assert view(plan, "/opt/secret/key.pem").content == "absent"
+    assert view(plan, "/opt/secret.txt").content == "empty"
+    assert parse_rule("Read(//tmp/concorde-*/**)") is None
+
+
+def test_a_credential_origin_outside_the_homes_is_an_empty_file() -> None:
+    w = world()
+    plan = w.plan(w.policy(BASE_GRANT), origins=("/etc/concorde/credentials.json",))
+    assert view(plan, "/etc/concorde/credentials.json") == Seen("empty", False)
+
+
+def test_the_plan_scales_with_the_grant_not_the_repository() -> None:
+    w = world()
+    for i in range(2000):
+        w.fs.write(f"{w.worktree}/big/d{i % 40}/f{i}.py", "x")
+        w.fs.write(f"{w.worktree}/src/app/gen/g{i}.py", "x")
+    policy = w.policy(BASE_GRANT)
+    plan = w.plan(policy)
+    assert len(plan.mounts) < 30, [m.path for m in plan.mounts]
+
+
+def test_links_are_never_mounted_on() -> None:
+    """A mount follows a link on its way (bwrap resolves the path): a hidden link gets no mask
+    (what it points to is judged where it lies), and a rw directory reached through a link is
+    not bound writable."""
+    w = world()
+    wt = w.worktree
+    w.fs.symlink("/etc", f"{wt}/docs/etc-link")
+    w.fs.symlink(f"{wt}/docs", f"{wt}/src/linked")
+    policy = w.policy({"src/linked/": "rw", "docs/notes.md": "ro"})
+    plan = w.plan(policy)
+    paths = {m.path for m in plan.mounts}
+    assert f"{wt}/docs/etc-link" not in paths and f"{wt}/src/linked" not in paths
+    assert view(plan, f"{wt}/docs/notes.md") == Seen("host", False)
+
+
+def test_what_the_agent_runs_from_is_kept_through_links_and_installations() -> None:
+    assert installation("/w/node_modules/.bin/pi",
+                        "/w/node_modules/@m/pi/node_modules/x/dist/cli.js") == "/w/node_modules"
+    assert installation("/home/u/.venv/bin/python",
+                        "/home/u/.pyenv/versions/3.11.7/bin/python3.11") == \
+        "/home/u/.pyenv/versions/3.11.7"
+    assert installation("/home/u/.local/bin/claude",
+                        "/home/u/.local/share/claude/versions/2.1") == \
+        "/home/u/.local/share/claude/versions/2.1"
+    w = world()
+    w.fs.write(f"{HOME}/.local/share/claude/versions/2.1", "ELF")
+    w.fs.symlink(f"{HOME}/.local/share/claude/versions/2.1", f"{HOME}/.local/bin/claude")
+    plan = w.plan(w.policy(BASE_GRANT), keep=(
+        INTERPRETER, f"{HOME}/.local/bin/claude", f"{HOME}/.local/share/claude/versions/2.1"))
+    assert view(plan, f"{HOME}/.local/bin/claude") == Seen("host", False)
+    assert view(plan, f"{HOME}/.local/share/other-app/data").content == "absent"
+
+
+def test_what_the_agent_needs_hidden_is_a_refusal_not_a_plan() -> None:
+    """If the interpreter that runs Claude Code's hooks were hidden, the hook could not start
+    and Claude Code would let the write through: no plan then."""
+    w = world()
+    policy = w.policy(BASE_GRANT)
+    inputs = PlanInputs(homes=(HOME,), temp_root="/tmp", keep=(HOME,))
+    refused = confinement_plan(policy, inputs, w.facts, TOOLS, as_root=True)
+    assert isinstance(refused, str) and HOME in refused
+
+
+def test_a_home_at_the_root_of_everything_is_not_a_mount() -> None:
+    w = world()
+    policy = w.policy(BASE_GRANT)
+    plan = w.plan(policy, homes=(HOME,))
+    assert all(m.path != "/" for m in plan.mounts)
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_the_command_line_confines_the_whole_agent_and_dies_with_the_host() -> None:
+    w = world()
+    plan = w.plan(w.policy(BASE_GRANT))
+    argv = plan.prefix()
+    assert argv[:6] == ("/usr/bin/bwrap", "--unshare-user", "--uid", "0", "--gid", "0")
+    assert {"--unshare-pid", "--die-with-parent"} <= set(argv)
+    assert "--unshare-net" not in argv  # the agent reaches its model endpoint; its Bash does not
+    assert argv[argv.index("--ro-bind"):argv.index("--ro-bind") + 3] == ("--ro-bind", "/", "/")
+    # Every tmpfs is made read-only after everything was mounted into it.
+    tmpfs = [argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"]
+    remount = [argv[i + 1] for i, a in enumerate(argv) if a == "--remount-ro"]
+    assert tmpfs == remount and argv.index("--remount-ro") > max(
+        i for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--tmpfs"))
+    masks = [argv[i + 2] for i, a in enumerate(argv)
+             if a == "--ro-bind" and argv[i + 1] == f"{RT}/control/empty"]
+    assert f"{w.worktree}/README.md" in masks
+    # As root: the helper drops bwrap's /proc covers and moves the agent to uid 65534.
+    sep = argv.index("--")
+    assert argv[sep + 1:sep + 3] == ("/bin/sh", "-c")
+    helper = argv[sep + 3]
+    assert helper.startswith("unset PWD; /usr/bin/umount /proc/sys")
+    assert f"--map-user={CONFINED_UID}" in helper and helper.endswith('-- "$@"')
+    wrapped = plan.wrap(_command())
+    assert wrapped.argv[len(argv):] == ("claude", "-p") and wrapped.cwd == f"{RT}/work"
+
+
+def test_not_as_root_the_helper_only_drops_pwd() -> None:
+    w = world()
+    plan = w.plan(w.policy(BASE_GRANT), as_root=False)
+    argv = plan.prefix()
+    assert "--uid" not in argv and argv[argv.index("--") + 3] == HELPER
+
+
+def _command():  # type: ignore[no-untyped-def]
+    from concorde_workers.domain.launch import LaunchCommand
+    return LaunchCommand(argv=("claude", "-p"), cwd=f"{RT}/work", tools="Read")
+
+
+# --- before every round ----------------------------------------------------------------------
+
+
+def test_a_directory_swapped_for_a_link_since_the_plan_stops_the_round() -> None:
+    """Between rounds no worker process runs, but the last round may have renamed a directory on
+    the way to a mount and put a link in its place, which bwrap would follow."""
+    w = world()
+    policy = w.policy({"src/": "rw", "src/app/util.py": "ro"})
+    plan = w.plan(policy)
+    assert launch_problem(plan, w.facts) is None
+    wt = w.worktree
+    w.fs.rmtree(f"{wt}/src/app")
+    w.fs.symlink(f"{HOME}/.ssh", f"{wt}/src/app")
+    problem = launch_problem(plan, w.facts)
+    assert problem is not None and f"{wt}/src/app/util.py" in problem
+
+
+@pytest.mark.parametrize(("status", "recorded"), [
+    (0, 0), (1, 1), (128 + 9, -9), (128 + 15, -15), (-9, -9), (None, None), (255, 255)])
+def test_a_signal_the_agent_died_of_is_recorded_as_such(status: int | None,
+                                                        recorded: int | None) -> None:
+    assert agent_exit_status(status) == recorded
+
+
+def test_mounts_keep_their_order_parents_first() -> None:
+    w = world()
+    plan = w.plan(w.policy(BASE_GRANT))
+    for i, later in enumerate(plan.mounts):
+        for earlier in plan.mounts[:i]:
+            assert not (is_within(earlier.path, later.path) and earlier.path != later.path), \
+                (earlier, later)
+    assert all(isinstance(m, Mount) and posixpath.isabs(m.path) for m in plan.mounts)
