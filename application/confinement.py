@@ -1,9 +1,10 @@
 """The confinement of a run, settled before launch and checked before every round.
 
-The mount plan is the domain's (`domain/confinement.py`); this module gathers the facts it is
-computed over through the filesystem port: where bwrap and the helper's programs are, what the
-agent program and the host interpreter run from, the homes, the temporary root, the run records,
-the credential origins, and each path's kind and real path.
+The mount plan is the domain's (`domain/confinement.py`), from the policy (which names what is
+hidden: the homes, the primary worktree, the credential origins, the run directories, the temp
+root); this module gathers the rest through the filesystem port: where bwrap and the helper's
+programs are, what the agent program and the host interpreter run from, and each path's kind and
+real path.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from concorde_workers.domain.confinement import (
     launch_problem,
 )
 from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.layout import WORKERS_DIR
 from concorde_workers.domain.paths import DirEntry, EntryKind, is_within
 from concorde_workers.ports.agent import AgentBackend, BackendContext
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -62,8 +62,7 @@ class ConfinementFacts:
 
 
 def plan_confinement(fs: FileSystem, backend: AgentBackend, context: BackendContext,
-                     interpreter_roots: Sequence[str],
-                     user_home: str) -> Confinement | Refusal | None:
+                     interpreter_roots: Sequence[str]) -> Confinement | Refusal | None:
     """The confinement of the run, None for a backend whose rounds run unconfined, or the
     refusal when it cannot be built (a program missing, what the agent needs hidden)."""
     needs = backend.confinement_needs(context)
@@ -78,16 +77,8 @@ def plan_confinement(fs: FileSystem, backend: AgentBackend, context: BackendCont
     facts = ConfinementFacts(fs).facts()
     programs = [fs.which(name, search) for name in SANDBOX_PROGRAMS]
     keep = _installations(fs, [*needs, *interpreter_roots, *(p for p in programs if p)])
-    home = context.environ.get("HOME")
-    homes = _real_dirs(fs, [user_home, *([home] if home else [])])
-    parent = context.request.parent
-    records = fs.realpath(posixpath.join(parent, WORKERS_DIR)) if parent else None
-    origins = [fs.realpath(source) for source, _ in backend.credential_copies(context)
-               if fs.is_file(source)]
-    inputs = PlanInputs(
-        homes=tuple(homes), temp_root=posixpath.dirname(policy.runtime.root),
-        run_records=records, credential_origins=tuple(origins), keep=tuple(keep))
-    plan = confinement_plan(policy, inputs, facts, tools, as_root=context.as_root)
+    plan = confinement_plan(policy, PlanInputs(keep=tuple(keep)), facts, tools,
+                            as_root=context.as_root)
     if isinstance(plan, str):
         return Refusal(code=_code(backend.name), reason=Reason.ENVIRONMENT, message=plan)
     return plan
@@ -127,17 +118,6 @@ def _installations(fs: FileSystem, paths: Iterable[str]) -> list[str]:
             continue
         path = posixpath.normpath(path)
         out += [path, installation(path, fs.realpath(path))]
-    return list(dict.fromkeys(out))
-
-
-def _real_dirs(fs: FileSystem, paths: Iterable[str]) -> list[str]:
-    """Existing directories by their real path; `/` is never hidden by a mount."""
-    out = []
-    for path in paths:
-        if posixpath.isabs(path) and fs.is_dir(path):
-            real = fs.realpath(path)
-            if real != "/":
-                out.append(real)
     return list(dict.fromkeys(out))
 
 

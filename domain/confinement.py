@@ -186,12 +186,9 @@ class PathFacts:
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """What the plan hides and exposes besides the policy itself (all absolute, normalized)."""
+    """What the agent program itself runs from, besides what the policy names: its program, the
+    installations it loads and the host interpreter's (absolute; see `installation`)."""
 
-    homes: tuple[str, ...]
-    temp_root: str
-    run_records: str | None = None
-    credential_origins: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()
 
 
@@ -236,6 +233,14 @@ def _rule_masks(policy: Policy) -> Iterable[Mount]:
             yield Mount(kind=kind, path=path, why=_hidden_why(policy, path))
         elif policy.in_worktree(path):
             yield Mount(kind=MountKind.READ_ONLY, path=path, why="read-only in the grant")
+
+
+def _boundary_why(policy: Policy, path: str) -> str:
+    if path == policy.primary:
+        return "the primary worktree"
+    if path == policy.user_home:
+        return "a home directory"
+    return "a home or a credentials directory"
 
 
 def _hidden_why(policy: Policy, path: str) -> str:
@@ -302,17 +307,17 @@ def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
     rt = policy.runtime
     writable = list(_writable(policy, facts))
     worktree_scope = any(m.path == policy.worktree for m in writable)
+    hidden = policy.always_hidden
     wanted: list[Mount] = []
     absent = [("/tmp", "temporary files"),
-              (inputs.temp_root, "every run's runtime directory"),
-              *((h, "a home directory") for h in inputs.homes),
-              (policy.primary, "the primary worktree")]
-    if inputs.run_records:
-        absent.append((inputs.run_records, "the run records"))
+              (hidden.runtime_root, "every run's runtime directory"),
+              *((b, _boundary_why(policy, b))
+                for b in (policy.user_home, policy.primary, *policy.boundaries) if b != "/"),
+              *((r, "the run directories") for r in hidden.run_directories)]
     wanted += [Mount(kind=MountKind.EMPTY_DIR, path=p, why=why) for p, why in absent]
     wanted += _rule_masks(policy)
-    wanted += [Mount(kind=MountKind.EMPTY_FILE, path=p, why="a credential the host copies")
-               for p in inputs.credential_origins]
+    wanted += [Mount(kind=MountKind.EMPTY_FILE, path=p, why="a credential at its origin")
+               for p in hidden.credentials]
     wanted += [Mount(kind=MountKind.READ_ONLY, path=p, why="what the agent program runs from")
                for p in inputs.keep
                if not policy.in_worktree(p) and not is_within(p, rt.root)]

@@ -75,20 +75,20 @@ class World:
 
         return PathFacts(kind=kind, realpath=self.fs.realpath, list_dir=list_dir)
 
-    def policy(self, grant: dict[str, str], runtime_paths: tuple[str, ...] = ()) -> Policy:
+    def policy(self, grant: dict[str, str], runtime_paths: tuple[str, ...] = (),
+               credentials: tuple[str, ...] = (), homes: tuple[str, ...] = ()) -> Policy:
         git = (AdminPath(path=f"{self.primary}/.git", directory=True),
                AdminPath(path=f"{self.worktree}/.git", directory=False))
         return build_policy(grant=make_grant(grant), worktree=self.worktree,
                             primary=self.primary, user_home=HOME, runtime_dir=RT,
                             runtime_paths=runtime_paths, git=git,
-                            list_dir=self.facts.list_dir)
+                            list_dir=self.facts.list_dir, homes=homes,
+                            credentials=credentials, run_directories=("/srv/trace/workers",))
 
     def plan(self, policy: Policy, *, keep: tuple[str, ...] = (INTERPRETER,),
-             origins: tuple[str, ...] = (), as_root: bool = True,
-             homes: tuple[str, ...] = (HOME,)) -> Confinement:
-        inputs = PlanInputs(homes=homes, temp_root="/tmp", run_records="/srv/trace/workers",
-                            credential_origins=origins, keep=keep)
-        plan = confinement_plan(policy, inputs, self.facts, TOOLS, as_root=as_root)
+             as_root: bool = True) -> Confinement:
+        plan = confinement_plan(policy, PlanInputs(keep=keep), self.facts, TOOLS,
+                                as_root=as_root)
         assert isinstance(plan, Confinement), plan
         return plan
 
@@ -273,8 +273,16 @@ def test_the_deny_rules_of_anyone_mask_too() -> None:
 
 def test_a_credential_origin_outside_the_homes_is_an_empty_file() -> None:
     w = world()
-    plan = w.plan(w.policy(BASE_GRANT), origins=("/etc/concorde/credentials.json",))
+    plan = w.plan(w.policy(BASE_GRANT, credentials=("/etc/concorde/credentials.json",)))
     assert view(plan, "/etc/concorde/credentials.json") == Seen("empty", False)
+
+
+def test_a_second_home_is_absent_too() -> None:
+    """`$HOME` when it is not the password database's home (issue 8 §4)."""
+    w = world()
+    w.fs.write("/srv/other-home/.ssh/id_rsa", "KEY")
+    plan = w.plan(w.policy(BASE_GRANT, homes=("/srv/other-home",)))
+    assert view(plan, "/srv/other-home/.ssh/id_rsa").content == "absent"
 
 
 def test_the_plan_scales_with_the_grant_not_the_repository() -> None:
@@ -325,16 +333,16 @@ def test_what_the_agent_needs_hidden_is_a_refusal_not_a_plan() -> None:
     and Claude Code would let the write through: no plan then."""
     w = world()
     policy = w.policy(BASE_GRANT)
-    inputs = PlanInputs(homes=(HOME,), temp_root="/tmp", keep=(HOME,))
-    refused = confinement_plan(policy, inputs, w.facts, TOOLS, as_root=True)
+    refused = confinement_plan(policy, PlanInputs(keep=(HOME,)), w.facts, TOOLS, as_root=True)
     assert isinstance(refused, str) and HOME in refused
 
 
 def test_a_home_at_the_root_of_everything_is_not_a_mount() -> None:
+    """A HOME of `/` cannot be hidden by a mount (nothing would run); the tools' rules hold."""
     w = world()
-    policy = w.policy(BASE_GRANT)
-    plan = w.plan(policy, homes=(HOME,))
+    plan = w.plan(w.policy(BASE_GRANT, homes=("/",)))
     assert all(m.path != "/" for m in plan.mounts)
+    assert view(plan, f"{HOME}/.ssh/id_rsa").content == "absent"
 
 
 # --- the command line ---------------------------------------------------------------------------
