@@ -117,7 +117,7 @@ def _installations(fs: FileSystem, paths: Iterable[str]) -> list[str]:
         if not posixpath.isabs(path) or not fs.lexists(path):
             continue
         path = posixpath.normpath(path)
-        out += [path, installation(path, fs.realpath(path))]
+        out += [path, installation(fs.realpath(path))]
     return list(dict.fromkeys(out))
 
 

@@ -224,6 +224,11 @@ def plan_json(plan: Plan) -> dict[str, Any]:
             "environment": redact(prepared.environment),
             "adaptations": list(prepared.command.adaptations),
         }
+        out["confinement"] = None if prepared.confinement is None else {
+            "mounts": [{"kind": m.kind.value, "path": m.path, "why": m.why}
+                       for m in prepared.confinement.mounts],
+            "helper": prepared.confinement.helper(),
+        }
         out["control_files"] = sorted(prepared.control_files)
         out["brief"] = prepared.brief
         out["digests"] = {"grant_digest": prepared.grant_digest,
@@ -271,6 +276,11 @@ def render(plan: Plan) -> str:
                  [" ".join(_quote(a) for a in r1["argv"])])
         if r1["adaptations"]:
             _section(lines, "Adapted to the installed program", r1["adaptations"])
+        if data["confinement"] is not None:
+            mounts = data["confinement"]["mounts"]
+            _section(lines, f"Confinement: the whole agent in a mount and PID namespace "
+                     f"({len(mounts)} mounts over a read-only /)",
+                     [f"{m['kind']:<15} {m['path']}  ({m['why']})" for m in mounts])
         _section(lines, "Round 1 environment (cleared, then exactly)",
                  [f"{k}={v}" for k, v in r1["environment"].items()])
         _section(lines, "Digests the run record would carry",

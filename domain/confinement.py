@@ -401,16 +401,15 @@ def _standable(mount: Mount, facts: PathFacts, kept: bool) -> bool:
     return facts.is_real(mount.path)
 
 
-def installation(path: str, realpath: str) -> str:
-    """What to keep visible for a program found at `path` (its real path `realpath`): the whole
-    outermost node_modules for a program inside one (node resolves its modules there), the
-    prefix above `bin/` (an interpreter's or node's own installation), else the real file."""
+def installation(realpath: str) -> str:
+    """What to keep visible for a program whose real path is `realpath`: the whole outermost
+    node_modules for a program inside one (node resolves its modules there), else the real file
+    itself (a native program, node). An interpreter's own installation (its prefix, its standard
+    library) is given as a directory (sys.base_prefix) and kept as it is; nothing is guessed
+    beside a program, so a program in ~/.local/bin keeps ~/.local/share hidden."""
     segments = realpath.split("/")
     if "node_modules" in segments:
         return "/".join(segments[: segments.index("node_modules") + 1])
-    parent = posixpath.dirname(realpath)
-    if posixpath.basename(parent) == "bin":
-        return posixpath.dirname(parent)
     return realpath
 
 

@@ -152,9 +152,14 @@ def test_claude_plan_without_an_operation_prints_every_section(project: Any) -> 
         f"{rt}/home", f"{rt}/tmp", f"{rt}/work", f"{wt}/src/app"]
     assert section(found, "Tool set") == ["Read,Glob,Grep,Edit,Write,Bash"]
     command = section(found, "Round 1 command (cwd " + rt + "/work, the brief on stdin)")
-    assert command[0].startswith(
-        f"{project.bin}/claude -p --settings {rt}/control/settings.json "
-        "--tools Read,Glob,Grep,Edit,Write,Bash --json-schema '<")
+    # The whole agent runs confined: bwrap first, the helper, then the agent's own command.
+    assert command[0].startswith(f"{project.bin}/bwrap --unshare-user --uid 0 --gid 0 "
+                                 "--unshare-pid --die-with-parent --ro-bind / / ")
+    assert (f"concorde-confine {project.bin}/claude -p --settings {rt}/control/settings.json "
+            "--tools Read,Glob,Grep,Edit,Write,Bash --json-schema '<") in command[0]
+    confinement = section(found, next(t for t in found if t.startswith("Confinement: ")))
+    assert f"empty file      {wt}/README.md  (names only)" in confinement
+    assert f"writable        {wt}/src/app  (rw in the grant (src/app/))" in confinement
     assert command[0].endswith(
         " characters of JSON>' --output-format stream-json --verbose --permission-mode "
         "bypassPermissions --allow-dangerously-skip-permissions --strict-mcp-config "
@@ -208,12 +213,15 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
     round1 = data["round1"]
     assert round1["cwd"] == f"{rt}/work"
     assert round1["stdin"] == "the brief"
-    assert round1["argv"][0] == f"{project.bin}/claude"
+    agent = round1["argv"][round1["argv"].index("concorde-confine") + 1:]
+    assert round1["argv"][0] == f"{project.bin}/bwrap" and agent[0] == f"{project.bin}/claude"
+    assert data["confinement"]["mounts"][0]["kind"] in ("empty directory", "read-only")
     schema = json.loads(round1["argv"][round1["argv"].index("--json-schema") + 1])
     assert schema["type"] == "object"
     assert {same(f"{k}={v}") for k, v in round1["environment"].items()} == {
         same_text(line) for line in section(found, "Round 1 environment")}
-    assert data["control_files"] == [f"{rt}/control/read_hook.py",
+    assert data["control_files"] == [f"{rt}/control/empty",
+                                     f"{rt}/control/read_hook.py",
                                      f"{rt}/control/result.schema.json",
                                      f"{rt}/control/search_hook.py",
                                      f"{rt}/control/settings.json",
@@ -266,7 +274,9 @@ def test_an_operation_worker_on_pi_resolves_from_workers_json_and_the_map(
     assert resolution[-1] == f"program: {project.bin}/pi  ← the pi program $CONCORDE_PI names"
     assert section(found, "Tool set") == ["read,grep,find,ls,edit,write,bash,concorde_result"]
     command = section(found, "Round 1 command (cwd " + rt + "/work, the brief on stdin)")
-    assert command == [
+    (line,) = command
+    assert line.startswith(f"{project.bin}/bwrap --unshare-user ")
+    assert [line[line.index(" concorde-confine ") + len(" concorde-confine "):]] == [
         f"{project.bin}/pi -p --mode json --no-extensions -e {rt}/control/permission.ts "
         "--no-context-files --no-skills --no-prompt-templates "
         "--tools read,grep,find,ls,edit,write,bash,concorde_result "
