@@ -62,11 +62,13 @@ class ConfinementFacts:
 
 
 def plan_confinement(fs: FileSystem, backend: AgentBackend, context: BackendContext,
-                     interpreter_roots: Sequence[str]) -> Confinement | Refusal | None:
-    """The confinement of the run, None for a backend whose rounds run unconfined, or the
-    refusal when it cannot be built (a program missing, what the agent needs hidden)."""
+                     interpreter_roots: Sequence[str],
+                     linux: bool = True) -> Confinement | Refusal | None:
+    """The confinement of the run, None for a backend whose rounds run unconfined (a test
+    backend; any backend off Linux, where there are no bubblewrap namespaces), or the refusal
+    when it cannot be built (a program missing, what the agent needs hidden)."""
     needs = backend.confinement_needs(context)
-    if needs is None:
+    if needs is None or not linux:
         return None
     policy = context.policy
     search = _trusted_path(context.environ.get("PATH", ""), policy.worktree,

@@ -371,7 +371,7 @@ class Preparer:
             return Refusal(code="request_invalid", reason=Reason.INPUT,
                            message=f"the request cannot make a command line: {bad}")
         confinement = plan_confinement(self._fs, backend, context,
-                                       self._host.interpreter_roots)
+                                       self._host.interpreter_roots, self._host.linux)
         if isinstance(confinement, Refusal):
             return confinement
         if confinement is not None:

@@ -13,9 +13,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from dependency_injector import providers
 from fakes.world import (
     BIN,
     GRANT,
@@ -519,3 +521,13 @@ def test_a_linked_origin_is_hidden_as_given_and_really() -> None:
                                       "/data/claude/.credentials.json")
     assert hidden.run_directories == ()  # no parent: nothing to hide
     assert "/data/claude" in result.policy.boundaries
+
+
+def test_off_linux_the_agent_runs_unconfined() -> None:
+    """No bubblewrap namespaces there: the command is the agent's own (docs/decisions.md)."""
+    world = PlanWorld()
+    container = world.container()
+    container.host.override(providers.Object(replace(world.host(), linux=False)))
+    result = container.preparer().prepare(request(backend="claude"), RUN_ID, RT, Progress())
+    assert isinstance(result, Prepared) and result.confinement is None
+    assert result.command.argv[0] == f"{BIN}/claude"
