@@ -34,6 +34,7 @@ SANDBOX_PROGRAMS = ("bwrap", "socat", "rg", "fd", "fdfind")
 
 HOW_TO_PROVIDE = {
     "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",
+    "env": "install coreutils 8.31 or later (Debian: apt-get install coreutils)",
     "umount": "install util-linux (Debian: apt-get install util-linux)",
     "unshare": "install util-linux (Debian: apt-get install util-linux)",
 }
@@ -102,12 +103,12 @@ def _trusted_path(search: str, *worker_writable: str) -> str:
 
 
 def _tools(fs: FileSystem, search: str, as_root: bool) -> ConfinementTools | list[str]:
-    wanted = ["bwrap", *(("umount", "unshare") if as_root else ())]
+    wanted = ["bwrap", "env", *(("umount", "unshare") if as_root else ())]
     found = {name: fs.which(name, search) for name in wanted}
     missing = [name for name, where in found.items() if where is None]
     if missing:
         return missing
-    return ConfinementTools(bwrap=fs.realpath(str(found["bwrap"])),
+    return ConfinementTools(bwrap=fs.realpath(str(found["bwrap"])), env=str(found["env"]),
                             umount=found.get("umount"), unshare=found.get("unshare"))
 
 

@@ -28,8 +28,14 @@ As root a helper runs first inside the namespace (`HELPER_AS_ROOT`): bwrap cover
 the kernel, so the helper unmounts those covers; then it moves the agent into a nested user
 namespace as uid 65534 (kernel uid still the host's), where it holds no capability over the
 mount namespace (it cannot unmount a mask) and where Claude Code's and pi's own sandboxes can map
-their uid without CAP_SETFCAP. The helper also drops the `PWD` bwrap sets, so the agent's
-environment stays exactly the spec's.
+their uid without CAP_SETFCAP.
+
+Signals: bwrap's launcher runs with SIGTERM ignored (`env --ignore-signal=TERM`), so a round's
+timeout, which sends SIGTERM to the whole process group, reaches the agent (restored to the
+default by `env --default-signal=TERM` right before it) and lets it end as it would unconfined —
+Claude Code writes its transcript — while the namespace stays until the agent has exited or the
+grace period's SIGKILL ends the launcher. That last `env` also drops the `PWD` bwrap sets, so the
+agent's environment stays exactly the spec's.
 
 Everything here is pure: the filesystem facts come in as callables (`PathFacts`).
 """
@@ -63,10 +69,9 @@ EMPTY_FILE = "empty"
 PROC_COVERS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 
 HELPER_AS_ROOT = (
-    "unset PWD; {umount} " + " ".join(PROC_COVERS) + " 2>/dev/null; "
+    "{umount} " + " ".join(PROC_COVERS) + " 2>/dev/null; "
     'exec {unshare} --user --map-user={uid} --map-group={uid} -- "$@"'
 )
-HELPER = 'unset PWD; exec "$@"'
 
 
 class MountKind(StrEnum):
@@ -106,6 +111,7 @@ class ConfinementTools(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     bwrap: str
+    env: str = "/usr/bin/env"
     shell: str = "/bin/sh"
     umount: str | None = None
     unshare: str | None = None
@@ -124,7 +130,7 @@ class Confinement(BaseModel):
     def prefix(self) -> tuple[str, ...]:
         """The command line in front of the agent's own argv."""
         t = self.tools
-        argv = [t.bwrap, "--unshare-user"]
+        argv = [t.env, "--ignore-signal=TERM", "--", t.bwrap, "--unshare-user"]
         if self.as_root:
             argv += ["--uid", "0", "--gid", "0"]
         argv += ["--unshare-pid", "--die-with-parent",
@@ -134,12 +140,17 @@ class Confinement(BaseModel):
         for mount in self.mounts:
             if mount.kind is MountKind.EMPTY_DIR:
                 argv += ["--remount-ro", mount.path]
-        argv += ["--", t.shell, "-c", self.helper(), HELPER_NAME]
+        argv.append("--")
+        helper = self.helper()
+        if helper is not None:
+            argv += [t.shell, "-c", helper, HELPER_NAME]
+        argv += [t.env, "-u", "PWD", "--default-signal=TERM", "--"]
         return tuple(argv)
 
-    def helper(self) -> str:
+    def helper(self) -> str | None:
+        """The shell text the root helper runs (None when not as root)."""
         if not self.as_root:
-            return HELPER
+            return None
         assert self.tools.umount is not None and self.tools.unshare is not None
         return HELPER_AS_ROOT.format(umount=self.tools.umount, unshare=self.tools.unshare,
                                      uid=CONFINED_UID)
@@ -441,7 +452,7 @@ def launch_problem(confinement: Confinement, facts: PathFacts) -> str | None:
 
 
 __all__ = [
-    "CONFINED_UID", "EMPTY_FILE", "HELPER", "HELPER_AS_ROOT", "HELPER_NAME", "PROC_COVERS",
+    "CONFINED_UID", "EMPTY_FILE", "HELPER_AS_ROOT", "HELPER_NAME", "PROC_COVERS",
     "Confinement", "ConfinementTools", "Mount", "MountKind", "PathFacts", "PlanInputs",
     "agent_exit_status", "confinement_plan", "installation", "launch_problem", "parse_rule",
     "visible",

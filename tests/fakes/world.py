@@ -28,7 +28,7 @@ BIN = "/usr/bin"
 SANDBOX_RUNTIME = "/opt/sandbox-runtime"
 INTERPRETER = "/usr/bin/python3"
 TEMP_ROOT = "/tmp"
-PROGRAMS = ("claude", "pi", "rg", "fd", "bwrap", "socat", "umount", "unshare")
+PROGRAMS = ("claude", "pi", "rg", "fd", "bwrap", "socat", "env", "umount", "unshare")
 
 PROJECT_FILES: dict[str, str] = {
     "README.md": "# app\n",

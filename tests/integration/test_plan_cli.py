@@ -153,9 +153,11 @@ def test_claude_plan_without_an_operation_prints_every_section(project: Any) -> 
     assert section(found, "Tool set") == ["Read,Glob,Grep,Edit,Write,Bash"]
     command = section(found, "Round 1 command (cwd " + rt + "/work, the brief on stdin)")
     # The whole agent runs confined: bwrap first, the helper, then the agent's own command.
-    assert command[0].startswith(f"{project.bin}/bwrap --unshare-user --uid 0 --gid 0 "
+    assert command[0].startswith("/usr/bin/env --ignore-signal=TERM -- "
+                                 f"{project.bin}/bwrap --unshare-user --uid 0 --gid 0 "
                                  "--unshare-pid --die-with-parent --ro-bind / / ")
-    assert (f"concorde-confine {project.bin}/claude -p --settings {rt}/control/settings.json "
+    assert (f"concorde-confine /usr/bin/env -u PWD --default-signal=TERM -- "
+            f"{project.bin}/claude -p --settings {rt}/control/settings.json "
             "--tools Read,Glob,Grep,Edit,Write,Bash --json-schema '<") in command[0]
     confinement = section(found, next(t for t in found if t.startswith("Confinement: ")))
     assert f"empty file      {wt}/README.md  (names only)" in confinement
@@ -213,8 +215,8 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
     round1 = data["round1"]
     assert round1["cwd"] == f"{rt}/work"
     assert round1["stdin"] == "the brief"
-    agent = round1["argv"][round1["argv"].index("concorde-confine") + 1:]
-    assert round1["argv"][0] == f"{project.bin}/bwrap" and agent[0] == f"{project.bin}/claude"
+    agent = round1["argv"][round1["argv"].index("--default-signal=TERM") + 2:]
+    assert round1["argv"][3] == f"{project.bin}/bwrap" and agent[0] == f"{project.bin}/claude"
     assert data["confinement"]["mounts"][0]["kind"] in ("empty directory", "read-only")
     schema = json.loads(round1["argv"][round1["argv"].index("--json-schema") + 1])
     assert schema["type"] == "object"
@@ -275,8 +277,9 @@ def test_an_operation_worker_on_pi_resolves_from_workers_json_and_the_map(
     assert section(found, "Tool set") == ["read,grep,find,ls,edit,write,bash,concorde_result"]
     command = section(found, "Round 1 command (cwd " + rt + "/work, the brief on stdin)")
     (line,) = command
-    assert line.startswith(f"{project.bin}/bwrap --unshare-user ")
-    assert [line[line.index(" concorde-confine ") + len(" concorde-confine "):]] == [
+    assert line.startswith(f"/usr/bin/env --ignore-signal=TERM -- {project.bin}/bwrap ")
+    agent = " --default-signal=TERM -- "
+    assert [line[line.index(agent) + len(agent):]] == [
         f"{project.bin}/pi -p --mode json --no-extensions -e {rt}/control/permission.ts "
         "--no-context-files --no-skills --no-prompt-templates "
         "--tools read,grep,find,ls,edit,write,bash,concorde_result "

@@ -13,7 +13,6 @@ from fakes.filesystem import FakeFileSystem
 
 from concorde_workers.domain.confinement import (
     CONFINED_UID,
-    HELPER,
     Confinement,
     ConfinementTools,
     Mount,
@@ -348,7 +347,10 @@ def test_the_command_line_confines_the_whole_agent_and_dies_with_the_host() -> N
     w = world()
     plan = w.plan(w.policy(BASE_GRANT))
     argv = plan.prefix()
-    assert argv[:6] == ("/usr/bin/bwrap", "--unshare-user", "--uid", "0", "--gid", "0")
+    # bwrap's launcher ignores SIGTERM (a timeout's SIGTERM is for the agent, which gets its
+    # grace period inside the namespace; SIGKILL still ends the launcher and the namespace).
+    assert argv[:3] == ("/usr/bin/env", "--ignore-signal=TERM", "--")
+    assert argv[3:9] == ("/usr/bin/bwrap", "--unshare-user", "--uid", "0", "--gid", "0")
     assert {"--unshare-pid", "--die-with-parent"} <= set(argv)
     assert "--unshare-net" not in argv  # the agent reaches its model endpoint; its Bash does not
     assert argv[argv.index("--ro-bind"):argv.index("--ro-bind") + 3] == ("--ro-bind", "/", "/")
@@ -360,21 +362,26 @@ def test_the_command_line_confines_the_whole_agent_and_dies_with_the_host() -> N
     masks = [argv[i + 2] for i, a in enumerate(argv)
              if a == "--ro-bind" and argv[i + 1] == f"{RT}/control/empty"]
     assert f"{w.worktree}/README.md" in masks
-    # As root: the helper drops bwrap's /proc covers and moves the agent to uid 65534.
-    sep = argv.index("--")
+    # As root: the helper drops bwrap's /proc covers and moves the agent to uid 65534; then the
+    # agent's SIGTERM is the default again and bwrap's PWD is gone (the spec's exact environment).
+    sep = argv.index("--", 4)
     assert argv[sep + 1:sep + 3] == ("/bin/sh", "-c")
     helper = argv[sep + 3]
-    assert helper.startswith("unset PWD; /usr/bin/umount /proc/sys")
+    assert helper.startswith("/usr/bin/umount /proc/sys")
     assert f"--map-user={CONFINED_UID}" in helper and helper.endswith('-- "$@"')
+    assert argv[sep + 4:] == ("concorde-confine", "/usr/bin/env", "-u", "PWD",
+                              "--default-signal=TERM", "--")
     wrapped = plan.wrap(_command())
     assert wrapped.argv[len(argv):] == ("claude", "-p") and wrapped.cwd == f"{RT}/work"
 
 
-def test_not_as_root_the_helper_only_drops_pwd() -> None:
+def test_not_as_root_no_helper_runs_before_the_agent() -> None:
     w = world()
     plan = w.plan(w.policy(BASE_GRANT), as_root=False)
     argv = plan.prefix()
-    assert "--uid" not in argv and argv[argv.index("--") + 3] == HELPER
+    assert "--uid" not in argv and plan.helper() is None
+    assert argv[argv.index("--", 4):] == ("--", "/usr/bin/env", "-u", "PWD",
+                                           "--default-signal=TERM", "--")
 
 
 def _command():  # type: ignore[no-untyped-def]

@@ -314,7 +314,7 @@ def test_a_refused_preparation_shows_what_it_settled() -> None:
 
 
 def test_a_program_that_is_not_found_is_a_note_not_a_refusal() -> None:
-    world = world_with(programs=("rg", "fd", "bwrap", "socat"))
+    world = world_with(programs=("rg", "fd", "bwrap", "socat", "env"))
     plan = planned(world, request(backend="claude"))
     assert plan.launches
     assert plan.prepared is not None

@@ -273,7 +273,7 @@ def test_one_missing_prerequisite_is_named_alone_and_fd_is_found_as_fdfind() -> 
 
 
 def test_the_claude_backend_needs_none_of_the_pi_prerequisites() -> None:
-    world = PlanWorld(programs=("claude", "bwrap"), sandbox_runtime=False)
+    world = PlanWorld(programs=("claude", "bwrap", "env"), sandbox_runtime=False)
     result, _ = prepare(world, request(backend="claude"))
     assert isinstance(result, Prepared)
 
@@ -343,7 +343,7 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
     result, progress = prepare(world, req)
     assert isinstance(result, Prepared)
     # The whole agent runs confined (domain/confinement.py): bwrap first, then the agent's own.
-    assert result.confinement is not None and result.command.argv[0] == f"{BIN}/bwrap"
+    assert result.confinement is not None and result.command.argv[3] == f"{BIN}/bwrap"
     assert result.command.argv == (
         *result.confinement.prefix(), f"{BIN}/claude", "-p", "--settings", f"{RT}/control/settings.json",
         "--tools", "Read,Glob,Grep,Edit,Write,Bash", "--json-schema", RESULT_SCHEMA,
@@ -413,7 +413,7 @@ def test_a_pi_launch_plan_has_its_exact_command_environment_tools_and_digests() 
     req = request(backend="pi", local_model="local/m", reasoning="medium")
     result, _ = prepare(world, req)
     assert isinstance(result, Prepared)
-    assert result.confinement is not None and result.command.argv[0] == f"{BIN}/bwrap"
+    assert result.confinement is not None and result.command.argv[3] == f"{BIN}/bwrap"
     assert result.command.argv == (
         *result.confinement.prefix(), f"{BIN}/pi", "-p", "--mode", "json", "--no-extensions", "-e",
         f"{RT}/control/permission.ts", "--no-context-files", "--no-skills",
