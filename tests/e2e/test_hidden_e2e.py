@@ -200,7 +200,8 @@ def absent(text: str) -> bool:
     """Claude Code's own answer for a search root that is not there: inside the confinement
     (domain/confinement.py) what the rules hide wholesale is absent, so Claude Code finds no such
     path before any hook is asked."""
-    return text.startswith("<tool_use_error>Path does not exist: ")
+    return text.startswith(("<tool_use_error>Path does not exist: ",       # Grep
+                            "<tool_use_error>Directory does not exist: "))  # Glob
 
 
 def assert_pi_saw_nothing(run: PiRun, target: Path, copy: str) -> None:
