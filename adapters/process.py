@@ -40,13 +40,18 @@ Ending, precisely (what the host relies on):
    a process keeps the pipe open; every line the leader wrote is yielded but the overlong ones,
    which are counted. (It ends earlier when stdout reaches end of file while the leader still
    runs: every holder closed it. `wait` then still waits for the leader.)
-3. `wait()` returns the status only after all of that: once it has returned, `lines()` yields
+3. When the program reported the init of its PID namespace (an argument `NAMESPACE_REPORT_FD`,
+   adapters/namespace_init.py), a pidfd of that init was opened as soon as the report came, and
+   after the pipe threads stopped the watcher waits on it (`poll(2)`, bounded) until the init
+   has exited: the kernel completes an init's exit only after every other process of its
+   namespace is gone, so none of them outlives the end.
+4. `wait()` returns the status only after all of that: once it has returned, `lines()` yields
    what is left in its queue and ends, and `stderr_tail()` is final.
-4. `kill_group()` (SIGKILL to the group) may be called at any time, any number of times. Before
-   the leader has exited it kills the group, and 1–3 follow. After the leader was reaped it does
+5. `kill_group()` (SIGKILL to the group) may be called at any time, any number of times. Before
+   the leader has exited it kills the group, and 1–4 follow. After the leader was reaped it does
    nothing: the rest of the group was already killed in step 1, and signalling a group id that
    may by now belong to someone else would be unsafe.
-5. Back-pressure never holds up an ending: the timer, the watcher and `kill_group` never wait for
+6. Back-pressure never holds up an ending: the timer, the watcher and `kill_group` never wait for
    the queue, and the bound is lifted before the watcher waits for the pipe threads (2). A
    program that fills the queue while nobody reads `lines()` blocks on its stdout until the
    consumer reads on, its timeout passes or `kill_group` is called; `wait(None)` without reading
@@ -66,6 +71,12 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from concorde_workers.adapters.namespace_init import (
+    await_exit,
+    open_init,
+    read_report,
+    report_pipe,
+)
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import ProcessStartFailed
 
@@ -159,10 +170,12 @@ class SubprocessRunner:
             raise ValueError("timeout_seconds must not be negative")
         # Encode before starting: a string that is not valid Unicode fails here, not in a thread.
         stdin_bytes = None if stdin_text is None else stdin_text.encode("utf-8")
+        args, report = report_pipe(args)
         stop_r, stop_w = os.pipe()  # close-on-exec: the program never sees it
         try:
             proc = subprocess.Popen(
                 list(args),
+                pass_fds=() if report is None else (report[1],),
                 env=dict(env),
                 cwd=cwd,
                 stdin=subprocess.DEVNULL if stdin_bytes is None else subprocess.PIPE,
@@ -173,17 +186,18 @@ class SubprocessRunner:
                 start_new_session=True,
             )
         except OSError as exc:
-            os.close(stop_r)
-            os.close(stop_w)
+            _close(stop_r, stop_w, *(report or ()))
             raise ProcessStartFailed(args, str(exc)) from exc
         except BaseException:
-            os.close(stop_r)
-            os.close(stop_w)
+            _close(stop_r, stop_w, *(report or ()))
             raise
+        if report is not None:
+            os.close(report[1])  # the program holds it now: end of file once it closes it
         try:
             return SubprocessHandle(
                 proc,
                 stop_pipe=(stop_r, stop_w),
+                report_fd=None if report is None else report[0],
                 stdin_bytes=stdin_bytes,
                 timeout_seconds=timeout_seconds,
                 stderr_keep_bytes=self.stderr_keep_bytes,
@@ -198,6 +212,12 @@ class SubprocessRunner:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 class _Tail:
@@ -374,6 +394,7 @@ class SubprocessHandle:
         max_line_bytes: int = MAX_LINE_BYTES,
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
         wait_timeout: WaitTimeout | None = None,
+        report_fd: int | None = None,
     ) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         self._proc = proc
@@ -412,8 +433,14 @@ class SubprocessHandle:
             self._pipe_threads.append(
                 self._thread("stdin", self._feed, stdin.fileno(), stdin_bytes, stdin.close)
             )
+        # The init of the program's PID namespace, once reported (a pidfd; None: none).
+        self._init: int | None = None
+        self._namespace_thread = None if report_fd is None else self._thread(
+            "namespace", self._follow_namespace, report_fd)
         for t in self._pipe_threads:
             t.start()
+        if self._namespace_thread is not None:
+            self._namespace_thread.start()
         self._thread("watch", self._watch).start()
         if timeout_seconds is not None:
             self._thread("timeout", self._enforce_timeout, timeout_seconds).start()
@@ -546,6 +573,24 @@ class SubprocessHandle:
         finally:
             close()
 
+    def _follow_namespace(self, fd: int) -> None:
+        """Open a pidfd of the namespace's init as soon as the program reports it (bwrap writes
+        the report before the namespace runs anything, so the init is alive then)."""
+        try:
+            self._init = open_init(read_report(fd, self._stop_r))
+        finally:
+            os.close(fd)
+
+    def _await_namespace(self) -> None:
+        """No process of the program's PID namespace outlives the end: wait until its init has
+        exited, which the kernel completes only once every other process there is gone."""
+        if self._namespace_thread is None:
+            return
+        self._namespace_thread.join()
+        init, self._init = self._init, None
+        if init is not None:
+            await_exit(init)
+
     def _watch(self) -> None:
         """Wait for the leader to exit; kill the rest of its group while the unreaped leader
         still holds the group id; reap it; stop the pipe threads; then report done."""
@@ -579,6 +624,7 @@ class SubprocessHandle:
                 os.write(self._stop_w, b"x")
                 for t in self._pipe_threads:
                     t.join()
+                self._await_namespace()
             finally:
                 os.close(self._stop_w)
                 os.close(self._stop_r)

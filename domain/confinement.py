@@ -21,7 +21,9 @@ The mount count scales with the deny rules, that is with the grant, not the repo
 
 Lifetime: bwrap `--unshare-pid --die-with-parent`. When the host dies (SIGKILL, the OOM killer)
 the launcher gets SIGKILL, its namespace's init gets SIGKILL, and the kernel kills every process
-of the namespace, including those that left the process group with setsid().
+of the namespace, including those that left the process group with setsid(). When a round ends
+the process runner waits until the init bwrap reports on `--info-fd` has exited, which the
+kernel completes only once every other process of the namespace is gone.
 
 As root a helper runs first inside the namespace (`HELPER_AS_ROOT`): bwrap covers /proc/irq and
 /proc/bus with read-only binds, which makes a nested sandbox's fresh /proc "too revealing" for
@@ -50,7 +52,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.grant import Level
-from concorde_workers.domain.launch import LaunchCommand
+from concorde_workers.domain.launch import NAMESPACE_REPORT_FD, LaunchCommand
 from concorde_workers.domain.paths import EntryKind, ListDir, is_within, relative_to
 from concorde_workers.domain.policy import PROCESSES, Policy, directory_level
 
@@ -133,7 +135,9 @@ class Confinement(BaseModel):
         argv = [t.env, "--ignore-signal=TERM", "--", t.bwrap, "--unshare-user"]
         if self.as_root:
             argv += ["--uid", "0", "--gid", "0"]
-        argv += ["--unshare-pid", "--die-with-parent",
+        # --info-fd: bwrap reports the namespace's init on a pipe of the process runner, which
+        # ends the round only once that init has exited, that is once the namespace is empty.
+        argv += ["--unshare-pid", "--die-with-parent", "--info-fd", NAMESPACE_REPORT_FD,
                  "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for mount in self.mounts:
             argv += _mount_args(mount, self.empty_file)

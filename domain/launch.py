@@ -39,6 +39,12 @@ CLAUDE_PROGRAM = "claude"
 PI_PROGRAM = "pi"
 PI_RESULT_TOOL = "concorde_result"
 
+NAMESPACE_REPORT_FD = "{namespace-report-fd}"
+"""An argument the process runner replaces with the number of a pipe's write end it passes to
+the program, on which the program reports, as bubblewrap's `--info-fd` does (JSON with
+`child-pid` and `pid-namespace`), the process whose exit ends its PID namespace: the round ends
+only once that process has exited (ports/process.py "How a round ends")."""
+
 
 class LaunchCommand(BaseModel):
     """One round's command: its argv (program first), working directory, the tool set as passed

@@ -13,6 +13,14 @@ How a round ends (seed 000: "No worker process outlives its round"):
   yielded first.
 - `wait()` returns only when the leader was reaped and stdout and stderr were read to their end:
   after it, `lines()` yields what is left and ends, and `stderr_tail()` is final.
+- A program that runs its tree in a PID namespace of its own (the confinement's bubblewrap)
+  names that namespace's init: an argument equal to `NAMESPACE_REPORT_FD` is replaced by the
+  number of a pipe on which the program reports it (bwrap's `--info-fd`). Then `wait()` returns
+  only once that init has exited too, which the kernel allows only after every other process of
+  the namespace is gone (when a namespace's init exits, the kernel kills the rest and waits for
+  them to be reaped before the init's own exit completes). Killing the group reaches the launcher
+  and the init at once, but the namespace's processes die asynchronously after that; without
+  this wait the round could end while they are still exiting.
 - The host still calls `kill_group()` when the round ends, whatever the reason (it is what ends
   a running program early, e.g. on cancellation); it is idempotent and harmless after the end.
 
@@ -33,9 +41,11 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 from concorde_workers.domain.stdout import Overlong
 
-__all__ = ["ProcessHandle", "ProcessRunner", "ProcessSpec", "ProcessStartFailed"]
+__all__ = ["NAMESPACE_REPORT_FD", "ProcessHandle", "ProcessRunner", "ProcessSpec",
+           "ProcessStartFailed"]
 
 
 class ProcessStartFailed(Exception):
@@ -99,7 +109,8 @@ class ProcessHandle(Protocol):
     def wait(self, timeout: float | None) -> int | None:
         """The exit status (negative: killed by that signal), or None when it has not ended
         within `timeout` seconds (None: wait as long as it takes). "Ended": the leader was
-        reaped and stdout and stderr were read to their end."""
+        reaped, stdout and stderr were read to their end, and the namespace init the program
+        reported (if any) has exited."""
         ...
 
     def kill_group(self) -> None:
@@ -124,6 +135,8 @@ class ProcessRunner(Protocol):
         """Start `argv` (no shell; a name without a slash is looked up on `env`'s PATH) in a
         new session and process group with exactly `env` (nothing inherited), in `cwd`, given
         `stdin_text` as UTF-8 on stdin then end of file (None: an empty stdin); kill the group
-        when `timeout_seconds` pass (None: no limit). Raises `ProcessStartFailed` with the
+        when `timeout_seconds` pass (None: no limit). An argument equal to
+        `NAMESPACE_REPORT_FD` becomes the number of the pipe the program reports its PID
+        namespace's init on (module docstring). Raises `ProcessStartFailed` with the
         operating system's error text when the program or `cwd` is missing or not usable."""
         ...

@@ -21,7 +21,12 @@ from timing import SLOW
 
 from concorde_workers.adapters.process import SubprocessRunner, _LineSplitter
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
-from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
+from concorde_workers.ports.process import (
+    NAMESPACE_REPORT_FD,
+    ProcessHandle,
+    ProcessRunner,
+    ProcessStartFailed,
+)
 
 # Python itself must not add to the environment it reports (PEP 538 locale coercion would add
 # LC_CTYPE to an environment without a locale).
@@ -41,6 +46,7 @@ class Program:
     stderr: bytes = b""
     echo_env: bool = False
     echo_stdin: bool = False
+    echo_argv: bool = False
     hang: bool = False
     exit_status: int = 0
 
@@ -55,6 +61,8 @@ class Program:
                 f"sys.stderr.buffer.write({self.stderr!r}); sys.stderr.buffer.flush()",
                 f"if {self.echo_env}:",
                 "    out.write(json.dumps(dict(os.environ)).encode() + b'\\n')",
+                f"if {self.echo_argv}:",
+                "    out.write(json.dumps(sys.argv[1:]).encode() + b'\\n')",
                 f"if {self.echo_stdin}:",
                 "    text = sys.stdin.buffer.read().decode()",
                 "    out.write(json.dumps(text).encode() + b'\\nEOF\\n')",
@@ -72,6 +80,8 @@ class Program:
             data = self.stdout * self.repeat
             if self.echo_env:
                 data += json.dumps(start.env).encode() + b"\n"
+            if self.echo_argv:
+                data += json.dumps(list(start.argv[1:])).encode() + b"\n"
             if self.echo_stdin:
                 data += json.dumps(start.stdin_text or "").encode() + b"\nEOF\n"
             return data
@@ -102,9 +112,10 @@ class RealProcessWorld:
         stderr_keep_bytes: int = 80_000,
         max_line_bytes: int = MAX_LINE_BYTES,
         queue_bytes: int = QUEUE_BYTES,
+        args: tuple[str, ...] = (),
     ) -> Any:
         return self.runner(stderr_keep_bytes, max_line_bytes, queue_bytes).start(
-            [sys.executable, "-c", program.script()],
+            [sys.executable, "-c", program.script(), *args],
             BASE_ENV if env is None else env,
             str(self.tmp),
             stdin_text=stdin_text,
@@ -159,12 +170,13 @@ class FakeProcessWorld:
         stderr_keep_bytes: int = 80_000,
         max_line_bytes: int = MAX_LINE_BYTES,
         queue_bytes: int = QUEUE_BYTES,
+        args: tuple[str, ...] = (),
     ) -> Any:
         runner = FakeProcessRunner.scripted(program.fake(), stderr_keep_bytes=stderr_keep_bytes,
                                             max_line_bytes=max_line_bytes)
         self.last_runner = runner
         return runner.start(
-            ["fake-program"],
+            ["fake-program", *args],
             BASE_ENV if env is None else env,
             str(self.tmp),
             stdin_text=stdin_text,
@@ -332,6 +344,16 @@ def test_kill_group_after_a_normal_exit_is_harmless(world: Any) -> None:
     handle.kill_group()
     assert handle.wait(None) == 0
     assert handle.timed_out is False
+
+
+def test_the_namespace_report_placeholder_becomes_a_descriptor_number(world: Any) -> None:
+    """A program asked to report its PID namespace's init sees the number of the pipe it writes
+    the report on; one that writes none (no namespace) ends as any other."""
+    handle = world.start(Program(echo_argv=True), args=("--info-fd", NAMESPACE_REPORT_FD, "x"))
+    lines, status = finish(handle)
+    flag, number, rest = json.loads(lines[0])
+    assert (flag, rest, status) == ("--info-fd", "x", 0)
+    assert number.isdigit() and int(number) > 2  # never stdin, stdout or stderr
 
 
 # -- bounded memory whatever the program prints (issue 9 §2) ---------------------------------

@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
-from concorde_workers.ports.process import ProcessStartFailed
+from concorde_workers.ports.process import NAMESPACE_REPORT_FD, ProcessStartFailed
 
 DEFAULT_STDERR_KEEP_BYTES = 80_000  # as SubprocessRunner's
+FAKE_REPORT_FD = "3"  # the report pipe's number a fake program sees for NAMESPACE_REPORT_FD
 
 # What a fake program writes on stdout: a list of lines (yielded as given), or a raw stream
 # (bytes, or str taken as UTF-8) split and decoded exactly as the real runner does, or a function
@@ -36,7 +37,8 @@ StdoutSource = StdoutScript | Callable[["FakeStart"], StdoutScript]
 
 @dataclass(frozen=True)
 class FakeStart:
-    """One call of `start`, as asked (env is a copy)."""
+    """One call of `start`, as asked (env is a copy), but for `NAMESPACE_REPORT_FD` in argv,
+    which is the number the program sees (`FAKE_REPORT_FD`)."""
 
     argv: tuple[str, ...]
     env: dict[str, str]
@@ -114,7 +116,10 @@ class FakeProcessRunner:
         stdin_text: str | None = None,
         timeout_seconds: float | None = None,
     ) -> FakeProcessHandle:
-        record = FakeStart(tuple(argv), dict(env), cwd, stdin_text, timeout_seconds)
+        # The program sees the report pipe's number where the placeholder was, as with the real
+        # runner; a fake program reports no namespace init (it has no processes to wait for).
+        asked = tuple(FAKE_REPORT_FD if a == NAMESPACE_REPORT_FD else a for a in argv)
+        record = FakeStart(asked, dict(env), cwd, stdin_text, timeout_seconds)
         self.starts.append(record)
         if not record.argv:
             raise ProcessStartFailed(record.argv, "empty argument list")

@@ -164,10 +164,12 @@ class HostHarness:
     def run(self, *scenarios: Scenario, grant: dict[str, Any] | None = None,
             limits: Limits | None = None, validation: RoundValidation | None = None,
             cancel: Cancellation | None = None, interpreter: str | None = None,
-            deadline: Deadline | None = None, confined: bool = False) -> HostRun:
+            deadline: Deadline | None = None, confined: bool = False,
+            runtime_paths: Sequence[Path] = ()) -> HostRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes, instead
         of the seconds of `limits`, which then only bound a test that never expires it;
-        `confined` runs agent.py inside the production confinement."""
+        `confined` runs agent.py inside the production confinement; `runtime_paths` are the
+        request's (read-only inside the confinement: a place for the tests' named pipes)."""
         backend = ProgramBackend(name=self.backend_name,  # type: ignore[arg-type]
                                  scenarios=list(scenarios), credentials=self.credentials,
                                  confined=confined,
@@ -180,7 +182,9 @@ class HostHarness:
         container.backends.override(providers.Dict(
             pi=providers.Object(backend), claude=providers.Object(backend)))
         host = container.worker_host()
-        record = host.run(self.request(grant=grant, limits=limits), validation, cancel)
+        request = self.request(grant=grant, limits=limits,
+                               runtime_paths=[str(p) for p in runtime_paths])
+        record = host.run(request, validation, cancel)
         errors = sorted(validator("contract.workers.worker-run-record").iter_errors(
             record.model_dump(mode="json")), key=str)
         assert not errors, [e.message for e in errors]

@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from e2e.agent_processes import processes_with
+from e2e.agent_processes import NamespaceHolder, processes_with
 from fakes.program_backend import Step
 from integration.host_fixtures import HostHarness, HostRun, ok_result
+from timing import SLOW, Signal
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.domain.request import Limits
@@ -30,7 +31,6 @@ from concorde_workers.domain.request import Limits
 pytestmark = pytest.mark.integration
 
 OPEN = (Step.session("s-1"), Step.transcript())
-GONE_WITHIN = 2.0  # seconds
 
 
 @pytest.fixture
@@ -46,11 +46,9 @@ def harness(project: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[HostHarne
 
 
 def left_of(run: HostRun) -> dict[int, list[str]]:
-    """The run's processes still alive, once they had GONE_WITHIN seconds to go."""
-    deadline = time.monotonic() + GONE_WITHIN
-    while (found := processes_with(str(run.runtime_dir))) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return found
+    """The run's processes still alive right after `WorkerHost.run` returned: a round ends only
+    once its PID namespace is empty, so there must be none at once, not after a while."""
+    return processes_with(str(run.runtime_dir))
 
 
 def escaping_child() -> list[dict[str, Any]]:
@@ -63,6 +61,37 @@ def escaping_child() -> list[dict[str, Any]]:
 def test_a_child_that_left_the_group_dies_with_an_ok_round(harness: HostHarness) -> None:
     run = harness.run([*escaping_child(), Step.result(ok_result())], confined=True)
     assert run.record.status == "ok", run.record.error
+    assert left_of(run) == {}
+
+
+@pytest.mark.req("No worker process outlives its round")
+def test_the_run_returns_only_once_the_namespace_has_ended(harness: HostHarness) -> None:
+    """A process of the run's PID namespace that the test keeps from being reaped (its parent
+    is outside: NamespaceHolder) keeps the namespace's init from finishing its exit, as a slow
+    teardown would: the cancelled run does not return until it has, and then nothing is left."""
+    events = harness.root / "events"
+    events.mkdir()
+    running = Signal(events / "running")
+    cancel = Cancellation()
+    runs: list[HostRun] = []
+    worker = threading.Thread(target=lambda: runs.append(harness.run(
+        [*OPEN, Step.signal(events / "running"), Step.sleep(3600), Step.result(ok_result())],
+        cancel=cancel, confined=True, runtime_paths=[events])))
+    worker.start()
+    running.wait()
+    ours = os.readlink("/proc/self/ns/pid")
+    inside = next(pid for pid in processes_with(str(harness.tmp))
+                  if os.readlink(f"/proc/{pid}/ns/pid") != ours)  # the run's only namespace
+    holder = NamespaceHolder(inside)
+    try:
+        cancel.cancel("the operation run was cancelled")
+        worker.join(1.0)  # only a failure returns; the init cannot end before the release
+        assert worker.is_alive(), "the run returned while its PID namespace was still ending"
+    finally:
+        holder.release()
+    worker.join(SLOW)
+    (run,) = runs
+    assert run.code == "interrupted", run.record.error
     assert left_of(run) == {}
 
 

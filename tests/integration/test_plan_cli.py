@@ -155,7 +155,8 @@ def test_claude_plan_without_an_operation_prints_every_section(project: Any) -> 
     # The whole agent runs confined: bwrap first, the helper, then the agent's own command.
     assert command[0].startswith("/usr/bin/env --ignore-signal=TERM -- "
                                  f"{project.bin}/bwrap --unshare-user --uid 0 --gid 0 "
-                                 "--unshare-pid --die-with-parent --ro-bind / / ")
+                                 "--unshare-pid --die-with-parent "
+                                 "--info-fd '{namespace-report-fd}' --ro-bind / / ")
     assert (f"concorde-confine /usr/bin/env -u PWD --default-signal=TERM -- "
             f"{project.bin}/claude -p --settings {rt}/control/settings.json "
             "--tools Read,Glob,Grep,Edit,Write,Bash --json-schema '<") in command[0]

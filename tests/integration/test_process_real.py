@@ -20,6 +20,7 @@ import ctypes
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import threading
@@ -28,9 +29,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from timing import SLOW, Deadline
+from e2e.agent_processes import namespace_processes
+from timing import SLOW, Deadline, Gate
 
 from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 from concorde_workers.domain.stdout import Overlong
 
 pytestmark = pytest.mark.integration
@@ -386,3 +389,97 @@ def test_no_thread_or_descriptor_is_left_behind(tmp_path: Path) -> None:
             t.join(SLOW)
             assert not t.is_alive(), t.name
     assert open_fds() <= before
+
+
+# -- a program's PID namespace: the end waits for its init (ports/process.py) ------------------
+
+BWRAP = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin")
+CROWD = 400  # processes in the namespace: the kernel ends them one by one after the init died
+
+# Prints its PID namespace, starts CROWD processes there (each in a session of its own, out of
+# every process group), prints "crowded" and then exits or hangs.
+CROWDED = f"""
+import os, sys, time
+print(os.readlink("/proc/self/ns/pid"), flush=True)
+for _ in range({CROWD}):
+    if os.fork() == 0:
+        os.setsid()
+        time.sleep(3600)
+        os._exit(0)
+print("crowded", flush=True)
+while sys.argv[1] == "hang":
+    time.sleep(3600)
+"""
+
+
+def in_namespace(program: list[str]) -> list[str]:
+    """`program` run by bwrap in a PID namespace of its own that reports its init."""
+    assert BWRAP is not None, "bubblewrap is required (apt-get install bubblewrap)"
+    return [BWRAP, "--unshare-user", "--unshare-pid", "--die-with-parent",
+            "--info-fd", NAMESPACE_REPORT_FD, "--ro-bind", "/", "/", "--dev", "/dev",
+            "--proc", "/proc", "--", *program]
+
+
+@pytest.mark.req("No worker process outlives its round")
+@pytest.mark.parametrize("ending", ["exit", "kill_group"])
+def test_the_end_comes_only_once_the_pid_namespace_is_empty(tmp_path: Path, ending: str) -> None:
+    """The group kill reaches bwrap's launcher and init at once, but the kernel ends the rest of
+    the namespace during the init's exit, after the launcher was reaped: `wait` returns only
+    once that exit is complete, so not one of the CROWD processes is alive when it does (without
+    the wait on the init's pidfd most of them still were)."""
+    handle = runner().start(in_namespace([PY, "-c", CROWDED, "hang" if ending != "exit" else ""]),
+                            ENV, str(tmp_path))
+    lines = []
+    for line in handle.lines():
+        lines.append(line)
+        if line == "crowded" and ending == "kill_group":
+            handle.kill_group()
+    status = handle.wait(SLOW)
+    left = namespace_processes(lines[0])  # at once: the end must not come before the empty
+    assert lines[1:] == ["crowded"]
+    assert left == {}, f"{len(left)} processes of the namespace outlived the end"
+    assert status == (0 if ending == "exit" else -signal.SIGKILL)
+
+
+# The namespace's init as the report names it, played by a process that left the group (so no
+# group kill ends it): it reports itself with its own pid namespace, waits on the gate, exits.
+LINGERING_INIT = """
+import json, os, sys
+report, gate = int(sys.argv[1]), sys.argv[2]
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    os.close(report)
+    open(gate, "rb").read()
+    os._exit(0)
+namespace = os.stat(f"/proc/{pid}/ns/pid").st_ino
+os.write(report, json.dumps({"child-pid": pid, "pid-namespace": namespace}).encode())
+os.close(report)
+print(pid, flush=True)
+"""
+
+
+def test_wait_follows_the_reported_init_not_only_the_leader(tmp_path: Path) -> None:
+    gate = Gate(tmp_path / "gate")
+    handle = runner().start([PY, "-c", LINGERING_INIT, NAMESPACE_REPORT_FD, str(gate.path)],
+                            ENV, str(tmp_path))
+    (init,) = [int(line) for line in handle.lines()]
+    fd = os.pidfd_open(init)
+    try:
+        # The leader has exited; the init it reported is provably alive at the gate.
+        assert handle.wait(0.3) is None
+        gate.release()
+        assert handle.wait(SLOW) == 0
+        assert select.select([fd], [], [], 0)[0] == [fd], "wait returned before the init ended"
+    finally:
+        os.close(fd)
+
+
+def test_a_report_naming_a_pid_now_in_another_namespace_ends_at_once(tmp_path: Path) -> None:
+    """A pid held by a process of another PID namespace than the one reported (reused after the
+    init it named was reaped) is no init to wait for: that init is gone. Pid 1 lives for good."""
+    program = ("import json, os, sys; fd = int(sys.argv[1]); "
+               "os.write(fd, json.dumps({'child-pid': 1, 'pid-namespace': 1}).encode())")
+    handle = runner().start([PY, "-c", program, NAMESPACE_REPORT_FD], ENV, str(tmp_path))
+    assert list(handle.lines()) == []
+    assert handle.wait(SLOW) == 0

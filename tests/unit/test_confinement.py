@@ -26,6 +26,7 @@ from concorde_workers.domain.confinement import (
     parse_rule,
 )
 from concorde_workers.domain.grant import Grant, parse_grant
+from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 from concorde_workers.domain.paths import EntryKind, is_within
 from concorde_workers.domain.placement import AdminPath
 from concorde_workers.domain.policy import Policy, build_policy, decide_read, decide_write
@@ -352,6 +353,9 @@ def test_the_command_line_confines_the_whole_agent_and_dies_with_the_host() -> N
     assert argv[:3] == ("/usr/bin/env", "--ignore-signal=TERM", "--")
     assert argv[3:9] == ("/usr/bin/bwrap", "--unshare-user", "--uid", "0", "--gid", "0")
     assert {"--unshare-pid", "--die-with-parent"} <= set(argv)
+    # bwrap reports the namespace's init to the process runner, which ends the round only once
+    # that init (and so every process of the namespace) is gone.
+    assert argv[argv.index("--info-fd") + 1] == NAMESPACE_REPORT_FD
     assert "--unshare-net" not in argv  # the agent reaches its model endpoint; its Bash does not
     assert argv[argv.index("--ro-bind"):argv.index("--ro-bind") + 3] == ("--ro-bind", "/", "/")
     # Every tmpfs is made read-only after everything was mounted into it.
