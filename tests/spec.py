@@ -9,6 +9,7 @@ the clone). Tests name a requirement with `@pytest.mark.req("<title>")`.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +45,12 @@ def requirement_titles(spec_file: Path) -> list[str]:
 
 def named_requirements(tests_root: Path = ROOT / "tests") -> dict[str, list[str]]:
     """Requirement title -> the tests (file::function) whose `pytest.mark.req` names it."""
+    return {title: list(tests) for title, tests in _named(tests_root).items()}
+
+
+@functools.cache
+def _named(tests_root: Path) -> dict[str, tuple[str, ...]]:
+    """Parsed once per run: three conformance tests ask, and every test file is parsed."""
     named: dict[str, list[str]] = {}
     for path in sorted(tests_root.rglob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -54,7 +61,7 @@ def named_requirements(tests_root: Path = ROOT / "tests") -> dict[str, list[str]
                 title = _req_title(deco)
                 if title is not None:
                     named.setdefault(title, []).append(f"{path.relative_to(ROOT)}::{node.name}")
-    return named
+    return {title: tuple(tests) for title, tests in named.items()}
 
 
 def _req_title(deco: ast.expr) -> str | None:

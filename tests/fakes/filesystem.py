@@ -68,30 +68,38 @@ class FakeFileSystem:
 
     def write(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         """Create or replace a regular file, creating missing parent directories."""
-        self.mkdir(posixpath.dirname(self._abs(path)))
+        parent = self._mkdirs(posixpath.dirname(self._abs(path)))
         payload = data.encode("utf-8") if isinstance(data, str) else data
-        parent = self._resolve(posixpath.dirname(self._abs(path)), follow=True)
         self.nodes[posixpath.join(parent, posixpath.basename(path))] = self._new(
             EntryKind.FILE, mode & 0o7777, payload
         )
 
     def mkdir(self, path: str, mode: int = 0o755) -> None:
         """Create a directory and its parents (existing ones are kept)."""
+        self._mkdirs(path, mode)
+
+    def _mkdirs(self, path: str, mode: int = 0o755) -> str:
+        """`mkdir`, returning the directory's physical path. Each step starts from the physical
+        path of the one before, so only a link met on the way is resolved again (setting up a
+        large tree stays linear in its depth)."""
         current = "/"
         for part in self._abs(path).strip("/").split("/"):
             if not part:
                 continue
-            current = self._resolve(posixpath.join(current, part), follow=True)
+            current = posixpath.join(current, part)
             node = self.nodes.get(current)
+            if node is not None and node.kind is EntryKind.SYMLINK:
+                current = self._resolve(current, follow=True)
+                node = self.nodes.get(current)
             if node is None:
                 self.nodes[current] = self._new(EntryKind.DIRECTORY, mode)
             elif node.kind is not EntryKind.DIRECTORY:
                 raise self._error(current, "mkdir", errno.ENOTDIR)
+        return current
 
     def symlink(self, target: str, link: str) -> None:
         """Create symbolic link `link` pointing at `target` (kept as given, may dangle)."""
-        self.mkdir(posixpath.dirname(self._abs(link)))
-        parent = self._resolve(posixpath.dirname(self._abs(link)), follow=True)
+        parent = self._mkdirs(posixpath.dirname(self._abs(link)))
         self.nodes[posixpath.join(parent, posixpath.basename(link))] = self._new(
             EntryKind.SYMLINK, 0o777, target=target
         )

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from concorde_workers.application.cli import main
 from concorde_workers.domain.grant import parse_grant
@@ -698,8 +699,8 @@ def _field_values(p: Any) -> dict[str, st.SearchStrategy[Any]]:
     }
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(0.15), derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_request_file_content_gives_0_or_2(project: Any, data: st.DataObject) -> None:
     values = _field_values(project)
@@ -717,8 +718,8 @@ def test_any_request_file_content_gives_0_or_2(project: Any, data: st.DataObject
     assert result.json()["verdict"] == ("launch" if result.status == 0 else "refused")
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=examples(0.06), derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(content=st.binary(max_size=200))
 def test_any_request_file_bytes_give_0_or_2(project: Any, content: bytes) -> None:
     (project.root / "bytes.json").write_bytes(content)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from fakes.agent import make_context
 from fakes.filesystem import FakeFileSystem
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from concorde_workers.adapters.claude import hook_template as T
@@ -435,7 +435,6 @@ def _verdict(decision: Decision) -> tuple[bool, str | None]:
 
 
 @pytest.mark.req("Only rw paths are writable by file tools")
-@settings(max_examples=400, deadline=None)
 @given(given_path=paths, resolved=paths, link=st.booleans())
 def test_the_templates_write_table_is_the_domains(given_path: str, resolved: str,
                                                    link: bool) -> None:
@@ -444,7 +443,6 @@ def test_the_templates_write_table_is_the_domains(given_path: str, resolved: str
 
 
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
-@settings(max_examples=400, deadline=None)
 @given(lexical=paths, real=st.one_of(st.none(), paths), is_directory=st.booleans())
 def test_the_templates_search_roots_are_the_domains(lexical: str, real: str | None,
                                                     is_directory: bool) -> None:
@@ -456,7 +454,6 @@ raw_paths = st.one_of(st.none(), st.integers(), st.sampled_from(["", " ", "~", "
                       st.text(alphabet="ab./~ \t,{}", max_size=12))
 
 
-@settings(max_examples=400, deadline=None)
 @given(tool=st.sampled_from(["Grep", "Glob", "Read"]), path=raw_paths, pattern=raw_paths,
        glob_=raw_paths, cwd=paths)
 def test_the_templates_search_calls_are_the_domains(tool: str, path: Any, pattern: Any,
@@ -560,7 +557,6 @@ def test_the_hook_exits_2_when_it_cannot_write_its_denial(
     assert T.run() == 0
 
 
-@settings(max_examples=400, deadline=None)
 @given(raw=st.text(alphabet=st.sampled_from([*JS_WHITESPACE, "\x1c", "\x85", "a", ".", "/",
                                              "~"]), max_size=12), cwd=paths)
 def test_the_templates_paths_are_the_domains(raw: str, cwd: str) -> None:
@@ -574,7 +570,6 @@ RELS = ["", "a", "a/b", "a/b/c", "a/b/c/d", "ab", "ab/x", "a/bc", "a/bcd", "b", 
         "src", "src/app", "src/app/x.py", "c"]
 
 
-@settings(max_examples=300, deadline=None)
 @given(entries=st.dictionaries(st.sampled_from(ENTRY_PATHS), st.sampled_from(LEVELS),
                                min_size=1, max_size=6))
 def test_the_templates_levels_are_the_grants_over_any_grant(entries: dict[str, str]) -> None:
@@ -672,7 +667,6 @@ hidden_paths = st.builds(
                               "models.json", "trace", "workers"]), max_size=4))
 
 
-@settings(max_examples=400, deadline=None)
 @given(given_path=hidden_paths, resolved=hidden_paths, link=st.booleans())
 def test_the_templates_write_table_hides_as_the_domain(given_path: str, resolved: str,
                                                        link: bool) -> None:
@@ -680,7 +674,6 @@ def test_the_templates_write_table_hides_as_the_domain(given_path: str, resolved
         decide_write(HIDING, given_path, resolved, link))
 
 
-@settings(max_examples=400, deadline=None)
 @given(lexical=hidden_paths, real=st.one_of(st.none(), hidden_paths),
        is_directory=st.booleans())
 def test_the_templates_search_roots_hide_as_the_domain(lexical: str, real: str | None,
@@ -690,7 +683,6 @@ def test_the_templates_search_roots_hide_as_the_domain(lexical: str, real: str |
 
 
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
-@settings(max_examples=600, deadline=None)
 @given(lexical=hidden_paths, real=st.one_of(st.none(), hidden_paths))
 def test_the_templates_read_table_is_the_domains(lexical: str, real: str | None) -> None:
     assert T.decide_read(HIDING_GRANT, lexical, real) == _verdict(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from concorde_workers.application.config import ConfigurationReader
@@ -180,7 +180,6 @@ def check(result: object, map_data: bytes | None) -> None:
     assert result.local_model == ids[result.backend]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     config=as_file(mostly(clean_configs, configs)),
     model_map=as_file(mostly(clean_maps, model_maps)), retired=st.booleans(),
@@ -207,13 +206,11 @@ CONFIG_VALIDATOR = validator("contract.workers.worker-configuration")
 MAP_VALIDATOR = validator("contract.workers.model-map")
 
 
-@settings(max_examples=600, deadline=None)
 @given(st.one_of(configs, json_values))
 def test_the_configuration_schema_check_is_the_contract_s(data: Any) -> None:
     assert (configuration_schema_problem(data) is None) == CONFIG_VALIDATOR.is_valid(data)
 
 
-@settings(max_examples=600, deadline=None)
 @given(st.one_of(model_maps, json_values))
 def test_the_model_map_check_is_at_least_the_contract_s(data: Any) -> None:
     problem = model_map_problem(data)

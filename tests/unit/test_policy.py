@@ -8,7 +8,7 @@ import posixpath
 from collections.abc import Iterable, Sequence
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from concorde_workers.domain.credentials import credential_origins
@@ -584,7 +584,6 @@ def _scenario_policy(files: list[str], grant: Grant, runtime: list[str]) -> Poli
 
 
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_every_withheld_file_is_covered_and_no_readable_one(
     scenario: tuple[list[str], Grant, list[str]],
@@ -609,7 +608,6 @@ def in_runtime_path(rel: str, runtime: list[str]) -> bool:
 
 
 @pytest.mark.req("Only rw paths are writable by file tools")
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_no_edit_rule_covers_an_rw_file_and_only_rw_files_are_writable(
     scenario: tuple[list[str], Grant, list[str]],
