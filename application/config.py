@@ -2,8 +2,10 @@
 
 Seed 000 "Refusals before a run"; seed 002 "Worker configuration" and "Model map". It reads the
 worktree's `.concorde/workers.json` and the machine's model map through a file-system port and
-takes the host environment as a mapping (never `os.environ`); the domain (`domain/config.py`)
-decides. Every outcome is a `ResolvedWorker` or a `Refusal` naming the file it concerns.
+takes the host environment as a mapping (never `os.environ`). Each file is strict JSON
+(`json_text`) checked against its contract's schema by jsonschema, the one authority on the
+files' shape (`contract_problems` words the first problem); the domain (`domain/config.py`)
+decides the rest. Every outcome is a `ResolvedWorker` or a `Refusal` naming the file it concerns.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, cast
 
+from concorde_workers.application.contract_problems import first_problem
+from concorde_workers.application.json_text import decode_json
 from concorde_workers.domain import config as domain
 from concorde_workers.domain.config import (
     ModelMap,
@@ -26,6 +30,8 @@ from concorde_workers.ports.filesystem import FileSystemError
 __all__ = ["ConfigFiles", "ConfigurationReader"]
 
 _DEFAULT_MAP_TEXT = "concorde/models.json of your XDG configuration directory"
+CONFIGURATION_CONTRACT = "contract.workers.worker-configuration"
+MODEL_MAP_CONTRACT = "contract.workers.model-map"
 
 
 class ConfigFiles(Protocol):
@@ -100,10 +106,15 @@ class ConfigurationReader:
         text = self._read(file)
         if isinstance(text, _Unreadable):
             return _config_unreadable(file, f"it is unreadable ({text.why})")
-        decoded = domain.decode_json(text)
+        decoded = decode_json(text)
         if decoded.problem is not None:
             return _config_unreadable(file, decoded.problem)
-        return domain.parse_configuration(decoded.value, file, declared, self._map_text())
+        data = decoded.value
+        if domain.is_version_one(data):
+            return domain.version_one_refusal(file, self._map_text())
+        if problem := first_problem(CONFIGURATION_CONTRACT, data):
+            return domain.config_invalid(file, problem)
+        return domain.parse_configuration(_checked(data), file, declared)
 
     def model_map(self, needs: Sequence[WorkerChoice]) -> ModelMap | Refusal:
         """The machine's model map; `needs` are the choices a missing map's refusal shows."""
@@ -115,10 +126,12 @@ class ConfigurationReader:
         text = self._read(file)
         if isinstance(text, _Unreadable):
             return domain.model_map_invalid(file, f"it is unreadable ({text.why})")
-        decoded = domain.decode_json(text)
+        decoded = decode_json(text)
         if decoded.problem is not None:
             return domain.model_map_invalid(file, decoded.problem)
-        return domain.parse_model_map(decoded.value, file)
+        if problem := first_problem(MODEL_MAP_CONTRACT, decoded.value):
+            return domain.model_map_invalid(file, problem)
+        return domain.parse_model_map(_checked(decoded.value), file)
 
     def _complete(
         self, config: WorkerConfiguration, choices: list[WorkerChoice], runtime: tuple[str, ...]
@@ -175,6 +188,11 @@ def _absolute(worktree: str) -> str:
     if not worktree.startswith("/"):
         raise ValueError(f"the worktree must be an absolute path, not {worktree!r}")
     return posixpath.normpath(worktree)
+
+
+def _checked(data: object) -> dict[str, Any]:
+    """A value its contract's schema accepted: an object (both schemas say "type": "object")."""
+    return cast(dict[str, Any], data)
 
 
 def _config_unreadable(file: str, problem: str) -> Refusal:

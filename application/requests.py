@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from concorde_workers.application.json_text import decode_json
 from concorde_workers.domain.beside import INTERPRETER_REPAIR, RUNTIME_REPAIR, text_problem
-from concorde_workers.domain.config import decode_json
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.text import control_problem

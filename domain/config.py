@@ -1,20 +1,18 @@
 """The worker configuration and the model map: values, resolution and refusals.
 
-Seed 002 "Worker configuration" and "Model map" (schema and semantics); seed 000 "Refusals before
-a run". Pure: the application hands in already-read text or decoded JSON, an environment mapping
-and an existence predicate. Every outcome is a value: the resolved choice, or a `Refusal` whose
-code and reason are those of `REFUSAL_REASONS` and whose message names the file it concerns, says
-what is wrong and how to repair it.
+Seed 002 "Worker configuration" and "Model map" (semantics); seed 000 "Refusals before a run".
+Pure: the application hands in decoded JSON that meets the contract's schema (it checks the
+schema with jsonschema, application/config.py), an environment mapping and an existence
+predicate. Every outcome is a value: the resolved choice, or a `Refusal` whose code and reason
+are those of `REFUSAL_REASONS` and whose message names the file it concerns, says what is wrong
+and how to repair it.
 
-Decisions where the spec is silent:
+Decisions where the spec is silent (docs/decisions.md "Configuration reader"):
 - Order of checks: every config_invalid (schema, names, the caller's declarations, levels no
   backend knows, runtime) before model_not_enabled; the whole file is checked, not only the
   asked worker's entries. Then, per worker, model_unresolved and the effective level against
   the effective backend; then the model map; then the program (backend_missing).
-- The schema is checked by hand with the contract's exact rules (the domain imports no
-  jsonschema); a property test keeps it equal to jsonschema on the contract file.
-- Strict JSON: duplicate keys, NaN/Infinity and numbers too large for a float are refused;
-  non-integer limits above 1e15 are refused as too large.
+- Non-integer limits above 1e15 are refused as too large.
 - Runtime entries that name the workspace itself or a folder holding it are config_invalid:
   they would make the whole worktree readable beside the grant; so are entries with a `.git`
   segment or a character `domain.text` refuses in any given path. Entries that do not exist are
@@ -27,11 +25,9 @@ Decisions where the spec is silent:
 from __future__ import annotations
 
 import json
-import math
 import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -72,14 +68,16 @@ REFUSAL_REASONS: dict[str, Reason] = {
     "model_unmapped": Reason.ENVIRONMENT,
 }
 
-# The contracts' string pattern (matched with `search`, as JSON Schema does) and the project
-# model name of the semantics: letters, digits, '.', '_' and '-', starting with a letter or digit.
-_TEXT = re.compile(r"^[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?\Z")
+# The project model name of the semantics: letters, digits, '.', '_' and '-', starting with a
+# letter or digit.
 _PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
-_TEXT_RULE = "a non-empty string without control characters or surrounding whitespace"
 _NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit"
-_CONFIG_FIELDS = ("schema_version", "enabled_models", "default", "operations", "limits", "runtime")
-_ENTRY_FIELDS = ("backend", "model", "reasoning")
+# Limits of type integer in the contract; the others are numbers, refused above this bound (a
+# timeout or delay that large overflows the clocks it is added to).
+_INTEGER_LIMITS = frozenset(
+    name for name, field in Limits.model_fields.items() if field.annotation is int
+)
+_LARGEST_LIMIT = 1e15
 
 
 def refusal(code: str, message: str, file: str | None) -> Refusal:
@@ -186,216 +184,16 @@ class ResolvedWorker(BaseModel):
     it, else `PATH`."""
 
 
-# ---------------------------------------------------------------- JSON text
+# ---------------------------------------------------------------- words
 
 
-@dataclass(frozen=True)
-class Decoded:
-    """Decoded JSON text: the value, or the problem that kept it from being one."""
-
-    value: object = None
-    problem: str | None = None
-
-
-class _Unacceptable(Exception):
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Unacceptable(f"it has the duplicate key {json.dumps(key)}")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> float:
-    raise _Unacceptable(f"it holds {name}, which is not JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Unacceptable(f"it holds the number {text}, which is too large")
-    return value
-
-
-def decode_json(text: str) -> Decoded:
-    """Strict JSON: duplicate keys, NaN and infinite numbers are problems, not values."""
-    hooks: dict[str, Any] = {
-        "object_pairs_hook": _no_duplicates,
-        "parse_constant": _no_constant,
-        "parse_float": _finite,
-    }
+def show(value: object) -> str:
+    """A value as the file holds it, in JSON, cut to 80 characters."""
     try:
-        return Decoded(value=json.loads(text, **hooks))
-    except _Unacceptable as exc:
-        return Decoded(problem=exc.problem)
-    except json.JSONDecodeError as exc:
-        return Decoded(
-            problem=f"it is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        )
-    except RecursionError:
-        return Decoded(problem="it is not JSON this reader accepts: it is nested too deeply")
-    except ValueError as exc:
-        return Decoded(problem=f"it is not JSON this reader accepts: {exc}")
-
-
-# ---------------------------------------------------------------- schema (exact contract rules)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_integer(value: object) -> bool:
-    return _is_number(value) and (isinstance(value, int) or cast(float, value).is_integer())
-
-
-def _is_text(value: object) -> bool:
-    return isinstance(value, str) and _TEXT.search(value) is not None
-
-
-def _show(value: object) -> str:
-    shown = json.dumps(value, ensure_ascii=True)
+        shown = json.dumps(value, ensure_ascii=True)
+    except (RecursionError, ValueError):
+        return "a value nested too deeply to show"
     return shown if len(shown) <= 80 else shown[:77] + "..."
-
-
-def _unknown(obj: dict[str, Any], allowed: Sequence[str], where: str) -> str | None:
-    for key in obj:
-        if key not in allowed:
-            return (
-                f"{where} has the unknown field {_show(key)}; its fields are {', '.join(allowed)}"
-            )
-    return None
-
-
-def _text_problem(obj: dict[str, Any], key: str, where: str) -> str | None:
-    if key in obj and not _is_text(obj[key]):
-        return f"{where}.{key} is {_show(obj[key])}, but must be {_TEXT_RULE}"
-    return None
-
-
-def _entry_problem(value: object, where: str) -> str | None:
-    if not isinstance(value, dict):
-        return f"{where} must be an object setting backend, model or reasoning"
-    if problem := _unknown(value, _ENTRY_FIELDS, where):
-        return problem
-    if not value:
-        return f"{where} is empty; it must set at least one of backend, model, reasoning"
-    if "backend" in value and not (
-        isinstance(value["backend"], str) and value["backend"] in BACKENDS
-    ):
-        return f'{where}.backend is {_show(value["backend"])}, but must be "claude" or "pi"'
-    return _text_problem(value, "model", where) or _text_problem(value, "reasoning", where)
-
-
-def _object_problem(value: object, where: str) -> str | None:
-    return None if isinstance(value, dict) else f"{where} must be an object"
-
-
-def _enabled_problem(value: object) -> str | None:
-    if problem := _object_problem(value, "enabled_models"):
-        return problem
-    for name, model in cast(dict[str, Any], value).items():
-        where = f"enabled_models.{name}"
-        problem = _object_problem(model, where)
-        problem = problem or _unknown(model, ("reasoning",), where)
-        if problem := problem or _text_problem(model, "reasoning", where):
-            return problem
-    return None
-
-
-def _operations_problem(value: object) -> str | None:
-    if problem := _object_problem(value, "operations"):
-        return problem
-    for name, op in cast(dict[str, Any], value).items():
-        where = f"operations.{name}"
-        problem = _object_problem(op, where) or _unknown(op, ("default", "workers"), where)
-        if problem := problem or _op_entries_problem(op, where):
-            return problem
-    return None
-
-
-def _op_entries_problem(op: dict[str, Any], where: str) -> str | None:
-    if "default" in op and (problem := _entry_problem(op["default"], f"{where}.default")):
-        return problem
-    if "workers" not in op:
-        return None
-    if problem := _object_problem(op["workers"], f"{where}.workers"):
-        return problem
-    for worker, entry in op["workers"].items():
-        if problem := _entry_problem(entry, f"{where}.workers.{worker}"):
-            return problem
-    return None
-
-
-# limit -> (integer?, minimum)
-_LIMIT_RULES: dict[str, tuple[bool, float]] = {
-    "timeout_seconds": (False, 1),
-    "max_turns": (True, 1),
-    "max_budget_usd": (False, 0.01),
-    "rounds": (True, 0),
-    "retries": (True, 0),
-    "retry_delay_seconds": (False, 0),
-}
-
-
-def _limits_problem(value: object) -> str | None:
-    if problem := _object_problem(value, "limits"):
-        return problem
-    limits = cast(dict[str, Any], value)
-    if problem := _unknown(limits, tuple(_LIMIT_RULES), "limits"):
-        return problem
-    for key, limit in limits.items():
-        integer, minimum = _LIMIT_RULES[key]
-        kind = "an integer" if integer else "a number"
-        ok = _is_integer(limit) if integer else _is_number(limit)
-        if not ok or limit < minimum:
-            return f"limits.{key} is {_show(limit)}, but must be {kind} of at least {minimum:g}"
-        if not integer and limit > 1e15:
-            return f"limits.{key} is {_show(limit)}, which is too large"
-    return None
-
-
-def _runtime_problem(value: object) -> str | None:
-    if not isinstance(value, list):
-        return "runtime must be an array of paths"
-    for index, path in enumerate(value):
-        if not _is_text(path):
-            return f"runtime[{index}] is {_show(path)}, but must be {_TEXT_RULE}"
-        if path in value[:index]:
-            return f"runtime lists {_show(path)} twice"
-    return None
-
-
-_SECTION_CHECKS: dict[str, Callable[[object], str | None]] = {
-    "enabled_models": _enabled_problem,
-    "default": lambda value: _entry_problem(value, "default"),
-    "operations": _operations_problem,
-    "limits": _limits_problem,
-    "runtime": _runtime_problem,
-}
-
-
-def configuration_schema_problem(data: object) -> str | None:
-    """The first way `data` breaks the contract's schema (schema_version 2), or None."""
-    if not isinstance(data, dict):
-        return "it must hold a JSON object"
-    if problem := _unknown(data, _CONFIG_FIELDS, "the file"):
-        return problem
-    for key in ("schema_version", "enabled_models"):
-        if key not in data:
-            return f"it lacks the required field {key}"
-    if not _is_number(data["schema_version"]) or data["schema_version"] != 2:
-        return f"schema_version is {_show(data['schema_version'])}; this reader reads 2"
-    for key, check in _SECTION_CHECKS.items():
-        if key in data and (problem := check(data[key])):
-            return problem
-    return None
 
 
 # ---------------------------------------------------------------- the worker configuration
@@ -428,10 +226,6 @@ def retired_refusal(retired: str, file: str, model_map: str) -> Refusal:
 
 def config_invalid(file: str, problem: str, repair: str | None = None) -> Refusal:
     """config_invalid: the file, its first problem and how to repair it."""
-    return _invalid(file, problem, repair)
-
-
-def _invalid(file: str, problem: str, repair: str | None = None) -> Refusal:
     repair = repair or (
         f"Edit {file} so it follows contract.workers.worker-configuration "
         "(schema_version 2), then commit it."
@@ -441,9 +235,11 @@ def _invalid(file: str, problem: str, repair: str | None = None) -> Refusal:
     )
 
 
-def _is_version_one(data: object) -> bool:
+def is_version_one(data: object) -> bool:
+    """A file of schema_version 1, whose models were one program's local ids: it is refused
+    with how to rewrite it (`version_one_refusal`), before its schema is checked."""
     version = data.get("schema_version") if isinstance(data, dict) else None
-    return _is_number(version) and version == 1
+    return isinstance(version, int | float) and not isinstance(version, bool) and version == 1
 
 
 def version_one_refusal(file: str, model_map: str) -> Refusal:
@@ -456,17 +252,24 @@ def version_one_refusal(file: str, model_map: str) -> Refusal:
         f'{model_map} under "models", e.g. "gpt-6-astra": {{"pi": "local-openai/gpt-6-astra"}}; '
         "then commit the rewritten file"
     )
-    return _invalid(file, "it has schema_version 1", repair + ".")
+    return config_invalid(file, "it has schema_version 1", repair + ".")
 
 
-def _names_problem(data: dict[str, Any]) -> str | None:
+def _names_problem(data: Mapping[str, Any]) -> str | None:
     enabled: dict[str, Any] = data["enabled_models"]
     if not enabled:
         return "enabled_models is empty; it must name every model an entry may choose"
     for name in enabled:
         if not _PROJECT_NAME.match(name):
-            shown = _show(name)
+            shown = show(name)
             return f"enabled_models names {shown}, which is not a project model name ({_NAME_RULE})"
+    return None
+
+
+def _limits_problem(data: Mapping[str, Any]) -> str | None:
+    for key, limit in data.get("limits", {}).items():
+        if key not in _INTEGER_LIMITS and limit > _LARGEST_LIMIT:
+            return f"limits.{key} is {show(limit)}, which is too large"
     return None
 
 
@@ -476,7 +279,7 @@ def _levels_problem(config: WorkerConfiguration) -> str | None:
     for where, level in levels:
         if level is not None and level not in KNOWN_LEVELS:
             return (
-                f"{where}.reasoning is {_show(level)}, which no backend knows; claude's levels are "
+                f"{where}.reasoning is {show(level)}, which no backend knows; claude's levels are "
                 f"{', '.join(LEVELS['claude'])} and pi's are {', '.join(LEVELS['pi'])}"
             )
     return None
@@ -486,7 +289,7 @@ def _entry_models_problem(config: WorkerConfiguration) -> str | None:
     for entry in config.entries():
         if entry.model is not None and not _PROJECT_NAME.match(entry.model):
             return (
-                f"{entry.name}.model is {_show(entry.model)}, which is not a project model name "
+                f"{entry.name}.model is {show(entry.model)}, which is not a project model name "
                 f"({_NAME_RULE}); local ids belong in the model map"
             )
     return None
@@ -496,23 +299,23 @@ def _runtime_entry_problem(config: WorkerConfiguration) -> str | None:
     for path in config.runtime or ():
         norm = posixpath.normpath(path)
         if problem := control_problem(path):
-            return f"runtime lists {_show(path)}, which {problem}"
+            return f"runtime lists {show(path)}, which {problem}"
         if ".git" in norm.split("/"):
             # Git metadata is hidden wherever it lies (seed 000 "Placement"); the preparation
             # refuses every other runtime path that would uncover something hidden.
-            return f"runtime lists {_show(path)}, which has a .git segment: Git metadata"
+            return f"runtime lists {show(path)}, which has a .git segment: Git metadata"
         if not path.startswith("/") and all(
             part == ".." for part in norm.split("/") if part != "."
         ):
-            return f"runtime lists {_show(path)}, the workspace itself or a folder above it"
+            return f"runtime lists {show(path)}, the workspace itself or a folder above it"
     return None
 
 
-def _entry(raw: dict[str, Any] | None, name: str) -> Entry | None:
+def _entry(raw: Mapping[str, Any] | None, name: str) -> Entry | None:
     return None if raw is None else Entry(name=name, **raw)
 
 
-def _operation(raw: dict[str, Any], name: str) -> OperationEntries:
+def _operation(raw: Mapping[str, Any], name: str) -> OperationEntries:
     workers = {
         worker: Entry(name=f"operations.{name}.workers.{worker}", **entry)
         for worker, entry in raw.get("workers", {}).items()
@@ -522,12 +325,12 @@ def _operation(raw: dict[str, Any], name: str) -> OperationEntries:
     )
 
 
-def _limits(raw: dict[str, Any]) -> Limits:
-    values = {key: int(v) if _LIMIT_RULES[key][0] else float(v) for key, v in raw.items()}
+def _limits(raw: Mapping[str, Any]) -> Limits:
+    values = {key: int(v) if key in _INTEGER_LIMITS else float(v) for key, v in raw.items()}
     return Limits(**values)
 
 
-def _build(data: dict[str, Any], file: str) -> WorkerConfiguration:
+def _build(data: Mapping[str, Any], file: str) -> WorkerConfiguration:
     runtime = data.get("runtime")
     return WorkerConfiguration(
         file=file,
@@ -545,7 +348,7 @@ def _not_enabled(config: WorkerConfiguration) -> Refusal | None:
             enabled = ", ".join(config.enabled_models)
             message = (
                 f"In the worker configuration {config.file}, {entry.name} chooses the model "
-                f"{_show(entry.model)}, which is not in enabled_models (enabled: {enabled}). "
+                f"{show(entry.model)}, which is not in enabled_models (enabled: {enabled}). "
                 f"Repair {entry.name}: name one of the enabled models, or enable the model by "
                 f'adding "{entry.model}": {{}} to enabled_models; then commit the file.'
             )
@@ -554,28 +357,24 @@ def _not_enabled(config: WorkerConfiguration) -> Refusal | None:
 
 
 def parse_configuration(
-    data: object,
-    file: str,
-    declared: Mapping[str, set[str]] | None = None,
-    model_map: str = "~/.config/concorde/models.json",
+    data: Mapping[str, Any], file: str, declared: Mapping[str, set[str]] | None = None
 ) -> WorkerConfiguration | Refusal:
-    """Decoded `.concorde/workers.json` -> its value, or config_invalid / model_not_enabled.
+    """`.concorde/workers.json` that meets its contract's schema -> its value, or the refusal
+    of what the schema cannot say: config_invalid, then model_not_enabled.
 
-    Every config_invalid problem comes before a model_not_enabled. `declared` (Operation ->
-    worker ids the caller may launch) checks the file's names; None skips that check.
-    `model_map` is where the machine's model map lies, named when schema_version 1 is refused.
+    The caller has checked `data` against contract.workers.worker-configuration's schema
+    (application/config.py, with jsonschema). Every config_invalid problem comes before a
+    model_not_enabled. `declared` (Operation -> worker ids the caller may launch) checks the
+    file's names; None skips that check.
     """
-    if _is_version_one(data):
-        return version_one_refusal(file, model_map)
-    problem = configuration_schema_problem(data) or _names_problem(cast(dict[str, Any], data))
-    if problem:
-        return _invalid(file, problem)
-    config = _build(cast(dict[str, Any], data), file)
+    if problem := _names_problem(data) or _limits_problem(data):
+        return config_invalid(file, problem)
+    config = _build(data, file)
     if declared is not None and (undeclared := check_declared(config, declared)):
         return undeclared
     problem = _entry_models_problem(config) or _levels_problem(config)
     if problem := problem or _runtime_entry_problem(config):
-        return _invalid(file, problem)
+        return config_invalid(file, problem)
     return _not_enabled(config) or config
 
 
@@ -588,7 +387,7 @@ def check_declared(config: WorkerConfiguration, declared: Mapping[str, set[str]]
                 f"operations.{name} names an Operation the caller does not declare "
                 f"(declared: {known})"
             )
-            return _invalid(
+            return config_invalid(
                 config.file, problem, f"Remove or rename operations.{name}, then commit the file."
             )
         for worker in op.workers:
@@ -599,7 +398,7 @@ def check_declared(config: WorkerConfiguration, declared: Mapping[str, set[str]]
                     f"{where} names a worker id Operation {name} does not declare "
                     f"(declared: {known})"
                 )
-                return _invalid(
+                return config_invalid(
                     config.file, problem, f"Remove or rename {where}, then commit the file."
                 )
     return None
@@ -642,7 +441,7 @@ def _unresolved(config: WorkerConfiguration, operation: str, worker: str) -> Ref
 def _wrong_level(config: WorkerConfiguration, choice: WorkerChoice) -> Refusal:
     levels = ", ".join(LEVELS[choice.backend])
     problem = (
-        f"{choice.reasoning_source} sets reasoning {_show(choice.reasoning)} for {choice.label()}, "
+        f"{choice.reasoning_source} sets reasoning {show(choice.reasoning)} for {choice.label()}, "
         f"whose backend {choice.backend} (from {choice.backend_source}) does not know it; "
         f"{choice.backend}'s levels are {levels}"
     )
@@ -650,7 +449,7 @@ def _wrong_level(config: WorkerConfiguration, choice: WorkerChoice) -> Refusal:
         f"Set a level of {choice.backend} there or in a more specific entry, "
         "or choose the other backend; then commit the file."
     )
-    return _invalid(config.file, problem, repair)
+    return config_invalid(config.file, problem, repair)
 
 
 def choose(config: WorkerConfiguration, operation: str, worker: str) -> WorkerChoice | Refusal:
@@ -704,7 +503,7 @@ def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice]
     named = environ.get("CONCORDE_MODEL_MAP", "")
     if named and not named.startswith("/"):
         message = (
-            f"CONCORDE_MODEL_MAP gives the relative path {_show(named)}; it must name the model "
+            f"CONCORDE_MODEL_MAP gives the relative path {show(named)}; it must name the model "
             "map by its absolute path. Set it to an absolute path, or unset it to use "
             "concorde/models.json of the XDG configuration directory."
         )
@@ -722,35 +521,14 @@ def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice]
     return model_map_missing("~/.config/concorde/models.json", needs, why)
 
 
-def _map_model_problem(name: str, ids: object) -> str | None:
-    where = f"models.{name}"
-    if not _PROJECT_NAME.match(name):
-        return f"models names {_show(name)}, which is not a project model name ({_NAME_RULE})"
-    if not isinstance(ids, dict):
-        return f"{where} must be an object giving the model's claude and/or pi id"
-    if problem := _unknown(ids, BACKENDS, where):
-        return problem
-    if not ids:
-        return f"{where} gives the model no id; give its claude id, its pi id or both"
-    return _text_problem(ids, "claude", where) or _text_problem(ids, "pi", where)
-
-
-def model_map_problem(data: object) -> str | None:
-    """The first way `data` breaks contract.workers.model-map or its semantics, or None."""
-    if not isinstance(data, dict):
-        return "it must hold a JSON object"
-    if problem := _unknown(data, ("schema_version", "models"), "the file"):
-        return problem
-    for key in ("schema_version", "models"):
-        if key not in data:
-            return f"it lacks the required field {key}"
-    if not _is_number(data["schema_version"]) or data["schema_version"] != 1:
-        return f"schema_version is {_show(data['schema_version'])}; this reader reads 1"
-    if not isinstance(data["models"], dict):
-        return "models must be an object"
+def model_map_problem(data: Mapping[str, Any]) -> str | None:
+    """The first way a map that meets contract.workers.model-map's schema breaks its semantics:
+    a name that is not a project model name, a model without an id."""
     for name, ids in data["models"].items():
-        if problem := _map_model_problem(name, ids):
-            return problem
+        if not _PROJECT_NAME.match(name):
+            return f"models names {show(name)}, which is not a project model name ({_NAME_RULE})"
+        if not ids:
+            return f"models.{name} gives the model no id; give its claude id, its pi id or both"
     return None
 
 
@@ -760,10 +538,12 @@ def model_map_invalid(file: str, problem: str) -> Refusal:
     return refusal("model_map_invalid", message, file)
 
 
-def parse_model_map(data: object, file: str) -> ModelMap | Refusal:
+def parse_model_map(data: Mapping[str, Any], file: str) -> ModelMap | Refusal:
+    """A map that meets its contract's schema (the caller checked it) -> its value, or
+    model_map_invalid for its semantics."""
     if problem := model_map_problem(data):
         return model_map_invalid(file, problem)
-    return ModelMap(file=file, models=cast(dict[str, Any], data)["models"])
+    return ModelMap(file=file, models=data["models"])
 
 
 def _entry_to_add(model: str, backends: Sequence[Backend], model_map: ModelMap) -> str:
@@ -822,8 +602,8 @@ def runtime_paths(
     for path in listed:
         full = posixpath.normpath(posixpath.join(workspace, path))
         if is_within(workspace, full):
-            problem = f"runtime lists {_show(path)}, which holds the workspace {workspace} itself"
-            return _invalid(config.file, problem)
+            problem = f"runtime lists {show(path)}, which holds the workspace {workspace} itself"
+            return config_invalid(config.file, problem)
         if full not in out and exists(full):
             out.append(full)
     return tuple(out)

@@ -21,7 +21,6 @@ from concorde_workers.domain.config import (
     ResolvedWorker,
     WorkerConfiguration,
     choose,
-    decode_json,
     parse_configuration,
 )
 from concorde_workers.domain.errors import Reason, Refusal
@@ -594,30 +593,6 @@ def test_runtime_paths_that_exist(
     result = resolve(fs)
     assert isinstance(result, ResolvedWorker), result
     assert list(result.runtime) == expected
-
-
-# ------------------------------------------------------------------ strict JSON
-
-
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        ('{"a": 1, "a": 2}', 'duplicate key "a"'),
-        ('{"a": {"b": 1, "b": 1}}', 'duplicate key "b"'),
-        ("[Infinity]", "Infinity"),
-        ("[1e999]", "too large"),
-        ("[" * 100_000, "nested too deeply"),
-        ("{\n\n  x}", "line 3, column 3"),
-        ("", "line 1, column 1"),
-    ],
-)
-def test_decoding_is_strict(text: str, problem: str) -> None:
-    decoded = decode_json(text)
-    assert decoded.problem is not None and problem in decoded.problem
-
-
-def test_decoding_keeps_a_plain_value() -> None:
-    assert decode_json('{"a": [1, 2.5, null]}').value == {"a": [1, 2.5, None]}
 
 
 def test_the_worktree_must_be_absolute_and_is_normalized() -> None:
