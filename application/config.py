@@ -18,13 +18,10 @@ from typing import Any, Protocol, cast
 from concorde_workers.application.contract_problems import first_problem
 from concorde_workers.application.json_text import decode_json
 from concorde_workers.domain import config as domain
-from concorde_workers.domain.config import (
-    ModelMap,
-    ResolvedWorker,
-    WorkerChoice,
-    WorkerConfiguration,
-)
+from concorde_workers.domain import machine
+from concorde_workers.domain.config import ResolvedWorker, WorkerChoice, WorkerConfiguration
 from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.machine import ModelMap
 from concorde_workers.ports.filesystem import FileSystemError
 
 __all__ = ["ConfigFiles", "ConfigurationReader"]
@@ -118,20 +115,20 @@ class ConfigurationReader:
 
     def model_map(self, needs: Sequence[WorkerChoice]) -> ModelMap | Refusal:
         """The machine's model map; `needs` are the choices a missing map's refusal shows."""
-        file = domain.model_map_location(self._environ, needs)
+        file = machine.model_map_location(self._environ, needs)
         if isinstance(file, Refusal):
             return file
         if not self._fs.exists(file):
-            return domain.model_map_missing(file, needs)
+            return machine.model_map_missing(file, needs)
         text = self._read(file)
         if isinstance(text, _Unreadable):
-            return domain.model_map_invalid(file, f"it is unreadable ({text.why})")
+            return machine.model_map_invalid(file, f"it is unreadable ({text.why})")
         decoded = decode_json(text)
         if decoded.problem is not None:
-            return domain.model_map_invalid(file, decoded.problem)
+            return machine.model_map_invalid(file, decoded.problem)
         if problem := first_problem(MODEL_MAP_CONTRACT, decoded.value):
-            return domain.model_map_invalid(file, problem)
-        return domain.parse_model_map(_checked(decoded.value), file)
+            return machine.model_map_invalid(file, problem)
+        return machine.parse_model_map(_checked(decoded.value), file)
 
     def _complete(
         self, config: WorkerConfiguration, choices: list[WorkerChoice], runtime: tuple[str, ...]
@@ -139,7 +136,7 @@ class ConfigurationReader:
         model_map = self.model_map(choices)
         if isinstance(model_map, Refusal):
             return model_map
-        local_ids = domain.place(choices, model_map)
+        local_ids = machine.place(choices, model_map)
         if isinstance(local_ids, Refusal):
             return local_ids
         resolved: list[ResolvedWorker] = []
@@ -149,14 +146,14 @@ class ConfigurationReader:
                 return program
             resolved.append(
                 _resolved(config, choice, local_model, model_map.file, runtime, program,
-                          domain.program_source(choice.backend, self._environ))
+                          machine.program_source(choice.backend, self._environ))
             )
         return resolved
 
     def _program(self, choice: WorkerChoice, file: str) -> str | Refusal:
-        program, var = domain.program_of(choice.backend, self._environ)
+        program, var = machine.program_of(choice.backend, self._environ)
         found = self._fs.which(program, self._environ.get("PATH", ""))
-        return found or domain.backend_missing(choice, program, var, file)
+        return found or machine.backend_missing(choice, program, var, file)
 
     def _config_missing(self, worktree: str, file: str) -> Refusal:
         retired = posixpath.join(worktree, domain.RETIRED_PATH)
@@ -165,7 +162,7 @@ class ConfigurationReader:
         return domain.config_missing(file)
 
     def _map_text(self) -> str:
-        location = domain.model_map_location(self._environ, [])
+        location = machine.model_map_location(self._environ, [])
         return location if isinstance(location, str) else _DEFAULT_MAP_TEXT
 
     def _read(self, path: str) -> str | _Unreadable:

@@ -1,11 +1,11 @@
-"""The worker configuration and the model map: values, resolution and refusals.
+"""The worker configuration: values, resolution and refusals.
 
-Seed 002 "Worker configuration" and "Model map" (semantics); seed 000 "Refusals before a run".
+Seed 002 "Worker configuration" (semantics); seed 000 "Refusals before a run", its input rows.
 Pure: the application hands in decoded JSON that meets the contract's schema (it checks the
-schema with jsonschema, application/config.py), an environment mapping and an existence
-predicate. Every outcome is a value: the resolved choice, or a `Refusal` whose code and reason
-are those of `REFUSAL_REASONS` and whose message names the file it concerns, says what is wrong
-and how to repair it.
+schema with jsonschema, application/config.py) and an existence predicate. Every outcome is a
+value: the worker's choice, or a `Refusal` whose code and reason are those of `REFUSAL_REASONS`
+and whose message names the file it concerns, says what is wrong and how to repair it. What the
+machine adds (the model map's local id, the program) is `domain.machine`'s.
 
 Decisions where the spec is silent (docs/decisions.md "Configuration reader"):
 - Order of checks: every config_invalid (schema, names, the caller's declarations, levels no
@@ -18,8 +18,6 @@ Decisions where the spec is silent (docs/decisions.md "Configuration reader"):
   segment or a character `domain.text` refuses in any given path. Entries that do not exist are
   dropped, as the Inputs table asks ("the worker configuration's runtime paths that exist"). The
   preparation judges the resolved paths like every runtime path (domain/beside.py).
-- An empty CONCORDE_MODEL_MAP, CONCORDE_CLAUDE or CONCORDE_PI counts as unset. Without an
-  absolute HOME (and no absolute XDG_CONFIG_HOME) the map cannot be found: model_map_missing.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -37,7 +35,6 @@ from concorde_workers.domain.paths import is_within
 from concorde_workers.domain.request import Backend, Limits
 from concorde_workers.domain.text import control_problem
 
-BACKENDS: tuple[Backend, ...] = ("claude", "pi")
 LEVELS: dict[Backend, tuple[str, ...]] = {
     "claude": ("low", "medium", "high", "xhigh", "max"),
     "pi": ("off", "minimal", "low", "medium", "high", "xhigh"),
@@ -48,13 +45,6 @@ DEFAULT_BACKEND_SOURCE = "Concorde's default worker backend"
 CONFIG_PATH = ".concorde/workers.json"
 RETIRED_PATH = ".concorde/worker-models.json"
 DEFAULT_RUNTIME = (".venv", "node_modules")
-# backend -> (program name, environment variable that replaces it)
-PROGRAMS: dict[Backend, tuple[str, str]] = {
-    "claude": ("claude", "CONCORDE_CLAUDE"),
-    "pi": ("pi", "CONCORDE_PI"),
-}
-# What the map's entry to add holds until the developer fills in the program's --model id.
-LOCAL_ID_PLACEHOLDER: dict[Backend, str] = {"claude": "<model id>", "pi": "<provider/id>"}
 
 # Seed 000 "Refusals before a run": code -> reason, row by row.
 REFUSAL_REASONS: dict[str, Reason] = {
@@ -70,8 +60,8 @@ REFUSAL_REASONS: dict[str, Reason] = {
 
 # The project model name of the semantics: letters, digits, '.', '_' and '-', starting with a
 # letter or digit.
-_PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
-_NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit"
+PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit"
 # Limits of type integer in the contract; the others are numbers, refused above this bound (a
 # timeout or delay that large overflows the clocks it is added to).
 _INTEGER_LIMITS = frozenset(
@@ -149,15 +139,6 @@ class WorkerChoice(BaseModel):
 
     def label(self) -> str:
         return f"worker {self.worker} of Operation {self.operation}"
-
-
-class ModelMap(BaseModel):
-    """A valid model map: project model name -> backend -> local id."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    file: str
-    models: dict[str, dict[Backend, str]]
 
 
 class ResolvedWorker(BaseModel):
@@ -245,7 +226,7 @@ def is_version_one(data: object) -> bool:
 def version_one_refusal(file: str, model_map: str) -> Refusal:
     repair = (
         "schema_version 1 named models by one program's local ids. Rewrite it as schema_version 2: "
-        "give every model a project model name (" + _NAME_RULE + ") listed in enabled_models, "
+        "give every model a project model name (" + NAME_RULE + ") listed in enabled_models, "
         "have default, operations.<operation>.default and "
         "operations.<operation>.workers.<worker id> "
         "name those project model names, and move each local id into the model map "
@@ -260,9 +241,9 @@ def _names_problem(data: Mapping[str, Any]) -> str | None:
     if not enabled:
         return "enabled_models is empty; it must name every model an entry may choose"
     for name in enabled:
-        if not _PROJECT_NAME.match(name):
+        if not PROJECT_NAME.match(name):
             shown = show(name)
-            return f"enabled_models names {shown}, which is not a project model name ({_NAME_RULE})"
+            return f"enabled_models names {shown}, which is not a project model name ({NAME_RULE})"
     return None
 
 
@@ -287,10 +268,10 @@ def _levels_problem(config: WorkerConfiguration) -> str | None:
 
 def _entry_models_problem(config: WorkerConfiguration) -> str | None:
     for entry in config.entries():
-        if entry.model is not None and not _PROJECT_NAME.match(entry.model):
+        if entry.model is not None and not PROJECT_NAME.match(entry.model):
             return (
                 f"{entry.name}.model is {show(entry.model)}, which is not a project model name "
-                f"({_NAME_RULE}); local ids belong in the model map"
+                f"({NAME_RULE}); local ids belong in the model map"
             )
     return None
 
@@ -381,27 +362,20 @@ def parse_configuration(
 def check_declared(config: WorkerConfiguration, declared: Mapping[str, set[str]]) -> Refusal | None:
     """config_invalid for the first Operation or worker id the caller does not declare."""
     for name, op in config.operations.items():
+        where = f"operations.{name}"
         if name not in declared:
-            known = ", ".join(sorted(declared)) or "none"
-            problem = (
-                f"operations.{name} names an Operation the caller does not declare "
-                f"(declared: {known})"
-            )
-            return config_invalid(
-                config.file, problem, f"Remove or rename operations.{name}, then commit the file."
-            )
+            return _undeclared(config.file, where, "an Operation the caller", declared)
         for worker in op.workers:
             if worker not in declared[name]:
-                known = ", ".join(sorted(declared[name])) or "none"
-                where = f"operations.{name}.workers.{worker}"
-                problem = (
-                    f"{where} names a worker id Operation {name} does not declare "
-                    f"(declared: {known})"
-                )
-                return config_invalid(
-                    config.file, problem, f"Remove or rename {where}, then commit the file."
-                )
+                what = f"a worker id Operation {name}"
+                return _undeclared(config.file, f"{where}.workers.{worker}", what, declared[name])
     return None
+
+
+def _undeclared(file: str, where: str, what: str, known: Iterable[str]) -> Refusal:
+    shown = ", ".join(sorted(known)) or "none"
+    problem = f"{where} names {what} does not declare (declared: {shown})"
+    return config_invalid(file, problem, f"Remove or rename {where}, then commit the file.")
 
 
 # ---------------------------------------------------------------- one worker's choice
@@ -477,118 +451,6 @@ def choose(config: WorkerConfiguration, operation: str, worker: str) -> WorkerCh
     return choice
 
 
-# ---------------------------------------------------------------- the model map
-
-
-def _map_example(needs: Sequence[WorkerChoice]) -> str:
-    models: dict[str, dict[str, str]] = {}
-    for choice in needs:
-        models.setdefault(choice.model, {})[choice.backend] = LOCAL_ID_PLACEHOLDER[choice.backend]
-    models = models or {"<project model name>": {"pi": "<provider/id>", "claude": "<model id>"}}
-    return json.dumps({"schema_version": 1, "models": models})
-
-
-def model_map_missing(file: str, needs: Sequence[WorkerChoice], why: str = "") -> Refusal:
-    message = (
-        f"The model map {file} is missing{why}. It is the developer's own file, outside every "
-        "repository and never committed; it maps each project model name to the id each program "
-        f"takes with --model. Create it holding, with the real ids: {_map_example(needs)}"
-    )
-    return refusal("model_map_missing", message, file)
-
-
-def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice]) -> str | Refusal:
-    """CONCORDE_MODEL_MAP (absolute), else concorde/models.json of $XDG_CONFIG_HOME when it is
-    absolute, else of ~/.config. An empty variable counts as unset."""
-    named = environ.get("CONCORDE_MODEL_MAP", "")
-    if named and not named.startswith("/"):
-        message = (
-            f"CONCORDE_MODEL_MAP gives the relative path {show(named)}; it must name the model "
-            "map by its absolute path. Set it to an absolute path, or unset it to use "
-            "concorde/models.json of the XDG configuration directory."
-        )
-        return refusal("model_map_invalid", message, named)
-    if named:
-        return named
-    for var, below in (
-        ("XDG_CONFIG_HOME", "concorde/models.json"),
-        ("HOME", ".config/concorde/models.json"),
-    ):
-        base = environ.get(var, "")
-        if base.startswith("/"):
-            return posixpath.join(base, below)
-    why = " (HOME is not an absolute path, so ~/.config cannot be found; set CONCORDE_MODEL_MAP)"
-    return model_map_missing("~/.config/concorde/models.json", needs, why)
-
-
-def model_map_problem(data: Mapping[str, Any]) -> str | None:
-    """The first way a map that meets contract.workers.model-map's schema breaks its semantics:
-    a name that is not a project model name, a model without an id."""
-    for name, ids in data["models"].items():
-        if not _PROJECT_NAME.match(name):
-            return f"models names {show(name)}, which is not a project model name ({_NAME_RULE})"
-        if not ids:
-            return f"models.{name} gives the model no id; give its claude id, its pi id or both"
-    return None
-
-
-def model_map_invalid(file: str, problem: str) -> Refusal:
-    example = _map_example([])
-    message = f"The model map {file} is invalid: {problem}. Repair it so it holds, e.g.: {example}"
-    return refusal("model_map_invalid", message, file)
-
-
-def parse_model_map(data: Mapping[str, Any], file: str) -> ModelMap | Refusal:
-    """A map that meets its contract's schema (the caller checked it) -> its value, or
-    model_map_invalid for its semantics."""
-    if problem := model_map_problem(data):
-        return model_map_invalid(file, problem)
-    return ModelMap(file=file, models=data["models"])
-
-
-def _entry_to_add(model: str, backends: Sequence[Backend], model_map: ModelMap) -> str:
-    ids: dict[str, str] = {str(k): v for k, v in model_map.models.get(model, {}).items()}
-    for backend in backends:
-        ids[backend] = LOCAL_ID_PLACEHOLDER[backend]
-    entry = f"{json.dumps(model)}: {json.dumps(ids)}"
-    if model in model_map.models:
-        return f"{entry}  (replacing its present entry models.{model})"
-    return entry
-
-
-def _unmapped(
-    missing: dict[tuple[str, Backend], list[WorkerChoice]], model_map: ModelMap
-) -> Refusal:
-    lines = [f"The model map {model_map.file} gives no local id for these workers:"]
-    for (model, backend), choices in missing.items():
-        for c in choices:
-            lines.append(
-                f"- {c.label()}: model {model} (from {c.model_source}) on backend {backend} "
-                f"(from {c.backend_source})"
-            )
-    by_model: dict[str, list[Backend]] = {}
-    for model, backend in missing:
-        by_model.setdefault(model, []).append(backend)
-    lines.append(
-        f'Add under "models" of {model_map.file}, with the id each program takes with --model '
-        "(the project model name is never used as one):"
-    )
-    lines += [f"  {_entry_to_add(m, b, model_map)}" for m, b in by_model.items()]
-    return refusal("model_unmapped", "\n".join(lines), model_map.file)
-
-
-def place(choices: Sequence[WorkerChoice], model_map: ModelMap) -> tuple[str, ...] | Refusal:
-    """Each worker's local model id on its backend, or one model_unmapped naming every missing
-    model and backend pair with the workers that would take each."""
-    missing: dict[tuple[str, Backend], list[WorkerChoice]] = {}
-    for c in choices:
-        if c.backend not in model_map.models.get(c.model, {}):
-            missing.setdefault((c.model, c.backend), []).append(c)
-    if missing:
-        return _unmapped(missing, model_map)
-    return tuple(model_map.models[c.model][c.backend] for c in choices)
-
-
 # ---------------------------------------------------------------- runtime and program
 
 
@@ -607,27 +469,3 @@ def runtime_paths(
         if full not in out and exists(full):
             out.append(full)
     return tuple(out)
-
-
-def program_of(backend: Backend, environ: Mapping[str, str]) -> tuple[str, str]:
-    """The worker's program (its variable's value when set and not empty) and that variable."""
-    name, var = PROGRAMS[backend]
-    return environ.get(var) or name, var
-
-
-def program_source(backend: Backend, environ: Mapping[str, str]) -> str:
-    """Where the worker's program comes from: `$<variable>` when it names it, else `PATH`."""
-    _, var = PROGRAMS[backend]
-    return f"${var}" if environ.get(var) else "PATH"
-
-
-def backend_missing(choice: WorkerChoice, program: str, var: str, file: str) -> Refusal:
-    other: Backend = "pi" if choice.backend == "claude" else "claude"
-    where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
-    message = (
-        f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
-        f"but its program {program} is not found. Install {PROGRAMS[choice.backend][0]} or set "
-        f'{var} to its absolute path; or choose the other program by setting "backend": '
-        f'"{other}" in {where} of {file} (the model map then needs the model\'s {other} id).'
-    )
-    return refusal("backend_missing", message, file)

@@ -9,7 +9,7 @@ hide), so the file a run copies is always a file its worker cannot read where it
 - pi: `auth.json` and `models.json` of `$PI_CODING_AGENT_DIR` (a leading `~` expanded to HOME, as
   pi 0.73.1 does), else of `$HOME/.pi/agent`;
 - the model map: `$CONCORDE_MODEL_MAP`, else `concorde/models.json` of `$XDG_CONFIG_HOME`, else of
-  `$HOME/.config` (domain.config.model_map_location), read by the host for itself;
+  `$HOME/.config` (domain.machine.model_map_location), read by the host for itself;
 - the homes: the password database's home and `$HOME` when it is another absolute path.
 
 Pure: the environment comes in as a Mapping, nothing is resolved here (the caller adds real
@@ -23,8 +23,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.config import model_map_location
 from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE, PI_AUTH_FILE, PI_MODELS_FILE
+from concorde_workers.domain.machine import model_map_location
 
 
 def _absolute(value: str | None) -> str | None:
