@@ -1,1 +1,2 @@
-"""Use cases: configuration reader, dry-run planner, container, CLI."""
+"""Use cases over the ports: the configuration reader, the preparation, the dry-run planner, the
+run host and its rounds, the sweep, tracing. No adapter, no entry point, no os.environ."""

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from concorde_workers.application.config import ConfigurationReader
-from concorde_workers.application.display import terminal_lines
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
 from concorde_workers.domain.config import ResolvedWorker
 from concorde_workers.domain.environment import redact
@@ -21,6 +20,7 @@ from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import Grant
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.run_id import run_id, runtime_directory_name
+from concorde_workers.domain.text import terminal_lines
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.random import Random
 

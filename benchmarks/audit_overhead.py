@@ -134,7 +134,7 @@ def noop_round(worktree: Path, parent: Path, tmp: Path) -> Callable[[], Any]:
     from dependency_injector import providers
     from fakes.program_backend import ProgramBackend, Step
 
-    from concorde_workers.application.container import production
+    from concorde_workers.container import production
     from concorde_workers.domain.request import Limits, RunRequest
 
     grant = {"task_type": "implement", "context_identity": "sha256:" + "1" * 64,

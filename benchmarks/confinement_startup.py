@@ -33,9 +33,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from concorde_workers.adapters.example_repository import GRANT, create_example, project_programs
-from concorde_workers.application.container import production
+from concorde_workers.adapters.demo.example_repository import (
+    GRANT,
+    create_example,
+    project_programs,
+)
 from concorde_workers.application.preparation import Prepared
+from concorde_workers.container import production
 from concorde_workers.domain.request import RunRequest
 
 RUN_ID = "w-20260101T000000-abc123"

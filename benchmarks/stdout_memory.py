@@ -18,12 +18,12 @@ resident set (`VmHWM` of /proc/self/status) when the round is over. The scenario
   nested-claude                   lines of `[{},{},...]` just under the host's line limit:
                                   what parses into the most objects per byte
 
-The host process imports the production wiring (application.container) first, so the baseline
-is what the real host holds before it reads. It prints, per scenario, the peak RSS in MB, its
-ratio to the baseline measured in the same run, the characters and lines the host was handed,
-the wall time, the round's ending as the reader classified it, and what the round's trace notes
-about stdout (`stdout_note` of domain.stdout, when this checkout has it). The figures and how to
-read them are in docs/benchmarks.md.
+The host process imports the production wiring (concorde_workers.container) first, so the
+baseline is what the real host holds before it reads. It prints, per scenario, the peak RSS in
+MB, its ratio to the baseline measured in the same run, the characters and lines the host was
+handed, the wall time, the round's ending as the reader classified it, and what the round's
+trace notes about stdout (`stdout_note` of domain.stdout, when this checkout has it). The
+figures and how to read them are in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _peak_kb() -> int:
 
 
 def host(name: str, size: int, line_size: int) -> dict[str, Any]:
-    import concorde_workers.application.container  # noqa: F401  (the production host's imports)
+    import concorde_workers.container  # noqa: F401  (the production host's imports)
     from concorde_workers.adapters.claude.stream import ClaudeStreamReader
     from concorde_workers.adapters.pi.stream import PiStreamReader
     from concorde_workers.adapters.process import SubprocessRunner

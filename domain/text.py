@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 REFUSED_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
@@ -56,6 +57,12 @@ def escape_controls(text: str) -> str:
     if text.isprintable() and text.isascii():
         return text
     return "".join(escaped_char(c) if _category(c) in ESCAPED_CATEGORIES else c for c in text)
+
+
+def terminal_lines(lines: Sequence[str]) -> str:
+    """Lines for a terminal: each with its control characters escaped (a line break inside one
+    included), joined and ended by a newline."""
+    return "".join(escape_controls(line) + "\n" for line in lines)
 
 
 def printable_lines(text: str) -> list[str]:

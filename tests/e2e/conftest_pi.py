@@ -38,8 +38,8 @@ from timing import SLOW, Deadline
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.application.container import production
 from concorde_workers.application.validation import RoundValidation
+from concorde_workers.container import production
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.ports.agent import BackendContext, Generated
 

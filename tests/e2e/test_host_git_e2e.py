@@ -28,7 +28,7 @@ from e2e.planted_git import (
 )
 from servers.anthropic_server import Reply, last_tool_result
 
-from concorde_workers.application.display import account
+from concorde_workers.adapters.cli.display import account
 from concorde_workers.domain.request import Limits
 
 pytestmark = pytest.mark.e2e

@@ -22,8 +22,8 @@ import pytest
 from e2e.conftest_pi import GRANT, MODEL, PiWorld, call, pi_world, reply, result_call
 from timing import SLOW
 
-from concorde_workers.application.cli import main
-from concorde_workers.application.container import production
+from concorde_workers.adapters.cli.main import main
+from concorde_workers.container import production
 
 pytestmark = pytest.mark.e2e
 

@@ -429,7 +429,7 @@ def test_the_credential_copies_are_gone_after_other_endings(pi_world: PiWorld,
 
 
 def test_the_demo_runs_a_real_pi_worker_offline_and_exits_0(tmp_path: Path) -> None:
-    from concorde_workers.application.cli import main
+    from concorde_workers.adapters.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     status = main(["demo", "--folder", str(tmp_path)], out=out, err=err)

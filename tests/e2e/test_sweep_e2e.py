@@ -31,7 +31,7 @@ from e2e.conftest_pi import PiWorld, call, pi_world, reply
 from fakes.cli_launcher import program_container
 from servers.openai_server import Hang
 
-from concorde_workers.application.cli import main
+from concorde_workers.adapters.cli.main import main
 from concorde_workers.domain.request import Limits
 
 __all__ = ["pi_world"]  # the fixture, imported for pytest

@@ -31,8 +31,8 @@ if __name__ == "__main__":  # run as a script: make `fakes` importable, as pytes
 
 from dependency_injector import providers
 
-from concorde_workers.application import cli
-from concorde_workers.application.container import Container, production
+from concorde_workers.adapters.cli import main as cli
+from concorde_workers.container import Container, production
 from fakes.program_backend import ProgramBackend, Scenario
 
 

@@ -24,8 +24,8 @@ from typing import Any
 from dependency_injector import providers
 
 from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.container import Container
 from concorde_workers.application.validation import RoundValidation
+from concorde_workers.container import Container
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from concorde_workers.application.container import Container
 from concorde_workers.application.preparation import HostFacts
+from concorde_workers.container import Container
 from fakes.filesystem import FakeFileSystem
 from fakes.git import FakeGit
 from fakes.liveness import FakeProcessTable

@@ -29,8 +29,8 @@ from timing import SLOW, Deadline, wait_dead
 
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.container import production
 from concorde_workers.application.validation import RoundValidation
+from concorde_workers.container import production
 from concorde_workers.contracts import validator
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest

@@ -28,7 +28,7 @@ import pytest
 from fakes.cli_launcher import program_container
 from fakes.program_backend import Step
 
-from concorde_workers.application.cli import main
+from concorde_workers.adapters.cli.main import main
 
 pytestmark = pytest.mark.integration
 

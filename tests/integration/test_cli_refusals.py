@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.application.cli import main
+from concorde_workers.adapters.cli.main import main
 
 pytestmark = pytest.mark.integration
 

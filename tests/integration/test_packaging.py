@@ -1,5 +1,5 @@
-"""The distribution: a wheel built from the project holds the five layers and every contract,
-works on its own, and the console script runs (design.md: "`pip install -e .` and a built
+"""The distribution: a wheel built from the project holds the five layers, the composition root,
+every contract and the pi extension, works on its own, and the console script runs (design.md: "`pip install -e .` and a built
 wheel must both work, contracts included as package data").
 
 The wheel is built once per module from a copy of the source tree, so a stale build/ folder of
@@ -84,7 +84,16 @@ def test_the_wheel_holds_every_contract_and_the_five_layers_and_no_tests(wheel: 
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     with zipfile.ZipFile(wheel) as archive:
         text = archive.read(entry_points).decode()
-    assert "concorde-workers = concorde_workers.application.cli:main" in text
+    assert "concorde-workers = concorde_workers.adapters.cli.main:main" in text
+
+
+def test_the_wheel_holds_the_composition_root_and_the_pi_extension(wheel: Path) -> None:
+    names = _names(wheel)
+    assert "concorde_workers/container.py" in names
+    extension = sorted(p.name for p in (ROOT / "adapters" / "pi" / "extension").glob("*.ts"))
+    assert extension
+    for name in extension:
+        assert f"concorde_workers/adapters/pi/extension/{name}" in names
 
 
 def test_the_wheel_holds_every_module_of_every_layer(wheel: Path) -> None:
@@ -119,16 +128,16 @@ def test_the_wheel_alone_imports_its_contracts(wheel: Path, tmp_path: Path) -> N
 
 
 def test_the_wheel_alone_wires_the_planner(wheel: Path, tmp_path: Path) -> None:
-    """The container (and through it both agent backends) imports from the wheel alone.
+    """The composition root (and through it both agent backends) imports from the wheel alone.
 
     Fails today for the reason test_the_wheel_holds_every_module_of_every_layer gives."""
     code = (
-        "import concorde_workers.application.container as c\n"
+        "import concorde_workers.container as c\n"
         "print(c.__file__)\n"
     )
     proc = _run_python(wheel, code, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == f"{wheel}/concorde_workers/application/container.py"
+    assert proc.stdout.strip() == f"{wheel}/concorde_workers/container.py"
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["plan", "--help"]])

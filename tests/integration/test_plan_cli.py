@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
-from concorde_workers.application.cli import main
+from concorde_workers.adapters.cli.main import main
 from concorde_workers.domain.grant import parse_grant
 from concorde_workers.domain.task_types import TASK_TYPES
 

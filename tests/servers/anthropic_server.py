@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from concorde_workers.adapters.scripted_model_server import LoopbackServer
+from concorde_workers.adapters.demo.scripted_model_server import LoopbackServer
 
 __all__ = ["AnthropicServer", "Reply", "Step", "last_tool_result", "tool_results"]
 

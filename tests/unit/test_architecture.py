@@ -1,20 +1,35 @@
 """The dependency rule of design.md is a checked contract, not a review habit.
 
-import-linter's contracts (pyproject.toml) run here, inside the test suite: domain < ports <
-application, adapters named only by application/container.py, and a domain that imports nothing
-that does I/O. A second test proves the check bites by breaking a copy of the package.
+import-linter's contracts (pyproject.toml) run here, inside the test suite, and read like the
+picture of docs/architecture.md: the entry points (adapters/cli) above the composition root
+(container.py) above the use cases and the driven adapters, side by side, above the ports above
+the domain; only the composition root names a concrete adapter; the domain imports nothing that
+does I/O. Broken copies of the package prove the contracts bite.
+
+Beside them: no import cycle anywhere in the package (every strongly connected component of the
+module graph is one module), no adapter left out of the picture, and the host environment read
+only where the program starts (the entry point and the composition root).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "concorde_workers"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+ENVIRONMENT_READERS = {"container.py", "adapters/cli/main.py"}
+"""The modules that may read os.environ: the entry point and the composition root."""
 
 
 def run_lint_imports(package_parent: Path, config: Path) -> subprocess.CompletedProcess[str]:
@@ -26,7 +41,7 @@ def run_lint_imports(package_parent: Path, config: Path) -> subprocess.Completed
 
 
 def copy_package(tmp_path: Path) -> Path:
-    target = tmp_path / "concorde_workers"
+    target = tmp_path / PACKAGE
     shutil.copytree(
         ROOT, target,
         ignore=shutil.ignore_patterns(".git", ".venv", "tests", "node_modules", "*.egg-info",
@@ -48,3 +63,162 @@ def test_a_domain_module_reaching_an_adapter_breaks_the_suite(tmp_path: Path) ->
     result = run_lint_imports(tmp_path, copy / "pyproject.toml")
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
+
+
+def test_each_arrow_against_the_picture_breaks_the_suite(tmp_path: Path) -> None:
+    """A use case naming the composition root, a driven adapter reaching a use case and an
+    entry point naming a concrete adapter: each is reported, by its module."""
+    copy = copy_package(tmp_path)
+    plants = {
+        "application/leak.py": "import concorde_workers.container\n",
+        "adapters/pi/leak.py": "import concorde_workers.application.host\n",
+        "adapters/cli/leak.py": "import concorde_workers.adapters.git\n",
+    }
+    for path, text in plants.items():
+        (copy / path).write_text(text)
+    result = run_lint_imports(tmp_path, copy / "pyproject.toml")
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())
+    assert ("concorde_workers.application is not allowed to import concorde_workers.container: "
+            "- concorde_workers.application.leak -> concorde_workers.container") in out
+    assert ("concorde_workers.adapters.pi is not allowed to import concorde_workers.application: "
+            "- concorde_workers.adapters.pi.leak -> concorde_workers.application.host") in out
+    assert ("concorde_workers.adapters.cli is not allowed to import concorde_workers.adapters.git: "
+            "- concorde_workers.adapters.cli.leak -> concorde_workers.adapters.git") in out
+    assert "2 broken" in out
+
+
+# --- no import cycle ---------------------------------------------------------------------------
+
+
+def package_graph() -> grimp.ImportGraph:
+    """The package's module graph, imports under TYPE_CHECKING included."""
+    return grimp.build_graph(PACKAGE, cache_dir=None)
+
+
+def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The strongly connected components of the package's modules with more than one module
+    (Tarjan, iterative): each is an import cycle."""
+    modules = sorted(graph.modules)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    work: list[tuple[str, Iterator[str]]] = []  # the depth-first path, each with what is left
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        work.append((module, iter(sorted(
+            m for m in graph.find_modules_directly_imported_by(module)
+            if m.split(".")[0] == PACKAGE))))
+
+    for start in modules:
+        if start in index:
+            continue
+        visit(start)
+        while work:
+            module, pending = work[-1]
+            for nxt in pending:
+                if nxt not in index:
+                    visit(nxt)
+                    break
+                if nxt in on_stack:
+                    low[module] = min(low[module], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[module])
+                if low[module] == index[module]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == module:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycle_anywhere_in_the_package() -> None:
+    assert import_cycles(package_graph()) == []
+
+
+def test_a_planted_cycle_is_found() -> None:
+    graph = package_graph()
+    graph.add_import(importer="concorde_workers.domain.text",
+                     imported="concorde_workers.adapters.cli.main")
+    cycles = import_cycles(graph)
+    assert len(cycles) == 1
+    assert {"concorde_workers.domain.text", "concorde_workers.adapters.cli.main"} <= set(cycles[0])
+
+
+# --- every module in the picture ---------------------------------------------------------------
+
+
+def picture_layers() -> list[set[str]]:
+    config: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    picture = next(c for c in contracts if c["name"].startswith("The picture"))
+    return [{name.strip() for name in layer.replace(":", "|").split("|")}
+            for layer in picture["layers"]]
+
+
+def test_every_adapter_is_an_entry_point_or_a_driven_adapter_of_the_picture() -> None:
+    """A new module under adapters/ must be placed in the picture, or no contract checks it."""
+    layers = picture_layers()
+    entry_points, root, beside = layers[0], layers[1], layers[2]
+    assert entry_points == {"concorde_workers.adapters.cli"}
+    assert root == {"concorde_workers.container"}
+    adapters = package_graph().find_children("concorde_workers.adapters")
+    assert adapters == entry_points | (beside - {"concorde_workers.application"})
+
+
+def test_every_top_level_module_is_in_the_picture_or_is_the_contracts() -> None:
+    placed = set().union(*picture_layers())
+    top = package_graph().find_children(PACKAGE)
+    unplaced = {m for m in top if m not in placed
+                and not any(p.startswith(m + ".") for p in placed)}
+    assert unplaced == {"concorde_workers.contracts"}
+
+
+# --- the host environment ------------------------------------------------------------------------
+
+
+def environment_reads(source: str) -> list[int]:
+    """The lines of `source` that read or change the process environment through os."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+                and node.attr in {"environ", "environb", "getenv", "getenvb", "putenv",
+                                  "unsetenv"}):
+            found.append(node.lineno)
+        if isinstance(node, ast.ImportFrom) and node.module == "os" and any(
+                alias.name in {"environ", "environb", "getenv", "getenvb"}
+                for alias in node.names):
+            found.append(node.lineno)
+    return found
+
+
+def package_sources() -> list[Path]:
+    layers = ("domain", "ports", "adapters", "application", "contracts")
+    return sorted([*ROOT.glob("*.py"), *(p for layer in layers
+                                         for p in (ROOT / layer).rglob("*.py"))])
+
+
+def test_only_the_entry_point_and_the_composition_root_read_the_environment() -> None:
+    readers = {path.relative_to(ROOT).as_posix(): lines for path in package_sources()
+               if (lines := environment_reads(path.read_text(encoding="utf-8")))}
+    assert set(readers) <= ENVIRONMENT_READERS, readers
+    assert set(readers) == ENVIRONMENT_READERS  # both read it, so the check sees real reads
+
+
+def test_the_environment_check_sees_every_form_of_read() -> None:
+    source = ("import os\nfrom os import environ\na = os.environ['X']\nb = os.getenv('Y')\n"
+              "os.putenv('Z', '1')\n")
+    assert environment_reads(source) == [2, 3, 4, 5]

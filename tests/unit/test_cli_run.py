@@ -1,5 +1,5 @@
 """`concorde-workers run` and `show` through `cli.main(argv, out, err, container)` against the fakes,
-and the formatting of application/display.py (the progress line and the end-of-run account).
+and the formatting of adapters/cli/display.py (the progress line and the end-of-run account).
 
 The container is PlanWorld's (FakeFileSystem, FakeGit, FakeClock, FakeRandom) with the backends
 replaced by ScriptedBackend and the process runner by its FakeProcessRunner: the run host runs
@@ -23,9 +23,9 @@ from fakes.process import FakeStart
 from fakes.world import GRANT, PRIMARY, USER_HOME, WORKTREE, PlanWorld
 from timing import eventually
 
-from concorde_workers.application import cli
-from concorde_workers.application.container import Container
-from concorde_workers.application.display import (
+from concorde_workers.adapters.cli import main as cli
+from concorde_workers.adapters.cli import watch
+from concorde_workers.adapters.cli.display import (
     ProgressWatcher,
     account,
     elapsed_text,
@@ -35,6 +35,7 @@ from concorde_workers.application.display import (
     round_line,
 )
 from concorde_workers.application.tracing import read_record
+from concorde_workers.container import Container
 from concorde_workers.domain.errors import ErrorLink, Reason, Unhandled
 from concorde_workers.domain.records import (
     AuditRecord,
@@ -156,7 +157,7 @@ def world(*rounds: Round, backend: str = "pi") -> RunWorld:
 
 @pytest.fixture(autouse=True)
 def quick_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "REFRESH_SECONDS", 0.02)
+    monkeypatch.setattr(watch, "REFRESH_SECONDS", 0.02)
 
 
 # --- the progress line ---------------------------------------------------------------------------

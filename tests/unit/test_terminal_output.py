@@ -1,7 +1,7 @@
 """The operator's terminal: whatever a worker or a request puts in a summary, a path, an error
 detail, a last action, an instruction or a refusal reaches every human output (`run`'s account
 and progress line, `show`, `plan`, refusals) with its control characters escaped, and every
-`--json` output with its values exactly as they are (domain/text.py, application/display.py).
+`--json` output with its values exactly as they are (domain/text.py, adapters/cli/display.py).
 Over the fakes; tests/integration and tests/e2e do the same through the real programs."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from unit.test_cli_run import (
     world,
 )
 
-from concorde_workers.application import cli
-from concorde_workers.application.display import account, progress_text
+from concorde_workers.adapters.cli import main as cli
+from concorde_workers.adapters.cli.display import account, progress_text
 from concorde_workers.application.planner import render
 from concorde_workers.domain.errors import Reason
 from concorde_workers.domain.records import AuditRecord, LastAction, RoundRecord, Transient

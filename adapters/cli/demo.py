@@ -14,63 +14,30 @@ stdout. Exit 0 when the run ended ok and every step did what the demo shows.
 from __future__ import annotations
 
 import argparse
-import os
 import posixpath
 import shutil
-import sys
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TextIO
 
+from concorde_workers.adapters.cli.display import ProgressWatcher, account
+from concorde_workers.adapters.cli.output import print_refusal
+from concorde_workers.adapters.cli.status import ExitStatus
+from concorde_workers.adapters.cli.watch import run_watched
+from concorde_workers.adapters.cli.wiring import DemoWorld, Wiring
 from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.display import ProgressWatcher, account, terminal_lines
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
-from concorde_workers.domain.text import json_document
+from concorde_workers.domain.text import json_document, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem
 
 if TYPE_CHECKING:
-    from concorde_workers.application.container import Container
+    from concorde_workers.container import Container
 
-__all__ = ["DEMO_LIMITS", "DemoWorld", "add_demo_command", "checks", "folder_refusal",
-           "run_demo"]
+__all__ = ["DEMO_LIMITS", "checks", "demo_environ", "folder_refusal", "run_demo"]
 
 DEMO_LIMITS = Limits(timeout_seconds=120, max_turns=20, max_budget_usd=1.0, rounds=0,
                      retries=1, retry_delay_seconds=1)
-
-
-class DemoWorld(Protocol):
-    """What the demo needs of its world (adapters.example_repository.DemoWorld)."""
-
-    folder: str
-    worktree: str
-    model: str
-    grant: dict[str, Any]
-    instructions: str
-
-    @property
-    def environ_additions(self) -> dict[str, str]: ...
-
-    @property
-    def requests_served(self) -> int: ...
-
-    def tool_results(self) -> dict[str, str]: ...
-
-    def close(self) -> None: ...
-
-
-def add_demo_command(commands: Any) -> None:
-    """Register `demo` on the CLI's subparsers."""
-    demo = commands.add_parser(
-        "demo", help="run a real pi worker offline in a throwaway repository",
-        description="Create a throwaway repository, start a scripted model server on 127.0.0.1 "
-                    "and run a real pi worker under a grant through the host: an allowed write, "
-                    "a refused read-only write, a failed network attempt, a proposed deletion. "
-                    "Exit 0 when everything went as shown.")
-    demo.add_argument("--folder", metavar="DIR",
-                      help="create the throwaway repository below DIR (default: the system "
-                           "temporary directory)")
-    demo.add_argument("--json", action="store_true", help="print the run record as JSON")
 
 
 def folder_refusal(fs: FileSystem, folder: str | None, cwd: str) -> Refusal | None:
@@ -124,33 +91,28 @@ def checks(record: RunRecord, results: Mapping[str, str]) -> list[tuple[str, boo
     ]
 
 
-def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO,
-             given: Container | None = None,
-             world_factory: Callable[[str | None], DemoWorld] | None = None,
-             environ: Mapping[str, str] | None = None) -> int:
-    """The `demo` command; returns the exit status (0 when every check held, 1 otherwise)."""
-    from concorde_workers.application.cli import print_refusal, run_watched
-    from concorde_workers.application.container import demo_world, production
-
-    as_json = bool(getattr(args, "json", False))
-    folder = getattr(args, "folder", None)
-    checked = given if given is not None else production(
-        dict(os.environ if environ is None else environ))
+def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
+    """The `demo` command: 0 when every check held, 1 otherwise, 2 when it cannot start."""
+    as_json = bool(args.json)
+    folder: str | None = args.folder
+    checked = wiring.container()
     refusal = folder_refusal(checked.filesystem(), folder, checked.cwd())
     if refusal is not None:
         print_refusal(refusal, as_json, out, err)
-        return 2
+        return ExitStatus.REFUSED
     try:
-        world = (world_factory or demo_world)(folder)
+        world = wiring.demo_world(folder)
     except OSError as error:  # an unwritable or full folder: the demo cannot start there
-        print_refusal(Refusal(
+        world = Refusal(
             code="request_invalid", reason=Reason.ENVIRONMENT, file=folder,
             message=f"the throwaway repository could not be created in "
                     f"{folder or 'the system temporary directory'}: {error}; give --folder a "
-                    "writable directory"), as_json, out, err)
-        return 2
+                    "writable directory")
+    if isinstance(world, Refusal):
+        print_refusal(world, as_json, out, err)
+        return ExitStatus.REFUSED
     try:
-        host_env = demo_environ(os.environ if environ is None else environ, world)
+        host_env = demo_environ(wiring.environ, world)
         missing = [name for name in ("CONCORDE_PI", "CONCORDE_SANDBOX_RUNTIME")
                    if name not in host_env]
         if missing:
@@ -158,31 +120,42 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO,
                 code="pi_runtime_missing", reason=Reason.ENVIRONMENT,
                 message=f"this checkout has no pinned pi or sandbox-runtime "
                         f"({', '.join(missing)} unset): run ./scripts/setup"), as_json, out, err)
-            return 2
-        container = given if given is not None else production(host_env)
-        parent = f"{world.folder}/trace"
-        container.filesystem().makedirs(parent, 0o755)
-        request = RunRequest.model_validate({
-            "backend": "pi", "worktree": world.worktree, "parent": parent,
-            "task_type": world.grant["task_type"], "grant": world.grant,
-            "instructions": world.instructions, "limits": DEMO_LIMITS.model_dump(),
-            "local_model": world.model})
-        # Under --json stdout holds one JSON document, the run record; what the demo says
-        # around it goes to stderr.
-        said = err if as_json else out
-        said.write(terminal_lines([f"demo repository: {world.folder}",
-                                  f"worktree:        {world.worktree}",
-                                  f"model:           {world.model} (scripted, on 127.0.0.1)",
-                                  ""]))
-        said.flush()
-        watcher = ProgressWatcher(
-            container.filesystem(), parent, err, live=err.isatty(),
-            now=container.clock().now_utc, width=shutil.get_terminal_size().columns,
-            host_pid=container.host_pid(), prefix="demo: ")
-        record = run_watched(container, request, Cancellation(), watcher, 0.2)
-        results = world.tool_results()
+            return ExitStatus.REFUSED
+        record, results = _run(world, wiring.container(host_env), out if not as_json else err,
+                               err)
     finally:
         world.close()
+    return _report(record, results, world, as_json, out, err)
+
+
+def _run(world: DemoWorld, container: Container, said: TextIO, err: TextIO
+         ) -> tuple[RunRecord, dict[str, str]]:
+    """The scripted worker's run through the host, its progress on `err`; what each tool call
+    answered. Under --json stdout holds one JSON document, the run record: what the demo says
+    around it (`said`) goes to stderr."""
+    parent = f"{world.folder}/trace"
+    container.filesystem().makedirs(parent, 0o755)
+    request = RunRequest.model_validate({
+        "backend": "pi", "worktree": world.worktree, "parent": parent,
+        "task_type": world.grant["task_type"], "grant": world.grant,
+        "instructions": world.instructions, "limits": DEMO_LIMITS.model_dump(),
+        "local_model": world.model})
+    said.write(terminal_lines([f"demo repository: {world.folder}",
+                               f"worktree:        {world.worktree}",
+                               f"model:           {world.model} (scripted, on 127.0.0.1)",
+                               ""]))
+    said.flush()
+    watcher = ProgressWatcher(
+        container.filesystem(), parent, err, live=err.isatty(),
+        now=container.clock().now_utc, width=shutil.get_terminal_size().columns,
+        host_pid=container.host_pid(), prefix="demo: ")
+    record = run_watched(container.worker_host(), request, Cancellation(), watcher, 0.2)
+    return record, world.tool_results()
+
+
+def _report(record: RunRecord, results: Mapping[str, str], world: DemoWorld, as_json: bool,
+            out: TextIO, err: TextIO) -> ExitStatus:
+    """The record (its account, or its JSON), then what the demo shows, check by check."""
     if as_json:
         out.write(json_document(record.model_dump(mode="json")) + "\n")
     else:
@@ -194,14 +167,4 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO,
         *(f"  [{'ok' if ok else 'FAILED'}] {what}: {evidence}" for what, ok, evidence in held),
         "", f"model requests served: {world.requests_served}",
         f"trace: {record.run_directory} (transcript.jsonl, rounds/*/stderr.log)"]))
-    return 0 if all(ok for _, ok, _ in held) else 1
-
-
-def main() -> int:  # pragma: no cover - `python -m concorde_workers.application.demo`
-    parser = argparse.ArgumentParser(prog="concorde-workers demo")
-    add_demo_command(parser.add_subparsers(dest="command"))
-    return run_demo(parser.parse_args(["demo", *sys.argv[1:]]), sys.stdout, sys.stderr)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    return ExitStatus.OK if all(ok for _, ok, _ in held) else ExitStatus.FAILED

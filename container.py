@@ -1,9 +1,15 @@
-"""The dependency-injector container: the only module that names adapters.
+"""The composition root: the dependency-injector container, the only module that names concrete
+adapters, imported only by the entry points (adapters/cli/) and the tests.
 
 `Container` declares every port as a `providers.Dependency` checked against its Protocol; the
 use cases are factories over them. `production()` wires the real adapters and the host's own
 facts (its environment, interpreter, home, whether it runs as root); tests build a `Container`
-with fakes instead, or override single providers.
+with fakes instead, or override single providers. The host environment comes in from the entry
+point; `production()` reads os.environ itself only when it is given none — nothing below the
+entry points and this module reads it.
+
+`example_repository()` and `demo_world()` make the demo's world (adapters/demo/); they import it
+when called, as it needs GitPython, the optional `demo` extra.
 """
 
 from __future__ import annotations
@@ -13,17 +19,11 @@ import pwd
 import sys
 import tempfile
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
 from concorde_workers.adapters.claude.backend import ClaudeBackend
-from concorde_workers.adapters.example_repository import (
-    DemoWorld,
-    Example,
-    create_example,
-    project_programs,
-    start_demo,
-)
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
 from concorde_workers.adapters.liveness import ProcTable
@@ -42,6 +42,9 @@ from concorde_workers.ports.git import GitReader
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
+
+if TYPE_CHECKING:
+    from concorde_workers.adapters.demo.example_repository import DemoWorld, Example
 
 
 class Container(containers.DeclarativeContainer):
@@ -77,7 +80,7 @@ class Container(containers.DeclarativeContainer):
 
 
 def host_facts(environ: Mapping[str, str]) -> HostFacts:
-    """The host's own facts, read once here (nothing else reads os.environ)."""
+    """The host's own facts, from the host environment the entry point read."""
     try:
         home = pwd.getpwuid(os.getuid()).pw_dir
     except KeyError:
@@ -120,6 +123,8 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
 def example_repository() -> tuple[Example, dict[str, str]]:
     """A throwaway example repository for `plan --example`, and the environment additions that
     point the planner at it: its model map and the agent programs this checkout pinned."""
+    from concorde_workers.adapters.demo.example_repository import create_example, project_programs
+
     example = create_example()
     return example, project_programs() | {"CONCORDE_MODEL_MAP": example.model_map}
 
@@ -127,4 +132,6 @@ def example_repository() -> tuple[Example, dict[str, str]]:
 def demo_world(parent: str | None = None) -> DemoWorld:
     """`concorde-workers demo`'s throwaway repository with a `.claude/worktrees/demo` worktree,
     its scripted model server on 127.0.0.1 and the pi configuration that reaches it."""
+    from concorde_workers.adapters.demo.example_repository import start_demo
+
     return start_demo(parent)

@@ -1,10 +1,12 @@
-"""A throwaway example repository for `concorde-workers plan --example`.
+"""Throwaway example repositories: the one of `concorde-workers plan --example`, and the demo's
+world of `concorde-workers demo` (its repository, scripted model server and pi configuration).
 
-It builds, in a new temporary folder: a Git repository with a small shop project, a linked
+The example builds, in a new temporary folder: a Git repository with a small shop project, a linked
 worktree `.claude/worktrees/example` on its own branch, the worker configuration
 `.concorde/workers.json` committed in it, a model map outside the repository, a grant file and a
 request file. The writes use GitPython (the host's own Git calls are read-only and go through
-`adapters.git`; only this fixture writes a repository).
+`adapters.git`; only this fixture writes a repository); GitPython is therefore the `demo` extra,
+imported only here.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 import git
 
-from concorde_workers.adapters.scripted_model_server import (
+from concorde_workers.adapters.demo.scripted_model_server import (
     DEFAULT_MODEL,
     DEFAULT_PROVIDER,
     Reply,
@@ -136,7 +138,7 @@ def project_programs() -> dict[str, str]:
     """The agent programs this checkout pinned (package.json), when they are installed beside
     the package: the example points CONCORDE_PI, CONCORDE_CLAUDE and CONCORDE_SANDBOX_RUNTIME at
     them, as the tests and the demo do."""
-    root = Path(__file__).resolve().parent.parent / "node_modules"
+    root = Path(__file__).resolve().parents[2] / "node_modules"
     found: dict[str, str] = {}
     for variable, rel in (("CONCORDE_PI", ".bin/pi"), ("CONCORDE_CLAUDE", ".bin/claude"),
                           ("CONCORDE_SANDBOX_RUNTIME", "@anthropic-ai/sandbox-runtime")):

@@ -28,7 +28,7 @@ from concorde_workers.domain.errors import ErrorLink
 from concorde_workers.domain.layout import ROUNDS_DIR, STATUS_FILE, TRACE_FILE, WORKERS_DIR
 from concorde_workers.domain.records import ProgressFile, RoundRecord, RunRecord
 from concorde_workers.domain.run_id import is_run_id
-from concorde_workers.domain.text import escape_controls, printable_lines
+from concorde_workers.domain.text import escape_controls, printable_lines, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 __all__ = [
@@ -40,7 +40,6 @@ __all__ = [
     "outcome_of",
     "progress_text",
     "round_line",
-    "terminal_lines",
 ]
 
 INTERRUPTED = "interrupted"
@@ -49,12 +48,6 @@ LISTED_PATHS = 5
 
 
 # --- values -------------------------------------------------------------------------------------
-
-
-def terminal_lines(lines: Sequence[str]) -> str:
-    """Lines for a terminal: each with its control characters escaped (a line break inside one
-    included), joined and ended by a newline."""
-    return "".join(escape_controls(line) + "\n" for line in lines)
 
 
 def outcome_of(record: RunRecord) -> str:

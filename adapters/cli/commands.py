@@ -1,0 +1,223 @@
+"""`plan` (the dry-run planner), `run` (one worker run, with its progress live on stderr and its
+account at the end), `show` (the account of a run that ended, read back from its run directory)
+and `sweep` (the runtime directories of hosts that died without a chance to act removed, their
+runs' records finished as interrupted; `run` sweeps first too).
+
+Every bad input ends in a refusal that names the file or entry and the repair, with status 2: a
+refusal the planned run would meet is part of the plan, on stdout; a refusal of the command's
+own input (the request file, a flag) goes to stderr.
+
+`run` runs `WorkerHost.run` in a worker thread (watch.py); the main thread waits on its end with
+a timeout and, between waits, reads the run's status.json (the run directory is the single new
+`workers/w-*` folder below the parent) to show the progress line. SIGINT and SIGTERM cancel the
+run through its `Cancellation` while it runs (signals.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import posixpath
+import shutil
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TextIO
+
+from concorde_workers.adapters.cli.display import ProgressWatcher
+from concorde_workers.adapters.cli.output import print_json, print_record, print_refusal
+from concorde_workers.adapters.cli.parser import declarations, flags_of
+from concorde_workers.adapters.cli.signals import cancel_on_signals
+from concorde_workers.adapters.cli.status import ExitStatus, status_of
+from concorde_workers.adapters.cli.watch import run_watched
+from concorde_workers.adapters.cli.wiring import Wiring
+from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
+from concorde_workers.application.requests import invalid
+from concorde_workers.application.sweep import sweep_account
+from concorde_workers.application.tracing import RECORD_UNREADABLE, read_record
+from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.text import terminal_lines
+from concorde_workers.ports.filesystem import FileSystem
+
+if TYPE_CHECKING:
+    from concorde_workers.container import Container
+
+
+# --- plan --------------------------------------------------------------------------------------
+
+
+def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
+    """0 a run would launch, 2 it would be refused; `--example` plans in a throwaway example
+    repository, on the production wiring pointed at it."""
+    if args.example:
+        made = wiring.example()
+        if isinstance(made, Refusal):
+            print_refusal(made, args.json, out, err)
+            return ExitStatus.REFUSED
+        example, additions = made
+        if args.request is None:
+            args.request = example.request_file
+        args.declare = [*args.declare, *example.declared]
+        if not args.json:
+            out.write(terminal_lines([f"example repository: {example.primary}",
+                                      f"worktree:           {example.worktree}",
+                                      f"request:            {example.request_file}", ""]))
+        container = wiring.production({**wiring.environ, **additions})
+    else:
+        container = wiring.container()
+    request = container.requests().build(flags_of(args))
+    if isinstance(request, Refusal):
+        print_refusal(request, args.json, out, err)
+        return ExitStatus.REFUSED
+    declared = declarations(args.declare)
+    if isinstance(declared, Refusal):
+        print_refusal(declared, args.json, out, err)
+        return ExitStatus.REFUSED
+    plan: Plan = container.planner().plan(request, declared)
+    if args.json:
+        print_json(plan.to_json(), out)
+    else:
+        out.write(render(plan))
+    return ExitStatus.OK if plan.launches else ExitStatus.REFUSED
+
+
+# --- run ---------------------------------------------------------------------------------------
+
+
+def resolve_worker(container: Container, request: RunRequest,
+                   declared: Mapping[str, set[str]]) -> RunRequest | Refusal:
+    """With an Operation and a worker, the request as the worker configuration and the model map
+    settle it (backend, model, reasoning, limits, runtime paths), exactly as the planner does;
+    the configuration reader's refusal otherwise. A request without either goes as it is."""
+    settled = settle_worker(container.config_reader(), request, declared)
+    if settled is None or isinstance(settled, Refusal):
+        return settled or request
+    return apply_resolution(request, settled)
+
+
+def parent_refusal(fs: FileSystem, request: RunRequest, args: argparse.Namespace
+                   ) -> Refusal | None:
+    """`run` needs an existing parent trace node folder: from --parent, else the request file."""
+    if not request.parent:
+        return invalid("a run needs --parent DIR: the trace node folder in which the run's "
+                       "directory workers/<run-id>/ is made; give --parent with an existing "
+                       "directory (or a \"parent\" field in the request file)", args.request)
+    if fs.is_dir(request.parent):
+        return None
+    where = ("--parent" if args.parent is not None or not args.request
+             else f"the \"parent\" field of the request file {args.request}")
+    what = "is not a directory" if fs.lexists(request.parent) else "does not exist"
+    return invalid(f"the parent trace node folder {request.parent} ({where}) {what}; create it "
+                   "first or give an existing directory: a run never creates its parent",
+                   request.parent)
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _refusal_before_run(container: Container, request: RunRequest, args: argparse.Namespace
+                        ) -> RunRequest | Refusal:
+    """The request as the run will take it, or the refusal of the command's own input: the
+    parent, the declarations, the worker's configuration, the runtime paths and interpreter."""
+    refusal = parent_refusal(container.filesystem(), request, args)
+    if refusal is not None:
+        return refusal
+    declared = declarations(args.declare)
+    if isinstance(declared, Refusal):
+        return declared
+    resolved = resolve_worker(container, request, declared)
+    if isinstance(resolved, Refusal):
+        return resolved
+    # The request's runtime paths and interpreter are judged before a run exists, as
+    # WorkerHost.refusal_before_run does: a bad one is refused like a bad flag.
+    beside = container.preparer().beside_refusal(resolved, container.temp_root())
+    return beside if beside is not None else resolved
+
+
+def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
+    container = wiring.container()
+    built = container.requests().build(flags_of(args))
+    request = (built if isinstance(built, Refusal)
+               else _refusal_before_run(container, built, args))
+    if isinstance(request, Refusal):
+        print_refusal(request, args.json, out, err)
+        return ExitStatus.REFUSED
+    assert request.parent is not None
+    sweep_before_run(container, err)
+    cancel = Cancellation()
+    watcher = ProgressWatcher(
+        container.filesystem(), request.parent, err, live=_is_tty(err),
+        now=container.clock().now_utc, width=shutil.get_terminal_size().columns,
+        host_pid=container.host_pid())
+    with cancel_on_signals(cancel):
+        record = run_watched(container.worker_host(), request, cancel, watcher)
+    print_record(record, args.json, out)
+    return status_of(record)
+
+
+# --- sweep ---------------------------------------------------------------------------------------
+
+SWEEP_REFUSED = "runtime_parent_unreadable"
+"""The refusal of `sweep` when the runtime parent cannot be listed."""
+
+
+def sweep_before_run(container: Container, err: TextIO) -> None:
+    """Every `run` first sweeps the stale runtime directories of hosts that died, and says so on
+    stderr when it found one; a defect of the sweep is named and the run goes on (a run is
+    never stopped by another run's leftovers)."""
+    try:
+        report = container.sweeper().sweep()
+    except Exception as fault:  # a defect of ours: named, never a traceback, never a lost run
+        err.write(terminal_lines([
+            f"concorde-workers: the sweep of stale runtime directories failed "
+            f"({type(fault).__name__}: {fault}); this is a defect of concorde-workers; "
+            "the run goes on"]))
+        return
+    err.write(terminal_lines([f"concorde-workers: {line}"
+                              for line in sweep_account(report, quiet=True).splitlines()]))
+
+
+def run_sweep(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
+    """0 every stale runtime directory is gone and every record that could be found finished;
+    1 a directory (or part of it) remains, or a record could not be written; 2 the runtime
+    parent cannot be listed (nothing done)."""
+    report = wiring.container().sweeper().sweep()
+    if report.problem is not None:
+        print_refusal(Refusal(code=SWEEP_REFUSED, reason=Reason.ENVIRONMENT,
+                              message=f"{report.problem}; make it readable, or run where the "
+                                      "runtime directories are made",
+                              file=report.runtime_parent), args.json, out, err)
+        return ExitStatus.REFUSED
+    if args.json:
+        print_json(report.to_json(), out)
+    else:
+        out.write(terminal_lines(sweep_account(report).splitlines()))
+    return ExitStatus.FAILED if report.failures else ExitStatus.OK
+
+
+# --- show --------------------------------------------------------------------------------------
+
+
+def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
+    """0 the record was read and accounted for, 2 the directory holds no readable record."""
+    container = wiring.container()
+    fs = container.filesystem()
+    run_dir = posixpath.normpath(posixpath.join(container.cwd(), args.run_dir))
+    repair = ("give RUN_DIR as the run directory <parent>/workers/<run-id>/ of a run that "
+              "has ended")
+    if not fs.is_dir(run_dir):
+        what = "is not a directory" if fs.lexists(run_dir) else "does not exist"
+        print_refusal(Refusal(code=RECORD_UNREADABLE, reason=Reason.INPUT, file=run_dir,
+                              message=f"the run directory {run_dir} {what}; {repair}"),
+                      args.json, out, err)
+        return ExitStatus.REFUSED
+    record = read_record(fs, run_dir)
+    if isinstance(record, Refusal):
+        print_refusal(record.model_copy(update={"message": f"{record.message}; {repair}"}),
+                      args.json, out, err)
+        return ExitStatus.REFUSED
+    print_record(record, args.json, out)
+    return ExitStatus.OK

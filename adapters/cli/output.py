@@ -1,0 +1,37 @@
+"""What a command writes: one JSON document, a refusal, a run record.
+
+A refusal goes to stderr as text (its message indented under a headline naming its code), or to
+stdout as one JSON document under --json; a run record is its account, or its JSON.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from concorde_workers.adapters.cli.display import account
+from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.records import RunRecord
+from concorde_workers.domain.text import json_document, terminal_lines
+
+
+def print_json(data: object, out: TextIO) -> None:
+    """One JSON document: every value exactly as it is, control characters as JSON escapes."""
+    out.write(json_document(data) + "\n")
+
+
+def print_refusal(refusal: Refusal, as_json: bool, out: TextIO, err: TextIO) -> None:
+    if as_json:
+        print_json({"verdict": "refused", "refusal": {
+            "code": refusal.code, "reason": refusal.reason.value, "message": refusal.message,
+            "file": refusal.file}}, out)
+    else:
+        err.write(terminal_lines([
+            f"concorde-workers: refused: {refusal.code} ({refusal.reason.value})",
+            *(f"  {line}" for line in refusal.message.splitlines())]))
+
+
+def print_record(record: RunRecord, as_json: bool, out: TextIO) -> None:
+    if as_json:
+        print_json(record.to_json(), out)
+    else:
+        out.write(account(record))

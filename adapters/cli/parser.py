@@ -1,0 +1,134 @@
+"""The command line's grammar: `plan`, `run`, `show`, `sweep` and `demo`, and what their flags
+mean to the use cases (`RequestFlags`, the declared Operations and workers).
+
+A usage error argparse finds is raised as a value (`UsageError`), so that it becomes a refusal
+like any other bad input (one JSON document under --json), never argparse's own exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from concorde_workers.application.requests import RequestFlags, invalid
+from concorde_workers.domain.errors import Refusal
+
+
+class UsageError(Exception):
+    """A command line argparse cannot parse: which command said what."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a usage error is raised as a value."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, message)
+
+
+def usage_refusal(usage: UsageError) -> Refusal:
+    return invalid(f"{usage.prog}: {usage.message}; see {usage.prog} --help")
+
+
+def _request_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("request", nargs="?", help="a request JSON file (seed 000's Inputs)")
+    parser.add_argument("--worktree", help="absolute path of the worktree in .claude/worktrees/")
+    parser.add_argument("--task-type", help="one of the eight Protocol task types")
+    parser.add_argument("--grant", help="a grant input JSON file (contract.workers.grant-input)")
+    parser.add_argument("--instructions", help="the task instructions, or @FILE to read them")
+    parser.add_argument("--operation", help="the Operation the worker is launched for")
+    parser.add_argument("--worker", help="the worker id within the Operation")
+    parser.add_argument("--backend", help="claude or pi (overrides the worker configuration)")
+    parser.add_argument("--interpreter", help="the project's own Python interpreter")
+    parser.add_argument("--runtime-path", action="append", default=[],
+                        help="an extra absolute path every tool may read (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _declare_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--declare", action="append", default=[], metavar="OPERATION:WORKER",
+                        help="an Operation and worker id the caller may launch, against which "
+                             "every name of workers.json is checked (repeatable; the requested "
+                             "one is always declared)")
+
+
+def _demo_command(commands: Any) -> None:
+    demo = commands.add_parser(
+        "demo", help="run a real pi worker offline in a throwaway repository",
+        description="Create a throwaway repository, start a scripted model server on 127.0.0.1 "
+                    "and run a real pi worker under a grant through the host: an allowed write, "
+                    "a refused read-only write, a failed network attempt, a proposed deletion. "
+                    "Exit 0 when everything went as shown.")
+    demo.add_argument("--folder", metavar="DIR",
+                      help="create the throwaway repository below DIR (default: the system "
+                           "temporary directory)")
+    demo.add_argument("--json", action="store_true", help="print the run record as JSON")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = _Parser(
+        prog="concorde-workers",
+        description="Run one AI coding agent headless on a Git worktree under a frozen grant.")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    plan = commands.add_parser(
+        "plan", help="show what a worker run would do, or why it would be refused",
+        description="Print what a worker run would do, without writing a file or starting a "
+                    "program. Exit 0 when a run would launch, 2 when it would be refused.")
+    _request_arguments(plan)
+    _declare_argument(plan)
+    plan.add_argument("--example", action="store_true",
+                      help="plan a run in a throwaway example repository created in a "
+                           "temporary folder")
+    run = commands.add_parser(
+        "run", help="run a worker, show its progress, and account for how it ended",
+        description="Run one worker and print the account of its run record (or the record as "
+                    "JSON). Exit 0 ok, 1 blocked or failed, 2 refused before a run, "
+                    "130 interrupted (SIGINT or SIGTERM end the run interrupted).")
+    _request_arguments(run)
+    run.add_argument("--parent", metavar="DIR",
+                     help="the trace node folder the run's directory workers/<run-id>/ is made "
+                          "in (required; it must exist)")
+    _declare_argument(run)
+    show = commands.add_parser(
+        "show", help="print the account of a run that ended, from its run directory",
+        description="Rebuild the run record from a run directory <parent>/workers/<run-id>/ "
+                    "and print its account (or the record as JSON). Exit 0 when the record "
+                    "was read, 2 when the directory holds no readable record.")
+    show.add_argument("run_dir", metavar="RUN_DIR",
+                      help="the run directory, <parent>/workers/<run-id>/")
+    show.add_argument("--json", action="store_true", help="print the run record as JSON")
+    sweep = commands.add_parser(
+        "sweep", help="remove the runtime directories of hosts that died, finish their records",
+        description="Remove the runtime directories (credential copies first) whose host died "
+                    "without a chance to act (SIGKILL, the out-of-memory killer) and finish "
+                    "their runs' records as interrupted. Exit 0 when every stale directory is "
+                    "gone, 1 when one remains or a record could not be written, 2 when the "
+                    "runtime parent cannot be listed. `run` sweeps before each run too.")
+    sweep.add_argument("--json", action="store_true", help="print what was done as JSON")
+    _demo_command(commands)
+    return top
+
+
+def flags_of(args: argparse.Namespace) -> RequestFlags:
+    return RequestFlags(
+        request_file=args.request, worktree=args.worktree, task_type=args.task_type,
+        grant_file=args.grant, instructions=args.instructions, operation=args.operation,
+        worker=args.worker, backend=args.backend, interpreter=args.interpreter,
+        runtime_paths=tuple(args.runtime_path), parent=getattr(args, "parent", None))
+
+
+def declarations(values: Sequence[str]) -> dict[str, set[str]] | Refusal:
+    """`OPERATION:WORKER` flags as Operation -> worker ids."""
+    declared: dict[str, set[str]] = {}
+    for value in values:
+        operation, colon, worker = value.partition(":")
+        if not (operation and colon and worker):
+            return invalid(f"--declare {value!r} is not OPERATION:WORKER, such as "
+                           "--declare implement:worker")
+        declared.setdefault(operation, set()).add(worker)
+    return declared
