@@ -7,6 +7,8 @@
 //   {"mode": "decide", "control": <dir>, "queries": [{"kind": "read"|"write"|"search"|"resolve", ...}]}
 //   {"mode": "extension", "control": <dir>, "cwd": <dir>, "priorEntries": [...], "steps": [...]}
 //
+// A call step may name `expireTimeoutWhen` (see expireTimeoutWhen below).
+//
 // No network, no model: the extension's own tools and handlers run against the real file system
 // and the real sandbox-runtime.
 
@@ -98,6 +100,45 @@ async function emit(name, event) {
 	return result;
 }
 
+// A call step's `expireTimeoutWhen: <named pipe>`: the tool's own timeout (the timer of exactly
+// `input.timeout` seconds) passes once a writer has opened and closed that pipe, an event of the
+// command's own, instead of after the seconds, which stay the bound (tests/timing.py Deadline).
+// The tool's timeout path then runs as it would: its timer's function, its kill of the tree.
+function expireTimeoutWhen(fifo, seconds) {
+	const realSet = globalThis.setTimeout;
+	const realClear = globalThis.clearTimeout;
+	const pending = new Map(); // the tool's timers not yet fired or cleared: handle -> fire
+	let happened = false;
+	const fireAll = () => {
+		happened = true;
+		for (const [handle, fire] of pending) {
+			pending.delete(handle);
+			realClear(handle);
+			fire();
+		}
+	};
+	fs.promises.readFile(fifo).then(fireAll, fireAll); // resolves once the writer closed it
+	globalThis.setTimeout = (fn, ms, ...args) => {
+		if (ms !== seconds * 1000) return realSet(fn, ms, ...args);
+		const fire = () => fn(...args);
+		const handle = realSet(() => {
+			pending.delete(handle);
+			fire();
+		}, ms);
+		pending.set(handle, fire);
+		if (happened) fireAll();
+		return handle;
+	};
+	globalThis.clearTimeout = (handle) => {
+		pending.delete(handle);
+		realClear(handle);
+	};
+	return () => {
+		globalThis.setTimeout = realSet;
+		globalThis.clearTimeout = realClear;
+	};
+}
+
 function text(result) {
 	return (result?.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
 }
@@ -132,12 +173,15 @@ for (const step of request.steps) {
 		continue;
 	}
 	const tool = tools.get(step.tool);
+	const restore = step.expireTimeoutWhen ? expireTimeoutWhen(step.expireTimeoutWhen, input.timeout) : () => {};
 	try {
 		const controller = new AbortController();
 		const r = await tool.execute(event.toolCallId, input, controller.signal, undefined, ctx);
 		results.push({ op: "call", tool: step.tool, blocked: false, ok: true, text: text(r), details: r?.details ?? null, terminate: r?.terminate ?? false, input });
 	} catch (e) {
 		results.push({ op: "call", tool: step.tool, blocked: false, ok: false, error: String(e?.message ?? e), input });
+	} finally {
+		restore();
 	}
 }
 await emit("session_shutdown", {});

@@ -15,15 +15,15 @@ import contextlib
 import os
 import signal
 import threading
-import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e.agent_processes import NamespaceHolder, processes_with
 from fakes.program_backend import Step
 from integration.host_fixtures import HostHarness, HostRun, ok_result
-from timing import SLOW, Signal
+from timing import SLOW, Deadline, Signal
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.domain.request import Limits
@@ -51,6 +51,14 @@ def left_of(run: HostRun) -> dict[int, list[str]]:
     return processes_with(str(run.runtime_dir))
 
 
+def events_of(harness: HostHarness) -> Path:
+    """A folder for the tests' named pipes that the confined agent can open: a runtime path of
+    the request (read-only inside, which a named pipe does not mind); /tmp is not there."""
+    path = harness.root / "events"
+    path.mkdir(exist_ok=True)
+    return path
+
+
 def escaping_child() -> list[dict[str, Any]]:
     """A child in a session of its own (and its grandchild), sleeping for an hour; they append
     their pids to a file in the runtime directory, which is what finds them later."""
@@ -69,14 +77,12 @@ def test_the_run_returns_only_once_the_namespace_has_ended(harness: HostHarness)
     """A process of the run's PID namespace that the test keeps from being reaped (its parent
     is outside: NamespaceHolder) keeps the namespace's init from finishing its exit, as a slow
     teardown would: the cancelled run does not return until it has, and then nothing is left."""
-    events = harness.root / "events"
-    events.mkdir()
-    running = Signal(events / "running")
+    running = Signal(events_of(harness) / "running")
     cancel = Cancellation()
     runs: list[HostRun] = []
     worker = threading.Thread(target=lambda: runs.append(harness.run(
-        [*OPEN, Step.signal(events / "running"), Step.sleep(3600), Step.result(ok_result())],
-        cancel=cancel, confined=True, runtime_paths=[events])))
+        [*OPEN, Step.signal(running.path), Step.sleep(3600), Step.result(ok_result())],
+        cancel=cancel, confined=True, runtime_paths=[running.path.parent])))
     worker.start()
     running.wait()
     ours = os.readlink("/proc/self/ns/pid")
@@ -97,9 +103,15 @@ def test_the_run_returns_only_once_the_namespace_has_ended(harness: HostHarness)
 
 @pytest.mark.req("No worker process outlives its round")
 def test_a_child_that_left_the_group_dies_with_a_timed_out_round(harness: HostHarness) -> None:
-    run = harness.run([*escaping_child(), Step.sleep(60), Step.result(ok_result())],
-                      limits=Limits(timeout_seconds=3, rounds=0, retries=0,
-                                    retry_delay_seconds=0), confined=True)
+    # The round's timeout passes once the children are up (an event), not after seconds the
+    # confinement's start-up may or may not fit in.
+    deadline = Deadline()
+    spawned = Signal(events_of(harness) / "spawned", then=deadline.expire)
+    run = harness.run([*escaping_child(), Step.signal(spawned.path), Step.sleep(3600),
+                       Step.result(ok_result())],
+                      limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0,
+                                    retry_delay_seconds=0),
+                      confined=True, deadline=deadline, runtime_paths=[spawned.path.parent])
     assert run.code == "worker_timeout", run.record.error
     assert left_of(run) == {}
 
@@ -107,17 +119,10 @@ def test_a_child_that_left_the_group_dies_with_a_timed_out_round(harness: HostHa
 @pytest.mark.req("No worker process outlives its round")
 def test_a_child_that_left_the_group_dies_with_a_cancelled_run(harness: HostHarness) -> None:
     cancel = Cancellation()
-    runs: list[HostRun] = []
-    worker = threading.Thread(target=lambda: runs.append(harness.run(
-        [*escaping_child(), Step.sleep(60), Step.result(ok_result())], cancel=cancel,
-        confined=True)))
-    worker.start()
-    deadline = time.monotonic() + 60
-    while len(processes_with(str(harness.tmp))) < 4 and time.monotonic() < deadline:
-        time.sleep(0.05)  # bwrap, its init, agent.py, the child and grandchild
-    cancel.cancel("the operation run was cancelled")
-    worker.join()
-    (run,) = runs
+    spawned = Signal(events_of(harness) / "spawned",
+                     then=lambda: cancel.cancel("the operation run was cancelled"))
+    run = harness.run([*escaping_child(), Step.signal(spawned.path), Step.sleep(3600),
+                       Step.result(ok_result())],
+                      cancel=cancel, confined=True, runtime_paths=[spawned.path.parent])
     assert run.code == "interrupted", run.record.error
     assert left_of(run) == {}
-

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from timing import SLOW
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader, find_bwrap
@@ -345,7 +346,7 @@ def test_git_never_reads_a_submodule_path_in_the_sandbox(trap: TrapRepository) -
     reads a gitlink's HEAD even with submodules ignored. In the sandbox the submodule path is an
     empty directory, so the audit answers at once; the walk still finds the `.git`."""
     vendor = trap.worktree / "src" / "app" / "vendor"
-    git = GitCliReader(environ=trap.env, sandbox=bwrap_or_fail(), timeout_seconds=20)
+    git = GitCliReader(environ=trap.env, sandbox=bwrap_or_fail(), timeout_seconds=SLOW)
     observer = WorktreeObserver(git, LocalFileSystem(), trap.repo, writable=["src/app/"])
     snapshot = observer.snapshot()
     (vendor / ".git" / "objects").mkdir(parents=True)

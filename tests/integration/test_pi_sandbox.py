@@ -303,20 +303,24 @@ def test_a_timed_out_command_is_killed_with_its_process_group(world: PiWorld) ->
     # "up" on it and sleeps for an hour; the command's foreground goes on only once that process
     # is up (it waits on a second pipe). The test holds the read ends: end of file on one means
     # every process holding it is dead — an event, not a pause long enough to see a late write.
+    # The first command's timeout passes once it is provably running (its background process
+    # up, its foreground about to sleep: it opens and closes the named pipe `ready`), an event,
+    # not a number of seconds the sandbox's start-up may or may not fit in on a busy machine.
     held, up = [], []
     for n in (1, 2):
         held.append(world.rt / f"tmp/held-{n}")
         up.append(world.rt / f"tmp/up-{n}")
         os.mkfifo(held[-1])
         os.mkfifo(up[-1])
+    ready = world.rt / "tmp/ready"
+    os.mkfifo(ready)
     readers = [os.open(path, os.O_RDONLY | os.O_NONBLOCK) for path in held]
     try:
         background = "(exec 3>'{held}'; echo up >&3; : >'{up}'; sleep 3600) & cat '{up}'"
         result = world.run_extension([
             START,
-            # The timeout only has to outlast a fork and an open; it no longer waits for a late
-            # write either.
-            bash(background.format(held=held[0], up=up[0]) + "; sleep 3600", timeout=5),
+            {**bash(background.format(held=held[0], up=up[0]) + f"; : >'{ready}'; sleep 3600",
+                    timeout=SLOW), "expireTimeoutWhen": str(ready)},
             bash(background.format(held=held[1], up=up[1]) + "; echo started"),
         ])
         first = result["results"][1]
