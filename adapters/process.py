@@ -98,13 +98,15 @@ DEFAULT_TERM_GRACE_SECONDS = 2.0
 #: waits (Python's own size of each line, so a flood of empty lines is bounded too).
 DEFAULT_QUEUE_BYTES = 4 * 1024 * 1024
 
-WaitTimeout = Callable[[threading.Event, float], bool]
-"""How a timer waits out a timeout: given the Event set once the leader is gone and the seconds,
-it returns True when the leader went first."""
+WaitTimeout = Callable[[threading.Event, float], object]
+"""How a timer waits out a timeout: given the timer's wake-up Event (the runner sets it once the
+leader is gone) and the seconds, it returns once the seconds have passed or the Event is set —
+or earlier, when it decides that the timeout has passed (a test's deadline; it may set the
+Event itself to end its wait). The runner then looks for itself whether the leader is gone."""
 
 
-def _wait_real_time(leader_gone: threading.Event, seconds: float) -> bool:
-    return leader_gone.wait(seconds)
+def _wait_real_time(wake: threading.Event, seconds: float) -> None:
+    wake.wait(seconds)
 
 
 _CHUNK = 64 * 1024
@@ -120,11 +122,11 @@ class SubprocessRunner:
     `term_grace_seconds`: after a timeout, how long the leader gets between SIGTERM and SIGKILL.
     `max_line_bytes`: a longer stdout line is dropped and counted (default
     domain.stdout.MAX_LINE_BYTES). `queue_bytes`: how much of the lines not yet read the queue
-    holds before the program is held back (default 4 MiB). `wait_timeout(leader_gone, seconds)`:
-    how the timer waits out a timeout — it returns True when the leader went first (the default
-    waits `seconds` of real time on the Event); tests pass one that returns when their event
-    happens instead, and the runner's own timeout path (SIGTERM, grace, SIGKILL, `timed_out`)
-    follows as it would after the seconds.
+    holds before the program is held back (default 4 MiB). `wait_timeout(wake, seconds)`:
+    how the timer waits out a timeout (`WaitTimeout`; the default waits `seconds` of real time
+    on the Event, which the runner sets once the leader is gone); tests pass one that returns
+    when their event happens instead, and the runner's own timeout path (SIGTERM, grace,
+    SIGKILL, `timed_out`) follows as it would after the seconds, unless the leader is gone.
     """
 
     def __init__(
@@ -411,7 +413,8 @@ class SubprocessHandle:
         self._reaped = False
         self._kill_requested = False
         self._timed_out = False
-        self._leader_gone = threading.Event()  # reaped: wakes the timer
+        self._leader_gone = threading.Event()  # reaped
+        self._timer_wake = threading.Event()  # set with _leader_gone; a test's deadline too
         self._done = threading.Event()  # reaped and every pipe thread finished
 
         splitter = self._splitter = _LineSplitter(self._lines.put, max_line_bytes)
@@ -617,6 +620,7 @@ class SubprocessHandle:
                         self._reaped = True
         finally:
             self._leader_gone.set()
+            self._timer_wake.set()  # the timer ends its wait: no timeout thread outlives this
             try:
                 # Lift the queue's bound before waiting for the pipe threads: a stdout thread
                 # waiting for room must not wait for a consumer that may never read again.
@@ -631,7 +635,8 @@ class SubprocessHandle:
                 self._done.set()
 
     def _enforce_timeout(self, seconds: float) -> None:
-        if self._wait_timeout(self._leader_gone, seconds):
+        self._wait_timeout(self._timer_wake, seconds)
+        if self._leader_gone.is_set():
             return
         with self._lock:
             if self._kill_requested or self._leader_has_exited():

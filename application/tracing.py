@@ -363,6 +363,15 @@ class ProgressWriter:
         """True when an action is held back for the next write."""
         return self._pending
 
+    def due_in(self) -> float | None:
+        """Seconds until a held-back action may be written (0 or less: now), None when no action
+        is held back."""
+        if not self._pending:
+            return None
+        if self._last_write is None:
+            return 0.0
+        return self._last_write + ACTIVITY_INTERVAL_SECONDS - self._clock.monotonic()
+
     def current(self) -> ProgressFile:
         """The progress file as the next write would write it."""
         return ProgressFile(
@@ -398,13 +407,8 @@ class ProgressWriter:
     def flush(self, force: bool = False) -> bool:
         """Write a held-back action when a second has passed since the last write (or at once
         with `force`). True when it was written now."""
-        if not self._pending:
-            return False
-        due = (
-            self._last_write is None
-            or self._clock.monotonic() - self._last_write >= ACTIVITY_INTERVAL_SECONDS
-        )
-        if not (due or force):
+        due = self.due_in()
+        if due is None or not (due <= 0 or force):
             return False
         return self._write("activity")
 

@@ -41,13 +41,28 @@ class Deadline:
 
     def __init__(self) -> None:
         self._expired = threading.Event()
+        self._lock = threading.Lock()
+        self._waiting: list[threading.Event] = []
 
-    def __call__(self, leader_gone: threading.Event, seconds: float) -> bool:
-        self._expired.wait(seconds)  # at the latest after the real timeout
-        return leader_gone.is_set()
+    def __call__(self, wake: threading.Event, seconds: float) -> None:
+        """Wait until the deadline expires, the runner wakes the timer (the leader is gone: the
+        timer thread ends with the round, not 120 s later) or, at the latest, the real
+        timeout."""
+        with self._lock:
+            if self._expired.is_set():
+                return
+            self._waiting.append(wake)
+        try:
+            wake.wait(seconds)
+        finally:
+            with self._lock:
+                self._waiting.remove(wake)
 
     def expire(self) -> None:
-        self._expired.set()
+        with self._lock:
+            self._expired.set()
+            for wake in self._waiting:
+                wake.set()
 
     @property
     def expired(self) -> bool:

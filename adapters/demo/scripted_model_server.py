@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import selectors
 import socket
 import threading
 import time
@@ -124,25 +126,45 @@ class LoopbackServer:
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._wake: tuple[int, int] | None = None
 
     def start(self) -> Self:
         handler = type(self.handler.__name__, (self.handler,), {"owner": self})
         httpd = ThreadingHTTPServer((LOOPBACK, 0), handler)
         httpd.daemon_threads = True
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name=self.thread_name,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._wake = os.pipe()
+        self._thread = threading.Thread(target=self._serve, args=(httpd, self._wake[0]),
+                                        name=self.thread_name, daemon=True)
         self._thread.start()
         return self
 
+    @staticmethod
+    def _serve(httpd: ThreadingHTTPServer, wake: int) -> None:
+        """Accept connections until `stop` writes to the wake-up pipe: one `select` on both,
+        without a timeout (socketserver's `serve_forever` wakes every poll interval to look
+        for a shutdown request)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(httpd, selectors.EVENT_READ)
+            selector.register(wake, selectors.EVENT_READ)
+            while True:
+                ready = [key.fileobj for key, _ in selector.select()]
+                if wake in ready:
+                    return
+                httpd.handle_request()  # the listening socket is readable: accepts at once
+
     def stop(self) -> None:
         self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+        if self._wake is not None:
+            os.write(self._wake[1], b"x")
         if self._thread is not None:
             self._thread.join(timeout=5)
-        self._httpd = self._thread = None
+        if self._httpd is not None:
+            self._httpd.server_close()
+        if self._wake is not None:
+            for fd in self._wake:
+                os.close(fd)
+        self._httpd = self._thread = self._wake = None
 
     def __enter__(self) -> Self:
         return self.start()

@@ -391,6 +391,17 @@ def test_no_thread_or_descriptor_is_left_behind(tmp_path: Path) -> None:
     assert open_fds() <= before
 
 
+def test_a_timer_waiting_on_a_deadline_ends_with_the_program(tmp_path: Path) -> None:
+    """A timeout a test decides (timing.Deadline) never fired: the timer thread still ends when
+    the program does, not when the real timeout (ten times SLOW) has passed."""
+    handle = runner(deadline=Deadline()).start(python("print(1)"), ENV, str(tmp_path),
+                                              timeout_seconds=10 * SLOW)
+    assert list(handle.lines()) == ["1"] and handle.wait(SLOW) == 0
+    for timer in [t for t in threading.enumerate() if t.name == f"process-{handle.pid}-timeout"]:
+        timer.join(SLOW)  # the bound only ends a failure
+        assert not timer.is_alive()
+
+
 # -- a program's PID namespace: the end waits for its init (ports/process.py) ------------------
 
 BWRAP = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin")
