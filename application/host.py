@@ -43,7 +43,7 @@ from concorde_workers.domain.audit import Snapshot
 from concorde_workers.domain.codes import RUN_CODES
 from concorde_workers.domain.deletions import Kind, outcome, plan_deletions
 from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
-from concorde_workers.domain.git_metadata import GitMetadata
+from concorde_workers.domain.git_metadata import GitMetadata, found_before_refusal
 from concorde_workers.domain.grant import Level
 from concorde_workers.domain.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.paths import EntryKind
@@ -190,6 +190,15 @@ class WorkerHost:
             snapshot = observer.snapshot()
         except GitCommandFailed as failed:
             self._end(state, snapshot_link(links, failed))
+            return
+        # Git metadata a worker could have planted before this run (an interrupted run leaves
+        # it in place): this run's record could not tell of it had the run ended ok, so the
+        # run is refused before anything is generated (docs/decisions.md).
+        planted = observer.found_before(snapshot)
+        if planted:
+            self._end(state, refusal_link(links, Refusal(
+                code="launch_failed", reason=Reason.ENVIRONMENT,
+                message=found_before_refusal(planted, prepared.placement.worktree))))
             return
         try:
             self._write_control(prepared, tracer, state, credential_copies)

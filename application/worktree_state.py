@@ -269,6 +269,21 @@ class WorktreeObserver:
                                        or snapshot.files[rel] is None))
         return tuple(found)
 
+    def found_before(self, snapshot: Snapshot) -> tuple[GitMetadata, ...]:
+        """The Git metadata inside the grant's rw directories at the snapshot (not the
+        worktree's own) whose configuration or hooks would run a program: an interrupted run
+        leaves what its worker planted there, and nothing tells it from the user's own."""
+        found: list[GitMetadata] = []
+        for rel in sorted(snapshot.files):
+            if rel == ".git" or posixpath.basename(rel) != ".git" or snapshot.files[rel] is None:
+                continue
+            if not any(w in ("", ".") or is_within(rel, w) for w in self._writable):
+                continue
+            item = self._inspect(rel, created=False)
+            if item.runs or item.hooks:
+                found.append(item)
+        return tuple(found)
+
     def _inspect(self, rel: str, created: bool) -> GitMetadata:
         path = posixpath.join(self._worktree, rel)
         try:

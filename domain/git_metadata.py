@@ -91,3 +91,18 @@ def describe_one(item: GitMetadata, worktree: str) -> str:
 def describe_git_metadata(items: Sequence[GitMetadata], worktree: str) -> str:
     """The Git metadata a round left, for an error's detail; empty when there is none."""
     return " ".join(describe_one(item, worktree) + "." for item in items)
+
+
+def found_before_refusal(items: Sequence[GitMetadata], worktree: str) -> str:
+    """Why a run is refused before launch: Git metadata inside the grant's rw directories at
+    the snapshot that would run a program for whoever next uses Git there (an interrupted run
+    leaves what its worker planted in place), each with what it runs, and the repair."""
+    root = worktree.rstrip("/")
+    found = "; ".join(f"{item.path} ({_runs(item)})" for item in items)
+    removals = " ".join(f"rm -rf -- {root}/{item.path}" for item in items)
+    return (f"the worktree holds Git metadata inside the grant's rw directories, where a worker "
+            f"could have made it, that would run a program for whoever next uses Git there: "
+            f"{found}. An interrupted run leaves what its worker planted in place, and the next "
+            f"run cannot tell it from yours: if a worker made it, remove it ({removals}); if it "
+            "is yours, remove what its configuration and hooks run, or move it out of the rw "
+            "directories; then run again")

@@ -833,6 +833,44 @@ def test_git_metadata_planted_in_an_rw_directory_is_a_violation(harness: HostHar
     assert "src/app/sub/.git" in violations
 
 
+@pytest.mark.req("Workers never see Git")
+def test_git_metadata_an_interrupted_run_left_is_refused_by_the_next_run(
+        harness: HostHarness) -> None:
+    """An interrupted run leaves what its worker planted (seed 000: an interruption leaves the
+    worktree as it found it). For the next run the repository is there before its snapshot,
+    hidden from its worker like any nested repository: were that run to end ok, its record
+    would say nothing of a repository whose configuration runs a program for whoever next uses
+    Git there. The next run is refused before launch instead, naming it and the repair."""
+    cancel = Cancellation()
+    first = harness.run([*OPEN,
+                         Step.write("{worktree}/src/app/x/.git/config",
+                                    "[filter \"x\"]\n\tclean = touch /tmp/planted\n"),
+                         Step.write("{worktree}/src/app/x/.git/HEAD", "ref: refs/heads/x\n"),
+                         cancel_here(harness, cancel, "the operation run was cancelled"),
+                         Step.sleep(3600)], cancel=cancel)
+    assert first.code == "interrupted"
+    assert (harness.worktree / "src/app/x/.git/config").is_file()  # left as it was
+    second = harness.run([*OPEN, Step.result(ok_result())])
+    assert second.code == "launch_failed", second.record.error
+    detail = second.record.error.detail  # type: ignore[union-attr]
+    assert "src/app/x/.git" in detail and "filter.x.clean = touch /tmp/planted" in detail
+    assert f"rm -rf -- {harness.worktree}/src/app/x/.git" in detail
+    assert second.record.rounds == ()  # refused before launch: nothing generated, no round
+    assert_cleaned(harness, second)
+
+
+@pytest.mark.req("Workers never see Git")
+def test_a_nested_repository_that_runs_nothing_does_not_stop_a_run(harness: HostHarness) -> None:
+    nested = harness.worktree / "src/app/vendored/.git"
+    (nested / "objects").mkdir(parents=True)
+    (nested / "refs").mkdir()
+    (nested / "HEAD").write_text("ref: refs/heads/main\n")
+    (nested / "config").write_text("[core]\n\tbare = false\n[remote \"origin\"]\n"
+                                    "\turl = https://example.invalid/x.git\n")
+    run = harness.run([*OPEN, Step.result(ok_result())])
+    assert run.record.status == "ok", run.record.error
+
+
 @pytest.mark.req("No worker process outlives its round")
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_an_exception_of_the_host_mid_round_kills_the_group_and_removes_the_runtime(

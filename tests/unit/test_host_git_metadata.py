@@ -95,3 +95,28 @@ def test_a_move_that_fails_is_told_and_the_run_still_ends() -> None:
     assert world.fs.lexists(posixpath.join(WORKTREE, PLANTED))
     assert ("it is still in the worktree (the host could not move it: archive "
             f"{WORKTREE}/{PLANTED}: No space left on device)") in record.error.detail
+
+
+# --- Git metadata found before the run (docs/decisions.md "Git metadata ... before the run") ----
+
+
+@pytest.mark.req("Workers never see Git")
+@pytest.mark.parametrize(("place", "files", "refused"), [
+    ("src/app/x/.git", {"config": CONFIG}, True),  # a program its configuration names
+    ("src/app/x/.git", {"hooks/post-checkout": "#!/bin/sh\n"}, True),  # a hook
+    ("src/app/x/.git", {"hooks/pre-commit.sample": "#!/bin/sh\n", "config": "[core]\n"}, False),
+    ("docs/x/.git", {"config": CONFIG}, False),  # outside rw: no worker could have made it
+])
+def test_git_metadata_found_before_the_run_that_runs_a_program_in_rw_refuses_the_run(
+        place: str, files: dict[str, str], refused: bool) -> None:
+    world = HostWorld()
+    for name, text in {"HEAD": "ref: refs/heads/main\n", **files}.items():
+        world.fs.write(posixpath.join(WORKTREE, place, name), text)
+    record = world.run([Round.ok(ok_result())])
+    if not refused:
+        assert record.status == "ok", record.error
+        return
+    assert record.error is not None and record.error.code == "launch_failed"
+    assert record.rounds == () and world.runner.starts == []
+    assert place in record.error.detail and f"rm -rf -- {WORKTREE}/{place}" in record.error.detail
+    assert world.fs.lexists(posixpath.join(WORKTREE, place, "HEAD"))  # the host removes nothing
