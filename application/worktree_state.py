@@ -173,13 +173,18 @@ class WorktreeObserver:
         root = posixpath.join(self._worktree, rel)
         if not self._fs.is_dir(root) or self._fs.is_symlink(root):
             return
-        walked = walk_tree(root, self._list_dir, self._runtime_paths, files=files)
+        walked = walk_tree(root, self._list_dir, self._runtime_paths, files=files,
+                           git_dirs=True)
         for path in walked.files:
             found = relative_to(path, self._worktree)
             states[found] = self.measure(found)
         for entry in walked.git_entries:
             found = relative_to(entry.path, self._worktree)
-            states[found] = self.git_entry_state(found)
+            state = self.git_entry_state(found)
+            if entry.bare and state is not None:
+                # Not named .git, and Git would still use it from inside: Git metadata.
+                state = state.model_copy(update={"git_dir": True})
+            states[found] = state
 
     def _module_dir(self, rel: str) -> str | None:
         """The Git directory a submodule path's `.git` names (or is), None when none."""
@@ -260,9 +265,9 @@ class WorktreeObserver:
         files = self._walked if observed is None else observed
         found: list[GitMetadata] = []
         for rel in sorted(files):
-            if posixpath.basename(rel) != ".git" or not is_git_metadata(rel):
-                continue
             after = files[rel]
+            if not _git_entry(rel, after):
+                continue
             if after is None or snapshot.files.get(rel) == after:
                 continue
             found.append(self._inspect(rel, created=rel not in snapshot.files
@@ -275,7 +280,8 @@ class WorktreeObserver:
         leaves what its worker planted there, and nothing tells it from the user's own."""
         found: list[GitMetadata] = []
         for rel in sorted(snapshot.files):
-            if rel == ".git" or posixpath.basename(rel) != ".git" or snapshot.files[rel] is None:
+            if rel == ".git" or snapshot.files[rel] is None \
+                    or not _git_entry(rel, snapshot.files[rel]):
                 continue
             if not any(w in ("", ".") or is_within(rel, w) for w in self._writable):
                 continue
@@ -330,3 +336,10 @@ class WorktreeObserver:
             return FileState(digest=self._fs.file_digest(path), executable=stat.executable)
         except FileSystemError as error:
             return FileState(digest=f"unreadable: {error.os_error_text}", executable=False)
+
+
+def _git_entry(rel: str, state: FileState | None) -> bool:
+    """A `.git` entry, or a directory Git takes for a Git directory whatever its name."""
+    if state is not None and state.git_dir:
+        return True
+    return posixpath.basename(rel) == ".git" and is_git_metadata(rel)

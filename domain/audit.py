@@ -22,13 +22,21 @@ from concorde_workers.domain.grant import Grant, Level
 class FileState(BaseModel):
     """One file as Git sees it: the digest of its content and its executable bit. `gitlink`
     marks the state of a submodule path itself: the commit its repository has checked out,
-    read from the repository's administrative directory (a change of it is Git metadata)."""
+    read from the repository's administrative directory (a change of it is Git metadata).
+    `git_dir` marks a directory Git takes for a Git directory though it is not named `.git`
+    (a "bare" repository, found by the host's walk): Git metadata too."""
 
     model_config = ConfigDict(frozen=True)
 
     digest: str
     executable: bool
     gitlink: bool = False
+    git_dir: bool = False
+
+    @property
+    def git_metadata(self) -> bool:
+        """The state of Git metadata by what it is, whatever its path."""
+        return self.gitlink or self.git_dir
 
 
 class WorktreeState(BaseModel):
@@ -154,11 +162,11 @@ def is_git_metadata(path: str) -> bool:
 def path_violation(grant: Grant, path: str, after: FileState | None,
                    before: FileState | None = None) -> str | None:
     """The violation a changed path makes, or None when it is allowed (changed or new in rw).
-    Git metadata (a `.git` segment, or the commit a submodule path has checked out) is never the
-    worker's, whatever the level around it."""
+    Git metadata (a `.git` segment, the commit a submodule path has checked out, a directory
+    Git takes for a Git directory) is never the worker's, whatever the level around it."""
     if after is None:
         return path + DELETED_SUFFIX
-    if is_git_metadata(path) or after.gitlink or (before is not None and before.gitlink):
+    if is_git_metadata(path) or after.git_metadata or (before is not None and before.git_metadata):
         return path
     if grant.level_of(path) is Level.RW:
         return None

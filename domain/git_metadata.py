@@ -51,7 +51,11 @@ def _quote(value: str) -> str:
 
 def _what(item: GitMetadata) -> str:
     verb = "created" if item.created else "changed"
-    if item.kind == "directory":
+    if item.kind == "directory" and item.path.rsplit("/", 1)[-1] != ".git":
+        what = (f"a directory Git takes for a repository (a HEAD, objects/ and refs/), which "
+                f"the worker {verb}: Git uses it, and what it configures, for whoever works in "
+                "it")
+    elif item.kind == "directory":
         what = f"a Git repository the worker {verb}"
     elif item.points_to is not None:
         what = f"a .git {item.kind} the worker {verb}, naming the Git directory {item.points_to}"

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.paths import EntryKind, ListDir, is_within
+from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir, is_within
 
 WORKTREES_DIR = ".claude/worktrees"
 GIT = ".git"
@@ -84,12 +84,31 @@ def check_placement(
 
 
 class GitEntry(BaseModel):
-    """A `.git` entry the walk found, by its lexical path and what it is (not following a link)."""
+    """A `.git` entry the walk found, by its lexical path and what it is (not following a link).
+    `bare`: no `.git` but a directory Git takes for a Git directory (`looks_like_git_dir`)."""
 
     model_config = ConfigDict(frozen=True)
 
     path: str
     kind: EntryKind
+    bare: bool = False
+
+
+_GIT_DIR_LINKS = frozenset({EntryKind.DIRECTORY, EntryKind.SYMLINK})
+_GIT_FILE_LINKS = frozenset({EntryKind.FILE, EntryKind.SYMLINK})
+
+
+def looks_like_git_dir(entries: Iterable[DirEntry]) -> bool:
+    """Whether a directory with these entries is one Git takes for a Git directory when it
+    discovers a repository from inside it (setup.c `is_git_directory`: a HEAD, and objects/ and
+    refs/, or a commondir naming them elsewhere), whatever its name: a "bare" repository, whose
+    configuration can name a work tree and run its programs there. Over-inclusive: HEAD is not
+    parsed, and a link counts as what it may point to."""
+    kinds = {e.name: e.kind for e in entries}
+    if kinds.get("HEAD") not in _GIT_FILE_LINKS:
+        return False
+    return (kinds.get("objects") in _GIT_DIR_LINKS and kinds.get("refs") in _GIT_DIR_LINKS) or \
+        kinds.get("commondir") in _GIT_FILE_LINKS
 
 
 class AdminPath(BaseModel):
@@ -112,10 +131,12 @@ class Walked(BaseModel):
 
 
 def walk_tree(root: str, list_dir: ListDir, runtime_paths: Iterable[str] = (), *,
-              files: bool = True) -> Walked:
+              files: bool = True, git_dirs: bool = False) -> Walked:
     """Walk `root` as the placement walk does: it enters no `.git`, no symbolic link and no
     runtime path (seed 000 "Placement"); children are visited in name order, so the result is
-    deterministic. `files=False` keeps only the `.git` entries."""
+    deterministic. `files=False` keeps only the `.git` entries. `git_dirs`: a directory Git
+    takes for a Git directory whatever its name (`looks_like_git_dir`) is found too, as a
+    `bare` entry, and not entered."""
     runtime = tuple(posixpath.normpath(p) for p in runtime_paths)
     below_runtime = tuple(r.rstrip("/") + "/" for r in runtime)
     found: list[GitEntry] = []
@@ -125,7 +146,11 @@ def walk_tree(root: str, list_dir: ListDir, runtime_paths: Iterable[str] = (), *
         directory = stack.pop()
         prefix = directory.rstrip("/") + "/"
         subdirs: list[str] = []
-        for entry in sorted(list_dir(directory), key=lambda e: e.name):
+        listed = list_dir(directory)
+        if git_dirs and looks_like_git_dir(listed):
+            found.append(GitEntry(path=directory, kind=EntryKind.DIRECTORY, bare=True))
+            continue
+        for entry in sorted(listed, key=lambda e: e.name):
             is_dir = entry.kind is EntryKind.DIRECTORY
             if not (files or is_dir or entry.name == GIT):
                 continue  # a file, and only `.git` entries are wanted

@@ -834,6 +834,26 @@ def test_git_metadata_planted_in_an_rw_directory_is_a_violation(harness: HostHar
 
 
 @pytest.mark.req("Workers never see Git")
+def test_a_bare_looking_git_directory_planted_in_rw_is_a_violation(harness: HostHarness) -> None:
+    """A directory with a HEAD, objects/ and refs/ is a Git directory to Git whatever its name:
+    whoever `cd`s into it (or a shell prompt there) runs Git with its configuration, which can
+    name a work tree and a filter. It is Git metadata like a `.git`, moved out as evidence."""
+    evil = "{worktree}/src/app/evil"
+    run = harness.run([*OPEN, Step.mkdir(f"{evil}/objects"), Step.mkdir(f"{evil}/refs"),
+                       Step.write(f"{evil}/HEAD", "ref: refs/heads/main\n"),
+                       Step.write(f"{evil}/config", "[core]\n\tbare = false\n\tworktree = ..\n"
+                                  "[filter \"x\"]\n\tclean = touch /tmp/planted\n"),
+                       Step.result(ok_result())])
+    assert run.code == "audit_violation", run.audit()
+    assert "src/app/evil" in run.audit()["violations"]
+    detail = run.record.error.detail  # type: ignore[union-attr]
+    assert "a directory Git takes for a repository" in detail
+    assert "filter.x.clean = touch /tmp/planted" in detail
+    assert not (harness.worktree / "src/app/evil").exists()  # moved into the run directory
+    assert (run.run_dir / "planted-git" / "1.tar").is_file()
+
+
+@pytest.mark.req("Workers never see Git")
 def test_git_metadata_an_interrupted_run_left_is_refused_by_the_next_run(
         harness: HostHarness) -> None:
     """An interrupted run leaves what its worker planted (seed 000: an interruption leaves the

@@ -209,3 +209,16 @@ def test_git_metadata_is_a_violation_even_inside_rw() -> None:
     result = audit(GRANT, snap, state({"src/.git": EDIT_1, "src/ok.py": EDIT_2}))
     assert result.changed == ("src/.git", "src/ok.py")
     assert result.violations == ("src/.git",)
+
+
+@pytest.mark.req("Every round is audited")
+@pytest.mark.parametrize(("before", "after"), [
+    ({}, {"src/evil": FileState(digest="git directory sha256:1", executable=False,
+                                git_dir=True)}),
+    ({"src/evil": FileState(digest="git directory sha256:1", executable=False, git_dir=True)},
+     {"src/evil": FileState(digest="git directory sha256:2", executable=False, git_dir=True)}),
+])
+def test_a_directory_git_takes_for_a_git_directory_is_git_metadata_even_in_rw(
+        before: dict[str, FileState], after: dict[str, FileState]) -> None:
+    result = audit(GRANT, state(dict(before)), state(dict(after)))
+    assert result.violations == ("src/evil",)

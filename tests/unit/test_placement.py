@@ -16,9 +16,11 @@ from concorde_workers.domain.placement import (
     check_placement,
     collect_admin_paths,
     find_git_entries,
+    looks_like_git_dir,
     parse_commondir_file,
     parse_gitdir_file,
     prune_admin_paths,
+    walk_tree,
     worktrees_dir,
 )
 
@@ -218,3 +220,35 @@ def test_the_admin_paths_of_a_linked_worktree_with_a_submodule() -> None:
     )
     assert paths == (_d("/home/u/proj/.git"), _f(f"{WT}/.git"), _f(f"{WT}/vendor/lib/.git"),
                      _d("/elsewhere/repo.git"))
+
+
+# --- a directory Git takes for a Git directory, whatever its name (setup.c is_git_directory) ------
+
+F, D, L = EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK
+
+
+@pytest.mark.parametrize(("entries", "git_dir"), [
+    ({"HEAD": F, "objects": D, "refs": D}, True),
+    ({"HEAD": L, "objects": L, "refs": D, "config": F}, True),
+    ({"HEAD": F, "commondir": F}, True),  # a linked worktree's Git directory
+    ({"HEAD": F, "objects": D}, False),
+    ({"HEAD": F, "refs": D}, False),
+    ({"objects": D, "refs": D}, False),
+    ({"HEAD": D, "objects": D, "refs": D}, False),
+    ({"HEAD": F, "objects": F, "refs": D}, False),
+])
+def test_looks_like_git_dir_follows_gits_own_test(entries: dict[str, EntryKind],
+                                                   git_dir: bool) -> None:
+    assert looks_like_git_dir([DirEntry(name=n, kind=k) for n, k in entries.items()]) is git_dir
+
+
+def test_the_walk_finds_a_bare_looking_git_directory_only_when_asked_and_never_enters_it() -> None:
+    tree = memory_tree(files=[f"{WT}/src/evil/HEAD", f"{WT}/src/evil/inner/.git/HEAD",
+                              f"{WT}/src/ok.py"],
+                       dirs=[f"{WT}/src/evil/objects", f"{WT}/src/evil/refs"])
+    asked = walk_tree(f"{WT}/src", tree, files=True, git_dirs=True)
+    assert asked.git_entries == (GitEntry(path=f"{WT}/src/evil", kind=EntryKind.DIRECTORY,
+                                          bare=True),)
+    assert asked.files == (f"{WT}/src/ok.py",)
+    plain = walk_tree(f"{WT}/src", tree, files=False)
+    assert [e.path for e in plain.git_entries] == [f"{WT}/src/evil/inner/.git"]
