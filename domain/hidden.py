@@ -13,7 +13,7 @@ listed in the deny rules and the sandbox lists by `domain.policy`):
   and every other run's beside it; docs/decisions.md "The run directory is hidden").
 - **credentials**: every file the host copies into `config/` at its origin, and the model map.
 
-Reasons name the path and why; `domain.policy` adds `Concorde grant: ` when a tool reports one.
+Reasons (`domain.reasons`) name the path and why; a tool reports one with the denial prefix.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import posixpath
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.paths import is_within, relative_to
+from concorde_workers.domain.reasons import fill
 from concorde_workers.domain.run_id import RUNTIME_PREFIX
 
 OTHER_RUN_ROW = "other run"
@@ -31,15 +32,15 @@ CREDENTIALS_ROW = "credentials"
 
 
 def other_run_reason(path: str) -> str:
-    return f"{path} belongs to another worker run"
+    return fill("other run", path=path)
 
 
 def run_directory_reason(path: str) -> str:
-    return f"{path} belongs to the host: run directories are not available to workers"
+    return fill("run directory", path=path)
 
 
 def credentials_reason(path: str) -> str:
-    return f"{path} holds the user's credentials, which are not available to workers"
+    return fill("credentials", path=path)
 
 
 class Hidden(BaseModel):

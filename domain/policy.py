@@ -40,26 +40,27 @@ from concorde_workers.domain.hidden import Hidden
 from concorde_workers.domain.layout import RuntimeLayout
 from concorde_workers.domain.paths import EntryKind, ListDir, is_within, relative_to
 from concorde_workers.domain.placement import AdminPath
+from concorde_workers.domain.reasons import REASONS, fill, reasons_json
 from concorde_workers.domain.request import Backend
 from concorde_workers.domain.run_id import RUNTIME_PREFIX
 from concorde_workers.domain.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
 
-GRANT_PREFIX = "Concorde grant: "
-GIT_REASON = "Git metadata is not available to workers"
+GRANT_PREFIX = fill("denial", reason="")
+GIT_REASON = REASONS["git"]
 READABLE = frozenset({Level.RO, Level.RW})
 
 
 def with_prefix(reason: str) -> str:
     """The reason as a tool sees it: every denial carries `Concorde grant: `."""
-    return GRANT_PREFIX + reason
+    return fill("denial", reason=reason)
 
 
 def could_not_decide(actor: str, error: str) -> str:
     """Rows 7/8 of the write hook: `the hook could not decide: <error>` (actor hook/extension)."""
-    return f"the {actor} could not decide: {error}"
+    return fill("undecided", actor=actor, error=error)
 
 
-NO_FILE_REASON = could_not_decide("hook", "the tool call names no file")
+NO_FILE_REASON = could_not_decide("hook", REASONS["no file"])
 
 
 # --- runtime directory layout (seed 000 "Run directory and runtime directory") -------------------
@@ -174,8 +175,9 @@ class Policy(BaseModel):
         }
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-able policy the pi extension embeds (notes/harness.md §2.2 keys; the backend
-        adds `programs`, `limits` and `resultSchema`)."""
+        """The JSON-able policy the pi extension embeds (notes/harness.md §2.2 keys, and the
+        reasons table of `domain.reasons` its denials are filled from; the backend adds
+        `programs`, `limits` and `resultSchema`)."""
         return {
             **self.grant_lists(),
             "hidden": list(host_paths(self.runtime)),
@@ -187,6 +189,7 @@ class Policy(BaseModel):
             "sandbox": self.sandbox.to_json(),
             "denyRules": list(self.deny_rules),
             "tools": {"claude": list(self.tools.claude), "pi": list(self.tools.pi)},
+            "reasons": reasons_json(),
         }
 
     def rel(self, path: str) -> str:
@@ -508,19 +511,19 @@ def _r_granted(p: Policy, path: str) -> Decision | None:
 
 def _r_names(p: Policy, path: str) -> Decision | None:
     if p.in_worktree(path) and p.level_of(path) is Level.NAMES:
-        return _deny("names", f"only the name of {p.shown(path)} is visible to this task")
+        return _deny("names", fill("names", path=p.shown(path)))
     return None
 
 
 def _r_worktree(p: Policy, path: str) -> Decision | None:
     if p.in_worktree(path):
-        return _deny("not granted", f"{p.shown(path)} is not in this task's grant")
+        return _deny("not granted", fill("not granted", path=p.shown(path)))
     return None
 
 
 def _r_host(p: Policy, path: str) -> Decision | None:
     if any(is_within(path, h) for h in host_paths(p.runtime)):
-        return _deny("host", f"{path} belongs to the host")
+        return _deny("host", fill("host", path=path))
     return None
 
 
@@ -532,8 +535,7 @@ PROCESSES = "/proc"
 
 def _r_processes(p: Policy, path: str) -> Decision | None:
     if is_within(path, PROCESSES):
-        return _deny("processes", f"{path} belongs to the host: no process's files are "
-                     "available to workers")
+        return _deny("processes", fill("processes", path=path))
     return None
 
 
@@ -544,7 +546,7 @@ def _r_own(p: Policy, path: str) -> Decision | None:
 
 def _r_boundary(p: Policy, path: str) -> Decision | None:
     if p.in_boundary(path):
-        return _deny("boundary", f"{path} is outside this task's boundary")
+        return _deny("boundary", fill("boundary", path=path))
     return None
 
 
@@ -579,7 +581,7 @@ def decide_read(policy: Policy, path: str, real: str | None = None) -> Decision:
 
 def _named(p: Policy, resolved: str, given: str, given_is_link: bool) -> str:
     rel = p.shown(resolved)
-    return f"{rel} (the target of the symbolic link {given})" if given_is_link else rel
+    return fill("link target", path=rel, link=given) if given_is_link else rel
 
 
 def decide_write(
@@ -596,26 +598,21 @@ def decide_write(
         return hidden
     if not p.in_worktree(resolved):
         if given_is_link:
-            return _deny("outside", f"{given} is a symbolic link to {resolved}, outside the task "
-                         "worktree")
-        return _deny("outside", f"{given} is outside the task worktree")
+            return _deny("outside", fill("outside link", given=given, resolved=resolved))
+        return _deny("outside", fill("outside", given=given))
     if ".git" in p.rel(resolved).split("/"):
         return _deny("git", GIT_REASON)
     named = _named(p, resolved, given, given_is_link)
     if p.in_runtime_path(resolved):
-        return _deny("runtime path", f"{named} is not in this task's grant; it lies in a runtime "
-                     "path, which workers may read but never change")
+        return _deny("runtime path", fill("runtime path", path=named))
     level = p.level_of(resolved)
     if level is Level.RW:
         return _allow("rw")
     if level is Level.RO:
-        return _deny("ro", f"{named} is read-only for this task")
+        return _deny("ro", fill("ro", path=named))
     if level is Level.NAMES:
-        return _deny("names", f"only the name of {named} is visible to this task")
-    return _deny("not granted", f"{named} is not in this task's grant; a new file outside the "
-                 "bound directories is created and bound to a Module by the task level before a "
-                 "worker fills it, and a file another Module binds needs that Module bound to "
-                 "the task")
+        return _deny("names", fill("names", path=named))
+    return _deny("not granted", fill("not bound", path=named))
 
 
 # --- search/listing roots (notes/harness.md §2.6) ------------------------------------------------
@@ -636,7 +633,7 @@ def _search_one(p: Policy, root: str) -> Decision:
     below = any(e.level in READABLE for e in entries_below(p.grant, rel))
     if above or below:
         return _allow("readable at, below or above")
-    return _deny("nothing readable", f"{p.shown(root)} holds nothing this task may read")
+    return _deny("nothing readable", fill("nothing readable", path=p.shown(root)))
 
 
 def decide_search_root(policy: Policy, root: str, real: str | None = None,

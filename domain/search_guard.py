@@ -52,6 +52,7 @@ from concorde_workers.domain.policy import (
     entries_below,
     host_paths,
 )
+from concorde_workers.domain.reasons import REASONS, fill, reasons_json
 
 SEARCH_TOOLS = ("Grep", "Glob")
 SEARCH_TOOLS_MATCHER = "Grep|Glob"
@@ -76,8 +77,9 @@ def _deny(row: str, reason: str) -> Decision:
 
 
 def hook_grant(policy: Policy) -> dict[str, Any]:
-    """The JSON both hooks embed as `GRANT`: the policy's `grant_lists()` (names, ro, rw,
-    worktree, git, runtime) plus what the search decision also needs; keys sorted on output."""
+    """The JSON the hooks embed as `GRANT`: the policy's `grant_lists()` (names, ro, rw,
+    worktree, git, runtime) plus what the search decision also needs, and the reasons table
+    (`domain.reasons`) the hooks fill their denials from; keys sorted on output."""
     runtime = policy.runtime
     return {
         **policy.grant_lists(),
@@ -88,6 +90,7 @@ def hook_grant(policy: Policy) -> dict[str, Any]:
         "userHome": policy.user_home,
         "boundaries": list(policy.boundaries),
         **policy.always_hidden.to_json(),
+        "reasons": reasons_json(),
     }
 
 
@@ -119,30 +122,25 @@ def search_root(tool_name: object, tool_input: Mapping[str, Any], cwd: str,
                 home: str) -> str | Decision:
     """The call's lexical search root (absolute), or the denial of rows t, a and d."""
     if tool_name not in SEARCH_TOOLS:
-        return _deny("tool", could_not_decide("hook", f"the search hook does not judge the tool "
-                                              f"{tool_name}"))
+        return _deny("tool", could_not_decide("hook", fill("tool not searched",
+                                                           tool=str(tool_name))))
     path = tool_input.get("path")
     if path is not None and not isinstance(path, str):
-        return _deny("input", could_not_decide("hook", "the tool call's path is not text"))
+        return _deny("input", could_not_decide("hook", REASONS["path not text"]))
     if tool_name == "Glob":
         pattern = tool_input.get("pattern")
         if not isinstance(pattern, str):
-            return _deny("input", could_not_decide("hook", "the Glob call's pattern is not text"))
+            return _deny("input", could_not_decide("hook", REASONS["pattern not text"]))
         if pattern.startswith("/"):
-            return _deny("absolute pattern",
-                         f"the Glob pattern {pattern} is absolute, and Claude Code would search "
-                         "from its directory; give a granted directory as path and a pattern "
-                         "relative to it")
+            return _deny("absolute pattern", fill("absolute pattern", pattern=pattern))
         if has_dotdot(pattern):
-            return _deny("dotdot", f"the Glob pattern {pattern} has a '..' segment; a search may "
-                         "not leave its directory, so give the directory you mean as path")
+            return _deny("dotdot", fill("dotdot", argument="Glob pattern", value=pattern))
     else:
         glob = tool_input.get("glob")
         if glob is not None and not isinstance(glob, str):
-            return _deny("input", could_not_decide("hook", "the Grep call's glob is not text"))
+            return _deny("input", could_not_decide("hook", REASONS["glob not text"]))
         if glob is not None and has_dotdot(glob):
-            return _deny("dotdot", f"the Grep glob {glob} has a '..' segment; a search may not "
-                         "leave its directory, so give the directory you mean as path")
+            return _deny("dotdot", fill("dotdot", argument="Grep glob", value=glob))
     return claude_path(path or "", cwd, home)
 
 
@@ -179,13 +177,18 @@ def guidance(policy: Policy) -> str:
     """What a denied search reason tells the worker to do instead."""
     dirs = searchable_directories(policy)
     if not dirs:
-        return ("no granted directory can be searched as a whole; Read a granted file by its "
-                "path instead")
+        return REASONS["no guidance"]
     shown = ", ".join(dirs[:GUIDANCE_LIMIT])
     more = len(dirs) - GUIDANCE_LIMIT
     if more > 0:
-        shown += f" and {more} more"
-    return f"search a granted directory instead: {shown}; or Read a granted file by its path"
+        shown = fill("more directories", directories=shown, more=str(more))
+    return fill("guidance", directories=shown)
+
+
+def _guided(row: str, key: str, policy: Policy, **values: str) -> Decision:
+    """A denied root: reason `key` and what to search instead."""
+    return _deny(row, fill("with guidance", reason=fill(key, **values),
+                           guidance=guidance(policy)))
 
 
 def _protected(policy: Policy) -> list[str]:
@@ -196,15 +199,12 @@ def _protected(policy: Policy) -> list[str]:
 
 def _nothing_protected_below(policy: Policy, path: str, row: str) -> Decision:
     if is_within(policy.always_hidden.runtime_root, path):
-        return _deny("other runs below", f"a search from {path} would reach other worker runs' "
-                     f"runtime directories, which this task may not search; {guidance(policy)}")
+        return _guided("other runs below", "other runs below", policy, path=path)
     git = [g.path for g in policy.git]
     for anchor in _strictly_below(_protected(policy), path):
         if anchor in git:
-            return _deny("git below", f"a search from {path} would reach Git metadata ({anchor}), "
-                         f"which is not available to workers; {guidance(policy)}")
-        return _deny("protected below", f"a search from {path} would reach {anchor}, which this "
-                     f"task may not search; {guidance(policy)}")
+            return _guided("git below", "git below", policy, path=path, anchor=anchor)
+        return _guided("protected below", "protected below", policy, path=path, anchor=anchor)
     return _allow(row)
 
 
@@ -213,23 +213,18 @@ def _in_worktree(policy: Policy, path: str, is_directory: bool) -> Decision:
     shown = policy.shown(path)
     level = directory_level(policy.grant, rel) if is_directory else policy.grant.level_of(rel)
     if level is Level.NAMES:
-        return _deny("names", f"only the name of {shown} is visible to this task; "
-                     f"{guidance(policy)}")
+        return _guided("names", "names", policy, path=shown)
     if level not in READABLE:
-        return _deny("not granted", f"{shown} is not in this task's grant, so a search from it "
-                     f"could reach files this task may not read; {guidance(policy)}")
+        return _guided("not granted", "search not granted", policy, path=shown)
     withheld = _withheld_below(policy.grant, rel)
     if withheld:
-        return _deny("withheld below", f"a search from {shown} would reach {withheld[0]}, whose "
-                     f"content this task may not read; {guidance(policy)}")
+        return _guided("withheld below", "withheld below", policy, path=shown,
+                       withheld=withheld[0])
     hidden = policy.always_hidden
     for anchor in _strictly_below([*hidden.run_directories, *hidden.credentials], path):
-        return _deny("protected below", f"a search from {shown} would reach {anchor}, which "
-                     f"this task may not search; {guidance(policy)}")
+        return _guided("protected below", "protected below", policy, path=shown, anchor=anchor)
     for git in _strictly_below([g.path for g in policy.git], path):
-        return _deny("git below", f"a search from {shown} would reach Git metadata "
-                     f"({policy.shown(git)}), which is not available to workers; "
-                     f"{guidance(policy)}")
+        return _guided("git below", "git below", policy, path=shown, anchor=policy.shown(git))
     return _allow("ro or rw")
 
 
@@ -238,18 +233,18 @@ def _judge(policy: Policy, path: str, is_directory: bool) -> Decision:
     if policy.in_git(path):
         return _deny("git", GIT_REASON)
     if any(is_within(path, h) for h in host_paths(policy.runtime)):
-        return _deny("host", f"{path} belongs to the host; {guidance(policy)}")
+        return _guided("host", "host", policy, path=path)
     hidden = policy.hidden_always(path)
     if hidden is not None:
-        return _deny(hidden.row, f"{hidden.reason}; {guidance(policy)}")
+        return _deny(hidden.row, fill("with guidance", reason=str(hidden.reason),
+                                      guidance=guidance(policy)))
     if policy.in_runtime_path(path):
         return _nothing_protected_below(policy, path, "runtime path")
     if policy.in_worktree(path):
         return _in_worktree(policy, path, is_directory)
     if any(is_within(path, o) for o in policy.runtime.worker_dirs):
         return _nothing_protected_below(policy, path, "own directory")
-    return _deny("outside", f"{path} lies outside the directories this task may search; "
-                 f"{guidance(policy)}")
+    return _guided("outside", "search outside", policy, path=path)
 
 
 def decide_search(policy: Policy, lexical: str, real: str | None = None,

@@ -13,7 +13,8 @@ nothing and exits 0 to allow, and prints one JSON denial and exits 0 to deny
 The decisions are faithful re-implementations of `domain.policy.decide_write` (the write table),
 `domain.policy.decide_read` (the read table) and `domain.search_guard.decide_search_call` (the
 search roots), over the embedded data; the parity tests run this file and the domain functions on
-the same paths. Any error denies: Claude
+the same paths. Every reason comes from the table the grant embeds (`GRANT["reasons"]`,
+`domain.reasons.REASONS`): this file holds none of its own. Any error denies: Claude
 Code lets a tool call through when its hook fails, so this hook never fails.
 """
 
@@ -28,17 +29,6 @@ from typing import Any, TextIO
 GRANT: dict = {}  # type: ignore[type-arg]
 HOOK: str = "write"
 
-PREFIX = "Concorde grant: "
-GIT_REASON = "Git metadata is not available to workers"
-NOT_GRANTED_TAIL = (
-    " is not in this task's grant; a new file outside the bound directories is created and bound "
-    "to a Module by the task level before a worker fills it, and a file another Module binds "
-    "needs that Module bound to the task"
-)
-RUNTIME_TAIL = (
-    " is not in this task's grant; it lies in a runtime path, which workers may read but never "
-    "change"
-)
 TARGET_FIELDS = ("file_path", "notebook_path")
 PROCESSES = "/proc"
 RUNTIME_PREFIX = "concorde-"
@@ -49,14 +39,26 @@ JS_WHITESPACE = (
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 SEGMENT_SPLIT = re.compile(r"[/\s,{}]")
+PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")  # domain.reasons.PLACEHOLDER
 READABLE = ("ro", "rw")
 
 Verdict = tuple[bool, str | None]
 """(allowed, reason without the prefix)."""
 
 
-def could_not_decide(error: str) -> str:
-    return f"the hook could not decide: {error}"
+def reason(grant: dict[str, Any], key: str, **values: str) -> str:
+    """Reason `key` of the embedded table (domain.reasons.REASONS), filled as domain.reasons.fill
+    fills it: each placeholder replaced once, a value never scanned again."""
+    return PLACEHOLDER.sub(lambda m: values[m.group(1)], grant["reasons"][key])
+
+
+def could_not_decide(grant: dict[str, Any], error: str) -> str:
+    return reason(grant, "undecided", actor="hook", error=error)
+
+
+def cannot_judge(grant: dict[str, Any], key: str) -> str:
+    """`could_not_decide` with the table's text for input the hook cannot judge."""
+    return could_not_decide(grant, reason(grant, key))
 
 
 def text(value: Any) -> Any:
@@ -155,11 +157,11 @@ def hidden_always(grant: dict[str, Any], path: str) -> str | None:
     """domain.hidden.Hidden.judge: the reason of what is hidden always, or None."""
     path = posixpath.normpath(path)
     if any(within(path, d) for d in grant["runDirectories"]):
-        return f"{path} belongs to the host: run directories are not available to workers"
+        return reason(grant, "run directory", path=path)
     if other_run(grant, path):
-        return f"{path} belongs to another worker run"
+        return reason(grant, "other run", path=path)
     if any(within(path, c) for c in grant["credentials"]):
-        return f"{path} holds the user's credentials, which are not available to workers"
+        return reason(grant, "credentials", path=path)
     return None
 
 
@@ -169,7 +171,7 @@ def hidden_always(grant: dict[str, Any], path: str) -> str | None:
 def read_row(grant: dict[str, Any], path: str) -> Verdict:
     worktree = grant["worktree"]
     if in_git(grant, path):
-        return False, GIT_REASON
+        return False, reason(grant, "git")
     hidden = hidden_always(grant, path)
     if hidden is not None:
         return False, hidden
@@ -180,17 +182,16 @@ def read_row(grant: dict[str, Any], path: str) -> Verdict:
         if level in READABLE:
             return True, None
         if level == "names":
-            return False, f"only the name of {shown(grant, path)} is visible to this task"
-        return False, f"{shown(grant, path)} is not in this task's grant"
+            return False, reason(grant, "names", path=shown(grant, path))
+        return False, reason(grant, "not granted", path=shown(grant, path))
     if any(within(path, h) for h in grant["hidden"]):
-        return False, f"{path} belongs to the host"
+        return False, reason(grant, "host", path=path)
     if within(path, PROCESSES):
-        return False, (f"{path} belongs to the host: no process's files are available to "
-                       "workers")
+        return False, reason(grant, "processes", path=path)
     if any(within(path, o) for o in grant["own"]):
         return True, None
     if any(within(path, b) for b in grant["boundaries"]):
-        return False, f"{path} is outside this task's boundary"
+        return False, reason(grant, "boundary", path=path)
     return True, None
 
 
@@ -205,12 +206,12 @@ def decide_read_call(grant: dict[str, Any], call: dict[str, Any]) -> Verdict:
     """A Read call: its `file_path` as Claude Code resolves it, and that path's real path."""
     tool_input = call.get("tool_input") or {}
     if not isinstance(tool_input, dict):
-        return False, could_not_decide("the tool call's input is not an object")
+        return False, cannot_judge(grant, "tool input not an object")
     target = tool_input.get("file_path")
     if target in (None, ""):
-        return False, could_not_decide("the tool call names no file")
+        return False, cannot_judge(grant, "no file")
     if not isinstance(target, str):
-        return False, could_not_decide("the tool call's file path is not text")
+        return False, cannot_judge(grant, "file path not text")
     cwd = call.get("cwd")
     given = claude_path(target, cwd if isinstance(cwd, str) and cwd else os.getcwd(),
                         grant["home"])
@@ -224,30 +225,30 @@ def decide_write(grant: dict[str, Any], given: str, resolved: str, given_is_link
     resolved = posixpath.normpath(resolved)
     worktree = grant["worktree"]
     if any(within(resolved, g) for g in grant["git"]):
-        return False, GIT_REASON
+        return False, reason(grant, "git")
     hidden = hidden_always(grant, resolved)
     if hidden is not None:
         return False, hidden
     if not within(resolved, worktree):
         if given_is_link:
-            return False, f"{given} is a symbolic link to {resolved}, outside the task worktree"
-        return False, f"{given} is outside the task worktree"
+            return False, reason(grant, "outside link", given=given, resolved=resolved)
+        return False, reason(grant, "outside", given=given)
     rel = rel_of(resolved, worktree)
     if ".git" in rel.split("/"):
-        return False, GIT_REASON
+        return False, reason(grant, "git")
     named = shown(grant, resolved)
     if given_is_link:
-        named = f"{named} (the target of the symbolic link {given})"
+        named = reason(grant, "link target", path=named, link=given)
     if in_runtime(grant, resolved):
-        return False, named + RUNTIME_TAIL
+        return False, reason(grant, "runtime path", path=named)
     level = level_of(grant, rel)
     if level == "rw":
         return True, None
     if level == "ro":
-        return False, f"{named} is read-only for this task"
+        return False, reason(grant, "ro", path=named)
     if level == "names":
-        return False, f"only the name of {named} is visible to this task"
-    return False, named + NOT_GRANTED_TAIL
+        return False, reason(grant, "names", path=named)
+    return False, reason(grant, "not bound", path=named)
 
 
 def write_targets(grant: dict[str, Any],
@@ -257,12 +258,12 @@ def write_targets(grant: dict[str, Any],
     the model's raw input, and the hook does not guess which one the tool will use."""
     tool_input = call.get("tool_input") or {}
     if not isinstance(tool_input, dict):
-        return could_not_decide("the tool call's input is not an object")
+        return cannot_judge(grant, "tool input not an object")
     named = [tool_input[f] for f in TARGET_FIELDS if tool_input.get(f) not in (None, "")]
     if not named:
-        return could_not_decide("the tool call names no file")
+        return cannot_judge(grant, "no file")
     if not all(isinstance(target, str) for target in named):
-        return could_not_decide("the tool call's file path is not text")
+        return cannot_judge(grant, "file path not text")
     cwd = call.get("cwd")
     cwd = cwd if isinstance(cwd, str) and cwd else os.getcwd()
     out: list[tuple[str, str, bool]] = []
@@ -282,28 +283,25 @@ def has_dotdot(value: str) -> bool:
 def search_root(grant: dict[str, Any], tool_name: Any, tool_input: dict[str, Any],
                 cwd: str) -> str | Verdict:
     if tool_name not in SEARCH_TOOLS:
-        return False, could_not_decide(f"the search hook does not judge the tool {tool_name}")
+        return False, could_not_decide(grant, reason(grant, "tool not searched",
+                                                     tool=str(tool_name)))
     path = tool_input.get("path")
     if path is not None and not isinstance(path, str):
-        return False, could_not_decide("the tool call's path is not text")
+        return False, cannot_judge(grant, "path not text")
     if tool_name == "Glob":
         pattern = tool_input.get("pattern")
         if not isinstance(pattern, str):
-            return False, could_not_decide("the Glob call's pattern is not text")
+            return False, cannot_judge(grant, "pattern not text")
         if pattern.startswith("/"):
-            return False, (f"the Glob pattern {pattern} is absolute, and Claude Code would search "
-                           "from its directory; give a granted directory as path and a pattern "
-                           "relative to it")
+            return False, reason(grant, "absolute pattern", pattern=pattern)
         if has_dotdot(pattern):
-            return False, (f"the Glob pattern {pattern} has a '..' segment; a search may not "
-                           "leave its directory, so give the directory you mean as path")
+            return False, reason(grant, "dotdot", argument="Glob pattern", value=pattern)
     else:
         glob = tool_input.get("glob")
         if glob is not None and not isinstance(glob, str):
-            return False, could_not_decide("the Grep call's glob is not text")
+            return False, cannot_judge(grant, "glob not text")
         if glob is not None and has_dotdot(glob):
-            return False, (f"the Grep glob {glob} has a '..' segment; a search may not leave its "
-                           "directory, so give the directory you mean as path")
+            return False, reason(grant, "dotdot", argument="Grep glob", value=glob)
     return claude_path(path or "", cwd, grant["home"])
 
 
@@ -339,27 +337,29 @@ def searchable_directories(grant: dict[str, Any]) -> list[str]:
 def guidance(grant: dict[str, Any]) -> str:
     dirs = searchable_directories(grant)
     if not dirs:
-        return ("no granted directory can be searched as a whole; Read a granted file by its "
-                "path instead")
+        return reason(grant, "no guidance")
     listed = ", ".join(dirs[:GUIDANCE_LIMIT])
     more = len(dirs) - GUIDANCE_LIMIT
     if more > 0:
-        listed += f" and {more} more"
-    return f"search a granted directory instead: {listed}; or Read a granted file by its path"
+        listed = reason(grant, "more directories", directories=listed, more=str(more))
+    return reason(grant, "guidance", directories=listed)
+
+
+def guided(grant: dict[str, Any], key: str, **values: str) -> Verdict:
+    """A denied root: reason `key` and what to search instead."""
+    return False, reason(grant, "with guidance", reason=reason(grant, key, **values),
+                         guidance=guidance(grant))
 
 
 def nothing_protected_below(grant: dict[str, Any], path: str) -> Verdict:
     if within(grant["runtimeRoot"], path):
-        return False, (f"a search from {path} would reach other worker runs' runtime "
-                       f"directories, which this task may not search; {guidance(grant)}")
+        return guided(grant, "other runs below", path=path)
     protected = [*grant["git"], *grant["hidden"], grant["worktree"], *grant["boundaries"],
                  *grant["runDirectories"], *grant["credentials"]]
     for anchor in strictly_below(protected, path):
         if anchor in grant["git"]:
-            return False, (f"a search from {path} would reach Git metadata ({anchor}), which is "
-                           f"not available to workers; {guidance(grant)}")
-        return False, (f"a search from {path} would reach {anchor}, which this task may not "
-                       f"search; {guidance(grant)}")
+            return guided(grant, "git below", path=path, anchor=anchor)
+        return guided(grant, "protected below", path=path, anchor=anchor)
     return True, None
 
 
@@ -368,40 +368,35 @@ def in_worktree(grant: dict[str, Any], path: str, is_directory: bool) -> Verdict
     name = shown(grant, path)
     level = dir_entry_level(grant, rel) if is_directory else level_of(grant, rel)
     if level == "names":
-        return False, f"only the name of {name} is visible to this task; {guidance(grant)}"
+        return guided(grant, "names", path=name)
     if level not in READABLE:
-        return False, (f"{name} is not in this task's grant, so a search from it could reach "
-                       f"files this task may not read; {guidance(grant)}")
+        return guided(grant, "search not granted", path=name)
     withheld = withheld_below(grant, rel)
     if withheld:
-        return False, (f"a search from {name} would reach {withheld[0]}, whose content this task "
-                       f"may not read; {guidance(grant)}")
+        return guided(grant, "withheld below", path=name, withheld=withheld[0])
     for anchor in strictly_below([*grant["runDirectories"], *grant["credentials"]], path):
-        return False, (f"a search from {name} would reach {anchor}, which this task may not "
-                       f"search; {guidance(grant)}")
+        return guided(grant, "protected below", path=name, anchor=anchor)
     for git in strictly_below(grant["git"], path):
-        return False, (f"a search from {name} would reach Git metadata ({shown(grant, git)}), "
-                       f"which is not available to workers; {guidance(grant)}")
+        return guided(grant, "git below", path=name, anchor=shown(grant, git))
     return True, None
 
 
 def judge_root(grant: dict[str, Any], path: str, is_directory: bool) -> Verdict:
     path = posixpath.normpath(path)
     if in_git(grant, path):
-        return False, GIT_REASON
+        return False, reason(grant, "git")
     if any(within(path, h) for h in grant["hidden"]):
-        return False, f"{path} belongs to the host; {guidance(grant)}"
+        return guided(grant, "host", path=path)
     hidden = hidden_always(grant, path)
     if hidden is not None:
-        return False, f"{hidden}; {guidance(grant)}"
+        return False, reason(grant, "with guidance", reason=hidden, guidance=guidance(grant))
     if in_runtime(grant, path):
         return nothing_protected_below(grant, path)
     if within(path, grant["worktree"]):
         return in_worktree(grant, path, is_directory)
     if any(within(path, o) for o in grant["own"]):
         return nothing_protected_below(grant, path)
-    return False, (f"{path} lies outside the directories this task may search; "
-                   f"{guidance(grant)}")
+    return guided(grant, "search outside", path=path)
 
 
 def decide_search(grant: dict[str, Any], lexical: str, real: str | None,
@@ -415,7 +410,7 @@ def decide_search(grant: dict[str, Any], lexical: str, real: str | None,
 def decide_search_call(grant: dict[str, Any], call: dict[str, Any]) -> Verdict:
     tool_input = call.get("tool_input") or {}
     if not isinstance(tool_input, dict):
-        return False, could_not_decide("the tool call's input is not an object")
+        return False, cannot_judge(grant, "tool input not an object")
     cwd = call.get("cwd")
     root = search_root(grant, call.get("tool_name"), tool_input,
                        cwd if isinstance(cwd, str) and cwd else os.getcwd())
@@ -430,7 +425,7 @@ def decide_search_call(grant: dict[str, Any], call: dict[str, Any]) -> Verdict:
 
 def decide(grant: dict[str, Any], hook: str, call: Any) -> Verdict:
     if not isinstance(call, dict):
-        return False, could_not_decide("the hook input is not a JSON object")
+        return False, cannot_judge(grant, "input not an object")
     if hook == "search":
         return decide_search_call(grant, call)
     if hook == "read":
@@ -447,13 +442,14 @@ def decide(grant: dict[str, Any], hook: str, call: Any) -> Verdict:
 
 def main(grant: dict[str, Any], hook: str, stdin: TextIO, stdout: TextIO) -> int:
     try:
-        allowed, reason = decide(grant, hook, json.loads(stdin.read()))
+        allowed, why = decide(grant, hook, json.loads(stdin.read()))
     except BaseException as error:  # the hook never fails open
-        allowed, reason = False, could_not_decide(f"{type(error).__name__}: {error}")
+        allowed, why = False, could_not_decide(grant, f"{type(error).__name__}: {error}")
     if not allowed:
         denial = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                          "permissionDecision": "deny",
-                                         "permissionDecisionReason": PREFIX + str(reason)}}
+                                         "permissionDecisionReason": reason(grant, "denial",
+                                                                            reason=str(why))}}
         stdout.write(json.dumps(denial) + "\n")
         stdout.flush()
     return 0
@@ -468,7 +464,9 @@ def run() -> int:
         return main(text(GRANT), HOOK, stdin, sys.stdout)
     except BaseException as error:
         try:
-            sys.stderr.write(PREFIX + could_not_decide(f"{type(error).__name__}: {error}") + "\n")
+            grant = text(GRANT)
+            why = could_not_decide(grant, f"{type(error).__name__}: {error}")
+            sys.stderr.write(reason(grant, "denial", reason=why) + "\n")
             sys.stderr.flush()
         except BaseException:  # nothing left to report on; the exit status still denies
             pass

@@ -52,6 +52,7 @@ from concorde_workers.domain.policy import (
     decide_write,
     directory_level,
 )
+from concorde_workers.domain.reasons import REASONS
 from concorde_workers.domain.search_guard import (
     JS_WHITESPACE,
     SEARCH_TOOLS_MATCHER,
@@ -329,7 +330,7 @@ def test_the_embedded_grant_parses_back_to_the_policys_lists() -> None:
                          "home": f"{RT}/home", "own": [f"{RT}/work", f"{RT}/home", f"{RT}/tmp"],
                          "primary": PRIMARY, "userHome": HOME, "boundaries": [HOME],
                          "runtimeRoot": "/tmp", "runtimeDirectory": RT, "runDirectories": [],
-                         "credentials": []}
+                         "credentials": [], "reasons": dict(REASONS)}
         assert grant["names"] == ["src/app/secret.py", "docs/"]
         assert grant["ro"] == ["src/bmod/", "specs/", "README.md", "lib/inner/", "vendor/"]
         assert grant["rw"] == ["src/app/", "tests/test_a.py", "lib/"]
@@ -710,3 +711,4 @@ def test_the_read_hook_allows_silently_and_denies_with_one_json_line() -> None:
     assert read(f"{WT}/secrets/new.txt") == denial("secrets/new.txt is not in this task's grant")
     assert run_main({"tool_name": "Read", "tool_input": {}}, hook="read") == denial(
         NO_FILE_REASON)
+

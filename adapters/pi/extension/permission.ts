@@ -80,12 +80,12 @@ const BASH = ["/bin/bash", "/usr/bin/bash"].find((b) => fs.existsSync(b)) ?? "/b
 class Denied extends Error {}
 
 function denial(reason: string): Denied {
-	return new Denied(P.withPrefix(reason));
+	return new Denied(P.withPrefix(POLICY, reason));
 }
 
 function couldNotDecide(error: unknown): string {
 	const message = error instanceof Error ? error.message : String(error);
-	return P.withPrefix(`the extension could not decide: ${message}`);
+	return P.withPrefix(POLICY, P.reason(POLICY, "undecided", { actor: "extension", error: message }));
 }
 
 function check(decision: P.Decision): void {
@@ -103,7 +103,7 @@ interface Stop {
 const state = { turns: 0, cost: 0, stopped: null as Stop | null, recorded: false, abortPending: false };
 
 function limitReason(stop: Stop): string {
-	return P.withPrefix(`the run reached its ${stop.limit} limit`);
+	return P.withPrefix(POLICY, `the run reached its ${stop.limit} limit`);
 }
 
 function tidy(n: number): number {
@@ -184,6 +184,7 @@ async function initSandbox(): Promise<void> {
 
 function sandboxRefusal(): string {
 	return P.withPrefix(
+		POLICY,
 		`commands cannot run: the sandbox is unavailable (${sandbox.error ?? "it was not initialised"}); ` +
 			"this run never runs a command outside the sandbox",
 	);
@@ -406,7 +407,7 @@ function targetOf(input: Record<string, unknown>, fallback?: string): string {
 	const raw = input.path ?? input.file_path ?? fallback;
 	if (typeof raw !== "string" || raw === "") {
 		if (fallback !== undefined) return P.resolveArgument(fallback, CWD, HOME);
-		throw new Error("the tool call names no file");
+		throw new Error(P.reason(POLICY, "no file"));
 	}
 	return P.resolveArgument(raw, CWD, HOME);
 }
@@ -445,7 +446,7 @@ function decideCall(toolName: string, input: Record<string, unknown>): string | 
 			return null;
 		}
 		if (toolName === "bash" || toolName === "concorde_result") return null;
-		return P.withPrefix(`the tool ${toolName} is not part of this run`);
+		return P.withPrefix(POLICY, `the tool ${toolName} is not part of this run`);
 	} catch (e) {
 		return e instanceof Denied ? e.message : couldNotDecide(e);
 	}

@@ -2,7 +2,9 @@
  * Concorde pi permission extension: the pure path decisions (notes/harness.md §2.4-§2.6).
  *
  * A line-by-line port of `concorde_workers.domain.policy` (decide_read, decide_write,
- * decide_search_root): the same rows, in the same order, with the same reason strings.
+ * decide_search_root): the same rows, in the same order. The reasons are not written here: each
+ * is filled from the table the policy embeds (`policy.reasons`, concorde_workers.domain.reasons),
+ * exactly as the domain fills it.
  * tests/integration/test_pi_extension_parity.py runs this file under jiti on the same paths as
  * the Python domain and requires identical decisions, rows and reasons. Keep them in step.
  *
@@ -14,9 +16,9 @@ import * as fs from "node:fs";
 import * as nodePath from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const GRANT_PREFIX = "Concorde grant: ";
-export const GIT_REASON = "Git metadata is not available to workers";
 const RUNTIME_PREFIX = "concorde-";
+/** domain.reasons.PLACEHOLDER */
+const PLACEHOLDER = /\{([a-z_]+)\}/g;
 
 export interface SandboxLists {
 	denyRead: string[];
@@ -42,6 +44,7 @@ export interface Policy {
 	runtimeDirectory: string;
 	runDirectories: string[];
 	credentials: string[];
+	reasons: Record<string, string>;
 	sandbox: SandboxLists;
 	programs?: { rg: string | null; fd: string | null };
 	limits?: { maxTurns: number; maxBudgetUsd: number | null };
@@ -74,8 +77,21 @@ function deny(row: string, reason: string): Decision {
 	return { allowed: false, reason, row };
 }
 
-export function withPrefix(reason: string): string {
-	return GRANT_PREFIX + reason;
+/** Reason `key` of the embedded table filled as domain.reasons.fill fills it: each placeholder
+ * replaced once by its value, a value never scanned again; a missing key or value throws. */
+export function reason(policy: Policy, key: string, values: Record<string, string> = {}): string {
+	const template = policy.reasons[key];
+	if (typeof template !== "string") throw new Error(`the policy holds no reason ${key}`);
+	return template.replace(PLACEHOLDER, (_, name: string) => {
+		const value = values[name];
+		if (typeof value !== "string") throw new Error(`the reason ${key} needs ${name}`);
+		return value;
+	});
+}
+
+/** A denial as the worker sees it (the table's `denial` form around the reason). */
+export function withPrefix(policy: Policy, why: string): string {
+	return reason(policy, "denial", { reason: why });
 }
 
 // --- posixpath, exactly as Python's -----------------------------------------------------------
@@ -192,13 +208,9 @@ function otherRun(p: Policy, path: string): boolean {
 /** Policy.hidden_always: another run's runtime directory, a run directory, a credential file. */
 function hiddenAlways(p: Policy, pathIn: string): Decision | null {
 	const path = normpath(pathIn);
-	if (p.runDirectories.some((d) => isWithin(path, d))) {
-		return deny("run directory", `${path} belongs to the host: run directories are not available to workers`);
-	}
-	if (otherRun(p, path)) return deny("other run", `${path} belongs to another worker run`);
-	if (p.credentials.some((c) => isWithin(path, c))) {
-		return deny("credentials", `${path} holds the user's credentials, which are not available to workers`);
-	}
+	if (p.runDirectories.some((d) => isWithin(path, d))) return deny("run directory", reason(p, "run directory", { path }));
+	if (otherRun(p, path)) return deny("other run", reason(p, "other run", { path }));
+	if (p.credentials.some((c) => isWithin(path, c))) return deny("credentials", reason(p, "credentials", { path }));
 	return null;
 }
 
@@ -207,25 +219,19 @@ function hiddenAlways(p: Policy, pathIn: string): Decision | null {
 type Row = (p: Policy, path: string) => Decision | null;
 
 const READ_TABLE: Row[] = [
-	(p, path) => (inGit(p, path) ? deny("git", GIT_REASON) : null),
+	(p, path) => (inGit(p, path) ? deny("git", reason(p, "git")) : null),
 	(p, path) => hiddenAlways(p, path),
 	(p, path) => (inRuntimePath(p, path) ? allow("runtime path") : null),
 	(p, path) => (inWorktree(p, path) && READABLE.has(levelOf(p, rel(p, path))) ? allow("ro or rw") : null),
 	(p, path) =>
 		inWorktree(p, path) && levelOf(p, rel(p, path)) === "names"
-			? deny("names", `only the name of ${shown(p, path)} is visible to this task`)
+			? deny("names", reason(p, "names", { path: shown(p, path) }))
 			: null,
-	(p, path) => (inWorktree(p, path) ? deny("not granted", `${shown(p, path)} is not in this task's grant`) : null),
-	(p, path) => (p.hidden.some((h) => isWithin(path, h)) ? deny("host", `${path} belongs to the host`) : null),
-	(p, path) =>
-		isWithin(path, "/proc")
-			? deny("processes", `${path} belongs to the host: no process's files are available to workers`)
-			: null,
+	(p, path) => (inWorktree(p, path) ? deny("not granted", reason(p, "not granted", { path: shown(p, path) })) : null),
+	(p, path) => (p.hidden.some((h) => isWithin(path, h)) ? deny("host", reason(p, "host", { path })) : null),
+	(p, path) => (isWithin(path, "/proc") ? deny("processes", reason(p, "processes", { path })) : null),
 	(p, path) => (p.own.some((o) => isWithin(path, o)) ? allow("own directory") : null),
-	(p, path) =>
-		p.boundaries.some((b) => isWithin(path, b))
-			? deny("boundary", `${path} is outside this task's boundary`)
-			: null,
+	(p, path) => (p.boundaries.some((b) => isWithin(path, b)) ? deny("boundary", reason(p, "boundary", { path })) : null),
 	() => allow("elsewhere"),
 ];
 
@@ -250,41 +256,29 @@ export function decideRead(policy: Policy, path: string, real: string | null = n
 export function decideWrite(policy: Policy, given: string, resolvedIn: string, givenIsLink = false): Decision {
 	const p = policy;
 	const resolved = normpath(resolvedIn);
-	if (p.git.some((g) => isWithin(resolved, g))) return deny("git", GIT_REASON);
+	if (p.git.some((g) => isWithin(resolved, g))) return deny("git", reason(p, "git"));
 	const hidden = hiddenAlways(p, resolved);
 	if (hidden !== null) return hidden;
 	if (!inWorktree(p, resolved)) {
-		if (givenIsLink) {
-			return deny("outside", `${given} is a symbolic link to ${resolved}, outside the task worktree`);
-		}
-		return deny("outside", `${given} is outside the task worktree`);
+		if (givenIsLink) return deny("outside", reason(p, "outside link", { given, resolved }));
+		return deny("outside", reason(p, "outside", { given }));
 	}
-	if (rel(p, resolved).split("/").includes(".git")) return deny("git", GIT_REASON);
+	if (rel(p, resolved).split("/").includes(".git")) return deny("git", reason(p, "git"));
 	const r = shown(p, resolved);
-	const named = givenIsLink ? `${r} (the target of the symbolic link ${given})` : r;
-	if (inRuntimePath(p, resolved)) {
-		return deny(
-			"runtime path",
-			`${named} is not in this task's grant; it lies in a runtime path, which workers may read but never change`,
-		);
-	}
+	const named = givenIsLink ? reason(p, "link target", { path: r, link: given }) : r;
+	if (inRuntimePath(p, resolved)) return deny("runtime path", reason(p, "runtime path", { path: named }));
 	const level = levelOf(p, rel(p, resolved));
 	if (level === "rw") return allow("rw");
-	if (level === "ro") return deny("ro", `${named} is read-only for this task`);
-	if (level === "names") return deny("names", `only the name of ${named} is visible to this task`);
-	return deny(
-		"not granted",
-		`${named} is not in this task's grant; a new file outside the bound directories is created and bound to a ` +
-			"Module by the task level before a worker fills it, and a file another Module binds needs that Module " +
-			"bound to the task",
-	);
+	if (level === "ro") return deny("ro", reason(p, "ro", { path: named }));
+	if (level === "names") return deny("names", reason(p, "names", { path: named }));
+	return deny("not granted", reason(p, "not bound", { path: named }));
 }
 
 // --- search/listing roots (§2.6) ------------------------------------------------------------------
 
 function searchOne(p: Policy, root: string): Decision {
 	if (!inWorktree(p, root)) return first(p, root);
-	if (inGit(p, root)) return deny("git", GIT_REASON);
+	if (inGit(p, root)) return deny("git", reason(p, "git"));
 	const hidden = hiddenAlways(p, root);
 	if (hidden !== null) return hidden;
 	if (inRuntimePath(p, root) || p.runtime.some((r) => isWithin(r, root))) return allow("runtime path");
@@ -292,7 +286,7 @@ function searchOne(p: Policy, root: string): Decision {
 	const above = READABLE.has(dirLevel(p, r)) || READABLE.has(levelOf(p, r));
 	const below = entriesBelow(p, r).some((e) => READABLE.has(e.level));
 	if (above || below) return allow("readable at, below or above");
-	return deny("nothing readable", `${shown(p, root)} holds nothing this task may read`);
+	return deny("nothing readable", reason(p, "nothing readable", { path: shown(p, root) }));
 }
 
 /** decide_search_root: a directory in the worktree by §2.6, anything else by the read table. */
