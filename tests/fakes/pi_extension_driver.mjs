@@ -1,13 +1,16 @@
 // Test driver for the generated pi permission extension (tests/integration/test_pi_*.py).
 //
-// Loads control/pi_policy.ts or control/permission.ts with jiti, the way pi 0.73.1 loads an
-// extension (core/extensions/loader.js: jiti with aliases for pi's own packages), and answers one
-// JSON request read from the file named by argv[2]; prints one JSON answer on stdout.
+// Loads control/permission.ts or control/pi_policy.ts with jiti, the way pi 0.73.1 loads an
+// extension (core/extensions/loader.js: jiti with aliases for pi's own packages). With a file
+// name, answers the one JSON request it holds, written to the request's `output` file:
 //
-//   {"mode": "decide", "control": <dir>, "queries": [{"kind": "read"|"write"|"search"|"resolve", ...}]}
 //   {"mode": "extension", "control": <dir>, "cwd": <dir>, "priorEntries": [...], "steps": [...]}
 //
 // A call step may name `expireTimeoutWhen` (see expireTimeoutWhen below).
+//
+// `node pi_extension_driver.mjs --serve <repo> <pi_policy.ts>` loads pi_policy.ts once and
+// answers batches: one JSON line {"policy": {...}, "queries": [...]} read from stdin, one line
+// {"answers": [...]} written to stdout, until stdin ends (tests/fakes/pi_policy_server.py).
 //
 // No network, no model: the extension's own tools and handlers run against the real file system
 // and the real sandbox-runtime.
@@ -17,7 +20,8 @@ import * as path from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-const request = JSON.parse(fs.readFileSync(process.argv[2], "utf-8"));
+const serving = process.argv[2] === "--serve";
+const request = serving ? { repo: process.argv[3] } : JSON.parse(fs.readFileSync(process.argv[2], "utf-8"));
 const repo = request.repo;
 const piPackage = path.join(repo, "node_modules/@mariozechner/pi-coding-agent");
 const requireFromPi = createRequire(path.join(piPackage, "package.json"));
@@ -36,28 +40,35 @@ function out(value) {
 	fs.writeFileSync(request.output, JSON.stringify(value));
 }
 
-if (request.mode === "decide") {
-	const P = await jiti.import(path.join(request.control, "pi_policy.ts"));
-	const policy = request.policy;
-	const answers = [];
-	for (const q of request.queries) {
-		try {
-			if (q.kind === "read") answers.push(P.judgeRead(policy, q.path));
-			else if (q.kind === "write") answers.push(P.judgeWrite(policy, q.path));
-			else if (q.kind === "search") answers.push(P.judgeSearchRoot(policy, q.path));
-			else if (q.kind === "realpath") answers.push({ path: P.realpath(q.path) });
-			else if (q.kind === "resolve") answers.push({ path: P.resolveArgument(q.arg, q.cwd, q.home) });
-			else if (q.kind === "pure-read") answers.push(P.decideRead(policy, q.path, q.real ?? null));
-			else if (q.kind === "pure-write") answers.push(P.decideWrite(policy, q.given, q.resolved, q.link ?? false));
-			else if (q.kind === "pure-search") answers.push(P.decideSearchRoot(policy, q.path, q.real ?? null, q.isDirectory ?? true));
-			else answers.push({ error: `unknown query ${q.kind}` });
-		} catch (e) {
-			answers.push({ error: String(e?.message ?? e) });
-		}
+function answer(P, policy, q) {
+	try {
+		if (q.kind === "read") return P.judgeRead(policy, q.path);
+		if (q.kind === "write") return P.judgeWrite(policy, q.path);
+		if (q.kind === "search") return P.judgeSearchRoot(policy, q.path);
+		if (q.kind === "realpath") return { path: P.realpath(q.path) };
+		if (q.kind === "resolve") return { path: P.resolveArgument(q.arg, q.cwd, q.home) };
+		if (q.kind === "pure-read") return P.decideRead(policy, q.path, q.real ?? null);
+		if (q.kind === "pure-write") return P.decideWrite(policy, q.given, q.resolved, q.link ?? false);
+		if (q.kind === "pure-search") return P.decideSearchRoot(policy, q.path, q.real ?? null, q.isDirectory ?? true);
+		if (q.kind === "reason") return { reason: P.reason(policy, q.key, q.values) };
+		return { error: `unknown query ${q.kind}` };
+	} catch (e) {
+		return { error: String(e?.message ?? e) };
 	}
-	out({ answers });
+}
+
+if (serving) {
+	const P = await jiti.import(process.argv[4]);
+	const { createInterface } = await import("node:readline");
+	for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+		const batch = JSON.parse(line);
+		const answers = batch.queries.map((q) => answer(P, batch.policy, q));
+		// one line per batch; awaited, so a long answer is never cut short at exit
+		await new Promise((done) => process.stdout.write(JSON.stringify({ answers }) + "\n", done));
+	}
 	process.exit(0);
 }
+
 
 // --- mode "extension" ----------------------------------------------------------------------------
 

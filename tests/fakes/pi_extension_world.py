@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +85,13 @@ class PiWorld:
     primary: Path
     worktree: Path
     rt: Path
-    policy: Policy
-    permission: str
-    embedded: dict[str, Any]
+    policy: Policy = field(repr=False)
+    permission: str = field(repr=False)
+    embedded: dict[str, Any] = field(repr=False)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis prints a failing example's arguments: the world by its root only."""
+        printer.text(f"PiWorld(root={str(self.root)!r})")
 
     @property
     def other_run(self) -> Path:
@@ -148,11 +152,6 @@ class PiWorld:
         answer: dict[str, Any] = json.loads(output.read_text())
         answer["stderr"] = proc.stderr
         return answer
-
-    def decide(self, queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        answers: list[dict[str, Any]] = self.node(
-            {"mode": "decide", "policy": self.embedded, "queries": queries})["answers"]
-        return answers
 
     def run_extension(self, steps: list[dict[str, Any]], prior: list[dict[str, Any]] | None = None,
                       env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -233,20 +232,7 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
     os.symlink(str(worktree / "docs/spec.md"), rt / "work" / "to_ro")
     os.symlink(str(rt / "tmp" / "jiti"), rt / "tmp" / "jiti_alias")
     os.symlink(str(rt / "control"), rt / "work" / "ctl")
-    grant = make_grant(GRANT_ENTRIES)
-    policy = build_policy(
-        grant=grant, worktree=str(worktree), primary=str(primary), user_home=str(home),
-        runtime_dir=str(rt), runtime_paths=(str(worktree / ".venv"),),
-        git=(AdminPath(path=str(primary / ".git"), directory=True),
-             AdminPath(path=str(worktree / ".git"), directory=False),
-             AdminPath(path=str(worktree / "src/app/sub/.git"), directory=True)),
-        list_dir=_list_dir, homes=(str(home), str(root / "envhome")),
-        config_dirs=(str(root / "cfg/claude"), str(root / "cfg/pi")),
-        credentials=tuple(str(root / c) for c in (
-            "cfg/claude/.credentials.json", "cfg/pi/auth.json", "cfg/pi/models.json",
-            "maps/models.json")),
-        run_directories=(str(root / "trace/op-1/workers"),),
-    )
+    policy = tree_policy(root, GRANT_ENTRIES, (str(worktree / ".venv"),))
     files = generate_extension(
         policy, limits=limits or Limits(max_turns=2, max_budget_usd=0.5),
         result_schema=json.dumps(worker_result_schema(
@@ -259,6 +245,27 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
     permission = files[policy.runtime.permission_extension]
     return PiWorld(root=root, home=home, primary=primary, worktree=worktree, rt=rt,
                    policy=policy, permission=permission, embedded=embedded_policy(permission))
+
+
+def tree_policy(root: Path, entries: dict[str, str], runtime_paths: tuple[str, ...]) -> Policy:
+    """The policy of a run on the tree `build_world` makes below `root`, under a grant of
+    `entries` (the world's own is GRANT_ENTRIES) and the given runtime paths."""
+    home = root / "home"
+    primary = home / "proj"
+    worktree = primary / ".claude" / "worktrees" / "t1"
+    return build_policy(
+        grant=make_grant(entries), worktree=str(worktree), primary=str(primary),
+        user_home=str(home), runtime_dir=str(root / "t" / "rt"), runtime_paths=runtime_paths,
+        git=(AdminPath(path=str(primary / ".git"), directory=True),
+             AdminPath(path=str(worktree / ".git"), directory=False),
+             AdminPath(path=str(worktree / "src/app/sub/.git"), directory=True)),
+        list_dir=_list_dir, homes=(str(home), str(root / "envhome")),
+        config_dirs=(str(root / "cfg/claude"), str(root / "cfg/pi")),
+        credentials=tuple(str(root / c) for c in (
+            "cfg/claude/.credentials.json", "cfg/pi/auth.json", "cfg/pi/models.json",
+            "maps/models.json")),
+        run_directories=(str(root / "trace/op-1/workers"),),
+    )
 
 
 def node_available() -> bool:

@@ -6,25 +6,39 @@ paths as `decide_read` / `decide_write` / `decide_search_root`, on a real tree w
 links (a link at an rw path to an ro file, a link outside to rw, dangling links, a loop, `..`
 through a directory link, `.git`, a runtime path, the worktree root, control/config/jiti, the
 home, the primary worktree), and on a grid of synthetic paths; decisions, rows and reasons must
-be identical.
+be identical. Then on generated cases, as strict as the Claude Code hook's parity: generated
+grants with generated paths, real paths and links (tests/policy_cases.py, the cases the hook
+template's parity draws too), and generated grants over the real tree with generated paths
+through its links. Every query goes through ONE node process, in batches
+(tests/fakes/pi_policy_server.py).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import policy_cases as cases
 import pytest
-from fakes.pi_extension_world import PiWorld, build_world, node_available
+from fakes.pi_extension_world import PiWorld, build_world, node_available, tree_policy
+from fakes.pi_policy_server import PiPolicyServer
+from hypothesis import given
+from hypothesis import strategies as st
 
+from concorde_workers.adapters.pi.extension import extension_policy
 from concorde_workers.domain.policy import (
     Decision,
+    Policy,
     decide_read,
     decide_search_root,
     decide_write,
 )
+from concorde_workers.domain.reasons import REASONS, fill, placeholders
+from concorde_workers.domain.request import Limits
 
 pytestmark = [pytest.mark.integration]
 
@@ -39,6 +53,25 @@ def _node_present() -> None:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> PiWorld:
     return build_world(tmp_path_factory.mktemp("pi-parity"))
+
+
+@pytest.fixture(scope="module")
+def server(world: PiWorld) -> Iterator[PiPolicyServer]:
+    """The one node process of this module, on the run's generated copy of pi_policy.ts."""
+    if not node_available():
+        pytest.fail("node, jiti, pi or sandbox-runtime is missing: run ./scripts/setup")
+    with PiPolicyServer(world.control / "pi_policy.ts", cwd=world.rt / "work",
+                        env=world.env()) as running:
+        yield running
+
+
+Decide = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+@pytest.fixture
+def decide(world: PiWorld, server: PiPolicyServer) -> Decide:
+    """The world's queries under its own embedded policy, one batch."""
+    return lambda queries: server.decide(world.embedded, queries)
 
 
 def _py(d: Decision) -> dict[str, Any]:
@@ -97,10 +130,10 @@ def hidden_paths(w: PiWorld) -> list[str]:
 
 @pytest.mark.req("Both backends enforce the same grant")
 @pytest.mark.req("A denied pi file tool call gives the table's reason")
-def test_file_system_decisions_match_the_domain(world: PiWorld) -> None:
+def test_file_system_decisions_match_the_domain(world: PiWorld, decide: Decide) -> None:
     paths = real_paths(world)
     queries = [{"kind": k, "path": p} for p in paths for k in ("read", "write", "search")]
-    answers = world.decide(queries)
+    answers = decide(queries)
     mismatches = []
     for q, got in zip(queries, answers, strict=True):
         p = q["path"]
@@ -117,16 +150,16 @@ def test_file_system_decisions_match_the_domain(world: PiWorld) -> None:
     assert mismatches == []
 
 
-def test_the_extensions_realpath_is_pythons(world: PiWorld) -> None:
+def test_the_extensions_realpath_is_pythons(world: PiWorld, decide: Decide) -> None:
     paths = real_paths(world)
-    answers = world.decide([{"kind": "realpath", "path": p} for p in paths])
+    answers = decide([{"kind": "realpath", "path": p} for p in paths])
     assert [a["path"] for a in answers] == [os.path.realpath(p) for p in paths]
 
 
-def test_the_real_tree_covers_the_interesting_cases(world: PiWorld) -> None:
+def test_the_real_tree_covers_the_interesting_cases(world: PiWorld, decide: Decide) -> None:
     """The parity above is only worth what it covers: check a few decisions outright."""
     wt, rt = world.worktree, world.rt
-    got = world.decide([
+    got = decide([
         {"kind": "write", "path": f"{wt}/src/app/to_ro"},
         {"kind": "write", "path": f"{rt}/work/to_rw"},
         {"kind": "write", "path": f"{wt}/src/app/dangling_rw"},
@@ -167,7 +200,7 @@ def synthetic_paths(w: PiWorld) -> list[str]:
 
 
 @pytest.mark.req("Both backends enforce the same grant")
-def test_pure_decisions_match_the_domain_on_a_grid(world: PiWorld) -> None:
+def test_pure_decisions_match_the_domain_on_a_grid(world: PiWorld, decide: Decide) -> None:
     paths = synthetic_paths(world)
     reals = [None, str(world.worktree / "src/app/main.py"), str(world.rt / "config/auth.json"),
              "/usr/share/x", "/proc/self/environ"]
@@ -184,7 +217,7 @@ def test_pure_decisions_match_the_domain_on_a_grid(world: PiWorld) -> None:
         for link in (False, True):
             queries.append({"kind": "pure-write", "given": p, "resolved": p, "link": link})
             expected.append(_py(decide_write(world.policy, p, p, link)))
-    answers = world.decide(queries)
+    answers = decide(queries)
     mismatches = [(q, a, e) for q, a, e in zip(queries, answers, expected, strict=True) if a != e]
     assert mismatches == []
 
@@ -197,7 +230,7 @@ BOUNDARY = "is outside this task's boundary"
 
 @pytest.mark.req("Both backends enforce the same grant")
 def test_the_extension_hides_other_runs_run_directories_credentials_and_homes(
-        world: PiWorld) -> None:
+        world: PiWorld, decide: Decide) -> None:
     """Row by row, the rows pi's tables gained (issue 8 §2-§4), with their exact reasons."""
     wt, other, workers = world.worktree, world.other_run, world.workers
     later = world.rt.parent / "concorde-0a0a0a-later"
@@ -225,12 +258,12 @@ def test_the_extension_hides_other_runs_run_directories_credentials_and_homes(
         ("search", f"{wt}/src/app/to_env_home", f"{world.env_home} {BOUNDARY}"),
         ("read", f"{world.rt.parent}/concordex", None),
     ]
-    got = world.decide([{"kind": kind, "path": path} for kind, path, _ in cases])
+    got = decide([{"kind": kind, "path": path} for kind, path, _ in cases])
     assert [(c[1], g["allowed"], g["reason"]) for c, g in zip(cases, got, strict=True)] == [
         (path, reason is None, None if reason is None else reason) for _, path, reason in cases]
 
 
-def test_arguments_resolve_like_pi(world: PiWorld) -> None:
+def test_arguments_resolve_like_pi(world: PiWorld, decide: Decide) -> None:
     cases = [
         ("@~/notes.txt", "/w", "/home/run", "/home/run/notes.txt"),
         ("~", "/w", "/home/run", "/home/run"),
@@ -241,7 +274,7 @@ def test_arguments_resolve_like_pi(world: PiWorld) -> None:
         ("/abs/../kept", "/w", "/h", "/abs/../kept"),  # pi passes absolute paths as written
         ("./x", "/w/sub", "/h", "/w/sub/x"),
     ]
-    got = world.decide([{"kind": "resolve", "arg": a, "cwd": c, "home": h} for a, c, h, _ in cases])
+    got = decide([{"kind": "resolve", "arg": a, "cwd": c, "home": h} for a, c, h, _ in cases])
     assert [g["path"] for g in got] == [want for *_, want in cases]
 
 
@@ -270,3 +303,120 @@ def test_the_embedded_policy_is_the_domains(world: PiWorld) -> None:
                          "primary", "userHome", "sandbox", "programs", "limits", "resultSchema",
                          "sandboxRuntime"}
     assert Path(data["sandboxRuntime"], "dist/index.js").is_file()
+
+
+# --- generated cases, one node process, batches -------------------------------------------------
+
+LIMITS = Limits(max_turns=2, max_budget_usd=0.5)
+
+
+def embedded(policy: Policy, world: PiWorld) -> dict[str, Any]:
+    """The policy as the extension embeds it (adapters/pi/extension.py)."""
+    return extension_policy(policy, limits=LIMITS, result_schema=json.dumps({"type": "object"}),
+                            package=str(world.embedded["sandboxRuntime"]), rg=None, fd=None)
+
+
+@pytest.mark.req("Both backends enforce the same grant")
+@pytest.mark.req("A denied pi file tool call gives the table's reason")
+@given(batch=cases.batches())
+def test_generated_grants_and_paths_decide_as_the_domain(
+        world: PiWorld, server: PiPolicyServer,
+        batch: tuple[cases.Case, list[cases.Query]]) -> None:
+    """Read, write and search-root decisions, rows and reasons, over generated grants, runtime
+    paths, nested Git admin paths and what is hidden always, on generated paths with their real
+    paths and links (the cases of the hook template's parity, tests/policy_cases.py)."""
+    case, queries = batch
+    expected = [cases.as_answer(q.domain(case.policy)) for q in queries]
+    got = server.decide(embedded(case.policy, world), [q.to_driver() for q in queries])
+    assert cases.mismatches(expected, got, queries) == [], case.entries
+
+
+TREE_ENTRIES = ["src/", "src/app/", "src/app/secret.py", "src/app/frozen.py", "src/app/to_ro",
+                "src/app/sub/", "src/lib/", "docs/", "docs/private/", "docs/spec.md", "notes.md",
+                "empty/", "README.md", "README.link", ".venv/"]
+TREE_NAMES = ["src", "app", "main.py", "secret.py", "frozen.py", "new.py", "sub", ".git", "config",
+              "to_ro", "to_rw", "to_outside", "dangling_rw", "dangling_out", "docs_dir", "to_git",
+              "to_auth", "to_jiti", "loop", "to_other_run", "to_credentials", "to_status",
+              "to_env_home", "docs", "spec.md", "private", "plan.md", "lib", "other.py", ".venv",
+              "site.py", "README.link", "README.md", "ctl", "jiti_alias", "jiti", "auth.json",
+              ".ssh", "id_rsa", "w-1", "status.json", "..", ".", ""]
+TREE_BASES = ["worktree", "worktree/src/app", "worktree/docs", "rt", "rt/work", "rt/tmp", "t",
+              "other run", "workers", "env home", "cfg", "primary", "home", "root"]
+
+
+def tree_base(world: PiWorld, name: str) -> str:
+    wt = str(world.worktree)
+    return {"worktree": wt, "worktree/src/app": f"{wt}/src/app", "worktree/docs": f"{wt}/docs",
+            "rt": str(world.rt), "rt/work": f"{world.rt}/work", "rt/tmp": f"{world.rt}/tmp",
+            "t": str(world.rt.parent), "other run": str(world.other_run),
+            "workers": str(world.workers), "env home": str(world.env_home),
+            "cfg": f"{world.root}/cfg", "primary": str(world.primary), "home": str(world.home),
+            "root": str(world.root)}[name]
+
+
+tree_grants = st.tuples(
+    st.dictionaries(st.sampled_from(TREE_ENTRIES), st.sampled_from(cases.LEVELS), min_size=1,
+                    max_size=7),
+    st.lists(st.sampled_from(["", ".venv", "src/app/sub", "docs"]), unique=True, max_size=2))
+tree_paths = st.tuples(st.sampled_from(TREE_BASES),
+                       st.lists(st.sampled_from(TREE_NAMES), max_size=5))
+
+
+def on_disk(policy: Policy, kind: str, path: str) -> dict[str, Any]:
+    """What the domain decides on a real path, resolved as the extension must resolve it."""
+    real = os.path.realpath(path)
+    if kind == "realpath":
+        return {"path": real}
+    if kind == "read":
+        return _py(decide_read(policy, path, real))
+    if kind == "write":
+        return _py(decide_write(policy, path, real, os.path.islink(path)))
+    is_dir = os.path.isdir(path) if os.path.exists(path) else True
+    return _py(decide_search_root(policy, path, real, is_dir))
+
+
+@pytest.mark.req("Both backends enforce the same grant")
+@given(grant=tree_grants, drawn=st.lists(tree_paths, min_size=1, max_size=cases.BATCH // 4))
+def test_generated_grants_on_the_real_tree_decide_as_the_domain(
+        world: PiWorld, server: PiPolicyServer, grant: tuple[dict[str, str], list[str]],
+        drawn: list[tuple[str, list[str]]]) -> None:
+    """Generated grants over the world's tree, generated paths through its symbolic links
+    (dangling, looping, to ro, rw, Git, a credential, another run, a run directory, `$HOME`),
+    `..` after a link: the extension's own realpath, lstat and stat, and its three tables."""
+    entries, runtime = grant
+    policy = tree_policy(world.root, entries,
+                         tuple(str(world.worktree / r) if r else str(world.worktree / "src/lib")
+                               for r in runtime))
+    paths = [os.path.join(tree_base(world, base), *names) for base, names in drawn]
+    queries = [{"kind": kind, "path": p} for p in paths
+               for kind in ("read", "write", "search", "realpath")]
+    expected = [on_disk(policy, q["kind"], q["path"]) for q in queries]
+    got = server.decide(embedded(policy, world), queries)
+    assert cases.mismatches(expected, got, queries) == [], entries
+
+
+@pytest.mark.req("A denied pi file tool call gives the table's reason")
+def test_every_reason_is_filled_as_the_domain_fills_it(world: PiWorld,
+                                                       server: PiPolicyServer) -> None:
+    """Each reason of the table with values holding what a fill could get wrong: a placeholder
+    (never filled again), `$&` and `$1` (JavaScript's replacement patterns)."""
+    keys = sorted(REASONS)
+    values = [{name: f"{{{name}}}$&$1/{key}" for name in placeholders(key)} for key in keys]
+    got = server.decide(world.embedded, [{"kind": "reason", "key": k, "values": v}
+                                         for k, v in zip(keys, values, strict=True)])
+    assert got == [{"reason": fill(k, **v)} for k, v in zip(keys, values, strict=True)]
+
+
+def test_a_reason_changed_in_the_table_changes_in_the_extension(world: PiWorld,
+                                                                server: PiPolicyServer) -> None:
+    """The extension holds no reason of its own (tests/unit/test_reasons.py): the table it
+    embeds decides what it says."""
+    marked = {**world.embedded, "reasons": {k: f"<{v}>" for k, v in REASONS.items()}}
+    wt = world.worktree
+    queries = [{"kind": "read", "path": f"{wt}/src/app/secret.py"},
+               {"kind": "write", "path": f"{wt}/docs/spec.md"},
+               {"kind": "search", "path": f"{wt}/src/lib"},
+               {"kind": "read", "path": str(world.credentials[0])}]
+    plain, changed = server.decide(world.embedded, queries), server.decide(marked, queries)
+    assert [c["reason"] for c in changed] == [f"<{p['reason']}>" for p in plain]
+    assert all(p["reason"] for p in plain)

@@ -20,6 +20,7 @@ from fakes.agent import make_context
 from fakes.filesystem import FakeFileSystem
 from hypothesis import given
 from hypothesis import strategies as st
+from policy_cases import Case, Query, batches, mismatches
 
 from concorde_workers.adapters.claude import hook_template as T
 from concorde_workers.adapters.claude.backend import ClaudeBackend
@@ -27,6 +28,7 @@ from concorde_workers.adapters.claude.hooks import (
     GRANT_MARK,
     embedded_grant,
     extra_hook_entries,
+    grant_json,
     hook_files,
     hook_source,
     read_hook_entry,
@@ -712,3 +714,33 @@ def test_the_read_hook_allows_silently_and_denies_with_one_json_line() -> None:
     assert run_main({"tool_name": "Read", "tool_input": {}}, hook="read") == denial(
         NO_FILE_REASON)
 
+
+# --- generated grants: every table of the template against the domain's -------------------------
+
+
+def _template_verdict(grant: dict[str, Any], q: Query) -> tuple[bool, str | None]:
+    if q.kind == "read":
+        return T.decide_read(grant, q.path, q.real)
+    if q.kind == "write":
+        return T.decide_write(grant, q.path, q.real or q.path, q.link)
+    return T.decide_search(grant, q.path, q.real, q.is_directory)
+
+
+def _domain_verdict(policy: Policy, q: Query) -> tuple[bool, str | None]:
+    if q.kind == "search":  # the search hook judges Claude Code's roots (domain.search_guard)
+        return _verdict(decide_search(policy, q.path, q.real, q.is_directory))
+    return _verdict(q.domain(policy))
+
+
+@pytest.mark.req("Only rw paths are writable by file tools")
+@pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
+@given(batch=batches())
+def test_the_templates_tables_are_the_domains_over_any_grant(
+        batch: tuple[Case, list[Query]]) -> None:
+    """The write, read and search-root tables of the template and of the domain, decision and
+    reason, over generated grants (policy_cases.py: the same cases the pi parity draws)."""
+    case, queries = batch
+    grant = json.loads(grant_json(case.policy))  # as the generated hook embeds it
+    expected = [_domain_verdict(case.policy, q) for q in queries]
+    got = [_template_verdict(T.text(grant), q) for q in queries]
+    assert mismatches(expected, got, queries) == [], case.entries
