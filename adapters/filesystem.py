@@ -19,7 +19,14 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from concorde_workers.domain.paths import DirEntry, EntryKind
-from concorde_workers.ports.filesystem import NUL_IN_PATH, FileStat, FileSystemError
+from concorde_workers.ports.filesystem import (
+    ARCHIVE_END_BYTES,
+    NUL_IN_PATH,
+    ArchiveOutcome,
+    FileStat,
+    FileSystemError,
+    tar_member_cost,
+)
 
 T = TypeVar("T")
 
@@ -146,14 +153,29 @@ class LocalFileSystem:
             # shutil.rmtree never follows links below the top (it unlinks them).
             shutil.rmtree(path)
 
-    def archive(self, source: str, archive: str) -> None:
+    def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
+        used, left_out, left_bytes = ARCHIVE_END_BYTES, 0, 0
+
+        def within_bounds(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+            nonlocal used, left_out, left_bytes
+            size = info.size if info.isreg() else 0
+            cost = tar_member_cost(info.name, size, info.linkname)
+            if used + cost > max_bytes:
+                left_out, left_bytes = left_out + 1, left_bytes + size
+                return None  # a directory: tarfile then leaves out what lies below it too
+            used += cost
+            return info
+
         with _os_errors(archive, "archive"):
             fd = os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w") as tar:
-                # lstat-based: links stored as links; FIFOs and devices stored, not opened.
-                tar.add(source, arcname=os.path.basename(source.rstrip("/")), recursive=True)
+                # lstat-based: links stored as links; FIFOs and devices stored, not opened;
+                # a directory's entries in sorted order.
+                tar.add(source, arcname=os.path.basename(source.rstrip("/")), recursive=True,
+                        filter=within_bounds)
                 out.flush()
                 os.fsync(out.fileno())
+        return ArchiveOutcome(entries_left_out=left_out, bytes_left_out=left_bytes)
 
     def chmod(self, path: str, mode: int) -> None:
         with _os_errors(path, "chmod"):

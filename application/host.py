@@ -53,7 +53,12 @@ from concorde_workers.domain.rounds import deletions_allowed
 from concorde_workers.domain.run_id import run_id as make_run_id
 from concorde_workers.domain.sweep import OwnerRecord
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import (
+    ARCHIVE_END_BYTES,
+    FileSystem,
+    FileSystemError,
+    tar_member_cost,
+)
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
@@ -61,6 +66,9 @@ from concorde_workers.ports.random import Random
 
 PLANTED_GIT_DIR = "planted-git"
 """The run directory's folder of the Git metadata the host moved out of the worktree."""
+PLANTED_GIT_CAP_BYTES = 16 * 1024 * 1024
+"""The most the planted-git archives of one run hold together, so that what a worker plants
+cannot fill the disk of the trace: what does not fit is left out and said."""
 
 
 class RequestRefused(ValueError):
@@ -285,22 +293,41 @@ class WorkerHost:
             return
         last = state.rounds[-1]
         moved: list[GitMetadata] = []
+        budget = PLANTED_GIT_CAP_BYTES
         for number, item in enumerate(last.git_metadata, start=1):
             if not item.created:
                 moved.append(item.model_copy(update={"left": "it was there before the run"}))
                 continue
-            moved.append(self._move_one(item, number, state.layout.run_dir,
-                                        prepared.placement.worktree))
+            item, used = self._move_one(item, number, state.layout.run_dir,
+                                        prepared.placement.worktree, budget)
+            moved.append(item)
+            budget -= used
         last.git_metadata = tuple(moved)
 
-    def _move_one(self, item: GitMetadata, number: int, run_dir: str,
-                  worktree: str) -> GitMetadata:
+    def _move_one(self, item: GitMetadata, number: int, run_dir: str, worktree: str,
+                  budget: int) -> tuple[GitMetadata, int]:
+        """Archive the entry within `budget` bytes (none at all when not even an empty archive
+        fits), then remove it from the worktree; the item as moved, and the bytes archived."""
         source = posixpath.join(worktree, item.path)
         folder = posixpath.join(run_dir, PLANTED_GIT_DIR)
         archive = posixpath.join(folder, f"{number}.tar")
+        archived: str | None = archive
+        used = 0
         try:
-            self._fs.makedirs(folder, 0o700)
-            self._fs.archive(source, archive)
+            if budget >= ARCHIVE_END_BYTES + tar_member_cost(item.path):
+                self._fs.makedirs(folder, 0o700)
+                left = self._fs.archive(source, archive, budget)
+                used = self._fs.stat(archive).size
+                if left.entries_left_out:
+                    item = item.model_copy(update={"left_out": (
+                        f"{_entries(left.entries_left_out)} ({left.bytes_left_out} bytes), over "
+                        f"the {PLANTED_GIT_CAP_BYTES // (1024 * 1024)} MiB the run's archives "
+                        "may hold")})
+            else:
+                archived = None
+                item = item.model_copy(update={"left_out": (
+                    f"all of it: the {PLANTED_GIT_CAP_BYTES // (1024 * 1024)} MiB the run's "
+                    "archives may hold were used up")})
             if self._fs.is_dir(source) and not self._fs.is_symlink(source):
                 self._fs.rmtree(source)
             else:
@@ -308,8 +335,10 @@ class WorkerHost:
         except FileSystemError as error:
             return item.model_copy(update={
                 "left": f"the host could not move it: {error.op} {error.path}: "
-                        f"{error.os_error_text}"})
-        return item.model_copy(update={"moved_to": archive})
+                        f"{error.os_error_text}"}), used
+        if archived is None:
+            return item.model_copy(update={"removed": True}), used
+        return item.model_copy(update={"moved_to": archived}), used
 
     def _resolve_parent(self, path: str) -> str:
         parent, name = posixpath.split(path)
@@ -407,3 +436,7 @@ class WorkerHost:
             state.error = cleanup_link(links, cleaned, state.error, state)
             state.status = "failed"
             state.outcome = "interrupted" if interrupted else "failed"
+
+
+def _entries(n: int) -> str:
+    return f"{n} {'entry' if n == 1 else 'entries'}"

@@ -19,6 +19,8 @@ RUNS_SHOWN = 8
 """How many configuration entries a description quotes before it says how many more."""
 VALUE_SHOWN = 1000
 """How many characters of one configured command a description quotes."""
+ITEMS_SHOWN = 20
+"""How many Git metadata entries an error's detail describes before it says how many more."""
 
 
 class GitMetadata(BaseModel):
@@ -29,7 +31,9 @@ class GitMetadata(BaseModel):
     file or link names; `submodule` the gitlink path it lies in (a plain `git status` in the
     worktree recurses there), or None; `runs` the entries of its configuration that make Git run
     a program or read configuration from elsewhere (`key = value`); `hooks` the hooks that would
-    run. `moved_to` is where the host moved it as evidence; `left` why it is still in place."""
+    run. `moved_to` is where the host moved it as evidence; `left` why it is still in place;
+    `left_out` what its archive could not hold (the run's archives are capped); `removed` that
+    it was removed from the worktree with no archive at all (the cap was used up)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -42,6 +46,8 @@ class GitMetadata(BaseModel):
     hooks: tuple[str, ...] = ()
     moved_to: str | None = None
     left: str | None = None
+    left_out: str | None = None
+    removed: bool = False
 
 
 def _quote(value: str) -> str:
@@ -85,6 +91,11 @@ def describe_one(item: GitMetadata, worktree: str) -> str:
     text = f"{item.path} is {_what(item)}; {_runs(item)}"
     if item.moved_to is not None:
         text += f"; the host moved it out of the worktree, as evidence, into {item.moved_to}"
+        if item.left_out is not None:
+            text += f", left out of its archive: {item.left_out}"
+    elif item.removed:
+        text += (f"; the host removed it from the worktree without keeping it (left out of "
+                 f"the archives: {item.left_out})")
     else:
         why = f" ({item.left})" if item.left else ""
         text += (f"; it is still in the worktree{why}: remove it before running Git there "
@@ -93,8 +104,15 @@ def describe_one(item: GitMetadata, worktree: str) -> str:
 
 
 def describe_git_metadata(items: Sequence[GitMetadata], worktree: str) -> str:
-    """The Git metadata a round left, for an error's detail; empty when there is none."""
-    return " ".join(describe_one(item, worktree) + "." for item in items)
+    """The Git metadata a round left, for an error's detail (at most `ITEMS_SHOWN` entries
+    told, then how many more: the detail is written into every trace write); empty when
+    there is none."""
+    told = " ".join(describe_one(item, worktree) + "." for item in items[:ITEMS_SHOWN])
+    more = len(items) - ITEMS_SHOWN
+    if more > 0:
+        told += (f" And {more} more Git metadata entries, each among the round's audit "
+                 "violations, handled the same way.")
+    return told
 
 
 def found_before_refusal(items: Sequence[GitMetadata], worktree: str) -> str:

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.paths import DirEntry, EntryKind
 
-__all__ = ["NUL_IN_PATH", "DirEntry", "EntryKind", "FileStat", "FileSystem", "FileSystemError"]
+__all__ = ["ARCHIVE_END_BYTES", "NUL_IN_PATH", "ArchiveOutcome", "DirEntry", "EntryKind",
+           "FileStat", "FileSystem", "FileSystemError", "tar_member_cost"]
 
 NUL_IN_PATH = "the path holds a NUL byte, which no file name can"
 """The error text of any operation on a path with a NUL byte (errno EINVAL): such a path names no
@@ -36,6 +37,34 @@ class FileSystemError(Exception):
     @property
     def not_found(self) -> bool:
         return self.errno == errno_codes.ENOENT
+
+
+_TAR_BLOCK = 512
+ARCHIVE_END_BYTES = 20 * _TAR_BLOCK
+"""What a tar archive takes besides its members, at most: the end-of-archive blocks, padded to a
+record (tarfile's RECORDSIZE)."""
+
+
+def tar_member_cost(name: str, size: int = 0, linkname: str = "") -> int:
+    """The bytes one member takes in a tar archive, at most: an extended (pax) header with its
+    records (a long or non-ASCII name or link target, a fractional time), the member's header,
+    and its content padded to whole blocks. `archive` counts members by it."""
+    def blocks(n: int) -> int:
+        return -(-n // _TAR_BLOCK) * _TAR_BLOCK
+
+    texts = len(name.encode("utf-8", "surrogateescape")) + len(
+        linkname.encode("utf-8", "surrogateescape"))
+    return 2 * _TAR_BLOCK + blocks(texts + 3 * _TAR_BLOCK) + blocks(size)
+
+
+class ArchiveOutcome(BaseModel):
+    """What `archive` left out to stay within its size: how many members (a directory counts
+    once, with everything below it) and the bytes of the files among them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entries_left_out: int = 0
+    bytes_left_out: int = 0
 
 
 class FileStat(BaseModel):
@@ -120,11 +149,14 @@ class FileSystem(Protocol):
         `path` itself is removed as a link."""
         ...
 
-    def archive(self, source: str, archive: str) -> None:
+    def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
         """Write a new tar archive at `archive` holding the entry `source` (named by its base
-        name) and, for a directory, everything below it: symbolic links are stored as links,
-        never followed, and anything that is no file, directory or link (a FIFO, a device) as
-        what it is, never opened. An existing `archive` raises `FileSystemError`."""
+        name) and, for a directory, everything below it (depth first, each directory's entries
+        in name order): symbolic links are stored as links, never followed, and anything that is
+        no file, directory or link (a FIFO, a device) as what it is, never opened. The archive
+        never grows past `max_bytes`: a member that would take it there (`tar_member_cost`,
+        besides `ARCHIVE_END_BYTES`) is left out — a directory with everything below it — and
+        counted in the outcome. An existing `archive` raises `FileSystemError`."""
         ...
 
     def chmod(self, path: str, mode: int) -> None:

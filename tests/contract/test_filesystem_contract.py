@@ -229,3 +229,66 @@ def test_a_path_with_a_nul_byte_names_nothing(fs_world: Any) -> None:
     fs, path = fs_world.fs, fs_world.root + "/a\0b"
     assert not any(check(path) for check in (fs.exists, fs.lexists, fs.is_dir, fs.is_file,
                                              fs.is_symlink))
+
+
+class TestArchive:
+    """`archive`: a tar of an entry and what lies below it, links stored as links, never larger
+    than its bound (what does not fit is left out and counted)."""
+
+    @pytest.fixture
+    def tree(self, fs_world: Any) -> str:
+        """root/g/{HEAD, config, link -> /etc/passwd, objects/{a, b}, zbig (3,000 bytes)}"""
+        fs, root = fs_world.fs, fs_world.root
+        fs.makedirs(root + "/g/objects")
+        fs.write_atomic(root + "/g/HEAD", b"ref: refs/heads/main\n")
+        fs.write_atomic(root + "/g/config", b"[core]\n")
+        fs.write_atomic(root + "/g/zbig", b"x" * 3000)
+        fs.write_atomic(root + "/g/objects/a", b"a")
+        fs.write_atomic(root + "/g/objects/b", b"b")
+        fs_world.symlink("/etc/passwd", root + "/g/link")
+        return str(root)
+
+    @staticmethod
+    def members(fs: Any, archive: str) -> dict[str, tuple[str, bytes]]:
+        import io
+        import tarfile
+
+        found: dict[str, tuple[str, bytes]] = {}
+        with tarfile.open(fileobj=io.BytesIO(fs.read_bytes(archive))) as tar:
+            for info in tar.getmembers():
+                data = tar.extractfile(info).read() if info.isreg() else b""  # type: ignore[union-attr]
+                kind = "link " + info.linkname if info.issym() else (
+                    "dir" if info.isdir() else "file")
+                found[info.name] = (kind, data)
+        return found
+
+    def test_everything_within_a_large_bound(self, fs_world: Any, tree: str) -> None:
+        fs = fs_world.fs
+        outcome = fs.archive(tree + "/g", tree + "/g.tar", 10**6)
+        assert (outcome.entries_left_out, outcome.bytes_left_out) == (0, 0)
+        found = self.members(fs, tree + "/g.tar")
+        assert found["g/zbig"] == ("file", b"x" * 3000)
+        assert found["g/link"] == ("link /etc/passwd", b"")  # stored as a link, never followed
+        assert sorted(found) == ["g", "g/HEAD", "g/config", "g/link", "g/objects",
+                                 "g/objects/a", "g/objects/b", "g/zbig"]
+        assert fs.stat(tree + "/g.tar").mode == 0o600
+
+    def test_what_does_not_fit_is_left_out_and_counted(self, fs_world: Any, tree: str) -> None:
+        from concorde_workers.ports.filesystem import ARCHIVE_END_BYTES, tar_member_cost
+
+        fs = fs_world.fs
+        # Room for the directory, HEAD, config and the link (the first in name order), not for
+        # objects/ (left out as a whole, what is below it uncounted) nor for zbig.
+        bound = ARCHIVE_END_BYTES + sum(tar_member_cost(n, s) for n, s in [
+            ("g", 0), ("g/HEAD", 21), ("g/config", 7), ("g/link", 0)]) + 100
+        outcome = fs.archive(tree + "/g", tree + "/g.tar", bound)
+        found = self.members(fs, tree + "/g.tar")
+        assert sorted(found) == ["g", "g/HEAD", "g/config", "g/link"]
+        assert (outcome.entries_left_out, outcome.bytes_left_out) == (2, 3000)
+        assert fs.stat(tree + "/g.tar").size <= bound
+
+    def test_an_existing_archive_is_refused(self, fs_world: Any, tree: str) -> None:
+        fs_world.fs.write_atomic(tree + "/g.tar", b"mine")
+        with pytest.raises(FileSystemError):
+            fs_world.fs.archive(tree + "/g", tree + "/g.tar", 10**6)
+        assert fs_world.fs.read_bytes(tree + "/g.tar") == b"mine"

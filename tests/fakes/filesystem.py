@@ -10,7 +10,14 @@ import tarfile
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.paths import DirEntry, EntryKind
-from concorde_workers.ports.filesystem import NUL_IN_PATH, FileStat, FileSystemError
+from concorde_workers.ports.filesystem import (
+    ARCHIVE_END_BYTES,
+    NUL_IN_PATH,
+    ArchiveOutcome,
+    FileStat,
+    FileSystemError,
+    tar_member_cost,
+)
 
 _MAX_LINKS = 40  # as Linux's MAXSYMLINKS: more hops is ELOOP
 _PREDICATES = frozenset({"exists", "lexists", "is_dir", "is_file", "is_symlink"})
@@ -310,7 +317,7 @@ class FakeFileSystem:
         for p in [p for p in self.nodes if p == physical or p.startswith(prefix)]:
             del self.nodes[p]
 
-    def archive(self, source: str, archive: str) -> None:
+    def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
         apath = self._record("archive", source)
         physical, node = self._node(apath, "archive", follow=False)
         target = self._abs(archive)
@@ -319,25 +326,39 @@ class FakeFileSystem:
         self._node(posixpath.dirname(target), "archive", follow=True)
         name = posixpath.basename(physical.rstrip("/"))
         buffer = io.BytesIO()
+        used, left_out, left_bytes = ARCHIVE_END_BYTES, 0, 0
         with tarfile.open(fileobj=buffer, mode="w") as tar:
-            prefix = physical.rstrip("/") + "/"
-            below = sorted(p for p in self.nodes if p.startswith(prefix))
-            for path, entry in [(physical, node), *((p, self.nodes[p]) for p in below)]:
+            # Depth first, each directory's entries in name order, as tarfile's own add walks.
+            stack = [(physical, node)]
+            while stack:
+                path, entry = stack.pop()
                 info = tarfile.TarInfo(name + path[len(physical):])
                 info.mode = entry.mode
+                size = len(entry.data) if entry.kind is EntryKind.FILE else 0
+                link = entry.target if entry.kind is EntryKind.SYMLINK else ""
+                cost = tar_member_cost(info.name, size, link)
+                if used + cost > max_bytes:
+                    left_out, left_bytes = left_out + 1, left_bytes + size
+                    continue  # a directory with everything below it
+                used += cost
                 if entry.kind is EntryKind.DIRECTORY:
                     info.type = tarfile.DIRTYPE
                     tar.addfile(info)
+                    prefix = path.rstrip("/") + "/"
+                    children = sorted(p for p in self.nodes
+                                      if p.startswith(prefix) and "/" not in p[len(prefix):])
+                    stack.extend((p, self.nodes[p]) for p in reversed(children))
                 elif entry.kind is EntryKind.SYMLINK:
-                    info.type, info.linkname = tarfile.SYMTYPE, entry.target
+                    info.type, info.linkname = tarfile.SYMTYPE, link
                     tar.addfile(info)
                 elif entry.kind is EntryKind.FILE:
-                    info.size = len(entry.data)
+                    info.size = size
                     tar.addfile(info, io.BytesIO(entry.data))
                 else:
                     info.type = tarfile.FIFOTYPE
                     tar.addfile(info)
         self.write(target, buffer.getvalue(), 0o600)
+        return ArchiveOutcome(entries_left_out=left_out, bytes_left_out=left_bytes)
 
     def chmod(self, path: str, mode: int) -> None:
         apath = self._record("chmod", path)

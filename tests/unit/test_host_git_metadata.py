@@ -120,3 +120,45 @@ def test_git_metadata_found_before_the_run_that_runs_a_program_in_rw_refuses_the
     assert record.rounds == () and world.runner.starts == []
     assert place in record.error.detail and f"rm -rf -- {WORKTREE}/{place}" in record.error.detail
     assert world.fs.lexists(posixpath.join(WORKTREE, place, "HEAD"))  # the host removes nothing
+
+
+# --- the planted-git archives are bounded (a worker cannot fill the trace disk) ---------------
+
+
+@pytest.mark.req("Every round is audited")
+def test_the_planted_git_archives_hold_at_most_their_cap_and_say_what_they_left_out() -> None:
+    from concorde_workers.application.host import PLANTED_GIT_CAP_BYTES
+
+    world = HostWorld()
+    big = b"x" * (PLANTED_GIT_CAP_BYTES + 1)
+
+    def plant_big(started: FakeStart) -> None:
+        plant(world)(started)  # type: ignore[operator]
+        world.fs.write(posixpath.join(WORKTREE, PLANTED, "objects/pack/big.pack"), big)
+        for n in range(3):  # more repositories, after the cap is used up
+            world.fs.write(posixpath.join(WORKTREE, f"src/app/more{n}/.git/HEAD"), "ref: x\n")
+
+    record = world.run([Round.ok(ok_result(), effects=plant_big)])
+    folder = posixpath.join(record.run_directory, "planted-git")
+    held = sum(world.fs.stat(posixpath.join(folder, e.name)).size
+               for e in world.fs.listdir(folder))
+    assert held <= PLANTED_GIT_CAP_BYTES
+    for place in (PLANTED, "src/app/more0/.git"):  # every one gone from the worktree
+        assert not world.fs.lexists(posixpath.join(WORKTREE, place))
+    archive = posixpath.join(folder, "4.tar")  # src/app/x/.git is the fourth, by path
+    with tarfile.open(fileobj=io.BytesIO(world.fs.read_bytes(archive))) as tar:
+        assert ".git/config" in tar.getnames() and ".git/objects/pack/big.pack" not in \
+            tar.getnames()
+    assert record.error is not None
+    assert (f"left out of its archive: 1 entry ({len(big)} bytes)") in record.error.detail
+
+
+def test_a_detail_describes_at_most_twenty_entries_and_counts_the_rest() -> None:
+    from concorde_workers.domain.git_metadata import GitMetadata, describe_git_metadata
+
+    items = [GitMetadata(path=f"src/app/r{n:03}/.git", created=True, kind="directory",
+                         moved_to=f"/run/planted-git/{n}.tar") for n in range(250)]
+    detail = describe_git_metadata(items, WORKTREE)
+    assert "src/app/r019/.git" in detail and "src/app/r020/.git" not in detail
+    assert detail.endswith("And 230 more Git metadata entries, each among the round's audit "
+                           "violations, handled the same way.")
