@@ -1,13 +1,13 @@
 """The dependency rule of design.md is a checked contract, not a review habit.
 
-import-linter's contracts (pyproject.toml) run here, inside the test suite, and read like the
-picture of docs/architecture.md: the entry points (adapters/cli) above the composition root
-(container.py) above the use cases, and above the driven adapters, each above the ports above
-the domain; only the composition root names a driven adapter, only the entry points and the
-composition root import a use case; the domain imports nothing that does I/O. Broken copies of
-the package prove the contracts bite.
+import-linter's contracts (pyproject.toml) read like the picture of docs/architecture.md: the
+entry points (adapters/cli) above the composition root (container.py) above the use cases, and
+above the driven adapters, each above the ports above the domain; only the composition root
+names a driven adapter, only the entry points and the composition root import a use case; the
+domain imports nothing that does I/O. They run, and broken copies of the package prove they
+bite, in tests/integration/test_import_contracts.py (lint-imports is a process of its own).
 
-Beside them: no import cycle anywhere in the package (every strongly connected component of the
+Here: the two columns of the picture, no import cycle anywhere in the package (every strongly connected component of the
 module graph is one module), no adapter left out of the picture, and the host environment read
 only where the program starts (the entry point and the composition root).
 """
@@ -15,10 +15,6 @@ only where the program starts (the entry point and the composition root).
 from __future__ import annotations
 
 import ast
-import os
-import shutil
-import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,65 +24,8 @@ import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "concorde_workers"
-LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 ENVIRONMENT_READERS = {"container.py", "adapters/cli/main.py"}
 """The modules that may read os.environ: the entry point and the composition root."""
-
-
-def run_lint_imports(package_parent: Path, config: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(package_parent)}
-    return subprocess.run(
-        [str(LINT_IMPORTS), "--config", str(config), "--no-cache"],
-        cwd=package_parent, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )
-
-
-def copy_package(tmp_path: Path) -> Path:
-    target = tmp_path / PACKAGE
-    shutil.copytree(
-        ROOT, target,
-        ignore=shutil.ignore_patterns(".git", ".venv", "tests", "node_modules", "*.egg-info",
-                                      "__pycache__", ".*_cache", "build", "dist"),
-    )
-    return target
-
-
-def test_the_layer_contracts_are_kept(tmp_path: Path) -> None:
-    copy = copy_package(tmp_path)
-    result = run_lint_imports(tmp_path, copy / "pyproject.toml")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "0 broken" in result.stdout
-
-
-def test_a_domain_module_reaching_an_adapter_breaks_the_suite(tmp_path: Path) -> None:
-    copy = copy_package(tmp_path)
-    (copy / "domain" / "leak.py").write_text("import concorde_workers.adapters\nimport subprocess\n")
-    result = run_lint_imports(tmp_path, copy / "pyproject.toml")
-    assert result.returncode != 0
-    assert "BROKEN" in result.stdout
-
-
-def test_each_arrow_against_the_picture_breaks_the_suite(tmp_path: Path) -> None:
-    """A use case naming the composition root, a driven adapter reaching a use case and an
-    entry point naming a concrete adapter: each is reported, by its module."""
-    copy = copy_package(tmp_path)
-    plants = {
-        "application/leak.py": "import concorde_workers.container\n",
-        "adapters/pi/leak.py": "import concorde_workers.application.host\n",
-        "adapters/cli/leak.py": "import concorde_workers.adapters.git\n",
-    }
-    for path, text in plants.items():
-        (copy / path).write_text(text)
-    result = run_lint_imports(tmp_path, copy / "pyproject.toml")
-    assert result.returncode != 0
-    out = " ".join(result.stdout.split())
-    assert ("concorde_workers.application is not allowed to import concorde_workers.container: "
-            "- concorde_workers.application.leak -> concorde_workers.container") in out
-    assert ("Illegal imports of protected package concorde_workers.application: "
-            "- concorde_workers.adapters.pi.leak -> concorde_workers.application.host") in out
-    assert ("concorde_workers.adapters.cli is not allowed to import concorde_workers.adapters.git: "
-            "- concorde_workers.adapters.cli.leak -> concorde_workers.adapters.git") in out
-    assert "3 broken" in out
 
 
 # --- no import cycle ---------------------------------------------------------------------------

@@ -1,0 +1,80 @@
+"""The import contracts run inside the test suite and bite (docs/architecture.md).
+
+lint-imports runs, as a process of its own, on a copy of the package with the contracts of
+pyproject.toml: the copy as it is keeps them; a domain module reaching an adapter, a use case
+naming the composition root, a driven adapter reaching a use case and an entry point naming a
+concrete adapter each break them, reported by module. (The picture's columns, the cycles and the
+environment readers are checked in process: tests/unit/test_architecture.py.)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "concorde_workers"
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def run_lint_imports(package_parent: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(package_parent)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(config), "--no-cache"],
+        cwd=package_parent, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def copy_package(tmp_path: Path) -> Path:
+    target = tmp_path / PACKAGE
+    shutil.copytree(
+        ROOT, target,
+        ignore=shutil.ignore_patterns(".git", ".venv", "tests", "node_modules", "*.egg-info",
+                                      "__pycache__", ".*_cache", "build", "dist"),
+    )
+    return target
+
+
+def test_the_layer_contracts_are_kept(tmp_path: Path) -> None:
+    copy = copy_package(tmp_path)
+    result = run_lint_imports(tmp_path, copy / "pyproject.toml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def test_a_domain_module_reaching_an_adapter_breaks_the_suite(tmp_path: Path) -> None:
+    copy = copy_package(tmp_path)
+    (copy / "domain" / "leak.py").write_text("import concorde_workers.adapters\nimport subprocess\n")
+    result = run_lint_imports(tmp_path, copy / "pyproject.toml")
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout
+
+
+def test_each_arrow_against_the_picture_breaks_the_suite(tmp_path: Path) -> None:
+    """A use case naming the composition root, a driven adapter reaching a use case and an
+    entry point naming a concrete adapter: each is reported, by its module."""
+    copy = copy_package(tmp_path)
+    plants = {
+        "application/leak.py": "import concorde_workers.container\n",
+        "adapters/pi/leak.py": "import concorde_workers.application.host\n",
+        "adapters/cli/leak.py": "import concorde_workers.adapters.git\n",
+    }
+    for path, text in plants.items():
+        (copy / path).write_text(text)
+    result = run_lint_imports(tmp_path, copy / "pyproject.toml")
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())
+    assert ("concorde_workers.application is not allowed to import concorde_workers.container: "
+            "- concorde_workers.application.leak -> concorde_workers.container") in out
+    assert ("Illegal imports of protected package concorde_workers.application: "
+            "- concorde_workers.adapters.pi.leak -> concorde_workers.application.host") in out
+    assert ("concorde_workers.adapters.cli is not allowed to import concorde_workers.adapters.git: "
+            "- concorde_workers.adapters.cli.leak -> concorde_workers.adapters.git") in out
+    assert "3 broken" in out
