@@ -15,12 +15,15 @@ only where the program starts (the entry point and the composition root).
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "concorde_workers"
@@ -168,3 +171,11 @@ def test_the_environment_check_sees_every_form_of_read() -> None:
     source = ("import os\nfrom os import environ\na = os.environ['X']\nb = os.getenv('Y')\n"
               "os.putenv('Z', '1')\n")
     assert environment_reads(source) == [2, 3, 4, 5]
+
+
+def test_a_unit_test_that_starts_a_process_fails() -> None:
+    """tests/unit/conftest.py: Git, node, an agent or lint-imports belong in tests/integration."""
+    with pytest.raises(AssertionError, match="a unit test starts no process"):
+        subprocess.run(["true"], check=False)
+    with pytest.raises(AssertionError, match="a unit test starts no process"):
+        os.posix_spawn("/bin/true", ["true"], {})
