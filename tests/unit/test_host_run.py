@@ -29,6 +29,7 @@ from fakes.host_world import (
 )
 from fakes.process import FakeProcessHandle, FakeStart
 from fakes.world import GRANT, WORKTREE
+from pytest_mock import MockerFixture
 from timing import eventually
 
 from concorde_workers.application.cancellation import Cancellation
@@ -289,20 +290,17 @@ def test_the_last_action_target_is_its_first_line_cut_at_200_characters() -> Non
 
 
 @pytest.mark.req("The round validation follows every clean ok round")
-def test_the_validation_is_called_once_after_every_clean_ok_round_and_never_otherwise() -> None:
+def test_the_validation_is_called_once_after_every_clean_ok_round_and_never_otherwise(
+        mocker: MockerFixture) -> None:
     world = HostWorld()
-    calls: list[ValidationInput] = []
-
-    def validate(given: ValidationInput) -> ValidationOutcome:
-        calls.append(given)
-        return ValidationOutcome(repair="more") if len(calls) == 1 else ValidationOutcome()
-
+    validate = mocker.Mock(side_effect=[ValidationOutcome(repair="more"), ValidationOutcome()])
     record = world.run([
         Round.ok(ok_result(summary="one")),            # validated: repair
         Round.transient(),                             # not validated: retried
         Round.ok(ok_result(summary="three")),          # validated: clean
     ], validate)
     assert record.status == "ok"
+    calls: list[ValidationInput] = [c.args[0] for c in validate.call_args_list]
     assert [(c.round, c.worktree, c.round_dir, c.result["summary"]) for c in calls] == [
         (1, WORKTREE, f"{RUN_DIR}/rounds/1", "one"), (3, WORKTREE, f"{RUN_DIR}/rounds/3", "three")]
     assert record.rounds[1].validation is None and record.rounds[1].evidence is None
@@ -319,11 +317,11 @@ def test_the_validation_is_called_once_after_every_clean_ok_round_and_never_othe
     pytest.param(lambda w: Round.failed("boom", transcript="s-1"), id="process failed"),
 ])
 def test_no_validation_after_a_round_that_is_not_clean_and_ok(
-        round_: Callable[[HostWorld], Round]) -> None:
+        round_: Callable[[HostWorld], Round], mocker: MockerFixture) -> None:
     world = HostWorld()
-    calls: list[ValidationInput] = []
-    world.run([round_(world)], lambda g: calls.append(g) or ValidationOutcome(),
-              limits={"timeout_seconds": 60})
+    validate = mocker.Mock(return_value=ValidationOutcome())
+    world.run([round_(world)], validate, limits={"timeout_seconds": 60})
+    calls = validate.call_args_list
     assert calls == []
     assert world.round_node(1)["content"]["validation"] is None
 
