@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections.abc import Callable
 from dataclasses import replace
 from typing import cast
 
@@ -66,6 +67,8 @@ from concorde_workers.ports.random import Random
 
 PLANTED_GIT_DIR = "planted-git"
 """The run directory's folder of the Git metadata the host moved out of the worktree."""
+FINISH_ATTEMPTS = 3
+"""How often each step of the end is tried when an exception is raised into it."""
 PLANTED_GIT_CAP_BYTES = 16 * 1024 * 1024
 """The most the planted-git archives of one run hold together, so that what a worker plants
 cannot fill the disk of the trace: what does not fit is left out and said."""
@@ -388,21 +391,46 @@ class WorkerHost:
     def _finish(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
                 links: LinkContext, credential_copies: list[str],
                 runtime: RuntimeLayout | None) -> RunRecord:
-        """Keep the transcript, remove the runtime directory, write the final record."""
-        if state.status == "running":  # ended before it could say by what: still recorded
-            self._end(state, interrupted_link(
-                links, "the run ended before the host could record what ended it", state))
-        if runtime is not None:
-            self._cleanup(state, links, credential_copies, runtime)
-        if state.error is not None and not state.transcript_kept:
-            state.error = links.without_transcript(state.error)
-        state.ended_at = self._clock.now_utc()
-        progress.phase("finished", max(1, len(state.rounds)),
-                       status=cast(ProgressStatus, state.outcome or state.status))
-        state.files = tracer.run_files(state.layout)
-        if state.error is not None and tracer.failures:
-            state.error = links.with_evidence(state.error, tracer.failure_evidence())
-        state.write_node(tracer, "end")
+        """Keep the transcript, remove the runtime directory (credential copies first), write
+        the final record. Whatever is raised into it meanwhile (a second KeyboardInterrupt, the
+        caller's signal handler again) does not stop it: the step it interrupted is done again
+        (each is idempotent), the rest follow, and then the first such exception goes on."""
+        deferred: list[BaseException] = []
+
+        def step(action: Callable[[], object]) -> None:
+            for _ in range(FINISH_ATTEMPTS):
+                try:
+                    action()
+                    return
+                except BaseException as raised:  # the cleanup finishes whatever comes
+                    deferred.append(raised)
+
+        def end_unrecorded() -> None:
+            if state.status == "running":  # ended before it could say by what: still recorded
+                self._end(state, interrupted_link(
+                    links, "the run ended before the host could record what ended it", state))
+
+        def clean() -> None:
+            if runtime is not None:
+                self._cleanup(state, links, credential_copies, runtime)
+
+        def finished() -> None:
+            if state.error is not None and not state.transcript_kept:
+                state.error = links.without_transcript(state.error)
+            state.ended_at = self._clock.now_utc()
+            progress.phase("finished", max(1, len(state.rounds)),
+                           status=cast(ProgressStatus, state.outcome or state.status))
+
+        def write_end() -> None:
+            state.files = tracer.run_files(state.layout)
+            if state.error is not None and tracer.failures:
+                state.error = links.with_evidence(state.error, tracer.failure_evidence())
+            state.write_node(tracer, "end")
+
+        for action in (end_unrecorded, clean, finished, write_end):
+            step(action)
+        if deferred:
+            raise deferred[0]
         record = state.record(tracer.final_failures)
         if record.error is not None and tracer.final_failures:
             # Only the returned value can carry a failure of the final write itself.
@@ -430,12 +458,18 @@ class WorkerHost:
             state.layout.transcript if transcript else None)
         if lookup_failed is not None:
             cleaned = replace(cleaned, transcript_error=lookup_failed)
-        state.transcript_kept = transcript is not None and cleaned.transcript_kept
-        if not cleaned.ok:
-            interrupted = state.outcome == "interrupted"
-            state.error = cleanup_link(links, cleaned, state.error, state)
-            state.status = "failed"
-            state.outcome = "interrupted" if interrupted else "failed"
+        # A cleanup done again (an exception interrupted the first) finds no transcript left to
+        # keep when the first kept it and removed the directory: kept stays kept.
+        state.transcript_kept = state.transcript_kept or (
+            transcript is not None and cleaned.transcript_kept)
+        if cleaned.ok:
+            return
+        if state.error is not None and state.error.code == "cleanup_failed":
+            return  # told by an earlier attempt
+        interrupted = state.outcome == "interrupted"
+        state.error = cleanup_link(links, cleaned, state.error, state)
+        state.status = "failed"
+        state.outcome = "interrupted" if interrupted else "failed"
 
 
 def _entries(n: int) -> str:

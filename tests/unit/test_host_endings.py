@@ -171,6 +171,38 @@ def test_an_exception_before_any_round_ends_the_run_interrupted(
     assert node["content"]["rounds"] == 0 and world.runtime_dirs() == []
 
 
+@pytest.mark.req("Nothing but the trace outlives a worker")
+@pytest.mark.req("Every run leaves a final record")
+@pytest.mark.parametrize("where", ["remove", "rmtree", "write_atomic"])
+def test_a_second_exception_during_the_cleanup_does_not_stop_it(
+        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """A second KeyboardInterrupt (a second Ctrl-C, the caller's signal handler again) that
+    arrives while the host cleans up after the first: the cleanup still finishes — the
+    credential copy first, the runtime directory, the final record — and then it goes on."""
+    world = HostWorld()
+    raise_while_the_worker_runs(monkeypatch, KeyboardInterrupt())
+    fs_type = type(world.fs)
+    original = getattr(fs_type, where)
+    raised: list[str] = []
+
+    def interrupted_once(self: Any, path: str, *args: Any, **kwargs: Any) -> Any:
+        hit = {"remove": path == CREDENTIAL_COPY, "rmtree": path == RUNTIME_DIR,
+               "write_atomic": path.endswith(f"{RUN_ID}/trace.json")}[where]
+        if hit and not raised and world.runner.handles:
+            raised.append(path)
+            raise KeyboardInterrupt("the second one")
+        return original(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(fs_type, where, interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        world.run([signalled_round(world)], limits={"timeout_seconds": 60})
+    assert raised  # the second exception did arrive mid-cleanup
+    assert not world.exists(CREDENTIAL_COPY) and world.runtime_dirs() == []
+    node = world.run_node(RUN_DIR)
+    assert (node["status"], node["outcome"]) == ("failed", "interrupted")
+    assert world.status(RUN_DIR)["phase"] == "finished"
+
+
 @pytest.mark.req("Every retry is recorded")
 def test_an_exception_during_the_retry_delay_records_no_retry() -> None:
     world = HostWorld()
