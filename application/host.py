@@ -41,7 +41,6 @@ from concorde_workers.application.tracing import ProgressWriter, TraceWriter
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.audit import Snapshot
-from concorde_workers.domain.codes import RUN_CODES
 from concorde_workers.domain.deletions import Kind, outcome, plan_deletions
 from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
 from concorde_workers.domain.git_metadata import GitMetadata, found_before_refusal
@@ -82,16 +81,6 @@ class RequestRefused(ValueError):
     def __init__(self, refusal: Refusal) -> None:
         super().__init__(f"{refusal.code}: {refusal.message}")
         self.refusal = refusal
-
-
-def as_run_refusal(refusal: Refusal) -> Refusal:
-    """A preparation's refusal as a run may end with it. request_invalid is no run code (seed 000
-    "Errors"): one the run still meets (the disk changed since `refusal_before_run`, or the
-    request makes no command line) is the launch that could not be made."""
-    if refusal.code in RUN_CODES:
-        return refusal
-    return Refusal(code="launch_failed", reason=Reason.ENVIRONMENT, file=refusal.file,
-                   message=f"the run could not launch ({refusal.code}): {refusal.message}")
 
 
 class WorkerHost:
@@ -187,7 +176,7 @@ class WorkerHost:
         request = state.request
         prepared = self._preparer.prepare(request, state.run_id, state.runtime_dir)
         if isinstance(prepared, Refusal):
-            self._end(state, refusal_link(links, as_run_refusal(prepared)))
+            self._end(state, refusal_link(links, prepared))
             return
         state.prepared = prepared
         # The snapshot comes before anything is generated: a run whose snapshot failed

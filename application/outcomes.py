@@ -15,6 +15,7 @@ from concorde_workers.application.runtime_directory import CleanupOutcome
 from concorde_workers.application.validation import ValidationOutcome
 from concorde_workers.domain.audit import describe_violations
 from concorde_workers.domain.codes import (
+    RUN_CODES,
     audit_evidence,
     audit_violation_detail,
     trace_evidence,
@@ -71,9 +72,26 @@ class LinkContext:
         return link.model_copy(update={"evidence": (*link.evidence, *new)})
 
 
+def as_run_refusal(refusal: Refusal) -> Refusal:
+    """A refusal as a run may end with it. A code outside the run-code table (request_invalid,
+    seed 000 "Errors": one the run still meets when the disk changed since
+    `refusal_before_run`, or the request makes no command line; any other) is the launch that
+    could not be made, its own code kept in the detail; a run code keeps its reason when its
+    row allows it, else takes the row's own."""
+    row = RUN_CODES.get(refusal.code)
+    if row is None:
+        return Refusal(code="launch_failed", reason=Reason.ENVIRONMENT, file=refusal.file,
+                       message=f"the run could not launch ({refusal.code}): {refusal.message}")
+    if Reason(refusal.reason) in row.reasons:
+        return refusal
+    return refusal.model_copy(update={"reason": row.reason})
+
+
 def refusal_link(links: LinkContext, refusal: Refusal) -> ErrorLink:
     """A refusal that comes with a run node: grant_unavailable, grant_malformed,
-    worktree_misplaced, run_directory_denied, pi_runtime_missing, launch_failed, ..."""
+    worktree_misplaced, run_directory_denied, pi_runtime_missing, launch_failed, ...; whatever
+    its code and reason, a link (`as_run_refusal`), never an exception."""
+    refusal = as_run_refusal(refusal)
     return links.link(refusal.code, refusal.message, links.evidence(),
                       reason=Reason(refusal.reason))
 

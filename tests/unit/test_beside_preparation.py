@@ -15,7 +15,8 @@ from fakes.agent import Round
 from fakes.host_world import RUN_ID, TRACE_PARENT, HostWorld, ok_result
 from fakes.world import GRANT, PRIMARY, USER_HOME, WORKTREE, PlanWorld
 
-from concorde_workers.application.host import RequestRefused, as_run_refusal
+from concorde_workers.application.host import RequestRefused
+from concorde_workers.application.outcomes import as_run_refusal
 from concorde_workers.application.planner import Plan
 from concorde_workers.domain.beside import INTERPRETER_REPAIR, RUNTIME_REPAIR
 from concorde_workers.domain.errors import Reason, Refusal
