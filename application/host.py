@@ -30,7 +30,7 @@ from concorde_workers.application.outcomes import (
     refusal_link,
     snapshot_link,
 )
-from concorde_workers.application.preparation import Prepared, Preparer
+from concorde_workers.application.preparation import REQUEST_INVALID, Prepared, Preparer
 from concorde_workers.application.rounds import RoundContext, RoundRunner
 from concorde_workers.application.run_state import RunState
 from concorde_workers.application.runtime_directory import (
@@ -52,6 +52,7 @@ from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.rounds import deletions_allowed
 from concorde_workers.domain.run_id import run_id as make_run_id
 from concorde_workers.domain.sweep import OwnerRecord
+from concorde_workers.domain.text import control_problem
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
@@ -159,13 +160,23 @@ class WorkerHost:
         return record
 
     def refusal_before_run(self, request: RunRequest) -> Refusal | None:
-        """The refusal of a request no run is made for, or None: a runtime path or project
+        """The refusal of a request no run is made for, or None: a parent with a control
+        character or not absolute (as the command line refuses it); a runtime path or project
         interpreter that is empty, relative, missing or would uncover what the Harness hides
         (seed 000 "Reading beside the grant"; domain/beside.py), judged exactly as the
         preparation judges it. Ask it before `run`, as the configuration reader's refusals are
         asked for: its code, request_invalid, is none of a run's codes, so no run can end with
         it. A refusal the run would meet first (a malformed grant, a misplaced worktree) is the
         run's own, with its final record."""
+        parent = request.parent or ""
+        problem = control_problem(parent) or (
+            None if posixpath.isabs(parent) else "is not an absolute path")
+        if problem is not None:
+            # As the command line refuses it (application/requests.py): the run directory
+            # would be made below it, and its name written into the brief and the plan.
+            return Refusal(code=REQUEST_INVALID, reason=Reason.INPUT,
+                           message=f"the request's parent {parent!r} {problem}; give the "
+                                   "absolute path of the trace node folder without it")
         return self._preparer.beside_refusal(request, self._temp_root)
 
     # --- the run ---------------------------------------------------------------------------

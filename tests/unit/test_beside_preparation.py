@@ -200,3 +200,20 @@ def test_git_metadata_only_the_walk_finds_is_refused_by_the_preparation_the_run_
     assert record.error is not None and record.error.code == "launch_failed"
     assert record.error.detail.startswith("the run could not launch (request_invalid): " + says)
     assert not host.runner.starts
+
+
+@pytest.mark.parametrize("parent", [f"{TRACE_PARENT}/op\n1", f"{TRACE_PARENT}/\x1b]0;x\x07",
+                                    "relative/trace"])
+def test_a_parent_the_command_line_would_refuse_is_refused_to_the_python_api_too(
+        parent: str) -> None:
+    """The command line refuses a parent with a control character (or a relative one); a
+    request made in Python meets the same refusal, before any run directory exists."""
+    host = HostWorld()
+    host.fs.makedirs(parent if parent.startswith("/") else f"{TRACE_PARENT}/x")
+    host.forget_calls()
+    with pytest.raises(RequestRefused) as raised:
+        host.run([Round.ok(ok_result())], parent=parent)
+    refusal = raised.value.refusal
+    assert (refusal.code, refusal.reason) == ("request_invalid", Reason.INPUT)
+    assert repr(parent) in refusal.message and "parent" in refusal.message
+    assert host.fs_writes() == [] and not host.runner.starts
