@@ -11,6 +11,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import posixpath
 import shutil
 import stat as stat_module
 import tarfile
@@ -68,6 +69,36 @@ def _os_errors(path: str, op: str) -> Iterator[None]:
         if "\0" not in path:
             raise
         raise FileSystemError(path, op, NUL_IN_PATH, errno.EINVAL) from exc
+
+
+# A directory's descriptor that needs no permission on the directory itself and never follows a
+# final link (O_PATH with O_NOFOLLOW opens a link as itself; O_DIRECTORY then refuses it).
+_DIR_PATH_FLAGS = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _open_one(path: str, fd: int, failed: Callable[[str, OSError], None]) -> list[str]:
+    """Give the directory of `fd` u+rwx and list its subdirectories (by name, not following
+    links). An O_PATH descriptor cannot be fchmod-ed: /proc/self/fd/<fd> names that very
+    directory (a magic link, never resolved by path again)."""
+    try:
+        found = os.fstat(fd)
+        if not stat_module.S_ISDIR(found.st_mode):
+            return []
+        mode = stat_module.S_IMODE(found.st_mode)
+        if mode & 0o700 != 0o700:
+            os.chmod(f"/proc/self/fd/{fd}", mode | 0o700)
+        listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+    except OSError as exc:
+        failed(path, exc)
+        return []
+    try:
+        with os.scandir(listing) as entries:
+            return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    except OSError as exc:
+        failed(path, exc)
+        return []
+    finally:
+        os.close(listing)
 
 
 class LocalFileSystem:
@@ -152,6 +183,38 @@ class LocalFileSystem:
                 return
             # shutil.rmtree never follows links below the top (it unlinks them).
             shutil.rmtree(path)
+
+    def open_up(self, root: str) -> list[FileSystemError]:
+        errors: list[FileSystemError] = []
+
+        def failed(path: str, exc: OSError) -> None:
+            errors.append(FileSystemError(path, "open_up", exc.strerror or str(exc), exc.errno))
+
+        try:
+            top = os.open(root, _DIR_PATH_FLAGS)
+        except OSError as exc:
+            failed(root, exc)
+            return errors
+        # Depth first, one descriptor per level open: each directory's children are opened
+        # relative to it, so nothing on the way is looked up by path again.
+        stack: list[tuple[str, int, Iterator[str]]] = [(root, top, iter(_open_one(root, top,
+                                                                                   failed)))]
+        while stack:
+            path, fd, names = stack[-1]
+            name = next(names, None)
+            if name is None:
+                os.close(fd)
+                stack.pop()
+                continue
+            child = posixpath.join(path, name)
+            try:
+                child_fd = os.open(name, _DIR_PATH_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                    failed(child, exc)
+                continue  # swapped for a link (or gone) since the listing: never followed
+            stack.append((child, child_fd, iter(_open_one(child, child_fd, failed))))
+        return errors
 
     def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
         used, left_out, left_bytes = ARCHIVE_END_BYTES, 0, 0

@@ -267,29 +267,8 @@ def _keep_transcript(
 
 
 def _open_up(fs: FileSystem, root: str, errors: list[str]) -> None:
-    """Give every directory below and at `root` u+rwx, links never followed or changed."""
-    stack = [root]
-    while stack:
-        directory = stack.pop()
-        try:
-            found = fs.stat(directory)  # the final link not followed
-        except FileSystemError as error:
-            errors.append(_describe(error))
-            continue
-        if found.kind is not EntryKind.DIRECTORY:
-            continue
-        if found.mode & 0o700 != 0o700:
-            try:
-                fs.chmod(directory, found.mode | 0o700)
-            except FileSystemError as error:
-                errors.append(_describe(error))
-        try:
-            entries = fs.listdir(directory)
-        except FileSystemError as error:
-            errors.append(_describe(error))
-            continue
-        stack.extend(
-            posixpath.join(directory, entry.name)
-            for entry in entries
-            if entry.kind is EntryKind.DIRECTORY
-        )
+    """Give every directory below and at `root` u+rwx through descriptors (`FileSystem.open_up`:
+    each opened relative to its parent without following a link, changed through the
+    descriptor), so a directory swapped for a link between a look and the change cannot
+    redirect the chmod to a host directory; links are never followed or changed."""
+    errors.extend(_describe(error) for error in fs.open_up(root))

@@ -159,6 +159,15 @@ class FileSystem(Protocol):
         counted in the outcome. An existing `archive` raises `FileSystemError`."""
         ...
 
+    def open_up(self, root: str) -> list[FileSystemError]:
+        """Give the directory `root` and every directory below it the owner's read, write and
+        search bits (u+rwx), so that a worker's chmod 000 cannot stop their removal. Each
+        directory is opened relative to its parent's descriptor without following a link and
+        changed through that descriptor: no link is ever followed, and a directory swapped for a
+        link between a look and the change is met as the link it is (and left alone). What
+        fails is returned, not raised; the rest goes on."""
+        ...
+
     def chmod(self, path: str, mode: int) -> None:
         """Set the permission bits of `path` (links followed, as chmod(2) does: the host only
         changes modes of entries it created)."""

@@ -292,3 +292,34 @@ class TestArchive:
         with pytest.raises(FileSystemError):
             fs_world.fs.archive(tree + "/g", tree + "/g.tar", 10**6)
         assert fs_world.fs.read_bytes(tree + "/g.tar") == b"mine"
+
+
+class TestOpenUp:
+    def test_every_directory_below_gets_u_rwx_and_no_link_is_followed(self, fs_world: Any
+                                                                       ) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.makedirs(root + "/t/a/deeper")
+        fs.makedirs(root + "/outside")
+        fs.write_atomic(root + "/t/a/f", b"x", mode=0o400)
+        fs_world.symlink(root + "/outside", root + "/t/to-outside")
+        fs.chmod(root + "/outside", 0o500)
+        fs.chmod(root + "/t/a/deeper", 0o000)
+        fs.chmod(root + "/t/a", 0o100)
+        assert fs.open_up(root + "/t") == []
+        for directory in ("/t", "/t/a", "/t/a/deeper"):
+            assert fs.stat(root + directory).mode & 0o700 == 0o700, directory
+        assert fs.stat(root + "/outside").mode == 0o500  # through the link: never
+        assert fs.stat(root + "/t/a/f").mode == 0o400  # files are left as they are
+        fs.chmod(root + "/outside", 0o700)
+
+    def test_a_link_or_a_missing_root_is_reported_not_followed(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.makedirs(root + "/outside")
+        fs.chmod(root + "/outside", 0o500)
+        fs_world.symlink(root + "/outside", root + "/link")
+        (failed,) = fs.open_up(root + "/link")
+        assert failed.path == root + "/link" and failed.op == "open_up"
+        assert fs.stat(root + "/outside").mode == 0o500
+        (missing,) = fs.open_up(root + "/nothing")
+        assert missing.not_found
+        fs.chmod(root + "/outside", 0o700)

@@ -317,6 +317,21 @@ class FakeFileSystem:
         for p in [p for p in self.nodes if p == physical or p.startswith(prefix)]:
             del self.nodes[p]
 
+    def open_up(self, root: str) -> list[FileSystemError]:
+        try:
+            apath = self._record("open_up", root)
+            physical, node = self._node(apath, "open_up", follow=False)
+        except FileSystemError as error:
+            return [error]
+        if node.kind is not EntryKind.DIRECTORY:
+            return [self._error(apath, "open_up", errno.ENOTDIR)]
+        prefix = physical.rstrip("/") + "/"
+        for path in [physical, *(p for p in self.nodes if p.startswith(prefix))]:
+            entry = self.nodes[path]
+            if entry.kind is EntryKind.DIRECTORY:  # a link is never followed, nor changed
+                entry.mode |= 0o700
+        return []
+
     def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
         apath = self._record("archive", source)
         physical, node = self._node(apath, "archive", follow=False)

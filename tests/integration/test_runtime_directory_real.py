@@ -18,6 +18,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes.system import FakeClock, FakeRandom
@@ -142,6 +143,60 @@ def test_a_worker_s_locked_nested_directories_and_planted_links_are_removed(
     assert str(locked / "deeper") in fs.modes_at_removal
     assert str(outside / "folder") not in fs.modes_at_removal
     (outside / "folder").chmod(0o700)  # let pytest clean tmp_path
+
+
+class SwappingFileSystem(WatchedFileSystem):
+    """The real adapter, and a worker's last move: right after the host has looked at the
+    directory `victim` (an lstat) or as it opens it by name, the directory is swapped for a link
+    to `target` — between the host's check and its change of the mode."""
+
+    def __init__(self, victim: Path, target: Path) -> None:
+        super().__init__()
+        self.victim, self.target, self.swapped = victim, target, False
+
+    def swap(self) -> None:
+        if not self.swapped and self.victim.is_dir() and not self.victim.is_symlink():
+            self.swapped = True
+            self.victim.rename(self.target.with_name("moved-away"))
+            self.victim.symlink_to(self.target)
+
+    def stat(self, path: str) -> Any:
+        found = super().stat(path)
+        if path == str(self.victim):
+            self.swap()
+        return found
+
+
+@pytest.mark.req("Nothing but the trace outlives a worker")
+def test_a_directory_swapped_for_a_link_during_the_cleanup_never_redirects_a_chmod(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The opening-up gives each directory u+rwx; a directory swapped for a link to a host
+    folder between the host's look and its chmod must not widen that folder's mode. Opening
+    each directory relative to its parent with O_NOFOLLOW and changing the opened directory
+    leaves no such window: the swap is met at the open (a link), never followed."""
+    layout = make_runtime(LocalFileSystem(), tmp_path)
+    victim = Path(layout.root) / "work" / "locked"
+    victim.mkdir()
+    victim.chmod(0o000)
+    host_folder = tmp_path / "host-folder"
+    host_folder.mkdir()
+    host_folder.chmod(0o500)
+    fs = SwappingFileSystem(victim, host_folder)
+    real_open = os.open
+
+    def opening(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if path == "locked" and kwargs.get("dir_fd") is not None:
+            fs.swap()  # the same move, at the moment the new code opens the directory
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", opening)
+    result = cleanup_runtime_directory(fs, layout, [], None, None)
+    monkeypatch.setattr(os, "open", real_open)
+    assert fs.swapped, "the swap never happened"
+    assert stat.S_IMODE(os.lstat(host_folder).st_mode) == 0o500  # never changed through it
+    assert result.ok, result
+    assert not os.path.lexists(layout.root)
+    host_folder.chmod(0o700)
 
 
 @pytest.mark.req("A cleanup that failed fails the run")

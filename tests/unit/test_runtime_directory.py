@@ -161,11 +161,13 @@ def test_cleanup_keeps_the_transcript_then_removes_credentials_first_then_the_re
     assert ops[first_removal] == ("remove", layout.claude_credentials)
     assert ops.index(("write_atomic", dest)) < first_removal
     assert ops.index(("file_digest", dest)) < first_removal  # the copy verified first
-    chmods = [path for op, path in ops if op == "chmod"]
-    assert chmods == [f"{layout.home}/locked", f"{layout.home}/locked/deeper"]
-    assert ops.index(("chmod", f"{layout.home}/locked")) > first_removal
+    # Every directory opened up (through descriptors: FileSystem.open_up) after the credential
+    # copies went and before the removal; no chmod by path, which a swap could redirect.
+    assert [op for op, _ in ops if op == "chmod"] == []
+    opened = ops.index(("open_up", layout.root))
+    assert opened > first_removal
     rmtree = ops.index(("rmtree", layout.root))
-    assert rmtree > ops.index(("chmod", f"{layout.home}/locked/deeper"))
+    assert rmtree > opened
     assert ("lexists", layout.root) in ops[rmtree + 1:]  # checked gone after the removal
 
 
