@@ -26,7 +26,8 @@ import select
 
 from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 
-__all__ = ["INIT_EXIT_BOUND_SECONDS", "await_exit", "open_init", "read_report", "report_pipe"]
+__all__ = ["INIT_EXIT_BOUND_SECONDS", "await_exit", "exit_status", "open_init", "read_report",
+           "report_pipe"]
 
 INIT_EXIT_BOUND_SECONDS = 60.0
 """How long the end of a round waits for the namespace's init after the group was killed. Every
@@ -36,14 +37,31 @@ filesystem) takes longer, and then the round ends without it rather than never."
 _REPORT_LIMIT = 64 * 1024  # bwrap's report is a few hundred bytes
 
 
-def report_pipe(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
-    """`argv` with `NAMESPACE_REPORT_FD` replaced by the write end of a new pipe, and the pipe
-    (read end, write end); `argv` unchanged and None when it asks for no report."""
-    if NAMESPACE_REPORT_FD not in argv:
+def report_pipe(argv: tuple[str, ...], placeholder: str = NAMESPACE_REPORT_FD
+                ) -> tuple[tuple[str, ...], tuple[int, int] | None]:
+    """`argv` with `placeholder` (`NAMESPACE_REPORT_FD`, `EXIT_STATUS_FD`) replaced by the write
+    end of a new pipe, and the pipe (read end, write end); `argv` unchanged and None when it
+    asks for no such report."""
+    if placeholder not in argv:
         return argv, None
     read_end, write_end = os.pipe()  # both close-on-exec; the runner passes the write end
-    return tuple(str(write_end) if a == NAMESPACE_REPORT_FD else a for a in argv), (
+    return tuple(str(write_end) if a == placeholder else a for a in argv), (
         read_end, write_end)
+
+
+def exit_status(report: bytes) -> int | None:
+    """The exit status the waiter reported (domain/confinement.py WAITER), as the port gives one
+    (negative: killed by that signal); None when the report is not exactly one wait status (the
+    waiter was killed before it could write, or something else wrote there too)."""
+    text = report.decode("ascii", "replace")
+    if not text.endswith("\n") or text.count("\n") != 1 or not text[:-1].isdigit():
+        return None
+    status = int(text[:-1])
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return None
 
 
 def read_report(fd: int, stop_fd: int) -> bytes:

@@ -73,10 +73,12 @@ from dataclasses import dataclass
 
 from concorde_workers.adapters.namespace_init import (
     await_exit,
+    exit_status,
     open_init,
     read_report,
     report_pipe,
 )
+from concorde_workers.domain.launch import EXIT_STATUS_FD
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import ProcessStartFailed
 
@@ -173,11 +175,13 @@ class SubprocessRunner:
         # Encode before starting: a string that is not valid Unicode fails here, not in a thread.
         stdin_bytes = None if stdin_text is None else stdin_text.encode("utf-8")
         args, report = report_pipe(args)
+        args, status = report_pipe(args, EXIT_STATUS_FD)
+        pipes = [pipe for pipe in (report, status) if pipe is not None]
         stop_r, stop_w = os.pipe()  # close-on-exec: the program never sees it
         try:
             proc = subprocess.Popen(
                 list(args),
-                pass_fds=() if report is None else (report[1],),
+                pass_fds=tuple(write_end for _, write_end in pipes),
                 env=dict(env),
                 cwd=cwd,
                 stdin=subprocess.DEVNULL if stdin_bytes is None else subprocess.PIPE,
@@ -188,18 +192,19 @@ class SubprocessRunner:
                 start_new_session=True,
             )
         except OSError as exc:
-            _close(stop_r, stop_w, *(report or ()))
+            _close(stop_r, stop_w, *(fd for pipe in pipes for fd in pipe))
             raise ProcessStartFailed(args, str(exc)) from exc
         except BaseException:
-            _close(stop_r, stop_w, *(report or ()))
+            _close(stop_r, stop_w, *(fd for pipe in pipes for fd in pipe))
             raise
-        if report is not None:
-            os.close(report[1])  # the program holds it now: end of file once it closes it
+        for _, write_end in pipes:
+            os.close(write_end)  # the program holds it now: end of file once it closes it
         try:
             return SubprocessHandle(
                 proc,
                 stop_pipe=(stop_r, stop_w),
                 report_fd=None if report is None else report[0],
+                status_fd=None if status is None else status[0],
                 stdin_bytes=stdin_bytes,
                 timeout_seconds=timeout_seconds,
                 stderr_keep_bytes=self.stderr_keep_bytes,
@@ -397,6 +402,7 @@ class SubprocessHandle:
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
         wait_timeout: WaitTimeout | None = None,
         report_fd: int | None = None,
+        status_fd: int | None = None,
     ) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         self._proc = proc
@@ -438,6 +444,9 @@ class SubprocessHandle:
             )
         # The init of the program's PID namespace, once reported (a pidfd; None: none).
         self._init: int | None = None
+        # The pipe the program reports its agent's exact wait status on, and that status.
+        self._status_fd = status_fd
+        self._exact: int | None = None
         self._namespace_thread = None if report_fd is None else self._thread(
             "namespace", self._follow_namespace, report_fd)
         for t in self._pipe_threads:
@@ -493,6 +502,8 @@ class SubprocessHandle:
         seconds (None: wait as long as it takes)."""
         if not self._done.wait(timeout):
             return None
+        if self._exact is not None:
+            return self._exact
         status = self._proc.returncode
         assert status is not None
         return status
@@ -594,6 +605,17 @@ class SubprocessHandle:
         if init is not None:
             await_exit(init)
 
+    def _read_exact_status(self) -> None:
+        """The exact status the program reported for what it ran (`EXIT_STATUS_FD`), read once
+        everything is over: its writer has exited (or was killed before it could write)."""
+        fd, self._status_fd = self._status_fd, None
+        if fd is None:
+            return
+        try:
+            self._exact = exit_status(read_report(fd, self._stop_r))
+        finally:
+            os.close(fd)
+
     def _watch(self) -> None:
         """Wait for the leader to exit; kill the rest of its group while the unreaped leader
         still holds the group id; reap it; stop the pipe threads; then report done."""
@@ -629,6 +651,7 @@ class SubprocessHandle:
                 for t in self._pipe_threads:
                     t.join()
                 self._await_namespace()
+                self._read_exact_status()
             finally:
                 os.close(self._stop_w)
                 os.close(self._stop_r)

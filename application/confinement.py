@@ -74,7 +74,7 @@ def plan_confinement(fs: FileSystem, backend: AgentBackend, context: BackendCont
     policy = context.policy
     search = _trusted_path(context.environ.get("PATH", ""), policy.worktree,
                            policy.runtime.root)
-    tools = _tools(fs, search, context.as_root)
+    tools = _tools(fs, search, context.as_root, context.interpreter)
     if isinstance(tools, list):
         return _missing(backend.name, tools)
     facts = ConfinementFacts(fs).facts()
@@ -102,14 +102,18 @@ def _trusted_path(search: str, *worker_writable: str) -> str:
     return os.pathsep.join(kept)
 
 
-def _tools(fs: FileSystem, search: str, as_root: bool) -> ConfinementTools | list[str]:
+def _tools(fs: FileSystem, search: str, as_root: bool,
+           interpreter: str) -> ConfinementTools | list[str]:
     wanted = ["bwrap", "env", *(("umount", "unshare") if as_root else ())]
     found = {name: fs.which(name, search) for name in wanted}
     missing = [name for name, where in found.items() if where is None]
     if missing:
         return missing
+    # The host's own interpreter runs the waiter that reports the agent's exact exit status
+    # (domain/confinement.py WAITER); it is kept visible inside, as the hooks need it too.
     return ConfinementTools(bwrap=fs.realpath(str(found["bwrap"])), env=str(found["env"]),
-                            umount=found.get("umount"), unshare=found.get("unshare"))
+                            umount=found.get("umount"), unshare=found.get("unshare"),
+                            python=interpreter)
 
 
 def _installations(fs: FileSystem, paths: Iterable[str]) -> list[str]:

@@ -101,11 +101,11 @@ class Prepared:
 
     @property
     def control_files(self) -> dict[str, str]:
-        """The backend's generated files, and the empty file the confinement masks hidden and
-        names-only files with."""
+        """The backend's generated files, and the confinement's own: the empty file it masks
+        hidden and names-only files with, and the waiter that reports the agent's exit status."""
         if self.confinement is None:
             return self.generated.files
-        return {**self.generated.files, self.confinement.empty_file: ""}
+        return {**self.generated.files, **self.confinement.control_files()}
 
     @property
     def settings_digest(self) -> str | None:

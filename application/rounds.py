@@ -37,7 +37,6 @@ from concorde_workers.contracts import schema_validator
 from concorde_workers.domain.agent_report import RoundReport
 from concorde_workers.domain.audit import Snapshot, audit, worktree_unchanged
 from concorde_workers.domain.brief import retry_prompt
-from concorde_workers.domain.confinement import agent_exit_status
 from concorde_workers.domain.layout import STDERR_TAIL_BYTES
 from concorde_workers.domain.records import LastAction, Transient, result_problem
 from concorde_workers.domain.retries import retry_delay
@@ -225,9 +224,7 @@ class RoundRunner:
             handle.kill_group()
             unregister()
             flusher.stop()
-            exit_status = handle.wait(None)
-            if c.prepared.confinement is not None:
-                exit_status = agent_exit_status(exit_status)
+            exit_status = handle.wait(None)  # confined: the waiter's exact report
             stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
             c.tracer.write_stderr(c.state.layout, round_state.number, stderr)
             round_state.files = c.tracer.round_files(c.state.layout, round_state.number)

@@ -13,8 +13,11 @@ of each:
   (a) the bare program start: `claude --version`, `pi --version` (the pinned programs of this
       checkout), with the round's own environment;
   (b) the same command inside the confinement: the exact prefix round 1 runs
-      (`bwrap ... -- /bin/sh -c <helper> concorde-confine`) in front of it;
-  (c) the confinement's fixed cost alone: `/bin/true` bare and confined.
+      (`bwrap ... -- /bin/sh -c <helper> concorde-confine <python> -I -S <control/wait.py>
+      <fd> env ...`) in front of it, through the production process runner (which waits for
+      the namespace's init to exit, as a round does);
+  (c) the confinement's fixed cost alone: `/bin/true` bare and confined;
+  (d) the waiter's share of it: `/bin/true` confined without the waiter ("bare") and with it.
 
 It prints medians, minima and maxima and the ratios (b)/(a), and exits 0. The figures and how to
 read them are in docs/benchmarks.md.
@@ -27,7 +30,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -38,6 +40,7 @@ from concorde_workers.adapters.demo.example_repository import (
     create_example,
     project_programs,
 )
+from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.container import production
 from concorde_workers.domain.request import RunRequest
@@ -57,17 +60,24 @@ def prepare(backend: str, worktree: str, environ: dict[str, str], runtime: Path)
         sys.exit(f"the {backend} backend runs unconfined")
     for sub in ("control", "config", "home", "tmp", "work"):
         (runtime / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
-    Path(prepared.confinement.empty_file).write_text("")
+    for path, text in prepared.confinement.control_files().items():  # empty, wait.py
+        Path(path).write_text(text)
     return prepared
 
 
 def timed(argv: Sequence[str], env: dict[str, str], cwd: str) -> float:
+    """Milliseconds from the start to the end as a round sees it, through the production process
+    runner (which gives bwrap its report pipes and waits for the namespace's init), for the bare
+    command as well, so that the runner's own cost is on both sides."""
     started = time.perf_counter()
-    done = subprocess.run(list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    handle = SubprocessRunner().start(list(argv), env, cwd)
+    for _ in handle.lines():
+        pass
+    status = handle.wait(None)
     elapsed = (time.perf_counter() - started) * 1000
-    if done.returncode != 0:
-        sys.exit(f"{argv[-2:]} failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    if status != 0:
+        tail = handle.stderr_tail(2000).decode(errors="replace")
+        sys.exit(f"{argv[-2:]} failed ({status}): {tail}")
     return elapsed
 
 
@@ -95,6 +105,10 @@ def main() -> int:
                                              [*prefix, program, "--version"], env, cwd)
             if backend == "claude":
                 cases["/bin/true"] = (["/bin/true"], [*prefix, "/bin/true"], env, cwd)
+                # The waiter's own share: the same confinement without it ("bare") and with it.
+                tools = prepared.confinement.tools.model_copy(update={"python": None})
+                unwaited = prepared.confinement.model_copy(update={"tools": tools}).prefix()
+                cases["waiter"] = ([*unwaited, "/bin/true"], [*prefix, "/bin/true"], env, cwd)
             print(f"{backend}: {len(prepared.confinement.mounts)} mounts, "
                   f"{len(prefix)} arguments before the program")
         samples: dict[str, dict[str, list[float]]] = {

@@ -37,7 +37,9 @@ timeout, which sends SIGTERM to the whole process group, reaches the agent (rest
 default by `env --default-signal=TERM` right before it) and lets it end as it would unconfined —
 Claude Code writes its transcript — while the namespace stays until the agent has exited or the
 grace period's SIGKILL ends the launcher. That last `env` also drops the `PWD` bwrap sets, so the
-agent's environment stays exactly the spec's.
+agent's environment stays exactly the spec's. Before it, the host's interpreter runs the waiter
+(`WAITER`, control/wait.py), which reports the agent's exact wait status to the process runner:
+bwrap alone reports a death by signal n as the exit status 128 + n.
 
 Everything here is pure: the filesystem facts come in as callables (`PathFacts`).
 """
@@ -52,7 +54,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.grant import Level
-from concorde_workers.domain.launch import NAMESPACE_REPORT_FD, LaunchCommand
+from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD, LaunchCommand
 from concorde_workers.domain.paths import EntryKind, ListDir, is_within, relative_to
 from concorde_workers.domain.policy import PROCESSES, Policy, directory_level
 
@@ -65,6 +67,9 @@ HELPER_NAME = "concorde-confine"
 
 EMPTY_FILE = "empty"
 """The empty file in the runtime directory's control/ that masks a hidden or names-only file."""
+
+WAITER_FILE = "wait.py"
+"""The waiter's program in the runtime directory's control/ (`WAITER`)."""
 
 # bwrap covers these with read-only binds when it can write them (bubblewrap.c
 # cover_proc_dirs); a covered /proc keeps any nested sandbox from mounting its own /proc.
@@ -107,8 +112,36 @@ class Mount(BaseModel):
     exact: bool = True
 
 
+# The waiter between bwrap's init and the agent (run by the host's own interpreter, `-I -S`):
+# bwrap's init reports an initial process killed by signal n as the exit status 128 + n, so an
+# agent that exits 130 and one killed by SIGINT look alike. The waiter starts the agent as its
+# child and writes the agent's exact wait status (waitpid's number) on the pipe the process
+# runner gave it (EXIT_STATUS_FD), not inherited by the agent, then ends as the agent did (the
+# exit status, or 128 + n, as before). It ignores SIGINT and keeps SIGTERM ignored (a timeout's
+# SIGTERM is the agent's); the grace period's SIGKILL ends it with everything else.
+WAITER = (
+    "import os, signal, sys\n"
+    "fd, argv = int(sys.argv[1]), sys.argv[2:]\n"
+    "os.set_inheritable(fd, False)\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    try:\n"
+    "        os.execv(argv[0], argv)\n"
+    "    finally:\n"
+    "        os._exit(127)\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "status = os.waitpid(pid, 0)[1]\n"
+    "try:\n"
+    "    os.write(fd, b'%d\\n' % status)\n"
+    "finally:\n"
+    "    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))\n"
+)
+
+
 class ConfinementTools(BaseModel):
-    """The programs the wrapper runs, by absolute path (resolved on the host's PATH)."""
+    """The programs the wrapper runs, by absolute path (resolved on the host's PATH); `python`
+    is the host's own interpreter, which runs the waiter (None: no waiter, and an agent's exit
+    status of 129–192 cannot be told from a death by signal)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -117,6 +150,7 @@ class ConfinementTools(BaseModel):
     shell: str = "/bin/sh"
     umount: str | None = None
     unshare: str | None = None
+    python: str | None = None
 
 
 class Confinement(BaseModel):
@@ -128,6 +162,15 @@ class Confinement(BaseModel):
     empty_file: str
     tools: ConfinementTools
     as_root: bool
+    waiter_file: str | None = None
+
+    def control_files(self) -> dict[str, str]:
+        """What the host writes into control/ for the confinement: the empty file that masks,
+        and the waiter's program."""
+        files = {self.empty_file: ""}
+        if self.waiter_file is not None:
+            files[self.waiter_file] = WAITER
+        return files
 
     def prefix(self) -> tuple[str, ...]:
         """The command line in front of the agent's own argv."""
@@ -148,6 +191,8 @@ class Confinement(BaseModel):
         helper = self.helper()
         if helper is not None:
             argv += [t.shell, "-c", helper, HELPER_NAME]
+        if t.python is not None and self.waiter_file is not None:
+            argv += [t.python, "-I", "-S", self.waiter_file, EXIT_STATUS_FD]
         argv += [t.env, "-u", "PWD", "--default-signal=TERM", "--"]
         return tuple(argv)
 
@@ -356,7 +401,8 @@ def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
             return (f"the confinement would not show {path}, which the agent program needs: it "
                     "lies in a hidden place or has a link on its way")
     return Confinement(mounts=mounts, empty_file=posixpath.join(rt.control, EMPTY_FILE),
-                       tools=tools, as_root=as_root)
+                       tools=tools, as_root=as_root,
+                       waiter_file=posixpath.join(rt.control, WAITER_FILE))
 
 
 def visible(mounts: Sequence[Mount], path: str) -> bool:
@@ -428,15 +474,6 @@ def installation(realpath: str) -> str:
     return realpath
 
 
-def agent_exit_status(status: int | None) -> int | None:
-    """The agent's exit status as the run records keep it (negative: killed by that signal).
-    bwrap's init reports an agent killed by signal n as 128 + n; the launcher killed itself (a
-    timeout's SIGTERM, the host's group kill) is negative already."""
-    if status is not None and 128 < status < 128 + 65:
-        return 128 - status
-    return status
-
-
 def launch_problem(confinement: Confinement, facts: PathFacts) -> str | None:
     """Before every round: each mount must still land where it was planned. Between rounds no
     process of the worker runs (its namespace died), but its last round may have swapped a
@@ -456,8 +493,9 @@ def launch_problem(confinement: Confinement, facts: PathFacts) -> str | None:
 
 
 __all__ = [
-    "CONFINED_UID", "EMPTY_FILE", "HELPER_AS_ROOT", "HELPER_NAME", "PROC_COVERS",
+    "CONFINED_UID", "EMPTY_FILE", "HELPER_AS_ROOT", "HELPER_NAME", "PROC_COVERS", "WAITER",
+    "WAITER_FILE",
     "Confinement", "ConfinementTools", "Mount", "MountKind", "PathFacts", "PlanInputs",
-    "agent_exit_status", "confinement_plan", "installation", "launch_problem", "parse_rule",
+    "confinement_plan", "installation", "launch_problem", "parse_rule",
     "visible",
 ]

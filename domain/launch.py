@@ -45,6 +45,12 @@ the program, on which the program reports, as bubblewrap's `--info-fd` does (JSO
 `child-pid` and `pid-namespace`), the process whose exit ends its PID namespace: the round ends
 only once that process has exited (ports/process.py "How a round ends")."""
 
+EXIT_STATUS_FD = "{exit-status-fd}"
+"""An argument the process runner replaces with the number of a pipe's write end on which the
+program reports the exact wait status of the process it runs for it (one decimal line, as
+waitpid(2) gives it): `wait()` then returns that status rather than the program's own, which
+bubblewrap collapses (a death by signal n becomes the exit status 128 + n)."""
+
 
 class LaunchCommand(BaseModel):
     """One round's command: its argv (program first), working directory, the tool set as passed

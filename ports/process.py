@@ -21,6 +21,12 @@ How a round ends (seed 000: "No worker process outlives its round"):
   them to be reaped before the init's own exit completes). Killing the group reaches the launcher
   and the init at once, but the namespace's processes die asynchronously after that; without
   this wait the round could end while they are still exiting.
+- Such a program may also report the exact wait status of the process it runs for the caller
+  (the confinement's waiter, for the agent): an argument equal to `EXIT_STATUS_FD` is replaced by
+  the number of a pipe it writes that status on (one decimal line, as waitpid(2) gives it), and
+  `wait()` returns that status, decoded (negative: killed by that signal), rather than the
+  program's own, which bwrap collapses (a death by signal n is the exit status 128 + n). Without
+  a well-formed report (the waiter was killed first) `wait()` returns the program's own.
 - The host still calls `kill_group()` when the round ends, whatever the reason (it is what ends
   a running program early, e.g. on cancellation); it is idempotent and harmless after the end.
 
@@ -41,11 +47,11 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
+from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.stdout import Overlong
 
-__all__ = ["NAMESPACE_REPORT_FD", "ProcessHandle", "ProcessRunner", "ProcessSpec",
-           "ProcessStartFailed"]
+__all__ = ["EXIT_STATUS_FD", "NAMESPACE_REPORT_FD", "ProcessHandle", "ProcessRunner",
+           "ProcessSpec", "ProcessStartFailed"]
 
 
 class ProcessStartFailed(Exception):
@@ -137,6 +143,7 @@ class ProcessRunner(Protocol):
         `stdin_text` as UTF-8 on stdin then end of file (None: an empty stdin); kill the group
         when `timeout_seconds` pass (None: no limit). An argument equal to
         `NAMESPACE_REPORT_FD` becomes the number of the pipe the program reports its PID
-        namespace's init on (module docstring). Raises `ProcessStartFailed` with the
+        namespace's init on, one equal to `EXIT_STATUS_FD` that of the pipe it reports the exact
+        exit status on (module docstring). Raises `ProcessStartFailed` with the
         operating system's error text when the program or `cwd` is missing or not usable."""
         ...

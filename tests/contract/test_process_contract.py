@@ -22,6 +22,7 @@ from timing import SLOW
 from concorde_workers.adapters.process import SubprocessRunner, _LineSplitter
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import (
+    EXIT_STATUS_FD,
     NAMESPACE_REPORT_FD,
     ProcessHandle,
     ProcessRunner,
@@ -346,14 +347,18 @@ def test_kill_group_after_a_normal_exit_is_harmless(world: Any) -> None:
     assert handle.timed_out is False
 
 
-def test_the_namespace_report_placeholder_becomes_a_descriptor_number(world: Any) -> None:
-    """A program asked to report its PID namespace's init sees the number of the pipe it writes
-    the report on; one that writes none (no namespace) ends as any other."""
-    handle = world.start(Program(echo_argv=True), args=("--info-fd", NAMESPACE_REPORT_FD, "x"))
+def test_the_report_placeholders_become_descriptor_numbers(world: Any) -> None:
+    """A program asked to report its PID namespace's init, or the exact status of what it runs,
+    sees the numbers of the pipes it writes them on; one that writes none ends as any other,
+    with its own status."""
+    handle = world.start(Program(echo_argv=True, exit_status=3),
+                         args=("--info-fd", NAMESPACE_REPORT_FD, EXIT_STATUS_FD, "x"))
     lines, status = finish(handle)
-    flag, number, rest = json.loads(lines[0])
-    assert (flag, rest, status) == ("--info-fd", "x", 0)
-    assert number.isdigit() and int(number) > 2  # never stdin, stdout or stderr
+    flag, report, exact, rest = json.loads(lines[0])
+    assert (flag, rest, status) == ("--info-fd", "x", 3)
+    for number in (report, exact):
+        assert number.isdigit() and int(number) > 2  # never stdin, stdout or stderr
+    assert report != exact
 
 
 # -- bounded memory whatever the program prints (issue 9 §2) ---------------------------------

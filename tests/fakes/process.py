@@ -23,10 +23,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
-from concorde_workers.ports.process import NAMESPACE_REPORT_FD, ProcessStartFailed
+from concorde_workers.ports.process import (
+    EXIT_STATUS_FD,
+    NAMESPACE_REPORT_FD,
+    ProcessStartFailed,
+)
 
 DEFAULT_STDERR_KEEP_BYTES = 80_000  # as SubprocessRunner's
 FAKE_REPORT_FD = "3"  # the report pipe's number a fake program sees for NAMESPACE_REPORT_FD
+FAKE_STATUS_FD = "4"  # and for EXIT_STATUS_FD (a fake's status is exact: it is scripted)
 
 # What a fake program writes on stdout: a list of lines (yielded as given), or a raw stream
 # (bytes, or str taken as UTF-8) split and decoded exactly as the real runner does, or a function
@@ -37,8 +42,9 @@ StdoutSource = StdoutScript | Callable[["FakeStart"], StdoutScript]
 
 @dataclass(frozen=True)
 class FakeStart:
-    """One call of `start`, as asked (env is a copy), but for `NAMESPACE_REPORT_FD` in argv,
-    which is the number the program sees (`FAKE_REPORT_FD`)."""
+    """One call of `start`, as asked (env is a copy), but for `NAMESPACE_REPORT_FD` and
+    `EXIT_STATUS_FD` in argv, which are the numbers the program sees (`FAKE_REPORT_FD`,
+    `FAKE_STATUS_FD`)."""
 
     argv: tuple[str, ...]
     env: dict[str, str]
@@ -118,7 +124,8 @@ class FakeProcessRunner:
     ) -> FakeProcessHandle:
         # The program sees the report pipe's number where the placeholder was, as with the real
         # runner; a fake program reports no namespace init (it has no processes to wait for).
-        asked = tuple(FAKE_REPORT_FD if a == NAMESPACE_REPORT_FD else a for a in argv)
+        numbers = {NAMESPACE_REPORT_FD: FAKE_REPORT_FD, EXIT_STATUS_FD: FAKE_STATUS_FD}
+        asked = tuple(numbers.get(a, a) for a in argv)
         record = FakeStart(asked, dict(env), cwd, stdin_text, timeout_seconds)
         self.starts.append(record)
         if not record.argv:

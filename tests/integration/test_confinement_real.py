@@ -126,3 +126,18 @@ def test_a_child_that_left_the_group_dies_with_a_cancelled_run(harness: HostHarn
                       cancel=cancel, confined=True, runtime_paths=[spawned.path.parent])
     assert run.code == "interrupted", run.record.error
     assert left_of(run) == {}
+
+
+@pytest.mark.req("A failed run explains itself")
+@pytest.mark.parametrize(("how", "status", "recorded"), [
+    ("exit", 130, 130),  # an exit status that bwrap's 128 + n would have read as SIGINT
+    ("exit", 0 + 143, 143),
+    ("signal", signal.SIGTERM, -signal.SIGTERM),
+    ("signal", signal.SIGKILL, -signal.SIGKILL),
+])
+def test_the_record_keeps_the_confined_agent_s_exact_exit_status(
+        harness: HostHarness, how: str, status: int, recorded: int) -> None:
+    """bwrap reports an initial process killed by signal n as the exit status 128 + n; the
+    confinement's waiter reports the agent's own wait status, so the record says which it was."""
+    run = harness.run([*OPEN, Step.crash(how, status)], confined=True)
+    assert run.record.rounds[0].exit == recorded, run.record.rounds[0]

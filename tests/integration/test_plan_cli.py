@@ -158,9 +158,11 @@ def test_claude_plan_without_an_operation_prints_every_section(project: Any) -> 
                                  f"{project.bin}/bwrap --unshare-user --uid 0 --gid 0 "
                                  "--unshare-pid --die-with-parent "
                                  "--info-fd '{namespace-report-fd}' --ro-bind / / ")
-    assert (f"concorde-confine /usr/bin/env -u PWD --default-signal=TERM -- "
-            f"{project.bin}/claude -p --settings {rt}/control/settings.json "
-            "--tools Read,Glob,Grep,Edit,Write,Bash --json-schema '<") in command[0]
+    # The host's interpreter runs the waiter that reports the agent's exact exit status.
+    assert re.search(re.escape("concorde-confine ") + r"/\S+python\S* -I -S " + re.escape(
+        f"{rt}/control/wait.py '{{exit-status-fd}}' /usr/bin/env -u PWD --default-signal=TERM -- "
+        f"{project.bin}/claude -p --settings {rt}/control/settings.json "
+        "--tools Read,Glob,Grep,Edit,Write,Bash --json-schema '<"), command[0]), command[0]
     confinement = section(found, next(t for t in found if t.startswith("Confinement: ")))
     assert f"empty file      {wt}/README.md  (names only)" in confinement
     assert f"writable        {wt}/src/app  (rw in the grant (src/app/))" in confinement
@@ -229,6 +231,7 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
                                      f"{rt}/control/result.schema.json",
                                      f"{rt}/control/search_hook.py",
                                      f"{rt}/control/settings.json",
+                                     f"{rt}/control/wait.py",
                                      f"{rt}/control/write_hook.py"]
     assert data["brief"].rstrip("\n").splitlines() == [
         same_text(line) for line in section(found, "Brief")]

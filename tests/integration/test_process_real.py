@@ -33,7 +33,7 @@ from e2e.agent_processes import namespace_processes
 from timing import SLOW, Deadline, Gate
 
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
+from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.stdout import Overlong
 
 pytestmark = pytest.mark.integration
@@ -494,3 +494,22 @@ def test_a_report_naming_a_pid_now_in_another_namespace_ends_at_once(tmp_path: P
     handle = runner().start([PY, "-c", program, NAMESPACE_REPORT_FD], ENV, str(tmp_path))
     assert list(handle.lines()) == []
     assert handle.wait(SLOW) == 0
+
+
+# -- the exact status a program reports for what it runs (EXIT_STATUS_FD) -----------------------
+
+REPORTER = "import os, sys; os.write(int(sys.argv[1]), sys.argv[2].encode()); sys.exit(7)"
+
+
+@pytest.mark.parametrize(("report", "status"), [
+    (f"{130 << 8}\n", 130),  # exited 130: bwrap alone would have said 130 for SIGINT too
+    (f"{signal.SIGTERM}\n", -signal.SIGTERM),  # killed by SIGTERM
+    ("", 7),  # nothing reported (the waiter was killed first): the program's own status
+    (f"{130 << 8}\n{signal.SIGKILL}\n", 7),  # more than one report: none is believed
+    ("not a status\n", 7),
+])
+def test_wait_returns_the_exact_status_the_program_reported(tmp_path: Path, report: str,
+                                                            status: int) -> None:
+    handle = runner().start([PY, "-c", REPORTER, EXIT_STATUS_FD, report], ENV, str(tmp_path))
+    assert list(handle.lines()) == []
+    assert handle.wait(SLOW) == status

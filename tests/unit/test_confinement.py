@@ -13,20 +13,20 @@ from fakes.filesystem import FakeFileSystem
 
 from concorde_workers.domain.confinement import (
     CONFINED_UID,
+    WAITER,
     Confinement,
     ConfinementTools,
     Mount,
     MountKind,
     PathFacts,
     PlanInputs,
-    agent_exit_status,
     confinement_plan,
     installation,
     launch_problem,
     parse_rule,
 )
 from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
+from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.paths import EntryKind, is_within
 from concorde_workers.domain.placement import AdminPath
 from concorde_workers.domain.policy import Policy, build_policy, decide_read, decide_write
@@ -34,7 +34,8 @@ from concorde_workers.ports.filesystem import FileSystemError
 
 HOME = "/home/u"
 RT = "/tmp/concorde-abc123-00000001"
-TOOLS = ConfinementTools(bwrap="/usr/bin/bwrap", umount="/usr/bin/umount",
+TOOLS = ConfinementTools(bwrap="/usr/bin/bwrap", python="/usr/bin/python3",
+                         umount="/usr/bin/umount",
                          unshare="/usr/bin/unshare")
 INTERPRETER = f"{HOME}/.pyenv/versions/3.11.7"
 FILES = ("README.md", "src/app/main.py", "src/app/util.py", "src/app/secret.py",
@@ -373,7 +374,7 @@ def test_the_command_line_confines_the_whole_agent_and_dies_with_the_host() -> N
     helper = argv[sep + 3]
     assert helper.startswith("/usr/bin/umount /proc/sys")
     assert f"--map-user={CONFINED_UID}" in helper and helper.endswith('-- "$@"')
-    assert argv[sep + 4:] == ("concorde-confine", "/usr/bin/env", "-u", "PWD",
+    assert argv[sep + 4:] == ("concorde-confine", *WAITING, "/usr/bin/env", "-u", "PWD",
                               "--default-signal=TERM", "--")
     wrapped = plan.wrap(_command())
     assert wrapped.argv[len(argv):] == ("claude", "-p") and wrapped.cwd == f"{RT}/work"
@@ -384,7 +385,7 @@ def test_not_as_root_no_helper_runs_before_the_agent() -> None:
     plan = w.plan(w.policy(BASE_GRANT), as_root=False)
     argv = plan.prefix()
     assert "--uid" not in argv and plan.helper() is None
-    assert argv[argv.index("--", 4):] == ("--", "/usr/bin/env", "-u", "PWD",
+    assert argv[argv.index("--", 4):] == ("--", *WAITING, "/usr/bin/env", "-u", "PWD",
                                            "--default-signal=TERM", "--")
 
 
@@ -410,11 +411,25 @@ def test_a_directory_swapped_for_a_link_since_the_plan_stops_the_round() -> None
     assert problem is not None and f"{wt}/src/app/util.py" in problem
 
 
-@pytest.mark.parametrize(("status", "recorded"), [
-    (0, 0), (1, 1), (128 + 9, -9), (128 + 15, -15), (-9, -9), (None, None), (255, 255)])
-def test_a_signal_the_agent_died_of_is_recorded_as_such(status: int | None,
-                                                        recorded: int | None) -> None:
-    assert agent_exit_status(status) == recorded
+# The waiter the host's interpreter runs between bwrap's init and the agent: it reports the
+# agent's exact wait status on the runner's pipe (tests/integration/test_confinement_real.py runs
+# it for real).
+WAITING = ("/usr/bin/python3", "-I", "-S", f"{RT}/control/wait.py", EXIT_STATUS_FD)
+
+
+def test_the_waiter_is_python_that_compiles_and_reports_on_the_runner_s_pipe() -> None:
+    compile(WAITER, "<waiter>", "exec")
+    assert "os.waitpid(pid, 0)" in WAITER and "os.set_inheritable(fd, False)" in WAITER
+    w = world()
+    plan = w.plan(w.policy(BASE_GRANT))
+    assert plan.control_files() == {f"{RT}/control/empty": "", f"{RT}/control/wait.py": WAITER}
+
+
+def test_without_an_interpreter_no_waiter_runs() -> None:
+    w = world()
+    tools = TOOLS.model_copy(update={"python": None})
+    plan = w.plan(w.policy(BASE_GRANT), as_root=False).model_copy(update={"tools": tools})
+    assert EXIT_STATUS_FD not in plan.prefix() and "/usr/bin/python3" not in plan.prefix()
 
 
 def test_mounts_keep_their_order_parents_first() -> None:

@@ -375,6 +375,7 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
                                             f"{RT}/control/result.schema.json",
                                             f"{RT}/control/search_hook.py",
                                             f"{RT}/control/settings.json",
+                                            f"{RT}/control/wait.py",
                                             f"{RT}/control/write_hook.py"]
     settings_text = result.control_files[f"{RT}/control/settings.json"]
     assert result.settings_digest == sha256(settings_text)
@@ -437,7 +438,8 @@ def test_a_pi_launch_plan_has_its_exact_command_environment_tools_and_digests() 
                                             f"{RT}/control/empty",
                                             f"{RT}/control/permission.ts",
                                             f"{RT}/control/pi_policy.ts",
-                                            f"{RT}/control/result.schema.json"]
+                                            f"{RT}/control/result.schema.json",
+                                            f"{RT}/control/wait.py"]
     assert result.control_files[f"{RT}/control/result.schema.json"] == RESULT_SCHEMA
     assert result.control_files[f"{RT}/config/settings.json"] == (
         '{\n  "defaultProjectTrust": "never"\n}\n')

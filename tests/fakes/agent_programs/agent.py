@@ -43,8 +43,9 @@ steps, and after the last one exits with `exit` (default 0). Every step is an ob
                                        this program ends; each appends its pid to the pidfile,
                                        and the step ends once both have (told through a pipe);
                                        session: the child leaves the process group (setsid)
-    crash     {"how": "exit"|"raise", "status"?: 3, "message"?: "boom"}
-                                       os._exit(status) at once (nothing more flushed), or raise
+    crash     {"how": "exit"|"raise"|"signal", "status"?: 3, "message"?: "boom"}
+                                       os._exit(status) at once (nothing more flushed), raise,
+                                       or die of the signal numbered status
     exit      {"status"?: 0}           exit now
 
 "announce" prints the step's tool line first (Write for write, Bash for the others). Strings in
@@ -57,6 +58,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -248,6 +250,11 @@ class Agent:
     def do_crash(self, step: dict[str, Any]) -> None:
         if step.get("how", "exit") == "raise":
             raise RuntimeError(step.get("message", "boom"))
+        if step.get("how") == "signal":  # killed by the signal `status`, its default action
+            number = int(step["status"])
+            if number not in (signal.SIGKILL, signal.SIGSTOP):  # those have no handler to reset
+                signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
         os._exit(int(step.get("status", 3)))
 
     def do_exit(self, step: dict[str, Any]) -> int:
