@@ -1,13 +1,19 @@
 """The Claude Code worker settings (`control/settings.json`), built from the shared policy.
 
-Shape: notes/harness.md §1.2, with the departures notes/claude-code.md forces (design.md,
-docs/decisions.md):
+Shape: notes/harness.md §1.2, with the departures notes/claude-code.md and Claude Code 2.1.332
+force (design.md, docs/decisions.md "Claude Code settings" and "Claude Code 2.1.332"):
 - `sandbox.failIfUnavailable: true` — fail closed: without a sandbox, Bash does not run at all;
-- `network.deniedDomains: ["*"]` — Claude Code has no strict allowlist in its settings, and with an
-  empty `allowedDomains` bypassPermissions approves any host; a denied `*` is checked first and
-  denies every host (notes/claude-code.md §4, run sandbox_denystar);
-- `sandbox.credentials` hides `ANTHROPIC_API_KEY` from Bash and `config/` (the credential copy,
-  sessions) from every command (run credenv_deny);
+- `network.strictAllowlist: true` — a host `allowedDomains` (empty) does not list is denied,
+  never put to the permission mode, which under bypassPermissions approves it (seed 000 "An
+  unlisted host is denied, never approved"); `deniedDomains: ["*"]` stays beside it, the
+  workaround from before the key existed, which denies every host first and costs nothing;
+- `sandbox.credentials` unsets `ANTHROPIC_API_KEY` for Bash: the one credential no other layer
+  hides from a sandboxed command (the deny rules' `Read` entries already hide `config/` and
+  `control/` from it, the confinement the credentials at their origins, the cleared environment
+  everything else);
+- `env.CLAUDE_CODE_DISABLE_BACKGROUND_TASKS = "1"`: Claude Code 2.1.332 in -p mode waits for a
+  background Bash (`run_in_background`, or a command moved to the background at its timeout)
+  before it exits, so one left running would hold the round open until its timeout;
 - `env.IS_SANDBOX = "1"` only when the host runs as root: Claude Code refuses bypassPermissions as
   root otherwise (§1). The worker really is sandboxed: Bash by bubblewrap, file tools by the deny
   rules and the write hook.
@@ -15,6 +21,7 @@ docs/decisions.md):
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import shlex
@@ -25,6 +32,16 @@ from concorde_workers.domain.policy import Policy
 
 WRITE_TOOLS_MATCHER = "Edit|Write|MultiEdit|NotebookEdit"
 HOOK_TIMEOUT_SECONDS = 30
+
+NETWORK: dict[str, Any] = {"allowedDomains": [], "deniedDomains": ["*"], "strictAllowlist": True}
+"""The sandbox's network: no host allowed, every host denied, no host ever put to the
+permission mode (docs/decisions.md "Claude Code settings")."""
+
+CREDENTIALS: dict[str, Any] = {"envVars": [{"name": "ANTHROPIC_API_KEY", "mode": "deny"}]}
+"""What `sandbox.credentials` hides from sandboxed commands beyond the other layers."""
+
+SETTINGS_ENV: dict[str, str] = {"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}
+"""The settings' own environment (the round's process environment is seed 000's, exactly)."""
 
 
 HOOK_INTERPRETER_FLAGS: tuple[str, ...] = ("-I", "-S")
@@ -63,16 +80,11 @@ def claude_settings(policy: Policy, interpreter: str, *, as_root: bool,
             "autoAllowBashIfSandboxed": True,
             "allowUnsandboxedCommands": False,
             "filesystem": policy.sandbox.to_json(),
-            "network": {"allowedDomains": [], "deniedDomains": ["*"]},
-            "credentials": {
-                "envVars": [{"name": "ANTHROPIC_API_KEY", "mode": "deny"}],
-                "files": [{"path": runtime.config, "mode": "deny"},
-                          {"path": runtime.control, "mode": "deny"}],
-            },
+            "network": copy.deepcopy(NETWORK),
+            "credentials": copy.deepcopy(CREDENTIALS),
         },
+        "env": {**SETTINGS_ENV, **({"IS_SANDBOX": "1"} if as_root else {})},
     }
-    if as_root:
-        settings["env"] = {"IS_SANDBOX": "1"}
     return settings
 
 

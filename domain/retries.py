@@ -8,8 +8,9 @@ a usage limit, which waiting does not lift. Everything else ends the run at once
 
 `ERROR_TEXTS` is that rule as data: each row names what it recognises, its pattern, its cause
 (None: never transient) and the real texts it was made from with where they are printed (Claude
-Code 2.1.197's bundle, pi 0.73.1's dist and the SDKs it uses, captures of real runs against the
-scripted servers: notes/claude-code.md §8, notes/pi.md §8, tests/e2e). The never-transient rows
+Code 2.1.197's bundle, captures of Claude Code 2.1.197 and 2.1.332, pi 0.73.1's dist and the SDKs
+it uses, captures of real runs against the scripted servers: notes/claude-code.md §8,
+notes/pi.md §8, docs/decisions.md "Claude Code 2.1.332", tests/e2e). The never-transient rows
 come first, so a text naming a quota is never retried whatever else it says; after them the first
 row that matches decides; a text no row matches is not transient. The tests take every row's texts
 as their cases.
@@ -63,6 +64,7 @@ def _row(recognises: str, pattern: str, cause: TransientCause | None, source: st
 
 _CLAUDE = "Claude Code 2.1.197 (bundle: the API error texts of its result envelope)"
 _CLAUDE_RUN = "Claude Code 2.1.197, captured against the scripted Messages API"
+_CLAUDE_332 = "Claude Code 2.1.332, captured against the scripted Messages API"
 _PI = "pi 0.73.1 (pi-ai providers: `<status> <message>` of the OpenAI SDK, `Error Code ...`)"
 _PI_RUN = "pi 0.73.1, captured against the scripted OpenAI-compatible server"
 _GATEWAY = "a model gateway's text, as both programs pass it on"
@@ -119,7 +121,7 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
     _row("a rate or concurrency limit, too many requests",
          r"\brate[ _-]?limit|\bconcurrency[ _-]?limit|too many requests"
          r"|temporarily limiting requests|request rejected \(429\)",
-         TransientCause.RATE_LIMIT, _CLAUDE_RUN + "; " + _PI_RUN,
+         TransientCause.RATE_LIMIT, _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN,
          "API Error: Request rejected (429) · Number of request tokens has exceeded your "
          "per-minute rate limit",
          "API Error: Server is temporarily limiting requests (not your usage limit) · Rate "
@@ -136,7 +138,7 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
     # --- an overloaded service, high demand, 500/502/503/504/529, unavailable for now --------
     _row("an overloaded service, one at capacity or under high demand or load",
          r"overloaded|high demand|at capacity|high load", TransientCause.OVERLOADED,
-         _CLAUDE_RUN + "; " + _PI_RUN,
+         _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN,
          "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again "
          "in a moment. If it persists, check your inference gateway (127.0.0.1:41235).",
          "API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually "
@@ -145,8 +147,9 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
          "Opus is experiencing high load, please use /model to switch to Sonnet",
          "The service is under high demand right now"),
     _row("the HTTP status 500, 502, 503, 504 or 529", _status(500, 502, 503, 504, 529),
-         TransientCause.OVERLOADED, _CLAUDE_RUN + "; " + _PI + "; " + _GATEWAY + " (`API Error: "
-         "500 terminated`: github.com/ding113/claude-code-hub/issues/307)",
+         TransientCause.OVERLOADED, _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI + "; "
+         + _GATEWAY + " (`API Error: 500 terminated`: "
+         "github.com/ding113/claude-code-hub/issues/307)",
          "API Error: 500 Internal server error. This is a server-side issue, usually temporary — "
          "try again in a moment. If it persists, check your inference gateway (...).",
          "API Error: 500: internal server error",
@@ -166,8 +169,11 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
     _row("an explicit request to retry or try again",
          r"\bretry (?:later|again|in a|in \d|after|shortly|soon|your request|the request)"
          r"|\btry again\b",
-         TransientCause.RETRY_LATER, _CLAUDE + "; " + _GATEWAY,
+         TransientCause.RETRY_LATER, _CLAUDE + "; " + _CLAUDE_332 + " (a connection the server "
+         "closed before answering); " + _GATEWAY,
          "Authentication error · This may be a temporary network issue, please try again",
+         "API Error: Connection dropped (ECONNRESET). Check the gateway set in "
+         "ANTHROPIC_BASE_URL, then try again.",
          "API Error: Connection to the API was lost (ECONNRESET). This is usually temporary — "
          "try again.",
          "API Error: Connection closed while thinking, before producing a response. Try again.",
@@ -180,8 +186,10 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
          rf"|unable to connect to API\. Check your internet connection"
          rf"|\b(?:{_LOST_CODES})\b|socket hang up|other side closed|closed unexpectedly"
          rf"|fetch failed|network[ _-]?error|\bupstream\b",
-         TransientCause.LOST_CALL, _CLAUDE_RUN + "; " + _PI_RUN + "; " + _CLAUDE,
+         TransientCause.LOST_CALL, _CLAUDE_RUN + "; " + _CLAUDE_332 + " (a port nothing listens "
+         "on); " + _PI_RUN + "; " + _CLAUDE,
          "API Error: Unable to connect to API (ConnectionRefused)",
+         "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
          "API Error: Unable to connect to API (ECONNRESET)",
          "API Error: Unable to connect to API. Check your internet connection",
          "API Error: Connection closed mid-response. The response above may be incomplete.",

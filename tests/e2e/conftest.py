@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -65,6 +66,19 @@ GRANT: dict[str, Any] = {
 }
 
 
+HOOK_DENIAL = re.compile(r"(?:PreToolUse:\w+ hook error: )?(Concorde grant: .*)", re.DOTALL)
+
+
+def hook_denial(text: str) -> str | None:
+    """The reason (`Concorde grant: ...`) of a tool call one of the generated hooks denied, as
+    Claude Code hands it to the model, or None when `text` is no such denial. Claude Code 2.1.197
+    passes the hook's reason through as the whole tool result; 2.1.332 puts `PreToolUse:<tool>
+    hook error: ` before it (docs/decisions.md "Claude Code 2.1.332"). The tests assert the
+    denial and its reason, not one version's wording around them."""
+    found = HOOK_DENIAL.fullmatch(text)
+    return found.group(1) if found else None
+
+
 def ok_result(*deletions: str, summary: str = "done") -> dict[str, Any]:
     """A valid worker result (no output schema: output is an empty object)."""
     return {"status": "ok", "summary": summary, "error": None,
@@ -75,8 +89,9 @@ def ok_result(*deletions: str, summary: str = "done") -> dict[str, Any]:
 def claude_program() -> Path:
     found = find_claude()
     if found is None:
-        pytest.fail("the pinned Claude Code (node_modules/.bin/claude) is missing: run "
-                    "./scripts/setup (npm ci installs @anthropic-ai/claude-code 2.1.197)")
+        pytest.fail("the Claude Code under test is missing: run ./scripts/setup (npm ci "
+                    "installs the pinned node_modules/.bin/claude), or set CONCORDE_CLAUDE to "
+                    "the absolute path of an installed claude")
     return found
 
 

@@ -1,6 +1,6 @@
 """End-to-end: the boundary of a Claude Code worker, proved by what the model receives.
 
-Each test is one whole `WorkerHost.run` with the real Claude Code 2.1.197 in a real repository
+Each test is one whole `WorkerHost.run` with the real, pinned Claude Code in a real repository
 and its real `.claude/worktrees/task` worktree (tests/e2e/conftest.py), against the scripted
 Messages API on 127.0.0.1. The script makes one tool call per step and ends with a
 StructuredOutput result; every tool result the model gets back is read from the request that
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.conftest import DUMMY_CREDENTIALS, ClaudeRun, ClaudeWorld, ok_result
+from e2e.conftest import DUMMY_CREDENTIALS, ClaudeRun, ClaudeWorld, hook_denial, ok_result
 from servers.anthropic_server import Reply, last_tool_result
 from timing import SLOW
 
@@ -170,7 +170,7 @@ def test_search_from_an_ancestor_reveals_nothing_hidden(world: ClaudeWorld) -> N
 
     *searches, control = results
     for call, (text, is_error) in zip(calls[:-1], searches, strict=True):
-        assert is_error and text.startswith("Concorde grant: "), (call, text)
+        assert is_error and hook_denial(text), (call, text)
     assert not control[1] and VISIBLE_TEXT in control[0], control
     shown = json.dumps(results)
     for secret in (HIDDEN_TEXT, HIDDEN_NAME, NAMES_TEXT, PRIMARY_TEXT, PRIMARY_NAME, "gitdir",
@@ -192,6 +192,17 @@ def bash(command: str, **extra: Any) -> Call:
 def rc(command: str) -> str:
     """The command, then its exit status as ` rc=<n>`."""
     return f'{command}; echo " rc=$?"'
+
+
+def proxy_refused(out: str) -> bool:
+    """The sandbox's proxy refused the curl whose output (with ` rc=<n>`) is `out`: it answered
+    403 with `X-Proxy-Error: blocked-by-allowlist` (its HTTP path; since Claude Code 2.1.332 also
+    its SOCKS path), or the connection ended without any HTTP answer and curl failed (the SOCKS
+    path of 2.1.197). Which wording a version uses is not the point; that the request never got
+    through is, and the server's own log proves it."""
+    answered_403 = "HTTP/1.1 403" in out and "blocked-by-allowlist" in out
+    no_answer = "HTTP/1" not in out and "rc=0" not in out
+    return answered_403 or no_answer
 
 
 def split(path: Path | str) -> str:
@@ -247,12 +258,12 @@ def test_bash_runs_sandboxed_without_network_or_credentials(world: ClaudeWorld,
     assert "rc=7" in curl_out and "code=000" in curl_out, curl_out
     assert "ConnectionRefusedError" in sock_out and "CONNECTED" not in sock_out, sock_out
     # Through the sandbox's proxies, the loopback host is refused like any other host.
-    assert "403" in http_proxy_out and "blocked-by-allowlist" in http_proxy_out, http_proxy_out
-    assert "rc=0" not in socks_out and "HTTP/1" not in socks_out, socks_out
+    assert proxy_refused(http_proxy_out), http_proxy_out
+    assert proxy_refused(socks_out), socks_out
     assert not [e["path"] for e in run.server.log if "from-sandbox" in e["path"]]
     assert [e["method"] for e in run.server.log].count("POST") == len(calls) + 1
     # A named host is refused by the proxy's denied "*", never approved by the permission mode.
-    assert "403 Forbidden" in named_out and "blocked-by-allowlist" in named_out, named_out
+    assert proxy_refused(named_out), named_out
     # dangerouslyDisableSandbox does not leave the sandbox.
     assert "Read-only file system" in unsb_out and "SR=1" in unsb_out, unsb_out
     assert not outside.exists()
@@ -262,9 +273,11 @@ def test_bash_runs_sandboxed_without_network_or_credentials(world: ClaudeWorld,
     # config/ by its path: Claude Code's Read deny rule refuses the command itself.
     assert cfg_out.startswith("Permission to use Bash with command ls -A "), cfg_out
     assert cfg_out.endswith("has been denied."), cfg_out
-    # config/ by a path only the shell joins: the sandbox shows it empty.
-    assert sandboxed_cfg_out.startswith(" rc=0\n"), sandboxed_cfg_out
-    assert ".credentials.json: No such file or directory" in sandboxed_cfg_out
+    # config/ by a path only the shell joins: the sandbox shows it empty (2.1.197) or not at
+    # all (2.1.332).
+    listing, read, _ = sandboxed_cfg_out.split(" rc=")
+    assert listing == "" or listing.endswith("No such file or directory\n"), sandboxed_cfg_out
+    assert read.endswith(".credentials.json: No such file or directory\n"), sandboxed_cfg_out
     assert CREDENTIAL_TOKEN not in every_body(run)
     assert run.round(1)["audit"]["verdict"] == "clean"
     world.assert_cleaned(run)
@@ -280,8 +293,8 @@ def test_bash_runs_sandboxed_without_network_or_credentials(world: ClaudeWorld,
 def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) -> None:
     """A Bash write the command check can read as a path meets the generated Edit deny rules;
     one it cannot meets the sandbox: a ro mount (Read-only file system, or busy for a ro file
-    inside the rw directory), or, below a hidden directory, the sandbox's own empty copy, which
-    never reaches the host. Nothing lands outside rw, so the audit stays clean."""
+    inside the rw directory), or, below a hidden directory, no such file (2.1.197: the sandbox's
+    own empty copy, which never reaches the host). Nothing lands outside rw, so the audit stays clean."""
     wt, primary = world.worktree, world.primary
     app = wt / "src" / "app"
     util, notes = app / "util.py", wt / "docs" / "notes.md"
@@ -326,22 +339,32 @@ def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) 
     for refused in (sb_util, sb_notes, sb_outside):
         assert "Read-only file system" in refused and "rc=1" in refused, refused
     assert sb_busy.count("Device or resource busy") == 2, sb_busy
-    # Below a hidden directory the sandbox writes its own empty copy: the host file is untouched
-    # and its content never shows.
-    assert sb_other.endswith(" rc=0\nhacked\n rc=0"), sb_other
+    # Below a hidden directory nothing reaches the host and the content never shows: Claude
+    # Code 2.1.197's sandbox wrote its own empty copy (which died with the command), 2.1.332's
+    # finds no such file (stricter).
+    assert (sb_other.endswith(" rc=0\nhacked\n rc=0")
+            or (sb_other.count("No such file or directory") == 2
+                and sb_other.endswith(" rc=1"))), sb_other
     # The primary worktree, its .git included, is not there at all in the confinement the whole
     # agent runs in (domain/confinement.py): no copy to write, nothing to read.
     assert sb_git.count("No such file or directory") == 2 and sb_git.endswith(" rc=1"), sb_git
-    assert via_link.endswith(" rc=0"), via_link
-    # The hidden file is absent, the names file and the worktree's .git file unreadable, the
-    # hidden directory empty.
+    # through the link: into the sandbox's own copy (2.1.197) or nowhere (2.1.332)
+    assert via_link.endswith(" rc=0") or (
+        via_link.endswith("link.py: No such file or directory\n rc=1")), via_link
+    # The hidden file is absent, the names file and the worktree's .git file unreadable
+    # (2.1.197) or absent (2.1.332), the hidden directory empty (2.1.197, `ls -A` printed
+    # nothing) or absent (2.1.332).
     hidden_out, names_out, git_out, listing, last = reads.split(" rc=")
+    unreadable = (": Permission denied\n", ": No such file or directory\n")
     assert hidden_out.endswith(f"{HIDDEN_NAME}.txt: No such file or directory\n"), reads
-    assert names_out.endswith("README.md: Permission denied\n"), reads
-    assert git_out.endswith(".git: Permission denied\n"), reads
-    assert (listing, last) == ("1\n", "0"), reads  # `ls -A` printed nothing
-    # Only the readable file matches (grep exits 2: the hidden files are unreadable).
-    assert grep_out == f"{app / 'visible.py'}:1:V = '{VISIBLE_TEXT}'\n rc=2", grep_out
+    assert names_out.endswith(tuple(f"README.md{why}" for why in unreadable)), reads
+    assert git_out.endswith(tuple(f".git{why}" for why in unreadable)), reads
+    assert (listing, last) == ("1\n", "0") or (
+        listing.endswith("secrets': No such file or directory\n") and last == "2"), reads
+    # Only the readable file matches (grep exits 2 where the hidden files are there but
+    # unreadable, 2.1.197; 0 where they are not there at all, 2.1.332).
+    assert grep_out in (f"{app / 'visible.py'}:1:V = '{VISIBLE_TEXT}'\n rc={status}"
+                        for status in (2, 0)), grep_out
     assert control.strip() == "rc=0", control
     # Nothing of the host changed but the rw directory.
     assert {p: p.read_text() for p in watched} == before

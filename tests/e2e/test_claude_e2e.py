@@ -1,4 +1,4 @@
-"""End-to-end: whole runs of the real Claude Code 2.1.197 under the host (production wiring, a
+"""End-to-end: whole runs of the real, pinned Claude Code under the host (production wiring, a
 real repository and `.claude/worktrees/` worktree), against the scripted Messages API on
 127.0.0.1 (tests/servers/anthropic_server.py). Claude Code's own retries are off
 (CLAUDE_CODE_MAX_RETRIES=0 in the wrapper), and turns are few, so every test is quick and
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from e2e.agent_processes import agent_pid
-from e2e.conftest import DUMMY_CREDENTIALS, ClaudeWorld, ok_result
+from e2e.conftest import DUMMY_CREDENTIALS, ClaudeWorld, hook_denial, ok_result
 from servers.anthropic_server import Reply, last_tool_result
 from servers.claude_wrapper import write_wrapper
 from timing import SLOW, Deadline
@@ -26,6 +26,7 @@ from timing import SLOW, Deadline
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.request import Limits
+from concorde_workers.domain.retries import transient_cause
 
 pytestmark = pytest.mark.e2e
 
@@ -154,7 +155,8 @@ def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> Non
     assert "ANTHROPIC_BASE_URL" not in settings_seen[0]
     assert run.server.url not in settings_seen[0] and "127.0.0.1" not in settings_seen[0]
     settings_env = json.loads(settings_seen[0]).get("env")
-    assert settings_env == ({"IS_SANDBOX": "1"} if os.getuid() == 0 else None)
+    assert settings_env == {"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
+                            **({"IS_SANDBOX": "1"} if os.getuid() == 0 else {})}
     # The credential copy existed while the worker ran, and the transcript was kept.
     assert copies_seen == [[DUMMY_CREDENTIALS]]
     transcript = run.run_dir / "transcript.jsonl"
@@ -174,9 +176,9 @@ def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> Non
 @pytest.mark.req("Only rw paths are writable by file tools")
 def test_writes_on_a_read_only_file_are_denied(claude_world: ClaudeWorld) -> None:
     """A Write on the ro file itself meets the generated Edit deny rule (Claude Code's own
-    refusal, not listed in permission_denials); a Write through a link at a rw path that
-    leads to the ro file passes the deny rules and is denied by the write hook, with the hook's
-    reason, and listed in permission_denials."""
+    refusal, which 2.1.332 lists in permission_denials and 2.1.197 did not); a Write through a
+    link at a rw path that leads to the ro file passes the deny rules and is denied by the write
+    hook, with the hook's reason, and listed in permission_denials."""
     app = claude_world.worktree / "src" / "app"
     util, link = app / "util.py", app / "link.py"
     link.symlink_to("util.py")
@@ -204,13 +206,15 @@ def test_writes_on_a_read_only_file_are_denied(claude_world: ClaudeWorld) -> Non
     assert util.read_text() == before and link.is_symlink()
     (direct, direct_error), (hooked, hooked_error) = results
     assert direct_error and "denied by your permission settings" in direct
-    assert hooked_error and hooked.startswith("Concorde grant: ")
-    assert "is read-only for this task" in hooked
+    reason = hook_denial(hooked)
+    assert hooked_error and reason is not None, hooked
+    assert reason.endswith("is read-only for this task"), reason
     round1 = run.round(1)
     assert round1["audit"] == {"verdict": "clean", "changed": [], "violations": []}
-    listed = round1["claude"]["permission_denials"]
-    assert [(d["tool_name"], d["tool_input"]["file_path"]) for d in listed] == [
-        ("Write", str(link))]
+    listed = [(d["tool_name"], d["tool_input"]["file_path"])
+              for d in round1["claude"]["permission_denials"]]
+    # 2.1.332 lists its own deny rule's refusal too; 2.1.197 listed only the hook's
+    assert listed in ([("Write", str(link))], [("Write", str(util)), ("Write", str(link))]), listed
     claude_world.assert_cleaned(run)
 
 
@@ -329,7 +333,9 @@ def test_a_connection_lost_on_the_first_call_is_retried_in_the_named_session(
     def resumed(body: dict[str, Any]) -> Reply:
         texts = user_texts(body)
         assert brief_line in texts[0], texts[:1]  # the session's history holds the brief
-        assert "Unable to connect to API" in texts[-1], texts[-1:]
+        # the API error the history keeps (2.1.197: "Unable to connect to API (ECONNRESET)",
+        # 2.1.332: "Connection dropped (ECONNRESET). ... then try again.")
+        assert "ECONNRESET" in texts[-1], texts[-1:]
         return Reply.structured(ok_result(summary="after the lost call"))
 
     # The server closes the first call's connection without answering.
@@ -339,7 +345,9 @@ def test_a_connection_lost_on_the_first_call_is_retried_in_the_named_session(
     assert run.server.failures == []
     assert run.record.status == "ok", run.record.error
     r1, r2 = run.round(1), run.round(2)
-    assert r1["transient"]["error"] == "API Error: Unable to connect to API (ECONNRESET)"
+    lost = r1["transient"]["error"]
+    assert lost.startswith("API Error: ") and "ECONNRESET" in lost, lost
+    assert transient_cause(lost) is not None, lost
     assert r1["transient"]["retried"] is True
     # the retry continues the session round 1 named, although its first call never got an
     # answer: Claude Code wrote the transcript (the prompt, the API error) before it failed
@@ -370,13 +378,17 @@ def test_a_sandbox_the_settings_require_and_cannot_have_ends_the_run_at_once(
 
 @pytest.mark.req("Any other error ends the run at once")
 def test_a_bad_request_is_not_retried(claude_world: ClaudeWorld) -> None:
-    run = claude_world.run(Reply.error(400, "invalid_request_error", "fake bad request"),
-                           limits=limits(retries=3, retry_delay_seconds=0.01))
+    # Every call answers 400: Claude Code 2.1.332 sends a refused request again a few times
+    # itself, each time without one more optional feature (its own 400 recoveries: up to 6
+    # calls), then ends with the same text 2.1.197 ended with after one call.
+    bad = Reply.error(400, "invalid_request_error", "fake bad request")
+    run = claude_world.run(repeat=bad, limits=limits(retries=3, retry_delay_seconds=0.01))
     assert run.code == "claude_failed", run.record.error
     assert run.record.error is not None
     assert run.record.error.unhandled.reason.value == "environment"
     assert "API Error: 400 fake bad request" in run.record.error.causes[0].detail
     assert len(run.data["rounds"]) == 1 and "transient" not in run.round(1)
+    assert len(run.starts) == 1 and run.server.requests
     claude_world.assert_cleaned(run)
 
 

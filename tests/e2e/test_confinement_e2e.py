@@ -5,7 +5,10 @@ real Claude Code and the real pi against the scripted model servers.
   directory a few hundred times, the link flips between an allowed file and a hidden one. Claude
   Code's Read judges the path, then opens whatever the link points to by then; inside the
   confinement the hidden file is not there to open. (pi's extension judges the opened file; its
-  test guards that both layers keep holding.)
+  test guards that both layers keep holding.) The test flips the link on the host for both
+  programs: a worker's own loop would need a background Bash, which the generated settings
+  disable on Claude Code (docs/decisions.md "Claude Code 2.1.332") and pi's sandbox ends with
+  its call; the host's flips are seen inside the confinement all the same.
 - A host killed by SIGKILL (issue 9 §1): the agent hangs in a Bash call that left a child behind
   in a session of its own (setsid); within 2 seconds of the host's death no process of the run is
   alive. Without the confinement the agent and its children ran on, unaudited, with no timeout.
@@ -30,7 +33,7 @@ from typing import Any
 
 import pytest
 from e2e.agent_processes import processes_with
-from e2e.conftest import ClaudeWorld, ok_result
+from e2e.conftest import ClaudeWorld, hook_denial, ok_result
 from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
 from servers.anthropic_server import Reply, last_tool_result, tool_results
 
@@ -58,12 +61,6 @@ def plant(worktree: Path) -> Path:
     return app / "link"
 
 
-def flip_loop(app: Path) -> str:
-    """The worker's loop: the link swapped by rename (atomic) between the two targets."""
-    return (f"cd {app} && while :; do ln -sfn ../../secrets/race.txt .l1 && mv -Tf .l1 link; "
-            "ln -sfn allowed.txt .l2 && mv -Tf .l2 link; done")
-
-
 def offset(batch: int, i: int) -> int:
     return 1 + (batch * PER_BATCH + i) % (LINES - 5)
 
@@ -76,15 +73,20 @@ def test_a_link_swapped_between_check_and_use_never_shows_claude_the_hidden_file
         claude_world: ClaudeWorld) -> None:
     w = claude_world
     link = plant(w.worktree)
-    loop = Reply.tool("Bash", {"command": flip_loop(link.parent), "description": "flip",
-                               "run_in_background": True})
     reads = [Reply.tools(*[("Read", {"file_path": str(link), "offset": offset(b, i),
                                      "limit": 3}) for i in range(PER_BATCH)])
              for b in range(BATCHES)]
-    run = w.run(loop, *reads, Reply.structured(ok_result()), limits=Limits(
-        timeout_seconds=600, max_turns=BATCHES + 5, rounds=0, retries=0, retry_delay_seconds=0))
+    flipper = Flipper(link)
+    try:
+        run = w.run(flipper.first(reads[0]), *reads[1:],
+                    flipper.last(Reply.structured(ok_result())), limits=Limits(
+                        timeout_seconds=600, max_turns=BATCHES + 5, rounds=0, retries=0,
+                        retry_delay_seconds=0))
+    finally:
+        flipper.end()
 
     assert run.server.failures == []
+    assert flipper.flips > BATCHES
     results = [r for entry in run.server.log if isinstance(entry.get("body"), dict)
                for r in tool_results(entry["body"])]
     texts = json.dumps(results)
@@ -99,9 +101,11 @@ def test_a_link_swapped_between_check_and_use_never_shows_claude_the_hidden_file
 
 
 class Flipper:
-    """Flips the link on the host while pi reads it: pi's bash cannot outlive its own call (its
-    sandbox dies with it), so a worker's loop could only run beside reads of the same turn; the
-    test flips the very same link the same way for as long as the reads go on."""
+    """Flips the link on the host while the agent reads it, the way a worker's loop would (swap
+    by rename), from the model's first call to its last: after the host's snapshot and before
+    its audit, so the spare link the flips go through is never there for either to see (a name
+    the snapshot saw and the audit does not would be a deletion, which only the host may make).
+    """
 
     def __init__(self, link: Path) -> None:
         self.link, self.flips = link, 0
@@ -116,15 +120,27 @@ class Flipper:
             spare.symlink_to(targets[self.flips % 2])
             os.replace(spare, self.link)
             self.flips += 1
-            time.sleep(0)  # let pi run on a busy machine
+            time.sleep(0)  # let the agent run on a busy machine
 
-    def __enter__(self) -> Flipper:
-        self._thread.start()
-        return self
+    def first(self, answer: Any) -> Callable[[dict[str, Any]], Any]:
+        """A script step answering `answer` once the flips have begun."""
+        def step(body: dict[str, Any]) -> Any:
+            if not self._thread.is_alive():
+                self._thread.start()
+            return answer
+        return step
 
-    def __exit__(self, *exc: object) -> None:
+    def last(self, answer: Any) -> Callable[[dict[str, Any]], Any]:
+        """A script step answering `answer` once the flips have ended."""
+        def step(body: dict[str, Any]) -> Any:
+            self.end()
+            return answer
+        return step
+
+    def end(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 @pytest.mark.req("pi file tools are checked before they act")
@@ -135,10 +151,14 @@ def test_a_link_swapped_between_check_and_use_never_shows_pi_the_hidden_file(
     link = plant(w.worktree)
     batches = [reply(*[call("read", f"c{b}_{i}", path=str(link), offset=offset(b, i), limit=3)
                        for i in range(PER_BATCH)]) for b in range(BATCHES)]
-    with Flipper(link) as flipper:
-        run = w.run(*batches, reply(result_call("call_r")),
+    flipper = Flipper(link)
+    try:
+        run = w.run(flipper.first(batches[0]), *batches[1:],
+                    flipper.last(reply(result_call("call_r"))),
                     limits=Limits(timeout_seconds=600, max_turns=BATCHES + 5, rounds=0,
                                   retries=0, retry_delay_seconds=0))
+    finally:
+        flipper.end()
     assert run.record.status == "ok", run.explain()
     texts = [run.tool_result(f"c{b}_{i}") for b in range(BATCHES) for i in range(PER_BATCH)]
     assert not [t for t in texts if HIDDEN in t]
@@ -271,7 +291,8 @@ def test_the_write_hook_still_runs_when_its_interpreter_lies_in_a_hidden_home(
                 Reply.tool("Write", {"file_path": str(link), "content": "hacked\n"}), result)
     assert run.record.status == "ok", run.record.error
     ((text, is_error),) = results
-    assert is_error and text.startswith("Concorde grant: ") and "read-only" in text, text
+    reason = hook_denial(text)
+    assert is_error and reason is not None and "read-only" in reason, text
     assert util.read_text() == before
     listed = run.round(1)["claude"]["permission_denials"]
     assert [(d["tool_name"], d["tool_input"]["file_path"]) for d in listed] == [

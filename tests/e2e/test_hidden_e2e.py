@@ -1,5 +1,5 @@
 """End-to-end: what no worker reads, whatever runs beside it (issue 8 §2-§4), with the real
-Claude Code 2.1.197 and the real pi 0.73.1 against their scripted model servers on 127.0.0.1.
+Claude Code and the real pi, as pinned, against their scripted model servers on 127.0.0.1.
 
 - Two real runs at once, one of each backend, in one temp root: each worker tries to read the
   other run's credential copy (`config/auth.json` of pi, `config/.credentials.json` of Claude
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.conftest import DUMMY_CREDENTIALS, ClaudeRun, ClaudeWorld, ok_result
+from e2e.conftest import DUMMY_CREDENTIALS, ClaudeRun, ClaudeWorld, hook_denial, ok_result
 from e2e.conftest_pi import PiRun, PiWorld, call, pi_world, reply, result_call, runtime_of
 from servers.anthropic_server import Reply, last_tool_result
 from servers.openai_server import write_pi_config
@@ -178,7 +178,8 @@ def assert_claude_saw_nothing(results: list[tuple[str, bool]], enumerated: bool)
         assert read == (DENIED_READ, True), read
         assert cat[0].startswith("Permission to use Bash with command cat "), cat
     else:
-        assert read[1] and read[0].startswith("Concorde grant: ") and other_run in read[0], read
+        reason = hook_denial(read[0])
+        assert read[1] and reason is not None and other_run in reason, read
         assert "No such file or directory" in cat[0] and "rc=1" in cat[0], cat
     # the copy is absent and so is the other run's directory: the whole agent runs confined,
     # with the temp root of every run's runtime directory not there (domain/confinement.py)
@@ -193,7 +194,7 @@ def assert_claude_saw_nothing(results: list[tuple[str, bool]], enumerated: bool)
 
 def refused(text: str) -> bool:
     """A denial by a Concorde hook, or by Claude Code's own deny rules."""
-    return text.startswith("Concorde grant: ") or text.endswith("has been denied.")
+    return hook_denial(text) is not None or text.endswith("has been denied.")
 
 
 def absent(text: str) -> bool:

@@ -1,5 +1,5 @@
 """End-to-end: the host's own Git never runs code a worker planted (issue 8 §1), proven with the
-real Claude Code 2.1.197 and the real pi 0.73.1, each driven by its scripted model server.
+real Claude Code and the real pi, as pinned, each driven by its scripted model server.
 
 The worker's sandboxed bash plants a repository in an empty submodule path inside rw, with a
 clean filter that records `id` and `env` in a marker file outside everything the sandbox lets it

@@ -8,6 +8,11 @@ the environment the host gave the round, logs its command line, and execs the re
     CLAUDE_CODE_MAX_RETRIES=0                       a 529 ends the round at once, for the host's
                                                     own retry round
 
+With `settings_drop` (dotted keys such as `sandbox.network.strictAllowlist`), it runs claude with
+a copy of the generated settings without those keys, written into the round's TMPDIR: the
+end-to-end proofs that each generated key is what holds (tests/e2e/test_claude_settings_e2e.py)
+run the real program once with the settings as generated and once without the key.
+
 It logs each start (one JSON object: argv and the round's environment names) as a line
 `[claude-wrapper-start] {...}` on its standard error, which the host keeps as the round's
 stderr.log: the wrapper runs inside the run's confinement, where no file outside the worker's
@@ -34,12 +39,39 @@ START_MARK = "[claude-wrapper-start] "
 
 
 def find_claude() -> Path | None:
-    """The pinned claude that ./scripts/setup installs (npm ci), None when missing."""
-    return PINNED_CLAUDE if os.access(PINNED_CLAUDE, os.X_OK) else None
+    """The claude under test: `$CONCORDE_CLAUDE` of the test process when set (an absolute
+    path: run the end-to-end tests against any installed Claude Code, README "Development"),
+    else the pinned one ./scripts/setup installs (npm ci); None when it is missing."""
+    given = os.environ.get("CONCORDE_CLAUDE")
+    claude = Path(given) if given else PINNED_CLAUDE
+    return claude if claude.is_absolute() and os.access(claude, os.X_OK) else None
+
+
+SETTINGS_EDITOR = """\
+import json, os, sys
+drops, argv = json.loads(sys.argv[1]), sys.argv[2:]
+if "--settings" not in argv:  # the host asking `--version`
+    os.execv(argv[0], argv)
+at = argv.index("--settings") + 1
+with open(argv[at], encoding="utf-8") as given:
+    settings = json.load(given)
+for dotted in drops:
+    *parents, last = dotted.split(".")
+    node = settings
+    for key in parents:
+        node = node[key]
+    del node[last]
+argv[at] = os.path.join(os.environ["TMPDIR"], "settings-without-" + "-".join(drops) + ".json")
+with open(argv[at], "w", encoding="utf-8") as variant:
+    json.dump(settings, variant)
+os.execv(argv[0], argv)
+"""
+"""Runs claude (argv[2]) with the settings file's copy without the dotted keys given as JSON."""
 
 
 def write_wrapper(path: Path, claude: Path, base_url: str,
-                  extra_env: dict[str, str] | None = None) -> Path:
+                  extra_env: dict[str, str] | None = None,
+                  settings_drop: tuple[str, ...] = ()) -> Path:
     """Write the wrapper script at `path` (mode 0755) and return it."""
     env = {"ANTHROPIC_BASE_URL": base_url, "CLAUDE_CODE_MAX_RETRIES": "0", **(extra_env or {})}
     exports = "\n".join(f"export {name}={shlex.quote(value)}" for name, value in env.items())
@@ -49,11 +81,15 @@ def write_wrapper(path: Path, claude: Path, base_url: str,
         f"sys.stderr.write({START_MARK!r} + json.dumps({{'argv': sys.argv[1:], "
         "'env': sorted(os.environ)}) + '\\n')"
     )
+    program = shlex.quote(str(claude))
+    run = (f"exec {program} \"$@\"" if not settings_drop else
+           f"exec {python} -c {shlex.quote(SETTINGS_EDITOR)} "
+           f"{shlex.quote(json.dumps(list(settings_drop)))} {program} \"$@\"")
     path.write_text(
         "#!/bin/sh\n"
         f"{python} -c {shlex.quote(logger)} \"$0\" \"$@\"\n"
         f"{exports}\n"
-        f"exec {shlex.quote(str(claude))} \"$@\"\n"
+        f"{run}\n"
     )
     path.chmod(0o755)
     return path

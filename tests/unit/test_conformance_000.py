@@ -61,8 +61,20 @@ def test_the_worker_settings_sandbox_bash_with_no_allowed_domain(task_type: str)
 @pytest.mark.req("An unlisted host is denied, never approved")
 def test_the_worker_settings_deny_every_host_the_allowlist_does_not_list() -> None:
     settings = _settings(_claude_prepared())
-    # Claude Code has no strict-allowlist key: a denied "*" is checked first (decisions.md)
-    assert settings["sandbox"]["network"] == {"allowedDomains": [], "deniedDomains": ["*"]}
+    # strictAllowlist (Claude Code 2.1.332): an unlisted host is denied, never put to the
+    # permission mode; the denied "*" of the versions before it stays beside it (decisions.md)
+    assert settings["sandbox"]["network"] == {"allowedDomains": [], "deniedDomains": ["*"],
+                                              "strictAllowlist": True}
+
+
+@pytest.mark.req("Bash runs sandboxed without network")
+def test_the_worker_settings_hide_the_api_key_from_bash_and_keep_no_background_task() -> None:
+    settings = _settings(_claude_prepared())
+    # the one credential only sandbox.credentials hides from a sandboxed command
+    assert settings["sandbox"]["credentials"] == {
+        "envVars": [{"name": "ANTHROPIC_API_KEY", "mode": "deny"}]}
+    # no background Bash holds the round open (Claude Code 2.1.332 waits for it before exiting)
+    assert settings["env"]["CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"] == "1"
 
 
 @pytest.mark.req("No Bash command runs outside the sandbox")

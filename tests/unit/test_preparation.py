@@ -382,9 +382,10 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
     settings = json.loads(settings_text)
     assert settings["permissions"]["deny"] == list(result.policy.deny_rules)
     assert settings["sandbox"]["filesystem"] == result.policy.sandbox.to_json()
-    assert settings["sandbox"]["network"] == {"allowedDomains": [], "deniedDomains": ["*"]}
+    assert settings["sandbox"]["network"] == {"allowedDomains": [], "deniedDomains": ["*"],
+                                              "strictAllowlist": True}
     assert settings["sandbox"]["allowUnsandboxedCommands"] is False
-    assert "env" not in settings
+    assert settings["env"] == {"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}  # not as root
     hook = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert hook == f"{INTERPRETER} -I -S {RT}/control/write_hook.py"
     assert result.control_files[f"{RT}/control/result.schema.json"] == RESULT_SCHEMA
@@ -402,7 +403,7 @@ def test_as_root_the_claude_settings_mark_the_sandbox() -> None:
         request(backend="claude"), RUN_ID, RT, progress)
     assert isinstance(result, Prepared)
     settings = json.loads(result.control_files[f"{RT}/control/settings.json"])
-    assert settings["env"] == {"IS_SANDBOX": "1"}
+    assert settings["env"] == {"IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}
 
 
 @pytest.mark.req("The worker never works in the worktree")

@@ -21,8 +21,9 @@ from concorde_workers.domain.retries import (
 RATE, OVERLOADED, LATER, LOST = (TransientCause.RATE_LIMIT, TransientCause.OVERLOADED,
                                  TransientCause.RETRY_LATER, TransientCause.LOST_CALL)
 
-# The texts Claude Code 2.1.197 and pi 0.73.1 really print (notes/claude-code.md §8,
-# notes/pi.md §8 "Model-service errors"), then the spec's own words.
+# The texts Claude Code 2.1.197 and 2.1.332 and pi 0.73.1 really print (notes/claude-code.md §8,
+# notes/pi.md §8 "Model-service errors", docs/decisions.md "Claude Code 2.1.332"), then the spec's
+# own words.
 REAL_TEXTS: list[tuple[str, TransientCause | None]] = [
     ("API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a "
      "moment. If it persists, check your inference gateway (127.0.0.1:41235).", OVERLOADED),
@@ -38,6 +39,10 @@ REAL_TEXTS: list[tuple[str, TransientCause | None]] = [
      "again in a moment.", OVERLOADED),
     ("API Error: 400 fake bad request", None),
     ("API Error: Unable to connect to API (ConnectionRefused)", LOST),
+    ("API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
+     LOST),
+    ("API Error: Connection dropped (ECONNRESET). Check the gateway set in ANTHROPIC_BASE_URL, "
+     "then try again.", LATER),
     ("429 Rate limit reached for requests", RATE),
     ("503 Service Unavailable", OVERLOADED),
     ("529 Overloaded", OVERLOADED),
@@ -110,7 +115,9 @@ def test_every_row_has_real_texts_and_says_where_they_are_printed() -> None:
 
 # Texts the programs really print that name none of the four causes: the run ends at once.
 # Claude Code 2.1.197's bundle (its API error texts) and a run without bwrap (the sandbox its
-# settings require: sandbox.failIfUnavailable, our own fail-closed setting), pi 0.73.1's SDKs.
+# settings require: sandbox.failIfUnavailable, our own fail-closed setting), Claude Code 2.1.332
+# against the scripted Messages API (a 401, a 413: after its own 400 recoveries a 400 still ends
+# `API Error: 400 fake bad request`), pi 0.73.1's SDKs.
 REAL_NOT_TRANSIENT: list[str] = [
     "Sandbox required but unavailable: sandbox is enabled but dependencies are missing: "
     "bubblewrap (bwrap) not installed, socat not installed · install missing tools (e.g. apt "
@@ -128,6 +135,10 @@ REAL_NOT_TRANSIENT: list[str] = [
     "API Error: 400 due to tool use concurrency issues.",
     "API Error: 401 Invalid API key · Please run /login",
     "Please run /login · API Error: 403 OAuth token has been revoked",
+    "Invalid API key · Fix external API key",
+    "Request too large (max 32MB). Accumulated images and attachments in the conversation pushed "
+    "the request over the limit. Remove older images or compact the conversation.",
+    "API Error: 400 fake bad request",
     "Prompt is too long",
     "400 Invalid request: bad parameter",
     "Request was aborted",
