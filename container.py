@@ -29,6 +29,7 @@ from concorde_workers.adapters.git import GitCliReader
 from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.host import WorkerHost
@@ -41,6 +42,7 @@ from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.git import GitReader
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
+from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.random import Random
 
 if TYPE_CHECKING:
@@ -57,15 +59,18 @@ class Container(containers.DeclarativeContainer):
     host = providers.Dependency(instance_of=HostFacts)
     temp_root = providers.Dependency(instance_of=str)
     cwd = providers.Dependency(instance_of=str)
+    versions = providers.Dependency(instance_of=ProgramVersions)
 
     environ = providers.Callable(lambda host: host.environ, host)
-    config_reader = providers.Factory(ConfigurationReader, fs=filesystem, environ=environ)
+    config_reader = providers.Factory(ConfigurationReader, fs=filesystem, environ=environ,
+                                      versions=versions)
     backends = providers.Dict(
         claude=providers.Factory(ClaudeBackend, fs=filesystem),
         pi=providers.Factory(PiBackend, fs=filesystem, environ=environ,
                              linux=providers.Callable(lambda host: host.linux, host)),
     )
-    preparer = providers.Factory(Preparer, git=git, fs=filesystem, host=host, backends=backends)
+    preparer = providers.Factory(Preparer, git=git, fs=filesystem, host=host, backends=backends,
+                                 versions=versions)
     planner = providers.Factory(Planner, preparer=preparer, config_reader=config_reader,
                                 clock=clock, random=random, temp_root=temp_root)
     requests = providers.Factory(RequestBuilder, fs=filesystem, cwd=cwd)
@@ -106,15 +111,17 @@ def runtime_parent() -> str:
 def production(environ: Mapping[str, str] | None = None) -> Container:
     """The production wiring with the real adapters."""
     env = dict(os.environ if environ is None else environ)
+    filesystem, processes = LocalFileSystem(), SubprocessRunner()
     return Container(
-        filesystem=LocalFileSystem(),
+        filesystem=filesystem,
         git=GitCliReader(environ=env),
         clock=SystemClock(),
         random=SecretsRandom(),
         host=host_facts(env),
         temp_root=runtime_parent(),
         cwd=os.getcwd(),
-        processes=SubprocessRunner(),
+        processes=processes,
+        versions=InstalledProgramVersions(filesystem, processes, env),
         host_pid=os.getpid(),
         process_table=ProcTable(),
     )

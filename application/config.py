@@ -22,7 +22,9 @@ from concorde_workers.domain import machine
 from concorde_workers.domain.config import ResolvedWorker, WorkerChoice, WorkerConfiguration
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.machine import ModelMap
+from concorde_workers.domain.program_versions import ProgramLocation, version_problem
 from concorde_workers.ports.filesystem import FileSystemError
+from concorde_workers.ports.program_versions import ProgramVersions
 
 __all__ = ["ConfigFiles", "ConfigurationReader"]
 
@@ -52,12 +54,15 @@ class ConfigurationReader:
     """Resolves workers from a worktree's worker configuration and the machine's model map.
 
     `environ` is the host environment: HOME, XDG_CONFIG_HOME, CONCORDE_MODEL_MAP, PATH,
-    CONCORDE_CLAUDE and CONCORDE_PI are read from it.
+    CONCORDE_CLAUDE and CONCORDE_PI are read from it. With `versions`, the worker's program is
+    also refused when it is older than the policy relies on (domain/program_versions.py).
     """
 
-    def __init__(self, fs: ConfigFiles, environ: Mapping[str, str]) -> None:
+    def __init__(self, fs: ConfigFiles, environ: Mapping[str, str],
+                 versions: ProgramVersions | None = None) -> None:
         self._fs = fs
         self._environ = environ
+        self._versions = versions
 
     def resolve_worker(
         self, worktree: str, operation: str, worker: str, declared: Mapping[str, set[str]]
@@ -153,7 +158,15 @@ class ConfigurationReader:
     def _program(self, choice: WorkerChoice, file: str) -> str | Refusal:
         program, var = machine.program_of(choice.backend, self._environ)
         found = self._fs.which(program, self._environ.get("PATH", ""))
-        return found or machine.backend_missing(choice, program, var, file)
+        if not found:
+            return machine.backend_missing(choice, program, var, file)
+        if self._versions is not None:
+            version = self._versions.version_of(
+                ProgramLocation(program=choice.backend, path=found))
+            problem = version_problem(version)
+            if problem is not None:
+                return machine.backend_unusable(choice, problem, file)
+        return found
 
     def _config_missing(self, worktree: str, file: str) -> Refusal:
         retired = posixpath.join(worktree, domain.RETIRED_PATH)

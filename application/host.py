@@ -47,6 +47,7 @@ from concorde_workers.domain.git_metadata import GitMetadata, found_before_refus
 from concorde_workers.domain.grant import Level
 from concorde_workers.domain.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.program_versions import programs_text
 from concorde_workers.domain.records import ProgressStatus, RunRecord
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.rounds import deletions_allowed
@@ -164,10 +165,12 @@ class WorkerHost:
         character or not absolute (as the command line refuses it); a runtime path or project
         interpreter that is empty, relative, missing or would uncover what the Harness hides
         (seed 000 "Reading beside the grant"; domain/beside.py), judged exactly as the
-        preparation judges it. Ask it before `run`, as the configuration reader's refusals are
-        asked for: its code, request_invalid, is none of a run's codes, so no run can end with
-        it. A refusal the run would meet first (a malformed grant, a misplaced worktree) is the
-        run's own, with its final record."""
+        preparation judges it; then an agent program older than the policy relies on, or whose
+        version cannot be read (domain/program_versions.py: backend_missing for claude,
+        pi_runtime_missing for pi and its sandbox-runtime). Ask it before `run`, as the
+        configuration reader's refusals are asked for: no run is made for it (request_invalid
+        and backend_missing are none of a run's codes). A refusal the run would meet first (a
+        malformed grant, a misplaced worktree) is the run's own, with its final record."""
         parent = request.parent or ""
         problem = control_problem(parent) or (
             None if posixpath.isabs(parent) else "is not an absolute path")
@@ -177,7 +180,7 @@ class WorkerHost:
             return Refusal(code=REQUEST_INVALID, reason=Reason.INPUT,
                            message=f"the request's parent {parent!r} {problem}; give the "
                                    "absolute path of the trace node folder without it")
-        return self._preparer.beside_refusal(request, self._temp_root)
+        return self._preparer.refusal_before_run(request, self._temp_root)
 
     # --- the run ---------------------------------------------------------------------------
 
@@ -220,6 +223,8 @@ class WorkerHost:
                         f"{failed.os_error_text}")))
             return
         tracer.write_text(state.layout.brief, prepared.brief)
+        if prepared.programs:  # what a test backend runs has no version the policy relies on
+            tracer.write_text(state.layout.programs, programs_text(prepared.programs))
         state.write_node(tracer, "update")
         if cancel.is_set():
             self._end(state, interrupted_link(links, cancel.reason))

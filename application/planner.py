@@ -7,6 +7,7 @@ id and runtime directory it only names. It writes no file and starts no program.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -215,6 +216,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
                                                    "rules": list(policy.deny_rules)},
         "sandbox": None if policy is None else policy.sandbox.to_json(),
         "tools": None if policy is None else policy.tools_arg(plan.request.backend),
+        "programs": [p.to_json() for p in (prepared.programs if prepared else seen.programs)],
         "notes": list(seen.notes),
     }
     if prepared is not None:
@@ -229,6 +231,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
                        for m in prepared.confinement.mounts],
             "helper": prepared.confinement.helper(),
         }
+        out["settings"] = prepared.generated.shown_settings or None
         out["control_files"] = sorted(prepared.control_files)
         out["brief"] = prepared.brief
         out["digests"] = {"grant_digest": prepared.grant_digest,
@@ -270,6 +273,12 @@ def render(plan: Plan) -> str:
         for key, paths in data["sandbox"].items():
             _section(lines, f"Sandbox {key}", paths)
         _section(lines, "Tool set", [data["tools"]])
+    _section(lines, "Programs (version, the least the policy relies on, where, what said it)",
+             [_program_line(p) for p in data["programs"]])
+    if data.get("settings"):
+        _section(lines, "Worker settings beside those lists (control/settings.json)",
+                 [f"{key}: {json.dumps(value, sort_keys=True)}"
+                  for key, value in _flat(data["settings"]).items()])
     if "round1" in data:
         r1 = data["round1"]
         _section(lines, "Round 1 command (cwd " + r1["cwd"] + ", the brief on stdin)",
@@ -288,6 +297,24 @@ def render(plan: Plan) -> str:
         _section(lines, "Brief", data["brief"].rstrip("\n").splitlines())
     _section(lines, "Notes", data["notes"])
     return terminal_lines(lines)
+
+
+def _program_line(program: dict[str, Any]) -> str:
+    version = program["version"] or "version unknown"
+    said = program["problem"] or program["source"]
+    return (f"{program['program']} {version} (at least {program['minimum']}) "
+            f"{program['path']}  ← {said}")
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted keys down to the values that are no object."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _section(lines: list[str], title: str, items: list[str]) -> None:

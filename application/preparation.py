@@ -4,14 +4,16 @@ The run host and the dry-run planner share this code, so the planner shows exact
 would do, or meets the very refusal the run would meet. The order is the spec's (seed 000): the
 task type and the grant, the placement ("before it generates anything"), the Git administrative
 paths, the pi prerequisites, the policy and its run-directory guard, then the brief, the control
-files, the command line and the environment. Nothing here writes a file or starts a program.
+files, the command line and the environment. Nothing here writes a file or starts a program, but
+the program-version port (ports/program_versions.py), which asks a program that lies in no npm
+package its version once, and caches the answer per user.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from concorde_workers.application.confinement import plan_confinement
 from concorde_workers.contracts import worker_result_schema
@@ -36,12 +38,14 @@ from concorde_workers.domain.placement import (
     parse_gitdir_file,
 )
 from concorde_workers.domain.policy import Policy, build_policy
+from concorde_workers.domain.program_versions import ProgramVersion, version_refusal
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.task_types import TASK_TYPES
 from concorde_workers.domain.text import control_problem
 from concorde_workers.ports.agent import AgentBackend, BackendContext, Generated, RoundKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
+from concorde_workers.ports.program_versions import ProgramVersions
 
 REQUEST_INVALID = "request_invalid"
 
@@ -81,6 +85,8 @@ class Prepared:
     for the worktree's own): the audit measures each, and walks the repository each one opens
     below the top level as Git never does."""
     confinement: Confinement | None = None
+    programs: tuple[ProgramVersion, ...] = ()
+    """The agent programs the backend runs, with their versions (ports/program_versions.py)."""
 
     def round_command(self, kind: RoundKind, session: str | None) -> LaunchCommand:
         """A round's command line, inside the confinement when the backend is confined."""
@@ -140,6 +146,7 @@ class Progress:
     placement: Placement | None = None
     admin_paths: tuple[AdminPath, ...] = ()
     policy: Policy | None = None
+    programs: tuple[ProgramVersion, ...] = ()
     notes: list[str] = field(default_factory=list)
 
 
@@ -151,11 +158,12 @@ class Preparer:
     """Settles a run before launch over the Git and filesystem ports."""
 
     def __init__(self, git: GitReader, fs: FileSystem, host: HostFacts,
-                 backends: Mapping[str, AgentBackend]) -> None:
+                 backends: Mapping[str, AgentBackend], versions: ProgramVersions) -> None:
         self._git = git
         self._fs = fs
         self._host = host
         self._backends = backends
+        self._versions = versions
 
     def prepare(self, request: RunRequest, run_id: str, runtime_dir: str,
                 progress: Progress | None = None) -> Prepared | Refusal:
@@ -169,6 +177,10 @@ class Preparer:
         missing = backend.check(placement.primary)
         if missing is not None:
             return missing
+        seen.programs = self.programs(request, placement.primary)
+        too_old = version_refusal(seen.programs)
+        if too_old is not None:
+            return too_old
         origins = credential_origins(self._host.environ, self._host.user_home)
         model_map = [request.model_map] if request.model_map else []
         policy = build_policy(
@@ -186,8 +198,33 @@ class Preparer:
         inside = self._runtime_inside(runtime_dir, placement, admin, request.backend)
         if inside is not None:
             return inside
-        return self._generate(request, run_id, runtime_dir, backend, grant, placement, admin,
-                              policy, (repository, git_entries))
+        prepared = self._generate(request, run_id, runtime_dir, backend, grant, placement,
+                                  admin, policy, (repository, git_entries))
+        if isinstance(prepared, Refusal):
+            return prepared
+        return replace(prepared, programs=seen.programs)
+
+    def programs(self, request: RunRequest, primary: str) -> tuple[ProgramVersion, ...]:
+        """The agent programs the request's backend runs, each with its version."""
+        backend = self._backends[request.backend]
+        return tuple(self._versions.version_of(location)
+                     for location in backend.programs(self._host.environ, primary))
+
+    def refusal_before_run(self, request: RunRequest, temp_root: str) -> Refusal | None:
+        """What `WorkerHost.refusal_before_run` answers: `beside_refusal`, then
+        `program_refusal`."""
+        return self.beside_refusal(request, temp_root) or self.program_refusal(request)
+
+    def program_refusal(self, request: RunRequest) -> Refusal | None:
+        """The refusal of an agent program older than the policy relies on, or whose version
+        cannot be read (domain/program_versions.py), or None, also when `prepare` would meet
+        another refusal first (a worktree with no primary worktree to find sandbox-runtime
+        in). The host asks it before a run exists (`WorkerHost.refusal_before_run`), so such a
+        program never starts; `prepare` asks it again at its step (the prerequisites)."""
+        placement = self._placement(request.worktree)
+        if isinstance(placement, Refusal):
+            return None
+        return version_refusal(self.programs(request, placement.primary))
 
     def beside_refusal(self, request: RunRequest, temp_root: str) -> Refusal | None:
         """The refusal of the request's own input (its runtime paths, its project interpreter,

@@ -34,11 +34,13 @@ from concorde_workers.domain.errors import Evidence, Reason, Refusal
 from concorde_workers.domain.layout import (
     BRIEF_FILE,
     GRANT_FILE,
+    PROGRAMS_FILE,
     STATUS_FILE,
     STDERR_TAIL_BYTES,
     TRANSCRIPT_FILE,
     RunLayout,
 )
+from concorde_workers.domain.program_versions import ProgramVersion, parse_programs_document
 from concorde_workers.domain.records import (
     WORKER_ROUND,
     WORKER_RUN,
@@ -66,6 +68,7 @@ __all__ = [
     "TraceWriter",
     "node_json",
     "read_node",
+    "read_programs",
     "read_progress",
     "read_record",
     "record_of_node",
@@ -75,7 +78,8 @@ __all__ = [
 Moment = Literal["start", "update", "end"]
 """When a trace.json is written (seed 002, trace_failures): at the start, an update, the end."""
 
-NODE_FILES: tuple[str, ...] = (STATUS_FILE, GRANT_FILE, BRIEF_FILE, TRANSCRIPT_FILE)
+NODE_FILES: tuple[str, ...] = (STATUS_FILE, GRANT_FILE, BRIEF_FILE, PROGRAMS_FILE,
+                               TRANSCRIPT_FILE)
 """The files a worker run's node lists with their digests (contract.workers.worker-run-trace)."""
 
 ACTIVITY_INTERVAL_SECONDS = 1.0
@@ -670,3 +674,15 @@ def read_node(fs: FileSystem, path: str, kind: str) -> TraceNode | Refusal:
 def read_progress(fs: FileSystem, path: str) -> ProgressFile | Refusal:
     """The progress file at `path`, or a refusal naming what is wrong with it."""
     return _read_progress(fs, path)
+
+
+def read_programs(fs: FileSystem, run_dir: str) -> tuple[ProgramVersion, ...]:
+    """The agent programs a run was prepared with, from its programs.json (issue 11); none when
+    the run has none (a test backend's, a run refused before its preparation ended) or the file
+    cannot be read: an account shows them, nothing decides by them."""
+    path = posixpath.join(run_dir, PROGRAMS_FILE)
+    try:
+        data = json.loads(fs.read_text(path)) if fs.is_file(path) else None
+    except (FileSystemError, ValueError):
+        return ()
+    return parse_programs_document(data) or ()

@@ -88,6 +88,14 @@ def claude_settings(policy: Policy, interpreter: str, *, as_root: bool,
     return settings
 
 
+def shown_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """What `plan` shows of the settings beyond the policy's lists (the deny rules and the
+    sandbox's filesystem lists it shows already, the hooks it names as control files): the
+    sandbox's switches, network and credentials, and the settings' env."""
+    sandbox = {key: value for key, value in settings["sandbox"].items() if key != "filesystem"}
+    return {"sandbox": sandbox, "env": dict(settings.get("env", {}))}
+
+
 def settings_text(settings: dict[str, Any]) -> str:
     """The file's text: sorted keys, two-space indent (as upstream writes it), final newline."""
     return json.dumps(settings, indent=2, sort_keys=True) + "\n"

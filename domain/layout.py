@@ -25,6 +25,9 @@ STATUS_FILE = "status.json"
 GRANT_FILE = "grant.json"
 BRIEF_FILE = "brief.md"
 TRANSCRIPT_FILE = "transcript.jsonl"
+PROGRAMS_FILE = "programs.json"
+"""The agent programs and their versions the run was prepared with (issue 11): no field of seed
+002's contracts holds them, so the run node names this file among its `files`."""
 ROUNDS_DIR = "rounds"
 STDERR_FILE = "stderr.log"
 
@@ -96,6 +99,10 @@ class RunLayout(BaseModel):
     @property
     def transcript(self) -> str:
         return posixpath.join(self.run_dir, TRANSCRIPT_FILE)
+
+    @property
+    def programs(self) -> str:
+        return posixpath.join(self.run_dir, PROGRAMS_FILE)
 
     @property
     def rounds(self) -> str:

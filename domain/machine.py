@@ -176,6 +176,19 @@ def program_source(backend: Backend, environ: Mapping[str, str]) -> str:
     return f"${var}" if environ.get(var) else "PATH"
 
 
+def backend_unusable(choice: WorkerChoice, problem: str, file: str) -> Refusal:
+    """backend_missing for a program that is found but cannot run the policy (too old, or its
+    version unreadable: domain/program_versions.py `version_problem`)."""
+    other: Backend = "pi" if choice.backend == "claude" else "claude"
+    where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
+    message = (
+        f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
+        f"but {problem}; or choose the other program by setting \"backend\": \"{other}\" in "
+        f"{where} of {file} (the model map then needs the model's {other} id)."
+    )
+    return refusal("backend_missing", message, file)
+
+
 def backend_missing(choice: WorkerChoice, program: str, var: str, file: str) -> Refusal:
     other: Backend = "pi" if choice.backend == "claude" else "claude"
     where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,6 +19,7 @@ from concorde_workers.domain.agent_report import RoundReport
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand
 from concorde_workers.domain.policy import Policy
+from concorde_workers.domain.program_versions import ProgramLocation
 from concorde_workers.domain.records import LastAction
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.stdout import IgnoredLines
@@ -60,6 +61,9 @@ class Generated(BaseModel):
     tools: tuple[str, ...]
     program: str
     program_found: bool
+    shown_settings: dict[str, Any] = {}
+    """What of the generated settings beyond the policy's lists `plan` shows (Claude Code: the
+    sandbox's network, credentials and switches, the settings' env)."""
 
 
 @runtime_checkable
@@ -93,6 +97,12 @@ class AgentBackend(Protocol):
     def check(self, primary: str) -> Refusal | None:
         """The backend's prerequisites, checked before anything is generated (on pi:
         pi_runtime_missing naming every missing program); None when all are there."""
+        ...
+
+    def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
+        """The agent programs this backend runs whose versions the generated settings rely on
+        (domain/program_versions.py), where they were found; one that was not found is left
+        out (its absence is refused where it always was); none for a test backend."""
         ...
 
     def generate(self, context: BackendContext) -> Generated:

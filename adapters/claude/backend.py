@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
 from concorde_workers.adapters.claude.stream import (
@@ -18,13 +18,19 @@ from concorde_workers.adapters.claude.stream import (
     project_slug,
     session_file_name,
 )
-from concorde_workers.adapters.programs import program_or_name
-from concorde_workers.domain.claude_settings import claude_settings, digest_text, settings_text
+from concorde_workers.adapters.programs import find_program, program_or_name
+from concorde_workers.domain.claude_settings import (
+    claude_settings,
+    digest_text,
+    settings_text,
+    shown_settings,
+)
 from concorde_workers.domain.credentials import claude_config_directory
 from concorde_workers.domain.environment import claude_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, claude_command
 from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE
+from concorde_workers.domain.program_versions import ProgramLocation
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import EntryKind, FileSystem, FileSystemError
 
@@ -40,20 +46,26 @@ class ClaudeBackend:
     def check(self, primary: str) -> Refusal | None:
         return None
 
+    def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
+        """The claude program (`$CONCORDE_CLAUDE` or PATH), when it is found."""
+        found = find_program(self._fs, "claude", environ)
+        return (ProgramLocation(program="claude", path=found),) if found else ()
+
     def generate(self, context: BackendContext) -> Generated:
         # control/settings.json with the PreToolUse hooks, control/write_hook.py,
         # control/search_hook.py and control/read_hook.py (adapters/claude/hooks.py); the digest
         # covers the final text.
         rt = context.policy.runtime
-        settings = settings_text(claude_settings(
+        settings = claude_settings(
             context.policy, context.interpreter, as_root=context.as_root,
-            extra_hooks=extra_hook_entries(context.interpreter, rt)))
+            extra_hooks=extra_hook_entries(context.interpreter, rt))
+        text = settings_text(settings)
         program, found = program_or_name(self._fs, "claude", context.environ)
         return Generated(
-            files={rt.settings: settings, rt.result_schema: context.result_schema,
+            files={rt.settings: text, rt.result_schema: context.result_schema,
                    **hook_files(context.policy)},
-            settings_digest=digest_text(settings), tools=context.policy.tools_for("claude"),
-            program=program, program_found=found,
+            settings_digest=digest_text(text), tools=context.policy.tools_for("claude"),
+            program=program, program_found=found, shown_settings=shown_settings(settings),
         )
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:

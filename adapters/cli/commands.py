@@ -32,7 +32,7 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
 from concorde_workers.application.requests import invalid
 from concorde_workers.application.sweep import sweep_account
-from concorde_workers.application.tracing import RECORD_UNREADABLE, read_record
+from concorde_workers.application.tracing import RECORD_UNREADABLE, read_programs, read_record
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.text import terminal_lines
@@ -131,10 +131,10 @@ def _refusal_before_run(container: Container, request: RunRequest, args: argpars
     resolved = resolve_worker(container, request, declared)
     if isinstance(resolved, Refusal):
         return resolved
-    # The request's runtime paths and interpreter are judged before a run exists, as
-    # WorkerHost.refusal_before_run does: a bad one is refused like a bad flag.
-    beside = container.preparer().beside_refusal(resolved, container.temp_root())
-    return beside if beside is not None else resolved
+    # The request's runtime paths and interpreter, and the agent program's version, are judged
+    # before a run exists, as WorkerHost.refusal_before_run does: refused like a bad flag.
+    refused = container.preparer().refusal_before_run(resolved, container.temp_root())
+    return refused if refused is not None else resolved
 
 
 def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
@@ -154,7 +154,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         host_pid=container.host_pid())
     with cancel_on_signals(cancel):
         record = run_watched(container.worker_host(), request, cancel, watcher)
-    print_record(record, args.json, out)
+    print_record(record, args.json, out,
+                 read_programs(container.filesystem(), record.run_directory))
     return status_of(record)
 
 
@@ -219,5 +220,5 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         print_refusal(record.model_copy(update={"message": f"{record.message}; {repair}"}),
                       args.json, out, err)
         return ExitStatus.REFUSED
-    print_record(record, args.json, out)
+    print_record(record, args.json, out, read_programs(fs, run_dir))
     return ExitStatus.OK

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from concorde_workers.domain.errors import ErrorLink
 from concorde_workers.domain.layout import ROUNDS_DIR, STATUS_FILE, TRACE_FILE, WORKERS_DIR
+from concorde_workers.domain.program_versions import ProgramVersion
 from concorde_workers.domain.records import ProgressFile, RoundRecord, RunRecord
 from concorde_workers.domain.run_id import is_run_id
 from concorde_workers.domain.text import escape_controls, printable_lines, terminal_lines
@@ -282,8 +283,9 @@ def _worker_result_line(record: RunRecord) -> str | None:
     return text
 
 
-def account(record: RunRecord) -> str:
-    """The end-of-run account of a run record, for a person at a shell."""
+def account(record: RunRecord, programs: Sequence[ProgramVersion] = ()) -> str:
+    """The end-of-run account of a run record, for a person at a shell, with the agent programs
+    it was prepared with (their versions: the run directory's programs.json)."""
     outcome = outcome_of(record)
     headline = record.status if outcome == record.status else f"{record.status} ({outcome})"
     if record.error is not None:
@@ -300,6 +302,8 @@ def account(record: RunRecord) -> str:
     if record.reasoning:
         model += f", reasoning {record.reasoning}"
     lines.append(f"  {worker} on {record.backend}{model}")
+    for program in programs:
+        lines.append(f"  program {program.line()}")
     lines.append(f"  worktree {record.worktree}")
     timing = f"  started {record.started_at}"
     if record.ended_at:

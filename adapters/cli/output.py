@@ -6,10 +6,12 @@ stdout as one JSON document under --json; a run record is its account, or its JS
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TextIO
 
 from concorde_workers.adapters.cli.display import account
 from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.program_versions import ProgramVersion
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.text import json_document, terminal_lines
 
@@ -30,8 +32,11 @@ def print_refusal(refusal: Refusal, as_json: bool, out: TextIO, err: TextIO) -> 
             *(f"  {line}" for line in refusal.message.splitlines())]))
 
 
-def print_record(record: RunRecord, as_json: bool, out: TextIO) -> None:
+def print_record(record: RunRecord, as_json: bool, out: TextIO,
+                 programs: Sequence[ProgramVersion] = ()) -> None:
+    """The record as JSON (exactly the contract's record), or its account with the agent
+    programs the run was prepared with (its programs.json)."""
     if as_json:
         print_json(record.to_json(), out)
     else:
-        out.write(account(record))
+        out.write(account(record, programs))

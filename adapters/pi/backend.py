@@ -28,6 +28,7 @@ from concorde_workers.domain.launch import LaunchCommand, pi_command
 from concorde_workers.domain.layout import PI_AUTH_FILE, PI_MODELS_FILE
 from concorde_workers.domain.policy import jiti_cache, pi_project_dir
 from concorde_workers.domain.prerequisites import PiPrerequisites, pi_runtime_refusal
+from concorde_workers.domain.program_versions import ProgramLocation
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import FileSystem
 
@@ -65,6 +66,17 @@ class PiBackend:
 
     def check(self, primary: str) -> Refusal | None:
         return pi_runtime_refusal(self.prerequisites(primary))
+
+    def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
+        """pi and the sandbox-runtime package its permission extension loads, those found."""
+        found: list[ProgramLocation] = []
+        program = find_program(self._fs, "pi", environ)
+        if program:
+            found.append(ProgramLocation(program="pi", path=program))
+        package = sandbox_runtime_package(environ, primary)
+        if self._fs.is_file(sandbox_runtime_entry(package)):
+            found.append(ProgramLocation(program="sandbox-runtime", path=package))
+        return tuple(found)
 
     def generate(self, context: BackendContext) -> Generated:
         rt = context.policy.runtime

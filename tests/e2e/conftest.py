@@ -25,10 +25,12 @@ A missing claude fails the test (never skips it): run ./scripts/setup.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -47,6 +49,7 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.contracts import validator
+from concorde_workers.domain.program_versions import version_text
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
 
@@ -77,6 +80,27 @@ def hook_denial(text: str) -> str | None:
     denial and its reason, not one version's wording around them."""
     found = HOOK_DENIAL.fullmatch(text)
     return found.group(1) if found else None
+
+
+def program_version(program: Path | str) -> str:
+    """The version the program under test says of itself (`--version`, stdout or stderr):
+    what the host must have read, whichever installation CONCORDE_* names."""
+    said = subprocess.run([str(program), "--version"], capture_output=True, text=True,
+                          timeout=SLOW, check=True)
+    version = version_text(said.stdout) or version_text(said.stderr)
+    assert version is not None, said
+    return version
+
+
+def kept_programs(run: RecordedRun) -> list[tuple[str, str | None]]:
+    """(program, version) of the run directory's programs.json, after checking that the run
+    node names it among its files with its digest (issue 11)."""
+    path = run.run_dir / "programs.json"
+    node = json.loads((run.run_dir / "trace.json").read_text())
+    listed = {f["path"]: f["digest"] for f in node["files"]}
+    digest = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    assert listed.get("programs.json") == digest, listed
+    return [(p["program"], p["version"]) for p in json.loads(path.read_text())["programs"]]
 
 
 def ok_result(*deletions: str, summary: str = "done") -> dict[str, Any]:

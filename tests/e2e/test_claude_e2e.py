@@ -18,9 +18,16 @@ from typing import Any
 
 import pytest
 from e2e.agent_processes import agent_pid
-from e2e.conftest import DUMMY_CREDENTIALS, ClaudeWorld, hook_denial, ok_result
+from e2e.conftest import (
+    DUMMY_CREDENTIALS,
+    ClaudeWorld,
+    hook_denial,
+    kept_programs,
+    ok_result,
+    program_version,
+)
 from servers.anthropic_server import Reply, last_tool_result
-from servers.claude_wrapper import write_wrapper
+from servers.claude_wrapper import find_claude, write_wrapper
 from timing import SLOW, Deadline
 
 from concorde_workers.application.cancellation import Cancellation
@@ -167,6 +174,11 @@ def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> Non
     status = json.loads((run.run_dir / "status.json").read_text())
     assert status["phase"] == "finished" and status["status"] == "ok"
     assert status["last_action"]["tool"] == "StructuredOutput"
+    # The version of the program the run was prepared with (the wrapper lies in no npm package:
+    # asked `--version` once, which it passes on to the pinned claude), kept in the trace.
+    claude = find_claude()
+    assert claude is not None
+    assert kept_programs(run) == [("claude", program_version(claude))]
     claude_world.assert_cleaned(run)
 
 

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.conftest import kept_programs, program_version
 from e2e.conftest_pi import (
+    PI,
+    SANDBOX_RUNTIME,
     PiWorld,
     call,
     pi_world,
@@ -77,6 +80,9 @@ def test_an_allowed_write_and_a_valid_result_end_ok_with_a_clean_audit(pi_world:
     assert run.requests[0]["headers"].get("authorization") == "Bearer sk-scripted-local-key"
     status = json.loads((run.run_dir / "status.json").read_text())
     assert status["phase"] == "finished" and status["last_action"]["tool"] == "concorde_result"
+    # pi and sandbox-runtime as the preparation read them (their package.json), in the trace.
+    srt = json.loads((SANDBOX_RUNTIME / "package.json").read_text())["version"]
+    assert kept_programs(run) == [("pi", program_version(PI)), ("sandbox-runtime", srt)]
 
 
 # --- (b) write and edit on read-only paths --------------------------------------------------------

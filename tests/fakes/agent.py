@@ -28,6 +28,7 @@ from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.environment import worker_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand
+from concorde_workers.domain.program_versions import ProgramLocation
 from concorde_workers.domain.request import Backend
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.clock import Clock
@@ -221,6 +222,10 @@ class TestBackendBase:
 
     def check(self, primary: str) -> Refusal | None:
         return self.refusal
+
+    def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
+        """A test program has no version the policy relies on."""
+        return ()
 
     def generate(self, context: BackendContext) -> Generated:
         self._seen(context)

@@ -116,7 +116,7 @@ class HostWorld(PlanWorld):
         container = Container(filesystem=self.fs, git=self.git, clock=self.clock,
                               random=self.random, host=self.host(), temp_root=self.temp_root,
                               cwd=PRIMARY, processes=self.runner, host_pid=42,
-                              process_table=self.process_table)
+                              process_table=self.process_table, versions=self.versions)
         container.backends.override(providers.Dict(
             pi=providers.Object(scripted), claude=providers.Object(scripted)))
         record = container.worker_host().run(self.request(backend, **request_overrides),

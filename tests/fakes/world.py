@@ -18,6 +18,7 @@ from concorde_workers.container import Container
 from fakes.filesystem import FakeFileSystem
 from fakes.git import FakeGit
 from fakes.liveness import FakeProcessTable
+from fakes.program_versions import FakeProgramVersions
 from fakes.system import FakeClock, FakeRandom
 
 PRIMARY = "/work/repo"
@@ -72,6 +73,7 @@ class PlanWorld:
     sandbox_runtime: bool = True
     fs: FakeFileSystem = field(default_factory=FakeFileSystem)
     process_table: FakeProcessTable = field(default_factory=FakeProcessTable)
+    versions: FakeProgramVersions = field(default_factory=FakeProgramVersions)
 
     def __post_init__(self) -> None:
         self.git = FakeGit(self.fs)
@@ -111,7 +113,7 @@ class PlanWorld:
     def container(self, temp_root: str = TEMP_ROOT, as_root: bool = False) -> Container:
         return Container(filesystem=self.fs, git=self.git, clock=self.clock, random=self.random,
                          host=self.host(as_root), temp_root=temp_root, cwd=PRIMARY,
-                         process_table=self.process_table)
+                         process_table=self.process_table, versions=self.versions)
 
     def forget_calls(self) -> None:
         """Clear the recorded port calls (setup made some)."""

@@ -5,8 +5,12 @@ committed worker configuration, a model map and an isolated host environment.
 
     home/                       HOME and XDG_CONFIG_HOME (home/.config) of every process
     home/.config/concorde/models.json   the model map, at its default XDG location
-    bin/                        stub programs: claude, pi, rg, fd, bwrap, socat (never run)
+    bin/                        stub programs: claude, pi, rg, fd, bwrap, socat (never run);
+                                claude and pi link into their npm packages under
+                                npm/node_modules/, whose package.json says the pinned version
+                                (the host reads a version there, it never runs the program)
     srt/dist/index.js           the sandbox-runtime package CONCORDE_SANDBOX_RUNTIME names
+                                (srt/package.json: the pinned version)
     repo/                       the primary worktree (branch main), files committed
     repo/.claude/worktrees/task a linked worktree made by `git worktree add`
     grant.json, request.json    a grant input and a request file (no operation: flags add it)
@@ -79,6 +83,13 @@ GRANT: dict[str, Any] = {
 INSTRUCTIONS = "Add a greeting to main.py; leave util.py as it is."
 
 STUB_PROGRAMS = ("claude", "pi", "rg", "fd", "bwrap", "socat")
+
+# The npm packages of the stub agent programs: (package, the program's file in it). Their
+# package.json says the version package-lock.json pins (tests read it there).
+STUB_PACKAGES: dict[str, tuple[str, str]] = {
+    "claude": ("@anthropic-ai/claude-code", "bin/claude.exe"),
+    "pi": ("@mariozechner/pi-coding-agent", "dist/cli.js"),
+}
 
 # Variables of the developer's own environment that must not reach a test of the planner.
 _DROPPED_PREFIXES = ("GIT_", "CONCORDE_")
@@ -154,6 +165,17 @@ class Project:
         return path
 
 
+def pinned_version(package: str) -> str:
+    """The version package-lock.json pins for `package`."""
+    lock = json.loads((Path(__file__).resolve().parents[2] / "package-lock.json").read_text())
+    version: str = lock["packages"][f"node_modules/{package}"]["version"]
+    return version
+
+
+def write_package_json(directory: Path, package: str, version: str) -> None:
+    (directory / "package.json").write_text(json.dumps({"name": package, "version": version}))
+
+
 def _write_program(path: Path) -> None:
     path.write_text("#!/bin/sh\necho 'a stub: the planner never starts a program' >&2\nexit 99\n")
     path.chmod(0o755)
@@ -166,10 +188,20 @@ def build_project(root: Path) -> Project:
     binary = root / "bin"
     binary.mkdir()
     for name in STUB_PROGRAMS:
-        _write_program(binary / name)
+        if name not in STUB_PACKAGES:
+            _write_program(binary / name)
+            continue
+        package, entry = STUB_PACKAGES[name]
+        directory = root / "npm" / "node_modules" / package
+        (directory / entry).parent.mkdir(parents=True)
+        _write_program(directory / entry)
+        write_package_json(directory, package, pinned_version(package))
+        (binary / name).symlink_to(directory / entry)
     sandbox_runtime = root / "srt"
     (sandbox_runtime / "dist").mkdir(parents=True)
     (sandbox_runtime / "dist" / "index.js").write_text("// stub\n")
+    write_package_json(sandbox_runtime, "@anthropic-ai/sandbox-runtime",
+                       pinned_version("@anthropic-ai/sandbox-runtime"))
     tmp = root / "tmp"
     tmp.mkdir()
     primary = root / "repo"

@@ -37,6 +37,7 @@ from concorde_workers.adapters.cli.display import (
 from concorde_workers.application.tracing import read_record
 from concorde_workers.container import Container
 from concorde_workers.domain.errors import ErrorLink, Reason, Unhandled
+from concorde_workers.domain.program_versions import ProgramVersion
 from concorde_workers.domain.records import (
     AuditRecord,
     LastAction,
@@ -264,6 +265,21 @@ def test_the_account_of_an_ok_run() -> None:
     assert "\nerror\n" not in text
     assert f"record        {RUN_DIR}/trace.json" in text
     assert f"transcript    {RUN_DIR}/transcript.jsonl" in text
+
+
+def test_the_account_names_the_agent_programs_the_run_was_prepared_with() -> None:
+    """Issue 11: the versions from the run directory's programs.json, under the worker line."""
+    programs = (
+        ProgramVersion(program="pi", path="/opt/bin/pi", version="0.73.1",
+                       source="/opt/pi/package.json"),
+        ProgramVersion(program="sandbox-runtime", path="/opt/srt", version="0.0.83",
+                       source="/opt/srt/package.json"))
+    lines = account(record(), programs).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  implement worker"))
+    assert lines[at + 1:at + 3] == [
+        "  program pi 0.73.1 (at least 0.73.1) /opt/bin/pi  ← /opt/pi/package.json",
+        "  program sandbox-runtime 0.0.83 (at least 0.0.78) /opt/srt  ← /opt/srt/package.json"]
+    assert "  program " not in account(record())
 
 
 def test_the_account_of_an_interrupted_run_and_its_outcome() -> None:

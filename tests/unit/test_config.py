@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from fakes.program_versions import FakeProgramVersions
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.contracts import load
@@ -24,6 +25,7 @@ from concorde_workers.domain.config import (
     parse_configuration,
 )
 from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.program_versions import MINIMUMS, ProgramLocation
 from concorde_workers.ports.filesystem import FileSystemError
 
 WT = "/repo/.claude/worktrees/wt"
@@ -418,6 +420,31 @@ def test_a_missing_program_is_refused(
     result = refused(resolve(fs, worker=worker, environ={**ENV, **env}), "backend_missing", CONFIG)
     for words in (f"worker {worker}", f"program {program}", f"from {source}", other):
         assert words in result.message
+
+
+@pytest.mark.parametrize(("worker", "program", "older", "other"), [
+    ("chair", "claude", "2.1.197", '"backend": "pi"'),
+    ("reviewer2", "pi", "0.70.0", '"backend": "claude" in default'),
+])
+def test_a_program_older_than_the_policy_relies_on_is_refused(
+    worker: str, program: str, older: str, other: str
+) -> None:
+    """Issue 11: the reader asks the program's version (the ProgramVersions port) and refuses
+    an older one with the same code as a missing one, naming the version, the minimum and the
+    upgrade; a new enough one resolves."""
+    fs = files(model_map=full_map())
+    versions = FakeProgramVersions(versions={program: older})
+    result = refused(ConfigurationReader(fs, ENV, versions).resolve_worker(
+        WT, "spec_panel", worker, DECLARED), "backend_missing", CONFIG)
+    row = MINIMUMS[program]
+    for words in (f"worker {worker}", f"/usr/bin/{program} is version {older}",
+                  f"older than {row.minimum}", row.upgrade, other):
+        assert words in result.message
+    fresh = FakeProgramVersions(versions={program: row.minimum})
+    resolved = ConfigurationReader(fs, ENV, fresh).resolve_worker(
+        WT, "spec_panel", worker, DECLARED)
+    assert isinstance(resolved, ResolvedWorker) and resolved.program == f"/usr/bin/{program}"
+    assert fresh.asked == [ProgramLocation(program=program, path=f"/usr/bin/{program}")]
 
 
 def test_the_program_variables_choose_the_program() -> None:

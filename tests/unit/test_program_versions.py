@@ -1,0 +1,133 @@
+"""Issue 11: the agent programs' versions, the oldest each backend's generated settings rely on,
+and the refusal of an older program or one whose version cannot be read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from concorde_workers.domain.program_versions import (
+    MINIMUMS,
+    ProgramVersion,
+    parse_programs_document,
+    parse_version,
+    programs_document,
+    programs_text,
+    version_problem,
+    version_refusal,
+    version_text,
+)
+
+LOCK = Path(__file__).resolve().parents[2] / "package-lock.json"
+
+
+@pytest.mark.parametrize(("text", "parsed"), [
+    ("2.1.332 (Claude Code)", (2, 1, 332)),
+    ("0.73.1", (0, 73, 1)),
+    ("v0.0.83\n", (0, 0, 83)),
+    ("claude-cli/2.1.197 (external, sdk-cli)", (2, 1, 197)),
+    ("2.1.332-beta.1", (2, 1, 332)),
+    ("version 10.20.30 and 1.2.3", (10, 20, 30)),
+    ("1.2", None),
+    ("127.0.0.1.5", None),
+    ("", None),
+    ("no version here", None),
+])
+def test_a_version_is_the_first_major_minor_patch_of_what_a_program_says(
+        text: str, parsed: tuple[int, int, int] | None) -> None:
+    assert parse_version(text) == parsed
+    assert version_text(text) == (None if parsed is None else ".".join(map(str, parsed)))
+
+
+def found(program: str, version: str | None, problem: str | None = None) -> ProgramVersion:
+    return ProgramVersion(program=program, path=f"/opt/{program}", version=version,
+                          source=f"/opt/{program}/package.json", problem=problem)
+
+
+@pytest.mark.parametrize("program", sorted(MINIMUMS))
+def test_the_minimum_and_newer_versions_will_do(program: str) -> None:
+    least = parse_version(MINIMUMS[program].minimum)
+    assert least is not None
+    major, minor, patch = least
+    for version in (f"{major}.{minor}.{patch}", f"{major}.{minor}.{patch + 1}",
+                    f"{major}.{minor + 1}.0", f"{major + 1}.0.0"):
+        assert version_problem(found(program, version)) is None, version
+    assert version_refusal([found(program, MINIMUMS[program].minimum)]) is None
+
+
+def test_the_pinned_programs_are_at_least_their_minimums() -> None:
+    """package-lock.json never pins a program older than the policy relies on."""
+    packages = json.loads(LOCK.read_text())["packages"]
+    for row in MINIMUMS.values():
+        pinned = packages[f"node_modules/{row.package}"]["version"]
+        assert version_problem(found(row.program, pinned)) is None, (row.program, pinned)
+
+
+@pytest.mark.parametrize(("program", "older", "code"), [
+    ("claude", "2.1.197", "backend_missing"),
+    ("claude", "2.1.331", "backend_missing"),
+    ("claude", "1.99.999", "backend_missing"),
+    ("pi", "0.73.0", "pi_runtime_missing"),
+    ("sandbox-runtime", "0.0.77", "pi_runtime_missing"),
+])
+def test_an_older_program_is_refused_naming_it_its_version_the_minimum_and_the_upgrade(
+        program: str, older: str, code: str) -> None:
+    row = MINIMUMS[program]
+    refusal = version_refusal([found(program, older)])
+    assert refusal is not None
+    assert refusal.code == code and refusal.reason.value == "environment"
+    assert refusal.file == f"/opt/{program}"
+    message = refusal.message
+    assert f"{row.title} at /opt/{program} is version {older}" in message
+    assert f"older than {row.minimum}" in message
+    assert row.upgrade in message
+    assert f"from /opt/{program}/package.json" in message
+
+
+def test_a_program_whose_version_cannot_be_read_is_refused_with_what_it_said() -> None:
+    problem = "it exited 1 and printed 'unknown option'"
+    refusal = version_refusal([found("claude", None, problem)])
+    assert refusal is not None and refusal.code == "backend_missing"
+    assert "could not be read (it exited 1 and printed 'unknown option')" in refusal.message
+    assert "2.1.332 or newer" in refusal.message
+    garbled = version_refusal([found("pi", "a build of today")])
+    assert garbled is not None and garbled.code == "pi_runtime_missing"
+
+
+def test_the_first_program_that_will_not_do_is_refused() -> None:
+    refusal = version_refusal([found("pi", "0.73.1"), found("sandbox-runtime", "0.0.1")])
+    assert refusal is not None and "sandbox-runtime at /opt/sandbox-runtime" in refusal.message
+    assert refusal.message.startswith("the pi backend needs programs this machine lacks")
+
+
+def test_programs_json_reads_back_as_written() -> None:
+    programs = (found("pi", "0.73.1"), found("sandbox-runtime", None, "no package.json"))
+    text = programs_text(programs)
+    assert json.loads(text) == programs_document(programs)
+    assert json.loads(text)["programs"][0] == {
+        "program": "pi", "path": "/opt/pi", "version": "0.73.1", "minimum": "0.73.1",
+        "source": "/opt/pi/package.json", "problem": None}
+    assert parse_programs_document(json.loads(text)) == programs
+    for damaged in (None, [], {"programs": [{"program": "emacs"}]},
+                    {"programs": [{"program": "pi"}]}, {"programs": "pi"}):
+        assert parse_programs_document(damaged) is None, damaged
+
+
+def test_a_program_line_says_version_minimum_path_and_source() -> None:
+    assert found("claude", "2.1.332").line() == (
+        "claude 2.1.332 (at least 2.1.332) /opt/claude  ← /opt/claude/package.json")
+    assert found("pi", None, "it printed nothing").line() == (
+        "pi version unknown (at least 0.73.1) /opt/pi  ← it printed nothing")
+
+
+def test_the_quickstart_names_the_pinned_versions() -> None:
+    """README's Quickstart says which programs scripts/setup installs (scripts/bump-agents
+    rewrites the line when it moves the pins)."""
+    packages = json.loads(LOCK.read_text())["packages"]
+    version = {row.program: packages[f"node_modules/{row.package}"]["version"]
+               for row in MINIMUMS.values()}
+    readme = (LOCK.parent / "README.md").read_text()
+    assert (f"(Claude Code {version['claude']}, pi {version['pi']}, sandbox-runtime "
+            f"{version['sandbox-runtime']})") in readme
