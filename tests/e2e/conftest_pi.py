@@ -43,12 +43,16 @@ from concorde_workers.container import production
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.ports.agent import BackendContext, Generated
 
-__all__ = ["GRANT", "PiRun", "PiWorld", "build_world", "call", "pi_world", "remove_temp_root",
-           "result_call", "runtime_of"]
+__all__ = ["GRANT", "PI", "SANDBOX_RUNTIME", "PiRun", "PiWorld", "build_world", "call",
+           "pi_world", "remove_temp_root", "result_call", "runtime_of"]
 
 CHECKOUT = Path(__file__).resolve().parents[2]
-PI = CHECKOUT / "node_modules" / ".bin" / "pi"
-SANDBOX_RUNTIME = CHECKOUT / "node_modules" / "@anthropic-ai" / "sandbox-runtime"
+# The programs under test: `$CONCORDE_PI` and `$CONCORDE_SANDBOX_RUNTIME` of the test process
+# when set (run the end-to-end tests against any installed pi, README "Development"), else the
+# pinned ones ./scripts/setup installs.
+PI = Path(os.environ.get("CONCORDE_PI") or CHECKOUT / "node_modules" / ".bin" / "pi")
+SANDBOX_RUNTIME = Path(os.environ.get("CONCORDE_SANDBOX_RUNTIME")
+                       or CHECKOUT / "node_modules" / "@anthropic-ai" / "sandbox-runtime")
 WORKTREE_NAME = "task"
 MODEL = f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}"
 
@@ -81,7 +85,8 @@ def require_programs() -> None:
     if shutil.which("fd") is None and shutil.which("fdfind") is None:
         missing.append("fd (fdfind)")
     if missing:
-        pytest.fail(f"the pi end-to-end tests need {', '.join(missing)}: run ./scripts/setup",
+        pytest.fail(f"the pi end-to-end tests need {', '.join(missing)}: run ./scripts/setup "
+                    "(or set CONCORDE_PI and CONCORDE_SANDBOX_RUNTIME to installed ones)",
                     pytrace=False)
 
 
