@@ -54,14 +54,24 @@ def _named(tests_root: Path) -> dict[str, tuple[str, ...]]:
     named: dict[str, list[str]] = {}
     for path in sorted(tests_root.rglob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.FunctionDef | ast.ClassDef):
-                continue
+        for node in _definitions(tree.body):
             for deco in node.decorator_list:
                 title = _req_title(deco)
                 if title is not None:
                     named.setdefault(title, []).append(f"{path.relative_to(ROOT)}::{node.name}")
     return {title: tuple(tests) for title, tests in named.items()}
+
+
+def _definitions(body: list[ast.stmt]) -> list[ast.FunctionDef | ast.ClassDef]:
+    """The functions and classes pytest collects from: a module's and, within its classes,
+    theirs (a function defined inside a function is no test)."""
+    found: list[ast.FunctionDef | ast.ClassDef] = []
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            found.append(node)
+        if isinstance(node, ast.ClassDef):
+            found += _definitions(node.body)
+    return found
 
 
 def _req_title(deco: ast.expr) -> str | None:
