@@ -58,12 +58,13 @@ def run_suite(tree: Path, shim: Path, hogs: int) -> tuple[float, float, float, s
             cwd=tree, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
             check=False)
         wall = time.perf_counter() - started
+        cpu = children_cpu() - cpu  # before the hogs are reaped: theirs is not the suite's
     finally:
         for hog in yes:
             hog.kill()
             hog.wait()
     lines = done.stdout.strip().splitlines()
-    return wall, children_cpu() - cpu, load, lines[-1] if lines else "", done.returncode
+    return wall, cpu, load, lines[-1] if lines else "", done.returncode
 
 
 def shim_for(name: str, tree: Path, base: Path) -> Path:
