@@ -8,8 +8,12 @@ Claude Code (the pinned node_modules/.bin/claude) against the scripted Messages 
     <tmp_path>/user/home/                the user's HOME as the host sees it
     <tmp_path>/user/claude-config/       the user's CLAUDE_CONFIG_DIR, with a dummy
                                          .credentials.json (the host copies it into config/)
-    <tmp_path>/bin/claude                the wrapper CONCORDE_CLAUDE names (tests/servers/
-                                         claude_wrapper.py): the real claude with
+    <basetemp>/claude-under-test0/node_modules/claude
+                                         the claude under test (a hard link or copy: the
+                                         confinement keeps this node_modules visible)
+    .../node_modules/wrappers/<test>/claude
+                                         the wrapper CONCORDE_CLAUDE names (tests/servers/
+                                         claude_wrapper.py): the claude under test with
                                          ANTHROPIC_BASE_URL=<the server> and
                                          CLAUDE_CODE_MAX_RETRIES=0 added; it logs each start
                                          on its stderr (the round's stderr.log)
@@ -41,7 +45,13 @@ import pytest
 from dependency_injector import providers
 from integration.conftest import build_project
 from servers.anthropic_server import AnthropicServer, Step
-from servers.claude_wrapper import find_claude, read_starts, write_wrapper
+from servers.claude_wrapper import (
+    find_claude,
+    read_starts,
+    visible_copy,
+    wrapper_path,
+    write_wrapper,
+)
 from timing import SLOW, Deadline
 
 from concorde_workers.adapters.process import SubprocessRunner
@@ -110,13 +120,15 @@ def ok_result(*deletions: str, summary: str = "done") -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def claude_program() -> Path:
+def claude_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Claude Code under test, as a copy its wrappers can run inside the confinement
+    (tests/servers/claude_wrapper.py `visible_copy`)."""
     found = find_claude()
     if found is None:
         pytest.fail("the Claude Code under test is missing: run ./scripts/setup (npm ci "
                     "installs the pinned node_modules/.bin/claude), or set CONCORDE_CLAUDE to "
                     "the absolute path of an installed claude")
-    return found
+    return visible_copy(found, tmp_path_factory.mktemp("claude-under-test"))
 
 
 @pytest.fixture
@@ -256,9 +268,8 @@ def claude_world(tmp_path: Path, claude_program: Path,
     credentials = config / ".credentials.json"
     credentials.write_text(DUMMY_CREDENTIALS)
     credentials.chmod(0o600)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    wrapper = write_wrapper(bin_dir / "claude", claude_program, anthropic_server.url)
+    wrapper = write_wrapper(wrapper_path(claude_program, tmp_path.name), claude_program,
+                            anthropic_server.url)
     temp_root = Path(tempfile.mkdtemp(prefix="cce-", dir="/tmp"))
     environ = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",

@@ -27,15 +27,41 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REPO", "START_MARK", "find_claude", "read_starts", "write_wrapper"]
+__all__ = ["REPO", "START_MARK", "find_claude", "read_starts", "visible_copy", "wrapper_path",
+           "write_wrapper"]
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED_CLAUDE = REPO / "node_modules" / ".bin" / "claude"
 START_MARK = "[claude-wrapper-start] "
+
+
+def visible_copy(claude: Path, root: Path) -> Path:
+    """The program under test as `<root>/node_modules/claude`: a hard link to its file (a copy
+    where the file lies on another filesystem). The host runs the whole agent confined and keeps
+    visible only what its program runs from — for a program in a `node_modules`, that whole
+    folder — so the wrappers written beside it (`wrapper_path`) can run it wherever the real
+    one lies: a checkout under /tmp or a home, a Claude Code installed in ~/.local, all of which
+    the confinement hides."""
+    target = root / "node_modules" / "claude"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    real = claude.resolve()
+    try:
+        os.link(real, target)
+    except OSError:
+        shutil.copy2(real, target)
+    return target
+
+
+def wrapper_path(visible: Path, name: str) -> Path:
+    """Where a test's wrapper goes: beside the visible copy, in the same `node_modules`."""
+    folder = visible.parent / "wrappers" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "claude"
 
 
 def find_claude() -> Path | None:
