@@ -197,6 +197,10 @@ def queries(case: Case) -> st.SearchStrategy[Query]:
 
 BATCH = 32
 """At most this many queries are drawn with each policy: one batch for the pi driver."""
+BATCH_SHARE = 0.3
+"""A batch property's share of the profile's examples (tests/profiles.py `examples`): each of
+its examples is up to BATCH decisions, so the thorough profile's 300 batches decide about
+5,000 cases a table."""
 
 
 @st.composite

@@ -4,8 +4,9 @@ Every property test takes its number of examples from the profile loaded when th
 `fast` unless `HYPOTHESIS_PROFILE` (`.ci/run` sets `thorough`) or pytest's
 `--hypothesis-profile NAME` names another. Both profiles drop Hypothesis's deadline and its
 too-slow health check: each is a timed assertion, and the suite must pass on a busy machine
-(HELPERS.md "Robust tests"). A property that starts a process per example asks for a share of
-the profile's count with `examples()` instead of a number of its own.
+(HELPERS.md "Robust tests"). A property whose every example is costly — it runs Git, or it is a
+batch of decisions — asks for a share of the profile's count with `examples()` instead of a
+number of its own.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def register() -> None:
     settings.load_profile(os.environ.get(ENVIRONMENT) or FAST)
 
 
-def examples(share: float) -> int:
-    """`share` of the loaded profile's examples (at least LEAST_EXAMPLES), for a property whose
-    every example is costly, such as one that runs Git or starts a process."""
-    return max(LEAST_EXAMPLES, round(settings.default.max_examples * share))
+def examples(share: float, least: int = LEAST_EXAMPLES) -> int:
+    """`share` of the loaded profile's examples, at least `least`, for a property whose every
+    example is costly: one that runs Git, or one whose example is a whole batch of cases (least
+    FAST_EXAMPLES keeps such a batch property as thorough at a desk as any other)."""
+    return max(least, round(settings.default.max_examples * share))

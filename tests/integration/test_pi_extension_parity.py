@@ -26,8 +26,9 @@ import policy_cases as cases
 import pytest
 from fakes.pi_extension_world import PiWorld, build_world, node_available, tree_policy
 from fakes.pi_policy_server import PiPolicyServer
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import FAST_EXAMPLES, examples
 
 from concorde_workers.adapters.pi.extension import extension_policy
 from concorde_workers.domain.policy import (
@@ -318,6 +319,7 @@ def embedded(policy: Policy, world: PiWorld) -> dict[str, Any]:
 
 @pytest.mark.req("Both backends enforce the same grant")
 @pytest.mark.req("A denied pi file tool call gives the table's reason")
+@settings(max_examples=examples(cases.BATCH_SHARE, least=FAST_EXAMPLES))
 @given(batch=cases.batches())
 def test_generated_grants_and_paths_decide_as_the_domain(
         world: PiWorld, server: PiPolicyServer,
@@ -377,6 +379,7 @@ def on_disk(policy: Policy, kind: str, path: str) -> dict[str, Any]:
 
 
 @pytest.mark.req("Both backends enforce the same grant")
+@settings(max_examples=examples(cases.BATCH_SHARE, least=FAST_EXAMPLES))
 @given(grant=tree_grants, drawn=st.lists(tree_paths, min_size=1, max_size=cases.BATCH // 4))
 def test_generated_grants_on_the_real_tree_decide_as_the_domain(
         world: PiWorld, server: PiPolicyServer, grant: tuple[dict[str, str], list[str]],

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from fakes.agent import make_context
 from fakes.filesystem import FakeFileSystem
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from policy_cases import Case, Query, batches, mismatches
+from policy_cases import BATCH_SHARE, Case, Query, batches, mismatches
+from profiles import FAST_EXAMPLES, examples
 
 from concorde_workers.adapters.claude import hook_template as T
 from concorde_workers.adapters.claude.backend import ClaudeBackend
@@ -734,6 +735,7 @@ def _domain_verdict(policy: Policy, q: Query) -> tuple[bool, str | None]:
 
 @pytest.mark.req("Only rw paths are writable by file tools")
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
+@settings(max_examples=examples(BATCH_SHARE, least=FAST_EXAMPLES))
 @given(batch=batches())
 def test_the_templates_tables_are_the_domains_over_any_grant(
         batch: tuple[Case, list[Query]]) -> None:
