@@ -23,6 +23,9 @@ Shape (after pre-commit's util.py, pip's utils/subprocess.py and tox's staged in
   that returns at a moment it chooses, e.g. once its model server has seen the agent's request,
   so a timeout never races the program's start-up);
 
+The pipe threads' reading and writing, the line splitter, the bounded queue and the stderr tail
+are adapters/process_pipes.py; this module starts the program and ends it.
+
 Nothing here polls: reads and writes block in `poll(2)` on the pipe and on a private stop pipe,
 the timer and `wait` block on Events, `lines()` and a stdout thread facing a full queue block on
 the queue's condition.
@@ -62,14 +65,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import subprocess
-import sys
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 from concorde_workers.adapters.namespace_init import (
     await_exit,
@@ -77,6 +76,14 @@ from concorde_workers.adapters.namespace_init import (
     open_init,
     read_report,
     report_pipe,
+)
+from concorde_workers.adapters.process_pipes import (
+    Backlog,
+    LineQueue,
+    LineSplitter,
+    Tail,
+    feed,
+    pump,
 )
 from concorde_workers.domain.launch import EXIT_STATUS_FD
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
@@ -86,7 +93,6 @@ __all__ = [
     "DEFAULT_QUEUE_BYTES",
     "DEFAULT_STDERR_KEEP_BYTES",
     "DEFAULT_TERM_GRACE_SECONDS",
-    "Backlog",
     "SubprocessHandle",
     "SubprocessRunner",
     "WaitTimeout",
@@ -109,12 +115,6 @@ Event itself to end its wait). The runner then looks for itself whether the lead
 
 def _wait_real_time(wake: threading.Event, seconds: float) -> None:
     wake.wait(seconds)
-
-
-_CHUNK = 64 * 1024
-# After the stop, read at most this much more from a pipe (a Linux pipe holds at most 1 MiB
-# unless raised by root), so a writer outside the group cannot keep a stream going forever.
-_DRAIN_BUDGET = 1 << 20
 
 
 class SubprocessRunner:
@@ -176,33 +176,13 @@ class SubprocessRunner:
         stdin_bytes = None if stdin_text is None else stdin_text.encode("utf-8")
         args, report = report_pipe(args)
         args, status = report_pipe(args, EXIT_STATUS_FD)
-        pipes = [pipe for pipe in (report, status) if pipe is not None]
-        stop_r, stop_w = os.pipe()  # close-on-exec: the program never sees it
-        try:
-            proc = subprocess.Popen(
-                list(args),
-                pass_fds=tuple(write_end for _, write_end in pipes),
-                env=dict(env),
-                cwd=cwd,
-                stdin=subprocess.DEVNULL if stdin_bytes is None else subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
-                close_fds=True,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            _close(stop_r, stop_w, *(fd for pipe in pipes for fd in pipe))
-            raise ProcessStartFailed(args, str(exc)) from exc
-        except BaseException:
-            _close(stop_r, stop_w, *(fd for pipe in pipes for fd in pipe))
-            raise
-        for _, write_end in pipes:
-            os.close(write_end)  # the program holds it now: end of file once it closes it
+        stop_pipe = os.pipe()  # close-on-exec: the program never sees it
+        reports = [pipe for pipe in (report, status) if pipe is not None]
+        proc = _spawn(args, env, cwd, stdin_bytes is not None, reports, stop_pipe)
         try:
             return SubprocessHandle(
                 proc,
-                stop_pipe=(stop_r, stop_w),
+                stop_pipe=stop_pipe,
                 report_fd=None if report is None else report[0],
                 status_fd=None if status is None else status[0],
                 stdin_bytes=stdin_bytes,
@@ -221,167 +201,45 @@ class SubprocessRunner:
             raise
 
 
+def _spawn(
+    args: tuple[str, ...],
+    env: Mapping[str, str],
+    cwd: str,
+    piped_stdin: bool,
+    reports: Sequence[tuple[int, int]],
+    stop_pipe: tuple[int, int],
+) -> subprocess.Popen[bytes]:
+    """Start `args` as the leader of a new session and process group (its id is the leader's
+    pid), handing it the write ends of the `reports` pipes, which the host then closes. When it
+    cannot be started, every descriptor made for it is closed."""
+    try:
+        proc = subprocess.Popen(
+            list(args),
+            pass_fds=tuple(write_end for _, write_end in reports),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            close_fds=True,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        _close(*stop_pipe, *(fd for pipe in reports for fd in pipe))
+        raise ProcessStartFailed(args, str(exc)) from exc
+    except BaseException:
+        _close(*stop_pipe, *(fd for pipe in reports for fd in pipe))
+        raise
+    for _, write_end in reports:
+        os.close(write_end)  # the program holds it now: end of file once it closes it
+    return proc
+
+
 def _close(*fds: int) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
-
-
-class _Tail:
-    """The last `keep` bytes written to it."""
-
-    def __init__(self, keep: int) -> None:
-        self._keep = keep
-        self._buf = bytearray()
-        self._lock = threading.Lock()
-
-    def add(self, data: bytes) -> None:
-        with self._lock:
-            if len(data) >= self._keep:
-                self._buf = bytearray(data[-self._keep :])
-                return
-            self._buf += data
-            excess = len(self._buf) - self._keep
-            if excess > 0:
-                del self._buf[:excess]
-
-    def last(self, max_bytes: int) -> bytes:
-        if max_bytes < 0:
-            raise ValueError("max_bytes must not be negative")
-        if max_bytes == 0:
-            return b""
-        with self._lock:
-            return bytes(self._buf[-max_bytes:])
-
-
-class _LineSplitter:
-    """Bytes in, decoded lines out. A line ends at "\\n" (a "\\r" just before it belongs to the
-    line end); the rest after the last "\\n" is a last line of its own at the end. A line of more
-    than `max_bytes` bytes before its "\\n" is dropped as it arrives and counted in `overlong`:
-    the splitter never holds more than `max_bytes` of a line."""
-
-    def __init__(self, emit: Callable[[str], None], max_bytes: int) -> None:
-        self._emit = emit
-        self._max = max_bytes
-        self._partial = bytearray()
-        self._dropping = 0  # the bytes so far of an overlong line being dropped; 0: none
-        self.overlong = Overlong(limit=max_bytes)
-
-    def feed(self, data: bytes) -> None:
-        start = 0
-        if self._dropping:
-            nl = data.find(b"\n")
-            if nl < 0:
-                self._dropping += len(data)
-                return
-            self._drop(self._dropping + nl)
-            self._dropping = 0
-            start = nl + 1
-        last_nl = data.rfind(b"\n", start)  # only the new bytes are searched: linear
-        if last_nl < 0:
-            self._hold(data, start)
-            return
-        head = data[start:last_nl]
-        if self._partial:
-            self._partial += head
-            head, self._partial = bytes(self._partial), bytearray()
-        for raw in head.split(b"\n"):
-            if len(raw) > self._max:
-                self._drop(len(raw))
-            else:
-                self._emit(_decode(raw))
-        self._hold(data, last_nl + 1)
-
-    def end(self) -> None:
-        if self._dropping:
-            self._drop(self._dropping)
-            self._dropping = 0
-        elif self._partial:
-            self._emit(_decode(bytes(self._partial)))
-            self._partial = bytearray()
-
-    def _hold(self, data: bytes, start: int) -> None:
-        """Keep `data[start:]`, the beginning of a line, unless the line is now overlong."""
-        size = len(self._partial) + len(data) - start
-        if size > self._max:
-            self._dropping, self._partial = size, bytearray()
-        else:
-            self._partial += memoryview(data)[start:]
-
-    def _drop(self, size: int) -> None:
-        self.overlong = self.overlong.adding(size)
-
-
-@dataclass(frozen=True)
-class Backlog:
-    """The stdout queue's account: the line bytes it holds now, the most it ever held, and how
-    often the stdout thread waited for room (each wait held the program back on its pipe)."""
-
-    held_bytes: int
-    peak_bytes: int
-    stalls: int
-
-
-class _LineQueue:
-    """Lines from the stdout thread to the one consumer, bounded: once the lines held reach
-    `bound` bytes (by `sys.getsizeof`), `put` waits until the consumer has taken them down to
-    half the bound (so the two threads do not wake each other for every line), or until
-    `unbound` lifts the bound for good. The end (`None`) stays in the queue once reached."""
-
-    def __init__(self, bound: int) -> None:
-        self._bound = bound
-        self._low = bound // 2
-        self._items: deque[tuple[str | None, int]] = deque()
-        self._held = 0
-        self._peak = 0
-        self._stalls = 0
-        self._bounded = True
-        self._cond = threading.Condition(threading.Lock())
-        self.stalled = threading.Event()  # set at the first wait for room
-
-    def put(self, line: str | None) -> None:
-        """Add a line (None: the end, which never waits); waits while the queue is full."""
-        size = 0 if line is None else sys.getsizeof(line)
-        with self._cond:
-            if line is not None and self._bounded and self._held >= self._bound:
-                self._stalls += 1
-                self.stalled.set()
-                while self._bounded and self._held > self._low:
-                    self._cond.wait()
-            if not self._items:
-                self._cond.notify_all()  # only an empty queue has a consumer waiting
-            self._items.append((line, size))
-            self._held += size
-            self._peak = max(self._peak, self._held)
-
-    def get(self) -> str | None:
-        """The next line, waiting for one; None at the end (and at every later call)."""
-        with self._cond:
-            while not self._items:
-                self._cond.wait()
-            line, size = self._items[0]
-            if line is None:
-                return None
-            self._items.popleft()
-            before = self._held
-            self._held -= size
-            if before > self._low >= self._held:
-                self._cond.notify_all()  # a waiting put may go on
-            return line
-
-    def unbound(self) -> None:
-        """Lift the bound for good: no put waits any more."""
-        with self._cond:
-            self._bounded = False
-            self._cond.notify_all()
-
-    def backlog(self) -> Backlog:
-        with self._cond:
-            return Backlog(held_bytes=self._held, peak_bytes=self._peak, stalls=self._stalls)
-
-
-def _decode(raw: bytes) -> str:
-    return raw.removesuffix(b"\r").decode("utf-8", "replace")
 
 
 class SubprocessHandle:
@@ -404,14 +262,13 @@ class SubprocessHandle:
         report_fd: int | None = None,
         status_fd: int | None = None,
     ) -> None:
-        assert proc.stdout is not None and proc.stderr is not None
         self._proc = proc
         self._pid = proc.pid
         self._stop_r, self._stop_w = stop_pipe
         self._grace = term_grace_seconds
         self._wait_timeout = wait_timeout or _wait_real_time
-        self._lines = _LineQueue(queue_bytes)  # None: the end
-        self._stderr = _Tail(stderr_keep_bytes)
+        self._lines = LineQueue(queue_bytes)  # None: the end
+        self._stderr = Tail(stderr_keep_bytes)
         # _lock orders every signal against the reaping of the leader. Re-entrant: kill_group
         # may be called from a signal handler (a cancellation) that interrupted kill_group.
         self._lock = threading.RLock()
@@ -423,25 +280,8 @@ class SubprocessHandle:
         self._timer_wake = threading.Event()  # set with _leader_gone; a test's deadline too
         self._done = threading.Event()  # reaped and every pipe thread finished
 
-        splitter = self._splitter = _LineSplitter(self._lines.put, max_line_bytes)
-        out, err = proc.stdout, proc.stderr
-
-        def stdout_done() -> None:
-            try:
-                splitter.end()
-            finally:
-                self._lines.put(None)
-
-        self._pipe_threads = [
-            self._thread("stdout", self._pump, out.fileno(), splitter.feed, stdout_done, out.close),
-            self._thread("stderr", self._pump, err.fileno(), self._stderr.add, None, err.close),
-        ]
-        if stdin_bytes is not None:
-            stdin = proc.stdin
-            assert stdin is not None
-            self._pipe_threads.append(
-                self._thread("stdin", self._feed, stdin.fileno(), stdin_bytes, stdin.close)
-            )
+        self._splitter = LineSplitter(self._lines.put, max_line_bytes)
+        self._pipe_threads = self._pipe_threads_of(proc, stdin_bytes)
         # The init of the program's PID namespace, once reported (a pidfd; None: none).
         self._init: int | None = None
         # The pipe the program reports its agent's exact wait status on, and that status.
@@ -521,71 +361,32 @@ class SubprocessHandle:
             target=target, args=args, name=f"process-{self._pid}-{name}", daemon=True
         )
 
-    def _pump(
-        self,
-        fd: int,
-        sink: Callable[[bytes], None],
-        on_end: Callable[[], None] | None,
-        close: Callable[[], None],
-    ) -> None:
-        """Read `fd` into `sink` until end of file, or until the stop pipe says the group is
-        gone; then read what the pipe still holds (bounded) and stop."""
-        try:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            poller.register(self._stop_r, select.POLLIN)
-            while True:
-                ready = {ready_fd for ready_fd, _ in poller.poll()}
-                if self._stop_r in ready:
-                    self._drain(fd, sink)
-                    return
-                data = os.read(fd, _CHUNK)
-                if not data:
-                    return
-                sink(data)
-        finally:
+    def _pipe_threads_of(
+        self, proc: subprocess.Popen[bytes], stdin_bytes: bytes | None
+    ) -> list[threading.Thread]:
+        """The threads (not yet started) that read stdout into the line queue and stderr into
+        its tail, and write `stdin_bytes` (None: stdin is /dev/null, no thread)."""
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err, splitter = proc.stdout, proc.stderr, self._splitter
+
+        def stdout_done() -> None:
             try:
-                if on_end is not None:
-                    on_end()
+                splitter.end()
             finally:
-                close()
+                self._lines.put(None)
 
-    @staticmethod
-    def _drain(fd: int, sink: Callable[[bytes], None]) -> None:
-        os.set_blocking(fd, False)
-        budget = _DRAIN_BUDGET
-        while budget > 0:
-            try:
-                data = os.read(fd, min(_CHUNK, budget))
-            except BlockingIOError:
-                return
-            if not data:
-                return
-            sink(data)
-            budget -= len(data)
-
-    def _feed(self, fd: int, data: bytes, close: Callable[[], None]) -> None:
-        """Write `data` to the program's stdin, then close it (end of file). Stops early when
-        the program closed its end or the group is gone."""
-        try:
-            os.set_blocking(fd, False)
-            poller = select.poll()
-            poller.register(fd, select.POLLOUT)
-            poller.register(self._stop_r, select.POLLIN)
-            view = memoryview(data)
-            offset = 0
-            while offset < len(view):
-                ready = {ready_fd for ready_fd, _ in poller.poll()}
-                if self._stop_r in ready:
-                    return
-                try:
-                    offset += os.write(fd, view[offset : offset + _CHUNK])
-                except BlockingIOError:
-                    continue
-                except BrokenPipeError:
-                    return  # the program closed its stdin: it chose not to read the rest
-        finally:
-            close()
+        stop = self._stop_r
+        threads = [
+            self._thread("stdout", pump, out.fileno(), stop, splitter.feed, stdout_done, out.close),
+            self._thread("stderr", pump, err.fileno(), stop, self._stderr.add, None, err.close),
+        ]
+        if stdin_bytes is not None:
+            stdin = proc.stdin
+            assert stdin is not None
+            threads.append(
+                self._thread("stdin", feed, stdin.fileno(), stop, stdin_bytes, stdin.close)
+            )
+        return threads
 
     def _follow_namespace(self, fd: int) -> None:
         """Open a pidfd of the namespace's init as soon as the program reports it (bwrap writes

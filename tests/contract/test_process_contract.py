@@ -19,7 +19,8 @@ import pytest
 from fakes.process import FakeProcess, FakeProcessRunner, FakeStart, split_stream
 from timing import SLOW
 
-from concorde_workers.adapters.process import SubprocessRunner, _LineSplitter
+from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.process_pipes import LineSplitter
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import (
     EXIT_STATUS_FD,
@@ -407,7 +408,7 @@ def test_the_real_line_splitter_keeps_the_fakes_rule_on_any_chunking(seed: int) 
     data = b"".join(rng.choice(parts) + (b"\n" if rng.random() < 0.3 else b"")
                     for _ in range(rng.randint(0, 200)))
     emitted: list[str] = []
-    splitter = _LineSplitter(emitted.append, limit)
+    splitter = LineSplitter(emitted.append, limit)
     at = 0
     while at < len(data):
         size = rng.choice([1, 2, 3, 7, limit, limit + 1, 2 * limit, 1000])
