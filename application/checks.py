@@ -1,0 +1,191 @@
+"""The checks as a round validation (issue 13; seed 000 "Round validation", Method's round
+validation): the caller's judgement of a round, for the command line and for Python callers.
+
+    validation = ChecksValidation(checks, runner, fs, CheckPlace(worktree=...))
+    with validation:                       # the run's starting state copied before round 1
+        record = host.run(request, validation=validation)
+
+After every round whose worker ended ok with a clean audit the host calls it; it copies the
+worktree as the round left it (the CheckRunner port), runs every check over that copy, runs
+each failing check once more over a fresh copy of the starting state (gate narrowing, seed 004),
+writes each check's node `rounds/<n>/checks/<check-id>/` (check.json, output.log; a narrowed
+check's run on the starting state in `before/`), discards the copies, and answers what the pure
+`domain.checks.answer` decides: nothing to repair, a repair failing the run with checks_failed
+when no rounds are left, or checks_unavailable.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Sequence
+from types import TracebackType
+
+from concorde_workers.application.validation import (
+    LinkAnswer,
+    ValidationInput,
+    ValidationOutcome,
+)
+from concorde_workers.domain.check_sandbox import CheckPlace, primary_of
+from concorde_workers.domain.checks import (
+    CHECKS_FAILED,
+    CHECKS_UNAVAILABLE,
+    Check,
+    CheckOutcome,
+    CheckRun,
+    CheckStatus,
+    Judgement,
+    answer,
+    evidence,
+    node_json,
+)
+from concorde_workers.domain.errors import ErrorLink, Reason, Unhandled
+from concorde_workers.domain.request import RunRequest
+from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+
+ACTOR = "Check execution"
+CHECKS_FOLDER = "checks"
+LOG_NAME = "output.log"
+NODE_NAME = "check.json"
+BEFORE_FOLDER = "before"
+
+
+def place_for(request: RunRequest) -> CheckPlace:
+    """Where a request's checks run: its worktree, runtime paths and project interpreter, and
+    its primary worktree hidden."""
+    primary = primary_of(request.worktree)
+    return CheckPlace(worktree=request.worktree, hidden=(primary,) if primary else (),
+                      runtime_paths=request.runtime_paths,
+                      project_interpreter=request.project_interpreter)
+
+
+class ChecksValidation:
+    """A round validation that runs `checks` (see the module docstring). Use it as a context
+    manager around `WorkerHost.run` (or call `start` before and `close` after): the starting
+    state must be copied before round 1."""
+
+    def __init__(self, checks: Sequence[Check], runner: CheckRunner, fs: FileSystem,
+                 place: CheckPlace) -> None:
+        self.checks = tuple(checks)
+        self._runner = runner
+        self._fs = fs
+        self._place = place
+        self._start: str | None = None
+        self._start_problem: str | None = None
+        self._before: dict[str, CheckRun] = {}
+
+    def __enter__(self) -> ChecksValidation:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Copy the run's starting state (the worktree before round 1) for gate narrowing; a
+        copy that cannot be made makes a failing check unavailable, never blamed."""
+        if self._start is not None or not self.checks:
+            return
+        try:
+            self._start = self._runner.copy(self._place.worktree)
+        except CheckCopyFailed as failed:
+            self._start_problem = (f"the run's starting state could not be copied: "
+                                   f"{failed.os_error_text}")
+
+    def close(self) -> None:
+        """Discard the starting state's copy."""
+        start, self._start = self._start, None
+        if start is not None:
+            self._runner.discard(start)
+
+    def __call__(self, given: ValidationInput) -> ValidationOutcome:
+        place = self._round_place(given)
+        try:
+            tree = self._runner.copy(given.worktree)
+        except CheckCopyFailed as failed:
+            return _copy_unavailable(given.round, failed)
+        outcomes: list[CheckOutcome] = []
+        try:
+            for check in self.checks:
+                outcomes.append(self._outcome(check, tree, place, given.round_dir))
+        finally:
+            self._runner.discard(tree)
+        return _outcome(outcomes, given.round)
+
+    def _round_place(self, given: ValidationInput) -> CheckPlace:
+        # The run records (<parent>/workers/, above rounds/<n>/ of this run) are hidden too.
+        workers = posixpath.dirname(posixpath.dirname(posixpath.dirname(
+            posixpath.normpath(given.round_dir))))
+        return self._place.model_copy(update={"hidden": (*self._place.hidden, workers)})
+
+    def _outcome(self, check: Check, tree: str, place: CheckPlace,
+                 round_dir: str) -> CheckOutcome:
+        folder = posixpath.join(round_dir, CHECKS_FOLDER, check.id)
+        now = self._runner.run(check, tree, place)
+        log = self._write_node(folder, check, now, "after the round")
+        if now.status is not CheckStatus.FAILED:
+            return CheckOutcome(check=check, now=now, log_path=log)
+        before = self._run_before(check, place)
+        before_log = self._write_node(posixpath.join(folder, BEFORE_FOLDER), check, before,
+                                      "the run's starting state")
+        return CheckOutcome(check=check, now=now, before=before, log_path=log,
+                            before_log_path=before_log)
+
+    def _run_before(self, check: Check, place: CheckPlace) -> CheckRun:
+        """The check's run on the starting state, once per run: that state does not change."""
+        if check.id in self._before:
+            return self._before[check.id]
+        if self._start is None:
+            return CheckRun(status=CheckStatus.NOT_STARTED,
+                            problem=self._start_problem or "the run's starting state was not "
+                            "copied before round 1 (ChecksValidation.start was not called)")
+        try:
+            tree = self._runner.copy(self._start)
+        except CheckCopyFailed as failed:
+            return CheckRun(status=CheckStatus.NOT_STARTED,
+                            problem=f"the starting state could not be copied: "
+                                    f"{failed.os_error_text}")
+        try:
+            run = self._runner.run(check, tree, place)
+        finally:
+            self._runner.discard(tree)
+        self._before[check.id] = run
+        return run
+
+    def _write_node(self, folder: str, check: Check, run: CheckRun, state: str) -> str:
+        """The check's node: check.json and output.log; the log's path."""
+        log = posixpath.join(folder, LOG_NAME)
+        try:
+            self._fs.makedirs(folder)
+            self._fs.write_atomic(log, run.log)
+            self._fs.write_atomic(posixpath.join(folder, NODE_NAME),
+                                  json.dumps(node_json(check, run, state), indent=2) + "\n")
+        except FileSystemError:
+            return ""  # the evidence then names no log; the answer stands
+        return log
+
+
+def _outcome(outcomes: Sequence[CheckOutcome], round_number: int) -> ValidationOutcome:
+    decided = answer(outcomes, round_number, ACTOR)
+    kept = [evidence(o) for o in outcomes]
+    if decided.unavailable:
+        return ValidationOutcome(evidence=kept, unavailable=LinkAnswer(
+            code=CHECKS_UNAVAILABLE, causes=decided.unavailable_links,
+            detail=decided.unavailable_detail))
+    if decided.repair is not None:
+        failing = ", ".join(e["check"] for e in kept if e["judgement"] == Judgement.REPAIR.value)
+        return ValidationOutcome(evidence=kept, repair=decided.repair, failure=LinkAnswer(
+            code=CHECKS_FAILED, causes=decided.failure_links,
+            detail=f"failing checks: {failing}"))
+    return ValidationOutcome(evidence=kept)
+
+
+def _copy_unavailable(round_number: int, failed: CheckCopyFailed) -> ValidationOutcome:
+    detail = f"round {round_number}: the worktree could not be copied for the checks: {failed}"
+    link = ErrorLink(level="component", actor=ACTOR, code="check_unavailable", detail=detail,
+                     unhandled=Unhandled(reason=Reason.ENVIRONMENT,
+                                         explanation="No check could run without the copy"))
+    return ValidationOutcome(unavailable=LinkAnswer(code=CHECKS_UNAVAILABLE, causes=(link,),
+                                                    detail=detail))

@@ -1,0 +1,106 @@
+"""The sandbox a check runs in (issue 13 §2): the same network-less, cleared world as the worker's
+Bash, over a throwaway copy of the worktree.
+
+bubblewrap, as the host's own Git runs (`domain.git_commands.SANDBOX_ARGS`): the root read-only,
+a fresh /dev and /proc, every namespace unshared (no network, its own PIDs), dying with the
+host, in a new session. Then:
+
+* every place of the user's credentials and of other runs is an empty tmpfs: the homes, the
+  credential origins, /tmp and the other temporary roots (every runtime directory), /run, the
+  primary worktree (its `.git` and every other worktree) and the run records (`workers/`);
+* the runtime paths are bound back read-only (the project interpreter's installation among them,
+  as seed 000 asks the caller to list it);
+* the throwaway copy is bound writable at the worktree's own path, the check's working
+  directory, so a virtual environment or a path a test names resolves as it would in place;
+* the environment is cleared to PATH (the project interpreter's directory first), LANG,
+  HOME=/tmp/home and TMPDIR=/tmp (`check_environment`).
+
+Pure: which paths exist comes in as a callable.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.environment import worker_path
+from concorde_workers.domain.git_commands import SANDBOX_ARGS
+from concorde_workers.domain.paths import is_within
+
+ALWAYS_HIDDEN: tuple[str, ...] = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/dev/shm",
+                                  "/mnt", "/media")
+"""Hidden in every check's sandbox: the homes, the temporary roots, the runtime state."""
+CHECK_HOME = "/tmp/home"
+CHECK_TMP = "/tmp"
+SHELL = "/bin/sh"
+
+
+class CheckPlace(BaseModel):
+    """Where a run's checks run: the worktree (where the copy is seen), what of the run must be
+    hidden besides the host's own list (the primary worktree, the run records), the runtime
+    paths and the project interpreter."""
+
+    model_config = ConfigDict(frozen=True)
+
+    worktree: str
+    hidden: tuple[str, ...] = ()
+    runtime_paths: tuple[str, ...] = ()
+    project_interpreter: str | None = None
+
+
+def primary_of(worktree: str) -> str | None:
+    """The primary worktree of a worktree placed at `<primary>/.claude/worktrees/<name>`."""
+    parent = posixpath.dirname(posixpath.normpath(worktree))
+    if posixpath.basename(parent) != "worktrees" or \
+            posixpath.basename(posixpath.dirname(parent)) != ".claude":
+        return None
+    return posixpath.dirname(posixpath.dirname(parent))
+
+
+def check_argv(bwrap: str, place: CheckPlace, tree: str, command: str,
+               host_hidden: Sequence[str], kind: Callable[[str], str | None]) -> list[str]:
+    """The command line of one check: `command` run by /bin/sh inside the sandbox, with the copy
+    `tree` at the worktree's path. `kind` says what a path is without following a last link:
+    "dir", "file", "link" or None (missing); a hidden directory becomes an empty tmpfs, a hidden
+    file (or link) an empty read-only file, a missing one needs nothing."""
+    argv = [bwrap, *SANDBOX_ARGS]
+    for path in _outermost([*ALWAYS_HIDDEN, *host_hidden, *place.hidden]):
+        found = kind(path)
+        if found == "dir":
+            argv += ["--tmpfs", path]
+        elif found is not None:
+            argv += ["--ro-bind", "/dev/null", path]
+    outside = [p for p in place.runtime_paths if not is_within(p, place.worktree)]
+    inside = [p for p in place.runtime_paths if is_within(p, place.worktree)]
+    for path in outside:
+        argv += ["--ro-bind-try", path, path]
+    argv += ["--dir", CHECK_HOME, "--bind", tree, place.worktree]
+    for path in inside:  # over the copy: the installation as it is, read-only
+        argv += ["--ro-bind-try", path, path]
+    argv += ["--chdir", place.worktree, "--", SHELL, "-c", command]
+    return argv
+
+
+def check_environment(host_env: Mapping[str, str], interpreter: str | None) -> dict[str, str]:
+    """The cleared environment of a check: what the worker's Bash gets of the host (PATH with the
+    project interpreter's directory first, LANG), a home and a temporary directory of its own."""
+    env = {"HOME": CHECK_HOME, "TMPDIR": CHECK_TMP}
+    path = worker_path(host_env, interpreter)
+    if path:
+        env["PATH"] = path
+    if host_env.get("LANG"):
+        env["LANG"] = host_env["LANG"]
+    return env
+
+
+def _outermost(paths: Sequence[str]) -> list[str]:
+    """The absolute paths given, normalized, without those inside another, shortest first."""
+    normal = sorted({posixpath.normpath(p) for p in paths if posixpath.isabs(p)},
+                    key=lambda p: (p.count("/"), p))
+    out: list[str] = []
+    for path in normal:
+        if path != "/" and not any(is_within(path, kept) for kept in out):
+            out.append(path)
+    return out

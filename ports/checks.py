@@ -1,0 +1,50 @@
+"""The CheckRunner port: throwaway copies of a worktree and the checks run over them (issue 13).
+
+A check never changes what the next audit sees: it runs over a copy, never the worktree, and
+the copy is discarded afterwards however the check ended. The real adapter
+(adapters/checks.py) copies copy-on-write where the filesystem allows and runs each check in a
+network-less sandbox with a cleared environment (domain/check_sandbox.py); the fake
+(tests/fakes/checks.py) copies within a FakeFileSystem and runs scripted commands.
+tests/contract/test_checks_contract.py runs the same tests on both.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from concorde_workers.domain.check_sandbox import CheckPlace
+from concorde_workers.domain.checks import Check, CheckRun
+
+
+class CheckCopyFailed(Exception):
+    """A throwaway copy could not be made or removed; the operating system's error is told."""
+
+    def __init__(self, path: str, os_error_text: str) -> None:
+        self.path = path
+        self.os_error_text = os_error_text
+        super().__init__(f"{path}: {os_error_text}")
+
+
+@runtime_checkable
+class CheckRunner(Protocol):
+    """Copies a worktree and runs checks over the copies."""
+
+    def copy(self, source: str) -> str:
+        """A throwaway copy of the tree at `source` as it is now, in a new directory of its own
+        (its path returned): files with their content and executable bit, links as links,
+        directories; Git metadata (every entry named `.git`) and special files left out.
+        Raises `CheckCopyFailed`; a copy that failed half-way is removed first."""
+        ...
+
+    def run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:
+        """Run `check.command` with /bin/sh over the copy `tree`, seen at `place.worktree` (its
+        working directory), killing its whole process group when its timeout passes. The run's
+        log is its standard output and standard error together (their last 80,000 bytes).
+        Never raises for the check's own failure: a check that cannot start is a `CheckRun`
+        with the status `could not start` and the operating system's error."""
+        ...
+
+    def discard(self, tree: str) -> None:
+        """Remove a copy, whatever its checks left in it (unwritable folders opened up first,
+        links never followed). Raises `CheckCopyFailed` when something remains."""
+        ...

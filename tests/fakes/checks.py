@@ -1,0 +1,113 @@
+"""FakeCheckRunner: a `CheckRunner` over a FakeFileSystem that runs scripted commands.
+
+`copy` copies a subtree of the fake file system node by node into a new folder below
+`COPIES` (entries named `.git` and special files left out, links kept as links); `discard`
+removes it. `run` looks the check's command up in `programs`: a function of the copy (a
+`FakeTree`, which reads and writes the copy's files) returning (exit code, log bytes), or
+`HANG`, a program that ends only by its timeout. A command not in `programs` exits 127 with
+sh's "not found", as /bin/sh does; `unstartable` lists commands whose sandbox cannot start.
+
+Records: `runs` (check id, the copy's source, the place) of every run, `live` (the copies not
+yet discarded). tests/contract/test_checks_contract.py runs the same tests on this fake and on
+the real SandboxedCheckRunner.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from concorde_workers.domain.check_sandbox import CheckPlace
+from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, status_of
+from concorde_workers.domain.paths import EntryKind
+from concorde_workers.ports.checks import CheckCopyFailed
+from fakes.filesystem import FakeFileSystem, Node
+
+COPIES = "/fake-check-copies"
+HANG = "hang"
+LOG_KEEP_BYTES = 80_000  # as the real runner's
+
+
+@dataclass
+class FakeTree:
+    """A copy as a scripted program sees it: files by path relative to the copy's root."""
+
+    fs: FakeFileSystem
+    root: str
+    place: CheckPlace
+
+    def read(self, rel: str) -> bytes | None:
+        node = self.fs.node_at(posixpath.join(self.root, rel), follow=True)
+        return node.data if node is not None and node.kind is EntryKind.FILE else None
+
+    def write(self, rel: str, data: bytes | str) -> None:
+        self.fs.write(posixpath.join(self.root, rel), data)
+
+    def files(self) -> set[str]:
+        prefix = self.root.rstrip("/") + "/"
+        return {p[len(prefix):] for p in self.fs.files_under(self.root)}
+
+
+Program = Callable[[FakeTree], tuple[int, bytes]]
+
+
+@dataclass
+class FakeCheckRunner:
+    fs: FakeFileSystem
+    programs: Mapping[str, Program | str] = field(default_factory=dict)
+    unstartable: frozenset[str] = frozenset()
+    copy_fails: bool = False
+    seconds: float = 0.25
+    runs: list[tuple[str, str, CheckPlace]] = field(default_factory=list)
+    live: set[str] = field(default_factory=set)
+    sources: dict[str, str] = field(default_factory=dict)
+    _count: int = 0
+
+    def copy(self, source: str) -> str:
+        if self.copy_fails:
+            raise CheckCopyFailed(source, "No space left on device")
+        if self.fs.node_at(source, follow=True) is None:
+            raise CheckCopyFailed(source, "No such file or directory")
+        self._count += 1
+        root = f"{COPIES}/copy-{self._count}"
+        self.fs.mkdir(root)
+        physical = self.fs.resolved(source)
+        prefix = physical.rstrip("/") + "/"
+        for path, node in sorted(self.fs.nodes.items()):
+            if not path.startswith(prefix):
+                continue
+            rel = path[len(prefix):]
+            if ".git" in rel.split("/") or node.kind not in (
+                    EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK):
+                continue
+            self.fs.nodes[posixpath.join(root, rel)] = Node(
+                node.kind, node.mode, node.data, node.target)
+        self.live.add(root)
+        self.sources[root] = source
+        return root
+
+    def run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:
+        self.runs.append((check.id, self.sources.get(tree, tree), place))
+        if check.command in self.unstartable:
+            return CheckRun(status=CheckStatus.NOT_STARTED,
+                            problem="bwrap: No such file or directory")
+        program = self.programs.get(check.command)
+        if program == HANG:
+            return CheckRun(status=CheckStatus.TIMED_OUT, exit_code=-15,
+                            duration_seconds=check.timeout_seconds,
+                            problem=f"timed out after {check.timeout_seconds:g} s")
+        if program is None or isinstance(program, str):
+            word = check.command.split()[0]
+            return CheckRun(status=CheckStatus.FAILED, exit_code=127,
+                            duration_seconds=self.seconds,
+                            log=f"sh: 1: {word}: not found\n".encode())
+        code, log = program(FakeTree(self.fs, tree, place))
+        return CheckRun(status=status_of(code, False), exit_code=code,
+                        duration_seconds=self.seconds, log=log[-LOG_KEEP_BYTES:])
+
+    def discard(self, tree: str) -> None:
+        prefix = tree.rstrip("/") + "/"
+        for path in [p for p in self.fs.nodes if p == tree or p.startswith(prefix)]:
+            del self.fs.nodes[path]
+        self.live.discard(tree)

@@ -1,0 +1,138 @@
+"""domain/checks.py and domain/check_sandbox.py: the checks a caller gives, what their outcomes
+answer (gate narrowing included), and the sandbox's command line - pure, row by row."""
+
+from __future__ import annotations
+
+import pytest
+
+from concorde_workers.domain import checks
+from concorde_workers.domain.check_sandbox import (
+    CheckPlace,
+    check_argv,
+    check_environment,
+    primary_of,
+)
+from concorde_workers.domain.checks import (
+    Check,
+    CheckOutcome,
+    CheckRun,
+    CheckStatus,
+    Judgement,
+    answer,
+    parse_checks,
+)
+from concorde_workers.domain.codes import VALIDATION_CODE_RULES
+
+CHECK = Check(id="tests", command="python -m pytest -q")
+PASSED = CheckRun(status=CheckStatus.PASSED, exit_code=0)
+FAILED = CheckRun(status=CheckStatus.FAILED, exit_code=1, log=b"1 failed\n")
+TIMED_OUT = CheckRun(status=CheckStatus.TIMED_OUT, exit_code=-15)
+NOT_STARTED = CheckRun(status=CheckStatus.NOT_STARTED, problem="bwrap: not found")
+
+
+def test_the_codes_are_those_the_errors_table_names_for_concorde() -> None:
+    named = {rule.reason.value: rule.concorde_code for rule in VALIDATION_CODE_RULES.values()}
+    assert named["exhausted"] == checks.CHECKS_FAILED
+    assert named["environment"] == checks.CHECKS_UNAVAILABLE
+
+
+@pytest.mark.parametrize(("now", "before", "judgement"), [
+    (PASSED, None, Judgement.PASSED),
+    (FAILED, PASSED, Judgement.REPAIR),
+    (FAILED, FAILED, Judgement.PRE_EXISTING),
+    (FAILED, None, Judgement.REPAIR),
+    (TIMED_OUT, None, Judgement.UNAVAILABLE),
+    (NOT_STARTED, None, Judgement.UNAVAILABLE),
+    (FAILED, TIMED_OUT, Judgement.UNAVAILABLE),
+    (FAILED, NOT_STARTED, Judgement.UNAVAILABLE),
+])
+def test_gate_narrowing_judges_each_check(now: CheckRun, before: CheckRun | None,
+                                          judgement: Judgement) -> None:
+    assert CheckOutcome(check=CHECK, now=now, before=before).judgement() is judgement
+
+
+def test_unavailable_comes_before_a_repair_and_names_each_check() -> None:
+    other = Check(id="lint", command="ruff check", timeout_seconds=30)
+    decided = answer([CheckOutcome(check=CHECK, now=FAILED, before=PASSED),
+                      CheckOutcome(check=other, now=TIMED_OUT)], 2, "Check execution")
+    assert decided.repair is None and decided.unavailable
+    assert decided.unavailable_detail == "round 2: check lint timed out after 30 s (after the round)"
+    [link] = decided.unavailable_links
+    assert link.actor == "Check execution (check lint)" and link.unhandled.reason == "environment"
+
+
+def test_a_repair_names_identity_status_exit_code_and_log() -> None:
+    decided = answer([CheckOutcome(check=CHECK, now=FAILED, before=PASSED, log_path="/l")], 1,
+                     "Check execution")
+    assert decided.repair is not None
+    for part in ("check tests: `python -m pytest -q`", "status: failed", "exit code: 1",
+                 "1 failed"):
+        assert part in decided.repair
+    [link] = decided.failure_links
+    assert link.code == "check_failed" and link.evidence[0].ref == "/l"
+
+
+def test_pre_existing_failures_and_passes_answer_nothing_to_repair() -> None:
+    decided = answer([CheckOutcome(check=CHECK, now=FAILED, before=FAILED)], 1, "x")
+    assert decided.repair is None and not decided.unavailable
+
+
+@pytest.mark.parametrize(("entries", "flags", "expected"), [
+    (None, ["pytest -q"], (Check(id="check-1", command="pytest -q"),)),
+    ([{"command": "a", "id": "unit", "timeout_seconds": 5}, "b"], ["c"],
+     (Check(id="unit", command="a", timeout_seconds=5), Check(id="check-2", command="b"),
+      Check(id="check-3", command="c"))),
+])
+def test_checks_are_parsed_from_the_request_file_then_the_flags(
+        entries: object, flags: list[str], expected: tuple[Check, ...]) -> None:
+    assert parse_checks(entries, flags, "the request file r.json") == expected
+
+
+@pytest.mark.parametrize(("entries", "flags", "names"), [
+    ("pytest", [], ("\"checks\" is a str", "give a list of checks")),
+    ([3], [], ("checks[0] is a int", "give a command text")),
+    ([{"command": ""}], [], ("checks[0] gives no command", "give the shell command")),
+    ([{"command": "x", "id": "../up"}], [], ("checks[0] gives the id '../up'", "node folder")),
+    ([{"command": "x", "timeout_seconds": 0}], [], ("checks[0] gives timeout_seconds 0",)),
+    ([{"command": "x", "timeout_seconds": True}], [], ("timeout_seconds True",)),
+    ([{"command": "x", "time": 3}], [], ("unknown field 'time'",)),
+    ([{"command": "x", "id": "check-2"}], ["y"], ("--check 'y' repeats the check id",)),
+])
+def test_a_bad_check_is_refused_naming_its_entry_and_the_repair(
+        entries: object, flags: list[str], names: tuple[str, ...]) -> None:
+    problem = parse_checks(entries, flags, "the request file r.json")
+    assert isinstance(problem, str)
+    for part in names:
+        assert part in problem
+
+
+def test_the_primary_worktree_of_a_placed_worktree() -> None:
+    assert primary_of("/repo/.claude/worktrees/t") == "/repo"
+    assert primary_of("/elsewhere/t") is None
+
+
+def test_the_sandbox_hides_homes_and_records_and_binds_the_copy_at_the_worktree() -> None:
+    place = CheckPlace(worktree="/repo/.claude/worktrees/t", hidden=("/repo", "/trace/workers"),
+                       runtime_paths=("/opt/py", "/repo/.claude/worktrees/t/.venv"))
+    kinds = {"/home": "dir", "/tmp": "dir", "/repo": "dir", "/trace/workers": "dir",
+             "/etc/creds.json": "file"}
+    argv = check_argv("/usr/bin/bwrap", place, "/tmp/copy", "pytest -q",
+                      ("/etc/creds.json", "/home/u/.claude"), kinds.get)
+    text = " ".join(argv)
+    assert "--unshare-all" in argv and "--die-with-parent" in argv
+    for hidden in ("--tmpfs /home", "--tmpfs /tmp", "--tmpfs /repo", "--tmpfs /trace/workers",
+                   "--ro-bind /dev/null /etc/creds.json"):
+        assert hidden in text
+    assert "/home/u/.claude" not in text  # inside /home, hidden with it
+    bind = text.index("--bind /tmp/copy /repo/.claude/worktrees/t")
+    assert text.index("--ro-bind-try /opt/py /opt/py") < bind
+    assert text.index("--ro-bind-try /repo/.claude/worktrees/t/.venv") > bind
+    assert argv[-4:] == ["--", "/bin/sh", "-c", "pytest -q"]
+
+
+def test_the_environment_is_cleared_like_the_workers_bash() -> None:
+    env = check_environment({"PATH": "/usr/bin", "LANG": "C.UTF-8", "HOME": "/root",
+                             "ANTHROPIC_API_KEY": "k", "HTTPS_PROXY": "http://p"},
+                            "/venv/bin/python")
+    assert env == {"PATH": "/venv/bin:/usr/bin", "LANG": "C.UTF-8", "HOME": "/tmp/home",
+                   "TMPDIR": "/tmp"}
