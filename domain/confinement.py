@@ -53,10 +53,11 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.grant import Level
+from concorde_workers.domain.deny_rules import PROCESSES
+from concorde_workers.domain.grant import Level, directory_level
 from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD, LaunchCommand
 from concorde_workers.domain.paths import EntryKind, ListDir, is_within, relative_to
-from concorde_workers.domain.policy import PROCESSES, Policy, directory_level
+from concorde_workers.domain.policy import Policy
 
 CONFINED_UID = 65534
 """The agent's uid inside the namespace when the host runs as root ("nobody"): a nested

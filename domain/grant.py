@@ -28,6 +28,8 @@ class Level(StrEnum):
 
 
 LEVELS: tuple[str, ...] = ("names", "ro", "rw")
+READABLE = frozenset({Level.RO, Level.RW})
+"""The levels whose contents a worker reads."""
 _GRANT_FIELDS = ("task_type", "entries", "context_identity")
 
 
@@ -212,3 +214,23 @@ def parse_grant(data: object, request_task_type: str | None = None) -> Grant | R
         parsed.append(GrantEntry(path=entry["path"], level=Level(entry["level"])))
     return Grant(task_type=task_type, entries=tuple(parsed),
                  context_identity=data["context_identity"])
+
+
+# --- the grant's levels over a directory (the deny-rule walk, the search roots) ------------
+
+
+def directory_level(grant: Grant, rel: str) -> Level | None:
+    """The level of the directory entry covering directory `rel` (exact `rel/`, else the longest
+    directory entry above); file entries do not cover a directory."""
+    best: GrantEntry | None = None
+    for e in grant.entries:
+        covers = e.is_directory and (e.bare == rel or rel.startswith(e.path))
+        if covers and (best is None or len(e.bare) > len(best.bare)):
+            best = e
+    return best.level if best is not None else None
+
+
+def entries_below(grant: Grant, rel: str) -> list[GrantEntry]:
+    """The grant's entries strictly below worktree-relative `rel` (`""` = the worktree)."""
+    prefix = rel + "/" if rel else ""
+    return [e for e in grant.entries if e.bare != rel and e.bare.startswith(prefix)]

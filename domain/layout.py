@@ -212,3 +212,22 @@ class RuntimeLayout(BaseModel):
     def credential_copies(self) -> tuple[str, ...]:
         """The credential copies in config/ the host removes first when the run ends."""
         return (self.claude_credentials, self.pi_auth, self.pi_models)
+
+
+# --- what of the runtime directory belongs to the host or to pi (seed 000 "Run directory and
+# runtime directory"; notes/pi.md §9) ---------------------------------------------------------
+
+
+def jiti_cache(runtime: RuntimeLayout) -> str:
+    """pi's compile cache of the extension, `<rt>/tmp/jiti` (notes/pi.md §9.1)."""
+    return posixpath.join(runtime.tmp, "jiti")
+
+
+def pi_project_dir(runtime: RuntimeLayout) -> str:
+    """pi's project settings directory in the working directory, `<rt>/work/.pi` (§9.2)."""
+    return posixpath.join(runtime.work, ".pi")
+
+
+def host_paths(runtime: RuntimeLayout) -> tuple[str, str, str]:
+    """What belongs to the host (read table row 6): control/, config/ and the jiti cache."""
+    return (runtime.control, runtime.config, jiti_cache(runtime))

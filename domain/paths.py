@@ -7,7 +7,7 @@ over a `ListDir` callable that the application backs with the filesystem port.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -43,3 +43,19 @@ def relative_to(path: str, root: str) -> str:
     """`path` relative to `root`; both absolute and normalized, `path` within `root`."""
     rel = posixpath.relpath(posixpath.normpath(path), posixpath.normpath(root))
     return "" if rel == "." else rel
+
+
+def dedupe(items: Iterable[str]) -> tuple[str, ...]:
+    """`items` without repeats, the first occurrence kept in place."""
+    return tuple(dict.fromkeys(items))
+
+
+def outermost(paths: Iterable[str], done: Sequence[str] = ()) -> list[str]:
+    """`paths` but those at or below another of them or of `done` (already hidden whole, or
+    walked the same way), first occurrence kept."""
+    out: list[str] = []
+    for path in paths:
+        if any(is_within(path, o) for o in (*done, *out)):
+            continue
+        out = [o for o in out if not is_within(o, path)] + [path]
+    return out

@@ -1,24 +1,20 @@
 """The policy: everything both backends enforce, derived from ONE frozen grant.
 
 Seed 000 "One grant for the whole run", seed 001 "Both backends enforce the same grant": the deny
-rules, the sandbox filesystem lists, the read and write tables, the search-root decision and the
-tool sets come from `build_policy`, which both backends call. Mechanics: notes/harness.md §1.2
-(sandbox lists), §1.3 (deny rules), §1.4/§2.5 (write table), §2.4 (read table), §2.6 (search
-roots), §1.5 (tool sets), §5 (names-level entries).
+rules (`domain/deny_rules.py`), the sandbox filesystem lists (`domain/sandbox_lists.py`), the
+read and write tables, the search-root decision and the tool sets come from `build_policy`,
+which both backends call. Here: the tables that judge a path by the grant's levels. Mechanics:
+notes/harness.md §1.4/§2.5 (write table), §2.4 (read table), §2.6 (search roots), §1.5 (tool
+sets), §5 (names-level entries).
 
 Decisions where the spec is silent:
-- The pi hardening of notes/pi.md §9 sits in the SHARED sandbox lists: denyRead and denyWrite
-  `<rt>/tmp/jiti`, denyWrite `<rt>/work/.pi`. One list for both backends keeps "the same code";
-  Claude Code has no jiti cache and no `.pi`, so the entries are inert there. The read table treats
-  `<rt>/tmp/jiti` like `control/` and `config/` (it "belongs to the host").
+- The read table treats `<rt>/tmp/jiti` (pi's compile cache, denied in the shared sandbox lists)
+  like `control/` and `config/` (it "belongs to the host").
 - A runtime path is never writable, even inside an rw directory: the write table denies it, the
   walk gives it an `Edit` rule when an rw entry covers it, and the sandbox lists it in denyWrite
   (seed 000 "Reading beside the grant": readable and none writable, to every tool).
 - A Git administrative path is denied by the write table before the worktree rows, so an admin
   path outside the worktree gets the Git reason rather than "outside the task worktree".
-- The deny-rule cover hides a directory wholesale when its covering level is neither ro nor rw
-  and no ro/rw entry lies below it (upstream's "no ro/rw path at, below or above" made exact for
-  a `names` directory below an ro one), so the rule count scales with the grant.
 - What is hidden always (`domain.hidden`: other runs' runtime directories, the run directories,
   the credential files at their origins) is judged before every grant row of the three tables.
   The homes (the password database's and `$HOME`), the primary worktree and the configuration
@@ -29,25 +25,36 @@ Decisions where the spec is silent:
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.grant import Grant, GrantEntry, Level
+from concorde_workers.domain.deny_rules import (
+    PROCESSES,
+    deny_rules,
+    other_runs,
+    run_directory_denied,
+)
+from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.grant import (
+    READABLE,
+    Grant,
+    Level,
+    directory_level,
+    entries_below,
+)
 from concorde_workers.domain.hidden import Hidden
-from concorde_workers.domain.layout import RuntimeLayout
-from concorde_workers.domain.paths import EntryKind, ListDir, is_within, relative_to
+from concorde_workers.domain.layout import RuntimeLayout, host_paths
+from concorde_workers.domain.paths import ListDir, dedupe, is_within, outermost, relative_to
 from concorde_workers.domain.placement import AdminPath
 from concorde_workers.domain.reasons import REASONS, fill, reasons_json
 from concorde_workers.domain.request import Backend
-from concorde_workers.domain.run_id import RUNTIME_PREFIX
+from concorde_workers.domain.sandbox_lists import SandboxFilesystem, sandbox_filesystem
 from concorde_workers.domain.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
 
 GRANT_PREFIX = fill("denial", reason="")
 GIT_REASON = REASONS["git"]
-READABLE = frozenset({Level.RO, Level.RW})
 
 
 def with_prefix(reason: str) -> str:
@@ -61,24 +68,6 @@ def could_not_decide(actor: str, error: str) -> str:
 
 
 NO_FILE_REASON = could_not_decide("hook", REASONS["no file"])
-
-
-# --- runtime directory layout (seed 000 "Run directory and runtime directory") -------------------
-
-
-def jiti_cache(runtime: RuntimeLayout) -> str:
-    """pi's compile cache of the extension, `<rt>/tmp/jiti` (notes/pi.md §9.1)."""
-    return posixpath.join(runtime.tmp, "jiti")
-
-
-def pi_project_dir(runtime: RuntimeLayout) -> str:
-    """pi's project settings directory in the working directory, `<rt>/work/.pi` (§9.2)."""
-    return posixpath.join(runtime.work, ".pi")
-
-
-def host_paths(runtime: RuntimeLayout) -> tuple[str, str, str]:
-    """What belongs to the host (read table row 6): control/, config/ and the jiti cache."""
-    return (runtime.control, runtime.config, jiti_cache(runtime))
 
 
 # --- decisions -----------------------------------------------------------------------------------
@@ -105,21 +94,6 @@ def _allow(row: str) -> Decision:
 
 def _deny(row: str, reason: str) -> Decision:
     return Decision(allowed=False, reason=reason, row=row)
-
-
-class SandboxFilesystem(BaseModel):
-    """The sandbox filesystem lists, shared by Claude Code and pi (notes/harness.md §1.2)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    deny_read: tuple[str, ...]
-    allow_read: tuple[str, ...]
-    allow_write: tuple[str, ...]
-    deny_write: tuple[str, ...]
-
-    def to_json(self) -> dict[str, list[str]]:
-        return {"denyRead": list(self.deny_read), "allowRead": list(self.allow_read),
-                "allowWrite": list(self.allow_write), "denyWrite": list(self.deny_write)}
 
 
 class ToolSets(BaseModel):
@@ -223,250 +197,6 @@ class Policy(BaseModel):
         return self.rel(path) or self.worktree
 
 
-# --- deny rules (notes/harness.md §1.3) ----------------------------------------------------------
-
-
-def _rules(path: str, directory: bool, kinds: Sequence[str] = ("Read", "Edit")) -> list[str]:
-    """`Read(//abs)` / `Edit(//abs/**)`: `/` before the absolute path, `/**` for a directory."""
-    target = "/" + posixpath.normpath(path) + ("/**" if directory else "")
-    return [f"{kind}({target})" for kind in kinds]
-
-
-def directory_level(grant: Grant, rel: str) -> Level | None:
-    """The level of the directory entry covering directory `rel` (exact `rel/`, else the longest
-    directory entry above); file entries do not cover a directory."""
-    best: GrantEntry | None = None
-    for e in grant.entries:
-        covers = e.is_directory and (e.bare == rel or rel.startswith(e.path))
-        if covers and (best is None or len(e.bare) > len(best.bare)):
-            best = e
-    return best.level if best is not None else None
-
-
-def entries_below(grant: Grant, rel: str) -> list[GrantEntry]:
-    """The grant's entries strictly below worktree-relative `rel` (`""` = the worktree)."""
-    prefix = rel + "/" if rel else ""
-    return [e for e in grant.entries if e.bare != rel and e.bare.startswith(prefix)]
-
-
-class _Walk:
-    """The task-worktree walk of §1.3, row by row; iterative, children in name order."""
-
-    def __init__(self, grant: Grant, worktree: str, keep: Sequence[str], runtime: Sequence[str],
-                 list_dir: ListDir) -> None:
-        self.grant, self.worktree, self.keep = grant, worktree, keep
-        self.runtime = frozenset(posixpath.normpath(r) for r in runtime)
-        self.list_dir = list_dir
-
-    def holds_kept(self, path: str) -> bool:
-        return any(is_within(k, path) and k != path for k in self.keep)
-
-    def directory(self, path: str) -> tuple[list[str], bool]:
-        """(rules, descend) for a real directory, rows 3-6 of the walk table."""
-        rel = relative_to(path, self.worktree)
-        level = directory_level(self.grant, rel)
-        below = entries_below(self.grant, rel)
-        holds = self.holds_kept(path)
-        if level is Level.RW and not holds and all(e.level is Level.RW for e in below):
-            return [], False
-        if level is Level.RO and all(e.level is Level.RO for e in below):
-            return _rules(path, True, ("Edit",)), False
-        if level not in READABLE and not holds and not any(e.level in READABLE for e in below):
-            return _rules(path, True), False
-        return [], True
-
-    def entry(self, path: str, kind: EntryKind) -> tuple[list[str], bool]:
-        name = posixpath.basename(path)
-        if name == ".git":
-            return _rules(path, kind is EntryKind.DIRECTORY), False
-        if any(is_within(path, k) for k in self.keep):
-            return self.kept(path, kind), False
-        if kind is EntryKind.DIRECTORY:
-            return self.directory(path)
-        level = self.grant.level_of(relative_to(path, self.worktree))
-        if level is Level.RW:
-            return [], False
-        if level is Level.RO:
-            return _rules(path, False, ("Edit",)), False
-        return _rules(path, False), False
-
-    def kept(self, path: str, kind: EntryKind) -> list[str]:
-        """A runtime path is left readable; under rw cover it still gets an Edit rule (never
-        writable, seed 000 "Reading beside the grant")."""
-        level = self.grant.level_of(relative_to(path, self.worktree))
-        if path in self.runtime and level is Level.RW:
-            return _rules(path, kind is EntryKind.DIRECTORY, ("Edit",))
-        return []
-
-    def run(self) -> list[str]:
-        out: list[str] = []
-        stack = [self.worktree]
-        while stack:
-            directory = stack.pop()
-            subdirs: list[str] = []
-            for child in sorted(self.list_dir(directory), key=lambda e: e.name):
-                path = posixpath.join(directory, child.name)
-                rules, descend = self.entry(path, child.kind)
-                out.extend(rules)
-                if descend:
-                    subdirs.append(path)
-            stack.extend(reversed(subdirs))
-        return out
-
-
-def _outside_rules(boundary: str, keep: Sequence[str], list_dir: ListDir) -> list[str]:
-    """§1.3 (2)/(3): hide a boundary (home, primary worktree) but the way to what is kept."""
-    if not any(is_within(k, boundary) for k in keep):
-        return _rules(boundary, True)
-    out: list[str] = []
-    stack = [boundary]
-    while stack:
-        directory = stack.pop()
-        subdirs: list[str] = []
-        for child in sorted(list_dir(directory), key=lambda e: e.name):
-            path = posixpath.join(directory, child.name)
-            if any(is_within(path, k) for k in keep):
-                continue
-            if child.kind is EntryKind.DIRECTORY and any(is_within(k, path) for k in keep):
-                subdirs.append(path)
-                continue
-            out.extend(_rules(path, child.kind is EntryKind.DIRECTORY))
-        stack.extend(reversed(subdirs))
-    return out
-
-
-def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(items))
-
-
-def deny_rules(
-    grant: Grant, worktree: str, primary: str, user_home: str, runtime: RuntimeLayout,
-    runtime_paths: Sequence[str], git: Sequence[AdminPath], list_dir: ListDir,
-    boundaries: Sequence[str] = (), hidden: Hidden | None = None, other_runs: Sequence[str] = (),
-) -> tuple[str, ...]:
-    """The deny rules in the order of §1.3: (1) worktree walk, (2) home, (3) primary worktree,
-    (4) Git admin paths, (5) control/ and config/, and /proc (the agent's own environment);
-    then (6) the other boundaries (`$HOME`, the configuration directories) like the home, (7)
-    the credential files, (8) the run directories, (9) the other runs' runtime directories that
-    exist now; de-duplicated keeping the first occurrence."""
-    runtime_paths = [posixpath.normpath(r) for r in runtime_paths]
-    keep_walk = (*runtime_paths, *runtime.worker_dirs)
-    rules = _Walk(grant, worktree, keep_walk, runtime_paths, list_dir).run()
-    keep_outside = (worktree, *runtime.worker_dirs, *runtime_paths)
-    rules += _outside_rules(user_home, keep_outside, list_dir)
-    rules += _outside_rules(primary, keep_outside, list_dir)
-    for admin in git:
-        rules += _rules(admin.path, admin.directory)
-    for host in (runtime.control, runtime.config, PROCESSES):
-        rules += _rules(host, True)
-    for boundary in outermost(boundaries, done=(user_home, primary)):
-        rules += _outside_rules(boundary, keep_outside, list_dir)
-    if hidden is not None:
-        for credential in hidden.credentials:
-            rules += _rules(credential, False)
-        for records in hidden.run_directories:
-            rules += _rules(records, True)
-    for other in other_runs:
-        rules += _rules(other, True)
-    return _dedupe(rules)
-
-
-def outermost(paths: Iterable[str], done: Sequence[str] = ()) -> list[str]:
-    """`paths` but those at or below another of them or of `done` (already hidden whole, or
-    walked the same way), first occurrence kept."""
-    out: list[str] = []
-    for path in paths:
-        if any(is_within(path, o) for o in (*done, *out)):
-            continue
-        out = [o for o in out if not is_within(o, path)] + [path]
-    return out
-
-
-def other_runs(runtime: RuntimeLayout, list_dir: ListDir) -> tuple[str, ...]:
-    """The other runs' runtime directories in the temp root now: every `concorde-*` entry of
-    this run's runtime directory's parent but this run's own."""
-    root = posixpath.dirname(runtime.root)
-    own = posixpath.basename(runtime.root)
-    return tuple(posixpath.join(root, e.name) for e in list_dir(root)
-                 if e.name.startswith(RUNTIME_PREFIX) and e.name != own)
-
-
-def rule_covers(rule: str, path: str) -> bool:
-    """True when a `Read(//x)`/`Edit(//x/**)` rule applies to `path` (exact, or `/**` prefix)."""
-    target = rule[rule.index("(") + 2 : -1]
-    if target.endswith("/**"):
-        return is_within(path, target[:-3])
-    return posixpath.normpath(target) == posixpath.normpath(path)
-
-
-def run_directory_denied(rules: Iterable[str], runtime: RuntimeLayout) -> Refusal | None:
-    """Seed 000 "A run the deny rules would disable is refused".
-
-    Any generated rule, Read OR Edit, that covers work/, home/ or tmp/ refuses the run. Stricter
-    than upstream, whose settings generator checked only Read rules: an Edit rule over them would
-    break the worker's file tools in its own scratch space just the same.
-    """
-    for rule in rules:
-        for own in runtime.worker_dirs:
-            if rule_covers(rule, own):
-                return Refusal(
-                    code="run_directory_denied", reason=Reason.ENVIRONMENT,
-                    message=f"the generated deny rule {rule} covers the worker's own directory "
-                    f"{own}; place the runtime directory outside the worktree, the user's home, "
-                    "the primary worktree and the Git administrative paths",
-                )
-    return None
-
-
-# --- sandbox lists (notes/harness.md §1.2, §5; notes/pi.md §9) -----------------------------------
-
-
-def _abs(worktree: str, entry: GrantEntry) -> str:
-    return posixpath.join(worktree, entry.bare)
-
-
-def _below_dir_of(grant: Grant, entry: GrantEntry, levels: frozenset[Level]) -> bool:
-    return any(d.is_directory and d.level in levels and entry.bare.startswith(d.path)
-               for d in grant.entries)
-
-
-def sandbox_filesystem(
-    grant: Grant, worktree: str, primary: str, user_home: str, runtime: RuntimeLayout,
-    runtime_paths: Sequence[str], git: Sequence[AdminPath],
-    boundaries: Sequence[str] = (), hidden: Hidden | None = None, other_runs: Sequence[str] = (),
-) -> SandboxFilesystem:
-    """The four lists, one function for both backends. The sandbox lists are fixed when the
-    sandbox starts, so they cannot name a run that starts later: the temp root itself is denied
-    (commands see an empty one, with the worker's own directories bound back), unless it is `/`,
-    when only the other runs that exist now are listed (docs/decisions.md)."""
-    readable = [_abs(worktree, e) for e in grant.entries if e.level in READABLE]
-    writable = [_abs(worktree, e) for e in grant.entries if e.level is Level.RW]
-    names_apart = [_abs(worktree, e) for e in grant.entries
-                   if e.level is Level.NAMES and _below_dir_of(grant, e, READABLE)]
-    not_writable = [_abs(worktree, e) for e in grant.entries
-                    if e.level is not Level.RW and _below_dir_of(grant, e, frozenset({Level.RW}))]
-    runtime_in_writable = [r for r in runtime_paths if any(is_within(r, w) for w in writable)]
-    deny_read = [worktree, user_home]
-    if primary != user_home:
-        deny_read.append(primary)
-    deny_read += [g.path for g in git]
-    deny_read += [*host_paths(runtime), *names_apart]
-    deny_read += outermost(boundaries, done=(user_home, primary))
-    if hidden is not None:
-        deny_read += [*hidden.credentials, *hidden.run_directories]
-        if hidden.runtime_root != "/":
-            deny_read.append(hidden.runtime_root)
-        else:
-            deny_read += other_runs
-    return SandboxFilesystem(
-        deny_read=_dedupe(deny_read),
-        allow_read=tuple(sorted({*readable, *runtime.worker_dirs, *runtime_paths})),
-        allow_write=tuple(sorted({*writable, *runtime.worker_dirs})),
-        deny_write=_dedupe([*not_writable, *runtime_in_writable, jiti_cache(runtime),
-                            pi_project_dir(runtime)]),
-    )
-
-
 # --- tool sets (notes/harness.md §1.5) -----------------------------------------------------------
 
 _CLAUDE_READ = ("Read", "Glob", "Grep")
@@ -525,12 +255,6 @@ def _r_host(p: Policy, path: str) -> Decision | None:
     if any(is_within(path, h) for h in host_paths(p.runtime)):
         return _deny("host", fill("host", path=path))
     return None
-
-
-# The process filesystem holds every process's environment (/proc/self/environ is the agent
-# program's own, with its API keys) and memory: never readable by a file tool. The sandbox keeps
-# its own /proc for its commands, so this row is for the tools that run in the agent's process.
-PROCESSES = "/proc"
 
 
 def _r_processes(p: Policy, path: str) -> Decision | None:
@@ -674,8 +398,8 @@ def build_policy(
         user_home, *homes, primary, *config_dirs)))
     hidden = Hidden(
         runtime_root=posixpath.dirname(runtime.root), runtime_directory=runtime.root,
-        run_directories=_dedupe(posixpath.normpath(r) for r in run_directories),
-        credentials=_dedupe(posixpath.normpath(c) for c in credentials))
+        run_directories=dedupe(posixpath.normpath(r) for r in run_directories),
+        credentials=dedupe(posixpath.normpath(c) for c in credentials))
     others = other_runs(runtime, list_dir)
     every_boundary = (user_home, *homes, primary, *config_dirs)
     return Policy(
@@ -691,10 +415,7 @@ def build_policy(
 
 
 __all__ = [
-    "GIT_REASON", "GRANT_PREFIX", "NO_FILE_REASON", "READ_TABLE", "Decision",
-    "Policy", "SandboxFilesystem", "ToolSets", "build_policy",
-    "could_not_decide", "decide_read", "decide_search_root", "decide_write", "deny_rules",
-    "directory_level", "entries_below", "host_paths", "jiti_cache", "other_runs", "outermost",
-    "pi_project_dir",
-    "rule_covers", "run_directory_denied", "sandbox_filesystem", "tool_sets", "with_prefix",
+    "GIT_REASON", "GRANT_PREFIX", "NO_FILE_REASON", "READ_TABLE", "Decision", "Policy",
+    "ToolSets", "build_policy", "could_not_decide", "decide_read", "decide_search_root",
+    "decide_write", "tool_sets", "with_prefix",
 ]

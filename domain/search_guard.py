@@ -40,18 +40,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from concorde_workers.domain.grant import Grant, Level
+from concorde_workers.domain.grant import READABLE, Grant, Level, directory_level, entries_below
+from concorde_workers.domain.layout import host_paths
 from concorde_workers.domain.paths import is_within
-from concorde_workers.domain.policy import (
-    GIT_REASON,
-    READABLE,
-    Decision,
-    Policy,
-    could_not_decide,
-    directory_level,
-    entries_below,
-    host_paths,
-)
+from concorde_workers.domain.policy import GIT_REASON, Decision, Policy, could_not_decide
 from concorde_workers.domain.reasons import REASONS, fill, reasons_json
 
 SEARCH_TOOLS = ("Grep", "Glob")

@@ -25,8 +25,7 @@ from concorde_workers.domain.credentials import pi_agent_directory
 from concorde_workers.domain.environment import pi_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, pi_command
-from concorde_workers.domain.layout import PI_AUTH_FILE, PI_MODELS_FILE
-from concorde_workers.domain.policy import jiti_cache, pi_project_dir
+from concorde_workers.domain.layout import PI_AUTH_FILE, PI_MODELS_FILE, jiti_cache, pi_project_dir
 from concorde_workers.domain.prerequisites import PiPrerequisites, pi_runtime_refusal
 from concorde_workers.domain.program_versions import ProgramLocation
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader

@@ -43,7 +43,7 @@ from concorde_workers.domain.claude_settings import (
     digest_text,
     hook_command,
 )
-from concorde_workers.domain.grant import Grant, parse_grant
+from concorde_workers.domain.grant import Grant, directory_level, parse_grant
 from concorde_workers.domain.placement import AdminPath
 from concorde_workers.domain.policy import (
     GIT_REASON,
@@ -53,7 +53,6 @@ from concorde_workers.domain.policy import (
     build_policy,
     decide_read,
     decide_write,
-    directory_level,
 )
 from concorde_workers.domain.reasons import REASONS
 from concorde_workers.domain.search_guard import (

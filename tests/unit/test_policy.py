@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from concorde_workers.domain.credentials import credential_origins
+from concorde_workers.domain.deny_rules import rule_covers, run_directory_denied
 from concorde_workers.domain.errors import Reason
 from concorde_workers.domain.grant import Grant, Level, parse_grant
 from concorde_workers.domain.layout import RuntimeLayout
@@ -27,8 +28,6 @@ from concorde_workers.domain.policy import (
     decide_read,
     decide_search_root,
     decide_write,
-    rule_covers,
-    run_directory_denied,
     tool_sets,
     with_prefix,
 )
