@@ -13,16 +13,15 @@ import os
 import posixpath
 from collections.abc import Iterable, Sequence
 
-from concorde_workers.domain.confinement import (
-    Confinement,
-    ConfinementTools,
+from concorde_workers.domain.confinement import Confinement, ConfinementTools
+from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.mount_plan import (
     PathFacts,
     PlanInputs,
     confinement_plan,
     installation,
     launch_problem,
 )
-from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.paths import DirEntry, EntryKind, is_within
 from concorde_workers.ports.agent import AgentBackend, BackendContext
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError

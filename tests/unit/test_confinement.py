@@ -18,6 +18,10 @@ from concorde_workers.domain.confinement import (
     ConfinementTools,
     Mount,
     MountKind,
+)
+from concorde_workers.domain.grant import Grant, parse_grant
+from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
+from concorde_workers.domain.mount_plan import (
     PathFacts,
     PlanInputs,
     confinement_plan,
@@ -25,8 +29,6 @@ from concorde_workers.domain.confinement import (
     launch_problem,
     parse_rule,
 )
-from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.paths import EntryKind, is_within
 from concorde_workers.domain.placement import AdminPath
 from concorde_workers.domain.policy import Policy, build_policy, decide_read, decide_write
