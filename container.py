@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
+from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.claude.backend import ClaudeBackend
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
@@ -31,12 +33,15 @@ from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
+from concorde_workers.application.checks import ChecksValidation
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.host import WorkerHost
 from concorde_workers.application.planner import Planner
 from concorde_workers.application.preparation import HostFacts, Preparer
 from concorde_workers.application.requests import RequestBuilder
 from concorde_workers.application.sweep import Sweeper
+from concorde_workers.domain.credentials import credential_origins
+from concorde_workers.ports.checks import CheckRunner
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.git import GitReader
@@ -80,6 +85,9 @@ class Container(containers.DeclarativeContainer):
     worker_host = providers.Factory(
         WorkerHost, git=git, fs=filesystem, clock=clock, random=random, processes=processes,
         preparer=preparer, temp_root=temp_root, host_pid=host_pid, process_table=process_table)
+    check_runner = providers.Dependency(instance_of=CheckRunner)
+    checks_validation = providers.Factory(ChecksValidation, runner=check_runner, fs=filesystem)
+    """`container.checks_validation(checks=..., place=...)`: the checks as a round validation."""
     sweeper = providers.Factory(Sweeper, fs=filesystem, table=process_table, clock=clock,
                                 runtime_parent=temp_root)
 
@@ -112,19 +120,31 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
     """The production wiring with the real adapters."""
     env = dict(os.environ if environ is None else environ)
     filesystem, processes = LocalFileSystem(), SubprocessRunner()
+    facts = host_facts(env)
     return Container(
         filesystem=filesystem,
         git=GitCliReader(environ=env),
         clock=SystemClock(),
         random=SecretsRandom(),
-        host=host_facts(env),
+        host=facts,
         temp_root=runtime_parent(),
         cwd=os.getcwd(),
         processes=processes,
         versions=InstalledProgramVersions(filesystem, processes, env),
         host_pid=os.getpid(),
         process_table=ProcTable(),
+        check_runner=check_runner(processes, filesystem, facts),
     )
+
+
+def check_runner(processes: ProcessRunner, filesystem: FileSystem,
+                 facts: HostFacts) -> SandboxedCheckRunner:
+    """The checks' runner: copies in the runtime parent, every credential origin and home of the
+    host hidden from the check (besides the temporary roots every check's sandbox hides)."""
+    origins = credential_origins(facts.environ, facts.user_home)
+    hidden = (*origins.homes, *origins.directories, *origins.files)
+    return SandboxedCheckRunner(processes, filesystem, shutil.which("bwrap"), facts.environ,
+                                hidden, runtime_parent())
 
 
 def example_repository() -> tuple[Example, dict[str, str]]:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.environment import worker_path
 from concorde_workers.domain.git_commands import SANDBOX_ARGS
+from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 from concorde_workers.domain.paths import is_within
 
 ALWAYS_HIDDEN: tuple[str, ...] = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/dev/shm",
@@ -64,13 +65,16 @@ def check_argv(bwrap: str, place: CheckPlace, tree: str, command: str,
     """The command line of one check: `command` run by /bin/sh inside the sandbox, with the copy
     `tree` at the worktree's path. `kind` says what a path is without following a last link:
     "dir", "file", "link" or None (missing); a hidden directory becomes an empty tmpfs, a hidden
-    file (or link) an empty read-only file, a missing one needs nothing."""
-    argv = [bwrap, *SANDBOX_ARGS]
+    file an empty read-only file; a missing one needs nothing, and neither does a link (bwrap
+    would follow it: the caller lists its target too)."""
+    # --info-fd: the process runner ends the run only once the namespace's init has exited, that
+    # is once every process of the check is gone, before its copy is removed.
+    argv = [bwrap, *SANDBOX_ARGS, "--info-fd", NAMESPACE_REPORT_FD]
     for path in _outermost([*ALWAYS_HIDDEN, *host_hidden, *place.hidden]):
         found = kind(path)
         if found == "dir":
             argv += ["--tmpfs", path]
-        elif found is not None:
+        elif found == "file":
             argv += ["--ro-bind", "/dev/null", path]
     outside = [p for p in place.runtime_paths if not is_within(p, place.worktree)]
     inside = [p for p in place.runtime_paths if is_within(p, place.worktree)]

@@ -1,0 +1,189 @@
+"""SandboxedCheckRunner: the real CheckRunner (ports/checks.py).
+
+Copies: a new folder `concorde-check-<random>` in the runtime parent (hidden from every worker by
+its confinement), filled by a walk that never follows a link: directories, links as links,
+regular files cloned (FICLONE: copy-on-write where the filesystem shares extents: btrfs, XFS),
+else copied in the kernel (copy_file_range), else read and written; their permission bits kept
+(a directory's after its content). Entries named `.git` (Git metadata, as hidden from the
+worker's Bash) and special files are left out.
+
+Runs: /bin/sh in the check sandbox (domain/check_sandbox.py) through the one process runner,
+which kills the whole process group when the check's timeout passes (and bwrap's PID namespace
+dies with its launcher). The shell first prints a marker line on stdout and then sends stdout to
+stderr: a run without the marker never reached the check (bwrap could not build the sandbox),
+and the log is the runner's bounded tail of both streams in the order written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import secrets
+import shutil
+import stat
+import time
+from collections.abc import Mapping, Sequence
+
+from concorde_workers.domain.check_sandbox import CheckPlace, check_argv, check_environment
+from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, status_of
+from concorde_workers.ports.checks import CheckCopyFailed
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
+
+FICLONE = 0x40049409
+LOG_KEEP_BYTES = 80_000
+STARTED = "concorde-check-started"
+COPY_PREFIX = "concorde-check-"
+_NO_CLONE = {errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL, errno.ENOSYS,
+             errno.EBADF, errno.EPERM}
+
+
+class SandboxedCheckRunner:
+    """Checks over throwaway copies, in a network-less bubblewrap sandbox."""
+
+    def __init__(self, processes: ProcessRunner, fs: FileSystem, bwrap: str | None,
+                 host_env: Mapping[str, str], host_hidden: Sequence[str],
+                 copies_root: str) -> None:
+        self._processes = processes
+        self._fs = fs
+        self._bwrap = bwrap
+        self._env = dict(host_env)
+        self._hidden = tuple(host_hidden)
+        self._root = copies_root
+        self._clone = True  # until the filesystem says it cannot
+
+    def copy(self, source: str) -> str:
+        target = os.path.join(self._root, COPY_PREFIX + secrets.token_hex(6))
+        try:
+            os.mkdir(target, 0o700)
+        except OSError as error:
+            raise CheckCopyFailed(target, error.strerror or str(error)) from error
+        try:
+            self._copy_dir(source, target)
+        except OSError as error:
+            self._remove_quietly(target)
+            raise CheckCopyFailed(error.filename or source, error.strerror or str(error)) \
+                from error
+        return target
+
+    def _copy_dir(self, source: str, target: str) -> None:
+        with os.scandir(source) as entries:
+            listed = list(entries)
+        for entry in listed:
+            if entry.name == ".git":
+                continue
+            src, dst = entry.path, os.path.join(target, entry.name)
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                os.symlink(os.readlink(src), dst)
+            elif stat.S_ISDIR(info.st_mode):
+                os.mkdir(dst, 0o700)
+                self._copy_dir(src, dst)
+                os.chmod(dst, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
+            elif stat.S_ISREG(info.st_mode):
+                self._copy_file(src, dst, stat.S_IMODE(info.st_mode))
+        os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IRWXU)
+
+    def _copy_file(self, src: str, dst: str, mode: int) -> None:
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+        source_fd = os.open(src, flags)
+        try:
+            target_fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                                0o600)
+            try:
+                self._fill(source_fd, target_fd)
+                os.fchmod(target_fd, mode)
+            finally:
+                os.close(target_fd)
+        finally:
+            os.close(source_fd)
+
+    def _fill(self, source_fd: int, target_fd: int) -> None:
+        if self._clone:
+            try:
+                fcntl.ioctl(target_fd, FICLONE, source_fd)
+                return
+            except OSError as error:
+                if error.errno not in _NO_CLONE:
+                    raise
+                self._clone = False
+        size = os.fstat(source_fd).st_size
+        try:
+            while size > 0:
+                copied = os.copy_file_range(source_fd, target_fd, size)
+                if copied == 0:
+                    break
+                size -= copied
+            return
+        except OSError as error:
+            if error.errno not in _NO_CLONE:
+                raise
+        os.lseek(source_fd, 0, os.SEEK_SET)
+        os.lseek(target_fd, 0, os.SEEK_SET)
+        os.ftruncate(target_fd, 0)
+        with os.fdopen(os.dup(source_fd), "rb") as reading, \
+                os.fdopen(os.dup(target_fd), "wb") as writing:
+            shutil.copyfileobj(reading, writing)
+
+    def run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:
+        if not self._bwrap:
+            return CheckRun(status=CheckStatus.NOT_STARTED,
+                            problem="bubblewrap (bwrap) is not installed, and a check never "
+                                    "runs outside its sandbox; install it (Debian: apt-get "
+                                    "install bubblewrap)")
+        hidden = [*self._hidden, *(os.path.realpath(p) for p in self._hidden)]
+        script = f"printf '%s\\n' {STARTED}\nexec 1>&2\n{check.command}"
+        argv = check_argv(self._bwrap, place, tree, script, hidden, _kind)
+        env = check_environment(self._env, place.project_interpreter)
+        started = time.monotonic()
+        try:
+            handle = self._processes.start(argv, env, tree, None,
+                                           timeout_seconds=check.timeout_seconds)
+        except ProcessStartFailed as failed:
+            return CheckRun(status=CheckStatus.NOT_STARTED, problem=failed.os_error_text)
+        try:
+            reached = any(line == STARTED for line in handle.lines())
+            exit_code = handle.wait(None)
+        finally:
+            handle.kill_group()
+            handle.wait(None)
+        duration = time.monotonic() - started
+        log = handle.stderr_tail(LOG_KEEP_BYTES)
+        if handle.timed_out:
+            return CheckRun(status=CheckStatus.TIMED_OUT, exit_code=exit_code,
+                            duration_seconds=duration, log=log,
+                            problem=f"timed out after {check.timeout_seconds:g} s")
+        if not reached:
+            said = log.decode("utf-8", "replace").strip()[-2000:] or f"exit status {exit_code}"
+            return CheckRun(status=CheckStatus.NOT_STARTED, exit_code=exit_code,
+                            duration_seconds=duration, log=log,
+                            problem=f"the sandbox could not be built: {said}")
+        return CheckRun(status=status_of(exit_code, False), exit_code=exit_code,
+                        duration_seconds=duration, log=log)
+
+    def discard(self, tree: str) -> None:
+        opened = self._fs.open_up(tree)
+        try:
+            self._fs.rmtree(tree)
+        except FileSystemError as error:
+            problems = "; ".join(e.os_error_text for e in opened)
+            raise CheckCopyFailed(tree, error.os_error_text + (f" ({problems})" if problems
+                                                               else "")) from error
+        if self._fs.lexists(tree):
+            raise CheckCopyFailed(tree, "it is still there after its removal")
+
+    def _remove_quietly(self, tree: str) -> None:
+        with contextlib.suppress(CheckCopyFailed):
+            self.discard(tree)
+
+
+def _kind(path: str) -> str | None:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "dir" if stat.S_ISDIR(mode) else "file"

@@ -1,0 +1,178 @@
+"""The CheckRunner contract: SandboxedCheckRunner (real bubblewrap, real copies) and
+FakeCheckRunner (scripted commands over a FakeFileSystem) pass the same tests.
+
+Each behaviour is one command text: the real runner runs it with /bin/sh, the fake has a
+program of the same effect under the same text."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.checks import HANG, FakeCheckRunner, FakeTree
+from fakes.filesystem import FakeFileSystem
+
+from concorde_workers.adapters.checks import SandboxedCheckRunner
+from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.domain.check_sandbox import CheckPlace
+from concorde_workers.domain.checks import Check, CheckStatus
+from concorde_workers.domain.paths import EntryKind
+from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
+
+PASS_IF_FILE = "test -f a.txt"
+PRINT_AND_FAIL = "echo out; echo err >&2; exit 3"
+WRITE_CACHE = "mkdir -p cache && echo x > cache/f && echo y > a.txt && test ! -e .git"
+HANGS = "sleep 60"
+MISSING = "no-such-program-here"
+
+
+def _pass_if_file(tree: FakeTree) -> tuple[int, bytes]:
+    return (0 if tree.read("a.txt") is not None else 1), b""
+
+
+def _write_cache(tree: FakeTree) -> tuple[int, bytes]:
+    tree.write("cache/f", "x\n")
+    tree.write("a.txt", "y\n")
+    return (1 if ".git" in tree.files() else 0), b""
+
+
+PROGRAMS: dict[str, Any] = {PASS_IF_FILE: _pass_if_file,
+                            PRINT_AND_FAIL: lambda tree: (3, b"out\nerr\n"),
+                            WRITE_CACHE: _write_cache, HANGS: HANG}
+
+
+@dataclass
+class World:
+    runner: CheckRunner
+    worktree: str
+    kind: str
+    fs: Any
+
+    def write(self, rel: str, data: bytes, executable: bool = False) -> None:
+        path = os.path.join(self.worktree, rel)
+        if self.kind == "fake":
+            self.fs.write(path, data, 0o755 if executable else 0o644)
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        Path(path).write_bytes(data)
+        os.chmod(path, 0o755 if executable else 0o644)
+
+    def symlink(self, target: str, rel: str) -> None:
+        path = os.path.join(self.worktree, rel)
+        if self.kind == "fake":
+            self.fs.symlink(target, path)
+        else:
+            os.symlink(target, path)
+
+    def tree(self, root: str) -> dict[str, tuple[str, bytes | str, bool]]:
+        """Every non-directory entry below `root`: kind, content or link target, executable."""
+        if self.kind == "fake":
+            prefix = root.rstrip("/") + "/"
+            return {p[len(prefix):]: (
+                "link" if n.kind is EntryKind.SYMLINK else "file",
+                n.target if n.kind is EntryKind.SYMLINK else n.data,
+                n.kind is not EntryKind.SYMLINK and bool(n.mode & 0o100))
+                for p, n in self.fs.files_under(root).items()}
+        out: dict[str, tuple[str, bytes | str, bool]] = {}
+        for top, dirs, files in os.walk(root):
+            for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(top, d)))]:
+                path = os.path.join(top, name)
+                rel = os.path.relpath(path, root)
+                if os.path.islink(path):
+                    out[rel] = ("link", os.readlink(path), False)
+                else:
+                    mode = os.stat(path).st_mode
+                    out[rel] = ("file", Path(path).read_bytes(), bool(mode & stat.S_IXUSR))
+        return out
+
+    def exists(self, path: str) -> bool:
+        return (self.fs.node_at(path) is not None if self.kind == "fake"
+                else os.path.lexists(path))
+
+    def place(self) -> CheckPlace:
+        return CheckPlace(worktree=self.worktree)
+
+
+@pytest.fixture(params=["real", "fake"])
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    worktree = str(tmp_path / "repo" / ".claude" / "worktrees" / "t")
+    if request.param == "fake":
+        fs = FakeFileSystem()
+        fs.mkdir(worktree)
+        yield World(FakeCheckRunner(fs, PROGRAMS), worktree, "fake", fs)
+        return
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        pytest.fail("bubblewrap is required by the checks' sandbox: run ./scripts/setup")
+    os.makedirs(worktree)
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    runner = SandboxedCheckRunner(SubprocessRunner(), LocalFileSystem(), bwrap,
+                                  {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, (), str(copies))
+    yield World(runner, worktree, "real", None)
+
+
+def test_a_copy_holds_the_tree_without_git_metadata_and_links_as_links(world: World) -> None:
+    world.write("a.txt", b"alpha\n")
+    world.write("bin/run.sh", b"#!/bin/sh\n", executable=True)
+    world.write(".git", b"gitdir: /somewhere/.git/worktrees/t\n")
+    world.write("vendor/lib/.git/HEAD", b"ref: refs/heads/main\n")
+    world.symlink("a.txt", "link.txt")
+    copy = world.runner.copy(world.worktree)
+    assert world.tree(copy) == {"a.txt": ("file", b"alpha\n", False),
+                                "bin/run.sh": ("file", b"#!/bin/sh\n", True),
+                                "link.txt": ("link", "a.txt", False)}
+    world.runner.discard(copy)
+    assert not world.exists(copy)
+
+
+def test_a_check_sees_the_copy_at_the_worktree_and_its_writes_stay_there(world: World) -> None:
+    world.write("a.txt", b"alpha\n")
+    world.write(".git", b"gitdir: /somewhere\n")
+    before = world.tree(world.worktree)
+    copy = world.runner.copy(world.worktree)
+    ran = world.runner.run(Check(id="w", command=WRITE_CACHE), copy, world.place())
+    assert ran.status is CheckStatus.PASSED and ran.exit_code == 0
+    assert world.tree(copy)["cache/f"][1] == b"x\n"
+    assert world.tree(world.worktree) == before
+    passed = world.runner.run(Check(id="p", command=PASS_IF_FILE), copy, world.place())
+    assert passed.status is CheckStatus.PASSED
+    world.runner.discard(copy)
+
+
+def test_a_failing_check_reports_its_exit_code_and_both_streams(world: World) -> None:
+    copy = world.runner.copy(world.worktree)
+    ran = world.runner.run(Check(id="f", command=PRINT_AND_FAIL), copy, world.place())
+    world.runner.discard(copy)
+    assert ran.status is CheckStatus.FAILED and ran.exit_code == 3
+    assert ran.log == b"out\nerr\n"
+    assert ran.duration_seconds >= 0
+
+
+def test_a_missing_program_is_a_failure_of_the_check_with_sh_saying_so(world: World) -> None:
+    copy = world.runner.copy(world.worktree)
+    ran = world.runner.run(Check(id="m", command=MISSING), copy, world.place())
+    world.runner.discard(copy)
+    assert ran.status is CheckStatus.FAILED and ran.exit_code == 127
+    assert b"no-such-program-here" in ran.log and b"not found" in ran.log
+
+
+def test_a_check_past_its_timeout_is_killed_and_timed_out(world: World) -> None:
+    copy = world.runner.copy(world.worktree)
+    ran = world.runner.run(Check(id="h", command=HANGS, timeout_seconds=0.5), copy,
+                           world.place())
+    world.runner.discard(copy)
+    assert ran.status is CheckStatus.TIMED_OUT
+    assert not world.exists(copy)
+
+
+def test_copying_what_is_not_there_fails_and_leaves_nothing(world: World) -> None:
+    with pytest.raises(CheckCopyFailed):
+        world.runner.copy(world.worktree + "-missing")

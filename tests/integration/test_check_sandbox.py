@@ -1,0 +1,103 @@
+"""The real check sandbox as an attacker's check meets it (issue 13 §2): no network (not even
+loopback), no credential, no home, no other worktree, no run record, no host variable; the
+runtime paths readable, nothing of the worktree written."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from concorde_workers.adapters.checks import SandboxedCheckRunner
+from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.domain.check_sandbox import CheckPlace
+from concorde_workers.domain.checks import Check, CheckStatus
+
+
+@pytest.fixture
+def setting(tmp_path: Path) -> tuple[SandboxedCheckRunner, CheckPlace, Path]:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        pytest.fail("bubblewrap is required by the checks' sandbox: run ./scripts/setup")
+    primary = tmp_path / "repo"
+    worktree = primary / ".claude" / "worktrees" / "t"
+    worktree.mkdir(parents=True)
+    (primary / "secret-of-the-primary.txt").write_text("primary\n")
+    (primary / ".claude" / "worktrees" / "other").mkdir()
+    (primary / ".claude" / "worktrees" / "other" / "theirs.txt").write_text("theirs\n")
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "auth.json").write_text('{"token": "sk-secret"}\n')
+    lone = tmp_path / "lone-credentials.json"
+    lone.write_text("sk-lone\n")
+    records = tmp_path / "trace" / "workers"
+    records.mkdir(parents=True)
+    (records / "record.json").write_text("{}\n")
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (runtime / "lib.txt").write_text("library\n")
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+           "ANTHROPIC_API_KEY": "sk-host", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    runner = SandboxedCheckRunner(SubprocessRunner(), LocalFileSystem(), bwrap, env,
+                                  (str(creds), str(lone)), str(copies))
+    place = CheckPlace(worktree=str(worktree), hidden=(str(primary), str(records)),
+                       runtime_paths=(str(runtime), sys.prefix, sys.base_prefix),
+                       project_interpreter=sys.executable)
+    return runner, place, tmp_path
+
+
+def run(runner: SandboxedCheckRunner, place: CheckPlace, command: str) -> tuple[int | None,
+                                                                                 str]:
+    copy = runner.copy(place.worktree)
+    try:
+        ran = runner.run(Check(id="x", command=command, timeout_seconds=60), copy, place)
+    finally:
+        runner.discard(copy)
+    assert ran.status in (CheckStatus.PASSED, CheckStatus.FAILED), ran
+    return ran.exit_code, ran.log.decode()
+
+
+def test_a_check_cannot_reach_the_network_even_on_loopback(setting) -> None:  # type: ignore[no-untyped-def]
+    runner, place, _ = setting
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted: list[object] = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+    code, log = run(runner, place, f"python -c \"import socket; socket.create_connection("
+                                   f"('127.0.0.1', {port}), timeout=5)\"")
+    server.close()
+    assert code != 0 and "Error" in log
+    assert accepted == []
+
+
+def test_a_check_reads_no_credential_home_record_or_other_worktree(setting) -> None:  # type: ignore[no-untyped-def]
+    runner, place, tmp = setting
+    targets = [tmp / "creds" / "auth.json", tmp / "lone-credentials.json",
+               tmp / "trace" / "workers" / "record.json", tmp / "repo" / "secret-of-the-primary.txt",
+               tmp / "repo" / ".claude" / "worktrees" / "other" / "theirs.txt",
+               Path(os.path.expanduser("~")) / ".bashrc"]
+    command = "; ".join(f"cat {t} 2>/dev/null" for t in targets) + "; true"
+    code, log = run(runner, place, command)
+    assert code == 0
+    for secret in ("sk-secret", "sk-lone", "primary", "theirs", "{}"):
+        assert secret not in log
+
+
+def test_a_check_gets_a_cleared_environment_and_the_runtime_paths(setting) -> None:  # type: ignore[no-untyped-def]
+    runner, place, tmp = setting
+    code, log = run(runner, place, f"env; cat {tmp / 'runtime' / 'lib.txt'}; "
+                                   "python -c 'import sys; print(sys.prefix)'; "
+                                   "touch made-here; echo $PWD")
+    assert code == 0, log
+    assert "sk-host" not in log and "PROXY" not in log
+    assert "HOME=/tmp/home" in log and "library" in log
+    assert sys.prefix in log and place.worktree in log
+    assert not (Path(place.worktree) / "made-here").exists()
