@@ -37,7 +37,8 @@ from concorde_workers.application.runtime_directory import (
     cleanup_runtime_directory,
     create_runtime_directory,
 )
-from concorde_workers.application.tracing import ProgressWriter, TraceWriter
+from concorde_workers.application.tracing.progress import ProgressWriter
+from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.audit import Snapshot

@@ -20,11 +20,8 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.confinement import confinement_launch_problem
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.run_state import RoundState, RunState
-from concorde_workers.application.tracing import (
-    Moment,
-    ProgressWriter,
-    TraceWriter,
-)
+from concorde_workers.application.tracing.progress import ProgressWriter
+from concorde_workers.application.tracing.writer import Moment, TraceWriter
 from concorde_workers.application.validation import (
     RoundValidation,
     ValidationInput,

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from concorde_workers.application.preparation import Prepared
-from concorde_workers.application.tracing import Moment, TraceWriter, record_of_node
+from concorde_workers.application.tracing.record import record_of_node
+from concorde_workers.application.tracing.writer import Moment, TraceWriter
 from concorde_workers.domain.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.audit import Audit
 from concorde_workers.domain.deletions import DeletionOutcome

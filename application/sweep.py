@@ -33,12 +33,9 @@ from concorde_workers.application.runtime_directory import (
     CleanupOutcome,
     cleanup_runtime_directory,
 )
-from concorde_workers.application.tracing import (
-    TraceWriter,
-    read_node,
-    read_progress,
-    utc_text,
-)
+from concorde_workers.application.tracing.progress import utc_text
+from concorde_workers.application.tracing.reader import read_node, read_progress
+from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.codes import trace_evidence, transcript_evidence
 from concorde_workers.domain.errors import ErrorLink, Refusal
 from concorde_workers.domain.layout import CONTROL_DIR, RunLayout, RuntimeLayout

@@ -32,7 +32,11 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
 from concorde_workers.application.requests import invalid
 from concorde_workers.application.sweep import sweep_account
-from concorde_workers.application.tracing import RECORD_UNREADABLE, read_programs, read_record
+from concorde_workers.application.tracing.reader import (
+    RECORD_UNREADABLE,
+    read_programs,
+    read_record,
+)
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.text import terminal_lines

@@ -28,7 +28,9 @@ from concorde_workers.application.runtime_directory import (
     cleanup_runtime_directory,
     create_runtime_directory,
 )
-from concorde_workers.application.tracing import ProgressWriter, TraceWriter, read_record
+from concorde_workers.application.tracing.progress import ProgressWriter
+from concorde_workers.application.tracing.reader import read_record
+from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.contracts import load
 from concorde_workers.domain.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.records import RunRecord, TraceNode

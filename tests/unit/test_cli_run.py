@@ -34,7 +34,7 @@ from concorde_workers.adapters.cli.display import (
     progress_text,
     round_line,
 )
-from concorde_workers.application.tracing import read_record
+from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.container import Container
 from concorde_workers.domain.errors import ErrorLink, Reason, Unhandled
 from concorde_workers.domain.program_versions import ProgramVersion

@@ -27,7 +27,7 @@ from fakes.process import FakeStart
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.preparation import Preparer
-from concorde_workers.application.tracing import read_record
+from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.application.validation import (
     LinkAnswer,
     ValidationInput,

@@ -33,7 +33,7 @@ from pytest_mock import MockerFixture
 from timing import eventually
 
 from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.tracing import ProgressWriter
+from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.validation import (
     LinkAnswer,
     ValidationInput,
@@ -715,7 +715,7 @@ def test_a_cancellation_during_the_round_validation_interrupts_without_deletions
 @pytest.mark.req("A running run shows its progress")
 def test_a_held_back_action_is_written_while_the_worker_is_silent() -> None:
     from concorde_workers.application.rounds import _ActivityFlusher
-    from concorde_workers.application.tracing import ProgressWriter
+    from concorde_workers.application.tracing.progress import ProgressWriter
     from concorde_workers.domain.records import LastAction
 
     world = HostWorld()

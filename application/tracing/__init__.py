@@ -1,0 +1,14 @@
+"""The run's trace on disk, one module a job: seed 000 "Run directory and runtime directory",
+"Progress file" and "Run record"; seed 002 (contract.workers.worker-run-trace,
+worker-round-trace, worker-run-record). Every read and write goes through the `FileSystem` port.
+
+* `writer`: `TraceWriter` writes one run's node folder `<parent>/workers/<run-id>/` (its
+  trace.json at the moments start, update and end, each round's trace.json and stderr.log,
+  grant.json and brief.md), recording every refused write, never raising it.
+* `progress`: `ProgressWriter` keeps status.json current; `utc_text`, the records' time.
+* `record`: `record_of_node`, the returned run record of a worker-run node (the host's and the
+  reader's).
+* `reader`: `read_record` rebuilds the returned run record from the run's node folder
+  (`runs.read_record` of seed 002); `read_node`, `read_progress` and `read_programs` for the
+  sweep and the `show` command.
+"""

@@ -1,0 +1,294 @@
+"""The record read back: a run's returned record rebuilt from its node folder.
+
+Seed 000 "Run record"; seed 002 (`runs.read_record`; contract.workers.worker-run-trace,
+worker-round-trace, worker-run-record). `read_record` reads the run's node and its rounds' nodes
+and gives the record, or a refusal (code `record_unreadable`) naming the file that is missing or
+malformed. `read_node` and `read_progress` serve the sweep, which finishes the record of a run
+whose host died; `read_programs` the account of `show`.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from concorde_workers.application.tracing.record import record_of_node
+from concorde_workers.domain.brief import worktree_of_brief
+from concorde_workers.domain.claude_settings import digest_text
+from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.layout import PROGRAMS_FILE, STDERR_TAIL_BYTES, RunLayout
+from concorde_workers.domain.program_versions import ProgramVersion, parse_programs_document
+from concorde_workers.domain.records import (
+    WORKER_ROUND,
+    WORKER_RUN,
+    ProgressFile,
+    RoundRecord,
+    RunRecord,
+    TraceNode,
+)
+from concorde_workers.domain.run_id import is_run_id, runtime_directory_prefix
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+
+__all__ = [
+    "RECORD_UNREADABLE",
+    "WORKTREE_UNKNOWN",
+    "read_node",
+    "read_programs",
+    "read_progress",
+    "read_record",
+]
+
+WORKTREE_UNKNOWN = "(unknown: neither status.json nor brief.md of the run directory names it)"
+"""`read_record`'s worktree when nothing the run directory keeps names it."""
+
+RECORD_UNREADABLE = "record_unreadable"
+"""The code of `read_record`'s refusal: a trace.json (or status.json) missing or malformed."""
+
+
+def _refusal(path: str, problem: str) -> Refusal:
+    return Refusal(
+        code=RECORD_UNREADABLE, reason=Reason.ENVIRONMENT, message=f"{path}: {problem}", file=path
+    )
+
+
+def _first_problem(error: ValidationError) -> str:
+    first = error.errors(include_url=False)[0]
+    location = ".".join(str(part) for part in first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{location}: {message}" if location else message
+
+
+def _read_json(fs: FileSystem, path: str) -> Any | Refusal:
+    try:
+        text = fs.read_text(path)
+    except FileSystemError as error:
+        if error.not_found:
+            return _refusal(path, "missing")
+        return _refusal(path, f"cannot be read: {error.os_error_text}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        return _refusal(path, f"not JSON: {error}")
+
+
+def _read_node(fs: FileSystem, path: str, kind: str) -> TraceNode | Refusal:
+    data = _read_json(fs, path)
+    if isinstance(data, Refusal):
+        return data
+    if not isinstance(data, dict):
+        return _refusal(path, f"not a trace node: a JSON {type(data).__name__}, not an object")
+    if data.get("kind") != kind:
+        return _refusal(path, f"not a {kind} node: its kind is {data.get('kind')!r}")
+    try:
+        return TraceNode.model_validate(data)
+    except ValidationError as error:
+        return _refusal(path, f"not a valid {kind} node: {_first_problem(error)}")
+
+
+def _read_progress(fs: FileSystem, path: str) -> ProgressFile | Refusal:
+    data = _read_json(fs, path)
+    if isinstance(data, Refusal):
+        return data
+    try:
+        return ProgressFile.model_validate(data)
+    except ValidationError as error:
+        return _refusal(path, f"not a valid progress file: {_first_problem(error)}")
+
+
+def _worktree_of_brief(fs: FileSystem, layout: RunLayout, digest: str | None) -> str | None:
+    """The worktree brief.md names, when it is the brief as sent (its digest is the run's)."""
+    if digest is None:
+        return None
+    try:
+        brief = fs.read_text(layout.brief)
+    except FileSystemError:
+        return None
+    return worktree_of_brief(brief) if digest_text(brief) == digest else None
+
+
+def _absolute_evidence(
+    fs: FileSystem, round_dir: str, evidence: Sequence[dict[str, Any]]
+) -> tuple[dict[str, Any], ...]:
+    """Each evidence value with its artifact paths absolute: a top-level string that is a path
+    relative to the round's folder, naming an entry that exists there, becomes absolute."""
+    made: list[dict[str, Any]] = []
+    for item in evidence:
+        copy = dict(item)
+        for key, value in item.items():
+            if not isinstance(value, str) or not value or "\n" in value or "\0" in value:
+                continue
+            if posixpath.isabs(value) or ".." in value.split("/"):
+                continue
+            joined = posixpath.normpath(posixpath.join(round_dir, value))
+            if joined == posixpath.normpath(round_dir):
+                continue
+            if fs.lexists(joined):
+                copy[key] = joined
+        made.append(copy)
+    return tuple(made)
+
+
+def _stderr_tail(fs: FileSystem, layout: RunLayout, rounds: int) -> str:
+    if rounds < 1:
+        return ""
+    try:
+        data = fs.read_bytes(layout.round_stderr(rounds))
+    except FileSystemError:
+        return ""  # a round that kept no standard error: nothing to show
+    return data[-STDERR_TAIL_BYTES:].decode("utf-8", errors="replace")
+
+
+def read_record(
+    fs: FileSystem,
+    run_dir: str,
+    *,
+    worktree: str | None = None,
+    runtime_directory: str | None = None,
+) -> RunRecord | Refusal:
+    """The returned run record rebuilt from a run's node folder (seed 002, runs.read_record).
+
+    From the run node: its identity, status, error, times, metadata and content, with tools as
+    the comma-separated list and transcript absolute; from the round nodes `rounds/1` to
+    `rounds/<rounds>`, in order: each round's content and usage, its evidence's artifact paths
+    made absolute against the round's folder. trace_failures is the run content's list: a
+    failure of the final write itself is carried only by the record the host returned.
+
+    The nodes do not keep the three other fields; this function gives them as follows:
+    `worktree` as given, else the worktree the run's progress file (status.json) names, else the
+    one the brief as sent (brief.md, its digest the run node's brief_digest) names, else
+    `WORKTREE_UNKNOWN` - the progress file is an observation aid, never needed to read a
+    record (seed 000 "Progress file"); `stderr_tail` the last round's stderr.log (the tail it
+    kept), empty when there is none; `runtime_directory` as given, else `concorde-<6 hex>-*`,
+    the runtime directory's name pattern, since its folder and random part are not recorded and
+    it is removed by then.
+
+    A refusal (code `record_unreadable`) names the file that is missing or malformed and what
+    is wrong with it, also a run node still `running` (the run has not ended, or its final write
+    was refused).
+    """
+    try:
+        layout = RunLayout(run_dir=run_dir)
+    except ValidationError:
+        return _refusal(run_dir, "the run directory must be an absolute path")
+    node = _ended_run_node(fs, layout)
+    if isinstance(node, Refusal):
+        return node
+    rounds = _round_records(fs, layout, node)
+    if isinstance(rounds, Refusal):
+        return rounds
+    named = _backend_and_worktree(fs, layout, node, worktree)
+    if isinstance(named, Refusal):
+        return named
+    backend, worktree = named
+    if runtime_directory is None:
+        runtime_directory = _runtime_directory_pattern(node.id)
+    try:
+        return record_of_node(
+            node, worktree=worktree, backend=backend, run_directory=layout.run_dir,
+            runtime_directory=runtime_directory,
+            stderr_tail=_stderr_tail(fs, layout, node.run_content().rounds), rounds=rounds,
+        )
+    except ValidationError as error:
+        return _refusal(layout.trace, f"gives no valid run record: {_first_problem(error)}")
+
+
+def _ended_run_node(fs: FileSystem, layout: RunLayout) -> TraceNode | Refusal:
+    """The run's node, refused while it still says `running`."""
+    node = _read_node(fs, layout.trace, WORKER_RUN)
+    if not isinstance(node, Refusal) and node.status == "running":
+        return _refusal(
+            layout.trace, "the run has not ended: its record still has status running"
+        )
+    return node
+
+
+def _round_records(
+    fs: FileSystem, layout: RunLayout, node: TraceNode
+) -> list[RoundRecord] | Refusal:
+    """The records of the run's rounds 1 to `rounds`, in order; the first refusal."""
+    rounds: list[RoundRecord] = []
+    for n in range(1, node.run_content().rounds + 1):
+        record = _round_record(fs, layout, node.id, n)
+        if isinstance(record, Refusal):
+            return record
+        rounds.append(record)
+    return rounds
+
+
+def _round_record(fs: FileSystem, layout: RunLayout, run_id: str, n: int) -> RoundRecord | Refusal:
+    """Round `n`'s record from its node, which must be round `n` of the run `run_id`; its
+    evidence's artifact paths made absolute when the round was validated."""
+    round_node = _read_node(fs, layout.round_trace(n), WORKER_ROUND)
+    if isinstance(round_node, Refusal):
+        return round_node
+    round_content = round_node.round_content()
+    if round_content.round != n:
+        return _refusal(layout.round_trace(n), f"holds round {round_content.round}, not {n}")
+    if round_node.parent != run_id:
+        return _refusal(
+            layout.round_trace(n), f"its parent is {round_node.parent!r}, not {run_id!r}"
+        )
+    evidence = None
+    if round_content.validation is not None:
+        evidence = _absolute_evidence(fs, layout.round_dir(n), round_content.evidence)
+    return RoundRecord.of_round(round_content, round_node.round_usage(), evidence)
+
+
+def _backend_and_worktree(
+    fs: FileSystem, layout: RunLayout, node: TraceNode, worktree: str | None
+) -> tuple[str, str] | Refusal:
+    """The run's backend (its node's, else its progress file's) and worktree (as given, else
+    its progress file's, else the brief's as sent, else `WORKTREE_UNKNOWN`)."""
+    backend: str | None = node.run_metadata().backend
+    if worktree is None or backend is None:
+        progress = _progress_of_run(fs, layout, node.id)
+        if isinstance(progress, ProgressFile):
+            worktree = worktree if worktree is not None else progress.worktree
+            backend = backend if backend is not None else progress.backend
+        elif backend is None:  # the run node names no backend: only the progress file did
+            return progress
+    if worktree is None:
+        brief_digest = node.run_metadata().brief_digest
+        worktree = _worktree_of_brief(fs, layout, brief_digest) or WORKTREE_UNKNOWN
+    return backend, worktree
+
+
+def _progress_of_run(fs: FileSystem, layout: RunLayout, run_id: str) -> ProgressFile | Refusal:
+    """The run's progress file; refused when it cannot be read or names another run."""
+    progress = _read_progress(fs, layout.status)
+    if isinstance(progress, Refusal) or progress.run_id == run_id:
+        return progress
+    return _refusal(layout.status, f"names the run {progress.run_id}, not {run_id}")
+
+
+def _runtime_directory_pattern(run_id: str) -> str:
+    """The runtime directory's name pattern: its folder and random part are not recorded."""
+    return f"{runtime_directory_prefix(run_id)}*" if is_run_id(run_id) else "concorde-*"
+
+
+def read_node(fs: FileSystem, path: str, kind: str) -> TraceNode | Refusal:
+    """The trace node at `path` of kind `kind` (worker-run, worker-round), or a refusal (code
+    `record_unreadable`) naming the file and what is wrong with it. For the sweep, which finishes
+    the record of a run whose host died."""
+    return _read_node(fs, path, kind)
+
+
+def read_progress(fs: FileSystem, path: str) -> ProgressFile | Refusal:
+    """The progress file at `path`, or a refusal naming what is wrong with it."""
+    return _read_progress(fs, path)
+
+
+def read_programs(fs: FileSystem, run_dir: str) -> tuple[ProgramVersion, ...]:
+    """The agent programs a run was prepared with, from its programs.json (issue 11); none when
+    the run has none (a test backend's, a run refused before its preparation ended) or the file
+    cannot be read: an account shows them, nothing decides by them."""
+    path = posixpath.join(run_dir, PROGRAMS_FILE)
+    try:
+        data = json.loads(fs.read_text(path)) if fs.is_file(path) else None
+    except (FileSystemError, ValueError):
+        return ()
+    return parse_programs_document(data) or ()
