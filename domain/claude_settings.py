@@ -7,10 +7,10 @@ force (design.md, docs/decisions.md "Claude Code settings" and "Claude Code 2.1.
   never put to the permission mode, which under bypassPermissions approves it (seed 000 "An
   unlisted host is denied, never approved"); `deniedDomains: ["*"]` stays beside it, the
   workaround from before the key existed, which denies every host first and costs nothing;
-- `sandbox.credentials` unsets `ANTHROPIC_API_KEY` for Bash: the one credential no other layer
-  hides from a sandboxed command (the deny rules' `Read` entries already hide `config/` and
-  `control/` from it, the confinement the credentials at their origins, the cleared environment
-  everything else);
+- `sandbox.credentials` unsets `ANTHROPIC_API_KEY` and Claude Code's own secrets
+  (`SECRET_VARIABLES`) for Bash: the credentials no other layer hides from a sandboxed command
+  (the deny rules' `Read` entries already hide `config/` and `control/` from it, the
+  confinement the credentials at their origins, the cleared environment everything else);
 - `env.CLAUDE_CODE_DISABLE_BACKGROUND_TASKS = "1"`: Claude Code 2.1.332 in -p mode waits for a
   background Bash (`run_in_background`, or a command moved to the background at its timeout)
   before it exits, so one left running would hold the round open until its timeout;
@@ -37,7 +37,22 @@ NETWORK: dict[str, Any] = {"allowedDomains": [], "deniedDomains": ["*"], "strict
 """The sandbox's network: no host allowed, every host denied, no host ever put to the
 permission mode (docs/decisions.md "Claude Code settings")."""
 
-CREDENTIALS: dict[str, Any] = {"envVars": [{"name": "ANTHROPIC_API_KEY", "mode": "deny"}]}
+SECRET_VARIABLES: tuple[str, ...] = (
+    "ANTHROPIC_API_KEY",
+    "CLAUDE_CODE_MESSAGING_TOKEN",
+    "CLAUDE_CODE_MESSAGING_SOCKET",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_SESSION_ACCESS_TOKEN",
+)
+"""The variables `sandbox.credentials` unsets for sandboxed commands: the API key the round's
+environment carries, and what Claude Code 2.1.332 itself puts into its own environment, which
+its Bash inherits — the token and path of its cross-session inbox (a Unix socket that takes
+`user` messages into the running session, bound whenever Claude Code can verify its socket
+directory's owner, as on every host not running as root), and the OAuth and session tokens it
+sets when it refreshes a login it was given (docs/decisions.md "Claude Code's own variables")."""
+
+CREDENTIALS: dict[str, Any] = {
+    "envVars": [{"name": name, "mode": "deny"} for name in SECRET_VARIABLES]}
 """What `sandbox.credentials` hides from sandboxed commands beyond the other layers."""
 
 SETTINGS_ENV: dict[str, str] = {"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}

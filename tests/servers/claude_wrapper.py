@@ -20,6 +20,13 @@ own directories is writable, and where its pid is the namespace's, not the host'
 needs the host's pid of the agent finds it with `tests/e2e/agent_processes.py`). `read_starts`
 reads them back from a run directory, so a test can check what the host launched, e.g.
 `--resume <session>` in a retry round.
+
+With `messaging_inbox`, it adds `--messaging-socket-path <TMPDIR>/inbox/s.sock` (a private
+directory it makes): Claude Code then binds its cross-session inbox and puts
+`CLAUDE_CODE_MESSAGING_TOKEN` and `..._SOCKET` into its own environment, as it does by itself
+on any host not running as root. As root the confinement's user namespace has no uid mapping,
+and Claude Code refuses to bind its default socket directory ("reads as the kernel overflow
+uid"), so the tests run as root would never see the variables without it.
 """
 
 from __future__ import annotations
@@ -97,7 +104,7 @@ os.execv(argv[0], argv)
 
 def write_wrapper(path: Path, claude: Path, base_url: str,
                   extra_env: dict[str, str] | None = None,
-                  settings_drop: tuple[str, ...] = ()) -> Path:
+                  settings_drop: tuple[str, ...] = (), messaging_inbox: bool = False) -> Path:
     """Write the wrapper script at `path` (mode 0755) and return it."""
     env = {"ANTHROPIC_BASE_URL": base_url, "CLAUDE_CODE_MAX_RETRIES": "0", **(extra_env or {})}
     exports = "\n".join(f"export {name}={shlex.quote(value)}" for name, value in env.items())
@@ -108,9 +115,14 @@ def write_wrapper(path: Path, claude: Path, base_url: str,
         "'env': sorted(os.environ)}) + '\\n')"
     )
     program = shlex.quote(str(claude))
-    run = (f"exec {program} \"$@\"" if not settings_drop else
+    args = "\"$@\""
+    if messaging_inbox:  # a round (not the host asking `--version`): its TMPDIR is the run's
+        exports += ('\ncase " $* " in *" --settings "*)\n'
+                    '  mkdir -m 700 -p "$TMPDIR/inbox"\n'
+                    '  set -- "$@" --messaging-socket-path "$TMPDIR/inbox/s.sock";;\nesac')
+    run = (f"exec {program} {args}" if not settings_drop else
            f"exec {python} -c {shlex.quote(SETTINGS_EDITOR)} "
-           f"{shlex.quote(json.dumps(list(settings_drop)))} {program} \"$@\"")
+           f"{shlex.quote(json.dumps(list(settings_drop)))} {program} {args}")
     path.write_text(
         "#!/bin/sh\n"
         f"{python} -c {shlex.quote(logger)} \"$0\" \"$@\"\n"

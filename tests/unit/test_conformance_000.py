@@ -70,9 +70,13 @@ def test_the_worker_settings_deny_every_host_the_allowlist_does_not_list() -> No
 @pytest.mark.req("Bash runs sandboxed without network")
 def test_the_worker_settings_hide_the_api_key_from_bash_and_keep_no_background_task() -> None:
     settings = _settings(_claude_prepared())
-    # the one credential only sandbox.credentials hides from a sandboxed command
-    assert settings["sandbox"]["credentials"] == {
-        "envVars": [{"name": "ANTHROPIC_API_KEY", "mode": "deny"}]}
+    # the credentials only sandbox.credentials hides from a sandboxed command: the API key and
+    # what Claude Code puts into its own environment (its inbox's token and socket, the OAuth
+    # and session tokens of a refreshed login), each unset
+    assert settings["sandbox"]["credentials"] == {"envVars": [
+        {"name": name, "mode": "deny"} for name in (
+            "ANTHROPIC_API_KEY", "CLAUDE_CODE_MESSAGING_TOKEN", "CLAUDE_CODE_MESSAGING_SOCKET",
+            "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_SESSION_ACCESS_TOKEN")]}
     # no background Bash holds the round open (Claude Code 2.1.332 waits for it before exiting)
     assert settings["env"]["CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"] == "1"
 

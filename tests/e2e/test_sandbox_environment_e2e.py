@@ -1,0 +1,155 @@
+"""End-to-end: what a sandboxed command's environment holds, under both backends, dumped with
+`env` from the worker's own Bash (the real claude and pi against the scripted model servers).
+
+The host's environment carries planted secrets of every usual shape (a token, an AWS pair, a
+password, an ssh-agent socket, API keys); none may reach the sandboxed command, and every name
+there must be one of a known set: what the round's cleared environment gives (seed 000 "Launch",
+seed 001 "Launch"), what the agent program adds of its own, and what sandbox-runtime adds for
+its proxy. A new name in a new version of either program fails the test until someone has
+looked at it (docs/decisions.md "Claude Code's own variables").
+
+The only credential left is sandbox-runtime's own proxy login (`CLOUDSDK_PROXY_USERNAME` /
+`_PASSWORD`, repeated as the userinfo of every `*_proxy` URL): it opens the proxy of this
+command, which denies every host (tests/e2e/test_claude_settings_e2e.py).
+
+Claude Code 2.1.332 also puts into its own environment, which its Bash inherits, the token and
+path of its cross-session inbox (`CLAUDE_CODE_MESSAGING_TOKEN`, `..._SOCKET`: a Unix socket that
+takes `user` messages into the running session). It binds the inbox whenever it can verify its
+socket directory's owner: on every host not running as root. The wrapper makes it bind as root
+too (`messaging_inbox`); `sandbox.credentials` unsets both, and the control without it shows the
+token reaching the command.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from e2e.conftest import ClaudeWorld
+from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
+from e2e.test_claude_boundary_e2e import bash, probe
+from servers.claude_wrapper import write_wrapper
+
+pytestmark = pytest.mark.e2e
+__all__ = ["pi_world"]  # the fixture, imported for pytest
+
+PLANTED: dict[str, str] = {
+    "GITHUB_TOKEN": "ghp_planted0github0token",
+    "NPM_TOKEN": "npm_planted0token",
+    "AWS_ACCESS_KEY_ID": "AKIAPLANTED0000000",
+    "AWS_SECRET_ACCESS_KEY": "planted/aws/secret/access/key",
+    "DATABASE_PASSWORD": "planted-db-password",
+    "SSH_AUTH_SOCK": "/tmp/planted-ssh-agent.sock",
+    "OPENAI_API_KEY": "sk-planted-openai-key",
+    "MY_SERVICE_SECRET": "planted-service-secret",
+}
+"""Host variables of the shapes a user's shell holds; none is in a round's environment."""
+
+CLEARED = {"PATH", "LANG", "HOME", "TMPDIR"}
+"""Names the round's cleared environment gives on both backends (the proxy names are below)."""
+
+SANDBOX_RUNTIME = {
+    "SANDBOX_RUNTIME", "GIT_CONFIG_PARAMETERS", "GIT_SSH_COMMAND", "JAVA_TOOL_OPTIONS",
+    "NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
+    "ALL_PROXY", "all_proxy", "FTP_PROXY", "ftp_proxy", "GRPC_PROXY", "grpc_proxy",
+    "RSYNC_PROXY", "DOCKER_HTTP_PROXY", "DOCKER_HTTPS_PROXY", "CLOUDSDK_PROXY_TYPE",
+    "CLOUDSDK_PROXY_ADDRESS", "CLOUDSDK_PROXY_PORT", "CLOUDSDK_PROXY_USERNAME",
+    "CLOUDSDK_PROXY_PASSWORD", "CLAUDE_CODE_HOST_HTTP_PROXY_PORT",
+    "CLAUDE_CODE_HOST_SOCKS_PROXY_PORT",
+}
+"""What sandbox-runtime sets for the command: its proxy, in every form tools read."""
+
+SHELL = {"PWD", "SHLVL", "_", "SHELL", "TMPPREFIX", "NoDefaultCurrentDirectoryInExePath"}
+"""The shell's own."""
+
+CLAUDE_CODE = {
+    "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_DISABLE_CLAUDE_MDS", "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS",
+    "IS_SANDBOX", "COREPACK_ENABLE_AUTO_PIN", "CLAUDE_CODE_CHILD_SESSION", "AI_AGENT",
+    "CLAUDE_CODE_SESSION_ID", "CLAUDE_PID", "CLAUDE_EFFORT", "CLAUDECODE",
+    "CLAUDE_CODE_CHILD_NOTES_DIR", "CLAUDE_CODE_SESSION_ATTENDED", "CLAUDE_TMPDIR",
+    "CLAUDE_CODE_TMPDIR", "GIT_EDITOR", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_EXECPATH",
+    # the test wrapper's (tests/servers/claude_wrapper.py)
+    "ANTHROPIC_BASE_URL", "CLAUDE_CODE_MAX_RETRIES",
+}
+"""What a Claude Code round's Bash may hold besides the above: the round's own variables, the
+settings' env, and what Claude Code 2.1.332 adds (its session, pid, temp folders, entry point)."""
+
+PI = {"CLAUDE_CODE_TMPDIR", "PI_CODING_AGENT_DIR", "PI_OFFLINE", "PI_SKIP_VERSION_CHECK",
+      "PI_TELEMETRY", "PI_CODING_AGENT"}
+"""What a pi round's bash may hold besides the above (seed 001 "Launch", and pi's marker)."""
+
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|_KEY|CREDENTIAL|AUTH|SOCK(?!S)", re.IGNORECASE)
+PROXY_LOGIN = {"CLOUDSDK_PROXY_USERNAME", "CLOUDSDK_PROXY_PASSWORD"}
+
+
+def parse_env(dump: str) -> dict[str, str]:
+    """`env` output up to the end mark: name to value (a value may span lines)."""
+    body, mark, _ = dump.partition("ENV-END")
+    assert mark, dump
+    env: dict[str, str] = {}
+    last = None
+    for line in body.splitlines():
+        name, eq, value = line.partition("=")
+        if eq and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            env[name], last = value, name
+        elif last is not None:
+            env[last] += "\n" + line
+    return env
+
+
+def assert_no_secret(env: dict[str, str], allowed: set[str], secrets: list[str]) -> None:
+    """Every name known, no planted or agent secret anywhere, and the only login in it the
+    sandbox proxy's own."""
+    assert set(env) - allowed == set(), sorted(set(env) - allowed)
+    whole = "\n".join(f"{k}={v}" for k, v in env.items())
+    for secret in secrets:
+        assert secret not in whole, secret
+    assert {name for name in env if SECRET_NAME.search(name)} <= PROXY_LOGIN, sorted(env)
+    login = f"{env['CLOUDSDK_PROXY_USERNAME']}:{env['CLOUDSDK_PROXY_PASSWORD']}"
+    for name, value in env.items():
+        if "://" in value and "@" in value:
+            parts = urlsplit(value)
+            userinfo = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+            assert userinfo == login, (name, value)
+
+
+@pytest.mark.req("Nothing ambient reaches the worker")
+@pytest.mark.req("Bash runs sandboxed without network")
+@pytest.mark.parametrize(("dropped", "inbox_shown"), [
+    pytest.param((), False, id="as generated"),
+    pytest.param(("sandbox.credentials",), True, id="without sandbox.credentials, the control"),
+])
+def test_a_claude_code_sandboxed_command_holds_no_secret(
+        claude_world: ClaudeWorld, claude_program: Path, dropped: tuple[str, ...],
+        inbox_shown: bool) -> None:
+    w = claude_world
+    w.environ.update(PLANTED)
+    write_wrapper(Path(w.environ["CONCORDE_CLAUDE"]), claude_program, w.server.url,
+                  settings_drop=dropped, messaging_inbox=True)
+    run, results = probe(w, [bash("env; echo ENV-END")])
+    env = parse_env(results[0][0])
+
+    assert env["SANDBOX_RUNTIME"] == "1", env
+    inbox = {"CLAUDE_CODE_MESSAGING_TOKEN", "CLAUDE_CODE_MESSAGING_SOCKET"}
+    if inbox_shown:  # the hole is real in this version: Claude Code hands its Bash the token
+        assert inbox <= set(env) and "ANTHROPIC_API_KEY" in env, sorted(env)
+    else:
+        assert_no_secret(env, CLEARED | SANDBOX_RUNTIME | SHELL | CLAUDE_CODE,
+                         [*PLANTED.values(), w.environ["ANTHROPIC_API_KEY"]])
+    w.assert_cleaned(run)
+
+
+@pytest.mark.req("Nothing ambient reaches the worker")
+@pytest.mark.req("Bash runs sandboxed without network")
+def test_a_pi_sandboxed_command_holds_no_secret(pi_world: PiWorld) -> None:
+    w = pi_world
+    w.environ.update(PLANTED)
+    run = w.run(reply(call("bash", "call_env", command="env; echo ENV-END")),
+                reply(result_call("call_r")))
+    assert run.record.status == "ok", run.explain()
+    env = parse_env(run.tool_result("call_env"))
+    assert env["SANDBOX_RUNTIME"] == "1", env
+    assert_no_secret(env, CLEARED | SANDBOX_RUNTIME | SHELL | PI, list(PLANTED.values()))
