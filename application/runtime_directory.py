@@ -80,20 +80,9 @@ def create_runtime_directory(
     without a chance to act (domain/sweep.py). On a failure part-way, what was made is removed
     again and the error returned.
     """
-    op = "create_runtime_directory"
-    if not is_run_id(run_id):
-        return FileSystemError(temp_root, op, f"not a run id: {run_id!r}", errno_codes.EINVAL)
-    if owner.run_id != run_id:
-        return FileSystemError(temp_root, op, f"the owner record names run {owner.run_id}, "
-                               f"not {run_id}", errno_codes.EINVAL)
-    if not posixpath.isabs(temp_root):
-        return FileSystemError(
-            temp_root, op, "the temporary root must be an absolute path", errno_codes.EINVAL
-        )
-    if not fs.is_dir(temp_root):
-        if fs.lexists(temp_root):
-            return FileSystemError(temp_root, op, "Not a directory", errno_codes.ENOTDIR)
-        return FileSystemError(temp_root, op, "No such file or directory", errno_codes.ENOENT)
+    refused = _refusal(fs, temp_root, run_id, owner)
+    if refused is not None:
+        return refused
     for _ in range(CREATE_ATTEMPTS):
         root = posixpath.join(
             posixpath.normpath(temp_root),
@@ -106,32 +95,61 @@ def create_runtime_directory(
         except FileSystemError as error:
             return error
         try:
-            # chmod follows a link: what was made must be a directory (not a link planted in
-            # its place) before its mode is set.
-            if fs.stat(root).kind is not EntryKind.DIRECTORY:
-                raise FileSystemError(root, op, "not a directory after creation",
-                                      errno_codes.EEXIST)
-            fs.chmod(root, PRIVATE_MODE)
-            made = fs.stat(root)
-            if made.kind is not EntryKind.DIRECTORY or made.mode != PRIVATE_MODE:
-                raise FileSystemError(
-                    root, op, f"not a private directory after creation ({oct(made.mode)})",
-                    errno_codes.EPERM,
-                )
-            layout = RuntimeLayout(root=root)
-            for name in RUNTIME_SUBDIRS:
-                sub = posixpath.join(layout.root, name)
-                fs.makedirs(sub, PRIVATE_MODE)
-                fs.chmod(sub, PRIVATE_MODE)
-            fs.write_atomic(posixpath.join(layout.control, OWNER_FILE), owner_record_text(owner),
-                            OWNER_MODE)
+            return _furnish(fs, root, owner)
         except FileSystemError as error:
             _remove_quietly(fs, root)
             return error
-        return layout
     return FileSystemError(
-        temp_root, op, f"File exists: {CREATE_ATTEMPTS} names tried", errno_codes.EEXIST
+        temp_root, _CREATE, f"File exists: {CREATE_ATTEMPTS} names tried", errno_codes.EEXIST
     )
+
+
+_CREATE = "create_runtime_directory"
+
+
+def _refusal(
+    fs: FileSystem, temp_root: str, run_id: str, owner: OwnerRecord
+) -> FileSystemError | None:
+    """Why no runtime directory can be made for `run_id` below `temp_root`; None: it can."""
+    if not is_run_id(run_id):
+        return FileSystemError(temp_root, _CREATE, f"not a run id: {run_id!r}", errno_codes.EINVAL)
+    if owner.run_id != run_id:
+        return FileSystemError(temp_root, _CREATE, f"the owner record names run {owner.run_id}, "
+                               f"not {run_id}", errno_codes.EINVAL)
+    if not posixpath.isabs(temp_root):
+        return FileSystemError(
+            temp_root, _CREATE, "the temporary root must be an absolute path", errno_codes.EINVAL
+        )
+    if not fs.is_dir(temp_root):
+        if fs.lexists(temp_root):
+            return FileSystemError(temp_root, _CREATE, "Not a directory", errno_codes.ENOTDIR)
+        return FileSystemError(temp_root, _CREATE, "No such file or directory", errno_codes.ENOENT)
+    return None
+
+
+def _furnish(fs: FileSystem, root: str, owner: OwnerRecord) -> RuntimeLayout:
+    """Make the just-created `root` private, give it its sub-directories and the owner record;
+    raises the first `FileSystemError` (the caller removes what was made)."""
+    # chmod follows a link: what was made must be a directory (not a link planted in
+    # its place) before its mode is set.
+    if fs.stat(root).kind is not EntryKind.DIRECTORY:
+        raise FileSystemError(root, _CREATE, "not a directory after creation",
+                              errno_codes.EEXIST)
+    fs.chmod(root, PRIVATE_MODE)
+    made = fs.stat(root)
+    if made.kind is not EntryKind.DIRECTORY or made.mode != PRIVATE_MODE:
+        raise FileSystemError(
+            root, _CREATE, f"not a private directory after creation ({oct(made.mode)})",
+            errno_codes.EPERM,
+        )
+    layout = RuntimeLayout(root=root)
+    for name in RUNTIME_SUBDIRS:
+        sub = posixpath.join(layout.root, name)
+        fs.makedirs(sub, PRIVATE_MODE)
+        fs.chmod(sub, PRIVATE_MODE)
+    fs.write_atomic(posixpath.join(layout.control, OWNER_FILE), owner_record_text(owner),
+                    OWNER_MODE)
+    return layout
 
 
 def _remove_quietly(fs: FileSystem, root: str) -> None:
@@ -199,25 +217,14 @@ def cleanup_runtime_directory(
     root = runtime.root
 
     copies = list(dict.fromkeys(credential_copies))
-    resisting: dict[str, str] = {}
+    resisting: dict[str, str] = {}  # a credential copy not removed: its OS error
     for copy in copies:
-        try:
-            if fs.lexists(copy):
-                fs.remove(copy)
-        except FileSystemError as error:
-            resisting[copy] = error.os_error_text
-            errors.append(_describe(error))
+        _remove_copy(fs, copy, resisting, errors)
 
     if fs.lexists(root):
         _open_up(fs, root, errors)
     for copy in list(resisting):
-        try:
-            if fs.lexists(copy):
-                fs.remove(copy)
-            del resisting[copy]
-        except FileSystemError as error:
-            resisting[copy] = error.os_error_text
-            errors.append(_describe(error))
+        _remove_copy(fs, copy, resisting, errors)
 
     removal_error: str | None = None
     if fs.lexists(root):
@@ -227,6 +234,33 @@ def cleanup_runtime_directory(
             removal_error = error.os_error_text
             errors.append(_describe(error))
 
+    return CleanupOutcome(
+        transcript_kept=transcript_kept,
+        transcript_error=transcript_error,
+        remains=_remains(fs, root, copies, resisting, removal_error),
+        errors=tuple(errors),
+    )
+
+
+def _remove_copy(
+    fs: FileSystem, copy: str, resisting: dict[str, str], errors: list[str]
+) -> None:
+    """Remove one credential copy when it is there; one that resists is kept in `resisting`
+    with its OS error (and `errors`), one removed now is taken out of it."""
+    try:
+        if fs.lexists(copy):
+            fs.remove(copy)
+        resisting.pop(copy, None)
+    except FileSystemError as error:
+        resisting[copy] = error.os_error_text
+        errors.append(_describe(error))
+
+
+def _remains(
+    fs: FileSystem, root: str, copies: Sequence[str], resisting: dict[str, str],
+    removal_error: str | None,
+) -> tuple[str, ...]:
+    """What is still there, each "<path>: <why>": the root, then each credential copy."""
     remains: list[str] = []
     if fs.lexists(root):
         remains.append(f"{root}: {removal_error or 'still present after its removal'}")
@@ -234,12 +268,7 @@ def cleanup_runtime_directory(
         if fs.lexists(copy):
             why = resisting.get(copy) or removal_error or "still present after its removal"
             remains.append(f"{copy}: {why}")
-    return CleanupOutcome(
-        transcript_kept=transcript_kept,
-        transcript_error=transcript_error,
-        remains=tuple(remains),
-        errors=tuple(errors),
-    )
+    return tuple(remains)
 
 
 def _keep_transcript(
