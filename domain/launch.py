@@ -134,12 +134,7 @@ def claude_command(
     rt = _runtime(runtime)
     if not program:
         raise ValueError("the Claude Code program is empty")
-    try:
-        parsed = json.loads(result_schema)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"--json-schema is not valid JSON: {exc}") from exc
-    if not isinstance(parsed, dict):
-        raise ValueError("--json-schema must be a JSON object")
+    _check_json_schema(result_schema)
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
         raise ValueError(f"max_turns must be an integer from 1, got {max_turns!r}")
     tool_set = tools_argument(tools)
@@ -161,19 +156,38 @@ def claude_command(
         "--strict-mcp-config",
         "--max-turns",
         str(max_turns),
+        *_claude_options(max_budget_usd, model, effort, resume),
     ]
+    return LaunchCommand(argv=tuple(argv), cwd=rt.work, tools=tool_set)
+
+
+def _check_json_schema(result_schema: str) -> None:
+    """--json-schema's text must be a JSON object."""
+    try:
+        parsed = json.loads(result_schema)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--json-schema is not valid JSON: {exc}") from exc
+    if not isinstance(parsed, dict):
+        raise ValueError("--json-schema must be a JSON object")
+
+
+def _claude_options(
+    max_budget_usd: int | float | Decimal | None,
+    model: str | None,
+    effort: str | None,
+    resume: str | None,
+) -> list[str]:
+    """The Claude Code round command's optional flags, in this order, each only when given."""
+    options: list[str] = []
     if max_budget_usd is not None:
         budget = format_number(max_budget_usd)
         if max_budget_usd <= 0:
             raise ValueError(f"max_budget_usd must be positive, got {max_budget_usd!r}")
-        argv += ["--max-budget-usd", budget]
-    if model is not None:
-        argv += ["--model", _option_value("--model", model)]
-    if effort is not None:
-        argv += ["--effort", _option_value("--effort", effort)]
-    if resume is not None:
-        argv += ["--resume", _option_value("--resume", resume)]
-    return LaunchCommand(argv=tuple(argv), cwd=rt.work, tools=tool_set)
+        options += ["--max-budget-usd", budget]
+    for flag, value in (("--model", model), ("--effort", effort), ("--resume", resume)):
+        if value is not None:
+            options += [flag, _option_value(flag, value)]
+    return options
 
 
 class PiCommandMapping(BaseModel):
