@@ -286,11 +286,39 @@ def _worker_result_line(record: RunRecord) -> str | None:
 def account(record: RunRecord, programs: Sequence[ProgramVersion] = ()) -> str:
     """The end-of-run account of a run record, for a person at a shell, with the agent programs
     it was prepared with (their versions: the run directory's programs.json)."""
+    lines = _head(record, programs)
+    lines += ["", f"rounds ({len(record.rounds)})"]
+    if record.rounds:
+        for round_ in record.rounds:
+            lines += round_line(round_)
+    else:
+        lines.append("  none: the run ended before its first round")
+    lines += _deletions(record)
+    if record.error is not None:
+        lines += ["", "error"]
+        lines += error_lines(record.error)
+    lines += _trace(record)
+    return terminal_lines(lines)
+
+
+def _head(record: RunRecord, programs: Sequence[ProgramVersion]) -> list[str]:
+    """The status line, the worker and its model, the programs, the worktree, the times and the
+    worker result."""
     outcome = outcome_of(record)
     headline = record.status if outcome == record.status else f"{record.status} ({outcome})"
     if record.error is not None:
         headline += f": {record.error.code}"
-    lines = [f"run {record.run_id}: {headline}"]
+    lines = [f"run {record.run_id}: {headline}", _worker_line(record)]
+    lines += [f"  program {program.line()}" for program in programs]
+    lines.append(f"  worktree {record.worktree}")
+    lines.append(_timing_line(record))
+    result_line = _worker_result_line(record)
+    if result_line:
+        lines.append(result_line)
+    return lines
+
+
+def _worker_line(record: RunRecord) -> str:
     worker = f"{record.task_type} worker"
     if record.operation and record.worker:
         worker += f" {record.worker} of Operation {record.operation}"
@@ -301,43 +329,34 @@ def account(record: RunRecord, programs: Sequence[ProgramVersion] = ()) -> str:
             model += f" ({record.local_model})"
     if record.reasoning:
         model += f", reasoning {record.reasoning}"
-    lines.append(f"  {worker} on {record.backend}{model}")
-    for program in programs:
-        lines.append(f"  program {program.line()}")
-    lines.append(f"  worktree {record.worktree}")
+    return f"  {worker} on {record.backend}{model}"
+
+
+def _timing_line(record: RunRecord) -> str:
     timing = f"  started {record.started_at}"
     if record.ended_at:
         took = _seconds_between(record.started_at, record.ended_at)
         timing += f", ended {record.ended_at}"
         if took is not None:
             timing += f" ({elapsed_text(took)})"
-    lines.append(timing)
-    result_line = _worker_result_line(record)
-    if result_line:
-        lines.append(result_line)
+    return timing
 
-    lines += ["", f"rounds ({len(record.rounds)})"]
-    if record.rounds:
-        for round_ in record.rounds:
-            lines += round_line(round_)
-    else:
-        lines.append("  none: the run ended before its first round")
 
+def _deletions(record: RunRecord) -> list[str]:
+    """The deletions section, when the run proposed any."""
     deletions = [("deleted", record.deleted), ("refused", record.deletions_refused),
                  ("absent", record.deletions_absent), ("failed", record.deletions_failed)]
-    if any(paths for _, paths in deletions):
-        lines += ["", "deletions"]
-        lines += [f"  {label:<8}{', '.join(paths)}" for label, paths in deletions if paths]
+    if not any(paths for _, paths in deletions):
+        return []
+    return ["", "deletions",
+            *(f"  {label:<8}{', '.join(paths)}" for label, paths in deletions if paths)]
 
-    if record.error is not None:
-        lines += ["", "error"]
-        lines += error_lines(record.error)
 
-    lines += ["", "trace"]
-    lines.append(f"  run directory {record.run_directory}")
-    lines.append(f"  record        {posixpath.join(record.run_directory, TRACE_FILE)}")
+def _trace(record: RunRecord) -> list[str]:
+    """Where the trace is, and every trace write that was refused."""
+    lines = ["", "trace", f"  run directory {record.run_directory}",
+             f"  record        {posixpath.join(record.run_directory, TRACE_FILE)}"]
     if record.transcript:
         lines.append(f"  transcript    {record.transcript}")
-    for failure in record.trace_failures:
-        lines.append(f"  trace write refused: {failure}")
-    return terminal_lines(lines)
+    lines += [f"  trace write refused: {failure}" for failure in record.trace_failures]
+    return lines
