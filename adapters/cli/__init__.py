@@ -4,7 +4,8 @@
 * wiring — the host environment, read once by main, and the composition root
   (concorde_workers.container), imported only when a command needs a container.
 * parser — the argparse parser; a usage error becomes a refusal like any other bad input.
-* commands — plan, run, show and sweep; demo — the demo command.
+* commands — plan, run, show and sweep; demo — the demo command; flags — what the flags mean
+  to the use cases. main imports a command's module only when that command runs.
 * status — the exit statuses, in one place; output — JSON documents, refusals, records.
 * display — the progress line and the end-of-run account; watch — the run in a worker thread,
   its progress shown between waits; signals — SIGINT and SIGTERM cancel a run.

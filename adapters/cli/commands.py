@@ -22,10 +22,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from concorde_workers.adapters.cli.display import ProgressWatcher
-from concorde_workers.adapters.cli.output import print_json, print_record, print_refusal
-from concorde_workers.adapters.cli.parser import declarations, flags_of
+from concorde_workers.adapters.cli.flags import declarations, flags_of
+from concorde_workers.adapters.cli.output import (
+    print_json,
+    print_record,
+    print_refusal,
+    status_of,
+)
 from concorde_workers.adapters.cli.signals import cancel_on_signals
-from concorde_workers.adapters.cli.status import ExitStatus, status_of
+from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import Wiring
 from concorde_workers.application.cancellation import Cancellation

@@ -1,44 +1,61 @@
-"""The console script `concorde-workers`: parse the command line, wire, dispatch.
+"""The console script `concorde-workers`: parse, wire, dispatch.
 
 The host environment is read here, once, and handed to the command through its `Wiring`
 (wiring.py), which imports the composition root only when the command needs a container. A
 usage error is a refusal (status 2); Ctrl-C outside a run's own handling ends with 130; an
 unexpected fault prints one line naming it (and how to report it) with status 3, never a
 traceback.
+
+Start-up is kept to the interpreter's own and argparse's: this module imports only the grammar
+(parser.py) and the exit statuses; a command's module (and with it pydantic, jsonschema, the
+adapters) is imported when that command runs (`COMMANDS`), so `--help` and a usage error load
+none of them (benchmarks/cli_startup.py; tests/integration/test_cli_startup.py guards it).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
-from concorde_workers.adapters.cli.commands import run_plan, run_run, run_show, run_sweep
-from concorde_workers.adapters.cli.output import print_refusal
-from concorde_workers.adapters.cli.parser import UsageError, parser, usage_refusal
+from concorde_workers.adapters.cli.parser import UsageError, parser
 from concorde_workers.adapters.cli.status import ExitStatus
-from concorde_workers.adapters.cli.wiring import Wiring
-from concorde_workers.domain.text import terminal_lines
 
 if TYPE_CHECKING:
+    from concorde_workers.adapters.cli.wiring import Wiring
     from concorde_workers.container import Container
 
+Command = Callable[[argparse.Namespace, TextIO, TextIO, "Wiring"], ExitStatus]
 
-def run_demo_command(args: argparse.Namespace, out: TextIO, err: TextIO,
-                     wiring: Wiring) -> ExitStatus:
-    """`demo` (demo.py): a real pi worker offline in a throwaway repository. Imported here, when
-    asked for, so that no other command loads it."""
-    from concorde_workers.adapters.cli.demo import run_demo
-
-    return run_demo(args, out, err, wiring)
-
-
-COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, TextIO, Wiring], ExitStatus]] = {
-    "plan": run_plan, "run": run_run, "show": run_show, "sweep": run_sweep,
-    "demo": run_demo_command,
+COMMANDS: dict[str, tuple[str, str]] = {
+    "plan": ("commands", "run_plan"), "run": ("commands", "run_run"),
+    "show": ("commands", "run_show"), "sweep": ("commands", "run_sweep"),
+    "demo": ("demo", "run_demo"),
 }
+"""Each command: its module in concorde_workers.adapters.cli and its function there, imported
+when the command runs, so that no command pays for another's imports."""
+
+
+def command_of(name: str) -> Command | None:
+    """The function that runs the command `name`, its module imported now; None for no command."""
+    found = COMMANDS.get(name)
+    if found is None:
+        return None
+    module, function = found
+    return cast(Command, getattr(
+        importlib.import_module(f"concorde_workers.adapters.cli.{module}"), function))
+
+
+def _usage(usage: UsageError, argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
+    from concorde_workers.adapters.cli.flags import usage_refusal
+    from concorde_workers.adapters.cli.output import print_refusal
+
+    given = sys.argv[1:] if argv is None else list(argv)
+    print_refusal(usage_refusal(usage), "--json" in given, out, err)
+    return int(ExitStatus.REFUSED)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
@@ -50,19 +67,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     try:
         args = parser().parse_args(argv)
     except UsageError as usage:
-        given = sys.argv[1:] if argv is None else list(argv)
-        print_refusal(usage_refusal(usage), "--json" in given, out, err)
-        return int(ExitStatus.REFUSED)
-    command = COMMANDS.get(args.command)
-    if command is None:
-        return int(ExitStatus.REFUSED)
-    wiring = Wiring(environ=dict(os.environ), given=container)
+        return _usage(usage, argv, out, err)
     try:
-        return int(command(args, out, err, wiring))
+        command = command_of(args.command)
+        if command is None:
+            return int(ExitStatus.REFUSED)
+        from concorde_workers.adapters.cli.wiring import Wiring
+
+        return int(command(args, out, err, Wiring(environ=dict(os.environ), given=container)))
     except KeyboardInterrupt:
         err.write("concorde-workers: interrupted\n")
         return int(ExitStatus.INTERRUPTED)
     except Exception as fault:  # a defect of ours: say so in one line, never a traceback
+        from concorde_workers.domain.text import terminal_lines
+
         err.write(terminal_lines([
             f"concorde-workers: internal error ({type(fault).__name__}: {fault}); this is a "
             "defect of concorde-workers: report it with the command line"]))

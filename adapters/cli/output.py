@@ -1,7 +1,8 @@
 """What a command writes: one JSON document, a refusal, a run record.
 
 A refusal goes to stderr as text (its message indented under a headline naming its code), or to
-stdout as one JSON document under --json; a run record is its account, or its JSON.
+stdout as one JSON document under --json; a run record is its account, or its JSON, and its
+exit status.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from concorde_workers.adapters.cli.display import account
+from concorde_workers.adapters.cli.display import INTERRUPTED, account, outcome_of
+from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.program_versions import ProgramVersion
 from concorde_workers.domain.records import RunRecord
@@ -40,3 +42,13 @@ def print_record(record: RunRecord, as_json: bool, out: TextIO,
         print_json(record.to_json(), out)
     else:
         out.write(account(record, programs))
+
+
+def status_of(record: RunRecord) -> ExitStatus:
+    """0 ok, 130 interrupted, 1 blocked or failed."""
+    outcome = outcome_of(record)
+    if outcome == "ok":
+        return ExitStatus.OK
+    if outcome == INTERRUPTED:
+        return ExitStatus.INTERRUPTED
+    return ExitStatus.FAILED

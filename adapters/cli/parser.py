@@ -1,18 +1,17 @@
-"""The command line's grammar: `plan`, `run`, `show`, `sweep` and `demo`, and what their flags
-mean to the use cases (`RequestFlags`, the declared Operations and workers).
+"""The command line's grammar: `plan`, `run`, `show`, `sweep` and `demo` (what their flags mean
+to the use cases is flags.py).
 
 A usage error argparse finds is raised as a value (`UsageError`), so that it becomes a refusal
 like any other bad input (one JSON document under --json), never argparse's own exit.
+
+This module imports argparse and nothing of the application: `--help` and a usage error cost
+the interpreter's start and argparse, no model, schema or adapter (benchmarks/cli_startup.py).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from typing import Any, NoReturn
-
-from concorde_workers.application.requests import RequestFlags, invalid
-from concorde_workers.domain.errors import Refusal
 
 
 class UsageError(Exception):
@@ -29,10 +28,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(self.prog, message)
-
-
-def usage_refusal(usage: UsageError) -> Refusal:
-    return invalid(f"{usage.prog}: {usage.message}; see {usage.prog} --help")
 
 
 def _request_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,23 +107,3 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--json", action="store_true", help="print what was done as JSON")
     _demo_command(commands)
     return top
-
-
-def flags_of(args: argparse.Namespace) -> RequestFlags:
-    return RequestFlags(
-        request_file=args.request, worktree=args.worktree, task_type=args.task_type,
-        grant_file=args.grant, instructions=args.instructions, operation=args.operation,
-        worker=args.worker, backend=args.backend, interpreter=args.interpreter,
-        runtime_paths=tuple(args.runtime_path), parent=getattr(args, "parent", None))
-
-
-def declarations(values: Sequence[str]) -> dict[str, set[str]] | Refusal:
-    """`OPERATION:WORKER` flags as Operation -> worker ids."""
-    declared: dict[str, set[str]] = {}
-    for value in values:
-        operation, colon, worker = value.partition(":")
-        if not (operation and colon and worker):
-            return invalid(f"--declare {value!r} is not OPERATION:WORKER, such as "
-                           "--declare implement:worker")
-        declared.setdefault(operation, set()).add(worker)
-    return declared

@@ -1,0 +1,84 @@
+"""What the start-up, plan and run benchmarks share: interleaved samples, medians and minima,
+and a baseline revision's package put first on the import path.
+
+Every benchmark measures its subject and its baseline in the same run, one after the other in
+each repetition (so that load which comes and goes on a shared machine weighs on both), and
+reports the median and the minimum of each and their ratios.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "concorde_workers"
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def interleaved(steps: Mapping[str, Callable[[], object]], repeat: int,
+                warmup: int = 1) -> dict[str, list[float]]:
+    """Each step `repeat` times (after `warmup` untimed calls), one of each per repetition, in
+    an order rotated every repetition so that none is always first after another."""
+    names = list(steps)
+    for _ in range(warmup):
+        for name in names:
+            steps[name]()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(repeat):
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(timed(steps[name]))
+    return samples
+
+
+def report(samples: Mapping[str, list[float]], baseline: str,
+           unit: float = 1000.0, label: str = "ms") -> dict[str, tuple[float, float]]:
+    """Prints median, min, max of every step and its ratio to `baseline` (medians and minima);
+    returns name -> (median ratio, min ratio)."""
+    base_med = statistics.median(samples[baseline])
+    base_min = min(samples[baseline])
+    width = max(len(n) for n in samples)
+    print(f"{'step':<{width}}  {'median ' + label:>11} {'min ' + label:>9} {'max ' + label:>9}"
+          f"  {'ratio med':>9} {'ratio min':>9}")
+    ratios = {}
+    for name, values in samples.items():
+        med, low = statistics.median(values), min(values)
+        ratios[name] = (med / base_med, low / base_min)
+        print(f"{name:<{width}}  {med * unit:>11.1f} {low * unit:>9.1f} "
+              f"{max(values) * unit:>9.1f}  {med / base_med:>9.2f} {low / base_min:>9.2f}")
+    print(f"(n = {len(samples[baseline])} each, interleaved; ratios against {baseline!r}; "
+          f"load average now {os.getloadavg()[0]:.1f})")
+    return ratios
+
+
+@contextlib.contextmanager
+def baseline_tree(revision: str | None) -> Iterator[dict[str, str]]:
+    """The environment that puts `revision`'s package first on the import path (a temporary
+    Git worktree, a `concorde_workers` link in a directory on PYTHONPATH, as scripts/typecheck
+    makes one); this checkout's environment when `revision` is None."""
+    if revision is None:
+        yield dict(os.environ)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-baseline-") as base:
+        tree, shim = Path(base) / "tree", Path(base) / "shim"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree),
+                        revision], check=True)
+        try:
+            shim.mkdir()
+            (shim / PACKAGE).symlink_to(tree)
+            yield {**os.environ, "PYTHONPATH": str(shim)}
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                           check=False)

@@ -1,0 +1,63 @@
+"""The command line starts at the interpreter's speed: importing its entry point and running
+`--help` or a bad command line load no model, schema, adapter or composition root (issue 12
+item 4; benchmarks/cli_startup.py measures the time, this guards the structure, untimed).
+
+Each check runs in a fresh interpreter (a subprocess), since this test process has long imported
+everything; it fails if an eager import of pydantic, jsonschema, GitPython or
+dependency-injector comes back into adapters/cli/main.py or the grammar.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+HEAVY = ("pydantic", "pydantic_core", "jsonschema", "git", "dependency_injector", "asyncio",
+         "concorde_workers.container", "concorde_workers.application",
+         "concorde_workers.domain.records", "concorde_workers.adapters.cli.commands",
+         "concorde_workers.adapters.cli.demo", "concorde_workers.adapters.cli.display")
+
+PROBE = """
+import io, json, sys
+from concorde_workers.adapters.cli.main import main
+argv = sys.argv[1:]
+if argv:
+    out = io.StringIO()
+    try:
+        status = main(argv, out=out, err=out)
+    except SystemExit as ended:  # argparse's --help ends the process
+        status = ended.code
+    assert status is not None, status
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def loaded(*argv: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True,
+                          timeout=120, check=True)
+    names = json.loads(done.stdout.splitlines()[-1])
+    assert isinstance(names, list)
+    return set(names)
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+@pytest.mark.parametrize("argv", [(), ("--help",), ("plan", "--help"), ("run", "--help")],
+                         ids=["import", "help", "plan-help", "run-help"])
+def test_the_entry_point_and_help_import_nothing_heavy(argv: tuple[str, ...]) -> None:
+    assert heavy_in(loaded(*argv)) == []
+
+
+def test_a_command_imports_its_own_module_when_it_runs() -> None:
+    """The laziness is not a lost command: `show` of a missing directory loads its module and
+    refuses, and only then pydantic is there."""
+    modules = loaded("show", "/nonexistent/run-directory")
+    assert "concorde_workers.adapters.cli.commands" in modules
+    assert "concorde_workers.adapters.cli.demo" not in modules
