@@ -13,6 +13,7 @@ import os
 import posixpath
 from collections.abc import Iterable, Sequence
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.confinement import Confinement, ConfinementTools
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.mount_plan import (
@@ -127,8 +128,8 @@ def _installations(fs: FileSystem, paths: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _code(backend: str) -> str:
-    return "pi_runtime_missing" if backend == "pi" else "launch_failed"
+def _code(backend: str) -> Code:
+    return Code.PI_RUNTIME_MISSING if backend == "pi" else Code.LAUNCH_FAILED
 
 
 def _missing(backend: str, names: Sequence[str]) -> Refusal:

@@ -42,6 +42,7 @@ from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.audit import Snapshot
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.deletions import Kind, outcome, plan_deletions
 from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
 from concorde_workers.domain.git_metadata import GitMetadata, found_before_refusal
@@ -142,7 +143,7 @@ class WorkerHost:
             state.write_node(tracer, "start")
             if isinstance(runtime, FileSystemError):
                 self._end(state, refusal_link(links, Refusal(
-                    code="launch_failed", reason=Reason.ENVIRONMENT,
+                    code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
                     message=f"the runtime directory could not be created in {self._temp_root}: "
                             f"{runtime.os_error_text}")))
             else:
@@ -212,14 +213,14 @@ class WorkerHost:
         planted = observer.found_before(snapshot)
         if planted:
             self._end(state, refusal_link(links, Refusal(
-                code="launch_failed", reason=Reason.ENVIRONMENT,
+                code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
                 message=found_before_refusal(planted, prepared.placement.worktree))))
             return
         try:
             self._write_control(prepared, tracer, state, credential_copies)
         except FileSystemError as failed:
             self._end(state, refusal_link(links, Refusal(
-                code="launch_failed", reason=Reason.ENVIRONMENT,
+                code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
                 message=f"the host could not write {failed.path} into the runtime directory: "
                         f"{failed.os_error_text}")))
             return
@@ -391,7 +392,7 @@ class WorkerHost:
         (blocked or failed), failed for every other ending; interrupted as its outcome."""
         state.error = link
         state.status = "ok" if link is None else (status if status == "blocked" else "failed")
-        state.outcome = "interrupted" if link is not None and link.code == "interrupted" \
+        state.outcome = "interrupted" if link is not None and link.code == Code.INTERRUPTED \
             else state.status
 
     def _finish(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
@@ -470,7 +471,7 @@ class WorkerHost:
             transcript is not None and cleaned.transcript_kept)
         if cleaned.ok:
             return
-        if state.error is not None and state.error.code == "cleanup_failed":
+        if state.error is not None and state.error.code == Code.CLEANUP_FAILED:
             return  # told by an earlier attempt
         interrupted = state.outcome == "interrupted"
         state.error = cleanup_link(links, cleaned, state.error, state)

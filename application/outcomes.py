@@ -6,16 +6,21 @@ the audit lines, refused trace writes) and the causes the table lists.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from concorde_workers.application.run_state import RoundState, RunState
 from concorde_workers.application.runtime_directory import CleanupOutcome
 from concorde_workers.application.validation import ValidationOutcome
+from concorde_workers.domain.agent_report import RoundReport
 from concorde_workers.domain.audit import describe_violations
-from concorde_workers.domain.codes import (
-    RUN_CODES,
+from concorde_workers.domain.codes import RUN_CODES, Code
+from concorde_workers.domain.deletions import DeletionOutcome, describe_outcome
+from concorde_workers.domain.errors import ErrorLink, Evidence, Reason, Refusal
+from concorde_workers.domain.git_metadata import describe_git_metadata
+from concorde_workers.domain.layout import RunLayout
+from concorde_workers.domain.links import (
     audit_evidence,
     audit_violation_detail,
     trace_evidence,
@@ -23,10 +28,6 @@ from concorde_workers.domain.codes import (
     worker_link,
     workers_link,
 )
-from concorde_workers.domain.deletions import DeletionOutcome, describe_outcome
-from concorde_workers.domain.errors import ErrorLink, Evidence, Reason, Refusal
-from concorde_workers.domain.git_metadata import describe_git_metadata
-from concorde_workers.domain.layout import RunLayout
 from concorde_workers.domain.rounds import Causes, End, RoundEnding, RoundFacts
 from concorde_workers.ports.git import GitCommandFailed
 
@@ -80,7 +81,7 @@ def as_run_refusal(refusal: Refusal) -> Refusal:
     row allows it, else takes the row's own."""
     row = RUN_CODES.get(refusal.code)
     if row is None:
-        return Refusal(code="launch_failed", reason=Reason.ENVIRONMENT, file=refusal.file,
+        return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, file=refusal.file,
                        message=f"the run could not launch ({refusal.code}): {refusal.message}")
     if Reason(refusal.reason) in row.reasons:
         return refusal
@@ -104,7 +105,7 @@ def snapshot_link(links: LinkContext, failed: GitCommandFailed,
     last = state.rounds[-1] if state is not None and state.rounds else None
     if last is not None:
         detail = f"round {last.number}: {detail}{_git_metadata_note(last, state)}"
-    return links.link("snapshot_failed", detail, links.evidence(state, last))
+    return links.link(Code.SNAPSHOT_FAILED, detail, links.evidence(state, last))
 
 
 def interrupted_link(links: LinkContext, reason: str | None,
@@ -115,7 +116,7 @@ def interrupted_link(links: LinkContext, reason: str | None,
     last = state.rounds[-1] if state is not None and state.rounds else None
     detail = said if last is None else \
         f"round {last.number}: {said}{_violations_note(last, state)}"
-    return links.link("interrupted", detail, links.evidence(state, last))
+    return links.link(Code.INTERRUPTED, detail, links.evidence(state, last))
 
 
 def ended_by(exception: BaseException, phase: str) -> str:
@@ -156,65 +157,124 @@ def _git_metadata_note(round_state: RoundState, state: RunState | None) -> str:
     return ". " + describe_git_metadata(round_state.git_metadata, worktree)
 
 
+@dataclass(frozen=True)
+class _Ending:
+    """What the detail builder of an end row reads: the run, its last round, the step."""
+
+    links: LinkContext
+    state: RunState
+    step: End
+    facts: RoundFacts
+    answer: ValidationOutcome | None
+    raised: str | None
+
+    @property
+    def last(self) -> RoundState:
+        return self.state.rounds[-1]
+
+    @property
+    def report(self) -> RoundReport:
+        return self.last.report or RoundReport(ending=RoundEnding.NOT_STARTED)
+
+    @property
+    def head(self) -> str:
+        return f"round {self.last.number}: "
+
+    @property
+    def note(self) -> str:
+        """Every write outside rw the round made, for a code that names them (seed 000)."""
+        return _violations_note(self.last, self.state) if self.step.names_audit_violations \
+            else ""
+
+    @property
+    def process_causes(self) -> list[ErrorLink]:
+        link = self.report.process_link
+        return [link] if link is not None else []
+
+    def link(self, detail: str, attempts: Sequence[str] = (),
+             causes: Sequence[ErrorLink] = (), reason: Reason | None = None) -> ErrorLink:
+        assert self.step.code is not None
+        return self.links.link(self.step.code, detail, self.links.evidence(self.state, self.last),
+                               attempts=attempts, causes=causes, reason=reason)
+
+
+def _launch_failed(e: _Ending) -> ErrorLink:
+    return e.link(e.head + (e.last.failure or "the agent could not start"))
+
+
+def _worker_timeout(e: _Ending) -> ErrorLink:
+    limit = e.state.request.limits.timeout_seconds
+    return e.link(f"{e.head}the round timed out after {limit:g} seconds{e.note}")
+
+
+def _worker_limit_reached(e: _Ending) -> ErrorLink:
+    what = e.report.limit or "its limit"
+    return e.link(f"{e.head}the agent program stopped at a limit: {what}{e.note}",
+                  causes=e.process_causes)
+
+
+def _process_failed(e: _Ending) -> ErrorLink:
+    failure = e.report.failure or e.report.transient_error or "the agent process failed"
+    used_up = ("; the retries for a transient model-service error are used up"
+               if e.step.reason is Reason.EXHAUSTED else "")
+    return e.link(f"{e.head}{failure}{used_up}{e.note}", attempts=retry_attempts(e.state),
+                  causes=e.process_causes, reason=e.step.reason)
+
+
+def _audit_violation(e: _Ending) -> ErrorLink:
+    violations = e.last.audit.violations if e.last.audit else ()
+    status = state_result_status(e.last, e.facts)
+    causes = _worker_causes(e.state, e.last) if e.step.causes is Causes.WORKER_ERROR else []
+    detail = audit_violation_detail(e.last.number, violations, status)
+    return e.link(detail + _git_metadata_note(e.last, e.state), causes=causes)
+
+
+def _worker_result_invalid(e: _Ending) -> ErrorLink:
+    problem = e.last.result_problem or "the worker gave no structured result"
+    final = e.report.final_text
+    told = final and (e.last.result_problem is None or "no structured result" in problem)
+    return e.link(f"{e.head}the worker's result is invalid: {problem}"
+                  + (f"; its final text: {final[:2000]}" if told and final else ""))
+
+
+def _worker_reported(e: _Ending) -> ErrorLink:
+    error = (e.state.worker_result or {}).get("error") or {}
+    said = str(e.step.code).removeprefix("worker_")
+    detail = f"{e.head}the worker reported {said}: " \
+             f"{error.get('code', '?')}: {error.get('detail', '')}".rstrip(": ")
+    return e.link(detail, causes=_worker_causes(e.state, e.last))
+
+
+def _validation_unavailable(e: _Ending) -> ErrorLink:
+    return e.link(f"{e.head}the round validation could not validate: it {e.raised}")
+
+
+_DETAILS: Mapping[Code, Callable[[_Ending], ErrorLink]] = {
+    Code.LAUNCH_FAILED: _launch_failed,
+    Code.WORKER_TIMEOUT: _worker_timeout,
+    Code.WORKER_LIMIT_REACHED: _worker_limit_reached,
+    Code.CLAUDE_FAILED: _process_failed,
+    Code.PI_FAILED: _process_failed,
+    Code.AUDIT_VIOLATION: _audit_violation,
+    Code.WORKER_RESULT_INVALID: _worker_result_invalid,
+    Code.WORKER_BLOCKED: _worker_reported,
+    Code.WORKER_FAILED: _worker_reported,
+    Code.VALIDATION_UNAVAILABLE: _validation_unavailable,
+}
+"""The detail builder of each code a Rounds table end row gives (seed 000 "Errors")."""
+
+
 def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
              answer: ValidationOutcome | None, raised: str | None) -> ErrorLink | None:
-    """The link of the Rounds table's end row, None for an ok end."""
+    """The link of the Rounds table's end row, None for an ok end. A code the round validation
+    names (in Concorde also audit_violation) takes the validation's detail and causes, whatever
+    the code is called."""
     if step.code is None:
         return None
-    last = state.rounds[-1]
-    n = last.number
-    report = last.report
-    evidence = links.evidence(state, last)
-    process_causes = [report.process_link] if report and report.process_link else []
-    note = _violations_note(last, state) if step.names_audit_violations else ""
-    code = step.code
-    if step.causes is Causes.VALIDATION:
-        # The round validation names the code (in Concorde also audit_violation): its detail
-        # and causes are the validation's, whatever the code is called.
-        return _validation_link(links, state, step, answer, evidence)
-    if code == "launch_failed":
-        return links.link(code, f"round {n}: {last.failure or 'the agent could not start'}",
-                          evidence)
-    if code == "worker_timeout":
-        limit = state.request.limits.timeout_seconds
-        return links.link(code, f"round {n}: the round timed out after {limit:g} seconds{note}",
-                          evidence)
-    if code == "worker_limit_reached":
-        what = report.limit if report and report.limit else "its limit"
-        return links.link(code, f"round {n}: the agent program stopped at a limit: {what}{note}",
-                          evidence,
-                          causes=process_causes)
-    if code in ("claude_failed", "pi_failed"):
-        failure = (report.failure if report and report.failure else
-                   (report.transient_error if report and report.transient_error else
-                    "the agent process failed"))
-        used_up = step.reason is Reason.EXHAUSTED
-        text = (f"round {n}: {failure}" + ("; the retries for a transient model-service error "
-                                            "are used up" if used_up else "") + note)
-        return links.link(code, text, evidence, attempts=retry_attempts(state),
-                          causes=process_causes, reason=step.reason)
-    if code == "audit_violation":
-        violations = list(last.audit.violations) if last.audit else []
-        status = state_result_status(last, facts)
-        causes = _worker_causes(state, last) if step.causes is Causes.WORKER_ERROR else []
-        detail = audit_violation_detail(n, violations, status) + _git_metadata_note(last, state)
-        return links.link(code, detail, evidence, causes=causes)
-    if code == "worker_result_invalid":
-        problem = last.result_problem or "the worker gave no structured result"
-        final = report.final_text if report and report.final_text else None
-        detail = f"round {n}: the worker's result is invalid: {problem}" + (
-            f"; its final text: {final[:2000]}" if (final and last.result_problem is None)
-            or (final and "no structured result" in problem) else "")
-        return links.link(code, detail, evidence)
-    if code in ("worker_blocked", "worker_failed"):
-        error = (state.worker_result or {}).get("error") or {}
-        detail = f"round {n}: the worker reported {code.removeprefix('worker_')}: " \
-                 f"{error.get('code', '?')}: {error.get('detail', '')}".rstrip(": ")
-        return links.link(code, detail, evidence, causes=_worker_causes(state, last))
-    if code == "validation_unavailable":
-        return links.link(code, f"round {n}: the round validation could not validate: it "
-                          f"{raised}", evidence)
-    return _validation_link(links, state, step, answer, evidence)
+    build = _DETAILS.get(step.code) if isinstance(step.code, Code) else None
+    if step.causes is Causes.VALIDATION or build is None:
+        return _validation_link(links, state, step, answer, links.evidence(state, state.rounds[-1]))
+    return build(_Ending(links, state, step, facts, answer, raised))
 
 
 def _validation_link(links: LinkContext, state: RunState, step: End,
@@ -251,7 +311,7 @@ def _worker_causes(state: RunState, round_state: RoundState) -> list[ErrorLink]:
 
 def deletion_link(links: LinkContext, deletions: DeletionOutcome,
                   cause: ErrorLink | None, state: RunState | None = None) -> ErrorLink:
-    return links.link("deletion_failed", describe_outcome(deletions), links.evidence(state),
+    return links.link(Code.DELETION_FAILED, describe_outcome(deletions), links.evidence(state),
                       causes=[cause] if cause else [])
 
 
@@ -265,7 +325,7 @@ def cleanup_link(links: LinkContext, cleaned: CleanupOutcome,
                      + ", ".join(cleaned.remains))
     parts += list(cleaned.errors)
     kept = state if state is not None and state.transcript_kept else None
-    return links.link("cleanup_failed", "; ".join(parts) or "the cleanup failed",
+    return links.link(Code.CLEANUP_FAILED, "; ".join(parts) or "the cleanup failed",
                       links.evidence(kept), causes=[cause] if cause else [])
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.config import ResolvedWorker
 from concorde_workers.domain.environment import redact
 from concorde_workers.domain.errors import Reason, Refusal
@@ -106,7 +107,7 @@ def settle_worker(config: ConfigurationReader, request: RunRequest,
     request that names neither. Shared by `plan` and `run`, so they cannot drift apart."""
     if bool(request.operation) != bool(request.worker):
         return Refusal(
-            code="request_invalid", reason=Reason.INPUT,
+            code=Code.REQUEST_INVALID, reason=Reason.INPUT,
             message="the request names an Operation without a worker id or a worker id without "
                     "an Operation; give both (--operation and --worker) to resolve the worker "
                     "through its configuration, or neither")
@@ -114,7 +115,7 @@ def settle_worker(config: ConfigurationReader, request: RunRequest,
         return None
     if not posixpath.isabs(request.worktree):
         return Refusal(
-            code="worktree_misplaced", reason=Reason.ENVIRONMENT,
+            code=Code.WORKTREE_MISPLACED, reason=Reason.ENVIRONMENT,
             message=f"the worktree {request.worktree!r} is not an absolute path; give the "
                     "absolute path of a worktree in .claude/worktrees/")
     names = {op: set(ids) for op, ids in declared.items()}
@@ -129,7 +130,7 @@ def settle_worker(config: ConfigurationReader, request: RunRequest,
 
 def backend_conflict(request: RunRequest, resolved: ResolvedWorker) -> Refusal:
     return Refusal(
-        code="request_invalid", reason=Reason.INPUT, file=resolved.configuration,
+        code=Code.REQUEST_INVALID, reason=Reason.INPUT, file=resolved.configuration,
         message=f"the request asks for the {request.backend} backend, but the worker "
                 f"configuration {resolved.configuration} chooses {resolved.backend} for worker "
                 f"{resolved.worker} of Operation {resolved.operation} ({resolved.backend_source}); "

@@ -20,6 +20,7 @@ from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.beside import Given, judge_beside, surroundings, text_problem
 from concorde_workers.domain.brief import compose_brief
 from concorde_workers.domain.claude_settings import digest_text
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.confinement import Confinement
 from concorde_workers.domain.credentials import credential_origins
 from concorde_workers.domain.errors import Reason, Refusal
@@ -47,7 +48,7 @@ from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.program_versions import ProgramVersions
 
-REQUEST_INVALID = "request_invalid"
+REQUEST_INVALID = Code.REQUEST_INVALID
 
 
 @dataclass(frozen=True)
@@ -277,7 +278,7 @@ class Preparer:
     def _grant(request: RunRequest) -> Grant | Refusal:
         if request.task_type not in TASK_TYPES:
             return Refusal(
-                code="grant_unavailable", reason=Reason.INPUT,
+                code=Code.GRANT_UNAVAILABLE, reason=Reason.INPUT,
                 message=f"the request's task type {request.task_type!r} is not a known task "
                 f"type; a known task type is one of {', '.join(TASK_TYPES)}",
             )
@@ -405,7 +406,7 @@ class Preparer:
             command = backend.command(context, RoundKind.INITIAL, None)
             environment = backend.environment(context)
         except ValueError as bad:
-            return Refusal(code="request_invalid", reason=Reason.INPUT,
+            return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT,
                            message=f"the request cannot make a command line: {bad}")
         confinement = plan_confinement(self._fs, backend, context,
                                        self._host.interpreter_roots, self._host.linux)
@@ -431,7 +432,7 @@ class Preparer:
                       if is_within(runtime_dir, p)), None)
         if where is None:
             return None
-        code = "run_directory_denied" if backend == "claude" else "launch_failed"
+        code = Code.RUN_DIRECTORY_DENIED if backend == "claude" else Code.LAUNCH_FAILED
         return Refusal(code=code, reason=Reason.ENVIRONMENT,
                        message=f"the runtime directory {runtime_dir} would lie inside {where}, "
                        "which the worker may not have as its own; set TMPDIR to a directory "
@@ -463,4 +464,4 @@ def run_directories(request: RunRequest) -> list[str]:
 
 
 def _misplaced(message: str) -> Refusal:
-    return Refusal(code="worktree_misplaced", reason=Reason.ENVIRONMENT, message=message)
+    return Refusal(code=Code.WORKTREE_MISPLACED, reason=Reason.ENVIRONMENT, message=message)

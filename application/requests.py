@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from concorde_workers.application.json_text import decode_json
 from concorde_workers.domain.beside import INTERPRETER_REPAIR, RUNTIME_REPAIR, text_problem
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.text import control_problem
@@ -44,7 +45,7 @@ class RequestFlags:
 
 
 def invalid(message: str, file: str | None = None) -> Refusal:
-    return Refusal(code="request_invalid", reason=Reason.INPUT, message=message, file=file)
+    return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT, message=message, file=file)
 
 
 class RequestBuilder:

@@ -36,9 +36,10 @@ from concorde_workers.application.runtime_directory import (
 from concorde_workers.application.tracing.progress import utc_text
 from concorde_workers.application.tracing.reader import read_node, read_progress
 from concorde_workers.application.tracing.writer import TraceWriter
-from concorde_workers.domain.codes import trace_evidence, transcript_evidence
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import ErrorLink, Refusal
 from concorde_workers.domain.layout import CONTROL_DIR, RunLayout, RuntimeLayout
+from concorde_workers.domain.links import trace_evidence, transcript_evidence
 from concorde_workers.domain.paths import DirEntry, EntryKind
 from concorde_workers.domain.records import (
     WORKER_ROUND,
@@ -368,7 +369,7 @@ class Sweeper:
         evidence = [trace_evidence(node.id, layout.run_dir)]
         if kept:
             evidence.append(transcript_evidence(layout.transcript, run.session))
-        error: ErrorLink = links.link("interrupted", detail, evidence)
+        error: ErrorLink = links.link(Code.INTERRUPTED, detail, evidence)
         if not cleaned.ok:
             error = cleanup_link(links, cleaned, error)
         tracer = TraceWriter(self._fs, self._clock)

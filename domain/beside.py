@@ -49,6 +49,7 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import Grant, Level
 from concorde_workers.domain.paths import is_within, relative_to
@@ -258,13 +259,13 @@ def interpreter_problem(given: Given, around: Surroundings) -> str | None:
 
 
 def runtime_path_refusal(given: Given, problem: str) -> Refusal:
-    return Refusal(code="request_invalid", reason=Reason.INPUT,
+    return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT,
                    message=f"the runtime path {given.path!r} {problem}; a runtime path is "
                    f"readable by every tool of the worker, beside its grant: {RUNTIME_REPAIR}")
 
 
 def interpreter_refusal(given: Given, problem: str) -> Refusal:
-    return Refusal(code="request_invalid", reason=Reason.INPUT,
+    return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT,
                    message=f"the project interpreter {given.path!r} {problem}; "
                    f"{INTERPRETER_REPAIR}")
 

@@ -28,15 +28,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import ErrorLink, Evidence, Reason, Unhandled
 
-CHECKS_FAILED = "checks_failed"
+CHECKS_FAILED = Code.CHECKS_FAILED
 """The code Method's round validation names for a repair that fails the run (seed 000 Errors)."""
-CHECKS_UNAVAILABLE = "checks_unavailable"
+CHECKS_UNAVAILABLE = Code.CHECKS_UNAVAILABLE
 """The code Method's round validation names when the checks cannot run (seed 000 Errors)."""
 
-CHECK_FAILED_LINK = "check_failed"
-CHECK_UNAVAILABLE_LINK = "check_unavailable"
+CHECK_FAILED_LINK = Code.CHECK_FAILED
+CHECK_UNAVAILABLE_LINK = Code.CHECK_UNAVAILABLE
 CHECK_LEVEL = "component"
 
 REPAIR_LOG_BYTES = 20_000

@@ -1,54 +1,110 @@
-"""Workers' run codes as data, and the builders of the links of a failed run's error chain.
+"""Workers' codes as data: the `Code` enum and the spec's tables of them.
 
 Seed 000 "Errors" and seed 001 "Errors": every code of a run that does not end ok, with its
 reason (and the alternative reason `exhausted` of the process failure codes once the retries for
 a transient model-service error are used up), what its detail names, its causes rule and the
-explanation Workers gives in `unhandled.explanation`. The refusals of the configuration reader
-("Refusals before a run") are not run codes and live with the configuration reader.
+explanation Workers gives in `unhandled.explanation` (`RUN_CODES`). Seed 000 "Refusals before a
+run": the configuration reader's codes and their reasons (`REFUSAL_REASONS`). The codes of the
+agent processes' links (seed 000 "Errors", seed 001 "Errors"), the codes Concorde's round
+validation names, and the codes of refusals beyond the spec's tables (docs/decisions.md) complete
+`Code`. Every code string of the program is written here, once; everything else names a member.
 
-Links:
-
-* Workers' link: level `workers`, actor `Workers run <run-id> (<task type> worker)`.
-* The Claude Code process's link: level `component`, actor `Claude Code process (claude -p)`,
-  code `claude_limit_reached` (reason exhausted) for the error_max_turns and
-  error_max_budget_usd subtypes, else `claude_error` (reason environment).
-* The pi process's link: level `component`, actor `pi process (pi -p)`, code
-  `pi_limit_reached` (reason exhausted) when the permission extension stopped the run at a limit,
-  else `pi_error` (reason environment).
-* The worker's link: the worker result's error copied unchanged, level `worker`, an actor naming
-  the run and the latest session, no causes.
+The builders of the links of a failed run's error chain are `domain/links.py`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.errors import ErrorLink, Evidence, Reason, Unhandled
-from concorde_workers.domain.launch import format_number
 
-WORKERS_LEVEL = "workers"
-COMPONENT_LEVEL = "component"
-WORKER_LEVEL = "worker"
-CLAUDE_PROCESS_ACTOR = "Claude Code process (claude -p)"
-PI_PROCESS_ACTOR = "pi process (pi -p)"
+class Reason(StrEnum):
+    """Why the actor could not handle the error (`unhandled.reason`): the tables' reason column."""
 
-CLAUDE_LIMIT_SUBTYPES: frozenset[str] = frozenset({"error_max_turns", "error_max_budget_usd"})
-CLAUDE_LIMIT_CODE = "claude_limit_reached"
-CLAUDE_ERROR_CODE = "claude_error"
-PI_LIMIT_CODE = "pi_limit_reached"
-PI_ERROR_CODE = "pi_error"
+    PERMISSION = "permission"
+    DECISION = "decision"
+    SCOPE = "scope"
+    CAPABILITY = "capability"
+    EXHAUSTED = "exhausted"
+    ENVIRONMENT = "environment"
+    INPUT = "input"
 
-LINK_TEXT_MAX_CHARS = 4_000
-"""A process link quotes at most this much of the final text (its start) and of standard error
-(its end); the round's stderr.log keeps the full 80,000-byte tail."""
+
+class Code(StrEnum):
+    """Every code Workers gives: a run's, a refusal's, a component link's (serialised as its
+    value, so records and traces keep the same strings)."""
+
+    # seed 000 "Errors", in the table's order, with seed 001's pi_runtime_missing and pi_failed
+    GRANT_UNAVAILABLE = "grant_unavailable"
+    GRANT_MALFORMED = "grant_malformed"
+    WORKTREE_MISPLACED = "worktree_misplaced"
+    RUN_DIRECTORY_DENIED = "run_directory_denied"
+    SNAPSHOT_FAILED = "snapshot_failed"
+    LAUNCH_FAILED = "launch_failed"
+    WORKER_TIMEOUT = "worker_timeout"
+    WORKER_LIMIT_REACHED = "worker_limit_reached"
+    CLAUDE_FAILED = "claude_failed"
+    PI_RUNTIME_MISSING = "pi_runtime_missing"
+    PI_FAILED = "pi_failed"
+    WORKER_RESULT_INVALID = "worker_result_invalid"
+    AUDIT_VIOLATION = "audit_violation"
+    WORKER_BLOCKED = "worker_blocked"
+    WORKER_FAILED = "worker_failed"
+    VALIDATION_UNAVAILABLE = "validation_unavailable"
+    DELETION_FAILED = "deletion_failed"
+    CLEANUP_FAILED = "cleanup_failed"
+    INTERRUPTED = "interrupted"
+    # the agent processes' links (seed 000 "Errors", seed 001 "Errors")
+    CLAUDE_LIMIT_REACHED = "claude_limit_reached"
+    CLAUDE_ERROR = "claude_error"
+    PI_LIMIT_REACHED = "pi_limit_reached"
+    PI_ERROR = "pi_error"
+    # seed 000 "Refusals before a run"
+    CONFIG_MISSING = "config_missing"
+    CONFIG_INVALID = "config_invalid"
+    MODEL_NOT_ENABLED = "model_not_enabled"
+    MODEL_UNRESOLVED = "model_unresolved"
+    BACKEND_MISSING = "backend_missing"
+    MODEL_MAP_MISSING = "model_map_missing"
+    MODEL_MAP_INVALID = "model_map_invalid"
+    MODEL_UNMAPPED = "model_unmapped"
+    # the codes Concorde's round validation names (seed 000 "Errors"; audit_violation above)
+    CHECKS_UNAVAILABLE = "checks_unavailable"
+    CHECKS_FAILED = "checks_failed"
+    # the links of Check execution when the checks are the round validation (domain/checks.py)
+    CHECK_FAILED = "check_failed"
+    CHECK_UNAVAILABLE = "check_unavailable"
+    # beyond the spec's tables (docs/decisions.md): a request no run is made for, a command
+    # without its optional extra, a record that cannot be read back, a runtime parent `sweep`
+    # cannot list
+    REQUEST_INVALID = "request_invalid"
+    DEMO_EXTRA_MISSING = "demo_extra_missing"
+    RECORD_UNREADABLE = "record_unreadable"
+    RUNTIME_PARENT_UNREADABLE = "runtime_parent_unreadable"
+
 
 BACKENDS: frozenset[str] = frozenset({"claude", "pi"})
+
+CLAUDE_LIMIT_SUBTYPES: frozenset[str] = frozenset({"error_max_turns", "error_max_budget_usd"})
+"""The Claude Code envelope subtypes of a limit reached (claude_limit_reached)."""
+CLAUDE_LIMIT_CODE = Code.CLAUDE_LIMIT_REACHED
+CLAUDE_ERROR_CODE = Code.CLAUDE_ERROR
+PI_LIMIT_CODE = Code.PI_LIMIT_REACHED
+PI_ERROR_CODE = Code.PI_ERROR
+
+REFUSAL_REASONS: Mapping[Code, Reason] = {
+    Code.CONFIG_MISSING: Reason.INPUT,
+    Code.CONFIG_INVALID: Reason.INPUT,
+    Code.MODEL_NOT_ENABLED: Reason.INPUT,
+    Code.MODEL_UNRESOLVED: Reason.INPUT,
+    Code.BACKEND_MISSING: Reason.ENVIRONMENT,
+    Code.MODEL_MAP_MISSING: Reason.ENVIRONMENT,
+    Code.MODEL_MAP_INVALID: Reason.ENVIRONMENT,
+    Code.MODEL_UNMAPPED: Reason.ENVIRONMENT,
+}
+"""Seed 000 "Refusals before a run": code -> reason, row by row."""
 
 
 class CausesRule(StrEnum):
@@ -66,7 +122,7 @@ class CodeSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    code: str
+    code: Code
     reason: Reason
     exhausted_when: str | None = None
     """When set, the alternative reason `exhausted` applies in this case."""
@@ -101,7 +157,7 @@ _RETRIES_USED_UP = "when the retries for a transient model-service error are use
 
 _ROWS: tuple[CodeSpec, ...] = (
     CodeSpec(
-        code="grant_unavailable",
+        code=Code.GRANT_UNAVAILABLE,
         reason=Reason.INPUT,
         detail="which of the task type, grant, context identity or entries is missing",
         causes="none",
@@ -113,7 +169,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="grant_malformed",
+        code=Code.GRANT_MALFORMED,
         reason=Reason.INPUT,
         detail=(
             "the first grant entry that is not an object with a worktree-relative path and a "
@@ -127,7 +183,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="worktree_misplaced",
+        code=Code.WORKTREE_MISPLACED,
         reason=Reason.ENVIRONMENT,
         detail=(
             "the worktree, the primary worktree's .claude/worktrees/ where it must lie directly, "
@@ -141,7 +197,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="run_directory_denied",
+        code=Code.RUN_DIRECTORY_DENIED,
         reason=Reason.ENVIRONMENT,
         detail=(
             "the deny rule that would cover the worker's own directories of the runtime directory"
@@ -155,7 +211,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         backends=frozenset({"claude"}),
     ),
     CodeSpec(
-        code="snapshot_failed",
+        code=Code.SNAPSHOT_FAILED,
         reason=Reason.ENVIRONMENT,
         detail="the Git command that failed and its output",
         causes="none",
@@ -165,7 +221,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="launch_failed",
+        code=Code.LAUNCH_FAILED,
         reason=Reason.ENVIRONMENT,
         detail="the command that could not be started and the operating system's error",
         causes="none",
@@ -173,7 +229,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         explanation="The agent program could not be started on this host",
     ),
     CodeSpec(
-        code="worker_timeout",
+        code=Code.WORKER_TIMEOUT,
         reason=Reason.EXHAUSTED,
         detail="the round and the timeout",
         causes="none",
@@ -181,7 +237,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         explanation="The round used up its time limit; Workers never retries a timed-out round",
     ),
     CodeSpec(
-        code="worker_limit_reached",
+        code=Code.WORKER_LIMIT_REACHED,
         reason=Reason.EXHAUSTED,
         detail=(
             "the round and the limit the agent program reported: on Claude Code its turn or "
@@ -198,7 +254,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="claude_failed",
+        code=Code.CLAUDE_FAILED,
         reason=Reason.ENVIRONMENT,
         exhausted_when=_RETRIES_USED_UP,
         detail=(
@@ -218,7 +274,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         backends=frozenset({"claude"}),
     ),
     CodeSpec(
-        code="pi_runtime_missing",
+        code=Code.PI_RUNTIME_MISSING,
         reason=Reason.ENVIRONMENT,
         detail="every missing program or package and how to provide it",
         causes="none",
@@ -231,7 +287,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         source="001 Errors",
     ),
     CodeSpec(
-        code="pi_failed",
+        code=Code.PI_FAILED,
         reason=Reason.ENVIRONMENT,
         exhausted_when=_RETRIES_USED_UP,
         detail=(
@@ -253,7 +309,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         source="001 Errors",
     ),
     CodeSpec(
-        code="worker_result_invalid",
+        code=Code.WORKER_RESULT_INVALID,
         reason=Reason.CAPABILITY,
         detail=(
             "the schema violation, or the worker's final text when it gave no structured result"
@@ -266,7 +322,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="audit_violation",
+        code=Code.AUDIT_VIOLATION,
         reason=Reason.PERMISSION,
         detail=(
             "every violating path and the worker's own reported status, or that its result was "
@@ -280,7 +336,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         explanation="Workers never accepts a write outside the grant and never widens it",
     ),
     CodeSpec(
-        code="worker_blocked",
+        code=Code.WORKER_BLOCKED,
         reason=Reason.CAPABILITY,
         detail="the worker's code and detail",
         causes="the worker's link",
@@ -290,7 +346,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="worker_failed",
+        code=Code.WORKER_FAILED,
         reason=Reason.CAPABILITY,
         detail="the worker's code and detail",
         causes="the worker's link",
@@ -298,7 +354,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         explanation="The worker tried and could not finish its task; Workers does not redo it",
     ),
     CodeSpec(
-        code="validation_unavailable",
+        code=Code.VALIDATION_UNAVAILABLE,
         reason=Reason.CAPABILITY,
         detail="the round and the error the round validation raised instead of answering",
         causes="none",
@@ -310,7 +366,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="deletion_failed",
+        code=Code.DELETION_FAILED,
         reason=Reason.ENVIRONMENT,
         detail=(
             "every proposed deletion the host performed, every one that failed with the operating "
@@ -324,7 +380,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="cleanup_failed",
+        code=Code.CLEANUP_FAILED,
         reason=Reason.ENVIRONMENT,
         detail=(
             "the transcript the host could not keep and the runtime directory it could not "
@@ -338,7 +394,7 @@ _ROWS: tuple[CodeSpec, ...] = (
         ),
     ),
     CodeSpec(
-        code="interrupted",
+        code=Code.INTERRUPTED,
         reason=Reason.ENVIRONMENT,
         detail=(
             "what ended the run from outside before it finished, such as a signal or the "
@@ -353,10 +409,11 @@ _ROWS: tuple[CodeSpec, ...] = (
     ),
 )
 
-RUN_CODES: Mapping[str, CodeSpec] = {row.code: row for row in _ROWS}
+RUN_CODES: Mapping[Code, CodeSpec] = {row.code: row for row in _ROWS}
 """Every code of seed 000 "Errors" and seed 001 "Errors", in the tables' order."""
 
-PROCESS_FAILURE_CODES: Mapping[str, str] = {"claude": "claude_failed", "pi": "pi_failed"}
+PROCESS_FAILURE_CODES: Mapping[str, Code] = {"claude": Code.CLAUDE_FAILED, "pi": Code.PI_FAILED}
+"""The agent process failure code of each backend."""
 
 
 class ValidationAnswer(StrEnum):
@@ -374,7 +431,7 @@ class ValidationCodeRule(BaseModel):
 
     answer: ValidationAnswer
     reason: Reason
-    concorde_code: str
+    concorde_code: Code
     detail: str
     causes: str
     explanation: str
@@ -384,7 +441,7 @@ VALIDATION_CODE_RULES: Mapping[ValidationAnswer, ValidationCodeRule] = {
     ValidationAnswer.VIOLATION: ValidationCodeRule(
         answer=ValidationAnswer.VIOLATION,
         reason=Reason.PERMISSION,
-        concorde_code="audit_violation",
+        concorde_code=Code.AUDIT_VIOLATION,
         detail="every violating entry the round validation names",
         causes="the links the round validation names, none in Concorde",
         explanation=(
@@ -395,7 +452,7 @@ VALIDATION_CODE_RULES: Mapping[ValidationAnswer, ValidationCodeRule] = {
     ValidationAnswer.UNAVAILABLE: ValidationCodeRule(
         answer=ValidationAnswer.UNAVAILABLE,
         reason=Reason.ENVIRONMENT,
-        concorde_code="checks_unavailable",
+        concorde_code=Code.CHECKS_UNAVAILABLE,
         detail="the round and what the round validation reported",
         causes="the links the round validation names, in Concorde Check execution's",
         explanation=(
@@ -406,7 +463,7 @@ VALIDATION_CODE_RULES: Mapping[ValidationAnswer, ValidationCodeRule] = {
     ValidationAnswer.REPAIR_FAILED: ValidationCodeRule(
         answer=ValidationAnswer.REPAIR_FAILED,
         reason=Reason.EXHAUSTED,
-        concorde_code="checks_failed",
+        concorde_code=Code.CHECKS_FAILED,
         detail="what still needs repair and the rounds used; attempts lists each round's repair",
         causes=(
             "the links the round validation names, in Concorde one per failing check, from Check "
@@ -419,7 +476,8 @@ VALIDATION_CODE_RULES: Mapping[ValidationAnswer, ValidationCodeRule] = {
 }
 
 
-def codes_for_backend(backend: str) -> tuple[str, ...]:
+
+def codes_for_backend(backend: str) -> tuple[Code, ...]:
     """The run codes a run of `backend` may end with (seed 001: pi uses the run mechanics' codes
     except claude_failed and run_directory_denied, and adds pi_runtime_missing and pi_failed)."""
     if backend not in BACKENDS:
@@ -428,252 +486,17 @@ def codes_for_backend(backend: str) -> tuple[str, ...]:
 
 
 def code_spec(code: str) -> CodeSpec:
+    """The row of a run code; a ValueError for any other code."""
     try:
-        return RUN_CODES[code]
-    except KeyError:
+        return RUN_CODES[Code(code)]
+    except (KeyError, ValueError):
         raise ValueError(f"{code!r} is not one of Workers' run codes") from None
 
 
-def workers_actor(run_id: str, task_type: str) -> str:
-    return f"Workers run {run_id} ({task_type} worker)"
-
-
-def _reason_and_explanation(code: str, reason: Reason | None) -> tuple[Reason, str]:
-    row = RUN_CODES.get(code)
-    if row is not None:
-        chosen = row.reason if reason is None else Reason(reason)
-        if chosen not in row.reasons:
-            allowed = ", ".join(r.value for r in row.reasons)
-            raise ValueError(f"{code} has the reason {allowed}, not {chosen.value}")
-        return chosen, row.explanation_for(chosen)
-    if reason is None:
-        raise ValueError(
-            f"{code!r} is not a Workers run code: a code the round validation names needs its "
-            "reason (permission, environment or exhausted)"
-        )
-    for rule in VALIDATION_CODE_RULES.values():
-        if rule.reason == reason:
-            return rule.reason, rule.explanation
-    raise ValueError(
-        f"a code the round validation names has the reason permission, environment or exhausted, "
-        f"not {Reason(reason).value}"
-    )
-
-
-def workers_link(
-    run_id: str,
-    task_type: str,
-    code: str,
-    detail: str,
-    evidence: Iterable[Evidence],
-    attempts: Iterable[str] = (),
-    causes: Iterable[ErrorLink] = (),
-    reason: Reason | None = None,
-    *,
-    explanation: str | None = None,
-    options: Iterable[str] = (),
-    recommendation: str = "",
-) -> ErrorLink:
-    """Workers' top link of a run that does not end ok.
-
-    A code of the Errors tables takes its table reason, or `reason` when it is one the table
-    allows (exhausted for claude_failed and pi_failed once the retries are used up); a code the
-    round validation names (not in the tables) needs `reason`. A code whose causes rule is none
-    takes no causes.
-    """
-    if not detail:
-        raise ValueError("a link's detail names the round, paths, commands and messages")
-    chosen, default_explanation = _reason_and_explanation(code, reason)
-    cause_links = tuple(causes)
-    row = RUN_CODES.get(code)
-    if row is not None and row.causes_rule is CausesRule.NONE and cause_links:
-        raise ValueError(f"{code} has no causes")
-    return ErrorLink(
-        level=WORKERS_LEVEL,
-        actor=workers_actor(run_id, str(task_type)),
-        code=code,
-        detail=detail,
-        evidence=tuple(evidence),
-        attempts=tuple(attempts),
-        unhandled=Unhandled(reason=chosen, explanation=explanation or default_explanation),
-        options=tuple(options),
-        recommendation=recommendation,
-        causes=cause_links,
-    )
-
-
-def _number(value: int | float | Decimal | None) -> str:
-    return "none" if value is None else format_number(value)
-
-
-def _quote_head(text: str) -> str:
-    if len(text) > LINK_TEXT_MAX_CHARS:
-        cut = len(text) - LINK_TEXT_MAX_CHARS
-        text = f"{text[:LINK_TEXT_MAX_CHARS]}…({cut} more characters)"
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _quote_tail(text: str) -> str:
-    if len(text) > LINK_TEXT_MAX_CHARS:
-        cut = len(text) - LINK_TEXT_MAX_CHARS
-        text = f"({cut} earlier characters)…{text[-LINK_TEXT_MAX_CHARS:]}"
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _exit(exit_status: int | None) -> str:
-    return "none" if exit_status is None else str(exit_status)
-
-
-def claude_process_link(
-    subtype: str | None,
-    is_error: bool | None,
-    num_turns: int | None,
-    total_cost_usd: int | float | Decimal | None,
-    exit_status: int | None,
-    final_text: str | None,
-    errors: Sequence[str],
-    stderr_tail: str,
-) -> ErrorLink:
-    """The Claude Code process's link (level component): the envelope's subtype, error flag,
-    turn count and cost, the exit status, the final text, the reported errors and the tail of
-    standard error. `subtype` None means Claude Code printed no result envelope."""
-    limit = subtype in CLAUDE_LIMIT_SUBTYPES
-    head = (
-        "Claude Code printed no result envelope"
-        if subtype is None
-        else f"Claude Code ended with the result subtype {subtype}"
-    )
-    flag = "none" if is_error is None else json.dumps(is_error)
-    parts = [
-        f"{head} (is_error {flag}, {_number(num_turns)} turn(s), cost "
-        f"{_number(total_cost_usd)} USD, exit status {_exit(exit_status)})",
-        f"errors: {json.dumps(list(errors), ensure_ascii=False)}",
-        f"final text: {'none' if final_text is None else _quote_head(final_text)}",
-        f"stderr tail: {_quote_tail(stderr_tail)}",
-    ]
-    reason = Reason.EXHAUSTED if limit else Reason.ENVIRONMENT
-    explanation = (
-        "Claude Code stopped the run at the turn or budget limit it was given"
-        if limit
-        else "Claude Code could not complete the round"
-    )
-    return ErrorLink(
-        level=COMPONENT_LEVEL,
-        actor=CLAUDE_PROCESS_ACTOR,
-        code=CLAUDE_LIMIT_CODE if limit else CLAUDE_ERROR_CODE,
-        detail="; ".join(parts),
-        unhandled=Unhandled(reason=reason, explanation=explanation),
-    )
-
-
-def pi_limit_detail(
-    limit: str, value: int | float | Decimal, maximum: int | float | Decimal
-) -> str:
-    """`the permission extension stopped the run at its <limit> limit (<value> reached, at most
-    <maximum> allowed)`."""
-    return (
-        f"the permission extension stopped the run at its {limit} limit "
-        f"({format_number(value)} reached, at most {format_number(maximum)} allowed)"
-    )
-
-
-def pi_process_link(
-    exit_status: int | None,
-    stop_reason: str | None,
-    error_message: str | None,
-    turns: int | None,
-    stderr_tail: str,
-    limit: str | None = None,
-    value: int | float | Decimal | None = None,
-    maximum: int | float | Decimal | None = None,
-) -> ErrorLink:
-    """The pi process's link (level component): pi_limit_reached (reason exhausted) with the
-    limit, the value reached and the maximum allowed when the permission extension stopped the
-    run at a limit, else pi_error (reason environment); both state the exit status, the last
-    assistant message's stop reason and error message, the turns and the tail of standard
-    error."""
-    at_limit = limit is not None
-    if at_limit and (value is None or maximum is None):
-        raise ValueError("a pi limit names the value reached and the maximum allowed")
-    if not at_limit and (value is not None or maximum is not None):
-        raise ValueError("a value reached and a maximum allowed belong to a named limit")
-    facts = (
-        f"exit status {_exit(exit_status)}, last stop reason "
-        f"{stop_reason if stop_reason is not None else 'none (no assistant message)'}, "
-        f"error message {'none' if error_message is None else _quote_head(error_message)}, "
-        f"{_number(turns)} turn(s)"
-    )
-    parts = (
-        [pi_limit_detail(limit, value, maximum)]
-        if limit is not None and value is not None and maximum is not None
-        else ["pi did not complete the round"]
-    )
-    parts += [facts, f"stderr tail: {_quote_tail(stderr_tail)}"]
-    return ErrorLink(
-        level=COMPONENT_LEVEL,
-        actor=PI_PROCESS_ACTOR,
-        code=PI_LIMIT_CODE if at_limit else PI_ERROR_CODE,
-        detail="; ".join(parts),
-        unhandled=Unhandled(
-            reason=Reason.EXHAUSTED if at_limit else Reason.ENVIRONMENT,
-            explanation=(
-                "the permission extension aborts a pi run that exceeds its turn or budget limit"
-                if at_limit
-                else "pi could not complete the round"
-            ),
-        ),
-    )
-
-
-def worker_actor(run_id: str, session: str | None) -> str:
-    shown = session if session else "none"
-    return f"worker of Workers run {run_id} (session {shown})"
-
-
-def worker_link(result_error: Mapping[str, Any], run_id: str, session: str | None) -> ErrorLink:
-    """The worker's link: the valid worker result's error copied unchanged, with the level
-    worker, an actor naming the run and the latest session, and no causes."""
-    fields = dict(result_error)
-    for key in ("level", "actor", "causes"):
-        if key in fields:
-            raise ValueError(f"a worker result's error has no {key}")
-    return ErrorLink.model_validate(
-        {**fields, "level": WORKER_LEVEL, "actor": worker_actor(run_id, session), "causes": []}
-    )
-
-
-def trace_evidence(run_id: str, run_dir: str) -> Evidence:
-    """The worker run's node as trace evidence: its identity, its folder in the detail."""
-    return Evidence(kind="trace", ref=run_id, detail=run_dir)
-
-
-def transcript_evidence(transcript: str, session: str | None = None) -> Evidence:
-    """The transcript of the latest session, by its path in the run directory."""
-    detail = "the latest session's transcript" + (f" (session {session})" if session else "")
-    return Evidence(kind="transcript", ref=transcript, detail=detail)
-
-
-def audit_evidence(round_number: int, violation: str) -> Evidence:
-    """One audit violation of a round: `violation: <path>`."""
-    return Evidence(kind="audit", ref=str(round_number), detail=f"violation: {violation}")
-
-
-def trace_write_evidence(file: str, moment: str, error: str) -> Evidence:
-    """A refused write of a trace.json: the file, the moment (start, update or end), the error."""
-    return Evidence(kind="trace-write", ref=file, detail=f"{moment}: {error}")
-
-
-def audit_violation_detail(
-    round_number: int, violations: Sequence[str], worker_status: str | None
-) -> str:
-    """The audit_violation detail: every violating path and the worker's own reported status,
-    or that its result was invalid (`worker_status` None)."""
-    reported = (
-        "the worker's result was invalid"
-        if worker_status is None
-        else f"the worker itself reported status {worker_status}"
-    )
-    return (
-        f"round {round_number}: the worker changed {len(violations)} path(s) outside the grant's "
-        f"writable paths: {', '.join(violations)}; {reported}"
-    )
+def run_code_row(code: str) -> CodeSpec | None:
+    """The row of the run code `code` names, or None when it names none (a refusal's, a
+    component link's, one the round validation names)."""
+    try:
+        return RUN_CODES.get(Code(code))
+    except ValueError:
+        return None

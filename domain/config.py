@@ -30,7 +30,8 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.codes import REFUSAL_REASONS, Code
+from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.paths import is_within
 from concorde_workers.domain.request import Backend, Limits
 from concorde_workers.domain.text import control_problem
@@ -46,17 +47,6 @@ CONFIG_PATH = ".concorde/workers.json"
 RETIRED_PATH = ".concorde/worker-models.json"
 DEFAULT_RUNTIME = (".venv", "node_modules")
 
-# Seed 000 "Refusals before a run": code -> reason, row by row.
-REFUSAL_REASONS: dict[str, Reason] = {
-    "config_missing": Reason.INPUT,
-    "config_invalid": Reason.INPUT,
-    "model_not_enabled": Reason.INPUT,
-    "model_unresolved": Reason.INPUT,
-    "backend_missing": Reason.ENVIRONMENT,
-    "model_map_missing": Reason.ENVIRONMENT,
-    "model_map_invalid": Reason.ENVIRONMENT,
-    "model_unmapped": Reason.ENVIRONMENT,
-}
 
 # The project model name of the semantics: letters, digits, '.', '_' and '-', starting with a
 # letter or digit.
@@ -70,7 +60,7 @@ _INTEGER_LIMITS = frozenset(
 _LARGEST_LIMIT = 1e15
 
 
-def refusal(code: str, message: str, file: str | None) -> Refusal:
+def refusal(code: Code, message: str, file: str | None) -> Refusal:
     """A refusal of the configuration reader with the reason its code has in the table."""
     return Refusal(code=code, reason=REFUSAL_REASONS[code], message=message, file=file)
 
@@ -188,7 +178,7 @@ def config_missing(file: str) -> Refusal:
         '{"schema_version": 2, "enabled_models": {"<model>": {}}, "default": {"model": "<model>"}}'
         ", and commit it: the file is tracked by Git and reviewed like any change of the project."
     )
-    return refusal("config_missing", message, file)
+    return refusal(Code.CONFIG_MISSING, message, file)
 
 
 def retired_refusal(retired: str, file: str, model_map: str) -> Refusal:
@@ -202,7 +192,7 @@ def retired_refusal(retired: str, file: str, model_map: str) -> Refusal:
         "naming those models by project model names in enabled_models and in its entries, "
         f"commit it, and delete {retired}."
     )
-    return refusal("config_invalid", message, retired)
+    return refusal(Code.CONFIG_INVALID, message, retired)
 
 
 def config_invalid(file: str, problem: str, repair: str | None = None) -> Refusal:
@@ -211,9 +201,8 @@ def config_invalid(file: str, problem: str, repair: str | None = None) -> Refusa
         f"Edit {file} so it follows contract.workers.worker-configuration "
         "(schema_version 2), then commit it."
     )
-    return refusal(
-        "config_invalid", f"The worker configuration {file} is invalid: {problem}. {repair}", file
-    )
+    message = f"The worker configuration {file} is invalid: {problem}. {repair}"
+    return refusal(Code.CONFIG_INVALID, message, file)
 
 
 def is_version_one(data: object) -> bool:
@@ -333,7 +322,7 @@ def _not_enabled(config: WorkerConfiguration) -> Refusal | None:
                 f"Repair {entry.name}: name one of the enabled models, or enable the model by "
                 f'adding "{entry.model}": {{}} to enabled_models; then commit the file.'
             )
-            return refusal("model_not_enabled", message, config.file)
+            return refusal(Code.MODEL_NOT_ENABLED, message, config.file)
     return None
 
 
@@ -409,7 +398,7 @@ def _unresolved(config: WorkerConfiguration, operation: str, worker: str) -> Ref
         f'enabled_models ({", ".join(config.enabled_models)}), e.g. "default": '
         f'{{"model": "{first}"}}, then commit the file.'
     )
-    return refusal("model_unresolved", message, config.file)
+    return refusal(Code.MODEL_UNRESOLVED, message, config.file)
 
 
 def _wrong_level(config: WorkerConfiguration, choice: WorkerChoice) -> Refusal:

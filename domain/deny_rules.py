@@ -17,6 +17,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Sequence
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import READABLE, Grant, Level, directory_level, entries_below
 from concorde_workers.domain.hidden import Hidden
@@ -193,7 +194,7 @@ def run_directory_denied(rules: Iterable[str], runtime: RuntimeLayout) -> Refusa
         for own in runtime.worker_dirs:
             if rule_covers(rule, own):
                 return Refusal(
-                    code="run_directory_denied", reason=Reason.ENVIRONMENT,
+                    code=Code.RUN_DIRECTORY_DENIED, reason=Reason.ENVIRONMENT,
                     message=f"the generated deny rule {rule} covers the worker's own directory "
                     f"{own}; place the runtime directory outside the worktree, the user's home, "
                     "the primary worktree and the Git administrative paths",

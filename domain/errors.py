@@ -7,22 +7,18 @@ seed 001 "Errors" live in `domain/codes.py` as data.
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from concorde_workers.domain.codes import Code, Reason
 
-class Reason(StrEnum):
-    """Why the actor could not handle the error (`unhandled.reason`)."""
+__all__ = ["Code", "ErrorLink", "Evidence", "LinkCode", "Reason", "Refusal", "Unhandled"]
 
-    PERMISSION = "permission"
-    DECISION = "decision"
-    SCOPE = "scope"
-    CAPABILITY = "capability"
-    EXHAUSTED = "exhausted"
-    ENVIRONMENT = "environment"
-    INPUT = "input"
+LinkCode = Annotated[Code | Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")],
+                     Field(union_mode="left_to_right")]
+"""A link's code: one of Workers' `Code`s, or any code another actor gives (the worker's own,
+one the round validation names); either serialises to the same string."""
 
 
 class Evidence(BaseModel):
@@ -50,7 +46,7 @@ class ErrorLink(BaseModel):
 
     level: str = Field(min_length=1)
     actor: str = Field(min_length=1)
-    code: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    code: LinkCode
     detail: str = Field(min_length=1)
     evidence: tuple[Evidence, ...] = ()
     attempts: tuple[str, ...] = ()
@@ -70,7 +66,7 @@ class Refusal(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    code: str
+    code: Code
     reason: Reason
     message: str
     file: str | None = Field(default=None, description="the file the refusal concerns, if any")

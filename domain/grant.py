@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.task_types import TASK_TYPES, TaskType, parse_task_type
 from concorde_workers.domain.text import control_problem
@@ -106,7 +107,7 @@ def _type_name(value: object) -> str:
 
 def _unavailable(what: str) -> Refusal:
     return Refusal(
-        code="grant_unavailable",
+        code=Code.GRANT_UNAVAILABLE,
         reason=Reason.INPUT,
         message=f"the grant has no {what}; the caller must hand over the grant input with its "
         "task_type, entries and context_identity (contract.workers.grant-input)",
@@ -114,7 +115,7 @@ def _unavailable(what: str) -> Refusal:
 
 
 def _malformed(message: str) -> Refusal:
-    return Refusal(code="grant_malformed", reason=Reason.INPUT, message=message)
+    return Refusal(code=Code.GRANT_MALFORMED, reason=Reason.INPUT, message=message)
 
 
 def entry_problem(entry: object) -> str | None:
@@ -183,7 +184,7 @@ def parse_grant(data: object, request_task_type: str | None = None) -> Grant | R
     task_type = parse_task_type(data["task_type"])
     if task_type is None:
         return Refusal(
-            code="grant_unavailable", reason=Reason.INPUT,
+            code=Code.GRANT_UNAVAILABLE, reason=Reason.INPUT,
             message=f"the task type {json.dumps(data['task_type'])} is not a known task type; "
             f"a known task type is one of {', '.join(TASK_TYPES)}",
         )

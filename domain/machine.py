@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.config import (
     DEFAULT_BACKEND_SOURCE,
     NAME_RULE,
@@ -66,7 +67,7 @@ def model_map_missing(file: str, needs: Sequence[WorkerChoice], why: str = "") -
         "repository and never committed; it maps each project model name to the id each program "
         f"takes with --model. Create it holding, with the real ids: {_map_example(needs)}"
     )
-    return refusal("model_map_missing", message, file)
+    return refusal(Code.MODEL_MAP_MISSING, message, file)
 
 
 def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice]) -> str | Refusal:
@@ -79,7 +80,7 @@ def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice]
             "map by its absolute path. Set it to an absolute path, or unset it to use "
             "concorde/models.json of the XDG configuration directory."
         )
-        return refusal("model_map_invalid", message, named)
+        return refusal(Code.MODEL_MAP_INVALID, message, named)
     if named:
         return named
     for var, below in (
@@ -107,7 +108,7 @@ def model_map_problem(data: Mapping[str, Any]) -> str | None:
 def model_map_invalid(file: str, problem: str) -> Refusal:
     example = _map_example([])
     message = f"The model map {file} is invalid: {problem}. Repair it so it holds, e.g.: {example}"
-    return refusal("model_map_invalid", message, file)
+    return refusal(Code.MODEL_MAP_INVALID, message, file)
 
 
 def parse_model_map(data: Mapping[str, Any], file: str) -> ModelMap | Refusal:
@@ -146,7 +147,7 @@ def _unmapped(
         "(the project model name is never used as one):"
     )
     lines += [f"  {_entry_to_add(m, b, model_map)}" for m, b in by_model.items()]
-    return refusal("model_unmapped", "\n".join(lines), model_map.file)
+    return refusal(Code.MODEL_UNMAPPED, "\n".join(lines), model_map.file)
 
 
 def place(choices: Sequence[WorkerChoice], model_map: ModelMap) -> tuple[str, ...] | Refusal:
@@ -186,7 +187,7 @@ def backend_unusable(choice: WorkerChoice, problem: str, file: str) -> Refusal:
         f"but {problem}; or choose the other program by setting \"backend\": \"{other}\" in "
         f"{where} of {file} (the model map then needs the model's {other} id)."
     )
-    return refusal("backend_missing", message, file)
+    return refusal(Code.BACKEND_MISSING, message, file)
 
 
 def backend_missing(choice: WorkerChoice, program: str, var: str, file: str) -> Refusal:
@@ -198,4 +199,4 @@ def backend_missing(choice: WorkerChoice, program: str, var: str, file: str) -> 
         f'{var} to its absolute path; or choose the other program by setting "backend": '
         f'"{other}" in {where} of {file} (the model map then needs the model\'s {other} id).'
     )
-    return refusal("backend_missing", message, file)
+    return refusal(Code.BACKEND_MISSING, message, file)

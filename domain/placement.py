@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir, is_within
 
@@ -40,7 +41,7 @@ def worktrees_dir(primary: str) -> str:
 
 
 def _misplaced(message: str) -> Refusal:
-    return Refusal(code="worktree_misplaced", reason=Reason.ENVIRONMENT, message=message)
+    return Refusal(code=Code.WORKTREE_MISPLACED, reason=Reason.ENVIRONMENT, message=message)
 
 
 def check_placement(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 
 SANDBOX_RUNTIME_RELATIVE = ".concorde/tools/pi-runtime/node_modules/@anthropic-ai/sandbox-runtime"
@@ -64,7 +65,7 @@ def pi_runtime_refusal(found: PiPrerequisites) -> Refusal | None:
                  if name == "sandbox-runtime" else "")
         parts.append(f"{name}{where}: {HOW_TO_PROVIDE[name]}")
     return Refusal(
-        code="pi_runtime_missing", reason=Reason.ENVIRONMENT,
+        code=Code.PI_RUNTIME_MISSING, reason=Reason.ENVIRONMENT,
         message="the pi backend needs programs this machine lacks; the run is never started "
                 "without its sandbox. Missing: " + "; ".join(parts),
     )

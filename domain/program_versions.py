@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 
 
@@ -39,7 +40,7 @@ class ProgramMinimum:
     minimum: str
     relies_on: str
     upgrade: str
-    code: str
+    code: Code
     is_package_directory: bool = False
     """The path found is the package's own directory (sandbox-runtime), not a program."""
 
@@ -53,14 +54,14 @@ MINIMUMS: Mapping[str, ProgramMinimum] = {
                   "without honouring, and its hook and sandbox behaviour the tests verified",
         upgrade="upgrade it (npm install -g @anthropic-ai/claude-code@latest, or claude "
                 "update) or set CONCORDE_CLAUDE to a newer claude",
-        code="backend_missing"),
+        code=Code.BACKEND_MISSING),
     "pi": ProgramMinimum(
         program="pi", title="pi", package="@mariozechner/pi-coding-agent", minimum="0.73.1",
         relies_on="the extension API the permission extension uses and the session file "
                   "options the command line gives (--session-dir, --session)",
         upgrade="upgrade it (npm install -g @mariozechner/pi-coding-agent@latest) or set "
                 "CONCORDE_PI to a newer pi",
-        code="pi_runtime_missing"),
+        code=Code.PI_RUNTIME_MISSING),
     "sandbox-runtime": ProgramMinimum(
         program="sandbox-runtime", title="sandbox-runtime",
         package="@anthropic-ai/sandbox-runtime", minimum="0.0.78",
@@ -69,7 +70,7 @@ MINIMUMS: Mapping[str, ProgramMinimum] = {
         upgrade="upgrade it (npm install --prefix <primary worktree>/.concorde/tools/pi-runtime "
                 "@anthropic-ai/sandbox-runtime@latest) or set CONCORDE_SANDBOX_RUNTIME to a "
                 "newer package directory",
-        code="pi_runtime_missing", is_package_directory=True),
+        code=Code.PI_RUNTIME_MISSING, is_package_directory=True),
 }
 """The oldest verified version of each program (docs/decisions.md "Program versions")."""
 
@@ -163,7 +164,7 @@ def version_refusal(found: Sequence[ProgramVersion]) -> Refusal | None:
         problem = version_problem(program)
         if problem is None:
             continue
-        if program.row.code == "backend_missing":
+        if program.row.code == Code.BACKEND_MISSING:
             message = (f"{problem}; or choose the pi backend for this worker. The run is "
                        "never started with a program older than the settings it is given.")
         else:

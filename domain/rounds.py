@@ -20,8 +20,8 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from concorde_workers.domain.audit import Verdict
-from concorde_workers.domain.codes import PROCESS_FAILURE_CODES
-from concorde_workers.domain.errors import Reason
+from concorde_workers.domain.codes import PROCESS_FAILURE_CODES, Code
+from concorde_workers.domain.errors import LinkCode, Reason
 from concorde_workers.domain.request import Backend
 
 
@@ -133,7 +133,8 @@ class End(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     status: WorkerStatus
-    code: str | None = None
+    code: LinkCode | None = None
+    """One of Workers' codes, or the code the round validation names."""
     reason: Reason | None = None
     causes: Causes = Causes.NONE
     names_audit_violations: bool = False
@@ -151,7 +152,7 @@ class Row:
     step: Callable[[RoundFacts, Backend], Step]
 
 
-def _failed(code: str | None, reason: Reason, causes: Causes = Causes.NONE,
+def _failed(code: LinkCode | None, reason: Reason, causes: Causes = Causes.NONE,
             names_violations: bool = False) -> End:
     return End(status=WorkerStatus.FAILED, code=code, reason=reason, causes=causes,
                names_audit_violations=names_violations)
@@ -172,9 +173,12 @@ def _validated(f: RoundFacts, *answers: ValidationAnswer) -> bool:
     return f.validation in answers
 
 
+_WORKER_CODES = {WorkerStatus.BLOCKED: Code.WORKER_BLOCKED, WorkerStatus.FAILED: Code.WORKER_FAILED}
+
+
 def _worker_end(f: RoundFacts, _: Backend) -> Step:
     assert f.result_status is not None
-    return End(status=f.result_status, code=f"worker_{f.result_status.value}",
+    return End(status=f.result_status, code=_WORKER_CODES[f.result_status],
                reason=Reason.CAPABILITY, causes=Causes.WORKER)
 
 
@@ -202,17 +206,18 @@ ROWS: tuple[Row, ...] = (
     Row("(beyond the table) the round's command could not be started | not called"
         " | end failed with launch_failed",
         lambda f: f.ending is RoundEnding.NOT_STARTED,
-        lambda f, b: _failed("launch_failed", Reason.ENVIRONMENT)),
+        lambda f, b: _failed(Code.LAUNCH_FAILED, Reason.ENVIRONMENT)),
     Row("the agent process ended with a transient model-service error, audit clean, no valid"
         " result, retries left | not called | retry round",
         lambda f: _can_retry(f) and f.retries_left > 0,
         lambda f, b: Retry(with_brief=not f.session_named)),
     Row(_TIMEOUT_ROW + ": worker_timeout",
         lambda f: f.ending is RoundEnding.TIMEOUT,
-        lambda f, b: _failed("worker_timeout", Reason.EXHAUSTED, names_violations=True)),
+        lambda f, b: _failed(Code.WORKER_TIMEOUT, Reason.EXHAUSTED, names_violations=True)),
     Row(_TIMEOUT_ROW + ": worker_limit_reached",
         lambda f: f.ending is RoundEnding.LIMIT_REACHED,
-        lambda f, b: _failed("worker_limit_reached", Reason.EXHAUSTED, Causes.AGENT_PROCESS, True)),
+        lambda f, b: _failed(Code.WORKER_LIMIT_REACHED, Reason.EXHAUSTED, Causes.AGENT_PROCESS,
+                             True)),
     Row(_TIMEOUT_ROW + ": the retries used up, the process failure code with reason exhausted",
         lambda f: _can_retry(f) and f.retries_left == 0,
         _process_failed(Reason.EXHAUSTED)),
@@ -221,10 +226,10 @@ ROWS: tuple[Row, ...] = (
         _process_failed(Reason.ENVIRONMENT)),
     Row("audit violation, whatever the result | not called | end failed with audit_violation",
         lambda f: f.audit is Verdict.VIOLATION,
-        lambda f, b: _failed("audit_violation", Reason.PERMISSION, Causes.WORKER_ERROR, True)),
+        lambda f, b: _failed(Code.AUDIT_VIOLATION, Reason.PERMISSION, Causes.WORKER_ERROR, True)),
     Row("invalid result, audit clean | not called | end failed with worker_result_invalid",
         lambda f: not f.result_valid,
-        lambda f, b: _failed("worker_result_invalid", Reason.CAPABILITY)),
+        lambda f, b: _failed(Code.WORKER_RESULT_INVALID, Reason.CAPABILITY)),
     Row("blocked or failed, audit clean | not called | end with the worker's status and"
         " worker_blocked or worker_failed",
         lambda f: not f.worker_ok,
@@ -234,7 +239,7 @@ ROWS: tuple[Row, ...] = (
         _ok),
     Row("ok, audit clean | raises instead of answering | end failed with validation_unavailable",
         lambda f: _validated(f, ValidationAnswer.RAISED),
-        lambda f, b: _failed("validation_unavailable", Reason.CAPABILITY)),
+        lambda f, b: _failed(Code.VALIDATION_UNAVAILABLE, Reason.CAPABILITY)),
     Row("ok, audit clean | answers unavailable | end failed with the code and causes it names,"
         " reason environment",
         lambda f: _validated(f, ValidationAnswer.UNAVAILABLE),

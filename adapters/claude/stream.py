@@ -39,8 +39,9 @@ from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
 from concorde_workers.domain.agent_report import RoundReport, RoundUsage
-from concorde_workers.domain.codes import CLAUDE_LIMIT_SUBTYPES, claude_process_link
+from concorde_workers.domain.codes import CLAUDE_LIMIT_SUBTYPES
 from concorde_workers.domain.errors import ErrorLink
+from concorde_workers.domain.links import claude_process_link
 from concorde_workers.domain.records import LastAction
 from concorde_workers.domain.retries import transient_cause_of
 from concorde_workers.domain.rounds import RoundEnding

@@ -42,7 +42,7 @@ from concorde_workers.application.tracing.reader import (
     read_programs,
     read_record,
 )
-from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.errors import Code, Reason, Refusal
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.text import terminal_lines
 from concorde_workers.ports.filesystem import FileSystem
@@ -170,7 +170,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
 
 # --- sweep ---------------------------------------------------------------------------------------
 
-SWEEP_REFUSED = "runtime_parent_unreadable"
+SWEEP_REFUSED = Code.RUNTIME_PARENT_UNREADABLE
 """The refusal of `sweep` when the runtime parent cannot be listed."""
 
 

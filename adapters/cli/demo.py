@@ -25,6 +25,7 @@ from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import DemoWorld, Wiring
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
@@ -48,7 +49,7 @@ def folder_refusal(fs: FileSystem, folder: str | None, cwd: str) -> Refusal | No
     if fs.is_dir(path):
         return None
     what = "is not a directory" if fs.lexists(path) else "does not exist"
-    return Refusal(code="request_invalid", reason=Reason.INPUT, file=folder,
+    return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT, file=folder,
                    message=f"--folder {folder} {what}; give an existing directory to create the "
                            "throwaway repository in, or leave --folder out (the system "
                            "temporary directory)")
@@ -104,7 +105,7 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         world = wiring.demo_world(folder)
     except OSError as error:  # an unwritable or full folder: the demo cannot start there
         world = Refusal(
-            code="request_invalid", reason=Reason.ENVIRONMENT, file=folder,
+            code=Code.REQUEST_INVALID, reason=Reason.ENVIRONMENT, file=folder,
             message=f"the throwaway repository could not be created in "
                     f"{folder or 'the system temporary directory'}: {error}; give --folder a "
                     "writable directory")
@@ -117,7 +118,7 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
                    if name not in host_env]
         if missing:
             print_refusal(Refusal(
-                code="pi_runtime_missing", reason=Reason.ENVIRONMENT,
+                code=Code.PI_RUNTIME_MISSING, reason=Reason.ENVIRONMENT,
                 message=f"this checkout has no pinned pi or sandbox-runtime "
                         f"({', '.join(missing)} unset): run ./scripts/setup"), as_json, out, err)
             return ExitStatus.REFUSED

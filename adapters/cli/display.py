@@ -24,6 +24,7 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import ErrorLink
 from concorde_workers.domain.layout import ROUNDS_DIR, STATUS_FILE, TRACE_FILE, WORKERS_DIR
 from concorde_workers.domain.program_versions import ProgramVersion
@@ -43,7 +44,7 @@ __all__ = [
     "round_line",
 ]
 
-INTERRUPTED = "interrupted"
+INTERRUPTED = Code.INTERRUPTED
 LISTED_PATHS = 5
 """How many violating paths a round line names before it says how many more there are."""
 
@@ -59,7 +60,7 @@ def outcome_of(record: RunRecord) -> str:
         return record.status
     if error.code == INTERRUPTED:
         return INTERRUPTED
-    if error.code == "cleanup_failed" and any(c.code == INTERRUPTED for c in error.causes):
+    if error.code == Code.CLEANUP_FAILED and any(c.code == INTERRUPTED for c in error.causes):
         return INTERRUPTED
     return record.status
 

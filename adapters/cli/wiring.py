@@ -17,12 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 
 if TYPE_CHECKING:
     from concorde_workers.container import Container
 
-DEMO_EXTRA_MISSING = "demo_extra_missing"
+DEMO_EXTRA_MISSING = Code.DEMO_EXTRA_MISSING
 """The refusal of `plan --example` and `demo` where GitPython (the `demo` extra) is missing."""
 
 

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from concorde_workers.application.tracing.record import record_of_node
 from concorde_workers.domain.brief import worktree_of_brief
 from concorde_workers.domain.claude_settings import digest_text
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.layout import PROGRAMS_FILE, STDERR_TAIL_BYTES, RunLayout
 from concorde_workers.domain.program_versions import ProgramVersion, parse_programs_document
@@ -45,7 +46,7 @@ __all__ = [
 WORKTREE_UNKNOWN = "(unknown: neither status.json nor brief.md of the run directory names it)"
 """`read_record`'s worktree when nothing the run directory keeps names it."""
 
-RECORD_UNREADABLE = "record_unreadable"
+RECORD_UNREADABLE = Code.RECORD_UNREADABLE
 """The code of `read_record`'s refusal: a trace.json (or status.json) missing or malformed."""
 
 

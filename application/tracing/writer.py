@@ -16,7 +16,6 @@ import posixpath
 from dataclasses import dataclass
 from typing import Literal
 
-from concorde_workers.domain.codes import trace_write_evidence
 from concorde_workers.domain.errors import Evidence
 from concorde_workers.domain.layout import (
     BRIEF_FILE,
@@ -27,6 +26,7 @@ from concorde_workers.domain.layout import (
     TRANSCRIPT_FILE,
     RunLayout,
 )
+from concorde_workers.domain.links import trace_write_evidence
 from concorde_workers.domain.records import WORKER_ROUND, WORKER_RUN, NodeFile, TraceNode
 from concorde_workers.domain.run_id import is_run_id
 from concorde_workers.ports.clock import Clock

@@ -28,7 +28,7 @@ from servers.openai_server import Cut, Fail, Hang, Reply
 from timing import SLOW, Deadline
 
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
-from concorde_workers.domain.codes import pi_limit_detail
+from concorde_workers.domain.links import pi_limit_detail
 from concorde_workers.domain.policy import decide_read, decide_write
 from concorde_workers.domain.request import Limits
 

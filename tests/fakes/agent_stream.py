@@ -32,8 +32,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from concorde_workers.domain.agent_report import RoundReport, RoundUsage
-from concorde_workers.domain.codes import claude_process_link, pi_limit_detail, pi_process_link
 from concorde_workers.domain.errors import ErrorLink
+from concorde_workers.domain.links import (
+    claude_process_link,
+    pi_limit_detail,
+    pi_process_link,
+)
 from concorde_workers.domain.records import LastAction
 from concorde_workers.domain.retries import transient_cause
 from concorde_workers.domain.rounds import RoundEnding

@@ -15,9 +15,9 @@ from fakes.program_versions import FakeProgramVersions
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.contracts import load
 from concorde_workers.domain import config as domain
+from concorde_workers.domain.codes import REFUSAL_REASONS
 from concorde_workers.domain.config import (
     DEFAULT_BACKEND_SOURCE,
-    REFUSAL_REASONS,
     Limits,
     ResolvedWorker,
     WorkerConfiguration,

@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from concorde_workers.application.config import ConfigurationReader
-from concorde_workers.domain.config import REFUSAL_REASONS, ResolvedWorker
+from concorde_workers.domain.codes import REFUSAL_REASONS
+from concorde_workers.domain.config import ResolvedWorker
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.ports.filesystem import FileSystemError
 

@@ -5,6 +5,7 @@ final record)."""
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from concorde_workers.application.outcomes import LinkContext, refusal_link
 from concorde_workers.contracts import validator
@@ -28,7 +29,7 @@ def link_of(code: str, reason: Reason, message: str = "what was wrong") -> dict[
 @pytest.mark.req("A failed run explains itself")
 @pytest.mark.parametrize(("code", "reason"), [
     ("request_invalid", Reason.INPUT),  # the inputs' code, no run code
-    ("no_such_code", Reason.ENVIRONMENT),
+    ("config_invalid", Reason.ENVIRONMENT),  # a refusal's code, with a reason not its own
     ("launch_failed", Reason.INPUT),  # a run code with a reason its row does not allow
 ])
 def test_a_refusal_outside_the_run_code_table_becomes_a_link_not_an_exception(
@@ -41,6 +42,12 @@ def test_a_refusal_outside_the_run_code_table_becomes_a_link_not_an_exception(
     assert Reason(unhandled["reason"]) in row.reasons
     if code not in RUN_CODES:  # the launch that could not be made, its own code told
         assert data["code"] == "launch_failed" and f"({code})" in str(data["detail"])
+
+
+def test_a_refusal_carries_only_a_code_of_workers() -> None:
+    """An unknown code can no longer reach the host: `Refusal.code` is a `Code`."""
+    with pytest.raises(ValidationError, match="code"):
+        Refusal(code="no_such_code", reason=Reason.ENVIRONMENT, message="what was wrong")
 
 
 def test_a_refusal_with_a_run_code_keeps_its_code_reason_and_message() -> None:

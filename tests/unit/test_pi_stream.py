@@ -23,8 +23,9 @@ from concorde_workers.adapters.pi.stream import (
     stderr_limit,
 )
 from concorde_workers.domain.agent_report import RoundReport
-from concorde_workers.domain.codes import PI_ERROR_CODE, PI_LIMIT_CODE, pi_limit_detail
+from concorde_workers.domain.codes import PI_ERROR_CODE, PI_LIMIT_CODE
 from concorde_workers.domain.errors import Reason
+from concorde_workers.domain.links import pi_limit_detail
 from concorde_workers.domain.rounds import RoundEnding
 from concorde_workers.ports.agent import StreamReader
 
