@@ -39,7 +39,7 @@ from concorde_workers.domain.checks import (
     evidence,
     node_json,
 )
-from concorde_workers.domain.errors import ErrorLink, Reason, Unhandled
+from concorde_workers.domain.errors import Code, ErrorLink, Reason, Unhandled
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -184,7 +184,7 @@ def _outcome(outcomes: Sequence[CheckOutcome], round_number: int) -> ValidationO
 
 def _copy_unavailable(round_number: int, failed: CheckCopyFailed) -> ValidationOutcome:
     detail = f"round {round_number}: the worktree could not be copied for the checks: {failed}"
-    link = ErrorLink(level="component", actor=ACTOR, code="check_unavailable", detail=detail,
+    link = ErrorLink(level="component", actor=ACTOR, code=Code.CHECK_UNAVAILABLE, detail=detail,
                      unhandled=Unhandled(reason=Reason.ENVIRONMENT,
                                          explanation="No check could run without the copy"))
     return ValidationOutcome(unavailable=LinkAnswer(code=CHECKS_UNAVAILABLE, causes=(link,),
