@@ -7,7 +7,6 @@ record, so that every write of a node and the returned value come from one place
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -195,7 +194,3 @@ class RunState:
             stderr_tail=self.rounds[-1].stderr_tail if self.rounds else "",
             rounds=[r.record() for r in self.rounds], final_failures=final_failures,
         )
-
-
-def round_folder(layout: RunLayout, number: int) -> str:
-    return posixpath.normpath(layout.round_dir(number))

@@ -45,13 +45,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
-
 from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.stdout import Overlong
 
 __all__ = ["EXIT_STATUS_FD", "NAMESPACE_REPORT_FD", "ProcessHandle", "ProcessRunner",
-           "ProcessSpec", "ProcessStartFailed"]
+           "ProcessStartFailed"]
 
 
 class ProcessStartFailed(Exception):
@@ -61,18 +59,6 @@ class ProcessStartFailed(Exception):
         self.argv = tuple(argv)
         self.os_error_text = os_error_text
         super().__init__(f"cannot start {self.argv[0] if self.argv else '?'}: {os_error_text}")
-
-
-class ProcessSpec(BaseModel):
-    """What to start: the exact argv, the whole environment (nothing inherited), the working
-    directory, and the text given on stdin (None: stdin is empty/closed)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
-    cwd: str
-    stdin_text: str | None = None
 
 
 @runtime_checkable

@@ -84,13 +84,6 @@ def hook_source(policy: Policy, hook: HookName, template: str | None = None) -> 
     return source.replace(HOOK_LINE, f"HOOK: str = {json.dumps(hook)}\n")
 
 
-def embedded_grant(source: str) -> dict[str, Any]:
-    """The `GRANT` a generated hook embeds, parsed back."""
-    line = source.split(GRANT_MARK, 1)[1].split("\n", 1)[0]
-    parsed: dict[str, Any] = json.loads(line)
-    return parsed
-
-
 def search_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any]:
     """The settings' PreToolUse entry of the search hook (passed as `extra_hooks`)."""
     return {

@@ -126,10 +126,6 @@ class ProgressWriter:
         self._pending = True
         return self.flush()
 
-    def tool_use(self, tool: str, target: str) -> bool:
-        """`activity` of a tool call made now, its target cut as the progress file shows it."""
-        return self.activity(LastAction.of(tool, target, utc_text(self._clock.now_utc())))
-
     def flush(self, force: bool = False) -> bool:
         """Write a held-back action when a second has passed since the last write (or at once
         with `force`). True when it was written now."""

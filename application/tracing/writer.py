@@ -3,9 +3,12 @@
 Seed 000 "Run directory and runtime directory"; seed 002 (contract.workers.worker-run-trace,
 worker-round-trace). `TraceWriter` writes one run's node folder `<parent>/workers/<run-id>/`:
 its trace.json at the moments start, update and end, each round's trace.json and stderr.log,
-grant.json and brief.md. Tracing is best-effort for the work and never silent: a write the
-operating system refuses is never raised, it is recorded (`failures` for trace.json writes, the
-run's trace_failures; `artifact_failures` for the other files) for the host to report.
+grant.json, brief.md and programs.json. Tracing is best-effort for the work: a write the
+operating system refuses is never raised. A refused trace.json write is never silent either
+(seed 000): it is recorded in `failures`, which the host reports as the run's trace_failures. A
+refused write of another file is kept in `artifact_failures`, which seed 000 does not count
+among the trace failures and the host does not report; the file is then absent from its node's
+`files`.
 """
 
 from __future__ import annotations
@@ -70,8 +73,9 @@ class TraceWriter:
     content's `trace_failures` and the returned record's take them ("<file> (<moment>): <error>");
     `final_failures` those of the run node's last `end` write, which only the returned record can
     carry; `failure_evidence()` the same failures as trace-write evidence for a run that does not
-    end ok. `artifact_failures` lists the refused writes of grant.json, brief.md and stderr.log
-    and the node files that could not be digested: reported, but not trace failures.
+    end ok. `artifact_failures` lists the refused writes of grant.json, brief.md, programs.json
+    and stderr.log and the node files that could not be digested: not trace failures, and not
+    reported (the node's `files` lists only what exists and could be digested).
 
     The writer writes each node exactly as it is given: the host puts `failures` into the run
     content's `trace_failures` before each write of the run node.
@@ -142,8 +146,9 @@ class TraceWriter:
         return layout
 
     def write_text(self, path: str, text: str) -> str | None:
-        """Write a file of the node folder atomically (grant.json, brief.md); the failure text
-        when the operating system refused it (also kept in `artifact_failures`), else None."""
+        """Write a file of the node folder atomically (grant.json, brief.md, programs.json); the
+        failure text when the operating system refused it (also kept in `artifact_failures`),
+        else None."""
         try:
             self._fs.write_atomic(path, text)
         except FileSystemError as error:

@@ -27,7 +27,6 @@ from concorde_workers.adapters.claude import hook_template as T
 from concorde_workers.adapters.claude.backend import ClaudeBackend
 from concorde_workers.adapters.claude.hooks import (
     GRANT_MARK,
-    embedded_grant,
     extra_hook_entries,
     grant_json,
     hook_files,
@@ -319,6 +318,13 @@ def test_a_dotdot_segment(value: str, expected: bool) -> None:
 
 
 # --- generation ----------------------------------------------------------------------------------
+
+
+def embedded_grant(source: str) -> dict[str, Any]:
+    """The `GRANT` a generated hook embeds, parsed back."""
+    line = source.split(GRANT_MARK, 1)[1].split("\n", 1)[0]
+    parsed: dict[str, Any] = json.loads(line)
+    return parsed
 
 
 def test_the_embedded_grant_parses_back_to_the_policys_lists() -> None:

@@ -101,12 +101,13 @@ def test_flush_writes_a_held_back_action_once_its_second_has_passed() -> None:
     assert writes(fs) == 3
 
 
-def test_updated_at_and_the_actions_time_come_from_the_clock() -> None:
+def test_updated_at_comes_from_the_clock_and_the_action_is_kept_as_the_stream_gave_it() -> None:
     fs, clock = fs_with_parent(), FakeClock()
     fs.mkdir(RUN_DIR)
     writer_ = progress(fs, clock)
     clock.advance(65)
-    writer_.tool_use("Bash", "pytest -q\nsecond line")
+    # the agent's stream stamps its actions (LastAction.of cuts the target to its first line)
+    writer_.activity(LastAction.of("Bash", "pytest -q\nsecond line", utc_text(clock.now_utc())))
     data = status(fs)
     assert data["started_at"] == "2026-01-01T00:00:00Z"
     assert data["updated_at"] == "2026-01-01T00:01:05Z"
