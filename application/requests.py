@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from concorde_workers.application.json_text import decode_json
 from concorde_workers.domain.beside import INTERPRETER_REPAIR, RUNTIME_REPAIR, text_problem
+from concorde_workers.domain.checks import Check, parse_checks
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.request import RunRequest
@@ -42,6 +43,13 @@ class RequestFlags:
     interpreter: str | None = None
     runtime_paths: Sequence[str] = field(default_factory=tuple)
     parent: str | None = None
+    checks: Sequence[str] = field(default_factory=tuple)
+    """`--check` commands (`run`), after the request file's `checks`."""
+
+
+CHECKS_FIELD = "checks"
+"""The request file's checks: the caller's, not the host's (seed 000: the host never runs a
+check), so they are taken apart from the Inputs table (`RequestBuilder.checks`)."""
 
 
 def invalid(message: str, file: str | None = None) -> Refusal:
@@ -62,6 +70,7 @@ class RequestBuilder:
             if isinstance(loaded, Refusal):
                 return loaded
             data.update(loaded)
+            data.pop(CHECKS_FIELD, None)
         overrides = self._overrides(flags)
         if isinstance(overrides, Refusal):
             return overrides
@@ -69,6 +78,19 @@ class RequestBuilder:
         if "task_type" not in data and isinstance(data.get("grant"), Mapping):
             data["task_type"] = data["grant"].get("task_type")
         return self._validate(data, flags.request_file, flags)
+
+    def checks(self, flags: RequestFlags) -> tuple[Check, ...] | Refusal:
+        """The checks of the request file's `checks` and of `--check`, or the refusal naming the
+        entry and the repair."""
+        entries: object = None
+        if flags.request_file is not None:
+            loaded = self._json_object(flags.request_file, "request file")
+            if isinstance(loaded, Refusal):
+                return loaded
+            entries = loaded.get(CHECKS_FIELD)
+        file = self._absolute(flags.request_file) if flags.request_file else None
+        parsed = parse_checks(entries, tuple(flags.checks), f"the request file {file}")
+        return invalid(parsed, file) if isinstance(parsed, str) else parsed
 
     def _overrides(self, flags: RequestFlags) -> dict[str, Any] | Refusal:
         out: dict[str, Any] = {}

@@ -16,6 +16,7 @@ run through its `Cancellation` while it runs (signals.py).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import posixpath
 import shutil
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import Wiring
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.checks import place_for
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
 from concorde_workers.application.requests import invalid
 from concorde_workers.application.sweep import sweep_account
@@ -151,8 +153,11 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
     built = container.requests().build(flags_of(args))
     request = (built if isinstance(built, Refusal)
                else _refusal_before_run(container, built, args))
-    if isinstance(request, Refusal):
-        print_refusal(request, args.json, out, err)
+    checks = container.requests().checks(flags_of(args))
+    if isinstance(request, Refusal) or isinstance(checks, Refusal):
+        refused = request if isinstance(request, Refusal) else checks
+        assert isinstance(refused, Refusal)
+        print_refusal(refused, args.json, out, err)
         return ExitStatus.REFUSED
     assert request.parent is not None
     sweep_before_run(container, err)
@@ -161,8 +166,13 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         container.filesystem(), request.parent, err, live=_is_tty(err),
         now=container.clock().now_utc, width=shutil.get_terminal_size().columns,
         host_pid=container.host_pid())
-    with cancel_on_signals(cancel):
-        record = run_watched(container.worker_host(), request, cancel, watcher)
+    # The checks' validation copies the starting state before round 1 (gate narrowing) and
+    # discards it when the run has ended, however it ended.
+    validation = (container.checks_validation(checks=checks, place=place_for(request))
+                  if checks else None)
+    with cancel_on_signals(cancel), validation or contextlib.nullcontext():
+        record = run_watched(container.worker_host(), request, cancel, watcher,
+                             validation=validation)
     print_record(record, args.json, out,
                  read_programs(container.filesystem(), record.run_directory))
     return status_of(record)

@@ -18,9 +18,9 @@ path, an error detail or a last action reaches the terminal with its control cha
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
@@ -249,11 +249,32 @@ def round_line(round_: RoundRecord) -> list[str]:
     if round_.validation is not None:
         first, *rest = round_.validation.splitlines() or [""]
         lines.append(f"{pad}validation: {first}{' …' if rest else ''}")
+    lines += [f"{pad}{line}" for line in check_lines(round_.evidence or ())]
     if round_.transient is not None:
         t = round_.transient
         waited = (f"retried after {t.delay_seconds:g} s" if t.retried and t.delay_seconds
                   is not None else "retried" if t.retried else "not retried")
         lines.append(f"{pad}transient: {t.error} ({waited})")
+    return lines
+
+
+def check_lines(evidence: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The checks a round's validation ran (application/checks.py's evidence): identity, what
+    it means for the round (gate narrowing), exit code, duration, its run on the starting state
+    and its log."""
+    lines = []
+    for item in evidence:
+        if not isinstance(item.get("check"), str) or "judgement" not in item:
+            continue
+        text = (f"check {item['check']}: {item['judgement']} (exit {item.get('exit_code')}, "
+                f"{elapsed_text(float(item.get('duration_seconds') or 0))})")
+        before = item.get("before")
+        if isinstance(before, Mapping):
+            text += f"; on the starting state: {before.get('status')} (exit " \
+                    f"{before.get('exit_code')})"
+        if item.get("log"):
+            text += f"; log {item['log']}"
+        lines.append(text)
     return lines
 
 

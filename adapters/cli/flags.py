@@ -27,7 +27,8 @@ def flags_of(args: argparse.Namespace) -> RequestFlags:
         request_file=args.request, worktree=args.worktree, task_type=args.task_type,
         grant_file=args.grant, instructions=args.instructions, operation=args.operation,
         worker=args.worker, backend=args.backend, interpreter=args.interpreter,
-        runtime_paths=tuple(args.runtime_path), parent=getattr(args, "parent", None))
+        runtime_paths=tuple(args.runtime_path), parent=getattr(args, "parent", None),
+        checks=tuple(getattr(args, "check", ())))
 
 
 def declarations(values: Sequence[str]) -> dict[str, set[str]] | Refusal:

@@ -88,6 +88,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--parent", metavar="DIR",
                      help="the trace node folder the run's directory workers/<run-id>/ is made "
                           "in (required; it must exist)")
+    run.add_argument("--check", action="append", default=[], metavar="CMD",
+                     help="a check, a shell command run after every round whose worker ended "
+                          "ok with a clean audit, on a throwaway copy of the worktree in a "
+                          "network-less sandbox; a check the round broke is sent back as a "
+                          "repair (repeatable; also \"checks\" in the request file)")
     _declare_argument(run)
     show = commands.add_parser(
         "show", help="print the account of a run that ended, from its run directory",

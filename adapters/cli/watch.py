@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from concorde_workers.adapters.cli.display import ProgressWatcher
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.validation import RoundValidation
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import RunRequest
 
@@ -20,16 +21,17 @@ REFRESH_SECONDS = 0.5
 
 
 def run_watched(host: WorkerHost, request: RunRequest, cancel: Cancellation,
-                watcher: ProgressWatcher, refresh_seconds: float | None = None) -> RunRecord:
-    """`host.run(request)` in a worker thread while this thread shows its progress; the run's
-    record, or the fault the run raised, raised here."""
+                watcher: ProgressWatcher, refresh_seconds: float | None = None,
+                validation: RoundValidation | None = None) -> RunRecord:
+    """`host.run(request, validation)` in a worker thread while this thread shows its
+    progress; the run's record, or the fault the run raised, raised here."""
     interval = REFRESH_SECONDS if refresh_seconds is None else refresh_seconds
     done = threading.Event()
     outcome: dict[str, RunRecord | BaseException] = {}
 
     def target() -> None:
         try:
-            outcome["record"] = host.run(request, cancel=cancel)
+            outcome["record"] = host.run(request, validation=validation, cancel=cancel)
         except BaseException as fault:  # handed to the main thread, raised there
             outcome["fault"] = fault
         finally:
