@@ -1,0 +1,139 @@
+"""Checks as the round validation, end to end (issue 13): the real pi, the real sandbox-runtime
+and the real check sandbox (bubblewrap over a throwaway copy of the worktree), against the
+scripted model server on 127.0.0.1, with `python -m pytest -q` on a tiny project as the check.
+
+* round 1 writes a bug, the check fails, its repair text reaches round 2's prompt, round 2 fixes
+  it, the run ends ok with both rounds' check nodes;
+* a check already failing at the start is not blamed;
+* pytest's .pytest_cache and __pycache__ never reach the worktree, and the audit stays clean.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from dependency_injector import providers
+from e2e.conftest import checked_record
+from e2e.conftest_pi import ObservedPiBackend, PiRun, PiWorld, call, pi_world, reply, result_call
+from servers.openai_server import Step
+from timing import SLOW
+
+from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.application.checks import place_for
+from concorde_workers.container import production
+from concorde_workers.domain.checks import Check
+from concorde_workers.domain.request import Limits
+
+pytestmark = pytest.mark.e2e
+
+__all__ = ["pi_world"]  # the fixture, imported for pytest
+
+CALC = "def add(a, b):\n    return a + b\n"
+BUG = "def add(a, b):\n    return a - b\n"
+TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+TEST_OLD = "def test_old_failure():\n    assert 'known' == 'broken'\n"
+PYTEST = Check(id="tests", command="python -m pytest -q", timeout_seconds=SLOW)
+
+
+def project(w: PiWorld) -> None:
+    """A tiny project in the worktree, committed: calc.py and its test."""
+    (w.worktree / "src/app/calc.py").write_text(CALC)
+    (w.worktree / "src/app/test_calc.py").write_text(TEST_CALC)
+    w.git(w.worktree, "add", "-A")
+    w.git(w.worktree, "commit", "-q", "-m", "calc")
+
+
+def run_checked(w: PiWorld, *script: Step, rounds: int, checks: tuple[Check, ...] = (PYTEST,)
+                ) -> PiRun:
+    """One run through the production wiring with `checks` as its round validation; the
+    project interpreter is this test's, its installation among the runtime paths."""
+    w.server.add(*script)
+    first = len(w.server.requests)
+    container = production(w.environ)
+    container.temp_root.override(providers.Object(str(w.temp_root)))
+    backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
+    container.backends.override(providers.Dict(pi=providers.Object(backend)))
+    request = w.request(Limits(timeout_seconds=SLOW, max_turns=30, rounds=rounds, retries=0,
+                               retry_delay_seconds=0)).model_copy(update={
+        "project_interpreter": sys.executable,
+        "runtime_paths": tuple(dict.fromkeys((sys.prefix, sys.base_prefix)))})
+    with container.checks_validation(checks=checks, place=place_for(request)) as validation:
+        record = checked_record(container.worker_host().run(request, validation))
+    run = PiRun(record=record, context=backend.contexts[-1], server=w.server,
+                first_request=first)
+    w.runs.append(run)
+    return run
+
+
+def no_caches(w: PiWorld) -> None:
+    found = [p for p in w.worktree.rglob("*") if p.name in (".pytest_cache", "__pycache__")]
+    assert found == [], f"a check wrote into the worktree: {found}"
+
+
+@pytest.mark.req("Rounds only repair what the round validation reports")
+@pytest.mark.req("The round validation's answer is recorded")
+def test_a_bug_the_check_finds_is_repaired_in_round_2_and_the_run_ends_ok(
+        pi_world: PiWorld) -> None:
+    w = pi_world
+    project(w)
+    copies = set(glob.glob("/tmp/concorde-check-*"))
+    run = run_checked(
+        w,
+        reply(call("write", "call_w1", path=w.path("src/app/calc.py"), content=BUG)),
+        reply(result_call("call_r1", summary="wrote add")),
+        reply(call("write", "call_w2", path=w.path("src/app/calc.py"), content=CALC)),
+        reply(result_call("call_r2", summary="fixed add")),
+        rounds=1)
+    assert run.record.status == "ok", run.explain()
+    rounds = run.data["rounds"]
+    assert [r["prompt"] for r in rounds] == ["initial", "repair"]
+    # The repair text - identity, status, exit code, pytest's own words - is round 2's prompt.
+    round2 = next(r for r in run.requests if "check tests:" in json.dumps(r["body"]))
+    asked = json.dumps(round2["body"]["messages"][-1])
+    for part in ("check tests: `python -m pytest -q`", "status: failed", "exit code: 1",
+                 "test_add", "1 failed"):
+        assert part in asked, asked
+    first, second = (r["evidence"][0] for r in rounds)
+    assert first["judgement"] == "failed: a repair" and first["before"]["status"] == "passed"
+    assert second["judgement"] == "passed"
+    for n, status, exit_code in ((1, "failed", 1), (2, "passed", 0)):
+        node = run.run_dir / "rounds" / str(n) / "checks" / "tests"
+        kept = json.loads((node / "check.json").read_text())
+        assert (kept["status"], kept["exit_code"]) == (status, exit_code)
+        assert kept["duration_seconds"] > 0
+        assert ("1 passed" if status == "passed" else "1 failed") in \
+            (node / "output.log").read_text()
+    assert (run.run_dir / "rounds/1/checks/tests/before/output.log").exists()
+    # pytest ran twice over copies (and once over the starting state); none of it is here.
+    assert [r["audit"] for r in rounds] == [
+        {"verdict": "clean", "changed": ["src/app/calc.py"], "violations": []},
+        {"verdict": "clean", "changed": [], "violations": []}]
+    no_caches(w)
+    assert set(glob.glob("/tmp/concorde-check-*")) <= copies
+
+
+def test_a_check_already_failing_at_the_start_is_not_blamed(pi_world: PiWorld) -> None:
+    w = pi_world
+    project(w)
+    # Not committed: the starting state is the snapshot commit plus the worktree's state.
+    (w.worktree / "src/app/test_old.py").write_text(TEST_OLD)
+    run = run_checked(
+        w,
+        reply(call("write", "call_w1", path=w.path("src/app/notes.py"), content="N = 1\n")),
+        reply(result_call("call_r1", summary="added notes")),
+        rounds=2)
+    assert run.record.status == "ok", run.explain()
+    [only] = run.data["rounds"]
+    assert only["validation"] == "clean"
+    [item] = only["evidence"]
+    assert item["judgement"] == "failed before the run too: pre-existing, not a repair"
+    assert item["status"] == "failed" and item["before"]["status"] == "failed"
+    before_log = Path(run.run_dir / "rounds/1/checks/tests/before/output.log").read_text()
+    assert "test_old_failure" in before_log
+    assert only["audit"]["verdict"] == "clean"
+    assert only["audit"]["changed"] == ["src/app/notes.py"]
+    no_caches(w)
