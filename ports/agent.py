@@ -51,8 +51,9 @@ class BackendContext(BaseModel):
 
 class Generated(BaseModel):
     """The files a backend generates before round 1 (absolute path -> text), the digest of the
-    worker settings or permission extension the run record keeps, the tool set, and the round-1
-    command (for the planner)."""
+    worker settings or permission extension the run record keeps, the tool set, and the agent
+    program its rounds run with whether it was found (the planner says so; a round whose program
+    is missing ends without starting it)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -106,7 +107,8 @@ class AgentBackend(Protocol):
         ...
 
     def generate(self, context: BackendContext) -> Generated:
-        """The control files and settings digest of the run, from the one frozen policy."""
+        """The run's control files, settings digest, tool set and program, from the one frozen
+        policy."""
         ...
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:

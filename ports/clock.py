@@ -1,4 +1,8 @@
-"""The Clock port: the only way the host learns the time or waits."""
+"""The Clock port: the only way the host learns the time, and its one sleep (the retry delay).
+
+Every other wait of the host is for an event - a pipe, a process, a run's cancellation, the
+progress flusher's next action (for at most as long as the clock's time says) - never a sleep.
+"""
 
 from __future__ import annotations
 

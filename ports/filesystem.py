@@ -89,7 +89,8 @@ class FileStat(BaseModel):
 
 @runtime_checkable
 class FileSystem(Protocol):
-    """Local files: read, write atomically, inspect, list, remove, and find programs."""
+    """Local files: read, write atomically, inspect, list, digest, archive, open up, change
+    modes, remove, and find programs."""
 
     def read_bytes(self, path: str) -> bytes:
         """The file's bytes (a final link is followed, as `open` does)."""
@@ -174,7 +175,8 @@ class FileSystem(Protocol):
         ...
 
     def stat(self, path: str) -> FileStat:
-        """Kind, permission bits and size of `path`, a final link not followed."""
+        """Kind, permission bits, size, owner and modification time of `path`, a final link
+        not followed (`FileStat`)."""
         ...
 
     def which(self, program: str, search_path: str) -> str | None:

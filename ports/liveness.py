@@ -1,8 +1,9 @@
 """The ProcessTable port: which processes live, told so that a reused pid cannot fool it.
 
-A sweep of stale runtime directories asks it who this process is (to record as a runtime
-directory's owner, and to compare boots and PID namespaces) and what has become of the pid an
-owner record names. The real adapter reads /proc; the fake is an in-memory table.
+The run host asks it who this process is, to record as its runtime directory's owner; the sweep
+of stale runtime directories asks the same (to compare boots and PID namespaces), the user this
+process acts as, and what has become of the pid an owner record names. The real adapter reads
+/proc; the fake is an in-memory table.
 """
 
 from __future__ import annotations

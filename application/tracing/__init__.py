@@ -4,11 +4,11 @@ worker-round-trace, worker-run-record). Every read and write goes through the `F
 
 * `writer`: `TraceWriter` writes one run's node folder `<parent>/workers/<run-id>/` (its
   trace.json at the moments start, update and end, each round's trace.json and stderr.log,
-  grant.json and brief.md), recording every refused write, never raising it.
+  grant.json, brief.md and programs.json), recording every refused write, never raising it.
 * `progress`: `ProgressWriter` keeps status.json current; `utc_text`, the records' time.
 * `record`: `record_of_node`, the returned run record of a worker-run node (the host's and the
   reader's).
 * `reader`: `read_record` rebuilds the returned run record from the run's node folder
-  (`runs.read_record` of seed 002); `read_node`, `read_progress` and `read_programs` for the
-  sweep and the `show` command.
+  (`runs.read_record` of seed 002); `read_node` and `read_progress` for the sweep,
+  `read_programs` for the account that `run` and `show` print.
 """

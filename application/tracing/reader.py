@@ -4,7 +4,7 @@ Seed 000 "Run record"; seed 002 (`runs.read_record`; contract.workers.worker-run
 worker-round-trace, worker-run-record). `read_record` reads the run's node and its rounds' nodes
 and gives the record, or a refusal (code `record_unreadable`) naming the file that is missing or
 malformed. `read_node` and `read_progress` serve the sweep, which finishes the record of a run
-whose host died; `read_programs` the account of `show`.
+whose host died; `read_programs` the account that `run` and `show` print.
 """
 
 from __future__ import annotations
