@@ -41,6 +41,7 @@ from concorde_workers.application.preparation import HostFacts, Preparer
 from concorde_workers.application.requests import RequestBuilder
 from concorde_workers.application.sweep import Sweeper
 from concorde_workers.domain.credentials import credential_origins
+from concorde_workers.domain.discovery import installations
 from concorde_workers.ports.checks import CheckRunner
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
@@ -67,12 +68,14 @@ class Container(containers.DeclarativeContainer):
     versions = providers.Dependency(instance_of=ProgramVersions)
 
     environ = providers.Callable(lambda host: host.environ, host)
+    installations = providers.Callable(lambda host: host.installations, host)
     config_reader = providers.Factory(ConfigurationReader, fs=filesystem, environ=environ,
-                                      versions=versions)
+                                      versions=versions, installations=installations)
     backends = providers.Dict(
-        claude=providers.Factory(ClaudeBackend, fs=filesystem),
+        claude=providers.Factory(ClaudeBackend, fs=filesystem, installations=installations),
         pi=providers.Factory(PiBackend, fs=filesystem, environ=environ,
-                             linux=providers.Callable(lambda host: host.linux, host)),
+                             linux=providers.Callable(lambda host: host.linux, host),
+                             installations=installations),
     )
     preparer = providers.Factory(Preparer, git=git, fs=filesystem, host=host, backends=backends,
                                  versions=versions)
@@ -100,7 +103,22 @@ def host_facts(environ: Mapping[str, str]) -> HostFacts:
         home = environ.get("HOME", "/")
     return HostFacts(environ=dict(environ), interpreter=sys.executable, user_home=home,
                      as_root=os.getuid() == 0, linux=sys.platform.startswith("linux"),
-                     interpreter_roots=interpreter_roots())
+                     interpreter_roots=interpreter_roots(),
+                     installations=installations(checkout_root(), environ))
+
+
+PACKAGE_ROOT = os.path.dirname(os.path.abspath(__file__))
+"""This package's folder: in a checkout (an editable install) the repository itself."""
+
+
+def checkout_root() -> str | None:
+    """The checkout this copy of concorde-workers runs from, None for an installed package: the
+    package's folder when it holds scripts/setup and package-lock.json (a wheel ships the
+    lockfile but no scripts)."""
+    marks = ("scripts/setup", "package-lock.json")
+    if all(os.path.isfile(os.path.join(PACKAGE_ROOT, mark)) for mark in marks):
+        return PACKAGE_ROOT
+    return None
 
 
 def interpreter_roots() -> tuple[str, ...]:
@@ -149,11 +167,11 @@ def check_runner(processes: ProcessRunner, filesystem: FileSystem,
 
 def example_repository() -> tuple[Example, dict[str, str]]:
     """A throwaway example repository for `plan --example`, and the environment additions that
-    point the planner at it: its model map and the agent programs this checkout pinned."""
-    from concorde_workers.adapters.demo.example_repository import create_example, project_programs
+    point the planner at it: its model map (the agent programs are found as for any run)."""
+    from concorde_workers.adapters.demo.example_repository import create_example
 
     example = create_example()
-    return example, project_programs() | {"CONCORDE_MODEL_MAP": example.model_map}
+    return example, {"CONCORDE_MODEL_MAP": example.model_map}
 
 
 def demo_world(parent: str | None = None) -> DemoWorld:

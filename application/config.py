@@ -20,6 +20,7 @@ from concorde_workers.application.json_text import decode_json
 from concorde_workers.domain import config as domain
 from concorde_workers.domain import machine
 from concorde_workers.domain.config import ResolvedWorker, WorkerChoice, WorkerConfiguration
+from concorde_workers.domain.discovery import Found, Installation, locate
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.machine import ModelMap
 from concorde_workers.domain.program_versions import ProgramLocation, version_problem
@@ -44,6 +45,8 @@ class ConfigFiles(Protocol):
 
     def which(self, program: str, search_path: str) -> str | None: ...
 
+    def is_file(self, path: str) -> bool: ...
+
 
 @dataclass(frozen=True)
 class _Unreadable:
@@ -59,10 +62,12 @@ class ConfigurationReader:
     """
 
     def __init__(self, fs: ConfigFiles, environ: Mapping[str, str],
-                 versions: ProgramVersions | None = None) -> None:
+                 versions: ProgramVersions | None = None,
+                 installations: Sequence[Installation] = ()) -> None:
         self._fs = fs
         self._environ = environ
         self._versions = versions
+        self._installations = tuple(installations)
 
     def resolve_worker(
         self, worktree: str, operation: str, worker: str, declared: Mapping[str, set[str]]
@@ -150,19 +155,21 @@ class ConfigurationReader:
             if isinstance(program, Refusal):
                 return program
             resolved.append(
-                _resolved(config, choice, local_model, model_map.file, runtime, program,
-                          machine.program_source(choice.backend, self._environ))
+                _resolved(config, choice, local_model, model_map.file, runtime, program.path,
+                          program.origin)
             )
         return resolved
 
-    def _program(self, choice: WorkerChoice, file: str) -> str | Refusal:
-        program, var = machine.program_of(choice.backend, self._environ)
-        found = self._fs.which(program, self._environ.get("PATH", ""))
-        if not found:
+    def _program(self, choice: WorkerChoice, file: str) -> Found | Refusal:
+        """The worker's program where discovery finds it (domain/discovery.py: its variable,
+        PATH, the pinned installations), new enough for the policy."""
+        found = locate(choice.backend, self._environ, self._installations, self._fs)
+        if found is None:
+            program, var = machine.program_of(choice.backend, self._environ)
             return machine.backend_missing(choice, program, var, file)
         if self._versions is not None:
             version = self._versions.version_of(
-                ProgramLocation(program=choice.backend, path=found))
+                ProgramLocation(program=choice.backend, path=found.path))
             problem = version_problem(version)
             if problem is not None:
                 return machine.backend_unusable(choice, problem, file)

@@ -175,10 +175,18 @@ def worker_resolution(request: RunRequest, resolved: ResolvedWorker) -> dict[str
         "limits": Choice(resolved.limits.model_dump(), f"{config}: limits (defaults filled)"),
         "runtime_paths": Choice(list(request.runtime_paths),
                                 f"{config}: runtime, and the request"),
-        "program": Choice(resolved.program, f"the {resolved.backend} program on PATH"
-                          if resolved.program_source == "PATH" else
-                          f"the {resolved.backend} program {resolved.program_source} names"),
+        "program": Choice(resolved.program, _program_origin(resolved)),
     }
+
+
+def _program_origin(resolved: ResolvedWorker) -> str:
+    """Where the worker's program came from, in words (domain/discovery.py)."""
+    source = resolved.program_source
+    if source == "PATH":
+        return f"the {resolved.backend} program on PATH"
+    if source.startswith("$"):
+        return f"the {resolved.backend} program {source} names"
+    return f"the {resolved.backend} program in {source}"
 
 
 # --- JSON ------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.confinement import Confinement
 from concorde_workers.domain.credentials import credential_origins
+from concorde_workers.domain.discovery import Installation
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.git_status import GitRepository
 from concorde_workers.domain.grant import Grant, parse_grant
@@ -64,6 +65,9 @@ class HostFacts:
     interpreter_roots: tuple[str, ...] = ()
     """Where the host interpreter really runs from (its resolved executable, sys.prefix,
     sys.base_prefix): the confinement keeps them visible, or the hooks could not start."""
+    installations: tuple[Installation, ...] = ()
+    """The node_modules this copy pinned its agent programs in, searched after the variables
+    and PATH (domain/discovery.py)."""
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,8 @@ class Preparer:
     def programs(self, request: RunRequest, primary: str) -> tuple[ProgramVersion, ...]:
         """The agent programs the request's backend runs, each with its version."""
         backend = self._backends[request.backend]
-        return tuple(self._versions.version_of(location)
+        return tuple(self._versions.version_of(location).model_copy(
+                         update={"origin": location.origin})
                      for location in backend.programs(self._host.environ, primary))
 
     def refusal_before_run(self, request: RunRequest, temp_root: str) -> Refusal | None:

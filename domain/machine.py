@@ -30,6 +30,7 @@ from concorde_workers.domain.config import (
     show,
 )
 from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.program_versions import INSTALL_AGENTS, MINIMUMS, pinned
 from concorde_workers.domain.request import Backend
 
 # backend -> (program name, environment variable that replaces it)
@@ -195,7 +196,9 @@ def backend_missing(choice: WorkerChoice, program: str, var: str, file: str) -> 
     where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
     message = (
         f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
-        f"but its program {program} is not found. Install {PROGRAMS[choice.backend][0]} or set "
+        f"but its program {program} is not found. Run {INSTALL_AGENTS} (it installs the pinned "
+        f"{pinned(MINIMUMS[choice.backend].package)}; ./scripts/setup in a checkout), install "
+        f"{PROGRAMS[choice.backend][0]} or set "
         f'{var} to its absolute path; or choose the other program by setting "backend": '
         f'"{other}" in {where} of {file} (the model map then needs the model\'s {other} id).'
     )

@@ -13,20 +13,24 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.program_versions import INSTALL_AGENTS, pinned
 
 SANDBOX_RUNTIME_RELATIVE = ".concorde/tools/pi-runtime/node_modules/@anthropic-ai/sandbox-runtime"
 SANDBOX_RUNTIME_ENTRY = "dist/index.js"
 
 # What each prerequisite is and how a user provides it.
 HOW_TO_PROVIDE: Mapping[str, str] = {
-    "pi": "install @mariozechner/pi-coding-agent (npm install -g @mariozechner/pi-coding-agent) "
-          "or set CONCORDE_PI to its pi program",
+    "pi": f"run {INSTALL_AGENTS} (the pinned {pinned('@mariozechner/pi-coding-agent')} in the "
+          "user data folder; ./scripts/setup in a checkout), or npm install -g "
+          f"{pinned('@mariozechner/pi-coding-agent')}, or set CONCORDE_PI to its pi program",
     "rg": "install ripgrep (Debian: apt-get install ripgrep)",
     "fd": "install fd (Debian: apt-get install fd-find, which provides fdfind)",
-    "sandbox-runtime": "install it in the primary worktree (npm install --prefix "
-                       "<primary worktree>/.concorde/tools/pi-runtime "
-                       "@anthropic-ai/sandbox-runtime) or set CONCORDE_SANDBOX_RUNTIME to the "
-                       "package directory",
+    "sandbox-runtime": f"run {INSTALL_AGENTS} (the pinned "
+                       f"{pinned('@anthropic-ai/sandbox-runtime')} in the user data folder; "
+                       "./scripts/setup in a checkout), or install it in the primary worktree "
+                       "(npm install --prefix <primary worktree>/.concorde/tools/pi-runtime "
+                       f"{pinned('@anthropic-ai/sandbox-runtime')}), or set "
+                       "CONCORDE_SANDBOX_RUNTIME to the package directory",
     "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",
     "socat": "install socat (Debian: apt-get install socat)",
 }

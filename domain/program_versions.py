@@ -45,6 +45,23 @@ class ProgramMinimum:
     """The path found is the package's own directory (sandbox-runtime), not a program."""
 
 
+PINNED: Mapping[str, str] = {
+    "@anthropic-ai/claude-code": "2.1.332",
+    "@anthropic-ai/sandbox-runtime": "0.0.83",
+    "@mariozechner/pi-coding-agent": "0.73.1",
+}
+"""The versions package-lock.json pins (package.json's dependencies; a unit test holds them
+equal, scripts/bump-agents moves both): what `concorde-workers install-agents` and
+`./scripts/setup` install, and what every repair hint names."""
+
+INSTALL_AGENTS = "concorde-workers install-agents"
+
+
+def pinned(package: str) -> str:
+    """`package@version` as pinned."""
+    return f"{package}@{PINNED[package]}"
+
+
 MINIMUMS: Mapping[str, ProgramMinimum] = {
     "claude": ProgramMinimum(
         program="claude", title="Claude Code", package="@anthropic-ai/claude-code",
@@ -52,24 +69,29 @@ MINIMUMS: Mapping[str, ProgramMinimum] = {
         relies_on="the generated settings' sandbox.network.strictAllowlist and "
                   "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS, which an older Claude Code reads "
                   "without honouring, and its hook and sandbox behaviour the tests verified",
-        upgrade="upgrade it (npm install -g @anthropic-ai/claude-code@latest, or claude "
-                "update) or set CONCORDE_CLAUDE to a newer claude",
+        upgrade=f"run {INSTALL_AGENTS} (the pinned {pinned('@anthropic-ai/claude-code')} in "
+                "the user data folder; ./scripts/setup in a checkout), or npm install -g "
+                f"{pinned('@anthropic-ai/claude-code')}, or set CONCORDE_CLAUDE to a newer "
+                "claude",
         code=Code.BACKEND_MISSING),
     "pi": ProgramMinimum(
         program="pi", title="pi", package="@mariozechner/pi-coding-agent", minimum="0.73.1",
         relies_on="the extension API the permission extension uses and the session file "
                   "options the command line gives (--session-dir, --session)",
-        upgrade="upgrade it (npm install -g @mariozechner/pi-coding-agent@latest) or set "
-                "CONCORDE_PI to a newer pi",
+        upgrade=f"run {INSTALL_AGENTS} (the pinned {pinned('@mariozechner/pi-coding-agent')} "
+                "in the user data folder; ./scripts/setup in a checkout), or npm install -g "
+                f"{pinned('@mariozechner/pi-coding-agent')}, or set CONCORDE_PI to a newer pi",
         code=Code.PI_RUNTIME_MISSING),
     "sandbox-runtime": ProgramMinimum(
         program="sandbox-runtime", title="sandbox-runtime",
         package="@anthropic-ai/sandbox-runtime", minimum="0.0.78",
         relies_on="the SandboxManager calls of the permission extension and "
                   "network.strictAllowlist",
-        upgrade="upgrade it (npm install --prefix <primary worktree>/.concorde/tools/pi-runtime "
-                "@anthropic-ai/sandbox-runtime@latest) or set CONCORDE_SANDBOX_RUNTIME to a "
-                "newer package directory",
+        upgrade=f"run {INSTALL_AGENTS} (the pinned {pinned('@anthropic-ai/sandbox-runtime')} "
+                "in the user data folder; ./scripts/setup in a checkout), or npm install "
+                "--prefix <primary worktree>/.concorde/tools/pi-runtime "
+                f"{pinned('@anthropic-ai/sandbox-runtime')}, or set CONCORDE_SANDBOX_RUNTIME to "
+                "a newer package directory",
         code=Code.PI_RUNTIME_MISSING, is_package_directory=True),
 }
 """The oldest verified version of each program (docs/decisions.md "Program versions")."""
@@ -101,6 +123,8 @@ class ProgramLocation(BaseModel):
 
     program: str
     path: str
+    origin: str | None = None
+    """Where it was found (domain/discovery.py): `$CONCORDE_PI`, `PATH`, an installation."""
 
     @property
     def row(self) -> ProgramMinimum:
@@ -120,6 +144,8 @@ class ProgramVersion(BaseModel):
     """What said the version: a package.json, or the program's `--version` (cached or run)."""
     problem: str | None = None
     """Why no version could be read (None when `version` is set)."""
+    origin: str | None = None
+    """Where the program was found (domain/discovery.py), when that is known."""
 
     @property
     def row(self) -> ProgramMinimum:
@@ -132,12 +158,15 @@ class ProgramVersion(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         return {"program": self.program, "path": self.path, "version": self.version,
-                "minimum": self.row.minimum, "source": self.source, "problem": self.problem}
+                "minimum": self.row.minimum, "source": self.source, "problem": self.problem,
+                "origin": self.origin}
 
     def line(self) -> str:
         """One line for a person: `claude 2.1.332 (at least 2.1.332) /path ← source`."""
         version = self.version or "version unknown"
         text = f"{self.program} {version} (at least {self.row.minimum}) {self.path}"
+        if self.origin:
+            text += f" (found by {self.origin})"
         return f"{text}  ← {self.source}" if self.problem is None else \
             f"{text}  ← {self.problem}"
 
@@ -196,7 +225,8 @@ def parse_programs_document(data: object) -> tuple[ProgramVersion, ...] | None:
         try:
             found.append(ProgramVersion(
                 program=entry["program"], path=entry["path"], version=entry["version"],
-                source=entry["source"], problem=entry.get("problem")))
+                source=entry["source"], problem=entry.get("problem"),
+                origin=entry.get("origin")))
         except (KeyError, ValueError):
             return None
     return tuple(found)

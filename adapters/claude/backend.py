@@ -18,7 +18,7 @@ from concorde_workers.adapters.claude.stream import (
     project_slug,
     session_file_name,
 )
-from concorde_workers.adapters.programs import find_program, program_or_name
+from concorde_workers.adapters.programs import find_located, program_or_name
 from concorde_workers.domain.claude_settings import (
     claude_settings,
     digest_text,
@@ -26,6 +26,7 @@ from concorde_workers.domain.claude_settings import (
     shown_settings,
 )
 from concorde_workers.domain.credentials import claude_config_directory
+from concorde_workers.domain.discovery import Installation
 from concorde_workers.domain.environment import claude_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, claude_command
@@ -40,16 +41,19 @@ class ClaudeBackend:
 
     name = "claude"
 
-    def __init__(self, fs: FileSystem) -> None:
+    def __init__(self, fs: FileSystem, installations: Sequence[Installation] = ()) -> None:
         self._fs = fs
+        self._installations = tuple(installations)
 
     def check(self, primary: str) -> Refusal | None:
         return None
 
     def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
-        """The claude program (`$CONCORDE_CLAUDE` or PATH), when it is found."""
-        found = find_program(self._fs, "claude", environ)
-        return (ProgramLocation(program="claude", path=found),) if found else ()
+        """The claude program (`$CONCORDE_CLAUDE`, PATH or a pinned installation), when it is
+        found."""
+        found = find_located(self._fs, "claude", environ, self._installations)
+        return (ProgramLocation(program="claude", path=found.path, origin=found.origin),) \
+            if found else ()
 
     def generate(self, context: BackendContext) -> Generated:
         # control/settings.json with the PreToolUse hooks, control/write_hook.py,
@@ -60,7 +64,8 @@ class ClaudeBackend:
             context.policy, context.interpreter, as_root=context.as_root,
             extra_hooks=extra_hook_entries(context.interpreter, rt))
         text = settings_text(settings)
-        program, found = program_or_name(self._fs, "claude", context.environ)
+        program, found = program_or_name(self._fs, "claude", context.environ,
+                                           self._installations)
         return Generated(
             files={rt.settings: text, rt.result_schema: context.result_schema,
                    **hook_files(context.policy)},
@@ -73,7 +78,8 @@ class ClaudeBackend:
 
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
         """The program (a native executable; its sandbox and ripgrep are inside it)."""
-        program, found = program_or_name(self._fs, "claude", context.environ)
+        program, found = program_or_name(self._fs, "claude", context.environ,
+                                           self._installations)
         return (program,) if found else ()
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
@@ -88,7 +94,8 @@ class ClaudeBackend:
     def command(self, context: BackendContext, kind: RoundKind,
                 session: str | None) -> LaunchCommand:
         request = context.request
-        program, _ = program_or_name(self._fs, "claude", context.environ)
+        program, _ = program_or_name(self._fs, "claude", context.environ,
+                                           self._installations)
         return claude_command(
             runtime=context.policy.runtime, tools=context.policy.tools_for("claude"),
             result_schema=context.result_schema, max_turns=request.limits.max_turns,

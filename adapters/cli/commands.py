@@ -33,7 +33,7 @@ from concorde_workers.adapters.cli.output import (
 from concorde_workers.adapters.cli.signals import cancel_on_signals
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
-from concorde_workers.adapters.cli.wiring import Wiring
+from concorde_workers.adapters.cli.wiring import ExampleRepository, Wiring
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import place_for
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
@@ -72,9 +72,28 @@ def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
             out.write(terminal_lines([f"example repository: {example.primary}",
                                       f"worktree:           {example.worktree}",
                                       f"request:            {example.request_file}", ""]))
-        container = wiring.production({**wiring.environ, **additions})
-    else:
-        container = wiring.container()
+        try:
+            return _plan(args, wiring.production({**wiring.environ, **additions}), out, err)
+        finally:
+            _discard_example(example, bool(args.keep), err)
+    return _plan(args, wiring.container(), out, err)
+
+
+def _discard_example(example: ExampleRepository, keep: bool, err: TextIO) -> None:
+    """The example repository goes once planned, unless --keep (docs/decisions.md "The
+    throwaway repositories"): the plan names its paths, and nothing ran in it."""
+    if keep:
+        err.write(terminal_lines([f"kept (--keep): {example.primary}"]))
+        return
+    try:
+        example.discard()
+    except OSError as error:
+        err.write(terminal_lines([f"the example repository {example.primary} could not be "
+                                  f"removed ({error}); remove it by hand"]))
+
+
+def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: TextIO
+          ) -> ExitStatus:
     request = container.requests().build(flags_of(args))
     if isinstance(request, Refusal):
         print_refusal(request, args.json, out, err)

@@ -26,7 +26,9 @@ from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import DemoWorld, Wiring
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.domain.codes import Code
+from concorde_workers.domain.discovery import CHECKOUT, locate, looked_at
 from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.program_versions import INSTALL_AGENTS, MINIMUMS, pinned
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.domain.text import json_document, terminal_lines
@@ -56,14 +58,35 @@ def folder_refusal(fs: FileSystem, folder: str | None, cwd: str) -> Refusal | No
 
 
 def demo_environ(host: Mapping[str, str], world: DemoWorld) -> dict[str, str]:
-    """The host environment of the demo run: the caller's PATH, LANG and HOME, the demo's pi
-    configuration directory and the pinned agent programs. No proxy passes (the scripted model
-    is on 127.0.0.1, and a proxy elsewhere would carry the calls off this machine) and no API
-    key is needed (the scripted model's key is in the demo's auth.json)."""
-    keep = ("PATH", "LANG", "HOME", "CONCORDE_PI", "CONCORDE_SANDBOX_RUNTIME")
-    # The caller's own CONCORDE_PI / CONCORDE_SANDBOX_RUNTIME win over the checkout's; the
-    # caller's PI_CODING_AGENT_DIR is never kept.
+    """The host environment of the demo run: the caller's PATH, LANG, HOME and XDG_DATA_HOME
+    (where `install-agents` put the programs), CONCORDE_PI and CONCORDE_SANDBOX_RUNTIME, and the
+    demo's pi configuration directory. The programs are found as for any run
+    (domain/discovery.py). No proxy passes (the scripted model is on 127.0.0.1, and a proxy
+    elsewhere would carry the calls off this machine) and no API key is needed (the scripted
+    model's key is in the demo's auth.json)."""
+    keep = ("PATH", "LANG", "HOME", "XDG_DATA_HOME", "CONCORDE_PI", "CONCORDE_SANDBOX_RUNTIME")
+    # The caller's PI_CODING_AGENT_DIR is never kept.
     return {**world.environ_additions, **{k: host[k] for k in keep if host.get(k)}}
+
+
+def programs_refusal(container: Container, environ: Mapping[str, str]) -> Refusal | None:
+    """pi_runtime_missing when pi or sandbox-runtime is found nowhere, naming where it looked
+    and the repair this installation has: install-agents, or ./scripts/setup in a checkout."""
+    facts, fs = container.host(), container.filesystem()
+    missing = [name for name in ("pi", "sandbox-runtime")
+               if locate(name, environ, facts.installations, fs) is None]
+    if not missing:
+        return None
+    looked = "; ".join(f"{name}: {', '.join(looked_at(name, environ, facts.installations))}"
+                       for name in missing)
+    checkout = any(i.kind == CHECKOUT for i in facts.installations)
+    repair = (f"run ./scripts/setup in this checkout (or {INSTALL_AGENTS})" if checkout
+              else f"run {INSTALL_AGENTS}")
+    pins = ", ".join(pinned(MINIMUMS[name].package) for name in missing)
+    return Refusal(code=Code.PI_RUNTIME_MISSING, reason=Reason.ENVIRONMENT,
+                   message=f"the demo runs the pinned pi and sandbox-runtime, and "
+                           f"{' and '.join(missing)} is found nowhere (looked at {looked}): "
+                           f"{repair}, which installs {pins}")
 
 
 def checks(record: RunRecord, results: Mapping[str, str]) -> list[tuple[str, bool, str]]:
@@ -112,21 +135,34 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
     if isinstance(world, Refusal):
         print_refusal(world, as_json, out, err)
         return ExitStatus.REFUSED
+    said = err if as_json else out
     try:
         host_env = demo_environ(wiring.environ, world)
-        missing = [name for name in ("CONCORDE_PI", "CONCORDE_SANDBOX_RUNTIME")
-                   if name not in host_env]
-        if missing:
-            print_refusal(Refusal(
-                code=Code.PI_RUNTIME_MISSING, reason=Reason.ENVIRONMENT,
-                message=f"this checkout has no pinned pi or sandbox-runtime "
-                        f"({', '.join(missing)} unset): run ./scripts/setup"), as_json, out, err)
+        container = wiring.container(host_env)
+        refusal = programs_refusal(container, host_env)
+        if refusal is not None:
+            print_refusal(refusal, as_json, out, err)
             return ExitStatus.REFUSED
-        record, results = _run(world, wiring.container(host_env), out if not as_json else err,
-                               err)
+        record, results = _run(world, container, said, err)
     finally:
         world.close()
+        _discard(world, bool(args.keep), said)
     return _report(record, results, world, as_json, out, err)
+
+
+def _discard(world: DemoWorld, keep: bool, said: TextIO) -> None:
+    """The throwaway repository goes unless --keep (docs/decisions.md "The throwaway
+    repositories"); the trace lies beside it and stays."""
+    if keep:
+        said.write(terminal_lines([f"kept (--keep): {world.folder}"]))
+        return
+    try:
+        world.discard()
+        said.write(terminal_lines([f"removed the demo repository {world.folder} (--keep keeps "
+                                   "it); the trace stays"]))
+    except OSError as error:
+        said.write(terminal_lines([f"the demo repository {world.folder} could not be removed "
+                                   f"({error}); remove it by hand"]))
 
 
 def _run(world: DemoWorld, container: Container, said: TextIO, err: TextIO
@@ -134,8 +170,7 @@ def _run(world: DemoWorld, container: Container, said: TextIO, err: TextIO
     """The scripted worker's run through the host, its progress on `err`; what each tool call
     answered. Under --json stdout holds one JSON document, the run record: what the demo says
     around it (`said`) goes to stderr."""
-    parent = f"{world.folder}/trace"
-    container.filesystem().makedirs(parent, 0o755)
+    parent = world.trace_parent
     request = RunRequest.model_validate({
         "backend": "pi", "worktree": world.worktree, "parent": parent,
         "task_type": world.grant["task_type"], "grant": world.grant,
@@ -167,5 +202,6 @@ def _report(record: RunRecord, results: Mapping[str, str], world: DemoWorld, as_
         "What the demo shows:",
         *(f"  [{'ok' if ok else 'FAILED'}] {what}: {evidence}" for what, ok, evidence in held),
         "", f"model requests served: {world.requests_served}",
-        f"trace: {record.run_directory} (transcript.jsonl, rounds/*/stderr.log)"]))
+        f"trace: {record.run_directory} (transcript.jsonl, rounds/*/stderr.log; kept: "
+        f"concorde-workers show {record.run_directory})"]))
     return ExitStatus.OK if all(ok for _, ok, _ in held) else ExitStatus.FAILED

@@ -63,6 +63,9 @@ def _demo_command(commands: Any) -> None:
                       help="create the throwaway repository below DIR (default: the system "
                            "temporary directory)")
     demo.add_argument("--json", action="store_true", help="print the run record as JSON")
+    demo.add_argument("--keep", action="store_true",
+                      help="keep the throwaway repository (by default it is removed at the end; "
+                           "the run's trace, beside it, is always kept)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -78,7 +81,9 @@ def parser() -> argparse.ArgumentParser:
     _declare_argument(plan)
     plan.add_argument("--example", action="store_true",
                       help="plan a run in a throwaway example repository created in a "
-                           "temporary folder")
+                           "temporary folder, removed once planned")
+    plan.add_argument("--keep", action="store_true",
+                      help="with --example: keep the example repository")
     run = commands.add_parser(
         "run", help="run a worker, show its progress, and account for how it ended",
         description="Run one worker and print the account of its run record (or the record as "

@@ -42,6 +42,8 @@ class ExampleRepository(Protocol):
     @property
     def declared(self) -> tuple[str, ...]: ...
 
+    def discard(self) -> None: ...
+
 
 class DemoWorld(Protocol):
     """What the demo needs of its world (adapters.demo.example_repository.DemoWorld)."""
@@ -51,6 +53,7 @@ class DemoWorld(Protocol):
     model: str
     grant: dict[str, Any]
     instructions: str
+    trace_parent: str
 
     @property
     def environ_additions(self) -> dict[str, str]: ...
@@ -61,6 +64,8 @@ class DemoWorld(Protocol):
     def tool_results(self) -> dict[str, str]: ...
 
     def close(self) -> None: ...
+
+    def discard(self) -> None: ...
 
 
 def demo_extra_refusal(error: ModuleNotFoundError, folder: str | None = None) -> Refusal:

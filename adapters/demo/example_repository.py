@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,10 @@ class Example:
     model_map: str
     declared: tuple[str, ...] = ("implement:worker", "implement:reviewer")
 
+    def discard(self) -> None:
+        """Remove the example's folder (repository, worktree, model map, grant, request)."""
+        discard(self.folder)
+
 
 def _repository(parent: str | None, prefix: str, files: dict[str, str], branch: str,
                 author: str) -> tuple[Path, Path, Path]:
@@ -134,17 +139,16 @@ def create_example(parent: str | None = None) -> Example:
                    model_map=str(model_map))
 
 
-def project_programs() -> dict[str, str]:
-    """The agent programs this checkout pinned (package.json), when they are installed beside
-    the package: the example points CONCORDE_PI, CONCORDE_CLAUDE and CONCORDE_SANDBOX_RUNTIME at
-    them, as the tests and the demo do."""
-    root = Path(__file__).resolve().parents[2] / "node_modules"
-    found: dict[str, str] = {}
-    for variable, rel in (("CONCORDE_PI", ".bin/pi"), ("CONCORDE_CLAUDE", ".bin/claude"),
-                          ("CONCORDE_SANDBOX_RUNTIME", "@anthropic-ai/sandbox-runtime")):
-        if os.path.exists(root / rel):
-            found[variable] = str(root / rel)
-    return found
+def discard(folder: str) -> None:
+    """Remove a throwaway folder whole (`plan --example` and `demo` without --keep); what a
+    worker left unwritable in it is opened up first."""
+    def opened(function: Any, path: str, _error: Any) -> None:
+        os.chmod(os.path.dirname(path), 0o700)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, 0o700)
+        function(path)
+
+    shutil.rmtree(folder, onerror=opened)
 
 
 # --- `concorde-workers demo`: a throwaway repository, a scripted local model, a real pi worker ----
@@ -168,12 +172,14 @@ class DemoWorld:
     grant: dict[str, Any]
     instructions: str
     server: ScriptedModelServer
+    trace_parent: str
+    """The run's trace node folder: beside the throwaway folder, kept when it is removed."""
 
     @property
     def environ_additions(self) -> dict[str, str]:
-        """PI_CODING_AGENT_DIR (the demo's pi configuration) and the agent programs this
-        checkout pinned."""
-        return {"PI_CODING_AGENT_DIR": self.pi_dir} | project_programs()
+        """PI_CODING_AGENT_DIR (the demo's pi configuration); the agent programs are found as
+        for any run (domain/discovery.py)."""
+        return {"PI_CODING_AGENT_DIR": self.pi_dir}
 
     def tool_results(self) -> dict[str, str]:
         """What each scripted tool call returned to the model, by call id."""
@@ -185,6 +191,11 @@ class DemoWorld:
 
     def close(self) -> None:
         self.server.stop()
+
+    def discard(self) -> None:
+        """Remove the demo's folder: its repository, worktree and pi configuration (the
+        scripted model's key); the trace lies elsewhere (`trace_parent`)."""
+        discard(self.folder)
 
 
 def demo_script(worktree: str, port: int) -> list[Step]:
@@ -222,7 +233,8 @@ def start_demo(parent: str | None = None) -> DemoWorld:
     server.add(*demo_script(str(worktree), server.port))
     pi_dir = folder / "pi-agent"
     write_pi_config(pi_dir, server.base_url)
+    trace = tempfile.mkdtemp(prefix="concorde-demo-trace-", dir=folder.parent)
     return DemoWorld(folder=str(folder), primary=str(primary), worktree=str(worktree),
                      pi_dir=str(pi_dir), model=f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}",
                      grant=json.loads(json.dumps(GRANT)), instructions=DEMO_INSTRUCTIONS,
-                     server=server)
+                     server=server, trace_parent=str(Path(trace).resolve()))

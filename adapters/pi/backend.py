@@ -22,6 +22,7 @@ from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.adapters.programs import find_program, program_or_name
 from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.credentials import pi_agent_directory
+from concorde_workers.domain.discovery import Installation, locate
 from concorde_workers.domain.environment import pi_environment
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.launch import LaunchCommand, pi_command
@@ -40,17 +41,25 @@ class PiBackend:
 
     name = "pi"
 
-    def __init__(self, fs: FileSystem, environ: dict[str, str], linux: bool = True) -> None:
+    def __init__(self, fs: FileSystem, environ: dict[str, str], linux: bool = True,
+                 installations: Sequence[Installation] = ()) -> None:
         self._fs = fs
         self._environ = environ
         self._linux = linux
+        self._installations = tuple(installations)
+
+    def _package(self, environ: Mapping[str, str], primary: str) -> str:
+        """The sandbox-runtime package directory found (domain/discovery.py), else where seed
+        001 says it lies (`sandbox_runtime_package`), which a refusal names."""
+        found = locate("sandbox-runtime", environ, self._installations, self._fs, primary)
+        return found.path if found else sandbox_runtime_package(environ, primary)
 
     def prerequisites(self, primary: str) -> PiPrerequisites:
         env = self._environ
         path = env.get("PATH", "")
-        package = sandbox_runtime_package(env, primary)
+        package = self._package(env, primary)
         return PiPrerequisites(
-            pi=find_program(self._fs, "pi", env),
+            pi=find_program(self._fs, "pi", env, self._installations),
             rg=self._fs.which("rg", path),
             fd=self._fd(path),
             sandbox_runtime=package if self._fs.is_file(sandbox_runtime_entry(package)) else None,
@@ -69,21 +78,21 @@ class PiBackend:
     def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
         """pi and the sandbox-runtime package its permission extension loads, those found."""
         found: list[ProgramLocation] = []
-        program = find_program(self._fs, "pi", environ)
-        if program:
-            found.append(ProgramLocation(program="pi", path=program))
-        package = sandbox_runtime_package(environ, primary)
-        if self._fs.is_file(sandbox_runtime_entry(package)):
-            found.append(ProgramLocation(program="sandbox-runtime", path=package))
+        for name in ("pi", "sandbox-runtime"):
+            where = locate(name, environ, self._installations, self._fs, primary)
+            if where is not None:
+                found.append(ProgramLocation(program=name, path=where.path, origin=where.origin))
         return tuple(found)
 
     def generate(self, context: BackendContext) -> Generated:
         rt = context.policy.runtime
-        program, found = program_or_name(self._fs, "pi", context.environ)
+        program, found = program_or_name(self._fs, "pi", context.environ,
+                                           self._installations)
         path = context.environ.get("PATH", "")
         extension = generate_extension(
             context.policy, limits=context.request.limits, result_schema=context.result_schema,
-            environ=context.environ, rg=self._fs.which("rg", path), fd=self._fd(path))
+            environ=context.environ, rg=self._fs.which("rg", path), fd=self._fd(path),
+            package=self._package(context.environ, context.policy.primary))
         return Generated(
             files={rt.result_schema: context.result_schema,
                    rt.pi_settings: json.dumps(PI_SETTINGS, indent=2) + "\n", **extension},
@@ -94,9 +103,10 @@ class PiBackend:
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
         """The program, the node that runs it, and the sandbox-runtime package the permission
         extension loads (it may lie in the primary worktree, which the confinement hides)."""
-        program, found = program_or_name(self._fs, "pi", context.environ)
+        program, found = program_or_name(self._fs, "pi", context.environ,
+                                           self._installations)
         node = self._fs.which("node", context.environ.get("PATH", ""))
-        package = sandbox_runtime_package(context.environ, context.policy.primary)
+        package = self._package(context.environ, context.policy.primary)
         return tuple(p for p in ((program if found else None), node, package) if p)
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
@@ -119,7 +129,8 @@ class PiBackend:
 
     def command(self, context: BackendContext, kind: RoundKind,
                 session: str | None) -> LaunchCommand:
-        program, _ = program_or_name(self._fs, "pi", context.environ)
+        program, _ = program_or_name(self._fs, "pi", context.environ,
+                                           self._installations)
         return pi_command(runtime=context.policy.runtime, tools=context.policy.tools_for("pi"),
                           run_id=context.run_id, model=context.request.local_model,
                           thinking=context.request.reasoning, program=program)

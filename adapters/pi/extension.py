@@ -99,10 +99,11 @@ def render_extension(policy_json: Mapping[str, Any], package: str) -> tuple[str,
 
 def generate_extension(
     policy: Policy, *, limits: Limits, result_schema: str, environ: Mapping[str, str],
-    rg: str | None, fd: str | None,
+    rg: str | None, fd: str | None, package: str | None = None,
 ) -> dict[str, str]:
-    """The extension files of a run: absolute path -> text."""
-    package = sandbox_runtime_package(environ, policy.primary)
+    """The extension files of a run: absolute path -> text. `package` is the sandbox-runtime
+    package the backend found (default: `sandbox_runtime_package`)."""
+    package = package or sandbox_runtime_package(environ, policy.primary)
     data = extension_policy(policy, limits=limits, result_schema=result_schema, package=package,
                             rg=rg, fd=fd)
     permission, module = render_extension(data, package)

@@ -445,3 +445,9 @@ def test_the_demo_runs_a_real_pi_worker_offline_and_exits_0(tmp_path: Path) -> N
     assert "read-only for this task" in text and "deleted: src/shop/obsolete.py" in text
     assert "python_exit=1" in text
     assert "finished ok" in err.getvalue()
+    # Issue 12 §5: the throwaway repository is gone, the trace it pointed to stays beside it.
+    left = [p.name for p in tmp_path.iterdir()]
+    assert len(left) == 1 and left[0].startswith("concorde-demo-trace-"), left
+    trace = text.split("trace: ", 1)[1].split(" ", 1)[0]
+    assert Path(trace).is_dir() and Path(trace).is_relative_to(tmp_path / left[0])
+    assert "removed the demo repository" in text

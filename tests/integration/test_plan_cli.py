@@ -353,17 +353,30 @@ def test_every_protocol_task_type_plans_a_launch(project: Any, task_type: str) -
 
 
 def test_plan_example_builds_its_repository_in_the_temporary_folder(project: Any) -> None:
-    result = plan("--example")
+    result = plan("--example", "--keep")
     assert result.status == 0, result.both
     first = result.out.splitlines()[0]
     assert first.startswith("example repository: ")
     example = Path(first.split(": ", 1)[1].strip())
     assert example.is_relative_to(project.tmp)
     assert (example / ".claude" / "worktrees" / "example" / ".git").is_file()
+    assert f"kept (--keep): {example}" in result.err
     assert "concorde-workers plan — a run would launch" in result.out
     data = plan("--example", "--json").json()
     assert data["verdict"] == "launch"
     assert Path(data["worktree"]).is_relative_to(project.tmp)
+
+
+def test_plan_example_removes_its_throwaway_repository_unless_kept(project: Any) -> None:
+    """Issue 12 §5: nothing of `plan --example` is left in the temporary folder."""
+    before = set(project.tmp.iterdir())
+    result = plan("--example")
+    assert result.status == 0, result.both
+    example = Path(result.out.splitlines()[0].split(": ", 1)[1].strip())
+    assert not example.exists() and set(project.tmp.iterdir()) == before
+    as_json = plan("--example", "--json")
+    assert as_json.json()["verdict"] == "launch"
+    assert set(project.tmp.iterdir()) == before
 
 
 # --- plan writes nothing --------------------------------------------------------------------------

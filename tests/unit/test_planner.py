@@ -236,7 +236,7 @@ REFUSALS = [
      [f"The model map {MAP} gives no local id for these workers:",
       '"m-local": {"pi": "<provider/id>"}']),
     ("backend_missing", _no_program, CONFIG,
-     ["its program pi is not found. Install pi or set CONCORDE_PI to its absolute path"]),
+     ["its program pi is not found. Run concorde-workers install-agents (it installs the pinned @mariozechner/pi-coding-agent@0.73.1", "install pi or set CONCORDE_PI to its absolute path"]),
 ]
 
 

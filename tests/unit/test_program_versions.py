@@ -108,7 +108,7 @@ def test_programs_json_reads_back_as_written() -> None:
     assert json.loads(text) == programs_document(programs)
     assert json.loads(text)["programs"][0] == {
         "program": "pi", "path": "/opt/pi", "version": "0.73.1", "minimum": "0.73.1",
-        "source": "/opt/pi/package.json", "problem": None}
+        "source": "/opt/pi/package.json", "problem": None, "origin": None}
     assert parse_programs_document(json.loads(text)) == programs
     for damaged in (None, [], {"programs": [{"program": "emacs"}]},
                     {"programs": [{"program": "pi"}]}, {"programs": "pi"}):

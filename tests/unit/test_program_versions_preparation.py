@@ -45,7 +45,8 @@ def test_a_claude_run_is_prepared_with_the_version_of_its_program() -> None:
     world = world_with()
     result, _ = prepare(world, "claude")
     assert isinstance(result, Prepared), result
-    assert world.versions.asked == [ProgramLocation(program="claude", path=f"{BIN}/claude")]
+    assert world.versions.asked == [ProgramLocation(program="claude", path=f"{BIN}/claude",
+                                                    origin="PATH")]
     ((claude,),) = [result.programs]
     assert (claude.program, claude.path, claude.version) == ("claude", f"{BIN}/claude",
                                                               "2.1.332")
@@ -101,7 +102,8 @@ def test_the_plan_shows_the_versions_and_the_claude_settings_beside_the_lists() 
     data = plan_json(plan)
     assert data["programs"] == [{
         "program": "claude", "path": f"{BIN}/claude", "version": "2.1.400",
-        "minimum": "2.1.332", "source": "the test's FakeProgramVersions", "problem": None}]
+        "minimum": "2.1.332", "source": "the test's FakeProgramVersions", "problem": None,
+            "origin": "PATH"}]
     assert data["settings"]["sandbox"]["network"] == {
         "allowedDomains": [], "deniedDomains": ["*"], "strictAllowlist": True}
     assert data["settings"]["env"] == {"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}
