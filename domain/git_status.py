@@ -77,14 +77,6 @@ class StatusEntry(BaseModel):
     orig_path: str | None = None
     score: str | None = None
 
-    @property
-    def worktree_executable(self) -> bool | None:
-        """Whether Git sees the worktree file as executable; None when status does not say
-        (untracked and ignored entries carry no mode)."""
-        if self.mode_worktree is None:
-            return None
-        return self.mode_worktree == "100755"
-
 
 class HeadState(BaseModel):
     """HEAD of a worktree: the branch it names (full ref, e.g. "refs/heads/main"; None when

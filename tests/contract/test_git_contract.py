@@ -158,7 +158,6 @@ class TestStatus:
         git_world.set_executable("run.sh", False)
         (entry,) = git_world.git.status(git_world.repo).entries
         assert (entry.path, entry.mode_index, entry.mode_worktree) == ("run.sh", "100755", "100644")
-        assert entry.worktree_executable is False
 
     def test_a_symbolic_link_retargeted_is_modified(self, git_world: Any) -> None:
         git_world.delete("link")

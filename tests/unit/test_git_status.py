@@ -49,7 +49,7 @@ def test_ordinary_entry_with_spaces_in_the_path() -> None:
             path="dir/a b  c.txt",
         ),
     )
-    assert parse_porcelain_v2(data)[0].worktree_executable is True
+    assert parse_porcelain_v2(data)[0].mode_worktree == "100755"  # executable in the worktree
 
 
 def test_newlines_and_tabs_in_names_are_kept() -> None:
@@ -101,7 +101,6 @@ def test_deleted_entry_and_submodule_field() -> None:
     data = f"1 .D S.M. 160000 160000 000000 {H1} {H1} sub\0".encode()
     (entry,) = parse_porcelain_v2(data)
     assert (entry.xy, entry.submodule, entry.mode_worktree) == (".D", "S.M.", "000000")
-    assert entry.worktree_executable is False
 
 
 def test_untracked_and_ignored() -> None:
@@ -110,7 +109,7 @@ def test_untracked_and_ignored() -> None:
         StatusEntry(kind=StatusKind.UNTRACKED, path="u.txt"),
         StatusEntry(kind=StatusKind.IGNORED, path="build/"),
     )
-    assert parse_porcelain_v2(data)[0].worktree_executable is None
+    assert parse_porcelain_v2(data)[0].mode_worktree is None  # untracked: status gives no mode
 
 
 def test_headers_are_skipped() -> None:
