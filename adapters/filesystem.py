@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from concorde_workers.domain.paths import DirEntry, EntryKind
+from concorde_workers.domain.paths import DirEntry, EntryKind, Subdirs
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
     NUL_IN_PATH,
@@ -164,6 +164,15 @@ class LocalFileSystem:
         with _os_errors(path, "listdir"), os.scandir(path) as it:
             entries = [DirEntry(name=e.name, kind=_entry_kind(e)) for e in it]
         return sorted(entries, key=lambda e: e.name)
+
+    def subdirectories(self, path: str, wanted: frozenset[str]) -> Subdirs:
+        # One type check per entry and no entry object: the directory read's d_type answers
+        # is_dir without a stat call (a file system without d_type makes os.scandir lstat).
+        with _os_errors(path, "listdir"), os.scandir(path) as it:
+            entries = list(it)
+            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+            kinds = {e.name: _entry_kind(e) for e in entries if e.name in wanted}
+        return names, kinds
 
     def makedirs(self, path: str, mode: int = 0o755) -> None:
         with _os_errors(path, "makedirs"):

@@ -29,7 +29,7 @@ from concorde_workers.domain.git_status import GitRepository
 from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.launch import LaunchCommand, schema_text
 from concorde_workers.domain.layout import WORKERS_DIR
-from concorde_workers.domain.paths import DirEntry, is_within, relative_to
+from concorde_workers.domain.paths import DirEntry, Subdirs, is_within, relative_to
 from concorde_workers.domain.placement import (
     AdminPath,
     Placement,
@@ -329,7 +329,7 @@ class Preparer:
                               f"{failed.output.strip() or failed}")
         entries: list[AdminPath] = []
         targets: list[str] = []
-        walked = find_git_entries(worktree, self._list_dir, runtime_paths)
+        walked = find_git_entries(worktree, self._list_subdirs, runtime_paths)
         for found in walked:
             directory = self._fs.is_dir(found.path) and not self._fs.is_symlink(found.path)
             real = self._fs.realpath(found.path)
@@ -450,6 +450,12 @@ class Preparer:
             return self._fs.listdir(path)
         except FileSystemError:
             return []
+
+    def _list_subdirs(self, path: str, wanted: frozenset[str]) -> Subdirs:
+        try:
+            return self._fs.subdirectories(path, wanted)
+        except FileSystemError:
+            return [], {}
 
     def _read(self, path: str) -> str | None:
         try:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timing import baseline_tree, interleaved, report
+from interleave import baseline_tree, interleaved, report
 
 PYTHON = sys.executable
 SCRIPT = str(Path(PYTHON).parent / "concorde-workers")

@@ -7,7 +7,7 @@ Once the placement holds, the host collects the Git administrative paths as real
 Harness hides them from every tool (notes/harness.md §3).
 
 Everything here is pure: the Git port gives the facts (real paths, what Git said, the text of a
-`.git` file), the walk goes through a `ListDir` callable.
+`.git` file), the walks go through a `ListDir` or `ListSubdirs` callable.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir, is_within
+from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir, ListSubdirs, is_within
 
 WORKTREES_DIR = ".claude/worktrees"
 GIT = ".git"
@@ -171,11 +171,37 @@ def walk_tree(root: str, list_dir: ListDir, runtime_paths: Iterable[str] = (), *
                   git_entries=tuple(sorted(found, key=lambda e: e.path)))
 
 
+_GIT_ONLY = frozenset({GIT})
+
+
 def find_git_entries(
-    worktree: str, list_dir: ListDir, runtime_paths: Iterable[str] = ()
+    worktree: str, list_subdirs: ListSubdirs, runtime_paths: Iterable[str] = ()
 ) -> tuple[GitEntry, ...]:
-    """Every `.git` entry of the worktree, file or directory, at any depth (`walk_tree`)."""
-    return walk_tree(worktree, list_dir, runtime_paths, files=False).git_entries
+    """Every `.git` entry of the worktree, file or directory, at any depth: exactly
+    `walk_tree(worktree, list_dir, runtime_paths, files=False).git_entries` for the `list_dir`
+    that `list_subdirs` stands for (a property test holds them equal), with one type check per
+    entry instead of an entry object: it enters no `.git`, no symbolic link and no runtime path,
+    and finds a `.git` of any kind (seed 000 "Placement")."""
+    runtime = tuple(posixpath.normpath(p) for p in runtime_paths)
+    below_runtime = tuple(r.rstrip("/") + "/" for r in runtime)
+    found: list[GitEntry] = []
+    stack = [posixpath.normpath(worktree)]
+    while stack:
+        directory = stack.pop()
+        prefix = directory.rstrip("/") + "/"
+        names, kinds = list_subdirs(directory, _GIT_ONLY)
+        # `directory` is normalised and a listed name has no slash: `prefix + name` is the
+        # normalised path without normpath's cost.
+        kind = kinds.get(GIT)
+        if kind is not None:
+            path = prefix + GIT
+            if not (runtime and (path in runtime or path.startswith(below_runtime))):
+                found.append(GitEntry(path=path, kind=kind))
+        subdirs = [prefix + name for name in names if name != GIT]
+        if runtime:
+            subdirs = [p for p in subdirs if p not in runtime and not p.startswith(below_runtime)]
+        stack += subdirs
+    return tuple(sorted(found, key=lambda e: e.path))
 
 
 def _first_line_value(text: str, key: str) -> str | None:

@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.paths import DirEntry, EntryKind
+from concorde_workers.domain.paths import DirEntry, EntryKind, Subdirs
 
 __all__ = ["ARCHIVE_END_BYTES", "NUL_IN_PATH", "ArchiveOutcome", "DirEntry", "EntryKind",
            "FileStat", "FileSystem", "FileSystemError", "tar_member_cost"]
@@ -134,6 +134,12 @@ class FileSystem(Protocol):
     def listdir(self, path: str) -> list[DirEntry]:
         """The entries of directory `path`, sorted by name, each with its kind as it is, a
         link reported as a link and never followed."""
+        ...
+
+    def subdirectories(self, path: str, wanted: frozenset[str]) -> Subdirs:
+        """What `listdir` tells a walk that keeps no file: the names of the real
+        subdirectories of directory `path` (no link), in no particular order, and the kinds of
+        the entries named in `wanted` that are present. Fails as `listdir` does."""
         ...
 
     def makedirs(self, path: str, mode: int = 0o755) -> None:

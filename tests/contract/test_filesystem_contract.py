@@ -100,6 +100,20 @@ class TestLinksAndKinds:
         with pytest.raises(FileSystemError):
             tree.fs.listdir(tree.root + "/missing")
 
+    def test_subdirectories_are_the_real_directories_and_the_wanted_kinds(self, tree: Any
+                                                                          ) -> None:
+        names, kinds = tree.fs.subdirectories(
+            tree.root, frozenset({"f", "link-d", "d", "dangling", "absent"}))
+        assert sorted(names) == ["d"]  # a link to a directory is no subdirectory
+        assert dict(kinds) == {"f": EntryKind.FILE, "link-d": EntryKind.SYMLINK,
+                               "d": EntryKind.DIRECTORY, "dangling": EntryKind.SYMLINK}
+        listed = tree.fs.listdir(tree.root)
+        assert sorted(names) == [e.name for e in listed if e.kind is EntryKind.DIRECTORY]
+
+    def test_subdirectories_of_a_missing_directory_fail(self, tree: Any) -> None:
+        with pytest.raises(FileSystemError):
+            tree.fs.subdirectories(tree.root + "/missing", frozenset())
+
     def test_realpath_resolves_every_link(self, tree: Any) -> None:
         fs, root = tree.fs, tree.root
         assert fs.realpath(root + "/link-f") == root + "/f"

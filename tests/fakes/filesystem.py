@@ -9,7 +9,7 @@ import posixpath
 import tarfile
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.paths import DirEntry, EntryKind
+from concorde_workers.domain.paths import DirEntry, EntryKind, Subdirs, subdirs_of
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
     NUL_IN_PATH,
@@ -296,6 +296,9 @@ class FakeFileSystem:
             if p.startswith(prefix) and "/" not in p[len(prefix) :] and p != physical
         ]
         return sorted(entries, key=lambda e: e.name)
+
+    def subdirectories(self, path: str, wanted: frozenset[str]) -> Subdirs:
+        return subdirs_of(self.listdir)(path, wanted)
 
     def makedirs(self, path: str, mode: int = 0o755) -> None:
         apath = self._record("makedirs", path)

@@ -6,9 +6,11 @@ import posixpath
 from collections.abc import Iterable, Sequence
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir
+from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir, subdirs_of
 from concorde_workers.domain.placement import (
     AdminPath,
     GitEntry,
@@ -125,7 +127,7 @@ def test_the_walk_finds_every_git_entry_and_enters_none() -> None:
                f"{WT}/.venv/pkg/.git", f"{WT}/deep/a/b/c/.git"],
         links=[f"{WT}/linked", f"{WT}/vendor/.git_like"],
     )
-    found = find_git_entries(WT, list_dir, runtime_paths=[f"{WT}/.venv"])
+    found = find_git_entries(WT, subdirs_of(list_dir), runtime_paths=[f"{WT}/.venv"])
     assert found == (
         GitEntry(path=f"{WT}/.git", kind=EntryKind.FILE),
         GitEntry(path=f"{WT}/deep/a/b/c/.git", kind=EntryKind.FILE),
@@ -142,12 +144,12 @@ def test_the_walk_enters_no_symbolic_link() -> None:
         entered.append(path)
         return base(path)
 
-    assert find_git_entries(WT, list_dir) == ()
+    assert find_git_entries(WT, subdirs_of(list_dir)) == ()
     assert entered == [WT]
 
 
 def test_a_git_symlink_is_listed_with_its_kind() -> None:
-    found = find_git_entries(WT, memory_tree(files=[], links=[f"{WT}/.git"]))
+    found = find_git_entries(WT, subdirs_of(memory_tree(files=[], links=[f"{WT}/.git"])))
     assert found == (GitEntry(path=f"{WT}/.git", kind=EntryKind.SYMLINK),)
 
 
@@ -252,3 +254,44 @@ def test_the_walk_finds_a_bare_looking_git_directory_only_when_asked_and_never_e
     assert asked.files == (f"{WT}/src/ok.py",)
     plain = walk_tree(f"{WT}/src", tree, files=False)
     assert [e.path for e in plain.git_entries] == [f"{WT}/src/evil/inner/.git"]
+
+
+# --- the placement walk's fast listing is the general walk's (docs/benchmarks.md) --------------
+
+_NAMES = st.sampled_from([".git", "a", "b", ".venv", "HEAD", "objects", "refs", "x.py"])
+_KINDS = st.sampled_from([EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK,
+                          EntryKind.OTHER])
+
+
+@st.composite
+def _trees(draw: st.DrawFn) -> tuple[ListDir, list[str]]:
+    """A random tree below WT (every kind, `.git` of every kind at any depth, bare-looking
+    directories) and some runtime paths in it."""
+    listing: dict[str, dict[str, EntryKind]] = {WT: {}}
+    frontier = [WT]
+    while frontier:
+        directory = frontier.pop()
+        depth = directory.count("/") - WT.count("/")
+        for name in draw(st.lists(_NAMES, max_size=0 if depth > 3 else 5, unique=True)):
+            kind = draw(_KINDS)
+            listing[directory][name] = kind
+            if kind is EntryKind.DIRECTORY:
+                listing[f"{directory}/{name}"] = {}
+                frontier.append(f"{directory}/{name}")
+    runtime = draw(st.lists(st.sampled_from(sorted(listing)), max_size=2))
+
+    def list_dir(path: str) -> Sequence[DirEntry]:
+        return [DirEntry(name=n, kind=k) for n, k in sorted(listing.get(path, {}).items())]
+
+    return list_dir, runtime
+
+
+@pytest.mark.req("Every Git administrative path is hidden")
+@given(_trees())
+def test_the_placement_walk_finds_what_the_general_walk_finds(
+        tree: tuple[ListDir, list[str]]) -> None:
+    """find_git_entries over `ListSubdirs` finds exactly the `.git` entries walk_tree finds over
+    the full listing: the same entries, none inside a `.git`, a link or a runtime path."""
+    list_dir, runtime = tree
+    assert find_git_entries(WT, subdirs_of(list_dir), runtime) == \
+        walk_tree(WT, list_dir, runtime, files=False).git_entries

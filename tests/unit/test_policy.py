@@ -31,7 +31,7 @@ from policy_world import (
 from concorde_workers.domain.credentials import credential_origins
 from concorde_workers.domain.deny_rules import rule_covers
 from concorde_workers.domain.grant import Grant, Level
-from concorde_workers.domain.paths import EntryKind, is_within
+from concorde_workers.domain.paths import EntryKind, is_within, subdirs_of
 from concorde_workers.domain.placement import AdminPath, collect_admin_paths, find_git_entries
 from concorde_workers.domain.policy import (
     GIT_REASON,
@@ -266,7 +266,7 @@ def _scenario_policy(files: list[str], grant: Grant, runtime: list[str]) -> Poli
     list_dir = memory_tree([f"{WT}/{f}" for f in files])
     runtime_paths = [f"{WT}/{r}" for r in runtime]
     entries = [AdminPath(path=e.path, directory=e.kind is EntryKind.DIRECTORY)
-               for e in find_git_entries(WT, list_dir, runtime_paths)]
+               for e in find_git_entries(WT, subdirs_of(list_dir), runtime_paths)]
     git = collect_admin_paths(f"{PRIMARY}/.git/worktrees/t1", f"{PRIMARY}/.git", entries)
     return build_policy(grant=grant, worktree=WT, primary=PRIMARY, user_home=HOME, runtime_dir=RT,
                         runtime_paths=runtime_paths, git=git, list_dir=list_dir)
