@@ -222,3 +222,11 @@ def test_a_directory_git_takes_for_a_git_directory_is_git_metadata_even_in_rw(
         before: dict[str, FileState], after: dict[str, FileState]) -> None:
     result = audit(GRANT, state(dict(before)), state(dict(after)))
     assert result.violations == ("src/evil",)
+
+
+def test_a_changed_git_configuration_is_explained_as_such() -> None:
+    # The configuration is no path the worker wrote outside rw: it says what changed.
+    text = describe_violations(["Git configuration"])
+    assert text == ("the audit found 1 violation: the Git configuration that decides which files "
+                    "Git lists (the repository's config or info/exclude) changed")
+    assert "outside the grant's rw paths" not in text
