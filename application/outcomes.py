@@ -45,7 +45,8 @@ class LinkContext:
                  round_state: RoundState | None = None) -> list[Evidence]:
         items: list[Evidence] = []
         if round_state is not None and round_state.audit is not None:
-            items += [audit_evidence(round_state.number, v) for v in round_state.audit.violations]
+            items += [audit_evidence(round_state.number, v)
+                      for v in round_state.audit.violation_texts]
         items.append(trace_evidence(self.run_id, self.layout.run_dir))
         if state is not None and state.session is not None:
             items.append(transcript_evidence(self.layout.transcript, state.session))
@@ -222,7 +223,7 @@ def _process_failed(e: _Ending) -> ErrorLink:
 
 
 def _audit_violation(e: _Ending) -> ErrorLink:
-    violations = e.last.audit.violations if e.last.audit else ()
+    violations = e.last.audit.violation_texts if e.last.audit else ()
     status = state_result_status(e.last, e.facts)
     causes = _worker_causes(e.state, e.last) if e.step.causes is Causes.WORKER_ERROR else []
     detail = audit_violation_detail(e.last.number, violations, status)

@@ -11,6 +11,7 @@ so they are never observed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -91,12 +92,69 @@ class Verdict(StrEnum):
     VIOLATION = "violation"
 
 
+class ViolationKind(StrEnum):
+    """What a violation concerns: HEAD, the index, the Git configuration, or a path."""
+
+    HEAD = "head"
+    INDEX = "index"
+    CONFIG = "config"
+    PATH = "path"
+
+
 HEAD_VIOLATION = "HEAD"
 INDEX_VIOLATION = "index"
 # Beyond the spec's Git state (docs/decisions.md): what decides which files Git lists. A worker
 # that changed info/exclude or the repository's config could hide a file from the audit.
 CONFIG_VIOLATION = "Git configuration"
 DELETED_SUFFIX = " (deleted)"
+_GIT_STATE_TEXTS: Mapping[ViolationKind, str] = {
+    ViolationKind.HEAD: HEAD_VIOLATION,
+    ViolationKind.INDEX: INDEX_VIOLATION,
+    ViolationKind.CONFIG: CONFIG_VIOLATION,
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One violation of a round's audit: HEAD, the index or the Git configuration changed, or a
+    path (`deleted` when the round deleted it) changed outside the grant's rw paths. Its text
+    (`str`) is what the round trace records (contract.workers.worker-round-trace `audit`)."""
+
+    kind: ViolationKind
+    path: str = ""
+    deleted: bool = False
+
+    @classmethod
+    def of_path(cls, path: str, deleted: bool = False) -> Violation:
+        return cls(ViolationKind.PATH, path, deleted)
+
+    @classmethod
+    def parse(cls, text: str) -> Violation:
+        """The violation a recorded text names (the inverse of `str`)."""
+        for kind, said in _GIT_STATE_TEXTS.items():
+            if text == said:
+                return cls(kind)
+        if text.endswith(DELETED_SUFFIX):
+            return cls.of_path(text[: -len(DELETED_SUFFIX)], deleted=True)
+        return cls.of_path(text)
+
+    def __str__(self) -> str:
+        if self.kind is not ViolationKind.PATH:
+            return _GIT_STATE_TEXTS[self.kind]
+        return self.path + DELETED_SUFFIX if self.deleted else self.path
+
+    def explanation(self) -> str:
+        """What the violation means, for an error's detail."""
+        if self.kind is ViolationKind.HEAD:
+            return "HEAD names another branch or commit than at the snapshot"
+        if self.kind is ViolationKind.INDEX:
+            return "the index changed"
+        if self.kind is ViolationKind.CONFIG:
+            return ("the Git configuration that decides which files Git lists (the repository's "
+                    "config or info/exclude) changed")
+        if self.deleted:
+            return f"{self.path} was deleted"
+        return f"{self.path} was created or changed outside the grant's rw paths"
 
 
 class Audit(BaseModel):
@@ -106,17 +164,22 @@ class Audit(BaseModel):
 
     verdict: Verdict
     changed: tuple[str, ...]
-    violations: tuple[str, ...]
+    violations: tuple[Violation, ...]
 
     @property
     def clean(self) -> bool:
         return self.verdict is Verdict.CLEAN
 
+    @property
+    def violation_texts(self) -> tuple[str, ...]:
+        """Every violation as the round trace records it."""
+        return tuple(str(v) for v in self.violations)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict.value,
             "changed": list(self.changed),
-            "violations": list(self.violations),
+            "violations": list(self.violation_texts),
         }
 
 
@@ -141,16 +204,16 @@ def changed_paths(snapshot: Snapshot, observed: Observation) -> tuple[str, ...]:
     return tuple(sorted({*new, *differ}, key=path_order))
 
 
-def git_state_violations(snapshot: Snapshot, observed: Observation) -> tuple[str, ...]:
+def git_state_violations(snapshot: Snapshot, observed: Observation) -> tuple[Violation, ...]:
     """`HEAD` when HEAD names another branch or commit, then `index` for a changed index, then
     `Git configuration` when what decides which files Git lists changed."""
-    found: list[str] = []
+    found: list[Violation] = []
     if (snapshot.head_branch, snapshot.head_commit) != (observed.head_branch, observed.head_commit):
-        found.append(HEAD_VIOLATION)
+        found.append(Violation(ViolationKind.HEAD))
     if snapshot.index_digest != observed.index_digest:
-        found.append(INDEX_VIOLATION)
+        found.append(Violation(ViolationKind.INDEX))
     if snapshot.config_digest != observed.config_digest:
-        found.append(CONFIG_VIOLATION)
+        found.append(Violation(ViolationKind.CONFIG))
     return tuple(found)
 
 
@@ -160,23 +223,23 @@ def is_git_metadata(path: str) -> bool:
 
 
 def path_violation(grant: Grant, path: str, after: FileState | None,
-                   before: FileState | None = None) -> str | None:
+                   before: FileState | None = None) -> Violation | None:
     """The violation a changed path makes, or None when it is allowed (changed or new in rw).
     Git metadata (a `.git` segment, the commit a submodule path has checked out, a directory
     Git takes for a Git directory) is never the worker's, whatever the level around it."""
     if after is None:
-        return path + DELETED_SUFFIX
+        return Violation.of_path(path, deleted=True)
     if is_git_metadata(path) or after.git_metadata or (before is not None and before.git_metadata):
-        return path
+        return Violation.of_path(path)
     if grant.level_of(path) is Level.RW:
         return None
-    return path
+    return Violation.of_path(path)
 
 
 def audit(grant: Grant, snapshot: Snapshot, observed: Observation) -> Audit:
     """Seed 000 "Audit": compare the observation with the snapshot, each path by its level."""
     changed = changed_paths(snapshot, observed)
-    found = list(git_state_violations(snapshot, observed))
+    found: list[Violation] = list(git_state_violations(snapshot, observed))
     for path in changed:
         violation = path_violation(grant, path, observed.files.get(path),
                                    snapshot.files.get(path))
@@ -191,21 +254,13 @@ def worktree_unchanged(snapshot: Snapshot, observed: Observation) -> bool:
     return not changed_paths(snapshot, observed) and not git_state_violations(snapshot, observed)
 
 
-def _explain(violation: str) -> str:
-    if violation == HEAD_VIOLATION:
-        return "HEAD names another branch or commit than at the snapshot"
-    if violation == INDEX_VIOLATION:
-        return "the index changed"
-    if violation.endswith(DELETED_SUFFIX):
-        return f"{violation[: -len(DELETED_SUFFIX)]} was deleted"
-    return f"{violation} was created or changed outside the grant's rw paths"
-
-
-def describe_violations(result: Audit | Iterable[str]) -> str:
-    """One line for an error's detail naming every violation, or an empty string when none."""
-    violations = tuple(result.violations if isinstance(result, Audit) else result)
+def describe_violations(result: Audit | Iterable[Violation | str]) -> str:
+    """One line for an error's detail naming every violation, or an empty string when none. A
+    text is a violation as a record holds it (`Violation.parse`)."""
+    found = result.violations if isinstance(result, Audit) else result
+    violations = tuple(v if isinstance(v, Violation) else Violation.parse(v) for v in found)
     if not violations:
         return ""
-    listed = "; ".join(_explain(v) for v in violations)
+    listed = "; ".join(v.explanation() for v in violations)
     count = len(violations)
     return f"the audit found {count} violation{'s' if count != 1 else ''}: {listed}"

@@ -223,7 +223,7 @@ def test_the_worktree_s_git_file_pointing_elsewhere_decides_nothing(
     (trap.worktree / ".git").write_text(f"gitdir: {evil / '.git'}\n")
     seen = observer.observe(snapshot)
     assert seen.head_branch == "refs/heads/task"
-    assert audit(GRANT, snapshot, seen).violations == (".git",)
+    assert audit(GRANT, snapshot, seen).violation_texts == (".git",)
     assert trap.ran() == []
     proc = subprocess.run(["git", "status"], cwd=trap.worktree, env=trap.env,
                           capture_output=True, text=True, check=False)
@@ -238,7 +238,7 @@ def test_a_repository_planted_in_a_submodule_path_is_told_and_runs_nothing(
     vendor = trap.plant_in_the_submodule_path()
     seen = observer.observe(snapshot)
     result = audit(GRANT, snapshot, seen)
-    assert result.violations == ("src/app/vendor/.git",)
+    assert result.violation_texts == ("src/app/vendor/.git",)
     assert {"src/app/vendor/.gitattributes", "src/app/vendor/f.txt"} <= set(result.changed)
     (item,) = observer.git_metadata(snapshot, seen.files)
     assert (item.created, item.kind, item.submodule) == (True, "directory", "src/app/vendor")
@@ -353,7 +353,7 @@ def test_git_never_reads_a_submodule_path_in_the_sandbox(trap: TrapRepository) -
     (vendor / ".git" / "refs").mkdir()
     os.mkfifo(vendor / ".git" / "HEAD")
     seen = observer.observe(snapshot)
-    assert audit(GRANT, snapshot, seen).violations == ("src/app/vendor/.git",)
+    assert audit(GRANT, snapshot, seen).violation_texts == ("src/app/vendor/.git",)
     # The check has teeth: without the mask, Git opens the FIFO and waits (here 3 s).
     blocked = GitCliReader(environ=trap.env, sandbox=None, timeout_seconds=3)
     with pytest.raises(GitCommandFailed) as info:

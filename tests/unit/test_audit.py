@@ -10,6 +10,8 @@ from concorde_workers.domain.audit import (
     Observation,
     Snapshot,
     Verdict,
+    Violation,
+    ViolationKind,
     audit,
     changed_paths,
     describe_violations,
@@ -95,14 +97,14 @@ def test_each_observation_gets_its_verdict(
 ) -> None:
     result = audit(GRANT, state(before), state(after))
     assert list(result.changed) == changed, case
-    assert list(result.violations) == violations, case
+    assert list(result.violation_texts) == violations, case
     assert result.verdict is (Verdict.VIOLATION if violations else Verdict.CLEAN)
     assert result.clean is (not violations)
 
 
 def test_a_snapshot_path_missing_from_the_observation_counts_as_gone() -> None:
     result = audit(GRANT, state({"src/a.py": EDIT_1}), state({}))
-    assert result.violations == ("src/a.py (deleted)",)
+    assert result.violation_texts == ("src/a.py (deleted)",)
 
 
 @pytest.mark.parametrize(
@@ -120,7 +122,7 @@ def test_git_state_comes_first_then_paths_in_path_order(
     after: Observation, violations: list[str],
 ) -> None:
     result = audit(GRANT, state({}), after)
-    assert list(result.violations) == violations
+    assert list(result.violation_texts) == violations
     assert result.verdict is Verdict.VIOLATION
 
 
@@ -156,7 +158,7 @@ def test_observe_measures_snapshot_paths_git_no_longer_lists() -> None:
     assert sorted(seen) == ["scratch.txt", "src/a.py"]
     result = audit(GRANT, snap, obs)
     assert result.changed == ("scratch.txt", "src/a.py", "src/n.py")
-    assert result.violations == ("scratch.txt (deleted)",)
+    assert result.violation_texts == ("scratch.txt (deleted)",)
     assert changed_paths(snap, obs) == result.changed
     assert not worktree_unchanged(snap, obs)
 
@@ -200,7 +202,7 @@ def test_a_changed_git_configuration_is_a_git_state_violation_after_head_and_ind
     after = state({"docs/x.md": EDIT_1}, commit="c2", index="i2").model_copy(
         update={"config_digest": "sha256:b"})
     result = audit(GRANT, before, after)
-    assert result.violations == ("HEAD", "index", "Git configuration", "docs/x.md")
+    assert result.violation_texts == ("HEAD", "index", "Git configuration", "docs/x.md")
 
 
 @pytest.mark.req("Workers never see Git")
@@ -208,7 +210,7 @@ def test_git_metadata_is_a_violation_even_inside_rw() -> None:
     snap = state({})
     result = audit(GRANT, snap, state({"src/.git": EDIT_1, "src/ok.py": EDIT_2}))
     assert result.changed == ("src/.git", "src/ok.py")
-    assert result.violations == ("src/.git",)
+    assert result.violation_texts == ("src/.git",)
 
 
 @pytest.mark.req("Every round is audited")
@@ -221,7 +223,7 @@ def test_git_metadata_is_a_violation_even_inside_rw() -> None:
 def test_a_directory_git_takes_for_a_git_directory_is_git_metadata_even_in_rw(
         before: dict[str, FileState], after: dict[str, FileState]) -> None:
     result = audit(GRANT, state(dict(before)), state(dict(after)))
-    assert result.violations == ("src/evil",)
+    assert result.violation_texts == ("src/evil",)
 
 
 def test_a_changed_git_configuration_is_explained_as_such() -> None:
@@ -230,3 +232,18 @@ def test_a_changed_git_configuration_is_explained_as_such() -> None:
     assert text == ("the audit found 1 violation: the Git configuration that decides which files "
                     "Git lists (the repository's config or info/exclude) changed")
     assert "outside the grant's rw paths" not in text
+
+
+@pytest.mark.parametrize(("violation", "text"), [
+    (Violation(ViolationKind.HEAD), "HEAD"),
+    (Violation(ViolationKind.INDEX), "index"),
+    (Violation(ViolationKind.CONFIG), "Git configuration"),
+    (Violation.of_path("src/a.py"), "src/a.py"),
+    (Violation.of_path("src/a.py", deleted=True), "src/a.py (deleted)"),
+])
+def test_a_violation_is_a_value_rendered_to_the_round_trace_text(
+        violation: Violation, text: str) -> None:
+    assert str(violation) == text
+    assert Violation.parse(text) == violation
+    assert Audit(verdict=Verdict.VIOLATION, changed=(), violations=(violation,)).to_json()[
+        "violations"] == [text]
