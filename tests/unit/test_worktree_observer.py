@@ -88,14 +88,14 @@ def test_a_change_inside_a_submodule_path_is_judged_by_its_level(world: World) -
     assert [e.path for e in world.git.status(world.repo).entries] == ["docs/nested/"]
     result = audit(GRANT, snapshot, world.observer.observe(snapshot))
     assert result.changed == ("docs/vendor/evil.c", "src/app/vendor/new.c")
-    assert result.violations == ("docs/vendor/evil.c",)
+    assert result.violation_texts == ("docs/vendor/evil.c",)
 
 
 def test_a_change_inside_a_nested_repository_is_judged_by_its_level(world: World) -> None:
     snapshot = world.observer.snapshot()
     world.write("docs/nested/lib.c", "changed\n")
     result = audit(GRANT, snapshot, world.observer.observe(snapshot))
-    assert result.violations == ("docs/nested/lib.c",)
+    assert result.violation_texts == ("docs/nested/lib.c",)
 
 
 @pytest.mark.req("Every round is audited")
@@ -104,7 +104,7 @@ def test_a_moved_gitlink_is_a_violation_whatever_the_level(world: World) -> None
     snapshot = world.observer.snapshot()
     world.fs.write(f"{module}/HEAD", f"{COMMIT_B}\n")
     result = audit(GRANT, snapshot, world.observer.observe(snapshot))
-    assert result.violations == ("src/app/vendor",)
+    assert result.violation_texts == ("src/app/vendor",)
 
 
 def test_the_module_is_the_one_the_snapshot_found_not_what_the_worker_names_later(
@@ -114,7 +114,7 @@ def test_the_module_is_the_one_the_snapshot_found_not_what_the_worker_names_late
     world.fs.write(f"{WORKTREE}/src/app/decoy/HEAD", f"{COMMIT_B}\n")
     world.write("src/app/vendor/.git", f"gitdir: {WORKTREE}/src/app/decoy\n")
     result = audit(GRANT, snapshot, world.observer.observe(snapshot))
-    assert result.violations == ("src/app/vendor/.git",)  # the .git file changed; HEAD did not
+    assert result.violation_texts == ("src/app/vendor/.git",)  # the .git file changed; HEAD did not
     assert world.fs.read_text(f"{module}/HEAD") == f"{COMMIT_A}\n"
 
 
@@ -125,7 +125,7 @@ def test_a_submodule_path_removed_or_replaced_is_a_violation(world: World, repla
     if replace == "file":
         world.write("src/app/vendor", "a file now\n")
     result = audit(GRANT, snapshot, world.observer.observe(snapshot))
-    assert result.violations == (("src/app/vendor (deleted)",) if replace == "remove"
+    assert result.violation_texts == (("src/app/vendor (deleted)",) if replace == "remove"
                                  else ("src/app/vendor",))
 
 
@@ -160,7 +160,7 @@ def test_a_dot_git_file_pointing_elsewhere_decides_nothing(world: World) -> None
     seen = world.observer.observe(snapshot)
     assert seen.head_branch == "refs/heads/task"
     result = audit(GRANT, snapshot, seen)
-    assert result.violations == (".git",)
+    assert result.violation_texts == (".git",)
     (item,) = world.observer.git_metadata(snapshot, seen.files)
     assert (item.path, item.created, item.kind, item.points_to) == (
         ".git", False, "file", "/elsewhere/.git")
@@ -170,7 +170,7 @@ def test_a_changed_configuration_of_a_known_repository_is_a_violation(world: Wor
     snapshot = world.observer.snapshot()
     world.write("docs/nested/.git/config", "[core]\n\tfsmonitor = evil\n")
     result = audit(GRANT, snapshot, world.observer.observe(snapshot))
-    assert result.violations == ("docs/nested/.git",)
+    assert result.violation_texts == ("docs/nested/.git",)
 
 
 def test_a_planted_fifo_is_measured_never_opened(world: World) -> None:
@@ -180,7 +180,7 @@ def test_a_planted_fifo_is_measured_never_opened(world: World) -> None:
     world.fs.mkdir(f"{WORKTREE}/src/app/f")
     world.fs.nodes[f"{WORKTREE}/src/app/f/.git"] = Node(EntryKind.OTHER, 0o644)
     result = audit(GRANT, snapshot, world.observer.observe(snapshot))
-    assert result.violations == ("src/app/f/.git",)
+    assert result.violation_texts == ("src/app/f/.git",)
 
 
 # --- the audit's rule and the description ---------------------------------------------------------
@@ -189,9 +189,9 @@ def test_a_planted_fifo_is_measured_never_opened(world: World) -> None:
 def test_a_gitlink_state_change_is_git_metadata_even_in_rw() -> None:
     before = FileState(digest="gitlink " + COMMIT_A, executable=False, gitlink=True)
     after = FileState(digest="gitlink " + COMMIT_B, executable=False, gitlink=True)
-    assert path_violation(GRANT, "src/app/vendor", after, before) == "src/app/vendor"
+    assert str(path_violation(GRANT, "src/app/vendor", after, before)) == "src/app/vendor"
     plain = FileState(digest="sha256:x", executable=False)
-    assert path_violation(GRANT, "src/app/vendor", plain, before) == "src/app/vendor"
+    assert str(path_violation(GRANT, "src/app/vendor", plain, before)) == "src/app/vendor"
     assert path_violation(GRANT, "src/app/vendor/a.c", plain) is None
 
 
