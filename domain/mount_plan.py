@@ -188,7 +188,8 @@ def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
     worktree_scope = any(m.path == policy.worktree for m in writable)
     hidden = policy.always_hidden
     wanted: list[Mount] = []
-    absent = [("/tmp", "temporary files"),
+    absent = [*((t, "temporary files, where other hosts make their runs")
+                for t in hidden.temporary_roots),
               (hidden.runtime_root, "every run's runtime directory"),
               *((b, _boundary_why(policy, b))
                 for b in (policy.user_home, policy.primary, *policy.boundaries) if b != "/"),

@@ -32,6 +32,7 @@ HOOK: str = "write"
 TARGET_FIELDS = ("file_path", "notebook_path")
 PROCESSES = "/proc"
 RUNTIME_PREFIX = "concorde-"
+RUNTIME_NAME = re.compile(r"concorde-[0-9a-f]{6}-[A-Za-z0-9_]{1,32}")  # domain.hidden
 SEARCH_TOOLS = ("Grep", "Glob")
 GUIDANCE_LIMIT = 12
 JS_WHITESPACE = (
@@ -147,10 +148,15 @@ def in_runtime(grant: dict[str, Any], path: str) -> bool:
 
 
 def other_run(grant: dict[str, Any], path: str) -> bool:
-    root = grant["runtimeRoot"]
-    if not within(path, root) or within(path, grant["runtimeDirectory"]):
+    """domain.hidden.Hidden.other_run."""
+    if within(path, grant["runtimeDirectory"]):
         return False
-    return rel_of(path, root).split("/", 1)[0].startswith(RUNTIME_PREFIX)
+    root = grant["runtimeRoot"]
+    if within(path, root) and rel_of(path, root).split("/", 1)[0].startswith(RUNTIME_PREFIX):
+        return True
+    return any(within(path, t) and any(RUNTIME_NAME.fullmatch(part)
+                                       for part in rel_of(path, t).split("/"))
+               for t in grant["temporaryRoots"])
 
 
 def hidden_always(grant: dict[str, Any], path: str) -> str | None:

@@ -23,6 +23,7 @@ attempt answered by a denial or an empty sandbox.
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,16 @@ from typing import Any
 
 import pytest
 from e2e.conftest import DUMMY_CREDENTIALS, ClaudeRun, ClaudeWorld, hook_denial, ok_result
-from e2e.conftest_pi import PiRun, PiWorld, call, pi_world, reply, result_call, runtime_of
+from e2e.conftest_pi import (
+    PiRun,
+    PiWorld,
+    call,
+    pi_world,
+    remove_temp_root,
+    reply,
+    result_call,
+    runtime_of,
+)
 from servers.anthropic_server import Reply, last_tool_result
 from servers.openai_server import write_pi_config
 
@@ -115,26 +125,33 @@ class Pair:
     pi: PiWorld
 
     @property
-    def temp_root(self) -> Path:
-        return self.claude.temp_root
+    def temp_roots(self) -> list[Path]:
+        return sorted({self.claude.temp_root, self.pi.temp_root})
 
     def runtime_dir(self, backend: str) -> Path:
-        """A run's runtime directory in the shared temp root, told apart by its control files."""
+        """A run's runtime directory in its temp root, told apart by its control files."""
         marker = "write_hook.py" if backend == "claude" else "permission.ts"
-        (found,) = [d for d in self.temp_root.glob("concorde-*")
+        world = self.claude if backend == "claude" else self.pi
+        (found,) = [d for d in world.temp_root.glob("concorde-*")
                     if (d / "control" / marker).exists()]
         return found
 
 
-@pytest.fixture
-def pair(claude_world: ClaudeWorld, pi_world: PiWorld) -> Iterator[Pair]:
-    """Both worlds with one temp root (the Claude Code world's), as one host's /tmp; the
-    Claude Code world's fixture removes it, the pi world's its own again."""
+@pytest.fixture(params=["one temp root", "/tmp and /var/tmp"])
+def pair(request: pytest.FixtureRequest, claude_world: ClaudeWorld,
+         pi_world: PiWorld) -> Iterator[Pair]:
+    """Both worlds with one temp root (the Claude Code world's), as one host's /tmp; or pi's
+    runs below /var/tmp, as a host whose /tmp is not writable (seed 000: "under the system
+    temporary directory") makes them. The Claude Code world's fixture removes its temp root,
+    the pi world's its own again."""
     own = pi_world.temp_root
-    pi_world.temp_root = claude_world.temp_root
+    pi_world.temp_root = (claude_world.temp_root if request.param == "one temp root" else
+                          Path(tempfile.mkdtemp(prefix="cpe-", dir="/var/tmp")))
     try:
         yield Pair(claude=claude_world, pi=pi_world)
     finally:
+        if pi_world.temp_root != claude_world.temp_root:
+            remove_temp_root(pi_world.temp_root)
         pi_world.temp_root = own
 
 
@@ -293,14 +310,16 @@ def test_two_concurrent_runs_never_read_each_others_credential_copies(pair: Pair
     assert pi_run.record.status == "ok", pi_run.explain()
     assert claude_run.server.failures == []
 
-    # Claude Code on pi's copy: its rules name pi's directory only when pi started first.
-    assert_claude_saw_nothing(claude_results, enumerated=first == "pi")
+    # Claude Code on pi's copy: its rules name pi's directory only when pi started first in
+    # the same temp root.
+    assert_claude_saw_nothing(claude_results,
+                              enumerated=first == "pi" and len(pair.temp_roots) == 1)
     # pi on Claude Code's copy.
     assert_pi_saw_nothing(pi_run, runs["pi_target"], ".credentials.json")
     # Neither credential ever reached the other's model; each run's copy is gone.
     assert PI_KEY not in claude_sent(claude_run)
     assert CLAUDE_TOKEN not in pi_sent(pi_run)
-    assert list(pair.temp_root.iterdir()) == []
+    assert [list(root.iterdir()) for root in pair.temp_roots] == [[] for _ in pair.temp_roots]
 
 
 # --- the run directory --------------------------------------------------------------------------

@@ -258,6 +258,11 @@ def test_the_extension_hides_other_runs_run_directories_credentials_and_homes(
          f"{world.env_home}/.pi/agent/auth.json {BOUNDARY}"),
         ("search", f"{wt}/src/app/to_env_home", f"{world.env_home} {BOUNDARY}"),
         ("read", f"{world.rt.parent}/concordex", None),
+        # a run of a host with another TMPDIR, below another system temporary directory
+        ("read", "/var/tmp/cpe-1/concorde-0b0b0b-elsewhere/config/auth.json",
+         f"/var/tmp/cpe-1/concorde-0b0b0b-elsewhere/config/auth.json {OTHER_RUN}"),
+        ("search", "/var/tmp/concorde-0b0b0b-elsewhere",
+         f"/var/tmp/concorde-0b0b0b-elsewhere {OTHER_RUN}"),
     ]
     got = decide([{"kind": kind, "path": path} for kind, path, _ in cases])
     assert [(c[1], g["allowed"], g["reason"]) for c, g in zip(cases, got, strict=True)] == [

@@ -337,8 +337,9 @@ def test_the_embedded_grant_parses_back_to_the_policys_lists() -> None:
                                                              f"{RT}/tmp/jiti"],
                          "home": f"{RT}/home", "own": [f"{RT}/work", f"{RT}/home", f"{RT}/tmp"],
                          "primary": PRIMARY, "userHome": HOME, "boundaries": [HOME],
-                         "runtimeRoot": "/tmp", "runtimeDirectory": RT, "runDirectories": [],
-                         "credentials": [], "reasons": dict(REASONS)}
+                         "runtimeRoot": "/tmp", "runtimeDirectory": RT,
+                         "temporaryRoots": ["/tmp", "/var/tmp", "/usr/tmp"],
+                         "runDirectories": [], "credentials": [], "reasons": dict(REASONS)}
         assert grant["names"] == ["src/app/secret.py", "docs/"]
         assert grant["ro"] == ["src/bmod/", "specs/", "README.md", "lib/inner/", "vendor/"]
         assert grant["rw"] == ["src/app/", "tests/test_a.py", "lib/"]
@@ -600,6 +601,7 @@ CREDENTIAL_FILES = (f"{CLAUDE_CFG}/.credentials.json", "/opt/cfg/pi/auth.json",
                     "/opt/maps/models.json")
 WORKERS = "/srv/trace/op-1/workers"
 OTHER = "/tmp/concorde-def456-z1"
+ELSEWHERE = "/var/tmp/cpe-q1/concorde-0b0b0b-elsewhere"  # a run of a host with another TMPDIR
 IN_TREE_WORKERS = f"{WT}/lib/trace/workers"   # a trace parent inside an rw directory
 
 
@@ -625,6 +627,9 @@ HIDDEN_ROOTS = [
     pytest.param("/tmp/concorde-0a0a0a-late", (), "other run",
                  f"/tmp/concorde-0a0a0a-late belongs to another worker run; {HIDING_GUIDANCE}",
                  id="a-later-run"),
+    pytest.param(f"{ELSEWHERE}/config", (), "other run",
+                 f"{ELSEWHERE}/config belongs to another worker run; {HIDING_GUIDANCE}",
+                 id="a-run-under-another-temporary-root"),
     pytest.param(f"{WORKERS}/w-1", (), "run directory",
                  f"{WORKERS}/w-1 belongs to the host: run directories are not available to "
                  f"workers; {HIDING_GUIDANCE}", id="run-directory"),
@@ -667,7 +672,9 @@ def test_the_own_directories_stay_searchable_beside_the_other_runs() -> None:
     assert decide_search(hiding_policy(("/tmp/tools",)), "/tmp/tools").allowed
 
 
-HIDDEN_BASES = [OTHER, "/tmp/concorde-0a0a0a-late", "/tmp", WORKERS, IN_TREE_WORKERS, "/srv",
+HIDDEN_BASES = [OTHER, "/tmp/concorde-0a0a0a-late", "/tmp", ELSEWHERE, "/var/tmp",
+                "/var/tmp/concorde-notes", "/tmp/x/concorde-0c0c0c-k", WORKERS, IN_TREE_WORKERS,
+                "/srv",
                 ENV_HOME, CLAUDE_CFG, "/opt/cfg", "/opt/maps", f"{RT}/work", WT, f"{WT}/lib"]
 hidden_paths = st.builds(
     lambda base, segs: posixpath.normpath(posixpath.join(base, *segs)),
@@ -711,6 +718,9 @@ def test_the_read_hook_allows_silently_and_denies_with_one_json_line() -> None:
     assert read("notes.md") == ""  # in the working directory, work/
     assert read(f"{OTHER}/config/auth.json") == denial(
         f"{OTHER}/config/auth.json belongs to another worker run")
+    assert read(f"{ELSEWHERE}/config/auth.json") == denial(
+        f"{ELSEWHERE}/config/auth.json belongs to another worker run")
+    assert read("/var/tmp/concorde-notes/a.md") == ""  # no runtime directory's name
     assert read(f"{WORKERS}/w-1/status.json") == denial(
         f"{WORKERS}/w-1/status.json belongs to the host: run directories are not available to "
         "workers")

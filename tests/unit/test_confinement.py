@@ -214,6 +214,21 @@ def test_the_namespace_shows_what_the_tables_allow(grant: dict[str, str], primar
     assert view(plan, f"{w.worktree}/.git").content != "host"
 
 
+def test_every_system_temporary_directory_is_absent_with_the_runs_below_it() -> None:
+    """A run of a host whose TMPDIR differs makes its runtime directory below /var/tmp: absent
+    here like every run below /tmp (docs/decisions.md "Other runs under another temporary
+    root")."""
+    w = world()
+    elsewhere = "/var/tmp/cpe-1/concorde-0b0b0b-elsewhere/config/auth.json"
+    w.fs.write(elsewhere, "KEY")
+    policy = w.policy(BASE_GRANT)
+    plan = w.plan(policy)
+    check_against_tables(w, policy, plan)
+    assert view(plan, elsewhere).content == "absent"
+    assert policy.always_hidden.judge(elsewhere) is not None
+    assert {m.path for m in plan.mounts if m.kind is MountKind.EMPTY_DIR} >= {"/tmp", "/var/tmp"}
+
+
 def test_a_names_file_is_an_empty_file_and_a_hidden_directory_an_empty_one() -> None:
     w = world()
     plan = w.plan(w.policy(BASE_GRANT))

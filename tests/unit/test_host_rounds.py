@@ -469,7 +469,11 @@ def test_a_cancellation_during_the_delay_records_no_retry() -> None:
 
 
 def _denied_world() -> HostWorld:
-    return HostWorld(temp_root="/work/repo/.git/tmp")
+    world = HostWorld(temp_root="/work/repo/.git/tmp")
+    # a system temporary directory that is really inside the Git metadata: the runtime
+    # directory is made there, and the deny rules over .git cover it
+    world.fs.symlink("/work/repo/.git/tmp", "/var/tmp")
+    return world
 
 
 @dataclass

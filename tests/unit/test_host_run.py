@@ -153,6 +153,7 @@ def test_a_refusal_writes_a_final_record_and_generates_nothing(
 @pytest.mark.req("A run the deny rules would disable is refused")
 def test_run_directory_denied_writes_a_final_record_and_generates_nothing() -> None:
     world = HostWorld(temp_root="/work/repo/.git/tmp")
+    world.fs.symlink("/work/repo/.git/tmp", "/var/tmp")  # a temporary root, really in .git
     spy = Spy(world)
     record = world.run([], backend="claude")
     assert record.error is not None and record.error.code == "run_directory_denied"

@@ -12,6 +12,7 @@ from fakes.system import FakeRandom
 
 from concorde_workers.application.runtime_directory import (
     CREATE_ATTEMPTS,
+    OUTSIDE_TEMPORARY_ROOTS,
     CleanupOutcome,
     cleanup_runtime_directory,
     create_runtime_directory,
@@ -108,6 +109,37 @@ def test_a_missing_temp_root_is_refused_not_created() -> None:
     result = create_runtime_directory(fs, "/scratch/tmp", RUN_ID, FakeRandom(), owner=OWNER)
     assert not isinstance(result, RuntimeLayout)
     assert result.not_found and not fs.lexists("/scratch")
+
+
+@pytest.mark.req("A worker reads beside its grant only what its caller lists")
+@pytest.mark.parametrize(("temp_root", "link", "refused"), [
+    pytest.param("/tmp", None, False, id="/tmp"),
+    pytest.param("/tmp/claude-0", None, False, id="below /tmp, as in a check boundary"),
+    pytest.param("/var/tmp", None, False, id="/var/tmp"),
+    pytest.param("/scratch/tmp", None, True, id="another TMPDIR"),
+    pytest.param("/tmp/ours", "/scratch/tmp", True, id="below /tmp, really elsewhere"),
+    pytest.param("/usr/tmp", "/var/tmp", False, id="a link between temporary directories"),
+])
+def test_a_runtime_directory_is_made_only_below_a_system_temporary_directory(
+        temp_root: str, link: str | None, refused: bool) -> None:
+    """Every other run hides /tmp, /var/tmp and /usr/tmp from its worker and nothing else
+    (domain.hidden.TEMPORARY_ROOTS): a runtime directory anywhere else would be readable by
+    them (docs/decisions.md "Other runs under another temporary root")."""
+    fs = fresh()
+    fs.mkdir("/var/tmp", 0o1777)
+    if link is None:
+        fs.makedirs(temp_root)
+    else:
+        fs.makedirs(link)
+        fs.symlink(link, temp_root)
+    result = create_runtime_directory(fs, temp_root, RUN_ID, FakeRandom(), owner=OWNER)
+    if refused:
+        assert not isinstance(result, RuntimeLayout)
+        assert result.os_error_text == OUTSIDE_TEMPORARY_ROOTS
+        assert "set TMPDIR to a directory below /tmp or /var/tmp" in result.os_error_text
+        assert fs.listdir(link or temp_root) == []
+    else:
+        assert isinstance(result, RuntimeLayout), result
 
 
 def test_what_is_not_a_run_id_is_refused() -> None:

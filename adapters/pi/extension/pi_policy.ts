@@ -17,6 +17,7 @@ import * as nodePath from "node:path";
 import { fileURLToPath } from "node:url";
 
 const RUNTIME_PREFIX = "concorde-";
+const RUNTIME_NAME = /^concorde-[0-9a-f]{6}-[A-Za-z0-9_]{1,32}$/; // domain.hidden
 /** domain.reasons.PLACEHOLDER */
 const PLACEHOLDER = /\{([a-z_]+)\}/g;
 
@@ -42,6 +43,7 @@ export interface Policy {
 	boundaries: string[];
 	runtimeRoot: string;
 	runtimeDirectory: string;
+	temporaryRoots: string[];
 	runDirectories: string[];
 	credentials: string[];
 	reasons: Record<string, string>;
@@ -200,9 +202,13 @@ function shown(p: Policy, path: string): string {
 
 // --- what is hidden always (domain.hidden) ------------------------------------------------------
 
+/** domain.hidden.Hidden.other_run. */
 function otherRun(p: Policy, path: string): boolean {
-	if (!isWithin(path, p.runtimeRoot) || isWithin(path, p.runtimeDirectory)) return false;
-	return relativeTo(path, p.runtimeRoot).split("/")[0].startsWith(RUNTIME_PREFIX);
+	if (isWithin(path, p.runtimeDirectory)) return false;
+	if (isWithin(path, p.runtimeRoot)
+		&& relativeTo(path, p.runtimeRoot).split("/")[0].startsWith(RUNTIME_PREFIX)) return true;
+	return p.temporaryRoots.some((root) => isWithin(path, root)
+		&& relativeTo(path, root).split("/").some((part) => RUNTIME_NAME.test(part)));
 }
 
 /** Policy.hidden_always: another run's runtime directory, a run directory, a credential file. */
