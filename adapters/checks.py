@@ -24,9 +24,14 @@ import secrets
 import shutil
 import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from concorde_workers.domain.check_sandbox import CheckPlace, check_argv, check_environment
+from concorde_workers.domain.check_sandbox import (
+    CheckPlace,
+    Keep,
+    check_argv,
+    check_environment,
+)
 from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, status_of
 from concorde_workers.ports.checks import CheckCopyFailed
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -54,39 +59,52 @@ class SandboxedCheckRunner:
         self._root = copies_root
         self._clone = True  # until the filesystem says it cannot
 
-    def copy(self, source: str) -> str:
+    def copy(self, source: str, keep: Callable[[str], Keep] | None = None) -> str:
         target = os.path.join(self._root, COPY_PREFIX + secrets.token_hex(6))
         try:
             os.mkdir(target, 0o700)
         except OSError as error:
             raise CheckCopyFailed(target, error.strerror or str(error)) from error
         try:
-            self._copy_dir(source, target)
+            self._copy_dir(source, target, "", keep or _everything)
+            os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IRWXU)
         except OSError as error:
             self._remove_quietly(target)
             raise CheckCopyFailed(error.filename or source, error.strerror or str(error)) \
                 from error
         return target
 
-    def _copy_dir(self, source: str, target: str) -> None:
+    def _copy_dir(self, source: str, target: str, rel: str,
+                  keep: Callable[[str], Keep]) -> None:
         with os.scandir(source) as entries:
             listed = list(entries)
         for entry in listed:
             if entry.name == ".git":
                 continue
             src, dst = entry.path, os.path.join(target, entry.name)
+            child = f"{rel}/{entry.name}" if rel else entry.name
             info = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                os.mkdir(dst, 0o700)
+                self._copy_dir(src, dst, child, keep)
+                if keep(child) is Keep.NOTHING and not os.listdir(dst):
+                    os.rmdir(dst)  # nothing below it is kept
+                else:
+                    os.chmod(dst, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
+                continue
+            kept = keep(child)
+            if kept is Keep.NOTHING:
+                continue
             if stat.S_ISLNK(info.st_mode):
                 os.symlink(os.readlink(src), dst)
-            elif stat.S_ISDIR(info.st_mode):
-                os.mkdir(dst, 0o700)
-                self._copy_dir(src, dst)
-                os.chmod(dst, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
             elif stat.S_ISREG(info.st_mode):
-                self._copy_file(src, dst, stat.S_IMODE(info.st_mode))
-        os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IRWXU)
+                self._copy_file(src, dst, stat.S_IMODE(info.st_mode), kept is Keep.CONTENT)
 
-    def _copy_file(self, src: str, dst: str, mode: int) -> None:
+    def _copy_file(self, src: str, dst: str, mode: int, content: bool = True) -> None:
+        if not content:  # the name alone, as the worker sees a names-level file
+            os.close(os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode))
+            os.chmod(dst, mode)
+            return
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
         source_fd = os.open(src, flags)
         try:
@@ -177,6 +195,10 @@ class SandboxedCheckRunner:
     def _remove_quietly(self, tree: str) -> None:
         with contextlib.suppress(CheckCopyFailed):
             self.discard(tree)
+
+
+def _everything(rel: str) -> Keep:
+    return Keep.CONTENT
 
 
 def _kind(path: str) -> str | None:

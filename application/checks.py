@@ -40,11 +40,13 @@ from concorde_workers.domain.checks import (
     node_json,
 )
 from concorde_workers.domain.errors import Code, ErrorLink, Reason, Unhandled
+from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 ACTOR = "Check execution"
+_NOTHING = Grant(task_type="implement", entries=(), context_identity="none")
 CHECKS_FOLDER = "checks"
 LOG_NAME = "output.log"
 NODE_NAME = "check.json"
@@ -55,9 +57,13 @@ def place_for(request: RunRequest) -> CheckPlace:
     """Where a request's checks run: its worktree, runtime paths and project interpreter, and
     its primary worktree hidden."""
     primary = primary_of(request.worktree)
+    grant = parse_grant(request.grant, request.task_type)
+    # A grant that does not parse fails the run before any round: no check ever runs then, and
+    # an empty grant keeps nothing in a copy.
     return CheckPlace(worktree=request.worktree, hidden=(primary,) if primary else (),
                       runtime_paths=request.runtime_paths,
-                      project_interpreter=request.project_interpreter)
+                      project_interpreter=request.project_interpreter,
+                      grant=grant if isinstance(grant, Grant) else _NOTHING)
 
 
 class ChecksValidation:
@@ -89,7 +95,7 @@ class ChecksValidation:
         if self._start is not None or not self.checks:
             return
         try:
-            self._start = self._runner.copy(self._place.worktree)
+            self._start = self._runner.copy(self._place.worktree, self._place.keep)
         except CheckCopyFailed as failed:
             self._start_problem = (f"the run's starting state could not be copied: "
                                    f"{failed.os_error_text}")
@@ -103,7 +109,7 @@ class ChecksValidation:
     def __call__(self, given: ValidationInput) -> ValidationOutcome:
         place = self._round_place(given)
         try:
-            tree = self._runner.copy(given.worktree)
+            tree = self._runner.copy(given.worktree, self._place.keep)
         except CheckCopyFailed as failed:
             return _copy_unavailable(given.round, failed)
         outcomes: list[CheckOutcome] = []

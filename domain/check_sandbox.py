@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.environment import worker_path
 from concorde_workers.domain.git_commands import SANDBOX_ARGS
+from concorde_workers.domain.grant import Grant, Level
 from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 from concorde_workers.domain.paths import is_within
 
@@ -49,6 +51,35 @@ class CheckPlace(BaseModel):
     hidden: tuple[str, ...] = ()
     runtime_paths: tuple[str, ...] = ()
     project_interpreter: str | None = None
+    grant: Grant | None = None
+    """What of the worktree a check's copy holds: what the grant lets the worker read (None:
+    all of it, for a caller that says so)."""
+
+    def keep(self, rel: str) -> Keep:
+        """What a check's copy keeps of the worktree-relative `rel` (`copy_rule`)."""
+        return copy_rule(self.grant, rel)
+
+
+class Keep(StrEnum):
+    """What a check's copy keeps of one entry of the worktree."""
+
+    CONTENT = "content"
+    NAME = "name"
+    NOTHING = "nothing"
+
+
+def copy_rule(grant: Grant | None, rel: str) -> Keep:
+    """A check's copy holds what the worker may read and nothing more (seed 000: the grant is
+    the whole of what a worker may read of the project): the log of a failing check comes back
+    to the worker as its repair, so whatever a check could print must be readable to it already.
+    rw and ro: the content; names: the name (an empty file, as the confinement shows it); a path
+    in no entry: nothing. A folder is made whenever something below it is kept."""
+    if grant is None:
+        return Keep.CONTENT
+    level = grant.level_of(rel)
+    if level in (Level.RW, Level.RO):
+        return Keep.CONTENT
+    return Keep.NAME if level is Level.NAMES else Keep.NOTHING
 
 
 def primary_of(worktree: str) -> str | None:

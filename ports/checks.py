@@ -10,9 +10,10 @@ tests/contract/test_checks_contract.py runs the same tests on both.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.check_sandbox import CheckPlace
+from concorde_workers.domain.check_sandbox import CheckPlace, Keep
 from concorde_workers.domain.checks import Check, CheckRun
 
 
@@ -29,11 +30,14 @@ class CheckCopyFailed(Exception):
 class CheckRunner(Protocol):
     """Copies a worktree and runs checks over the copies."""
 
-    def copy(self, source: str) -> str:
+    def copy(self, source: str, keep: Callable[[str], Keep] | None = None) -> str:
         """A throwaway copy of the tree at `source` as it is now, in a new directory of its own
         (its path returned): files with their content and executable bit, links as links,
-        directories; Git metadata (every entry named `.git`) and special files left out.
-        Raises `CheckCopyFailed`; a copy that failed half-way is removed first."""
+        directories; Git metadata (every entry named `.git`) and special files left out. `keep`
+        says per path relative to `source` what is kept (None: everything): a file's content,
+        or only its name (an empty file), or nothing; a folder is made when it is kept or
+        something below it is. Raises `CheckCopyFailed`; a copy that failed half-way is
+        removed first."""
         ...
 
     def run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:

@@ -21,7 +21,7 @@ from fakes.filesystem import FakeFileSystem
 from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.domain.check_sandbox import CheckPlace
+from concorde_workers.domain.check_sandbox import CheckPlace, Keep
 from concorde_workers.domain.checks import Check, CheckStatus
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
@@ -176,3 +176,19 @@ def test_a_check_past_its_timeout_is_killed_and_timed_out(world: World) -> None:
 def test_copying_what_is_not_there_fails_and_leaves_nothing(world: World) -> None:
     with pytest.raises(CheckCopyFailed):
         world.runner.copy(world.worktree + "-missing")
+
+
+def test_a_copy_keeps_only_what_keep_says(world: World) -> None:
+    world.write("src/app/a.py", b"rw\n")
+    world.write("docs/notes.md", b"read only\n")
+    world.write("README.md", b"names only\n", executable=True)
+    world.write("secrets/token.txt", b"hidden\n")
+    world.write("secrets/deep/x.txt", b"hidden\n")
+    levels = {"src/app/a.py": Keep.CONTENT, "docs/notes.md": Keep.CONTENT,
+              "README.md": Keep.NAME}
+    copy = world.runner.copy(world.worktree, lambda rel: levels.get(rel, Keep.NOTHING))
+    assert world.tree(copy) == {"src/app/a.py": ("file", b"rw\n", False),
+                                "docs/notes.md": ("file", b"read only\n", False),
+                                "README.md": ("file", b"", True)}
+    assert not world.exists(os.path.join(copy, "secrets"))
+    world.runner.discard(copy)

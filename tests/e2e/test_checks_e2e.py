@@ -137,3 +137,30 @@ def test_a_check_already_failing_at_the_start_is_not_blamed(pi_world: PiWorld) -
     assert only["audit"]["verdict"] == "clean"
     assert only["audit"]["changed"] == ["src/app/notes.py"]
     no_caches(w)
+
+
+def test_a_check_s_log_never_carries_what_the_grant_withholds_into_the_repair(
+        pi_world: PiWorld) -> None:
+    """An attacker's worker writes a test that prints a file its grant does not let it read
+    (secrets/token.txt is in no entry, README.md is names only) and fails, hoping its log comes
+    back as round 2's prompt: the check's copy holds only what the worker may read."""
+    w = pi_world
+    project(w)
+    leak = ("from pathlib import Path\n\n\ndef test_leak():\n"
+            "    root = Path(__file__).resolve().parents[2]\n"
+            "    for rel in ('secrets/token.txt', 'README.md'):\n"
+            "        p = root / rel\n"
+            "        print(rel, repr(p.read_text()) if p.exists() else 'absent')\n"
+            "    assert False\n")
+    run = run_checked(
+        w,
+        reply(call("write", "call_w1", path=w.path("src/app/test_leak.py"), content=leak)),
+        reply(result_call("call_r1", summary="added a test")),
+        reply(result_call("call_r2", summary="nothing to do")),
+        rounds=1)
+    prompts = json.dumps([r["body"]["messages"][-1] for r in run.requests])
+    logs = "".join(p.read_text() for p in run.run_dir.rglob("output.log"))
+    assert "check tests:" in prompts, run.explain()  # the failing test came back as a repair
+    for withheld in ("not for workers", "# app"):
+        assert withheld not in prompts and withheld not in logs
+    assert "secrets/token.txt absent" in logs and "README.md ''" in logs, logs

@@ -18,7 +18,7 @@ import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.check_sandbox import CheckPlace
+from concorde_workers.domain.check_sandbox import CheckPlace, Keep
 from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, status_of
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.ports.checks import CheckCopyFailed
@@ -64,7 +64,7 @@ class FakeCheckRunner:
     sources: dict[str, str] = field(default_factory=dict)
     _count: int = 0
 
-    def copy(self, source: str) -> str:
+    def copy(self, source: str, keep: Callable[[str], Keep] | None = None) -> str:
         if self.copy_fails:
             raise CheckCopyFailed(source, "No space left on device")
         if self.fs.node_at(source, follow=True) is None:
@@ -74,15 +74,27 @@ class FakeCheckRunner:
         self.fs.mkdir(root)
         physical = self.fs.resolved(source)
         prefix = physical.rstrip("/") + "/"
+        kept: set[str] = set()
         for path, node in sorted(self.fs.nodes.items()):
             if not path.startswith(prefix):
                 continue
             rel = path[len(prefix):]
+            what = keep(rel) if keep is not None else Keep.CONTENT
             if ".git" in rel.split("/") or node.kind not in (
-                    EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK):
+                    EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK) or (
+                    what is Keep.NOTHING and node.kind is not EntryKind.DIRECTORY):
                 continue
-            self.fs.nodes[posixpath.join(root, rel)] = Node(
-                node.kind, node.mode, node.data, node.target)
+            if node.kind is EntryKind.DIRECTORY and what is Keep.NOTHING:
+                continue  # made below when something inside it is kept
+            data = node.data if what is Keep.CONTENT else b""
+            self.fs.nodes[posixpath.join(root, rel)] = Node(node.kind, node.mode, data,
+                                                            node.target)
+            kept.add(rel)
+        for rel in sorted(kept):  # the folders above what was kept
+            parent = posixpath.dirname(rel)
+            while parent and posixpath.join(root, parent) not in self.fs.nodes:
+                self.fs.nodes[posixpath.join(root, parent)] = Node(EntryKind.DIRECTORY, 0o755)
+                parent = posixpath.dirname(parent)
         self.live.add(root)
         self.sources[root] = source
         return root

@@ -8,8 +8,10 @@ import pytest
 from concorde_workers.domain import checks
 from concorde_workers.domain.check_sandbox import (
     CheckPlace,
+    Keep,
     check_argv,
     check_environment,
+    copy_rule,
     primary_of,
 )
 from concorde_workers.domain.checks import (
@@ -22,6 +24,7 @@ from concorde_workers.domain.checks import (
     parse_checks,
 )
 from concorde_workers.domain.codes import VALIDATION_CODE_RULES
+from concorde_workers.domain.grant import Grant, parse_grant
 
 CHECK = Check(id="tests", command="python -m pytest -q")
 PASSED = CheckRun(status=CheckStatus.PASSED, exit_code=0)
@@ -136,3 +139,15 @@ def test_the_environment_is_cleared_like_the_workers_bash() -> None:
                             "/venv/bin/python")
     assert env == {"PATH": "/venv/bin:/usr/bin", "LANG": "C.UTF-8", "HOME": "/tmp/home",
                    "TMPDIR": "/tmp"}
+
+
+def test_a_checks_copy_keeps_what_the_worker_may_read_and_nothing_more() -> None:
+    grant = parse_grant({"task_type": "implement", "context_identity": "sha256:" + "1" * 64,
+                         "entries": [{"path": "src/", "level": "rw"},
+                                     {"path": "src/x.py", "level": "ro"},
+                                     {"path": "README.md", "level": "names"}]})
+    assert isinstance(grant, Grant)
+    assert [copy_rule(grant, rel) for rel in ("src/a.py", "src/x.py", "README.md",
+                                              "secrets/t.txt", "src")] == [
+        Keep.CONTENT, Keep.CONTENT, Keep.NAME, Keep.NOTHING, Keep.CONTENT]
+    assert copy_rule(None, "secrets/t.txt") is Keep.CONTENT

@@ -197,3 +197,18 @@ def test_the_checks_run_where_the_worker_runs_with_the_run_records_and_primary_h
     assert place.worktree == WORKTREE
     assert posixpath.join("/work/trace", "workers") in place.hidden
     assert posixpath.dirname(posixpath.dirname(posixpath.dirname(WORKTREE))) in place.hidden
+
+
+def test_a_check_sees_only_what_the_grant_lets_the_worker_read() -> None:
+    world = HostWorld()
+    world.fs.write(posixpath.join(WORKTREE, "secrets/token.txt"), "not for workers\n")
+    world.fs.write(posixpath.join(WORKTREE, "README.md"), "# names only\n")
+    seen: list[tuple[bytes | None, bytes | None]] = []
+
+    def prints_all(tree: FakeTree) -> tuple[int, bytes]:
+        seen.append((tree.read("secrets/token.txt"), tree.read("README.md")))
+        return 0, b""
+
+    runner = FakeCheckRunner(world.fs, {TESTS: prints_all})
+    run(world, runner, [Round.ok(ok_result())])
+    assert seen == [(None, b"")]
