@@ -255,7 +255,7 @@ class WorkerHost:
         link = end_link(links, state, result.step, result.facts, result.validation_outcome,
                         result.validation_error)
         status = result.step.status.value
-        if deletions_allowed(result.facts, interrupted=False) and state.worker_result:
+        if deletions_allowed(result.facts, interrupted=False) and state.worker_result is not None:
             deleted = self._delete(state, prepared, links, link)
             if deleted is not link:
                 link, status = deleted, "failed"
@@ -265,9 +265,8 @@ class WorkerHost:
                 link: ErrorLink | None) -> ErrorLink | None:
         """Perform the proposed deletions (seed 000 "Proposed deletions")."""
         assert state.worker_result is not None
-        proposed = state.worker_result.get("proposed_deletions") or []
         worktree = prepared.placement.worktree
-        plan = plan_deletions([p for p in proposed if isinstance(p, str)], worktree,
+        plan = plan_deletions(list(state.worker_result.proposed_deletions), worktree,
                               prepared.grant, self._resolve_parent, self._kind)
         failures: dict[str, str] = {}
         for planned in plan.to_delete:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from concorde_workers.application.run_state import RoundState, RunState
 from concorde_workers.application.runtime_directory import CleanupOutcome
@@ -25,7 +24,7 @@ from concorde_workers.domain.links import (
     audit_violation_detail,
     trace_evidence,
     transcript_evidence,
-    worker_link,
+    worker_actor,
     workers_link,
 )
 from concorde_workers.domain.rounds import Causes, End, RoundEnding, RoundFacts
@@ -239,10 +238,11 @@ def _worker_result_invalid(e: _Ending) -> ErrorLink:
 
 
 def _worker_reported(e: _Ending) -> ErrorLink:
-    error = (e.state.worker_result or {}).get("error") or {}
+    result = e.state.worker_result
+    error = result.error if result is not None else None
     said = str(e.step.code).removeprefix("worker_")
     detail = f"{e.head}the worker reported {said}: " \
-             f"{error.get('code', '?')}: {error.get('detail', '')}".rstrip(": ")
+             f"{error.code if error else '?'}: {error.detail if error else ''}".rstrip(": ")
     return e.link(detail, causes=_worker_causes(e.state, e.last))
 
 
@@ -304,9 +304,9 @@ def state_result_status(round_state: RoundState, facts: RoundFacts) -> str | Non
 
 
 def _worker_causes(state: RunState, round_state: RoundState) -> list[ErrorLink]:
-    error: Any = (state.worker_result or {}).get("error")
-    if round_state.result_problem is None and isinstance(error, dict):
-        return [worker_link(error, state.run_id, state.session)]
+    error = state.worker_result.error if state.worker_result is not None else None
+    if round_state.result_problem is None and error is not None:
+        return [error.to_link(worker_actor(state.run_id, state.session))]
     return []
 
 

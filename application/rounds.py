@@ -35,7 +35,7 @@ from concorde_workers.domain.agent_report import RoundReport
 from concorde_workers.domain.audit import Snapshot, audit, worktree_unchanged
 from concorde_workers.domain.brief import retry_prompt
 from concorde_workers.domain.layout import STDERR_TAIL_BYTES
-from concorde_workers.domain.records import LastAction, Transient, result_problem
+from concorde_workers.domain.records import JsonObject, LastAction, Transient, judge_result
 from concorde_workers.domain.retries import retry_delay
 from concorde_workers.domain.rounds import (
     End,
@@ -94,7 +94,11 @@ class RoundRunner:
 
     def __init__(self, context: RoundContext) -> None:
         self.c = context
-        self._schema = schema_validator(json.loads(context.prepared.result_schema))
+        schema = json.loads(context.prepared.result_schema)
+        # The result schema as the agent was given it: the caller's output schema resolves its
+        # references against this root, as it did when the whole result was checked with it.
+        self._schema = schema_validator(schema)
+        self._output_schema = schema["properties"]["output"]
         self._unchanged = False  # the latest audit found the worktree as the snapshot holds it
 
     def run_all(self) -> RoundsResult:
@@ -278,22 +282,28 @@ class RoundRunner:
         return confinement_launch_problem(self.c.fs, prepared.confinement)
 
     def _judge_result(self, round_state: RoundState, report: RoundReport) -> None:
-        """Validate the worker's claim: the result contract, then the schema with the caller's
-        output schema embedded. A valid result is kept as the run's worker_result whatever
-        ends its round (seed 000 "Rounds")."""
+        """Validate the worker's claim once: the result contract by its model, then `output` by
+        the caller's output schema. A valid result is kept, as its model, as the run's
+        worker_result whatever ends its round (seed 000 "Rounds")."""
         data = report.worker_result
         if data is None:
             return
-        round_state.result_problem = result_problem(data) or self._schema_problem(data)
+        judged = judge_result(data)
+        if isinstance(judged, str):
+            round_state.result_problem = judged
+            return
+        round_state.result_problem = self._output_problem(judged.output)
         if round_state.result_problem is None:
-            self.c.state.worker_result = data
+            round_state.result = self.c.state.worker_result = judged
 
-    def _schema_problem(self, data: object) -> str | None:
-        errors = sorted(self._schema.iter_errors(data), key=lambda e: [str(p) for p in e.path])
+    def _output_problem(self, output: JsonObject) -> str | None:
+        """The first problem the caller's output schema finds, by its place in the result (the
+        same error first however the output's keys are ordered)."""
+        errors = sorted(self._schema.descend(output, self._output_schema, path="output"),
+                        key=lambda e: ([str(p) for p in e.path], e.message))
         if not errors:
             return None
-        where = "/".join(str(p) for p in errors[0].path) or "(the result)"
-        return f"{where}: {errors[0].message}"
+        return f"{'/'.join(str(p) for p in errors[0].path)}: {errors[0].message}"
 
     def _audit(self, round_state: RoundState) -> None:
         c = self.c
@@ -316,9 +326,9 @@ class RoundRunner:
     def _facts(self, round_state: RoundState, resumes: int, retries: int) -> RoundFacts:
         report = round_state.report
         assert report is not None
-        valid = report.worker_result is not None and round_state.result_problem is None
-        status = WorkerStatus(report.worker_result["status"]) if valid and report.worker_result \
-            else None
+        result = round_state.result
+        valid = result is not None
+        status = WorkerStatus(result.status) if result is not None else None
         limits = self.c.state.request.limits
         session = self.c.state.session
         return RoundFacts(
@@ -339,7 +349,7 @@ class RoundRunner:
         try:
             outcome = c.validation(ValidationInput(
                 worktree=c.prepared.placement.worktree, round_dir=round_dir,
-                result=dict(c.state.worker_result), round=round_state.number))
+                result=c.state.worker_result.model_dump(mode="json"), round=round_state.number))
         except Exception as error:  # the caller's code: any exception is validation_unavailable
             said = f"raised {type(error).__name__}: {error}"
         else:

@@ -33,6 +33,7 @@ from concorde_workers.domain.records import (
     TraceNode,
     Transient,
     Usage,
+    WorkerResult,
 )
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.ports.agent import RoundKind
@@ -61,6 +62,8 @@ class RoundState:
     transient: Transient | None = None
     duration: float | None = None
     ended_at: datetime | None = None
+    result: WorkerResult | None = None
+    """The round's worker result, once judged valid."""
     result_problem: str | None = None
     stderr_tail: str = ""
     failure: str | None = None
@@ -124,7 +127,8 @@ class RunState:
     runtime_dir: str
     prepared: Prepared | None = None
     rounds: list[RoundState] = field(default_factory=list)
-    worker_result: dict[str, Any] | None = None
+    worker_result: WorkerResult | None = None
+    """The latest valid worker result, whatever ended its round (seed 000 "Rounds")."""
     session: str | None = None
     deletions: DeletionOutcome = field(default_factory=DeletionOutcome)
     transcript_kept: bool = False
@@ -162,7 +166,9 @@ class RunState:
             local_model=self.request.local_model, model_map=self.request.model_map,
             tools=tuple(prepared.tools.split(",")) if prepared else None,
             transcript="transcript.jsonl" if self.transcript_kept else None,
-            worker_result=self.worker_result, deleted=self.deletions.deleted,
+            worker_result=(None if self.worker_result is None
+                           else self.worker_result.model_dump(mode="json")),
+            deleted=self.deletions.deleted,
             deletions_refused=self.deletions.refused, deletions_absent=self.deletions.absent,
             deletions_failed=self.deletions.failed, trace_failures=tuple(self.trace_failures),
             rounds=len(self.rounds),

@@ -53,6 +53,7 @@ __all__ = [
     "WorkerResult",
     "WorkerUnhandled",
     "cut_target",
+    "judge_result",
     "result_problem",
 ]
 
@@ -60,7 +61,9 @@ NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 Count = Annotated[StrictInt, Field(ge=0)]
 Amount = Annotated[StrictInt | StrictFloat, Field(ge=0)]
 """A JSON number ≥ 0; an integer stays an integer so the value dumps as it was read."""
-Code = Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+CodeText = Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+"""A code another actor gives (the worker's own): the contract's pattern; Workers' own codes are
+`domain.codes.Code`."""
 Digest = Annotated[StrictStr, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 UtcTime = Annotated[
     StrictStr, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$")
@@ -112,7 +115,7 @@ class WorkerError(BaseModel):
 
     model_config = _RECORD
 
-    code: Code
+    code: CodeText
     detail: NonEmpty
     evidence: tuple[WorkerEvidence, ...]
     attempts: tuple[NonEmpty, ...]
@@ -161,6 +164,18 @@ def _describe(error: ValidationError) -> str:
     return f"{location}: {message}" if location else message
 
 
+def judge_result(data: object) -> WorkerResult | str:
+    """The worker result `data` as its model, or why it is none: the schema violation that
+    worker_result_invalid names (seed 000 "Errors"). The caller's schema of `output` is checked
+    outside the domain, which does no schema I/O (application/rounds.py)."""
+    if not isinstance(data, dict):
+        return f"the worker result must be a JSON object, not {type(data).__name__}"
+    try:
+        return WorkerResult.model_validate(data)
+    except ValidationError as error:
+        return _describe(error)
+
+
 def result_problem(data: object, output_schema_problem: str | None = None) -> str | None:
     """Why `data` is not a valid worker result, or None when it is one.
 
@@ -169,12 +184,9 @@ def result_problem(data: object, output_schema_problem: str | None = None) -> st
     reported once the rest of the result is valid. The text is the schema violation that
     worker_result_invalid names (seed 000 "Errors").
     """
-    if not isinstance(data, dict):
-        return f"the worker result must be a JSON object, not {type(data).__name__}"
-    try:
-        WorkerResult.model_validate(data)
-    except ValidationError as error:
-        return _describe(error)
+    judged = judge_result(data)
+    if isinstance(judged, str):
+        return judged
     if output_schema_problem is not None:
         return f"output: {output_schema_problem}"
     return None

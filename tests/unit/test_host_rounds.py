@@ -293,6 +293,40 @@ def test_the_worker_result_is_kept_verbatim_beside_the_audit() -> None:
     assert record.error is not None and record.error.code == "audit_violation"
 
 
+FINDINGS = {"type": "object", "required": ["findings"],
+            "properties": {"findings": {"type": "array", "items": {"type": "string"}},
+                           "count": {"type": "integer"}}}
+
+
+@pytest.mark.req("Worker claims stay claims")
+def test_an_output_the_callers_schema_refuses_is_an_invalid_result() -> None:
+    world = HostWorld()
+    record = world.run([Round.ok(ok_result(output={"findings": [1]}))],
+                       output_schema=FINDINGS)
+    assert_link(record, CheckLink("worker_result_invalid", "capability",
+                                  ("round 1: the worker's result is invalid: "
+                                   "output/findings/0: 1 is not of type 'string'",),
+                                  (TRACE, transcript_evidence())))
+    assert record.worker_result is None
+
+
+@pytest.mark.parametrize("output", [
+    {"count": "two", "findings": [1]},
+    {"findings": [1], "count": "two"},
+])
+def test_the_first_output_problem_is_the_same_whatever_the_key_order(
+        output: dict[str, Any]) -> None:
+    record = HostWorld().run([Round.ok(ok_result(output=output))], output_schema=FINDINGS)
+    assert record.error is not None
+    assert record.error.detail.endswith("output/count: 'two' is not of type 'integer'")
+
+
+def test_an_output_the_callers_schema_accepts_is_kept() -> None:
+    claim = ok_result(output={"findings": ["a"], "count": 1})
+    record = HostWorld().run([Round.ok(claim)], output_schema=FINDINGS)
+    assert record.status == "ok" and record.worker_result == claim
+
+
 # --- resume rounds ------------------------------------------------------------------------------
 
 
