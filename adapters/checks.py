@@ -33,13 +33,14 @@ from concorde_workers.domain.check_sandbox import (
     check_environment,
 )
 from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, status_of
-from concorde_workers.ports.checks import CheckCopyFailed
+from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 
 FICLONE = 0x40049409
 LOG_KEEP_BYTES = 80_000
 STARTED = "concorde-check-started"
+CANCELLED = "killed: the run was cancelled"
 COPY_PREFIX = "concorde-check-"
 _NO_CLONE = {errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL, errno.ENOSYS,
              errno.EBADF, errno.EPERM}
@@ -145,7 +146,8 @@ class SandboxedCheckRunner:
                 os.fdopen(os.dup(target_fd), "wb") as writing:
             shutil.copyfileobj(reading, writing)
 
-    def run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:
+    def run(self, check: Check, tree: str, place: CheckPlace,
+            on_cancel: OnCancel | None = None) -> CheckRun:
         if not self._bwrap:
             return CheckRun(status=CheckStatus.NOT_STARTED,
                             problem="bubblewrap (bwrap) is not installed, and a check never "
@@ -161,14 +163,26 @@ class SandboxedCheckRunner:
                                            timeout_seconds=check.timeout_seconds)
         except ProcessStartFailed as failed:
             return CheckRun(status=CheckStatus.NOT_STARTED, problem=failed.os_error_text)
+        cancelled: list[bool] = []
+
+        def kill() -> None:
+            cancelled.append(True)
+            handle.kill_group()
+
+        unregister = on_cancel(kill) if on_cancel is not None else None
         try:
             reached = any(line == STARTED for line in handle.lines())
             exit_code = handle.wait(None)
         finally:
             handle.kill_group()
             handle.wait(None)
+            if unregister is not None:
+                unregister()
         duration = time.monotonic() - started
         log = handle.stderr_tail(LOG_KEEP_BYTES)
+        if cancelled:
+            return CheckRun(status=CheckStatus.FAILED, exit_code=exit_code,
+                            duration_seconds=duration, log=log, problem=CANCELLED)
         if handle.timed_out:
             return CheckRun(status=CheckStatus.TIMED_OUT, exit_code=exit_code,
                             duration_seconds=duration, log=log,

@@ -21,6 +21,7 @@ import posixpath
 from collections.abc import Sequence
 from types import TracebackType
 
+from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import (
     LinkAnswer,
     ValidationInput,
@@ -42,7 +43,7 @@ from concorde_workers.domain.checks import (
 from concorde_workers.domain.errors import Code, ErrorLink, Reason, Unhandled
 from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.request import RunRequest
-from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
+from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner, OnCancel
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 ACTOR = "Check execution"
@@ -72,8 +73,11 @@ class ChecksValidation:
     state must be copied before round 1."""
 
     def __init__(self, checks: Sequence[Check], runner: CheckRunner, fs: FileSystem,
-                 place: CheckPlace) -> None:
+                 place: CheckPlace, cancel: Cancellation | None = None) -> None:
         self.checks = tuple(checks)
+        # The run's cancellation (the CLI's SIGINT and SIGTERM): a running check is killed at
+        # once and no further check runs; the host then ends the run interrupted.
+        self._cancel = cancel
         self._runner = runner
         self._fs = fs
         self._place = place
@@ -115,10 +119,19 @@ class ChecksValidation:
         outcomes: list[CheckOutcome] = []
         try:
             for check in self.checks:
-                outcomes.append(self._outcome(check, tree, place, given.round_dir))
+                outcome = self._outcome(check, tree, place, given.round_dir)
+                if self._cancelled():
+                    return ValidationOutcome()  # ended from outside: nothing to judge
+                outcomes.append(outcome)
         finally:
             self._runner.discard(tree)
         return _outcome(outcomes, given.round)
+
+    def _cancelled(self) -> bool:
+        return self._cancel is not None and self._cancel.is_set()
+
+    def _on_cancel(self) -> OnCancel | None:
+        return self._cancel.on_cancel if self._cancel is not None else None
 
     def _round_place(self, given: ValidationInput) -> CheckPlace:
         # The run records (<parent>/workers/, above rounds/<n>/ of this run) are hidden too.
@@ -129,9 +142,9 @@ class ChecksValidation:
     def _outcome(self, check: Check, tree: str, place: CheckPlace,
                  round_dir: str) -> CheckOutcome:
         folder = posixpath.join(round_dir, CHECKS_FOLDER, check.id)
-        now = self._runner.run(check, tree, place)
+        now = self._runner.run(check, tree, place, self._on_cancel())
         log = self._write_node(folder, check, now, "after the round")
-        if now.status is not CheckStatus.FAILED:
+        if now.status is not CheckStatus.FAILED or self._cancelled():
             return CheckOutcome(check=check, now=now, log_path=log)
         before = self._run_before(check, place)
         before_log = self._write_node(posixpath.join(folder, BEFORE_FOLDER), check, before,
@@ -154,10 +167,11 @@ class ChecksValidation:
                             problem=f"the starting state could not be copied: "
                                     f"{failed.os_error_text}")
         try:
-            run = self._runner.run(check, tree, place)
+            run = self._runner.run(check, tree, place, self._on_cancel())
         finally:
             self._runner.discard(tree)
-        self._before[check.id] = run
+        if not self._cancelled():  # a killed run says nothing of the starting state
+            self._before[check.id] = run
         return run
 
     def _write_node(self, folder: str, check: Check, run: CheckRun, state: str) -> str:

@@ -16,6 +16,10 @@ from typing import Protocol, runtime_checkable
 from concorde_workers.domain.check_sandbox import CheckPlace, Keep
 from concorde_workers.domain.checks import Check, CheckRun
 
+OnCancel = Callable[[Callable[[], None]], Callable[[], None]]
+"""Registers what to do when the run is cancelled; returns the function that unregisters it
+(`Cancellation.on_cancel`)."""
+
 
 class CheckCopyFailed(Exception):
     """A throwaway copy could not be made or removed; the operating system's error is told."""
@@ -40,9 +44,11 @@ class CheckRunner(Protocol):
         removed first."""
         ...
 
-    def run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:
+    def run(self, check: Check, tree: str, place: CheckPlace,
+            on_cancel: OnCancel | None = None) -> CheckRun:
         """Run `check.command` with /bin/sh over the copy `tree`, seen at `place.worktree` (its
-        working directory), killing its whole process group when its timeout passes. The run's
+        working directory), killing its whole process group when its timeout passes, or at
+        once when the run is cancelled (`on_cancel`). The run's
         log is its standard output and standard error together (their last 80,000 bytes).
         Never raises for the check's own failure: a check that cannot start is a `CheckRun`
         with the status `could not start` and the operating system's error."""

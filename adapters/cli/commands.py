@@ -187,8 +187,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         host_pid=container.host_pid())
     # The checks' validation copies the starting state before round 1 (gate narrowing) and
     # discards it when the run has ended, however it ended.
-    validation = (container.checks_validation(checks=checks, place=place_for(request))
-                  if checks else None)
+    validation = (container.checks_validation(checks=checks, place=place_for(request),
+                                               cancel=cancel) if checks else None)
     with cancel_on_signals(cancel), validation or contextlib.nullcontext():
         record = run_watched(container.worker_host(), request, cancel, watcher,
                              validation=validation)

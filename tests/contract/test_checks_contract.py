@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 from fakes.checks import HANG, FakeCheckRunner, FakeTree
 from fakes.filesystem import FakeFileSystem
+from timing import SLOW
 
 from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.domain.check_sandbox import CheckPlace, Keep
 from concorde_workers.domain.checks import Check, CheckStatus
 from concorde_workers.domain.paths import EntryKind
@@ -192,3 +194,14 @@ def test_a_copy_keeps_only_what_keep_says(world: World) -> None:
                                 "README.md": ("file", b"", True)}
     assert not world.exists(os.path.join(copy, "secrets"))
     world.runner.discard(copy)
+
+
+def test_a_cancelled_run_kills_its_check_at_once(world: World) -> None:
+    cancel = Cancellation()
+    cancel.cancel("SIGINT")
+    copy = world.runner.copy(world.worktree)
+    ran = world.runner.run(Check(id="h", command=HANGS, timeout_seconds=SLOW), copy,
+                           world.place(), cancel.on_cancel)
+    world.runner.discard(copy)
+    assert ran.status is CheckStatus.FAILED and ran.problem == "killed: the run was cancelled"
+    assert ran.exit_code is not None and ran.exit_code < 0

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from concorde_workers.domain.check_sandbox import CheckPlace, Keep
 from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, status_of
 from concorde_workers.domain.paths import EntryKind
-from concorde_workers.ports.checks import CheckCopyFailed
+from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
 from fakes.filesystem import FakeFileSystem, Node
 
 COPIES = "/fake-check-copies"
@@ -99,8 +99,22 @@ class FakeCheckRunner:
         self.sources[root] = source
         return root
 
-    def run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:
+    def run(self, check: Check, tree: str, place: CheckPlace,
+            on_cancel: OnCancel | None = None) -> CheckRun:
         self.runs.append((check.id, self.sources.get(tree, tree), place))
+        killed: list[bool] = []
+        unregister = on_cancel(lambda: killed.append(True)) if on_cancel else None
+        try:
+            ran = self._run(check, tree, place)
+        finally:
+            if unregister is not None:
+                unregister()
+        if killed:  # the run was cancelled while it ran: its group was killed
+            return ran.model_copy(update={"status": CheckStatus.FAILED, "exit_code": -9,
+                                          "problem": "killed: the run was cancelled"})
+        return ran
+
+    def _run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:
         if check.command in self.unstartable:
             return CheckRun(status=CheckStatus.NOT_STARTED,
                             problem="bwrap: No such file or directory")

@@ -12,6 +12,7 @@ from fakes.checks import COPIES, HANG, FakeCheckRunner, FakeTree
 from fakes.host_world import HostWorld, ok_result, write_file
 from fakes.world import WORKTREE
 
+from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import ChecksValidation, place_for
 from concorde_workers.domain.checks import CHECKS_FAILED, CHECKS_UNAVAILABLE, Check
 
@@ -212,3 +213,25 @@ def test_a_check_sees_only_what_the_grant_lets_the_worker_read() -> None:
     runner = FakeCheckRunner(world.fs, {TESTS: prints_all})
     run(world, runner, [Round.ok(ok_result())])
     assert seen == [(None, b"")]
+
+
+def test_a_run_cancelled_while_a_check_runs_kills_it_runs_no_other_and_ends_interrupted(
+) -> None:
+    world = HostWorld()
+    cancel = Cancellation()
+
+    def interrupted(tree: FakeTree) -> tuple[int, bytes]:
+        cancel.cancel("SIGINT")  # Ctrl-C while the check runs
+        return 1, b"partial\n"
+
+    runner = FakeCheckRunner(world.fs, {TESTS: interrupted, "make lint": always_fails})
+    checking = ChecksValidation((Check(id="tests", command=TESTS),
+                                 Check(id="lint", command="make lint")), runner, world.fs,
+                                place_for(world.request()), cancel=cancel)
+    with checking:
+        record = world.run([Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py"))],
+                           validation=checking, cancel=cancel, limits={"rounds": 3})
+    assert record.status == "failed" and record.error is not None
+    assert record.error.code == "interrupted" and len(record.rounds) == 1
+    assert [check for check, _, _ in runner.runs] == ["tests"]  # no narrowing, no next check
+    assert runner.live == set()
