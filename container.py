@@ -32,9 +32,12 @@ from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions
+from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
+from concorde_workers.application.agent_install import AgentInstaller
 from concorde_workers.application.checks import ChecksValidation
 from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.doctor import Doctor
 from concorde_workers.application.host import WorkerHost
 from concorde_workers.application.planner import Planner
 from concorde_workers.application.preparation import HostFacts, Preparer
@@ -50,6 +53,7 @@ from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.random import Random
+from concorde_workers.ports.sandbox_probe import SandboxProbe
 
 if TYPE_CHECKING:
     from concorde_workers.adapters.demo.example_repository import DemoWorld, Example
@@ -93,6 +97,12 @@ class Container(containers.DeclarativeContainer):
     """`container.checks_validation(checks=..., place=...)`: the checks as a round validation."""
     sweeper = providers.Factory(Sweeper, fs=filesystem, table=process_table, clock=clock,
                                 runtime_parent=temp_root)
+    agent_installer = providers.Factory(AgentInstaller, fs=filesystem, processes=processes,
+                                        environ=environ)
+    sandbox_probe = providers.Dependency(instance_of=SandboxProbe)
+    doctor = providers.Factory(Doctor, fs=filesystem, versions=versions, probe=sandbox_probe,
+                               config_reader=config_reader, environ=environ,
+                               installations=installations, cwd=cwd)
 
 
 def host_facts(environ: Mapping[str, str]) -> HostFacts:
@@ -152,6 +162,7 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
         host_pid=os.getpid(),
         process_table=ProcTable(),
         check_runner=check_runner(processes, filesystem, facts),
+        sandbox_probe=SrtSandboxProbe(processes, env),
     )
 
 
@@ -163,6 +174,16 @@ def check_runner(processes: ProcessRunner, filesystem: FileSystem,
     hidden = (*origins.homes, *origins.directories, *origins.files)
     return SandboxedCheckRunner(processes, filesystem, shutil.which("bwrap"), facts.environ,
                                 hidden, runtime_parent())
+
+
+def shipped_pins() -> tuple[str, str]:
+    """The package.json and package-lock.json this package ships (package data; in a checkout,
+    the repository's own): the pins `install-agents` installs."""
+    from importlib import resources
+
+    root = resources.files("concorde_workers")
+    return ((root / "package.json").read_text(encoding="utf-8"),
+            (root / "package-lock.json").read_text(encoding="utf-8"))
 
 
 def example_repository() -> tuple[Example, dict[str, str]]:

@@ -18,6 +18,20 @@ class TaskType(StrEnum):
 
 TASK_TYPES: tuple[str, ...] = tuple(t.value for t in TaskType)
 
+TASK_TYPE_LINES: dict[str, str] = {
+    "understand": "read the granted paths and report what they do (read-only tools)",
+    "specify": "write or change specification files (file tools, no Bash)",
+    "implement": "change code under the grant and run commands in the sandbox (file tools and "
+                 "Bash)",
+    "test": "judge the checks' results the Operation hands over (read-only tools, no Bash)",
+    "review-spec": "review specification files (read-only tools)",
+    "review-code": "review code (read-only tools)",
+    "code-to-spec": "write specification from existing code (file tools, no Bash)",
+    "review-architecture": "review the architecture (read-only tools)",
+}
+"""One line per task type, for `--help` (a test holds the keys to TASK_TYPES and the tools
+said to the tool sets)."""
+
 # notes/harness.md §1.5: the task types whose Protocol row writes nothing get the read-only set;
 # `test` gets no Bash (its Operation runs the checks and hands the worker their results).
 READ_ONLY_TASK_TYPES: frozenset[TaskType] = frozenset(

@@ -33,7 +33,8 @@ Command = Callable[[argparse.Namespace, TextIO, TextIO, "Wiring"], ExitStatus]
 COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("commands", "run_plan"), "run": ("commands", "run_run"),
     "show": ("commands", "run_show"), "sweep": ("commands", "run_sweep"),
-    "demo": ("demo", "run_demo"),
+    "demo": ("demo", "run_demo"), "doctor": ("doctor", "run_doctor"),
+    "install-agents": ("doctor", "run_install_agents"),
 }
 """Each command: its module in concorde_workers.adapters.cli and its function there, imported
 when the command runs, so that no command pays for another's imports."""

@@ -1,5 +1,5 @@
-"""The command line's grammar: `plan`, `run`, `show`, `sweep` and `demo` (what their flags mean
-to the use cases is flags.py).
+"""The command line's grammar: `plan`, `run`, `show`, `sweep`, `demo`, `doctor` and
+`install-agents` (what their flags mean to the use cases is flags.py).
 
 A usage error argparse finds is raised as a value (`UsageError`), so that it becomes a refusal
 like any other bad input (one JSON document under --json), never argparse's own exit.
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 from typing import Any, NoReturn
+
+from concorde_workers.domain.task_types import TASK_TYPE_LINES
 
 
 class UsageError(Exception):
@@ -33,7 +35,8 @@ class _Parser(argparse.ArgumentParser):
 def _request_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("request", nargs="?", help="a request JSON file (seed 000's Inputs)")
     parser.add_argument("--worktree", help="absolute path of the worktree in .claude/worktrees/")
-    parser.add_argument("--task-type", help="one of the eight Protocol task types")
+    parser.add_argument("--task-type", help="one of the eight Protocol task types: "
+                                            + ", ".join(TASK_TYPE_LINES))
     parser.add_argument("--grant", help="a grant input JSON file (contract.workers.grant-input)")
     parser.add_argument("--instructions", help="the task instructions, or @FILE to read them")
     parser.add_argument("--operation", help="the Operation the worker is launched for")
@@ -68,10 +71,38 @@ def _demo_command(commands: Any) -> None:
                            "the run's trace, beside it, is always kept)")
 
 
+def task_types_epilog() -> str:
+    """The eight task types, one line each (`--help`)."""
+    width = max(len(name) for name in TASK_TYPE_LINES)
+    return "task types (--task-type, the grant's task_type):\n" + "\n".join(
+        f"  {name:<{width}}  {line}" for name, line in TASK_TYPE_LINES.items())
+
+
+def _setup_commands(commands: Any) -> None:
+    doctor = commands.add_parser(
+        "doctor", help="check every prerequisite of a run and name the repair of each",
+        description="One line per prerequisite: the agent programs (where found, their "
+                    "versions against the floors), sandbox-runtime, bubblewrap, socat, "
+                    "ripgrep, fd, node, Git, a command run in the worker's sandbox without "
+                    "network, the model map, each backend's credentials (never printed) and, "
+                    "inside a worktree, its workers.json. Exit 0 when all hold, 2 otherwise.")
+    doctor.add_argument("--json", action="store_true", help="print one JSON document")
+    install = commands.add_parser(
+        "install-agents",
+        help="install the pinned agent programs into the user data folder (npm ci)",
+        description="Install the agent programs this version pins (its package-lock.json: "
+                    "Claude Code, pi, sandbox-runtime) with npm ci into "
+                    "$XDG_DATA_HOME/concorde-workers (else ~/.local/share/concorde-workers), "
+                    "where every run finds them. Exit 0 installed (or already), 2 refused "
+                    "(no npm, no home), 1 npm failed.")
+    install.add_argument("--json", action="store_true", help="print one JSON document")
+
+
 def parser() -> argparse.ArgumentParser:
     top = _Parser(
         prog="concorde-workers",
-        description="Run one AI coding agent headless on a Git worktree under a frozen grant.")
+        description="Run one AI coding agent headless on a Git worktree under a frozen grant.",
+        epilog=task_types_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     plan = commands.add_parser(
         "plan", help="show what a worker run would do, or why it would be refused",
@@ -116,4 +147,5 @@ def parser() -> argparse.ArgumentParser:
                     "runtime parent cannot be listed. `run` sweeps before each run too.")
     sweep.add_argument("--json", action="store_true", help="print what was done as JSON")
     _demo_command(commands)
+    _setup_commands(commands)
     return top

@@ -150,3 +150,49 @@ def test_the_console_script_answers_help(tmp_path: Path, argv: list[str]) -> Non
     assert proc.stderr == ""
     assert proc.stdout.startswith("usage: concorde-workers")
     assert ("plan" in proc.stdout) and ("--example" in proc.stdout or argv == ["--help"])
+
+
+def test_the_wheel_ships_the_pins_the_repository_holds(wheel: Path) -> None:
+    """install-agents installs from the package's own package.json and package-lock.json: the
+    shipped files are the repository's, byte for byte."""
+    with zipfile.ZipFile(wheel) as archive:
+        for name in ("package.json", "package-lock.json"):
+            assert archive.read(f"concorde_workers/{name}") == (ROOT / name).read_bytes(), name
+
+
+def test_a_pip_install_gets_a_working_setup_from_install_agents_then_doctor(
+        wheel: Path, tmp_path: Path) -> None:
+    """Issue 12 "done means": the package alone (no checkout beside it), `install-agents`, then
+    `doctor` passes. npm runs offline from the npm cache ./scripts/setup's `npm ci` filled (no
+    test reaches the network): the same lockfile, so the same tarballs."""
+    cache = Path(os.path.expanduser("~/.npm"))
+    home = tmp_path / "home"
+    (home / ".config" / "concorde").mkdir(parents=True)
+    (home / ".config" / "concorde" / "models.json").write_text(json.dumps(
+        {"schema_version": 1, "models": {"m": {"pi": "local/m", "claude": "claude-x"}}}))
+    (home / ".pi" / "agent").mkdir(parents=True)
+    (home / ".pi" / "agent" / "auth.json").write_text('{"local": {"type": "api_key", "key": "k"}}')
+    env = _clean_env(home)
+    env.update(PYTHONPATH=str(wheel), PATH="/usr/local/bin:/usr/bin:/bin",
+               ANTHROPIC_API_KEY="sk-never-printed-31415", npm_config_offline="true",
+               npm_config_cache=str(cache))
+    env.pop("XDG_DATA_HOME", None)
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "concorde_workers.adapters.cli.main", *argv],
+                              cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=900, check=False)
+
+    installed = cli("install-agents")
+    assert installed.returncode == 0, (
+        f"{installed.stdout}{installed.stderr}\n(npm installs offline from {cache}: run "
+        "./scripts/setup, whose npm ci fills that cache)")
+    modules = home / ".local" / "share" / "concorde-workers" / "node_modules"
+    assert (modules / ".bin" / "pi").exists() and (modules / ".bin" / "claude").exists()
+    assert "pi 0.73.1 at" in installed.stdout or "0.73.1" in installed.stdout
+    doctor = cli("doctor")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert doctor.stdout.count("found by the user data folder") == 3, doctor.stdout
+    assert "sk-never-printed-31415" not in doctor.stdout + doctor.stderr
+    again = cli("install-agents")
+    assert again.returncode == 0 and "already installed" in again.stdout

@@ -1,0 +1,64 @@
+"""`doctor` (every prerequisite of a run, its state and its repair; application/doctor.py) and
+`install-agents` (the pinned agent programs into the user data folder;
+application/agent_install.py)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from concorde_workers.adapters.cli.output import print_json
+from concorde_workers.adapters.cli.status import ExitStatus
+from concorde_workers.adapters.cli.wiring import Wiring
+from concorde_workers.domain.discovery import installations, locate
+from concorde_workers.domain.doctor import PROGRAMS
+from concorde_workers.domain.program_versions import MINIMUMS, PINNED, ProgramLocation
+from concorde_workers.domain.text import terminal_lines
+
+
+def run_doctor(args: argparse.Namespace, out: TextIO, err: TextIO,
+               wiring: Wiring) -> ExitStatus:
+    """0 every prerequisite holds, 2 one does not (each line names its repair)."""
+    diagnosis = wiring.container().doctor().diagnose()
+    if args.json:
+        print_json(diagnosis.to_json(), out)
+    else:
+        out.write(terminal_lines(diagnosis.lines()))
+    return ExitStatus.OK if diagnosis.ok else ExitStatus.REFUSED
+
+
+def run_install_agents(args: argparse.Namespace, out: TextIO, err: TextIO,
+                       wiring: Wiring) -> ExitStatus:
+    """0 installed (or already), 1 npm failed, 2 refused before anything was done."""
+    from concorde_workers.container import shipped_pins
+
+    container = wiring.container()
+    pins = ", ".join(f"{package}@{version}" for package, version in PINNED.items())
+    if not args.json:
+        err.write(terminal_lines([f"install-agents: npm ci of the pinned {pins} "
+                                  "(about a minute)..."]))
+        err.flush()
+    outcome = container.agent_installer().install(*shipped_pins())
+    found = []
+    if outcome.status == 0 and outcome.folder is not None:
+        # What a run will now find there (domain/discovery.py), with the versions it reads.
+        env = {**wiring.environ}
+        user_data = installations(None, env)
+        for name in PROGRAMS:
+            where = locate(name, {}, user_data, container.filesystem())
+            version = None if where is None else container.versions().version_of(
+                ProgramLocation(program=name, path=where.path)).version
+            found.append({"program": name, "path": None if where is None else where.path,
+                          "version": version, "minimum": MINIMUMS[name].minimum})
+    if args.json:
+        print_json({"status": outcome.status, "folder": outcome.folder,
+                    "message": outcome.message, "installed": outcome.installed,
+                    "programs": found}, out)
+    else:
+        lines = [outcome.message]
+        lines += [f"  {p['program']} {p['version'] or 'missing'} at {p['path']}" for p in found]
+        if outcome.status == 0:
+            lines.append("every run now finds them (after CONCORDE_* and PATH); check the "
+                         "rest with: concorde-workers doctor")
+        (out if outcome.status == 0 else err).write(terminal_lines(lines))
+    return ExitStatus(outcome.status) if outcome.status in (0, 1, 2) else ExitStatus.FAILED

@@ -1,0 +1,142 @@
+"""`concorde-workers doctor` (issue 12 §1): the facts of every prerequisite, gathered through the
+ports, judged by `domain.doctor.diagnose`.
+
+The programs are found exactly as a run finds them (domain/discovery.py with the host's
+installations) and their versions read by the same port the preparation asks; the model map and
+workers.json are read by the configuration reader a run uses; credentials are looked for by
+their names and files only (a value never enters a fact); the sandbox is tried through the
+SandboxProbe port.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Mapping
+
+from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.domain import config as domain_config
+from concorde_workers.domain.credentials import claude_config_directory, pi_agent_directory
+from concorde_workers.domain.discovery import Installation, locate, looked_at
+from concorde_workers.domain.doctor import (
+    PROGRAMS,
+    CredentialFact,
+    Diagnosis,
+    Facts,
+    FileFact,
+    ProgramFact,
+    SandboxFact,
+    diagnose,
+)
+from concorde_workers.domain.environment import API_KEY_SUFFIX
+from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE, PI_AUTH_FILE
+from concorde_workers.domain.program_versions import ProgramLocation
+from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.program_versions import ProgramVersions
+from concorde_workers.ports.sandbox_probe import SandboxProbe
+
+TOOL_NAMES = {"bwrap": ("bwrap",), "socat": ("socat",), "rg": ("rg",), "fd": ("fd", "fdfind"),
+              "node": ("node",), "git": ("git",)}
+
+
+def worktree_of(cwd: str) -> str | None:
+    """The worktree `cwd` lies in when it is one in `.claude/worktrees/` (seed 000 placement:
+    `<primary>/.claude/worktrees/<name>`), else None."""
+    parts = posixpath.normpath(cwd).split("/")
+    for i in range(len(parts) - 2):
+        if parts[i] == ".claude" and parts[i + 1] == "worktrees" and parts[i + 2]:
+            return "/".join(parts[: i + 3])
+    return None
+
+
+class Doctor:
+    """Gathers the facts and judges them."""
+
+    def __init__(self, fs: FileSystem, versions: ProgramVersions, probe: SandboxProbe,
+                 config_reader: ConfigurationReader, environ: Mapping[str, str],
+                 installations: tuple[Installation, ...], cwd: str) -> None:
+        self._fs = fs
+        self._versions = versions
+        self._probe = probe
+        self._config = config_reader
+        self._environ = environ
+        self._installations = installations
+        self._cwd = cwd
+
+    def diagnose(self) -> Diagnosis:
+        return diagnose(self.facts())
+
+    def facts(self) -> Facts:
+        primary = None
+        worktree = worktree_of(self._cwd)
+        if worktree is not None:
+            primary = posixpath.dirname(posixpath.dirname(posixpath.dirname(worktree)))
+        programs = {name: self._program(name, primary) for name in PROGRAMS}
+        path = self._environ.get("PATH", "")
+        tools = {name: next((f for n in names if (f := self._fs.which(n, path))), None)
+                 for name, names in TOOL_NAMES.items()}
+        return Facts(programs=programs, tools=tools,
+                     sandbox=self._sandbox(programs["sandbox-runtime"], tools),
+                     model_map=self._model_map(), credentials=self._credentials(),
+                     workers_json=None if worktree is None else self._workers_json(worktree))
+
+    def _program(self, name: str, primary: str | None) -> ProgramFact:
+        found = locate(name, self._environ, self._installations, self._fs, primary)
+        looked = tuple(looked_at(name, self._environ, self._installations, primary))
+        if found is None:
+            return ProgramFact(name, None, None, None, looked)
+        version = self._versions.version_of(ProgramLocation(program=name, path=found.path,
+                                                            origin=found.origin))
+        return ProgramFact(name, found.path, found.origin, version, looked)
+
+    def _sandbox(self, runtime: ProgramFact, tools: Mapping[str, str | None]) -> SandboxFact | None:
+        node = tools.get("node")
+        if runtime.path is None or node is None or not (tools.get("bwrap") and tools.get("socat")):
+            return None
+        return self._probe.network(node, runtime.path)
+
+    def _model_map(self) -> FileFact:
+        named = self._environ.get("CONCORDE_MODEL_MAP")
+        origin = "$CONCORDE_MODEL_MAP" if named else "the default place (XDG configuration)"
+        found = self._config.model_map([])
+        if isinstance(found, Refusal):
+            return FileFact(found.file, origin, found.message)
+        return FileFact(found.file, origin, None)
+
+    def _credentials(self) -> tuple[CredentialFact, ...]:
+        env = self._environ
+        claude_dir = claude_config_directory(env)
+        claude_file = posixpath.join(claude_dir, CLAUDE_CREDENTIALS_FILE) if claude_dir else None
+        claude = [name for name in ("ANTHROPIC_API_KEY",) if env.get(name)]
+        if claude_file and self._fs.is_file(claude_file):
+            claude.append(claude_file)
+        pi_dir = pi_agent_directory(env)
+        pi_auth = posixpath.join(pi_dir, PI_AUTH_FILE) if pi_dir else None
+        pi = sorted(name for name, value in env.items()
+                    if name.endswith(API_KEY_SUFFIX) and value)
+        if pi_auth and self._fs.is_file(pi_auth):
+            pi.append(pi_auth)
+        return (
+            CredentialFact("claude", tuple(claude),
+                           ("ANTHROPIC_API_KEY", claude_file or "~/.claude/.credentials.json")),
+            CredentialFact("pi", tuple(pi), ("*_API_KEY", pi_auth or "~/.pi/agent/auth.json")),
+        )
+
+    def _workers_json(self, worktree: str) -> FileFact:
+        file = posixpath.join(worktree, domain_config.CONFIG_PATH)
+        origin = "this worktree"
+        declared: dict[str, set[str]] = {}
+        try:
+            data = json.loads(self._fs.read_text(file)) if self._fs.is_file(file) else None
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("operations"), dict):
+            # Doctor is no caller with declarations: every name the file gives is declared.
+            for operation, entry in data["operations"].items():
+                workers = entry.get("workers") if isinstance(entry, dict) else None
+                declared[str(operation)] = set(workers) if isinstance(workers, dict) else set()
+        found = self._config.configuration(worktree, declared)
+        if isinstance(found, Refusal):
+            return FileFact(file, origin, found.message)
+        return FileFact(file, origin, None)

@@ -1,0 +1,151 @@
+"""`concorde-workers doctor` (issue 12 §1): the verdict decided from probed facts (domain/doctor.py)
+and the facts gathered through the ports (application/doctor.py) with fakes: programs where a run
+finds them with their versions, the tools, the sandbox, the model map, the credentials (never a
+value), the worktree's workers.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fakes.filesystem import FakeFileSystem
+from fakes.program_versions import FakeProgramVersions
+from fakes.sandbox_probe import FakeSandboxProbe
+
+from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.doctor import Doctor, worktree_of
+from concorde_workers.domain.discovery import CHECKOUT, USER_DATA, Installation
+from concorde_workers.domain.doctor import SandboxFact, diagnose
+
+HOME = "/home/dev"
+MODULES = f"{HOME}/.local/share/concorde-workers/node_modules"
+SRT = f"{MODULES}/@anthropic-ai/sandbox-runtime"
+SECRET = "sk-do-not-print-0123456789"
+CLAUDE_SECRET = '{"claudeAiOauth": {"accessToken": "oauth-do-not-print-42"}}'
+PI_SECRET = '{"local": {"type": "api_key", "key": "pi-key-do-not-print-77"}}'
+WORKTREE = "/work/repo/.claude/worktrees/task"
+ENV = {"HOME": HOME, "PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": SECRET}
+MODEL_MAP = {"schema_version": 1, "models": {"m-local": {"pi": "local/m"}}}
+WORKERS = {"schema_version": 2, "enabled_models": {"m-local": {}},
+           "default": {"model": "m-local"},
+           "operations": {"implement": {"workers": {"reviewer": {"model": "m-local"}}}}}
+
+
+def machine() -> FakeFileSystem:
+    """Everything a run needs, as install-agents and a user leave it."""
+    fs = FakeFileSystem()
+    for name in ("claude", "pi"):
+        fs.write(f"{MODULES}/.bin/{name}", "#!/bin/sh\n", 0o755)
+    fs.write(f"{SRT}/dist/index.js", "// srt\n")
+    for tool in ("bwrap", "socat", "rg", "fdfind", "node", "git"):
+        fs.write(f"/usr/bin/{tool}", "", 0o755)
+    fs.write(f"{HOME}/.config/concorde/models.json", json.dumps(MODEL_MAP))
+    fs.write(f"{HOME}/.claude/.credentials.json", CLAUDE_SECRET, 0o600)
+    fs.write(f"{HOME}/.pi/agent/auth.json", PI_SECRET, 0o600)
+    fs.write(f"{WORKTREE}/.concorde/workers.json", json.dumps(WORKERS))
+    return fs
+
+
+def doctor(fs: FakeFileSystem, env: dict[str, str] = ENV, cwd: str = WORKTREE,
+           versions: FakeProgramVersions | None = None,
+           probe: FakeSandboxProbe | None = None) -> Doctor:
+    found_in = (Installation(CHECKOUT, "/src/cw/node_modules"), Installation(USER_DATA, MODULES))
+    return Doctor(fs, versions or FakeProgramVersions(), probe or FakeSandboxProbe(),
+                  ConfigurationReader(fs, env), env, found_in, cwd)
+
+
+def states(text_lines: list[str]) -> dict[str, bool]:
+    return {line.split("] ", 1)[1].split(":", 1)[0]: line.startswith("[ok]")
+            for line in text_lines if line.startswith("[")}
+
+
+def test_a_machine_with_everything_passes_every_check_and_exits_0() -> None:
+    probe = FakeSandboxProbe()
+    diagnosis = doctor(machine(), probe=probe).diagnose()
+    lines = diagnosis.lines()
+    assert diagnosis.status == 0, lines
+    assert all(states(lines).values()) and len(states(lines)) == 14
+    assert probe.asked == [("/usr/bin/node", SRT)]
+    assert any("pi (@mariozechner/pi-coding-agent): 0.73.1 (at least 0.73.1) at "
+               f"{MODULES}/.bin/pi (found by the user data folder" in line for line in lines)
+    assert any(line.startswith("[ok] workers.json of this worktree: "
+                               f"{WORKTREE}/.concorde/workers.json") for line in lines)
+
+
+def test_no_credential_value_is_ever_part_of_what_doctor_says() -> None:
+    diagnosis = doctor(machine()).diagnose()
+    said = "\n".join(diagnosis.lines()) + json.dumps(diagnosis.to_json())
+    for secret in (SECRET, "oauth-do-not-print-42", "pi-key-do-not-print-77"):
+        assert secret not in said
+    assert "ANTHROPIC_API_KEY" in said and f"{HOME}/.pi/agent/auth.json" in said
+
+
+@pytest.mark.parametrize(("breaks", "failed", "repair"), [
+    (lambda fs, env: fs.remove(f"{MODULES}/.bin/pi"), "pi (@mariozechner/pi-coding-agent)",
+     "concorde-workers install-agents (the pinned @mariozechner/pi-coding-agent@0.73.1"),
+    (lambda fs, env: fs.remove(f"{SRT}/dist/index.js"), "sandbox-runtime",
+     "@anthropic-ai/sandbox-runtime@0.0.83"),
+    (lambda fs, env: fs.remove("/usr/bin/socat"), "socat", "apt-get install socat"),
+    (lambda fs, env: fs.remove("/usr/bin/fdfind"), "fd", "fd-find"),
+    (lambda fs, env: fs.write(f"{HOME}/.config/concorde/models.json", "{"), "model map",
+     "contract.workers.model-map"),
+    (lambda fs, env: fs.remove(f"{HOME}/.config/concorde/models.json"), "model map",
+     "contract.workers.model-map"),
+    (lambda fs, env: (fs.remove(f"{HOME}/.claude/.credentials.json"),
+                      env.pop("ANTHROPIC_API_KEY")), "credentials of the claude backend",
+     "set ANTHROPIC_API_KEY"),
+    (lambda fs, env: (fs.remove(f"{HOME}/.pi/agent/auth.json"), env.pop("ANTHROPIC_API_KEY")),
+     "credentials of the pi backend", "auth.json"),
+    (lambda fs, env: fs.write(f"{WORKTREE}/.concorde/workers.json", '{"schema_version": 2}'),
+     "workers.json of this worktree", "contract.workers.worker-configuration"),
+])
+def test_each_missing_prerequisite_fails_its_own_line_with_its_repair_and_exits_2(
+        breaks: object, failed: str, repair: str) -> None:
+    fs, env = machine(), dict(ENV)
+    breaks(fs, env)  # type: ignore[operator]
+    diagnosis = doctor(fs, env).diagnose()
+    assert diagnosis.status == 2
+    bad = [c for c in diagnosis.checks if not c.ok]
+    # The one it broke fails; a missing sandbox program also leaves the sandbox untried.
+    assert bad[0].name.startswith(failed), [c.name for c in bad]
+    assert all(c.name.startswith("a command in the worker's Bash sandbox") for c in bad[1:])
+    assert repair in bad[0].repair, bad[0].repair
+    line = next(x for x in diagnosis.lines() if x.startswith("[FAILED]"))
+    assert repair in line
+
+
+def test_a_program_older_than_its_floor_is_named_with_its_floor() -> None:
+    versions = FakeProgramVersions(versions={"claude": "2.1.197"})
+    diagnosis = doctor(machine(), versions=versions).diagnose()
+    bad = [c for c in diagnosis.checks if not c.ok]
+    assert len(bad) == 1 and "2.1.197" in bad[0].state and "at least 2.1.332" in bad[0].state
+    assert "@anthropic-ai/claude-code@2.1.332" in bad[0].repair
+
+
+@pytest.mark.parametrize(("fact", "ok", "says"), [
+    (SandboxFact(ran=True, reached=False, detail="refused"), True, "could not reach"),
+    (SandboxFact(ran=True, reached=True, detail="connected"), False, "reached 127.0.0.1"),
+    (SandboxFact(ran=False, reached=False, detail="bwrap: no permission"), False,
+     "did not run"),
+])
+def test_the_sandbox_holds_only_when_its_command_ran_and_reached_nothing(
+        fact: SandboxFact, ok: bool, says: str) -> None:
+    check = next(c for c in doctor(machine(), probe=FakeSandboxProbe(fact)).diagnose().checks
+                 if c.name.startswith("a command"))
+    assert check.ok is ok and says in check.state
+
+
+def test_the_sandbox_is_not_tried_without_its_programs() -> None:
+    fs = machine()
+    fs.remove("/usr/bin/bwrap")
+    probe = FakeSandboxProbe()
+    facts = doctor(fs, probe=probe).facts()
+    assert facts.sandbox is None and probe.asked == []
+    assert not diagnose(facts).ok
+
+
+def test_workers_json_is_checked_only_inside_a_worktree() -> None:
+    assert doctor(machine(), cwd="/tmp").facts().workers_json is None
+    assert worktree_of(f"{WORKTREE}/src/app") == WORKTREE
+    assert worktree_of("/work/repo/.claude") is None
+    assert worktree_of("/work/repo") is None
