@@ -85,15 +85,17 @@ class SandboxedCheckRunner:
             src, dst = entry.path, os.path.join(target, entry.name)
             child = f"{rel}/{entry.name}" if rel else entry.name
             info = entry.stat(follow_symlinks=False)
+            kept = keep(child)
+            if kept is Keep.PRUNED:
+                continue
             if stat.S_ISDIR(info.st_mode):
                 os.mkdir(dst, 0o700)
                 self._copy_dir(src, dst, child, keep)
-                if keep(child) is Keep.NOTHING and not os.listdir(dst):
+                if kept is Keep.NOTHING and not os.listdir(dst):
                     os.rmdir(dst)  # nothing below it is kept
                 else:
                     os.chmod(dst, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
                 continue
-            kept = keep(child)
             if kept is Keep.NOTHING:
                 continue
             if stat.S_ISLNK(info.st_mode):

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.environment import worker_path
 from concorde_workers.domain.git_commands import SANDBOX_ARGS
-from concorde_workers.domain.grant import Grant, Level
+from concorde_workers.domain.grant import Grant, Level, entries_below
 from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 from concorde_workers.domain.paths import is_within
 
@@ -66,6 +66,7 @@ class Keep(StrEnum):
     CONTENT = "content"
     NAME = "name"
     NOTHING = "nothing"
+    PRUNED = "nothing, nor anything below it"
 
 
 def copy_rule(grant: Grant | None, rel: str) -> Keep:
@@ -79,7 +80,10 @@ def copy_rule(grant: Grant | None, rel: str) -> Keep:
     level = grant.level_of(rel)
     if level in (Level.RW, Level.RO):
         return Keep.CONTENT
-    return Keep.NAME if level is Level.NAMES else Keep.NOTHING
+    if level is Level.NAMES:
+        return Keep.NAME
+    # A folder no entry reaches into is not walked at all (node_modules, a virtual environment).
+    return Keep.NOTHING if entries_below(grant, rel.strip("/")) else Keep.PRUNED
 
 
 def primary_of(worktree: str) -> str | None:

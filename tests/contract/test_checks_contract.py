@@ -187,7 +187,7 @@ def test_a_copy_keeps_only_what_keep_says(world: World) -> None:
     world.write("secrets/token.txt", b"hidden\n")
     world.write("secrets/deep/x.txt", b"hidden\n")
     levels = {"src/app/a.py": Keep.CONTENT, "docs/notes.md": Keep.CONTENT,
-              "README.md": Keep.NAME}
+              "README.md": Keep.NAME, "secrets/deep": Keep.PRUNED}
     copy = world.runner.copy(world.worktree, lambda rel: levels.get(rel, Keep.NOTHING))
     assert world.tree(copy) == {"src/app/a.py": ("file", b"rw\n", False),
                                 "docs/notes.md": ("file", b"read only\n", False),

@@ -80,6 +80,8 @@ class FakeCheckRunner:
                 continue
             rel = path[len(prefix):]
             what = keep(rel) if keep is not None else Keep.CONTENT
+            if what is Keep.PRUNED:
+                what = Keep.NOTHING  # flat: everything below is judged on its own
             if ".git" in rel.split("/") or node.kind not in (
                     EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK) or (
                     what is Keep.NOTHING and node.kind is not EntryKind.DIRECTORY):

@@ -145,9 +145,12 @@ def test_a_checks_copy_keeps_what_the_worker_may_read_and_nothing_more() -> None
     grant = parse_grant({"task_type": "implement", "context_identity": "sha256:" + "1" * 64,
                          "entries": [{"path": "src/", "level": "rw"},
                                      {"path": "src/x.py", "level": "ro"},
-                                     {"path": "README.md", "level": "names"}]})
+                                     {"path": "README.md", "level": "names"},
+                                     {"path": "docs/api.md", "level": "ro"}]})
     assert isinstance(grant, Grant)
     assert [copy_rule(grant, rel) for rel in ("src/a.py", "src/x.py", "README.md",
-                                              "secrets/t.txt", "src")] == [
-        Keep.CONTENT, Keep.CONTENT, Keep.NAME, Keep.NOTHING, Keep.CONTENT]
+                                              "secrets/t.txt", "src", "secrets",
+                                              "docs")] == [
+        Keep.CONTENT, Keep.CONTENT, Keep.NAME, Keep.PRUNED, Keep.CONTENT, Keep.PRUNED,
+        Keep.NOTHING]
     assert copy_rule(None, "secrets/t.txt") is Keep.CONTENT
