@@ -22,7 +22,7 @@ from concorde_workers.domain.brief import compose_brief
 from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.confinement import Confinement
-from concorde_workers.domain.credentials import credential_origins
+from concorde_workers.domain.credentials import credential_origins, home_at_root
 from concorde_workers.domain.discovery import Installation
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.git_status import GitRepository
@@ -186,6 +186,9 @@ class Preparer:
         too_old = version_refusal(seen.programs)
         if too_old is not None:
             return too_old
+        home = self.home_refusal()
+        if home is not None:
+            return home
         origins = credential_origins(self._host.environ, self._host.user_home)
         model_map = [request.model_map] if request.model_map else []
         policy = build_policy(
@@ -220,6 +223,13 @@ class Preparer:
         """What `WorkerHost.refusal_before_run` answers: `beside_refusal`, then
         `program_refusal`."""
         return self.beside_refusal(request, temp_root) or self.program_refusal(request)
+
+    def home_refusal(self) -> Refusal | None:
+        """The refusal of a home of `/` (domain/credentials.py `home_at_root`), or None."""
+        problem = home_at_root(self._host.user_home, self._host.environ, self._fs.realpath)
+        if problem is None:
+            return None
+        return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem)
 
     def program_refusal(self, request: RunRequest) -> Refusal | None:
         """The refusal of an agent program older than the policy relies on, or whose version
@@ -345,6 +355,9 @@ class Preparer:
                 admin: tuple[AdminPath, ...], temp_root: str) -> Refusal | None:
         """Seed 000 "Reading beside the grant": runtime paths and the project interpreter are
         taken exactly as given or refused (domain/beside.py), never rewritten."""
+        home = self.home_refusal()
+        if home is not None:
+            return home
         origins = credential_origins(self._host.environ, self._host.user_home)
         model_map = [request.model_map] if request.model_map else []
         around = surroundings(

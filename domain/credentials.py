@@ -19,7 +19,7 @@ paths).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
@@ -89,5 +89,29 @@ def credential_origins(environ: Mapping[str, str], user_home: str) -> Credential
     )
 
 
+def home_at_root(user_home: str, environ: Mapping[str, str],
+                 real: Callable[[str], str]) -> str | None:
+    """Why no worker can run under these homes, or None: a home that is `/` (as given, or with
+    links resolved by `real`) cannot be hidden — hiding it hides the system the agent runs from,
+    leaving it leaves every credential below it readable — so the host refuses before any run
+    rather than do either silently (docs/decisions.md "A home of /"). An empty or relative
+    `HOME` is no home: the password database's home stands for it (`credential_origins`)."""
+    given = environ.get("HOME")
+    homes = [("the password database's home directory of this user", user_home,
+              "run the host as a user whose home directory is a folder of its own"),
+             ("HOME", given or "",
+              f"set HOME to the user's own home directory, or unset it (then "
+              f"{user_home}, the password database's, is hidden)")]
+    for which, home, repair in homes:
+        # normpath keeps a leading "//" (POSIX leaves its meaning open): Linux reads it as /
+        if home and posixpath.isabs(home) and "/" in (
+                "/" + posixpath.normpath(home).lstrip("/"), real(home)):
+            shown = home if home == "/" else f"{home} (which is /)"
+            return (f"{which} is {shown}: a home of / cannot be hidden from the worker — hiding "
+                    f"it would hide the system the agent program runs from, leaving it would "
+                    f"leave every credential below it readable; {repair}")
+    return None
+
+
 __all__ = ["CredentialOrigins", "claude_config_directory", "credential_origins",
-           "pi_agent_directory"]
+           "home_at_root", "pi_agent_directory"]

@@ -742,3 +742,20 @@ def test_any_request_file_bytes_give_0_or_2(project: Any, content: bytes) -> Non
     result = plan(str(project.root / "bytes.json"))
     assert result.status == 2
     assert "request_invalid (input)" in result.err
+
+
+# --- a home of / (docs/decisions.md "A home of /") ---------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["claude", "pi"])
+def test_a_home_of_root_is_refused_with_its_repair_not_hidden_silently(
+        project: Any, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME=/ (a service account's, a container's): hiding it would hide every program, leaving
+    it every credential; the plan says so, names HOME and how to repair it, and plans nothing."""
+    monkeypatch.setenv("HOME", "/")
+    result = plan(*flags(project, "--backend", backend))
+    assert result.status == 2, result.both
+    assert "launch_failed" in result.both and "HOME is /: a home of / cannot be hidden" in (
+        result.both), result.both
+    assert "set HOME to the user's own home directory" in result.both
+    assert "Traceback" not in result.both

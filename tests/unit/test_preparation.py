@@ -32,6 +32,7 @@ from fakes.world import (
 
 from concorde_workers.application.preparation import Prepared, Progress
 from concorde_workers.contracts import worker_result_schema
+from concorde_workers.domain.credentials import home_at_root
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import parse_grant
 from concorde_workers.domain.launch import schema_text
@@ -510,6 +511,52 @@ def test_the_policy_hides_both_homes_every_origin_and_the_run_directory(backend:
     for path in ("/srv/home/dev/.ssh/id_rsa", "/opt/pi/auth.json",
                  "/srv/trace/op-1/workers/w-1/grant.json", "/tmp/concorde-0a0a0a-x/config"):
         assert not decide_read(policy, path).allowed, path
+
+
+HOME_AT_ROOT = ("HOME is {shown}: a home of / cannot be hidden from the worker — hiding it "
+                "would hide the system the agent program runs from, leaving it would leave "
+                "every credential below it readable; set HOME to the user's own home directory, "
+                "or unset it (then /home/dev, the password database's, is hidden)")
+
+
+@pytest.mark.parametrize(("home", "link", "shown"), [
+    pytest.param("/", None, "/", id="/"),
+    pytest.param("//", None, "// (which is /)", id="//"),
+    pytest.param("/.", None, "/. (which is /)", id="/."),
+    pytest.param("/srv/top", "/", "/srv/top (which is /)", id="a link to /"),
+])
+@pytest.mark.parametrize("backend", ["claude", "pi"])
+def test_a_home_of_root_is_refused_naming_it_and_the_repair(
+        backend: str, home: str, link: str | None, shown: str) -> None:
+    """Hiding both homes (issue 8 §4) with a home of / would hide everything (the agent's own
+    program and every tool) or, left out, nothing: neither silently (docs/decisions.md "A home
+    of /")."""
+    world = PlanWorld()
+    if link is not None:
+        world.fs.symlink(link, home)
+    world.environ.update(HOME=home)
+    result, _ = prepare(world, request(backend=backend))
+    assert_refused(result, "launch_failed", Reason.ENVIRONMENT,
+                   HOME_AT_ROOT.format(shown=shown))
+
+
+@pytest.mark.parametrize("home", ["", "home/dev"], ids=["empty", "relative"])
+def test_an_empty_or_relative_home_is_no_home_and_the_password_database_s_stands(
+        home: str) -> None:
+    world = PlanWorld()
+    world.environ.update(HOME=home)
+    result, _ = prepare(world, request(backend="claude"))
+    assert isinstance(result, Prepared), result
+    assert result.policy.boundaries == ("/home/dev", PRIMARY)
+
+
+def test_a_password_database_home_of_root_is_refused() -> None:
+    problem = home_at_root("/", {"HOME": "/home/dev"}, lambda p: p)
+    assert problem is not None and problem.startswith(
+        "the password database's home directory of this user is /: ")
+    assert problem.endswith("; run the host as a user whose home directory is a folder of its "
+                            "own")
+    assert home_at_root("/home/dev", {}, lambda p: p) is None
 
 
 def test_a_linked_origin_is_hidden_as_given_and_really() -> None:
