@@ -59,6 +59,14 @@ def _entry_kind(entry: os.DirEntry[str]) -> EntryKind:
     return _kind_of(entry.stat(follow_symlinks=False).st_mode)
 
 
+def _fsync_directory(path: str) -> None:
+    dir_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 @contextlib.contextmanager
 def _os_errors(path: str, op: str) -> Iterator[None]:
     try:
@@ -115,31 +123,34 @@ class LocalFileSystem:
         except UnicodeDecodeError as exc:
             raise FileSystemError(path, "read_text", f"not UTF-8: {exc}") from exc
 
-    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644, *,
+                     durable: bool = False) -> None:
         payload = data.encode("utf-8") if isinstance(data, str) else data
         directory = os.path.dirname(path) or "."
         with _os_errors(path, "write_atomic"):
             # The temporary file lies in the target's directory so os.replace is a rename on
-            # one filesystem, atomic for readers; fsync before the rename so a crash cannot
-            # leave the new name pointing at empty data, and fsync the directory after it so
-            # the rename itself survives.
+            # one filesystem, atomic for readers. Durable: fsync before the rename so a crash
+            # cannot leave the new name pointing at empty data, and fsync the directory after it
+            # so the rename itself survives; the other writes skip both (docs/decisions.md).
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=directory)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(payload)
                     f.flush()
                     os.fchmod(f.fileno(), mode)
-                    os.fsync(f.fileno())
+                    if durable:
+                        os.fsync(f.fileno())
                 os.replace(tmp, path)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
                 raise
-            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            if durable:
+                _fsync_directory(directory)
+
+    def sync_directory(self, path: str) -> None:
+        with _os_errors(path, "sync_directory"):
+            _fsync_directory(path)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)

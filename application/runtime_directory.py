@@ -252,6 +252,7 @@ def cleanup_runtime_directory(
         except FileSystemError as error:
             removal_error = error.os_error_text
             errors.append(_describe(error))
+    _sync_removal(fs, root, errors)
 
     return CleanupOutcome(
         transcript_kept=transcript_kept,
@@ -259,6 +260,17 @@ def cleanup_runtime_directory(
         remains=_remains(fs, root, copies, resisting, removal_error),
         errors=tuple(errors),
     )
+
+
+def _sync_removal(fs: FileSystem, root: str, errors: list[str]) -> None:
+    """The removal of the credential copies survives a power loss: the runtime parent synced
+    once after the root went (or the root itself when it remains), which commits every unlink
+    before it (docs/decisions.md "What is durable")."""
+    where = root if fs.lexists(root) else posixpath.dirname(root)
+    try:
+        fs.sync_directory(where)
+    except FileSystemError as error:
+        errors.append(_describe(error))
 
 
 def _remove_copy(

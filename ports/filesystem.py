@@ -100,10 +100,18 @@ class FileSystem(Protocol):
         """The file's text, UTF-8; invalid UTF-8 raises `FileSystemError`."""
         ...
 
-    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644, *,
+                     durable: bool = False) -> None:
         """Replace `path` with `data` (str as UTF-8) and permission bits `mode` so that a reader
         sees the old or the new content, never a part; a final link at `path` is replaced, not
-        followed. The parent directory must exist."""
+        followed. The parent directory must exist. `durable`: the new content also survives a
+        power loss once this returns (the file and its directory synced) — only for what must
+        (docs/decisions.md "What is durable"); other writes are atomic for readers alone."""
+        ...
+
+    def sync_directory(self, path: str) -> None:
+        """Make what was done to directory `path`'s names so far (entries made, renamed,
+        removed) survive a power loss: fsync(2) of the directory."""
         ...
 
     def exists(self, path: str) -> bool:

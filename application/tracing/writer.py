@@ -196,7 +196,10 @@ class TraceWriter:
         if moment not in ("start", "update", "end"):
             raise ValueError(f"a trace write's moment is start, update or end, not {moment!r}")
         try:
-            self._fs.write_atomic(path, node_json(node))
+            # A node that has ended is the record (the run's, or its round's part of it):
+            # durable, as the record must survive a power loss; a running node's writes are
+            # atomic only (docs/decisions.md "What is durable").
+            self._fs.write_atomic(path, node_json(node), durable=node.status != "running")
         except FileSystemError as error:
             failure = TraceFailure(path, moment, error.os_error_text)
             self._failures.append(failure)

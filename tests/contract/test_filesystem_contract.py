@@ -30,6 +30,22 @@ class TestReadWrite:
         assert fs.read_bytes(path) == b"second"
         assert fs.stat(path).mode == 0o600
 
+    def test_a_durable_write_is_the_same_write(self, fs_world: Any) -> None:
+        fs, path = fs_world.fs, fs_world.root + "/record.json"
+        fs.write_atomic(path, "old")
+        fs.write_atomic(path, '{"end": true}\n', 0o600, durable=True)
+        assert fs.read_text(path) == '{"end": true}\n'
+        assert fs.stat(path).mode == 0o600
+        assert [e.name for e in fs.listdir(fs_world.root)] == ["record.json"]
+
+    def test_sync_directory_syncs_a_directory_and_refuses_a_missing_one(self, fs_world: Any
+                                                                       ) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.sync_directory(root)
+        with pytest.raises(FileSystemError) as info:
+            fs.sync_directory(root + "/missing")
+        assert (info.value.op, info.value.not_found) == ("sync_directory", True)
+
     def test_write_atomic_leaves_no_temporary_file(self, fs_world: Any) -> None:
         fs, root = fs_world.fs, fs_world.root
         fs.write_atomic(root + "/a", b"1")

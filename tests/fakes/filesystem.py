@@ -68,6 +68,10 @@ class FakeFileSystem:
     nodes: dict[str, Node] = field(default_factory=dict)
     ops: list[tuple[str, str]] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
+    durable: list[str] = field(default_factory=list)
+    """Every file written with durable=True, in order (physical paths)."""
+    synced: list[str] = field(default_factory=list)
+    """Every directory `sync_directory` made durable, in order (physical paths)."""
     uid: int = FAKE_UID
     now: float = FAKE_NOW
 
@@ -241,7 +245,8 @@ class FakeFileSystem:
         except UnicodeDecodeError as exc:
             raise FileSystemError(path, "read_text", f"not UTF-8: {exc}") from exc
 
-    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644, *,
+                     durable: bool = False) -> None:
         apath = self._record("write_atomic", path)
         parent = self._resolve(posixpath.dirname(apath), follow=True, op="write_atomic")
         parent_node = self.nodes.get(parent)
@@ -256,6 +261,15 @@ class FakeFileSystem:
         payload = data.encode("utf-8") if isinstance(data, str) else data
         # Replacing the name, as rename(2) does: a link at `path` is replaced, not followed.
         self.nodes[final] = self._new(EntryKind.FILE, mode & 0o7777, payload)
+        if durable:
+            self.durable.append(final)
+
+    def sync_directory(self, path: str) -> None:
+        apath = self._record("sync_directory", path)
+        physical, node = self._node(apath, "sync_directory", follow=True)
+        if node.kind is not EntryKind.DIRECTORY:
+            raise self._error(apath, "sync_directory", errno.ENOTDIR)
+        self.synced.append(physical)
 
     def exists(self, path: str) -> bool:
         self._record("exists", path)

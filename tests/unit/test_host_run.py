@@ -62,8 +62,9 @@ class Spy:
         self.writes: list[tuple[str, str, float]] = []
         original = world.fs.write_atomic
 
-        def write_atomic(path: str, data: bytes | str, mode: int = 0o644) -> None:
-            original(path, data, mode)
+        def write_atomic(path: str, data: bytes | str, mode: int = 0o644, *,
+                         durable: bool = False) -> None:
+            original(path, data, mode, durable=durable)
             text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
             self.writes.append((path, text, world.clock.monotonic()))
 
