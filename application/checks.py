@@ -84,6 +84,7 @@ class ChecksValidation:
         self._start: str | None = None
         self._start_problem: str | None = None
         self._before: dict[str, CheckRun] = {}
+        self.leftover: str | None = None
 
     def __enter__(self) -> ChecksValidation:
         self.start()
@@ -105,10 +106,16 @@ class ChecksValidation:
                                    f"{failed.os_error_text}")
 
     def close(self) -> None:
-        """Discard the starting state's copy."""
+        """Discard the starting state's copy; what could not be removed is said in
+        `leftover` (the run has ended by then: nothing of it is lost)."""
         start, self._start = self._start, None
-        if start is not None:
+        if start is None:
+            return
+        try:
             self._runner.discard(start)
+        except CheckCopyFailed as failed:
+            self.leftover = (f"the copy of the run's starting state {failed.path} could not be "
+                             f"removed: {failed.os_error_text}; remove it by hand")
 
     def __call__(self, given: ValidationInput) -> ValidationOutcome:
         place = self._round_place(given)

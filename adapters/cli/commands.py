@@ -192,6 +192,8 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
     with cancel_on_signals(cancel), validation or contextlib.nullcontext():
         record = run_watched(container.worker_host(), request, cancel, watcher,
                              validation=validation)
+    if validation is not None and validation.leftover:
+        err.write(terminal_lines([f"concorde-workers: {validation.leftover}"]))
     print_record(record, args.json, out,
                  read_programs(container.filesystem(), record.run_directory))
     return status_of(record)

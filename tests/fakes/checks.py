@@ -58,6 +58,7 @@ class FakeCheckRunner:
     programs: Mapping[str, Program | str] = field(default_factory=dict)
     unstartable: frozenset[str] = frozenset()
     copy_fails: bool = False
+    discard_fails: bool = False
     seconds: float = 0.25
     runs: list[tuple[str, str, CheckPlace]] = field(default_factory=list)
     live: set[str] = field(default_factory=set)
@@ -135,6 +136,8 @@ class FakeCheckRunner:
                         duration_seconds=self.seconds, log=log[-LOG_KEEP_BYTES:])
 
     def discard(self, tree: str) -> None:
+        if self.discard_fails:
+            raise CheckCopyFailed(tree, "Device or resource busy")
         prefix = tree.rstrip("/") + "/"
         for path in [p for p in self.fs.nodes if p == tree or p.startswith(prefix)]:
             del self.fs.nodes[path]

@@ -235,3 +235,31 @@ def test_a_run_cancelled_while_a_check_runs_kills_it_runs_no_other_and_ends_inte
     assert record.error.code == "interrupted" and len(record.rounds) == 1
     assert [check for check, _, _ in runner.runs] == ["tests"]  # no narrowing, no next check
     assert runner.live == set()
+
+
+def test_without_a_copy_of_the_starting_state_a_failing_check_is_unavailable_not_blamed(
+) -> None:
+    world = HostWorld()
+    runner = FakeCheckRunner(world.fs, {TESTS: suite_passes_unless_bug}, copy_fails=True)
+    checking = validation(world, runner)
+    checking.start()  # the starting state cannot be copied
+    runner.copy_fails = False
+    record = world.run([Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py",
+                                                                 "bug\n"))],
+                       validation=checking, limits={"rounds": 3})
+    checking.close()
+    assert record.error is not None and record.error.code == CHECKS_UNAVAILABLE
+    assert "the run's starting state could not be copied: No space left on device" in \
+        record.error.causes[0].detail
+
+
+def test_a_starting_state_copy_that_cannot_be_removed_is_told_not_raised() -> None:
+    world = HostWorld()
+    runner = FakeCheckRunner(world.fs, {TESTS: suite_passes_unless_bug})
+    checking = validation(world, runner)
+    checking.start()
+    [start] = runner.live
+    runner.discard_fails = True
+    checking.close()
+    assert checking.leftover is not None and start in checking.leftover
+    assert "Device or resource busy" in checking.leftover
