@@ -131,7 +131,7 @@ class Prepared:
         return self.generated.program_found
 
     @property
-    def tools(self) -> str:
+    def tools(self) -> tuple[str, ...]:
         return self.command.tools
 
     @property

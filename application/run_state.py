@@ -164,7 +164,7 @@ class RunState:
         return RunTraceContent(
             task_type=self.request.task_type, backend_source=self.request.backend_source,
             local_model=self.request.local_model, model_map=self.request.model_map,
-            tools=tuple(prepared.tools.split(",")) if prepared else None,
+            tools=prepared.tools if prepared else None,
             transcript="transcript.jsonl" if self.transcript_kept else None,
             worker_result=(None if self.worker_result is None
                            else self.worker_result.model_dump(mode="json")),

@@ -53,15 +53,15 @@ bubblewrap collapses (a death by signal n becomes the exit status 128 + n)."""
 
 
 class LaunchCommand(BaseModel):
-    """One round's command: its argv (program first), working directory, the tool set as passed
-    to --tools, and the ways the command departs from the spec's text for the installed program
-    (empty when it follows the spec literally)."""
+    """One round's command: its argv (program first), working directory, the tool set --tools
+    names (one name each, in order), and the ways the command departs from the spec's text for
+    the installed program (empty when it follows the spec literally)."""
 
     model_config = ConfigDict(frozen=True)
 
     argv: tuple[str, ...]
     cwd: str
-    tools: str
+    tools: tuple[str, ...]
     adaptations: tuple[str, ...] = ()
 
 
@@ -94,12 +94,19 @@ def _option_value(flag: str, value: str) -> str:
     return value
 
 
-def tools_argument(tools: Sequence[str] | str) -> str:
-    """The comma-separated tool set as passed to --tools."""
-    names = tools.split(",") if isinstance(tools, str) else list(tools)
+def tool_set(tools: Sequence[str]) -> tuple[str, ...]:
+    """The tool set as a tuple of names, each one --tools can carry."""
+    if isinstance(tools, str):
+        raise ValueError(f"a tool set is a sequence of names, not one string: {tools!r}")
+    names = tuple(tools)
     if not names or any(not n or n != n.strip() or "," in n or n.startswith("-") for n in names):
         raise ValueError(f"invalid tool set: {tools!r}")
-    return ",".join(names)
+    return names
+
+
+def tools_argument(tools: Sequence[str]) -> str:
+    """The comma-separated tool set as passed to --tools (and as the run record names it)."""
+    return ",".join(tool_set(tools))
 
 
 def schema_text(schema: object) -> str:
@@ -116,7 +123,7 @@ def _runtime(runtime: RuntimeLayout | str) -> RuntimeLayout:
 def claude_command(
     *,
     runtime: RuntimeLayout | str,
-    tools: Sequence[str] | str,
+    tools: Sequence[str],
     result_schema: str,
     max_turns: int,
     max_budget_usd: int | float | Decimal | None = None,
@@ -137,14 +144,14 @@ def claude_command(
     _check_json_schema(result_schema)
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
         raise ValueError(f"max_turns must be an integer from 1, got {max_turns!r}")
-    tool_set = tools_argument(tools)
+    names = tool_set(tools)
     argv = [
         program,
         "-p",
         "--settings",
         rt.settings,
         "--tools",
-        tool_set,
+        tools_argument(names),
         "--json-schema",
         result_schema,
         "--output-format",
@@ -158,7 +165,7 @@ def claude_command(
         str(max_turns),
         *_claude_options(max_budget_usd, model, effort, resume),
     ]
-    return LaunchCommand(argv=tuple(argv), cwd=rt.work, tools=tool_set)
+    return LaunchCommand(argv=tuple(argv), cwd=rt.work, tools=names)
 
 
 def _check_json_schema(result_schema: str) -> None:
@@ -214,12 +221,10 @@ class PiCommandMapping(BaseModel):
         """What stands for the spec's `--session-dir <rt>/config/sessions --session-id <run-id>`."""
         return ("--session-dir", runtime.sessions, "--session", runtime.pi_session_file(run_id))
 
-    def tool_set(self, tools: Sequence[str] | str) -> str:
+    def tool_set(self, tools: Sequence[str]) -> tuple[str, ...]:
         """The tool set with concorde_result appended when the given set lacks it."""
-        names = tools_argument(tools).split(",")
-        if PI_RESULT_TOOL not in names:
-            names.append(PI_RESULT_TOOL)
-        return ",".join(names)
+        names = tool_set(tools)
+        return names if PI_RESULT_TOOL in names else (*names, PI_RESULT_TOOL)
 
     def adaptations(self, runtime: RuntimeLayout, run_id: str) -> tuple[str, ...]:
         """The departures, as lines a person reads (the dry-run planner shows them)."""
@@ -239,7 +244,7 @@ PI_COMMAND_MAPPING = PiCommandMapping()
 def pi_command(
     *,
     runtime: RuntimeLayout | str,
-    tools: Sequence[str] | str,
+    tools: Sequence[str],
     run_id: str,
     model: str | None = None,
     thinking: str | None = None,
@@ -257,7 +262,7 @@ def pi_command(
         raise ValueError("the pi program is empty")
     if not is_run_id(run_id):
         raise ValueError(f"not a run id: {run_id!r}")
-    tool_set = mapping.tool_set(tools)
+    names = mapping.tool_set(tools)
     argv = [
         program,
         "-p",
@@ -270,7 +275,7 @@ def pi_command(
         "--no-skills",
         "--no-prompt-templates",
         "--tools",
-        tool_set,
+        tools_argument(names),
         *mapping.session_arguments(rt, run_id),
     ]
     if model is not None:
@@ -278,5 +283,5 @@ def pi_command(
     if thinking is not None:
         argv += ["--thinking", _option_value("--thinking", thinking)]
     return LaunchCommand(
-        argv=tuple(argv), cwd=rt.work, tools=tool_set, adaptations=mapping.adaptations(rt, run_id)
+        argv=tuple(argv), cwd=rt.work, tools=names, adaptations=mapping.adaptations(rt, run_id)
     )

@@ -266,7 +266,7 @@ class TestBackendBase:
         self._seen(context)
         self.commands.append((kind, session))
         return LaunchCommand(argv=self.argv(context, kind, session), cwd=context.policy.runtime.work,
-                             tools=",".join(context.policy.tools_for(self.name)))
+                             tools=context.policy.tools_for(self.name))
 
     def argv(self, context: BackendContext, kind: RoundKind, session: str | None) -> tuple[str, ...]:
         return (self.program, kind.value, session or "-")

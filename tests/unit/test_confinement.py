@@ -408,7 +408,7 @@ def test_not_as_root_no_helper_runs_before_the_agent() -> None:
 
 def _command():  # type: ignore[no-untyped-def]
     from concorde_workers.domain.launch import LaunchCommand
-    return LaunchCommand(argv=("claude", "-p"), cwd=f"{RT}/work", tools="Read")
+    return LaunchCommand(argv=("claude", "-p"), cwd=f"{RT}/work", tools=("Read",))
 
 
 # --- before every round ----------------------------------------------------------------------

@@ -13,6 +13,7 @@ from concorde_workers.domain.launch import (
     format_number,
     pi_command,
     schema_text,
+    tool_set,
     tools_argument,
 )
 from concorde_workers.domain.layout import RuntimeLayout
@@ -20,8 +21,8 @@ from concorde_workers.domain.layout import RuntimeLayout
 RT = "/tmp/concorde-a1b2c3-x7k2"
 RUN = "w-20261002T101500-a1b2c3"
 SCHEMA = schema_text({"type": "object", "required": ["status"]})
-CLAUDE_TOOLS = "Read,Glob,Grep,Edit,Write,Bash"
-PI_TOOLS = "read,grep,find,ls,edit,write,bash,concorde_result"
+CLAUDE_TOOLS = ("Read", "Glob", "Grep", "Edit", "Write", "Bash")
+PI_TOOLS = ("read", "grep", "find", "ls", "edit", "write", "bash", "concorde_result")
 
 CLAUDE_BASE = (
     "claude",
@@ -29,7 +30,7 @@ CLAUDE_BASE = (
     "--settings",
     f"{RT}/control/settings.json",
     "--tools",
-    CLAUDE_TOOLS,
+    ",".join(CLAUDE_TOOLS),
     "--json-schema",
     SCHEMA,
     "--output-format",
@@ -87,7 +88,7 @@ def test_claude_program_and_tools_list() -> None:
     assert cmd.argv[0] == "/opt/claude/bin/claude"
     assert cmd.argv[cmd.argv.index("--tools") + 1] == "Read,Glob,Grep"
     assert cmd.argv[cmd.argv.index("--max-turns") + 1] == "7"
-    assert cmd.tools == "Read,Glob,Grep"
+    assert cmd.tools == ("Read", "Glob", "Grep")
     assert cmd.adaptations == ()
 
 
@@ -102,8 +103,8 @@ def test_the_schema_goes_inline_as_text() -> None:
 @pytest.mark.parametrize(
     "cmd",
     [
-        claude_command(runtime=RT, tools="Read", result_schema=SCHEMA, max_turns=1),
-        pi_command(runtime=RT, tools="read", run_id=RUN),
+        claude_command(runtime=RT, tools=("Read",), result_schema=SCHEMA, max_turns=1),
+        pi_command(runtime=RT, tools=("read",), run_id=RUN),
     ],
 )
 def test_every_round_works_in_the_runtime_work_directory(cmd: object) -> None:
@@ -167,7 +168,7 @@ PI_BASE = (
     "--no-skills",
     "--no-prompt-templates",
     "--tools",
-    PI_TOOLS,
+    ",".join(PI_TOOLS),
     "--session-dir",
     f"{RT}/config/sessions",
     "--session",
@@ -234,8 +235,8 @@ def test_pi_every_round_runs_the_same_command_on_the_fixed_session() -> None:
 
 def test_pi_tool_set_always_names_concorde_result() -> None:
     cmd = pi_command(runtime=RT, tools=["read", "grep", "find", "ls"], run_id=RUN)
-    assert cmd.tools == "read,grep,find,ls,concorde_result"
-    assert cmd.argv[cmd.argv.index("--tools") + 1] == cmd.tools
+    assert cmd.tools == ("read", "grep", "find", "ls", "concorde_result")
+    assert cmd.argv[cmd.argv.index("--tools") + 1] == ",".join(cmd.tools)
     assert pi_command(runtime=RT, tools=PI_TOOLS, run_id=RUN).tools == PI_TOOLS
 
 
@@ -293,9 +294,11 @@ def test_format_number_refuses(value: object) -> None:
 
 def test_tools_argument() -> None:
     assert tools_argument(["Read", "Glob"]) == "Read,Glob"
-    assert tools_argument("Read,Glob") == "Read,Glob"
+    assert tool_set(["Read", "Glob"]) == ("Read", "Glob")
     with pytest.raises(ValueError):
         tools_argument([])
+    with pytest.raises(ValueError, match="not one string"):
+        tools_argument("Read,Glob")  # a tool set is carried as names, never as its joined text
 
 
 def test_schema_text_is_compact_json_object() -> None:

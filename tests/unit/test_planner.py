@@ -347,7 +347,7 @@ def test_the_json_document_and_the_text_hold_the_same_plan(backend: str) -> None
     assert data["round1"]["argv"] == list(plan.prepared.command.argv)
     assert data["round1"]["cwd"] == f"{RT}/work"
     assert data["control_files"] == sorted(plan.prepared.control_files)
-    assert data["tools"] == plan.prepared.tools
+    assert data["tools"] == ",".join(plan.prepared.tools)
     assert data["deny_rules"]["rules"] == list(plan.prepared.policy.deny_rules)
     assert f"  run id {RUN_ID}, runtime directory {RT} (not created)\n" in text
     for rule in data["deny_rules"]["rules"]:

@@ -358,7 +358,7 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
         "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "ANTHROPIC_API_KEY": "sk-a", "HTTPS_PROXY": "http://proxy:3128",
     }
-    assert result.tools == "Read,Glob,Grep,Edit,Write,Bash"
+    assert result.tools == ("Read", "Glob", "Grep", "Edit", "Write", "Bash")
     assert result.generated.tools == ("Read", "Glob", "Grep", "Edit", "Write", "Bash")
     assert result.program == f"{BIN}/claude" and result.program_found
     # One frozen grant: the digest is the request's grant input's, and the policy, the settings
@@ -430,7 +430,8 @@ def test_a_pi_launch_plan_has_its_exact_command_environment_tools_and_digests() 
         "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0",
         "ANTHROPIC_API_KEY": "sk-a", "OPENAI_API_KEY": "sk-o",
     }
-    assert result.tools == "read,grep,find,ls,edit,write,bash,concorde_result"
+    assert result.tools == ("read", "grep", "find", "ls", "edit", "write", "bash",
+                            "concorde_result")
     assert len(result.command.adaptations) == 2
     assert result.grant_digest == parse_grant(GRANT).digest()
     assert result.brief_digest == sha256(result.brief)
