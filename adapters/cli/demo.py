@@ -85,7 +85,8 @@ def programs_refusal(container: Container, environ: Mapping[str, str]) -> Refusa
     pins = ", ".join(pinned(MINIMUMS[name].package) for name in missing)
     return Refusal(code=Code.PI_RUNTIME_MISSING, reason=Reason.ENVIRONMENT,
                    message=f"the demo runs the pinned pi and sandbox-runtime, and "
-                           f"{' and '.join(missing)} is found nowhere (looked at {looked}): "
+                           f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                           f"found nowhere (looked at {looked}): "
                            f"{repair}, which installs {pins}")
 
 

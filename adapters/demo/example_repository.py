@@ -11,6 +11,7 @@ imported only here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -194,8 +195,11 @@ class DemoWorld:
 
     def discard(self) -> None:
         """Remove the demo's folder: its repository, worktree and pi configuration (the
-        scripted model's key); the trace lies elsewhere (`trace_parent`)."""
+        scripted model's key); the trace lies elsewhere (`trace_parent`) and stays, unless no
+        run ever wrote into it (a refused demo leaves nothing behind)."""
         discard(self.folder)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.trace_parent)
 
 
 def demo_script(worktree: str, port: int) -> list[Step]:

@@ -74,6 +74,26 @@ def test_demo_with_a_folder_that_is_no_directory_is_refused(tmp_path: Path, what
     assert [p.name for p in tmp_path.iterdir()] == (["demo-here"] if what == "a file" else [])
 
 
+def test_a_demo_without_its_programs_is_refused_with_the_repair_and_leaves_nothing(
+        tmp_path: Path) -> None:
+    """Issue 12: the refusal names where it looked and the repair this installation has (here a
+    checkout: ./scripts/setup, or install-agents), and the throwaway folder and the empty trace
+    folder are gone."""
+    folder = tmp_path / "demo-here"
+    folder.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+           "HOME": str(tmp_path), "CONCORDE_PI": str(tmp_path / "no-pi")}
+    proc = subprocess.run([str(SCRIPT), "demo", "--folder", str(folder)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "refused: pi_runtime_missing" in said
+    assert f"pi is found nowhere (looked at pi: $CONCORDE_PI ({tmp_path}/no-pi))" in said
+    assert "./scripts/setup" in said and "concorde-workers install-agents" in said
+    assert "@mariozechner/pi-coding-agent@0.73.1" in said
+    assert list(folder.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv", [
     pytest.param(["plan", "--grant", "{dir}/gra\0nt.json", "--worktree", "{dir}",
                   "--task-type", "implement"], id="--grant"),
