@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from concorde_workers.application.confinement import plan_confinement
+from concorde_workers.application.program_identity import with_identity
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.beside import Given, judge_beside, surroundings, text_problem
 from concorde_workers.domain.brief import compose_brief
@@ -215,8 +216,8 @@ class Preparer:
     def programs(self, request: RunRequest, primary: str) -> tuple[ProgramVersion, ...]:
         """The agent programs the request's backend runs, each with its version."""
         backend = self._backends[request.backend]
-        return tuple(self._versions.version_of(location).model_copy(
-                         update={"origin": location.origin})
+        return tuple(with_identity(self._fs, self._versions.version_of(location).model_copy(
+                         update={"origin": location.origin}))
                      for location in backend.programs(self._host.environ, primary))
 
     def refusal_before_run(self, request: RunRequest, temp_root: str) -> Refusal | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.confinement import confinement_launch_problem
 from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.program_identity import program_changed
 from concorde_workers.application.run_state import RoundState, RunState
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import Moment, TraceWriter
@@ -197,7 +198,8 @@ class RoundRunner:
         session = c.state.session if continues else None
         command = prepared.round_command(kind, session)
         reader = prepared.backend.reader(prepared.context)
-        stale = self._clear_scratch() or self._unconfinable()
+        stale = (self._clear_scratch() or self._unconfinable()
+                 or program_changed(c.fs, prepared.programs))
         if stale is not None:
             round_state.failure = stale
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)

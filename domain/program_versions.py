@@ -146,6 +146,10 @@ class ProgramVersion(BaseModel):
     """Why no version could be read (None when `version` is set)."""
     origin: str | None = None
     """Where the program was found (domain/discovery.py), when that is known."""
+    identity: str | None = None
+    """The program's file and its version's source (each resolved, with size and modification
+    time) when the preparation read the version: a round starts only while they are unchanged
+    (`changed_problem`). None when they could not be read (nothing to compare)."""
 
     @property
     def row(self) -> ProgramMinimum:
@@ -184,6 +188,19 @@ def version_problem(found: ProgramVersion) -> str | None:
                 f"older than {row.minimum}, the oldest version whose settings this policy "
                 f"relies on ({row.relies_on}): {row.upgrade}")
     return None
+
+
+def changed_problem(found: ProgramVersion, identity: str | None) -> str | None:
+    """Why a round must not start with this program, `identity` being what its files are now:
+    the program that would run is not the one whose version was read and checked (replaced or
+    updated since the preparation; docs/decisions.md "The program that runs is the one
+    checked"); None when unchanged or when there is nothing to compare."""
+    if found.identity is None or identity == found.identity:
+        return None
+    return (f"{found.row.title} at {found.path} changed after the run was prepared, when its "
+            f"version {found.version} was read and checked (from {found.source}): the round is "
+            "not started with a program nobody checked; start a new run to check the one now "
+            "in place")
 
 
 def version_refusal(found: Sequence[ProgramVersion]) -> Refusal | None:

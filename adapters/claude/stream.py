@@ -47,12 +47,18 @@ from concorde_workers.domain.retries import transient_cause_of
 from concorde_workers.domain.rounds import RoundEnding
 from concorde_workers.domain.stdout import IgnoredLines
 
-__all__ = ["ACTIONS_KEPT", "AGENT_FIELDS", "CLASSIFICATION", "NO_ENVELOPE", "ClaudeStreamReader",
+__all__ = ["ACTIONS_KEPT", "AGENT_FIELDS", "CLASSIFICATION", "NO_ENVELOPE", "VERSION_FIELD",
+           "ClaudeStreamReader",
            "Envelope", "Rule", "tool_target"]
 
 AGENT_FIELDS = ("subtype", "is_error", "num_turns", "total_cost_usd", "permission_denials",
                 "modelUsage", "duration_api_ms")
 """contract.workers.worker-round-trace `agent.claude`: null when the envelope gave none."""
+
+VERSION_FIELD = "claude_code_version"
+"""`agent.claude`'s version of the Claude Code that ran the round, as its init event says (null
+without one): the record tells which program ran, beside programs.json's prepared version
+(docs/decisions.md "The program that runs is the one checked")."""
 
 NO_ENVELOPE = "Claude Code printed no result envelope"
 ACTIONS_KEPT = 100
@@ -244,6 +250,7 @@ class ClaudeStreamReader:
         self._session: str | None = None
         self._envelope: Envelope | None = None
         self._last_text: str | None = None
+        self._version: str | None = None
 
     # -- StreamReader ------------------------------------------------------------------------
 
@@ -260,6 +267,10 @@ class ClaudeStreamReader:
         if isinstance(session, str) and session:
             self._session = session
         kind = parsed.get("type")
+        if kind == "system" and parsed.get("subtype") == "init":
+            version = parsed.get("claude_code_version")
+            self._version = version if isinstance(version, str) else None
+            return None
         if kind == "result":
             self._envelope = Envelope(parsed)
             return None
@@ -287,8 +298,9 @@ class ClaudeStreamReader:
                    and ending is RoundEnding.LIMIT_REACHED else None),
             failure=None if ok else _failure(ending, envelope, exit_status),
             usage=envelope.usage() if envelope is not None else RoundUsage(),
-            agent={"claude": envelope.agent() if envelope is not None
-                   else dict.fromkeys(AGENT_FIELDS)},
+            agent={"claude": {**(envelope.agent() if envelope is not None
+                                 else dict.fromkeys(AGENT_FIELDS)),
+                              VERSION_FIELD: self._version}},
         )
 
     # -- lines -------------------------------------------------------------------------------

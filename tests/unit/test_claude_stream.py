@@ -16,6 +16,7 @@ from concorde_workers.adapters.claude.stream import (
     AGENT_FIELDS,
     CLASSIFICATION,
     NO_ENVELOPE,
+    VERSION_FIELD,
     ClaudeStreamReader,
     project_slug,
     session_file_name,
@@ -76,7 +77,9 @@ def test_success_gives_ok_with_the_structured_output() -> None:
     assert report.agent == {"claude": {
         "subtype": "success", "is_error": False, "num_turns": 3, "total_cost_usd": 0.002,
         "permission_denials": [], "modelUsage": env["modelUsage"],
-        "duration_api_ms": env["duration_api_ms"]}}
+        "duration_api_ms": env["duration_api_ms"],
+        # the Claude Code that ran, as its init event says (the capture's own version)
+        VERSION_FIELD: json.loads(lines("round1")[0])["claude_code_version"]}}
     assert [(a.tool, a.target) for a in reader.actions] == [
         ("Write", "<rt>/work/hello.txt"), ("StructuredOutput", "")]
     assert reader.ignored.count == 0
@@ -192,7 +195,8 @@ def test_no_envelope_is_a_process_failure() -> None:
     assert report.process_link is not None and report.process_link.code == "claude_error"
     assert report.process_link.detail.startswith(NO_ENVELOPE)
     assert "boom" in report.process_link.detail
-    assert report.agent == {"claude": dict.fromkeys(AGENT_FIELDS)}
+    assert report.agent == {"claude": {**dict.fromkeys(AGENT_FIELDS), VERSION_FIELD: json.loads(
+        lines("round1")[0])["claude_code_version"]}}
     assert report.usage.turns is None and report.usage.cost_usd is None
 
 

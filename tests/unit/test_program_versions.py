@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from fakes.filesystem import FakeFileSystem
 
+from concorde_workers.application.program_identity import program_changed, with_identity
 from concorde_workers.domain.program_versions import (
     MINIMUMS,
     ProgramVersion,
@@ -131,3 +133,32 @@ def test_the_quickstart_names_the_pinned_versions() -> None:
     readme = (LOCK.parent / "README.md").read_text()
     assert (f"(Claude Code {version['claude']}, pi {version['pi']}, sandbox-runtime "
             f"{version['sandbox-runtime']})") in readme
+
+
+# --- the program that runs is the one checked ---------------------------------------------------
+
+
+def test_a_program_changed_since_its_version_was_read_stops_the_next_round() -> None:
+    """One stat of the program and of its version's source per round (docs/decisions.md "The
+    program that runs is the one checked")."""
+    fs = FakeFileSystem()
+    fs.write("/opt/cc/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "ELF-1")
+    fs.write("/opt/cc/node_modules/@anthropic-ai/claude-code/package.json", '{"v": 1}')
+    fs.symlink("/opt/cc/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "/usr/bin/claude")
+    found = with_identity(fs, ProgramVersion(
+        program="claude", path="/usr/bin/claude", version="2.1.332",
+        source="/opt/cc/node_modules/@anthropic-ai/claude-code/package.json"))
+    assert found.identity is not None
+    assert program_changed(fs, [found]) is None
+    fs.write("/opt/cc/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "ELF-2, longer")
+    problem = program_changed(fs, [found])
+    assert problem == (
+        "Claude Code at /usr/bin/claude changed after the run was prepared, when its version "
+        "2.1.332 was read and checked (from /opt/cc/node_modules/@anthropic-ai/claude-code/"
+        "package.json): the round is not started with a program nobody checked; start a new "
+        "run to check the one now in place")
+    fs.remove("/usr/bin/claude")
+    assert program_changed(fs, [found]) is not None  # gone is changed too
+    unread = ProgramVersion(program="pi", path="/nowhere/pi", version=None, source="--version")
+    assert with_identity(fs, unread).identity is None
+    assert program_changed(fs, [with_identity(fs, unread)]) is None  # nothing to compare
