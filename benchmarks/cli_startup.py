@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from interleave import baseline_tree, interleaved, report
+from interleave import baseline_tree, compiled, interleaved, report
 
 PYTHON = sys.executable
 SCRIPT = str(Path(PYTHON).parent / "concorde-workers")
@@ -44,6 +44,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--baseline", metavar="REV",
                         help="also measure REV's import and --help (e.g. the commit before)")
     args = parser.parse_args(argv)
+    compiled()
     steps: dict[str, Callable[[], object]] = {
         "python -c pass": process([PYTHON, "-c", "pass"]),
         "import cli.main": process([PYTHON, "-c", "import concorde_workers.adapters.cli.main"]),

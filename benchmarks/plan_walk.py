@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from audit_overhead import build, git_env  # noqa: E402
-from interleave import ROOT, baseline_tree, interleaved, report  # noqa: E402
+from interleave import ROOT, baseline_tree, compiled, interleaved, report  # noqa: E402
 
 from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
 from concorde_workers.domain.paths import Subdirs  # noqa: E402
@@ -116,6 +116,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument("--baseline", metavar="REV", help="also time REV's `plan --json`")
     args = parser.parse_args(argv)
+    compiled()
     base = Path(args.reuse) if args.reuse else Path(tempfile.mkdtemp(prefix="plan-bench-"))
     try:
         worktree, grant, env = setup(base, args.files)

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator, FormatChecker
-from referencing import Registry
-from referencing.jsonschema import DRAFT202012
+if TYPE_CHECKING:  # jsonschema is imported when a validator is first made: a run without a
+    # configuration or an output schema to check never loads it (docs/benchmarks.md)
+    from jsonschema import FormatChecker
+    from referencing import Registry
 
 __all__ = [
     "URN_PREFIX",
@@ -151,6 +152,8 @@ def is_project_path(value: object) -> bool:
 
 
 def _format_checker() -> FormatChecker:
+    from jsonschema import FormatChecker
+
     checker = FormatChecker()
     checker.checks("project-path")(is_project_path)
     return checker
@@ -158,6 +161,9 @@ def _format_checker() -> FormatChecker:
 
 @functools.cache
 def _registry() -> Registry:
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT202012
+
     return Registry().with_resources(
         (URN_PREFIX + contract.id, DRAFT202012.create_resource(contract.schema))
         for contract in all_contracts()
@@ -167,6 +173,8 @@ def _registry() -> Registry:
 def schema_validator(schema: Mapping[str, Any]) -> Any:
     """A `jsonschema.Draft202012Validator` for any schema, such as `worker_result_schema(...)`,
     with the `project-path` format and the `urn:concorde:<id>` references of `validator`."""
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(schema, registry=_registry(), format_checker=_format_checker())
 
 
