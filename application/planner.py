@@ -282,7 +282,8 @@ def render(plan: Plan) -> str:
         for key, paths in data["sandbox"].items():
             _section(lines, f"Sandbox {key}", paths)
         _section(lines, "Tool set", [data["tools"]])
-    _section(lines, "Programs (version, the least the policy relies on, where, what said it)",
+    _section(lines, "Programs (version, the least the policy relies on, where, what said it, "
+                    "how it was found)",
              [_program_line(p) for p in data["programs"]])
     if data.get("settings"):
         _section(lines, "Worker settings beside those lists (control/settings.json)",
@@ -311,8 +312,9 @@ def render(plan: Plan) -> str:
 def _program_line(program: dict[str, Any]) -> str:
     version = program["version"] or "version unknown"
     said = program["problem"] or program["source"]
+    found = f"; found by {program['origin']}" if program.get("origin") else ""
     return (f"{program['program']} {version} (at least {program['minimum']}) "
-            f"{program['path']}  ← {said}")
+            f"{program['path']}  ← {said}{found}")
 
 
 def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -169,10 +169,8 @@ class ProgramVersion(BaseModel):
         """One line for a person: `claude 2.1.332 (at least 2.1.332) /path ← source`."""
         version = self.version or "version unknown"
         text = f"{self.program} {version} (at least {self.row.minimum}) {self.path}"
-        if self.origin:
-            text += f" (found by {self.origin})"
-        return f"{text}  ← {self.source}" if self.problem is None else \
-            f"{text}  ← {self.problem}"
+        found = f"; found by {self.origin}" if self.origin else ""
+        return f"{text}  ← {self.source if self.problem is None else self.problem}{found}"
 
 
 def version_problem(found: ProgramVersion) -> str | None:

@@ -92,6 +92,8 @@ def test_a_fresh_clone_plans_and_runs_the_users_repository_with_no_variable_set(
     assert programs["sandbox-runtime"]["origin"].startswith("this checkout's node_modules")
     text = _cli(env, "plan", *flags)
     assert "the pi program in this checkout's node_modules" in text.stdout, text.stdout
+    assert f"/.bin/pi  ← {checkout_modules}/@mariozechner/pi-coding-agent/package.json; found by " \
+        "this checkout's node_modules" in text.stdout, text.stdout
 
     world.server.add(
         reply(call("write", "w1", path=world.path("src/app/note.py"), content="x = 1\n")),
