@@ -19,7 +19,7 @@ import argparse
 import contextlib
 import posixpath
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from concorde_workers.adapters.cli.display import ProgressWatcher
@@ -44,6 +44,7 @@ from concorde_workers.application.tracing.reader import (
     read_programs,
     read_record,
 )
+from concorde_workers.domain.checks import Check, format_seconds
 from concorde_workers.domain.errors import Code, Reason, Refusal
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.text import terminal_lines
@@ -102,12 +103,28 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
     if isinstance(declared, Refusal):
         print_refusal(declared, args.json, out, err)
         return ExitStatus.REFUSED
+    checks = container.requests().checks(flags_of(args))
+    if isinstance(checks, Refusal):
+        print_refusal(checks, args.json, out, err)
+        return ExitStatus.REFUSED
     plan: Plan = container.planner().plan(request, declared)
     if args.json:
-        print_json(plan.to_json(), out)
+        print_json({**plan.to_json(), **({"checks": [c.model_dump() for c in checks]}
+                                         if checks else {})}, out)
     else:
-        out.write(render(plan))
+        out.write(render(plan) + terminal_lines(checks_plan(checks)))
     return ExitStatus.OK if plan.launches else ExitStatus.REFUSED
+
+
+def checks_plan(checks: Sequence[Check]) -> list[str]:
+    """What `plan` says of the run's checks (README "CLI", `--check`)."""
+    if not checks:
+        return []
+    return ["", "Checks (after every round whose worker ended ok with a clean audit, on a copy "
+            "of what the grant lets the worker read, in a network-less sandbox; one that "
+            "fails is run again on the run's starting state):",
+            *(f"  {c.id}: {c.command} (timeout {format_seconds(c.timeout_seconds)} s)"
+              for c in checks)]
 
 
 # --- run ---------------------------------------------------------------------------------------

@@ -48,6 +48,14 @@ def _request_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
+def _check_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--check", action="append", default=[], metavar="CMD",
+                        help="a check, a shell command run after every round whose worker "
+                             "ended ok with a clean audit, on a throwaway copy of the worktree "
+                             "in a network-less sandbox; a check the round broke is sent back "
+                             "as a repair (repeatable; also \"checks\" in the request file)")
+
+
 def _declare_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--declare", action="append", default=[], metavar="OPERATION:WORKER",
                         help="an Operation and worker id the caller may launch, against which "
@@ -109,6 +117,7 @@ def parser() -> argparse.ArgumentParser:
         description="Print what a worker run would do, without writing a file or starting a "
                     "program. Exit 0 when a run would launch, 2 when it would be refused.")
     _request_arguments(plan)
+    _check_argument(plan)
     _declare_argument(plan)
     plan.add_argument("--example", action="store_true",
                       help="plan a run in a throwaway example repository created in a "
@@ -124,11 +133,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--parent", metavar="DIR",
                      help="the trace node folder the run's directory workers/<run-id>/ is made "
                           "in (required; it must exist)")
-    run.add_argument("--check", action="append", default=[], metavar="CMD",
-                     help="a check, a shell command run after every round whose worker ended "
-                          "ok with a clean audit, on a throwaway copy of the worktree in a "
-                          "network-less sandbox; a check the round broke is sent back as a "
-                          "repair (repeatable; also \"checks\" in the request file)")
+    _check_argument(run)
     _declare_argument(run)
     show = commands.add_parser(
         "show", help="print the account of a run that ended, from its run directory",

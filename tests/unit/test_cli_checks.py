@@ -85,9 +85,17 @@ def test_an_empty_check_flag_is_refused_naming_it() -> None:
     assert "--check ' ' gives no command" in json.dumps(result.json())
 
 
-def test_plan_takes_a_request_file_with_checks() -> None:
+def test_plan_lists_the_checks_of_the_request_file_and_the_flags() -> None:
     made = world()
     made.fs.write(REQUEST_FILE, json.dumps({
         "worktree": WORKTREE, "task_type": "implement", "grant": GRANT,
-        "checks": ["make lint"]}))
-    assert made.main("plan", REQUEST_FILE).status == 0
+        "checks": [{"id": "lint", "command": "make lint", "timeout_seconds": 30}]}))
+    shown = made.main("plan", REQUEST_FILE, "--check", TESTS)
+    assert shown.status == 0
+    assert "  lint: make lint (timeout 30 s)" in shown.out
+    assert "  check-2: python -m pytest -q (timeout 600 s)" in shown.out
+    as_json = made.main("plan", REQUEST_FILE, "--json").json()
+    assert as_json["checks"] == [{"id": "lint", "command": "make lint",
+                                  "timeout_seconds": 30.0}]
+    refused = made.main("plan", REQUEST_FILE, "--check", "")
+    assert refused.status == 2 and "--check '' gives no command" in refused.err
