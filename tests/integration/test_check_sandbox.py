@@ -101,3 +101,21 @@ def test_a_check_gets_a_cleared_environment_and_the_runtime_paths(setting) -> No
     assert "HOME=/tmp/home" in log and "library" in log
     assert sys.prefix in log and place.worktree in log
     assert not (Path(place.worktree) / "made-here").exists()
+
+
+@pytest.mark.parametrize("bwrap", [None, "/bin/false"])
+def test_a_check_never_runs_unsandboxed(tmp_path: Path, bwrap: str | None) -> None:
+    """No bubblewrap, or one that cannot build the sandbox (here: a program that exits 1 at
+    once, as bwrap does when a mount fails): the check could not start, which the validation
+    answers checks_unavailable; it never runs outside the sandbox."""
+    (tmp_path / "w").mkdir()
+    runner = SandboxedCheckRunner(SubprocessRunner(), LocalFileSystem(), bwrap,
+                                  {"PATH": "/usr/bin:/bin"}, (), str(tmp_path))
+    place = CheckPlace(worktree=str(tmp_path / "w"))
+    copy = runner.copy(place.worktree)
+    ran = runner.run(Check(id="x", command="touch ran-outside"), copy, place)
+    runner.discard(copy)
+    assert ran.status is CheckStatus.NOT_STARTED
+    assert ("bubblewrap (bwrap) is not installed" if bwrap is None
+            else "the sandbox could not be built") in ran.problem
+    assert not (tmp_path / "w" / "ran-outside").exists()
