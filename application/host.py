@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from concorde_workers.application.cancellation import Cancellation
@@ -52,7 +52,7 @@ from concorde_workers.domain.paths import EntryKind
 from concorde_workers.domain.program_versions import programs_text
 from concorde_workers.domain.records import ProgressStatus, RunRecord
 from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.rounds import deletions_allowed
+from concorde_workers.domain.rounds import WorkerStatus, deletions_allowed
 from concorde_workers.domain.run_id import run_id as make_run_id
 from concorde_workers.domain.sweep import OwnerRecord
 from concorde_workers.domain.text import control_problem
@@ -87,6 +87,27 @@ class RequestRefused(ValueError):
         self.refusal = refusal
 
 
+@dataclass
+class HostRun:
+    """One run as every step of the host shares it: what the host observed (`state`), the
+    writers of its trace and progress file, the builder of its links, the caller's round
+    validation and cancellation, its runtime directory (the error when it could not be made)
+    and the credential copies made in it."""
+
+    state: RunState
+    tracer: TraceWriter
+    progress: ProgressWriter
+    links: LinkContext
+    validation: RoundValidation | None
+    cancel: Cancellation
+    runtime: RuntimeLayout | FileSystemError
+    credential_copies: list[str] = field(default_factory=list)
+
+    def refuse(self, refusal: Refusal) -> None:
+        """End the run with a refusal's link (`outcomes.refusal_link`)."""
+        self.state.end(refusal_link(self.links, refusal))
+
+
 class WorkerHost:
     """Runs one worker run at a time over the ports; wired by the container."""
 
@@ -111,56 +132,61 @@ class WorkerHost:
         refused = self.refusal_before_run(request)
         if refused is not None:
             raise RequestRefused(refused)
-        cancel = cancel or Cancellation()
+        run = self._begin(request, request.parent, validation, cancel or Cancellation())
+        state = run.state
+        # Everything after the runtime directory exists runs under the finally, so an
+        # exception escaping from our own code still removes it and its credential copies.
+        try:
+            run.progress.phase("preparing", 1)
+            self._write_grant(run.tracer, state.layout, request)
+            state.write_node(run.tracer, "start")
+            if isinstance(run.runtime, FileSystemError):
+                run.refuse(Refusal(
+                    code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
+                    message=f"the runtime directory could not be created in {self._temp_root}: "
+                            f"{run.runtime.os_error_text}"))
+            else:
+                self._run(run)
+        except BaseException as ended:
+            # Whatever escaped - KeyboardInterrupt, SystemExit, an exception of the caller's
+            # own signal handler or round validation - ended the run from outside: it ends
+            # interrupted with what ended it (seed 000 "Errors"), its final record is written
+            # and its runtime directory removed below, and the exception goes on to the caller.
+            if state.running:
+                state.end(interrupted_link(
+                    run.links, ended_by(ended, state.ended_in or run.progress.phase_now), state))
+            raise
+        finally:
+            record = self._finish(run)
+        return record
+
+    def _begin(self, request: RunRequest, parent: str, validation: RoundValidation | None,
+               cancel: Cancellation) -> HostRun:
+        """The run's identity, node folder, runtime directory (with its owner record) and the
+        writers of its trace and progress file."""
         started = self._clock.now_utc()
         run_id = make_run_id(started, self._random.hex_token(6))
         tracer = TraceWriter(self._fs, self._clock)
-        created = tracer.create_run(request.parent, run_id)
-        layout = created if isinstance(created, RunLayout) else RunLayout.below(
-            request.parent, run_id)
+        created = tracer.create_run(parent, run_id)
+        layout = created if isinstance(created, RunLayout) else RunLayout.below(parent, run_id)
         owner = OwnerRecord.of(run_id, layout.run_dir, request.backend,
                                self._process_table.own())
         runtime = create_runtime_directory(self._fs, self._temp_root, run_id, self._random,
                                            owner=owner)
         runtime_dir = runtime.root if not isinstance(runtime, FileSystemError) else (
             posixpath.join(self._temp_root, f"concorde-{run_id[-6:]}-(not created)"))
-        state = RunState(request=request, run_id=run_id, started_at=started, layout=layout,
-                         runtime_dir=runtime_dir)
         progress = ProgressWriter(self._fs, self._clock, layout.status, run_id=run_id,
                                   task_type=request.task_type, backend=request.backend,
                                   worktree=request.worktree,
                                   operation_run_id=request.operation_run_id,
                                   host_pid=self._host_pid, started_at=started)
-        links = LinkContext(run_id=run_id, task_type=request.task_type, layout=layout,
-                            backend=request.backend)
-        credential_copies: list[str] = []
-        layout_of_runtime = None if isinstance(runtime, FileSystemError) else runtime
-        # Everything after the runtime directory exists runs under the finally, so an
-        # exception escaping from our own code still removes it and its credential copies.
-        try:
-            progress.phase("preparing", 1)
-            self._write_grant(tracer, layout, request)
-            state.write_node(tracer, "start")
-            if isinstance(runtime, FileSystemError):
-                self._end(state, refusal_link(links, Refusal(
-                    code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
-                    message=f"the runtime directory could not be created in {self._temp_root}: "
-                            f"{runtime.os_error_text}")))
-            else:
-                self._run(state, tracer, progress, links, validation, cancel, credential_copies)
-        except BaseException as ended:
-            # Whatever escaped - KeyboardInterrupt, SystemExit, an exception of the caller's
-            # own signal handler or round validation - ended the run from outside: it ends
-            # interrupted with what ended it (seed 000 "Errors"), its final record is written
-            # and its runtime directory removed below, and the exception goes on to the caller.
-            if state.status == "running":
-                self._end(state, interrupted_link(
-                    links, ended_by(ended, state.ended_in or progress.phase_now), state))
-            raise
-        finally:
-            record = self._finish(state, tracer, progress, links, credential_copies,
-                                  layout_of_runtime)
-        return record
+        return HostRun(
+            state=RunState(request=request, run_id=run_id, started_at=started, layout=layout,
+                           runtime_dir=runtime_dir),
+            tracer=tracer, progress=progress,
+            links=LinkContext(run_id=run_id, task_type=request.task_type, layout=layout,
+                              backend=request.backend),
+            validation=validation, cancel=cancel, runtime=runtime)
 
     def refusal_before_run(self, request: RunRequest) -> Refusal | None:
         """The refusal of a request no run is made for, or None: a parent with a control
@@ -186,13 +212,12 @@ class WorkerHost:
 
     # --- the run ---------------------------------------------------------------------------
 
-    def _run(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
-             links: LinkContext, validation: RoundValidation | None, cancel: Cancellation,
-             credential_copies: list[str]) -> None:
+    def _run(self, run: HostRun) -> None:
+        state = run.state
         request = state.request
         prepared = self._preparer.prepare(request, state.run_id, state.runtime_dir)
         if isinstance(prepared, Refusal):
-            self._end(state, refusal_link(links, prepared))
+            run.refuse(prepared)
             return
         state.prepared = prepared
         # The snapshot comes before anything is generated: a run whose snapshot failed
@@ -205,65 +230,64 @@ class WorkerHost:
         try:
             snapshot = observer.snapshot()
         except GitCommandFailed as failed:
-            self._end(state, snapshot_link(links, failed))
+            state.end(snapshot_link(run.links, failed))
             return
         # Git metadata a worker could have planted before this run (an interrupted run leaves
         # it in place): this run's record could not tell of it had the run ended ok, so the
         # run is refused before anything is generated (docs/decisions.md).
         planted = observer.found_before(snapshot)
         if planted:
-            self._end(state, refusal_link(links, Refusal(
-                code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
-                message=found_before_refusal(planted, prepared.placement.worktree))))
+            run.refuse(Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
+                               message=found_before_refusal(planted, prepared.placement.worktree)))
             return
         try:
-            self._write_control(prepared, tracer, state, credential_copies)
+            self._write_control(prepared, run.tracer, run.credential_copies)
         except FileSystemError as failed:
-            self._end(state, refusal_link(links, Refusal(
+            run.refuse(Refusal(
                 code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
                 message=f"the host could not write {failed.path} into the runtime directory: "
-                        f"{failed.os_error_text}")))
+                        f"{failed.os_error_text}"))
             return
-        tracer.write_text(state.layout.brief, prepared.brief)
+        run.tracer.write_text(state.layout.brief, prepared.brief)
         if prepared.programs:  # what a test backend runs has no version the policy relies on
-            tracer.write_text(state.layout.programs, programs_text(prepared.programs))
-        state.write_node(tracer, "update")
-        if cancel.is_set():
-            self._end(state, interrupted_link(links, cancel.reason))
+            run.tracer.write_text(state.layout.programs, programs_text(prepared.programs))
+        state.write_node(run.tracer, "update")
+        if run.cancel.is_set():
+            state.end(interrupted_link(run.links, run.cancel.reason))
             return
-        self._rounds(state, tracer, progress, links, validation, cancel, prepared, observer,
-                     snapshot)
+        self._rounds(run, prepared, observer, snapshot)
 
-    def _rounds(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
-                links: LinkContext, validation: RoundValidation | None, cancel: Cancellation,
-                prepared: Prepared, observer: WorktreeObserver, snapshot: Snapshot) -> None:
+    def _rounds(self, run: HostRun, prepared: Prepared, observer: WorktreeObserver,
+                snapshot: Snapshot) -> None:
+        state = run.state
         runner = RoundRunner(RoundContext(
             fs=self._fs, clock=self._clock, random=self._random, processes=self._processes,
-            tracer=tracer, progress=progress, prepared=prepared, observer=observer,
-            snapshot=snapshot, validation=validation, cancel=cancel, state=state,
+            tracer=run.tracer, progress=run.progress, prepared=prepared, observer=observer,
+            snapshot=snapshot, validation=run.validation, cancel=run.cancel, state=state,
         ))
         result = runner.run_all()
-        if result.interrupted or cancel.is_set():
+        if result.interrupted or run.cancel.is_set():
             self._leave_git_metadata(state, "the run was interrupted, and an interruption leaves "
                                      "the worktree as it found it")
-            self._end(state, interrupted_link(links, cancel.reason, state))
+            state.end(interrupted_link(run.links, run.cancel.reason, state))
             return
         self._move_git_metadata(state, prepared)
         if result.git_failure is not None:
-            self._end(state, snapshot_link(links, result.git_failure, state))
+            state.end(snapshot_link(run.links, result.git_failure, state))
             return
-        link = end_link(links, state, result.step, result.facts, result.validation_outcome,
+        link = end_link(run.links, state, result.step, result.facts, result.validation_outcome,
                         result.validation_error)
-        status = result.step.status.value
+        status = result.step.status
         if deletions_allowed(result.facts, interrupted=False) and state.worker_result is not None:
-            deleted = self._delete(state, prepared, links, link)
+            deleted = self._delete(run, prepared, link)
             if deleted is not link:
-                link, status = deleted, "failed"
-        self._end(state, link, status)
+                link, status = deleted, WorkerStatus.FAILED
+        state.end(link, status)
 
-    def _delete(self, state: RunState, prepared: Prepared, links: LinkContext,
+    def _delete(self, run: HostRun, prepared: Prepared,
                 link: ErrorLink | None) -> ErrorLink | None:
         """Perform the proposed deletions (seed 000 "Proposed deletions")."""
+        state = run.state
         assert state.worker_result is not None
         worktree = prepared.placement.worktree
         plan = plan_deletions(list(state.worker_result.proposed_deletions), worktree,
@@ -281,7 +305,7 @@ class WorkerHost:
                 failures[planned.path] = error.os_error_text
         state.deletions = outcome(plan, failures)
         if state.deletions.any_failed:
-            return deletion_link(links, state.deletions, link, state)
+            return deletion_link(run.links, state.deletions, link, state)
         return link
 
     # --- Git metadata a worker left (issue 8 §1, docs/decisions.md) -------------------------
@@ -369,7 +393,7 @@ class WorkerHost:
             text = json.dumps(repr(request.grant)) + "\n"
         tracer.write_text(layout.grant, text)
 
-    def _write_control(self, prepared: Prepared, tracer: TraceWriter, state: RunState,
+    def _write_control(self, prepared: Prepared, tracer: TraceWriter,
                        credential_copies: list[str]) -> None:
         for path, text in prepared.control_files.items():
             self._fs.makedirs(posixpath.dirname(path), 0o700)
@@ -385,22 +409,12 @@ class WorkerHost:
 
     # --- the end -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _end(state: RunState, link: ErrorLink | None, status: str = "failed") -> None:
-        """The run's end: ok without a link; otherwise the status the Rounds table gave
-        (blocked or failed), failed for every other ending; interrupted as its outcome."""
-        state.error = link
-        state.status = "ok" if link is None else (status if status == "blocked" else "failed")
-        state.outcome = "interrupted" if link is not None and link.code == Code.INTERRUPTED \
-            else state.status
-
-    def _finish(self, state: RunState, tracer: TraceWriter, progress: ProgressWriter,
-                links: LinkContext, credential_copies: list[str],
-                runtime: RuntimeLayout | None) -> RunRecord:
+    def _finish(self, run: HostRun) -> RunRecord:
         """Keep the transcript, remove the runtime directory (credential copies first), write
         the final record. Whatever is raised into it meanwhile (a second KeyboardInterrupt, the
         caller's signal handler again) does not stop it: the step it interrupted is done again
         (each is idempotent), the rest follow, and then the first such exception goes on."""
+        state, tracer, links = run.state, run.tracer, run.links
         deferred: list[BaseException] = []
 
         def step(action: Callable[[], object]) -> None:
@@ -412,19 +426,19 @@ class WorkerHost:
                     deferred.append(raised)
 
         def end_unrecorded() -> None:
-            if state.status == "running":  # ended before it could say by what: still recorded
-                self._end(state, interrupted_link(
+            if state.running:  # ended before it could say by what: still recorded
+                state.end(interrupted_link(
                     links, "the run ended before the host could record what ended it", state))
 
         def clean() -> None:
-            if runtime is not None:
-                self._cleanup(state, links, credential_copies, runtime)
+            if not isinstance(run.runtime, FileSystemError):
+                self._cleanup(run, run.runtime)
 
         def finished() -> None:
             if state.error is not None and not state.transcript_kept:
                 state.error = links.without_transcript(state.error)
             state.ended_at = self._clock.now_utc()
-            progress.phase("finished", max(1, len(state.rounds)),
+            run.progress.phase("finished", max(1, len(state.rounds)),
                            status=cast(ProgressStatus, state.outcome or state.status))
 
         def write_end() -> None:
@@ -444,8 +458,8 @@ class WorkerHost:
                 record.error, tracer.failure_evidence())})
         return record
 
-    def _cleanup(self, state: RunState, links: LinkContext, credential_copies: list[str],
-                 runtime: RuntimeLayout) -> None:
+    def _cleanup(self, run: HostRun, runtime: RuntimeLayout) -> None:
+        state = run.state
         prepared = state.prepared
         transcript = None
         lookup_failed: str | None = None
@@ -460,7 +474,7 @@ class WorkerHost:
             # first answer): there is no transcript to keep, which is no cleanup failure.
             transcript = None
         cleaned = cleanup_runtime_directory(
-            self._fs, runtime, credential_copies, transcript,
+            self._fs, runtime, run.credential_copies, transcript,
             state.layout.transcript if transcript else None)
         if lookup_failed is not None:
             cleaned = replace(cleaned, transcript_error=lookup_failed)
@@ -472,10 +486,7 @@ class WorkerHost:
             return
         if state.error is not None and state.error.code == Code.CLEANUP_FAILED:
             return  # told by an earlier attempt
-        interrupted = state.outcome == "interrupted"
-        state.error = cleanup_link(links, cleaned, state.error, state)
-        state.status = "failed"
-        state.outcome = "interrupted" if interrupted else "failed"
+        state.fail(cleanup_link(run.links, cleaned, state.error, state))
 
 
 def _entries(n: int) -> str:

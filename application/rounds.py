@@ -13,9 +13,10 @@ node is written again.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
+from typing import Literal
 
+from concorde_workers.application.activity import ActivityFlusher
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.confinement import confinement_launch_problem
 from concorde_workers.application.preparation import Prepared
@@ -36,7 +37,7 @@ from concorde_workers.domain.agent_report import RoundReport
 from concorde_workers.domain.audit import Snapshot, audit, worktree_unchanged
 from concorde_workers.domain.brief import retry_prompt
 from concorde_workers.domain.layout import STDERR_TAIL_BYTES
-from concorde_workers.domain.records import JsonObject, LastAction, Transient, judge_result
+from concorde_workers.domain.records import JsonObject, Transient, judge_result
 from concorde_workers.domain.retries import retry_delay
 from concorde_workers.domain.rounds import (
     End,
@@ -94,7 +95,7 @@ class RoundRunner:
     """Runs the rounds of one run until the Rounds table ends it."""
 
     def __init__(self, context: RoundContext) -> None:
-        self.c = context
+        self.context = context
         schema = json.loads(context.prepared.result_schema)
         # The result schema as the agent was given it: the caller's output schema resolves its
         # references against this root, as it did when the whole result was checked with it.
@@ -109,33 +110,33 @@ class RoundRunner:
         try:
             return self._rounds()
         except BaseException:
-            self.c.state.ended_in = self.c.progress.phase_now
+            self.context.state.ended_in = self.context.progress.phase_now
             self._close_interrupted_round()
             raise
 
     def _rounds(self) -> RoundsResult:
-        c = self.c
-        kind, prompt, continues = RoundKind.INITIAL, c.prepared.brief, False
+        context = self.context
+        kind, prompt, continues = RoundKind.INITIAL, context.prepared.brief, False
         resumes = retries = 0
         while True:
             round_state = self._launch(kind, prompt, continues)
-            if c.cancel.is_set():
+            if context.cancel.is_set():
                 self._audit_quietly(round_state)
                 return self._interrupted(round_state)
             try:
                 self._audit(round_state)
             except GitCommandFailed as failed:
                 # The walk ran before Git: what it found is told even when Git then failed.
-                round_state.git_metadata = c.observer.git_metadata(c.snapshot)
+                round_state.git_metadata = context.observer.git_metadata(context.snapshot)
                 self._write(round_state, "update")
                 return RoundsResult(step=_FAILED, facts=_NO_FACTS, git_failure=failed)
             facts = self._facts(round_state, resumes, retries)
             outcome, raised = None, None
-            if should_validate(facts) and c.validation is not None:
+            if should_validate(facts) and context.validation is not None:
                 outcome, raised = self._validate(round_state)
                 facts = self._with_answer(facts, outcome, raised)
-            step = next_step(facts, c.state.request.backend)
-            if c.cancel.is_set():
+            step = next_step(facts, context.state.request.backend)
+            if context.cancel.is_set():
                 # Ended from outside while the round was audited or validated: no further
                 # round, no deletions (seed 000 "Proposed deletions": none when interrupted).
                 self._record_transient(round_state, None)
@@ -145,18 +146,18 @@ class RoundRunner:
                 delay = self._retry_delay(retries)
                 self._record_transient(round_state, delay)
                 self._write(round_state, "update")
-                c.progress.phase("waiting", round_state.number)
-                if not c.clock.sleep(delay, c.cancel):
+                context.progress.phase("waiting", round_state.number)
+                if not context.clock.sleep(delay, context.cancel):
                     # Interrupted while waiting: no retry round followed this round.
                     self._record_transient(round_state, None)
                     return self._interrupted(round_state)
                 # Seed 000 "Retries": a retry round continues the session a round named, with
                 # the retry prompt; only when no round named one does it start with the brief.
                 kind, continues = RoundKind.RETRY, not step.with_brief
-                prompt = (c.prepared.brief if step.with_brief else
+                prompt = (context.prepared.brief if step.with_brief else
                           retry_prompt(round_state.transient.error if round_state.transient
                                        else "a transient model-service error",
-                                       c.state.request.backend))
+                                       context.state.request.backend))
                 continue
             self._record_transient(round_state, None)
             self._write(round_state, "update")
@@ -171,47 +172,48 @@ class RoundRunner:
     # --- one round ---------------------------------------------------------------------------
 
     def _launch(self, kind: RoundKind, prompt: str, continues: bool) -> RoundState:
-        c = self.c
-        state = c.state
+        context = self.context
+        state = context.state
         number = len(state.rounds) + 1
-        round_state = RoundState(number=number, kind=kind, started_at=c.clock.now_utc(),
-                                 started_monotonic=c.clock.monotonic(),
+        round_state = RoundState(number=number, kind=kind, started_at=context.clock.now_utc(),
+                                 started_monotonic=context.clock.monotonic(),
                                  session=state.session)
         state.rounds.append(round_state)
-        c.progress.phase("worker", number)
+        context.progress.phase("worker", number)
         self._write(round_state, "start")
-        state.write_node(c.tracer, "update")
+        state.write_node(context.tracer, "update")
         report = self._execute(round_state, kind, prompt, continues)
         round_state.report = report
         round_state.exit = report.exit
         if report.session:
             round_state.session = state.session = report.session
-        round_state.duration = max(0.0, c.clock.monotonic() - round_state.started_monotonic)
-        round_state.ended_at = c.clock.now_utc()
+        round_state.duration = max(0.0, context.clock.monotonic() - round_state.started_monotonic)
+        round_state.ended_at = context.clock.now_utc()
         self._judge_result(round_state, report)
         return round_state
 
     def _execute(self, round_state: RoundState, kind: RoundKind, prompt: str,
                  continues: bool) -> RoundReport:
-        c = self.c
-        prepared = c.prepared
-        session = c.state.session if continues else None
+        context = self.context
+        prepared = context.prepared
+        session = context.state.session if continues else None
         command = prepared.round_command(kind, session)
         reader = prepared.backend.reader(prepared.context)
         stale = (self._clear_scratch() or self._unconfinable()
-                 or program_changed(c.fs, prepared.programs))
+                 or program_changed(context.fs, prepared.programs))
         if stale is not None:
             round_state.failure = stale
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
         try:
-            handle = c.processes.start(command.argv, prepared.environment, command.cwd, prompt,
-                                       timeout_seconds=c.state.request.limits.timeout_seconds)
+            handle = context.processes.start(
+                command.argv, prepared.environment, command.cwd, prompt,
+                timeout_seconds=context.state.request.limits.timeout_seconds)
         except ProcessStartFailed as failed:
             round_state.failure = (f"the command {command.argv[0]} could not be started: "
                                    f"{failed.os_error_text}")
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=round_state.failure)
-        unregister = c.cancel.on_cancel(handle.kill_group)
-        flusher = _ActivityFlusher(c.progress)
+        unregister = context.cancel.on_cancel(handle.kill_group)
+        flusher = ActivityFlusher(context.progress)
         read_to_the_end = False
         try:
             for line in handle.lines():
@@ -229,8 +231,8 @@ class RoundRunner:
             flusher.stop()
             exit_status = handle.wait(None)  # confined: the waiter's exact report
             stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
-            c.tracer.write_stderr(c.state.layout, round_state.number, stderr)
-            round_state.files = c.tracer.round_files(c.state.layout, round_state.number)
+            context.tracer.write_stderr(context.state.layout, round_state.number, stderr)
+            round_state.files = context.tracer.round_files(context.state.layout, round_state.number)
             round_state.stderr_tail = stderr.decode("utf-8", "replace")
             if not read_to_the_end:
                 # An exception ends the round: what the output said so far still names the
@@ -250,14 +252,14 @@ class RoundRunner:
             return
         round_state.report, round_state.exit = report, report.exit
         if report.session:
-            round_state.session = self.c.state.session = report.session
+            round_state.session = self.context.state.session = report.session
 
     def _clear_scratch(self) -> str | None:
         """Remove what a worker could have planted for the agent program's own process before
         the round starts (notes/pi.md §9); a link is removed, never followed. The round does not
         start when that fails."""
-        fs = self.c.fs
-        prepared = self.c.prepared
+        fs = self.context.fs
+        prepared = self.context.prepared
         for path in prepared.backend.round_scratch(prepared.context):
             try:
                 if not fs.lexists(path):
@@ -275,13 +277,13 @@ class RoundRunner:
         """A confined round starts only when every mount still lands where it was planned, and
         only when its program exists: inside the confinement a missing program would be bwrap's
         error after the launch, not the launch failure it is."""
-        prepared = self.c.prepared
+        prepared = self.context.prepared
         if prepared.confinement is None:
             return None
         if not prepared.program_found:
             return (f"the command {prepared.program} could not be started: the program was not "
                     "found")
-        return confinement_launch_problem(self.c.fs, prepared.confinement)
+        return confinement_launch_problem(self.context.fs, prepared.confinement)
 
     def _judge_result(self, round_state: RoundState, report: RoundReport) -> None:
         """Validate the worker's claim once: the result contract by its model, then `output` by
@@ -296,7 +298,7 @@ class RoundRunner:
             return
         round_state.result_problem = self._output_problem(judged.output)
         if round_state.result_problem is None:
-            round_state.result = self.c.state.worker_result = judged
+            round_state.result = self.context.state.worker_result = judged
 
     def _output_problem(self, output: JsonObject) -> str | None:
         """The first problem the caller's output schema finds, by its place in the result (the
@@ -308,22 +310,23 @@ class RoundRunner:
         return f"{'/'.join(str(p) for p in errors[0].path)}: {errors[0].message}"
 
     def _audit(self, round_state: RoundState) -> None:
-        c = self.c
+        context = self.context
         if round_state.report is not None and round_state.report.ending is RoundEnding.NOT_STARTED:
             self._unchanged = False  # not audited: no claim about the worktree
             return
-        c.progress.phase("audit", round_state.number)
-        observation = c.observer.observe(c.snapshot)
-        round_state.audit = audit(c.prepared.grant, c.snapshot, observation)
-        round_state.git_metadata = c.observer.git_metadata(c.snapshot, observation.files)
-        self._unchanged = worktree_unchanged(c.snapshot, observation)
+        context.progress.phase("audit", round_state.number)
+        observation = context.observer.observe(context.snapshot)
+        round_state.audit = audit(context.prepared.grant, context.snapshot, observation)
+        round_state.git_metadata = context.observer.git_metadata(context.snapshot,
+                                                                 observation.files)
+        self._unchanged = worktree_unchanged(context.snapshot, observation)
 
     def _audit_quietly(self, round_state: RoundState) -> None:
         try:
             self._audit(round_state)
         except GitCommandFailed:
             round_state.audit = None
-            round_state.git_metadata = self.c.observer.git_metadata(self.c.snapshot)
+            round_state.git_metadata = self.context.observer.git_metadata(self.context.snapshot)
 
     def _facts(self, round_state: RoundState, resumes: int, retries: int) -> RoundFacts:
         report = round_state.report
@@ -331,12 +334,12 @@ class RoundRunner:
         result = round_state.result
         valid = result is not None
         status = WorkerStatus(result.status) if result is not None else None
-        limits = self.c.state.request.limits
-        session = self.c.state.session
+        limits = self.context.state.request.limits
+        session = self.context.state.session
         return RoundFacts(
             ending=report.ending, audit=round_state.audit.verdict if round_state.audit else None,
             result_valid=valid, result_status=status,
-            validation_given=self.c.validation is not None,
+            validation_given=self.context.validation is not None,
             resume_rounds_left=max(0, limits.rounds - resumes),
             retries_left=max(0, limits.retries - retries),
             session_named=session is not None,
@@ -344,14 +347,15 @@ class RoundRunner:
         )
 
     def _validate(self, round_state: RoundState) -> tuple[ValidationOutcome | None, str | None]:
-        c = self.c
-        assert c.validation is not None and c.state.worker_result is not None
-        c.progress.phase("validation", round_state.number)
-        round_dir = c.state.layout.round_dir(round_state.number)
+        context = self.context
+        assert context.validation is not None and context.state.worker_result is not None
+        context.progress.phase("validation", round_state.number)
+        round_dir = context.state.layout.round_dir(round_state.number)
         try:
-            outcome = c.validation(ValidationInput(
-                worktree=c.prepared.placement.worktree, round_dir=round_dir,
-                result=c.state.worker_result.model_dump(mode="json"), round=round_state.number))
+            outcome = context.validation(ValidationInput(
+                worktree=context.prepared.placement.worktree, round_dir=round_dir,
+                result=context.state.worker_result.model_dump(mode="json"),
+                round=round_state.number))
         except Exception as error:  # the caller's code: any exception is validation_unavailable
             said = f"raised {type(error).__name__}: {error}"
         else:
@@ -380,8 +384,8 @@ class RoundRunner:
             "validation_code": coded.code if coded else None})
 
     def _retry_delay(self, k: int) -> float:
-        base = self.c.state.request.limits.retry_delay_seconds
-        return retry_delay(base, k, self.c.random.uniform(0.5, 1.0))
+        base = self.context.state.request.limits.retry_delay_seconds
+        return retry_delay(base, k, self.context.random.uniform(0.5, 1.0))
 
     def _record_transient(self, round_state: RoundState, delay: float | None) -> None:
         report = round_state.report
@@ -402,13 +406,13 @@ class RoundRunner:
         audited when its worker started and no audit ran yet (a write outside rw is reported
         however the round ended), no retry round after it - and its node written. Only what
         cannot raise more than an Exception runs here; the exception itself goes on."""
-        rounds = self.c.state.rounds
+        rounds = self.context.state.rounds
         if not rounds:
             return
         last = rounds[-1]
         if last.ended_at is None:
-            last.duration = max(0.0, self.c.clock.monotonic() - last.started_monotonic)
-            last.ended_at = self.c.clock.now_utc()
+            last.duration = max(0.0, self.context.clock.monotonic() - last.started_monotonic)
+            last.ended_at = self.context.clock.now_utc()
         if last.audit is None:  # _audit itself skips a round whose command never started
             try:
                 self._audit_quietly(last)
@@ -420,63 +424,15 @@ class RoundRunner:
 
     def _write(self, round_state: RoundState, moment: Moment) -> None:
         round_state.status = _round_status(round_state)
-        self.c.tracer.write_round_node(self.c.state.layout, round_state.number,
-                                       round_state.node(self.c.state.run_id), moment)
+        self.context.tracer.write_round_node(self.context.state.layout, round_state.number,
+                                       round_state.node(self.context.state.run_id), moment)
         if moment == "update":
             # The run record is written again after every round, once its node is (seed 000
             # "Run record").
-            self.c.state.write_node(self.c.tracer, "update")
+            self.context.state.write_node(self.context.tracer, "update")
 
 
-class _ActivityFlusher:
-    """Worker activity for the progress file while a round runs: each tool call is kept and
-    written at most once a second (ProgressWriter.activity); a call held back is written by a
-    background thread once its second has passed, so a worker silent for minutes (one long
-    Bash command) still shows its latest tool call (seed 000 "Progress file").
-
-    The thread starts with the first held-back action and is stopped when the round ends. It
-    waits on a condition — for a held-back action, then for the moment it may be written
-    (`ProgressWriter.due_in`) — and never wakes for nothing. The progress writer is only touched
-    under the condition's lock while it runs."""
-
-    def __init__(self, progress: ProgressWriter) -> None:
-        self._progress = progress
-        self._changed = threading.Condition(threading.Lock())
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-
-    def activity(self, action: LastAction) -> None:
-        with self._changed:
-            self._progress.activity(action)
-            held_back = self._progress.pending
-            if held_back:
-                self._changed.notify()
-            if held_back and self._thread is None and not self._stopped:
-                self._thread = threading.Thread(target=self._run, name="progress-activity",
-                                                daemon=True)
-                self._thread.start()  # it waits for the lock this call holds
-
-    def _run(self) -> None:
-        with self._changed:
-            while not self._stopped:
-                due = self._progress.due_in()
-                if due is None:
-                    self._changed.wait()  # until an action is held back, or the round ends
-                elif due > 0:
-                    self._changed.wait(due)  # until it may be written, or the round ends
-                else:
-                    self._progress.flush()
-
-    def stop(self) -> None:
-        with self._changed:
-            self._stopped = True
-            self._changed.notify_all()
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join()
-
-
-def _round_status(round_state: RoundState) -> str:
+def _round_status(round_state: RoundState) -> Literal["ok", "failed"]:
     report = round_state.report
     if round_state.interrupted:  # ended from outside: it did not finish (outcome interrupted)
         return "failed"

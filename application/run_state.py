@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.tracing.record import record_of_node
@@ -17,7 +17,7 @@ from concorde_workers.application.tracing.writer import Moment, TraceWriter
 from concorde_workers.domain.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.audit import Audit
 from concorde_workers.domain.deletions import DeletionOutcome
-from concorde_workers.domain.errors import ErrorLink
+from concorde_workers.domain.errors import Code, ErrorLink
 from concorde_workers.domain.git_metadata import GitMetadata
 from concorde_workers.domain.layout import RunLayout
 from concorde_workers.domain.records import (
@@ -25,6 +25,9 @@ from concorde_workers.domain.records import (
     WORKER_RUN,
     AuditRecord,
     NodeFile,
+    NodeOutcome,
+    NodeStatus,
+    Phase,
     RoundRecord,
     RoundTraceContent,
     RunMetadata,
@@ -36,6 +39,7 @@ from concorde_workers.domain.records import (
     WorkerResult,
 )
 from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.rounds import WorkerStatus
 from concorde_workers.ports.agent import RoundKind
 
 
@@ -67,7 +71,7 @@ class RoundState:
     result_problem: str | None = None
     stderr_tail: str = ""
     failure: str | None = None
-    status: str = "ok"
+    status: Literal["ok", "failed"] = "ok"
     git_metadata: tuple[GitMetadata, ...] = ()
     """The `.git` entries the round's audit found new or changed, as the host read them."""
     interrupted: bool = False
@@ -132,14 +136,39 @@ class RunState:
     session: str | None = None
     deletions: DeletionOutcome = field(default_factory=DeletionOutcome)
     transcript_kept: bool = False
-    status: str = "running"
-    outcome: str | None = None
+    status: NodeStatus = "running"
+    outcome: NodeOutcome | None = None
     error: ErrorLink | None = None
     ended_at: datetime | None = None
     trace_failures: list[str] = field(default_factory=list)
     files: tuple[NodeFile, ...] = ()
-    ended_in: str | None = None
+    ended_in: Phase | None = None
     """The phase an exception from outside ended the run in (before its round was closed)."""
+
+    @property
+    def running(self) -> bool:
+        """No end was recorded yet."""
+        return self.status == "running"
+
+    @property
+    def interrupted(self) -> bool:
+        return self.outcome == "interrupted"
+
+    def end(self, link: ErrorLink | None, status: WorkerStatus = WorkerStatus.FAILED) -> None:
+        """The run's end: ok without a link; otherwise the status the Rounds table gave
+        (blocked or failed), failed for every other ending; interrupted as its outcome when
+        something outside ended it (its link's code)."""
+        self.error = link
+        self.status = "ok" if link is None else (
+            "blocked" if status is WorkerStatus.BLOCKED else "failed")
+        self.outcome = "interrupted" if link is not None and link.code == Code.INTERRUPTED \
+            else self.status
+
+    def fail(self, link: ErrorLink) -> None:
+        """A step of the end failed after the run ended (the cleanup): failed, with `link`, and
+        still interrupted when something outside had ended it."""
+        outcome: NodeOutcome = "interrupted" if self.interrupted else "failed"
+        self.error, self.status, self.outcome = link, "failed", outcome
 
     @property
     def grant_digest(self) -> str | None:
