@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -47,7 +48,9 @@ ALLOWED = "RACE-ALLOWED-CONTENT-p4n8"
 LINES = 80
 BATCHES, PER_BATCH = 10, 30  # 300 reads of the link
 CLI = Path(sys.executable).with_name("concorde-workers")
-KILL_DEADLINE = 2.0  # seconds after the host's death (issue 9 §1)
+KILL_DEADLINE = 2.0
+"""Seconds after the host's death by which no process of its run is alive: issue 9 §1's own
+requirement, the one wall-clock bound the suite keeps, counted from the death itself."""
 
 
 def plant(worktree: Path) -> Path:
@@ -219,20 +222,54 @@ def kill_host_and_count(request: dict[str, Any], environ: dict[str, str], parent
                             env=environ, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     leftovers.append(mark)
+    handles: dict[int, int] = {}
     try:
         assert wait_for(lambda: len(processes_with(mark)) >= 2, 120), "the Bash call never ran"
         runtime = runtime_directory_of(parent)
         assert runtime is not None
         leftovers.append(str(runtime))
         before = sorted({*processes_with(mark), *processes_with(str(runtime))})
+        handles = pidfds(before)  # before the kill: a pid reused later is not mistaken for one
     finally:
         host.send_signal(signal.SIGKILL)
         host.wait()
     died = time.monotonic()
-    wait_for(lambda: not processes_with(mark) and not processes_with(str(runtime)),
-             KILL_DEADLINE - (time.monotonic() - died))
-    after = sorted({*processes_with(mark), *processes_with(str(runtime))})
-    return before, after
+    try:
+        # the 2 seconds run from the host's death, whatever the test did before or the machine's
+        # load: each process's end is waited on on its pidfd, no /proc scan in the count
+        alive = still_running(handles, until=died + KILL_DEADLINE)
+    finally:
+        for fd in handles.values():
+            os.close(fd)
+    born_later = {*processes_with(mark), *processes_with(str(runtime))} - set(before)
+    return before, sorted({*alive, *born_later})
+
+
+def pidfds(pids: list[int]) -> dict[int, int]:
+    """A pidfd for each process still running (one that already ended needs none)."""
+    handles: dict[int, int] = {}
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            handles[pid] = os.pidfd_open(pid)
+    return handles
+
+
+def still_running(handles: dict[int, int], until: float) -> list[int]:
+    """The processes whose pidfd has not become readable (they have not ended; a zombie has) by
+    the monotonic time `until`: waited on all at once, woken by each end, never polled."""
+    poller = select.poll()
+    by_fd = {fd: pid for pid, fd in handles.items()}
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN)
+    while by_fd:
+        left = until - time.monotonic()
+        events = poller.poll(max(0.0, left) * 1000)
+        if not events:
+            break
+        for fd, _ in events:
+            poller.unregister(fd)
+            by_fd.pop(fd, None)
+    return sorted(by_fd.values())
 
 
 @pytest.mark.req("No worker process outlives its round")

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ import pytest
 from e2e.conftest_pi import PiWorld, call, pi_world, reply
 from fakes.cli_launcher import program_container
 from servers.openai_server import Hang
+from timing import SLOW
 
 from concorde_workers.adapters.cli.main import main
 from concorde_workers.domain.request import Limits
@@ -51,23 +52,16 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def wait_until(probe: Any, proc: subprocess.Popen[str], what: str, seconds: float = 120) -> Any:
-    """The first true value of `probe()` while the host runs (checked on each change of what it
-    looks at, never raced against a fixed time)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"waited {seconds} s for {what}")
-
-
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_sweep_cleans_up_after_a_sigkilled_host_of_a_real_pi_run(pi_world: PiWorld) -> None:
     w = pi_world
-    w.server.add(reply(call("read", "call_1", path=w.path("src/app/main.py"))), Hang(3600))
+    held = threading.Event()
+
+    def hold(body: dict[str, Any]) -> Hang:
+        held.set()  # the server has pi's second request: the test goes on from this event
+        return Hang(3600)
+
+    w.server.add(reply(call("read", "call_1", path=w.path("src/app/main.py"))), hold)
     request = w.request(Limits(timeout_seconds=600, max_turns=30, rounds=0, retries=0,
                                retry_delay_seconds=0))
     request_file = w.root / "request.json"
@@ -81,7 +75,8 @@ def test_sweep_cleans_up_after_a_sigkilled_host_of_a_real_pi_run(pi_world: PiWor
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # the second request held: pi has its first answer (and its session file) and waits
-        wait_until(lambda: len(w.server.requests) >= 2, proc, "pi's second request")
+        assert held.wait(SLOW), f"pi's second request never came: {proc.poll()}"
+        assert proc.poll() is None, proc.communicate()
         [runtime_dir] = list(runtime_parent.iterdir())
         run_dir = next((Path(request.parent) / "workers").iterdir())
         agents = children(proc.pid)

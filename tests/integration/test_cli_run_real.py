@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -121,22 +120,6 @@ def test_a_configuration_refusal_exits_2_and_makes_no_run_directory(project: Any
     assert list(parent.iterdir()) == []
 
 
-def wait_for_phase(parent: Path, phase: str, proc: subprocess.Popen[str],
-                   seconds: float = SLOW) -> Path:
-    """The run directory once its status.json shows `phase` (the CLI's process still running)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        for status in (parent / "workers").glob("w-*/status.json"):
-            try:
-                if json.loads(status.read_text())["phase"] == phase:
-                    return status.parent
-            except (OSError, ValueError):
-                pass  # written atomically; read again
-        time.sleep(0.05)
-    raise AssertionError(f"no run reached the phase {phase} within {seconds} s")
-
-
 @pytest.fixture
 def processes() -> Iterator[list[subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
@@ -163,8 +146,10 @@ def test_sigint_mid_round_ends_the_run_interrupted_with_exit_130(
         cwd=project.root, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     processes.append(proc)
-    run_dir = wait_for_phase(parent, "worker", proc)
     running.wait()  # the agent has done every step before its hour of sleep
+    assert proc.poll() is None, proc.communicate()
+    [run_dir] = (parent / "workers").glob("w-*")  # made before the agent started
+    assert json.loads((run_dir / "status.json").read_text())["phase"] == "worker"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=SLOW)
     assert proc.returncode == 130, out + err

@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import pytest
 from fakes.cli_launcher import program_container
 from fakes.program_backend import Step
+from timing import Signal
 
 from concorde_workers.adapters.cli.main import main
 
@@ -73,9 +73,10 @@ class Hosts:
         """A host whose agent writes its transcript, says it runs a command and sleeps; once
         the agent runs (its record written) the host is returned."""
         record = self.root / f"{name}.agent.json"
+        running = Signal(self.root / f"{name}.running.fifo")
         scenario = [Step.session(f"s-{name}"), Step.transcript(), Step.record(str(record)),
-                    Step.line("tool", tool="Bash", target="sleep 600"), Step.sleep(600),
-                    Step.result(RESULT)]
+                    Step.line("tool", tool="Bash", target="sleep 600"),
+                    Step.signal(str(running.path)), Step.sleep(600), Step.result(RESULT)]
         scenarios = self.root / f"{name}.scenarios.json"
         scenarios.write_text(json.dumps([scenario]))
         env = dict(os.environ, FAKE_RUNTIME_PARENT=str(self.runtime_parent),
@@ -85,11 +86,10 @@ class Hosts:
              "--parent", str(self.parent), "--json"],
             cwd=self.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         before = {h.run_dir for h in self.started}
-        agent = wait_for(lambda: json.loads(record.read_text()) if record.exists() else None,
-                         proc, f"the agent of {name} to start")
-        run_dir = wait_for(lambda: next(iter(
-            {p for p in (self.parent / "workers").glob("w-*")} - before), None), proc,
-            f"the run directory of {name}")
+        running.wait()  # the agent runs: its record is written, its run directory made
+        assert proc.poll() is None, proc.communicate()
+        agent = json.loads(record.read_text())
+        [run_dir] = {p for p in (self.parent / "workers").glob("w-*")} - before
         runtime_dir = Path(agent["cwd"]).parent
         host = Host(proc=proc, run_dir=run_dir, runtime_dir=runtime_dir, agent=agent)
         self.started.append(host)
@@ -104,22 +104,6 @@ class Hosts:
     def container(self, scenarios: list[Any] | None = None) -> Any:
         return program_container(scenarios or [], runtime_parent=str(self.runtime_parent),
                                  credentials=str(self.credentials))
-
-
-def wait_for(probe: Any, proc: subprocess.Popen[str], what: str, seconds: float = 60) -> Any:
-    """The first true value `probe()` gives while the host process runs (its files appear
-    atomically; checked on each change, never raced against a fixed time)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        try:
-            found = probe()
-        except (OSError, ValueError):
-            found = None  # being written; read again
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"waited {seconds} s for {what}")
 
 
 @pytest.fixture
