@@ -8,22 +8,21 @@ object back, keys in the schema's order. Every model forbids unknown keys; no re
 field has a default, so a missing key is refused as the schema refuses it. Scalars are strict:
 a string is never read as a number, nor a boolean as an integer.
 
-The JSON Schemas in `contracts/` stay the authority; the domain does no I/O and does not import
-them. The tests check each model against its contract's example and schema.
+The worker result lives in `worker_result.py`, the progress file in `progress_file.py`, the
+shared field types in `record_fields.py`; this module re-exports them, so every record is
+imported from here. The JSON Schemas in `contracts/` stay the authority; the domain does no I/O
+and does not import them. The tests check each model against its contract's example and schema.
 """
 
 from __future__ import annotations
 
-import posixpath
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     StrictBool,
-    StrictFloat,
     StrictInt,
     StrictStr,
     ValidationError,
@@ -32,14 +31,61 @@ from pydantic import (
     model_validator,
 )
 
-from concorde_workers.domain.errors import ErrorLink, Reason
+from concorde_workers.domain.errors import ErrorLink
+from concorde_workers.domain.progress_file import (
+    LAST_ACTION_TARGET_LIMIT,
+    LastAction,
+    ProgressFile,
+    cut_target,
+)
+from concorde_workers.domain.record_fields import (
+    RECORD,
+    Amount,
+    Backend,
+    CodeText,
+    Count,
+    Digest,
+    JsonObject,
+    NodeOutcome,
+    NodeStatus,
+    NonEmpty,
+    Phase,
+    ProgressStatus,
+    Prompt,
+    UtcTime,
+    WorkerStatus,
+    describe_error,
+    is_project_path,
+)
+from concorde_workers.domain.worker_result import (
+    WorkerError,
+    WorkerEvidence,
+    WorkerResult,
+    WorkerUnhandled,
+    judge_result,
+    result_problem,
+)
 
 __all__ = [
     "LAST_ACTION_TARGET_LIMIT",
+    "WORKER_ROUND",
+    "WORKER_RUN",
+    "Amount",
     "AuditRecord",
+    "Backend",
+    "CodeText",
+    "Count",
+    "Digest",
+    "JsonObject",
     "LastAction",
     "NodeFile",
+    "NodeOutcome",
+    "NodeStatus",
+    "NonEmpty",
+    "Phase",
     "ProgressFile",
+    "ProgressStatus",
+    "Prompt",
     "RoundRecord",
     "RoundTraceContent",
     "RunMetadata",
@@ -48,148 +94,16 @@ __all__ = [
     "TraceNode",
     "Transient",
     "Usage",
+    "UtcTime",
     "WorkerError",
     "WorkerEvidence",
     "WorkerResult",
+    "WorkerStatus",
     "WorkerUnhandled",
     "cut_target",
     "judge_result",
     "result_problem",
 ]
-
-NonEmpty = Annotated[StrictStr, Field(min_length=1)]
-Count = Annotated[StrictInt, Field(ge=0)]
-Amount = Annotated[StrictInt | StrictFloat, Field(ge=0)]
-"""A JSON number ≥ 0; an integer stays an integer so the value dumps as it was read."""
-CodeText = Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")]
-"""A code another actor gives (the worker's own): the contract's pattern; Workers' own codes are
-`domain.codes.Code`."""
-Digest = Annotated[StrictStr, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
-UtcTime = Annotated[
-    StrictStr, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$")
-]
-"""A UTC time as the trace node and the progress file write it: ISO 8601 with the suffix Z."""
-JsonObject = dict[str, Any]
-
-WorkerStatus = Literal["ok", "blocked", "failed"]
-Prompt = Literal["initial", "repair", "retry"]
-Backend = Literal["claude", "pi"]
-NodeStatus = Literal["ok", "blocked", "failed", "running"]
-NodeOutcome = Literal["ok", "blocked", "failed", "interrupted"]
-Phase = Literal["preparing", "worker", "audit", "validation", "waiting", "finished"]
-ProgressStatus = Literal["ok", "blocked", "failed", "interrupted"]
-
-_RECORD = ConfigDict(extra="forbid", frozen=True)
-
-
-def _is_project_path(value: str) -> bool:
-    """Relative, non-empty, with no `..` segment (the contracts' `project-path` format)."""
-    return bool(value) and not posixpath.isabs(value) and ".." not in value.split("/")
-
-
-# --- contract.workers.worker-result ---------------------------------------------------------
-
-
-class WorkerEvidence(BaseModel):
-    """One evidence item of the worker's error: a file, command, output or Spec, by its ref."""
-
-    model_config = _RECORD
-
-    kind: Literal["file", "command", "output", "spec"]
-    ref: NonEmpty
-    detail: StrictStr
-
-
-class WorkerUnhandled(BaseModel):
-    """Why the worker could not handle the error: the reason and its specific explanation."""
-
-    model_config = _RECORD
-
-    reason: Reason
-    explanation: NonEmpty
-
-
-class WorkerError(BaseModel):
-    """The worker's own link of the error chain: contract.tracing.error without level, actor
-    and causes (seed 002, contract.workers.worker-result)."""
-
-    model_config = _RECORD
-
-    code: CodeText
-    detail: NonEmpty
-    evidence: tuple[WorkerEvidence, ...]
-    attempts: tuple[NonEmpty, ...]
-    unhandled: WorkerUnhandled
-    options: tuple[NonEmpty, ...]
-    recommendation: StrictStr
-
-    def to_link(self, actor: str) -> ErrorLink:
-        """The worker's link as Workers puts it in the chain: level worker, `actor` (the run and
-        the latest session, seed 000 "Errors") and no causes; the rest copied unchanged."""
-        return ErrorLink.model_validate(
-            {"level": "worker", "actor": actor, **self.model_dump(mode="json"), "causes": []}
-        )
-
-
-class WorkerResult(BaseModel):
-    """The structured result a worker ends every round with (contract.workers.worker-result).
-
-    error is null exactly when status is ok: a result whose error does not match its status is
-    invalid. `output` is the caller's job-specific object; its own schema is checked outside
-    the domain (see `result_problem`).
-    """
-
-    model_config = _RECORD
-
-    status: WorkerStatus
-    summary: NonEmpty
-    error: WorkerError | None
-    proposed_deletions: tuple[NonEmpty, ...]
-    output: JsonObject
-
-    @model_validator(mode="after")
-    def _error_matches_status(self) -> Self:
-        if self.status == "ok" and self.error is not None:
-            raise ValueError("error must be null when status is ok")
-        if self.status != "ok" and self.error is None:
-            raise ValueError(f"error must be an object when status is {self.status}")
-        return self
-
-
-def _describe(error: ValidationError) -> str:
-    """The first problem of a validation error, as `<location>: <message>`."""
-    first = error.errors(include_url=False)[0]
-    location = ".".join(str(part) for part in first["loc"])
-    message = str(first["msg"]).removeprefix("Value error, ")
-    return f"{location}: {message}" if location else message
-
-
-def judge_result(data: object) -> WorkerResult | str:
-    """The worker result `data` as its model, or why it is none: the schema violation that
-    worker_result_invalid names (seed 000 "Errors"). The caller's schema of `output` is checked
-    outside the domain, which does no schema I/O (application/rounds.py)."""
-    if not isinstance(data, dict):
-        return f"the worker result must be a JSON object, not {type(data).__name__}"
-    try:
-        return WorkerResult.model_validate(data)
-    except ValidationError as error:
-        return _describe(error)
-
-
-def result_problem(data: object, output_schema_problem: str | None = None) -> str | None:
-    """Why `data` is not a valid worker result, or None when it is one.
-
-    `output_schema_problem` is what the caller's output schema found wrong with `data["output"]`
-    (checked with the contracts' validator outside the domain, which does no schema I/O); it is
-    reported once the rest of the result is valid. The text is the schema violation that
-    worker_result_invalid names (seed 000 "Errors").
-    """
-    judged = judge_result(data)
-    if isinstance(judged, str):
-        return judged
-    if output_schema_problem is not None:
-        return f"output: {output_schema_problem}"
-    return None
 
 
 # --- contract.workers.worker-round-trace ------------------------------------------------------
@@ -198,7 +112,7 @@ def result_problem(data: object, output_schema_problem: str | None = None) -> st
 class AuditRecord(BaseModel):
     """The host's audit of a round as recorded: verdict, every changed path, every violation."""
 
-    model_config = _RECORD
+    model_config = RECORD
 
     verdict: Literal["clean", "violation"]
     changed: tuple[NonEmpty, ...]
@@ -209,7 +123,7 @@ class Transient(BaseModel):
     """The transient model-service error that ended a round, whether a retry round followed and
     how long the host waited before it (null when none followed)."""
 
-    model_config = _RECORD
+    model_config = RECORD
 
     error: NonEmpty
     retried: StrictBool
@@ -219,7 +133,7 @@ class Transient(BaseModel):
 class RoundTraceContent(BaseModel):
     """The content of a worker round's trace node (contract.workers.worker-round-trace)."""
 
-    model_config = _RECORD
+    model_config = RECORD
 
     round: Annotated[StrictInt, Field(ge=1)]
     prompt: Prompt
@@ -241,7 +155,7 @@ class RunTraceContent(BaseModel):
     `worker_result` is kept verbatim as the worker gave it (parse it with `WorkerResult`).
     """
 
-    model_config = _RECORD
+    model_config = RECORD
 
     task_type: NonEmpty
     backend_source: NonEmpty | None
@@ -261,7 +175,7 @@ class RunTraceContent(BaseModel):
     @classmethod
     def _transcript_in_node(cls, value: str | None) -> str | None:
         # relative to the node's folder (format project-path)
-        if value is not None and not _is_project_path(value):
+        if value is not None and not is_project_path(value):
             raise ValueError("transcript must be a path relative to the node's folder")
         return value
 
@@ -273,7 +187,7 @@ class Usage(BaseModel):
     """A round node's usage: what the agent program reported (null when it reported none) and
     the round's duration in seconds (null until it ended). Seed 000 "Run record"."""
 
-    model_config = _RECORD
+    model_config = RECORD
 
     tokens_in: Count | None
     tokens_out: Count | None
@@ -288,7 +202,7 @@ class RunMetadata(BaseModel):
     """A worker run node's metadata: what it was launched for and the digests of what it was
     given, each null until made; model and reasoning only when the configuration named them."""
 
-    model_config = _RECORD
+    model_config = RECORD
 
     operation: NonEmpty | None
     worker: NonEmpty | None
@@ -306,7 +220,7 @@ class RunMetadata(BaseModel):
 class NodeFile(BaseModel):
     """A file a node keeps: its path relative to the node's folder and the sha256 of its bytes."""
 
-    model_config = _RECORD
+    model_config = RECORD
 
     path: NonEmpty
     digest: Digest
@@ -314,7 +228,7 @@ class NodeFile(BaseModel):
     @field_validator("path")
     @classmethod
     def _relative(cls, value: str) -> str:
-        if not _is_project_path(value):
+        if not is_project_path(value):
             raise ValueError("a node's file path must be relative to its folder")
         return value
 
@@ -332,7 +246,7 @@ class TraceNode(BaseModel):
     `run_content`, `round_usage` and `round_content` give the typed parts.
     """
 
-    model_config = _RECORD
+    model_config = RECORD
 
     kind: Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9-]*$")]
     id: NonEmpty
@@ -374,7 +288,8 @@ class TraceNode(BaseModel):
             try:
                 typed[key] = model.model_validate(value)
             except ValidationError as error:
-                raise ValueError(f"{key} of a {data['kind']} node: {_describe(error)}") from None
+                problem = describe_error(error)
+                raise ValueError(f"{key} of a {data['kind']} node: {problem}") from None
         return typed
 
     @model_validator(mode="after")
@@ -434,7 +349,7 @@ class RoundRecord(BaseModel):
     """One round of the returned run record: its node's content and usage, the agent's report
     under its backend's key, and only the steps that happened (see `to_json`)."""
 
-    model_config = _RECORD
+    model_config = RECORD
 
     round: Annotated[StrictInt, Field(ge=1)]
     prompt: Prompt
@@ -514,7 +429,7 @@ class RunRecord(BaseModel):
     (seed 000 "Errors": every run that does not end ok has an error).
     """
 
-    model_config = _RECORD
+    model_config = RECORD
 
     run_id: NonEmpty
     status: WorkerStatus
@@ -557,59 +472,3 @@ class RunRecord(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The record as the contract's object (rounds without the keys of steps not taken)."""
         return self.model_dump(mode="json")
-
-
-# --- seed 000 "Progress file" ---------------------------------------------------------------
-
-LAST_ACTION_TARGET_LIMIT = 200
-
-
-def cut_target(target: str) -> str:
-    """A tool call's target as the progress file shows it: its first line (a command's first
-    line), at most 200 characters (seed 000 "Progress file")."""
-    first_line = target.split("\n", 1)[0].rstrip("\r")
-    return first_line[:LAST_ACTION_TARGET_LIMIT]
-
-
-class LastAction(BaseModel):
-    """The worker's latest tool call: the tool, its target and when it was made."""
-
-    model_config = _RECORD
-
-    tool: NonEmpty
-    target: Annotated[StrictStr, Field(max_length=LAST_ACTION_TARGET_LIMIT)]
-    at: UtcTime
-
-    @classmethod
-    def of(cls, tool: str, target: str, at: str) -> LastAction:
-        """The action with its target cut by `cut_target`."""
-        return cls(tool=tool, target=cut_target(target), at=at)
-
-
-class ProgressFile(BaseModel):
-    """status.json: what the run is doing while it runs; an observation aid, not evidence.
-
-    status is null while running and the final status once phase is finished (interrupted when
-    something outside ended the run).
-    """
-
-    model_config = _RECORD
-
-    run_id: NonEmpty
-    task_type: NonEmpty
-    backend: NonEmpty
-    worktree: NonEmpty
-    operation_run_id: NonEmpty | None
-    phase: Phase
-    round: Annotated[StrictInt, Field(ge=1)]
-    last_action: LastAction | None
-    status: ProgressStatus | None
-    host_pid: Annotated[StrictInt, Field(ge=1)]
-    started_at: UtcTime
-    updated_at: UtcTime
-
-    @model_validator(mode="after")
-    def _status_when_finished(self) -> Self:
-        if (self.phase == "finished") != (self.status is not None):
-            raise ValueError("status is null while running and set once phase is finished")
-        return self
