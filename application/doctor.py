@@ -32,7 +32,7 @@ from concorde_workers.domain.environment import API_KEY_SUFFIX
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE, PI_AUTH_FILE
 from concorde_workers.domain.program_versions import ProgramLocation
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.sandbox_probe import SandboxProbe
 
@@ -129,8 +129,8 @@ class Doctor:
         declared: dict[str, set[str]] = {}
         try:
             data = json.loads(self._fs.read_text(file)) if self._fs.is_file(file) else None
-        except (OSError, ValueError):
-            data = None
+        except (FileSystemError, OSError, ValueError):
+            data = None  # the reader below names what is wrong with it
         if isinstance(data, dict) and isinstance(data.get("operations"), dict):
             # Doctor is no caller with declarations: every name the file gives is declared.
             for operation, entry in data["operations"].items():

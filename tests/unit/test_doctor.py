@@ -144,6 +144,13 @@ def test_the_sandbox_is_not_tried_without_its_programs() -> None:
     assert not diagnose(facts).ok
 
 
+def test_an_unreadable_workers_json_is_a_failed_line_never_a_fault() -> None:
+    fs = machine()
+    fs.fail("read_bytes", f"{WORKTREE}/.concorde/workers.json")
+    check = next(c for c in doctor(fs).diagnose().checks if c.name.startswith("workers.json"))
+    assert not check.ok and "unreadable" in check.state
+
+
 def test_workers_json_is_checked_only_inside_a_worktree() -> None:
     assert doctor(machine(), cwd="/tmp").facts().workers_json is None
     assert worktree_of(f"{WORKTREE}/src/app") == WORKTREE
