@@ -24,7 +24,7 @@ from concorde_workers.domain.links import (
     audit_violation_detail,
     trace_evidence,
     transcript_evidence,
-    worker_actor,
+    worker_link,
     workers_link,
 )
 from concorde_workers.domain.rounds import Causes, End, RoundEnding, RoundFacts
@@ -306,7 +306,7 @@ def state_result_status(round_state: RoundState, facts: RoundFacts) -> str | Non
 def _worker_causes(state: RunState, round_state: RoundState) -> list[ErrorLink]:
     error = state.worker_result.error if state.worker_result is not None else None
     if round_state.result_problem is None and error is not None:
-        return [error.to_link(worker_actor(state.run_id, state.session))]
+        return [worker_link(error, state.run_id, state.session)]
     return []
 
 

@@ -31,10 +31,10 @@ from concorde_workers.domain.codes import (
 )
 from concorde_workers.domain.errors import ErrorLink, Evidence, Unhandled
 from concorde_workers.domain.launch import format_number
+from concorde_workers.domain.worker_result import WORKER_LEVEL, WorkerError
 
 WORKERS_LEVEL = "workers"
 COMPONENT_LEVEL = "component"
-WORKER_LEVEL = "worker"
 CLAUDE_PROCESS_ACTOR = "Claude Code process (claude -p)"
 PI_PROCESS_ACTOR = "pi process (pi -p)"
 
@@ -239,9 +239,12 @@ def worker_actor(run_id: str, session: str | None) -> str:
     return f"worker of Workers run {run_id} (session {shown})"
 
 
-def worker_link(result_error: Mapping[str, Any], run_id: str, session: str | None) -> ErrorLink:
+def worker_link(result_error: WorkerError | Mapping[str, Any], run_id: str,
+                session: str | None) -> ErrorLink:
     """The worker's link: the valid worker result's error copied unchanged, with the level
     worker, an actor naming the run and the latest session, and no causes."""
+    if isinstance(result_error, WorkerError):
+        return result_error.to_link(worker_actor(run_id, session))
     fields = dict(result_error)
     for key in ("level", "actor", "causes"):
         if key in fields:

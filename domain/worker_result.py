@@ -20,8 +20,11 @@ from concorde_workers.domain.record_fields import (
     describe_error,
 )
 
-__all__ = ["WorkerError", "WorkerEvidence", "WorkerResult", "WorkerUnhandled", "judge_result",
-           "result_problem"]
+WORKER_LEVEL = "worker"
+"""The level of the worker's link in the error chain (seed 000 "Errors")."""
+
+__all__ = ["WORKER_LEVEL", "WorkerError", "WorkerEvidence", "WorkerResult", "WorkerUnhandled",
+           "judge_result", "result_problem"]
 
 
 class WorkerEvidence(BaseModel):
@@ -61,7 +64,7 @@ class WorkerError(BaseModel):
         """The worker's link as Workers puts it in the chain: level worker, `actor` (the run and
         the latest session, seed 000 "Errors") and no causes; the rest copied unchanged."""
         return ErrorLink.model_validate(
-            {"level": "worker", "actor": actor, **self.model_dump(mode="json"), "causes": []}
+            {"level": WORKER_LEVEL, "actor": actor, **self.model_dump(mode="json"), "causes": []}
         )
 
 

@@ -23,6 +23,7 @@ from concorde_workers.domain.links import (
     workers_link,
 )
 from concorde_workers.domain.task_types import TaskType
+from concorde_workers.domain.worker_result import WorkerError
 
 
 def test_the_contract_example_link() -> None:
@@ -244,6 +245,12 @@ def test_worker_link_copies_the_error_unchanged() -> None:
     data = link.to_json()
     for key, value in WORKER_ERROR.items():
         assert data[key] == value
+
+
+def test_worker_link_of_the_carried_model_is_the_link_of_its_json() -> None:
+    error = WorkerError.model_validate(WORKER_ERROR)
+    assert worker_link(error, RUN, "0199-session") == worker_link(WORKER_ERROR, RUN,
+                                                                  "0199-session")
 
 
 def test_worker_link_without_a_session() -> None:
