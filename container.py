@@ -166,14 +166,15 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
     )
 
 
-def check_runner(processes: ProcessRunner, filesystem: FileSystem,
-                 facts: HostFacts) -> SandboxedCheckRunner:
-    """The checks' runner: copies in the runtime parent, every credential origin and home of the
-    host hidden from the check (besides the temporary roots every check's sandbox hides)."""
+def check_runner(processes: ProcessRunner, filesystem: FileSystem, facts: HostFacts,
+                 copies_root: str | None = None) -> SandboxedCheckRunner:
+    """The checks' runner: copies in the runtime parent (`copies_root` when given), every
+    credential origin and home of the host hidden from the check (besides the temporary roots
+    every check's sandbox hides)."""
     origins = credential_origins(facts.environ, facts.user_home)
     hidden = (*origins.homes, *origins.directories, *origins.files)
     return SandboxedCheckRunner(processes, filesystem, shutil.which("bwrap"), facts.environ,
-                                hidden, runtime_parent())
+                                hidden, copies_root or runtime_parent())
 
 
 def shipped_pins() -> tuple[str, str]:
