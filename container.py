@@ -147,7 +147,7 @@ def runtime_parent() -> str:
 def production(environ: Mapping[str, str] | None = None) -> Container:
     """The production wiring with the real adapters."""
     env = dict(os.environ if environ is None else environ)
-    filesystem, processes = LocalFileSystem(), SubprocessRunner()
+    filesystem, processes, table = LocalFileSystem(), SubprocessRunner(), ProcTable()
     facts = host_facts(env)
     return Container(
         filesystem=filesystem,
@@ -160,21 +160,21 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
         processes=processes,
         versions=InstalledProgramVersions(filesystem, processes, env),
         host_pid=os.getpid(),
-        process_table=ProcTable(),
-        check_runner=check_runner(processes, filesystem, facts),
+        process_table=table,
+        check_runner=check_runner(processes, filesystem, facts, table),
         sandbox_probe=SrtSandboxProbe(processes, env),
     )
 
 
 def check_runner(processes: ProcessRunner, filesystem: FileSystem, facts: HostFacts,
-                 copies_root: str | None = None) -> SandboxedCheckRunner:
-    """The checks' runner: copies in the runtime parent (`copies_root` when given), every
-    credential origin and home of the host hidden from the check (besides the temporary roots
-    every check's sandbox hides)."""
+                 table: ProcessTable, copies_root: str | None = None) -> SandboxedCheckRunner:
+    """The checks' runner: copies in the runtime parent (`copies_root` when given), each with
+    this host's owner record from `table` (the sweep's), every credential origin and home of
+    the host hidden from the check (besides the temporary roots every check's sandbox hides)."""
     origins = credential_origins(facts.environ, facts.user_home)
     hidden = (*origins.homes, *origins.directories, *origins.files)
     return SandboxedCheckRunner(processes, filesystem, shutil.which("bwrap"), facts.environ,
-                                hidden, copies_root or runtime_parent())
+                                hidden, copies_root or runtime_parent(), table)
 
 
 def shipped_pins() -> tuple[str, str]:

@@ -1,7 +1,9 @@
 """SandboxedCheckRunner: the real CheckRunner (ports/checks.py).
 
 Copies: a new folder `concorde-check-<random>` in the runtime parent (hidden from every worker by
-its confinement), filled by a walk that never follows a link: directories, links as links,
+its confinement) holding the host's owner record `owner.json`, written first, and the copy
+`tree/` (domain/check_copies.py: a sweep removes the folder once its host is dead), filled by a
+walk that never follows a link: directories, links as links,
 regular files cloned (FICLONE: copy-on-write where the filesystem shares extents: btrfs, XFS),
 else copied in the kernel (copy_file_range), else read and written; their permission bits kept
 (a directory's after its content). Entries named `.git` (Git metadata, as hidden from the
@@ -26,6 +28,14 @@ import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from concorde_workers.domain.check_copies import (
+    COPY_OWNER_FILE,
+    COPY_PREFIX,
+    COPY_TREE,
+    CopyOwner,
+    copy_owner_text,
+    is_copy_name,
+)
 from concorde_workers.domain.check_sandbox import (
     CheckPlace,
     Keep,
@@ -35,13 +45,13 @@ from concorde_workers.domain.check_sandbox import (
 from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, status_of
 from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 
 FICLONE = 0x40049409
 LOG_KEEP_BYTES = 80_000
 STARTED = "concorde-check-started"
 CANCELLED = "killed: the run was cancelled"
-COPY_PREFIX = "concorde-check-"
 _NO_CLONE = {errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL, errno.ENOSYS,
              errno.EBADF, errno.EPERM}
 
@@ -51,8 +61,9 @@ class SandboxedCheckRunner:
 
     def __init__(self, processes: ProcessRunner, fs: FileSystem, bwrap: str | None,
                  host_env: Mapping[str, str], host_hidden: Sequence[str],
-                 copies_root: str) -> None:
+                 copies_root: str, table: ProcessTable | None = None) -> None:
         self._processes = processes
+        self._table = table
         self._fs = fs
         self._bwrap = bwrap
         self._env = dict(host_env)
@@ -61,12 +72,15 @@ class SandboxedCheckRunner:
         self._clone = True  # until the filesystem says it cannot
 
     def copy(self, source: str, keep: Callable[[str], Keep] | None = None) -> str:
-        target = os.path.join(self._root, COPY_PREFIX + secrets.token_hex(6))
+        folder = os.path.join(self._root, COPY_PREFIX + secrets.token_hex(6))
+        target = os.path.join(folder, COPY_TREE)
         try:
-            os.mkdir(target, 0o700)
+            os.mkdir(folder, 0o700)
         except OSError as error:
-            raise CheckCopyFailed(target, error.strerror or str(error)) from error
+            raise CheckCopyFailed(folder, error.strerror or str(error)) from error
         try:
+            self._write_owner(folder)
+            os.mkdir(target, 0o700)
             self._copy_dir(source, target, "", keep or _everything)
             os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IRWXU)
         except OSError as error:
@@ -74,6 +88,19 @@ class SandboxedCheckRunner:
             raise CheckCopyFailed(error.filename or source, error.strerror or str(error)) \
                 from error
         return target
+
+    def _write_owner(self, folder: str) -> None:
+        """The host's owner record, before the copy exists: a sweep removes the folder once its
+        host is dead, and never while it lives (domain/check_copies.py)."""
+        if self._table is None:
+            return  # a caller without a process table: swept only once old (domain.sweep)
+        text = copy_owner_text(CopyOwner.of(self._table.own())).encode()
+        fd = os.open(os.path.join(folder, COPY_OWNER_FILE),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, text)
+        finally:
+            os.close(fd)
 
     def _copy_dir(self, source: str, target: str, rel: str,
                   keep: Callable[[str], Keep]) -> None:
@@ -198,19 +225,27 @@ class SandboxedCheckRunner:
                         duration_seconds=duration, log=log)
 
     def discard(self, tree: str) -> None:
-        opened = self._fs.open_up(tree)
+        # The copy's folder (the owner record beside the tree) goes with it.
+        folder = os.path.dirname(os.path.normpath(tree)) if _is_copy_tree(tree) else tree
+        opened = self._fs.open_up(folder)
         try:
-            self._fs.rmtree(tree)
+            self._fs.rmtree(folder)
         except FileSystemError as error:
             problems = "; ".join(e.os_error_text for e in opened)
             raise CheckCopyFailed(tree, error.os_error_text + (f" ({problems})" if problems
                                                                else "")) from error
-        if self._fs.lexists(tree):
-            raise CheckCopyFailed(tree, "it is still there after its removal")
+        if self._fs.lexists(folder):
+            raise CheckCopyFailed(folder, "it is still there after its removal")
 
     def _remove_quietly(self, tree: str) -> None:
         with contextlib.suppress(CheckCopyFailed):
             self.discard(tree)
+
+
+def _is_copy_tree(tree: str) -> bool:
+    """Whether `tree` is the `tree/` of a copy's folder (`concorde-check-<hex>/tree`)."""
+    folder, name = os.path.split(os.path.normpath(tree))
+    return name == COPY_TREE and is_copy_name(os.path.basename(folder))
 
 
 def _everything(rel: str) -> Keep:

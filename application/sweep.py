@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from concorde_workers.application.copy_sweep import CopyFound, sweep_copies
 from concorde_workers.application.outcomes import LinkContext, cleanup_link
 from concorde_workers.application.runtime_directory import (
     CleanupOutcome,
@@ -130,6 +131,8 @@ class SweepReport:
     problem: str | None = None
     stale: tuple[StaleDirectory, ...] = ()
     left: tuple[LeftDirectory, ...] = ()
+    copies: tuple[CopyFound, ...] = ()
+    """The checks' copies (application/copy_sweep.py), each with its verdict."""
 
     @property
     def failures(self) -> list[str]:
@@ -147,12 +150,15 @@ class SweepReport:
                 found.append(f"the record of run {stale.record.run_id} in "
                              f"{stale.record.run_directory} was not finished: "
                              f"{stale.record.detail}")
+        found += [f"{c.path} was not removed: " + "; ".join(c.remains)
+                  for c in self.copies if c.verdict == "stale" and not c.removed]
         return found
 
     def to_json(self) -> dict[str, Any]:
         return {"runtime_parent": self.runtime_parent, "problem": self.problem,
                 "stale": [s.to_json() for s in self.stale],
                 "left": [entry.to_json() for entry in self.left],
+                "copies": [c.to_json() for c in self.copies],
                 "failures": self.failures}
 
 
@@ -216,7 +222,10 @@ class Sweeper:
                     runtime_directory=candidate.path,
                     verdict="live" if judged.verdict is Verdict.LIVE else "left",
                     reason=judged.reason))
-        return SweepReport(runtime_parent=self._parent, stale=tuple(stale), left=tuple(left))
+        copies = sweep_copies(self._fs, self._table, self._parent, entries, own=own, uid=uid,
+                              now=now.timestamp())
+        return SweepReport(runtime_parent=self._parent, stale=tuple(stale), left=tuple(left),
+                           copies=copies)
 
     # --- what a directory is ----------------------------------------------------------------
 
@@ -439,7 +448,8 @@ def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
     when nothing was stale and nothing failed."""
     if report.problem is not None:
         return f"sweep: {_shown(report.problem)}\n"
-    if quiet and not report.stale:
+    removed = [c for c in report.copies if c.verdict == "stale"]
+    if quiet and not report.stale and not removed:
         return ""
     count = len(report.stale)
     lines = [f"sweep of {_shown(report.runtime_parent)}: "
@@ -459,7 +469,11 @@ def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
             kept = ", transcript kept" if record.transcript_kept else ""
             why = "" if record.outcome == "finished" else f": {_shown(record.detail)}"
             lines.append(f"    {said[record.outcome]}: {_shown(record.run_directory)}{kept}{why}")
+    lines += [f"  {'removed' if c.removed else 'NOT removed'} check copy {_shown(c.path)}: "
+              f"{_shown(c.reason)}" for c in removed]
     if not quiet:
         lines += [f"  left {_shown(entry.runtime_directory)}: {_shown(entry.reason)}"
                   for entry in report.left]
+        lines += [f"  left check copy {_shown(c.path)}: {_shown(c.reason)}"
+                  for c in report.copies if c.verdict != "stale"]
     return "\n".join(lines) + "\n"

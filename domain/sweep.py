@@ -41,6 +41,8 @@ __all__ = [
     "ProcessState",
     "Verdict",
     "judge",
+    "judge_host",
+    "judge_ownerless",
     "observation_of_stat",
     "owner_record_text",
     "parse_owner_record",
@@ -287,7 +289,14 @@ def judge(candidate: Candidate, *, own_uid: int, own: ProcessIdentity,
         owner = f"it names run {owner.run_id}, whose hex is not this directory's"
     if isinstance(owner, str):
         return _ownerless(owner, candidate.mtime, now, margin)
-    host = owner.host
+    return judge_host(owner.host, own, observation)
+
+
+def judge_host(host: ProcessIdentity, own: ProcessIdentity,
+               observation: ProcessObservation | None) -> Judgement:
+    """Whether what `host` made is stale (its host is dead), live, or to be left alone, from
+    this process's identity `own` and what the process table says of the host's pid: another
+    boot: stale; a PID namespace unknown or different: left; then by the pid (`judge`)."""
     if own.boot_id and host.boot_id and own.boot_id != host.boot_id:
         return _stale(f"its host (pid {host.pid}) ran before the machine last started "
                       f"(boot {host.boot_id}, now {own.boot_id})")
@@ -299,6 +308,13 @@ def judge(candidate: Candidate, *, own_uid: int, own: ProcessIdentity,
                      f"({host.pid_namespace}, this one {own.pid_namespace}): its pid cannot be "
                      "checked here")
     return _by_pid(host, observation)
+
+
+def judge_ownerless(problem: str, mtime: float | None, now: float,
+                    margin: float = OWNERLESS_MARGIN_SECONDS) -> Judgement:
+    """What has no usable owner record (`problem` says why): stale once older than `margin`,
+    else left (it may be starting)."""
+    return _ownerless(problem, mtime, now, margin)
 
 
 def _ownerless(problem: str, mtime: float | None, now: float, margin: float) -> Judgement:

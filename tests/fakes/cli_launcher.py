@@ -33,6 +33,7 @@ from dependency_injector import providers
 
 from concorde_workers.adapters.cli import main as cli
 from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.container import Container, check_runner, production
 from fakes.program_backend import ProgramBackend, Scenario
@@ -49,7 +50,8 @@ def program_container(scenarios: Sequence[Scenario] | None, backend: str = "pi",
         container.temp_root.override(providers.Object(runtime_parent))
         # The checks' copies go where the runtime directories go: the sweep looks there.
         container.check_runner.override(providers.Object(check_runner(
-            SubprocessRunner(), LocalFileSystem(), container.host(), runtime_parent)))
+            SubprocessRunner(), LocalFileSystem(), container.host(), ProcTable(),
+            runtime_parent)))
     if scenarios is None:
         return container
     program = ProgramBackend(backend, scenarios=list(scenarios))  # type: ignore[arg-type]

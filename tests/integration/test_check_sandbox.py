@@ -14,7 +14,9 @@ import pytest
 
 from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.domain.check_copies import CopyOwner, is_copy_name, parse_copy_owner
 from concorde_workers.domain.check_sandbox import CheckPlace
 from concorde_workers.domain.checks import Check, CheckStatus
 
@@ -119,3 +121,28 @@ def test_a_check_never_runs_unsandboxed(tmp_path: Path, bwrap: str | None) -> No
     assert ("bubblewrap (bwrap) is not installed" if bwrap is None
             else "the sandbox could not be built") in ran.problem
     assert not (tmp_path / "w" / "ran-outside").exists()
+
+
+@pytest.mark.req("Nothing but the trace outlives a worker")
+def test_a_copy_s_folder_names_its_host_before_the_copy_and_goes_with_it(tmp_path: Path) -> None:
+    """Issue 9 §1 for the checks' copies: the folder `concorde-check-<hex>` holds this host's
+    owner record (what a sweep judges it by once the host is dead) beside the copy `tree/`, the
+    only part a check sees; discarding the copy leaves nothing in the runtime parent."""
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "a.txt").write_text("alpha\n")
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    table = ProcTable()
+    runner = SandboxedCheckRunner(SubprocessRunner(), LocalFileSystem(), shutil.which("bwrap"),
+                                  {"PATH": "/usr/bin:/bin"}, (), str(copies), table)
+    copy = Path(runner.copy(str(tmp_path / "w")))
+    folder = copy.parent
+    assert (copy.name, folder.parent) == ("tree", copies)
+    assert is_copy_name(folder.name)
+    assert sorted(p.name for p in folder.iterdir()) == ["owner.json", "tree"]
+    owner = parse_copy_owner((folder / "owner.json").read_text())
+    assert isinstance(owner, CopyOwner) and owner.host == table.own()
+    assert (folder / "owner.json").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in copy.iterdir()] == ["a.txt"]
+    runner.discard(str(copy))
+    assert list(copies.iterdir()) == []
