@@ -6,7 +6,8 @@
   checkout's pinned pi and sandbox-runtime, says so, and the run ends ok.
 - A pip install: the programs in the user data folder (~/.local/share/concorde-workers, which
   `install-agents` fills) lie under the home the confinement hides; the run still starts them
-  confined (their node_modules bound back read-only), its bash still has no network.
+  confined (their node_modules bound back read-only), its bash still has no network; and
+  Claude Code from the same folder runs a round confined.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 from dependency_injector import providers
+from e2e.conftest import ok_result
 from e2e.conftest_pi import (
     CHECKOUT,
     GRANT,
@@ -32,6 +34,8 @@ from e2e.conftest_pi import (
     require_programs,
     result_call,
 )
+from servers.anthropic_server import Reply
+from servers.claude_wrapper import write_wrapper
 from timing import SLOW
 
 from concorde_workers.container import host_facts, production
@@ -164,3 +168,41 @@ def test_programs_in_the_user_data_folder_run_confined_under_the_hidden_home(
     assert origins["pi"].startswith("the user data folder"), origins
     assert kept["programs"][0]["path"].startswith(str(modules)), kept
     assert os.path.isdir(modules)
+
+
+def test_claude_in_the_user_data_folder_runs_confined_under_the_hidden_home(
+        claude_world: Any, claude_program: Path) -> None:
+    """Claude Code as install-agents leaves it, in ~/.local/share/concorde-workers/node_modules
+    (here the test wrapper that points it at the scripted server, beside a hard link of the
+    claude under test): found there with no CONCORDE_CLAUDE, started confined, the round ends
+    ok and the file it wrote lands."""
+    world = claude_world
+    env = {k: v for k, v in world.environ.items() if k != "CONCORDE_CLAUDE"}
+    modules = Path(env["HOME"]) / ".local" / "share" / "concorde-workers" / "node_modules"
+    (modules / ".bin").mkdir(parents=True)
+    real = modules / "claude-under-test"
+    try:
+        os.link(claude_program, real)
+    except OSError:
+        shutil.copy2(claude_program, real)
+    write_wrapper(modules / ".bin" / "claude", real, world.server.url)
+    facts = dataclasses.replace(host_facts(env), installations=installations(None, env))
+    container = production(env)
+    container.host.override(facts)
+    container.temp_root.override(providers.Object(str(world.temp_root)))
+    target = world.worktree / "src" / "app" / "from_data.py"
+    world.server.push(Reply.tools(("Write", {"file_path": str(target), "content": "ok = 1\n"})),
+                      Reply.structured(ok_result(summary="written")))
+    request = world.request(limits=Limits(timeout_seconds=SLOW, max_turns=5, rounds=0,
+                                          retries=0, retry_delay_seconds=0))
+    prepared = container.planner().plan(request).prepared
+    assert prepared is not None and prepared.confinement is not None
+    assert {m.path: m.kind.value for m in prepared.confinement.mounts}.get(str(modules)) == \
+        "read-only"
+    record = container.worker_host().run(request)
+    assert record.status == "ok", record.error
+    assert target.read_text() == "ok = 1\n"
+    kept = json.loads((Path(record.run_directory) / "programs.json").read_text())
+    [claude] = kept["programs"]
+    assert claude["path"] == str(modules / ".bin" / "claude")
+    assert claude["origin"].startswith("the user data folder"), claude
