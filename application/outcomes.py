@@ -76,9 +76,9 @@ class LinkContext:
 def as_run_refusal(refusal: Refusal) -> Refusal:
     """A refusal as a run may end with it. A code outside the run-code table (request_invalid,
     seed 000 "Errors": one the run still meets when the disk changed since
-    `refusal_before_run`, or the request makes no command line; any other) is the launch that
-    could not be made, its own code kept in the detail; a run code keeps its reason when its
-    row allows it, else takes the row's own."""
+    `refusal_before_run`, or the request makes no command line; any other `Code`, such as a
+    configuration reader's) is the launch that could not be made, its own code kept in the
+    detail; a run code keeps its reason when its row allows it, else takes the row's own."""
     row = RUN_CODES.get(refusal.code)
     if row is None:
         return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, file=refusal.file,
