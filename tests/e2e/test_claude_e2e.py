@@ -510,7 +510,8 @@ def test_timeout_kills_claude_and_removes_the_credential_copy(claude_world: Clau
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
-def test_killed_claude_is_claude_failed_and_cleaned(claude_world: ClaudeWorld) -> None:
+def test_killed_claude_is_claude_failed_and_cleaned(claude_world: ClaudeWorld,
+                                                     claude_program: Path) -> None:
     def kill_agent(body: dict[str, Any]) -> Reply:
         pid = agent_pid(str(runtime_directory(claude_world)), "claude")
         assert pid is not None
@@ -524,7 +525,10 @@ def test_killed_claude_is_claude_failed_and_cleaned(claude_world: ClaudeWorld) -
     assert cause.code == "claude_error"
     assert cause.detail.startswith("Claude Code printed no result envelope")
     assert run.round(1)["exit"] == -signal.SIGKILL
-    assert run.round(1)["claude"] == dict.fromkeys(
+    claude = run.round(1)["claude"]
+    # no envelope: only what the init event said, the version of the Claude Code that ran
+    assert claude.pop("claude_code_version") == program_version(claude_program)
+    assert claude == dict.fromkeys(
         ("subtype", "is_error", "num_turns", "total_cost_usd", "permission_denials",
          "modelUsage", "duration_api_ms"))
     claude_world.assert_cleaned(run)

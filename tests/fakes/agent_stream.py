@@ -64,8 +64,9 @@ __all__ = [
 
 BACKENDS = ("pi", "claude")
 CLAUDE_AGENT_FIELDS = ("subtype", "is_error", "num_turns", "total_cost_usd", "permission_denials",
-                       "modelUsage", "duration_api_ms")
-"""contract.workers.worker-round-trace `agent.claude`: null when the stream gave none."""
+                       "modelUsage", "duration_api_ms", "claude_code_version")
+"""contract.workers.worker-round-trace `agent.claude`: null when the stream gave none (the
+version from Claude Code's init event, which a test stream has none of)."""
 PI_AGENT_FIELDS = ("stop_reason", "turns", "cost")
 """contract.workers.worker-round-trace `agent.pi`: the last stop reason, turn count and cost."""
 

@@ -213,7 +213,7 @@ def test_the_agent_report_takes_the_shape_of_the_backend_stood_in_for() -> None:
     assert tuple(claude) == CLAUDE_AGENT_FIELDS
     assert claude == {"subtype": "success", "is_error": False, "num_turns": 4,
                       "total_cost_usd": 0.5, "permission_denials": None, "modelUsage": None,
-                      "duration_api_ms": None}
+                      "duration_api_ms": None, "claude_code_version": None}
 
 
 def test_an_agent_line_overrides_the_report_and_a_mistyped_override_never_breaks_the_link() -> None:
