@@ -11,6 +11,7 @@ from fakes.filesystem import FAKE_NOW, FakeFileSystem
 from fakes.liveness import FakeProcessTable
 
 from concorde_workers.application.copy_sweep import sweep_copies
+from concorde_workers.application.sweep import SweepReport, sweep_account
 from concorde_workers.domain.check_copies import (
     CopyOwner,
     copy_owner_text,
@@ -117,3 +118,17 @@ def test_only_copy_folders_are_looked_at() -> None:
 def test_a_bad_owner_record_says_what_is_wrong(text: str, said: str) -> None:
     parsed = parse_copy_owner(text)
     assert isinstance(parsed, str) and parsed.startswith(said), parsed
+
+
+def test_a_copy_that_resists_removal_is_a_failure_of_the_sweep() -> None:
+    fs, table = world(host_alive=False)
+    fs.fail("rmtree", COPY)
+    found = sweep_copies(fs, table, PARENT, fs.listdir(PARENT), own=table.own(),
+                         uid=table.own_uid(), now=FAKE_NOW)
+    [only] = found
+    assert (only.verdict, only.removed) == ("stale", False)
+    assert only.remains == (f"{COPY}: Permission denied",)
+    report = SweepReport(runtime_parent=PARENT, copies=found)
+    assert report.failures == [f"{COPY} was not removed: {COPY}: Permission denied"]
+    assert f"NOT removed check copy {COPY}: its host (pid {HOST}) is gone" in sweep_account(
+        report)
