@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from concorde_workers.application.confinement import plan_confinement
+from concorde_workers.application.placement_answers import PlacementAnswers
 from concorde_workers.application.program_identity import with_identity
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.beside import Given, judge_beside, surroundings, text_problem
@@ -170,11 +171,18 @@ class Preparer:
         self._host = host
         self._backends = backends
         self._versions = versions
+        self._kept = PlacementAnswers()  # from refusal_before_run to the end of prepare
 
     def prepare(self, request: RunRequest, run_id: str, runtime_dir: str,
                 progress: Progress | None = None) -> Prepared | Refusal:
         """Everything up to round 1, or the refusal the run meets first."""
-        seen = progress if progress is not None else Progress()
+        try:
+            return self._prepare(request, run_id, runtime_dir, progress or Progress())
+        finally:
+            self._kept.close()
+
+    def _prepare(self, request: RunRequest, run_id: str, runtime_dir: str,
+                 seen: Progress) -> Prepared | Refusal:
         settled = self._settle(request, posixpath.dirname(runtime_dir), seen)
         if isinstance(settled, Refusal):
             return settled
@@ -221,8 +229,8 @@ class Preparer:
                      for location in backend.programs(self._host.environ, primary))
 
     def refusal_before_run(self, request: RunRequest, temp_root: str) -> Refusal | None:
-        """What `WorkerHost.refusal_before_run` answers: `beside_refusal`, then
-        `program_refusal`."""
+        """`WorkerHost.refusal_before_run`: `beside_refusal`, then `program_refusal`."""
+        self._kept.open()
         return self.beside_refusal(request, temp_root) or self.program_refusal(request)
 
     def home_refusal(self) -> Refusal | None:
@@ -249,10 +257,10 @@ class Preparer:
         another refusal first. The host asks this before a run exists
         (`WorkerHost.refusal_before_run`): request_invalid is none of a run's codes.
 
-        It costs three read-only Git calls, not the walk of the worktree: it judges against the
-        Git directories rev-parse names. The `.git` entries only the walk finds (a nested
-        repository's `gitdir:` target outside the common directory) are judged by `prepare`,
-        which then ends the run launch_failed."""
+        It costs four read-only Git calls (kept for `prepare`), not the walk of the worktree: it
+        judges against the Git directories rev-parse names. The `.git` entries only the walk
+        finds (a nested repository's `gitdir:` target outside the common directory) are judged
+        by `prepare`, which then ends the run launch_failed."""
         grant = self._grant(request)
         if isinstance(grant, Refusal):
             return None
@@ -260,7 +268,7 @@ class Preparer:
         if isinstance(placement, Refusal):
             return placement if placement.code == REQUEST_INVALID else None
         try:
-            git_dir, common_dir = self._git.git_dirs(placement.worktree)
+            git_dir, common_dir = self._kept.ask("git_dirs", placement.worktree, self._git.git_dirs)
         except GitCommandFailed:
             return None
         return self._beside(request, grant, placement,
@@ -316,13 +324,13 @@ class Preparer:
                               "primary worktree")
         real = self._fs.realpath(worktree)
         try:
-            toplevel = self._git.toplevel(real)
+            toplevel = self._kept.ask("toplevel", real, self._git.toplevel)
             if toplevel != real:
                 return _misplaced(f"the worktree {real} is not the top level of a Git worktree "
                                   f"(Git's top level is {toplevel}); give the worktree's own "
                                   "directory in .claude/worktrees/")
             # Found from the worktree itself, no directory above it (GIT_CEILING_DIRECTORIES).
-            worktrees = self._git.worktrees(real)
+            worktrees = self._kept.ask("worktrees", real, self._git.worktrees)
         except GitCommandFailed as failed:
             return check_placement(real, None, failed.output or str(failed))
         primary = worktrees[0] if worktrees and not worktrees[0].bare else None
@@ -334,7 +342,7 @@ class Preparer:
         """The repository every later Git call names, the administrative paths, and the `.git`
         entries of the walk (relative to the worktree)."""
         try:
-            git_dir, common_dir = self._git.git_dirs(worktree)
+            git_dir, common_dir = self._kept.ask("git_dirs", worktree, self._git.git_dirs)
         except GitCommandFailed as failed:
             return _misplaced(f"Git could not name the Git directories of {worktree}: "
                               f"{failed.output.strip() or failed}")

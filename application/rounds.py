@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from concorde_workers.application.activity import ActivityFlusher
 from concorde_workers.application.cancellation import Cancellation
@@ -91,16 +91,18 @@ class RoundsResult:
     validation_error: str | None = None
 
 
+ANY_OBJECT: dict[str, Any] = {"type": "object"}
+"""The result schema's `output` when the caller gave no output schema (seed 002)."""
+
+
 class RoundRunner:
     """Runs the rounds of one run until the Rounds table ends it."""
 
     def __init__(self, context: RoundContext) -> None:
         self.context = context
-        schema = json.loads(context.prepared.result_schema)
-        # The result schema as the agent was given it: the caller's output schema resolves its
-        # references against this root, as it did when the whole result was checked with it.
-        self._schema = schema_validator(schema)
-        self._output_schema = schema["properties"]["output"]
+        self._schema_root: dict[str, Any] = json.loads(context.prepared.result_schema)
+        self._output_schema = self._schema_root["properties"]["output"]
+        self._validator: Any = None  # made on first need: jsonschema costs 0.2 s to import
         self._unchanged = False  # the latest audit found the worktree as the snapshot holds it
 
     def run_all(self) -> RoundsResult:
@@ -303,7 +305,13 @@ class RoundRunner:
     def _output_problem(self, output: JsonObject) -> str | None:
         """The first problem the caller's output schema finds, by its place in the result (the
         same error first however the output's keys are ordered)."""
-        errors = sorted(self._schema.descend(output, self._output_schema, path="output"),
+        if self._output_schema == ANY_OBJECT:
+            return None  # no caller schema: the model already holds output to be an object
+        if self._validator is None:
+            # The result schema as the agent was given it: the caller's output schema resolves
+            # its references against this root, as when the whole result was checked with it.
+            self._validator = schema_validator(self._schema_root)
+        errors = sorted(self._validator.descend(output, self._output_schema, path="output"),
                         key=lambda e: ([str(p) for p in e.path], e.message))
         if not errors:
             return None
