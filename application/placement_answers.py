@@ -3,7 +3,8 @@ per run").
 
 Before its first round a run asks Git the same placement questions of the same worktree several
 times: `WorkerHost.refusal_before_run` (the runtime paths beside the grant, then the program
-versions) and `Preparer.prepare` each settle the placement. Each question is a Git process in
+versions), the command line's own check before it (the same, for the same request object) and
+`Preparer.prepare` each settle the placement. Each question is a Git process in
 bubblewrap's sandbox (6-30 ms). Between the first question and the end of `prepare` no worker
 process runs and the host writes nothing into the repository, so the answers cannot differ;
 they are kept for that window only and forgotten when `prepare` ends.
@@ -23,14 +24,26 @@ class PlacementAnswers:
 
     def __init__(self) -> None:
         self._answers: dict[tuple[str, str], Any] | None = None
+        self._for: object = None
 
-    def open(self) -> None:
-        """Start a fresh window (whatever an earlier one remembered is forgotten)."""
-        self._answers = {}
+    def open(self, request: object) -> None:
+        """Open the window of `request`: the one still open for this very object is kept, any
+        other is forgotten and a fresh one started."""
+        if self._answers is None or self._for is not request:
+            self._answers, self._for = {}, request
+
+    def judging(self, request: object, judge: Callable[[], T]) -> T:
+        """`judge()` in the window of `request`; a refusal (not None) ends the window, since no
+        preparation follows it."""
+        self.open(request)
+        judged = judge()
+        if judged is not None:
+            self.close()
+        return judged
 
     def close(self) -> None:
         """End the window: nothing is remembered any more."""
-        self._answers = None
+        self._answers, self._for = None, None
 
     def ask(self, question: str, path: str, answer: Callable[[str], T]) -> T:
         """`answer(path)`, or what it returned for the same question and path in the window."""

@@ -230,8 +230,8 @@ class Preparer:
 
     def refusal_before_run(self, request: RunRequest, temp_root: str) -> Refusal | None:
         """`WorkerHost.refusal_before_run`: `beside_refusal`, then `program_refusal`."""
-        self._kept.open()
-        return self.beside_refusal(request, temp_root) or self.program_refusal(request)
+        return self._kept.judging(request, lambda: self.beside_refusal(request, temp_root)
+                                  or self.program_refusal(request))
 
     def home_refusal(self) -> Refusal | None:
         """The refusal of a home of `/` (domain/credentials.py `home_at_root`), or None."""

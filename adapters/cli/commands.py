@@ -51,6 +51,7 @@ from concorde_workers.domain.text import terminal_lines
 from concorde_workers.ports.filesystem import FileSystem
 
 if TYPE_CHECKING:
+    from concorde_workers.application.host import WorkerHost
     from concorde_workers.container import Container
 
 
@@ -165,8 +166,8 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
-def _refusal_before_run(container: Container, request: RunRequest, args: argparse.Namespace
-                        ) -> RunRequest | Refusal:
+def _refusal_before_run(container: Container, host: WorkerHost, request: RunRequest,
+                        args: argparse.Namespace) -> RunRequest | Refusal:
     """The request as the run will take it, or the refusal of the command's own input: the
     parent, the declarations, the worker's configuration, the runtime paths and interpreter."""
     refusal = parent_refusal(container.filesystem(), request, args)
@@ -180,15 +181,17 @@ def _refusal_before_run(container: Container, request: RunRequest, args: argpars
         return resolved
     # The request's runtime paths and interpreter, and the agent program's version, are judged
     # before a run exists, as WorkerHost.refusal_before_run does: refused like a bad flag.
-    refused = container.preparer().refusal_before_run(resolved, container.temp_root())
+    # The host that runs it judges it: the Git placement answers are kept for its run.
+    refused = host.refusal_before_run(resolved)
     return refused if refused is not None else resolved
 
 
 def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
     container = wiring.container()
     built = container.requests().build(flags_of(args))
+    host = container.worker_host()
     request = (built if isinstance(built, Refusal)
-               else _refusal_before_run(container, built, args))
+               else _refusal_before_run(container, host, built, args))
     checks = container.requests().checks(flags_of(args))
     if isinstance(request, Refusal) or isinstance(checks, Refusal):
         refused = request if isinstance(request, Refusal) else checks
@@ -207,7 +210,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
     validation = (container.checks_validation(checks=checks, place=place_for(request),
                                                cancel=cancel) if checks else None)
     with cancel_on_signals(cancel), validation or contextlib.nullcontext():
-        record = run_watched(container.worker_host(), request, cancel, watcher,
+        record = run_watched(host, request, cancel, watcher,
                              validation=validation)
     if validation is not None and validation.leftover:
         err.write(terminal_lines([f"concorde-workers: {validation.leftover}"]))

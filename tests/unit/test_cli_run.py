@@ -588,6 +588,9 @@ def test_the_account_shows_a_retried_round_s_transient_error() -> None:
 
 def test_a_fault_of_the_host_is_one_line_with_status_3_and_the_handlers_restored() -> None:
     class Broken:
+        def refusal_before_run(self, request: Any) -> None:
+            return None  # the command line's check before the run asks the host that runs it
+
         def run(self, *args: Any, **kwargs: Any) -> None:
             raise RuntimeError("the host broke")
 
@@ -693,3 +696,13 @@ def test_show_reads_a_run_whose_progress_file_is_damaged(damage: str) -> None:
     for key in ("stderr_tail", "runtime_directory"):
         record.pop(key), rebuilt.pop(key)
     assert rebuilt == record
+
+
+def test_a_run_through_the_command_line_asks_git_each_placement_question_once() -> None:
+    """The command line's check before the run and the run itself share one host, and with it
+    Git's placement answers (application/placement_answers.py)."""
+    w = world(ok_round())
+    assert w.run().status == 0
+    asked = [call[0] for call in w.world.git.calls
+             if call[0] in ("toplevel", "worktrees", "git_dirs")]
+    assert sorted(asked) == ["git_dirs", "toplevel", "worktrees"]

@@ -59,7 +59,7 @@ def test_answers_are_kept_only_in_the_window_and_failures_never() -> None:
     kept = PlacementAnswers()
     assert kept.ask("q", "/a", answer) == "/A" and kept.ask("q", "/a", answer) == "/A"
     assert asked == ["/a", "/a"]  # no window open: asked each time
-    kept.open()
+    kept.open(asked)
     assert [kept.ask("q", "/a", answer) for _ in range(3)] == ["/A"] * 3
     assert kept.ask("other", "/a", answer) == "/A"  # another question is asked
     for _ in range(2):
@@ -69,3 +69,25 @@ def test_answers_are_kept_only_in_the_window_and_failures_never() -> None:
     kept.close()
     kept.ask("q", "/a", answer)
     assert asked[-1] == "/a" and len(asked) == 7
+
+
+def test_the_window_is_kept_for_the_same_request_object_and_ended_by_a_refusal() -> None:
+    asked: list[str] = []
+
+    def answer(path: str) -> str:
+        asked.append(path)
+        return path
+
+    first, second = object(), object()
+    kept = PlacementAnswers()
+    assert kept.judging(first, lambda: kept.ask("q", "/a", answer) and None) is None
+    kept.open(first)  # the command line's check, then the host's: one window
+    kept.ask("q", "/a", answer)
+    assert asked == ["/a"]
+    kept.open(second)  # another request: a fresh window
+    kept.ask("q", "/a", answer)
+    assert asked == ["/a", "/a"]
+    assert kept.judging(second, lambda: kept.ask("q", "/a", answer)) == "/a"  # a refusal
+    kept.open(second)
+    kept.ask("q", "/a", answer)
+    assert asked == ["/a", "/a", "/a"]  # the refusal ended the window
