@@ -14,7 +14,6 @@ import os
 import posixpath
 import shutil
 import stat as stat_module
-import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -237,6 +236,8 @@ class LocalFileSystem:
         return errors
 
     def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
+        import tarfile  # only an archive needs it (with lzma and bz2): no run's start pays
+
         used, left_out, left_bytes = ARCHIVE_END_BYTES, 0, 0
 
         def within_bounds(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
