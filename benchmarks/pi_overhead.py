@@ -2,7 +2,7 @@
 """A one-round run of the REAL pi against the scripted model server answering at once, against
 pi alone (issue 12 item 4's own framing).
 
-    .venv/bin/python benchmarks/pi_overhead.py [--repeat 7]
+    .venv/bin/python benchmarks/pi_overhead.py [--repeat 7] [--baseline REV]
 
 The world is the pi end-to-end tests' (tests/e2e/conftest_pi.py `build_world`): a real
 repository with a `.claude/worktrees/task` worktree, the scripted OpenAI-compatible server on
@@ -20,8 +20,9 @@ times each after one warm-up:
       placement, the runtime directory, pi confined by bwrap and sandbox-runtime with the
       permission extension, the audit, the record, the cleanup).
 
-It prints both, (b) - (a) (target: at most 0.3 s) and (b)/(a) (the issue measured 4.6x with a
-stub agent). Exits 0 (1 when a run did not end ok).
+With --baseline REV, (b) for REV's package too (the same console script, REV first on the
+import path). It prints each, (b) - (a) (target: at most 0.3 s) and (b)/(a) (the issue
+measured 4.6x with a stub agent). Exits 0 (1 when a run did not end ok).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from e2e.conftest_pi import (  # noqa: E402
     reply,
     result_call,
 )
-from interleave import ROOT, compiled, interleaved, report  # noqa: E402
+from interleave import ROOT, baseline_tree, compiled, interleaved, report  # noqa: E402
 
 CLI = ROOT / ".venv" / "bin" / "concorde-workers"
 TOOLS = "read,bash,edit,write,grep,find,ls"
@@ -58,6 +59,7 @@ TOOLS = "read,bash,edit,write,grep,find,ls"
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--baseline", metavar="REV")
     args = parser.parse_args(argv)
     compiled()
     root = Path(tempfile.mkdtemp(prefix="pi-bench-"))
@@ -89,7 +91,7 @@ def main(argv: list[str]) -> int:
                 failures.append("pi alone: " + proc.stderr.decode(errors="replace")[-500:])
             asked["pi alone"] = len(world.server.requests) - before
 
-        def run() -> None:
+        def run(env: dict[str, str] = env) -> None:
             world.server.add(reply(result_call()))
             before = len(world.server.requests)
             proc = subprocess.run([str(CLI), "run", str(request), "--json"], env=env,
@@ -99,8 +101,12 @@ def main(argv: list[str]) -> int:
                     errors="replace")[-800:])
             asked["run"] = len(world.server.requests) - before
 
-        samples = interleaved({"pi alone": alone, "one-round run (CLI, real pi)": run},
-                              args.repeat)
+        steps = {"pi alone": alone, "one-round run (CLI, real pi)": run}
+        with baseline_tree(args.baseline) as old:
+            if args.baseline:
+                steps[f"{args.baseline}: one-round run"] = lambda: run(
+                    {**env, "PYTHONPATH": old["PYTHONPATH"]})
+            samples = interleaved(steps, args.repeat)
         report(samples, "pi alone")
         run_s, alone_s = samples["one-round run (CLI, real pi)"], samples["pi alone"]
         print(f"host overhead: {statistics.median(run_s) - statistics.median(alone_s):.3f} s "
