@@ -456,19 +456,7 @@ def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
              + (f"{count} stale runtime director{'y' if count == 1 else 'ies'}" if count
                 else "no stale runtime directory")]
     for stale in report.stale:
-        run = f" (run {stale.run_id})" if stale.run_id else ""
-        verb = "removed" if stale.removed else "NOT removed"
-        lines.append(f"  {verb} {_shown(stale.runtime_directory)}{run}: {_shown(stale.reason)}")
-        lines += [f"    remains {_shown(remain)}" for remain in stale.remains]
-        if stale.transcript_error is not None:
-            lines.append(f"    transcript NOT kept: {_shown(stale.transcript_error)}")
-        record = stale.record
-        if record is not None:
-            said = {"finished": "record finished interrupted", "already_ended": "record kept",
-                    "not_found": "record not written", "failed": "record NOT finished"}
-            kept = ", transcript kept" if record.transcript_kept else ""
-            why = "" if record.outcome == "finished" else f": {_shown(record.detail)}"
-            lines.append(f"    {said[record.outcome]}: {_shown(record.run_directory)}{kept}{why}")
+        lines += _stale_lines(stale)
     lines += [f"  {'removed' if c.removed else 'NOT removed'} check copy {_shown(c.path)}: "
               f"{_shown(c.reason)}" for c in removed]
     if not quiet:
@@ -477,3 +465,25 @@ def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
         lines += [f"  left check copy {_shown(c.path)}: {_shown(c.reason)}"
                   for c in report.copies if c.verdict != "stale"]
     return "\n".join(lines) + "\n"
+
+
+_RECORD_SAID = {"finished": "record finished interrupted", "already_ended": "record kept",
+                "not_found": "record not written", "failed": "record NOT finished"}
+
+
+def _stale_lines(stale: StaleDirectory) -> list[str]:
+    """One stale runtime directory's lines of the sweep's account: what was removed, what
+    remains, and what became of its run's transcript and record."""
+    run = f" (run {stale.run_id})" if stale.run_id else ""
+    verb = "removed" if stale.removed else "NOT removed"
+    lines = [f"  {verb} {_shown(stale.runtime_directory)}{run}: {_shown(stale.reason)}"]
+    lines += [f"    remains {_shown(remain)}" for remain in stale.remains]
+    if stale.transcript_error is not None:
+        lines.append(f"    transcript NOT kept: {_shown(stale.transcript_error)}")
+    record = stale.record
+    if record is not None:
+        kept = ", transcript kept" if record.transcript_kept else ""
+        why = "" if record.outcome == "finished" else f": {_shown(record.detail)}"
+        said = _RECORD_SAID[record.outcome]
+        lines.append(f"    {said}: {_shown(record.run_directory)}{kept}{why}")
+    return lines
