@@ -178,6 +178,11 @@ class ProgramBackend(TestBackendBase):
             self.fs = LocalFileSystem()
         self.program = self.interpreter
 
+    def confinement_needs(self, context: BackendContext) -> Sequence[str] | None:
+        """The interpreter and agent.py itself: a checkout below a temporary root (a CI clone in
+        /tmp) lies where the confinement hides everything the run does not keep."""
+        return (self.program, AGENT_PROGRAM) if self.confined else None
+
     def scenario_files(self, context: BackendContext) -> dict[str, str]:
         """round-<n>.json -> its text, placeholders replaced, in the scenario directory."""
         policy = context.policy
