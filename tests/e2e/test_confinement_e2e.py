@@ -156,17 +156,21 @@ def test_a_link_swapped_between_check_and_use_never_shows_pi_the_hidden_file(
                        for i in range(PER_BATCH)]) for b in range(BATCHES)]
     flipper = Flipper(link)
     try:
-        run = w.run(flipper.first(batches[0]), *batches[1:],
+        # One read before the flips begin proves the link reads at all; during the flips pi
+        # checks, then opens, and a busy machine may refuse every racing read (denied or
+        # ENOENT): the secure answer, so only the hidden text's absence is asserted there.
+        run = w.run(reply(call("read", "c_before", path=str(link), offset=1, limit=3)),
+                    flipper.first(batches[0]), *batches[1:],
                     flipper.last(reply(result_call("call_r"))),
-                    limits=Limits(timeout_seconds=600, max_turns=BATCHES + 5, rounds=0,
+                    limits=Limits(timeout_seconds=600, max_turns=BATCHES + 6, rounds=0,
                                   retries=0, retry_delay_seconds=0))
     finally:
         flipper.end()
     assert run.record.status == "ok", run.explain()
     texts = [run.tool_result(f"c{b}_{i}") for b in range(BATCHES) for i in range(PER_BATCH)]
+    assert f"{ALLOWED}-1" in run.tool_result("c_before")
     assert not [t for t in texts if HIDDEN in t]
-    assert flipper.flips > BATCHES and any(f"{ALLOWED}-" in t for t in texts), (
-        flipper.flips, sorted(set(texts))[:5])
+    assert flipper.flips > BATCHES
 
 
 # --- the host killed -----------------------------------------------------------------------------

@@ -222,8 +222,11 @@ def test_redact(env: dict[str, str], shown: dict[str, str]) -> None:
     assert redact(env) == shown
 
 
-@given(st.text(max_size=12), st.text(min_size=1, max_size=12).filter(lambda s: "@" not in s))
+@given(st.text(max_size=12),
+       st.text(min_size=1, max_size=12).filter(lambda s: "@" not in s and s != REDACTED))
 def test_redact_never_shows_a_proxy_password(user: str, password: str) -> None:
+    # A password that is the marker itself would show as the marker: nothing to tell apart
+    # (the thorough profile found it).
     user = user.replace(":", "").replace("@", "").replace("/", "")
     value = f"http://{user}:{password}@proxy.example:8080"
     shown = redact({"HTTPS_PROXY": value})["HTTPS_PROXY"]
