@@ -212,9 +212,10 @@ class Preparer:
         seen.policy = policy
         if request.backend == "claude" and policy.run_directory_refusal is not None:
             return policy.run_directory_refusal
-        inside = self._runtime_inside(runtime_dir, placement, admin, request.backend)
-        if inside is not None:
-            return inside
+        refused = self._runtime_inside(runtime_dir, placement, admin, request.backend) or (
+            _misplaced(policy.hidden_worktree) if policy.hidden_worktree else None)
+        if refused is not None:
+            return refused
         prepared = self._generate(request, run_id, runtime_dir, backend, grant, placement,
                                   admin, policy, (repository, git_entries))
         if isinstance(prepared, Refusal):
@@ -487,7 +488,6 @@ class Preparer:
 
     def _user_home(self) -> str:
         return self._fs.realpath(self._host.user_home)
-
 
 
 def run_directories(request: RunRequest) -> list[str]:

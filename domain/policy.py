@@ -50,6 +50,7 @@ from concorde_workers.domain.paths import ListDir, dedupe, is_within, outermost,
 from concorde_workers.domain.placement import AdminPath
 from concorde_workers.domain.reasons import REASONS, fill, reasons_json
 from concorde_workers.domain.request import Backend
+from concorde_workers.domain.run_id import RUNTIME_PREFIX
 from concorde_workers.domain.sandbox_lists import SandboxFilesystem, sandbox_filesystem
 from concorde_workers.domain.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
 
@@ -131,6 +132,19 @@ class Policy(BaseModel):
     def tools_arg(self, backend: Backend) -> str:
         """The `--tools` argument, also the run record's `tools`."""
         return ",".join(self.tools_for(backend))
+
+    @property
+    def hidden_worktree(self) -> str | None:
+        """Why the worktree itself lies in what is hidden from every tool (another run's
+        runtime directory, a run directory, a credential) and the repair, or None: a worker
+        there could read and write nothing, so the run is refused (worktree_misplaced)."""
+        found = self.always_hidden.judge(self.worktree)
+        if found is None:
+            return None
+        return (f"the worktree {self.worktree} lies where every worker's tools are refused "
+                f"({found[1]}): move the repository elsewhere; a folder directly in the "
+                f"temporary directory whose name begins with {RUNTIME_PREFIX} is taken for a "
+                "run's runtime directory")
 
     @property
     def run_directory_refusal(self) -> Refusal | None:

@@ -123,7 +123,7 @@ def _repository(parent: str | None, prefix: str, files: dict[str, str], branch: 
 def create_example(parent: str | None = None) -> Example:
     """Create the example in a new temporary folder (below `parent` when given)."""
     files = {**PROJECT_FILES, ".concorde/workers.json": json.dumps(WORKERS_JSON, indent=2) + "\n"}
-    folder, primary, worktree = _repository(parent, "concorde-example-", files, "example",
+    folder, primary, worktree = _repository(parent, "workers-example-", files, "example",
                                             "Example")
     model_map = folder / "models.json"
     model_map.write_text(json.dumps(MODEL_MAP, indent=2) + "\n")
@@ -231,13 +231,13 @@ def demo_script(worktree: str, port: int) -> list[Step]:
 def start_demo(parent: str | None = None) -> DemoWorld:
     """Create the demo repository (worktree `.claude/worktrees/demo`), start the scripted model
     server on 127.0.0.1 with the demo's script and write the pi configuration that reaches it."""
-    folder, primary, worktree = _repository(parent, "concorde-demo-", DEMO_FILES, DEMO_WORKTREE,
+    folder, primary, worktree = _repository(parent, "workers-demo-", DEMO_FILES, DEMO_WORKTREE,
                                             "Demo")
     server = ScriptedModelServer().start()
     server.add(*demo_script(str(worktree), server.port))
     pi_dir = folder / "pi-agent"
     write_pi_config(pi_dir, server.base_url)
-    trace = tempfile.mkdtemp(prefix="concorde-demo-trace-", dir=folder.parent)
+    trace = tempfile.mkdtemp(prefix="workers-demo-trace-", dir=folder.parent)
     return DemoWorld(folder=str(folder), primary=str(primary), worktree=str(worktree),
                      pi_dir=str(pi_dir), model=f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}",
                      grant=json.loads(json.dumps(GRANT)), instructions=DEMO_INSTRUCTIONS,

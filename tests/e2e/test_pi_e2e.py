@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -447,7 +448,26 @@ def test_the_demo_runs_a_real_pi_worker_offline_and_exits_0(tmp_path: Path) -> N
     assert "finished ok" in err.getvalue()
     # Issue 12 §5: the throwaway repository is gone, the trace it pointed to stays beside it.
     left = [p.name for p in tmp_path.iterdir()]
-    assert len(left) == 1 and left[0].startswith("concorde-demo-trace-"), left
+    assert len(left) == 1 and left[0].startswith("workers-demo-trace-"), left
     trace = text.split("trace: ", 1)[1].split(" ", 1)[0]
     assert Path(trace).is_dir() and Path(trace).is_relative_to(tmp_path / left[0])
     assert "removed the demo repository" in text
+
+
+def test_the_demo_in_the_system_temporary_directory_exits_0() -> None:
+    """The Quickstart's own demo: its throwaway folder directly in /tmp, beside every run's
+    runtime directory. Named concorde-demo-* it was taken for another run's, and the worker's
+    allowed write was refused; the tests' --folder runs did not see it."""
+    from concorde_workers.adapters.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    status = main(["demo", "--folder", "/tmp"], out=out, err=err)
+    text = out.getvalue()
+    trace = Path(text.split("trace: ", 1)[1].split(" ", 1)[0]) if "trace: " in text else None
+    try:
+        assert status == 0, text + err.getvalue()
+        assert text.count("[ok]") == 6 and "FAILED" not in text
+        assert "the allowed write landed in the worktree: audit clean, changed: src/shop/discount.py" in text
+    finally:
+        if trace is not None and trace.is_relative_to("/tmp"):
+            shutil.rmtree(trace.parents[1], ignore_errors=True)

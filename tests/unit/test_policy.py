@@ -410,6 +410,33 @@ def test_what_is_hidden_always_comes_before_a_runtime_path(
     assert (decision.allowed, decision.reason) == (False, reason)
 
 
+def _placed(primary: str) -> Policy:
+    worktree = f"{primary}/.claude/worktrees/t1"
+    return build_policy(grant=GRANT, worktree=worktree, primary=primary, user_home=HOME,
+                        runtime_dir=RT, runtime_paths=(), git=(), list_dir=memory_tree([]),
+                        run_directories=(WORKERS,))
+
+
+@pytest.mark.req("A worker runs only inside .claude/worktrees/")
+@pytest.mark.parametrize(("primary", "why"), [
+    pytest.param("/tmp/concorde-demo-x6loa2sd/shop", OTHER_RUN,
+                 id="a repository in a folder of the temp root named concorde-*"),
+    pytest.param(f"{LATER}/work/repo", OTHER_RUN, id="a repository in another run"),
+    pytest.param(f"{WORKERS}/repo", RUN_DIRECTORY, id="a repository in the run directories"),
+])
+def test_a_worktree_in_what_is_hidden_always_is_refused(primary: str, why: str) -> None:
+    """Every tool of the worker would refuse every path of such a worktree, its write landing
+    nowhere (the demo's own repository in /tmp/concorde-demo-* did): refused before the run."""
+    refusal = _placed(primary).hidden_worktree
+    assert refusal is not None and why in refusal
+    assert "move the repository elsewhere" in refusal
+
+
+def test_a_worktree_beside_what_is_hidden_always_is_not_refused() -> None:
+    assert _placed("/tmp/cw-demo-x6loa2sd/shop").hidden_worktree is None
+    assert _placed("/tmp/concordex/shop").hidden_worktree is None
+
+
 HIDDEN_WRITE_ROWS = [
     pytest.param(f"{RUN_DIR}/status.json", f"{RUN_DIR}/status.json", False,
                  f"{RUN_DIR}/status.json {RUN_DIRECTORY}", id="run directory"),
