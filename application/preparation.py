@@ -212,8 +212,8 @@ class Preparer:
         seen.policy = policy
         if request.backend == "claude" and policy.run_directory_refusal is not None:
             return policy.run_directory_refusal
-        refused = self._runtime_inside(runtime_dir, placement, admin, request.backend) or (
-            _misplaced(policy.hidden_worktree) if policy.hidden_worktree else None)
+        refused = (self._runtime_inside(runtime_dir, placement, admin, request.backend)
+                   or policy.hidden_worktree_refusal)
         if refused is not None:
             return refused
         prepared = self._generate(request, run_id, runtime_dir, backend, grant, placement,

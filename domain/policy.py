@@ -30,13 +30,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.deny_rules import (
     PROCESSES,
     deny_rules,
     other_runs,
     run_directory_denied,
 )
-from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.grant import (
     READABLE,
     Grant,
@@ -134,17 +135,19 @@ class Policy(BaseModel):
         return ",".join(self.tools_for(backend))
 
     @property
-    def hidden_worktree(self) -> str | None:
-        """Why the worktree itself lies in what is hidden from every tool (another run's
-        runtime directory, a run directory, a credential) and the repair, or None: a worker
-        there could read and write nothing, so the run is refused (worktree_misplaced)."""
+    def hidden_worktree_refusal(self) -> Refusal | None:
+        """worktree_misplaced when the worktree itself lies in what is hidden from every tool
+        (another run's runtime directory, a run directory, a credential), naming why and the
+        repair; None otherwise. A worker there could read and write nothing of its task."""
         found = self.always_hidden.judge(self.worktree)
         if found is None:
             return None
-        return (f"the worktree {self.worktree} lies where every worker's tools are refused "
-                f"({found[1]}): move the repository elsewhere; a folder directly in the "
-                f"temporary directory whose name begins with {RUNTIME_PREFIX} is taken for a "
-                "run's runtime directory")
+        return Refusal(
+            code=Code.WORKTREE_MISPLACED, reason=Reason.ENVIRONMENT,
+            message=f"the worktree {self.worktree} lies where every worker's tools are refused "
+            f"({found[1]}): move the repository elsewhere; a folder directly in the temporary "
+            f"directory whose name begins with {RUNTIME_PREFIX} is taken for a run's runtime "
+            "directory")
 
     @property
     def run_directory_refusal(self) -> Refusal | None:

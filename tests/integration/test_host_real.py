@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from fakes.agent_stream import TestStreamReader
 from fakes.program_backend import Step
+from integration.conftest import build_project, isolate_environment
 from integration.host_fixtures import (
     HostHarness,
     HostRun,
@@ -628,6 +629,26 @@ def test_a_run_in_the_primary_worktree_is_refused_with_a_record(harness: HostHar
     assert run.record.rounds == () and run.backend.commands == []
     assert set(run.traces) == {"trace.json"}
     assert_cleaned(harness, run)
+
+
+@pytest.mark.req("A worker runs only inside .claude/worktrees/")
+@pytest.mark.req("Every run leaves a final record")
+def test_a_worktree_in_a_folder_taken_for_another_run_is_refused_with_a_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repository in `<temp root>/concorde-mine/`, as the demo's was in /tmp: every tool
+    of the worker would refuse every path of its worktree as another run's. Refused before
+    anything is generated, naming why and the repair; nothing of the run is left."""
+    built = build_project(tmp_path / "concorde-mine")
+    isolate_environment(monkeypatch, built)
+    harness = HostHarness(root=built.root, worktree=built.worktree, primary=built.primary,
+                          tmp=tmp_path, home=built.home, git_env=built.git_env)
+    run = harness.run([*OPEN, Step.result(ok_result())])
+    assert run.code == "worktree_misplaced"
+    assert "belongs to another worker run" in run.record.error.detail  # type: ignore[union-attr]
+    assert run.record.rounds == () and run.backend.commands == []
+    assert set(run.traces) == {"trace.json"} and run.status()["phase"] == "finished"
+    assert not run.runtime_dir.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["concorde-mine"]
 
 
 @pytest.mark.req("Nothing is generated from a malformed grant")

@@ -427,14 +427,15 @@ def _placed(primary: str) -> Policy:
 def test_a_worktree_in_what_is_hidden_always_is_refused(primary: str, why: str) -> None:
     """Every tool of the worker would refuse every path of such a worktree, its write landing
     nowhere (the demo's own repository in /tmp/concorde-demo-* did): refused before the run."""
-    refusal = _placed(primary).hidden_worktree
-    assert refusal is not None and why in refusal
-    assert "move the repository elsewhere" in refusal
+    refusal = _placed(primary).hidden_worktree_refusal
+    assert refusal is not None and why in refusal.message
+    assert "move the repository elsewhere" in refusal.message
+    assert refusal.code == "worktree_misplaced"
 
 
 def test_a_worktree_beside_what_is_hidden_always_is_not_refused() -> None:
-    assert _placed("/tmp/cw-demo-x6loa2sd/shop").hidden_worktree is None
-    assert _placed("/tmp/concordex/shop").hidden_worktree is None
+    assert _placed("/tmp/cw-demo-x6loa2sd/shop").hidden_worktree_refusal is None
+    assert _placed("/tmp/concordex/shop").hidden_worktree_refusal is None
 
 
 HIDDEN_WRITE_ROWS = [
