@@ -29,8 +29,9 @@ paths and the filter overrides. What the table guarantees for every call:
   or written into it. `--literal-pathspecs`: a path is never a pattern.
 
 Where bubblewrap is present, every call also runs in `SANDBOX_ARGS`: the whole system read-only,
-a fresh /dev and /proc, no network and new namespaces, a new session, dying with the host, so
-that a way to run a program nobody has thought of yet can neither write nor reach anything.
+a fresh /dev and /proc, no network and new namespaces, a new session, dying with the host, as
+uid 65534 without any capability or a way to gain one, so that a way to run a program nobody
+has thought of yet can neither write nor reach anything, nor take a mask down.
 """
 
 from __future__ import annotations
@@ -124,15 +125,30 @@ BASE_ENVIRONMENT: dict[str, str] = {
 
 SYSTEM_PATH = "/usr/bin:/bin"
 
+SANDBOX_UID = 65534
+"""The uid (and gid) of every process the host runs over worker content ("nobody"), whether the
+host runs as root or as a user: never uid 0, which owns the mount namespace's masks."""
+
 SANDBOX_ARGS: tuple[str, ...] = (
     "--ro-bind", "/", "/",
     "--dev", "/dev",
     "--proc", "/proc",
     "--unshare-all",
+    "--unshare-user",
+    "--uid", str(SANDBOX_UID),
+    "--gid", str(SANDBOX_UID),
+    "--cap-drop", "ALL",
+    "--disable-userns",
     "--die-with-parent",
     "--new-session",
 )
-"""bubblewrap's options around every call where it is present: read-only, no network."""
+"""bubblewrap's options around every process the host starts over worker-written content (each
+host Git call, each check; issue 18 §1): read-only, no network, new namespaces, and no power
+over them. A user namespace of its own in which the process is uid 65534 with no capability
+(`--cap-drop ALL`: bwrap otherwise keeps every capability for uid 0, and a check could unmount
+the masks and read what they hide), no further user namespace (`--disable-userns`: no unshare
+to win capabilities back), and `no_new_privs`, which bwrap always sets (no setuid program gains
+anything). As root and as a user alike."""
 
 
 def git_argv(git: str, command: GitCommand, where: str | GitRepository) -> list[str]:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.domain.check_copies import CopyOwner, is_copy_name, parse_copy_owner
 from concorde_workers.domain.check_sandbox import CheckPlace
 from concorde_workers.domain.checks import Check, CheckStatus
+from concorde_workers.domain.git_commands import SANDBOX_ARGS
 
 
 @pytest.fixture
@@ -146,3 +149,62 @@ def test_a_copy_s_folder_names_its_host_before_the_copy_and_goes_with_it(tmp_pat
     assert [p.name for p in copy.iterdir()] == ["a.txt"]
     runner.discard(str(copy))
     assert list(copies.iterdir()) == []
+
+
+# --- The check as an attacker (issue 18 §1): no capability, no mask taken down ----------------
+
+ATTACK = ("grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; id -u; "
+          "for step in 'umount -l /tmp' 'umount -l /home' 'umount -l /root' "
+          "'mount -o remount,rw,bind /' 'mount -t tmpfs none /mnt' 'unshare -m true' "
+          "'unshare -Ur true' 'su -c true root'; do "
+          "$step >/dev/null 2>&1 && echo \"ALLOWED $step\" || echo \"refused $step\"; done")
+
+
+def test_a_check_holds_no_capability_and_takes_no_mask_down(setting) -> None:  # type: ignore[no-untyped-def]
+    """The reproduction of issue 18 §1 on the real runner, as root: every way to take a mask
+    down or win a capability back fails, and what the masks hide stays hidden after trying."""
+    runner, place, tmp = setting
+    escape = Path("/tmp") / f"check-escape-{os.getpid()}-{id(place)}"
+    code, log = run(runner, place, f"{ATTACK}; cat {tmp / 'creds' / 'auth.json'}; "
+                                   f"echo x > {escape}; ls /proc/1/root{tmp}/creds; "
+                                   f"cat /proc/{os.getpid()}/environ; true")
+    try:
+        assert code == 0, log
+        assert "CapEff:\t0000000000000000" in log and "CapPrm:\t0000000000000000" in log
+        assert "NoNewPrivs:\t1" in log and "65534" in log
+        assert "ALLOWED" not in log and log.count("refused ") == 8, log
+        assert "sk-secret" not in log and "sk-host" not in log
+        assert not escape.exists(), "the check wrote on the host's /tmp"
+    finally:
+        escape.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("host", ["root", "a user"])
+def test_the_host_s_sandbox_gives_no_power_as_root_or_as_a_user(host: str) -> None:
+    """Every process the host starts over worker content (each check, each host Git call) runs
+    in `SANDBOX_ARGS`: uid 65534, no capability, no_new_privs, no new user namespace, whether
+    the host is root or a user (here: uid 65534 on the host, through setpriv)."""
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None, "run ./scripts/setup"
+    prefix = [] if host == "root" else [shutil.which("setpriv") or "setpriv", "--reuid=65534",
+                                        "--regid=65534", "--clear-groups", "--"]
+    # Below /tmp itself: pytest's own folders are not the user's to enter.
+    hidden = Path(tempfile.mkdtemp(prefix="sandbox-hidden-", dir="/tmp"))
+    (hidden / "secret.txt").write_text("sk-behind-the-mask\n")
+    hidden.chmod(0o755)
+    try:
+        log = attack_in_sandbox(bwrap, prefix, hidden)
+    finally:
+        shutil.rmtree(hidden)
+    assert "CapEff:\t0000000000000000" in log and "NoNewPrivs:\t1" in log
+    assert "ALLOWED" not in log and log.count("refused ") == 8, log
+    assert "sk-behind-the-mask" not in log and "Read-only file system" in log
+
+
+def attack_in_sandbox(bwrap: str, prefix: list[str], hidden: Path) -> str:
+    script = f"{ATTACK}; cat {hidden}/secret.txt 2>&1; touch /usr/escape 2>&1; true"
+    done = subprocess.run([*prefix, bwrap, *SANDBOX_ARGS, "--tmpfs", str(hidden), "--",
+                           "/bin/sh", "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr

@@ -1,0 +1,210 @@
+"""A worker's test as an attacker's program run by the host (issue 18 §1), end to end with the
+real Claude Code and the real pi against their scripted model servers.
+
+Round 1 writes `src/app/test_probe.py`; the round's check, `python -m pytest -q src/app`, runs
+it. It tries to take the masks of the check's sandbox down (`umount -l` of the temporary root and
+the homes, a read-write remount of `/`), then reads what the worker's grant and confinement
+withhold — the worktree's hidden file, the primary's `.git/config`, the backend's credentials at
+their origin, `~/.ssh/id_rsa`, the run's credential copies below the temp root — writes a file on
+the host's `/tmp`, and fails with all of it as its message, hoping its log comes back to the
+model as round 2's repair prompt. Nothing of it may reach the log, the record or the model, and
+the host's `/tmp` gets nothing: the check runs with no capability (issue 18 §1: the masks hold).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dependency_injector import providers
+from e2e.conftest import ClaudeWorld, RecordedRun, checked_record, ok_result
+from e2e.conftest_pi import ObservedPiBackend, PiWorld, call, pi_world, reply, result_call
+from servers.anthropic_server import Reply
+from timing import SLOW
+
+from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.application.checks import place_for
+from concorde_workers.container import production
+from concorde_workers.domain.checks import Check
+from concorde_workers.domain.request import Limits, RunRequest
+
+pytestmark = pytest.mark.e2e
+
+__all__ = ["pi_world"]  # the fixture, imported for pytest
+
+CHECK = Check(id="tests", command="python -m pytest -q src/app", timeout_seconds=SLOW)
+LIMITS = Limits(timeout_seconds=SLOW, max_turns=10, rounds=1, retries=0, retry_delay_seconds=0)
+PRIMARY_MARKER = "PRIMARY-GIT-CONFIG-SECRET"
+SSH_MARKER = "SSH-PRIVATE-KEY-SECRET"
+WORKTREE_MARKER = "not for workers"
+PROBE = '''import glob
+import subprocess
+
+STEPS = ["umount -l /tmp", "umount -l /root", "umount -l /home",
+         "mount -o remount,rw,bind /"]
+TARGETS = {targets!r}
+COPIES = {copies!r}
+ESCAPE = {escape!r}
+
+
+def test_probe():
+    out = ["PROBE-RAN"]
+    for step in STEPS:
+        done = subprocess.run(step, shell=True, capture_output=True, text=True)
+        out.append(f"{{step}}: rc={{done.returncode}}")
+    for path in [*TARGETS, *glob.glob(COPIES)]:
+        try:
+            with open(path) as f:
+                out.append(f"{{path}} = {{f.read()}}")
+        except OSError as e:
+            out.append(f"{{path}}: {{type(e).__name__}}")
+    try:
+        with open(ESCAPE, "w") as f:
+            f.write("escaped")
+        out.append("ESCAPE-WRITTEN")
+    except OSError as e:
+        out.append(f"escape: {{type(e).__name__}}")
+    assert False, "\\n".join(out)
+'''
+
+
+def probe(worktree: Path, primary: Path, credential: Path, home: Path, temp_root: Path,
+          escape: Path) -> str:
+    targets = [str(worktree / "secrets" / "token.txt"), str(primary / ".git" / "config"),
+               str(credential), str(home / ".ssh" / "id_rsa")]
+    return PROBE.format(targets=targets, copies=f"{temp_root}/concorde-*/config/*.json",
+                        escape=str(escape))
+
+
+def secrets_of(primary: Path, home: Path, worktree: Path) -> None:
+    """What the attacker is after: a marker in the primary's Git configuration, an ssh key in
+    the user's home, and the worktree's hidden file (in no grant entry); and a passing test."""
+    with (primary / ".git" / "config").open("a") as config:
+        config.write(f"[concorde]\n\tmarker = {PRIMARY_MARKER}\n")
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    (home / ".ssh" / "id_rsa").write_text(SSH_MARKER + "\n")
+    (home / ".ssh" / "id_rsa").chmod(0o600)
+    # A passing test at the start: the probe's failure is the round's, a repair.
+    (worktree / "src" / "app" / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    hidden = worktree / "secrets" / "token.txt"
+    if not hidden.exists():
+        hidden.parent.mkdir(parents=True, exist_ok=True)
+        hidden.write_text(WORKTREE_MARKER + "\n")
+
+
+def checked(request: RunRequest) -> RunRequest:
+    """The project interpreter is this test's (pytest is there), its installation listed."""
+    return request.model_copy(update={
+        "project_interpreter": sys.executable,
+        "runtime_paths": tuple(dict.fromkeys((sys.prefix, sys.base_prefix)))})
+
+
+@pytest.fixture
+def escape() -> Iterator[Path]:
+    path = Path("/tmp") / f"check-escape-{secrets.token_hex(8)}"
+    yield path
+    path.unlink(missing_ok=True)
+
+
+def assert_nothing_leaked(run: RecordedRun, prompts: str, escape: Path,
+                          withheld: tuple[str, ...]) -> None:
+    """The probe ran (its report is in the log and came back as a repair), but took no mask
+    down, read nothing withheld and wrote nothing outside; the run ends checks_failed."""
+    logs = "".join(p.read_text() for p in run.run_dir.rglob("output.log"))
+    assert "PROBE-RAN" in logs, logs
+    assert "check tests:" in prompts and "AssertionError: PROBE-RAN" in prompts, prompts[-3000:]
+    for step in ("umount -l /tmp", "mount -o remount,rw,bind /"):
+        assert f"{step}: rc=0" not in logs, logs
+    record = json.dumps(run.data)
+    for secret in withheld:
+        assert secret not in logs, (secret, logs)
+        assert secret not in prompts, secret
+        assert secret not in record, secret
+    assert not escape.exists(), "the check wrote on the host's /tmp"
+    assert run.code == "checks_failed", run.record.error
+
+
+# --- pi -----------------------------------------------------------------------------------------
+
+
+def pi_run(w: PiWorld, *script: Any) -> RecordedRun:
+    w.server.add(*script)
+    container = production(w.environ)
+    container.temp_root.override(providers.Object(str(w.temp_root)))
+    backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
+    container.backends.override(providers.Dict(pi=providers.Object(backend)))
+    request = checked(w.request(LIMITS))
+    with container.checks_validation(checks=(CHECK,), place=place_for(request)) as validation:
+        record = checked_record(container.worker_host().run(request, validation))
+    return RecordedRun(record=record)
+
+
+def test_pi_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
+        pi_world: PiWorld, escape: Path) -> None:
+    w = pi_world
+    secrets_of(w.primary, w.home, w.worktree)
+    credential = w.pi_dir / "auth.json"
+    text = probe(w.worktree, w.primary, credential, w.home, w.temp_root, escape)
+    run = pi_run(
+        w,
+        reply(call("write", "call_w1", path=w.path("src/app/test_probe.py"), content=text)),
+        reply(result_call("call_r1", summary="added a probe")),
+        reply(result_call("call_r2", summary="nothing to repair")))
+    prompts = json.dumps([r["body"]["messages"][-1] for r in w.server.requests])
+    withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER, *credential_texts(credential))
+    assert_nothing_leaked(run, prompts, escape, withheld)
+
+
+def credential_texts(path: Path) -> tuple[str, ...]:
+    """The secret values of a credentials file (its JSON strings of 12 characters or more)."""
+    found: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+        elif isinstance(node, str) and len(node) >= 12:
+            found.append(node)
+
+    walk(json.loads(path.read_text()))
+    assert found, f"no secret in {path}"
+    return tuple(found)
+
+
+# --- Claude Code --------------------------------------------------------------------------------
+
+
+def claude_run(w: ClaudeWorld, *script: Any) -> RecordedRun:
+    w.server.push(*script)
+    container = production(w.environ)
+    container.temp_root.override(providers.Object(str(w.temp_root)))
+    request = checked(w.request(limits=LIMITS))
+    with container.checks_validation(checks=(CHECK,), place=place_for(request)) as validation:
+        record = checked_record(container.worker_host().run(request, validation))
+    return RecordedRun(record=record)
+
+
+def test_claude_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
+        claude_world: ClaudeWorld, escape: Path) -> None:
+    w = claude_world
+    home = Path(w.environ["HOME"])
+    secrets_of(w.primary, home, w.worktree)
+    text = probe(w.worktree, w.primary, w.user_credentials, home, w.temp_root, escape)
+    target = str(w.worktree / "src" / "app" / "test_probe.py")
+    run = claude_run(
+        w,
+        lambda body: Reply.tool("Write", {"file_path": target, "content": text}),
+        lambda body: Reply.structured(ok_result(summary="added a probe")),
+        lambda body: Reply.structured(ok_result(summary="nothing to repair")))
+    prompts = json.dumps(w.server.requests)
+    withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER,
+                *credential_texts(w.user_credentials))
+    assert_nothing_leaked(run, prompts, escape, withheld)
