@@ -51,7 +51,7 @@ from concorde_workers.domain.git_status import (
     resolve_head,
 )
 from concorde_workers.domain.paths import DirEntry, EntryKind, is_within, relative_to
-from concorde_workers.domain.placement import parse_gitdir_file, walk_tree
+from concorde_workers.domain.placement import host_may_read, parse_gitdir_file, walk_tree
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitReader
 
@@ -248,6 +248,14 @@ class WorktreeObserver:
         except FileSystemError:
             return None
 
+    def _may_read(self, target: str) -> bool:
+        """A worker-named path the host may open: resolved, inside the grant's rw directories."""
+        try:
+            real = self._fs.realpath(target)
+        except FileSystemError:
+            return False
+        return host_may_read(real, self._fs.realpath(self._worktree), self._writable)
+
     def _list_dir(self, path: str) -> list[DirEntry]:
         try:
             return self._fs.listdir(path)
@@ -307,6 +315,10 @@ class WorktreeObserver:
             git_dir = points_to
         elif kind is EntryKind.SYMLINK:
             points_to = git_dir = self._fs.realpath(path)
+        if git_dir is not None and git_dir != path and not self._may_read(git_dir):
+            # The pointer's text is evidence; where it leads is not the worker's to show.
+            points_to = f"{points_to}; not read: outside what the worker could read"
+            git_dir = None
         runs: tuple[str, ...] = ()
         hooks: tuple[str, ...] = ()
         if git_dir is not None:

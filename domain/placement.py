@@ -270,3 +270,24 @@ def collect_admin_paths(
     listed.extend(git_entries)
     listed.extend(AdminPath(path=t, directory=True) for t in gitdir_targets)
     return prune_admin_paths(listed)
+
+
+def host_may_read(target: str, worktree: str, readable: Iterable[str]) -> bool:
+    """May the host read `target` (already resolved: no link left in it) on the worker's behalf.
+
+    Only inside the worktree, below one of `readable` (worktree-relative directories the worker
+    could read; "" or "." is the whole worktree). A worker-written pointer naming anything else
+    is evidence by its text only: reading its target would disclose what the worker could not
+    see (issue 18 §2)."""
+    root = posixpath.normpath(worktree)
+    target = posixpath.normpath(target)
+    if target != root and not target.startswith(root.rstrip("/") + "/"):
+        return False
+    rel = "." if target == root else target[len(root.rstrip("/")) + 1:]
+    if rel == ".git" or rel.startswith(".git/"):
+        return False  # the worktree's own Git metadata: hidden from every worker tool
+    for entry in readable:
+        entry = posixpath.normpath(entry or ".")
+        if entry == "." or rel == entry or rel.startswith(entry + "/"):
+            return True
+    return False

@@ -163,7 +163,8 @@ def test_a_dot_git_file_pointing_elsewhere_decides_nothing(world: World) -> None
     assert result.violation_texts == (".git",)
     (item,) = world.observer.git_metadata(snapshot, seen.files)
     assert (item.path, item.created, item.kind, item.points_to) == (
-        ".git", False, "file", "/elsewhere/.git")
+        ".git", False, "file",
+        "/elsewhere/.git; not read: outside what the worker could read")
 
 
 def test_a_changed_configuration_of_a_known_repository_is_a_violation(world: World) -> None:
@@ -210,3 +211,34 @@ def test_the_description_says_what_it_is_what_it_would_run_and_where_it_is() -> 
         "src/app/y/.git is a .git file the worker created, naming the Git directory /tmp/evil; "
         "its configuration names no program; it is still in the worktree (the run was "
         "interrupted): remove it before running Git there (rm -rf -- /w/src/app/y/.git).")
+
+
+SECRET = "SECRET-MARKER"
+
+
+@pytest.mark.parametrize("target", ["/home/user/.config/git", COMMON, f"{WORKTREE}/docs/nested/.git"])
+def test_a_planted_pointer_outside_what_the_worker_could_write_is_quoted_by_its_text_only(
+        world: World, target: str) -> None:
+    """Issue 18 §2: the host never opens or lists where a worker-written `.git` file leads
+    outside the grant's rw directories; the pointer's text is the evidence."""
+    world.fs.write(f"{target}/config", f"[core]\n\tsshCommand = {SECRET}\n")
+    world.fs.write(f"{target}/config.worktree", f"[credential]\n\thelper = {SECRET}\n")
+    world.fs.write(f"{target}/hooks/{SECRET}", "#!/bin/sh\n")
+    snapshot = world.observer.snapshot()
+    world.write("src/app/g2/.git", f"gitdir: {target}\n")
+    seen = world.observer.observe(snapshot)
+    items = world.observer.git_metadata(snapshot, seen.files)
+    (item,) = [i for i in items if i.path == "src/app/g2/.git"]
+    assert item.runs == () and item.hooks == ()
+    assert item.points_to == f"{target}; not read: outside what the worker could read"
+    assert SECRET not in describe_git_metadata((item,), WORKTREE)
+
+
+def test_a_planted_pointer_inside_the_rw_directories_is_still_inspected(world: World) -> None:
+    snapshot = world.observer.snapshot()
+    world.write("src/app/real/config", "[core]\n\tsshCommand = planted\n")
+    world.write("src/app/g2/.git", "gitdir: ../real\n")
+    seen = world.observer.observe(snapshot)
+    (item,) = [i for i in world.observer.git_metadata(snapshot, seen.files)
+               if i.path == "src/app/g2/.git"]
+    assert item.runs == ("core.sshcommand = planted",)
