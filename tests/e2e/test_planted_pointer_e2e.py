@@ -1,0 +1,57 @@
+"""Issue 18 §2 with the real programs: a worker-written `.git` file naming a Git directory
+outside what the worker could read is quoted by its text only. The target's `config` holds a
+marker secret (as the user's hidden `~/.config/git/config` holds `core.sshCommand`); it must
+appear in neither the record nor the account."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from e2e.conftest import ClaudeWorld
+from e2e.conftest_pi import PiWorld, pi_world
+from e2e.test_host_git_e2e import Plant, claude_plant, pi_plant
+
+from concorde_workers.adapters.cli.display import account
+
+__all__ = ["pi_world"]  # the fixture, imported for pytest
+
+SECRET = "SECRET-MARKER-18-2"
+
+
+def plant_secret_git_dir(where: Path) -> Path:
+    """A folder the worker cannot read holding a Git configuration with the marker."""
+    (where / "hooks").mkdir(parents=True)
+    (where / "config").write_text(f"[core]\n\tsshCommand = {SECRET}\n")
+    (where / "config.worktree").write_text(f"[credential]\n\thelper = {SECRET}\n")
+    (where / "hooks" / f"pre-commit-{SECRET}").write_text("#!/bin/sh\n")
+    return where
+
+
+def check_pointer_not_followed(plant: Plant, worktree: Path, target: Path) -> None:
+    command = (f"mkdir -p {worktree}/src/app/g2 && printf 'gitdir: {target}\\n' > "
+               f"{worktree}/src/app/g2/.git; echo \" rc=$?\"")
+    run, output = plant(command)
+    assert " rc=0" in output, output
+    assert run.code == "audit_violation", run.record.error
+    record_text = json.dumps(run.data)
+    assert SECRET not in record_text, record_text
+    assert SECRET not in account(run.record)
+    error = run.record.error
+    assert error is not None and str(target) in error.detail, error.detail
+    assert "not read: outside what the worker could read" in error.detail, error.detail
+
+
+@pytest.mark.req("Every round is audited")
+def test_claude_a_planted_git_pointer_is_quoted_by_its_text_never_followed(
+        claude_world: ClaudeWorld, tmp_path: Path) -> None:
+    target = plant_secret_git_dir(tmp_path / "hidden-git")
+    check_pointer_not_followed(lambda c: claude_plant(claude_world, c), claude_world.worktree,
+                               target)
+
+
+@pytest.mark.req("Every round is audited")
+def test_pi_a_planted_git_pointer_is_quoted_by_its_text_never_followed(pi_world: PiWorld) -> None:
+    target = plant_secret_git_dir(pi_world.root / "hidden-git")
+    check_pointer_not_followed(lambda c: pi_plant(pi_world, c), pi_world.worktree, target)
