@@ -325,7 +325,9 @@ class WorktreeObserver:
             config = b"".join(self._read(f"{git_dir}/{name}") or b""
                               for name in ("config", "config.worktree"))
             runs = tuple(f"{e.name} = {e.value}" for e in program_settings(config))
-            hooks = tuple(e.name for e in self._list_dir(f"{git_dir}/hooks")
+            hooks_dir = f"{git_dir}/hooks"  # a planted link here would list a folder elsewhere
+            listed = self._list_dir(hooks_dir) if self._may_read(hooks_dir) else []
+            hooks = tuple(e.name for e in listed
                           if not e.name.endswith(".sample") and e.kind is not EntryKind.DIRECTORY)
         submodule = next((g for g in self._gitlinks
                           if is_within(posixpath.join(self._worktree, rel),

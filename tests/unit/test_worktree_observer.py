@@ -242,3 +242,18 @@ def test_a_planted_pointer_inside_the_rw_directories_is_still_inspected(world: W
     (item,) = [i for i in world.observer.git_metadata(snapshot, seen.files)
                if i.path == "src/app/g2/.git"]
     assert item.runs == ("core.sshcommand = planted",)
+
+
+def test_a_planted_git_directory_whose_hooks_link_elsewhere_lists_nothing_there(
+        world: World) -> None:
+    """Issue 18 §2: a `hooks` link inside a planted Git directory is not followed either."""
+    world.fs.write(f"/home/user/private/{SECRET}", "x\n")
+    snapshot = world.observer.snapshot()
+    world.write("src/app/g3/.git/HEAD", "ref: refs/heads/main\n")
+    world.write("src/app/g3/.git/config", "[core]\n")
+    world.fs.symlink("/home/user/private", f"{WORKTREE}/src/app/g3/.git/hooks")
+    seen = world.observer.observe(snapshot)
+    (item,) = [i for i in world.observer.git_metadata(snapshot, seen.files)
+               if i.path == "src/app/g3/.git"]
+    assert item.hooks == ()
+    assert SECRET not in describe_git_metadata((item,), WORKTREE)
