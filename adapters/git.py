@@ -284,6 +284,24 @@ class GitCliReader:
                 self._index_cache[repo] = (before, state)
         return state
 
+    def committed_config(self, repo: GitRepository) -> bytes | None:
+        code, _ = self._run("head_commit", repo)
+        if code != 0:
+            return None
+        _, listed = self._run("config_entry", repo)
+        size = committed_regular_size(listed)
+        if size is None:
+            return None
+        if size > MAX_CONFIG_BYTES:
+            raise GitCommandFailed(self.command_line("config_entry", repo),
+                                   f"the committed file is {size} bytes, more than "
+                                   f"{MAX_CONFIG_BYTES}", 0)
+        _, data = self._run("config_blob", repo)
+        if len(data) != size:  # HEAD moved between the two calls: read nothing half-known
+            raise GitCommandFailed(self.command_line("config_blob", repo),
+                                   "HEAD changed while the committed file was read", 0)
+        return data
+
     def config_digest(self, repo: GitRepository) -> str:
         hooks = f"{repo.common_dir}/hooks"
         try:
@@ -319,3 +337,14 @@ def _one_path_line(out: bytes) -> str:
 
 
 __all__ = ["GitCliReader", "find_bwrap", "read_regular", "repository_filter_names"]
+
+
+def committed_regular_size(listed: bytes) -> int | None:
+    """The size `git ls-tree -z -l` gives for one regular file (mode 100644 or 100755), None
+    for no entry or anything else (a link, a tree, a gitlink is no configuration)."""
+    record = listed.split(b"\0", 1)[0]
+    meta, _, _ = record.partition(b"\t")
+    fields = meta.split()
+    if len(fields) != 4 or fields[1] != b"blob" or fields[0] not in (b"100644", b"100755"):
+        return None
+    return int(fields[3]) if fields[3].isdigit() else None

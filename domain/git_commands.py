@@ -42,6 +42,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.config import CONFIG_PATH
 from concorde_workers.domain.git_status import GitRepository
 
 
@@ -110,6 +111,22 @@ COMMANDS: dict[str, GitCommand] = {command.name: command for command in (
     GitCommand(
         name="index", args=("ls-files", "--stage", "-v", "-z"), scope=Scope.REPOSITORY,
         why="the audit's index digest and the gitlinks the host walks itself"),
+    GitCommand(
+        name="head_commit", args=("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
+        scope=Scope.REPOSITORY, ok=(0, 1),
+        why="the worker configuration is read as committed (issue 18 §4): whether HEAD has a "
+            "commit at all (1: an unborn branch, nothing is committed)"),
+    GitCommand(
+        name="config_entry", args=("ls-tree", "-z", "-l", "HEAD", "--", CONFIG_PATH),
+        scope=Scope.REPOSITORY,
+        why="the worker configuration is read as committed (issue 18 §4): the committed "
+            "file's mode, kind and size (bounded before its blob is read), none when HEAD has "
+            "no such file"),
+    GitCommand(
+        name="config_blob", args=("cat-file", "blob", f"HEAD:{CONFIG_PATH}"),
+        scope=Scope.REPOSITORY,
+        why="the worker configuration is read as committed (issue 18 §4): the committed "
+            "bytes, never the working copy a worker may have rewritten"),
 )}
 
 BASE_ENVIRONMENT: dict[str, str] = {

@@ -90,6 +90,12 @@ class GitReader(Protocol):
         A stat refresh of the index file does not change the digest; staging anything does."""
         ...
 
+    def committed_config(self, repo: GitRepository) -> bytes | None:
+        """The bytes of `.concorde/workers.json` as committed at HEAD (issue 18 §4), never the
+        working copy; None when HEAD has no commit or no such regular file. A committed file
+        larger than the configuration bound raises `GitCommandFailed`."""
+        ...
+
     def config_digest(self, repo: GitRepository) -> str:
         """"sha256:<hex>" of what decides which files Git lists and what it runs: the common
         directory's `config`, `info/exclude`, `info/attributes` and hooks, and the worktree's

@@ -224,6 +224,26 @@ class TestHead:
         assert (detached.branch, detached.commit) == (None, before.commit)
 
 
+class TestCommittedConfig:
+    """The worker configuration as committed at HEAD (issue 18 §4), never the working copy."""
+
+    def test_a_working_copy_change_is_not_what_is_committed(self, git_world: Any) -> None:
+        git_world.write(".concorde/workers.json", b'{"committed": true}\n')
+        git_world.stage(".concorde/workers.json")
+        git_world.commit()
+        git_world.write(".concorde/workers.json", b'{"worker": "rewrote it"}\n')
+        assert git_world.git.committed_config(git_world.repo) == b'{"committed": true}\n'
+
+    def test_a_file_only_in_the_working_copy_is_not_committed(self, git_world: Any) -> None:
+        git_world.write(".concorde/workers.json", b'{"uncommitted": true}\n')
+        assert git_world.git.committed_config(git_world.repo) is None
+
+    def test_a_staged_file_is_not_committed(self, git_world: Any) -> None:
+        git_world.write(".concorde/workers.json", b'{"staged": true}\n')
+        git_world.stage(".concorde/workers.json")
+        assert git_world.git.committed_config(git_world.repo) is None
+
+
 class TestConfigDigest:
     """What decides which files Git lists and what it runs: a changed info/exclude,
     info/attributes, config, config.worktree or hook changes the digest, as it could hide a

@@ -457,6 +457,15 @@ class FakeGit:
         raise GitCommandFailed(["git", f"--git-dir={repo.git_dir}", command],
                                f"fatal: not a git repository: '{repo.git_dir}'\n", 128)
 
+    def committed_config(self, repo: GitRepository) -> bytes | None:
+        self._record("committed_config", repo.worktree)
+        self._named(repo, "rev-parse")
+        fake_repo, wt = self._find(repo.worktree, "rev-parse")
+        entry = self._head_tree(fake_repo, wt).get(".concorde/workers.json")
+        if entry is None or entry.mode not in ("100644", "100755"):
+            return None
+        return fake_repo.blobs[entry.oid]
+
     def config_digest(self, repo: GitRepository) -> str:
         self._record("config_digest", repo.worktree)
         self._named(repo, "rev-parse")

@@ -62,7 +62,8 @@ class TrapRepository:
         self.worktree = self.primary / ".claude" / "worktrees" / "task"
         self.git("init", "-q", "-b", "main", str(self.primary))
         (self.primary / "src" / "app").mkdir(parents=True)
-        for rel in ("a.txt", "src/app/main.py", "inc.txt"):
+        (self.primary / ".concorde").mkdir()
+        for rel in ("a.txt", "src/app/main.py", "inc.txt", ".concorde/workers.json"):
             (self.primary / rel).write_text(f"{rel}\n")
         (self.primary / ".gitattributes").write_text("* filter=trap diff=trap merge=trap\n"
                                                      "inc.txt filter=included\n")
@@ -135,7 +136,8 @@ class TrapRepository:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
 
     def touch_every_tracked_file(self) -> None:
-        for rel in ("a.txt", "src/app/main.py", "inc.txt", ".gitattributes"):
+        for rel in ("a.txt", "src/app/main.py", "inc.txt", ".gitattributes",
+                    ".concorde/workers.json"):
             self.touch(self.worktree / rel)
 
     def ran(self) -> list[str]:
@@ -162,7 +164,8 @@ def trap(tmp_path: Path, git_env: dict[str, str]) -> TrapRepository:
 def every_command(git: GitCliReader, repo: TrapRepository) -> None:
     """Every command of the table, through the adapter's port methods."""
     assert {c.name for c in COMMANDS.values()} == {
-        "toplevel", "git_dir", "common_dir", "worktree_list", "status", "index"}
+        "toplevel", "git_dir", "common_dir", "worktree_list", "status", "index",
+        "head_commit", "config_entry", "config_blob"}
     for where in (repo.worktree, repo.primary):
         git.toplevel(str(where))
         git.git_dirs(str(where))
@@ -170,6 +173,7 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
     git.status(repo.repo)
     git.index(repo.repo)
     git.config_digest(repo.repo)
+    assert git.committed_config(repo.repo) == b".concorde/workers.json\n"
 
 
 @pytest.mark.req("Every round is audited")

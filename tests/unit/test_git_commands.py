@@ -35,6 +35,11 @@ EXPECTED_ARGS: dict[str, tuple[str, ...]] = {
                "--untracked-files=all", "--no-renames", "--ignored=no",
                "--ignore-submodules=all"),
     "index": ("ls-files", "--stage", "-v", "-z"),
+    # The worker configuration as committed (issue 18 §4): read-only, no filter (`cat-file
+    # blob` applies none), never the working copy.
+    "head_commit": ("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
+    "config_entry": ("ls-tree", "-z", "-l", "HEAD", "--", ".concorde/workers.json"),
+    "config_blob": ("cat-file", "blob", "HEAD:.concorde/workers.json"),
 }
 REQUIRED_CONFIG = {
     "core.fsmonitor": "false",           # no fsmonitor hook
