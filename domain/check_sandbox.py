@@ -3,7 +3,8 @@ Bash, over a throwaway copy of the worktree.
 
 bubblewrap, as the host's own Git runs (`domain.git_commands.SANDBOX_ARGS`): the root read-only,
 a fresh /dev and /proc, every namespace unshared (no network, its own PIDs), dying with the
-host, in a new session. Then:
+host, in a new session, as uid 65534 with no capability, no further user namespace and
+`no_new_privs` (issue 18 §1: no mask below can be taken down). Then:
 
 * every place of the user's credentials and of other runs is an empty tmpfs: the homes, the
   credential origins, /tmp and the other temporary roots (every runtime directory), /run, the
