@@ -36,7 +36,7 @@ from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
 from concorde_workers.application.agent_install import AgentInstaller
 from concorde_workers.application.checks import ChecksValidation
-from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.config import ConfigurationReader, committed_through
 from concorde_workers.application.doctor import Doctor
 from concorde_workers.application.host import WorkerHost
 from concorde_workers.application.planner import Planner
@@ -74,7 +74,8 @@ class Container(containers.DeclarativeContainer):
     environ = providers.Callable(lambda host: host.environ, host)
     installations = providers.Callable(lambda host: host.installations, host)
     config_reader = providers.Factory(ConfigurationReader, fs=filesystem, environ=environ,
-                                      versions=versions, installations=installations)
+                                      versions=versions, installations=installations,
+                                      committed=providers.Callable(committed_through, git))
     backends = providers.Dict(
         claude=providers.Factory(ClaudeBackend, fs=filesystem, installations=installations),
         pi=providers.Factory(PiBackend, fs=filesystem, environ=environ,

@@ -11,7 +11,7 @@ decides the rest. Every outcome is a `ResolvedWorker` or a `Refusal` naming the 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -19,15 +19,34 @@ from concorde_workers.application.contract_problems import first_problem
 from concorde_workers.application.json_text import decode_json
 from concorde_workers.domain import config as domain
 from concorde_workers.domain import machine
+from concorde_workers.domain.committed_config import committed_source
 from concorde_workers.domain.config import ResolvedWorker, WorkerChoice, WorkerConfiguration
 from concorde_workers.domain.discovery import Found, Installation, locate
 from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.git_status import GitRepository
 from concorde_workers.domain.machine import ModelMap
 from concorde_workers.domain.program_versions import ProgramLocation, version_problem
 from concorde_workers.ports.filesystem import FileSystemError
+from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.program_versions import ProgramVersions
 
-__all__ = ["ConfigFiles", "ConfigurationReader"]
+__all__ = ["CommittedFile", "ConfigFiles", "ConfigurationReader", "committed_through"]
+
+CommittedFile = Callable[[str], bytes | None]
+"""A worktree -> the bytes of its `.concorde/workers.json` committed at HEAD (None: not
+committed); raises `GitCommandFailed` when Git cannot say."""
+
+
+def committed_through(git: GitReader) -> CommittedFile:
+    """The committed configuration of a worktree, read with the host's Git table (issue 18 §4):
+    the worktree's own Git directories, then the blob at HEAD."""
+
+    def read(worktree: str) -> bytes | None:
+        git_dir, common_dir = git.git_dirs(worktree)
+        return git.committed_config(GitRepository(worktree=worktree, git_dir=git_dir,
+                                                  common_dir=common_dir))
+
+    return read
 
 _DEFAULT_MAP_TEXT = "concorde/models.json of your XDG configuration directory"
 CONFIGURATION_CONTRACT = "contract.workers.worker-configuration"
@@ -63,7 +82,11 @@ class ConfigurationReader:
 
     def __init__(self, fs: ConfigFiles, environ: Mapping[str, str],
                  versions: ProgramVersions | None = None,
-                 installations: Sequence[Installation] = ()) -> None:
+                 installations: Sequence[Installation] = (),
+                 committed: CommittedFile | None = None) -> None:
+        # `committed`: the configuration is the file committed at HEAD (production, issue 18
+        # §4); without it (tests over a fake file system) the file as it is on disk.
+        self._committed = committed
         self._fs = fs
         self._environ = environ
         self._versions = versions
@@ -108,11 +131,43 @@ class ConfigurationReader:
         """The worktree's worker configuration, checked against the caller's declarations."""
         worktree = _absolute(worktree)
         file = posixpath.join(worktree, domain.CONFIG_PATH)
+        if self._committed is not None:
+            return self._committed_configuration(worktree, file, declared)
         if not self._fs.exists(file):
             return self._config_missing(worktree, file)
         text = self._read(file)
         if isinstance(text, _Unreadable):
             return _config_unreadable(file, f"it is unreadable ({text.why})")
+        return self._parse(file, text, declared)
+
+    def _committed_configuration(
+        self, worktree: str, file: str, declared: Mapping[str, set[str]]
+    ) -> WorkerConfiguration | Refusal:
+        """The configuration as committed at HEAD; the working copy only told about."""
+        assert self._committed is not None
+        try:
+            blob = self._committed(worktree)
+        except GitCommandFailed as exc:
+            return _config_unreadable(file, f"its committed version cannot be read ({exc})")
+        try:
+            committed = None if blob is None else blob.decode("utf-8")
+        except UnicodeDecodeError:
+            return _config_unreadable(file, "its committed version is not UTF-8 text")
+        working = self._read(file) if self._fs.exists(file) else None
+        source = committed_source(file, committed,
+                                  None if isinstance(working, _Unreadable) else working)
+        if source.text is None:
+            missing = self._config_missing(worktree, file)
+            if source.notice is None:
+                return missing
+            return missing.model_copy(update={"message": f"{missing.message} {source.notice}"})
+        parsed = self._parse(file, source.text, declared)
+        if isinstance(parsed, Refusal) or source.notice is None:
+            return parsed
+        return parsed.model_copy(update={"notice": source.notice})
+
+    def _parse(self, file: str, text: str, declared: Mapping[str, set[str]]
+               ) -> WorkerConfiguration | Refusal:
         decoded = decode_json(text)
         if decoded.problem is not None:
             return _config_unreadable(file, decoded.problem)
@@ -235,4 +290,5 @@ def _resolved(
         runtime=runtime,
         program=program,
         program_source=program_source,
+        notice=config.notice,
     )

@@ -139,4 +139,5 @@ class Doctor:
         found = self._config.configuration(worktree, declared)
         if isinstance(found, Refusal):
             return FileFact(file, origin, found.message)
-        return FileFact(file, origin, None)
+        # A working copy that is not what a run reads (issue 18 §4) fails the line: its repair.
+        return FileFact(file, origin, found.notice)

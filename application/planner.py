@@ -176,6 +176,9 @@ def worker_resolution(request: RunRequest, resolved: ResolvedWorker) -> dict[str
         "runtime_paths": Choice(list(request.runtime_paths),
                                 f"{config}: runtime, and the request"),
         "program": Choice(resolved.program, _program_origin(resolved)),
+        # A working copy that is not the committed configuration the run reads (issue 18 §4).
+        **({} if resolved.notice is None
+           else {"configuration": Choice(config, resolved.notice)}),
     }
 
 

@@ -97,6 +97,9 @@ class WorkerConfiguration(BaseModel):
     operations: dict[str, OperationEntries] = {}
     limits: Limits = Limits()
     runtime: tuple[str, ...] | None = None
+    notice: str | None = None
+    """What the reader says of the working copy (issue 18 §4): one that differs from the file
+    committed at HEAD, which is the configuration (`domain.committed_config`)."""
 
     def chain(self, operation: str, worker: str) -> tuple[Entry, ...]:
         """The entries that apply to a worker, most specific first."""
@@ -153,6 +156,8 @@ class ResolvedWorker(BaseModel):
     program_source: str
     """Where the program came from: `$CONCORDE_PI` / `$CONCORDE_CLAUDE` when that variable named
     it, else `PATH`."""
+    notice: str | None = None
+    """The configuration's working copy differs from the committed file the run reads."""
 
 
 # ---------------------------------------------------------------- words

@@ -132,13 +132,16 @@ def checks_plan(checks: Sequence[Check]) -> list[str]:
 
 
 def resolve_worker(container: Container, request: RunRequest,
-                   declared: Mapping[str, set[str]]) -> RunRequest | Refusal:
+                   declared: Mapping[str, set[str]], err: TextIO) -> RunRequest | Refusal:
     """With an Operation and a worker, the request as the worker configuration and the model map
     settle it (backend, model, reasoning, limits, runtime paths), exactly as the planner does;
-    the configuration reader's refusal otherwise. A request without either goes as it is."""
+    the configuration reader's refusal otherwise. A request without either goes as it is. A
+    working copy of the configuration that differs from the committed one is said on `err`."""
     settled = settle_worker(container.config_reader(), request, declared)
     if settled is None or isinstance(settled, Refusal):
         return settled or request
+    if settled.notice is not None:
+        err.write(terminal_lines([f"concorde-workers: {settled.notice}"]))
     return apply_resolution(request, settled)
 
 
@@ -167,7 +170,7 @@ def _is_tty(stream: TextIO) -> bool:
 
 
 def _refusal_before_run(container: Container, host: WorkerHost, request: RunRequest,
-                        args: argparse.Namespace) -> RunRequest | Refusal:
+                        args: argparse.Namespace, err: TextIO) -> RunRequest | Refusal:
     """The request as the run will take it, or the refusal of the command's own input: the
     parent, the declarations, the worker's configuration, the runtime paths and interpreter."""
     refusal = parent_refusal(container.filesystem(), request, args)
@@ -176,7 +179,7 @@ def _refusal_before_run(container: Container, host: WorkerHost, request: RunRequ
     declared = declarations(args.declare)
     if isinstance(declared, Refusal):
         return declared
-    resolved = resolve_worker(container, request, declared)
+    resolved = resolve_worker(container, request, declared, err)
     if isinstance(resolved, Refusal):
         return resolved
     # The request's runtime paths and interpreter, and the agent program's version, are judged
@@ -191,7 +194,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
     built = container.requests().build(flags_of(args))
     host = container.worker_host()
     request = (built if isinstance(built, Refusal)
-               else _refusal_before_run(container, host, built, args))
+               else _refusal_before_run(container, host, built, args, err))
     checks = container.requests().checks(flags_of(args))
     if isinstance(request, Refusal) or isinstance(checks, Refusal):
         refused = request if isinstance(request, Refusal) else checks

@@ -61,6 +61,7 @@ HOST_ENVIRON: dict[str, str] = {
 # Port calls that change something: none may appear when the planner runs.
 WRITING_FS_OPS = frozenset({"write_atomic", "makedirs", "remove", "rmtree", "chmod"})
 READING_GIT_CALLS = frozenset({"worktrees", "toplevel", "git_dirs", "status", "index",
+                               "committed_config",
                                "config_digest"})
 
 

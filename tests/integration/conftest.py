@@ -141,6 +141,12 @@ class Project:
         """The worktree's committed worker configuration."""
         return self.worktree / ".concorde" / "workers.json"
 
+    def commit_configuration(self) -> None:
+        """Commits the worktree's `.concorde/` as it is now: a run reads the worker
+        configuration as committed, never the working copy (issue 18 §4)."""
+        self.git(self.worktree, "add", "-A", ".concorde")
+        self.git(self.worktree, "commit", "-q", "--allow-empty", "-m", "configuration")
+
     def write_json(self, path: Path, data: Any) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=2) + "\n")

@@ -264,12 +264,14 @@ def test_a_workers_json_runtime_entry_that_uncovers_git_metadata_is_refused(proj
     workers = copy.deepcopy(project.workers_json)
     workers["runtime"] = ["../../../.git"]
     project.write_json(project.config_file, workers)
+    project.commit_configuration()
     result = cli("plan", str(project.request_file), "--operation", "implement", "--worker",
                  "worker", "--declare", "implement:reviewer")
     assert result.status == 2
     assert 'runtime lists "../../../.git", which has a .git segment' in result.out
     workers["runtime"] = [str(project.home)]
     project.write_json(project.config_file, workers)
+    project.commit_configuration()
     result = cli("plan", str(project.request_file), "--operation", "implement", "--worker",
                  "worker", "--declare", "implement:reviewer", "--json")
     assert result.status == 2

@@ -428,6 +428,7 @@ def _with_config(data: Any) -> Callable[[Any], list[str]]:
     def make(p: Any) -> list[str]:
         text = data if isinstance(data, str) else json.dumps(data)
         p.config_file.write_text(text)
+        p.commit_configuration()
         return [str(p.request_file), *_op("worker", "--declare", "implement:reviewer")]
     return make
 
@@ -466,11 +467,13 @@ def _plain_directory(p: Any) -> list[str]:
 def _retired(p: Any) -> list[str]:
     p.config_file.unlink()
     (p.config_file.parent / "worker-models.json").write_text("{}")
+    p.commit_configuration()
     return [str(p.request_file), *_op()]
 
 
 def _config_gone(p: Any) -> list[str]:
     p.config_file.unlink()
+    p.commit_configuration()
     return [str(p.request_file), *_op()]
 
 

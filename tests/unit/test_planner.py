@@ -73,6 +73,10 @@ def world_with(workers: Any = WORKERS, models: Any = MODELS, **kwargs: Any) -> P
     return world
 
 
+CONFIGURATION_GIT_CALLS = {"git_dirs", "committed_config"}
+"""What the configuration reader asks Git: the worktree's Git directories, the committed file."""
+
+
 def request(**fields: Any) -> RunRequest:
     data: dict[str, Any] = {"worktree": WORKTREE, "task_type": "implement",
                             "grant": copy.deepcopy(GRANT), "instructions": "Do the task."}
@@ -176,27 +180,39 @@ def test_the_requested_worker_is_always_declared() -> None:
 # --- refusals before a run: nothing of the run is prepared ----------------------------------------
 
 
+def _committed(world: PlanWorld) -> None:
+    """The configuration as it is now, committed: a run reads it as committed (issue 18 §4)."""
+    world.git.add(WORKTREE, ".concorde/workers.json")
+    world.git.commit(WORKTREE, "worker configuration")
+
+
 def _config_missing(world: PlanWorld) -> None:
     world.fs.remove(CONFIG)
+    _committed(world)
 
 
 def _retired(world: PlanWorld) -> None:
     world.fs.remove(CONFIG)
     world.fs.write(f"{WORKTREE}/.concorde/worker-models.json", "{}")
+    _committed(world)
 
 
 def _write(path: str, text: str) -> Any:
     def change(world: PlanWorld) -> None:
         world.fs.write(path, text)
+        if path == CONFIG:
+            _committed(world)
     return change
 
 
 def _no_model(world: PlanWorld) -> None:
     world.fs.write(CONFIG, json.dumps(dict(WORKERS, default={"reasoning": "low"}, operations={})))
+    _committed(world)
 
 
 def _not_enabled(world: PlanWorld) -> None:
     world.fs.write(CONFIG, json.dumps(dict(WORKERS, default={"model": "gpt-x"})))
+    _committed(world)
 
 
 def _map_missing(world: PlanWorld) -> None:
@@ -260,7 +276,9 @@ def test_a_refusal_before_a_run_stops_the_plan_before_git_is_asked(
     for phrase in says:
         assert phrase in plan.refusal.message
     assert plan.prepared is None
-    assert world.git.calls == []  # placement comes after the configuration reader
+    # Placement comes after the configuration reader, which asks Git only for the committed
+    # configuration (issue 18 §4).
+    assert {call[0] for call in world.git.calls} <= CONFIGURATION_GIT_CALLS
     assert plan.progress.grant is None and plan.progress.policy is None
     data = plan_json(plan)
     assert data["refusal"] == {"code": code, "reason": REASONS[code].value,
@@ -282,7 +300,7 @@ def test_a_backend_that_contradicts_the_configuration_is_refused() -> None:
         "chooses pi for worker worker of Operation implement (Concorde's default worker "
         "backend); the worker configuration alone chooses a configured worker's backend: drop "
         "--backend, or change the configuration's entry")
-    assert world.git.calls == []
+    assert {call[0] for call in world.git.calls} <= CONFIGURATION_GIT_CALLS
 
 
 def test_a_backend_that_agrees_with_the_configuration_is_accepted() -> None:
@@ -374,3 +392,41 @@ def test_secrets_are_redacted_in_the_shown_environment() -> None:
     assert shown["HTTPS_PROXY"] == "http://u:<redacted>@proxy:3128"
     text = render(plan) + json.dumps(plan_json(plan))
     assert "hush" not in text
+
+
+# --- the configuration as committed (issue 18 §4) ----------------------------------------------
+
+
+def test_a_working_copy_a_worker_rewrote_is_not_the_configuration_and_plan_says_so() -> None:
+    """A worker with rw on .concorde/ rewrote workers.json (another model, a runtime path):
+    the plan settles the worker from the file committed at HEAD and names the working copy
+    with its repair."""
+    world = world_with()
+    committed = planned(world, request(operation="implement", worker="reviewer")).request
+    world.fs.mkdir("/srv/secret")
+    world.fs.write(CONFIG, json.dumps(dict(WORKERS, default={"model": "m-local"},
+                                           runtime=["/srv/secret"])))
+    plan = planned(world, request(operation="implement", worker="reviewer"))
+    assert plan.launches, plan.refusal
+    assert (plan.request.model, plan.request.runtime_paths) == (committed.model,
+                                                                committed.runtime_paths)
+    assert "/srv/secret" not in plan.request.runtime_paths
+    said = plan.resolution["configuration"]
+    assert said.value == CONFIG
+    assert "differs from the file committed at HEAD" in said.source
+    assert "git checkout -- .concorde/workers.json" in said.source
+    assert "differs from the file committed at HEAD" in render(plan)
+
+
+def test_a_configuration_only_in_the_working_copy_is_missing_and_plan_says_why() -> None:
+    world = world_with(workers=None)
+    world.fs.write(CONFIG, json.dumps(WORKERS))
+    plan = planned(world, request(operation="implement", worker="reviewer"))
+    assert plan.refusal is not None and plan.refusal.code == "config_missing"
+    assert "is not committed at HEAD" in plan.refusal.message
+    assert "commit it" in plan.refusal.message
+
+
+def test_a_committed_configuration_the_working_copy_agrees_with_says_nothing() -> None:
+    plan = planned(world_with(), request(operation="implement", worker="reviewer"))
+    assert plan.launches and "configuration" not in plan.resolution

@@ -1,0 +1,97 @@
+"""The next run's configuration is out of the worker's reach (issue 18 §4), end to end with the
+real Claude Code and the real pi against their scripted model servers.
+
+A grant with rw on `.concorde/` lets the worker rewrite the working copy of
+`.concorde/workers.json`: another model, and a runtime path that would make the user's home
+readable beside the next run's grant. The next run's configuration reader — the one `plan` and
+`run` settle a worker with — takes the file committed at HEAD and says the working copy differs,
+naming the file and the repair.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dependency_injector import providers
+from e2e.conftest import GRANT, ClaudeWorld, checked_record, ok_result
+from e2e.conftest_pi import ObservedPiBackend, PiWorld, call, pi_world, reply, result_call
+from servers.anthropic_server import Reply
+
+from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.container import production
+from concorde_workers.domain.config import WorkerConfiguration
+from concorde_workers.domain.request import Limits
+
+pytestmark = pytest.mark.e2e
+
+__all__ = ["pi_world"]  # the fixture, imported for pytest
+
+LIMITS = Limits(timeout_seconds=90, max_turns=6, rounds=0, retries=0, retry_delay_seconds=0)
+COMMITTED = {"schema_version": 2, "enabled_models": {"sonnet": {}, "opus": {}},
+             "default": {"model": "sonnet"}}
+
+
+def rw_on_concorde() -> dict[str, Any]:
+    grant = copy.deepcopy(GRANT)
+    grant["entries"].append({"path": ".concorde/", "level": "rw"})
+    return grant
+
+
+def commit_configuration(worktree: Path, git_env: dict[str, str]) -> Path:
+    file = worktree / ".concorde" / "workers.json"
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps(COMMITTED, indent=2) + "\n")
+    for args in (["add", ".concorde/workers.json"], ["commit", "-q", "-m", "configuration"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=worktree,
+                       env=git_env, check=True, capture_output=True)
+    return file
+
+
+def rewritten(home: Path) -> str:
+    """What the worker writes: its own next model and the user's home as a runtime path."""
+    return json.dumps(dict(COMMITTED, default={"model": "opus"}, runtime=[str(home)]))
+
+
+def assert_next_run_reads_the_committed_file(environ: dict[str, str], worktree: Path,
+                                             file: Path, home: Path) -> None:
+    assert str(home) in file.read_text(), "the worker's rewrite did not land"
+    found = production(environ).config_reader().configuration(str(worktree), {})
+    assert isinstance(found, WorkerConfiguration), found
+    assert found.runtime is None and found.default is not None
+    assert found.default.model == "sonnet"
+    assert found.notice is not None and str(file) in found.notice
+    assert "differs from the file committed at HEAD" in found.notice
+    assert "git checkout -- .concorde/workers.json" in found.notice
+
+
+def test_claude_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configuration(
+        claude_world: ClaudeWorld) -> None:
+    w = claude_world
+    file = commit_configuration(w.worktree, w.git_env)
+    home = Path(w.environ["HOME"])
+    run = w.run(lambda body: Reply.tool("Write", {"file_path": str(file),
+                                                  "content": rewritten(home)}),
+                lambda body: Reply.structured(ok_result(summary="configured")),
+                limits=LIMITS, grant=rw_on_concorde())
+    assert run.record.status == "ok", run.record.error
+    assert_next_run_reads_the_committed_file(w.environ, w.worktree, file, home)
+
+
+def test_pi_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configuration(
+        pi_world: PiWorld) -> None:
+    w = pi_world
+    file = commit_configuration(w.worktree, w.git_env)
+    w.server.add(reply(call("write", "call_w", path=str(file), content=rewritten(w.home))),
+                 reply(result_call("call_r", summary="configured")))
+    container = production(w.environ)
+    container.temp_root.override(providers.Object(str(w.temp_root)))
+    backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
+    container.backends.override(providers.Dict(pi=providers.Object(backend)))
+    record = checked_record(container.worker_host().run(w.request(LIMITS, rw_on_concorde())))
+    assert record.status == "ok", record.error
+    assert_next_run_reads_the_committed_file(w.environ, w.worktree, file, w.home)
