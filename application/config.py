@@ -19,14 +19,19 @@ from concorde_workers.application.contract_problems import first_problem
 from concorde_workers.application.json_text import decode_json
 from concorde_workers.domain import config as domain
 from concorde_workers.domain import machine
-from concorde_workers.domain.committed_config import committed_source
+from concorde_workers.domain.committed_config import (
+    MAX_WORKING_COPY_BYTES,
+    NOT_OPENED,
+    committed_source,
+)
 from concorde_workers.domain.config import ResolvedWorker, WorkerChoice, WorkerConfiguration
 from concorde_workers.domain.discovery import Found, Installation, locate
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.git_status import GitRepository
 from concorde_workers.domain.machine import ModelMap
+from concorde_workers.domain.paths import EntryKind
 from concorde_workers.domain.program_versions import ProgramLocation, version_problem
-from concorde_workers.ports.filesystem import FileSystemError
+from concorde_workers.ports.filesystem import FileStat, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.program_versions import ProgramVersions
 
@@ -65,6 +70,8 @@ class ConfigFiles(Protocol):
     def which(self, program: str, search_path: str) -> str | None: ...
 
     def is_file(self, path: str) -> bool: ...
+
+    def stat(self, path: str) -> FileStat: ...
 
 
 @dataclass(frozen=True)
@@ -153,9 +160,7 @@ class ConfigurationReader:
             committed = None if blob is None else blob.decode("utf-8")
         except UnicodeDecodeError:
             return _config_unreadable(file, "its committed version is not UTF-8 text")
-        working = self._read(file) if self._fs.exists(file) else None
-        source = committed_source(file, committed,
-                                  None if isinstance(working, _Unreadable) else working)
+        source = committed_source(file, committed, self._working_copy(file))
         if source.text is None:
             missing = self._config_missing(worktree, file)
             if source.notice is None:
@@ -165,6 +170,18 @@ class ConfigurationReader:
         if isinstance(parsed, Refusal) or source.notice is None:
             return parsed
         return parsed.model_copy(update={"notice": source.notice})
+
+    def _working_copy(self, file: str) -> str | object | None:
+        """The working copy's text, only to compare: never opened unless a regular file (a
+        final link not followed) within the bound (`MAX_WORKING_COPY_BYTES`)."""
+        try:
+            found = self._fs.stat(file)
+        except (FileSystemError, OSError):
+            return None
+        if found.kind is not EntryKind.FILE or found.size > MAX_WORKING_COPY_BYTES:
+            return NOT_OPENED
+        text = self._read(file)
+        return NOT_OPENED if isinstance(text, _Unreadable) else text
 
     def _parse(self, file: str, text: str, declared: Mapping[str, set[str]]
                ) -> WorkerConfiguration | Refusal:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.config import CONFIG_PATH
+
 
 class ConfigurationSource(BaseModel):
     """The text a run takes as configuration and what is said about the working copy."""
@@ -26,12 +28,21 @@ class ConfigurationSource(BaseModel):
     notice: str | None  # what plan, the account and doctor say; None when nothing differs
 
 
+MAX_WORKING_COPY_BYTES = 1 << 20
+"""The working copy is opened only to compare it, and only when it is a regular file of at most
+this size: a worker with rw on `.concorde/` may have made it a FIFO, a link to /dev/zero or a
+huge file (anything else is said to differ, never opened)."""
+
+NOT_OPENED = object()
+"""A working copy that is there but not opened (`MAX_WORKING_COPY_BYTES`)."""
+
+
 def working_copy_differs(file: str) -> str:
     """The notice for a working copy that is not the committed file."""
     return (
         f"{file}: the working copy differs from the file committed at HEAD; the run reads the "
         "committed file, never the working copy (a worker may have written it). Repair: review "
-        "the change and commit it, or discard it (git checkout -- .concorde/workers.json)."
+        f"the change and commit it, or discard it (git checkout -- {CONFIG_PATH})."
     )
 
 
@@ -43,10 +54,11 @@ def working_copy_uncommitted(file: str) -> str:
     )
 
 
-def committed_source(file: str, committed: str | None, working: str | None) -> ConfigurationSource:
+def committed_source(file: str, committed: str | None,
+                     working: str | object | None) -> ConfigurationSource:
     """The configuration a run reads: always the committed text, with a notice when the working
-    copy says something else (a deleted working copy is not a notice: the run still reads what
-    was committed, and nothing a worker wrote is taken)."""
+    copy says something else, or is `NOT_OPENED` (a deleted working copy is not a notice: the
+    run still reads what was committed, and nothing a worker wrote is taken)."""
     if committed is None:
         notice = None if working is None else working_copy_uncommitted(file)
         return ConfigurationSource(text=None, notice=notice)

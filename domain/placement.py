@@ -19,7 +19,14 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir, ListSubdirs, is_within
+from concorde_workers.domain.paths import (
+    DirEntry,
+    EntryKind,
+    ListDir,
+    ListSubdirs,
+    is_within,
+    relative_to,
+)
 
 WORKTREES_DIR = ".claude/worktrees"
 GIT = ".git"
@@ -279,15 +286,9 @@ def host_may_read(target: str, worktree: str, readable: Iterable[str]) -> bool:
     could read; "" or "." is the whole worktree). A worker-written pointer naming anything else
     is evidence by its text only: reading its target would disclose what the worker could not
     see (issue 18 §2)."""
-    root = posixpath.normpath(worktree)
-    target = posixpath.normpath(target)
-    if target != root and not target.startswith(root.rstrip("/") + "/"):
+    if not is_within(target, worktree):
         return False
-    rel = "." if target == root else target[len(root.rstrip("/")) + 1:]
-    if rel == ".git" or rel.startswith(".git/"):
+    rel = relative_to(target, worktree)
+    if is_within(rel, ".git"):
         return False  # the worktree's own Git metadata: hidden from every worker tool
-    for entry in readable:
-        entry = posixpath.normpath(entry or ".")
-        if entry == "." or rel == entry or rel.startswith(entry + "/"):
-            return True
-    return False
+    return any(entry in ("", ".") or is_within(rel, entry) for entry in readable)

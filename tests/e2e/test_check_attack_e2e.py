@@ -104,6 +104,18 @@ def checked(request: RunRequest) -> RunRequest:
         "runtime_paths": tuple(dict.fromkeys((sys.prefix, sys.base_prefix)))})
 
 
+def checked_run(environ: dict[str, str], temp_root: Path, request: RunRequest,
+                pi: ObservedPiBackend | None = None) -> RecordedRun:
+    """One run through the production wiring with CHECK as its round validation."""
+    container = production(environ)
+    container.temp_root.override(providers.Object(str(temp_root)))
+    if pi is not None:
+        container.backends.override(providers.Dict(pi=providers.Object(pi)))
+    with container.checks_validation(checks=(CHECK,), place=place_for(request)) as validation:
+        record = checked_record(container.worker_host().run(request, validation))
+    return RecordedRun(record=record)
+
+
 @pytest.fixture
 def escape() -> Iterator[Path]:
     path = Path("/tmp") / f"check-escape-{secrets.token_hex(8)}"
@@ -134,14 +146,8 @@ def assert_nothing_leaked(run: RecordedRun, prompts: str, escape: Path,
 
 def pi_run(w: PiWorld, *script: Any) -> RecordedRun:
     w.server.add(*script)
-    container = production(w.environ)
-    container.temp_root.override(providers.Object(str(w.temp_root)))
     backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
-    container.backends.override(providers.Dict(pi=providers.Object(backend)))
-    request = checked(w.request(LIMITS))
-    with container.checks_validation(checks=(CHECK,), place=place_for(request)) as validation:
-        record = checked_record(container.worker_host().run(request, validation))
-    return RecordedRun(record=record)
+    return checked_run(w.environ, w.temp_root, checked(w.request(LIMITS)), backend)
 
 
 def test_pi_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
@@ -184,12 +190,7 @@ def credential_texts(path: Path) -> tuple[str, ...]:
 
 def claude_run(w: ClaudeWorld, *script: Any) -> RecordedRun:
     w.server.push(*script)
-    container = production(w.environ)
-    container.temp_root.override(providers.Object(str(w.temp_root)))
-    request = checked(w.request(limits=LIMITS))
-    with container.checks_validation(checks=(CHECK,), place=place_for(request)) as validation:
-        record = checked_record(container.worker_host().run(request, validation))
-    return RecordedRun(record=record)
+    return checked_run(w.environ, w.temp_root, checked(w.request(limits=LIMITS)))
 
 
 def test_claude_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(

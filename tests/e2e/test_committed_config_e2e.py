@@ -95,3 +95,24 @@ def test_pi_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configurati
     record = checked_record(container.worker_host().run(w.request(LIMITS, rw_on_concorde())))
     assert record.status == "ok", record.error
     assert_next_run_reads_the_committed_file(w.environ, w.worktree, file, w.home)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
+def test_a_working_copy_that_is_no_regular_file_is_never_opened(
+        pi_world: PiWorld, kind: str) -> None:
+    """What a worker with rw on .concorde/ can leave for the next run's reader instead of a
+    file: a FIFO (opening it would block the host for good) or a link to an endless file. The
+    reader never opens it: it takes the committed file and says the working copy differs."""
+    import os
+
+    w = pi_world
+    file = commit_configuration(w.worktree, w.git_env)
+    file.unlink()
+    if kind == "fifo":
+        os.mkfifo(file)
+    else:
+        file.symlink_to("/dev/zero")
+    found = production(w.environ).config_reader().configuration(str(w.worktree), {})
+    assert isinstance(found, WorkerConfiguration), found
+    assert found.default is not None and found.default.model == "sonnet"
+    assert found.notice is not None and "differs from the file committed at HEAD" in found.notice

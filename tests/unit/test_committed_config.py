@@ -39,3 +39,12 @@ def test_no_file_anywhere_is_absent_with_nothing_said() -> None:
 def test_a_deleted_working_copy_still_reads_the_committed_file() -> None:
     source = committed_source(FILE, '{"a": 1}', None)
     assert source.text == '{"a": 1}'
+
+
+def test_a_working_copy_not_opened_differs_and_is_named() -> None:
+    """A FIFO, a link or a huge file is never opened; the committed file is still read."""
+    from concorde_workers.domain.committed_config import NOT_OPENED
+
+    source = committed_source(FILE, '{"a": 1}', NOT_OPENED)
+    assert source.text == '{"a": 1}'
+    assert source.notice is not None and "differs" in source.notice
