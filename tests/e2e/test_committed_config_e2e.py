@@ -69,6 +69,7 @@ def assert_next_run_reads_the_committed_file(environ: dict[str, str], worktree: 
     assert "git checkout -- .concorde/workers.json" in found.notice
 
 
+@pytest.mark.req("A worker's model comes from its worker configuration alone")
 def test_claude_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configuration(
         claude_world: ClaudeWorld) -> None:
     w = claude_world
@@ -82,6 +83,7 @@ def test_claude_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configu
     assert_next_run_reads_the_committed_file(w.environ, w.worktree, file, home)
 
 
+@pytest.mark.req("A worker's model comes from its worker configuration alone")
 def test_pi_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configuration(
         pi_world: PiWorld) -> None:
     w = pi_world

@@ -397,6 +397,7 @@ def test_secrets_are_redacted_in_the_shown_environment() -> None:
 # --- the configuration as committed (issue 18 §4) ----------------------------------------------
 
 
+@pytest.mark.req("A worker's model comes from its worker configuration alone")
 def test_a_working_copy_a_worker_rewrote_is_not_the_configuration_and_plan_says_so() -> None:
     """A worker with rw on .concorde/ rewrote workers.json (another model, a runtime path):
     the plan settles the worker from the file committed at HEAD and names the working copy
