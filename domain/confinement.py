@@ -8,14 +8,16 @@ mount namespace built from the run's policy and a PID namespace that dies with t
 - what must be absent is an empty, read-only tmpfs: `/tmp`, the temporary root of runtime
   directories (every other run's), both homes, the primary worktree, the run records
   (`<parent>/workers/`), the credential origins; the worker's runtime directory is bound back
-  writable (its `control/` read-only), the task worktree and the runtime paths read-only, and
+  writable (its `control/` read-only), the runtime paths read-only, and
   the installations the agent program itself runs from (its program, node, the host interpreter
   that runs the hooks, sandbox-runtime) read-only;
-- inside the worktree the rw entries are bound writable, and every path the deny rules hide
-  (the SAME cover: hidden wholesale by the highest directory whose subtree is hidden) is masked:
-  a hidden directory by an empty read-only tmpfs, a hidden or names-only file by an empty
-  read-only file. So hidden content is simply not there, whatever path or link a tool follows
-  when it opens a file; the deny rules, the hooks and pi's tables are the second layer.
+- the worktree is built from what is visible (issue 18 §3): an empty read-only tmpfs with the
+  readable entries bound in (the rw ones writable) and the names-only ones made empty; a hidden
+  entry (the SAME cover as the deny rules) is simply not there, and no mount point names it.
+  Outside the worktree what the deny rules hide is masked: a directory by an empty read-only
+  tmpfs, a file by an empty read-only file. So hidden content is not there, whatever path or
+  link a tool follows when it opens a file; the deny rules, the hooks and pi's tables are the
+  second layer.
 
 The mount count scales with the deny rules, that is with the grant, not the repository.
 
@@ -90,7 +92,10 @@ class Mount(BaseModel):
     """One mount of the plan: the path (the same inside and outside), what it becomes there and
     why. `exact`: the path must be itself, no link on the way, whenever a round launches (every
     mount but an installation the agent runs from, bound into a fresh tmpfs, where bwrap may
-    resolve a link of the host's own on the source side)."""
+    resolve a link of the host's own on the source side). `named`: a mask whose path the worker
+    may know (a names-level entry, the task worktree itself): in a place that is absent already
+    (an empty tmpfs) it is made there, empty, where a mask of a hidden path is simply left out,
+    so that no mount point names a path the grant hides (issue 18 §3)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -98,6 +103,7 @@ class Mount(BaseModel):
     path: str
     why: str
     exact: bool = True
+    named: bool = False
 
 
 # The waiter between bwrap's init and the agent (run by the host's own interpreter, `-I -S`):

@@ -3,11 +3,13 @@
 
 - what must be absent (the temporary root, every run's runtime directory, the homes, the primary
   worktree, the run records, the credential origins) is an empty read-only tmpfs or file;
-- every literal path the deny rules hide is masked (the SAME cover as the rules), an Edit rule
-  alone in the worktree is a read-only bind;
-- the rw entries are bound writable (a rw file's directory, with every other entry there bound
-  back read-only or masked), the worktree, the runtime paths and what the agent program runs
-  from read-only, the runtime directory writable with its control/ read-only;
+- the worktree is an empty tmpfs built from what is visible (issue 18 §3): an Edit rule alone
+  is a read-only bind into it, the rw entries are bound writable (a rw file's directory, with
+  every other entry there bound back read-only, masked or built the same way), a names-only
+  entry is made empty; every other literal path the deny rules hide is masked (the SAME cover
+  as the rules), and left out where it is absent already, so no mount point names it;
+- the runtime paths and what the agent program runs from read-only, the runtime directory
+  writable with its control/ read-only;
 - at one path the most restrictive mount stays, and what changes nothing or has nothing to stand
   on (a missing path, a link on the way) is dropped (`_settle`).
 
@@ -30,7 +32,7 @@ from concorde_workers.domain.confinement import (
     MountKind,
 )
 from concorde_workers.domain.deny_rules import PROCESSES
-from concorde_workers.domain.grant import Level, directory_level
+from concorde_workers.domain.grant import READABLE, Level, directory_level, entries_below
 from concorde_workers.domain.paths import EntryKind, ListDir, is_within, relative_to
 from concorde_workers.domain.policy import Policy
 
@@ -109,7 +111,8 @@ def _rule_masks(policy: Policy) -> Iterable[Mount]:
             continue
         if "Read" in kinds:
             kind = MountKind.EMPTY_DIR if directory else MountKind.EMPTY_FILE
-            yield Mount(kind=kind, path=path, why=_hidden_why(policy, path))
+            why = _hidden_why(policy, path)
+            yield Mount(kind=kind, path=path, why=why, named=why == _NAMES_ONLY)
         elif policy.in_worktree(path):
             yield Mount(kind=MountKind.READ_ONLY, path=path, why="read-only in the grant")
 
@@ -122,6 +125,10 @@ def _boundary_why(policy: Policy, path: str) -> str:
     return "a home or a credentials directory"
 
 
+_NAMES_ONLY = "names only"
+_BESIDE = "beside a writable entry"
+
+
 def _hidden_why(policy: Policy, path: str) -> str:
     if policy.in_git(path):
         return "Git metadata"
@@ -129,7 +136,7 @@ def _hidden_why(policy: Policy, path: str) -> str:
         return "hidden by the deny rules"
     if policy.level_of(path) is Level.NAMES or directory_level(
             policy.grant, policy.rel(path)) is Level.NAMES:
-        return "names only"
+        return _NAMES_ONLY
     return "not in the grant"
 
 
@@ -161,18 +168,25 @@ def _writable(policy: Policy, facts: PathFacts) -> Iterable[Mount]:
 
 def _beside(policy: Policy, facts: PathFacts, scope: str) -> Iterable[Mount]:
     """The entries of a writable scope that are not rw: bound back read-only (a mask from the
-    deny rules replaces it where the entry is hidden)."""
+    deny rules replaces it where the entry is hidden). The scope is the real directory, so each
+    entry's name shows; a directory not readable as a whole is built like the worktree, from
+    what is visible in it, so that no name below it shows that the grant hides."""
+    grant = policy.grant
     for child in facts.list_dir(scope):
         path = posixpath.join(scope, child.name)
         rel = policy.rel(path)
         if child.kind is EntryKind.DIRECTORY:
-            rw = directory_level(policy.grant, rel) is Level.RW
-        elif child.kind is EntryKind.FILE:
-            rw = policy.grant.level_of(rel) is Level.RW
-        else:
-            continue  # a link or a special file: no mount can stand on it
-        if not rw:
-            yield Mount(kind=MountKind.READ_ONLY, path=path, why="beside a writable entry")
+            level = directory_level(grant, rel)
+            if level is Level.RW:
+                continue
+            if level in READABLE and all(e.level in READABLE for e in entries_below(grant, rel)):
+                yield Mount(kind=MountKind.READ_ONLY, path=path, why=_BESIDE)
+            else:
+                yield Mount(kind=MountKind.EMPTY_DIR, path=path, named=True,
+                            why=f"{_BESIDE}, built from the grant")
+        elif child.kind is EntryKind.FILE and grant.level_of(rel) is not Level.RW:
+            yield Mount(kind=MountKind.READ_ONLY, path=path, why=_BESIDE)
+        # a link or a special file: no mount can stand on it
 
 
 def _segments(path: str) -> tuple[str, ...]:
@@ -204,8 +218,10 @@ def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
     wanted += [Mount(kind=MountKind.READ_ONLY, path=posixpath.normpath(p), why="a runtime path")
                for p in policy.runtime_paths]
     if not worktree_scope:
-        wanted.append(Mount(kind=MountKind.READ_ONLY, path=policy.worktree,
-                            why="the task worktree"))
+        # Built from what is visible: an empty tmpfs with the readable entries bound in and the
+        # names-only ones made empty, so a hidden entry has no mount point to name it.
+        wanted.append(Mount(kind=MountKind.EMPTY_DIR, path=policy.worktree, named=True,
+                            why="the task worktree, built from the grant"))
     wanted += [Mount(kind=MountKind.WRITABLE, path=rt.root, why="the worker's runtime directory"),
                Mount(kind=MountKind.READ_ONLY, path=rt.control, why="the host's control files")]
     wanted += writable
@@ -217,7 +233,7 @@ def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
     needed = [policy.worktree, rt.root, rt.control,
               *(k for k in inputs.keep if not policy.in_worktree(k) and not is_within(k, rt.root))]
     for path in needed:
-        if not visible(mounts, path):
+        if not _there(mounts, path):
             return (f"the confinement would not show {path}, which the agent program needs: it "
                     "lies in a hidden place or has a link on its way")
     return Confinement(mounts=mounts, empty_file=posixpath.join(rt.control, EMPTY_FILE),
@@ -231,6 +247,13 @@ def visible(mounts: Sequence[Mount], path: str) -> bool:
     if last is None:
         return True
     return last.kind not in _MASKS
+
+
+def _there(mounts: Sequence[Mount], path: str) -> bool:
+    """Whether `path` is there inside the namespace: with its host content, or made by a mount
+    of its own (the worktree's skeleton)."""
+    last = next((m for m in reversed(mounts) if is_within(path, m.path)), None)
+    return visible(mounts, path) or (last is not None and last.path == path and last.named)
 
 
 def _strongest(mounts: Iterable[Mount]) -> list[Mount]:
@@ -256,7 +279,7 @@ def _settle(wanted: Sequence[Mount], facts: PathFacts, keep: frozenset[str],
         above = _nearest_above(settled_at, mount.path)
         state = above.kind if above is not None else MountKind.READ_ONLY
         fresh = state is MountKind.EMPTY_DIR
-        if fresh and mount.kind in _MASKS:
+        if fresh and mount.kind in _MASKS and not mount.named:
             continue
         if state is mount.kind and mount.kind in (MountKind.READ_ONLY, MountKind.WRITABLE):
             continue

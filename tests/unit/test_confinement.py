@@ -19,7 +19,7 @@ from concorde_workers.domain.confinement import (
     Mount,
     MountKind,
 )
-from concorde_workers.domain.grant import Grant, parse_grant
+from concorde_workers.domain.grant import Grant, Level, directory_level, parse_grant
 from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.mount_plan import (
     PathFacts,
@@ -229,19 +229,52 @@ def test_every_system_temporary_directory_is_absent_with_the_runs_below_it() -> 
     assert {m.path for m in plan.mounts if m.kind is MountKind.EMPTY_DIR} >= {"/tmp", "/var/tmp"}
 
 
-def test_a_names_file_is_an_empty_file_and_a_hidden_directory_an_empty_one() -> None:
+def test_a_names_file_is_an_empty_file_and_a_hidden_entry_is_not_there() -> None:
     w = world()
     plan = w.plan(w.policy(BASE_GRANT))
     wt = w.worktree
     by_path = {m.path: m for m in plan.mounts}
+    assert by_path[wt].kind is MountKind.EMPTY_DIR
     assert by_path[f"{wt}/README.md"].kind is MountKind.EMPTY_FILE
     assert by_path[f"{wt}/README.md"].why == "names only"
     assert by_path[f"{wt}/src/app/secret.py"].kind is MountKind.EMPTY_FILE
-    assert by_path[f"{wt}/secrets"].kind is MountKind.EMPTY_DIR
-    assert by_path[f"{wt}/secrets"].why == "not in the grant"
-    assert by_path[f"{wt}/.git"].why == "Git metadata"
     assert by_path[f"{wt}/src/app"].kind is MountKind.WRITABLE
     assert by_path[f"{wt}/src/app/util.py"].kind is MountKind.READ_ONLY
+    for hidden in ("secrets", "secrets/token.txt", ".git", "vendor", "tools/bin/tool"):
+        assert f"{wt}/{hidden}" not in by_path, hidden
+        assert view(plan, f"{wt}/{hidden}").content == "absent", hidden
+
+
+def _name_known(policy: Policy, plan: Confinement, path: str) -> bool:
+    """Whether the worker may know `path` is there without any mount table: a grant entry or the
+    way to one (the worktree itself included), a readable or names-level path, or an entry of a directory it lists with its host content
+    (the writable directory of a rw file, where every name is seen: docs/decisions.md)."""
+    rel = policy.rel(path)
+    on_the_way = any(is_within(posixpath.join(policy.worktree, e.bare), path)
+                     for e in policy.grant.entries)
+    return (on_the_way or decide_read(policy, path).allowed
+            or Level.NAMES in (policy.level_of(path), directory_level(policy.grant, rel))
+            or view(plan, posixpath.dirname(path)) == Seen("host", True))
+
+
+@pytest.mark.parametrize("grant", SHAPES.values(), ids=SHAPES.keys())
+@pytest.mark.parametrize("primary", [f"{HOME}/proj", "/srv/proj"],
+                         ids=["worktree in the home", "elsewhere"])
+def test_no_mount_point_names_a_path_the_grant_hides(grant: dict[str, str],
+                                                     primary: str) -> None:
+    """Issue 18 §3: the mount table (/proc/self/mountinfo) names every mount point, so a mask
+    over a hidden entry would name it; the worktree is an empty tmpfs with what is visible bound
+    or made in, and a hidden entry is simply not there."""
+    w = world(primary)
+    policy = w.policy(grant)
+    plan = w.plan(policy)
+    inside = [m.path for m in plan.mounts if policy.in_worktree(m.path)]
+    assert inside, plan.mounts
+    for path in inside:
+        assert _name_known(policy, plan, path), (path, grant)
+    for path in w.fs.files_under(w.worktree):
+        if not _name_known(policy, plan, path):
+            assert view(plan, path).content == "absent", path
 
 
 def test_runtime_paths_inside_the_worktree_are_there_and_never_writable() -> None:

@@ -1,0 +1,77 @@
+"""Issue 18 §3 with the real programs: nothing the worker can read under /proc names a path the
+grant hides. The worktree holds hidden entries whose names carry a marker (a folder and a file
+at its root, a folder beside the rw one); the worker's Bash dumps every process's mount tables,
+command line, environment, maps, status and links, and lists the worktree. Before the view was
+built from what is visible, each mask's mount point named its hidden path in
+`/proc/self/mountinfo`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from e2e.conftest import ClaudeWorld
+from e2e.conftest_pi import PiWorld, pi_world
+from e2e.test_host_git_e2e import Plant, claude_plant, pi_plant
+
+pytestmark = pytest.mark.e2e
+
+__all__ = ["pi_world"]  # the fixture, imported for pytest
+
+MARKER = "zq7xk"
+HIDDEN = (f"hidden-{MARKER}/inner-{MARKER}.txt", f"top-{MARKER}.txt",
+          f"src/other-{MARKER}/lib.py")
+
+
+def plant_hidden(worktree: Path) -> None:
+    for rel in HIDDEN:
+        (worktree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (worktree / rel).write_text("hidden content\n")
+
+
+def dump_command(worktree: Path) -> str:
+    out = worktree / "src" / "app"
+    return (
+        f"cat /proc/self/mountinfo > {out}/mountinfo.txt; "
+        "{ for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done; "
+        "cat /proc/[0-9]*/mountinfo /proc/[0-9]*/mounts /proc/[0-9]*/mountstats "
+        "/proc/[0-9]*/maps /proc/[0-9]*/status; "
+        "ls -l /proc/[0-9]*/fd/ /proc/[0-9]*/cwd /proc/[0-9]*/root /proc/[0-9]*/exe; "
+        f"ls -laR {worktree}; }} > {out}/seen.txt 2>&1; "
+        f"echo \" rc=$? bytes=$(wc -c < {out}/seen.txt)\""
+    )
+
+
+def mount_points(mountinfo: str) -> list[str]:
+    """Field 5 of each line, with the kernel's octal escapes (space, tab, newline, backslash)
+    decoded."""
+    points = []
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4:
+            points.append(fields[4].encode().decode("unicode_escape"))
+    return points
+
+
+def check_no_hidden_name(plant: Plant, worktree: Path) -> None:
+    plant_hidden(worktree)
+    run, output = plant(dump_command(worktree))
+    assert " rc=0" in output, output
+    assert run.code is None, run.record.error
+    seen = (worktree / "src" / "app" / "seen.txt").read_text(errors="replace")
+    mountinfo = (worktree / "src" / "app" / "mountinfo.txt").read_text()
+    points = mount_points(mountinfo)
+    # Not vacuous: the dump holds the mount tables, and they hold the rw entry's mount.
+    assert f"{worktree}/src/app" in points, points
+    assert f"{worktree}/src/app" in seen and "util.py" in seen, seen[-2000:]
+    assert MARKER not in seen, [line for line in seen.splitlines() if MARKER in line][:20]
+    assert not any(p == f"{worktree}/.git" or MARKER in p for p in points), points
+
+
+def test_claude_no_file_under_proc_names_a_hidden_path(claude_world: ClaudeWorld) -> None:
+    check_no_hidden_name(lambda c: claude_plant(claude_world, c), claude_world.worktree)
+
+
+def test_pi_no_file_under_proc_names_a_hidden_path(pi_world: PiWorld) -> None:
+    check_no_hidden_name(lambda c: pi_plant(pi_world, c), pi_world.worktree)
