@@ -42,7 +42,7 @@ from concorde_workers.domain.check_sandbox import (
     check_argv,
     check_environment,
 )
-from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, status_of
+from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, finished
 from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
@@ -221,8 +221,7 @@ class SandboxedCheckRunner:
             return CheckRun(status=CheckStatus.NOT_STARTED, exit_code=exit_code,
                             duration_seconds=duration, log=log,
                             problem=f"the sandbox could not be built: {said}")
-        return CheckRun(status=status_of(exit_code, False), exit_code=exit_code,
-                        duration_seconds=duration, log=log)
+        return finished(exit_code, duration, log)
 
     def discard(self, tree: str) -> None:
         # The copy's folder (the owner record beside the tree) goes with it.

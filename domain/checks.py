@@ -91,6 +91,50 @@ def status_of(exit_code: int | None, timed_out: bool) -> CheckStatus:
     return CheckStatus.PASSED if exit_code == 0 else CheckStatus.FAILED
 
 
+# What says that a check's command did not run at all (issue 19 §1): the shell's own statuses
+# for a command it could not find (127) or execute (126), and an interpreter that could not
+# start, a module or a file the command names missing, when that is all the check printed.
+# Such a check is unavailable, never evidence: it failing on both states says nothing of the
+# round.
+_SHELL_STATUSES = {127: "its command was not found (exit status 127)",
+                   126: "its command could not be executed (exit status 126)"}
+_ALONE_SIGNS = (
+    (re.compile(r"Fatal Python error: .*"), "its Python interpreter could not start"),
+    (re.compile(r"\S+: No module named \S+"), "the module its command runs is not installed"),
+    (re.compile(r"\S+: can't open file .*: \[Errno \d+\] .*"),
+     "a file its command names is not there"),
+)
+_SAID_BYTES = 2000
+
+
+def command_problem(exit_code: int | None, log: bytes) -> str | None:
+    """Why a check that exited by itself did not run its command, or None when it ran."""
+    if exit_code in (None, 0):
+        return None
+    text = log[-_SAID_BYTES:].decode("utf-8", "replace").strip()
+    last = text.splitlines()[-1] if text else ""
+    why = _SHELL_STATUSES.get(exit_code)
+    if why is None:
+        first = text.splitlines()[0] if text else ""
+        alone = len(text.splitlines()) <= 1
+        why = next((w for sign, w in _ALONE_SIGNS
+                    if sign.fullmatch(first) and (alone or w.startswith("its Python"))), None)
+    if why is None:
+        return None
+    return f"{why}: {last}" if last else why
+
+
+def finished(exit_code: int | None, duration_seconds: float, log: bytes) -> CheckRun:
+    """A check that started and exited by itself: passed on 0, could not start when its command
+    did not run (`command_problem`), else failed."""
+    problem = command_problem(exit_code, log)
+    if problem is not None:
+        return CheckRun(status=CheckStatus.NOT_STARTED, exit_code=exit_code,
+                        duration_seconds=duration_seconds, log=log, problem=problem)
+    return CheckRun(status=status_of(exit_code, False), exit_code=exit_code,
+                    duration_seconds=duration_seconds, log=log)
+
+
 class Judgement(StrEnum):
     """What one check's outcome means for the round (gate narrowing)."""
 

@@ -33,6 +33,7 @@ PRINT_AND_FAIL = "echo out; echo err >&2; exit 3"
 WRITE_CACHE = "mkdir -p cache && echo x > cache/f && echo y > a.txt && test ! -e .git"
 HANGS = "sleep 60"
 MISSING = "no-such-program-here"
+NO_MODULE = "python3 -m no_such_module_q7"
 
 
 def _pass_if_file(tree: FakeTree) -> tuple[int, bytes]:
@@ -47,7 +48,9 @@ def _write_cache(tree: FakeTree) -> tuple[int, bytes]:
 
 PROGRAMS: dict[str, Any] = {PASS_IF_FILE: _pass_if_file,
                             PRINT_AND_FAIL: lambda tree: (3, b"out\nerr\n"),
-                            WRITE_CACHE: _write_cache, HANGS: HANG}
+                            WRITE_CACHE: _write_cache, HANGS: HANG,
+                            NO_MODULE: lambda tree: (
+                                1, b"/usr/bin/python3: No module named no_such_module_q7\n")}
 
 
 @dataclass
@@ -158,12 +161,16 @@ def test_a_failing_check_reports_its_exit_code_and_both_streams(world: World) ->
     assert ran.duration_seconds >= 0
 
 
-def test_a_missing_program_is_a_failure_of_the_check_with_sh_saying_so(world: World) -> None:
+def test_a_missing_program_is_a_check_that_could_not_run_with_sh_saying_so(world: World) -> None:
+    """Issue 19 §1: a command the shell cannot find is no evidence of the round: the check
+    could not run (checks_unavailable), never a failure that could be "pre-existing"."""
     copy = world.runner.copy(world.worktree)
     ran = world.runner.run(Check(id="m", command=MISSING), copy, world.place())
     world.runner.discard(copy)
-    assert ran.status is CheckStatus.FAILED and ran.exit_code == 127
+    assert ran.status is CheckStatus.NOT_STARTED and ran.exit_code == 127
     assert b"no-such-program-here" in ran.log and b"not found" in ran.log
+    assert ran.problem.startswith("its command was not found (exit status 127): "), ran.problem
+    assert "no-such-program-here: not found" in ran.problem
 
 
 def test_a_check_past_its_timeout_is_killed_and_timed_out(world: World) -> None:
@@ -205,3 +212,12 @@ def test_a_cancelled_run_kills_its_check_at_once(world: World) -> None:
     world.runner.discard(copy)
     assert ran.status is CheckStatus.FAILED and ran.problem == "killed: the run was cancelled"
     assert ran.exit_code is not None and ran.exit_code < 0
+
+
+def test_a_module_the_command_runs_that_is_not_installed_could_not_run(world: World) -> None:
+    copy = world.runner.copy(world.worktree)
+    ran = world.runner.run(Check(id="m", command=NO_MODULE), copy,
+                           world.place())
+    world.runner.discard(copy)
+    assert ran.status is CheckStatus.NOT_STARTED and ran.exit_code == 1, ran
+    assert ran.problem.startswith("the module its command runs is not installed: "), ran.problem

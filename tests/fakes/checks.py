@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.check_sandbox import CheckPlace, Keep
-from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, status_of
+from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, finished
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
 from fakes.filesystem import FakeFileSystem, Node
@@ -128,12 +128,9 @@ class FakeCheckRunner:
                             problem=f"timed out after {check.timeout_seconds:g} s")
         if program is None or isinstance(program, str):
             word = check.command.split()[0]
-            return CheckRun(status=CheckStatus.FAILED, exit_code=127,
-                            duration_seconds=self.seconds,
-                            log=f"sh: 1: {word}: not found\n".encode())
+            return finished(127, self.seconds, f"sh: 1: {word}: not found\n".encode())
         code, log = program(FakeTree(self.fs, tree, place))
-        return CheckRun(status=status_of(code, False), exit_code=code,
-                        duration_seconds=self.seconds, log=log[-LOG_KEEP_BYTES:])
+        return finished(code, self.seconds, log[-LOG_KEEP_BYTES:])
 
     def discard(self, tree: str) -> None:
         if self.discard_fails:

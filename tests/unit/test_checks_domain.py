@@ -21,6 +21,7 @@ from concorde_workers.domain.checks import (
     CheckStatus,
     Judgement,
     answer,
+    finished,
     parse_checks,
 )
 from concorde_workers.domain.codes import VALIDATION_CODE_RULES
@@ -154,3 +155,59 @@ def test_a_checks_copy_keeps_what_the_worker_may_read_and_nothing_more() -> None
         Keep.CONTENT, Keep.CONTENT, Keep.NAME, Keep.PRUNED, Keep.CONTENT, Keep.PRUNED,
         Keep.NOTHING]
     assert copy_rule(None, "secrets/t.txt") is Keep.CONTENT
+
+
+# --- a check whose command did not run (issue 19 §1) -------------------------------------------
+
+COMMAND_ROWS = {
+    "the shell found no command": (127, b"sh: 1: python: not found\n", "its command was not found"),
+    "the shell could not execute it": (126, b"sh: 1: ./run: Permission denied\n",
+                                       "its command could not be executed"),
+    "an interpreter that cannot start": (
+        1, b"Fatal Python error: init_fs_encoding: failed to get the Python codec\n"
+           b"Python runtime state: core initialized\nModuleNotFoundError: No module named "
+           b"'encodings'\n", "its Python interpreter could not start"),
+    "python -m of a module not installed": (1, b"/venv/bin/python: No module named pytest\n",
+                                            "the module its command runs is not installed"),
+    "a script that is not there": (
+        2, b"/usr/bin/python3: can't open file '/w/run.py': [Errno 2] No such file or "
+           b"directory\n", "a file its command names is not there"),
+}
+
+
+@pytest.mark.parametrize(("code", "log", "why"), COMMAND_ROWS.values(), ids=COMMAND_ROWS.keys())
+def test_a_check_whose_command_did_not_run_could_not_start(code: int, log: bytes,
+                                                           why: str) -> None:
+    ran = finished(code, 0.1, log)
+    assert ran.status is CheckStatus.NOT_STARTED
+    assert ran.problem.startswith(why), ran.problem
+    assert ran.exit_code == code and ran.log == log
+
+
+RAN_ROWS = {
+    "a test that fails": (1, b"FAILED tests/test_a.py::test_x\n1 failed in 0.1s\n"),
+    "a module missing inside the tests": (
+        2, b"ImportError while importing test module\nE   ModuleNotFoundError: No module named "
+           b"'app.gone'\n"),
+    "pytest's own message among others": (
+        1, b"collected 2 items\n/venv/bin/python: No module named mypy\n"),
+}
+
+
+@pytest.mark.parametrize(("code", "log"), RAN_ROWS.values(), ids=RAN_ROWS.keys())
+def test_a_check_whose_command_ran_and_failed_is_evidence(code: int, log: bytes) -> None:
+    ran = finished(code, 0.1, log)
+    assert ran.status is CheckStatus.FAILED and ran.problem == ""
+    assert finished(0, 0.1, b"sh: 1: x: not found\n").status is CheckStatus.PASSED
+
+
+def test_a_command_not_found_on_both_states_is_unavailable_never_pre_existing() -> None:
+    """The user's report: a worker that broke both tests got `ok`, because `python` was not
+    found after the round and on the starting state, which the gate filed as pre-existing."""
+    missing = finished(127, 0.1, b"sh: 1: python: not found\n")
+    outcome = CheckOutcome(check=Check(id="tests", command="python -m pytest -q"), now=missing,
+                           before=missing)
+    assert outcome.judgement() is Judgement.UNAVAILABLE
+    said = answer([outcome], 1, "Check execution")
+    assert said.unavailable and said.repair is None
+    assert "python: not found" in said.unavailable_detail
