@@ -15,10 +15,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from concorde_workers.application.json_text import decode_json
-from concorde_workers.domain.beside import INTERPRETER_REPAIR, RUNTIME_REPAIR, text_problem
+from concorde_workers.domain.beside import (
+    INTERPRETER_REPAIR,
+    MAX_PYVENV_CFG_BYTES,
+    RUNTIME_REPAIR,
+    interpreter_installation,
+    text_problem,
+)
 from concorde_workers.domain.checks import Check, parse_checks
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.paths import EntryKind, is_within
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.text import control_problem
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -138,6 +145,7 @@ class RequestBuilder:
             if isinstance(value, str) and not posixpath.isabs(value):
                 return invalid(f"{where} gives {name} {value!r}, which is not an absolute path; "
                                "write it as an absolute path", file)
+        data = self._with_installation(data)
         try:
             return RunRequest.model_validate(data)
         except ValidationError as error:
@@ -145,6 +153,37 @@ class RequestBuilder:
             location = ".".join(str(part) for part in first["loc"]) or "(the request)"
             return invalid(f"{where} is invalid at {location}: {first['msg']}; the fields are "
                            f"those of the Inputs table: {', '.join(REQUEST_FIELDS)}", file)
+
+    def _with_installation(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The command line is the caller here, and it lists what the project interpreter
+        needs to start among the runtime paths (issue 19 §1; seed 000 asks the caller to list
+        them): its virtual environment and the base installation that one links to, which lie
+        in a home for a pyenv, uv or conda Python. After the paths given; each is judged like
+        every runtime path (domain/beside.py), and plan shows them."""
+        interpreter = data.get("project_interpreter")
+        given = data.get("runtime_paths", [])
+        if not isinstance(interpreter, str) or not posixpath.isabs(interpreter) or \
+                not isinstance(given, list) or not self._fs.is_file(interpreter):
+            return data
+        derived = interpreter_installation(interpreter, self._fs.realpath, self._pyvenv_cfg)
+        # Inside the worktree the caller decides alone: a runtime path there is never writable,
+        # so listing one would take rw from the grant (and hide an interpreter the worker may
+        # replace from its refusal).
+        worktree = data.get("worktree")
+        inside = ([worktree, self._fs.realpath(worktree)]
+                  if isinstance(worktree, str) and posixpath.isabs(worktree) else [])
+        added = [p for p in derived if p not in given
+                 and not any(is_within(p, w) or is_within(w, p) for w in inside)]
+        return {**data, "runtime_paths": [*given, *added]} if added else data
+
+    def _pyvenv_cfg(self, path: str) -> str | None:
+        try:
+            found = self._fs.stat(path)
+            if found.kind is not EntryKind.FILE or found.size > MAX_PYVENV_CFG_BYTES:
+                return None
+            return self._fs.read_text(path)
+        except (FileSystemError, UnicodeDecodeError):
+            return None
 
     @staticmethod
     def _given_paths(data: dict[str, Any], file: str | None,

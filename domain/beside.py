@@ -289,3 +289,53 @@ def judge_beside(runtime_paths: Sequence[str], interpreter: str | None, inspect:
         if problem is not None:
             return interpreter_refusal(given, problem)
     return None
+
+
+PYVENV_CFG = "pyvenv.cfg"
+MAX_PYVENV_CFG_BYTES = 64 * 1024
+"""A virtual environment's pyvenv.cfg is read only when a regular file within this size."""
+SYSTEM_PREFIXES = frozenset({"/", "/usr", "/usr/local"})
+"""Installations every view shows already (the root is bound read-only): never listed."""
+
+
+def interpreter_installation(interpreter: str, realpath: Callable[[str], str],
+                             pyvenv_cfg: Callable[[str], str | None]) -> tuple[str, ...]:
+    """What the project interpreter needs readable to start (issue 19 §1), for a caller to list
+    among the runtime paths: a virtual environment's own folder (the one holding pyvenv.cfg
+    above its `bin/`), the base installation its `home` names (the folder above that `bin/`),
+    and the installation the interpreter's real file lies in. `pyvenv_cfg` reads that file
+    (None: none, or not a regular file within MAX_PYVENV_CFG_BYTES). The system's own prefixes
+    are left out; a path above a home is left to the judgement of every runtime path
+    (`judge_beside`), which refuses it."""
+    found: list[str] = []
+    given = posixpath.normpath(interpreter)
+    prefix = posixpath.dirname(posixpath.dirname(given))
+    text = pyvenv_cfg(posixpath.join(prefix, PYVENV_CFG))
+    if text is not None:
+        found.append(prefix)
+        home = _cfg_home(text)
+        if home is not None:
+            found.append(_above_bin(home))
+    real = posixpath.normpath(realpath(given))
+    if posixpath.basename(posixpath.dirname(real)) == "bin":
+        found.append(_above_bin(posixpath.dirname(real)))
+    out: list[str] = []
+    for path in found:
+        if path not in SYSTEM_PREFIXES and not any(is_within(path, kept) for kept in out):
+            out = [k for k in out if not is_within(k, path)] + [path]
+    return tuple(out)
+
+
+def _cfg_home(text: str) -> str | None:
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "home":
+            value = value.strip()
+            if posixpath.isabs(value) and control_problem(value) is None:
+                return posixpath.normpath(value)
+    return None
+
+
+def _above_bin(directory: str) -> str:
+    return (posixpath.dirname(directory) if posixpath.basename(directory) == "bin"
+            else directory)

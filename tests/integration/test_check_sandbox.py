@@ -18,10 +18,12 @@ from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.application.requests import RequestBuilder, RequestFlags
 from concorde_workers.domain.check_copies import CopyOwner, is_copy_name, parse_copy_owner
 from concorde_workers.domain.check_sandbox import CheckPlace
 from concorde_workers.domain.checks import Check, CheckStatus
 from concorde_workers.domain.git_commands import SANDBOX_ARGS
+from concorde_workers.domain.request import RunRequest
 
 
 @pytest.fixture
@@ -211,3 +213,44 @@ def attack_in_sandbox(bwrap: str, prefix: list[str], hidden: Path) -> str:
                           timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
+
+
+def test_a_venv_whose_base_python_lies_in_a_hidden_home_starts_in_a_check(
+        setting) -> None:  # type: ignore[no-untyped-def]
+    """Issue 19 §1, the user's report: a virtual environment made from a pyenv Python under a
+    home could not start in a check (`python: not found`, exit 127) until its base was listed
+    by hand. The command line, as the caller, now lists the venv and the base installation its
+    pyvenv.cfg names (RequestBuilder); the check's sandbox binds them read-only and the
+    interpreter starts, while the rest of the home stays hidden."""
+    runner, place, tmp_path = setting
+    base = tmp_path / "home" / "ana" / ".pyenv" / "versions" / "9.9.1"
+    (base / "bin").mkdir(parents=True)
+    python = base / "bin" / "python9.9"
+    python.write_text("#!/bin/sh\necho base-python-ran \"$@\"\n")
+    python.chmod(0o755)
+    (tmp_path / "home" / "ana" / ".ssh").mkdir()
+    (tmp_path / "home" / "ana" / ".ssh" / "id_rsa").write_text("KEY-OF-THE-HOME\n")
+    venv = tmp_path / "proj-venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(python)
+    (venv / "pyvenv.cfg").write_text(f"home = {base}/bin\nversion = 9.9.1\n")
+    interpreter = str(venv / "bin" / "python")
+    request = RequestBuilder(LocalFileSystem(), str(tmp_path)).build(RequestFlags(
+        worktree=place.worktree, task_type="implement", instructions="x", backend="pi",
+        interpreter=interpreter))
+    assert isinstance(request, RunRequest), request
+    assert request.runtime_paths == (str(venv), str(base))
+    bare = place.model_copy(update={"runtime_paths": (), "project_interpreter": interpreter})
+    copy = runner.copy(place.worktree)
+    try:
+        before = runner.run(Check(id="t", command="python -c pass"), copy, bare)
+        listed = bare.model_copy(update={"runtime_paths": request.runtime_paths})
+        now = runner.run(Check(id="t", command=f"python -c pass; cat {tmp_path}/home/ana/.ssh/"
+                                               "id_rsa"), copy, listed)
+    finally:
+        runner.discard(copy)
+    assert before.status is CheckStatus.NOT_STARTED and before.exit_code == 127, before
+    assert "python: not found" in before.problem
+    log = now.log.decode()
+    assert "base-python-ran -c pass" in log, now
+    assert "KEY-OF-THE-HOME" not in log and now.exit_code != 0

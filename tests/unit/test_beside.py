@@ -16,8 +16,10 @@ import pytest
 
 from concorde_workers.domain.beside import (
     INTERPRETER_REPAIR,
+    PYVENV_CFG,
     RUNTIME_REPAIR,
     Given,
+    interpreter_installation,
     interpreter_problem,
     judge_beside,
     runtime_path_problem,
@@ -218,3 +220,43 @@ def test_the_interpreter_is_judged_after_the_runtime_paths() -> None:
 def test_paths_that_uncover_nothing_are_taken_as_given() -> None:
     disk = {p: existing(p) for p in ("/opt/venv/", f"{WT}/node_modules", "/usr/lib/x/../y")}
     assert judge_beside(list(disk), None, disk.__getitem__, around()) is None
+
+
+# --- what the project interpreter needs to start (issue 19 §1) ---------------------------------
+
+PYENV = "/home/ana/.pyenv/versions/3.12.1"
+UV = "/home/ana/.local/share/uv/python/cpython-3.12.3-linux-x86_64-gnu"
+VENV = "/srv/proj/.venv"
+
+INSTALLATION_ROWS = {
+    "a venv of a pyenv Python": (
+        f"{VENV}/bin/python", {f"{VENV}/bin/python": f"{PYENV}/bin/python3.12"},
+        f"home = {PYENV}/bin\nversion = 3.12.1\n", (VENV, PYENV)),
+    "a uv venv": (
+        f"{VENV}/bin/python", {f"{VENV}/bin/python": f"{UV}/bin/python3.12"},
+        f"home = {UV}/bin\nimplementation = CPython\nuv = 0.5.1\n", (VENV, UV)),
+    "a venv of the system Python": (
+        f"{VENV}/bin/python", {f"{VENV}/bin/python": "/usr/bin/python3.12"},
+        "home = /usr/bin\n", (VENV,)),
+    "a pyenv Python itself": (f"{PYENV}/bin/python3.12", {}, None, (PYENV,)),
+    "the system Python": ("/usr/bin/python3", {}, None, ()),
+    "a venv whose pyvenv.cfg names no home": (
+        f"{VENV}/bin/python", {f"{VENV}/bin/python": "/usr/bin/python3"}, "version = 3\n",
+        (VENV,)),
+    "a relative home is no home": (
+        f"{VENV}/bin/python", {f"{VENV}/bin/python": "/usr/bin/python3"}, "home = bin\n",
+        (VENV,)),
+}
+
+
+@pytest.mark.parametrize(("interpreter", "links", "cfg", "expected"),
+                         INSTALLATION_ROWS.values(), ids=INSTALLATION_ROWS.keys())
+def test_the_interpreter_s_installation_row_by_row(interpreter: str, links: dict[str, str],
+                                                   cfg: str | None,
+                                                   expected: tuple[str, ...]) -> None:
+    def pyvenv_cfg(path: str) -> str | None:
+        return cfg if path == f"{VENV}/{PYVENV_CFG}" else None
+
+    found = interpreter_installation(interpreter, lambda p: links.get(p, p), pyvenv_cfg)
+    assert found == expected
+    assert not any(p in ("/", "/home", "/home/ana") for p in found)  # never a whole home
