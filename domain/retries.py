@@ -119,9 +119,14 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
          "sandbox.failIfUnavailable=false to allow unsandboxed execution."),
     # --- a rate or concurrency limit, too many requests, the HTTP status 429 ----------------
     _row("a rate or concurrency limit, too many requests",
-         r"\brate[ _-]?limit|\bconcurrency[ _-]?limit|too many requests"
+         r"\brate[ _-]?limit|\bconcurren(?:cy|t)[ _-]?(?:requests?[ _-]?)?limit"
+         r"|too many (?:concurrent |parallel |simultaneous )?requests"
          r"|temporarily limiting requests|request rejected \(429\)",
-         TransientCause.RATE_LIMIT, _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN,
+         TransientCause.RATE_LIMIT, _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN + "; "
+         + _GATEWAY + " (issue 19 §3: vLLM, LiteLLM and company gateways)",
+         "too many concurrent requests",
+         "Concurrent request limit exceeded",
+         "Error: concurrent requests limit reached for this key",
          "API Error: Request rejected (429) · Number of request tokens has exceeded your "
          "per-minute rate limit",
          "API Error: Server is temporarily limiting requests (not your usage limit) · Rate "
@@ -181,7 +186,8 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
          "Something went wrong, try again later"),
     # --- a lost call: an upstream or stream failure, a connection reset/refused/lost, a timeout
     _row("a connection refused, reset, closed or lost",
-         rf"connection[ _-]?(?:reset|refused|lost|closed|aborted|error)"
+         rf"connection[ _-]?(?:(?:was|has been|got) )?(?:reset|refused|lost|closed|aborted"
+         rf"|error|dropped)|\blost (?:the |its |your )?connection"
          rf"|unable to connect to API \((?:{_LOST_CODES})\)"
          rf"|unable to connect to API\. Check your internet connection"
          rf"|\b(?:{_LOST_CODES})\b|socket hang up|other side closed|closed unexpectedly"
@@ -194,6 +200,9 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
          "API Error: Unable to connect to API. Check your internet connection",
          "API Error: Connection closed mid-response. The response above may be incomplete.",
          "Connection error.",
+         "Connection was lost",
+         "lost connection to server",
+         "The connection has been reset by the peer",
          "other side closed",
          "fetch failed",
          "socket hang up",

@@ -220,3 +220,31 @@ def test_the_next_retry_never_waits_less_than_the_least_before(seed: int, k: int
 def test_bad_arguments_are_refused(base: float, k: int, factor: float) -> None:
     with pytest.raises(ValueError):
         retry_delay(base, k, factor)
+
+
+# --- the spec's categories, not a list of texts alone (issue 19 §3) ---------------------------
+
+CATEGORY_WORDINGS = {
+    "too many concurrent requests": TransientCause.RATE_LIMIT,
+    "Concurrent request limit exceeded": TransientCause.RATE_LIMIT,
+    "503: too many parallel requests, slow down": TransientCause.RATE_LIMIT,
+    "Connection was lost": TransientCause.LOST_CALL,
+    "lost connection to server": TransientCause.LOST_CALL,
+    "Error: the gateway lost its connection to the model": TransientCause.LOST_CALL,
+}
+
+
+@pytest.mark.parametrize(("text", "cause"), CATEGORY_WORDINGS.items(),
+                         ids=CATEGORY_WORDINGS.keys())
+def test_a_concurrency_limit_or_a_lost_connection_in_other_words_is_transient(
+        text: str, cause: TransientCause) -> None:
+    assert transient_cause(text) is cause
+
+
+@pytest.mark.parametrize("text", [
+    "Concurrent request limit exceeded: your monthly quota is used up",
+    "lost connection to server · You've hit your usage limit",
+    "too many concurrent requests on this plan; add billing details to continue",
+])
+def test_the_never_transient_rows_still_win_over_the_new_wordings(text: str) -> None:
+    assert transient_cause(text) is None
