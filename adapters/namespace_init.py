@@ -20,10 +20,10 @@ it named is then gone, which is what the wait is for).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 
+from concorde_workers.domain import json_limits
 from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 
 __all__ = ["INIT_EXIT_BOUND_SECONDS", "await_exit", "exit_status", "open_init", "read_report",
@@ -86,7 +86,7 @@ def open_init(report: bytes) -> int | None:
     """A pidfd of the init the report names, or None when it names none or that init is gone
     already (its pid no longer in that namespace: exited and reaped, perhaps reused)."""
     try:
-        info = json.loads(report)
+        info = json_limits.loads(report)
     except ValueError:
         return None
     if not isinstance(info, dict):

@@ -27,6 +27,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from concorde_workers.domain import json_limits
 from concorde_workers.domain.program_versions import (
     ProgramLocation,
     ProgramVersion,
@@ -103,7 +104,7 @@ class InstalledProgramVersions:
         if not self._fs.is_file(manifest):
             return None
         try:
-            data = json.loads(self._fs.read_text(manifest))
+            data = json_limits.loads(self._fs.read_text(manifest))
         except (FileSystemError, ValueError):
             return None
         if not isinstance(data, dict) or data.get("name") != package:
@@ -159,7 +160,7 @@ class InstalledProgramVersions:
         if self._cache_file is None or not self._fs.is_file(self._cache_file):
             return {}
         try:
-            data = json.loads(self._fs.read_text(self._cache_file))
+            data = json_limits.loads(self._fs.read_text(self._cache_file))
         except (FileSystemError, ValueError):
             return {}
         programs = data.get("programs") if isinstance(data, dict) else None

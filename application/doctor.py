@@ -10,12 +10,12 @@ SandboxProbe port.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Mapping
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.domain import config as domain_config
+from concorde_workers.domain import json_limits
 from concorde_workers.domain.credentials import claude_config_directory, pi_agent_directory
 from concorde_workers.domain.discovery import Installation, locate, looked_at
 from concorde_workers.domain.doctor import (
@@ -128,7 +128,7 @@ class Doctor:
         origin = "this worktree"
         declared: dict[str, set[str]] = {}
         try:
-            data = json.loads(self._fs.read_text(file)) if self._fs.is_file(file) else None
+            data = json_limits.loads(self._fs.read_text(file)) if self._fs.is_file(file) else None
         except (FileSystemError, OSError, ValueError):
             data = None  # the reader below names what is wrong with it
         if isinstance(data, dict) and isinstance(data.get("operations"), dict):

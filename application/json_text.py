@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from concorde_workers.domain import json_limits
+
 __all__ = ["Decoded", "decode_json"]
 
 
@@ -57,7 +59,7 @@ def decode_json(text: str) -> Decoded:
         "parse_float": _finite,
     }
     try:
-        return Decoded(value=json.loads(text, **hooks))
+        return Decoded(value=json_limits.loads(text, **hooks))
     except _Unacceptable as exc:
         return Decoded(problem=exc.problem)
     except json.JSONDecodeError as exc:

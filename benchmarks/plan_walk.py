@@ -2,7 +2,7 @@
 """What `plan` costs on a large worktree, and its walk for `.git` entries, over their baselines.
 
     .venv/bin/python benchmarks/plan_walk.py [--files 100000] [--repeat 11] [--reuse DIR]
-                                             [--keep] [--baseline REV]
+                                             [--keep] [--baseline REV] [--grant-entries N]
 
 Builds, in a temporary directory (or reuses one --keep left), a real repository of FILES tracked
 files (100 per directory; audit_overhead.py's build), a linked worktree `.claude/worktrees/bench`,
@@ -108,6 +108,19 @@ def setup(base: Path, files: int) -> tuple[Path, Path, dict[str, str]]:
     return worktree, base / "grant.json", env
 
 
+def large_grant(base: Path, worktree: Path, entries: int) -> Path:
+    """A grant of `entries` file entries (issue 19 §4), the first tracked files in path order,
+    every one ro but the first, rw."""
+    files = sorted(str(p.relative_to(worktree)) for p in (worktree / "src").rglob("*.py"))
+    if len(files) < entries:
+        sys.exit(f"--grant-entries {entries} needs at least as many --files")
+    listed = [{"path": rel, "level": "ro"} for rel in files[:entries]]
+    listed[0]["level"] = "rw"
+    path = base / f"grant-{entries}.json"
+    path.write_text(json.dumps({**GRANT, "entries": listed}))
+    return path
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=100_000)
@@ -115,11 +128,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reuse", metavar="DIR", help="a directory an earlier --keep left")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument("--baseline", metavar="REV", help="also time REV's `plan --json`")
+    parser.add_argument("--grant-entries", type=int, metavar="N",
+                        help="a grant of N entries instead: the first N tracked files, ro")
     args = parser.parse_args(argv)
     compiled()
     base = Path(args.reuse) if args.reuse else Path(tempfile.mkdtemp(prefix="plan-bench-"))
     try:
         worktree, grant, env = setup(base, args.files)
+        if args.grant_entries:
+            grant = large_grant(base, worktree, args.grant_entries)
         wt = str(worktree)
         command = ["plan", "--json", "--worktree", wt, "--grant", str(grant), "--task-type",
                    "implement", "--instructions", "Benchmark the plan."]

@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from concorde_workers.domain import json_limits
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.domain.sweep import (
     OWNERLESS_MARGIN_SECONDS,
@@ -69,8 +70,8 @@ def copy_owner_text(owner: CopyOwner) -> str:
 def parse_copy_owner(text: str) -> CopyOwner | str:
     """The copy owner record in `text`, or what is wrong with it."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
+        data = json_limits.loads(text)
+    except ValueError as error:  # not JSON (JSONDecodeError), or nested too deeply
         return f"not JSON: {error}"
     if not isinstance(data, dict) or data.get("kind") != COPY_OWNER_KIND:
         return f"not a copy's owner record (its kind is not {COPY_OWNER_KIND})"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
@@ -32,6 +32,12 @@ LEVELS: tuple[str, ...] = ("names", "ro", "rw")
 READABLE = frozenset({Level.RO, Level.RW})
 """The levels whose contents a worker reads."""
 _GRANT_FIELDS = ("task_type", "entries", "context_identity")
+MAX_ENTRIES = 100_000
+"""The most entries a grant may have (issue 19 §4): past it the grant is refused, naming the
+limit; every question of a level is answered by the index in the path's depth, so a grant at
+the limit is planned in seconds (docs/benchmarks.md)."""
+MAX_PATH_BYTES = 4096
+"""The longest grant path, in UTF-8 bytes: Linux's PATH_MAX, past which no file can be named."""
 
 
 class GrantEntry(BaseModel):
@@ -61,6 +67,26 @@ class Grant(BaseModel):
     entries: tuple[GrantEntry, ...]
     context_identity: str
 
+    _index: _Index | None = PrivateAttr(default=None)
+
+    def index(self) -> _Index:
+        """The entries by path, made once: every question of a level is then a walk up the
+        path's folders, not a pass over the entries (issue 19 §4: a plan of 20,000 entries
+        asked each entry of each entry)."""
+        if self._index is None:
+            self._index = _Index(self.entries)
+        return self._index
+
+    def _fields(self) -> tuple[TaskType, tuple[GrantEntry, ...], str]:
+        return self.task_type, self.entries, self.context_identity
+
+    def __eq__(self, other: object) -> bool:
+        # The index is a cache, not part of the grant: two grants are equal by their fields.
+        return isinstance(other, Grant) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
     def level_of(self, rel: str) -> Level | None:
         """The level of a worktree-relative path, or None when it is hidden.
 
@@ -68,14 +94,9 @@ class Grant(BaseModel):
         entry `d/` is also the exact entry of `d` itself.
         """
         rel = rel.strip("/")
-        best: GrantEntry | None = None
-        for entry in self.entries:
-            if entry.bare == rel and not entry.is_directory:
-                return entry.level
-            covers = entry.bare == rel or (entry.is_directory and rel.startswith(entry.path))
-            if covers and (best is None or len(entry.bare) > len(best.bare)):
-                best = entry
-        return best.level if best is not None else None
+        index = self.index()
+        found = index.files.get(rel)
+        return found if found is not None else index.directory_level(rel)
 
     def paths(self, level: Level) -> tuple[str, ...]:
         """The entry paths of one level, as the grant lists them."""
@@ -151,6 +172,9 @@ def path_problem(path: str) -> str | None:
         # Refused, not quoted: the path is written as it is into the brief, the plan, the deny
         # rules and the sandbox lists, one per line (docs/decisions.md "Control characters").
         return f"its path {path!r} {problem}; rename the file, or leave it out of the grant"
+    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        return (f"its path is longer than {MAX_PATH_BYTES} bytes (Linux's PATH_MAX), so it "
+                "names no file; shorten it or leave it out")
     if path.startswith("/"):
         return f"its path {path!r} is absolute; a grant path is relative to the worktree"
     segments = path[:-1].split("/") if path.endswith("/") else path.split("/")
@@ -197,6 +221,10 @@ def parse_grant(data: object, request_task_type: str | None = None) -> Grant | R
     entries = data["entries"]
     if not isinstance(entries, list):
         return _malformed(f"the entries are {_type_name(entries)}, not a list of objects")
+    if len(entries) > MAX_ENTRIES:
+        return _malformed(f"the grant has {len(entries):,} entries, more than the limit of "
+                          f"{MAX_ENTRIES:,}; grant whole folders (a directory entry covers "
+                          "everything below it) instead of each file")
     parsed: list[GrantEntry] = []
     seen: dict[str, tuple[int, str]] = {}
     for index, entry in enumerate(entries, start=1):
@@ -223,15 +251,46 @@ def parse_grant(data: object, request_task_type: str | None = None) -> Grant | R
 def directory_level(grant: Grant, rel: str) -> Level | None:
     """The level of the directory entry covering directory `rel` (exact `rel/`, else the longest
     directory entry above); file entries do not cover a directory."""
-    best: GrantEntry | None = None
-    for e in grant.entries:
-        covers = e.is_directory and (e.bare == rel or rel.startswith(e.path))
-        if covers and (best is None or len(e.bare) > len(best.bare)):
-            best = e
-    return best.level if best is not None else None
+    return grant.index().directory_level(rel)
 
 
 def entries_below(grant: Grant, rel: str) -> list[GrantEntry]:
     """The grant's entries strictly below worktree-relative `rel` (`""` = the worktree)."""
-    prefix = rel + "/" if rel else ""
-    return [e for e in grant.entries if e.bare != rel and e.bare.startswith(prefix)]
+    return list(grant.index().below.get(rel, ()))
+
+
+def _folders_up(rel: str) -> list[str]:
+    """`rel` and each folder above it, nearest first, the worktree (`""`) last."""
+    out = [rel]
+    while rel:
+        rel = rel.rpartition("/")[0]
+        out.append(rel)
+    return out
+
+
+class _Index:
+    """A grant's entries by path: the file entries' levels, the directory entries' levels
+    (by their path without the slash) and, for each folder with entries below it, those entries
+    in the grant's order. Made in one pass over the entries and their folders."""
+
+    def __init__(self, entries: tuple[GrantEntry, ...]) -> None:
+        self.files: dict[str, Level] = {}
+        self.directories: dict[str, Level] = {}
+        self.below: dict[str, list[GrantEntry]] = {}
+        for entry in entries:
+            bare = entry.bare
+            table = self.directories if entry.is_directory else self.files
+            table.setdefault(bare, entry.level)
+            for folder in _folders_up(bare)[1:]:
+                self.below.setdefault(folder, []).append(entry)
+
+    def directory_level(self, rel: str) -> Level | None:
+        for folder in _folders_up(rel):
+            found = self.directories.get(folder)
+            if found is not None:
+                return found
+        return None
+
+    def under_directory(self, rel: str, levels: frozenset[Level]) -> bool:
+        """Whether a directory entry of one of `levels` lies strictly above `rel`."""
+        return any(self.directories.get(f) in levels for f in _folders_up(rel)[1:] if f)

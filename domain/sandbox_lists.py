@@ -43,8 +43,7 @@ def _abs(worktree: str, entry: GrantEntry) -> str:
 
 
 def _below_dir_of(grant: Grant, entry: GrantEntry, levels: frozenset[Level]) -> bool:
-    return any(d.is_directory and d.level in levels and entry.bare.startswith(d.path)
-               for d in grant.entries)
+    return grant.index().under_directory(entry.bare, levels)
 
 
 def sandbox_filesystem(

@@ -26,6 +26,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from concorde_workers.domain import json_limits
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.domain.run_id import RUNTIME_PREFIX, is_run_id, run_id_hex
 
@@ -195,8 +196,8 @@ def parse_owner_record(text: str) -> OwnerRecord | str:
     field missing or of the wrong type, a run id not of the host's form, a run directory that is
     not the absolute, normalized `<parent>/workers/<run-id>` of that run id."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
+        data = json_limits.loads(text)
+    except ValueError as error:  # not JSON (JSONDecodeError), or nested too deeply
         return f"not JSON: {error}"
     if not isinstance(data, dict) or data.get("kind") != OWNER_KIND:
         return f"not an owner record (its kind is not {OWNER_KIND})"

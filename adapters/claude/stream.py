@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
+from concorde_workers.domain import json_limits
 from concorde_workers.domain.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.codes import CLAUDE_LIMIT_SUBTYPES
 from concorde_workers.domain.errors import ErrorLink
@@ -256,7 +257,7 @@ class ClaudeStreamReader:
 
     def feed(self, line: str) -> LastAction | None:
         try:
-            parsed = json.loads(line)
+            parsed = json_limits.loads(line)
         except (ValueError, RecursionError):
             parsed = None
         if not isinstance(parsed, dict):

@@ -27,7 +27,6 @@ reader's memory does not follow what pi prints.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import deque
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from concorde_workers.domain import json_limits
 from concorde_workers.domain.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.launch import PI_RESULT_TOOL
 from concorde_workers.domain.links import pi_limit_detail, pi_process_link
@@ -107,7 +107,7 @@ def limit_entries(text: str) -> list[Limit | None]:
         if LIMIT_ENTRY_TYPE not in line:
             continue
         try:
-            entry = json.loads(line)
+            entry = json_limits.loads(line)
         except (ValueError, RecursionError):
             continue
         if (isinstance(entry, dict) and entry.get("type") == "custom"
@@ -123,7 +123,7 @@ def stderr_limit(stderr_tail: str) -> Limit | None:
     """The last well-formed `[concorde-limit] {json}` line of standard error."""
     for match in reversed(list(_STDERR_LIMIT.finditer(stderr_tail))):
         try:
-            data = json.loads(match.group(1))
+            data = json_limits.loads(match.group(1))
         except (ValueError, RecursionError):
             continue
         limit = Limit.of(data)
@@ -225,7 +225,7 @@ class PiStreamReader:
 
     def feed(self, line: str) -> LastAction | None:
         try:
-            event = json.loads(line)
+            event = json_limits.loads(line)
         except (ValueError, RecursionError):
             event = None
         kind = event.get("type") if isinstance(event, dict) else None

@@ -9,7 +9,6 @@ whose host died; `read_programs` the account that `run` and `show` print.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from concorde_workers.application.tracing.record import record_of_node
+from concorde_workers.domain import json_limits
 from concorde_workers.domain.brief import worktree_of_brief
 from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.codes import Code
@@ -71,8 +71,8 @@ def _read_json(fs: FileSystem, path: str) -> Any | Refusal:
             return _refusal(path, "missing")
         return _refusal(path, f"cannot be read: {error.os_error_text}")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
+        return json_limits.loads(text)
+    except ValueError as error:  # not JSON (JSONDecodeError), or nested too deeply
         return _refusal(path, f"not JSON: {error}")
 
 
@@ -289,7 +289,7 @@ def read_programs(fs: FileSystem, run_dir: str) -> tuple[ProgramVersion, ...]:
     cannot be read: an account shows them, nothing decides by them."""
     path = posixpath.join(run_dir, PROGRAMS_FILE)
     try:
-        data = json.loads(fs.read_text(path)) if fs.is_file(path) else None
+        data = json_limits.loads(fs.read_text(path)) if fs.is_file(path) else None
     except (FileSystemError, ValueError):
         return ()
     return parse_programs_document(data) or ()

@@ -113,3 +113,16 @@ def test_a_nul_byte_in_a_path_of_the_command_line_is_a_refusal(
     assert "internal error" not in err.getvalue()
     refusal = one_refusal(out.getvalue())
     assert refusal["code"] in ("request_invalid", "record_unreadable"), refusal
+
+
+def test_show_on_a_trace_nested_100_000_deep_is_a_refusal_naming_it(tmp_path: Path) -> None:
+    """Issue 19 §4: it ended `internal error (RecursionError)`, exit 3."""
+    run_dir = tmp_path / "workers" / "w-20261203T000000-abc123"
+    run_dir.mkdir(parents=True)
+    deep = "[" * 100_000 + "]" * 100_000
+    (run_dir / "trace.json").write_text('{"kind": "worker-run", "x": ' + deep + "}")
+    shown = script("show", str(run_dir), cwd=tmp_path)
+    assert shown.returncode == 2, shown
+    assert "internal error" not in shown.stderr and "Traceback" not in shown.stderr
+    assert f"{run_dir}/trace.json" in shown.stderr
+    assert "nested more than 128 levels deep" in shown.stderr, shown.stderr

@@ -9,8 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.grant import Grant, Level, parse_grant
+from concorde_workers.domain.grant import (
+    MAX_ENTRIES,
+    MAX_PATH_BYTES,
+    Grant,
+    Level,
+    directory_level,
+    entries_below,
+    parse_grant,
+)
 from concorde_workers.domain.task_types import TASK_TYPES, TaskType, writes_nothing
 
 
@@ -222,3 +231,58 @@ def test_the_grant_parser_never_raises(data: Any) -> None:
         for entry in parsed.entries:
             assert not entry.path.startswith("/")
             assert ".." not in entry.path.rstrip("/").split("/")
+
+
+# --- every input bounded (issue 19 §4) -------------------------------------------------------
+
+
+def _grant_of(entries: list[dict[str, str]]) -> object:
+    return parse_grant({"task_type": "implement", "context_identity": "sha256:x",
+                        "entries": entries})
+
+
+def test_a_grant_past_the_entry_limit_is_refused_naming_the_limit() -> None:
+    at_limit = [{"path": f"d{i}/", "level": "ro"} for i in range(MAX_ENTRIES)]
+    assert isinstance(_grant_of(at_limit), Grant)
+    over = _grant_of([*at_limit, {"path": "one-more", "level": "ro"}])
+    assert isinstance(over, Refusal) and over.code == Code.GRANT_MALFORMED
+    assert f"more than the limit of {MAX_ENTRIES:,}" in over.message
+    assert "directory entry" in over.message
+
+
+def test_a_grant_path_past_path_max_is_refused_naming_the_entry() -> None:
+    long = "a/" * (MAX_PATH_BYTES // 2) + "b"
+    refused = _grant_of([{"path": "ok.py", "level": "ro"}, {"path": long, "level": "ro"}])
+    assert isinstance(refused, Refusal) and refused.code == Code.GRANT_MALFORMED
+    assert refused.message.startswith("grant entry 2 ")
+    assert f"longer than {MAX_PATH_BYTES} bytes" in refused.message
+
+
+def test_the_index_answers_as_the_entries_do() -> None:
+    """level_of, directory_level and entries_below through the index, against the rule said
+    over the entries themselves (seed 000 "Audit": the exact entry, else the longest directory
+    entry above; no entry means hidden)."""
+    entries = [{"path": "src/", "level": "ro"}, {"path": "src/app/", "level": "rw"},
+               {"path": "src/app/util.py", "level": "ro"}, {"path": "src/app/x", "level": "names"},
+               {"path": "src/app/x/", "level": "ro"}, {"path": "docs/a.md", "level": "names"},
+               {"path": "srcx/", "level": "rw"}]
+    grant = _grant_of(entries)
+    assert isinstance(grant, Grant)
+
+    def by_rule(rel: str) -> Level | None:
+        exact = [e for e in grant.entries if e.bare == rel and not e.is_directory]
+        if exact:
+            return exact[0].level
+        covering = [e for e in grant.entries if e.is_directory
+                    and (e.bare == rel or rel.startswith(e.path))]
+        return max(covering, key=lambda e: len(e.bare)).level if covering else None
+
+    for rel in ("src", "src/a.py", "src/app", "src/app/util.py", "src/app/x", "src/app/x/y",
+                "srcx/z", "srcy", "docs", "docs/a.md", "docs/b.md", ""):
+        assert grant.level_of(rel) is by_rule(rel), rel
+    assert [e.path for e in entries_below(grant, "src")] == [
+        "src/app/", "src/app/util.py", "src/app/x", "src/app/x/"]
+    assert len(entries_below(grant, "")) == len(entries)
+    assert entries_below(grant, "nothing") == []
+    assert directory_level(grant, "src/app/x") is Level.RO
+    assert directory_level(grant, "docs") is None
