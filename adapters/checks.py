@@ -37,10 +37,12 @@ from concorde_workers.domain.check_copies import (
     is_copy_name,
 )
 from concorde_workers.domain.check_sandbox import (
+    ALWAYS_HIDDEN,
     CheckPlace,
     Keep,
     check_argv,
     check_environment,
+    program_in_view,
 )
 from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, finished
 from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
@@ -222,6 +224,17 @@ class SandboxedCheckRunner:
                             duration_seconds=duration, log=log,
                             problem=f"the sandbox could not be built: {said}")
         return finished(exit_code, duration, log)
+
+    def program(self, check: Check, place: CheckPlace) -> str:
+        hidden = [*ALWAYS_HIDDEN, *self._hidden, *(os.path.realpath(p) for p in self._hidden),
+                  *place.hidden]
+        search = check_environment(self._env, place.project_interpreter).get("PATH", "")
+
+        def executable(path: str) -> bool:
+            return os.path.isfile(path) and os.access(path, os.X_OK)
+
+        return program_in_view(check.command, place, search, hidden, os.path.realpath,
+                               executable)
 
     def discard(self, tree: str) -> None:
         # The copy's folder (the owner record beside the tree) goes with it.

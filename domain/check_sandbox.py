@@ -22,6 +22,7 @@ Pure: which paths exist comes in as a callable.
 from __future__ import annotations
 
 import posixpath
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
@@ -144,3 +145,66 @@ def _outermost(paths: Sequence[str]) -> list[str]:
         if path != "/" and not any(is_within(path, kept) for kept in out):
             out.append(path)
     return out
+
+
+# What `plan` says of a check's command (issue 19 §1): the program its first word resolves to
+# in the check's own view, or that none does. The shell's own words run without a program.
+SHELL_WORDS = frozenset({
+    "!", ".", ":", "[", "{", "(", "case", "cd", "command", "echo", "eval", "exec", "exit",
+    "export", "false", "for", "if", "printf", "read", "set", "source", "test", "true", "type",
+    "unset", "until", "while"})
+
+
+def first_program(command: str) -> str | None:
+    """The first word of a shell command that names a program, past `NAME=value` assignments;
+    None when the text does not split as the shell would (quotes left open)."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return None
+    for word in words:
+        name, sep, _ = word.partition("=")
+        if sep and name.isidentifier():
+            continue
+        return word
+    return None
+
+
+def program_in_view(command: str, place: CheckPlace, search_path: str,
+                    hidden: Sequence[str], realpath: Callable[[str], str],
+                    executable: Callable[[str], bool]) -> str:
+    """Which program the check's first word resolves to in its sandbox: the PATH it gets
+    (`search_path`), where every place of `hidden` is an empty folder and the runtime paths and
+    the worktree are seen; a program whose real file lies hidden cannot start there. `executable`
+    says whether a path (links followed) is an executable file on the host."""
+    word = first_program(command)
+    if word is None:
+        return "its first word cannot be told apart (a quote left open): run as written"
+    if word in SHELL_WORDS:
+        return f"`{word}` is the shell's own"
+    if "/" in word:
+        candidates = [posixpath.normpath(posixpath.join(place.worktree, word))]
+    else:
+        candidates = [posixpath.join(d, word) for d in search_path.split(":")
+                      if posixpath.isabs(d)]
+
+    def seen(path: str) -> bool:
+        if is_within(path, place.worktree) or any(is_within(path, r)
+                                                  for r in place.runtime_paths):
+            return True
+        return not any(is_within(path, h) for h in hidden)
+
+    behind: str | None = None
+    for candidate in candidates:
+        if not executable(candidate):
+            continue
+        real = realpath(candidate)
+        if seen(candidate) and seen(real):
+            return f"`{word}` is {candidate}" + (f" (its real file {real})" if real != candidate
+                                                  else "")
+        behind = behind or (real if seen(candidate) else candidate)
+    why = (f"; {behind} lies where the check does not see: list its installation as a runtime "
+           "path" if behind else "")
+    return (f"`{word}` is found nowhere in the check's view{why}; the run would end "
+            "checks_unavailable")
+

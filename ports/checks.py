@@ -54,6 +54,11 @@ class CheckRunner(Protocol):
         with the status `could not start` and the operating system's error."""
         ...
 
+    def program(self, check: Check, place: CheckPlace) -> str:
+        """What the check's first word resolves to in its sandbox, or that none does (`plan`
+        says it; nothing runs)."""
+        ...
+
     def discard(self, tree: str) -> None:
         """Remove a copy, whatever its checks left in it (unwritable folders opened up first,
         links never followed). Raises `CheckCopyFailed` when something remains."""

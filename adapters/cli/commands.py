@@ -109,23 +109,32 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
         print_refusal(checks, args.json, out, err)
         return ExitStatus.REFUSED
     plan: Plan = container.planner().plan(request, declared)
+    # Nothing runs: what each check's first word resolves to in its sandbox (issue 19 §1).
+    programs: list[str] = []
+    if checks:
+        runner, place = container.check_runner(), place_for(request)
+        programs = [runner.program(c, place) for c in checks]
     if args.json:
-        print_json({**plan.to_json(), **({"checks": [c.model_dump() for c in checks]}
-                                         if checks else {})}, out)
+        listed = [{**c.model_dump(), "program": p} for c, p in zip(checks, programs, strict=True)]
+        print_json({**plan.to_json(), **({"checks": listed} if checks else {})}, out)
     else:
-        out.write(render(plan) + terminal_lines(checks_plan(checks)))
+        out.write(render(plan) + terminal_lines(checks_plan(checks, programs)))
     return ExitStatus.OK if plan.launches else ExitStatus.REFUSED
 
 
-def checks_plan(checks: Sequence[Check]) -> list[str]:
-    """What `plan` says of the run's checks (README "CLI", `--check`)."""
+def checks_plan(checks: Sequence[Check], programs: Sequence[str] = ()) -> list[str]:
+    """What `plan` says of the run's checks (README "CLI", `--check`), each with what its first
+    word resolves to in its sandbox when `programs` says it."""
     if not checks:
         return []
-    return ["", "Checks (after every round whose worker ended ok with a clean audit, on a copy "
-            "of what the grant lets the worker read, in a network-less sandbox; one that "
-            "fails is run again on the run's starting state):",
-            *(f"  {c.id}: {c.command} (timeout {format_seconds(c.timeout_seconds)} s)"
-              for c in checks)]
+    lines = ["", "Checks (after every round whose worker ended ok with a clean audit, on a copy "
+             "of what the grant lets the worker read, in a network-less sandbox; one that "
+             "fails is run again on the run's starting state):"]
+    for index, c in enumerate(checks):
+        lines.append(f"  {c.id}: {c.command} (timeout {format_seconds(c.timeout_seconds)} s)")
+        if index < len(programs):
+            lines.append(f"    {programs[index]}")
+    return lines
 
 
 # --- run ---------------------------------------------------------------------------------------

@@ -221,3 +221,16 @@ def test_a_module_the_command_runs_that_is_not_installed_could_not_run(world: Wo
     world.runner.discard(copy)
     assert ran.status is CheckStatus.NOT_STARTED and ran.exit_code == 1, ran
     assert ran.problem.startswith("the module its command runs is not installed: "), ran.problem
+
+
+def test_plan_is_told_which_program_a_check_runs_or_that_none_is_there(world: World) -> None:
+    """Issue 19 §1: `plan` runs nothing, but says what the check's first word resolves to in
+    its view, or that the run would end checks_unavailable."""
+    place = world.place()
+    missing = world.runner.program(Check(id="m", command=MISSING), place)
+    assert missing.startswith(f"`{MISSING}` is found nowhere in the check's view"), missing
+    assert missing.endswith("the run would end checks_unavailable")
+    found = world.runner.program(Check(id="n", command=NO_MODULE), place)
+    assert found.startswith("`python3` is /"), found
+    assert world.runner.program(Check(id="t", command=PASS_IF_FILE), place) == (
+        "`test` is the shell's own")

@@ -18,7 +18,7 @@ import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.check_sandbox import CheckPlace, Keep
+from concorde_workers.domain.check_sandbox import CheckPlace, Keep, first_program, program_in_view
 from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, finished
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
@@ -26,6 +26,7 @@ from fakes.filesystem import FakeFileSystem, Node
 
 COPIES = "/fake-check-copies"
 HANG = "hang"
+FAKE_BIN = "/fake/bin"
 LOG_KEEP_BYTES = 80_000  # as the real runner's
 
 
@@ -131,6 +132,14 @@ class FakeCheckRunner:
             return finished(127, self.seconds, f"sh: 1: {word}: not found\n".encode())
         code, log = program(FakeTree(self.fs, tree, place))
         return finished(code, self.seconds, log[-LOG_KEEP_BYTES:])
+
+    def program(self, check: Check, place: CheckPlace) -> str:
+        """The domain's own answer over the fake's programs: a command it knows is a program
+        on its PATH (FAKE_BIN), any other is found nowhere (its run is the shell's 127)."""
+        known = check.command in self.programs or check.command in self.unstartable
+        word = first_program(check.command) or ""
+        return program_in_view(check.command, place, FAKE_BIN, (), lambda p: p,
+                               lambda p: known and p == f"{FAKE_BIN}/{word}")
 
     def discard(self, tree: str) -> None:
         if self.discard_fails:

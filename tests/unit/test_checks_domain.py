@@ -13,6 +13,7 @@ from concorde_workers.domain.check_sandbox import (
     check_environment,
     copy_rule,
     primary_of,
+    program_in_view,
 )
 from concorde_workers.domain.checks import (
     Check,
@@ -211,3 +212,43 @@ def test_a_command_not_found_on_both_states_is_unavailable_never_pre_existing() 
     said = answer([outcome], 1, "Check execution")
     assert said.unavailable and said.repair is None
     assert "python: not found" in said.unavailable_detail
+
+
+# --- what plan says a check runs (issue 19 §1) -------------------------------------------------
+
+VENV_PY = "/srv/p/.venv/bin/python"
+BASE_PY = "/home/ana/.pyenv/versions/3.12.1/bin/python3.12"
+LINKS = {VENV_PY: BASE_PY}
+PROGRAMS = {VENV_PY, BASE_PY, "/usr/bin/make", "/home/ana/bin/tool"}
+PROGRAM_ROWS = {
+    "a venv whose base lies in a hidden home": (
+        "python -m pytest -q", (), "`python` is found nowhere in the check's view; "
+        f"{BASE_PY} lies where the check does not see: list its installation as a runtime "
+        "path; the run would end checks_unavailable"),
+    "the same venv with its base listed": (
+        "python -m pytest -q", ("/home/ana/.pyenv/versions/3.12.1",),
+        f"`python` is {VENV_PY} (its real file {BASE_PY})"),
+    "a program on the host's PATH": ("make test", (), "`make` is /usr/bin/make"),
+    "past an assignment": ("CI=1 make test", (), "`make` is /usr/bin/make"),
+    "a program in a hidden home": (
+        "tool --check", (), "`tool` is found nowhere in the check's view; /home/ana/bin/tool "
+        "lies where the check does not see: list its installation as a runtime path; the run "
+        "would end checks_unavailable"),
+    "a program nowhere": ("nosuch", (), "`nosuch` is found nowhere in the check's view; the "
+                          "run would end checks_unavailable"),
+    "the shell's own": ("test -f a.txt && make", (), "`test` is the shell's own"),
+    "a quote left open": ("echo 'x", (), "its first word cannot be told apart (a quote left "
+                          "open): run as written"),
+}
+
+
+@pytest.mark.parametrize(("command", "runtime", "said"), PROGRAM_ROWS.values(),
+                         ids=PROGRAM_ROWS.keys())
+def test_what_a_check_s_first_word_resolves_to_in_its_view(command: str,
+                                                           runtime: tuple[str, ...],
+                                                           said: str) -> None:
+    place = CheckPlace(worktree="/srv/p/.claude/worktrees/t", runtime_paths=runtime,
+                       project_interpreter=VENV_PY)
+    search = "/srv/p/.venv/bin:/home/ana/bin:/usr/bin:/bin"
+    assert program_in_view(command, place, search, ("/home", "/tmp"),
+                           lambda p: LINKS.get(p, p), lambda p: p in PROGRAMS) == said

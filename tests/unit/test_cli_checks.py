@@ -87,15 +87,18 @@ def test_an_empty_check_flag_is_refused_naming_it() -> None:
 
 def test_plan_lists_the_checks_of_the_request_file_and_the_flags() -> None:
     made = world()
+    with_checks(made)
     made.fs.write(REQUEST_FILE, json.dumps({
         "worktree": WORKTREE, "task_type": "implement", "grant": GRANT,
         "checks": [{"id": "lint", "command": "make lint", "timeout_seconds": 30}]}))
-    shown = made.main("plan", REQUEST_FILE, "--check", TESTS)
+    shown = made.main("plan", REQUEST_FILE, "--check", TESTS, "--check", "nosuch -x")
     assert shown.status == 0
-    assert "  lint: make lint (timeout 30 s)" in shown.out
+    assert "  lint: make lint (timeout 30 s)\n    `make` is /fake/bin/make\n" in shown.out
     assert "  check-2: python -m pytest -q (timeout 600 s)" in shown.out
+    assert ("  check-3: nosuch -x (timeout 600 s)\n    `nosuch` is found nowhere in the check's "
+            "view; the run would end checks_unavailable\n") in shown.out
     as_json = made.main("plan", REQUEST_FILE, "--json").json()
     assert as_json["checks"] == [{"id": "lint", "command": "make lint",
-                                  "timeout_seconds": 30.0}]
+                                  "timeout_seconds": 30.0, "program": "`make` is /fake/bin/make"}]
     refused = made.main("plan", REQUEST_FILE, "--check", "")
     assert refused.status == 2 and "--check '' gives no command" in refused.err
