@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import posixpath
@@ -25,6 +26,7 @@ from concorde_workers.ports.filesystem import (
     ArchiveOutcome,
     FileStat,
     FileSystemError,
+    HeldLock,
     tar_member_cost,
 )
 
@@ -273,6 +275,38 @@ class LocalFileSystem:
             uid=st.st_uid, mtime=st.st_mtime,
         )
 
+    def hold_lock(self, path: str, holder: str) -> HeldLock | str:
+        def take() -> HeldLock | str | None:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                said = os.pread(fd, _LOCK_TEXT_BYTES, 0).decode("utf-8", "replace")
+                os.close(fd)
+                return said.strip() or "another process (it wrote nothing)"
+            except BaseException:
+                os.close(fd)
+                raise
+            # The holder before removes the file as it releases: a lock taken on the file it
+            # removed is no lock, and the file is made anew (None: try again).
+            try:
+                same = os.path.samestat(os.fstat(fd), os.lstat(path))
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                return None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, holder.encode(), 0)
+            return _FlockHeld(fd, path)
+
+        for _ in range(_LOCK_ATTEMPTS):
+            taken = _call(path, "hold_lock", take)
+            if taken is not None:
+                return taken
+        raise FileSystemError(path, "hold_lock", "the lock file was replaced while it was "
+                                                 f"taken, {_LOCK_ATTEMPTS} times")
+
     def which(self, program: str, search_path: str) -> str | None:
         return shutil.which(program, path=search_path)
 
@@ -295,6 +329,32 @@ class LocalFileSystem:
             return "sha256:" + h.hexdigest()
 
         return _call(path, "file_digest", digest)
+
+
+_LOCK_TEXT_BYTES = 4096
+
+
+_LOCK_ATTEMPTS = 8
+
+
+class _FlockHeld:
+    """A flock(2) held on an open descriptor. Released, the file is removed while the lock is
+    still held (so nothing of the lock stays behind), then the descriptor closed; a taker that
+    locked the removed file sees it is no longer at the path and makes a new one."""
+
+    def __init__(self, fd: int, path: str) -> None:
+        self._fd: int | None = fd
+        self._path = path
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            with contextlib.suppress(OSError):  # left behind, it is only an unlocked file
+                os.unlink(self._path)
+        finally:
+            os.close(fd)
 
 
 def _call(path: str, op: str, fn: Callable[[], T]) -> T:

@@ -4,7 +4,7 @@ folder (domain/agent_install.py decides; this writes the pins and runs npm throu
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from concorde_workers.domain.agent_install import InstallPlan, install_plan, stamp_path
@@ -33,7 +33,11 @@ class AgentInstaller:
         self._processes = processes
         self._environ = environ
 
-    def install(self, package_json: str, lock: str) -> InstallOutcome:
+    def install(self, package_json: str, lock: str,
+                before_npm: Callable[[str], None] | None = None) -> InstallOutcome:
+        """Install the pins into the user data folder unless they are there already;
+        `before_npm` is told the folder right before npm ci runs, and only then (issue 19 §2:
+        "already installed" was announced as an npm ci of about a minute)."""
         folder = user_data_folder(self._environ)
         if folder is None:
             return InstallOutcome(2, None, "neither XDG_DATA_HOME nor HOME is an absolute path, "
@@ -47,6 +51,8 @@ class AgentInstaller:
         if not plan.needed:
             return InstallOutcome(0, folder, f"the pinned agent programs are already installed "
                                              f"in {folder}/node_modules")
+        if before_npm is not None:
+            before_npm(folder)
         return self._run(plan)
 
     def _stamp(self, folder: str) -> str | None:

@@ -13,7 +13,6 @@ the I/O around them through the ports.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -32,7 +31,7 @@ from concorde_workers.application.outcomes import (
 )
 from concorde_workers.application.preparation import REQUEST_INVALID, Prepared, Preparer
 from concorde_workers.application.rounds import RoundContext, RoundRunner
-from concorde_workers.application.run_state import RunState
+from concorde_workers.application.run_state import RunState, grant_text
 from concorde_workers.application.runtime_directory import (
     cleanup_runtime_directory,
     create_runtime_directory,
@@ -40,6 +39,7 @@ from concorde_workers.application.runtime_directory import (
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.application.validation import RoundValidation
+from concorde_workers.application.worktree_lock import worktree_held
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.audit import Snapshot
 from concorde_workers.domain.codes import Code
@@ -220,6 +220,13 @@ class WorkerHost:
             run.refuse(prepared)
             return
         state.prepared = prepared
+        with worktree_held(self._fs, prepared, state.run_id, self._host_pid,
+                           state.layout.run_dir) as refused:
+            run.refuse(refused) if refused is not None else self._run_held(run, prepared)
+
+    def _run_held(self, run: HostRun, prepared: Prepared) -> None:
+        state = run.state
+        request = state.request
         # The snapshot comes before anything is generated: a run whose snapshot failed
         # launches nothing, so it gets no control files and no credential copies.
         observer = WorktreeObserver(
@@ -387,11 +394,7 @@ class WorkerHost:
     # --- files -------------------------------------------------------------------------------
 
     def _write_grant(self, tracer: TraceWriter, layout: RunLayout, request: RunRequest) -> None:
-        try:
-            text = json.dumps(request.grant, indent=2, ensure_ascii=False) + "\n"
-        except (TypeError, ValueError):
-            text = json.dumps(repr(request.grant)) + "\n"
-        tracer.write_text(layout.grant, text)
+        tracer.write_text(layout.grant, grant_text(request.grant))
 
     def _write_control(self, prepared: Prepared, tracer: TraceWriter,
                        credential_copies: list[str]) -> None:

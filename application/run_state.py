@@ -7,6 +7,7 @@ record, so that every write of a node and the returned value come from one place
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -229,3 +230,11 @@ class RunState:
             stderr_tail=self.rounds[-1].stderr_tail if self.rounds else "",
             rounds=[r.record() for r in self.rounds], final_failures=final_failures,
         )
+
+def grant_text(grant: Any) -> str:
+    """grant.json of a run: the grant input as the request gave it (its repr when it is no
+    JSON value, as a refused request's may be)."""
+    try:
+        return json.dumps(grant, indent=2, ensure_ascii=False) + "\n"
+    except (TypeError, ValueError):
+        return json.dumps(repr(grant)) + "\n"

@@ -218,7 +218,15 @@ def parse_grant(data: object, request_task_type: str | None = None) -> Grant | R
     if not isinstance(data["context_identity"], str):
         return _malformed(f"the context identity is {_type_name(data['context_identity'])}, "
                           "not a string")
-    entries = data["entries"]
+    parsed = _parse_entries(data["entries"])
+    if isinstance(parsed, Refusal):
+        return parsed
+    return Grant(task_type=task_type, entries=parsed,
+                 context_identity=data["context_identity"])
+
+
+def _parse_entries(entries: object) -> tuple[GrantEntry, ...] | Refusal:
+    """The entries, each well formed, one level per path, at most MAX_ENTRIES of them."""
     if not isinstance(entries, list):
         return _malformed(f"the entries are {_type_name(entries)}, not a list of objects")
     if len(entries) > MAX_ENTRIES:
@@ -241,8 +249,7 @@ def parse_grant(data: object, request_task_type: str | None = None) -> Grant | R
         assert isinstance(entry, Mapping)
         seen.setdefault(entry["path"], (index, entry["level"]))
         parsed.append(GrantEntry(path=entry["path"], level=Level(entry["level"])))
-    return Grant(task_type=task_type, entries=tuple(parsed),
-                 context_identity=data["context_identity"])
+    return tuple(parsed)
 
 
 # --- the grant's levels over a directory (the deny-rule walk, the search roots) ------------

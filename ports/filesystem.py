@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from concorde_workers.domain.paths import DirEntry, EntryKind, Subdirs
 
 __all__ = ["ARCHIVE_END_BYTES", "NUL_IN_PATH", "ArchiveOutcome", "DirEntry", "EntryKind",
-           "FileStat", "FileSystem", "FileSystemError", "tar_member_cost"]
+           "FileStat", "FileSystem", "FileSystemError", "HeldLock", "tar_member_cost"]
 
 NUL_IN_PATH = "the path holds a NUL byte, which no file name can"
 """The error text of any operation on a path with a NUL byte (errno EINVAL): such a path names no
@@ -87,6 +87,13 @@ class FileStat(BaseModel):
         return self.kind is EntryKind.FILE and bool(self.mode & 0o100)
 
 
+class HeldLock(Protocol):
+    """A lock `FileSystem.hold_lock` took: held until released, or until the process ends."""
+
+    def release(self) -> None:
+        ...
+
+
 @runtime_checkable
 class FileSystem(Protocol):
     """Local files: read, write atomically, inspect, list, digest, archive, open up, change
@@ -94,6 +101,13 @@ class FileSystem(Protocol):
 
     def read_bytes(self, path: str) -> bytes:
         """The file's bytes (a final link is followed, as `open` does)."""
+        ...
+
+    def hold_lock(self, path: str, holder: str) -> HeldLock | str:
+        """An exclusive lock on the file `path` (made 0600 when missing, never through a link),
+        with `holder` written in it; or, when another holds it, the text that holder wrote.
+        The kernel keeps the lock only while the holding process lives: a holder killed by
+        SIGKILL frees it at once."""
         ...
 
     def read_text(self, path: str) -> str:

@@ -34,11 +34,13 @@ def run_install_agents(args: argparse.Namespace, out: TextIO, err: TextIO,
 
     container = wiring.container()
     pins = ", ".join(f"{package}@{version}" for package, version in PINNED.items())
-    if not args.json:
-        err.write(terminal_lines([f"install-agents: npm ci of the pinned {pins} "
-                                  "(about a minute)..."]))
-        err.flush()
-    outcome = container.agent_installer().install(*shipped_pins())
+    def announce(folder: str) -> None:
+        if not args.json:
+            err.write(terminal_lines([f"install-agents: npm ci of the pinned {pins} into "
+                                      f"{folder} (about a minute)..."]))
+            err.flush()
+
+    outcome = container.agent_installer().install(*shipped_pins(), before_npm=announce)
     found = []
     if outcome.status == 0 and outcome.folder is not None:
         # What a run will now find there (domain/discovery.py), with the versions it reads.

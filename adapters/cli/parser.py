@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn
 
+from concorde_workers import __version__
 from concorde_workers.domain.task_types import TASK_TYPE_LINES
 
 
@@ -111,6 +112,9 @@ def parser() -> argparse.ArgumentParser:
         prog="concorde-workers",
         description="Run one AI coding agent headless on a Git worktree under a frozen grant.",
         epilog=task_types_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    # The package's own version (issue 19 §2): argparse prints it and exits 0 before any
+    # command is required; nothing is imported beyond the package's __init__.
+    top.add_argument("--version", action="version", version=f"concorde-workers {__version__}")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     plan = commands.add_parser(
         "plan", help="show what a worker run would do, or why it would be refused",

@@ -353,3 +353,29 @@ class TestOpenUp:
         (missing,) = fs.open_up(root + "/nothing")
         assert missing.not_found
         fs.chmod(root + "/outside", 0o700)
+
+
+class TestHoldLock:
+    """One run at a time in a worktree (issue 19 §3): the lock beside its Git files."""
+
+    def test_a_held_lock_says_its_holder_until_it_is_released(self, fs_world: Any) -> None:
+        fs, path = fs_world.fs, fs_world.root + "/concorde-workers.lock"
+        first = fs.hold_lock(path, '{"run_id": "w-1"}')
+        assert not isinstance(first, str)
+        assert fs.hold_lock(path, '{"run_id": "w-2"}') == '{"run_id": "w-1"}'
+        first.release()
+        second = fs.hold_lock(path, '{"run_id": "w-3"}')
+        assert not isinstance(second, str)
+        assert fs.read_text(path) == '{"run_id": "w-3"}'
+        assert fs.stat(path).mode == 0o600
+        second.release()
+        second.release()  # released twice: nothing more happens
+        assert not fs.lexists(path), "a released lock leaves nothing behind"
+
+    def test_a_link_at_the_lock_s_place_is_never_followed(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.write_atomic(root + "/elsewhere", b"keep\n")
+        fs_world.symlink(root + "/elsewhere", root + "/concorde-workers.lock")
+        with pytest.raises(FileSystemError):
+            fs.hold_lock(root + "/concorde-workers.lock", "x")
+        assert fs.read_bytes(root + "/elsewhere") == b"keep\n"

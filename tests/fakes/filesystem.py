@@ -71,6 +71,8 @@ class FakeFileSystem:
     durable: list[str] = field(default_factory=list)
     """Every file written with durable=True, in order (physical paths)."""
     synced: list[str] = field(default_factory=list)
+    locks: dict[str, str] = field(default_factory=dict)
+    """The locks held now, by path, with their holder's text (`hold_lock`)."""
     """Every directory `sync_directory` made durable, in order (physical paths)."""
     uid: int = FAKE_UID
     now: float = FAKE_NOW
@@ -230,6 +232,22 @@ class FakeFileSystem:
             return None
 
     # -- FileSystem ------------------------------------------------------------------------
+
+    def hold_lock(self, path: str, holder: str) -> FakeHeldLock | str:
+        """As the real one: the file is made (never through a link) and holds the holder's
+        text; a second taker gets that text until the first releases."""
+        apath = self._record("hold_lock", path)
+        if apath in self.locks:
+            return self.locks[apath]
+        found = self.nodes.get(apath)
+        if found is not None and found.kind is not EntryKind.FILE:
+            raise self._error(apath, "hold_lock", errno.ELOOP if found.kind is
+                              EntryKind.SYMLINK else errno.EISDIR)
+        if apath not in self.nodes and posixpath.dirname(apath) not in self.nodes:
+            raise self._error(apath, "hold_lock", errno.ENOENT)
+        self.write(apath, holder, 0o600)
+        self.locks[apath] = holder
+        return FakeHeldLock(self, apath)
 
     def read_bytes(self, path: str) -> bytes:
         apath = self._record("read_bytes", path)
@@ -471,3 +489,16 @@ class FakeFileSystem:
             for p, n in self.nodes.items()
             if p.startswith(prefix) and n.kind is not EntryKind.DIRECTORY
         }
+
+
+@dataclass
+class FakeHeldLock:
+    """A lock the fake holds until `release`."""
+
+    fs: FakeFileSystem
+    path: str
+
+    def release(self) -> None:
+        if self.fs.locks.pop(self.path, None) is not None:
+            self.fs.nodes.pop(self.path, None)  # as the real one: nothing stays behind
+

@@ -126,3 +126,14 @@ def test_show_on_a_trace_nested_100_000_deep_is_a_refusal_naming_it(tmp_path: Pa
     assert "internal error" not in shown.stderr and "Traceback" not in shown.stderr
     assert f"{run_dir}/trace.json" in shown.stderr
     assert "nested more than 128 levels deep" in shown.stderr, shown.stderr
+
+
+def test_the_version_is_the_package_s_and_exits_0(tmp_path: Path) -> None:
+    """Issue 19 §2: `concorde-workers --version` was a usage refusal."""
+    from concorde_workers import __version__
+
+    shown = script("--version", cwd=tmp_path)
+    assert shown.returncode == 0, shown
+    assert shown.stdout == f"concorde-workers {__version__}\n" and shown.stderr == ""
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    assert f'version = "{__version__}"' in pyproject.read_text()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -930,3 +932,56 @@ def test_an_exception_of_the_host_mid_round_kills_the_group_and_removes_the_runt
                      Step.result(ok_result())])
     assert len(pidlist(pids)) == 2 and wait_gone(pidlist(pids))
     assert [p.name for p in harness.tmp.iterdir()] == []  # runtime and credential copy gone
+
+
+# --- one run at a time in a worktree (issue 19 §3) ---------------------------------------------
+
+
+def test_a_second_run_on_a_busy_worktree_is_refused_naming_the_first(harness: HostHarness
+                                                                     ) -> None:
+    """Two runs at once would change and audit the same files, each blaming the other's changes
+    on its own worker: the second ends launch_failed naming the first, before its snapshot, and
+    the first ends as if alone; once it has ended the worktree is free again."""
+    inside = Signal(harness.root / "inside.fifo")
+    gate = Gate(harness.root / "first.gate")
+    thread, runs = run_in_thread(harness, [
+        Step.session("s-1"), Step.write("{worktree}/src/app/first.py", "1\n"),
+        Step.signal(inside.path), Step.gate(gate.path), Step.result(ok_result())])
+    try:
+        inside.wait()
+        second = harness.run([Step.session("s-2"), Step.result(ok_result())])
+    finally:
+        gate.release()
+        thread.join(SLOW)
+    first = runs[0]
+    assert first.code is None, first.record.error
+    assert second.code == "launch_failed", second.record.error
+    error = second.record.error
+    assert error is not None and "another run works in the worktree" in error.detail
+    assert first.record.run_id in error.detail, error.detail
+    assert "concorde-workers.lock" in error.detail
+    assert second.record.rounds == ()
+    assert_cleaned(harness, second)
+    third = harness.run([Step.session("s-3"), Step.result(ok_result())])
+    assert third.code is None, third.record.error
+
+
+def test_the_lock_of_a_host_killed_by_sigkill_is_free_at_once(tmp_path: Path) -> None:
+    """The kernel's lock (flock) goes with its process: a dead host's run is never in the way."""
+    lock = str(tmp_path / "concorde-workers.lock")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         "from concorde_workers.adapters.filesystem import LocalFileSystem\n"
+         "held = LocalFileSystem().hold_lock(sys.argv[1], 'the killed host')\n"
+         "print('held' if not isinstance(held, str) else held, flush=True)\n"
+         "time.sleep(600)\n", lock], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert LocalFileSystem().hold_lock(lock, "me") == "the killed host"
+    finally:
+        holder.kill()
+        holder.wait(SLOW)
+    taken = LocalFileSystem().hold_lock(lock, "me")
+    assert not isinstance(taken, str), taken
+    taken.release()

@@ -196,3 +196,5 @@ def test_a_pip_install_gets_a_working_setup_from_install_agents_then_doctor(
     assert "sk-never-printed-31415" not in doctor.stdout + doctor.stderr
     again = cli("install-agents")
     assert again.returncode == 0 and "already installed" in again.stdout
+    assert "npm ci" not in again.stderr, again.stderr  # nothing announced that does not run
+    assert "npm ci of the pinned" in installed.stderr

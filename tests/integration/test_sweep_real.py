@@ -68,6 +68,18 @@ class Hosts:
     credentials: Path
     request_file: Path
     started: list[Host]
+    project: Any = None
+
+    def request_for(self, name: str) -> Path:
+        """A request of its own worktree (`.claude/worktrees/<name>`) for each host: one run at a
+        time works in a worktree (issue 19 §3), and these hosts live side by side."""
+        request = json.loads(self.request_file.read_text())
+        worktree = self.project.primary / ".claude" / "worktrees" / name
+        self.project.git(self.project.primary, "worktree", "add", "-q", "-b", f"host-{name}",
+                         str(worktree))
+        path = self.root / f"{name}.request.json"
+        path.write_text(json.dumps({**request, "worktree": str(worktree)}))
+        return path
 
     def start(self, name: str) -> Host:
         """A host whose agent writes its transcript, says it runs a command and sleeps; once
@@ -82,7 +94,7 @@ class Hosts:
         env = dict(os.environ, FAKE_RUNTIME_PARENT=str(self.runtime_parent),
                    FAKE_CREDENTIALS=str(self.credentials))
         proc = subprocess.Popen(
-            [sys.executable, LAUNCHER, str(scenarios), "run", str(self.request_file),
+            [sys.executable, LAUNCHER, str(scenarios), "run", str(self.request_for(name)),
              "--parent", str(self.parent), "--json"],
             cwd=self.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         before = {h.run_dir for h in self.started}
@@ -115,7 +127,8 @@ def hosts(project: Any) -> Iterator[Hosts]:
     credentials.chmod(0o600)
     runtime_parent = Path(tempfile.mkdtemp(prefix="sweep-rt-", dir="/tmp"))
     made = Hosts(root=project.root, parent=parent, runtime_parent=runtime_parent,
-                 credentials=credentials, request_file=project.request_file, started=[])
+                 credentials=credentials, request_file=project.request_file, started=[],
+                 project=project)
     try:
         yield made
     finally:

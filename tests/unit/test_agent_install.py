@@ -33,8 +33,10 @@ def npm_ci(fs: FakeFileSystem) -> FakeProcess:
 def test_the_pins_are_written_to_the_user_data_folder_and_npm_ci_installs_them_once() -> None:
     fs, runner = world()
     runner.add(npm_ci(fs))
-    outcome = AgentInstaller(fs, runner, ENV).install(PACKAGE, LOCK)
+    told: list[str] = []
+    outcome = AgentInstaller(fs, runner, ENV).install(PACKAGE, LOCK, before_npm=told.append)
     assert (outcome.status, outcome.folder, outcome.installed) == (0, FOLDER, True)
+    assert told == [FOLDER]
     assert fs.read_text(f"{FOLDER}/package.json") == PACKAGE
     assert fs.read_text(f"{FOLDER}/package-lock.json") == LOCK
     [start] = runner.starts
@@ -42,8 +44,9 @@ def test_the_pins_are_written_to_the_user_data_folder_and_npm_ci_installs_them_o
     assert start.argv[1] == "ci", "exactly the lockfile, never a newer release"
     assert start.env["npm_config_cache"] == "/var/cache/npm", "the user's own npm settings"
     assert fs.read_text(f"{FOLDER}/node_modules/.concorde-lock").strip() == lock_stamp(LOCK)
-    again = AgentInstaller(fs, runner, ENV).install(PACKAGE, LOCK)
+    again = AgentInstaller(fs, runner, ENV).install(PACKAGE, LOCK, before_npm=told.append)
     assert again.status == 0 and not again.installed and "already installed" in again.message
+    assert told == [FOLDER], "no npm ci announced for what is already installed"
     assert len(runner.starts) == 1
     runner.add(npm_ci(fs))
     moved = AgentInstaller(fs, runner, ENV).install(PACKAGE, '{"lockfileVersion": 3, "x": 1}\n')

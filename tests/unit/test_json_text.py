@@ -16,7 +16,7 @@ from concorde_workers.application.json_text import decode_json
         ('{"a": {"b": 1, "b": 1}}', 'duplicate key "b"'),
         ("[Infinity]", "Infinity"),
         ("[1e999]", "too large"),
-        ("[" * 100_000, "nested too deeply"),
+        ("[" * 100_000, "nested more than 128 levels deep"),
         ("{\n\n  x}", "line 3, column 3"),
         ("", "line 1, column 1"),
     ],
