@@ -340,8 +340,22 @@ def _section(lines: list[str], title: str, items: list[str]) -> None:
 
 
 def _short(value: Any) -> str:
-    text = str(value)
+    text = _shown(value)
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _shown(value: Any) -> str:
+    """A resolved value as a person reads it (issue 19 §2: plan printed Python's reprs):
+    `timeout_seconds 900, max_budget_usd none`, a list comma-separated, nothing as `none`."""
+    if value is None:
+        return "none"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_shown(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(_shown(v) for v in value) or "none"
+    return str(value)
 
 
 def _quote(arg: str) -> str:

@@ -276,7 +276,8 @@ def test_an_operation_worker_on_pi_resolves_from_workers_json_and_the_map(
         f"local_model: local/m-local  ← {models}",
         f"reasoning: medium  ← {config}: operations.implement.default",
     ]
-    assert resolution[4].startswith("limits: {'timeout_seconds': 600.0, 'max_turns': 25, ")
+    # values as a person reads them, not Python's reprs (issue 19 §2)
+    assert resolution[4].startswith("limits: timeout_seconds 600, max_turns 25, ")
     # the project's environment names pi by CONCORDE_PI (tests/integration/conftest.py)
     assert resolution[-1] == f"program: {project.bin}/pi  ← the pi program $CONCORDE_PI names"
     assert section(found, "Tool set") == ["read,grep,find,ls,edit,write,bash,concorde_result"]
