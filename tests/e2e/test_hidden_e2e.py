@@ -69,6 +69,13 @@ def rc(command: str) -> str:
     return f'{command}; echo " rc=$?"'
 
 
+def rc_pi(command: str) -> str:
+    """`rc` with the command's errors in order with its output: pi's bash tool reads the two
+    streams apart, and beside CPU hogs an `ls` error came after the next `echo` (Claude Code's
+    own Bash rules judge `cat <path>` as written, so its probes keep `rc`)."""
+    return f'{{ {command}; }} 2>&1; echo " rc=$?"'
+
+
 def split(path: Path | str) -> str:
     """A shell word for `path` Claude Code's command check cannot read as that path."""
     text = str(path)
@@ -177,9 +184,9 @@ def pi_attempts(target: Path, worktree: Path, copy: str) -> list[Any]:
     path = str(target / "config" / copy)
     return [
         call("read", "call_read", path=path),
-        call("bash", "call_bash", command=rc(f"cat {path}") + "; "
-             + rc(f"ls -A {target} {target / 'config'}") + "; "
-             + rc(f"ln -s {path} {app / 'other-run.json'}")),
+        call("bash", "call_bash", command=rc_pi(f"cat {path}") + "; "
+             + rc_pi(f"ls -A {target} {target / 'config'}") + "; "
+             + rc_pi(f"ln -s {path} {app / 'other-run.json'}")),
         call("grep", "call_grep", pattern="sk-", path=str(target)),
         call("find", "call_find", pattern="*", path=str(target / "config")),
         call("ls", "call_ls", path=str(target / "config")),
@@ -393,9 +400,9 @@ def test_a_pi_worker_never_reads_the_run_directory(pi_world: PiWorld) -> None:
             call("ls", "call_ls", path=str(parent / "workers")),
             call("find", "call_find", pattern="*", path=str(run_dir)),
             call("grep", "call_grep", pattern="host_pid|SIBLING", path=str(parent)),
-            call("bash", "call_bash", command=rc(f"cat {run_dir / 'status.json'}") + "; "
-                 + rc(f"ls -A {parent / 'workers'}") + "; "
-                 + rc(f"cat {sibling / 'transcript.jsonl'}")))
+            call("bash", "call_bash", command=rc_pi(f"cat {run_dir / 'status.json'}") + "; "
+                 + rc_pi(f"ls -A {parent / 'workers'}") + "; "
+                 + rc_pi(f"cat {sibling / 'transcript.jsonl'}")))
 
     run = w.run(attempts, reply(result_call("call_r")), limits=LIMITS)
     assert run.record.status == "ok", run.explain()
@@ -512,8 +519,8 @@ def test_a_pi_worker_never_reads_a_credential_at_its_origin(pi_world: PiWorld) -
         for n, label in enumerate(labels):
             path = origins.files[label][0]
             calls += [call("read", f"call_read_{n}", path=str(path)),
-                      call("bash", f"call_bash_{n}", command=rc(f"cat {path}") + "; "
-                           + rc(f"ln -s {path} {app / f'origin-{n}'}"))]
+                      call("bash", f"call_bash_{n}", command=rc_pi(f"cat {path}") + "; "
+                           + rc_pi(f"ln -s {path} {app / f'origin-{n}'}"))]
         calls.append(call("grep", "call_grep", pattern="KEY|AUTH|sk-", path=str(w.home)))
         calls.append(call("ls", "call_ls", path=str(pi_dir)))
         return reply(*calls)
