@@ -299,6 +299,11 @@ def _worker_result_line(record: RunRecord) -> str | None:
     if not isinstance(status, str):
         return None
     text = f"  worker result: {status}"
+    if status != record.status:
+        # A failed run's account must not open as if the run were ok (issue 19 §2): the
+        # result is the worker's claim, and the run ended otherwise.
+        ended = record.status + (f": {record.error.code}" if record.error is not None else "")
+        text += f" (the worker's claim; the run ended {ended})"
     if isinstance(summary, str) and summary:
         first, *rest = summary.splitlines() or [""]
         text += f" — {first}{' …' if rest else ''}"

@@ -12,6 +12,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from dependency_injector import providers
 from fakes.agent import Round
 from fakes.world import GRANT, WORKTREE, PlanWorld
@@ -72,7 +73,8 @@ def test_the_account_escapes_every_worker_and_request_given_text() -> None:
                             transient=Transient(error=f"API {OSC}", retried=False,
                                                 delay_seconds=None)),)))
     assert_terminal_safe(text)
-    assert f"worker result: ok — {SHOWN}" in text
+    assert ("worker result: ok (the worker's claim; the run ended failed: audit_violation) — "
+            f"{SHOWN}") in text
     assert f"violations 1: docs/{SHOWN}" in text
     assert f"deleted src/app/{SHOWN}.py" in text
     assert "absent  src/app/a\\nrun w-x: ok" in text  # a path's newline starts no new line
@@ -194,3 +196,19 @@ def test_an_internal_error_s_text_is_escaped() -> None:
     assert cli.main(["run", REQUEST_FILE, "--parent", PARENT], out, err, container=w.container) == 3
     assert_terminal_safe(err.getvalue())
     assert "RuntimeError: broke \\x1b]0;pwned\\x07" in err.getvalue()
+
+
+@pytest.mark.parametrize(("status", "code", "said"), [
+    ("ok", None, "  worker result: ok — fine"),
+    ("failed", "checks_failed",
+     "  worker result: ok (the worker's claim; the run ended failed: checks_failed) — fine"),
+])
+def test_a_failed_run_s_account_never_opens_as_if_it_were_ok(status: str, code: str | None,
+                                                              said: str) -> None:
+    """Issue 19 §2: the account of a run that failed after a worker said ok opened with
+    round 1's "worker result: ok", as an ok run's does."""
+    error = None if code is None else link(code, "round 2: 1 check failed", Reason.EXHAUSTED)
+    text = account(record(worker_result={"status": "ok", "summary": "fine", "error": None,
+                                         "proposed_deletions": [], "output": {}},
+                          status=status, error=error))
+    assert said in text.splitlines()
