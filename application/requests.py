@@ -165,15 +165,22 @@ class RequestBuilder:
         if not isinstance(interpreter, str) or not posixpath.isabs(interpreter) or \
                 not isinstance(given, list) or not self._fs.is_file(interpreter):
             return data
-        derived = interpreter_installation(interpreter, self._fs.realpath, self._pyvenv_cfg)
-        # Inside the worktree the caller decides alone: a runtime path there is never writable,
+        # Inside the worktree the caller decides alone. A runtime path there is never writable,
         # so listing one would take rw from the grant (and hide an interpreter the worker may
-        # replace from its refusal).
+        # replace from its refusal); and a pyvenv.cfg there is the worker's to have written,
+        # whose `home` could name any folder of a home: it is never read.
         worktree = data.get("worktree")
         inside = ([worktree, self._fs.realpath(worktree)]
                   if isinstance(worktree, str) and posixpath.isabs(worktree) else [])
-        added = [p for p in derived if p not in given
-                 and not any(is_within(p, w) or is_within(w, p) for w in inside)]
+
+        def near(path: str) -> bool:
+            return any(is_within(f, w) or is_within(w, f)
+                       for f in (path, self._fs.realpath(path)) for w in inside)
+
+        derived = interpreter_installation(
+            interpreter, self._fs.realpath,
+            lambda cfg: None if near(cfg) else self._pyvenv_cfg(cfg))
+        added = [p for p in derived if p not in given and not near(p)]
         return {**data, "runtime_paths": [*given, *added]} if added else data
 
     def _pyvenv_cfg(self, path: str) -> str | None:
