@@ -184,9 +184,8 @@ class SandboxedCheckRunner:
                             problem="bubblewrap (bwrap) is not installed, and a check never "
                                     "runs outside its sandbox; install it (Debian: apt-get "
                                     "install bubblewrap)")
-        hidden = [*self._hidden, *(os.path.realpath(p) for p in self._hidden)]
         script = f"printf '%s\\n' {STARTED}\nexec 1>&2\n{check.command}"
-        argv = check_argv(self._bwrap, place, tree, script, hidden, _kind)
+        argv = check_argv(self._bwrap, place, tree, script, self._hidden_forms(), _kind)
         env = check_environment(self._env, place.project_interpreter)
         started = time.monotonic()
         try:
@@ -225,9 +224,14 @@ class SandboxedCheckRunner:
                             problem=f"the sandbox could not be built: {said}")
         return finished(exit_code, duration, log)
 
+    def _hidden_forms(self) -> list[str]:
+        """The host's hidden places, each as given and with its links resolved."""
+        return [*self._hidden, *(os.path.realpath(p) for p in self._hidden)]
+
     def program(self, check: Check, place: CheckPlace) -> str:
-        hidden = [*ALWAYS_HIDDEN, *self._hidden, *(os.path.realpath(p) for p in self._hidden),
-                  *place.hidden]
+        # The places check_argv hides, as it hides them: the host's, as given and real, the
+        # ones every check hides, and the run's own.
+        hidden = [*ALWAYS_HIDDEN, *self._hidden_forms(), *place.hidden]
         search = check_environment(self._env, place.project_interpreter).get("PATH", "")
 
         def executable(path: str) -> bool:

@@ -35,25 +35,20 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from concorde_workers.adapters.demo.example_repository import GRANT, create_example
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from interleave import project_programs
+
+from concorde_workers.adapters.demo.example_repository import (
+    GRANT,
+    create_example,
+)
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.container import production
 from concorde_workers.domain.request import RunRequest
 
 RUN_ID = "w-20260101T000000-abc123"
-NODE_MODULES = Path(__file__).resolve().parents[1] / "node_modules"
-
-
-def project_programs() -> dict[str, str]:
-    """The agent programs this checkout pinned (package.json, installed by ./scripts/setup), by
-    the variables that name them, so that the bare and the confined start run the same file."""
-    found: dict[str, str] = {}
-    for variable, rel in (("CONCORDE_PI", ".bin/pi"), ("CONCORDE_CLAUDE", ".bin/claude"),
-                          ("CONCORDE_SANDBOX_RUNTIME", "@anthropic-ai/sandbox-runtime")):
-        if (NODE_MODULES / rel).exists():
-            found[variable] = str(NODE_MODULES / rel)
-    return found
 
 
 def prepare(backend: str, worktree: str, environ: dict[str, str], runtime: Path) -> Prepared:

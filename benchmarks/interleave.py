@@ -22,6 +22,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "concorde_workers"
 
 
+def project_programs() -> dict[str, str]:
+    """The agent programs this checkout pinned (package.json, installed by ./scripts/setup), by
+    the variables that name them, so that every benchmark runs the same files."""
+    found: dict[str, str] = {}
+    for variable, rel in (("CONCORDE_PI", ".bin/pi"), ("CONCORDE_CLAUDE", ".bin/claude"),
+                          ("CONCORDE_SANDBOX_RUNTIME", "@anthropic-ai/sandbox-runtime")):
+        if (ROOT / "node_modules" / rel).exists():
+            found[variable] = str(ROOT / "node_modules" / rel)
+    return found
+
+
 def compiled() -> None:
     """Byte-compile the package, as an installation does (pip writes the .pyc files): with
     PYTHONDONTWRITEBYTECODE set, as in some shells, every changed module would otherwise be

@@ -39,7 +39,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from audit_overhead import build, git_env  # noqa: E402
-from interleave import ROOT, baseline_tree, compiled, interleaved, report  # noqa: E402
+from interleave import (  # noqa: E402
+    baseline_tree,
+    compiled,
+    interleaved,
+    project_programs,
+    report,
+)
 
 from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
 from concorde_workers.domain.paths import Subdirs  # noqa: E402
@@ -101,10 +107,7 @@ def setup(base: Path, files: int) -> tuple[Path, Path, dict[str, str]]:
         (base / "models.json").write_text(json.dumps(MODEL_MAP))
         (base / "grant.json").write_text(json.dumps(GRANT))
     env = {**env, "CONCORDE_MODEL_MAP": str(base / "models.json")}
-    for variable, rel in (("CONCORDE_PI", ".bin/pi"), ("CONCORDE_CLAUDE", ".bin/claude"),
-                          ("CONCORDE_SANDBOX_RUNTIME", "@anthropic-ai/sandbox-runtime")):
-        if (ROOT / "node_modules" / rel).exists():
-            env[variable] = str(ROOT / "node_modules" / rel)
+    env.update(project_programs())
     return worktree, base / "grant.json", env
 
 

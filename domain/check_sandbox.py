@@ -32,7 +32,7 @@ from concorde_workers.domain.environment import worker_path
 from concorde_workers.domain.git_commands import SANDBOX_ARGS
 from concorde_workers.domain.grant import Grant, Level, entries_below
 from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
-from concorde_workers.domain.paths import is_within
+from concorde_workers.domain.paths import is_within, relative_to
 
 ALWAYS_HIDDEN: tuple[str, ...] = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/dev/shm",
                                   "/mnt", "/media")
@@ -189,9 +189,10 @@ def program_in_view(command: str, place: CheckPlace, search_path: str,
                       if posixpath.isabs(d)]
 
     def seen(path: str) -> bool:
-        if is_within(path, place.worktree) or any(is_within(path, r)
-                                                  for r in place.runtime_paths):
+        if any(is_within(path, r) for r in place.runtime_paths):
             return True
+        if is_within(path, place.worktree):  # the copy: what the grant lets the worker read
+            return place.keep(relative_to(path, place.worktree)) is Keep.CONTENT
         return not any(is_within(path, h) for h in hidden)
 
     behind: str | None = None

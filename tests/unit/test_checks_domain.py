@@ -219,7 +219,10 @@ def test_a_command_not_found_on_both_states_is_unavailable_never_pre_existing() 
 VENV_PY = "/srv/p/.venv/bin/python"
 BASE_PY = "/home/ana/.pyenv/versions/3.12.1/bin/python3.12"
 LINKS = {VENV_PY: BASE_PY}
-PROGRAMS = {VENV_PY, BASE_PY, "/usr/bin/make", "/home/ana/bin/tool"}
+PROGRAMS = {VENV_PY, BASE_PY, "/usr/bin/make", "/home/ana/bin/tool",
+            "/srv/p/.claude/worktrees/t/run.sh", "/srv/p/.claude/worktrees/t/tools/t.sh"}
+TOOLS_RO = parse_grant({"task_type": "implement", "context_identity": "sha256:x",
+                        "entries": [{"path": "tools/", "level": "ro"}]})
 PROGRAM_ROWS = {
     "a venv whose base lies in a hidden home": (
         "python -m pytest -q", (), "`python` is found nowhere in the check's view; "
@@ -237,6 +240,12 @@ PROGRAM_ROWS = {
     "a program nowhere": ("nosuch", (), "`nosuch` is found nowhere in the check's view; the "
                           "run would end checks_unavailable"),
     "the shell's own": ("test -f a.txt && make", (), "`test` is the shell's own"),
+    "a script of the worktree the grant hides": (
+        "./run.sh", (), "`./run.sh` is found nowhere in the check's view; "
+        "/srv/p/.claude/worktrees/t/run.sh lies where the check does not see: list its "
+        "installation as a runtime path; the run would end checks_unavailable"),
+    "a script of the worktree the grant lets through": (
+        "./tools/t.sh", (), "`./tools/t.sh` is /srv/p/.claude/worktrees/t/tools/t.sh"),
     "a quote left open": ("echo 'x", (), "its first word cannot be told apart (a quote left "
                           "open): run as written"),
 }
@@ -247,8 +256,9 @@ PROGRAM_ROWS = {
 def test_what_a_check_s_first_word_resolves_to_in_its_view(command: str,
                                                            runtime: tuple[str, ...],
                                                            said: str) -> None:
+    assert isinstance(TOOLS_RO, Grant)
     place = CheckPlace(worktree="/srv/p/.claude/worktrees/t", runtime_paths=runtime,
-                       project_interpreter=VENV_PY)
+                       project_interpreter=VENV_PY, grant=TOOLS_RO)
     search = "/srv/p/.venv/bin:/home/ana/bin:/usr/bin:/bin"
     assert program_in_view(command, place, search, ("/home", "/tmp"),
                            lambda p: LINKS.get(p, p), lambda p: p in PROGRAMS) == said
