@@ -307,5 +307,14 @@ def _resolved(
         runtime=runtime,
         program=program,
         program_source=program_source,
-        notice=config.notice,
+        notice=_notice(config, choice),
     )
+
+
+def _notice(config: WorkerConfiguration, choice: WorkerChoice) -> str | None:
+    """What the caller is told beside the resolution: a working copy that is not the committed
+    file, and an Operation or worker the file has no entry of its own for."""
+    said = [text for text in (config.notice,
+                              domain.unnamed_notice(config, choice.operation, choice.worker))
+            if text is not None]
+    return "; ".join(said) or None

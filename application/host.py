@@ -193,12 +193,10 @@ class WorkerHost:
         character or not absolute (as the command line refuses it); a runtime path or project
         interpreter that is empty, relative, missing or would uncover what the Harness hides
         (seed 000 "Reading beside the grant"; domain/beside.py), judged exactly as the
-        preparation judges it; then an agent program older than the policy relies on, or whose
-        version cannot be read (domain/program_versions.py: backend_missing for claude,
-        pi_runtime_missing for pi and its sandbox-runtime). Ask it before `run`, as the
-        configuration reader's refusals are asked for: no run is made for it (request_invalid
-        and backend_missing are none of a run's codes). A refusal the run would meet first (a
-        malformed grant, a misplaced worktree) is the run's own, with its final record."""
+        preparation judges it. Ask it before `run`, as the configuration reader's refusals are
+        asked for: no run is made for it (request_invalid is none of a run's codes). A refusal
+        of a run's own code (a malformed grant, a misplaced worktree, an agent program missing
+        or older than the policy relies on) is the run's, with its final record."""
         parent = request.parent or ""
         problem = control_problem(parent) or (
             None if posixpath.isabs(parent) else "is not an absolute path")

@@ -2,9 +2,9 @@
 per run").
 
 Before its first round a run asks Git the same placement questions of the same worktree several
-times: `WorkerHost.refusal_before_run` (the runtime paths beside the grant, then the program
-versions), the command line's own check before it (the same, for the same request object) and
-`Preparer.prepare` each settle the placement. Each question is a Git process in
+times: `WorkerHost.refusal_before_run` (the runtime paths beside the grant), the command line's
+own check before it (the same, for the same request object) and `Preparer.prepare` each settle
+the placement. Each question is a Git process in
 bubblewrap's sandbox (6-30 ms). Between the first question and the end of `prepare` no worker
 process runs and the host writes nothing into the repository, so the answers cannot differ;
 they are kept for that window only and forgotten when `prepare` ends.

@@ -81,7 +81,8 @@ class Planner:
         resolution = request_resolution(request)
         plan = Plan(request=request, resolution=resolution, run_id=rid,
                     runtime_directory=runtime_dir)
-        settled = settle_worker(self._config, request, declared or {})
+        settled = settle_worker(self._config, request, declared or {},
+                                self._preparer.placement_refusal)
         if isinstance(settled, Refusal):
             plan.refusal = settled
             return plan
@@ -101,10 +102,15 @@ class Planner:
 
 
 def settle_worker(config: ConfigurationReader, request: RunRequest,
-                  declared: Mapping[str, set[str]]) -> ResolvedWorker | Refusal | None:
+                  declared: Mapping[str, set[str]],
+                  misplaced: Callable[[str], Refusal | None]) -> ResolvedWorker | Refusal | None:
     """With an Operation and a worker, the worker as its configuration and the model map settle
     it, or the refusal the configuration reader gives (before any run exists); None for a
-    request that names neither. Shared by `plan` and `run`, so they cannot drift apart."""
+    request that names neither. Shared by `plan` and `run`, so they cannot drift apart.
+
+    When the reader refuses, `misplaced` (`Preparer.placement_refusal`) is asked first: a
+    worktree that is not one is said as itself, with its repair, never as the configuration it
+    cannot hold (issue 19 §2); a resolution that succeeds costs no extra Git question."""
     if bool(request.operation) != bool(request.worker):
         return Refusal(
             code=Code.REQUEST_INVALID, reason=Reason.INPUT,
@@ -122,7 +128,7 @@ def settle_worker(config: ConfigurationReader, request: RunRequest,
     names.setdefault(request.operation, set()).add(request.worker)
     resolved = config.resolve_worker(request.worktree, request.operation, request.worker, names)
     if isinstance(resolved, Refusal):
-        return resolved
+        return misplaced(request.worktree) or resolved
     if "backend" in request.model_fields_set and request.backend != resolved.backend:
         return backend_conflict(request, resolved)
     return resolved

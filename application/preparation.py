@@ -230,9 +230,10 @@ class Preparer:
                      for location in backend.programs(self._host.environ, primary))
 
     def refusal_before_run(self, request: RunRequest, temp_root: str) -> Refusal | None:
-        """`WorkerHost.refusal_before_run`: `beside_refusal`, then `program_refusal`."""
-        return self._kept.judging(request, lambda: self.beside_refusal(request, temp_root)
-                                  or self.program_refusal(request))
+        """`WorkerHost.refusal_before_run`: `beside_refusal`. A program too old is not
+        refused here: its run ends failed at the prerequisites with its record, as a missing
+        one does (domain/program_versions.py)."""
+        return self._kept.judging(request, lambda: self.beside_refusal(request, temp_root))
 
     def home_refusal(self) -> Refusal | None:
         """The refusal of a home of `/` (domain/credentials.py `home_at_root`), or None."""
@@ -241,16 +242,12 @@ class Preparer:
             return None
         return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem)
 
-    def program_refusal(self, request: RunRequest) -> Refusal | None:
-        """The refusal of an agent program older than the policy relies on, or whose version
-        cannot be read (domain/program_versions.py), or None, also when `prepare` would meet
-        another refusal first (a worktree with no primary worktree to find sandbox-runtime
-        in). The host asks it before a run exists (`WorkerHost.refusal_before_run`), so such a
-        program never starts; `prepare` asks it again at its step (the prerequisites)."""
-        placement = self._placement(request.worktree)
-        if isinstance(placement, Refusal):
-            return None
-        return version_refusal(self.programs(request, placement.primary))
+    def placement_refusal(self, worktree: str) -> Refusal | None:
+        """Why `worktree` is no worktree a run can be made in (worktree_misplaced with its
+        repair, or request_invalid for a name with a control character), None when it is one:
+        what `prepare` would refuse at its placement step."""
+        placement = self._placement(worktree)
+        return placement if isinstance(placement, Refusal) else None
 
     def beside_refusal(self, request: RunRequest, temp_root: str) -> Refusal | None:
         """The refusal of the request's own input (its runtime paths, its project interpreter,

@@ -157,7 +157,8 @@ class ResolvedWorker(BaseModel):
     """Where the program came from: `$CONCORDE_PI` / `$CONCORDE_CLAUDE` when that variable named
     it, else `PATH`."""
     notice: str | None = None
-    """The configuration's working copy differs from the committed file the run reads."""
+    """What the caller is told: the configuration's working copy differs from the committed
+    file the run reads, or the file has no entry of its own for the Operation or worker."""
 
 
 # ---------------------------------------------------------------- words
@@ -418,6 +419,24 @@ def _wrong_level(config: WorkerConfiguration, choice: WorkerChoice) -> Refusal:
         "or choose the other backend; then commit the file."
     )
     return config_invalid(config.file, problem, repair)
+
+
+def unnamed_notice(config: WorkerConfiguration, operation: str, worker: str) -> str | None:
+    """What to say when the file has no entry of its own for the Operation or the worker asked
+    for (issue 19 §2): the caller declared it, so the chain's less specific entries apply as the
+    rules say, but a mistyped id must not pass for a configured one in silence."""
+    entries = config.operations.get(operation)
+    if entries is None:
+        named = ", ".join(sorted(config.operations)) or "none"
+        return (f"{config.file} has no entry for Operation {operation} (its Operations: "
+                f"{named}): worker {worker} takes the file's default entry")
+    if worker in entries.workers:
+        return None
+    named = ", ".join(sorted(entries.workers)) or "none"
+    fallback = (f"operations.{operation}.default" if entries.default is not None
+                else "the file's default entry")
+    return (f"{config.file} has no entry for worker {worker} of Operation {operation} (its "
+            f"workers: {named}): it takes {fallback}")
 
 
 def choose(config: WorkerConfiguration, operation: str, worker: str) -> WorkerChoice | Refusal:

@@ -9,10 +9,12 @@ Each minimum is the oldest version the generated settings were verified against 
 end-to-end suite; a version between that and an older verified one is refused too, because
 nobody checked it (docs/decisions.md "Program versions").
 
-The codes are the nearest of seed 000's tables: Claude Code's program is the worker's program,
-which is `backend_missing` when it cannot be used (the refusal before a run; its message names
-the program and how to choose the other one); pi and its sandbox-runtime are pi's prerequisites,
-`pi_runtime_missing` (seed 001, the pi run mechanics).
+The codes are those of a run that ends failed before launch, with its record (issue 19 §3: the
+same code has one shape, a program too old ends as a missing one does): Claude Code's program is
+the command that cannot be started, `launch_failed`; pi and its sandbox-runtime are pi's
+prerequisites, `pi_runtime_missing` (seed 001, the pi run mechanics: "the run ends failed with
+pi_runtime_missing before launch"). The caller's resolution of a worker (the configuration
+reader) refuses such a program before any run with `backend_missing` (domain/machine.py).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ MINIMUMS: Mapping[str, ProgramMinimum] = {
                 "the user data folder; ./scripts/setup in a checkout), or npm install -g "
                 f"{pinned('@anthropic-ai/claude-code')}, or set CONCORDE_CLAUDE to a newer "
                 "claude",
-        code=Code.BACKEND_MISSING),
+        code=Code.LAUNCH_FAILED),
     "pi": ProgramMinimum(
         program="pi", title="pi", package="@mariozechner/pi-coding-agent", minimum="0.73.1",
         relies_on="the extension API the permission extension uses and the session file "
@@ -208,7 +210,7 @@ def version_refusal(found: Sequence[ProgramVersion]) -> Refusal | None:
         problem = version_problem(program)
         if problem is None:
             continue
-        if program.row.code == Code.BACKEND_MISSING:
+        if program.row.code == Code.LAUNCH_FAILED:
             message = (f"{problem}; or choose the pi backend for this worker. The run is "
                        "never started with a program older than the settings it is given.")
         else:

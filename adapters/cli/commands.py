@@ -146,7 +146,8 @@ def resolve_worker(container: Container, request: RunRequest,
     settle it (backend, model, reasoning, limits, runtime paths), exactly as the planner does;
     the configuration reader's refusal otherwise. A request without either goes as it is. A
     working copy of the configuration that differs from the committed one is said on `err`."""
-    settled = settle_worker(container.config_reader(), request, declared)
+    settled = settle_worker(container.config_reader(), request, declared,
+                            container.preparer().placement_refusal)
     if settled is None or isinstance(settled, Refusal):
         return settled or request
     if settled.notice is not None:

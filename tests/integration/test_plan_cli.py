@@ -642,6 +642,51 @@ def test_every_bad_input_is_a_refusal_naming_the_file_and_repair(
         assert " ".join(phrase.split()) in " ".join(refusal["message"].split())
 
 
+MISPLACED = [b for b in BAD_INPUTS if b.code == "worktree_misplaced"]
+
+
+@pytest.mark.parametrize("bad", MISPLACED, ids=[b.name for b in MISPLACED])
+def test_with_an_operation_and_a_worker_a_worktree_problem_is_said_as_itself(
+        project: Any, bad: Bad) -> None:
+    """Issue 19 §2: with --operation/--worker a misplaced worktree was refused config_missing
+    (it cannot hold the configuration), hiding the placement's own refusal and its repair; plan
+    and run now say the same worktree_misplaced as without them."""
+    argv = [*bad.make(project), *_op()]
+    doc = plan(*argv, "--json")
+    refusal = doc.json()["refusal"]
+    assert (refusal["code"], refusal["reason"]) == (bad.code, bad.reason), refusal
+    for phrase in bad.says(project):
+        assert " ".join(phrase.split()) in " ".join(refusal["message"].split())
+    out, err = io.StringIO(), io.StringIO()
+    parent = project.root / "trace"
+    parent.mkdir(exist_ok=True)
+    status = main(["run", *argv, "--parent", str(parent), "--json"], out, err)
+    said = json.loads(out.getvalue())
+    assert status in (1, 2) and err.getvalue() == "", err.getvalue()
+    code = said["error"]["code"] if status == 1 else said["refusal"]["code"]
+    assert code == "worktree_misplaced", said
+
+
+def test_a_worker_the_configuration_has_no_entry_for_is_said_not_passed_in_silence(
+        project: Any) -> None:
+    """Issue 19 §2: a mistyped worker id is declared by the caller and so takes the Operation's
+    default entry, as the reader's rules say; plan says that the file has no entry for it."""
+    typo = plan(str(project.request_file), *_op("reveiwer", "--declare", "implement:reviewer"),
+                "--json")
+    assert typo.status == 0, typo.both
+    told = typo.json()["resolution"]["configuration"]
+    assert (f"{project.config_file} has no entry for worker reveiwer of Operation implement "
+            "(its workers: reviewer): it takes operations.implement.default") in told["source"]
+    known = plan(str(project.request_file), *_op("reviewer"), "--json")
+    assert "configuration" not in known.json()["resolution"], known.json()["resolution"]
+    other = plan(str(project.request_file), "--operation", "review", "--worker", "x",
+                 "--declare", "implement:reviewer", "--declare", "implement:worker", "--json")
+    assert other.status == 0, other.both
+    assert (f"{project.config_file} has no entry for Operation review (its Operations: "
+            "implement): worker x takes the file's default entry"
+            ) in other.json()["resolution"]["configuration"]["source"]
+
+
 def test_a_request_refusal_goes_to_stderr_and_a_plan_refusal_shows_what_was_settled(
         project: Any) -> None:
     bad = plan(str(project.root / "nope.json"))

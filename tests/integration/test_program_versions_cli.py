@@ -1,6 +1,7 @@
-"""Issue 11 through the CLI and the production container: an agent program older than the policy
-relies on is refused before any run exists (no run directory, no record, no program started but
-its `--version`), with a message naming the program, its version, the minimum and the upgrade;
+"""Issues 11 and 19 through the CLI and the production container: a run on an agent program
+older than the policy relies on ends failed before launch with its record (no program started
+but its `--version`), its message naming the program, its version, the minimum and the upgrade;
+the configuration reader refuses a worker configured on one (backend_missing);
 `plan --json` of a Claude Code worker shows the versions and the strict network allowlist.
 
 The project's stub claude and pi lie in npm packages whose package.json says the pinned version
@@ -18,7 +19,6 @@ from typing import Any
 import pytest
 
 from concorde_workers.adapters.cli.main import main
-from concorde_workers.application.host import RequestRefused
 from concorde_workers.container import production
 from concorde_workers.domain.program_versions import MINIMUMS
 from concorde_workers.domain.request import RunRequest
@@ -52,60 +52,69 @@ def parent(project: Any) -> Path:
     return Path(folder)
 
 
-def test_an_older_claude_is_refused_before_any_run(project: Any, parent: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def ended(parent: Path) -> dict[str, Any]:
+    """The one run's record below `parent` (`show --json` reads it back)."""
+    [run_dir] = (parent / "workers").glob("w-*")
+    status, out, err = cli("show", str(run_dir), "--json")
+    assert status == 0, out + err
+    return dict(json.loads(out))
+
+
+def test_an_older_claude_ends_its_run_launch_failed_with_its_record(
+        project: Any, parent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19 §3: a program below its floor ends like a missing one, a run failed before
+    launch with its record (claude: launch_failed), never a refusal without a record."""
     claude = old_program(project, "claude", "2.1.197 (Claude Code)")
     monkeypatch.setenv("CONCORDE_CLAUDE", str(claude))
     status, out, err = cli("run", str(project.request_file), "--backend", "claude",
                            "--parent", str(parent))
-    assert status == 2, out + err
-    assert "refused: backend_missing (environment)" in err
+    assert status == 1, out + err
+    assert "launch_failed" in out + err
     row = MINIMUMS["claude"]
+    record = ended(parent)
+    assert record["status"] == "failed" and record["error"]["code"] == "launch_failed"
+    message = record["error"]["detail"]
     for words in (f"Claude Code at {claude} is version 2.1.197", f"older than {row.minimum}",
                   row.upgrade, "choose the pi backend"):
-        assert words in err, words
-    assert not (parent / "workers").exists()  # no run directory, no record
+        assert words in message, words
     assert not (project.root / "old" / "started").exists()  # only `--version` ran
-    # the same refusal under --json, and from plan (which exits 2 for a refused run)
-    status, out, _ = cli("run", str(project.request_file), "--backend", "claude",
-                         "--parent", str(parent), "--json")
-    assert status == 2 and json.loads(out)["refusal"]["code"] == "backend_missing"
+    # plan says the same ending (and exits 2 for a run that would not launch)
     status, out, _ = cli("plan", str(project.request_file), "--backend", "claude", "--json")
     plan = json.loads(out)
-    assert status == 2 and plan["refusal"]["code"] == "backend_missing"
+    assert status == 2 and plan["refusal"]["code"] == "launch_failed"
     assert [(p["program"], p["version"], p["minimum"]) for p in plan["programs"]] == [
         ("claude", "2.1.197", "2.1.332")]
-    assert not (parent / "workers").exists()
 
 
-def test_the_in_process_host_refuses_an_older_claude_before_a_run_exists(
+def test_the_in_process_host_ends_an_older_claudes_run_with_its_record(
         project: Any, parent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Concorde calls WorkerHost.run itself: the refusal is raised, no run is made."""
+    """Concorde calls WorkerHost.run itself: no refusal is raised, the run ends failed."""
     claude = old_program(project, "claude", "2.1.300 (Claude Code)")
     monkeypatch.setenv("CONCORDE_CLAUDE", str(claude))
     request = RunRequest.model_validate({
         **json.loads(project.request_file.read_text()), "backend": "claude",
         "parent": str(parent)})
     host = production().worker_host()
-    assert host.refusal_before_run(request) is not None
-    with pytest.raises(RequestRefused) as refused:
-        host.run(request)
-    assert refused.value.refusal.code == "backend_missing"
-    assert "is version 2.1.300" in refused.value.refusal.message
-    assert not (parent / "workers").exists()
+    assert host.refusal_before_run(request) is None
+    record = host.run(request)
+    assert record.status == "failed" and record.error is not None
+    assert record.error.code == "launch_failed"
+    assert "is version 2.1.300" in record.error.detail
+    assert ended(parent)["error"]["code"] == "launch_failed"
 
 
-def test_an_older_sandbox_runtime_refuses_a_pi_run_before_it_exists(
+def test_an_older_sandbox_runtime_ends_a_pi_run_pi_runtime_missing_with_its_record(
         project: Any, parent: Path) -> None:
     (project.sandbox_runtime / "package.json").write_text(json.dumps(
         {"name": "@anthropic-ai/sandbox-runtime", "version": "0.0.70"}))
     status, out, err = cli("run", str(project.request_file), "--backend", "pi",
                            "--parent", str(parent))
-    assert status == 2, out + err
-    assert "refused: pi_runtime_missing (environment)" in err
-    assert f"sandbox-runtime at {project.sandbox_runtime} is version 0.0.70" in err
-    assert "older than 0.0.78" in err and "CONCORDE_SANDBOX_RUNTIME" in err
-    assert not (parent / "workers").exists()
+    assert status == 1, out + err
+    record = ended(parent)
+    assert record["status"] == "failed" and record["error"]["code"] == "pi_runtime_missing"
+    message = record["error"]["detail"]
+    assert f"sandbox-runtime at {project.sandbox_runtime} is version 0.0.70" in message
+    assert "older than 0.0.78" in message and "CONCORDE_SANDBOX_RUNTIME" in message
 
 
 def test_a_worker_configured_on_an_older_program_is_refused_by_the_reader(

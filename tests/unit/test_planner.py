@@ -75,6 +75,8 @@ def world_with(workers: Any = WORKERS, models: Any = MODELS, **kwargs: Any) -> P
 
 CONFIGURATION_GIT_CALLS = {"git_dirs", "committed_config"}
 """What the configuration reader asks Git: the worktree's Git directories, the committed file."""
+PLACEMENT_GIT_CALLS = {"toplevel", "worktrees"}
+"""What a reader's refusal then asks, so that a worktree that is none is said as itself."""
 
 
 def request(**fields: Any) -> RunRequest:
@@ -276,9 +278,10 @@ def test_a_refusal_before_a_run_stops_the_plan_before_git_is_asked(
     for phrase in says:
         assert phrase in plan.refusal.message
     assert plan.prepared is None
-    # Placement comes after the configuration reader, which asks Git only for the committed
-    # configuration (issue 18 §4).
-    assert {call[0] for call in world.git.calls} <= CONFIGURATION_GIT_CALLS
+    # The configuration reader asks Git only for the committed configuration (issue 18 §4);
+    # its refusal then asks the placement alone, which here finds a worktree (issue 19 §2).
+    assert {call[0] for call in world.git.calls} <= (CONFIGURATION_GIT_CALLS
+                                                     | PLACEMENT_GIT_CALLS)
     assert plan.progress.grant is None and plan.progress.policy is None
     data = plan_json(plan)
     assert data["refusal"] == {"code": code, "reason": REASONS[code].value,

@@ -68,9 +68,9 @@ def test_the_pinned_programs_are_at_least_their_minimums() -> None:
 
 
 @pytest.mark.parametrize(("program", "older", "code"), [
-    ("claude", "2.1.197", "backend_missing"),
-    ("claude", "2.1.331", "backend_missing"),
-    ("claude", "1.99.999", "backend_missing"),
+    ("claude", "2.1.197", "launch_failed"),
+    ("claude", "2.1.331", "launch_failed"),
+    ("claude", "1.99.999", "launch_failed"),
     ("pi", "0.73.0", "pi_runtime_missing"),
     ("sandbox-runtime", "0.0.77", "pi_runtime_missing"),
 ])
@@ -91,7 +91,7 @@ def test_an_older_program_is_refused_naming_it_its_version_the_minimum_and_the_u
 def test_a_program_whose_version_cannot_be_read_is_refused_with_what_it_said() -> None:
     problem = "it exited 1 and printed 'unknown option'"
     refusal = version_refusal([found("claude", None, problem)])
-    assert refusal is not None and refusal.code == "backend_missing"
+    assert refusal is not None and refusal.code == "launch_failed"
     assert "could not be read (it exited 1 and printed 'unknown option')" in refusal.message
     assert "2.1.332 or newer" in refusal.message
     garbled = version_refusal([found("pi", "a build of today")])

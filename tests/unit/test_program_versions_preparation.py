@@ -61,7 +61,7 @@ def test_a_pi_run_is_prepared_with_the_versions_of_pi_and_its_sandbox_runtime() 
 
 
 @pytest.mark.parametrize(("backend", "program", "older", "code"), [
-    ("claude", "claude", "2.1.197", "backend_missing"),
+    ("claude", "claude", "2.1.197", "launch_failed"),
     ("pi", "pi", "0.60.0", "pi_runtime_missing"),
     ("pi", "sandbox_runtime", "0.0.70", "pi_runtime_missing"),
 ])
@@ -73,14 +73,15 @@ def test_an_older_program_is_refused_before_anything_is_generated(
     assert f"is version {older}" in result.message and "older than" in result.message
     assert progress.policy is None  # refused at the prerequisites, before the policy
     assert world.fs_writes() == []
-    assert world.container().preparer().program_refusal(request(backend=backend)) == result
+    # not a refusal before the run: the run ends failed with this code and its record
+    assert world.container().preparer().refusal_before_run(request(backend=backend), "/tmp") is None
 
 
 def test_a_program_whose_version_cannot_be_read_is_refused() -> None:
     world = world_with()
     world.versions.unreadable[f"{BIN}/claude"] = "it exited 2 and printed 'usage: claude'"
     result, _ = prepare(world, "claude")
-    assert isinstance(result, Refusal) and result.code == "backend_missing"
+    assert isinstance(result, Refusal) and result.code == "launch_failed"
     assert "could not be read (it exited 2 and printed 'usage: claude')" in result.message
 
 
@@ -116,6 +117,6 @@ def test_the_plan_shows_the_versions_and_the_claude_settings_beside_the_lists() 
 def test_a_refused_plan_still_shows_the_version_it_was_refused_for() -> None:
     world = world_with(claude="2.1.197")
     data = plan_json(world.container().planner().plan(request(backend="claude")))
-    assert data["verdict"] == "refused" and data["refusal"]["code"] == "backend_missing"
+    assert data["verdict"] == "refused" and data["refusal"]["code"] == "launch_failed"
     assert [p["version"] for p in data["programs"]] == ["2.1.197"]
     assert "settings" not in data
