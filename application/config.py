@@ -19,6 +19,7 @@ from concorde_workers.application.contract_problems import first_problem
 from concorde_workers.application.json_text import decode_json
 from concorde_workers.domain import config as domain
 from concorde_workers.domain import machine
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.committed_config import (
     MAX_WORKING_COPY_BYTES,
     NOT_OPENED,
@@ -26,7 +27,7 @@ from concorde_workers.domain.committed_config import (
 )
 from concorde_workers.domain.config import ResolvedWorker, WorkerChoice, WorkerConfiguration
 from concorde_workers.domain.discovery import Found, Installation, locate
-from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.git_status import GitRepository
 from concorde_workers.domain.machine import ModelMap
 from concorde_workers.domain.paths import EntryKind
@@ -132,10 +133,32 @@ class ConfigurationReader:
             return runtime if isinstance(runtime, Refusal) else []
         return self._complete(config, choices, runtime)
 
+    def check_all_workers(
+        self, worktree: str, operation: str, declared: Mapping[str, set[str]]
+    ) -> list[ResolvedWorker] | Refusal:
+        """Every worker of `operation` that the file names under its workers or the caller
+        declares, checked at once as `check_operation` checks them (`plan --operation NAME
+        --all-workers`): the file's other names are still checked against `declared`."""
+        config = self.configuration(worktree, None)
+        if isinstance(config, Refusal):
+            return config
+        entries = config.operations.get(operation)
+        workers = sorted({*(entries.workers if entries else ()), *declared.get(operation, ())})
+        if not workers:
+            return Refusal(
+                code=Code.REQUEST_INVALID, reason=Reason.INPUT, file=config.file,
+                message=f"{config.file} names no worker of Operation {operation} and none is "
+                        f"declared: give --declare {operation}:<worker id> for each worker the "
+                        "Operation may launch")
+        names = {op: set(ids) for op, ids in declared.items()}
+        names.setdefault(operation, set()).update(workers)
+        return self.check_operation(worktree, operation, workers, names)
+
     def configuration(
-        self, worktree: str, declared: Mapping[str, set[str]]
+        self, worktree: str, declared: Mapping[str, set[str]] | None
     ) -> WorkerConfiguration | Refusal:
-        """The worktree's worker configuration, checked against the caller's declarations."""
+        """The worktree's worker configuration, checked against the caller's declarations
+        (None: not checked, to learn which names the file holds)."""
         worktree = _absolute(worktree)
         file = posixpath.join(worktree, domain.CONFIG_PATH)
         if self._committed is not None:
@@ -148,7 +171,7 @@ class ConfigurationReader:
         return self._parse(file, text, declared)
 
     def _committed_configuration(
-        self, worktree: str, file: str, declared: Mapping[str, set[str]]
+        self, worktree: str, file: str, declared: Mapping[str, set[str]] | None
     ) -> WorkerConfiguration | Refusal:
         """The configuration as committed at HEAD; the working copy only told about."""
         assert self._committed is not None
@@ -183,7 +206,7 @@ class ConfigurationReader:
         text = self._read(file)
         return NOT_OPENED if isinstance(text, _Unreadable) else text
 
-    def _parse(self, file: str, text: str, declared: Mapping[str, set[str]]
+    def _parse(self, file: str, text: str, declared: Mapping[str, set[str]] | None
                ) -> WorkerConfiguration | Refusal:
         decoded = decode_json(text)
         if decoded.problem is not None:
@@ -307,14 +330,7 @@ def _resolved(
         runtime=runtime,
         program=program,
         program_source=program_source,
-        notice=_notice(config, choice),
+        notice=config.notice,
+        unnamed=domain.unnamed_notice(config, choice.operation, choice.worker),
     )
 
-
-def _notice(config: WorkerConfiguration, choice: WorkerChoice) -> str | None:
-    """What the caller is told beside the resolution: a working copy that is not the committed
-    file, and an Operation or worker the file has no entry of its own for."""
-    said = [text for text in (config.notice,
-                              domain.unnamed_notice(config, choice.operation, choice.worker))
-            if text is not None]
-    return "; ".join(said) or None

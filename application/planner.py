@@ -89,6 +89,8 @@ class Planner:
         if settled is not None:
             plan.request = request = apply_resolution(request, settled)
             plan.resolution = worker_resolution(request, settled)
+            if settled.unnamed is not None:
+                plan.progress.notes.append(settled.unnamed)
         prepared = self._preparer.prepare(request, rid, runtime_dir, plan.progress)
         if isinstance(prepared, Refusal):
             plan.refusal = prepared

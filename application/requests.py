@@ -86,6 +86,22 @@ class RequestBuilder:
             data["task_type"] = data["grant"].get("task_type")
         return self._validate(data, flags.request_file, flags)
 
+    def worktree(self, flags: RequestFlags) -> str | Refusal:
+        """The worktree alone, as `build` would take it (--worktree over the request file's
+        "worktree"), for a question that needs no grant or instructions."""
+        if flags.worktree is not None:
+            return self._absolute(flags.worktree)
+        if flags.request_file is None:
+            return invalid("give --worktree PATH or a request file naming the worktree")
+        loaded = self._json_object(flags.request_file, "request file")
+        if isinstance(loaded, Refusal):
+            return loaded
+        worktree = loaded.get("worktree")
+        if not isinstance(worktree, str) or not worktree:
+            file = self._absolute(flags.request_file)
+            return invalid(f"the request file {file} names no worktree: give --worktree", file)
+        return self._absolute(worktree)
+
     def checks(self, flags: RequestFlags) -> tuple[Check, ...] | Refusal:
         """The checks of the request file's `checks` and of `--check`, or the refusal naming the
         entry and the repair."""

@@ -157,8 +157,9 @@ class ResolvedWorker(BaseModel):
     """Where the program came from: `$CONCORDE_PI` / `$CONCORDE_CLAUDE` when that variable named
     it, else `PATH`."""
     notice: str | None = None
-    """What the caller is told: the configuration's working copy differs from the committed
-    file the run reads, or the file has no entry of its own for the Operation or worker."""
+    """The configuration's working copy differs from the committed file the run reads."""
+    unnamed: str | None = None
+    """The file has no entry of its own for the Operation or worker (`unnamed_notice`)."""
 
 
 # ---------------------------------------------------------------- words

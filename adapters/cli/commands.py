@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from concorde_workers.adapters.cli.display import ProgressWatcher
 from concorde_workers.adapters.cli.flags import declarations, flags_of
+from concorde_workers.adapters.cli.operation_plan import plan_operation
 from concorde_workers.adapters.cli.output import (
     print_json,
     print_record,
@@ -96,6 +97,8 @@ def _discard_example(example: ExampleRepository, keep: bool, err: TextIO) -> Non
 
 def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: TextIO
           ) -> ExitStatus:
+    if args.all_workers:
+        return plan_operation(args, container, out)
     request = container.requests().build(flags_of(args))
     if isinstance(request, Refusal):
         print_refusal(request, args.json, out, err)
@@ -150,8 +153,9 @@ def resolve_worker(container: Container, request: RunRequest,
                             container.preparer().placement_refusal)
     if settled is None or isinstance(settled, Refusal):
         return settled or request
-    if settled.notice is not None:
-        err.write(terminal_lines([f"concorde-workers: {settled.notice}"]))
+    for said in (settled.notice, settled.unnamed):
+        if said is not None:
+            err.write(terminal_lines([f"concorde-workers: {said}"]))
     return apply_resolution(request, settled)
 
 

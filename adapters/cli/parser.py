@@ -128,6 +128,10 @@ def parser() -> argparse.ArgumentParser:
                            "temporary folder, removed once planned")
     plan.add_argument("--keep", action="store_true",
                       help="with --example: keep the example repository")
+    plan.add_argument("--all-workers", action="store_true",
+                      help="with --operation NAME: check every worker of the Operation that "
+                           "workers.json names or --declare declares, against the model map "
+                           "and the programs, at once (exit 0 every one settles, 2 refused)")
     run = commands.add_parser(
         "run", help="run a worker, show its progress, and account for how it ended",
         description="Run one worker and print the account of its run record (or the record as "

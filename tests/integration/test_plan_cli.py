@@ -670,21 +670,23 @@ def test_with_an_operation_and_a_worker_a_worktree_problem_is_said_as_itself(
 def test_a_worker_the_configuration_has_no_entry_for_is_said_not_passed_in_silence(
         project: Any) -> None:
     """Issue 19 §2: a mistyped worker id is declared by the caller and so takes the Operation's
-    default entry, as the reader's rules say; plan says that the file has no entry for it."""
+    default entry, as the reader's rules say; plan says, in its notes, that the file has no
+    entry for it, and run says it on stderr."""
     typo = plan(str(project.request_file), *_op("reveiwer", "--declare", "implement:reviewer"),
                 "--json")
     assert typo.status == 0, typo.both
-    told = typo.json()["resolution"]["configuration"]
-    assert (f"{project.config_file} has no entry for worker reveiwer of Operation implement "
-            "(its workers: reviewer): it takes operations.implement.default") in told["source"]
+    said = (f"{project.config_file} has no entry for worker reveiwer of Operation implement "
+            "(its workers: reviewer): it takes operations.implement.default")
+    assert said in typo.json()["notes"]
+    assert said in " ".join(plan(str(project.request_file),
+                                 *_op("reveiwer", "--declare", "implement:reviewer")).out.split())
     known = plan(str(project.request_file), *_op("reviewer"), "--json")
-    assert "configuration" not in known.json()["resolution"], known.json()["resolution"]
+    assert not [n for n in known.json()["notes"] if "has no entry" in n], known.json()["notes"]
     other = plan(str(project.request_file), "--operation", "review", "--worker", "x",
                  "--declare", "implement:reviewer", "--declare", "implement:worker", "--json")
     assert other.status == 0, other.both
     assert (f"{project.config_file} has no entry for Operation review (its Operations: "
-            "implement): worker x takes the file's default entry"
-            ) in other.json()["resolution"]["configuration"]["source"]
+            "implement): worker x takes the file's default entry") in other.json()["notes"]
 
 
 def test_a_request_refusal_goes_to_stderr_and_a_plan_refusal_shows_what_was_settled(
