@@ -42,6 +42,7 @@ from concorde_workers.application.host import WorkerHost
 from concorde_workers.application.planner import Planner
 from concorde_workers.application.preparation import HostFacts, Preparer
 from concorde_workers.application.requests import RequestBuilder
+from concorde_workers.application.starter import Starter
 from concorde_workers.application.sweep import Sweeper
 from concorde_workers.domain.credentials import credential_origins
 from concorde_workers.domain.discovery import installations
@@ -100,6 +101,8 @@ class Container(containers.DeclarativeContainer):
                                 runtime_parent=temp_root)
     agent_installer = providers.Factory(AgentInstaller, fs=filesystem, processes=processes,
                                         environ=environ)
+    starter = providers.Factory(Starter, fs=filesystem, git=git, processes=processes,
+                                environ=environ, installations=installations, cwd=cwd)
     sandbox_probe = providers.Dependency(instance_of=SandboxProbe)
     doctor = providers.Factory(Doctor, fs=filesystem, versions=versions, probe=sandbox_probe,
                                config_reader=config_reader, environ=environ,

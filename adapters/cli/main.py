@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("commands", "run_show"), "sweep": ("commands", "run_sweep"),
     "demo": ("demo", "run_demo"), "doctor": ("doctor", "run_doctor"),
     "install-agents": ("doctor", "run_install_agents"),
+    "init": ("init", "run_init"),
 }
 """Each command: its module in concorde_workers.adapters.cli and its function there, imported
 when the command runs, so that no command pays for another's imports."""

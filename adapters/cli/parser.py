@@ -105,6 +105,19 @@ def _setup_commands(commands: Any) -> None:
                     "where every run finds them. Exit 0 installed (or already), 2 refused "
                     "(no npm, no home), 1 npm failed.")
     install.add_argument("--json", action="store_true", help="print one JSON document")
+    init = commands.add_parser(
+        "init", help="write the files of a project's first run (workers.json, a grant, the "
+                     "model map entry) and, with --task, make its worktree",
+        description="In the primary worktree: write .concorde/workers.json for the backends "
+                    "found installed, a starter grant beside the model map, the model map's "
+                    "entry where it can, add .claude/worktrees/ to .git/info/exclude, and with "
+                    "--task NAME make .claude/worktrees/NAME on a new branch with workers.json "
+                    "committed there. Never overwrites (--force replaces). Exit 0 done, 2 "
+                    "refused.")
+    init.add_argument("--repo", metavar="DIR", help="the primary worktree (default: here)")
+    init.add_argument("--task", metavar="NAME", help="make the worktree .claude/worktrees/NAME")
+    init.add_argument("--force", action="store_true", help="replace the files that exist")
+    init.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def parser() -> argparse.ArgumentParser:
