@@ -78,7 +78,8 @@ class Container(containers.DeclarativeContainer):
                                       versions=versions, installations=installations,
                                       committed=providers.Callable(committed_through, git))
     backends = providers.Dict(
-        claude=providers.Factory(ClaudeBackend, fs=filesystem, installations=installations),
+        claude=providers.Factory(ClaudeBackend, fs=filesystem, installations=installations,
+                                 environ=environ),
         pi=providers.Factory(PiBackend, fs=filesystem, environ=environ,
                              linux=providers.Callable(lambda host: host.linux, host),
                              installations=installations),

@@ -39,16 +39,18 @@ permission mode (docs/decisions.md "Claude Code settings")."""
 
 SECRET_VARIABLES: tuple[str, ...] = (
     "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
     "CLAUDE_CODE_MESSAGING_TOKEN",
     "CLAUDE_CODE_MESSAGING_SOCKET",
     "CLAUDE_CODE_OAUTH_TOKEN",
     "CLAUDE_CODE_SESSION_ACCESS_TOKEN",
 )
-"""The variables `sandbox.credentials` unsets for sandboxed commands: the API key the round's
-environment carries, and what Claude Code 2.1.332 itself puts into its own environment, which
-its Bash inherits — the token and path of its cross-session inbox (a Unix socket that takes
-`user` messages into the running session, bound whenever Claude Code can verify its socket
-directory's owner, as on every host not running as root), and the OAuth and session tokens it
+"""The variables `sandbox.credentials` unsets for sandboxed commands: the API key (or the
+endpoint's token, domain/endpoints.py) the round's environment carries, and what Claude Code
+2.1.332 itself puts into its own environment, which its Bash inherits — the token and path of
+its cross-session inbox (a Unix socket that takes `user` messages into the running session,
+bound whenever Claude Code can verify its socket directory's owner, as on every host not
+running as root), and the OAuth and session tokens it
 sets when it refreshes a login it was given (docs/decisions.md "Claude Code's own variables")."""
 
 CREDENTIALS: dict[str, Any] = {

@@ -45,9 +45,12 @@ CLAUDE_VARIABLES: tuple[str, ...] = (
     "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
     "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
     *ALL_PROXY_NAMES,
 )
-"""Every name a Claude Code round may get (some only when the host has them)."""
+"""Every name a Claude Code round may get (some only when the host has them; the base URL and
+its token only when the machine's endpoints.json configures them, domain/endpoints.py)."""
 
 PI_FIXED_VARIABLES: tuple[str, ...] = (
     "PATH",

@@ -25,10 +25,17 @@ from concorde_workers.domain.claude_settings import (
     settings_text,
     shown_settings,
 )
+from concorde_workers.domain.codes import Code
 from concorde_workers.domain.credentials import claude_config_directory
 from concorde_workers.domain.discovery import Installation
+from concorde_workers.domain.endpoints import (
+    MAX_ENDPOINTS_BYTES,
+    claude_environment_of,
+    endpoints_location,
+    parse_endpoints,
+)
 from concorde_workers.domain.environment import claude_environment
-from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.launch import LaunchCommand, claude_command
 from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE
 from concorde_workers.domain.program_versions import ProgramLocation
@@ -41,12 +48,45 @@ class ClaudeBackend:
 
     name = "claude"
 
-    def __init__(self, fs: FileSystem, installations: Sequence[Installation] = ()) -> None:
+    def __init__(self, fs: FileSystem, installations: Sequence[Installation] = (),
+                 environ: Mapping[str, str] | None = None) -> None:
         self._fs = fs
         self._installations = tuple(installations)
+        self._environ: Mapping[str, str] = environ or {}
 
     def check(self, primary: str) -> Refusal | None:
-        return None
+        """launch_failed, with the repair, when the machine's endpoints.json cannot be used
+        (domain/endpoints.py): a run is never sent to another endpoint than it configures."""
+        problem = self._endpoint_environment(self._environ)
+        if not isinstance(problem, str):
+            return None
+        return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem,
+                       file=endpoints_location(self._environ))
+
+    def _endpoint_environment(self, environ: Mapping[str, str]) -> dict[str, str] | str:
+        """What the machine's endpoint adds to a round's environment, or why it cannot."""
+        named = environ.get("CONCORDE_ENDPOINTS", "")
+        if named and not named.startswith("/"):
+            return (f"CONCORDE_ENDPOINTS gives the relative path {named!r}; it must name "
+                    "endpoints.json by its absolute path: set it so, or unset it to use "
+                    "endpoints.json beside the model map")
+        file = endpoints_location(environ)
+        if file is None:
+            return {}  # no folder to look in (no absolute HOME): no endpoint configured
+        try:
+            found = self._fs.stat(file)
+        except FileSystemError as error:
+            if error.not_found:
+                return {}
+            return f"{file} cannot be read: {error.os_error_text}"
+        if found.kind is not EntryKind.FILE or found.size > MAX_ENDPOINTS_BYTES:
+            return (f"{file} is not a regular file of at most {MAX_ENDPOINTS_BYTES} bytes; "
+                    "make it one (domain/endpoints.py shows its shape), or remove it")
+        try:
+            parsed = parse_endpoints(self._fs.read_text(file), file)
+        except (FileSystemError, ValueError) as error:
+            return f"{file} cannot be read: {error}"
+        return parsed if isinstance(parsed, str) else claude_environment_of(parsed, environ)
 
     def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
         """The claude program (`$CONCORDE_CLAUDE`, PATH or a pinned installation), when it is
@@ -105,8 +145,12 @@ class ClaudeBackend:
         )
 
     def environment(self, context: BackendContext) -> dict[str, str]:
-        return claude_environment(context.environ, context.policy.runtime,
-                                  context.request.project_interpreter)
+        """Seed 000's table, and the machine's endpoint when endpoints.json configures one."""
+        added = self._endpoint_environment(context.environ)
+        if isinstance(added, str):
+            raise ValueError(added)
+        return {**claude_environment(context.environ, context.policy.runtime,
+                                     context.request.project_interpreter), **added}
 
     def reader(self, context: BackendContext) -> StreamReader:
         return ClaudeStreamReader()

@@ -810,3 +810,22 @@ def test_a_home_of_root_is_refused_with_its_repair_not_hidden_silently(
         result.both), result.both
     assert "set HOME to the user's own home directory" in result.both
     assert "Traceback" not in result.both
+
+
+def test_plan_shows_the_machine_s_claude_endpoint_with_its_token_redacted(
+        project: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19 §2: endpoints.json beside the model map; plan shows where requests go."""
+    folder = project.home / ".config" / "concorde"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "endpoints.json").write_text(json.dumps({"schema_version": 1, "claude": {
+        "base_url": "http://127.0.0.1:4000", "token_env": "GATEWAY_TOKEN"}}))
+    monkeypatch.setenv("GATEWAY_TOKEN", "never-shown-7d2")
+    doc = plan(str(project.request_file), "--backend", "claude", "--json")
+    assert doc.status == 0, doc.both
+    env = doc.json()["round1"]["environment"]
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4000"
+    assert env["ANTHROPIC_AUTH_TOKEN"] == "<redacted>" and "never-shown-7d2" not in doc.both
+    monkeypatch.delenv("GATEWAY_TOKEN")
+    refused = plan(str(project.request_file), "--backend", "claude", "--json")
+    assert refused.status == 2 and refused.json()["refusal"]["code"] == "launch_failed"
+    assert "export GATEWAY_TOKEN" in refused.json()["refusal"]["message"]

@@ -102,11 +102,13 @@ os.execv(argv[0], argv)
 """Runs claude (argv[2]) with the settings file's copy without the dotted keys given as JSON."""
 
 
-def write_wrapper(path: Path, claude: Path, base_url: str,
+def write_wrapper(path: Path, claude: Path, base_url: str | None,
                   extra_env: dict[str, str] | None = None,
                   settings_drop: tuple[str, ...] = (), messaging_inbox: bool = False) -> Path:
-    """Write the wrapper script at `path` (mode 0755) and return it."""
-    env = {"ANTHROPIC_BASE_URL": base_url, "CLAUDE_CODE_MAX_RETRIES": "0", **(extra_env or {})}
+    """Write the wrapper script at `path` (mode 0755) and return it. `base_url` None: the
+    wrapper sets none, so the round's environment alone says where requests go."""
+    env = {**({"ANTHROPIC_BASE_URL": base_url} if base_url is not None else {}),
+           "CLAUDE_CODE_MAX_RETRIES": "0", **(extra_env or {})}
     exports = "\n".join(f"export {name}={shlex.quote(value)}" for name, value in env.items())
     python = shlex.quote(sys.executable)
     logger = (

@@ -75,8 +75,9 @@ def test_the_worker_settings_hide_the_api_key_from_bash_and_keep_no_background_t
     # and session tokens of a refreshed login), each unset
     assert settings["sandbox"]["credentials"] == {"envVars": [
         {"name": name, "mode": "deny"} for name in (
-            "ANTHROPIC_API_KEY", "CLAUDE_CODE_MESSAGING_TOKEN", "CLAUDE_CODE_MESSAGING_SOCKET",
-            "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_SESSION_ACCESS_TOKEN")]}
+            "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_MESSAGING_TOKEN",
+            "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_CODE_OAUTH_TOKEN",
+            "CLAUDE_CODE_SESSION_ACCESS_TOKEN")]}
     # no background Bash holds the round open (Claude Code 2.1.332 waits for it before exiting)
     assert settings["env"]["CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"] == "1"
 
