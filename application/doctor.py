@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.domain import config as domain_config
 from concorde_workers.domain import json_limits
+from concorde_workers.domain.config import WorkerConfiguration
 from concorde_workers.domain.credentials import claude_config_directory, pi_agent_directory
 from concorde_workers.domain.discovery import Installation, locate, looked_at
 from concorde_workers.domain.doctor import (
@@ -26,6 +27,7 @@ from concorde_workers.domain.doctor import (
     FileFact,
     ProgramFact,
     SandboxFact,
+    backends_in_use,
     diagnose,
 )
 from concorde_workers.domain.environment import API_KEY_SUFFIX
@@ -64,10 +66,13 @@ class Doctor:
         self._installations = installations
         self._cwd = cwd
 
-    def diagnose(self) -> Diagnosis:
-        return diagnose(self.facts())
+    def diagnose(self, backend: str | None = None) -> Diagnosis:
+        """Every prerequisite; those only a backend no run here uses needs are said, not
+        judged: `backend` (doctor's --backend), else the backends the worktree's workers.json
+        names (issue 19 §2), else every backend."""
+        return diagnose(self.facts(backend))
 
-    def facts(self) -> Facts:
+    def facts(self, backend: str | None = None) -> Facts:
         primary = None
         worktree = worktree_of(self._cwd)
         if worktree is not None:
@@ -76,10 +81,12 @@ class Doctor:
         path = self._environ.get("PATH", "")
         tools = {name: next((f for n in names if (f := self._fs.which(n, path))), None)
                  for name, names in TOOL_NAMES.items()}
+        workers, config = (None, None) if worktree is None else self._workers_json(worktree)
+        backends, source = _backends(backend, config, worktree is not None)
         return Facts(programs=programs, tools=tools,
                      sandbox=self._sandbox(programs["sandbox-runtime"], tools),
                      model_map=self._model_map(), credentials=self._credentials(),
-                     workers_json=None if worktree is None else self._workers_json(worktree))
+                     workers_json=workers, backends=backends, backends_source=source)
 
     def _program(self, name: str, primary: str | None) -> ProgramFact:
         found = locate(name, self._environ, self._installations, self._fs, primary)
@@ -123,7 +130,7 @@ class Doctor:
             CredentialFact("pi", tuple(pi), ("*_API_KEY", pi_auth or "~/.pi/agent/auth.json")),
         )
 
-    def _workers_json(self, worktree: str) -> FileFact:
+    def _workers_json(self, worktree: str) -> tuple[FileFact, WorkerConfiguration | None]:
         file = posixpath.join(worktree, domain_config.CONFIG_PATH)
         origin = "this worktree"
         declared: dict[str, set[str]] = {}
@@ -138,6 +145,20 @@ class Doctor:
                 declared[str(operation)] = set(workers) if isinstance(workers, dict) else set()
         found = self._config.configuration(worktree, declared)
         if isinstance(found, Refusal):
-            return FileFact(file, origin, found.message)
+            return FileFact(file, origin, found.message), None
         # A working copy that is not what a run reads (issue 18 §4) fails the line: its repair.
-        return FileFact(file, origin, found.notice)
+        return FileFact(file, origin, found.notice), found
+
+
+def _backends(flag: str | None, config: WorkerConfiguration | None, in_worktree: bool
+              ) -> tuple[tuple[str, ...], str]:
+    """The backends doctor judges, and what said so."""
+    if flag is not None:
+        return (flag,), f"--backend {flag}"
+    if config is None:
+        where = ("this worktree's configuration cannot be read" if in_worktree
+                 else "not run in a worktree")
+        return ("claude", "pi"), f"{where} and no --backend: every backend"
+    used = backends_in_use([entry.backend for entry in config.entries()],
+                           config.default is not None and config.default.backend is not None)
+    return used, f"those {config.file} can run a worker on"

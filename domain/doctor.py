@@ -84,6 +84,9 @@ class Facts:
     credentials: Sequence[CredentialFact]
     workers_json: FileFact | None = None
     """None outside a worktree."""
+    backends: tuple[str, ...] = ("claude", "pi")
+    """The backends a run here will use: what is only another backend's is not needed."""
+    backends_source: str = "no workers.json here and no --backend: every backend"
 
 
 @dataclass(frozen=True)
@@ -92,19 +95,24 @@ class Check:
     ok: bool
     state: str
     repair: str = ""
+    needed: bool = True
+    """False: only a backend no run here uses needs it; said, never failing the verdict."""
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "ok": self.ok, "state": self.state,
-                "repair": self.repair or None}
+                "repair": self.repair or None, "needed": self.needed}
 
 
 @dataclass(frozen=True)
 class Diagnosis:
     checks: tuple[Check, ...] = field(default_factory=tuple)
 
+    backends: tuple[str, ...] = ("claude", "pi")
+    backends_source: str = ""
+
     @property
     def ok(self) -> bool:
-        return all(check.ok for check in self.checks)
+        return all(check.ok for check in self.checks if check.needed)
 
     @property
     def status(self) -> int:
@@ -112,19 +120,49 @@ class Diagnosis:
         return 0 if self.ok else 2
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "checks": [check.to_json() for check in self.checks]}
+        return {"ok": self.ok, "backends": list(self.backends),
+                "backends_source": self.backends_source,
+                "checks": [check.to_json() for check in self.checks]}
 
     def lines(self) -> list[str]:
-        """One line per prerequisite: `[ok] name: state`, `[FAILED] name: state; repair`."""
-        out = []
+        """One line per prerequisite: `[ok] name: state`, `[FAILED] name: state; repair`, and
+        `[not used]` for what only a backend no run here uses needs."""
+        out = [f"backends judged: {', '.join(self.backends)} ({self.backends_source})"]
         for check in self.checks:
-            mark = "ok" if check.ok else "FAILED"
+            mark = "ok" if check.ok else "FAILED" if check.needed else "not used"
             repair = f" -> {check.repair}" if check.repair and not check.ok else ""
             out.append(f"[{mark}] {check.name}: {check.state}{repair}")
+        missing = sum(not c.ok for c in self.checks if c.needed)
         out.append("all prerequisites hold" if self.ok else
-                   f"{sum(not c.ok for c in self.checks)} prerequisite(s) missing: see the "
-                   "repairs above")
+                   f"{missing} prerequisite(s) missing: see the repairs above")
         return out
+
+
+NEEDED_BY: Mapping[str, frozenset[str]] = {
+    "claude": frozenset({"claude"}), "pi": frozenset({"pi"}),
+    "sandbox-runtime": frozenset({"pi"}), "node": frozenset({"pi"}), "rg": frozenset({"pi"}),
+    "fd": frozenset({"pi"}), "sandbox": frozenset({"pi"}),
+    "credentials claude": frozenset({"claude"}), "credentials pi": frozenset({"pi"}),
+}
+"""The backends each prerequisite serves (absent: every run needs it: bwrap, socat, Git, the
+model map, workers.json). pi's tools (rg, fd), node and its sandbox-runtime are pi's alone;
+Claude Code brings its own search and sandbox helper."""
+
+
+def backends_in_use(entries: Sequence[str | None], default_set: bool) -> tuple[str, ...]:
+    """The backends a worker of a configuration can run on: each entry's backend, and pi (the
+    default worker backend) unless the file's default entry sets one."""
+    used = {b for b in entries if b is not None}
+    if not default_set:
+        used.add("pi")
+    return tuple(sorted(used))
+
+
+def _needed(check: Check, key: str, backends: Sequence[str]) -> Check:
+    serves = NEEDED_BY.get(key)
+    if serves is None or serves & set(backends):
+        return check
+    return Check(check.name, check.ok, check.state, check.repair, needed=False)
 
 
 def program_check(fact: ProgramFact) -> Check:
@@ -188,20 +226,35 @@ def credential_check(fact: CredentialFact) -> Check:
 
 def diagnose(facts: Facts) -> Diagnosis:
     """Every check, in the order a user repairs them."""
-    checks = [program_check(facts.programs[name]) for name in PROGRAMS]
-    checks += [tool_check(name, facts.tools.get(name)) for name in TOOLS]
-    checks.append(sandbox_check(facts.sandbox))
+    used = facts.backends
+    checks = [_needed(program_check(facts.programs[name]), name, used) for name in PROGRAMS]
+    checks += [_needed(tool_check(name, facts.tools.get(name)), name, used) for name in TOOLS]
+    checks.append(_needed(sandbox_check(facts.sandbox), "sandbox", used))
     checks.append(file_check(
         "model map", facts.model_map,
         "write it as contract.workers.model-map (README \"Run it on your own repository\")"))
-    checks += [credential_check(fact) for fact in facts.credentials]
+    checks += [_needed(credential_check(fact), f"credentials {fact.backend}", used)
+               for fact in facts.credentials]
     if facts.workers_json is not None:
         checks.append(file_check(
             "workers.json of this worktree", facts.workers_json,
             "repair it as contract.workers.worker-configuration (README \"Run it on your own "
             "repository\")"))
-    return Diagnosis(tuple(checks))
+    return Diagnosis(tuple(checks), backends=used, backends_source=facts.backends_source)
 
 
-__all__ = ["INSTALL_AGENTS", "PROGRAMS", "TOOLS", "Check", "CredentialFact", "Diagnosis",
-           "Facts", "FileFact", "ProgramFact", "SandboxFact", "diagnose"]
+__all__ = [
+    "INSTALL_AGENTS",
+    "NEEDED_BY",
+    "PROGRAMS",
+    "TOOLS",
+    "Check",
+    "CredentialFact",
+    "Diagnosis",
+    "Facts",
+    "FileFact",
+    "ProgramFact",
+    "SandboxFact",
+    "backends_in_use",
+    "diagnose",
+]

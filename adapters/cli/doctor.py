@@ -19,7 +19,7 @@ from concorde_workers.domain.text import terminal_lines
 def run_doctor(args: argparse.Namespace, out: TextIO, err: TextIO,
                wiring: Wiring) -> ExitStatus:
     """0 every prerequisite holds, 2 one does not (each line names its repair)."""
-    diagnosis = wiring.container().doctor().diagnose()
+    diagnosis = wiring.container().doctor().diagnose(args.backend)
     if args.json:
         print_json(diagnosis.to_json(), out)
     else:

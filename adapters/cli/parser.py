@@ -95,6 +95,9 @@ def _setup_commands(commands: Any) -> None:
                     "ripgrep, fd, node, Git, a command run in the worker's sandbox without "
                     "network, the model map, each backend's credentials (never printed) and, "
                     "inside a worktree, its workers.json. Exit 0 when all hold, 2 otherwise.")
+    doctor.add_argument("--backend", choices=("claude", "pi"),
+                        help="judge only what this backend needs (default: the backends this "
+                             "worktree's workers.json names, else both)")
     doctor.add_argument("--json", action="store_true", help="print one JSON document")
     install = commands.add_parser(
         "install-agents",

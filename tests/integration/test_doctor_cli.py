@@ -54,7 +54,8 @@ def test_doctor_passes_on_a_set_up_checkout_in_a_worktree_and_prints_no_secret(
     done = _doctor(env, worktree)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert all(line.startswith("[ok]") for line in lines[:-1]), done.stdout
+    assert lines[0].startswith("backends judged: claude, pi (those "), lines[0]
+    assert all(line.startswith("[ok]") for line in lines[1:-1]), done.stdout
     assert lines[-1] == "all prerequisites hold"
     assert any("found by this checkout's node_modules" in line for line in lines)
     assert any(line.startswith("[ok] a command in the worker's Bash sandbox, without network")

@@ -28,7 +28,11 @@ ENV = {"HOME": HOME, "PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": SECRET}
 MODEL_MAP = {"schema_version": 1, "models": {"m-local": {"pi": "local/m"}}}
 WORKERS = {"schema_version": 2, "enabled_models": {"m-local": {}},
            "default": {"model": "m-local"},
-           "operations": {"implement": {"workers": {"reviewer": {"model": "m-local"}}}}}
+           "operations": {"implement": {"workers": {"reviewer": {"model": "m-local",
+                                                                 "backend": "claude"}}}}}
+"""A worker on each backend: every line is judged."""
+PI_ONLY = {"schema_version": 2, "enabled_models": {"m-local": {}},
+           "default": {"model": "m-local"}}
 
 
 def machine() -> FakeFileSystem:
@@ -156,3 +160,52 @@ def test_workers_json_is_checked_only_inside_a_worktree() -> None:
     assert worktree_of(f"{WORKTREE}/src/app") == WORKTREE
     assert worktree_of("/work/repo/.claude") is None
     assert worktree_of("/work/repo") is None
+
+
+def pi_only_machine() -> FakeFileSystem:
+    """A pi-only setup: workers.json names no backend (pi, the default), no claude at all and
+    no claude credentials."""
+    fs = machine()
+    fs.write(f"{WORKTREE}/.concorde/workers.json", json.dumps(PI_ONLY))
+    fs.remove(f"{MODULES}/.bin/claude")
+    fs.remove(f"{HOME}/.claude/.credentials.json")
+    return fs
+
+
+def test_doctor_judges_the_backends_the_worktree_uses_and_exits_0_for_a_pi_only_setup() -> None:
+    env = {k: v for k, v in ENV.items() if k != "ANTHROPIC_API_KEY"}
+    diagnosis = doctor(pi_only_machine(), env).diagnose()
+    lines = diagnosis.lines()
+    assert diagnosis.status == 0, lines
+    assert lines[0] == (f"backends judged: pi (those {WORKTREE}/.concorde/workers.json can run "
+                        "a worker on)")
+    unused = [c.name for c in diagnosis.checks if not c.needed]
+    assert unused == ["Claude Code (@anthropic-ai/claude-code)",
+                      "credentials of the claude backend"], unused
+    assert any(line.startswith("[not used] Claude Code (@anthropic-ai/claude-code): not found")
+               for line in lines)
+    assert diagnosis.to_json()["backends"] == ["pi"]
+    # what pi needs still fails the verdict
+    fs = pi_only_machine()
+    fs.remove(f"{HOME}/.pi/agent/auth.json")
+    assert doctor(fs, env).diagnose().status == 2
+
+
+@pytest.mark.parametrize(("backend", "cwd", "status", "judged"), [
+    ("claude", WORKTREE, 2, ("claude",)),  # --backend claude: claude is missing here
+    ("pi", WORKTREE, 0, ("pi",)),
+    (None, "/work/elsewhere", 2, ("claude", "pi")),  # no workers.json: every backend
+])
+def test_backend_flag_and_no_worktree_choose_what_is_judged(
+        backend: str | None, cwd: str, status: int, judged: tuple[str, ...]) -> None:
+    env = {k: v for k, v in ENV.items() if k != "ANTHROPIC_API_KEY"}
+    diagnosis = doctor(pi_only_machine(), env, cwd=cwd).diagnose(backend)
+    assert (diagnosis.status, diagnosis.backends) == (status, judged), diagnosis.lines()
+
+
+def test_a_pi_worker_of_a_claude_default_keeps_pi_judged() -> None:
+    from concorde_workers.domain.doctor import backends_in_use
+    assert backends_in_use(["claude"], default_set=True) == ("claude",)
+    assert backends_in_use(["claude", None, "pi"], default_set=True) == ("claude", "pi")
+    assert backends_in_use([None], default_set=False) == ("pi",)
+    assert backends_in_use(["claude"], default_set=False) == ("claude", "pi")
