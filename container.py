@@ -87,7 +87,8 @@ class Container(containers.DeclarativeContainer):
     preparer = providers.Factory(Preparer, git=git, fs=filesystem, host=host, backends=backends,
                                  versions=versions)
     planner = providers.Factory(Planner, preparer=preparer, config_reader=config_reader,
-                                clock=clock, random=random, temp_root=temp_root)
+                                clock=clock, random=random, temp_root=temp_root,
+                                fs=filesystem)
     requests = providers.Factory(RequestBuilder, fs=filesystem, cwd=cwd)
     processes = providers.Dependency(instance_of=ProcessRunner)
     host_pid = providers.Dependency(instance_of=int)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.credential_presence import missing_credentials
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.config import ResolvedWorker
@@ -24,6 +25,7 @@ from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.run_id import run_id, runtime_directory_name
 from concorde_workers.domain.text import terminal_lines
 from concorde_workers.ports.clock import Clock
+from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.random import Random
 
 
@@ -63,8 +65,9 @@ class Planner:
     """Plans a run over the configuration reader and the preparation the host uses."""
 
     def __init__(self, preparer: Preparer, config_reader: ConfigurationReader, clock: Clock,
-                 random: Random, temp_root: str) -> None:
+                 random: Random, temp_root: str, fs: FileSystem) -> None:
         self._preparer = preparer
+        self._fs = fs
         self._config = config_reader
         self._clock = clock
         self._random = random
@@ -96,6 +99,9 @@ class Planner:
             plan.refusal = prepared
         else:
             plan.prepared = prepared
+            missing = missing_credentials(self._fs, prepared)
+            if missing is not None:
+                plan.progress.notes.append(missing)
             if not prepared.program_found:
                 plan.progress.notes.append(
                     f"the program {prepared.program} was not found: the run would end failed "

@@ -350,10 +350,12 @@ def _worker_line(record: RunRecord) -> str:
     if record.operation and record.worker:
         worker += f" {record.worker} of Operation {record.operation}"
     model = ""
-    if record.model or record.local_model:
-        model = f", model {record.model or '-'}"
+    if record.model:
+        model = f", model {record.model}"
         if record.local_model:
             model += f" ({record.local_model})"
+    elif record.local_model:  # a request that named only the program's id (issue 19 §2)
+        model = f", local model {record.local_model} (no project model named)"
     if record.reasoning:
         model += f", reasoning {record.reasoning}"
     return f"  {worker} on {record.backend}{model}"

@@ -246,6 +246,16 @@ def test_a_round_line_has_prompt_exit_audit_changed_and_violations() -> None:
     assert "exit -" in unaudited[0] and "audit not run" in unaudited[0]
 
 
+def test_the_account_names_the_model_as_the_record_has_it() -> None:
+    """Issue 19 §2: a request with only a local id said "model - (id)"."""
+    only_local = account(record(local_model="claude-opus-4-8"))
+    assert ", local model claude-opus-4-8 (no project model named)" in only_local
+    assert "model -" not in only_local
+    both = account(record(model="m-local", local_model="local/m-local"))
+    assert ", model m-local (local/m-local)" in both
+    assert "model" not in account(record()).split("\n")[1]
+
+
 def test_the_account_of_an_ok_run() -> None:
     text = account(record(
         worker_result=RESULT, operation="implement", worker="w1", model="m-local",

@@ -342,10 +342,26 @@ def test_a_program_that_is_not_found_is_a_note_not_a_refusal() -> None:
     confinement = plan.prepared.confinement
     assert confinement is not None
     assert plan.prepared.command.argv[len(confinement.prefix())] == "claude"
-    assert plan.progress.notes == [
+    # this world holds no claude credentials either (issue 19 §2: said beside it)
+    assert plan.progress.notes[-1] == (
         "the program claude was not found: the run would end failed with launch_failed when it "
-        "starts round 1"]
-    assert "Notes\n  the program claude was not found" in render(plan)
+        "starts round 1")
+    assert [n for n in plan.progress.notes if n.startswith("no credentials")] == \
+        plan.progress.notes[:-1]
+    assert "\n  the program claude was not found" in render(plan)
+
+
+def test_plan_says_when_the_backend_has_no_credentials_and_not_when_it_has() -> None:
+    world = world_with()
+    bare = planned(world, request(backend="claude"))
+    assert bare.launches
+    [note] = [n for n in bare.progress.notes if n.startswith("no credentials")]
+    assert note.startswith("no credentials of the claude backend were found (looked at ")
+    assert "ANTHROPIC_API_KEY" in note and "log in once with claude" in note
+    world.environ["ANTHROPIC_API_KEY"] = "sk-test-not-shown"
+    keyed = planned(world, request(backend="claude"))
+    assert not [n for n in keyed.progress.notes if n.startswith("no credentials")]
+    assert "sk-test-not-shown" not in json.dumps(plan_json(keyed))
 
 
 # --- JSON and text show the same plan -------------------------------------------------------------
