@@ -32,7 +32,7 @@ from concorde_workers.domain.records import (
     TraceNode,
 )
 from concorde_workers.domain.run_id import is_run_id, runtime_directory_prefix
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import EntryKind, FileSystem, FileSystemError
 
 __all__ = [
     "RECORD_UNREADABLE",
@@ -63,9 +63,28 @@ def _first_problem(error: ValidationError) -> str:
     return f"{location}: {message}" if location else message
 
 
+MAX_READ_BYTES = 16 * 1024 * 1024
+"""The most of a trace node, progress file, brief or programs.json `show` and `status` read
+(issue 19 §4): what the host writes is kilobytes (a node's largest part, its error chain and
+evidence, is bounded by the writer), but a run directory copied from elsewhere may hold
+anything. A round's stderr is read from its end only (`STDERR_TAIL_BYTES`)."""
+
+
+def _bounded_text(fs: FileSystem, path: str) -> str:
+    """The text of a regular file of at most MAX_READ_BYTES, a final link not followed; a
+    FIFO, a device or a larger file raises `FileSystemError` naming why."""
+    found = fs.stat(path)
+    if found.kind is not EntryKind.FILE:
+        raise FileSystemError(path, "stat", "it is not a regular file")
+    if found.size > MAX_READ_BYTES:
+        raise FileSystemError(path, "stat", f"it is {found.size} bytes, past the limit of "
+                                            f"{MAX_READ_BYTES} bytes this reader reads")
+    return fs.read_text(path)
+
+
 def _read_json(fs: FileSystem, path: str) -> Any | Refusal:
     try:
-        text = fs.read_text(path)
+        text = _bounded_text(fs, path)
     except FileSystemError as error:
         if error.not_found:
             return _refusal(path, "missing")
@@ -105,7 +124,7 @@ def _worktree_of_brief(fs: FileSystem, layout: RunLayout, digest: str | None) ->
     if digest is None:
         return None
     try:
-        brief = fs.read_text(layout.brief)
+        brief = _bounded_text(fs, layout.brief)
     except FileSystemError:
         return None
     return worktree_of_brief(brief) if digest_text(brief) == digest else None
@@ -289,7 +308,7 @@ def read_programs(fs: FileSystem, run_dir: str) -> tuple[ProgramVersion, ...]:
     cannot be read: an account shows them, nothing decides by them."""
     path = posixpath.join(run_dir, PROGRAMS_FILE)
     try:
-        data = json_limits.loads(fs.read_text(path)) if fs.is_file(path) else None
+        data = json_limits.loads(_bounded_text(fs, path)) if fs.is_file(path) else None
     except (FileSystemError, ValueError):
         return ()
     return parse_programs_document(data) or ()

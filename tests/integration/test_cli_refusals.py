@@ -128,6 +128,33 @@ def test_show_on_a_trace_nested_100_000_deep_is_a_refusal_naming_it(tmp_path: Pa
     assert "nested more than 128 levels deep" in shown.stderr, shown.stderr
 
 
+@pytest.mark.parametrize("put", ["fifo", "zero", "large"])
+def test_show_reads_no_special_file_and_nothing_past_its_bound(tmp_path: Path, put: str) -> None:
+    """Issue 19 §4: a FIFO in place of trace.json hung `show` (it waited for a writer); a link
+    to /dev/zero or a file past the bound was read whole. Each is now record_unreadable naming
+    the file, at once."""
+    from concorde_workers.application.tracing.reader import MAX_READ_BYTES
+
+    run_dir = tmp_path / "workers" / "w-20261203T000000-abc123"
+    run_dir.mkdir(parents=True)
+    trace = run_dir / "trace.json"
+    if put == "fifo":
+        os.mkfifo(trace)
+    elif put == "zero":
+        trace.symlink_to("/dev/zero")
+    else:
+        with trace.open("wb") as big:
+            big.truncate(MAX_READ_BYTES + 1)
+    shown = script("show", str(run_dir), cwd=tmp_path)
+    assert shown.returncode == 2, shown
+    assert "internal error" not in shown.stderr and "Traceback" not in shown.stderr
+    said = " ".join(shown.stderr.split())
+    assert f"{trace}: cannot be read:" in said, shown.stderr
+    expected = (f"past the limit of {MAX_READ_BYTES} bytes" if put == "large"
+                else "it is not a regular file")
+    assert expected in said, shown.stderr
+
+
 def test_the_version_is_the_package_s_and_exits_0(tmp_path: Path) -> None:
     """Issue 19 §2: `concorde-workers --version` was a usage refusal."""
     from concorde_workers import __version__
