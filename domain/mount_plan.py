@@ -209,12 +209,18 @@ def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
                 for b in (policy.user_home, policy.primary, *policy.boundaries) if b != "/"),
               *((r, "the run directories") for r in hidden.run_directories)]
     wanted += [Mount(kind=MountKind.EMPTY_DIR, path=p, why=why) for p, why in absent]
-    wanted += _rule_masks(policy)
+    runs_from = [p for p in inputs.keep
+                 if not policy.in_worktree(p) and not is_within(p, rt.root)]
+    # A deny rule keeps the file tools from what the agent program runs from, never the program
+    # itself: a runtime path in the home has the home's other entries denied one by one, the
+    # host interpreter's installation among them, which a mask there would take from the hooks
+    # (issue 19 §1). The boundaries above stay absent, and the credential masks stay below.
+    wanted += [m for m in _rule_masks(policy)
+               if not any(is_within(m.path, k) for k in runs_from)]
     wanted += [Mount(kind=MountKind.EMPTY_FILE, path=p, why="a credential at its origin")
                for p in hidden.credentials]
     wanted += [Mount(kind=MountKind.READ_ONLY, path=p, why="what the agent program runs from")
-               for p in inputs.keep
-               if not policy.in_worktree(p) and not is_within(p, rt.root)]
+               for p in runs_from]
     wanted += [Mount(kind=MountKind.READ_ONLY, path=posixpath.normpath(p), why="a runtime path")
                for p in policy.runtime_paths]
     if not worktree_scope:
@@ -230,8 +236,7 @@ def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
     # it): planned without looking, checked before every round like every other mount.
     made = frozenset({rt.root, rt.control})
     mounts = _settle(wanted, facts, keep, made)
-    needed = [policy.worktree, rt.root, rt.control,
-              *(k for k in inputs.keep if not policy.in_worktree(k) and not is_within(k, rt.root))]
+    needed = [policy.worktree, rt.root, rt.control, *runs_from]
     for path in needed:
         if not _there(mounts, path):
             return (f"the confinement would not show {path}, which the agent program needs: it "

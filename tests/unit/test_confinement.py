@@ -375,6 +375,26 @@ def test_what_the_agent_runs_from_is_kept_through_links_and_installations() -> N
     assert view(plan, f"{HOME}/.local/share/other-app/data").content == "absent"
 
 
+def test_a_runtime_path_beside_the_host_interpreter_in_the_home_keeps_the_interpreter() -> None:
+    """Issue 19 §1, found end to end: `--interpreter` of a venv whose base is another pyenv
+    Python than the host's lists `~/.pyenv/versions/3.13.0`; the home is then walked, its other
+    entries denied by name, and the deny rule on the host's own `~/.pyenv/versions/3.11.7`
+    masked what the agent program runs from: every such run was refused. What the agent runs
+    from stays as it is without the runtime path; its siblings and the rest of the home stay
+    absent."""
+    w = world()
+    runtime = f"{HOME}/.pyenv/versions/3.13.0"
+    w.fs.write(f"{runtime}/bin/python3.13", "ELF")
+    w.fs.write(f"{HOME}/.pyenv/versions/2.7.18/bin/python2.7", "ELF")
+    policy = w.policy(BASE_GRANT, runtime_paths=(runtime,))
+    assert f"Read(/{INTERPRETER}/**)" in policy.deny_rules  # the file tools still may not
+    plan = w.plan(policy)
+    assert view(plan, f"{INTERPRETER}/bin/python3.11") == Seen("host", False)
+    assert view(plan, f"{runtime}/bin/python3.13") == Seen("host", False)
+    for absent in (f"{HOME}/.pyenv/versions/2.7.18/bin/python2.7", f"{HOME}/.ssh/id_rsa"):
+        assert view(plan, absent).content == "absent", absent
+
+
 def test_what_the_agent_needs_hidden_is_a_refusal_not_a_plan() -> None:
     """If the interpreter that runs Claude Code's hooks were hidden, the hook could not start
     and Claude Code would let the write through: no plan then."""
