@@ -25,10 +25,10 @@ from concorde_workers.domain.beside import (
 from concorde_workers.domain.checks import Check, parse_checks
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.paths import EntryKind, is_within
+from concorde_workers.domain.paths import is_within
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.text import control_problem
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 REQUEST_FIELDS = tuple(RunRequest.model_fields)
 FLAG_NAMES = {"worktree": "--worktree", "parent": "--parent", "interpreter": "--interpreter",
@@ -201,10 +201,7 @@ class RequestBuilder:
 
     def _pyvenv_cfg(self, path: str) -> str | None:
         try:
-            found = self._fs.stat(path)
-            if found.kind is not EntryKind.FILE or found.size > MAX_PYVENV_CFG_BYTES:
-                return None
-            return self._fs.read_text(path)
+            return read_regular_text(self._fs, path, MAX_PYVENV_CFG_BYTES)
         except (FileSystemError, UnicodeDecodeError):
             return None
 

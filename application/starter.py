@@ -20,10 +20,11 @@ from concorde_workers.domain import machine
 from concorde_workers.domain import starter as decide
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.config import CONFIG_PATH
+from concorde_workers.domain.credentials import pi_agent_directory
 from concorde_workers.domain.discovery import Installation, locate
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.paths import EntryKind
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 
@@ -103,18 +104,15 @@ class Starter:
         return toplevel
 
     def _pi_settings(self) -> str | None:
-        agent = self._environ.get("PI_CODING_AGENT_DIR") or posixpath.join(
-            self._environ.get("HOME", "/nonexistent"), ".pi", "agent")
-        return self._small_file(posixpath.join(agent, "settings.json"))
+        agent = pi_agent_directory(self._environ)  # as pi finds it, `~` expanded
+        return None if agent is None else self._small_file(posixpath.join(agent,
+                                                                          "settings.json"))
 
     def _small_file(self, path: str) -> str | None:
         """A regular file's text within MAX_SETTINGS_BYTES, else None (a link not followed)."""
         try:
-            stat = self._fs.stat(path)
-            if stat.kind is not EntryKind.FILE or stat.size > MAX_SETTINGS_BYTES:
-                return None
-            return self._fs.read_text(path)
-        except (FileSystemError, OSError, ValueError):
+            return read_regular_text(self._fs, path, MAX_SETTINGS_BYTES)
+        except (FileSystemError, ValueError):
             return None
 
     # --- the writes ---------------------------------------------------------------------------
@@ -139,8 +137,14 @@ class Starter:
         except GitCommandFailed as failed:
             return _refusal(f"the Git directory of {primary} cannot be found ({failed})")
         path = posixpath.join(common, "info", "exclude")
-        text = self._small_file(path) or ""
-        new = decide.excluded(text)
+        text = self._small_file(path)
+        if text is None and self._fs.lexists(path):
+            # A link or an odd file there is the user's arrangement: never replaced by ours.
+            outcome.done.append(f"{path}: kept, it is no regular file of at most "
+                                f"{MAX_SETTINGS_BYTES} bytes; add {decide.EXCLUDE_LINE} to it "
+                                "by hand")
+            return None
+        new = decide.excluded(text or "")
         if new is None:
             outcome.done.append(f"{path}: already excludes {decide.EXCLUDE_LINE}")
             return None

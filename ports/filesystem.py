@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict
 from concorde_workers.domain.paths import DirEntry, EntryKind, Subdirs
 
 __all__ = ["ARCHIVE_END_BYTES", "NUL_IN_PATH", "ArchiveOutcome", "DirEntry", "EntryKind",
-           "FileStat", "FileSystem", "FileSystemError", "HeldLock", "tar_member_cost"]
+           "FileStat", "FileSystem", "FileSystemError", "HeldLock", "read_regular_text",
+           "tar_member_cost"]
 
 NUL_IN_PATH = "the path holds a NUL byte, which no file name can"
 """The error text of any operation on a path with a NUL byte (errno EINVAL): such a path names no
@@ -217,3 +218,17 @@ class FileSystem(Protocol):
         symbolic link's target text (the link is never followed, so a worker's link to a host
         file never makes the host read that file). Anything else raises `FileSystemError`."""
         ...
+
+
+def read_regular_text(fs: FileSystem, path: str, limit: int) -> str:
+    """The text of `path` when it is a regular file of at most `limit` bytes, a final link not
+    followed: the one bounded read of a file the host reads for itself (issue 19 §4). A FIFO, a
+    device, a link, a directory or a larger file raises `FileSystemError` naming why, and is
+    never opened; so does a missing file (`not_found`)."""
+    found = fs.stat(path)
+    if found.kind is not EntryKind.FILE:
+        raise FileSystemError(path, "stat", "it is not a regular file")
+    if found.size > limit:
+        raise FileSystemError(path, "stat", f"it is {found.size} bytes, past the limit of "
+                                            f"{limit} bytes this reader reads")
+    return fs.read_text(path)

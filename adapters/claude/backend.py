@@ -40,7 +40,12 @@ from concorde_workers.domain.launch import LaunchCommand, claude_command
 from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE
 from concorde_workers.domain.program_versions import ProgramLocation
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
-from concorde_workers.ports.filesystem import EntryKind, FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import (
+    EntryKind,
+    FileSystem,
+    FileSystemError,
+    read_regular_text,
+)
 
 
 class ClaudeBackend:
@@ -74,18 +79,15 @@ class ClaudeBackend:
         if file is None:
             return {}  # no folder to look in (no absolute HOME): no endpoint configured
         try:
-            found = self._fs.stat(file)
+            text = read_regular_text(self._fs, file, MAX_ENDPOINTS_BYTES)
         except FileSystemError as error:
             if error.not_found:
                 return {}
-            return f"{file} cannot be read: {error.os_error_text}"
-        if found.kind is not EntryKind.FILE or found.size > MAX_ENDPOINTS_BYTES:
-            return (f"{file} is not a regular file of at most {MAX_ENDPOINTS_BYTES} bytes; "
-                    "make it one (domain/endpoints.py shows its shape), or remove it")
-        try:
-            parsed = parse_endpoints(self._fs.read_text(file), file)
-        except (FileSystemError, ValueError) as error:
+            return (f"{file} cannot be read ({error.os_error_text}): make it a regular file "
+                    "(domain/endpoints.py shows its shape), or remove it")
+        except ValueError as error:  # not UTF-8
             return f"{file} cannot be read: {error}"
+        parsed = parse_endpoints(text, file)
         return parsed if isinstance(parsed, str) else claude_environment_of(parsed, environ)
 
     def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
@@ -145,8 +147,9 @@ class ClaudeBackend:
         )
 
     def environment(self, context: BackendContext) -> dict[str, str]:
-        """Seed 000's table, and the machine's endpoint when endpoints.json configures one."""
-        added = self._endpoint_environment(context.environ)
+        """Seed 000's table, and the machine's endpoint when endpoints.json configures one,
+        judged from the same environment `check` judged it from."""
+        added = self._endpoint_environment(self._environ)
         if isinstance(added, str):
             raise ValueError(added)
         return {**claude_environment(context.environ, context.policy.runtime,

@@ -32,7 +32,7 @@ from concorde_workers.domain.records import (
     TraceNode,
 )
 from concorde_workers.domain.run_id import is_run_id, runtime_directory_prefix
-from concorde_workers.ports.filesystem import EntryKind, FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 __all__ = [
     "RECORD_UNREADABLE",
@@ -71,15 +71,8 @@ anything. A round's stderr is read from its end only (`STDERR_TAIL_BYTES`)."""
 
 
 def _bounded_text(fs: FileSystem, path: str) -> str:
-    """The text of a regular file of at most MAX_READ_BYTES, a final link not followed; a
-    FIFO, a device or a larger file raises `FileSystemError` naming why."""
-    found = fs.stat(path)
-    if found.kind is not EntryKind.FILE:
-        raise FileSystemError(path, "stat", "it is not a regular file")
-    if found.size > MAX_READ_BYTES:
-        raise FileSystemError(path, "stat", f"it is {found.size} bytes, past the limit of "
-                                            f"{MAX_READ_BYTES} bytes this reader reads")
-    return fs.read_text(path)
+    """The text of a regular file of at most MAX_READ_BYTES (`read_regular_text`)."""
+    return read_regular_text(fs, path, MAX_READ_BYTES)
 
 
 def _read_json(fs: FileSystem, path: str) -> Any | Refusal:

@@ -5,24 +5,15 @@ model map, the model map's entry, `.claude/worktrees/` excluded; every file it w
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from concorde_workers.adapters.cli.main import main
+from integration.test_program_versions_cli import cli
 
 pytestmark = pytest.mark.integration
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(argv), out, err)
-    assert "Traceback" not in out.getvalue() + err.getvalue()
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
@@ -138,3 +129,16 @@ def test_init_in_a_linked_worktree_is_refused_naming_the_primary(project: Any,
     status, out, _ = cli("init", "--repo", str(mine / ".claude" / "worktrees" / "t3"), "--json")
     assert status == 2
     assert f"(the primary: {mine})" in json.loads(out)["refusal"]["message"]
+
+
+def test_init_never_replaces_an_exclude_file_that_is_a_link(project: Any, mine: Path) -> None:
+    """The user's own arrangement (a link to a shared exclude file) is said, not replaced."""
+    shared = project.root / "shared-exclude"
+    shared.write_text("*.log\n")
+    exclude = mine / ".git" / "info" / "exclude"
+    exclude.unlink()
+    exclude.symlink_to(shared)
+    status, out, _ = cli("init")
+    assert status == 0
+    assert exclude.is_symlink() and shared.read_text() == "*.log\n"
+    assert f"{exclude}: kept, it is no regular file" in " ".join(out.split())
