@@ -74,41 +74,83 @@ class Container(containers.DeclarativeContainer):
 
     environ = providers.Callable(lambda host: host.environ, host)
     installations = providers.Callable(lambda host: host.installations, host)
-    config_reader = providers.Factory(ConfigurationReader, fs=filesystem, environ=environ,
-                                      versions=versions, installations=installations,
-                                      committed=providers.Callable(committed_through, git))
-    backends = providers.Dict(
-        claude=providers.Factory(ClaudeBackend, fs=filesystem, installations=installations,
-                                 environ=environ),
-        pi=providers.Factory(PiBackend, fs=filesystem, environ=environ,
-                             linux=providers.Callable(lambda host: host.linux, host),
-                             installations=installations),
+    config_reader = providers.Factory(
+        ConfigurationReader,
+        fs=filesystem,
+        environ=environ,
+        versions=versions,
+        installations=installations,
+        committed=providers.Callable(committed_through, git),
     )
-    preparer = providers.Factory(Preparer, git=git, fs=filesystem, host=host, backends=backends,
-                                 versions=versions)
-    planner = providers.Factory(Planner, preparer=preparer, config_reader=config_reader,
-                                clock=clock, random=random, temp_root=temp_root,
-                                fs=filesystem)
+    backends = providers.Dict(
+        claude=providers.Factory(
+            ClaudeBackend, fs=filesystem, installations=installations, environ=environ
+        ),
+        pi=providers.Factory(
+            PiBackend,
+            fs=filesystem,
+            environ=environ,
+            linux=providers.Callable(lambda host: host.linux, host),
+            installations=installations,
+        ),
+    )
+    preparer = providers.Factory(
+        Preparer, git=git, fs=filesystem, host=host, backends=backends, versions=versions
+    )
+    planner = providers.Factory(
+        Planner,
+        preparer=preparer,
+        config_reader=config_reader,
+        clock=clock,
+        random=random,
+        temp_root=temp_root,
+        fs=filesystem,
+    )
     requests = providers.Factory(RequestBuilder, fs=filesystem, cwd=cwd)
     processes = providers.Dependency(instance_of=ProcessRunner)
     host_pid = providers.Dependency(instance_of=int)
     process_table = providers.Dependency(instance_of=ProcessTable)
     worker_host = providers.Factory(
-        WorkerHost, git=git, fs=filesystem, clock=clock, random=random, processes=processes,
-        preparer=preparer, temp_root=temp_root, host_pid=host_pid, process_table=process_table)
+        WorkerHost,
+        git=git,
+        fs=filesystem,
+        clock=clock,
+        random=random,
+        processes=processes,
+        preparer=preparer,
+        temp_root=temp_root,
+        host_pid=host_pid,
+        process_table=process_table,
+    )
     check_runner = providers.Dependency(instance_of=CheckRunner)
     checks_validation = providers.Factory(ChecksValidation, runner=check_runner, fs=filesystem)
     """`container.checks_validation(checks=..., place=...)`: the checks as a round validation."""
-    sweeper = providers.Factory(Sweeper, fs=filesystem, table=process_table, clock=clock,
-                                runtime_parent=temp_root)
-    agent_installer = providers.Factory(AgentInstaller, fs=filesystem, processes=processes,
-                                        environ=environ)
-    starter = providers.Factory(Starter, fs=filesystem, git=git, processes=processes,
-                                environ=environ, installations=installations, cwd=cwd)
+    sweeper = providers.Factory(
+        Sweeper, fs=filesystem, table=process_table, clock=clock, runtime_parent=temp_root
+    )
+    agent_installer = providers.Factory(
+        AgentInstaller, fs=filesystem, processes=processes, environ=environ
+    )
+    starter = providers.Factory(
+        Starter,
+        fs=filesystem,
+        git=git,
+        processes=processes,
+        environ=environ,
+        installations=installations,
+        cwd=cwd,
+    )
     sandbox_probe = providers.Dependency(instance_of=SandboxProbe)
-    doctor = providers.Factory(Doctor, fs=filesystem, versions=versions, probe=sandbox_probe,
-                               config_reader=config_reader, environ=environ,
-                               installations=installations, cwd=cwd)
+    doctor = providers.Factory(
+        Doctor,
+        fs=filesystem,
+        versions=versions,
+        probe=sandbox_probe,
+        config_reader=config_reader,
+        environ=environ,
+        installations=installations,
+        cwd=cwd,
+    )
 
 
 def host_facts(environ: Mapping[str, str]) -> HostFacts:
@@ -117,10 +159,15 @@ def host_facts(environ: Mapping[str, str]) -> HostFacts:
         home = pwd.getpwuid(os.getuid()).pw_dir
     except KeyError:
         home = environ.get("HOME", "/")
-    return HostFacts(environ=dict(environ), interpreter=sys.executable, user_home=home,
-                     as_root=os.getuid() == 0, linux=sys.platform.startswith("linux"),
-                     interpreter_roots=interpreter_roots(),
-                     installations=installations(checkout_root(), environ))
+    return HostFacts(
+        environ=dict(environ),
+        interpreter=sys.executable,
+        user_home=home,
+        as_root=os.getuid() == 0,
+        linux=sys.platform.startswith("linux"),
+        interpreter_roots=interpreter_roots(),
+        installations=installations(checkout_root(), environ),
+    )
 
 
 PACKAGE_ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -172,15 +219,27 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
     )
 
 
-def check_runner(processes: ProcessRunner, filesystem: FileSystem, facts: HostFacts,
-                 table: ProcessTable, copies_root: str | None = None) -> SandboxedCheckRunner:
+def check_runner(
+    processes: ProcessRunner,
+    filesystem: FileSystem,
+    facts: HostFacts,
+    table: ProcessTable,
+    copies_root: str | None = None,
+) -> SandboxedCheckRunner:
     """The checks' runner: copies in the runtime parent (`copies_root` when given), each with
     this host's owner record from `table` (the sweep's), every credential origin and home of
     the host hidden from the check (besides the temporary roots every check's sandbox hides)."""
     origins = credential_origins(facts.environ, facts.user_home)
     hidden = (*origins.homes, *origins.directories, *origins.files)
-    return SandboxedCheckRunner(processes, filesystem, shutil.which("bwrap"), facts.environ,
-                                hidden, copies_root or runtime_parent(), table)
+    return SandboxedCheckRunner(
+        processes,
+        filesystem,
+        shutil.which("bwrap"),
+        facts.environ,
+        hidden,
+        copies_root or runtime_parent(),
+        table,
+    )
 
 
 def shipped_pins() -> tuple[str, str]:
@@ -189,8 +248,10 @@ def shipped_pins() -> tuple[str, str]:
     from importlib import resources
 
     root = resources.files("concorde_workers")
-    return ((root / "package.json").read_text(encoding="utf-8"),
-            (root / "package-lock.json").read_text(encoding="utf-8"))
+    return (
+        (root / "package.json").read_text(encoding="utf-8"),
+        (root / "package-lock.json").read_text(encoding="utf-8"),
+    )
 
 
 def example_repository() -> tuple[Example, dict[str, str]]:

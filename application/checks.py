@@ -61,10 +61,13 @@ def place_for(request: RunRequest) -> CheckPlace:
     grant = parse_grant(request.grant, request.task_type)
     # A grant that does not parse fails the run before any round: no check ever runs then, and
     # an empty grant keeps nothing in a copy.
-    return CheckPlace(worktree=request.worktree, hidden=(primary,) if primary else (),
-                      runtime_paths=request.runtime_paths,
-                      project_interpreter=request.project_interpreter,
-                      grant=grant if isinstance(grant, Grant) else _NOTHING)
+    return CheckPlace(
+        worktree=request.worktree,
+        hidden=(primary,) if primary else (),
+        runtime_paths=request.runtime_paths,
+        project_interpreter=request.project_interpreter,
+        grant=grant if isinstance(grant, Grant) else _NOTHING,
+    )
 
 
 class ChecksValidation:
@@ -72,8 +75,14 @@ class ChecksValidation:
     manager around `WorkerHost.run` (or call `start` before and `close` after): the starting
     state must be copied before round 1."""
 
-    def __init__(self, checks: Sequence[Check], runner: CheckRunner, fs: FileSystem,
-                 place: CheckPlace, cancel: Cancellation | None = None) -> None:
+    def __init__(
+        self,
+        checks: Sequence[Check],
+        runner: CheckRunner,
+        fs: FileSystem,
+        place: CheckPlace,
+        cancel: Cancellation | None = None,
+    ) -> None:
         self.checks = tuple(checks)
         # The run's cancellation (the CLI's SIGINT and SIGTERM): a running check is killed at
         # once and no further check runs; the host then ends the run interrupted.
@@ -90,8 +99,12 @@ class ChecksValidation:
         self.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         self.close()
 
     def start(self) -> None:
@@ -102,8 +115,9 @@ class ChecksValidation:
         try:
             self._start = self._runner.copy(self._place.worktree, self._place.keep)
         except CheckCopyFailed as failed:
-            self._start_problem = (f"the run's starting state could not be copied: "
-                                   f"{failed.os_error_text}")
+            self._start_problem = (
+                f"the run's starting state could not be copied: {failed.os_error_text}"
+            )
 
     def close(self) -> None:
         """Discard the starting state's copy; what could not be removed is said in
@@ -114,8 +128,10 @@ class ChecksValidation:
         try:
             self._runner.discard(start)
         except CheckCopyFailed as failed:
-            self.leftover = (f"the copy of the run's starting state {failed.path} could not be "
-                             f"removed: {failed.os_error_text}; remove it by hand")
+            self.leftover = (
+                f"the copy of the run's starting state {failed.path} could not be "
+                f"removed: {failed.os_error_text}; remove it by hand"
+            )
 
     def __call__(self, given: ValidationInput) -> ValidationOutcome:
         place = self._round_place(given)
@@ -142,37 +158,43 @@ class ChecksValidation:
 
     def _round_place(self, given: ValidationInput) -> CheckPlace:
         # The run records (<parent>/workers/, above rounds/<n>/ of this run) are hidden too.
-        workers = posixpath.dirname(posixpath.dirname(posixpath.dirname(
-            posixpath.normpath(given.round_dir))))
+        workers = posixpath.dirname(
+            posixpath.dirname(posixpath.dirname(posixpath.normpath(given.round_dir)))
+        )
         return self._place.model_copy(update={"hidden": (*self._place.hidden, workers)})
 
-    def _outcome(self, check: Check, tree: str, place: CheckPlace,
-                 round_dir: str) -> CheckOutcome:
+    def _outcome(self, check: Check, tree: str, place: CheckPlace, round_dir: str) -> CheckOutcome:
         folder = posixpath.join(round_dir, CHECKS_FOLDER, check.id)
         now = self._runner.run(check, tree, place, self._on_cancel())
         log = self._write_node(folder, check, now, "after the round")
         if now.status is not CheckStatus.FAILED or self._cancelled():
             return CheckOutcome(check=check, now=now, log_path=log)
         before = self._run_before(check, place)
-        before_log = self._write_node(posixpath.join(folder, BEFORE_FOLDER), check, before,
-                                      "the run's starting state")
-        return CheckOutcome(check=check, now=now, before=before, log_path=log,
-                            before_log_path=before_log)
+        before_log = self._write_node(
+            posixpath.join(folder, BEFORE_FOLDER), check, before, "the run's starting state"
+        )
+        return CheckOutcome(
+            check=check, now=now, before=before, log_path=log, before_log_path=before_log
+        )
 
     def _run_before(self, check: Check, place: CheckPlace) -> CheckRun:
         """The check's run on the starting state, once per run: that state does not change."""
         if check.id in self._before:
             return self._before[check.id]
         if self._start is None:
-            return CheckRun(status=CheckStatus.NOT_STARTED,
-                            problem=self._start_problem or "the run's starting state was not "
-                            "copied before round 1 (ChecksValidation.start was not called)")
+            return CheckRun(
+                status=CheckStatus.NOT_STARTED,
+                problem=self._start_problem
+                or "the run's starting state was not "
+                "copied before round 1 (ChecksValidation.start was not called)",
+            )
         try:
             tree = self._runner.copy(self._start)
         except CheckCopyFailed as failed:
-            return CheckRun(status=CheckStatus.NOT_STARTED,
-                            problem=f"the starting state could not be copied: "
-                                    f"{failed.os_error_text}")
+            return CheckRun(
+                status=CheckStatus.NOT_STARTED,
+                problem=f"the starting state could not be copied: {failed.os_error_text}",
+            )
         try:
             run = self._runner.run(check, tree, place, self._on_cancel())
         finally:
@@ -187,8 +209,10 @@ class ChecksValidation:
         try:
             self._fs.makedirs(folder)
             self._fs.write_atomic(log, run.log)
-            self._fs.write_atomic(posixpath.join(folder, NODE_NAME),
-                                  json.dumps(node_json(check, run, state), indent=2) + "\n")
+            self._fs.write_atomic(
+                posixpath.join(folder, NODE_NAME),
+                json.dumps(node_json(check, run, state), indent=2) + "\n",
+            )
         except FileSystemError:
             return ""  # the evidence then names no log; the answer stands
         return log
@@ -198,21 +222,39 @@ def _outcome(outcomes: Sequence[CheckOutcome], round_number: int) -> ValidationO
     decided = answer(outcomes, round_number, ACTOR)
     kept = [evidence(o) for o in outcomes]
     if decided.unavailable:
-        return ValidationOutcome(evidence=kept, unavailable=LinkAnswer(
-            code=CHECKS_UNAVAILABLE, causes=decided.unavailable_links,
-            detail=decided.unavailable_detail))
+        return ValidationOutcome(
+            evidence=kept,
+            unavailable=LinkAnswer(
+                code=CHECKS_UNAVAILABLE,
+                causes=decided.unavailable_links,
+                detail=decided.unavailable_detail,
+            ),
+        )
     if decided.repair is not None:
         failing = ", ".join(e["check"] for e in kept if e["judgement"] == Judgement.REPAIR.value)
-        return ValidationOutcome(evidence=kept, repair=decided.repair, failure=LinkAnswer(
-            code=CHECKS_FAILED, causes=decided.failure_links,
-            detail=f"failing checks: {failing}"))
+        return ValidationOutcome(
+            evidence=kept,
+            repair=decided.repair,
+            failure=LinkAnswer(
+                code=CHECKS_FAILED,
+                causes=decided.failure_links,
+                detail=f"failing checks: {failing}",
+            ),
+        )
     return ValidationOutcome(evidence=kept)
 
 
 def _copy_unavailable(round_number: int, failed: CheckCopyFailed) -> ValidationOutcome:
     detail = f"round {round_number}: the worktree could not be copied for the checks: {failed}"
-    link = ErrorLink(level="component", actor=ACTOR, code=Code.CHECK_UNAVAILABLE, detail=detail,
-                     unhandled=Unhandled(reason=Reason.ENVIRONMENT,
-                                         explanation="No check could run without the copy"))
-    return ValidationOutcome(unavailable=LinkAnswer(code=CHECKS_UNAVAILABLE, causes=(link,),
-                                                    detail=detail))
+    link = ErrorLink(
+        level="component",
+        actor=ACTOR,
+        code=Code.CHECK_UNAVAILABLE,
+        detail=detail,
+        unhandled=Unhandled(
+            reason=Reason.ENVIRONMENT, explanation="No check could run without the copy"
+        ),
+    )
+    return ValidationOutcome(
+        unavailable=LinkAnswer(code=CHECKS_UNAVAILABLE, causes=(link,), detail=detail)
+    )

@@ -43,8 +43,7 @@ class LinkAnswer:
             return f"names no code (code {self.code!r})"
         if not isinstance(self.detail, str):
             return f"has a detail that is a {type(self.detail).__name__}, not a text"
-        if isinstance(self.causes, str) or not all(isinstance(c, ErrorLink)
-                                                    for c in self.causes):
+        if isinstance(self.causes, str) or not all(isinstance(c, ErrorLink) for c in self.causes):
             return "has causes that are not error links"
         return None
 
@@ -66,8 +65,11 @@ class ValidationOutcome:
         kept = self._unkeepable()
         if kept is not None:
             return kept
-        given = [name for name in ("repair", "violation", "unavailable")
-                 if getattr(self, name) is not None]
+        given = [
+            name
+            for name in ("repair", "violation", "unavailable")
+            if getattr(self, name) is not None
+        ]
         if len(given) > 1:
             return f"it answered {' and '.join(given)} at once; answer at most one of them"
         if self.failure is not None and self.repair is None:
@@ -79,7 +81,8 @@ class ValidationOutcome:
     def _unkeepable(self) -> str | None:
         """The first part of the answer the run record cannot keep as it is given."""
         if isinstance(self.evidence, str | bytes | Mapping) or not isinstance(
-                self.evidence, Sequence):
+            self.evidence, Sequence
+        ):
             return f"its evidence is a {type(self.evidence).__name__}, not a list of objects"
         for n, item in enumerate(self.evidence):
             if not isinstance(item, Mapping):
@@ -105,8 +108,11 @@ class ValidationOutcome:
         if self.violation is not None:
             return ValidationAnswer.VIOLATION
         if self.repair is not None:
-            return (ValidationAnswer.REPAIR_FAILS_RUN if self.failure is not None
-                    else ValidationAnswer.REPAIR)
+            return (
+                ValidationAnswer.REPAIR_FAILS_RUN
+                if self.failure is not None
+                else ValidationAnswer.REPAIR
+            )
         return ValidationAnswer.NOTHING_TO_REPAIR
 
     def coded(self) -> LinkAnswer | None:
@@ -140,16 +146,21 @@ def json_problem(value: object, where: str) -> str | None:
     return f"{where} is a {type(value).__name__}, which JSON cannot hold"
 
 
-def evidence_for_node(evidence: Sequence[Mapping[str, Any]], round_dir: str
-                      ) -> tuple[dict[str, Any], ...]:
+def evidence_for_node(
+    evidence: Sequence[Mapping[str, Any]], round_dir: str
+) -> tuple[dict[str, Any], ...]:
     """Each artifact path (a top-level string that is an absolute path below the round's folder)
     relative to that folder, as the round's node keeps it."""
     out = []
     for value in evidence:
         item = dict(value)
         for key, text in value.items():
-            if isinstance(text, str) and posixpath.isabs(text) and is_within(text, round_dir) \
-                    and posixpath.normpath(text) != posixpath.normpath(round_dir):
+            if (
+                isinstance(text, str)
+                and posixpath.isabs(text)
+                and is_within(text, round_dir)
+                and posixpath.normpath(text) != posixpath.normpath(round_dir)
+            ):
                 item[key] = relative_to(text, round_dir)
         out.append(item)
     return tuple(out)

@@ -34,8 +34,16 @@ from concorde_workers.domain.grant import Grant, Level, entries_below
 from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 from concorde_workers.domain.paths import is_within, relative_to
 
-ALWAYS_HIDDEN: tuple[str, ...] = ("/home", "/root", "/tmp", "/var/tmp", "/run", "/dev/shm",
-                                  "/mnt", "/media")
+ALWAYS_HIDDEN: tuple[str, ...] = (
+    "/home",
+    "/root",
+    "/tmp",
+    "/var/tmp",
+    "/run",
+    "/dev/shm",
+    "/mnt",
+    "/media",
+)
 """Hidden in every check's sandbox: the homes, the temporary roots, the runtime state."""
 CHECK_HOME = "/tmp/home"
 CHECK_TMP = "/tmp"
@@ -91,14 +99,22 @@ def copy_rule(grant: Grant | None, rel: str) -> Keep:
 def primary_of(worktree: str) -> str | None:
     """The primary worktree of a worktree placed at `<primary>/.claude/worktrees/<name>`."""
     parent = posixpath.dirname(posixpath.normpath(worktree))
-    if posixpath.basename(parent) != "worktrees" or \
-            posixpath.basename(posixpath.dirname(parent)) != ".claude":
+    if (
+        posixpath.basename(parent) != "worktrees"
+        or posixpath.basename(posixpath.dirname(parent)) != ".claude"
+    ):
         return None
     return posixpath.dirname(posixpath.dirname(parent))
 
 
-def check_argv(bwrap: str, place: CheckPlace, tree: str, command: str,
-               host_hidden: Sequence[str], kind: Callable[[str], str | None]) -> list[str]:
+def check_argv(
+    bwrap: str,
+    place: CheckPlace,
+    tree: str,
+    command: str,
+    host_hidden: Sequence[str],
+    kind: Callable[[str], str | None],
+) -> list[str]:
     """The command line of one check: `command` run by /bin/sh inside the sandbox, with the copy
     `tree` at the worktree's path. `kind` says what a path is without following a last link:
     "dir", "file", "link" or None (missing); a hidden directory becomes an empty tmpfs, a hidden
@@ -138,8 +154,10 @@ def check_environment(host_env: Mapping[str, str], interpreter: str | None) -> d
 
 def _outermost(paths: Sequence[str]) -> list[str]:
     """The absolute paths given, normalized, without those inside another, shortest first."""
-    normal = sorted({posixpath.normpath(p) for p in paths if posixpath.isabs(p)},
-                    key=lambda p: (p.count("/"), p))
+    normal = sorted(
+        {posixpath.normpath(p) for p in paths if posixpath.isabs(p)},
+        key=lambda p: (p.count("/"), p),
+    )
     out: list[str] = []
     for path in normal:
         if path != "/" and not any(is_within(path, kept) for kept in out):
@@ -149,10 +167,37 @@ def _outermost(paths: Sequence[str]) -> list[str]:
 
 # What `plan` says of a check's command (issue 19 §1): the program its first word resolves to
 # in the check's own view, or that none does. The shell's own words run without a program.
-SHELL_WORDS = frozenset({
-    "!", ".", ":", "[", "{", "(", "case", "cd", "command", "echo", "eval", "exec", "exit",
-    "export", "false", "for", "if", "printf", "read", "set", "source", "test", "true", "type",
-    "unset", "until", "while"})
+SHELL_WORDS = frozenset(
+    {
+        "!",
+        ".",
+        ":",
+        "[",
+        "{",
+        "(",
+        "case",
+        "cd",
+        "command",
+        "echo",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "false",
+        "for",
+        "if",
+        "printf",
+        "read",
+        "set",
+        "source",
+        "test",
+        "true",
+        "type",
+        "unset",
+        "until",
+        "while",
+    }
+)
 
 
 def first_program(command: str) -> str | None:
@@ -170,9 +215,14 @@ def first_program(command: str) -> str | None:
     return None
 
 
-def program_in_view(command: str, place: CheckPlace, search_path: str,
-                    hidden: Sequence[str], realpath: Callable[[str], str],
-                    executable: Callable[[str], bool]) -> str:
+def program_in_view(
+    command: str,
+    place: CheckPlace,
+    search_path: str,
+    hidden: Sequence[str],
+    realpath: Callable[[str], str],
+    executable: Callable[[str], bool],
+) -> str:
     """Which program the check's first word resolves to in its sandbox: the PATH it gets
     (`search_path`), where every place of `hidden` is an empty folder and the runtime paths and
     the worktree are seen; a program whose real file lies hidden cannot start there. `executable`
@@ -185,8 +235,7 @@ def program_in_view(command: str, place: CheckPlace, search_path: str,
     if "/" in word:
         candidates = [posixpath.normpath(posixpath.join(place.worktree, word))]
     else:
-        candidates = [posixpath.join(d, word) for d in search_path.split(":")
-                      if posixpath.isabs(d)]
+        candidates = [posixpath.join(d, word) for d in search_path.split(":") if posixpath.isabs(d)]
 
     def seen(path: str) -> bool:
         if any(is_within(path, r) for r in place.runtime_paths):
@@ -201,11 +250,15 @@ def program_in_view(command: str, place: CheckPlace, search_path: str,
             continue
         real = realpath(candidate)
         if seen(candidate) and seen(real):
-            return f"`{word}` is {candidate}" + (f" (its real file {real})" if real != candidate
-                                                  else "")
+            return f"`{word}` is {candidate}" + (
+                f" (its real file {real})" if real != candidate else ""
+            )
         behind = behind or (real if seen(candidate) else candidate)
-    why = (f"; {behind} lies where the check does not see: list its installation as a runtime "
-           "path" if behind else "")
-    return (f"`{word}` is found nowhere in the check's view{why}; the run would end "
-            "checks_unavailable")
-
+    why = (
+        f"; {behind} lies where the check does not see: list its installation as a runtime path"
+        if behind
+        else ""
+    )
+    return (
+        f"`{word}` is found nowhere in the check's view{why}; the run would end checks_unavailable"
+    )

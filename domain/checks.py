@@ -96,13 +96,17 @@ def status_of(exit_code: int | None, timed_out: bool) -> CheckStatus:
 # start, a module or a file the command names missing, when that is all the check printed.
 # Such a check is unavailable, never evidence: it failing on both states says nothing of the
 # round.
-_SHELL_STATUSES = {127: "its command was not found (exit status 127)",
-                   126: "its command could not be executed (exit status 126)"}
+_SHELL_STATUSES = {
+    127: "its command was not found (exit status 127)",
+    126: "its command could not be executed (exit status 126)",
+}
 _ALONE_SIGNS = (
     (re.compile(r"Fatal Python error: .*"), "its Python interpreter could not start"),
     (re.compile(r"\S+: No module named \S+"), "the module its command runs is not installed"),
-    (re.compile(r"\S+: can't open file .*: \[Errno \d+\] .*"),
-     "a file its command names is not there"),
+    (
+        re.compile(r"\S+: can't open file .*: \[Errno \d+\] .*"),
+        "a file its command names is not there",
+    ),
 )
 _SAID_BYTES = 2000
 
@@ -117,8 +121,14 @@ def command_problem(exit_code: int | None, log: bytes) -> str | None:
     if why is None:
         first = text.splitlines()[0] if text else ""
         alone = len(text.splitlines()) <= 1
-        why = next((w for sign, w in _ALONE_SIGNS
-                    if sign.fullmatch(first) and (alone or w.startswith("its Python"))), None)
+        why = next(
+            (
+                w
+                for sign, w in _ALONE_SIGNS
+                if sign.fullmatch(first) and (alone or w.startswith("its Python"))
+            ),
+            None,
+        )
     if why is None:
         return None
     return f"{why}: {last}" if last else why
@@ -129,10 +139,19 @@ def finished(exit_code: int | None, duration_seconds: float, log: bytes) -> Chec
     did not run (`command_problem`), else failed."""
     problem = command_problem(exit_code, log)
     if problem is not None:
-        return CheckRun(status=CheckStatus.NOT_STARTED, exit_code=exit_code,
-                        duration_seconds=duration_seconds, log=log, problem=problem)
-    return CheckRun(status=status_of(exit_code, False), exit_code=exit_code,
-                    duration_seconds=duration_seconds, log=log)
+        return CheckRun(
+            status=CheckStatus.NOT_STARTED,
+            exit_code=exit_code,
+            duration_seconds=duration_seconds,
+            log=log,
+            problem=problem,
+        )
+    return CheckRun(
+        status=status_of(exit_code, False),
+        exit_code=exit_code,
+        duration_seconds=duration_seconds,
+        log=log,
+    )
 
 
 class Judgement(StrEnum):
@@ -165,8 +184,9 @@ class CheckOutcome(BaseModel):
             return Judgement.REPAIR
         if self.before.status in UNAVAILABLE_STATUSES:
             return Judgement.UNAVAILABLE
-        return (Judgement.PRE_EXISTING if self.before.status is CheckStatus.FAILED
-                else Judgement.REPAIR)
+        return (
+            Judgement.PRE_EXISTING if self.before.status is CheckStatus.FAILED else Judgement.REPAIR
+        )
 
     def unavailable_run(self) -> tuple[str, CheckRun]:
         """Which run made the check unavailable: ("after the round", ...) or ("on the starting
@@ -200,33 +220,41 @@ def answer(outcomes: Sequence[CheckOutcome], round_number: int, actor: str) -> C
         said = "; ".join(_unavailable_text(o) for o in unavailable)
         return ChecksAnswer(
             unavailable_detail=f"round {round_number}: {said}",
-            unavailable_links=tuple(_unavailable_link(o, actor) for o in unavailable))
+            unavailable_links=tuple(_unavailable_link(o, actor) for o in unavailable),
+        )
     failing = [o for o in outcomes if o.judgement() is Judgement.REPAIR]
     if not failing:
         return ChecksAnswer()
-    return ChecksAnswer(repair=repair_text(failing),
-                        failure_links=tuple(_failed_link(o, actor) for o in failing))
+    return ChecksAnswer(
+        repair=repair_text(failing), failure_links=tuple(_failed_link(o, actor) for o in failing)
+    )
 
 
 def repair_text(failing: Sequence[CheckOutcome]) -> str:
     """The repair naming, for each failing check, its identity, status, exit code and the last
     20,000 bytes of its log (seed 000, Method's round validation)."""
-    parts = [f"{len(failing)} check{'s' if len(failing) != 1 else ''} of the project failed "
-             "after your changes (each passed before them). Repair what makes "
-             f"{'them' if len(failing) != 1 else 'it'} fail:"]
+    parts = [
+        f"{len(failing)} check{'s' if len(failing) != 1 else ''} of the project failed "
+        "after your changes (each passed before them). Repair what makes "
+        f"{'them' if len(failing) != 1 else 'it'} fail:"
+    ]
     for o in failing:
         tail = o.now.log[-REPAIR_LOG_BYTES:].decode("utf-8", "replace")
         parts.append(
             f"\ncheck {o.check.id}: `{o.check.command}`\nstatus: {o.now.status.value}\n"
             f"exit code: {o.now.exit_code}\nthe last {REPAIR_LOG_BYTES:,} bytes of its log:\n"
-            f"{tail.rstrip()}\n")
+            f"{tail.rstrip()}\n"
+        )
     return "\n".join(parts)
 
 
 def _unavailable_text(o: CheckOutcome) -> str:
     when, run = o.unavailable_run()
-    what = (f"timed out after {format_seconds(o.check.timeout_seconds)} s"
-            if run.status is CheckStatus.TIMED_OUT else f"could not start: {run.problem}")
+    what = (
+        f"timed out after {format_seconds(o.check.timeout_seconds)} s"
+        if run.status is CheckStatus.TIMED_OUT
+        else f"could not start: {run.problem}"
+    )
     return f"check {o.check.id} {what} ({when})"
 
 
@@ -234,21 +262,32 @@ def _unavailable_link(o: CheckOutcome, actor: str) -> ErrorLink:
     _, run = o.unavailable_run()
     log = o.log_path if run is o.now else o.before_log_path
     return ErrorLink(
-        level=CHECK_LEVEL, actor=f"{actor} (check {o.check.id})", code=CHECK_UNAVAILABLE_LINK,
-        detail=_unavailable_text(o), evidence=_log_evidence(log),
-        unhandled=Unhandled(reason=Reason.ENVIRONMENT,
-                            explanation="The check could not run to its end, so the round "
-                                        "could not be judged"))
+        level=CHECK_LEVEL,
+        actor=f"{actor} (check {o.check.id})",
+        code=CHECK_UNAVAILABLE_LINK,
+        detail=_unavailable_text(o),
+        evidence=_log_evidence(log),
+        unhandled=Unhandled(
+            reason=Reason.ENVIRONMENT,
+            explanation="The check could not run to its end, so the round could not be judged",
+        ),
+    )
 
 
 def _failed_link(o: CheckOutcome, actor: str) -> ErrorLink:
     return ErrorLink(
-        level=CHECK_LEVEL, actor=f"{actor} (check {o.check.id})", code=CHECK_FAILED_LINK,
-        detail=(f"check {o.check.id} (`{o.check.command}`) {o.now.status.value} with exit "
-                f"code {o.now.exit_code}; it passed on the run's starting state"),
+        level=CHECK_LEVEL,
+        actor=f"{actor} (check {o.check.id})",
+        code=CHECK_FAILED_LINK,
+        detail=(
+            f"check {o.check.id} (`{o.check.command}`) {o.now.status.value} with exit "
+            f"code {o.now.exit_code}; it passed on the run's starting state"
+        ),
         evidence=_log_evidence(o.log_path),
-        unhandled=Unhandled(reason=Reason.EXHAUSTED,
-                            explanation="The check still fails after the last repair round"))
+        unhandled=Unhandled(
+            reason=Reason.EXHAUSTED, explanation="The check still fails after the last repair round"
+        ),
+    )
 
 
 def _log_evidence(path: str) -> tuple[Evidence, ...]:
@@ -260,22 +299,36 @@ def evidence(o: CheckOutcome) -> dict[str, Any]:
     code, duration, log (an artifact path) and, when it was narrowed, its run on the starting
     state."""
     item: dict[str, Any] = {
-        "check": o.check.id, "command": o.check.command, "judgement": o.judgement().value,
-        "status": o.now.status.value, "exit_code": o.now.exit_code,
-        "duration_seconds": round(o.now.duration_seconds, 3), "log": o.log_path}
+        "check": o.check.id,
+        "command": o.check.command,
+        "judgement": o.judgement().value,
+        "status": o.now.status.value,
+        "exit_code": o.now.exit_code,
+        "duration_seconds": round(o.now.duration_seconds, 3),
+        "log": o.log_path,
+    }
     if o.before is not None:
-        item["before"] = {"status": o.before.status.value, "exit_code": o.before.exit_code,
-                          "duration_seconds": round(o.before.duration_seconds, 3)}
+        item["before"] = {
+            "status": o.before.status.value,
+            "exit_code": o.before.exit_code,
+            "duration_seconds": round(o.before.duration_seconds, 3),
+        }
         item["before_log"] = o.before_log_path
     return item
 
 
 def node_json(check: Check, run: CheckRun, state: str) -> dict[str, Any]:
     """A check node's check.json: which check ran on which state, how it ended."""
-    return {"check": check.id, "command": check.command, "state": state,
-            "timeout_seconds": check.timeout_seconds, "status": run.status.value,
-            "exit_code": run.exit_code, "duration_seconds": round(run.duration_seconds, 3),
-            "problem": run.problem or None}
+    return {
+        "check": check.id,
+        "command": check.command,
+        "state": state,
+        "timeout_seconds": check.timeout_seconds,
+        "status": run.status.value,
+        "exit_code": run.exit_code,
+        "duration_seconds": round(run.duration_seconds, 3),
+        "problem": run.problem or None,
+    }
 
 
 def format_seconds(value: float) -> str:
@@ -285,8 +338,7 @@ def format_seconds(value: float) -> str:
 # --- the checks a caller gives ------------------------------------------------------------------
 
 
-def parse_checks(entries: object, commands: Sequence[str], where: str
-                 ) -> tuple[Check, ...] | str:
+def parse_checks(entries: object, commands: Sequence[str], where: str) -> tuple[Check, ...] | str:
     """The checks of a request file's `checks` (a list of objects with `command` and optional
     `id` and `timeout_seconds`, or of command texts) followed by the `--check` commands; the
     first problem, naming its entry and the repair, otherwise. Identities not given are
@@ -294,20 +346,25 @@ def parse_checks(entries: object, commands: Sequence[str], where: str
     given: list[object] = []
     if entries is not None:
         if not isinstance(entries, list):
-            return (f"{where} \"checks\" is a {type(entries).__name__}; give a list of checks, "
-                    "each a command text or an object with \"command\" and optional \"id\" and "
-                    "\"timeout_seconds\"")
+            return (
+                f'{where} "checks" is a {type(entries).__name__}; give a list of checks, '
+                'each a command text or an object with "command" and optional "id" and '
+                '"timeout_seconds"'
+            )
         given.extend(entries)
     given.extend(commands)
     checks: list[Check] = []
     for n, entry in enumerate(given):
-        name = (f"{where} checks[{n}]" if n < len(entries or [])
-                else f"--check {commands[n - len(entries or [])]!r}")
+        name = (
+            f"{where} checks[{n}]"
+            if n < len(entries or [])
+            else f"--check {commands[n - len(entries or [])]!r}"
+        )
         parsed = _parse_entry(entry, n + 1, name)
         if isinstance(parsed, str):
             return parsed
         if any(c.id == parsed.id for c in checks):
-            return (f"{name} repeats the check id {parsed.id!r}; give every check its own id")
+            return f"{name} repeats the check id {parsed.id!r}; give every check its own id"
         checks.append(parsed)
     return tuple(checks)
 
@@ -316,23 +373,36 @@ def _parse_entry(entry: object, position: int, name: str) -> Check | str:
     if isinstance(entry, str):
         entry = {"command": entry}
     if not isinstance(entry, Mapping):
-        return (f"{name} is a {type(entry).__name__}; give a command text or an object with "
-                "\"command\" and optional \"id\" and \"timeout_seconds\"")
+        return (
+            f"{name} is a {type(entry).__name__}; give a command text or an object with "
+            '"command" and optional "id" and "timeout_seconds"'
+        )
     unknown = sorted(set(entry) - set(CHECK_FIELDS))
     if unknown:
-        return (f"{name} has the unknown field {unknown[0]!r}; a check has only "
-                f"{', '.join(CHECK_FIELDS)}")
+        return (
+            f"{name} has the unknown field {unknown[0]!r}; a check has only "
+            f"{', '.join(CHECK_FIELDS)}"
+        )
     command = entry.get("command")
     if not isinstance(command, str) or not command.strip() or "\x00" in command:
-        return (f"{name} gives no command (\"command\" {command!r}); give the shell command "
-                "to run, such as \"python -m pytest -q\"")
+        return (
+            f'{name} gives no command ("command" {command!r}); give the shell command '
+            'to run, such as "python -m pytest -q"'
+        )
     check_id = entry.get("id", f"check-{position}")
     if not isinstance(check_id, str) or not CHECK_ID.match(check_id) or check_id in {".", ".."}:
-        return (f"{name} gives the id {check_id!r}; an id is 1 to 64 letters, digits, '.', '_' "
-                "or '-', starting with a letter or digit (it names the check's node folder)")
+        return (
+            f"{name} gives the id {check_id!r}; an id is 1 to 64 letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit (it names the check's node folder)"
+        )
     timeout = entry.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not (
-            0 < timeout <= MAX_TIMEOUT_SECONDS):
-        return (f"{name} gives timeout_seconds {timeout!r}; give a number of seconds above 0 "
-                f"and at most {MAX_TIMEOUT_SECONDS:.0f}")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not (0 < timeout <= MAX_TIMEOUT_SECONDS)
+    ):
+        return (
+            f"{name} gives timeout_seconds {timeout!r}; give a number of seconds above 0 "
+            f"and at most {MAX_TIMEOUT_SECONDS:.0f}"
+        )
     return Check(id=check_id, command=command, timeout_seconds=float(timeout))

@@ -44,8 +44,9 @@ class CheckRunner(Protocol):
         removed first."""
         ...
 
-    def run(self, check: Check, tree: str, place: CheckPlace,
-            on_cancel: OnCancel | None = None) -> CheckRun:
+    def run(
+        self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None = None
+    ) -> CheckRun:
         """Run `check.command` with /bin/sh over the copy `tree`, seen at `place.worktree` (its
         working directory), killing its whole process group when its timeout passes, or at
         once when the run is cancelled (`on_cancel`). The run's

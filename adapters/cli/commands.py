@@ -72,9 +72,16 @@ def run_plan(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
             args.request = example.request_file
         args.declare = [*args.declare, *example.declared]
         if not args.json:
-            out.write(terminal_lines([f"example repository: {example.primary}",
-                                      f"worktree:           {example.worktree}",
-                                      f"request:            {example.request_file}", ""]))
+            out.write(
+                terminal_lines(
+                    [
+                        f"example repository: {example.primary}",
+                        f"worktree:           {example.worktree}",
+                        f"request:            {example.request_file}",
+                        "",
+                    ]
+                )
+            )
         try:
             return _plan(args, wiring.production({**wiring.environ, **additions}), out, err)
         finally:
@@ -91,12 +98,17 @@ def _discard_example(example: ExampleRepository, keep: bool, err: TextIO) -> Non
     try:
         example.discard()
     except OSError as error:
-        err.write(terminal_lines([f"the example repository {example.primary} could not be "
-                                  f"removed ({error}); remove it by hand"]))
+        err.write(
+            terminal_lines(
+                [
+                    f"the example repository {example.primary} could not be "
+                    f"removed ({error}); remove it by hand"
+                ]
+            )
+        )
 
 
-def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: TextIO
-          ) -> ExitStatus:
+def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: TextIO) -> ExitStatus:
     if args.all_workers:
         return plan_operation(args, container, out)
     request = container.requests().build(flags_of(args))
@@ -130,9 +142,12 @@ def checks_plan(checks: Sequence[Check], programs: Sequence[str] = ()) -> list[s
     word resolves to in its sandbox when `programs` says it."""
     if not checks:
         return []
-    lines = ["", "Checks (after every round whose worker ended ok with a clean audit, on a copy "
-             "of what the grant lets the worker read, in a network-less sandbox; one that "
-             "fails is run again on the run's starting state):"]
+    lines = [
+        "",
+        "Checks (after every round whose worker ended ok with a clean audit, on a copy "
+        "of what the grant lets the worker read, in a network-less sandbox; one that "
+        "fails is run again on the run's starting state):",
+    ]
     for index, c in enumerate(checks):
         lines.append(f"  {c.id}: {c.command} (timeout {format_seconds(c.timeout_seconds)} s)")
         if index < len(programs):
@@ -143,14 +158,16 @@ def checks_plan(checks: Sequence[Check], programs: Sequence[str] = ()) -> list[s
 # --- run ---------------------------------------------------------------------------------------
 
 
-def resolve_worker(container: Container, request: RunRequest,
-                   declared: Mapping[str, set[str]], err: TextIO) -> RunRequest | Refusal:
+def resolve_worker(
+    container: Container, request: RunRequest, declared: Mapping[str, set[str]], err: TextIO
+) -> RunRequest | Refusal:
     """With an Operation and a worker, the request as the worker configuration and the model map
     settle it (backend, model, reasoning, limits, runtime paths), exactly as the planner does;
     the configuration reader's refusal otherwise. A request without either goes as it is. A
     working copy of the configuration that differs from the committed one is said on `err`."""
-    settled = settle_worker(container.config_reader(), request, declared,
-                            container.preparer().placement_refusal)
+    settled = settle_worker(
+        container.config_reader(), request, declared, container.preparer().placement_refusal
+    )
     if settled is None or isinstance(settled, Refusal):
         return settled or request
     for said in (settled.notice, settled.unnamed):
@@ -159,21 +176,28 @@ def resolve_worker(container: Container, request: RunRequest,
     return apply_resolution(request, settled)
 
 
-def parent_refusal(fs: FileSystem, request: RunRequest, args: argparse.Namespace
-                   ) -> Refusal | None:
+def parent_refusal(fs: FileSystem, request: RunRequest, args: argparse.Namespace) -> Refusal | None:
     """`run` needs an existing parent trace node folder: from --parent, else the request file."""
     if not request.parent:
-        return invalid("a run needs --parent DIR: the trace node folder in which the run's "
-                       "directory workers/<run-id>/ is made; give --parent with an existing "
-                       "directory (or a \"parent\" field in the request file)", args.request)
+        return invalid(
+            "a run needs --parent DIR: the trace node folder in which the run's "
+            "directory workers/<run-id>/ is made; give --parent with an existing "
+            'directory (or a "parent" field in the request file)',
+            args.request,
+        )
     if fs.is_dir(request.parent):
         return None
-    where = ("--parent" if args.parent is not None or not args.request
-             else f"the \"parent\" field of the request file {args.request}")
+    where = (
+        "--parent"
+        if args.parent is not None or not args.request
+        else f'the "parent" field of the request file {args.request}'
+    )
     what = "is not a directory" if fs.lexists(request.parent) else "does not exist"
-    return invalid(f"the parent trace node folder {request.parent} ({where}) {what}; create it "
-                   "first or give an existing directory: a run never creates its parent",
-                   request.parent)
+    return invalid(
+        f"the parent trace node folder {request.parent} ({where}) {what}; create it "
+        "first or give an existing directory: a run never creates its parent",
+        request.parent,
+    )
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -183,8 +207,13 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
-def _refusal_before_run(container: Container, host: WorkerHost, request: RunRequest,
-                        args: argparse.Namespace, err: TextIO) -> RunRequest | Refusal:
+def _refusal_before_run(
+    container: Container,
+    host: WorkerHost,
+    request: RunRequest,
+    args: argparse.Namespace,
+    err: TextIO,
+) -> RunRequest | Refusal:
     """The request as the run will take it, or the refusal of the command's own input: the
     parent, the declarations, the worker's configuration, the runtime paths and interpreter."""
     refusal = parent_refusal(container.filesystem(), request, args)
@@ -207,8 +236,11 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
     container = wiring.container()
     built = container.requests().build(flags_of(args))
     host = container.worker_host()
-    request = (built if isinstance(built, Refusal)
-               else _refusal_before_run(container, host, built, args, err))
+    request = (
+        built
+        if isinstance(built, Refusal)
+        else _refusal_before_run(container, host, built, args, err)
+    )
     checks = container.requests().checks(flags_of(args))
     if isinstance(request, Refusal) or isinstance(checks, Refusal):
         refused = request if isinstance(request, Refusal) else checks
@@ -219,20 +251,28 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
     sweep_before_run(container, err)
     cancel = Cancellation()
     watcher = ProgressWatcher(
-        container.filesystem(), request.parent, err, live=_is_tty(err),
-        now=container.clock().now_utc, width=shutil.get_terminal_size().columns,
-        host_pid=container.host_pid())
+        container.filesystem(),
+        request.parent,
+        err,
+        live=_is_tty(err),
+        now=container.clock().now_utc,
+        width=shutil.get_terminal_size().columns,
+        host_pid=container.host_pid(),
+    )
     # The checks' validation copies the starting state before round 1 (gate narrowing) and
     # discards it when the run has ended, however it ended.
-    validation = (container.checks_validation(checks=checks, place=place_for(request),
-                                               cancel=cancel) if checks else None)
+    validation = (
+        container.checks_validation(checks=checks, place=place_for(request), cancel=cancel)
+        if checks
+        else None
+    )
     with cancel_on_signals(cancel), validation or contextlib.nullcontext():
-        record = run_watched(host, request, cancel, watcher,
-                             validation=validation)
+        record = run_watched(host, request, cancel, watcher, validation=validation)
     if validation is not None and validation.leftover:
         err.write(terminal_lines([f"concorde-workers: {validation.leftover}"]))
-    print_record(record, args.json, out,
-                 read_programs(container.filesystem(), record.run_directory))
+    print_record(
+        record, args.json, out, read_programs(container.filesystem(), record.run_directory)
+    )
     return status_of(record)
 
 
@@ -249,13 +289,21 @@ def sweep_before_run(container: Container, err: TextIO) -> None:
     try:
         report = container.sweeper().sweep()
     except Exception as fault:  # a defect of ours: named, never a traceback, never a lost run
-        err.write(terminal_lines([
-            f"concorde-workers: the sweep of stale runtime directories failed "
-            f"({type(fault).__name__}: {fault}); this is a defect of concorde-workers; "
-            "the run goes on"]))
+        err.write(
+            terminal_lines(
+                [
+                    f"concorde-workers: the sweep of stale runtime directories failed "
+                    f"({type(fault).__name__}: {fault}); this is a defect of concorde-workers; "
+                    "the run goes on"
+                ]
+            )
+        )
         return
-    err.write(terminal_lines([f"concorde-workers: {line}"
-                              for line in sweep_account(report, quiet=True).splitlines()]))
+    err.write(
+        terminal_lines(
+            [f"concorde-workers: {line}" for line in sweep_account(report, quiet=True).splitlines()]
+        )
+    )
 
 
 def run_sweep(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
@@ -264,10 +312,18 @@ def run_sweep(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring
     parent cannot be listed (nothing done)."""
     report = wiring.container().sweeper().sweep()
     if report.problem is not None:
-        print_refusal(Refusal(code=SWEEP_REFUSED, reason=Reason.ENVIRONMENT,
-                              message=f"{report.problem}; make it readable, or run where the "
-                                      "runtime directories are made",
-                              file=report.runtime_parent), args.json, out, err)
+        print_refusal(
+            Refusal(
+                code=SWEEP_REFUSED,
+                reason=Reason.ENVIRONMENT,
+                message=f"{report.problem}; make it readable, or run where the "
+                "runtime directories are made",
+                file=report.runtime_parent,
+            ),
+            args.json,
+            out,
+            err,
+        )
         return ExitStatus.REFUSED
     if args.json:
         print_json(report.to_json(), out)
@@ -284,18 +340,29 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
     container = wiring.container()
     fs = container.filesystem()
     run_dir = posixpath.normpath(posixpath.join(container.cwd(), args.run_dir))
-    repair = ("give RUN_DIR as the run directory <parent>/workers/<run-id>/ of a run that "
-              "has ended")
+    repair = "give RUN_DIR as the run directory <parent>/workers/<run-id>/ of a run that has ended"
     if not fs.is_dir(run_dir):
         what = "is not a directory" if fs.lexists(run_dir) else "does not exist"
-        print_refusal(Refusal(code=RECORD_UNREADABLE, reason=Reason.INPUT, file=run_dir,
-                              message=f"the run directory {run_dir} {what}; {repair}"),
-                      args.json, out, err)
+        print_refusal(
+            Refusal(
+                code=RECORD_UNREADABLE,
+                reason=Reason.INPUT,
+                file=run_dir,
+                message=f"the run directory {run_dir} {what}; {repair}",
+            ),
+            args.json,
+            out,
+            err,
+        )
         return ExitStatus.REFUSED
     record = read_record(fs, run_dir)
     if isinstance(record, Refusal):
-        print_refusal(record.model_copy(update={"message": f"{record.message}; {repair}"}),
-                      args.json, out, err)
+        print_refusal(
+            record.model_copy(update={"message": f"{record.message}; {repair}"}),
+            args.json,
+            out,
+            err,
+        )
         return ExitStatus.REFUSED
     print_record(record, args.json, out, read_programs(fs, run_dir))
     return ExitStatus.OK

@@ -46,11 +46,13 @@ def _write_cache(tree: FakeTree) -> tuple[int, bytes]:
     return (1 if ".git" in tree.files() else 0), b""
 
 
-PROGRAMS: dict[str, Any] = {PASS_IF_FILE: _pass_if_file,
-                            PRINT_AND_FAIL: lambda tree: (3, b"out\nerr\n"),
-                            WRITE_CACHE: _write_cache, HANGS: HANG,
-                            NO_MODULE: lambda tree: (
-                                1, b"/usr/bin/python3: No module named no_such_module_q7\n")}
+PROGRAMS: dict[str, Any] = {
+    PASS_IF_FILE: _pass_if_file,
+    PRINT_AND_FAIL: lambda tree: (3, b"out\nerr\n"),
+    WRITE_CACHE: _write_cache,
+    HANGS: HANG,
+    NO_MODULE: lambda tree: (1, b"/usr/bin/python3: No module named no_such_module_q7\n"),
+}
 
 
 @dataclass
@@ -80,11 +82,14 @@ class World:
         """Every non-directory entry below `root`: kind, content or link target, executable."""
         if self.kind == "fake":
             prefix = root.rstrip("/") + "/"
-            return {p[len(prefix):]: (
-                "link" if n.kind is EntryKind.SYMLINK else "file",
-                n.target if n.kind is EntryKind.SYMLINK else n.data,
-                n.kind is not EntryKind.SYMLINK and bool(n.mode & 0o100))
-                for p, n in self.fs.files_under(root).items()}
+            return {
+                p[len(prefix) :]: (
+                    "link" if n.kind is EntryKind.SYMLINK else "file",
+                    n.target if n.kind is EntryKind.SYMLINK else n.data,
+                    n.kind is not EntryKind.SYMLINK and bool(n.mode & 0o100),
+                )
+                for p, n in self.fs.files_under(root).items()
+            }
         out: dict[str, tuple[str, bytes | str, bool]] = {}
         for top, dirs, files in os.walk(root):
             for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(top, d)))]:
@@ -98,8 +103,7 @@ class World:
         return out
 
     def exists(self, path: str) -> bool:
-        return (self.fs.node_at(path) is not None if self.kind == "fake"
-                else os.path.lexists(path))
+        return self.fs.node_at(path) is not None if self.kind == "fake" else os.path.lexists(path)
 
     def place(self) -> CheckPlace:
         return CheckPlace(worktree=self.worktree)
@@ -119,8 +123,14 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     os.makedirs(worktree)
     copies = tmp_path / "copies"
     copies.mkdir()
-    runner = SandboxedCheckRunner(SubprocessRunner(), LocalFileSystem(), bwrap,
-                                  {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, (), str(copies))
+    runner = SandboxedCheckRunner(
+        SubprocessRunner(),
+        LocalFileSystem(),
+        bwrap,
+        {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        (),
+        str(copies),
+    )
     yield World(runner, worktree, "real", None)
 
 
@@ -131,9 +141,11 @@ def test_a_copy_holds_the_tree_without_git_metadata_and_links_as_links(world: Wo
     world.write("vendor/lib/.git/HEAD", b"ref: refs/heads/main\n")
     world.symlink("a.txt", "link.txt")
     copy = world.runner.copy(world.worktree)
-    assert world.tree(copy) == {"a.txt": ("file", b"alpha\n", False),
-                                "bin/run.sh": ("file", b"#!/bin/sh\n", True),
-                                "link.txt": ("link", "a.txt", False)}
+    assert world.tree(copy) == {
+        "a.txt": ("file", b"alpha\n", False),
+        "bin/run.sh": ("file", b"#!/bin/sh\n", True),
+        "link.txt": ("link", "a.txt", False),
+    }
     world.runner.discard(copy)
     assert not world.exists(copy)
 
@@ -175,8 +187,7 @@ def test_a_missing_program_is_a_check_that_could_not_run_with_sh_saying_so(world
 
 def test_a_check_past_its_timeout_is_killed_and_timed_out(world: World) -> None:
     copy = world.runner.copy(world.worktree)
-    ran = world.runner.run(Check(id="h", command=HANGS, timeout_seconds=0.5), copy,
-                           world.place())
+    ran = world.runner.run(Check(id="h", command=HANGS, timeout_seconds=0.5), copy, world.place())
     world.runner.discard(copy)
     assert ran.status is CheckStatus.TIMED_OUT
     assert not world.exists(copy)
@@ -193,12 +204,18 @@ def test_a_copy_keeps_only_what_keep_says(world: World) -> None:
     world.write("README.md", b"names only\n", executable=True)
     world.write("secrets/token.txt", b"hidden\n")
     world.write("secrets/deep/x.txt", b"hidden\n")
-    levels = {"src/app/a.py": Keep.CONTENT, "docs/notes.md": Keep.CONTENT,
-              "README.md": Keep.NAME, "secrets/deep": Keep.PRUNED}
+    levels = {
+        "src/app/a.py": Keep.CONTENT,
+        "docs/notes.md": Keep.CONTENT,
+        "README.md": Keep.NAME,
+        "secrets/deep": Keep.PRUNED,
+    }
     copy = world.runner.copy(world.worktree, lambda rel: levels.get(rel, Keep.NOTHING))
-    assert world.tree(copy) == {"src/app/a.py": ("file", b"rw\n", False),
-                                "docs/notes.md": ("file", b"read only\n", False),
-                                "README.md": ("file", b"", True)}
+    assert world.tree(copy) == {
+        "src/app/a.py": ("file", b"rw\n", False),
+        "docs/notes.md": ("file", b"read only\n", False),
+        "README.md": ("file", b"", True),
+    }
     assert not world.exists(os.path.join(copy, "secrets"))
     world.runner.discard(copy)
 
@@ -207,8 +224,9 @@ def test_a_cancelled_run_kills_its_check_at_once(world: World) -> None:
     cancel = Cancellation()
     cancel.cancel("SIGINT")
     copy = world.runner.copy(world.worktree)
-    ran = world.runner.run(Check(id="h", command=HANGS, timeout_seconds=SLOW), copy,
-                           world.place(), cancel.on_cancel)
+    ran = world.runner.run(
+        Check(id="h", command=HANGS, timeout_seconds=SLOW), copy, world.place(), cancel.on_cancel
+    )
     world.runner.discard(copy)
     assert ran.status is CheckStatus.FAILED and ran.problem == "killed: the run was cancelled"
     assert ran.exit_code is not None and ran.exit_code < 0
@@ -216,8 +234,7 @@ def test_a_cancelled_run_kills_its_check_at_once(world: World) -> None:
 
 def test_a_module_the_command_runs_that_is_not_installed_could_not_run(world: World) -> None:
     copy = world.runner.copy(world.worktree)
-    ran = world.runner.run(Check(id="m", command=NO_MODULE), copy,
-                           world.place())
+    ran = world.runner.run(Check(id="m", command=NO_MODULE), copy, world.place())
     world.runner.discard(copy)
     assert ran.status is CheckStatus.NOT_STARTED and ran.exit_code == 1, ran
     assert ran.problem.startswith("the module its command runs is not installed: "), ran.problem
@@ -233,4 +250,5 @@ def test_plan_is_told_which_program_a_check_runs_or_that_none_is_there(world: Wo
     found = world.runner.program(Check(id="n", command=NO_MODULE), place)
     assert found.startswith("`python3` is /"), found
     assert world.runner.program(Check(id="t", command=PASS_IF_FILE), place) == (
-        "`test` is the shell's own")
+        "`test` is the shell's own"
+    )

@@ -42,7 +42,7 @@ LIMITS = Limits(timeout_seconds=SLOW, max_turns=10, rounds=1, retries=0, retry_d
 PRIMARY_MARKER = "PRIMARY-GIT-CONFIG-SECRET"
 SSH_MARKER = "SSH-PRIVATE-KEY-SECRET"
 WORKTREE_MARKER = "not for workers"
-PROBE = '''import glob
+PROBE = """import glob
 import subprocess
 
 STEPS = ["umount -l /tmp", "umount -l /root", "umount -l /home",
@@ -70,15 +70,21 @@ def test_probe():
     except OSError as e:
         out.append(f"escape: {{type(e).__name__}}")
     assert False, "\\n".join(out)
-'''
+"""
 
 
-def probe(worktree: Path, primary: Path, credential: Path, home: Path, temp_root: Path,
-          escape: Path) -> str:
-    targets = [str(worktree / "secrets" / "token.txt"), str(primary / ".git" / "config"),
-               str(credential), str(home / ".ssh" / "id_rsa")]
-    return PROBE.format(targets=targets, copies=f"{temp_root}/concorde-*/config/*.json",
-                        escape=str(escape))
+def probe(
+    worktree: Path, primary: Path, credential: Path, home: Path, temp_root: Path, escape: Path
+) -> str:
+    targets = [
+        str(worktree / "secrets" / "token.txt"),
+        str(primary / ".git" / "config"),
+        str(credential),
+        str(home / ".ssh" / "id_rsa"),
+    ]
+    return PROBE.format(
+        targets=targets, copies=f"{temp_root}/concorde-*/config/*.json", escape=str(escape)
+    )
 
 
 def secrets_of(primary: Path, home: Path, worktree: Path) -> None:
@@ -99,13 +105,20 @@ def secrets_of(primary: Path, home: Path, worktree: Path) -> None:
 
 def checked(request: RunRequest) -> RunRequest:
     """The project interpreter is this test's (pytest is there), its installation listed."""
-    return request.model_copy(update={
-        "project_interpreter": sys.executable,
-        "runtime_paths": tuple(dict.fromkeys((sys.prefix, sys.base_prefix)))})
+    return request.model_copy(
+        update={
+            "project_interpreter": sys.executable,
+            "runtime_paths": tuple(dict.fromkeys((sys.prefix, sys.base_prefix))),
+        }
+    )
 
 
-def checked_run(environ: dict[str, str], temp_root: Path, request: RunRequest,
-                pi: ObservedPiBackend | None = None) -> RecordedRun:
+def checked_run(
+    environ: dict[str, str],
+    temp_root: Path,
+    request: RunRequest,
+    pi: ObservedPiBackend | None = None,
+) -> RecordedRun:
     """One run through the production wiring with CHECK as its round validation."""
     container = production(environ)
     container.temp_root.override(providers.Object(str(temp_root)))
@@ -123,8 +136,9 @@ def escape() -> Iterator[Path]:
     path.unlink(missing_ok=True)
 
 
-def assert_nothing_leaked(run: RecordedRun, prompts: str, escape: Path,
-                          withheld: tuple[str, ...]) -> None:
+def assert_nothing_leaked(
+    run: RecordedRun, prompts: str, escape: Path, withheld: tuple[str, ...]
+) -> None:
     """The probe ran (its report is in the log and came back as a repair), but took no mask
     down, read nothing withheld and wrote nothing outside; the run ends checks_failed."""
     logs = "".join(p.read_text() for p in run.run_dir.rglob("output.log"))
@@ -151,7 +165,8 @@ def pi_run(w: PiWorld, *script: Any) -> RecordedRun:
 
 
 def test_pi_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
-        pi_world: PiWorld, escape: Path) -> None:
+    pi_world: PiWorld, escape: Path
+) -> None:
     w = pi_world
     secrets_of(w.primary, w.home, w.worktree)
     credential = w.pi_dir / "auth.json"
@@ -160,7 +175,8 @@ def test_pi_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
         w,
         reply(call("write", "call_w1", path=w.path("src/app/test_probe.py"), content=text)),
         reply(result_call("call_r1", summary="added a probe")),
-        reply(result_call("call_r2", summary="nothing to repair")))
+        reply(result_call("call_r2", summary="nothing to repair")),
+    )
     prompts = json.dumps([r["body"]["messages"][-1] for r in w.server.requests])
     withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER, *credential_texts(credential))
     assert_nothing_leaked(run, prompts, escape, withheld)
@@ -194,7 +210,8 @@ def claude_run(w: ClaudeWorld, *script: Any) -> RecordedRun:
 
 
 def test_claude_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
-        claude_world: ClaudeWorld, escape: Path) -> None:
+    claude_world: ClaudeWorld, escape: Path
+) -> None:
     w = claude_world
     home = Path(w.environ["HOME"])
     secrets_of(w.primary, home, w.worktree)
@@ -204,8 +221,8 @@ def test_claude_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_no
         w,
         lambda body: Reply.tool("Write", {"file_path": target, "content": text}),
         lambda body: Reply.structured(ok_result(summary="added a probe")),
-        lambda body: Reply.structured(ok_result(summary="nothing to repair")))
+        lambda body: Reply.structured(ok_result(summary="nothing to repair")),
+    )
     prompts = json.dumps(w.server.requests)
-    withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER,
-                *credential_texts(w.user_credentials))
+    withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER, *credential_texts(w.user_credentials))
     assert_nothing_leaked(run, prompts, escape, withheld)

@@ -47,7 +47,7 @@ class FakeTree:
 
     def files(self) -> set[str]:
         prefix = self.root.rstrip("/") + "/"
-        return {p[len(prefix):] for p in self.fs.files_under(self.root)}
+        return {p[len(prefix) :] for p in self.fs.files_under(self.root)}
 
 
 Program = Callable[[FakeTree], tuple[int, bytes]]
@@ -80,19 +80,20 @@ class FakeCheckRunner:
         for path, node in sorted(self.fs.nodes.items()):
             if not path.startswith(prefix):
                 continue
-            rel = path[len(prefix):]
+            rel = path[len(prefix) :]
             what = keep(rel) if keep is not None else Keep.CONTENT
             if what is Keep.PRUNED:
                 what = Keep.NOTHING  # flat: everything below is judged on its own
-            if ".git" in rel.split("/") or node.kind not in (
-                    EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK) or (
-                    what is Keep.NOTHING and node.kind is not EntryKind.DIRECTORY):
+            if (
+                ".git" in rel.split("/")
+                or node.kind not in (EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK)
+                or (what is Keep.NOTHING and node.kind is not EntryKind.DIRECTORY)
+            ):
                 continue
             if node.kind is EntryKind.DIRECTORY and what is Keep.NOTHING:
                 continue  # made below when something inside it is kept
             data = node.data if what is Keep.CONTENT else b""
-            self.fs.nodes[posixpath.join(root, rel)] = Node(node.kind, node.mode, data,
-                                                            node.target)
+            self.fs.nodes[posixpath.join(root, rel)] = Node(node.kind, node.mode, data, node.target)
             kept.add(rel)
         for rel in sorted(kept):  # the folders above what was kept
             parent = posixpath.dirname(rel)
@@ -103,8 +104,9 @@ class FakeCheckRunner:
         self.sources[root] = source
         return root
 
-    def run(self, check: Check, tree: str, place: CheckPlace,
-            on_cancel: OnCancel | None = None) -> CheckRun:
+    def run(
+        self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None = None
+    ) -> CheckRun:
         self.runs.append((check.id, self.sources.get(tree, tree), place))
         killed: list[bool] = []
         unregister = on_cancel(lambda: killed.append(True)) if on_cancel else None
@@ -114,19 +116,28 @@ class FakeCheckRunner:
             if unregister is not None:
                 unregister()
         if killed:  # the run was cancelled while it ran: its group was killed
-            return ran.model_copy(update={"status": CheckStatus.FAILED, "exit_code": -9,
-                                          "problem": "killed: the run was cancelled"})
+            return ran.model_copy(
+                update={
+                    "status": CheckStatus.FAILED,
+                    "exit_code": -9,
+                    "problem": "killed: the run was cancelled",
+                }
+            )
         return ran
 
     def _run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:
         if check.command in self.unstartable:
-            return CheckRun(status=CheckStatus.NOT_STARTED,
-                            problem="bwrap: No such file or directory")
+            return CheckRun(
+                status=CheckStatus.NOT_STARTED, problem="bwrap: No such file or directory"
+            )
         program = self.programs.get(check.command)
         if program == HANG:
-            return CheckRun(status=CheckStatus.TIMED_OUT, exit_code=-15,
-                            duration_seconds=check.timeout_seconds,
-                            problem=f"timed out after {check.timeout_seconds:g} s")
+            return CheckRun(
+                status=CheckStatus.TIMED_OUT,
+                exit_code=-15,
+                duration_seconds=check.timeout_seconds,
+                problem=f"timed out after {check.timeout_seconds:g} s",
+            )
         if program is None or isinstance(program, str):
             word = check.command.split()[0]
             return finished(127, self.seconds, f"sh: 1: {word}: not found\n".encode())
@@ -138,8 +149,14 @@ class FakeCheckRunner:
         on its PATH (FAKE_BIN), any other is found nowhere (its run is the shell's 127)."""
         known = check.command in self.programs or check.command in self.unstartable
         word = first_program(check.command) or ""
-        return program_in_view(check.command, place, FAKE_BIN, (), lambda p: p,
-                               lambda p: known and p == f"{FAKE_BIN}/{word}")
+        return program_in_view(
+            check.command,
+            place,
+            FAKE_BIN,
+            (),
+            lambda p: p,
+            lambda p: known and p == f"{FAKE_BIN}/{word}",
+        )
 
     def discard(self, tree: str) -> None:
         if self.discard_fails:

@@ -43,8 +43,10 @@ COPY_GLOB = "concorde-check-*"
 
 def hang_check(mark: str) -> str:
     """A check that leaves the process group (setsid) and hangs in a foreground sleep."""
-    return (f"CONCORDE_TEST_MARK={mark} setsid sleep 3000 < /dev/null > /dev/null 2>&1 & "
-            f"CONCORDE_TEST_MARK={mark} sleep 3000")
+    return (
+        f"CONCORDE_TEST_MARK={mark} setsid sleep 3000 < /dev/null > /dev/null 2>&1 & "
+        f"CONCORDE_TEST_MARK={mark} sleep 3000"
+    )
 
 
 class CheckHost:
@@ -55,12 +57,23 @@ class CheckHost:
         self.runtime_parent = Path(tempfile.mkdtemp(prefix="check-rt-", dir="/tmp"))
         self.proc: subprocess.Popen[str] | None = None
         scenarios = project.root / "scenarios.json"
-        scenarios.write_text(json.dumps([[Step.session("s-check"), Step.transcript(),
-                                          Step.result(RESULT)]]))
+        scenarios.write_text(
+            json.dumps([[Step.session("s-check"), Step.transcript(), Step.result(RESULT)]])
+        )
         parent = project.root / "trace"
         parent.mkdir()
-        self.argv = [sys.executable, LAUNCHER, str(scenarios), "run", str(project.request_file),
-                     "--parent", str(parent), "--check", hang_check(self.mark), "--json"]
+        self.argv = [
+            sys.executable,
+            LAUNCHER,
+            str(scenarios),
+            "run",
+            str(project.request_file),
+            "--parent",
+            str(parent),
+            "--check",
+            hang_check(self.mark),
+            "--json",
+        ]
         self.cwd = project.root
         # The real bubblewrap before the project's stub: a check never runs without it.
         real = project.root / "real-bin"
@@ -73,9 +86,14 @@ class CheckHost:
     def start(self) -> subprocess.Popen[str]:
         """The host, returned once both of its check's sleeps run and both copies are there."""
         env = dict(os.environ, FAKE_RUNTIME_PARENT=str(self.runtime_parent), PATH=self.path)
-        self.proc = proc = subprocess.Popen(self.argv, cwd=self.cwd, env=env,
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                            text=True)
+        self.proc = proc = subprocess.Popen(
+            self.argv,
+            cwd=self.cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + SLOW
         # Both sleeps, and both copies seen: beside two CPU hogs the glob found one copy when
         # both sleeps ran (2 of 9 runs, on d6d717e too); the event waited on is both facts.
@@ -137,7 +155,8 @@ def test_no_process_of_a_check_outlives_its_host_killed(check_host: CheckHost) -
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_sweep_removes_the_check_copies_of_a_sigkilled_host_and_never_a_live_one_s(
-        check_host: CheckHost) -> None:
+    check_host: CheckHost,
+) -> None:
     check_host.start()
     copies = check_host.copies()
     assert len(copies) == 2, copies  # the run's starting state, the round's copy
@@ -158,5 +177,7 @@ def test_sweep_removes_the_check_copies_of_a_sigkilled_host_and_never_a_live_one
     assert check_host.copies() == []
     assert sorted(c["path"] for c in report["copies"]) == [str(c) for c in copies]
     assert all(c["verdict"] == "stale" and c["removed"] is True for c in report["copies"])
-    assert all(f"(pid {check_host.proc.pid}) is gone" in c["reason"]  # type: ignore[union-attr]
-               for c in report["copies"])
+    assert all(
+        f"(pid {check_host.proc.pid}) is gone" in c["reason"]  # type: ignore[union-attr]
+        for c in report["copies"]
+    )

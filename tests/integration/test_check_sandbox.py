@@ -50,18 +50,25 @@ def setting(tmp_path: Path) -> tuple[SandboxedCheckRunner, CheckPlace, Path]:
     (runtime / "lib.txt").write_text("library\n")
     copies = tmp_path / "copies"
     copies.mkdir()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-           "ANTHROPIC_API_KEY": "sk-host", "HTTPS_PROXY": "http://127.0.0.1:9"}
-    runner = SandboxedCheckRunner(SubprocessRunner(), LocalFileSystem(), bwrap, env,
-                                  (str(creds), str(lone)), str(copies))
-    place = CheckPlace(worktree=str(worktree), hidden=(str(primary), str(records)),
-                       runtime_paths=(str(runtime), sys.prefix, sys.base_prefix),
-                       project_interpreter=sys.executable)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "ANTHROPIC_API_KEY": "sk-host",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+    }
+    runner = SandboxedCheckRunner(
+        SubprocessRunner(), LocalFileSystem(), bwrap, env, (str(creds), str(lone)), str(copies)
+    )
+    place = CheckPlace(
+        worktree=str(worktree),
+        hidden=(str(primary), str(records)),
+        runtime_paths=(str(runtime), sys.prefix, sys.base_prefix),
+        project_interpreter=sys.executable,
+    )
     return runner, place, tmp_path
 
 
-def run(runner: SandboxedCheckRunner, place: CheckPlace, command: str) -> tuple[int | None,
-                                                                                 str]:
+def run(runner: SandboxedCheckRunner, place: CheckPlace, command: str) -> tuple[int | None, str]:
     copy = runner.copy(place.worktree)
     try:
         ran = runner.run(Check(id="x", command=command, timeout_seconds=60), copy, place)
@@ -75,8 +82,11 @@ def test_a_check_cannot_reach_the_network_even_on_loopback(setting) -> None:  # 
     runner, place, _ = setting
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
-    code, log = run(runner, place, f"python -c \"import socket; socket.create_connection("
-                                   f"('127.0.0.1', {port}), timeout=5)\"")
+    code, log = run(
+        runner,
+        place,
+        f"python -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)\"",
+    )
     # A connection the check made would wait in the backlog now that the check has ended.
     server.setblocking(False)
     with pytest.raises(BlockingIOError):
@@ -87,10 +97,14 @@ def test_a_check_cannot_reach_the_network_even_on_loopback(setting) -> None:  # 
 
 def test_a_check_reads_no_credential_home_record_or_other_worktree(setting) -> None:  # type: ignore[no-untyped-def]
     runner, place, tmp = setting
-    targets = [tmp / "creds" / "auth.json", tmp / "lone-credentials.json",
-               tmp / "trace" / "workers" / "record.json", tmp / "repo" / "secret-of-the-primary.txt",
-               tmp / "repo" / ".claude" / "worktrees" / "other" / "theirs.txt",
-               Path(os.path.expanduser("~")) / ".bashrc"]
+    targets = [
+        tmp / "creds" / "auth.json",
+        tmp / "lone-credentials.json",
+        tmp / "trace" / "workers" / "record.json",
+        tmp / "repo" / "secret-of-the-primary.txt",
+        tmp / "repo" / ".claude" / "worktrees" / "other" / "theirs.txt",
+        Path(os.path.expanduser("~")) / ".bashrc",
+    ]
     command = "; ".join(f"cat {t} 2>/dev/null" for t in targets) + "; true"
     code, log = run(runner, place, command)
     assert code == 0
@@ -100,9 +114,13 @@ def test_a_check_reads_no_credential_home_record_or_other_worktree(setting) -> N
 
 def test_a_check_gets_a_cleared_environment_and_the_runtime_paths(setting) -> None:  # type: ignore[no-untyped-def]
     runner, place, tmp = setting
-    code, log = run(runner, place, f"env; cat {tmp / 'runtime' / 'lib.txt'}; "
-                                   "python -c 'import sys; print(sys.prefix)'; "
-                                   "touch made-here; echo $PWD")
+    code, log = run(
+        runner,
+        place,
+        f"env; cat {tmp / 'runtime' / 'lib.txt'}; "
+        "python -c 'import sys; print(sys.prefix)'; "
+        "touch made-here; echo $PWD",
+    )
     assert code == 0, log
     assert "sk-host" not in log and "PROXY" not in log
     assert "HOME=/tmp/home" in log and "library" in log
@@ -116,15 +134,17 @@ def test_a_check_never_runs_unsandboxed(tmp_path: Path, bwrap: str | None) -> No
     once, as bwrap does when a mount fails): the check could not start, which the validation
     answers checks_unavailable; it never runs outside the sandbox."""
     (tmp_path / "w").mkdir()
-    runner = SandboxedCheckRunner(SubprocessRunner(), LocalFileSystem(), bwrap,
-                                  {"PATH": "/usr/bin:/bin"}, (), str(tmp_path))
+    runner = SandboxedCheckRunner(
+        SubprocessRunner(), LocalFileSystem(), bwrap, {"PATH": "/usr/bin:/bin"}, (), str(tmp_path)
+    )
     place = CheckPlace(worktree=str(tmp_path / "w"))
     copy = runner.copy(place.worktree)
     ran = runner.run(Check(id="x", command="touch ran-outside"), copy, place)
     runner.discard(copy)
     assert ran.status is CheckStatus.NOT_STARTED
-    assert ("bubblewrap (bwrap) is not installed" if bwrap is None
-            else "the sandbox could not be built") in ran.problem
+    assert (
+        "bubblewrap (bwrap) is not installed" if bwrap is None else "the sandbox could not be built"
+    ) in ran.problem
     assert not (tmp_path / "w" / "ran-outside").exists()
 
 
@@ -138,8 +158,15 @@ def test_a_copy_s_folder_names_its_host_before_the_copy_and_goes_with_it(tmp_pat
     copies = tmp_path / "copies"
     copies.mkdir()
     table = ProcTable()
-    runner = SandboxedCheckRunner(SubprocessRunner(), LocalFileSystem(), shutil.which("bwrap"),
-                                  {"PATH": "/usr/bin:/bin"}, (), str(copies), table)
+    runner = SandboxedCheckRunner(
+        SubprocessRunner(),
+        LocalFileSystem(),
+        shutil.which("bwrap"),
+        {"PATH": "/usr/bin:/bin"},
+        (),
+        str(copies),
+        table,
+    )
     copy = Path(runner.copy(str(tmp_path / "w")))
     folder = copy.parent
     assert (copy.name, folder.parent) == ("tree", copies)
@@ -155,11 +182,13 @@ def test_a_copy_s_folder_names_its_host_before_the_copy_and_goes_with_it(tmp_pat
 
 # --- The check as an attacker (issue 18 §1): no capability, no mask taken down ----------------
 
-ATTACK = ("grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; id -u; "
-          "for step in 'umount -l /tmp' 'umount -l /home' 'umount -l /root' "
-          "'mount -o remount,rw,bind /' 'mount -t tmpfs none /mnt' 'unshare -m true' "
-          "'unshare -Ur true' 'su -c true root'; do "
-          "$step >/dev/null 2>&1 && echo \"ALLOWED $step\" || echo \"refused $step\"; done")
+ATTACK = (
+    "grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; id -u; "
+    "for step in 'umount -l /tmp' 'umount -l /home' 'umount -l /root' "
+    "'mount -o remount,rw,bind /' 'mount -t tmpfs none /mnt' 'unshare -m true' "
+    "'unshare -Ur true' 'su -c true root'; do "
+    '$step >/dev/null 2>&1 && echo "ALLOWED $step" || echo "refused $step"; done'
+)
 
 
 def test_a_check_holds_no_capability_and_takes_no_mask_down(setting) -> None:  # type: ignore[no-untyped-def]
@@ -167,9 +196,13 @@ def test_a_check_holds_no_capability_and_takes_no_mask_down(setting) -> None:  #
     down or win a capability back fails, and what the masks hide stays hidden after trying."""
     runner, place, tmp = setting
     escape = Path("/tmp") / f"check-escape-{os.getpid()}-{id(place)}"
-    code, log = run(runner, place, f"{ATTACK}; cat {tmp / 'creds' / 'auth.json'}; "
-                                   f"echo x > {escape}; ls /proc/1/root{tmp}/creds; "
-                                   f"cat /proc/{os.getpid()}/environ; true")
+    code, log = run(
+        runner,
+        place,
+        f"{ATTACK}; cat {tmp / 'creds' / 'auth.json'}; "
+        f"echo x > {escape}; ls /proc/1/root{tmp}/creds; "
+        f"cat /proc/{os.getpid()}/environ; true",
+    )
     try:
         assert code == 0, log
         assert "CapEff:\t0000000000000000" in log and "CapPrm:\t0000000000000000" in log
@@ -188,8 +221,17 @@ def test_the_host_s_sandbox_gives_no_power_as_root_or_as_a_user(host: str) -> No
     the host is root or a user (here: uid 65534 on the host, through setpriv)."""
     bwrap = shutil.which("bwrap")
     assert bwrap is not None, "run ./scripts/setup"
-    prefix = [] if host == "root" else [shutil.which("setpriv") or "setpriv", "--reuid=65534",
-                                        "--regid=65534", "--clear-groups", "--"]
+    prefix = (
+        []
+        if host == "root"
+        else [
+            shutil.which("setpriv") or "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+        ]
+    )
     # Below /tmp itself: pytest's own folders are not the user's to enter.
     hidden = Path(tempfile.mkdtemp(prefix="sandbox-hidden-", dir="/tmp"))
     (hidden / "secret.txt").write_text("sk-behind-the-mask\n")
@@ -208,15 +250,18 @@ def test_the_host_s_sandbox_gives_no_power_as_root_or_as_a_user(host: str) -> No
 
 def attack_in_sandbox(bwrap: str, prefix: list[str], hidden: Path) -> str:
     script = f"{ATTACK}; cat {hidden}/secret.txt 2>&1; touch /usr/escape 2>&1; true"
-    done = subprocess.run([*prefix, bwrap, *SANDBOX_ARGS, "--tmpfs", str(hidden), "--",
-                           "/bin/sh", "-c", script], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [*prefix, bwrap, *SANDBOX_ARGS, "--tmpfs", str(hidden), "--", "/bin/sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
 
 
-def test_a_venv_whose_base_python_lies_in_a_hidden_home_starts_in_a_check(
-        setting) -> None:  # type: ignore[no-untyped-def]
+def test_a_venv_whose_base_python_lies_in_a_hidden_home_starts_in_a_check(setting) -> None:  # type: ignore[no-untyped-def]
     """Issue 19 §1, the user's report: a virtual environment made from a pyenv Python under a
     home could not start in a check (`python: not found`, exit 127) until its base was listed
     by hand. The command line, as the caller, now lists the venv and the base installation its
@@ -226,7 +271,7 @@ def test_a_venv_whose_base_python_lies_in_a_hidden_home_starts_in_a_check(
     base = tmp_path / "home" / "ana" / ".pyenv" / "versions" / "9.9.1"
     (base / "bin").mkdir(parents=True)
     python = base / "bin" / "python9.9"
-    python.write_text("#!/bin/sh\necho base-python-ran \"$@\"\n")
+    python.write_text('#!/bin/sh\necho base-python-ran "$@"\n')
     python.chmod(0o755)
     (tmp_path / "home" / "ana" / ".ssh").mkdir()
     (tmp_path / "home" / "ana" / ".ssh" / "id_rsa").write_text("KEY-OF-THE-HOME\n")
@@ -235,9 +280,15 @@ def test_a_venv_whose_base_python_lies_in_a_hidden_home_starts_in_a_check(
     (venv / "bin" / "python").symlink_to(python)
     (venv / "pyvenv.cfg").write_text(f"home = {base}/bin\nversion = 9.9.1\n")
     interpreter = str(venv / "bin" / "python")
-    request = RequestBuilder(LocalFileSystem(), str(tmp_path)).build(RequestFlags(
-        worktree=place.worktree, task_type="implement", instructions="x", backend="pi",
-        interpreter=interpreter))
+    request = RequestBuilder(LocalFileSystem(), str(tmp_path)).build(
+        RequestFlags(
+            worktree=place.worktree,
+            task_type="implement",
+            instructions="x",
+            backend="pi",
+            interpreter=interpreter,
+        )
+    )
     assert isinstance(request, RunRequest), request
     assert request.runtime_paths == (str(venv), str(base))
     bare = place.model_copy(update={"runtime_paths": (), "project_interpreter": interpreter})
@@ -245,8 +296,11 @@ def test_a_venv_whose_base_python_lies_in_a_hidden_home_starts_in_a_check(
     try:
         before = runner.run(Check(id="t", command="python -c pass"), copy, bare)
         listed = bare.model_copy(update={"runtime_paths": request.runtime_paths})
-        now = runner.run(Check(id="t", command=f"python -c pass; cat {tmp_path}/home/ana/.ssh/"
-                                               "id_rsa"), copy, listed)
+        now = runner.run(
+            Check(id="t", command=f"python -c pass; cat {tmp_path}/home/ana/.ssh/id_rsa"),
+            copy,
+            listed,
+        )
     finally:
         runner.discard(copy)
     assert before.status is CheckStatus.NOT_STARTED and before.exit_code == 127, before

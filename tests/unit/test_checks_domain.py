@@ -41,37 +41,54 @@ def test_the_codes_are_those_the_errors_table_names_for_concorde() -> None:
     assert named["environment"] == checks.CHECKS_UNAVAILABLE
 
 
-@pytest.mark.parametrize(("now", "before", "judgement"), [
-    (PASSED, None, Judgement.PASSED),
-    (FAILED, PASSED, Judgement.REPAIR),
-    (FAILED, FAILED, Judgement.PRE_EXISTING),
-    (FAILED, None, Judgement.REPAIR),
-    (TIMED_OUT, None, Judgement.UNAVAILABLE),
-    (NOT_STARTED, None, Judgement.UNAVAILABLE),
-    (FAILED, TIMED_OUT, Judgement.UNAVAILABLE),
-    (FAILED, NOT_STARTED, Judgement.UNAVAILABLE),
-])
-def test_gate_narrowing_judges_each_check(now: CheckRun, before: CheckRun | None,
-                                          judgement: Judgement) -> None:
+@pytest.mark.parametrize(
+    ("now", "before", "judgement"),
+    [
+        (PASSED, None, Judgement.PASSED),
+        (FAILED, PASSED, Judgement.REPAIR),
+        (FAILED, FAILED, Judgement.PRE_EXISTING),
+        (FAILED, None, Judgement.REPAIR),
+        (TIMED_OUT, None, Judgement.UNAVAILABLE),
+        (NOT_STARTED, None, Judgement.UNAVAILABLE),
+        (FAILED, TIMED_OUT, Judgement.UNAVAILABLE),
+        (FAILED, NOT_STARTED, Judgement.UNAVAILABLE),
+    ],
+)
+def test_gate_narrowing_judges_each_check(
+    now: CheckRun, before: CheckRun | None, judgement: Judgement
+) -> None:
     assert CheckOutcome(check=CHECK, now=now, before=before).judgement() is judgement
 
 
 def test_unavailable_comes_before_a_repair_and_names_each_check() -> None:
     other = Check(id="lint", command="ruff check", timeout_seconds=30)
-    decided = answer([CheckOutcome(check=CHECK, now=FAILED, before=PASSED),
-                      CheckOutcome(check=other, now=TIMED_OUT)], 2, "Check execution")
+    decided = answer(
+        [
+            CheckOutcome(check=CHECK, now=FAILED, before=PASSED),
+            CheckOutcome(check=other, now=TIMED_OUT),
+        ],
+        2,
+        "Check execution",
+    )
     assert decided.repair is None and decided.unavailable
-    assert decided.unavailable_detail == "round 2: check lint timed out after 30 s (after the round)"
+    assert (
+        decided.unavailable_detail == "round 2: check lint timed out after 30 s (after the round)"
+    )
     [link] = decided.unavailable_links
     assert link.actor == "Check execution (check lint)" and link.unhandled.reason == "environment"
 
 
 def test_a_repair_names_identity_status_exit_code_and_log() -> None:
-    decided = answer([CheckOutcome(check=CHECK, now=FAILED, before=PASSED, log_path="/l")], 1,
-                     "Check execution")
+    decided = answer(
+        [CheckOutcome(check=CHECK, now=FAILED, before=PASSED, log_path="/l")], 1, "Check execution"
+    )
     assert decided.repair is not None
-    for part in ("check tests: `python -m pytest -q`", "status: failed", "exit code: 1",
-                 "1 failed"):
+    for part in (
+        "check tests: `python -m pytest -q`",
+        "status: failed",
+        "exit code: 1",
+        "1 failed",
+    ):
         assert part in decided.repair
     [link] = decided.failure_links
     assert link.code == "check_failed" and link.evidence[0].ref == "/l"
@@ -82,29 +99,43 @@ def test_pre_existing_failures_and_passes_answer_nothing_to_repair() -> None:
     assert decided.repair is None and not decided.unavailable
 
 
-@pytest.mark.parametrize(("entries", "flags", "expected"), [
-    (None, ["pytest -q"], (Check(id="check-1", command="pytest -q"),)),
-    ([{"command": "a", "id": "unit", "timeout_seconds": 5}, "b"], ["c"],
-     (Check(id="unit", command="a", timeout_seconds=5), Check(id="check-2", command="b"),
-      Check(id="check-3", command="c"))),
-])
+@pytest.mark.parametrize(
+    ("entries", "flags", "expected"),
+    [
+        (None, ["pytest -q"], (Check(id="check-1", command="pytest -q"),)),
+        (
+            [{"command": "a", "id": "unit", "timeout_seconds": 5}, "b"],
+            ["c"],
+            (
+                Check(id="unit", command="a", timeout_seconds=5),
+                Check(id="check-2", command="b"),
+                Check(id="check-3", command="c"),
+            ),
+        ),
+    ],
+)
 def test_checks_are_parsed_from_the_request_file_then_the_flags(
-        entries: object, flags: list[str], expected: tuple[Check, ...]) -> None:
+    entries: object, flags: list[str], expected: tuple[Check, ...]
+) -> None:
     assert parse_checks(entries, flags, "the request file r.json") == expected
 
 
-@pytest.mark.parametrize(("entries", "flags", "names"), [
-    ("pytest", [], ("\"checks\" is a str", "give a list of checks")),
-    ([3], [], ("checks[0] is a int", "give a command text")),
-    ([{"command": ""}], [], ("checks[0] gives no command", "give the shell command")),
-    ([{"command": "x", "id": "../up"}], [], ("checks[0] gives the id '../up'", "node folder")),
-    ([{"command": "x", "timeout_seconds": 0}], [], ("checks[0] gives timeout_seconds 0",)),
-    ([{"command": "x", "timeout_seconds": True}], [], ("timeout_seconds True",)),
-    ([{"command": "x", "time": 3}], [], ("unknown field 'time'",)),
-    ([{"command": "x", "id": "check-2"}], ["y"], ("--check 'y' repeats the check id",)),
-])
+@pytest.mark.parametrize(
+    ("entries", "flags", "names"),
+    [
+        ("pytest", [], ('"checks" is a str', "give a list of checks")),
+        ([3], [], ("checks[0] is a int", "give a command text")),
+        ([{"command": ""}], [], ("checks[0] gives no command", "give the shell command")),
+        ([{"command": "x", "id": "../up"}], [], ("checks[0] gives the id '../up'", "node folder")),
+        ([{"command": "x", "timeout_seconds": 0}], [], ("checks[0] gives timeout_seconds 0",)),
+        ([{"command": "x", "timeout_seconds": True}], [], ("timeout_seconds True",)),
+        ([{"command": "x", "time": 3}], [], ("unknown field 'time'",)),
+        ([{"command": "x", "id": "check-2"}], ["y"], ("--check 'y' repeats the check id",)),
+    ],
+)
 def test_a_bad_check_is_refused_naming_its_entry_and_the_repair(
-        entries: object, flags: list[str], names: tuple[str, ...]) -> None:
+    entries: object, flags: list[str], names: tuple[str, ...]
+) -> None:
     problem = parse_checks(entries, flags, "the request file r.json")
     assert isinstance(problem, str)
     for part in names:
@@ -117,16 +148,35 @@ def test_the_primary_worktree_of_a_placed_worktree() -> None:
 
 
 def test_the_sandbox_hides_homes_and_records_and_binds_the_copy_at_the_worktree() -> None:
-    place = CheckPlace(worktree="/repo/.claude/worktrees/t", hidden=("/repo", "/trace/workers"),
-                       runtime_paths=("/opt/py", "/repo/.claude/worktrees/t/.venv"))
-    kinds = {"/home": "dir", "/tmp": "dir", "/repo": "dir", "/trace/workers": "dir",
-             "/etc/creds.json": "file"}
-    argv = check_argv("/usr/bin/bwrap", place, "/tmp/copy", "pytest -q",
-                      ("/etc/creds.json", "/home/u/.claude"), kinds.get)
+    place = CheckPlace(
+        worktree="/repo/.claude/worktrees/t",
+        hidden=("/repo", "/trace/workers"),
+        runtime_paths=("/opt/py", "/repo/.claude/worktrees/t/.venv"),
+    )
+    kinds = {
+        "/home": "dir",
+        "/tmp": "dir",
+        "/repo": "dir",
+        "/trace/workers": "dir",
+        "/etc/creds.json": "file",
+    }
+    argv = check_argv(
+        "/usr/bin/bwrap",
+        place,
+        "/tmp/copy",
+        "pytest -q",
+        ("/etc/creds.json", "/home/u/.claude"),
+        kinds.get,
+    )
     text = " ".join(argv)
     assert "--unshare-all" in argv and "--die-with-parent" in argv
-    for hidden in ("--tmpfs /home", "--tmpfs /tmp", "--tmpfs /repo", "--tmpfs /trace/workers",
-                   "--ro-bind /dev/null /etc/creds.json"):
+    for hidden in (
+        "--tmpfs /home",
+        "--tmpfs /tmp",
+        "--tmpfs /repo",
+        "--tmpfs /trace/workers",
+        "--ro-bind /dev/null /etc/creds.json",
+    ):
         assert hidden in text
     assert "/home/u/.claude" not in text  # inside /home, hidden with it
     bind = text.index("--bind /tmp/copy /repo/.claude/worktrees/t")
@@ -136,25 +186,50 @@ def test_the_sandbox_hides_homes_and_records_and_binds_the_copy_at_the_worktree(
 
 
 def test_the_environment_is_cleared_like_the_workers_bash() -> None:
-    env = check_environment({"PATH": "/usr/bin", "LANG": "C.UTF-8", "HOME": "/root",
-                             "ANTHROPIC_API_KEY": "k", "HTTPS_PROXY": "http://p"},
-                            "/venv/bin/python")
-    assert env == {"PATH": "/venv/bin:/usr/bin", "LANG": "C.UTF-8", "HOME": "/tmp/home",
-                   "TMPDIR": "/tmp"}
+    env = check_environment(
+        {
+            "PATH": "/usr/bin",
+            "LANG": "C.UTF-8",
+            "HOME": "/root",
+            "ANTHROPIC_API_KEY": "k",
+            "HTTPS_PROXY": "http://p",
+        },
+        "/venv/bin/python",
+    )
+    assert env == {
+        "PATH": "/venv/bin:/usr/bin",
+        "LANG": "C.UTF-8",
+        "HOME": "/tmp/home",
+        "TMPDIR": "/tmp",
+    }
 
 
 def test_a_checks_copy_keeps_what_the_worker_may_read_and_nothing_more() -> None:
-    grant = parse_grant({"task_type": "implement", "context_identity": "sha256:" + "1" * 64,
-                         "entries": [{"path": "src/", "level": "rw"},
-                                     {"path": "src/x.py", "level": "ro"},
-                                     {"path": "README.md", "level": "names"},
-                                     {"path": "docs/api.md", "level": "ro"}]})
+    grant = parse_grant(
+        {
+            "task_type": "implement",
+            "context_identity": "sha256:" + "1" * 64,
+            "entries": [
+                {"path": "src/", "level": "rw"},
+                {"path": "src/x.py", "level": "ro"},
+                {"path": "README.md", "level": "names"},
+                {"path": "docs/api.md", "level": "ro"},
+            ],
+        }
+    )
     assert isinstance(grant, Grant)
-    assert [copy_rule(grant, rel) for rel in ("src/a.py", "src/x.py", "README.md",
-                                              "secrets/t.txt", "src", "secrets",
-                                              "docs")] == [
-        Keep.CONTENT, Keep.CONTENT, Keep.NAME, Keep.PRUNED, Keep.CONTENT, Keep.PRUNED,
-        Keep.NOTHING]
+    assert [
+        copy_rule(grant, rel)
+        for rel in ("src/a.py", "src/x.py", "README.md", "secrets/t.txt", "src", "secrets", "docs")
+    ] == [
+        Keep.CONTENT,
+        Keep.CONTENT,
+        Keep.NAME,
+        Keep.PRUNED,
+        Keep.CONTENT,
+        Keep.PRUNED,
+        Keep.NOTHING,
+    ]
     assert copy_rule(None, "secrets/t.txt") is Keep.CONTENT
 
 
@@ -162,23 +237,33 @@ def test_a_checks_copy_keeps_what_the_worker_may_read_and_nothing_more() -> None
 
 COMMAND_ROWS = {
     "the shell found no command": (127, b"sh: 1: python: not found\n", "its command was not found"),
-    "the shell could not execute it": (126, b"sh: 1: ./run: Permission denied\n",
-                                       "its command could not be executed"),
+    "the shell could not execute it": (
+        126,
+        b"sh: 1: ./run: Permission denied\n",
+        "its command could not be executed",
+    ),
     "an interpreter that cannot start": (
-        1, b"Fatal Python error: init_fs_encoding: failed to get the Python codec\n"
-           b"Python runtime state: core initialized\nModuleNotFoundError: No module named "
-           b"'encodings'\n", "its Python interpreter could not start"),
-    "python -m of a module not installed": (1, b"/venv/bin/python: No module named pytest\n",
-                                            "the module its command runs is not installed"),
+        1,
+        b"Fatal Python error: init_fs_encoding: failed to get the Python codec\n"
+        b"Python runtime state: core initialized\nModuleNotFoundError: No module named "
+        b"'encodings'\n",
+        "its Python interpreter could not start",
+    ),
+    "python -m of a module not installed": (
+        1,
+        b"/venv/bin/python: No module named pytest\n",
+        "the module its command runs is not installed",
+    ),
     "a script that is not there": (
-        2, b"/usr/bin/python3: can't open file '/w/run.py': [Errno 2] No such file or "
-           b"directory\n", "a file its command names is not there"),
+        2,
+        b"/usr/bin/python3: can't open file '/w/run.py': [Errno 2] No such file or directory\n",
+        "a file its command names is not there",
+    ),
 }
 
 
 @pytest.mark.parametrize(("code", "log", "why"), COMMAND_ROWS.values(), ids=COMMAND_ROWS.keys())
-def test_a_check_whose_command_did_not_run_could_not_start(code: int, log: bytes,
-                                                           why: str) -> None:
+def test_a_check_whose_command_did_not_run_could_not_start(code: int, log: bytes, why: str) -> None:
     ran = finished(code, 0.1, log)
     assert ran.status is CheckStatus.NOT_STARTED
     assert ran.problem.startswith(why), ran.problem
@@ -188,10 +273,14 @@ def test_a_check_whose_command_did_not_run_could_not_start(code: int, log: bytes
 RAN_ROWS = {
     "a test that fails": (1, b"FAILED tests/test_a.py::test_x\n1 failed in 0.1s\n"),
     "a module missing inside the tests": (
-        2, b"ImportError while importing test module\nE   ModuleNotFoundError: No module named "
-           b"'app.gone'\n"),
+        2,
+        b"ImportError while importing test module\nE   ModuleNotFoundError: No module named "
+        b"'app.gone'\n",
+    ),
     "pytest's own message among others": (
-        1, b"collected 2 items\n/venv/bin/python: No module named mypy\n"),
+        1,
+        b"collected 2 items\n/venv/bin/python: No module named mypy\n",
+    ),
 }
 
 
@@ -206,8 +295,9 @@ def test_a_command_not_found_on_both_states_is_unavailable_never_pre_existing() 
     """The user's report: a worker that broke both tests got `ok`, because `python` was not
     found after the round and on the starting state, which the gate filed as pre-existing."""
     missing = finished(127, 0.1, b"sh: 1: python: not found\n")
-    outcome = CheckOutcome(check=Check(id="tests", command="python -m pytest -q"), now=missing,
-                           before=missing)
+    outcome = CheckOutcome(
+        check=Check(id="tests", command="python -m pytest -q"), now=missing, before=missing
+    )
     assert outcome.judgement() is Judgement.UNAVAILABLE
     said = answer([outcome], 1, "Check execution")
     assert said.unavailable and said.repair is None
@@ -219,46 +309,91 @@ def test_a_command_not_found_on_both_states_is_unavailable_never_pre_existing() 
 VENV_PY = "/srv/p/.venv/bin/python"
 BASE_PY = "/home/ana/.pyenv/versions/3.12.1/bin/python3.12"
 LINKS = {VENV_PY: BASE_PY}
-PROGRAMS = {VENV_PY, BASE_PY, "/usr/bin/make", "/home/ana/bin/tool",
-            "/srv/p/.claude/worktrees/t/run.sh", "/srv/p/.claude/worktrees/t/tools/t.sh"}
-TOOLS_RO = parse_grant({"task_type": "implement", "context_identity": "sha256:x",
-                        "entries": [{"path": "tools/", "level": "ro"}]})
+PROGRAMS = {
+    VENV_PY,
+    BASE_PY,
+    "/usr/bin/make",
+    "/home/ana/bin/tool",
+    "/srv/p/.claude/worktrees/t/run.sh",
+    "/srv/p/.claude/worktrees/t/tools/t.sh",
+}
+TOOLS_RO = parse_grant(
+    {
+        "task_type": "implement",
+        "context_identity": "sha256:x",
+        "entries": [{"path": "tools/", "level": "ro"}],
+    }
+)
 PROGRAM_ROWS = {
     "a venv whose base lies in a hidden home": (
-        "python -m pytest -q", (), "`python` is found nowhere in the check's view; "
+        "python -m pytest -q",
+        (),
+        "`python` is found nowhere in the check's view; "
         f"{BASE_PY} lies where the check does not see: list its installation as a runtime "
-        "path; the run would end checks_unavailable"),
+        "path; the run would end checks_unavailable",
+    ),
     "the same venv with its base listed": (
-        "python -m pytest -q", ("/home/ana/.pyenv/versions/3.12.1",),
-        f"`python` is {VENV_PY} (its real file {BASE_PY})"),
+        "python -m pytest -q",
+        ("/home/ana/.pyenv/versions/3.12.1",),
+        f"`python` is {VENV_PY} (its real file {BASE_PY})",
+    ),
     "a program on the host's PATH": ("make test", (), "`make` is /usr/bin/make"),
     "past an assignment": ("CI=1 make test", (), "`make` is /usr/bin/make"),
     "a program in a hidden home": (
-        "tool --check", (), "`tool` is found nowhere in the check's view; /home/ana/bin/tool "
+        "tool --check",
+        (),
+        "`tool` is found nowhere in the check's view; /home/ana/bin/tool "
         "lies where the check does not see: list its installation as a runtime path; the run "
-        "would end checks_unavailable"),
-    "a program nowhere": ("nosuch", (), "`nosuch` is found nowhere in the check's view; the "
-                          "run would end checks_unavailable"),
+        "would end checks_unavailable",
+    ),
+    "a program nowhere": (
+        "nosuch",
+        (),
+        "`nosuch` is found nowhere in the check's view; the run would end checks_unavailable",
+    ),
     "the shell's own": ("test -f a.txt && make", (), "`test` is the shell's own"),
     "a script of the worktree the grant hides": (
-        "./run.sh", (), "`./run.sh` is found nowhere in the check's view; "
+        "./run.sh",
+        (),
+        "`./run.sh` is found nowhere in the check's view; "
         "/srv/p/.claude/worktrees/t/run.sh lies where the check does not see: list its "
-        "installation as a runtime path; the run would end checks_unavailable"),
+        "installation as a runtime path; the run would end checks_unavailable",
+    ),
     "a script of the worktree the grant lets through": (
-        "./tools/t.sh", (), "`./tools/t.sh` is /srv/p/.claude/worktrees/t/tools/t.sh"),
-    "a quote left open": ("echo 'x", (), "its first word cannot be told apart (a quote left "
-                          "open): run as written"),
+        "./tools/t.sh",
+        (),
+        "`./tools/t.sh` is /srv/p/.claude/worktrees/t/tools/t.sh",
+    ),
+    "a quote left open": (
+        "echo 'x",
+        (),
+        "its first word cannot be told apart (a quote left open): run as written",
+    ),
 }
 
 
-@pytest.mark.parametrize(("command", "runtime", "said"), PROGRAM_ROWS.values(),
-                         ids=PROGRAM_ROWS.keys())
-def test_what_a_check_s_first_word_resolves_to_in_its_view(command: str,
-                                                           runtime: tuple[str, ...],
-                                                           said: str) -> None:
+@pytest.mark.parametrize(
+    ("command", "runtime", "said"), PROGRAM_ROWS.values(), ids=PROGRAM_ROWS.keys()
+)
+def test_what_a_check_s_first_word_resolves_to_in_its_view(
+    command: str, runtime: tuple[str, ...], said: str
+) -> None:
     assert isinstance(TOOLS_RO, Grant)
-    place = CheckPlace(worktree="/srv/p/.claude/worktrees/t", runtime_paths=runtime,
-                       project_interpreter=VENV_PY, grant=TOOLS_RO)
+    place = CheckPlace(
+        worktree="/srv/p/.claude/worktrees/t",
+        runtime_paths=runtime,
+        project_interpreter=VENV_PY,
+        grant=TOOLS_RO,
+    )
     search = "/srv/p/.venv/bin:/home/ana/bin:/usr/bin:/bin"
-    assert program_in_view(command, place, search, ("/home", "/tmp"),
-                           lambda p: LINKS.get(p, p), lambda p: p in PROGRAMS) == said
+    assert (
+        program_in_view(
+            command,
+            place,
+            search,
+            ("/home", "/tmp"),
+            lambda p: LINKS.get(p, p),
+            lambda p: p in PROGRAMS,
+        )
+        == said
+    )

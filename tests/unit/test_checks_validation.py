@@ -34,12 +34,18 @@ def always_fails(tree: FakeTree) -> tuple[int, bytes]:
 
 def validation(world: HostWorld, runner: FakeCheckRunner, *checks: Check) -> ChecksValidation:
     request = world.request()
-    return ChecksValidation(checks or (Check(id="tests", command=TESTS),), runner, world.fs,
-                            place_for(request))
+    return ChecksValidation(
+        checks or (Check(id="tests", command=TESTS),), runner, world.fs, place_for(request)
+    )
 
 
-def run(world: HostWorld, runner: FakeCheckRunner, rounds: list[Round], *checks: Check,
-        limits: dict[str, int] | None = None):
+def run(
+    world: HostWorld,
+    runner: FakeCheckRunner,
+    rounds: list[Round],
+    *checks: Check,
+    limits: dict[str, int] | None = None,
+):
     with validation(world, runner, *checks) as checking:
         return world.run(rounds, validation=checking, limits=limits or {"rounds": 3})
 
@@ -53,7 +59,9 @@ def check_node(world: HostWorld, n: int, check_id: str = "tests") -> dict[str, o
 def test_all_checks_pass_nothing_to_repair() -> None:
     world = HostWorld()
     runner = FakeCheckRunner(world.fs, {TESTS: suite_passes_unless_bug})
-    record = run(world, runner, [Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py"))])
+    record = run(
+        world, runner, [Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py"))]
+    )
     assert record.status == "ok" and len(record.rounds) == 1
     assert record.rounds[0].validation == "clean"
     [item] = record.rounds[0].evidence
@@ -73,9 +81,16 @@ def test_all_checks_pass_nothing_to_repair() -> None:
 def test_a_check_broken_by_the_round_is_a_repair_whose_text_reaches_the_next_round() -> None:
     world = HostWorld()
     runner = FakeCheckRunner(world.fs, {TESTS: suite_passes_unless_bug})
-    record = run(world, runner, [
-        Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "bug\n")),
-        Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "fixed\n"), session="s-1")])
+    record = run(
+        world,
+        runner,
+        [
+            Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "bug\n")),
+            Round.ok(
+                ok_result(), effects=write_file(world, "src/app/calc.py", "fixed\n"), session="s-1"
+            ),
+        ],
+    )
     assert record.status == "ok" and len(record.rounds) == 2
     prompt = world.runner.starts[1].stdin_text or ""
     assert "check tests: `python -m pytest -q`" in prompt
@@ -86,8 +101,9 @@ def test_a_check_broken_by_the_round_is_a_repair_whose_text_reaches_the_next_rou
     assert second["judgement"] == "passed"
     assert check_node(world, 1)["status"] == "failed"
     assert check_node(world, 1)["exit_code"] == 1
-    before = json.loads(world.text(posixpath.join(
-        world.run_dir, "rounds/1/checks/tests/before/check.json")))
+    before = json.loads(
+        world.text(posixpath.join(world.run_dir, "rounds/1/checks/tests/before/check.json"))
+    )
     assert before["state"] == "the run's starting state" and before["status"] == "passed"
     assert check_node(world, 2)["status"] == "passed"
     # The narrowing ran on the starting state: a copy of the worktree made before round 1.
@@ -103,8 +119,12 @@ def test_the_repair_names_the_last_20000_bytes_of_the_log() -> None:
         return (1, log) if tree.read("src/app/calc.py") else (0, b"")
 
     runner = FakeCheckRunner(world.fs, {TESTS: noisy})
-    record = run(world, runner, [Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py"))],
-                 limits={"rounds": 0})
+    record = run(
+        world,
+        runner,
+        [Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py"))],
+        limits={"rounds": 0},
+    )
     assert record.error is not None
     repair = record.rounds[0].validation or ""
     tail = log[-20_000:].decode()
@@ -112,19 +132,24 @@ def test_the_repair_names_the_last_20000_bytes_of_the_log() -> None:
 
 
 @pytest.mark.req("A run has at most its configured resume rounds")
-def test_checks_still_failing_when_no_rounds_are_left_end_checks_failed_with_a_link_each(
-) -> None:
+def test_checks_still_failing_when_no_rounds_are_left_end_checks_failed_with_a_link_each() -> None:
     world = HostWorld()
 
     def lint(tree: FakeTree) -> tuple[int, bytes]:
         return (1, b"lint: bad style\n") if tree.read("src/app/calc.py") else (0, b"")
 
     runner = FakeCheckRunner(world.fs, {TESTS: suite_passes_unless_bug, "ruff check": lint})
-    record = run(world, runner, [
-        Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "bug\n")),
-        Round.ok(ok_result(), session="s-1")],
-        Check(id="tests", command=TESTS), Check(id="lint", command="ruff check"),
-        limits={"rounds": 1})
+    record = run(
+        world,
+        runner,
+        [
+            Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "bug\n")),
+            Round.ok(ok_result(), session="s-1"),
+        ],
+        Check(id="tests", command=TESTS),
+        Check(id="lint", command="ruff check"),
+        limits={"rounds": 1},
+    )
     assert record.status == "failed" and len(record.rounds) == 2
     assert record.error is not None
     link = record.error.causes[0] if record.error.code == "workers" else record.error
@@ -138,17 +163,25 @@ def test_checks_still_failing_when_no_rounds_are_left_end_checks_failed_with_a_l
 @pytest.mark.parametrize("runner_kind", ["timeout", "cannot start"])
 def test_a_check_that_times_out_or_cannot_start_ends_checks_unavailable(runner_kind: str) -> None:
     world = HostWorld()
-    runner = (FakeCheckRunner(world.fs, {TESTS: HANG}) if runner_kind == "timeout"
-              else FakeCheckRunner(world.fs, unstartable=frozenset({TESTS})))
-    record = run(world, runner, [Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py"))],
-                 Check(id="tests", command=TESTS, timeout_seconds=5))
+    runner = (
+        FakeCheckRunner(world.fs, {TESTS: HANG})
+        if runner_kind == "timeout"
+        else FakeCheckRunner(world.fs, unstartable=frozenset({TESTS}))
+    )
+    record = run(
+        world,
+        runner,
+        [Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py"))],
+        Check(id="tests", command=TESTS, timeout_seconds=5),
+    )
     assert record.status == "failed" and len(record.rounds) == 1
     assert record.error is not None and record.error.code == CHECKS_UNAVAILABLE
     assert record.error.unhandled.reason == "environment"
     [cause] = record.error.causes
     assert cause.code == "check_unavailable"
-    assert ("timed out after 5 s" if runner_kind == "timeout" else "could not start") \
-        in cause.detail
+    assert (
+        "timed out after 5 s" if runner_kind == "timeout" else "could not start"
+    ) in cause.detail
     assert runner.live == set()
 
 
@@ -165,16 +198,27 @@ def test_a_worktree_that_cannot_be_copied_is_unavailable_not_a_repair() -> None:
 def test_a_check_failing_on_the_starting_state_too_is_pre_existing_not_a_repair() -> None:
     world = HostWorld()
     runner = FakeCheckRunner(world.fs, {"make lint": always_fails, TESTS: suite_passes_unless_bug})
-    record = run(world, runner, [
-        Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "bug\n")),
-        Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "ok\n"), session="s-1")],
-        Check(id="lint", command="make lint"), Check(id="tests", command=TESTS))
+    record = run(
+        world,
+        runner,
+        [
+            Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "bug\n")),
+            Round.ok(
+                ok_result(), effects=write_file(world, "src/app/calc.py", "ok\n"), session="s-1"
+            ),
+        ],
+        Check(id="lint", command="make lint"),
+        Check(id="tests", command=TESTS),
+    )
     assert record.status == "ok" and len(record.rounds) == 2
     prompt = world.runner.starts[1].stdin_text or ""
     assert "check tests" in prompt and "check lint" not in prompt
     lint_first, lint_second = (r.evidence[0] for r in record.rounds)
-    assert lint_first["judgement"] == lint_second["judgement"] == (
-        "failed before the run too: pre-existing, not a repair")
+    assert (
+        lint_first["judgement"]
+        == lint_second["judgement"]
+        == ("failed before the run too: pre-existing, not a repair")
+    )
     assert lint_first["before"]["exit_code"] == 2
     # The starting state is judged once per run: round 2 keeps round 1's answer.
     befores = [check for check, src, _ in runner.runs if src.startswith("/fake-check-copies")]
@@ -215,8 +259,7 @@ def test_a_check_sees_only_what_the_grant_lets_the_worker_read() -> None:
     assert seen == [(None, b"")]
 
 
-def test_a_run_cancelled_while_a_check_runs_kills_it_runs_no_other_and_ends_interrupted(
-) -> None:
+def test_a_run_cancelled_while_a_check_runs_kills_it_runs_no_other_and_ends_interrupted() -> None:
     world = HostWorld()
     cancel = Cancellation()
 
@@ -225,32 +268,43 @@ def test_a_run_cancelled_while_a_check_runs_kills_it_runs_no_other_and_ends_inte
         return 1, b"partial\n"
 
     runner = FakeCheckRunner(world.fs, {TESTS: interrupted, "make lint": always_fails})
-    checking = ChecksValidation((Check(id="tests", command=TESTS),
-                                 Check(id="lint", command="make lint")), runner, world.fs,
-                                place_for(world.request()), cancel=cancel)
+    checking = ChecksValidation(
+        (Check(id="tests", command=TESTS), Check(id="lint", command="make lint")),
+        runner,
+        world.fs,
+        place_for(world.request()),
+        cancel=cancel,
+    )
     with checking:
-        record = world.run([Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py"))],
-                           validation=checking, cancel=cancel, limits={"rounds": 3})
+        record = world.run(
+            [Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py"))],
+            validation=checking,
+            cancel=cancel,
+            limits={"rounds": 3},
+        )
     assert record.status == "failed" and record.error is not None
     assert record.error.code == "interrupted" and len(record.rounds) == 1
     assert [check for check, _, _ in runner.runs] == ["tests"]  # no narrowing, no next check
     assert runner.live == set()
 
 
-def test_without_a_copy_of_the_starting_state_a_failing_check_is_unavailable_not_blamed(
-) -> None:
+def test_without_a_copy_of_the_starting_state_a_failing_check_is_unavailable_not_blamed() -> None:
     world = HostWorld()
     runner = FakeCheckRunner(world.fs, {TESTS: suite_passes_unless_bug}, copy_fails=True)
     checking = validation(world, runner)
     checking.start()  # the starting state cannot be copied
     runner.copy_fails = False
-    record = world.run([Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py",
-                                                                 "bug\n"))],
-                       validation=checking, limits={"rounds": 3})
+    record = world.run(
+        [Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "bug\n"))],
+        validation=checking,
+        limits={"rounds": 3},
+    )
     checking.close()
     assert record.error is not None and record.error.code == CHECKS_UNAVAILABLE
-    assert "the run's starting state could not be copied: No space left on device" in \
-        record.error.causes[0].detail
+    assert (
+        "the run's starting state could not be copied: No space left on device"
+        in record.error.causes[0].detail
+    )
 
 
 def test_a_starting_state_copy_that_cannot_be_removed_is_told_not_raised() -> None:
