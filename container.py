@@ -44,6 +44,7 @@ from concorde_workers.application.preparation import HostFacts, Preparer
 from concorde_workers.application.requests import RequestBuilder
 from concorde_workers.application.starter import Starter
 from concorde_workers.application.sweep import Sweeper
+from concorde_workers.domain.check_layer import LayerTools
 from concorde_workers.domain.credentials import credential_origins
 from concorde_workers.domain.discovery import installations
 from concorde_workers.ports.checks import CheckRunner
@@ -239,6 +240,18 @@ def check_runner(
         hidden,
         copies_root or runtime_parent(),
         table,
+        layer_tools(),
+    )
+
+
+def layer_tools() -> LayerTools | None:
+    """The programs a check's copy-on-write layer needs (domain/check_layer.py), on the host's
+    PATH; None when one is missing (the checks then run over copies, and say so)."""
+    found = {name: shutil.which(name) for name in ("unshare", "mount", "mkdir")}
+    if any(path is None for path in found.values()):
+        return None
+    return LayerTools(
+        unshare=found["unshare"] or "", mount=found["mount"] or "", mkdir=found["mkdir"] or ""
     )
 
 

@@ -1,18 +1,27 @@
 """SandboxedCheckRunner: the real CheckRunner (ports/checks.py).
 
-Copies: a new folder `concorde-check-<random>` in the runtime parent (hidden from every worker by
-its confinement) holding the host's owner record `owner.json`, written first, and the copy
-`tree/` (domain/check_copies.py: a sweep removes the folder once its host is dead), filled by a
-walk that never follows a link: directories, links as links,
-regular files cloned (FICLONE: copy-on-write where the filesystem shares extents: btrfs, XFS),
-else copied in the kernel (copy_file_range), else read and written; their permission bits kept
-(a directory's after its content). Entries named `.git` (Git metadata, as hidden from the
-worker's Bash) and special files are left out.
+Runs: each check over a throwaway view of the tree it is given, in the check sandbox
+(domain/check_sandbox.py), through the one process runner, which kills the whole process group
+when the check's timeout passes (and bwrap's PID namespace dies with its launcher):
 
-Runs: /bin/sh in the check sandbox (domain/check_sandbox.py) through the one process runner,
-which kills the whole process group when the check's timeout passes (and bwrap's PID namespace
-dies with its launcher). The shell first prints a marker line on stdout and then sends stdout to
-stderr: a run without the marker never reached the check (bwrap could not build the sandbox),
+* where the kernel lets a user namespace mount an overlay (asked once, `layer_problem`), over a
+  copy-on-write layer (domain/check_layer.py): the tree itself as the lower layer, a tmpfs of
+  the check's own as the upper, the run's mount plan as what it sees; its set-up does not grow
+  with the tree, and nothing of it outlives the check's namespaces but an empty folder;
+* elsewhere over a copy made for it, said in the check's node (`view`) and by `plan`.
+
+Copies (the run's starting state; every check where no layer can be made): a new folder
+`concorde-check-<random>` in the runtime parent (hidden from every worker by its confinement)
+holding the host's owner record `owner.json`, written first, and the copy `tree/`
+(domain/check_copies.py: a sweep removes the folder once its host is dead; a layer's folder is
+the same, with its mount point `layer/`), filled by a walk that never follows a link:
+directories, links as links, regular files cloned (FICLONE: copy-on-write where the filesystem
+shares extents: btrfs, XFS), else copied in the kernel (copy_file_range), else read and written;
+their permission bits kept (a directory's after its content). Entries named `.git` (Git
+metadata, as hidden from the worker's Bash) and special files are left out.
+
+The sandbox's shell first prints a marker line on stdout and then sends stdout to stderr: a run
+without the marker never reached the check (the layer or bwrap could not build the sandbox),
 and the log is the runner's bounded tail of both streams in the order written.
 """
 
@@ -36,6 +45,14 @@ from concorde_workers.domain.check_copies import (
     copy_owner_text,
     is_copy_name,
 )
+from concorde_workers.domain.check_layer import (
+    EMPTY_FILE,
+    LAYER_FOLDER,
+    LayerTools,
+    layer_prefix,
+    view_args,
+    view_source,
+)
 from concorde_workers.domain.check_sandbox import (
     ALWAYS_HIDDEN,
     CheckPlace,
@@ -54,16 +71,34 @@ FICLONE = 0x40049409
 LOG_KEEP_BYTES = 80_000
 STARTED = "concorde-check-started"
 CANCELLED = "killed: the run was cancelled"
-_NO_CLONE = {errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL, errno.ENOSYS,
-             errno.EBADF, errno.EPERM}
+VIEW_LAYER = "layer"
+VIEW_COPY = "copy"
+PROBE_SECONDS = 30
+_NO_CLONE = {
+    errno.EOPNOTSUPP,
+    errno.ENOTTY,
+    errno.EXDEV,
+    errno.EINVAL,
+    errno.ENOSYS,
+    errno.EBADF,
+    errno.EPERM,
+}
 
 
 class SandboxedCheckRunner:
     """Checks over throwaway copies, in a network-less bubblewrap sandbox."""
 
-    def __init__(self, processes: ProcessRunner, fs: FileSystem, bwrap: str | None,
-                 host_env: Mapping[str, str], host_hidden: Sequence[str],
-                 copies_root: str, table: ProcessTable | None = None) -> None:
+    def __init__(
+        self,
+        processes: ProcessRunner,
+        fs: FileSystem,
+        bwrap: str | None,
+        host_env: Mapping[str, str],
+        host_hidden: Sequence[str],
+        copies_root: str,
+        table: ProcessTable | None = None,
+        layer_tools: LayerTools | None = None,
+    ) -> None:
         self._processes = processes
         self._table = table
         self._fs = fs
@@ -72,24 +107,48 @@ class SandboxedCheckRunner:
         self._hidden = tuple(host_hidden)
         self._root = copies_root
         self._clone = True  # until the filesystem says it cannot
+        self._layer_tools = layer_tools
+        self._layer_answer: tuple[str | None] | None = None  # the kernel asked once
 
     def copy(self, source: str, keep: Callable[[str], Keep] | None = None) -> str:
-        folder = os.path.join(self._root, COPY_PREFIX + secrets.token_hex(6))
+        folder = self._new_folder()
         target = os.path.join(folder, COPY_TREE)
+        try:
+            os.mkdir(target, 0o700)
+            self._copy_dir(source, target, "", keep or _everything)
+            os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IRWXU)
+        except OSError as error:
+            self._remove_quietly(target)
+            raise CheckCopyFailed(error.filename or source, error.strerror or str(error)) from error
+        return target
+
+    def _layer_folder(self) -> str:
+        """A new folder for one check's layer: the owner record, the mount point `layer/` and
+        the empty file (raises `CheckCopyFailed`, leaving nothing)."""
+        folder = self._new_folder()
+        try:
+            os.mkdir(os.path.join(folder, LAYER_FOLDER), 0o700)
+            empty = os.path.join(folder, EMPTY_FILE)
+            os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444))
+        except OSError as error:
+            self._remove_quietly(folder)
+            raise CheckCopyFailed(folder, error.strerror or str(error)) from error
+        return folder
+
+    def _new_folder(self) -> str:
+        """A new folder `concorde-check-<hex>` in the runtime parent, holding the host's owner
+        record (raises `CheckCopyFailed`, leaving nothing)."""
+        folder = os.path.join(self._root, COPY_PREFIX + secrets.token_hex(6))
         try:
             os.mkdir(folder, 0o700)
         except OSError as error:
             raise CheckCopyFailed(folder, error.strerror or str(error)) from error
         try:
             self._write_owner(folder)
-            os.mkdir(target, 0o700)
-            self._copy_dir(source, target, "", keep or _everything)
-            os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IRWXU)
         except OSError as error:
-            self._remove_quietly(target)
-            raise CheckCopyFailed(error.filename or source, error.strerror or str(error)) \
-                from error
-        return target
+            self._remove_quietly(folder)
+            raise CheckCopyFailed(folder, error.strerror or str(error)) from error
+        return folder
 
     def _write_owner(self, folder: str) -> None:
         """The host's owner record, before the copy exists: a sweep removes the folder once its
@@ -97,15 +156,17 @@ class SandboxedCheckRunner:
         if self._table is None:
             return  # a caller without a process table: swept only once old (domain.sweep)
         text = copy_owner_text(CopyOwner.of(self._table.own())).encode()
-        fd = os.open(os.path.join(folder, COPY_OWNER_FILE),
-                     os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(
+            os.path.join(folder, COPY_OWNER_FILE),
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW,
+            0o600,
+        )
         try:
             os.write(fd, text)
         finally:
             os.close(fd)
 
-    def _copy_dir(self, source: str, target: str, rel: str,
-                  keep: Callable[[str], Keep]) -> None:
+    def _copy_dir(self, source: str, target: str, rel: str, keep: Callable[[str], Keep]) -> None:
         with os.scandir(source) as entries:
             listed = list(entries)
         for entry in listed:
@@ -140,8 +201,7 @@ class SandboxedCheckRunner:
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
         source_fd = os.open(src, flags)
         try:
-            target_fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                                0o600)
+            target_fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             try:
                 self._fill(source_fd, target_fd)
                 os.fchmod(target_fd, mode)
@@ -173,26 +233,96 @@ class SandboxedCheckRunner:
         os.lseek(source_fd, 0, os.SEEK_SET)
         os.lseek(target_fd, 0, os.SEEK_SET)
         os.ftruncate(target_fd, 0)
-        with os.fdopen(os.dup(source_fd), "rb") as reading, \
-                os.fdopen(os.dup(target_fd), "wb") as writing:
+        with (
+            os.fdopen(os.dup(source_fd), "rb") as reading,
+            os.fdopen(os.dup(target_fd), "wb") as writing,
+        ):
             shutil.copyfileobj(reading, writing)
 
-    def run(self, check: Check, tree: str, place: CheckPlace,
-            on_cancel: OnCancel | None = None) -> CheckRun:
+    def run(
+        self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None = None
+    ) -> CheckRun:
         if not self._bwrap:
-            return CheckRun(status=CheckStatus.NOT_STARTED,
-                            problem="bubblewrap (bwrap) is not installed, and a check never "
-                                    "runs outside its sandbox; install it (Debian: apt-get "
-                                    "install bubblewrap)")
-        script = f"printf '%s\\n' {STARTED}\nexec 1>&2\n{check.command}"
-        argv = check_argv(self._bwrap, place, tree, script, self._hidden_forms(), _kind)
+            return CheckRun(
+                status=CheckStatus.NOT_STARTED,
+                problem="bubblewrap (bwrap) is not installed, and a check never "
+                "runs outside its sandbox; install it (Debian: apt-get "
+                "install bubblewrap)",
+            )
+        if self.layer_problem() is None:
+            return self._run_layered(check, tree, place, on_cancel)
+        return self._run_over_copy(check, tree, place, on_cancel)
+
+    def _run_layered(
+        self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None
+    ) -> CheckRun:
+        """Over the tree itself, through a throwaway layer (domain/check_layer.py), in a folder
+        of its own that also hides the layer's mounts from the check."""
+        assert self._bwrap is not None and self._layer_tools is not None
+        try:
+            folder = self._layer_folder()
+        except CheckCopyFailed as error:
+            return CheckRun(
+                status=CheckStatus.NOT_STARTED,
+                view=VIEW_LAYER,
+                problem=f"the check's layer could not be made: {error}",
+            )
+        empty = os.path.join(folder, EMPTY_FILE)
+        try:
+            seen = place.model_copy(update={"hidden": (*place.hidden, folder)})
+            layer = os.path.join(folder, LAYER_FOLDER)
+            shown = view_args(place.worktree, place.view, view_source(layer), empty)
+            argv = [
+                *layer_prefix(self._layer_tools, layer, tree),
+                *check_argv(self._bwrap, seen, shown, _script(check), self._hidden_forms(), _kind),
+            ]
+            return self._execute(argv, check, place, on_cancel, VIEW_LAYER)
+        finally:
+            self._remove_quietly(folder)
+
+    def _run_over_copy(
+        self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None
+    ) -> CheckRun:
+        """Where no layer can be made: over a copy of what the grant shows (of the whole tree
+        when it is a copy of that already), made for this check and removed after it."""
+        assert self._bwrap is not None
+        try:
+            copy = self.copy(tree, place.keep if place.view is not None else None)
+        except CheckCopyFailed as failed:
+            return CheckRun(
+                status=CheckStatus.NOT_STARTED,
+                view=VIEW_COPY,
+                problem=f"the tree could not be copied for the check: {failed}",
+            )
+        try:
+            argv = check_argv(
+                self._bwrap,
+                place,
+                ["--bind", copy, place.worktree],
+                _script(check),
+                self._hidden_forms(),
+                _kind,
+            )
+            return self._execute(argv, check, place, on_cancel, VIEW_COPY)
+        finally:
+            self._remove_quietly(copy)
+
+    def _execute(
+        self,
+        argv: list[str],
+        check: Check,
+        place: CheckPlace,
+        on_cancel: OnCancel | None,
+        view: str,
+    ) -> CheckRun:
         env = check_environment(self._env, place.project_interpreter)
         started = time.monotonic()
         try:
-            handle = self._processes.start(argv, env, tree, None,
-                                           timeout_seconds=check.timeout_seconds)
+            handle = self._processes.start(
+                argv, env, self._root, None, timeout_seconds=check.timeout_seconds
+            )
         except ProcessStartFailed as failed:
-            return CheckRun(status=CheckStatus.NOT_STARTED, problem=failed.os_error_text)
+            return CheckRun(status=CheckStatus.NOT_STARTED, problem=failed.os_error_text, view=view)
         cancelled: list[bool] = []
 
         def kill() -> None:
@@ -210,19 +340,74 @@ class SandboxedCheckRunner:
                 unregister()
         duration = time.monotonic() - started
         log = handle.stderr_tail(LOG_KEEP_BYTES)
+        ended = {"exit_code": exit_code, "duration_seconds": duration, "log": log, "view": view}
         if cancelled:
-            return CheckRun(status=CheckStatus.FAILED, exit_code=exit_code,
-                            duration_seconds=duration, log=log, problem=CANCELLED)
+            return CheckRun(status=CheckStatus.FAILED, problem=CANCELLED, **ended)
         if handle.timed_out:
-            return CheckRun(status=CheckStatus.TIMED_OUT, exit_code=exit_code,
-                            duration_seconds=duration, log=log,
-                            problem=f"timed out after {check.timeout_seconds:g} s")
+            return CheckRun(
+                status=CheckStatus.TIMED_OUT,
+                **ended,
+                problem=f"timed out after {check.timeout_seconds:g} s",
+            )
         if not reached:
             said = log.decode("utf-8", "replace").strip()[-2000:] or f"exit status {exit_code}"
-            return CheckRun(status=CheckStatus.NOT_STARTED, exit_code=exit_code,
-                            duration_seconds=duration, log=log,
-                            problem=f"the sandbox could not be built: {said}")
-        return finished(exit_code, duration, log)
+            return CheckRun(
+                status=CheckStatus.NOT_STARTED,
+                **ended,
+                problem=f"the sandbox could not be built: {said}",
+            )
+        return finished(exit_code, duration, log).model_copy(update={"view": view})
+
+    def layer_problem(self) -> str | None:
+        """Why no check can run over a copy-on-write layer on this machine (None: they do),
+        asked of the kernel once: an overlay in a user namespace of the check's own."""
+        if self._layer_answer is None:
+            self._layer_answer = (self._probe_layer(),)
+        return self._layer_answer[0]
+
+    def _probe_layer(self) -> str | None:
+        tools = self._layer_tools
+        if tools is None:
+            return "unshare, mount or mkdir (util-linux, coreutils) is not on the host's PATH"
+        try:
+            folder = self._layer_folder()
+        except CheckCopyFailed as error:
+            return f"no folder for a layer could be made: {error}"
+        try:
+            lower = os.path.join(folder, "probe")
+            os.mkdir(lower, 0o700)
+            argv = [
+                *layer_prefix(tools, os.path.join(folder, LAYER_FOLDER), lower),
+                tools.shell,
+                "-c",
+                ":",
+            ]
+            handle = self._processes.start(
+                argv, {"PATH": "/nonexistent"}, self._root, None, timeout_seconds=PROBE_SECONDS
+            )
+            list(handle.lines())
+            code = handle.wait(None)
+            if code == 0:
+                return None
+            said = handle.stderr_tail(2000).decode("utf-8", "replace").strip()
+            return (
+                f"the kernel refused an overlay in a user namespace ({said or code}); "
+                "each check runs over a copy instead"
+            )
+        except (OSError, ProcessStartFailed) as error:
+            return f"the layer could not be tried: {error}"
+        finally:
+            self._remove_quietly(folder)
+
+    def view(self) -> str:
+        """What every check runs over on this machine, as `plan` says it."""
+        problem = self.layer_problem()
+        if problem is None:
+            return (
+                "over a copy-on-write layer of the worker's own view of the worktree "
+                "(an overlay in the check's own namespaces; what it writes is thrown away)"
+            )
+        return f"over a copy of what the grant lets the worker read ({problem})"
 
     def _hidden_forms(self) -> list[str]:
         """The host's hidden places, each as given and with its links resolved."""
@@ -237,8 +422,7 @@ class SandboxedCheckRunner:
         def executable(path: str) -> bool:
             return os.path.isfile(path) and os.access(path, os.X_OK)
 
-        return program_in_view(check.command, place, search, hidden, os.path.realpath,
-                               executable)
+        return program_in_view(check.command, place, search, hidden, os.path.realpath, executable)
 
     def discard(self, tree: str) -> None:
         # The copy's folder (the owner record beside the tree) goes with it.
@@ -248,14 +432,20 @@ class SandboxedCheckRunner:
             self._fs.rmtree(folder)
         except FileSystemError as error:
             problems = "; ".join(e.os_error_text for e in opened)
-            raise CheckCopyFailed(tree, error.os_error_text + (f" ({problems})" if problems
-                                                               else "")) from error
+            raise CheckCopyFailed(
+                tree, error.os_error_text + (f" ({problems})" if problems else "")
+            ) from error
         if self._fs.lexists(folder):
             raise CheckCopyFailed(folder, "it is still there after its removal")
 
     def _remove_quietly(self, tree: str) -> None:
         with contextlib.suppress(CheckCopyFailed):
             self.discard(tree)
+
+
+def _script(check: Check) -> str:
+    """The shell text a check's sandbox runs: the marker, then the command, stdout to stderr."""
+    return f"printf '%s\\n' {STARTED}\nexec 1>&2\n{check.command}"
 
 
 def _is_copy_tree(tree: str) -> bool:

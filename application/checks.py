@@ -5,9 +5,11 @@ validation): the caller's judgement of a round, for the command line and for Pyt
     with validation:                       # the run's starting state copied before round 1
         record = host.run(request, validation=validation)
 
-After every round whose worker ended ok with a clean audit the host calls it; it copies the
-worktree as the round left it (the CheckRunner port), runs every check over that copy, runs
-each failing check once more over a fresh copy of the starting state (gate narrowing, seed 004),
+After every round whose worker ended ok with a clean audit the host calls it; it runs every
+check over the worktree as the round left it, each through a throwaway view of its own (the
+CheckRunner port: the run's mount plan over a copy-on-write layer; a copy of what the grant
+shows for an unconfined round), runs each failing check once more over the copy of the
+starting state (gate narrowing, seed 004),
 writes each check's node `rounds/<n>/checks/<check-id>/` (check.json, output.log; a narrowed
 check's run on the starting state in `before/`), discards the copies, and answers what the pure
 `domain.checks.answer` decides: nothing to repair, a repair failing the run with checks_failed
@@ -135,10 +137,15 @@ class ChecksValidation:
 
     def __call__(self, given: ValidationInput) -> ValidationOutcome:
         place = self._round_place(given)
-        try:
-            tree = self._runner.copy(given.worktree, self._place.keep)
-        except CheckCopyFailed as failed:
-            return _copy_unavailable(given.round, failed)
+        # A confined round's checks run over the worktree itself, seen through the run's own
+        # mount plan (issue 19 §1); an unconfined one's (a test backend) over a copy of what
+        # the grant shows. Either way a check's writes go to a throwaway view of its own.
+        tree = given.worktree
+        if given.view is None:
+            try:
+                tree = self._runner.copy(given.worktree, self._place.keep)
+            except CheckCopyFailed as failed:
+                return _copy_unavailable(given.round, failed)
         outcomes: list[CheckOutcome] = []
         try:
             for check in self.checks:
@@ -147,7 +154,8 @@ class ChecksValidation:
                     return ValidationOutcome()  # ended from outside: nothing to judge
                 outcomes.append(outcome)
         finally:
-            self._runner.discard(tree)
+            if tree != given.worktree:
+                self._runner.discard(tree)
         return _outcome(outcomes, given.round)
 
     def _cancelled(self) -> bool:
@@ -161,7 +169,9 @@ class ChecksValidation:
         workers = posixpath.dirname(
             posixpath.dirname(posixpath.dirname(posixpath.normpath(given.round_dir)))
         )
-        return self._place.model_copy(update={"hidden": (*self._place.hidden, workers)})
+        return self._place.model_copy(
+            update={"hidden": (*self._place.hidden, workers), "view": given.view}
+        )
 
     def _outcome(self, check: Check, tree: str, place: CheckPlace, round_dir: str) -> CheckOutcome:
         folder = posixpath.join(round_dir, CHECKS_FOLDER, check.id)
@@ -169,7 +179,7 @@ class ChecksValidation:
         log = self._write_node(folder, check, now, "after the round")
         if now.status is not CheckStatus.FAILED or self._cancelled():
             return CheckOutcome(check=check, now=now, log_path=log)
-        before = self._run_before(check, place)
+        before = self._run_before(check, place.model_copy(update={"view": None}))
         before_log = self._write_node(
             posixpath.join(folder, BEFORE_FOLDER), check, before, "the run's starting state"
         )
@@ -188,17 +198,9 @@ class ChecksValidation:
                 or "the run's starting state was not "
                 "copied before round 1 (ChecksValidation.start was not called)",
             )
-        try:
-            tree = self._runner.copy(self._start)
-        except CheckCopyFailed as failed:
-            return CheckRun(
-                status=CheckStatus.NOT_STARTED,
-                problem=f"the starting state could not be copied: {failed.os_error_text}",
-            )
-        try:
-            run = self._runner.run(check, tree, place, self._on_cancel())
-        finally:
-            self._runner.discard(tree)
+        # The copy of the starting state is what the grant shows already: seen whole, through
+        # a view of the check's own, so that its writes never reach the copy.
+        run = self._runner.run(check, self._start, place, self._on_cancel())
         if not self._cancelled():  # a killed run says nothing of the starting state
             self._before[check.id] = run
         return run

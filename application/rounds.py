@@ -36,7 +36,9 @@ from concorde_workers.contracts import schema_validator
 from concorde_workers.domain.agent_report import RoundReport
 from concorde_workers.domain.audit import Snapshot, audit, worktree_unchanged
 from concorde_workers.domain.brief import retry_prompt
+from concorde_workers.domain.confinement import Mount
 from concorde_workers.domain.layout import STDERR_TAIL_BYTES
+from concorde_workers.domain.paths import is_within
 from concorde_workers.domain.records import JsonObject, Transient, judge_result
 from concorde_workers.domain.retries import retry_delay
 from concorde_workers.domain.rounds import (
@@ -363,7 +365,7 @@ class RoundRunner:
             outcome = context.validation(ValidationInput(
                 worktree=context.prepared.placement.worktree, round_dir=round_dir,
                 result=context.state.worker_result.model_dump(mode="json"),
-                round=round_state.number))
+                round=round_state.number, view=self._worktree_view()))
         except Exception as error:  # the caller's code: any exception is validation_unavailable
             said = f"raised {type(error).__name__}: {error}"
         else:
@@ -380,6 +382,14 @@ class RoundRunner:
         round_state.evidence_record = evidence_for_record(outcome.evidence)
         round_state.validation = _outcome_text(outcome)
         return outcome, None
+
+    def _worktree_view(self) -> tuple[Mount, ...] | None:
+        """The run's mount plan inside its worktree: what a check may see (None: unconfined)."""
+        confinement = self.context.prepared.confinement
+        if confinement is None:
+            return None
+        worktree = self.context.prepared.placement.worktree
+        return tuple(m for m in confinement.mounts if is_within(m.path, worktree))
 
     @staticmethod
     def _with_answer(facts: RoundFacts, outcome: ValidationOutcome | None,

@@ -1,5 +1,6 @@
 """The sandbox a check runs in (issue 13 §2): the same network-less, cleared world as the worker's
-Bash, over a throwaway copy of the worktree.
+Bash, over a throwaway view of the worktree (domain/check_layer.py: a copy-on-write layer over
+the worker's own view, or a copy of what the grant shows).
 
 bubblewrap, as the host's own Git runs (`domain.git_commands.SANDBOX_ARGS`): the root read-only,
 a fresh /dev and /proc, every namespace unshared (no network, its own PIDs), dying with the
@@ -11,8 +12,8 @@ host, in a new session, as uid 65534 with no capability, no further user namespa
   primary worktree (its `.git` and every other worktree) and the run records (`workers/`);
 * the runtime paths are bound back read-only (the project interpreter's installation among them,
   as seed 000 asks the caller to list it);
-* the throwaway copy is bound writable at the worktree's own path, the check's working
-  directory, so a virtual environment or a path a test names resolves as it would in place;
+* the throwaway view is at the worktree's own path, the check's working directory, so a virtual
+  environment or a path a test names resolves as it would in place;
 * the environment is cleared to PATH (the project interpreter's directory first), LANG,
   HOME=/tmp/home and TMPDIR=/tmp (`check_environment`).
 
@@ -28,6 +29,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.confinement import Mount
 from concorde_workers.domain.environment import worker_path
 from concorde_workers.domain.git_commands import SANDBOX_ARGS
 from concorde_workers.domain.grant import Grant, Level, entries_below
@@ -64,6 +66,10 @@ class CheckPlace(BaseModel):
     grant: Grant | None = None
     """What of the worktree a check's copy holds: what the grant lets the worker read (None:
     all of it, for a caller that says so)."""
+    view: tuple[Mount, ...] | None = None
+    """The run's mount plan inside the worktree, as the agent ran under it: what a check sees
+    of the worktree itself (None: a tree that is already a copy of what the grant shows, seen
+    whole)."""
 
     def keep(self, rel: str) -> Keep:
         """What a check's copy keeps of the worktree-relative `rel` (`copy_rule`)."""
@@ -110,13 +116,14 @@ def primary_of(worktree: str) -> str | None:
 def check_argv(
     bwrap: str,
     place: CheckPlace,
-    tree: str,
+    shown: Sequence[str],
     command: str,
     host_hidden: Sequence[str],
     kind: Callable[[str], str | None],
 ) -> list[str]:
-    """The command line of one check: `command` run by /bin/sh inside the sandbox, with the copy
-    `tree` at the worktree's path. `kind` says what a path is without following a last link:
+    """The command line of one check: `command` run by /bin/sh inside the sandbox, with the
+    worktree's path made by the mounts `shown` (a copy bound there, or the view over the
+    layer: domain/check_layer.py). `kind` says what a path is without following a last link:
     "dir", "file", "link" or None (missing); a hidden directory becomes an empty tmpfs, a hidden
     file an empty read-only file; a missing one needs nothing, and neither does a link (bwrap
     would follow it: the caller lists its target too)."""
@@ -133,8 +140,8 @@ def check_argv(
     inside = [p for p in place.runtime_paths if is_within(p, place.worktree)]
     for path in outside:
         argv += ["--ro-bind-try", path, path]
-    argv += ["--dir", CHECK_HOME, "--bind", tree, place.worktree]
-    for path in inside:  # over the copy: the installation as it is, read-only
+    argv += ["--dir", CHECK_HOME, *shown]
+    for path in inside:  # over the view: the installation as it is, read-only
         argv += ["--ro-bind-try", path, path]
     argv += ["--chdir", place.worktree, "--", SHELL, "-c", command]
     return argv

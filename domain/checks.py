@@ -82,6 +82,8 @@ class CheckRun(BaseModel):
     log: bytes = b""
     problem: str = ""
     """Why it could not start or what ended it (empty for a check that exited by itself)."""
+    view: str = ""
+    """What it ran over (domain/check_layer.py): `layer`, `copy` or, where no sandbox ran, ""."""
 
 
 def status_of(exit_code: int | None, timed_out: bool) -> CheckStatus:
@@ -328,6 +330,7 @@ def node_json(check: Check, run: CheckRun, state: str) -> dict[str, Any]:
         "exit_code": run.exit_code,
         "duration_seconds": round(run.duration_seconds, 3),
         "problem": run.problem or None,
+        "view": run.view or None,
     }
 
 

@@ -1,10 +1,13 @@
-"""The CheckRunner port: throwaway copies of a worktree and the checks run over them (issue 13).
+"""The CheckRunner port: checks run over throwaway views of a tree, and copies of one (issue 13,
+issue 19 §1).
 
-A check never changes what the next audit sees: it runs over a copy, never the worktree, and
-the copy is discarded afterwards however the check ended. The real adapter
-(adapters/checks.py) copies copy-on-write where the filesystem allows and runs each check in a
-network-less sandbox with a cleared environment (domain/check_sandbox.py); the fake
-(tests/fakes/checks.py) copies within a FakeFileSystem and runs scripted commands.
+A check never changes what the next audit sees: whatever it writes goes to a view of its own,
+discarded however the check ended, never to the tree. The real adapter (adapters/checks.py)
+runs each check in a network-less sandbox with a cleared environment (domain/check_sandbox.py)
+over a copy-on-write layer of the tree (domain/check_layer.py), or over a copy where the kernel
+allows no layer; the fake (tests/fakes/checks.py) copies within a FakeFileSystem and runs
+scripted commands. A copy (`copy`) is what outlives a change of the tree: the run's starting
+state.
 tests/contract/test_checks_contract.py runs the same tests on both.
 """
 
@@ -47,12 +50,19 @@ class CheckRunner(Protocol):
     def run(
         self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None = None
     ) -> CheckRun:
-        """Run `check.command` with /bin/sh over the copy `tree`, seen at `place.worktree` (its
-        working directory), killing its whole process group when its timeout passes, or at
-        once when the run is cancelled (`on_cancel`). The run's
-        log is its standard output and standard error together (their last 80,000 bytes).
+        """Run `check.command` with /bin/sh over a throwaway view of `tree` (the worktree
+        itself, or a copy), seen at `place.worktree` (its working directory): what
+        `place.view` (the run's mount plan) shows of it, all of it when that is None; its
+        writes never reach `tree`. It kills its whole process group when its timeout passes,
+        or at once when the run is cancelled (`on_cancel`). The run's log is its standard
+        output and standard error together (their last 80,000 bytes).
         Never raises for the check's own failure: a check that cannot start is a `CheckRun`
         with the status `could not start` and the operating system's error."""
+        ...
+
+    def view(self) -> str:
+        """What every check runs over on this machine (`plan` says it): a copy-on-write layer,
+        or a copy and why."""
         ...
 
     def program(self, check: Check, place: CheckPlace) -> str:

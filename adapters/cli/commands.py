@@ -126,27 +126,33 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
     plan: Plan = container.planner().plan(request, declared)
     # Nothing runs: what each check's first word resolves to in its sandbox (issue 19 §1).
     programs: list[str] = []
+    view = ""
     if checks:
         runner, place = container.check_runner(), place_for(request)
         programs = [runner.program(c, place) for c in checks]
+        view = runner.view()
     if args.json:
         listed = [{**c.model_dump(), "program": p} for c, p in zip(checks, programs, strict=True)]
-        print_json({**plan.to_json(), **({"checks": listed} if checks else {})}, out)
+        print_json(
+            {**plan.to_json(), **({"checks": listed, "check_view": view} if checks else {})}, out
+        )
     else:
-        out.write(render(plan) + terminal_lines(checks_plan(checks, programs)))
+        out.write(render(plan) + terminal_lines(checks_plan(checks, programs, view)))
     return ExitStatus.OK if plan.launches else ExitStatus.REFUSED
 
 
-def checks_plan(checks: Sequence[Check], programs: Sequence[str] = ()) -> list[str]:
+def checks_plan(checks: Sequence[Check], programs: Sequence[str] = (), view: str = "") -> list[str]:
     """What `plan` says of the run's checks (README "CLI", `--check`), each with what its first
-    word resolves to in its sandbox when `programs` says it."""
+    word resolves to in its sandbox when `programs` says it, and what they run over (`view`,
+    the runner's answer on this machine)."""
     if not checks:
         return []
+    over = view or "on a view of their own of what the grant lets the worker read"
     lines = [
         "",
-        "Checks (after every round whose worker ended ok with a clean audit, on a copy "
-        "of what the grant lets the worker read, in a network-less sandbox; one that "
-        "fails is run again on the run's starting state):",
+        f"Checks (after every round whose worker ended ok with a clean audit, {over}, "
+        "in a network-less sandbox; one that fails is run again on the run's starting "
+        "state):",
     ]
     for index, c in enumerate(checks):
         lines.append(f"  {c.id}: {c.command} (timeout {format_seconds(c.timeout_seconds)} s)")

@@ -23,8 +23,11 @@ from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.container import layer_tools
 from concorde_workers.domain.check_sandbox import CheckPlace, Keep
 from concorde_workers.domain.checks import Check, CheckStatus
+from concorde_workers.domain.confinement import Mount, MountKind
+from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
 
@@ -32,6 +35,11 @@ PASS_IF_FILE = "test -f a.txt"
 PRINT_AND_FAIL = "echo out; echo err >&2; exit 3"
 WRITE_CACHE = "mkdir -p cache && echo x > cache/f && echo y > a.txt && test ! -e .git"
 HANGS = "sleep 60"
+SEES_THE_PLAN = (
+    'test "$(cat src/a.py)" = x && test -f README.md && test ! -s README.md && '
+    "test ! -e secret.txt && test ! -e .git && test ! -e src/b.py && "
+    "echo new > src/b.py && echo y > src/a.py && mkdir .pytest_cache"
+)
 MISSING = "no-such-program-here"
 NO_MODULE = "python3 -m no_such_module_q7"
 
@@ -46,7 +54,22 @@ def _write_cache(tree: FakeTree) -> tuple[int, bytes]:
     return (1 if ".git" in tree.files() else 0), b""
 
 
+def _sees_the_plan(tree: FakeTree) -> tuple[int, bytes]:
+    seen = (
+        tree.read("src/a.py") == b"x\n"
+        and tree.read("README.md") == b""
+        and tree.read("secret.txt") is None
+        and tree.read(".git") is None
+        and tree.read("src/b.py") is None
+    )
+    tree.write("src/b.py", "new\n")
+    tree.write("src/a.py", "y\n")
+    tree.write(".pytest_cache/x", "")
+    return (0 if seen else 1), b""
+
+
 PROGRAMS: dict[str, Any] = {
+    SEES_THE_PLAN: _sees_the_plan,
     PASS_IF_FILE: _pass_if_file,
     PRINT_AND_FAIL: lambda tree: (3, b"out\nerr\n"),
     WRITE_CACHE: _write_cache,
@@ -109,8 +132,10 @@ class World:
         return CheckPlace(worktree=self.worktree)
 
 
-@pytest.fixture(params=["real", "fake"])
+@pytest.fixture(params=["real", "real-copies", "fake"])
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    """The real runner over copy-on-write layers, the real runner where no layer can be made
+    (over copies: no util-linux), and the fake."""
     worktree = str(tmp_path / "repo" / ".claude" / "worktrees" / "t")
     if request.param == "fake":
         fs = FakeFileSystem()
@@ -123,6 +148,9 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     os.makedirs(worktree)
     copies = tmp_path / "copies"
     copies.mkdir()
+    tools = layer_tools() if request.param == "real" else None
+    if request.param == "real" and tools is None:
+        pytest.fail("unshare and mount (util-linux) are required: run ./scripts/setup")
     runner = SandboxedCheckRunner(
         SubprocessRunner(),
         LocalFileSystem(),
@@ -130,8 +158,10 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
         {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
         (),
         str(copies),
+        layer_tools=tools,
     )
     yield World(runner, worktree, "real", None)
+    assert os.listdir(copies) == [], "a check's layer or copy outlived it"
 
 
 def test_a_copy_holds_the_tree_without_git_metadata_and_links_as_links(world: World) -> None:
@@ -150,18 +180,62 @@ def test_a_copy_holds_the_tree_without_git_metadata_and_links_as_links(world: Wo
     assert not world.exists(copy)
 
 
-def test_a_check_sees_the_copy_at_the_worktree_and_its_writes_stay_there(world: World) -> None:
+def test_a_check_sees_the_copy_at_the_worktree_and_its_writes_never_reach_it(world: World) -> None:
     world.write("a.txt", b"alpha\n")
     world.write(".git", b"gitdir: /somewhere\n")
     before = world.tree(world.worktree)
     copy = world.runner.copy(world.worktree)
+    held = world.tree(copy)
     ran = world.runner.run(Check(id="w", command=WRITE_CACHE), copy, world.place())
     assert ran.status is CheckStatus.PASSED and ran.exit_code == 0
-    assert world.tree(copy)["cache/f"][1] == b"x\n"
+    assert world.tree(copy) == held  # the writes went to the check's own view
     assert world.tree(world.worktree) == before
     passed = world.runner.run(Check(id="p", command=PASS_IF_FILE), copy, world.place())
     assert passed.status is CheckStatus.PASSED
     world.runner.discard(copy)
+
+
+def _planned(worktree: str) -> CheckPlace:
+    """A run's plan inside its worktree for the grant src/ ro, README.md names: the worktree
+    built from what is visible, as domain/mount_plan.py makes it."""
+    grant = parse_grant(
+        {
+            "task_type": "implement",
+            "context_identity": "sha256:" + "1" * 64,
+            "entries": [{"path": "src/", "level": "ro"}, {"path": "README.md", "level": "names"}],
+        }
+    )
+    assert isinstance(grant, Grant)
+    view = (
+        Mount(kind=MountKind.EMPTY_DIR, path=worktree, why="the task worktree", named=True),
+        Mount(
+            kind=MountKind.EMPTY_FILE, path=f"{worktree}/README.md", why="names only", named=True
+        ),
+        Mount(kind=MountKind.READ_ONLY, path=f"{worktree}/src", why="ro in the grant"),
+    )
+    return CheckPlace(worktree=worktree, grant=grant, view=view)
+
+
+def test_a_check_over_the_worktree_sees_what_the_run_s_plan_shows_and_writes_nothing_there(
+    world: World,
+) -> None:
+    """Issue 19 §1: a check runs over the worktree itself, seen as the run's mount plan shows
+    it (a read-only entry readable, a names-only one empty, a hidden one and Git metadata not
+    there), every write going to a throwaway layer: the tree is as it was."""
+    world.write("src/a.py", b"x\n")
+    world.write("README.md", b"names only\n")
+    world.write("secret.txt", b"hidden\n")
+    world.write(".git", b"gitdir: /somewhere\n")
+    before = world.tree(world.worktree)
+    ran = world.runner.run(
+        Check(id="v", command=SEES_THE_PLAN), world.worktree, _planned(world.worktree)
+    )
+    assert (ran.status, ran.log) == (CheckStatus.PASSED, b""), ran
+    assert world.tree(world.worktree) == before
+    again = world.runner.run(
+        Check(id="p", command=SEES_THE_PLAN), world.worktree, _planned(world.worktree)
+    )
+    assert again.status is CheckStatus.PASSED, "a second check saw the first one's writes"
 
 
 def test_a_failing_check_reports_its_exit_code_and_both_streams(world: World) -> None:

@@ -137,10 +137,12 @@ def escape() -> Iterator[Path]:
 
 
 def assert_nothing_leaked(
-    run: RecordedRun, prompts: str, escape: Path, withheld: tuple[str, ...]
+    run: RecordedRun, prompts: str, escape: Path, withheld: tuple[str, ...], worktree: Path
 ) -> None:
     """The probe ran (its report is in the log and came back as a repair), but took no mask
-    down, read nothing withheld and wrote nothing outside; the run ends checks_failed."""
+    down, read nothing withheld and wrote nothing outside; the run ends checks_failed. Every
+    check ran over a copy-on-write layer of the worktree (issue 19 §1), whose writes (pytest's
+    caches) never reached it."""
     logs = "".join(p.read_text() for p in run.run_dir.rglob("output.log"))
     assert "PROBE-RAN" in logs, logs
     assert "check tests:" in prompts and "AssertionError: PROBE-RAN" in prompts, prompts[-3000:]
@@ -153,6 +155,10 @@ def assert_nothing_leaked(
         assert secret not in record, secret
     assert not escape.exists(), "the check wrote on the host's /tmp"
     assert run.code == "checks_failed", run.record.error
+    views = {json.loads(p.read_text())["view"] for p in run.run_dir.rglob("check.json")}
+    assert views == {"layer"}, views
+    written = [p for p in worktree.rglob("*") if p.name in ("__pycache__", ".pytest_cache")]
+    assert written == [], written
 
 
 # --- pi -----------------------------------------------------------------------------------------
@@ -179,7 +185,7 @@ def test_pi_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
     )
     prompts = json.dumps([r["body"]["messages"][-1] for r in w.server.requests])
     withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER, *credential_texts(credential))
-    assert_nothing_leaked(run, prompts, escape, withheld)
+    assert_nothing_leaked(run, prompts, escape, withheld, w.worktree)
 
 
 def credential_texts(path: Path) -> tuple[str, ...]:
@@ -225,4 +231,4 @@ def test_claude_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_no
     )
     prompts = json.dumps(w.server.requests)
     withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER, *credential_texts(w.user_credentials))
-    assert_nothing_leaked(run, prompts, escape, withheld)
+    assert_nothing_leaked(run, prompts, escape, withheld, w.worktree)

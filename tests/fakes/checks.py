@@ -2,13 +2,14 @@
 
 `copy` copies a subtree of the fake file system node by node into a new folder below
 `COPIES` (entries named `.git` and special files left out, links kept as links); `discard`
-removes it. `run` looks the check's command up in `programs`: a function of the copy (a
+removes it. `run` gives each check a view of its own below `VIEWS` (a copy of what the grant
+keeps when the place has the run's plan, of everything otherwise), removed after it, and looks the check's command up in `programs`: a function of the copy (a
 `FakeTree`, which reads and writes the copy's files) returning (exit code, log bytes), or
 `HANG`, a program that ends only by its timeout. A command not in `programs` exits 127 with
 sh's "not found", as /bin/sh does; `unstartable` lists commands whose sandbox cannot start.
 
-Records: `runs` (check id, the copy's source, the place) of every run, `live` (the copies not
-yet discarded). tests/contract/test_checks_contract.py runs the same tests on this fake and on
+Records: `runs` (check id, the tree it ran over, the place) of every run, `sources` (each
+copy's source), `live` (the copies not yet discarded). tests/contract/test_checks_contract.py runs the same tests on this fake and on
 the real SandboxedCheckRunner.
 """
 
@@ -25,6 +26,7 @@ from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
 from fakes.filesystem import FakeFileSystem, Node
 
 COPIES = "/fake-check-copies"
+VIEWS = "/fake-check-views"
 HANG = "hang"
 FAKE_BIN = "/fake/bin"
 LOG_KEEP_BYTES = 80_000  # as the real runner's
@@ -65,6 +67,7 @@ class FakeCheckRunner:
     live: set[str] = field(default_factory=set)
     sources: dict[str, str] = field(default_factory=dict)
     _count: int = 0
+    _views: int = 0
 
     def copy(self, source: str, keep: Callable[[str], Keep] | None = None) -> str:
         if self.copy_fails:
@@ -73,6 +76,12 @@ class FakeCheckRunner:
             raise CheckCopyFailed(source, "No such file or directory")
         self._count += 1
         root = f"{COPIES}/copy-{self._count}"
+        self._copy_into(source, root, keep)
+        self.live.add(root)
+        self.sources[root] = source
+        return root
+
+    def _copy_into(self, source: str, root: str, keep: Callable[[str], Keep] | None) -> None:
         self.fs.mkdir(root)
         physical = self.fs.resolved(source)
         prefix = physical.rstrip("/") + "/"
@@ -100,19 +109,22 @@ class FakeCheckRunner:
             while parent and posixpath.join(root, parent) not in self.fs.nodes:
                 self.fs.nodes[posixpath.join(root, parent)] = Node(EntryKind.DIRECTORY, 0o755)
                 parent = posixpath.dirname(parent)
-        self.live.add(root)
-        self.sources[root] = source
-        return root
 
     def run(
         self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None = None
     ) -> CheckRun:
-        self.runs.append((check.id, self.sources.get(tree, tree), place))
+        self.runs.append((check.id, tree, place))
         killed: list[bool] = []
         unregister = on_cancel(lambda: killed.append(True)) if on_cancel else None
+        # A view of the check's own, as the real runner's layer: what the plan shows of a
+        # worktree (here: what the grant keeps), a copy whole; its writes never reach `tree`.
+        self._views += 1
+        view = f"{VIEWS}/view-{self._views}"
         try:
-            ran = self._run(check, tree, place)
+            self._copy_into(tree, view, place.keep if place.view is not None else None)
+            ran = self._run(check, view, place)
         finally:
+            self._remove(view)
             if unregister is not None:
                 unregister()
         if killed:  # the run was cancelled while it ran: its group was killed
@@ -158,10 +170,16 @@ class FakeCheckRunner:
             lambda p: known and p == f"{FAKE_BIN}/{word}",
         )
 
+    def view(self) -> str:
+        return "over a view of its own (the fake's copy)"
+
     def discard(self, tree: str) -> None:
         if self.discard_fails:
             raise CheckCopyFailed(tree, "Device or resource busy")
+        self._remove(tree)
+        self.live.discard(tree)
+
+    def _remove(self, tree: str) -> None:
         prefix = tree.rstrip("/") + "/"
         for path in [p for p in self.fs.nodes if p == tree or p.startswith(prefix)]:
             del self.fs.nodes[path]
-        self.live.discard(tree)

@@ -84,7 +84,8 @@ class CheckHost:
         self.path = f"{real}:{os.environ['PATH']}"
 
     def start(self) -> subprocess.Popen[str]:
-        """The host, returned once both of its check's sleeps run and both copies are there."""
+        """The host, returned once both of its check's sleeps run and its three folders are
+        there: the run's starting state, the (unconfined) round's copy, the check's layer."""
         env = dict(os.environ, FAKE_RUNTIME_PARENT=str(self.runtime_parent), PATH=self.path)
         self.proc = proc = subprocess.Popen(
             self.argv,
@@ -97,7 +98,7 @@ class CheckHost:
         deadline = time.monotonic() + SLOW
         # Both sleeps, and both copies seen: beside two CPU hogs the glob found one copy when
         # both sleeps ran (2 of 9 runs, on d6d717e too); the event waited on is both facts.
-        while len(processes_with(self.mark)) < 2 or len(self.copies()) < 2:
+        while len(processes_with(self.mark)) < 2 or len(self.copies()) < 3:
             if proc.poll() is not None or time.monotonic() > deadline:
                 out, err = proc.communicate(timeout=SLOW)
                 pytest.fail(f"the check's sleeps never ran:\n{out}\n{err}", pytrace=False)
@@ -159,7 +160,7 @@ def test_sweep_removes_the_check_copies_of_a_sigkilled_host_and_never_a_live_one
 ) -> None:
     check_host.start()
     copies = check_host.copies()
-    assert len(copies) == 2, copies  # the run's starting state, the round's copy
+    assert len(copies) == 3, copies  # the starting state, the round's copy, the check's layer
     container = program_container([], runtime_parent=str(check_host.runtime_parent))
 
     status, out, err = run_main(container, "sweep", "--json")

@@ -19,15 +19,21 @@ from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.requests import RequestBuilder, RequestFlags
+from concorde_workers.container import layer_tools
 from concorde_workers.domain.check_copies import CopyOwner, is_copy_name, parse_copy_owner
+from concorde_workers.domain.check_layer import LayerTools
 from concorde_workers.domain.check_sandbox import CheckPlace
 from concorde_workers.domain.checks import Check, CheckStatus
 from concorde_workers.domain.git_commands import SANDBOX_ARGS
 from concorde_workers.domain.request import RunRequest
 
 
-@pytest.fixture
-def setting(tmp_path: Path) -> tuple[SandboxedCheckRunner, CheckPlace, Path]:
+@pytest.fixture(params=["layer", "copies"])
+def setting(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> tuple[SandboxedCheckRunner, CheckPlace, Path]:
+    """A run's world and the real runner: over copy-on-write layers (as this machine runs every
+    check), and over copies (where no layer can be made)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         pytest.fail("bubblewrap is required by the checks' sandbox: run ./scripts/setup")
@@ -56,8 +62,17 @@ def setting(tmp_path: Path) -> tuple[SandboxedCheckRunner, CheckPlace, Path]:
         "ANTHROPIC_API_KEY": "sk-host",
         "HTTPS_PROXY": "http://127.0.0.1:9",
     }
+    tools = layer_tools() if request.param == "layer" else None
+    if request.param == "layer" and tools is None:
+        pytest.fail("unshare and mount (util-linux) are required: run ./scripts/setup")
     runner = SandboxedCheckRunner(
-        SubprocessRunner(), LocalFileSystem(), bwrap, env, (str(creds), str(lone)), str(copies)
+        SubprocessRunner(),
+        LocalFileSystem(),
+        bwrap,
+        env,
+        (str(creds), str(lone)),
+        str(copies),
+        layer_tools=tools,
     )
     place = CheckPlace(
         worktree=str(worktree),
@@ -308,3 +323,68 @@ def test_a_venv_whose_base_python_lies_in_a_hidden_home_starts_in_a_check(settin
     log = now.log.decode()
     assert "base-python-ran -c pass" in log, now
     assert "KEY-OF-THE-HOME" not in log and now.exit_code != 0
+
+
+def _layered(tmp_path: Path, tools: LayerTools | None = None) -> tuple[SandboxedCheckRunner, Path]:
+    bwrap = shutil.which("bwrap")
+    tools = tools or layer_tools()
+    assert bwrap is not None and tools is not None, "run ./scripts/setup"
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    return SandboxedCheckRunner(
+        SubprocessRunner(),
+        LocalFileSystem(),
+        bwrap,
+        {"PATH": "/usr/bin:/bin"},
+        (),
+        str(copies),
+        layer_tools=tools,
+    ), copies
+
+
+def test_a_check_s_layer_runs_no_program_the_worker_planted_on_its_path(tmp_path: Path) -> None:
+    """The layer is made with CAP_SYS_ADMIN in the check's own user namespace, before any
+    sandbox, in the check's environment, whose PATH starts with the project interpreter's
+    directory, which may lie in the worktree: a `mkdir`, `mount` or `unshare` the worker put
+    there must never run (every program of the layer by absolute path)."""
+    worktree = tmp_path / "w"
+    planted = worktree / ".venv" / "bin"
+    planted.mkdir(parents=True)
+    marker = tmp_path / "planted-ran"
+    for name in ("mkdir", "mount", "unshare", "sh", "bwrap"):
+        (planted / name).write_text(f"#!/bin/sh\necho {name} >> {marker}\nexit 0\n")
+        (planted / name).chmod(0o755)
+    (planted / "python").symlink_to(sys.executable)
+    runner, copies = _layered(tmp_path)
+    place = CheckPlace(worktree=str(worktree), project_interpreter=str(planted / "python"))
+    ran = runner.run(Check(id="x", command="test -d .venv"), str(worktree), place)
+    assert (ran.status, ran.view) == (CheckStatus.PASSED, "layer"), ran
+    assert runner.view().startswith("over a copy-on-write layer of the worker's own view")
+    assert not marker.exists(), marker.read_text()
+    assert os.listdir(copies) == []
+
+
+def test_where_no_layer_can_be_made_each_check_runs_over_a_copy_and_says_why(
+    tmp_path: Path,
+) -> None:
+    """A kernel that refuses an overlay in a user namespace (here: a `mount` that fails): the
+    checks still run, over copies, and `plan` and each check's node say so; never silently."""
+    tools = layer_tools()
+    assert tools is not None
+    runner, copies = _layered(tmp_path, tools.model_copy(update={"mount": "/bin/false"}))
+    worktree = tmp_path / "w"
+    worktree.mkdir()
+    (worktree / "a.txt").write_text("a\n")
+    ran = runner.run(
+        Check(id="x", command="test -f a.txt && echo b > a.txt"),
+        str(worktree),
+        CheckPlace(worktree=str(worktree)),
+    )
+    assert (ran.status, ran.view) == (CheckStatus.PASSED, "copy"), ran
+    assert (worktree / "a.txt").read_text() == "a\n"
+    said = runner.view()
+    assert said.startswith(
+        "over a copy of what the grant lets the worker read (the kernel "
+        "refused an overlay in a user namespace"
+    ), said
+    assert os.listdir(copies) == []

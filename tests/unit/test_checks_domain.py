@@ -163,7 +163,7 @@ def test_the_sandbox_hides_homes_and_records_and_binds_the_copy_at_the_worktree(
     argv = check_argv(
         "/usr/bin/bwrap",
         place,
-        "/tmp/copy",
+        ["--bind", "/tmp/copy", place.worktree],
         "pytest -q",
         ("/etc/creds.json", "/home/u/.claude"),
         kinds.get,

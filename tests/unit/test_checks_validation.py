@@ -71,7 +71,7 @@ def test_all_checks_pass_nothing_to_repair() -> None:
     node = check_node(world, 1)
     assert node["status"] == "passed" and node["exit_code"] == 0 and "duration_seconds" in node
     # A passing check is never narrowed; every copy is gone, the worktree has no cache.
-    assert [(c, src) for c, src, _ in runner.runs] == [("tests", WORKTREE)]
+    assert [(c, runner.sources.get(t, t)) for c, t, _ in runner.runs] == [("tests", WORKTREE)]
     assert runner.live == set()
     assert not world.exists(posixpath.join(WORKTREE, "src/app/.pytest_cache/v/cache/lastfailed"))
     assert not world.exists(posixpath.join(WORKTREE, "src/app/__pycache__/calc.cpython-311.pyc"))
@@ -106,8 +106,14 @@ def test_a_check_broken_by_the_round_is_a_repair_whose_text_reaches_the_next_rou
     )
     assert before["state"] == "the run's starting state" and before["status"] == "passed"
     assert check_node(world, 2)["status"] == "passed"
-    # The narrowing ran on the starting state: a copy of the worktree made before round 1.
-    assert [src for _, src, _ in runner.runs] == [WORKTREE, f"{COPIES}/copy-1", WORKTREE]
+    # The narrowing ran on the starting state: a copy of the worktree made before round 1
+    # (copy-1); each unconfined round's checks over a copy of the worktree of their own.
+    assert [t for _, t, _ in runner.runs] == [
+        f"{COPIES}/copy-2",
+        f"{COPIES}/copy-1",
+        f"{COPIES}/copy-3",
+    ]
+    assert {runner.sources[t] for _, t, _ in runner.runs} == {WORKTREE}
     assert runner.live == set()
 
 
@@ -221,7 +227,7 @@ def test_a_check_failing_on_the_starting_state_too_is_pre_existing_not_a_repair(
     )
     assert lint_first["before"]["exit_code"] == 2
     # The starting state is judged once per run: round 2 keeps round 1's answer.
-    befores = [check for check, src, _ in runner.runs if src.startswith("/fake-check-copies")]
+    befores = [check for check, tree, _ in runner.runs if tree == f"{COPIES}/copy-1"]
     assert befores.count("lint") == 1
     assert runner.live == set()
 

@@ -93,6 +93,7 @@ def test_plan_lists_the_checks_of_the_request_file_and_the_flags() -> None:
         "checks": [{"id": "lint", "command": "make lint", "timeout_seconds": 30}]}))
     shown = made.main("plan", REQUEST_FILE, "--check", TESTS, "--check", "nosuch -x")
     assert shown.status == 0
+    assert "with a clean audit, over a view of its own (the fake's copy), in a" in shown.out
     assert "  lint: make lint (timeout 30 s)\n    `make` is /fake/bin/make\n" in shown.out
     assert "  check-2: python -m pytest -q (timeout 600 s)" in shown.out
     assert ("  check-3: nosuch -x (timeout 600 s)\n    `nosuch` is found nowhere in the check's "
@@ -100,5 +101,6 @@ def test_plan_lists_the_checks_of_the_request_file_and_the_flags() -> None:
     as_json = made.main("plan", REQUEST_FILE, "--json").json()
     assert as_json["checks"] == [{"id": "lint", "command": "make lint",
                                   "timeout_seconds": 30.0, "program": "`make` is /fake/bin/make"}]
+    assert as_json["check_view"] == "over a view of its own (the fake's copy)"
     refused = made.main("plan", REQUEST_FILE, "--check", "")
     assert refused.status == 2 and "--check '' gives no command" in refused.err
