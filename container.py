@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
+from concorde_workers.adapters.cgroups import CgroupGroups
 from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.claude.backend import ClaudeBackend
 from concorde_workers.adapters.filesystem import LocalFileSystem
@@ -55,6 +56,7 @@ from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.random import Random
+from concorde_workers.ports.resources import ResourceGroups
 from concorde_workers.ports.sandbox_probe import SandboxProbe
 
 if TYPE_CHECKING:
@@ -111,6 +113,9 @@ class Container(containers.DeclarativeContainer):
     processes = providers.Dependency(instance_of=ProcessRunner)
     host_pid = providers.Dependency(instance_of=int)
     process_table = providers.Dependency(instance_of=ProcessTable)
+    resource_groups: providers.Provider[ResourceGroups | None] = providers.Object(None)
+    """Each round's control group (issue 20): adapters/cgroups.py in production; None (no
+    groups, said as limits not enforced) where a world gives none."""
     worker_host = providers.Factory(
         WorkerHost,
         git=git,
@@ -122,6 +127,7 @@ class Container(containers.DeclarativeContainer):
         temp_root=temp_root,
         host_pid=host_pid,
         process_table=process_table,
+        groups=resource_groups,
     )
     check_runner = providers.Dependency(instance_of=CheckRunner)
     checks_validation = providers.Factory(ChecksValidation, runner=check_runner, fs=filesystem)
@@ -217,6 +223,7 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
         process_table=table,
         check_runner=check_runner(processes, filesystem, facts, table),
         sandbox_probe=SrtSandboxProbe(processes, env),
+        resource_groups=CgroupGroups(),
     )
 
 

@@ -1,4 +1,5 @@
-"""Worker activity for the progress file while a round runs (seed 000 "Progress file")."""
+"""A round's output as it arrives: worker activity for the progress file (seed 000 "Progress
+file"), and the round ended at its group's first limit (issue 20)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import threading
 
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.domain.records import LastAction
+from concorde_workers.ports.agent import StreamReader
+from concorde_workers.ports.process import ProcessHandle
+from concorde_workers.ports.resources import ResourceGroup
 
 
 class ActivityFlusher:
@@ -54,3 +58,18 @@ class ActivityFlusher:
             thread, self._thread = self._thread, None
         if thread is not None:
             thread.join()
+
+
+def follow(handle: ProcessHandle, reader: StreamReader, flusher: ActivityFlusher,
+           group: ResourceGroup | None) -> None:
+    """The agent's output to its reader, line by line, each tool call to the progress file; a
+    round whose group reached a limit is ended there (issue 20): a runaway round does not run on
+    to its timeout, and the counters are read once per line, never on a clock."""
+    limited = False
+    for line in handle.lines():
+        action = reader.feed(line)
+        if action is not None:
+            flusher.activity(action)
+        if group is not None and not limited and group.reached():
+            limited = True
+            handle.kill_group()

@@ -30,6 +30,7 @@ from concorde_workers.application.outcomes import (
     snapshot_link,
 )
 from concorde_workers.application.preparation import REQUEST_INVALID, Prepared, Preparer
+from concorde_workers.application.resources import RunResources
 from concorde_workers.application.rounds import RoundContext, RoundRunner
 from concorde_workers.application.run_state import RunState, grant_text
 from concorde_workers.application.runtime_directory import (
@@ -67,6 +68,7 @@ from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
+from concorde_workers.ports.resources import ResourceGroups
 
 PLANTED_GIT_DIR = "planted-git"
 """The run directory's folder of the Git metadata the host moved out of the worktree."""
@@ -113,7 +115,8 @@ class WorkerHost:
 
     def __init__(self, *, git: GitReader, fs: FileSystem, clock: Clock, random: Random,
                  processes: ProcessRunner, preparer: Preparer, temp_root: str,
-                 host_pid: int, process_table: ProcessTable) -> None:
+                 host_pid: int, process_table: ProcessTable,
+                 groups: ResourceGroups | None = None) -> None:
         self._git = git
         self._fs = fs
         self._clock = clock
@@ -123,6 +126,7 @@ class WorkerHost:
         self._temp_root = temp_root
         self._host_pid = host_pid
         self._process_table = process_table
+        self._groups = groups  # each round's control group (issue 20); None: none made
 
     def run(self, request: RunRequest, validation: RoundValidation | None = None,
             cancel: Cancellation | None = None) -> RunRecord:
@@ -265,10 +269,12 @@ class WorkerHost:
     def _rounds(self, run: HostRun, prepared: Prepared, observer: WorktreeObserver,
                 snapshot: Snapshot) -> None:
         state = run.state
+        resources = RunResources(self._groups, state.request.resources, state.runtime_dir)
         runner = RoundRunner(RoundContext(
             fs=self._fs, clock=self._clock, random=self._random, processes=self._processes,
             tracer=run.tracer, progress=run.progress, prepared=prepared, observer=observer,
             snapshot=snapshot, validation=run.validation, cancel=run.cancel, state=state,
+            resources=resources,
         ))
         result = runner.run_all()
         if result.interrupted or run.cancel.is_set():

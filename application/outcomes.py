@@ -209,7 +209,10 @@ def _worker_timeout(e: _Ending) -> ErrorLink:
 
 def _worker_limit_reached(e: _Ending) -> ErrorLink:
     what = e.report.limit or "its limit"
-    return e.link(f"{e.head}the agent program stopped at a limit: {what}{e.note}",
+    # the run's own limits (issue 20): the host's control group, not the agent program, ended it
+    who = ("the host ended the round at a limit of its control group" if what.startswith(
+        "the run's ") else "the agent program stopped at a limit")
+    return e.link(f"{e.head}{who}: {what}{e.note}",
                   causes=e.process_causes)
 
 

@@ -13,14 +13,15 @@ node is written again.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from concorde_workers.application.activity import ActivityFlusher
+from concorde_workers.application.activity import ActivityFlusher, follow
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.confinement import confinement_launch_problem
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.program_identity import program_changed
+from concorde_workers.application.resources import RunResources
 from concorde_workers.application.run_state import RoundState, RunState
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import Moment, TraceWriter
@@ -79,6 +80,7 @@ class RoundContext:
     validation: RoundValidation | None
     cancel: Cancellation
     state: RunState
+    resources: RunResources = field(default_factory=RunResources.none)
 
 
 @dataclass
@@ -205,14 +207,18 @@ class RoundRunner:
         reader = prepared.backend.reader(prepared.context)
         stale = (self._clear_scratch() or self._unconfinable()
                  or program_changed(context.fs, prepared.programs))
+        group = None
+        if stale is None:  # each round in a control group of its own (issue 20)
+            group, stale = context.resources.open(round_state.number)
         if stale is not None:
             round_state.failure = stale
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
         try:
             handle = context.processes.start(
-                command.argv, prepared.environment, command.cwd, prompt,
-                timeout_seconds=context.state.request.limits.timeout_seconds)
+                [*(group.prefix() if group else ()), *command.argv], prepared.environment,
+                command.cwd, prompt, timeout_seconds=context.state.request.limits.timeout_seconds)
         except ProcessStartFailed as failed:
+            context.resources.close(group)
             round_state.failure = (f"the command {command.argv[0]} could not be started: "
                                    f"{failed.os_error_text}")
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=round_state.failure)
@@ -220,10 +226,7 @@ class RoundRunner:
         flusher = ActivityFlusher(context.progress)
         read_to_the_end = False
         try:
-            for line in handle.lines():
-                action = reader.feed(line)
-                if action is not None:
-                    flusher.activity(action)
+            follow(handle, reader, flusher, group)
             handle.wait(EXIT_GRACE_SECONDS)  # the leader's own exit, before the group is killed
             read_to_the_end = True
         finally:
@@ -234,8 +237,10 @@ class RoundRunner:
             unregister()
             flusher.stop()
             exit_status = handle.wait(None)  # confined: the waiter's exact report
+            used, reached = context.resources.close(group)
             stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
             context.tracer.write_stderr(context.state.layout, round_state.number, stderr)
+            context.tracer.write_resources(context.state.layout, round_state.number, used)
             round_state.files = context.tracer.round_files(context.state.layout, round_state.number)
             round_state.stderr_tail = stderr.decode("utf-8", "replace")
             if not read_to_the_end:
@@ -243,10 +248,14 @@ class RoundRunner:
                 # session whose transcript the run keeps (seed 000 "Run directory").
                 self._keep_what_was_said(round_state, reader, exit_status, handle.timed_out)
         report = reader.finish(exit_status, handle.timed_out, round_state.stderr_tail)
+        if reached:
+            report = report.model_copy(update={"ending": RoundEnding.LIMIT_REACHED,
+                                               "limit": "; ".join(reached)})
         note = stdout_note(reader.ignored, handle.overlong)
         if note is None:
             return report
         return report.model_copy(update={"agent": {**report.agent, STDOUT_NOTE_KEY: note}})
+
 
     def _keep_what_was_said(self, round_state: RoundState, reader: StreamReader,
                             exit_status: int | None, timed_out: bool) -> None:

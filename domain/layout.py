@@ -35,6 +35,8 @@ STDERR_FILE = "stderr.log"
 CONTROL_DIR = "control"
 CONFIG_DIR = "config"
 HOME_DIR = "home"
+RESOURCES_FILE = "resources.json"
+"""A round's resource use and the limits in force (issue 20), in the round's folder."""
 TMP_DIR = "tmp"
 WORK_DIR = "work"
 WORKER_DIRS: tuple[str, ...] = (WORK_DIR, HOME_DIR, TMP_DIR)

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from concorde_workers.domain.resources import ResourceLimits
+
 Backend = Literal["claude", "pi"]
 
 
@@ -42,6 +44,9 @@ class RunRequest(BaseModel):
     runtime_paths: tuple[str, ...] = ()
     project_interpreter: str | None = None
     limits: Limits = Limits()
+    resources: ResourceLimits | None = None
+    """The run's processes, memory and CPU (issue 20); None: the defaults, which a machine that
+    cannot enforce them runs without (said), where limits asked for are refused."""
     model: str | None = None
     local_model: str | None = None
     model_map: str | None = None

@@ -17,13 +17,14 @@ import errno as errno_codes
 import json
 import posixpath
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from concorde_workers.domain.errors import Evidence
 from concorde_workers.domain.layout import (
     BRIEF_FILE,
     GRANT_FILE,
     PROGRAMS_FILE,
+    RESOURCES_FILE,
     STATUS_FILE,
     STDERR_TAIL_BYTES,
     TRANSCRIPT_FILE,
@@ -221,18 +222,32 @@ class TraceWriter:
             return self._artifact_failure(path, error)
         return None
 
+    def write_resources(self, layout: RunLayout, n: int, use: dict[str, Any] | None) -> str | None:
+        """Keep round `n`'s resource use (issue 20) as `rounds/<n>/resources.json`: the node
+        contract has no field for it, so it is an artifact of the round, listed in its files."""
+        if use is None:
+            return None
+        path = posixpath.join(layout.round_dir(n), RESOURCES_FILE)
+        try:
+            self._fs.write_atomic(path, (json.dumps(use, indent=2) + "\n").encode())
+        except FileSystemError as error:
+            return self._artifact_failure(path, error)
+        return None
+
     def round_files(self, layout: RunLayout, n: int) -> tuple[NodeFile, ...]:
         """Round `n`'s artifact `stderr.log`, when it exists, with its sha256 digest, its path
         relative to the round's folder (seed 002: the round's standard error is the artifact
         stderr.log). One that cannot be digested is left out and noted in `artifact_failures`."""
-        path = layout.round_stderr(n)
-        if not self._fs.lexists(path):
-            return ()
-        try:
-            return (NodeFile(path=posixpath.basename(path), digest=self._fs.file_digest(path)),)
-        except FileSystemError as error:
-            self._artifact_failure(path, error)
-            return ()
+        files: list[NodeFile] = []
+        for path in (layout.round_stderr(n), posixpath.join(layout.round_dir(n), RESOURCES_FILE)):
+            if not self._fs.lexists(path):
+                continue
+            try:
+                files.append(NodeFile(path=posixpath.basename(path),
+                                      digest=self._fs.file_digest(path)))
+            except FileSystemError as error:
+                self._artifact_failure(path, error)
+        return tuple(files)
 
     def run_files(self, layout: RunLayout) -> tuple[NodeFile, ...]:
         """status.json, grant.json, brief.md and transcript.jsonl, those that exist, with their

@@ -192,18 +192,20 @@ class PiWorld:
         """An absolute path in the task worktree (tools take absolute paths)."""
         return str(self.worktree / rel)
 
-    def request(self, limits: Limits, grant: dict[str, Any] | None = None) -> RunRequest:
+    def request(self, limits: Limits, grant: dict[str, Any] | None = None,
+                resources: dict[str, int] | None = None) -> RunRequest:
         parent = self.root / "trace" / "op-1"
         parent.mkdir(parents=True, exist_ok=True)
         return RunRequest.model_validate({
             "backend": "pi", "worktree": str(self.worktree), "parent": str(parent),
             "task_type": "implement", "grant": grant or GRANT,
             "instructions": "Do the scripted task.", "limits": limits.model_dump(),
-            "local_model": MODEL,
+            "local_model": MODEL, "resources": resources,
         })
 
     def run(self, *script: Step, limits: Limits | None = None,
-            validation: RoundValidation | None = None, deadline: Deadline | None = None) -> PiRun:
+            validation: RoundValidation | None = None, deadline: Deadline | None = None,
+            resources: dict[str, int] | None = None) -> PiRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
         self.server.add(*script)
         first = len(self.server.requests)
@@ -216,8 +218,8 @@ class PiWorld:
         container.backends.override(providers.Dict(pi=providers.Object(backend)))
         host = container.worker_host()
         record = checked_record(host.run(self.request(limits or Limits(
-            timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0)),
-            validation))
+            timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0),
+            resources=resources), validation))
         assert backend.contexts, record.error
         run = PiRun(record=record, context=backend.contexts[-1], server=self.server,
                     first_request=first)

@@ -1,0 +1,85 @@
+"""A run's resource limits over its rounds (issue 20): each round's control group, made before
+the round and closed after it, and what the run's trace says of them.
+
+The limits are the request's (`RunRequest.resources`) or the defaults; what this machine gives
+is asked once (`ResourceGroups.enforcement`). A machine that cannot enforce them runs without
+and says so, unless the request asked for limits: then the round does not start
+(launch_failed), since a caller that asked for a bound must not get a run without one.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from concorde_workers.domain.resources import (
+    DEFAULT_LIMITS,
+    Enforcement,
+    GroupKind,
+    ResourceLimits,
+    judge_use,
+)
+from concorde_workers.ports.resources import GroupFailed, ResourceGroup, ResourceGroups
+
+__all__ = ["RunResources", "group_name"]
+
+
+def group_name(runtime_dir: str, round_number: int) -> str:
+    """A round's group: its runtime directory's name and the round (the sweep's key)."""
+    return f"{posixpath.basename(runtime_dir.rstrip('/'))}-r{round_number}"
+
+
+class RunResources:
+    """The groups of one run's rounds."""
+
+    def __init__(self, groups: ResourceGroups | None, requested: ResourceLimits | None,
+                 runtime_dir: str) -> None:
+        self._groups = groups
+        self.limits = requested or DEFAULT_LIMITS
+        self._requested = requested is not None
+        self._runtime_dir = runtime_dir
+        self.enforcement = (groups.enforcement() if groups is not None else Enforcement(
+            kind=GroupKind.NONE, problem="this host was wired without resource groups"))
+
+    def metadata(self) -> dict[str, object]:
+        """The run node's `resources`: the limits in force and how they are enforced."""
+        return {"limits": self.limits.model_dump(), "enforced": self.enforced,
+                "enforcement": self.enforcement.text()}
+
+    @property
+    def enforced(self) -> bool:
+        return self.enforcement.kind is not GroupKind.NONE
+
+    def open(self, round_number: int) -> tuple[ResourceGroup | None, str | None]:
+        """The round's group (None: limits not enforced), or why the round cannot start."""
+        if self._groups is None or not self.enforced:
+            if self._requested:
+                return None, ("the request asks for resource limits "
+                              f"({self.limits.text()}) and this machine cannot enforce them: "
+                              f"{self.enforcement.problem}")
+            return None, None
+        try:
+            return self._groups.open(group_name(self._runtime_dir, round_number),
+                                     self.limits), None
+        except GroupFailed as failed:
+            return None, failed.text
+
+    def close(self, group: ResourceGroup | None) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+        """The round's resources.json (the limits in force, how they are enforced, the use its
+        group counted) and the limits it reached. A group that cannot be removed is said there,
+        never raised: the round's own ending stands. None for a host wired without groups."""
+        if self._groups is None:
+            return None, ()
+        said = self.metadata()
+        if group is None:
+            return said, ()
+        try:
+            use = judge_use(group.close(), self.limits)
+        except GroupFailed as failed:
+            return {**said, "group_left": failed.text}, ()
+        return {**said, **use.to_json()}, use.reached
+
+    @classmethod
+    def none(cls) -> RunResources:
+        """No groups and the defaults, said as not enforced (tests' worlds without groups)."""
+        return cls(None, None, "")
