@@ -133,7 +133,12 @@ class Container(containers.DeclarativeContainer):
     checks_validation = providers.Factory(ChecksValidation, runner=check_runner, fs=filesystem)
     """`container.checks_validation(checks=..., place=...)`: the checks as a round validation."""
     sweeper = providers.Factory(
-        Sweeper, fs=filesystem, table=process_table, clock=clock, runtime_parent=temp_root
+        Sweeper,
+        fs=filesystem,
+        table=process_table,
+        clock=clock,
+        runtime_parent=temp_root,
+        groups=resource_groups,
     )
     agent_installer = providers.Factory(
         AgentInstaller, fs=filesystem, processes=processes, environ=environ
@@ -157,6 +162,7 @@ class Container(containers.DeclarativeContainer):
         environ=environ,
         installations=installations,
         cwd=cwd,
+        groups=resource_groups,
     )
 
 

@@ -291,6 +291,21 @@ class CgroupGroups:
         except OSError:
             return []
 
+    def idle(self, prefix: str, older_than_seconds: float) -> list[str]:
+        _, parents = self._probe()
+        parent = parents.get("pids") or parents.get("")
+        found: list[str] = []
+        for name in self.leftovers(prefix):
+            folder = os.path.join(parent or "", name)
+            try:
+                made = os.stat(folder).st_ctime
+            except OSError:
+                continue
+            procs = (_read(os.path.join(folder, "cgroup.procs"), 1 << 20) or "").split()
+            if not procs and time.time() - made >= older_than_seconds:
+                found.append(name)
+        return found
+
     def remove(self, name: str) -> GroupCounters:
         _, parents = self._probe()
         folders = {c: os.path.join(p, name) for c, p in parents.items()

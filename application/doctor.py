@@ -36,6 +36,7 @@ from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE, PI_AUTH_FILE
 from concorde_workers.domain.program_versions import ProgramLocation
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.program_versions import ProgramVersions
+from concorde_workers.ports.resources import ResourceGroups
 from concorde_workers.ports.sandbox_probe import SandboxProbe
 
 TOOL_NAMES = {"bwrap": ("bwrap",), "socat": ("socat",), "rg": ("rg",), "fd": ("fd", "fdfind"),
@@ -57,7 +58,9 @@ class Doctor:
 
     def __init__(self, fs: FileSystem, versions: ProgramVersions, probe: SandboxProbe,
                  config_reader: ConfigurationReader, environ: Mapping[str, str],
-                 installations: tuple[Installation, ...], cwd: str) -> None:
+                 installations: tuple[Installation, ...], cwd: str,
+                 groups: ResourceGroups | None = None) -> None:
+        self._groups = groups
         self._fs = fs
         self._versions = versions
         self._probe = probe
@@ -86,7 +89,8 @@ class Doctor:
         return Facts(programs=programs, tools=tools,
                      sandbox=self._sandbox(programs["sandbox-runtime"], tools),
                      model_map=self._model_map(), credentials=self._credentials(),
-                     workers_json=workers, backends=backends, backends_source=source)
+                     workers_json=workers, backends=backends, backends_source=source,
+                     resources=self._groups.enforcement() if self._groups else None)
 
     def _program(self, name: str, primary: str | None) -> ProgramFact:
         found = locate(name, self._environ, self._installations, self._fs, primary)

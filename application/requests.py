@@ -27,6 +27,7 @@ from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
 from concorde_workers.domain.paths import is_within
 from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.resources import parse_size
 from concorde_workers.domain.text import control_problem
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
@@ -52,6 +53,10 @@ class RequestFlags:
     parent: str | None = None
     checks: Sequence[str] = field(default_factory=tuple)
     """`--check` commands (`run`), after the request file's `checks`."""
+    max_processes: str | None = None
+    max_memory: str | None = None
+    cpu_weight: str | None = None
+    """The run's resource limits (issue 20), over the request file's `resources`."""
 
 
 CHECKS_FIELD = "checks"
@@ -82,6 +87,10 @@ class RequestBuilder:
         if isinstance(overrides, Refusal):
             return overrides
         data.update(overrides)
+        limited = self._resources(data, flags)
+        if isinstance(limited, Refusal):
+            return limited
+        data = limited
         if "task_type" not in data and isinstance(data.get("grant"), Mapping):
             data["task_type"] = data["grant"].get("task_type")
         return self._validate(data, flags.request_file, flags)
@@ -143,6 +152,29 @@ class RequestBuilder:
             if value is not None:
                 out[name] = value
         return out
+
+    @staticmethod
+    def _resources(data: dict[str, Any], flags: RequestFlags) -> dict[str, Any] | Refusal:
+        """The request's `resources` with the limit flags over it (issue 20)."""
+        given = {"processes": flags.max_processes, "memory_mib": flags.max_memory,
+                 "cpu_weight": flags.cpu_weight}
+        out: dict[str, Any] = {}
+        for key, flag in (("processes", "--max-processes"), ("memory_mib", "--max-memory"),
+                          ("cpu_weight", "--cpu-weight")):
+            text = given[key]
+            if text is None:
+                continue
+            value = parse_size(text) if key == "memory_mib" else (
+                int(text) if text.strip().isdigit() else None)
+            if value is None:
+                unit = "MiB or a size such as 512m or 2g" if key == "memory_mib" else "a number"
+                return invalid(f"{flag} {text!r} is no limit: give {unit}")
+            out[key] = value
+        if not out:
+            return data
+        file_given = data.get("resources")
+        base = dict(file_given) if isinstance(file_given, Mapping) else {}
+        return {**data, "resources": {**base, **out}}
 
     def _validate(self, data: dict[str, Any], file: str | None,
                   flags: RequestFlags | None = None) -> RunRequest | Refusal:

@@ -21,12 +21,37 @@ from concorde_workers.domain.resources import (
 )
 from concorde_workers.ports.resources import GroupFailed, ResourceGroup, ResourceGroups
 
-__all__ = ["RunResources", "group_name"]
+__all__ = ["RunResources", "group_name", "sweep_groups"]
+
+
+GROUP_PREFIX = "concorde-"
+"""Every group a host makes is named after its run's runtime directory (`concorde-<hex>-…`)."""
 
 
 def group_name(runtime_dir: str, round_number: int) -> str:
     """A round's group: its runtime directory's name and the round (the sweep's key)."""
     return f"{posixpath.basename(runtime_dir.rstrip('/'))}-r{round_number}"
+
+
+IDLE_SECONDS = 60.0
+"""How long a group must have held no process before a sweep takes it for a dead host's."""
+
+
+def sweep_groups(groups: ResourceGroups | None, older_than: float = IDLE_SECONDS,
+                 prefix: str = GROUP_PREFIX) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Remove the idle groups dead hosts left (a host killed by SIGKILL removes none; its
+    rounds' processes die with it): (removed, each failure said)."""
+    if groups is None or groups.enforcement().kind is GroupKind.NONE:
+        return (), ()
+    removed: list[str] = []
+    failed: list[str] = []
+    for name in groups.idle(prefix, older_than):
+        try:
+            groups.remove(name)
+            removed.append(name)
+        except GroupFailed as failure:
+            failed.append(failure.text)
+    return tuple(removed), tuple(failed)
 
 
 class RunResources:
@@ -50,14 +75,18 @@ class RunResources:
     def enforced(self) -> bool:
         return self.enforcement.kind is not GroupKind.NONE
 
+    def refused(self) -> str | None:
+        """Why no round of this run may start: limits asked for that this machine cannot
+        enforce (None: the rounds start, with or without groups)."""
+        if self._requested and not self.enforced:
+            return (f"the request asks for resource limits ({self.limits.text()}) and this "
+                    f"machine cannot enforce them: {self.enforcement.problem}")
+        return None
+
     def open(self, round_number: int) -> tuple[ResourceGroup | None, str | None]:
         """The round's group (None: limits not enforced), or why the round cannot start."""
         if self._groups is None or not self.enforced:
-            if self._requested:
-                return None, ("the request asks for resource limits "
-                              f"({self.limits.text()}) and this machine cannot enforce them: "
-                              f"{self.enforcement.problem}")
-            return None, None
+            return None, self.refused()
         try:
             return self._groups.open(group_name(self._runtime_dir, round_number),
                                      self.limits), None

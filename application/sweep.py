@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from concorde_workers.application.copy_sweep import CopyFound, sweep_copies
 from concorde_workers.application.outcomes import LinkContext, cleanup_link
+from concorde_workers.application.resources import sweep_groups
 from concorde_workers.application.runtime_directory import (
     CleanupOutcome,
     cleanup_runtime_directory,
@@ -63,6 +64,7 @@ from concorde_workers.domain.sweep import (
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
+from concorde_workers.ports.resources import ResourceGroups
 
 __all__ = ["LeftDirectory", "RecordFinish", "StaleDirectory", "SweepReport", "Sweeper"]
 
@@ -133,6 +135,9 @@ class SweepReport:
     left: tuple[LeftDirectory, ...] = ()
     copies: tuple[CopyFound, ...] = ()
     """The checks' copies (application/copy_sweep.py), each with its verdict."""
+    groups: tuple[str, ...] = ()
+    groups_failed: tuple[str, ...] = ()
+    """The idle resource groups removed, and those that stayed (application/resources.py)."""
 
     @property
     def failures(self) -> list[str]:
@@ -152,13 +157,13 @@ class SweepReport:
                              f"{stale.record.detail}")
         found += [f"{c.path} was not removed: " + "; ".join(c.remains)
                   for c in self.copies if c.verdict == "stale" and not c.removed]
-        return found
+        return found + list(self.groups_failed)
 
     def to_json(self) -> dict[str, Any]:
         return {"runtime_parent": self.runtime_parent, "problem": self.problem,
                 "stale": [s.to_json() for s in self.stale],
                 "left": [entry.to_json() for entry in self.left],
-                "copies": [c.to_json() for c in self.copies],
+                "copies": [c.to_json() for c in self.copies], "groups": list(self.groups),
                 "failures": self.failures}
 
 
@@ -184,7 +189,8 @@ class Sweeper:
     container over the filesystem, the process table and the clock."""
 
     def __init__(self, *, fs: FileSystem, table: ProcessTable, clock: Clock,
-                 runtime_parent: str) -> None:
+                 runtime_parent: str, groups: ResourceGroups | None = None) -> None:
+        self._groups = groups
         self._fs = fs
         self._table = table
         self._clock = clock
@@ -224,8 +230,9 @@ class Sweeper:
                     reason=judged.reason))
         copies = sweep_copies(self._fs, self._table, self._parent, entries, own=own, uid=uid,
                               now=now.timestamp())
+        groups, groups_failed = sweep_groups(self._groups)
         return SweepReport(runtime_parent=self._parent, stale=tuple(stale), left=tuple(left),
-                           copies=copies)
+                           copies=copies, groups=groups, groups_failed=groups_failed)
 
     # --- what a directory is ----------------------------------------------------------------
 
@@ -449,7 +456,7 @@ def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
     if report.problem is not None:
         return f"sweep: {_shown(report.problem)}\n"
     removed = [c for c in report.copies if c.verdict == "stale"]
-    if quiet and not report.stale and not removed:
+    if quiet and not report.stale and not removed and not report.groups:
         return ""
     count = len(report.stale)
     lines = [f"sweep of {_shown(report.runtime_parent)}: "
@@ -459,6 +466,7 @@ def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
         lines += _stale_lines(stale)
     lines += [f"  {'removed' if c.removed else 'NOT removed'} check copy {_shown(c.path)}: "
               f"{_shown(c.reason)}" for c in removed]
+    lines += [f"  removed idle resource group {_shown(name)}" for name in report.groups]
     if not quiet:
         lines += [f"  left {_shown(entry.runtime_directory)}: {_shown(entry.reason)}"
                   for entry in report.left]

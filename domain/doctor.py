@@ -22,6 +22,7 @@ from concorde_workers.domain.program_versions import (
     ProgramVersion,
     version_problem,
 )
+from concorde_workers.domain.resources import Enforcement, GroupKind
 
 PROGRAMS = ("claude", "pi", "sandbox-runtime")
 TOOLS: Mapping[str, str] = {
@@ -87,6 +88,8 @@ class Facts:
     backends: tuple[str, ...] = ("claude", "pi")
     """The backends a run here will use: what is only another backend's is not needed."""
     backends_source: str = "no workers.json here and no --backend: every backend"
+    resources: Enforcement | None = None
+    """What this machine gives a run's resource limits (issue 20); None: not asked."""
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,18 @@ def diagnose(facts: Facts) -> Diagnosis:
             "workers.json of this worktree", facts.workers_json,
             "repair it as contract.workers.worker-configuration (README \"Run it on your own "
             "repository\")"))
+    if facts.resources is not None:
+        checks.append(resources_check(facts.resources))
     return Diagnosis(tuple(checks), backends=used, backends_source=facts.backends_source)
+
+
+def resources_check(enforcement: Enforcement) -> Check:
+    """Said, never failing: a machine without groups runs without limits (and refuses a run
+    that asks for them), as plan and each round's resources.json say too."""
+    if enforcement.kind is GroupKind.NONE:
+        return Check("resource limits", True, f"{enforcement.text()}; runs go without them, and "
+                     "a request that asks for limits is refused", needed=False)
+    return Check("resource limits", True, enforcement.text())
 
 
 __all__ = [
@@ -257,4 +271,5 @@ __all__ = [
     "SandboxFact",
     "backends_in_use",
     "diagnose",
+    "resources_check",
 ]

@@ -56,6 +56,12 @@ class ResourceGroups(Protocol):
         """The names of the groups starting with `prefix` that exist now."""
         ...
 
+    def idle(self, prefix: str, older_than_seconds: float) -> list[str]:
+        """The groups starting with `prefix` that hold no process and were made at least
+        `older_than_seconds` ago: a dead host's (a live round's group holds its processes from
+        a few milliseconds after it is made until it is removed)."""
+        ...
+
     def remove(self, name: str) -> GroupCounters:
         """Close the group `name` (a dead host's), as `ResourceGroup.close` does."""
         ...

@@ -39,11 +39,13 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import place_for
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
 from concorde_workers.application.requests import invalid
+from concorde_workers.application.resources import RunResources
 from concorde_workers.application.sweep import sweep_account
 from concorde_workers.application.tracing.reader import (
     RECORD_UNREADABLE,
     read_programs,
     read_record,
+    read_resources,
 )
 from concorde_workers.domain.checks import Check, format_seconds
 from concorde_workers.domain.errors import Code, Reason, Refusal
@@ -131,14 +133,33 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
         runner, place = container.check_runner(), place_for(request)
         programs = [runner.program(c, place) for c in checks]
         view = runner.view()
+    resources = RunResources(container.resource_groups(), request.resources, "")
     if args.json:
         listed = [{**c.model_dump(), "program": p} for c, p in zip(checks, programs, strict=True)]
         print_json(
-            {**plan.to_json(), **({"checks": listed, "check_view": view} if checks else {})}, out
+            {
+                **plan.to_json(),
+                **({"checks": listed, "check_view": view} if checks else {}),
+                "resources": {**resources.metadata(), "refused": resources.refused()},
+            },
+            out,
         )
     else:
-        out.write(render(plan) + terminal_lines(checks_plan(checks, programs, view)))
-    return ExitStatus.OK if plan.launches else ExitStatus.REFUSED
+        lines = [*checks_plan(checks, programs, view), *resources_plan(resources)]
+        out.write(render(plan) + terminal_lines(lines))
+    return ExitStatus.OK if plan.launches and not resources.refused() else ExitStatus.REFUSED
+
+
+def resources_plan(resources: RunResources) -> list[str]:
+    """What `plan` says of the run's resource limits (issue 20): the limits, how this machine
+    enforces them, and when it cannot while the request asked for them, that the run would end
+    launch_failed."""
+    lines = ["", f"Resources (each round in a control group of its own): "
+             f"{resources.limits.text()}; {resources.enforcement.text()}"]
+    refused = resources.refused()
+    if refused:
+        lines.append(f"  the run would end launch_failed: {refused}")
+    return lines
 
 
 def checks_plan(checks: Sequence[Check], programs: Sequence[str] = (), view: str = "") -> list[str]:
@@ -276,8 +297,13 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         record = run_watched(host, request, cancel, watcher, validation=validation)
     if validation is not None and validation.leftover:
         err.write(terminal_lines([f"concorde-workers: {validation.leftover}"]))
+    fs = container.filesystem()
     print_record(
-        record, args.json, out, read_programs(container.filesystem(), record.run_directory)
+        record,
+        args.json,
+        out,
+        read_programs(fs, record.run_directory),
+        read_resources(fs, record.run_directory, len(record.rounds)),
     )
     return status_of(record)
 
@@ -370,5 +396,11 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
             err,
         )
         return ExitStatus.REFUSED
-    print_record(record, args.json, out, read_programs(fs, run_dir))
+    print_record(
+        record,
+        args.json,
+        out,
+        read_programs(fs, run_dir),
+        read_resources(fs, run_dir, len(record.rounds)),
+    )
     return ExitStatus.OK

@@ -227,9 +227,26 @@ def _paths(paths: Sequence[str], limit: int = LISTED_PATHS) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
-def round_line(round_: RoundRecord) -> list[str]:
+def resources_line(used: Mapping[str, Any]) -> str:
+    """A round's resource profile from its resources.json (issue 20): the peaks its control
+    group counted, each limit it reached, or that no limit was enforced."""
+    if used.get("enforced") is not True:
+        return f"resources: limits {used.get('enforcement', 'not enforced')}"
+    peak, processes, cpu = (used.get("memory_peak_bytes"), used.get("processes_peak"),
+                            used.get("cpu_seconds"))
+    parts = [f"memory peak {peak / 1048576:.0f} MiB" if isinstance(peak, int) else None,
+             f"processes peak {processes}" if isinstance(processes, int) else None,
+             f"CPU {cpu:.1f} s" if isinstance(cpu, int | float) else None]
+    text = "resources: " + (", ".join(p for p in parts if p) or "no counters")
+    reached = used.get("limits_reached")
+    if isinstance(reached, list) and reached:
+        text += "; limit reached: " + "; ".join(str(r) for r in reached)
+    return text
+
+
+def round_line(round_: RoundRecord, used: Mapping[str, Any] | None = None) -> list[str]:
     """A round as lines: number, prompt, exit, audit verdict, changed count, violations; then its
-    round validation and transient error, when they happened."""
+    round validation, transient error and resource use, when they happened."""
     exit_text = "-" if round_.exit is None else str(round_.exit)
     parts = [f"{round_.round}", f"{round_.prompt:<7}", f"exit {exit_text}"]
     audit = round_.audit
@@ -255,6 +272,8 @@ def round_line(round_: RoundRecord) -> list[str]:
         waited = (f"retried after {t.delay_seconds:g} s" if t.retried and t.delay_seconds
                   is not None else "retried" if t.retried else "not retried")
         lines.append(f"{pad}transient: {t.error} ({waited})")
+    if used is not None:
+        lines.append(pad + resources_line(used))
     return lines
 
 
@@ -310,14 +329,16 @@ def _worker_result_line(record: RunRecord) -> str | None:
     return text
 
 
-def account(record: RunRecord, programs: Sequence[ProgramVersion] = ()) -> str:
+def account(record: RunRecord, programs: Sequence[ProgramVersion] = (),
+            resources: Mapping[int, Mapping[str, Any]] | None = None) -> str:
     """The end-of-run account of a run record, for a person at a shell, with the agent programs
-    it was prepared with (their versions: the run directory's programs.json)."""
+    it was prepared with (their versions: the run directory's programs.json) and each round's
+    resource use (its resources.json)."""
     lines = _head(record, programs)
     lines += ["", f"rounds ({len(record.rounds)})"]
     if record.rounds:
         for round_ in record.rounds:
-            lines += round_line(round_)
+            lines += round_line(round_, (resources or {}).get(round_.round))
     else:
         lines.append("  none: the run ended before its first round")
     lines += _deletions(record)

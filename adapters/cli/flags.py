@@ -28,7 +28,8 @@ def flags_of(args: argparse.Namespace) -> RequestFlags:
         grant_file=args.grant, instructions=args.instructions, operation=args.operation,
         worker=args.worker, backend=args.backend, interpreter=args.interpreter,
         runtime_paths=tuple(args.runtime_path), parent=getattr(args, "parent", None),
-        checks=tuple(getattr(args, "check", ())))
+        checks=tuple(getattr(args, "check", ())), max_processes=args.max_processes,
+        max_memory=args.max_memory, cpu_weight=args.cpu_weight)
 
 
 def declarations(values: Sequence[str]) -> dict[str, set[str]] | Refusal:

@@ -7,8 +7,8 @@ exit status.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 from concorde_workers.adapters.cli.display import INTERRUPTED, account, outcome_of
 from concorde_workers.adapters.cli.status import ExitStatus
@@ -35,13 +35,14 @@ def print_refusal(refusal: Refusal, as_json: bool, out: TextIO, err: TextIO) -> 
 
 
 def print_record(record: RunRecord, as_json: bool, out: TextIO,
-                 programs: Sequence[ProgramVersion] = ()) -> None:
+                 programs: Sequence[ProgramVersion] = (),
+                 resources: Mapping[int, Mapping[str, Any]] | None = None) -> None:
     """The record as JSON (exactly the contract's record), or its account with the agent
-    programs the run was prepared with (its programs.json)."""
+    programs the run was prepared with (its programs.json) and each round's resource use."""
     if as_json:
         print_json(record.to_json(), out)
     else:
-        out.write(account(record, programs))
+        out.write(account(record, programs, resources))
 
 
 def status_of(record: RunRecord) -> ExitStatus:

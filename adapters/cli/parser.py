@@ -47,13 +47,22 @@ def _request_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runtime-path", action="append", default=[],
                         help="an extra absolute path every tool may read (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--max-processes", metavar="N",
+                        help="the run's process limit (default 512; also \"resources\" in the "
+                             "request file)")
+    parser.add_argument("--max-memory", metavar="SIZE",
+                        help="the run's memory limit, swap off: MiB, or a size such as 512m or "
+                             "2g (default 1g)")
+    parser.add_argument("--cpu-weight", metavar="N",
+                        help="the run's CPU weight, 1-10000 (default 100: an equal share)")
 
 
 def _check_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="append", default=[], metavar="CMD",
                         help="a check, a shell command run after every round whose worker "
-                             "ended ok with a clean audit, on a throwaway copy of the worktree "
-                             "in a network-less sandbox; a check the round broke is sent back "
+                             "ended ok with a clean audit, over a throwaway copy-on-write view "
+                             "of the worktree in a network-less sandbox; a check the round "
+                             "broke is sent back "
                              "as a repair (repeatable; also \"checks\" in the request file)")
 
 

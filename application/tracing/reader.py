@@ -21,7 +21,12 @@ from concorde_workers.domain.brief import worktree_of_brief
 from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.layout import PROGRAMS_FILE, STDERR_TAIL_BYTES, RunLayout
+from concorde_workers.domain.layout import (
+    PROGRAMS_FILE,
+    RESOURCES_FILE,
+    STDERR_TAIL_BYTES,
+    RunLayout,
+)
 from concorde_workers.domain.program_versions import ProgramVersion, parse_programs_document
 from concorde_workers.domain.records import (
     WORKER_ROUND,
@@ -41,6 +46,7 @@ __all__ = [
     "read_programs",
     "read_progress",
     "read_record",
+    "read_resources",
 ]
 
 WORKTREE_UNKNOWN = "(unknown: neither status.json nor brief.md of the run directory names it)"
@@ -293,6 +299,22 @@ def read_node(fs: FileSystem, path: str, kind: str) -> TraceNode | Refusal:
 def read_progress(fs: FileSystem, path: str) -> ProgressFile | Refusal:
     """The progress file at `path`, or a refusal naming what is wrong with it."""
     return _read_progress(fs, path)
+
+
+def read_resources(fs: FileSystem, run_dir: str, rounds: int) -> dict[int, dict[str, Any]]:
+    """Each round's resources.json (issue 20), by round number: what an account shows of the
+    round's resource use. A round without one (no groups on this host) or whose file cannot be
+    read is left out: nothing decides by it."""
+    found: dict[int, dict[str, Any]] = {}
+    for n in range(1, rounds + 1):
+        path = posixpath.join(run_dir, "rounds", str(n), RESOURCES_FILE)
+        try:
+            data = json_limits.loads(_bounded_text(fs, path)) if fs.is_file(path) else None
+        except (FileSystemError, ValueError):
+            continue
+        if isinstance(data, dict):
+            found[n] = data
+    return found
 
 
 def read_programs(fs: FileSystem, run_dir: str) -> tuple[ProgramVersion, ...]:
