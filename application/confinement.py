@@ -24,6 +24,7 @@ from concorde_workers.domain.mount_plan import (
     launch_problem,
 )
 from concorde_workers.domain.paths import DirEntry, EntryKind, is_within
+from concorde_workers.domain.resources import DEFAULT_LIMITS, MIB
 from concorde_workers.ports.agent import AgentBackend, BackendContext
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
@@ -84,7 +85,8 @@ def plan_confinement(fs: FileSystem, backend: AgentBackend, context: BackendCont
                             as_root=context.as_root)
     if isinstance(plan, str):
         return Refusal(code=_code(backend.name), reason=Reason.ENVIRONMENT, message=plan)
-    return plan
+    limits = context.request.resources or DEFAULT_LIMITS
+    return plan.model_copy(update={"scratch": (policy.runtime.tmp, limits.tmp_mib * MIB)})
 
 
 def confinement_launch_problem(fs: FileSystem, confinement: Confinement) -> str | None:

@@ -56,6 +56,7 @@ class RequestFlags:
     max_processes: str | None = None
     max_memory: str | None = None
     cpu_weight: str | None = None
+    max_tmp: str | None = None
     """The run's resource limits (issue 20), over the request file's `resources`."""
 
 
@@ -157,17 +158,18 @@ class RequestBuilder:
     def _resources(data: dict[str, Any], flags: RequestFlags) -> dict[str, Any] | Refusal:
         """The request's `resources` with the limit flags over it (issue 20)."""
         given = {"processes": flags.max_processes, "memory_mib": flags.max_memory,
-                 "cpu_weight": flags.cpu_weight}
+                 "cpu_weight": flags.cpu_weight, "tmp_mib": flags.max_tmp}
         out: dict[str, Any] = {}
         for key, flag in (("processes", "--max-processes"), ("memory_mib", "--max-memory"),
-                          ("cpu_weight", "--cpu-weight")):
+                          ("cpu_weight", "--cpu-weight"), ("tmp_mib", "--max-tmp")):
             text = given[key]
             if text is None:
                 continue
-            value = parse_size(text) if key == "memory_mib" else (
+            sized = key.endswith("_mib")
+            value = parse_size(text) if sized else (
                 int(text) if text.strip().isdigit() else None)
             if value is None:
-                unit = "MiB or a size such as 512m or 2g" if key == "memory_mib" else "a number"
+                unit = "MiB or a size such as 512m or 2g" if sized else "a number"
                 return invalid(f"{flag} {text!r} is no limit: give {unit}")
             out[key] = value
         if not out:

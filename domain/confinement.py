@@ -157,6 +157,9 @@ class Confinement(BaseModel):
     tools: ConfinementTools
     as_root: bool
     waiter_file: str | None = None
+    scratch: tuple[str, int] | None = None
+    """The runtime directory's tmp/ and its size in bytes (issue 20): a tmpfs of its own each
+    round, so a worker cannot fill the host's disk through it; None: tmp/ as it is on disk."""
 
     def control_files(self) -> dict[str, str]:
         """What the host writes into control/ for the confinement: the empty file that masks,
@@ -178,6 +181,9 @@ class Confinement(BaseModel):
                  "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for mount in self.mounts:
             argv += _mount_args(mount, self.empty_file)
+        if self.scratch is not None:  # inside the runtime directory's bind: mounted after it
+            argv += ["--perms", "1777", "--size", str(self.scratch[1]), "--tmpfs",
+                     self.scratch[0]]
         for mount in self.mounts:
             if mount.kind is MountKind.EMPTY_DIR:
                 argv += ["--remount-ro", mount.path]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MIB",
     "Enforcement",
     "GroupCounters",
     "GroupKind",
@@ -46,10 +47,12 @@ class ResourceLimits(BaseModel):
     memory_mib: int = Field(default=1024, ge=128, le=16 * 1024 * 1024)
     cpu_weight: int = Field(default=100, ge=1, le=10_000)
     """cgroup v2's cpu.weight scale (100 = the default share); v1's cpu.shares is 10.24x."""
+    tmp_mib: int = Field(default=512, ge=16, le=1024 * 1024)
+    """The size of the runtime directory's tmp/, a tmpfs of each confined round's own."""
 
     def text(self) -> str:
         return (f"processes {self.processes}, memory {self.memory_mib} MiB (swap off), "
-                f"CPU weight {self.cpu_weight}")
+                f"CPU weight {self.cpu_weight}, tmp/ {self.tmp_mib} MiB")
 
 
 DEFAULT_LIMITS = ResourceLimits()

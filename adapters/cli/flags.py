@@ -29,7 +29,7 @@ def flags_of(args: argparse.Namespace) -> RequestFlags:
         worker=args.worker, backend=args.backend, interpreter=args.interpreter,
         runtime_paths=tuple(args.runtime_path), parent=getattr(args, "parent", None),
         checks=tuple(getattr(args, "check", ())), max_processes=args.max_processes,
-        max_memory=args.max_memory, cpu_weight=args.cpu_weight)
+        max_memory=args.max_memory, cpu_weight=args.cpu_weight, max_tmp=args.max_tmp)
 
 
 def declarations(values: Sequence[str]) -> dict[str, set[str]] | Refusal:

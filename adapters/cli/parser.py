@@ -53,6 +53,9 @@ def _request_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-memory", metavar="SIZE",
                         help="the run's memory limit, swap off: MiB, or a size such as 512m or "
                              "2g (default 1g)")
+    parser.add_argument("--max-tmp", metavar="SIZE",
+                        help="the size of the run's tmp/, a tmpfs of each round's own (default "
+                             "512m)")
     parser.add_argument("--cpu-weight", metavar="N",
                         help="the run's CPU weight, 1-10000 (default 100: an equal share)")
 

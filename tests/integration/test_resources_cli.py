@@ -20,10 +20,10 @@ def test_plan_says_the_limits_and_how_this_machine_enforces_them(project: Any) -
     assert shown.status == 0, shown.both
     enforcement = CgroupGroups().enforcement().text()
     assert (f"Resources (each round in a control group of its own): processes 64, memory 512 "
-            f"MiB (swap off), CPU weight 50; {enforcement}") in shown.out
+            f"MiB (swap off), CPU weight 50, tmp/ 512 MiB; {enforcement}") in shown.out
     as_json = plan(*flags(project, "--max-memory", "2g", "--json")).json()
     assert as_json["resources"]["limits"] == {"processes": 512, "memory_mib": 2048,
-                                              "cpu_weight": 100}
+                                              "cpu_weight": 100, "tmp_mib": 512}
     assert as_json["resources"]["enforced"] is True and as_json["resources"]["refused"] is None
 
 
@@ -54,4 +54,4 @@ def test_the_flags_go_over_the_request_file_s_resources(project: Any, tmp_path: 
         "resources": {"processes": 200, "memory_mib": 768}}))
     as_json = plan(str(request), "--max-memory", "1g", "--json").json()
     assert as_json["resources"]["limits"] == {"processes": 200, "memory_mib": 1024,
-                                              "cpu_weight": 100}
+                                              "cpu_weight": 100, "tmp_mib": 512}
