@@ -77,7 +77,8 @@ def test_a_round_within_its_limits_ends_ok_and_keeps_its_resource_profile(
     run = w.run(reply(call("bash", "call_ls", command="ls")), reply(result_call("call_r")))
     assert run.record.status == "ok", run.explain()
     used = resources_of(run)
-    assert used["limits"] == {"processes": 512, "memory_mib": 1024, "cpu_weight": 100}
+    assert used["limits"] == {"processes": 512, "memory_mib": 1024, "cpu_weight": 100,
+                              "tmp_mib": 512}
     assert used["limits_reached"] == [] and used["processes_peak"] > 1, used
     assert used["memory_peak_bytes"] > 10 * 1024 * 1024 and used["cpu_seconds"] > 0, used
     files = [f["path"] for f in json.loads((run.run_dir / "rounds" / "1" / "trace.json")
