@@ -209,9 +209,13 @@ class CgroupGroups:
         folders = {controller: os.path.join(parent, name) for controller, parent in
                    parents.items()}
         group = CgroupGroup(self, name, folders)
+        made: dict[str, str] = {}  # real path -> the folder this open made there
         try:
             for folder in folders.values():
-                os.mkdir(folder, 0o755)
+                real = os.path.realpath(folder)
+                if real not in made:  # controllers mounted together (cpu,cpuacct): one folder
+                    os.mkdir(folder, 0o755)
+                    made[real] = folder
             memsw = os.path.exists(os.path.join(folders.get("memory", ""),
                                                 "memory.memsw.limit_in_bytes"))
             for controller, file, value in limit_writes(enforcement.kind, limits,
@@ -219,7 +223,9 @@ class CgroupGroups:
                 with open(group._file(controller, file), "w") as handle:
                     handle.write(value)
         except OSError as error:
-            self._remove_folders(group)
+            # only what this open made: a folder that was there (a group of the same name)
+            # stays whole
+            self._remove_folders(CgroupGroup(self, name, made))
             raise GroupFailed(f"the resource group {name} could not be made: {error}") from error
         return group
 
@@ -310,4 +316,6 @@ class CgroupGroups:
         _, parents = self._probe()
         folders = {c: os.path.join(p, name) for c, p in parents.items()
                    if os.path.isdir(os.path.join(p, name))}
+        if not folders:  # nothing there: no file to read or kill from (never the cwd's)
+            return GroupCounters()
         return self.close(CgroupGroup(self, name, folders))
