@@ -155,7 +155,7 @@ class CgroupGroups:
             mount = os.path.join(self._root, controller)
             if controller not in own or not os.path.isdir(mount):
                 continue
-            parent = os.path.join(mount, own[controller].lstrip("/"))
+            parent = os.path.normpath(os.path.join(mount, own[controller].lstrip("/")))
             if not os.access(parent, os.W_OK):
                 if controller in V1_NEEDED:
                     return Enforcement(kind=GroupKind.NONE, problem=(
@@ -176,7 +176,7 @@ class CgroupGroups:
         base = self._v2_base()
         if base is None:
             return Enforcement(kind=GroupKind.NONE, problem=f"no cgroup v2 under {self._root}"), {}
-        parent = os.path.join(base, own.lstrip("/"))
+        parent = os.path.normpath(os.path.join(base, own.lstrip("/")))
         enabled = set((_read(os.path.join(parent, "cgroup.subtree_control")) or "").split())
         available = set((_read(os.path.join(parent, "cgroup.controllers")) or "").split())
         missing = [c for c in V2_NEEDED if c not in enabled]
