@@ -215,6 +215,7 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
     env = dict(os.environ if environ is None else environ)
     filesystem, processes, table = LocalFileSystem(), SubprocessRunner(), ProcTable()
     facts = host_facts(env)
+    groups = CgroupGroups()
     return Container(
         filesystem=filesystem,
         git=GitCliReader(environ=env),
@@ -227,9 +228,9 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
         versions=InstalledProgramVersions(filesystem, processes, env),
         host_pid=os.getpid(),
         process_table=table,
-        check_runner=check_runner(processes, filesystem, facts, table),
+        check_runner=check_runner(processes, filesystem, facts, table, groups=groups),
         sandbox_probe=SrtSandboxProbe(processes, env),
-        resource_groups=CgroupGroups(),
+        resource_groups=groups,
     )
 
 
@@ -239,6 +240,7 @@ def check_runner(
     facts: HostFacts,
     table: ProcessTable,
     copies_root: str | None = None,
+    groups: ResourceGroups | None = None,
 ) -> SandboxedCheckRunner:
     """The checks' runner: copies in the runtime parent (`copies_root` when given), each with
     this host's owner record from `table` (the sweep's), every credential origin and home of
@@ -254,6 +256,7 @@ def check_runner(
         copies_root or runtime_parent(),
         table,
         layer_tools(),
+        groups,
     )
 
 

@@ -21,22 +21,25 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import threading
 import time
 from collections.abc import Callable
 
 from concorde_workers.domain.resources import (
+    GROUP_PREFIX,
     Enforcement,
     GroupCounters,
     GroupKind,
     ResourceLimits,
     join_prefix,
+    judge_use,
     limit_writes,
 )
-from concorde_workers.ports.resources import GroupFailed
+from concorde_workers.ports.resources import GroupFailed, ResourceGroup, ResourceGroups
 
-__all__ = ["CgroupGroup", "CgroupGroups"]
+__all__ = ["CgroupGroup", "CgroupGroups", "close_check_group", "open_check_group"]
 
 V1_NEEDED = ("pids", "memory")
 V1_OPTIONAL = ("cpu", "cpuacct")
@@ -319,3 +322,25 @@ class CgroupGroups:
         if not folders:  # nothing there: no file to read or kill from (never the cwd's)
             return GroupCounters()
         return self.close(CgroupGroup(self, name, folders))
+
+
+def open_check_group(groups: ResourceGroups | None,
+                     limits: ResourceLimits) -> ResourceGroup | str | None:
+    """A check's control group with the run's limits (issue 20): None where this machine has
+    none, the text of why when it could not be made."""
+    if groups is None or groups.enforcement().kind is GroupKind.NONE:
+        return None
+    try:
+        return groups.open(f"{GROUP_PREFIX}check-{secrets.token_hex(6)}", limits)
+    except GroupFailed as failed:
+        return failed.text
+
+
+def close_check_group(group: ResourceGroup | None, limits: ResourceLimits) -> str:
+    """The limits a check reached, said ("" none, or no group)."""
+    if group is None:
+        return ""
+    try:
+        return "; ".join(judge_use(group.close(), limits).reached)
+    except GroupFailed as failed:
+        return failed.text

@@ -37,6 +37,7 @@ import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from concorde_workers.adapters.cgroups import close_check_group, open_check_group
 from concorde_workers.domain.check_copies import (
     COPY_OWNER_FILE,
     COPY_PREFIX,
@@ -66,6 +67,7 @@ from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
+from concorde_workers.ports.resources import ResourceGroups
 
 FICLONE = 0x40049409
 LOG_KEEP_BYTES = 80_000
@@ -98,7 +100,9 @@ class SandboxedCheckRunner:
         copies_root: str,
         table: ProcessTable | None = None,
         layer_tools: LayerTools | None = None,
+        groups: ResourceGroups | None = None,
     ) -> None:
+        self._groups = groups  # each check in a control group of its own (issue 20)
         self._processes = processes
         self._table = table
         self._fs = fs
@@ -316,12 +320,15 @@ class SandboxedCheckRunner:
         view: str,
     ) -> CheckRun:
         env = check_environment(self._env, place.project_interpreter)
+        group = open_check_group(self._groups, place.resources)
+        if isinstance(group, str):
+            return CheckRun(status=CheckStatus.NOT_STARTED, problem=group, view=view)
         started = time.monotonic()
         try:
-            handle = self._processes.start(
-                argv, env, self._root, None, timeout_seconds=check.timeout_seconds
-            )
+            handle = self._processes.start([*(group.prefix() if group else ()), *argv], env,
+                                           self._root, None, timeout_seconds=check.timeout_seconds)
         except ProcessStartFailed as failed:
+            close_check_group(group, place.resources)
             return CheckRun(status=CheckStatus.NOT_STARTED, problem=failed.os_error_text, view=view)
         cancelled: list[bool] = []
 
@@ -338,11 +345,14 @@ class SandboxedCheckRunner:
             handle.wait(None)
             if unregister is not None:
                 unregister()
+            reached_limits = close_check_group(group, place.resources)
         duration = time.monotonic() - started
         log = handle.stderr_tail(LOG_KEEP_BYTES)
         ended = {"exit_code": exit_code, "duration_seconds": duration, "log": log, "view": view}
         if cancelled:
             return CheckRun(status=CheckStatus.FAILED, problem=CANCELLED, **ended)
+        if reached_limits:
+            return CheckRun(status=CheckStatus.LIMIT_REACHED, problem=reached_limits, **ended)
         if handle.timed_out:
             return CheckRun(
                 status=CheckStatus.TIMED_OUT,

@@ -45,6 +45,7 @@ from concorde_workers.domain.checks import (
 from concorde_workers.domain.errors import Code, ErrorLink, Reason, Unhandled
 from concorde_workers.domain.grant import Grant, parse_grant
 from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.resources import DEFAULT_LIMITS
 from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner, OnCancel
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
@@ -69,6 +70,7 @@ def place_for(request: RunRequest) -> CheckPlace:
         runtime_paths=request.runtime_paths,
         project_interpreter=request.project_interpreter,
         grant=grant if isinstance(grant, Grant) else _NOTHING,
+        resources=request.resources or DEFAULT_LIMITS,
     )
 
 

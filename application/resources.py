@@ -14,6 +14,7 @@ from typing import Any
 
 from concorde_workers.domain.resources import (
     DEFAULT_LIMITS,
+    GROUP_PREFIX,
     Enforcement,
     GroupKind,
     ResourceLimits,
@@ -22,10 +23,6 @@ from concorde_workers.domain.resources import (
 from concorde_workers.ports.resources import GroupFailed, ResourceGroup, ResourceGroups
 
 __all__ = ["RunResources", "group_name", "sweep_groups"]
-
-
-GROUP_PREFIX = "concorde-"
-"""Every group a host makes is named after its run's runtime directory (`concorde-<hex>-…`)."""
 
 
 def group_name(runtime_dir: str, round_number: int) -> str:

@@ -35,6 +35,7 @@ from concorde_workers.domain.git_commands import SANDBOX_ARGS
 from concorde_workers.domain.grant import Grant, Level, entries_below
 from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
 from concorde_workers.domain.paths import is_within, relative_to
+from concorde_workers.domain.resources import DEFAULT_LIMITS, ResourceLimits
 
 ALWAYS_HIDDEN: tuple[str, ...] = (
     "/home",
@@ -70,6 +71,8 @@ class CheckPlace(BaseModel):
     """The run's mount plan inside the worktree, as the agent ran under it: what a check sees
     of the worktree itself (None: a tree that is already a copy of what the grant shows, seen
     whole)."""
+    resources: ResourceLimits = DEFAULT_LIMITS
+    """The run's limits: each check runs in a control group of its own with them (issue 20)."""
 
     def keep(self, rel: str) -> Keep:
         """What a check's copy keeps of the worktree-relative `rel` (`copy_rule`)."""

@@ -65,9 +65,14 @@ class CheckStatus(StrEnum):
     FAILED = "failed"
     TIMED_OUT = "timed out"
     NOT_STARTED = "could not start"
+    LIMIT_REACHED = "reached a limit"
+    """Its control group refused a fork or the kernel killed a process of it (issue 20): like a
+    timeout, it could not run to its end, so it judges nothing."""
 
 
-UNAVAILABLE_STATUSES = frozenset({CheckStatus.TIMED_OUT, CheckStatus.NOT_STARTED})
+UNAVAILABLE_STATUSES = frozenset(
+    {CheckStatus.TIMED_OUT, CheckStatus.NOT_STARTED, CheckStatus.LIMIT_REACHED}
+)
 
 
 class CheckRun(BaseModel):
@@ -255,6 +260,8 @@ def _unavailable_text(o: CheckOutcome) -> str:
     what = (
         f"timed out after {format_seconds(o.check.timeout_seconds)} s"
         if run.status is CheckStatus.TIMED_OUT
+        else f"reached a limit: {run.problem}"
+        if run.status is CheckStatus.LIMIT_REACHED
         else f"could not start: {run.problem}"
     )
     return f"check {o.check.id} {what} ({when})"

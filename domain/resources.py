@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "GROUP_PREFIX",
     "MIB",
     "Enforcement",
     "GroupCounters",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 MIB = 1024 * 1024
+GROUP_PREFIX = "concorde-"
+"""Every group a host makes: a round's is named after its runtime directory (`concorde-<hex>-…
+-r<n>`), a check's `concorde-check-<hex>`; the sweep's key."""
 
 
 class ResourceLimits(BaseModel):
