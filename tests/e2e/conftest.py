@@ -205,18 +205,22 @@ class ClaudeWorld:
         return path
 
     def request(self, *, limits: Limits, grant: dict[str, Any] | None = None,
-                instructions: str = "Add a greeting to src/app/main.py.") -> RunRequest:
+                instructions: str = "Add a greeting to src/app/main.py.",
+                resources: dict[str, int] | None = None) -> RunRequest:
         grant = grant or GRANT
         return RunRequest.model_validate({
             "backend": "claude", "worktree": str(self.worktree), "parent": str(self.parent),
             "task_type": grant["task_type"], "grant": grant, "instructions": instructions,
             "local_model": "claude-opus-4-8", "limits": limits.model_dump(),
+            "resources": resources,
         })
 
     def run(self, *script: Step, repeat: Step | None = None, limits: Limits | None = None,
             validation: RoundValidation | None = None, cancel: Cancellation | None = None,
-            grant: dict[str, Any] | None = None, deadline: Deadline | None = None) -> ClaudeRun:
-        """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
+            grant: dict[str, Any] | None = None, deadline: Deadline | None = None,
+            resources: dict[str, int] | None = None) -> ClaudeRun:
+        """One run; `deadline` (tests/timing.py) decides when a round's timeout passes;
+        `resources` is the request's (RunRequest.resources: None for the defaults)."""
         self.server.push(*script)
         self.server.repeat = repeat
         container = production(self.environ)
@@ -227,8 +231,8 @@ class ClaudeWorld:
         host = container.worker_host()
         limits = limits or Limits(timeout_seconds=SLOW, max_turns=5, rounds=0, retries=0,
                                   retry_delay_seconds=0)
-        record = checked_record(host.run(self.request(limits=limits, grant=grant), validation,
-                                         cancel))
+        record = checked_record(host.run(self.request(limits=limits, grant=grant,
+                                                      resources=resources), validation, cancel))
         traces: dict[str, Any] = {}
         node = validator("contract.tracing.node")
         run_dir = Path(record.run_directory)

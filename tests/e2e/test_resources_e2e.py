@@ -8,26 +8,33 @@ it, and nothing of the group is left.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.conftest import ClaudeRun, ClaudeWorld, RecordedRun, ok_result
 from e2e.conftest_pi import PiRun, PiWorld, call, pi_world, reply, result_call
+from e2e.test_claude_boundary_e2e import bash
+from servers.anthropic_server import Reply
+from timing import SLOW, Signal
 
 from concorde_workers.adapters.cgroups import CgroupGroups
-from concorde_workers.domain.resources import GroupKind
+from concorde_workers.domain.request import Limits
+from concorde_workers.domain.resources import MIB, GroupKind
 
 pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]  # the fixture, imported for pytest
 
 
-def resources_of(run: PiRun, round_number: int = 1) -> dict[str, Any]:
+def resources_of(run: RecordedRun, round_number: int = 1) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(
         (run.run_dir / "rounds" / str(round_number) / "resources.json").read_text())
     return data
 
 
-def no_group_left(run: PiRun) -> None:
+def no_group_left(run: RecordedRun) -> None:
     """Every group of the run is gone (they are named after its runtime directory)."""
     groups = CgroupGroups()
     assert groups.leftovers(Path(run.record.runtime_directory).name) == []
@@ -85,3 +92,133 @@ def test_a_round_within_its_limits_ends_ok_and_keeps_its_resource_profile(
                                            .read_text())["files"]]
     assert "resources.json" in files
     no_group_left(run)
+
+
+# --- Claude Code ----------------------------------------------------------------------------------
+
+
+def claude_explain(run: ClaudeRun) -> str:
+    """What to print when an assertion on a Claude Code run fails."""
+    stderr = [p.read_text()[-1500:] for p in sorted(run.run_dir.glob("rounds/*/stderr.log"))]
+    used = [p.read_text() for p in sorted(run.run_dir.glob("rounds/*/resources.json"))]
+    return json.dumps({"error": run.data["error"], "rounds": run.data["rounds"],
+                       "resources": used, "failures": run.server.failures,
+                       "stderr": stderr}, indent=1)[:8000]
+
+
+def claude_bash_run(world: ClaudeWorld, command: str,
+                    resources: dict[str, int] | None = None) -> ClaudeRun:
+    """One Claude Code run whose model asks for one Bash call, then gives its result (a round
+    ended at a limit never asks for it)."""
+    limits = Limits(timeout_seconds=SLOW, max_turns=4, rounds=0, retries=0,
+                    retry_delay_seconds=0)
+    return world.run(Reply.tool(*bash(command, timeout=SLOW_MS)),
+                     Reply.structured(ok_result(summary="ran")), limits=limits,
+                     resources=resources)
+
+
+SLOW_MS = int(SLOW * 1000)
+"""Claude Code's Bash timeout of the scripted calls (its default is 2 minutes)."""
+
+
+@pytest.mark.req("Bash runs sandboxed without network")
+def test_a_fork_bomb_in_claude_code_s_bash_ends_the_round_at_the_process_limit(
+        claude_world: ClaudeWorld) -> None:
+    bomb = "for i in $(seq 400); do sleep 30 >/dev/null 2>&1 & done; echo spawned"
+    run = claude_bash_run(claude_world, bomb, {"processes": 100})
+    assert run.record.status == "failed", claude_explain(run)
+    assert run.code == "worker_limit_reached", claude_explain(run)
+    assert run.record.error is not None
+    assert ("the host ended the round at a limit of its control group: the run's process limit "
+            "(100 processes) refused") in run.record.error.detail
+    used = resources_of(run)
+    assert used["limits"]["processes"] == 100 and used["enforced"] is True, used
+    assert used["forks_refused"] > 0 and used["processes_peak"] == 100, used
+    print(f"claude fork bomb: {used}")
+    no_group_left(run)
+    claude_world.assert_cleaned(run)
+
+
+CLAUDE_MEMORY_MIB = 768
+"""Claude Code's own node process holds some 300 MB: 768 MiB leaves the hog, not Claude Code,
+the largest process of the group when it passes the limit."""
+
+
+@pytest.mark.req("Bash runs sandboxed without network")
+def test_a_memory_hog_in_claude_code_s_bash_is_killed_at_the_memory_limit(
+        claude_world: ClaudeWorld) -> None:
+    hog = ("python3 -c 'b = bytearray(1536 * 1024 * 1024); "
+           "b[::4096] = b\"x\" * len(b[::4096])'; echo \" rc=$?\"")
+    run = claude_bash_run(claude_world, hog, {"memory_mib": CLAUDE_MEMORY_MIB})
+    assert run.code == "worker_limit_reached", claude_explain(run)
+    assert run.record.error is not None
+    assert (f"the run's memory limit ({CLAUDE_MEMORY_MIB} MiB, swap off) made the kernel kill"
+            in run.record.error.detail), run.record.error.detail
+    used = resources_of(run)
+    assert used["limits"]["memory_mib"] == CLAUDE_MEMORY_MIB, used
+    assert used["oom_kills"] >= 1, used
+    assert (CLAUDE_MEMORY_MIB - 64) * MIB <= used["memory_peak_bytes"] <= (
+        CLAUDE_MEMORY_MIB * MIB), used
+    print(f"claude memory hog: {used}")
+    no_group_left(run)
+    claude_world.assert_cleaned(run)
+
+
+# --- a neighbour ----------------------------------------------------------------------------------
+
+
+def test_a_run_beside_a_runaway_one_ends_ok(claude_world: ClaudeWorld, pi_world: PiWorld) -> None:
+    """A Claude Code worker forks to its process limit, then spins on a CPU until the test lets
+    it go; a pi run started beside it (its own repository, server and groups) ends ok, and only
+    then is the runaway released and ended at its limit."""
+    app = claude_world.worktree / "src" / "app"
+    spawned = Signal(app / "spawned")
+    release = app / "release"
+    runaway = (f"for i in $(seq 400); do sleep 600 >/dev/null 2>&1 & done; : > {spawned.path}; "
+               f"until [ -e {release} ]; do :; done; echo released")
+
+    started = time.monotonic()
+    alone = pi_world.run(reply(call("bash", "call_ls", command="ls")),
+                         reply(result_call("call_r")))
+    alone_seconds = time.monotonic() - started
+    assert alone.record.status == "ok", alone.explain()
+
+    ended: dict[str, Any] = {}
+
+    def run_runaway() -> None:
+        try:
+            ended["run"] = claude_bash_run(claude_world, runaway, {"processes": 100})
+        except BaseException as error:  # reported by the test's thread
+            ended["error"] = error
+        finally:
+            ended["at"] = time.monotonic()
+            spawned.seen.set()  # a run that ended before its Bash ran wakes the test too
+
+    thread = threading.Thread(target=run_runaway, name="runaway", daemon=True)
+    thread.start()
+    spawned.wait()
+    assert "run" not in ended and "error" not in ended, ended  # the runaway runs on
+
+    started = time.monotonic()
+    beside = pi_world.run(reply(call("bash", "call_ls2", command="ls")),
+                          reply(result_call("call_r2")))
+    beside_seconds = time.monotonic() - started
+    assert beside.record.status == "ok", beside.explain()
+    assert "run" not in ended and "error" not in ended, ended  # it was beside it all along
+
+    release.write_text("")
+    released = time.monotonic()
+    thread.join(SLOW)
+    assert not thread.is_alive(), "the runaway run never ended"
+    assert "error" not in ended, ended["error"]
+    run: ClaudeRun = ended["run"]
+    assert run.code == "worker_limit_reached", claude_explain(run)
+    used = resources_of(run)
+    assert used["forks_refused"] > 0 and used["processes_peak"] == 100, used
+    assert resources_of(beside)["limits_reached"] == [], resources_of(beside)
+    print(f"neighbour: alone {alone_seconds:.1f} s, beside the runaway {beside_seconds:.1f} s; "
+          f"the runaway ended {ended['at'] - released:.1f} s after its release; "
+          f"runaway {used}; neighbour {resources_of(beside)}")
+    no_group_left(run)
+    no_group_left(beside)
+    claude_world.assert_cleaned(run)
