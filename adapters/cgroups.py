@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import select
 import signal
 import threading
 import time
@@ -44,6 +45,7 @@ __all__ = ["CgroupGroup", "CgroupGroups", "close_check_group", "open_check_group
 V1_NEEDED = ("pids", "memory")
 V1_OPTIONAL = ("cpu", "cpuacct")
 V2_NEEDED = ("pids", "memory")
+V1_PIDS_TICK_SECONDS = 1.0  # cgroup v1 never announces a refused fork: read it once a second
 REMOVE_TRIES = 20  # a killed process leaves its group once the kernel has reaped it
 
 
@@ -104,6 +106,9 @@ class CgroupGroup:
     def reached(self) -> bool:
         return self._groups.reached(self)
 
+    def watch(self, on_reached: Callable[[], None]) -> Callable[[], None]:
+        return _Watch(self, on_reached).stop
+
     def counters(self) -> GroupCounters:
         return self._groups.counters(self)
 
@@ -112,6 +117,83 @@ class CgroupGroup:
             return GroupCounters()
         self._closed = True
         return self._groups.close(self)
+
+
+class _Watch:
+    """A thread that waits on the kernel's word that a group's counter changed and calls
+    `on_reached` once the group has reached a limit. cgroup v2 announces both: `pids.events`
+    and `memory.events` wake a poll (POLLPRI) when they change. cgroup v1 announces an OOM
+    through an eventfd registered on `memory.oom_control` but a refused fork not at all
+    (measured here, kernel 6.18: `pids.events` never wakes a poll), so on v1 the counter is
+    also read every `V1_PIDS_TICK_SECONDS` — one small file read a second, never a busy wait
+    (docs/decisions.md "Per-run resource limits")."""
+
+    def __init__(self, group: CgroupGroup, on_reached: Callable[[], None]) -> None:
+        self._group = group
+        self._on_reached = on_reached
+        self._files: list[int] = []  # kernfs files re-read after each wake (it re-arms them)
+        self._counters: list[int] = []  # eventfds read after each wake
+        self._poller = select.poll()
+        self._tick: float | None = None
+        self._stop_read, self._stop_write = os.pipe()
+        self._poller.register(self._stop_read, select.POLLIN)
+        self._arm()
+        self._thread = threading.Thread(target=self._run, name=f"cgroup-watch-{group.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _arm(self) -> None:
+        group = self._group
+        if "" in group._folders:  # v2
+            for file in ("pids.events", "memory.events"):
+                self._file(group._file("", file))
+            return
+        self._tick = V1_PIDS_TICK_SECONDS
+        with contextlib.suppress(OSError):  # no eventfd: the tick reads the OOM count too
+            control = os.open(group._file("memory", "memory.oom_control"), os.O_RDONLY)
+            try:
+                counter = os.eventfd(0, os.EFD_CLOEXEC)
+                with open(group._file("memory", "cgroup.event_control"), "w") as handle:
+                    handle.write(f"{counter} {control}")
+                self._counters.append(counter)
+                self._poller.register(counter, select.POLLIN)
+            finally:
+                os.close(control)
+
+    def _file(self, path: str) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._tick = V1_PIDS_TICK_SECONDS  # a file missing: read the counters on the tick
+            return
+        self._files.append(fd)
+        os.read(fd, 4096)  # a kernfs file wakes a poll only after it was read once
+        self._poller.register(fd, select.POLLPRI | select.POLLERR)
+
+    def _run(self) -> None:
+        timeout = None if self._tick is None else int(self._tick * 1000)
+        while True:
+            ready = self._poller.poll(timeout)
+            if any(fd == self._stop_read for fd, _ in ready):
+                return
+            for fd, _ in ready:
+                with contextlib.suppress(OSError):
+                    if fd in self._counters:
+                        os.read(fd, 8)
+                    else:
+                        os.lseek(fd, 0, os.SEEK_SET)
+                        os.read(fd, 4096)
+            if self._group.reached():
+                self._on_reached()
+                return
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._stop_write, b"x")
+        self._thread.join()
+        for fd in (*self._files, *self._counters, self._stop_read, self._stop_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class CgroupGroups:

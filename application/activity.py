@@ -63,13 +63,15 @@ class ActivityFlusher:
 def follow(handle: ProcessHandle, reader: StreamReader, flusher: ActivityFlusher,
            group: ResourceGroup | None) -> None:
     """The agent's output to its reader, line by line, each tool call to the progress file; a
-    round whose group reached a limit is ended there (issue 20): a runaway round does not run on
-    to its timeout, and the counters are read once per line, never on a clock."""
-    limited = False
-    for line in handle.lines():
-        action = reader.feed(line)
-        if action is not None:
-            flusher.activity(action)
-        if group is not None and not limited and group.reached():
-            limited = True
-            handle.kill_group()
+    round whose group reached a limit is ended there (issue 20), as soon as the kernel says so
+    (`ResourceGroup.watch`): a runaway round does not run on to its timeout, even while its
+    agent prints nothing (a Bash command forking in a loop)."""
+    stop_watching = group.watch(handle.kill_group) if group is not None else None
+    try:
+        for line in handle.lines():
+            action = reader.feed(line)
+            if action is not None:
+                flusher.activity(action)
+    finally:
+        if stop_watching is not None:
+            stop_watching()

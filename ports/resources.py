@@ -2,13 +2,15 @@
 
 A `ResourceGroups` says what this machine enforces (`enforcement`), makes a round's group
 (`open`), and lists the groups a dead host left (`leftovers`) for the sweep. A `ResourceGroup`
-gives the command line that puts a process into it, says whether a limit was reached so far,
-and is closed after its round: every process left in it killed, its counters read, the group
-removed. The real one: adapters/cgroups.py; the fake: tests/fakes/resources.py.
+gives the command line that puts a process into it, says whether a limit was reached so far
+(and watches for the moment one is), and is closed after its round: every process left in it
+killed, its counters read, the group removed. The real one: adapters/cgroups.py; the fake:
+tests/fakes/resources.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from concorde_workers.domain.resources import Enforcement, GroupCounters, ResourceLimits
@@ -34,6 +36,11 @@ class ResourceGroup(Protocol):
 
     def reached(self) -> bool:
         """Whether a limit was reached so far (a refused fork, a process the kernel killed)."""
+        ...
+
+    def watch(self, on_reached: Callable[[], None]) -> Callable[[], None]:
+        """Call `on_reached` once, from a thread of its own, as soon as a limit is reached;
+        the returned function stops the watch (and waits for its thread)."""
         ...
 
     def close(self) -> GroupCounters:

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -419,6 +420,16 @@ def test_real_v1_writes_each_controller_s_files(real_v1: World) -> None:
     assert real_v1.folders(name) == []
 
 
+def test_real_v1_prefix_passes_the_environment_unchanged(real_v1: World) -> None:
+    group = real_v1.groups.open(real_v1.name("environment"), LIMITS)
+    try:
+        ran = subprocess.run([*group.prefix(), "/usr/bin/env"], env={"A": "1", "LANG": "C.UTF-8"},
+                             capture_output=True, text=True, timeout=SLOW, check=True)
+    finally:
+        group.close()
+    assert sorted(ran.stdout.splitlines()) == ["A=1", "LANG=C.UTF-8"]  # no PWD of the shell's
+
+
 def test_real_v1_refuses_a_process_past_the_process_limit_and_says_so(real_v1: World) -> None:
     limits = ResourceLimits(processes=16)
     group = real_v1.groups.open(real_v1.name("forks"), limits)
@@ -619,3 +630,67 @@ def test_the_fake_s_idle_groups_follow_its_clock_and_what_a_test_says_is_busy() 
     assert fake.idle("run-", 60) == ["run-new", "run-old"]
     fake.remove("run-busy")
     assert "run-busy" not in fake.busy and fake.idle("run-", 0) == ["run-new", "run-old"]
+
+
+# --- watching for the moment a limit is reached ----------------------------------------------
+
+
+def test_a_watch_stopped_before_any_limit_never_calls(world: World) -> None:
+    group = world.groups.open(world.name("quiet"), LIMITS)
+    try:
+        called = threading.Event()
+        stop = group.watch(called.set)
+        proc, _ = world.start(group)
+        stop()  # returns once its thread has ended
+        assert not called.is_set()
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(SLOW) == 0
+    finally:
+        group.close()
+
+
+def test_fake_watch_is_told_when_a_script_says_a_limit_was_reached() -> None:
+    fake = FakeResourceGroups()
+    group = fake.open("run-r1", LIMITS)
+    called = threading.Event()
+    stop = group.watch(called.set)
+    assert not called.is_set()
+    fake.script("run-r1", GroupCounters(forks_refused=1), reached=True)
+    assert called.wait(SLOW)
+    stop()
+    late = threading.Event()
+    group.watch(late.set)()  # a watch of a group past its limit is told at once
+    assert late.wait(SLOW)
+
+
+def test_real_v1_watch_is_told_of_a_refused_fork_while_the_forker_runs_on(
+        real_v1: World) -> None:
+    """cgroup v1 never announces a refused fork: the watch reads the counter on its tick."""
+    group = real_v1.groups.open(real_v1.name("watch-forks"), ResourceLimits(processes=16))
+    try:
+        called = threading.Event()
+        stop = group.watch(called.set)
+        forks = ('echo $$; (for i in $(seq 40); do sleep 1000 </dev/null >/dev/null 2>&1 & '
+                 'done) 2>/dev/null; read line')  # the subshell dies at its refused fork
+        proc, _ = real_v1.start(group, forks)
+        assert called.wait(SLOW), "the watch never said the process limit was reached"
+        assert proc.poll() is None  # told while the forker still runs, not at its end
+        stop()
+    finally:
+        group.close()
+
+
+def test_real_v1_watch_is_told_of_a_process_killed_at_the_memory_limit(real_v1: World) -> None:
+    """cgroup v1 announces an OOM through an eventfd on memory.oom_control."""
+    group = real_v1.groups.open(real_v1.name("watch-memory"), ResourceLimits(memory_mib=128))
+    try:
+        called = threading.Event()
+        stop = group.watch(called.set)
+        hog = f"echo $$; {sys.executable} -c \"b = b'x' * (400 << 20)\"; read line"
+        proc, _ = real_v1.start(group, hog)
+        assert called.wait(SLOW), "the watch never said the memory limit was reached"
+        stop()
+        assert proc.poll() is None
+    finally:
+        group.close()

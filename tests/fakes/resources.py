@@ -4,7 +4,7 @@
 `mkdir` fails, and when the machine is told to have no enforcement); `close` (or `remove` of a
 leftover) forgets it and returns its counters. A test scripts what a group's counters say and
 whether a limit was reached (`script(name, GroupCounters(...), reached=True)`, before or after
-the group is opened), makes a group's removal fail (`stays`), or builds a machine without
+the group is opened: a watch of the group is told then, from a thread of its own), makes a group's removal fail (`stays`), or builds a machine without
 enforcement (`FakeResourceGroups.unenforced(problem)`). The fake cannot see a process: a test
 says which groups hold one (`busy`); `idle` lists the others made at least that long ago by
 `clock` (time.time unless given).
@@ -21,6 +21,7 @@ runs the same tests on this fake and on the real CgroupGroups.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,10 @@ class FakeResourceGroup:
     limits: ResourceLimits
     groups: FakeResourceGroups
     closed: bool = False
+    watchers: list[Callable[[], None]] = field(default_factory=list)
+    fired: list[threading.Thread] = field(default_factory=list)
+    """The threads that called a watcher (a test may join them)."""
+    watches_stopped: int = 0
 
     @property
     def tag(self) -> str:
@@ -64,6 +69,28 @@ class FakeResourceGroup:
 
     def reached(self) -> bool:
         return self.groups.reached_of(self.name)
+
+    def watch(self, on_reached: Callable[[], None]) -> Callable[[], None]:
+        """`on_reached` is called from a thread of its own at once if a limit is reached now,
+        else when a script says one is (as the real one, once)."""
+        self.watchers.append(on_reached)
+        self.fire()
+
+        def stop() -> None:
+            if on_reached in self.watchers:
+                self.watchers.remove(on_reached)
+            self.watches_stopped += 1
+
+        return stop
+
+    def fire(self) -> None:
+        if not self.reached():
+            return
+        watchers, self.watchers = self.watchers, []
+        for call in watchers:
+            thread = threading.Thread(target=call, name=f"fake-watch-{self.name}", daemon=True)
+            thread.start()
+            self.fired.append(thread)
 
     def close(self) -> GroupCounters:
         if self.closed:
@@ -102,6 +129,8 @@ class FakeResourceGroups:
         """What the group `name`'s counters say (at close, and to `reached` unless `reached`
         is given: a refused fork or a killed process is a limit reached, as the real one)."""
         self._scripts[name] = _Script(counters or GroupCounters(), reached)
+        if name in self.live:
+            self.live[name].fire()
 
     # --- the port -------------------------------------------------------------------------
 
