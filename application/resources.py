@@ -90,17 +90,20 @@ class RunResources:
         except GroupFailed as failed:
             return None, failed.text
 
-    def close(self, group: ResourceGroup | None) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    def close(self, group: ResourceGroup | None,
+              stderr: bytes = b"") -> tuple[dict[str, Any] | None, tuple[str, ...]]:
         """The round's resources.json (the limits in force, how they are enforced, the use its
-        group counted) and the limits it reached. A group that cannot be removed is said there,
-        never raised: the round's own ending stands. None for a host wired without groups."""
+        group counted) and the limits it reached (`stderr`: the agent's tail, which says when
+        node aborted at the heap the memory limit gave it). A group that cannot be removed is
+        said there, never raised: the round's own ending stands. None for a host wired without
+        groups."""
         if self._groups is None:
             return None, ()
         said = self.metadata()
         if group is None:
             return said, ()
         try:
-            use = judge_use(group.close(), self.limits)
+            use = judge_use(group.close(), self.limits, stderr.decode("utf-8", "replace"))
         except GroupFailed as failed:
             return {**said, "group_left": failed.text}, ()
         return {**said, **use.to_json()}, use.reached

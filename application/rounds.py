@@ -237,8 +237,8 @@ class RoundRunner:
             unregister()
             flusher.stop()
             exit_status = handle.wait(None)  # confined: the waiter's exact report
-            used, reached = context.resources.close(group)
             stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
+            used, reached = context.resources.close(group, stderr)
             context.tracer.write_stderr(context.state.layout, round_state.number, stderr)
             context.tracer.write_resources(context.state.layout, round_state.number, used)
             round_state.files = context.tracer.round_files(context.state.layout, round_state.number)

@@ -115,9 +115,11 @@ def limit_writes(kind: GroupKind, limits: ResourceLimits, cpu: bool = True,
 
 
 JOIN_SCRIPT = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; '
-               'n=$((n - 1)); done; exec "$@"')
+               'n=$((n - 1)); done; unset PWD; exec "$@"')
 """Writes its own pid into each group's `cgroup.procs`, then becomes the round's command: every
-process the round makes is born inside. Paths come as arguments, never in the text."""
+process the round makes is born inside. Paths come as arguments, never in the text. A shell
+exports a `PWD` of its own; the host's environments never hold one (they are cleared), so the
+prefix unsets it and the command gets exactly the environment the host gave."""
 
 
 def join_prefix(shell: str, procs_files: Sequence[str]) -> list[str]:
@@ -153,18 +155,30 @@ class ResourceUse(BaseModel):
                 "cpu_seconds": c.cpu_seconds, "limits_reached": list(self.reached)}
 
 
-def judge_use(counters: GroupCounters, limits: ResourceLimits) -> ResourceUse:
-    """The limits a round reached, each named with its value and what was using it."""
+HEAP_EXHAUSTED = "JavaScript heap out of memory"
+"""What node prints as it aborts at its heap limit. Node sizes that limit from its control
+group's memory limit (half of it: 259 MiB of heap under 512 MiB, 524 under 1,024; 4,144 with no
+group on this 24 GiB machine), so a node agent that outgrows the run's memory limit dies by its
+own hand before the kernel kills anything (docs/decisions.md "Per-run resource limits")."""
+
+
+def judge_use(counters: GroupCounters, limits: ResourceLimits, stderr: str = "") -> ResourceUse:
+    """The limits a round reached, each named with its value and what was using it; `stderr`
+    is the agent's (its tail), which says when node aborted at the heap the limit gave it."""
     reached: list[str] = []
     if counters.forks_refused:
         peak = "" if counters.processes_peak is None else f", peak {counters.processes_peak}"
         reached.append(f"the run's process limit ({limits.processes} processes) refused "
                        f"{counters.forks_refused} new process(es){peak}")
+    memory_peak = ("" if counters.memory_peak_bytes is None
+                   else f", peak {counters.memory_peak_bytes / MIB:.0f} MiB")
     if counters.oom_kills:
-        peak = ("" if counters.memory_peak_bytes is None
-                else f", peak {counters.memory_peak_bytes / MIB:.0f} MiB")
         reached.append(f"the run's memory limit ({limits.memory_mib} MiB, swap off) made the "
-                       f"kernel kill {counters.oom_kills} process(es){peak}")
+                       f"kernel kill {counters.oom_kills} process(es){memory_peak}")
+    elif HEAP_EXHAUSTED in stderr:
+        reached.append(f"the run's memory limit ({limits.memory_mib} MiB, swap off) bounded "
+                       "the agent's JavaScript heap (node sizes it to half the limit) and the "
+                       f"agent ran out of it{memory_peak}")
     return ResourceUse(counters=counters, reached=tuple(reached))
 
 

@@ -135,6 +135,28 @@ def test_judge_use_names_each_limit_reached(counters: GroupCounters,
     assert use == ResourceUse(counters=counters, reached=reached)
 
 
+HEAP_ABORT = ("FATAL ERROR: Ineffective mark-compacts near heap limit Allocation failed - "
+              "JavaScript heap out of memory\n----- Native stack trace -----\n")
+
+
+@pytest.mark.parametrize(
+    ("counters", "stderr", "reached"),
+    [
+        (GroupCounters(memory_peak_bytes=320 * MIB), HEAP_ABORT, (
+            "the run's memory limit (256 MiB, swap off) bounded the agent's JavaScript heap "
+            "(node sizes it to half the limit) and the agent ran out of it, peak 320 MiB",)),
+        (GroupCounters(oom_kills=1, memory_peak_bytes=256 * MIB), HEAP_ABORT, (
+            "the run's memory limit (256 MiB, swap off) made the kernel kill 1 process(es), "
+            "peak 256 MiB",)),
+        (GroupCounters(memory_peak_bytes=20 * MIB), "Error: something else\n", ()),
+    ],
+    ids=["node-aborted-at-its-heap", "the-kernel-killed-first", "another-abort"],
+)
+def test_a_node_agent_that_ran_out_of_the_heap_the_limit_gave_it_reached_the_memory_limit(
+        counters: GroupCounters, stderr: str, reached: tuple[str, ...]) -> None:
+    assert judge_use(counters, LIMITS, stderr).reached == reached
+
+
 def test_a_peak_is_said_in_whole_mib() -> None:
     use = judge_use(GroupCounters(oom_kills=1, memory_peak_bytes=123_456_789), LIMITS)
     assert use.reached == ("the run's memory limit (256 MiB, swap off) made the kernel kill "
