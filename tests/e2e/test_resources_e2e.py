@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from e2e.conftest import ClaudeRun, ClaudeWorld, RecordedRun, ok_result
-from e2e.conftest_pi import PiRun, PiWorld, call, pi_world, reply, result_call
+from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
 from e2e.test_claude_boundary_e2e import bash
 from servers.anthropic_server import Reply
-from timing import SLOW, Signal
+from timing import SLOW, Gate, Signal
 
 from concorde_workers.adapters.cgroups import CgroupGroups
 from concorde_workers.domain.request import Limits
@@ -91,6 +91,26 @@ def test_a_round_within_its_limits_ends_ok_and_keeps_its_resource_profile(
     files = [f["path"] for f in json.loads((run.run_dir / "rounds" / "1" / "trace.json")
                                            .read_text())["files"]]
     assert "resources.json" in files
+    no_group_left(run)
+
+
+def test_an_oversized_result_that_makes_pi_grow_ends_at_the_memory_limit(
+        pi_world: PiWorld) -> None:
+    """A 200 KiB structured result made pi grow to about 4 GB (26 GB virtual) for 143 s when
+    nothing bounded it; node sizes its heap from the group's memory limit (half of it), so under
+    512 MiB pi aborts at its heap within seconds and the round names the memory limit."""
+    started = time.monotonic()
+    run = pi_world.run(reply(result_call("call_r", output={"blob": "x" * (200 * 1024)})),
+                       resources={"memory_mib": 512})
+    seconds = time.monotonic() - started
+    assert run.code == "worker_limit_reached", run.explain()
+    assert run.record.error is not None
+    assert ("the run's memory limit (512 MiB, swap off) bounded the agent's JavaScript heap "
+            "(node sizes it to half the limit) and the agent ran out of it, peak ") in (
+        run.record.error.detail), run.record.error.detail
+    used = resources_of(run)
+    assert used["memory_peak_bytes"] <= 512 * MIB, used
+    print(f"pi oversized result: ended in {seconds:.1f} s; {used}")
     no_group_left(run)
 
 
@@ -168,14 +188,17 @@ def test_a_memory_hog_in_claude_code_s_bash_is_killed_at_the_memory_limit(
 
 
 def test_a_run_beside_a_runaway_one_ends_ok(claude_world: ClaudeWorld, pi_world: PiWorld) -> None:
-    """A Claude Code worker forks to its process limit, then spins on a CPU until the test lets
-    it go; a pi run started beside it (its own repository, server and groups) ends ok, and only
-    then is the runaway released and ended at its limit."""
+    """A Claude Code worker holds 60 processes and spins on both CPUs of this machine until
+    the test lets it go; a pi run started beside it (its own repository, server and groups)
+    ends ok; only then is the runaway released, forks past its process limit and is ended
+    there."""
     app = claude_world.worktree / "src" / "app"
     spawned = Signal(app / "spawned")
-    release = app / "release"
-    runaway = (f"for i in $(seq 400); do sleep 600 >/dev/null 2>&1 & done; : > {spawned.path}; "
-               f"until [ -e {release} ]; do :; done; echo released")
+    gate = Gate(app / "gate")
+    spin = f"(while [ ! -e {app}/released ]; do :; done) &"
+    runaway = (f"for i in $(seq 60); do sleep 600 >/dev/null 2>&1 & done; {spin} {spin} "
+               f": > {spawned.path}; cat {gate.path} >/dev/null; : > {app}/released; "
+               "for i in $(seq 400); do sleep 600 >/dev/null 2>&1 & done; echo forked")
 
     started = time.monotonic()
     alone = pi_world.run(reply(call("bash", "call_ls", command="ls")),
@@ -206,7 +229,7 @@ def test_a_run_beside_a_runaway_one_ends_ok(claude_world: ClaudeWorld, pi_world:
     assert beside.record.status == "ok", beside.explain()
     assert "run" not in ended and "error" not in ended, ended  # it was beside it all along
 
-    release.write_text("")
+    gate.release()
     released = time.monotonic()
     thread.join(SLOW)
     assert not thread.is_alive(), "the runaway run never ended"
