@@ -325,8 +325,9 @@ class SandboxedCheckRunner:
             return CheckRun(status=CheckStatus.NOT_STARTED, problem=group, view=view)
         started = time.monotonic()
         try:
-            handle = self._processes.start([*(group.prefix() if group else ()), *argv], env,
-                                           self._root, None, timeout_seconds=check.timeout_seconds)
+            handle = self._processes.start(argv, env, self._root, None,
+                                           timeout_seconds=check.timeout_seconds,
+                                           prefix=group.prefix() if group else ())
         except ProcessStartFailed as failed:
             close_check_group(group, place.resources)
             return CheckRun(status=CheckStatus.NOT_STARTED, problem=failed.os_error_text, view=view)

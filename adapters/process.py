@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -159,6 +160,7 @@ class SubprocessRunner:
         cwd: str,
         stdin_text: str | None = None,
         timeout_seconds: float | None = None,
+        prefix: Sequence[str] = (),
     ) -> SubprocessHandle:
         """Start `argv` (looked up on `env`'s PATH when it has no slash) in a new session with
         exactly `env`, in `cwd`. `stdin_text` is written as UTF-8 and then stdin is closed; None
@@ -174,6 +176,11 @@ class SubprocessRunner:
             raise ValueError("timeout_seconds must not be negative")
         # Encode before starting: a string that is not valid Unicode fails here, not in a thread.
         stdin_bytes = None if stdin_text is None else stdin_text.encode("utf-8")
+        if prefix:
+            # The prefix execs argv: a program that is not there would be the prefix's exit
+            # status, not the start failure it is.
+            _check_startable(args[0], env, cwd)
+            args = (*prefix, *args)
         args, report = report_pipe(args)
         args, status = report_pipe(args, EXIT_STATUS_FD)
         stop_pipe = os.pipe()  # close-on-exec: the program never sees it
@@ -199,6 +206,19 @@ class SubprocessRunner:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
+
+
+def _check_startable(program: str, env: Mapping[str, str], cwd: str) -> None:
+    """Raise `ProcessStartFailed` with the text `Popen` would give when `program` (looked up
+    on `env`'s PATH when it has no slash) cannot be executed."""
+    if "/" in program:
+        path: str | None = os.path.join(cwd, program)
+    else:
+        path = shutil.which(program, path=env.get("PATH", os.defpath))
+    if path is None or not os.path.isfile(path):
+        raise ProcessStartFailed((program,), f"[Errno 2] No such file or directory: '{program}'")
+    if not os.access(path, os.X_OK):
+        raise ProcessStartFailed((program,), f"[Errno 13] Permission denied: '{program}'")
 
 
 def _spawn(

@@ -215,8 +215,9 @@ class RoundRunner:
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
         try:
             handle = context.processes.start(
-                [*(group.prefix() if group else ()), *command.argv], prepared.environment,
-                command.cwd, prompt, timeout_seconds=context.state.request.limits.timeout_seconds)
+                command.argv, prepared.environment, command.cwd, prompt,
+                timeout_seconds=context.state.request.limits.timeout_seconds,
+                prefix=group.prefix() if group else ())
         except ProcessStartFailed as failed:
             context.resources.close(group)
             round_state.failure = (f"the command {command.argv[0]} could not be started: "

@@ -123,6 +123,7 @@ class ProcessRunner(Protocol):
         cwd: str,
         stdin_text: str | None = None,
         timeout_seconds: float | None = None,
+        prefix: Sequence[str] = (),
     ) -> ProcessHandle:
         """Start `argv` (no shell; a name without a slash is looked up on `env`'s PATH) in a
         new session and process group with exactly `env` (nothing inherited), in `cwd`, given
@@ -131,5 +132,9 @@ class ProcessRunner(Protocol):
         `NAMESPACE_REPORT_FD` becomes the number of the pipe the program reports its PID
         namespace's init on, one equal to `EXIT_STATUS_FD` that of the pipe it reports the exact
         exit status on (module docstring). Raises `ProcessStartFailed` with the
-        operating system's error text when the program or `cwd` is missing or not usable."""
+        operating system's error text when the program or `cwd` is missing or not usable.
+
+        `prefix` (a control group's join, `ResourceGroup.prefix`) runs in front of `argv` and
+        execs it; `argv`'s program is still one whose absence raises `ProcessStartFailed`, as
+        when it is started bare."""
         ...

@@ -306,6 +306,28 @@ def test_a_start_failure_raises_process_start_failed_with_the_os_error(
         assert part in exc.os_error_text
 
 
+@pytest.mark.parametrize("kind", ["missing program", "not executable", "missing cwd"])
+def test_a_start_behind_a_prefix_fails_as_the_bare_start_does(tmp_path: Path, kind: str) -> None:
+    """A control group's join prefix execs the program: its absence is still the start
+    failure, with the text of the bare start, never the prefix's exit status."""
+    world = RealProcessWorld(tmp_path)
+    argv, cwd = world.failing_start(kind)
+    env = {"PATH": str(world.tmp)}
+    with pytest.raises(ProcessStartFailed) as bare:
+        world.runner().start(argv, env, cwd)
+    with pytest.raises(ProcessStartFailed) as prefixed:
+        world.runner().start(argv, env, cwd, prefix=["/bin/sh", "-c", 'exec "$@"', "join"])
+    assert prefixed.value.os_error_text == bare.value.os_error_text
+
+
+def test_a_prefix_runs_in_front_of_the_program(tmp_path: Path) -> None:
+    handle = RealProcessWorld(tmp_path).runner().start(
+        [sys.executable, "-c", "import os; print(os.environ['JOINED'])"], BASE_ENV,
+        str(tmp_path), prefix=["/usr/bin/env", "JOINED=yes"])
+    assert list(handle.lines()) == ["yes"]
+    assert handle.wait(SLOW) == 0
+
+
 def test_timeout_kills_the_group_ends_the_stream_and_wait_returns(world: Any) -> None:
     handle = world.start(Program(stdout=b"ready\n", hang=True), timeout=0.5)
     # wait first: a timeout that never fired fails here within SLOW instead of hanging lines().

@@ -121,11 +121,12 @@ class FakeProcessRunner:
         cwd: str,
         stdin_text: str | None = None,
         timeout_seconds: float | None = None,
+        prefix: Sequence[str] = (),
     ) -> FakeProcessHandle:
         # The program sees the report pipe's number where the placeholder was, as with the real
         # runner; a fake program reports no namespace init (it has no processes to wait for).
         numbers = {NAMESPACE_REPORT_FD: FAKE_REPORT_FD, EXIT_STATUS_FD: FAKE_STATUS_FD}
-        asked = tuple(numbers.get(a, a) for a in argv)
+        asked = tuple(numbers.get(a, a) for a in (*prefix, *argv))  # as the real one spawns
         record = FakeStart(asked, dict(env), cwd, stdin_text, timeout_seconds)
         self.starts.append(record)
         if not record.argv:

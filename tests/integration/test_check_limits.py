@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters.cgroups import CgroupGroups
+from concorde_workers.adapters.cgroups import CgroupGroup, CgroupGroups
 from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
@@ -20,7 +20,7 @@ from concorde_workers.domain.checks import UNAVAILABLE_STATUSES, Check, CheckSta
 from concorde_workers.domain.resources import GroupKind, ResourceLimits
 
 
-def runner(tmp_path: Path, groups: CgroupGroups) -> SandboxedCheckRunner:
+def runner(tmp_path: Path, groups: OwnGroups) -> SandboxedCheckRunner:
     bwrap = shutil.which("bwrap")
     assert bwrap is not None, "run ./scripts/setup"
     folder = tmp_path / "folders"
@@ -30,9 +30,26 @@ def runner(tmp_path: Path, groups: CgroupGroups) -> SandboxedCheckRunner:
                                 layer_tools=layer_tools(), groups=groups)
 
 
+class OwnGroups(CgroupGroups):
+    """The real groups, remembering the names this test's checks opened: other runs on this
+    machine (a CI run beside a developer's) make `concorde-check-*` groups of their own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened: list[str] = []
+
+    def open(self, name: str, limits: ResourceLimits) -> CgroupGroup:
+        self.opened.append(name)
+        return super().open(name, limits)
+
+    def left(self) -> list[str]:
+        assert self.opened, "the check opened no group"
+        return [name for name in self.leftovers("concorde-check-") if name in self.opened]
+
+
 @pytest.fixture
-def groups() -> CgroupGroups:
-    made = CgroupGroups()
+def groups() -> OwnGroups:
+    made = OwnGroups()
     if made.enforcement().kind is GroupKind.NONE:
         pytest.fail(f"this machine enforces no limits: {made.enforcement().problem}")
     return made
@@ -51,22 +68,22 @@ def place(tmp_path: Path, limits: ResourceLimits) -> CheckPlace:
      "the run's memory limit (128 MiB, swap off) made the kernel kill"),
 ])
 def test_a_check_past_the_run_s_limits_is_stopped_and_said(
-        tmp_path: Path, groups: CgroupGroups, limits: ResourceLimits, command: str,
+        tmp_path: Path, groups: OwnGroups, limits: ResourceLimits, command: str,
         said: str) -> None:
     ran = runner(tmp_path, groups).run(Check(id="x", command=command), str(tmp_path / "w"),
                                        place(tmp_path, limits))
     assert ran.status is CheckStatus.LIMIT_REACHED, ran
     assert ran.status in UNAVAILABLE_STATUSES
     assert said in ran.problem, ran.problem
-    assert groups.leftovers("concorde-check-") == []
+    assert groups.left() == []
 
 
 def test_a_check_within_its_limits_passes_in_its_group(tmp_path: Path,
-                                                       groups: CgroupGroups) -> None:
+                                                       groups: OwnGroups) -> None:
     # 20 processes at once: within the default 512 (the sandbox's cgroup namespace shows the
     # check its own group as "/", so the limits above are what proves it is in one)
     command = "for i in $(seq 20); do sleep 0.1 & done; wait"
     ran = runner(tmp_path, groups).run(Check(id="x", command=command), str(tmp_path / "w"),
                                        place(tmp_path, ResourceLimits()))
     assert ran.status is CheckStatus.PASSED, ran
-    assert groups.leftovers("concorde-check-") == []
+    assert groups.left() == []
