@@ -43,6 +43,7 @@ from concorde_workers.application.host import WorkerHost
 from concorde_workers.application.planner import Planner
 from concorde_workers.application.preparation import HostFacts, Preparer
 from concorde_workers.application.requests import RequestBuilder
+from concorde_workers.application.resources import read_machine_resources
 from concorde_workers.application.starter import Starter
 from concorde_workers.application.sweep import Sweeper
 from concorde_workers.domain.check_layer import LayerTools
@@ -116,6 +117,9 @@ class Container(containers.DeclarativeContainer):
     resource_groups: providers.Provider[ResourceGroups | None] = providers.Object(None)
     """Each round's control group (issue 20): adapters/cgroups.py in production; None (no
     groups, said as limits not enforced) where a world gives none."""
+    machine_resources = providers.Factory(read_machine_resources, fs=filesystem, environ=environ)
+    """The machine's resources.json (issue 20): its default limits and what a machine without
+    control groups does with a run."""
     worker_host = providers.Factory(
         WorkerHost,
         git=git,
@@ -128,6 +132,7 @@ class Container(containers.DeclarativeContainer):
         host_pid=host_pid,
         process_table=process_table,
         groups=resource_groups,
+        machine=machine_resources,
     )
     check_runner = providers.Dependency(instance_of=CheckRunner)
     checks_validation = providers.Factory(ChecksValidation, runner=check_runner, fs=filesystem)

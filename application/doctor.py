@@ -14,6 +14,7 @@ import posixpath
 from collections.abc import Mapping
 
 from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.resources import read_machine_resources
 from concorde_workers.domain import config as domain_config
 from concorde_workers.domain import json_limits
 from concorde_workers.domain.config import WorkerConfiguration
@@ -90,7 +91,8 @@ class Doctor:
                      sandbox=self._sandbox(programs["sandbox-runtime"], tools),
                      model_map=self._model_map(), credentials=self._credentials(),
                      workers_json=workers, backends=backends, backends_source=source,
-                     resources=self._groups.enforcement() if self._groups else None)
+                     resources=self._groups.enforcement() if self._groups else None,
+                     machine_resources=read_machine_resources(self._fs, self._environ))
 
     def _program(self, name: str, primary: str | None) -> ProgramFact:
         found = locate(name, self._environ, self._installations, self._fs, primary)

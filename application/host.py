@@ -49,6 +49,7 @@ from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
 from concorde_workers.domain.git_metadata import GitMetadata, found_before_refusal
 from concorde_workers.domain.grant import Level
 from concorde_workers.domain.layout import RunLayout, RuntimeLayout
+from concorde_workers.domain.machine_resources import MachineResources
 from concorde_workers.domain.paths import EntryKind
 from concorde_workers.domain.program_versions import programs_text
 from concorde_workers.domain.records import ProgressStatus, RunRecord
@@ -103,6 +104,7 @@ class HostRun:
     validation: RoundValidation | None
     cancel: Cancellation
     runtime: RuntimeLayout | FileSystemError
+    resources: RunResources
     credential_copies: list[str] = field(default_factory=list)
 
     def refuse(self, refusal: Refusal) -> None:
@@ -116,7 +118,8 @@ class WorkerHost:
     def __init__(self, *, git: GitReader, fs: FileSystem, clock: Clock, random: Random,
                  processes: ProcessRunner, preparer: Preparer, temp_root: str,
                  host_pid: int, process_table: ProcessTable,
-                 groups: ResourceGroups | None = None) -> None:
+                 groups: ResourceGroups | None = None,
+                 machine: MachineResources | None = None) -> None:
         self._git = git
         self._fs = fs
         self._clock = clock
@@ -127,6 +130,7 @@ class WorkerHost:
         self._host_pid = host_pid
         self._process_table = process_table
         self._groups = groups  # each round's control group (issue 20); None: none made
+        self._machine = machine or MachineResources()  # the machine's resources.json
 
     def run(self, request: RunRequest, validation: RoundValidation | None = None,
             cancel: Cancellation | None = None) -> RunRecord:
@@ -142,7 +146,7 @@ class WorkerHost:
         # exception escaping from our own code still removes it and its credential copies.
         try:
             run.progress.phase("preparing", 1)
-            self._write_grant(run.tracer, state.layout, request)
+            run.tracer.write_text(state.layout.grant, grant_text(request.grant))
             state.write_node(run.tracer, "start")
             if isinstance(run.runtime, FileSystemError):
                 run.refuse(Refusal(
@@ -179,6 +183,8 @@ class WorkerHost:
                                            owner=owner)
         runtime_dir = runtime.root if not isinstance(runtime, FileSystemError) else (
             posixpath.join(self._temp_root, f"concorde-{run_id[-6:]}-(not created)"))
+        resources = RunResources(self._groups, request.resources, runtime_dir, self._machine)
+        request = request.model_copy(update={"resources": resources.limits})  # in force
         progress = ProgressWriter(self._fs, self._clock, layout.status, run_id=run_id,
                                   task_type=request.task_type, backend=request.backend,
                                   worktree=request.worktree,
@@ -190,7 +196,7 @@ class WorkerHost:
             tracer=tracer, progress=progress,
             links=LinkContext(run_id=run_id, task_type=request.task_type, layout=layout,
                               backend=request.backend),
-            validation=validation, cancel=cancel, runtime=runtime)
+            validation=validation, cancel=cancel, runtime=runtime, resources=resources)
 
     def refusal_before_run(self, request: RunRequest) -> Refusal | None:
         """The refusal of a request no run is made for, or None: a parent with a control
@@ -269,12 +275,11 @@ class WorkerHost:
     def _rounds(self, run: HostRun, prepared: Prepared, observer: WorktreeObserver,
                 snapshot: Snapshot) -> None:
         state = run.state
-        resources = RunResources(self._groups, state.request.resources, state.runtime_dir)
         runner = RoundRunner(RoundContext(
             fs=self._fs, clock=self._clock, random=self._random, processes=self._processes,
             tracer=run.tracer, progress=run.progress, prepared=prepared, observer=observer,
             snapshot=snapshot, validation=run.validation, cancel=run.cancel, state=state,
-            resources=resources,
+            resources=run.resources,
         ))
         result = runner.run_all()
         if result.interrupted or run.cancel.is_set():
@@ -363,8 +368,9 @@ class WorkerHost:
                 left = self._fs.archive(source, archive, budget)
                 used = self._fs.stat(archive).size
                 if left.entries_left_out:
+                    n = left.entries_left_out
                     item = item.model_copy(update={"left_out": (
-                        f"{_entries(left.entries_left_out)} ({left.bytes_left_out} bytes), over "
+                        f"{n} entr{'y' if n == 1 else 'ies'} ({left.bytes_left_out} bytes), over "
                         f"the {PLANTED_GIT_CAP_BYTES // (1024 * 1024)} MiB the run's archives "
                         "may hold")})
             else:
@@ -396,9 +402,6 @@ class WorkerHost:
         return kinds.get(self._fs.stat(path).kind, "other")
 
     # --- files -------------------------------------------------------------------------------
-
-    def _write_grant(self, tracer: TraceWriter, layout: RunLayout, request: RunRequest) -> None:
-        tracer.write_text(layout.grant, grant_text(request.grant))
 
     def _write_control(self, prepared: Prepared, tracer: TraceWriter,
                        credential_copies: list[str]) -> None:
@@ -494,7 +497,3 @@ class WorkerHost:
         if state.error is not None and state.error.code == Code.CLEANUP_FAILED:
             return  # told by an earlier attempt
         state.fail(cleanup_link(run.links, cleaned, state.error, state))
-
-
-def _entries(n: int) -> str:
-    return f"{n} {'entry' if n == 1 else 'entries'}"

@@ -1,28 +1,37 @@
 """A run's resource limits over its rounds (issue 20): each round's control group, made before
 the round and closed after it, and what the run's trace says of them.
 
-The limits are the request's (`RunRequest.resources`) or the defaults; what this machine gives
-is asked once (`ResourceGroups.enforcement`). A machine that cannot enforce them runs without
-and says so, unless the request asked for limits: then the round does not start
-(launch_failed), since a caller that asked for a bound must not get a run without one.
+The limits are the request's (`RunRequest.resources`) over the machine's defaults (its
+resources.json, domain/machine_resources.py); what this machine gives is asked once
+(`ResourceGroups.enforcement`). A machine that cannot enforce them runs without and says so,
+unless the request asked for limits: then the round does not start (launch_failed), since a
+caller that asked for a bound must not get a run without one; the machine's setting may
+refuse every run, or run every run without.
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from typing import Any
 
+from concorde_workers.domain.machine_resources import (
+    MAX_RESOURCES_BYTES,
+    MachineResources,
+    parse_machine_resources,
+    resources_location,
+)
 from concorde_workers.domain.resources import (
-    DEFAULT_LIMITS,
     GROUP_PREFIX,
     Enforcement,
     GroupKind,
     ResourceLimits,
     judge_use,
 )
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 from concorde_workers.ports.resources import GroupFailed, ResourceGroup, ResourceGroups
 
-__all__ = ["RunResources", "group_name", "sweep_groups"]
+__all__ = ["RunResources", "group_name", "read_machine_resources", "sweep_groups"]
 
 
 def group_name(runtime_dir: str, round_number: int) -> str:
@@ -51,22 +60,49 @@ def sweep_groups(groups: ResourceGroups | None, older_than: float = IDLE_SECONDS
     return tuple(removed), tuple(failed)
 
 
+def read_machine_resources(fs: FileSystem, environ: Mapping[str, str]) -> MachineResources:
+    """The machine's resources.json (domain/machine_resources.py), bounded; the built-in
+    setting when there is none."""
+    named = environ.get("CONCORDE_RESOURCES", "")
+    if named and not named.startswith("/"):
+        return MachineResources(problem=f"CONCORDE_RESOURCES gives the relative path {named!r}; "
+                                "it must name resources.json by its absolute path: set it so, "
+                                "or unset it to use resources.json beside the model map")
+    file = resources_location(environ)
+    if file is None:
+        return MachineResources()
+    try:
+        text = read_regular_text(fs, file, MAX_RESOURCES_BYTES)
+    except FileSystemError as error:
+        if error.not_found:
+            return MachineResources()
+        return MachineResources(file=file, problem=f"{file} cannot be read "
+                                f"({error.os_error_text}): make it a regular file of at most "
+                                f"{MAX_RESOURCES_BYTES} bytes, or remove it")
+    except ValueError as error:  # not UTF-8
+        return MachineResources(file=file, problem=f"{file} cannot be read: {error}")
+    return parse_machine_resources(text, file)
+
+
 class RunResources:
-    """The groups of one run's rounds."""
+    """The groups of one run's rounds; `limits` are the request's over the machine's defaults
+    (`MachineResources.limits`)."""
 
     def __init__(self, groups: ResourceGroups | None, requested: ResourceLimits | None,
-                 runtime_dir: str) -> None:
+                 runtime_dir: str, machine: MachineResources | None = None) -> None:
         self._groups = groups
-        self.limits = requested or DEFAULT_LIMITS
+        self._machine = machine or MachineResources()
+        self.limits = self._machine.limits(requested)
         self._requested = requested is not None
         self._runtime_dir = runtime_dir
         self.enforcement = (groups.enforcement() if groups is not None else Enforcement(
             kind=GroupKind.NONE, problem="this host was wired without resource groups"))
 
     def metadata(self) -> dict[str, object]:
-        """The run node's `resources`: the limits in force and how they are enforced."""
+        """The run node's `resources`: the limits in force, how they are enforced, and the
+        machine's setting."""
         return {"limits": self.limits.model_dump(), "enforced": self.enforced,
-                "enforcement": self.enforcement.text()}
+                "enforcement": self.enforcement.text(), "machine": self._machine.text()}
 
     @property
     def enforced(self) -> bool:
@@ -75,10 +111,8 @@ class RunResources:
     def refused(self) -> str | None:
         """Why no round of this run may start: limits asked for that this machine cannot
         enforce (None: the rounds start, with or without groups)."""
-        if self._requested and not self.enforced:
-            return (f"the request asks for resource limits ({self.limits.text()}) and this "
-                    f"machine cannot enforce them: {self.enforcement.problem}")
-        return None
+        return self._machine.refusal(self._requested, None if self.enforced else (
+            self.enforcement.problem or "no control groups"), self.limits)
 
     def open(self, round_number: int) -> tuple[ResourceGroup | None, str | None]:
         """The round's group (None: limits not enforced), or why the round cannot start."""

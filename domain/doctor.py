@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from concorde_workers.domain.machine_resources import MachineResources
 from concorde_workers.domain.prerequisites import HOW_TO_PROVIDE
 from concorde_workers.domain.program_versions import (
     INSTALL_AGENTS,
@@ -89,6 +90,7 @@ class Facts:
     """The backends a run here will use: what is only another backend's is not needed."""
     backends_source: str = "no workers.json here and no --backend: every backend"
     resources: Enforcement | None = None
+    machine_resources: MachineResources | None = None
     """What this machine gives a run's resource limits (issue 20); None: not asked."""
 
 
@@ -244,17 +246,28 @@ def diagnose(facts: Facts) -> Diagnosis:
             "repair it as contract.workers.worker-configuration (README \"Run it on your own "
             "repository\")"))
     if facts.resources is not None:
-        checks.append(resources_check(facts.resources))
+        checks.append(resources_check(facts.resources, facts.machine_resources))
     return Diagnosis(tuple(checks), backends=used, backends_source=facts.backends_source)
 
 
-def resources_check(enforcement: Enforcement) -> Check:
-    """Said, never failing: a machine without groups runs without limits (and refuses a run
-    that asks for them), as plan and each round's resources.json say too."""
+def resources_check(enforcement: Enforcement,
+                    machine: MachineResources | None = None) -> Check:
+    """Said, never failing unless the machine's resources.json cannot be used (every run is
+    then refused): a machine without groups runs without limits (and refuses a run that asks
+    for them, or every run, as its setting says), as plan and each round's resources.json say
+    too."""
+    machine = machine or MachineResources()
+    if machine.problem is not None:
+        return Check("resource limits", False, machine.problem,
+                     "repair it as domain/machine_resources.py shows, or remove it")
+    said = f"{enforcement.text()}; defaults {machine.defaults.text()}"
     if enforcement.kind is GroupKind.NONE:
-        return Check("resource limits", True, f"{enforcement.text()}; runs go without them, and "
-                     "a request that asks for limits is refused", needed=False)
-    return Check("resource limits", True, enforcement.text())
+        refusal = machine.refusal(True, enforcement.problem or "no control groups")
+        unasked = machine.refusal(False, enforcement.problem or "no control groups")
+        runs = ("every run is refused" if unasked else "runs go without them, and a request "
+                "that asks for limits is refused" if refusal else "every run goes without them")
+        return Check("resource limits", True, f"{said}; {runs}", needed=False)
+    return Check("resource limits", True, said)
 
 
 __all__ = [

@@ -133,7 +133,8 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
         runner, place = container.check_runner(), place_for(request)
         programs = [runner.program(c, place) for c in checks]
         view = runner.view()
-    resources = RunResources(container.resource_groups(), request.resources, "")
+    resources = RunResources(container.resource_groups(), request.resources, "",
+                             container.machine_resources())
     if args.json:
         listed = [{**c.model_dump(), "program": p} for c, p in zip(checks, programs, strict=True)]
         print_json(

@@ -9,6 +9,9 @@ from fakes.agent import Round
 from fakes.resources import FakeResourceGroups
 from unit.test_cli_run import REQUEST_FILE, RESULT, RunWorld, world
 
+from concorde_workers.domain.machine_resources import MachineResources, WithoutGroups
+from concorde_workers.domain.resources import ResourceLimits
+
 NO_GROUPS = "no cgroup v1 pids and memory controllers and no cgroup v2 hierarchy here"
 
 
@@ -47,3 +50,50 @@ def test_without_limits_asked_a_run_on_such_a_machine_goes_on_without_them() -> 
     result = made.run("--json")
     assert result.status == 0, result.out
     assert len(made.runner.starts) == 1
+
+
+def test_a_machine_set_to_refuse_refuses_even_a_run_that_asked_for_no_limits() -> None:
+    made = world(Round.ok(RESULT))
+    groups = unenforced(made)
+    made.container.machine_resources.override(providers.Object(MachineResources(
+        without_groups=WithoutGroups.REFUSE, file="/etc/concorde/resources.json")))
+    shown = made.main("plan", REQUEST_FILE)
+    assert shown.status == 2, shown.out + shown.err
+    said = (f"this machine cannot enforce resource limits ({NO_GROUPS}) and its "
+            '/etc/concorde/resources.json says "without_groups": "refuse"')
+    assert said in shown.out
+    result = made.run("--json")
+    assert result.status == 1, result.out
+    assert result.json()["error"]["code"] == "launch_failed"
+    assert said in result.json()["error"]["detail"]
+    assert made.runner.starts == [] and groups.opened == []
+
+
+def test_a_machine_set_to_run_runs_a_run_that_asked_for_limits_without_them_and_says_so() -> None:
+    made = world(Round.ok(RESULT))
+    unenforced(made)
+    made.container.machine_resources.override(providers.Object(MachineResources(
+        without_groups=WithoutGroups.RUN, file="/etc/concorde/resources.json")))
+    shown = made.main("plan", REQUEST_FILE, "--max-processes", "64", "--json")
+    assert shown.status == 0, shown.out + shown.err
+    said = shown.json()["resources"]
+    assert said["enforced"] is False and said["refused"] is None
+    assert said["machine"] == "/etc/concorde/resources.json: without groups, run"
+    result = made.run("--max-processes", "64", "--json")
+    assert result.status == 0, result.out
+    assert len(made.runner.starts) == 1
+
+
+def test_a_machine_s_defaults_are_the_limits_under_the_request_s_own() -> None:
+    made = world(Round.ok(RESULT))
+    made.container.resource_groups.override(providers.Object(FakeResourceGroups()))
+    made.container.machine_resources.override(providers.Object(MachineResources(
+        defaults=ResourceLimits(processes=256, memory_mib=2048), file="/m/resources.json")))
+    limits = made.main("plan", REQUEST_FILE, "--max-memory", "1g", "--json").json()[
+        "resources"]["limits"]
+    assert limits == {"processes": 256, "memory_mib": 1024, "cpu_weight": 100, "tmp_mib": 512}
+    groups = FakeResourceGroups()
+    made.container.resource_groups.override(providers.Object(groups))
+    assert made.run("--max-memory", "1g", "--json").status == 0
+    assert [limits for _, limits in groups.opened] == [
+        ResourceLimits(processes=256, memory_mib=1024)]
