@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -86,6 +85,7 @@ from concorde_workers.adapters.process_pipes import (
     feed,
     pump,
 )
+from concorde_workers.adapters.programs import start_problem
 from concorde_workers.domain.launch import EXIT_STATUS_FD
 from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import ProcessStartFailed
@@ -164,11 +164,10 @@ class SubprocessRunner:
     ) -> SubprocessHandle:
         """Start `argv` (looked up on `env`'s PATH when it has no slash) in a new session with
         exactly `env`, in `cwd`. `stdin_text` is written as UTF-8 and then stdin is closed; None
-        gives an empty stdin (/dev/null). `timeout_seconds` (None: no limit) counts from now.
-
-        Raises `ProcessStartFailed` with the operating system's error text (which names the
-        program or the working directory) when the program cannot be started.
-        """
+        gives an empty stdin (/dev/null). `timeout_seconds` (None: no limit) counts from now;
+        `prefix` runs in front of argv (the port's docstring). Raises `ProcessStartFailed` with
+        the operating system's error text (which names the program or the working directory)
+        when the program cannot be started."""
         args = tuple(argv)
         if not args:
             raise ProcessStartFailed(args, "empty argument list")
@@ -176,10 +175,9 @@ class SubprocessRunner:
             raise ValueError("timeout_seconds must not be negative")
         # Encode before starting: a string that is not valid Unicode fails here, not in a thread.
         stdin_bytes = None if stdin_text is None else stdin_text.encode("utf-8")
-        if prefix:
-            # The prefix execs argv: a program that is not there would be the prefix's exit
-            # status, not the start failure it is.
-            _check_startable(args[0], env, cwd)
+        if prefix:  # it execs argv: a missing program is a start failure, not its exit status
+            if (missing := start_problem(args[0], env, cwd)) is not None:
+                raise ProcessStartFailed(args, missing)
             args = (*prefix, *args)
         args, report = report_pipe(args)
         args, status = report_pipe(args, EXIT_STATUS_FD)
@@ -206,19 +204,6 @@ class SubprocessRunner:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
-
-
-def _check_startable(program: str, env: Mapping[str, str], cwd: str) -> None:
-    """Raise `ProcessStartFailed` with the text `Popen` would give when `program` (looked up
-    on `env`'s PATH when it has no slash) cannot be executed."""
-    if "/" in program:
-        path: str | None = os.path.join(cwd, program)
-    else:
-        path = shutil.which(program, path=env.get("PATH", os.defpath))
-    if path is None or not os.path.isfile(path):
-        raise ProcessStartFailed((program,), f"[Errno 2] No such file or directory: '{program}'")
-    if not os.access(path, os.X_OK):
-        raise ProcessStartFailed((program,), f"[Errno 13] Permission denied: '{program}'")
 
 
 def _spawn(

@@ -1,9 +1,12 @@
 """Finding an agent program (domain/discovery.py): `$CONCORDE_<NAME>` when set (a path, or a
 name on PATH), else the program's own name on PATH, else the node_modules this copy of
-concorde-workers pinned it in (the checkout's, then the user data folder's)."""
+concorde-workers pinned it in (the checkout's, then the user data folder's); and whether a
+program can be started at all, as `exec` would find it (`start_problem`)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 
 from concorde_workers.domain.discovery import VARIABLES, Found, Installation, locate
@@ -27,3 +30,15 @@ def program_or_name(fs: FileSystem, name: str, environ: Mapping[str, str],
     """The program to run and whether it was found (when not, the name the launch will fail on)."""
     found = find_program(fs, name, environ, installations)
     return (found, True) if found else (environ.get(VARIABLES[name]) or name, False)
+
+
+def start_problem(program: str, env: Mapping[str, str], cwd: str) -> str | None:
+    """The text `Popen` gives when `program` (looked up on `env`'s PATH when it has no slash)
+    cannot be executed, or None."""
+    path = os.path.join(cwd, program) if "/" in program else shutil.which(
+        program, path=env.get("PATH", os.defpath))
+    if path is None or not os.path.isfile(path):
+        return f"[Errno 2] No such file or directory: '{program}'"
+    if not os.access(path, os.X_OK):
+        return f"[Errno 13] Permission denied: '{program}'"
+    return None
