@@ -65,12 +65,13 @@ def runtime_dir(world: ClaudeWorld) -> Path:
 
 def probe(world: ClaudeWorld, calls: Sequence[CallStep], summary: str = "probed", *,
           expect_ok: bool = True, rounds: int = 0, retries: int = 0,
-          validation: RoundValidation | None = None
+          validation: RoundValidation | None = None, resources: dict[str, int] | None = None
           ) -> tuple[ClaudeRun, list[tuple[str, bool]]]:
     """Run a script of one tool call per step, then a StructuredOutput result; return the run
     and the (text, is_error) tool result of every call, in order. A call may be a function,
     evaluated when its step is answered (when the runtime directory exists). The run must end
-    ok unless `expect_ok` is False; `rounds`, `retries` and `validation` are the run's."""
+    ok unless `expect_ok` is False; `rounds`, `retries`, `validation` and `resources` are the
+    run's."""
     results: list[tuple[str, bool]] = []
 
     def step(index: int) -> Callable[[dict[str, Any]], Reply]:
@@ -89,7 +90,7 @@ def probe(world: ClaudeWorld, calls: Sequence[CallStep], summary: str = "probed"
     limits = Limits(timeout_seconds=SLOW, max_turns=len(calls) + 2, rounds=rounds,
                     retries=retries, retry_delay_seconds=0)
     run = world.run(*(step(i) for i in range(len(calls) + 1)), limits=limits,
-                    validation=validation)
+                    validation=validation, resources=resources)
     assert run.server.failures == []
     if expect_ok:
         assert run.record.status == "ok", run.record.error
