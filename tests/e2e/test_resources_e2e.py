@@ -60,6 +60,7 @@ def test_a_fork_bomb_in_pi_s_bash_ends_the_round_at_the_process_limit(pi_world: 
     used = resources_of(run)
     assert used["limits"]["processes"] == 100 and used["enforced"] is True
     assert used["forks_refused"] > 0 and used["processes_peak"] == 100, used
+    print(f"pi fork bomb: {used}")
     no_group_left(run)
 
 
@@ -75,6 +76,7 @@ def test_a_memory_hog_in_pi_s_bash_is_killed_at_the_memory_limit(pi_world: PiWor
         run.record.error.detail)
     used = resources_of(run)
     assert used["oom_kills"] >= 1 and used["memory_peak_bytes"] >= 500 * 1024 * 1024, used
+    print(f"pi memory hog: {used}")
     no_group_left(run)
 
 
