@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from concorde_workers.domain.git_commands import (
     COMMANDS,
     GitCommand,
+    change_store_environment,
     git_argv,
     git_environment,
     sandboxed,
@@ -45,6 +46,7 @@ from concorde_workers.domain.git_status import (
     config_files,
     config_files_digest,
     decode_path,
+    encode_path,
     head_state,
     index_state,
     parse_branch_headers,
@@ -193,30 +195,39 @@ class GitCliReader:
 
     # -- running -------------------------------------------------------------------------------
 
-    def command_line(self, name: str, where: str | GitRepository,
-                     masked: Sequence[str] = ()) -> list[str]:
-        """The argv of table command `name` as this adapter runs it (sandbox included)."""
-        return sandboxed(self.sandbox, git_argv(self._git, COMMANDS[name], where), masked)
+    def command_line(self, name: str, where: str | GitRepository, masked: Sequence[str] = (),
+                     extra: Sequence[str] = (), store: str | None = None) -> list[str]:
+        """The argv of table command `name` as this adapter runs it (sandbox included), with
+        `extra` arguments after the table's; `store`: the change store it may write."""
+        argv = [*git_argv(self._git, COMMANDS[name], where), *extra]
+        return sandboxed(self.sandbox, argv, masked, [store] if store else [])
 
-    def environment(self, name: str, where: str | GitRepository) -> dict[str, str]:
+    def environment(self, name: str, where: str | GitRepository,
+                    store: str | None = None) -> dict[str, str]:
         """The environment of table command `name` as this adapter runs it."""
         command = COMMANDS[name]
         overrides = (filter_overrides(repository_filter_names(where))
                      if isinstance(where, GitRepository) else ())
-        return git_environment(self._git, command, where, overrides)
+        env = git_environment(self._git, command, where, overrides)
+        if command.store and store and isinstance(where, GitRepository):
+            env.update(change_store_environment(store, where.common_dir))
+        return env
 
-    def _run(self, name: str, where: str | GitRepository,
-             masked: Sequence[str] = ()) -> tuple[int, bytes]:
+    def _run(self, name: str, where: str | GitRepository, masked: Sequence[str] = (),
+             extra: Sequence[str] = (), stdin: bytes | None = None,
+             store: str | None = None) -> tuple[int, bytes]:
         """Run table command `name`; (returncode, stdout bytes). A return code outside the
         command's answers, a timeout or a failure to start raises `GitCommandFailed`."""
         command: GitCommand = COMMANDS[name]
-        argv = self.command_line(name, where, masked)
+        if command.store and store is None:
+            raise ValueError(f"{name} runs only against a change store")
+        argv = self.command_line(name, where, masked, extra, store)
         try:
             proc = subprocess.run(
                 argv,
-                stdin=subprocess.DEVNULL,
+                input=stdin if stdin is not None else b"",
                 capture_output=True,
-                env=self.environment(name, where),
+                env=self.environment(name, where, store),
                 timeout=self._timeout,
                 check=False,
             )
@@ -301,6 +312,25 @@ class GitCliReader:
             raise GitCommandFailed(self.command_line("config_blob", repo),
                                    "HEAD changed while the committed file was read", 0)
         return data
+
+    # -- ChangeTrees: a round's change (issue 21 §1) ------------------------------------------
+
+    def change_tree(self, repo: GitRepository, store: str, paths: Sequence[str],
+                    base: bool = False) -> str:
+        os.makedirs(os.path.join(store, "objects"), mode=0o700, exist_ok=True)
+        if base:
+            code, _ = self._run("head_commit", repo)
+            self._run("changes_base", repo, extra=["HEAD"] if code == 0 else ["--empty"],
+                      store=store)
+        if paths:
+            listed = b"".join(encode_path(p) + b"\0" for p in paths)
+            self._run("changes_add", repo, stdin=listed, store=store)
+        _, out = self._run("changes_tree", repo, store=store)
+        return out.decode("ascii", "replace").strip()
+
+    def change_patch(self, repo: GitRepository, store: str, old: str, new: str) -> bytes:
+        _, out = self._run("changes_patch", repo, extra=[old, new], store=store)
+        return out
 
     def config_digest(self, repo: GitRepository) -> str:
         hooks = f"{repo.common_dir}/hooks"

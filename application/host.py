@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.changes import keeper_for
 from concorde_workers.application.outcomes import (
     LinkContext,
     cleanup_link,
@@ -279,8 +280,8 @@ class WorkerHost:
             fs=self._fs, clock=self._clock, random=self._random, processes=self._processes,
             tracer=run.tracer, progress=run.progress, prepared=prepared, observer=observer,
             snapshot=snapshot, validation=run.validation, cancel=run.cancel, state=state,
-            resources=run.resources,
-        ))
+            resources=run.resources, changes=keeper_for(self._git, self._fs, prepared,
+                                                        run.tracer, state)))
         result = runner.run_all()
         if result.interrupted or run.cancel.is_set():
             self._leave_git_metadata(state, "the run was interrupted, and an interruption leaves "

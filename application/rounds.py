@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from concorde_workers.application.activity import ActivityFlusher, follow
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.changes import ChangeKeeper
 from concorde_workers.application.confinement import confinement_launch_problem
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.program_identity import program_changed
@@ -81,6 +82,7 @@ class RoundContext:
     cancel: Cancellation
     state: RunState
     resources: RunResources = field(default_factory=RunResources.none)
+    changes: ChangeKeeper | None = None  # each round's change kept (issue 21); None: none
 
 
 @dataclass
@@ -124,6 +126,8 @@ class RoundRunner:
         context = self.context
         kind, prompt, continues = RoundKind.INITIAL, context.prepared.brief, False
         resumes = retries = 0
+        if context.changes is not None:
+            context.changes.start(context.snapshot)
         while True:
             round_state = self._launch(kind, prompt, continues)
             if context.cancel.is_set():
@@ -340,6 +344,10 @@ class RoundRunner:
         round_state.git_metadata = context.observer.git_metadata(context.snapshot,
                                                                  observation.files)
         self._unchanged = worktree_unchanged(context.snapshot, observation)
+        if context.changes is not None:
+            context.changes.keep(round_state.number, round_state.audit, observation)
+            round_state.files = context.tracer.round_files(context.state.layout,
+                                                           round_state.number)
 
     def _audit_quietly(self, round_state: RoundState) -> None:
         try:

@@ -26,7 +26,10 @@ paths and the filter overrides. What the table guarantees for every call:
   names them (`--git-dir`, `--work-tree`), so a `.git` file the worker changed decides nothing.
 - *Read-only.* `--no-optional-locks` and `GIT_OPTIONAL_LOCKS=0`: `git status` never writes
   its stat refresh into the index; `core.untrackedCache=false`: no untracked cache is read from
-  or written into it. `--literal-pathspecs`: a path is never a pattern.
+  or written into it. `--literal-pathspecs`: a path is never a pattern. The four `changes_*`
+  commands (a round's change as evidence, issue 21) write, but only into the run's change
+  store (its own `GIT_INDEX_FILE` and `GIT_OBJECT_DIRECTORY`, the one directory the sandbox
+  binds writable); the repository's objects are read behind it, never written.
 
 Where bubblewrap is present, every call also runs in `SANDBOX_ARGS`: the whole system read-only,
 a fresh /dev and /proc, no network and new namespaces, a new session, dying with the host, as
@@ -65,6 +68,11 @@ class GitCommand(BaseModel):
     scope: Scope
     ceiling: bool = False
     ok: tuple[int, ...] = (0,)
+    config: tuple[tuple[str, str], ...] = ()
+    """Settings of this command alone, over the repository's (through `GIT_CONFIG_COUNT`)."""
+    store: bool = False
+    """It reads and writes the run's own change store (`change_store_environment`), never
+    the repository's index or objects."""
     why: str
 
 
@@ -82,6 +90,20 @@ SAFETY_CONFIG: tuple[tuple[str, str], ...] = (
     ("protocol.allow", "never"),
 )
 """`-c` settings of every call: they win over the repository's own configuration."""
+
+DIFF_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.quotePath", "false"),
+    ("diff.noprefix", "false"),
+    ("diff.mnemonicPrefix", "false"),
+    ("diff.relative", "false"),
+    ("diff.suppressBlankEmpty", "false"),
+    ("diff.algorithm", "myers"),
+    ("diff.context", "3"),
+    ("diff.interHunkContext", "0"),
+    ("color.ui", "never"),
+)
+"""What the patch's shape must not take from the repository's configuration: `a/` and `b/`
+prefixes, paths quoted only where Git must, three lines of context."""
 
 COMMANDS: dict[str, GitCommand] = {command.name: command for command in (
     GitCommand(
@@ -127,6 +149,26 @@ COMMANDS: dict[str, GitCommand] = {command.name: command for command in (
         scope=Scope.REPOSITORY,
         why="the worker configuration is read as committed (issue 18 §4): the committed "
             "bytes, never the working copy a worker may have rewritten"),
+    GitCommand(
+        name="changes_base", args=("read-tree",), scope=Scope.REPOSITORY, store=True,
+        why="a round's change (issue 21 §1): the store's index starts as HEAD's tree (the "
+            "adapter appends HEAD, or --empty on an unborn branch)"),
+    GitCommand(
+        name="changes_add", args=("update-index", "--add", "--remove", "--replace", "-z",
+                                  "--stdin"),
+        scope=Scope.REPOSITORY, store=True,
+        why="a round's change: the content of the changed rw paths the host names on stdin, "
+            "hashed into the store"),
+    GitCommand(
+        name="changes_tree", args=("write-tree",), scope=Scope.REPOSITORY, store=True,
+        why="a round's change: the tree of the worktree's rw state, in the store"),
+    GitCommand(
+        name="changes_patch",
+        args=("diff-tree", "-r", "-p", "--binary", "--full-index", "--no-renames",
+              "--no-ext-diff", "--no-textconv", "--no-color"),
+        scope=Scope.REPOSITORY, store=True, config=DIFF_CONFIG,
+        why="a round's change: the patch between the trees at the round's start and end (the "
+            "adapter appends both)"),
 )}
 
 BASE_ENVIRONMENT: dict[str, str] = {
@@ -194,6 +236,7 @@ def git_environment(git: str, command: GitCommand, where: str | GitRepository,
     through `GIT_CONFIG_COUNT`, which carries a key and its value apart, so no name of the
     repository's can be read as another setting."""
     env = dict(BASE_ENVIRONMENT)
+    config = (*config, *command.config)
     env["PATH"] = ":".join(dict.fromkeys([posixpath.dirname(git) or "/usr/bin",
                                           *SYSTEM_PATH.split(":")]))
     if command.ceiling and isinstance(where, str):
@@ -213,13 +256,25 @@ MAX_MASKED = 256
 read-only, its reads bounded by the adapter's timeout)."""
 
 
-def sandboxed(bwrap: str | None, argv: Sequence[str], masked: Sequence[str] = ()) -> list[str]:
+def sandboxed(bwrap: str | None, argv: Sequence[str], masked: Sequence[str] = (),
+              writable: Sequence[str] = ()) -> list[str]:
     """`argv` inside bubblewrap's read-only, network-less sandbox, or as it is without one.
     Each of `masked` (absolute directories) is an empty read-only directory inside: a
     submodule path the host walks itself, whose `.git` (a worker may have planted one, even a
-    FIFO that would block whoever opens it) Git then never reads."""
+    FIFO that would block whoever opens it) Git then never reads. Each of `writable` (the
+    run's change store, a directory of the host's own) is the one place it may write."""
     if not bwrap:
         return list(argv)
     mounts = [arg for path in masked for arg in ("--tmpfs", path, "--remount-ro", path)] \
         if len(masked) <= MAX_MASKED else []
-    return [bwrap, *SANDBOX_ARGS, *mounts, "--", *argv]
+    binds = [arg for path in writable for arg in ("--bind", path, path)]
+    return [bwrap, *SANDBOX_ARGS, *binds, *mounts, "--", *argv]
+
+
+def change_store_environment(store: str, common_dir: str) -> dict[str, str]:
+    """What points a store command at the run's change store (issue 21 §1): its own index
+    and object directory, the repository's objects readable behind them (the blobs of HEAD's
+    tree), so the repository's index and objects are never written."""
+    return {"GIT_INDEX_FILE": posixpath.join(store, "index"),
+            "GIT_OBJECT_DIRECTORY": posixpath.join(store, "objects"),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": posixpath.join(common_dir, "objects")}

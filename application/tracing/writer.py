@@ -19,6 +19,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from concorde_workers.domain.changes import CHANGES_FILE
 from concorde_workers.domain.errors import Evidence
 from concorde_workers.domain.layout import (
     BRIEF_FILE,
@@ -234,12 +235,24 @@ class TraceWriter:
             return self._artifact_failure(path, error)
         return None
 
+    def write_round_file(self, layout: RunLayout, n: int, name: str, data: bytes) -> str | None:
+        """Keep `data` as round `n`'s artifact `name` (`changes.patch`, issue 21), listed in
+        its node's files; the failure text when refused (also in `artifact_failures`)."""
+        path = posixpath.join(layout.round_dir(n), name)
+        try:
+            self._fs.makedirs(layout.round_dir(n))
+            self._fs.write_atomic(path, data)
+        except FileSystemError as error:
+            return self._artifact_failure(path, error)
+        return None
+
     def round_files(self, layout: RunLayout, n: int) -> tuple[NodeFile, ...]:
         """Round `n`'s artifact `stderr.log`, when it exists, with its sha256 digest, its path
         relative to the round's folder (seed 002: the round's standard error is the artifact
         stderr.log). One that cannot be digested is left out and noted in `artifact_failures`."""
         files: list[NodeFile] = []
-        for path in (layout.round_stderr(n), posixpath.join(layout.round_dir(n), RESOURCES_FILE)):
+        for path in (layout.round_stderr(n), *(posixpath.join(layout.round_dir(n), name)
+                                              for name in (RESOURCES_FILE, CHANGES_FILE))):
             if not self._fs.lexists(path):
                 continue
             try:

@@ -165,7 +165,8 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
     """Every command of the table, through the adapter's port methods."""
     assert {c.name for c in COMMANDS.values()} == {
         "toplevel", "git_dir", "common_dir", "worktree_list", "status", "index",
-        "head_commit", "config_entry", "config_blob"}
+        "head_commit", "config_entry", "config_blob", "changes_base", "changes_add",
+        "changes_tree", "changes_patch"}
     for where in (repo.worktree, repo.primary):
         git.toplevel(str(where))
         git.git_dirs(str(where))
@@ -174,6 +175,13 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
     git.index(repo.repo)
     git.config_digest(repo.repo)
     assert git.committed_config(repo.repo) == b".concorde/workers.json\n"
+    # A round's change (issue 21): hashed through every filter the repository names, diffed
+    # with its diff drivers: none of them may run.
+    store = str(repo.root / "change-store")
+    (repo.worktree / "src" / "app" / "main.py").write_text("changed\n")
+    start = git.change_tree(repo.repo, store, [], base=True)
+    end = git.change_tree(repo.repo, store, ["src/app/main.py", "a.txt"])
+    assert b"+changed\n" in git.change_patch(repo.repo, store, start, end)
 
 
 @pytest.mark.req("Every round is audited")

@@ -14,6 +14,7 @@ from concorde_workers.domain.git_commands import (
     SANDBOX_ARGS,
     GitCommand,
     Scope,
+    change_store_environment,
     git_argv,
     git_environment,
     sandboxed,
@@ -40,6 +41,13 @@ EXPECTED_ARGS: dict[str, tuple[str, ...]] = {
     "head_commit": ("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
     "config_entry": ("ls-tree", "-z", "-l", "HEAD", "--", ".concorde/workers.json"),
     "config_blob": ("cat-file", "blob", "HEAD:.concorde/workers.json"),
+    # A round's change (issue 21 §1): only into the run's change store (GIT_INDEX_FILE,
+    # GIT_OBJECT_DIRECTORY), paths on stdin, a patch that runs no diff driver.
+    "changes_base": ("read-tree",),
+    "changes_add": ("update-index", "--add", "--remove", "--replace", "-z", "--stdin"),
+    "changes_tree": ("write-tree",),
+    "changes_patch": ("diff-tree", "-r", "-p", "--binary", "--full-index", "--no-renames",
+                      "--no-ext-diff", "--no-textconv", "--no-color"),
 }
 REQUIRED_CONFIG = {
     "core.fsmonitor": "false",           # no fsmonitor hook
@@ -113,6 +121,10 @@ def test_every_command_runs_in_an_environment_built_whole(name: str) -> None:
     expected = {**BASE_ENVIRONMENT, "PATH": "/usr/bin:/bin"}
     if command.ceiling:
         expected["GIT_CEILING_DIRECTORIES"] = "/r/.claude/worktrees"
+    if command.config:  # the command's own settings, over the repository's
+        expected["GIT_CONFIG_COUNT"] = str(len(command.config))
+        for index, (key, value) in enumerate(command.config):
+            expected[f"GIT_CONFIG_KEY_{index}"], expected[f"GIT_CONFIG_VALUE_{index}"] = key, value
     assert env == expected
     assert env["HOME"] == "/dev/null" and env["GIT_CONFIG_GLOBAL"] == "/dev/null"
     assert env["GIT_CONFIG_NOSYSTEM"] == env["GIT_ATTR_NOSYSTEM"] == "1"
@@ -157,3 +169,24 @@ def test_masked_directories_are_empty_and_read_only_in_the_sandbox() -> None:
     assert sandboxed(None, [GIT, "status"], ["/w/src/vendor"]) == [GIT, "status"]
     many = [f"/w/m{i}" for i in range(300)]
     assert "--tmpfs" not in sandboxed("/usr/bin/bwrap", [GIT, "status"], many)
+
+
+def test_a_store_command_writes_only_into_the_run_s_change_store() -> None:
+    """Issue 21 §1: the store's index and objects, the repository's objects only read."""
+    assert {name for name, c in COMMANDS.items() if c.store} == {
+        "changes_base", "changes_add", "changes_tree", "changes_patch"}
+    assert change_store_environment("/rt/control/changes", "/r/.git") == {
+        "GIT_INDEX_FILE": "/rt/control/changes/index",
+        "GIT_OBJECT_DIRECTORY": "/rt/control/changes/objects",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/r/.git/objects"}
+    argv = sandboxed("/usr/bin/bwrap", ["git", "write-tree"], writable=["/rt/control/changes"])
+    assert argv[:len(SANDBOX_ARGS) + 1] == ["/usr/bin/bwrap", *SANDBOX_ARGS]
+    assert argv[len(SANDBOX_ARGS) + 1:] == ["--bind", "/rt/control/changes",
+                                            "/rt/control/changes", "--", "git", "write-tree"]
+
+
+def test_the_patch_takes_no_shape_from_the_repository_s_configuration() -> None:
+    assert dict(COMMANDS["changes_patch"].config) == {
+        "core.quotePath": "false", "diff.noprefix": "false", "diff.mnemonicPrefix": "false",
+        "diff.relative": "false", "diff.suppressBlankEmpty": "false", "diff.algorithm": "myers",
+        "diff.context": "3", "diff.interHunkContext": "0", "color.ui": "never"}

@@ -1,0 +1,112 @@
+"""Each round's change kept as evidence (issue 21 §1): `rounds/<n>/changes.patch`.
+
+`ChangeKeeper.start` hashes the worktree's `rw` state at the snapshot into the run's change
+store (the runtime directory's `control/changes`); `keep` after each round's audit hashes the
+changed `rw` paths again, writes the patch between the two trees (domain/changes.py decides
+what goes in) and moves on. The Git calls are the host's own table (`changes_*`), in its
+sandbox, writing only into the store. A failure of Git is said in the round's file, never
+raised: the round's own ending stands.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+
+from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.run_state import RunState
+from concorde_workers.application.tracing.writer import TraceWriter
+from concorde_workers.domain.audit import Audit, FileState, Observation, Snapshot
+from concorde_workers.domain.changes import (
+    CHANGES_FILE,
+    content_paths,
+    named_lines,
+    no_patch_file,
+    patch_file,
+    round_changed,
+)
+from concorde_workers.domain.git_status import GitRepository
+from concorde_workers.domain.grant import Grant
+from concorde_workers.domain.layout import RunLayout, RuntimeLayout
+from concorde_workers.domain.paths import EntryKind
+from concorde_workers.ports.changes import ChangeTrees
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.git import GitCommandFailed
+
+__all__ = ["CHANGE_STORE", "ChangeKeeper", "keeper_for"]
+
+CHANGE_STORE = "changes"
+"""The change store's folder in the runtime directory's control/ (read-only to the worker)."""
+
+
+class ChangeKeeper:
+    """The change store of one run and the tree of the worktree's `rw` state so far."""
+
+    def __init__(self, trees: ChangeTrees, fs: FileSystem, repo: GitRepository, grant: Grant,
+                 store: str, tracer: TraceWriter, layout: RunLayout) -> None:
+        self._trees, self._fs, self._repo, self._grant = trees, fs, repo, grant
+        self._store, self._tracer, self._layout = store, tracer, layout
+        self._tree: str | GitCommandFailed | None = None
+        self._snapshot: Snapshot | None = None
+        self._before: Mapping[str, FileState | None] | None = None
+        self._touched: set[str] = set()
+
+    def _size(self, rel: str) -> int | None:
+        try:
+            found = self._fs.stat(posixpath.join(self._repo.worktree, rel))
+        except FileSystemError:
+            return None
+        return found.size if found.kind in (EntryKind.FILE, EntryKind.SYMLINK) else None
+
+    def start(self, snapshot: Snapshot) -> None:
+        """The tree of the worktree's `rw` state before the first round."""
+        self._snapshot = snapshot
+        paths = content_paths(self._grant, snapshot.files, snapshot.files, self._size)
+        self._touched.update(paths)
+        try:
+            self._tree = self._trees.change_tree(self._repo, self._store, paths, base=True)
+        except GitCommandFailed as failed:
+            self._tree = failed
+
+    def keep(self, number: int, result: Audit, observation: Observation) -> None:
+        """Write round `number`'s patch, from the tree at its start to the tree now."""
+        if self._snapshot is None:
+            return
+        before = self._before if self._before is not None else self._snapshot.files
+        changed = round_changed(result.changed, before, observation.files)
+        # A path kept before is hashed again: one a later round set back as HEAD has it is
+        # listed by no audit, and its patch shows the way back.
+        listed = set(result.changed)
+        candidates = [*result.changed, *sorted(p for p in self._touched if p not in listed)]
+        kept = content_paths(self._grant, candidates, observation.files, self._size)
+        self._touched.update(kept)
+        text = self._patch(number, kept, named_lines(
+            self._grant, changed, observation.files, kept))
+        self._before = observation.files
+        self._tracer.write_round_file(self._layout, number, CHANGES_FILE, text)
+
+    def _patch(self, number: int, kept: tuple[str, ...], named: tuple[str, ...]) -> bytes:
+        start = self._tree
+        if not isinstance(start, str):
+            why = start.output if start is not None else "the store was not started"
+            return no_patch_file(number, f"the tree at the round's start could not be made: "
+                                 f"{why}")
+        try:
+            end = self._trees.change_tree(self._repo, self._store, kept)
+            diff = self._trees.change_patch(self._repo, self._store, start, end)
+        except GitCommandFailed as failed:
+            self._tree = failed
+            return no_patch_file(number, f"Git could not make the patch: {failed.output}")
+        self._tree = end
+        return patch_file(number, diff, named)
+
+
+def keeper_for(git: object, fs: FileSystem, prepared: Prepared, tracer: TraceWriter,
+               state: RunState) -> ChangeKeeper | None:
+    """The run's keeper when the host's Git keeps trees (the real one does; a fake world's
+    Git keeps none, and its rounds no patch)."""
+    if not isinstance(git, ChangeTrees):
+        return None
+    store = posixpath.join(RuntimeLayout(root=state.runtime_dir).control, CHANGE_STORE)
+    return ChangeKeeper(git, fs, prepared.repository, prepared.grant, store, tracer,
+                        state.layout)

@@ -1,0 +1,31 @@
+"""The capability of keeping a worktree's content as trees and telling two apart (issue 21
+§1): a round's change as evidence.
+
+A `ChangeTrees` hashes the named paths of a worktree into a store of the run's own (an index
+and an object directory; never the repository's) and gives the tree, and gives the binary-safe
+patch between two of its trees. The real one is the host's Git (adapters/git.py, the table's
+`changes_*` commands, in its sandbox); a world without it keeps no patch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from concorde_workers.domain.git_status import GitRepository
+
+__all__ = ["ChangeTrees"]
+
+
+@runtime_checkable
+class ChangeTrees(Protocol):
+    def change_tree(self, repo: GitRepository, store: str, paths: Sequence[str],
+                    base: bool = False) -> str:
+        """The tree of the store's index after hashing `paths` (worktree-relative; a missing
+        one removed) into it; `base`: the index starts over as HEAD's tree (empty on an
+        unborn branch). Raises `GitCommandFailed`."""
+        ...
+
+    def change_patch(self, repo: GitRepository, store: str, old: str, new: str) -> bytes:
+        """Git's binary-safe patch from tree `old` to tree `new`. Raises `GitCommandFailed`."""
+        ...
