@@ -22,6 +22,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from concorde_workers.adapters.cli.diff import patch_text
 from concorde_workers.adapters.cli.display import ProgressWatcher
 from concorde_workers.adapters.cli.flags import declarations, flags_of
 from concorde_workers.adapters.cli.operation_plan import plan_operation
@@ -43,12 +44,14 @@ from concorde_workers.application.resources import RunResources
 from concorde_workers.application.sweep import sweep_account
 from concorde_workers.application.tracing.reader import (
     RECORD_UNREADABLE,
+    read_patch,
     read_programs,
     read_record,
     read_resources,
 )
 from concorde_workers.domain.checks import Check, format_seconds
 from concorde_workers.domain.errors import Code, Reason, Refusal
+from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import RunRequest
 from concorde_workers.domain.text import terminal_lines
 from concorde_workers.ports.filesystem import FileSystem
@@ -397,6 +400,9 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
             err,
         )
         return ExitStatus.REFUSED
+    if args.diff:
+        plain = bool(container.environ().get("NO_COLOR"))
+        return _show_diff(args, record, run_dir, fs, out, err, plain)
     print_record(
         record,
         args.json,
@@ -404,4 +410,19 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         read_programs(fs, run_dir),
         read_resources(fs, run_dir, len(record.rounds)),
     )
+    return ExitStatus.OK
+
+
+def _show_diff(args: argparse.Namespace, record: RunRecord, run_dir: str, fs: FileSystem,
+               out: TextIO, err: TextIO, plain: bool) -> ExitStatus:
+    """Each round's changes.patch (issue 21 §2); a round the run does not have is refused."""
+    rounds = [r.round for r in record.rounds]
+    if args.round_number is not None and args.round_number not in rounds:
+        had = ", ".join(map(str, rounds)) or "none"
+        err.write(f"error: --round {args.round_number}: the run has no such round (its rounds: "
+                  f"{had}); give one of them, or leave --round out for all\n")
+        return ExitStatus.REFUSED
+    asked = [args.round_number] if args.round_number is not None else rounds
+    colour = out.isatty() and not plain
+    out.write(patch_text([(n, read_patch(fs, run_dir, n)) for n in asked], colour))
     return ExitStatus.OK

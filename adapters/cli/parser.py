@@ -179,6 +179,11 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("run_dir", metavar="RUN_DIR",
                       help="the run directory, <parent>/workers/<run-id>/")
     show.add_argument("--json", action="store_true", help="print the run record as JSON")
+    show.add_argument("--diff", action="store_true",
+                      help="print each round's change (rounds/<n>/changes.patch) instead of "
+                           "the account: coloured on a terminal, plain when piped")
+    show.add_argument("--round", type=int, metavar="N", dest="round_number",
+                      help="with --diff: only round N")
     sweep = commands.add_parser(
         "sweep", help="remove the runtime directories of hosts that died, finish their records",
         description="Remove the runtime directories (credential copies first) whose host died "

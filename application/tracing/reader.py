@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from concorde_workers.application.tracing.record import record_of_node
 from concorde_workers.domain import json_limits
 from concorde_workers.domain.brief import worktree_of_brief
+from concorde_workers.domain.changes import CHANGES_FILE, MAX_PATCH_BYTES
 from concorde_workers.domain.claude_settings import digest_text
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.errors import Reason, Refusal
@@ -27,6 +28,7 @@ from concorde_workers.domain.layout import (
     STDERR_TAIL_BYTES,
     RunLayout,
 )
+from concorde_workers.domain.paths import EntryKind
 from concorde_workers.domain.program_versions import ProgramVersion, parse_programs_document
 from concorde_workers.domain.records import (
     WORKER_ROUND,
@@ -43,6 +45,7 @@ __all__ = [
     "RECORD_UNREADABLE",
     "WORKTREE_UNKNOWN",
     "read_node",
+    "read_patch",
     "read_programs",
     "read_progress",
     "read_record",
@@ -327,3 +330,26 @@ def read_programs(fs: FileSystem, run_dir: str) -> tuple[ProgramVersion, ...]:
     except (FileSystemError, ValueError):
         return ()
     return parse_programs_document(data) or ()
+
+
+MAX_PATCH_READ_BYTES = MAX_PATCH_BYTES + 64 * 1024
+"""The most a round's changes.patch read back may hold: the patch's own bound, its header and
+named lines besides."""
+
+
+def read_patch(fs: FileSystem, run_dir: str, n: int) -> str | None:
+    """Round `n`'s changes.patch (issue 21), None when the round kept none (a run from before
+    the patches, a host without them); a file that cannot be read is said in its place. Bytes
+    that are not UTF-8 (a patch of a Latin-1 file) come back as lone surrogates, which every
+    printer escapes."""
+    path = posixpath.join(run_dir, "rounds", str(n), CHANGES_FILE)
+    if not fs.lexists(path):
+        return None
+    try:
+        found = fs.stat(path)
+        if found.kind is not EntryKind.FILE or found.size > MAX_PATCH_READ_BYTES:
+            return (f"# {path} cannot be read: not a regular file of at most "
+                    f"{MAX_PATCH_READ_BYTES} bytes\n")
+        return fs.read_bytes(path).decode("utf-8", "surrogateescape")
+    except FileSystemError as error:
+        return f"# {path} cannot be read: {error.os_error_text}\n"
