@@ -32,6 +32,7 @@ from concorde_workers.adapters.cli.output import (
     print_refusal,
     status_of,
 )
+from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.cli.signals import cancel_on_signals
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
@@ -39,6 +40,7 @@ from concorde_workers.adapters.cli.wiring import ExampleRepository, Wiring
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import place_for
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
+from concorde_workers.application.report import gather
 from concorde_workers.application.requests import invalid
 from concorde_workers.application.resources import RunResources
 from concorde_workers.application.sweep import sweep_account
@@ -53,8 +55,8 @@ from concorde_workers.domain.checks import Check, format_seconds
 from concorde_workers.domain.errors import Code, Reason, Refusal
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.text import terminal_lines
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.domain.text import escape_controls, terminal_lines
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 if TYPE_CHECKING:
     from concorde_workers.application.host import WorkerHost
@@ -391,6 +393,8 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
             err,
         )
         return ExitStatus.REFUSED
+    if args.html:
+        return _show_html(args.html, run_dir, container.cwd(), fs, out, err)
     record = read_record(fs, run_dir)
     if isinstance(record, Refusal):
         print_refusal(
@@ -425,4 +429,21 @@ def _show_diff(args: argparse.Namespace, record: RunRecord, run_dir: str, fs: Fi
     asked = [args.round_number] if args.round_number is not None else rounds
     colour = out.isatty() and not plain
     out.write(patch_text([(n, read_patch(fs, run_dir, n)) for n in asked], colour))
+    return ExitStatus.OK
+
+
+def _show_html(file: str, run_dir: str, cwd: str, fs: FileSystem, out: TextIO,
+               err: TextIO) -> ExitStatus:
+    """The run's report as one HTML page (issue 21 §3); a damaged trace gets a page that says
+    so. The page is written atomically, never through a link at FILE."""
+    target = posixpath.normpath(posixpath.join(cwd, file))
+    page = report_html(gather(fs, run_dir))
+    try:
+        fs.write_atomic(target, page)
+    except FileSystemError as error:
+        err.write(f"error: the report cannot be written to {escape_controls(target)}: "
+                  f"{escape_controls(error.os_error_text)}; give --html a file in a folder "
+                  "that exists and can be written\n")
+        return ExitStatus.REFUSED
+    out.write(f"report: {escape_controls(target)} ({len(page.encode())} bytes)\n")
     return ExitStatus.OK

@@ -184,6 +184,9 @@ def parser() -> argparse.ArgumentParser:
                            "the account: coloured on a terminal, plain when piped")
     show.add_argument("--round", type=int, metavar="N", dest="round_number",
                       help="with --diff: only round N")
+    show.add_argument("--html", metavar="FILE",
+                      help="write a self-contained HTML report of the run to FILE (no network, "
+                           "no external asset) instead of the account")
     sweep = commands.add_parser(
         "sweep", help="remove the runtime directories of hosts that died, finish their records",
         description="Remove the runtime directories (credential copies first) whose host died "

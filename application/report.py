@@ -1,0 +1,87 @@
+"""What a run's report shows (issue 21 §3), gathered from its run directory alone: a report
+works on a trace copied to another machine.
+
+Everything is read bounded through application/tracing/reader.py; what cannot be read is said
+(`problems`), never raised: a damaged trace still gets a report of what is left.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+from concorde_workers.application.tracing.calls import ToolCall, tool_calls
+from concorde_workers.application.tracing.reader import (
+    read_patch,
+    read_programs,
+    read_record,
+    read_resources,
+)
+from concorde_workers.domain import json_limits
+from concorde_workers.domain.layout import GRANT_FILE, TRANSCRIPT_FILE
+from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.program_versions import ProgramVersion
+from concorde_workers.domain.records import RunRecord
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+
+__all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather"]
+
+MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+"""The most of a transcript a report reads: past it the calls are those of its first part."""
+
+
+@dataclass
+class ReportInput:
+    run_dir: str
+    record: RunRecord | None
+    problems: list[str] = field(default_factory=list)
+    programs: tuple[ProgramVersion, ...] = ()
+    resources: dict[int, dict[str, Any]] = field(default_factory=dict)
+    patches: dict[int, str | None] = field(default_factory=dict)
+    grant: dict[str, Any] | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+
+
+def _grant(fs: FileSystem, run_dir: str, problems: list[str]) -> dict[str, Any] | None:
+    path = posixpath.join(run_dir, GRANT_FILE)
+    try:
+        data = json_limits.loads(read_regular_text(fs, path, 4 * 1024 * 1024))
+    except (FileSystemError, ValueError) as error:
+        problems.append(f"{path} cannot be read: {error}")
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _transcript(fs: FileSystem, run_dir: str, problems: list[str]) -> list[str]:
+    path = posixpath.join(run_dir, TRANSCRIPT_FILE)
+    try:
+        found = fs.stat(path)
+        if found.kind is not EntryKind.FILE:
+            problems.append(f"{path} is not a regular file: its tool calls are not shown")
+            return []
+        data = fs.read_bytes(path)[:MAX_TRANSCRIPT_BYTES]
+    except FileSystemError as error:
+        if not error.not_found:
+            problems.append(f"{path} cannot be read: {error.os_error_text}")
+        return []
+    if found.size > MAX_TRANSCRIPT_BYTES:
+        problems.append(f"{path} holds {found.size} bytes: the calls of its first "
+                        f"{MAX_TRANSCRIPT_BYTES} bytes are shown")
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def gather(fs: FileSystem, run_dir: str) -> ReportInput:
+    """Everything the report shows of the run in `run_dir`."""
+    record = read_record(fs, run_dir)
+    if not isinstance(record, RunRecord):
+        return ReportInput(run_dir=run_dir, record=None,
+                           problems=[f"the trace is damaged: {record.message}"])
+    made = ReportInput(run_dir=run_dir, record=record)
+    rounds = len(record.rounds)
+    made.programs = read_programs(fs, run_dir)
+    made.resources = read_resources(fs, run_dir, rounds)
+    made.patches = {n: read_patch(fs, run_dir, n) for n in range(1, rounds + 1)}
+    made.grant = _grant(fs, run_dir, made.problems)
+    made.calls = tool_calls(_transcript(fs, run_dir, made.problems), record.backend)
+    return made
