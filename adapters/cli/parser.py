@@ -171,6 +171,21 @@ def parser() -> argparse.ArgumentParser:
                           "in (required; it must exist)")
     _check_argument(run)
     _declare_argument(run)
+    _show_command(commands)
+    sweep = commands.add_parser(
+        "sweep", help="remove the runtime directories of hosts that died, finish their records",
+        description="Remove the runtime directories (credential copies first) whose host died "
+                    "without a chance to act (SIGKILL, the out-of-memory killer) and finish "
+                    "their runs' records as interrupted. Exit 0 when every stale directory is "
+                    "gone, 1 when one remains or a record could not be written, 2 when the "
+                    "runtime parent cannot be listed. `run` sweeps before each run too.")
+    sweep.add_argument("--json", action="store_true", help="print what was done as JSON")
+    _demo_command(commands)
+    _setup_commands(commands)
+    return top
+
+
+def _show_command(commands: Any) -> None:
     show = commands.add_parser(
         "show", help="print the account of a run that ended, from its run directory",
         description="Rebuild the run record from a run directory <parent>/workers/<run-id>/ "
@@ -187,14 +202,3 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("--html", metavar="FILE",
                       help="write a self-contained HTML report of the run to FILE (no network, "
                            "no external asset) instead of the account")
-    sweep = commands.add_parser(
-        "sweep", help="remove the runtime directories of hosts that died, finish their records",
-        description="Remove the runtime directories (credential copies first) whose host died "
-                    "without a chance to act (SIGKILL, the out-of-memory killer) and finish "
-                    "their runs' records as interrupted. Exit 0 when every stale directory is "
-                    "gone, 1 when one remains or a record could not be written, 2 when the "
-                    "runtime parent cannot be listed. `run` sweeps before each run too.")
-    sweep.add_argument("--json", action="store_true", help="print what was done as JSON")
-    _demo_command(commands)
-    _setup_commands(commands)
-    return top
