@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, TextIO
 
 from concorde_workers.adapters.cli.display import ProgressWatcher, account
 from concorde_workers.adapters.cli.output import print_refusal
+from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import DemoWorld, Wiring
 from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.report import gather
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.discovery import CHECKOUT, locate, looked_at
 from concorde_workers.domain.errors import Reason, Refusal
@@ -32,7 +34,7 @@ from concorde_workers.domain.program_versions import INSTALL_AGENTS, MINIMUMS, p
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.domain.text import json_document, terminal_lines
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 if TYPE_CHECKING:
     from concorde_workers.container import Container
@@ -148,7 +150,19 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
     finally:
         world.close()
         _discard(world, bool(args.keep), said)
-    return _report(record, results, world, as_json, out, err)
+    report = _write_report(container.filesystem(), record)
+    return _report(record, results, world, as_json, out, err, report)
+
+
+def _write_report(fs: FileSystem, record: RunRecord) -> str:
+    """The run's HTML report beside its trace (issue 21): where it is, or why there is none."""
+    page = posixpath.join(posixpath.dirname(posixpath.dirname(record.run_directory)),
+                          "report.html")
+    try:
+        fs.write_atomic(page, report_html(gather(fs, record.run_directory)))
+    except FileSystemError as error:
+        return f"none ({error.os_error_text})"
+    return page
 
 
 def _discard(world: DemoWorld, keep: bool, said: TextIO) -> None:
@@ -191,7 +205,7 @@ def _run(world: DemoWorld, container: Container, said: TextIO, err: TextIO
 
 
 def _report(record: RunRecord, results: Mapping[str, str], world: DemoWorld, as_json: bool,
-            out: TextIO, err: TextIO) -> ExitStatus:
+            out: TextIO, err: TextIO, report: str) -> ExitStatus:
     """The record (its account, or its JSON), then what the demo shows, check by check."""
     if as_json:
         out.write(json_document(record.model_dump(mode="json")) + "\n")
@@ -204,5 +218,7 @@ def _report(record: RunRecord, results: Mapping[str, str], world: DemoWorld, as_
         *(f"  [{'ok' if ok else 'FAILED'}] {what}: {evidence}" for what, ok, evidence in held),
         "", f"model requests served: {world.requests_served}",
         f"trace: {record.run_directory} (transcript.jsonl, rounds/*/stderr.log; kept: "
-        f"concorde-workers show {record.run_directory})"]))
+        f"concorde-workers show {record.run_directory})",
+        f"report: {report} (open it in a browser; concorde-workers show RUN_DIR --html FILE "
+        "writes one, --diff prints each round's change)"]))
     return ExitStatus.OK if all(ok for _, ok, _ in held) else ExitStatus.FAILED

@@ -452,6 +452,13 @@ def test_the_demo_runs_a_real_pi_worker_offline_and_exits_0(tmp_path: Path) -> N
     trace = text.split("trace: ", 1)[1].split(" ", 1)[0]
     assert Path(trace).is_dir() and Path(trace).is_relative_to(tmp_path / left[0])
     assert "removed the demo repository" in text
+    # Issue 21: its report beside the trace and `show --diff` both show the worker's change.
+    report = Path(text.split("report: ", 1)[1].split(" ", 1)[0])
+    assert report.parent == tmp_path / left[0]
+    assert "+def discount(total):" in report.read_text()
+    diff = io.StringIO()
+    assert main(["show", trace, "--diff"], out=diff, err=io.StringIO()) == 0
+    assert "+def discount(total):\n" in diff.getvalue()
 
 
 def test_the_demo_in_the_system_temporary_directory_exits_0() -> None:
