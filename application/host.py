@@ -30,6 +30,7 @@ from concorde_workers.application.outcomes import (
     refusal_link,
     snapshot_link,
 )
+from concorde_workers.application.planted_git import leave_git_metadata, move_git_metadata
 from concorde_workers.application.preparation import REQUEST_INVALID, Prepared, Preparer
 from concorde_workers.application.resources import RunResources
 from concorde_workers.application.rounds import RoundContext, RoundRunner
@@ -47,7 +48,7 @@ from concorde_workers.domain.audit import Snapshot
 from concorde_workers.domain.codes import Code
 from concorde_workers.domain.deletions import Kind, outcome, plan_deletions
 from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
-from concorde_workers.domain.git_metadata import GitMetadata, found_before_refusal
+from concorde_workers.domain.git_metadata import found_before_refusal
 from concorde_workers.domain.grant import Level
 from concorde_workers.domain.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.machine_resources import MachineResources
@@ -61,10 +62,8 @@ from concorde_workers.domain.sweep import OwnerRecord
 from concorde_workers.domain.text import control_problem
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import (
-    ARCHIVE_END_BYTES,
     FileSystem,
     FileSystemError,
-    tar_member_cost,
 )
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.liveness import ProcessTable
@@ -72,13 +71,8 @@ from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
 from concorde_workers.ports.resources import ResourceGroups
 
-PLANTED_GIT_DIR = "planted-git"
-"""The run directory's folder of the Git metadata the host moved out of the worktree."""
 FINISH_ATTEMPTS = 3
 """How often each step of the end is tried when an exception is raised into it."""
-PLANTED_GIT_CAP_BYTES = 16 * 1024 * 1024
-"""The most the planted-git archives of one run hold together, so that what a worker plants
-cannot fill the disk of the trace: what does not fit is left out and said."""
 
 
 class RequestRefused(ValueError):
@@ -284,11 +278,11 @@ class WorkerHost:
                                                         run.tracer, state)))
         result = runner.run_all()
         if result.interrupted or run.cancel.is_set():
-            self._leave_git_metadata(state, "the run was interrupted, and an interruption leaves "
+            leave_git_metadata(state, "the run was interrupted, and an interruption leaves "
                                      "the worktree as it found it")
             state.end(interrupted_link(run.links, run.cancel.reason, state))
             return
-        self._move_git_metadata(state, prepared)
+        move_git_metadata(self._fs, state, prepared)
         if result.git_failure is not None:
             state.end(snapshot_link(run.links, result.git_failure, state))
             return
@@ -324,72 +318,6 @@ class WorkerHost:
         if state.deletions.any_failed:
             return deletion_link(run.links, state.deletions, link, state)
         return link
-
-    # --- Git metadata a worker left (issue 8 §1, docs/decisions.md) -------------------------
-
-    @staticmethod
-    def _leave_git_metadata(state: RunState, why: str) -> None:
-        if state.rounds:
-            last = state.rounds[-1]
-            last.git_metadata = tuple(item.model_copy(update={"left": why})
-                                      for item in last.git_metadata)
-
-    def _move_git_metadata(self, state: RunState, prepared: Prepared) -> None:
-        """Move each `.git` entry the last round created out of the worktree, into a tar
-        archive in the run directory: left there, it would run its configuration for whoever
-        next uses Git in the worktree (a plain `git status` recurses into a submodule path).
-        One that was there at the snapshot is the user's, and stays."""
-        if not state.rounds:
-            return
-        last = state.rounds[-1]
-        moved: list[GitMetadata] = []
-        budget = PLANTED_GIT_CAP_BYTES
-        for number, item in enumerate(last.git_metadata, start=1):
-            if not item.created:
-                moved.append(item.model_copy(update={"left": "it was there before the run"}))
-                continue
-            item, used = self._move_one(item, number, state.layout.run_dir,
-                                        prepared.placement.worktree, budget)
-            moved.append(item)
-            budget -= used
-        last.git_metadata = tuple(moved)
-
-    def _move_one(self, item: GitMetadata, number: int, run_dir: str, worktree: str,
-                  budget: int) -> tuple[GitMetadata, int]:
-        """Archive the entry within `budget` bytes (none at all when not even an empty archive
-        fits), then remove it from the worktree; the item as moved, and the bytes archived."""
-        source = posixpath.join(worktree, item.path)
-        folder = posixpath.join(run_dir, PLANTED_GIT_DIR)
-        archive = posixpath.join(folder, f"{number}.tar")
-        archived: str | None = archive
-        used = 0
-        try:
-            if budget >= ARCHIVE_END_BYTES + tar_member_cost(item.path):
-                self._fs.makedirs(folder, 0o700)
-                left = self._fs.archive(source, archive, budget)
-                used = self._fs.stat(archive).size
-                if left.entries_left_out:
-                    n = left.entries_left_out
-                    item = item.model_copy(update={"left_out": (
-                        f"{n} entr{'y' if n == 1 else 'ies'} ({left.bytes_left_out} bytes), over "
-                        f"the {PLANTED_GIT_CAP_BYTES // (1024 * 1024)} MiB the run's archives "
-                        "may hold")})
-            else:
-                archived = None
-                item = item.model_copy(update={"left_out": (
-                    f"all of it: the {PLANTED_GIT_CAP_BYTES // (1024 * 1024)} MiB the run's "
-                    "archives may hold were used up")})
-            if self._fs.is_dir(source) and not self._fs.is_symlink(source):
-                self._fs.rmtree(source)
-            else:
-                self._fs.remove(source)
-        except FileSystemError as error:
-            return item.model_copy(update={
-                "left": f"the host could not move it: {error.op} {error.path}: "
-                        f"{error.os_error_text}"}), used
-        if archived is None:
-            return item.model_copy(update={"removed": True}), used
-        return item.model_copy(update={"moved_to": archived}), used
 
     def _resolve_parent(self, path: str) -> str:
         parent, name = posixpath.split(path)
