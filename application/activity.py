@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.domain.records import LastAction
 from concorde_workers.ports.agent import StreamReader
@@ -61,7 +62,8 @@ class ActivityFlusher:
 
 
 def follow(handle: ProcessHandle, reader: StreamReader, flusher: ActivityFlusher,
-           group: ResourceGroup | None) -> None:
+           group: ResourceGroup | None, events: EventEmitter | None = None,
+           round_number: int = 1) -> None:
     """The agent's output to its reader, line by line, each tool call to the progress file; a
     round whose group reached a limit is ended there (issue 20), as soon as the kernel says so
     (`ResourceGroup.watch`): a runaway round does not run on to its timeout, even while its
@@ -72,6 +74,8 @@ def follow(handle: ProcessHandle, reader: StreamReader, flusher: ActivityFlusher
             action = reader.feed(line)
             if action is not None:
                 flusher.activity(action)
+            if events is not None:  # each tool call with its decision, as it is answered
+                events.output_line(round_number, line)
     finally:
         if stop_watching is not None:
             stop_watching()

@@ -20,6 +20,7 @@ from typing import cast
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import keeper_for
+from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.outcomes import (
     LinkContext,
     cleanup_link,
@@ -61,6 +62,7 @@ from concorde_workers.domain.run_id import run_id as make_run_id
 from concorde_workers.domain.sweep import OwnerRecord
 from concorde_workers.domain.text import control_problem
 from concorde_workers.ports.clock import Clock
+from concorde_workers.ports.events import RunEvents
 from concorde_workers.ports.filesystem import (
     FileSystem,
     FileSystemError,
@@ -101,6 +103,7 @@ class HostRun:
     runtime: RuntimeLayout | FileSystemError
     resources: RunResources
     credential_copies: list[str] = field(default_factory=list)
+    events: EventEmitter = field(default_factory=EventEmitter.none)
 
     def refuse(self, refusal: Refusal) -> None:
         """End the run with a refusal's link (`outcomes.refusal_link`)."""
@@ -128,14 +131,16 @@ class WorkerHost:
         self._machine = machine or MachineResources()  # the machine's resources.json
 
     def run(self, request: RunRequest, validation: RoundValidation | None = None,
-            cancel: Cancellation | None = None) -> RunRecord:
-        """Run the worker the request asks for and return the run record, however it ends."""
+            cancel: Cancellation | None = None, events: RunEvents | None = None) -> RunRecord:
+        """Run the worker the request asks for and return the run record, however it ends;
+        `events` is told what the run does as it goes (issue 21 §5)."""
         if not request.parent:
             raise ValueError("a run needs the parent trace node folder (request.parent)")
         refused = self.refusal_before_run(request)
         if refused is not None:
             raise RequestRefused(refused)
         run = self._begin(request, request.parent, validation, cancel or Cancellation())
+        run.events = EventEmitter(events, self._clock, run.state.run_id, request.backend)
         state = run.state
         # Everything after the runtime directory exists runs under the finally, so an
         # exception escaping from our own code still removes it and its credential copies.
@@ -143,6 +148,7 @@ class WorkerHost:
             run.progress.phase("preparing", 1)
             run.tracer.write_text(state.layout.grant, grant_text(request.grant))
             state.write_node(run.tracer, "start")
+            run.events.run_started(request, state.layout.run_dir)
             if isinstance(run.runtime, FileSystemError):
                 run.refuse(Refusal(
                     code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
@@ -161,6 +167,7 @@ class WorkerHost:
             raise
         finally:
             record = self._finish(run)
+            run.events.run_ended(record)
         return record
 
     def _begin(self, request: RunRequest, parent: str, validation: RoundValidation | None,
@@ -275,7 +282,7 @@ class WorkerHost:
             tracer=run.tracer, progress=run.progress, prepared=prepared, observer=observer,
             snapshot=snapshot, validation=run.validation, cancel=run.cancel, state=state,
             resources=run.resources, changes=keeper_for(self._git, self._fs, prepared,
-                                                        run.tracer, state)))
+                                                        run.tracer, state), events=run.events))
         result = runner.run_all()
         if result.interrupted or run.cancel.is_set():
             leave_git_metadata(state, "the run was interrupted, and an interruption leaves "

@@ -20,6 +20,7 @@ from concorde_workers.application.activity import ActivityFlusher, follow
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import ChangeKeeper
 from concorde_workers.application.confinement import confinement_launch_problem
+from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.program_identity import program_changed
 from concorde_workers.application.resources import RunResources
@@ -83,6 +84,7 @@ class RoundContext:
     state: RunState
     resources: RunResources = field(default_factory=RunResources.none)
     changes: ChangeKeeper | None = None  # each round's change kept (issue 21); None: none
+    events: EventEmitter = field(default_factory=EventEmitter.none)  # told as it goes
 
 
 @dataclass
@@ -192,6 +194,7 @@ class RoundRunner:
         context.progress.phase("worker", number)
         self._write(round_state, "start")
         state.write_node(context.tracer, "update")
+        context.events.round_started(round_state)
         report = self._execute(round_state, kind, prompt, continues)
         round_state.report = report
         round_state.exit = report.exit
@@ -231,7 +234,7 @@ class RoundRunner:
         flusher = ActivityFlusher(context.progress)
         read_to_the_end = False
         try:
-            follow(handle, reader, flusher, group)
+            follow(handle, reader, flusher, group, context.events, round_state.number)
             handle.wait(EXIT_GRACE_SECONDS)  # the leader's own exit, before the group is killed
             read_to_the_end = True
         finally:
@@ -466,6 +469,7 @@ class RoundRunner:
             # The run record is written again after every round, once its node is (seed 000
             # "Run record").
             self.context.state.write_node(self.context.tracer, "update")
+            self.context.events.round_ended(round_state)
 
 
 def _round_status(round_state: RoundState) -> Literal["ok", "failed"]:

@@ -90,11 +90,12 @@ def control_problem(text: str) -> str | None:
     return None
 
 
-def json_document(data: Any) -> str:
-    """`data` as one indented JSON document whose values are exactly `data`'s, with every
-    character `escape_controls` escapes written as a JSON escape, so that the document is safe on
-    a terminal and parses back to the same values (lone surrogates included)."""
-    text = json.dumps(data, indent=2, ensure_ascii=False)
+def json_document(data: Any, indent: int | None = 2) -> str:
+    """`data` as one JSON document (indented, or on one line with `indent=None`) whose values
+    are exactly `data`'s, with every character `escape_controls` escapes written as a JSON
+    escape, so that the document is safe on a terminal and parses back to the same values (lone
+    surrogates included)."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
     if text.isascii() and "\x7f" not in text:
         return text
     # json.dumps escapes the C0 controls inside strings itself (the newlines of its indentation

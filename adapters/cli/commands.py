@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from concorde_workers.adapters.cli.diff import patch_text
 from concorde_workers.adapters.cli.display import ProgressWatcher
+from concorde_workers.adapters.cli.events import JsonLinesEvents
 from concorde_workers.adapters.cli.flags import declarations, flags_of
 from concorde_workers.adapters.cli.operation_plan import plan_operation
 from concorde_workers.adapters.cli.output import (
@@ -300,14 +301,15 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         else None
     )
     with cancel_on_signals(cancel), validation or contextlib.nullcontext():
-        record = run_watched(host, request, cancel, watcher, validation=validation)
+        record = run_watched(host, request, cancel, watcher, validation=validation,
+                             events=JsonLinesEvents(out) if args.events else None)
     if validation is not None and validation.leftover:
         err.write(terminal_lines([f"concorde-workers: {validation.leftover}"]))
     fs = container.filesystem()
     print_record(
         record,
         args.json,
-        out,
+        err if args.events else out,  # stdout holds the events alone
         read_programs(fs, record.run_directory),
         read_resources(fs, record.run_directory, len(record.rounds)),
     )

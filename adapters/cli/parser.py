@@ -171,6 +171,11 @@ def parser() -> argparse.ArgumentParser:
                           "in (required; it must exist)")
     _check_argument(run)
     _declare_argument(run)
+    run.add_argument("--events", action="store_true",
+                     help="print the run's events as JSON Lines on stdout while it goes (run "
+                          "started, round started, each tool call and its decision, audit, "
+                          "check, retry, deletion, run ended; schema in README); the account "
+                          "then goes to stderr")
     _show_command(commands)
     sweep = commands.add_parser(
         "sweep", help="remove the runtime directories of hosts that died, finish their records",

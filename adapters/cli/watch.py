@@ -12,6 +12,7 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import RunRequest
+from concorde_workers.ports.events import RunEvents
 
 if TYPE_CHECKING:  # the host is built by the container; naming its type costs no import
     from concorde_workers.application.host import WorkerHost
@@ -22,7 +23,8 @@ REFRESH_SECONDS = 0.5
 
 def run_watched(host: WorkerHost, request: RunRequest, cancel: Cancellation,
                 watcher: ProgressWatcher, refresh_seconds: float | None = None,
-                validation: RoundValidation | None = None) -> RunRecord:
+                validation: RoundValidation | None = None,
+                events: RunEvents | None = None) -> RunRecord:
     """`host.run(request, validation)` in a worker thread while this thread shows its
     progress; the run's record, or the fault the run raised, raised here."""
     interval = REFRESH_SECONDS if refresh_seconds is None else refresh_seconds
@@ -31,7 +33,8 @@ def run_watched(host: WorkerHost, request: RunRequest, cancel: Cancellation,
 
     def target() -> None:
         try:
-            outcome["record"] = host.run(request, validation=validation, cancel=cancel)
+            outcome["record"] = host.run(request, validation=validation, cancel=cancel,
+                                         events=events)
         except BaseException as fault:  # handed to the main thread, raised there
             outcome["fault"] = fault
         finally:

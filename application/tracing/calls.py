@@ -7,7 +7,8 @@ Both programs keep their session as JSON Lines: Claude Code's (`{"type": "assist
 
 - `allowed`: its result is no error;
 - `refused by the grant`: an error that is the host's own denial (`Concorde grant: …`, the one
-  text every generated hook and the pi extension give, domain/reasons.py);
+  text every generated hook and the pi extension give, domain/reasons.py), or Claude Code's
+  answer to a call the permission rules generated from the grant deny;
 - `refused by the sandbox`: a Bash call whose output holds what the sandbox's walls give (a
   read-only file system, an operation not permitted, a refused connection, permission denied),
   whether or not the command failed as a whole (`curl …; echo done` exits 0);
@@ -27,11 +28,14 @@ from typing import Any
 
 from concorde_workers.domain import json_limits
 
-__all__ = ["MAX_CALLS", "ToolCall", "tool_calls"]
+__all__ = ["MAX_CALLS", "CallTracker", "ToolCall", "tool_calls"]
 
 MAX_CALLS = 20_000
 TEXT_LIMIT = 600
 GRANT_DENIAL = "Concorde grant: "
+SETTINGS_DENIAL = "denied by your permission settings"
+"""Claude Code's own answer to a call its permission rules deny: the rules the host generates
+from the grant (notes/claude-code.md), so a refusal by the grant too."""
 SANDBOX_WALLS = ("Read-only file system", "Operation not permitted", "Permission denied",
                  "Connection refused", "Couldn't connect", "Network is unreachable",
                  "Could not resolve host", "Temporary failure in name resolution")
@@ -84,6 +88,9 @@ def _decision(call: ToolCall, is_error: bool, text: str) -> None:
     if is_error and GRANT_DENIAL in text:
         call.decision, call.reason = "refused by the grant", _short(
             text[text.index(GRANT_DENIAL) + len(GRANT_DENIAL):].strip())
+    elif is_error and SETTINGS_DENIAL in text:
+        call.decision, call.reason = "refused by the grant", _short(
+            text.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip())
     elif wall is not None:  # the command ran, and the sandbox refused it something
         call.decision, call.reason = "refused by the sandbox", _short(wall)
     elif is_error:
@@ -92,27 +99,46 @@ def _decision(call: ToolCall, is_error: bool, text: str) -> None:
         call.decision = "allowed"
 
 
-class _Reader:
-    def __init__(self) -> None:
+class CallTracker:
+    """The calls of one session as its lines arrive: `feed_line` gives the calls each line
+    completes (its result arrived). A transcript's lines and the agent's live output alike:
+    pi's output carries each whole message in a `message_end` event."""
+
+    def __init__(self, backend: str) -> None:
+        self._backend = backend
         self.round = 0
         self.calls: dict[str, ToolCall] = {}
+        self._done: list[ToolCall] = []
 
-    def prompt(self) -> None:
+    def feed_line(self, text: str) -> list[ToolCall]:
+        try:
+            line = json_limits.loads(text)
+        except ValueError:
+            return []
+        if isinstance(line, Mapping):
+            (self._claude if self._backend == "claude" else self._pi)(line)
+        done, self._done = self._done, []
+        return done
+
+    def _prompt(self) -> None:
         self.round += 1
 
-    def call(self, block: Mapping[str, Any], arguments_key: str) -> None:
+    def _call(self, block: Mapping[str, Any], arguments_key: str) -> None:
         if len(self.calls) >= MAX_CALLS or not isinstance(block.get("id"), str):
+            return
+        if block["id"] in self.calls:  # pi's output tells a call in more than one event
             return
         self.calls[block["id"]] = ToolCall(round=max(self.round, 1), id=block["id"],
                                            tool=str(block.get("name", "?")),
                                            target=_target(block.get(arguments_key)))
 
-    def result(self, call_id: object, is_error: object, content: object) -> None:
+    def _result(self, call_id: object, is_error: object, content: object) -> None:
         call = self.calls.get(call_id) if isinstance(call_id, str) else None
-        if call is not None:
+        if call is not None and call.decision == "no result":
             _decision(call, is_error is True, _text(content))
+            self._done.append(call)
 
-    def claude(self, line: Mapping[str, Any]) -> None:
+    def _claude(self, line: Mapping[str, Any]) -> None:
         message = line.get("message")
         content = message.get("content") if isinstance(message, Mapping) else None
         blocks = [b for b in content if isinstance(b, Mapping)] if isinstance(content,
@@ -120,37 +146,32 @@ class _Reader:
         if line.get("type") == "user":
             results = [b for b in blocks if b.get("type") == "tool_result"]
             if not results:
-                self.prompt()
+                self._prompt()
             for b in results:
-                self.result(b.get("tool_use_id"), b.get("is_error"), b.get("content"))
+                self._result(b.get("tool_use_id"), b.get("is_error"), b.get("content"))
         elif line.get("type") == "assistant":
             for b in blocks:
                 if b.get("type") == "tool_use":
-                    self.call(b, "input")
+                    self._call(b, "input")
 
-    def pi(self, line: Mapping[str, Any]) -> None:
-        message = line.get("message") if line.get("type") == "message" else None
+    def _pi(self, line: Mapping[str, Any]) -> None:
+        message = line.get("message") if line.get("type") in ("message", "message_end") else None
         if not isinstance(message, Mapping):
             return
         role, content = message.get("role"), message.get("content")
         if role == "user":
-            self.prompt()
+            self._prompt()
         elif role == "assistant" and isinstance(content, list):
             for b in content:
                 if isinstance(b, Mapping) and b.get("type") == "toolCall":
-                    self.call(b, "arguments")
+                    self._call(b, "arguments")
         elif role == "toolResult":
-            self.result(message.get("toolCallId"), message.get("isError"), content)
+            self._result(message.get("toolCallId"), message.get("isError"), content)
 
 
 def tool_calls(lines: Iterable[str], backend: str) -> list[ToolCall]:
     """Every tool call the transcript holds, in order, with its round and decision."""
-    reader = _Reader()
+    tracker = CallTracker(backend)
     for text in lines:
-        try:
-            line = json_limits.loads(text)
-        except ValueError:
-            continue
-        if isinstance(line, Mapping):
-            (reader.claude if backend == "claude" else reader.pi)(line)
-    return list(reader.calls.values())
+        tracker.feed_line(text)
+    return list(tracker.calls.values())

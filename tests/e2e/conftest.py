@@ -62,6 +62,7 @@ from concorde_workers.contracts import validator
 from concorde_workers.domain.program_versions import version_text
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
+from concorde_workers.ports.events import RunEvents
 
 DUMMY_CREDENTIALS = json.dumps({"claudeAiOauth": {
     "accessToken": "sk-ant-oat01-dummy-e2e", "refreshToken": "sk-ant-ort01-dummy-e2e",
@@ -218,7 +219,8 @@ class ClaudeWorld:
     def run(self, *script: Step, repeat: Step | None = None, limits: Limits | None = None,
             validation: RoundValidation | None = None, cancel: Cancellation | None = None,
             grant: dict[str, Any] | None = None, deadline: Deadline | None = None,
-            resources: dict[str, int] | None = None) -> ClaudeRun:
+            resources: dict[str, int] | None = None,
+            events: RunEvents | None = None) -> ClaudeRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes;
         `resources` is the request's (RunRequest.resources: None for the defaults)."""
         self.server.push(*script)
@@ -232,7 +234,8 @@ class ClaudeWorld:
         limits = limits or Limits(timeout_seconds=SLOW, max_turns=5, rounds=0, retries=0,
                                   retry_delay_seconds=0)
         record = checked_record(host.run(self.request(limits=limits, grant=grant,
-                                                      resources=resources), validation, cancel))
+                                                      resources=resources), validation, cancel,
+                                         events=events))
         traces: dict[str, Any] = {}
         node = validator("contract.tracing.node")
         run_dir = Path(record.run_directory)

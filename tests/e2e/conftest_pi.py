@@ -42,6 +42,7 @@ from concorde_workers.application.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.ports.agent import BackendContext, Generated
+from concorde_workers.ports.events import RunEvents
 
 __all__ = ["GRANT", "PI", "SANDBOX_RUNTIME", "PiRun", "PiWorld", "build_world", "call",
            "pi_world", "remove_temp_root", "result_call", "runtime_of"]
@@ -205,7 +206,7 @@ class PiWorld:
 
     def run(self, *script: Step, limits: Limits | None = None,
             validation: RoundValidation | None = None, deadline: Deadline | None = None,
-            resources: dict[str, int] | None = None) -> PiRun:
+            resources: dict[str, int] | None = None, events: RunEvents | None = None) -> PiRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
         self.server.add(*script)
         first = len(self.server.requests)
@@ -219,7 +220,7 @@ class PiWorld:
         host = container.worker_host()
         record = checked_record(host.run(self.request(limits or Limits(
             timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0),
-            resources=resources), validation))
+            resources=resources), validation, events=events))
         assert backend.contexts, record.error
         run = PiRun(record=record, context=backend.contexts[-1], server=self.server,
                     first_request=first)

@@ -35,6 +35,7 @@ from concorde_workers.contracts import validator
 from concorde_workers.domain.records import RunRecord
 from concorde_workers.domain.request import Limits, RunRequest
 from concorde_workers.ports.agent import BackendContext
+from concorde_workers.ports.events import RunEvents
 
 __all__ = ["CREDENTIALS", "HostHarness", "HostRun", "alive", "ok_result", "porcelain",
            "wait_gone"]
@@ -165,7 +166,7 @@ class HostHarness:
             limits: Limits | None = None, validation: RoundValidation | None = None,
             cancel: Cancellation | None = None, interpreter: str | None = None,
             deadline: Deadline | None = None, confined: bool = False,
-            runtime_paths: Sequence[Path] = ()) -> HostRun:
+            runtime_paths: Sequence[Path] = (), events: RunEvents | None = None) -> HostRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes, instead
         of the seconds of `limits`, which then only bound a test that never expires it;
         `confined` runs agent.py inside the production confinement; `runtime_paths` are the
@@ -184,7 +185,7 @@ class HostHarness:
         host = container.worker_host()
         request = self.request(grant=grant, limits=limits,
                                runtime_paths=[str(p) for p in runtime_paths])
-        record = host.run(request, validation, cancel)
+        record = host.run(request, validation, cancel, events=events)
         errors = sorted(validator("contract.workers.worker-run-record").iter_errors(
             record.model_dump(mode="json")), key=str)
         assert not errors, [e.message for e in errors]

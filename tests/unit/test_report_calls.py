@@ -44,7 +44,10 @@ def p_message(message: dict[str, object]) -> str:
     ("Bash", "curl: (7) Failed to connect: Connection refused", True, "refused by the sandbox",
      "curl: (7) Failed to connect: Connection refused"),
     ("Read", "File does not exist.", True, "failed", "File does not exist."),
-], ids=["allowed", "grant", "sandbox-ok-exit", "sandbox-error", "failed"])
+    ("Write", "<tool_use_error>File is in a directory that is denied by your permission "
+     "settings.</tool_use_error>", True, "refused by the grant",
+     "File is in a directory that is denied by your permission settings."),
+], ids=["allowed", "grant", "sandbox-ok-exit", "sandbox-error", "failed", "permission-rules"])
 def test_a_claude_code_call_s_decision(tool: str, text: str, error: bool, decision: str,
                                        reason: str) -> None:
     calls = tool_calls(claude(c_prompt("do it"), c_call("t1", tool, file_path="/w/a.py"),
