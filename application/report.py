@@ -41,6 +41,33 @@ class ReportInput:
     patches: dict[int, str | None] = field(default_factory=dict)
     grant: dict[str, Any] | None = None
     calls: list[ToolCall] = field(default_factory=list)
+    check_logs: dict[tuple[int, str], str] = field(default_factory=dict)
+    """The tail of each check's log, by (round, check id), read in the run directory itself
+    (`rounds/<n>/checks/<id>/output.log`: the evidence's absolute path may name another
+    machine's)."""
+
+
+LOG_TAIL_BYTES = 4096
+MAX_LOG_BYTES = 64 * 1024 * 1024
+
+
+def _check_logs(fs: FileSystem, run_dir: str, record: RunRecord) -> dict[tuple[int, str], str]:
+    found: dict[tuple[int, str], str] = {}
+    for r in record.rounds:
+        for item in r.evidence or ():
+            check = item.get("check")
+            if not isinstance(check, str) or "/" in check or check in ("", ".", ".."):
+                continue
+            path = posixpath.join(run_dir, "rounds", str(r.round), "checks", check, "output.log")
+            try:
+                stat = fs.stat(path)
+                if stat.kind is not EntryKind.FILE or stat.size > MAX_LOG_BYTES:
+                    continue
+                data = fs.read_bytes(path)[-LOG_TAIL_BYTES:]
+            except FileSystemError:
+                continue
+            found[(r.round, check)] = data.decode("utf-8", "replace")
+    return found
 
 
 def _grant(fs: FileSystem, run_dir: str, problems: list[str]) -> dict[str, Any] | None:
@@ -84,4 +111,5 @@ def gather(fs: FileSystem, run_dir: str) -> ReportInput:
     made.patches = {n: read_patch(fs, run_dir, n) for n in range(1, rounds + 1)}
     made.grant = _grant(fs, run_dir, made.problems)
     made.calls = tool_calls(_transcript(fs, run_dir, made.problems), record.backend)
+    made.check_logs = _check_logs(fs, run_dir, record)
     return made

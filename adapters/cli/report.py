@@ -140,15 +140,17 @@ def _patch(text: str | None) -> str:
     return "<pre>" + "\n".join(lines) + "</pre>"
 
 
-def _checks(evidence: Sequence[Mapping[str, Any]] | None) -> str:
+def _checks(made: ReportInput, r: RoundRecord) -> str:
     rows = []
-    for item in evidence or ():
+    for item in r.evidence or ():
         if not isinstance(item.get("check"), str):
             continue
-        log = item.get("log_tail") or item.get("log") or ""
+        tail = made.check_logs.get((r.round, item["check"]))
+        log = ("<pre>" + "\n".join(_t(line) for line in tail.split("\n")) + "</pre>"
+               if tail else _t("no log"))
         rows.append(_row(_t(item["check"]), _t(item.get("judgement", item.get("status"))),
-                         _t(item.get("exit_code")), f"<pre>{_t(log)}</pre>" if log else ""))
-    return _table(["check", "status", "exit", "log"], rows) if rows else ""
+                         _t(item.get("exit_code")), log))
+    return _table(["check", "status", "exit", "log (its end)"], rows) if rows else ""
 
 
 def _round(made: ReportInput, r: RoundRecord) -> str:
@@ -159,7 +161,7 @@ def _round(made: ReportInput, r: RoundRecord) -> str:
         if r.audit.violations:
             out.append("<p class=\"bad\">violations:</p><ul>" + "".join(
                 f"<li>{_t(v)}</li>" for v in r.audit.violations) + "</ul>")
-    out.append(_checks(r.evidence))
+    out.append(_checks(made, r))
     used = made.resources.get(r.round, {})
     if used.get("limits_reached"):
         out.append(f"<p class=\"bad\">limit reached: {_t('; '.join(used['limits_reached']))}</p>")

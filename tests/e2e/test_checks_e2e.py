@@ -11,6 +11,7 @@ scripted model server on 127.0.0.1, with `python -m pytest -q` on a tiny project
 from __future__ import annotations
 
 import glob
+import html
 import json
 import sys
 from pathlib import Path
@@ -22,8 +23,10 @@ from e2e.conftest_pi import ObservedPiBackend, PiRun, PiWorld, call, pi_world, r
 from servers.openai_server import Step
 from timing import SLOW
 
+from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.application.checks import place_for
+from concorde_workers.application.report import gather
 from concorde_workers.container import production
 from concorde_workers.domain.checks import Check
 from concorde_workers.domain.request import Limits
@@ -114,6 +117,11 @@ def test_a_bug_the_check_finds_is_repaired_in_round_2_and_the_run_ends_ok(
         {"verdict": "clean", "changed": [], "violations": []}]
     no_caches(w)
     assert set(glob.glob("/tmp/concorde-check-*")) <= copies
+    # Issue 21: the report shows each round's check with the end of its log.
+    page = report_html(gather(LocalFileSystem(), str(run.run_dir)))
+    tail = (run.run_dir / "rounds/1/checks/tests/output.log").read_text()[-4096:]
+    last = [line for line in tail.splitlines() if "1 failed" in line][-1]
+    assert html.escape(last) in page and "log (its end)" in page
 
 
 def test_a_check_already_failing_at_the_start_is_not_blamed(pi_world: PiWorld) -> None:
