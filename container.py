@@ -36,19 +36,26 @@ from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
 from concorde_workers.application.agent_install import AgentInstaller
+from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import ChecksValidation
 from concorde_workers.application.config import ConfigurationReader, committed_through
 from concorde_workers.application.doctor import Doctor
-from concorde_workers.application.host import WorkerHost
+from concorde_workers.application.host import RequestRefused, WorkerHost
 from concorde_workers.application.planner import Planner
 from concorde_workers.application.preparation import HostFacts, Preparer
 from concorde_workers.application.requests import RequestBuilder
 from concorde_workers.application.resources import read_machine_resources
 from concorde_workers.application.starter import Starter
 from concorde_workers.application.sweep import Sweeper
+from concorde_workers.application.tracing.reader import read_record
+from concorde_workers.application.validation import RoundValidation as RoundValidation
+from concorde_workers.application.validation import ValidationInput as ValidationInput
+from concorde_workers.application.validation import ValidationOutcome as ValidationOutcome
 from concorde_workers.domain.check_layer import LayerTools
 from concorde_workers.domain.credentials import credential_origins
 from concorde_workers.domain.discovery import installations
+from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.records import RunRecord
 from concorde_workers.ports.checks import CheckRunner
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
@@ -63,6 +70,28 @@ from concorde_workers.ports.sandbox_probe import SandboxProbe
 if TYPE_CHECKING:
     from concorde_workers.adapters.demo.example_repository import DemoWorld, Example
 
+
+__all__ = [
+    "PACKAGE_ROOT",
+    "Cancellation",
+    "Container",
+    "RequestRefused",
+    "RoundValidation",
+    "ValidationInput",
+    "ValidationOutcome",
+    "WorkerHost",
+    "check_runner",
+    "checkout_root",
+    "demo_world",
+    "example_repository",
+    "host_facts",
+    "interpreter_roots",
+    "layer_tools",
+    "production",
+    "read_run",
+    "runtime_parent",
+    "shipped_pins",
+]
 
 class Container(containers.DeclarativeContainer):
     """Ports in, use cases out."""
@@ -303,3 +332,11 @@ def demo_world(parent: str | None = None) -> DemoWorld:
     from concorde_workers.adapters.demo.example_repository import start_demo
 
     return start_demo(parent)
+
+
+# --- the public face (concorde_workers/__init__.py takes the use cases a caller needs from
+# here, the one place allowed to hand them out, and this reader) --------------------------------
+
+def read_run(run_dir: str) -> RunRecord | Refusal:
+    """The record of the run in `run_dir`, rebuilt from its trace on this machine's disk."""
+    return read_record(LocalFileSystem(), run_dir)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from concorde_workers.domain.resources import ResourceLimits
 
@@ -39,7 +39,9 @@ class RunRequest(BaseModel):
     worktree: str
     parent: str | None = None
     task_type: str
-    grant: Any = None
+    grant: JsonValue = None
+    """The grant as the caller gave it, any JSON value: the run parses it, and refuses it
+    (grant_unavailable, grant_malformed) with a record."""
     instructions: str = ""
     runtime_paths: tuple[str, ...] = ()
     project_interpreter: str | None = None

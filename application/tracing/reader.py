@@ -353,3 +353,4 @@ def read_patch(fs: FileSystem, run_dir: str, n: int) -> str | None:
         return fs.read_bytes(path).decode("utf-8", "surrogateescape")
     except FileSystemError as error:
         return f"# {path} cannot be read: {error.os_error_text}\n"
+
