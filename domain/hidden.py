@@ -13,7 +13,7 @@ listed in the deny rules and the sandbox lists by `domain.policy`):
   whole (docs/decisions.md "Other runs under another temporary root").
 - **run directories**: the trace parent's whole `workers/` tree (this run's run directory —
   trace.json, status.json with the host's pid, grant.json, brief.md, transcript.jsonl, rounds/ —
-  and every other run's beside it; docs/decisions.md "The run directory is hidden").
+  and every other run's beside it; docs/decisions.md "The run directory: the whole").
 - **credentials**: every file the host copies into `config/` at its origin, and the model map.
 
 Reasons (`domain.reasons`) name the path and why; a tool reports one with the denial prefix.

@@ -97,7 +97,7 @@ def test_a_move_that_fails_is_told_and_the_run_still_ends() -> None:
             f"{WORKTREE}/{PLANTED}: No space left on device)") in record.error.detail
 
 
-# --- Git metadata found before the run (docs/decisions.md "Git metadata ... before the run") ----
+# --- Git metadata found before the run (docs/decisions.md "Decision: Git metadata found before the run") ----
 
 
 @pytest.mark.req("Workers never see Git")
