@@ -31,7 +31,7 @@ from concorde_workers.domain.config import (
 )
 from concorde_workers.domain.errors import Refusal
 from concorde_workers.domain.program_versions import INSTALL_AGENTS, MINIMUMS, pinned
-from concorde_workers.domain.request import Backend
+from concorde_workers.domain.request import BACKENDS, Backend
 
 # backend -> (program name, environment variable that replaces it)
 PROGRAMS: dict[Backend, tuple[str, str]] = {
@@ -178,10 +178,17 @@ def program_source(backend: Backend, environ: Mapping[str, str]) -> str:
     return f"${var}" if environ.get(var) else "PATH"
 
 
+def _other(backend: Backend) -> str:
+    """The backend a refusal suggests instead: the one other backend there is (with more, the
+    first of them; never one named by exclusion of a third)."""
+    others = [b for b in BACKENDS if b != backend]
+    return others[0] if others else backend
+
+
 def backend_unusable(choice: WorkerChoice, problem: str, file: str) -> Refusal:
     """backend_missing for a program that is found but cannot run the policy (too old, or its
     version unreadable: domain/program_versions.py `version_problem`)."""
-    other: Backend = "pi" if choice.backend == "claude" else "claude"
+    other = _other(choice.backend)
     where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
     message = (
         f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
@@ -192,7 +199,7 @@ def backend_unusable(choice: WorkerChoice, problem: str, file: str) -> Refusal:
 
 
 def backend_missing(choice: WorkerChoice, program: str, var: str, file: str) -> Refusal:
-    other: Backend = "pi" if choice.backend == "claude" else "claude"
+    other = _other(choice.backend)
     where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
     message = (
         f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "

@@ -128,7 +128,12 @@ class Policy(BaseModel):
     tools: ToolSets
 
     def tools_for(self, backend: Backend) -> tuple[str, ...]:
-        return self.tools.claude if backend == "claude" else self.tools.pi
+        """The backend's tool set; a backend the policy holds none for is an error, never
+        another backend's set."""
+        sets = {"claude": self.tools.claude, "pi": self.tools.pi}
+        if backend not in sets:
+            raise ValueError(f"the policy holds no tool set for the backend {backend!r}")
+        return sets[backend]
 
     def tools_arg(self, backend: Backend) -> str:
         """The `--tools` argument, also the run record's `tools`."""

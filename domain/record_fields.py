@@ -33,6 +33,8 @@ JsonObject = dict[str, Any]
 WorkerStatus = Literal["ok", "blocked", "failed"]
 Prompt = Literal["initial", "repair", "retry"]
 Backend = Literal["claude", "pi"]
+"""The agent programs a worker runs on: defined here once (domain.request names it too)."""
+BACKENDS: tuple[Backend, ...] = ("claude", "pi")
 NodeStatus = Literal["ok", "blocked", "failed", "running"]
 NodeOutcome = Literal["ok", "blocked", "failed", "interrupted"]
 Phase = Literal["preparing", "worker", "audit", "validation", "waiting", "finished"]

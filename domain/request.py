@@ -7,13 +7,13 @@ run node and final record (seed 000, "Every run leaves a final record").
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from concorde_workers.domain.record_fields import BACKENDS as BACKENDS
+from concorde_workers.domain.record_fields import Backend as Backend
 from concorde_workers.domain.resources import ResourceLimits
-
-Backend = Literal["claude", "pi"]
 
 
 class Limits(BaseModel):
