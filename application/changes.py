@@ -91,6 +91,8 @@ class ChangeKeeper:
             why = start.output if start is not None else "the store was not started"
             return no_patch_file(number, f"the tree at the round's start could not be made: "
                                  f"{why}")
+        if not kept:  # nothing of rw changed, ever: the tree is the start's, the patch empty
+            return patch_file(number, b"", named)
         try:
             end = self._trees.change_tree(self._repo, self._store, kept)
             diff = self._trees.change_patch(self._repo, self._store, start, end)
