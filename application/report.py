@@ -28,7 +28,8 @@ from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_
 __all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather"]
 
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
-"""The most of a transcript a report reads: past it the calls are those of its first part."""
+"""The largest transcript a report reads (its size asked before it is opened); past it the page
+says so and shows no tool call."""
 
 
 @dataclass
@@ -87,14 +88,15 @@ def _transcript(fs: FileSystem, run_dir: str, problems: list[str]) -> list[str]:
         if found.kind is not EntryKind.FILE:
             problems.append(f"{path} is not a regular file: its tool calls are not shown")
             return []
-        data = fs.read_bytes(path)[:MAX_TRANSCRIPT_BYTES]
+        if found.size > MAX_TRANSCRIPT_BYTES:
+            problems.append(f"{path} holds {found.size} bytes, past the {MAX_TRANSCRIPT_BYTES} "
+                            "a report reads: its tool calls are not shown")
+            return []
+        data = fs.read_bytes(path)
     except FileSystemError as error:
         if not error.not_found:
             problems.append(f"{path} cannot be read: {error.os_error_text}")
         return []
-    if found.size > MAX_TRANSCRIPT_BYTES:
-        problems.append(f"{path} holds {found.size} bytes: the calls of its first "
-                        f"{MAX_TRANSCRIPT_BYTES} bytes are shown")
     return data.decode("utf-8", "replace").splitlines()
 
 

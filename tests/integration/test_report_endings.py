@@ -84,3 +84,23 @@ def test_a_trace_without_its_record_gets_a_report_that_says_so(harness: HostHarn
     text, _ = page_of(str(run.run_dir))
     assert text.startswith("Worker run a damaged trace")
     assert "the trace is damaged:" in text
+
+
+@pytest.mark.parametrize("kind", ["fifo", "oversized"])
+def test_a_transcript_that_is_no_file_or_too_large_is_said_and_never_waited_on(
+        harness: HostHarness, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from concorde_workers.application import report
+    run = harness.run([*OPEN, Step.result(ok_result())])
+    transcript = run.run_dir / "transcript.jsonl"
+    transcript.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(transcript)  # read, it would wait for a writer for ever
+        said = "is not a regular file: its tool calls are not shown"
+    else:
+        monkeypatch.setattr(report, "MAX_TRANSCRIPT_BYTES", 10)
+        transcript.write_text("x" * 11)
+        said = "holds 11 bytes, past the 10 a report reads"
+    text, _ = page_of(str(run.run_dir))
+    assert said in text

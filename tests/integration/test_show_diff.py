@@ -71,3 +71,20 @@ def test_a_round_without_a_patch_says_so(run_dir: Path) -> None:
     status, out, _ = show(str(run_dir), "--diff")
     assert status == 0
     assert out == "=== round 1 ===\n(this round kept no patch)\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "oversized"])
+def test_a_patch_that_is_no_file_or_past_its_bound_is_said_never_waited_on(
+        run_dir: Path, kind: str) -> None:
+    import os
+
+    from concorde_workers.application.tracing.reader import MAX_PATCH_READ_BYTES
+    patch = run_dir / "rounds" / "1" / "changes.patch"
+    patch.unlink()
+    if kind == "fifo":
+        os.mkfifo(patch)
+    else:
+        patch.write_bytes(b"x" * (MAX_PATCH_READ_BYTES + 1))
+    status, out, _ = show(str(run_dir), "--diff")
+    assert status == 0
+    assert f"cannot be read: not a regular file of at most {MAX_PATCH_READ_BYTES} bytes" in out
