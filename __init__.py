@@ -23,11 +23,11 @@ __version__ = "0.1.0"
 _FACE: dict[str, tuple[str, str]] = {
     "WorkerHost": ("concorde_workers.container", "WorkerHost"),
     "RequestRefused": ("concorde_workers.container", "RequestRefused"),
-    "RunRequest": ("concorde_workers.domain.request", "RunRequest"),
-    "Limits": ("concorde_workers.domain.request", "Limits"),
-    "RunRecord": ("concorde_workers.domain.records", "RunRecord"),
-    "Refusal": ("concorde_workers.domain.errors", "Refusal"),
-    "ErrorLink": ("concorde_workers.domain.errors", "ErrorLink"),
+    "RunRequest": ("concorde_workers.domain.configuration.request", "RunRequest"),
+    "Limits": ("concorde_workers.domain.configuration.request", "Limits"),
+    "RunRecord": ("concorde_workers.domain.evidence.records", "RunRecord"),
+    "Refusal": ("concorde_workers.domain.evidence.errors", "Refusal"),
+    "ErrorLink": ("concorde_workers.domain.evidence.errors", "ErrorLink"),
     "Cancellation": ("concorde_workers.container", "Cancellation"),
     "ValidationInput": ("concorde_workers.container", "ValidationInput"),
     "ValidationOutcome": ("concorde_workers.container", "ValidationOutcome"),
@@ -66,9 +66,9 @@ if TYPE_CHECKING:
         production,
         read_run,
     )
-    from concorde_workers.domain.errors import ErrorLink, Refusal
-    from concorde_workers.domain.records import RunRecord
-    from concorde_workers.domain.request import Limits, RunRequest
+    from concorde_workers.domain.configuration.request import Limits, RunRequest
+    from concorde_workers.domain.evidence.errors import ErrorLink, Refusal
+    from concorde_workers.domain.evidence.records import RunRecord
     from concorde_workers.ports.events import RunEvents
 
 

@@ -51,11 +51,11 @@ from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.application.validation import RoundValidation as RoundValidation
 from concorde_workers.application.validation import ValidationInput as ValidationInput
 from concorde_workers.application.validation import ValidationOutcome as ValidationOutcome
-from concorde_workers.domain.check_layer import LayerTools
-from concorde_workers.domain.credentials import credential_origins
-from concorde_workers.domain.discovery import installations
-from concorde_workers.domain.errors import Refusal
-from concorde_workers.domain.records import RunRecord
+from concorde_workers.domain.boundary.credentials import credential_origins
+from concorde_workers.domain.configuration.discovery import installations
+from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.isolation.check_layer import LayerTools
 from concorde_workers.ports.checks import CheckRunner
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
@@ -295,7 +295,8 @@ def check_runner(
 
 
 def layer_tools() -> LayerTools | None:
-    """The programs a check's copy-on-write layer needs (domain/check_layer.py), on the host's
+    """The programs a check's copy-on-write layer needs (domain/isolation/check_layer.py), on the
+    host's
     PATH; None when one is missing (the checks then run over copies, and say so)."""
     found = {name: shutil.which(name) for name in ("unshare", "mount", "mkdir")}
     if any(path is None for path in found.values()):

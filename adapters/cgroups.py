@@ -11,8 +11,10 @@ filesystems under `root`:
   hierarchy's root (root directly in cgroupfs), after enabling them there;
 - otherwise none, and why.
 
-The limits are files written once (`domain.resources.limit_writes`); a round's process joins its
-group through `domain.resources.join_prefix` before it execs; closing a group kills what is left
+The limits are files written once (`domain.configuration.resources.limit_writes`); a round's process
+joins its
+group through `domain.configuration.resources.join_prefix` before it execs; closing a group kills
+what is left
 in it, reads its counters and removes it. Everything here is a file read, a write, a `mkdir` or
 an `rmdir`; no program runs.
 """
@@ -28,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from concorde_workers.domain.resources import (
+from concorde_workers.domain.configuration.resources import (
     GROUP_PREFIX,
     Enforcement,
     GroupCounters,

@@ -1,11 +1,13 @@
 """SandboxedCheckRunner: the real CheckRunner (ports/checks.py).
 
 Runs: each check over a throwaway view of the tree it is given, in the check sandbox
-(domain/check_sandbox.py), through the one process runner, which kills the whole process group
+(domain/isolation/check_sandbox.py), through the one process runner, which kills the whole process
+group
 when the check's timeout passes (and bwrap's PID namespace dies with its launcher):
 
 * where the kernel lets a user namespace mount an overlay (asked once, `layer_problem`), over a
-  copy-on-write layer (domain/check_layer.py): the tree itself as the lower layer, a tmpfs of
+  copy-on-write layer (domain/isolation/check_layer.py): the tree itself as the lower layer, a tmpfs
+  of
   the check's own as the upper, the run's mount plan as what it sees; its set-up does not grow
   with the tree, and nothing of it outlives the check's namespaces but an empty folder;
 * elsewhere over a copy made for it, said in the check's node (`view`) and by `plan`.
@@ -13,7 +15,8 @@ when the check's timeout passes (and bwrap's PID namespace dies with its launche
 Copies (the run's starting state; every check where no layer can be made): a new folder
 `concorde-check-<random>` in the runtime parent (hidden from every worker by its confinement)
 holding the host's owner record `owner.json`, written first, and the copy `tree/`
-(domain/check_copies.py: a sweep removes the folder once its host is dead; a layer's folder is
+(domain/isolation/check_copies.py: a sweep removes the folder once its host is dead; a layer's
+folder is
 the same, with its mount point `layer/`), filled by a walk that never follows a link:
 directories, links as links, regular files cloned (FICLONE: copy-on-write where the filesystem
 shares extents: btrfs, XFS), else copied in the kernel (copy_file_range), else read and written;
@@ -38,7 +41,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from concorde_workers.adapters.cgroups import close_check_group, open_check_group
-from concorde_workers.domain.check_copies import (
+from concorde_workers.domain.isolation.check_copies import (
     COPY_OWNER_FILE,
     COPY_PREFIX,
     COPY_TREE,
@@ -46,7 +49,7 @@ from concorde_workers.domain.check_copies import (
     copy_owner_text,
     is_copy_name,
 )
-from concorde_workers.domain.check_layer import (
+from concorde_workers.domain.isolation.check_layer import (
     EMPTY_FILE,
     LAYER_FOLDER,
     LayerTools,
@@ -54,7 +57,7 @@ from concorde_workers.domain.check_layer import (
     view_args,
     view_source,
 )
-from concorde_workers.domain.check_sandbox import (
+from concorde_workers.domain.isolation.check_sandbox import (
     ALWAYS_HIDDEN,
     CheckPlace,
     Keep,
@@ -62,7 +65,7 @@ from concorde_workers.domain.check_sandbox import (
     check_environment,
     program_in_view,
 )
-from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, finished
+from concorde_workers.domain.run.checks import Check, CheckRun, CheckStatus, finished
 from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
@@ -156,9 +159,9 @@ class SandboxedCheckRunner:
 
     def _write_owner(self, folder: str) -> None:
         """The host's owner record, before the copy exists: a sweep removes the folder once its
-        host is dead, and never while it lives (domain/check_copies.py)."""
+        host is dead, and never while it lives (domain/isolation/check_copies.py)."""
         if self._table is None:
-            return  # a caller without a process table: swept only once old (domain.sweep)
+            return  # a caller without a process table: swept only once old (domain.evidence.sweep)
         text = copy_owner_text(CopyOwner.of(self._table.own())).encode()
         fd = os.open(
             os.path.join(folder, COPY_OWNER_FILE),
@@ -260,7 +263,8 @@ class SandboxedCheckRunner:
     def _run_layered(
         self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None
     ) -> CheckRun:
-        """Over the tree itself, through a throwaway layer (domain/check_layer.py), in a folder
+        """Over the tree itself, through a throwaway layer (domain/isolation/check_layer.py), in a
+        folder
         of its own that also hides the layer's mounts from the check."""
         assert self._bwrap is not None and self._layer_tools is not None
         try:

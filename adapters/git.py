@@ -1,5 +1,5 @@
 """The real Git adapter: read-only Git through the `git` program, every command line from the
-one table of `domain.git_commands`.
+one table of `domain.gitview.git_commands`.
 
 Why subprocess and not GitPython's `Git` object as the runner (design.md, "Git through GitPython,
 bytes kept"): GitPython builds the child's environment as a copy of `os.environ`, and the host's
@@ -24,7 +24,7 @@ import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 
-from concorde_workers.domain.git_commands import (
+from concorde_workers.domain.gitview.git_commands import (
     COMMANDS,
     GitCommand,
     change_store_environment,
@@ -32,13 +32,13 @@ from concorde_workers.domain.git_commands import (
     git_environment,
     sandboxed,
 )
-from concorde_workers.domain.git_config import (
+from concorde_workers.domain.gitview.git_config import (
     filter_driver_names,
     filter_overrides,
     include_paths,
     parse_config,
 )
-from concorde_workers.domain.git_status import (
+from concorde_workers.domain.gitview.git_status import (
     GitRepository,
     IndexState,
     WorktreeInfo,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 
-from concorde_workers.domain.sweep import (
+from concorde_workers.domain.evidence.sweep import (
     ProcessIdentity,
     ProcessObservation,
     ProcessState,

@@ -23,8 +23,8 @@ import contextlib
 import os
 import select
 
-from concorde_workers.domain import json_limits
-from concorde_workers.domain.launch import NAMESPACE_REPORT_FD
+from concorde_workers.domain.isolation.launch import NAMESPACE_REPORT_FD
+from concorde_workers.domain.texts import json_limits
 
 __all__ = ["INIT_EXIT_BOUND_SECONDS", "await_exit", "exit_status", "open_init", "read_report",
            "report_pipe"]
@@ -50,7 +50,8 @@ def report_pipe(argv: tuple[str, ...], placeholder: str = NAMESPACE_REPORT_FD
 
 
 def exit_status(report: bytes) -> int | None:
-    """The exit status the waiter reported (domain/confinement.py WAITER), as the port gives one
+    """The exit status the waiter reported (domain/isolation/confinement.py WAITER), as the port
+    gives one
     (negative: killed by that signal); None when the report is not exactly one wait status (the
     waiter was killed before it could write, or something else wrote there too)."""
     text = report.decode("ascii", "replace")

@@ -86,8 +86,8 @@ from concorde_workers.adapters.process_pipes import (
     pump,
 )
 from concorde_workers.adapters.programs import start_problem
-from concorde_workers.domain.launch import EXIT_STATUS_FD
-from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
+from concorde_workers.domain.isolation.launch import EXIT_STATUS_FD
+from concorde_workers.domain.run.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import ProcessStartFailed
 
 __all__ = [
@@ -124,7 +124,7 @@ class SubprocessRunner:
     `stderr_keep_bytes`: how much of the end of stderr each handle keeps (default 80,000).
     `term_grace_seconds`: after a timeout, how long the leader gets between SIGTERM and SIGKILL.
     `max_line_bytes`: a longer stdout line is dropped and counted (default
-    domain.stdout.MAX_LINE_BYTES). `queue_bytes`: how much of the lines not yet read the queue
+    domain.run.stdout.MAX_LINE_BYTES). `queue_bytes`: how much of the lines not yet read the queue
     holds before the program is held back (default 4 MiB). `wait_timeout(wake, seconds)`:
     how the timer waits out a timeout (`WaitTimeout`; the default waits `seconds` of real time
     on the Event, which the runner sets once the leader is gone); tests pass one that returns

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from concorde_workers.domain.stdout import Overlong
+from concorde_workers.domain.run.stdout import Overlong
 
 __all__ = [
     "CHUNK",

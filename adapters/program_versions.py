@@ -27,12 +27,12 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from concorde_workers.domain import json_limits
-from concorde_workers.domain.program_versions import (
+from concorde_workers.domain.configuration.program_versions import (
     ProgramLocation,
     ProgramVersion,
     version_text,
 )
+from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 

@@ -1,4 +1,5 @@
-"""Finding an agent program (domain/discovery.py): `$CONCORDE_<NAME>` when set (a path, or a
+"""Finding an agent program (domain/configuration/discovery.py): `$CONCORDE_<NAME>` when set (a
+path, or a
 name on PATH), else the program's own name on PATH, else the node_modules this copy of
 concorde-workers pinned it in (the checkout's, then the user data folder's); and whether a
 program can be started at all, as `exec` would find it (`start_problem`)."""
@@ -9,7 +10,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 
-from concorde_workers.domain.discovery import VARIABLES, Found, Installation, locate
+from concorde_workers.domain.configuration.discovery import VARIABLES, Found, Installation, locate
 from concorde_workers.ports.filesystem import FileSystem
 
 

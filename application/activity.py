@@ -7,7 +7,7 @@ import threading
 
 from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.tracing.progress import ProgressWriter
-from concorde_workers.domain.records import LastAction
+from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.ports.agent import StreamReader
 from concorde_workers.ports.process import ProcessHandle
 from concorde_workers.ports.resources import ResourceGroup

@@ -1,5 +1,6 @@
 """`concorde-workers install-agents`: the pinned agent programs installed into the user data
-folder (domain/agent_install.py decides; this writes the pins and runs npm through the ports)."""
+folder (domain/configuration/agent_install.py decides; this writes the pins and runs npm through the
+ports)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from concorde_workers.domain.agent_install import InstallPlan, install_plan, stamp_path
-from concorde_workers.domain.discovery import user_data_folder
+from concorde_workers.domain.configuration.agent_install import (
+    InstallPlan,
+    install_plan,
+    stamp_path,
+)
+from concorde_workers.domain.configuration.discovery import user_data_folder
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 

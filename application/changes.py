@@ -2,7 +2,7 @@
 
 `ChangeKeeper.start` hashes the worktree's `rw` state at the snapshot into the run's change
 store (the runtime directory's `control/changes`); `keep` after each round's audit hashes the
-changed `rw` paths again, writes the patch between the two trees (domain/changes.py decides
+changed `rw` paths again, writes the patch between the two trees (domain/run/changes.py decides
 what goes in) and moves on. The Git calls are the host's own table (`changes_*`), in its
 sandbox, writing only into the store. A failure of Git is said in the round's file, never
 raised: the round's own ending stands.
@@ -16,8 +16,12 @@ from collections.abc import Mapping
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.run_state import RunState
 from concorde_workers.application.tracing.writer import TraceWriter
-from concorde_workers.domain.audit import Audit, FileState, Observation, Snapshot
-from concorde_workers.domain.changes import (
+from concorde_workers.domain.boundary.grant import Grant
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.evidence.layout import RunLayout, RuntimeLayout
+from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.run.audit import Audit, FileState, Observation, Snapshot
+from concorde_workers.domain.run.changes import (
     CHANGES_FILE,
     content_paths,
     named_lines,
@@ -25,10 +29,6 @@ from concorde_workers.domain.changes import (
     patch_file,
     round_changed,
 )
-from concorde_workers.domain.git_status import GitRepository
-from concorde_workers.domain.grant import Grant
-from concorde_workers.domain.layout import RunLayout, RuntimeLayout
-from concorde_workers.domain.paths import EntryKind
 from concorde_workers.ports.changes import ChangeTrees
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed

@@ -12,7 +12,7 @@ shows for an unconfined round), runs each failing check once more over the copy 
 starting state (gate narrowing, seed 004),
 writes each check's node `rounds/<n>/checks/<check-id>/` (check.json, output.log; a narrowed
 check's run on the starting state in `before/`), discards the copies, and answers what the pure
-`domain.checks.answer` decides: nothing to repair, a repair failing the run with checks_failed
+`domain.run.checks.answer` decides: nothing to repair, a repair failing the run with checks_failed
 when no rounds are left, or checks_unavailable.
 """
 
@@ -29,8 +29,12 @@ from concorde_workers.application.validation import (
     ValidationInput,
     ValidationOutcome,
 )
-from concorde_workers.domain.check_sandbox import CheckPlace, primary_of
-from concorde_workers.domain.checks import (
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS
+from concorde_workers.domain.evidence.errors import Code, ErrorLink, Reason, Unhandled
+from concorde_workers.domain.isolation.check_sandbox import CheckPlace, primary_of
+from concorde_workers.domain.run.checks import (
     CHECKS_FAILED,
     CHECKS_UNAVAILABLE,
     Check,
@@ -42,10 +46,6 @@ from concorde_workers.domain.checks import (
     evidence,
     node_json,
 )
-from concorde_workers.domain.errors import Code, ErrorLink, Reason, Unhandled
-from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.resources import DEFAULT_LIMITS
 from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner, OnCancel
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 

@@ -4,7 +4,8 @@ Seed 000 "Refusals before a run"; seed 002 "Worker configuration" and "Model map
 worktree's `.concorde/workers.json` and the machine's model map through a file-system port and
 takes the host environment as a mapping (never `os.environ`). Each file is strict JSON
 (`json_text`) checked against its contract's schema by jsonschema, the one authority on the
-files' shape (`contract_problems` words the first problem); the domain (`domain/config.py`)
+files' shape (`contract_problems` words the first problem); the domain
+(`domain/configuration/config.py`)
 decides the rest. Every outcome is a `ResolvedWorker` or a `Refusal` naming the file it concerns.
 """
 
@@ -17,21 +18,25 @@ from typing import Any, Protocol, cast
 
 from concorde_workers.application.contract_problems import first_problem
 from concorde_workers.application.json_text import decode_json
-from concorde_workers.domain import config as domain
-from concorde_workers.domain import machine
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.committed_config import (
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.configuration import config as domain
+from concorde_workers.domain.configuration import machine
+from concorde_workers.domain.configuration.config import (
+    ResolvedWorker,
+    WorkerChoice,
+    WorkerConfiguration,
+)
+from concorde_workers.domain.configuration.discovery import Found, Installation, locate
+from concorde_workers.domain.configuration.machine import ModelMap
+from concorde_workers.domain.configuration.program_versions import ProgramLocation, version_problem
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.gitview.committed_config import (
     MAX_WORKING_COPY_BYTES,
     NOT_OPENED,
     committed_source,
 )
-from concorde_workers.domain.config import ResolvedWorker, WorkerChoice, WorkerConfiguration
-from concorde_workers.domain.discovery import Found, Installation, locate
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.git_status import GitRepository
-from concorde_workers.domain.machine import ModelMap
-from concorde_workers.domain.paths import EntryKind
-from concorde_workers.domain.program_versions import ProgramLocation, version_problem
+from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.ports.filesystem import FileStat, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.program_versions import ProgramVersions
@@ -85,7 +90,8 @@ class ConfigurationReader:
 
     `environ` is the host environment: HOME, XDG_CONFIG_HOME, CONCORDE_MODEL_MAP, PATH,
     CONCORDE_CLAUDE and CONCORDE_PI are read from it. With `versions`, the worker's program is
-    also refused when it is older than the policy relies on (domain/program_versions.py).
+    also refused when it is older than the policy relies on
+    (domain/configuration/program_versions.py).
     """
 
     def __init__(self, fs: ConfigFiles, environ: Mapping[str, str],
@@ -256,7 +262,8 @@ class ConfigurationReader:
         return resolved
 
     def _program(self, choice: WorkerChoice, file: str) -> Found | Refusal:
-        """The worker's program where discovery finds it (domain/discovery.py: its variable,
+        """The worker's program where discovery finds it (domain/configuration/discovery.py: its
+        variable,
         PATH, the pinned installations), new enough for the policy."""
         found = locate(choice.backend, self._environ, self._installations, self._fs)
         if found is None:

@@ -1,6 +1,7 @@
 """The confinement of a run, settled before launch and checked before every round.
 
-The mount plan is the domain's (`domain/confinement.py`), from the policy (which names what is
+The mount plan is the domain's (`domain/isolation/confinement.py`), from the policy (which names
+what is
 hidden: the homes, the primary worktree, the credential origins, the run directories, the temp
 root); this module gathers the rest through the filesystem port: where bwrap and the helper's
 programs are, what the agent program and the host interpreter run from, and each path's kind and
@@ -13,18 +14,18 @@ import os
 import posixpath
 from collections.abc import Iterable, Sequence
 
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.confinement import Confinement, ConfinementTools
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.mount_plan import (
+from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, is_within
+from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, MIB
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.isolation.confinement import Confinement, ConfinementTools
+from concorde_workers.domain.isolation.mount_plan import (
     PathFacts,
     PlanInputs,
     confinement_plan,
     installation,
     launch_problem,
 )
-from concorde_workers.domain.paths import DirEntry, EntryKind, is_within
-from concorde_workers.domain.resources import DEFAULT_LIMITS, MIB
 from concorde_workers.ports.agent import AgentBackend, BackendContext
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
@@ -112,7 +113,7 @@ def _tools(fs: FileSystem, search: str, as_root: bool,
     if missing:
         return missing
     # The host's own interpreter runs the waiter that reports the agent's exact exit status
-    # (domain/confinement.py WAITER); it is kept visible inside, as the hooks need it too.
+    # (domain/isolation/confinement.py WAITER); it is kept visible inside, as the hooks need it too.
     return ConfinementTools(bwrap=fs.realpath(str(found["bwrap"])), env=str(found["env"]),
                             umount=found.get("umount"), unshare=found.get("unshare"),
                             python=interpreter)

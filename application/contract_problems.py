@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from concorde_workers.contracts import validator
-from concorde_workers.domain.config import show
+from concorde_workers.domain.configuration.config import show
 
 __all__ = ["KEYWORD_WORDS", "TEXT_RULE", "first_problem", "first_problem_of"]
 

@@ -1,4 +1,5 @@
-"""The sweep of the checks' copies a dead host left (domain/check_copies.py): part of every sweep
+"""The sweep of the checks' copies a dead host left (domain/isolation/check_copies.py): part of
+every sweep
 (`Sweeper.sweep`, so every `run` and `concorde-workers sweep`).
 
 Each `concorde-check-<12 hex>` folder of the runtime parent is judged by its owner record
@@ -15,15 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from concorde_workers.domain.check_copies import (
+from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
+from concorde_workers.domain.evidence.sweep import ProcessIdentity, Verdict
+from concorde_workers.domain.isolation.check_copies import (
     COPY_OWNER_FILE,
     CopyOwner,
     is_copy_name,
     judge_copy,
     parse_copy_owner,
 )
-from concorde_workers.domain.paths import DirEntry, EntryKind
-from concorde_workers.domain.sweep import ProcessIdentity, Verdict
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
 

@@ -1,7 +1,8 @@
 """`concorde-workers doctor` (issue 12 §1): the facts of every prerequisite, gathered through the
-ports, judged by `domain.doctor.diagnose`.
+ports, judged by `domain.configuration.doctor.diagnose`.
 
-The programs are found exactly as a run finds them (domain/discovery.py with the host's
+The programs are found exactly as a run finds them (domain/configuration/discovery.py with the
+host's
 installations) and their versions read by the same port the preparation asks; the model map and
 workers.json are read by the configuration reader a run uses; credentials are looked for by
 their names and files only (a value never enters a fact); the sandbox is tried through the
@@ -15,12 +16,11 @@ from collections.abc import Mapping
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.resources import read_machine_resources
-from concorde_workers.domain import config as domain_config
-from concorde_workers.domain import json_limits
-from concorde_workers.domain.config import WorkerConfiguration
-from concorde_workers.domain.credentials import claude_config_directory, pi_agent_directory
-from concorde_workers.domain.discovery import Installation, locate, looked_at
-from concorde_workers.domain.doctor import (
+from concorde_workers.domain.boundary.credentials import claude_config_directory, pi_agent_directory
+from concorde_workers.domain.configuration import config as domain_config
+from concorde_workers.domain.configuration.config import WorkerConfiguration
+from concorde_workers.domain.configuration.discovery import Installation, locate, looked_at
+from concorde_workers.domain.configuration.doctor import (
     PROGRAMS,
     CredentialFact,
     Diagnosis,
@@ -31,10 +31,11 @@ from concorde_workers.domain.doctor import (
     backends_in_use,
     diagnose,
 )
-from concorde_workers.domain.environment import API_KEY_SUFFIX
-from concorde_workers.domain.errors import Refusal
-from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE, PI_AUTH_FILE
-from concorde_workers.domain.program_versions import ProgramLocation
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
+from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.evidence.layout import CLAUDE_CREDENTIALS_FILE, PI_AUTH_FILE
+from concorde_workers.domain.isolation.environment import API_KEY_SUFFIX
+from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.resources import ResourceGroups

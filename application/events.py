@@ -1,5 +1,6 @@
 """A run's events as it goes (issue 21 §5): what the host tells a `RunEvents` watcher, each event
-built by domain/events.py and told once. A watcher that fails (its pipe closed) is told nothing
+built by domain/evidence/events.py and told once. A watcher that fails (its pipe closed) is told
+nothing
 more; the run goes on, its record and trace whole."""
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from typing import Any
 from concorde_workers.application.run_state import RoundState
 from concorde_workers.application.tracing.calls import CallTracker, ToolCall
 from concorde_workers.application.tracing.progress import utc_text
-from concorde_workers.domain.events import LISTED, EventKind, bounded, event
-from concorde_workers.domain.records import RunRecord
-from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.events import LISTED, EventKind, bounded, event
+from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.events import RunEvents
 

@@ -7,7 +7,8 @@ final record and generate nothing); write the control files and credential copie
 worktree; run rounds (each audited; validated when ok and clean; retried or resumed as the Rounds
 table says); perform the proposed deletions after a clean last round with a valid result; keep the
 transcript, remove the credential copies and the runtime directory; write the final record. The
-decisions are the domain's (`domain.rounds`, `domain.audit`, `domain.deletions`); this module does
+decisions are the domain's (`domain.run.rounds`, `domain.run.audit`, `domain.run.deletions`); this
+module does
 the I/O around them through the ports.
 """
 
@@ -45,22 +46,22 @@ from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.application.worktree_lock import worktree_held
 from concorde_workers.application.worktree_state import WorktreeObserver
-from concorde_workers.domain.audit import Snapshot
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.deletions import Kind, outcome, plan_deletions
-from concorde_workers.domain.errors import ErrorLink, Reason, Refusal
-from concorde_workers.domain.git_metadata import found_before_refusal
-from concorde_workers.domain.grant import Level
-from concorde_workers.domain.layout import RunLayout, RuntimeLayout
-from concorde_workers.domain.machine_resources import MachineResources
-from concorde_workers.domain.paths import EntryKind
-from concorde_workers.domain.program_versions import programs_text
-from concorde_workers.domain.records import ProgressStatus, RunRecord
-from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.rounds import WorkerStatus, deletions_allowed
-from concorde_workers.domain.run_id import run_id as make_run_id
-from concorde_workers.domain.sweep import OwnerRecord
-from concorde_workers.domain.text import control_problem
+from concorde_workers.domain.boundary.grant import Level
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.configuration.machine_resources import MachineResources
+from concorde_workers.domain.configuration.program_versions import programs_text
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import ErrorLink, Reason, Refusal
+from concorde_workers.domain.evidence.layout import RunLayout, RuntimeLayout
+from concorde_workers.domain.evidence.records import ProgressStatus, RunRecord
+from concorde_workers.domain.evidence.run_id import run_id as make_run_id
+from concorde_workers.domain.evidence.sweep import OwnerRecord
+from concorde_workers.domain.gitview.git_metadata import found_before_refusal
+from concorde_workers.domain.run.audit import Snapshot
+from concorde_workers.domain.run.deletions import Kind, outcome, plan_deletions
+from concorde_workers.domain.run.rounds import WorkerStatus, deletions_allowed
+from concorde_workers.domain.texts.text import control_problem
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.events import RunEvents
 from concorde_workers.ports.filesystem import (
@@ -204,7 +205,7 @@ class WorkerHost:
         """The refusal of a request no run is made for, or None: a parent with a control
         character or not absolute (as the command line refuses it); a runtime path or project
         interpreter that is empty, relative, missing or would uncover what the Harness hides
-        (seed 000 "Reading beside the grant"; domain/beside.py), judged exactly as the
+        (seed 000 "Reading beside the grant"; domain/boundary/beside.py), judged exactly as the
         preparation judges it. Ask it before `run`, as the configuration reader's refusals are
         asked for: no run is made for it (request_invalid is none of a run's codes). A refusal
         of a run's own code (a malformed grant, a misplaced worktree, an agent program missing

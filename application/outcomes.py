@@ -12,14 +12,10 @@ from dataclasses import dataclass
 from concorde_workers.application.run_state import RoundState, RunState
 from concorde_workers.application.runtime_directory import CleanupOutcome
 from concorde_workers.application.validation import ValidationOutcome
-from concorde_workers.domain.agent_report import RoundReport
-from concorde_workers.domain.audit import describe_violations
-from concorde_workers.domain.codes import RUN_CODES, Code
-from concorde_workers.domain.deletions import DeletionOutcome, describe_outcome
-from concorde_workers.domain.errors import ErrorLink, Evidence, Reason, Refusal
-from concorde_workers.domain.git_metadata import describe_git_metadata
-from concorde_workers.domain.layout import RunLayout
-from concorde_workers.domain.links import (
+from concorde_workers.domain.evidence.codes import RUN_CODES, Code
+from concorde_workers.domain.evidence.errors import ErrorLink, Evidence, Reason, Refusal
+from concorde_workers.domain.evidence.layout import RunLayout
+from concorde_workers.domain.evidence.links import (
     audit_evidence,
     audit_violation_detail,
     trace_evidence,
@@ -27,7 +23,11 @@ from concorde_workers.domain.links import (
     worker_link,
     workers_link,
 )
-from concorde_workers.domain.rounds import Causes, End, RoundEnding, RoundFacts
+from concorde_workers.domain.gitview.git_metadata import describe_git_metadata
+from concorde_workers.domain.run.agent_report import RoundReport
+from concorde_workers.domain.run.audit import describe_violations
+from concorde_workers.domain.run.deletions import DeletionOutcome, describe_outcome
+from concorde_workers.domain.run.rounds import Causes, End, RoundEnding, RoundFacts
 from concorde_workers.ports.git import GitCommandFailed
 
 

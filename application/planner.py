@@ -16,14 +16,14 @@ from typing import Any
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.credential_presence import missing_credentials
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.config import ResolvedWorker
-from concorde_workers.domain.environment import redact
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.grant import Grant
-from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.run_id import run_id, runtime_directory_name
-from concorde_workers.domain.text import terminal_lines
+from concorde_workers.domain.boundary.grant import Grant
+from concorde_workers.domain.configuration.config import ResolvedWorker
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.evidence.run_id import run_id, runtime_directory_name
+from concorde_workers.domain.isolation.environment import redact
+from concorde_workers.domain.texts.text import terminal_lines
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.random import Random
@@ -197,7 +197,7 @@ def worker_resolution(request: RunRequest, resolved: ResolvedWorker) -> dict[str
 
 
 def _program_origin(resolved: ResolvedWorker) -> str:
-    """Where the worker's program came from, in words (domain/discovery.py)."""
+    """Where the worker's program came from, in words (domain/configuration/discovery.py)."""
     source = resolved.program_source
     if source == "PATH":
         return f"the {resolved.backend} program on PATH"

@@ -8,7 +8,7 @@ import posixpath
 
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.run_state import RunState
-from concorde_workers.domain.git_metadata import GitMetadata
+from concorde_workers.domain.gitview.git_metadata import GitMetadata
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
     FileSystem,

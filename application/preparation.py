@@ -19,20 +19,20 @@ from concorde_workers.application.confinement import plan_confinement
 from concorde_workers.application.placement_answers import PlacementAnswers
 from concorde_workers.application.program_identity import with_identity
 from concorde_workers.contracts import worker_result_schema
-from concorde_workers.domain.beside import Given, judge_beside, surroundings, text_problem
-from concorde_workers.domain.brief import compose_brief
-from concorde_workers.domain.claude_settings import digest_text
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.confinement import Confinement
-from concorde_workers.domain.credentials import credential_origins, home_at_root
-from concorde_workers.domain.discovery import Installation
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.git_status import GitRepository
-from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.launch import LaunchCommand, schema_text
-from concorde_workers.domain.layout import WORKERS_DIR
-from concorde_workers.domain.paths import DirEntry, Subdirs, is_within, relative_to
-from concorde_workers.domain.placement import (
+from concorde_workers.domain.boundary.beside import Given, judge_beside, surroundings, text_problem
+from concorde_workers.domain.boundary.credentials import credential_origins, home_at_root
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.boundary.paths import DirEntry, Subdirs, is_within, relative_to
+from concorde_workers.domain.boundary.policy import Policy, build_policy
+from concorde_workers.domain.boundary.task_types import TASK_TYPES
+from concorde_workers.domain.configuration.discovery import Installation
+from concorde_workers.domain.configuration.program_versions import ProgramVersion, version_refusal
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.evidence.layout import WORKERS_DIR
+from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.gitview.placement import (
     AdminPath,
     Placement,
     check_placement,
@@ -41,11 +41,11 @@ from concorde_workers.domain.placement import (
     parse_commondir_file,
     parse_gitdir_file,
 )
-from concorde_workers.domain.policy import Policy, build_policy
-from concorde_workers.domain.program_versions import ProgramVersion, version_refusal
-from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.task_types import TASK_TYPES
-from concorde_workers.domain.text import control_problem
+from concorde_workers.domain.isolation.claude_settings import digest_text
+from concorde_workers.domain.isolation.confinement import Confinement
+from concorde_workers.domain.isolation.launch import LaunchCommand, schema_text
+from concorde_workers.domain.run.brief import compose_brief
+from concorde_workers.domain.texts.text import control_problem
 from concorde_workers.ports.agent import AgentBackend, BackendContext, Generated, RoundKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
@@ -69,7 +69,7 @@ class HostFacts:
     sys.base_prefix): the confinement keeps them visible, or the hooks could not start."""
     installations: tuple[Installation, ...] = ()
     """The node_modules this copy pinned its agent programs in, searched after the variables
-    and PATH (domain/discovery.py)."""
+    and PATH (domain/configuration/discovery.py)."""
 
 
 @dataclass(frozen=True)
@@ -232,11 +232,11 @@ class Preparer:
     def refusal_before_run(self, request: RunRequest, temp_root: str) -> Refusal | None:
         """`WorkerHost.refusal_before_run`: `beside_refusal`. A program too old is not
         refused here: its run ends failed at the prerequisites with its record, as a missing
-        one does (domain/program_versions.py)."""
+        one does (domain/configuration/program_versions.py)."""
         return self._kept.judging(request, lambda: self.beside_refusal(request, temp_root))
 
     def home_refusal(self) -> Refusal | None:
-        """The refusal of a home of `/` (domain/credentials.py `home_at_root`), or None."""
+        """The refusal of a home of `/` (domain/boundary/credentials.py `home_at_root`), or None."""
         problem = home_at_root(self._host.user_home, self._host.environ, self._fs.realpath)
         if problem is None:
             return None
@@ -361,7 +361,7 @@ class Preparer:
     def _beside(self, request: RunRequest, grant: Grant, placement: Placement,
                 admin: tuple[AdminPath, ...], temp_root: str) -> Refusal | None:
         """Seed 000 "Reading beside the grant": runtime paths and the project interpreter are
-        taken exactly as given or refused (domain/beside.py), never rewritten."""
+        taken exactly as given or refused (domain/boundary/beside.py), never rewritten."""
         home = self.home_refusal()
         if home is not None:
             return home

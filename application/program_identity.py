@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from concorde_workers.domain.program_versions import ProgramVersion, changed_problem
+from concorde_workers.domain.configuration.program_versions import ProgramVersion, changed_problem
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 

@@ -18,11 +18,11 @@ from concorde_workers.application.tracing.reader import (
     read_record,
     read_resources,
 )
-from concorde_workers.domain import json_limits
-from concorde_workers.domain.layout import GRANT_FILE, TRANSCRIPT_FILE
-from concorde_workers.domain.paths import EntryKind
-from concorde_workers.domain.program_versions import ProgramVersion
-from concorde_workers.domain.records import RunRecord
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.configuration.program_versions import ProgramVersion
+from concorde_workers.domain.evidence.layout import GRANT_FILE, TRANSCRIPT_FILE
+from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 __all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather"]

@@ -1,7 +1,8 @@
 """Building a run request from a request file and command-line flags.
 
 A request file is a JSON object mirroring seed 000's Inputs table (the fields of
-`domain.request.RunRequest`); flags fill or override its fields. Every problem is a `Refusal`
+`domain.configuration.request.RunRequest`); flags fill or override its fields. Every problem is a
+`Refusal`
 with the code `request_invalid` that names the file or flag, what is wrong and the repair.
 """
 
@@ -15,20 +16,20 @@ from typing import Any
 from pydantic import ValidationError
 
 from concorde_workers.application.json_text import decode_json
-from concorde_workers.domain.beside import (
+from concorde_workers.domain.boundary.beside import (
     INTERPRETER_REPAIR,
     MAX_PYVENV_CFG_BYTES,
     RUNTIME_REPAIR,
     interpreter_installation,
     text_problem,
 )
-from concorde_workers.domain.checks import Check, parse_checks
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.paths import is_within
-from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.resources import parse_size
-from concorde_workers.domain.text import control_problem
+from concorde_workers.domain.boundary.paths import is_within
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.configuration.resources import parse_size
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.run.checks import Check, parse_checks
+from concorde_workers.domain.texts.text import control_problem
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 REQUEST_FIELDS = tuple(RunRequest.model_fields)
@@ -209,7 +210,7 @@ class RequestBuilder:
         needs to start among the runtime paths (issue 19 §1; seed 000 asks the caller to list
         them): its virtual environment and the base installation that one links to, which lie
         in a home for a pyenv, uv or conda Python. After the paths given; each is judged like
-        every runtime path (domain/beside.py), and plan shows them."""
+        every runtime path (domain/boundary/beside.py), and plan shows them."""
         interpreter = data.get("project_interpreter")
         given = data.get("runtime_paths", [])
         if not isinstance(interpreter, str) or not posixpath.isabs(interpreter) or \
@@ -242,7 +243,8 @@ class RequestBuilder:
     @staticmethod
     def _given_paths(data: dict[str, Any], file: str | None,
                      flags: RequestFlags) -> Refusal | None:
-        """The text of every path the request gives (domain/beside.py row "text", the grant's
+        """The text of every path the request gives (domain/boundary/beside.py row "text", the
+        grant's
         rule for control characters): the flag or field that gives a bad one, and the repair.
         Whether a runtime path or the interpreter exists or uncovers anything is the
         preparation's judgement, which a request of the Python API meets too."""

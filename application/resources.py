@@ -2,7 +2,7 @@
 the round and closed after it, and what the run's trace says of them.
 
 The limits are the request's (`RunRequest.resources`) over the machine's defaults (its
-resources.json, domain/machine_resources.py); what this machine gives is asked once
+resources.json, domain/configuration/machine_resources.py); what this machine gives is asked once
 (`ResourceGroups.enforcement`). A machine that cannot enforce them runs without and says so,
 unless the request asked for limits: then the round does not start (launch_failed), since a
 caller that asked for a bound must not get a run without one; the machine's setting may
@@ -15,13 +15,13 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from concorde_workers.domain.machine_resources import (
+from concorde_workers.domain.configuration.machine_resources import (
     MAX_RESOURCES_BYTES,
     MachineResources,
     parse_machine_resources,
     resources_location,
 )
-from concorde_workers.domain.resources import (
+from concorde_workers.domain.configuration.resources import (
     GROUP_PREFIX,
     Enforcement,
     GroupKind,
@@ -61,7 +61,8 @@ def sweep_groups(groups: ResourceGroups | None, older_than: float = IDLE_SECONDS
 
 
 def read_machine_resources(fs: FileSystem, environ: Mapping[str, str]) -> MachineResources:
-    """The machine's resources.json (domain/machine_resources.py), bounded; the built-in
+    """The machine's resources.json (domain/configuration/machine_resources.py), bounded; the
+    built-in
     setting when there is none."""
     named = environ.get("CONCORDE_RESOURCES", "")
     if named and not named.startswith("/"):

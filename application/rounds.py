@@ -4,7 +4,7 @@ next step (seed 000 "Rounds", "Retries").
 Per round: the round's node is written when its worker launches; the worker's whole process group
 is killed when the round ends, whatever ends it; stdout is read as it arrives (each tool use
 updates the progress file; the lines the reader ignored and the overlong lines the runner dropped
-are noted under the round content's `agent.stdout`, domain.stdout); stderr is kept (its last
+are noted under the round content's `agent.stdout`, domain.run.stdout); stderr is kept (its last
 80,000 bytes) in the round's node; the worktree is audited against the one snapshot; the round
 validation is called only after a round whose worker ended ok with a clean audit; the round's
 node is written again.
@@ -36,15 +36,15 @@ from concorde_workers.application.validation import (
 )
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.contracts import schema_validator
-from concorde_workers.domain.agent_report import RoundReport
-from concorde_workers.domain.audit import Snapshot, audit, worktree_unchanged
-from concorde_workers.domain.brief import retry_prompt
-from concorde_workers.domain.confinement import Mount
-from concorde_workers.domain.layout import STDERR_TAIL_BYTES
-from concorde_workers.domain.paths import is_within
-from concorde_workers.domain.records import JsonObject, Transient, judge_result
-from concorde_workers.domain.retries import retry_delay
-from concorde_workers.domain.rounds import (
+from concorde_workers.domain.boundary.paths import is_within
+from concorde_workers.domain.evidence.layout import STDERR_TAIL_BYTES
+from concorde_workers.domain.evidence.records import JsonObject, Transient, judge_result
+from concorde_workers.domain.isolation.confinement import Mount
+from concorde_workers.domain.run.agent_report import RoundReport
+from concorde_workers.domain.run.audit import Snapshot, audit, worktree_unchanged
+from concorde_workers.domain.run.brief import retry_prompt
+from concorde_workers.domain.run.retries import retry_delay
+from concorde_workers.domain.run.rounds import (
     End,
     Resume,
     Retry,
@@ -56,7 +56,7 @@ from concorde_workers.domain.rounds import (
     next_step,
     should_validate,
 )
-from concorde_workers.domain.stdout import STDOUT_NOTE_KEY, stdout_note
+from concorde_workers.domain.run.stdout import STDOUT_NOTE_KEY, stdout_note
 from concorde_workers.ports.agent import RoundKind, StreamReader
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError

@@ -15,13 +15,10 @@ from typing import Any, Literal
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.tracing.record import record_of_node
 from concorde_workers.application.tracing.writer import Moment, TraceWriter
-from concorde_workers.domain.agent_report import RoundReport, RoundUsage
-from concorde_workers.domain.audit import Audit
-from concorde_workers.domain.deletions import DeletionOutcome
-from concorde_workers.domain.errors import Code, ErrorLink
-from concorde_workers.domain.git_metadata import GitMetadata
-from concorde_workers.domain.layout import RunLayout
-from concorde_workers.domain.records import (
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.errors import Code, ErrorLink
+from concorde_workers.domain.evidence.layout import RunLayout
+from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
     WORKER_RUN,
     AuditRecord,
@@ -39,8 +36,11 @@ from concorde_workers.domain.records import (
     Usage,
     WorkerResult,
 )
-from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.rounds import WorkerStatus
+from concorde_workers.domain.gitview.git_metadata import GitMetadata
+from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
+from concorde_workers.domain.run.audit import Audit
+from concorde_workers.domain.run.deletions import DeletionOutcome
+from concorde_workers.domain.run.rounds import WorkerStatus
 from concorde_workers.ports.agent import RoundKind
 
 

@@ -18,8 +18,9 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from concorde_workers.domain.hidden import TEMPORARY_ROOTS
-from concorde_workers.domain.layout import (
+from concorde_workers.domain.boundary.hidden import TEMPORARY_ROOTS
+from concorde_workers.domain.boundary.paths import EntryKind, is_within
+from concorde_workers.domain.evidence.layout import (
     CONFIG_DIR,
     CONTROL_DIR,
     HOME_DIR,
@@ -27,9 +28,8 @@ from concorde_workers.domain.layout import (
     WORK_DIR,
     RuntimeLayout,
 )
-from concorde_workers.domain.paths import EntryKind, is_within
-from concorde_workers.domain.run_id import is_run_id, runtime_directory_name
-from concorde_workers.domain.sweep import OWNER_FILE, OwnerRecord, owner_record_text
+from concorde_workers.domain.evidence.run_id import is_run_id, runtime_directory_name
+from concorde_workers.domain.evidence.sweep import OWNER_FILE, OwnerRecord, owner_record_text
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.random import Random
 
@@ -78,7 +78,8 @@ def create_runtime_directory(
     its control/, config/, home/, tmp/ and work/ get mode 0700 whatever the umask. The owner
     record goes to control/owner.json (mode 0600) before the directory is handed out, so it is
     there before any credential copy: a sweep can tell whose directory it is once its host died
-    without a chance to act (domain/sweep.py). On a failure part-way, what was made is removed
+    without a chance to act (domain/evidence/sweep.py). On a failure part-way, what was made is
+    removed
     again and the error returned.
     """
     refused = _refusal(fs, temp_root, run_id, owner)

@@ -1,5 +1,6 @@
 """`concorde-workers init`: the files of a project's first run, written in the primary worktree
-and beside the model map (domain/starter.py decides what; this reads, writes and runs Git).
+and beside the model map (domain/configuration/starter.py decides what; this reads, writes and runs
+Git).
 
 The Git that writes here is the user's own tool, run as they would run it by hand in their own
 repository (their environment, identity and hooks): `git worktree add` and the commit of the
@@ -16,14 +17,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from concorde_workers.domain import machine
-from concorde_workers.domain import starter as decide
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.config import CONFIG_PATH
-from concorde_workers.domain.credentials import pi_agent_directory
-from concorde_workers.domain.discovery import Installation, locate
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.boundary.credentials import pi_agent_directory
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.configuration import machine
+from concorde_workers.domain.configuration import starter as decide
+from concorde_workers.domain.configuration.config import CONFIG_PATH
+from concorde_workers.domain.configuration.discovery import Installation, locate
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed

@@ -3,7 +3,8 @@
 A host killed by SIGKILL or the out-of-memory killer leaves its runtime directory, with the
 credential copies, and its run's record `running` (seed 000 "Nothing but the trace outlives a
 worker" excepts that case). `Sweeper.sweep()` lists the runtime parent (where the container puts
-runtime directories), judges every entry named like a runtime directory (`domain.sweep.judge`:
+runtime directories), judges every entry named like a runtime directory
+(`domain.evidence.sweep.judge`:
 its kind, owning user, age, owner record, and what the process table says of the owner's pid),
 and for each stale one:
 
@@ -38,18 +39,18 @@ from concorde_workers.application.runtime_directory import (
 from concorde_workers.application.tracing.progress import utc_text
 from concorde_workers.application.tracing.reader import read_node, read_progress
 from concorde_workers.application.tracing.writer import TraceWriter
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.errors import ErrorLink, Refusal
-from concorde_workers.domain.layout import CONTROL_DIR, RunLayout, RuntimeLayout
-from concorde_workers.domain.links import trace_evidence, transcript_evidence
-from concorde_workers.domain.paths import DirEntry, EntryKind
-from concorde_workers.domain.records import (
+from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import ErrorLink, Refusal
+from concorde_workers.domain.evidence.layout import CONTROL_DIR, RunLayout, RuntimeLayout
+from concorde_workers.domain.evidence.links import trace_evidence, transcript_evidence
+from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
     WORKER_RUN,
     ProgressFile,
     TraceNode,
 )
-from concorde_workers.domain.sweep import (
+from concorde_workers.domain.evidence.sweep import (
     OWNER_FILE,
     Candidate,
     Judgement,

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from concorde_workers.domain.confinement import Mount
-from concorde_workers.domain.errors import ErrorLink
-from concorde_workers.domain.paths import is_within, relative_to
-from concorde_workers.domain.rounds import ValidationAnswer
+from concorde_workers.domain.boundary.paths import is_within, relative_to
+from concorde_workers.domain.evidence.errors import ErrorLink
+from concorde_workers.domain.isolation.confinement import Mount
+from concorde_workers.domain.run.rounds import ValidationAnswer
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,8 @@ class ValidationInput:
     round: int
     view: tuple[Mount, ...] | None = None
     """The run's mount plan inside the worktree, as the agent ran under it (None: the round ran
-    unconfined: a test backend): what a check may see of the worktree (domain/check_layer.py)."""
+    unconfined: a test backend): what a check may see of the worktree
+    (domain/isolation/check_layer.py)."""
 
 
 @dataclass(frozen=True)

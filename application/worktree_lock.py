@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from concorde_workers.application.preparation import Prepared
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.errors import Reason, Refusal
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, HeldLock
 
 __all__ = ["HOLDER_SHOWN_CHARS", "WORKTREE_LOCK", "hold_worktree", "worktree_held"]

@@ -34,7 +34,17 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from concorde_workers.domain.audit import (
+from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, is_within, relative_to
+from concorde_workers.domain.gitview.git_config import program_settings
+from concorde_workers.domain.gitview.git_metadata import GitMetadata
+from concorde_workers.domain.gitview.git_status import (
+    GitRepository,
+    IndexState,
+    WorktreeStatus,
+    resolve_head,
+)
+from concorde_workers.domain.gitview.placement import host_may_read, parse_gitdir_file, walk_tree
+from concorde_workers.domain.run.audit import (
     FileState,
     Observation,
     Snapshot,
@@ -42,16 +52,6 @@ from concorde_workers.domain.audit import (
     is_git_metadata,
     observe,
 )
-from concorde_workers.domain.git_config import program_settings
-from concorde_workers.domain.git_metadata import GitMetadata
-from concorde_workers.domain.git_status import (
-    GitRepository,
-    IndexState,
-    WorktreeStatus,
-    resolve_head,
-)
-from concorde_workers.domain.paths import DirEntry, EntryKind, is_within, relative_to
-from concorde_workers.domain.placement import host_may_read, parse_gitdir_file, walk_tree
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitReader
 

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the ProgramBackend lives with the tes
 from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
 from concorde_workers.adapters.git import GitCliReader  # noqa: E402
 from concorde_workers.application.worktree_state import WorktreeObserver  # noqa: E402
-from concorde_workers.domain.git_status import GitRepository  # noqa: E402
+from concorde_workers.domain.gitview.git_status import GitRepository  # noqa: E402
 
 STATUS = ("status", "--porcelain=v2", "-z", "--untracked-files=all")
 # The audit before issue 8 §1: these options on every call, status beside four more commands.
@@ -135,7 +135,7 @@ def noop_round(worktree: Path, parent: Path, tmp: Path) -> Callable[[], Any]:
     from fakes.program_backend import ProgramBackend, Step
 
     from concorde_workers.container import production
-    from concorde_workers.domain.request import Limits, RunRequest
+    from concorde_workers.domain.configuration.request import Limits, RunRequest
 
     grant = {"task_type": "implement", "context_identity": "sha256:" + "1" * 64,
              "entries": [{"path": "src/m00/", "level": "rw"}]}

@@ -11,7 +11,7 @@ two commands each
 
   bare        run in the tree, through the production process runner (the baseline);
   layer       as a round's check runs it: in the check sandbox over a copy-on-write layer of
-              the plan's view (domain/check_layer.py);
+              the plan's view (domain/isolation/check_layer.py);
   copies      (with --copies) as a check ran before the layer, and still runs where the kernel
               refuses it: over a copy of what the grant shows, made and removed around it.
 
@@ -36,10 +36,10 @@ from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.container import layer_tools
-from concorde_workers.domain.check_sandbox import CheckPlace
-from concorde_workers.domain.checks import Check, CheckStatus
-from concorde_workers.domain.confinement import Mount, MountKind
-from concorde_workers.domain.grant import Grant, parse_grant
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.isolation.check_sandbox import CheckPlace
+from concorde_workers.domain.isolation.confinement import Mount, MountKind
+from concorde_workers.domain.run.checks import Check, CheckStatus
 
 INTERPRETER = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "python")
 COMMANDS = {"true": "true", "pytest": "python -m pytest -q tests"}
@@ -59,7 +59,7 @@ def build(root: Path, files: int) -> Path:
 
 def planned(tree: Path) -> CheckPlace:
     """The place of a round's check: the grant and the plan's mounts inside the worktree for it
-    (as domain/mount_plan.py makes them: the worktree's skeleton, each entry bound)."""
+    (as domain/isolation/mount_plan.py makes them: the worktree's skeleton, each entry bound)."""
     grant = parse_grant({"task_type": "implement", "context_identity": "sha256:" + "1" * 64,
                          "entries": [{"path": "src/", "level": "rw"},
                                      {"path": "tests/", "level": "rw"}]})

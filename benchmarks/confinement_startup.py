@@ -46,7 +46,7 @@ from concorde_workers.adapters.demo.example_repository import (
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.container import production
-from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.configuration.request import RunRequest
 
 RUN_ID = "w-20260101T000000-abc123"
 

@@ -46,7 +46,7 @@ from concorde_workers.application.validation import (  # noqa: E402
     ValidationInput,
     ValidationOutcome,
 )
-from concorde_workers.domain.request import Limits  # noqa: E402
+from concorde_workers.domain.configuration.request import Limits  # noqa: E402
 
 ROUNDS = 10
 CALLS_PER_ROUND = 100

@@ -34,7 +34,7 @@ from interleave import interleaved, report
 
 from concorde_workers.adapters.cgroups import CgroupGroup, CgroupGroups
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.domain.resources import GroupKind, ResourceLimits, join_prefix
+from concorde_workers.domain.configuration.resources import GroupKind, ResourceLimits, join_prefix
 from concorde_workers.ports.resources import GroupFailed
 
 BOUND_MS = 20.0

@@ -22,7 +22,7 @@ The host process imports the production wiring (concorde_workers.container) firs
 baseline is what the real host holds before it reads. It prints, per scenario, the peak RSS in
 MB, its ratio to the baseline measured in the same run, the characters and lines the host was
 handed, the wall time, the round's ending as the reader classified it, and what the round's
-trace notes about stdout (`stdout_note` of domain.stdout, when this checkout has it). The
+trace notes about stdout (`stdout_note` of domain.run.stdout, when this checkout has it). The
 figures and how to read them are in docs/benchmarks.md.
 """
 
@@ -125,7 +125,7 @@ def host(name: str, size: int, line_size: int) -> dict[str, Any]:
     report = reader.finish(status, handle.timed_out, handle.stderr_tail(80_000).decode())
     note = None
     try:
-        from concorde_workers.domain.stdout import stdout_note  # after the change
+        from concorde_workers.domain.run.stdout import stdout_note  # after the change
         note = stdout_note(reader.ignored, handle.overlong)
     except ImportError:
         pass

@@ -15,14 +15,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.agent_report import RoundReport
-from concorde_workers.domain.errors import Refusal
-from concorde_workers.domain.launch import LaunchCommand
-from concorde_workers.domain.policy import Policy
-from concorde_workers.domain.program_versions import ProgramLocation
-from concorde_workers.domain.records import LastAction
-from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.stdout import IgnoredLines
+from concorde_workers.domain.boundary.policy import Policy
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.isolation.launch import LaunchCommand
+from concorde_workers.domain.run.agent_report import RoundReport
+from concorde_workers.domain.run.stdout import IgnoredLines
 
 
 class RoundKind(StrEnum):
@@ -102,7 +102,8 @@ class AgentBackend(Protocol):
 
     def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
         """The agent programs this backend runs whose versions the generated settings rely on
-        (domain/program_versions.py), where they were found; one that was not found is left
+        (domain/configuration/program_versions.py), where they were found; one that was not found is
+        left
         out (its absence is refused where it always was); none for a test backend."""
         ...
 
@@ -120,7 +121,8 @@ class AgentBackend(Protocol):
     def confinement_needs(self, context: BackendContext) -> Sequence[str] | None:
         """What the agent program itself runs from, besides the host interpreter and the
         sandbox programs: its program and what it loads (node, sandbox-runtime). The host runs
-        the whole agent process tree confined (domain/confinement.py) and keeps these visible
+        the whole agent process tree confined (domain/isolation/confinement.py) and keeps these
+        visible
         read-only wherever they lie; None when this backend's rounds run unconfined (the test
         backends' programs)."""
         ...

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.git_status import GitRepository
+from concorde_workers.domain.gitview.git_status import GitRepository
 
 __all__ = ["ChangeTrees"]
 

@@ -3,8 +3,10 @@ issue 19 §1).
 
 A check never changes what the next audit sees: whatever it writes goes to a view of its own,
 discarded however the check ended, never to the tree. The real adapter (adapters/checks.py)
-runs each check in a network-less sandbox with a cleared environment (domain/check_sandbox.py)
-over a copy-on-write layer of the tree (domain/check_layer.py), or over a copy where the kernel
+runs each check in a network-less sandbox with a cleared environment
+(domain/isolation/check_sandbox.py)
+over a copy-on-write layer of the tree (domain/isolation/check_layer.py), or over a copy where the
+kernel
 allows no layer; the fake (tests/fakes/checks.py) copies within a FakeFileSystem and runs
 scripted commands. A copy (`copy`) is what outlives a change of the tree: the run's starting
 state.
@@ -16,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.check_sandbox import CheckPlace, Keep
-from concorde_workers.domain.checks import Check, CheckRun
+from concorde_workers.domain.isolation.check_sandbox import CheckPlace, Keep
+from concorde_workers.domain.run.checks import Check, CheckRun
 
 OnCancel = Callable[[Callable[[], None]], Callable[[], None]]
 """Registers what to do when the run is cancelled; returns the function that unregisters it

@@ -1,5 +1,6 @@
 """The capability of telling a watcher what a run does as it goes (issue 21 §5): each event
-(domain/events.py) handed over once, in order. The CLI's `--events` writes them to stdout as
+(domain/evidence/events.py) handed over once, in order. The CLI's `--events` writes them to stdout
+as
 JSON Lines (adapters/cli/events.py); the fake records them (tests/fakes/events.py)."""
 
 from __future__ import annotations

@@ -3,12 +3,12 @@
 Every method is a question; none changes the repository, its index or its configuration, and
 none runs a program the repository (or anything a worker can write) configures: no hook, no
 fsmonitor, no filter, diff or merge driver, no Git inside a submodule's worktree (the command
-table of `domain.git_commands` says how the real adapter guarantees it). Placement questions
+table of `domain.gitview.git_commands` says how the real adapter guarantees it). Placement questions
 (`worktrees`, `toplevel`, `git_dirs`) find the repository from a directory, before the first
 round; the audit's questions (`status`, `index`, `config_digest`) take the `GitRepository`
 placement found and never find it again. Paths given and returned are absolute and real
 (symbolic links resolved), except the relative paths of status entries and gitlinks, which are
-relative to the worktree's top level. Path text follows `domain.git_status` (UTF-8 with
+relative to the worktree's top level. Path text follows `domain.gitview.git_status` (UTF-8 with
 surrogateescape, so non-UTF-8 names round-trip).
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.git_status import (
+from concorde_workers.domain.gitview.git_status import (
     GitRepository,
     HeadState,
     IndexState,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.sweep import ProcessIdentity, ProcessObservation, ProcessState
+from concorde_workers.domain.evidence.sweep import ProcessIdentity, ProcessObservation, ProcessState
 
 __all__ = ["ProcessIdentity", "ProcessObservation", "ProcessState", "ProcessTable"]
 

@@ -45,8 +45,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
-from concorde_workers.domain.stdout import Overlong
+from concorde_workers.domain.isolation.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
+from concorde_workers.domain.run.stdout import Overlong
 
 __all__ = ["EXIT_STATUS_FD", "NAMESPACE_REPORT_FD", "ProcessHandle", "ProcessRunner",
            "ProcessStartFailed"]

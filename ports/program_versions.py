@@ -1,7 +1,8 @@
 """The ProgramVersions port: which version of an agent program is installed.
 
 The preparation asks it for every program a backend runs (`AgentBackend.programs`) and refuses a
-run whose program is older than the policy relies on (domain/program_versions.py). Asking costs
+run whose program is older than the policy relies on (domain/configuration/program_versions.py).
+Asking costs
 nothing on a path already seen: the real adapter reads the program's npm package.json when it
 lies in one and runs `<program> --version` only otherwise, once per program file (cached per
 user by the file's path, modification time and size).
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.program_versions import ProgramLocation, ProgramVersion
+from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramVersion
 
 
 @runtime_checkable

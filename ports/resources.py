@@ -13,7 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.resources import Enforcement, GroupCounters, ResourceLimits
+from concorde_workers.domain.configuration.resources import (
+    Enforcement,
+    GroupCounters,
+    ResourceLimits,
+)
 
 __all__ = ["GroupFailed", "ResourceGroup", "ResourceGroups"]
 

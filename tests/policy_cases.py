@@ -1,6 +1,6 @@
 """Generated grants and paths for the parity of the three copies of the file tables.
 
-The domain's read, write and search-root tables (`domain.policy`) are re-implemented twice: by
+The domain's read, write and search-root tables (`domain.boundary.policy`) are re-implemented twice: by
 the Claude Code hook template (Python, standard library only) and by the pi extension's
 `pi_policy.ts`. The parity tests draw a policy from `policies()` — a grant of overlapping file
 and directory entries at any level, runtime paths inside and outside the worktree, nested Git
@@ -20,10 +20,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.paths import DirEntry, EntryKind
-from concorde_workers.domain.placement import AdminPath
-from concorde_workers.domain.policy import (
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
+from concorde_workers.domain.boundary.policy import (
     Decision,
     Policy,
     build_policy,
@@ -31,6 +30,7 @@ from concorde_workers.domain.policy import (
     decide_search_root,
     decide_write,
 )
+from concorde_workers.domain.gitview.placement import AdminPath
 
 HOME = "/home/u"
 PRIMARY = f"{HOME}/proj"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Sequence
 
-from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir
-from concorde_workers.domain.placement import AdminPath
-from concorde_workers.domain.policy import Policy, build_policy
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, ListDir
+from concorde_workers.domain.boundary.policy import Policy, build_policy
+from concorde_workers.domain.gitview.placement import AdminPath
 
 HOME = "/home/u"
 PRIMARY = f"{HOME}/proj"

@@ -19,26 +19,26 @@ from concorde_workers.adapters.claude.stream import (
     session_file_name,
 )
 from concorde_workers.adapters.programs import find_located, program_or_name
-from concorde_workers.domain.claude_settings import (
-    claude_settings,
-    digest_text,
-    settings_text,
-    shown_settings,
-)
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.credentials import claude_config_directory
-from concorde_workers.domain.discovery import Installation
-from concorde_workers.domain.endpoints import (
+from concorde_workers.domain.boundary.credentials import claude_config_directory
+from concorde_workers.domain.configuration.discovery import Installation
+from concorde_workers.domain.configuration.endpoints import (
     MAX_ENDPOINTS_BYTES,
     claude_environment_of,
     endpoints_location,
     parse_endpoints,
 )
-from concorde_workers.domain.environment import claude_environment
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.launch import LaunchCommand, claude_command
-from concorde_workers.domain.layout import CLAUDE_CREDENTIALS_FILE
-from concorde_workers.domain.program_versions import ProgramLocation
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.evidence.layout import CLAUDE_CREDENTIALS_FILE
+from concorde_workers.domain.isolation.claude_settings import (
+    claude_settings,
+    digest_text,
+    settings_text,
+    shown_settings,
+)
+from concorde_workers.domain.isolation.environment import claude_environment
+from concorde_workers.domain.isolation.launch import LaunchCommand, claude_command
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import (
     EntryKind,
@@ -61,7 +61,8 @@ class ClaudeBackend:
 
     def check(self, primary: str) -> Refusal | None:
         """launch_failed, with the repair, when the machine's endpoints.json cannot be used
-        (domain/endpoints.py): a run is never sent to another endpoint than it configures."""
+        (domain/configuration/endpoints.py): a run is never sent to another endpoint than it
+        configures."""
         problem = self._endpoint_environment(self._environ)
         if not isinstance(problem, str):
             return None
@@ -84,7 +85,7 @@ class ClaudeBackend:
             if error.not_found:
                 return {}
             return (f"{file} cannot be read ({error.os_error_text}): make it a regular file "
-                    "(domain/endpoints.py shows its shape), or remove it")
+                    "(domain/configuration/endpoints.py shows its shape), or remove it")
         except ValueError as error:  # not UTF-8
             return f"{file} cannot be read: {error}"
         parsed = parse_endpoints(text, file)
@@ -127,7 +128,7 @@ class ClaudeBackend:
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """The user's credentials file (`$CLAUDE_CONFIG_DIR/.credentials.json`, else
         `~/.claude/.credentials.json` of the host's HOME) and its copy in config/; the origin
-        comes from `domain.credentials`, which the policy hides too."""
+        comes from `domain.boundary.credentials`, which the policy hides too."""
         config = claude_config_directory(context.environ) or posixpath.join(
             os.path.expanduser("~"), ".claude")
         return ((posixpath.join(config, CLAUDE_CREDENTIALS_FILE),

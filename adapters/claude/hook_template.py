@@ -10,11 +10,13 @@ nothing and exits 0 to allow, and prints one JSON denial and exits 0 to deny
 (notes/harness.md §1.4; notes/claude-code.md §4); when even the denial cannot be written it exits
 2, Claude Code's other way to deny.
 
-The decisions are faithful re-implementations of `domain.policy.decide_write` (the write table),
-`domain.policy.decide_read` (the read table) and `domain.search_guard.decide_search_call` (the
+The decisions are faithful re-implementations of `domain.boundary.policy.decide_write` (the write
+table),
+`domain.boundary.policy.decide_read` (the read table) and
+`domain.boundary.search_guard.decide_search_call` (the
 search roots), over the embedded data; the parity tests run this file and the domain functions on
 the same paths. Every reason comes from the table the grant embeds (`GRANT["reasons"]`,
-`domain.reasons.REASONS`): this file holds none of its own. Any error denies: Claude
+`domain.boundary.reasons.REASONS`): this file holds none of its own. Any error denies: Claude
 Code lets a tool call through when its hook fails, so this hook never fails.
 """
 
@@ -32,7 +34,7 @@ HOOK: str = "write"
 TARGET_FIELDS = ("file_path", "notebook_path")
 PROCESSES = "/proc"
 RUNTIME_PREFIX = "concorde-"
-RUNTIME_NAME = re.compile(r"concorde-[0-9a-f]{6}-[A-Za-z0-9_]{1,32}")  # domain.hidden
+RUNTIME_NAME = re.compile(r"concorde-[0-9a-f]{6}-[A-Za-z0-9_]{1,32}")  # domain.boundary.hidden
 SEARCH_TOOLS = ("Grep", "Glob")
 GUIDANCE_LIMIT = 12
 JS_WHITESPACE = (
@@ -40,7 +42,7 @@ JS_WHITESPACE = (
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 SEGMENT_SPLIT = re.compile(r"[/\s,{}]")
-PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")  # domain.reasons.PLACEHOLDER
+PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")  # domain.boundary.reasons.PLACEHOLDER
 READABLE = ("ro", "rw")
 
 Verdict = tuple[bool, str | None]
@@ -48,7 +50,8 @@ Verdict = tuple[bool, str | None]
 
 
 def reason(grant: dict[str, Any], key: str, **values: str) -> str:
-    """Reason `key` of the embedded table (domain.reasons.REASONS), filled as domain.reasons.fill
+    """Reason `key` of the embedded table (domain.boundary.reasons.REASONS), filled as
+    domain.boundary.reasons.fill
     fills it: each placeholder replaced once, a value never scanned again."""
     return PLACEHOLDER.sub(lambda m: values[m.group(1)], grant["reasons"][key])
 
@@ -148,7 +151,7 @@ def in_runtime(grant: dict[str, Any], path: str) -> bool:
 
 
 def other_run(grant: dict[str, Any], path: str) -> bool:
-    """domain.hidden.Hidden.other_run."""
+    """domain.boundary.hidden.Hidden.other_run."""
     if within(path, grant["runtimeDirectory"]):
         return False
     root = grant["runtimeRoot"]
@@ -160,7 +163,7 @@ def other_run(grant: dict[str, Any], path: str) -> bool:
 
 
 def hidden_always(grant: dict[str, Any], path: str) -> str | None:
-    """domain.hidden.Hidden.judge: the reason of what is hidden always, or None."""
+    """domain.boundary.hidden.Hidden.judge: the reason of what is hidden always, or None."""
     path = posixpath.normpath(path)
     if any(within(path, d) for d in grant["runDirectories"]):
         return reason(grant, "run directory", path=path)
@@ -171,7 +174,8 @@ def hidden_always(grant: dict[str, Any], path: str) -> str | None:
     return None
 
 
-# --- the read table (domain.policy.decide_read) --------------------------------------------------
+# --- the read table (domain.boundary.policy.decide_read)
+# --------------------------------------------------
 
 
 def read_row(grant: dict[str, Any], path: str) -> Verdict:
@@ -224,7 +228,8 @@ def decide_read_call(grant: dict[str, Any], call: dict[str, Any]) -> Verdict:
     return decide_read(grant, given, os.path.realpath(given))
 
 
-# --- the write table (domain.policy.decide_write) ------------------------------------------------
+# --- the write table (domain.boundary.policy.decide_write)
+# ------------------------------------------------
 
 
 def decide_write(grant: dict[str, Any], given: str, resolved: str, given_is_link: bool) -> Verdict:
@@ -279,7 +284,8 @@ def write_targets(grant: dict[str, Any],
     return out
 
 
-# --- the search roots (domain.search_guard.decide_search_call) -----------------------------------
+# --- the search roots (domain.boundary.search_guard.decide_search_call)
+# -----------------------------------
 
 
 def has_dotdot(value: str) -> bool:

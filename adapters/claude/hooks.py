@@ -4,7 +4,8 @@
 `control/search_hook.py` (matcher `Grep|Glob`, docs/decisions.md "Grep and Glob from an ancestor
 (Claude Code)") and `control/read_hook.py` (matcher `Read`, docs/decisions.md "Claude Code's Read
 judged at call time") are all `hook_template.py` with its line `GRANT: dict = {}` replaced by
-`GRANT: dict = <json>` (the policy's lists, `domain.search_guard.hook_grant`, keys sorted, ASCII)
+`GRANT: dict = <json>` (the policy's lists, `domain.boundary.search_guard.hook_grant`, keys sorted,
+ASCII)
 and its line `HOOK: str = "write"` set to the hook's name. Tests parse the JSON back by splitting
 on `"GRANT: dict = "`.
 """
@@ -16,10 +17,10 @@ import posixpath
 from pathlib import Path
 from typing import Any, Literal
 
-from concorde_workers.domain.claude_settings import HOOK_TIMEOUT_SECONDS, hook_command
-from concorde_workers.domain.layout import RuntimeLayout
-from concorde_workers.domain.policy import Policy
-from concorde_workers.domain.search_guard import SEARCH_TOOLS_MATCHER, hook_grant
+from concorde_workers.domain.boundary.policy import Policy
+from concorde_workers.domain.boundary.search_guard import SEARCH_TOOLS_MATCHER, hook_grant
+from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.isolation.claude_settings import HOOK_TIMEOUT_SECONDS, hook_command
 
 HookName = Literal["write", "search", "read"]
 HOOK_NAMES: tuple[HookName, ...] = ("write", "search", "read")

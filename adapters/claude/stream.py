@@ -15,7 +15,7 @@ that applies:
     subtype error_max_turns / error_max_budget_usd            -> limit reached (limit = subtype)
     a failed envelope whose final text starting `API Error`
       or whose listed errors name a transient model-service
-      error (domain.retries; never quota, billing, usage)     -> transient model-service error
+      error (domain.run.retries; never quota, billing, usage)     -> transient model-service error
     subtype success, is_error false, exit status 0            -> ok
     anything else                                             -> agent process failed
 
@@ -38,15 +38,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
-from concorde_workers.domain import json_limits
-from concorde_workers.domain.agent_report import RoundReport, RoundUsage
-from concorde_workers.domain.codes import CLAUDE_LIMIT_SUBTYPES
-from concorde_workers.domain.errors import ErrorLink
-from concorde_workers.domain.links import claude_process_link
-from concorde_workers.domain.records import LastAction
-from concorde_workers.domain.retries import transient_cause_of
-from concorde_workers.domain.rounds import RoundEnding
-from concorde_workers.domain.stdout import IgnoredLines
+from concorde_workers.domain.evidence.codes import CLAUDE_LIMIT_SUBTYPES
+from concorde_workers.domain.evidence.errors import ErrorLink
+from concorde_workers.domain.evidence.links import claude_process_link
+from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
+from concorde_workers.domain.run.retries import transient_cause_of
+from concorde_workers.domain.run.rounds import RoundEnding
+from concorde_workers.domain.run.stdout import IgnoredLines
+from concorde_workers.domain.texts import json_limits
 
 __all__ = ["ACTIONS_KEPT", "AGENT_FIELDS", "CLASSIFICATION", "NO_ENVELOPE", "VERSION_FIELD",
            "ClaudeStreamReader",

@@ -52,11 +52,11 @@ from concorde_workers.application.tracing.reader import (
     read_record,
     read_resources,
 )
-from concorde_workers.domain.checks import Check, format_seconds
-from concorde_workers.domain.errors import Code, Reason, Refusal
-from concorde_workers.domain.records import RunRecord
-from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.text import escape_controls, terminal_lines
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.errors import Code, Reason, Refusal
+from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.run.checks import Check, format_seconds
+from concorde_workers.domain.texts.text import escape_controls, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 if TYPE_CHECKING:

@@ -27,13 +27,13 @@ from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import DemoWorld, Wiring
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.report import gather
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.discovery import CHECKOUT, locate, looked_at
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.program_versions import INSTALL_AGENTS, MINIMUMS, pinned
-from concorde_workers.domain.records import RunRecord
-from concorde_workers.domain.request import Limits, RunRequest
-from concorde_workers.domain.text import json_document, terminal_lines
+from concorde_workers.domain.configuration.discovery import CHECKOUT, locate, looked_at
+from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, MINIMUMS, pinned
+from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.texts.text import json_document, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 if TYPE_CHECKING:
@@ -63,7 +63,8 @@ def demo_environ(host: Mapping[str, str], world: DemoWorld) -> dict[str, str]:
     """The host environment of the demo run: the caller's PATH, LANG, HOME and XDG_DATA_HOME
     (where `install-agents` put the programs), CONCORDE_PI and CONCORDE_SANDBOX_RUNTIME, and the
     demo's pi configuration directory. The programs are found as for any run
-    (domain/discovery.py). No proxy passes (the scripted model is on 127.0.0.1, and a proxy
+    (domain/configuration/discovery.py). No proxy passes (the scripted model is on 127.0.0.1, and a
+    proxy
     elsewhere would carry the calls off this machine) and no API key is needed (the scripted
     model's key is in the demo's auth.json)."""
     keep = ("PATH", "LANG", "HOME", "XDG_DATA_HOME", "CONCORDE_PI", "CONCORDE_SANDBOX_RUNTIME")

@@ -10,10 +10,10 @@ from typing import TextIO
 from concorde_workers.adapters.cli.output import print_json
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.wiring import Wiring
-from concorde_workers.domain.discovery import installations, locate
-from concorde_workers.domain.doctor import PROGRAMS
-from concorde_workers.domain.program_versions import MINIMUMS, PINNED, ProgramLocation
-from concorde_workers.domain.text import terminal_lines
+from concorde_workers.domain.configuration.discovery import installations, locate
+from concorde_workers.domain.configuration.doctor import PROGRAMS
+from concorde_workers.domain.configuration.program_versions import MINIMUMS, PINNED, ProgramLocation
+from concorde_workers.domain.texts.text import terminal_lines
 
 
 def run_doctor(args: argparse.Namespace, out: TextIO, err: TextIO,
@@ -43,7 +43,8 @@ def run_install_agents(args: argparse.Namespace, out: TextIO, err: TextIO,
     outcome = container.agent_installer().install(*shipped_pins(), before_npm=announce)
     found = []
     if outcome.status == 0 and outcome.folder is not None:
-        # What a run will now find there (domain/discovery.py), with the versions it reads.
+        # What a run will now find there (domain/configuration/discovery.py), with the versions it
+        # reads.
         env = {**wiring.environ}
         user_data = installations(None, env)
         for name in PROGRAMS:

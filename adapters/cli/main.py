@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         err.write("concorde-workers: interrupted\n")
         return int(ExitStatus.INTERRUPTED)
     except Exception as fault:  # a defect of ours: say so in one line, never a traceback
-        from concorde_workers.domain.text import terminal_lines
+        from concorde_workers.domain.texts.text import terminal_lines
 
         err.write(terminal_lines([
             f"concorde-workers: internal error ({type(fault).__name__}: {fault}); this is a "

@@ -14,7 +14,7 @@ import argparse
 from typing import Any, NoReturn
 
 from concorde_workers import __version__
-from concorde_workers.domain.task_types import TASK_TYPE_LINES
+from concorde_workers.domain.boundary.task_types import TASK_TYPE_LINES
 
 
 class UsageError(Exception):

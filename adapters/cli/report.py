@@ -16,8 +16,8 @@ from typing import Any
 from concorde_workers.adapters.cli.display import elapsed_text, error_lines, outcome_of
 from concorde_workers.application.report import ReportInput
 from concorde_workers.application.tracing.calls import ToolCall
-from concorde_workers.domain.records import RoundRecord, RunRecord
-from concorde_workers.domain.text import escape_controls
+from concorde_workers.domain.evidence.records import RoundRecord, RunRecord
+from concorde_workers.domain.texts.text import escape_controls
 
 __all__ = ["report_html"]
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from concorde_workers.adapters.cli.display import ProgressWatcher
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import RoundValidation
-from concorde_workers.domain.records import RunRecord
-from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.ports.events import RunEvents
 
 if TYPE_CHECKING:  # the host is built by the container; naming its type costs no import

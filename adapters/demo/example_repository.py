@@ -179,7 +179,7 @@ class DemoWorld:
     @property
     def environ_additions(self) -> dict[str, str]:
         """PI_CODING_AGENT_DIR (the demo's pi configuration); the agent programs are found as
-        for any run (domain/discovery.py)."""
+        for any run (domain/configuration/discovery.py)."""
         return {"PI_CODING_AGENT_DIR": self.pi_dir}
 
     def tool_results(self) -> dict[str, str]:

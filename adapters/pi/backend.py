@@ -2,7 +2,8 @@
 
 Checks the prerequisites before anything is generated; generates the permission extension
 (`adapters/pi/extension.py`) and config/settings.json of its own; copies only auth.json and
-models.json; builds each round's command line (adapted to the installed pi in `domain.launch`)
+models.json; builds each round's command line (adapted to the installed pi in
+`domain.isolation.launch`)
 and environment; reads pi's JSON events (`adapters/pi/stream.py`); the transcript is the
 session file under config/sessions/.
 """
@@ -20,15 +21,20 @@ from concorde_workers.adapters.pi.extension import (
 )
 from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.adapters.programs import find_program, program_or_name
-from concorde_workers.domain.claude_settings import digest_text
-from concorde_workers.domain.credentials import pi_agent_directory
-from concorde_workers.domain.discovery import Installation, locate
-from concorde_workers.domain.environment import pi_environment
-from concorde_workers.domain.errors import Refusal
-from concorde_workers.domain.launch import LaunchCommand, pi_command
-from concorde_workers.domain.layout import PI_AUTH_FILE, PI_MODELS_FILE, jiti_cache, pi_project_dir
-from concorde_workers.domain.prerequisites import PiPrerequisites, pi_runtime_refusal
-from concorde_workers.domain.program_versions import ProgramLocation
+from concorde_workers.domain.boundary.credentials import pi_agent_directory
+from concorde_workers.domain.configuration.discovery import Installation, locate
+from concorde_workers.domain.configuration.prerequisites import PiPrerequisites, pi_runtime_refusal
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
+from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.evidence.layout import (
+    PI_AUTH_FILE,
+    PI_MODELS_FILE,
+    jiti_cache,
+    pi_project_dir,
+)
+from concorde_workers.domain.isolation.claude_settings import digest_text
+from concorde_workers.domain.isolation.environment import pi_environment
+from concorde_workers.domain.isolation.launch import LaunchCommand, pi_command
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import FileSystem
 
@@ -49,7 +55,8 @@ class PiBackend:
         self._installations = tuple(installations)
 
     def _package(self, environ: Mapping[str, str], primary: str) -> str:
-        """The sandbox-runtime package directory found (domain/discovery.py), else where seed
+        """The sandbox-runtime package directory found (domain/configuration/discovery.py), else
+        where seed
         001 says it lies (`sandbox_runtime_package`), which a refusal names."""
         found = locate("sandbox-runtime", environ, self._installations, self._fs, primary)
         return found.path if found else sandbox_runtime_package(environ, primary)
@@ -153,6 +160,7 @@ class PiBackend:
 
 
 def user_pi_directory(environ: Mapping[str, str]) -> str | None:
-    """The user's pi configuration directory as pi 0.73.1 finds it (`domain.credentials`, which
+    """The user's pi configuration directory as pi 0.73.1 finds it (`domain.boundary.credentials`,
+    which
     the policy hides too)."""
     return pi_agent_directory(environ)

@@ -7,7 +7,8 @@ The extension is a TypeScript template shipped as package data (`adapters/pi/ext
   specifier `"@concorde/sandbox-runtime"` by the absolute path of
   `<sandbox-runtime package>/dist/index.js`, and puts one header line naming the digest of
   `pi_policy.ts` on top (so the extension's digest covers both files).
-- `pi_policy.ts`: the pure path decisions, the TypeScript port of `domain.policy`'s read table,
+- `pi_policy.ts`: the pure path decisions, the TypeScript port of `domain.boundary.policy`'s read
+table,
   write table and search-root decision, copied unchanged beside it.
 
 The embedded policy is `Policy.to_json()` (ONE source for both backends: the grant lists, Git
@@ -28,10 +29,13 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from concorde_workers.domain.layout import RuntimeLayout
-from concorde_workers.domain.policy import Policy
-from concorde_workers.domain.prerequisites import SANDBOX_RUNTIME_ENTRY, SANDBOX_RUNTIME_RELATIVE
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.boundary.policy import Policy
+from concorde_workers.domain.configuration.prerequisites import (
+    SANDBOX_RUNTIME_ENTRY,
+    SANDBOX_RUNTIME_RELATIVE,
+)
+from concorde_workers.domain.configuration.request import Limits
+from concorde_workers.domain.evidence.layout import RuntimeLayout
 
 TEMPLATE_DIR = "extension"
 PERMISSION_TEMPLATE = "permission.ts"

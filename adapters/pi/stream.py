@@ -35,14 +35,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from concorde_workers.domain import json_limits
-from concorde_workers.domain.agent_report import RoundReport, RoundUsage
-from concorde_workers.domain.launch import PI_RESULT_TOOL
-from concorde_workers.domain.links import pi_limit_detail, pi_process_link
-from concorde_workers.domain.records import LastAction
-from concorde_workers.domain.retries import transient_cause
-from concorde_workers.domain.rounds import RoundEnding
-from concorde_workers.domain.stdout import IgnoredLines
+from concorde_workers.domain.evidence.links import pi_limit_detail, pi_process_link
+from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.isolation.launch import PI_RESULT_TOOL
+from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
+from concorde_workers.domain.run.retries import transient_cause
+from concorde_workers.domain.run.rounds import RoundEnding
+from concorde_workers.domain.run.stdout import IgnoredLines
+from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 

@@ -7,7 +7,7 @@ Both programs keep their session as JSON Lines: Claude Code's (`{"type": "assist
 
 - `allowed`: its result is no error;
 - `refused by the grant`: an error that is the host's own denial (`Concorde grant: …`, the one
-  text every generated hook and the pi extension give, domain/reasons.py), or Claude Code's
+  text every generated hook and the pi extension give, domain/boundary/reasons.py), or Claude Code's
   answer to a call the permission rules generated from the grant deny;
 - `refused by the sandbox`: a Bash call whose output holds what the sandbox's walls give (a
   read-only file system, an operation not permitted, a refused connection, permission denied),
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from concorde_workers.domain import json_limits
+from concorde_workers.domain.texts import json_limits
 
 __all__ = ["MAX_CALLS", "CallTracker", "ToolCall", "tool_calls"]
 

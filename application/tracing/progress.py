@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from concorde_workers.domain.records import LastAction, Phase, ProgressFile, ProgressStatus
+from concorde_workers.domain.evidence.records import LastAction, Phase, ProgressFile, ProgressStatus
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 

@@ -16,21 +16,20 @@ from typing import Any
 from pydantic import ValidationError
 
 from concorde_workers.application.tracing.record import record_of_node
-from concorde_workers.domain import json_limits
-from concorde_workers.domain.brief import worktree_of_brief
-from concorde_workers.domain.changes import CHANGES_FILE, MAX_PATCH_BYTES
-from concorde_workers.domain.claude_settings import digest_text
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.layout import (
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.configuration.program_versions import (
+    ProgramVersion,
+    parse_programs_document,
+)
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.evidence.layout import (
     PROGRAMS_FILE,
     RESOURCES_FILE,
     STDERR_TAIL_BYTES,
     RunLayout,
 )
-from concorde_workers.domain.paths import EntryKind
-from concorde_workers.domain.program_versions import ProgramVersion, parse_programs_document
-from concorde_workers.domain.records import (
+from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
     WORKER_RUN,
     ProgressFile,
@@ -38,7 +37,11 @@ from concorde_workers.domain.records import (
     RunRecord,
     TraceNode,
 )
-from concorde_workers.domain.run_id import is_run_id, runtime_directory_prefix
+from concorde_workers.domain.evidence.run_id import is_run_id, runtime_directory_prefix
+from concorde_workers.domain.isolation.claude_settings import digest_text
+from concorde_workers.domain.run.brief import worktree_of_brief
+from concorde_workers.domain.run.changes import CHANGES_FILE, MAX_PATCH_BYTES
+from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 __all__ = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from concorde_workers.domain.records import RoundRecord, RunRecord, TraceNode
+from concorde_workers.domain.evidence.records import RoundRecord, RunRecord, TraceNode
 
 __all__ = ["record_of_node"]
 

@@ -19,9 +19,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from concorde_workers.domain.changes import CHANGES_FILE
-from concorde_workers.domain.errors import Evidence
-from concorde_workers.domain.layout import (
+from concorde_workers.domain.evidence.errors import Evidence
+from concorde_workers.domain.evidence.layout import (
     BRIEF_FILE,
     GRANT_FILE,
     PROGRAMS_FILE,
@@ -31,9 +30,10 @@ from concorde_workers.domain.layout import (
     TRANSCRIPT_FILE,
     RunLayout,
 )
-from concorde_workers.domain.links import trace_write_evidence
-from concorde_workers.domain.records import WORKER_ROUND, WORKER_RUN, NodeFile, TraceNode
-from concorde_workers.domain.run_id import is_run_id
+from concorde_workers.domain.evidence.links import trace_write_evidence
+from concorde_workers.domain.evidence.records import WORKER_ROUND, WORKER_RUN, NodeFile, TraceNode
+from concorde_workers.domain.evidence.run_id import is_run_id
+from concorde_workers.domain.run.changes import CHANGES_FILE
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 

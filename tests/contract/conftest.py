@@ -26,7 +26,7 @@ from fakes.git import FakeGit  # noqa: E402
 
 from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
 from concorde_workers.adapters.git import GitCliReader  # noqa: E402
-from concorde_workers.domain.git_status import GitRepository  # noqa: E402
+from concorde_workers.domain.gitview.git_status import GitRepository  # noqa: E402
 
 TASK = "task"
 

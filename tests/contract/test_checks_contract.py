@@ -24,11 +24,11 @@ from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.container import layer_tools
-from concorde_workers.domain.check_sandbox import CheckPlace, Keep
-from concorde_workers.domain.checks import Check, CheckStatus
-from concorde_workers.domain.confinement import Mount, MountKind
-from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.isolation.check_sandbox import CheckPlace, Keep
+from concorde_workers.domain.isolation.confinement import Mount, MountKind
+from concorde_workers.domain.run.checks import Check, CheckStatus
 from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
 
 PASS_IF_FILE = "test -f a.txt"
@@ -197,7 +197,7 @@ def test_a_check_sees_the_copy_at_the_worktree_and_its_writes_never_reach_it(wor
 
 def _planned(worktree: str) -> CheckPlace:
     """A run's plan inside its worktree for the grant src/ ro, README.md names: the worktree
-    built from what is visible, as domain/mount_plan.py makes it."""
+    built from what is visible, as domain/isolation/mount_plan.py makes it."""
     grant = parse_grant(
         {
             "task_type": "implement",

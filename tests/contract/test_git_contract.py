@@ -16,7 +16,7 @@ import pytest
 from fakes.git import blob_oid
 
 from concorde_workers.adapters.git import GitCliReader
-from concorde_workers.domain.git_status import (
+from concorde_workers.domain.gitview.git_status import (
     NULL_MODE,
     NULL_OID,
     GitRepository,

@@ -21,7 +21,7 @@ from timing import SLOW
 
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.process_pipes import LineSplitter
-from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
+from concorde_workers.domain.run.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import (
     EXIT_STATUS_FD,
     NAMESPACE_REPORT_FD,

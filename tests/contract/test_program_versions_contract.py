@@ -17,7 +17,7 @@ from fakes.program_versions import FakeProgramVersions
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions
-from concorde_workers.domain.program_versions import ProgramLocation
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.ports.program_versions import ProgramVersions
 
 

@@ -35,7 +35,7 @@ from fakes.resources import ENV, FakeResourceGroups, member_of
 from timing import SLOW
 
 from concorde_workers.adapters.cgroups import CgroupGroups
-from concorde_workers.domain.resources import (
+from concorde_workers.domain.configuration.resources import (
     MIB,
     GroupCounters,
     GroupKind,

@@ -14,7 +14,7 @@ from fakes.events import RecordedEvents
 
 from concorde_workers.adapters.cli.events import JsonLinesEvents
 from concorde_workers.application.events import EventEmitter
-from concorde_workers.domain.events import EventKind, event
+from concorde_workers.domain.evidence.events import EventKind, event
 
 
 class Closed(io.StringIO):

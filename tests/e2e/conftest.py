@@ -59,9 +59,9 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.contracts import validator
-from concorde_workers.domain.program_versions import version_text
-from concorde_workers.domain.records import RunRecord
-from concorde_workers.domain.request import Limits, RunRequest
+from concorde_workers.domain.configuration.program_versions import version_text
+from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.ports.events import RunEvents
 
 DUMMY_CREDENTIALS = json.dumps({"claudeAiOauth": {

@@ -30,8 +30,8 @@ from timing import SLOW
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.application.checks import place_for
 from concorde_workers.container import production
-from concorde_workers.domain.checks import Check
-from concorde_workers.domain.request import Limits, RunRequest
+from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.run.checks import Check
 
 pytestmark = pytest.mark.e2e
 

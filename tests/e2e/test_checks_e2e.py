@@ -28,8 +28,8 @@ from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.application.checks import place_for
 from concorde_workers.application.report import gather
 from concorde_workers.container import production
-from concorde_workers.domain.checks import Check
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
+from concorde_workers.domain.run.checks import Check
 
 pytestmark = pytest.mark.e2e
 

@@ -28,7 +28,7 @@ from concorde_workers.application.validation import (
     ValidationInput,
     ValidationOutcome,
 )
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
 
@@ -347,7 +347,7 @@ def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) 
             or (sb_other.count("No such file or directory") == 2
                 and sb_other.endswith(" rc=1"))), sb_other
     # The primary worktree, its .git included, is not there at all in the confinement the whole
-    # agent runs in (domain/confinement.py): no copy to write, nothing to read.
+    # agent runs in (domain/isolation/confinement.py): no copy to write, nothing to read.
     assert sb_git.count("No such file or directory") == 2 and sb_git.endswith(" rc=1"), sb_git
     # through the link: into the sandbox's own copy (2.1.197) or nowhere (2.1.332)
     assert via_link.endswith(" rc=0") or (

@@ -32,8 +32,8 @@ from timing import SLOW, Deadline
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
-from concorde_workers.domain.request import Limits
-from concorde_workers.domain.retries import transient_cause
+from concorde_workers.domain.configuration.request import Limits
+from concorde_workers.domain.run.retries import transient_cause
 
 pytestmark = pytest.mark.e2e
 

@@ -24,8 +24,8 @@ from servers.anthropic_server import Reply
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.container import production
-from concorde_workers.domain.config import WorkerConfiguration
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.config import WorkerConfiguration
+from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
 

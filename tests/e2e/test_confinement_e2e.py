@@ -1,4 +1,4 @@
-"""End-to-end: the whole agent process tree runs confined (domain/confinement.py), proved with the
+"""End-to-end: the whole agent process tree runs confined (domain/isolation/confinement.py), proved with the
 real Claude Code and the real pi against the scripted model servers.
 
 - A link swapped between check and use (issue 8 §7): while the worker reads a link in its rw
@@ -38,7 +38,7 @@ from e2e.conftest import ClaudeWorld, hook_denial, ok_result
 from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
 from servers.anthropic_server import Reply, last_tool_result, tool_results
 
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]  # the fixture, imported for this module's tests

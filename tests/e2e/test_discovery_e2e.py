@@ -39,8 +39,8 @@ from servers.claude_wrapper import write_wrapper
 from timing import SLOW
 
 from concorde_workers.container import host_facts, production
-from concorde_workers.domain.discovery import installations
-from concorde_workers.domain.request import Limits, RunRequest
+from concorde_workers.domain.configuration.discovery import installations
+from concorde_workers.domain.configuration.request import Limits, RunRequest
 
 pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]

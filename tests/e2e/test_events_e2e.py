@@ -13,7 +13,7 @@ from e2e.test_claude_boundary_e2e import bash
 from fakes.events import RecordedEvents
 from servers.anthropic_server import Reply
 
-from concorde_workers.domain.events import EVENT_SCHEMA
+from concorde_workers.domain.evidence.events import EVENT_SCHEMA
 
 pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]

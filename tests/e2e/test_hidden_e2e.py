@@ -45,7 +45,7 @@ from e2e.conftest_pi import (
 from servers.anthropic_server import Reply, last_tool_result
 from servers.openai_server import write_pi_config
 
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
 
@@ -206,7 +206,7 @@ def assert_claude_saw_nothing(results: list[tuple[str, bool]], enumerated: bool)
         assert read[1] and reason is not None and other_run in reason, read
         assert "No such file or directory" in cat[0] and "rc=1" in cat[0], cat
     # the copy is absent and so is the other run's directory: the whole agent runs confined,
-    # with the temp root of every run's runtime directory not there (domain/confinement.py)
+    # with the temp root of every run's runtime directory not there (domain/isolation/confinement.py)
     assert shell[0].count("No such file or directory") == 3, shell
     assert link[0].strip().endswith("rc=0"), link  # the link itself is the worker's to make
     # Claude Code checks a link's target against its deny rules itself; the read hook judges
@@ -223,7 +223,7 @@ def refused(text: str) -> bool:
 
 def absent(text: str) -> bool:
     """Claude Code's own answer for a search root that is not there: inside the confinement
-    (domain/confinement.py) what the rules hide wholesale is absent, so Claude Code finds no such
+    (domain/isolation/confinement.py) what the rules hide wholesale is absent, so Claude Code finds no such
     path before any hook is asked."""
     return text.startswith(("<tool_use_error>Path does not exist: ",       # Grep
                             "<tool_use_error>Directory does not exist: "))  # Glob

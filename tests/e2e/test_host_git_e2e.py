@@ -29,7 +29,7 @@ from e2e.planted_git import (
 from servers.anthropic_server import Reply, last_tool_result
 
 from concorde_workers.adapters.cli.display import account
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
 

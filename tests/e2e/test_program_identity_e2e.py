@@ -18,7 +18,7 @@ from servers.claude_wrapper import write_wrapper
 from timing import SLOW
 
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
 

@@ -21,8 +21,8 @@ from servers.anthropic_server import Reply
 from timing import SLOW, Gate, Signal
 
 from concorde_workers.adapters.cgroups import CgroupGroups
-from concorde_workers.domain.request import Limits
-from concorde_workers.domain.resources import MIB, GroupKind
+from concorde_workers.domain.configuration.request import Limits
+from concorde_workers.domain.configuration.resources import MIB, GroupKind
 
 pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]  # the fixture, imported for pytest

@@ -33,7 +33,7 @@ from servers.openai_server import Hang
 from timing import SLOW
 
 from concorde_workers.adapters.cli.main import main
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
 
 __all__ = ["pi_world"]  # the fixture, imported for pytest
 

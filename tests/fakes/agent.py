@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from concorde_workers.domain.claude_settings import digest_text
-from concorde_workers.domain.environment import worker_environment
-from concorde_workers.domain.errors import Refusal
-from concorde_workers.domain.launch import LaunchCommand
-from concorde_workers.domain.program_versions import ProgramLocation
-from concorde_workers.domain.request import Backend
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
+from concorde_workers.domain.configuration.request import Backend
+from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.isolation.claude_settings import digest_text
+from concorde_workers.domain.isolation.environment import worker_environment
+from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
@@ -157,10 +157,10 @@ def make_context(
     """A BackendContext over a real policy built from a grant of `entries` (path -> level) on an
     empty tree (no deny rules for files the walks would find)."""
     from concorde_workers.contracts import worker_result_schema
-    from concorde_workers.domain.grant import Grant, parse_grant
-    from concorde_workers.domain.launch import schema_text
-    from concorde_workers.domain.policy import build_policy
-    from concorde_workers.domain.request import RunRequest
+    from concorde_workers.domain.boundary.grant import Grant, parse_grant
+    from concorde_workers.domain.boundary.policy import build_policy
+    from concorde_workers.domain.configuration.request import RunRequest
+    from concorde_workers.domain.isolation.launch import schema_text
 
     grant_input = {"task_type": task_type, "context_identity": "sha256:ctx",
                    "entries": [{"path": p, "level": lv}

@@ -31,17 +31,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from concorde_workers.domain.agent_report import RoundReport, RoundUsage
-from concorde_workers.domain.errors import ErrorLink
-from concorde_workers.domain.links import (
+from concorde_workers.domain.evidence.errors import ErrorLink
+from concorde_workers.domain.evidence.links import (
     claude_process_link,
     pi_limit_detail,
     pi_process_link,
 )
-from concorde_workers.domain.records import LastAction
-from concorde_workers.domain.retries import transient_cause
-from concorde_workers.domain.rounds import RoundEnding
-from concorde_workers.domain.stdout import IgnoredLines
+from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
+from concorde_workers.domain.run.retries import transient_cause
+from concorde_workers.domain.run.rounds import RoundEnding
+from concorde_workers.domain.run.stdout import IgnoredLines
 from concorde_workers.ports.clock import Clock
 
 __all__ = [

@@ -19,9 +19,14 @@ import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.check_sandbox import CheckPlace, Keep, first_program, program_in_view
-from concorde_workers.domain.checks import Check, CheckRun, CheckStatus, finished
-from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.isolation.check_sandbox import (
+    CheckPlace,
+    Keep,
+    first_program,
+    program_in_view,
+)
+from concorde_workers.domain.run.checks import Check, CheckRun, CheckStatus, finished
 from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
 from fakes.filesystem import FakeFileSystem, Node
 

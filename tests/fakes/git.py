@@ -20,7 +20,8 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.git_status import (
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.gitview.git_status import (
     GITLINK_MODE,
     NULL_MODE,
     NULL_OID,
@@ -36,7 +37,6 @@ from concorde_workers.domain.git_status import (
     encode_path,
     index_state,
 )
-from concorde_workers.domain.paths import EntryKind
 from concorde_workers.ports.git import GitCommandFailed
 from fakes.filesystem import FakeFileSystem, Node
 

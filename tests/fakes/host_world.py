@@ -26,9 +26,9 @@ from dependency_injector import providers
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.container import Container
-from concorde_workers.domain.errors import Refusal
-from concorde_workers.domain.records import RunRecord
-from concorde_workers.domain.request import Limits, RunRequest
+from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.evidence.records import RunRecord
 from fakes.agent import Round, ScriptedBackend
 from fakes.process import FakeProcessRunner, FakeStart
 from fakes.world import GRANT, PRIMARY, TEMP_ROOT, WORKTREE, PlanWorld

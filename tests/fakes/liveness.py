@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.sweep import ProcessIdentity, ProcessObservation, ProcessState
+from concorde_workers.domain.evidence.sweep import ProcessIdentity, ProcessObservation, ProcessState
 
 FAKE_HOST_PID = 42
 FAKE_BOOT_ID = "00000000-0000-4000-8000-000000000001"

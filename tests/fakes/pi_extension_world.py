@@ -21,11 +21,11 @@ from typing import Any
 
 from concorde_workers.adapters.pi.extension import embedded_policy, generate_extension
 from concorde_workers.contracts import worker_result_schema
-from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.paths import DirEntry, EntryKind
-from concorde_workers.domain.placement import AdminPath
-from concorde_workers.domain.policy import Policy, build_policy
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
+from concorde_workers.domain.boundary.policy import Policy, build_policy
+from concorde_workers.domain.configuration.request import Limits
+from concorde_workers.domain.gitview.placement import AdminPath
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_MODULES = REPO / "node_modules"

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.stdout import MAX_LINE_BYTES, Overlong
+from concorde_workers.domain.run.stdout import MAX_LINE_BYTES, Overlong
 from concorde_workers.ports.process import (
     EXIT_STATUS_FD,
     NAMESPACE_REPORT_FD,

@@ -1,7 +1,7 @@
 """FakeProgramVersions: the ProgramVersions port in memory.
 
 Each program answers the version the test gives it, by path or by program name, else the
-minimum its row of domain/program_versions.py asks for (a machine with the pinned programs); a
+minimum its row of domain/configuration/program_versions.py asks for (a machine with the pinned programs); a
 path the test marks unreadable answers no version with the problem given. It records every
 location asked about (`asked`). tests/contract/test_program_versions_contract.py holds it to
 the real adapter's answers.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.program_versions import ProgramLocation, ProgramVersion
+from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramVersion
 
 FAKE_SOURCE = "the test's FakeProgramVersions"
 

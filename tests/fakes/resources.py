@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.resources import (
+from concorde_workers.domain.configuration.resources import (
     Enforcement,
     GroupCounters,
     GroupKind,

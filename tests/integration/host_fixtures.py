@@ -32,8 +32,8 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.contracts import validator
-from concorde_workers.domain.records import RunRecord
-from concorde_workers.domain.request import Limits, RunRequest
+from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.ports.agent import BackendContext
 from concorde_workers.ports.events import RunEvents
 

@@ -19,8 +19,8 @@ from fakes.program_backend import AGENT_PROGRAM, ProgramBackend, Step
 from timing import SLOW, Deadline, Gate, Signal, wait_dead
 
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.domain.agent_report import RoundReport
-from concorde_workers.domain.rounds import RoundEnding
+from concorde_workers.domain.run.agent_report import RoundReport
+from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.ports.agent import AgentBackend, RoundKind
 
 pytestmark = pytest.mark.integration

@@ -18,8 +18,8 @@ from integration.test_host_real import OPEN, assert_cleaned, harness
 from timing import SLOW
 
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
-from concorde_workers.domain.changes import MAX_FILE_BYTES, MAX_PATCH_BYTES
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
+from concorde_workers.domain.run.changes import MAX_FILE_BYTES, MAX_PATCH_BYTES
 
 pytestmark = pytest.mark.integration
 __all__ = ["harness"]

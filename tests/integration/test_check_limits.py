@@ -15,9 +15,9 @@ from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.container import layer_tools
-from concorde_workers.domain.check_sandbox import CheckPlace
-from concorde_workers.domain.checks import UNAVAILABLE_STATUSES, Check, CheckStatus
-from concorde_workers.domain.resources import GroupKind, ResourceLimits
+from concorde_workers.domain.configuration.resources import GroupKind, ResourceLimits
+from concorde_workers.domain.isolation.check_sandbox import CheckPlace
+from concorde_workers.domain.run.checks import UNAVAILABLE_STATUSES, Check, CheckStatus
 
 
 def runner(tmp_path: Path, groups: OwnGroups) -> SandboxedCheckRunner:

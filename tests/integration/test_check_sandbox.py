@@ -20,12 +20,12 @@ from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.requests import RequestBuilder, RequestFlags
 from concorde_workers.container import layer_tools
-from concorde_workers.domain.check_copies import CopyOwner, is_copy_name, parse_copy_owner
-from concorde_workers.domain.check_layer import LayerTools
-from concorde_workers.domain.check_sandbox import CheckPlace
-from concorde_workers.domain.checks import Check, CheckStatus
-from concorde_workers.domain.git_commands import SANDBOX_ARGS
-from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.gitview.git_commands import SANDBOX_ARGS
+from concorde_workers.domain.isolation.check_copies import CopyOwner, is_copy_name, parse_copy_owner
+from concorde_workers.domain.isolation.check_layer import LayerTools
+from concorde_workers.domain.isolation.check_sandbox import CheckPlace
+from concorde_workers.domain.run.checks import Check, CheckStatus
 
 
 @pytest.fixture(params=["layer", "copies"])

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 HEAVY = ("pydantic", "pydantic_core", "jsonschema", "git", "dependency_injector", "asyncio",
          "concorde_workers.container", "concorde_workers.application",
-         "concorde_workers.domain.records", "concorde_workers.adapters.cli.commands",
+         "concorde_workers.domain.evidence.records", "concorde_workers.adapters.cli.commands",
          "concorde_workers.adapters.cli.demo", "concorde_workers.adapters.cli.display")
 
 PROBE = """

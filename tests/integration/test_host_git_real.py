@@ -20,11 +20,11 @@ from timing import SLOW
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader, find_bwrap
 from concorde_workers.application.worktree_state import WorktreeObserver
-from concorde_workers.domain.audit import audit
-from concorde_workers.domain.git_commands import COMMANDS, SANDBOX_ARGS, Scope
-from concorde_workers.domain.git_config import parse_config
-from concorde_workers.domain.git_status import GitRepository
-from concorde_workers.domain.grant import parse_grant
+from concorde_workers.domain.boundary.grant import parse_grant
+from concorde_workers.domain.gitview.git_commands import COMMANDS, SANDBOX_ARGS, Scope
+from concorde_workers.domain.gitview.git_config import parse_config
+from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.run.audit import audit
 from concorde_workers.ports.git import GitCommandFailed
 
 GRANT = parse_grant({"task_type": "implement",

@@ -10,12 +10,12 @@ import pytest
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.application.resources import read_machine_resources
-from concorde_workers.domain.machine_resources import (
+from concorde_workers.domain.configuration.machine_resources import (
     MAX_RESOURCES_BYTES,
     MachineResources,
     WithoutGroups,
 )
-from concorde_workers.domain.resources import ResourceLimits
+from concorde_workers.domain.configuration.resources import ResourceLimits
 
 
 def read(path: Path | str) -> MachineResources:

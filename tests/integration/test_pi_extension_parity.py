@@ -31,15 +31,15 @@ from hypothesis import strategies as st
 from profiles import FAST_EXAMPLES, examples
 
 from concorde_workers.adapters.pi.extension import extension_policy
-from concorde_workers.domain.policy import (
+from concorde_workers.domain.boundary.policy import (
     Decision,
     Policy,
     decide_read,
     decide_search_root,
     decide_write,
 )
-from concorde_workers.domain.reasons import REASONS, fill, placeholders
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.boundary.reasons import REASONS, fill, placeholders
+from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = [pytest.mark.integration]
 

@@ -26,7 +26,7 @@ import pytest
 from fakes.pi_extension_world import PiWorld, build_world, node_available, sandbox_available
 from timing import SLOW
 
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = [pytest.mark.integration]
 # Never skipped (CI installs everything): a missing tool fails the test and says how to get it.

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from profiles import examples
 
 from concorde_workers.adapters.cli.main import main
-from concorde_workers.domain.grant import parse_grant
-from concorde_workers.domain.task_types import TASK_TYPES
+from concorde_workers.domain.boundary.grant import parse_grant
+from concorde_workers.domain.boundary.task_types import TASK_TYPES
 
 pytestmark = pytest.mark.integration
 
@@ -721,7 +721,7 @@ def test_a_relative_worktree_in_a_request_file_is_refused(project: Any) -> None:
 def test_a_project_interpreter_that_is_no_absolute_file_path_is_refused(
         project: Any, interpreter: str) -> None:
     """The environment builder raises ValueError for a project interpreter that is not an
-    absolute file path (domain/environment.py `worker_path`), outside the preparation's try:
+    absolute file path (domain/isolation/environment.py `worker_path`), outside the preparation's try:
     unless the request is refused first, status 3 instead of request_invalid."""
     path = project.request(name="interp.json", project_interpreter=interpreter)
     result = plan(str(path), "--backend", "claude")

@@ -33,8 +33,8 @@ from e2e.agent_processes import namespace_processes
 from timing import SLOW, Deadline, Gate
 
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
-from concorde_workers.domain.stdout import Overlong
+from concorde_workers.domain.isolation.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
+from concorde_workers.domain.run.stdout import Overlong
 
 pytestmark = pytest.mark.integration
 

@@ -20,8 +20,8 @@ import pytest
 
 from concorde_workers.adapters.cli.main import main
 from concorde_workers.container import production
-from concorde_workers.domain.program_versions import MINIMUMS
-from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.configuration.program_versions import MINIMUMS
+from concorde_workers.domain.configuration.request import RunRequest
 
 pytestmark = pytest.mark.integration
 

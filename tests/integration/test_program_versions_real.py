@@ -17,7 +17,7 @@ from concorde_workers.adapters import program_versions
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions, cache_path
-from concorde_workers.domain.program_versions import ProgramLocation
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
 
 
 def reader(root: Path, **environ: str) -> InstalledProgramVersions:

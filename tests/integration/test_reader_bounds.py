@@ -15,7 +15,7 @@ from concorde_workers.adapters.git import (
     read_regular,
     repository_filter_names,
 )
-from concorde_workers.domain.git_status import GitRepository
+from concorde_workers.domain.gitview.git_status import GitRepository
 
 pytestmark = pytest.mark.integration
 
@@ -52,12 +52,12 @@ def test_includes_are_followed_to_the_bound_depth_and_no_deeper(tmp_path: Path) 
 def test_a_pyvenv_cfg_is_read_only_within_its_bound(tmp_path: Path, padding: int,
                                                     listed: bool) -> None:
     """The command line lists a venv's base installation from its pyvenv.cfg `home` only when
-    the file is a regular file of at most MAX_PYVENV_CFG_BYTES (domain/beside.py)."""
+    the file is a regular file of at most MAX_PYVENV_CFG_BYTES (domain/boundary/beside.py)."""
     import json
 
     from concorde_workers.adapters.filesystem import LocalFileSystem
     from concorde_workers.application.requests import RequestBuilder, RequestFlags
-    from concorde_workers.domain.beside import MAX_PYVENV_CFG_BYTES
+    from concorde_workers.domain.boundary.beside import MAX_PYVENV_CFG_BYTES
 
     base = tmp_path / "home" / "u" / ".pyenv" / "versions" / "3.12.1"
     (base / "bin").mkdir(parents=True)

@@ -19,7 +19,7 @@ from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.report import gather
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.integration
 __all__ = ["harness"]

@@ -14,7 +14,7 @@ import pytest
 
 from concorde_workers.adapters.cgroups import CgroupGroups
 from concorde_workers.application.resources import sweep_groups
-from concorde_workers.domain.resources import GroupKind, ResourceLimits
+from concorde_workers.domain.configuration.resources import GroupKind, ResourceLimits
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The event stream of a run (issue 21 §5) over every ending, for real: `WorkerHost.run` with the
 real Git and the test agent program, its events recorded. Every event validates against the
-stream's schema (domain/events.py), the stream opens with `run_started` and closes with
+stream's schema (domain/evidence/events.py), the stream opens with `run_started` and closes with
 `run_ended` telling the record's status and code, each round is told once when it starts and its
 audit once, however often its node is written."""
 
@@ -18,7 +18,7 @@ from timing import SLOW
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
-from concorde_workers.domain.events import EVENT_SCHEMA
+from concorde_workers.domain.evidence.events import EVENT_SCHEMA
 
 pytestmark = pytest.mark.integration
 __all__ = ["harness"]
@@ -42,7 +42,7 @@ def told(run: HostRun, events: RecordedEvents) -> list[str]:
 
 
 def limits(**fields: Any) -> Any:
-    from concorde_workers.domain.request import Limits
+    from concorde_workers.domain.configuration.request import Limits
     return Limits(**{"timeout_seconds": SLOW, "rounds": 0, "retries": 0,
                      "retry_delay_seconds": 0, **fields})
 

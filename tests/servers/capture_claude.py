@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from concorde_workers.contracts import worker_result_schema  # noqa: E402
-from concorde_workers.domain.launch import schema_text  # noqa: E402
+from concorde_workers.domain.isolation.launch import schema_text  # noqa: E402
 from servers.anthropic_server import AnthropicServer, Reply  # noqa: E402
 from servers.claude_wrapper import PINNED_CLAUDE  # noqa: E402
 

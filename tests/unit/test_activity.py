@@ -9,7 +9,7 @@ from timing import eventually
 
 from concorde_workers.application.activity import ActivityFlusher
 from concorde_workers.application.tracing.progress import ProgressWriter
-from concorde_workers.domain.records import LastAction
+from concorde_workers.domain.evidence.records import LastAction
 
 RUN_DIR = f"{TRACE_PARENT}/workers/{RUN_ID}"
 

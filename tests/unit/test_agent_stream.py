@@ -23,10 +23,10 @@ from fakes.agent_stream import (
 )
 from fakes.system import FakeClock
 
-from concorde_workers.domain.agent_report import RoundReport
-from concorde_workers.domain.links import pi_limit_detail
-from concorde_workers.domain.records import LastAction
-from concorde_workers.domain.rounds import RoundEnding
+from concorde_workers.domain.evidence.links import pi_limit_detail
+from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.run.agent_report import RoundReport
+from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.ports.agent import StreamReader
 
 RESULT = {"status": "ok", "summary": "done", "error": None}

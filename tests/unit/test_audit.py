@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from concorde_workers.domain.audit import (
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.run.audit import (
     Audit,
     FileState,
     Observation,
@@ -18,7 +19,6 @@ from concorde_workers.domain.audit import (
     observe,
     worktree_unchanged,
 )
-from concorde_workers.domain.grant import Grant, parse_grant
 
 HEAD_A = FileState(digest="sha256:head-a", executable=False)
 EDIT_1 = FileState(digest="sha256:edit-1", executable=False)

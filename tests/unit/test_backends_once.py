@@ -8,8 +8,9 @@ from typing import get_args
 
 import pytest
 
-from concorde_workers.domain import record_fields, request
-from concorde_workers.domain.machine import _other
+from concorde_workers.domain.configuration import request
+from concorde_workers.domain.configuration.machine import _other
+from concorde_workers.domain.evidence import record_fields
 
 
 def test_backend_is_defined_once() -> None:
@@ -23,7 +24,7 @@ def test_the_other_program_a_refusal_names_is_a_backend(backend: str, other: str
 
 
 def test_a_policy_holds_no_tool_set_for_a_backend_it_does_not_know() -> None:
-    from concorde_workers.domain.policy import Policy
+    from concorde_workers.domain.boundary.policy import Policy
     with pytest.raises(ValueError, match="no tool set for the backend 'codex'"):
         Policy.tools_for(_policy_stub(), "codex")  # type: ignore[arg-type]
 

@@ -1,5 +1,5 @@
 """Reading beside the grant (seed 000): which runtime paths and which project interpreter a run
-takes exactly as given, and which it refuses (domain/beside.py), row by row.
+takes exactly as given, and which it refuses (domain/boundary/beside.py), row by row.
 
 A runtime path is readable to every tool and wins over the hiding, so one AT or ABOVE anything
 the Harness hides (a home, the primary worktree, the worktree) uncovers it, and one at, above or
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.domain.beside import (
+from concorde_workers.domain.boundary.beside import (
     INTERPRETER_REPAIR,
     PYVENV_CFG,
     RUNTIME_REPAIR,
@@ -25,8 +25,8 @@ from concorde_workers.domain.beside import (
     runtime_path_problem,
     surroundings,
 )
-from concorde_workers.domain.errors import Reason
-from concorde_workers.domain.grant import Grant, parse_grant
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.evidence.errors import Reason
 
 HOME = "/home/u"
 ENV_HOME = "/srv/h"          # $HOME, when it is not the password database's home

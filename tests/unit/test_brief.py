@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from concorde_workers.domain.brief import compose_brief, retry_prompt
-from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.request import Backend
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.configuration.request import Backend
+from concorde_workers.domain.run.brief import compose_brief, retry_prompt
 
 WT = "/home/u/proj/.claude/worktrees/t1"
 PY = "/home/u/proj/.venv/bin/python"

@@ -1,12 +1,13 @@
-"""domain.changes row by row (issue 21 §1): which changed paths keep their content, which are
+"""domain.run.changes row by row (issue 21 §1): which changed paths keep their content, which are
 only named (and how), the round's own changes, and the patch file cut at its bound."""
 
 from __future__ import annotations
 
 import pytest
 
-from concorde_workers.domain.audit import FileState
-from concorde_workers.domain.changes import (
+from concorde_workers.domain.boundary.grant import parse_grant
+from concorde_workers.domain.run.audit import FileState
+from concorde_workers.domain.run.changes import (
     MAX_FILE_BYTES,
     content_paths,
     named_lines,
@@ -14,7 +15,6 @@ from concorde_workers.domain.changes import (
     patch_file,
     round_changed,
 )
-from concorde_workers.domain.grant import parse_grant
 
 GRANT = parse_grant({"task_type": "implement", "entries": [
     {"path": "src/", "level": "rw"}, {"path": "src/util.py", "level": "ro"},

@@ -1,4 +1,4 @@
-"""The checks' copies in the sweep (issue 9 §1 for issue 13's checks; domain/check_copies.py,
+"""The checks' copies in the sweep (issue 9 §1 for issue 13's checks; domain/isolation/check_copies.py,
 application/copy_sweep.py): a copy's folder whose host is dead is removed, one whose host lives
 is never touched, and one that is not the host's or whose liveness cannot be told is left; the
 report says which. Against the fake filesystem and process table; the real SIGKILLed host is
@@ -12,13 +12,13 @@ from fakes.liveness import FakeProcessTable
 
 from concorde_workers.application.copy_sweep import sweep_copies
 from concorde_workers.application.sweep import SweepReport, sweep_account
-from concorde_workers.domain.check_copies import (
+from concorde_workers.domain.evidence.sweep import OWNERLESS_MARGIN_SECONDS
+from concorde_workers.domain.isolation.check_copies import (
     CopyOwner,
     copy_owner_text,
     is_copy_name,
     parse_copy_owner,
 )
-from concorde_workers.domain.sweep import OWNERLESS_MARGIN_SECONDS
 
 PARENT = "/tmp"
 COPY = f"{PARENT}/concorde-check-0123456789ab"

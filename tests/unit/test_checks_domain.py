@@ -1,12 +1,13 @@
-"""domain/checks.py and domain/check_sandbox.py: the checks a caller gives, what their outcomes
+"""domain/run/checks.py and domain/isolation/check_sandbox.py: the checks a caller gives, what their outcomes
 answer (gate narrowing included), and the sandbox's command line - pure, row by row."""
 
 from __future__ import annotations
 
 import pytest
 
-from concorde_workers.domain import checks
-from concorde_workers.domain.check_sandbox import (
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.evidence.codes import VALIDATION_CODE_RULES
+from concorde_workers.domain.isolation.check_sandbox import (
     CheckPlace,
     Keep,
     check_argv,
@@ -15,7 +16,8 @@ from concorde_workers.domain.check_sandbox import (
     primary_of,
     program_in_view,
 )
-from concorde_workers.domain.checks import (
+from concorde_workers.domain.run import checks
+from concorde_workers.domain.run.checks import (
     Check,
     CheckOutcome,
     CheckRun,
@@ -25,8 +27,6 @@ from concorde_workers.domain.checks import (
     finished,
     parse_checks,
 )
-from concorde_workers.domain.codes import VALIDATION_CODE_RULES
-from concorde_workers.domain.grant import Grant, parse_grant
 
 CHECK = Check(id="tests", command="python -m pytest -q")
 PASSED = CheckRun(status=CheckStatus.PASSED, exit_code=0)

@@ -14,7 +14,7 @@ from fakes.world import WORKTREE
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import ChecksValidation, place_for
-from concorde_workers.domain.checks import CHECKS_FAILED, CHECKS_UNAVAILABLE, Check
+from concorde_workers.domain.run.checks import CHECKS_FAILED, CHECKS_UNAVAILABLE, Check
 
 TESTS = "python -m pytest -q"
 

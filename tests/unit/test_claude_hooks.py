@@ -1,4 +1,4 @@
-"""The Claude Code hooks: the search decision row by row (domain/search_guard.py), the generation
+"""The Claude Code hooks: the search decision row by row (domain/boundary/search_guard.py), the generation
 of control/write_hook.py, control/search_hook.py and control/read_hook.py
 (adapters/claude/hooks.py), their settings
 entries, and the template's decisions against the domain's on generated paths (in process; the
@@ -36,15 +36,8 @@ from concorde_workers.adapters.claude.hooks import (
     search_hook_path,
     template_text,
 )
-from concorde_workers.domain.claude_settings import (
-    WRITE_TOOLS_MATCHER,
-    claude_settings,
-    digest_text,
-    hook_command,
-)
-from concorde_workers.domain.grant import Grant, directory_level, parse_grant
-from concorde_workers.domain.placement import AdminPath
-from concorde_workers.domain.policy import (
+from concorde_workers.domain.boundary.grant import Grant, directory_level, parse_grant
+from concorde_workers.domain.boundary.policy import (
     GIT_REASON,
     NO_FILE_REASON,
     Decision,
@@ -53,8 +46,8 @@ from concorde_workers.domain.policy import (
     decide_read,
     decide_write,
 )
-from concorde_workers.domain.reasons import REASONS
-from concorde_workers.domain.search_guard import (
+from concorde_workers.domain.boundary.reasons import REASONS
+from concorde_workers.domain.boundary.search_guard import (
     JS_WHITESPACE,
     SEARCH_TOOLS_MATCHER,
     claude_path,
@@ -65,6 +58,13 @@ from concorde_workers.domain.search_guard import (
     hook_grant,
     search_root,
     searchable_directories,
+)
+from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.isolation.claude_settings import (
+    WRITE_TOOLS_MATCHER,
+    claude_settings,
+    digest_text,
+    hook_command,
 )
 
 HOME = "/home/u"
@@ -743,7 +743,7 @@ def _template_verdict(grant: dict[str, Any], q: Query) -> tuple[bool, str | None
 
 
 def _domain_verdict(policy: Policy, q: Query) -> tuple[bool, str | None]:
-    if q.kind == "search":  # the search hook judges Claude Code's roots (domain.search_guard)
+    if q.kind == "search":  # the search hook judges Claude Code's roots (domain.boundary.search_guard)
         return _verdict(decide_search(policy, q.path, q.real, q.is_directory))
     return _verdict(q.domain(policy))
 

@@ -24,8 +24,8 @@ from concorde_workers.adapters.claude.stream import (
     tool_target,
 )
 from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.domain.agent_report import RoundReport
-from concorde_workers.domain.rounds import RoundEnding
+from concorde_workers.domain.run.agent_report import RoundReport
+from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.ports.agent import StreamReader
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude"
@@ -357,7 +357,7 @@ class _Context:
     """The few BackendContext fields the lookups read."""
 
     def __init__(self, root: Path, environ: dict[str, str]) -> None:
-        from concorde_workers.domain.layout import RuntimeLayout
+        from concorde_workers.domain.evidence.layout import RuntimeLayout
 
         class _Policy:
             runtime = RuntimeLayout(root=str(root))

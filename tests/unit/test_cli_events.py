@@ -9,7 +9,7 @@ import jsonschema
 from fakes.agent import Round
 from unit.test_cli_run import RESULT, world
 
-from concorde_workers.domain.events import EVENT_SCHEMA
+from concorde_workers.domain.evidence.events import EVENT_SCHEMA
 
 
 def test_stdout_holds_the_events_and_stderr_the_account() -> None:
@@ -36,7 +36,7 @@ def test_with_json_the_record_goes_to_stderr_too() -> None:
 
 
 def test_an_event_s_worker_text_is_bounded_and_its_schema_holds_it() -> None:
-    from concorde_workers.domain.events import TEXT_LIMIT, EventKind, bounded, event
+    from concorde_workers.domain.evidence.events import TEXT_LIMIT, EventKind, bounded, event
     long = "x" * (TEXT_LIMIT + 500)
     assert bounded(long) == "x" * TEXT_LIMIT + " …"
     made = event(EventKind.TOOL_CALL, "w-1", "2026-12-04T10:00:00Z", round=1, tool="Bash",

@@ -9,8 +9,8 @@ from fakes.agent import Round
 from fakes.resources import FakeResourceGroups
 from unit.test_cli_run import REQUEST_FILE, RESULT, RunWorld, world
 
-from concorde_workers.domain.machine_resources import MachineResources, WithoutGroups
-from concorde_workers.domain.resources import ResourceLimits
+from concorde_workers.domain.configuration.machine_resources import MachineResources, WithoutGroups
+from concorde_workers.domain.configuration.resources import ResourceLimits
 
 NO_GROUPS = "no cgroup v1 pids and memory controllers and no cgroup v2 hierarchy here"
 

@@ -36,9 +36,9 @@ from concorde_workers.adapters.cli.display import (
 )
 from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.container import Container
-from concorde_workers.domain.errors import ErrorLink, Reason, Unhandled
-from concorde_workers.domain.program_versions import ProgramVersion
-from concorde_workers.domain.records import (
+from concorde_workers.domain.configuration.program_versions import ProgramVersion
+from concorde_workers.domain.evidence.errors import ErrorLink, Reason, Unhandled
+from concorde_workers.domain.evidence.records import (
     AuditRecord,
     LastAction,
     ProgressFile,

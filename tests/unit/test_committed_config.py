@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concorde_workers.domain.committed_config import committed_source
+from concorde_workers.domain.gitview.committed_config import committed_source
 
 FILE = "/repo/.concorde/workers.json"
 
@@ -43,7 +43,7 @@ def test_a_deleted_working_copy_still_reads_the_committed_file() -> None:
 
 def test_a_working_copy_not_opened_differs_and_is_named() -> None:
     """A FIFO, a link or a huge file is never opened; the committed file is still read."""
-    from concorde_workers.domain.committed_config import NOT_OPENED
+    from concorde_workers.domain.gitview.committed_config import NOT_OPENED
 
     source = committed_source(FILE, '{"a": 1}', NOT_OPENED)
     assert source.text == '{"a": 1}'

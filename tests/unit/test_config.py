@@ -14,9 +14,8 @@ from fakes.program_versions import FakeProgramVersions
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.contracts import load
-from concorde_workers.domain import config as domain
-from concorde_workers.domain.codes import REFUSAL_REASONS
-from concorde_workers.domain.config import (
+from concorde_workers.domain.configuration import config as domain
+from concorde_workers.domain.configuration.config import (
     DEFAULT_BACKEND_SOURCE,
     Limits,
     ResolvedWorker,
@@ -24,8 +23,9 @@ from concorde_workers.domain.config import (
     choose,
     parse_configuration,
 )
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.program_versions import MINIMUMS, ProgramLocation
+from concorde_workers.domain.configuration.program_versions import MINIMUMS, ProgramLocation
+from concorde_workers.domain.evidence.codes import REFUSAL_REASONS
+from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.ports.filesystem import FileSystemError
 
 WT = "/repo/.claude/worktrees/wt"

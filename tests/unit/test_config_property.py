@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from concorde_workers.application.config import ConfigurationReader
-from concorde_workers.domain.codes import REFUSAL_REASONS
-from concorde_workers.domain.config import ResolvedWorker
-from concorde_workers.domain.errors import Refusal
+from concorde_workers.domain.configuration.config import ResolvedWorker
+from concorde_workers.domain.evidence.codes import REFUSAL_REASONS
+from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.ports.filesystem import FileSystemError
 
 WT = "/repo/.claude/worktrees/wt"

@@ -1,4 +1,4 @@
-"""The confinement's mount plan (domain/confinement.py), judged by what the namespace it builds
+"""The confinement's mount plan (domain/isolation/confinement.py), judged by what the namespace it builds
 shows: a small model of bubblewrap's mounts over an in-memory tree (`view`) says, for every path,
 whether its host content is there, masked or absent, and whether it is writable; the tests check
 that against the policy's own read and write tables, for grants of every shape."""
@@ -11,7 +11,11 @@ from dataclasses import dataclass
 import pytest
 from fakes.filesystem import FakeFileSystem
 
-from concorde_workers.domain.confinement import (
+from concorde_workers.domain.boundary.grant import Grant, Level, directory_level, parse_grant
+from concorde_workers.domain.boundary.paths import EntryKind, is_within
+from concorde_workers.domain.boundary.policy import Policy, build_policy, decide_read, decide_write
+from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.isolation.confinement import (
     CONFINED_UID,
     WAITER,
     Confinement,
@@ -19,9 +23,8 @@ from concorde_workers.domain.confinement import (
     Mount,
     MountKind,
 )
-from concorde_workers.domain.grant import Grant, Level, directory_level, parse_grant
-from concorde_workers.domain.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
-from concorde_workers.domain.mount_plan import (
+from concorde_workers.domain.isolation.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
+from concorde_workers.domain.isolation.mount_plan import (
     PathFacts,
     PlanInputs,
     confinement_plan,
@@ -29,9 +32,6 @@ from concorde_workers.domain.mount_plan import (
     launch_problem,
     parse_rule,
 )
-from concorde_workers.domain.paths import EntryKind, is_within
-from concorde_workers.domain.placement import AdminPath
-from concorde_workers.domain.policy import Policy, build_policy, decide_read, decide_write
 from concorde_workers.ports.filesystem import FileSystemError
 
 HOME = "/home/u"
@@ -460,7 +460,7 @@ def test_not_as_root_no_helper_runs_before_the_agent() -> None:
 
 
 def _command():  # type: ignore[no-untyped-def]
-    from concorde_workers.domain.launch import LaunchCommand
+    from concorde_workers.domain.isolation.launch import LaunchCommand
     return LaunchCommand(argv=("claude", "-p"), cwd=f"{RT}/work", tools=("Read",))
 
 

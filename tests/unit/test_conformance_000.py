@@ -18,9 +18,9 @@ from fakes.host_world import RUN_ID, RUNTIME_DIR, HostWorld, ok_result
 from fakes.world import GRANT, PRIMARY, WORKTREE, PlanWorld
 
 from concorde_workers.application.preparation import Prepared
-from concorde_workers.domain.policy import decide_read, decide_write
-from concorde_workers.domain.request import RunRequest
-from concorde_workers.domain.task_types import READ_ONLY_TASK_TYPES, TASK_TYPES
+from concorde_workers.domain.boundary.policy import decide_read, decide_write
+from concorde_workers.domain.boundary.task_types import READ_ONLY_TASK_TYPES, TASK_TYPES
+from concorde_workers.domain.configuration.request import RunRequest
 
 
 def test_every_requirement_of_seed_000_is_named_by_a_test() -> None:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.deletions import (
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.run.deletions import (
     DeletionOutcome,
     DeletionPlan,
     Kind,
@@ -19,7 +20,6 @@ from concorde_workers.domain.deletions import (
     outcome,
     plan_deletions,
 )
-from concorde_workers.domain.grant import Grant, parse_grant
 
 WT = "/repo/.claude/worktrees/t1"
 

@@ -1,4 +1,4 @@
-"""The deny rules of Claude Code's settings (domain/deny_rules.py, notes/harness.md §1.3) and the
+"""The deny rules of Claude Code's settings (domain/boundary/deny_rules.py, notes/harness.md §1.3) and the
 run-directory guard, as the policy of one frozen grant gives them."""
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from policy_world import (
     rd,
 )
 
-from concorde_workers.domain.deny_rules import rule_covers, run_directory_denied
-from concorde_workers.domain.errors import Reason
-from concorde_workers.domain.layout import RuntimeLayout
-from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir
-from concorde_workers.domain.placement import AdminPath
-from concorde_workers.domain.policy import build_policy, decide_read, decide_write
+from concorde_workers.domain.boundary.deny_rules import rule_covers, run_directory_denied
+from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, ListDir
+from concorde_workers.domain.boundary.policy import build_policy, decide_read, decide_write
+from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.gitview.placement import AdminPath
 
 # --- deny rules ----------------------------------------------------------------------------------
 

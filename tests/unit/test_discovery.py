@@ -1,4 +1,4 @@
-"""Where an agent program is found (domain/discovery.py, issue 12 §2): its variable, PATH (or
+"""Where an agent program is found (domain/configuration/discovery.py, issue 12 §2): its variable, PATH (or
 the primary worktree's pi-runtime for sandbox-runtime), then the checkout's and the user data
 folder's pinned node_modules, each found program saying where it came from."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fakes.filesystem import FakeFileSystem
 
-from concorde_workers.domain.discovery import (
+from concorde_workers.domain.configuration.discovery import (
     CHECKOUT,
     USER_DATA,
     Installation,
@@ -19,8 +19,8 @@ from concorde_workers.domain.discovery import (
     looked_at,
     user_data_folder,
 )
-from concorde_workers.domain.prerequisites import HOW_TO_PROVIDE
-from concorde_workers.domain.program_versions import MINIMUMS, PINNED
+from concorde_workers.domain.configuration.prerequisites import HOW_TO_PROVIDE
+from concorde_workers.domain.configuration.program_versions import MINIMUMS, PINNED
 
 REPO = Path(__file__).resolve().parents[2]
 HOME = "/home/dev"
@@ -113,7 +113,7 @@ def test_sandbox_runtime_comes_from_its_variable_the_primary_worktree_then_the_i
 
 
 def test_the_pins_the_hints_name_are_package_jsons() -> None:
-    """scripts/bump-agents moves package.json and domain/program_versions.py PINNED together."""
+    """scripts/bump-agents moves package.json and domain/configuration/program_versions.py PINNED together."""
     dependencies = json.loads((REPO / "package.json").read_text())["dependencies"]
     assert dict(PINNED) == dependencies
 

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.environment import (
+from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.isolation.environment import (
     CLAUDE_VARIABLES,
     PI_FIXED_VARIABLES,
     REDACTED,
@@ -16,7 +17,6 @@ from concorde_workers.domain.environment import (
     worker_environment,
     worker_path,
 )
-from concorde_workers.domain.layout import RuntimeLayout
 
 RT = "/tmp/concorde-a1b2c3-x7k2"
 AMBIENT = {

@@ -1,4 +1,4 @@
-"""The host's Git command table (domain/git_commands.py), entry by entry: the flags that keep
+"""The host's Git command table (domain/gitview/git_commands.py), entry by entry: the flags that keep
 every call read-only and free of anything a worker can configure, and the environment it runs
 with (issue 8 §1; docs/decisions.md "The host's Git")."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from concorde_workers.domain.git_commands import (
+from concorde_workers.domain.gitview.git_commands import (
     BASE_ENVIRONMENT,
     COMMANDS,
     GIT_OPTIONS,
@@ -19,8 +19,8 @@ from concorde_workers.domain.git_commands import (
     git_environment,
     sandboxed,
 )
-from concorde_workers.domain.git_config import filter_overrides
-from concorde_workers.domain.git_status import GitRepository
+from concorde_workers.domain.gitview.git_config import filter_overrides
+from concorde_workers.domain.gitview.git_status import GitRepository
 
 GIT = "/usr/bin/git"
 WORKTREE = "/r/.claude/worktrees/task"

@@ -1,4 +1,4 @@
-"""Git configuration read as text (domain/git_config.py) on canned bytes: the parser, the filter
+"""Git configuration read as text (domain/gitview/git_config.py) on canned bytes: the parser, the filter
 drivers the host switches off, the includes it follows, what a planted repository would run.
 tests/integration/test_host_git_real.py checks the parser against `git config --list` itself."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from concorde_workers.domain.git_config import (
+from concorde_workers.domain.gitview.git_config import (
     ConfigEntry,
     filter_driver_names,
     filter_overrides,

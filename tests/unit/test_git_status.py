@@ -1,4 +1,4 @@
-"""The porcelain v2 and worktree-list parsers on canned bytes (domain/git_status.py)."""
+"""The porcelain v2 and worktree-list parsers on canned bytes (domain/gitview/git_status.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from concorde_workers.domain.git_status import (
+from concorde_workers.domain.gitview.git_status import (
     Gitlink,
     GitOutputError,
     HeadState,

@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.codes import Code
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.grant import (
+from concorde_workers.domain.boundary.grant import (
     MAX_ENTRIES,
     MAX_PATH_BYTES,
     Grant,
@@ -20,7 +18,9 @@ from concorde_workers.domain.grant import (
     entries_below,
     parse_grant,
 )
-from concorde_workers.domain.task_types import TASK_TYPES, TaskType, writes_nothing
+from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType, writes_nothing
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
 
 
 def grant_input(entries: Any, **over: Any) -> dict[str, Any]:

@@ -154,7 +154,7 @@ def test_the_planted_git_archives_hold_at_most_their_cap_and_say_what_they_left_
 
 
 def test_a_detail_describes_at_most_twenty_entries_and_counts_the_rest() -> None:
-    from concorde_workers.domain.git_metadata import GitMetadata, describe_git_metadata
+    from concorde_workers.domain.gitview.git_metadata import GitMetadata, describe_git_metadata
 
     items = [GitMetadata(path=f"src/app/r{n:03}/.git", created=True, kind="directory",
                          moved_to=f"/run/planted-git/{n}.tar") for n in range(250)]

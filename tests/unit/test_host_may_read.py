@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concorde_workers.domain.placement import host_may_read
+from concorde_workers.domain.gitview.placement import host_may_read
 
 
 def test_a_target_inside_a_writable_directory_may_be_read() -> None:

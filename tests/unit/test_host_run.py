@@ -39,7 +39,7 @@ from concorde_workers.application.validation import (
     ValidationOutcome,
 )
 from concorde_workers.contracts import validator as contract_validator
-from concorde_workers.domain.records import RunRecord
+from concorde_workers.domain.evidence.records import RunRecord
 
 OWNER_RECORD = f"{RUNTIME_DIR}/control/owner.json"
 

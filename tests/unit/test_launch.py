@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from concorde_workers.domain.launch import (
+from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.isolation.launch import (
     PI_COMMAND_MAPPING,
     claude_command,
     format_number,
@@ -16,7 +17,6 @@ from concorde_workers.domain.launch import (
     tool_set,
     tools_argument,
 )
-from concorde_workers.domain.layout import RuntimeLayout
 
 RT = "/tmp/concorde-a1b2c3-x7k2"
 RUN = "w-20261002T101500-a1b2c3"

@@ -1,14 +1,15 @@
 """seed 000 "Errors" and seed 001 "Errors": the links of a failed run's error chain
-(domain/links.py)."""
+(domain/evidence/links.py)."""
 
 from __future__ import annotations
 
 import pytest
 from unit.test_codes import RUN, RUN_DIR, TABLE
 
-from concorde_workers.domain.codes import CausesRule, code_spec
-from concorde_workers.domain.errors import ErrorLink, Reason
-from concorde_workers.domain.links import (
+from concorde_workers.domain.boundary.task_types import TaskType
+from concorde_workers.domain.evidence.codes import CausesRule, code_spec
+from concorde_workers.domain.evidence.errors import ErrorLink, Reason
+from concorde_workers.domain.evidence.links import (
     CLAUDE_PROCESS_ACTOR,
     PI_PROCESS_ACTOR,
     audit_evidence,
@@ -22,8 +23,7 @@ from concorde_workers.domain.links import (
     worker_link,
     workers_link,
 )
-from concorde_workers.domain.task_types import TaskType
-from concorde_workers.domain.worker_result import WorkerError
+from concorde_workers.domain.run.worker_result import WorkerError
 
 
 def test_the_contract_example_link() -> None:

@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from concorde_workers.domain.doctor import resources_check
-from concorde_workers.domain.machine_resources import (
+from concorde_workers.domain.configuration.doctor import resources_check
+from concorde_workers.domain.configuration.machine_resources import (
     MachineResources,
     WithoutGroups,
     parse_machine_resources,
     resources_location,
 )
-from concorde_workers.domain.resources import Enforcement, GroupKind, ResourceLimits
+from concorde_workers.domain.configuration.resources import Enforcement, GroupKind, ResourceLimits
 
 FILE = "/home/u/.config/concorde/resources.json"
 
@@ -116,4 +116,4 @@ def test_doctor_says_the_limits_and_fails_only_on_a_broken_machine_file(
     check = resources_check(enforcement, machine)
     assert (check.name, check.ok, check.state) == ("resource limits", ok, state)
     assert check.repair == ("" if ok else
-                            "repair it as domain/machine_resources.py shows, or remove it")
+                            "repair it as domain/configuration/machine_resources.py shows, or remove it")

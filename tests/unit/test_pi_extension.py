@@ -24,8 +24,8 @@ from concorde_workers.adapters.pi.extension import (
     sandbox_runtime_package,
     template_text,
 )
-from concorde_workers.domain.claude_settings import digest_text
-from concorde_workers.domain.request import Limits
+from concorde_workers.domain.configuration.request import Limits
+from concorde_workers.domain.isolation.claude_settings import digest_text
 
 PACKAGE = "/opt/srt/node_modules/@anthropic-ai/sandbox-runtime"
 

@@ -22,11 +22,11 @@ from concorde_workers.adapters.pi.stream import (
     limit_entries,
     stderr_limit,
 )
-from concorde_workers.domain.agent_report import RoundReport
-from concorde_workers.domain.codes import PI_ERROR_CODE, PI_LIMIT_CODE
-from concorde_workers.domain.errors import Reason
-from concorde_workers.domain.links import pi_limit_detail
-from concorde_workers.domain.rounds import RoundEnding
+from concorde_workers.domain.evidence.codes import PI_ERROR_CODE, PI_LIMIT_CODE
+from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.evidence.links import pi_limit_detail
+from concorde_workers.domain.run.agent_report import RoundReport
+from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.ports.agent import StreamReader
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pi"

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.paths import DirEntry, EntryKind, ListDir, subdirs_of
-from concorde_workers.domain.placement import (
+from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, ListDir, subdirs_of
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.gitview.placement import (
     AdminPath,
     GitEntry,
     Placement,

@@ -13,7 +13,7 @@ from fakes.host_world import HostWorld, ok_result
 from fakes.world import GRANT, WORKTREE, PlanWorld
 
 from concorde_workers.application.placement_answers import PlacementAnswers
-from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.ports.git import GitCommandFailed
 
 PLACEMENT = ("toplevel", "worktrees", "git_dirs")

@@ -28,12 +28,11 @@ from policy_world import (
     rd,
 )
 
-from concorde_workers.domain.credentials import credential_origins
-from concorde_workers.domain.deny_rules import rule_covers
-from concorde_workers.domain.grant import Grant, Level
-from concorde_workers.domain.paths import EntryKind, is_within, subdirs_of
-from concorde_workers.domain.placement import AdminPath, collect_admin_paths, find_git_entries
-from concorde_workers.domain.policy import (
+from concorde_workers.domain.boundary.credentials import credential_origins
+from concorde_workers.domain.boundary.deny_rules import rule_covers
+from concorde_workers.domain.boundary.grant import Grant, Level
+from concorde_workers.domain.boundary.paths import EntryKind, is_within, subdirs_of
+from concorde_workers.domain.boundary.policy import (
     GIT_REASON,
     GRANT_PREFIX,
     NO_FILE_REASON,
@@ -46,7 +45,12 @@ from concorde_workers.domain.policy import (
     tool_sets,
     with_prefix,
 )
-from concorde_workers.domain.task_types import TASK_TYPES, TaskType
+from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType
+from concorde_workers.domain.gitview.placement import (
+    AdminPath,
+    collect_admin_paths,
+    find_git_entries,
+)
 
 # --- read table (§2.4) ---------------------------------------------------------------------------
 
@@ -549,7 +553,7 @@ def test_the_hidden_classes_are_in_the_policy_json() -> None:
     assert data["credentials"] == list(CREDENTIALS)
 
 
-# --- where the credentials really are (domain.credentials) ---------------------------------------
+# --- where the credentials really are (domain.boundary.credentials) ---------------------------------------
 
 ORIGIN_ROWS = [
     pytest.param({"HOME": "/home/u"}, "/home/u", ("/home/u",),

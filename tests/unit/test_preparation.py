@@ -32,14 +32,14 @@ from fakes.world import (
 
 from concorde_workers.application.preparation import Prepared, Progress
 from concorde_workers.contracts import worker_result_schema
-from concorde_workers.domain.credentials import home_at_root
-from concorde_workers.domain.errors import Reason, Refusal
-from concorde_workers.domain.grant import parse_grant
-from concorde_workers.domain.launch import schema_text
-from concorde_workers.domain.policy import decide_read
-from concorde_workers.domain.prerequisites import HOW_TO_PROVIDE
-from concorde_workers.domain.request import Limits, RunRequest
-from concorde_workers.domain.task_types import TASK_TYPES
+from concorde_workers.domain.boundary.credentials import home_at_root
+from concorde_workers.domain.boundary.grant import parse_grant
+from concorde_workers.domain.boundary.policy import decide_read
+from concorde_workers.domain.boundary.task_types import TASK_TYPES
+from concorde_workers.domain.configuration.prerequisites import HOW_TO_PROVIDE
+from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.isolation.launch import schema_text
 
 RUN_ID = "w-20260101T000000-abc123"
 RT = "/tmp/concorde-abc123-0badcafe"
@@ -343,7 +343,7 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
                   limits=Limits(max_turns=7, max_budget_usd=2.5))
     result, progress = prepare(world, req)
     assert isinstance(result, Prepared)
-    # The whole agent runs confined (domain/confinement.py): bwrap first, then the agent's own.
+    # The whole agent runs confined (domain/isolation/confinement.py): bwrap first, then the agent's own.
     assert result.confinement is not None and result.command.argv[3] == f"{BIN}/bwrap"
     assert result.command.argv == (
         *result.confinement.prefix(), f"{BIN}/claude", "-p", "--settings", f"{RT}/control/settings.json",

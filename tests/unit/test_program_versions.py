@@ -10,7 +10,7 @@ import pytest
 from fakes.filesystem import FakeFileSystem
 
 from concorde_workers.application.program_identity import program_changed, with_identity
-from concorde_workers.domain.program_versions import (
+from concorde_workers.domain.configuration.program_versions import (
     MINIMUMS,
     ProgramVersion,
     parse_programs_document,

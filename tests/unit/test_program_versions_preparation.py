@@ -12,9 +12,9 @@ from fakes.world import BIN, GRANT, SANDBOX_RUNTIME, WORKTREE, PlanWorld
 
 from concorde_workers.application.planner import plan_json, render
 from concorde_workers.application.preparation import Prepared, Progress
-from concorde_workers.domain.errors import Refusal
-from concorde_workers.domain.program_versions import ProgramLocation
-from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
+from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.errors import Refusal
 
 RUN_ID = "w-20260101T000000-abc123"
 RT = "/tmp/concorde-abc123-0badcafe"

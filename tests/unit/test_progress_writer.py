@@ -13,7 +13,7 @@ from fakes.system import FakeClock
 from trace_nodes import RUN_DIR, RUN_ID, WORKTREE, fs_with_parent
 
 from concorde_workers.application.tracing.progress import ProgressWriter, utc_text
-from concorde_workers.domain.records import LastAction
+from concorde_workers.domain.evidence.records import LastAction
 
 
 def progress(fs: FakeFileSystem, clock: FakeClock) -> ProgressWriter:

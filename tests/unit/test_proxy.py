@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.proxy import (
+from concorde_workers.domain.isolation.proxy import (
     ALL_PROXY_NAMES,
     NO_PROXY_VARIABLES,
     PROXY_VARIABLES,

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from concorde_workers.adapters.cli.main import main
-from concorde_workers.domain.discovery import VARIABLES
-from concorde_workers.domain.machine import PROGRAMS
-from concorde_workers.domain.proxy import ALL_PROXY_NAMES
-from concorde_workers.domain.task_types import TASK_TYPE_LINES, TASK_TYPES
+from concorde_workers.domain.boundary.task_types import TASK_TYPE_LINES, TASK_TYPES
+from concorde_workers.domain.configuration.discovery import VARIABLES
+from concorde_workers.domain.configuration.machine import PROGRAMS
+from concorde_workers.domain.isolation.proxy import ALL_PROXY_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = ("domain", "application", "adapters", "ports", "container.py")

@@ -29,12 +29,12 @@ from concorde_workers.application.tracing.reader import (
 )
 from concorde_workers.application.tracing.writer import node_json
 from concorde_workers.contracts import load, validator
-from concorde_workers.domain.brief import compose_brief, worktree_of_brief
-from concorde_workers.domain.claude_settings import digest_text
-from concorde_workers.domain.errors import Refusal
-from concorde_workers.domain.grant import Grant, parse_grant
-from concorde_workers.domain.layout import RunLayout
-from concorde_workers.domain.records import RunRecord, TraceNode
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.evidence.layout import RunLayout
+from concorde_workers.domain.evidence.records import RunRecord, TraceNode
+from concorde_workers.domain.isolation.claude_settings import digest_text
+from concorde_workers.domain.run.brief import compose_brief, worktree_of_brief
 
 
 def write_finished_run(fs: FakeFileSystem, rounds: int = 2, **content: Any) -> RunLayout:

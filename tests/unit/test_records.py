@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from concorde_workers.contracts import load, validator
-from concorde_workers.domain.errors import Reason
-from concorde_workers.domain.records import (
+from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.evidence.records import (
     LAST_ACTION_TARGET_LIMIT,
     AuditRecord,
     LastAction,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fakes.filesystem import FakeFileSystem
 
 from concorde_workers.application.requests import RequestBuilder, RequestFlags
-from concorde_workers.domain.request import RunRequest
+from concorde_workers.domain.configuration.request import RunRequest
 
 WORKTREE = "/srv/p/.claude/worktrees/t"
 BASE = "/home/ana/.pyenv/versions/3.12.1"

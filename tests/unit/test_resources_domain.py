@@ -1,4 +1,4 @@
-"""domain/resources.py (issue 20): the limits, the files a group's limits are written to, the
+"""domain/configuration/resources.py (issue 20): the limits, the files a group's limits are written to, the
 command line that joins a group, what a group's counters say, and sizes - pure, row by row."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from concorde_workers.domain.resources import (
+from concorde_workers.domain.configuration.resources import (
     DEFAULT_LIMITS,
     JOIN_SCRIPT,
     MIB,

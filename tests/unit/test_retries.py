@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.retries import (
+from concorde_workers.domain.run.retries import (
     ERROR_TEXTS,
     ErrorRow,
     TransientCause,

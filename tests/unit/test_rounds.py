@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.domain.audit import Verdict
-from concorde_workers.domain.errors import Reason
-from concorde_workers.domain.rounds import (
+from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.run.audit import Verdict
+from concorde_workers.domain.run.rounds import (
     ROWS,
     Backend,
     Causes,

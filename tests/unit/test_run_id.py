@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.layout import (
+from concorde_workers.domain.evidence.layout import (
     LAST_ACTION_MAX,
     STDERR_TAIL_BYTES,
     RunLayout,
     RuntimeLayout,
 )
-from concorde_workers.domain.run_id import (
+from concorde_workers.domain.evidence.run_id import (
     SOCKET_PATH_LIMIT,
     is_run_id,
     run_id,

@@ -17,9 +17,9 @@ from concorde_workers.application.runtime_directory import (
     cleanup_runtime_directory,
     create_runtime_directory,
 )
-from concorde_workers.domain.layout import RuntimeLayout
-from concorde_workers.domain.paths import EntryKind
-from concorde_workers.domain.sweep import OwnerRecord, ProcessIdentity, parse_owner_record
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.evidence.sweep import OwnerRecord, ProcessIdentity, parse_owner_record
 
 RUN_ID = "w-20261002T101500-a1b2c3"
 TMP = "/tmp"
@@ -123,7 +123,7 @@ def test_a_missing_temp_root_is_refused_not_created() -> None:
 def test_a_runtime_directory_is_made_only_below_a_system_temporary_directory(
         temp_root: str, link: str | None, refused: bool) -> None:
     """Every other run hides /tmp, /var/tmp and /usr/tmp from its worker and nothing else
-    (domain.hidden.TEMPORARY_ROOTS): a runtime directory anywhere else would be readable by
+    (domain.boundary.hidden.TEMPORARY_ROOTS): a runtime directory anywhere else would be readable by
     them (docs/decisions.md "Other runs under another temporary root")."""
     fs = fresh()
     fs.mkdir("/var/tmp", 0o1777)

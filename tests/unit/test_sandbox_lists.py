@@ -1,4 +1,4 @@
-"""The sandbox filesystem lists (domain/sandbox_lists.py, notes/harness.md §1.2), as the policy of
+"""The sandbox filesystem lists (domain/boundary/sandbox_lists.py, notes/harness.md §1.2), as the policy of
 one frozen grant gives them to both backends."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from policy_world import (
     policy_for,
 )
 
-from concorde_workers.domain.policy import build_policy
+from concorde_workers.domain.boundary.policy import build_policy
 
 # --- sandbox lists -------------------------------------------------------------------------------
 

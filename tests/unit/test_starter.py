@@ -1,4 +1,4 @@
-"""domain/starter.py: what `init` writes, decided from what it found (issue 19 §2)."""
+"""domain/configuration/starter.py: what `init` writes, decided from what it found (issue 19 §2)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from concorde_workers.domain import starter
+from concorde_workers.domain.configuration import starter
 
 
 @pytest.mark.parametrize(("found", "pi_settings", "backend"), [

@@ -1,6 +1,6 @@
 """What the host keeps of what an agent prints does not grow with it (issue 9 §2): both real
 stream readers count ignored lines and keep only the last few, keep only the latest tool calls,
-and the round's trace notes ignored and overlong lines under `agent.stdout` (domain.stdout)."""
+and the round's trace notes ignored and overlong lines under `agent.stdout` (domain.run.stdout)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from concorde_workers.adapters.claude.stream import ClaudeStreamReader
 from concorde_workers.adapters.pi.stream import ACTIONS_KEPT as PI_ACTIONS_KEPT
 from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.contracts import validator
-from concorde_workers.domain.rounds import RoundEnding
-from concorde_workers.domain.stdout import (
+from concorde_workers.domain.run.rounds import RoundEnding
+from concorde_workers.domain.run.stdout import (
     IGNORED_KEPT,
     IGNORED_KEPT_CHARS,
     MAX_LINE_BYTES,

@@ -29,8 +29,8 @@ from concorde_workers.application.sweep import Sweeper, SweepReport
 from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.container import Container
 from concorde_workers.contracts import validator as contract_validator
-from concorde_workers.domain.records import RunRecord
-from concorde_workers.domain.sweep import OWNERLESS_MARGIN_SECONDS, parse_owner_record
+from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.evidence.sweep import OWNERLESS_MARGIN_SECONDS, parse_owner_record
 
 NODE = contract_validator("contract.tracing.node")
 SWEEPER_PID = 7

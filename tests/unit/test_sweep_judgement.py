@@ -1,4 +1,4 @@
-"""The staleness decision (domain/sweep.py): which runtime directories a sweep removes.
+"""The staleness decision (domain/evidence/sweep.py): which runtime directories a sweep removes.
 
 Row by row: the owner's pid alive, gone, a zombie, reused by a later process; another boot;
 another or an unknown PID namespace; an unreadable process table; a missing or garbled owner
@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from concorde_workers.domain.paths import EntryKind
-from concorde_workers.domain.sweep import (
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.evidence.sweep import (
     OWNERLESS_MARGIN_SECONDS,
     Candidate,
     OwnerRecord,

@@ -13,11 +13,11 @@ from fakes.filesystem import FakeFileSystem, Node
 from fakes.git import FakeGit
 
 from concorde_workers.application.worktree_state import WorktreeObserver
-from concorde_workers.domain.audit import FileState, audit, path_violation
-from concorde_workers.domain.git_metadata import GitMetadata, describe_git_metadata
-from concorde_workers.domain.git_status import GitRepository
-from concorde_workers.domain.grant import parse_grant
-from concorde_workers.domain.paths import EntryKind
+from concorde_workers.domain.boundary.grant import parse_grant
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.gitview.git_metadata import GitMetadata, describe_git_metadata
+from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.run.audit import FileState, audit, path_violation
 from concorde_workers.ports.git import GitCommandFailed
 
 PRIMARY = "/work/repo"

@@ -1,9 +1,9 @@
 /**
  * Concorde pi permission extension: the pure path decisions (notes/harness.md §2.4-§2.6).
  *
- * A line-by-line port of `concorde_workers.domain.policy` (decide_read, decide_write,
+ * A line-by-line port of `concorde_workers.domain.boundary.policy` (decide_read, decide_write,
  * decide_search_root): the same rows, in the same order. The reasons are not written here: each
- * is filled from the table the policy embeds (`policy.reasons`, concorde_workers.domain.reasons),
+ * is filled from the table the policy embeds (`policy.reasons`, concorde_workers.domain.boundary.reasons),
  * exactly as the domain fills it.
  * tests/integration/test_pi_extension_parity.py runs this file under jiti on the same paths as
  * the Python domain and requires identical decisions, rows and reasons. Keep them in step.
@@ -17,8 +17,8 @@ import * as nodePath from "node:path";
 import { fileURLToPath } from "node:url";
 
 const RUNTIME_PREFIX = "concorde-";
-const RUNTIME_NAME = /^concorde-[0-9a-f]{6}-[A-Za-z0-9_]{1,32}$/; // domain.hidden
-/** domain.reasons.PLACEHOLDER */
+const RUNTIME_NAME = /^concorde-[0-9a-f]{6}-[A-Za-z0-9_]{1,32}$/; // domain.boundary.hidden
+/** domain.boundary.reasons.PLACEHOLDER */
 const PLACEHOLDER = /\{([a-z_]+)\}/g;
 
 export interface SandboxLists {
@@ -79,7 +79,7 @@ function deny(row: string, reason: string): Decision {
 	return { allowed: false, reason, row };
 }
 
-/** Reason `key` of the embedded table filled as domain.reasons.fill fills it: each placeholder
+/** Reason `key` of the embedded table filled as domain.boundary.reasons.fill fills it: each placeholder
  * replaced once by its value, a value never scanned again; a missing key or value throws. */
 export function reason(policy: Policy, key: string, values: Record<string, string> = {}): string {
 	const template = policy.reasons[key];
@@ -124,7 +124,7 @@ function stripSlashes(s: string): string {
 	return s.replace(/^\/+/, "").replace(/\/+$/, "");
 }
 
-/** domain.paths.is_within */
+/** domain.boundary.paths.is_within */
 export function isWithin(path: string, root: string): boolean {
 	const p = normpath(path);
 	const r = normpath(root);
@@ -200,9 +200,9 @@ function shown(p: Policy, path: string): string {
 	return rel(p, path) || p.worktree;
 }
 
-// --- what is hidden always (domain.hidden) ------------------------------------------------------
+// --- what is hidden always (domain.boundary.hidden) ------------------------------------------------------
 
-/** domain.hidden.Hidden.other_run. */
+/** domain.boundary.hidden.Hidden.other_run. */
 function otherRun(p: Policy, path: string): boolean {
 	if (isWithin(path, p.runtimeDirectory)) return false;
 	if (isWithin(path, p.runtimeRoot)

@@ -1,0 +1,452 @@
+"""The policy: everything both backends enforce, derived from ONE frozen grant.
+
+Seed 000 "One grant for the whole run", seed 001 "Both backends enforce the same grant": the deny
+rules (`domain/boundary/deny_rules.py`), the sandbox filesystem lists
+(`domain/boundary/sandbox_lists.py`), the
+read and write tables, the search-root decision and the tool sets come from `build_policy`,
+which both backends call. Here: the tables that judge a path by the grant's levels. Mechanics:
+notes/harness.md §1.4/§2.5 (write table), §2.4 (read table), §2.6 (search roots), §1.5 (tool
+sets), §5 (names-level entries).
+
+Decisions where the spec is silent:
+- The read table treats `<rt>/tmp/jiti` (pi's compile cache, denied in the shared sandbox lists)
+  like `control/` and `config/` (it "belongs to the host").
+- A runtime path is never writable, even inside an rw directory: the write table denies it, the
+  walk gives it an `Edit` rule when an rw entry covers it, and the sandbox lists it in denyWrite
+  (seed 000 "Reading beside the grant": readable and none writable, to every tool).
+- A Git administrative path is denied by the write table before the worktree rows, so an admin
+  path outside the worktree gets the Git reason rather than "outside the task worktree".
+- What is hidden always (`domain.boundary.hidden`: other runs' runtime directories, the run
+directories,
+  the credential files at their origins) is judged before every grant row of the three tables.
+  The homes (the password database's and `$HOME`), the primary worktree and the configuration
+  directories the credentials come from are the "boundaries": hidden whole but the way to what
+  the run keeps (issue 8 §2-§4, docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.boundary.deny_rules import (
+    PROCESSES,
+    deny_rules,
+    other_runs,
+    run_directory_denied,
+)
+from concorde_workers.domain.boundary.grant import (
+    READABLE,
+    Grant,
+    Level,
+    directory_level,
+    entries_below,
+)
+from concorde_workers.domain.boundary.hidden import Hidden
+from concorde_workers.domain.boundary.paths import (
+    ListDir,
+    dedupe,
+    is_within,
+    outermost,
+    relative_to,
+)
+from concorde_workers.domain.boundary.reasons import REASONS, fill, reasons_json
+from concorde_workers.domain.boundary.sandbox_lists import SandboxFilesystem, sandbox_filesystem
+from concorde_workers.domain.boundary.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
+from concorde_workers.domain.configuration.request import Backend
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.evidence.layout import RuntimeLayout, host_paths
+from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX
+from concorde_workers.domain.gitview.placement import AdminPath
+
+GRANT_PREFIX = fill("denial", reason="")
+GIT_REASON = REASONS["git"]
+
+
+def with_prefix(reason: str) -> str:
+    """The reason as a tool sees it: every denial carries `Concorde grant: `."""
+    return fill("denial", reason=reason)
+
+
+def could_not_decide(actor: str, error: str) -> str:
+    """Rows 7/8 of the write hook: `the hook could not decide: <error>` (actor hook/extension)."""
+    return fill("undecided", actor=actor, error=error)
+
+
+NO_FILE_REASON = could_not_decide("hook", REASONS["no file"])
+
+
+# --- decisions -----------------------------------------------------------------------------------
+
+
+class Decision(BaseModel):
+    """A table's answer: allow, or deny with the reason text (without the prefix)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    allowed: bool
+    reason: str | None = None
+    row: str
+
+    @property
+    def message(self) -> str | None:
+        """The denial as the tool reports it, with `Concorde grant: `; None when allowed."""
+        return None if self.reason is None else with_prefix(self.reason)
+
+
+def _allow(row: str) -> Decision:
+    return Decision(allowed=True, row=row)
+
+
+def _deny(row: str, reason: str) -> Decision:
+    return Decision(allowed=False, reason=reason, row=row)
+
+
+class ToolSets(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    claude: tuple[str, ...]
+    pi: tuple[str, ...]
+
+
+class Policy(BaseModel):
+    """Everything both backends enforce for one run, from one frozen grant."""
+
+    model_config = ConfigDict(frozen=True)
+
+    grant: Grant
+    worktree: str
+    primary: str
+    user_home: str
+    boundaries: tuple[str, ...]
+    """Hidden whole but the way to what the run keeps: the homes, the primary worktree, the
+    configuration directories the credentials come from (none inside another)."""
+    runtime: RuntimeLayout
+    runtime_paths: tuple[str, ...]
+    git: tuple[AdminPath, ...]
+    always_hidden: Hidden
+    other_runs: tuple[str, ...]
+    """The other runs' runtime directories that existed when the rules were generated."""
+    deny_rules: tuple[str, ...]
+    sandbox: SandboxFilesystem
+    tools: ToolSets
+
+    def tools_for(self, backend: Backend) -> tuple[str, ...]:
+        """The backend's tool set; a backend the policy holds none for is an error, never
+        another backend's set."""
+        sets = {"claude": self.tools.claude, "pi": self.tools.pi}
+        if backend not in sets:
+            raise ValueError(f"the policy holds no tool set for the backend {backend!r}")
+        return sets[backend]
+
+    def tools_arg(self, backend: Backend) -> str:
+        """The `--tools` argument, also the run record's `tools`."""
+        return ",".join(self.tools_for(backend))
+
+    @property
+    def hidden_worktree_refusal(self) -> Refusal | None:
+        """worktree_misplaced when the worktree itself lies in what is hidden from every tool
+        (another run's runtime directory, a run directory, a credential), naming why and the
+        repair; None otherwise. A worker there could read and write nothing of its task."""
+        found = self.always_hidden.judge(self.worktree)
+        if found is None:
+            return None
+        return Refusal(
+            code=Code.WORKTREE_MISPLACED, reason=Reason.ENVIRONMENT,
+            message=f"the worktree {self.worktree} lies where every worker's tools are refused "
+            f"({found[1]}): move the repository elsewhere; a folder directly in the temporary "
+            f"directory whose name begins with {RUNTIME_PREFIX} is taken for a run's runtime "
+            "directory")
+
+    @property
+    def run_directory_refusal(self) -> Refusal | None:
+        return run_directory_denied(self.deny_rules, self.runtime)
+
+    def grant_lists(self) -> dict[str, Any]:
+        """`{"names", "ro", "rw", "worktree"}` as the write hook embeds them (§1.4), plus the
+        Git administrative paths and runtime paths our write table also judges."""
+        return {
+            "git": [p.path for p in self.git],
+            "names": list(self.grant.paths(Level.NAMES)),
+            "ro": list(self.grant.paths(Level.RO)),
+            "runtime": list(self.runtime_paths),
+            "rw": list(self.grant.paths(Level.RW)),
+            "worktree": self.worktree,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-able policy the pi extension embeds (notes/harness.md §2.2 keys, and the
+        reasons table of `domain.boundary.reasons` its denials are filled from; the backend adds
+        `programs`, `limits` and `resultSchema`)."""
+        return {
+            **self.grant_lists(),
+            "hidden": list(host_paths(self.runtime)),
+            "own": list(self.runtime.worker_dirs),
+            "primary": self.primary,
+            "userHome": self.user_home,
+            "boundaries": list(self.boundaries),
+            **self.always_hidden.to_json(),
+            "sandbox": self.sandbox.to_json(),
+            "denyRules": list(self.deny_rules),
+            "tools": {"claude": list(self.tools.claude), "pi": list(self.tools.pi)},
+            "reasons": reasons_json(),
+        }
+
+    def rel(self, path: str) -> str:
+        return relative_to(path, self.worktree)
+
+    def in_worktree(self, path: str) -> bool:
+        return is_within(path, self.worktree)
+
+    def in_git(self, path: str) -> bool:
+        """A Git admin path or below, or a `.git` segment in the worktree-relative path."""
+        if any(is_within(path, g.path) for g in self.git):
+            return True
+        return self.in_worktree(path) and ".git" in self.rel(path).split("/")
+
+    def in_runtime_path(self, path: str) -> bool:
+        return any(is_within(path, r) for r in self.runtime_paths)
+
+    def in_boundary(self, path: str) -> bool:
+        return any(is_within(path, b) for b in self.boundaries)
+
+    def hidden_always(self, path: str) -> Decision | None:
+        """The denial of `domain.boundary.hidden` (other run, run directory, credentials), or
+        None."""
+        found = self.always_hidden.judge(path)
+        return None if found is None else _deny(*found)
+
+    def level_of(self, path: str) -> Level | None:
+        return self.grant.level_of(self.rel(path))
+
+    def shown(self, path: str) -> str:
+        """The worktree-relative form a reason names; the worktree root by its absolute path."""
+        return self.rel(path) or self.worktree
+
+
+# --- tool sets (notes/harness.md §1.5) -----------------------------------------------------------
+
+_CLAUDE_READ = ("Read", "Glob", "Grep")
+_PI_READ = ("read", "grep", "find", "ls")
+
+
+def tool_sets(task_type: TaskType, grant: Grant) -> ToolSets:
+    """The read-only row for a task type that writes nothing or a grant with no rw entry."""
+    claude: tuple[str, ...]
+    pi: tuple[str, ...]
+    if writes_nothing(task_type) or not grant.has_rw:
+        claude, pi = _CLAUDE_READ, _PI_READ
+    elif task_type in BASH_TASK_TYPES:
+        claude, pi = (*_CLAUDE_READ, "Edit", "Write", "Bash"), (*_PI_READ, "edit", "write", "bash")
+    else:
+        claude, pi = (*_CLAUDE_READ, "Edit", "Write"), (*_PI_READ, "edit", "write")
+    return ToolSets(claude=claude, pi=(*pi, "concorde_result"))
+
+
+# --- read table (notes/harness.md §2.4), rows tried in order -------------------------------------
+
+Row = Callable[[Policy, str], Decision | None]
+
+
+def _r_git(p: Policy, path: str) -> Decision | None:
+    return _deny("git", GIT_REASON) if p.in_git(path) else None
+
+
+def _r_hidden(p: Policy, path: str) -> Decision | None:
+    return p.hidden_always(path)
+
+
+def _r_runtime(p: Policy, path: str) -> Decision | None:
+    return _allow("runtime path") if p.in_runtime_path(path) else None
+
+
+def _r_granted(p: Policy, path: str) -> Decision | None:
+    if p.in_worktree(path) and p.level_of(path) in READABLE:
+        return _allow("ro or rw")
+    return None
+
+
+def _r_names(p: Policy, path: str) -> Decision | None:
+    if p.in_worktree(path) and p.level_of(path) is Level.NAMES:
+        return _deny("names", fill("names", path=p.shown(path)))
+    return None
+
+
+def _r_worktree(p: Policy, path: str) -> Decision | None:
+    if p.in_worktree(path):
+        return _deny("not granted", fill("not granted", path=p.shown(path)))
+    return None
+
+
+def _r_host(p: Policy, path: str) -> Decision | None:
+    if any(is_within(path, h) for h in host_paths(p.runtime)):
+        return _deny("host", fill("host", path=path))
+    return None
+
+
+def _r_processes(p: Policy, path: str) -> Decision | None:
+    if is_within(path, PROCESSES):
+        return _deny("processes", fill("processes", path=path))
+    return None
+
+
+def _r_own(p: Policy, path: str) -> Decision | None:
+    own = any(is_within(path, o) for o in p.runtime.worker_dirs)
+    return _allow("own directory") if own else None
+
+
+def _r_boundary(p: Policy, path: str) -> Decision | None:
+    if p.in_boundary(path):
+        return _deny("boundary", fill("boundary", path=path))
+    return None
+
+
+def _r_else(p: Policy, path: str) -> Decision | None:
+    return _allow("elsewhere")
+
+
+READ_TABLE: tuple[Row, ...] = (
+    _r_git, _r_hidden, _r_runtime, _r_granted, _r_names, _r_worktree, _r_host, _r_processes, _r_own,
+    _r_boundary, _r_else,
+)
+
+
+def _first(rows: Sequence[Row], policy: Policy, path: str) -> Decision:
+    for row in rows:
+        decision = row(policy, path)
+        if decision is not None:
+            return decision
+    raise AssertionError("the last row of a table always decides")  # pragma: no cover
+
+
+def decide_read(policy: Policy, path: str, real: str | None = None) -> Decision:
+    """A read is allowed only if the lexical path and, when it exists, its real path pass."""
+    lexical = _first(READ_TABLE, policy, posixpath.normpath(path))
+    if not lexical.allowed or real is None:
+        return lexical
+    return _first(READ_TABLE, policy, posixpath.normpath(real))
+
+
+# --- write table (notes/harness.md §1.4, §2.5), judged on the fully resolved target --------------
+
+
+def _named(p: Policy, resolved: str, given: str, given_is_link: bool) -> str:
+    rel = p.shown(resolved)
+    return fill("link target", path=rel, link=given) if given_is_link else rel
+
+
+def decide_write(
+    policy: Policy, given: str, resolved: str, given_is_link: bool = False
+) -> Decision:
+    """Rows, first match decides: Git admin path → hidden always → outside → `.git` segment →
+    runtime path → rw → ro → names → other. `resolved` has every link resolved, the final one
+    included."""
+    p, resolved = policy, posixpath.normpath(resolved)
+    if any(is_within(resolved, g.path) for g in p.git):
+        return _deny("git", GIT_REASON)
+    hidden = p.hidden_always(resolved)
+    if hidden is not None:
+        return hidden
+    if not p.in_worktree(resolved):
+        if given_is_link:
+            return _deny("outside", fill("outside link", given=given, resolved=resolved))
+        return _deny("outside", fill("outside", given=given))
+    if ".git" in p.rel(resolved).split("/"):
+        return _deny("git", GIT_REASON)
+    named = _named(p, resolved, given, given_is_link)
+    if p.in_runtime_path(resolved):
+        return _deny("runtime path", fill("runtime path", path=named))
+    level = p.level_of(resolved)
+    if level is Level.RW:
+        return _allow("rw")
+    if level is Level.RO:
+        return _deny("ro", fill("ro", path=named))
+    if level is Level.NAMES:
+        return _deny("names", fill("names", path=named))
+    return _deny("not granted", fill("not bound", path=named))
+
+
+# --- search/listing roots (notes/harness.md §2.6) ------------------------------------------------
+
+
+def _search_one(p: Policy, root: str) -> Decision:
+    if not p.in_worktree(root):
+        return _first(READ_TABLE, p, root)
+    if p.in_git(root):
+        return _deny("git", GIT_REASON)
+    hidden = p.hidden_always(root)
+    if hidden is not None:
+        return hidden
+    if p.in_runtime_path(root) or any(is_within(r, root) for r in p.runtime_paths):
+        return _allow("runtime path")
+    rel = p.rel(root)
+    above = directory_level(p.grant, rel) in READABLE or p.grant.level_of(rel) in READABLE
+    below = any(e.level in READABLE for e in entries_below(p.grant, rel))
+    if above or below:
+        return _allow("readable at, below or above")
+    return _deny("nothing readable", fill("nothing readable", path=p.shown(root)))
+
+
+def decide_search_root(policy: Policy, root: str, real: str | None = None,
+                       is_directory: bool = True) -> Decision:
+    """grep/find/ls root: a directory inside the worktree by §2.6, anything else by the read
+    table; the lexical root and, when it exists, its real path must both pass."""
+    def one(path: str) -> Decision:
+        path = posixpath.normpath(path)
+        return _search_one(policy, path) if is_directory else _first(READ_TABLE, policy, path)
+
+    first = one(root)
+    return first if not first.allowed or real is None else one(real)
+
+
+# --- the one entry point -------------------------------------------------------------------------
+
+
+def build_policy(
+    *, grant: Grant, worktree: str, primary: str, user_home: str, runtime_dir: str,
+    runtime_paths: Sequence[str], git: Sequence[AdminPath], list_dir: ListDir,
+    homes: Sequence[str] = (), config_dirs: Sequence[str] = (), credentials: Sequence[str] = (),
+    run_directories: Sequence[str] = (),
+) -> Policy:
+    """The policy of one run from ONE frozen grant; all paths absolute and real, runtime paths
+    exactly as the caller listed them (seed 000 "A worker reads beside its grant only what its
+    caller lists"). `list_dir` backs the walks of worktree, homes, primary worktree and
+    configuration directories, and finds the other runs in the temp root.
+
+    Besides the password database's home `user_home`: `homes` (`$HOME`, as given and really),
+    `config_dirs` (the configuration directories the credentials come from), `credentials` (the
+    credential files at their origins) and `run_directories` (the trace parent's `workers/`), all
+    hidden from every tool (issue 8 §2-§4)."""
+    worktree, primary, user_home = (posixpath.normpath(p) for p in (worktree, primary, user_home))
+    runtime = RuntimeLayout(root=posixpath.normpath(runtime_dir))
+    runtime_paths = tuple(runtime_paths)
+    git = tuple(git)
+    boundaries = tuple(outermost(posixpath.normpath(b) for b in (
+        user_home, *homes, primary, *config_dirs)))
+    hidden = Hidden(
+        runtime_root=posixpath.dirname(runtime.root), runtime_directory=runtime.root,
+        run_directories=dedupe(posixpath.normpath(r) for r in run_directories),
+        credentials=dedupe(posixpath.normpath(c) for c in credentials))
+    others = other_runs(runtime, list_dir)
+    every_boundary = (user_home, *homes, primary, *config_dirs)
+    return Policy(
+        grant=grant, worktree=worktree, primary=primary, user_home=user_home,
+        boundaries=boundaries, runtime=runtime, runtime_paths=runtime_paths, git=git,
+        always_hidden=hidden, other_runs=others,
+        deny_rules=deny_rules(grant, worktree, primary, user_home, runtime, runtime_paths, git,
+                              list_dir, every_boundary, hidden, others),
+        sandbox=sandbox_filesystem(grant, worktree, primary, user_home, runtime, runtime_paths,
+                                   git, every_boundary, hidden, others),
+        tools=tool_sets(grant.task_type, grant),
+    )
+
+
+__all__ = [
+    "GIT_REASON", "GRANT_PREFIX", "NO_FILE_REASON", "READ_TABLE", "Decision", "Policy",
+    "ToolSets", "build_policy", "could_not_decide", "decide_read", "decide_search_root",
+    "decide_write", "tool_sets", "with_prefix",
+]

@@ -1,0 +1,288 @@
+"""`concorde-workers doctor` (issue 12 §1): every prerequisite of a run, its state and its repair,
+decided from probed facts (application/doctor.py gathers them through the ports).
+
+One `Check` per prerequisite: the agent programs (found where, their version against the floor
+the host enforces), bubblewrap, socat, ripgrep, fd, node, Git, a command actually run in the
+worker's Bash sandbox without network, the model map (found where, valid), the credentials of
+each backend (present or not: a value is never part of a fact, so it cannot be printed), and the
+worktree's workers.json when doctor runs inside a worktree. The verdict: 0 when every check
+holds, 2 otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from concorde_workers.domain.configuration.machine_resources import MachineResources
+from concorde_workers.domain.configuration.prerequisites import HOW_TO_PROVIDE
+from concorde_workers.domain.configuration.program_versions import (
+    INSTALL_AGENTS,
+    MINIMUMS,
+    ProgramVersion,
+    version_problem,
+)
+from concorde_workers.domain.configuration.resources import Enforcement, GroupKind
+
+PROGRAMS = ("claude", "pi", "sandbox-runtime")
+TOOLS: Mapping[str, str] = {
+    "bwrap": HOW_TO_PROVIDE["bwrap"],
+    "socat": HOW_TO_PROVIDE["socat"],
+    "rg": HOW_TO_PROVIDE["rg"],
+    "fd": HOW_TO_PROVIDE["fd"],
+    "node": "install Node.js 20 or later (Debian: apt-get install nodejs); pi runs on it",
+    "git": "install Git (Debian: apt-get install git)",
+}
+"""The programs the sandboxes, pi's tools and the host's own Git need, and how to provide them."""
+
+
+@dataclass(frozen=True)
+class ProgramFact:
+    """An agent program as discovery and the version port found it."""
+
+    program: str
+    path: str | None
+    origin: str | None
+    version: ProgramVersion | None
+    looked_at: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SandboxFact:
+    """A command run in the worker's Bash sandbox (sandbox-runtime, bwrap, socat): whether it
+    ran, whether it reached a listener of the host on 127.0.0.1, and what it said."""
+
+    ran: bool
+    reached: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class FileFact:
+    """A configuration file: where, what said so, and its problem (None: valid)."""
+
+    path: str | None
+    origin: str
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class CredentialFact:
+    """Which of a backend's credential sources are present (names only, never a value)."""
+
+    backend: str
+    present: tuple[str, ...]
+    looked_at: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Facts:
+    programs: Mapping[str, ProgramFact]
+    tools: Mapping[str, str | None]
+    sandbox: SandboxFact | None
+    """None when it could not be tried (sandbox-runtime, node, bwrap or socat missing)."""
+    model_map: FileFact
+    credentials: Sequence[CredentialFact]
+    workers_json: FileFact | None = None
+    """None outside a worktree."""
+    backends: tuple[str, ...] = ("claude", "pi")
+    """The backends a run here will use: what is only another backend's is not needed."""
+    backends_source: str = "no workers.json here and no --backend: every backend"
+    resources: Enforcement | None = None
+    machine_resources: MachineResources | None = None
+    """What this machine gives a run's resource limits (issue 20); None: not asked."""
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    state: str
+    repair: str = ""
+    needed: bool = True
+    """False: only a backend no run here uses needs it; said, never failing the verdict."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "state": self.state,
+                "repair": self.repair or None, "needed": self.needed}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    checks: tuple[Check, ...] = field(default_factory=tuple)
+
+    backends: tuple[str, ...] = ("claude", "pi")
+    backends_source: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.checks if check.needed)
+
+    @property
+    def status(self) -> int:
+        """0 every prerequisite holds, 2 one does not (its repair is named)."""
+        return 0 if self.ok else 2
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "backends": list(self.backends),
+                "backends_source": self.backends_source,
+                "checks": [check.to_json() for check in self.checks]}
+
+    def lines(self) -> list[str]:
+        """One line per prerequisite: `[ok] name: state`, `[FAILED] name: state; repair`, and
+        `[not used]` for what only a backend no run here uses needs."""
+        out = [f"backends judged: {', '.join(self.backends)} ({self.backends_source})"]
+        for check in self.checks:
+            mark = "ok" if check.ok else "FAILED" if check.needed else "not used"
+            repair = f" -> {check.repair}" if check.repair and not check.ok else ""
+            out.append(f"[{mark}] {check.name}: {check.state}{repair}")
+        missing = sum(not c.ok for c in self.checks if c.needed)
+        out.append("all prerequisites hold" if self.ok else
+                   f"{missing} prerequisite(s) missing: see the repairs above")
+        return out
+
+
+NEEDED_BY: Mapping[str, frozenset[str]] = {
+    "claude": frozenset({"claude"}), "pi": frozenset({"pi"}),
+    "sandbox-runtime": frozenset({"pi"}), "node": frozenset({"pi"}), "rg": frozenset({"pi"}),
+    "fd": frozenset({"pi"}), "sandbox": frozenset({"pi"}),
+    "credentials claude": frozenset({"claude"}), "credentials pi": frozenset({"pi"}),
+}
+"""The backends each prerequisite serves (absent: every run needs it: bwrap, socat, Git, the
+model map, workers.json). pi's tools (rg, fd), node and its sandbox-runtime are pi's alone;
+Claude Code brings its own search and sandbox helper."""
+
+
+def backends_in_use(entries: Sequence[str | None], default_set: bool) -> tuple[str, ...]:
+    """The backends a worker of a configuration can run on: each entry's backend, and pi (the
+    default worker backend) unless the file's default entry sets one."""
+    used = {b for b in entries if b is not None}
+    if not default_set:
+        used.add("pi")
+    return tuple(sorted(used))
+
+
+def _needed(check: Check, key: str, backends: Sequence[str]) -> Check:
+    serves = NEEDED_BY.get(key)
+    if serves is None or serves & set(backends):
+        return check
+    return Check(check.name, check.ok, check.state, check.repair, needed=False)
+
+
+def program_check(fact: ProgramFact) -> Check:
+    row = MINIMUMS[fact.program]
+    name = f"{row.title} ({row.package})"
+    if fact.path is None or fact.version is None:
+        looked = ", ".join(fact.looked_at) or "nowhere"
+        return Check(name, False, f"not found (looked at {looked})", row.upgrade)
+    where = f"{fact.path} (found by {fact.origin})"
+    problem = version_problem(fact.version)
+    if problem is not None:
+        return Check(name, False, f"{fact.version.version or 'version unknown'} at {where}, "
+                                  f"at least {row.minimum} needed", row.upgrade)
+    return Check(name, True, f"{fact.version.version} (at least {row.minimum}) at {where}")
+
+
+def tool_check(name: str, found: str | None) -> Check:
+    if found is None:
+        return Check(name, False, "not found on PATH", TOOLS[name])
+    return Check(name, True, found)
+
+
+def sandbox_check(fact: SandboxFact | None) -> Check:
+    name = "a command in the worker's Bash sandbox, without network"
+    repair = ("make sandbox-runtime, node, bwrap and socat available (see their lines); a "
+              "worker never runs without its sandbox")
+    if fact is None:
+        return Check(name, False, "not tried: the sandbox's programs are missing", repair)
+    if not fact.ran:
+        return Check(name, False, f"the sandbox did not run the command: {fact.detail}",
+                     "see the message; bubblewrap needs user namespaces (or root)")
+    if fact.reached:
+        return Check(name, False, f"the command reached 127.0.0.1 from inside: {fact.detail}",
+                     "the sandbox has network: do not run workers on this machine until "
+                     "sandbox-runtime's network isolation works (bubblewrap --unshare-net)")
+    return Check(name, True, f"ran, and could not reach 127.0.0.1 ({fact.detail})")
+
+
+def file_check(name: str, fact: FileFact, repair: str) -> Check:
+    if fact.problem is not None:
+        return Check(name, False, f"{fact.path or 'not found'} ({fact.origin}): {fact.problem}",
+                     repair)
+    return Check(name, True, f"{fact.path} ({fact.origin}), valid")
+
+
+CREDENTIAL_REPAIR: Mapping[str, str] = {
+    "claude": "log in once with claude (it writes ~/.claude/.credentials.json, or "
+              "$CLAUDE_CONFIG_DIR/.credentials.json) or set ANTHROPIC_API_KEY",
+    "pi": "configure pi (auth.json in $PI_CODING_AGENT_DIR or ~/.pi/agent, e.g. with pi's "
+          "/login) or set the provider's *_API_KEY",
+}
+
+
+def credential_check(fact: CredentialFact) -> Check:
+    name = f"credentials of the {fact.backend} backend"
+    if not fact.present:
+        return Check(name, False, f"none found (looked at {', '.join(fact.looked_at)})",
+                     CREDENTIAL_REPAIR[fact.backend])
+    return Check(name, True, f"present: {', '.join(fact.present)} (never printed)")
+
+
+def diagnose(facts: Facts) -> Diagnosis:
+    """Every check, in the order a user repairs them."""
+    used = facts.backends
+    checks = [_needed(program_check(facts.programs[name]), name, used) for name in PROGRAMS]
+    checks += [_needed(tool_check(name, facts.tools.get(name)), name, used) for name in TOOLS]
+    checks.append(_needed(sandbox_check(facts.sandbox), "sandbox", used))
+    checks.append(file_check(
+        "model map", facts.model_map,
+        "write it as contract.workers.model-map (README \"Run it on your own repository\")"))
+    checks += [_needed(credential_check(fact), f"credentials {fact.backend}", used)
+               for fact in facts.credentials]
+    if facts.workers_json is not None:
+        checks.append(file_check(
+            "workers.json of this worktree", facts.workers_json,
+            "repair it as contract.workers.worker-configuration (README \"Run it on your own "
+            "repository\")"))
+    if facts.resources is not None:
+        checks.append(resources_check(facts.resources, facts.machine_resources))
+    return Diagnosis(tuple(checks), backends=used, backends_source=facts.backends_source)
+
+
+def resources_check(enforcement: Enforcement,
+                    machine: MachineResources | None = None) -> Check:
+    """Said, never failing unless the machine's resources.json cannot be used (every run is
+    then refused): a machine without groups runs without limits (and refuses a run that asks
+    for them, or every run, as its setting says), as plan and each round's resources.json say
+    too."""
+    machine = machine or MachineResources()
+    if machine.problem is not None:
+        return Check("resource limits", False, machine.problem,
+                     "repair it as domain/configuration/machine_resources.py shows, or remove it")
+    said = f"{enforcement.text()}; defaults {machine.defaults.text()}"
+    if enforcement.kind is GroupKind.NONE:
+        refusal = machine.refusal(True, enforcement.problem or "no control groups")
+        unasked = machine.refusal(False, enforcement.problem or "no control groups")
+        runs = ("every run is refused" if unasked else "runs go without them, and a request "
+                "that asks for limits is refused" if refusal else "every run goes without them")
+        return Check("resource limits", True, f"{said}; {runs}", needed=False)
+    return Check("resource limits", True, said)
+
+
+__all__ = [
+    "INSTALL_AGENTS",
+    "NEEDED_BY",
+    "PROGRAMS",
+    "TOOLS",
+    "Check",
+    "CredentialFact",
+    "Diagnosis",
+    "Facts",
+    "FileFact",
+    "ProgramFact",
+    "SandboxFact",
+    "backends_in_use",
+    "diagnose",
+    "resources_check",
+]

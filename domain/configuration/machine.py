@@ -1,0 +1,213 @@
+"""What the machine gives a worker: the model map's local id and the worker's program.
+
+Seed 002 "Model map" (semantics) and contract.workers.model-map; seed 000 "Refusals before a run",
+its environment rows (model_map_missing, model_map_invalid, model_unmapped, backend_missing).
+Pure like `domain.configuration.config`: the application hands in a decoded map that meets the
+contract's
+schema (it checks the schema with jsonschema, application/config.py) and the environment as a
+mapping. Every refusal names the map, or the worker configuration for a missing program.
+
+Decisions where the spec is silent (docs/decisions.md "Configuration reader"): an empty
+CONCORDE_MODEL_MAP, CONCORDE_CLAUDE or CONCORDE_PI counts as unset; without an absolute HOME (and
+no absolute XDG_CONFIG_HOME) the map cannot be found: model_map_missing.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.configuration.config import (
+    DEFAULT_BACKEND_SOURCE,
+    NAME_RULE,
+    PROJECT_NAME,
+    WorkerChoice,
+    refusal,
+    show,
+)
+from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, MINIMUMS, pinned
+from concorde_workers.domain.configuration.request import BACKENDS, Backend
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Refusal
+
+# backend -> (program name, environment variable that replaces it)
+PROGRAMS: dict[Backend, tuple[str, str]] = {
+    "claude": ("claude", "CONCORDE_CLAUDE"),
+    "pi": ("pi", "CONCORDE_PI"),
+}
+# What the map's entry to add holds until the developer fills in the program's --model id.
+LOCAL_ID_PLACEHOLDER: dict[Backend, str] = {"claude": "<model id>", "pi": "<provider/id>"}
+
+
+class ModelMap(BaseModel):
+    """A valid model map: project model name -> backend -> local id."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    models: dict[str, dict[Backend, str]]
+
+
+# ---------------------------------------------------------------- the model map
+
+
+def _map_example(needs: Sequence[WorkerChoice]) -> str:
+    models: dict[str, dict[str, str]] = {}
+    for choice in needs:
+        models.setdefault(choice.model, {})[choice.backend] = LOCAL_ID_PLACEHOLDER[choice.backend]
+    models = models or {"<project model name>": {"pi": "<provider/id>", "claude": "<model id>"}}
+    return json.dumps({"schema_version": 1, "models": models})
+
+
+def model_map_missing(file: str, needs: Sequence[WorkerChoice], why: str = "") -> Refusal:
+    message = (
+        f"The model map {file} is missing{why}. It is the developer's own file, outside every "
+        "repository and never committed; it maps each project model name to the id each program "
+        f"takes with --model. Create it holding, with the real ids: {_map_example(needs)}"
+    )
+    return refusal(Code.MODEL_MAP_MISSING, message, file)
+
+
+def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice]) -> str | Refusal:
+    """CONCORDE_MODEL_MAP (absolute), else concorde/models.json of $XDG_CONFIG_HOME when it is
+    absolute, else of ~/.config. An empty variable counts as unset."""
+    named = environ.get("CONCORDE_MODEL_MAP", "")
+    if named and not named.startswith("/"):
+        message = (
+            f"CONCORDE_MODEL_MAP gives the relative path {show(named)}; it must name the model "
+            "map by its absolute path. Set it to an absolute path, or unset it to use "
+            "concorde/models.json of the XDG configuration directory."
+        )
+        return refusal(Code.MODEL_MAP_INVALID, message, named)
+    if named:
+        return named
+    for var, below in (
+        ("XDG_CONFIG_HOME", "concorde/models.json"),
+        ("HOME", ".config/concorde/models.json"),
+    ):
+        base = environ.get(var, "")
+        if base.startswith("/"):
+            return posixpath.join(base, below)
+    why = " (HOME is not an absolute path, so ~/.config cannot be found; set CONCORDE_MODEL_MAP)"
+    return model_map_missing("~/.config/concorde/models.json", needs, why)
+
+
+def model_map_problem(data: Mapping[str, Any]) -> str | None:
+    """The first way a map that meets contract.workers.model-map's schema breaks its semantics:
+    a name that is not a project model name, a model without an id."""
+    for name, ids in data["models"].items():
+        if not PROJECT_NAME.match(name):
+            return f"models names {show(name)}, which is not a project model name ({NAME_RULE})"
+        if not ids:
+            return f"models.{name} gives the model no id; give its claude id, its pi id or both"
+    return None
+
+
+def model_map_invalid(file: str, problem: str) -> Refusal:
+    example = _map_example([])
+    message = f"The model map {file} is invalid: {problem}. Repair it so it holds, e.g.: {example}"
+    return refusal(Code.MODEL_MAP_INVALID, message, file)
+
+
+def parse_model_map(data: Mapping[str, Any], file: str) -> ModelMap | Refusal:
+    """A map that meets its contract's schema (the caller checked it) -> its value, or
+    model_map_invalid for its semantics."""
+    if problem := model_map_problem(data):
+        return model_map_invalid(file, problem)
+    return ModelMap(file=file, models=data["models"])
+
+
+def _entry_to_add(model: str, backends: Sequence[Backend], model_map: ModelMap) -> str:
+    ids: dict[str, str] = {str(k): v for k, v in model_map.models.get(model, {}).items()}
+    for backend in backends:
+        ids[backend] = LOCAL_ID_PLACEHOLDER[backend]
+    entry = f"{json.dumps(model)}: {json.dumps(ids)}"
+    if model in model_map.models:
+        return f"{entry}  (replacing its present entry models.{model})"
+    return entry
+
+
+def _unmapped(
+    missing: dict[tuple[str, Backend], list[WorkerChoice]], model_map: ModelMap
+) -> Refusal:
+    lines = [f"The model map {model_map.file} gives no local id for these workers:"]
+    for (model, backend), choices in missing.items():
+        for c in choices:
+            lines.append(
+                f"- {c.label()}: model {model} (from {c.model_source}) on backend {backend} "
+                f"(from {c.backend_source})"
+            )
+    by_model: dict[str, list[Backend]] = {}
+    for model, backend in missing:
+        by_model.setdefault(model, []).append(backend)
+    lines.append(
+        f'Add under "models" of {model_map.file}, with the id each program takes with --model '
+        "(the project model name is never used as one):"
+    )
+    lines += [f"  {_entry_to_add(m, b, model_map)}" for m, b in by_model.items()]
+    return refusal(Code.MODEL_UNMAPPED, "\n".join(lines), model_map.file)
+
+
+def place(choices: Sequence[WorkerChoice], model_map: ModelMap) -> tuple[str, ...] | Refusal:
+    """Each worker's local model id on its backend, or one model_unmapped naming every missing
+    model and backend pair with the workers that would take each."""
+    missing: dict[tuple[str, Backend], list[WorkerChoice]] = {}
+    for c in choices:
+        if c.backend not in model_map.models.get(c.model, {}):
+            missing.setdefault((c.model, c.backend), []).append(c)
+    if missing:
+        return _unmapped(missing, model_map)
+    return tuple(model_map.models[c.model][c.backend] for c in choices)
+
+
+# ---------------------------------------------------------------- the program
+
+
+def program_of(backend: Backend, environ: Mapping[str, str]) -> tuple[str, str]:
+    """The worker's program (its variable's value when set and not empty) and that variable."""
+    name, var = PROGRAMS[backend]
+    return environ.get(var) or name, var
+
+
+def program_source(backend: Backend, environ: Mapping[str, str]) -> str:
+    """Where the worker's program comes from: `$<variable>` when it names it, else `PATH`."""
+    _, var = PROGRAMS[backend]
+    return f"${var}" if environ.get(var) else "PATH"
+
+
+def _other(backend: Backend) -> str:
+    """The backend a refusal suggests instead: the one other backend there is (with more, the
+    first of them; never one named by exclusion of a third)."""
+    others = [b for b in BACKENDS if b != backend]
+    return others[0] if others else backend
+
+
+def backend_unusable(choice: WorkerChoice, problem: str, file: str) -> Refusal:
+    """backend_missing for a program that is found but cannot run the policy (too old, or its
+    version unreadable: domain/configuration/program_versions.py `version_problem`)."""
+    other = _other(choice.backend)
+    where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
+    message = (
+        f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
+        f"but {problem}; or choose the other program by setting \"backend\": \"{other}\" in "
+        f"{where} of {file} (the model map then needs the model's {other} id)."
+    )
+    return refusal(Code.BACKEND_MISSING, message, file)
+
+
+def backend_missing(choice: WorkerChoice, program: str, var: str, file: str) -> Refusal:
+    other = _other(choice.backend)
+    where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
+    message = (
+        f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
+        f"but its program {program} is not found. Run {INSTALL_AGENTS} (it installs the pinned "
+        f"{pinned(MINIMUMS[choice.backend].package)}; ./scripts/setup in a checkout), install "
+        f"{PROGRAMS[choice.backend][0]} or set "
+        f'{var} to its absolute path; or choose the other program by setting "backend": '
+        f'"{other}" in {where} of {file} (the model map then needs the model\'s {other} id).'
+    )
+    return refusal(Code.BACKEND_MISSING, message, file)

@@ -1,0 +1,75 @@
+"""The pi backend's prerequisites (seed 001, Prerequisites): checked before anything is generated.
+
+The application looks the programs up through the filesystem port and passes what it found; this
+module decides and words the refusal `pi_runtime_missing`, naming every missing one and how to
+provide it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, pinned
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+
+SANDBOX_RUNTIME_RELATIVE = ".concorde/tools/pi-runtime/node_modules/@anthropic-ai/sandbox-runtime"
+SANDBOX_RUNTIME_ENTRY = "dist/index.js"
+
+# What each prerequisite is and how a user provides it.
+HOW_TO_PROVIDE: Mapping[str, str] = {
+    "pi": f"run {INSTALL_AGENTS} (the pinned {pinned('@mariozechner/pi-coding-agent')} in the "
+          "user data folder; ./scripts/setup in a checkout), or npm install -g "
+          f"{pinned('@mariozechner/pi-coding-agent')}, or set CONCORDE_PI to its pi program",
+    "rg": "install ripgrep (Debian: apt-get install ripgrep)",
+    "fd": "install fd (Debian: apt-get install fd-find, which provides fdfind)",
+    "sandbox-runtime": f"run {INSTALL_AGENTS} (the pinned "
+                       f"{pinned('@anthropic-ai/sandbox-runtime')} in the user data folder; "
+                       "./scripts/setup in a checkout), or install it in the primary worktree "
+                       "(npm install --prefix <primary worktree>/.concorde/tools/pi-runtime "
+                       f"{pinned('@anthropic-ai/sandbox-runtime')}), or set "
+                       "CONCORDE_SANDBOX_RUNTIME to the package directory",
+    "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",
+    "socat": "install socat (Debian: apt-get install socat)",
+}
+
+
+class PiPrerequisites(BaseModel):
+    """Where each prerequisite was found, None when it was not."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pi: str | None
+    rg: str | None
+    fd: str | None
+    sandbox_runtime: str | None
+    sandbox_runtime_looked_at: str
+    bwrap: str | None = None
+    socat: str | None = None
+    linux: bool = True
+
+    def missing(self) -> list[str]:
+        found = {"pi": self.pi, "rg": self.rg, "fd": self.fd,
+                 "sandbox-runtime": self.sandbox_runtime}
+        if self.linux:
+            found |= {"bwrap": self.bwrap, "socat": self.socat}
+        return [name for name, where in found.items() if where is None]
+
+
+def pi_runtime_refusal(found: PiPrerequisites) -> Refusal | None:
+    """`pi_runtime_missing` naming every missing prerequisite and how to provide it, or None."""
+    missing = found.missing()
+    if not missing:
+        return None
+    parts = []
+    for name in missing:
+        where = (f" (no {SANDBOX_RUNTIME_ENTRY} in {found.sandbox_runtime_looked_at})"
+                 if name == "sandbox-runtime" else "")
+        parts.append(f"{name}{where}: {HOW_TO_PROVIDE[name]}")
+    return Refusal(
+        code=Code.PI_RUNTIME_MISSING, reason=Reason.ENVIRONMENT,
+        message="the pi backend needs programs this machine lacks; the run is never started "
+                "without its sandbox. Missing: " + "; ".join(parts),
+    )

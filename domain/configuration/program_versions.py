@@ -1,0 +1,251 @@
+"""The agent programs' versions (issue 11): the oldest version of each program the generated
+settings rely on, a version read from what a program or its package says, and the refusal of a
+program older than its minimum or whose version cannot be read.
+
+Why a floor at all: Claude Code in -p mode ignores a settings file that fails its validation, and
+reads a key it does not know without honouring it (docs/decisions.md "Claude Code 2.1.332"), so
+an older program given the generated settings runs with less than the policy says, silently.
+Each minimum is the oldest version the generated settings were verified against with the whole
+end-to-end suite; a version between that and an older verified one is refused too, because
+nobody checked it (docs/decisions.md "Program versions").
+
+The codes are those of a run that ends failed before launch, with its record (issue 19 §3: the
+same code has one shape, a program too old ends as a missing one does): Claude Code's program is
+the command that cannot be started, `launch_failed`; pi and its sandbox-runtime are pi's
+prerequisites, `pi_runtime_missing` (seed 001, the pi run mechanics: "the run ends failed with
+pi_runtime_missing before launch"). The caller's resolution of a worker (the configuration
+reader) refuses such a program before any run with `backend_missing`
+(domain/configuration/machine.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.errors import Reason, Refusal
+
+
+@dataclass(frozen=True)
+class ProgramMinimum:
+    """One row: a program, the npm package it comes in, the oldest version the policy relies
+    on, what of the policy needs it, how to upgrade, and the code of its refusal."""
+
+    program: str
+    title: str
+    package: str
+    minimum: str
+    relies_on: str
+    upgrade: str
+    code: Code
+    is_package_directory: bool = False
+    """The path found is the package's own directory (sandbox-runtime), not a program."""
+
+
+PINNED: Mapping[str, str] = {
+    "@anthropic-ai/claude-code": "2.1.332",
+    "@anthropic-ai/sandbox-runtime": "0.0.83",
+    "@mariozechner/pi-coding-agent": "0.73.1",
+}
+"""The versions package-lock.json pins (package.json's dependencies; a unit test holds them
+equal, scripts/bump-agents moves both): what `concorde-workers install-agents` and
+`./scripts/setup` install, and what every repair hint names."""
+
+INSTALL_AGENTS = "concorde-workers install-agents"
+
+
+def pinned(package: str) -> str:
+    """`package@version` as pinned."""
+    return f"{package}@{PINNED[package]}"
+
+
+MINIMUMS: Mapping[str, ProgramMinimum] = {
+    "claude": ProgramMinimum(
+        program="claude", title="Claude Code", package="@anthropic-ai/claude-code",
+        minimum="2.1.332",
+        relies_on="the generated settings' sandbox.network.strictAllowlist and "
+                  "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS, which an older Claude Code reads "
+                  "without honouring, and its hook and sandbox behaviour the tests verified",
+        upgrade=f"run {INSTALL_AGENTS} (the pinned {pinned('@anthropic-ai/claude-code')} in "
+                "the user data folder; ./scripts/setup in a checkout), or npm install -g "
+                f"{pinned('@anthropic-ai/claude-code')}, or set CONCORDE_CLAUDE to a newer "
+                "claude",
+        code=Code.LAUNCH_FAILED),
+    "pi": ProgramMinimum(
+        program="pi", title="pi", package="@mariozechner/pi-coding-agent", minimum="0.73.1",
+        relies_on="the extension API the permission extension uses and the session file "
+                  "options the command line gives (--session-dir, --session)",
+        upgrade=f"run {INSTALL_AGENTS} (the pinned {pinned('@mariozechner/pi-coding-agent')} "
+                "in the user data folder; ./scripts/setup in a checkout), or npm install -g "
+                f"{pinned('@mariozechner/pi-coding-agent')}, or set CONCORDE_PI to a newer pi",
+        code=Code.PI_RUNTIME_MISSING),
+    "sandbox-runtime": ProgramMinimum(
+        program="sandbox-runtime", title="sandbox-runtime",
+        package="@anthropic-ai/sandbox-runtime", minimum="0.0.78",
+        relies_on="the SandboxManager calls of the permission extension and "
+                  "network.strictAllowlist",
+        upgrade=f"run {INSTALL_AGENTS} (the pinned {pinned('@anthropic-ai/sandbox-runtime')} "
+                "in the user data folder; ./scripts/setup in a checkout), or npm install "
+                "--prefix <primary worktree>/.concorde/tools/pi-runtime "
+                f"{pinned('@anthropic-ai/sandbox-runtime')}, or set CONCORDE_SANDBOX_RUNTIME to "
+                "a newer package directory",
+        code=Code.PI_RUNTIME_MISSING, is_package_directory=True),
+}
+"""The oldest verified version of each program (docs/decisions.md "Program versions")."""
+
+_VERSION = re.compile(r"(?<![\w.])v?(\d+)\.(\d+)\.(\d+)(?!\d|\.\d)")
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """The first `major.minor.patch` in `text` (`2.1.332 (Claude Code)`, `0.73.1`, `v1.2.3`),
+    None when there is none."""
+    found = _VERSION.search(text)
+    if found is None:
+        return None
+    major, minor, patch = (int(part) for part in found.groups())
+    return major, minor, patch
+
+
+def version_text(text: str) -> str | None:
+    """The version `text` names, as `major.minor.patch`."""
+    parsed = parse_version(text)
+    return None if parsed is None else ".".join(str(part) for part in parsed)
+
+
+class ProgramLocation(BaseModel):
+    """A program a backend runs, where it was found (a program path, or sandbox-runtime's
+    package directory)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    program: str
+    path: str
+    origin: str | None = None
+    """Where it was found (domain/configuration/discovery.py): `$CONCORDE_PI`, `PATH`, an
+    installation."""
+
+    @property
+    def row(self) -> ProgramMinimum:
+        return MINIMUMS[self.program]
+
+
+class ProgramVersion(BaseModel):
+    """A program as the host found it: where, its version, where the version was read, or why it
+    could not be read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    program: str
+    path: str
+    version: str | None
+    source: str
+    """What said the version: a package.json, or the program's `--version` (cached or run)."""
+    problem: str | None = None
+    """Why no version could be read (None when `version` is set)."""
+    origin: str | None = None
+    """Where the program was found (domain/configuration/discovery.py), when that is known."""
+    identity: str | None = None
+    """The program's file and its version's source (each resolved, with size and modification
+    time) when the preparation read the version: a round starts only while they are unchanged
+    (`changed_problem`). None when they could not be read (nothing to compare)."""
+
+    @property
+    def row(self) -> ProgramMinimum:
+        return MINIMUMS[self.program]
+
+    @property
+    def too_old(self) -> bool:
+        found, least = parse_version(self.version or ""), parse_version(self.row.minimum)
+        return found is not None and least is not None and found < least
+
+    def to_json(self) -> dict[str, Any]:
+        return {"program": self.program, "path": self.path, "version": self.version,
+                "minimum": self.row.minimum, "source": self.source, "problem": self.problem,
+                "origin": self.origin}
+
+    def line(self) -> str:
+        """One line for a person: `claude 2.1.332 (at least 2.1.332) /path ← source`."""
+        version = self.version or "version unknown"
+        text = f"{self.program} {version} (at least {self.row.minimum}) {self.path}"
+        found = f"; found by {self.origin}" if self.origin else ""
+        return f"{text}  ← {self.source if self.problem is None else self.problem}{found}"
+
+
+def version_problem(found: ProgramVersion) -> str | None:
+    """What keeps the program from running this policy, None when its version is new enough."""
+    row = found.row
+    if found.version is None or parse_version(found.version) is None:
+        why = found.problem or "it named no version"
+        return (f"the version of {row.title} at {found.path} could not be read ({why}); the "
+                f"policy relies on {row.title} {row.minimum} or newer ({row.relies_on}): make "
+                f"it one that says its version, or {row.upgrade}")
+    if found.too_old:
+        return (f"{row.title} at {found.path} is version {found.version} (from {found.source}), "
+                f"older than {row.minimum}, the oldest version whose settings this policy "
+                f"relies on ({row.relies_on}): {row.upgrade}")
+    return None
+
+
+def changed_problem(found: ProgramVersion, identity: str | None) -> str | None:
+    """Why a round must not start with this program, `identity` being what its files are now:
+    the program that would run is not the one whose version was read and checked (replaced or
+    updated since the preparation; docs/decisions.md "The program that runs is the one
+    checked"); None when unchanged or when there is nothing to compare."""
+    if found.identity is None or identity == found.identity:
+        return None
+    return (f"{found.row.title} at {found.path} changed after the run was prepared, when its "
+            f"version {found.version} was read and checked (from {found.source}): the round is "
+            "not started with a program nobody checked; start a new run to check the one now "
+            "in place")
+
+
+def version_refusal(found: Sequence[ProgramVersion]) -> Refusal | None:
+    """The refusal of the first program that is too old or whose version cannot be read, with
+    its row's code, None when every one will do."""
+    for program in found:
+        problem = version_problem(program)
+        if problem is None:
+            continue
+        if program.row.code == Code.LAUNCH_FAILED:
+            message = (f"{problem}; or choose the pi backend for this worker. The run is "
+                       "never started with a program older than the settings it is given.")
+        else:
+            message = (f"the pi backend needs programs this machine lacks; the run is never "
+                       f"started without its sandbox. {problem}")
+        return Refusal(code=program.row.code, reason=Reason.ENVIRONMENT, message=message,
+                       file=program.path)
+    return None
+
+
+def programs_document(found: Sequence[ProgramVersion]) -> dict[str, Any]:
+    """The run directory's programs.json: each program as the preparation found it."""
+    return {"programs": [program.to_json() for program in found]}
+
+
+def programs_text(found: Sequence[ProgramVersion]) -> str:
+    """programs.json's text: sorted keys, two-space indent, final newline."""
+    return json.dumps(programs_document(found), indent=2, sort_keys=True) + "\n"
+
+
+def parse_programs_document(data: object) -> tuple[ProgramVersion, ...] | None:
+    """programs.json read back (an account of an ended run); None when it is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("programs"), list):
+        return None
+    found: list[ProgramVersion] = []
+    for entry in data["programs"]:
+        if not isinstance(entry, dict) or entry.get("program") not in MINIMUMS:
+            return None
+        try:
+            found.append(ProgramVersion(
+                program=entry["program"], path=entry["path"], version=entry["version"],
+                source=entry["source"], problem=entry.get("problem"),
+                origin=entry.get("origin")))
+        except (KeyError, ValueError):
+            return None
+    return tuple(found)

@@ -1,0 +1,58 @@
+"""The field types the record models share (domain/evidence/records.py, worker_result.py,
+progress_file.py): strict scalars, the contracts' patterns and literals, and the one reading of
+a pydantic validation error."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+
+NonEmpty = Annotated[StrictStr, Field(min_length=1)]
+Count = Annotated[StrictInt, Field(ge=0)]
+Amount = Annotated[StrictInt | StrictFloat, Field(ge=0)]
+"""A JSON number ≥ 0; an integer stays an integer so the value dumps as it was read."""
+CodeText = Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+"""A code another actor gives (the worker's own): the contract's pattern; Workers' own codes are
+`domain.evidence.codes.Code`."""
+Digest = Annotated[StrictStr, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+UtcTime = Annotated[
+    StrictStr, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$")
+]
+"""A UTC time as the trace node and the progress file write it: ISO 8601 with the suffix Z."""
+JsonObject = dict[str, Any]
+
+WorkerStatus = Literal["ok", "blocked", "failed"]
+Prompt = Literal["initial", "repair", "retry"]
+Backend = Literal["claude", "pi"]
+"""The agent programs a worker runs on: defined here once (domain.configuration.request names it
+too)."""
+BACKENDS: tuple[Backend, ...] = ("claude", "pi")
+NodeStatus = Literal["ok", "blocked", "failed", "running"]
+NodeOutcome = Literal["ok", "blocked", "failed", "interrupted"]
+Phase = Literal["preparing", "worker", "audit", "validation", "waiting", "finished"]
+ProgressStatus = Literal["ok", "blocked", "failed", "interrupted"]
+
+RECORD = ConfigDict(extra="forbid", frozen=True)
+"""Every record model: unknown keys refused, values frozen."""
+
+
+def is_project_path(value: str) -> bool:
+    """Relative, non-empty, with no `..` segment (the contracts' `project-path` format)."""
+    return bool(value) and not posixpath.isabs(value) and ".." not in value.split("/")
+
+
+def describe_error(error: ValidationError) -> str:
+    """The first problem of a validation error, as `<location>: <message>`."""
+    first = error.errors(include_url=False)[0]
+    location = ".".join(str(part) for part in first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{location}: {message}" if location else message

@@ -1,0 +1,355 @@
+"""The confinement's mount plan: which mounts one run's namespace gets, from its policy (issue 8
+§7, issue 9 §1; what they make of each path and the bwrap command line:
+domain/isolation/confinement.py).
+
+- what must be absent (the temporary root, every run's runtime directory, the homes, the primary
+  worktree, the run records, the credential origins) is an empty read-only tmpfs or file;
+- the worktree is an empty tmpfs built from what is visible (issue 18 §3): an Edit rule alone
+  is a read-only bind into it, the rw entries are bound writable (a rw file's directory, with
+  every other entry there bound back read-only, masked or built the same way), a names-only
+  entry is made empty; every other literal path the deny rules hide is masked (the SAME cover
+  as the rules), and left out where it is absent already, so no mount point names it;
+- the runtime paths and what the agent program runs from read-only, the runtime directory
+  writable with its control/ read-only;
+- at one path the most restrictive mount stays, and what changes nothing or has nothing to stand
+  on (a missing path, a link on the way) is dropped (`_settle`).
+
+`launch_problem` checks before every round that each mount still lands where it was planned.
+Everything here is pure: the filesystem facts come in as callables (`PathFacts`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from concorde_workers.domain.boundary.deny_rules import PROCESSES
+from concorde_workers.domain.boundary.grant import READABLE, Level, directory_level, entries_below
+from concorde_workers.domain.boundary.paths import EntryKind, ListDir, is_within, relative_to
+from concorde_workers.domain.boundary.policy import Policy
+from concorde_workers.domain.isolation.confinement import (
+    EMPTY_FILE,
+    WAITER_FILE,
+    Confinement,
+    ConfinementTools,
+    Mount,
+    MountKind,
+)
+
+__all__ = [
+    "PathFacts", "PlanInputs", "confinement_plan", "installation", "launch_problem",
+    "parse_rule", "visible",
+]
+
+
+@dataclass(frozen=True)
+class PathFacts:
+    """The filesystem as the plan sees it: `kind` does not follow the last link (None: missing),
+    `realpath` resolves every link, `list_dir` lists a directory (empty when unreadable)."""
+
+    kind: Callable[[str], EntryKind | None]
+    realpath: Callable[[str], str]
+    list_dir: ListDir
+
+    def is_real(self, path: str, kind: EntryKind | None = None) -> bool:
+        """`path` exists, has no link on the way (the final component included) and, when
+        given, is of `kind`."""
+        found = self.kind(path)
+        if found is None or found is EntryKind.SYMLINK or self.realpath(path) != path:
+            return False
+        return kind is None or found is kind
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What the agent program itself runs from, besides what the policy names: its program, the
+    installations it loads and the host interpreter's (absolute; see `installation`)."""
+
+    keep: tuple[str, ...] = ()
+
+
+# At one path only the most restrictive mount stays: a mask beats a read-only bind beats a
+# writable one (a runtime path is never writable; a hidden child of a writable scope stays
+# hidden).
+_STRENGTH = {MountKind.WRITABLE: 0, MountKind.READ_ONLY: 1, MountKind.EMPTY_DIR: 2,
+             MountKind.EMPTY_FILE: 2}
+_MASKS = frozenset({MountKind.EMPTY_DIR, MountKind.EMPTY_FILE})
+
+
+def parse_rule(rule: str) -> tuple[str, str, bool] | None:
+    """`Read(//abs/path/**)` -> ("Read", "/abs/path", True); a rule that names no literal
+    absolute path (a glob) -> None."""
+    if "(" not in rule or not rule.endswith(")"):
+        return None
+    kind, target = rule[: rule.index("(")], rule[rule.index("(") + 1 : -1]
+    if not target.startswith("//"):
+        return None
+    target = target[1:]
+    directory = target.endswith("/**")
+    if directory:
+        target = target[:-3] or "/"
+    if any(c in target for c in "*?[{"):
+        return None
+    return kind, posixpath.normpath(target), directory
+
+
+def _rule_masks(policy: Policy) -> Iterable[Mount]:
+    """Every literal path the deny rules cover, as a mask (a Read rule: hidden) or a read-only
+    bind (an Edit rule alone, inside the worktree). /proc is fresh already; the runtime directory
+    is the agent's own (its control/ and config/ are hidden from its tools, not from it)."""
+    rules: dict[str, tuple[set[str], bool]] = {}
+    for rule in policy.deny_rules:
+        parsed = parse_rule(rule)
+        if parsed is None:
+            continue
+        kind, path, directory = parsed
+        kinds, was_directory = rules.get(path, (set(), False))
+        kinds.add(kind)
+        rules[path] = (kinds, was_directory or directory)
+    for path, (kinds, directory) in rules.items():
+        if is_within(path, PROCESSES) or is_within(path, policy.runtime.root):
+            continue
+        if "Read" in kinds:
+            kind = MountKind.EMPTY_DIR if directory else MountKind.EMPTY_FILE
+            why = _hidden_why(policy, path)
+            yield Mount(kind=kind, path=path, why=why, named=why == _NAMES_ONLY)
+        elif policy.in_worktree(path):
+            yield Mount(kind=MountKind.READ_ONLY, path=path, why="read-only in the grant")
+
+
+def _boundary_why(policy: Policy, path: str) -> str:
+    if path == policy.primary:
+        return "the primary worktree"
+    if path == policy.user_home:
+        return "a home directory"
+    return "a home or a credentials directory"
+
+
+_NAMES_ONLY = "names only"
+_BESIDE = "beside a writable entry"
+
+
+def _hidden_why(policy: Policy, path: str) -> str:
+    if policy.in_git(path):
+        return "Git metadata"
+    if not policy.in_worktree(path):
+        return "hidden by the deny rules"
+    if policy.level_of(path) is Level.NAMES or directory_level(
+            policy.grant, policy.rel(path)) is Level.NAMES:
+        return _NAMES_ONLY
+    return "not in the grant"
+
+
+def _writable(policy: Policy, facts: PathFacts) -> Iterable[Mount]:
+    """The rw entries, writable. A rw directory that exists is bound itself. A rw file, or a rw
+    entry that does not exist yet, needs its directory writable (the host creates no file for
+    the worker, and tools write a file by a new one renamed over it): the nearest existing
+    directory above it is bound writable, and every other entry there is bound back read-only
+    or masked, so only the rw entries and new names become writable."""
+    wt, grant = policy.worktree, policy.grant
+    scopes: set[str] = set()
+    for entry in grant.entries:
+        if entry.level is not Level.RW:
+            continue
+        path = posixpath.join(wt, entry.bare)
+        if entry.is_directory and facts.is_real(path, EntryKind.DIRECTORY):
+            yield Mount(kind=MountKind.WRITABLE, path=path, why=f"rw in the grant ({entry.path})")
+            continue
+        scope = posixpath.dirname(path)
+        while scope != wt and not facts.is_real(scope, EntryKind.DIRECTORY):
+            scope = posixpath.dirname(scope)
+        if directory_level(grant, relative_to(scope, wt)) is not Level.RW:
+            scopes.add(scope)
+    for scope in sorted(scopes):
+        yield Mount(kind=MountKind.WRITABLE, path=scope,
+                    why="holds a rw file or a rw entry still to be created")
+        yield from _beside(policy, facts, scope)
+
+
+def _beside(policy: Policy, facts: PathFacts, scope: str) -> Iterable[Mount]:
+    """The entries of a writable scope that are not rw: bound back read-only (a mask from the
+    deny rules replaces it where the entry is hidden). The scope is the real directory, so each
+    entry's name shows; a directory not readable as a whole is built like the worktree, from
+    what is visible in it, so that no name below it shows that the grant hides."""
+    grant = policy.grant
+    for child in facts.list_dir(scope):
+        path = posixpath.join(scope, child.name)
+        rel = policy.rel(path)
+        if child.kind is EntryKind.DIRECTORY:
+            level = directory_level(grant, rel)
+            if level is Level.RW:
+                continue
+            if level in READABLE and all(e.level in READABLE for e in entries_below(grant, rel)):
+                yield Mount(kind=MountKind.READ_ONLY, path=path, why=_BESIDE)
+            else:
+                yield Mount(kind=MountKind.EMPTY_DIR, path=path, named=True,
+                            why=f"{_BESIDE}, built from the grant")
+        elif child.kind is EntryKind.FILE and grant.level_of(rel) is not Level.RW:
+            yield Mount(kind=MountKind.READ_ONLY, path=path, why=_BESIDE)
+        # a link or a special file: no mount can stand on it
+
+
+def _segments(path: str) -> tuple[str, ...]:
+    return tuple(s for s in path.split("/") if s)
+
+
+def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
+                     tools: ConfinementTools, *, as_root: bool) -> Confinement | str:
+    """The mount plan of one run, from its policy (see the module docstring); or, as a value,
+    why no plan can confine this run (what the agent needs would not be there)."""
+    rt = policy.runtime
+    writable = list(_writable(policy, facts))
+    worktree_scope = any(m.path == policy.worktree for m in writable)
+    hidden = policy.always_hidden
+    wanted: list[Mount] = []
+    absent = [*((t, "temporary files, where other hosts make their runs")
+                for t in hidden.temporary_roots),
+              (hidden.runtime_root, "every run's runtime directory"),
+              *((b, _boundary_why(policy, b))
+                for b in (policy.user_home, policy.primary, *policy.boundaries) if b != "/"),
+              *((r, "the run directories") for r in hidden.run_directories)]
+    wanted += [Mount(kind=MountKind.EMPTY_DIR, path=p, why=why) for p, why in absent]
+    runs_from = [p for p in inputs.keep
+                 if not policy.in_worktree(p) and not is_within(p, rt.root)]
+    # A deny rule keeps the file tools from what the agent program runs from, never the program
+    # itself: a runtime path in the home has the home's other entries denied one by one, the
+    # host interpreter's installation among them, which a mask there would take from the hooks
+    # (issue 19 §1). The boundaries above stay absent, and the credential masks stay below.
+    wanted += [m for m in _rule_masks(policy)
+               if not any(is_within(m.path, k) for k in runs_from)]
+    wanted += [Mount(kind=MountKind.EMPTY_FILE, path=p, why="a credential at its origin")
+               for p in hidden.credentials]
+    wanted += [Mount(kind=MountKind.READ_ONLY, path=p, why="what the agent program runs from")
+               for p in runs_from]
+    wanted += [Mount(kind=MountKind.READ_ONLY, path=posixpath.normpath(p), why="a runtime path")
+               for p in policy.runtime_paths]
+    if not worktree_scope:
+        # Built from what is visible: an empty tmpfs with the readable entries bound in and the
+        # names-only ones made empty, so a hidden entry has no mount point to name it.
+        wanted.append(Mount(kind=MountKind.EMPTY_DIR, path=policy.worktree, named=True,
+                            why="the task worktree, built from the grant"))
+    wanted += [Mount(kind=MountKind.WRITABLE, path=rt.root, why="the worker's runtime directory"),
+               Mount(kind=MountKind.READ_ONLY, path=rt.control, why="the host's control files")]
+    wanted += writable
+    keep = frozenset(inputs.keep)
+    # The host makes the runtime directory right before it launches (the planner only names
+    # it): planned without looking, checked before every round like every other mount.
+    made = frozenset({rt.root, rt.control})
+    mounts = _settle(wanted, facts, keep, made)
+    needed = [policy.worktree, rt.root, rt.control, *runs_from]
+    for path in needed:
+        if not _there(mounts, path):
+            return (f"the confinement would not show {path}, which the agent program needs: it "
+                    "lies in a hidden place or has a link on its way")
+    return Confinement(mounts=mounts, empty_file=posixpath.join(rt.control, EMPTY_FILE),
+                       tools=tools, as_root=as_root,
+                       waiter_file=posixpath.join(rt.control, WAITER_FILE))
+
+
+def visible(mounts: Sequence[Mount], path: str) -> bool:
+    """Whether `path` shows its host content inside the namespace the mounts build."""
+    last = next((m for m in reversed(mounts) if is_within(path, m.path)), None)
+    if last is None:
+        return True
+    return last.kind not in _MASKS
+
+
+def _there(mounts: Sequence[Mount], path: str) -> bool:
+    """Whether `path` is there inside the namespace: with its host content, or made by a mount
+    of its own (the worktree's skeleton)."""
+    last = next((m for m in reversed(mounts) if is_within(path, m.path)), None)
+    return visible(mounts, path) or (last is not None and last.path == path and last.named)
+
+
+def _strongest(mounts: Iterable[Mount]) -> list[Mount]:
+    """One mount per path, the most restrictive; parents before children."""
+    by_path: dict[str, Mount] = {}
+    for mount in mounts:
+        path = posixpath.normpath(mount.path)
+        mount = mount.model_copy(update={"path": path})
+        held = by_path.get(path)
+        if held is None or _STRENGTH[mount.kind] > _STRENGTH[held.kind]:
+            by_path[path] = mount
+    return sorted(by_path.values(), key=lambda m: _segments(m.path))
+
+
+def _settle(wanted: Sequence[Mount], facts: PathFacts, keep: frozenset[str],
+            made: frozenset[str]) -> tuple[Mount, ...]:
+    """Drop what changes nothing (a mask inside what is absent already, a bind of a path as it
+    is visible anyway) and what no mount can stand on (a missing path, a link); mark what lies
+    on the host's own filesystem."""
+    settled: list[Mount] = []
+    settled_at: dict[str, Mount] = {}
+    for mount in _strongest(wanted):
+        above = _nearest_above(settled_at, mount.path)
+        state = above.kind if above is not None else MountKind.READ_ONLY
+        fresh = state is MountKind.EMPTY_DIR
+        if fresh and mount.kind in _MASKS and not mount.named:
+            continue
+        if state is mount.kind and mount.kind in (MountKind.READ_ONLY, MountKind.WRITABLE):
+            continue
+        kept = fresh and mount.path in keep
+        if mount.path not in made and not _standable(mount, facts, kept):
+            continue
+        settled.append(mount.model_copy(update={"exact": not kept}))
+        settled_at[mount.path] = settled[-1]
+    return tuple(settled)
+
+
+def _nearest_above(settled_at: dict[str, Mount], path: str) -> Mount | None:
+    """The settled mount on the nearest folder strictly above `path` (normalised), looked up
+    folder by folder rather than by scanning every settled mount: a 10-entry grant on a large
+    worktree settles a thousand mounts (docs/benchmarks.md). Mounts settle parents first, so
+    this is the last settled mount `path` lies within."""
+    parent = posixpath.dirname(path)
+    while parent != path:
+        if parent in settled_at:
+            return settled_at[parent]
+        path, parent = parent, posixpath.dirname(parent)
+    return None
+
+
+def _standable(mount: Mount, facts: PathFacts, kept: bool) -> bool:
+    """A mount lands on the path itself: it must exist with no link on the way (bwrap would
+    follow one, or create a missing file in the worktree). A program or installation the agent
+    runs from may be reached through a link when it is bound into a fresh tmpfs: bwrap resolves
+    the source on the host and makes the destination anew."""
+    if kept:
+        return facts.kind(mount.path) is not None and facts.kind(
+            facts.realpath(mount.path)) not in (None, EntryKind.SYMLINK)
+    if mount.kind is MountKind.EMPTY_DIR:
+        return facts.is_real(mount.path, EntryKind.DIRECTORY)
+    if mount.kind is MountKind.EMPTY_FILE:
+        return facts.is_real(mount.path, EntryKind.FILE)
+    return facts.is_real(mount.path)
+
+
+def installation(realpath: str) -> str:
+    """What to keep visible for a program whose real path is `realpath`: the whole outermost
+    node_modules for a program inside one (node resolves its modules there), else the real file
+    itself (a native program, node). An interpreter's own installation (its prefix, its standard
+    library) is given as a directory (sys.base_prefix) and kept as it is; nothing is guessed
+    beside a program, so a program in ~/.local/bin keeps ~/.local/share hidden."""
+    segments = realpath.split("/")
+    if "node_modules" in segments:
+        return "/".join(segments[: segments.index("node_modules") + 1])
+    return realpath
+
+
+def launch_problem(confinement: Confinement, facts: PathFacts) -> str | None:
+    """Before every round: each mount must still land where it was planned. Between rounds no
+    process of the worker runs (its namespace died), but its last round may have swapped a
+    directory on the way for a link, which bwrap would follow; the round is not started then."""
+    for mount in confinement.mounts:
+        if mount.exact:
+            kind = {MountKind.EMPTY_DIR: EntryKind.DIRECTORY,
+                    MountKind.EMPTY_FILE: EntryKind.FILE}.get(mount.kind)
+            if not facts.is_real(mount.path, kind):
+                return (f"the confinement cannot be set up: {mount.path} ({mount.why}) is no "
+                        f"longer the {mount.kind.value if kind else 'path'} it was when the run "
+                        "was prepared (a link or a missing entry on the way)")
+        elif facts.kind(mount.path) is None:
+            return (f"the confinement cannot be set up: {mount.path} ({mount.why}) no longer "
+                    "exists")
+    return None

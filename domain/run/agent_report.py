@@ -1,0 +1,55 @@
+"""What an agent program reported about one round, as its backend's stream reader reads it.
+
+The backend adapters (Claude Code's stream-json, pi's JSON events, the test backend's fake
+programs) each turn a round's output into this one value; the host decides with it. Everything
+here is the agent program's report, never host evidence: `worker_result` is the worker's claim,
+validated by the host before it counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from concorde_workers.domain.evidence.errors import ErrorLink
+from concorde_workers.domain.run.rounds import RoundEnding
+
+
+class RoundUsage(BaseModel):
+    """Tokens, cache reads and writes, cost and turns the agent program reported; None where it
+    reported nothing."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_cache_read: int | None = None
+    tokens_cache_write: int | None = None
+    cost_usd: float | None = None
+    turns: int | None = None
+
+
+class RoundReport(BaseModel):
+    """One round as the agent program reported it.
+
+    `ending` classifies how the process ended the round (ok, a transient model-service error,
+    a timeout, a limit, another failure); `transient_error` is the error text when it was
+    transient; `process_link` the agent process's error link (Claude Code's or pi's) when the
+    round did not end ok; `limit` names the limit and value for worker_limit_reached;
+    `agent` is the backend's own report under its key (`{"claude": {...}}`, `{"pi": {...}}`).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    ending: RoundEnding
+    session: str | None = None
+    exit: int | None = None
+    worker_result: dict[str, Any] | None = None
+    final_text: str | None = None
+    transient_error: str | None = None
+    process_link: ErrorLink | None = None
+    limit: str | None = None
+    failure: str | None = None
+    usage: RoundUsage = RoundUsage()
+    agent: dict[str, Any] = {}
