@@ -155,9 +155,9 @@ class _Watch:
             control = os.open(group._file("memory", "memory.oom_control"), os.O_RDONLY)
             try:
                 counter = os.eventfd(0, os.EFD_CLOEXEC)
+                self._counters.append(counter)  # closed by stop, registered or not
                 with open(group._file("memory", "cgroup.event_control"), "w") as handle:
                     handle.write(f"{counter} {control}")
-                self._counters.append(counter)
                 self._poller.register(counter, select.POLLIN)
             finally:
                 os.close(control)

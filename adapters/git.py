@@ -317,8 +317,8 @@ class GitCliReader:
 
     def change_tree(self, repo: GitRepository, store: str, paths: Sequence[str],
                     base: bool = False) -> str:
-        os.makedirs(os.path.join(store, "objects"), mode=0o700, exist_ok=True)
         if base:
+            self._make_store(store)
             code, _ = self._run("head_commit", repo)
             self._run("changes_base", repo, extra=["HEAD"] if code == 0 else ["--empty"],
                       store=store)
@@ -327,6 +327,17 @@ class GitCliReader:
             self._run("changes_add", repo, stdin=listed, store=store)
         _, out = self._run("changes_tree", repo, store=store)
         return out.decode("ascii", "replace").strip()
+
+    @staticmethod
+    def _make_store(store: str) -> None:
+        """A new store, made here and nowhere else: one already there (or a link there) is no
+        store of this run's, and the sandbox's one writable bind must not lead into it."""
+        try:
+            os.mkdir(store, 0o700)
+            os.mkdir(os.path.join(store, "objects"), 0o700)
+        except OSError as error:
+            raise GitCommandFailed(["mkdir", store], f"the change store cannot be made: "
+                                   f"{error.strerror}", None) from None
 
     def change_patch(self, repo: GitRepository, store: str, old: str, new: str) -> bytes:
         _, out = self._run("changes_patch", repo, extra=[old, new], store=store)

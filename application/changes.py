@@ -23,7 +23,7 @@ from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.run.audit import Audit, FileState, Observation, Snapshot
 from concorde_workers.domain.run.changes import (
     CHANGES_FILE,
-    content_paths,
+    content_choice,
     named_lines,
     no_patch_file,
     patch_file,
@@ -50,6 +50,21 @@ class ChangeKeeper:
         self._snapshot: Snapshot | None = None
         self._before: Mapping[str, FileState | None] | None = None
         self._touched: set[str] = set()
+        self._real_root: str | None = None
+
+    def _linked(self, rel: str) -> bool:
+        """Whether a folder above `rel` is (or lies behind) a symbolic link: Git would refuse
+        the path, and the host never hashes content it would read from elsewhere."""
+        parent = posixpath.dirname(rel)
+        if not parent:
+            return False
+        if self._real_root is None:
+            self._real_root = self._fs.realpath(self._repo.worktree)
+        try:
+            real = self._fs.realpath(posixpath.join(self._repo.worktree, parent))
+        except FileSystemError:
+            return True
+        return real != posixpath.join(self._real_root, parent)
 
     def _size(self, rel: str) -> int | None:
         try:
@@ -61,7 +76,8 @@ class ChangeKeeper:
     def start(self, snapshot: Snapshot) -> None:
         """The tree of the worktree's `rw` state before the first round."""
         self._snapshot = snapshot
-        paths = content_paths(self._grant, snapshot.files, snapshot.files, self._size)
+        paths, _ = content_choice(self._grant, snapshot.files, snapshot.files, self._size,
+                                  self._linked)
         self._touched.update(paths)
         try:
             self._tree = self._trees.change_tree(self._repo, self._store, paths, base=True)
@@ -78,10 +94,11 @@ class ChangeKeeper:
         # listed by no audit, and its patch shows the way back.
         listed = set(result.changed)
         candidates = [*result.changed, *sorted(p for p in self._touched if p not in listed)]
-        kept = content_paths(self._grant, candidates, observation.files, self._size)
+        kept, why = content_choice(self._grant, candidates, observation.files, self._size,
+                                   self._linked)
         self._touched.update(kept)
         text = self._patch(number, kept, named_lines(
-            self._grant, changed, observation.files, kept))
+            self._grant, changed, observation.files, kept, why))
         self._before = observation.files
         self._tracer.write_round_file(self._layout, number, CHANGES_FILE, text)
 

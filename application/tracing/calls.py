@@ -99,6 +99,11 @@ def _decision(call: ToolCall, is_error: bool, text: str) -> None:
         call.decision = "allowed"
 
 
+_PI_STREAMING = ('{"type":"message_update"', '{"type":"tool_execution_update"')
+"""pi's output lines that only stream what a later `message_end` holds whole: skipped before
+parsing, since the live reader sees every line of a round."""
+
+
 class CallTracker:
     """The calls of one session as its lines arrive: `feed_line` gives the calls each line
     completes (its result arrived). A transcript's lines and the agent's live output alike:
@@ -111,6 +116,8 @@ class CallTracker:
         self._done: list[ToolCall] = []
 
     def feed_line(self, text: str) -> list[ToolCall]:
+        if text.startswith(_PI_STREAMING):  # most of pi's output: the deltas of one message
+            return []
         try:
             line = json_limits.loads(text)
         except ValueError:

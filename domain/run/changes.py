@@ -7,14 +7,15 @@ are the table's `changes_*`): the tree at the snapshot, then one after each roun
 A round's patch is Git's binary-safe patch between the tree at its start and the tree at its
 end, over the paths the audit lists as changed. Decided here, from values:
 
-- content is kept only for a changed path in `rw` that is the worker's (no Git metadata) and
-  at most `MAX_FILE_BYTES` (`content_paths`);
+- content is kept only for a changed path in `rw` that is the worker's (no Git metadata), not
+  behind a symbolic link, at most `MAX_FILE_BYTES`, and while the round's kept content stays
+  within `MAX_CONTENT_BYTES` (`content_choice`);
 - every other path changed in this round is named with its digest, never its content
   (`named_lines`): a violation outside `rw` (the content may be what the worker must not
-  read), Git metadata, a file too large for the patch;
-- the file (`patch_file`): a header naming the round, the named lines, then the patch, cut
-  at a file's boundary where it would pass `MAX_PATCH_BYTES` and said (how many bytes and
-  which paths were left out).
+  read), Git metadata, a path behind a link, a file too large for the patch;
+- the file (`patch_file`): a header naming the round, at most `MAX_NAMED` named lines, then
+  the patch, cut at a file's boundary where it would pass `MAX_PATCH_BYTES` and said (how many
+  bytes and which paths were left out).
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from concorde_workers.domain.run.audit import FileState, is_git_metadata
 
 __all__ = [
     "CHANGES_FILE",
+    "MAX_CONTENT_BYTES",
     "MAX_FILE_BYTES",
+    "MAX_NAMED",
     "MAX_PATCH_BYTES",
+    "content_choice",
     "content_paths",
     "named_lines",
     "no_patch_file",
@@ -42,6 +46,11 @@ MAX_PATCH_BYTES = 1024 * 1024
 MAX_FILE_BYTES = 256 * 1024
 """A file larger than this is named with its digest, not hashed into the store: a worker that
 writes a 2 GB file fills no store and no trace."""
+MAX_CONTENT_BYTES = 4 * MAX_PATCH_BYTES
+"""The most content of one round the store hashes: past it the patch could not show it anyway,
+so a worker that writes 200,000 small files makes the host hash and diff a bounded amount."""
+MAX_NAMED = 1000
+"""At most this many named lines a patch file lists; the rest are counted."""
 
 
 _UNLISTED = object()
@@ -57,37 +66,65 @@ def round_changed(changed: Sequence[str], before: Mapping[str, FileState | None]
                  if after.get(p, _UNLISTED) != before.get(p, _UNLISTED))
 
 
-def _keeps_content(grant: Grant, path: str, state: FileState | None,
-                   size: Callable[[str], int | None]) -> bool:
-    if grant.level_of(path) is not Level.RW or is_git_metadata(path):
-        return False
-    if state is not None and state.git_metadata:
-        return False
-    found = size(path)
-    return found is None or found <= MAX_FILE_BYTES  # None: gone, the patch shows what was
+def _withheld(grant: Grant, path: str, state: FileState | None, found: int | None,
+              linked: bool) -> str | None:
+    """Why the path's content is not kept, or None when it is."""
+    level = grant.level_of(path)
+    if is_git_metadata(path) or (state is not None and state.git_metadata):
+        return "Git metadata"
+    if level is not Level.RW:
+        return f"outside rw ({level.value if level else 'not in the grant'})"
+    if linked:
+        return "behind a symbolic link"
+    if found is not None and found > MAX_FILE_BYTES:
+        return f"larger than {MAX_FILE_BYTES} bytes"
+    return None
+
+
+def content_choice(grant: Grant, changed: Iterable[str],
+                   after: Mapping[str, FileState | None], size: Callable[[str], int | None],
+                   linked: Callable[[str], bool] = lambda _: False,
+                   budget: int = MAX_CONTENT_BYTES) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The changed paths whose content the store keeps, and why each other one is not.
+    `size`: the size of the file or link now (None: there is none; the patch shows what was);
+    `linked`: whether a folder above the path is a symbolic link (its content would be read
+    from elsewhere); `budget`: the most content kept."""
+    kept: list[str] = []
+    why: dict[str, str] = {}
+    used = 0
+    for path in changed:
+        found = size(path)
+        reason = _withheld(grant, path, after.get(path), found, linked(path))
+        if reason is None and used + (found or 0) > budget:
+            reason = f"past the {budget} bytes of content a round keeps"
+        if reason is None:
+            kept.append(path)
+            used += found or 0
+        else:
+            why[path] = reason
+    return tuple(kept), why
 
 
 def content_paths(grant: Grant, changed: Iterable[str], after: Mapping[str, FileState | None],
                   size: Callable[[str], int | None]) -> tuple[str, ...]:
-    """The changed paths whose content the store keeps: in `rw`, the worker's, not too large
-    (`size`: the size of the file or link now, None when there is none)."""
-    return tuple(p for p in changed if _keeps_content(grant, p, after.get(p), size))
+    """The changed paths whose content the store keeps (`content_choice`'s first answer)."""
+    return content_choice(grant, changed, after, size)[0]
 
 
 def named_lines(grant: Grant, changed: Iterable[str], after: Mapping[str, FileState | None],
-                kept: Iterable[str]) -> tuple[str, ...]:
-    """One line per path changed in this round whose content is not kept, with why and its
-    digest now (or that it is gone)."""
+                kept: Iterable[str], reasons: Mapping[str, str] | None = None
+                ) -> tuple[str, ...]:
+    """One line per path changed in this round whose content is not kept, with why (`reasons`,
+    `content_choice`'s; without one: by its level, or its size) and its digest now (or that it
+    is gone)."""
     keep = set(kept)
     lines: list[str] = []
     for path in changed:
         if path in keep:
             continue
         state = after.get(path)
-        level = grant.level_of(path)
-        why = ("Git metadata" if is_git_metadata(path) or (state and state.git_metadata)
-               else f"outside rw ({level.value if level else 'not in the grant'})"
-               if level is not Level.RW else f"larger than {MAX_FILE_BYTES} bytes")
+        why = (reasons or {}).get(path) or _withheld(grant, path, state, None, False) or (
+            f"larger than {MAX_FILE_BYTES} bytes")
         now = "deleted" if state is None else state.digest
         lines.append(f"# {_one_line(path)}: {why}, content not kept; now {now}")
     return tuple(lines)
@@ -134,8 +171,11 @@ def patch_file(round_number: int, diff: bytes, named: Sequence[str],
             break
         kept.append(piece)
         used += len(piece)
+    listed = list(named[:MAX_NAMED])
+    if len(named) > MAX_NAMED:
+        listed.append(f"# and {len(named) - MAX_NAMED} more path(s) named only, not listed")
     header = [f"# concorde-workers: round {round_number}'s change against its starting state "
-              f"({len(sections)} file(s) in the patch, {len(named)} named only)", *named]
+              f"({len(sections)} file(s) in the patch, {len(named)} named only)", *listed]
     return ("\n".join(header) + "\n").encode() + b"".join(kept)
 
 

@@ -105,3 +105,42 @@ def test_a_file_past_the_store_s_bound_is_named_and_a_patch_past_its_bound_is_cu
     assert cut.startswith("# the patch stops here: ") and "src/app/part5.txt" in cut, cut
     assert "past the 1048576 bytes a round's patch holds" in cut
     assert_cleaned(harness, run)
+
+
+def test_the_keeper_tells_a_path_behind_a_linked_folder(harness: HostHarness) -> None:
+    """Git never lists a file behind a linked folder, but the audit's walk of nested
+    repositories could: the keeper resolves each folder above a path before hashing it."""
+    from concorde_workers.adapters.filesystem import LocalFileSystem
+    from concorde_workers.application.changes import ChangeKeeper
+    from concorde_workers.domain.gitview.git_status import GitRepository
+
+    outside = harness.root / "outside"
+    outside.mkdir()
+    (harness.worktree / "src/app/out").symlink_to(outside, target_is_directory=True)
+    repo = GitRepository(worktree=str(harness.worktree), git_dir="/unused", common_dir="/unused")
+    keeper = ChangeKeeper(None, LocalFileSystem(), repo, None, "/unused", None, None)  # type: ignore[arg-type]
+    assert keeper._linked("src/app/out/secret.txt") is True
+    assert keeper._linked("src/app/main.py") is False
+    assert keeper._linked("top.txt") is False
+
+
+def test_a_change_store_that_is_there_already_is_never_written_into(
+        harness: HostHarness, tmp_path: Path) -> None:
+    from concorde_workers.adapters.git import GitCliReader
+    from concorde_workers.domain.gitview.git_status import GitRepository
+    from concorde_workers.ports.git import GitCommandFailed
+
+    git = GitCliReader(environ=harness.git_env)
+    common = harness.primary / ".git"
+    repo = GitRepository(worktree=str(harness.worktree), git_dir=str(common / "worktrees/task"),
+                         common_dir=str(common))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    planted = tmp_path / "planted-store"
+    planted.symlink_to(elsewhere)
+    for store in (planted, elsewhere):
+        with pytest.raises(GitCommandFailed, match="the change store cannot be made"):
+            git.change_tree(repo, str(store), [], base=True)
+    assert list(elsewhere.iterdir()) == []
+    fresh = tmp_path / "store"
+    assert git.change_tree(repo, str(fresh), [], base=True)

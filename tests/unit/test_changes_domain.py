@@ -9,6 +9,8 @@ from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.run.audit import FileState
 from concorde_workers.domain.run.changes import (
     MAX_FILE_BYTES,
+    MAX_NAMED,
+    content_choice,
     content_paths,
     named_lines,
     no_patch_file,
@@ -96,3 +98,26 @@ def test_a_patch_past_its_bound_stops_at_a_file_s_boundary_and_says_what_it_left
 def test_no_patch_says_why_on_one_line() -> None:
     assert no_patch_file(2, "fatal: bad\nobject\n") == (
         b"# concorde-workers: no patch for round 2: fatal: bad\\x0aobject\n")
+
+
+def test_a_path_behind_a_symbolic_link_is_never_hashed_and_said_so() -> None:
+    kept, why = content_choice(GRANT, ["src/out/passwd"], {"src/out/passwd": A}, lambda _: 10,
+                               linked=lambda p: p.startswith("src/out/"))
+    assert kept == () and why == {"src/out/passwd": "behind a symbolic link"}
+    assert named_lines(GRANT, ["src/out/passwd"], {"src/out/passwd": A}, kept, why) == (
+        "# src/out/passwd: behind a symbolic link, content not kept; now sha256:aa",)
+
+
+def test_a_round_s_content_past_its_budget_is_named_not_hashed() -> None:
+    paths = [f"src/f{i}.txt" for i in range(5)]
+    kept, why = content_choice(GRANT, paths, dict.fromkeys(paths, A), lambda _: 100, budget=250)
+    assert kept == ("src/f0.txt", "src/f1.txt")
+    assert why == dict.fromkeys(paths[2:], "past the 250 bytes of content a round keeps")
+
+
+def test_the_named_lines_a_patch_lists_are_bounded_and_counted() -> None:
+    named = [f"# p{i}: outside rw (ro), content not kept; now deleted" for i in range(MAX_NAMED + 7)]
+    lines = patch_file(1, b"", named).decode().splitlines()
+    assert lines[0].endswith(f"(0 file(s) in the patch, {MAX_NAMED + 7} named only)")
+    assert len(lines) == MAX_NAMED + 2
+    assert lines[-1] == "# and 7 more path(s) named only, not listed"
