@@ -23,11 +23,11 @@ import contextlib
 import os
 import select
 
-from concorde_workers.domain.isolation.launch import NAMESPACE_REPORT_FD
+from concorde_workers.domain.isolation.launch import LIFELINE_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.texts import json_limits
 
-__all__ = ["INIT_EXIT_BOUND_SECONDS", "await_exit", "exit_status", "open_init", "read_report",
-           "report_pipe"]
+__all__ = ["INIT_EXIT_BOUND_SECONDS", "await_exit", "exit_status", "lifeline_pipe", "open_init",
+           "read_report", "report_pipe"]
 
 INIT_EXIT_BOUND_SECONDS = 60.0
 """How long the end of a round waits for the namespace's init after the group was killed. Every
@@ -47,6 +47,17 @@ def report_pipe(argv: tuple[str, ...], placeholder: str = NAMESPACE_REPORT_FD
     read_end, write_end = os.pipe()  # both close-on-exec; the runner passes the write end
     return tuple(str(write_end) if a == placeholder else a for a in argv), (
         read_end, write_end)
+
+
+def lifeline_pipe(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
+    """`argv` with `LIFELINE_FD` replaced by the read end of a new pipe, and the pipe as (the end
+    the host keeps, the end it passes): the host holds the write end, close-on-exec, until the
+    program's namespace is gone, so the program's end of file comes with the host's death (or
+    once the program was waited for); `argv` unchanged and None when it asks for none."""
+    if LIFELINE_FD not in argv:
+        return argv, None
+    read_end, write_end = os.pipe()
+    return tuple(str(read_end) if a == LIFELINE_FD else a for a in argv), (write_end, read_end)
 
 
 def exit_status(report: bytes) -> int | None:

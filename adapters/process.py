@@ -47,7 +47,9 @@ Ending, precisely (what the host relies on):
    adapters/namespace_init.py), a pidfd of that init was opened as soon as the report came, and
    after the pipe threads stopped the watcher waits on it (`poll(2)`, bounded) until the init
    has exited: the kernel completes an init's exit only after every other process of its
-   namespace is gone, so none of them outlives the end.
+   namespace is gone, so none of them outlives the end. A program that asks for a lifeline (an
+   argument `LIFELINE_FD`) gets a pipe's read end whose write end the host holds until then:
+   its end of file tells the namespace the host is gone (domain/isolation/launch.py).
 4. `wait()` returns the status only after all of that: once it has returned, `lines()` yields
    what is left in its queue and ends, and `stderr_tail()` is final.
 5. `kill_group()` (SIGKILL to the group) may be called at any time, any number of times. Before
@@ -73,6 +75,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concorde_workers.adapters.namespace_init import (
     await_exit,
     exit_status,
+    lifeline_pipe,
     open_init,
     read_report,
     report_pipe,
@@ -82,8 +85,10 @@ from concorde_workers.adapters.process_pipes import (
     LineQueue,
     LineSplitter,
     Tail,
+    close_all,
     feed,
     pump,
+    spawn,
 )
 from concorde_workers.adapters.programs import start_problem
 from concorde_workers.domain.isolation.launch import EXIT_STATUS_FD
@@ -181,15 +186,17 @@ class SubprocessRunner:
             args = (*prefix, *args)
         args, report = report_pipe(args)
         args, status = report_pipe(args, EXIT_STATUS_FD)
+        args, lifeline = lifeline_pipe(args)
         stop_pipe = os.pipe()  # close-on-exec: the program never sees it
-        reports = [pipe for pipe in (report, status) if pipe is not None]
-        proc = _spawn(args, env, cwd, stdin_bytes is not None, reports, stop_pipe)
+        reports = [pipe for pipe in (report, status, lifeline) if pipe is not None]
+        proc = spawn(args, env, cwd, stdin_bytes is not None, reports, stop_pipe)
         try:
             return SubprocessHandle(
                 proc,
                 stop_pipe=stop_pipe,
                 report_fd=None if report is None else report[0],
                 status_fd=None if status is None else status[0],
+                lifeline_fd=None if lifeline is None else lifeline[0],
                 stdin_bytes=stdin_bytes,
                 timeout_seconds=timeout_seconds,
                 stderr_keep_bytes=self.stderr_keep_bytes,
@@ -204,47 +211,6 @@ class SubprocessRunner:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
-
-
-def _spawn(
-    args: tuple[str, ...],
-    env: Mapping[str, str],
-    cwd: str,
-    piped_stdin: bool,
-    reports: Sequence[tuple[int, int]],
-    stop_pipe: tuple[int, int],
-) -> subprocess.Popen[bytes]:
-    """Start `args` as the leader of a new session and process group (its id is the leader's
-    pid), handing it the write ends of the `reports` pipes, which the host then closes. When it
-    cannot be started, every descriptor made for it is closed."""
-    try:
-        proc = subprocess.Popen(
-            list(args),
-            pass_fds=tuple(write_end for _, write_end in reports),
-            env=dict(env),
-            cwd=cwd,
-            stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            bufsize=0,
-            close_fds=True,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        _close(*stop_pipe, *(fd for pipe in reports for fd in pipe))
-        raise ProcessStartFailed(args, str(exc)) from exc
-    except BaseException:
-        _close(*stop_pipe, *(fd for pipe in reports for fd in pipe))
-        raise
-    for _, write_end in reports:
-        os.close(write_end)  # the program holds it now: end of file once it closes it
-    return proc
-
-
-def _close(*fds: int) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 class SubprocessHandle:
@@ -266,10 +232,12 @@ class SubprocessHandle:
         wait_timeout: WaitTimeout | None = None,
         report_fd: int | None = None,
         status_fd: int | None = None,
+        lifeline_fd: int | None = None,
     ) -> None:
         self._proc = proc
         self._pid = proc.pid
         self._stop_r, self._stop_w = stop_pipe
+        self._lifeline = lifeline_fd  # closed once the namespace is gone (domain LIFELINE_FD)
         self._grace = term_grace_seconds
         self._wait_timeout = wait_timeout or _wait_real_time
         self._lines = LineQueue(queue_bytes)  # None: the end
@@ -459,8 +427,8 @@ class SubprocessHandle:
                 self._await_namespace()
                 self._read_exact_status()
             finally:
-                os.close(self._stop_w)
-                os.close(self._stop_r)
+                close_all(self._stop_w, self._stop_r,
+                       *(() if self._lifeline is None else (self._lifeline,)))
                 self._done.set()
 
     def _enforce_timeout(self, seconds: float) -> None:

@@ -9,7 +9,9 @@ they hand over.
 - `LineSplitter` splits stdout into lines and drops (counting) the overlong ones as they arrive;
 - `LineQueue` hands the lines to the one consumer, bounded (back-pressure: the stdout thread
   waits while it is full, so the program blocks on its pipe instead of the host growing);
-- `Tail` keeps the last bytes of stderr.
+- `Tail` keeps the last bytes of stderr;
+- `spawn` starts the program as a session's leader with the ends of its report and lifeline
+  pipes it is given.
 
 Nothing here polls: reads and writes block in `poll(2)` on the pipe and on the stop pipe, a
 stdout thread facing a full queue and a consumer facing an empty one block on its condition.
@@ -18,15 +20,18 @@ How and when the pipe threads are stopped is adapters/process.py's (its module d
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from concorde_workers.domain.run.stdout import Overlong
+from concorde_workers.ports.process import ProcessStartFailed
 
 __all__ = [
     "CHUNK",
@@ -35,10 +40,12 @@ __all__ = [
     "LineQueue",
     "LineSplitter",
     "Tail",
+    "close_all",
     "decode_line",
     "drain",
     "feed",
     "pump",
+    "spawn",
 ]
 
 CHUNK = 64 * 1024
@@ -273,3 +280,45 @@ class LineQueue:
 def decode_line(raw: bytes) -> str:
     """A stdout line's bytes without its "\\r\\n" or "\\n" end, as text (invalid UTF-8 replaced)."""
     return raw.removesuffix(b"\r").decode("utf-8", "replace")
+
+
+def spawn(
+    args: tuple[str, ...],
+    env: Mapping[str, str],
+    cwd: str,
+    piped_stdin: bool,
+    reports: Sequence[tuple[int, int]],
+    stop_pipe: tuple[int, int],
+) -> subprocess.Popen[bytes]:
+    """Start `args` as the leader of a new session and process group (its id is the leader's
+    pid), handing it the second end of each of the `reports` pipes, which the host then closes
+    (a report's write end, the lifeline's read end). When it
+    cannot be started, every descriptor made for it is closed."""
+    try:
+        proc = subprocess.Popen(
+            list(args),
+            pass_fds=tuple(passed for _, passed in reports),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            close_fds=True,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        close_all(*stop_pipe, *(fd for pipe in reports for fd in pipe))
+        raise ProcessStartFailed(args, str(exc)) from exc
+    except BaseException:
+        close_all(*stop_pipe, *(fd for pipe in reports for fd in pipe))
+        raise
+    for _, passed in reports:
+        os.close(passed)  # the program holds it now
+    return proc
+
+
+def close_all(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)

@@ -37,7 +37,7 @@ from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, Reso
 from concorde_workers.domain.gitview.git_commands import SANDBOX_ARGS
 from concorde_workers.domain.isolation.confinement import Mount
 from concorde_workers.domain.isolation.environment import worker_path
-from concorde_workers.domain.isolation.launch import NAMESPACE_REPORT_FD
+from concorde_workers.domain.isolation.launch import NAMESPACE_REPORT_FD, lifeline
 
 ALWAYS_HIDDEN: tuple[str, ...] = (
     "/home",
@@ -149,7 +149,7 @@ def check_argv(
     argv += ["--dir", CHECK_HOME, *shown]
     for path in inside:  # over the view: the installation as it is, read-only
         argv += ["--ro-bind-try", path, path]
-    argv += ["--chdir", place.worktree, "--", SHELL, "-c", command]
+    argv += ["--chdir", place.worktree, "--", *lifeline(SHELL), SHELL, "-c", command]
     return argv
 
 

@@ -58,6 +58,7 @@ from concorde_workers.domain.isolation.launch import (
     EXIT_STATUS_FD,
     NAMESPACE_REPORT_FD,
     LaunchCommand,
+    lifeline,
 )
 
 CONFINED_UID = 65534
@@ -191,7 +192,7 @@ class Confinement(BaseModel):
         for mount in self.mounts:
             if mount.kind is MountKind.EMPTY_DIR:
                 argv += ["--remount-ro", mount.path]
-        argv.append("--")
+        argv += ["--", *lifeline(t.shell)]  # the namespace ends with the host, race-free
         helper = self.helper()
         if helper is not None:
             argv += [t.shell, "-c", helper, HELPER_NAME]

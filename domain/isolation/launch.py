@@ -52,6 +52,32 @@ waitpid(2) gives it): `wait()` then returns that status rather than the program'
 bubblewrap collapses (a death by signal n becomes the exit status 128 + n)."""
 
 
+LIFELINE_FD = "{lifeline-fd}"
+"""An argument the process runner replaces with the number of a pipe's read end it passes to
+the program, whose write end only the host holds (close-on-exec, never inherited): it reaches
+end of file when the host is gone, however it died (`LIFELINE_SCRIPT`)."""
+
+LIFELINE_SCRIPT = (
+    'fd=$1; shift; case $fd in ""|*[!0-9]*) exit 125;; esac; '
+    '( exec </dev/null >/dev/null 2>&1; read -r _ <&"$fd"; kill -s KILL -- -1 ) & '
+    'exec "$@"'
+)
+"""The first program inside a PID namespace of bubblewrap's (a check's, a round's): a watcher
+in the background reads the lifeline, and at its end of file kills every process of the
+namespace but its init, which then exits with no child left, ending the namespace; the
+foreground becomes the command (which keeps the read end: dash cannot close a descriptor above
+9 by number, and an end of file is all the pipe will ever carry). bwrap's `--die-with-parent` alone
+loses a race: its init sets its parent-death signal only after it forked the command, so a host
+killed in between (measured under load: 1 run in 9 of tests/integration/
+test_check_host_killed.py) leaves an init with no such signal and the namespace alive for good.
+A lifeline read after its writer died ends at once: there is no window."""
+
+
+def lifeline(shell: str) -> list[str]:
+    """The command line in front of a namespace's command: `shell` by absolute path."""
+    return [shell, "-c", LIFELINE_SCRIPT, "concorde-lifeline", LIFELINE_FD]
+
+
 class LaunchCommand(BaseModel):
     """One round's command: its argv (program first), working directory, the tool set --tools
     names (one name each, in order), and the ways the command departs from the spec's text for

@@ -16,6 +16,7 @@ from concorde_workers.domain.isolation.check_sandbox import (
     primary_of,
     program_in_view,
 )
+from concorde_workers.domain.isolation.launch import lifeline
 from concorde_workers.domain.run import checks
 from concorde_workers.domain.run.checks import (
     Check,
@@ -182,7 +183,7 @@ def test_the_sandbox_hides_homes_and_records_and_binds_the_copy_at_the_worktree(
     bind = text.index("--bind /tmp/copy /repo/.claude/worktrees/t")
     assert text.index("--ro-bind-try /opt/py /opt/py") < bind
     assert text.index("--ro-bind-try /repo/.claude/worktrees/t/.venv") > bind
-    assert argv[-4:] == ["--", "/bin/sh", "-c", "pytest -q"]
+    assert argv[-9:] == ["--", *lifeline("/bin/sh"), "/bin/sh", "-c", "pytest -q"]
 
 
 def test_the_environment_is_cleared_like_the_workers_bash() -> None:

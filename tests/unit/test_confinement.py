@@ -23,7 +23,7 @@ from concorde_workers.domain.isolation.confinement import (
     Mount,
     MountKind,
 )
-from concorde_workers.domain.isolation.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
+from concorde_workers.domain.isolation.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD, lifeline
 from concorde_workers.domain.isolation.mount_plan import (
     PathFacts,
     PlanInputs,
@@ -439,7 +439,10 @@ def test_the_command_line_confines_the_whole_agent_and_dies_with_the_host() -> N
     assert f"{w.worktree}/README.md" in masks
     # As root: the helper drops bwrap's /proc covers and moves the agent to uid 65534; then the
     # agent's SIGTERM is the default again and bwrap's PWD is gone (the spec's exact environment).
+    # First inside, the lifeline: the namespace ends with the host, whatever bwrap's init did.
     sep = argv.index("--", 4)
+    assert argv[sep + 1:sep + 1 + len(LIFELINE)] == LIFELINE
+    sep += len(LIFELINE)
     assert argv[sep + 1:sep + 3] == ("/bin/sh", "-c")
     helper = argv[sep + 3]
     assert helper.startswith("/usr/bin/umount /proc/sys")
@@ -455,8 +458,8 @@ def test_not_as_root_no_helper_runs_before_the_agent() -> None:
     plan = w.plan(w.policy(BASE_GRANT), as_root=False)
     argv = plan.prefix()
     assert "--uid" not in argv and plan.helper() is None
-    assert argv[argv.index("--", 4):] == ("--", *WAITING, "/usr/bin/env", "-u", "PWD",
-                                           "--default-signal=TERM", "--")
+    assert argv[argv.index("--", 4):] == ("--", *LIFELINE, *WAITING, "/usr/bin/env", "-u",
+                                           "PWD", "--default-signal=TERM", "--")
 
 
 def _command():  # type: ignore[no-untyped-def]
@@ -485,6 +488,7 @@ def test_a_directory_swapped_for_a_link_since_the_plan_stops_the_round() -> None
 # agent's exact wait status on the runner's pipe (tests/integration/test_confinement_real.py runs
 # it for real).
 WAITING = ("/usr/bin/python3", "-I", "-S", f"{RT}/control/wait.py", EXIT_STATUS_FD)
+LIFELINE = tuple(lifeline("/bin/sh"))
 
 
 def test_the_waiter_is_python_that_compiles_and_reports_on_the_runner_s_pipe() -> None:
