@@ -41,11 +41,10 @@ from concorde_workers.domain.gitview.placement import (
     parse_commondir_file,
     parse_gitdir_file,
 )
-from concorde_workers.domain.isolation.claude_settings import digest_text
 from concorde_workers.domain.isolation.confinement import Confinement
 from concorde_workers.domain.isolation.launch import LaunchCommand, schema_text
 from concorde_workers.domain.run.brief import compose_brief
-from concorde_workers.domain.texts.text import control_problem
+from concorde_workers.domain.texts.text import control_problem, digest_text
 from concorde_workers.ports.agent import AgentBackend, BackendContext, Generated, RoundKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader

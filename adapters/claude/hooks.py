@@ -17,10 +17,10 @@ import posixpath
 from pathlib import Path
 from typing import Any, Literal
 
+from concorde_workers.adapters.claude.settings import HOOK_TIMEOUT_SECONDS, hook_command
 from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.boundary.search_guard import SEARCH_TOOLS_MATCHER, hook_grant
 from concorde_workers.domain.evidence.layout import RuntimeLayout
-from concorde_workers.domain.isolation.claude_settings import HOOK_TIMEOUT_SECONDS, hook_command
 
 HookName = Literal["write", "search", "read"]
 HOOK_NAMES: tuple[HookName, ...] = ("write", "search", "read")

@@ -32,9 +32,9 @@ from concorde_workers.domain.evidence.layout import (
     jiti_cache,
     pi_project_dir,
 )
-from concorde_workers.domain.isolation.claude_settings import digest_text
 from concorde_workers.domain.isolation.environment import pi_environment
 from concorde_workers.domain.isolation.launch import LaunchCommand, pi_command
+from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import FileSystem
 

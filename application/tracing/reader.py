@@ -38,10 +38,10 @@ from concorde_workers.domain.evidence.records import (
     TraceNode,
 )
 from concorde_workers.domain.evidence.run_id import is_run_id, runtime_directory_prefix
-from concorde_workers.domain.isolation.claude_settings import digest_text
 from concorde_workers.domain.run.brief import worktree_of_brief
 from concorde_workers.domain.run.changes import CHANGES_FILE, MAX_PATCH_BYTES
 from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 __all__ = [

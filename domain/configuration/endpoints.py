@@ -8,7 +8,7 @@ configured per machine in `endpoints.json` beside the model map, never in a work
 The round's environment then carries `ANTHROPIC_BASE_URL` and, with `token_env`, the value of
 that host variable as `ANTHROPIC_AUTH_TOKEN` (sent as a bearer token); without it the host's
 `ANTHROPIC_API_KEY` goes as seed 000 says. Sandboxed commands never see the token
-(domain/isolation/claude_settings.py `SECRET_VARIABLES`). The file holds no secret, only a URL and a
+(adapters/claude/settings.py `SECRET_VARIABLES`). The file holds no secret, only a URL and a
 variable's name. pi needs no such file: its own `models.json` provider (`baseUrl`, `api`,
 `apiKey`) is the per-machine endpoint, copied into the run like its credentials
 (docs/decisions.md "A local model endpoint").

@@ -19,6 +19,7 @@ Two uses of one notion (docs/decisions.md "Control characters"):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import unicodedata
 from collections.abc import Sequence
@@ -110,3 +111,8 @@ def _json_escape(char: str) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000  # JSON writes a character beyond the BMP as its surrogate pair
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def digest_text(text: str) -> str:
+    """`sha256:<hex>` of a generated file's text, as the run record keeps it."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()

@@ -27,9 +27,9 @@ from typing import Any
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import Backend
 from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.isolation.claude_settings import digest_text
 from concorde_workers.domain.isolation.environment import worker_environment
 from concorde_workers.domain.isolation.launch import LaunchCommand
+from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem

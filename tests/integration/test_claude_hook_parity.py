@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
+from concorde_workers.adapters.claude.settings import claude_settings
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
 from concorde_workers.domain.boundary.policy import (
@@ -35,7 +36,6 @@ from concorde_workers.domain.boundary.policy import (
 )
 from concorde_workers.domain.boundary.search_guard import claude_path, decide_search_call
 from concorde_workers.domain.gitview.placement import AdminPath
-from concorde_workers.domain.isolation.claude_settings import claude_settings
 
 pytestmark = pytest.mark.integration
 

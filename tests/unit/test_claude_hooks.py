@@ -36,6 +36,11 @@ from concorde_workers.adapters.claude.hooks import (
     search_hook_path,
     template_text,
 )
+from concorde_workers.adapters.claude.settings import (
+    WRITE_TOOLS_MATCHER,
+    claude_settings,
+    hook_command,
+)
 from concorde_workers.domain.boundary.grant import Grant, directory_level, parse_grant
 from concorde_workers.domain.boundary.policy import (
     GIT_REASON,
@@ -60,12 +65,7 @@ from concorde_workers.domain.boundary.search_guard import (
     searchable_directories,
 )
 from concorde_workers.domain.gitview.placement import AdminPath
-from concorde_workers.domain.isolation.claude_settings import (
-    WRITE_TOOLS_MATCHER,
-    claude_settings,
-    digest_text,
-    hook_command,
-)
+from concorde_workers.domain.texts.text import digest_text
 
 HOME = "/home/u"
 PRIMARY = f"{HOME}/proj"

@@ -33,8 +33,8 @@ from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.layout import RunLayout
 from concorde_workers.domain.evidence.records import RunRecord, TraceNode
-from concorde_workers.domain.isolation.claude_settings import digest_text
 from concorde_workers.domain.run.brief import compose_brief, worktree_of_brief
+from concorde_workers.domain.texts.text import digest_text
 
 
 def write_finished_run(fs: FakeFileSystem, rounds: int = 2, **content: Any) -> RunLayout:

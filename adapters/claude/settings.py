@@ -22,7 +22,6 @@ force (design.md, docs/decisions.md "Claude Code settings" and "Claude Code 2.1.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import shlex
 from collections.abc import Sequence
@@ -117,8 +116,3 @@ def shown_settings(settings: dict[str, Any]) -> dict[str, Any]:
 def settings_text(settings: dict[str, Any]) -> str:
     """The file's text: sorted keys, two-space indent (as upstream writes it), final newline."""
     return json.dumps(settings, indent=2, sort_keys=True) + "\n"
-
-
-def digest_text(text: str) -> str:
-    """`sha256:<hex>` of a generated file's text, as the run record keeps it."""
-    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
