@@ -13,6 +13,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 
 from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
+from concorde_workers.adapters.claude.launch import claude_command
 from concorde_workers.adapters.claude.settings import (
     claude_settings,
     settings_text,
@@ -37,7 +38,7 @@ from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.evidence.layout import CLAUDE_CREDENTIALS_FILE
 from concorde_workers.domain.isolation.environment import claude_environment
-from concorde_workers.domain.isolation.launch import LaunchCommand, claude_command
+from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import (

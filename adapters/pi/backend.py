@@ -3,7 +3,7 @@
 Checks the prerequisites before anything is generated; generates the permission extension
 (`adapters/pi/extension.py`) and config/settings.json of its own; copies only auth.json and
 models.json; builds each round's command line (adapted to the installed pi in
-`domain.isolation.launch`)
+`adapters/pi/launch.py`)
 and environment; reads pi's JSON events (`adapters/pi/stream.py`); the transcript is the
 session file under config/sessions/.
 """
@@ -19,6 +19,7 @@ from concorde_workers.adapters.pi.extension import (
     sandbox_runtime_entry,
     sandbox_runtime_package,
 )
+from concorde_workers.adapters.pi.launch import pi_command
 from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.adapters.programs import find_program, program_or_name
 from concorde_workers.domain.boundary.credentials import pi_agent_directory
@@ -33,7 +34,7 @@ from concorde_workers.domain.evidence.layout import (
     pi_project_dir,
 )
 from concorde_workers.domain.isolation.environment import pi_environment
-from concorde_workers.domain.isolation.launch import LaunchCommand, pi_command
+from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import FileSystem

@@ -7,12 +7,11 @@ from decimal import Decimal
 
 import pytest
 
+from concorde_workers.adapters.claude.launch import claude_command
+from concorde_workers.adapters.pi.launch import PI_COMMAND_MAPPING, pi_command
 from concorde_workers.domain.evidence.layout import RuntimeLayout
 from concorde_workers.domain.isolation.launch import (
-    PI_COMMAND_MAPPING,
-    claude_command,
     format_number,
-    pi_command,
     schema_text,
     tool_set,
     tools_argument,
