@@ -12,6 +12,13 @@ import os
 import posixpath
 from collections.abc import Mapping, Sequence
 
+from concorde_workers.adapters.claude.endpoints import (
+    MAX_ENDPOINTS_BYTES,
+    claude_environment_of,
+    endpoints_location,
+    parse_endpoints,
+)
+from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
 from concorde_workers.adapters.claude.launch import claude_command
 from concorde_workers.adapters.claude.settings import (
@@ -27,17 +34,10 @@ from concorde_workers.adapters.claude.stream import (
 from concorde_workers.adapters.programs import find_located, program_or_name
 from concorde_workers.domain.boundary.credentials import claude_config_directory
 from concorde_workers.domain.configuration.discovery import Installation
-from concorde_workers.domain.configuration.endpoints import (
-    MAX_ENDPOINTS_BYTES,
-    claude_environment_of,
-    endpoints_location,
-    parse_endpoints,
-)
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.evidence.layout import CLAUDE_CREDENTIALS_FILE
-from concorde_workers.domain.isolation.environment import claude_environment
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
@@ -62,7 +62,7 @@ class ClaudeBackend:
 
     def check(self, primary: str) -> Refusal | None:
         """launch_failed, with the repair, when the machine's endpoints.json cannot be used
-        (domain/configuration/endpoints.py): a run is never sent to another endpoint than it
+        (adapters/claude/endpoints.py): a run is never sent to another endpoint than it
         configures."""
         problem = self._endpoint_environment(self._environ)
         if not isinstance(problem, str):
@@ -86,7 +86,7 @@ class ClaudeBackend:
             if error.not_found:
                 return {}
             return (f"{file} cannot be read ({error.os_error_text}): make it a regular file "
-                    "(domain/configuration/endpoints.py shows its shape), or remove it")
+                    "(adapters/claude/endpoints.py shows its shape), or remove it")
         except ValueError as error:  # not UTF-8
             return f"{file} cannot be read: {error}"
         parsed = parse_endpoints(text, file)

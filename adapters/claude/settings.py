@@ -45,7 +45,7 @@ SECRET_VARIABLES: tuple[str, ...] = (
     "CLAUDE_CODE_SESSION_ACCESS_TOKEN",
 )
 """The variables `sandbox.credentials` unsets for sandboxed commands: the API key (or the
-endpoint's token, domain/configuration/endpoints.py) the round's environment carries, and what
+endpoint's token, adapters/claude/endpoints.py) the round's environment carries, and what
 Claude Code
 2.1.332 itself puts into its own environment, which its Bash inherits — the token and path of
 its cross-session inbox (a Unix socket that takes `user` messages into the running session,

@@ -14,6 +14,7 @@ import json
 import posixpath
 from collections.abc import Mapping, Sequence
 
+from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.adapters.pi.extension import (
     generate_extension,
     sandbox_runtime_entry,
@@ -33,7 +34,6 @@ from concorde_workers.domain.evidence.layout import (
     jiti_cache,
     pi_project_dir,
 )
-from concorde_workers.domain.isolation.environment import pi_environment
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader

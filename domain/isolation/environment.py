@@ -1,15 +1,11 @@
-"""The exact environment of a worker round, per backend (seed 000 "Launch", seed 001 "Launch").
+"""What the exact environment of every worker round shares (seed 000 "Launch", seed 001
+"Launch"); each program's own table is its adapter package's (adapters/claude/environment.py,
+adapters/pi/environment.py).
 
-The environment is cleared and then set to exactly the variables below; nothing ambient reaches
-the worker. The host's environment comes in as a Mapping (the domain never reads os.environ).
-
-Claude Code:  PATH, LANG, HOME=<rt>/home, TMPDIR=<rt>/tmp, CLAUDE_CONFIG_DIR=<rt>/config,
-              CLAUDE_CODE_DISABLE_CLAUDE_MDS=1, CLAUDE_CODE_DISABLE_AUTO_MEMORY=1,
-              CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, ANTHROPIC_API_KEY (only when the host has
-              one), the proxy variables.
-pi:           PATH, LANG, HOME=<rt>/home, TMPDIR=<rt>/tmp, CLAUDE_CODE_TMPDIR=<rt>/tmp,
-              PI_CODING_AGENT_DIR=<rt>/config, PI_OFFLINE=1, PI_SKIP_VERSION_CHECK=1,
-              PI_TELEMETRY=0, every *_API_KEY the host sets, the proxy variables.
+The environment is cleared and then set to exactly the variables the program's table lists;
+nothing ambient reaches the worker. The host's environment comes in as a Mapping (the domain
+never reads os.environ). Every table starts from `common_environment` (PATH, LANG) and ends with
+the proxy variables; `redact` is how `plan` shows one.
 
 Decisions where the spec is silent:
 
@@ -29,46 +25,13 @@ import posixpath
 from collections.abc import Mapping
 
 from concorde_workers.domain.evidence.layout import RuntimeLayout
-from concorde_workers.domain.isolation.proxy import ALL_PROXY_NAMES, proxy_variables
 
 REDACTED = "<redacted>"
 API_KEY_SUFFIX = "_API_KEY"
 SECRET_SUFFIXES: tuple[str, ...] = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
-CLAUDE_VARIABLES: tuple[str, ...] = (
-    "PATH",
-    "LANG",
-    "HOME",
-    "TMPDIR",
-    "CLAUDE_CONFIG_DIR",
-    "CLAUDE_CODE_DISABLE_CLAUDE_MDS",
-    "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_AUTH_TOKEN",
-    *ALL_PROXY_NAMES,
-)
-"""Every name a Claude Code round may get (some only when the host has them; the base URL and
-its token only when the machine's endpoints.json configures them,
-domain/configuration/endpoints.py)."""
-
-PI_FIXED_VARIABLES: tuple[str, ...] = (
-    "PATH",
-    "LANG",
-    "HOME",
-    "TMPDIR",
-    "CLAUDE_CODE_TMPDIR",
-    "PI_CODING_AGENT_DIR",
-    "PI_OFFLINE",
-    "PI_SKIP_VERSION_CHECK",
-    "PI_TELEMETRY",
-    *ALL_PROXY_NAMES,
-)
-"""Every name a pi round may get besides the host's *_API_KEY variables."""
-
-
-def _runtime(runtime: RuntimeLayout | str) -> RuntimeLayout:
+def as_runtime(runtime: RuntimeLayout | str) -> RuntimeLayout:
+    """The layout of a runtime directory given as one or by its root."""
     return runtime if isinstance(runtime, RuntimeLayout) else RuntimeLayout(root=runtime)
 
 
@@ -86,7 +49,9 @@ def worker_path(host_env: Mapping[str, str], project_interpreter: str | None) ->
     return directory if host_path is None else f"{directory}:{host_path}"
 
 
-def _common(host_env: Mapping[str, str], project_interpreter: str | None) -> dict[str, str]:
+def common_environment(host_env: Mapping[str, str], project_interpreter: str | None
+                       ) -> dict[str, str]:
+    """What every round's environment starts from: PATH and LANG (the module docstring)."""
     env: dict[str, str] = {}
     path = worker_path(host_env, project_interpreter)
     if path is not None:
@@ -94,62 +59,6 @@ def _common(host_env: Mapping[str, str], project_interpreter: str | None) -> dic
     if host_env.get("LANG"):
         env["LANG"] = host_env["LANG"]
     return env
-
-
-def claude_environment(
-    host_env: Mapping[str, str],
-    runtime: RuntimeLayout | str,
-    project_interpreter: str | None = None,
-) -> dict[str, str]:
-    """The exact environment of a Claude Code round (seed 000 "Launch")."""
-    rt = _runtime(runtime)
-    env = _common(host_env, project_interpreter)
-    env["HOME"] = rt.home
-    env["TMPDIR"] = rt.tmp
-    env["CLAUDE_CONFIG_DIR"] = rt.config
-    env["CLAUDE_CODE_DISABLE_CLAUDE_MDS"] = "1"
-    env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "1"
-    env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
-    if host_env.get("ANTHROPIC_API_KEY"):
-        env["ANTHROPIC_API_KEY"] = host_env["ANTHROPIC_API_KEY"]
-    env.update(proxy_variables(host_env))
-    return env
-
-
-def pi_environment(
-    host_env: Mapping[str, str],
-    runtime: RuntimeLayout | str,
-    project_interpreter: str | None = None,
-) -> dict[str, str]:
-    """The exact environment of a pi round (seed 001 "Launch")."""
-    rt = _runtime(runtime)
-    env = _common(host_env, project_interpreter)
-    env["HOME"] = rt.home
-    env["TMPDIR"] = rt.tmp
-    env["CLAUDE_CODE_TMPDIR"] = rt.tmp
-    env["PI_CODING_AGENT_DIR"] = rt.config
-    env["PI_OFFLINE"] = "1"
-    env["PI_SKIP_VERSION_CHECK"] = "1"
-    env["PI_TELEMETRY"] = "0"
-    for name in sorted(host_env):
-        if name.endswith(API_KEY_SUFFIX) and host_env[name]:
-            env[name] = host_env[name]
-    env.update(proxy_variables(host_env))
-    return env
-
-
-def worker_environment(
-    backend: str,
-    host_env: Mapping[str, str],
-    runtime: RuntimeLayout | str,
-    project_interpreter: str | None = None,
-) -> dict[str, str]:
-    """The environment of a round of `backend` ("claude" or "pi")."""
-    if backend == "claude":
-        return claude_environment(host_env, runtime, project_interpreter)
-    if backend == "pi":
-        return pi_environment(host_env, runtime, project_interpreter)
-    raise ValueError(f"unknown backend {backend!r}: expected claude or pi")
 
 
 def _redact_userinfo(value: str) -> str:

@@ -3,7 +3,7 @@ writes, with the real programs against the scripted servers on 127.0.0.1.
 
 - Claude Code: `endpoints.json` beside the model map names the base URL and the host variable
   with the token; the wrapper around the claude under test sets no ANTHROPIC_BASE_URL here, so
-  only the round's environment (domain/configuration/endpoints.py) can send the requests to the server. The
+  only the round's environment (adapters/claude/endpoints.py) can send the requests to the server. The
   token reaches the server as a bearer token and never the worker's Bash.
 - pi: its own `models.json` provider (`baseUrl`, `api`, `apiKey`) in the user's pi directory,
   as tests/e2e/conftest_pi.py writes it for every pi test: one run here says so explicitly.

@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from concorde_workers.adapters.claude.environment import claude_environment
+from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import Backend
 from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.isolation.environment import worker_environment
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
@@ -273,8 +274,9 @@ class TestBackendBase:
 
     def environment(self, context: BackendContext) -> dict[str, str]:
         self._seen(context)
-        return worker_environment(self.name, context.environ, context.policy.runtime,
-                                  context.request.project_interpreter)
+        environment = claude_environment if self.name == "claude" else pi_environment
+        return environment(context.environ, context.policy.runtime,
+                           context.request.project_interpreter)
 
     def reader(self, context: BackendContext) -> StreamReader:
         self._seen(context)

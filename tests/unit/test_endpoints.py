@@ -1,4 +1,4 @@
-"""domain/configuration/endpoints.py: a machine's own Claude Code endpoint, read from endpoints.json beside the
+"""adapters/claude/endpoints.py: a machine's own Claude Code endpoint, read from endpoints.json beside the
 model map (issue 19 §2)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from concorde_workers.domain.configuration.endpoints import (
+from concorde_workers.adapters.claude.endpoints import (
     ClaudeEndpoint,
     claude_environment_of,
     endpoints_location,

@@ -10,8 +10,9 @@ from fakes.agent_stream import TestStreamReader
 from fakes.filesystem import FakeFileSystem
 from fakes.process import FakeProcessRunner, FakeStart
 
+from concorde_workers.adapters.claude.environment import claude_environment
+from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.isolation.environment import claude_environment, pi_environment
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import AgentBackend, RoundKind
