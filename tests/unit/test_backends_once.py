@@ -1,9 +1,12 @@
 """`Backend` is defined once (issue 22 §1) and nothing takes a backend it does not know for
 another: the tool set of an unknown backend is an error, and a refusal's "other program" is
-always one of the backends there are."""
+always one of the backends there are; and no module outside a backend's package comes to name
+one."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -40,3 +43,45 @@ class _PolicyStub:
 
 def _policy_stub() -> object:
     return _PolicyStub()
+
+
+# --- where the backends are named ------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+BACKEND_WORDS = re.compile(r"""["'](claude|pi)["']""")
+"""A backend named as a literal (scripts/architecture-figures counts the same)."""
+BACKEND_PACKAGES = (("adapters", "claude"), ("adapters", "pi"))
+
+STILL_NAMING = frozenset({
+    "adapters/cli/demo.py", "adapters/cli/parser.py", "adapters/demo/example_repository.py",
+    "application/confinement.py", "application/credential_presence.py", "application/doctor.py",
+    "application/preparation.py", "application/starter.py", "application/tracing/calls.py",
+    "domain/boundary/policy.py", "domain/configuration/config.py",
+    "domain/configuration/discovery.py", "domain/configuration/doctor.py",
+    "domain/configuration/machine.py", "domain/configuration/prerequisites.py",
+    "domain/configuration/program_versions.py", "domain/configuration/request.py",
+    "domain/configuration/starter.py", "domain/evidence/codes.py", "domain/evidence/events.py",
+    "domain/evidence/layout.py", "domain/evidence/record_fields.py",
+    "domain/evidence/records.py", "domain/run/agent_report.py", "domain/run/brief.py",
+})
+"""The modules outside a backend's package that still name one (issue 22 §1 moves what they
+know into the backends' profiles). It only shrinks: a module that comes to name a backend fails
+the test below, and so does one listed here that no longer does (take it off the list)."""
+
+
+def _naming_a_backend() -> set[str]:
+    found = set()
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT).parts
+        if parts[0] in ("tests", "benchmarks", "scripts", ".venv", "node_modules") or \
+                parts[:2] in BACKEND_PACKAGES:
+            continue
+        if BACKEND_WORDS.search(path.read_text(encoding="utf-8")):
+            found.add("/".join(parts))
+    return found
+
+
+def test_no_new_module_outside_a_backend_package_names_a_backend() -> None:
+    named = _naming_a_backend()
+    assert named - STILL_NAMING == set(), "what is one program's lives in its adapter package"
+    assert STILL_NAMING - named == set(), "no longer naming a backend: take it off the list"
