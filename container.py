@@ -27,10 +27,12 @@ from dependency_injector import containers, providers
 from concorde_workers.adapters.cgroups import CgroupGroups
 from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.claude.backend import ClaudeBackend
+from concorde_workers.adapters.claude.profile import CLAUDE
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
 from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.pi.backend import PiBackend
+from concorde_workers.adapters.pi.profile import PI
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
@@ -56,6 +58,7 @@ from concorde_workers.domain.configuration.discovery import installations
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.isolation.check_layer import LayerTools
+from concorde_workers.ports.agent import BackendProfile
 from concorde_workers.ports.checks import CheckRunner
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
@@ -92,6 +95,11 @@ __all__ = [
     "runtime_parent",
     "shipped_pins",
 ]
+
+PROFILES: Mapping[str, BackendProfile] = {profile.name: profile for profile in (CLAUDE, PI)}
+"""The registry of backends' profiles, by the name the trace keeps (issue 22 §1); a backend's
+factory is registered beside it in `Container.backends`."""
+
 
 class Container(containers.DeclarativeContainer):
     """Ports in, use cases out."""

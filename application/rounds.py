@@ -147,7 +147,7 @@ class RoundRunner:
             if should_validate(facts) and context.validation is not None:
                 outcome, raised = self._validate(round_state)
                 facts = self._with_answer(facts, outcome, raised)
-            step = next_step(facts, context.state.request.backend)
+            step = next_step(facts, context.prepared.backend.profile.failure_code)
             if context.cancel.is_set():
                 # Ended from outside while the round was audited or validated: no further
                 # round, no deletions (seed 000 "Proposed deletions": none when interrupted).

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.isolation.launch import LaunchCommand
@@ -31,6 +32,19 @@ class RoundKind(StrEnum):
     INITIAL = "initial"
     REPAIR = "repair"
     RETRY = "retry"
+
+
+class BackendProfile(BaseModel):
+    """What is one agent program's that the host's generic algorithms take as values (issue 22
+    §1): its name in the trace, how a person names it, and the code a round whose program failed
+    ends with. Each backend's package holds its own (adapters/claude/profile.py,
+    adapters/pi/profile.py); the composition root registers them (container.py `PROFILES`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    title: str
+    failure_code: Code
 
 
 class BackendContext(BaseModel):
@@ -93,6 +107,11 @@ class AgentBackend(Protocol):
     @property
     def name(self) -> str:
         """`claude` or `pi` (the trace's backend key), or a test backend's name."""
+        ...
+
+    @property
+    def profile(self) -> BackendProfile:
+        """What is this program's, as values (`BackendProfile`)."""
         ...
 
     def check(self, primary: str) -> Refusal | None:

@@ -21,6 +21,7 @@ from concorde_workers.adapters.claude.endpoints import (
 from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
 from concorde_workers.adapters.claude.launch import claude_command
+from concorde_workers.adapters.claude.profile import CLAUDE
 from concorde_workers.adapters.claude.settings import (
     claude_settings,
     settings_text,
@@ -53,6 +54,7 @@ class ClaudeBackend:
     """The `claude` program (or `$CONCORDE_CLAUDE`)."""
 
     name = "claude"
+    profile = CLAUDE
 
     def __init__(self, fs: FileSystem, installations: Sequence[Installation] = (),
                  environ: Mapping[str, str] | None = None) -> None:

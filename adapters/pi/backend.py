@@ -21,6 +21,7 @@ from concorde_workers.adapters.pi.extension import (
     sandbox_runtime_package,
 )
 from concorde_workers.adapters.pi.launch import pi_command
+from concorde_workers.adapters.pi.profile import PI
 from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.adapters.programs import find_program, program_or_name
 from concorde_workers.domain.boundary.credentials import pi_agent_directory
@@ -47,6 +48,7 @@ class PiBackend:
     """The `pi` program (or `$CONCORDE_PI`) with sandbox-runtime."""
 
     name = "pi"
+    profile = PI
 
     def __init__(self, fs: FileSystem, environ: dict[str, str], linux: bool = True,
                  installations: Sequence[Installation] = ()) -> None:

@@ -412,8 +412,6 @@ _ROWS: tuple[CodeSpec, ...] = (
 RUN_CODES: Mapping[Code, CodeSpec] = {row.code: row for row in _ROWS}
 """Every code of seed 000 "Errors" and seed 001 "Errors", in the tables' order."""
 
-PROCESS_FAILURE_CODES: Mapping[str, Code] = {"claude": Code.CLAUDE_FAILED, "pi": Code.PI_FAILED}
-"""The agent process failure code of each backend."""
 
 
 class ValidationAnswer(StrEnum):

@@ -19,8 +19,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from concorde_workers.domain.configuration.request import Backend
-from concorde_workers.domain.evidence.codes import PROCESS_FAILURE_CODES, Code
+from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import LinkCode, Reason
 from concorde_workers.domain.run.audit import Verdict
 
@@ -149,7 +148,7 @@ class Row:
 
     text: str
     applies: Callable[[RoundFacts], bool]
-    step: Callable[[RoundFacts, Backend], Step]
+    step: Callable[[RoundFacts, Code], Step]
 
 
 def _failed(code: LinkCode | None, reason: Reason, causes: Causes = Causes.NONE,
@@ -158,9 +157,9 @@ def _failed(code: LinkCode | None, reason: Reason, causes: Causes = Causes.NONE,
                names_audit_violations=names_violations)
 
 
-def _process_failed(reason: Reason) -> Callable[[RoundFacts, Backend], Step]:
-    def step(_: RoundFacts, backend: Backend) -> Step:
-        return _failed(PROCESS_FAILURE_CODES[backend], reason, Causes.AGENT_PROCESS, True)
+def _process_failed(reason: Reason) -> Callable[[RoundFacts, Code], Step]:
+    def step(_: RoundFacts, failure_code: Code) -> Step:
+        return _failed(failure_code, reason, Causes.AGENT_PROCESS, True)
     return step
 
 
@@ -176,24 +175,24 @@ def _validated(f: RoundFacts, *answers: ValidationAnswer) -> bool:
 _WORKER_CODES = {WorkerStatus.BLOCKED: Code.WORKER_BLOCKED, WorkerStatus.FAILED: Code.WORKER_FAILED}
 
 
-def _worker_end(f: RoundFacts, _: Backend) -> Step:
+def _worker_end(f: RoundFacts, _: Code) -> Step:
     assert f.result_status is not None
     return End(status=f.result_status, code=_WORKER_CODES[f.result_status],
                reason=Reason.CAPABILITY, causes=Causes.WORKER)
 
 
-def _validation_end(reason: Reason) -> Callable[[RoundFacts, Backend], Step]:
-    def step(f: RoundFacts, _: Backend) -> Step:
+def _validation_end(reason: Reason) -> Callable[[RoundFacts, Code], Step]:
+    def step(f: RoundFacts, _: Code) -> Step:
         return _failed(f.validation_code, reason, Causes.VALIDATION)
     return step
 
 
-def _resume(f: RoundFacts, _: Backend) -> Step:
+def _resume(f: RoundFacts, _: Code) -> Step:
     assert f.repair is not None
     return Resume(repair=f.repair)
 
 
-def _ok(_: RoundFacts, __: Backend) -> Step:
+def _ok(_: RoundFacts, __: Code) -> Step:
     return End(status=WorkerStatus.OK)
 
 
@@ -274,13 +273,12 @@ def matching_row(facts: RoundFacts) -> Row:
                      f"called after an ok round with a clean audit before deciding ({facts!r})")
 
 
-def next_step(facts: RoundFacts, backend: Backend) -> Step:
-    """Seed 000 "Rounds": the step after a round, from the first row that applies."""
-    if backend not in PROCESS_FAILURE_CODES:
-        raise ValueError(f"unknown backend {backend!r}")
+def next_step(facts: RoundFacts, failure_code: Code) -> Step:
+    """Seed 000 "Rounds": the step after a round, from the first row that applies;
+    `failure_code` is the backend's for its program's failure (its profile's)."""
     if facts.validation is not None and not should_validate(facts):
         raise ValueError("the round validation answered for a round it must not be called after")
-    return matching_row(facts).step(facts, backend)
+    return matching_row(facts).step(facts, failure_code)
 
 
 def should_validate(facts: RoundFacts) -> bool:

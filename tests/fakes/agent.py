@@ -26,12 +26,19 @@ from typing import Any
 
 from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.pi.environment import pi_environment
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import Backend
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.texts.text import digest_text
-from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
+from concorde_workers.ports.agent import (
+    BackendContext,
+    BackendProfile,
+    Generated,
+    RoundKind,
+    StreamReader,
+)
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
 from fakes.agent_stream import (
@@ -209,6 +216,11 @@ class TestBackendBase:
     def __post_init__(self) -> None:
         if self.name not in ("pi", "claude"):
             raise ValueError(f"a test backend stands in for pi or claude, not {self.name!r}")
+
+    @property
+    def profile(self) -> BackendProfile:
+        """The profile of the backend it stands in for."""
+        return PROFILES[self.name]
 
     @property
     def context(self) -> BackendContext | None:

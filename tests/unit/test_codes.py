@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.evidence.codes import (
     CLAUDE_ERROR_CODE,
     CLAUDE_LIMIT_CODE,
     PI_ERROR_CODE,
     PI_LIMIT_CODE,
-    PROCESS_FAILURE_CODES,
     REFUSAL_REASONS,
     RUN_CODES,
     VALIDATION_CODE_RULES,
@@ -87,7 +87,8 @@ def test_codes_per_backend() -> None:
         "pi_failed",
         "pi_runtime_missing",
     }
-    assert PROCESS_FAILURE_CODES == {"claude": "claude_failed", "pi": "pi_failed"}
+    assert {name: p.failure_code for name, p in PROFILES.items()} == {
+        "claude": "claude_failed", "pi": "pi_failed"}
     with pytest.raises(ValueError):
         codes_for_backend("codex")
 
