@@ -416,7 +416,7 @@ class Preparer:
                   backend: AgentBackend, grant: Grant, placement: Placement,
                   admin: tuple[AdminPath, ...], policy: Policy,
                   git: tuple[GitRepository, tuple[str, ...]]) -> Prepared | Refusal:
-        brief = compose_brief(backend=request.backend, task_type=grant.task_type.value,
+        brief = compose_brief(variant=backend.profile.brief, task_type=grant.task_type.value,
                               worktree=placement.worktree, grant=grant,
                               instructions=request.instructions,
                               interpreter=request.project_interpreter)

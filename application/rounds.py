@@ -169,7 +169,7 @@ class RoundRunner:
                 prompt = (context.prepared.brief if step.with_brief else
                           retry_prompt(round_state.transient.error if round_state.transient
                                        else "a transient model-service error",
-                                       context.state.request.backend))
+                                       context.prepared.backend.profile.brief))
                 continue
             self._record_transient(round_state, None)
             self._write(round_state, "update")

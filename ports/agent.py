@@ -23,6 +23,7 @@ from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
+from concorde_workers.domain.run.brief import BriefVariant
 from concorde_workers.domain.run.stdout import IgnoredLines
 
 
@@ -36,15 +37,17 @@ class RoundKind(StrEnum):
 
 class BackendProfile(BaseModel):
     """What is one agent program's that the host's generic algorithms take as values (issue 22
-    §1): its name in the trace, how a person names it, and the code a round whose program failed
-    ends with. Each backend's package holds its own (adapters/claude/profile.py,
-    adapters/pi/profile.py); the composition root registers them (container.py `PROFILES`)."""
+    §1): its name in the trace, how a person names it, the code a round whose program failed
+    ends with, and the brief's variant. Each backend's package holds its own
+    (adapters/claude/profile.py, adapters/pi/profile.py); the composition root registers them
+    (container.py `PROFILES`)."""
 
     model_config = ConfigDict(frozen=True)
 
     name: str
     title: str
     failure_code: Code
+    brief: BriefVariant
 
 
 class BackendContext(BaseModel):

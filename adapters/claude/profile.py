@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.run.brief import BriefVariant
 from concorde_workers.ports.agent import BackendProfile
 
 __all__ = ["CLAUDE"]
 
-CLAUDE = BackendProfile(name="claude", title="Claude Code", failure_code=Code.CLAUDE_FAILED)
+CLAUDE = BackendProfile(
+    name="claude", title="Claude Code", failure_code=Code.CLAUDE_FAILED,
+    brief=BriefVariant(shell="Bash", write_tool="Write tool",
+                       ending="End with the structured result.",
+                       retry_ending="end with the structured result"),
+)

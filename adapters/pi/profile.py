@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.run.brief import BriefVariant
 from concorde_workers.ports.agent import BackendProfile
 
 __all__ = ["PI"]
 
-PI = BackendProfile(name="pi", title="pi", failure_code=Code.PI_FAILED)
+PI = BackendProfile(
+    name="pi", title="pi", failure_code=Code.PI_FAILED,
+    brief=BriefVariant(
+        shell="bash", write_tool="write tool",
+        ending="End by calling the `concorde_result` tool exactly once; it ends your session.",
+        retry_ending="end by calling the `concorde_result` tool exactly once"),
+)

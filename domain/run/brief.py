@@ -2,7 +2,8 @@
 
 The brief is composed once from the frozen grant, sent on standard input in round 1 and unchanged
 for the run (seed 000 "The run's configuration never changes between rounds"). Its wording is
-Claude Code's; the pi variants name pi's tools (`write`, `bash`, `concorde_result`). It tells
+the same for every backend but what its profile's `BriefVariant` gives: the names of its
+tools and how the worker ends (pi's name `write`, `bash`, `concorde_result`). It tells
 the worker to give its tools absolute paths and to name worktree paths in its result relative to
 the worktree, and names the project interpreter when the request gives one.
 """
@@ -12,8 +13,9 @@ from __future__ import annotations
 import posixpath
 import re
 
+from pydantic import BaseModel, ConfigDict
+
 from concorde_workers.domain.boundary.grant import Grant, Level
-from concorde_workers.domain.configuration.request import Backend
 
 UNHANDLED_REASONS = "permission|decision|scope|capability|exhausted|environment|input"
 
@@ -79,11 +81,23 @@ def _interpreter(interpreter: str | None) -> list[str]:
     ]
 
 
-def _rules(backend: Backend) -> list[str]:
-    pi = backend == "pi"
-    shell, write = ("bash", "write tool") if pi else ("Bash", "Write tool")
-    ending = ("End by calling the `concorde_result` tool exactly once; it ends your session."
-              if pi else "End with the structured result.")
+class BriefVariant(BaseModel):
+    """What of the brief and the retry prompt is one program's: the names of its shell and write
+    tools as the worker knows them, and how the worker ends its session (a backend's profile
+    holds one: ports/agent.py `BackendProfile`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    shell: str
+    write_tool: str
+    ending: str
+    """The brief's sentence, e.g. "End with the structured result."."""
+    retry_ending: str
+    """The retry prompt's closing words, e.g. "end with the structured result"."""
+
+
+def _rules(variant: BriefVariant) -> list[str]:
+    shell, write, ending = variant.shell, variant.write_tool, variant.ending
     return [
         "## Rules",
         "",
@@ -100,7 +114,7 @@ def _rules(backend: Backend) -> list[str]:
 
 
 def compose_brief(
-    *, backend: Backend, task_type: str, worktree: str, grant: Grant, instructions: str,
+    *, variant: BriefVariant, task_type: str, worktree: str, grant: Grant, instructions: str,
     interpreter: str | None = None,
 ) -> str:
     """The brief, deterministic text ending with one newline (notes/harness.md §4)."""
@@ -116,16 +130,15 @@ def compose_brief(
         *_boundary(grant, worktree),
         "",
         *_interpreter(interpreter),
-        *_rules(backend),
+        *_rules(variant),
     ]
     return "\n".join(lines) + "\n"
 
 
-def retry_prompt(error: str, backend: Backend) -> str:
+def retry_prompt(error: str, variant: BriefVariant) -> str:
     """A retry round's prompt (seed 000 "Retries"): names the error, asks to go on from where the
     worker stopped, repeating the two path rules of the brief."""
-    ending = ("end by calling the `concorde_result` tool exactly once" if backend == "pi"
-              else "end with the structured result")
+    ending = variant.retry_ending
     return (
         "Your previous turn was cut off by a transient error of the model service:\n\n"
         f"{error.strip()}\n\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.configuration.request import Backend
 from concorde_workers.domain.run.brief import compose_brief, retry_prompt
@@ -26,7 +27,7 @@ GRANT = make_grant({"src/app/": "rw", "specs/a/module.md": "ro", "src/b.py": "na
 
 def brief(backend: Backend = "claude", interpreter: str | None = None, grant: Grant = GRANT,
           instructions: str = "  Implement the adder.\n\n") -> str:
-    return compose_brief(backend=backend, task_type=grant.task_type.value, worktree=WT,
+    return compose_brief(variant=PROFILES[backend].brief, task_type=grant.task_type.value, worktree=WT,
                          grant=grant, instructions=instructions, interpreter=interpreter)
 
 
@@ -130,7 +131,7 @@ def test_the_brief_is_deterministic(backend: Backend) -> None:
 ])
 def test_the_retry_prompt_names_the_error_and_asks_to_continue(backend: Backend,
                                                                ending: str) -> None:
-    text = retry_prompt("  API Error: 529 overloaded_error  \n", backend)
+    text = retry_prompt("  API Error: 529 overloaded_error  \n", PROFILES[backend].brief)
     assert "API Error: 529 overloaded_error\n" in text
     assert "Continue your task from where you stopped." in text
     assert "absolute paths" in text and "relative to the task worktree" in text

@@ -28,6 +28,7 @@ from concorde_workers.application.tracing.reader import (
     read_record,
 )
 from concorde_workers.application.tracing.writer import node_json
+from concorde_workers.container import PROFILES
 from concorde_workers.contracts import load, validator
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.evidence.errors import Refusal
@@ -180,7 +181,7 @@ def with_brief(fs: FakeFileSystem, layout: RunLayout, worktree: str = WORKTREE,
                digest: str | None = None) -> None:
     """brief.md as the host writes it, and the run node's brief_digest (its digest, or
     `digest`)."""
-    brief = compose_brief(backend="pi", task_type="implement", worktree=worktree,
+    brief = compose_brief(variant=PROFILES["pi"].brief, task_type="implement", worktree=worktree,
                           grant=BRIEF_GRANT, instructions="Do it.")
     fs.write(layout.brief, brief)
     data = json.loads(fs.read_text(layout.trace))
@@ -233,7 +234,7 @@ def test_a_readable_progress_file_still_names_the_worktree() -> None:
 
 
 def test_the_brief_names_its_worktree_and_nothing_else_does() -> None:
-    brief = compose_brief(backend="claude", task_type="review", worktree="/r/.claude/worktrees/a",
+    brief = compose_brief(variant=PROFILES["claude"].brief, task_type="review", worktree="/r/.claude/worktrees/a",
                           grant=BRIEF_GRANT, instructions="x")
     assert worktree_of_brief(brief) == "/r/.claude/worktrees/a"
     assert worktree_of_brief("The task worktree is /r; your working directory") is None
