@@ -78,14 +78,15 @@ def plan_confinement(fs: FileSystem, backend: AgentBackend, context: BackendCont
                            policy.runtime.root)
     tools = _tools(fs, search, context.as_root, context.interpreter)
     if isinstance(tools, list):
-        return _missing(backend.name, tools)
+        return _missing(backend.profile.runtime_missing_code, tools)
     facts = ConfinementFacts(fs).facts()
     programs = [fs.which(name, search) for name in SANDBOX_PROGRAMS]
     keep = _installations(fs, [*needs, *interpreter_roots, *(p for p in programs if p)])
     plan = confinement_plan(policy, PlanInputs(keep=tuple(keep)), facts, tools,
                             as_root=context.as_root)
     if isinstance(plan, str):
-        return Refusal(code=_code(backend.name), reason=Reason.ENVIRONMENT, message=plan)
+        return Refusal(code=backend.profile.runtime_missing_code, reason=Reason.ENVIRONMENT,
+                       message=plan)
     limits = context.request.resources or DEFAULT_LIMITS
     return plan.model_copy(update={"scratch": (policy.runtime.tmp, limits.tmp_mib * MIB)})
 
@@ -131,14 +132,10 @@ def _installations(fs: FileSystem, paths: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _code(backend: str) -> Code:
-    return Code.PI_RUNTIME_MISSING if backend == "pi" else Code.LAUNCH_FAILED
-
-
-def _missing(backend: str, names: Sequence[str]) -> Refusal:
+def _missing(code: Code, names: Sequence[str]) -> Refusal:
     parts = "; ".join(f"{name}: {HOW_TO_PROVIDE[name]}" for name in names)
     return Refusal(
-        code=_code(backend), reason=Reason.ENVIRONMENT,
+        code=code, reason=Reason.ENVIRONMENT,
         message="the agent program runs confined (bubblewrap, a mount and PID namespace built "
                 f"from the grant) and never without it; this machine lacks {parts}")
 

@@ -22,7 +22,7 @@ def missing_credentials(fs: FileSystem, prepared: Prepared) -> str | None:
     if any(fs.is_file(source) for source in sources):
         return None
     backend = prepared.context.request.backend
-    looked = ", ".join([*sources, "ANTHROPIC_API_KEY" if backend == "claude" else "*_API_KEY"])
+    looked = ", ".join([*sources, prepared.backend.profile.key_variables])
     return (f"no credentials of the {backend} backend were found (looked at {looked}): the "
             "run would launch, and its model service would refuse it unless it needs none; "
             f"{CREDENTIAL_REPAIR[backend]}")

@@ -209,9 +209,10 @@ class Preparer:
             run_directories=self._forms(run_directories(request)),
         )
         seen.policy = policy
-        if request.backend == "claude" and policy.run_directory_refusal is not None:
+        code = self._backends[request.backend].profile.run_directory_code
+        if code is Code.RUN_DIRECTORY_DENIED and policy.run_directory_refusal is not None:
             return policy.run_directory_refusal
-        refused = (self._runtime_inside(runtime_dir, placement, admin, request.backend)
+        refused = (self._runtime_inside(runtime_dir, placement, admin, code)
                    or policy.hidden_worktree_refusal)
         if refused is not None:
             return refused
@@ -447,16 +448,15 @@ class Preparer:
 
     @staticmethod
     def _runtime_inside(runtime_dir: str, placement: Placement, admin: tuple[AdminPath, ...],
-                        backend: str) -> Refusal | None:
+                        code: Code) -> Refusal | None:
         """A runtime directory inside the worktree or a Git administrative path would be a
         file the host creates in the worktree (or Git metadata the worker may write): refused.
-        Claude Code names it run_directory_denied; pi has no such code (seed 001 "Errors"), so
-        there it is launch_failed."""
+        `code` is the backend profile's: Claude Code names it run_directory_denied; pi has no
+        such code (seed 001 "Errors"), so there it is launch_failed."""
         where = next((p for p in (placement.worktree, *(a.path for a in admin))
                       if is_within(runtime_dir, p)), None)
         if where is None:
             return None
-        code = Code.RUN_DIRECTORY_DENIED if backend == "claude" else Code.LAUNCH_FAILED
         return Refusal(code=code, reason=Reason.ENVIRONMENT,
                        message=f"the runtime directory {runtime_dir} would lie inside {where}, "
                        "which the worker may not have as its own; set TMPDIR to a directory "

@@ -47,6 +47,15 @@ class BackendProfile(BaseModel):
     name: str
     title: str
     failure_code: Code
+    runtime_missing_code: Code
+    """What a run is refused with when the machine lacks what the program runs from (pi:
+    pi_runtime_missing; Claude Code has no such code: launch_failed)."""
+    run_directory_code: Code
+    """What a runtime directory the worker may not have is refused with (Claude Code:
+    run_directory_denied, which also refuses a grant naming a run directory; pi has no such
+    code: launch_failed)."""
+    key_variables: str
+    """The environment variables a round's model key comes from, as a person reads them."""
     brief: BriefVariant
 
 

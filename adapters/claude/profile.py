@@ -10,6 +10,8 @@ __all__ = ["CLAUDE"]
 
 CLAUDE = BackendProfile(
     name="claude", title="Claude Code", failure_code=Code.CLAUDE_FAILED,
+    runtime_missing_code=Code.LAUNCH_FAILED, run_directory_code=Code.RUN_DIRECTORY_DENIED,
+    key_variables="ANTHROPIC_API_KEY",
     brief=BriefVariant(shell="Bash", write_tool="Write tool",
                        ending="End with the structured result.",
                        retry_ending="end with the structured result"),

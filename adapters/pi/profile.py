@@ -10,6 +10,8 @@ __all__ = ["PI"]
 
 PI = BackendProfile(
     name="pi", title="pi", failure_code=Code.PI_FAILED,
+    runtime_missing_code=Code.PI_RUNTIME_MISSING, run_directory_code=Code.LAUNCH_FAILED,
+    key_variables="*_API_KEY",
     brief=BriefVariant(
         shell="bash", write_tool="write tool",
         ending="End by calling the `concorde_result` tool exactly once; it ends your session.",

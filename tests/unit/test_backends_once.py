@@ -11,9 +11,12 @@ from typing import get_args
 
 import pytest
 
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration import request
 from concorde_workers.domain.configuration.machine import _other
 from concorde_workers.domain.evidence import record_fields
+from concorde_workers.domain.evidence.codes import codes_for_backend
+from concorde_workers.domain.evidence.record_fields import BACKENDS
 
 
 def test_backend_is_defined_once() -> None:
@@ -60,8 +63,7 @@ MAY_NAME = frozenset({
 
 STILL_NAMING = frozenset({
     "adapters/cli/demo.py", "adapters/cli/parser.py", "adapters/demo/example_repository.py",
-    "application/confinement.py", "application/credential_presence.py", "application/doctor.py",
-    "application/preparation.py", "application/starter.py", "application/tracing/calls.py",
+    "application/doctor.py", "application/starter.py", "application/tracing/calls.py",
     "domain/boundary/policy.py", "domain/configuration/config.py",
     "domain/configuration/discovery.py", "domain/configuration/doctor.py",
     "domain/configuration/machine.py", "domain/configuration/prerequisites.py",
@@ -93,3 +95,27 @@ def test_no_new_module_outside_a_backend_package_names_a_backend() -> None:
     named = _naming_a_backend() - MAY_NAME
     assert named - STILL_NAMING == set(), "what is one program's lives in its adapter package"
     assert STILL_NAMING - named == set(), "no longer naming a backend: take it off the list"
+
+
+# --- the profiles --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_every_code_a_profile_gives_is_one_of_its_backend_s(name: str) -> None:
+    """The spec's Errors tables say which backend has which code: a profile never ends a run
+    with a code its program does not have (pi has no run_directory_denied)."""
+    profile = PROFILES[name]
+    assert profile.name == name
+    allowed = codes_for_backend(name)
+    for code in (profile.failure_code, profile.runtime_missing_code, profile.run_directory_code):
+        assert code in allowed, code
+
+
+def test_each_backend_holds_the_profile_its_name_registers() -> None:
+    from concorde_workers.adapters.claude.backend import ClaudeBackend
+    from concorde_workers.adapters.filesystem import LocalFileSystem
+    from concorde_workers.adapters.pi.backend import PiBackend
+
+    fs = LocalFileSystem()
+    for backend in (ClaudeBackend(fs), PiBackend(fs, {})):
+        assert backend.profile is PROFILES[backend.name]
+    assert set(PROFILES) == set(BACKENDS)
