@@ -241,7 +241,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "deny_rules": None if policy is None else {"count": len(policy.deny_rules),
                                                    "rules": list(policy.deny_rules)},
         "sandbox": None if policy is None else policy.sandbox.to_json(),
-        "tools": None if policy is None else policy.tools_arg(plan.request.backend),
+        "tools": None if policy is None else ",".join(prepared.tools if prepared else seen.tools),
         "programs": [p.to_json() for p in (prepared.programs if prepared else seen.programs)],
         "notes": list(seen.notes),
     }

@@ -152,6 +152,8 @@ class Progress:
     placement: Placement | None = None
     admin_paths: tuple[AdminPath, ...] = ()
     policy: Policy | None = None
+    tools: tuple[str, ...] = ()
+    """The backend's tool set for the grant, once the policy is settled."""
     programs: tuple[ProgramVersion, ...] = ()
     notes: list[str] = field(default_factory=list)
 
@@ -208,8 +210,8 @@ class Preparer:
             credentials=self._forms([*origins.files, *model_map]),
             run_directories=self._forms(run_directories(request)),
         )
-        seen.policy = policy
-        code = self._backends[request.backend].profile.run_directory_code
+        seen.policy, seen.tools = policy, backend.profile.tool_set(grant)
+        code = backend.profile.run_directory_code
         if code is Code.RUN_DIRECTORY_DENIED and policy.run_directory_refusal is not None:
             return policy.run_directory_refusal
         refused = (self._runtime_inside(runtime_dir, placement, admin, code)

@@ -16,15 +16,17 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.policy import Policy
+from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
-from concorde_workers.domain.run.brief import BriefVariant
 from concorde_workers.domain.run.stdout import IgnoredLines
+
+__all__ = ["AgentBackend", "BackendContext", "BackendProfile", "Generated", "RoundKind",
+           "StreamReader"]
 
 
 class RoundKind(StrEnum):
@@ -33,30 +35,6 @@ class RoundKind(StrEnum):
     INITIAL = "initial"
     REPAIR = "repair"
     RETRY = "retry"
-
-
-class BackendProfile(BaseModel):
-    """What is one agent program's that the host's generic algorithms take as values (issue 22
-    §1): its name in the trace, how a person names it, the code a round whose program failed
-    ends with, and the brief's variant. Each backend's package holds its own
-    (adapters/claude/profile.py, adapters/pi/profile.py); the composition root registers them
-    (container.py `PROFILES`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    title: str
-    failure_code: Code
-    runtime_missing_code: Code
-    """What a run is refused with when the machine lacks what the program runs from (pi:
-    pi_runtime_missing; Claude Code has no such code: launch_failed)."""
-    run_directory_code: Code
-    """What a runtime directory the worker may not have is refused with (Claude Code:
-    run_directory_denied, which also refuses a grant naming a run directory; pi has no such
-    code: launch_failed)."""
-    key_variables: str
-    """The environment variables a round's model key comes from, as a person reads them."""
-    brief: BriefVariant
 
 
 class BackendContext(BaseModel):

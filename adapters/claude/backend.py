@@ -115,7 +115,7 @@ class ClaudeBackend:
         return Generated(
             files={rt.settings: text, rt.result_schema: context.result_schema,
                    **hook_files(context.policy)},
-            settings_digest=digest_text(text), tools=context.policy.tools_for("claude"),
+            settings_digest=digest_text(text), tools=self.profile.tool_set(context.policy.grant),
             program=program, program_found=found, shown_settings=shown_settings(settings),
         )
 
@@ -143,7 +143,7 @@ class ClaudeBackend:
         program, _ = program_or_name(self._fs, "claude", context.environ,
                                            self._installations)
         return claude_command(
-            runtime=context.policy.runtime, tools=context.policy.tools_for("claude"),
+            runtime=context.policy.runtime, tools=self.profile.tool_set(context.policy.grant),
             result_schema=context.result_schema, max_turns=request.limits.max_turns,
             max_budget_usd=request.limits.max_budget_usd, model=request.local_model,
             effort=request.reasoning, resume=session if kind is not RoundKind.INITIAL else None,

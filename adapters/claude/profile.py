@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from concorde_workers.domain.boundary.task_types import ToolNames
+from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.run.brief import BriefVariant
-from concorde_workers.ports.agent import BackendProfile
 
 __all__ = ["CLAUDE"]
 
@@ -15,4 +16,6 @@ CLAUDE = BackendProfile(
     brief=BriefVariant(shell="Bash", write_tool="Write tool",
                        ending="End with the structured result.",
                        retry_ending="end with the structured result"),
+    tools=ToolNames(read=("Read", "Glob", "Grep"), change=("Edit", "Write"), shell=("Bash",)),
+    reasoning_levels=("low", "medium", "high", "xhigh", "max"),
 )

@@ -107,7 +107,8 @@ class PiBackend:
             files={rt.result_schema: context.result_schema,
                    rt.pi_settings: json.dumps(PI_SETTINGS, indent=2) + "\n", **extension},
             settings_digest=digest_text(extension[rt.permission_extension]),
-            tools=context.policy.tools_for("pi"), program=program, program_found=found,
+            tools=self.profile.tool_set(context.policy.grant), program=program,
+            program_found=found,
         )
 
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
@@ -141,9 +142,10 @@ class PiBackend:
                 session: str | None) -> LaunchCommand:
         program, _ = program_or_name(self._fs, "pi", context.environ,
                                            self._installations)
-        return pi_command(runtime=context.policy.runtime, tools=context.policy.tools_for("pi"),
-                          run_id=context.run_id, model=context.request.local_model,
-                          thinking=context.request.reasoning, program=program)
+        return pi_command(runtime=context.policy.runtime,
+                          tools=self.profile.tool_set(context.policy.grant), run_id=context.run_id,
+                          model=context.request.local_model, thinking=context.request.reasoning,
+                          program=program)
 
     def environment(self, context: BackendContext) -> dict[str, str]:
         return pi_environment(context.environ, context.policy.runtime,

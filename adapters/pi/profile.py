@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from concorde_workers.domain.boundary.task_types import ToolNames
+from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.run.brief import BriefVariant
-from concorde_workers.ports.agent import BackendProfile
 
 __all__ = ["PI"]
 
@@ -16,4 +17,7 @@ PI = BackendProfile(
         shell="bash", write_tool="write tool",
         ending="End by calling the `concorde_result` tool exactly once; it ends your session.",
         retry_ending="end by calling the `concorde_result` tool exactly once"),
+    tools=ToolNames(read=("read", "grep", "find", "ls"), change=("edit", "write"), shell=("bash",),
+                    always=("concorde_result",)),
+    reasoning_levels=("off", "minimal", "low", "medium", "high", "xhigh"),
 )

@@ -1,12 +1,12 @@
-"""The policy: everything both backends enforce, derived from ONE frozen grant.
+"""The policy: everything every backend enforces, derived from ONE frozen grant.
 
 Seed 000 "One grant for the whole run", seed 001 "Both backends enforce the same grant": the deny
 rules (`domain/boundary/deny_rules.py`), the sandbox filesystem lists
-(`domain/boundary/sandbox_lists.py`), the
-read and write tables, the search-root decision and the tool sets come from `build_policy`,
-which both backends call. Here: the tables that judge a path by the grant's levels. Mechanics:
-notes/harness.md §1.4/§2.5 (write table), §2.4 (read table), §2.6 (search roots), §1.5 (tool
-sets), §5 (names-level entries).
+(`domain/boundary/sandbox_lists.py`), the read and write tables and the search-root decision
+come from `build_policy`, which every backend takes; the tool set is a backend profile's
+(`domain/boundary/task_types.py` `tool_set`). Here: the tables that judge a path by the grant's
+levels. Mechanics: notes/harness.md §1.4/§2.5 (write table), §2.4 (read table), §2.6 (search
+roots), §5 (names-level entries).
 
 Decisions where the spec is silent:
 - The read table treats `<rt>/tmp/jiti` (pi's compile cache, denied in the shared sandbox lists)
@@ -55,8 +55,6 @@ from concorde_workers.domain.boundary.paths import (
 )
 from concorde_workers.domain.boundary.reasons import REASONS, fill, reasons_json
 from concorde_workers.domain.boundary.sandbox_lists import SandboxFilesystem, sandbox_filesystem
-from concorde_workers.domain.boundary.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
-from concorde_workers.domain.configuration.request import Backend
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.evidence.layout import RuntimeLayout, host_paths
@@ -106,13 +104,6 @@ def _deny(row: str, reason: str) -> Decision:
     return Decision(allowed=False, reason=reason, row=row)
 
 
-class ToolSets(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    claude: tuple[str, ...]
-    pi: tuple[str, ...]
-
-
 class Policy(BaseModel):
     """Everything both backends enforce for one run, from one frozen grant."""
 
@@ -133,19 +124,6 @@ class Policy(BaseModel):
     """The other runs' runtime directories that existed when the rules were generated."""
     deny_rules: tuple[str, ...]
     sandbox: SandboxFilesystem
-    tools: ToolSets
-
-    def tools_for(self, backend: Backend) -> tuple[str, ...]:
-        """The backend's tool set; a backend the policy holds none for is an error, never
-        another backend's set."""
-        sets = {"claude": self.tools.claude, "pi": self.tools.pi}
-        if backend not in sets:
-            raise ValueError(f"the policy holds no tool set for the backend {backend!r}")
-        return sets[backend]
-
-    def tools_arg(self, backend: Backend) -> str:
-        """The `--tools` argument, also the run record's `tools`."""
-        return ",".join(self.tools_for(backend))
 
     @property
     def hidden_worktree_refusal(self) -> Refusal | None:
@@ -192,7 +170,6 @@ class Policy(BaseModel):
             **self.always_hidden.to_json(),
             "sandbox": self.sandbox.to_json(),
             "denyRules": list(self.deny_rules),
-            "tools": {"claude": list(self.tools.claude), "pi": list(self.tools.pi)},
             "reasons": reasons_json(),
         }
 
@@ -226,25 +203,6 @@ class Policy(BaseModel):
     def shown(self, path: str) -> str:
         """The worktree-relative form a reason names; the worktree root by its absolute path."""
         return self.rel(path) or self.worktree
-
-
-# --- tool sets (notes/harness.md §1.5) -----------------------------------------------------------
-
-_CLAUDE_READ = ("Read", "Glob", "Grep")
-_PI_READ = ("read", "grep", "find", "ls")
-
-
-def tool_sets(task_type: TaskType, grant: Grant) -> ToolSets:
-    """The read-only row for a task type that writes nothing or a grant with no rw entry."""
-    claude: tuple[str, ...]
-    pi: tuple[str, ...]
-    if writes_nothing(task_type) or not grant.has_rw:
-        claude, pi = _CLAUDE_READ, _PI_READ
-    elif task_type in BASH_TASK_TYPES:
-        claude, pi = (*_CLAUDE_READ, "Edit", "Write", "Bash"), (*_PI_READ, "edit", "write", "bash")
-    else:
-        claude, pi = (*_CLAUDE_READ, "Edit", "Write"), (*_PI_READ, "edit", "write")
-    return ToolSets(claude=claude, pi=(*pi, "concorde_result"))
 
 
 # --- read table (notes/harness.md §2.4), rows tried in order -------------------------------------
@@ -441,12 +399,11 @@ def build_policy(
                               list_dir, every_boundary, hidden, others),
         sandbox=sandbox_filesystem(grant, worktree, primary, user_home, runtime, runtime_paths,
                                    git, every_boundary, hidden, others),
-        tools=tool_sets(grant.task_type, grant),
     )
 
 
 __all__ = [
     "GIT_REASON", "GRANT_PREFIX", "NO_FILE_REASON", "READ_TABLE", "Decision", "Policy",
-    "ToolSets", "build_policy", "could_not_decide", "decide_read", "decide_search_root",
-    "decide_write", "tool_sets", "with_prefix",
+    "build_policy", "could_not_decide", "decide_read", "decide_search_root", "decide_write",
+    "with_prefix",
 ]

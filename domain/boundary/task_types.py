@@ -1,8 +1,11 @@
-"""The eight Protocol task types (contract.workers.grant-input) and which of them write nothing."""
+"""The eight Protocol task types (contract.workers.grant-input), which of them write nothing, and
+the tool set each gives a backend from its tools' names (notes/harness.md §1.5)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
 
 
 class TaskType(StrEnum):
@@ -57,3 +60,27 @@ def parse_task_type(value: object) -> TaskType | None:
 def writes_nothing(task_type: TaskType) -> bool:
     """True for a task type that gets the read-only tool set whatever its grant."""
     return task_type in READ_ONLY_TASK_TYPES
+
+
+class ToolNames(BaseModel):
+    """A backend's names of its tools by what they do (its profile's): the read-only ones, the
+    ones that change files, its shell, and those every set holds (pi's `concorde_result`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    read: tuple[str, ...]
+    change: tuple[str, ...]
+    shell: tuple[str, ...]
+    always: tuple[str, ...] = ()
+
+
+def tool_set(names: ToolNames, task_type: TaskType, has_rw: bool) -> tuple[str, ...]:
+    """The tool set of a task type (§1.5): the read-only row for a task type that writes nothing
+    or a grant with no rw entry; the shell only for the task types that run commands."""
+    if writes_nothing(task_type) or not has_rw:
+        chosen = names.read
+    elif task_type in BASH_TASK_TYPES:
+        chosen = (*names.read, *names.change, *names.shell)
+    else:
+        chosen = (*names.read, *names.change)
+    return (*chosen, *names.always)

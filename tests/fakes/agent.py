@@ -246,7 +246,7 @@ class TestBackendBase:
         settings_file, settings = self.settings(context)
         return Generated(
             files={settings_file: settings, rt.result_schema: context.result_schema},
-            settings_digest=digest_text(settings), tools=context.policy.tools_for(self.name),
+            settings_digest=digest_text(settings), tools=self.profile.tool_set(context.policy.grant),
             program=self.program, program_found=self.program_found,
         )
 
@@ -255,7 +255,7 @@ class TestBackendBase:
         control/permission.ts) and its text, holding the policy's deny rules and sandbox lists."""
         policy = context.policy
         data = {"stands_in_for": self.name, "deny": list(policy.deny_rules),
-                "sandbox": policy.sandbox.to_json(), "tools": list(policy.tools_for(self.name))}
+                "sandbox": policy.sandbox.to_json(), "tools": list(self.profile.tool_set(policy.grant))}
         text = json.dumps(data, indent=2, ensure_ascii=False)
         if self.name == "claude":
             return policy.runtime.settings, text + "\n"
@@ -279,7 +279,7 @@ class TestBackendBase:
         self._seen(context)
         self.commands.append((kind, session))
         return LaunchCommand(argv=self.argv(context, kind, session), cwd=context.policy.runtime.work,
-                             tools=context.policy.tools_for(self.name))
+                             tools=self.profile.tool_set(context.policy.grant))
 
     def argv(self, context: BackendContext, kind: RoundKind, session: str | None) -> tuple[str, ...]:
         return (self.program, kind.value, session or "-")

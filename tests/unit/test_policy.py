@@ -28,6 +28,8 @@ from policy_world import (
     rd,
 )
 
+from concorde_workers.adapters.claude.profile import CLAUDE
+from concorde_workers.adapters.pi.profile import PI
 from concorde_workers.domain.boundary.credentials import credential_origins
 from concorde_workers.domain.boundary.deny_rules import rule_covers
 from concorde_workers.domain.boundary.grant import Grant, Level
@@ -42,10 +44,9 @@ from concorde_workers.domain.boundary.policy import (
     decide_read,
     decide_search_root,
     decide_write,
-    tool_sets,
     with_prefix,
 )
-from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType
+from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType, tool_set
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
     collect_admin_paths,
@@ -204,14 +205,14 @@ def test_the_tool_table_names_every_task_type() -> None:
 @pytest.mark.parametrize(("task_type", "expected"), TOOL_ROWS.items())
 def test_the_tool_set_per_task_type(task_type: str, expected: tuple[str, str]) -> None:
     grant = make_grant({"src/": "rw"}, task_type)
-    policy = policy_for(grant=grant)
-    assert (policy.tools_arg("claude"), policy.tools_arg("pi")) == expected
+    assert (",".join(CLAUDE.tool_set(grant)), ",".join(PI.tool_set(grant))) == expected
 
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_a_grant_with_no_rw_entry_gets_the_read_only_set(task_type: str) -> None:
-    tools = tool_sets(TaskType(task_type), make_grant({"src/": "ro"}, task_type))
-    assert (",".join(tools.claude), ",".join(tools.pi)) == READ_ONLY
+    grant = make_grant({"src/": "ro"}, task_type)
+    tools = [tool_set(p.tools, TaskType(task_type), grant.has_rw) for p in (CLAUDE, PI)]
+    assert (",".join(tools[0]), ",".join(tools[1])) == READ_ONLY
 
 
 # --- one grant, one policy, JSON-able ------------------------------------------------------------

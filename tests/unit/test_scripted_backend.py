@@ -12,6 +12,7 @@ from fakes.process import FakeProcessRunner, FakeStart
 
 from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.pi.environment import pi_environment
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.texts.text import digest_text
@@ -41,7 +42,7 @@ def test_generate_writes_real_control_files_from_the_policy(name: str, settings:
     assert context.policy.sandbox.allow_write and context.policy.deny_rules
     assert all(json.dumps(p) in text for p in context.policy.sandbox.allow_write)
     assert all(json.dumps(rule) in text for rule in context.policy.deny_rules)
-    assert generated.tools == context.policy.tools_for(name)
+    assert generated.tools == PROFILES[name].tool_set(context.policy.grant)
     assert (generated.program, generated.program_found) == (FAKE_PROGRAM, True)
 
 
