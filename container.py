@@ -96,9 +96,12 @@ __all__ = [
     "shipped_pins",
 ]
 
+# --- the registry of backends (issue 22 §1): each backend is its adapter package, registered here
+# by its profile and, in `Container.backends`, its factory; nothing else names a backend.
+
 PROFILES: Mapping[str, BackendProfile] = {profile.name: profile for profile in (CLAUDE, PI)}
-"""The registry of backends' profiles, by the name the trace keeps (issue 22 §1); a backend's
-factory is registered beside it in `Container.backends`."""
+"""The backends' profiles, by the name the trace keeps, in the order they are listed to a
+person (doctor, `--backend`)."""
 
 
 class Container(containers.DeclarativeContainer):
@@ -115,10 +118,12 @@ class Container(containers.DeclarativeContainer):
 
     environ = providers.Callable(lambda host: host.environ, host)
     installations = providers.Callable(lambda host: host.installations, host)
+    profiles = providers.Object(PROFILES)
     config_reader = providers.Factory(
         ConfigurationReader,
         fs=filesystem,
         environ=environ,
+        profiles=profiles,
         versions=versions,
         installations=installations,
         committed=providers.Callable(committed_through, git),
@@ -136,7 +141,8 @@ class Container(containers.DeclarativeContainer):
         ),
     )
     preparer = providers.Factory(
-        Preparer, git=git, fs=filesystem, host=host, backends=backends, versions=versions
+        Preparer, git=git, fs=filesystem, host=host, backends=backends, versions=versions,
+        profiles=profiles,
     )
     planner = providers.Factory(
         Planner,
@@ -193,6 +199,7 @@ class Container(containers.DeclarativeContainer):
         environ=environ,
         installations=installations,
         cwd=cwd,
+        profiles=profiles,
     )
     sandbox_probe = providers.Dependency(instance_of=SandboxProbe)
     doctor = providers.Factory(
@@ -204,6 +211,7 @@ class Container(containers.DeclarativeContainer):
         environ=environ,
         installations=installations,
         cwd=cwd,
+        profiles=profiles,
         groups=resource_groups,
     )
 
@@ -287,7 +295,8 @@ def check_runner(
     """The checks' runner: copies in the runtime parent (`copies_root` when given), each with
     this host's owner record from `table` (the sweep's), every credential origin and home of
     the host hidden from the check (besides the temporary roots every check's sandbox hides)."""
-    origins = credential_origins(facts.environ, facts.user_home)
+    origins = credential_origins(facts.environ, facts.user_home,
+                                 [profile.credentials for profile in PROFILES.values()])
     hidden = (*origins.homes, *origins.directories, *origins.files)
     return SandboxedCheckRunner(
         processes,

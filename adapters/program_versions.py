@@ -67,7 +67,7 @@ class InstalledProgramVersions:
         self._cache_file = cache_path(environ)
 
     def version_of(self, location: ProgramLocation) -> ProgramVersion:
-        row = location.row
+        row = location.spec
         try:
             real = self._fs.realpath(location.path)
         except FileSystemError as error:
@@ -77,14 +77,14 @@ class InstalledProgramVersions:
             manifest = posixpath.join(real, "package.json")
             found = self._package_version(manifest, row.package)
             if found is not None:
-                return ProgramVersion(program=location.program, path=location.path,
+                return ProgramVersion(spec=location.spec, path=location.path,
                                       version=found, source=manifest)
             return self._unread(location, manifest,
                                 f"no package.json of {row.package} with a version")
         for manifest in self._manifests_above(real):
             found = self._package_version(manifest, row.package)
             if found is not None:
-                return ProgramVersion(program=location.program, path=location.path,
+                return ProgramVersion(spec=location.spec, path=location.path,
                                       version=found, source=manifest)
         return self._asked(location, real)
 
@@ -126,7 +126,7 @@ class InstalledProgramVersions:
         entry = cache.get(real)
         if isinstance(entry, dict) and {k: entry.get(k) for k in key} == key \
                 and isinstance(entry.get("version"), str):
-            return ProgramVersion(program=location.program, path=location.path,
+            return ProgramVersion(spec=location.spec, path=location.path,
                                   version=entry["version"],
                                   source=f"`{command}`, as cached in {self._cache_file}")
         said, problem = self._run_version(location.path)
@@ -134,7 +134,7 @@ class InstalledProgramVersions:
             return self._unread(location, f"`{command}`", problem)
         cache[real] = {**key, "version": said}
         self._write_cache(cache)
-        return ProgramVersion(program=location.program, path=location.path, version=said,
+        return ProgramVersion(spec=location.spec, path=location.path, version=said,
                               source=f"`{command}`")
 
     def _run_version(self, program: str) -> tuple[str | None, str]:
@@ -179,5 +179,5 @@ class InstalledProgramVersions:
 
     @staticmethod
     def _unread(location: ProgramLocation, source: str, problem: str) -> ProgramVersion:
-        return ProgramVersion(program=location.program, path=location.path, version=None,
+        return ProgramVersion(spec=location.spec, path=location.path, version=None,
                               source=source, problem=problem)

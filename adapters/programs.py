@@ -10,27 +10,28 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 
-from concorde_workers.domain.configuration.discovery import VARIABLES, Found, Installation, locate
+from concorde_workers.domain.configuration.discovery import Found, Installation, locate
+from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.ports.filesystem import FileSystem
 
 
-def find_located(fs: FileSystem, name: str, environ: Mapping[str, str],
+def find_located(fs: FileSystem, spec: ProgramSpec, environ: Mapping[str, str],
                  installations: Sequence[Installation] = ()) -> Found | None:
     """The program and where it came from, or None."""
-    return locate(name, environ, installations, fs)
+    return locate(spec, environ, installations, fs)
 
 
-def find_program(fs: FileSystem, name: str, environ: Mapping[str, str],
+def find_program(fs: FileSystem, spec: ProgramSpec, environ: Mapping[str, str],
                  installations: Sequence[Installation] = ()) -> str | None:
-    found = locate(name, environ, installations, fs)
+    found = locate(spec, environ, installations, fs)
     return None if found is None else found.path
 
 
-def program_or_name(fs: FileSystem, name: str, environ: Mapping[str, str],
+def program_or_name(fs: FileSystem, spec: ProgramSpec, environ: Mapping[str, str],
                     installations: Sequence[Installation] = ()) -> tuple[str, bool]:
     """The program to run and whether it was found (when not, the name the launch will fail on)."""
-    found = find_program(fs, name, environ, installations)
-    return (found, True) if found else (environ.get(VARIABLES[name]) or name, False)
+    found = find_program(fs, spec, environ, installations)
+    return (found, True) if found else (environ.get(spec.variable) or spec.program, False)
 
 
 def start_problem(program: str, env: Mapping[str, str], cwd: str) -> str | None:

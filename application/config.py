@@ -28,6 +28,7 @@ from concorde_workers.domain.configuration.config import (
 )
 from concorde_workers.domain.configuration.discovery import Found, Installation, locate
 from concorde_workers.domain.configuration.machine import ModelMap
+from concorde_workers.domain.configuration.profile import Profiles, levels_of, placeholders_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation, version_problem
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
@@ -88,19 +89,23 @@ class _Unreadable:
 class ConfigurationReader:
     """Resolves workers from a worktree's worker configuration and the machine's model map.
 
-    `environ` is the host environment: HOME, XDG_CONFIG_HOME, CONCORDE_MODEL_MAP, PATH,
-    CONCORDE_CLAUDE and CONCORDE_PI are read from it. With `versions`, the worker's program is
-    also refused when it is older than the policy relies on
-    (domain/configuration/program_versions.py).
+    `environ` is the host environment: HOME, XDG_CONFIG_HOME, CONCORDE_MODEL_MAP, PATH and each
+    backend's program variable are read from it. `profiles` are the registered backends (their
+    reasoning levels, programs and words). With `versions`, the worker's program is also refused
+    when it is older than the policy relies on (domain/configuration/program_versions.py).
     """
 
     def __init__(self, fs: ConfigFiles, environ: Mapping[str, str],
                  versions: ProgramVersions | None = None,
                  installations: Sequence[Installation] = (),
-                 committed: CommittedFile | None = None) -> None:
+                 committed: CommittedFile | None = None, *, profiles: Profiles) -> None:
         # `committed`: the configuration is the file committed at HEAD (production, issue 18
         # §4); without it (tests over a fake file system) the file as it is on disk.
         self._committed = committed
+        self._profiles = profiles
+        self._levels = levels_of(profiles)
+        self.placeholders = placeholders_of(profiles)
+        """Each backend's placeholder in a model map's example (`machine.Placeholders`)."""
         self._fs = fs
         self._environ = environ
         self._versions = versions
@@ -130,7 +135,7 @@ class ConfigurationReader:
             return config
         choices: list[WorkerChoice] = []
         for worker in workers:
-            choice = domain.choose(config, operation, worker)
+            choice = domain.choose(config, operation, worker, self._levels)
             if isinstance(choice, Refusal):
                 return choice
             choices.append(choice)
@@ -222,24 +227,25 @@ class ConfigurationReader:
             return domain.version_one_refusal(file, self._map_text())
         if problem := first_problem(CONFIGURATION_CONTRACT, data):
             return domain.config_invalid(file, problem)
-        return domain.parse_configuration(_checked(data), file, declared)
+        return domain.parse_configuration(_checked(data), file, declared, levels=self._levels)
 
     def model_map(self, needs: Sequence[WorkerChoice]) -> ModelMap | Refusal:
         """The machine's model map; `needs` are the choices a missing map's refusal shows."""
-        file = machine.model_map_location(self._environ, needs)
+        words = self.placeholders
+        file = machine.model_map_location(self._environ, needs, words)
         if isinstance(file, Refusal):
             return file
         if not self._fs.exists(file):
-            return machine.model_map_missing(file, needs)
+            return machine.model_map_missing(file, needs, words)
         text = self._read(file)
         if isinstance(text, _Unreadable):
-            return machine.model_map_invalid(file, f"it is unreadable ({text.why})")
+            return machine.model_map_invalid(file, f"it is unreadable ({text.why})", words)
         decoded = decode_json(text)
         if decoded.problem is not None:
-            return machine.model_map_invalid(file, decoded.problem)
+            return machine.model_map_invalid(file, decoded.problem, words)
         if problem := first_problem(MODEL_MAP_CONTRACT, decoded.value):
-            return machine.model_map_invalid(file, problem)
-        return machine.parse_model_map(_checked(decoded.value), file)
+            return machine.model_map_invalid(file, problem, words)
+        return machine.parse_model_map(_checked(decoded.value), file, words)
 
     def _complete(
         self, config: WorkerConfiguration, choices: list[WorkerChoice], runtime: tuple[str, ...]
@@ -247,7 +253,7 @@ class ConfigurationReader:
         model_map = self.model_map(choices)
         if isinstance(model_map, Refusal):
             return model_map
-        local_ids = machine.place(choices, model_map)
+        local_ids = machine.place(choices, model_map, self.placeholders)
         if isinstance(local_ids, Refusal):
             return local_ids
         resolved: list[ResolvedWorker] = []
@@ -265,16 +271,15 @@ class ConfigurationReader:
         """The worker's program where discovery finds it (domain/configuration/discovery.py: its
         variable,
         PATH, the pinned installations), new enough for the policy."""
-        found = locate(choice.backend, self._environ, self._installations, self._fs)
+        spec = self._profiles[choice.backend].program
+        found = locate(spec, self._environ, self._installations, self._fs)
         if found is None:
-            program, var = machine.program_of(choice.backend, self._environ)
-            return machine.backend_missing(choice, program, var, file)
+            return machine.backend_missing(choice, spec, self._environ, file, list(self._profiles))
         if self._versions is not None:
-            version = self._versions.version_of(
-                ProgramLocation(program=choice.backend, path=found.path))
+            version = self._versions.version_of(ProgramLocation(spec=spec, path=found.path))
             problem = version_problem(version)
             if problem is not None:
-                return machine.backend_unusable(choice, problem, file)
+                return machine.backend_unusable(choice, problem, file, list(self._profiles))
         return found
 
     def _config_missing(self, worktree: str, file: str) -> Refusal:
@@ -284,7 +289,7 @@ class ConfigurationReader:
         return domain.config_missing(file)
 
     def _map_text(self) -> str:
-        location = machine.model_map_location(self._environ, [])
+        location = machine.model_map_location(self._environ, [], self.placeholders)
         return location if isinstance(location, str) else _DEFAULT_MAP_TEXT
 
     def _read(self, path: str) -> str | _Unreadable:

@@ -6,7 +6,6 @@ credential files the backend would copy."""
 from __future__ import annotations
 
 from concorde_workers.application.preparation import Prepared
-from concorde_workers.domain.configuration.doctor import CREDENTIAL_REPAIR
 from concorde_workers.ports.filesystem import FileSystem
 
 __all__ = ["missing_credentials"]
@@ -22,7 +21,7 @@ def missing_credentials(fs: FileSystem, prepared: Prepared) -> str | None:
     if any(fs.is_file(source) for source in sources):
         return None
     backend = prepared.context.request.backend
-    looked = ", ".join([*sources, prepared.backend.profile.key_variables])
+    looked = ", ".join([*sources, prepared.backend.profile.credentials.key_text])
     return (f"no credentials of the {backend} backend were found (looked at {looked}): the "
             "run would launch, and its model service would refuse it unless it needs none; "
-            f"{CREDENTIAL_REPAIR[backend]}")
+            f"{prepared.backend.profile.credentials.repair}")

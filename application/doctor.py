@@ -16,12 +16,11 @@ from collections.abc import Mapping
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.resources import read_machine_resources
-from concorde_workers.domain.boundary.credentials import claude_config_directory, pi_agent_directory
+from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.configuration import config as domain_config
 from concorde_workers.domain.configuration.config import WorkerConfiguration
 from concorde_workers.domain.configuration.discovery import Installation, locate, looked_at
 from concorde_workers.domain.configuration.doctor import (
-    PROGRAMS,
     CredentialFact,
     Diagnosis,
     Facts,
@@ -30,19 +29,16 @@ from concorde_workers.domain.configuration.doctor import (
     SandboxFact,
     backends_in_use,
     diagnose,
+    tools_of,
 )
-from concorde_workers.domain.configuration.program_versions import ProgramLocation
+from concorde_workers.domain.configuration.profile import BackendProfile, Profiles
+from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramSpec
 from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.layout import CLAUDE_CREDENTIALS_FILE, PI_AUTH_FILE
-from concorde_workers.domain.isolation.environment import API_KEY_SUFFIX
 from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.resources import ResourceGroups
 from concorde_workers.ports.sandbox_probe import SandboxProbe
-
-TOOL_NAMES = {"bwrap": ("bwrap",), "socat": ("socat",), "rg": ("rg",), "fd": ("fd", "fdfind"),
-              "node": ("node",), "git": ("git",)}
 
 
 def worktree_of(cwd: str) -> str | None:
@@ -60,9 +56,10 @@ class Doctor:
 
     def __init__(self, fs: FileSystem, versions: ProgramVersions, probe: SandboxProbe,
                  config_reader: ConfigurationReader, environ: Mapping[str, str],
-                 installations: tuple[Installation, ...], cwd: str,
+                 installations: tuple[Installation, ...], cwd: str, profiles: Profiles,
                  groups: ResourceGroups | None = None) -> None:
         self._groups = groups
+        self._profiles = tuple(profiles.values())
         self._fs = fs
         self._versions = versions
         self._probe = probe
@@ -82,31 +79,39 @@ class Doctor:
         worktree = worktree_of(self._cwd)
         if worktree is not None:
             primary = posixpath.dirname(posixpath.dirname(posixpath.dirname(worktree)))
-        programs = {name: self._program(name, primary) for name in PROGRAMS}
+        programs = {spec.program: self._program(spec, primary)
+                    for profile in self._profiles for spec in profile.programs}
         path = self._environ.get("PATH", "")
-        tools = {name: next((f for n in names if (f := self._fs.which(n, path))), None)
-                 for name, names in TOOL_NAMES.items()}
+        tools = {name: next((f for n in (helper.executables if helper else (name,))
+                             if (f := self._fs.which(n, path))), None)
+                 for name, helper in tools_of(self._profiles).items()}
         workers, config = (None, None) if worktree is None else self._workers_json(worktree)
-        backends, source = _backends(backend, config, worktree is not None)
-        return Facts(programs=programs, tools=tools,
-                     sandbox=self._sandbox(programs["sandbox-runtime"], tools),
+        backends, source = _backends(backend, config, worktree is not None, self._profiles)
+        return Facts(profiles=self._profiles, programs=programs, tools=tools,
+                     sandbox=self._sandbox(programs, tools),
                      model_map=self._model_map(), credentials=self._credentials(),
                      workers_json=workers, backends=backends, backends_source=source,
                      resources=self._groups.enforcement() if self._groups else None,
                      machine_resources=read_machine_resources(self._fs, self._environ))
 
-    def _program(self, name: str, primary: str | None) -> ProgramFact:
-        found = locate(name, self._environ, self._installations, self._fs, primary)
-        looked = tuple(looked_at(name, self._environ, self._installations, primary))
+    def _program(self, spec: ProgramSpec, primary: str | None) -> ProgramFact:
+        found = locate(spec, self._environ, self._installations, self._fs, primary)
+        looked = tuple(looked_at(spec, self._environ, self._installations, primary))
         if found is None:
-            return ProgramFact(name, None, None, None, looked)
-        version = self._versions.version_of(ProgramLocation(program=name, path=found.path,
+            return ProgramFact(spec, None, None, None, looked)
+        version = self._versions.version_of(ProgramLocation(spec=spec, path=found.path,
                                                             origin=found.origin))
-        return ProgramFact(name, found.path, found.origin, version, looked)
+        return ProgramFact(spec, found.path, found.origin, version, looked)
 
-    def _sandbox(self, runtime: ProgramFact, tools: Mapping[str, str | None]) -> SandboxFact | None:
+    def _sandbox(self, programs: Mapping[str, ProgramFact],
+                 tools: Mapping[str, str | None]) -> SandboxFact | None:
+        """The sandbox package's command run by node (pi's sandbox-runtime), when a backend has
+        one and every program it needs is there."""
+        package = next((p.sandbox_package for p in self._profiles if p.sandbox_package), None)
+        runtime = programs.get(package) if package else None
         node = tools.get("node")
-        if runtime.path is None or node is None or not (tools.get("bwrap") and tools.get("socat")):
+        if runtime is None or runtime.path is None or node is None or \
+                not (tools.get("bwrap") and tools.get("socat")):
             return None
         return self._probe.network(node, runtime.path)
 
@@ -119,23 +124,20 @@ class Doctor:
         return FileFact(found.file, origin, None)
 
     def _credentials(self) -> tuple[CredentialFact, ...]:
-        env = self._environ
-        claude_dir = claude_config_directory(env)
-        claude_file = posixpath.join(claude_dir, CLAUDE_CREDENTIALS_FILE) if claude_dir else None
-        claude = [name for name in ("ANTHROPIC_API_KEY",) if env.get(name)]
-        if claude_file and self._fs.is_file(claude_file):
-            claude.append(claude_file)
-        pi_dir = pi_agent_directory(env)
-        pi_auth = posixpath.join(pi_dir, PI_AUTH_FILE) if pi_dir else None
-        pi = sorted(name for name, value in env.items()
-                    if name.endswith(API_KEY_SUFFIX) and value)
-        if pi_auth and self._fs.is_file(pi_auth):
-            pi.append(pi_auth)
-        return (
-            CredentialFact("claude", tuple(claude),
-                           ("ANTHROPIC_API_KEY", claude_file or "~/.claude/.credentials.json")),
-            CredentialFact("pi", tuple(pi), ("*_API_KEY", pi_auth or "~/.pi/agent/auth.json")),
-        )
+        return tuple(self._credential(profile) for profile in self._profiles)
+
+    def _credential(self, profile: BackendProfile) -> CredentialFact:
+        """Which of a backend's credential sources are present: its key variables (by name)
+        and its login file."""
+        spec = profile.credentials
+        directory = config_directory(spec, self._environ)
+        login = posixpath.join(directory, spec.login_file) if directory else None
+        present = spec.keys_in(self._environ)
+        if login and self._fs.is_file(login):
+            present.append(login)
+        default = f"~/{spec.default_directory}/{spec.login_file}"
+        return CredentialFact(profile.name, tuple(present), (spec.key_text, login or default),
+                              spec.repair)
 
     def _workers_json(self, worktree: str) -> tuple[FileFact, WorkerConfiguration | None]:
         file = posixpath.join(worktree, domain_config.CONFIG_PATH)
@@ -157,15 +159,15 @@ class Doctor:
         return FileFact(file, origin, found.notice), found
 
 
-def _backends(flag: str | None, config: WorkerConfiguration | None, in_worktree: bool
-              ) -> tuple[tuple[str, ...], str]:
+def _backends(flag: str | None, config: WorkerConfiguration | None, in_worktree: bool,
+              profiles: tuple[BackendProfile, ...]) -> tuple[tuple[str, ...], str]:
     """The backends doctor judges, and what said so."""
     if flag is not None:
         return (flag,), f"--backend {flag}"
     if config is None:
         where = ("this worktree's configuration cannot be read" if in_worktree
                  else "not run in a worktree")
-        return ("claude", "pi"), f"{where} and no --backend: every backend"
+        return tuple(p.name for p in profiles), f"{where} and no --backend: every backend"
     used = backends_in_use([entry.backend for entry in config.entries()],
                            config.default is not None and config.default.backend is not None)
     return used, f"those {config.file} can run a worker on"

@@ -26,6 +26,7 @@ from concorde_workers.domain.boundary.paths import DirEntry, Subdirs, is_within,
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
 from concorde_workers.domain.configuration.discovery import Installation
+from concorde_workers.domain.configuration.profile import Profiles
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, version_refusal
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.codes import Code
@@ -152,8 +153,7 @@ class Progress:
     placement: Placement | None = None
     admin_paths: tuple[AdminPath, ...] = ()
     policy: Policy | None = None
-    tools: tuple[str, ...] = ()
-    """The backend's tool set for the grant, once the policy is settled."""
+    tools: tuple[str, ...] = ()  # the backend's tool set for the grant, with the policy
     programs: tuple[ProgramVersion, ...] = ()
     notes: list[str] = field(default_factory=list)
 
@@ -166,8 +166,10 @@ class Preparer:
     """Settles a run before launch over the Git and filesystem ports."""
 
     def __init__(self, git: GitReader, fs: FileSystem, host: HostFacts,
-                 backends: Mapping[str, AgentBackend], versions: ProgramVersions) -> None:
+                 backends: Mapping[str, AgentBackend], versions: ProgramVersions,
+                 profiles: Profiles) -> None:
         self._git = git
+        self._credentials = [profile.credentials for profile in profiles.values()]
         self._fs = fs
         self._host = host
         self._backends = backends
@@ -199,7 +201,7 @@ class Preparer:
         home = self.home_refusal()
         if home is not None:
             return home
-        origins = credential_origins(self._host.environ, self._host.user_home)
+        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
         model_map = [request.model_map] if request.model_map else []
         policy = build_policy(
             grant=grant, worktree=placement.worktree, primary=placement.primary,
@@ -367,7 +369,7 @@ class Preparer:
         home = self.home_refusal()
         if home is not None:
             return home
-        origins = credential_origins(self._host.environ, self._host.user_home)
+        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
         model_map = [request.model_map] if request.model_map else []
         around = surroundings(
             homes=self._forms(list(origins.homes)),

@@ -19,6 +19,7 @@ from concorde_workers.application.tracing.reader import (
     read_resources,
 )
 from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion
 from concorde_workers.domain.evidence.layout import GRANT_FILE, TRANSCRIPT_FILE
 from concorde_workers.domain.evidence.records import RunRecord
@@ -100,15 +101,16 @@ def _transcript(fs: FileSystem, run_dir: str, problems: list[str]) -> list[str]:
     return data.decode("utf-8", "replace").splitlines()
 
 
-def gather(fs: FileSystem, run_dir: str) -> ReportInput:
-    """Everything the report shows of the run in `run_dir`."""
+def gather(fs: FileSystem, run_dir: str, profiles: Profiles) -> ReportInput:
+    """Everything the report shows of the run in `run_dir`, as the registered backends'
+    `profiles` read it (their programs, their transcripts)."""
     record = read_record(fs, run_dir)
     if not isinstance(record, RunRecord):
         return ReportInput(run_dir=run_dir, record=None,
                            problems=[f"the trace is damaged: {record.message}"])
     made = ReportInput(run_dir=run_dir, record=record)
     rounds = len(record.rounds)
-    made.programs = read_programs(fs, run_dir)
+    made.programs = read_programs(fs, run_dir, programs_of(profiles))
     made.resources = read_resources(fs, run_dir, rounds)
     made.patches = {n: read_patch(fs, run_dir, n) for n in range(1, rounds + 1)}
     made.grant = _grant(fs, run_dir, made.problems)

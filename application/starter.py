@@ -17,12 +17,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.boundary.credentials import pi_agent_directory
+from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration import machine
 from concorde_workers.domain.configuration import starter as decide
 from concorde_workers.domain.configuration.config import CONFIG_PATH
 from concorde_workers.domain.configuration.discovery import Installation, locate
+from concorde_workers.domain.configuration.profile import BackendProfile, Profiles, placeholders_of
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
@@ -33,7 +34,8 @@ __all__ = ["Starter", "StarterOutcome"]
 
 _TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_SETTINGS_BYTES = 64 * 1024
-"""pi's settings.json is read only to learn its default model, and only this much of it."""
+"""A program's settings file (pi's settings.json) is read only to learn its default model, and
+only this much of it."""
 GIT_TIMEOUT_SECONDS = 120.0
 
 
@@ -57,7 +59,10 @@ class Starter:
 
     def __init__(self, fs: FileSystem, git: GitReader, processes: ProcessRunner,
                  environ: Mapping[str, str], installations: Sequence[Installation],
-                 cwd: str) -> None:
+                 cwd: str, profiles: Profiles) -> None:
+        self._placeholders = placeholders_of(profiles)
+        self._profiles = {name: profiles[name] for name in self._placeholders}
+        """The registered backends, the default backend first (the starter's order)."""
         self._fs, self._git, self._processes = fs, git, processes
         self._environ, self._installations, self._cwd = environ, tuple(installations), cwd
 
@@ -68,16 +73,18 @@ class Starter:
         primary = self._primary(posixpath.join(self._cwd, repo or "."))
         if isinstance(primary, Refusal):
             return primary
-        map_file = machine.model_map_location(self._environ, [])
+        map_file = machine.model_map_location(self._environ, [], self._placeholders)
         if isinstance(map_file, Refusal):
             return map_file
         grant = posixpath.join(posixpath.dirname(map_file), "grants",
                                posixpath.basename(primary), f"{task or 'starter'}.json")
         outcome = StarterOutcome(primary=primary, grant=grant, worktree=None)
-        found = [b for b in ("pi", "claude")
-                 if locate(b, self._environ, self._installations, self._fs, primary)]
-        ids = decide.model_ids(found, self._pi_settings())
-        backend = decide.backend_for(found, ids)
+        found = [name for name, profile in self._profiles.items()
+                 if locate(profile.program, self._environ, self._installations, self._fs,
+                           primary)]
+        ids = decide.model_ids({name: self._profiles[name].default_model for name in found},
+                               {name: self._settings(self._profiles[name]) for name in found})
+        backend = decide.backend_for(found, ids, list(self._profiles))
         failed = (self._exclude(primary, outcome) or self._grant(primary, task, force, outcome)
                   or self._workers(primary, task, backend, force, outcome))
         if failed is not None:
@@ -104,10 +111,14 @@ class Starter:
                             f"primary: {where}); run init there, or give --repo DIR", toplevel)
         return toplevel
 
-    def _pi_settings(self) -> str | None:
-        agent = pi_agent_directory(self._environ)  # as pi finds it, `~` expanded
-        return None if agent is None else self._small_file(posixpath.join(agent,
-                                                                          "settings.json"))
+    def _settings(self, profile: BackendProfile) -> str | None:
+        """The program's settings file its default model is read from, when its profile names
+        one, in its configuration directory as the program finds it (`~` expanded)."""
+        name = profile.default_model.settings_file
+        directory = config_directory(profile.credentials, self._environ)
+        if name is None or directory is None:
+            return None
+        return self._small_file(posixpath.join(directory, name))
 
     def _small_file(self, path: str) -> str | None:
         """A regular file's text within MAX_SETTINGS_BYTES, else None (a link not followed)."""
@@ -165,7 +176,8 @@ class Starter:
     def _model_map(self, file: str, ids: Mapping[str, str], force: bool,
                    outcome: StarterOutcome) -> None:
         existing = self._small_file(file) if self._fs.lexists(file) else None
-        update = decide.model_map_update(file, existing, ids, force)
+        example = next(iter(self._placeholders.items()))
+        update = decide.model_map_update(file, existing, ids, force, example)
         if update.text is not None:
             try:
                 self._fs.makedirs(posixpath.dirname(file), 0o700)

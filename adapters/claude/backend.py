@@ -33,12 +33,11 @@ from concorde_workers.adapters.claude.stream import (
     session_file_name,
 )
 from concorde_workers.adapters.programs import find_located, program_or_name
-from concorde_workers.domain.boundary.credentials import claude_config_directory
+from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.layout import CLAUDE_CREDENTIALS_FILE
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
@@ -97,8 +96,9 @@ class ClaudeBackend:
     def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
         """The claude program (`$CONCORDE_CLAUDE`, PATH or a pinned installation), when it is
         found."""
-        found = find_located(self._fs, "claude", environ, self._installations)
-        return (ProgramLocation(program="claude", path=found.path, origin=found.origin),) \
+        spec = self.profile.program
+        found = find_located(self._fs, spec, environ, self._installations)
+        return (ProgramLocation(spec=spec, path=found.path, origin=found.origin),) \
             if found else ()
 
     def generate(self, context: BackendContext) -> Generated:
@@ -110,7 +110,7 @@ class ClaudeBackend:
             context.policy, context.interpreter, as_root=context.as_root,
             extra_hooks=extra_hook_entries(context.interpreter, rt))
         text = settings_text(settings)
-        program, found = program_or_name(self._fs, "claude", context.environ,
+        program, found = program_or_name(self._fs, self.profile.program, context.environ,
                                            self._installations)
         return Generated(
             files={rt.settings: text, rt.result_schema: context.result_schema,
@@ -124,7 +124,7 @@ class ClaudeBackend:
 
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
         """The program (a native executable; its sandbox and ripgrep are inside it)."""
-        program, found = program_or_name(self._fs, "claude", context.environ,
+        program, found = program_or_name(self._fs, self.profile.program, context.environ,
                                            self._installations)
         return (program,) if found else ()
 
@@ -132,15 +132,16 @@ class ClaudeBackend:
         """The user's credentials file (`$CLAUDE_CONFIG_DIR/.credentials.json`, else
         `~/.claude/.credentials.json` of the host's HOME) and its copy in config/; the origin
         comes from `domain.boundary.credentials`, which the policy hides too."""
-        config = claude_config_directory(context.environ) or posixpath.join(
-            os.path.expanduser("~"), ".claude")
-        return ((posixpath.join(config, CLAUDE_CREDENTIALS_FILE),
-                 context.policy.runtime.claude_credentials),)
+        spec = self.profile.credentials
+        config = config_directory(spec, context.environ) or posixpath.join(
+            os.path.expanduser("~"), spec.default_directory)
+        return tuple((posixpath.join(config, name), posixpath.join(context.policy.runtime.config,
+                                                                   name)) for name in spec.files)
 
     def command(self, context: BackendContext, kind: RoundKind,
                 session: str | None) -> LaunchCommand:
         request = context.request
-        program, _ = program_or_name(self._fs, "claude", context.environ,
+        program, _ = program_or_name(self._fs, self.profile.program, context.environ,
                                            self._installations)
         return claude_command(
             runtime=context.policy.runtime, tools=self.profile.tool_set(context.policy.grant),

@@ -51,7 +51,7 @@ def endpoints_location(environ: Mapping[str, str]) -> str | None:
     named = environ.get("CONCORDE_ENDPOINTS", "")
     if named:
         return posixpath.normpath(named) if named.startswith("/") else None
-    location = model_map_location(environ, [])
+    location = model_map_location(environ, [], {})  # only its folder
     return None if not isinstance(location, str) else posixpath.join(
         posixpath.dirname(location), ENDPOINTS_FILE)
 

@@ -52,6 +52,7 @@ from concorde_workers.application.tracing.reader import (
     read_record,
     read_resources,
 )
+from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.errors import Code, Reason, Refusal
 from concorde_workers.domain.evidence.records import RunRecord
@@ -310,7 +311,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         record,
         args.json,
         err if args.events else out,  # stdout holds the events alone
-        read_programs(fs, record.run_directory),
+        read_programs(fs, record.run_directory, programs_of(container.profiles())),
         read_resources(fs, record.run_directory, len(record.rounds)),
     )
     return status_of(record)
@@ -396,7 +397,8 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         )
         return ExitStatus.REFUSED
     if args.html:
-        return _show_html(args.html, run_dir, container.cwd(), fs, out, err)
+        return _show_html(args.html, run_dir, container.cwd(), fs, out, err,
+                          container.profiles())
     record = read_record(fs, run_dir)
     if isinstance(record, Refusal):
         print_refusal(
@@ -413,7 +415,7 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         record,
         args.json,
         out,
-        read_programs(fs, run_dir),
+        read_programs(fs, run_dir, programs_of(container.profiles())),
         read_resources(fs, run_dir, len(record.rounds)),
     )
     return ExitStatus.OK
@@ -435,11 +437,11 @@ def _show_diff(args: argparse.Namespace, record: RunRecord, run_dir: str, fs: Fi
 
 
 def _show_html(file: str, run_dir: str, cwd: str, fs: FileSystem, out: TextIO,
-               err: TextIO) -> ExitStatus:
+               err: TextIO, profiles: Profiles) -> ExitStatus:
     """The run's report as one HTML page (issue 21 §3); a damaged trace gets a page that says
     so. The page is written atomically, never through a link at FILE."""
     target = posixpath.normpath(posixpath.join(cwd, file))
-    page = report_html(gather(fs, run_dir))
+    page = report_html(gather(fs, run_dir, profiles))
     try:
         fs.write_atomic(target, page)
     except FileSystemError as error:

@@ -28,10 +28,12 @@ from concorde_workers.adapters.cli.wiring import DemoWorld, Wiring
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.report import gather
 from concorde_workers.domain.configuration.discovery import CHECKOUT, locate, looked_at
-from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, MINIMUMS, pinned
+from concorde_workers.domain.configuration.profile import Profiles
+from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, pinned
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.texts.text import json_document, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -67,28 +69,35 @@ def demo_environ(host: Mapping[str, str], world: DemoWorld) -> dict[str, str]:
     proxy
     elsewhere would carry the calls off this machine) and no API key is needed (the scripted
     model's key is in the demo's auth.json)."""
-    keep = ("PATH", "LANG", "HOME", "XDG_DATA_HOME", "CONCORDE_PI", "CONCORDE_SANDBOX_RUNTIME")
+    from concorde_workers.container import PROFILES
+
+    programs = [spec.variable for spec in PROFILES[DEFAULT_BACKEND].programs]
+    keep = ("PATH", "LANG", "HOME", "XDG_DATA_HOME", *programs)
     # The caller's PI_CODING_AGENT_DIR is never kept.
     return {**world.environ_additions, **{k: host[k] for k in keep if host.get(k)}}
 
 
 def programs_refusal(container: Container, environ: Mapping[str, str]) -> Refusal | None:
-    """pi_runtime_missing when pi or sandbox-runtime is found nowhere, naming where it looked
-    and the repair this installation has: install-agents, or ./scripts/setup in a checkout."""
+    """The demo's backend's runtime_missing code (pi_runtime_missing) when one of its programs
+    (pi, sandbox-runtime) is found nowhere, naming where it looked and the repair this
+    installation has: install-agents, or ./scripts/setup in a checkout."""
+    profile = container.profiles()[DEFAULT_BACKEND]
     facts, fs = container.host(), container.filesystem()
-    missing = [name for name in ("pi", "sandbox-runtime")
-               if locate(name, environ, facts.installations, fs) is None]
+    missing = [spec for spec in profile.programs
+               if locate(spec, environ, facts.installations, fs) is None]
     if not missing:
         return None
-    looked = "; ".join(f"{name}: {', '.join(looked_at(name, environ, facts.installations))}"
-                       for name in missing)
+    looked = "; ".join(f"{spec.program}: {', '.join(looked_at(spec, environ, facts.installations))}"
+                       for spec in missing)
     checkout = any(i.kind == CHECKOUT for i in facts.installations)
     repair = (f"run ./scripts/setup in this checkout (or {INSTALL_AGENTS})" if checkout
               else f"run {INSTALL_AGENTS}")
-    pins = ", ".join(pinned(MINIMUMS[name].package) for name in missing)
-    return Refusal(code=Code.PI_RUNTIME_MISSING, reason=Reason.ENVIRONMENT,
-                   message=f"the demo runs the pinned pi and sandbox-runtime, and "
-                           f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+    pins = ", ".join(pinned(spec) for spec in missing)
+    names = " and ".join(spec.program for spec in profile.programs)
+    return Refusal(code=profile.runtime_missing_code, reason=Reason.ENVIRONMENT,
+                   message=f"the demo runs the pinned {names}, and "
+                           f"{' and '.join(s.program for s in missing)} "
+                           f"{'is' if len(missing) == 1 else 'are'} "
                            f"found nowhere (looked at {looked}): "
                            f"{repair}, which installs {pins}")
 
@@ -151,16 +160,16 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
     finally:
         world.close()
         _discard(world, bool(args.keep), said)
-    report = _write_report(container.filesystem(), record)
+    report = _write_report(container.filesystem(), record, container.profiles())
     return _report(record, results, world, as_json, out, err, report)
 
 
-def _write_report(fs: FileSystem, record: RunRecord) -> str:
+def _write_report(fs: FileSystem, record: RunRecord, profiles: Profiles) -> str:
     """The run's HTML report beside its trace (issue 21): where it is, or why there is none."""
     page = posixpath.join(posixpath.dirname(posixpath.dirname(record.run_directory)),
                           "report.html")
     try:
-        fs.write_atomic(page, report_html(gather(fs, record.run_directory)))
+        fs.write_atomic(page, report_html(gather(fs, record.run_directory, profiles)))
     except FileSystemError as error:
         return f"none ({error.os_error_text})"
     return page
@@ -188,7 +197,7 @@ def _run(world: DemoWorld, container: Container, said: TextIO, err: TextIO
     around it (`said`) goes to stderr."""
     parent = world.trace_parent
     request = RunRequest.model_validate({
-        "backend": "pi", "worktree": world.worktree, "parent": parent,
+        "backend": DEFAULT_BACKEND, "worktree": world.worktree, "parent": parent,
         "task_type": world.grant["task_type"], "grant": world.grant,
         "instructions": world.instructions, "limits": DEMO_LIMITS.model_dump(),
         "local_model": world.model})

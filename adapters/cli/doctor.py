@@ -11,8 +11,8 @@ from concorde_workers.adapters.cli.output import print_json
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.wiring import Wiring
 from concorde_workers.domain.configuration.discovery import installations, locate
-from concorde_workers.domain.configuration.doctor import PROGRAMS
-from concorde_workers.domain.configuration.program_versions import MINIMUMS, PINNED, ProgramLocation
+from concorde_workers.domain.configuration.profile import pins_of, programs_of
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.texts.text import terminal_lines
 
 
@@ -30,10 +30,10 @@ def run_doctor(args: argparse.Namespace, out: TextIO, err: TextIO,
 def run_install_agents(args: argparse.Namespace, out: TextIO, err: TextIO,
                        wiring: Wiring) -> ExitStatus:
     """0 installed (or already), 1 npm failed, 2 refused before anything was done."""
-    from concorde_workers.container import shipped_pins
+    from concorde_workers.container import PROFILES, shipped_pins
 
     container = wiring.container()
-    pins = ", ".join(f"{package}@{version}" for package, version in PINNED.items())
+    pins = ", ".join(f"{package}@{version}" for package, version in pins_of(PROFILES).items())
     def announce(folder: str) -> None:
         if not args.json:
             err.write(terminal_lines([f"install-agents: npm ci of the pinned {pins} into "
@@ -47,12 +47,12 @@ def run_install_agents(args: argparse.Namespace, out: TextIO, err: TextIO,
         # reads.
         env = {**wiring.environ}
         user_data = installations(None, env)
-        for name in PROGRAMS:
-            where = locate(name, {}, user_data, container.filesystem())
+        for spec in programs_of(PROFILES).values():
+            where = locate(spec, {}, user_data, container.filesystem())
             version = None if where is None else container.versions().version_of(
-                ProgramLocation(program=name, path=where.path)).version
-            found.append({"program": name, "path": None if where is None else where.path,
-                          "version": version, "minimum": MINIMUMS[name].minimum})
+                ProgramLocation(spec=spec, path=where.path)).version
+            found.append({"program": spec.program, "path": None if where is None else where.path,
+                          "version": version, "minimum": spec.minimum})
     if args.json:
         print_json({"status": outcome.status, "folder": outcome.folder,
                     "message": outcome.message, "installed": outcome.installed,

@@ -21,12 +21,12 @@ from concorde_workers.adapters.pi.extension import (
     sandbox_runtime_package,
 )
 from concorde_workers.adapters.pi.launch import pi_command
-from concorde_workers.adapters.pi.profile import PI
+from concorde_workers.adapters.pi.prerequisites import PiPrerequisites, pi_runtime_refusal
+from concorde_workers.adapters.pi.profile import PI, PI_PROGRAM, SANDBOX_RUNTIME
 from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.adapters.programs import find_program, program_or_name
-from concorde_workers.domain.boundary.credentials import pi_agent_directory
+from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate
-from concorde_workers.domain.configuration.prerequisites import PiPrerequisites, pi_runtime_refusal
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.layout import (
@@ -61,7 +61,7 @@ class PiBackend:
         """The sandbox-runtime package directory found (domain/configuration/discovery.py), else
         where seed
         001 says it lies (`sandbox_runtime_package`), which a refusal names."""
-        found = locate("sandbox-runtime", environ, self._installations, self._fs, primary)
+        found = locate(SANDBOX_RUNTIME, environ, self._installations, self._fs, primary)
         return found.path if found else sandbox_runtime_package(environ, primary)
 
     def prerequisites(self, primary: str) -> PiPrerequisites:
@@ -69,7 +69,7 @@ class PiBackend:
         path = env.get("PATH", "")
         package = self._package(env, primary)
         return PiPrerequisites(
-            pi=find_program(self._fs, "pi", env, self._installations),
+            pi=find_program(self._fs, PI_PROGRAM, env, self._installations),
             rg=self._fs.which("rg", path),
             fd=self._fd(path),
             sandbox_runtime=package if self._fs.is_file(sandbox_runtime_entry(package)) else None,
@@ -88,15 +88,15 @@ class PiBackend:
     def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
         """pi and the sandbox-runtime package its permission extension loads, those found."""
         found: list[ProgramLocation] = []
-        for name in ("pi", "sandbox-runtime"):
-            where = locate(name, environ, self._installations, self._fs, primary)
+        for spec in self.profile.programs:
+            where = locate(spec, environ, self._installations, self._fs, primary)
             if where is not None:
-                found.append(ProgramLocation(program=name, path=where.path, origin=where.origin))
+                found.append(ProgramLocation(spec=spec, path=where.path, origin=where.origin))
         return tuple(found)
 
     def generate(self, context: BackendContext) -> Generated:
         rt = context.policy.runtime
-        program, found = program_or_name(self._fs, "pi", context.environ,
+        program, found = program_or_name(self._fs, PI_PROGRAM, context.environ,
                                            self._installations)
         path = context.environ.get("PATH", "")
         extension = generate_extension(
@@ -114,7 +114,7 @@ class PiBackend:
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
         """The program, the node that runs it, and the sandbox-runtime package the permission
         extension loads (it may lie in the primary worktree, which the confinement hides)."""
-        program, found = program_or_name(self._fs, "pi", context.environ,
+        program, found = program_or_name(self._fs, PI_PROGRAM, context.environ,
                                            self._installations)
         node = self._fs.which("node", context.environ.get("PATH", ""))
         package = self._package(context.environ, context.policy.primary)
@@ -140,7 +140,7 @@ class PiBackend:
 
     def command(self, context: BackendContext, kind: RoundKind,
                 session: str | None) -> LaunchCommand:
-        program, _ = program_or_name(self._fs, "pi", context.environ,
+        program, _ = program_or_name(self._fs, PI_PROGRAM, context.environ,
                                            self._installations)
         return pi_command(runtime=context.policy.runtime,
                           tools=self.profile.tool_set(context.policy.grant), run_id=context.run_id,
@@ -166,6 +166,5 @@ class PiBackend:
 
 def user_pi_directory(environ: Mapping[str, str]) -> str | None:
     """The user's pi configuration directory as pi 0.73.1 finds it (`domain.boundary.credentials`,
-    which
-    the policy hides too)."""
-    return pi_agent_directory(environ)
+    which the policy hides too)."""
+    return config_directory(PI.credentials, environ)

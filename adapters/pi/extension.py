@@ -29,11 +29,8 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
+from concorde_workers.adapters.pi.profile import SANDBOX_RUNTIME_ENTRY, SANDBOX_RUNTIME_RELATIVE
 from concorde_workers.domain.boundary.policy import Policy
-from concorde_workers.domain.configuration.prerequisites import (
-    SANDBOX_RUNTIME_ENTRY,
-    SANDBOX_RUNTIME_RELATIVE,
-)
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.evidence.layout import RuntimeLayout
 

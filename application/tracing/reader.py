@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from concorde_workers.application.tracing.record import record_of_node
 from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.program_versions import (
+    Programs,
     ProgramVersion,
     parse_programs_document,
 )
@@ -323,16 +324,18 @@ def read_resources(fs: FileSystem, run_dir: str, rounds: int) -> dict[int, dict[
     return found
 
 
-def read_programs(fs: FileSystem, run_dir: str) -> tuple[ProgramVersion, ...]:
-    """The agent programs a run was prepared with, from its programs.json (issue 11); none when
-    the run has none (a test backend's, a run refused before its preparation ended) or the file
-    cannot be read: an account shows them, nothing decides by them."""
+def read_programs(fs: FileSystem, run_dir: str, programs: Programs
+                  ) -> tuple[ProgramVersion, ...]:
+    """The agent programs a run was prepared with, from its programs.json (issue 11), as the
+    registered `programs` know them; none when the run has none (a test backend's, a run refused
+    before its preparation ended), names one no registered backend runs, or the file cannot be
+    read: an account shows them, nothing decides by them."""
     path = posixpath.join(run_dir, PROGRAMS_FILE)
     try:
         data = json_limits.loads(_bounded_text(fs, path)) if fs.is_file(path) else None
     except (FileSystemError, ValueError):
         return ()
-    return parse_programs_document(data) or ()
+    return parse_programs_document(data, programs) or ()
 
 
 MAX_PATCH_READ_BYTES = MAX_PATCH_BYTES + 64 * 1024

@@ -2,8 +2,10 @@
 `config/`, and the homes (issue 8 §4; seed 000 "Run directory and runtime directory", seed 001
 "Only the pi files that say how to reach a provider are copied").
 
-One function per origin, used both by the backends (what to copy) and by the preparation (what to
-hide), so the file a run copies is always a file its worker cannot read where it came from:
+Each backend's profile says where its program keeps them (`CredentialSpec`); one function finds
+its configuration directory, used both by the backends (what to copy) and by the preparation
+(what to hide, for every registered backend whichever runs), so the file a run copies is always a
+file its worker cannot read where it came from:
 
 - Claude Code: `$CLAUDE_CONFIG_DIR/.credentials.json`, else `$HOME/.claude/.credentials.json`;
 - pi: `auth.json` and `models.json` of `$PI_CODING_AGENT_DIR` (a leading `~` expanded to HOME, as
@@ -19,43 +21,61 @@ paths).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.configuration.machine import model_map_location
-from concorde_workers.domain.evidence.layout import (
-    CLAUDE_CREDENTIALS_FILE,
-    PI_AUTH_FILE,
-    PI_MODELS_FILE,
-)
+
+
+class CredentialSpec(BaseModel):
+    """Where a backend's program keeps the user's credentials, and how a key reaches a round."""
+
+    model_config = ConfigDict(frozen=True)
+
+    directory_variable: str
+    """The variable naming the program's configuration directory (`CLAUDE_CONFIG_DIR`)."""
+    default_directory: str
+    """The directory below HOME without it (`.claude`, `.pi/agent`)."""
+    expands_tilde: bool = False
+    """The program expands a leading `~` of the variable to HOME (pi 0.73.1 does)."""
+    files: tuple[str, ...]
+    """The files of that directory a run copies into `config/` (nothing else is read)."""
+    login_file: str
+    """The one of `files` whose presence says the user has logged in (doctor)."""
+    key_variables: tuple[str, ...] = ()
+    """The variables a key may be given in by name (`ANTHROPIC_API_KEY`)."""
+    key_suffix: str | None = None
+    """Any variable ending so may give a key (pi: every provider's `*_API_KEY`)."""
+    key_text: str
+    """The key variables as a person reads them."""
+    repair: str
+    """How a user gives the program its credentials."""
+
+    def keys_in(self, environ: Mapping[str, str]) -> list[str]:
+        """The key variables `environ` sets, by name (never a value)."""
+        named = [name for name in self.key_variables if environ.get(name)]
+        if self.key_suffix is not None:
+            named += sorted(name for name, value in environ.items()
+                            if name.endswith(self.key_suffix) and value)
+        return named
 
 
 def _absolute(value: str | None) -> str | None:
     return posixpath.normpath(value) if value and posixpath.isabs(value) else None
 
 
-def claude_config_directory(environ: Mapping[str, str]) -> str | None:
-    """The user's Claude Code configuration directory: `CLAUDE_CONFIG_DIR`, else
-    `$HOME/.claude`; None when neither is set."""
-    configured = environ.get("CLAUDE_CONFIG_DIR")
-    if configured:
-        return configured
-    home = environ.get("HOME")
-    return posixpath.join(home, ".claude") if home else None
-
-
-def pi_agent_directory(environ: Mapping[str, str]) -> str | None:
-    """The user's pi configuration directory as pi 0.73.1 finds it (config.js getAgentDir):
-    `PI_CODING_AGENT_DIR` (`~` or a leading `~/` expanded to HOME), else `$HOME/.pi/agent`;
-    None when it depends on a HOME the host does not have."""
+def config_directory(spec: CredentialSpec, environ: Mapping[str, str]) -> str | None:
+    """The user's configuration directory of the program as it finds it: its variable (with a
+    leading `~` expanded when the program does), else the default below `$HOME`; None when it
+    depends on a HOME the host does not have."""
     home = environ.get("HOME") or None
-    configured = environ.get("PI_CODING_AGENT_DIR")
+    configured = environ.get(spec.directory_variable)
     if configured:
-        if configured == "~" or configured.startswith("~/"):
+        if spec.expands_tilde and (configured == "~" or configured.startswith("~/")):
             return None if home is None else home + configured[1:]
         return configured
-    return None if home is None else posixpath.join(home, ".pi", "agent")
+    return None if home is None else posixpath.join(home, spec.default_directory)
 
 
 class CredentialOrigins(BaseModel):
@@ -70,25 +90,27 @@ class CredentialOrigins(BaseModel):
     files: tuple[str, ...]
 
 
-def credential_origins(environ: Mapping[str, str], user_home: str) -> CredentialOrigins:
-    """Every origin of a credential the host reads or copies, for both backends whichever runs:
-    a Claude Code worker must not read pi's auth.json either. `user_home` is the password
-    database's home; relative values (which would name a place relative to the host's working
-    directory) are left out, the host never copies from them into a worker's reach."""
+def credential_origins(environ: Mapping[str, str], user_home: str,
+                       specs: Sequence[CredentialSpec]) -> CredentialOrigins:
+    """Every origin of a credential the host reads or copies, for every registered backend
+    (`specs`) whichever runs: a Claude Code worker must not read pi's auth.json either.
+    `user_home` is the password database's home; relative values (which would name a place
+    relative to the host's working directory) are left out, the host never copies from them into
+    a worker's reach."""
     homes = [h for h in (_absolute(user_home), _absolute(environ.get("HOME"))) if h]
-    claude = _absolute(claude_config_directory(environ))
-    pi = _absolute(pi_agent_directory(environ))
+    directories: list[str] = []
     files: list[str] = []
-    if claude:
-        files.append(posixpath.join(claude, CLAUDE_CREDENTIALS_FILE))
-    if pi:
-        files += [posixpath.join(pi, PI_AUTH_FILE), posixpath.join(pi, PI_MODELS_FILE)]
-    model_map = model_map_location(environ, [])
+    for spec in specs:
+        directory = _absolute(config_directory(spec, environ))
+        if directory:
+            directories.append(directory)
+            files += [posixpath.join(directory, name) for name in spec.files]
+    model_map = model_map_location(environ, [], {})  # only its path
     if isinstance(model_map, str) and _absolute(model_map):
         files.append(posixpath.normpath(model_map))
     return CredentialOrigins(
         homes=tuple(dict.fromkeys(homes)),
-        directories=tuple(dict.fromkeys(d for d in (claude, pi) if d)),
+        directories=tuple(dict.fromkeys(directories)),
         files=tuple(dict.fromkeys(files)),
     )
 
@@ -117,5 +139,5 @@ def home_at_root(user_home: str, environ: Mapping[str, str],
     return None
 
 
-__all__ = ["CredentialOrigins", "claude_config_directory", "credential_origins",
-           "home_at_root", "pi_agent_directory"]
+__all__ = ["CredentialOrigins", "CredentialSpec", "config_directory", "credential_origins",
+           "home_at_root"]

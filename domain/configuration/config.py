@@ -35,14 +35,11 @@ from concorde_workers.domain.boundary.paths import is_within
 from concorde_workers.domain.configuration.request import Backend, Limits
 from concorde_workers.domain.evidence.codes import REFUSAL_REASONS, Code
 from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
 from concorde_workers.domain.texts.text import control_problem
 
-LEVELS: dict[Backend, tuple[str, ...]] = {
-    "claude": ("low", "medium", "high", "xhigh", "max"),
-    "pi": ("off", "minimal", "low", "medium", "high", "xhigh"),
-}
-KNOWN_LEVELS = frozenset(LEVELS["claude"] + LEVELS["pi"])
-DEFAULT_BACKEND: Backend = "pi"
+Levels = Mapping[str, Sequence[str]]
+"""Each backend's reasoning levels by its name (its profile's, `profile.levels_of`)."""
 DEFAULT_BACKEND_SOURCE = "Concorde's default worker backend"
 CONFIG_PATH = ".concorde/workers.json"
 RETIRED_PATH = ".concorde/worker-models.json"
@@ -251,15 +248,22 @@ def _limits_problem(data: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _levels_problem(config: WorkerConfiguration) -> str | None:
-    levels = [(e.name, e.reasoning) for e in config.entries()]
-    levels += [(f"enabled_models.{m}", r) for m, r in config.enabled_models.items()]
-    for where, level in levels:
-        if level is not None and level not in KNOWN_LEVELS:
-            return (
-                f"{where}.reasoning is {show(level)}, which no backend knows; claude's levels are "
-                f"{', '.join(LEVELS['claude'])} and pi's are {', '.join(LEVELS['pi'])}"
-            )
+def _every_level(levels: Levels) -> str:
+    """`claude's levels are low, … and pi's are off, …`: each backend's, in the registry's
+    order."""
+    parts = [f"{name}'s {'levels ' if i == 0 else ''}are {', '.join(known)}"
+             for i, (name, known) in enumerate(levels.items())]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _levels_problem(config: WorkerConfiguration, levels: Levels) -> str | None:
+    known = {level for per_backend in levels.values() for level in per_backend}
+    given = [(e.name, e.reasoning) for e in config.entries()]
+    given += [(f"enabled_models.{m}", r) for m, r in config.enabled_models.items()]
+    for where, level in given:
+        if level is not None and level not in known:
+            return (f"{where}.reasoning is {show(level)}, which no backend knows; "
+                    f"{_every_level(levels)}")
     return None
 
 
@@ -335,7 +339,8 @@ def _not_enabled(config: WorkerConfiguration) -> Refusal | None:
 
 
 def parse_configuration(
-    data: Mapping[str, Any], file: str, declared: Mapping[str, set[str]] | None = None
+    data: Mapping[str, Any], file: str, declared: Mapping[str, set[str]] | None = None, *,
+    levels: Levels,
 ) -> WorkerConfiguration | Refusal:
     """`.concorde/workers.json` that meets its contract's schema -> its value, or the refusal
     of what the schema cannot say: config_invalid, then model_not_enabled.
@@ -343,14 +348,15 @@ def parse_configuration(
     The caller has checked `data` against contract.workers.worker-configuration's schema
     (application/config.py, with jsonschema). Every config_invalid problem comes before a
     model_not_enabled. `declared` (Operation -> worker ids the caller may launch) checks the
-    file's names; None skips that check.
+    file's names; None skips that check. `levels` are the registered backends' reasoning
+    levels.
     """
     if problem := _names_problem(data) or _limits_problem(data):
         return config_invalid(file, problem)
     config = _build(data, file)
     if declared is not None and (undeclared := check_declared(config, declared)):
         return undeclared
-    problem = _entry_models_problem(config) or _levels_problem(config)
+    problem = _entry_models_problem(config) or _levels_problem(config, levels)
     if problem := problem or _runtime_entry_problem(config):
         return config_invalid(file, problem)
     return _not_enabled(config) or config
@@ -409,8 +415,9 @@ def _unresolved(config: WorkerConfiguration, operation: str, worker: str) -> Ref
     return refusal(Code.MODEL_UNRESOLVED, message, config.file)
 
 
-def _wrong_level(config: WorkerConfiguration, choice: WorkerChoice) -> Refusal:
-    levels = ", ".join(LEVELS[choice.backend])
+def _wrong_level(config: WorkerConfiguration, choice: WorkerChoice, known: Sequence[str]
+                 ) -> Refusal:
+    levels = ", ".join(known)
     problem = (
         f"{choice.reasoning_source} sets reasoning {show(choice.reasoning)} for {choice.label()}, "
         f"whose backend {choice.backend} (from {choice.backend_source}) does not know it; "
@@ -441,8 +448,10 @@ def unnamed_notice(config: WorkerConfiguration, operation: str, worker: str) -> 
             f"workers: {named}): it takes {fallback}")
 
 
-def choose(config: WorkerConfiguration, operation: str, worker: str) -> WorkerChoice | Refusal:
-    """Backend, model and level of one worker from the worker configuration alone."""
+def choose(config: WorkerConfiguration, operation: str, worker: str, levels: Levels
+           ) -> WorkerChoice | Refusal:
+    """Backend, model and level of one worker from the worker configuration alone; `levels`
+    are the registered backends' reasoning levels."""
     chain = config.chain(operation, worker)
     chose = next((i for i, entry in enumerate(chain) if entry.model is not None), None)
     if chose is None:
@@ -461,8 +470,9 @@ def choose(config: WorkerConfiguration, operation: str, worker: str) -> WorkerCh
         reasoning=reasoning,
         reasoning_source=reasoning_source,
     )
-    if reasoning is not None and reasoning not in LEVELS[choice.backend]:
-        return _wrong_level(config, choice)
+    known = levels.get(choice.backend, ())
+    if reasoning is not None and reasoning not in known:
+        return _wrong_level(config, choice, known)
     return choice
 
 

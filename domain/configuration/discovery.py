@@ -1,13 +1,13 @@
 """Where an agent program is found, and what said so (issue 12 §2; docs/decisions.md "Where the
 agent programs are found").
 
-In order, the first that holds:
+Each program is a `ProgramSpec` of its backend's profile. In order, the first that holds:
 
 1. the program's variable (`CONCORDE_CLAUDE`, `CONCORDE_PI`, `CONCORDE_SANDBOX_RUNTIME`) when it
    is set and not empty — and then only it: a program the user named and that is missing is
    refused, never silently replaced by another;
-2. the program's name on PATH (claude, pi), or for sandbox-runtime the primary worktree's
-   `.concorde/tools/pi-runtime` (seed 001, Prerequisites);
+2. the program's name on PATH, or for a package directory its place in the primary worktree
+   (sandbox-runtime's `.concorde/tools/pi-runtime`, seed 001, Prerequisites);
 3. the installations this copy of concorde-workers pinned with package-lock.json: the
    checkout's `node_modules` after `./scripts/setup`, then the user data folder's
    (`$XDG_DATA_HOME/concorde-workers`, else `~/.local/share/concorde-workers`) that
@@ -23,26 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from concorde_workers.domain.configuration.prerequisites import (
-    SANDBOX_RUNTIME_ENTRY,
-    SANDBOX_RUNTIME_RELATIVE,
-)
+from concorde_workers.domain.configuration.program_versions import ProgramSpec
 
 CHECKOUT = "checkout"
 USER_DATA = "user data folder"
 DATA_FOLDER_NAME = "concorde-workers"
-
-VARIABLES: Mapping[str, str] = {
-    "claude": "CONCORDE_CLAUDE", "pi": "CONCORDE_PI",
-    "sandbox-runtime": "CONCORDE_SANDBOX_RUNTIME",
-}
-"""The environment variable that names each program."""
-
-IN_NODE_MODULES: Mapping[str, str] = {
-    "claude": ".bin/claude", "pi": ".bin/pi",
-    "sandbox-runtime": "@anthropic-ai/sandbox-runtime",
-}
-"""Where each program lies in an npm `node_modules` (sandbox-runtime: its package directory)."""
 
 
 class Probe(Protocol):
@@ -102,49 +87,48 @@ def installations(checkout: str | None, environ: Mapping[str, str]) -> tuple[Ins
     return tuple(found)
 
 
-def _present(program: str, path: str, probe: Probe) -> bool:
-    """sandbox-runtime: a package directory with its entry; a program: an executable file."""
-    if program == "sandbox-runtime":
-        return probe.is_file(posixpath.join(path, SANDBOX_RUNTIME_ENTRY))
+def _present(spec: ProgramSpec, path: str, probe: Probe) -> bool:
+    """A package directory with its entry; a program: an executable file."""
+    if spec.entry is not None:
+        return probe.is_file(posixpath.join(path, spec.entry))
     return probe.which(path, "") is not None
 
 
-def locate(program: str, environ: Mapping[str, str], found_in: Sequence[Installation],
+def locate(spec: ProgramSpec, environ: Mapping[str, str], found_in: Sequence[Installation],
            probe: Probe, primary: str | None = None) -> Found | None:
-    """Where `program` (claude, pi, sandbox-runtime) is, or None. `primary` is the primary
-    worktree (sandbox-runtime's own place, seed 001), when one is known."""
-    variable = VARIABLES[program]
+    """Where the program is, or None. `primary` is the primary worktree (a package
+    directory's own place, seed 001), when one is known."""
+    program, variable = spec.program, spec.variable
     named = environ.get(variable, "")
     if named:
-        if program != "sandbox-runtime" and "/" not in named:
+        if spec.entry is None and "/" not in named:
             on_path = probe.which(named, environ.get("PATH", ""))
             return Found(program, on_path, f"${variable}") if on_path else None
-        return Found(program, named, f"${variable}") if _present(program, named, probe) \
-            else None
-    if program == "sandbox-runtime":
-        if primary is not None:
-            package = posixpath.join(primary, SANDBOX_RUNTIME_RELATIVE)
-            if _present(program, package, probe):
-                return Found(program, package, "the primary worktree's .concorde/tools/pi-runtime")
+        return Found(program, named, f"${variable}") if _present(spec, named, probe) else None
+    if spec.entry is not None:
+        if primary is not None and spec.in_primary is not None:
+            package = posixpath.join(primary, spec.in_primary)
+            if _present(spec, package, probe):
+                return Found(program, package, spec.in_primary_origin)
     else:
         on_path = probe.which(program, environ.get("PATH", ""))
         if on_path:
             return Found(program, on_path, "PATH")
     for installation in found_in:
-        path = posixpath.join(installation.node_modules, IN_NODE_MODULES[program])
-        if _present(program, path, probe):
+        path = posixpath.join(installation.node_modules, spec.in_node_modules)
+        if _present(spec, path, probe):
             return Found(program, path, installation.describe())
     return None
 
 
-def looked_at(program: str, environ: Mapping[str, str], found_in: Sequence[Installation],
+def looked_at(spec: ProgramSpec, environ: Mapping[str, str], found_in: Sequence[Installation],
               primary: str | None = None) -> list[str]:
     """Every place `locate` looks, in words, for a refusal or doctor to name."""
-    variable = VARIABLES[program]
+    variable = spec.variable
     if environ.get(variable):
         return [f"${variable} ({environ[variable]})"]
-    first = (f"{primary}/{SANDBOX_RUNTIME_RELATIVE}" if program == "sandbox-runtime" and primary
-             else "PATH" if program != "sandbox-runtime" else None)
+    first = (f"{primary}/{spec.in_primary}" if spec.entry is not None and spec.in_primary
+             and primary else "PATH" if spec.entry is None else None)
     places = [f"${variable} (unset)", *([first] if first else [])]
-    places += [posixpath.join(i.node_modules, IN_NODE_MODULES[program]) for i in found_in]
+    places += [posixpath.join(i.node_modules, spec.in_node_modules) for i in found_in]
     return places

@@ -16,32 +16,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from concorde_workers.domain.configuration.machine_resources import MachineResources
-from concorde_workers.domain.configuration.prerequisites import HOW_TO_PROVIDE
+from concorde_workers.domain.configuration.profile import BackendProfile, HelperTool
 from concorde_workers.domain.configuration.program_versions import (
     INSTALL_AGENTS,
-    MINIMUMS,
+    ProgramSpec,
     ProgramVersion,
     version_problem,
 )
 from concorde_workers.domain.configuration.resources import Enforcement, GroupKind
+from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
 
-PROGRAMS = ("claude", "pi", "sandbox-runtime")
-TOOLS: Mapping[str, str] = {
-    "bwrap": HOW_TO_PROVIDE["bwrap"],
-    "socat": HOW_TO_PROVIDE["socat"],
-    "rg": HOW_TO_PROVIDE["rg"],
-    "fd": HOW_TO_PROVIDE["fd"],
-    "node": "install Node.js 20 or later (Debian: apt-get install nodejs); pi runs on it",
+MACHINE_TOOLS: Mapping[str, str] = {
+    "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",
+    "socat": "install socat (Debian: apt-get install socat)",
     "git": "install Git (Debian: apt-get install git)",
 }
-"""The programs the sandboxes, pi's tools and the host's own Git need, and how to provide them."""
+"""The programs every run needs whatever its backend (the confinement's and the sandboxes'
+bubblewrap and socat, the host's own Git), and how to provide them."""
 
 
 @dataclass(frozen=True)
 class ProgramFact:
     """An agent program as discovery and the version port found it."""
 
-    program: str
+    spec: ProgramSpec
     path: str | None
     origin: str | None
     version: ProgramVersion | None
@@ -74,10 +72,14 @@ class CredentialFact:
     backend: str
     present: tuple[str, ...]
     looked_at: tuple[str, ...]
+    repair: str
+    """How a user gives the backend its credentials."""
 
 
 @dataclass(frozen=True)
 class Facts:
+    profiles: Sequence[BackendProfile]
+    """The registered backends, in the registry's order: what each needs is judged for it."""
     programs: Mapping[str, ProgramFact]
     tools: Mapping[str, str | None]
     sandbox: SandboxFact | None
@@ -86,7 +88,7 @@ class Facts:
     credentials: Sequence[CredentialFact]
     workers_json: FileFact | None = None
     """None outside a worktree."""
-    backends: tuple[str, ...] = ("claude", "pi")
+    backends: tuple[str, ...] = ()
     """The backends a run here will use: what is only another backend's is not needed."""
     backends_source: str = "no workers.json here and no --backend: every backend"
     resources: Enforcement | None = None
@@ -112,7 +114,7 @@ class Check:
 class Diagnosis:
     checks: tuple[Check, ...] = field(default_factory=tuple)
 
-    backends: tuple[str, ...] = ("claude", "pi")
+    backends: tuple[str, ...] = ()
     backends_source: str = ""
 
     @property
@@ -143,35 +145,45 @@ class Diagnosis:
         return out
 
 
-NEEDED_BY: Mapping[str, frozenset[str]] = {
-    "claude": frozenset({"claude"}), "pi": frozenset({"pi"}),
-    "sandbox-runtime": frozenset({"pi"}), "node": frozenset({"pi"}), "rg": frozenset({"pi"}),
-    "fd": frozenset({"pi"}), "sandbox": frozenset({"pi"}),
-    "credentials claude": frozenset({"claude"}), "credentials pi": frozenset({"pi"}),
-}
-"""The backends each prerequisite serves (absent: every run needs it: bwrap, socat, Git, the
-model map, workers.json). pi's tools (rg, fd), node and its sandbox-runtime are pi's alone;
-Claude Code brings its own search and sandbox helper."""
+def tools_of(profiles: Sequence[BackendProfile]) -> dict[str, HelperTool | None]:
+    """The tools doctor checks on PATH, in the order a user repairs them: bubblewrap and socat,
+    each backend's helpers, Git (None: a machine tool, `MACHINE_TOOLS`)."""
+    helpers = {h.name: h for profile in profiles for h in profile.helpers}
+    return {"bwrap": None, "socat": None, **helpers, "git": None}
+
+
+def needed_by(profiles: Sequence[BackendProfile]) -> dict[str, frozenset[str]]:
+    """The backends each prerequisite serves (absent: every run needs it: bwrap, socat, Git,
+    the model map, workers.json): a backend's programs, helpers, sandbox and credentials are its
+    own (pi's rg, fd, node and sandbox-runtime; Claude Code brings its own search and sandbox
+    helper)."""
+    serves: dict[str, set[str]] = {}
+    for profile in profiles:
+        keys = [spec.program for spec in profile.programs]
+        keys += [h.name for h in profile.helpers] + [f"credentials {profile.name}"]
+        keys += ["sandbox"] if profile.sandbox_package else []
+        for key in keys:
+            serves.setdefault(key, set()).add(profile.name)
+    return {key: frozenset(names) for key, names in serves.items()}
 
 
 def backends_in_use(entries: Sequence[str | None], default_set: bool) -> tuple[str, ...]:
-    """The backends a worker of a configuration can run on: each entry's backend, and pi (the
-    default worker backend) unless the file's default entry sets one."""
+    """The backends a worker of a configuration can run on: each entry's backend, and the
+    default worker backend unless the file's default entry sets one."""
     used = {b for b in entries if b is not None}
     if not default_set:
-        used.add("pi")
+        used.add(DEFAULT_BACKEND)
     return tuple(sorted(used))
 
 
-def _needed(check: Check, key: str, backends: Sequence[str]) -> Check:
-    serves = NEEDED_BY.get(key)
+def _needed(check: Check, serves: frozenset[str] | None, backends: Sequence[str]) -> Check:
     if serves is None or serves & set(backends):
         return check
     return Check(check.name, check.ok, check.state, check.repair, needed=False)
 
 
 def program_check(fact: ProgramFact) -> Check:
-    row = MINIMUMS[fact.program]
+    row = fact.spec
     name = f"{row.title} ({row.package})"
     if fact.path is None or fact.version is None:
         looked = ", ".join(fact.looked_at) or "nowhere"
@@ -184,9 +196,10 @@ def program_check(fact: ProgramFact) -> Check:
     return Check(name, True, f"{fact.version.version} (at least {row.minimum}) at {where}")
 
 
-def tool_check(name: str, found: str | None) -> Check:
+def tool_check(name: str, found: str | None, helper: HelperTool | None = None) -> Check:
     if found is None:
-        return Check(name, False, "not found on PATH", TOOLS[name])
+        return Check(name, False, "not found on PATH",
+                     helper.provide if helper else MACHINE_TOOLS[name])
     return Check(name, True, found)
 
 
@@ -213,32 +226,27 @@ def file_check(name: str, fact: FileFact, repair: str) -> Check:
     return Check(name, True, f"{fact.path} ({fact.origin}), valid")
 
 
-CREDENTIAL_REPAIR: Mapping[str, str] = {
-    "claude": "log in once with claude (it writes ~/.claude/.credentials.json, or "
-              "$CLAUDE_CONFIG_DIR/.credentials.json) or set ANTHROPIC_API_KEY",
-    "pi": "configure pi (auth.json in $PI_CODING_AGENT_DIR or ~/.pi/agent, e.g. with pi's "
-          "/login) or set the provider's *_API_KEY",
-}
-
-
 def credential_check(fact: CredentialFact) -> Check:
     name = f"credentials of the {fact.backend} backend"
     if not fact.present:
         return Check(name, False, f"none found (looked at {', '.join(fact.looked_at)})",
-                     CREDENTIAL_REPAIR[fact.backend])
+                     fact.repair)
     return Check(name, True, f"present: {', '.join(fact.present)} (never printed)")
 
 
 def diagnose(facts: Facts) -> Diagnosis:
     """Every check, in the order a user repairs them."""
-    used = facts.backends
-    checks = [_needed(program_check(facts.programs[name]), name, used) for name in PROGRAMS]
-    checks += [_needed(tool_check(name, facts.tools.get(name)), name, used) for name in TOOLS]
-    checks.append(_needed(sandbox_check(facts.sandbox), "sandbox", used))
+    used, serves = facts.backends, needed_by(facts.profiles)
+    checks = [_needed(program_check(facts.programs[spec.program]), serves.get(spec.program), used)
+              for profile in facts.profiles for spec in profile.programs]
+    checks += [_needed(tool_check(name, facts.tools.get(name), helper), serves.get(name), used)
+               for name, helper in tools_of(facts.profiles).items()]
+    if any(profile.sandbox_package for profile in facts.profiles):
+        checks.append(_needed(sandbox_check(facts.sandbox), serves.get("sandbox"), used))
     checks.append(file_check(
         "model map", facts.model_map,
         "write it as contract.workers.model-map (README \"Run it on your own repository\")"))
-    checks += [_needed(credential_check(fact), f"credentials {fact.backend}", used)
+    checks += [_needed(credential_check(fact), serves.get(f"credentials {fact.backend}"), used)
                for fact in facts.credentials]
     if facts.workers_json is not None:
         checks.append(file_check(
@@ -272,9 +280,7 @@ def resources_check(enforcement: Enforcement,
 
 __all__ = [
     "INSTALL_AGENTS",
-    "NEEDED_BY",
-    "PROGRAMS",
-    "TOOLS",
+    "MACHINE_TOOLS",
     "Check",
     "CredentialFact",
     "Diagnosis",
@@ -284,5 +290,7 @@ __all__ = [
     "SandboxFact",
     "backends_in_use",
     "diagnose",
+    "needed_by",
     "resources_check",
+    "tools_of",
 ]

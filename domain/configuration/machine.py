@@ -7,6 +7,9 @@ contract's
 schema (it checks the schema with jsonschema, application/config.py) and the environment as a
 mapping. Every refusal names the map, or the worker configuration for a missing program.
 
+Each backend's words come from its profile: the placeholder of its id in a map's example
+(`Placeholders`, `domain.configuration.profile.placeholders_of`) and its program.
+
 Decisions where the spec is silent (docs/decisions.md "Configuration reader"): an empty
 CONCORDE_MODEL_MAP, CONCORDE_CLAUDE or CONCORDE_PI counts as unset; without an absolute HOME (and
 no absolute XDG_CONFIG_HOME) the map cannot be found: model_map_missing.
@@ -29,18 +32,18 @@ from concorde_workers.domain.configuration.config import (
     refusal,
     show,
 )
-from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, MINIMUMS, pinned
-from concorde_workers.domain.configuration.request import BACKENDS, Backend
+from concorde_workers.domain.configuration.program_versions import (
+    INSTALL_AGENTS,
+    ProgramSpec,
+    pinned,
+)
+from concorde_workers.domain.configuration.request import Backend
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Refusal
 
-# backend -> (program name, environment variable that replaces it)
-PROGRAMS: dict[Backend, tuple[str, str]] = {
-    "claude": ("claude", "CONCORDE_CLAUDE"),
-    "pi": ("pi", "CONCORDE_PI"),
-}
-# What the map's entry to add holds until the developer fills in the program's --model id.
-LOCAL_ID_PLACEHOLDER: dict[Backend, str] = {"claude": "<model id>", "pi": "<provider/id>"}
+Placeholders = Mapping[str, str]
+"""Each backend's name -> what the map's entry to add holds until the developer fills in the
+program's --model id, the default backend first."""
 
 
 class ModelMap(BaseModel):
@@ -55,26 +58,30 @@ class ModelMap(BaseModel):
 # ---------------------------------------------------------------- the model map
 
 
-def _map_example(needs: Sequence[WorkerChoice]) -> str:
+def _map_example(needs: Sequence[WorkerChoice], placeholders: Placeholders) -> str:
     models: dict[str, dict[str, str]] = {}
     for choice in needs:
-        models.setdefault(choice.model, {})[choice.backend] = LOCAL_ID_PLACEHOLDER[choice.backend]
-    models = models or {"<project model name>": {"pi": "<provider/id>", "claude": "<model id>"}}
+        models.setdefault(choice.model, {})[choice.backend] = placeholders[choice.backend]
+    models = models or {"<project model name>": dict(placeholders)}
     return json.dumps({"schema_version": 1, "models": models})
 
 
-def model_map_missing(file: str, needs: Sequence[WorkerChoice], why: str = "") -> Refusal:
+def model_map_missing(file: str, needs: Sequence[WorkerChoice], placeholders: Placeholders,
+                      why: str = "") -> Refusal:
     message = (
         f"The model map {file} is missing{why}. It is the developer's own file, outside every "
         "repository and never committed; it maps each project model name to the id each program "
-        f"takes with --model. Create it holding, with the real ids: {_map_example(needs)}"
+        f"takes with --model. Create it holding, with the real ids: "
+        f"{_map_example(needs, placeholders)}"
     )
     return refusal(Code.MODEL_MAP_MISSING, message, file)
 
 
-def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice]) -> str | Refusal:
+def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice],
+                       placeholders: Placeholders) -> str | Refusal:
     """CONCORDE_MODEL_MAP (absolute), else concorde/models.json of $XDG_CONFIG_HOME when it is
-    absolute, else of ~/.config. An empty variable counts as unset."""
+    absolute, else of ~/.config. An empty variable counts as unset. A caller that only takes the
+    path gives no `placeholders`: the refusal's example then names no backend's id."""
     named = environ.get("CONCORDE_MODEL_MAP", "")
     if named and not named.startswith("/"):
         message = (
@@ -93,38 +100,48 @@ def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice]
         if base.startswith("/"):
             return posixpath.join(base, below)
     why = " (HOME is not an absolute path, so ~/.config cannot be found; set CONCORDE_MODEL_MAP)"
-    return model_map_missing("~/.config/concorde/models.json", needs, why)
+    return model_map_missing("~/.config/concorde/models.json", needs, placeholders, why)
 
 
-def model_map_problem(data: Mapping[str, Any]) -> str | None:
+def _each_id(names: Sequence[str]) -> str:
+    """`its claude id, its pi id or both` for the backends there are."""
+    ids = [f"its {name} id" for name in sorted(names)]
+    if len(ids) < 2:
+        return "".join(ids)
+    return ", ".join(ids) + (" or both" if len(ids) == 2 else " or several")
+
+
+def model_map_problem(data: Mapping[str, Any], placeholders: Placeholders) -> str | None:
     """The first way a map that meets contract.workers.model-map's schema breaks its semantics:
     a name that is not a project model name, a model without an id."""
     for name, ids in data["models"].items():
         if not PROJECT_NAME.match(name):
             return f"models names {show(name)}, which is not a project model name ({NAME_RULE})"
         if not ids:
-            return f"models.{name} gives the model no id; give its claude id, its pi id or both"
+            return f"models.{name} gives the model no id; give {_each_id(list(placeholders))}"
     return None
 
 
-def model_map_invalid(file: str, problem: str) -> Refusal:
-    example = _map_example([])
+def model_map_invalid(file: str, problem: str, placeholders: Placeholders) -> Refusal:
+    example = _map_example([], placeholders)
     message = f"The model map {file} is invalid: {problem}. Repair it so it holds, e.g.: {example}"
     return refusal(Code.MODEL_MAP_INVALID, message, file)
 
 
-def parse_model_map(data: Mapping[str, Any], file: str) -> ModelMap | Refusal:
+def parse_model_map(data: Mapping[str, Any], file: str, placeholders: Placeholders
+                    ) -> ModelMap | Refusal:
     """A map that meets its contract's schema (the caller checked it) -> its value, or
     model_map_invalid for its semantics."""
-    if problem := model_map_problem(data):
-        return model_map_invalid(file, problem)
+    if problem := model_map_problem(data, placeholders):
+        return model_map_invalid(file, problem, placeholders)
     return ModelMap(file=file, models=data["models"])
 
 
-def _entry_to_add(model: str, backends: Sequence[Backend], model_map: ModelMap) -> str:
+def _entry_to_add(model: str, backends: Sequence[Backend], model_map: ModelMap,
+                  placeholders: Placeholders) -> str:
     ids: dict[str, str] = {str(k): v for k, v in model_map.models.get(model, {}).items()}
     for backend in backends:
-        ids[backend] = LOCAL_ID_PLACEHOLDER[backend]
+        ids[backend] = placeholders[backend]
     entry = f"{json.dumps(model)}: {json.dumps(ids)}"
     if model in model_map.models:
         return f"{entry}  (replacing its present entry models.{model})"
@@ -132,7 +149,8 @@ def _entry_to_add(model: str, backends: Sequence[Backend], model_map: ModelMap) 
 
 
 def _unmapped(
-    missing: dict[tuple[str, Backend], list[WorkerChoice]], model_map: ModelMap
+    missing: dict[tuple[str, Backend], list[WorkerChoice]], model_map: ModelMap,
+    placeholders: Placeholders,
 ) -> Refusal:
     lines = [f"The model map {model_map.file} gives no local id for these workers:"]
     for (model, backend), choices in missing.items():
@@ -148,11 +166,12 @@ def _unmapped(
         f'Add under "models" of {model_map.file}, with the id each program takes with --model '
         "(the project model name is never used as one):"
     )
-    lines += [f"  {_entry_to_add(m, b, model_map)}" for m, b in by_model.items()]
+    lines += [f"  {_entry_to_add(m, b, model_map, placeholders)}" for m, b in by_model.items()]
     return refusal(Code.MODEL_UNMAPPED, "\n".join(lines), model_map.file)
 
 
-def place(choices: Sequence[WorkerChoice], model_map: ModelMap) -> tuple[str, ...] | Refusal:
+def place(choices: Sequence[WorkerChoice], model_map: ModelMap, placeholders: Placeholders
+          ) -> tuple[str, ...] | Refusal:
     """Each worker's local model id on its backend, or one model_unmapped naming every missing
     model and backend pair with the workers that would take each."""
     missing: dict[tuple[str, Backend], list[WorkerChoice]] = {}
@@ -160,36 +179,35 @@ def place(choices: Sequence[WorkerChoice], model_map: ModelMap) -> tuple[str, ..
         if c.backend not in model_map.models.get(c.model, {}):
             missing.setdefault((c.model, c.backend), []).append(c)
     if missing:
-        return _unmapped(missing, model_map)
+        return _unmapped(missing, model_map, placeholders)
     return tuple(model_map.models[c.model][c.backend] for c in choices)
 
 
 # ---------------------------------------------------------------- the program
 
 
-def program_of(backend: Backend, environ: Mapping[str, str]) -> tuple[str, str]:
+def program_of(spec: ProgramSpec, environ: Mapping[str, str]) -> tuple[str, str]:
     """The worker's program (its variable's value when set and not empty) and that variable."""
-    name, var = PROGRAMS[backend]
-    return environ.get(var) or name, var
+    return environ.get(spec.variable) or spec.program, spec.variable
 
 
-def program_source(backend: Backend, environ: Mapping[str, str]) -> str:
+def program_source(spec: ProgramSpec, environ: Mapping[str, str]) -> str:
     """Where the worker's program comes from: `$<variable>` when it names it, else `PATH`."""
-    _, var = PROGRAMS[backend]
-    return f"${var}" if environ.get(var) else "PATH"
+    return f"${spec.variable}" if environ.get(spec.variable) else "PATH"
 
 
-def _other(backend: Backend) -> str:
-    """The backend a refusal suggests instead: the one other backend there is (with more, the
-    first of them; never one named by exclusion of a third)."""
-    others = [b for b in BACKENDS if b != backend]
+def _other(backend: str, backends: Sequence[str]) -> str:
+    """The backend a refusal suggests instead: another backend there is (with more, the first
+    of them; never one named by exclusion of a third)."""
+    others = [b for b in backends if b != backend]
     return others[0] if others else backend
 
 
-def backend_unusable(choice: WorkerChoice, problem: str, file: str) -> Refusal:
+def backend_unusable(choice: WorkerChoice, problem: str, file: str, backends: Sequence[str]
+                     ) -> Refusal:
     """backend_missing for a program that is found but cannot run the policy (too old, or its
     version unreadable: domain/configuration/program_versions.py `version_problem`)."""
-    other = _other(choice.backend)
+    other = _other(choice.backend, backends)
     where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
     message = (
         f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
@@ -199,14 +217,16 @@ def backend_unusable(choice: WorkerChoice, problem: str, file: str) -> Refusal:
     return refusal(Code.BACKEND_MISSING, message, file)
 
 
-def backend_missing(choice: WorkerChoice, program: str, var: str, file: str) -> Refusal:
-    other = _other(choice.backend)
+def backend_missing(choice: WorkerChoice, spec: ProgramSpec, environ: Mapping[str, str],
+                    file: str, backends: Sequence[str]) -> Refusal:
+    """backend_missing for a program that is not found: how to install it or name it."""
+    program, var = program_of(spec, environ)
+    other = _other(choice.backend, backends)
     where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
     message = (
         f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
         f"but its program {program} is not found. Run {INSTALL_AGENTS} (it installs the pinned "
-        f"{pinned(MINIMUMS[choice.backend].package)}; ./scripts/setup in a checkout), install "
-        f"{PROGRAMS[choice.backend][0]} or set "
+        f"{pinned(spec)}; ./scripts/setup in a checkout), install {spec.program} or set "
         f'{var} to its absolute path; or choose the other program by setting "backend": '
         f'"{other}" in {where} of {file} (the model map then needs the model\'s {other} id).'
     )

@@ -88,7 +88,7 @@ def resources_location(environ: Mapping[str, str]) -> str | None:
     named = environ.get("CONCORDE_RESOURCES", "")
     if named:
         return posixpath.normpath(named)
-    location = model_map_location(environ, [])
+    location = model_map_location(environ, [], {})  # only its folder
     return None if not isinstance(location, str) else posixpath.join(
         posixpath.dirname(location), RESOURCES_FILE)
 

@@ -13,12 +13,30 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.boundary.task_types import ToolNames, tool_set
+from concorde_workers.domain.configuration.program_versions import ProgramSpec
+from concorde_workers.domain.configuration.starter import DefaultModel
 from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
 from concorde_workers.domain.run.brief import BriefVariant
 
-__all__ = ["BackendProfile", "Profiles", "levels_of"]
+__all__ = ["BackendProfile", "HelperTool", "Profiles", "levels_of", "pins_of", "placeholders_of",
+           "programs_of"]
+
+
+class HelperTool(BaseModel):
+    """A program a backend's tools start by name from PATH (pi's search tools: rg, fd; the node
+    pi runs on): doctor checks it, only for a run on that backend."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    executables: tuple[str, ...]
+    """The names it may have on PATH, in order (fd, or fdfind as Debian names it)."""
+    provide: str
+    """How a user provides it."""
 
 
 class BackendProfile(BaseModel):
@@ -39,12 +57,27 @@ class BackendProfile(BaseModel):
     """What a runtime directory the worker may not have is refused with (Claude Code:
     run_directory_denied, which also refuses a grant naming a run directory; pi has no such
     code: launch_failed)."""
-    key_variables: str
-    """The environment variables a round's model key comes from, as a person reads them."""
+    credentials: CredentialSpec
     brief: BriefVariant
     tools: ToolNames
     reasoning_levels: tuple[str, ...]
     """The levels `reasoning` may take on this backend (seed 002 "Worker configuration")."""
+    local_id_placeholder: str
+    """What a model map's example holds for this backend's `--model` id (`<model id>`)."""
+    default_model: DefaultModel
+    """How init knows the id the program runs without `--model`."""
+    programs: tuple[ProgramSpec, ...]
+    """The programs its rounds run, the agent program first (pi: pi, then the sandbox-runtime
+    package its permission extension loads)."""
+    helpers: tuple[HelperTool, ...] = ()
+    sandbox_package: str | None = None
+    """The program of `programs` whose Bash sandbox doctor tries without network (pi's
+    sandbox-runtime, run by node); None: the agent program brings its own."""
+
+    @property
+    def program(self) -> ProgramSpec:
+        """The agent program a round runs."""
+        return self.programs[0]
 
     def tool_set(self, grant: Grant) -> tuple[str, ...]:
         """The tools a worker of this grant is given on this backend."""
@@ -58,3 +91,21 @@ Profiles = Mapping[str, BackendProfile]
 def levels_of(profiles: Profiles) -> Mapping[str, Sequence[str]]:
     """Each backend's reasoning levels, by name."""
     return {name: profile.reasoning_levels for name, profile in profiles.items()}
+
+
+def programs_of(profiles: Profiles) -> dict[str, ProgramSpec]:
+    """Every registered backend's programs, by the program's name."""
+    return {spec.program: spec for profile in profiles.values() for spec in profile.programs}
+
+
+def pins_of(profiles: Profiles) -> dict[str, str]:
+    """The npm packages and versions the registered backends pin (package.json's
+    dependencies)."""
+    return {spec.package: spec.pinned for spec in programs_of(profiles).values()}
+
+
+def placeholders_of(profiles: Profiles) -> dict[str, str]:
+    """Each backend's placeholder of its model id in a map's example, the default backend
+    first."""
+    ordered = sorted(profiles.values(), key=lambda p: p.name != DEFAULT_BACKEND)
+    return {profile.name: profile.local_id_placeholder for profile in ordered}

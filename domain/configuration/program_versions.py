@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -32,72 +31,58 @@ from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 
 
-@dataclass(frozen=True)
-class ProgramMinimum:
-    """One row: a program, the npm package it comes in, the oldest version the policy relies
-    on, what of the policy needs it, how to upgrade, and the code of its refusal."""
+class ProgramSpec(BaseModel):
+    """One program a backend runs, as its profile gives it: the npm package it comes in and the
+    version this copy pins, the oldest version the policy relies on, what of the policy needs it,
+    how to upgrade or provide it, the code of its refusal, and where discovery looks for it
+    (domain/configuration/discovery.py)."""
+
+    model_config = ConfigDict(frozen=True)
 
     program: str
     title: str
     package: str
+    pinned: str
+    """The version package.json and package-lock.json pin (a unit test holds them equal;
+    scripts/bump-agents moves both): what install-agents and ./scripts/setup install, and what
+    every repair hint names."""
     minimum: str
     relies_on: str
     upgrade: str
+    provide: str
+    """How a user provides it when it is missing (a backend's prerequisites refusal)."""
     code: Code
-    is_package_directory: bool = False
-    """The path found is the package's own directory (sandbox-runtime), not a program."""
+    refused: str
+    """The refusal's message around a version problem (`{problem}`): what the run needs and
+    what else the user may do."""
+    variable: str
+    """The environment variable that names it (`CONCORDE_CLAUDE`)."""
+    in_node_modules: str
+    """Where it lies in an npm `node_modules` (a program: `.bin/<name>`; a package: its
+    directory)."""
+    entry: str | None = None
+    """A package directory's file that must be there (sandbox-runtime: `dist/index.js`); None:
+    the path found is a program, looked for on PATH too."""
+    in_primary: str | None = None
+    """Where in the primary worktree it may lie instead of PATH (sandbox-runtime, seed 001)."""
+    in_primary_origin: str = ""
+
+    @property
+    def is_package_directory(self) -> bool:
+        """The path found is the package's own directory (sandbox-runtime), not a program."""
+        return self.entry is not None
 
 
-PINNED: Mapping[str, str] = {
-    "@anthropic-ai/claude-code": "2.1.332",
-    "@anthropic-ai/sandbox-runtime": "0.0.83",
-    "@mariozechner/pi-coding-agent": "0.73.1",
-}
-"""The versions package-lock.json pins (package.json's dependencies; a unit test holds them
-equal, scripts/bump-agents moves both): what `concorde-workers install-agents` and
-`./scripts/setup` install, and what every repair hint names."""
+Programs = Mapping[str, ProgramSpec]
+"""Every registered backend's programs, by name (`domain.configuration.profile.programs_of`)."""
 
 INSTALL_AGENTS = "concorde-workers install-agents"
 
 
-def pinned(package: str) -> str:
+def pinned(spec: ProgramSpec) -> str:
     """`package@version` as pinned."""
-    return f"{package}@{PINNED[package]}"
+    return f"{spec.package}@{spec.pinned}"
 
-
-MINIMUMS: Mapping[str, ProgramMinimum] = {
-    "claude": ProgramMinimum(
-        program="claude", title="Claude Code", package="@anthropic-ai/claude-code",
-        minimum="2.1.332",
-        relies_on="the generated settings' sandbox.network.strictAllowlist and "
-                  "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS, which an older Claude Code reads "
-                  "without honouring, and its hook and sandbox behaviour the tests verified",
-        upgrade=f"run {INSTALL_AGENTS} (the pinned {pinned('@anthropic-ai/claude-code')} in "
-                "the user data folder; ./scripts/setup in a checkout), or npm install -g "
-                f"{pinned('@anthropic-ai/claude-code')}, or set CONCORDE_CLAUDE to a newer "
-                "claude",
-        code=Code.LAUNCH_FAILED),
-    "pi": ProgramMinimum(
-        program="pi", title="pi", package="@mariozechner/pi-coding-agent", minimum="0.73.1",
-        relies_on="the extension API the permission extension uses and the session file "
-                  "options the command line gives (--session-dir, --session)",
-        upgrade=f"run {INSTALL_AGENTS} (the pinned {pinned('@mariozechner/pi-coding-agent')} "
-                "in the user data folder; ./scripts/setup in a checkout), or npm install -g "
-                f"{pinned('@mariozechner/pi-coding-agent')}, or set CONCORDE_PI to a newer pi",
-        code=Code.PI_RUNTIME_MISSING),
-    "sandbox-runtime": ProgramMinimum(
-        program="sandbox-runtime", title="sandbox-runtime",
-        package="@anthropic-ai/sandbox-runtime", minimum="0.0.78",
-        relies_on="the SandboxManager calls of the permission extension and "
-                  "network.strictAllowlist",
-        upgrade=f"run {INSTALL_AGENTS} (the pinned {pinned('@anthropic-ai/sandbox-runtime')} "
-                "in the user data folder; ./scripts/setup in a checkout), or npm install "
-                "--prefix <primary worktree>/.concorde/tools/pi-runtime "
-                f"{pinned('@anthropic-ai/sandbox-runtime')}, or set CONCORDE_SANDBOX_RUNTIME to "
-                "a newer package directory",
-        code=Code.PI_RUNTIME_MISSING, is_package_directory=True),
-}
-"""The oldest verified version of each program (docs/decisions.md "Program versions")."""
 
 _VERSION = re.compile(r"(?<![\w.])v?(\d+)\.(\d+)\.(\d+)(?!\d|\.\d)")
 
@@ -124,15 +109,15 @@ class ProgramLocation(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    program: str
+    spec: ProgramSpec
     path: str
     origin: str | None = None
     """Where it was found (domain/configuration/discovery.py): `$CONCORDE_PI`, `PATH`, an
     installation."""
 
     @property
-    def row(self) -> ProgramMinimum:
-        return MINIMUMS[self.program]
+    def program(self) -> str:
+        return self.spec.program
 
 
 class ProgramVersion(BaseModel):
@@ -141,7 +126,7 @@ class ProgramVersion(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    program: str
+    spec: ProgramSpec
     path: str
     version: str | None
     source: str
@@ -156,30 +141,30 @@ class ProgramVersion(BaseModel):
     (`changed_problem`). None when they could not be read (nothing to compare)."""
 
     @property
-    def row(self) -> ProgramMinimum:
-        return MINIMUMS[self.program]
+    def program(self) -> str:
+        return self.spec.program
 
     @property
     def too_old(self) -> bool:
-        found, least = parse_version(self.version or ""), parse_version(self.row.minimum)
+        found, least = parse_version(self.version or ""), parse_version(self.spec.minimum)
         return found is not None and least is not None and found < least
 
     def to_json(self) -> dict[str, Any]:
         return {"program": self.program, "path": self.path, "version": self.version,
-                "minimum": self.row.minimum, "source": self.source, "problem": self.problem,
+                "minimum": self.spec.minimum, "source": self.source, "problem": self.problem,
                 "origin": self.origin}
 
     def line(self) -> str:
         """One line for a person: `claude 2.1.332 (at least 2.1.332) /path ← source`."""
         version = self.version or "version unknown"
-        text = f"{self.program} {version} (at least {self.row.minimum}) {self.path}"
+        text = f"{self.program} {version} (at least {self.spec.minimum}) {self.path}"
         found = f"; found by {self.origin}" if self.origin else ""
         return f"{text}  ← {self.source if self.problem is None else self.problem}{found}"
 
 
 def version_problem(found: ProgramVersion) -> str | None:
     """What keeps the program from running this policy, None when its version is new enough."""
-    row = found.row
+    row = found.spec
     if found.version is None or parse_version(found.version) is None:
         why = found.problem or "it named no version"
         return (f"the version of {row.title} at {found.path} could not be read ({why}); the "
@@ -199,7 +184,7 @@ def changed_problem(found: ProgramVersion, identity: str | None) -> str | None:
     checked"); None when unchanged or when there is nothing to compare."""
     if found.identity is None or identity == found.identity:
         return None
-    return (f"{found.row.title} at {found.path} changed after the run was prepared, when its "
+    return (f"{found.spec.title} at {found.path} changed after the run was prepared, when its "
             f"version {found.version} was read and checked (from {found.source}): the round is "
             "not started with a program nobody checked; start a new run to check the one now "
             "in place")
@@ -212,13 +197,8 @@ def version_refusal(found: Sequence[ProgramVersion]) -> Refusal | None:
         problem = version_problem(program)
         if problem is None:
             continue
-        if program.row.code == Code.LAUNCH_FAILED:
-            message = (f"{problem}; or choose the pi backend for this worker. The run is "
-                       "never started with a program older than the settings it is given.")
-        else:
-            message = (f"the pi backend needs programs this machine lacks; the run is never "
-                       f"started without its sandbox. {problem}")
-        return Refusal(code=program.row.code, reason=Reason.ENVIRONMENT, message=message,
+        message = program.spec.refused.replace("{problem}", problem)
+        return Refusal(code=program.spec.code, reason=Reason.ENVIRONMENT, message=message,
                        file=program.path)
     return None
 
@@ -233,17 +213,19 @@ def programs_text(found: Sequence[ProgramVersion]) -> str:
     return json.dumps(programs_document(found), indent=2, sort_keys=True) + "\n"
 
 
-def parse_programs_document(data: object) -> tuple[ProgramVersion, ...] | None:
-    """programs.json read back (an account of an ended run); None when it is not one."""
+def parse_programs_document(data: object, programs: Programs
+                            ) -> tuple[ProgramVersion, ...] | None:
+    """programs.json read back (an account of an ended run) with the registered `programs`;
+    None when it is not one, or names a program no registered backend runs."""
     if not isinstance(data, dict) or not isinstance(data.get("programs"), list):
         return None
     found: list[ProgramVersion] = []
     for entry in data["programs"]:
-        if not isinstance(entry, dict) or entry.get("program") not in MINIMUMS:
+        if not isinstance(entry, dict) or entry.get("program") not in programs:
             return None
         try:
             found.append(ProgramVersion(
-                program=entry["program"], path=entry["path"], version=entry["version"],
+                spec=programs[entry["program"]], path=entry["path"], version=entry["version"],
                 source=entry["source"], problem=entry.get("problem"),
                 origin=entry.get("origin")))
         except (KeyError, ValueError):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from concorde_workers.domain.configuration.resources import ResourceLimits
 from concorde_workers.domain.evidence.record_fields import BACKENDS as BACKENDS
+from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
 from concorde_workers.domain.evidence.record_fields import Backend as Backend
 
 
@@ -34,7 +35,7 @@ class RunRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    backend: Backend = "pi"
+    backend: Backend = DEFAULT_BACKEND
     backend_source: str | None = None
     worktree: str
     parent: str | None = None

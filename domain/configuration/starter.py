@@ -6,9 +6,11 @@ entry already in the machine's model map is kept even with `--force`, which only
 starter's own entry where it is missing or replaces it. What it decides:
 
 - `.concorde/workers.json`: one project model, `default`, for every worker, on the backend
-  found installed that init can complete the model map for (docs/decisions.md "init").
-- the model map entry of `default`: for Claude Code the model it runs without `--model`; for pi
-  the `defaultProvider/defaultModel` of pi's own settings, when they say one.
+  found installed that init can complete the model map for (docs/decisions.md "init"), the
+  default backend first.
+- the model map entry of `default`: what each backend's profile says its program runs without
+  `--model` (`DefaultModel`): for Claude Code a fixed id; for pi the `defaultProvider/
+  defaultModel` of pi's own settings, when they say one.
 - a starter grant, outside the repository beside the model map: `rw` over `src/` when there is
   one, `ro` over every other top-level entry but Git's, the worktrees and `.concorde/`.
 - `.claude/worktrees/` in the repository's `.git/info/exclude`.
@@ -21,34 +23,47 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ConfigDict
+
 from concorde_workers.domain.texts import json_limits
 
 __all__ = [
-    "CLAUDE_DEFAULT_ID", "EXCLUDE_LINE", "PROJECT_MODEL", "MapUpdate", "backend_for",
-    "excluded", "grant_text", "model_ids", "model_map_update", "pi_default_id",
-    "workers_text",
+    "EXCLUDE_LINE", "PROJECT_MODEL", "DefaultModel", "MapUpdate", "backend_for", "default_id",
+    "excluded", "grant_text", "model_ids", "model_map_update", "workers_text",
 ]
 
 PROJECT_MODEL = "default"
-CLAUDE_DEFAULT_ID = "claude-opus-4-8"
-"""What Claude Code 2.1.332 runs without `--model` (../shared/notes/claude-code.md, [V-run])."""
 EXCLUDE_LINE = ".claude/worktrees/"
 _NOT_GRANTED = frozenset({".git", ".claude", ".concorde"})
 
 
-def backend_for(found: Sequence[str], ids: Mapping[str, str]) -> str:
-    """The starter's backend: one found installed whose model id init knows, pi first (the
-    spec's default backend); else one found; else pi."""
-    for backend in ("pi", "claude"):
+class DefaultModel(BaseModel):
+    """How init knows the id a backend's program runs without `--model` (its profile's): a
+    fixed id, or the values of `keys` in `settings_file` of its configuration directory joined
+    by `/`; neither: init cannot know it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fixed: str | None = None
+    settings_file: str | None = None
+    keys: tuple[str, ...] = ()
+
+
+def backend_for(found: Sequence[str], ids: Mapping[str, str], order: Sequence[str]) -> str:
+    """The starter's backend: one found installed whose model id init knows, in `order` (the
+    spec's default backend first); else one found; else the first of `order`."""
+    for backend in order:
         if backend in found and backend in ids:
             return backend
-    return next((b for b in ("pi", "claude") if b in found), "pi")
+    return next((b for b in order if b in found), order[0])
 
 
-def pi_default_id(settings_text: str | None) -> str | None:
-    """`provider/model` from pi's settings.json `defaultProvider` and `defaultModel`, None when
-    either is missing or the file is no JSON object."""
-    if settings_text is None:
+def default_id(model: DefaultModel, settings_text: str | None) -> str | None:
+    """The id the program runs without `--model`: the fixed one, else the settings' values of
+    the keys joined by `/`; None when one is missing or empty or the file is no JSON object."""
+    if model.fixed is not None:
+        return model.fixed
+    if settings_text is None or not model.keys:
         return None
     try:
         data = json_limits.loads(settings_text)
@@ -56,20 +71,21 @@ def pi_default_id(settings_text: str | None) -> str | None:
         return None
     if not isinstance(data, dict):
         return None
-    provider, model = data.get("defaultProvider"), data.get("defaultModel")
-    if isinstance(provider, str) and isinstance(model, str) and provider and model:
-        return f"{provider}/{model}"
+    values = [data.get(key) for key in model.keys]
+    if all(isinstance(value, str) and value for value in values):
+        return "/".join(str(value) for value in values)
     return None
 
 
-def model_ids(found: Sequence[str], pi_settings: str | None) -> dict[str, str]:
-    """The local id of the project model on each backend found, where init can know it."""
+def model_ids(found: Mapping[str, DefaultModel], settings: Mapping[str, str | None]
+              ) -> dict[str, str]:
+    """The local id of the project model on each backend found (its `DefaultModel`), where
+    init can know it; `settings` holds each backend's settings file's text, when read."""
     ids: dict[str, str] = {}
-    if "claude" in found:
-        ids["claude"] = CLAUDE_DEFAULT_ID
-    pi = pi_default_id(pi_settings)
-    if "pi" in found and pi is not None:
-        ids["pi"] = pi
+    for backend, model in found.items():
+        found_id = default_id(model, settings.get(backend))
+        if found_id is not None:
+            ids[backend] = found_id
     return ids
 
 
@@ -102,12 +118,15 @@ class MapUpdate:
 
 
 def model_map_update(file: str, existing: str | None, ids: Mapping[str, str],
-                     force: bool) -> MapUpdate:
+                     force: bool, example: tuple[str, str] = ("<backend>", "<model id>")
+                     ) -> MapUpdate:
     """The map with the starter's entry added where it is missing (with `force`, replaced);
-    every other entry kept as it is. A map that is not a schema 1 object is left alone."""
+    every other entry kept as it is. A map that is not a schema 1 object is left alone.
+    `example` is the backend and placeholder the refusal to add anything names."""
     if not ids:
+        backend, placeholder = example
         return MapUpdate(None, f"{file}: nothing added (no backend whose model id init knows; "
-                               f"add \"{PROJECT_MODEL}\": {{\"pi\": \"<provider>/<id>\"}})")
+                               f"add \"{PROJECT_MODEL}\": {{\"{backend}\": \"{placeholder}\"}})")
     data: dict[str, object] = {"schema_version": 1, "models": {}}
     if existing is not None:
         try:

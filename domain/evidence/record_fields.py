@@ -36,6 +36,9 @@ Backend = Literal["claude", "pi"]
 """The agent programs a worker runs on: defined here once (domain.configuration.request names it
 too)."""
 BACKENDS: tuple[Backend, ...] = ("claude", "pi")
+DEFAULT_BACKEND: Backend = "pi"
+"""The backend a worker runs on when no entry of its configuration sets one (seed 002 "Worker
+configuration": "A backend no entry sets is pi")."""
 NodeStatus = Literal["ok", "blocked", "failed", "running"]
 NodeOutcome = Literal["ok", "blocked", "failed", "interrupted"]
 Phase = Literal["preparing", "worker", "audit", "validation", "waiting", "finished"]

@@ -17,8 +17,12 @@ from fakes.program_versions import FakeProgramVersions
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions
+from concorde_workers.container import PROFILES
+from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.ports.program_versions import ProgramVersions
+
+PROGRAMS = programs_of(PROFILES)
 
 
 class World(Protocol):
@@ -51,13 +55,13 @@ class RealWorld:
         link = self.root / "bin" / program
         link.parent.mkdir(exist_ok=True)
         link.symlink_to(directory / entry)
-        return ProgramLocation(program=program, path=str(link))
+        return ProgramLocation(spec=PROGRAMS[program], path=str(link))
 
     def mute(self, program: str) -> ProgramLocation:
         script = self.root / f"mute-{program}"
         script.write_text("#!/bin/sh\necho 'no idea'\n")
         script.chmod(0o755)
-        return ProgramLocation(program=program, path=str(script))
+        return ProgramLocation(spec=PROGRAMS[program], path=str(script))
 
 
 class FakeWorld:
@@ -68,12 +72,12 @@ class FakeWorld:
     def installed(self, program: str, version: str) -> ProgramLocation:
         path = f"/opt/bin/{program}"
         self.fake.versions[path] = version
-        return ProgramLocation(program=program, path=path)
+        return ProgramLocation(spec=PROGRAMS[program], path=path)
 
     def mute(self, program: str) -> ProgramLocation:
         path = f"/opt/mute-{program}"
         self.fake.unreadable[path] = "it exited 0 and printed 'no idea'"
-        return ProgramLocation(program=program, path=path)
+        return ProgramLocation(spec=PROGRAMS[program], path=path)
 
 
 @pytest.fixture(params=["real", "fake"])

@@ -27,9 +27,9 @@ class FakeProgramVersions:
     def version_of(self, location: ProgramLocation) -> ProgramVersion:
         self.asked.append(location)
         if location.path in self.unreadable:
-            return ProgramVersion(program=location.program, path=location.path, version=None,
+            return ProgramVersion(spec=location.spec, path=location.path, version=None,
                                   source=FAKE_SOURCE, problem=self.unreadable[location.path])
         version = self.versions.get(location.path) or self.versions.get(location.program) \
-            or location.row.minimum
-        return ProgramVersion(program=location.program, path=location.path, version=version,
+            or location.spec.minimum
+        return ProgramVersion(spec=location.spec, path=location.path, version=version,
                               source=FAKE_SOURCE)

@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 
 from concorde_workers.adapters.cli.main import main
-from concorde_workers.container import production
-from concorde_workers.domain.configuration.program_versions import MINIMUMS
+from concorde_workers.container import PROFILES, production
+from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.request import RunRequest
+
+PROGRAMS = programs_of(PROFILES)
 
 pytestmark = pytest.mark.integration
 
@@ -70,7 +72,7 @@ def test_an_older_claude_ends_its_run_launch_failed_with_its_record(
                            "--parent", str(parent))
     assert status == 1, out + err
     assert "launch_failed" in out + err
-    row = MINIMUMS["claude"]
+    row = PROGRAMS["claude"]
     record = ended(parent)
     assert record["status"] == "failed" and record["error"]["code"] == "launch_failed"
     message = record["error"]["detail"]

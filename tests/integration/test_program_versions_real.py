@@ -17,7 +17,11 @@ from concorde_workers.adapters import program_versions
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions, cache_path
+from concorde_workers.container import PROFILES
+from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
+
+PROGRAMS = programs_of(PROFILES)
 
 
 def reader(root: Path, **environ: str) -> InstalledProgramVersions:
@@ -50,7 +54,7 @@ def test_a_program_in_its_npm_package_is_never_started(tmp_path: Path) -> None:
     (tmp_path / "lib" / "node_modules" / ".bin").mkdir()
     link = tmp_path / "lib" / "node_modules" / ".bin" / "claude"
     link.symlink_to("../@anthropic-ai/claude-code/bin/claude.exe")
-    found = reader(tmp_path).version_of(ProgramLocation(program="claude", path=str(link)))
+    found = reader(tmp_path).version_of(ProgramLocation(spec=PROGRAMS["claude"], path=str(link)))
     assert (found.version, found.source, found.problem) == (
         "2.1.332", str(package / "package.json"), None)
     assert starts(runs) == 0 and exe.exists()
@@ -64,7 +68,7 @@ def test_another_package_json_above_the_program_is_not_its_own(tmp_path: Path) -
     (tmp_path / "project" / "package.json").write_text(
         json.dumps({"name": "my-project", "version": "1.0.0"}))
     wrapper = counting(tmp_path / "project" / "bin" / "claude", "2.1.333 (Claude Code)", runs)
-    found = reader(tmp_path).version_of(ProgramLocation(program="claude", path=str(wrapper)))
+    found = reader(tmp_path).version_of(ProgramLocation(spec=PROGRAMS["claude"], path=str(wrapper)))
     assert (found.version, found.source) == ("2.1.333", f"`{wrapper} --version`")
     assert starts(runs) == 1
 
@@ -72,7 +76,7 @@ def test_another_package_json_above_the_program_is_not_its_own(tmp_path: Path) -
 def test_a_program_in_no_package_is_asked_once_then_read_from_the_cache(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     program = counting(tmp_path / "bin" / "claude", "2.1.340 (Claude Code)", runs)
-    location = ProgramLocation(program="claude", path=str(program))
+    location = ProgramLocation(spec=PROGRAMS["claude"], path=str(program))
     first = reader(tmp_path).version_of(location)
     assert (first.version, first.source, first.problem) == (
         "2.1.340", f"`{program} --version`", None)
@@ -92,7 +96,7 @@ def test_a_program_in_no_package_is_asked_once_then_read_from_the_cache(tmp_path
 def test_what_the_program_prints_on_stderr_counts_too(tmp_path: Path) -> None:
     """pi says its version on stderr."""
     pi = script(tmp_path / "bin" / "pi", "echo 0.73.1 >&2")
-    found = reader(tmp_path).version_of(ProgramLocation(program="pi", path=str(pi)))
+    found = reader(tmp_path).version_of(ProgramLocation(spec=PROGRAMS["pi"], path=str(pi)))
     assert found.version == "0.73.1"
 
 
@@ -105,7 +109,7 @@ def test_what_the_program_prints_on_stderr_counts_too(tmp_path: Path) -> None:
 def test_a_program_that_says_no_version_is_not_cached(tmp_path: Path, body: str,
                                                       said: str) -> None:
     program = script(tmp_path / "bin" / "claude", body)
-    found = reader(tmp_path).version_of(ProgramLocation(program="claude", path=str(program)))
+    found = reader(tmp_path).version_of(ProgramLocation(spec=PROGRAMS["claude"], path=str(program)))
     assert (found.version, found.problem) == (None, said)
     assert not (tmp_path / "cache").exists()
 
@@ -114,14 +118,14 @@ def test_a_program_that_does_not_answer_is_stopped_at_the_bound(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(program_versions, "VERSION_TIMEOUT_SECONDS", 0.5)
     program = script(tmp_path / "bin" / "claude", "exec sleep 600")
-    found = reader(tmp_path).version_of(ProgramLocation(program="claude", path=str(program)))
+    found = reader(tmp_path).version_of(ProgramLocation(spec=PROGRAMS["claude"], path=str(program)))
     assert (found.version, found.problem) == (None, "it did not answer within 0.5 s")
 
 
 def test_the_sandbox_runtime_is_its_package_directory(tmp_path: Path) -> None:
     package = tmp_path / "srt"
     package.mkdir()
-    location = ProgramLocation(program="sandbox-runtime", path=str(package))
+    location = ProgramLocation(spec=PROGRAMS["sandbox-runtime"], path=str(package))
     missing = reader(tmp_path).version_of(location)
     assert missing.version is None
     assert missing.problem == "no package.json of @anthropic-ai/sandbox-runtime with a version"
@@ -134,7 +138,7 @@ def test_the_sandbox_runtime_is_its_package_directory(tmp_path: Path) -> None:
 def test_a_damaged_or_unwritable_cache_costs_a_start_up_never_a_version(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     program = counting(tmp_path / "bin" / "claude", "2.1.340", runs)
-    location = ProgramLocation(program="claude", path=str(program))
+    location = ProgramLocation(spec=PROGRAMS["claude"], path=str(program))
     cache = tmp_path / "cache" / "concorde-workers" / "program-versions.json"
     cache.parent.mkdir(parents=True)
     cache.write_text("{not json")

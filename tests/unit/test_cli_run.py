@@ -35,7 +35,8 @@ from concorde_workers.adapters.cli.display import (
     round_line,
 )
 from concorde_workers.application.tracing.reader import read_record
-from concorde_workers.container import Container
+from concorde_workers.container import PROFILES, Container
+from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion
 from concorde_workers.domain.evidence.errors import ErrorLink, Reason, Unhandled
 from concorde_workers.domain.evidence.records import (
@@ -46,6 +47,8 @@ from concorde_workers.domain.evidence.records import (
     RunRecord,
     Usage,
 )
+
+PROGRAMS = programs_of(PROFILES)
 
 PARENT = "/work/trace"
 WORKERS_DIR = f"{PARENT}/workers"
@@ -280,9 +283,9 @@ def test_the_account_of_an_ok_run() -> None:
 def test_the_account_names_the_agent_programs_the_run_was_prepared_with() -> None:
     """Issue 11: the versions from the run directory's programs.json, under the worker line."""
     programs = (
-        ProgramVersion(program="pi", path="/opt/bin/pi", version="0.73.1",
+        ProgramVersion(spec=PROGRAMS["pi"], path="/opt/bin/pi", version="0.73.1",
                        source="/opt/pi/package.json"),
-        ProgramVersion(program="sandbox-runtime", path="/opt/srt", version="0.0.83",
+        ProgramVersion(spec=PROGRAMS["sandbox-runtime"], path="/opt/srt", version="0.0.83",
                        source="/opt/srt/package.json"))
     lines = account(record(), programs).splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("  implement worker"))

@@ -13,6 +13,7 @@ import pytest
 from fakes.program_versions import FakeProgramVersions
 
 from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.container import PROFILES
 from concorde_workers.contracts import load
 from concorde_workers.domain.configuration import config as domain
 from concorde_workers.domain.configuration.config import (
@@ -23,10 +24,14 @@ from concorde_workers.domain.configuration.config import (
     choose,
     parse_configuration,
 )
-from concorde_workers.domain.configuration.program_versions import MINIMUMS, ProgramLocation
+from concorde_workers.domain.configuration.profile import levels_of, programs_of
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.evidence.codes import REFUSAL_REASONS
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.ports.filesystem import FileSystemError
+
+PROGRAMS = programs_of(PROFILES)
+LEVELS = levels_of(PROFILES)
 
 WT = "/repo/.claude/worktrees/wt"
 CONFIG = f"{WT}/.concorde/workers.json"
@@ -88,7 +93,7 @@ def resolve(
     fs: FakeFiles, operation: str = "spec_panel", worker: str = "reviewer2",
     environ: Mapping[str, str] = ENV,
 ) -> ResolvedWorker | Refusal:
-    return ConfigurationReader(fs, environ).resolve_worker(WT, operation, worker, DECLARED)
+    return ConfigurationReader(fs, environ, profiles=PROFILES).resolve_worker(WT, operation, worker, DECLARED)
 
 
 def refused(result: object, code: str, file: str) -> Refusal:
@@ -243,7 +248,7 @@ def _config(default: Any, op_default: Any, worker: Any) -> WorkerConfiguration:
     if worker is not None:
         op["workers"] = {"coder": worker}
     data["operations"] = {"implement": op, "spec_panel": {"default": {"model": "c"}}}
-    config = parse_configuration(data, CONFIG)
+    config = parse_configuration(data, CONFIG, levels=LEVELS)
     assert isinstance(config, WorkerConfiguration), config
     return config
 
@@ -253,14 +258,14 @@ def _config(default: Any, op_default: Any, worker: Any) -> WorkerConfiguration:
 def test_the_most_specific_entry_wins_and_the_level_rules_hold(
     default: Any, op_default: Any, worker: Any, expected: tuple[Any, ...]
 ) -> None:
-    choice = choose(_config(default, op_default, worker), "implement", "coder")
+    choice = choose(_config(default, op_default, worker), "implement", "coder", LEVELS)
     assert not isinstance(choice, Refusal), choice
     assert (choice.backend, choice.backend_source, choice.model, choice.model_source,
             choice.reasoning, choice.reasoning_source) == expected
 
 
 def test_another_operation_s_entries_do_not_apply() -> None:
-    choice = choose(_config({"model": "a"}, {"model": "b"}, None), "spec_panel", "chair")
+    choice = choose(_config({"model": "a"}, {"model": "b"}, None), "spec_panel", "chair", LEVELS)
     assert not isinstance(choice, Refusal)
     assert (choice.model, choice.model_source) == ("c", "operations.spec_panel.default")
 
@@ -360,8 +365,8 @@ def test_a_level_the_effective_backend_does_not_know_is_refused(
     assert f'"{level}"' in result.message and f"backend {backend}" in result.message
 
 
-@pytest.mark.parametrize(("backend", "levels"), [("claude", domain.LEVELS["claude"]),
-                                                  ("pi", domain.LEVELS["pi"])])
+@pytest.mark.parametrize(("backend", "levels"), [("claude", LEVELS["claude"]),
+                                                  ("pi", LEVELS["pi"])])
 def test_every_level_of_a_backend_is_accepted(backend: str, levels: tuple[str, ...]) -> None:
     assert levels == {"claude": ("low", "medium", "high", "xhigh", "max"),
                       "pi": ("off", "minimal", "low", "medium", "high", "xhigh")}[backend]
@@ -434,24 +439,24 @@ def test_a_program_older_than_the_policy_relies_on_is_refused(
     upgrade; a new enough one resolves."""
     fs = files(model_map=full_map())
     versions = FakeProgramVersions(versions={program: older})
-    result = refused(ConfigurationReader(fs, ENV, versions).resolve_worker(
+    result = refused(ConfigurationReader(fs, ENV, versions, profiles=PROFILES).resolve_worker(
         WT, "spec_panel", worker, DECLARED), "backend_missing", CONFIG)
-    row = MINIMUMS[program]
+    row = PROGRAMS[program]
     for words in (f"worker {worker}", f"/usr/bin/{program} is version {older}",
                   f"older than {row.minimum}", row.upgrade, other):
         assert words in result.message
     fresh = FakeProgramVersions(versions={program: row.minimum})
-    resolved = ConfigurationReader(fs, ENV, fresh).resolve_worker(
+    resolved = ConfigurationReader(fs, ENV, fresh, profiles=PROFILES).resolve_worker(
         WT, "spec_panel", worker, DECLARED)
     assert isinstance(resolved, ResolvedWorker) and resolved.program == f"/usr/bin/{program}"
-    assert fresh.asked == [ProgramLocation(program=program, path=f"/usr/bin/{program}")]
+    assert fresh.asked == [ProgramLocation(spec=PROGRAMS[program], path=f"/usr/bin/{program}")]
 
 
 def test_the_program_variables_choose_the_program() -> None:
     fs = files(model_map=full_map())
     fs.programs = {"/opt/pi", "/opt/claude"}
     env = {**ENV, "CONCORDE_PI": "/opt/pi", "CONCORDE_CLAUDE": "/opt/claude"}
-    result = ConfigurationReader(fs, env).check_operation(
+    result = ConfigurationReader(fs, env, profiles=PROFILES).check_operation(
         WT, "spec_panel", ["reviewer2", "chair"], DECLARED)
     assert isinstance(result, list)
     assert [r.program for r in result] == ["/opt/pi", "/opt/claude"]
@@ -569,7 +574,7 @@ def test_an_operation_s_workers_are_checked_at_once() -> None:
         "workers": {"chair": {"backend": "claude"}, "reviewer2": {"backend": "claude"},
                     "reviewer1": {"model": "claude-sonnet-5"}}}})
     model_map = {"schema_version": 1, "models": {"gpt-6-astra": {"pi": "local/gpt-6-astra"}}}
-    result = ConfigurationReader(files(data, model_map), ENV).check_operation(
+    result = ConfigurationReader(files(data, model_map), ENV, profiles=PROFILES).check_operation(
         WT, "spec_panel", ["reviewer1", "reviewer2", "chair"], DECLARED)
     refusal = refused(result, "model_unmapped", MAP)
     message = refusal.message
@@ -587,7 +592,7 @@ def test_an_operation_s_workers_are_checked_at_once() -> None:
 
 
 def test_an_operation_s_workers_resolve_in_the_order_asked() -> None:
-    result = ConfigurationReader(files(model_map=full_map()), ENV).check_operation(
+    result = ConfigurationReader(files(model_map=full_map()), ENV, profiles=PROFILES).check_operation(
         WT, "spec_panel", ["chair", "reviewer1"], DECLARED)
     assert isinstance(result, list)
     assert [(r.worker, r.local_model) for r in result] == [
@@ -623,7 +628,7 @@ def test_runtime_paths_that_exist(
 
 
 def test_the_worktree_must_be_absolute_and_is_normalized() -> None:
-    reader = ConfigurationReader(files(model_map=full_map()), ENV)
+    reader = ConfigurationReader(files(model_map=full_map()), ENV, profiles=PROFILES)
     with pytest.raises(ValueError, match="absolute"):
         reader.resolve_worker("repo/wt", "spec_panel", "chair", DECLARED)
     result = reader.resolve_worker(f"{WT}/", "spec_panel", "chair", DECLARED)

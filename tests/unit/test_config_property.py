@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.config import ResolvedWorker
 from concorde_workers.domain.evidence.codes import REFUSAL_REASONS
 from concorde_workers.domain.evidence.errors import Refusal
@@ -166,7 +167,7 @@ def test_the_reader_never_raises(
     files: dict[str, bytes] = {RETIRED: b"{}"} if retired else {}
     files |= {path: body for path, body in ((CONFIG, config), (MAP, model_map)) if body is not None}
     workers = sorted(DECLARED[operation])
-    many = ConfigurationReader(FakeFiles(files, programs), environ).check_operation(
+    many = ConfigurationReader(FakeFiles(files, programs), environ, profiles=PROFILES).check_operation(
         WT, operation, workers, DECLARED)
     for result in many if isinstance(many, list) else [many]:
         check(result, model_map)
@@ -179,6 +180,6 @@ def test_huge_numbers_are_answered(number: str) -> None:
         f'"limits": {{"timeout_seconds": {number}, "max_turns": {number}}}}}'
     )
     fs = FakeFiles({CONFIG: config.encode()}, {"/usr/bin/pi"})
-    result = ConfigurationReader(fs, {"HOME": "/home/dev"}).resolve_worker(
+    result = ConfigurationReader(fs, {"HOME": "/home/dev"}, profiles=PROFILES).resolve_worker(
         WT, "implement", "coder", DECLARED)
     check(result, None)

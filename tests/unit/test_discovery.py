@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from fakes.filesystem import FakeFileSystem
 
+from concorde_workers.adapters.pi.prerequisites import HOW_TO_PROVIDE
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.discovery import (
     CHECKOUT,
     USER_DATA,
@@ -19,8 +21,10 @@ from concorde_workers.domain.configuration.discovery import (
     looked_at,
     user_data_folder,
 )
-from concorde_workers.domain.configuration.prerequisites import HOW_TO_PROVIDE
-from concorde_workers.domain.configuration.program_versions import MINIMUMS, PINNED
+from concorde_workers.domain.configuration.profile import pins_of, programs_of
+
+PROGRAMS = programs_of(PROFILES)
+PINNED = pins_of(PROFILES)
 
 REPO = Path(__file__).resolve().parents[2]
 HOME = "/home/dev"
@@ -57,37 +61,37 @@ def test_a_program_is_taken_from_its_variable_then_path_then_checkout_then_user_
     variable = f"CONCORDE_{program.upper()}"
     everywhere = fs_with(f"/opt/{program}", f"/usr/bin/{program}",
                          f"{CHECKOUT_MODULES}/.bin/{program}", f"{DATA_MODULES}/.bin/{program}")
-    named = locate(program, {**ENV, variable: f"/opt/{program}"}, FOUND_IN, everywhere)
+    named = locate(PROGRAMS[program], {**ENV, variable: f"/opt/{program}"}, FOUND_IN, everywhere)
     assert named is not None and (named.path, named.origin) == (f"/opt/{program}", f"${variable}")
-    on_path = locate(program, ENV, FOUND_IN, everywhere)
+    on_path = locate(PROGRAMS[program], ENV, FOUND_IN, everywhere)
     assert on_path is not None and (on_path.path, on_path.origin) == (f"/usr/bin/{program}", "PATH")
     pinned = fs_with(f"{CHECKOUT_MODULES}/.bin/{program}", f"{DATA_MODULES}/.bin/{program}")
-    checkout = locate(program, ENV, FOUND_IN, pinned)
+    checkout = locate(PROGRAMS[program], ENV, FOUND_IN, pinned)
     assert checkout is not None and checkout.path == f"{CHECKOUT_MODULES}/.bin/{program}"
     assert checkout.origin.startswith("this checkout's node_modules (/src/concorde-workers")
-    data = locate(program, ENV, FOUND_IN, fs_with(f"{DATA_MODULES}/.bin/{program}"))
+    data = locate(PROGRAMS[program], ENV, FOUND_IN, fs_with(f"{DATA_MODULES}/.bin/{program}"))
     assert data is not None and data.path == f"{DATA_MODULES}/.bin/{program}"
     assert data.origin.startswith("the user data folder (")
-    assert locate(program, ENV, FOUND_IN, fs_with()) is None
+    assert locate(PROGRAMS[program], ENV, FOUND_IN, fs_with()) is None
 
 
 def test_a_variable_naming_a_missing_program_is_never_replaced_by_another() -> None:
     fs = fs_with(f"{CHECKOUT_MODULES}/.bin/pi", "/usr/bin/pi")
-    assert locate("pi", {**ENV, "CONCORDE_PI": "/nowhere/pi"}, FOUND_IN, fs) is None
-    assert locate("pi", {**ENV, "CONCORDE_PI": "no-such-pi"}, FOUND_IN, fs) is None
-    assert looked_at("pi", {**ENV, "CONCORDE_PI": "/nowhere/pi"}, FOUND_IN) == [
+    assert locate(PROGRAMS["pi"], {**ENV, "CONCORDE_PI": "/nowhere/pi"}, FOUND_IN, fs) is None
+    assert locate(PROGRAMS["pi"], {**ENV, "CONCORDE_PI": "no-such-pi"}, FOUND_IN, fs) is None
+    assert looked_at(PROGRAMS["pi"], {**ENV, "CONCORDE_PI": "/nowhere/pi"}, FOUND_IN) == [
         "$CONCORDE_PI (/nowhere/pi)"]
 
 
 def test_an_empty_variable_counts_as_unset() -> None:
-    found = locate("pi", {**ENV, "CONCORDE_PI": ""}, FOUND_IN, fs_with("/usr/bin/pi"))
+    found = locate(PROGRAMS["pi"], {**ENV, "CONCORDE_PI": ""}, FOUND_IN, fs_with("/usr/bin/pi"))
     assert found is not None and found.origin == "PATH"
 
 
 def test_a_file_that_is_not_executable_is_no_program() -> None:
     fs = FakeFileSystem()
     fs.write(f"{CHECKOUT_MODULES}/.bin/pi", "text", 0o644)
-    assert locate("pi", ENV, FOUND_IN, fs) is None
+    assert locate(PROGRAMS["pi"], ENV, FOUND_IN, fs) is None
 
 
 def test_sandbox_runtime_comes_from_its_variable_the_primary_worktree_then_the_installations(
@@ -96,24 +100,24 @@ def test_sandbox_runtime_comes_from_its_variable_the_primary_worktree_then_the_i
     own = f"{primary}/.concorde/tools/pi-runtime/node_modules/@anthropic-ai/sandbox-runtime"
     pinned = f"{CHECKOUT_MODULES}/@anthropic-ai/sandbox-runtime"
     fs = fs_with(packages=("/opt/srt", own, pinned))
-    named = locate("sandbox-runtime", {**ENV, "CONCORDE_SANDBOX_RUNTIME": "/opt/srt"},
+    named = locate(PROGRAMS["sandbox-runtime"], {**ENV, "CONCORDE_SANDBOX_RUNTIME": "/opt/srt"},
                    FOUND_IN, fs, primary)
     assert named is not None and named.origin == "$CONCORDE_SANDBOX_RUNTIME"
-    in_primary = locate("sandbox-runtime", ENV, FOUND_IN, fs, primary)
+    in_primary = locate(PROGRAMS["sandbox-runtime"], ENV, FOUND_IN, fs, primary)
     assert in_primary is not None and in_primary.path == own
-    checkout = locate("sandbox-runtime", ENV, FOUND_IN, fs_with(packages=(pinned,)), primary)
+    checkout = locate(PROGRAMS["sandbox-runtime"], ENV, FOUND_IN, fs_with(packages=(pinned,)), primary)
     assert checkout is not None and checkout.path == pinned
     # A package directory without its entry is not a package.
     empty = FakeFileSystem()
     empty.mkdir(pinned)
-    assert locate("sandbox-runtime", ENV, FOUND_IN, empty, primary) is None
-    assert looked_at("sandbox-runtime", ENV, FOUND_IN, primary) == [
+    assert locate(PROGRAMS["sandbox-runtime"], ENV, FOUND_IN, empty, primary) is None
+    assert looked_at(PROGRAMS["sandbox-runtime"], ENV, FOUND_IN, primary) == [
         "$CONCORDE_SANDBOX_RUNTIME (unset)", own, pinned,
         f"{DATA_MODULES}/@anthropic-ai/sandbox-runtime"]
 
 
 def test_the_pins_the_hints_name_are_package_jsons() -> None:
-    """scripts/bump-agents moves package.json and domain/configuration/program_versions.py PINNED together."""
+    """scripts/bump-agents moves package.json and each backend profile's PINS together."""
     dependencies = json.loads((REPO / "package.json").read_text())["dependencies"]
     assert dict(PINNED) == dependencies
 
@@ -121,7 +125,7 @@ def test_the_pins_the_hints_name_are_package_jsons() -> None:
 @pytest.mark.parametrize("program", ["claude", "pi", "sandbox-runtime"])
 def test_every_repair_hint_names_install_agents_and_the_exact_pinned_version(
         program: str) -> None:
-    row = MINIMUMS[program]
+    row = PROGRAMS[program]
     exact = f"{row.package}@{PINNED[row.package]}"
     assert "concorde-workers install-agents" in row.upgrade and exact in row.upgrade
     assert "@latest" not in row.upgrade

@@ -14,6 +14,7 @@ from fakes.sandbox_probe import FakeSandboxProbe
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.doctor import Doctor, worktree_of
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.discovery import CHECKOUT, USER_DATA, Installation
 from concorde_workers.domain.configuration.doctor import SandboxFact, diagnose
 
@@ -55,7 +56,8 @@ def doctor(fs: FakeFileSystem, env: dict[str, str] = ENV, cwd: str = WORKTREE,
            probe: FakeSandboxProbe | None = None) -> Doctor:
     found_in = (Installation(CHECKOUT, "/src/cw/node_modules"), Installation(USER_DATA, MODULES))
     return Doctor(fs, versions or FakeProgramVersions(), probe or FakeSandboxProbe(),
-                  ConfigurationReader(fs, env), env, found_in, cwd)
+                  ConfigurationReader(fs, env, profiles=PROFILES), env, found_in, cwd,
+                  PROFILES)
 
 
 def states(text_lines: list[str]) -> dict[str, bool]:

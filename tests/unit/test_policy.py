@@ -577,5 +577,5 @@ ORIGIN_ROWS = [
 @pytest.mark.parametrize(("environ", "user_home", "homes", "directories", "files"), ORIGIN_ROWS)
 def test_the_credential_origins(environ: dict[str, str], user_home: str, homes: tuple[str, ...],
                                 directories: tuple[str, ...], files: tuple[str, ...]) -> None:
-    origins = credential_origins(environ, user_home)
+    origins = credential_origins(environ, user_home, [p.credentials for p in (CLAUDE, PI)])
     assert (origins.homes, origins.directories, origins.files) == (homes, directories, files)

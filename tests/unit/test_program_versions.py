@@ -10,8 +10,9 @@ import pytest
 from fakes.filesystem import FakeFileSystem
 
 from concorde_workers.application.program_identity import program_changed, with_identity
+from concorde_workers.container import PROFILES
+from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import (
-    MINIMUMS,
     ProgramVersion,
     parse_programs_document,
     parse_version,
@@ -21,6 +22,8 @@ from concorde_workers.domain.configuration.program_versions import (
     version_refusal,
     version_text,
 )
+
+PROGRAMS = programs_of(PROFILES)
 
 LOCK = Path(__file__).resolve().parents[2] / "package-lock.json"
 
@@ -44,25 +47,25 @@ def test_a_version_is_the_first_major_minor_patch_of_what_a_program_says(
 
 
 def found(program: str, version: str | None, problem: str | None = None) -> ProgramVersion:
-    return ProgramVersion(program=program, path=f"/opt/{program}", version=version,
+    return ProgramVersion(spec=PROGRAMS[program], path=f"/opt/{program}", version=version,
                           source=f"/opt/{program}/package.json", problem=problem)
 
 
-@pytest.mark.parametrize("program", sorted(MINIMUMS))
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
 def test_the_minimum_and_newer_versions_will_do(program: str) -> None:
-    least = parse_version(MINIMUMS[program].minimum)
+    least = parse_version(PROGRAMS[program].minimum)
     assert least is not None
     major, minor, patch = least
     for version in (f"{major}.{minor}.{patch}", f"{major}.{minor}.{patch + 1}",
                     f"{major}.{minor + 1}.0", f"{major + 1}.0.0"):
         assert version_problem(found(program, version)) is None, version
-    assert version_refusal([found(program, MINIMUMS[program].minimum)]) is None
+    assert version_refusal([found(program, PROGRAMS[program].minimum)]) is None
 
 
 def test_the_pinned_programs_are_at_least_their_minimums() -> None:
     """package-lock.json never pins a program older than the policy relies on."""
     packages = json.loads(LOCK.read_text())["packages"]
-    for row in MINIMUMS.values():
+    for row in PROGRAMS.values():
         pinned = packages[f"node_modules/{row.package}"]["version"]
         assert version_problem(found(row.program, pinned)) is None, (row.program, pinned)
 
@@ -76,7 +79,7 @@ def test_the_pinned_programs_are_at_least_their_minimums() -> None:
 ])
 def test_an_older_program_is_refused_naming_it_its_version_the_minimum_and_the_upgrade(
         program: str, older: str, code: str) -> None:
-    row = MINIMUMS[program]
+    row = PROGRAMS[program]
     refusal = version_refusal([found(program, older)])
     assert refusal is not None
     assert refusal.code == code and refusal.reason.value == "environment"
@@ -111,10 +114,10 @@ def test_programs_json_reads_back_as_written() -> None:
     assert json.loads(text)["programs"][0] == {
         "program": "pi", "path": "/opt/pi", "version": "0.73.1", "minimum": "0.73.1",
         "source": "/opt/pi/package.json", "problem": None, "origin": None}
-    assert parse_programs_document(json.loads(text)) == programs
+    assert parse_programs_document(json.loads(text), PROGRAMS) == programs
     for damaged in (None, [], {"programs": [{"program": "emacs"}]},
                     {"programs": [{"program": "pi"}]}, {"programs": "pi"}):
-        assert parse_programs_document(damaged) is None, damaged
+        assert parse_programs_document(damaged, PROGRAMS) is None, damaged
 
 
 def test_a_program_line_says_version_minimum_path_and_source() -> None:
@@ -129,7 +132,7 @@ def test_the_quickstart_names_the_pinned_versions() -> None:
     rewrites the line when it moves the pins)."""
     packages = json.loads(LOCK.read_text())["packages"]
     version = {row.program: packages[f"node_modules/{row.package}"]["version"]
-               for row in MINIMUMS.values()}
+               for row in PROGRAMS.values()}
     readme = (LOCK.parent / "README.md").read_text()
     assert (f"(Claude Code {version['claude']}, pi {version['pi']}, sandbox-runtime "
             f"{version['sandbox-runtime']})") in readme
@@ -145,8 +148,7 @@ def test_a_program_changed_since_its_version_was_read_stops_the_next_round() -> 
     fs.write("/opt/cc/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "ELF-1")
     fs.write("/opt/cc/node_modules/@anthropic-ai/claude-code/package.json", '{"v": 1}')
     fs.symlink("/opt/cc/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "/usr/bin/claude")
-    found = with_identity(fs, ProgramVersion(
-        program="claude", path="/usr/bin/claude", version="2.1.332",
+    found = with_identity(fs, ProgramVersion(spec=PROGRAMS["claude"], path="/usr/bin/claude", version="2.1.332",
         source="/opt/cc/node_modules/@anthropic-ai/claude-code/package.json"))
     assert found.identity is not None
     assert program_changed(fs, [found]) is None
@@ -159,6 +161,6 @@ def test_a_program_changed_since_its_version_was_read_stops_the_next_round() -> 
         "run to check the one now in place")
     fs.remove("/usr/bin/claude")
     assert program_changed(fs, [found]) is not None  # gone is changed too
-    unread = ProgramVersion(program="pi", path="/nowhere/pi", version=None, source="--version")
+    unread = ProgramVersion(spec=PROGRAMS["pi"], path="/nowhere/pi", version=None, source="--version")
     assert with_identity(fs, unread).identity is None
     assert program_changed(fs, [with_identity(fs, unread)]) is None  # nothing to compare

@@ -12,9 +12,13 @@ from fakes.world import BIN, GRANT, SANDBOX_RUNTIME, WORKTREE, PlanWorld
 
 from concorde_workers.application.planner import plan_json, render
 from concorde_workers.application.preparation import Prepared, Progress
+from concorde_workers.container import PROFILES
+from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.errors import Refusal
+
+PROGRAMS = programs_of(PROFILES)
 
 RUN_ID = "w-20260101T000000-abc123"
 RT = "/tmp/concorde-abc123-0badcafe"
@@ -45,7 +49,7 @@ def test_a_claude_run_is_prepared_with_the_version_of_its_program() -> None:
     world = world_with()
     result, _ = prepare(world, "claude")
     assert isinstance(result, Prepared), result
-    assert world.versions.asked == [ProgramLocation(program="claude", path=f"{BIN}/claude",
+    assert world.versions.asked == [ProgramLocation(spec=PROGRAMS["claude"], path=f"{BIN}/claude",
                                                     origin="PATH")]
     ((claude,),) = [result.programs]
     assert (claude.program, claude.path, claude.version) == ("claude", f"{BIN}/claude",

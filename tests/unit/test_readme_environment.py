@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from concorde_workers.adapters.cli.main import main
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.task_types import TASK_TYPE_LINES, TASK_TYPES
-from concorde_workers.domain.configuration.discovery import VARIABLES
-from concorde_workers.domain.configuration.machine import PROGRAMS
+from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.isolation.proxy import ALL_PROXY_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,8 +43,10 @@ def readme_table() -> set[str]:
 
 
 def test_the_readme_names_every_environment_variable_the_program_reads() -> None:
-    wanted = (read_in_source() | set(VARIABLES.values()) | {v for _, v in PROGRAMS.values()}
-              | set(ALL_PROXY_NAMES) | set(LOOKED_UP))
+    by_profile = {spec.variable for spec in programs_of(PROFILES).values()}
+    by_profile |= {p.credentials.directory_variable for p in PROFILES.values()}
+    by_profile |= {k for p in PROFILES.values() for k in p.credentials.key_variables}
+    wanted = (read_in_source() | by_profile | set(ALL_PROXY_NAMES) | set(LOOKED_UP))
     assert "CONCORDE_MODEL_MAP" in wanted and "PATH" in wanted
     missing = sorted(wanted - readme_table())
     assert missing == [], f"README's environment table lacks {missing}"

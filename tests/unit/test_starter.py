@@ -6,7 +6,12 @@ import json
 
 import pytest
 
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration import starter
+from concorde_workers.domain.configuration.profile import placeholders_of
+
+ORDER = list(placeholders_of(PROFILES))
+"""The registered backends, the default backend first: the order init tries them in."""
 
 
 @pytest.mark.parametrize(("found", "pi_settings", "backend"), [
@@ -18,8 +23,8 @@ from concorde_workers.domain.configuration import starter
 ])
 def test_the_backend_is_one_found_whose_model_id_init_knows(
         found: list[str], pi_settings: str | None, backend: str) -> None:
-    ids = starter.model_ids(found, pi_settings)
-    assert starter.backend_for(found, ids) == backend
+    ids = starter.model_ids({b: PROFILES[b].default_model for b in found}, {"pi": pi_settings})
+    assert starter.backend_for(found, ids, ORDER) == backend
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -30,7 +35,7 @@ def test_the_backend_is_one_found_whose_model_id_init_knows(
 ])
 def test_pi_s_default_model_is_read_from_its_settings(text: str | None,
                                                      expected: str | None) -> None:
-    assert starter.pi_default_id(text) == expected
+    assert starter.default_id(PROFILES["pi"].default_model, text) == expected
 
 
 def test_the_model_map_keeps_every_entry_and_adds_only_what_is_missing() -> None:

@@ -11,29 +11,17 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, pinned
+from concorde_workers.adapters.pi.profile import PI, SANDBOX_RUNTIME_ENTRY
+from concorde_workers.domain.configuration.doctor import MACHINE_TOOLS
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 
-SANDBOX_RUNTIME_RELATIVE = ".concorde/tools/pi-runtime/node_modules/@anthropic-ai/sandbox-runtime"
-SANDBOX_RUNTIME_ENTRY = "dist/index.js"
-
-# What each prerequisite is and how a user provides it.
 HOW_TO_PROVIDE: Mapping[str, str] = {
-    "pi": f"run {INSTALL_AGENTS} (the pinned {pinned('@mariozechner/pi-coding-agent')} in the "
-          "user data folder; ./scripts/setup in a checkout), or npm install -g "
-          f"{pinned('@mariozechner/pi-coding-agent')}, or set CONCORDE_PI to its pi program",
-    "rg": "install ripgrep (Debian: apt-get install ripgrep)",
-    "fd": "install fd (Debian: apt-get install fd-find, which provides fdfind)",
-    "sandbox-runtime": f"run {INSTALL_AGENTS} (the pinned "
-                       f"{pinned('@anthropic-ai/sandbox-runtime')} in the user data folder; "
-                       "./scripts/setup in a checkout), or install it in the primary worktree "
-                       "(npm install --prefix <primary worktree>/.concorde/tools/pi-runtime "
-                       f"{pinned('@anthropic-ai/sandbox-runtime')}), or set "
-                       "CONCORDE_SANDBOX_RUNTIME to the package directory",
-    "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",
-    "socat": "install socat (Debian: apt-get install socat)",
+    **{spec.program: spec.provide for spec in PI.programs},
+    **{helper.name: helper.provide for helper in PI.helpers},
+    **{name: MACHINE_TOOLS[name] for name in ("bwrap", "socat")},
 }
+"""What each prerequisite is and how a user provides it."""
 
 
 class PiPrerequisites(BaseModel):
