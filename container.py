@@ -174,6 +174,7 @@ class Container(containers.DeclarativeContainer):
         temp_root=temp_root,
         host_pid=host_pid,
         process_table=process_table,
+        profiles=profiles,
         groups=resource_groups,
         machine=machine_resources,
     )

@@ -11,6 +11,7 @@ from typing import Any
 from concorde_workers.application.run_state import RoundState
 from concorde_workers.application.tracing.calls import CallTracker, ToolCall
 from concorde_workers.application.tracing.progress import utc_text
+from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.events import LISTED, EventKind, bounded, event
 from concorde_workers.domain.evidence.records import RunRecord
@@ -24,10 +25,10 @@ class EventEmitter:
     """The events of one run, to `sink` (None: nothing is told)."""
 
     def __init__(self, sink: RunEvents | None, clock: Clock | None, run_id: str = "",
-                 backend: str = "") -> None:
+                 profile: BackendProfile | None = None) -> None:
         self._sink, self._clock, self.run_id = sink, clock, run_id
         self._told: set[tuple[int, str]] = set()
-        self._tracker = CallTracker(backend)
+        self._tracker = None if profile is None else CallTracker(profile)
 
     @classmethod
     def none(cls) -> EventEmitter:
@@ -52,7 +53,7 @@ class EventEmitter:
 
     def output_line(self, round_number: int, line: str) -> None:
         """One line of the agent's output: each tool call it completes is told."""
-        if self._sink is None:
+        if self._sink is None or self._tracker is None:
             return
         for call in self._tracker.feed_line(line):
             self._call(round_number, call)

@@ -49,6 +49,7 @@ from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import Level
 from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.machine_resources import MachineResources
+from concorde_workers.domain.configuration.profile import Profiles
 from concorde_workers.domain.configuration.program_versions import programs_text
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.codes import Code
@@ -116,10 +117,11 @@ class WorkerHost:
 
     def __init__(self, *, git: GitReader, fs: FileSystem, clock: Clock, random: Random,
                  processes: ProcessRunner, preparer: Preparer, temp_root: str,
-                 host_pid: int, process_table: ProcessTable,
+                 host_pid: int, process_table: ProcessTable, profiles: Profiles,
                  groups: ResourceGroups | None = None,
                  machine: MachineResources | None = None) -> None:
         self._git = git
+        self._profiles = profiles
         self._fs = fs
         self._clock = clock
         self._random = random
@@ -141,7 +143,8 @@ class WorkerHost:
         if refused is not None:
             raise RequestRefused(refused)
         run = self._begin(request, request.parent, validation, cancel or Cancellation())
-        run.events = EventEmitter(events, self._clock, run.state.run_id, request.backend)
+        run.events = EventEmitter(events, self._clock, run.state.run_id,
+                                  self._profiles[request.backend])
         state = run.state
         # Everything after the runtime directory exists runs under the finally, so an
         # exception escaping from our own code still removes it and its credential copies.

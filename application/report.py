@@ -114,6 +114,11 @@ def gather(fs: FileSystem, run_dir: str, profiles: Profiles) -> ReportInput:
     made.resources = read_resources(fs, run_dir, rounds)
     made.patches = {n: read_patch(fs, run_dir, n) for n in range(1, rounds + 1)}
     made.grant = _grant(fs, run_dir, made.problems)
-    made.calls = tool_calls(_transcript(fs, run_dir, made.problems), record.backend)
+    profile = profiles.get(record.backend)
+    if profile is None:
+        made.problems.append(f"the run's backend {record.backend} is none this installation "
+                             "knows: its tool calls are not shown")
+    else:
+        made.calls = tool_calls(_transcript(fs, run_dir, made.problems), profile)
     made.check_logs = _check_logs(fs, run_dir, record)
     return made

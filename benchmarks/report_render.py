@@ -46,6 +46,7 @@ from concorde_workers.application.validation import (  # noqa: E402
     ValidationInput,
     ValidationOutcome,
 )
+from concorde_workers.container import PROFILES  # noqa: E402
 from concorde_workers.domain.configuration.request import Limits  # noqa: E402
 
 ROUNDS = 10
@@ -126,7 +127,7 @@ def main() -> int:
         baseline: list[float] = []
         for index in range(args.repeat + 1):
             started = time.perf_counter()
-            made = gather(fs, str(run_dir))
+            made = gather(fs, str(run_dir), PROFILES)
             page.write_text(report_html(made))
             took = time.perf_counter() - started
             full = render(chromium, page, base / "report.png", base / "profile")

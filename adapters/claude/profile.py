@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concorde_workers.adapters.claude.transcript import CLAUDE_TRANSCRIPT
 from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.task_types import ToolNames
 from concorde_workers.domain.configuration.profile import BackendProfile
@@ -49,6 +50,7 @@ CLAUDE = BackendProfile(
     brief=BriefVariant(shell="Bash", write_tool="Write tool",
                        ending="End with the structured result.",
                        retry_ending="end with the structured result"),
+    transcript=CLAUDE_TRANSCRIPT,
     tools=ToolNames(read=("Read", "Glob", "Grep"), change=("Edit", "Write"), shell=("Bash",)),
     local_id_placeholder="<model id>",
     # What Claude Code 2.1.332 runs without `--model` (../shared/notes/claude-code.md, [V-run]).

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from concorde_workers import __version__
 from concorde_workers.domain.boundary.task_types import TASK_TYPE_LINES
+from concorde_workers.domain.evidence.record_fields import BACKENDS
 
 
 class UsageError(Exception):
@@ -42,7 +43,8 @@ def _request_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instructions", help="the task instructions, or @FILE to read them")
     parser.add_argument("--operation", help="the Operation the worker is launched for")
     parser.add_argument("--worker", help="the worker id within the Operation")
-    parser.add_argument("--backend", help="claude or pi (overrides the worker configuration)")
+    parser.add_argument("--backend", help=f"{' or '.join(BACKENDS)} (overrides the worker "
+                                          "configuration)")
     parser.add_argument("--interpreter", help="the project's own Python interpreter")
     parser.add_argument("--runtime-path", action="append", default=[],
                         help="an extra absolute path every tool may read (repeatable)")
@@ -107,9 +109,9 @@ def _setup_commands(commands: Any) -> None:
                     "ripgrep, fd, node, Git, a command run in the worker's sandbox without "
                     "network, the model map, each backend's credentials (never printed) and, "
                     "inside a worktree, its workers.json. Exit 0 when all hold, 2 otherwise.")
-    doctor.add_argument("--backend", choices=("claude", "pi"),
+    doctor.add_argument("--backend", choices=BACKENDS,
                         help="judge only what this backend needs (default: the backends this "
-                             "worktree's workers.json names, else both)")
+                             "worktree's workers.json names, else every one)")
     doctor.add_argument("--json", action="store_true", help="print one JSON document")
     install = commands.add_parser(
         "install-agents",

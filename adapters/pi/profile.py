@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concorde_workers.adapters.pi.transcript import PI_TRANSCRIPT
 from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.task_types import ToolNames
 from concorde_workers.domain.configuration.profile import BackendProfile, HelperTool
@@ -72,6 +73,7 @@ PI = BackendProfile(
         shell="bash", write_tool="write tool",
         ending="End by calling the `concorde_result` tool exactly once; it ends your session.",
         retry_ending="end by calling the `concorde_result` tool exactly once"),
+    transcript=PI_TRANSCRIPT,
     tools=ToolNames(read=("read", "grep", "find", "ls"), change=("edit", "write"), shell=("bash",),
                     always=("concorde_result",)),
     local_id_placeholder="<provider/id>",

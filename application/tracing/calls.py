@@ -1,17 +1,17 @@
 """The tool calls of a run, from its transcript, each with the decision it got (issue 21 §3).
 
-Both programs keep their session as JSON Lines: Claude Code's (`{"type": "assistant",
-"message": {"content": [{"type": "tool_use", ...}]}}`, answered by a `user` line's
-`tool_result`), pi's (`{"type": "message", "message": {"role": "assistant", "content":
-[{"type": "toolCall", ...}]}}`, answered by a `toolResult` message). A call's decision:
+Each program keeps its session as JSON Lines in its own dialect, which its backend's profile
+holds (`domain.evidence.transcript.TranscriptDialect`: Claude Code's `tool_use` blocks answered
+by `tool_result`s, pi's `toolCall`s answered by `toolResult` messages). A call's decision:
 
 - `allowed`: its result is no error;
 - `refused by the grant`: an error that is the host's own denial (`Concorde grant: …`, the one
-  text every generated hook and the pi extension give, domain/boundary/reasons.py), or Claude Code's
-  answer to a call the permission rules generated from the grant deny;
-- `refused by the sandbox`: a Bash call whose output holds what the sandbox's walls give (a
-  read-only file system, an operation not permitted, a refused connection, permission denied),
-  whether or not the command failed as a whole (`curl …; echo done` exits 0);
+  text every generated hook and the pi extension give, domain/boundary/reasons.py), or the
+  program's own answer to a call the permission rules generated from the grant deny (its
+  dialect's `grant_denials`);
+- `refused by the sandbox`: a call of the backend's shell whose output holds what the sandbox's
+  walls give (a read-only file system, an operation not permitted, a refused connection,
+  permission denied), whether or not the command failed as a whole (`curl …; echo done` exits 0);
 - `failed`: any other error; `no result`: the session ended before its result.
 
 A call belongs to the round whose prompt (a user message that is no tool result) came last.
@@ -24,8 +24,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from concorde_workers.domain.configuration.profile import BackendProfile
+from concorde_workers.domain.evidence.transcript import Call, Prompt, Result, TranscriptDialect
 from concorde_workers.domain.texts import json_limits
 
 __all__ = ["MAX_CALLS", "CallTracker", "ToolCall", "tool_calls"]
@@ -33,13 +34,9 @@ __all__ = ["MAX_CALLS", "CallTracker", "ToolCall", "tool_calls"]
 MAX_CALLS = 20_000
 TEXT_LIMIT = 600
 GRANT_DENIAL = "Concorde grant: "
-SETTINGS_DENIAL = "denied by your permission settings"
-"""Claude Code's own answer to a call its permission rules deny: the rules the host generates
-from the grant (notes/claude-code.md), so a refusal by the grant too."""
 SANDBOX_WALLS = ("Read-only file system", "Operation not permitted", "Permission denied",
                  "Connection refused", "Couldn't connect", "Network is unreachable",
                  "Could not resolve host", "Temporary failure in name resolution")
-BASH_TOOLS = frozenset({"Bash", "bash"})
 
 
 @dataclass
@@ -83,102 +80,77 @@ def _wall(text: str) -> str | None:
     return None
 
 
-def _decision(call: ToolCall, is_error: bool, text: str) -> None:
-    wall = _wall(text) if call.tool in BASH_TOOLS else None
-    if is_error and GRANT_DENIAL in text:
-        call.decision, call.reason = "refused by the grant", _short(
-            text[text.index(GRANT_DENIAL) + len(GRANT_DENIAL):].strip())
-    elif is_error and SETTINGS_DENIAL in text:
-        call.decision, call.reason = "refused by the grant", _short(
-            text.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip())
-    elif wall is not None:  # the command ran, and the sandbox refused it something
-        call.decision, call.reason = "refused by the sandbox", _short(wall)
-    elif is_error:
-        call.decision, call.reason = "failed", _short(text.strip())
-    else:
-        call.decision = "allowed"
-
-
-_PI_STREAMING = ('{"type":"message_update"', '{"type":"tool_execution_update"')
-"""pi's output lines that only stream what a later `message_end` holds whole: skipped before
-parsing, since the live reader sees every line of a round."""
+def _unwrapped(text: str, dialect: TranscriptDialect) -> str:
+    for wrapper in dialect.wrappers:
+        text = text.replace(wrapper, "")
+    return text.strip()
 
 
 class CallTracker:
-    """The calls of one session as its lines arrive: `feed_line` gives the calls each line
-    completes (its result arrived). A transcript's lines and the agent's live output alike:
-    pi's output carries each whole message in a `message_end` event."""
+    """The calls of one session as its lines arrive, read in the backend's dialect:
+    `feed_line` gives the calls each line completes (its result arrived). A transcript's lines
+    and the agent's live output alike (pi's output carries each whole message in a
+    `message_end` event)."""
 
-    def __init__(self, backend: str) -> None:
-        self._backend = backend
+    def __init__(self, profile: BackendProfile) -> None:
+        self._dialect = profile.transcript
+        self._shell = frozenset(profile.tools.shell)
         self.round = 0
         self.calls: dict[str, ToolCall] = {}
         self._done: list[ToolCall] = []
 
     def feed_line(self, text: str) -> list[ToolCall]:
-        if text.startswith(_PI_STREAMING):  # most of pi's output: the deltas of one message
+        if text.startswith(self._dialect.skipped):  # a delta of what a later line holds whole
             return []
         try:
             line = json_limits.loads(text)
         except ValueError:
             return []
         if isinstance(line, Mapping):
-            (self._claude if self._backend == "claude" else self._pi)(line)
+            for told in self._dialect.events(line):
+                if isinstance(told, Prompt):
+                    self.round += 1
+                elif isinstance(told, Call):
+                    self._call(told)
+                else:
+                    self._result(told)
         done, self._done = self._done, []
         return done
 
-    def _prompt(self) -> None:
-        self.round += 1
-
-    def _call(self, block: Mapping[str, Any], arguments_key: str) -> None:
-        if len(self.calls) >= MAX_CALLS or not isinstance(block.get("id"), str):
+    def _call(self, told: Call) -> None:
+        if len(self.calls) >= MAX_CALLS or not isinstance(told.id, str):
             return
-        if block["id"] in self.calls:  # pi's output tells a call in more than one event
+        if told.id in self.calls:  # pi's output tells a call in more than one event
             return
-        self.calls[block["id"]] = ToolCall(round=max(self.round, 1), id=block["id"],
-                                           tool=str(block.get("name", "?")),
-                                           target=_target(block.get(arguments_key)))
+        self.calls[told.id] = ToolCall(round=max(self.round, 1), id=told.id,
+                                       tool=str(told.name),
+                                       target=_target(told.arguments))
 
-    def _result(self, call_id: object, is_error: object, content: object) -> None:
-        call = self.calls.get(call_id) if isinstance(call_id, str) else None
+    def _result(self, told: Result) -> None:
+        call = self.calls.get(told.call_id) if isinstance(told.call_id, str) else None
         if call is not None and call.decision == "no result":
-            _decision(call, is_error is True, _text(content))
+            self._decide(call, told.is_error is True, _text(told.content))
             self._done.append(call)
 
-    def _claude(self, line: Mapping[str, Any]) -> None:
-        message = line.get("message")
-        content = message.get("content") if isinstance(message, Mapping) else None
-        blocks = [b for b in content if isinstance(b, Mapping)] if isinstance(content,
-                                                                               list) else []
-        if line.get("type") == "user":
-            results = [b for b in blocks if b.get("type") == "tool_result"]
-            if not results:
-                self._prompt()
-            for b in results:
-                self._result(b.get("tool_use_id"), b.get("is_error"), b.get("content"))
-        elif line.get("type") == "assistant":
-            for b in blocks:
-                if b.get("type") == "tool_use":
-                    self._call(b, "input")
-
-    def _pi(self, line: Mapping[str, Any]) -> None:
-        message = line.get("message") if line.get("type") in ("message", "message_end") else None
-        if not isinstance(message, Mapping):
-            return
-        role, content = message.get("role"), message.get("content")
-        if role == "user":
-            self._prompt()
-        elif role == "assistant" and isinstance(content, list):
-            for b in content:
-                if isinstance(b, Mapping) and b.get("type") == "toolCall":
-                    self._call(b, "arguments")
-        elif role == "toolResult":
-            self._result(message.get("toolCallId"), message.get("isError"), content)
+    def _decide(self, call: ToolCall, is_error: bool, text: str) -> None:
+        wall = _wall(text) if call.tool in self._shell else None
+        if is_error and GRANT_DENIAL in text:
+            call.decision, call.reason = "refused by the grant", _short(
+                text[text.index(GRANT_DENIAL) + len(GRANT_DENIAL):].strip())
+        elif is_error and any(denial in text for denial in self._dialect.grant_denials):
+            call.decision = "refused by the grant"
+            call.reason = _short(_unwrapped(text, self._dialect))
+        elif wall is not None:  # the command ran, and the sandbox refused it something
+            call.decision, call.reason = "refused by the sandbox", _short(wall)
+        elif is_error:
+            call.decision, call.reason = "failed", _short(text.strip())
+        else:
+            call.decision = "allowed"
 
 
-def tool_calls(lines: Iterable[str], backend: str) -> list[ToolCall]:
+def tool_calls(lines: Iterable[str], profile: BackendProfile) -> list[ToolCall]:
     """Every tool call the transcript holds, in order, with its round and decision."""
-    tracker = CallTracker(backend)
+    tracker = CallTracker(profile)
     for text in lines:
         tracker.feed_line(text)
     return list(tracker.calls.values())

@@ -20,6 +20,7 @@ from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
+from concorde_workers.domain.evidence.transcript import TranscriptDialect
 from concorde_workers.domain.run.brief import BriefVariant
 
 __all__ = ["BackendProfile", "HelperTool", "Profiles", "levels_of", "pins_of", "placeholders_of",
@@ -69,6 +70,8 @@ class BackendProfile(BaseModel):
     programs: tuple[ProgramSpec, ...]
     """The programs its rounds run, the agent program first (pi: pi, then the sandbox-runtime
     package its permission extension loads)."""
+    transcript: TranscriptDialect
+    """How the program writes its session (the report's and the events' tool calls)."""
     helpers: tuple[HelperTool, ...] = ()
     sandbox_package: str | None = None
     """The program of `programs` whose Bash sandbox doctor tries without network (pi's

@@ -39,6 +39,7 @@ from concorde_workers.domain.evidence.progress_file import (
     cut_target,
 )
 from concorde_workers.domain.evidence.record_fields import (
+    BACKENDS,
     RECORD,
     Amount,
     Backend,
@@ -340,9 +341,11 @@ class TraceNode(BaseModel):
 # Keys a round of the returned run record holds only when their step happened (seed 002,
 # contract.workers.worker-run-record: "A key absent from a round means that step did not happen
 # in it"); None in the model means absent. session, exit and duration may be null in the contract:
-# they are written when set, even to null, and left out only when never given.
-_STEP_KEYS = ("claude", "pi", "audit", "evidence", "validation", "transient")
+# they are written when set, even to null, and left out only when never given. The agent's report
+# is under its backend's key, one of the contract's backends (`agent` in the model).
+_STEP_KEYS = ("audit", "evidence", "validation", "transient")
 _NULLABLE_KEYS = ("session", "exit", "duration")
+_NOT_NULL = "leave the key out when the step did not happen; null is not allowed"
 
 
 class RoundRecord(BaseModel):
@@ -357,31 +360,49 @@ class RoundRecord(BaseModel):
     exit: StrictInt | None = None
     duration: Amount | None = None
     usage: Usage
-    claude: JsonObject | None = None
-    pi: JsonObject | None = None
+    agent: dict[Backend, JsonObject] = {}
+    """The agent program's report, under its backend's key in the contract's object."""
     audit: AuditRecord | None = None
     evidence: tuple[JsonObject, ...] | None = None
     validation: StrictStr | None = None
     transient: Transient | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _backend_keys(cls, data: Any) -> Any:
+        """The contract's backend keys (`claude`, `pi`) into `agent`; none may be null."""
+        if not isinstance(data, dict) or not any(key in data for key in BACKENDS):
+            return data
+        data = dict(data)
+        agent = dict(data.get("agent") or {})
+        for key in BACKENDS:
+            if key in data:
+                if data[key] is None:
+                    raise ValueError(f"{key}: {_NOT_NULL}")
+                agent[key] = data.pop(key)
+        return {**data, "agent": agent}
 
     @field_validator(*_STEP_KEYS, mode="before")
     @classmethod
     def _present_not_null(cls, value: Any) -> Any:
         # The contract has no null for these keys: a step that did not happen has no key.
         if value is None:
-            raise ValueError("leave the key out when the step did not happen; null is not allowed")
+            raise ValueError(_NOT_NULL)
         return value
 
     @model_serializer(mode="wrap")
     def _drop_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
+        agent = dumped.pop("agent", {})
         for key in _STEP_KEYS:
             if getattr(self, key) is None:
                 dumped.pop(key, None)
         for key in _NULLABLE_KEYS:
             if key not in self.model_fields_set:
                 dumped.pop(key, None)
-        return dumped
+        at = list(dumped).index("usage") + 1
+        items = list(dumped.items())
+        return dict([*items[:at], *agent.items(), *items[at:]])
 
     @classmethod
     def of_round(
@@ -405,9 +426,8 @@ class RoundRecord(BaseModel):
             "duration": usage.duration_seconds,
             "usage": usage,
         }
-        for backend in ("claude", "pi"):
-            if isinstance(content.agent.get(backend), dict):
-                fields[backend] = content.agent[backend]
+        fields["agent"] = {backend: content.agent[backend] for backend in BACKENDS
+                           if isinstance(content.agent.get(backend), dict)}
         if content.audit is not None:
             fields["audit"] = content.audit
         if content.validation is not None:

@@ -14,6 +14,7 @@ from fakes.events import RecordedEvents
 
 from concorde_workers.adapters.cli.events import JsonLinesEvents
 from concorde_workers.application.events import EventEmitter
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.evidence.events import EventKind, event
 
 
@@ -82,7 +83,7 @@ def test_the_emitter_stops_telling_a_watcher_that_is_gone_and_goes_on(world: Wor
             import datetime
             return datetime.datetime(2026, 12, 4, tzinfo=datetime.UTC)
     world.close()
-    emitter = EventEmitter(world.sink, Clock(), "w-1", "pi")  # type: ignore[arg-type]
+    emitter = EventEmitter(world.sink, Clock(), "w-1", PROFILES["pi"])  # type: ignore[arg-type]
     emitter.output_line(1, "{}")
     emitter._tell(EventKind.ROUND_STARTED, round=1, prompt="initial")  # raises nothing
     assert emitter._sink is None

@@ -27,7 +27,7 @@ from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.application.checks import place_for
 from concorde_workers.application.report import gather
-from concorde_workers.container import production
+from concorde_workers.container import PROFILES, production
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.run.checks import Check
 
@@ -118,7 +118,7 @@ def test_a_bug_the_check_finds_is_repaired_in_round_2_and_the_run_ends_ok(
     no_caches(w)
     assert set(glob.glob("/tmp/concorde-check-*")) <= copies
     # Issue 21: the report shows each round's check with the end of its log.
-    page = report_html(gather(LocalFileSystem(), str(run.run_dir)))
+    page = report_html(gather(LocalFileSystem(), str(run.run_dir), PROFILES))
     tail = (run.run_dir / "rounds/1/checks/tests/output.log").read_text()[-4096:]
     last = [line for line in tail.splitlines() if "1 failed" in line][-1]
     assert html.escape(last) in page and "log (its end)" in page

@@ -19,6 +19,7 @@ from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.report import gather
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.integration
@@ -44,7 +45,7 @@ class Page(html.parser.HTMLParser):
 
 def page_of(run_dir: str) -> tuple[str, list[str]]:
     parsed = Page()
-    parsed.feed(report_html(gather(LocalFileSystem(), run_dir)))
+    parsed.feed(report_html(gather(LocalFileSystem(), run_dir, PROFILES)))
     return " ".join(" ".join(parsed.text).split()), parsed.tags
 
 

@@ -43,8 +43,7 @@ MAY_NAME = frozenset({
 """Where a backend's name belongs outside its package: the contracts and the spec's tables."""
 
 STILL_NAMING = frozenset({
-    "adapters/cli/parser.py", "adapters/demo/example_repository.py",
-    "application/tracing/calls.py", "domain/evidence/records.py",
+    "adapters/demo/example_repository.py",
 })
 """The modules outside a backend's package that still name one (issue 22 §1 moves what they
 know into the backends' profiles). It only shrinks: a module that comes to name a backend fails

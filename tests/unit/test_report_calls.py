@@ -11,6 +11,7 @@ import pytest
 from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.application.report import ReportInput
 from concorde_workers.application.tracing.calls import MAX_CALLS, ToolCall, tool_calls
+from concorde_workers.container import PROFILES
 
 
 def claude(*lines: dict[str, object]) -> list[str]:
@@ -51,7 +52,7 @@ def p_message(message: dict[str, object]) -> str:
 def test_a_claude_code_call_s_decision(tool: str, text: str, error: bool, decision: str,
                                        reason: str) -> None:
     calls = tool_calls(claude(c_prompt("do it"), c_call("t1", tool, file_path="/w/a.py"),
-                              c_result("t1", text, error)), "claude")
+                              c_result("t1", text, error)), PROFILES["claude"])
     assert calls == [ToolCall(round=1, id="t1", tool=tool, target="/w/a.py", decision=decision,
                               reason=reason)]
 
@@ -66,13 +67,13 @@ def test_calls_belong_to_the_round_whose_prompt_came_last_and_an_unanswered_one_
              p_message({"role": "user", "content": [{"type": "text", "text": "repair"}]}),
              p_message({"role": "assistant", "content": [
                  {"type": "toolCall", "id": "b", "name": "write", "arguments": {"path": "/w/b"}}]})]
-    assert [(c.round, c.id, c.target, c.decision) for c in tool_calls(lines, "pi")] == [
+    assert [(c.round, c.id, c.target, c.decision) for c in tool_calls(lines, PROFILES["pi"])] == [
         (1, "a", "ls", "allowed"), (2, "b", "/w/b", "no result")]
 
 
 def test_a_transcript_past_the_bound_keeps_its_first_calls() -> None:
     lines = [json.dumps(c_call(f"t{i}", "Read", file_path="/a")) for i in range(MAX_CALLS + 5)]
-    assert len(tool_calls(lines, "claude")) == MAX_CALLS
+    assert len(tool_calls(lines, PROFILES["claude"])) == MAX_CALLS
 
 
 class Elements(html.parser.HTMLParser):
