@@ -187,6 +187,7 @@ class Container(containers.DeclarativeContainer):
         table=process_table,
         clock=clock,
         runtime_parent=temp_root,
+        profiles=profiles,
         groups=resource_groups,
     )
     agent_installer = providers.Factory(

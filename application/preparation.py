@@ -16,17 +16,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from concorde_workers.application.confinement import plan_confinement
-from concorde_workers.application.placement_answers import PlacementAnswers
+from concorde_workers.application.placement_reader import GitFound, PlacementReader
 from concorde_workers.application.program_identity import with_identity
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.boundary.beside import Given, judge_beside, surroundings, text_problem
 from concorde_workers.domain.boundary.credentials import credential_origins, home_at_root
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.boundary.paths import DirEntry, Subdirs, is_within, relative_to
+from concorde_workers.domain.boundary.paths import DirEntry, is_within
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
 from concorde_workers.domain.configuration.discovery import Installation
-from concorde_workers.domain.configuration.profile import Profiles
+from concorde_workers.domain.configuration.profile import Profiles, entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, version_refusal
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.codes import Code
@@ -36,11 +36,7 @@ from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
     Placement,
-    check_placement,
     collect_admin_paths,
-    find_git_entries,
-    parse_commondir_file,
-    parse_gitdir_file,
 )
 from concorde_workers.domain.isolation.confinement import Confinement
 from concorde_workers.domain.isolation.launch import LaunchCommand, schema_text
@@ -158,10 +154,6 @@ class Progress:
     notes: list[str] = field(default_factory=list)
 
 
-_GitFound = tuple[GitRepository, tuple[AdminPath, ...], tuple[str, ...]]
-"""What placement found of Git: the repository, the administrative paths, the `.git` entries."""
-
-
 class Preparer:
     """Settles a run before launch over the Git and filesystem ports."""
 
@@ -170,11 +162,12 @@ class Preparer:
                  profiles: Profiles) -> None:
         self._git = git
         self._credentials = [profile.credentials for profile in profiles.values()]
+        self._entries = entries_of(profiles)
         self._fs = fs
         self._host = host
         self._backends = backends
         self._versions = versions
-        self._kept = PlacementAnswers()  # from refusal_before_run to the end of prepare
+        self._placer = PlacementReader(git, fs)
 
     def prepare(self, request: RunRequest, run_id: str, runtime_dir: str,
                 progress: Progress | None = None) -> Prepared | Refusal:
@@ -182,7 +175,7 @@ class Preparer:
         try:
             return self._prepare(request, run_id, runtime_dir, progress or Progress())
         finally:
-            self._kept.close()
+            self._placer.kept.close()
 
     def _prepare(self, request: RunRequest, run_id: str, runtime_dir: str,
                  seen: Progress) -> Prepared | Refusal:
@@ -201,12 +194,14 @@ class Preparer:
         home = self.home_refusal()
         if home is not None:
             return home
-        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
+        origins = credential_origins(self._host.environ, self._host.user_home,
+                                     self._credentials)
         model_map = [request.model_map] if request.model_map else []
         policy = build_policy(
             grant=grant, worktree=placement.worktree, primary=placement.primary,
             user_home=self._user_home(), runtime_dir=runtime_dir,
-            runtime_paths=request.runtime_paths, git=admin, list_dir=self._list_dir,
+            runtime_entries=self._entries, runtime_paths=request.runtime_paths, git=admin,
+            list_dir=self._list_dir,
             homes=self._forms(list(origins.homes)),
             config_dirs=self._forms(list(origins.directories)),
             credentials=self._forms([*origins.files, *model_map]),
@@ -237,7 +232,7 @@ class Preparer:
         """`WorkerHost.refusal_before_run`: `beside_refusal`. A program too old is not
         refused here: its run ends failed at the prerequisites with its record, as a missing
         one does (domain/configuration/program_versions.py)."""
-        return self._kept.judging(request, lambda: self.beside_refusal(request, temp_root))
+        return self._placer.kept.judging(request, lambda: self.beside_refusal(request, temp_root))
 
     def home_refusal(self) -> Refusal | None:
         """The refusal of a home of `/` (domain/boundary/credentials.py `home_at_root`), or None."""
@@ -250,7 +245,7 @@ class Preparer:
         """Why `worktree` is no worktree a run can be made in (worktree_misplaced with its
         repair, or request_invalid for a name with a control character), None when it is one:
         what `prepare` would refuse at its placement step."""
-        placement = self._placement(worktree)
+        placement = self._placer.placement(worktree)
         return placement if isinstance(placement, Refusal) else None
 
     def beside_refusal(self, request: RunRequest, temp_root: str) -> Refusal | None:
@@ -266,29 +261,30 @@ class Preparer:
         grant = self._grant(request)
         if isinstance(grant, Refusal):
             return None
-        placement = self._placement(request.worktree)
+        placement = self._placer.placement(request.worktree)
         if isinstance(placement, Refusal):
             return placement if placement.code == REQUEST_INVALID else None
         try:
-            git_dir, common_dir = self._kept.ask("git_dirs", placement.worktree, self._git.git_dirs)
+            git_dir, common_dir = self._placer.kept.ask("git_dirs", placement.worktree,
+                                                        self._git.git_dirs)
         except GitCommandFailed:
             return None
         return self._beside(request, grant, placement,
                             collect_admin_paths(git_dir, common_dir), temp_root)
 
     def _settle(self, request: RunRequest, temp_root: str, seen: Progress
-                ) -> tuple[Grant, Placement, _GitFound] | Refusal:
+                ) -> tuple[Grant, Placement, GitFound] | Refusal:
         """The grant, the placement, the Git administrative paths, then what the request lists
         beside the grant (before anything is generated)."""
         grant = self._grant(request)
         if isinstance(grant, Refusal):
             return grant
         seen.grant = grant
-        placement = self._placement(request.worktree)
+        placement = self._placer.placement(request.worktree)
         if isinstance(placement, Refusal):
             return placement
         seen.placement = placement
-        found = self._admin_paths(placement.worktree, request.runtime_paths)
+        found = self._placer.admin_paths(placement.worktree, request.runtime_paths)
         if isinstance(found, Refusal):
             return found
         _, admin, _ = found
@@ -310,58 +306,6 @@ class Preparer:
             )
         return parse_grant(request.grant, request.task_type)
 
-    def _placement(self, worktree: str) -> Placement | Refusal:
-        problem = control_problem(worktree)
-        if problem is not None:
-            return Refusal(code=REQUEST_INVALID, reason=Reason.INPUT,
-                           message=f"the worktree {worktree!r} {problem}; give the absolute path "
-                           "of a worktree in .claude/worktrees/ whose name holds no control "
-                           "character")
-        if not posixpath.isabs(worktree):
-            return _misplaced(f"the worktree {worktree!r} is not an absolute path; give the "
-                              "absolute path of a worktree in .claude/worktrees/")
-        if not self._fs.is_dir(worktree):
-            return _misplaced(f"the worktree {worktree} does not exist or is no directory; "
-                              "create it with git worktree add under .claude/worktrees/ of the "
-                              "primary worktree")
-        real = self._fs.realpath(worktree)
-        try:
-            toplevel = self._kept.ask("toplevel", real, self._git.toplevel)
-            if toplevel != real:
-                return _misplaced(f"the worktree {real} is not the top level of a Git worktree "
-                                  f"(Git's top level is {toplevel}); give the worktree's own "
-                                  "directory in .claude/worktrees/")
-            # Found from the worktree itself, no directory above it (GIT_CEILING_DIRECTORIES).
-            worktrees = self._kept.ask("worktrees", real, self._git.worktrees)
-        except GitCommandFailed as failed:
-            return check_placement(real, None, failed.output or str(failed))
-        primary = worktrees[0] if worktrees and not worktrees[0].bare else None
-        said = "the repository is bare" if worktrees and worktrees[0].bare else ""
-        return check_placement(real, primary.path if primary else None, said)
-
-    def _admin_paths(self, worktree: str, runtime_paths: tuple[str, ...]
-                     ) -> _GitFound | Refusal:
-        """The repository every later Git call names, the administrative paths, and the `.git`
-        entries of the walk (relative to the worktree)."""
-        try:
-            git_dir, common_dir = self._kept.ask("git_dirs", worktree, self._git.git_dirs)
-        except GitCommandFailed as failed:
-            return _misplaced(f"Git could not name the Git directories of {worktree}: "
-                              f"{failed.output.strip() or failed}")
-        entries: list[AdminPath] = []
-        targets: list[str] = []
-        walked = find_git_entries(worktree, self._list_subdirs, runtime_paths)
-        for found in walked:
-            directory = self._fs.is_dir(found.path) and not self._fs.is_symlink(found.path)
-            real = self._fs.realpath(found.path)
-            entries += [AdminPath(path=found.path, directory=directory),
-                        AdminPath(path=real, directory=self._fs.is_dir(real))]
-            if not directory:
-                targets += self._gitdir_targets(found.path)
-        repository = GitRepository(worktree=worktree, git_dir=git_dir, common_dir=common_dir)
-        return (repository, collect_admin_paths(git_dir, common_dir, entries, targets),
-                tuple(relative_to(found.path, worktree) for found in walked))
-
     def _beside(self, request: RunRequest, grant: Grant, placement: Placement,
                 admin: tuple[AdminPath, ...], temp_root: str) -> Refusal | None:
         """Seed 000 "Reading beside the grant": runtime paths and the project interpreter are
@@ -369,7 +313,8 @@ class Preparer:
         home = self.home_refusal()
         if home is not None:
             return home
-        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
+        origins = credential_origins(self._host.environ, self._host.user_home,
+                                     self._credentials)
         model_map = [request.model_map] if request.model_map else []
         around = surroundings(
             homes=self._forms(list(origins.homes)),
@@ -405,17 +350,6 @@ class Preparer:
         return Given(path=path, real=real, exists=self._fs.exists(path),
                      executable_file=executable, directory=self._fs.is_dir(path),
                      directory_real=self._fs.realpath(posixpath.dirname(path)))
-
-    def _gitdir_targets(self, git_file: str) -> list[str]:
-        """The Git directory a `.git` file names, and that directory's commondir target."""
-        text = self._read(git_file)
-        target = parse_gitdir_file(text, posixpath.dirname(git_file)) if text else None
-        if target is None:
-            return []
-        target = self._fs.realpath(target)
-        common_text = self._read(posixpath.join(target, "commondir"))
-        common = parse_commondir_file(common_text, target) if common_text else None
-        return [target] + ([self._fs.realpath(common)] if common else [])
 
     def _generate(self, request: RunRequest, run_id: str, runtime_dir: str,
                   backend: AgentBackend, grant: Grant, placement: Placement,
@@ -474,18 +408,6 @@ class Preparer:
         except FileSystemError:
             return []
 
-    def _list_subdirs(self, path: str, wanted: frozenset[str]) -> Subdirs:
-        try:
-            return self._fs.subdirectories(path, wanted)
-        except FileSystemError:
-            return [], {}
-
-    def _read(self, path: str) -> str | None:
-        try:
-            return self._fs.read_text(path)
-        except FileSystemError:
-            return None
-
     def _user_home(self) -> str:
         return self._fs.realpath(self._host.user_home)
 
@@ -494,7 +416,3 @@ def run_directories(request: RunRequest) -> list[str]:
     """The trace parent's `workers/` tree: this run's run directory and its siblings' (seed 000
     "Run directory and runtime directory": the worker has no access to any of it)."""
     return [posixpath.join(request.parent, WORKERS_DIR)] if request.parent else []
-
-
-def _misplaced(message: str) -> Refusal:
-    return Refusal(code=Code.WORKTREE_MISPLACED, reason=Reason.ENVIRONMENT, message=message)

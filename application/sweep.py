@@ -27,19 +27,26 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
 
-from concorde_workers.application.copy_sweep import CopyFound, sweep_copies
+from concorde_workers.application.copy_sweep import sweep_copies
 from concorde_workers.application.outcomes import LinkContext, cleanup_link
 from concorde_workers.application.resources import sweep_groups
 from concorde_workers.application.runtime_directory import (
     CleanupOutcome,
     cleanup_runtime_directory,
 )
+from concorde_workers.application.sweep_report import (
+    LeftDirectory,
+    RecordFinish,
+    StaleDirectory,
+    SweepReport,
+    sweep_account,
+)
 from concorde_workers.application.tracing.progress import utc_text
 from concorde_workers.application.tracing.reader import read_node, read_progress
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
+from concorde_workers.domain.configuration.profile import Profiles, copies_of, entries_of
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import ErrorLink, Refusal
 from concorde_workers.domain.evidence.layout import CONTROL_DIR, RunLayout, RuntimeLayout
@@ -67,106 +74,8 @@ from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.resources import ResourceGroups
 
-__all__ = ["LeftDirectory", "RecordFinish", "StaleDirectory", "SweepReport", "Sweeper"]
-
-RecordOutcome = Literal["finished", "already_ended", "not_found", "failed"]
-
-
-@dataclass(frozen=True)
-class RecordFinish:
-    """What became of the record of a stale directory's run.
-
-    finished: it now says interrupted; already_ended: its host had written its end (nothing
-    written); not_found: the run directory is missing or is not that run's node (nothing
-    written); failed: a write the operating system refused (`detail` names it)."""
-
-    run_id: str
-    run_directory: str
-    outcome: RecordOutcome
-    detail: str
-    transcript_kept: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "run_directory": self.run_directory,
-                "outcome": self.outcome, "detail": self.detail,
-                "transcript_kept": self.transcript_kept}
-
-
-@dataclass(frozen=True)
-class StaleDirectory:
-    """A stale runtime directory: why, whether it is gone, and its run's record."""
-
-    runtime_directory: str
-    reason: str
-    run_id: str | None
-    host_pid: int | None
-    removed: bool
-    remains: tuple[str, ...] = ()
-    transcript_error: str | None = None
-    record: RecordFinish | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"runtime_directory": self.runtime_directory, "reason": self.reason,
-                "run_id": self.run_id, "host_pid": self.host_pid, "removed": self.removed,
-                "remains": list(self.remains), "transcript_error": self.transcript_error,
-                "record": None if self.record is None else self.record.to_json()}
-
-
-@dataclass(frozen=True)
-class LeftDirectory:
-    """A directory named like a runtime directory that the sweep left as it is, and why."""
-
-    runtime_directory: str
-    verdict: Literal["live", "left"]
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"runtime_directory": self.runtime_directory, "verdict": self.verdict,
-                "reason": self.reason}
-
-
-@dataclass(frozen=True)
-class SweepReport:
-    """Everything one sweep found and did. `problem` is set when the runtime parent could not
-    be listed (then nothing was done)."""
-
-    runtime_parent: str
-    problem: str | None = None
-    stale: tuple[StaleDirectory, ...] = ()
-    left: tuple[LeftDirectory, ...] = ()
-    copies: tuple[CopyFound, ...] = ()
-    """The checks' copies (application/copy_sweep.py), each with its verdict."""
-    groups: tuple[str, ...] = ()
-    groups_failed: tuple[str, ...] = ()
-    """The idle resource groups removed, and those that stayed (application/resources.py)."""
-
-    @property
-    def failures(self) -> list[str]:
-        """What the sweep could not do: each stale directory not gone (with what remains and
-        the OS error), each transcript it found but could not keep, and each record whose write
-        was refused."""
-        found: list[str] = []
-        for stale in self.stale:
-            if not stale.removed:
-                found.append(f"{stale.runtime_directory} was not removed: "
-                             + "; ".join(stale.remains))
-            if stale.transcript_error is not None:
-                found.append(f"the transcript could not be kept: {stale.transcript_error}")
-            if stale.record is not None and stale.record.outcome == "failed":
-                found.append(f"the record of run {stale.record.run_id} in "
-                             f"{stale.record.run_directory} was not finished: "
-                             f"{stale.record.detail}")
-        found += [f"{c.path} was not removed: " + "; ".join(c.remains)
-                  for c in self.copies if c.verdict == "stale" and not c.removed]
-        return found + list(self.groups_failed)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"runtime_parent": self.runtime_parent, "problem": self.problem,
-                "stale": [s.to_json() for s in self.stale],
-                "left": [entry.to_json() for entry in self.left],
-                "copies": [c.to_json() for c in self.copies], "groups": list(self.groups),
-                "failures": self.failures}
-
+__all__ = ["LeftDirectory", "RecordFinish", "StaleDirectory", "SweepReport", "Sweeper",
+           "sweep_account"]
 
 @dataclass
 class _Run:
@@ -190,8 +99,11 @@ class Sweeper:
     container over the filesystem, the process table and the clock."""
 
     def __init__(self, *, fs: FileSystem, table: ProcessTable, clock: Clock,
-                 runtime_parent: str, groups: ResourceGroups | None = None) -> None:
+                 runtime_parent: str, profiles: Profiles,
+                 groups: ResourceGroups | None = None) -> None:
         self._groups = groups
+        self._copies = copies_of(profiles)
+        self._transcripts = entries_of(profiles).transcripts
         self._fs = fs
         self._table = table
         self._clock = clock
@@ -284,7 +196,7 @@ class Sweeper:
         if finishing and isinstance(run, _Run) and owner is not None:
             transcript = self._transcript(runtime, run, owner)
         cleaned = cleanup_runtime_directory(
-            self._fs, runtime, runtime.credential_copies, transcript,
+            self._fs, runtime, [runtime.copy_of(name) for name in self._copies], transcript,
             run.layout.transcript if isinstance(run, _Run) and transcript else None)
         record: RecordFinish | None = None
         if owner is not None:
@@ -328,19 +240,12 @@ class Sweeper:
         return run
 
     def _transcript(self, runtime: RuntimeLayout, run: _Run, owner: OwnerRecord) -> str | None:
-        """The latest session's transcript in the runtime directory's config/, wherever a
-        backend keeps it: `<session>.jsonl` for the session the rounds named last, or pi's
-        fixed `<run-id>.jsonl`, in config/sessions/ or config/projects/*/ (Claude Code);
-        without either, the only transcript there is. Only a regular file, never a link; the
-        worker's own directories are never looked at."""
-        # every folder is checked to be a directory itself, below a config/ that is one: a
-        # link anywhere on the way would lead the copy out of the runtime directory
-        config = {e.name: e.kind for e in self._entries(runtime.config)}
-        folders = [runtime.sessions] if config.get("sessions") is EntryKind.DIRECTORY else []
-        if config.get("projects") is EntryKind.DIRECTORY:
-            projects = posixpath.join(runtime.config, "projects")
-            folders += [posixpath.join(projects, e.name) for e in self._entries(projects)
-                        if e.kind is EntryKind.DIRECTORY]
+        """The latest session's transcript in the runtime directory, wherever a registered
+        backend keeps it (its profile's `RuntimeEntries.transcripts`: config/projects/*/ for
+        Claude Code, config/sessions/ for pi): `<session>.jsonl` for the session the rounds named
+        last, or pi's fixed `<run-id>.jsonl`; without either, the only transcript there is. Only
+        a regular file, never a link; the worker's own directories are never looked at."""
+        folders = [f for pattern in self._transcripts for f in self._folders(runtime, pattern)]
         names = [n for n in (session_file(run.session) if run.session else None,
                              session_file(owner.run_id)) if n]
         for name in names:
@@ -352,6 +257,21 @@ class Sweeper:
                  for e in self._entries(folder)
                  if e.kind is EntryKind.FILE and session_file(e.name[:-6]) == e.name]
         return found[0] if len(found) == 1 else None
+
+    def _folders(self, runtime: RuntimeLayout, pattern: str) -> list[str]:
+        """The folders `pattern` names below the runtime directory (`*`: each folder there),
+        each a directory itself below ones that are: a link anywhere on the way would lead the
+        copy out of the runtime directory."""
+        found = [runtime.root]
+        for part in pattern.split("/"):
+            below: list[str] = []
+            for folder in found:
+                kinds = {e.name: e.kind for e in self._entries(folder)}
+                names = [n for n, k in kinds.items() if k is EntryKind.DIRECTORY] \
+                    if part == "*" else [part] if kinds.get(part) is EntryKind.DIRECTORY else []
+                below += [posixpath.join(folder, name) for name in names]
+            found = below
+        return found
 
     def _entries(self, folder: str) -> list[DirEntry]:
         """The entries of `folder` when it is a directory itself (listing a link would follow
@@ -440,59 +360,3 @@ def _host_died(owner: OwnerRecord, runtime_dir: str, judged: Judgement, own: Pro
             f"SIGKILL or the out-of-memory killer, while the run was{where}: {judged.reason}; "
             f"a sweep (pid {own.pid}) found its runtime directory {runtime_dir} at "
             f"{utc_text(now)} and removed it, credential copies first")
-
-
-# --- the account for a person at a shell ----------------------------------------------------------
-
-
-def _shown(text: str) -> str:
-    """`text` with every control character escaped, so that no path can rewrite the terminal."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
-
-
-def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
-    """What a sweep found and did, one line per directory. `quiet` (before a run) says nothing
-    when nothing was stale and nothing failed."""
-    if report.problem is not None:
-        return f"sweep: {_shown(report.problem)}\n"
-    removed = [c for c in report.copies if c.verdict == "stale"]
-    if quiet and not report.stale and not removed and not report.groups:
-        return ""
-    count = len(report.stale)
-    lines = [f"sweep of {_shown(report.runtime_parent)}: "
-             + (f"{count} stale runtime director{'y' if count == 1 else 'ies'}" if count
-                else "no stale runtime directory")]
-    for stale in report.stale:
-        lines += _stale_lines(stale)
-    lines += [f"  {'removed' if c.removed else 'NOT removed'} check copy {_shown(c.path)}: "
-              f"{_shown(c.reason)}" for c in removed]
-    lines += [f"  removed idle resource group {_shown(name)}" for name in report.groups]
-    if not quiet:
-        lines += [f"  left {_shown(entry.runtime_directory)}: {_shown(entry.reason)}"
-                  for entry in report.left]
-        lines += [f"  left check copy {_shown(c.path)}: {_shown(c.reason)}"
-                  for c in report.copies if c.verdict != "stale"]
-    return "\n".join(lines) + "\n"
-
-
-_RECORD_SAID = {"finished": "record finished interrupted", "already_ended": "record kept",
-                "not_found": "record not written", "failed": "record NOT finished"}
-
-
-def _stale_lines(stale: StaleDirectory) -> list[str]:
-    """One stale runtime directory's lines of the sweep's account: what was removed, what
-    remains, and what became of its run's transcript and record."""
-    run = f" (run {stale.run_id})" if stale.run_id else ""
-    verb = "removed" if stale.removed else "NOT removed"
-    lines = [f"  {verb} {_shown(stale.runtime_directory)}{run}: {_shown(stale.reason)}"]
-    lines += [f"    remains {_shown(remain)}" for remain in stale.remains]
-    if stale.transcript_error is not None:
-        lines.append(f"    transcript NOT kept: {_shown(stale.transcript_error)}")
-    record = stale.record
-    if record is not None:
-        kept = ", transcript kept" if record.transcript_kept else ""
-        why = "" if record.outcome == "finished" else f": {_shown(record.detail)}"
-        said = _RECORD_SAID[record.outcome]
-        lines.append(f"    {said}: {_shown(record.run_directory)}{kept}{why}")
-    return lines

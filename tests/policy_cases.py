@@ -20,6 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
 from concorde_workers.domain.boundary.policy import (
@@ -30,7 +31,10 @@ from concorde_workers.domain.boundary.policy import (
     decide_search_root,
     decide_write,
 )
+from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 HOME = "/home/u"
 PRIMARY = f"{HOME}/proj"
@@ -114,7 +118,7 @@ def policies(draw: st.DrawFn) -> Case:
         homes=(HOME, ENV_HOME) if hiding else (),
         config_dirs=CONFIG_DIRS if hiding else (),
         credentials=CREDENTIALS if hiding else (),
-        run_directories=run_directories)
+        run_directories=run_directories, runtime_entries=RUNTIME_ENTRIES)
     return Case(entries=entries, runtime_paths=runtime, nested_git=[a.path for a in nested],
                 hiding=hiding, run_directories=run_directories, policy=policy)
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Sequence
 
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, ListDir
 from concorde_workers.domain.boundary.policy import Policy, build_policy
+from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 HOME = "/home/u"
 PRIMARY = f"{HOME}/proj"
@@ -85,7 +89,7 @@ def policy_for(grant: Grant = GRANT, files: Sequence[str] = FILES, links: Sequen
                git: Sequence[AdminPath] = GIT, home: str = HOME) -> Policy:
     return build_policy(grant=grant, worktree=WT, primary=PRIMARY, user_home=home,
                         runtime_dir=runtime_dir, runtime_paths=runtime_paths, git=git,
-                        list_dir=memory_tree(files, links))
+                        list_dir=memory_tree(files, links), runtime_entries=RUNTIME_ENTRIES)
 
 
 POLICY = policy_for()

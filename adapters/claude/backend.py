@@ -21,6 +21,7 @@ from concorde_workers.adapters.claude.endpoints import (
 from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
 from concorde_workers.adapters.claude.launch import claude_command
+from concorde_workers.adapters.claude.layout import settings_file
 from concorde_workers.adapters.claude.profile import CLAUDE
 from concorde_workers.adapters.claude.settings import (
     claude_settings,
@@ -113,7 +114,7 @@ class ClaudeBackend:
         program, found = program_or_name(self._fs, self.profile.program, context.environ,
                                            self._installations)
         return Generated(
-            files={rt.settings: text, rt.result_schema: context.result_schema,
+            files={settings_file(rt): text, rt.result_schema: context.result_schema,
                    **hook_files(context.policy)},
             settings_digest=digest_text(text), tools=self.profile.tool_set(context.policy.grant),
             program=program, program_found=found, shown_settings=shown_settings(settings),
@@ -135,8 +136,8 @@ class ClaudeBackend:
         spec = self.profile.credentials
         config = config_directory(spec, context.environ) or posixpath.join(
             os.path.expanduser("~"), spec.default_directory)
-        return tuple((posixpath.join(config, name), posixpath.join(context.policy.runtime.config,
-                                                                   name)) for name in spec.files)
+        return tuple((posixpath.join(config, name), context.policy.runtime.copy_of(name))
+                     for name in spec.files)
 
     def command(self, context: BackendContext, kind: RoundKind,
                 session: str | None) -> LaunchCommand:

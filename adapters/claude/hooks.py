@@ -17,6 +17,7 @@ import posixpath
 from pathlib import Path
 from typing import Any, Literal
 
+from concorde_workers.adapters.claude.layout import write_hook
 from concorde_workers.adapters.claude.settings import HOOK_TIMEOUT_SECONDS, hook_command
 from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.boundary.search_guard import SEARCH_TOOLS_MATCHER, hook_grant
@@ -46,7 +47,7 @@ def read_hook_path(runtime: RuntimeLayout) -> str:
 
 def hook_path(runtime: RuntimeLayout, hook: HookName) -> str:
     if hook == "write":
-        return runtime.write_hook
+        return write_hook(runtime)
     return search_hook_path(runtime) if hook == "search" else read_hook_path(runtime)
 
 

@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 from decimal import Decimal
 
+from concorde_workers.adapters.claude.layout import settings_file
 from concorde_workers.domain.evidence.layout import RuntimeLayout
 from concorde_workers.domain.isolation.launch import (
     LaunchCommand,
@@ -60,7 +61,7 @@ def claude_command(
         program,
         "-p",
         "--settings",
-        rt.settings,
+        settings_file(rt),
         "--tools",
         tools_argument(names),
         "--json-schema",

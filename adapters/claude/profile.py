@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concorde_workers.adapters.claude.layout import CLAUDE_ENTRIES, CREDENTIALS_FILE
 from concorde_workers.adapters.claude.transcript import CLAUDE_TRANSCRIPT
 from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.task_types import ToolNames
@@ -43,13 +44,14 @@ CLAUDE = BackendProfile(
     runtime_missing_code=Code.LAUNCH_FAILED, run_directory_code=Code.RUN_DIRECTORY_DENIED,
     credentials=CredentialSpec(
         directory_variable="CLAUDE_CONFIG_DIR", default_directory=".claude",
-        files=(".credentials.json",), login_file=".credentials.json",
+        files=(CREDENTIALS_FILE,), login_file=CREDENTIALS_FILE,
         key_variables=("ANTHROPIC_API_KEY",), key_text="ANTHROPIC_API_KEY",
         repair="log in once with claude (it writes ~/.claude/.credentials.json, or "
                "$CLAUDE_CONFIG_DIR/.credentials.json) or set ANTHROPIC_API_KEY"),
     brief=BriefVariant(shell="Bash", write_tool="Write tool",
                        ending="End with the structured result.",
                        retry_ending="end with the structured result"),
+    runtime_entries=CLAUDE_ENTRIES,
     transcript=CLAUDE_TRANSCRIPT,
     tools=ToolNames(read=("Read", "Glob", "Grep"), change=("Edit", "Write"), shell=("Bash",)),
     local_id_placeholder="<model id>",

@@ -27,6 +27,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from concorde_workers.adapters.claude.layout import write_hook
 from concorde_workers.domain.boundary.policy import Policy
 
 WRITE_TOOLS_MATCHER = "Edit|Write|MultiEdit|NotebookEdit"
@@ -85,7 +86,7 @@ def claude_settings(policy: Policy, interpreter: str, *, as_root: bool,
                 {
                     "matcher": WRITE_TOOLS_MATCHER,
                     "hooks": [{"type": "command",
-                               "command": hook_command(interpreter, runtime.write_hook),
+                               "command": hook_command(interpreter, write_hook(runtime)),
                                "timeout": HOOK_TIMEOUT_SECONDS}],
                 },
                 *extra_hooks,

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from concorde_workers import __version__
 from concorde_workers.domain.boundary.task_types import TASK_TYPE_LINES
-from concorde_workers.domain.evidence.record_fields import BACKENDS
+from concorde_workers.domain.evidence.backends import BACKENDS
 
 
 class UsageError(Exception):

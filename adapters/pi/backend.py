@@ -14,6 +14,7 @@ import json
 import posixpath
 from collections.abc import Mapping, Sequence
 
+from concorde_workers.adapters.pi import layout
 from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.adapters.pi.extension import (
     generate_extension,
@@ -29,12 +30,6 @@ from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.layout import (
-    PI_AUTH_FILE,
-    PI_MODELS_FILE,
-    jiti_cache,
-    pi_project_dir,
-)
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
@@ -105,8 +100,8 @@ class PiBackend:
             package=self._package(context.environ, context.policy.primary))
         return Generated(
             files={rt.result_schema: context.result_schema,
-                   rt.pi_settings: json.dumps(PI_SETTINGS, indent=2) + "\n", **extension},
-            settings_digest=digest_text(extension[rt.permission_extension]),
+                   layout.pi_settings(rt): json.dumps(PI_SETTINGS, indent=2) + "\n", **extension},
+            settings_digest=digest_text(extension[layout.permission_extension(rt)]),
             tools=self.profile.tool_set(context.policy.grant), program=program,
             program_found=found,
         )
@@ -125,7 +120,7 @@ class PiBackend:
         prompt and packages from `<rt>/work/.pi`; both lie where the worker's bash may write
         (the sandbox denies them, and the host clears them anyway: notes/pi.md §9)."""
         runtime = context.policy.runtime
-        return (jiti_cache(runtime), pi_project_dir(runtime))
+        return (layout.jiti_cache(runtime), layout.project_dir(runtime))
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """auth.json and models.json, only, from the user's pi configuration directory
@@ -135,8 +130,8 @@ class PiBackend:
         if source is None:
             return ()
         rt = context.policy.runtime
-        return ((posixpath.join(source, PI_AUTH_FILE), rt.pi_auth),
-                (posixpath.join(source, PI_MODELS_FILE), rt.pi_models))
+        return tuple((posixpath.join(source, name), rt.copy_of(name))
+                     for name in self.profile.credentials.files)
 
     def command(self, context: BackendContext, kind: RoundKind,
                 session: str | None) -> LaunchCommand:
@@ -155,12 +150,12 @@ class PiBackend:
         """A PiStreamReader that also reads this round's concorde-limit entry from the run's
         session file (pi 0.73.1 prints no entry_appended record)."""
         return PiStreamReader(
-            session_file=context.policy.runtime.pi_session_file(context.run_id), fs=self._fs)
+            session_file=layout.session_file(context.policy.runtime, context.run_id), fs=self._fs)
 
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
         """The run's fixed session file `<rt>/config/sessions/<run-id>.jsonl` (every round
         continues it), None while pi has not written it (before its first assistant message)."""
-        path = context.policy.runtime.pi_session_file(context.run_id)
+        path = layout.session_file(context.policy.runtime, context.run_id)
         return path if self._fs.is_file(path) else None
 
 

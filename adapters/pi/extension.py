@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
+from concorde_workers.adapters.pi.layout import permission_extension
 from concorde_workers.adapters.pi.profile import SANDBOX_RUNTIME_ENTRY, SANDBOX_RUNTIME_RELATIVE
 from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.configuration.request import Limits
@@ -108,7 +109,7 @@ def generate_extension(
     data = extension_policy(policy, limits=limits, result_schema=result_schema, package=package,
                             rg=rg, fd=fd)
     permission, module = render_extension(data, package)
-    return {policy.runtime.permission_extension: permission,
+    return {permission_extension(policy.runtime): permission,
             policy_module_path(policy.runtime): module}
 
 

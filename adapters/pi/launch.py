@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.adapters.pi import layout
 from concorde_workers.domain.evidence.layout import RuntimeLayout
 from concorde_workers.domain.evidence.run_id import is_run_id
 from concorde_workers.domain.isolation.launch import (
@@ -48,7 +49,8 @@ class PiCommandMapping(BaseModel):
 
     def session_arguments(self, runtime: RuntimeLayout, run_id: str) -> tuple[str, ...]:
         """What stands for the spec's `--session-dir <rt>/config/sessions --session-id <run-id>`."""
-        return ("--session-dir", runtime.sessions, "--session", runtime.pi_session_file(run_id))
+        return ("--session-dir", layout.sessions(runtime), "--session",
+                layout.session_file(runtime, run_id))
 
     def tool_set(self, tools: Sequence[str]) -> tuple[str, ...]:
         """The tool set with concorde_result appended when the given set lacks it."""
@@ -57,10 +59,10 @@ class PiCommandMapping(BaseModel):
 
     def adaptations(self, runtime: RuntimeLayout, run_id: str) -> tuple[str, ...]:
         """The departures, as lines a person reads (the dry-run planner shows them)."""
-        session_file = runtime.pi_session_file(run_id)
+        session_file = layout.session_file(runtime, run_id)
         return (
             f"pi {self.pi_version} has no --session-id: the run fixes its session by its file, "
-            f"--session-dir {runtime.sessions} --session {session_file}, "
+            f"--session-dir {layout.sessions(runtime)} --session {session_file}, "
             f"instead of --session-id {run_id}; resume and retry rounds run the same command",
             f"--tools always names {PI_RESULT_TOOL}: pi {self.pi_version} offers the permission "
             "extension's result tool only when --tools lists it",
@@ -99,7 +101,7 @@ def pi_command(
         "json",
         "--no-extensions",
         "-e",
-        rt.permission_extension,
+        layout.permission_extension(rt),
         "--no-context-files",
         "--no-skills",
         "--no-prompt-templates",

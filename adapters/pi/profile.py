@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concorde_workers.adapters.pi.layout import AUTH_FILE, MODELS_FILE, PI_ENTRIES
 from concorde_workers.adapters.pi.transcript import PI_TRANSCRIPT
 from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.task_types import ToolNames
@@ -65,7 +66,7 @@ PI = BackendProfile(
     runtime_missing_code=Code.PI_RUNTIME_MISSING, run_directory_code=Code.LAUNCH_FAILED,
     credentials=CredentialSpec(
         directory_variable="PI_CODING_AGENT_DIR", default_directory=".pi/agent",
-        expands_tilde=True, files=("auth.json", "models.json"), login_file="auth.json",
+        expands_tilde=True, files=(AUTH_FILE, MODELS_FILE), login_file=AUTH_FILE,
         key_suffix=API_KEY_SUFFIX, key_text="*_API_KEY",
         repair="configure pi (auth.json in $PI_CODING_AGENT_DIR or ~/.pi/agent, e.g. with pi's "
                "/login) or set the provider's *_API_KEY"),
@@ -73,6 +74,7 @@ PI = BackendProfile(
         shell="bash", write_tool="write tool",
         ending="End by calling the `concorde_result` tool exactly once; it ends your session.",
         retry_ending="end by calling the `concorde_result` tool exactly once"),
+    runtime_entries=PI_ENTRIES,
     transcript=PI_TRANSCRIPT,
     tools=ToolNames(read=("read", "grep", "find", "ls"), change=("edit", "write"), shell=("bash",),
                     always=("concorde_result",)),

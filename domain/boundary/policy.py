@@ -57,7 +57,7 @@ from concorde_workers.domain.boundary.reasons import REASONS, fill, reasons_json
 from concorde_workers.domain.boundary.sandbox_lists import SandboxFilesystem, sandbox_filesystem
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.layout import RuntimeLayout, host_paths
+from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout, host_paths
 from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX
 from concorde_workers.domain.gitview.placement import AdminPath
 
@@ -366,21 +366,23 @@ def decide_search_root(policy: Policy, root: str, real: str | None = None,
 
 def build_policy(
     *, grant: Grant, worktree: str, primary: str, user_home: str, runtime_dir: str,
-    runtime_paths: Sequence[str], git: Sequence[AdminPath], list_dir: ListDir,
+    runtime_entries: RuntimeEntries, runtime_paths: Sequence[str], git: Sequence[AdminPath],
+    list_dir: ListDir,
     homes: Sequence[str] = (), config_dirs: Sequence[str] = (), credentials: Sequence[str] = (),
     run_directories: Sequence[str] = (),
 ) -> Policy:
     """The policy of one run from ONE frozen grant; all paths absolute and real, runtime paths
     exactly as the caller listed them (seed 000 "A worker reads beside its grant only what its
     caller lists"). `list_dir` backs the walks of worktree, homes, primary worktree and
-    configuration directories, and finds the other runs in the temp root.
+    configuration directories, and finds the other runs in the temp root. `runtime_entries` are
+    what every registered backend's program keeps in the runtime directory (their profiles').
 
     Besides the password database's home `user_home`: `homes` (`$HOME`, as given and really),
     `config_dirs` (the configuration directories the credentials come from), `credentials` (the
     credential files at their origins) and `run_directories` (the trace parent's `workers/`), all
     hidden from every tool (issue 8 §2-§4)."""
     worktree, primary, user_home = (posixpath.normpath(p) for p in (worktree, primary, user_home))
-    runtime = RuntimeLayout(root=posixpath.normpath(runtime_dir))
+    runtime = RuntimeLayout(root=posixpath.normpath(runtime_dir), entries=runtime_entries)
     runtime_paths = tuple(runtime_paths)
     git = tuple(git)
     boundaries = tuple(outermost(posixpath.normpath(b) for b in (

@@ -1,9 +1,11 @@
 """The sandbox filesystem lists (notes/harness.md §1.2, §5; notes/pi.md §9): one function for
 Claude Code's sandbox and pi's sandbox-runtime, from the one frozen grant.
 
-Decision where the spec is silent: the pi hardening of notes/pi.md §9 sits in the SHARED lists:
-denyRead and denyWrite `<rt>/tmp/jiti`, denyWrite `<rt>/work/.pi`. One list for both backends
-keeps "the same code"; Claude Code has no jiti cache and no `.pi`, so the entries are inert there.
+Decision where the spec is silent: what the backends' programs keep in the runtime directory for
+themselves (their profiles' `RuntimeEntries`: pi's hardening of notes/pi.md §9) sits in the
+SHARED lists: denyRead and denyWrite what belongs to the host (`<rt>/tmp/jiti`), denyWrite what
+is not writable (`<rt>/work/.pi`). One list for every backend keeps "the same code"; Claude Code
+has no jiti cache and no `.pi`, so the entries are inert there.
 """
 
 from __future__ import annotations
@@ -16,12 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from concorde_workers.domain.boundary.grant import READABLE, Grant, GrantEntry, Level
 from concorde_workers.domain.boundary.hidden import Hidden
 from concorde_workers.domain.boundary.paths import dedupe, is_within, outermost
-from concorde_workers.domain.evidence.layout import (
-    RuntimeLayout,
-    host_paths,
-    jiti_cache,
-    pi_project_dir,
-)
+from concorde_workers.domain.evidence.layout import RuntimeLayout, host_paths
+from concorde_workers.domain.evidence.layout import not_writable as backends_not_writable
 from concorde_workers.domain.gitview.placement import AdminPath
 
 __all__ = ["SandboxFilesystem", "sandbox_filesystem"]
@@ -83,6 +81,6 @@ def sandbox_filesystem(
         deny_read=dedupe(deny_read),
         allow_read=tuple(sorted({*readable, *runtime.worker_dirs, *runtime_paths})),
         allow_write=tuple(sorted({*writable, *runtime.worker_dirs})),
-        deny_write=dedupe([*not_writable, *runtime_in_writable, jiti_cache(runtime),
-                            pi_project_dir(runtime)]),
+        deny_write=dedupe([*not_writable, *runtime_in_writable,
+                            *backends_not_writable(runtime)]),
     )

@@ -33,9 +33,9 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.paths import is_within
 from concorde_workers.domain.configuration.request import Backend, Limits
+from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
 from concorde_workers.domain.evidence.codes import REFUSAL_REASONS, Code
 from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
 from concorde_workers.domain.texts.text import control_problem
 
 Levels = Mapping[str, Sequence[str]]

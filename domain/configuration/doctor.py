@@ -24,7 +24,7 @@ from concorde_workers.domain.configuration.program_versions import (
     version_problem,
 )
 from concorde_workers.domain.configuration.resources import Enforcement, GroupKind
-from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
+from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
 
 MACHINE_TOOLS: Mapping[str, str] = {
     "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",

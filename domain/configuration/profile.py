@@ -18,13 +18,14 @@ from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.boundary.task_types import ToolNames, tool_set
 from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
+from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
 from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
+from concorde_workers.domain.evidence.layout import RuntimeEntries
 from concorde_workers.domain.evidence.transcript import TranscriptDialect
 from concorde_workers.domain.run.brief import BriefVariant
 
-__all__ = ["BackendProfile", "HelperTool", "Profiles", "levels_of", "pins_of", "placeholders_of",
-           "programs_of"]
+__all__ = ["BackendProfile", "HelperTool", "Profiles", "copies_of", "entries_of", "levels_of",
+           "pins_of", "placeholders_of", "programs_of"]
 
 
 class HelperTool(BaseModel):
@@ -72,6 +73,8 @@ class BackendProfile(BaseModel):
     package its permission extension loads)."""
     transcript: TranscriptDialect
     """How the program writes its session (the report's and the events' tool calls)."""
+    runtime_entries: RuntimeEntries = RuntimeEntries()
+    """What the program keeps in the runtime directory for itself."""
     helpers: tuple[HelperTool, ...] = ()
     sandbox_package: str | None = None
     """The program of `programs` whose Bash sandbox doctor tries without network (pi's
@@ -112,3 +115,18 @@ def placeholders_of(profiles: Profiles) -> dict[str, str]:
     first."""
     ordered = sorted(profiles.values(), key=lambda p: p.name != DEFAULT_BACKEND)
     return {profile.name: profile.local_id_placeholder for profile in ordered}
+
+
+def entries_of(profiles: Profiles) -> RuntimeEntries:
+    """What every registered backend's program keeps in a runtime directory: one run's policy
+    takes them all, whichever backend runs."""
+    entries = RuntimeEntries()
+    for profile in profiles.values():
+        entries = entries | profile.runtime_entries
+    return entries
+
+
+def copies_of(profiles: Profiles) -> tuple[str, ...]:
+    """The names of every registered backend's credential copies in config/ (what a sweep
+    removes first from a dead run's runtime directory, whatever its backend)."""
+    return tuple(dict.fromkeys(name for p in profiles.values() for name in p.credentials.files))

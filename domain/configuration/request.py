@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from concorde_workers.domain.configuration.resources import ResourceLimits
-from concorde_workers.domain.evidence.record_fields import BACKENDS as BACKENDS
-from concorde_workers.domain.evidence.record_fields import DEFAULT_BACKEND
-from concorde_workers.domain.evidence.record_fields import Backend as Backend
+from concorde_workers.domain.evidence.backends import BACKENDS as BACKENDS
+from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
+from concorde_workers.domain.evidence.backends import Backend as Backend
 
 
 class Limits(BaseModel):

@@ -42,14 +42,7 @@ WORK_DIR = "work"
 WORKER_DIRS: tuple[str, ...] = (WORK_DIR, HOME_DIR, TMP_DIR)
 """The worker's own directories: no generated deny rule may cover them (run_directory_denied)."""
 
-SETTINGS_FILE = "settings.json"
-WRITE_HOOK_FILE = "write_hook.py"
 RESULT_SCHEMA_FILE = "result.schema.json"
-PERMISSION_EXTENSION_FILE = "permission.ts"
-SESSIONS_DIR = "sessions"
-CLAUDE_CREDENTIALS_FILE = ".credentials.json"
-PI_AUTH_FILE = "auth.json"
-PI_MODELS_FILE = "models.json"
 
 
 def _absolute(value: str) -> str:
@@ -123,12 +116,39 @@ class RunLayout(BaseModel):
         return posixpath.join(self.round_dir(n), STDERR_FILE)
 
 
+class RuntimeEntries(BaseModel):
+    """What backends' programs keep in a runtime directory for themselves, relative to its root
+    (each backend's profile gives its own; a run's policy takes every registered backend's, so
+    one set of lists serves every backend: notes/pi.md §9)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: tuple[str, ...] = ()
+    """What belongs to the host besides control/ and config/: no tool reads or writes it (pi's
+    compile cache of the extension, `tmp/jiti`)."""
+    not_writable: tuple[str, ...] = ()
+    """What no tool may write (pi's project settings in its working directory, `work/.pi`)."""
+    transcripts: tuple[str, ...] = ()
+    """The folders its sessions' transcripts lie in (pi: `config/sessions`); a last segment
+    `*` is every folder there (Claude Code: `config/projects/*`)."""
+
+    def __or__(self, other: RuntimeEntries) -> RuntimeEntries:
+        def both(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(dict.fromkeys((*a, *b)))
+
+        return RuntimeEntries(host=both(self.host, other.host),
+                              not_writable=both(self.not_writable, other.not_writable),
+                              transcripts=both(self.transcripts, other.transcripts))
+
+
 class RuntimeLayout(BaseModel):
     """The files of one worker run's private runtime directory."""
 
     model_config = ConfigDict(frozen=True)
 
     root: str
+    entries: RuntimeEntries = RuntimeEntries()
+    """What the registered backends' programs keep here (a policy's runtime has them)."""
 
     @field_validator("root")
     @classmethod
@@ -162,74 +182,32 @@ class RuntimeLayout(BaseModel):
         return (self.work, self.home, self.tmp)
 
     @property
-    def settings(self) -> str:
-        """control/settings.json, the worker settings (Claude Code backend)."""
-        return posixpath.join(self.control, SETTINGS_FILE)
-
-    @property
-    def write_hook(self) -> str:
-        """control/write_hook.py (Claude Code backend)."""
-        return posixpath.join(self.control, WRITE_HOOK_FILE)
-
-    @property
     def result_schema(self) -> str:
         """control/result.schema.json, the worker result schema."""
         return posixpath.join(self.control, RESULT_SCHEMA_FILE)
 
-    @property
-    def permission_extension(self) -> str:
-        """control/permission.ts, the permission extension (pi backend)."""
-        return posixpath.join(self.control, PERMISSION_EXTENSION_FILE)
+    def at(self, relative: str) -> str:
+        """A path of the runtime directory given relative to its root."""
+        return posixpath.join(self.root, relative)
 
-    @property
-    def claude_credentials(self) -> str:
-        """config/.credentials.json, the copy of the user's Claude Code credentials."""
-        return posixpath.join(self.config, CLAUDE_CREDENTIALS_FILE)
-
-    @property
-    def sessions(self) -> str:
-        """config/sessions/, pi's session directory."""
-        return posixpath.join(self.config, SESSIONS_DIR)
-
-    def pi_session_file(self, run_id: str) -> str:
-        """config/sessions/<run-id>.jsonl, the session file a pi run fixes at its first round."""
-        if not run_id or "/" in run_id or run_id.startswith("."):
-            raise ValueError(f"not a run id: {run_id!r}")
-        return posixpath.join(self.sessions, f"{run_id}.jsonl")
-
-    @property
-    def pi_settings(self) -> str:
-        """config/settings.json, Concorde's own pi settings."""
-        return posixpath.join(self.config, SETTINGS_FILE)
-
-    @property
-    def pi_auth(self) -> str:
-        return posixpath.join(self.config, PI_AUTH_FILE)
-
-    @property
-    def pi_models(self) -> str:
-        return posixpath.join(self.config, PI_MODELS_FILE)
-
-    @property
-    def credential_copies(self) -> tuple[str, ...]:
-        """The credential copies in config/ the host removes first when the run ends."""
-        return (self.claude_credentials, self.pi_auth, self.pi_models)
+    def copy_of(self, name: str) -> str:
+        """config/<name>, the copy of a user's credential file of that name."""
+        if not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"not a file name: {name!r}")
+        return posixpath.join(self.config, name)
 
 
-# --- what of the runtime directory belongs to the host or to pi (seed 000 "Run directory and
-# runtime directory"; notes/pi.md §9) ---------------------------------------------------------
+# --- what of the runtime directory belongs to the host (seed 000 "Run directory and runtime
+# directory"; notes/pi.md §9) -------------------------------------------------------------------
 
 
-def jiti_cache(runtime: RuntimeLayout) -> str:
-    """pi's compile cache of the extension, `<rt>/tmp/jiti` (notes/pi.md §9.1)."""
-    return posixpath.join(runtime.tmp, "jiti")
+def host_paths(runtime: RuntimeLayout) -> tuple[str, ...]:
+    """What belongs to the host (read table row 6): control/, config/ and what the backends'
+    programs keep for themselves (pi's jiti cache)."""
+    return (runtime.control, runtime.config, *(runtime.at(e) for e in runtime.entries.host))
 
 
-def pi_project_dir(runtime: RuntimeLayout) -> str:
-    """pi's project settings directory in the working directory, `<rt>/work/.pi` (§9.2)."""
-    return posixpath.join(runtime.work, ".pi")
-
-
-def host_paths(runtime: RuntimeLayout) -> tuple[str, str, str]:
-    """What belongs to the host (read table row 6): control/, config/ and the jiti cache."""
-    return (runtime.control, runtime.config, jiti_cache(runtime))
+def not_writable(runtime: RuntimeLayout) -> tuple[str, ...]:
+    """What no tool may write besides what the grant keeps read-only: what belongs to the
+    host of the backends' own, and what they list as not writable (pi's `work/.pi`)."""
+    return tuple(runtime.at(e) for e in (*runtime.entries.host, *runtime.entries.not_writable))

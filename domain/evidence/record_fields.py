@@ -16,6 +16,10 @@ from pydantic import (
     ValidationError,
 )
 
+from concorde_workers.domain.evidence.backends import BACKENDS as BACKENDS
+from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND as DEFAULT_BACKEND
+from concorde_workers.domain.evidence.backends import Backend as Backend
+
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 Count = Annotated[StrictInt, Field(ge=0)]
 Amount = Annotated[StrictInt | StrictFloat, Field(ge=0)]
@@ -32,13 +36,6 @@ JsonObject = dict[str, Any]
 
 WorkerStatus = Literal["ok", "blocked", "failed"]
 Prompt = Literal["initial", "repair", "retry"]
-Backend = Literal["claude", "pi"]
-"""The agent programs a worker runs on: defined here once (domain.configuration.request names it
-too)."""
-BACKENDS: tuple[Backend, ...] = ("claude", "pi")
-DEFAULT_BACKEND: Backend = "pi"
-"""The backend a worker runs on when no entry of its configuration sets one (seed 002 "Worker
-configuration": "A backend no entry sets is pi")."""
 NodeStatus = Literal["ok", "blocked", "failed", "running"]
 NodeOutcome = Literal["ok", "blocked", "failed", "interrupted"]
 Phase = Literal["preparing", "worker", "audit", "validation", "waiting", "finished"]

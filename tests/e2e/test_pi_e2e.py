@@ -141,7 +141,7 @@ def test_reads_of_withheld_paths_are_blocked(pi_world: PiWorld) -> None:
     for cid, path in paths.items():
         text = run.tool_result(cid)
         assert denial(text, decide_read(policy, path).reason), (cid, text)
-    auth = policy.runtime.pi_auth
+    auth = policy.runtime.copy_of("auth.json")
     assert denial(run.tool_result("call_auth"), decide_read(policy, auth).reason)
     assert "sk-scripted-local-key" not in json.dumps(run.server.tool_results())
     assert run.tool_result("call_granted").strip().endswith("# notes")

@@ -24,9 +24,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from concorde_workers.adapters.claude import layout as claude_layout
 from concorde_workers.adapters.claude.environment import claude_environment
+from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.container import PROFILES
+from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import Backend
 from concorde_workers.domain.evidence.errors import Refusal
@@ -52,6 +55,8 @@ from fakes.agent_stream import (
     usage_line,
 )
 from fakes.process import FakeProcess, FakeProcessRunner, FakeStart
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 __all__ = ["FAKE_PROGRAM", "Round", "ScriptedBackend", "TestBackendBase", "make_context",
            "to_fake_process", "transcript_path"]
@@ -178,7 +183,7 @@ def make_context(
         raise ValueError(f"the test grant is refused: {grant}")
     policy = build_policy(grant=grant, worktree=worktree, primary=primary, user_home=user_home,
                           runtime_dir=runtime_dir, runtime_paths=(), git=(),
-                          list_dir=lambda _path: [])
+                          list_dir=lambda _path: [], runtime_entries=RUNTIME_ENTRIES)
     request = RunRequest.model_validate({
         "backend": backend, "worktree": worktree, "task_type": task_type, "grant": grant_input,
         "project_interpreter": project_interpreter})
@@ -258,8 +263,8 @@ class TestBackendBase:
                 "sandbox": policy.sandbox.to_json(), "tools": list(self.profile.tool_set(policy.grant))}
         text = json.dumps(data, indent=2, ensure_ascii=False)
         if self.name == "claude":
-            return policy.runtime.settings, text + "\n"
-        return (policy.runtime.permission_extension,
+            return claude_layout.settings_file(policy.runtime), text + "\n"
+        return (pi_layout.permission_extension(policy.runtime),
                 f"// the test backend's permission extension\nexport const POLICY = {text};\n")
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
@@ -298,7 +303,7 @@ class TestBackendBase:
 
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
         self._seen(context)
-        return transcript_path(context.policy.runtime.sessions, session)
+        return transcript_path(pi_layout.sessions(context.policy.runtime), session)
 
 
 def transcript_path(sessions: str, session: str | None) -> str | None:

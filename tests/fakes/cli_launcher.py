@@ -56,7 +56,7 @@ def program_container(scenarios: Sequence[Scenario] | None, backend: str = "pi",
         return container
     program = ProgramBackend(backend, scenarios=list(scenarios))  # type: ignore[arg-type]
     if credentials is not None:
-        program.credentials = lambda context: [(credentials, context.policy.runtime.pi_auth)]
+        program.credentials = lambda context: [(credentials, context.policy.runtime.copy_of("auth.json"))]
     others = {name: ProgramBackend(name) for name in ("pi", "claude") if name != backend}  # type: ignore[arg-type]
     container.backends.override(providers.Dict(
         **{name: providers.Object(b) for name, b in {**others, backend: program}.items()}))

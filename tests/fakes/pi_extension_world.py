@@ -19,13 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.extension import embedded_policy, generate_extension
+from concorde_workers.container import PROFILES
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
 from concorde_workers.domain.boundary.policy import Policy, build_policy
+from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.gitview.placement import AdminPath
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_MODULES = REPO / "node_modules"
@@ -242,7 +247,7 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
     )
     for path, text in files.items():
         Path(path).write_text(text)
-    permission = files[policy.runtime.permission_extension]
+    permission = files[pi_layout.permission_extension(policy.runtime)]
     return PiWorld(root=root, home=home, primary=primary, worktree=worktree, rt=rt,
                    policy=policy, permission=permission, embedded=embedded_policy(permission))
 
@@ -265,7 +270,7 @@ def tree_policy(root: Path, entries: dict[str, str], runtime_paths: tuple[str, .
             "cfg/claude/.credentials.json", "cfg/pi/auth.json", "cfg/pi/models.json",
             "maps/models.json")),
         run_directories=(str(root / "trace/op-1/workers"),),
-    )
+     runtime_entries=RUNTIME_ENTRIES)
 
 
 def node_available() -> bool:

@@ -149,7 +149,7 @@ class HostHarness:
         return path
 
     def credentials(self, context: BackendContext) -> Sequence[tuple[str, str]]:
-        return ((str(self.credentials_file), context.policy.runtime.claude_credentials),)
+        return ((str(self.credentials_file), context.policy.runtime.copy_of(".credentials.json")),)
 
     def request(self, *, grant: dict[str, Any] | None = None, limits: Limits | None = None,
                 **fields: Any) -> RunRequest:

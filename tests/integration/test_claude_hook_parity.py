@@ -24,6 +24,7 @@ import pytest
 
 from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
 from concorde_workers.adapters.claude.settings import claude_settings
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
 from concorde_workers.domain.boundary.policy import (
@@ -35,7 +36,10 @@ from concorde_workers.domain.boundary.policy import (
     decide_write,
 )
 from concorde_workers.domain.boundary.search_guard import claude_path, decide_search_call
+from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 pytestmark = pytest.mark.integration
 
@@ -177,7 +181,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
                           config_dirs=(f"{base}/cfg/claude",),
                           credentials=(f"{base}/cfg/claude/.credentials.json",
                                        f"{base}/maps/models.json"),
-                          run_directories=(f"{base}/trace/op-1/workers",))
+                          run_directories=(f"{base}/trace/op-1/workers",), runtime_entries=RUNTIME_ENTRIES)
     for path, text in hook_files(policy).items():
         Path(path).write_text(text)
         os.chmod(path, 0o600)

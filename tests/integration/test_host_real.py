@@ -84,7 +84,7 @@ def assert_cleaned(harness: HostHarness, run: HostRun) -> None:
     nothing else of ours in the temporary root, no index.lock in the repository."""
     assert not run.runtime_dir.exists()
     if run.backend.context is not None:
-        assert not Path(run.context.policy.runtime.claude_credentials).exists()
+        assert not Path(run.context.policy.runtime.copy_of(".credentials.json")).exists()
     assert [p.name for p in harness.tmp.iterdir()] == []
     assert not (harness.primary / ".git" / "index.lock").exists()
     assert not (harness.primary / ".git" / "worktrees" / "task" / "index.lock").exists()

@@ -36,7 +36,7 @@ BACKEND_NAMES = ("claude", "pi")
 BACKEND_PACKAGES = (("adapters", "claude"), ("adapters", "pi"))
 
 MAY_NAME = frozenset({
-    "domain/evidence/record_fields.py",  # `Backend`: the contracts' list of backends
+    "domain/evidence/backends.py",  # `Backend`: the contracts' list of backends
     "domain/evidence/events.py",  # the event schema's `backend` enum (a contract)
     "domain/evidence/codes.py",  # seed 000 and 001 "Errors": which backend each code is of
 })

@@ -41,6 +41,7 @@ from concorde_workers.adapters.claude.settings import (
     claude_settings,
     hook_command,
 )
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, directory_level, parse_grant
 from concorde_workers.domain.boundary.policy import (
     GIT_REASON,
@@ -64,8 +65,11 @@ from concorde_workers.domain.boundary.search_guard import (
     search_root,
     searchable_directories,
 )
+from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
 from concorde_workers.domain.texts.text import digest_text
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 HOME = "/home/u"
 PRIMARY = f"{HOME}/proj"
@@ -111,7 +115,7 @@ def policy_for(entries: dict[str, str] = ENTRIES,
                worktree: str = WT) -> Policy:
     return build_policy(grant=make_grant(entries), worktree=worktree, primary=PRIMARY,
                         user_home=HOME, runtime_dir=RT, runtime_paths=runtime_paths, git=GIT,
-                        list_dir=lambda _path: [])
+                        list_dir=lambda _path: [], runtime_entries=RUNTIME_ENTRIES)
 
 
 POLICY = policy_for()
@@ -610,7 +614,7 @@ def hiding_policy(runtime_paths: Sequence[str] = (VENV, NODE_MODULES, PYROOT)) -
                         runtime_dir=RT, runtime_paths=runtime_paths, git=GIT,
                         list_dir=lambda _path: [], homes=(HOME, ENV_HOME),
                         config_dirs=(CLAUDE_CFG, "/opt/cfg/pi"), credentials=CREDENTIAL_FILES,
-                        run_directories=(WORKERS, IN_TREE_WORKERS))
+                        run_directories=(WORKERS, IN_TREE_WORKERS), runtime_entries=RUNTIME_ENTRIES)
 
 
 HIDING = hiding_policy()

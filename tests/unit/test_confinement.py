@@ -11,9 +11,11 @@ from dataclasses import dataclass
 import pytest
 from fakes.filesystem import FakeFileSystem
 
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, Level, directory_level, parse_grant
 from concorde_workers.domain.boundary.paths import EntryKind, is_within
 from concorde_workers.domain.boundary.policy import Policy, build_policy, decide_read, decide_write
+from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
 from concorde_workers.domain.isolation.confinement import (
     CONFINED_UID,
@@ -33,6 +35,8 @@ from concorde_workers.domain.isolation.mount_plan import (
     parse_rule,
 )
 from concorde_workers.ports.filesystem import FileSystemError
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 HOME = "/home/u"
 RT = "/tmp/concorde-abc123-00000001"
@@ -86,7 +90,7 @@ class World:
                             primary=self.primary, user_home=HOME, runtime_dir=RT,
                             runtime_paths=runtime_paths, git=git,
                             list_dir=self.facts.list_dir, homes=homes,
-                            credentials=credentials, run_directories=("/srv/trace/workers",))
+                            credentials=credentials, run_directories=("/srv/trace/workers",), runtime_entries=RUNTIME_ENTRIES)
 
     def plan(self, policy: Policy, *, keep: tuple[str, ...] = (INTERPRETER,),
              as_root: bool = True) -> Confinement:

@@ -21,12 +21,16 @@ from policy_world import (
     rd,
 )
 
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.deny_rules import rule_covers, run_directory_denied
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, ListDir
 from concorde_workers.domain.boundary.policy import build_policy, decide_read, decide_write
+from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.evidence.errors import Reason
 from concorde_workers.domain.evidence.layout import RuntimeLayout
 from concorde_workers.domain.gitview.placement import AdminPath
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 # --- deny rules ----------------------------------------------------------------------------------
 
@@ -143,7 +147,7 @@ def test_the_cover_scales_with_the_grant_not_the_repository() -> None:
     calls: list[str] = []
     policy = build_policy(grant=grant, worktree=WT, primary=PRIMARY, user_home=HOME,
                           runtime_dir=RT, runtime_paths=(), git=GIT,
-                          list_dir=synthetic_worktree(calls))
+                          list_dir=synthetic_worktree(calls), runtime_entries=RUNTIME_ENTRIES)
     assert 200 < len(policy.deny_rules) < 1000  # a few hundred for 100,000 files
     assert len([c for c in calls if c.startswith(WT)]) < 20  # only the way to the grant is walked
     hidden = f"{WT}/pkg50/sub3/f042.py"

@@ -12,6 +12,7 @@ import pytest
 from fakes.agent import make_context
 from fakes.filesystem import FakeFileSystem
 
+from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.pi.extension import (
     POLICY_PLACEHOLDER,
@@ -104,7 +105,7 @@ def test_generate_extension_writes_both_files_into_control() -> None:
     files = generate_extension(context.policy, limits=Limits(), result_schema=context.result_schema,
                                environ={"CONCORDE_SANDBOX_RUNTIME": PACKAGE}, rg=None, fd=None)
     rt = context.policy.runtime
-    assert set(files) == {rt.permission_extension, policy_module_path(rt)}
+    assert set(files) == {pi_layout.permission_extension(rt), policy_module_path(rt)}
     assert policy_module_path(rt) == f"{rt.control}/pi_policy.ts"
 
 
@@ -115,9 +116,9 @@ def test_pi_backend_generate_adds_the_extension_and_its_digest() -> None:
     context = make_context(environ={"PATH": "/usr/bin", "CONCORDE_SANDBOX_RUNTIME": PACKAGE})
     generated = PiBackend(fs=fs, environ={}).generate(context)
     rt = context.policy.runtime
-    permission = generated.files[rt.permission_extension]
+    permission = generated.files[pi_layout.permission_extension(rt)]
     assert policy_module_path(rt) in generated.files
-    assert rt.result_schema in generated.files and rt.pi_settings in generated.files
+    assert rt.result_schema in generated.files and pi_layout.pi_settings(rt) in generated.files
     assert generated.settings_digest == digest_text(permission)
     data = embedded_policy(permission)
     assert data["programs"] == {"rg": "/usr/bin/rg", "fd": "/usr/bin/fdfind"}

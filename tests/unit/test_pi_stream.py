@@ -15,6 +15,7 @@ from fakes.filesystem import FakeFileSystem
 from fakes.system import FakeClock
 from timing import SLOW
 
+from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.backend import PiBackend, user_pi_directory
 from concorde_workers.adapters.pi.stream import (
     CLASSIFICATION,
@@ -333,7 +334,7 @@ def backend_and_context(environ: dict[str, str] | None = None) -> tuple[PiBacken
 
 def test_the_transcript_is_the_runs_session_file_once_pi_wrote_it() -> None:
     backend, context, fs = backend_and_context()
-    assert context.policy.runtime.pi_session_file(context.run_id) == SESSION_FILE
+    assert pi_layout.session_file(context.policy.runtime, context.run_id) == SESSION_FILE
     assert backend.transcript(context, "s") is None
     fs.write(SESSION_FILE, (FIXTURES / "session_after_round2.jsonl").read_text())
     assert backend.transcript(context, "s") == SESSION_FILE
@@ -368,9 +369,9 @@ def test_only_auth_and_models_are_copied() -> None:
     backend, context, _ = backend_and_context({"HOME": "/home/u", "PATH": "/bin"})
     rt = context.policy.runtime
     assert list(backend.credential_copies(context)) == [
-        ("/home/u/.pi/agent/auth.json", rt.pi_auth),
-        ("/home/u/.pi/agent/models.json", rt.pi_models)]
-    assert rt.pi_auth.endswith("/config/auth.json") and rt.pi_models.endswith(
+        ("/home/u/.pi/agent/auth.json", rt.copy_of("auth.json")),
+        ("/home/u/.pi/agent/models.json", rt.copy_of("models.json"))]
+    assert rt.copy_of("auth.json").endswith("/config/auth.json") and rt.copy_of("models.json").endswith(
         "/config/models.json")
     no_home, context2, _ = backend_and_context({"PATH": "/bin"})
     assert list(no_home.credential_copies(context2)) == []

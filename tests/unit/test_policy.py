@@ -30,6 +30,7 @@ from policy_world import (
 
 from concorde_workers.adapters.claude.profile import CLAUDE
 from concorde_workers.adapters.pi.profile import PI
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.credentials import credential_origins
 from concorde_workers.domain.boundary.deny_rules import rule_covers
 from concorde_workers.domain.boundary.grant import Grant, Level
@@ -47,11 +48,14 @@ from concorde_workers.domain.boundary.policy import (
     with_prefix,
 )
 from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType, tool_set
+from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
     collect_admin_paths,
     find_git_entries,
 )
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 # --- read table (§2.4) ---------------------------------------------------------------------------
 
@@ -274,7 +278,7 @@ def _scenario_policy(files: list[str], grant: Grant, runtime: list[str]) -> Poli
                for e in find_git_entries(WT, subdirs_of(list_dir), runtime_paths)]
     git = collect_admin_paths(f"{PRIMARY}/.git/worktrees/t1", f"{PRIMARY}/.git", entries)
     return build_policy(grant=grant, worktree=WT, primary=PRIMARY, user_home=HOME, runtime_dir=RT,
-                        runtime_paths=runtime_paths, git=git, list_dir=list_dir)
+                        runtime_paths=runtime_paths, git=git, list_dir=list_dir, runtime_entries=RUNTIME_ENTRIES)
 
 
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
@@ -345,7 +349,7 @@ def hiding_policy(runtime_dir: str = RT, runtime_paths: Sequence[str] = (VENV, P
                         runtime_dir=runtime_dir, runtime_paths=runtime_paths, git=GIT,
                         list_dir=memory_tree(files, links), homes=(HOME, ENV_HOME),
                         config_dirs=(CLAUDE_CFG, PI_CFG), credentials=CREDENTIALS,
-                        run_directories=(WORKERS,))
+                        run_directories=(WORKERS,), runtime_entries=RUNTIME_ENTRIES)
 
 
 HIDING = hiding_policy()
@@ -419,7 +423,7 @@ def _placed(primary: str) -> Policy:
     worktree = f"{primary}/.claude/worktrees/t1"
     return build_policy(grant=GRANT, worktree=worktree, primary=primary, user_home=HOME,
                         runtime_dir=RT, runtime_paths=(), git=(), list_dir=memory_tree([]),
-                        run_directories=(WORKERS,))
+                        run_directories=(WORKERS,), runtime_entries=RUNTIME_ENTRIES)
 
 
 @pytest.mark.req("A worker runs only inside .claude/worktrees/")
@@ -512,7 +516,7 @@ def test_no_hidden_rule_covers_the_workers_own_directories() -> None:
 def test_a_home_holding_the_runtime_directory_is_walked_around_it() -> None:
     policy = build_policy(grant=GRANT, worktree=WT, primary=PRIMARY, user_home=HOME,
                           runtime_dir=RT, runtime_paths=(), git=GIT,
-                          list_dir=memory_tree(HIDDEN_FILES), homes=("/tmp",))
+                          list_dir=memory_tree(HIDDEN_FILES), homes=("/tmp",), runtime_entries=RUNTIME_ENTRIES)
     assert policy.run_directory_refusal is None
     assert set(rd(OTHER, True)) <= set(policy.deny_rules)
     assert set(rd(f"{RT}/control", True)) <= set(policy.deny_rules)
@@ -522,7 +526,7 @@ def test_a_boundary_inside_another_adds_nothing() -> None:
     nested = build_policy(grant=GRANT, worktree=WT, primary=PRIMARY, user_home=HOME,
                           runtime_dir=RT, runtime_paths=(VENV, PYROOT), git=GIT,
                           list_dir=memory_tree(FILES), homes=(HOME,),
-                          config_dirs=(f"{HOME}/.claude", f"{HOME}/.pi/agent"))
+                          config_dirs=(f"{HOME}/.claude", f"{HOME}/.pi/agent"), runtime_entries=RUNTIME_ENTRIES)
     assert nested.deny_rules == POLICY.deny_rules
     assert nested.boundaries == (HOME,)
 

@@ -19,10 +19,14 @@ from typing import Any
 import pytest
 
 from concorde_workers.adapters.claude import hook_template as T
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.policy import Policy, build_policy, decide_read, decide_write
 from concorde_workers.domain.boundary.reasons import PLACEHOLDER, REASONS, fill, placeholders
 from concorde_workers.domain.boundary.search_guard import decide_search, hook_grant
+from concorde_workers.domain.configuration.profile import entries_of
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 ROOT = Path(__file__).resolve().parents[2]
 WORD = re.compile(r"[A-Za-z_]+(?:'[A-Za-z]+)?")
@@ -109,7 +113,7 @@ def _policy() -> Policy:
     assert isinstance(grant, Grant)
     return build_policy(grant=grant, worktree=WT, primary="/home/u/proj", user_home="/home/u",
                         runtime_dir=RT, runtime_paths=(), git=(), list_dir=lambda _p: [],
-                        credentials=("/opt/cfg/auth.json",))
+                        credentials=("/opt/cfg/auth.json",), runtime_entries=RUNTIME_ENTRIES)
 
 
 def _marked(grant: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from concorde_workers.adapters.claude import layout as claude_layout
+from concorde_workers.adapters.pi import layout as pi_layout
+from concorde_workers.container import PROFILES
+from concorde_workers.domain.configuration.profile import copies_of
 from concorde_workers.domain.evidence.layout import (
     LAST_ACTION_MAX,
     STDERR_TAIL_BYTES,
@@ -142,15 +146,15 @@ def test_runtime_layout() -> None:
         f"{base}/work",
     )
     assert rt.worker_dirs == (f"{base}/work", f"{base}/home", f"{base}/tmp")
-    assert rt.settings == f"{base}/control/settings.json"
-    assert rt.write_hook == f"{base}/control/write_hook.py"
+    assert claude_layout.settings_file(rt) == f"{base}/control/settings.json"
+    assert claude_layout.write_hook(rt) == f"{base}/control/write_hook.py"
     assert rt.result_schema == f"{base}/control/result.schema.json"
-    assert rt.permission_extension == f"{base}/control/permission.ts"
-    assert rt.sessions == f"{base}/config/sessions"
-    assert rt.pi_session_file(RUN) == f"{base}/config/sessions/{RUN}.jsonl"
-    assert rt.pi_settings == f"{base}/config/settings.json"
-    assert rt.claude_credentials == f"{base}/config/.credentials.json"
-    assert set(rt.credential_copies) == {
+    assert pi_layout.permission_extension(rt) == f"{base}/control/permission.ts"
+    assert pi_layout.sessions(rt) == f"{base}/config/sessions"
+    assert pi_layout.session_file(rt, RUN) == f"{base}/config/sessions/{RUN}.jsonl"
+    assert pi_layout.pi_settings(rt) == f"{base}/config/settings.json"
+    assert rt.copy_of(".credentials.json") == f"{base}/config/.credentials.json"
+    assert {rt.copy_of(n) for n in copies_of(PROFILES)} == {
         f"{base}/config/.credentials.json",
         f"{base}/config/auth.json",
         f"{base}/config/models.json",
@@ -168,7 +172,7 @@ def test_layouts_need_absolute_paths(root: str) -> None:
 @pytest.mark.parametrize("bad", ["", "../x", "a/b", ".hidden"])
 def test_pi_session_file_refuses_a_path(bad: str) -> None:
     with pytest.raises(ValueError):
-        RuntimeLayout(root="/tmp/r").pi_session_file(bad)
+        pi_layout.session_file(RuntimeLayout(root="/tmp/r"), bad)
 
 
 def test_limits() -> None:

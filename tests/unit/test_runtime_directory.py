@@ -17,7 +17,9 @@ from concorde_workers.application.runtime_directory import (
     cleanup_runtime_directory,
     create_runtime_directory,
 )
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.configuration.profile import copies_of
 from concorde_workers.domain.evidence.layout import RuntimeLayout
 from concorde_workers.domain.evidence.sweep import OwnerRecord, ProcessIdentity, parse_owner_record
 
@@ -166,12 +168,12 @@ def populated(fs: FakeFileSystem) -> tuple[RuntimeLayout, str, list[str]]:
     layout = made(fs)
     transcript = f"{layout.config}/projects/work/session-1.jsonl"
     fs.write(transcript, '{"type":"user"}\n')
-    fs.write(layout.claude_credentials, '{"token":"secret"}', 0o600)
+    fs.write(layout.copy_of('.credentials.json'), '{"token":"secret"}', 0o600)
     fs.write(f"{layout.work}/out.txt", "w")
     fs.mkdir(f"{layout.home}/locked/deeper", 0o000)
     fs.write(f"{layout.home}/locked/deeper/f", "f")
     fs.nodes[f"{layout.home}/locked"].mode = 0o000
-    return layout, transcript, [layout.claude_credentials]
+    return layout, transcript, [layout.copy_of('.credentials.json')]
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
@@ -190,7 +192,7 @@ def test_cleanup_keeps_the_transcript_then_removes_credentials_first_then_the_re
     assert not fs.lexists(layout.root)
     ops = fs.ops
     first_removal = next(i for i, (op, _) in enumerate(ops) if op in ("remove", "rmtree"))
-    assert ops[first_removal] == ("remove", layout.claude_credentials)
+    assert ops[first_removal] == ("remove", layout.copy_of('.credentials.json'))
     assert ops.index(("write_atomic", dest)) < first_removal
     assert ops.index(("file_digest", dest)) < first_removal  # the copy verified first
     # Every directory opened up (through descriptors: FileSystem.open_up) after the credential
@@ -278,13 +280,13 @@ def test_a_directory_that_cannot_be_removed_remains_with_the_os_error() -> None:
     fs = fresh()
     layout, transcript, copies = populated(fs)
     fs.fail("rmtree", layout.root, text="Device or resource busy", errno_=16)
-    fs.fail("remove", layout.claude_credentials, text="Operation not permitted", errno_=1)
+    fs.fail("remove", layout.copy_of('.credentials.json'), text="Operation not permitted", errno_=1)
     result = cleanup_runtime_directory(fs, layout, copies, transcript,
                                        f"{RUN_DIR}/transcript.jsonl")
     assert result.transcript_kept and not result.ok
     assert result.remains == (
         f"{layout.root}: Device or resource busy",
-        f"{layout.claude_credentials}: Operation not permitted",
+        f"{layout.copy_of('.credentials.json')}: Operation not permitted",
     )
     assert f"rmtree {layout.root}: Device or resource busy" in result.errors
     assert "the runtime directory was not removed" in result.detail()
@@ -295,14 +297,14 @@ def test_a_directory_that_cannot_be_removed_remains_with_the_os_error() -> None:
 def test_a_credential_copy_that_resists_is_removed_once_its_folder_is_opened_up() -> None:
     fs = fresh()
     layout, transcript, copies = populated(fs)
-    fs.fail("remove", layout.claude_credentials, times=1)
+    fs.fail("remove", layout.copy_of('.credentials.json'), times=1)
     result = cleanup_runtime_directory(fs, layout, copies, transcript,
                                        f"{RUN_DIR}/transcript.jsonl")
     assert result.ok
-    removals = [i for i, op in enumerate(fs.ops) if op == ("remove", layout.claude_credentials)]
+    removals = [i for i, op in enumerate(fs.ops) if op == ("remove", layout.copy_of('.credentials.json'))]
     rmtree = fs.ops.index(("rmtree", layout.root))
     assert len(removals) == 2 and removals[-1] < rmtree
-    assert result.errors == (f"remove {layout.claude_credentials}: Permission denied",)
+    assert result.errors == (f"remove {layout.copy_of('.credentials.json')}: Permission denied",)
 
 
 def test_symbolic_links_inside_are_never_followed_by_the_opening_up() -> None:
@@ -329,7 +331,7 @@ def test_a_credential_copy_outside_the_runtime_directory_is_removed_too() -> Non
 def test_a_runtime_directory_already_gone_is_a_clean_cleanup() -> None:
     fs = fresh()
     layout = RuntimeLayout(root="/tmp/concorde-a1b2c3-gone")
-    result = cleanup_runtime_directory(fs, layout, layout.credential_copies, None, None)
+    result = cleanup_runtime_directory(fs, layout, [layout.copy_of(n) for n in copies_of(PROFILES)], None, None)
     assert result.ok and result.errors == ()
 
 

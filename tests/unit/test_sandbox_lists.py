@@ -19,7 +19,11 @@ from policy_world import (
     policy_for,
 )
 
+from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.policy import build_policy
+from concorde_workers.domain.configuration.profile import entries_of
+
+RUNTIME_ENTRIES = entries_of(PROFILES)
 
 # --- sandbox lists -------------------------------------------------------------------------------
 
@@ -42,7 +46,7 @@ def test_the_sandbox_lists() -> None:
 
 def test_the_primary_is_not_repeated_when_it_is_the_home() -> None:
     policy = build_policy(grant=GRANT, worktree=WT, primary=PRIMARY, user_home=PRIMARY,
-                          runtime_dir=RT, runtime_paths=(), git=GIT, list_dir=memory_tree(FILES))
+                          runtime_dir=RT, runtime_paths=(), git=GIT, list_dir=memory_tree(FILES), runtime_entries=RUNTIME_ENTRIES)
     assert policy.sandbox.deny_read.count(PRIMARY) == 1
 
 

@@ -77,7 +77,7 @@ def test_credentials_and_check_are_configurable() -> None:
     copies = [("/home/u/.pi/agent/auth.json", f"{RT}/config/auth.json")]
     assert ScriptedBackend("pi").credential_copies(context) == ()
     assert ScriptedBackend("pi", credentials=copies).credential_copies(context) == tuple(copies)
-    by_context = ScriptedBackend("pi", credentials=lambda c: [("/u/f", c.policy.runtime.pi_auth)])
+    by_context = ScriptedBackend("pi", credentials=lambda c: [("/u/f", c.policy.runtime.copy_of("auth.json"))])
     assert by_context.credential_copies(context) == (("/u/f", f"{RT}/config/auth.json"),)
     refusal = Refusal(code="pi_runtime_missing", reason=Reason.ENVIRONMENT, message="no pi")
     assert ScriptedBackend("pi", refusal=refusal).check("/p") == refusal

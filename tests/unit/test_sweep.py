@@ -27,7 +27,7 @@ from concorde_workers.adapters.cli import main as cli
 from concorde_workers.adapters.cli.display import account, outcome_of
 from concorde_workers.application.sweep import Sweeper, SweepReport
 from concorde_workers.application.tracing.reader import read_record
-from concorde_workers.container import Container
+from concorde_workers.container import PROFILES, Container
 from concorde_workers.contracts import validator as contract_validator
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.evidence.sweep import OWNERLESS_MARGIN_SECONDS, parse_owner_record
@@ -81,7 +81,7 @@ def kill_host(world: HostWorld, host_pid: int = 42, rounds: tuple[Round, ...] = 
 def sweeper(world: HostWorld, table: FakeProcessTable | None = None) -> Sweeper:
     world.clock.advance(90)
     return Sweeper(fs=world.fs, table=table or FakeProcessTable(pid=SWEEPER_PID),
-                   clock=world.clock, runtime_parent=TEMP_ROOT)
+                   clock=world.clock, runtime_parent=TEMP_ROOT, profiles=PROFILES)
 
 
 def alive(*killed: Killed, reused: bool = False) -> FakeProcessTable:
