@@ -8,7 +8,10 @@ import posixpath
 
 from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout
 
-__all__ = ["CLAUDE_ENTRIES", "CREDENTIALS_FILE", "settings_file", "write_hook"]
+__all__ = ["CLAUDE_ENTRIES", "CREDENTIALS_FILE", "SETTINGS_FILE", "settings_file", "write_hook"]
+
+SETTINGS_FILE = "control/settings.json"
+"""The worker settings, relative to the runtime directory."""
 
 CREDENTIALS_FILE = ".credentials.json"
 """The user's Claude Code credentials, copied into config/ under the same name."""
@@ -19,7 +22,7 @@ CLAUDE_ENTRIES = RuntimeEntries(transcripts=("config/projects/*",))
 
 def settings_file(runtime: RuntimeLayout) -> str:
     """control/settings.json, the worker settings."""
-    return posixpath.join(runtime.control, "settings.json")
+    return runtime.at(SETTINGS_FILE)
 
 
 def write_hook(runtime: RuntimeLayout) -> str:

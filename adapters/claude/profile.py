@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from concorde_workers.adapters.claude.layout import CLAUDE_ENTRIES, CREDENTIALS_FILE
+from concorde_workers.adapters.claude.environment import claude_environment
+from concorde_workers.adapters.claude.layout import CLAUDE_ENTRIES, CREDENTIALS_FILE, SETTINGS_FILE
 from concorde_workers.adapters.claude.transcript import CLAUDE_TRANSCRIPT
 from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.task_types import ToolNames
@@ -52,6 +53,8 @@ CLAUDE = BackendProfile(
                        ending="End with the structured result.",
                        retry_ending="end with the structured result"),
     runtime_entries=CLAUDE_ENTRIES,
+    settings_file=SETTINGS_FILE,
+    environment=claude_environment,
     transcript=CLAUDE_TRANSCRIPT,
     tools=ToolNames(read=("Read", "Glob", "Grep"), change=("Edit", "Write"), shell=("Bash",)),
     local_id_placeholder="<model id>",

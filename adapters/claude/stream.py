@@ -38,9 +38,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
-from concorde_workers.domain.evidence.codes import CLAUDE_LIMIT_SUBTYPES
+from concorde_workers.adapters.claude.links import CLAUDE_LIMIT_SUBTYPES, claude_process_link
 from concorde_workers.domain.evidence.errors import ErrorLink
-from concorde_workers.domain.evidence.links import claude_process_link
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause_of

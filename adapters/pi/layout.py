@@ -9,9 +9,11 @@ import posixpath
 
 from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout
 
-__all__ = ["AUTH_FILE", "MODELS_FILE", "PI_ENTRIES", "jiti_cache", "permission_extension",
-           "pi_settings", "project_dir", "session_file", "sessions"]
+__all__ = ["AUTH_FILE", "EXTENSION_FILE", "MODELS_FILE", "PI_ENTRIES", "jiti_cache",
+           "permission_extension", "pi_settings", "project_dir", "session_file", "sessions"]
 
+EXTENSION_FILE = "control/permission.ts"
+"""The permission extension, relative to the runtime directory."""
 AUTH_FILE = "auth.json"
 MODELS_FILE = "models.json"
 
@@ -24,7 +26,7 @@ the run's session in config/sessions/."""
 
 def permission_extension(runtime: RuntimeLayout) -> str:
     """control/permission.ts, the permission extension."""
-    return posixpath.join(runtime.control, "permission.ts")
+    return runtime.at(EXTENSION_FILE)
 
 
 def pi_settings(runtime: RuntimeLayout) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from concorde_workers.adapters.pi.layout import AUTH_FILE, MODELS_FILE, PI_ENTRIES
+from concorde_workers.adapters.pi.environment import pi_environment
+from concorde_workers.adapters.pi.layout import AUTH_FILE, EXTENSION_FILE, MODELS_FILE, PI_ENTRIES
 from concorde_workers.adapters.pi.transcript import PI_TRANSCRIPT
 from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.task_types import ToolNames
@@ -75,6 +76,8 @@ PI = BackendProfile(
         ending="End by calling the `concorde_result` tool exactly once; it ends your session.",
         retry_ending="end by calling the `concorde_result` tool exactly once"),
     runtime_entries=PI_ENTRIES,
+    settings_file=EXTENSION_FILE,
+    environment=pi_environment,
     transcript=PI_TRANSCRIPT,
     tools=ToolNames(read=("read", "grep", "find", "ls"), change=("edit", "write"), shell=("bash",),
                     always=("concorde_result",)),

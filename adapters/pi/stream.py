@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from concorde_workers.adapters.pi.launch import PI_RESULT_TOOL
-from concorde_workers.domain.evidence.links import pi_limit_detail, pi_process_link
+from concorde_workers.adapters.pi.links import pi_limit_detail, pi_process_link
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause

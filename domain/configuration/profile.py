@@ -9,7 +9,7 @@ profile's fields, and the use cases get the registered profiles injected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,12 +20,26 @@ from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
 from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
 from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.layout import RuntimeEntries
+from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout
 from concorde_workers.domain.evidence.transcript import TranscriptDialect
 from concorde_workers.domain.run.brief import BriefVariant
 
-__all__ = ["BackendProfile", "HelperTool", "Profiles", "copies_of", "entries_of", "levels_of",
-           "pins_of", "placeholders_of", "programs_of"]
+RoundEnvironment = Callable[[Mapping[str, str], RuntimeLayout, str | None], dict[str, str]]
+"""A round's whole environment from the host's, the runtime directory and the project
+interpreter: nothing else is inherited (seed 000 "Launch", seed 001 "Launch")."""
+
+__all__ = [
+    "BackendProfile",
+    "HelperTool",
+    "Profiles",
+    "RoundEnvironment",
+    "copies_of",
+    "entries_of",
+    "levels_of",
+    "pins_of",
+    "placeholders_of",
+    "programs_of",
+]
 
 
 class HelperTool(BaseModel):
@@ -75,6 +89,12 @@ class BackendProfile(BaseModel):
     """How the program writes its session (the report's and the events' tool calls)."""
     runtime_entries: RuntimeEntries = RuntimeEntries()
     """What the program keeps in the runtime directory for itself."""
+    settings_file: str
+    """Where its generated worker settings or permission extension lies, relative to the
+    runtime directory (the file whose digest the run record keeps)."""
+    environment: RoundEnvironment
+    """The environment of its rounds (what the machine's configuration adds, such as Claude
+    Code's endpoint, the backend adds on top)."""
     helpers: tuple[HelperTool, ...] = ()
     sandbox_package: str | None = None
     """The program of `programs` whose Bash sandbox doctor tries without network (pi's

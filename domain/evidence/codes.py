@@ -87,8 +87,6 @@ class Code(StrEnum):
 
 BACKENDS: frozenset[str] = frozenset({"claude", "pi"})
 
-CLAUDE_LIMIT_SUBTYPES: frozenset[str] = frozenset({"error_max_turns", "error_max_budget_usd"})
-"""The Claude Code envelope subtypes of a limit reached (claude_limit_reached)."""
 CLAUDE_LIMIT_CODE = Code.CLAUDE_LIMIT_REACHED
 CLAUDE_ERROR_CODE = Code.CLAUDE_ERROR
 PI_LIMIT_CODE = Code.PI_LIMIT_REACHED

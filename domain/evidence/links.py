@@ -2,12 +2,9 @@
 `domain/evidence/codes.py`.
 
 * Workers' link: level `workers`, actor `Workers run <run-id> (<task type> worker)`.
-* The Claude Code process's link: level `component`, actor `Claude Code process (claude -p)`,
-  code `claude_limit_reached` (reason exhausted) for the error_max_turns and
-  error_max_budget_usd subtypes, else `claude_error` (reason environment).
-* The pi process's link: level `component`, actor `pi process (pi -p)`, code
-  `pi_limit_reached` (reason exhausted) when the permission extension stopped the run at a limit,
-  else `pi_error` (reason environment).
+* The agent program's process link: level `component`, built by its backend's stream reader
+  from what the program reported (adapters/claude/links.py, adapters/pi/links.py) with the
+  quoting here (`quote_head`, `quote_tail`, `number_text`, `exit_text`).
 * The worker's link: the worker result's error copied unchanged, level `worker`, an actor naming
   the run and the latest session, no causes.
 """
@@ -20,11 +17,6 @@ from decimal import Decimal
 from typing import Any
 
 from concorde_workers.domain.evidence.codes import (
-    CLAUDE_ERROR_CODE,
-    CLAUDE_LIMIT_CODE,
-    CLAUDE_LIMIT_SUBTYPES,
-    PI_ERROR_CODE,
-    PI_LIMIT_CODE,
     VALIDATION_CODE_RULES,
     CausesRule,
     Reason,
@@ -36,8 +28,6 @@ from concorde_workers.domain.run.worker_result import WORKER_LEVEL, WorkerError
 
 WORKERS_LEVEL = "workers"
 COMPONENT_LEVEL = "component"
-CLAUDE_PROCESS_ACTOR = "Claude Code process (claude -p)"
-PI_PROCESS_ACTOR = "pi process (pi -p)"
 
 LINK_TEXT_MAX_CHARS = 4_000
 """A process link quotes at most this much of the final text (its start) and of standard error
@@ -112,127 +102,30 @@ def workers_link(
     )
 
 
-def _number(value: int | float | Decimal | None) -> str:
+def number_text(value: int | float | Decimal | None) -> str:
+    """A count or amount as a link states it; `none` when the program did not say."""
     return "none" if value is None else format_number(value)
 
 
-def _quote_head(text: str) -> str:
+def quote_head(text: str) -> str:
+    """A text quoted as JSON, at most its first `LINK_TEXT_MAX_CHARS` characters."""
     if len(text) > LINK_TEXT_MAX_CHARS:
         cut = len(text) - LINK_TEXT_MAX_CHARS
         text = f"{text[:LINK_TEXT_MAX_CHARS]}…({cut} more characters)"
     return json.dumps(text, ensure_ascii=False)
 
 
-def _quote_tail(text: str) -> str:
+def quote_tail(text: str) -> str:
+    """A text quoted as JSON, at most its last `LINK_TEXT_MAX_CHARS` characters."""
     if len(text) > LINK_TEXT_MAX_CHARS:
         cut = len(text) - LINK_TEXT_MAX_CHARS
         text = f"({cut} earlier characters)…{text[-LINK_TEXT_MAX_CHARS:]}"
     return json.dumps(text, ensure_ascii=False)
 
 
-def _exit(exit_status: int | None) -> str:
+def exit_text(exit_status: int | None) -> str:
+    """An exit status as a link states it; `none` when the process gave none."""
     return "none" if exit_status is None else str(exit_status)
-
-
-def claude_process_link(
-    subtype: str | None,
-    is_error: bool | None,
-    num_turns: int | None,
-    total_cost_usd: int | float | Decimal | None,
-    exit_status: int | None,
-    final_text: str | None,
-    errors: Sequence[str],
-    stderr_tail: str,
-) -> ErrorLink:
-    """The Claude Code process's link (level component): the envelope's subtype, error flag,
-    turn count and cost, the exit status, the final text, the reported errors and the tail of
-    standard error. `subtype` None means Claude Code printed no result envelope."""
-    limit = subtype in CLAUDE_LIMIT_SUBTYPES
-    head = (
-        "Claude Code printed no result envelope"
-        if subtype is None
-        else f"Claude Code ended with the result subtype {subtype}"
-    )
-    flag = "none" if is_error is None else json.dumps(is_error)
-    parts = [
-        f"{head} (is_error {flag}, {_number(num_turns)} turn(s), cost "
-        f"{_number(total_cost_usd)} USD, exit status {_exit(exit_status)})",
-        f"errors: {json.dumps(list(errors), ensure_ascii=False)}",
-        f"final text: {'none' if final_text is None else _quote_head(final_text)}",
-        f"stderr tail: {_quote_tail(stderr_tail)}",
-    ]
-    reason = Reason.EXHAUSTED if limit else Reason.ENVIRONMENT
-    explanation = (
-        "Claude Code stopped the run at the turn or budget limit it was given"
-        if limit
-        else "Claude Code could not complete the round"
-    )
-    return ErrorLink(
-        level=COMPONENT_LEVEL,
-        actor=CLAUDE_PROCESS_ACTOR,
-        code=CLAUDE_LIMIT_CODE if limit else CLAUDE_ERROR_CODE,
-        detail="; ".join(parts),
-        unhandled=Unhandled(reason=reason, explanation=explanation),
-    )
-
-
-def pi_limit_detail(
-    limit: str, value: int | float | Decimal, maximum: int | float | Decimal
-) -> str:
-    """`the permission extension stopped the run at its <limit> limit (<value> reached, at most
-    <maximum> allowed)`."""
-    return (
-        f"the permission extension stopped the run at its {limit} limit "
-        f"({format_number(value)} reached, at most {format_number(maximum)} allowed)"
-    )
-
-
-def pi_process_link(
-    exit_status: int | None,
-    stop_reason: str | None,
-    error_message: str | None,
-    turns: int | None,
-    stderr_tail: str,
-    limit: str | None = None,
-    value: int | float | Decimal | None = None,
-    maximum: int | float | Decimal | None = None,
-) -> ErrorLink:
-    """The pi process's link (level component): pi_limit_reached (reason exhausted) with the
-    limit, the value reached and the maximum allowed when the permission extension stopped the
-    run at a limit, else pi_error (reason environment); both state the exit status, the last
-    assistant message's stop reason and error message, the turns and the tail of standard
-    error."""
-    at_limit = limit is not None
-    if at_limit and (value is None or maximum is None):
-        raise ValueError("a pi limit names the value reached and the maximum allowed")
-    if not at_limit and (value is not None or maximum is not None):
-        raise ValueError("a value reached and a maximum allowed belong to a named limit")
-    facts = (
-        f"exit status {_exit(exit_status)}, last stop reason "
-        f"{stop_reason if stop_reason is not None else 'none (no assistant message)'}, "
-        f"error message {'none' if error_message is None else _quote_head(error_message)}, "
-        f"{_number(turns)} turn(s)"
-    )
-    parts = (
-        [pi_limit_detail(limit, value, maximum)]
-        if limit is not None and value is not None and maximum is not None
-        else ["pi did not complete the round"]
-    )
-    parts += [facts, f"stderr tail: {_quote_tail(stderr_tail)}"]
-    return ErrorLink(
-        level=COMPONENT_LEVEL,
-        actor=PI_PROCESS_ACTOR,
-        code=PI_LIMIT_CODE if at_limit else PI_ERROR_CODE,
-        detail="; ".join(parts),
-        unhandled=Unhandled(
-            reason=Reason.EXHAUSTED if at_limit else Reason.ENVIRONMENT,
-            explanation=(
-                "the permission extension aborts a pi run that exceeds its turn or budget limit"
-                if at_limit
-                else "pi could not complete the round"
-            ),
-        ),
-    )
 
 
 def worker_actor(run_id: str, session: str | None) -> str:

@@ -28,10 +28,10 @@ from e2e.conftest_pi import (
 from servers.openai_server import Cut, Fail, Hang, Reply
 from timing import SLOW, Deadline
 
+from concorde_workers.adapters.pi.links import pi_limit_detail
 from concorde_workers.application.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.boundary.policy import decide_read, decide_write
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.domain.evidence.links import pi_limit_detail
 
 pytestmark = pytest.mark.e2e
 

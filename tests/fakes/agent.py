@@ -24,10 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from concorde_workers.adapters.claude import layout as claude_layout
-from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.pi import layout as pi_layout
-from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
@@ -219,8 +216,9 @@ class TestBackendBase:
     readers: list[TestStreamReader] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.name not in ("pi", "claude"):
-            raise ValueError(f"a test backend stands in for pi or claude, not {self.name!r}")
+        if self.name not in PROFILES:
+            known = " or ".join(sorted(PROFILES, reverse=True))
+            raise ValueError(f"a test backend stands in for {known}, not {self.name!r}")
 
     @property
     def profile(self) -> BackendProfile:
@@ -256,16 +254,17 @@ class TestBackendBase:
         )
 
     def settings(self, context: BackendContext) -> tuple[str, str]:
-        """The generated settings (claude: control/settings.json) or permission extension (pi:
-        control/permission.ts) and its text, holding the policy's deny rules and sandbox lists."""
+        """The generated settings or permission extension where the profile stood in for keeps
+        it (claude: control/settings.json, pi: control/permission.ts) and its text, holding the
+        policy's deny rules and sandbox lists."""
         policy = context.policy
         data = {"stands_in_for": self.name, "deny": list(policy.deny_rules),
                 "sandbox": policy.sandbox.to_json(), "tools": list(self.profile.tool_set(policy.grant))}
         text = json.dumps(data, indent=2, ensure_ascii=False)
-        if self.name == "claude":
-            return claude_layout.settings_file(policy.runtime), text + "\n"
-        return (pi_layout.permission_extension(policy.runtime),
-                f"// the test backend's permission extension\nexport const POLICY = {text};\n")
+        path = policy.runtime.at(self.profile.settings_file)
+        if path.endswith(".json"):
+            return path, text + "\n"
+        return path, f"// the test backend's permission extension\nexport const POLICY = {text};\n"
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
         return tuple(self.scratch)
@@ -291,9 +290,8 @@ class TestBackendBase:
 
     def environment(self, context: BackendContext) -> dict[str, str]:
         self._seen(context)
-        environment = claude_environment if self.name == "claude" else pi_environment
-        return environment(context.environ, context.policy.runtime,
-                           context.request.project_interpreter)
+        return self.profile.environment(context.environ, context.policy.runtime,
+                                        context.request.project_interpreter)
 
     def reader(self, context: BackendContext) -> StreamReader:
         self._seen(context)

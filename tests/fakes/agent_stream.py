@@ -31,12 +31,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from concorde_workers.adapters.claude.links import claude_process_link
+from concorde_workers.adapters.pi.links import pi_limit_detail, pi_process_link
 from concorde_workers.domain.evidence.errors import ErrorLink
-from concorde_workers.domain.evidence.links import (
-    claude_process_link,
-    pi_limit_detail,
-    pi_process_link,
-)
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause

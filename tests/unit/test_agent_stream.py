@@ -23,7 +23,7 @@ from fakes.agent_stream import (
 )
 from fakes.system import FakeClock
 
-from concorde_workers.domain.evidence.links import pi_limit_detail
+from concorde_workers.adapters.pi.links import pi_limit_detail
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding

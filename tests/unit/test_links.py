@@ -6,17 +6,14 @@ from __future__ import annotations
 import pytest
 from unit.test_codes import RUN, RUN_DIR, TABLE
 
+from concorde_workers.adapters.claude.links import CLAUDE_PROCESS_ACTOR, claude_process_link
+from concorde_workers.adapters.pi.links import PI_PROCESS_ACTOR, pi_limit_detail, pi_process_link
 from concorde_workers.domain.boundary.task_types import TaskType
 from concorde_workers.domain.evidence.codes import CausesRule, code_spec
 from concorde_workers.domain.evidence.errors import ErrorLink, Reason
 from concorde_workers.domain.evidence.links import (
-    CLAUDE_PROCESS_ACTOR,
-    PI_PROCESS_ACTOR,
     audit_evidence,
     audit_violation_detail,
-    claude_process_link,
-    pi_limit_detail,
-    pi_process_link,
     trace_evidence,
     trace_write_evidence,
     transcript_evidence,

@@ -17,6 +17,7 @@ from timing import SLOW
 
 from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.backend import PiBackend, user_pi_directory
+from concorde_workers.adapters.pi.links import pi_limit_detail
 from concorde_workers.adapters.pi.stream import (
     CLASSIFICATION,
     PiStreamReader,
@@ -25,7 +26,6 @@ from concorde_workers.adapters.pi.stream import (
 )
 from concorde_workers.domain.evidence.codes import PI_ERROR_CODE, PI_LIMIT_CODE
 from concorde_workers.domain.evidence.errors import Reason
-from concorde_workers.domain.evidence.links import pi_limit_detail
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.ports.agent import StreamReader
