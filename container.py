@@ -55,6 +55,7 @@ from concorde_workers.application.validation import ValidationInput as Validatio
 from concorde_workers.application.validation import ValidationOutcome as ValidationOutcome
 from concorde_workers.domain.boundary.credentials import credential_origins
 from concorde_workers.domain.configuration.discovery import installations
+from concorde_workers.domain.configuration.profile import example_ids_of
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.isolation.check_layer import LayerTools
@@ -342,7 +343,7 @@ def example_repository() -> tuple[Example, dict[str, str]]:
     point the planner at it: its model map (the agent programs are found as for any run)."""
     from concorde_workers.adapters.demo.example_repository import create_example
 
-    example = create_example()
+    example = create_example(example_ids_of(PROFILES))
     return example, {"CONCORDE_MODEL_MAP": example.model_map}
 
 

@@ -45,7 +45,8 @@ from concorde_workers.adapters.demo.example_repository import (
 )
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.preparation import Prepared
-from concorde_workers.container import production
+from concorde_workers.container import PROFILES, production
+from concorde_workers.domain.configuration.profile import example_ids_of
 from concorde_workers.domain.configuration.request import RunRequest
 
 RUN_ID = "w-20260101T000000-abc123"
@@ -91,7 +92,7 @@ def main() -> int:
     programs = project_programs()
     if "CONCORDE_CLAUDE" not in programs or "CONCORDE_PI" not in programs:
         sys.exit("the pinned claude and pi are missing: run ./scripts/setup")
-    example = create_example()
+    example = create_example(example_ids_of(PROFILES))
     runtime_root = Path(example.folder) / "rt"
     try:
         environ = {**os.environ, **programs}

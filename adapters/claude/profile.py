@@ -59,6 +59,7 @@ CLAUDE = BackendProfile(
     tools=ToolNames(read=("Read", "Glob", "Grep"), change=("Edit", "Write"), shell=("Bash",)),
     local_id_placeholder="<model id>",
     # What Claude Code 2.1.332 runs without `--model` (../shared/notes/claude-code.md, [V-run]).
+    example_ids={"example-sonnet": "claude-sonnet-4-5"},
     default_model=DefaultModel(fixed="claude-opus-4-8"),
     reasoning_levels=("low", "medium", "high", "xhigh", "max"),
     programs=(CLAUDE_PROGRAM,),

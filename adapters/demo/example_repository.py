@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,26 +44,39 @@ PROJECT_FILES = {
     ".gitignore": "__pycache__/\n",
 }
 
-WORKERS_JSON = {
-    "schema_version": 2,
-    "enabled_models": {"example-sonnet": {"reasoning": "medium"}, "example-local": {}},
-    "default": {"model": "example-local"},
-    "operations": {
-        "implement": {
-            "default": {"model": "example-local", "reasoning": "high"},
-            "workers": {"reviewer": {"backend": "claude", "model": "example-sonnet"}},
-        },
-    },
-    "limits": {"timeout_seconds": 900, "max_turns": 40, "rounds": 2},
-}
+ExampleIds = Mapping[str, Mapping[str, str]]
+"""Each registered backend's name -> the project model names of the example and that program's
+id of each (its profile's `example_ids`), the default backend first."""
 
-MODEL_MAP = {
-    "schema_version": 1,
-    "models": {
-        "example-local": {"pi": "local-openai/example-local"},
-        "example-sonnet": {"claude": "claude-sonnet-4-5", "pi": "anthropic/claude-sonnet-4-5"},
-    },
-}
+
+def example_workers_json(ids: ExampleIds) -> dict[str, Any]:
+    """The example's worker configuration: every worker on the default backend (the first of
+    `ids`) but the reviewer, which another backend runs when there is one."""
+    names = list(ids)
+    reviewer = {"model": "example-sonnet"}
+    if len(names) > 1:
+        reviewer = {"backend": names[1], **reviewer}
+    return {
+        "schema_version": 2,
+        "enabled_models": {"example-sonnet": {"reasoning": "medium"}, "example-local": {}},
+        "default": {"model": "example-local"},
+        "operations": {
+            "implement": {
+                "default": {"model": "example-local", "reasoning": "high"},
+                "workers": {"reviewer": reviewer},
+            },
+        },
+        "limits": {"timeout_seconds": 900, "max_turns": 40, "rounds": 2},
+    }
+
+
+def example_model_map(ids: ExampleIds) -> dict[str, Any]:
+    """The example's model map: each project model name to each backend's id of it."""
+    models: dict[str, dict[str, str]] = {}
+    for backend, named in ids.items():
+        for model, local_id in named.items():
+            models.setdefault(model, {})[backend] = local_id
+    return {"schema_version": 1, "models": dict(sorted(models.items()))}
 
 GRANT = {
     "task_type": "implement",
@@ -120,13 +134,15 @@ def _repository(parent: str | None, prefix: str, files: dict[str, str], branch: 
     return folder, primary, worktree
 
 
-def create_example(parent: str | None = None) -> Example:
-    """Create the example in a new temporary folder (below `parent` when given)."""
-    files = {**PROJECT_FILES, ".concorde/workers.json": json.dumps(WORKERS_JSON, indent=2) + "\n"}
+def create_example(ids: ExampleIds, parent: str | None = None) -> Example:
+    """Create the example in a new temporary folder (below `parent` when given), its worker
+    configuration and model map naming the registered backends' `ids`."""
+    files = {**PROJECT_FILES,
+             ".concorde/workers.json": json.dumps(example_workers_json(ids), indent=2) + "\n"}
     folder, primary, worktree = _repository(parent, "workers-example-", files, "example",
                                             "Example")
     model_map = folder / "models.json"
-    model_map.write_text(json.dumps(MODEL_MAP, indent=2) + "\n")
+    model_map.write_text(json.dumps(example_model_map(ids), indent=2) + "\n")
     grant_file = folder / "grant.json"
     grant_file.write_text(json.dumps(GRANT, indent=2) + "\n")
     request = {

@@ -82,6 +82,8 @@ PI = BackendProfile(
     tools=ToolNames(read=("read", "grep", "find", "ls"), change=("edit", "write"), shell=("bash",),
                     always=("concorde_result",)),
     local_id_placeholder="<provider/id>",
+    example_ids={"example-local": "local-openai/example-local",
+                 "example-sonnet": "anthropic/claude-sonnet-4-5"},
     default_model=DefaultModel(settings_file="settings.json",
                                keys=("defaultProvider", "defaultModel")),
     reasoning_levels=("off", "minimal", "low", "medium", "high", "xhigh"),

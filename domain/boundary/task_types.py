@@ -3,9 +3,8 @@ the tool set each gives a backend from its tools' names (notes/harness.md §1.5)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
-
-from pydantic import BaseModel, ConfigDict
 
 
 class TaskType(StrEnum):
@@ -62,11 +61,11 @@ def writes_nothing(task_type: TaskType) -> bool:
     return task_type in READ_ONLY_TASK_TYPES
 
 
-class ToolNames(BaseModel):
+@dataclass(frozen=True)
+class ToolNames:
     """A backend's names of its tools by what they do (its profile's): the read-only ones, the
-    ones that change files, its shell, and those every set holds (pi's `concorde_result`)."""
-
-    model_config = ConfigDict(frozen=True)
+    ones that change files, its shell, and those every set holds (pi's `concorde_result`). A
+    dataclass, not a model: the command line's grammar reads this module without pydantic."""
 
     read: tuple[str, ...]
     change: tuple[str, ...]

@@ -82,6 +82,8 @@ class BackendProfile(BaseModel):
     """What a model map's example holds for this backend's `--model` id (`<model id>`)."""
     default_model: DefaultModel
     """How init knows the id the program runs without `--model`."""
+    example_ids: dict[str, str] = {}
+    """Project model names of `plan --example`'s repository and this program's id of each."""
     programs: tuple[ProgramSpec, ...]
     """The programs its rounds run, the agent program first (pi: pi, then the sandbox-runtime
     package its permission extension loads)."""
@@ -150,3 +152,8 @@ def copies_of(profiles: Profiles) -> tuple[str, ...]:
     """The names of every registered backend's credential copies in config/ (what a sweep
     removes first from a dead run's runtime directory, whatever its backend)."""
     return tuple(dict.fromkeys(name for p in profiles.values() for name in p.credentials.files))
+
+
+def example_ids_of(profiles: Profiles) -> dict[str, dict[str, str]]:
+    """Each backend's example ids, the default backend first."""
+    return {name: dict(profiles[name].example_ids) for name in placeholders_of(profiles)}

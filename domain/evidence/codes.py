@@ -19,6 +19,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.evidence.backends import BACKENDS as CONTRACT_BACKENDS
+
 
 class Reason(StrEnum):
     """Why the actor could not handle the error (`unhandled.reason`): the tables' reason column."""
@@ -85,7 +87,7 @@ class Code(StrEnum):
     RUNTIME_PARENT_UNREADABLE = "runtime_parent_unreadable"
 
 
-BACKENDS: frozenset[str] = frozenset({"claude", "pi"})
+BACKENDS: frozenset[str] = frozenset(CONTRACT_BACKENDS)
 
 CLAUDE_LIMIT_CODE = Code.CLAUDE_LIMIT_REACHED
 CLAUDE_ERROR_CODE = Code.CLAUDE_ERROR

@@ -14,6 +14,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from concorde_workers.domain.evidence.backends import BACKENDS
+
 __all__ = ["EVENT_SCHEMA", "EVENT_VERSION", "SCHEMA_NAME", "TEXT_LIMIT", "EventKind", "bounded",
            "event"]
 
@@ -71,7 +73,7 @@ EVENT_SCHEMA: dict[str, Any] = {
     },
     "allOf": [
         _kind(EventKind.RUN_STARTED, ["backend", "task_type", "worktree", "run_directory"], {
-            "backend": {"enum": ["claude", "pi"]}, "task_type": _TEXT, "worktree": _TEXT,
+            "backend": {"enum": list(BACKENDS)}, "task_type": _TEXT, "worktree": _TEXT,
             "run_directory": _TEXT}),
         _kind(EventKind.ROUND_STARTED, ["round", "prompt"], {
             "round": _ROUND, "prompt": {"enum": ["initial", "repair", "retry"]}}),
