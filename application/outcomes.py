@@ -257,15 +257,15 @@ _DETAILS: Mapping[Code, Callable[[_Ending], ErrorLink]] = {
     Code.LAUNCH_FAILED: _launch_failed,
     Code.WORKER_TIMEOUT: _worker_timeout,
     Code.WORKER_LIMIT_REACHED: _worker_limit_reached,
-    Code.CLAUDE_FAILED: _process_failed,
-    Code.PI_FAILED: _process_failed,
     Code.AUDIT_VIOLATION: _audit_violation,
     Code.WORKER_RESULT_INVALID: _worker_result_invalid,
     Code.WORKER_BLOCKED: _worker_reported,
     Code.WORKER_FAILED: _worker_reported,
     Code.VALIDATION_UNAVAILABLE: _validation_unavailable,
 }
-"""The detail builder of each code a Rounds table end row gives (seed 000 "Errors")."""
+"""The detail builder of each code a Rounds table end row gives (seed 000 "Errors"); the
+backend's own process failure code (its profile's: claude_failed, pi_failed) is told by its
+causes, the agent process's link."""
 
 
 def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
@@ -276,6 +276,8 @@ def end_link(links: LinkContext, state: RunState, step: End, facts: RoundFacts,
     if step.code is None:
         return None
     build = _DETAILS.get(step.code) if isinstance(step.code, Code) else None
+    if build is None and step.causes is Causes.AGENT_PROCESS:
+        build = _process_failed
     if step.causes is Causes.VALIDATION or build is None:
         return _validation_link(links, state, step, answer, links.evidence(state, state.rounds[-1]))
     return build(_Ending(links, state, step, facts, answer, raised))
