@@ -68,6 +68,9 @@ class InstalledProgramVersions:
 
     def version_of(self, location: ProgramLocation) -> ProgramVersion:
         row = location.spec
+        if row.minimum is None:  # no version is relied on: none is asked of the program
+            return ProgramVersion(spec=row, path=location.path, version=None,
+                                  source="not asked: the policy relies on no version of it")
         try:
             real = self._fs.realpath(location.path)
         except FileSystemError as error:
@@ -75,14 +78,14 @@ class InstalledProgramVersions:
                                 f"{error.os_error_text}")
         if row.is_package_directory:
             manifest = posixpath.join(real, "package.json")
-            found = self._package_version(manifest, row.package)
+            found = self._package_version(manifest, row.package or "")
             if found is not None:
                 return ProgramVersion(spec=location.spec, path=location.path,
                                       version=found, source=manifest)
             return self._unread(location, manifest,
                                 f"no package.json of {row.package} with a version")
         for manifest in self._manifests_above(real):
-            found = self._package_version(manifest, row.package)
+            found = self._package_version(manifest, row.package or "")
             if found is not None:
                 return ProgramVersion(spec=location.spec, path=location.path,
                                       version=found, source=manifest)

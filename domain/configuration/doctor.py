@@ -184,7 +184,7 @@ def _needed(check: Check, serves: frozenset[str] | None, backends: Sequence[str]
 
 def program_check(fact: ProgramFact) -> Check:
     row = fact.spec
-    name = f"{row.title} ({row.package})"
+    name = f"{row.title} ({row.package})" if row.package else row.title
     if fact.path is None or fact.version is None:
         looked = ", ".join(fact.looked_at) or "nowhere"
         return Check(name, False, f"not found (looked at {looked})", row.upgrade)
@@ -193,6 +193,8 @@ def program_check(fact: ProgramFact) -> Check:
     if problem is not None:
         return Check(name, False, f"{fact.version.version or 'version unknown'} at {where}, "
                                   f"at least {row.minimum} needed", row.upgrade)
+    if row.minimum is None:
+        return Check(name, True, f"at {where} (no version is relied on)")
     return Check(name, True, f"{fact.version.version} (at least {row.minimum}) at {where}")
 
 

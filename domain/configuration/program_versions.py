@@ -41,13 +41,15 @@ class ProgramSpec(BaseModel):
 
     program: str
     title: str
-    package: str
-    pinned: str
+    package: str | None = None
+    """The npm package this copy pins it in; None: a program it does not install."""
+    pinned: str | None = None
     """The version package.json and package-lock.json pin (a unit test holds them equal;
     scripts/bump-agents moves both): what install-agents and ./scripts/setup install, and what
     every repair hint names."""
-    minimum: str
-    relies_on: str
+    minimum: str | None = None
+    """The oldest version the policy relies on; None: no version is relied on, none is asked."""
+    relies_on: str = ""
     upgrade: str
     provide: str
     """How a user provides it when it is missing (a backend's prerequisites refusal)."""
@@ -80,8 +82,8 @@ INSTALL_AGENTS = "concorde-workers install-agents"
 
 
 def pinned(spec: ProgramSpec) -> str:
-    """`package@version` as pinned."""
-    return f"{spec.package}@{spec.pinned}"
+    """`package@version` as pinned; the program's name when this copy pins none."""
+    return f"{spec.package}@{spec.pinned}" if spec.package and spec.pinned else spec.program
 
 
 _VERSION = re.compile(r"(?<![\w.])v?(\d+)\.(\d+)\.(\d+)(?!\d|\.\d)")
@@ -146,7 +148,8 @@ class ProgramVersion(BaseModel):
 
     @property
     def too_old(self) -> bool:
-        found, least = parse_version(self.version or ""), parse_version(self.spec.minimum)
+        found = parse_version(self.version or "")
+        least = parse_version(self.spec.minimum) if self.spec.minimum else None
         return found is not None and least is not None and found < least
 
     def to_json(self) -> dict[str, Any]:
@@ -157,7 +160,8 @@ class ProgramVersion(BaseModel):
     def line(self) -> str:
         """One line for a person: `claude 2.1.332 (at least 2.1.332) /path ← source`."""
         version = self.version or "version unknown"
-        text = f"{self.program} {version} (at least {self.spec.minimum}) {self.path}"
+        least = f" (at least {self.spec.minimum})" if self.spec.minimum else ""
+        text = f"{self.program} {version}{least} {self.path}"
         found = f"; found by {self.origin}" if self.origin else ""
         return f"{text}  ← {self.source if self.problem is None else self.problem}{found}"
 
@@ -165,6 +169,8 @@ class ProgramVersion(BaseModel):
 def version_problem(found: ProgramVersion) -> str | None:
     """What keeps the program from running this policy, None when its version is new enough."""
     row = found.spec
+    if row.minimum is None:
+        return None
     if found.version is None or parse_version(found.version) is None:
         why = found.problem or "it named no version"
         return (f"the version of {row.title} at {found.path} could not be read ({why}); the "

@@ -158,3 +158,14 @@ def test_the_cache_follows_xdg_then_home() -> None:
     assert cache_path({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == (
         "/h/.cache/concorde-workers/program-versions.json")
     assert cache_path({"HOME": ""}) is None
+
+
+def test_a_program_no_version_is_relied_on_is_never_started(tmp_path: Path) -> None:
+    """A backend's program with no minimum (issue 22 §1): nothing is asked of it."""
+    runs = tmp_path / "runs"
+    program = counting(tmp_path / "bin" / "replay", "replay 1.0.0", runs)
+    spec = PROGRAMS["claude"].model_copy(update={"program": "replay", "package": None,
+                                                 "pinned": None, "minimum": None})
+    found = reader(tmp_path).version_of(ProgramLocation(spec=spec, path=str(program)))
+    assert (found.version, found.problem) == (None, None)
+    assert starts(runs) == 0

@@ -164,3 +164,19 @@ def test_a_program_changed_since_its_version_was_read_stops_the_next_round() -> 
     unread = ProgramVersion(spec=PROGRAMS["pi"], path="/nowhere/pi", version=None, source="--version")
     assert with_identity(fs, unread).identity is None
     assert program_changed(fs, [with_identity(fs, unread)]) is None  # nothing to compare
+
+
+def test_a_program_no_version_is_relied_on_is_never_refused_for_its_version() -> None:
+    """A backend's program this copy neither pins nor floors (issue 22 §1: a backend need not be
+    an npm package): its version is not asked, and nothing refuses it for one."""
+    from concorde_workers.domain.configuration.profile import pins_of
+    from concorde_workers.domain.configuration.program_versions import ProgramSpec, pinned
+
+    spec = ProgramSpec(program="replay", title="the replay agent", upgrade="", provide="",
+                       code=PROGRAMS["claude"].code, refused="{problem}",
+                       variable="CONCORDE_REPLAY", in_node_modules=".bin/replay")
+    unread = ProgramVersion(spec=spec, path="/opt/replay", version=None, source="not asked")
+    assert version_problem(unread) is None and version_refusal([unread]) is None
+    assert not unread.too_old and unread.line() == "replay version unknown /opt/replay  ← not asked"
+    assert pinned(spec) == "replay"
+    assert pins_of({"x": PROFILES["claude"].model_copy(update={"programs": (spec,)})}) == {}
