@@ -30,7 +30,7 @@ from timing import SLOW, Deadline, wait_dead
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import RoundValidation
-from concorde_workers.container import production
+from concorde_workers.container import PROFILES, production
 from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
@@ -181,7 +181,7 @@ class HostHarness:
             container.processes.override(providers.Object(SubprocessRunner(
                 wait_timeout=deadline)))
         container.backends.override(providers.Dict(
-            pi=providers.Object(backend), claude=providers.Object(backend)))
+            **{name: providers.Object(backend) for name in PROFILES}))
         host = container.worker_host()
         request = self.request(grant=grant, limits=limits,
                                runtime_paths=[str(p) for p in runtime_paths])
