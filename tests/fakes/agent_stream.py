@@ -33,6 +33,7 @@ from typing import Any
 
 from concorde_workers.adapters.claude.links import claude_process_link
 from concorde_workers.adapters.pi.links import pi_limit_detail, pi_process_link
+from concorde_workers.domain.evidence.backends import BACKENDS as CONTRACT_BACKENDS
 from concorde_workers.domain.evidence.errors import ErrorLink
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
@@ -59,7 +60,9 @@ __all__ = [
     "usage_line",
 ]
 
-BACKENDS = ("pi", "claude")
+BACKENDS = tuple(sorted(CONTRACT_BACKENDS, reverse=True))
+"""The backends a test reader stands in for: every one the contracts know (pi, claude, ...);
+Claude Code's report shape for claude, pi's for every other."""
 CLAUDE_AGENT_FIELDS = ("subtype", "is_error", "num_turns", "total_cost_usd", "permission_denials",
                        "modelUsage", "duration_api_ms", "claude_code_version")
 """contract.workers.worker-round-trace `agent.claude`: null when the stream gave none (the
@@ -237,7 +240,8 @@ class TestStreamReader:
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
-            raise ValueError(f"a test reader stands in for pi or claude, not {self.backend!r}")
+            raise ValueError(f"a test reader stands in for {' or '.join(BACKENDS)}, "
+                             f"not {self.backend!r}")
 
     # -- StreamReader --------------------------------------------------------------------------
 
