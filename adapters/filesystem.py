@@ -110,8 +110,8 @@ def _open_one(path: str, fd: int, failed: Callable[[str, OSError], None]) -> lis
         os.close(listing)
 
 
-class LocalFileSystem:
-    """`FileSystem` on the host's own disks."""
+class _Reading:
+    """Reads a file (ports.filesystem.FileReading)."""
 
     def read_bytes(self, path: str) -> bytes:
         with _os_errors(path, "read_bytes"), open(path, "rb") as f:
@@ -123,6 +123,88 @@ class LocalFileSystem:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FileSystemError(path, "read_text", f"not UTF-8: {exc}") from exc
+
+    def file_digest(self, path: str) -> str:
+        def digest() -> str:
+            st = os.lstat(path)
+            if stat_module.S_ISLNK(st.st_mode):
+                # Git stores a link as its target's text; readlink on bytes keeps its bytes.
+                target = os.readlink(os.fsencode(path))
+                return "sha256:" + hashlib.sha256(target).hexdigest()
+            if not stat_module.S_ISREG(st.st_mode):
+                raise IsADirectoryError(21, "not a regular file or symbolic link", path)
+            h = hashlib.sha256()
+            # O_NOFOLLOW: had the file been swapped for a link since lstat, open fails instead
+            # of reading the link's target.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
+                for chunk in iter(lambda: f.read(_CHUNK), b""):
+                    h.update(chunk)
+            return "sha256:" + h.hexdigest()
+
+        return _call(path, "file_digest", digest)
+
+
+_LOCK_TEXT_BYTES = 4096
+
+
+_LOCK_ATTEMPTS = 8
+
+
+class _Facts:
+    """Says what a path is (ports.filesystem.PathFacts)."""
+
+    def stat(self, path: str) -> FileStat:
+        with _os_errors(path, "stat"):
+            st = os.lstat(path)
+        return FileStat(
+            kind=_kind_of(st.st_mode), mode=stat_module.S_IMODE(st.st_mode), size=st.st_size,
+            uid=st.st_uid, mtime=st.st_mtime,
+        )
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def lexists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def is_file(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def is_symlink(self, path: str) -> bool:
+        return os.path.islink(path)
+
+    def realpath(self, path: str) -> str:
+        with _os_errors(path, "realpath"):
+            return os.path.realpath(path)
+
+    def which(self, program: str, search_path: str) -> str | None:
+        return shutil.which(program, path=search_path)
+
+
+class _Listing:
+    """Lists a directory (ports.filesystem.DirectoryListing)."""
+
+    def listdir(self, path: str) -> list[DirEntry]:
+        with _os_errors(path, "listdir"), os.scandir(path) as it:
+            entries = [DirEntry(name=e.name, kind=_entry_kind(e)) for e in it]
+        return sorted(entries, key=lambda e: e.name)
+
+    def subdirectories(self, path: str, wanted: frozenset[str]) -> Subdirs:
+        # One type check per entry and no entry object: the directory read's d_type answers
+        # is_dir without a stat call (a file system without d_type makes os.scandir lstat).
+        with _os_errors(path, "listdir"), os.scandir(path) as it:
+            entries = list(it)
+            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+            kinds = {e.name: _entry_kind(e) for e in entries if e.name in wanted}
+        return names, kinds
+
+
+class _Writing:
+    """Writes (ports.filesystem.FileWriting)."""
 
     def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644, *,
                      durable: bool = False) -> None:
@@ -153,42 +235,43 @@ class LocalFileSystem:
         with _os_errors(path, "sync_directory"):
             _fsync_directory(path)
 
-    def exists(self, path: str) -> bool:
-        return os.path.exists(path)
-
-    def lexists(self, path: str) -> bool:
-        return os.path.lexists(path)
-
-    def is_dir(self, path: str) -> bool:
-        return os.path.isdir(path)
-
-    def is_file(self, path: str) -> bool:
-        return os.path.isfile(path)
-
-    def is_symlink(self, path: str) -> bool:
-        return os.path.islink(path)
-
-    def realpath(self, path: str) -> str:
-        with _os_errors(path, "realpath"):
-            return os.path.realpath(path)
-
-    def listdir(self, path: str) -> list[DirEntry]:
-        with _os_errors(path, "listdir"), os.scandir(path) as it:
-            entries = [DirEntry(name=e.name, kind=_entry_kind(e)) for e in it]
-        return sorted(entries, key=lambda e: e.name)
-
-    def subdirectories(self, path: str, wanted: frozenset[str]) -> Subdirs:
-        # One type check per entry and no entry object: the directory read's d_type answers
-        # is_dir without a stat call (a file system without d_type makes os.scandir lstat).
-        with _os_errors(path, "listdir"), os.scandir(path) as it:
-            entries = list(it)
-            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
-            kinds = {e.name: _entry_kind(e) for e in entries if e.name in wanted}
-        return names, kinds
-
     def makedirs(self, path: str, mode: int = 0o755) -> None:
         with _os_errors(path, "makedirs"):
             os.makedirs(path, mode=mode, exist_ok=True)
+
+    def chmod(self, path: str, mode: int) -> None:
+        with _os_errors(path, "chmod"):
+            os.chmod(path, mode)
+
+    def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
+        import tarfile  # only an archive needs it (with lzma and bz2): no run's start pays
+
+        used, left_out, left_bytes = ARCHIVE_END_BYTES, 0, 0
+
+        def within_bounds(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+            nonlocal used, left_out, left_bytes
+            size = info.size if info.isreg() else 0
+            cost = tar_member_cost(info.name, size, info.linkname)
+            if used + cost > max_bytes:
+                left_out, left_bytes = left_out + 1, left_bytes + size
+                return None  # a directory: tarfile then leaves out what lies below it too
+            used += cost
+            return info
+
+        with _os_errors(archive, "archive"):
+            fd = os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w") as tar:
+                # lstat-based: links stored as links; FIFOs and devices stored, not opened;
+                # a directory's entries in sorted order.
+                tar.add(source, arcname=os.path.basename(source.rstrip("/")), recursive=True,
+                        filter=within_bounds)
+                out.flush()
+                os.fsync(out.fileno())
+        return ArchiveOutcome(entries_left_out=left_out, bytes_left_out=left_bytes)
+
+
+class _Removing:
+    """Removes (ports.filesystem.Removing)."""
 
     def remove(self, path: str) -> None:
         with _os_errors(path, "remove"):
@@ -237,43 +320,9 @@ class LocalFileSystem:
             stack.append((child, child_fd, iter(_open_one(child, child_fd, failed))))
         return errors
 
-    def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
-        import tarfile  # only an archive needs it (with lzma and bz2): no run's start pays
 
-        used, left_out, left_bytes = ARCHIVE_END_BYTES, 0, 0
-
-        def within_bounds(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-            nonlocal used, left_out, left_bytes
-            size = info.size if info.isreg() else 0
-            cost = tar_member_cost(info.name, size, info.linkname)
-            if used + cost > max_bytes:
-                left_out, left_bytes = left_out + 1, left_bytes + size
-                return None  # a directory: tarfile then leaves out what lies below it too
-            used += cost
-            return info
-
-        with _os_errors(archive, "archive"):
-            fd = os.open(archive, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w") as tar:
-                # lstat-based: links stored as links; FIFOs and devices stored, not opened;
-                # a directory's entries in sorted order.
-                tar.add(source, arcname=os.path.basename(source.rstrip("/")), recursive=True,
-                        filter=within_bounds)
-                out.flush()
-                os.fsync(out.fileno())
-        return ArchiveOutcome(entries_left_out=left_out, bytes_left_out=left_bytes)
-
-    def chmod(self, path: str, mode: int) -> None:
-        with _os_errors(path, "chmod"):
-            os.chmod(path, mode)
-
-    def stat(self, path: str) -> FileStat:
-        with _os_errors(path, "stat"):
-            st = os.lstat(path)
-        return FileStat(
-            kind=_kind_of(st.st_mode), mode=stat_module.S_IMODE(st.st_mode), size=st.st_size,
-            uid=st.st_uid, mtime=st.st_mtime,
-        )
+class _Locking:
+    """Locks (ports.filesystem.Locking)."""
 
     def hold_lock(self, path: str, holder: str) -> HeldLock | str:
         def take() -> HeldLock | str | None:
@@ -307,34 +356,9 @@ class LocalFileSystem:
         raise FileSystemError(path, "hold_lock", "the lock file was replaced while it was "
                                                  f"taken, {_LOCK_ATTEMPTS} times")
 
-    def which(self, program: str, search_path: str) -> str | None:
-        return shutil.which(program, path=search_path)
 
-    def file_digest(self, path: str) -> str:
-        def digest() -> str:
-            st = os.lstat(path)
-            if stat_module.S_ISLNK(st.st_mode):
-                # Git stores a link as its target's text; readlink on bytes keeps its bytes.
-                target = os.readlink(os.fsencode(path))
-                return "sha256:" + hashlib.sha256(target).hexdigest()
-            if not stat_module.S_ISREG(st.st_mode):
-                raise IsADirectoryError(21, "not a regular file or symbolic link", path)
-            h = hashlib.sha256()
-            # O_NOFOLLOW: had the file been swapped for a link since lstat, open fails instead
-            # of reading the link's target.
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as f:
-                for chunk in iter(lambda: f.read(_CHUNK), b""):
-                    h.update(chunk)
-            return "sha256:" + h.hexdigest()
-
-        return _call(path, "file_digest", digest)
-
-
-_LOCK_TEXT_BYTES = 4096
-
-
-_LOCK_ATTEMPTS = 8
+class LocalFileSystem(_Reading, _Facts, _Listing, _Writing, _Removing, _Locking):
+    """`FileSystem` on the host's own disks."""
 
 
 class _FlockHeld:

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs
 
-__all__ = ["ARCHIVE_END_BYTES", "NUL_IN_PATH", "ArchiveOutcome", "DirEntry", "EntryKind",
-           "FileStat", "FileSystem", "FileSystemError", "HeldLock", "read_regular_text",
+__all__ = ["ARCHIVE_END_BYTES", "NUL_IN_PATH", "ArchiveOutcome", "DirEntry", "DirectoryListing",
+           "EntryKind", "FileReading", "FileStat", "FileSystem", "FileSystemError",
+           "FileWriting", "HeldLock", "Locking", "PathFacts", "Removing", "read_regular_text",
            "tar_member_cost"]
 
 NUL_IN_PATH = "the path holds a NUL byte, which no file name can"
@@ -96,37 +97,32 @@ class HeldLock(Protocol):
 
 
 @runtime_checkable
-class FileSystem(Protocol):
-    """Local files: read, write atomically, inspect, list, digest, archive, open up, change
-    modes, remove, and find programs."""
+class FileReading(Protocol):
+    """Reads a file: its bytes, its text, its digest."""
 
     def read_bytes(self, path: str) -> bytes:
         """The file's bytes (a final link is followed, as `open` does)."""
-        ...
-
-    def hold_lock(self, path: str, holder: str) -> HeldLock | str:
-        """An exclusive lock on the file `path` (made 0600 when missing, never through a link),
-        with `holder` written in it; or, when another holds it, the text that holder wrote.
-        The kernel keeps the lock only while the holding process lives: a holder killed by
-        SIGKILL frees it at once."""
         ...
 
     def read_text(self, path: str) -> str:
         """The file's text, UTF-8; invalid UTF-8 raises `FileSystemError`."""
         ...
 
-    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644, *,
-                     durable: bool = False) -> None:
-        """Replace `path` with `data` (str as UTF-8) and permission bits `mode` so that a reader
-        sees the old or the new content, never a part; a final link at `path` is replaced, not
-        followed. The parent directory must exist. `durable`: the new content also survives a
-        power loss once this returns (the file and its directory synced) — only for what must
-        (docs/decisions.md "What is durable"); other writes are atomic for readers alone."""
+    def file_digest(self, path: str) -> str:
+        """ "sha256:<hex>" of what Git would store for `path`: a regular file's bytes, or a
+        symbolic link's target text (the link is never followed, so a worker's link to a host
+        file never makes the host read that file). Anything else raises `FileSystemError`."""
         ...
 
-    def sync_directory(self, path: str) -> None:
-        """Make what was done to directory `path`'s names so far (entries made, renamed,
-        removed) survive a power loss: fsync(2) of the directory."""
+
+@runtime_checkable
+class PathFacts(Protocol):
+    """Says what a path is: its kind and metadata, whether it exists, where its links lead,
+    where a program lies."""
+
+    def stat(self, path: str) -> FileStat:
+        """Kind, permission bits, size, owner and modification time of `path`, a final link
+        not followed (`FileStat`)."""
         ...
 
     def exists(self, path: str) -> bool:
@@ -154,6 +150,16 @@ class FileSystem(Protocol):
         exist are kept as given (as `os.path.realpath`, not strict)."""
         ...
 
+    def which(self, program: str, search_path: str) -> str | None:
+        """The executable `program` would run as, searched in the `os.pathsep`-separated
+        `search_path`; a `program` with a slash is checked as given. None when not found."""
+        ...
+
+
+@runtime_checkable
+class DirectoryListing(Protocol):
+    """Lists a directory."""
+
     def listdir(self, path: str) -> list[DirEntry]:
         """The entries of directory `path`, sorted by name, each with its kind as it is, a
         link reported as a link and never followed."""
@@ -165,18 +171,32 @@ class FileSystem(Protocol):
         the entries named in `wanted` that are present. Fails as `listdir` does."""
         ...
 
+
+@runtime_checkable
+class FileWriting(Protocol):
+    """Writes: a file atomically, directories, modes, an archive of a tree."""
+
+    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644, *,
+                     durable: bool = False) -> None:
+        """Replace `path` with `data` (str as UTF-8) and permission bits `mode` so that a reader
+        sees the old or the new content, never a part; a final link at `path` is replaced, not
+        followed. The parent directory must exist. `durable`: the new content also survives a
+        power loss once this returns (the file and its directory synced) — only for what must
+        (docs/decisions.md "What is durable"); other writes are atomic for readers alone."""
+        ...
+
+    def sync_directory(self, path: str) -> None:
+        """Make what was done to directory `path`'s names so far (entries made, renamed,
+        removed) survive a power loss: fsync(2) of the directory."""
+        ...
+
     def makedirs(self, path: str, mode: int = 0o755) -> None:
         """Create `path` and missing parents; an existing directory is fine."""
         ...
 
-    def remove(self, path: str) -> None:
-        """Unlink the file or symbolic link `path`; a link is removed itself, never its target.
-        A directory raises `FileSystemError`."""
-        ...
-
-    def rmtree(self, path: str) -> None:
-        """Remove the directory tree `path` without following any link in it; a link at
-        `path` itself is removed as a link."""
+    def chmod(self, path: str, mode: int) -> None:
+        """Set the permission bits of `path` (links followed, as chmod(2) does: the host only
+        changes modes of entries it created)."""
         ...
 
     def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
@@ -189,6 +209,21 @@ class FileSystem(Protocol):
         counted in the outcome. An existing `archive` raises `FileSystemError`."""
         ...
 
+
+@runtime_checkable
+class Removing(Protocol):
+    """Removes a file or a tree, opening up what a worker closed first."""
+
+    def remove(self, path: str) -> None:
+        """Unlink the file or symbolic link `path`; a link is removed itself, never its target.
+        A directory raises `FileSystemError`."""
+        ...
+
+    def rmtree(self, path: str) -> None:
+        """Remove the directory tree `path` without following any link in it; a link at
+        `path` itself is removed as a link."""
+        ...
+
     def open_up(self, root: str) -> list[FileSystemError]:
         """Give the directory `root` and every directory below it the owner's read, write and
         search bits (u+rwx), so that a worker's chmod 000 cannot stop their removal. Each
@@ -198,26 +233,25 @@ class FileSystem(Protocol):
         fails is returned, not raised; the rest goes on."""
         ...
 
-    def chmod(self, path: str, mode: int) -> None:
-        """Set the permission bits of `path` (links followed, as chmod(2) does: the host only
-        changes modes of entries it created)."""
+
+@runtime_checkable
+class Locking(Protocol):
+    """Holds an exclusive lock on a file."""
+
+    def hold_lock(self, path: str, holder: str) -> HeldLock | str:
+        """An exclusive lock on the file `path` (made 0600 when missing, never through a link),
+        with `holder` written in it; or, when another holds it, the text that holder wrote.
+        The kernel keeps the lock only while the holding process lives: a holder killed by
+        SIGKILL frees it at once."""
         ...
 
-    def stat(self, path: str) -> FileStat:
-        """Kind, permission bits, size, owner and modification time of `path`, a final link
-        not followed (`FileStat`)."""
-        ...
 
-    def which(self, program: str, search_path: str) -> str | None:
-        """The executable `program` would run as, searched in the `os.pathsep`-separated
-        `search_path`; a `program` with a slash is checked as given. None when not found."""
-        ...
-
-    def file_digest(self, path: str) -> str:
-        """ "sha256:<hex>" of what Git would store for `path`: a regular file's bytes, or a
-        symbolic link's target text (the link is never followed, so a worker's link to a host
-        file never makes the host read that file). Anything else raises `FileSystemError`."""
-        ...
+@runtime_checkable
+class FileSystem(FileReading, PathFacts, DirectoryListing, FileWriting, Removing, Locking,
+                 Protocol):
+    """Local files, every capability: read, inspect, list, write atomically, archive, change
+    modes, open up, remove, lock, and find programs. A use case that needs less names the
+    capability it needs."""
 
 
 def read_regular_text(fs: FileSystem, path: str, limit: int) -> str:
