@@ -16,7 +16,7 @@ table),
 `domain.boundary.search_guard.decide_search_call` (the
 search roots), over the embedded data; the parity tests run this file and the domain functions on
 the same paths. Every reason comes from the table the grant embeds (`GRANT["reasons"]`,
-`domain.boundary.reasons.REASONS`): this file holds none of its own. Any error denies: Claude
+`domain.boundary.rules.REASONS`): this file holds none of its own. Any error denies: Claude
 Code lets a tool call through when its hook fails, so this hook never fails.
 """
 
@@ -42,7 +42,7 @@ JS_WHITESPACE = (
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 SEGMENT_SPLIT = re.compile(r"[/\s,{}]")
-PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")  # domain.boundary.reasons.PLACEHOLDER
+PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")  # domain.boundary.rules.PLACEHOLDER
 READABLE = ("ro", "rw")
 
 Verdict = tuple[bool, str | None]
@@ -50,8 +50,8 @@ Verdict = tuple[bool, str | None]
 
 
 def reason(grant: dict[str, Any], key: str, **values: str) -> str:
-    """Reason `key` of the embedded table (domain.boundary.reasons.REASONS), filled as
-    domain.boundary.reasons.fill
+    """Reason `key` of the embedded table (domain.boundary.rules.REASONS), filled as
+    domain.boundary.rules.fill
     fills it: each placeholder replaced once, a value never scanned again."""
     return PLACEHOLDER.sub(lambda m: values[m.group(1)], grant["reasons"][key])
 

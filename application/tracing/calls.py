@@ -7,7 +7,7 @@ Both programs keep their session as JSON Lines: Claude Code's (`{"type": "assist
 
 - `allowed`: its result is no error;
 - `refused by the grant`: an error that is the host's own denial (`Concorde grant: …`, the one
-  text every generated hook and the pi extension give, domain/boundary/reasons.py), or Claude Code's
+  text every generated hook and the pi extension give, domain/boundary/rules.py), or Claude Code's
   answer to a call the permission rules generated from the grant deny;
 - `refused by the sandbox`: a Bash call whose output holds what the sandbox's walls give (a
   read-only file system, an operation not permitted, a refused connection, permission denied),

@@ -16,7 +16,7 @@ listed in the deny rules and the sandbox lists by `domain.boundary.policy`):
   and every other run's beside it; docs/decisions.md "The run directory: the whole").
 - **credentials**: every file the host copies into `config/` at its origin, and the model map.
 
-Reasons (`domain.boundary.reasons`) name the path and why; a tool reports one with the denial
+Reasons (`domain.boundary.rules`) name the path and why; a tool reports one with the denial
 prefix.
 """
 
@@ -28,7 +28,7 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.paths import is_within, relative_to
-from concorde_workers.domain.boundary.reasons import fill
+from concorde_workers.domain.boundary.rules import fill
 from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX
 
 TEMPORARY_ROOTS: tuple[str, ...] = ("/tmp", "/var/tmp", "/usr/tmp")

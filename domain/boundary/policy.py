@@ -53,7 +53,7 @@ from concorde_workers.domain.boundary.paths import (
     outermost,
     relative_to,
 )
-from concorde_workers.domain.boundary.reasons import REASONS, fill, reasons_json
+from concorde_workers.domain.boundary.rules import REASONS, fill, reasons_json
 from concorde_workers.domain.boundary.sandbox_lists import SandboxFilesystem, sandbox_filesystem
 from concorde_workers.domain.boundary.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
 from concorde_workers.domain.configuration.request import Backend
@@ -180,7 +180,7 @@ class Policy(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-able policy the pi extension embeds (notes/harness.md §2.2 keys, and the
-        reasons table of `domain.boundary.reasons` its denials are filled from; the backend adds
+        reasons table of `domain.boundary.rules` its denials are filled from; the backend adds
         `programs`, `limits` and `resultSchema`)."""
         return {
             **self.grant_lists(),

@@ -50,7 +50,7 @@ from concorde_workers.domain.boundary.grant import (
 )
 from concorde_workers.domain.boundary.paths import is_within
 from concorde_workers.domain.boundary.policy import GIT_REASON, Decision, Policy, could_not_decide
-from concorde_workers.domain.boundary.reasons import REASONS, fill, reasons_json
+from concorde_workers.domain.boundary.rules import REASONS, fill, reasons_json
 from concorde_workers.domain.evidence.layout import host_paths
 
 SEARCH_TOOLS = ("Grep", "Glob")
@@ -78,7 +78,7 @@ def _deny(row: str, reason: str) -> Decision:
 def hook_grant(policy: Policy) -> dict[str, Any]:
     """The JSON the hooks embed as `GRANT`: the policy's `grant_lists()` (names, ro, rw,
     worktree, git, runtime) plus what the search decision also needs, and the reasons table
-    (`domain.boundary.reasons`) the hooks fill their denials from; keys sorted on output."""
+    (`domain.boundary.rules`) the hooks fill their denials from; keys sorted on output."""
     runtime = policy.runtime
     return {
         **policy.grant_lists(),

@@ -3,7 +3,7 @@
  *
  * A line-by-line port of `concorde_workers.domain.boundary.policy` (decide_read, decide_write,
  * decide_search_root): the same rows, in the same order. The reasons are not written here: each
- * is filled from the table the policy embeds (`policy.reasons`, concorde_workers.domain.boundary.reasons),
+ * is filled from the table the policy embeds (`policy.reasons`, concorde_workers.domain.boundary.rules),
  * exactly as the domain fills it.
  * tests/integration/test_pi_extension_parity.py runs this file under jiti on the same paths as
  * the Python domain and requires identical decisions, rows and reasons. Keep them in step.
@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 
 const RUNTIME_PREFIX = "concorde-";
 const RUNTIME_NAME = /^concorde-[0-9a-f]{6}-[A-Za-z0-9_]{1,32}$/; // domain.boundary.hidden
-/** domain.boundary.reasons.PLACEHOLDER */
+/** domain.boundary.rules.PLACEHOLDER */
 const PLACEHOLDER = /\{([a-z_]+)\}/g;
 
 export interface SandboxLists {
@@ -79,7 +79,7 @@ function deny(row: string, reason: string): Decision {
 	return { allowed: false, reason, row };
 }
 
-/** Reason `key` of the embedded table filled as domain.boundary.reasons.fill fills it: each placeholder
+/** Reason `key` of the embedded table filled as domain.boundary.rules.fill fills it: each placeholder
  * replaced once by its value, a value never scanned again; a missing key or value throws. */
 export function reason(policy: Policy, key: string, values: Record<string, string> = {}): string {
 	const template = policy.reasons[key];
