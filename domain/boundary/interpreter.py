@@ -271,22 +271,22 @@ def _git_segment(f: _Facts, s: _Subject) -> bool:
     return s.rel is not None and ".git" in s.rel.split("/")
 
 
-def _git_below(f: _Facts, s: _Subject) -> str:
-    found = f.git.first_below(s.path)
-    if found is None:
-        raise ValueError(f"no Git admin path lies below {s.path}")
-    return found
-
-
 def _withheld(f: _Facts, s: _Subject) -> str | None:
     found = [] if s.rel is None else f.withheld_below(s.rel)
     return found[0] if found else None
 
 
-def _first(found: str | None, what: str) -> str:
-    if found is None:
-        raise ValueError(f"nothing {what}")
-    return found
+def _source(name: str, find: Callable[[_Facts, _Subject], str | None]) -> Value:
+    """A value that may be missing: a row naming it where it is missing is a defect."""
+    def value(f: _Facts, s: _Subject) -> str:
+        found = find(f, s)
+        if found is None:
+            raise ValueError(f"the value {name!r} is missing for {s.path}")
+        return found
+    return value
+
+
+_GIT_BELOW = _source("git below", lambda f, s: f.git.first_below(s.path))
 
 
 PREDICATES: Mapping[str, Predicate] = {
@@ -331,13 +331,13 @@ VALUES: Mapping[str, Value] = {
     "named": lambda f, s: (f.fill("link target", {"path": f.shown(s.path), "link": s.given})
                            if s.link else f.shown(s.path)),
     "guidance": lambda f, s: f.guidance(),
-    "git below": _git_below,
-    "git below, shown": lambda f, s: f.shown(_git_below(f, s)),
-    "hidden below": lambda f, s: _first(f.hidden_anchors.first_below(s.path), "hidden below"),
-    "protected below": lambda f, s: _first(f.protected.first_below(s.path), "protected below"),
-    "withheld below": lambda f, s: _first(_withheld(f, s), "withheld below"),
-    "pattern": lambda f, s: _first(s.pattern, "is the Glob pattern"),
-    "glob": lambda f, s: _first(s.glob, "is the Grep glob"),
+    "git below": _GIT_BELOW,
+    "git below, shown": lambda f, s: f.shown(_GIT_BELOW(f, s)),
+    "hidden below": _source("hidden below", lambda f, s: f.hidden_anchors.first_below(s.path)),
+    "protected below": _source("protected below", lambda f, s: f.protected.first_below(s.path)),
+    "withheld below": _source("withheld below", _withheld),
+    "pattern": _source("pattern", lambda f, s: s.pattern),
+    "glob": _source("glob", lambda f, s: s.glob),
 }
 """Where a reason's placeholder may take its value from: the judged path (`path`; `shown`
 relative to the worktree; `named` so, or for a link as the target of the link `given`), what to
