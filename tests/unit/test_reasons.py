@@ -34,6 +34,7 @@ TABLE_READERS = [
     "adapters/claude/hook_template.py",
     "adapters/pi/extension/pi_policy.ts",
     "adapters/pi/extension/permission.ts",
+    "domain/boundary/interpreter.py",
 ]
 
 
