@@ -26,12 +26,14 @@ from typing import Any
 
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 """A reason's placeholder (`domain.boundary.rules.fill`, pi_policy.ts)."""
+RUNTIME_PREFIX = "concorde-"
+"""How a runtime directory's name begins (`domain.evidence.run_id.RUNTIME_PREFIX`)."""
 RUNTIME_NAME = re.compile(r"concorde-[0-9a-f]{6}-[A-Za-z0-9_]{1,32}")
-"""A runtime directory's name (`domain.boundary.hidden.RUNTIME_NAME`), matched whole."""
+"""A runtime directory's name (`domain.evidence.run_id.runtime_directory_name`), matched
+whole."""
 PROCESSES = "/proc"
 GUIDANCE_LIMIT = 12
 """At most this many directories are named in a search's guidance; the rest are counted."""
-_RUNTIME_PREFIX = "concorde-"
 _READABLE = frozenset({"ro", "rw"})
 _LEVELS = ("names", "ro", "rw")
 _SEGMENT_SPLIT = re.compile(r"[/\s,{}]")
@@ -89,6 +91,23 @@ def _under(path: str, root: str) -> str | None:
         return ""
     prefix = root.rstrip("/") + "/"
     return path[len(prefix):] if path.startswith(prefix) else None
+
+
+def is_other_run(path: str, runtime_root: str, runtime_directory: str,
+                 temporary_roots: Iterable[str]) -> bool:
+    """`path` lies in a directory `<runtime root>/concorde-*` other than this run's, or in a
+    directory named like a runtime directory below a temporary root (all paths normalised;
+    `domain.boundary.hidden`)."""
+    if _under(path, runtime_directory) is not None:
+        return False
+    rel = _under(path, runtime_root)
+    if rel is not None and rel.split("/", 1)[0].startswith(RUNTIME_PREFIX):
+        return True
+    for root in temporary_roots:
+        rel = _under(path, root)
+        if rel is not None and any(RUNTIME_NAME.fullmatch(p) for p in rel.split("/")):
+            return True
+    return False
 
 
 class _Facts:
@@ -177,20 +196,6 @@ class _Facts:
         return [path for path, level in self.below(rel) if level == "names"]
 
     # --- what is hidden always (domain.boundary.hidden) ------------------------------------------
-
-    def other_run(self, path: str) -> bool:
-        """`path` lies in a directory `<runtime root>/concorde-*` other than this run's, or in a
-        directory named like a runtime directory below a temporary root."""
-        if _under(path, self.runtime_directory) is not None:
-            return False
-        rel = _under(path, self.runtime_root)
-        if rel is not None and rel.split("/", 1)[0].startswith(_RUNTIME_PREFIX):
-            return True
-        for root in self.temporary_roots:
-            rel = _under(path, root)
-            if rel is not None and any(RUNTIME_NAME.fullmatch(p) for p in rel.split("/")):
-                return True
-        return False
 
     # --- what a denied search names instead ------------------------------------------------------
 
@@ -294,7 +299,8 @@ PREDICATES: Mapping[str, Predicate] = {
     "in git admin path": lambda f, s: f.git.hold(s.path),
     "git segment": _git_segment,
     "in run directory": lambda f, s: f.run_directories.hold(s.path),
-    "in other run": lambda f, s: f.other_run(s.path),
+    "in other run": lambda f, s: is_other_run(s.path, f.runtime_root, f.runtime_directory,
+                                              f.temporary_roots),
     "in credentials": lambda f, s: f.credentials.hold(s.path),
     "in runtime path": lambda f, s: f.runtime.hold(s.path),
     "runtime path below": lambda f, s: f.runtime.any_at_or_below(s.path),
@@ -478,6 +484,6 @@ class Judge:
 
 
 __all__ = [
-    "GUIDANCE_LIMIT", "PLACEHOLDER", "PREDICATES", "PROCESSES", "RUNTIME_NAME", "VALUES",
-    "Decided", "Judge", "compile_table", "fill_reason", "has_dotdot",
+    "GUIDANCE_LIMIT", "PLACEHOLDER", "PREDICATES", "PROCESSES", "RUNTIME_NAME", "RUNTIME_PREFIX",
+    "VALUES", "Decided", "Judge", "compile_table", "fill_reason", "has_dotdot", "is_other_run",
 ]

@@ -43,6 +43,7 @@ from concorde_workers.domain.boundary.rules import (
     rows_json,
 )
 from concorde_workers.domain.boundary.search_guard import HOOK_TABLES, hook_grant
+from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX, runtime_directory_name
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,6 +126,15 @@ def test_the_interpreter_is_standard_library_only_and_pure() -> None:
     assert _imports(source) <= sys.stdlib_module_names
     assert _imports(source).isdisjoint({"os", "io", "subprocess", "importlib", "pathlib"})
     assert "__future__" not in _imports(source)  # it runs embedded, in the middle of a hook
+
+
+def test_the_interpreters_names_are_the_domains() -> None:
+    """The interpreter, standalone, spells out what the domain derives: a runtime directory's
+    name, which the hooks and the domain both take for another run's."""
+    assert interpreter.RUNTIME_PREFIX == RUNTIME_PREFIX
+    name = runtime_directory_name("w-20261002T101500-a1b2c3", "x_9")
+    assert name.startswith(RUNTIME_PREFIX) and interpreter.RUNTIME_NAME.fullmatch(name)
+    assert interpreter.RUNTIME_NAME.fullmatch("concorde-notes") is None
 
 
 def _top_level_names(source: str) -> set[str]:
