@@ -303,7 +303,7 @@ PREDICATES: Mapping[str, Predicate] = {
                                               f.temporary_roots),
     "in credentials": lambda f, s: f.credentials.hold(s.path),
     "in runtime path": lambda f, s: f.runtime.hold(s.path),
-    "runtime path below": lambda f, s: f.runtime.any_at_or_below(s.path),
+    "runtime path at or below": lambda f, s: f.runtime.any_at_or_below(s.path),
     "in worktree": lambda f, s: s.rel is not None,
     "level rw": lambda f, s: s.level(f) == "rw",
     "level ro": lambda f, s: s.level(f) == "ro",
@@ -320,7 +320,7 @@ PREDICATES: Mapping[str, Predicate] = {
     "in boundary": lambda f, s: f.boundaries.hold(s.path),
     "directory": lambda f, s: s.is_directory,
     "link": lambda f, s: s.link,
-    "other runs below": lambda f, s: _under(f.runtime_root, s.path) is not None,
+    "temp root at or below": lambda f, s: _under(f.runtime_root, s.path) is not None,
     "git below": lambda f, s: f.git.first_below(s.path) is not None,
     "hidden below": lambda f, s: f.hidden_anchors.first_below(s.path) is not None,
     "protected below": lambda f, s: f.protected.first_below(s.path) is not None,
@@ -328,7 +328,13 @@ PREDICATES: Mapping[str, Predicate] = {
     "pattern dotdot": lambda f, s: s.pattern is not None and has_dotdot(s.pattern),
     "glob dotdot": lambda f, s: s.glob is not None and has_dotdot(s.glob),
 }
-"""What a row's condition may ask of the judged path (`s`) and the policy (`f`)."""
+"""What a row's condition may ask of the judged path (`s`) and the policy (`f`): where the path
+lies (in Git metadata, a run directory, another run's runtime directory, a credential file, a
+runtime path, the worktree, a host path, /proc, the worker's own directories, a boundary), its
+level in the grant (`root level`: a directory's by directory entries only), what lies below it
+(strictly: grant entries, Git admin paths, hidden or protected paths; `at or below`: a runtime
+path, the temp root that holds the other runs), whether it is a directory or a link given, and
+the call's Glob pattern and Grep glob."""
 
 VALUES: Mapping[str, Value] = {
     "path": lambda f, s: s.path,

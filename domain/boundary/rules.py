@@ -243,7 +243,7 @@ SEARCH_ROOT_ROWS: Table = (
     deny("git", "in git", because=reason("git")),
     *HIDDEN_ALWAYS,
     allow("runtime path", "in runtime path"),
-    allow("runtime path", "runtime path below"),
+    allow("runtime path", "runtime path at or below"),
     allow("readable at, below or above", "root level readable"),
     allow("readable at, below or above", "level readable"),
     allow("readable at, below or above", "readable below"),
@@ -257,7 +257,7 @@ def _nothing_protected_below(where: str, row: str) -> Table:
     """A search from a directory where reading is allowed, unless it would reach the other runs
     or a protected path (a Git admin path first)."""
     return (
-        deny("other runs below", where, "other runs below",
+        deny("other runs below", where, "temp root at or below",
              because=guided("other runs below", path="path")),
         deny("git below", where, "git below",
              because=guided("git below", path="path", anchor="git below")),
