@@ -10,7 +10,7 @@ as JSON:
 A condition is a name of `PREDICATES`, or `not ` and one. A fill is `{"key": <key of the reasons
 table>, "values": {<placeholder>: <value>}}` and a value is a name of `VALUES`,
 `{"text": <literal>}` or a fill. The facts the predicates ask are the policy's JSON (the lists of
-`Policy.facts_json`), the reasons those of its `reasons` table; `Judge` reads both and the rows,
+`Policy.facts_json`) and its `reasons` table; `Judge` reads both and the rows,
 checks every row against the vocabulary and the reasons, and then decides a path as a table says.
 
 Standard library only, no I/O, no `from __future__` import and nothing that needs the module's
@@ -424,8 +424,10 @@ def compile_table(rows: Sequence[Mapping[str, Any]], tables: Mapping[str, Any],
     """A table's rows as conditions and outcomes, each checked against the vocabulary and the
     reasons; a row may hand over only to one of `tables`, and the last row decides whatever the
     path (it has no condition)."""
-    compiled = [(tuple(_condition(c) for c in row["when"]), _outcome(row, tables, reasons))
-                for row in rows]
+    compiled: list[Compiled] = []
+    for row in rows:
+        outcome = _outcome(row, tables, reasons)  # first: it checks the row's keys
+        compiled.append((tuple(_condition(c) for c in row["when"]), outcome))
     if not rows or rows[-1]["when"]:
         raise ValueError("the last row of a table must decide whatever the path")
     return compiled

@@ -68,6 +68,8 @@ from concorde_workers.domain.gitview.placement import AdminPath
 
 GRANT_PREFIX = fill("denial", reason="")
 GIT_REASON = REASONS["git"]
+PI_TABLES = ("read", "write", "search root")
+"""The tables `Policy.to_json` carries: those the pi extension interprets."""
 
 
 def with_prefix(reason: str) -> str:
@@ -107,10 +109,6 @@ class Decision(BaseModel):
         return None if self.reason is None else with_prefix(self.reason)
 
 
-PI_TABLES = ("read", "write", "search root")
-"""The tables `to_json` carries: those the pi extension interprets."""
-
-
 class ToolSets(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -136,33 +134,12 @@ class Policy(BaseModel):
     always_hidden: Hidden
     other_runs: tuple[str, ...]
     """The other runs' runtime directories that existed when the rules were generated."""
-    deny_rules: tuple[str, ...]
-    sandbox: SandboxFilesystem
-    tools: ToolSets
     tables: Tables = TABLES
     """The rows of the read, write and search tables (`domain.boundary.rules`)."""
 
-    _judge: Judge | None = PrivateAttr(default=None)
-
-    def __eq__(self, other: object) -> bool:
-        # The judge is a cache, not part of the policy: two policies are equal by their fields.
-        return isinstance(other, Policy) and self.__dict__ == other.__dict__
-
-    def __hash__(self) -> int:
-        return hash((self.grant, self.worktree, self.runtime))
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None,
-                   deep: bool = False) -> Policy:
-        """A copy judges by its own fields: this policy's judge stays behind."""
-        copied = super().model_copy(update=update, deep=deep)
-        copied._judge = None
-        return copied
-
-    def judge(self) -> Judge:
-        """The interpreter of the policy's rows over its facts, made when first asked."""
-        if self._judge is None:
-            self._judge = Judge(self.facts_json(), rows_json(self.tables, self.tables))
-        return self._judge
+    deny_rules: tuple[str, ...]
+    sandbox: SandboxFilesystem
+    tools: ToolSets
 
     def tools_for(self, backend: Backend) -> tuple[str, ...]:
         """The backend's tool set; a backend the policy holds none for is an error, never
@@ -195,6 +172,31 @@ class Policy(BaseModel):
     def run_directory_refusal(self) -> Refusal | None:
         return run_directory_denied(self.deny_rules, self.runtime)
 
+    # --- the tables: the rows and the interpreter (domain.boundary.rules, .interpreter) ----------
+
+    _judge: Judge | None = PrivateAttr(default=None)
+
+    def judge(self) -> Judge:
+        """The interpreter of the policy's rows over its facts, made when first asked."""
+        if self._judge is None:
+            self._judge = Judge({**self.facts_json(), "reasons": reasons_json()},
+                                rows_json(self.tables, self.tables))
+        return self._judge
+
+    def __eq__(self, other: object) -> bool:
+        # The judge is a cache, not part of the policy: two policies are equal by their fields.
+        return isinstance(other, Policy) and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash((self.grant, self.worktree, self.runtime))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Policy:
+        """A copy judges by its own fields: this policy's judge stays behind."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied._judge = None
+        return copied
+
     def grant_lists(self) -> dict[str, Any]:
         """`{"names", "ro", "rw", "worktree"}` as the write hook embeds them (§1.4), plus the
         Git administrative paths and runtime paths our write table also judges."""
@@ -208,9 +210,8 @@ class Policy(BaseModel):
         }
 
     def facts_json(self) -> dict[str, Any]:
-        """What the rows judge a path by, as the hooks and the extension embed it: the grant
-        lists, the host, own and hidden paths, the boundaries, and the reasons table of
-        `domain.boundary.rules` the denials are filled from."""
+        """What the rows judge a path by, as the hooks and the extension embed it (beside the
+        reasons table): the grant lists, the host, own and hidden paths, the boundaries."""
         return {
             **self.grant_lists(),
             "hidden": list(host_paths(self.runtime)),
@@ -219,19 +220,19 @@ class Policy(BaseModel):
             "userHome": self.user_home,
             "boundaries": list(self.boundaries),
             **self.always_hidden.to_json(),
-            "reasons": reasons_json(),
         }
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-able policy the pi extension embeds (notes/harness.md §2.2 keys, the facts
-        and the rows of the tables it interprets; the backend adds `programs`, `limits` and
-        `resultSchema`)."""
+        """The JSON-able policy the pi extension embeds (notes/harness.md §2.2 keys, the rows of
+        the tables it interprets and the reasons table of `domain.boundary.rules` its denials
+        are filled from; the backend adds `programs`, `limits` and `resultSchema`)."""
         return {
             **self.facts_json(),
+            "rows": rows_json(self.tables, PI_TABLES),
             "sandbox": self.sandbox.to_json(),
             "denyRules": list(self.deny_rules),
             "tools": {"claude": list(self.tools.claude), "pi": list(self.tools.pi)},
-            "rows": rows_json(self.tables, PI_TABLES),
+            "reasons": reasons_json(),
         }
 
     def rel(self, path: str) -> str:

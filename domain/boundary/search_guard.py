@@ -43,7 +43,7 @@ from typing import Any
 
 from concorde_workers.domain.boundary.interpreter import GUIDANCE_LIMIT, has_dotdot
 from concorde_workers.domain.boundary.policy import Decision, Policy, could_not_decide
-from concorde_workers.domain.boundary.rules import REASONS, fill, rows_json
+from concorde_workers.domain.boundary.rules import REASONS, fill, reasons_json, rows_json
 
 SEARCH_TOOLS = ("Grep", "Glob")
 SEARCH_TOOLS_MATCHER = "Grep|Glob"
@@ -60,9 +60,9 @@ JS_WHITESPACE = (
 
 def hook_grant(policy: Policy) -> dict[str, Any]:
     """The JSON the hooks embed as `GRANT`: the policy's facts (`Policy.facts_json`: the grant
-    lists, the host, own and hidden paths, the boundaries, the reasons table the hooks fill their
-    denials from) and the worker's HOME (`~` in a path); keys sorted on output."""
-    return {**policy.facts_json(), "home": policy.runtime.home}
+    lists, the host, own and hidden paths, the boundaries), the worker's HOME (`~` in a path) and
+    the reasons table the hooks fill their denials from; keys sorted on output."""
+    return {**policy.facts_json(), "home": policy.runtime.home, "reasons": reasons_json()}
 
 
 def hook_rows(policy: Policy) -> dict[str, list[dict[str, Any]]]:

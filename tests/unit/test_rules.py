@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def judge(rows: dict[str, Any]) -> Judge:
-    return Judge(POLICY.facts_json(), rows)
+    return Judge(hook_grant(POLICY), rows)
 
 
 def _values(fill: Fill) -> list[str | Text | Fill]:
