@@ -195,8 +195,6 @@ class _Facts:
         """The `names` entries strictly below `rel`, as listed."""
         return [path for path, level in self.below(rel) if level == "names"]
 
-    # --- what is hidden always (domain.boundary.hidden) ------------------------------------------
-
     # --- what a denied search names instead ------------------------------------------------------
 
     def searchable_directories(self) -> list[str]:
@@ -329,12 +327,8 @@ PREDICATES: Mapping[str, Predicate] = {
     "glob dotdot": lambda f, s: s.glob is not None and has_dotdot(s.glob),
 }
 """What a row's condition may ask of the judged path (`s`) and the policy (`f`): where the path
-lies (in Git metadata, a run directory, another run's runtime directory, a credential file, a
-runtime path, the worktree, a host path, /proc, the worker's own directories, a boundary), its
-level in the grant (`root level`: a directory's by directory entries only), what lies below it
-(strictly: grant entries, Git admin paths, hidden or protected paths; `at or below`: a runtime
-path, the temp root that holds the other runs), whether it is a directory or a link given, and
-the call's Glob pattern and Grep glob."""
+lies, its level in the grant (`root level`: a directory's by directory entries only), what lies
+strictly below it (or `at or below`), whether it is a directory or a link, the call's pattern."""
 
 VALUES: Mapping[str, Value] = {
     "path": lambda f, s: s.path,
@@ -491,7 +485,6 @@ class Judge:
         return judged(real)
 
 
-__all__ = [
-    "GUIDANCE_LIMIT", "PLACEHOLDER", "PREDICATES", "PROCESSES", "RUNTIME_NAME", "RUNTIME_PREFIX",
-    "VALUES", "Decided", "Judge", "compile_table", "fill_reason", "has_dotdot", "is_other_run",
-]
+__all__ = ["GUIDANCE_LIMIT", "PLACEHOLDER", "PREDICATES", "PROCESSES", "RUNTIME_NAME",
+           "RUNTIME_PREFIX", "VALUES", "Decided", "Judge", "compile_table", "fill_reason",
+           "has_dotdot", "is_other_run"]
