@@ -4,10 +4,12 @@
 `control/search_hook.py` (matcher `Grep|Glob`, docs/decisions.md "Grep and Glob from an ancestor
 (Claude Code)") and `control/read_hook.py` (matcher `Read`, docs/decisions.md "Claude Code's Read
 judged at call time") are all `hook_template.py` with its line `GRANT: dict = {}` replaced by
-`GRANT: dict = <json>` (the policy's lists, `domain.boundary.search_guard.hook_grant`, keys sorted,
-ASCII)
-and its line `HOOK: str = "write"` set to the hook's name. Tests parse the JSON back by splitting
-on `"GRANT: dict = "`.
+`GRANT: dict = <json>` (the policy's facts, `domain.boundary.search_guard.hook_grant`, keys
+sorted, ASCII), its line `HOOK: str = "write"` set to the hook's name, and its block
+`# <rules>` … `# </rules>` replaced by `ROWS: dict = <json>` (the policy's rows,
+`search_guard.hook_rows`) and the source of their interpreter, `domain/boundary/interpreter.py`
+(standard library only, so the hook stays standalone). Tests parse the grant back by splitting on
+`"GRANT: dict = "`.
 """
 
 from __future__ import annotations
@@ -19,8 +21,13 @@ from typing import Any, Literal
 
 from concorde_workers.adapters.claude.layout import write_hook
 from concorde_workers.adapters.claude.settings import HOOK_TIMEOUT_SECONDS, hook_command
+from concorde_workers.domain.boundary import interpreter
 from concorde_workers.domain.boundary.policy import Policy
-from concorde_workers.domain.boundary.search_guard import SEARCH_TOOLS_MATCHER, hook_grant
+from concorde_workers.domain.boundary.search_guard import (
+    SEARCH_TOOLS_MATCHER,
+    hook_grant,
+    hook_rows,
+)
 from concorde_workers.domain.evidence.layout import RuntimeLayout
 
 HookName = Literal["write", "search", "read"]
@@ -30,6 +37,10 @@ TEMPLATE = Path(__file__).with_name("hook_template.py")
 GRANT_LINE = "GRANT: dict = {}  # type: ignore[type-arg]\n"
 GRANT_MARK = "GRANT: dict = "
 HOOK_LINE = 'HOOK: str = "write"\n'
+RULES_START = "# <rules>\n"
+RULES_END = "# </rules>\n"
+ROWS_MARK = "ROWS: dict = "
+INTERPRETER = Path(interpreter.__file__)
 SEARCH_HOOK_FILE = "search_hook.py"
 READ_HOOK_FILE = "read_hook.py"
 READ_TOOLS_MATCHER = "Read"
@@ -65,25 +76,50 @@ def _only_json_text(value: Any) -> None:
         raise TypeError(f"a hook embeds only text, lists and objects, not {value!r}")
 
 
-def grant_json(policy: Policy) -> str:
-    """The embedded `GRANT` as one line of ASCII JSON, keys sorted."""
-    data = hook_grant(policy)
+def embedded_json(data: dict[str, Any]) -> str:
+    """`data` as one line of ASCII JSON, keys sorted, which reads back as the same Python
+    literal."""
     _only_json_text(data)
     return json.dumps(data, sort_keys=True, ensure_ascii=True)
+
+
+def grant_json(policy: Policy) -> str:
+    """The embedded `GRANT` as one line of ASCII JSON, keys sorted."""
+    return embedded_json(hook_grant(policy))
 
 
 def template_text() -> str:
     return TEMPLATE.read_text(encoding="utf-8")
 
 
-def hook_source(policy: Policy, hook: HookName, template: str | None = None) -> str:
+def interpreter_text() -> str:
+    """The source of `domain/boundary/interpreter.py`, which the hooks embed."""
+    return INTERPRETER.read_text(encoding="utf-8")
+
+
+def rules_block(policy: Policy, interpreter_source: str) -> str:
+    """What replaces the template's block `# <rules>` … `# </rules>`: the policy's rows and
+    their interpreter."""
+    return (f"{RULES_START}{ROWS_MARK}{embedded_json(hook_rows(policy))}\n\n"
+            f"{interpreter_source.rstrip()}\n{RULES_END}")
+
+
+def hook_source(policy: Policy, hook: HookName, template: str | None = None,
+                interpreter_source: str | None = None) -> str:
     """The generated hook's text."""
     source = template_text() if template is None else template
-    for line in (GRANT_LINE, HOOK_LINE):
+    for line in (GRANT_LINE, HOOK_LINE, RULES_START, RULES_END):
         if source.count(line) != 1:
             raise ValueError(f"the hook template must hold the line {line.strip()!r} once")
     source = source.replace(GRANT_LINE, f"{GRANT_MARK}{grant_json(policy)}\n")
-    return source.replace(HOOK_LINE, f"HOOK: str = {json.dumps(hook)}\n")
+    source = source.replace(HOOK_LINE, f"HOOK: str = {json.dumps(hook)}\n")
+    # The grant is one line of JSON: no line of it is a marker.
+    start, end = source.index(RULES_START), source.index(RULES_END) + len(RULES_END)
+    if end < start:
+        raise ValueError(f"the hook template's {RULES_END.strip()!r} comes before its start")
+    rules = rules_block(policy, interpreter_text() if interpreter_source is None
+                        else interpreter_source)
+    return source[:start] + rules + source[end:]
 
 
 def search_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any]:
@@ -117,6 +153,6 @@ def extra_hook_entries(interpreter: str, runtime: RuntimeLayout) -> list[dict[st
 def hook_files(policy: Policy) -> dict[str, str]:
     """control/write_hook.py, control/search_hook.py and control/read_hook.py of the run
     (absolute path -> text)."""
-    template = template_text()
-    return {hook_path(policy.runtime, name): hook_source(policy, name, template)
+    template, source = template_text(), interpreter_text()
+    return {hook_path(policy.runtime, name): hook_source(policy, name, template, source)
             for name in HOOK_NAMES}

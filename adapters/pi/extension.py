@@ -7,13 +7,14 @@ The extension is a TypeScript template shipped as package data (`adapters/pi/ext
   specifier `"@concorde/sandbox-runtime"` by the absolute path of
   `<sandbox-runtime package>/dist/index.js`, and puts one header line naming the digest of
   `pi_policy.ts` on top (so the extension's digest covers both files).
-- `pi_policy.ts`: the pure path decisions, the TypeScript port of `domain.boundary.policy`'s read
-table,
-  write table and search-root decision, copied unchanged beside it.
+- `pi_policy.ts`: the pure path decisions, the TypeScript port of `domain.boundary.interpreter`,
+  which interprets the rows of the read, write and search-root tables the policy embeds; copied
+  unchanged beside it.
 
 The embedded policy is `Policy.to_json()` (ONE source for both backends: the grant lists, Git
 administrative paths, runtime paths, hidden/own directories, primary worktree, user home, the
-shared sandbox lists, deny rules and tool sets) plus what only pi needs: `programs` (`rg`, `fd`,
+shared sandbox lists, deny rules, tool sets, the reasons and the rows of the tables) plus what
+only pi needs: `programs` (`rg`, `fd`,
 absolute), `limits` (`maxTurns`, `maxBudgetUsd`), `resultSchema` (the worker result schema with
 the caller's output schema embedded) and `sandboxRuntime` (the package directory). The sandbox's
 `allowRead` also gets `<package>/vendor`, where sandbox-runtime keeps the helpers it runs inside

@@ -6,7 +6,7 @@ by `tool_result`s, pi's `toolCall`s answered by `toolResult` messages). A call's
 
 - `allowed`: its result is no error;
 - `refused by the grant`: an error that is the host's own denial (`Concorde grant: …`, the one
-  text every generated hook and the pi extension give, domain/boundary/reasons.py), or the
+  text every generated hook and the pi extension give, domain/boundary/rules.py), or the
   program's own answer to a call the permission rules generated from the grant deny (its
   dialect's `grant_denials`);
 - `refused by the sandbox`: a call of the backend's shell whose output holds what the sandbox's

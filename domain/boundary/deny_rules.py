@@ -25,6 +25,7 @@ from concorde_workers.domain.boundary.grant import (
     entries_below,
 )
 from concorde_workers.domain.boundary.hidden import Hidden
+from concorde_workers.domain.boundary.interpreter import PROCESSES
 from concorde_workers.domain.boundary.paths import (
     EntryKind,
     ListDir,
@@ -41,10 +42,10 @@ from concorde_workers.domain.gitview.placement import AdminPath
 
 __all__ = ["PROCESSES", "deny_rules", "other_runs", "rule_covers", "run_directory_denied"]
 
-# The process filesystem holds every process's environment (/proc/self/environ is the agent
-# program's own, with its API keys) and memory: never readable by a file tool. The sandbox keeps
-# its own /proc for its commands, so this row is for the tools that run in the agent's process.
-PROCESSES = "/proc"
+# PROCESSES, the process filesystem, holds every process's environment (/proc/self/environ is
+# the agent program's own, with its API keys) and memory: never readable by a file tool (the
+# read table's row `processes`). The sandbox keeps its own /proc for its commands, so this row is
+# for the tools that run in the agent's process.
 
 
 

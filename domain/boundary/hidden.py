@@ -16,28 +16,24 @@ listed in the deny rules and the sandbox lists by `domain.boundary.policy`):
   and every other run's beside it; docs/decisions.md "The run directory: the whole").
 - **credentials**: every file the host copies into `config/` at its origin, and the model map.
 
-Reasons (`domain.boundary.reasons`) name the path and why; a tool reports one with the denial
+Reasons (`domain.boundary.rules`) name the path and why; a tool reports one with the denial
 prefix.
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.paths import is_within, relative_to
-from concorde_workers.domain.boundary.reasons import fill
-from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX
+from concorde_workers.domain.boundary.interpreter import RUNTIME_NAME, is_other_run
+from concorde_workers.domain.boundary.paths import is_within
+from concorde_workers.domain.boundary.rules import fill
 
 TEMPORARY_ROOTS: tuple[str, ...] = ("/tmp", "/var/tmp", "/usr/tmp")
 """The system's temporary directories (Python's `tempfile` candidates without the environment's
 and the working directory): every runtime directory lies below one of them (the host refuses any
 other temp root, `application.runtime_directory`), so every run can hide every other's."""
-
-RUNTIME_NAME = re.compile(re.escape(RUNTIME_PREFIX) + r"[0-9a-f]{6}-[A-Za-z0-9_]{1,32}")
-"""A runtime directory's name (`domain.evidence.run_id.runtime_directory_name`), matched whole."""
 
 OTHER_RUN_ROW = "other run"
 RUN_DIRECTORY_ROW = "run directory"
@@ -76,16 +72,12 @@ class Hidden(BaseModel):
 
     def other_run(self, path: str) -> bool:
         """`path` is or lies in a directory `<runtime root>/concorde-*` other than this run's,
-        or in a directory named like a runtime directory below a temporary root."""
-        if is_within(path, self.runtime_directory):
-            return False
-        if is_within(path, self.runtime_root):
-            first = relative_to(path, self.runtime_root).split("/", 1)[0]
-            if first.startswith(RUNTIME_PREFIX):
-                return True
-        return any(is_within(path, root) and any(
-            RUNTIME_NAME.fullmatch(part) for part in relative_to(path, root).split("/"))
-            for root in self.temporary_roots)
+        or in a directory named like a runtime directory below a temporary root (the predicate
+        `in other run` of the tables' interpreter)."""
+        normal = posixpath.normpath
+        return is_other_run(normal(path), normal(self.runtime_root),
+                            normal(self.runtime_directory),
+                            [normal(t) for t in self.temporary_roots])
 
     def judge(self, path: str) -> tuple[str, str] | None:
         """(row, reason) of the first class `path` falls in, or None."""

@@ -4,9 +4,11 @@ Seed 000 "One grant for the whole run", seed 001 "Both backends enforce the same
 rules (`domain/boundary/deny_rules.py`), the sandbox filesystem lists
 (`domain/boundary/sandbox_lists.py`), the read and write tables and the search-root decision
 come from `build_policy`, which every backend takes; the tool set is a backend profile's
-(`domain/boundary/task_types.py` `tool_set`). Here: the tables that judge a path by the grant's
-levels. Mechanics: notes/harness.md §1.4/§2.5 (write table), §2.4 (read table), §2.6 (search
-roots), §5 (names-level entries).
+(`domain/boundary/task_types.py` `tool_set`). Here: the decisions of the tables that judge a path
+by the grant's levels. Their rows are data (`domain.boundary.rules`: notes/harness.md §1.4/§2.5
+write table, §2.4 read table, §2.6 search roots), which the policy carries (`tables`) and hands
+to the hooks and the extension with its facts; `domain.boundary.interpreter` interprets them
+here as there. Mechanics: notes/harness.md §5 (names-level entries).
 
 Decisions where the spec is silent:
 - The read table treats `<rt>/tmp/jiti` (pi's compile cache, denied in the shared sandbox lists)
@@ -27,25 +29,19 @@ directories,
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from concorde_workers.domain.boundary.deny_rules import (
-    PROCESSES,
     deny_rules,
     other_runs,
     run_directory_denied,
 )
-from concorde_workers.domain.boundary.grant import (
-    READABLE,
-    Grant,
-    Level,
-    directory_level,
-    entries_below,
-)
+from concorde_workers.domain.boundary.grant import Grant, Level
 from concorde_workers.domain.boundary.hidden import Hidden
+from concorde_workers.domain.boundary.interpreter import Decided, Judge
 from concorde_workers.domain.boundary.paths import (
     ListDir,
     dedupe,
@@ -53,7 +49,14 @@ from concorde_workers.domain.boundary.paths import (
     outermost,
     relative_to,
 )
-from concorde_workers.domain.boundary.reasons import REASONS, fill, reasons_json
+from concorde_workers.domain.boundary.rules import (
+    REASONS,
+    TABLES,
+    Tables,
+    fill,
+    reasons_json,
+    rows_json,
+)
 from concorde_workers.domain.boundary.sandbox_lists import SandboxFilesystem, sandbox_filesystem
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
@@ -63,6 +66,8 @@ from concorde_workers.domain.gitview.placement import AdminPath
 
 GRANT_PREFIX = fill("denial", reason="")
 GIT_REASON = REASONS["git"]
+PI_TABLES = ("read", "write", "search root")
+"""The tables `Policy.to_json` carries: those the pi extension interprets."""
 
 
 def with_prefix(reason: str) -> str:
@@ -90,18 +95,16 @@ class Decision(BaseModel):
     reason: str | None = None
     row: str
 
+    @classmethod
+    def of(cls, decided: Decided) -> Decision:
+        """The decision `domain.boundary.interpreter` gives as (allowed, row, reason)."""
+        allowed, row, reason = decided
+        return cls(allowed=allowed, reason=reason, row=row)
+
     @property
     def message(self) -> str | None:
         """The denial as the tool reports it, with `Concorde grant: `; None when allowed."""
         return None if self.reason is None else with_prefix(self.reason)
-
-
-def _allow(row: str) -> Decision:
-    return Decision(allowed=True, row=row)
-
-
-def _deny(row: str, reason: str) -> Decision:
-    return Decision(allowed=False, reason=reason, row=row)
 
 
 class Policy(BaseModel):
@@ -122,6 +125,9 @@ class Policy(BaseModel):
     always_hidden: Hidden
     other_runs: tuple[str, ...]
     """The other runs' runtime directories that existed when the rules were generated."""
+    tables: Tables = TABLES
+    """The rows of the read, write and search tables (`domain.boundary.rules`)."""
+
     deny_rules: tuple[str, ...]
     sandbox: SandboxFilesystem
 
@@ -144,6 +150,31 @@ class Policy(BaseModel):
     def run_directory_refusal(self) -> Refusal | None:
         return run_directory_denied(self.deny_rules, self.runtime)
 
+    # --- the tables: the rows and the interpreter (domain.boundary.rules, .interpreter) ----------
+
+    _judge: Judge | None = PrivateAttr(default=None)
+
+    def judge(self) -> Judge:
+        """The interpreter of the policy's rows over its facts, made when first asked."""
+        if self._judge is None:
+            self._judge = Judge({**self.facts_json(), "reasons": reasons_json()},
+                                rows_json(self.tables, self.tables))
+        return self._judge
+
+    def __eq__(self, other: object) -> bool:
+        # The judge is a cache, not part of the policy: two policies are equal by their fields.
+        return isinstance(other, Policy) and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash((self.grant, self.worktree, self.runtime))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Policy:
+        """A copy judges by its own fields: this policy's judge stays behind."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied._judge = None
+        return copied
+
     def grant_lists(self) -> dict[str, Any]:
         """`{"names", "ro", "rw", "worktree"}` as the write hook embeds them (§1.4), plus the
         Git administrative paths and runtime paths our write table also judges."""
@@ -156,10 +187,9 @@ class Policy(BaseModel):
             "worktree": self.worktree,
         }
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON-able policy the pi extension embeds (notes/harness.md §2.2 keys, and the
-        reasons table of `domain.boundary.reasons` its denials are filled from; the backend adds
-        `programs`, `limits` and `resultSchema`)."""
+    def facts_json(self) -> dict[str, Any]:
+        """What the rows judge a path by, as the hooks and the extension embed it (beside the
+        reasons table): the grant lists, the host, own and hidden paths, the boundaries."""
         return {
             **self.grant_lists(),
             "hidden": list(host_paths(self.runtime)),
@@ -168,6 +198,15 @@ class Policy(BaseModel):
             "userHome": self.user_home,
             "boundaries": list(self.boundaries),
             **self.always_hidden.to_json(),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-able policy the pi extension embeds (notes/harness.md §2.2 keys, the rows of
+        the tables it interprets and the reasons table of `domain.boundary.rules` its denials
+        are filled from; the backend adds `programs`, `limits` and `resultSchema`)."""
+        return {
+            **self.facts_json(),
+            "rows": rows_json(self.tables, PI_TABLES),
             "sandbox": self.sandbox.to_json(),
             "denyRules": list(self.deny_rules),
             "reasons": reasons_json(),
@@ -185,180 +224,33 @@ class Policy(BaseModel):
             return True
         return self.in_worktree(path) and ".git" in self.rel(path).split("/")
 
-    def in_runtime_path(self, path: str) -> bool:
-        return any(is_within(path, r) for r in self.runtime_paths)
-
-    def in_boundary(self, path: str) -> bool:
-        return any(is_within(path, b) for b in self.boundaries)
-
-    def hidden_always(self, path: str) -> Decision | None:
-        """The denial of `domain.boundary.hidden` (other run, run directory, credentials), or
-        None."""
-        found = self.always_hidden.judge(path)
-        return None if found is None else _deny(*found)
-
     def level_of(self, path: str) -> Level | None:
         return self.grant.level_of(self.rel(path))
 
-    def shown(self, path: str) -> str:
-        """The worktree-relative form a reason names; the worktree root by its absolute path."""
-        return self.rel(path) or self.worktree
 
+# --- tool sets (notes/harness.md §1.5) -----------------------------------------------------------
 
-# --- read table (notes/harness.md §2.4), rows tried in order -------------------------------------
-
-Row = Callable[[Policy, str], Decision | None]
-
-
-def _r_git(p: Policy, path: str) -> Decision | None:
-    return _deny("git", GIT_REASON) if p.in_git(path) else None
-
-
-def _r_hidden(p: Policy, path: str) -> Decision | None:
-    return p.hidden_always(path)
-
-
-def _r_runtime(p: Policy, path: str) -> Decision | None:
-    return _allow("runtime path") if p.in_runtime_path(path) else None
-
-
-def _r_granted(p: Policy, path: str) -> Decision | None:
-    if p.in_worktree(path) and p.level_of(path) in READABLE:
-        return _allow("ro or rw")
-    return None
-
-
-def _r_names(p: Policy, path: str) -> Decision | None:
-    if p.in_worktree(path) and p.level_of(path) is Level.NAMES:
-        return _deny("names", fill("names", path=p.shown(path)))
-    return None
-
-
-def _r_worktree(p: Policy, path: str) -> Decision | None:
-    if p.in_worktree(path):
-        return _deny("not granted", fill("not granted", path=p.shown(path)))
-    return None
-
-
-def _r_host(p: Policy, path: str) -> Decision | None:
-    if any(is_within(path, h) for h in host_paths(p.runtime)):
-        return _deny("host", fill("host", path=path))
-    return None
-
-
-def _r_processes(p: Policy, path: str) -> Decision | None:
-    if is_within(path, PROCESSES):
-        return _deny("processes", fill("processes", path=path))
-    return None
-
-
-def _r_own(p: Policy, path: str) -> Decision | None:
-    own = any(is_within(path, o) for o in p.runtime.worker_dirs)
-    return _allow("own directory") if own else None
-
-
-def _r_boundary(p: Policy, path: str) -> Decision | None:
-    if p.in_boundary(path):
-        return _deny("boundary", fill("boundary", path=path))
-    return None
-
-
-def _r_else(p: Policy, path: str) -> Decision | None:
-    return _allow("elsewhere")
-
-
-READ_TABLE: tuple[Row, ...] = (
-    _r_git, _r_hidden, _r_runtime, _r_granted, _r_names, _r_worktree, _r_host, _r_processes, _r_own,
-    _r_boundary, _r_else,
-)
-
-
-def _first(rows: Sequence[Row], policy: Policy, path: str) -> Decision:
-    for row in rows:
-        decision = row(policy, path)
-        if decision is not None:
-            return decision
-    raise AssertionError("the last row of a table always decides")  # pragma: no cover
+# --- the tables (their rows: domain.boundary.rules) ---------------------------------------------
 
 
 def decide_read(policy: Policy, path: str, real: str | None = None) -> Decision:
-    """A read is allowed only if the lexical path and, when it exists, its real path pass."""
-    lexical = _first(READ_TABLE, policy, posixpath.normpath(path))
-    if not lexical.allowed or real is None:
-        return lexical
-    return _first(READ_TABLE, policy, posixpath.normpath(real))
-
-
-# --- write table (notes/harness.md §1.4, §2.5), judged on the fully resolved target --------------
-
-
-def _named(p: Policy, resolved: str, given: str, given_is_link: bool) -> str:
-    rel = p.shown(resolved)
-    return fill("link target", path=rel, link=given) if given_is_link else rel
+    """The read table: the lexical path and, when it exists, its real path must both pass."""
+    return Decision.of(policy.judge().read(path, real))
 
 
 def decide_write(
     policy: Policy, given: str, resolved: str, given_is_link: bool = False
 ) -> Decision:
-    """Rows, first match decides: Git admin path → hidden always → outside → `.git` segment →
-    runtime path → rw → ro → names → other. `resolved` has every link resolved, the final one
-    included."""
-    p, resolved = policy, posixpath.normpath(resolved)
-    if any(is_within(resolved, g.path) for g in p.git):
-        return _deny("git", GIT_REASON)
-    hidden = p.hidden_always(resolved)
-    if hidden is not None:
-        return hidden
-    if not p.in_worktree(resolved):
-        if given_is_link:
-            return _deny("outside", fill("outside link", given=given, resolved=resolved))
-        return _deny("outside", fill("outside", given=given))
-    if ".git" in p.rel(resolved).split("/"):
-        return _deny("git", GIT_REASON)
-    named = _named(p, resolved, given, given_is_link)
-    if p.in_runtime_path(resolved):
-        return _deny("runtime path", fill("runtime path", path=named))
-    level = p.level_of(resolved)
-    if level is Level.RW:
-        return _allow("rw")
-    if level is Level.RO:
-        return _deny("ro", fill("ro", path=named))
-    if level is Level.NAMES:
-        return _deny("names", fill("names", path=named))
-    return _deny("not granted", fill("not bound", path=named))
-
-
-# --- search/listing roots (notes/harness.md §2.6) ------------------------------------------------
-
-
-def _search_one(p: Policy, root: str) -> Decision:
-    if not p.in_worktree(root):
-        return _first(READ_TABLE, p, root)
-    if p.in_git(root):
-        return _deny("git", GIT_REASON)
-    hidden = p.hidden_always(root)
-    if hidden is not None:
-        return hidden
-    if p.in_runtime_path(root) or any(is_within(r, root) for r in p.runtime_paths):
-        return _allow("runtime path")
-    rel = p.rel(root)
-    above = directory_level(p.grant, rel) in READABLE or p.grant.level_of(rel) in READABLE
-    below = any(e.level in READABLE for e in entries_below(p.grant, rel))
-    if above or below:
-        return _allow("readable at, below or above")
-    return _deny("nothing readable", fill("nothing readable", path=p.shown(root)))
+    """The write table, on `resolved`: the target with every link resolved, the final one
+    included; `given` is the path the tool named."""
+    return Decision.of(policy.judge().write(given, resolved, given_is_link))
 
 
 def decide_search_root(policy: Policy, root: str, real: str | None = None,
                        is_directory: bool = True) -> Decision:
     """grep/find/ls root: a directory inside the worktree by §2.6, anything else by the read
     table; the lexical root and, when it exists, its real path must both pass."""
-    def one(path: str) -> Decision:
-        path = posixpath.normpath(path)
-        return _search_one(policy, path) if is_directory else _first(READ_TABLE, policy, path)
-
-    first = one(root)
-    return first if not first.allowed or real is None else one(real)
+    return Decision.of(policy.judge().search_root(root, real, is_directory))
 
 
 # --- the one entry point -------------------------------------------------------------------------
@@ -369,7 +261,7 @@ def build_policy(
     runtime_entries: RuntimeEntries, runtime_paths: Sequence[str], git: Sequence[AdminPath],
     list_dir: ListDir,
     homes: Sequence[str] = (), config_dirs: Sequence[str] = (), credentials: Sequence[str] = (),
-    run_directories: Sequence[str] = (),
+    run_directories: Sequence[str] = (), tables: Tables = TABLES,
 ) -> Policy:
     """The policy of one run from ONE frozen grant; all paths absolute and real, runtime paths
     exactly as the caller listed them (seed 000 "A worker reads beside its grant only what its
@@ -380,7 +272,8 @@ def build_policy(
     Besides the password database's home `user_home`: `homes` (`$HOME`, as given and really),
     `config_dirs` (the configuration directories the credentials come from), `credentials` (the
     credential files at their origins) and `run_directories` (the trace parent's `workers/`), all
-    hidden from every tool (issue 8 §2-§4)."""
+    hidden from every tool (issue 8 §2-§4). `tables` are the rows the decisions interpret
+    (`domain.boundary.rules.TABLES`)."""
     worktree, primary, user_home = (posixpath.normpath(p) for p in (worktree, primary, user_home))
     runtime = RuntimeLayout(root=posixpath.normpath(runtime_dir), entries=runtime_entries)
     runtime_paths = tuple(runtime_paths)
@@ -401,11 +294,12 @@ def build_policy(
                               list_dir, every_boundary, hidden, others),
         sandbox=sandbox_filesystem(grant, worktree, primary, user_home, runtime, runtime_paths,
                                    git, every_boundary, hidden, others),
+        tables=tables,
     )
 
 
 __all__ = [
-    "GIT_REASON", "GRANT_PREFIX", "NO_FILE_REASON", "READ_TABLE", "Decision", "Policy",
+    "GIT_REASON", "GRANT_PREFIX", "NO_FILE_REASON", "PI_TABLES", "Decision", "Policy",
     "build_policy", "could_not_decide", "decide_read", "decide_search_root", "decide_write",
     "with_prefix",
 ]

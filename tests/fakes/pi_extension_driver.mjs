@@ -50,6 +50,10 @@ function answer(P, policy, q) {
 		if (q.kind === "pure-read") return P.decideRead(policy, q.path, q.real ?? null);
 		if (q.kind === "pure-write") return P.decideWrite(policy, q.given, q.resolved, q.link ?? false);
 		if (q.kind === "pure-search") return P.decideSearchRoot(policy, q.path, q.real ?? null, q.isDirectory ?? true);
+		if (q.kind === "pure-guard") {
+			return P.decideSearch(policy, q.path, q.real ?? null, q.isDirectory ?? true, q.pattern ?? null, q.glob ?? null);
+		}
+		if (q.kind === "vocabulary") return P.VOCABULARY;
 		if (q.kind === "reason") return { reason: P.reason(policy, q.key, q.values) };
 		return { error: `unknown query ${q.kind}` };
 	} catch (e) {

@@ -38,7 +38,7 @@ from concorde_workers.domain.boundary.policy import (
     decide_search_root,
     decide_write,
 )
-from concorde_workers.domain.boundary.reasons import REASONS, fill, placeholders
+from concorde_workers.domain.boundary.rules import REASONS, fill, placeholders
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = [pytest.mark.integration]

@@ -52,7 +52,7 @@ from concorde_workers.domain.boundary.policy import (
     decide_read,
     decide_write,
 )
-from concorde_workers.domain.boundary.reasons import REASONS
+from concorde_workers.domain.boundary.rules import REASONS
 from concorde_workers.domain.boundary.search_guard import (
     JS_WHITESPACE,
     SEARCH_TOOLS_MATCHER,

@@ -1,10 +1,10 @@
-"""The reasons of every denial live in ONE table (domain/boundary/reasons.py); the Claude Code hook
+"""The reasons of every denial live in ONE table (domain/boundary/rules.py); the Claude Code hook
 template and the pi extension receive it as data and hold no copy of their own.
 
 A copy is found by words, not by characters: a reason's literal text between placeholders, as a
 sequence of words, must not occur in the word stream of a source file, so a copy split across
 string literals, lines or `+` is found too. The generated hook and the extension fill a reason
-exactly as `domain.boundary.reasons.fill` does (the parity tests compare whole reasons on generated paths:
+exactly as `domain.boundary.rules.fill` does (the parity tests compare whole reasons on generated paths:
 tests/unit/test_claude_hooks.py, tests/integration/test_claude_hook_parity.py,
 tests/integration/test_pi_extension_parity.py); here, a table changed in the domain changes what
 the template says.
@@ -22,7 +22,7 @@ from concorde_workers.adapters.claude import hook_template as T
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.policy import Policy, build_policy, decide_read, decide_write
-from concorde_workers.domain.boundary.reasons import PLACEHOLDER, REASONS, fill, placeholders
+from concorde_workers.domain.boundary.rules import PLACEHOLDER, REASONS, fill, placeholders
 from concorde_workers.domain.boundary.search_guard import decide_search, hook_grant
 from concorde_workers.domain.configuration.profile import entries_of
 
@@ -38,6 +38,7 @@ TABLE_READERS = [
     "adapters/claude/hook_template.py",
     "adapters/pi/extension/pi_policy.ts",
     "adapters/pi/extension/permission.ts",
+    "domain/boundary/interpreter.py",
 ]
 
 

@@ -5,7 +5,8 @@
  * the POLICY line below is replaced by the run's policy JSON (Policy.to_json() plus programs,
  * limits, resultSchema, sandboxRuntime) and the sandbox-runtime import specifier by the
  * absolute path of `<sandbox-runtime package>/dist/index.js`. The pure decisions live beside it
- * in `pi_policy.ts` (the same rows and reasons as concorde_workers.domain.boundary.policy).
+ * in `pi_policy.ts`, the interpreter of the rows and reasons the policy embeds
+ * (concorde_workers.domain.boundary.rules).
  *
  * - read/write/edit: the read table / write table before pi's tool runs (tool_call), again in the
  *   tool's execute, and once more on the exact path pi opens (its file operations; reads and
