@@ -1,5 +1,5 @@
 """One grant, worktree, homes and runtime directory, the policy built from them, and the helpers
-that spell deny rules: the world the policy's tests (tests/unit/test_policy.py,
+that spell deny rules: the world the policy's tests (tests/unit/boundary/test_policy.py,
 test_deny_rules.py, test_sandbox_lists.py) share."""
 
 from __future__ import annotations

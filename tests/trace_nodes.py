@@ -1,5 +1,5 @@
 """The trace nodes the tracing tests write and read back: a run's node folder below a caller's
-trace node, the contract's example run node and round nodes of it (tests/unit/test_trace_writer.py,
+trace node, the contract's example run node and round nodes of it (tests/unit/evidence/test_trace_writer.py,
 test_progress_writer.py, test_record_reader.py)."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ the policy and only interpret them, so a refusal that uses the predicates there 
 **The reasons.** Every reason a denied file tool call gives is in `REASONS`; the hooks and the
 extension receive the table as data, under the key `reasons` of the policy they embed
 (`search_guard.hook_grant`, `Policy.to_json`), and fill a reason as `fill` does here. So a reason
-changed here changes for both backends, and tests/unit/test_reasons.py proves that
+changed here changes for both backends, and tests/unit/boundary/test_reasons.py proves that
 `adapters/claude/hook_template.py` and the extension's `.ts` files hold no reason of their own.
 A reason is a template: `{name}` is replaced by the value named `name`, once, left to right, and
 a value is never scanned again (a Glob pattern may hold braces). Everything else is literal.

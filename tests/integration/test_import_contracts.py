@@ -4,7 +4,7 @@ lint-imports runs, as a process of its own, on a copy of the package with the co
 pyproject.toml: the copy as it is keeps them; a domain module reaching an adapter, a use case
 naming the composition root, a driven adapter reaching a use case and an entry point naming a
 concrete adapter each break them, reported by module. (The picture's columns, the cycles and the
-environment readers are checked in process: tests/unit/test_architecture.py.)
+environment readers are checked in process: tests/unit/house/test_architecture.py.)
 """
 
 from __future__ import annotations

@@ -416,7 +416,7 @@ def test_every_reason_is_filled_as_the_domain_fills_it(world: PiWorld,
 
 def test_a_reason_changed_in_the_table_changes_in_the_extension(world: PiWorld,
                                                                 server: PiPolicyServer) -> None:
-    """The extension holds no reason of its own (tests/unit/test_reasons.py): the table it
+    """The extension holds no reason of its own (tests/unit/boundary/test_reasons.py): the table it
     embeds decides what it says."""
     marked = {**world.embedded, "reasons": {k: f"<{v}>" for k, v in REASONS.items()}}
     wt = world.worktree

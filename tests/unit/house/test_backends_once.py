@@ -31,7 +31,7 @@ def test_the_other_program_a_refusal_names_is_a_backend(backend: str, other: str
 
 # --- where the backends are named ------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BACKEND_NAMES = ("claude", "pi")
 BACKEND_PACKAGES = (("adapters", "claude"), ("adapters", "pi"))
 

@@ -7,7 +7,7 @@ import json
 
 import jsonschema
 from fakes.agent import Round
-from unit.test_cli_run import RESULT, world
+from unit.cli.test_cli_run import RESULT, world
 
 from concorde_workers.domain.evidence.events import EVENT_SCHEMA
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-DOMAIN = Path(__file__).resolve().parents[2] / "domain"
+DOMAIN = Path(__file__).resolve().parents[3] / "domain"
 MAX_MODULES = 12
 
 

@@ -24,7 +24,7 @@ from concorde_workers.contracts import (
     worker_result_schema,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SEED_002_NAME = "002_6ede7f2be8237311.txt"
 # The seed as vendored in docs/spec/ (test_conformance checks it against ../shared/seeds), else
 # the shared folder beside the clone.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "decisions.md"
 POINTER = re.compile(r'decisions\.md[ ,]*"([^"\n]+)"')
 SKIPPED = {".venv", "node_modules", ".git", "__pycache__"}

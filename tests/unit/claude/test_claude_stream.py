@@ -28,7 +28,7 @@ from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.ports.agent import StreamReader
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "claude"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "claude"
 
 
 def lines(name: str) -> list[str]:

@@ -5,7 +5,7 @@ A copy is found by words, not by characters: a reason's literal text between pla
 sequence of words, must not occur in the word stream of a source file, so a copy split across
 string literals, lines or `+` is found too. The generated hook and the extension fill a reason
 exactly as `domain.boundary.rules.fill` does (the parity tests compare whole reasons on generated paths:
-tests/unit/test_claude_hooks.py, tests/integration/test_claude_hook_parity.py,
+tests/unit/claude/test_claude_hooks.py, tests/integration/test_claude_hook_parity.py,
 tests/integration/test_pi_extension_parity.py); here, a table changed in the domain changes what
 the template says.
 """
@@ -28,7 +28,7 @@ from concorde_workers.domain.configuration.profile import entries_of
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORD = re.compile(r"[A-Za-z_]+(?:'[A-Za-z]+)?")
 """A word; an identifier such as `could_not_decide` is one, never the reason it names."""
 LEAST_WORDS = 2

@@ -11,7 +11,7 @@ from dependency_injector import providers
 from fakes.agent import Round
 from fakes.checks import FakeCheckRunner, FakeTree
 from fakes.world import GRANT, WORKTREE
-from unit.test_cli_run import PARENT, REQUEST_FILE, RESULT, RunWorld, world, write
+from unit.cli.test_cli_run import PARENT, REQUEST_FILE, RESULT, RunWorld, world, write
 
 TESTS = "python -m pytest -q"
 CALC = f"{WORKTREE}/src/app/calc.py"

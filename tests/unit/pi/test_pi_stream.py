@@ -30,7 +30,7 @@ from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.ports.agent import StreamReader
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pi"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pi"
 SESSION_FILE = "/tmp/concorde-abc123-k9/config/sessions/w-20260101T000000-abc123.jsonl"
 
 

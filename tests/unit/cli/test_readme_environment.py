@@ -16,7 +16,7 @@ from concorde_workers.domain.boundary.task_types import TASK_TYPE_LINES, TASK_TY
 from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.isolation.proxy import ALL_PROXY_NAMES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PRODUCTION = ("domain", "application", "adapters", "ports", "container.py")
 READ = re.compile(r'(?:environ|env)(?:\.get\(\s*"([A-Z][A-Z0-9_]*)"|\[\s*"([A-Z][A-Z0-9_]*)"\](?!\s*=[^=]))')
 """`environ.get("X")` and `environ["X"]` read; `env["X"] = ...` (the worker's environment being

@@ -29,7 +29,7 @@ from concorde_workers.domain.run.stdout import (
     stdout_note,
 )
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 JUNK = [f"junk {i}: " + "#" * (i * 7 % 701) for i in range(10_000)]
 
 

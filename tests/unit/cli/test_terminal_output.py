@@ -16,7 +16,7 @@ import pytest
 from dependency_injector import providers
 from fakes.agent import Round
 from fakes.world import GRANT, WORKTREE, PlanWorld
-from unit.test_cli_run import (
+from unit.cli.test_cli_run import (
     PARENT,
     REQUEST_FILE,
     RUN_DIR,

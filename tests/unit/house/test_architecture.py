@@ -25,7 +25,7 @@ from typing import Any
 import grimp
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = "concorde_workers"
 ENVIRONMENT_READERS = {"container.py", "adapters/cli/main.py"}
 """The modules that may read os.environ: the entry point and the composition root."""

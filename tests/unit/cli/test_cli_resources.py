@@ -7,7 +7,7 @@ from __future__ import annotations
 from dependency_injector import providers
 from fakes.agent import Round
 from fakes.resources import FakeResourceGroups
-from unit.test_cli_run import REQUEST_FILE, RESULT, RunWorld, world
+from unit.cli.test_cli_run import REQUEST_FILE, RESULT, RunWorld, world
 
 from concorde_workers.domain.configuration.machine_resources import MachineResources, WithoutGroups
 from concorde_workers.domain.configuration.resources import ResourceLimits

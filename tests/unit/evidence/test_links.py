@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from unit.test_codes import RUN, RUN_DIR, TABLE
+from unit.evidence.test_codes import RUN, RUN_DIR, TABLE
 
 from concorde_workers.adapters.claude.links import CLAUDE_PROCESS_ACTOR, claude_process_link
 from concorde_workers.adapters.pi.links import PI_PROCESS_ACTOR, pi_limit_detail, pi_process_link

@@ -49,7 +49,7 @@ from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX, runtime_dire
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def judge(rows: dict[str, Any]) -> Judge:

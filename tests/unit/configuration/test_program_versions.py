@@ -27,7 +27,7 @@ PROGRAMS = programs_of(PROFILES)
 PINNED = {name: spec for name, spec in PROGRAMS.items() if spec.minimum and spec.package}
 """The registered programs this copy pins and floors (a backend's program need be neither)."""
 
-LOCK = Path(__file__).resolve().parents[2] / "package-lock.json"
+LOCK = Path(__file__).resolve().parents[3] / "package-lock.json"
 
 
 @pytest.mark.parametrize(("text", "parsed"), [

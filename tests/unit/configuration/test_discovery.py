@@ -26,7 +26,7 @@ from concorde_workers.domain.configuration.profile import pins_of, programs_of
 PROGRAMS = programs_of(PROFILES)
 PINNED = pins_of(PROFILES)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 HOME = "/home/dev"
 CHECKOUT_MODULES = "/src/concorde-workers/node_modules"
 DATA_MODULES = f"{HOME}/.local/share/concorde-workers/node_modules"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from radon.complexity import cc_rank, cc_visit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LAYERS = ("domain", "ports", "adapters", "application", "contracts")
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 500
