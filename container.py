@@ -142,7 +142,12 @@ class Container(containers.DeclarativeContainer):
         ),
     )
     preparer = providers.Factory(
-        Preparer, git=git, fs=filesystem, host=host, backends=backends, versions=versions,
+        Preparer,
+        git=git,
+        fs=filesystem,
+        host=host,
+        backends=backends,
+        versions=versions,
         profiles=profiles,
     )
     planner = providers.Factory(
@@ -298,8 +303,9 @@ def check_runner(
     """The checks' runner: copies in the runtime parent (`copies_root` when given), each with
     this host's owner record from `table` (the sweep's), every credential origin and home of
     the host hidden from the check (besides the temporary roots every check's sandbox hides)."""
-    origins = credential_origins(facts.environ, facts.user_home,
-                                 [profile.credentials for profile in PROFILES.values()])
+    origins = credential_origins(
+        facts.environ, facts.user_home, [profile.credentials for profile in PROFILES.values()]
+    )
     hidden = (*origins.homes, *origins.directories, *origins.files)
     return SandboxedCheckRunner(
         processes,
@@ -357,6 +363,7 @@ def demo_world(parent: str | None = None) -> DemoWorld:
 
 # --- the public face (concorde_workers/__init__.py takes the use cases a caller needs from
 # here, the one place allowed to hand them out, and this reader) --------------------------------
+
 
 def read_run(run_dir: str) -> RunRecord | Refusal:
     """The record of the run in `run_dir`, rebuilt from its trace on this machine's disk."""

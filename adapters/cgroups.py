@@ -140,8 +140,9 @@ class _Watch:
         self._stop_read, self._stop_write = os.pipe()
         self._poller.register(self._stop_read, select.POLLIN)
         self._arm()
-        self._thread = threading.Thread(target=self._run, name=f"cgroup-watch-{group.name}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"cgroup-watch-{group.name}", daemon=True
+        )
         self._thread.start()
 
     def _arm(self) -> None:
@@ -201,9 +202,14 @@ class _Watch:
 class CgroupGroups:
     """The real `ResourceGroups` over cgroupfs at `root`."""
 
-    def __init__(self, root: str = "/sys/fs/cgroup", self_cgroup: str = "/proc/self/cgroup",
-                 shell: str = "/bin/sh", remove_dir: Callable[[str], None] = os.rmdir,
-                 kill: Callable[[int, int], None] = os.kill) -> None:
+    def __init__(
+        self,
+        root: str = "/sys/fs/cgroup",
+        self_cgroup: str = "/proc/self/cgroup",
+        shell: str = "/bin/sh",
+        remove_dir: Callable[[str], None] = os.rmdir,
+        kill: Callable[[int, int], None] = os.kill,
+    ) -> None:
         self._root = root
         self._self_cgroup = self_cgroup
         self.shell = shell
@@ -226,15 +232,19 @@ class CgroupGroups:
     def _ask(self) -> tuple[Enforcement, dict[str, str]]:
         text = _read(self._self_cgroup)
         if text is None:
-            return Enforcement(kind=GroupKind.NONE,
-                               problem=f"{self._self_cgroup} cannot be read"), {}
+            return Enforcement(
+                kind=GroupKind.NONE, problem=f"{self._self_cgroup} cannot be read"
+            ), {}
         v1, v2 = _own_groups(text)
         if all(os.path.isdir(os.path.join(self._root, c)) and c in v1 for c in V1_NEEDED):
             return self._ask_v1(v1)
         if v2 is not None:
             return self._ask_v2(v2)
-        return Enforcement(kind=GroupKind.NONE, problem="no cgroup v1 pids and memory "
-                           f"controllers and no cgroup v2 hierarchy under {self._root}"), {}
+        return Enforcement(
+            kind=GroupKind.NONE,
+            problem="no cgroup v1 pids and memory "
+            f"controllers and no cgroup v2 hierarchy under {self._root}",
+        ), {}
 
     def _ask_v1(self, own: dict[str, str]) -> tuple[Enforcement, dict[str, str]]:
         parents: dict[str, str] = {}
@@ -245,13 +255,18 @@ class CgroupGroups:
             parent = os.path.normpath(os.path.join(mount, own[controller].lstrip("/")))
             if not os.access(parent, os.W_OK):
                 if controller in V1_NEEDED:
-                    return Enforcement(kind=GroupKind.NONE, problem=(
-                        f"the host may not make groups in {parent} (cgroup v1 {controller}); "
-                        "run it as root or with that folder delegated to its user")), {}
+                    return Enforcement(
+                        kind=GroupKind.NONE,
+                        problem=(
+                            f"the host may not make groups in {parent} (cgroup v1 {controller}); "
+                            "run it as root or with that folder delegated to its user"
+                        ),
+                    ), {}
                 continue
             parents[controller] = parent
-        return Enforcement(kind=GroupKind.V1, parents=tuple(parents.values()),
-                           cpu="cpu" in parents), parents
+        return Enforcement(
+            kind=GroupKind.V1, parents=tuple(parents.values()), cpu="cpu" in parents
+        ), parents
 
     def _v2_base(self) -> str | None:
         for base in (self._root, os.path.join(self._root, "unified")):
@@ -274,18 +289,24 @@ class CgroupGroups:
                     handle.write(" ".join(f"+{c}" for c in missing if c in available))
                 enabled |= set(missing)
             except OSError as error:
-                return Enforcement(kind=GroupKind.NONE, problem=(
-                    f"{parent}/cgroup.subtree_control refused pids and memory: "
-                    f"{error.strerror}")), {}
+                return Enforcement(
+                    kind=GroupKind.NONE,
+                    problem=(
+                        f"{parent}/cgroup.subtree_control refused pids and memory: {error.strerror}"
+                    ),
+                ), {}
         missing = [c for c in V2_NEEDED if c not in enabled]
         if missing:
-            return Enforcement(kind=GroupKind.NONE, problem=(
-                f"the host's cgroup v2 group {parent} hands no {' or '.join(missing)} "
-                "controller to its children (cgroup.subtree_control); run the host in a "
-                "delegated scope whose own process sits in a leaf (systemd-run --user --scope "
-                "-p Delegate=yes … concorde-workers …)")), {}
-        return Enforcement(kind=GroupKind.V2, parents=(parent,), cpu="cpu" in enabled), {
-            "": parent}
+            return Enforcement(
+                kind=GroupKind.NONE,
+                problem=(
+                    f"the host's cgroup v2 group {parent} hands no {' or '.join(missing)} "
+                    "controller to its children (cgroup.subtree_control); run the host in a "
+                    "delegated scope whose own process sits in a leaf (systemd-run --user --scope "
+                    "-p Delegate=yes … concorde-workers …)"
+                ),
+            ), {}
+        return Enforcement(kind=GroupKind.V2, parents=(parent,), cpu="cpu" in enabled), {"": parent}
 
     # --- a round's group ------------------------------------------------------------------
 
@@ -293,8 +314,7 @@ class CgroupGroups:
         enforcement, parents = self._probe()
         if enforcement.kind is GroupKind.NONE:
             raise GroupFailed(f"no resource group can be made: {enforcement.problem}")
-        folders = {controller: os.path.join(parent, name) for controller, parent in
-                   parents.items()}
+        folders = {controller: os.path.join(parent, name) for controller, parent in parents.items()}
         group = CgroupGroup(self, name, folders)
         made: dict[str, str] = {}  # real path -> the folder this open made there
         try:
@@ -303,10 +323,12 @@ class CgroupGroups:
                 if real not in made:  # controllers mounted together (cpu,cpuacct): one folder
                     os.mkdir(folder, 0o755)
                     made[real] = folder
-            memsw = os.path.exists(os.path.join(folders.get("memory", ""),
-                                                "memory.memsw.limit_in_bytes"))
-            for controller, file, value in limit_writes(enforcement.kind, limits,
-                                                        enforcement.cpu, memsw):
+            memsw = os.path.exists(
+                os.path.join(folders.get("memory", ""), "memory.memsw.limit_in_bytes")
+            )
+            for controller, file, value in limit_writes(
+                enforcement.kind, limits, enforcement.cpu, memsw
+            ):
                 with open(group._file(controller, file), "w") as handle:
                     handle.write(value)
         except OSError as error:
@@ -319,10 +341,14 @@ class CgroupGroups:
     def _events(self, group: CgroupGroup) -> tuple[int, int]:
         """(forks refused, processes the kernel's OOM killer killed) so far."""
         if "" in group._folders:  # v2
-            return (_field(_read(group._file("", "pids.events")), "max"),
-                    _field(_read(group._file("", "memory.events")), "oom_kill"))
-        return (_field(_read(group._file("pids", "pids.events")), "max"),
-                _field(_read(group._file("memory", "memory.oom_control")), "oom_kill"))
+            return (
+                _field(_read(group._file("", "pids.events")), "max"),
+                _field(_read(group._file("", "memory.events")), "oom_kill"),
+            )
+        return (
+            _field(_read(group._file("pids", "pids.events")), "max"),
+            _field(_read(group._file("memory", "memory.oom_control")), "oom_kill"),
+        )
 
     def reached(self, group: CgroupGroup) -> bool:
         return any(self._events(group))
@@ -335,12 +361,20 @@ class CgroupGroups:
             cpu = usage / 1e6 if usage else None
         else:
             peak = _number(_read(group._file("memory", "memory.max_usage_in_bytes")))
-            ns = _number(_read(group._file("cpuacct", "cpuacct.usage"))) if (
-                "cpuacct" in group._folders) else None
+            ns = (
+                _number(_read(group._file("cpuacct", "cpuacct.usage")))
+                if ("cpuacct" in group._folders)
+                else None
+            )
             cpu = ns / 1e9 if ns is not None else None
         processes = _number(_read(group._file("pids", "pids.peak")))
-        return GroupCounters(memory_peak_bytes=peak, oom_kills=killed,
-                             processes_peak=processes, forks_refused=refused, cpu_seconds=cpu)
+        return GroupCounters(
+            memory_peak_bytes=peak,
+            oom_kills=killed,
+            processes_peak=processes,
+            forks_refused=refused,
+            cpu_seconds=cpu,
+        )
 
     def close(self, group: CgroupGroup) -> GroupCounters:
         self._kill_all(group)
@@ -379,8 +413,11 @@ class CgroupGroups:
         if parent is None:
             return []
         try:
-            return sorted(n for n in os.listdir(parent) if n.startswith(prefix)
-                          and os.path.isdir(os.path.join(parent, n)))
+            return sorted(
+                n
+                for n in os.listdir(parent)
+                if n.startswith(prefix) and os.path.isdir(os.path.join(parent, n))
+            )
         except OSError:
             return []
 
@@ -401,15 +438,19 @@ class CgroupGroups:
 
     def remove(self, name: str) -> GroupCounters:
         _, parents = self._probe()
-        folders = {c: os.path.join(p, name) for c, p in parents.items()
-                   if os.path.isdir(os.path.join(p, name))}
+        folders = {
+            c: os.path.join(p, name)
+            for c, p in parents.items()
+            if os.path.isdir(os.path.join(p, name))
+        }
         if not folders:  # nothing there: no file to read or kill from (never the cwd's)
             return GroupCounters()
         return self.close(CgroupGroup(self, name, folders))
 
 
-def open_check_group(groups: ResourceGroups | None,
-                     limits: ResourceLimits) -> ResourceGroup | str | None:
+def open_check_group(
+    groups: ResourceGroups | None, limits: ResourceLimits
+) -> ResourceGroup | str | None:
     """A check's control group with the run's limits (issue 20): None where this machine has
     none, the text of why when it could not be made."""
     if groups is None or groups.enforcement().kind is GroupKind.NONE:

@@ -39,6 +39,7 @@ import shutil
 import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from concorde_workers.adapters.cgroups import close_check_group, open_check_group
 from concorde_workers.domain.isolation.check_copies import (
@@ -329,9 +330,14 @@ class SandboxedCheckRunner:
             return CheckRun(status=CheckStatus.NOT_STARTED, problem=group, view=view)
         started = time.monotonic()
         try:
-            handle = self._processes.start(argv, env, self._root, None,
-                                           timeout_seconds=check.timeout_seconds,
-                                           prefix=group.prefix() if group else ())
+            handle = self._processes.start(
+                argv,
+                env,
+                self._root,
+                None,
+                timeout_seconds=check.timeout_seconds,
+                prefix=group.prefix() if group else (),
+            )
         except ProcessStartFailed as failed:
             close_check_group(group, place.resources)
             return CheckRun(status=CheckStatus.NOT_STARTED, problem=failed.os_error_text, view=view)
@@ -351,27 +357,18 @@ class SandboxedCheckRunner:
             if unregister is not None:
                 unregister()
             reached_limits = close_check_group(group, place.resources)
-        duration = time.monotonic() - started
         log = handle.stderr_tail(LOG_KEEP_BYTES)
-        ended = {"exit_code": exit_code, "duration_seconds": duration, "log": log, "view": view}
-        if cancelled:
-            return CheckRun(status=CheckStatus.FAILED, problem=CANCELLED, **ended)
-        if reached_limits:
-            return CheckRun(status=CheckStatus.LIMIT_REACHED, problem=reached_limits, **ended)
-        if handle.timed_out:
-            return CheckRun(
-                status=CheckStatus.TIMED_OUT,
-                **ended,
-                problem=f"timed out after {check.timeout_seconds:g} s",
-            )
-        if not reached:
-            said = log.decode("utf-8", "replace").strip()[-2000:] or f"exit status {exit_code}"
-            return CheckRun(
-                status=CheckStatus.NOT_STARTED,
-                **ended,
-                problem=f"the sandbox could not be built: {said}",
-            )
-        return finished(exit_code, duration, log).model_copy(update={"view": view})
+        ended = _Ended(
+            exit_code,
+            time.monotonic() - started,
+            log,
+            view,
+            bool(cancelled),
+            reached_limits,
+            reached,
+            handle.timed_out,
+        )
+        return _check_run(ended, check)
 
     def layer_problem(self) -> str | None:
         """Why no check can run over a copy-on-write layer on this machine (None: they do),
@@ -481,3 +478,50 @@ def _kind(path: str) -> str | None:
     if stat.S_ISLNK(mode):
         return "link"
     return "dir" if stat.S_ISDIR(mode) else "file"
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """How a check's process ended: its exit, time and log, and what else was seen."""
+
+    exit_code: int | None
+    duration: float
+    log: bytes
+    view: str
+    cancelled: bool
+    reached_limits: str | None
+    started: bool
+    timed_out: bool
+
+
+def _check_run(ended: _Ended, check: Check) -> CheckRun:
+    """The check's run from how its process ended: cancelled, at a limit, timed out, a sandbox
+    that never started it, or its exit judged (`finished`)."""
+    kept = {
+        "exit_code": ended.exit_code,
+        "duration_seconds": ended.duration,
+        "log": ended.log,
+        "view": ended.view,
+    }
+    if ended.cancelled:
+        return CheckRun(status=CheckStatus.FAILED, problem=CANCELLED, **kept)
+    if ended.reached_limits:
+        return CheckRun(status=CheckStatus.LIMIT_REACHED, problem=ended.reached_limits, **kept)
+    if ended.timed_out:
+        return CheckRun(
+            status=CheckStatus.TIMED_OUT,
+            **kept,
+            problem=f"timed out after {check.timeout_seconds:g} s",
+        )
+    if not ended.started:
+        said = (
+            ended.log.decode("utf-8", "replace").strip()[-2000:] or f"exit status {ended.exit_code}"
+        )
+        return CheckRun(
+            status=CheckStatus.NOT_STARTED,
+            **kept,
+            problem=f"the sandbox could not be built: {said}",
+        )
+    return finished(ended.exit_code, ended.duration, ended.log).model_copy(
+        update={"view": ended.view}
+    )

@@ -158,8 +158,11 @@ class _Facts:
         with _os_errors(path, "stat"):
             st = os.lstat(path)
         return FileStat(
-            kind=_kind_of(st.st_mode), mode=stat_module.S_IMODE(st.st_mode), size=st.st_size,
-            uid=st.st_uid, mtime=st.st_mtime,
+            kind=_kind_of(st.st_mode),
+            mode=stat_module.S_IMODE(st.st_mode),
+            size=st.st_size,
+            uid=st.st_uid,
+            mtime=st.st_mtime,
         )
 
     def exists(self, path: str) -> bool:
@@ -206,8 +209,9 @@ class _Listing:
 class _Writing:
     """Writes (ports.filesystem.FileWriting)."""
 
-    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644, *,
-                     durable: bool = False) -> None:
+    def write_atomic(
+        self, path: str, data: bytes | str, mode: int = 0o644, *, durable: bool = False
+    ) -> None:
         payload = data.encode("utf-8") if isinstance(data, str) else data
         directory = os.path.dirname(path) or "."
         with _os_errors(path, "write_atomic"):
@@ -263,8 +267,12 @@ class _Writing:
             with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w") as tar:
                 # lstat-based: links stored as links; FIFOs and devices stored, not opened;
                 # a directory's entries in sorted order.
-                tar.add(source, arcname=os.path.basename(source.rstrip("/")), recursive=True,
-                        filter=within_bounds)
+                tar.add(
+                    source,
+                    arcname=os.path.basename(source.rstrip("/")),
+                    recursive=True,
+                    filter=within_bounds,
+                )
                 out.flush()
                 os.fsync(out.fileno())
         return ArchiveOutcome(entries_left_out=left_out, bytes_left_out=left_bytes)
@@ -301,8 +309,9 @@ class _Removing:
             return errors
         # Depth first, one descriptor per level open: each directory's children are opened
         # relative to it, so nothing on the way is looked up by path again.
-        stack: list[tuple[str, int, Iterator[str]]] = [(root, top, iter(_open_one(root, top,
-                                                                                   failed)))]
+        stack: list[tuple[str, int, Iterator[str]]] = [
+            (root, top, iter(_open_one(root, top, failed)))
+        ]
         while stack:
             path, fd, names = stack[-1]
             name = next(names, None)
@@ -353,8 +362,11 @@ class _Locking:
             taken = _call(path, "hold_lock", take)
             if taken is not None:
                 return taken
-        raise FileSystemError(path, "hold_lock", "the lock file was replaced while it was "
-                                                 f"taken, {_LOCK_ATTEMPTS} times")
+        raise FileSystemError(
+            path,
+            "hold_lock",
+            f"the lock file was replaced while it was taken, {_LOCK_ATTEMPTS} times",
+        )
 
 
 class LocalFileSystem(_Reading, _Facts, _Listing, _Writing, _Removing, _Locking):

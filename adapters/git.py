@@ -158,8 +158,11 @@ class GitCliReader:
         sandbox: str | None = "auto",
         reuse_index: bool = True,
     ) -> None:
-        found = git_program if "/" in git_program else shutil.which(
-            git_program, path=environ.get("PATH") or "/usr/bin:/bin")
+        found = (
+            git_program
+            if "/" in git_program
+            else shutil.which(git_program, path=environ.get("PATH") or "/usr/bin:/bin")
+        )
         self._git = os.path.abspath(found) if found else git_program
         self._timeout = timeout_seconds
         self._sandbox_choice = sandbox
@@ -185,37 +188,57 @@ class GitCliReader:
         if bwrap is None:
             return None
         try:
-            proc = subprocess.run(sandboxed(bwrap, [self._git, "--version"]),
-                                  stdin=subprocess.DEVNULL, capture_output=True,
-                                  env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
-                                  timeout=self._timeout, check=False)
+            proc = subprocess.run(
+                sandboxed(bwrap, [self._git, "--version"]),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+                timeout=self._timeout,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         return bwrap if proc.returncode == 0 else None
 
     # -- running -------------------------------------------------------------------------------
 
-    def command_line(self, name: str, where: str | GitRepository, masked: Sequence[str] = (),
-                     extra: Sequence[str] = (), store: str | None = None) -> list[str]:
+    def command_line(
+        self,
+        name: str,
+        where: str | GitRepository,
+        masked: Sequence[str] = (),
+        extra: Sequence[str] = (),
+        store: str | None = None,
+    ) -> list[str]:
         """The argv of table command `name` as this adapter runs it (sandbox included), with
         `extra` arguments after the table's; `store`: the change store it may write."""
         argv = [*git_argv(self._git, COMMANDS[name], where), *extra]
         return sandboxed(self.sandbox, argv, masked, [store] if store else [])
 
-    def environment(self, name: str, where: str | GitRepository,
-                    store: str | None = None) -> dict[str, str]:
+    def environment(
+        self, name: str, where: str | GitRepository, store: str | None = None
+    ) -> dict[str, str]:
         """The environment of table command `name` as this adapter runs it."""
         command = COMMANDS[name]
-        overrides = (filter_overrides(repository_filter_names(where))
-                     if isinstance(where, GitRepository) else ())
+        overrides = (
+            filter_overrides(repository_filter_names(where))
+            if isinstance(where, GitRepository)
+            else ()
+        )
         env = git_environment(self._git, command, where, overrides)
         if command.store and store and isinstance(where, GitRepository):
             env.update(change_store_environment(store, where.common_dir))
         return env
 
-    def _run(self, name: str, where: str | GitRepository, masked: Sequence[str] = (),
-             extra: Sequence[str] = (), stdin: bytes | None = None,
-             store: str | None = None) -> tuple[int, bytes]:
+    def _run(
+        self,
+        name: str,
+        where: str | GitRepository,
+        masked: Sequence[str] = (),
+        extra: Sequence[str] = (),
+        stdin: bytes | None = None,
+        store: str | None = None,
+    ) -> tuple[int, bytes]:
         """Run table command `name`; (returncode, stdout bytes). A return code outside the
         command's answers, a timeout or a failure to start raises `GitCommandFailed`."""
         command: GitCommand = COMMANDS[name]
@@ -245,8 +268,9 @@ class GitCliReader:
         _, out = self._run("worktree_list", path)
         infos = parse_worktree_list_z(out)
         if not infos:
-            raise GitCommandFailed(self.command_line("worktree_list", path),
-                                   "git listed no worktree", 0)
+            raise GitCommandFailed(
+                self.command_line("worktree_list", path), "git listed no worktree", 0
+            )
         return [w.model_copy(update={"path": os.path.realpath(w.path)}) for w in infos]
 
     def toplevel(self, path: str) -> str:
@@ -270,8 +294,10 @@ class GitCliReader:
         masked = [path for rel in opaque if _real_directory(path := f"{repo.worktree}/{rel}")]
         _, out = self._run("status", repo, masked)
         oid, head = parse_branch_headers(out)
-        return WorktreeStatus(head=head_state(oid, head, read_regular(f"{repo.git_dir}/HEAD")),
-                              entries=parse_porcelain_v2(out))
+        return WorktreeStatus(
+            head=head_state(oid, head, read_regular(f"{repo.git_dir}/HEAD")),
+            entries=parse_porcelain_v2(out),
+        )
 
     def index(self, repo: GitRepository) -> IndexState:
         # Staged entries, not the index file's bytes: a stat refresh rewrites the file but not
@@ -304,24 +330,31 @@ class GitCliReader:
         if size is None:
             return None
         if size > MAX_CONFIG_BYTES:
-            raise GitCommandFailed(self.command_line("config_entry", repo),
-                                   f"the committed file is {size} bytes, more than "
-                                   f"{MAX_CONFIG_BYTES}", 0)
+            raise GitCommandFailed(
+                self.command_line("config_entry", repo),
+                f"the committed file is {size} bytes, more than {MAX_CONFIG_BYTES}",
+                0,
+            )
         _, data = self._run("config_blob", repo)
         if len(data) != size:  # HEAD moved between the two calls: read nothing half-known
-            raise GitCommandFailed(self.command_line("config_blob", repo),
-                                   "HEAD changed while the committed file was read", 0)
+            raise GitCommandFailed(
+                self.command_line("config_blob", repo),
+                "HEAD changed while the committed file was read",
+                0,
+            )
         return data
 
     # -- ChangeTrees: a round's change (issue 21 §1) ------------------------------------------
 
-    def change_tree(self, repo: GitRepository, store: str, paths: Sequence[str],
-                    base: bool = False) -> str:
+    def change_tree(
+        self, repo: GitRepository, store: str, paths: Sequence[str], base: bool = False
+    ) -> str:
         if base:
             self._make_store(store)
             code, _ = self._run("head_commit", repo)
-            self._run("changes_base", repo, extra=["HEAD"] if code == 0 else ["--empty"],
-                      store=store)
+            self._run(
+                "changes_base", repo, extra=["HEAD"] if code == 0 else ["--empty"], store=store
+            )
         if paths:
             listed = b"".join(encode_path(p) + b"\0" for p in paths)
             self._run("changes_add", repo, stdin=listed, store=store)
@@ -336,8 +369,9 @@ class GitCliReader:
             os.mkdir(store, 0o700)
             os.mkdir(os.path.join(store, "objects"), 0o700)
         except OSError as error:
-            raise GitCommandFailed(["mkdir", store], f"the change store cannot be made: "
-                                   f"{error.strerror}", None) from None
+            raise GitCommandFailed(
+                ["mkdir", store], f"the change store cannot be made: {error.strerror}", None
+            ) from None
 
     def change_patch(self, repo: GitRepository, store: str, old: str, new: str) -> bytes:
         _, out = self._run("changes_patch", repo, extra=[old, new], store=store)
@@ -349,8 +383,9 @@ class GitCliReader:
             names = sorted(os.listdir(hooks))
         except OSError:
             names = []
-        return config_files_digest(config_files(repo.git_dir, repo.common_dir, names),
-                                   _read_or_state)
+        return config_files_digest(
+            config_files(repo.git_dir, repo.common_dir, names), _read_or_state
+        )
 
 
 def _real_directory(path: str) -> bool:

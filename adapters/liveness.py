@@ -41,8 +41,11 @@ class ProcTable:
         except OSError:
             namespace = None
         return ProcessIdentity(
-            pid=pid, start_ticks=seen.start_ticks,
-            boot_id=_read(f"{self._proc}/sys/kernel/random/boot_id"), pid_namespace=namespace)
+            pid=pid,
+            start_ticks=seen.start_ticks,
+            boot_id=_read(f"{self._proc}/sys/kernel/random/boot_id"),
+            pid_namespace=namespace,
+        )
 
     def own_uid(self) -> int:
         return os.geteuid()
@@ -57,6 +60,7 @@ class ProcTable:
         except OSError as error:
             if error.errno in (errno.ENOENT, errno.ESRCH):
                 return ProcessObservation(pid=pid, state=ProcessState.ABSENT)
-            return ProcessObservation(pid=pid, state=ProcessState.UNKNOWN,
-                                      problem=f"{path}: {error.strerror or error}")
+            return ProcessObservation(
+                pid=pid, state=ProcessState.UNKNOWN, problem=f"{path}: {error.strerror or error}"
+            )
         return observation_of_stat(pid, text)

@@ -26,8 +26,15 @@ import select
 from concorde_workers.domain.isolation.launch import LIFELINE_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.texts import json_limits
 
-__all__ = ["INIT_EXIT_BOUND_SECONDS", "await_exit", "exit_status", "lifeline_pipe", "open_init",
-           "read_report", "report_pipe"]
+__all__ = [
+    "INIT_EXIT_BOUND_SECONDS",
+    "await_exit",
+    "exit_status",
+    "lifeline_pipe",
+    "open_init",
+    "read_report",
+    "report_pipe",
+]
 
 INIT_EXIT_BOUND_SECONDS = 60.0
 """How long the end of a round waits for the namespace's init after the group was killed. Every
@@ -37,16 +44,16 @@ filesystem) takes longer, and then the round ends without it rather than never."
 _REPORT_LIMIT = 64 * 1024  # bwrap's report is a few hundred bytes
 
 
-def report_pipe(argv: tuple[str, ...], placeholder: str = NAMESPACE_REPORT_FD
-                ) -> tuple[tuple[str, ...], tuple[int, int] | None]:
+def report_pipe(
+    argv: tuple[str, ...], placeholder: str = NAMESPACE_REPORT_FD
+) -> tuple[tuple[str, ...], tuple[int, int] | None]:
     """`argv` with `placeholder` (`NAMESPACE_REPORT_FD`, `EXIT_STATUS_FD`) replaced by the write
     end of a new pipe, and the pipe (read end, write end); `argv` unchanged and None when it
     asks for no such report."""
     if placeholder not in argv:
         return argv, None
     read_end, write_end = os.pipe()  # both close-on-exec; the runner passes the write end
-    return tuple(str(write_end) if a == placeholder else a for a in argv), (
-        read_end, write_end)
+    return tuple(str(write_end) if a == placeholder else a for a in argv), (read_end, write_end)
 
 
 def lifeline_pipe(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, int] | None]:

@@ -260,8 +260,11 @@ class SubprocessHandle:
         # The pipe the program reports its agent's exact wait status on, and that status.
         self._status_fd = status_fd
         self._exact: int | None = None
-        self._namespace_thread = None if report_fd is None else self._thread(
-            "namespace", self._follow_namespace, report_fd)
+        self._namespace_thread = (
+            None
+            if report_fd is None
+            else self._thread("namespace", self._follow_namespace, report_fd)
+        )
         for t in self._pipe_threads:
             t.start()
         if self._namespace_thread is not None:
@@ -427,8 +430,11 @@ class SubprocessHandle:
                 self._await_namespace()
                 self._read_exact_status()
             finally:
-                close_all(self._stop_w, self._stop_r,
-                       *(() if self._lifeline is None else (self._lifeline,)))
+                close_all(
+                    self._stop_w,
+                    self._stop_r,
+                    *(() if self._lifeline is None else (self._lifeline,)),
+                )
                 self._done.set()
 
     def _enforce_timeout(self, seconds: float) -> None:

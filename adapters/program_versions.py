@@ -59,8 +59,9 @@ def cache_path(environ: Mapping[str, str]) -> str | None:
 class InstalledProgramVersions:
     """ProgramVersions over the filesystem and the process runner."""
 
-    def __init__(self, fs: FileSystem, processes: ProcessRunner,
-                 environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, fs: FileSystem, processes: ProcessRunner, environ: Mapping[str, str]
+    ) -> None:
         self._fs = fs
         self._processes = processes
         self._environ = environ
@@ -69,26 +70,34 @@ class InstalledProgramVersions:
     def version_of(self, location: ProgramLocation) -> ProgramVersion:
         row = location.spec
         if row.minimum is None:  # no version is relied on: none is asked of the program
-            return ProgramVersion(spec=row, path=location.path, version=None,
-                                  source="not asked: the policy relies on no version of it")
+            return ProgramVersion(
+                spec=row,
+                path=location.path,
+                version=None,
+                source="not asked: the policy relies on no version of it",
+            )
         try:
             real = self._fs.realpath(location.path)
         except FileSystemError as error:
-            return self._unread(location, "it", f"its path cannot be resolved: "
-                                f"{error.os_error_text}")
+            return self._unread(
+                location, "it", f"its path cannot be resolved: {error.os_error_text}"
+            )
         if row.is_package_directory:
             manifest = posixpath.join(real, "package.json")
             found = self._package_version(manifest, row.package or "")
             if found is not None:
-                return ProgramVersion(spec=location.spec, path=location.path,
-                                      version=found, source=manifest)
-            return self._unread(location, manifest,
-                                f"no package.json of {row.package} with a version")
+                return ProgramVersion(
+                    spec=location.spec, path=location.path, version=found, source=manifest
+                )
+            return self._unread(
+                location, manifest, f"no package.json of {row.package} with a version"
+            )
         for manifest in self._manifests_above(real):
             found = self._package_version(manifest, row.package or "")
             if found is not None:
-                return ProgramVersion(spec=location.spec, path=location.path,
-                                      version=found, source=manifest)
+                return ProgramVersion(
+                    spec=location.spec, path=location.path, version=found, source=manifest
+                )
         return self._asked(location, real)
 
     # --- package.json ---------------------------------------------------------------------------
@@ -122,30 +131,42 @@ class InstalledProgramVersions:
         try:
             stat = self._fs.stat(real)
         except FileSystemError as error:
-            return self._unread(location, f"`{command}`",
-                                f"the program cannot be read: {error.os_error_text}")
+            return self._unread(
+                location, f"`{command}`", f"the program cannot be read: {error.os_error_text}"
+            )
         key = {"size": stat.size, "mtime": stat.mtime}
         cache = self._read_cache()
         entry = cache.get(real)
-        if isinstance(entry, dict) and {k: entry.get(k) for k in key} == key \
-                and isinstance(entry.get("version"), str):
-            return ProgramVersion(spec=location.spec, path=location.path,
-                                  version=entry["version"],
-                                  source=f"`{command}`, as cached in {self._cache_file}")
+        if (
+            isinstance(entry, dict)
+            and {k: entry.get(k) for k in key} == key
+            and isinstance(entry.get("version"), str)
+        ):
+            return ProgramVersion(
+                spec=location.spec,
+                path=location.path,
+                version=entry["version"],
+                source=f"`{command}`, as cached in {self._cache_file}",
+            )
         said, problem = self._run_version(location.path)
         if said is None:
             return self._unread(location, f"`{command}`", problem)
         cache[real] = {**key, "version": said}
         self._write_cache(cache)
-        return ProgramVersion(spec=location.spec, path=location.path, version=said,
-                              source=f"`{command}`")
+        return ProgramVersion(
+            spec=location.spec, path=location.path, version=said, source=f"`{command}`"
+        )
 
     def _run_version(self, program: str) -> tuple[str | None, str]:
-        env = {name: self._environ[name] for name in ("PATH", "HOME", "LANG")
-               if self._environ.get(name)}
+        env = {
+            name: self._environ[name]
+            for name in ("PATH", "HOME", "LANG")
+            if self._environ.get(name)
+        }
         try:
-            handle = self._processes.start([program, "--version"], env, "/",
-                                           timeout_seconds=VERSION_TIMEOUT_SECONDS)
+            handle = self._processes.start(
+                [program, "--version"], env, "/", timeout_seconds=VERSION_TIMEOUT_SECONDS
+            )
         except ProcessStartFailed as failed:
             return None, f"it could not be started: {failed.os_error_text}"
         out = "\n".join(handle.lines())
@@ -175,12 +196,14 @@ class InstalledProgramVersions:
         kept = dict(list(cache.items())[-CACHE_ENTRIES:])
         try:
             self._fs.makedirs(posixpath.dirname(self._cache_file), 0o700)
-            self._fs.write_atomic(self._cache_file,
-                                  json.dumps({"programs": kept}, indent=1) + "\n", 0o600)
+            self._fs.write_atomic(
+                self._cache_file, json.dumps({"programs": kept}, indent=1) + "\n", 0o600
+            )
         except FileSystemError:
             return  # asked again next time; the version itself was read
 
     @staticmethod
     def _unread(location: ProgramLocation, source: str, problem: str) -> ProgramVersion:
-        return ProgramVersion(spec=location.spec, path=location.path, version=None,
-                              source=source, problem=problem)
+        return ProgramVersion(
+            spec=location.spec, path=location.path, version=None, source=source, problem=problem
+        )

@@ -15,20 +15,32 @@ from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.ports.filesystem import FileSystem
 
 
-def find_located(fs: FileSystem, spec: ProgramSpec, environ: Mapping[str, str],
-                 installations: Sequence[Installation] = ()) -> Found | None:
+def find_located(
+    fs: FileSystem,
+    spec: ProgramSpec,
+    environ: Mapping[str, str],
+    installations: Sequence[Installation] = (),
+) -> Found | None:
     """The program and where it came from, or None."""
     return locate(spec, environ, installations, fs)
 
 
-def find_program(fs: FileSystem, spec: ProgramSpec, environ: Mapping[str, str],
-                 installations: Sequence[Installation] = ()) -> str | None:
+def find_program(
+    fs: FileSystem,
+    spec: ProgramSpec,
+    environ: Mapping[str, str],
+    installations: Sequence[Installation] = (),
+) -> str | None:
     found = locate(spec, environ, installations, fs)
     return None if found is None else found.path
 
 
-def program_or_name(fs: FileSystem, spec: ProgramSpec, environ: Mapping[str, str],
-                    installations: Sequence[Installation] = ()) -> tuple[str, bool]:
+def program_or_name(
+    fs: FileSystem,
+    spec: ProgramSpec,
+    environ: Mapping[str, str],
+    installations: Sequence[Installation] = (),
+) -> tuple[str, bool]:
     """The program to run and whether it was found (when not, the name the launch will fail on)."""
     found = find_program(fs, spec, environ, installations)
     return (found, True) if found else (environ.get(spec.variable) or spec.program, False)
@@ -37,8 +49,11 @@ def program_or_name(fs: FileSystem, spec: ProgramSpec, environ: Mapping[str, str
 def start_problem(program: str, env: Mapping[str, str], cwd: str) -> str | None:
     """The text `Popen` gives when `program` (looked up on `env`'s PATH when it has no slash)
     cannot be executed, or None."""
-    path = os.path.join(cwd, program) if "/" in program else shutil.which(
-        program, path=env.get("PATH", os.defpath))
+    path = (
+        os.path.join(cwd, program)
+        if "/" in program
+        else shutil.which(program, path=env.get("PATH", os.defpath))
+    )
     if path is None or not os.path.isfile(path):
         return f"[Errno 2] No such file or directory: '{program}'"
     if not os.access(path, os.X_OK):

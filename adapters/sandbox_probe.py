@@ -46,10 +46,18 @@ class SrtSandboxProbe:
             settings = posixpath.join(folder, "srt-settings.json")
             with open(settings, "w", encoding="utf-8") as out:
                 json.dump(SETTINGS, out)
-            command = (f"echo {MARK}; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; "
-                       "then echo connected; else echo 'connect refused: no network'; fi")
-            argv = [node, posixpath.join(sandbox_runtime, "dist", "cli.js"), "--settings",
-                    settings, "-c", f"bash -c {_quote(command)}"]
+            command = (
+                f"echo {MARK}; if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; "
+                "then echo connected; else echo 'connect refused: no network'; fi"
+            )
+            argv = [
+                node,
+                posixpath.join(sandbox_runtime, "dist", "cli.js"),
+                "--settings",
+                settings,
+                "-c",
+                f"bash -c {_quote(command)}",
+            ]
             said, status = self._run(argv, folder)
             reached = _accepted(listener) or "connected" in said.splitlines()
         finally:
@@ -57,8 +65,11 @@ class SrtSandboxProbe:
             shutil.rmtree(folder, ignore_errors=True)
         ran = MARK in said
         detail = " | ".join(line for line in said.splitlines() if line.strip())[-300:]
-        return SandboxFact(ran=ran, reached=reached,
-                           detail=detail if ran else f"exit {status}: {detail or 'no output'}")
+        return SandboxFact(
+            ran=ran,
+            reached=reached,
+            detail=detail if ran else f"exit {status}: {detail or 'no output'}",
+        )
 
     def _run(self, argv: list[str], cwd: str) -> tuple[str, int | None]:
         env = {**self._env, "TMPDIR": cwd}

@@ -37,8 +37,9 @@ class ActivityFlusher:
             if held_back:
                 self._changed.notify()
             if held_back and self._thread is None and not self._stopped:
-                self._thread = threading.Thread(target=self._run, name="progress-activity",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="progress-activity", daemon=True
+                )
                 self._thread.start()  # it waits for the lock this call holds
 
     def _run(self) -> None:
@@ -61,9 +62,14 @@ class ActivityFlusher:
             thread.join()
 
 
-def follow(handle: ProcessHandle, reader: StreamReader, flusher: ActivityFlusher,
-           group: ResourceGroup | None, events: EventEmitter | None = None,
-           round_number: int = 1) -> None:
+def follow(
+    handle: ProcessHandle,
+    reader: StreamReader,
+    flusher: ActivityFlusher,
+    group: ResourceGroup | None,
+    events: EventEmitter | None = None,
+    round_number: int = 1,
+) -> None:
     """The agent's output to its reader, line by line, each tool call to the progress file; a
     round whose group reached a limit is ended there (issue 20), as soon as the kernel says so
     (`ResourceGroup.watch`): a runaway round does not run on to its timeout, even while its

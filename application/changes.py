@@ -42,8 +42,16 @@ CHANGE_STORE = "changes"
 class ChangeKeeper:
     """The change store of one run and the tree of the worktree's `rw` state so far."""
 
-    def __init__(self, trees: ChangeTrees, fs: FileSystem, repo: GitRepository, grant: Grant,
-                 store: str, tracer: TraceWriter, layout: RunLayout) -> None:
+    def __init__(
+        self,
+        trees: ChangeTrees,
+        fs: FileSystem,
+        repo: GitRepository,
+        grant: Grant,
+        store: str,
+        tracer: TraceWriter,
+        layout: RunLayout,
+    ) -> None:
         self._trees, self._fs, self._repo, self._grant = trees, fs, repo, grant
         self._store, self._tracer, self._layout = store, tracer, layout
         self._tree: str | GitCommandFailed | None = None
@@ -76,8 +84,9 @@ class ChangeKeeper:
     def start(self, snapshot: Snapshot) -> None:
         """The tree of the worktree's `rw` state before the first round."""
         self._snapshot = snapshot
-        paths, _ = content_choice(self._grant, snapshot.files, snapshot.files, self._size,
-                                  self._linked)
+        paths, _ = content_choice(
+            self._grant, snapshot.files, snapshot.files, self._size, self._linked
+        )
         self._touched.update(paths)
         try:
             self._tree = self._trees.change_tree(self._repo, self._store, paths, base=True)
@@ -94,11 +103,13 @@ class ChangeKeeper:
         # listed by no audit, and its patch shows the way back.
         listed = set(result.changed)
         candidates = [*result.changed, *sorted(p for p in self._touched if p not in listed)]
-        kept, why = content_choice(self._grant, candidates, observation.files, self._size,
-                                   self._linked)
+        kept, why = content_choice(
+            self._grant, candidates, observation.files, self._size, self._linked
+        )
         self._touched.update(kept)
-        text = self._patch(number, kept, named_lines(
-            self._grant, changed, observation.files, kept, why))
+        text = self._patch(
+            number, kept, named_lines(self._grant, changed, observation.files, kept, why)
+        )
         self._before = observation.files
         self._tracer.write_round_file(self._layout, number, CHANGES_FILE, text)
 
@@ -106,8 +117,7 @@ class ChangeKeeper:
         start = self._tree
         if not isinstance(start, str):
             why = start.output if start is not None else "the store was not started"
-            return no_patch_file(number, f"the tree at the round's start could not be made: "
-                                 f"{why}")
+            return no_patch_file(number, f"the tree at the round's start could not be made: {why}")
         if not kept:  # nothing of rw changed, ever: the tree is the start's, the patch empty
             return patch_file(number, b"", named)
         try:
@@ -120,12 +130,12 @@ class ChangeKeeper:
         return patch_file(number, diff, named)
 
 
-def keeper_for(git: object, fs: FileSystem, prepared: Prepared, tracer: TraceWriter,
-               state: RunState) -> ChangeKeeper | None:
+def keeper_for(
+    git: object, fs: FileSystem, prepared: Prepared, tracer: TraceWriter, state: RunState
+) -> ChangeKeeper | None:
     """The run's keeper when the host's Git keeps trees (the real one does; a fake world's
     Git keeps none, and its rounds no patch)."""
     if not isinstance(git, ChangeTrees):
         return None
     store = posixpath.join(RuntimeLayout(root=state.runtime_dir).control, CHANGE_STORE)
-    return ChangeKeeper(git, fs, prepared.repository, prepared.grant, store, tracer,
-                        state.layout)
+    return ChangeKeeper(git, fs, prepared.repository, prepared.grant, store, tracer, state.layout)

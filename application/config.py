@@ -55,10 +55,12 @@ def committed_through(git: GitReader) -> CommittedFile:
 
     def read(worktree: str) -> bytes | None:
         git_dir, common_dir = git.git_dirs(worktree)
-        return git.committed_config(GitRepository(worktree=worktree, git_dir=git_dir,
-                                                  common_dir=common_dir))
+        return git.committed_config(
+            GitRepository(worktree=worktree, git_dir=git_dir, common_dir=common_dir)
+        )
 
     return read
+
 
 _DEFAULT_MAP_TEXT = "concorde/models.json of your XDG configuration directory"
 CONFIGURATION_CONTRACT = "contract.workers.worker-configuration"
@@ -95,10 +97,16 @@ class ConfigurationReader:
     when it is older than the policy relies on (domain/configuration/program_versions.py).
     """
 
-    def __init__(self, fs: ConfigFiles, environ: Mapping[str, str],
-                 versions: ProgramVersions | None = None,
-                 installations: Sequence[Installation] = (),
-                 committed: CommittedFile | None = None, *, profiles: Profiles) -> None:
+    def __init__(
+        self,
+        fs: ConfigFiles,
+        environ: Mapping[str, str],
+        versions: ProgramVersions | None = None,
+        installations: Sequence[Installation] = (),
+        committed: CommittedFile | None = None,
+        *,
+        profiles: Profiles,
+    ) -> None:
         # `committed`: the configuration is the file committed at HEAD (production, issue 18
         # §4); without it (tests over a fake file system) the file as it is on disk.
         self._committed = committed
@@ -157,10 +165,13 @@ class ConfigurationReader:
         workers = sorted({*(entries.workers if entries else ()), *declared.get(operation, ())})
         if not workers:
             return Refusal(
-                code=Code.REQUEST_INVALID, reason=Reason.INPUT, file=config.file,
+                code=Code.REQUEST_INVALID,
+                reason=Reason.INPUT,
+                file=config.file,
                 message=f"{config.file} names no worker of Operation {operation} and none is "
-                        f"declared: give --declare {operation}:<worker id> for each worker the "
-                        "Operation may launch")
+                f"declared: give --declare {operation}:<worker id> for each worker the "
+                "Operation may launch",
+            )
         names = {op: set(ids) for op, ids in declared.items()}
         names.setdefault(operation, set()).update(workers)
         return self.check_operation(worktree, operation, workers, names)
@@ -217,8 +228,9 @@ class ConfigurationReader:
         text = self._read(file)
         return NOT_OPENED if isinstance(text, _Unreadable) else text
 
-    def _parse(self, file: str, text: str, declared: Mapping[str, set[str]] | None
-               ) -> WorkerConfiguration | Refusal:
+    def _parse(
+        self, file: str, text: str, declared: Mapping[str, set[str]] | None
+    ) -> WorkerConfiguration | Refusal:
         decoded = decode_json(text)
         if decoded.problem is not None:
             return _config_unreadable(file, decoded.problem)
@@ -262,8 +274,15 @@ class ConfigurationReader:
             if isinstance(program, Refusal):
                 return program
             resolved.append(
-                _resolved(config, choice, local_model, model_map.file, runtime, program.path,
-                          program.origin)
+                _resolved(
+                    config,
+                    choice,
+                    local_model,
+                    model_map.file,
+                    runtime,
+                    program.path,
+                    program.origin,
+                )
             )
         return resolved
 
@@ -345,4 +364,3 @@ def _resolved(
         notice=config.notice,
         unnamed=domain.unnamed_notice(config, choice.operation, choice.worker),
     )
-

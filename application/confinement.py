@@ -64,9 +64,13 @@ class ConfinementFacts:
         return PathFacts(kind=self.kind, realpath=self._fs.realpath, list_dir=self.list_dir)
 
 
-def plan_confinement(fs: FileSystem, backend: AgentBackend, context: BackendContext,
-                     interpreter_roots: Sequence[str],
-                     linux: bool = True) -> Confinement | Refusal | None:
+def plan_confinement(
+    fs: FileSystem,
+    backend: AgentBackend,
+    context: BackendContext,
+    interpreter_roots: Sequence[str],
+    linux: bool = True,
+) -> Confinement | Refusal | None:
     """The confinement of the run, None for a backend whose rounds run unconfined (a test
     backend; any backend off Linux, where there are no bubblewrap namespaces), or the refusal
     when it cannot be built (a program missing, what the agent needs hidden)."""
@@ -74,19 +78,20 @@ def plan_confinement(fs: FileSystem, backend: AgentBackend, context: BackendCont
     if needs is None or not linux:
         return None
     policy = context.policy
-    search = _trusted_path(context.environ.get("PATH", ""), policy.worktree,
-                           policy.runtime.root)
+    search = _trusted_path(context.environ.get("PATH", ""), policy.worktree, policy.runtime.root)
     tools = _tools(fs, search, context.as_root, context.interpreter)
     if isinstance(tools, list):
         return _missing(backend.profile.runtime_missing_code, tools)
     facts = ConfinementFacts(fs).facts()
     programs = [fs.which(name, search) for name in SANDBOX_PROGRAMS]
     keep = _installations(fs, [*needs, *interpreter_roots, *(p for p in programs if p)])
-    plan = confinement_plan(policy, PlanInputs(keep=tuple(keep)), facts, tools,
-                            as_root=context.as_root)
+    plan = confinement_plan(
+        policy, PlanInputs(keep=tuple(keep)), facts, tools, as_root=context.as_root
+    )
     if isinstance(plan, str):
-        return Refusal(code=backend.profile.runtime_missing_code, reason=Reason.ENVIRONMENT,
-                       message=plan)
+        return Refusal(
+            code=backend.profile.runtime_missing_code, reason=Reason.ENVIRONMENT, message=plan
+        )
     limits = context.request.resources or DEFAULT_LIMITS
     return plan.model_copy(update={"scratch": (policy.runtime.tmp, limits.tmp_mib * MIB)})
 
@@ -100,14 +105,19 @@ def _trusted_path(search: str, *worker_writable: str) -> str:
     """The host's PATH without the directories a worker may write (its worktree, its runtime
     directory): bwrap runs on the host, outside every sandbox, and must not be one a worker
     planted."""
-    kept = [d for d in search.split(os.pathsep)
-            if d and posixpath.isabs(d)
-            and not any(is_within(posixpath.normpath(d), w) for w in worker_writable)]
+    kept = [
+        d
+        for d in search.split(os.pathsep)
+        if d
+        and posixpath.isabs(d)
+        and not any(is_within(posixpath.normpath(d), w) for w in worker_writable)
+    ]
     return os.pathsep.join(kept)
 
 
-def _tools(fs: FileSystem, search: str, as_root: bool,
-           interpreter: str) -> ConfinementTools | list[str]:
+def _tools(
+    fs: FileSystem, search: str, as_root: bool, interpreter: str
+) -> ConfinementTools | list[str]:
     wanted = ["bwrap", "env", *(("umount", "unshare") if as_root else ())]
     found = {name: fs.which(name, search) for name in wanted}
     missing = [name for name, where in found.items() if where is None]
@@ -115,9 +125,13 @@ def _tools(fs: FileSystem, search: str, as_root: bool,
         return missing
     # The host's own interpreter runs the waiter that reports the agent's exact exit status
     # (domain/isolation/confinement.py WAITER); it is kept visible inside, as the hooks need it too.
-    return ConfinementTools(bwrap=fs.realpath(str(found["bwrap"])), env=str(found["env"]),
-                            umount=found.get("umount"), unshare=found.get("unshare"),
-                            python=interpreter)
+    return ConfinementTools(
+        bwrap=fs.realpath(str(found["bwrap"])),
+        env=str(found["env"]),
+        umount=found.get("umount"),
+        unshare=found.get("unshare"),
+        python=interpreter,
+    )
 
 
 def _installations(fs: FileSystem, paths: Iterable[str]) -> list[str]:
@@ -135,10 +149,11 @@ def _installations(fs: FileSystem, paths: Iterable[str]) -> list[str]:
 def _missing(code: Code, names: Sequence[str]) -> Refusal:
     parts = "; ".join(f"{name}: {HOW_TO_PROVIDE[name]}" for name in names)
     return Refusal(
-        code=code, reason=Reason.ENVIRONMENT,
+        code=code,
+        reason=Reason.ENVIRONMENT,
         message="the agent program runs confined (bubblewrap, a mount and PID namespace built "
-                f"from the grant) and never without it; this machine lacks {parts}")
+        f"from the grant) and never without it; this machine lacks {parts}",
+    )
 
 
-__all__ = ["SANDBOX_PROGRAMS", "ConfinementFacts", "confinement_launch_problem",
-           "plan_confinement"]
+__all__ = ["SANDBOX_PROGRAMS", "ConfinementFacts", "confinement_launch_problem", "plan_confinement"]

@@ -44,13 +44,26 @@ class CopyFound:
     remains: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "verdict": self.verdict, "reason": self.reason,
-                "host_pid": self.host_pid, "removed": self.removed,
-                "remains": list(self.remains)}
+        return {
+            "path": self.path,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "host_pid": self.host_pid,
+            "removed": self.removed,
+            "remains": list(self.remains),
+        }
 
 
-def sweep_copies(fs: FileSystem, table: ProcessTable, parent: str, entries: Sequence[DirEntry],
-                 *, own: ProcessIdentity, uid: int, now: float) -> tuple[CopyFound, ...]:
+def sweep_copies(
+    fs: FileSystem,
+    table: ProcessTable,
+    parent: str,
+    entries: Sequence[DirEntry],
+    *,
+    own: ProcessIdentity,
+    uid: int,
+    now: float,
+) -> tuple[CopyFound, ...]:
     """Judge every check copy's folder among `entries` of `parent`; remove the stale ones."""
     found: list[CopyFound] = []
     for entry in entries:
@@ -66,14 +79,21 @@ def sweep_copies(fs: FileSystem, table: ProcessTable, parent: str, entries: Sequ
                 pass
         owner = _owner(fs, path, uid) if owner_uid == uid else "not read"
         observation = table.observe(owner.host.pid) if isinstance(owner, CopyOwner) else None
-        judged = judge_copy(kind, owner_uid, mtime, owner, own_uid=uid, own=own,
-                            observation=observation, now=now)
+        judged = judge_copy(
+            kind, owner_uid, mtime, owner, own_uid=uid, own=own, observation=observation, now=now
+        )
         pid = owner.host.pid if isinstance(owner, CopyOwner) else None
         if judged.verdict is Verdict.STALE:
             found.append(_remove(fs, path, judged.reason, pid))
         else:
-            found.append(CopyFound(path=path, host_pid=pid, reason=judged.reason,
-                                   verdict="live" if judged.verdict is Verdict.LIVE else "left"))
+            found.append(
+                CopyFound(
+                    path=path,
+                    host_pid=pid,
+                    reason=judged.reason,
+                    verdict="live" if judged.verdict is Verdict.LIVE else "left",
+                )
+            )
     return tuple(found)
 
 
@@ -99,5 +119,11 @@ def _remove(fs: FileSystem, path: str, reason: str, pid: int | None) -> CopyFoun
     except FileSystemError as error:
         remains.append(f"{error.path}: {error.os_error_text}")
     gone = not fs.lexists(path)
-    return CopyFound(path=path, verdict="stale", reason=reason, host_pid=pid, removed=gone,
-                     remains=() if gone else tuple(remains))
+    return CopyFound(
+        path=path,
+        verdict="stale",
+        reason=reason,
+        host_pid=pid,
+        removed=gone,
+        remains=() if gone else tuple(remains),
+    )

@@ -22,6 +22,8 @@ def missing_credentials(fs: FileSystem, prepared: Prepared) -> str | None:
         return None
     backend = prepared.context.request.backend
     looked = ", ".join([*sources, prepared.backend.profile.credentials.key_text])
-    return (f"no credentials of the {backend} backend were found (looked at {looked}): the "
-            "run would launch, and its model service would refuse it unless it needs none; "
-            f"{prepared.backend.profile.credentials.repair}")
+    return (
+        f"no credentials of the {backend} backend were found (looked at {looked}): the "
+        "run would launch, and its model service would refuse it unless it needs none; "
+        f"{prepared.backend.profile.credentials.repair}"
+    )

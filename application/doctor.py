@@ -54,10 +54,18 @@ def worktree_of(cwd: str) -> str | None:
 class Doctor:
     """Gathers the facts and judges them."""
 
-    def __init__(self, fs: FileSystem, versions: ProgramVersions, probe: SandboxProbe,
-                 config_reader: ConfigurationReader, environ: Mapping[str, str],
-                 installations: tuple[Installation, ...], cwd: str, profiles: Profiles,
-                 groups: ResourceGroups | None = None) -> None:
+    def __init__(
+        self,
+        fs: FileSystem,
+        versions: ProgramVersions,
+        probe: SandboxProbe,
+        config_reader: ConfigurationReader,
+        environ: Mapping[str, str],
+        installations: tuple[Installation, ...],
+        cwd: str,
+        profiles: Profiles,
+        groups: ResourceGroups | None = None,
+    ) -> None:
         self._groups = groups
         self._profiles = tuple(profiles.values())
         self._fs = fs
@@ -79,39 +87,63 @@ class Doctor:
         worktree = worktree_of(self._cwd)
         if worktree is not None:
             primary = posixpath.dirname(posixpath.dirname(posixpath.dirname(worktree)))
-        programs = {spec.program: self._program(spec, primary)
-                    for profile in self._profiles for spec in profile.programs}
+        programs = {
+            spec.program: self._program(spec, primary)
+            for profile in self._profiles
+            for spec in profile.programs
+        }
         path = self._environ.get("PATH", "")
-        tools = {name: next((f for n in (helper.executables if helper else (name,))
-                             if (f := self._fs.which(n, path))), None)
-                 for name, helper in tools_of(self._profiles).items()}
+        tools = {
+            name: next(
+                (
+                    f
+                    for n in (helper.executables if helper else (name,))
+                    if (f := self._fs.which(n, path))
+                ),
+                None,
+            )
+            for name, helper in tools_of(self._profiles).items()
+        }
         workers, config = (None, None) if worktree is None else self._workers_json(worktree)
         backends, source = _backends(backend, config, worktree is not None, self._profiles)
-        return Facts(profiles=self._profiles, programs=programs, tools=tools,
-                     sandbox=self._sandbox(programs, tools),
-                     model_map=self._model_map(), credentials=self._credentials(),
-                     workers_json=workers, backends=backends, backends_source=source,
-                     resources=self._groups.enforcement() if self._groups else None,
-                     machine_resources=read_machine_resources(self._fs, self._environ))
+        return Facts(
+            profiles=self._profiles,
+            programs=programs,
+            tools=tools,
+            sandbox=self._sandbox(programs, tools),
+            model_map=self._model_map(),
+            credentials=self._credentials(),
+            workers_json=workers,
+            backends=backends,
+            backends_source=source,
+            resources=self._groups.enforcement() if self._groups else None,
+            machine_resources=read_machine_resources(self._fs, self._environ),
+        )
 
     def _program(self, spec: ProgramSpec, primary: str | None) -> ProgramFact:
         found = locate(spec, self._environ, self._installations, self._fs, primary)
         looked = tuple(looked_at(spec, self._environ, self._installations, primary))
         if found is None:
             return ProgramFact(spec, None, None, None, looked)
-        version = self._versions.version_of(ProgramLocation(spec=spec, path=found.path,
-                                                            origin=found.origin))
+        version = self._versions.version_of(
+            ProgramLocation(spec=spec, path=found.path, origin=found.origin)
+        )
         return ProgramFact(spec, found.path, found.origin, version, looked)
 
-    def _sandbox(self, programs: Mapping[str, ProgramFact],
-                 tools: Mapping[str, str | None]) -> SandboxFact | None:
+    def _sandbox(
+        self, programs: Mapping[str, ProgramFact], tools: Mapping[str, str | None]
+    ) -> SandboxFact | None:
         """The sandbox package's command run by node (pi's sandbox-runtime), when a backend has
         one and every program it needs is there."""
         package = next((p.sandbox_package for p in self._profiles if p.sandbox_package), None)
         runtime = programs.get(package) if package else None
         node = tools.get("node")
-        if runtime is None or runtime.path is None or node is None or \
-                not (tools.get("bwrap") and tools.get("socat")):
+        if (
+            runtime is None
+            or runtime.path is None
+            or node is None
+            or not (tools.get("bwrap") and tools.get("socat"))
+        ):
             return None
         return self._probe.network(node, runtime.path)
 
@@ -136,8 +168,9 @@ class Doctor:
         if login and self._fs.is_file(login):
             present.append(login)
         default = f"~/{spec.default_directory}/{spec.login_file}"
-        return CredentialFact(profile.name, tuple(present), (spec.key_text, login or default),
-                              spec.repair)
+        return CredentialFact(
+            profile.name, tuple(present), (spec.key_text, login or default), spec.repair
+        )
 
     def _workers_json(self, worktree: str) -> tuple[FileFact, WorkerConfiguration | None]:
         file = posixpath.join(worktree, domain_config.CONFIG_PATH)
@@ -159,15 +192,24 @@ class Doctor:
         return FileFact(file, origin, found.notice), found
 
 
-def _backends(flag: str | None, config: WorkerConfiguration | None, in_worktree: bool,
-              profiles: tuple[BackendProfile, ...]) -> tuple[tuple[str, ...], str]:
+def _backends(
+    flag: str | None,
+    config: WorkerConfiguration | None,
+    in_worktree: bool,
+    profiles: tuple[BackendProfile, ...],
+) -> tuple[tuple[str, ...], str]:
     """The backends doctor judges, and what said so."""
     if flag is not None:
         return (flag,), f"--backend {flag}"
     if config is None:
-        where = ("this worktree's configuration cannot be read" if in_worktree
-                 else "not run in a worktree")
+        where = (
+            "this worktree's configuration cannot be read"
+            if in_worktree
+            else "not run in a worktree"
+        )
         return tuple(p.name for p in profiles), f"{where} and no --backend: every backend"
-    used = backends_in_use([entry.backend for entry in config.entries()],
-                           config.default is not None and config.default.backend is not None)
+    used = backends_in_use(
+        [entry.backend for entry in config.entries()],
+        config.default is not None and config.default.backend is not None,
+    )
     return used, f"those {config.file} can run a worker on"

@@ -24,8 +24,13 @@ __all__ = ["EventEmitter"]
 class EventEmitter:
     """The events of one run, to `sink` (None: nothing is told)."""
 
-    def __init__(self, sink: RunEvents | None, clock: Clock | None, run_id: str = "",
-                 profile: BackendProfile | None = None) -> None:
+    def __init__(
+        self,
+        sink: RunEvents | None,
+        clock: Clock | None,
+        run_id: str = "",
+        profile: BackendProfile | None = None,
+    ) -> None:
         self._sink, self._clock, self.run_id = sink, clock, run_id
         self._told: set[tuple[int, str]] = set()
         self._tracker = None if profile is None else CallTracker(profile)
@@ -43,13 +48,16 @@ class EventEmitter:
             self._sink = None
 
     def run_started(self, request: RunRequest, run_directory: str) -> None:
-        self._tell(EventKind.RUN_STARTED, backend=request.backend,
-                   task_type=bounded(request.task_type), worktree=bounded(request.worktree),
-                   run_directory=bounded(run_directory))
+        self._tell(
+            EventKind.RUN_STARTED,
+            backend=request.backend,
+            task_type=bounded(request.task_type),
+            worktree=bounded(request.worktree),
+            run_directory=bounded(run_directory),
+        )
 
     def round_started(self, round_state: RoundState) -> None:
-        self._tell(EventKind.ROUND_STARTED, round=round_state.number,
-                   prompt=round_state.kind.value)
+        self._tell(EventKind.ROUND_STARTED, round=round_state.number, prompt=round_state.kind.value)
 
     def output_line(self, round_number: int, line: str) -> None:
         """One line of the agent's output: each tool call it completes is told."""
@@ -59,9 +67,14 @@ class EventEmitter:
             self._call(round_number, call)
 
     def _call(self, round_number: int, call: ToolCall) -> None:
-        self._tell(EventKind.TOOL_CALL, round=round_number, tool=bounded(call.tool),
-                   target=bounded(call.target), decision=call.decision,
-                   reason=bounded(call.reason))
+        self._tell(
+            EventKind.TOOL_CALL,
+            round=round_number,
+            tool=bounded(call.tool),
+            target=bounded(call.target),
+            decision=call.decision,
+            reason=bounded(call.reason),
+        )
 
     def round_ended(self, round_state: RoundState) -> None:
         """The round's audit, checks and retry, each once however often its node is written."""
@@ -69,11 +82,14 @@ class EventEmitter:
         if round_state.audit is not None and (n, "audit") not in self._told:
             self._told.add((n, "audit"))
             changed = round_state.audit.changed
-            self._tell(EventKind.AUDIT, round=n, verdict=round_state.audit.verdict.value,
-                       changed=[bounded(p) for p in changed[:LISTED]],
-                       changed_count=len(changed),
-                       violations=[bounded(v) for v in
-                                   round_state.audit.violation_texts[:LISTED]])
+            self._tell(
+                EventKind.AUDIT,
+                round=n,
+                verdict=round_state.audit.verdict.value,
+                changed=[bounded(p) for p in changed[:LISTED]],
+                changed_count=len(changed),
+                violations=[bounded(v) for v in round_state.audit.violation_texts[:LISTED]],
+            )
         if round_state.evidence_node and (n, "checks") not in self._told:
             self._told.add((n, "checks"))
             for item in round_state.evidence_node:
@@ -81,25 +97,39 @@ class EventEmitter:
         transient = round_state.transient
         if transient is not None and transient.retried and (n, "retry") not in self._told:
             self._told.add((n, "retry"))
-            self._tell(EventKind.RETRY, round=n, error=bounded(transient.error),
-                       retried=True, delay_seconds=transient.delay_seconds)
+            self._tell(
+                EventKind.RETRY,
+                round=n,
+                error=bounded(transient.error),
+                retried=True,
+                delay_seconds=transient.delay_seconds,
+            )
 
     def _check(self, n: int, item: Mapping[str, Any]) -> None:
         if isinstance(item.get("check"), str):
             code = item.get("exit_code")
-            self._tell(EventKind.CHECK, round=n, check=bounded(item["check"]),
-                       judgement=None if item.get("judgement") is None
-                       else bounded(item["judgement"]),
-                       exit_code=code if isinstance(code, int) else None)
+            self._tell(
+                EventKind.CHECK,
+                round=n,
+                check=bounded(item["check"]),
+                judgement=None if item.get("judgement") is None else bounded(item["judgement"]),
+                exit_code=code if isinstance(code, int) else None,
+            )
 
     def run_ended(self, record: RunRecord) -> None:
-        for outcome, paths in (("deleted", record.deleted), ("refused", record.deletions_refused),
-                               ("absent", record.deletions_absent),
-                               ("failed", record.deletions_failed)):
+        for outcome, paths in (
+            ("deleted", record.deleted),
+            ("refused", record.deletions_refused),
+            ("absent", record.deletions_absent),
+            ("failed", record.deletions_failed),
+        ):
             for path in paths:
                 self._tell(EventKind.DELETION, path=bounded(path), outcome=outcome)
         error = record.error
-        self._tell(EventKind.RUN_ENDED, status=record.status,
-                   code=None if error is None else str(error.code),
-                   detail=None if error is None else bounded(error.detail),
-                   rounds=len(record.rounds))
+        self._tell(
+            EventKind.RUN_ENDED,
+            status=record.status,
+            code=None if error is None else str(error.code),
+            detail=None if error is None else bounded(error.detail),
+            rounds=len(record.rounds),
+        )

@@ -115,11 +115,22 @@ class HostRun:
 class WorkerHost:
     """Runs one worker run at a time over the ports; wired by the container."""
 
-    def __init__(self, *, git: GitReader, fs: FileSystem, clock: Clock, random: Random,
-                 processes: ProcessRunner, preparer: Preparer, temp_root: str,
-                 host_pid: int, process_table: ProcessTable, profiles: Profiles,
-                 groups: ResourceGroups | None = None,
-                 machine: MachineResources | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        git: GitReader,
+        fs: FileSystem,
+        clock: Clock,
+        random: Random,
+        processes: ProcessRunner,
+        preparer: Preparer,
+        temp_root: str,
+        host_pid: int,
+        process_table: ProcessTable,
+        profiles: Profiles,
+        groups: ResourceGroups | None = None,
+        machine: MachineResources | None = None,
+    ) -> None:
         self._git = git
         self._profiles = profiles
         self._fs = fs
@@ -133,8 +144,13 @@ class WorkerHost:
         self._groups = groups  # each round's control group (issue 20); None: none made
         self._machine = machine or MachineResources()  # the machine's resources.json
 
-    def run(self, request: RunRequest, validation: RoundValidation | None = None,
-            cancel: Cancellation | None = None, events: RunEvents | None = None) -> RunRecord:
+    def run(
+        self,
+        request: RunRequest,
+        validation: RoundValidation | None = None,
+        cancel: Cancellation | None = None,
+        events: RunEvents | None = None,
+    ) -> RunRecord:
         """Run the worker the request asks for and return the run record, however it ends;
         `events` is told what the run does as it goes (issue 21 §5)."""
         if not request.parent:
@@ -143,8 +159,9 @@ class WorkerHost:
         if refused is not None:
             raise RequestRefused(refused)
         run = self._begin(request, request.parent, validation, cancel or Cancellation())
-        run.events = EventEmitter(events, self._clock, run.state.run_id,
-                                  self._profiles[request.backend])
+        run.events = EventEmitter(
+            events, self._clock, run.state.run_id, self._profiles[request.backend]
+        )
         state = run.state
         # Everything after the runtime directory exists runs under the finally, so an
         # exception escaping from our own code still removes it and its credential copies.
@@ -154,10 +171,14 @@ class WorkerHost:
             state.write_node(run.tracer, "start")
             run.events.run_started(request, state.layout.run_dir)
             if isinstance(run.runtime, FileSystemError):
-                run.refuse(Refusal(
-                    code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
-                    message=f"the runtime directory could not be created in {self._temp_root}: "
-                            f"{run.runtime.os_error_text}"))
+                run.refuse(
+                    Refusal(
+                        code=Code.LAUNCH_FAILED,
+                        reason=Reason.ENVIRONMENT,
+                        message=f"the runtime directory could not be created in {self._temp_root}: "
+                        f"{run.runtime.os_error_text}",
+                    )
+                )
             else:
                 self._run(run)
         except BaseException as ended:
@@ -166,16 +187,24 @@ class WorkerHost:
             # interrupted with what ended it (seed 000 "Errors"), its final record is written
             # and its runtime directory removed below, and the exception goes on to the caller.
             if state.running:
-                state.end(interrupted_link(
-                    run.links, ended_by(ended, state.ended_in or run.progress.phase_now), state))
+                state.end(
+                    interrupted_link(
+                        run.links, ended_by(ended, state.ended_in or run.progress.phase_now), state
+                    )
+                )
             raise
         finally:
             record = self._finish(run)
             run.events.run_ended(record)
         return record
 
-    def _begin(self, request: RunRequest, parent: str, validation: RoundValidation | None,
-               cancel: Cancellation) -> HostRun:
+    def _begin(
+        self,
+        request: RunRequest,
+        parent: str,
+        validation: RoundValidation | None,
+        cancel: Cancellation,
+    ) -> HostRun:
         """The run's identity, node folder, runtime directory (with its owner record) and the
         writers of its trace and progress file."""
         started = self._clock.now_utc()
@@ -183,26 +212,47 @@ class WorkerHost:
         tracer = TraceWriter(self._fs, self._clock)
         created = tracer.create_run(parent, run_id)
         layout = created if isinstance(created, RunLayout) else RunLayout.below(parent, run_id)
-        owner = OwnerRecord.of(run_id, layout.run_dir, request.backend,
-                               self._process_table.own())
-        runtime = create_runtime_directory(self._fs, self._temp_root, run_id, self._random,
-                                           owner=owner)
-        runtime_dir = runtime.root if not isinstance(runtime, FileSystemError) else (
-            posixpath.join(self._temp_root, f"concorde-{run_id[-6:]}-(not created)"))
+        owner = OwnerRecord.of(run_id, layout.run_dir, request.backend, self._process_table.own())
+        runtime = create_runtime_directory(
+            self._fs, self._temp_root, run_id, self._random, owner=owner
+        )
+        runtime_dir = (
+            runtime.root
+            if not isinstance(runtime, FileSystemError)
+            else (posixpath.join(self._temp_root, f"concorde-{run_id[-6:]}-(not created)"))
+        )
         resources = RunResources(self._groups, request.resources, runtime_dir, self._machine)
         request = request.model_copy(update={"resources": resources.limits})  # in force
-        progress = ProgressWriter(self._fs, self._clock, layout.status, run_id=run_id,
-                                  task_type=request.task_type, backend=request.backend,
-                                  worktree=request.worktree,
-                                  operation_run_id=request.operation_run_id,
-                                  host_pid=self._host_pid, started_at=started)
+        progress = ProgressWriter(
+            self._fs,
+            self._clock,
+            layout.status,
+            run_id=run_id,
+            task_type=request.task_type,
+            backend=request.backend,
+            worktree=request.worktree,
+            operation_run_id=request.operation_run_id,
+            host_pid=self._host_pid,
+            started_at=started,
+        )
         return HostRun(
-            state=RunState(request=request, run_id=run_id, started_at=started, layout=layout,
-                           runtime_dir=runtime_dir),
-            tracer=tracer, progress=progress,
-            links=LinkContext(run_id=run_id, task_type=request.task_type, layout=layout,
-                              backend=request.backend),
-            validation=validation, cancel=cancel, runtime=runtime, resources=resources)
+            state=RunState(
+                request=request,
+                run_id=run_id,
+                started_at=started,
+                layout=layout,
+                runtime_dir=runtime_dir,
+            ),
+            tracer=tracer,
+            progress=progress,
+            links=LinkContext(
+                run_id=run_id, task_type=request.task_type, layout=layout, backend=request.backend
+            ),
+            validation=validation,
+            cancel=cancel,
+            runtime=runtime,
+            resources=resources,
+        )
 
     def refusal_before_run(self, request: RunRequest) -> Refusal | None:
         """The refusal of a request no run is made for, or None: a parent with a control
@@ -215,13 +265,17 @@ class WorkerHost:
         or older than the policy relies on) is the run's, with its final record."""
         parent = request.parent or ""
         problem = control_problem(parent) or (
-            None if posixpath.isabs(parent) else "is not an absolute path")
+            None if posixpath.isabs(parent) else "is not an absolute path"
+        )
         if problem is not None:
             # As the command line refuses it (application/requests.py): the run directory
             # would be made below it, and its name written into the brief and the plan.
-            return Refusal(code=REQUEST_INVALID, reason=Reason.INPUT,
-                           message=f"the request's parent {parent!r} {problem}; give the "
-                                   "absolute path of the trace node folder without it")
+            return Refusal(
+                code=REQUEST_INVALID,
+                reason=Reason.INPUT,
+                message=f"the request's parent {parent!r} {problem}; give the "
+                "absolute path of the trace node folder without it",
+            )
         return self._preparer.refusal_before_run(request, self._temp_root)
 
     # --- the run ---------------------------------------------------------------------------
@@ -234,8 +288,9 @@ class WorkerHost:
             run.refuse(prepared)
             return
         state.prepared = prepared
-        with worktree_held(self._fs, prepared, state.run_id, self._host_pid,
-                           state.layout.run_dir) as refused:
+        with worktree_held(
+            self._fs, prepared, state.run_id, self._host_pid, state.layout.run_dir
+        ) as refused:
             run.refuse(refused) if refused is not None else self._run_held(run, prepared)
 
     def _run_held(self, run: HostRun, prepared: Prepared) -> None:
@@ -244,10 +299,15 @@ class WorkerHost:
         # The snapshot comes before anything is generated: a run whose snapshot failed
         # launches nothing, so it gets no control files and no credential copies.
         observer = WorktreeObserver(
-            self._git, self._fs, prepared.repository,
-            writable=[e.path for e in prepared.grant.entries
-                      if e.level is Level.RW and e.is_directory],
-            runtime_paths=request.runtime_paths, git_entries=prepared.git_entries)
+            self._git,
+            self._fs,
+            prepared.repository,
+            writable=[
+                e.path for e in prepared.grant.entries if e.level is Level.RW and e.is_directory
+            ],
+            runtime_paths=request.runtime_paths,
+            git_entries=prepared.git_entries,
+        )
         try:
             snapshot = observer.snapshot()
         except GitCommandFailed as failed:
@@ -258,16 +318,25 @@ class WorkerHost:
         # run is refused before anything is generated (docs/decisions.md).
         planted = observer.found_before(snapshot)
         if planted:
-            run.refuse(Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
-                               message=found_before_refusal(planted, prepared.placement.worktree)))
+            run.refuse(
+                Refusal(
+                    code=Code.LAUNCH_FAILED,
+                    reason=Reason.ENVIRONMENT,
+                    message=found_before_refusal(planted, prepared.placement.worktree),
+                )
+            )
             return
         try:
             self._write_control(prepared, run.tracer, run.credential_copies)
         except FileSystemError as failed:
-            run.refuse(Refusal(
-                code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
-                message=f"the host could not write {failed.path} into the runtime directory: "
-                        f"{failed.os_error_text}"))
+            run.refuse(
+                Refusal(
+                    code=Code.LAUNCH_FAILED,
+                    reason=Reason.ENVIRONMENT,
+                    message=f"the host could not write {failed.path} into the runtime directory: "
+                    f"{failed.os_error_text}",
+                )
+            )
             return
         run.tracer.write_text(state.layout.brief, prepared.brief)
         if prepared.programs:  # what a test backend runs has no version the policy relies on
@@ -278,27 +347,49 @@ class WorkerHost:
             return
         self._rounds(run, prepared, observer, snapshot)
 
-    def _rounds(self, run: HostRun, prepared: Prepared, observer: WorktreeObserver,
-                snapshot: Snapshot) -> None:
+    def _rounds(
+        self, run: HostRun, prepared: Prepared, observer: WorktreeObserver, snapshot: Snapshot
+    ) -> None:
         state = run.state
-        runner = RoundRunner(RoundContext(
-            fs=self._fs, clock=self._clock, random=self._random, processes=self._processes,
-            tracer=run.tracer, progress=run.progress, prepared=prepared, observer=observer,
-            snapshot=snapshot, validation=run.validation, cancel=run.cancel, state=state,
-            resources=run.resources, changes=keeper_for(self._git, self._fs, prepared,
-                                                        run.tracer, state), events=run.events))
+        runner = RoundRunner(
+            RoundContext(
+                fs=self._fs,
+                clock=self._clock,
+                random=self._random,
+                processes=self._processes,
+                tracer=run.tracer,
+                progress=run.progress,
+                prepared=prepared,
+                observer=observer,
+                snapshot=snapshot,
+                validation=run.validation,
+                cancel=run.cancel,
+                state=state,
+                resources=run.resources,
+                changes=keeper_for(self._git, self._fs, prepared, run.tracer, state),
+                events=run.events,
+            )
+        )
         result = runner.run_all()
         if result.interrupted or run.cancel.is_set():
-            leave_git_metadata(state, "the run was interrupted, and an interruption leaves "
-                                     "the worktree as it found it")
+            leave_git_metadata(
+                state,
+                "the run was interrupted, and an interruption leaves the worktree as it found it",
+            )
             state.end(interrupted_link(run.links, run.cancel.reason, state))
             return
         move_git_metadata(self._fs, state, prepared)
         if result.git_failure is not None:
             state.end(snapshot_link(run.links, result.git_failure, state))
             return
-        link = end_link(run.links, state, result.step, result.facts, result.validation_outcome,
-                        result.validation_error)
+        link = end_link(
+            run.links,
+            state,
+            result.step,
+            result.facts,
+            result.validation_outcome,
+            result.validation_error,
+        )
         status = result.step.status
         if deletions_allowed(result.facts, interrupted=False) and state.worker_result is not None:
             deleted = self._delete(run, prepared, link)
@@ -306,14 +397,18 @@ class WorkerHost:
                 link, status = deleted, WorkerStatus.FAILED
         state.end(link, status)
 
-    def _delete(self, run: HostRun, prepared: Prepared,
-                link: ErrorLink | None) -> ErrorLink | None:
+    def _delete(self, run: HostRun, prepared: Prepared, link: ErrorLink | None) -> ErrorLink | None:
         """Perform the proposed deletions (seed 000 "Proposed deletions")."""
         state = run.state
         assert state.worker_result is not None
         worktree = prepared.placement.worktree
-        plan = plan_deletions(list(state.worker_result.proposed_deletions), worktree,
-                              prepared.grant, self._resolve_parent, self._kind)
+        plan = plan_deletions(
+            list(state.worker_result.proposed_deletions),
+            worktree,
+            prepared.grant,
+            self._resolve_parent,
+            self._kind,
+        )
         failures: dict[str, str] = {}
         for planned in plan.to_delete:
             # The worker's processes are gone and the caller keeps other writers away (seed 000
@@ -337,14 +432,18 @@ class WorkerHost:
     def _kind(self, path: str) -> Kind:
         if not self._fs.lexists(path):
             return "absent"
-        kinds: dict[EntryKind, Kind] = {EntryKind.FILE: "file", EntryKind.SYMLINK: "symlink",
-                                        EntryKind.DIRECTORY: "directory"}
+        kinds: dict[EntryKind, Kind] = {
+            EntryKind.FILE: "file",
+            EntryKind.SYMLINK: "symlink",
+            EntryKind.DIRECTORY: "directory",
+        }
         return kinds.get(self._fs.stat(path).kind, "other")
 
     # --- files -------------------------------------------------------------------------------
 
-    def _write_control(self, prepared: Prepared, tracer: TraceWriter,
-                       credential_copies: list[str]) -> None:
+    def _write_control(
+        self, prepared: Prepared, tracer: TraceWriter, credential_copies: list[str]
+    ) -> None:
         for path, text in prepared.control_files.items():
             self._fs.makedirs(posixpath.dirname(path), 0o700)
             self._fs.write_atomic(path, text, 0o600)
@@ -377,8 +476,11 @@ class WorkerHost:
 
         def end_unrecorded() -> None:
             if state.running:  # ended before it could say by what: still recorded
-                state.end(interrupted_link(
-                    links, "the run ended before the host could record what ended it", state))
+                state.end(
+                    interrupted_link(
+                        links, "the run ended before the host could record what ended it", state
+                    )
+                )
 
         def clean() -> None:
             if not isinstance(run.runtime, FileSystemError):
@@ -388,8 +490,11 @@ class WorkerHost:
             if state.error is not None and not state.transcript_kept:
                 state.error = links.without_transcript(state.error)
             state.ended_at = self._clock.now_utc()
-            run.progress.phase("finished", max(1, len(state.rounds)),
-                           status=cast(ProgressStatus, state.outcome or state.status))
+            run.progress.phase(
+                "finished",
+                max(1, len(state.rounds)),
+                status=cast(ProgressStatus, state.outcome or state.status),
+            )
 
         def write_end() -> None:
             state.files = tracer.run_files(state.layout)
@@ -404,8 +509,9 @@ class WorkerHost:
         record = state.record(tracer.final_failures)
         if record.error is not None and tracer.final_failures:
             # Only the returned value can carry a failure of the final write itself.
-            record = record.model_copy(update={"error": links.with_evidence(
-                record.error, tracer.failure_evidence())})
+            record = record.model_copy(
+                update={"error": links.with_evidence(record.error, tracer.failure_evidence())}
+            )
         return record
 
     def _cleanup(self, run: HostRun, runtime: RuntimeLayout) -> None:
@@ -417,21 +523,28 @@ class WorkerHost:
             try:
                 transcript = prepared.backend.transcript(prepared.context, state.session)
             except Exception as defect:  # it must not keep the runtime directory in place
-                lookup_failed = (f"session {state.session}: the host could not find its "
-                                 f"transcript: {type(defect).__name__}: {defect}")
+                lookup_failed = (
+                    f"session {state.session}: the host could not find its "
+                    f"transcript: {type(defect).__name__}: {defect}"
+                )
         if transcript is not None and not self._fs.lexists(transcript):
             # A session the agent named but never wrote (pi writes its file only after the
             # first answer): there is no transcript to keep, which is no cleanup failure.
             transcript = None
         cleaned = cleanup_runtime_directory(
-            self._fs, runtime, run.credential_copies, transcript,
-            state.layout.transcript if transcript else None)
+            self._fs,
+            runtime,
+            run.credential_copies,
+            transcript,
+            state.layout.transcript if transcript else None,
+        )
         if lookup_failed is not None:
             cleaned = replace(cleaned, transcript_error=lookup_failed)
         # A cleanup done again (an exception interrupted the first) finds no transcript left to
         # keep when the first kept it and removed the directory: kept stays kept.
         state.transcript_kept = state.transcript_kept or (
-            transcript is not None and cleaned.transcript_kept)
+            transcript is not None and cleaned.transcript_kept
+        )
         if cleaned.ok:
             return
         if state.error is not None and state.error.code == Code.CLEANUP_FAILED:

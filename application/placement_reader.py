@@ -44,24 +44,33 @@ class PlacementReader:
     def placement(self, worktree: str) -> Placement | Refusal:
         problem = control_problem(worktree)
         if problem is not None:
-            return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT,
-                           message=f"the worktree {worktree!r} {problem}; give the absolute path "
-                           "of a worktree in .claude/worktrees/ whose name holds no control "
-                           "character")
+            return Refusal(
+                code=Code.REQUEST_INVALID,
+                reason=Reason.INPUT,
+                message=f"the worktree {worktree!r} {problem}; give the absolute path "
+                "of a worktree in .claude/worktrees/ whose name holds no control "
+                "character",
+            )
         if not posixpath.isabs(worktree):
-            return misplaced(f"the worktree {worktree!r} is not an absolute path; give the "
-                              "absolute path of a worktree in .claude/worktrees/")
+            return misplaced(
+                f"the worktree {worktree!r} is not an absolute path; give the "
+                "absolute path of a worktree in .claude/worktrees/"
+            )
         if not self._fs.is_dir(worktree):
-            return misplaced(f"the worktree {worktree} does not exist or is no directory; "
-                              "create it with git worktree add under .claude/worktrees/ of the "
-                              "primary worktree")
+            return misplaced(
+                f"the worktree {worktree} does not exist or is no directory; "
+                "create it with git worktree add under .claude/worktrees/ of the "
+                "primary worktree"
+            )
         real = self._fs.realpath(worktree)
         try:
             toplevel = self.kept.ask("toplevel", real, self._git.toplevel)
             if toplevel != real:
-                return misplaced(f"the worktree {real} is not the top level of a Git worktree "
-                                  f"(Git's top level is {toplevel}); give the worktree's own "
-                                  "directory in .claude/worktrees/")
+                return misplaced(
+                    f"the worktree {real} is not the top level of a Git worktree "
+                    f"(Git's top level is {toplevel}); give the worktree's own "
+                    "directory in .claude/worktrees/"
+                )
             # Found from the worktree itself, no directory above it (GIT_CEILING_DIRECTORIES).
             worktrees = self.kept.ask("worktrees", real, self._git.worktrees)
         except GitCommandFailed as failed:
@@ -70,28 +79,34 @@ class PlacementReader:
         said = "the repository is bare" if worktrees and worktrees[0].bare else ""
         return check_placement(real, primary.path if primary else None, said)
 
-    def admin_paths(self, worktree: str, runtime_paths: tuple[str, ...]
-                     ) -> GitFound | Refusal:
+    def admin_paths(self, worktree: str, runtime_paths: tuple[str, ...]) -> GitFound | Refusal:
         """The repository every later Git call names, the administrative paths, and the `.git`
         entries of the walk (relative to the worktree)."""
         try:
             git_dir, common_dir = self.kept.ask("git_dirs", worktree, self._git.git_dirs)
         except GitCommandFailed as failed:
-            return misplaced(f"Git could not name the Git directories of {worktree}: "
-                              f"{failed.output.strip() or failed}")
+            return misplaced(
+                f"Git could not name the Git directories of {worktree}: "
+                f"{failed.output.strip() or failed}"
+            )
         entries: list[AdminPath] = []
         targets: list[str] = []
         walked = find_git_entries(worktree, self._list_subdirs, runtime_paths)
         for found in walked:
             directory = self._fs.is_dir(found.path) and not self._fs.is_symlink(found.path)
             real = self._fs.realpath(found.path)
-            entries += [AdminPath(path=found.path, directory=directory),
-                        AdminPath(path=real, directory=self._fs.is_dir(real))]
+            entries += [
+                AdminPath(path=found.path, directory=directory),
+                AdminPath(path=real, directory=self._fs.is_dir(real)),
+            ]
             if not directory:
                 targets += self._gitdir_targets(found.path)
         repository = GitRepository(worktree=worktree, git_dir=git_dir, common_dir=common_dir)
-        return (repository, collect_admin_paths(git_dir, common_dir, entries, targets),
-                tuple(relative_to(found.path, worktree) for found in walked))
+        return (
+            repository,
+            collect_admin_paths(git_dir, common_dir, entries, targets),
+            tuple(relative_to(found.path, worktree) for found in walked),
+        )
 
     def _gitdir_targets(self, git_file: str) -> list[str]:
         """The Git directory a `.git` file names, and that directory's commondir target."""

@@ -64,8 +64,15 @@ class Plan:
 class Planner:
     """Plans a run over the configuration reader and the preparation the host uses."""
 
-    def __init__(self, preparer: Preparer, config_reader: ConfigurationReader, clock: Clock,
-                 random: Random, temp_root: str, fs: FileSystem) -> None:
+    def __init__(
+        self,
+        preparer: Preparer,
+        config_reader: ConfigurationReader,
+        clock: Clock,
+        random: Random,
+        temp_root: str,
+        fs: FileSystem,
+    ) -> None:
         self._preparer = preparer
         self._fs = fs
         self._config = config_reader
@@ -73,19 +80,21 @@ class Planner:
         self._random = random
         self._temp_root = temp_root
 
-    def plan(self, request: RunRequest,
-             declared: Mapping[str, set[str]] | None = None) -> Plan:
+    def plan(self, request: RunRequest, declared: Mapping[str, set[str]] | None = None) -> Plan:
         """Plan `request`. With an Operation and a worker, resolve them through the worker
         configuration first; `declared` are the Operations and worker ids the caller declares
         (default: just the requested one), against which every name of the file is checked."""
         rid = run_id(self._clock.now_utc(), self._random.hex_token(6))
-        runtime_dir = posixpath.join(self._temp_root,
-                                     runtime_directory_name(rid, self._random.hex_token(8)))
+        runtime_dir = posixpath.join(
+            self._temp_root, runtime_directory_name(rid, self._random.hex_token(8))
+        )
         resolution = request_resolution(request)
-        plan = Plan(request=request, resolution=resolution, run_id=rid,
-                    runtime_directory=runtime_dir)
-        settled = settle_worker(self._config, request, declared or {},
-                                self._preparer.placement_refusal)
+        plan = Plan(
+            request=request, resolution=resolution, run_id=rid, runtime_directory=runtime_dir
+        )
+        settled = settle_worker(
+            self._config, request, declared or {}, self._preparer.placement_refusal
+        )
         if isinstance(settled, Refusal):
             plan.refusal = settled
             return plan
@@ -105,13 +114,17 @@ class Planner:
             if not prepared.program_found:
                 plan.progress.notes.append(
                     f"the program {prepared.program} was not found: the run would end failed "
-                    "with launch_failed when it starts round 1")
+                    "with launch_failed when it starts round 1"
+                )
         return plan
 
 
-def settle_worker(config: ConfigurationReader, request: RunRequest,
-                  declared: Mapping[str, set[str]],
-                  misplaced: Callable[[str], Refusal | None]) -> ResolvedWorker | Refusal | None:
+def settle_worker(
+    config: ConfigurationReader,
+    request: RunRequest,
+    declared: Mapping[str, set[str]],
+    misplaced: Callable[[str], Refusal | None],
+) -> ResolvedWorker | Refusal | None:
     """With an Operation and a worker, the worker as its configuration and the model map settle
     it, or the refusal the configuration reader gives (before any run exists); None for a
     request that names neither. Shared by `plan` and `run`, so they cannot drift apart.
@@ -121,17 +134,21 @@ def settle_worker(config: ConfigurationReader, request: RunRequest,
     cannot hold (issue 19 §2); a resolution that succeeds costs no extra Git question."""
     if bool(request.operation) != bool(request.worker):
         return Refusal(
-            code=Code.REQUEST_INVALID, reason=Reason.INPUT,
+            code=Code.REQUEST_INVALID,
+            reason=Reason.INPUT,
             message="the request names an Operation without a worker id or a worker id without "
-                    "an Operation; give both (--operation and --worker) to resolve the worker "
-                    "through its configuration, or neither")
+            "an Operation; give both (--operation and --worker) to resolve the worker "
+            "through its configuration, or neither",
+        )
     if not (request.operation and request.worker):
         return None
     if not posixpath.isabs(request.worktree):
         return Refusal(
-            code=Code.WORKTREE_MISPLACED, reason=Reason.ENVIRONMENT,
+            code=Code.WORKTREE_MISPLACED,
+            reason=Reason.ENVIRONMENT,
             message=f"the worktree {request.worktree!r} is not an absolute path; give the "
-                    "absolute path of a worktree in .claude/worktrees/")
+            "absolute path of a worktree in .claude/worktrees/",
+        )
     names = {op: set(ids) for op, ids in declared.items()}
     names.setdefault(request.operation, set()).add(request.worker)
     resolved = config.resolve_worker(request.worktree, request.operation, request.worker, names)
@@ -144,12 +161,14 @@ def settle_worker(config: ConfigurationReader, request: RunRequest,
 
 def backend_conflict(request: RunRequest, resolved: ResolvedWorker) -> Refusal:
     return Refusal(
-        code=Code.REQUEST_INVALID, reason=Reason.INPUT, file=resolved.configuration,
+        code=Code.REQUEST_INVALID,
+        reason=Reason.INPUT,
+        file=resolved.configuration,
         message=f"the request asks for the {request.backend} backend, but the worker "
-                f"configuration {resolved.configuration} chooses {resolved.backend} for worker "
-                f"{resolved.worker} of Operation {resolved.operation} ({resolved.backend_source}); "
-                "the worker configuration alone chooses a configured worker's backend: drop "
-                "--backend, or change the configuration's entry",
+        f"configuration {resolved.configuration} chooses {resolved.backend} for worker "
+        f"{resolved.worker} of Operation {resolved.operation} ({resolved.backend_source}); "
+        "the worker configuration alone chooses a configured worker's backend: drop "
+        "--backend, or change the configuration's entry",
     )
 
 
@@ -168,13 +187,18 @@ def request_resolution(request: RunRequest) -> dict[str, Choice]:
 
 def apply_resolution(request: RunRequest, resolved: ResolvedWorker) -> RunRequest:
     """The request as the worker configuration and the model map settle it."""
-    return request.model_copy(update={
-        "backend": resolved.backend, "backend_source": resolved.backend_source,
-        "model": resolved.model, "local_model": resolved.local_model,
-        "model_map": resolved.model_map, "reasoning": resolved.reasoning,
-        "limits": resolved.limits,
-        "runtime_paths": tuple(dict.fromkeys((*resolved.runtime, *request.runtime_paths))),
-    })
+    return request.model_copy(
+        update={
+            "backend": resolved.backend,
+            "backend_source": resolved.backend_source,
+            "model": resolved.model,
+            "local_model": resolved.local_model,
+            "model_map": resolved.model_map,
+            "reasoning": resolved.reasoning,
+            "limits": resolved.limits,
+            "runtime_paths": tuple(dict.fromkeys((*resolved.runtime, *request.runtime_paths))),
+        }
+    )
 
 
 def worker_resolution(request: RunRequest, resolved: ResolvedWorker) -> dict[str, Choice]:
@@ -183,16 +207,17 @@ def worker_resolution(request: RunRequest, resolved: ResolvedWorker) -> dict[str
         "backend": Choice(resolved.backend, f"{config}: {resolved.backend_source}"),
         "model": Choice(resolved.model, f"{config}: {resolved.model_source}"),
         "local_model": Choice(resolved.local_model, resolved.model_map),
-        "reasoning": Choice(resolved.reasoning,
-                            f"{config}: {resolved.reasoning_source}" if resolved.reasoning_source
-                            else "none set: the program's own default level"),
+        "reasoning": Choice(
+            resolved.reasoning,
+            f"{config}: {resolved.reasoning_source}"
+            if resolved.reasoning_source
+            else "none set: the program's own default level",
+        ),
         "limits": Choice(resolved.limits.model_dump(), f"{config}: limits (defaults filled)"),
-        "runtime_paths": Choice(list(request.runtime_paths),
-                                f"{config}: runtime, and the request"),
+        "runtime_paths": Choice(list(request.runtime_paths), f"{config}: runtime, and the request"),
         "program": Choice(resolved.program, _program_origin(resolved)),
         # A working copy that is not the committed configuration the run reads (issue 18 §4).
-        **({} if resolved.notice is None
-           else {"configuration": Choice(config, resolved.notice)}),
+        **({} if resolved.notice is None else {"configuration": Choice(config, resolved.notice)}),
     }
 
 
@@ -215,6 +240,48 @@ def _grant_levels(grant: Grant | None) -> list[dict[str, str]]:
     return [{"path": e.path, "level": e.level.value} for e in grant.entries]
 
 
+def _refusal_json(refusal: Refusal | None) -> dict[str, Any] | None:
+    if refusal is None:
+        return None
+    return {
+        "code": refusal.code,
+        "reason": refusal.reason.value,
+        "message": refusal.message,
+        "file": refusal.file,
+    }
+
+
+def _prepared_json(prepared: Prepared) -> dict[str, Any]:
+    """What only a settled preparation shows: round 1's command line and environment, the
+    confinement, the settings, the control files, the brief and the digests."""
+    confinement = prepared.confinement
+    return {
+        "round1": {
+            "argv": list(prepared.command.argv),
+            "cwd": prepared.command.cwd,
+            "stdin": "the brief",
+            "environment": redact(prepared.environment),
+            "adaptations": list(prepared.command.adaptations),
+        },
+        "confinement": None
+        if confinement is None
+        else {
+            "mounts": [
+                {"kind": m.kind.value, "path": m.path, "why": m.why} for m in confinement.mounts
+            ],
+            "helper": confinement.helper(),
+        },
+        "settings": prepared.generated.shown_settings or None,
+        "control_files": sorted(prepared.control_files),
+        "brief": prepared.brief,
+        "digests": {
+            "grant_digest": prepared.grant_digest,
+            "settings_digest": prepared.settings_digest,
+            "brief_digest": prepared.brief_digest,
+        },
+    }
+
+
 def plan_json(plan: Plan) -> dict[str, Any]:
     """The plan as one JSON document (the same content `render` prints)."""
     seen = plan.progress
@@ -224,45 +291,34 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     grant = prepared.grant if prepared else seen.grant
     out: dict[str, Any] = {
         "verdict": "launch" if plan.launches else "refused",
-        "refusal": None if plan.refusal is None else {
-            "code": plan.refusal.code, "reason": plan.refusal.reason.value,
-            "message": plan.refusal.message, "file": plan.refusal.file},
+        "refusal": _refusal_json(plan.refusal),
         "run_id": plan.run_id,
         "runtime_directory": plan.runtime_directory,
         "worktree": plan.request.worktree,
         "task_type": plan.request.task_type,
         "resolution": {k: v.to_json() for k, v in plan.resolution.items()},
-        "placement": None if placement is None else {
-            "verdict": "holds", "worktree": placement.worktree, "primary": placement.primary,
-            "name": placement.name},
-        "git_admin_paths": [p.path for p in (prepared.admin_paths if prepared
-                                             else seen.admin_paths)],
+        "placement": None
+        if placement is None
+        else {
+            "verdict": "holds",
+            "worktree": placement.worktree,
+            "primary": placement.primary,
+            "name": placement.name,
+        },
+        "git_admin_paths": [
+            p.path for p in (prepared.admin_paths if prepared else seen.admin_paths)
+        ],
         "grant": _grant_levels(grant),
-        "deny_rules": None if policy is None else {"count": len(policy.deny_rules),
-                                                   "rules": list(policy.deny_rules)},
+        "deny_rules": None
+        if policy is None
+        else {"count": len(policy.deny_rules), "rules": list(policy.deny_rules)},
         "sandbox": None if policy is None else policy.sandbox.to_json(),
         "tools": None if policy is None else ",".join(prepared.tools if prepared else seen.tools),
         "programs": [p.to_json() for p in (prepared.programs if prepared else seen.programs)],
         "notes": list(seen.notes),
     }
     if prepared is not None:
-        out["round1"] = {
-            "argv": list(prepared.command.argv), "cwd": prepared.command.cwd,
-            "stdin": "the brief",
-            "environment": redact(prepared.environment),
-            "adaptations": list(prepared.command.adaptations),
-        }
-        out["confinement"] = None if prepared.confinement is None else {
-            "mounts": [{"kind": m.kind.value, "path": m.path, "why": m.why}
-                       for m in prepared.confinement.mounts],
-            "helper": prepared.confinement.helper(),
-        }
-        out["settings"] = prepared.generated.shown_settings or None
-        out["control_files"] = sorted(prepared.control_files)
-        out["brief"] = prepared.brief
-        out["digests"] = {"grant_digest": prepared.grant_digest,
-                          "settings_digest": prepared.settings_digest,
-                          "brief_digest": prepared.brief_digest}
+        out.update(_prepared_json(prepared))
     return out
 
 
@@ -276,62 +332,93 @@ def render(plan: Plan) -> str:
     data = plan_json(plan)
     lines: list[str] = []
     add: Callable[..., None] = lines.append
-    verdict = ("a run would launch" if plan.launches
-               else f"a run would be refused: {data['refusal']['code']}")
+    verdict = (
+        "a run would launch"
+        if plan.launches
+        else f"a run would be refused: {data['refusal']['code']}"
+    )
     add(f"concorde-workers plan — {verdict}")
     add(f"  run id {plan.run_id}, runtime directory {plan.runtime_directory} (not created)")
     if plan.refusal is not None:
         add("")
         add(f"REFUSED {plan.refusal.code} (reason {plan.refusal.reason.value})")
         lines.extend(f"  {line}" for line in plan.refusal.message.splitlines())
-    _section(lines, "Resolution", [f"{k}: {_short(v['value'])}  ← {v['source']}"
-                                   for k, v in data["resolution"].items()])
+    _section(
+        lines,
+        "Resolution",
+        [f"{k}: {_short(v['value'])}  ← {v['source']}" for k, v in data["resolution"].items()],
+    )
     if data["placement"]:
         p = data["placement"]
-        _section(lines, "Placement", [f"holds: {p['worktree']} lies directly in "
-                                      f"{p['primary']}/.claude/worktrees/"])
-    _section(lines, "Git administrative paths (hidden from every tool)",
-             data["git_admin_paths"])
+        _section(
+            lines,
+            "Placement",
+            [f"holds: {p['worktree']} lies directly in {p['primary']}/.claude/worktrees/"],
+        )
+    _section(lines, "Git administrative paths (hidden from every tool)", data["git_admin_paths"])
     _section(lines, "Grant", [f"{e['level']:<5} {e['path']}" for e in data["grant"]])
     if data["deny_rules"] is not None:
-        _section(lines, f"Deny rules ({data['deny_rules']['count']})",
-                 data["deny_rules"]["rules"])
+        _section(lines, f"Deny rules ({data['deny_rules']['count']})", data["deny_rules"]["rules"])
         for key, paths in data["sandbox"].items():
             _section(lines, f"Sandbox {key}", paths)
         _section(lines, "Tool set", [data["tools"]])
-    _section(lines, "Programs (version, the least the policy relies on, where, what said it, "
-                    "how it was found)",
-             [_program_line(p) for p in data["programs"]])
+    _section(
+        lines,
+        "Programs (version, the least the policy relies on, where, what said it, how it was found)",
+        [_program_line(p) for p in data["programs"]],
+    )
     if data.get("settings"):
-        _section(lines, "Worker settings beside those lists (control/settings.json)",
-                 [f"{key}: {json.dumps(value, sort_keys=True)}"
-                  for key, value in _flat(data["settings"]).items()])
+        _section(
+            lines,
+            "Worker settings beside those lists (control/settings.json)",
+            [
+                f"{key}: {json.dumps(value, sort_keys=True)}"
+                for key, value in _flat(data["settings"]).items()
+            ],
+        )
     if "round1" in data:
-        r1 = data["round1"]
-        _section(lines, "Round 1 command (cwd " + r1["cwd"] + ", the brief on stdin)",
-                 [" ".join(_quote(a) for a in r1["argv"])])
-        if r1["adaptations"]:
-            _section(lines, "Adapted to the installed program", r1["adaptations"])
-        if data["confinement"] is not None:
-            mounts = data["confinement"]["mounts"]
-            _section(lines, f"Confinement: the whole agent in a mount and PID namespace "
-                     f"({len(mounts)} mounts over a read-only /)",
-                     [f"{m['kind']:<15} {m['path']}  ({m['why']})" for m in mounts])
-        _section(lines, "Round 1 environment (cleared, then exactly)",
-                 [f"{k}={v}" for k, v in r1["environment"].items()])
-        _section(lines, "Digests the run record would carry",
-                 [f"{k}: {v}" for k, v in data["digests"].items()])
-        _section(lines, "Brief", data["brief"].rstrip("\n").splitlines())
+        _round1_lines(lines, data)
     _section(lines, "Notes", data["notes"])
     return terminal_lines(lines)
+
+
+def _round1_lines(lines: list[str], data: dict[str, Any]) -> None:
+    """Round 1's command, adaptations, confinement, environment, digests and brief."""
+    r1 = data["round1"]
+    _section(
+        lines,
+        "Round 1 command (cwd " + r1["cwd"] + ", the brief on stdin)",
+        [" ".join(_quote(a) for a in r1["argv"])],
+    )
+    if r1["adaptations"]:
+        _section(lines, "Adapted to the installed program", r1["adaptations"])
+    if data["confinement"] is not None:
+        mounts = data["confinement"]["mounts"]
+        _section(
+            lines,
+            f"Confinement: the whole agent in a mount and PID namespace "
+            f"({len(mounts)} mounts over a read-only /)",
+            [f"{m['kind']:<15} {m['path']}  ({m['why']})" for m in mounts],
+        )
+    _section(
+        lines,
+        "Round 1 environment (cleared, then exactly)",
+        [f"{k}={v}" for k, v in r1["environment"].items()],
+    )
+    _section(
+        lines,
+        "Digests the run record would carry",
+        [f"{k}: {v}" for k, v in data["digests"].items()],
+    )
+    _section(lines, "Brief", data["brief"].rstrip("\n").splitlines())
 
 
 def _program_line(program: dict[str, Any]) -> str:
     version = program["version"] or "version unknown"
     said = program["problem"] or program["source"]
     found = f"; found by {program['origin']}" if program.get("origin") else ""
-    return (f"{program['program']} {version} (at least {program['minimum']}) "
-            f"{program['path']}  ← {said}{found}")
+    least = f" (at least {program['minimum']})" if program["minimum"] else ""
+    return f"{program['program']} {version}{least} {program['path']}  ← {said}{found}"
 
 
 def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:

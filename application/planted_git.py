@@ -29,8 +29,9 @@ def leave_git_metadata(state: RunState, why: str) -> None:
     """Each `.git` entry the last round created stays where it is, and why."""
     if state.rounds:
         last = state.rounds[-1]
-        last.git_metadata = tuple(item.model_copy(update={"left": why})
-                                  for item in last.git_metadata)
+        last.git_metadata = tuple(
+            item.model_copy(update={"left": why}) for item in last.git_metadata
+        )
 
 
 def move_git_metadata(fs: FileSystem, state: RunState, prepared: Prepared) -> None:
@@ -47,15 +48,17 @@ def move_git_metadata(fs: FileSystem, state: RunState, prepared: Prepared) -> No
         if not item.created:
             moved.append(item.model_copy(update={"left": "it was there before the run"}))
             continue
-        item, used = _move_one(fs, item, number, state.layout.run_dir,
-                               prepared.placement.worktree, budget)
+        item, used = _move_one(
+            fs, item, number, state.layout.run_dir, prepared.placement.worktree, budget
+        )
         moved.append(item)
         budget -= used
     last.git_metadata = tuple(moved)
 
 
-def _move_one(fs: FileSystem, item: GitMetadata, number: int, run_dir: str, worktree: str,
-              budget: int) -> tuple[GitMetadata, int]:
+def _move_one(
+    fs: FileSystem, item: GitMetadata, number: int, run_dir: str, worktree: str, budget: int
+) -> tuple[GitMetadata, int]:
     """Archive the entry within `budget` bytes (none at all when not even an empty archive
     fits), then remove it from the worktree; the item as moved, and the bytes archived."""
     source = posixpath.join(worktree, item.path)
@@ -70,23 +73,37 @@ def _move_one(fs: FileSystem, item: GitMetadata, number: int, run_dir: str, work
             used = fs.stat(archive).size
             if left.entries_left_out:
                 n = left.entries_left_out
-                item = item.model_copy(update={"left_out": (
-                    f"{n} entr{'y' if n == 1 else 'ies'} ({left.bytes_left_out} bytes), over "
-                    f"the {PLANTED_GIT_CAP_BYTES // (1024 * 1024)} MiB the run's archives "
-                    "may hold")})
+                item = item.model_copy(
+                    update={
+                        "left_out": (
+                            f"{n} entr{'y' if n == 1 else 'ies'} ({left.bytes_left_out} bytes), "
+                            "over "
+                            f"the {PLANTED_GIT_CAP_BYTES // (1024 * 1024)} MiB the run's archives "
+                            "may hold"
+                        )
+                    }
+                )
         else:
             archived = None
-            item = item.model_copy(update={"left_out": (
-                f"all of it: the {PLANTED_GIT_CAP_BYTES // (1024 * 1024)} MiB the run's "
-                "archives may hold were used up")})
+            item = item.model_copy(
+                update={
+                    "left_out": (
+                        f"all of it: the {PLANTED_GIT_CAP_BYTES // (1024 * 1024)} MiB the run's "
+                        "archives may hold were used up"
+                    )
+                }
+            )
         if fs.is_dir(source) and not fs.is_symlink(source):
             fs.rmtree(source)
         else:
             fs.remove(source)
     except FileSystemError as error:
-        return item.model_copy(update={
-            "left": f"the host could not move it: {error.op} {error.path}: "
-                    f"{error.os_error_text}"}), used
+        return item.model_copy(
+            update={
+                "left": f"the host could not move it: {error.op} {error.path}: "
+                f"{error.os_error_text}"
+            }
+        ), used
     if archived is None:
         return item.model_copy(update={"removed": True}), used
     return item.model_copy(update={"moved_to": archived}), used

@@ -157,9 +157,15 @@ class Progress:
 class Preparer:
     """Settles a run before launch over the Git and filesystem ports."""
 
-    def __init__(self, git: GitReader, fs: FileSystem, host: HostFacts,
-                 backends: Mapping[str, AgentBackend], versions: ProgramVersions,
-                 profiles: Profiles) -> None:
+    def __init__(
+        self,
+        git: GitReader,
+        fs: FileSystem,
+        host: HostFacts,
+        backends: Mapping[str, AgentBackend],
+        versions: ProgramVersions,
+        profiles: Profiles,
+    ) -> None:
         self._git = git
         self._credentials = [profile.credentials for profile in profiles.values()]
         self._entries = entries_of(profiles)
@@ -169,16 +175,18 @@ class Preparer:
         self._versions = versions
         self._placer = PlacementReader(git, fs)
 
-    def prepare(self, request: RunRequest, run_id: str, runtime_dir: str,
-                progress: Progress | None = None) -> Prepared | Refusal:
+    def prepare(
+        self, request: RunRequest, run_id: str, runtime_dir: str, progress: Progress | None = None
+    ) -> Prepared | Refusal:
         """Everything up to round 1, or the refusal the run meets first."""
         try:
             return self._prepare(request, run_id, runtime_dir, progress or Progress())
         finally:
             self._placer.kept.close()
 
-    def _prepare(self, request: RunRequest, run_id: str, runtime_dir: str,
-                 seen: Progress) -> Prepared | Refusal:
+    def _prepare(
+        self, request: RunRequest, run_id: str, runtime_dir: str, seen: Progress
+    ) -> Prepared | Refusal:
         settled = self._settle(request, posixpath.dirname(runtime_dir), seen)
         if isinstance(settled, Refusal):
             return settled
@@ -194,13 +202,17 @@ class Preparer:
         home = self.home_refusal()
         if home is not None:
             return home
-        origins = credential_origins(self._host.environ, self._host.user_home,
-                                     self._credentials)
+        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
         model_map = [request.model_map] if request.model_map else []
         policy = build_policy(
-            grant=grant, worktree=placement.worktree, primary=placement.primary,
-            user_home=self._user_home(), runtime_dir=runtime_dir,
-            runtime_entries=self._entries, runtime_paths=request.runtime_paths, git=admin,
+            grant=grant,
+            worktree=placement.worktree,
+            primary=placement.primary,
+            user_home=self._user_home(),
+            runtime_dir=runtime_dir,
+            runtime_entries=self._entries,
+            runtime_paths=request.runtime_paths,
+            git=admin,
             list_dir=self._list_dir,
             homes=self._forms(list(origins.homes)),
             config_dirs=self._forms(list(origins.directories)),
@@ -211,12 +223,23 @@ class Preparer:
         code = backend.profile.run_directory_code
         if code is Code.RUN_DIRECTORY_DENIED and policy.run_directory_refusal is not None:
             return policy.run_directory_refusal
-        refused = (self._runtime_inside(runtime_dir, placement, admin, code)
-                   or policy.hidden_worktree_refusal)
+        refused = (
+            self._runtime_inside(runtime_dir, placement, admin, code)
+            or policy.hidden_worktree_refusal
+        )
         if refused is not None:
             return refused
-        prepared = self._generate(request, run_id, runtime_dir, backend, grant, placement,
-                                  admin, policy, (repository, git_entries))
+        prepared = self._generate(
+            request,
+            run_id,
+            runtime_dir,
+            backend,
+            grant,
+            placement,
+            admin,
+            policy,
+            (repository, git_entries),
+        )
         if isinstance(prepared, Refusal):
             return prepared
         return replace(prepared, programs=seen.programs)
@@ -224,9 +247,13 @@ class Preparer:
     def programs(self, request: RunRequest, primary: str) -> tuple[ProgramVersion, ...]:
         """The agent programs the request's backend runs, each with its version."""
         backend = self._backends[request.backend]
-        return tuple(with_identity(self._fs, self._versions.version_of(location).model_copy(
-                         update={"origin": location.origin}))
-                     for location in backend.programs(self._host.environ, primary))
+        return tuple(
+            with_identity(
+                self._fs,
+                self._versions.version_of(location).model_copy(update={"origin": location.origin}),
+            )
+            for location in backend.programs(self._host.environ, primary)
+        )
 
     def refusal_before_run(self, request: RunRequest, temp_root: str) -> Refusal | None:
         """`WorkerHost.refusal_before_run`: `beside_refusal`. A program too old is not
@@ -265,15 +292,18 @@ class Preparer:
         if isinstance(placement, Refusal):
             return placement if placement.code == REQUEST_INVALID else None
         try:
-            git_dir, common_dir = self._placer.kept.ask("git_dirs", placement.worktree,
-                                                        self._git.git_dirs)
+            git_dir, common_dir = self._placer.kept.ask(
+                "git_dirs", placement.worktree, self._git.git_dirs
+            )
         except GitCommandFailed:
             return None
-        return self._beside(request, grant, placement,
-                            collect_admin_paths(git_dir, common_dir), temp_root)
+        return self._beside(
+            request, grant, placement, collect_admin_paths(git_dir, common_dir), temp_root
+        )
 
-    def _settle(self, request: RunRequest, temp_root: str, seen: Progress
-                ) -> tuple[Grant, Placement, GitFound] | Refusal:
+    def _settle(
+        self, request: RunRequest, temp_root: str, seen: Progress
+    ) -> tuple[Grant, Placement, GitFound] | Refusal:
         """The grant, the placement, the Git administrative paths, then what the request lists
         beside the grant (before anything is generated)."""
         grant = self._grant(request)
@@ -300,32 +330,42 @@ class Preparer:
     def _grant(request: RunRequest) -> Grant | Refusal:
         if request.task_type not in TASK_TYPES:
             return Refusal(
-                code=Code.GRANT_UNAVAILABLE, reason=Reason.INPUT,
+                code=Code.GRANT_UNAVAILABLE,
+                reason=Reason.INPUT,
                 message=f"the request's task type {request.task_type!r} is not a known task "
                 f"type; a known task type is one of {', '.join(TASK_TYPES)}",
             )
         return parse_grant(request.grant, request.task_type)
 
-    def _beside(self, request: RunRequest, grant: Grant, placement: Placement,
-                admin: tuple[AdminPath, ...], temp_root: str) -> Refusal | None:
+    def _beside(
+        self,
+        request: RunRequest,
+        grant: Grant,
+        placement: Placement,
+        admin: tuple[AdminPath, ...],
+        temp_root: str,
+    ) -> Refusal | None:
         """Seed 000 "Reading beside the grant": runtime paths and the project interpreter are
         taken exactly as given or refused (domain/boundary/beside.py), never rewritten."""
         home = self.home_refusal()
         if home is not None:
             return home
-        origins = credential_origins(self._host.environ, self._host.user_home,
-                                     self._credentials)
+        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
         model_map = [request.model_map] if request.model_map else []
         around = surroundings(
             homes=self._forms(list(origins.homes)),
             credentials=self._forms([*origins.directories, *origins.files, *model_map]),
             primary=self._forms([placement.primary]),
             worktree=self._forms([request.worktree, placement.worktree]),
-            git=[a.path for a in admin], temp_root=self._forms([temp_root]),
-            run_dirs=self._forms(run_directories(request)), grant=grant,
-            runtime_paths=request.runtime_paths)
-        return judge_beside(request.runtime_paths, request.project_interpreter, self._inspect,
-                            around)
+            git=[a.path for a in admin],
+            temp_root=self._forms([temp_root]),
+            run_dirs=self._forms(run_directories(request)),
+            grant=grant,
+            runtime_paths=request.runtime_paths,
+        )
+        return judge_beside(
+            request.runtime_paths, request.project_interpreter, self._inspect, around
+        )
 
     def _forms(self, paths: list[str]) -> list[str]:
         """Each absolute path as given and with its links resolved."""
@@ -347,58 +387,115 @@ class Preparer:
                 executable = self._fs.stat(real).executable
             except FileSystemError:
                 executable = False
-        return Given(path=path, real=real, exists=self._fs.exists(path),
-                     executable_file=executable, directory=self._fs.is_dir(path),
-                     directory_real=self._fs.realpath(posixpath.dirname(path)))
-
-    def _generate(self, request: RunRequest, run_id: str, runtime_dir: str,
-                  backend: AgentBackend, grant: Grant, placement: Placement,
-                  admin: tuple[AdminPath, ...], policy: Policy,
-                  git: tuple[GitRepository, tuple[str, ...]]) -> Prepared | Refusal:
-        brief = compose_brief(variant=backend.profile.brief, task_type=grant.task_type.value,
-                              worktree=placement.worktree, grant=grant,
-                              instructions=request.instructions,
-                              interpreter=request.project_interpreter)
-        context = BackendContext(
-            request=request, run_id=run_id, policy=policy, brief=brief,
-            result_schema=schema_text(worker_result_schema(request.output_schema)),
-            environ=self._host.environ, interpreter=self._host.interpreter,
-            as_root=self._host.as_root,
+        return Given(
+            path=path,
+            real=real,
+            exists=self._fs.exists(path),
+            executable_file=executable,
+            directory=self._fs.is_dir(path),
+            directory_real=self._fs.realpath(posixpath.dirname(path)),
         )
+
+    def _generate(
+        self,
+        request: RunRequest,
+        run_id: str,
+        runtime_dir: str,
+        backend: AgentBackend,
+        grant: Grant,
+        placement: Placement,
+        admin: tuple[AdminPath, ...],
+        policy: Policy,
+        git: tuple[GitRepository, tuple[str, ...]],
+    ) -> Prepared | Refusal:
+        context = self._context(request, run_id, backend, grant, placement, policy)
         try:
             command = backend.command(context, RoundKind.INITIAL, None)
             environment = backend.environment(context)
         except ValueError as bad:
-            return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT,
-                           message=f"the request cannot make a command line: {bad}")
-        confinement = plan_confinement(self._fs, backend, context,
-                                       self._host.interpreter_roots, self._host.linux)
+            return Refusal(
+                code=Code.REQUEST_INVALID,
+                reason=Reason.INPUT,
+                message=f"the request cannot make a command line: {bad}",
+            )
+        confinement = plan_confinement(
+            self._fs, backend, context, self._host.interpreter_roots, self._host.linux
+        )
         if isinstance(confinement, Refusal):
             return confinement
         if confinement is not None:
             command = confinement.wrap(command)
         return Prepared(
-            run_id=run_id, runtime_dir=runtime_dir, backend=backend, context=context,
-            grant=grant, placement=placement, admin_paths=admin,
-            generated=backend.generate(context), command=command, environment=environment,
-            repository=git[0], git_entries=git[1], confinement=confinement,
+            run_id=run_id,
+            runtime_dir=runtime_dir,
+            backend=backend,
+            context=context,
+            grant=grant,
+            placement=placement,
+            admin_paths=admin,
+            generated=backend.generate(context),
+            command=command,
+            environment=environment,
+            repository=git[0],
+            git_entries=git[1],
+            confinement=confinement,
+        )
+
+    def _context(
+        self,
+        request: RunRequest,
+        run_id: str,
+        backend: AgentBackend,
+        grant: Grant,
+        placement: Placement,
+        policy: Policy,
+    ) -> BackendContext:
+        """What the backend generates from: the brief in its profile's words, the result
+        schema, the policy and the host's facts."""
+        brief = compose_brief(
+            variant=backend.profile.brief,
+            task_type=grant.task_type.value,
+            worktree=placement.worktree,
+            grant=grant,
+            instructions=request.instructions,
+            interpreter=request.project_interpreter,
+        )
+        return BackendContext(
+            request=request,
+            run_id=run_id,
+            policy=policy,
+            brief=brief,
+            result_schema=schema_text(worker_result_schema(request.output_schema)),
+            environ=self._host.environ,
+            interpreter=self._host.interpreter,
+            as_root=self._host.as_root,
         )
 
     @staticmethod
-    def _runtime_inside(runtime_dir: str, placement: Placement, admin: tuple[AdminPath, ...],
-                        code: Code) -> Refusal | None:
+    def _runtime_inside(
+        runtime_dir: str, placement: Placement, admin: tuple[AdminPath, ...], code: Code
+    ) -> Refusal | None:
         """A runtime directory inside the worktree or a Git administrative path would be a
         file the host creates in the worktree (or Git metadata the worker may write): refused.
         `code` is the backend profile's: Claude Code names it run_directory_denied; pi has no
         such code (seed 001 "Errors"), so there it is launch_failed."""
-        where = next((p for p in (placement.worktree, *(a.path for a in admin))
-                      if is_within(runtime_dir, p)), None)
+        where = next(
+            (
+                p
+                for p in (placement.worktree, *(a.path for a in admin))
+                if is_within(runtime_dir, p)
+            ),
+            None,
+        )
         if where is None:
             return None
-        return Refusal(code=code, reason=Reason.ENVIRONMENT,
-                       message=f"the runtime directory {runtime_dir} would lie inside {where}, "
-                       "which the worker may not have as its own; set TMPDIR to a directory "
-                       "outside the repository (the host uses /tmp when it is writable)")
+        return Refusal(
+            code=code,
+            reason=Reason.ENVIRONMENT,
+            message=f"the runtime directory {runtime_dir} would lie inside {where}, "
+            "which the worker may not have as its own; set TMPDIR to a directory "
+            "outside the repository (the host uses /tmp when it is writable)",
+        )
 
     # --- small I/O helpers --------------------------------------------------------------------
 

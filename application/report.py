@@ -90,8 +90,10 @@ def _transcript(fs: FileSystem, run_dir: str, problems: list[str]) -> list[str]:
             problems.append(f"{path} is not a regular file: its tool calls are not shown")
             return []
         if found.size > MAX_TRANSCRIPT_BYTES:
-            problems.append(f"{path} holds {found.size} bytes, past the {MAX_TRANSCRIPT_BYTES} "
-                            "a report reads: its tool calls are not shown")
+            problems.append(
+                f"{path} holds {found.size} bytes, past the {MAX_TRANSCRIPT_BYTES} "
+                "a report reads: its tool calls are not shown"
+            )
             return []
         data = fs.read_bytes(path)
     except FileSystemError as error:
@@ -106,8 +108,9 @@ def gather(fs: FileSystem, run_dir: str, profiles: Profiles) -> ReportInput:
     `profiles` read it (their programs, their transcripts)."""
     record = read_record(fs, run_dir)
     if not isinstance(record, RunRecord):
-        return ReportInput(run_dir=run_dir, record=None,
-                           problems=[f"the trace is damaged: {record.message}"])
+        return ReportInput(
+            run_dir=run_dir, record=None, problems=[f"the trace is damaged: {record.message}"]
+        )
     made = ReportInput(run_dir=run_dir, record=record)
     rounds = len(record.rounds)
     made.programs = read_programs(fs, run_dir, programs_of(profiles))
@@ -116,8 +119,10 @@ def gather(fs: FileSystem, run_dir: str, profiles: Profiles) -> ReportInput:
     made.grant = _grant(fs, run_dir, made.problems)
     profile = profiles.get(record.backend)
     if profile is None:
-        made.problems.append(f"the run's backend {record.backend} is none this installation "
-                             "knows: its tool calls are not shown")
+        made.problems.append(
+            f"the run's backend {record.backend} is none this installation "
+            "knows: its tool calls are not shown"
+        )
     else:
         made.calls = tool_calls(_transcript(fs, run_dir, made.problems), profile)
     made.check_logs = _check_logs(fs, run_dir, record)

@@ -33,8 +33,12 @@ from concorde_workers.domain.texts.text import control_problem
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 REQUEST_FIELDS = tuple(RunRequest.model_fields)
-FLAG_NAMES = {"worktree": "--worktree", "parent": "--parent", "interpreter": "--interpreter",
-              "runtime_paths": "--runtime-path"}
+FLAG_NAMES = {
+    "worktree": "--worktree",
+    "parent": "--parent",
+    "interpreter": "--interpreter",
+    "runtime_paths": "--runtime-path",
+}
 
 
 @dataclass(frozen=True)
@@ -158,17 +162,24 @@ class RequestBuilder:
     @staticmethod
     def _resources(data: dict[str, Any], flags: RequestFlags) -> dict[str, Any] | Refusal:
         """The request's `resources` with the limit flags over it (issue 20)."""
-        given = {"processes": flags.max_processes, "memory_mib": flags.max_memory,
-                 "cpu_weight": flags.cpu_weight, "tmp_mib": flags.max_tmp}
+        given = {
+            "processes": flags.max_processes,
+            "memory_mib": flags.max_memory,
+            "cpu_weight": flags.cpu_weight,
+            "tmp_mib": flags.max_tmp,
+        }
         out: dict[str, Any] = {}
-        for key, flag in (("processes", "--max-processes"), ("memory_mib", "--max-memory"),
-                          ("cpu_weight", "--cpu-weight"), ("tmp_mib", "--max-tmp")):
+        for key, flag in (
+            ("processes", "--max-processes"),
+            ("memory_mib", "--max-memory"),
+            ("cpu_weight", "--cpu-weight"),
+            ("tmp_mib", "--max-tmp"),
+        ):
             text = given[key]
             if text is None:
                 continue
             sized = key.endswith("_mib")
-            value = parse_size(text) if sized else (
-                int(text) if text.strip().isdigit() else None)
+            value = parse_size(text) if sized else (int(text) if text.strip().isdigit() else None)
             if value is None:
                 unit = "MiB or a size such as 512m or 2g" if sized else "a number"
                 return invalid(f"{flag} {text!r} is no limit: give {unit}")
@@ -179,31 +190,44 @@ class RequestBuilder:
         base = dict(file_given) if isinstance(file_given, Mapping) else {}
         return {**data, "resources": {**base, **out}}
 
-    def _validate(self, data: dict[str, Any], file: str | None,
-                  flags: RequestFlags | None = None) -> RunRequest | Refusal:
+    def _validate(
+        self, data: dict[str, Any], file: str | None, flags: RequestFlags | None = None
+    ) -> RunRequest | Refusal:
         where = f"the request file {file}" if file else "the request"
         given = self._given_paths(data, file, flags or RequestFlags())
         if given is not None:
             return given
         if "worktree" not in data:
-            return invalid(f"{where} names no worktree: give --worktree or a \"worktree\" field "
-                           "with the absolute path of the worktree in .claude/worktrees/", file)
+            return invalid(
+                f'{where} names no worktree: give --worktree or a "worktree" field '
+                "with the absolute path of the worktree in .claude/worktrees/",
+                file,
+            )
         if data.get("task_type") is None:
-            return invalid(f"{where} names no task type: give --task-type, a \"task_type\" "
-                           "field, or a grant whose task_type names it", file)
+            return invalid(
+                f'{where} names no task type: give --task-type, a "task_type" '
+                "field, or a grant whose task_type names it",
+                file,
+            )
         for name in ("worktree", "parent"):
             value = data.get(name)
             if isinstance(value, str) and not posixpath.isabs(value):
-                return invalid(f"{where} gives {name} {value!r}, which is not an absolute path; "
-                               "write it as an absolute path", file)
+                return invalid(
+                    f"{where} gives {name} {value!r}, which is not an absolute path; "
+                    "write it as an absolute path",
+                    file,
+                )
         data = self._with_installation(data)
         try:
             return RunRequest.model_validate(data)
         except ValidationError as error:
             first = error.errors()[0]
             location = ".".join(str(part) for part in first["loc"]) or "(the request)"
-            return invalid(f"{where} is invalid at {location}: {first['msg']}; the fields are "
-                           f"those of the Inputs table: {', '.join(REQUEST_FIELDS)}", file)
+            return invalid(
+                f"{where} is invalid at {location}: {first['msg']}; the fields are "
+                f"those of the Inputs table: {', '.join(REQUEST_FIELDS)}",
+                file,
+            )
 
     def _with_installation(self, data: dict[str, Any]) -> dict[str, Any]:
         """The command line is the caller here, and it lists what the project interpreter
@@ -213,24 +237,34 @@ class RequestBuilder:
         every runtime path (domain/boundary/beside.py), and plan shows them."""
         interpreter = data.get("project_interpreter")
         given = data.get("runtime_paths", [])
-        if not isinstance(interpreter, str) or not posixpath.isabs(interpreter) or \
-                not isinstance(given, list) or not self._fs.is_file(interpreter):
+        if (
+            not isinstance(interpreter, str)
+            or not posixpath.isabs(interpreter)
+            or not isinstance(given, list)
+            or not self._fs.is_file(interpreter)
+        ):
             return data
         # Inside the worktree the caller decides alone. A runtime path there is never writable,
         # so listing one would take rw from the grant (and hide an interpreter the worker may
         # replace from its refusal); and a pyvenv.cfg there is the worker's to have written,
         # whose `home` could name any folder of a home: it is never read.
         worktree = data.get("worktree")
-        inside = ([worktree, self._fs.realpath(worktree)]
-                  if isinstance(worktree, str) and posixpath.isabs(worktree) else [])
+        inside = (
+            [worktree, self._fs.realpath(worktree)]
+            if isinstance(worktree, str) and posixpath.isabs(worktree)
+            else []
+        )
 
         def near(path: str) -> bool:
-            return any(is_within(f, w) or is_within(w, f)
-                       for f in (path, self._fs.realpath(path)) for w in inside)
+            return any(
+                is_within(f, w) or is_within(w, f)
+                for f in (path, self._fs.realpath(path))
+                for w in inside
+            )
 
         derived = interpreter_installation(
-            interpreter, self._fs.realpath,
-            lambda cfg: None if near(cfg) else self._pyvenv_cfg(cfg))
+            interpreter, self._fs.realpath, lambda cfg: None if near(cfg) else self._pyvenv_cfg(cfg)
+        )
         added = [p for p in derived if p not in given and not near(p)]
         return {**data, "runtime_paths": [*given, *added]} if added else data
 
@@ -241,13 +275,13 @@ class RequestBuilder:
             return None
 
     @staticmethod
-    def _given_paths(data: dict[str, Any], file: str | None,
-                     flags: RequestFlags) -> Refusal | None:
+    def _given_paths(data: dict[str, Any], file: str | None, flags: RequestFlags) -> Refusal | None:
         """The text of every path the request gives (domain/boundary/beside.py row "text", the
         grant's
         rule for control characters): the flag or field that gives a bad one, and the repair.
         Whether a runtime path or the interpreter exists or uncovers anything is the
         preparation's judgement, which a request of the Python API meets too."""
+
         def source(flag: str, name: str) -> str:
             if getattr(flags, flag):
                 return FLAG_NAMES[flag]
@@ -257,19 +291,28 @@ class RequestBuilder:
             value = data.get(name)
             problem = control_problem(value) if isinstance(value, str) else None
             if problem is not None:
-                return invalid(f"{source(flag, name)} gives {name} {value!r}, which {problem}; "
-                               "give the absolute path without it", file)
+                return invalid(
+                    f"{source(flag, name)} gives {name} {value!r}, which {problem}; "
+                    "give the absolute path without it",
+                    file,
+                )
         paths = data.get("runtime_paths")
         for value in paths if isinstance(paths, list) else []:
             problem = text_problem(value) if isinstance(value, str) else None
             if problem is not None:
-                return invalid(f"{source('runtime_paths', 'runtime_paths')} gives the runtime "
-                               f"path {value!r}, which {problem}; {RUNTIME_REPAIR}", file)
+                return invalid(
+                    f"{source('runtime_paths', 'runtime_paths')} gives the runtime "
+                    f"path {value!r}, which {problem}; {RUNTIME_REPAIR}",
+                    file,
+                )
         value = data.get("project_interpreter")
         problem = text_problem(value) if isinstance(value, str) else None
         if problem is not None:
-            return invalid(f"{source('interpreter', 'project_interpreter')} gives the project "
-                           f"interpreter {value!r}, which {problem}; {INTERPRETER_REPAIR}", file)
+            return invalid(
+                f"{source('interpreter', 'project_interpreter')} gives the project "
+                f"interpreter {value!r}, which {problem}; {INTERPRETER_REPAIR}",
+                file,
+            )
         return None
 
     def _json_object(self, path: str, what: str) -> dict[str, Any] | Refusal:
@@ -280,8 +323,9 @@ class RequestBuilder:
             return invalid(f"the {what} {path} cannot be read: {error.os_error_text}", path)
         decoded = decode_json(text)
         if decoded.problem is not None:
-            return invalid(f"the {what} {path} is not valid JSON: {decoded.problem}; "
-                           "repair the file", path)
+            return invalid(
+                f"the {what} {path} is not valid JSON: {decoded.problem}; repair the file", path
+            )
         if not isinstance(decoded.value, dict):
             return invalid(f"the {what} {path} must hold one JSON object", path)
         return decoded.value
@@ -293,8 +337,9 @@ class RequestBuilder:
         try:
             return self._fs.read_text(path)
         except FileSystemError as error:
-            return invalid(f"the instructions file {path} cannot be read: "
-                           f"{error.os_error_text}", path)
+            return invalid(
+                f"the instructions file {path} cannot be read: {error.os_error_text}", path
+            )
 
     def _absolute(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self._cwd, path))

@@ -43,8 +43,9 @@ IDLE_SECONDS = 60.0
 """How long a group must have held no process before a sweep takes it for a dead host's."""
 
 
-def sweep_groups(groups: ResourceGroups | None, older_than: float = IDLE_SECONDS,
-                 prefix: str = GROUP_PREFIX) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def sweep_groups(
+    groups: ResourceGroups | None, older_than: float = IDLE_SECONDS, prefix: str = GROUP_PREFIX
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Remove the idle groups dead hosts left (a host killed by SIGKILL removes none; its
     rounds' processes die with it): (removed, each failure said)."""
     if groups is None or groups.enforcement().kind is GroupKind.NONE:
@@ -66,9 +67,11 @@ def read_machine_resources(fs: FileSystem, environ: Mapping[str, str]) -> Machin
     setting when there is none."""
     named = environ.get("CONCORDE_RESOURCES", "")
     if named and not named.startswith("/"):
-        return MachineResources(problem=f"CONCORDE_RESOURCES gives the relative path {named!r}; "
-                                "it must name resources.json by its absolute path: set it so, "
-                                "or unset it to use resources.json beside the model map")
+        return MachineResources(
+            problem=f"CONCORDE_RESOURCES gives the relative path {named!r}; "
+            "it must name resources.json by its absolute path: set it so, "
+            "or unset it to use resources.json beside the model map"
+        )
     file = resources_location(environ)
     if file is None:
         return MachineResources()
@@ -77,9 +80,12 @@ def read_machine_resources(fs: FileSystem, environ: Mapping[str, str]) -> Machin
     except FileSystemError as error:
         if error.not_found:
             return MachineResources()
-        return MachineResources(file=file, problem=f"{file} cannot be read "
-                                f"({error.os_error_text}): make it a regular file of at most "
-                                f"{MAX_RESOURCES_BYTES} bytes, or remove it")
+        return MachineResources(
+            file=file,
+            problem=f"{file} cannot be read "
+            f"({error.os_error_text}): make it a regular file of at most "
+            f"{MAX_RESOURCES_BYTES} bytes, or remove it",
+        )
     except ValueError as error:  # not UTF-8
         return MachineResources(file=file, problem=f"{file} cannot be read: {error}")
     return parse_machine_resources(text, file)
@@ -89,21 +95,35 @@ class RunResources:
     """The groups of one run's rounds; `limits` are the request's over the machine's defaults
     (`MachineResources.limits`)."""
 
-    def __init__(self, groups: ResourceGroups | None, requested: ResourceLimits | None,
-                 runtime_dir: str, machine: MachineResources | None = None) -> None:
+    def __init__(
+        self,
+        groups: ResourceGroups | None,
+        requested: ResourceLimits | None,
+        runtime_dir: str,
+        machine: MachineResources | None = None,
+    ) -> None:
         self._groups = groups
         self._machine = machine or MachineResources()
         self.limits = self._machine.limits(requested)
         self._requested = requested is not None
         self._runtime_dir = runtime_dir
-        self.enforcement = (groups.enforcement() if groups is not None else Enforcement(
-            kind=GroupKind.NONE, problem="this host was wired without resource groups"))
+        self.enforcement = (
+            groups.enforcement()
+            if groups is not None
+            else Enforcement(
+                kind=GroupKind.NONE, problem="this host was wired without resource groups"
+            )
+        )
 
     def metadata(self) -> dict[str, object]:
         """The run node's `resources`: the limits in force, how they are enforced, and the
         machine's setting."""
-        return {"limits": self.limits.model_dump(), "enforced": self.enforced,
-                "enforcement": self.enforcement.text(), "machine": self._machine.text()}
+        return {
+            "limits": self.limits.model_dump(),
+            "enforced": self.enforced,
+            "enforcement": self.enforcement.text(),
+            "machine": self._machine.text(),
+        }
 
     @property
     def enforced(self) -> bool:
@@ -112,21 +132,24 @@ class RunResources:
     def refused(self) -> str | None:
         """Why no round of this run may start: limits asked for that this machine cannot
         enforce (None: the rounds start, with or without groups)."""
-        return self._machine.refusal(self._requested, None if self.enforced else (
-            self.enforcement.problem or "no control groups"), self.limits)
+        return self._machine.refusal(
+            self._requested,
+            None if self.enforced else (self.enforcement.problem or "no control groups"),
+            self.limits,
+        )
 
     def open(self, round_number: int) -> tuple[ResourceGroup | None, str | None]:
         """The round's group (None: limits not enforced), or why the round cannot start."""
         if self._groups is None or not self.enforced:
             return None, self.refused()
         try:
-            return self._groups.open(group_name(self._runtime_dir, round_number),
-                                     self.limits), None
+            return self._groups.open(group_name(self._runtime_dir, round_number), self.limits), None
         except GroupFailed as failed:
             return None, failed.text
 
-    def close(self, group: ResourceGroup | None,
-              stderr: bytes = b"") -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    def close(
+        self, group: ResourceGroup | None, stderr: bytes = b""
+    ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
         """The round's resources.json (the limits in force, how they are enforced, the use its
         group counted) and the limits it reached (`stderr`: the agent's tail, which says when
         node aborted at the heap the memory limit gave it). A group that cannot be removed is

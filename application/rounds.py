@@ -13,6 +13,7 @@ node is written again.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,6 +41,7 @@ from concorde_workers.domain.boundary.paths import is_within
 from concorde_workers.domain.evidence.layout import STDERR_TAIL_BYTES
 from concorde_workers.domain.evidence.records import JsonObject, Transient, judge_result
 from concorde_workers.domain.isolation.confinement import Mount
+from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.audit import Snapshot, audit, worktree_unchanged
 from concorde_workers.domain.run.brief import retry_prompt
@@ -61,8 +63,9 @@ from concorde_workers.ports.agent import RoundKind, StreamReader
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed
-from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
+from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
 from concorde_workers.ports.random import Random
+from concorde_workers.ports.resources import ResourceGroup
 
 # After stdout ends, how long the host waits for the leader to exit before it kills the group.
 EXIT_GRACE_SECONDS = 10.0
@@ -166,10 +169,7 @@ class RoundRunner:
                 # Seed 000 "Retries": a retry round continues the session a round named, with
                 # the retry prompt; only when no round named one does it start with the brief.
                 kind, continues = RoundKind.RETRY, not step.with_brief
-                prompt = (context.prepared.brief if step.with_brief else
-                          retry_prompt(round_state.transient.error if round_state.transient
-                                       else "a transient model-service error",
-                                       context.prepared.backend.profile.brief))
+                prompt = _retry_prompt(context.prepared, step, round_state)
                 continue
             self._record_transient(round_state, None)
             self._write(round_state, "update")
@@ -178,8 +178,9 @@ class RoundRunner:
                 kind, prompt, continues = RoundKind.REPAIR, step.repair, True
                 continue
             assert isinstance(step, End)
-            return RoundsResult(step=step, facts=facts, validation_outcome=outcome,
-                                validation_error=raised)
+            return RoundsResult(
+                step=step, facts=facts, validation_outcome=outcome, validation_error=raised
+            )
 
     # --- one round ---------------------------------------------------------------------------
 
@@ -187,9 +188,13 @@ class RoundRunner:
         context = self.context
         state = context.state
         number = len(state.rounds) + 1
-        round_state = RoundState(number=number, kind=kind, started_at=context.clock.now_utc(),
-                                 started_monotonic=context.clock.monotonic(),
-                                 session=state.session)
+        round_state = RoundState(
+            number=number,
+            kind=kind,
+            started_at=context.clock.now_utc(),
+            started_monotonic=context.clock.monotonic(),
+            session=state.session,
+        )
         state.rounds.append(round_state)
         context.progress.phase("worker", number)
         self._write(round_state, "start")
@@ -205,31 +210,29 @@ class RoundRunner:
         self._judge_result(round_state, report)
         return round_state
 
-    def _execute(self, round_state: RoundState, kind: RoundKind, prompt: str,
-                 continues: bool) -> RoundReport:
+    def _execute(
+        self, round_state: RoundState, kind: RoundKind, prompt: str, continues: bool
+    ) -> RoundReport:
         context = self.context
         prepared = context.prepared
         session = context.state.session if continues else None
         command = prepared.round_command(kind, session)
         reader = prepared.backend.reader(prepared.context)
-        stale = (self._clear_scratch() or self._unconfinable()
-                 or program_changed(context.fs, prepared.programs))
+        stale = (
+            self._clear_scratch()
+            or self._unconfinable()
+            or program_changed(context.fs, prepared.programs)
+        )
         group = None
         if stale is None:  # each round in a control group of its own (issue 20)
             group, stale = context.resources.open(round_state.number)
         if stale is not None:
             round_state.failure = stale
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
-        try:
-            handle = context.processes.start(
-                command.argv, prepared.environment, command.cwd, prompt,
-                timeout_seconds=context.state.request.limits.timeout_seconds,
-                prefix=group.prefix() if group else ())
-        except ProcessStartFailed as failed:
-            context.resources.close(group)
-            round_state.failure = (f"the command {command.argv[0]} could not be started: "
-                                   f"{failed.os_error_text}")
-            return RoundReport(ending=RoundEnding.NOT_STARTED, failure=round_state.failure)
+        handle = _start(context, command, prompt, group)
+        if isinstance(handle, str):
+            round_state.failure = handle
+            return RoundReport(ending=RoundEnding.NOT_STARTED, failure=handle)
         unregister = context.cancel.on_cancel(handle.kill_group)
         flusher = ActivityFlusher(context.progress)
         read_to_the_end = False
@@ -256,17 +259,15 @@ class RoundRunner:
                 # session whose transcript the run keeps (seed 000 "Run directory").
                 self._keep_what_was_said(round_state, reader, exit_status, handle.timed_out)
         report = reader.finish(exit_status, handle.timed_out, round_state.stderr_tail)
-        if reached:
-            report = report.model_copy(update={"ending": RoundEnding.LIMIT_REACHED,
-                                               "limit": "; ".join(reached)})
-        note = stdout_note(reader.ignored, handle.overlong)
-        if note is None:
-            return report
-        return report.model_copy(update={"agent": {**report.agent, STDOUT_NOTE_KEY: note}})
+        return _as_reported(report, reached, stdout_note(reader.ignored, handle.overlong))
 
-
-    def _keep_what_was_said(self, round_state: RoundState, reader: StreamReader,
-                            exit_status: int | None, timed_out: bool) -> None:
+    def _keep_what_was_said(
+        self,
+        round_state: RoundState,
+        reader: StreamReader,
+        exit_status: int | None,
+        timed_out: bool,
+    ) -> None:
         try:
             report = reader.finish(exit_status, timed_out, round_state.stderr_tail)
         except Exception:  # the exception that ends the round is the one to go on
@@ -290,8 +291,7 @@ class RoundRunner:
                 else:
                     fs.remove(path)
             except FileSystemError as error:
-                return (f"the host could not clear {path} before the round: "
-                        f"{error.os_error_text}")
+                return f"the host could not clear {path} before the round: {error.os_error_text}"
         return None
 
     def _unconfinable(self) -> str | None:
@@ -302,8 +302,7 @@ class RoundRunner:
         if prepared.confinement is None:
             return None
         if not prepared.program_found:
-            return (f"the command {prepared.program} could not be started: the program was not "
-                    "found")
+            return f"the command {prepared.program} could not be started: the program was not found"
         return confinement_launch_problem(self.context.fs, prepared.confinement)
 
     def _judge_result(self, round_state: RoundState, report: RoundReport) -> None:
@@ -330,8 +329,10 @@ class RoundRunner:
             # The result schema as the agent was given it: the caller's output schema resolves
             # its references against this root, as when the whole result was checked with it.
             self._validator = schema_validator(self._schema_root)
-        errors = sorted(self._validator.descend(output, self._output_schema, path="output"),
-                        key=lambda e: ([str(p) for p in e.path], e.message))
+        errors = sorted(
+            self._validator.descend(output, self._output_schema, path="output"),
+            key=lambda e: ([str(p) for p in e.path], e.message),
+        )
         if not errors:
             return None
         return f"{'/'.join(str(p) for p in errors[0].path)}: {errors[0].message}"
@@ -344,13 +345,13 @@ class RoundRunner:
         context.progress.phase("audit", round_state.number)
         observation = context.observer.observe(context.snapshot)
         round_state.audit = audit(context.prepared.grant, context.snapshot, observation)
-        round_state.git_metadata = context.observer.git_metadata(context.snapshot,
-                                                                 observation.files)
+        round_state.git_metadata = context.observer.git_metadata(
+            context.snapshot, observation.files
+        )
         self._unchanged = worktree_unchanged(context.snapshot, observation)
         if context.changes is not None:
             context.changes.keep(round_state.number, round_state.audit, observation)
-            round_state.files = context.tracer.round_files(context.state.layout,
-                                                           round_state.number)
+            round_state.files = context.tracer.round_files(context.state.layout, round_state.number)
 
     def _audit_quietly(self, round_state: RoundState) -> None:
         try:
@@ -368,8 +369,10 @@ class RoundRunner:
         limits = self.context.state.request.limits
         session = self.context.state.session
         return RoundFacts(
-            ending=report.ending, audit=round_state.audit.verdict if round_state.audit else None,
-            result_valid=valid, result_status=status,
+            ending=report.ending,
+            audit=round_state.audit.verdict if round_state.audit else None,
+            result_valid=valid,
+            result_status=status,
             validation_given=self.context.validation is not None,
             resume_rounds_left=max(0, limits.rounds - resumes),
             retries_left=max(0, limits.retries - retries),
@@ -383,17 +386,25 @@ class RoundRunner:
         context.progress.phase("validation", round_state.number)
         round_dir = context.state.layout.round_dir(round_state.number)
         try:
-            outcome = context.validation(ValidationInput(
-                worktree=context.prepared.placement.worktree, round_dir=round_dir,
-                result=context.state.worker_result.model_dump(mode="json"),
-                round=round_state.number, view=self._worktree_view()))
+            outcome = context.validation(
+                ValidationInput(
+                    worktree=context.prepared.placement.worktree,
+                    round_dir=round_dir,
+                    result=context.state.worker_result.model_dump(mode="json"),
+                    round=round_state.number,
+                    view=self._worktree_view(),
+                )
+            )
         except Exception as error:  # the caller's code: any exception is validation_unavailable
             said = f"raised {type(error).__name__}: {error}"
         else:
             # An answer the record cannot keep (evidence that is no JSON, a field of the wrong
             # type) is a round validation that could not validate, never a failed host.
-            problem = outcome.problem() if isinstance(outcome, ValidationOutcome) else (
-                f"it returned {type(outcome).__name__}, not a ValidationOutcome")
+            problem = (
+                outcome.problem()
+                if isinstance(outcome, ValidationOutcome)
+                else (f"it returned {type(outcome).__name__}, not a ValidationOutcome")
+            )
             said = "" if problem is None else f"gave a malformed answer: {problem}"
         if said:
             round_state.validation = f"the round validation {said}"
@@ -413,14 +424,19 @@ class RoundRunner:
         return tuple(m for m in confinement.mounts if is_within(m.path, worktree))
 
     @staticmethod
-    def _with_answer(facts: RoundFacts, outcome: ValidationOutcome | None,
-                     raised: str | None) -> RoundFacts:
+    def _with_answer(
+        facts: RoundFacts, outcome: ValidationOutcome | None, raised: str | None
+    ) -> RoundFacts:
         if outcome is None:
             return facts.model_copy(update={"validation": ValidationAnswer.RAISED})
         coded = outcome.coded()
-        return facts.model_copy(update={
-            "validation": outcome.answer(), "repair": outcome.repair,
-            "validation_code": coded.code if coded else None})
+        return facts.model_copy(
+            update={
+                "validation": outcome.answer(),
+                "repair": outcome.repair,
+                "validation_code": coded.code if coded else None,
+            }
+        )
 
     def _retry_delay(self, k: int) -> float:
         base = self.context.state.request.limits.retry_delay_seconds
@@ -432,7 +448,9 @@ class RoundRunner:
             return
         round_state.transient = Transient(
             error=report.transient_error or report.failure or "a transient model-service error",
-            retried=delay is not None, delay_seconds=None if delay is None else round(delay, 3))
+            retried=delay is not None,
+            delay_seconds=None if delay is None else round(delay, 3),
+        )
 
     def _interrupted(self, round_state: RoundState) -> RoundsResult:
         """Something outside ended the run in this round: its node says so."""
@@ -463,8 +481,12 @@ class RoundRunner:
 
     def _write(self, round_state: RoundState, moment: Moment) -> None:
         round_state.status = _round_status(round_state)
-        self.context.tracer.write_round_node(self.context.state.layout, round_state.number,
-                                       round_state.node(self.context.state.run_id), moment)
+        self.context.tracer.write_round_node(
+            self.context.state.layout,
+            round_state.number,
+            round_state.node(self.context.state.run_id),
+            moment,
+        )
         if moment == "update":
             # The run record is written again after every round, once its node is (seed 000
             # "Run record").
@@ -497,3 +519,47 @@ _FAILED = End(status=WorkerStatus.FAILED)
 _NO_FACTS = RoundFacts(ending=RoundEnding.NOT_STARTED, audit=None, result_valid=False)
 
 __all__ = ["RoundContext", "RoundRunner", "RoundsResult", "Step"]
+
+
+def _retry_prompt(prepared: Prepared, step: Retry, round_state: RoundState) -> str:
+    """A retry round's prompt: the brief when no round named a session, else the retry prompt
+    in the backend profile's words with the transient error."""
+    if step.with_brief:
+        return prepared.brief
+    error = (
+        round_state.transient.error if round_state.transient else "a transient model-service error"
+    )
+    return retry_prompt(error, prepared.backend.profile.brief)
+
+
+def _start(
+    context: RoundContext, command: LaunchCommand, prompt: str, group: ResourceGroup | None
+) -> ProcessHandle | str:
+    """The round's process, started in its group; why it could not be started (its group
+    closed) when the system refused it."""
+    try:
+        return context.processes.start(
+            command.argv,
+            context.prepared.environment,
+            command.cwd,
+            prompt,
+            timeout_seconds=context.state.request.limits.timeout_seconds,
+            prefix=group.prefix() if group else (),
+        )
+    except ProcessStartFailed as failed:
+        context.resources.close(group)
+        return f"the command {command.argv[0]} could not be started: {failed.os_error_text}"
+
+
+def _as_reported(
+    report: RoundReport, reached: Sequence[str], note: dict[str, Any] | None
+) -> RoundReport:
+    """The reader's report with the limits the round's group reached and the note of the
+    output lines the reader could not use."""
+    if reached:
+        report = report.model_copy(
+            update={"ending": RoundEnding.LIMIT_REACHED, "limit": "; ".join(reached)}
+        )
+    if note is None:
+        return report
+    return report.model_copy(update={"agent": {**report.agent, STDOUT_NOTE_KEY: note}})

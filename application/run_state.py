@@ -88,18 +88,25 @@ class RoundState:
 
     def content(self) -> RoundTraceContent:
         return RoundTraceContent(
-            round=self.number, prompt=self.kind.value, session=self.session, exit=self.exit,
+            round=self.number,
+            prompt=self.kind.value,
+            session=self.session,
+            exit=self.exit,
             audit=None if self.audit is None else AuditRecord.model_validate(self.audit.to_json()),
-            evidence=self.evidence_node, validation=self.validation, transient=self.transient,
+            evidence=self.evidence_node,
+            validation=self.validation,
+            transient=self.transient,
             agent=self.agent,
         )
 
     def usage(self) -> Usage:
         reported = self.usage_reported
         return Usage(
-            tokens_in=reported.tokens_in, tokens_out=reported.tokens_out,
+            tokens_in=reported.tokens_in,
+            tokens_out=reported.tokens_out,
             tokens_cache_read=reported.tokens_cache_read,
-            tokens_cache_write=reported.tokens_cache_write, cost_usd=reported.cost_usd,
+            tokens_cache_write=reported.tokens_cache_write,
+            cost_usd=reported.cost_usd,
             turns=reported.turns,
             duration_seconds=None if self.duration is None else round(self.duration, 3),
         )
@@ -107,12 +114,17 @@ class RoundState:
     def node(self, run_id: str) -> TraceNode:
         ended = self.ended_at is not None
         return TraceNode(
-            kind=WORKER_ROUND, id=f"{run_id}/{self.number}", parent=run_id,
+            kind=WORKER_ROUND,
+            id=f"{run_id}/{self.number}",
+            parent=run_id,
             started_at=utc(self.started_at),
             ended_at=utc(self.ended_at) if self.ended_at else None,
             status=self.status if ended else "running",
             outcome=("interrupted" if self.interrupted else self.status) if ended else None,
-            error=None, files=self.files, metadata={}, usage=self.usage(),
+            error=None,
+            files=self.files,
+            metadata={},
+            usage=self.usage(),
             content=self.content(),
         )
 
@@ -160,10 +172,12 @@ class RunState:
         (blocked or failed), failed for every other ending; interrupted as its outcome when
         something outside ended it (its link's code)."""
         self.error = link
-        self.status = "ok" if link is None else (
-            "blocked" if status is WorkerStatus.BLOCKED else "failed")
-        self.outcome = "interrupted" if link is not None and link.code == Code.INTERRUPTED \
-            else self.status
+        self.status = (
+            "ok" if link is None else ("blocked" if status is WorkerStatus.BLOCKED else "failed")
+        )
+        self.outcome = (
+            "interrupted" if link is not None and link.code == Code.INTERRUPTED else self.status
+        )
 
     def fail(self, link: ErrorLink) -> None:
         """A step of the end failed after the run ended (the cleanup): failed, with `link`, and
@@ -180,8 +194,12 @@ class RunState:
         grant = request.grant if isinstance(request.grant, dict) else {}
         identity = grant.get("context_identity")
         return RunMetadata(
-            operation=request.operation, worker=request.worker, modules=request.modules,
-            task_type=request.task_type, backend=request.backend, model=request.model,
+            operation=request.operation,
+            worker=request.worker,
+            modules=request.modules,
+            task_type=request.task_type,
+            backend=request.backend,
+            model=request.model,
             reasoning=request.reasoning,
             context_identity=identity if isinstance(identity, str) and identity else None,
             grant_digest=self.grant_digest,
@@ -192,25 +210,37 @@ class RunState:
     def content(self) -> RunTraceContent:
         prepared = self.prepared
         return RunTraceContent(
-            task_type=self.request.task_type, backend_source=self.request.backend_source,
-            local_model=self.request.local_model, model_map=self.request.model_map,
+            task_type=self.request.task_type,
+            backend_source=self.request.backend_source,
+            local_model=self.request.local_model,
+            model_map=self.request.model_map,
             tools=prepared.tools if prepared else None,
             transcript="transcript.jsonl" if self.transcript_kept else None,
-            worker_result=(None if self.worker_result is None
-                           else self.worker_result.model_dump(mode="json")),
+            worker_result=(
+                None if self.worker_result is None else self.worker_result.model_dump(mode="json")
+            ),
             deleted=self.deletions.deleted,
-            deletions_refused=self.deletions.refused, deletions_absent=self.deletions.absent,
-            deletions_failed=self.deletions.failed, trace_failures=tuple(self.trace_failures),
+            deletions_refused=self.deletions.refused,
+            deletions_absent=self.deletions.absent,
+            deletions_failed=self.deletions.failed,
+            trace_failures=tuple(self.trace_failures),
             rounds=len(self.rounds),
         )
 
     def node(self) -> TraceNode:
         return TraceNode(
-            kind=WORKER_RUN, id=self.run_id, parent=self.request.parent,
+            kind=WORKER_RUN,
+            id=self.run_id,
+            parent=self.request.parent,
             started_at=utc(self.started_at),
             ended_at=utc(self.ended_at) if self.ended_at else None,
-            status=self.status, outcome=self.outcome, error=self.error, files=self.files,
-            metadata=self.metadata(), usage={}, content=self.content(),
+            status=self.status,
+            outcome=self.outcome,
+            error=self.error,
+            files=self.files,
+            metadata=self.metadata(),
+            usage={},
+            content=self.content(),
         )
 
     def write_node(self, tracer: TraceWriter, moment: Moment) -> str | None:
@@ -225,11 +255,16 @@ class RunState:
         if node.status == "running":  # never returned as running: the run ended somehow
             node = node.model_copy(update={"status": "failed"})
         return record_of_node(
-            node, worktree=self.request.worktree, backend=self.request.backend,
-            run_directory=self.layout.run_dir, runtime_directory=self.runtime_dir,
+            node,
+            worktree=self.request.worktree,
+            backend=self.request.backend,
+            run_directory=self.layout.run_dir,
+            runtime_directory=self.runtime_dir,
             stderr_tail=self.rounds[-1].stderr_tail if self.rounds else "",
-            rounds=[r.record() for r in self.rounds], final_failures=final_failures,
+            rounds=[r.record() for r in self.rounds],
+            final_failures=final_failures,
         )
+
 
 def grant_text(grant: Any) -> str:
     """grant.json of a run: the grant input as the request gave it (its repr when it is no

@@ -116,8 +116,12 @@ def _refusal(
     if not is_run_id(run_id):
         return FileSystemError(temp_root, _CREATE, f"not a run id: {run_id!r}", errno_codes.EINVAL)
     if owner.run_id != run_id:
-        return FileSystemError(temp_root, _CREATE, f"the owner record names run {owner.run_id}, "
-                               f"not {run_id}", errno_codes.EINVAL)
+        return FileSystemError(
+            temp_root,
+            _CREATE,
+            f"the owner record names run {owner.run_id}, not {run_id}",
+            errno_codes.EINVAL,
+        )
     if not posixpath.isabs(temp_root):
         return FileSystemError(
             temp_root, _CREATE, "the temporary root must be an absolute path", errno_codes.EINVAL
@@ -134,7 +138,8 @@ def _refusal(
 OUTSIDE_TEMPORARY_ROOTS = (
     f"it lies outside the system's temporary directories ({', '.join(TEMPORARY_ROOTS)}), where "
     "every other run hides runtime directories from its worker: set TMPDIR to a directory below "
-    "/tmp or /var/tmp")
+    "/tmp or /var/tmp"
+)
 """Why no runtime directory is made below another temp root (docs/decisions.md "Other runs
 under another temporary root")."""
 
@@ -153,13 +158,14 @@ def _furnish(fs: FileSystem, root: str, owner: OwnerRecord) -> RuntimeLayout:
     # chmod follows a link: what was made must be a directory (not a link planted in
     # its place) before its mode is set.
     if fs.stat(root).kind is not EntryKind.DIRECTORY:
-        raise FileSystemError(root, _CREATE, "not a directory after creation",
-                              errno_codes.EEXIST)
+        raise FileSystemError(root, _CREATE, "not a directory after creation", errno_codes.EEXIST)
     fs.chmod(root, PRIVATE_MODE)
     made = fs.stat(root)
     if made.kind is not EntryKind.DIRECTORY or made.mode != PRIVATE_MODE:
         raise FileSystemError(
-            root, _CREATE, f"not a private directory after creation ({oct(made.mode)})",
+            root,
+            _CREATE,
+            f"not a private directory after creation ({oct(made.mode)})",
             errno_codes.EPERM,
         )
     layout = RuntimeLayout(root=root)
@@ -167,8 +173,9 @@ def _furnish(fs: FileSystem, root: str, owner: OwnerRecord) -> RuntimeLayout:
         sub = posixpath.join(layout.root, name)
         fs.makedirs(sub, PRIVATE_MODE)
         fs.chmod(sub, PRIVATE_MODE)
-    fs.write_atomic(posixpath.join(layout.control, OWNER_FILE), owner_record_text(owner),
-                    OWNER_MODE)
+    fs.write_atomic(
+        posixpath.join(layout.control, OWNER_FILE), owner_record_text(owner), OWNER_MODE
+    )
     return layout
 
 
@@ -274,9 +281,7 @@ def _sync_removal(fs: FileSystem, root: str, errors: list[str]) -> None:
         errors.append(_describe(error))
 
 
-def _remove_copy(
-    fs: FileSystem, copy: str, resisting: dict[str, str], errors: list[str]
-) -> None:
+def _remove_copy(fs: FileSystem, copy: str, resisting: dict[str, str], errors: list[str]) -> None:
     """Remove one credential copy when it is there; one that resists is kept in `resisting`
     with its OS error (and `errors`), one removed now is taken out of it."""
     try:
@@ -289,7 +294,10 @@ def _remove_copy(
 
 
 def _remains(
-    fs: FileSystem, root: str, copies: Sequence[str], resisting: dict[str, str],
+    fs: FileSystem,
+    root: str,
+    copies: Sequence[str],
+    resisting: dict[str, str],
     removal_error: str | None,
 ) -> tuple[str, ...]:
     """What is still there, each "<path>: <why>": the root, then each credential copy."""

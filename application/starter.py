@@ -57,9 +57,16 @@ def _refusal(message: str, file: str | None = None) -> Refusal:
 class Starter:
     """Writes the starter files (`init`)."""
 
-    def __init__(self, fs: FileSystem, git: GitReader, processes: ProcessRunner,
-                 environ: Mapping[str, str], installations: Sequence[Installation],
-                 cwd: str, profiles: Profiles) -> None:
+    def __init__(
+        self,
+        fs: FileSystem,
+        git: GitReader,
+        processes: ProcessRunner,
+        environ: Mapping[str, str],
+        installations: Sequence[Installation],
+        cwd: str,
+        profiles: Profiles,
+    ) -> None:
         self._placeholders = placeholders_of(profiles)
         self._profiles = {name: profiles[name] for name in self._placeholders}
         """The registered backends, the default backend first (the starter's order)."""
@@ -68,30 +75,44 @@ class Starter:
 
     def init(self, repo: str | None, task: str | None, force: bool) -> StarterOutcome | Refusal:
         if task is not None and not _TASK.fullmatch(task):
-            return _refusal(f"--task {task!r} is no worktree name: give letters, digits, '.', "
-                            "'_' or '-', starting with a letter or digit (at most 64)")
+            return _refusal(
+                f"--task {task!r} is no worktree name: give letters, digits, '.', "
+                "'_' or '-', starting with a letter or digit (at most 64)"
+            )
         primary = self._primary(posixpath.join(self._cwd, repo or "."))
         if isinstance(primary, Refusal):
             return primary
         map_file = machine.model_map_location(self._environ, [], self._placeholders)
         if isinstance(map_file, Refusal):
             return map_file
-        grant = posixpath.join(posixpath.dirname(map_file), "grants",
-                               posixpath.basename(primary), f"{task or 'starter'}.json")
+        grant = posixpath.join(
+            posixpath.dirname(map_file),
+            "grants",
+            posixpath.basename(primary),
+            f"{task or 'starter'}.json",
+        )
         outcome = StarterOutcome(primary=primary, grant=grant, worktree=None)
-        found = [name for name, profile in self._profiles.items()
-                 if locate(profile.program, self._environ, self._installations, self._fs,
-                           primary)]
-        ids = decide.model_ids({name: self._profiles[name].default_model for name in found},
-                               {name: self._settings(self._profiles[name]) for name in found})
+        found = [
+            name
+            for name, profile in self._profiles.items()
+            if locate(profile.program, self._environ, self._installations, self._fs, primary)
+        ]
+        ids = decide.model_ids(
+            {name: self._profiles[name].default_model for name in found},
+            {name: self._settings(self._profiles[name]) for name in found},
+        )
         backend = decide.backend_for(found, ids, list(self._profiles))
-        failed = (self._exclude(primary, outcome) or self._grant(primary, task, force, outcome)
-                  or self._workers(primary, task, backend, force, outcome))
+        failed = (
+            self._exclude(primary, outcome)
+            or self._grant(primary, task, force, outcome)
+            or self._workers(primary, task, backend, force, outcome)
+        )
         if failed is not None:
             return failed
         self._model_map(map_file, ids, force, outcome)
-        outcome.done.insert(0, f"backends found: {', '.join(found) or 'none'} "
-                               f"(the starter uses {backend})")
+        outcome.done.insert(
+            0, f"backends found: {', '.join(found) or 'none'} (the starter uses {backend})"
+        )
         outcome.next_command = _next_command(outcome, task)
         return outcome
 
@@ -103,12 +124,18 @@ class Starter:
             toplevel = self._git.toplevel(real)
             worktrees = self._git.worktrees(real)
         except (GitCommandFailed, FileSystemError) as failed:
-            return _refusal(f"{path} is not in a Git repository ({failed}); run init in your "
-                            "project's primary worktree, or give --repo DIR", path)
+            return _refusal(
+                f"{path} is not in a Git repository ({failed}); run init in your "
+                "project's primary worktree, or give --repo DIR",
+                path,
+            )
         if not worktrees or worktrees[0].bare or worktrees[0].path != toplevel:
             where = worktrees[0].path if worktrees and not worktrees[0].bare else "none"
-            return _refusal(f"{toplevel} is not the primary worktree of its repository (the "
-                            f"primary: {where}); run init there, or give --repo DIR", toplevel)
+            return _refusal(
+                f"{toplevel} is not the primary worktree of its repository (the "
+                f"primary: {where}); run init there, or give --repo DIR",
+                toplevel,
+            )
         return toplevel
 
     def _settings(self, profile: BackendProfile) -> str | None:
@@ -129,8 +156,9 @@ class Starter:
 
     # --- the writes ---------------------------------------------------------------------------
 
-    def _write(self, path: str, text: str, force: bool, outcome: StarterOutcome,
-               what: str) -> bool | Refusal:
+    def _write(
+        self, path: str, text: str, force: bool, outcome: StarterOutcome, what: str
+    ) -> bool | Refusal:
         """Write `text` at `path` unless it exists (kept, said) and not `force`."""
         if self._fs.lexists(path) and not force:
             outcome.done.append(f"{what} {path}: kept, it exists (--force replaces it)")
@@ -152,9 +180,11 @@ class Starter:
         text = self._small_file(path)
         if text is None and self._fs.lexists(path):
             # A link or an odd file there is the user's arrangement: never replaced by ours.
-            outcome.done.append(f"{path}: kept, it is no regular file of at most "
-                                f"{MAX_SETTINGS_BYTES} bytes; add {decide.EXCLUDE_LINE} to it "
-                                "by hand")
+            outcome.done.append(
+                f"{path}: kept, it is no regular file of at most "
+                f"{MAX_SETTINGS_BYTES} bytes; add {decide.EXCLUDE_LINE} to it "
+                "by hand"
+            )
             return None
         new = decide.excluded(text or "")
         if new is None:
@@ -163,8 +193,9 @@ class Starter:
         written = self._write(path, new, True, outcome, "exclude")
         return written if isinstance(written, Refusal) else None
 
-    def _grant(self, primary: str, task: str | None, force: bool,
-               outcome: StarterOutcome) -> Refusal | None:
+    def _grant(
+        self, primary: str, task: str | None, force: bool, outcome: StarterOutcome
+    ) -> Refusal | None:
         try:
             top = [(e.name, e.kind is EntryKind.DIRECTORY) for e in self._fs.listdir(primary)]
         except FileSystemError as error:
@@ -173,8 +204,9 @@ class Starter:
         written = self._write(outcome.grant, text, force, outcome, "grant")
         return written if isinstance(written, Refusal) else None
 
-    def _model_map(self, file: str, ids: Mapping[str, str], force: bool,
-                   outcome: StarterOutcome) -> None:
+    def _model_map(
+        self, file: str, ids: Mapping[str, str], force: bool, outcome: StarterOutcome
+    ) -> None:
         existing = self._small_file(file) if self._fs.lexists(file) else None
         example = next(iter(self._placeholders.items()))
         update = decide.model_map_update(file, existing, ids, force, example)
@@ -187,16 +219,20 @@ class Starter:
                 return
         outcome.done.append(f"model map {update.said}")
 
-    def _workers(self, primary: str, task: str | None, backend: str, force: bool,
-                 outcome: StarterOutcome) -> Refusal | None:
+    def _workers(
+        self, primary: str, task: str | None, backend: str, force: bool, outcome: StarterOutcome
+    ) -> Refusal | None:
         text = decide.workers_text(backend)
         if task is None:
-            written = self._write(posixpath.join(primary, CONFIG_PATH), text, force, outcome,
-                                  "worker configuration")
+            written = self._write(
+                posixpath.join(primary, CONFIG_PATH), text, force, outcome, "worker configuration"
+            )
             if written is True:
-                outcome.done.append(f"commit it on the branch your worktrees are made from: "
-                                    f"git -C {primary} add {CONFIG_PATH} && git -C {primary} "
-                                    "commit -m 'Add the Concorde worker configuration'")
+                outcome.done.append(
+                    f"commit it on the branch your worktrees are made from: "
+                    f"git -C {primary} add {CONFIG_PATH} && git -C {primary} "
+                    "commit -m 'Add the Concorde worker configuration'"
+                )
             return written if isinstance(written, Refusal) else None
         worktree = posixpath.join(primary, ".claude", "worktrees", task)
         outcome.worktree = worktree
@@ -207,16 +243,27 @@ class Starter:
             if failed is not None:
                 return _refusal(f"git worktree add {worktree} failed: {failed}", worktree)
             outcome.done.append(f"worktree {worktree}: created on the new branch {task}")
-        written = self._write(posixpath.join(worktree, CONFIG_PATH), text, force, outcome,
-                              "worker configuration")
+        written = self._write(
+            posixpath.join(worktree, CONFIG_PATH), text, force, outcome, "worker configuration"
+        )
         if written is not True:
             return written if isinstance(written, Refusal) else None
         failed = self._run_git(worktree, ["add", "--", CONFIG_PATH]) or self._run_git(
-            worktree, ["commit", "-m", "Add the Concorde worker configuration "
-                       "(concorde-workers init)", "--", CONFIG_PATH])
+            worktree,
+            [
+                "commit",
+                "-m",
+                "Add the Concorde worker configuration (concorde-workers init)",
+                "--",
+                CONFIG_PATH,
+            ],
+        )
         if failed is not None:
-            return _refusal(f"the commit of {CONFIG_PATH} in {worktree} failed: {failed}; "
-                            f"commit it by hand (a run reads it as committed)", worktree)
+            return _refusal(
+                f"the commit of {CONFIG_PATH} in {worktree} failed: {failed}; "
+                f"commit it by hand (a run reads it as committed)",
+                worktree,
+            )
         outcome.done.append(f"committed {CONFIG_PATH} on branch {task}")
         return None
 
@@ -226,8 +273,9 @@ class Starter:
         if git is None:
             return "git is not found on PATH"
         try:
-            handle = self._processes.start([git, *args], dict(self._environ), cwd,
-                                           timeout_seconds=GIT_TIMEOUT_SECONDS)
+            handle = self._processes.start(
+                [git, *args], dict(self._environ), cwd, timeout_seconds=GIT_TIMEOUT_SECONDS
+            )
         except ProcessStartFailed as failed:
             return f"git could not be started: {failed.os_error_text}"
         said = "\n".join(handle.lines())
@@ -239,8 +287,9 @@ class Starter:
 
 
 def _next_command(outcome: StarterOutcome, task: str | None) -> str:
-    worktree = outcome.worktree or posixpath.join(outcome.primary, ".claude", "worktrees",
-                                                  "<name>")
+    worktree = outcome.worktree or posixpath.join(outcome.primary, ".claude", "worktrees", "<name>")
     prefix = "" if task else "concorde-workers init --task <name>, then "
-    return (f"{prefix}concorde-workers plan --worktree {worktree} --grant {outcome.grant} "
-            "--instructions 'What the worker should do' --operation implement --worker worker")
+    return (
+        f"{prefix}concorde-workers plan --worktree {worktree} --grant {outcome.grant} "
+        "--instructions 'What the worker should do' --operation implement --worker worker"
+    )

@@ -74,8 +74,15 @@ from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.resources import ResourceGroups
 
-__all__ = ["LeftDirectory", "RecordFinish", "StaleDirectory", "SweepReport", "Sweeper",
-           "sweep_account"]
+__all__ = [
+    "LeftDirectory",
+    "RecordFinish",
+    "StaleDirectory",
+    "SweepReport",
+    "Sweeper",
+    "sweep_account",
+]
+
 
 @dataclass
 class _Run:
@@ -98,9 +105,16 @@ class Sweeper:
     """Finds and removes the stale runtime directories below `runtime_parent`; wired by the
     container over the filesystem, the process table and the clock."""
 
-    def __init__(self, *, fs: FileSystem, table: ProcessTable, clock: Clock,
-                 runtime_parent: str, profiles: Profiles,
-                 groups: ResourceGroups | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        fs: FileSystem,
+        table: ProcessTable,
+        clock: Clock,
+        runtime_parent: str,
+        profiles: Profiles,
+        groups: ResourceGroups | None = None,
+    ) -> None:
         self._groups = groups
         self._copies = copies_of(profiles)
         self._transcripts = entries_of(profiles).transcripts
@@ -116,9 +130,11 @@ class Sweeper:
         try:
             entries = self._fs.listdir(self._parent)
         except FileSystemError as error:
-            return SweepReport(runtime_parent=self._parent,
-                               problem=f"the runtime parent {self._parent} cannot be listed: "
-                                       f"{error.os_error_text}")
+            return SweepReport(
+                runtime_parent=self._parent,
+                problem=f"the runtime parent {self._parent} cannot be listed: "
+                f"{error.os_error_text}",
+            )
         own, uid = self._table.own(), self._table.own_uid()
         now = self._clock.now_utc()
         stale: list[StaleDirectory] = []
@@ -128,24 +144,36 @@ class Sweeper:
                 continue
             candidate = self._candidate(entry.name, entry.kind, uid)
             owner = candidate.owner
-            observation = (self._table.observe(owner.host.pid)
-                           if isinstance(owner, OwnerRecord) else None)
-            judged = judge(candidate, own_uid=uid, own=own, observation=observation,
-                           now=now.timestamp())
+            observation = (
+                self._table.observe(owner.host.pid) if isinstance(owner, OwnerRecord) else None
+            )
+            judged = judge(
+                candidate, own_uid=uid, own=own, observation=observation, now=now.timestamp()
+            )
             if judged is None:
                 continue
             if judged.verdict is Verdict.STALE:
                 stale.append(self._remove(candidate, judged, own, now))
             else:
-                left.append(LeftDirectory(
-                    runtime_directory=candidate.path,
-                    verdict="live" if judged.verdict is Verdict.LIVE else "left",
-                    reason=judged.reason))
-        copies = sweep_copies(self._fs, self._table, self._parent, entries, own=own, uid=uid,
-                              now=now.timestamp())
+                left.append(
+                    LeftDirectory(
+                        runtime_directory=candidate.path,
+                        verdict="live" if judged.verdict is Verdict.LIVE else "left",
+                        reason=judged.reason,
+                    )
+                )
+        copies = sweep_copies(
+            self._fs, self._table, self._parent, entries, own=own, uid=uid, now=now.timestamp()
+        )
         groups, groups_failed = sweep_groups(self._groups)
-        return SweepReport(runtime_parent=self._parent, stale=tuple(stale), left=tuple(left),
-                           copies=copies, groups=groups, groups_failed=groups_failed)
+        return SweepReport(
+            runtime_parent=self._parent,
+            stale=tuple(stale),
+            left=tuple(left),
+            copies=copies,
+            groups=groups,
+            groups_failed=groups_failed,
+        )
 
     # --- what a directory is ----------------------------------------------------------------
 
@@ -158,10 +186,17 @@ class Sweeper:
         except FileSystemError:
             return Candidate(path=path, name=name, kind=kind)
         if found.kind is not EntryKind.DIRECTORY or found.uid != uid:
-            return Candidate(path=path, name=name, kind=found.kind, uid=found.uid,
-                             mtime=found.mtime)
-        return Candidate(path=path, name=name, kind=found.kind, uid=found.uid,
-                         mtime=found.mtime, owner=self._owner(path, uid))
+            return Candidate(
+                path=path, name=name, kind=found.kind, uid=found.uid, mtime=found.mtime
+            )
+        return Candidate(
+            path=path,
+            name=name,
+            kind=found.kind,
+            uid=found.uid,
+            mtime=found.mtime,
+            owner=self._owner(path, uid),
+        )
 
     def _owner(self, root: str, uid: int) -> OwnerRecord | str:
         """The owner record of the directory `root`, or why there is none to use: control/ and
@@ -186,8 +221,9 @@ class Sweeper:
 
     # --- removing a stale directory ---------------------------------------------------------
 
-    def _remove(self, candidate: Candidate, judged: Judgement, own: ProcessIdentity,
-                now: datetime) -> StaleDirectory:
+    def _remove(
+        self, candidate: Candidate, judged: Judgement, own: ProcessIdentity, now: datetime
+    ) -> StaleDirectory:
         owner = candidate.owner if isinstance(candidate.owner, OwnerRecord) else None
         runtime = RuntimeLayout(root=candidate.path)
         run: _Run | str | None = None if owner is None else self._run(owner)
@@ -196,22 +232,35 @@ class Sweeper:
         if finishing and isinstance(run, _Run) and owner is not None:
             transcript = self._transcript(runtime, run, owner)
         cleaned = cleanup_runtime_directory(
-            self._fs, runtime, [runtime.copy_of(name) for name in self._copies], transcript,
-            run.layout.transcript if isinstance(run, _Run) and transcript else None)
+            self._fs,
+            runtime,
+            [runtime.copy_of(name) for name in self._copies],
+            transcript,
+            run.layout.transcript if isinstance(run, _Run) and transcript else None,
+        )
         record: RecordFinish | None = None
         if owner is not None:
             if isinstance(run, str):
                 record = RecordFinish(owner.run_id, owner.run_directory, "not_found", run)
             elif run is not None and not finishing:
-                record = RecordFinish(owner.run_id, owner.run_directory, "already_ended",
-                                      f"its record already ended {run.node.status}")
+                record = RecordFinish(
+                    owner.run_id,
+                    owner.run_directory,
+                    "already_ended",
+                    f"its record already ended {run.node.status}",
+                )
             elif run is not None:
                 record = self._finish(run, owner, candidate.path, judged, cleaned, own, now)
         return StaleDirectory(
-            runtime_directory=candidate.path, reason=judged.reason,
-            run_id=owner.run_id if owner else None, host_pid=owner.host.pid if owner else None,
-            removed=not cleaned.remains, remains=cleaned.remains,
-            transcript_error=cleaned.transcript_error, record=record)
+            runtime_directory=candidate.path,
+            reason=judged.reason,
+            run_id=owner.run_id if owner else None,
+            host_pid=owner.host.pid if owner else None,
+            removed=not cleaned.remains,
+            remains=cleaned.remains,
+            transcript_error=cleaned.transcript_error,
+            record=record,
+        )
 
     def _run(self, owner: OwnerRecord) -> _Run | str:
         """The run's node in the run directory the owner record names, with its rounds' nodes,
@@ -224,14 +273,18 @@ class Sweeper:
             what = "is missing" if error.not_found else f"cannot be read: {error.os_error_text}"
             return f"the run directory {layout.run_dir} {what}: nothing was written"
         if found.kind is not EntryKind.DIRECTORY:
-            return (f"the run directory {layout.run_dir} is a {found.kind.value}, not a "
-                    "directory: nothing was written")
+            return (
+                f"the run directory {layout.run_dir} is a {found.kind.value}, not a "
+                "directory: nothing was written"
+            )
         node = read_node(self._fs, layout.trace, WORKER_RUN)
         if isinstance(node, Refusal):
             return f"{node.message}: nothing was written"
         if node.id != owner.run_id:
-            return (f"{layout.trace} is the node of run {node.id}, not of run {owner.run_id}: "
-                    "nothing was written")
+            return (
+                f"{layout.trace} is the node of run {node.id}, not of run {owner.run_id}: "
+                "nothing was written"
+            )
         run = _Run(layout=layout, node=node)
         for n in range(1, node.run_content().rounds + 1):
             round_node = read_node(self._fs, layout.round_trace(n), WORKER_ROUND)
@@ -246,16 +299,25 @@ class Sweeper:
         last, or pi's fixed `<run-id>.jsonl`; without either, the only transcript there is. Only
         a regular file, never a link; the worker's own directories are never looked at."""
         folders = [f for pattern in self._transcripts for f in self._folders(runtime, pattern)]
-        names = [n for n in (session_file(run.session) if run.session else None,
-                             session_file(owner.run_id)) if n]
+        names = [
+            n
+            for n in (
+                session_file(run.session) if run.session else None,
+                session_file(owner.run_id),
+            )
+            if n
+        ]
         for name in names:
             for folder in folders:
                 path = posixpath.join(folder, name)
                 if self._is_file(path):
                     return path
-        found = [posixpath.join(folder, e.name) for folder in folders
-                 for e in self._entries(folder)
-                 if e.kind is EntryKind.FILE and session_file(e.name[:-6]) == e.name]
+        found = [
+            posixpath.join(folder, e.name)
+            for folder in folders
+            for e in self._entries(folder)
+            if e.kind is EntryKind.FILE and session_file(e.name[:-6]) == e.name
+        ]
         return found[0] if len(found) == 1 else None
 
     def _folders(self, runtime: RuntimeLayout, pattern: str) -> list[str]:
@@ -267,8 +329,13 @@ class Sweeper:
             below: list[str] = []
             for folder in found:
                 kinds = {e.name: e.kind for e in self._entries(folder)}
-                names = [n for n, k in kinds.items() if k is EntryKind.DIRECTORY] \
-                    if part == "*" else [part] if kinds.get(part) is EntryKind.DIRECTORY else []
+                names = (
+                    [n for n, k in kinds.items() if k is EntryKind.DIRECTORY]
+                    if part == "*"
+                    else [part]
+                    if kinds.get(part) is EntryKind.DIRECTORY
+                    else []
+                )
                 below += [posixpath.join(folder, name) for name in names]
             found = below
         return found
@@ -291,57 +358,111 @@ class Sweeper:
 
     # --- finishing the record ---------------------------------------------------------------
 
-    def _finish(self, run: _Run, owner: OwnerRecord, runtime_dir: str, judged: Judgement,
-                cleaned: CleanupOutcome, own: ProcessIdentity, now: datetime) -> RecordFinish:
+    def _finish_progress(
+        self, progress: ProgressFile | Refusal, status: str, now: datetime
+    ) -> list[str]:
+        """status.json moved to finished with interrupted; what could not be written. A
+        progress file that cannot be read is an observation aid only: nothing to update."""
+        if isinstance(progress, Refusal):
+            return [progress.message]
+        moved = progress.model_copy(
+            update={"phase": "finished", "status": "interrupted", "updated_at": utc_text(now)}
+        )
+        try:
+            self._fs.write_atomic(status, moved.model_dump_json(indent=2) + "\n")
+        except FileSystemError as failed:
+            return [f"{status}: {failed.os_error_text}"]
+        return []
+
+    def _finish(
+        self,
+        run: _Run,
+        owner: OwnerRecord,
+        runtime_dir: str,
+        judged: Judgement,
+        cleaned: CleanupOutcome,
+        own: ProcessIdentity,
+        now: datetime,
+    ) -> RecordFinish:
         layout, node = run.layout, run.node
         progress = read_progress(self._fs, layout.status)
         seen = progress if isinstance(progress, ProgressFile) else None
-        ended = _latest(node.started_at, *(r.started_at for r in run.rounds),
-                        seen.updated_at if seen else None) or utc_text(now)
+        ended = _latest(
+            node.started_at, *(r.started_at for r in run.rounds), seen.updated_at if seen else None
+        ) or utc_text(now)
         kept = cleaned.transcript_kept or (
-            cleaned.transcript_error is None and self._is_file(layout.transcript))
+            cleaned.transcript_error is None and self._is_file(layout.transcript)
+        )
         detail = _host_died(owner, runtime_dir, judged, own, now, seen, len(run.rounds))
-        links = LinkContext(run_id=node.id, task_type=node.run_content().task_type,
-                            layout=layout, backend=node.run_metadata().backend or owner.backend)
-        evidence = [trace_evidence(node.id, layout.run_dir)]
-        if kept:
-            evidence.append(transcript_evidence(layout.transcript, run.session))
-        error: ErrorLink = links.link(Code.INTERRUPTED, detail, evidence)
-        if not cleaned.ok:
-            error = cleanup_link(links, cleaned, error)
+        error = _interrupted_link(run, owner, detail, kept, cleaned)
         tracer = TraceWriter(self._fs, self._clock)
-        for round_node in run.rounds:
-            if round_node.status == "running":
-                tracer.write_round_node(layout, round_node.round_content().round,
-                                        round_node.model_copy(update={
-                                            "status": "failed", "outcome": "interrupted",
-                                            "ended_at": _latest(ended, round_node.started_at)}),
-                                        "end")
-        problems = list(tracer.failures)
-        if isinstance(progress, Refusal):
-            # an observation aid only; without a readable one there is nothing to update
-            problems.append(progress.message)
-        elif seen is not None:
-            try:
-                self._fs.write_atomic(layout.status, seen.model_copy(update={
-                    "phase": "finished", "status": "interrupted",
-                    "updated_at": utc_text(now)}).model_dump_json(indent=2) + "\n")
-            except FileSystemError as failed:
-                problems.append(f"{layout.status}: {failed.os_error_text}")
+        _end_rounds(tracer, run, ended)
+        problems = [*tracer.failures, *self._finish_progress(progress, layout.status, now)]
         content = node.run_content().model_copy(
-            update={"transcript": "transcript.jsonl" if kept else None})
-        finished = node.model_copy(update={
-            "status": "failed", "outcome": "interrupted", "ended_at": ended, "error": error,
-            "content": content, "files": tracer.run_files(layout)})
-        failure = tracer.write_run_node(layout, TraceNode.model_validate(
-            finished.model_dump(mode="json")), "end")
+            update={"transcript": "transcript.jsonl" if kept else None}
+        )
+        finished = node.model_copy(
+            update={
+                "status": "failed",
+                "outcome": "interrupted",
+                "ended_at": ended,
+                "error": error,
+                "content": content,
+                "files": tracer.run_files(layout),
+            }
+        )
+        failure = tracer.write_run_node(
+            layout, TraceNode.model_validate(finished.model_dump(mode="json")), "end"
+        )
         if failure is not None:
-            return RecordFinish(owner.run_id, layout.run_dir, "failed",
-                                "; ".join([*problems, failure]), transcript_kept=kept)
+            return RecordFinish(
+                owner.run_id,
+                layout.run_dir,
+                "failed",
+                "; ".join([*problems, failure]),
+                transcript_kept=kept,
+            )
         note = f"ended interrupted: {detail}"
         if problems:
             note += "; not written: " + "; ".join(problems)
         return RecordFinish(owner.run_id, layout.run_dir, "finished", note, transcript_kept=kept)
+
+
+def _interrupted_link(
+    run: _Run, owner: OwnerRecord, detail: str, kept: bool, cleaned: CleanupOutcome
+) -> ErrorLink:
+    """The dead host's run's error: interrupted, with its trace (and its transcript when kept)
+    as evidence, and the cleanup's failure around it when the directory did not all go."""
+    layout, node = run.layout, run.node
+    links = LinkContext(
+        run_id=node.id,
+        task_type=node.run_content().task_type,
+        layout=layout,
+        backend=node.run_metadata().backend or owner.backend,
+    )
+    evidence = [trace_evidence(node.id, layout.run_dir)]
+    if kept:
+        evidence.append(transcript_evidence(layout.transcript, run.session))
+    error: ErrorLink = links.link(Code.INTERRUPTED, detail, evidence)
+    return error if cleaned.ok else cleanup_link(links, cleaned, error)
+
+
+def _end_rounds(tracer: TraceWriter, run: _Run, ended: str) -> None:
+    """Every round node still running ends interrupted (failed) when the run's record did."""
+    for round_node in run.rounds:
+        if round_node.status == "running":
+            tracer.write_round_node(
+                run.layout,
+                round_node.round_content().round,
+                round_node.model_copy(
+                    update={
+                        "status": "failed",
+                        "outcome": "interrupted",
+                        "ended_at": _latest(ended, round_node.started_at),
+                    }
+                ),
+                "end",
+            )
 
 
 def _latest(*times: str | None) -> str | None:
@@ -350,13 +471,22 @@ def _latest(*times: str | None) -> str | None:
     return max(parsed)[1] if parsed else None
 
 
-def _host_died(owner: OwnerRecord, runtime_dir: str, judged: Judgement, own: ProcessIdentity,
-               now: datetime, seen: ProgressFile | None, rounds: int) -> str:
+def _host_died(
+    owner: OwnerRecord,
+    runtime_dir: str,
+    judged: Judgement,
+    own: ProcessIdentity,
+    now: datetime,
+    seen: ProgressFile | None,
+    rounds: int,
+) -> str:
     """The interrupted link's detail: who died, how it was found, what was removed."""
     where = f" in round {rounds}" if rounds else " before its first round"
     if seen is not None:
         where += f" (phase {seen.phase}, last written {seen.updated_at})"
-    return (f"the host process (pid {owner.host.pid}) died without a chance to act, as by "
-            f"SIGKILL or the out-of-memory killer, while the run was{where}: {judged.reason}; "
-            f"a sweep (pid {own.pid}) found its runtime directory {runtime_dir} at "
-            f"{utc_text(now)} and removed it, credential copies first")
+    return (
+        f"the host process (pid {owner.host.pid}) died without a chance to act, as by "
+        f"SIGKILL or the out-of-memory killer, while the run was{where}: {judged.reason}; "
+        f"a sweep (pid {own.pid}) found its runtime directory {runtime_dir} at "
+        f"{utc_text(now)} and removed it, credential copies first"
+    )

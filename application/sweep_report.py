@@ -29,9 +29,13 @@ class RecordFinish:
     transcript_kept: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "run_directory": self.run_directory,
-                "outcome": self.outcome, "detail": self.detail,
-                "transcript_kept": self.transcript_kept}
+        return {
+            "run_id": self.run_id,
+            "run_directory": self.run_directory,
+            "outcome": self.outcome,
+            "detail": self.detail,
+            "transcript_kept": self.transcript_kept,
+        }
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,16 @@ class StaleDirectory:
     record: RecordFinish | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"runtime_directory": self.runtime_directory, "reason": self.reason,
-                "run_id": self.run_id, "host_pid": self.host_pid, "removed": self.removed,
-                "remains": list(self.remains), "transcript_error": self.transcript_error,
-                "record": None if self.record is None else self.record.to_json()}
+        return {
+            "runtime_directory": self.runtime_directory,
+            "reason": self.reason,
+            "run_id": self.run_id,
+            "host_pid": self.host_pid,
+            "removed": self.removed,
+            "remains": list(self.remains),
+            "transcript_error": self.transcript_error,
+            "record": None if self.record is None else self.record.to_json(),
+        }
 
 
 @dataclass(frozen=True)
@@ -63,8 +73,11 @@ class LeftDirectory:
     reason: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"runtime_directory": self.runtime_directory, "verdict": self.verdict,
-                "reason": self.reason}
+        return {
+            "runtime_directory": self.runtime_directory,
+            "verdict": self.verdict,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -90,24 +103,34 @@ class SweepReport:
         found: list[str] = []
         for stale in self.stale:
             if not stale.removed:
-                found.append(f"{stale.runtime_directory} was not removed: "
-                             + "; ".join(stale.remains))
+                found.append(
+                    f"{stale.runtime_directory} was not removed: " + "; ".join(stale.remains)
+                )
             if stale.transcript_error is not None:
                 found.append(f"the transcript could not be kept: {stale.transcript_error}")
             if stale.record is not None and stale.record.outcome == "failed":
-                found.append(f"the record of run {stale.record.run_id} in "
-                             f"{stale.record.run_directory} was not finished: "
-                             f"{stale.record.detail}")
-        found += [f"{c.path} was not removed: " + "; ".join(c.remains)
-                  for c in self.copies if c.verdict == "stale" and not c.removed]
+                found.append(
+                    f"the record of run {stale.record.run_id} in "
+                    f"{stale.record.run_directory} was not finished: "
+                    f"{stale.record.detail}"
+                )
+        found += [
+            f"{c.path} was not removed: " + "; ".join(c.remains)
+            for c in self.copies
+            if c.verdict == "stale" and not c.removed
+        ]
         return found + list(self.groups_failed)
 
     def to_json(self) -> dict[str, Any]:
-        return {"runtime_parent": self.runtime_parent, "problem": self.problem,
-                "stale": [s.to_json() for s in self.stale],
-                "left": [entry.to_json() for entry in self.left],
-                "copies": [c.to_json() for c in self.copies], "groups": list(self.groups),
-                "failures": self.failures}
+        return {
+            "runtime_parent": self.runtime_parent,
+            "problem": self.problem,
+            "stale": [s.to_json() for s in self.stale],
+            "left": [entry.to_json() for entry in self.left],
+            "copies": [c.to_json() for c in self.copies],
+            "groups": list(self.groups),
+            "failures": self.failures,
+        }
 
 
 # --- the account for a person at a shell ----------------------------------------------------------
@@ -115,8 +138,9 @@ class SweepReport:
 
 def _shown(text: str) -> str:
     """`text` with every control character escaped, so that no path can rewrite the terminal."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
 
 
 def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
@@ -128,24 +152,41 @@ def sweep_account(report: SweepReport, *, quiet: bool = False) -> str:
     if quiet and not report.stale and not removed and not report.groups:
         return ""
     count = len(report.stale)
-    lines = [f"sweep of {_shown(report.runtime_parent)}: "
-             + (f"{count} stale runtime director{'y' if count == 1 else 'ies'}" if count
-                else "no stale runtime directory")]
+    lines = [
+        f"sweep of {_shown(report.runtime_parent)}: "
+        + (
+            f"{count} stale runtime director{'y' if count == 1 else 'ies'}"
+            if count
+            else "no stale runtime directory"
+        )
+    ]
     for stale in report.stale:
         lines += _stale_lines(stale)
-    lines += [f"  {'removed' if c.removed else 'NOT removed'} check copy {_shown(c.path)}: "
-              f"{_shown(c.reason)}" for c in removed]
+    lines += [
+        f"  {'removed' if c.removed else 'NOT removed'} check copy {_shown(c.path)}: "
+        f"{_shown(c.reason)}"
+        for c in removed
+    ]
     lines += [f"  removed idle resource group {_shown(name)}" for name in report.groups]
     if not quiet:
-        lines += [f"  left {_shown(entry.runtime_directory)}: {_shown(entry.reason)}"
-                  for entry in report.left]
-        lines += [f"  left check copy {_shown(c.path)}: {_shown(c.reason)}"
-                  for c in report.copies if c.verdict != "stale"]
+        lines += [
+            f"  left {_shown(entry.runtime_directory)}: {_shown(entry.reason)}"
+            for entry in report.left
+        ]
+        lines += [
+            f"  left check copy {_shown(c.path)}: {_shown(c.reason)}"
+            for c in report.copies
+            if c.verdict != "stale"
+        ]
     return "\n".join(lines) + "\n"
 
 
-_RECORD_SAID = {"finished": "record finished interrupted", "already_ended": "record kept",
-                "not_found": "record not written", "failed": "record NOT finished"}
+_RECORD_SAID = {
+    "finished": "record finished interrupted",
+    "already_ended": "record kept",
+    "not_found": "record not written",
+    "failed": "record NOT finished",
+}
 
 
 def _stale_lines(stale: StaleDirectory) -> list[str]:

@@ -30,25 +30,31 @@ def hold_worktree(fs: FileSystem, prepared: Prepared, holder: str) -> HeldLock |
     try:
         held = fs.hold_lock(path, holder)
     except FileSystemError as failed:
-        return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
-                       message=f"the worktree's lock {path} could not be taken: "
-                               f"{failed.os_error_text}")
+        return Refusal(
+            code=Code.LAUNCH_FAILED,
+            reason=Reason.ENVIRONMENT,
+            message=f"the worktree's lock {path} could not be taken: {failed.os_error_text}",
+        )
     if isinstance(held, str):
         return Refusal(
-            code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT,
+            code=Code.LAUNCH_FAILED,
+            reason=Reason.ENVIRONMENT,
             message=f"another run works in the worktree {prepared.placement.worktree} now (its "
-                    f"lock {path} says: {held[:HOLDER_SHOWN_CHARS]}); two runs at once would "
-                    "change and audit the same files: wait until it has ended, or end it")
+            f"lock {path} says: {held[:HOLDER_SHOWN_CHARS]}); two runs at once would "
+            "change and audit the same files: wait until it has ended, or end it",
+        )
     return held
 
 
 @contextmanager
-def worktree_held(fs: FileSystem, prepared: Prepared, run_id: str, host_pid: int,
-                  run_dir: str) -> Iterator[Refusal | None]:
+def worktree_held(
+    fs: FileSystem, prepared: Prepared, run_id: str, host_pid: int, run_dir: str
+) -> Iterator[Refusal | None]:
     """Holds the worktree's lock for the body (None), or yields the refusal; released however
     the body ends."""
-    held = hold_worktree(fs, prepared, json.dumps(
-        {"run_id": run_id, "host_pid": host_pid, "run_dir": run_dir}))
+    held = hold_worktree(
+        fs, prepared, json.dumps({"run_id": run_id, "host_pid": host_pid, "run_dir": run_dir})
+    )
     if isinstance(held, Refusal):
         yield held
         return
@@ -56,4 +62,3 @@ def worktree_held(fs: FileSystem, prepared: Prepared, run_id: str, host_pid: int
         yield None
     finally:
         held.release()
-

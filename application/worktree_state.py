@@ -58,8 +58,16 @@ from concorde_workers.ports.git import GitReader
 _T = TypeVar("_T")
 _U = TypeVar("_U")
 
-GIT_DIR_FILES = ("HEAD", "config", "config.worktree", "commondir", "gitdir", "info/attributes",
-                 "info/exclude", "packed-refs")
+GIT_DIR_FILES = (
+    "HEAD",
+    "config",
+    "config.worktree",
+    "commondir",
+    "gitdir",
+    "info/attributes",
+    "info/exclude",
+    "packed-refs",
+)
 """What decides what a Git directory runs and has checked out: its `.git` entry's state is a
 digest of these (and of its hooks and resolved HEAD)."""
 MAX_READ = 1 << 20
@@ -68,9 +76,17 @@ MAX_READ = 1 << 20
 class WorktreeObserver:
     """Snapshots and observations of one worktree."""
 
-    def __init__(self, git: GitReader, fs: FileSystem, repository: GitRepository, *,
-                 parallel: bool = True, writable: Sequence[str] = (),
-                 runtime_paths: Sequence[str] = (), git_entries: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        git: GitReader,
+        fs: FileSystem,
+        repository: GitRepository,
+        *,
+        parallel: bool = True,
+        writable: Sequence[str] = (),
+        runtime_paths: Sequence[str] = (),
+        git_entries: Sequence[str] = (),
+    ) -> None:
         """`writable` are the grant's rw directories (worktree-relative, such as `src/app/`):
         the only places where a worker's bash can create Git metadata. `git_entries` are the
         `.git` entries placement found (worktree-relative; `.git` is the worktree's own):
@@ -104,11 +120,17 @@ class WorktreeObserver:
         status = self._git.status(self._repo, self._gitlinks)
         files = self._listed(status)
         files.update(walked)
-        return WorktreeState(head_branch=status.head.branch, head_commit=status.head.commit,
-                             index_digest=index.digest, files=files, config_digest=config)
+        return WorktreeState(
+            head_branch=status.head.branch,
+            head_commit=status.head.commit,
+            index_digest=index.digest,
+            files=files,
+            config_digest=config,
+        )
 
     def observe(self, snapshot: Snapshot) -> Observation:
         """The worktree after a round, in the snapshot's shape. Raises GitCommandFailed."""
+
         def walk_then_status() -> tuple[WorktreeStatus, dict[str, FileState | None]]:
             # The walk comes before any Git command runs over the tree (`ls-files` beside it
             # reads the index file only).
@@ -121,8 +143,15 @@ class WorktreeObserver:
         if new_links:  # the index changed (a violation already): walk what it names too
             walked.update(self._walk(new_links, only_links=True))
         files.update(walked)
-        return observe(snapshot, status.head.branch, status.head.commit, index.digest, files,
-                       self.measure, config)
+        return observe(
+            snapshot,
+            status.head.branch,
+            status.head.commit,
+            index.digest,
+            files,
+            self.measure,
+            config,
+        )
 
     def _git_state(self) -> tuple[IndexState, str]:
         return self._git.index(self._repo), self._git.config_digest(self._repo)
@@ -151,8 +180,9 @@ class WorktreeObserver:
 
     # --- what Git does not show ----------------------------------------------------------------
 
-    def _walk(self, gitlinks: Sequence[str], only_links: bool = False
-              ) -> dict[str, FileState | None]:
+    def _walk(
+        self, gitlinks: Sequence[str], only_links: bool = False
+    ) -> dict[str, FileState | None]:
         """Every `.git` entry below the rw directories, the submodule paths and the nested
         repositories (and each one placement found); every file below a submodule path or
         nested repository; each submodule path's checked-out commit."""
@@ -173,8 +203,7 @@ class WorktreeObserver:
         root = posixpath.join(self._worktree, rel)
         if not self._fs.is_dir(root) or self._fs.is_symlink(root):
             return
-        walked = walk_tree(root, self._list_dir, self._runtime_paths, files=files,
-                           git_dirs=True)
+        walked = walk_tree(root, self._list_dir, self._runtime_paths, files=files, git_dirs=True)
         for path in walked.files:
             found = relative_to(path, self._worktree)
             states[found] = self.measure(found)
@@ -195,8 +224,13 @@ class WorktreeObserver:
                 return dot_git
             if kind is EntryKind.FILE:
                 text = self._read(dot_git)
-                target = parse_gitdir_file(text.decode("utf-8", "surrogateescape"),
-                                           posixpath.dirname(dot_git)) if text else None
+                target = (
+                    parse_gitdir_file(
+                        text.decode("utf-8", "surrogateescape"), posixpath.dirname(dot_git)
+                    )
+                    if text
+                    else None
+                )
                 return self._fs.realpath(target) if target else None
         except FileSystemError:
             pass
@@ -224,8 +258,11 @@ class WorktreeObserver:
         digest = hashlib.sha256()
         names = [*GIT_DIR_FILES, *(f"hooks/{e.name}" for e in self._list_dir(f"{path}/hooks"))]
         for name in names:
-            digest.update(f"{name}\0{self._digest_or_state(f'{path}/{name}')}\0".encode(
-                "utf-8", "surrogateescape"))
+            digest.update(
+                f"{name}\0{self._digest_or_state(f'{path}/{name}')}\0".encode(
+                    "utf-8", "surrogateescape"
+                )
+            )
         digest.update(self._resolve_head(path).encode("utf-8", "surrogateescape"))
         return FileState(digest=f"git directory sha256:{digest.hexdigest()}", executable=False)
 
@@ -264,9 +301,9 @@ class WorktreeObserver:
 
     # --- the account of Git metadata -------------------------------------------------------------
 
-    def git_metadata(self, snapshot: Snapshot,
-                     observed: Mapping[str, FileState | None] | None = None
-                     ) -> tuple[GitMetadata, ...]:
+    def git_metadata(
+        self, snapshot: Snapshot, observed: Mapping[str, FileState | None] | None = None
+    ) -> tuple[GitMetadata, ...]:
         """Every `.git` entry of the observed files (by default, what the latest observation's
         walk found, even when Git failed after it) that is new or changed since the snapshot,
         with what its configuration would run, read as text."""
@@ -278,8 +315,9 @@ class WorktreeObserver:
                 continue
             if after is None or snapshot.files.get(rel) == after:
                 continue
-            found.append(self._inspect(rel, created=rel not in snapshot.files
-                                       or snapshot.files[rel] is None))
+            found.append(
+                self._inspect(rel, created=rel not in snapshot.files or snapshot.files[rel] is None)
+            )
         return tuple(found)
 
     def found_before(self, snapshot: Snapshot) -> tuple[GitMetadata, ...]:
@@ -288,8 +326,11 @@ class WorktreeObserver:
         leaves what its worker planted there, and nothing tells it from the user's own."""
         found: list[GitMetadata] = []
         for rel in sorted(snapshot.files):
-            if rel == ".git" or snapshot.files[rel] is None \
-                    or not _git_entry(rel, snapshot.files[rel]):
+            if (
+                rel == ".git"
+                or snapshot.files[rel] is None
+                or not _git_entry(rel, snapshot.files[rel])
+            ):
                 continue
             if not any(w in ("", ".") or is_within(rel, w) for w in self._writable):
                 continue
@@ -304,14 +345,20 @@ class WorktreeObserver:
             kind = self._fs.stat(path).kind
         except FileSystemError:
             kind = EntryKind.OTHER
-        names = {EntryKind.DIRECTORY: "directory", EntryKind.FILE: "file",
-                 EntryKind.SYMLINK: "symbolic link"}
+        names = {
+            EntryKind.DIRECTORY: "directory",
+            EntryKind.FILE: "file",
+            EntryKind.SYMLINK: "symbolic link",
+        }
         git_dir: str | None = path if kind is EntryKind.DIRECTORY else None
         points_to = None
         if kind is EntryKind.FILE:
             text = self._read(path)
-            points_to = parse_gitdir_file(text.decode("utf-8", "surrogateescape"),
-                                          posixpath.dirname(path)) if text else None
+            points_to = (
+                parse_gitdir_file(text.decode("utf-8", "surrogateescape"), posixpath.dirname(path))
+                if text
+                else None
+            )
             git_dir = points_to
         elif kind is EntryKind.SYMLINK:
             points_to = git_dir = self._fs.realpath(path)
@@ -322,18 +369,34 @@ class WorktreeObserver:
         runs: tuple[str, ...] = ()
         hooks: tuple[str, ...] = ()
         if git_dir is not None:
-            config = b"".join(self._read(f"{git_dir}/{name}") or b""
-                              for name in ("config", "config.worktree"))
+            config = b"".join(
+                self._read(f"{git_dir}/{name}") or b"" for name in ("config", "config.worktree")
+            )
             runs = tuple(f"{e.name} = {e.value}" for e in program_settings(config))
             hooks_dir = f"{git_dir}/hooks"  # a planted link here would list a folder elsewhere
             listed = self._list_dir(hooks_dir) if self._may_read(hooks_dir) else []
-            hooks = tuple(e.name for e in listed
-                          if not e.name.endswith(".sample") and e.kind is not EntryKind.DIRECTORY)
-        submodule = next((g for g in self._gitlinks
-                          if is_within(posixpath.join(self._worktree, rel),
-                                       posixpath.join(self._worktree, g))), None)
-        return GitMetadata(path=rel, created=created, kind=names.get(kind, "other"),
-                           points_to=points_to, submodule=submodule, runs=runs, hooks=hooks)
+            hooks = tuple(
+                e.name
+                for e in listed
+                if not e.name.endswith(".sample") and e.kind is not EntryKind.DIRECTORY
+            )
+        submodule = next(
+            (
+                g
+                for g in self._gitlinks
+                if is_within(posixpath.join(self._worktree, rel), posixpath.join(self._worktree, g))
+            ),
+            None,
+        )
+        return GitMetadata(
+            path=rel,
+            created=created,
+            kind=names.get(kind, "other"),
+            points_to=points_to,
+            submodule=submodule,
+            runs=runs,
+            hooks=hooks,
+        )
 
     # --- measuring one path -------------------------------------------------------------------
 

@@ -48,21 +48,33 @@ from concorde_workers.domain.gitview.git_status import GitRepository  # noqa: E4
 
 STATUS = ("status", "--porcelain=v2", "-z", "--untracked-files=all")
 # The audit before issue 8 §1: these options on every call, status beside four more commands.
-OLD_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-               "--no-optional-locks", "--literal-pathspecs")
+OLD_OPTIONS = (
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "--no-optional-locks",
+    "--literal-pathspecs",
+)
 
 
 def git_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
-               LC_ALL="C", GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b",
-               GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@b")
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        LC_ALL="C",
+        GIT_AUTHOR_NAME="b",
+        GIT_AUTHOR_EMAIL="b@b",
+        GIT_COMMITTER_NAME="b",
+        GIT_COMMITTER_EMAIL="b@b",
+    )
     return env
 
 
 def git(env: dict[str, str], cwd: Path, *args: str) -> bytes:
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True,
-                          capture_output=True).stdout
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True).stdout
 
 
 def build(base: Path, files: int, changed: int) -> tuple[Path, Path, dict[str, str]]:
@@ -100,12 +112,19 @@ def old_audit(env: dict[str, str], worktree: Path) -> Callable[[], Any]:
     fs = LocalFileSystem()
 
     def background() -> None:
-        for args in (("symbolic-ref", "-q", "HEAD"), ("rev-parse", "-q", "--verify", "HEAD"),
-                     ("ls-files", "--stage", "-v", "-z"),
-                     ("rev-parse", "--path-format=absolute", "--git-dir"),
-                     ("rev-parse", "--path-format=absolute", "--git-common-dir")):
-            subprocess.run(["git", *OLD_OPTIONS, "-C", str(worktree), *args], env=env,
-                           capture_output=True, check=False)
+        for args in (
+            ("symbolic-ref", "-q", "HEAD"),
+            ("rev-parse", "-q", "--verify", "HEAD"),
+            ("ls-files", "--stage", "-v", "-z"),
+            ("rev-parse", "--path-format=absolute", "--git-dir"),
+            ("rev-parse", "--path-format=absolute", "--git-common-dir"),
+        ):
+            subprocess.run(
+                ["git", *OLD_OPTIONS, "-C", str(worktree), *args],
+                env=env,
+                capture_output=True,
+                check=False,
+            )
 
     def run() -> None:
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -137,21 +156,37 @@ def noop_round(worktree: Path, parent: Path, tmp: Path) -> Callable[[], Any]:
     from concorde_workers.container import production
     from concorde_workers.domain.configuration.request import Limits, RunRequest
 
-    grant = {"task_type": "implement", "context_identity": "sha256:" + "1" * 64,
-             "entries": [{"path": "src/m00/", "level": "rw"}]}
-    result = {"status": "ok", "summary": "nothing", "error": None, "proposed_deletions": [],
-              "output": {}}
+    grant = {
+        "task_type": "implement",
+        "context_identity": "sha256:" + "1" * 64,
+        "entries": [{"path": "src/m00/", "level": "rw"}],
+    }
+    result = {
+        "status": "ok",
+        "summary": "nothing",
+        "error": None,
+        "proposed_deletions": [],
+        "output": {},
+    }
 
     def run() -> None:
-        backend = ProgramBackend(name="pi", scenarios=[[
-            Step.session("s-1"), Step.transcript(), Step.result(result)]])
+        backend = ProgramBackend(
+            name="pi", scenarios=[[Step.session("s-1"), Step.transcript(), Step.result(result)]]
+        )
         container = production(dict(os.environ))
         container.temp_root.override(providers.Object(str(tmp)))
-        container.backends.override(providers.Dict(pi=providers.Object(backend),
-                                                   claude=providers.Object(backend)))
-        record = container.worker_host().run(RunRequest(
-            worktree=str(worktree), parent=str(parent), task_type="implement", grant=grant,
-            limits=Limits(timeout_seconds=120, rounds=0, retries=0)))
+        container.backends.override(
+            providers.Dict(pi=providers.Object(backend), claude=providers.Object(backend))
+        )
+        record = container.worker_host().run(
+            RunRequest(
+                worktree=str(worktree),
+                parent=str(parent),
+                task_type="implement",
+                grant=grant,
+                limits=Limits(timeout_seconds=120, rounds=0, retries=0),
+            )
+        )
         if record.status != "ok":
             raise SystemExit(f"the no-op round did not end ok: {record.error}")
 
@@ -179,14 +214,18 @@ def main(argv: list[str]) -> int:
         git_dir, common = reader.git_dirs(wt)
         repo = GitRepository(worktree=wt, git_dir=git_dir, common_dir=common)
         fs = LocalFileSystem()
-        observer = WorktreeObserver(reader, fs, repo, writable=["src/m00/d00/"],
-                                    git_entries=[".git"])
-        unsandboxed = WorktreeObserver(bare_reader, fs, repo, writable=["src/m00/d00/"],
-                                       git_entries=[".git"])
-        sequential = WorktreeObserver(reader, fs, repo, writable=["src/m00/d00/"],
-                                      git_entries=[".git"], parallel=False)
-        reread = WorktreeObserver(rereading, fs, repo, writable=["src/m00/d00/"],
-                                  git_entries=[".git"])
+        observer = WorktreeObserver(
+            reader, fs, repo, writable=["src/m00/d00/"], git_entries=[".git"]
+        )
+        unsandboxed = WorktreeObserver(
+            bare_reader, fs, repo, writable=["src/m00/d00/"], git_entries=[".git"]
+        )
+        sequential = WorktreeObserver(
+            reader, fs, repo, writable=["src/m00/d00/"], git_entries=[".git"], parallel=False
+        )
+        reread = WorktreeObserver(
+            rereading, fs, repo, writable=["src/m00/d00/"], git_entries=[".git"]
+        )
         snapshot = observer.snapshot()
         unsandboxed.snapshot()
         sequential.snapshot()
@@ -199,8 +238,9 @@ def main(argv: list[str]) -> int:
 
         def version(r: GitCliReader) -> Callable[[], Any]:
             argv = [*r.command_line("toplevel", wt)[:-4], "--version"]
-            return lambda: subprocess.run(argv, env=r.environment("toplevel", wt),
-                                          capture_output=True, check=True)
+            return lambda: subprocess.run(
+                argv, env=r.environment("toplevel", wt), capture_output=True, check=True
+            )
 
         measured: dict[str, Callable[[], Any]] = {
             "(a) git status --porcelain=v2 -z -uall": bare,
@@ -229,13 +269,17 @@ def main(argv: list[str]) -> int:
                 samples[name].append(timed(fn))
 
         rows = [row(name, s) for name, s in samples.items()]
-        print(f"machine: {platform.machine()} {platform.processor() or ''} "
-              f"{os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
-              f"{git(env, worktree, '--version').decode().strip()}, Python "
-              f"{platform.python_version()}")
-        print(f"worktree: {args.files} tracked files, {args.changed} changed "
-              f"({listed} listed by status, {len(changed.files)} observed), built in "
-              f"{built:.1f} s; {args.repeat} repetitions each")
+        print(
+            f"machine: {platform.machine()} {platform.processor() or ''} "
+            f"{os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
+            f"{git(env, worktree, '--version').decode().strip()}, Python "
+            f"{platform.python_version()}"
+        )
+        print(
+            f"worktree: {args.files} tracked files, {args.changed} changed "
+            f"({listed} listed by status, {len(changed.files)} observed), built in "
+            f"{built:.1f} s; {args.repeat} repetitions each"
+        )
         print()
         print(f"{'step':<42} {'median ms':>10} {'min ms':>9} {'max ms':>9}")
         for name, median, low, high in rows:
@@ -250,9 +294,11 @@ def main(argv: list[str]) -> int:
         low_b = min(samples["(b) audit: WorktreeObserver.observe"])
         print()
         print(f"sandbox: {reader.sandbox or 'none (bubblewrap not found)'}")
-        print(f"ratio (b)/(a) = {b / a:.2f} of the medians, {low_b / low_a:.2f} of the minima "
-              f"(aim: at most 1.2); without the sandbox {u / a:.2f}; sequential {s / a:.2f}; "
-              f"the index re-read {r / a:.2f}; the audit before issue 8 {o / a:.2f}")
+        print(
+            f"ratio (b)/(a) = {b / a:.2f} of the medians, {low_b / low_a:.2f} of the minima "
+            f"(aim: at most 1.2); without the sandbox {u / a:.2f}; sequential {s / a:.2f}; "
+            f"the index re-read {r / a:.2f}; the audit before issue 8 {o / a:.2f}"
+        )
     finally:
         if args.keep:
             print(f"kept: {base}")

@@ -60,17 +60,27 @@ def build(root: Path, files: int) -> Path:
 def planned(tree: Path) -> CheckPlace:
     """The place of a round's check: the grant and the plan's mounts inside the worktree for it
     (as domain/isolation/mount_plan.py makes them: the worktree's skeleton, each entry bound)."""
-    grant = parse_grant({"task_type": "implement", "context_identity": "sha256:" + "1" * 64,
-                         "entries": [{"path": "src/", "level": "rw"},
-                                     {"path": "tests/", "level": "rw"}]})
+    grant = parse_grant(
+        {
+            "task_type": "implement",
+            "context_identity": "sha256:" + "1" * 64,
+            "entries": [{"path": "src/", "level": "rw"}, {"path": "tests/", "level": "rw"}],
+        }
+    )
     assert isinstance(grant, Grant)
-    view = (Mount(kind=MountKind.EMPTY_DIR, path=str(tree), why="the task worktree", named=True),
-            Mount(kind=MountKind.WRITABLE, path=f"{tree}/src", why="rw in the grant"),
-            Mount(kind=MountKind.WRITABLE, path=f"{tree}/tests", why="rw in the grant"))
+    view = (
+        Mount(kind=MountKind.EMPTY_DIR, path=str(tree), why="the task worktree", named=True),
+        Mount(kind=MountKind.WRITABLE, path=f"{tree}/src", why="rw in the grant"),
+        Mount(kind=MountKind.WRITABLE, path=f"{tree}/tests", why="rw in the grant"),
+    )
     # The interpreter's installation read-only, as the request builder derives it from a venv.
-    return CheckPlace(worktree=str(tree), grant=grant, view=view,
-                      project_interpreter=INTERPRETER,
-                      runtime_paths=(sys.prefix, sys.base_prefix))
+    return CheckPlace(
+        worktree=str(tree),
+        grant=grant,
+        view=view,
+        project_interpreter=INTERPRETER,
+        runtime_paths=(sys.prefix, sys.base_prefix),
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -81,8 +91,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     bwrap, tools = shutil.which("bwrap"), layer_tools()
     if bwrap is None or tools is None or not os.path.exists(INTERPRETER):
-        print("bubblewrap, util-linux and .venv are required: run ./scripts/setup",
-              file=sys.stderr)
+        print("bubblewrap, util-linux and .venv are required: run ./scripts/setup", file=sys.stderr)
         return 2
     env = {"PATH": f"{os.path.dirname(INTERPRETER)}:/usr/bin:/bin", "LANG": "C.UTF-8"}
     with tempfile.TemporaryDirectory(prefix="checks-bench-") as folder:
@@ -102,8 +111,7 @@ def main(argv: list[str]) -> int:
             assert handle.wait(None) == 0, command
 
         def checked(runner: SandboxedCheckRunner, command: str) -> None:
-            ran = runner.run(Check(id="c", command=command, timeout_seconds=600), str(tree),
-                             place)
+            ran = runner.run(Check(id="c", command=command, timeout_seconds=600), str(tree), place)
             assert ran.status is CheckStatus.PASSED, ran
 
         steps = {}

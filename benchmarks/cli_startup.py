@@ -33,16 +33,21 @@ SCRIPT = str(Path(PYTHON).parent / "concorde-workers")
 
 def process(argv: list[str], env: Mapping[str, str] | None = None) -> Callable[[], object]:
     def run() -> None:
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       check=True)
+        subprocess.run(
+            argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
+        )
+
     return run
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=21)
-    parser.add_argument("--baseline", metavar="REV",
-                        help="also measure REV's import and --help (e.g. the commit before)")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also measure REV's import and --help (e.g. the commit before)",
+    )
     args = parser.parse_args(argv)
     compiled()
     steps: dict[str, Callable[[], object]] = {
@@ -54,9 +59,11 @@ def main(argv: list[str]) -> int:
     with baseline_tree(args.baseline) as env:
         if args.baseline:
             steps[f"{args.baseline}: import cli.main"] = process(
-                [PYTHON, "-c", "import concorde_workers.adapters.cli.main"], env)
+                [PYTHON, "-c", "import concorde_workers.adapters.cli.main"], env
+            )
             steps[f"{args.baseline}: --help"] = process(
-                [PYTHON, "-m", "concorde_workers.adapters.cli.main", "--help"], env)
+                [PYTHON, "-m", "concorde_workers.adapters.cli.main", "--help"], env
+            )
         ratios = report(interleaved(steps, args.repeat), "python -c pass")
     worst = max(ratios[name][0] for name in list(steps)[1:4])
     print(f"target: at most 3.0x python -c pass; worst median ratio here {worst:.2f}")

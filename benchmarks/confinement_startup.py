@@ -54,9 +54,16 @@ RUN_ID = "w-20260101T000000-abc123"
 
 def prepare(backend: str, worktree: str, environ: dict[str, str], runtime: Path) -> Prepared:
     container = production(environ)
-    request = RunRequest.model_validate({
-        "backend": backend, "worktree": worktree, "task_type": "implement", "grant": GRANT,
-        "instructions": "benchmark", "local_model": "m"})
+    request = RunRequest.model_validate(
+        {
+            "backend": backend,
+            "worktree": worktree,
+            "task_type": "implement",
+            "grant": GRANT,
+            "instructions": "benchmark",
+            "local_model": "m",
+        }
+    )
     prepared = container.preparer().prepare(request, RUN_ID, str(runtime))
     if not isinstance(prepared, Prepared):
         sys.exit(f"the {backend} run would be refused: {prepared.code}: {prepared.message}")
@@ -97,26 +104,35 @@ def main() -> int:
     try:
         environ = {**os.environ, **programs}
         cases: dict[str, tuple[list[str], list[str], dict[str, str], str]] = {}
-        for backend, program in (("claude", programs["CONCORDE_CLAUDE"]),
-                                 ("pi", programs["CONCORDE_PI"])):
+        for backend, program in (
+            ("claude", programs["CONCORDE_CLAUDE"]),
+            ("pi", programs["CONCORDE_PI"]),
+        ):
             runtime = Path("/tmp") / f"concorde-bench0-{backend}"
             shutil.rmtree(runtime, ignore_errors=True)
             prepared = prepare(backend, example.worktree, environ, runtime)
             assert prepared.confinement is not None
             prefix = list(prepared.confinement.prefix())
             env, cwd = prepared.environment, prepared.command.cwd
-            cases[f"{backend} --version"] = ([program, "--version"],
-                                             [*prefix, program, "--version"], env, cwd)
+            cases[f"{backend} --version"] = (
+                [program, "--version"],
+                [*prefix, program, "--version"],
+                env,
+                cwd,
+            )
             if backend == "claude":
                 cases["/bin/true"] = (["/bin/true"], [*prefix, "/bin/true"], env, cwd)
                 # The waiter's own share: the same confinement without it ("bare") and with it.
                 tools = prepared.confinement.tools.model_copy(update={"python": None})
                 unwaited = prepared.confinement.model_copy(update={"tools": tools}).prefix()
                 cases["waiter"] = ([*unwaited, "/bin/true"], [*prefix, "/bin/true"], env, cwd)
-            print(f"{backend}: {len(prepared.confinement.mounts)} mounts, "
-                  f"{len(prefix)} arguments before the program")
+            print(
+                f"{backend}: {len(prepared.confinement.mounts)} mounts, "
+                f"{len(prefix)} arguments before the program"
+            )
         samples: dict[str, dict[str, list[float]]] = {
-            name: {"bare": [], "confined": []} for name in cases}
+            name: {"bare": [], "confined": []} for name in cases
+        }
         for bare, confined, env, cwd in cases.values():  # warm-up
             timed(bare, env, cwd)
             timed(confined, env, cwd)
@@ -135,17 +151,23 @@ def main() -> int:
 
 def report(samples: dict[str, dict[str, list[float]]], repeat: int) -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
-          f"load {load:.1f}, {repeat} repetitions, interleaved\n")
+    print(
+        f"\n{platform.machine()}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
+        f"load {load:.1f}, {repeat} repetitions, interleaved\n"
+    )
     print(f"{'command':<20} {'':<9} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
     for name, kinds in samples.items():
         for kind, values in kinds.items():
-            print(f"{name:<20} {kind:<9} {statistics.median(values):>10.1f} "
-                  f"{min(values):>8.1f} {max(values):>8.1f}")
+            print(
+                f"{name:<20} {kind:<9} {statistics.median(values):>10.1f} "
+                f"{min(values):>8.1f} {max(values):>8.1f}"
+            )
         bare, confined = statistics.median(kinds["bare"]), statistics.median(kinds["confined"])
         least = min(kinds["confined"]) / min(kinds["bare"])
-        print(f"{'':<20} {'ratio':<9} {confined / bare:>10.2f} {least:>8.2f}   "
-              f"(+{confined - bare:.1f} ms median)")
+        print(
+            f"{'':<20} {'ratio':<9} {confined / bare:>10.2f} {least:>8.2f}   "
+            f"(+{confined - bare:.1f} ms median)"
+        )
 
 
 if __name__ == "__main__":

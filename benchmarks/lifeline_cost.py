@@ -43,11 +43,15 @@ def main() -> int:
         if handle.wait(60) != 0:
             raise SystemExit(f"{argv[-1]} failed in the sandbox")
 
-    samples = interleaved({
-        "sandbox, /bin/true": lambda: run([*sandbox, "/bin/true"]),
-        "sandbox + lifeline, /bin/true": lambda: run([*sandbox, *lifeline("/bin/sh"),
-                                                      "/bin/true"]),
-    }, args.repeat)
+    samples = interleaved(
+        {
+            "sandbox, /bin/true": lambda: run([*sandbox, "/bin/true"]),
+            "sandbox + lifeline, /bin/true": lambda: run(
+                [*sandbox, *lifeline("/bin/sh"), "/bin/true"]
+            ),
+        },
+        args.repeat,
+    )
     report(samples, "sandbox, /bin/true")
     return 0
 

@@ -69,11 +69,20 @@ def main(argv: list[str]) -> int:
         parent = root / "trace"
         parent.mkdir()
         request = root / "request.json"
-        request.write_text(json.dumps({
-            "worktree": str(world.worktree), "task_type": "implement", "parent": str(parent),
-            "grant": GRANT, "instructions": "Do the scripted task.", "backend": "pi",
-            "local_model": MODEL,
-            "limits": {"timeout_seconds": 300, "rounds": 0, "retries": 0}}))
+        request.write_text(
+            json.dumps(
+                {
+                    "worktree": str(world.worktree),
+                    "task_type": "implement",
+                    "parent": str(parent),
+                    "grant": GRANT,
+                    "instructions": "Do the scripted task.",
+                    "backend": "pi",
+                    "local_model": MODEL,
+                    "limits": {"timeout_seconds": 300, "rounds": 0, "retries": 0},
+                }
+            )
+        )
         env = {**world.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{world.environ['PATH']}"}
         prompt = "Do the scripted task. " * 40
 
@@ -83,10 +92,27 @@ def main(argv: list[str]) -> int:
             world.server.add(reply(result_call()))
             before = len(world.server.requests)
             proc = subprocess.run(
-                [str(PI), "-p", "--mode", "json", "--no-extensions", "--no-context-files",
-                 "--no-skills", "--no-prompt-templates", "--tools", TOOLS, "--no-session",
-                 "--model", MODEL], input=prompt.encode(), cwd=world.worktree, env=env,
-                capture_output=True, check=False)
+                [
+                    str(PI),
+                    "-p",
+                    "--mode",
+                    "json",
+                    "--no-extensions",
+                    "--no-context-files",
+                    "--no-skills",
+                    "--no-prompt-templates",
+                    "--tools",
+                    TOOLS,
+                    "--no-session",
+                    "--model",
+                    MODEL,
+                ],
+                input=prompt.encode(),
+                cwd=world.worktree,
+                env=env,
+                capture_output=True,
+                check=False,
+            )
             if proc.returncode != 0 or b"concorde_result" not in proc.stdout:
                 failures.append("pi alone: " + proc.stderr.decode(errors="replace")[-500:])
             asked["pi alone"] = len(world.server.requests) - before
@@ -94,24 +120,29 @@ def main(argv: list[str]) -> int:
         def run(env: dict[str, str] = env) -> None:
             world.server.add(reply(result_call()))
             before = len(world.server.requests)
-            proc = subprocess.run([str(CLI), "run", str(request), "--json"], env=env,
-                                  capture_output=True, check=False)
+            proc = subprocess.run(
+                [str(CLI), "run", str(request), "--json"], env=env, capture_output=True, check=False
+            )
             if proc.returncode != 0 or b'"status": "ok"' not in proc.stdout:
-                failures.append("run: " + (proc.stdout + proc.stderr).decode(
-                    errors="replace")[-800:])
+                failures.append(
+                    "run: " + (proc.stdout + proc.stderr).decode(errors="replace")[-800:]
+                )
             asked["run"] = len(world.server.requests) - before
 
         steps = {"pi alone": alone, "one-round run (CLI, real pi)": run}
         with baseline_tree(args.baseline) as old:
             if args.baseline:
                 steps[f"{args.baseline}: one-round run"] = lambda: run(
-                    {**env, "PYTHONPATH": old["PYTHONPATH"]})
+                    {**env, "PYTHONPATH": old["PYTHONPATH"]}
+                )
             samples = interleaved(steps, args.repeat)
         report(samples, "pi alone")
         run_s, alone_s = samples["one-round run (CLI, real pi)"], samples["pi alone"]
-        print(f"host overhead: {statistics.median(run_s) - statistics.median(alone_s):.3f} s "
-              f"(medians), {min(run_s) - min(alone_s):.3f} s (minima); target <= 0.3 s; "
-              f"ratio {statistics.median(run_s) / statistics.median(alone_s):.2f} (medians)")
+        print(
+            f"host overhead: {statistics.median(run_s) - statistics.median(alone_s):.3f} s "
+            f"(medians), {min(run_s) - min(alone_s):.3f} s (minima); target <= 0.3 s; "
+            f"ratio {statistics.median(run_s) / statistics.median(alone_s):.2f} (medians)"
+        )
         print(f"model requests per call: {asked}")
         if failures:
             print("failed:", failures[0])

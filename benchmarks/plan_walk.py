@@ -52,15 +52,29 @@ from concorde_workers.domain.boundary.paths import Subdirs  # noqa: E402
 from concorde_workers.domain.gitview.placement import find_git_entries  # noqa: E402
 from concorde_workers.ports.filesystem import FileSystemError  # noqa: E402
 
-WORKERS_JSON = {"schema_version": 2, "enabled_models": {"bench-local": {}},
-                "default": {"model": "bench-local"}, "operations": {}}
+WORKERS_JSON = {
+    "schema_version": 2,
+    "enabled_models": {"bench-local": {}},
+    "default": {"model": "bench-local"},
+    "operations": {},
+}
 MODEL_MAP = {"schema_version": 1, "models": {"bench-local": {"pi": "local-openai/bench-local"}}}
-GRANT = {"task_type": "implement", "context_identity": "sha256:" + "0" * 64, "entries": [
-    {"path": "src/m00/d00/", "level": "rw"}, {"path": "src/m00/d01/", "level": "rw"},
-    {"path": "src/m00/d02/f000200.py", "level": "rw"}, {"path": "src/m01/", "level": "ro"},
-    {"path": "src/m02/d10/", "level": "ro"}, {"path": "src/m03/d20/f030200.py", "level": "ro"},
-    {"path": "src/m04/d30/", "level": "ro"}, {"path": "src/m05/", "level": "names"},
-    {"path": "src/m06/d40/", "level": "names"}, {"path": ".gitignore", "level": "ro"}]}
+GRANT = {
+    "task_type": "implement",
+    "context_identity": "sha256:" + "0" * 64,
+    "entries": [
+        {"path": "src/m00/d00/", "level": "rw"},
+        {"path": "src/m00/d01/", "level": "rw"},
+        {"path": "src/m00/d02/f000200.py", "level": "rw"},
+        {"path": "src/m01/", "level": "ro"},
+        {"path": "src/m02/d10/", "level": "ro"},
+        {"path": "src/m03/d20/f030200.py", "level": "ro"},
+        {"path": "src/m04/d30/", "level": "ro"},
+        {"path": "src/m05/", "level": "names"},
+        {"path": "src/m06/d40/", "level": "names"},
+        {"path": ".gitignore", "level": "ro"},
+    ],
+}
 
 
 def bare_walk(root: str) -> int:
@@ -89,9 +103,11 @@ def placement_walk(worktree: str) -> Callable[[], object]:
 
 def ls_files(worktree: str, env: dict[str, str]) -> Callable[[], object]:
     def run() -> int:
-        out = subprocess.run(["git", "ls-files"], cwd=worktree, env=env, check=True,
-                             capture_output=True).stdout
+        out = subprocess.run(
+            ["git", "ls-files"], cwd=worktree, env=env, check=True, capture_output=True
+        ).stdout
         return out.count(b"\n")
+
     return run
 
 
@@ -131,8 +147,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reuse", metavar="DIR", help="a directory an earlier --keep left")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     parser.add_argument("--baseline", metavar="REV", help="also time REV's `plan --json`")
-    parser.add_argument("--grant-entries", type=int, metavar="N",
-                        help="a grant of N entries instead: the first N tracked files, ro")
+    parser.add_argument(
+        "--grant-entries",
+        type=int,
+        metavar="N",
+        help="a grant of N entries instead: the first N tracked files, ro",
+    )
     args = parser.parse_args(argv)
     compiled()
     base = Path(args.reuse) if args.reuse else Path(tempfile.mkdtemp(prefix="plan-bench-"))
@@ -141,14 +161,27 @@ def main(argv: list[str]) -> int:
         if args.grant_entries:
             grant = large_grant(base, worktree, args.grant_entries)
         wt = str(worktree)
-        command = ["plan", "--json", "--worktree", wt, "--grant", str(grant), "--task-type",
-                   "implement", "--instructions", "Benchmark the plan."]
+        command = [
+            "plan",
+            "--json",
+            "--worktree",
+            wt,
+            "--grant",
+            str(grant),
+            "--task-type",
+            "implement",
+            "--instructions",
+            "Benchmark the plan.",
+        ]
         script = str(Path(sys.executable).parent / "concorde-workers")
-        first = subprocess.run([script, *command], cwd=wt, env=env, capture_output=True,
-                               text=True, check=False)
+        first = subprocess.run(
+            [script, *command], cwd=wt, env=env, capture_output=True, text=True, check=False
+        )
         verdict = json.loads(first.stdout).get("verdict") if first.stdout.startswith("{") else None
-        print(f"worktree {wt}: {ls_files(wt, env)()} tracked files, {bare_walk(wt)} entries; "
-              f"plan verdict {verdict!r}")
+        print(
+            f"worktree {wt}: {ls_files(wt, env)()} tracked files, {bare_walk(wt)} entries; "
+            f"plan verdict {verdict!r}"
+        )
         if first.returncode != 0:
             print(first.stdout[:2000], first.stderr[:2000])
             return 1
@@ -169,20 +202,28 @@ def main(argv: list[str]) -> int:
             "find_git_entries": placement_walk(wt),
             "Planner.plan (in process)": in_process,
             "concorde-workers plan --json": lambda: subprocess.run(
-                [script, *command], cwd=wt, env=env, capture_output=True, check=True),
+                [script, *command], cwd=wt, env=env, capture_output=True, check=True
+            ),
         }
         with baseline_tree(args.baseline) as old_env:
             if args.baseline:
                 steps[f"{args.baseline}: plan --json"] = lambda: subprocess.run(
                     [sys.executable, "-m", "concorde_workers.adapters.cli.main", *command],
-                    cwd=wt, env={**env, "PYTHONPATH": old_env["PYTHONPATH"]},
-                    capture_output=True, check=False)
+                    cwd=wt,
+                    env={**env, "PYTHONPATH": old_env["PYTHONPATH"]},
+                    capture_output=True,
+                    check=False,
+                )
             samples = interleaved(steps, args.repeat)
         ratios = report(samples, "git ls-files | wc -l")
-        walk = report({k: samples[k] for k in ("bare os.scandir walk", "find_git_entries")},
-                      "bare os.scandir walk")
-        print(f"targets: plan --json <= 3.0x git ls-files (here {ratios[list(steps)[4]][0]:.2f}"
-              f" median); the walk <= 1.5x bare scandir (here {walk['find_git_entries'][0]:.2f})")
+        walk = report(
+            {k: samples[k] for k in ("bare os.scandir walk", "find_git_entries")},
+            "bare os.scandir walk",
+        )
+        print(
+            f"targets: plan --json <= 3.0x git ls-files (here {ratios[list(steps)[4]][0]:.2f}"
+            f" median); the walk <= 1.5x bare scandir (here {walk['find_git_entries'][0]:.2f})"
+        )
         return 0
     finally:
         if args.keep or args.reuse:

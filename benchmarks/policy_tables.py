@@ -63,10 +63,20 @@ def grant_entries() -> list[dict[str, str]]:
 
 def paths(count: int) -> list[str]:
     """Nine in ten in the worktree (100 modules of 10 folders of 100 files), the rest beside."""
-    outside = [f"{WT}/.venv/lib/site.py", "/usr/lib/python3/os.py", f"{RT}/work/notes.md",
-               f"{RT}/tmp/x.txt", f"{RT}/control/settings.json", f"{HOME}/.ssh/id_rsa",
-               f"{PRIMARY}/src/main.py", "/etc/hosts", "/proc/self/environ", f"{WT}/.git",
-               f"{PRIMARY}/.git/config", "/tmp/concorde-def456-z1/config/auth.json"]
+    outside = [
+        f"{WT}/.venv/lib/site.py",
+        "/usr/lib/python3/os.py",
+        f"{RT}/work/notes.md",
+        f"{RT}/tmp/x.txt",
+        f"{RT}/control/settings.json",
+        f"{HOME}/.ssh/id_rsa",
+        f"{PRIMARY}/src/main.py",
+        "/etc/hosts",
+        "/proc/self/environ",
+        f"{WT}/.git",
+        f"{PRIMARY}/.git/config",
+        "/tmp/concorde-def456-z1/config/auth.json",
+    ]
     out = []
     for i in range(count):
         if i % 10 == 9:
@@ -90,17 +100,28 @@ def child(count: int, hook_calls: int) -> dict[str, float]:
     from concorde_workers.domain.boundary.search_guard import decide_search
     from concorde_workers.domain.gitview.placement import AdminPath
 
-    grant = parse_grant({"task_type": "implement", "context_identity": "sha256:bench",
-                         "entries": grant_entries()})
+    grant = parse_grant(
+        {"task_type": "implement", "context_identity": "sha256:bench", "entries": grant_entries()}
+    )
     assert isinstance(grant, Grant)
     policy = build_policy(
-        grant=grant, worktree=WT, primary=PRIMARY, user_home=HOME, runtime_dir=RT,
-        runtime_paths=(f"{WT}/.venv", "/usr/lib/python3"), list_dir=lambda _p: [],
-        git=(AdminPath(path=f"{PRIMARY}/.git", directory=True),
-             AdminPath(path=f"{WT}/.git", directory=False)),
-        homes=(HOME, "/srv/home/u"), config_dirs=("/opt/cfg/claude",),
+        grant=grant,
+        worktree=WT,
+        primary=PRIMARY,
+        user_home=HOME,
+        runtime_dir=RT,
+        runtime_paths=(f"{WT}/.venv", "/usr/lib/python3"),
+        list_dir=lambda _p: [],
+        git=(
+            AdminPath(path=f"{PRIMARY}/.git", directory=True),
+            AdminPath(path=f"{WT}/.git", directory=False),
+        ),
+        homes=(HOME, "/srv/home/u"),
+        config_dirs=("/opt/cfg/claude",),
         credentials=("/opt/cfg/claude/.credentials.json",),
-        run_directories=("/srv/trace/op-1/workers",), **runtime_entries(build_policy))
+        run_directories=("/srv/trace/op-1/workers",),
+        **runtime_entries(build_policy),
+    )
     judged = paths(count)
     folders = [p.rsplit("/", 1)[0] for p in judged]
     steps: dict[str, Any] = {
@@ -135,8 +156,13 @@ def runtime_entries(build_policy: Any) -> dict[str, Any]:
 def hook_time(files: dict[str, str], calls: int) -> float:
     """Seconds per call of the generated read hook, run as the settings say."""
     source = next(text for path, text in files.items() if path.endswith("/read_hook.py"))
-    call = json.dumps({"tool_name": "Read", "cwd": f"{RT}/work",
-                       "tool_input": {"file_path": f"{WT}/src/m01/d01/f001001.py"}})
+    call = json.dumps(
+        {
+            "tool_name": "Read",
+            "cwd": f"{RT}/work",
+            "tool_input": {"file_path": f"{WT}/src/m01/d01/f001001.py"},
+        }
+    )
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as base:
         hook = Path(base, "read_hook.py")
         hook.write_text(source, encoding="utf-8")
@@ -150,17 +176,31 @@ def hook_time(files: dict[str, str], calls: int) -> float:
 
 
 def run_child(env: dict[str, str], count: int, hook_calls: int) -> dict[str, float]:
-    done = subprocess.run([sys.executable, __file__, "--child", "--paths", str(count),
-                           "--hook-calls", str(hook_calls)], env=env, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            "--paths",
+            str(count),
+            "--hook-calls",
+            str(hook_calls),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     timings: dict[str, float] = json.loads(done.stdout)
     return timings
 
 
 def show(samples: dict[str, list[dict[str, float]]], baseline: str | None, count: int) -> None:
     print(f"per {count:,} paths (ms; search: per {count // 10:,}; the hook: ms per call)")
-    print(f"{'step':<12} {'revision':<10} {'median':>9} {'min':>9} {'max':>9}  "
-          f"{'ratio med':>9} {'ratio min':>9}")
+    print(
+        f"{'step':<12} {'revision':<10} {'median':>9} {'min':>9} {'max':>9}  "
+        f"{'ratio med':>9} {'ratio min':>9}"
+    )
     for step in STEPS:
         base = [s[step] for s in samples[baseline]] if baseline else None
         for name, runs in samples.items():
@@ -169,11 +209,15 @@ def show(samples: dict[str, list[dict[str, float]]], baseline: str | None, count
             ratio = ""
             if base is not None:
                 ratio = f"{med / statistics.median(base):>9.2f} {low / min(base):>9.2f}"
-            print(f"{step:<12} {name:<10} {med * 1000:>9.1f} {low * 1000:>9.1f} "
-                  f"{max(values) * 1000:>9.1f}  {ratio}")
+            print(
+                f"{step:<12} {name:<10} {med * 1000:>9.1f} {low * 1000:>9.1f} "
+                f"{max(values) * 1000:>9.1f}  {ratio}"
+            )
     runs = len(next(iter(samples.values())))
-    print(f"(n = {runs} processes each, interleaved; ratios against {baseline!r}; "
-          f"load average now {os.getloadavg()[0]:.1f})")
+    print(
+        f"(n = {runs} processes each, interleaved; ratios against {baseline!r}; "
+        f"load average now {os.getloadavg()[0]:.1f})"
+    )
 
 
 def main() -> int:

@@ -51,27 +51,65 @@ from concorde_workers.domain.configuration.request import Limits  # noqa: E402
 
 ROUNDS = 10
 CALLS_PER_ROUND = 100
-ANSWERS = [("File written", False), ("Concorde grant: src/app/util.py is read-only for this task",
-                                     True),
-           ("touch: cannot touch 'x': Read-only file system", True), ("No such file", True)]
+ANSWERS = [
+    ("File written", False),
+    ("Concorde grant: src/app/util.py is read-only for this task", True),
+    ("touch: cannot touch 'x': Read-only file system", True),
+    ("No such file", True),
+]
 
 
 def transcript(worktree: Path) -> list[str]:
     lines: list[str] = []
     for round_number in range(1, ROUNDS + 1):
-        lines.append(json.dumps({"type": "user", "message": {"role": "user",
-                                                             "content": f"round {round_number}"}}))
+        lines.append(
+            json.dumps(
+                {"type": "user", "message": {"role": "user", "content": f"round {round_number}"}}
+            )
+        )
         for i in range(CALLS_PER_ROUND):
             call_id = f"t{round_number}-{i}"
             tool = "Bash" if i % 4 == 2 else "Write"
-            arguments = ({"command": f"touch x{i}"} if tool == "Bash" else
-                         {"file_path": str(worktree / f"src/app/f{i}.py"), "content": "x"})
+            arguments = (
+                {"command": f"touch x{i}"}
+                if tool == "Bash"
+                else {"file_path": str(worktree / f"src/app/f{i}.py"), "content": "x"}
+            )
             text, error = ANSWERS[i % 4]
-            lines.append(json.dumps({"type": "assistant", "message": {"content": [
-                {"type": "tool_use", "id": call_id, "name": tool, "input": arguments}]}}))
-            lines.append(json.dumps({"type": "user", "message": {"content": [
-                {"type": "tool_result", "tool_use_id": call_id, "is_error": error,
-                 "content": text}]}}))
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "assistant",
+                        "message": {
+                            "content": [
+                                {
+                                    "type": "tool_use",
+                                    "id": call_id,
+                                    "name": tool,
+                                    "input": arguments,
+                                }
+                            ]
+                        },
+                    }
+                )
+            )
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "user",
+                        "message": {
+                            "content": [
+                                {
+                                    "type": "tool_result",
+                                    "tool_use_id": call_id,
+                                    "is_error": error,
+                                    "content": text,
+                                }
+                            ]
+                        },
+                    }
+                )
+            )
     return lines
 
 
@@ -79,21 +117,34 @@ def make_run(base: Path) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         project = build_project(base)
         isolate_environment(patch, project)
-        harness = HostHarness(root=project.root, worktree=project.worktree,
-                              primary=project.primary, tmp=project.tmp, home=project.home,
-                              git_env=project.git_env)
+        harness = HostHarness(
+            root=project.root,
+            worktree=project.worktree,
+            primary=project.primary,
+            tmp=project.tmp,
+            home=project.home,
+            git_env=project.git_env,
+        )
         main = "{worktree}/src/app/main.py"
         lines = transcript(project.worktree)
-        scenarios = [[Step.session("s-1"), Step.transcript(lines if n == ROUNDS else None),
-                      Step.write(main, "".join(f"line {k}\n" for k in range(n * 20))),
-                      Step.result(ok_result())] for n in range(1, ROUNDS + 1)]
+        scenarios = [
+            [
+                Step.session("s-1"),
+                Step.transcript(lines if n == ROUNDS else None),
+                Step.write(main, "".join(f"line {k}\n" for k in range(n * 20))),
+                Step.result(ok_result()),
+            ]
+            for n in range(1, ROUNDS + 1)
+        ]
 
         def validation(given: ValidationInput) -> ValidationOutcome:
             return ValidationOutcome(repair="again" if given.round < ROUNDS else None)
 
-        run = harness.run(*scenarios, validation=validation,
-                          limits=Limits(timeout_seconds=120, rounds=ROUNDS - 1, retries=0,
-                                        retry_delay_seconds=0))
+        run = harness.run(
+            *scenarios,
+            validation=validation,
+            limits=Limits(timeout_seconds=120, rounds=ROUNDS - 1, retries=0, retry_delay_seconds=0),
+        )
         assert run.record.status == "ok", run.record.error
         assert len(run.record.rounds) == ROUNDS
         return run.run_dir
@@ -101,10 +152,23 @@ def make_run(base: Path) -> Path:
 
 def render(chromium: str, page: Path, png: Path, profile: Path) -> float:
     started = time.perf_counter()
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                    "--disable-background-networking", f"--user-data-dir={profile}",
-                    f"--screenshot={png}", "--window-size=1200,2000", page.as_uri()],
-                   capture_output=True, check=True, timeout=120)
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            f"--user-data-dir={profile}",
+            f"--screenshot={png}",
+            "--window-size=1200,2000",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
     return time.perf_counter() - started
 
 
@@ -139,12 +203,18 @@ def main() -> int:
         calls = len(made.calls)
         size = page.stat().st_size
     print(f"run: {ROUNDS} rounds, {calls} tool calls; page {size:,} bytes")
-    print(f"(a) gather + report_html: median {statistics.median(built) * 1000:.0f} ms "
-          f"(min {min(built) * 1000:.0f})")
-    print(f"(b) Chromium renders it to PNG: median {statistics.median(rendered):.2f} s "
-          f"(min {min(rendered):.2f})")
-    print(f"(c) Chromium renders a one-line page: median {statistics.median(baseline):.2f} s "
-          f"(min {min(baseline):.2f})")
+    print(
+        f"(a) gather + report_html: median {statistics.median(built) * 1000:.0f} ms "
+        f"(min {min(built) * 1000:.0f})"
+    )
+    print(
+        f"(b) Chromium renders it to PNG: median {statistics.median(rendered):.2f} s "
+        f"(min {min(rendered):.2f})"
+    )
+    print(
+        f"(c) Chromium renders a one-line page: median {statistics.median(baseline):.2f} s "
+        f"(min {min(baseline):.2f})"
+    )
     print(f"(b)/(c): {statistics.median(rendered) / statistics.median(baseline):.2f}x")
     return 0
 

@@ -95,8 +95,10 @@ def main(argv: list[str]) -> int:
     added_med = (statistics.median(samples["grouped"]) - statistics.median(samples["bare"])) * 1e3
     added_min = (min(samples["grouped"]) - min(samples["bare"])) * 1e3
     verdict = "within" if added_med <= BOUND_MS else "OVER"
-    print(f"added per round (grouped - bare): {added_med:.1f} ms median, {added_min:.1f} ms "
-          f"min; bound {BOUND_MS:.0f} ms: {verdict}")
+    print(
+        f"added per round (grouped - bare): {added_med:.1f} ms median, {added_min:.1f} ms "
+        f"min; bound {BOUND_MS:.0f} ms: {verdict}"
+    )
     return 0
 
 

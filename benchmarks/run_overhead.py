@@ -43,15 +43,27 @@ sys.path.insert(0, str(HERE))
 from interleave import ROOT, baseline_tree, compiled, interleaved, report  # noqa: E402
 
 PY = sys.executable
-RESULT = {"status": "ok", "summary": "nothing", "error": None, "proposed_deletions": [],
-          "output": {}}
-SCENARIO = [{"do": "session", "id": "s-1"}, {"do": "transcript"},
-            {"do": "result", "result": RESULT}]
+RESULT = {
+    "status": "ok",
+    "summary": "nothing",
+    "error": None,
+    "proposed_deletions": [],
+    "output": {},
+}
+SCENARIO = [
+    {"do": "session", "id": "s-1"},
+    {"do": "transcript"},
+    {"do": "result", "result": RESULT},
+]
 
 
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=cwd,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@b", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
 
 
 def build(base: Path, worktrees: int) -> list[Path]:
@@ -72,12 +84,24 @@ def build(base: Path, worktrees: int) -> list[Path]:
         git(repo, "worktree", "add", "-q", "-b", f"w{n}", str(wt))
         parent = base / "trace" / f"w{n}"
         parent.mkdir(parents=True)
-        grant = {"task_type": "implement", "context_identity": "sha256:" + "0" * 64,
-                 "entries": [{"path": "src/", "level": "rw"}]}
-        (base / f"request-{n}.json").write_text(json.dumps({
-            "worktree": str(wt), "task_type": "implement", "parent": str(parent),
-            "grant": grant, "instructions": "Nothing.", "backend": "pi",
-            "limits": {"timeout_seconds": 120, "rounds": 0, "retries": 0}}))
+        grant = {
+            "task_type": "implement",
+            "context_identity": "sha256:" + "0" * 64,
+            "entries": [{"path": "src/", "level": "rw"}],
+        }
+        (base / f"request-{n}.json").write_text(
+            json.dumps(
+                {
+                    "worktree": str(wt),
+                    "task_type": "implement",
+                    "parent": str(parent),
+                    "grant": grant,
+                    "instructions": "Nothing.",
+                    "backend": "pi",
+                    "limits": {"timeout_seconds": 120, "rounds": 0, "retries": 0},
+                }
+            )
+        )
         found.append(wt)
     return found
 
@@ -92,15 +116,36 @@ class Bench:
     def agent(self, n: int) -> subprocess.Popen[bytes]:
         state = tempfile.mkdtemp(dir=self.base, prefix="state-")
         return subprocess.Popen(
-            [PY, str(ROOT / "tests" / "fakes" / "agent_programs" / "agent.py"),
-             str(self.base / "alone"), "--state", state, "--kind", "initial", "--session", "-"],
-            cwd=self.worktrees[n], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            [
+                PY,
+                str(ROOT / "tests" / "fakes" / "agent_programs" / "agent.py"),
+                str(self.base / "alone"),
+                "--state",
+                state,
+                "--kind",
+                "initial",
+                "--session",
+                "-",
+            ],
+            cwd=self.worktrees[n],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
 
     def run(self, n: int, launcher: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [PY, str(launcher), str(self.base / "scenarios.json"), "run",
-             str(self.base / f"request-{n}.json"), "--json"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            [
+                PY,
+                str(launcher),
+                str(self.base / "scenarios.json"),
+                "run",
+                str(self.base / f"request-{n}.json"),
+                "--json",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
 
     def wait_all(self, started: list[subprocess.Popen[bytes]], check: bool) -> None:
         for process in started:
@@ -108,8 +153,9 @@ class Bench:
             if check and (process.returncode != 0 or b'"status": "ok"' not in out):
                 self.failures.append(out.decode(errors="replace")[-500:])
 
-    def step(self, start: Callable[[int], subprocess.Popen[bytes]], count: int,
-             check: bool = False) -> Callable[[], None]:
+    def step(
+        self, start: Callable[[int], subprocess.Popen[bytes]], count: int, check: bool = False
+    ) -> Callable[[], None]:
         return lambda: self.wait_all([start(n) for n in range(count)], check)
 
 
@@ -137,28 +183,36 @@ def main(argv: list[str]) -> int:
             many = {
                 f"{args.concurrent} agents alone": bench.step(bench.agent, args.concurrent),
                 f"{args.concurrent} runs": bench.step(
-                    lambda n: bench.run(n, launcher, mine), args.concurrent, True),
+                    lambda n: bench.run(n, launcher, mine), args.concurrent, True
+                ),
             }
             if args.baseline:
                 tree = Path(old["PYTHONPATH"]) / "concorde_workers"
                 old_launcher = tree.resolve() / "tests" / "fakes" / "cli_launcher.py"
                 old_env = {**old, "FAKE_RUNTIME_PARENT": str(base / "rt")}
                 one[f"{args.baseline}: one-round run"] = bench.step(
-                    lambda n: bench.run(n, old_launcher, old_env), 1)
+                    lambda n: bench.run(n, old_launcher, old_env), 1
+                )
                 many[f"{args.baseline}: {args.concurrent} runs"] = bench.step(
-                    lambda n: bench.run(n, old_launcher, old_env), args.concurrent)
+                    lambda n: bench.run(n, old_launcher, old_env), args.concurrent
+                )
             singles = interleaved(one, args.repeat)
             report(singles, "agent alone")
             crowd = interleaved(many, args.concurrent_repeat, warmup=0)
             ratios = report(crowd, f"{args.concurrent} agents alone", unit=1.0, label="s")
         overhead = statistics.median(singles["one-round run"]) - statistics.median(
-            singles["agent alone"])
+            singles["agent alone"]
+        )
         low = min(singles["one-round run"]) - min(singles["agent alone"])
-        print(f"host overhead of a one-round run: {overhead:.3f} s (medians), {low:.3f} s "
-              f"(minima); target <= 0.3 s")
-        print(f"{args.concurrent} runs / {args.concurrent} agents alone: "
-              f"{ratios[f'{args.concurrent} runs'][0]:.2f} (medians); target <= 1.5; "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"host overhead of a one-round run: {overhead:.3f} s (medians), {low:.3f} s "
+            f"(minima); target <= 0.3 s"
+        )
+        print(
+            f"{args.concurrent} runs / {args.concurrent} agents alone: "
+            f"{ratios[f'{args.concurrent} runs'][0]:.2f} (medians); target <= 1.5; "
+            f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+        )
         if bench.failures:
             print("a run did not end ok:", bench.failures[0])
             return 1

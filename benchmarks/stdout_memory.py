@@ -41,8 +41,17 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 CLAUDE_ROUND = FIXTURES / "claude" / "round1.stdout.jsonl"
 PI_ROUND = FIXTURES / "pi" / "round1.stdout.jsonl"
-SCENARIOS = ("baseline-claude", "baseline-pi", "junk-claude", "junk-pi", "longline-claude",
-             "longline-pi", "events-claude", "events-pi", "nested-claude")
+SCENARIOS = (
+    "baseline-claude",
+    "baseline-pi",
+    "junk-claude",
+    "junk-pi",
+    "longline-claude",
+    "longline-pi",
+    "events-claude",
+    "events-pi",
+    "nested-claude",
+)
 MB = 1 << 20
 
 
@@ -71,8 +80,14 @@ def agent(name: str, size: int, line_size: int, line_limit: int) -> None:
     if kind == "baseline":
         out.write(body + end)
     elif kind == "junk":
-        _repeat(out, b"".join(b"junk %06d: not a JSON object, just noise on stdout .......\n" % i
-                              for i in range(1000)), size)
+        _repeat(
+            out,
+            b"".join(
+                b"junk %06d: not a JSON object, just noise on stdout .......\n" % i
+                for i in range(1000)
+            ),
+            size,
+        )
         out.write(end)
     elif kind == "longline":
         _repeat(out, b"x" * MB, line_size)  # and no newline at all
@@ -107,11 +122,25 @@ def host(name: str, size: int, line_size: int) -> dict[str, Any]:
     reader: Any = ClaudeStreamReader() if name.endswith("claude") else PiStreamReader()
     began = time.monotonic()
     handle = runner.start(
-        [sys.executable, __file__, "agent", name, "--bytes", str(size), "--line-bytes",
-         str(line_size), "--line-limit", str(limit)],
-        {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8",
-         "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
-        str(ROOT))
+        [
+            sys.executable,
+            __file__,
+            "agent",
+            name,
+            "--bytes",
+            str(size),
+            "--line-bytes",
+            str(line_size),
+            "--line-limit",
+            str(limit),
+        ],
+        {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LC_ALL": "C.UTF-8",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        },
+        str(ROOT),
+    )
     lines = chars = 0
     try:
         for line in handle.lines():
@@ -126,12 +155,18 @@ def host(name: str, size: int, line_size: int) -> dict[str, Any]:
     note = None
     try:
         from concorde_workers.domain.run.stdout import stdout_note  # after the change
+
         note = stdout_note(reader.ignored, handle.overlong)
     except ImportError:
         pass
     return {
-        "scenario": name, "peak_kb": _peak_kb(), "seconds": round(time.monotonic() - began, 2),
-        "lines": lines, "chars": chars, "exit": status, "ending": report.ending.value,
+        "scenario": name,
+        "peak_kb": _peak_kb(),
+        "seconds": round(time.monotonic() - began, 2),
+        "lines": lines,
+        "chars": chars,
+        "exit": status,
+        "ending": report.ending.value,
         "note": note,
     }
 
@@ -161,9 +196,20 @@ def main() -> int:
     results: dict[str, dict[str, Any]] = {}
     for name in [*baselines, *[s for s in chosen if s not in baselines]]:
         done = subprocess.run(
-            [sys.executable, __file__, "host", name, "--bytes", str(args.mb * MB),
-             "--line-bytes", str(args.line_mb * MB)],
-            capture_output=True, text=True, check=False)
+            [
+                sys.executable,
+                __file__,
+                "host",
+                name,
+                "--bytes",
+                str(args.mb * MB),
+                "--line-bytes",
+                str(args.line_mb * MB),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0:
             print(f"{name}: the host failed ({done.returncode}):\n{done.stderr}", file=sys.stderr)
             return 1
@@ -176,11 +222,17 @@ def _row(r: dict[str, Any], results: dict[str, dict[str, Any]]) -> str:
     backend = r["scenario"].rsplit("-", 1)[1]
     base = results.get(f"baseline-{backend}", r)["peak_kb"]
     note = r["note"] or {}
-    noted = (f"ignored {note['ignored']:,}, overlong {note['overlong']} "
-             f"({note['overlong_bytes'] / MB:.0f} MB)" if note else "")
-    return (f"{r['scenario']:16} peak {r['peak_kb'] / 1024:8.1f} MB  x{r['peak_kb'] / base:5.2f} "
-            f"of baseline  {r['chars'] / MB:8.1f} MB in {r['lines']:>9} lines  "
-            f"{r['seconds']:7.1f} s  {r['ending']}  {noted}")
+    noted = (
+        f"ignored {note['ignored']:,}, overlong {note['overlong']} "
+        f"({note['overlong_bytes'] / MB:.0f} MB)"
+        if note
+        else ""
+    )
+    return (
+        f"{r['scenario']:16} peak {r['peak_kb'] / 1024:8.1f} MB  x{r['peak_kb'] / base:5.2f} "
+        f"of baseline  {r['chars'] / MB:8.1f} MB in {r['lines']:>9} lines  "
+        f"{r['seconds']:7.1f} s  {r['ending']}  {noted}"
+    )
 
 
 if __name__ == "__main__":

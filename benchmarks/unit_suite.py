@@ -55,8 +55,13 @@ def run_suite(tree: Path, shim: Path, hogs: int) -> tuple[float, float, float, s
         cpu, started = children_cpu(), time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"],
-            cwd=tree, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            check=False)
+            cwd=tree,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         wall = time.perf_counter() - started
         cpu = children_cpu() - cpu  # before the hogs are reaped: theirs is not the suite's
     finally:
@@ -75,8 +80,10 @@ def shim_for(name: str, tree: Path, base: Path) -> Path:
 
 
 def report(runs: list[Run], hog_counts: list[int]) -> None:
-    print(f"{'tree':10} {'hogs':>4} {'wall s (median)':>16} {'cpu s (median)':>15} "
-          f"{'load before':>12}")
+    print(
+        f"{'tree':10} {'hogs':>4} {'wall s (median)':>16} {'cpu s (median)':>15} "
+        f"{'load before':>12}"
+    )
     medians: dict[tuple[str, int], tuple[float, float]] = {}
     for hogs in hog_counts:
         for tree in ("baseline", "checkout"):
@@ -95,20 +102,37 @@ def report(runs: list[Run], hog_counts: list[int]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", default="bd73973",
-                        help="the revision to compare with (default: main before issue 10 §7)")
+    parser.add_argument(
+        "--baseline",
+        default="bd73973",
+        help="the revision to compare with (default: main before issue 10 §7)",
+    )
     parser.add_argument("--hogs", type=int, nargs="+", default=[0, 2])
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
-    print(f"{os.cpu_count()} CPUs; PYTHONDONTWRITEBYTECODE="
-          f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}; baseline {args.baseline}")
+    print(
+        f"{os.cpu_count()} CPUs; PYTHONDONTWRITEBYTECODE="
+        f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}; baseline {args.baseline}"
+    )
     runs: list[Run] = []
     failed = False
     with tempfile.TemporaryDirectory(prefix="unit-suite-") as tmp:
         base = Path(tmp)
         baseline = base / "baseline"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
-                        str(baseline), args.baseline], check=True)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "worktree",
+                "add",
+                "--detach",
+                "-q",
+                str(baseline),
+                args.baseline,
+            ],
+            check=True,
+        )
         try:
             trees = {"baseline": baseline, "checkout": ROOT}
             shims = {name: shim_for(name, tree, base) for name, tree in trees.items()}
@@ -119,8 +143,10 @@ def main() -> int:
                         failed = failed or status != 0
                         runs.append(Run(name, hogs, wall, cpu, load, summary))
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(baseline)], check=False)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)],
+                check=False,
+            )
     report(runs, args.hogs)
     return 1 if failed else 0
 

@@ -25,8 +25,14 @@ from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.stdout import IgnoredLines
 
-__all__ = ["AgentBackend", "BackendContext", "BackendProfile", "Generated", "RoundKind",
-           "StreamReader"]
+__all__ = [
+    "AgentBackend",
+    "BackendContext",
+    "BackendProfile",
+    "Generated",
+    "RoundKind",
+    "StreamReader",
+]
 
 
 class RoundKind(StrEnum):
@@ -142,8 +148,9 @@ class AgentBackend(Protocol):
         sandbox (pi's compiled-extension cache and project settings, notes/pi.md §9)."""
         ...
 
-    def command(self, context: BackendContext, kind: RoundKind,
-                session: str | None) -> LaunchCommand:
+    def command(
+        self, context: BackendContext, kind: RoundKind, session: str | None
+    ) -> LaunchCommand:
         """The round's command line; `session` is the latest session for resume and retry rounds
         (None: start with the brief)."""
         ...
@@ -159,4 +166,3 @@ class AgentBackend(Protocol):
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
         """Where the session's transcript lies in the runtime directory, None when unknown."""
         ...
-

@@ -19,8 +19,9 @@ __all__ = ["ChangeTrees"]
 
 @runtime_checkable
 class ChangeTrees(Protocol):
-    def change_tree(self, repo: GitRepository, store: str, paths: Sequence[str],
-                    base: bool = False) -> str:
+    def change_tree(
+        self, repo: GitRepository, store: str, paths: Sequence[str], base: bool = False
+    ) -> str:
         """The tree of the store's index after hashing `paths` (worktree-relative; a missing
         one removed) into it; `base`: the index starts over as HEAD's tree (empty on an
         unborn branch). Raises `GitCommandFailed`."""

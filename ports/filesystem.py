@@ -15,10 +15,25 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs
 
-__all__ = ["ARCHIVE_END_BYTES", "NUL_IN_PATH", "ArchiveOutcome", "DirEntry", "DirectoryListing",
-           "EntryKind", "FileReading", "FileStat", "FileSystem", "FileSystemError",
-           "FileWriting", "HeldLock", "Locking", "PathFacts", "Removing", "read_regular_text",
-           "tar_member_cost"]
+__all__ = [
+    "ARCHIVE_END_BYTES",
+    "NUL_IN_PATH",
+    "ArchiveOutcome",
+    "DirEntry",
+    "DirectoryListing",
+    "EntryKind",
+    "FileReading",
+    "FileStat",
+    "FileSystem",
+    "FileSystemError",
+    "FileWriting",
+    "HeldLock",
+    "Locking",
+    "PathFacts",
+    "Removing",
+    "read_regular_text",
+    "tar_member_cost",
+]
 
 NUL_IN_PATH = "the path holds a NUL byte, which no file name can"
 """The error text of any operation on a path with a NUL byte (errno EINVAL): such a path names no
@@ -51,11 +66,13 @@ def tar_member_cost(name: str, size: int = 0, linkname: str = "") -> int:
     """The bytes one member takes in a tar archive, at most: an extended (pax) header with its
     records (a long or non-ASCII name or link target, a fractional time), the member's header,
     and its content padded to whole blocks. `archive` counts members by it."""
+
     def blocks(n: int) -> int:
         return -(-n // _TAR_BLOCK) * _TAR_BLOCK
 
     texts = len(name.encode("utf-8", "surrogateescape")) + len(
-        linkname.encode("utf-8", "surrogateescape"))
+        linkname.encode("utf-8", "surrogateescape")
+    )
     return 2 * _TAR_BLOCK + blocks(texts + 3 * _TAR_BLOCK) + blocks(size)
 
 
@@ -92,8 +109,7 @@ class FileStat(BaseModel):
 class HeldLock(Protocol):
     """A lock `FileSystem.hold_lock` took: held until released, or until the process ends."""
 
-    def release(self) -> None:
-        ...
+    def release(self) -> None: ...
 
 
 @runtime_checkable
@@ -176,8 +192,9 @@ class DirectoryListing(Protocol):
 class FileWriting(Protocol):
     """Writes: a file atomically, directories, modes, an archive of a tree."""
 
-    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644, *,
-                     durable: bool = False) -> None:
+    def write_atomic(
+        self, path: str, data: bytes | str, mode: int = 0o644, *, durable: bool = False
+    ) -> None:
         """Replace `path` with `data` (str as UTF-8) and permission bits `mode` so that a reader
         sees the old or the new content, never a part; a final link at `path` is replaced, not
         followed. The parent directory must exist. `durable`: the new content also survives a
@@ -247,8 +264,9 @@ class Locking(Protocol):
 
 
 @runtime_checkable
-class FileSystem(FileReading, PathFacts, DirectoryListing, FileWriting, Removing, Locking,
-                 Protocol):
+class FileSystem(
+    FileReading, PathFacts, DirectoryListing, FileWriting, Removing, Locking, Protocol
+):
     """Local files, every capability: read, inspect, list, write atomically, archive, change
     modes, open up, remove, lock, and find programs. A use case that needs less names the
     capability it needs."""
@@ -263,6 +281,9 @@ def read_regular_text(fs: FileSystem, path: str, limit: int) -> str:
     if found.kind is not EntryKind.FILE:
         raise FileSystemError(path, "stat", "it is not a regular file")
     if found.size > limit:
-        raise FileSystemError(path, "stat", f"it is {found.size} bytes, past the limit of "
-                                            f"{limit} bytes this reader reads")
+        raise FileSystemError(
+            path,
+            "stat",
+            f"it is {found.size} bytes, past the limit of {limit} bytes this reader reads",
+        )
     return fs.read_text(path)

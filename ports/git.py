@@ -97,7 +97,7 @@ class GitReader(Protocol):
         ...
 
     def config_digest(self, repo: GitRepository) -> str:
-        """"sha256:<hex>" of what decides which files Git lists and what it runs: the common
+        """ "sha256:<hex>" of what decides which files Git lists and what it runs: the common
         directory's `config`, `info/exclude`, `info/attributes` and hooks, and the worktree's
         `config.worktree` (each file's bytes, or its absence), read without running Git."""
         ...

@@ -48,8 +48,13 @@ from typing import Protocol, runtime_checkable
 from concorde_workers.domain.isolation.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.run.stdout import Overlong
 
-__all__ = ["EXIT_STATUS_FD", "NAMESPACE_REPORT_FD", "ProcessHandle", "ProcessRunner",
-           "ProcessStartFailed"]
+__all__ = [
+    "EXIT_STATUS_FD",
+    "NAMESPACE_REPORT_FD",
+    "ProcessHandle",
+    "ProcessRunner",
+    "ProcessStartFailed",
+]
 
 
 class ProcessStartFailed(Exception):

@@ -45,30 +45,113 @@ OTHER_RUN = f"{TEMP_ROOT}/concorde-def456-z1"
 LATER_RUN = f"{TEMP_ROOT}/concorde-0a0a0a-late"
 ENV_HOME = "/srv/home/u"
 CONFIG_DIRS = ("/opt/cfg/claude", "/opt/cfg/pi")
-CREDENTIALS = ("/opt/cfg/claude/.credentials.json", "/opt/cfg/pi/auth.json",
-               "/opt/maps/models.json")
+CREDENTIALS = (
+    "/opt/cfg/claude/.credentials.json",
+    "/opt/cfg/pi/auth.json",
+    "/opt/maps/models.json",
+)
 WORKERS = "/srv/trace/op-1/workers"
 IN_TREE_WORKERS = f"{WT}/lib/trace/workers"
 PYROOT = "/opt/py/3.11"
 
-ENTRY_PATHS = ["a", "a/", "a/b", "a/b/", "a/b/c", "ab", "ab/", "b/", "b/a", "a/bc/", "src/app/",
-               "src/app/secret.py", "src/", "docs/", "lib/", "lib/inner/", "vendor/", "README.md",
-               ".venv/"]
+ENTRY_PATHS = [
+    "a",
+    "a/",
+    "a/b",
+    "a/b/",
+    "a/b/c",
+    "ab",
+    "ab/",
+    "b/",
+    "b/a",
+    "a/bc/",
+    "src/app/",
+    "src/app/secret.py",
+    "src/",
+    "docs/",
+    "lib/",
+    "lib/inner/",
+    "vendor/",
+    "README.md",
+    ".venv/",
+]
 LEVELS = ["names", "ro", "rw"]
 RUNTIME_PATHS = [f"{WT}/.venv", f"{WT}/lib/node_modules", f"{WT}/a/b", PYROOT, "/opt/cfg"]
-NESTED_GIT = [AdminPath(path=f"{WT}/vendor/lib/.git", directory=False),
-              AdminPath(path=f"{WT}/a/.git", directory=True)]
+NESTED_GIT = [
+    AdminPath(path=f"{WT}/vendor/lib/.git", directory=False),
+    AdminPath(path=f"{WT}/a/.git", directory=True),
+]
 
-SEGMENTS = ["a", "b", "c", "ab", "bc", "src", "app", "secret.py", "docs", "lib", "inner", "vendor",
-            "README.md", ".venv", "node_modules", "x.py", ".git", "config", "..", ".", "",
-            "control", "tmp", "jiti", "work", "home", "auth.json", ".credentials.json",
-            "models.json", "trace", "workers", "concorde-aa11bb-x", "self", "environ"]
-WORKTREE_BASES = [WT, f"{WT}/src/app", f"{WT}/a", f"{WT}/a/b", f"{WT}/lib", f"{WT}/vendor/lib",
-                  IN_TREE_WORKERS]
-OTHER_BASES = [PRIMARY, f"{PRIMARY}/.git", HOME, ENV_HOME, RT, f"{RT}/tmp", f"{RT}/work",
-               f"{RT}/control", f"{RT}/config", f"{RT}/tmp/jiti", f"{RT}/home", TEMP_ROOT,
-               OTHER_RUN, LATER_RUN, WORKERS, "/srv/trace", "/opt/cfg", *CONFIG_DIRS,
-               "/opt/maps", PYROOT, "/", "/proc", "/etc"]
+SEGMENTS = [
+    "a",
+    "b",
+    "c",
+    "ab",
+    "bc",
+    "src",
+    "app",
+    "secret.py",
+    "docs",
+    "lib",
+    "inner",
+    "vendor",
+    "README.md",
+    ".venv",
+    "node_modules",
+    "x.py",
+    ".git",
+    "config",
+    "..",
+    ".",
+    "",
+    "control",
+    "tmp",
+    "jiti",
+    "work",
+    "home",
+    "auth.json",
+    ".credentials.json",
+    "models.json",
+    "trace",
+    "workers",
+    "concorde-aa11bb-x",
+    "self",
+    "environ",
+]
+WORKTREE_BASES = [
+    WT,
+    f"{WT}/src/app",
+    f"{WT}/a",
+    f"{WT}/a/b",
+    f"{WT}/lib",
+    f"{WT}/vendor/lib",
+    IN_TREE_WORKERS,
+]
+OTHER_BASES = [
+    PRIMARY,
+    f"{PRIMARY}/.git",
+    HOME,
+    ENV_HOME,
+    RT,
+    f"{RT}/tmp",
+    f"{RT}/work",
+    f"{RT}/control",
+    f"{RT}/config",
+    f"{RT}/tmp/jiti",
+    f"{RT}/home",
+    TEMP_ROOT,
+    OTHER_RUN,
+    LATER_RUN,
+    WORKERS,
+    "/srv/trace",
+    "/opt/cfg",
+    *CONFIG_DIRS,
+    "/opt/maps",
+    PYROOT,
+    "/",
+    "/proc",
+    "/etc",
+]
 
 
 @dataclass(frozen=True)
@@ -88,8 +171,13 @@ class Case:
 
 
 def make_grant(entries: dict[str, str], task_type: str = "implement") -> Grant:
-    parsed = parse_grant({"task_type": task_type, "context_identity": "sha256:ctx",
-                          "entries": [{"path": p, "level": lv} for p, lv in entries.items()]})
+    parsed = parse_grant(
+        {
+            "task_type": task_type,
+            "context_identity": "sha256:ctx",
+            "entries": [{"path": p, "level": lv} for p, lv in entries.items()],
+        }
+    )
     assert isinstance(parsed, Grant), parsed
     return parsed
 
@@ -97,34 +185,73 @@ def make_grant(entries: dict[str, str], task_type: str = "implement") -> Grant:
 def _temp_root(path: str) -> list[DirEntry]:
     """The temp root holds this run and the other run (the later one starts after the rules)."""
     if path == TEMP_ROOT:
-        return [DirEntry(name=posixpath.basename(r), kind=EntryKind.DIRECTORY)
-                for r in (RT, OTHER_RUN)]
+        return [
+            DirEntry(name=posixpath.basename(r), kind=EntryKind.DIRECTORY) for r in (RT, OTHER_RUN)
+        ]
     return []
 
 
 @st.composite
 def policies(draw: st.DrawFn) -> Case:
-    entries = draw(st.dictionaries(st.sampled_from(ENTRY_PATHS), st.sampled_from(LEVELS),
-                                   min_size=1, max_size=8))
+    entries = draw(
+        st.dictionaries(
+            st.sampled_from(ENTRY_PATHS), st.sampled_from(LEVELS), min_size=1, max_size=8
+        )
+    )
     runtime = draw(st.lists(st.sampled_from(RUNTIME_PATHS), unique=True, max_size=3))
     nested = draw(st.lists(st.sampled_from(NESTED_GIT), unique_by=lambda a: a.path, max_size=2))
     hiding = draw(st.booleans())
     run_directories = draw(st.sampled_from([(), (WORKERS,), (WORKERS, IN_TREE_WORKERS)]))
-    git = (AdminPath(path=f"{PRIMARY}/.git", directory=True),
-           AdminPath(path=f"{WT}/.git", directory=False), *nested)
+    git = (
+        AdminPath(path=f"{PRIMARY}/.git", directory=True),
+        AdminPath(path=f"{WT}/.git", directory=False),
+        *nested,
+    )
     policy = build_policy(
-        grant=make_grant(entries), worktree=WT, primary=PRIMARY, user_home=HOME, runtime_dir=RT,
-        runtime_paths=runtime, git=git, list_dir=_temp_root,
+        grant=make_grant(entries),
+        worktree=WT,
+        primary=PRIMARY,
+        user_home=HOME,
+        runtime_dir=RT,
+        runtime_paths=runtime,
+        git=git,
+        list_dir=_temp_root,
         homes=(HOME, ENV_HOME) if hiding else (),
         config_dirs=CONFIG_DIRS if hiding else (),
         credentials=CREDENTIALS if hiding else (),
-        run_directories=run_directories, runtime_entries=RUNTIME_ENTRIES)
-    return Case(entries=entries, runtime_paths=runtime, nested_git=[a.path for a in nested],
-                hiding=hiding, run_directories=run_directories, policy=policy)
+        run_directories=run_directories,
+        runtime_entries=RUNTIME_ENTRIES,
+    )
+    return Case(
+        entries=entries,
+        runtime_paths=runtime,
+        nested_git=[a.path for a in nested],
+        hiding=hiding,
+        run_directories=run_directories,
+        policy=policy,
+    )
 
 
-WORKTREE_SEGMENTS = ["a", "b", "c", "ab", "bc", "src", "app", "secret.py", "lib", "inner", "x.py",
-                     ".git", "..", ".", ".venv", "vendor", "trace", "workers"]
+WORKTREE_SEGMENTS = [
+    "a",
+    "b",
+    "c",
+    "ab",
+    "bc",
+    "src",
+    "app",
+    "secret.py",
+    "lib",
+    "inner",
+    "x.py",
+    ".git",
+    "..",
+    ".",
+    ".venv",
+    "vendor",
+    "trace",
+    "workers",
+]
 """Names that collide: `ab` beside the entry `a/`, `a/bc` beside `a/b/` (a prefix is no parent)."""
 
 
@@ -134,10 +261,19 @@ def _joined(slash: str, base: str, segments: list[str]) -> str:
 
 SLASHES = st.sampled_from(["", "", "", "/"])
 paths = st.one_of(
-    st.builds(_joined, SLASHES, st.sampled_from(WORKTREE_BASES),
-              st.lists(st.sampled_from(WORKTREE_SEGMENTS), max_size=4)),
-    st.builds(_joined, SLASHES, st.sampled_from(OTHER_BASES),
-              st.lists(st.sampled_from(SEGMENTS), max_size=5)))
+    st.builds(
+        _joined,
+        SLASHES,
+        st.sampled_from(WORKTREE_BASES),
+        st.lists(st.sampled_from(WORKTREE_SEGMENTS), max_size=4),
+    ),
+    st.builds(
+        _joined,
+        SLASHES,
+        st.sampled_from(OTHER_BASES),
+        st.lists(st.sampled_from(SEGMENTS), max_size=5),
+    ),
+)
 """Absolute paths over every row, half of them in the worktree, joined as written (`..`, `.`,
 `//` kept)."""
 
@@ -157,8 +293,12 @@ def anchors(case: Case) -> list[str]:
 
 def near_anchors(case: Case) -> st.SearchStrategy[str]:
     """Paths at, below and beside the case's anchors."""
-    return st.builds(lambda slash, anchor, tweak: f"{slash}{anchor}{tweak}", SLASHES,
-                     st.sampled_from(anchors(case)), st.sampled_from(TWEAKS))
+    return st.builds(
+        lambda slash, anchor, tweak: f"{slash}{anchor}{tweak}",
+        SLASHES,
+        st.sampled_from(anchors(case)),
+        st.sampled_from(TWEAKS),
+    )
 
 
 @dataclass(frozen=True)
@@ -183,20 +323,33 @@ class Query:
     def to_driver(self) -> dict[str, Any]:
         """The query as tests/fakes/pi_extension_driver.mjs takes it (its pure decisions)."""
         if self.kind == "write":
-            return {"kind": "pure-write", "given": self.path, "resolved": self.real or self.path,
-                    "link": self.link}
+            return {
+                "kind": "pure-write",
+                "given": self.path,
+                "resolved": self.real or self.path,
+                "link": self.link,
+            }
         if self.kind == "read":
             return {"kind": "pure-read", "path": self.path, "real": self.real}
-        return {"kind": "pure-search", "path": self.path, "real": self.real,
-                "isDirectory": self.is_directory}
+        return {
+            "kind": "pure-search",
+            "path": self.path,
+            "real": self.real,
+            "isDirectory": self.is_directory,
+        }
 
 
 def queries(case: Case) -> st.SearchStrategy[Query]:
     """Read, write and search queries over `paths` and the paths near the case's anchors."""
     either = st.one_of(near_anchors(case), paths)
-    return st.builds(Query, kind=st.sampled_from(["read", "write", "search"]), path=either,
-                     real=st.one_of(st.none(), either), link=st.booleans(),
-                     is_directory=st.booleans())
+    return st.builds(
+        Query,
+        kind=st.sampled_from(["read", "write", "search"]),
+        path=either,
+        real=st.one_of(st.none(), either),
+        link=st.booleans(),
+        is_directory=st.booleans(),
+    )
 
 
 BATCH = 32
@@ -219,6 +372,7 @@ def as_answer(decision: Decision) -> dict[str, Any]:
     return {"allowed": decision.allowed, "reason": decision.reason, "row": decision.row}
 
 
-def mismatches(expected: Sequence[Any], got: Sequence[Any],
-               queries_: Sequence[Any]) -> list[tuple[Any, Any, Any]]:
+def mismatches(
+    expected: Sequence[Any], got: Sequence[Any], queries_: Sequence[Any]
+) -> list[tuple[Any, Any, Any]]:
     return [(q, e, g) for q, e, g in zip(queries_, expected, got, strict=True) if e != g]

@@ -52,44 +52,81 @@ def memory_tree(files: Iterable[str], links: Iterable[str] = ()) -> ListDir:
 
 
 def make_grant(entries: dict[str, str], task_type: str = "implement") -> Grant:
-    parsed = parse_grant({"task_type": task_type, "context_identity": "sha256:ctx",
-                          "entries": [{"path": p, "level": lv} for p, lv in entries.items()]})
+    parsed = parse_grant(
+        {
+            "task_type": task_type,
+            "context_identity": "sha256:ctx",
+            "entries": [{"path": p, "level": lv} for p, lv in entries.items()],
+        }
+    )
     assert isinstance(parsed, Grant), parsed
     return parsed
 
 
-GRANT = make_grant({
-    "src/app/": "rw",
-    "src/app/secret.py": "names",
-    "src/bmod/": "ro",
-    "src/bmod/secret.py": "names",
-    "specs/": "ro",
-    "tests/test_a.py": "rw",
-    "docs/": "names",
-    "README.md": "ro",
-})
+GRANT = make_grant(
+    {
+        "src/app/": "rw",
+        "src/app/secret.py": "names",
+        "src/bmod/": "ro",
+        "src/bmod/secret.py": "names",
+        "specs/": "ro",
+        "tests/test_a.py": "rw",
+        "docs/": "names",
+        "README.md": "ro",
+    }
+)
 
 FILES = [
-    f"{WT}/.git", f"{WT}/README.md", f"{WT}/checks/c1.py", f"{WT}/docs/readme.md",
-    f"{WT}/specs/a/module.md", f"{WT}/src/app/mod.py", f"{WT}/src/app/secret.py",
-    f"{WT}/src/app/util.py", f"{WT}/src/bmod/secret.py", f"{WT}/src/bmod/x.py",
-    f"{WT}/tests/test_a.py", f"{WT}/vendor/lib/.git", f"{WT}/vendor/lib/v.py",
+    f"{WT}/.git",
+    f"{WT}/README.md",
+    f"{WT}/checks/c1.py",
+    f"{WT}/docs/readme.md",
+    f"{WT}/specs/a/module.md",
+    f"{WT}/src/app/mod.py",
+    f"{WT}/src/app/secret.py",
+    f"{WT}/src/app/util.py",
+    f"{WT}/src/bmod/secret.py",
+    f"{WT}/src/bmod/x.py",
+    f"{WT}/tests/test_a.py",
+    f"{WT}/vendor/lib/.git",
+    f"{WT}/vendor/lib/v.py",
     f"{VENV}/lib/site.py",
-    f"{HOME}/.bashrc", f"{HOME}/.claude/settings.json", f"{HOME}/other/x.py",
-    f"{PRIMARY}/src/main.py", f"{PRIMARY}/.git/config", f"{PRIMARY}/.concorde/workers.json",
-    f"{PRIMARY}/.claude/settings.json", f"{PRIMARY}/.claude/worktrees/t2/a.py",
+    f"{HOME}/.bashrc",
+    f"{HOME}/.claude/settings.json",
+    f"{HOME}/other/x.py",
+    f"{PRIMARY}/src/main.py",
+    f"{PRIMARY}/.git/config",
+    f"{PRIMARY}/.concorde/workers.json",
+    f"{PRIMARY}/.claude/settings.json",
+    f"{PRIMARY}/.claude/worktrees/t2/a.py",
 ]
-GIT = (AdminPath(path=f"{PRIMARY}/.git", directory=True),
-       AdminPath(path=f"{WT}/.git", directory=False),
-       AdminPath(path=f"{WT}/vendor/lib/.git", directory=False))
+GIT = (
+    AdminPath(path=f"{PRIMARY}/.git", directory=True),
+    AdminPath(path=f"{WT}/.git", directory=False),
+    AdminPath(path=f"{WT}/vendor/lib/.git", directory=False),
+)
 
 
-def policy_for(grant: Grant = GRANT, files: Sequence[str] = FILES, links: Sequence[str] = (),
-               runtime_dir: str = RT, runtime_paths: Sequence[str] = (VENV, PYROOT),
-               git: Sequence[AdminPath] = GIT, home: str = HOME) -> Policy:
-    return build_policy(grant=grant, worktree=WT, primary=PRIMARY, user_home=home,
-                        runtime_dir=runtime_dir, runtime_paths=runtime_paths, git=git,
-                        list_dir=memory_tree(files, links), runtime_entries=RUNTIME_ENTRIES)
+def policy_for(
+    grant: Grant = GRANT,
+    files: Sequence[str] = FILES,
+    links: Sequence[str] = (),
+    runtime_dir: str = RT,
+    runtime_paths: Sequence[str] = (VENV, PYROOT),
+    git: Sequence[AdminPath] = GIT,
+    home: str = HOME,
+) -> Policy:
+    return build_policy(
+        grant=grant,
+        worktree=WT,
+        primary=PRIMARY,
+        user_home=home,
+        runtime_dir=runtime_dir,
+        runtime_paths=runtime_paths,
+        git=git,
+        list_dir=memory_tree(files, links),
+        runtime_entries=RUNTIME_ENTRIES,
+    )
 
 
 POLICY = policy_for()

@@ -28,8 +28,9 @@ def register() -> None:
     """Register both profiles and load the one the environment names (`fast` by default)."""
     unhurried = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
     settings.register_profile(FAST, max_examples=FAST_EXAMPLES, **unhurried)
-    settings.register_profile(THOROUGH, max_examples=THOROUGH_EXAMPLES, print_blob=True,
-                              **unhurried)
+    settings.register_profile(
+        THOROUGH, max_examples=THOROUGH_EXAMPLES, print_blob=True, **unhurried
+    )
     settings.load_profile(os.environ.get(ENVIRONMENT) or FAST)
 
 

@@ -109,8 +109,7 @@ class Gate:
             with open(self.path, "wb"):  # blocks until the program opens its end
                 pass
 
-        threading.Thread(target=open_and_close, name=f"gate-{self.path.name}",
-                         daemon=True).start()
+        threading.Thread(target=open_and_close, name=f"gate-{self.path.name}", daemon=True).start()
 
 
 def wait_dead(pids: Iterable[int], within: float = SLOW) -> bool:

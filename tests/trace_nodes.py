@@ -49,14 +49,32 @@ def running_run_node() -> TraceNode:
 
 
 def round_node(n: int = 1, **content: Any) -> TraceNode:
-    round_content = {**copy.deepcopy(load("contract.workers.worker-round-trace").example),
-                     "round": n, **content}
-    return TraceNode.model_validate({
-        "kind": "worker-round", "id": f"{RUN_ID}/{n}", "parent": RUN_ID,
-        "started_at": "2026-10-02T10:15:01Z", "ended_at": "2026-10-02T10:21:00Z",
-        "status": "ok", "outcome": "ok", "error": None, "files": [], "metadata": {},
-        "usage": {"tokens_in": 120, "tokens_out": 3400, "tokens_cache_read": 210400,
-                  "tokens_cache_write": 18200, "cost_usd": 0.12, "turns": 9,
-                  "duration_seconds": 359.0},
-        "content": round_content,
-    })
+    round_content = {
+        **copy.deepcopy(load("contract.workers.worker-round-trace").example),
+        "round": n,
+        **content,
+    }
+    return TraceNode.model_validate(
+        {
+            "kind": "worker-round",
+            "id": f"{RUN_ID}/{n}",
+            "parent": RUN_ID,
+            "started_at": "2026-10-02T10:15:01Z",
+            "ended_at": "2026-10-02T10:21:00Z",
+            "status": "ok",
+            "outcome": "ok",
+            "error": None,
+            "files": [],
+            "metadata": {},
+            "usage": {
+                "tokens_in": 120,
+                "tokens_out": 3400,
+                "tokens_cache_read": 210400,
+                "tokens_cache_write": 18200,
+                "cost_usd": 0.12,
+                "turns": 9,
+                "duration_seconds": 359.0,
+            },
+            "content": round_content,
+        }
+    )

@@ -56,8 +56,12 @@ class ClaudeBackend:
     name = "claude"
     profile = CLAUDE
 
-    def __init__(self, fs: FileSystem, installations: Sequence[Installation] = (),
-                 environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        fs: FileSystem,
+        installations: Sequence[Installation] = (),
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self._fs = fs
         self._installations = tuple(installations)
         self._environ: Mapping[str, str] = environ or {}
@@ -69,16 +73,22 @@ class ClaudeBackend:
         problem = self._endpoint_environment(self._environ)
         if not isinstance(problem, str):
             return None
-        return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem,
-                       file=endpoints_location(self._environ))
+        return Refusal(
+            code=Code.LAUNCH_FAILED,
+            reason=Reason.ENVIRONMENT,
+            message=problem,
+            file=endpoints_location(self._environ),
+        )
 
     def _endpoint_environment(self, environ: Mapping[str, str]) -> dict[str, str] | str:
         """What the machine's endpoint adds to a round's environment, or why it cannot."""
         named = environ.get("CONCORDE_ENDPOINTS", "")
         if named and not named.startswith("/"):
-            return (f"CONCORDE_ENDPOINTS gives the relative path {named!r}; it must name "
-                    "endpoints.json by its absolute path: set it so, or unset it to use "
-                    "endpoints.json beside the model map")
+            return (
+                f"CONCORDE_ENDPOINTS gives the relative path {named!r}; it must name "
+                "endpoints.json by its absolute path: set it so, or unset it to use "
+                "endpoints.json beside the model map"
+            )
         file = endpoints_location(environ)
         if file is None:
             return {}  # no folder to look in (no absolute HOME): no endpoint configured
@@ -87,8 +97,10 @@ class ClaudeBackend:
         except FileSystemError as error:
             if error.not_found:
                 return {}
-            return (f"{file} cannot be read ({error.os_error_text}): make it a regular file "
-                    "(adapters/claude/endpoints.py shows its shape), or remove it")
+            return (
+                f"{file} cannot be read ({error.os_error_text}): make it a regular file "
+                "(adapters/claude/endpoints.py shows its shape), or remove it"
+            )
         except ValueError as error:  # not UTF-8
             return f"{file} cannot be read: {error}"
         parsed = parse_endpoints(text, file)
@@ -99,8 +111,7 @@ class ClaudeBackend:
         found."""
         spec = self.profile.program
         found = find_located(self._fs, spec, environ, self._installations)
-        return (ProgramLocation(spec=spec, path=found.path, origin=found.origin),) \
-            if found else ()
+        return (ProgramLocation(spec=spec, path=found.path, origin=found.origin),) if found else ()
 
     def generate(self, context: BackendContext) -> Generated:
         # control/settings.json with the PreToolUse hooks, control/write_hook.py,
@@ -108,16 +119,26 @@ class ClaudeBackend:
         # covers the final text.
         rt = context.policy.runtime
         settings = claude_settings(
-            context.policy, context.interpreter, as_root=context.as_root,
-            extra_hooks=extra_hook_entries(context.interpreter, rt))
+            context.policy,
+            context.interpreter,
+            as_root=context.as_root,
+            extra_hooks=extra_hook_entries(context.interpreter, rt),
+        )
         text = settings_text(settings)
-        program, found = program_or_name(self._fs, self.profile.program, context.environ,
-                                           self._installations)
+        program, found = program_or_name(
+            self._fs, self.profile.program, context.environ, self._installations
+        )
         return Generated(
-            files={settings_file(rt): text, rt.result_schema: context.result_schema,
-                   **hook_files(context.policy)},
-            settings_digest=digest_text(text), tools=self.profile.tool_set(context.policy.grant),
-            program=program, program_found=found, shown_settings=shown_settings(settings),
+            files={
+                settings_file(rt): text,
+                rt.result_schema: context.result_schema,
+                **hook_files(context.policy),
+            },
+            settings_digest=digest_text(text),
+            tools=self.profile.tool_set(context.policy.grant),
+            program=program,
+            program_found=found,
+            shown_settings=shown_settings(settings),
         )
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
@@ -125,8 +146,9 @@ class ClaudeBackend:
 
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
         """The program (a native executable; its sandbox and ripgrep are inside it)."""
-        program, found = program_or_name(self._fs, self.profile.program, context.environ,
-                                           self._installations)
+        program, found = program_or_name(
+            self._fs, self.profile.program, context.environ, self._installations
+        )
         return (program,) if found else ()
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
@@ -135,20 +157,29 @@ class ClaudeBackend:
         comes from `domain.boundary.credentials`, which the policy hides too."""
         spec = self.profile.credentials
         config = config_directory(spec, context.environ) or posixpath.join(
-            os.path.expanduser("~"), spec.default_directory)
-        return tuple((posixpath.join(config, name), context.policy.runtime.copy_of(name))
-                     for name in spec.files)
+            os.path.expanduser("~"), spec.default_directory
+        )
+        return tuple(
+            (posixpath.join(config, name), context.policy.runtime.copy_of(name))
+            for name in spec.files
+        )
 
-    def command(self, context: BackendContext, kind: RoundKind,
-                session: str | None) -> LaunchCommand:
+    def command(
+        self, context: BackendContext, kind: RoundKind, session: str | None
+    ) -> LaunchCommand:
         request = context.request
-        program, _ = program_or_name(self._fs, self.profile.program, context.environ,
-                                           self._installations)
+        program, _ = program_or_name(
+            self._fs, self.profile.program, context.environ, self._installations
+        )
         return claude_command(
-            runtime=context.policy.runtime, tools=self.profile.tool_set(context.policy.grant),
-            result_schema=context.result_schema, max_turns=request.limits.max_turns,
-            max_budget_usd=request.limits.max_budget_usd, model=request.local_model,
-            effort=request.reasoning, resume=session if kind is not RoundKind.INITIAL else None,
+            runtime=context.policy.runtime,
+            tools=self.profile.tool_set(context.policy.grant),
+            result_schema=context.result_schema,
+            max_turns=request.limits.max_turns,
+            max_budget_usd=request.limits.max_budget_usd,
+            model=request.local_model,
+            effort=request.reasoning,
+            resume=session if kind is not RoundKind.INITIAL else None,
             program=program,
         )
 
@@ -158,8 +189,12 @@ class ClaudeBackend:
         added = self._endpoint_environment(self._environ)
         if isinstance(added, str):
             raise ValueError(added)
-        return {**claude_environment(context.environ, context.policy.runtime,
-                                     context.request.project_interpreter), **added}
+        return {
+            **claude_environment(
+                context.environ, context.policy.runtime, context.request.project_interpreter
+            ),
+            **added,
+        }
 
     def reader(self, context: BackendContext) -> StreamReader:
         return ClaudeStreamReader()

@@ -27,8 +27,14 @@ from concorde_workers.domain.configuration.machine import model_map_location
 from concorde_workers.domain.texts import json_limits
 from concorde_workers.domain.texts.text import control_problem
 
-__all__ = ["ENDPOINTS_FILE", "MAX_ENDPOINTS_BYTES", "ClaudeEndpoint", "claude_environment_of",
-           "endpoints_location", "parse_endpoints"]
+__all__ = [
+    "ENDPOINTS_FILE",
+    "MAX_ENDPOINTS_BYTES",
+    "ClaudeEndpoint",
+    "claude_environment_of",
+    "endpoints_location",
+    "parse_endpoints",
+]
 
 ENDPOINTS_FILE = "endpoints.json"
 MAX_ENDPOINTS_BYTES = 64 * 1024
@@ -52,8 +58,11 @@ def endpoints_location(environ: Mapping[str, str]) -> str | None:
     if named:
         return posixpath.normpath(named) if named.startswith("/") else None
     location = model_map_location(environ, [], {})  # only its folder
-    return None if not isinstance(location, str) else posixpath.join(
-        posixpath.dirname(location), ENDPOINTS_FILE)
+    return (
+        None
+        if not isinstance(location, str)
+        else posixpath.join(posixpath.dirname(location), ENDPOINTS_FILE)
+    )
 
 
 def parse_endpoints(text: str, file: str) -> ClaudeEndpoint | str | None:
@@ -64,11 +73,13 @@ def parse_endpoints(text: str, file: str) -> ClaudeEndpoint | str | None:
     except ValueError as error:
         return f"{file} is not JSON ({error}); repair it or remove it"
     if not isinstance(data, dict) or data.get("schema_version") != 1:
-        return f"{file} must be a JSON object with \"schema_version\": 1"
+        return f'{file} must be a JSON object with "schema_version": 1'
     unknown = sorted(set(data) - {"schema_version", "claude"})
     if unknown:
-        return (f"{file} has the unknown field {unknown[0]!r}: it holds only \"claude\" (pi's "
-                "endpoint is a provider in its own models.json)")
+        return (
+            f'{file} has the unknown field {unknown[0]!r}: it holds only "claude" (pi\'s '
+            "endpoint is a provider in its own models.json)"
+        )
     claude = data.get("claude")
     if claude is None:
         return None
@@ -77,18 +88,21 @@ def parse_endpoints(text: str, file: str) -> ClaudeEndpoint | str | None:
 
 def _claude(entry: object, file: str) -> ClaudeEndpoint | str:
     if not isinstance(entry, dict) or set(entry) - {"base_url", "token_env"}:
-        return f"{file}: \"claude\" must be an object of \"base_url\" and \"token_env\""
+        return f'{file}: "claude" must be an object of "base_url" and "token_env"'
     url, token = entry.get("base_url"), entry.get("token_env")
     if not isinstance(url, str) or control_problem(url) or not _URL.fullmatch(url):
-        return (f"{file}: claude.base_url must be an http:// or https:// URL (such as "
-                "http://127.0.0.1:4000)")
+        return (
+            f"{file}: claude.base_url must be an http:// or https:// URL (such as "
+            "http://127.0.0.1:4000)"
+        )
     if token is not None and (not isinstance(token, str) or not _NAME.fullmatch(token)):
         return f"{file}: claude.token_env must name an environment variable"
     return ClaudeEndpoint(file=file, base_url=url, token_env=token)
 
 
-def claude_environment_of(endpoint: ClaudeEndpoint | None,
-                          host_env: Mapping[str, str]) -> dict[str, str] | str:
+def claude_environment_of(
+    endpoint: ClaudeEndpoint | None, host_env: Mapping[str, str]
+) -> dict[str, str] | str:
     """The variables the endpoint adds to a Claude Code round, or why it cannot."""
     if endpoint is None:
         return {}
@@ -96,8 +110,10 @@ def claude_environment_of(endpoint: ClaudeEndpoint | None,
     if endpoint.token_env is not None:
         token = host_env.get(endpoint.token_env, "")
         if not token or control_problem(token):
-            return (f"{endpoint.file} names the token variable {endpoint.token_env}, which the "
-                    "host's environment does not set (or sets to a value with a control "
-                    f"character): export {endpoint.token_env}, or drop claude.token_env")
+            return (
+                f"{endpoint.file} names the token variable {endpoint.token_env}, which the "
+                "host's environment does not set (or sets to a value with a control "
+                f"character): export {endpoint.token_env}, or drop claude.token_env"
+            )
         env["ANTHROPIC_AUTH_TOKEN"] = token
     return env

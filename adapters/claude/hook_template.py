@@ -139,8 +139,14 @@ def decide_write(grant: dict[str, Any], given: str, resolved: str, given_is_link
     return verdict(judge(grant).write(given, resolved, given_is_link))
 
 
-def decide_search(grant: dict[str, Any], lexical: str, real: str | None, is_directory: bool,
-                  pattern: str | None = None, glob: str | None = None) -> Verdict:
+def decide_search(
+    grant: dict[str, Any],
+    lexical: str,
+    real: str | None,
+    is_directory: bool,
+    pattern: str | None = None,
+    glob: str | None = None,
+) -> Verdict:
     return verdict(judge(grant).search(lexical, real, is_directory, pattern, glob))
 
 
@@ -158,13 +164,11 @@ def decide_read_call(grant: dict[str, Any], call: dict[str, Any]) -> Verdict:
     if not isinstance(target, str):
         return False, cannot_judge(grant, "file path not text")
     cwd = call.get("cwd")
-    given = claude_path(target, cwd if isinstance(cwd, str) and cwd else os.getcwd(),
-                        grant["home"])
+    given = claude_path(target, cwd if isinstance(cwd, str) and cwd else os.getcwd(), grant["home"])
     return decide_read(grant, given, os.path.realpath(given))
 
 
-def write_targets(grant: dict[str, Any],
-                  call: dict[str, Any]) -> list[tuple[str, str, bool]] | str:
+def write_targets(grant: dict[str, Any], call: dict[str, Any]) -> list[tuple[str, str, bool]] | str:
     """(given, resolved, given is a link) of every file an Edit/Write/NotebookEdit call names, or
     a reason. Both `file_path` and `notebook_path` are judged when both are given: the input is
     the model's raw input, and the hook does not guess which one the tool will use."""
@@ -185,12 +189,14 @@ def write_targets(grant: dict[str, Any],
     return out
 
 
-def search_root(grant: dict[str, Any], tool_name: Any, tool_input: dict[str, Any],
-                cwd: str) -> str | Verdict:
+def search_root(
+    grant: dict[str, Any], tool_name: Any, tool_input: dict[str, Any], cwd: str
+) -> str | Verdict:
     """The call's lexical search root (domain.boundary.search_guard.search_root), or row t."""
     if tool_name not in SEARCH_TOOLS:
-        return False, could_not_decide(grant, reason(grant, "tool not searched",
-                                                     tool=str(tool_name)))
+        return False, could_not_decide(
+            grant, reason(grant, "tool not searched", tool=str(tool_name))
+        )
     path = tool_input.get("path")
     if path is not None and not isinstance(path, str):
         return False, cannot_judge(grant, "path not text")
@@ -207,15 +213,24 @@ def decide_search_call(grant: dict[str, Any], call: dict[str, Any]) -> Verdict:
     if not isinstance(tool_input, dict):
         return False, cannot_judge(grant, "tool input not an object")
     cwd = call.get("cwd")
-    root = search_root(grant, call.get("tool_name"), tool_input,
-                       cwd if isinstance(cwd, str) and cwd else os.getcwd())
+    root = search_root(
+        grant,
+        call.get("tool_name"),
+        tool_input,
+        cwd if isinstance(cwd, str) and cwd else os.getcwd(),
+    )
     if isinstance(root, tuple):
         return root
     real = os.path.realpath(root)
     glob_call = call.get("tool_name") == "Glob"
-    return decide_search(grant, root, real, os.path.isdir(real) or not os.path.exists(real),
-                         pattern=tool_input["pattern"] if glob_call else None,
-                         glob=None if glob_call else tool_input.get("glob"))
+    return decide_search(
+        grant,
+        root,
+        real,
+        os.path.isdir(real) or not os.path.exists(real),
+        pattern=tool_input["pattern"] if glob_call else None,
+        glob=None if glob_call else tool_input.get("glob"),
+    )
 
 
 # --- the hook ------------------------------------------------------------------------------------
@@ -244,10 +259,13 @@ def main(grant: dict[str, Any], hook: str, stdin: TextIO, stdout: TextIO) -> int
     except BaseException as error:  # the hook never fails open
         allowed, why = False, could_not_decide(grant, f"{type(error).__name__}: {error}")
     if not allowed:
-        denial = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                         "permissionDecision": "deny",
-                                         "permissionDecisionReason": reason(grant, "denial",
-                                                                            reason=str(why))}}
+        denial = {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason(grant, "denial", reason=str(why)),
+            }
+        }
         stdout.write(json.dumps(denial) + "\n")
         stdout.flush()
     return 0

@@ -100,12 +100,18 @@ def interpreter_text() -> str:
 def rules_block(policy: Policy, interpreter_source: str) -> str:
     """What replaces the template's block `# <rules>` … `# </rules>`: the policy's rows and
     their interpreter."""
-    return (f"{RULES_START}{ROWS_MARK}{embedded_json(hook_rows(policy))}\n\n"
-            f"{interpreter_source.rstrip()}\n{RULES_END}")
+    return (
+        f"{RULES_START}{ROWS_MARK}{embedded_json(hook_rows(policy))}\n\n"
+        f"{interpreter_source.rstrip()}\n{RULES_END}"
+    )
 
 
-def hook_source(policy: Policy, hook: HookName, template: str | None = None,
-                interpreter_source: str | None = None) -> str:
+def hook_source(
+    policy: Policy,
+    hook: HookName,
+    template: str | None = None,
+    interpreter_source: str | None = None,
+) -> str:
     """The generated hook's text."""
     source = template_text() if template is None else template
     for line in (GRANT_LINE, HOOK_LINE, RULES_START, RULES_END):
@@ -117,8 +123,9 @@ def hook_source(policy: Policy, hook: HookName, template: str | None = None,
     start, end = source.index(RULES_START), source.index(RULES_END) + len(RULES_END)
     if end < start:
         raise ValueError(f"the hook template's {RULES_END.strip()!r} comes before its start")
-    rules = rules_block(policy, interpreter_text() if interpreter_source is None
-                        else interpreter_source)
+    rules = rules_block(
+        policy, interpreter_text() if interpreter_source is None else interpreter_source
+    )
     return source[:start] + rules + source[end:]
 
 
@@ -126,9 +133,13 @@ def search_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any
     """The settings' PreToolUse entry of the search hook (passed as `extra_hooks`)."""
     return {
         "matcher": SEARCH_TOOLS_MATCHER,
-        "hooks": [{"type": "command",
-                   "command": hook_command(interpreter, search_hook_path(runtime)),
-                   "timeout": HOOK_TIMEOUT_SECONDS}],
+        "hooks": [
+            {
+                "type": "command",
+                "command": hook_command(interpreter, search_hook_path(runtime)),
+                "timeout": HOOK_TIMEOUT_SECONDS,
+            }
+        ],
     }
 
 
@@ -139,9 +150,13 @@ def read_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any]:
     later, a file made since)."""
     return {
         "matcher": READ_TOOLS_MATCHER,
-        "hooks": [{"type": "command",
-                   "command": hook_command(interpreter, read_hook_path(runtime)),
-                   "timeout": HOOK_TIMEOUT_SECONDS}],
+        "hooks": [
+            {
+                "type": "command",
+                "command": hook_command(interpreter, read_hook_path(runtime)),
+                "timeout": HOOK_TIMEOUT_SECONDS,
+            }
+        ],
     }
 
 
@@ -154,5 +169,7 @@ def hook_files(policy: Policy) -> dict[str, str]:
     """control/write_hook.py, control/search_hook.py and control/read_hook.py of the run
     (absolute path -> text)."""
     template, source = template_text(), interpreter_text()
-    return {hook_path(policy.runtime, name): hook_source(policy, name, template, source)
-            for name in HOOK_NAMES}
+    return {
+        hook_path(policy.runtime, name): hook_source(policy, name, template, source)
+        for name in HOOK_NAMES
+    }

@@ -24,34 +24,48 @@ _PACKAGE = "@anthropic-ai/claude-code"
 _PIN = f"{_PACKAGE}@{PINS[_PACKAGE]}"
 
 CLAUDE_PROGRAM = ProgramSpec(
-    program="claude", title="Claude Code", package=_PACKAGE, pinned=PINS[_PACKAGE],
+    program="claude",
+    title="Claude Code",
+    package=_PACKAGE,
+    pinned=PINS[_PACKAGE],
     minimum="2.1.332",
     relies_on="the generated settings' sandbox.network.strictAllowlist and "
-              "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS, which an older Claude Code reads "
-              "without honouring, and its hook and sandbox behaviour the tests verified",
+    "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS, which an older Claude Code reads "
+    "without honouring, and its hook and sandbox behaviour the tests verified",
     upgrade=f"run {INSTALL_AGENTS} (the pinned {_PIN} in the user data folder; ./scripts/setup "
-            f"in a checkout), or npm install -g {_PIN}, or set CONCORDE_CLAUDE to a newer claude",
+    f"in a checkout), or npm install -g {_PIN}, or set CONCORDE_CLAUDE to a newer claude",
     provide=f"run {INSTALL_AGENTS} (the pinned {_PIN} in the user data folder; ./scripts/setup "
-            f"in a checkout), or npm install -g {_PIN}, or set CONCORDE_CLAUDE to its claude "
-            "program",
+    f"in a checkout), or npm install -g {_PIN}, or set CONCORDE_CLAUDE to its claude "
+    "program",
     code=Code.LAUNCH_FAILED,
     refused="{problem}; or choose the pi backend for this worker. The run is never started "
-            "with a program older than the settings it is given.",
-    variable="CONCORDE_CLAUDE", in_node_modules=".bin/claude",
+    "with a program older than the settings it is given.",
+    variable="CONCORDE_CLAUDE",
+    in_node_modules=".bin/claude",
 )
 
 CLAUDE = BackendProfile(
-    name="claude", title="Claude Code", failure_code=Code.CLAUDE_FAILED,
-    runtime_missing_code=Code.LAUNCH_FAILED, run_directory_code=Code.RUN_DIRECTORY_DENIED,
+    name="claude",
+    title="Claude Code",
+    failure_code=Code.CLAUDE_FAILED,
+    runtime_missing_code=Code.LAUNCH_FAILED,
+    run_directory_code=Code.RUN_DIRECTORY_DENIED,
     credentials=CredentialSpec(
-        directory_variable="CLAUDE_CONFIG_DIR", default_directory=".claude",
-        files=(CREDENTIALS_FILE,), login_file=CREDENTIALS_FILE,
-        key_variables=("ANTHROPIC_API_KEY",), key_text="ANTHROPIC_API_KEY",
+        directory_variable="CLAUDE_CONFIG_DIR",
+        default_directory=".claude",
+        files=(CREDENTIALS_FILE,),
+        login_file=CREDENTIALS_FILE,
+        key_variables=("ANTHROPIC_API_KEY",),
+        key_text="ANTHROPIC_API_KEY",
         repair="log in once with claude (it writes ~/.claude/.credentials.json, or "
-               "$CLAUDE_CONFIG_DIR/.credentials.json) or set ANTHROPIC_API_KEY"),
-    brief=BriefVariant(shell="Bash", write_tool="Write tool",
-                       ending="End with the structured result.",
-                       retry_ending="end with the structured result"),
+        "$CLAUDE_CONFIG_DIR/.credentials.json) or set ANTHROPIC_API_KEY",
+    ),
+    brief=BriefVariant(
+        shell="Bash",
+        write_tool="Write tool",
+        ending="End with the structured result.",
+        retry_ending="end with the structured result",
+    ),
     runtime_entries=CLAUDE_ENTRIES,
     settings_file=SETTINGS_FILE,
     environment=claude_environment,

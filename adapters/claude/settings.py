@@ -55,7 +55,8 @@ running as root), and the OAuth and session tokens it
 sets when it refreshes a login it was given (docs/decisions.md "Claude Code's own variables")."""
 
 CREDENTIALS: dict[str, Any] = {
-    "envVars": [{"name": name, "mode": "deny"} for name in SECRET_VARIABLES]}
+    "envVars": [{"name": name, "mode": "deny"} for name in SECRET_VARIABLES]
+}
 """What `sandbox.credentials` hides from sandboxed commands beyond the other layers."""
 
 SETTINGS_ENV: dict[str, str] = {"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}
@@ -75,8 +76,9 @@ def hook_command(interpreter: str, hook_path: str) -> str:
     return shlex.join([interpreter, *HOOK_INTERPRETER_FLAGS, hook_path])
 
 
-def claude_settings(policy: Policy, interpreter: str, *, as_root: bool,
-                    extra_hooks: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def claude_settings(
+    policy: Policy, interpreter: str, *, as_root: bool, extra_hooks: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
     """The settings object for `--settings`, every path absolute and real."""
     runtime = policy.runtime
     settings: dict[str, Any] = {
@@ -85,9 +87,13 @@ def claude_settings(policy: Policy, interpreter: str, *, as_root: bool,
             "PreToolUse": [
                 {
                     "matcher": WRITE_TOOLS_MATCHER,
-                    "hooks": [{"type": "command",
-                               "command": hook_command(interpreter, write_hook(runtime)),
-                               "timeout": HOOK_TIMEOUT_SECONDS}],
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": hook_command(interpreter, write_hook(runtime)),
+                            "timeout": HOOK_TIMEOUT_SECONDS,
+                        }
+                    ],
                 },
                 *extra_hooks,
             ]

@@ -47,12 +47,27 @@ from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.run.stdout import IgnoredLines
 from concorde_workers.domain.texts import json_limits
 
-__all__ = ["ACTIONS_KEPT", "AGENT_FIELDS", "CLASSIFICATION", "NO_ENVELOPE", "VERSION_FIELD",
-           "ClaudeStreamReader",
-           "Envelope", "Rule", "tool_target"]
+__all__ = [
+    "ACTIONS_KEPT",
+    "AGENT_FIELDS",
+    "CLASSIFICATION",
+    "NO_ENVELOPE",
+    "VERSION_FIELD",
+    "ClaudeStreamReader",
+    "Envelope",
+    "Rule",
+    "tool_target",
+]
 
-AGENT_FIELDS = ("subtype", "is_error", "num_turns", "total_cost_usd", "permission_denials",
-                "modelUsage", "duration_api_ms")
+AGENT_FIELDS = (
+    "subtype",
+    "is_error",
+    "num_turns",
+    "total_cost_usd",
+    "permission_denials",
+    "modelUsage",
+    "duration_api_ms",
+)
 """contract.workers.worker-round-trace `agent.claude`: null when the envelope gave none."""
 
 VERSION_FIELD = "claude_code_version"
@@ -66,15 +81,29 @@ ACTIONS_KEPT = 100
 API_ERROR_PREFIX = "API Error"
 
 # The input fields that name a tool call's target, in order of preference.
-_TARGET_FIELDS = ("file_path", "notebook_path", "path", "pattern", "command", "url", "query",
-                  "description")
+_TARGET_FIELDS = (
+    "file_path",
+    "notebook_path",
+    "path",
+    "pattern",
+    "command",
+    "url",
+    "query",
+    "description",
+)
 
-_MODEL_USAGE_TOKENS = (("tokens_in", "inputTokens"), ("tokens_out", "outputTokens"),
-                       ("tokens_cache_read", "cacheReadInputTokens"),
-                       ("tokens_cache_write", "cacheCreationInputTokens"))
-_USAGE_TOKENS = (("tokens_in", "input_tokens"), ("tokens_out", "output_tokens"),
-                 ("tokens_cache_read", "cache_read_input_tokens"),
-                 ("tokens_cache_write", "cache_creation_input_tokens"))
+_MODEL_USAGE_TOKENS = (
+    ("tokens_in", "inputTokens"),
+    ("tokens_out", "outputTokens"),
+    ("tokens_cache_read", "cacheReadInputTokens"),
+    ("tokens_cache_write", "cacheCreationInputTokens"),
+)
+_USAGE_TOKENS = (
+    ("tokens_in", "input_tokens"),
+    ("tokens_out", "output_tokens"),
+    ("tokens_cache_read", "cache_read_input_tokens"),
+    ("tokens_cache_write", "cache_creation_input_tokens"),
+)
 
 
 def _count(value: object) -> TypeGuard[int]:
@@ -141,8 +170,7 @@ class Envelope:
         errors = self.raw.get("errors")
         if not isinstance(errors, list):
             return ()
-        return tuple(e if isinstance(e, str) else json.dumps(e, ensure_ascii=False)
-                     for e in errors)
+        return tuple(e if isinstance(e, str) else json.dumps(e, ensure_ascii=False) for e in errors)
 
     @property
     def structured_output(self) -> dict[str, Any] | None:
@@ -160,8 +188,11 @@ class Envelope:
         if not self.failed:
             return ()
         text = self.result
-        head = (text.strip(),) if text is not None and text.lstrip().startswith(
-            API_ERROR_PREFIX) else ()
+        head = (
+            (text.strip(),)
+            if text is not None and text.lstrip().startswith(API_ERROR_PREFIX)
+            else ()
+        )
         return head + self.errors
 
     def usage(self) -> RoundUsage:
@@ -199,8 +230,10 @@ class Observed:
 
     @property
     def transient(self) -> bool:
-        return self.envelope is not None and transient_cause_of(
-            self.envelope.transient_texts()) is not None
+        return (
+            self.envelope is not None
+            and transient_cause_of(self.envelope.transient_texts()) is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -214,18 +247,22 @@ class Rule:
 
 def _ok(o: Observed) -> bool:
     e = o.envelope
-    return (e is not None and e.subtype == "success" and e.is_error is False
-            and o.exit_status == 0)
+    return e is not None and e.subtype == "success" and e.is_error is False and o.exit_status == 0
 
 
 CLASSIFICATION: tuple[Rule, ...] = (
     Rule("the host killed the round at its timeout", lambda o: o.timed_out, RoundEnding.TIMEOUT),
     Rule("no result envelope", lambda o: o.envelope is None, RoundEnding.PROCESS_FAILED),
-    Rule("the subtype error_max_turns or error_max_budget_usd",
-         lambda o: o.envelope is not None and o.envelope.subtype in CLAUDE_LIMIT_SUBTYPES,
-         RoundEnding.LIMIT_REACHED),
-    Rule("a failed envelope whose API Error text or errors name a transient model-service error",
-         lambda o: o.transient, RoundEnding.TRANSIENT_ERROR),
+    Rule(
+        "the subtype error_max_turns or error_max_budget_usd",
+        lambda o: o.envelope is not None and o.envelope.subtype in CLAUDE_LIMIT_SUBTYPES,
+        RoundEnding.LIMIT_REACHED,
+    ),
+    Rule(
+        "a failed envelope whose API Error text or errors name a transient model-service error",
+        lambda o: o.transient,
+        RoundEnding.TRANSIENT_ERROR,
+    ),
     Rule("subtype success, is_error false, exit status 0", _ok, RoundEnding.OK),
     Rule("anything else", lambda o: True, RoundEnding.PROCESS_FAILED),
 )
@@ -290,17 +327,25 @@ class ClaudeStreamReader:
             exit=exit_status,
             worker_result=envelope.structured_output if envelope is not None else None,
             final_text=final_text,
-            transient_error=(_transient_text(envelope) if envelope is not None
-                             and ending is RoundEnding.TRANSIENT_ERROR else None),
-            process_link=None if ok else self._link(envelope, exit_status, final_text,
-                                                    stderr_tail),
-            limit=(envelope.subtype if envelope is not None
-                   and ending is RoundEnding.LIMIT_REACHED else None),
+            transient_error=(
+                _transient_text(envelope)
+                if envelope is not None and ending is RoundEnding.TRANSIENT_ERROR
+                else None
+            ),
+            process_link=None if ok else self._link(envelope, exit_status, final_text, stderr_tail),
+            limit=(
+                envelope.subtype
+                if envelope is not None and ending is RoundEnding.LIMIT_REACHED
+                else None
+            ),
             failure=None if ok else _failure(ending, envelope, exit_status),
             usage=envelope.usage() if envelope is not None else RoundUsage(),
-            agent={"claude": {**(envelope.agent() if envelope is not None
-                                 else dict.fromkeys(AGENT_FIELDS)),
-                              VERSION_FIELD: self._version}},
+            agent={
+                "claude": {
+                    **(envelope.agent() if envelope is not None else dict.fromkeys(AGENT_FIELDS)),
+                    VERSION_FIELD: self._version,
+                }
+            },
         )
 
     # -- lines -------------------------------------------------------------------------------
@@ -326,17 +371,28 @@ class ClaudeStreamReader:
         return self._now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @staticmethod
-    def _link(envelope: Envelope | None, exit_status: int | None, final_text: str | None,
-              stderr_tail: str) -> ErrorLink:
+    def _link(
+        envelope: Envelope | None, exit_status: int | None, final_text: str | None, stderr_tail: str
+    ) -> ErrorLink:
         if envelope is None:
-            return claude_process_link(subtype=None, is_error=None, num_turns=None,
-                                       total_cost_usd=None, exit_status=exit_status,
-                                       final_text=final_text, errors=(),
-                                       stderr_tail=stderr_tail)
+            return claude_process_link(
+                subtype=None,
+                is_error=None,
+                num_turns=None,
+                total_cost_usd=None,
+                exit_status=exit_status,
+                final_text=final_text,
+                errors=(),
+                stderr_tail=stderr_tail,
+            )
         return claude_process_link(
-            subtype=envelope.subtype or "(none)", is_error=envelope.is_error,
-            num_turns=envelope.num_turns, total_cost_usd=envelope.total_cost_usd,
-            exit_status=exit_status, final_text=final_text, errors=envelope.errors,
+            subtype=envelope.subtype or "(none)",
+            is_error=envelope.is_error,
+            num_turns=envelope.num_turns,
+            total_cost_usd=envelope.total_cost_usd,
+            exit_status=exit_status,
+            final_text=final_text,
+            errors=envelope.errors,
             stderr_tail=stderr_tail,
         )
 
@@ -359,8 +415,10 @@ def _failure(ending: RoundEnding, envelope: Envelope | None, exit_status: int | 
     if ending is RoundEnding.TRANSIENT_ERROR:
         return _transient_text(envelope)
     said = "; ".join(envelope.errors) or (envelope.result or "").strip()
-    head = (f"Claude Code ended with the result subtype {envelope.subtype or '(none)'} "
-            f"(is_error {json.dumps(envelope.is_error)}, exit status {_exit(exit_status)})")
+    head = (
+        f"Claude Code ended with the result subtype {envelope.subtype or '(none)'} "
+        f"(is_error {json.dumps(envelope.is_error)}, exit status {_exit(exit_status)})"
+    )
     return f"{head}: {said[:2000]}" if said else head
 
 
@@ -375,7 +433,7 @@ def _java_hash(text: str) -> int:
     value = 0
     data = text.encode("utf-16-le", "surrogatepass")
     for i in range(0, len(data), 2):
-        value = (value * 31 + int.from_bytes(data[i:i + 2], "little")) & 0xFFFFFFFF
+        value = (value * 31 + int.from_bytes(data[i : i + 2], "little")) & 0xFFFFFFFF
     return value - (1 << 32) if value & 0x80000000 else value
 
 
@@ -394,7 +452,7 @@ def project_slug(directory: str) -> str:
     `directory` (Claude Code's `$E`): every UTF-16 code unit outside [a-zA-Z0-9] becomes `-`;
     past 200 characters the slug is cut and `-<base-36 hash>` appended."""
     data = directory.encode("utf-16-le", "surrogatepass")
-    units = [int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 2)]
+    units = [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
     slug = "".join(chr(u) if chr(u).isascii() and chr(u).isalnum() else "-" for u in units)
     if len(slug) <= SLUG_MAX:
         return slug

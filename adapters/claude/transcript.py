@@ -29,11 +29,13 @@ def claude_events(line: Mapping[str, Any]) -> list[TranscriptEvent]:
         results = [b for b in blocks if b.get("type") == "tool_result"]
         if not results:
             return [Prompt()]
-        return [Result(b.get("tool_use_id"), b.get("is_error"), b.get("content"))
-                for b in results]
+        return [Result(b.get("tool_use_id"), b.get("is_error"), b.get("content")) for b in results]
     if line.get("type") == "assistant":
-        return [Call(b.get("id"), b.get("name", "?"), b.get("input")) for b in blocks
-                if b.get("type") == "tool_use"]
+        return [
+            Call(b.get("id"), b.get("name", "?"), b.get("input"))
+            for b in blocks
+            if b.get("type") == "tool_use"
+        ]
     return []
 
 

@@ -140,8 +140,9 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
         runner, place = container.check_runner(), place_for(request)
         programs = [runner.program(c, place) for c in checks]
         view = runner.view()
-    resources = RunResources(container.resource_groups(), request.resources, "",
-                             container.machine_resources())
+    resources = RunResources(
+        container.resource_groups(), request.resources, "", container.machine_resources()
+    )
     if args.json:
         listed = [{**c.model_dump(), "program": p} for c, p in zip(checks, programs, strict=True)]
         print_json(
@@ -162,8 +163,11 @@ def resources_plan(resources: RunResources) -> list[str]:
     """What `plan` says of the run's resource limits (issue 20): the limits, how this machine
     enforces them, and when it cannot while the request asked for them, that the run would end
     launch_failed."""
-    lines = ["", f"Resources (each round in a control group of its own): "
-             f"{resources.limits.text()}; {resources.enforcement.text()}"]
+    lines = [
+        "",
+        f"Resources (each round in a control group of its own): "
+        f"{resources.limits.text()}; {resources.enforcement.text()}",
+    ]
     refused = resources.refused()
     if refused:
         lines.append(f"  the run would end launch_failed: {refused}")
@@ -302,8 +306,14 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         else None
     )
     with cancel_on_signals(cancel), validation or contextlib.nullcontext():
-        record = run_watched(host, request, cancel, watcher, validation=validation,
-                             events=JsonLinesEvents(out) if args.events else None)
+        record = run_watched(
+            host,
+            request,
+            cancel,
+            watcher,
+            validation=validation,
+            events=JsonLinesEvents(out) if args.events else None,
+        )
     if validation is not None and validation.leftover:
         err.write(terminal_lines([f"concorde-workers: {validation.leftover}"]))
     fs = container.filesystem()
@@ -397,8 +407,7 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         )
         return ExitStatus.REFUSED
     if args.html:
-        return _show_html(args.html, run_dir, container.cwd(), fs, out, err,
-                          container.profiles())
+        return _show_html(args.html, run_dir, container.cwd(), fs, out, err, container.profiles())
     record = read_record(fs, run_dir)
     if isinstance(record, Refusal):
         print_refusal(
@@ -421,14 +430,23 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
     return ExitStatus.OK
 
 
-def _show_diff(args: argparse.Namespace, record: RunRecord, run_dir: str, fs: FileSystem,
-               out: TextIO, err: TextIO, plain: bool) -> ExitStatus:
+def _show_diff(
+    args: argparse.Namespace,
+    record: RunRecord,
+    run_dir: str,
+    fs: FileSystem,
+    out: TextIO,
+    err: TextIO,
+    plain: bool,
+) -> ExitStatus:
     """Each round's changes.patch (issue 21 §2); a round the run does not have is refused."""
     rounds = [r.round for r in record.rounds]
     if args.round_number is not None and args.round_number not in rounds:
         had = ", ".join(map(str, rounds)) or "none"
-        err.write(f"error: --round {args.round_number}: the run has no such round (its rounds: "
-                  f"{had}); give one of them, or leave --round out for all\n")
+        err.write(
+            f"error: --round {args.round_number}: the run has no such round (its rounds: "
+            f"{had}); give one of them, or leave --round out for all\n"
+        )
         return ExitStatus.REFUSED
     asked = [args.round_number] if args.round_number is not None else rounds
     colour = out.isatty() and not plain
@@ -436,8 +454,9 @@ def _show_diff(args: argparse.Namespace, record: RunRecord, run_dir: str, fs: Fi
     return ExitStatus.OK
 
 
-def _show_html(file: str, run_dir: str, cwd: str, fs: FileSystem, out: TextIO,
-               err: TextIO, profiles: Profiles) -> ExitStatus:
+def _show_html(
+    file: str, run_dir: str, cwd: str, fs: FileSystem, out: TextIO, err: TextIO, profiles: Profiles
+) -> ExitStatus:
     """The run's report as one HTML page (issue 21 §3); a damaged trace gets a page that says
     so. The page is written atomically, never through a link at FILE."""
     target = posixpath.normpath(posixpath.join(cwd, file))
@@ -445,9 +464,11 @@ def _show_html(file: str, run_dir: str, cwd: str, fs: FileSystem, out: TextIO,
     try:
         fs.write_atomic(target, page)
     except FileSystemError as error:
-        err.write(f"error: the report cannot be written to {escape_controls(target)}: "
-                  f"{escape_controls(error.os_error_text)}; give --html a file in a folder "
-                  "that exists and can be written\n")
+        err.write(
+            f"error: the report cannot be written to {escape_controls(target)}: "
+            f"{escape_controls(error.os_error_text)}; give --html a file in a folder "
+            "that exists and can be written\n"
+        )
         return ExitStatus.REFUSED
     out.write(f"report: {escape_controls(target)} ({len(page.encode())} bytes)\n")
     return ExitStatus.OK

@@ -43,8 +43,14 @@ if TYPE_CHECKING:
 
 __all__ = ["DEMO_LIMITS", "checks", "demo_environ", "folder_refusal", "run_demo"]
 
-DEMO_LIMITS = Limits(timeout_seconds=120, max_turns=20, max_budget_usd=1.0, rounds=0,
-                     retries=1, retry_delay_seconds=1)
+DEMO_LIMITS = Limits(
+    timeout_seconds=120,
+    max_turns=20,
+    max_budget_usd=1.0,
+    rounds=0,
+    retries=1,
+    retry_delay_seconds=1,
+)
 
 
 def folder_refusal(fs: FileSystem, folder: str | None, cwd: str) -> Refusal | None:
@@ -55,10 +61,14 @@ def folder_refusal(fs: FileSystem, folder: str | None, cwd: str) -> Refusal | No
     if fs.is_dir(path):
         return None
     what = "is not a directory" if fs.lexists(path) else "does not exist"
-    return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT, file=folder,
-                   message=f"--folder {folder} {what}; give an existing directory to create the "
-                           "throwaway repository in, or leave --folder out (the system "
-                           "temporary directory)")
+    return Refusal(
+        code=Code.REQUEST_INVALID,
+        reason=Reason.INPUT,
+        file=folder,
+        message=f"--folder {folder} {what}; give an existing directory to create the "
+        "throwaway repository in, or leave --folder out (the system "
+        "temporary directory)",
+    )
 
 
 def demo_environ(host: Mapping[str, str], world: DemoWorld) -> dict[str, str]:
@@ -83,48 +93,74 @@ def programs_refusal(container: Container, environ: Mapping[str, str]) -> Refusa
     installation has: install-agents, or ./scripts/setup in a checkout."""
     profile = container.profiles()[DEFAULT_BACKEND]
     facts, fs = container.host(), container.filesystem()
-    missing = [spec for spec in profile.programs
-               if locate(spec, environ, facts.installations, fs) is None]
+    missing = [
+        spec for spec in profile.programs if locate(spec, environ, facts.installations, fs) is None
+    ]
     if not missing:
         return None
-    looked = "; ".join(f"{spec.program}: {', '.join(looked_at(spec, environ, facts.installations))}"
-                       for spec in missing)
+    looked = "; ".join(
+        f"{spec.program}: {', '.join(looked_at(spec, environ, facts.installations))}"
+        for spec in missing
+    )
     checkout = any(i.kind == CHECKOUT for i in facts.installations)
-    repair = (f"run ./scripts/setup in this checkout (or {INSTALL_AGENTS})" if checkout
-              else f"run {INSTALL_AGENTS}")
+    repair = (
+        f"run ./scripts/setup in this checkout (or {INSTALL_AGENTS})"
+        if checkout
+        else f"run {INSTALL_AGENTS}"
+    )
     pins = ", ".join(pinned(spec) for spec in missing)
     names = " and ".join(spec.program for spec in profile.programs)
-    return Refusal(code=profile.runtime_missing_code, reason=Reason.ENVIRONMENT,
-                   message=f"the demo runs the pinned {names}, and "
-                           f"{' and '.join(s.program for s in missing)} "
-                           f"{'is' if len(missing) == 1 else 'are'} "
-                           f"found nowhere (looked at {looked}): "
-                           f"{repair}, which installs {pins}")
+    return Refusal(
+        code=profile.runtime_missing_code,
+        reason=Reason.ENVIRONMENT,
+        message=f"the demo runs the pinned {names}, and "
+        f"{' and '.join(s.program for s in missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} "
+        f"found nowhere (looked at {looked}): "
+        f"{repair}, which installs {pins}",
+    )
 
 
 def checks(record: RunRecord, results: Mapping[str, str]) -> list[tuple[str, bool, str]]:
     """What the demo shows, each as (what, held, evidence)."""
     changed = record.rounds[-1].audit.changed if record.rounds and record.rounds[-1].audit else ()
-    verdict = record.rounds[-1].audit.verdict if record.rounds and record.rounds[-1].audit \
-        else "none"
+    verdict = (
+        record.rounds[-1].audit.verdict if record.rounds and record.rounds[-1].audit else "none"
+    )
     refused = results.get("demo_readonly", "")
     network = results.get("demo_network", "")
     return [
-        ("the run ended ok", record.status == "ok",
-         f"status {record.status}" + (f" ({record.error.code})" if record.error else "")),
-        ("the allowed write landed in the worktree", "src/shop/discount.py" in changed,
-         f"audit {verdict}, changed: {', '.join(changed) or 'nothing'}"),
-        ("the read-only write was refused by the permission extension",
-         "legacy.py" in refused and "src/shop/legacy.py" not in changed,
-         refused.strip().splitlines()[0] if refused.strip() else "no tool result"),
-        ("bash could not reach the network", "curl_exit=0" not in network and bool(network),
-         " | ".join(line for line in network.strip().splitlines()[-3:]) or "no tool result"),
-        ("the host performed the proposed deletion",
-         record.deleted == ("src/shop/obsolete.py",),
-         f"deleted: {', '.join(record.deleted) or 'nothing'}; refused: "
-         f"{', '.join(record.deletions_refused) or 'nothing'}"),
-        ("the worker's result was kept", record.worker_result is not None,
-         str((record.worker_result or {}).get("summary", "none"))),
+        (
+            "the run ended ok",
+            record.status == "ok",
+            f"status {record.status}" + (f" ({record.error.code})" if record.error else ""),
+        ),
+        (
+            "the allowed write landed in the worktree",
+            "src/shop/discount.py" in changed,
+            f"audit {verdict}, changed: {', '.join(changed) or 'nothing'}",
+        ),
+        (
+            "the read-only write was refused by the permission extension",
+            "legacy.py" in refused and "src/shop/legacy.py" not in changed,
+            refused.strip().splitlines()[0] if refused.strip() else "no tool result",
+        ),
+        (
+            "bash could not reach the network",
+            "curl_exit=0" not in network and bool(network),
+            " | ".join(line for line in network.strip().splitlines()[-3:]) or "no tool result",
+        ),
+        (
+            "the host performed the proposed deletion",
+            record.deleted == ("src/shop/obsolete.py",),
+            f"deleted: {', '.join(record.deleted) or 'nothing'}; refused: "
+            f"{', '.join(record.deletions_refused) or 'nothing'}",
+        ),
+        (
+            "the worker's result was kept",
+            record.worker_result is not None,
+            str((record.worker_result or {}).get("summary", "none")),
+        ),
     ]
 
 
@@ -141,10 +177,13 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         world = wiring.demo_world(folder)
     except OSError as error:  # an unwritable or full folder: the demo cannot start there
         world = Refusal(
-            code=Code.REQUEST_INVALID, reason=Reason.ENVIRONMENT, file=folder,
+            code=Code.REQUEST_INVALID,
+            reason=Reason.ENVIRONMENT,
+            file=folder,
             message=f"the throwaway repository could not be created in "
-                    f"{folder or 'the system temporary directory'}: {error}; give --folder a "
-                    "writable directory")
+            f"{folder or 'the system temporary directory'}: {error}; give --folder a "
+            "writable directory",
+        )
     if isinstance(world, Refusal):
         print_refusal(world, as_json, out, err)
         return ExitStatus.REFUSED
@@ -166,8 +205,7 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
 
 def _write_report(fs: FileSystem, record: RunRecord, profiles: Profiles) -> str:
     """The run's HTML report beside its trace (issue 21): where it is, or why there is none."""
-    page = posixpath.join(posixpath.dirname(posixpath.dirname(record.run_directory)),
-                          "report.html")
+    page = posixpath.join(posixpath.dirname(posixpath.dirname(record.run_directory)), "report.html")
     try:
         fs.write_atomic(page, report_html(gather(fs, record.run_directory, profiles)))
     except FileSystemError as error:
@@ -183,39 +221,75 @@ def _discard(world: DemoWorld, keep: bool, said: TextIO) -> None:
         return
     try:
         world.discard()
-        said.write(terminal_lines([f"removed the demo repository {world.folder} (--keep keeps "
-                                   "it); the trace stays"]))
+        said.write(
+            terminal_lines(
+                [f"removed the demo repository {world.folder} (--keep keeps it); the trace stays"]
+            )
+        )
     except OSError as error:
-        said.write(terminal_lines([f"the demo repository {world.folder} could not be removed "
-                                   f"({error}); remove it by hand"]))
+        said.write(
+            terminal_lines(
+                [
+                    f"the demo repository {world.folder} could not be removed "
+                    f"({error}); remove it by hand"
+                ]
+            )
+        )
 
 
-def _run(world: DemoWorld, container: Container, said: TextIO, err: TextIO
-         ) -> tuple[RunRecord, dict[str, str]]:
+def _run(
+    world: DemoWorld, container: Container, said: TextIO, err: TextIO
+) -> tuple[RunRecord, dict[str, str]]:
     """The scripted worker's run through the host, its progress on `err`; what each tool call
     answered. Under --json stdout holds one JSON document, the run record: what the demo says
     around it (`said`) goes to stderr."""
     parent = world.trace_parent
-    request = RunRequest.model_validate({
-        "backend": DEFAULT_BACKEND, "worktree": world.worktree, "parent": parent,
-        "task_type": world.grant["task_type"], "grant": world.grant,
-        "instructions": world.instructions, "limits": DEMO_LIMITS.model_dump(),
-        "local_model": world.model})
-    said.write(terminal_lines([f"demo repository: {world.folder}",
-                               f"worktree:        {world.worktree}",
-                               f"model:           {world.model} (scripted, on 127.0.0.1)",
-                               ""]))
+    request = RunRequest.model_validate(
+        {
+            "backend": DEFAULT_BACKEND,
+            "worktree": world.worktree,
+            "parent": parent,
+            "task_type": world.grant["task_type"],
+            "grant": world.grant,
+            "instructions": world.instructions,
+            "limits": DEMO_LIMITS.model_dump(),
+            "local_model": world.model,
+        }
+    )
+    said.write(
+        terminal_lines(
+            [
+                f"demo repository: {world.folder}",
+                f"worktree:        {world.worktree}",
+                f"model:           {world.model} (scripted, on 127.0.0.1)",
+                "",
+            ]
+        )
+    )
     said.flush()
     watcher = ProgressWatcher(
-        container.filesystem(), parent, err, live=err.isatty(),
-        now=container.clock().now_utc, width=shutil.get_terminal_size().columns,
-        host_pid=container.host_pid(), prefix="demo: ")
+        container.filesystem(),
+        parent,
+        err,
+        live=err.isatty(),
+        now=container.clock().now_utc,
+        width=shutil.get_terminal_size().columns,
+        host_pid=container.host_pid(),
+        prefix="demo: ",
+    )
     record = run_watched(container.worker_host(), request, Cancellation(), watcher, 0.2)
     return record, world.tool_results()
 
 
-def _report(record: RunRecord, results: Mapping[str, str], world: DemoWorld, as_json: bool,
-            out: TextIO, err: TextIO, report: str) -> ExitStatus:
+def _report(
+    record: RunRecord,
+    results: Mapping[str, str],
+    world: DemoWorld,
+    as_json: bool,
+    out: TextIO,
+    err: TextIO,
+    report: str,
+) -> ExitStatus:
     """The record (its account, or its JSON), then what the demo shows, check by check."""
     if as_json:
         out.write(json_document(record.model_dump(mode="json")) + "\n")
@@ -223,12 +297,22 @@ def _report(record: RunRecord, results: Mapping[str, str], world: DemoWorld, as_
         out.write(account(record).rstrip("\n") + "\n\n")
     held = checks(record, results)
     # The evidence quotes what the worker's tools answered: escaped like every human output.
-    (err if as_json else out).write(terminal_lines([
-        "What the demo shows:",
-        *(f"  [{'ok' if ok else 'FAILED'}] {what}: {evidence}" for what, ok, evidence in held),
-        "", f"model requests served: {world.requests_served}",
-        f"trace: {record.run_directory} (transcript.jsonl, rounds/*/stderr.log; kept: "
-        f"concorde-workers show {record.run_directory})",
-        f"report: {report} (open it in a browser; concorde-workers show RUN_DIR --html FILE "
-        "writes one, --diff prints each round's change)"]))
+    (err if as_json else out).write(
+        terminal_lines(
+            [
+                "What the demo shows:",
+                *(
+                    f"  [{'ok' if ok else 'FAILED'}] {what}: {evidence}"
+                    for what, ok, evidence in held
+                ),
+                "",
+                f"model requests served: {world.requests_served}",
+                f"trace: {record.run_directory} (transcript.jsonl, rounds/*/stderr.log; kept: "
+                f"concorde-workers show {record.run_directory})",
+                f"report: {report} (open it in a browser; concorde-workers show RUN_DIR --html "
+                "FILE "
+                "writes one, --diff prints each round's change)",
+            ]
+        )
+    )
     return ExitStatus.OK if all(ok for _, ok, _ in held) else ExitStatus.FAILED

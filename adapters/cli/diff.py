@@ -11,9 +11,16 @@ from concorde_workers.domain.texts.text import escape_controls
 __all__ = ["patch_text"]
 
 _RESET = "\x1b[0m"
-_COLOURS = (("diff --git ", "\x1b[1m"), ("index ", "\x1b[1m"), ("--- ", "\x1b[1m"),
-            ("+++ ", "\x1b[1m"), ("@@", "\x1b[36m"), ("+", "\x1b[32m"), ("-", "\x1b[31m"),
-            ("#", "\x1b[33m"))
+_COLOURS = (
+    ("diff --git ", "\x1b[1m"),
+    ("index ", "\x1b[1m"),
+    ("--- ", "\x1b[1m"),
+    ("+++ ", "\x1b[1m"),
+    ("@@", "\x1b[36m"),
+    ("+", "\x1b[32m"),
+    ("-", "\x1b[31m"),
+    ("#", "\x1b[33m"),
+)
 
 
 def _line(line: str, colour: bool) -> str:

@@ -105,8 +105,11 @@ def progress_text(progress: ProgressFile, now: datetime, round_begun: bool = Tru
     if progress.phase == "finished" and progress.status is not None:
         phase = f"finished {progress.status}"
     finished_early = progress.phase == "finished" and not round_begun
-    parts = [f"{progress.run_id}", "no round" if finished_early else f"round {progress.round}",
-             phase]
+    parts = [
+        f"{progress.run_id}",
+        "no round" if finished_early else f"round {progress.round}",
+        phase,
+    ]
     action = progress.last_action
     if action is not None and progress.phase != "finished":
         parts.append(f"{action.tool} {action.target}".rstrip())
@@ -132,9 +135,18 @@ class ProgressWatcher:
     file that is missing, half written or malformed is skipped: it is an observation aid only.
     """
 
-    def __init__(self, fs: FileSystem, parent: str, stream: TextIO, *, live: bool,
-                 now: Callable[[], datetime], width: int = 100, host_pid: int | None = None,
-                 prefix: str = "concorde-workers: ") -> None:
+    def __init__(
+        self,
+        fs: FileSystem,
+        parent: str,
+        stream: TextIO,
+        *,
+        live: bool,
+        now: Callable[[], datetime],
+        width: int = 100,
+        host_pid: int | None = None,
+        prefix: str = "concorde-workers: ",
+    ) -> None:
         self._fs = fs
         self._workers = posixpath.join(parent, WORKERS_DIR)
         self._stream = stream
@@ -177,9 +189,12 @@ class ProgressWatcher:
             return posixpath.join(self._workers, new[0])
         if len(new) > 1 and self._host_pid is not None:
             # several runs started in the same parent at once: ours names our process
-            ours = [name for name in new
-                    if (found := self._read(posixpath.join(self._workers, name))) is not None
-                    and found.host_pid == self._host_pid]
+            ours = [
+                name
+                for name in new
+                if (found := self._read(posixpath.join(self._workers, name))) is not None
+                and found.host_pid == self._host_pid
+            ]
             if len(ours) == 1:
                 return posixpath.join(self._workers, ours[0])
         return None
@@ -197,7 +212,8 @@ class ProgressWatcher:
         # The progress file counts rounds from 1 even for a run refused before any began; its
         # trace says whether round 1 did.
         begun = progress.phase != "finished" or self._fs.lexists(
-            posixpath.join(self._run_dir, ROUNDS_DIR, "1", TRACE_FILE))
+            posixpath.join(self._run_dir, ROUNDS_DIR, "1", TRACE_FILE)
+        )
         text = progress_text(progress, self._now(), begun)
         if self._live:
             self._stream.write("\r" + _fit(self._prefix + text, self._width) + "\x1b[K")
@@ -232,11 +248,16 @@ def resources_line(used: Mapping[str, Any]) -> str:
     group counted, each limit it reached, or that no limit was enforced."""
     if used.get("enforced") is not True:
         return f"resources: limits {used.get('enforcement', 'not enforced')}"
-    peak, processes, cpu = (used.get("memory_peak_bytes"), used.get("processes_peak"),
-                            used.get("cpu_seconds"))
-    parts = [f"memory peak {peak / 1048576:.0f} MiB" if isinstance(peak, int) else None,
-             f"processes peak {processes}" if isinstance(processes, int) else None,
-             f"CPU {cpu:.1f} s" if isinstance(cpu, int | float) else None]
+    peak, processes, cpu = (
+        used.get("memory_peak_bytes"),
+        used.get("processes_peak"),
+        used.get("cpu_seconds"),
+    )
+    parts = [
+        f"memory peak {peak / 1048576:.0f} MiB" if isinstance(peak, int) else None,
+        f"processes peak {processes}" if isinstance(processes, int) else None,
+        f"CPU {cpu:.1f} s" if isinstance(cpu, int | float) else None,
+    ]
     text = "resources: " + (", ".join(p for p in parts if p) or "no counters")
     reached = used.get("limits_reached")
     if isinstance(reached, list) and reached:
@@ -269,8 +290,13 @@ def round_line(round_: RoundRecord, used: Mapping[str, Any] | None = None) -> li
     lines += [f"{pad}{line}" for line in check_lines(round_.evidence or ())]
     if round_.transient is not None:
         t = round_.transient
-        waited = (f"retried after {t.delay_seconds:g} s" if t.retried and t.delay_seconds
-                  is not None else "retried" if t.retried else "not retried")
+        waited = (
+            f"retried after {t.delay_seconds:g} s"
+            if t.retried and t.delay_seconds is not None
+            else "retried"
+            if t.retried
+            else "not retried"
+        )
         lines.append(f"{pad}transient: {t.error} ({waited})")
     if used is not None:
         lines.append(pad + resources_line(used))
@@ -285,12 +311,15 @@ def check_lines(evidence: Sequence[Mapping[str, Any]]) -> list[str]:
     for item in evidence:
         if not isinstance(item.get("check"), str) or "judgement" not in item:
             continue
-        text = (f"check {item['check']}: {item['judgement']} (exit {item.get('exit_code')}, "
-                f"{elapsed_text(float(item.get('duration_seconds') or 0))})")
+        text = (
+            f"check {item['check']}: {item['judgement']} (exit {item.get('exit_code')}, "
+            f"{elapsed_text(float(item.get('duration_seconds') or 0))})"
+        )
         before = item.get("before")
         if isinstance(before, Mapping):
-            text += f"; on the starting state: {before.get('status')} (exit " \
-                    f"{before.get('exit_code')})"
+            text += (
+                f"; on the starting state: {before.get('status')} (exit {before.get('exit_code')})"
+            )
         if item.get("log"):
             text += f"; log {item['log']}"
         lines.append(text)
@@ -329,8 +358,11 @@ def _worker_result_line(record: RunRecord) -> str | None:
     return text
 
 
-def account(record: RunRecord, programs: Sequence[ProgramVersion] = (),
-            resources: Mapping[int, Mapping[str, Any]] | None = None) -> str:
+def account(
+    record: RunRecord,
+    programs: Sequence[ProgramVersion] = (),
+    resources: Mapping[int, Mapping[str, Any]] | None = None,
+) -> str:
     """The end-of-run account of a run record, for a person at a shell, with the agent programs
     it was prepared with (their versions: the run directory's programs.json) and each round's
     resource use (its resources.json)."""
@@ -394,18 +426,29 @@ def _timing_line(record: RunRecord) -> str:
 
 def _deletions(record: RunRecord) -> list[str]:
     """The deletions section, when the run proposed any."""
-    deletions = [("deleted", record.deleted), ("refused", record.deletions_refused),
-                 ("absent", record.deletions_absent), ("failed", record.deletions_failed)]
+    deletions = [
+        ("deleted", record.deleted),
+        ("refused", record.deletions_refused),
+        ("absent", record.deletions_absent),
+        ("failed", record.deletions_failed),
+    ]
     if not any(paths for _, paths in deletions):
         return []
-    return ["", "deletions",
-            *(f"  {label:<8}{', '.join(paths)}" for label, paths in deletions if paths)]
+    return [
+        "",
+        "deletions",
+        *(f"  {label:<8}{', '.join(paths)}" for label, paths in deletions if paths),
+    ]
 
 
 def _trace(record: RunRecord) -> list[str]:
     """Where the trace is, and every trace write that was refused."""
-    lines = ["", "trace", f"  run directory {record.run_directory}",
-             f"  record        {posixpath.join(record.run_directory, TRACE_FILE)}"]
+    lines = [
+        "",
+        "trace",
+        f"  run directory {record.run_directory}",
+        f"  record        {posixpath.join(record.run_directory, TRACE_FILE)}",
+    ]
     if record.transcript:
         lines.append(f"  transcript    {record.transcript}")
     lines += [f"  trace write refused: {failure}" for failure in record.trace_failures]

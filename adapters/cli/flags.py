@@ -24,12 +24,23 @@ def usage_refusal(usage: UsageError) -> Refusal:
 
 def flags_of(args: argparse.Namespace) -> RequestFlags:
     return RequestFlags(
-        request_file=args.request, worktree=args.worktree, task_type=args.task_type,
-        grant_file=args.grant, instructions=args.instructions, operation=args.operation,
-        worker=args.worker, backend=args.backend, interpreter=args.interpreter,
-        runtime_paths=tuple(args.runtime_path), parent=getattr(args, "parent", None),
-        checks=tuple(getattr(args, "check", ())), max_processes=args.max_processes,
-        max_memory=args.max_memory, cpu_weight=args.cpu_weight, max_tmp=args.max_tmp)
+        request_file=args.request,
+        worktree=args.worktree,
+        task_type=args.task_type,
+        grant_file=args.grant,
+        instructions=args.instructions,
+        operation=args.operation,
+        worker=args.worker,
+        backend=args.backend,
+        interpreter=args.interpreter,
+        runtime_paths=tuple(args.runtime_path),
+        parent=getattr(args, "parent", None),
+        checks=tuple(getattr(args, "check", ())),
+        max_processes=args.max_processes,
+        max_memory=args.max_memory,
+        cpu_weight=args.cpu_weight,
+        max_tmp=args.max_tmp,
+    )
 
 
 def declarations(values: Sequence[str]) -> dict[str, set[str]] | Refusal:
@@ -38,7 +49,8 @@ def declarations(values: Sequence[str]) -> dict[str, set[str]] | Refusal:
     for value in values:
         operation, colon, worker = value.partition(":")
         if not (operation and colon and worker):
-            return invalid(f"--declare {value!r} is not OPERATION:WORKER, such as "
-                           "--declare implement:worker")
+            return invalid(
+                f"--declare {value!r} is not OPERATION:WORKER, such as --declare implement:worker"
+            )
         declared.setdefault(operation, set()).add(worker)
     return declared

@@ -20,10 +20,26 @@ def run_init(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         print_refusal(done, args.json, out, err)
         return ExitStatus.REFUSED
     if args.json:
-        print_json({"primary": done.primary, "worktree": done.worktree, "grant": done.grant,
-                    "done": done.done, "next": done.next_command}, out)
+        print_json(
+            {
+                "primary": done.primary,
+                "worktree": done.worktree,
+                "grant": done.grant,
+                "done": done.done,
+                "next": done.next_command,
+            },
+            out,
+        )
     else:
-        out.write(terminal_lines([f"concorde-workers init in {done.primary}",
-                                  *(f"  {line}" for line in done.done), "", "next:",
-                                  f"  {done.next_command}"]))
+        out.write(
+            terminal_lines(
+                [
+                    f"concorde-workers init in {done.primary}",
+                    *(f"  {line}" for line in done.done),
+                    "",
+                    "next:",
+                    f"  {done.next_command}",
+                ]
+            )
+        )
     return ExitStatus.OK

@@ -31,9 +31,12 @@ if TYPE_CHECKING:
 Command = Callable[[argparse.Namespace, TextIO, TextIO, "Wiring"], ExitStatus]
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "plan": ("commands", "run_plan"), "run": ("commands", "run_run"),
-    "show": ("commands", "run_show"), "sweep": ("commands", "run_sweep"),
-    "demo": ("demo", "run_demo"), "doctor": ("doctor", "run_doctor"),
+    "plan": ("commands", "run_plan"),
+    "run": ("commands", "run_run"),
+    "show": ("commands", "run_show"),
+    "sweep": ("commands", "run_sweep"),
+    "demo": ("demo", "run_demo"),
+    "doctor": ("doctor", "run_doctor"),
     "install-agents": ("doctor", "run_install_agents"),
     "init": ("init", "run_init"),
 }
@@ -47,8 +50,10 @@ def command_of(name: str) -> Command | None:
     if found is None:
         return None
     module, function = found
-    return cast(Command, getattr(
-        importlib.import_module(f"concorde_workers.adapters.cli.{module}"), function))
+    return cast(
+        Command,
+        getattr(importlib.import_module(f"concorde_workers.adapters.cli.{module}"), function),
+    )
 
 
 def _usage(usage: UsageError, argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
@@ -60,8 +65,12 @@ def _usage(usage: UsageError, argv: Sequence[str] | None, out: TextIO, err: Text
     return int(ExitStatus.REFUSED)
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
-         err: TextIO | None = None, container: Container | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    container: Container | None = None,
+) -> int:
     """The console script `concorde-workers`. `container` replaces the production wiring (the
     tests give one with fakes); `plan --example` always wires its own."""
     out = out or sys.stdout
@@ -83,9 +92,15 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     except Exception as fault:  # a defect of ours: say so in one line, never a traceback
         from concorde_workers.domain.texts.text import terminal_lines
 
-        err.write(terminal_lines([
-            f"concorde-workers: internal error ({type(fault).__name__}: {fault}); this is a "
-            "defect of concorde-workers: report it with the command line"]))
+        err.write(
+            terminal_lines(
+                [
+                    f"concorde-workers: internal error ({type(fault).__name__}: {fault}); this is "
+                    "a "
+                    "defect of concorde-workers: report it with the command line"
+                ]
+            )
+        )
         return int(ExitStatus.INTERNAL)
 
 

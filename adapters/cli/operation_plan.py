@@ -40,11 +40,12 @@ def plan_operation(args: argparse.Namespace, container: Container, out: TextIO) 
     return ExitStatus.REFUSED if isinstance(settled, Refusal) else ExitStatus.OK
 
 
-def _settled(args: argparse.Namespace, container: Container
-             ) -> list[ResolvedWorker] | Refusal:
+def _settled(args: argparse.Namespace, container: Container) -> list[ResolvedWorker] | Refusal:
     if not args.operation or args.worker:
-        return invalid("--all-workers checks every worker of one Operation: give --operation "
-                       "NAME, without --worker")
+        return invalid(
+            "--all-workers checks every worker of one Operation: give --operation "
+            "NAME, without --worker"
+        )
     worktree = _worktree(args, container)
     if isinstance(worktree, Refusal):
         return worktree
@@ -64,32 +65,50 @@ def _worktree(args: argparse.Namespace, container: Container) -> str | Refusal:
 
 def _document(operation: str, settled: list[ResolvedWorker] | Refusal) -> object:
     if isinstance(settled, Refusal):
-        return {"verdict": "refused", "operation": operation, "refusal": {
-            "code": settled.code, "reason": settled.reason.value, "message": settled.message,
-            "file": settled.file}}
-    return {"verdict": "settled", "operation": operation,
-            "workers": [worker.model_dump(mode="json") for worker in settled]}
+        return {
+            "verdict": "refused",
+            "operation": operation,
+            "refusal": {
+                "code": settled.code,
+                "reason": settled.reason.value,
+                "message": settled.message,
+                "file": settled.file,
+            },
+        }
+    return {
+        "verdict": "settled",
+        "operation": operation,
+        "workers": [worker.model_dump(mode="json") for worker in settled],
+    }
 
 
 def _text(operation: str, settled: list[ResolvedWorker] | Refusal) -> list[str]:
     if isinstance(settled, Refusal):
-        return [f"concorde-workers plan — Operation {operation}: refused: {settled.code} "
-                f"({settled.reason.value})", *(f"  {line}" for line in
-                                                settled.message.splitlines())]
-    lines = [f"concorde-workers plan — Operation {operation}: every worker settles "
-             f"({len(settled)})"]
+        return [
+            f"concorde-workers plan — Operation {operation}: refused: {settled.code} "
+            f"({settled.reason.value})",
+            *(f"  {line}" for line in settled.message.splitlines()),
+        ]
+    lines = [
+        f"concorde-workers plan — Operation {operation}: every worker settles ({len(settled)})"
+    ]
     for worker in settled:
         lines += ["", *_worker_lines(worker)]
     return lines
 
 
 def _worker_lines(worker: ResolvedWorker) -> Sequence[str]:
-    reasoning = (f"{worker.reasoning} ({worker.reasoning_source})" if worker.reasoning
-                 else "none set: the program's own default level")
-    return [f"worker {worker.worker}",
-            f"  backend:   {worker.backend} ({worker.backend_source})",
-            f"  model:     {worker.model} ({worker.model_source}) -> {worker.local_model} "
-            f"({worker.model_map})",
-            f"  reasoning: {reasoning}",
-            f"  program:   {worker.program} ({worker.program_source})",
-            *(f"  note:      {said}" for said in (worker.notice, worker.unnamed) if said)]
+    reasoning = (
+        f"{worker.reasoning} ({worker.reasoning_source})"
+        if worker.reasoning
+        else "none set: the program's own default level"
+    )
+    return [
+        f"worker {worker.worker}",
+        f"  backend:   {worker.backend} ({worker.backend_source})",
+        f"  model:     {worker.model} ({worker.model_source}) -> {worker.local_model} "
+        f"({worker.model_map})",
+        f"  reasoning: {reasoning}",
+        f"  program:   {worker.program} ({worker.program_source})",
+        *(f"  note:      {said}" for said in (worker.notice, worker.unnamed) if said),
+    ]

@@ -25,18 +25,36 @@ def print_json(data: object, out: TextIO) -> None:
 
 def print_refusal(refusal: Refusal, as_json: bool, out: TextIO, err: TextIO) -> None:
     if as_json:
-        print_json({"verdict": "refused", "refusal": {
-            "code": refusal.code, "reason": refusal.reason.value, "message": refusal.message,
-            "file": refusal.file}}, out)
+        print_json(
+            {
+                "verdict": "refused",
+                "refusal": {
+                    "code": refusal.code,
+                    "reason": refusal.reason.value,
+                    "message": refusal.message,
+                    "file": refusal.file,
+                },
+            },
+            out,
+        )
     else:
-        err.write(terminal_lines([
-            f"concorde-workers: refused: {refusal.code} ({refusal.reason.value})",
-            *(f"  {line}" for line in refusal.message.splitlines())]))
+        err.write(
+            terminal_lines(
+                [
+                    f"concorde-workers: refused: {refusal.code} ({refusal.reason.value})",
+                    *(f"  {line}" for line in refusal.message.splitlines()),
+                ]
+            )
+        )
 
 
-def print_record(record: RunRecord, as_json: bool, out: TextIO,
-                 programs: Sequence[ProgramVersion] = (),
-                 resources: Mapping[int, Mapping[str, Any]] | None = None) -> None:
+def print_record(
+    record: RunRecord,
+    as_json: bool,
+    out: TextIO,
+    programs: Sequence[ProgramVersion] = (),
+    resources: Mapping[int, Mapping[str, Any]] | None = None,
+) -> None:
     """The record as JSON (exactly the contract's record), or its account with the agent
     programs the run was prepared with (its programs.json) and each round's resource use."""
     if as_json:

@@ -65,16 +65,24 @@ def _header(made: ReportInput, record: RunRecord) -> str:
     duration = sum(r.duration or 0 for r in record.rounds)
     first = made.resources.get(1, {})
     limits = first.get("limits")
-    limits_text = (", ".join(f"{k} {v}" for k, v in limits.items())
-                   if isinstance(limits, Mapping) else "not recorded")
+    limits_text = (
+        ", ".join(f"{k} {v}" for k, v in limits.items())
+        if isinstance(limits, Mapping)
+        else "not recorded"
+    )
     rows = [
-        ("status", f'<span class="{_status_class(record.status)}">{_t(outcome_of(record))}'
-                   "</span>"),
+        ("status", f'<span class="{_status_class(record.status)}">{_t(outcome_of(record))}</span>'),
         ("code", _t(record.error.code if record.error else "none")),
-        ("task type", _t(record.task_type)), ("backend", _t(record.backend)),
+        ("task type", _t(record.task_type)),
+        ("backend", _t(record.backend)),
         ("model", _t(f"{record.model or '-'} ({record.local_model or '-'})")),
-        ("programs", _t(", ".join(f"{p.program} {p.version or '?'}" for p in made.programs)
-                        or "not recorded")),
+        (
+            "programs",
+            _t(
+                ", ".join(f"{p.program} {p.version or '?'}" for p in made.programs)
+                or "not recorded"
+            ),
+        ),
         ("limits", _t(f"{limits_text}; {first.get('enforcement', '')}")),
         ("rounds", str(len(record.rounds))),
         ("duration", _t(elapsed_text(duration))),
@@ -89,41 +97,62 @@ def _grant(grant: Mapping[str, Any] | None) -> str:
     entries = grant.get("entries") if isinstance(grant, Mapping) else None
     if not isinstance(entries, list):
         return "<p>not recorded</p>"
-    items = sorted((str(e.get("path", "")), str(e.get("level", "")))
-                   for e in entries if isinstance(e, Mapping))
+    items = sorted(
+        (str(e.get("path", "")), str(e.get("level", ""))) for e in entries if isinstance(e, Mapping)
+    )
     folders = [path for path, _ in items if path.endswith("/")]
     out = ['<ul class="grant">']
     for path, level in items:
         # indented under each granted folder it lies in: the tree the levels make
         depth = sum(1 for f in folders if path != f and path.startswith(f))
         css = level if level in ("rw", "ro", "names") else ""
-        out.append(f'<li style="padding-left:{depth * 20}px"><span class="lvl {css}">'
-                   f"{_t(level)}</span><code>{_t(path)}</code></li>")
+        out.append(
+            f'<li style="padding-left:{depth * 20}px"><span class="lvl {css}">'
+            f"{_t(level)}</span><code>{_t(path)}</code></li>"
+        )
     return "".join([*out, "</ul>"])
 
 
 def _round_row(r: RoundRecord) -> str:
     audit = r.audit
-    verdict = ("not audited" if audit is None else
-               f'<span class="{_status_class("ok" if audit.verdict == "clean" else "x")}">'
-               f"{_t(audit.verdict)}</span>")
+    verdict = (
+        "not audited"
+        if audit is None
+        else f'<span class="{_status_class("ok" if audit.verdict == "clean" else "x")}">'
+        f"{_t(audit.verdict)}</span>"
+    )
     marks = []
     if r.prompt != "initial":
         marks.append(_t(r.prompt))
     if r.transient is not None:
-        marks.append(_t(f"transient error ({'retried' if r.transient.retried else 'not retried'})"
-                        f": {r.transient.error}"))
+        marks.append(
+            _t(
+                f"transient error ({'retried' if r.transient.retried else 'not retried'})"
+                f": {r.transient.error}"
+            )
+        )
     if r.validation:
         marks.append(_t(f"repair asked: {r.validation}"))
-    return _row(r.round, _t(r.prompt), _t(elapsed_text(r.duration or 0)), _t(r.exit), verdict,
-                "<br>".join(marks) or "")
+    return _row(
+        r.round,
+        _t(r.prompt),
+        _t(elapsed_text(r.duration or 0)),
+        _t(r.exit),
+        verdict,
+        "<br>".join(marks) or "",
+    )
 
 
 def _calls(calls: Sequence[ToolCall]) -> str:
     def row(c: ToolCall) -> str:
         css = {"allowed": "ok", "no result": "warn"}.get(c.decision, "bad")
-        return _row(_t(c.tool), f"<code>{_t(c.target)}</code>",
-                    f'<span class="{css}">{_t(c.decision)}</span>', _t(c.reason))
+        return _row(
+            _t(c.tool),
+            f"<code>{_t(c.target)}</code>",
+            f'<span class="{css}">{_t(c.decision)}</span>',
+            _t(c.reason),
+        )
+
     return _table(["tool", "target", "decision", "reason"], (row(c) for c in calls))
 
 
@@ -132,9 +161,19 @@ def _patch(text: str | None) -> str:
         return "<p>this round kept no patch</p>"
     lines = []
     for line in text.split("\n"):
-        css = ("meta" if line.startswith(("diff --git ", "index ", "--- ", "+++ "))
-               else "hunk" if line.startswith("@@") else "add" if line.startswith("+")
-               else "del" if line.startswith("-") else "note" if line.startswith("#") else "")
+        css = (
+            "meta"
+            if line.startswith(("diff --git ", "index ", "--- ", "+++ "))
+            else "hunk"
+            if line.startswith("@@")
+            else "add"
+            if line.startswith("+")
+            else "del"
+            if line.startswith("-")
+            else "note"
+            if line.startswith("#")
+            else ""
+        )
         shown = "\t".join(_t(part) for part in line.split("\t"))
         lines.append(f'<span class="{css}">{shown}</span>' if css else shown)
     return "<pre>" + "\n".join(lines) + "</pre>"
@@ -146,25 +185,39 @@ def _checks(made: ReportInput, r: RoundRecord) -> str:
         if not isinstance(item.get("check"), str):
             continue
         tail = made.check_logs.get((r.round, item["check"]))
-        log = ("<pre>" + "\n".join(_t(line) for line in tail.split("\n")) + "</pre>"
-               if tail else _t("no log"))
-        rows.append(_row(_t(item["check"]), _t(item.get("judgement", item.get("status"))),
-                         _t(item.get("exit_code")), log))
+        log = (
+            "<pre>" + "\n".join(_t(line) for line in tail.split("\n")) + "</pre>"
+            if tail
+            else _t("no log")
+        )
+        rows.append(
+            _row(
+                _t(item["check"]),
+                _t(item.get("judgement", item.get("status"))),
+                _t(item.get("exit_code")),
+                log,
+            )
+        )
     return _table(["check", "status", "exit", "log (its end)"], rows) if rows else ""
 
 
 def _round(made: ReportInput, r: RoundRecord) -> str:
     out = [f'<h3 id="round-{r.round}">Round {r.round} ({_t(r.prompt)})</h3>']
     if r.audit is not None:
-        out.append(f"<p>audit: {_t(r.audit.verdict)}; changed: "
-                   f"{_t(', '.join(r.audit.changed) or 'nothing')}</p>")
+        out.append(
+            f"<p>audit: {_t(r.audit.verdict)}; changed: "
+            f"{_t(', '.join(r.audit.changed) or 'nothing')}</p>"
+        )
         if r.audit.violations:
-            out.append("<p class=\"bad\">violations:</p><ul>" + "".join(
-                f"<li>{_t(v)}</li>" for v in r.audit.violations) + "</ul>")
+            out.append(
+                '<p class="bad">violations:</p><ul>'
+                + "".join(f"<li>{_t(v)}</li>" for v in r.audit.violations)
+                + "</ul>"
+            )
     out.append(_checks(made, r))
     used = made.resources.get(r.round, {})
     if used.get("limits_reached"):
-        out.append(f"<p class=\"bad\">limit reached: {_t('; '.join(used['limits_reached']))}</p>")
+        out.append(f'<p class="bad">limit reached: {_t("; ".join(used["limits_reached"]))}</p>')
     out.append("<h4>Tool calls</h4>")
     out.append(_calls([c for c in made.calls if c.round == r.round]))
     out.append("<h4>Change</h4>")
@@ -184,23 +237,40 @@ def report_html(made: ReportInput) -> str:
     """The whole page."""
     record = made.record
     title = record.run_id if record else "a damaged trace"
-    body = [f"<h1>Worker run {_t(title)}</h1>", f"<p>run directory <code>{_t(made.run_dir)}"
-            "</code></p>"]
+    body = [
+        f"<h1>Worker run {_t(title)}</h1>",
+        f"<p>run directory <code>{_t(made.run_dir)}</code></p>",
+    ]
     body += [f'<p class="problem">{_t(p)}</p>' for p in made.problems]
     if record is not None:
-        body += ["<h2>Run</h2>", _header(made, record), "<h2>Grant</h2>", _grant(made.grant),
-                 "<h2>Rounds</h2>",
-                 _table(["round", "prompt", "duration", "exit", "audit", "marks"],
-                        (_round_row(r) for r in record.rounds)),
-                 *(_round(made, r) for r in record.rounds),
-                 "<h2>Deletions</h2>", _deletions(record)]
+        body += [
+            "<h2>Run</h2>",
+            _header(made, record),
+            "<h2>Grant</h2>",
+            _grant(made.grant),
+            "<h2>Rounds</h2>",
+            _table(
+                ["round", "prompt", "duration", "exit", "audit", "marks"],
+                (_round_row(r) for r in record.rounds),
+            ),
+            *(_round(made, r) for r in record.rounds),
+            "<h2>Deletions</h2>",
+            _deletions(record),
+        ]
         if record.worker_result is not None:
-            body += ["<h2>Worker result</h2>",
-                     f"<pre>{_t(record.worker_result.get('summary', ''))}</pre>"]
+            body += [
+                "<h2>Worker result</h2>",
+                f"<pre>{_t(record.worker_result.get('summary', ''))}</pre>",
+            ]
         if record.error is not None:
-            body += ["<h2>Error</h2>", "<pre>" + "\n".join(
-                _t(line) for line in error_lines(record.error)) + "</pre>"]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-            f"<title>Worker run {_t(title)}</title><style>{STYLE}</style></head><body>"
-            + "\n".join(body) + "</body></html>\n")
+            body += [
+                "<h2>Error</h2>",
+                "<pre>" + "\n".join(_t(line) for line in error_lines(record.error)) + "</pre>",
+            ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f"<title>Worker run {_t(title)}</title><style>{STYLE}</style></head><body>"
+        + "\n".join(body)
+        + "</body></html>\n"
+    )

@@ -23,8 +23,7 @@ def cancel_on_signals(cancel: Cancellation) -> Iterator[None]:
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        cancel.cancel(f"concorde-workers received {signal.Signals(signum).name} and ended the "
-                      "run")
+        cancel.cancel(f"concorde-workers received {signal.Signals(signum).name} and ended the run")
 
     previous: dict[signal.Signals, Callable[[int, FrameType | None], object] | int | None] = {}
     try:

@@ -21,10 +21,15 @@ REFRESH_SECONDS = 0.5
 """How long the CLI waits for the run to end between two reads of its progress file."""
 
 
-def run_watched(host: WorkerHost, request: RunRequest, cancel: Cancellation,
-                watcher: ProgressWatcher, refresh_seconds: float | None = None,
-                validation: RoundValidation | None = None,
-                events: RunEvents | None = None) -> RunRecord:
+def run_watched(
+    host: WorkerHost,
+    request: RunRequest,
+    cancel: Cancellation,
+    watcher: ProgressWatcher,
+    refresh_seconds: float | None = None,
+    validation: RoundValidation | None = None,
+    events: RunEvents | None = None,
+) -> RunRecord:
     """`host.run(request, validation)` in a worker thread while this thread shows its
     progress; the run's record, or the fault the run raised, raised here."""
     interval = REFRESH_SECONDS if refresh_seconds is None else refresh_seconds
@@ -33,8 +38,9 @@ def run_watched(host: WorkerHost, request: RunRequest, cancel: Cancellation,
 
     def target() -> None:
         try:
-            outcome["record"] = host.run(request, validation=validation, cancel=cancel,
-                                         events=events)
+            outcome["record"] = host.run(
+                request, validation=validation, cancel=cancel, events=events
+            )
         except BaseException as fault:  # handed to the main thread, raised there
             outcome["fault"] = fault
         finally:

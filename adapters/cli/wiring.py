@@ -70,10 +70,13 @@ class DemoWorld(Protocol):
 
 def demo_extra_refusal(error: ModuleNotFoundError, folder: str | None = None) -> Refusal:
     return Refusal(
-        code=DEMO_EXTRA_MISSING, reason=Reason.ENVIRONMENT, file=folder,
+        code=DEMO_EXTRA_MISSING,
+        reason=Reason.ENVIRONMENT,
+        file=folder,
         message=f"the example repository is written with GitPython, which this installation "
-                f"lacks ({error}); install the demo extra: pip install 'concorde-workers[demo]' "
-                "(./scripts/setup installs it in a checkout)")
+        f"lacks ({error}); install the demo extra: pip install 'concorde-workers[demo]' "
+        "(./scripts/setup installs it in a checkout)",
+    )
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,7 @@ def example_model_map(ids: ExampleIds) -> dict[str, Any]:
             models.setdefault(model, {})[backend] = local_id
     return {"schema_version": 1, "models": dict(sorted(models.items()))}
 
+
 GRANT = {
     "task_type": "implement",
     "entries": [
@@ -90,8 +91,10 @@ GRANT = {
     "context_identity": "sha256:" + "0" * 64,
 }
 
-INSTRUCTIONS = ("Give the cart a discount rule: 10% off an order of 100 or more. Keep the "
-                "legacy module as it is.")
+INSTRUCTIONS = (
+    "Give the cart a discount rule: 10% off an order of 100 or more. Keep the "
+    "legacy module as it is."
+)
 
 
 @dataclass(frozen=True)
@@ -111,8 +114,9 @@ class Example:
         discard(self.folder)
 
 
-def _repository(parent: str | None, prefix: str, files: dict[str, str], branch: str,
-                author: str) -> tuple[Path, Path, Path]:
+def _repository(
+    parent: str | None, prefix: str, files: dict[str, str], branch: str, author: str
+) -> tuple[Path, Path, Path]:
     """A new temporary folder (below `parent` when given) holding the repository `shop` with
     `files` committed on `main` by `author`, and the linked worktree `.claude/worktrees/<branch>`
     on its own branch: (folder, primary, worktree)."""
@@ -123,8 +127,12 @@ def _repository(parent: str | None, prefix: str, files: dict[str, str], branch: 
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
     email = f"{author.lower()}@example.invalid"
-    env = {"GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": email,
-           "GIT_COMMITTER_NAME": author, "GIT_COMMITTER_EMAIL": email}
+    env = {
+        "GIT_AUTHOR_NAME": author,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": author,
+        "GIT_COMMITTER_EMAIL": email,
+    }
     worktree = primary / ".claude" / "worktrees" / branch
     repo = git.Repo.init(primary, initial_branch="main")
     with repo.git.custom_environment(**env):
@@ -137,28 +145,39 @@ def _repository(parent: str | None, prefix: str, files: dict[str, str], branch: 
 def create_example(ids: ExampleIds, parent: str | None = None) -> Example:
     """Create the example in a new temporary folder (below `parent` when given), its worker
     configuration and model map naming the registered backends' `ids`."""
-    files = {**PROJECT_FILES,
-             ".concorde/workers.json": json.dumps(example_workers_json(ids), indent=2) + "\n"}
-    folder, primary, worktree = _repository(parent, "workers-example-", files, "example",
-                                            "Example")
+    files = {
+        **PROJECT_FILES,
+        ".concorde/workers.json": json.dumps(example_workers_json(ids), indent=2) + "\n",
+    }
+    folder, primary, worktree = _repository(parent, "workers-example-", files, "example", "Example")
     model_map = folder / "models.json"
     model_map.write_text(json.dumps(example_model_map(ids), indent=2) + "\n")
     grant_file = folder / "grant.json"
     grant_file.write_text(json.dumps(GRANT, indent=2) + "\n")
     request = {
-        "worktree": str(worktree), "task_type": "implement", "grant": GRANT,
-        "instructions": INSTRUCTIONS, "operation": "implement", "worker": "worker",
+        "worktree": str(worktree),
+        "task_type": "implement",
+        "grant": GRANT,
+        "instructions": INSTRUCTIONS,
+        "operation": "implement",
+        "worker": "worker",
     }
     request_file = folder / "request.json"
     request_file.write_text(json.dumps(request, indent=2) + "\n")
-    return Example(folder=str(folder), primary=str(primary), worktree=str(worktree),
-                   request_file=str(request_file), grant_file=str(grant_file),
-                   model_map=str(model_map))
+    return Example(
+        folder=str(folder),
+        primary=str(primary),
+        worktree=str(worktree),
+        request_file=str(request_file),
+        grant_file=str(grant_file),
+        model_map=str(model_map),
+    )
 
 
 def discard(folder: str) -> None:
     """Remove a throwaway folder whole (`plan --example` and `demo` without --keep); what a
     worker left unwritable in it is opened up first."""
+
     def opened(function: Any, path: str, _error: Any) -> None:
         os.chmod(os.path.dirname(path), 0o700)
         if os.path.isdir(path) and not os.path.islink(path):
@@ -172,8 +191,10 @@ def discard(folder: str) -> None:
 
 DEMO_WORKTREE = "demo"
 DEMO_FILES = {**PROJECT_FILES, "src/shop/obsolete.py": "# no longer used by the cart\n"}
-DEMO_INSTRUCTIONS = ("Add a discount rule to the shop, leave the legacy module as it is, and "
-                     "remove what is obsolete.")
+DEMO_INSTRUCTIONS = (
+    "Add a discount rule to the shop, leave the legacy module as it is, and "
+    "remove what is obsolete."
+)
 
 
 @dataclass
@@ -222,39 +243,80 @@ def demo_script(worktree: str, port: int) -> list[Step]:
     """The scripted worker: an allowed write, a write the grant refuses (a read-only file), a
     network attempt from bash (the sandbox has none), then the result with a proposed deletion."""
     shop = f"{worktree}/src/shop"
-    probe = (f"curl -sS -m 3 http://127.0.0.1:{port}/v1/models; echo curl_exit=$?; "
-             f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\" "
-             f"2>&1 | tail -1; echo python_exit=${{PIPESTATUS[0]}}")
-    discount = ("def discount(total):\n"
-                "    return total * 0.9 if total >= 100 else total\n")
+    probe = (
+        f"curl -sS -m 3 http://127.0.0.1:{port}/v1/models; echo curl_exit=$?; "
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\" "
+        f"2>&1 | tail -1; echo python_exit=${{PIPESTATUS[0]}}"
+    )
+    discount = "def discount(total):\n    return total * 0.9 if total >= 100 else total\n"
     return [
-        Reply(text="I'll add the discount rule.", usage=Usage(1800, 60), tool_calls=[ToolCall(
-            "write", {"path": f"{shop}/discount.py", "content": discount}, id="demo_write")]),
-        Reply(text="The legacy module needs a note too.", usage=Usage(2000, 40), tool_calls=[
-            ToolCall("write", {"path": f"{shop}/legacy.py", "content": "# changed\n"},
-                     id="demo_readonly")]),
-        Reply(text="Let me check the package index.", usage=Usage(2100, 40), tool_calls=[
-            ToolCall("bash", {"command": probe}, id="demo_network")]),
-        Reply(text="Done.", usage=Usage(2300, 90), tool_calls=[ToolCall("concorde_result", {
-            "status": "ok",
-            "summary": "Added src/shop/discount.py; legacy.py is read-only and stays as it is; "
-                       "src/shop/obsolete.py is no longer used.",
-            "error": None, "proposed_deletions": ["src/shop/obsolete.py"],
-            "output": {"files": ["src/shop/discount.py"]}}, id="demo_result")]),
+        Reply(
+            text="I'll add the discount rule.",
+            usage=Usage(1800, 60),
+            tool_calls=[
+                ToolCall(
+                    "write", {"path": f"{shop}/discount.py", "content": discount}, id="demo_write"
+                )
+            ],
+        ),
+        Reply(
+            text="The legacy module needs a note too.",
+            usage=Usage(2000, 40),
+            tool_calls=[
+                ToolCall(
+                    "write",
+                    {"path": f"{shop}/legacy.py", "content": "# changed\n"},
+                    id="demo_readonly",
+                )
+            ],
+        ),
+        Reply(
+            text="Let me check the package index.",
+            usage=Usage(2100, 40),
+            tool_calls=[ToolCall("bash", {"command": probe}, id="demo_network")],
+        ),
+        Reply(
+            text="Done.",
+            usage=Usage(2300, 90),
+            tool_calls=[
+                ToolCall(
+                    "concorde_result",
+                    {
+                        "status": "ok",
+                        "summary": (
+                            "Added src/shop/discount.py; legacy.py is read-only and stays as it "
+                            "is; src/shop/obsolete.py is no longer used."
+                        ),
+                        "error": None,
+                        "proposed_deletions": ["src/shop/obsolete.py"],
+                        "output": {"files": ["src/shop/discount.py"]},
+                    },
+                    id="demo_result",
+                )
+            ],
+        ),
     ]
 
 
 def start_demo(parent: str | None = None) -> DemoWorld:
     """Create the demo repository (worktree `.claude/worktrees/demo`), start the scripted model
     server on 127.0.0.1 with the demo's script and write the pi configuration that reaches it."""
-    folder, primary, worktree = _repository(parent, "workers-demo-", DEMO_FILES, DEMO_WORKTREE,
-                                            "Demo")
+    folder, primary, worktree = _repository(
+        parent, "workers-demo-", DEMO_FILES, DEMO_WORKTREE, "Demo"
+    )
     server = ScriptedModelServer().start()
     server.add(*demo_script(str(worktree), server.port))
     pi_dir = folder / "pi-agent"
     write_pi_config(pi_dir, server.base_url)
     trace = tempfile.mkdtemp(prefix="workers-demo-trace-", dir=folder.parent)
-    return DemoWorld(folder=str(folder), primary=str(primary), worktree=str(worktree),
-                     pi_dir=str(pi_dir), model=f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}",
-                     grant=json.loads(json.dumps(GRANT)), instructions=DEMO_INSTRUCTIONS,
-                     server=server, trace_parent=str(Path(trace).resolve()))
+    return DemoWorld(
+        folder=str(folder),
+        primary=str(primary),
+        worktree=str(worktree),
+        pi_dir=str(pi_dir),
+        model=f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}",
+        grant=json.loads(json.dumps(GRANT)),
+        instructions=DEMO_INSTRUCTIONS,
+        server=server,
+        trace_parent=str(Path(trace).resolve()),
+    )

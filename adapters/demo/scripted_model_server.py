@@ -42,9 +42,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 
-__all__ = ["COST_PER_MILLION", "DEFAULT_MODEL", "DEFAULT_PROVIDER", "Cut", "Fail", "Hang",
-           "LoopbackServer", "Reply", "ScriptedModelServer", "Step", "ToolCall", "Usage",
-           "write_pi_config"]
+__all__ = [
+    "COST_PER_MILLION",
+    "DEFAULT_MODEL",
+    "DEFAULT_PROVIDER",
+    "Cut",
+    "Fail",
+    "Hang",
+    "LoopbackServer",
+    "Reply",
+    "ScriptedModelServer",
+    "Step",
+    "ToolCall",
+    "Usage",
+    "write_pi_config",
+]
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PROVIDER = "scripted"
@@ -134,8 +146,9 @@ class LoopbackServer:
         httpd.daemon_threads = True
         self._httpd = httpd
         self._wake = os.pipe()
-        self._thread = threading.Thread(target=self._serve, args=(httpd, self._wake[0]),
-                                        name=self.thread_name, daemon=True)
+        self._thread = threading.Thread(
+            target=self._serve, args=(httpd, self._wake[0]), name=self.thread_name, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -199,9 +212,17 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.owner
         answer, entry = owner._next(self.path, dict(self.headers), body)
         if isinstance(answer, Fail):
-            self._json(answer.status, {"error": {"message": answer.message,
-                                                 "type": "scripted_error",
-                                                 "code": answer.status}}, answer.headers)
+            self._json(
+                answer.status,
+                {
+                    "error": {
+                        "message": answer.message,
+                        "type": "scripted_error",
+                        "code": answer.status,
+                    }
+                },
+                answer.headers,
+            )
         elif isinstance(answer, Hang):
             owner._stopping.wait(answer.seconds)
             self.close_connection = True
@@ -242,8 +263,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        first = next(sse_chunks(Reply(text="I will"), str(body.get("model") or DEFAULT_MODEL),
-                                f"chatcmpl-scripted-{n}", n))
+        first = next(
+            sse_chunks(
+                Reply(text="I will"),
+                str(body.get("model") or DEFAULT_MODEL),
+                f"chatcmpl-scripted-{n}",
+                n,
+            )
+        )
         data = b"data: " + json.dumps(first).encode() + b"\n\n"
         self.wfile.write(b"%x\r\n" % (len(data) + 100) + data)
         self.wfile.flush()
@@ -255,31 +282,60 @@ def sse_chunks(reply: Reply, model: str, response_id: str, n: int) -> Iterator[d
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": response_id, "object": "chat.completion.chunk", "created": created,
-                "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return {
+            "id": response_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
 
     yield chunk({"role": "assistant", "content": ""})
     if reply.text:
         for start in range(0, len(reply.text), 80):
-            yield chunk({"content": reply.text[start:start + 80]})
+            yield chunk({"content": reply.text[start : start + 80]})
     for index, call in enumerate(reply.tool_calls):
         call_id = call.id or f"call_{n}_{index}"
-        yield chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                     "function": {"name": call.name, "arguments": ""}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                ]
+            }
+        )
         text = call.arguments_text()
         for start in range(0, len(text), ARGUMENT_FRAGMENT):
-            yield chunk({"tool_calls": [{"index": index, "function": {
-                "arguments": text[start:start + ARGUMENT_FRAGMENT]}}]})
+            yield chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "function": {"arguments": text[start : start + ARGUMENT_FRAGMENT]},
+                        }
+                    ]
+                }
+            )
     finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
     yield chunk({}, finish)
     usage = reply.usage
-    yield {"id": response_id, "object": "chat.completion.chunk", "created": created,
-           "model": model, "choices": [],
-           "usage": {"prompt_tokens": usage.prompt_tokens,
-                     "completion_tokens": usage.completion_tokens,
-                     "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-                     "prompt_tokens_details": {"cached_tokens": usage.cached_tokens}}}
+    yield {
+        "id": response_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+        },
+    }
 
 
 class ScriptedModelServer(LoopbackServer):
@@ -315,12 +371,18 @@ class ScriptedModelServer(LoopbackServer):
         with self._lock:
             return len(self._script) - self._position
 
-    def _next(self, path: str, headers: dict[str, str], body: dict[str, Any]
-              ) -> tuple[Answer, dict[str, Any]]:
+    def _next(
+        self, path: str, headers: dict[str, str], body: dict[str, Any]
+    ) -> tuple[Answer, dict[str, Any]]:
         with self._lock:
             n = next(self._counter)
-            entry: dict[str, Any] = {"n": n, "time": time.time(), "path": path,
-                                     "headers": headers, "body": body}
+            entry: dict[str, Any] = {
+                "n": n,
+                "time": time.time(),
+                "path": path,
+                "headers": headers,
+                "body": body,
+            }
             answer: Answer
             if self._position >= len(self._script):
                 self.exhausted += 1
@@ -353,8 +415,7 @@ class ScriptedModelServer(LoopbackServer):
         for entry in self.requests:
             for message in entry["body"].get("messages", []) or []:
                 if isinstance(message, dict) and message.get("role") == "tool":
-                    found[str(message.get("tool_call_id"))] = _content_text(
-                        message.get("content"))
+                    found[str(message.get("tool_call_id"))] = _content_text(message.get("content"))
         return found
 
     def system_prompt(self, n: int = -1) -> str:
@@ -380,24 +441,47 @@ def _describe(answer: Answer) -> str:
     if isinstance(answer, Cut):
         return "a stream cut off mid-way"
     calls = ", ".join(call.name for call in answer.tool_calls)
-    return f"reply: {'text' if answer.text else ''}{' + ' if answer.text and calls else ''}" \
-           f"{calls}".rstrip(": ")
+    return (
+        f"reply: {'text' if answer.text else ''}{' + ' if answer.text and calls else ''}"
+        f"{calls}".rstrip(": ")
+    )
 
 
-def write_pi_config(directory: str | Path, base_url: str, *, provider: str = DEFAULT_PROVIDER,
-                    model: str = DEFAULT_MODEL, api_key: str = "sk-scripted-local-key",
-                    cost: Mapping[str, float] | None = None) -> tuple[Path, Path]:
+def write_pi_config(
+    directory: str | Path,
+    base_url: str,
+    *,
+    provider: str = DEFAULT_PROVIDER,
+    model: str = DEFAULT_MODEL,
+    api_key: str = "sk-scripted-local-key",
+    cost: Mapping[str, float] | None = None,
+) -> tuple[Path, Path]:
     """A user's pi configuration directory that reaches `base_url` as a local model proxy:
     `models.json` (an openai-completions provider with one model priced per million tokens) and
     `auth.json` (its key). Returns their paths; the model's pi id is `<provider>/<model>`."""
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    models = {"providers": {provider: {
-        "baseUrl": base_url, "api": "openai-completions", "apiKey": "SCRIPTED_API_KEY",
-        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-        "models": [{"id": model, "name": "Scripted local model", "reasoning": False,
-                    "input": ["text"], "contextWindow": 128000, "maxTokens": 4096,
-                    "cost": dict(cost or COST_PER_MILLION)}]}}}
+    models = {
+        "providers": {
+            provider: {
+                "baseUrl": base_url,
+                "api": "openai-completions",
+                "apiKey": "SCRIPTED_API_KEY",
+                "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+                "models": [
+                    {
+                        "id": model,
+                        "name": "Scripted local model",
+                        "reasoning": False,
+                        "input": ["text"],
+                        "contextWindow": 128000,
+                        "maxTokens": 4096,
+                        "cost": dict(cost or COST_PER_MILLION),
+                    }
+                ],
+            }
+        }
+    }
     auth = {provider: {"type": "api_key", "key": api_key}}
     models_file, auth_file = folder / "models.json", folder / "auth.json"
     models_file.write_text(json.dumps(models, indent=2) + "\n")

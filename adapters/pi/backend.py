@@ -45,8 +45,13 @@ class PiBackend:
     name = "pi"
     profile = PI
 
-    def __init__(self, fs: FileSystem, environ: dict[str, str], linux: bool = True,
-                 installations: Sequence[Installation] = ()) -> None:
+    def __init__(
+        self,
+        fs: FileSystem,
+        environ: dict[str, str],
+        linux: bool = True,
+        installations: Sequence[Installation] = (),
+    ) -> None:
         self._fs = fs
         self._environ = environ
         self._linux = linux
@@ -69,7 +74,8 @@ class PiBackend:
             fd=self._fd(path),
             sandbox_runtime=package if self._fs.is_file(sandbox_runtime_entry(package)) else None,
             sandbox_runtime_looked_at=package,
-            bwrap=self._fs.which("bwrap", path), socat=self._fs.which("socat", path),
+            bwrap=self._fs.which("bwrap", path),
+            socat=self._fs.which("socat", path),
             linux=self._linux,
         )
 
@@ -91,26 +97,33 @@ class PiBackend:
 
     def generate(self, context: BackendContext) -> Generated:
         rt = context.policy.runtime
-        program, found = program_or_name(self._fs, PI_PROGRAM, context.environ,
-                                           self._installations)
+        program, found = program_or_name(self._fs, PI_PROGRAM, context.environ, self._installations)
         path = context.environ.get("PATH", "")
         extension = generate_extension(
-            context.policy, limits=context.request.limits, result_schema=context.result_schema,
-            environ=context.environ, rg=self._fs.which("rg", path), fd=self._fd(path),
-            package=self._package(context.environ, context.policy.primary))
+            context.policy,
+            limits=context.request.limits,
+            result_schema=context.result_schema,
+            environ=context.environ,
+            rg=self._fs.which("rg", path),
+            fd=self._fd(path),
+            package=self._package(context.environ, context.policy.primary),
+        )
         return Generated(
-            files={rt.result_schema: context.result_schema,
-                   layout.pi_settings(rt): json.dumps(PI_SETTINGS, indent=2) + "\n", **extension},
+            files={
+                rt.result_schema: context.result_schema,
+                layout.pi_settings(rt): json.dumps(PI_SETTINGS, indent=2) + "\n",
+                **extension,
+            },
             settings_digest=digest_text(extension[layout.permission_extension(rt)]),
-            tools=self.profile.tool_set(context.policy.grant), program=program,
+            tools=self.profile.tool_set(context.policy.grant),
+            program=program,
             program_found=found,
         )
 
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
         """The program, the node that runs it, and the sandbox-runtime package the permission
         extension loads (it may lie in the primary worktree, which the confinement hides)."""
-        program, found = program_or_name(self._fs, PI_PROGRAM, context.environ,
-                                           self._installations)
+        program, found = program_or_name(self._fs, PI_PROGRAM, context.environ, self._installations)
         node = self._fs.which("node", context.environ.get("PATH", ""))
         package = self._package(context.environ, context.policy.primary)
         return tuple(p for p in ((program if found else None), node, package) if p)
@@ -130,27 +143,35 @@ class PiBackend:
         if source is None:
             return ()
         rt = context.policy.runtime
-        return tuple((posixpath.join(source, name), rt.copy_of(name))
-                     for name in self.profile.credentials.files)
+        return tuple(
+            (posixpath.join(source, name), rt.copy_of(name))
+            for name in self.profile.credentials.files
+        )
 
-    def command(self, context: BackendContext, kind: RoundKind,
-                session: str | None) -> LaunchCommand:
-        program, _ = program_or_name(self._fs, PI_PROGRAM, context.environ,
-                                           self._installations)
-        return pi_command(runtime=context.policy.runtime,
-                          tools=self.profile.tool_set(context.policy.grant), run_id=context.run_id,
-                          model=context.request.local_model, thinking=context.request.reasoning,
-                          program=program)
+    def command(
+        self, context: BackendContext, kind: RoundKind, session: str | None
+    ) -> LaunchCommand:
+        program, _ = program_or_name(self._fs, PI_PROGRAM, context.environ, self._installations)
+        return pi_command(
+            runtime=context.policy.runtime,
+            tools=self.profile.tool_set(context.policy.grant),
+            run_id=context.run_id,
+            model=context.request.local_model,
+            thinking=context.request.reasoning,
+            program=program,
+        )
 
     def environment(self, context: BackendContext) -> dict[str, str]:
-        return pi_environment(context.environ, context.policy.runtime,
-                              context.request.project_interpreter)
+        return pi_environment(
+            context.environ, context.policy.runtime, context.request.project_interpreter
+        )
 
     def reader(self, context: BackendContext) -> StreamReader:
         """A PiStreamReader that also reads this round's concorde-limit entry from the run's
         session file (pi 0.73.1 prints no entry_appended record)."""
         return PiStreamReader(
-            session_file=layout.session_file(context.policy.runtime, context.run_id), fs=self._fs)
+            session_file=layout.session_file(context.policy.runtime, context.run_id), fs=self._fs
+        )
 
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
         """The run's fixed session file `<rt>/config/sessions/<run-id>.jsonl` (every round

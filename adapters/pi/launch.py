@@ -49,8 +49,12 @@ class PiCommandMapping(BaseModel):
 
     def session_arguments(self, runtime: RuntimeLayout, run_id: str) -> tuple[str, ...]:
         """What stands for the spec's `--session-dir <rt>/config/sessions --session-id <run-id>`."""
-        return ("--session-dir", layout.sessions(runtime), "--session",
-                layout.session_file(runtime, run_id))
+        return (
+            "--session-dir",
+            layout.sessions(runtime),
+            "--session",
+            layout.session_file(runtime, run_id),
+        )
 
     def tool_set(self, tools: Sequence[str]) -> tuple[str, ...]:
         """The tool set with concorde_result appended when the given set lacks it."""

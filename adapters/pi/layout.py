@@ -9,16 +9,27 @@ import posixpath
 
 from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout
 
-__all__ = ["AUTH_FILE", "EXTENSION_FILE", "MODELS_FILE", "PI_ENTRIES", "jiti_cache",
-           "permission_extension", "pi_settings", "project_dir", "session_file", "sessions"]
+__all__ = [
+    "AUTH_FILE",
+    "EXTENSION_FILE",
+    "MODELS_FILE",
+    "PI_ENTRIES",
+    "jiti_cache",
+    "permission_extension",
+    "pi_settings",
+    "project_dir",
+    "session_file",
+    "sessions",
+]
 
 EXTENSION_FILE = "control/permission.ts"
 """The permission extension, relative to the runtime directory."""
 AUTH_FILE = "auth.json"
 MODELS_FILE = "models.json"
 
-PI_ENTRIES = RuntimeEntries(host=("tmp/jiti",), not_writable=("work/.pi",),
-                            transcripts=("config/sessions",))
+PI_ENTRIES = RuntimeEntries(
+    host=("tmp/jiti",), not_writable=("work/.pi",), transcripts=("config/sessions",)
+)
 """pi compiles the extension into tmp/jiti (the host's: no tool reads or writes it), would read
 project settings, a system prompt and packages from work/.pi (no tool writes it), and keeps
 the run's session in config/sessions/."""

@@ -39,8 +39,12 @@ class PiPrerequisites(BaseModel):
     linux: bool = True
 
     def missing(self) -> list[str]:
-        found = {"pi": self.pi, "rg": self.rg, "fd": self.fd,
-                 "sandbox-runtime": self.sandbox_runtime}
+        found = {
+            "pi": self.pi,
+            "rg": self.rg,
+            "fd": self.fd,
+            "sandbox-runtime": self.sandbox_runtime,
+        }
         if self.linux:
             found |= {"bwrap": self.bwrap, "socat": self.socat}
         return [name for name, where in found.items() if where is None]
@@ -53,11 +57,15 @@ def pi_runtime_refusal(found: PiPrerequisites) -> Refusal | None:
         return None
     parts = []
     for name in missing:
-        where = (f" (no {SANDBOX_RUNTIME_ENTRY} in {found.sandbox_runtime_looked_at})"
-                 if name == "sandbox-runtime" else "")
+        where = (
+            f" (no {SANDBOX_RUNTIME_ENTRY} in {found.sandbox_runtime_looked_at})"
+            if name == "sandbox-runtime"
+            else ""
+        )
         parts.append(f"{name}{where}: {HOW_TO_PROVIDE[name]}")
     return Refusal(
-        code=Code.PI_RUNTIME_MISSING, reason=Reason.ENVIRONMENT,
+        code=Code.PI_RUNTIME_MISSING,
+        reason=Reason.ENVIRONMENT,
         message="the pi backend needs programs this machine lacks; the run is never started "
-                "without its sandbox. Missing: " + "; ".join(parts),
+        "without its sandbox. Missing: " + "; ".join(parts),
     )

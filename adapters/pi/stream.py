@@ -46,8 +46,18 @@ from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
-__all__ = ["ACTIONS_KEPT", "CLASSIFICATION", "LIMIT_ENTRY_TYPE", "Limit", "Observed",
-           "PiStreamReader", "Rule", "classify", "limit_entries", "stderr_limit"]
+__all__ = [
+    "ACTIONS_KEPT",
+    "CLASSIFICATION",
+    "LIMIT_ENTRY_TYPE",
+    "Limit",
+    "Observed",
+    "PiStreamReader",
+    "Rule",
+    "classify",
+    "limit_entries",
+    "stderr_limit",
+]
 
 LIMIT_ENTRY_TYPE = "concorde-limit"
 """The custom session entry the permission extension appends when it stops the run."""
@@ -66,8 +76,7 @@ _TARGET_ARGS = ("command", "pattern", "path", "file_path")
 
 
 def _is_number(value: object) -> bool:
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value))
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _int(value: object) -> int:
@@ -110,8 +119,11 @@ def limit_entries(text: str) -> list[Limit | None]:
             entry = json_limits.loads(line)
         except (ValueError, RecursionError):
             continue
-        if (isinstance(entry, dict) and entry.get("type") == "custom"
-                and entry.get("customType") == LIMIT_ENTRY_TYPE):
+        if (
+            isinstance(entry, dict)
+            and entry.get("type") == "custom"
+            and entry.get("customType") == LIMIT_ENTRY_TYPE
+        ):
             found.append(Limit.of(entry.get("data")))
     return found
 
@@ -152,8 +164,11 @@ class Observed:
     def transient(self) -> bool:
         """The last assistant message ended in error naming a transient model-service error
         (seed 000 "Retries"; never a quota, billing or usage limit)."""
-        return (self.stop_reason == "error" and self.error_message is not None
-                and transient_cause(self.error_message) is not None)
+        return (
+            self.stop_reason == "error"
+            and self.error_message is not None
+            and transient_cause(self.error_message) is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -166,19 +181,33 @@ class Rule:
 
 
 CLASSIFICATION: tuple[Rule, ...] = (
-    Rule("the runner killed the round at its timeout", lambda o: o.timed_out,
-         RoundEnding.TIMEOUT),
-    Rule("the permission extension recorded a concorde-limit entry this round",
-         lambda o: o.limit is not None, RoundEnding.LIMIT_REACHED),
-    Rule("no session record (pi failed before its session started)",
-         lambda o: o.session is None, RoundEnding.PROCESS_FAILED),
-    Rule("the last assistant message's stop reason is error and its error message names a "
-         "transient model-service error",
-         lambda o: o.transient, RoundEnding.TRANSIENT_ERROR),
-    Rule("the last assistant message's stop reason is error or aborted",
-         lambda o: o.stop_reason in ("error", "aborted"), RoundEnding.PROCESS_FAILED),
-    Rule("no worker result and a non-zero (or no) exit status",
-         lambda o: not o.has_result and o.exit_status != 0, RoundEnding.PROCESS_FAILED),
+    Rule("the runner killed the round at its timeout", lambda o: o.timed_out, RoundEnding.TIMEOUT),
+    Rule(
+        "the permission extension recorded a concorde-limit entry this round",
+        lambda o: o.limit is not None,
+        RoundEnding.LIMIT_REACHED,
+    ),
+    Rule(
+        "no session record (pi failed before its session started)",
+        lambda o: o.session is None,
+        RoundEnding.PROCESS_FAILED,
+    ),
+    Rule(
+        "the last assistant message's stop reason is error and its error message names a "
+        "transient model-service error",
+        lambda o: o.transient,
+        RoundEnding.TRANSIENT_ERROR,
+    ),
+    Rule(
+        "the last assistant message's stop reason is error or aborted",
+        lambda o: o.stop_reason in ("error", "aborted"),
+        RoundEnding.PROCESS_FAILED,
+    ),
+    Rule(
+        "no worker result and a non-zero (or no) exit status",
+        lambda o: not o.has_result and o.exit_status != 0,
+        RoundEnding.PROCESS_FAILED,
+    ),
     Rule("a normal end (with or without a worker result)", lambda o: True, RoundEnding.OK),
 )
 """Tried in order; the last row always applies."""
@@ -246,27 +275,44 @@ class PiStreamReader:
             exit=exit_status,
             worker_result=self._result,
             final_text=self._final_text,
-            transient_error=(observed.error_message if ending is RoundEnding.TRANSIENT_ERROR
-                             else None),
-            process_link=None if ok else pi_process_link(
-                exit_status=exit_status, stop_reason=observed.stop_reason,
-                error_message=observed.error_message, turns=self._turns,
-                stderr_tail=stderr_tail, limit=limit.name if limit else None,
-                value=limit.value if limit else None, maximum=limit.maximum if limit else None),
+            transient_error=(
+                observed.error_message if ending is RoundEnding.TRANSIENT_ERROR else None
+            ),
+            process_link=None
+            if ok
+            else pi_process_link(
+                exit_status=exit_status,
+                stop_reason=observed.stop_reason,
+                error_message=observed.error_message,
+                turns=self._turns,
+                stderr_tail=stderr_tail,
+                limit=limit.name if limit else None,
+                value=limit.value if limit else None,
+                maximum=limit.maximum if limit else None,
+            ),
             limit=pi_limit_detail(limit.name, limit.value, limit.maximum) if limit else None,
             failure=None if ok else _failure(observed, ending),
             usage=self.usage(),
-            agent={"pi": {"stop_reason": observed.stop_reason, "turns": self._turns,
-                          "cost": self._cost_or_none()}},
+            agent={
+                "pi": {
+                    "stop_reason": observed.stop_reason,
+                    "turns": self._turns,
+                    "cost": self._cost_or_none(),
+                }
+            },
         )
 
     # -- what was read -------------------------------------------------------------------------
 
     def observed(self, exit_status: int | None, timed_out: bool, stderr_tail: str) -> Observed:
         return Observed(
-            exit_status=exit_status, timed_out=timed_out, stderr_tail=stderr_tail,
-            session=self._session, stop_reason=self._stop_reason,
-            error_message=self._error_message, limit=self._limit(stderr_tail),
+            exit_status=exit_status,
+            timed_out=timed_out,
+            stderr_tail=stderr_tail,
+            session=self._session,
+            stop_reason=self._stop_reason,
+            error_message=self._error_message,
+            limit=self._limit(stderr_tail),
             has_result=self._has_result,
         )
 
@@ -274,10 +320,12 @@ class PiStreamReader:
         if not self._assistant_messages:
             return RoundUsage(turns=self._turns if self._session else None)
         return RoundUsage(
-            tokens_in=self._tokens.get("input", 0), tokens_out=self._tokens.get("output", 0),
+            tokens_in=self._tokens.get("input", 0),
+            tokens_out=self._tokens.get("output", 0),
             tokens_cache_read=self._tokens.get("cacheRead", 0),
             tokens_cache_write=self._tokens.get("cacheWrite", 0),
-            cost_usd=self._cost_or_none(), turns=self._turns,
+            cost_usd=self._cost_or_none(),
+            turns=self._turns,
         )
 
     def _cost_or_none(self) -> float | None:
@@ -286,7 +334,7 @@ class PiStreamReader:
     def _limit(self, stderr_tail: str) -> Limit | None:
         """The limit this round's concorde-limit entry names (session file), else the stderr
         line's."""
-        new = self._session_limits()[self._limits_before:]
+        new = self._session_limits()[self._limits_before :]
         named = [limit for limit in new if limit is not None]
         if named:
             return named[-1]
@@ -371,10 +419,22 @@ _HANDLERS: dict[str, _Handler] = {
     "turn_end": PiStreamReader._on_turn_end,
     "tool_execution_start": PiStreamReader._on_tool_start,
     "tool_execution_end": PiStreamReader._on_tool_end,
-    **{kind: PiStreamReader._on_other for kind in (
-        "agent_start", "agent_end", "turn_start", "message_start", "message_update",
-        "tool_execution_update", "auto_retry_start", "auto_retry_end", "queue_update",
-        "compaction_start", "compaction_end")},
+    **{
+        kind: PiStreamReader._on_other
+        for kind in (
+            "agent_start",
+            "agent_end",
+            "turn_start",
+            "message_start",
+            "message_update",
+            "tool_execution_update",
+            "auto_retry_start",
+            "auto_retry_end",
+            "queue_update",
+            "compaction_start",
+            "compaction_end",
+        )
+    },
 }
 
 
@@ -382,9 +442,14 @@ def _message_text(message: dict[str, Any]) -> str | None:
     content = message.get("content")
     if not isinstance(content, list):
         return None
-    texts = [part["text"] for part in content
-             if isinstance(part, dict) and part.get("type") == "text"
-             and isinstance(part.get("text"), str) and part["text"]]
+    texts = [
+        part["text"]
+        for part in content
+        if isinstance(part, dict)
+        and part.get("type") == "text"
+        and isinstance(part.get("text"), str)
+        and part["text"]
+    ]
     return "\n".join(texts) if texts else None
 
 
@@ -405,10 +470,16 @@ def _failure(o: Observed, ending: RoundEnding) -> str:
     if ending is RoundEnding.LIMIT_REACHED and o.limit is not None:
         return f"the permission extension stopped the run at its {o.limit.name} limit"
     if o.session is None:
-        return ("pi printed no session record "
-                f"(exit status {'none' if o.exit_status is None else o.exit_status})")
+        return (
+            "pi printed no session record "
+            f"(exit status {'none' if o.exit_status is None else o.exit_status})"
+        )
     if o.stop_reason in ("error", "aborted"):
-        return (f"pi ended with the stop reason {o.stop_reason}: "
-                f"{o.error_message or 'no error message'}")
-    return (f"pi exited with status {'none' if o.exit_status is None else o.exit_status} "
-            "without a worker result")
+        return (
+            f"pi ended with the stop reason {o.stop_reason}: "
+            f"{o.error_message or 'no error message'}"
+        )
+    return (
+        f"pi exited with status {'none' if o.exit_status is None else o.exit_status} "
+        "without a worker result"
+    )

@@ -29,8 +29,11 @@ def pi_events(line: Mapping[str, Any]) -> list[TranscriptEvent]:
     if role == "user":
         return [Prompt()]
     if role == "assistant" and isinstance(content, list):
-        return [Call(b.get("id"), b.get("name", "?"), b.get("arguments")) for b in content
-                if isinstance(b, Mapping) and b.get("type") == "toolCall"]
+        return [
+            Call(b.get("id"), b.get("name", "?"), b.get("arguments"))
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "toolCall"
+        ]
     if role == "toolResult":
         return [Result(message.get("toolCallId"), message.get("isError"), content)]
     return []

@@ -34,9 +34,16 @@ __all__ = ["MAX_CALLS", "CallTracker", "ToolCall", "tool_calls"]
 MAX_CALLS = 20_000
 TEXT_LIMIT = 600
 GRANT_DENIAL = "Concorde grant: "
-SANDBOX_WALLS = ("Read-only file system", "Operation not permitted", "Permission denied",
-                 "Connection refused", "Couldn't connect", "Network is unreachable",
-                 "Could not resolve host", "Temporary failure in name resolution")
+SANDBOX_WALLS = (
+    "Read-only file system",
+    "Operation not permitted",
+    "Permission denied",
+    "Connection refused",
+    "Couldn't connect",
+    "Network is unreachable",
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+)
 
 
 @dataclass
@@ -67,8 +74,11 @@ def _text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content
-                         if isinstance(b, Mapping) and b.get("type") == "text")
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "text"
+        )
     return ""
 
 
@@ -122,9 +132,12 @@ class CallTracker:
             return
         if told.id in self.calls:  # pi's output tells a call in more than one event
             return
-        self.calls[told.id] = ToolCall(round=max(self.round, 1), id=told.id,
-                                       tool=str(told.name),
-                                       target=_target(told.arguments))
+        self.calls[told.id] = ToolCall(
+            round=max(self.round, 1),
+            id=told.id,
+            tool=str(told.name),
+            target=_target(told.arguments),
+        )
 
     def _result(self, told: Result) -> None:
         call = self.calls.get(told.call_id) if isinstance(told.call_id, str) else None
@@ -135,8 +148,10 @@ class CallTracker:
     def _decide(self, call: ToolCall, is_error: bool, text: str) -> None:
         wall = _wall(text) if call.tool in self._shell else None
         if is_error and GRANT_DENIAL in text:
-            call.decision, call.reason = "refused by the grant", _short(
-                text[text.index(GRANT_DENIAL) + len(GRANT_DENIAL):].strip())
+            call.decision, call.reason = (
+                "refused by the grant",
+                _short(text[text.index(GRANT_DENIAL) + len(GRANT_DENIAL) :].strip()),
+            )
         elif is_error and any(denial in text for denial in self._dialect.grant_denials):
             call.decision = "refused by the grant"
             call.reason = _short(_unwrapped(text, self._dialect))

@@ -113,8 +113,12 @@ class ProgressWriter:
         """Enter `phase` in round `round` and rewrite the file at once; `status` only with
         finished. True when the write succeeded."""
         ProgressFile.model_validate(  # refuse an impossible phase/status pair before keeping it
-            {**self.current().model_dump(mode="json"), "phase": phase, "round": round,
-             "status": status}
+            {
+                **self.current().model_dump(mode="json"),
+                "phase": phase,
+                "round": round,
+                "status": status,
+            }
         )
         self._phase, self._round, self._status = phase, round, status
         return self._write(phase)

@@ -214,9 +214,13 @@ def read_record(
         runtime_directory = _runtime_directory_pattern(node.id)
     try:
         return record_of_node(
-            node, worktree=worktree, backend=backend, run_directory=layout.run_dir,
+            node,
+            worktree=worktree,
+            backend=backend,
+            run_directory=layout.run_dir,
             runtime_directory=runtime_directory,
-            stderr_tail=_stderr_tail(fs, layout, node.run_content().rounds), rounds=rounds,
+            stderr_tail=_stderr_tail(fs, layout, node.run_content().rounds),
+            rounds=rounds,
         )
     except ValidationError as error:
         return _refusal(layout.trace, f"gives no valid run record: {_first_problem(error)}")
@@ -226,9 +230,7 @@ def _ended_run_node(fs: FileSystem, layout: RunLayout) -> TraceNode | Refusal:
     """The run's node, refused while it still says `running`."""
     node = _read_node(fs, layout.trace, WORKER_RUN)
     if not isinstance(node, Refusal) and node.status == "running":
-        return _refusal(
-            layout.trace, "the run has not ended: its record still has status running"
-        )
+        return _refusal(layout.trace, "the run has not ended: its record still has status running")
     return node
 
 
@@ -324,8 +326,7 @@ def read_resources(fs: FileSystem, run_dir: str, rounds: int) -> dict[int, dict[
     return found
 
 
-def read_programs(fs: FileSystem, run_dir: str, programs: Programs
-                  ) -> tuple[ProgramVersion, ...]:
+def read_programs(fs: FileSystem, run_dir: str, programs: Programs) -> tuple[ProgramVersion, ...]:
     """The agent programs a run was prepared with, from its programs.json (issue 11), as the
     registered `programs` know them; none when the run has none (a test backend's, a run refused
     before its preparation ended), names one no registered backend runs, or the file cannot be
@@ -354,9 +355,10 @@ def read_patch(fs: FileSystem, run_dir: str, n: int) -> str | None:
     try:
         found = fs.stat(path)
         if found.kind is not EntryKind.FILE or found.size > MAX_PATCH_READ_BYTES:
-            return (f"# {path} cannot be read: not a regular file of at most "
-                    f"{MAX_PATCH_READ_BYTES} bytes\n")
+            return (
+                f"# {path} cannot be read: not a regular file of at most "
+                f"{MAX_PATCH_READ_BYTES} bytes\n"
+            )
         return fs.read_bytes(path).decode("utf-8", "surrogateescape")
     except FileSystemError as error:
         return f"# {path} cannot be read: {error.os_error_text}\n"
-

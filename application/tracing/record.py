@@ -53,7 +53,8 @@ def record_of_node(
         brief_digest=metadata.brief_digest,
         tools=",".join(content.tools) if content.tools else None,
         transcript=(
-            None if content.transcript is None
+            None
+            if content.transcript is None
             else posixpath.join(run_directory, content.transcript)
         ),
         stderr_tail=stderr_tail,

@@ -42,8 +42,7 @@ __all__ = ["NODE_FILES", "Moment", "TraceFailure", "TraceWriter", "node_json"]
 Moment = Literal["start", "update", "end"]
 """When a trace.json is written (seed 002, trace_failures): at the start, an update, the end."""
 
-NODE_FILES: tuple[str, ...] = (STATUS_FILE, GRANT_FILE, BRIEF_FILE, PROGRAMS_FILE,
-                               TRANSCRIPT_FILE)
+NODE_FILES: tuple[str, ...] = (STATUS_FILE, GRANT_FILE, BRIEF_FILE, PROGRAMS_FILE, TRANSCRIPT_FILE)
 """The files a worker run's node lists with their digests (contract.workers.worker-run-trace)."""
 
 
@@ -130,7 +129,9 @@ class TraceWriter:
             return FileSystemError(parent, op, f"not a run id: {run_id!r}", errno_codes.EINVAL)
         if not posixpath.isabs(parent):
             return FileSystemError(
-                parent, op, "the parent trace node folder must be an absolute path",
+                parent,
+                op,
+                "the parent trace node folder must be an absolute path",
                 errno_codes.EINVAL,
             )
         if not self._fs.is_dir(parent):
@@ -251,13 +252,16 @@ class TraceWriter:
         relative to the round's folder (seed 002: the round's standard error is the artifact
         stderr.log). One that cannot be digested is left out and noted in `artifact_failures`."""
         files: list[NodeFile] = []
-        for path in (layout.round_stderr(n), *(posixpath.join(layout.round_dir(n), name)
-                                              for name in (RESOURCES_FILE, CHANGES_FILE))):
+        for path in (
+            layout.round_stderr(n),
+            *(posixpath.join(layout.round_dir(n), name) for name in (RESOURCES_FILE, CHANGES_FILE)),
+        ):
             if not self._fs.lexists(path):
                 continue
             try:
-                files.append(NodeFile(path=posixpath.basename(path),
-                                      digest=self._fs.file_digest(path)))
+                files.append(
+                    NodeFile(path=posixpath.basename(path), digest=self._fs.file_digest(path))
+                )
             except FileSystemError as error:
                 self._artifact_failure(path, error)
         return tuple(files)

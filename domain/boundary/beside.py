@@ -63,11 +63,13 @@ RUNTIME_DIRECTORY = re.compile(re.escape(RUNTIME_PREFIX) + r"[0-9a-f]{6}-[A-Za-z
 RUNTIME_REPAIR = (
     "list only what the worker needs to read beside its grant, such as a virtual environment, "
     "node_modules or a folder of check logs, as an absolute path: change --runtime-path, the "
-    "request's runtime_paths, or the runtime list of the worktree's .concorde/workers.json")
+    "request's runtime_paths, or the runtime list of the worktree's .concorde/workers.json"
+)
 INTERPRETER_REPAIR = (
     "give the absolute path of the project's own Python interpreter as its checks run it "
     "(Workers never looks it up itself), with --interpreter or the request's project_interpreter, "
-    "and list the folders it needs among the runtime paths")
+    "and list the folders it needs among the runtime paths"
+)
 
 
 class Relation(Enum):
@@ -113,33 +115,57 @@ class Given(BaseModel):
     directory_real: str | None = None
 
 
-def surroundings(*, homes: Sequence[str], primary: Sequence[str], worktree: Sequence[str],
-                 git: Sequence[str], temp_root: Sequence[str], run_dirs: Sequence[str],
-                 credentials: Sequence[str] = (), grant: Grant | None = None,
-                 runtime_paths: Sequence[str] = ()) -> Surroundings:
+def surroundings(
+    *,
+    homes: Sequence[str],
+    primary: Sequence[str],
+    worktree: Sequence[str],
+    git: Sequence[str],
+    temp_root: Sequence[str],
+    run_dirs: Sequence[str],
+    credentials: Sequence[str] = (),
+    grant: Grant | None = None,
+    runtime_paths: Sequence[str] = (),
+) -> Surroundings:
     """The rows of the table as data; every argument lists a path in all its forms."""
+
     def norm(paths: Sequence[str]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(posixpath.normpath(p) for p in paths if p))
 
     at, around = Relation.AT_OR_ABOVE, Relation.AT_ABOVE_OR_INSIDE
     rows = (
-        Hidden(row="/", what="/, which holds everything Workers hides", paths=("/",),
-               relation=at),
+        Hidden(row="/", what="/, which holds everything Workers hides", paths=("/",), relation=at),
         Hidden(row="home", what="the user's home {path}", paths=norm(homes), relation=at),
-        Hidden(row="credentials", what="{path}, where the user's credentials are",
-               paths=norm(credentials), relation=at),
-        Hidden(row="primary", what="the primary worktree {path}", paths=norm(primary),
-               relation=at),
-        Hidden(row="worktree", what="the worktree {path}, of which the grant alone says what "
-               "is readable", paths=norm(worktree), relation=at),
+        Hidden(
+            row="credentials",
+            what="{path}, where the user's credentials are",
+            paths=norm(credentials),
+            relation=at,
+        ),
+        Hidden(row="primary", what="the primary worktree {path}", paths=norm(primary), relation=at),
+        Hidden(
+            row="worktree",
+            what="the worktree {path}, of which the grant alone says what is readable",
+            paths=norm(worktree),
+            relation=at,
+        ),
         Hidden(row="git", what="the Git metadata {path}", paths=norm(git), relation=around),
-        Hidden(row="runtime", what="{path}, the folder of the runtime directories",
-               paths=norm(temp_root), relation=at),
-        Hidden(row="run", what="{path}, the folder of the run directories",
-               paths=norm(run_dirs), relation=around),
+        Hidden(
+            row="runtime",
+            what="{path}, the folder of the runtime directories",
+            paths=norm(temp_root),
+            relation=at,
+        ),
+        Hidden(
+            row="run",
+            what="{path}, the folder of the run directories",
+            paths=norm(run_dirs),
+            relation=around,
+        ),
     )
-    return Surroundings(hidden=rows, grant=grant, worktree=norm(worktree),
-                        runtime_paths=tuple(runtime_paths))
+    return Surroundings(
+        hidden=rows, grant=grant, worktree=norm(worktree), runtime_paths=tuple(runtime_paths)
+    )
 
 
 def _forms(given: Given) -> list[str]:
@@ -191,8 +217,7 @@ def _row_problem(form: str, hidden: Hidden, file: bool) -> str | None:
     return None
 
 
-def uncovers(given: Given, around: Surroundings, rows: Sequence[str] | None = None
-             ) -> str | None:
+def uncovers(given: Given, around: Surroundings, rows: Sequence[str] | None = None) -> str | None:
     """What hidden thing a path would uncover (rows `/` to `run` of the table), or None.
     `rows` limits the judgement to some rows and judges the path as a file (the
     interpreter's)."""
@@ -245,38 +270,49 @@ def interpreter_problem(given: Given, around: Surroundings) -> str | None:
     if not given.exists:
         return "does not exist"
     if given.directory or not given.executable_file:
-        return "is a directory, not the interpreter" if given.directory else (
-            "is not an executable file")
+        return (
+            "is a directory, not the interpreter"
+            if given.directory
+            else ("is not an executable file")
+        )
     problem = uncovers(given, around, rows=("git", "runtime", "run"))
     if problem is not None:
         return problem
     directory = posixpath.dirname(posixpath.normpath(given.path))
     for form in dict.fromkeys((directory, given.directory_real or directory)):
         if _writable(form, around):
-            return (f"lies in {form}, which the worker may write: the agent program looks "
-                    "programs up on the PATH this directory comes first on, outside the "
-                    "sandbox, so a program the worker planted there would run on the host")
+            return (
+                f"lies in {form}, which the worker may write: the agent program looks "
+                "programs up on the PATH this directory comes first on, outside the "
+                "sandbox, so a program the worker planted there would run on the host"
+            )
     return None
 
 
 def runtime_path_refusal(given: Given, problem: str) -> Refusal:
-    return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT,
-                   message=f"the runtime path {given.path!r} {problem}; a runtime path is "
-                   f"readable by every tool of the worker, beside its grant: {RUNTIME_REPAIR}")
+    return Refusal(
+        code=Code.REQUEST_INVALID,
+        reason=Reason.INPUT,
+        message=f"the runtime path {given.path!r} {problem}; a runtime path is "
+        f"readable by every tool of the worker, beside its grant: {RUNTIME_REPAIR}",
+    )
 
 
 def interpreter_refusal(given: Given, problem: str) -> Refusal:
-    return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT,
-                   message=f"the project interpreter {given.path!r} {problem}; "
-                   f"{INTERPRETER_REPAIR}")
+    return Refusal(
+        code=Code.REQUEST_INVALID,
+        reason=Reason.INPUT,
+        message=f"the project interpreter {given.path!r} {problem}; {INTERPRETER_REPAIR}",
+    )
 
 
 Inspect = Callable[[str], Given]
 """What the application learns of a given path from the disk."""
 
 
-def judge_beside(runtime_paths: Sequence[str], interpreter: str | None, inspect: Inspect,
-                 around: Surroundings) -> Refusal | None:
+def judge_beside(
+    runtime_paths: Sequence[str], interpreter: str | None, inspect: Inspect, around: Surroundings
+) -> Refusal | None:
     """Every runtime path in the order given, then the project interpreter: the first refusal,
     or None when the run takes them all exactly as given."""
     for path in runtime_paths:
@@ -299,8 +335,9 @@ SYSTEM_PREFIXES = frozenset({"/", "/usr", "/usr/local"})
 """Installations every view shows already (the root is bound read-only): never listed."""
 
 
-def interpreter_installation(interpreter: str, realpath: Callable[[str], str],
-                             pyvenv_cfg: Callable[[str], str | None]) -> tuple[str, ...]:
+def interpreter_installation(
+    interpreter: str, realpath: Callable[[str], str], pyvenv_cfg: Callable[[str], str | None]
+) -> tuple[str, ...]:
     """What the project interpreter needs readable to start (issue 19 §1), for a caller to list
     among the runtime paths: a virtual environment's own folder (the one holding pyvenv.cfg
     above its `bin/`), the base installation its `home` names (the folder above that `bin/`),
@@ -338,5 +375,4 @@ def _cfg_home(text: str) -> str | None:
 
 
 def _above_bin(directory: str) -> str:
-    return (posixpath.dirname(directory) if posixpath.basename(directory) == "bin"
-            else directory)
+    return posixpath.dirname(directory) if posixpath.basename(directory) == "bin" else directory

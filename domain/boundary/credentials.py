@@ -56,8 +56,9 @@ class CredentialSpec(BaseModel):
         """The key variables `environ` sets, by name (never a value)."""
         named = [name for name in self.key_variables if environ.get(name)]
         if self.key_suffix is not None:
-            named += sorted(name for name, value in environ.items()
-                            if name.endswith(self.key_suffix) and value)
+            named += sorted(
+                name for name, value in environ.items() if name.endswith(self.key_suffix) and value
+            )
         return named
 
 
@@ -90,8 +91,9 @@ class CredentialOrigins(BaseModel):
     files: tuple[str, ...]
 
 
-def credential_origins(environ: Mapping[str, str], user_home: str,
-                       specs: Sequence[CredentialSpec]) -> CredentialOrigins:
+def credential_origins(
+    environ: Mapping[str, str], user_home: str, specs: Sequence[CredentialSpec]
+) -> CredentialOrigins:
     """Every origin of a credential the host reads or copies, for every registered backend
     (`specs`) whichever runs: a Claude Code worker must not read pi's auth.json either.
     `user_home` is the password database's home; relative values (which would name a place
@@ -115,29 +117,48 @@ def credential_origins(environ: Mapping[str, str], user_home: str,
     )
 
 
-def home_at_root(user_home: str, environ: Mapping[str, str],
-                 real: Callable[[str], str]) -> str | None:
+def home_at_root(
+    user_home: str, environ: Mapping[str, str], real: Callable[[str], str]
+) -> str | None:
     """Why no worker can run under these homes, or None: a home that is `/` (as given, or with
     links resolved by `real`) cannot be hidden — hiding it hides the system the agent runs from,
     leaving it leaves every credential below it readable — so the host refuses before any run
     rather than do either silently (docs/decisions.md "A home of /"). An empty or relative
     `HOME` is no home: the password database's home stands for it (`credential_origins`)."""
     given = environ.get("HOME")
-    homes = [("the password database's home directory of this user", user_home,
-              "run the host as a user whose home directory is a folder of its own"),
-             ("HOME", given or "",
-              f"set HOME to the user's own home directory, or unset it (then "
-              f"{user_home}, the password database's, is hidden)")]
+    homes = [
+        (
+            "the password database's home directory of this user",
+            user_home,
+            "run the host as a user whose home directory is a folder of its own",
+        ),
+        (
+            "HOME",
+            given or "",
+            f"set HOME to the user's own home directory, or unset it (then "
+            f"{user_home}, the password database's, is hidden)",
+        ),
+    ]
     for which, home, repair in homes:
         # normpath keeps a leading "//" (POSIX leaves its meaning open): Linux reads it as /
-        if home and posixpath.isabs(home) and "/" in (
-                "/" + posixpath.normpath(home).lstrip("/"), real(home)):
+        if (
+            home
+            and posixpath.isabs(home)
+            and "/" in ("/" + posixpath.normpath(home).lstrip("/"), real(home))
+        ):
             shown = home if home == "/" else f"{home} (which is /)"
-            return (f"{which} is {shown}: a home of / cannot be hidden from the worker — hiding "
-                    f"it would hide the system the agent program runs from, leaving it would "
-                    f"leave every credential below it readable; {repair}")
+            return (
+                f"{which} is {shown}: a home of / cannot be hidden from the worker — hiding "
+                f"it would hide the system the agent program runs from, leaving it would "
+                f"leave every credential below it readable; {repair}"
+            )
     return None
 
 
-__all__ = ["CredentialOrigins", "CredentialSpec", "config_directory", "credential_origins",
-           "home_at_root"]
+__all__ = [
+    "CredentialOrigins",
+    "CredentialSpec",
+    "config_directory",
+    "credential_origins",
+    "home_at_root",
+]

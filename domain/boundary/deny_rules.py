@@ -48,7 +48,6 @@ __all__ = ["PROCESSES", "deny_rules", "other_runs", "rule_covers", "run_director
 # for the tools that run in the agent's process.
 
 
-
 def _rules(path: str, directory: bool, kinds: Sequence[str] = ("Read", "Edit")) -> list[str]:
     """`Read(//abs)` / `Edit(//abs/**)`: `/` before the absolute path, `/**` for a directory."""
     target = "/" + posixpath.normpath(path) + ("/**" if directory else "")
@@ -58,8 +57,14 @@ def _rules(path: str, directory: bool, kinds: Sequence[str] = ("Read", "Edit")) 
 class _Walk:
     """The task-worktree walk of §1.3, row by row; iterative, children in name order."""
 
-    def __init__(self, grant: Grant, worktree: str, keep: Sequence[str], runtime: Sequence[str],
-                 list_dir: ListDir) -> None:
+    def __init__(
+        self,
+        grant: Grant,
+        worktree: str,
+        keep: Sequence[str],
+        runtime: Sequence[str],
+        list_dir: ListDir,
+    ) -> None:
         self.grant, self.worktree, self.keep = grant, worktree, keep
         self.runtime = frozenset(posixpath.normpath(r) for r in runtime)
         self.list_dir = list_dir
@@ -142,9 +147,17 @@ def _outside_rules(boundary: str, keep: Sequence[str], list_dir: ListDir) -> lis
 
 
 def deny_rules(
-    grant: Grant, worktree: str, primary: str, user_home: str, runtime: RuntimeLayout,
-    runtime_paths: Sequence[str], git: Sequence[AdminPath], list_dir: ListDir,
-    boundaries: Sequence[str] = (), hidden: Hidden | None = None, other_runs: Sequence[str] = (),
+    grant: Grant,
+    worktree: str,
+    primary: str,
+    user_home: str,
+    runtime: RuntimeLayout,
+    runtime_paths: Sequence[str],
+    git: Sequence[AdminPath],
+    list_dir: ListDir,
+    boundaries: Sequence[str] = (),
+    hidden: Hidden | None = None,
+    other_runs: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """The deny rules in the order of §1.3: (1) worktree walk, (2) home, (3) primary worktree,
     (4) Git admin paths, (5) control/ and config/, and /proc (the agent's own environment);
@@ -178,8 +191,11 @@ def other_runs(runtime: RuntimeLayout, list_dir: ListDir) -> tuple[str, ...]:
     this run's runtime directory's parent but this run's own."""
     root = posixpath.dirname(runtime.root)
     own = posixpath.basename(runtime.root)
-    return tuple(posixpath.join(root, e.name) for e in list_dir(root)
-                 if e.name.startswith(RUNTIME_PREFIX) and e.name != own)
+    return tuple(
+        posixpath.join(root, e.name)
+        for e in list_dir(root)
+        if e.name.startswith(RUNTIME_PREFIX) and e.name != own
+    )
 
 
 def rule_covers(rule: str, path: str) -> bool:
@@ -201,7 +217,8 @@ def run_directory_denied(rules: Iterable[str], runtime: RuntimeLayout) -> Refusa
         for own in runtime.worker_dirs:
             if rule_covers(rule, own):
                 return Refusal(
-                    code=Code.RUN_DIRECTORY_DENIED, reason=Reason.ENVIRONMENT,
+                    code=Code.RUN_DIRECTORY_DENIED,
+                    reason=Reason.ENVIRONMENT,
                     message=f"the generated deny rule {rule} covers the worker's own directory "
                     f"{own}; place the runtime directory outside the worktree, the user's home, "
                     "the primary worktree and the Git administrative paths",

@@ -121,8 +121,15 @@ class Grant(BaseModel):
 
 
 def _type_name(value: object) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             type(None): "null", int: "a number", float: "a number"}
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+        int: "a number",
+        float: "a number",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -173,8 +180,10 @@ def path_problem(path: str) -> str | None:
         # rules and the sandbox lists, one per line (docs/decisions.md "Control characters").
         return f"its path {path!r} {problem}; rename the file, or leave it out of the grant"
     if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
-        return (f"its path is longer than {MAX_PATH_BYTES} bytes (Linux's PATH_MAX), so it "
-                "names no file; shorten it or leave it out")
+        return (
+            f"its path is longer than {MAX_PATH_BYTES} bytes (Linux's PATH_MAX), so it "
+            "names no file; shorten it or leave it out"
+        )
     if path.startswith("/"):
         return f"its path {path!r} is absolute; a grant path is relative to the worktree"
     segments = path[:-1].split("/") if path.endswith("/") else path.split("/")
@@ -197,32 +206,40 @@ def parse_grant(data: object, request_task_type: str | None = None) -> Grant | R
         if data is None:
             return _unavailable("task type, entries or context identity: it is missing")
         return _malformed(f"the grant is {_type_name(data)}, not an object")
-    for field, what in (("task_type", "task type"), ("entries", "entries"),
-                        ("context_identity", "context identity")):
+    for field, what in (
+        ("task_type", "task type"),
+        ("entries", "entries"),
+        ("context_identity", "context identity"),
+    ):
         if data.get(field) in (None, ""):
             return _unavailable(what)
     extra = sorted(str(k) for k in data if k not in _GRANT_FIELDS)
     if extra:
-        return _malformed(f"the grant has the field(s) {', '.join(extra)}, besides "
-                          "task_type, entries and context_identity")
+        return _malformed(
+            f"the grant has the field(s) {', '.join(extra)}, besides "
+            "task_type, entries and context_identity"
+        )
     task_type = parse_task_type(data["task_type"])
     if task_type is None:
         return Refusal(
-            code=Code.GRANT_UNAVAILABLE, reason=Reason.INPUT,
+            code=Code.GRANT_UNAVAILABLE,
+            reason=Reason.INPUT,
             message=f"the task type {json.dumps(data['task_type'])} is not a known task type; "
             f"a known task type is one of {', '.join(TASK_TYPES)}",
         )
     if request_task_type is not None and request_task_type != task_type.value:
-        return _malformed(f"the grant's task type {task_type.value!r} differs from the request's "
-                          f"{request_task_type!r}")
+        return _malformed(
+            f"the grant's task type {task_type.value!r} differs from the request's "
+            f"{request_task_type!r}"
+        )
     if not isinstance(data["context_identity"], str):
-        return _malformed(f"the context identity is {_type_name(data['context_identity'])}, "
-                          "not a string")
+        return _malformed(
+            f"the context identity is {_type_name(data['context_identity'])}, not a string"
+        )
     parsed = _parse_entries(data["entries"])
     if isinstance(parsed, Refusal):
         return parsed
-    return Grant(task_type=task_type, entries=parsed,
-                 context_identity=data["context_identity"])
+    return Grant(task_type=task_type, entries=parsed, context_identity=data["context_identity"])
 
 
 def _parse_entries(entries: object) -> tuple[GrantEntry, ...] | Refusal:
@@ -230,9 +247,11 @@ def _parse_entries(entries: object) -> tuple[GrantEntry, ...] | Refusal:
     if not isinstance(entries, list):
         return _malformed(f"the entries are {_type_name(entries)}, not a list of objects")
     if len(entries) > MAX_ENTRIES:
-        return _malformed(f"the grant has {len(entries):,} entries, more than the limit of "
-                          f"{MAX_ENTRIES:,}; grant whole folders (a directory entry covers "
-                          "everything below it) instead of each file")
+        return _malformed(
+            f"the grant has {len(entries):,} entries, more than the limit of "
+            f"{MAX_ENTRIES:,}; grant whole folders (a directory entry covers "
+            "everything below it) instead of each file"
+        )
     parsed: list[GrantEntry] = []
     seen: dict[str, tuple[int, str]] = {}
     for index, entry in enumerate(entries, start=1):
@@ -242,8 +261,10 @@ def _parse_entries(entries: object) -> tuple[GrantEntry, ...] | Refusal:
             assert isinstance(entry, Mapping)
             earlier = seen.get(entry["path"])
             if earlier is not None and earlier[1] != entry["level"]:
-                problem = (f"its path is already listed by entry {earlier[0]} with the level "
-                           f"{earlier[1]}; one path has one level")
+                problem = (
+                    f"its path is already listed by entry {earlier[0]} with the level "
+                    f"{earlier[1]}; one path has one level"
+                )
         if problem is not None:
             return _malformed(f"grant entry {index} ({shown}) is malformed: {problem}")
         assert isinstance(entry, Mapping)

@@ -75,9 +75,12 @@ class Hidden(BaseModel):
         or in a directory named like a runtime directory below a temporary root (the predicate
         `in other run` of the tables' interpreter)."""
         normal = posixpath.normpath
-        return is_other_run(normal(path), normal(self.runtime_root),
-                            normal(self.runtime_directory),
-                            [normal(t) for t in self.temporary_roots])
+        return is_other_run(
+            normal(path),
+            normal(self.runtime_root),
+            normal(self.runtime_directory),
+            [normal(t) for t in self.temporary_roots],
+        )
 
     def judge(self, path: str) -> tuple[str, str] | None:
         """(row, reason) of the first class `path` falls in, or None."""
@@ -96,10 +99,13 @@ class Hidden(BaseModel):
         return (*self.run_directories, *self.credentials, self.runtime_root)
 
     def to_json(self) -> dict[str, object]:
-        return {"runtimeRoot": self.runtime_root, "runtimeDirectory": self.runtime_directory,
-                "temporaryRoots": list(self.temporary_roots),
-                "runDirectories": list(self.run_directories),
-                "credentials": list(self.credentials)}
+        return {
+            "runtimeRoot": self.runtime_root,
+            "runtimeDirectory": self.runtime_directory,
+            "temporaryRoots": list(self.temporary_roots),
+            "runDirectories": list(self.run_directories),
+            "credentials": list(self.credentials),
+        }
 
 
 __all__ = [

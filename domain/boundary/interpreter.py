@@ -90,11 +90,12 @@ def _under(path: str, root: str) -> str | None:
     if path == root:
         return ""
     prefix = root.rstrip("/") + "/"
-    return path[len(prefix):] if path.startswith(prefix) else None
+    return path[len(prefix) :] if path.startswith(prefix) else None
 
 
-def is_other_run(path: str, runtime_root: str, runtime_directory: str,
-                 temporary_roots: Iterable[str]) -> bool:
+def is_other_run(
+    path: str, runtime_root: str, runtime_directory: str, temporary_roots: Iterable[str]
+) -> bool:
     """`path` lies in a directory `<runtime root>/concorde-*` other than this run's, or in a
     directory named like a runtime directory below a temporary root (all paths normalised;
     `domain.boundary.hidden`)."""
@@ -124,9 +125,16 @@ class _Facts:
         self.run_directories = _Roots(data["runDirectories"])
         self.credentials = _Roots(data["credentials"])
         self.hidden_anchors = _Roots([*data["runDirectories"], *data["credentials"]])
-        self.protected = _Roots([*data["git"], *data["hidden"], data["worktree"],
-                                 *data["boundaries"], *data["runDirectories"],
-                                 *data["credentials"]])
+        self.protected = _Roots(
+            [
+                *data["git"],
+                *data["hidden"],
+                data["worktree"],
+                *data["boundaries"],
+                *data["runDirectories"],
+                *data["credentials"],
+            ]
+        )
         self.runtime_root = posixpath.normpath(data["runtimeRoot"])
         self.runtime_directory = posixpath.normpath(data["runtimeDirectory"])
         self.temporary_roots = tuple(posixpath.normpath(t) for t in data["temporaryRoots"])
@@ -210,8 +218,7 @@ class _Facts:
             if self.withheld_below(bare) or anchors.first_below(absolute) is not None:
                 continue
             out.append(absolute)
-        return sorted({d for d in out if not any(
-            o != d and _under(d, o) is not None for o in out)})
+        return sorted({d for d in out if not any(o != d and _under(d, o) is not None for o in out)})
 
     def guidance(self) -> str:
         """What a denied search tells the worker to search instead."""
@@ -236,12 +243,29 @@ _UNKNOWN = "?"
 class _Subject:
     """One path judged (normalised) and what came with it; its levels found when first asked."""
 
-    __slots__ = ("_level", "_root_level", "given", "glob", "is_directory", "link", "path",
-                 "pattern", "rel")
+    __slots__ = (
+        "_level",
+        "_root_level",
+        "given",
+        "glob",
+        "is_directory",
+        "link",
+        "path",
+        "pattern",
+        "rel",
+    )
 
-    def __init__(self, facts: _Facts, path: str, *, is_directory: bool = True, given: str = "",
-                 link: bool = False, pattern: str | None = None,
-                 glob: str | None = None) -> None:
+    def __init__(
+        self,
+        facts: _Facts,
+        path: str,
+        *,
+        is_directory: bool = True,
+        given: str = "",
+        link: bool = False,
+        pattern: str | None = None,
+        glob: str | None = None,
+    ) -> None:
         self.path = posixpath.normpath(path)
         self.rel = facts.rel(self.path)
         self.is_directory = is_directory
@@ -281,11 +305,13 @@ def _withheld(f: _Facts, s: _Subject) -> str | None:
 
 def _source(name: str, find: Callable[[_Facts, _Subject], str | None]) -> Value:
     """A value that may be missing: a row naming it where it is missing is a defect."""
+
     def value(f: _Facts, s: _Subject) -> str:
         found = find(f, s)
         if found is None:
             raise ValueError(f"the value {name!r} is missing for {s.path}")
         return found
+
     return value
 
 
@@ -297,8 +323,9 @@ PREDICATES: Mapping[str, Predicate] = {
     "in git admin path": lambda f, s: f.git.hold(s.path),
     "git segment": _git_segment,
     "in run directory": lambda f, s: f.run_directories.hold(s.path),
-    "in other run": lambda f, s: is_other_run(s.path, f.runtime_root, f.runtime_directory,
-                                              f.temporary_roots),
+    "in other run": lambda f, s: is_other_run(
+        s.path, f.runtime_root, f.runtime_directory, f.temporary_roots
+    ),
     "in credentials": lambda f, s: f.credentials.hold(s.path),
     "in runtime path": lambda f, s: f.runtime.hold(s.path),
     "runtime path at or below": lambda f, s: f.runtime.any_at_or_below(s.path),
@@ -309,8 +336,9 @@ PREDICATES: Mapping[str, Predicate] = {
     "level readable": lambda f, s: s.level(f) in _READABLE,
     "root level names": lambda f, s: s.root_level(f) == "names",
     "root level readable": lambda f, s: s.root_level(f) in _READABLE,
-    "readable below": lambda f, s: s.rel is not None and any(
-        level in _READABLE for _, level in f.below(s.rel)),
+    "readable below": lambda f, s: (
+        s.rel is not None and any(level in _READABLE for _, level in f.below(s.rel))
+    ),
     "withheld below": lambda f, s: s.rel is not None and bool(f.withheld_below(s.rel)),
     "in host path": lambda f, s: f.host.hold(s.path),
     "in processes": lambda f, s: _under(s.path, PROCESSES) is not None,
@@ -334,8 +362,11 @@ VALUES: Mapping[str, Value] = {
     "path": lambda f, s: s.path,
     "shown": lambda f, s: f.shown(s.path),
     "given": lambda f, s: s.given,
-    "named": lambda f, s: (f.fill("link target", {"path": f.shown(s.path), "link": s.given})
-                           if s.link else f.shown(s.path)),
+    "named": lambda f, s: (
+        f.fill("link target", {"path": f.shown(s.path), "link": s.given})
+        if s.link
+        else f.shown(s.path)
+    ),
     "guidance": lambda f, s: f.guidance(),
     "git below": _GIT_BELOW,
     "git below, shown": lambda f, s: f.shown(_GIT_BELOW(f, s)),
@@ -385,18 +416,21 @@ def _fill(spec: Any, reasons: Mapping[str, str]) -> Value:
         raise ValueError(f"no reason {key!r}")
     wanted = set(PLACEHOLDER.findall(reasons[key]))
     if set(spec["values"]) != wanted:
-        raise ValueError(f"the reason {key!r} takes {sorted(wanted)}, not "
-                         f"{sorted(spec['values'])}")
+        raise ValueError(f"the reason {key!r} takes {sorted(wanted)}, not {sorted(spec['values'])}")
     values = [(name, _value(v, reasons)) for name, v in spec["values"].items()]
     return lambda f, s: f.fill(key, {name: value(f, s) for name, value in values})
 
 
-_OUTCOME_KEYS = {"allow": {"row", "when", "then"}, "deny": {"row", "when", "then", "reason"},
-                 "table": {"row", "when", "then", "table"}}
+_OUTCOME_KEYS = {
+    "allow": {"row", "when", "then"},
+    "deny": {"row", "when", "then", "reason"},
+    "table": {"row", "when", "then", "table"},
+}
 
 
-def _outcome(row: Mapping[str, Any], tables: Mapping[str, Any],
-             reasons: Mapping[str, str]) -> Outcome:
+def _outcome(
+    row: Mapping[str, Any], tables: Mapping[str, Any], reasons: Mapping[str, str]
+) -> Outcome:
     name, then = row.get("row"), row.get("then")
     if not isinstance(name, str) or then not in _OUTCOME_KEYS or set(row) != _OUTCOME_KEYS[then]:
         raise ValueError(f"a row is its name, its conditions and one outcome, not {row!r}")
@@ -406,15 +440,18 @@ def _outcome(row: Mapping[str, Any], tables: Mapping[str, Any],
     if then == "table":
         other = row["table"]
         if other not in tables:
-            raise ValueError(f"the row {name!r} hands over to {other!r}, which is no table "
-                             "that decides by itself")
+            raise ValueError(
+                f"the row {name!r} hands over to {other!r}, which is no table "
+                "that decides by itself"
+            )
         return lambda judge, s: judge.table(other, s)
     because = _fill(row["reason"], reasons)
     return lambda judge, s: (False, name, because(judge.facts, s))
 
 
-def compile_table(rows: Sequence[Mapping[str, Any]], tables: Mapping[str, Any],
-                  reasons: Mapping[str, str]) -> list[Compiled]:
+def compile_table(
+    rows: Sequence[Mapping[str, Any]], tables: Mapping[str, Any], reasons: Mapping[str, str]
+) -> list[Compiled]:
     """A table's rows as conditions and outcomes, each checked against the vocabulary and the
     reasons; a row may hand over only to one of `tables`, and the last row decides whatever the
     path (it has no condition)."""
@@ -431,12 +468,14 @@ class Judge:
     """The tables of one policy: its facts (`Policy.facts_json`) and its rows, by table name. A
     row hands over only to a table none of whose rows hands over, so no decision loops."""
 
-    def __init__(self, facts: Mapping[str, Any],
-                 rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    def __init__(
+        self, facts: Mapping[str, Any], rows: Mapping[str, Sequence[Mapping[str, Any]]]
+    ) -> None:
         self.facts = _Facts(facts)
         deciding = {n: t for n, t in rows.items() if all(r.get("then") != "table" for r in t)}
-        self._tables = {name: compile_table(table, deciding, self.facts.reasons)
-                        for name, table in rows.items()}
+        self._tables = {
+            name: compile_table(table, deciding, self.facts.reasons) for name, table in rows.items()
+        }
 
     def table(self, name: str, subject: _Subject) -> Decided:
         """The first row of table `name` whose conditions hold decides."""
@@ -458,33 +497,50 @@ class Judge:
 
     def write(self, given: str, resolved: str, given_is_link: bool = False) -> Decided:
         """The write table, on the target with every link resolved (the final one included)."""
-        return self.table("write", _Subject(self.facts, resolved, given=given,
-                                            link=given_is_link))
+        return self.table("write", _Subject(self.facts, resolved, given=given, link=given_is_link))
 
-    def search_root(self, root: str, real: str | None = None,
-                    is_directory: bool = True) -> Decided:
+    def search_root(self, root: str, real: str | None = None, is_directory: bool = True) -> Decided:
         """A grep/find/ls root (pi): the lexical root and, when given, its real path."""
-        lexical = self.table("search root", _Subject(self.facts, root,
-                                                     is_directory=is_directory))
+        lexical = self.table("search root", _Subject(self.facts, root, is_directory=is_directory))
         if not lexical[0] or real is None:
             return lexical
         return self.table("search root", _Subject(self.facts, real, is_directory=is_directory))
 
-    def search(self, lexical: str, real: str | None = None, is_directory: bool = True,
-               pattern: str | None = None, glob: str | None = None) -> Decided:
+    def search(
+        self,
+        lexical: str,
+        real: str | None = None,
+        is_directory: bool = True,
+        pattern: str | None = None,
+        glob: str | None = None,
+    ) -> Decided:
         """A Grep/Glob call (Claude Code): its Glob pattern or Grep glob, its lexical root and,
         when it differs, its real path."""
+
         def judged(path: str) -> Decided:
-            return self.table("search guard", _Subject(
-                self.facts, path, is_directory=is_directory, pattern=pattern, glob=glob))
+            return self.table(
+                "search guard",
+                _Subject(self.facts, path, is_directory=is_directory, pattern=pattern, glob=glob),
+            )
 
         first = judged(lexical)
-        if not first[0] or real is None or posixpath.normpath(real) == posixpath.normpath(
-                lexical):
+        if not first[0] or real is None or posixpath.normpath(real) == posixpath.normpath(lexical):
             return first
         return judged(real)
 
 
-__all__ = ["GUIDANCE_LIMIT", "PLACEHOLDER", "PREDICATES", "PROCESSES", "RUNTIME_NAME",
-           "RUNTIME_PREFIX", "VALUES", "Decided", "Judge", "compile_table", "fill_reason",
-           "has_dotdot", "is_other_run"]
+__all__ = [
+    "GUIDANCE_LIMIT",
+    "PLACEHOLDER",
+    "PREDICATES",
+    "PROCESSES",
+    "RUNTIME_NAME",
+    "RUNTIME_PREFIX",
+    "VALUES",
+    "Decided",
+    "Judge",
+    "compile_table",
+    "fill_reason",
+    "has_dotdot",
+    "is_other_run",
+]

@@ -47,8 +47,10 @@ def subdirs_of(list_dir: ListDir) -> ListSubdirs:
 
     def list_subdirs(path: str, wanted: frozenset[str]) -> Subdirs:
         listed = list_dir(path)
-        return ([e.name for e in listed if e.kind is EntryKind.DIRECTORY],
-                {e.name: e.kind for e in listed if e.name in wanted})
+        return (
+            [e.name for e in listed if e.kind is EntryKind.DIRECTORY],
+            {e.name: e.kind for e in listed if e.name in wanted},
+        )
 
     return list_subdirs
 

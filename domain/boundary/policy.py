@@ -140,11 +140,13 @@ class Policy(BaseModel):
         if found is None:
             return None
         return Refusal(
-            code=Code.WORKTREE_MISPLACED, reason=Reason.ENVIRONMENT,
+            code=Code.WORKTREE_MISPLACED,
+            reason=Reason.ENVIRONMENT,
             message=f"the worktree {self.worktree} lies where every worker's tools are refused "
             f"({found[1]}): move the repository elsewhere; a folder directly in the temporary "
             f"directory whose name begins with {RUNTIME_PREFIX} is taken for a run's runtime "
-            "directory")
+            "directory",
+        )
 
     @property
     def run_directory_refusal(self) -> Refusal | None:
@@ -157,8 +159,10 @@ class Policy(BaseModel):
     def judge(self) -> Judge:
         """The interpreter of the policy's rows over its facts, made when first asked."""
         if self._judge is None:
-            self._judge = Judge({**self.facts_json(), "reasons": reasons_json()},
-                                rows_json(self.tables, self.tables))
+            self._judge = Judge(
+                {**self.facts_json(), "reasons": reasons_json()},
+                rows_json(self.tables, self.tables),
+            )
         return self._judge
 
     def __eq__(self, other: object) -> bool:
@@ -168,8 +172,7 @@ class Policy(BaseModel):
     def __hash__(self) -> int:
         return hash((self.grant, self.worktree, self.runtime))
 
-    def model_copy(self, *, update: Mapping[str, Any] | None = None,
-                   deep: bool = False) -> Policy:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Policy:
         """A copy judges by its own fields: this policy's judge stays behind."""
         copied = super().model_copy(update=update, deep=deep)
         copied._judge = None
@@ -246,8 +249,9 @@ def decide_write(
     return Decision.of(policy.judge().write(given, resolved, given_is_link))
 
 
-def decide_search_root(policy: Policy, root: str, real: str | None = None,
-                       is_directory: bool = True) -> Decision:
+def decide_search_root(
+    policy: Policy, root: str, real: str | None = None, is_directory: bool = True
+) -> Decision:
     """grep/find/ls root: a directory inside the worktree by §2.6, anything else by the read
     table; the lexical root and, when it exists, its real path must both pass."""
     return Decision.of(policy.judge().search_root(root, real, is_directory))
@@ -257,11 +261,21 @@ def decide_search_root(policy: Policy, root: str, real: str | None = None,
 
 
 def build_policy(
-    *, grant: Grant, worktree: str, primary: str, user_home: str, runtime_dir: str,
-    runtime_entries: RuntimeEntries, runtime_paths: Sequence[str], git: Sequence[AdminPath],
+    *,
+    grant: Grant,
+    worktree: str,
+    primary: str,
+    user_home: str,
+    runtime_dir: str,
+    runtime_entries: RuntimeEntries,
+    runtime_paths: Sequence[str],
+    git: Sequence[AdminPath],
     list_dir: ListDir,
-    homes: Sequence[str] = (), config_dirs: Sequence[str] = (), credentials: Sequence[str] = (),
-    run_directories: Sequence[str] = (), tables: Tables = TABLES,
+    homes: Sequence[str] = (),
+    config_dirs: Sequence[str] = (),
+    credentials: Sequence[str] = (),
+    run_directories: Sequence[str] = (),
+    tables: Tables = TABLES,
 ) -> Policy:
     """The policy of one run from ONE frozen grant; all paths absolute and real, runtime paths
     exactly as the caller listed them (seed 000 "A worker reads beside its grant only what its
@@ -278,28 +292,46 @@ def build_policy(
     runtime = RuntimeLayout(root=posixpath.normpath(runtime_dir), entries=runtime_entries)
     runtime_paths = tuple(runtime_paths)
     git = tuple(git)
-    boundaries = tuple(outermost(posixpath.normpath(b) for b in (
-        user_home, *homes, primary, *config_dirs)))
+    boundaries = tuple(
+        outermost(posixpath.normpath(b) for b in (user_home, *homes, primary, *config_dirs))
+    )
     hidden = Hidden(
-        runtime_root=posixpath.dirname(runtime.root), runtime_directory=runtime.root,
+        runtime_root=posixpath.dirname(runtime.root),
+        runtime_directory=runtime.root,
         run_directories=dedupe(posixpath.normpath(r) for r in run_directories),
-        credentials=dedupe(posixpath.normpath(c) for c in credentials))
+        credentials=dedupe(posixpath.normpath(c) for c in credentials),
+    )
     others = other_runs(runtime, list_dir)
     every_boundary = (user_home, *homes, primary, *config_dirs)
+    seen = (grant, worktree, primary, user_home, runtime, runtime_paths, git)
     return Policy(
-        grant=grant, worktree=worktree, primary=primary, user_home=user_home,
-        boundaries=boundaries, runtime=runtime, runtime_paths=runtime_paths, git=git,
-        always_hidden=hidden, other_runs=others,
-        deny_rules=deny_rules(grant, worktree, primary, user_home, runtime, runtime_paths, git,
-                              list_dir, every_boundary, hidden, others),
-        sandbox=sandbox_filesystem(grant, worktree, primary, user_home, runtime, runtime_paths,
-                                   git, every_boundary, hidden, others),
+        grant=grant,
+        worktree=worktree,
+        primary=primary,
+        user_home=user_home,
+        boundaries=boundaries,
+        runtime=runtime,
+        runtime_paths=runtime_paths,
+        git=git,
+        always_hidden=hidden,
+        other_runs=others,
         tables=tables,
+        deny_rules=deny_rules(*seen, list_dir, every_boundary, hidden, others),
+        sandbox=sandbox_filesystem(*seen, every_boundary, hidden, others),
     )
 
 
 __all__ = [
-    "GIT_REASON", "GRANT_PREFIX", "NO_FILE_REASON", "PI_TABLES", "Decision", "Policy",
-    "build_policy", "could_not_decide", "decide_read", "decide_search_root", "decide_write",
+    "GIT_REASON",
+    "GRANT_PREFIX",
+    "NO_FILE_REASON",
+    "PI_TABLES",
+    "Decision",
+    "Policy",
+    "build_policy",
+    "could_not_decide",
+    "decide_read",
+    "decide_search_root",
+    "decide_write",
     "with_prefix",
 ]

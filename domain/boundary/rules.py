@@ -38,65 +38,79 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.interpreter import PLACEHOLDER, fill_reason
 
-REASONS: Mapping[str, str] = MappingProxyType({
-    # How every denial reaches the worker (notes/harness.md §1.4, §2.3).
-    "denial": "Concorde grant: {reason}",
-    "undecided": "the {actor} could not decide: {error}",
-    # The read table (§2.4), the write table (§1.4, §2.5), the search roots (§2.6).
-    "git": "Git metadata is not available to workers",
-    "names": "only the name of {path} is visible to this task",
-    "not granted": "{path} is not in this task's grant",
-    "host": "{path} belongs to the host",
-    "processes": "{path} belongs to the host: no process's files are available to workers",
-    "boundary": "{path} is outside this task's boundary",
-    "outside": "{given} is outside the task worktree",
-    "outside link": "{given} is a symbolic link to {resolved}, outside the task worktree",
-    "link target": "{path} (the target of the symbolic link {link})",
-    "runtime path": "{path} is not in this task's grant; it lies in a runtime path, which workers "
-                    "may read but never change",
-    "ro": "{path} is read-only for this task",
-    "not bound": "{path} is not in this task's grant; a new file outside the bound directories "
-                 "is created and bound to a Module by the task level before a worker fills it, and "
-                 "a file another Module binds needs that Module bound to the task",
-    "nothing readable": "{path} holds nothing this task may read",
-    # What is hidden always (domain.boundary.hidden, issue 8 §2-§4).
-    "other run": "{path} belongs to another worker run",
-    "run directory": "{path} belongs to the host: run directories are not available to workers",
-    "credentials": "{path} holds the user's credentials, which are not available to workers",
-    # A hook's input it cannot judge (the `error` of "undecided").
-    "input not an object": "the hook input is not a JSON object",
-    "tool input not an object": "the tool call's input is not an object",
-    "no file": "the tool call names no file",
-    "file path not text": "the tool call's file path is not text",
-    "path not text": "the tool call's path is not text",
-    "pattern not text": "the Glob call's pattern is not text",
-    "glob not text": "the Grep call's glob is not text",
-    "tool not searched": "the search hook does not judge the tool {tool}",
-    # The search hook's roots (domain.boundary.search_guard; docs/decisions.md "Grep and Glob from
-    # an
-    # ancestor (Claude Code)"): every denial of a root ends with the guidance.
-    "absolute pattern": "the Glob pattern {pattern} is absolute, and Claude Code would search from "
-                        "its directory; give a granted directory as path and a pattern relative "
-                        "to it",
-    "dotdot": "the {argument} {value} has a '..' segment; a search may not leave its directory, so "
-              "give the directory you mean as path",
-    "with guidance": "{reason}; {guidance}",
-    "guidance": "search a granted directory instead: {directories}; or Read a granted file by its "
-                "path",
-    "more directories": "{directories} and {more} more",
-    "no guidance": "no granted directory can be searched as a whole; Read a granted file by its "
-                   "path instead",
-    "search not granted": "{path} is not in this task's grant, so a search from it could reach "
-                          "files this task may not read",
-    "withheld below": "a search from {path} would reach {withheld}, whose content this task may "
-                      "not read",
-    "git below": "a search from {path} would reach Git metadata ({anchor}), which is not "
-                 "available to workers",
-    "protected below": "a search from {path} would reach {anchor}, which this task may not search",
-    "other runs below": "a search from {path} would reach other worker runs' runtime directories, "
-                        "which this task may not search",
-    "search outside": "{path} lies outside the directories this task may search",
-})
+REASONS: Mapping[str, str] = MappingProxyType(
+    {
+        # How every denial reaches the worker (notes/harness.md §1.4, §2.3).
+        "denial": "Concorde grant: {reason}",
+        "undecided": "the {actor} could not decide: {error}",
+        # The read table (§2.4), the write table (§1.4, §2.5), the search roots (§2.6).
+        "git": "Git metadata is not available to workers",
+        "names": "only the name of {path} is visible to this task",
+        "not granted": "{path} is not in this task's grant",
+        "host": "{path} belongs to the host",
+        "processes": "{path} belongs to the host: no process's files are available to workers",
+        "boundary": "{path} is outside this task's boundary",
+        "outside": "{given} is outside the task worktree",
+        "outside link": "{given} is a symbolic link to {resolved}, outside the task worktree",
+        "link target": "{path} (the target of the symbolic link {link})",
+        "runtime path": (
+            "{path} is not in this task's grant; it lies in a runtime path, which workers may read "
+            "but never change"
+        ),
+        "ro": "{path} is read-only for this task",
+        "not bound": "{path} is not in this task's grant; a new file outside the bound directories "
+        "is created and bound to a Module by the task level before a worker fills it, and "
+        "a file another Module binds needs that Module bound to the task",
+        "nothing readable": "{path} holds nothing this task may read",
+        # What is hidden always (domain.boundary.hidden, issue 8 §2-§4).
+        "other run": "{path} belongs to another worker run",
+        "run directory": "{path} belongs to the host: run directories are not available to workers",
+        "credentials": "{path} holds the user's credentials, which are not available to workers",
+        # A hook's input it cannot judge (the `error` of "undecided").
+        "input not an object": "the hook input is not a JSON object",
+        "tool input not an object": "the tool call's input is not an object",
+        "no file": "the tool call names no file",
+        "file path not text": "the tool call's file path is not text",
+        "path not text": "the tool call's path is not text",
+        "pattern not text": "the Glob call's pattern is not text",
+        "glob not text": "the Grep call's glob is not text",
+        "tool not searched": "the search hook does not judge the tool {tool}",
+        # The search hook's roots (domain.boundary.search_guard; docs/decisions.md "Grep and Glob
+        # from an ancestor (Claude Code)"): every denial of a root ends with the guidance.
+        "absolute pattern": (
+            "the Glob pattern {pattern} is absolute, and Claude Code would search from its "
+            "directory; give a granted directory as path and a pattern relative to it"
+        ),
+        "dotdot": (
+            "the {argument} {value} has a '..' segment; a search may not leave its directory, so "
+            "give the directory you mean as path"
+        ),
+        "with guidance": "{reason}; {guidance}",
+        "guidance": (
+            "search a granted directory instead: {directories}; or Read a granted file by its path"
+        ),
+        "more directories": "{directories} and {more} more",
+        "no guidance": (
+            "no granted directory can be searched as a whole; Read a granted file by its path "
+            "instead"
+        ),
+        "search not granted": "{path} is not in this task's grant, so a search from it could reach "
+        "files this task may not read",
+        "withheld below": (
+            "a search from {path} would reach {withheld}, whose content this task may not read"
+        ),
+        "git below": "a search from {path} would reach Git metadata ({anchor}), which is not "
+        "available to workers",
+        "protected below": (
+            "a search from {path} would reach {anchor}, which this task may not search"
+        ),
+        "other runs below": (
+            "a search from {path} would reach other worker runs' runtime directories, which this "
+            "task may not search"
+        ),
+        "search outside": "{path} lies outside the directories this task may search",
+    }
+)
 
 
 def placeholders(key: str) -> frozenset[str]:
@@ -139,10 +153,17 @@ class Fill(BaseModel):
     values: Mapping[str, str | Text | Fill] = MappingProxyType({})
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "values": {
-            name: value if isinstance(value, str) else value.to_json() if isinstance(
-                value, Fill) else {"text": value.text}
-            for name, value in self.values.items()}}
+        return {
+            "key": self.key,
+            "values": {
+                name: value
+                if isinstance(value, str)
+                else value.to_json()
+                if isinstance(value, Fill)
+                else {"text": value.text}
+                for name, value in self.values.items()
+            },
+        }
 
 
 class Row(BaseModel):
@@ -223,8 +244,12 @@ READ_ROWS: Table = (
 WRITE_ROWS: Table = (
     deny("git", "in git admin path", because=reason("git")),
     *HIDDEN_ALWAYS,
-    deny("outside", "not in worktree", "link",
-         because=reason("outside link", given="given", resolved="path")),
+    deny(
+        "outside",
+        "not in worktree",
+        "link",
+        because=reason("outside link", given="given", resolved="path"),
+    ),
     deny("outside", "not in worktree", because=reason("outside", given="given")),
     deny("git", "git segment", because=reason("git")),
     deny("runtime path", "in runtime path", because=reason("runtime path", path="named")),
@@ -257,37 +282,77 @@ def _nothing_protected_below(where: str, row: str) -> Table:
     """A search from a directory where reading is allowed, unless it would reach the other runs
     or a protected path (a Git admin path first)."""
     return (
-        deny("other runs below", where, "temp root at or below",
-             because=guided("other runs below", path="path")),
-        deny("git below", where, "git below",
-             because=guided("git below", path="path", anchor="git below")),
-        deny("protected below", where, "protected below",
-             because=guided("protected below", path="path", anchor="protected below")),
+        deny(
+            "other runs below",
+            where,
+            "temp root at or below",
+            because=guided("other runs below", path="path"),
+        ),
+        deny(
+            "git below",
+            where,
+            "git below",
+            because=guided("git below", path="path", anchor="git below"),
+        ),
+        deny(
+            "protected below",
+            where,
+            "protected below",
+            because=guided("protected below", path="path", anchor="protected below"),
+        ),
         allow(row, where),
     )
 
 
 SEARCH_GUARD_ROWS: Table = (
-    deny("absolute pattern", "pattern absolute",
-         because=reason("absolute pattern", pattern="pattern")),
-    deny("dotdot", "pattern dotdot",
-         because=reason("dotdot", argument=Text(text="Glob pattern"), value="pattern")),
-    deny("dotdot", "glob dotdot",
-         because=reason("dotdot", argument=Text(text="Grep glob"), value="glob")),
+    deny(
+        "absolute pattern",
+        "pattern absolute",
+        because=reason("absolute pattern", pattern="pattern"),
+    ),
+    deny(
+        "dotdot",
+        "pattern dotdot",
+        because=reason("dotdot", argument=Text(text="Glob pattern"), value="pattern"),
+    ),
+    deny(
+        "dotdot",
+        "glob dotdot",
+        because=reason("dotdot", argument=Text(text="Grep glob"), value="glob"),
+    ),
     deny("git", "in git", because=reason("git")),
     deny("host", "in host path", because=guided("host", path="path")),
-    *(r.model_copy(update={"reason": with_guidance(r.reason)}) for r in HIDDEN_ALWAYS
-      if r.reason is not None),
+    *(
+        r.model_copy(update={"reason": with_guidance(r.reason)})
+        for r in HIDDEN_ALWAYS
+        if r.reason is not None
+    ),
     *_nothing_protected_below("in runtime path", "runtime path"),
     deny("names", "in worktree", "root level names", because=guided("names", path="shown")),
-    deny("not granted", "in worktree", "not root level readable",
-         because=guided("search not granted", path="shown")),
-    deny("withheld below", "in worktree", "withheld below",
-         because=guided("withheld below", path="shown", withheld="withheld below")),
-    deny("protected below", "in worktree", "hidden below",
-         because=guided("protected below", path="shown", anchor="hidden below")),
-    deny("git below", "in worktree", "git below",
-         because=guided("git below", path="shown", anchor="git below, shown")),
+    deny(
+        "not granted",
+        "in worktree",
+        "not root level readable",
+        because=guided("search not granted", path="shown"),
+    ),
+    deny(
+        "withheld below",
+        "in worktree",
+        "withheld below",
+        because=guided("withheld below", path="shown", withheld="withheld below"),
+    ),
+    deny(
+        "protected below",
+        "in worktree",
+        "hidden below",
+        because=guided("protected below", path="shown", anchor="hidden below"),
+    ),
+    deny(
+        "git below",
+        "in worktree",
+        "git below",
+        because=guided("git below", path="shown", anchor="git below, shown"),
+    ),
     allow("ro or rw", "in worktree"),
     *_nothing_protected_below("in own directory", "own directory"),
     deny("outside", because=guided("search outside", path="path")),
@@ -296,10 +361,14 @@ SEARCH_GUARD_ROWS: Table = (
 pattern that is absolute or, like a Grep glob, has a `..` segment; then the root, which must hold
 nothing the task may not read. Every denial of a root names the directories to search instead."""
 
-TABLES: Tables = MappingProxyType({
-    "read": READ_ROWS, "write": WRITE_ROWS, "search root": SEARCH_ROOT_ROWS,
-    "search guard": SEARCH_GUARD_ROWS,
-})
+TABLES: Tables = MappingProxyType(
+    {
+        "read": READ_ROWS,
+        "write": WRITE_ROWS,
+        "search root": SEARCH_ROOT_ROWS,
+        "search guard": SEARCH_GUARD_ROWS,
+    }
+)
 
 
 def rows_json(tables: Tables, names: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
@@ -308,8 +377,27 @@ def rows_json(tables: Tables, names: Iterable[str]) -> dict[str, list[dict[str, 
 
 
 __all__ = [
-    "HIDDEN_ALWAYS", "PLACEHOLDER", "READ_ROWS", "REASONS", "SEARCH_GUARD_ROWS",
-    "SEARCH_ROOT_ROWS", "TABLES", "WRITE_ROWS", "Fill", "Row", "Table", "Tables", "Text", "allow",
-    "deny", "fill", "guided", "hand_over", "placeholders", "reason", "reasons_json", "rows_json",
+    "HIDDEN_ALWAYS",
+    "PLACEHOLDER",
+    "READ_ROWS",
+    "REASONS",
+    "SEARCH_GUARD_ROWS",
+    "SEARCH_ROOT_ROWS",
+    "TABLES",
+    "WRITE_ROWS",
+    "Fill",
+    "Row",
+    "Table",
+    "Tables",
+    "Text",
+    "allow",
+    "deny",
+    "fill",
+    "guided",
+    "hand_over",
+    "placeholders",
+    "reason",
+    "reasons_json",
+    "rows_json",
     "with_guidance",
 ]

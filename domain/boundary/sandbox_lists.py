@@ -36,9 +36,12 @@ class SandboxFilesystem(BaseModel):
     deny_write: tuple[str, ...]
 
     def to_json(self) -> dict[str, list[str]]:
-        return {"denyRead": list(self.deny_read), "allowRead": list(self.allow_read),
-                "allowWrite": list(self.allow_write), "denyWrite": list(self.deny_write)}
-
+        return {
+            "denyRead": list(self.deny_read),
+            "allowRead": list(self.allow_read),
+            "allowWrite": list(self.allow_write),
+            "denyWrite": list(self.deny_write),
+        }
 
 
 def _abs(worktree: str, entry: GrantEntry) -> str:
@@ -50,9 +53,16 @@ def _below_dir_of(grant: Grant, entry: GrantEntry, levels: frozenset[Level]) -> 
 
 
 def sandbox_filesystem(
-    grant: Grant, worktree: str, primary: str, user_home: str, runtime: RuntimeLayout,
-    runtime_paths: Sequence[str], git: Sequence[AdminPath],
-    boundaries: Sequence[str] = (), hidden: Hidden | None = None, other_runs: Sequence[str] = (),
+    grant: Grant,
+    worktree: str,
+    primary: str,
+    user_home: str,
+    runtime: RuntimeLayout,
+    runtime_paths: Sequence[str],
+    git: Sequence[AdminPath],
+    boundaries: Sequence[str] = (),
+    hidden: Hidden | None = None,
+    other_runs: Sequence[str] = (),
 ) -> SandboxFilesystem:
     """The four lists, one function for both backends. The sandbox lists are fixed when the
     sandbox starts, so they cannot name a run that starts later: the temp root itself is denied
@@ -60,10 +70,16 @@ def sandbox_filesystem(
     when only the other runs that exist now are listed (docs/decisions.md)."""
     readable = [_abs(worktree, e) for e in grant.entries if e.level in READABLE]
     writable = [_abs(worktree, e) for e in grant.entries if e.level is Level.RW]
-    names_apart = [_abs(worktree, e) for e in grant.entries
-                   if e.level is Level.NAMES and _below_dir_of(grant, e, READABLE)]
-    not_writable = [_abs(worktree, e) for e in grant.entries
-                    if e.level is not Level.RW and _below_dir_of(grant, e, frozenset({Level.RW}))]
+    names_apart = [
+        _abs(worktree, e)
+        for e in grant.entries
+        if e.level is Level.NAMES and _below_dir_of(grant, e, READABLE)
+    ]
+    not_writable = [
+        _abs(worktree, e)
+        for e in grant.entries
+        if e.level is not Level.RW and _below_dir_of(grant, e, frozenset({Level.RW}))
+    ]
     runtime_in_writable = [r for r in runtime_paths if any(is_within(r, w) for w in writable)]
     deny_read = [worktree, user_home]
     if primary != user_home:
@@ -81,6 +97,5 @@ def sandbox_filesystem(
         deny_read=dedupe(deny_read),
         allow_read=tuple(sorted({*readable, *runtime.worker_dirs, *runtime_paths})),
         allow_write=tuple(sorted({*writable, *runtime.worker_dirs})),
-        deny_write=dedupe([*not_writable, *runtime_in_writable,
-                            *backends_not_writable(runtime)]),
+        deny_write=dedupe([*not_writable, *runtime_in_writable, *backends_not_writable(runtime)]),
     )

@@ -88,8 +88,9 @@ def claude_path(raw: str, cwd: str, home: str) -> str:
     return "/" + path.lstrip("/") if path.startswith("//") else path
 
 
-def search_root(tool_name: object, tool_input: Mapping[str, Any], cwd: str,
-                home: str) -> str | Decision:
+def search_root(
+    tool_name: object, tool_input: Mapping[str, Any], cwd: str, home: str
+) -> str | Decision:
     """The call's lexical search root (absolute), or the denial of row t: a tool this hook does
     not judge, or a path, Glob pattern or Grep glob that is not text."""
     if tool_name not in SEARCH_TOOLS:
@@ -121,9 +122,14 @@ def guidance(policy: Policy) -> str:
     return policy.judge().facts.guidance()
 
 
-def decide_search(policy: Policy, lexical: str, real: str | None = None,
-                  is_directory: bool = True, pattern: str | None = None,
-                  glob: str | None = None) -> Decision:
+def decide_search(
+    policy: Policy,
+    lexical: str,
+    real: str | None = None,
+    is_directory: bool = True,
+    pattern: str | None = None,
+    glob: str | None = None,
+) -> Decision:
     """The table `search guard` for a search root: the call's Glob `pattern` or Grep `glob`,
     then the lexical root and, when it differs, its real path (every link resolved), must pass.
     `is_directory` is what the real path is; a root that does not exist is judged as a
@@ -131,21 +137,43 @@ def decide_search(policy: Policy, lexical: str, real: str | None = None,
     return Decision.of(policy.judge().search(lexical, real, is_directory, pattern, glob))
 
 
-def decide_search_call(policy: Policy, tool_name: object, tool_input: Mapping[str, Any], cwd: str,
-                       real: str | None = None, is_directory: bool = True) -> Decision:
+def decide_search_call(
+    policy: Policy,
+    tool_name: object,
+    tool_input: Mapping[str, Any],
+    cwd: str,
+    real: str | None = None,
+    is_directory: bool = True,
+) -> Decision:
     """The whole call: row t, then the table (`real` is the root's real path, which only the
     caller can find)."""
     root = search_root(tool_name, tool_input, cwd, policy.runtime.home)
     if isinstance(root, Decision):
         return root
     glob_call = tool_name == "Glob"
-    return decide_search(policy, root, real, is_directory,
-                         pattern=tool_input["pattern"] if glob_call else None,
-                         glob=None if glob_call else tool_input.get("glob"))
+    return decide_search(
+        policy,
+        root,
+        real,
+        is_directory,
+        pattern=tool_input["pattern"] if glob_call else None,
+        glob=None if glob_call else tool_input.get("glob"),
+    )
 
 
 __all__ = [
-    "GUIDANCE_LIMIT", "HOOK_TABLES", "JS_WHITESPACE", "SEARCH_TOOLS", "SEARCH_TOOLS_MATCHER",
-    "claude_path", "decide_search", "decide_search_call", "guidance", "has_dotdot", "hook_grant",
-    "hook_rows", "search_root", "searchable_directories",
+    "GUIDANCE_LIMIT",
+    "HOOK_TABLES",
+    "JS_WHITESPACE",
+    "SEARCH_TOOLS",
+    "SEARCH_TOOLS_MATCHER",
+    "claude_path",
+    "decide_search",
+    "decide_search_call",
+    "guidance",
+    "has_dotdot",
+    "hook_grant",
+    "hook_rows",
+    "search_root",
+    "searchable_directories",
 ]

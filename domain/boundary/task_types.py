@@ -24,7 +24,7 @@ TASK_TYPE_LINES: dict[str, str] = {
     "understand": "read the granted paths and report what they do (read-only tools)",
     "specify": "write or change specification files (file tools, no Bash)",
     "implement": "change code under the grant and run commands in the sandbox (file tools and "
-                 "Bash)",
+    "Bash)",
     "test": "judge the checks' results the Operation hands over (read-only tools, no Bash)",
     "review-spec": "review specification files (read-only tools)",
     "review-code": "review code (read-only tools)",

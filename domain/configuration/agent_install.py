@@ -39,13 +39,19 @@ class InstallPlan:
     argv: tuple[str, ...] = ()
 
 
-def install_plan(folder: str, package_json: str, lock: str, npm: str,
-                 installed_stamp: str | None) -> InstallPlan:
+def install_plan(
+    folder: str, package_json: str, lock: str, npm: str, installed_stamp: str | None
+) -> InstallPlan:
     stamp = lock_stamp(lock)
     if installed_stamp is not None and installed_stamp.strip() == stamp:
         return InstallPlan(folder=folder, needed=False, stamp=stamp)
     return InstallPlan(
-        folder=folder, needed=True, stamp=stamp,
-        files={posixpath.join(folder, "package.json"): package_json,
-               posixpath.join(folder, "package-lock.json"): lock},
-        argv=(npm, *NPM_CI))
+        folder=folder,
+        needed=True,
+        stamp=stamp,
+        files={
+            posixpath.join(folder, "package.json"): package_json,
+            posixpath.join(folder, "package-lock.json"): lock,
+        },
+        argv=(npm, *NPM_CI),
+    )

@@ -251,8 +251,10 @@ def _limits_problem(data: Mapping[str, Any]) -> str | None:
 def _every_level(levels: Levels) -> str:
     """`claude's levels are low, … and pi's are off, …`: each backend's, in the registry's
     order."""
-    parts = [f"{name}'s {'levels ' if i == 0 else ''}are {', '.join(known)}"
-             for i, (name, known) in enumerate(levels.items())]
+    parts = [
+        f"{name}'s {'levels ' if i == 0 else ''}are {', '.join(known)}"
+        for i, (name, known) in enumerate(levels.items())
+    ]
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
@@ -262,8 +264,10 @@ def _levels_problem(config: WorkerConfiguration, levels: Levels) -> str | None:
     given += [(f"enabled_models.{m}", r) for m, r in config.enabled_models.items()]
     for where, level in given:
         if level is not None and level not in known:
-            return (f"{where}.reasoning is {show(level)}, which no backend knows; "
-                    f"{_every_level(levels)}")
+            return (
+                f"{where}.reasoning is {show(level)}, which no backend knows; "
+                f"{_every_level(levels)}"
+            )
     return None
 
 
@@ -339,7 +343,10 @@ def _not_enabled(config: WorkerConfiguration) -> Refusal | None:
 
 
 def parse_configuration(
-    data: Mapping[str, Any], file: str, declared: Mapping[str, set[str]] | None = None, *,
+    data: Mapping[str, Any],
+    file: str,
+    declared: Mapping[str, set[str]] | None = None,
+    *,
     levels: Levels,
 ) -> WorkerConfiguration | Refusal:
     """`.concorde/workers.json` that meets its contract's schema -> its value, or the refusal
@@ -415,8 +422,9 @@ def _unresolved(config: WorkerConfiguration, operation: str, worker: str) -> Ref
     return refusal(Code.MODEL_UNRESOLVED, message, config.file)
 
 
-def _wrong_level(config: WorkerConfiguration, choice: WorkerChoice, known: Sequence[str]
-                 ) -> Refusal:
+def _wrong_level(
+    config: WorkerConfiguration, choice: WorkerChoice, known: Sequence[str]
+) -> Refusal:
     levels = ", ".join(known)
     problem = (
         f"{choice.reasoning_source} sets reasoning {show(choice.reasoning)} for {choice.label()}, "
@@ -437,19 +445,27 @@ def unnamed_notice(config: WorkerConfiguration, operation: str, worker: str) -> 
     entries = config.operations.get(operation)
     if entries is None:
         named = ", ".join(sorted(config.operations)) or "none"
-        return (f"{config.file} has no entry for Operation {operation} (its Operations: "
-                f"{named}): worker {worker} takes the file's default entry")
+        return (
+            f"{config.file} has no entry for Operation {operation} (its Operations: "
+            f"{named}): worker {worker} takes the file's default entry"
+        )
     if worker in entries.workers:
         return None
     named = ", ".join(sorted(entries.workers)) or "none"
-    fallback = (f"operations.{operation}.default" if entries.default is not None
-                else "the file's default entry")
-    return (f"{config.file} has no entry for worker {worker} of Operation {operation} (its "
-            f"workers: {named}): it takes {fallback}")
+    fallback = (
+        f"operations.{operation}.default"
+        if entries.default is not None
+        else "the file's default entry"
+    )
+    return (
+        f"{config.file} has no entry for worker {worker} of Operation {operation} (its "
+        f"workers: {named}): it takes {fallback}"
+    )
 
 
-def choose(config: WorkerConfiguration, operation: str, worker: str, levels: Levels
-           ) -> WorkerChoice | Refusal:
+def choose(
+    config: WorkerConfiguration, operation: str, worker: str, levels: Levels
+) -> WorkerChoice | Refusal:
     """Backend, model and level of one worker from the worker configuration alone; `levels`
     are the registered backends' reasoning levels."""
     chain = config.chain(operation, worker)

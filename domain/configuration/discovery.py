@@ -94,8 +94,13 @@ def _present(spec: ProgramSpec, path: str, probe: Probe) -> bool:
     return probe.which(path, "") is not None
 
 
-def locate(spec: ProgramSpec, environ: Mapping[str, str], found_in: Sequence[Installation],
-           probe: Probe, primary: str | None = None) -> Found | None:
+def locate(
+    spec: ProgramSpec,
+    environ: Mapping[str, str],
+    found_in: Sequence[Installation],
+    probe: Probe,
+    primary: str | None = None,
+) -> Found | None:
     """Where the program is, or None. `primary` is the primary worktree (a package
     directory's own place, seed 001), when one is known."""
     program, variable = spec.program, spec.variable
@@ -121,14 +126,23 @@ def locate(spec: ProgramSpec, environ: Mapping[str, str], found_in: Sequence[Ins
     return None
 
 
-def looked_at(spec: ProgramSpec, environ: Mapping[str, str], found_in: Sequence[Installation],
-              primary: str | None = None) -> list[str]:
+def looked_at(
+    spec: ProgramSpec,
+    environ: Mapping[str, str],
+    found_in: Sequence[Installation],
+    primary: str | None = None,
+) -> list[str]:
     """Every place `locate` looks, in words, for a refusal or doctor to name."""
     variable = spec.variable
     if environ.get(variable):
         return [f"${variable} ({environ[variable]})"]
-    first = (f"{primary}/{spec.in_primary}" if spec.entry is not None and spec.in_primary
-             and primary else "PATH" if spec.entry is None else None)
+    first = (
+        f"{primary}/{spec.in_primary}"
+        if spec.entry is not None and spec.in_primary and primary
+        else "PATH"
+        if spec.entry is None
+        else None
+    )
     places = [f"${variable} (unset)", *([first] if first else [])]
     places += [posixpath.join(i.node_modules, spec.in_node_modules) for i in found_in]
     return places

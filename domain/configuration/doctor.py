@@ -106,8 +106,13 @@ class Check:
     """False: only a backend no run here uses needs it; said, never failing the verdict."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "state": self.state,
-                "repair": self.repair or None, "needed": self.needed}
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "state": self.state,
+            "repair": self.repair or None,
+            "needed": self.needed,
+        }
 
 
 @dataclass(frozen=True)
@@ -127,9 +132,12 @@ class Diagnosis:
         return 0 if self.ok else 2
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "backends": list(self.backends),
-                "backends_source": self.backends_source,
-                "checks": [check.to_json() for check in self.checks]}
+        return {
+            "ok": self.ok,
+            "backends": list(self.backends),
+            "backends_source": self.backends_source,
+            "checks": [check.to_json() for check in self.checks],
+        }
 
     def lines(self) -> list[str]:
         """One line per prerequisite: `[ok] name: state`, `[FAILED] name: state; repair`, and
@@ -140,8 +148,11 @@ class Diagnosis:
             repair = f" -> {check.repair}" if check.repair and not check.ok else ""
             out.append(f"[{mark}] {check.name}: {check.state}{repair}")
         missing = sum(not c.ok for c in self.checks if c.needed)
-        out.append("all prerequisites hold" if self.ok else
-                   f"{missing} prerequisite(s) missing: see the repairs above")
+        out.append(
+            "all prerequisites hold"
+            if self.ok
+            else f"{missing} prerequisite(s) missing: see the repairs above"
+        )
         return out
 
 
@@ -191,8 +202,13 @@ def program_check(fact: ProgramFact) -> Check:
     where = f"{fact.path} (found by {fact.origin})"
     problem = version_problem(fact.version)
     if problem is not None:
-        return Check(name, False, f"{fact.version.version or 'version unknown'} at {where}, "
-                                  f"at least {row.minimum} needed", row.upgrade)
+        return Check(
+            name,
+            False,
+            f"{fact.version.version or 'version unknown'} at {where}, "
+            f"at least {row.minimum} needed",
+            row.upgrade,
+        )
     if row.minimum is None:
         return Check(name, True, f"at {where} (no version is relied on)")
     return Check(name, True, f"{fact.version.version} (at least {row.minimum}) at {where}")
@@ -200,82 +216,118 @@ def program_check(fact: ProgramFact) -> Check:
 
 def tool_check(name: str, found: str | None, helper: HelperTool | None = None) -> Check:
     if found is None:
-        return Check(name, False, "not found on PATH",
-                     helper.provide if helper else MACHINE_TOOLS[name])
+        return Check(
+            name, False, "not found on PATH", helper.provide if helper else MACHINE_TOOLS[name]
+        )
     return Check(name, True, found)
 
 
 def sandbox_check(fact: SandboxFact | None) -> Check:
     name = "a command in the worker's Bash sandbox, without network"
-    repair = ("make sandbox-runtime, node, bwrap and socat available (see their lines); a "
-              "worker never runs without its sandbox")
+    repair = (
+        "make sandbox-runtime, node, bwrap and socat available (see their lines); a "
+        "worker never runs without its sandbox"
+    )
     if fact is None:
         return Check(name, False, "not tried: the sandbox's programs are missing", repair)
     if not fact.ran:
-        return Check(name, False, f"the sandbox did not run the command: {fact.detail}",
-                     "see the message; bubblewrap needs user namespaces (or root)")
+        return Check(
+            name,
+            False,
+            f"the sandbox did not run the command: {fact.detail}",
+            "see the message; bubblewrap needs user namespaces (or root)",
+        )
     if fact.reached:
-        return Check(name, False, f"the command reached 127.0.0.1 from inside: {fact.detail}",
-                     "the sandbox has network: do not run workers on this machine until "
-                     "sandbox-runtime's network isolation works (bubblewrap --unshare-net)")
+        return Check(
+            name,
+            False,
+            f"the command reached 127.0.0.1 from inside: {fact.detail}",
+            "the sandbox has network: do not run workers on this machine until "
+            "sandbox-runtime's network isolation works (bubblewrap --unshare-net)",
+        )
     return Check(name, True, f"ran, and could not reach 127.0.0.1 ({fact.detail})")
 
 
 def file_check(name: str, fact: FileFact, repair: str) -> Check:
     if fact.problem is not None:
-        return Check(name, False, f"{fact.path or 'not found'} ({fact.origin}): {fact.problem}",
-                     repair)
+        return Check(
+            name, False, f"{fact.path or 'not found'} ({fact.origin}): {fact.problem}", repair
+        )
     return Check(name, True, f"{fact.path} ({fact.origin}), valid")
 
 
 def credential_check(fact: CredentialFact) -> Check:
     name = f"credentials of the {fact.backend} backend"
     if not fact.present:
-        return Check(name, False, f"none found (looked at {', '.join(fact.looked_at)})",
-                     fact.repair)
+        return Check(
+            name, False, f"none found (looked at {', '.join(fact.looked_at)})", fact.repair
+        )
     return Check(name, True, f"present: {', '.join(fact.present)} (never printed)")
 
 
 def diagnose(facts: Facts) -> Diagnosis:
     """Every check, in the order a user repairs them."""
     used, serves = facts.backends, needed_by(facts.profiles)
-    checks = [_needed(program_check(facts.programs[spec.program]), serves.get(spec.program), used)
-              for profile in facts.profiles for spec in profile.programs]
-    checks += [_needed(tool_check(name, facts.tools.get(name), helper), serves.get(name), used)
-               for name, helper in tools_of(facts.profiles).items()]
+    checks = [
+        _needed(program_check(facts.programs[spec.program]), serves.get(spec.program), used)
+        for profile in facts.profiles
+        for spec in profile.programs
+    ]
+    checks += [
+        _needed(tool_check(name, facts.tools.get(name), helper), serves.get(name), used)
+        for name, helper in tools_of(facts.profiles).items()
+    ]
     if any(profile.sandbox_package for profile in facts.profiles):
         checks.append(_needed(sandbox_check(facts.sandbox), serves.get("sandbox"), used))
-    checks.append(file_check(
-        "model map", facts.model_map,
-        "write it as contract.workers.model-map (README \"Run it on your own repository\")"))
-    checks += [_needed(credential_check(fact), serves.get(f"credentials {fact.backend}"), used)
-               for fact in facts.credentials]
+    checks.append(
+        file_check(
+            "model map",
+            facts.model_map,
+            'write it as contract.workers.model-map (README "Run it on your own repository")',
+        )
+    )
+    checks += [
+        _needed(credential_check(fact), serves.get(f"credentials {fact.backend}"), used)
+        for fact in facts.credentials
+    ]
     if facts.workers_json is not None:
-        checks.append(file_check(
-            "workers.json of this worktree", facts.workers_json,
-            "repair it as contract.workers.worker-configuration (README \"Run it on your own "
-            "repository\")"))
+        checks.append(
+            file_check(
+                "workers.json of this worktree",
+                facts.workers_json,
+                'repair it as contract.workers.worker-configuration (README "Run it on your own '
+                'repository")',
+            )
+        )
     if facts.resources is not None:
         checks.append(resources_check(facts.resources, facts.machine_resources))
     return Diagnosis(tuple(checks), backends=used, backends_source=facts.backends_source)
 
 
-def resources_check(enforcement: Enforcement,
-                    machine: MachineResources | None = None) -> Check:
+def resources_check(enforcement: Enforcement, machine: MachineResources | None = None) -> Check:
     """Said, never failing unless the machine's resources.json cannot be used (every run is
     then refused): a machine without groups runs without limits (and refuses a run that asks
     for them, or every run, as its setting says), as plan and each round's resources.json say
     too."""
     machine = machine or MachineResources()
     if machine.problem is not None:
-        return Check("resource limits", False, machine.problem,
-                     "repair it as domain/configuration/machine_resources.py shows, or remove it")
+        return Check(
+            "resource limits",
+            False,
+            machine.problem,
+            "repair it as domain/configuration/machine_resources.py shows, or remove it",
+        )
     said = f"{enforcement.text()}; defaults {machine.defaults.text()}"
     if enforcement.kind is GroupKind.NONE:
         refusal = machine.refusal(True, enforcement.problem or "no control groups")
         unasked = machine.refusal(False, enforcement.problem or "no control groups")
-        runs = ("every run is refused" if unasked else "runs go without them, and a request "
-                "that asks for limits is refused" if refusal else "every run goes without them")
+        runs = (
+            "every run is refused"
+            if unasked
+            else "runs go without them, and a request that asks for limits is refused"
+            if refusal
+            else "every run goes without them"
+        )
         return Check("resource limits", True, f"{said}; {runs}", needed=False)
     return Check("resource limits", True, said)
 

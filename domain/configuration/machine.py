@@ -66,8 +66,9 @@ def _map_example(needs: Sequence[WorkerChoice], placeholders: Placeholders) -> s
     return json.dumps({"schema_version": 1, "models": models})
 
 
-def model_map_missing(file: str, needs: Sequence[WorkerChoice], placeholders: Placeholders,
-                      why: str = "") -> Refusal:
+def model_map_missing(
+    file: str, needs: Sequence[WorkerChoice], placeholders: Placeholders, why: str = ""
+) -> Refusal:
     message = (
         f"The model map {file} is missing{why}. It is the developer's own file, outside every "
         "repository and never committed; it maps each project model name to the id each program "
@@ -77,8 +78,9 @@ def model_map_missing(file: str, needs: Sequence[WorkerChoice], placeholders: Pl
     return refusal(Code.MODEL_MAP_MISSING, message, file)
 
 
-def model_map_location(environ: Mapping[str, str], needs: Sequence[WorkerChoice],
-                       placeholders: Placeholders) -> str | Refusal:
+def model_map_location(
+    environ: Mapping[str, str], needs: Sequence[WorkerChoice], placeholders: Placeholders
+) -> str | Refusal:
     """CONCORDE_MODEL_MAP (absolute), else concorde/models.json of $XDG_CONFIG_HOME when it is
     absolute, else of ~/.config. An empty variable counts as unset. A caller that only takes the
     path gives no `placeholders`: the refusal's example then names no backend's id."""
@@ -128,8 +130,9 @@ def model_map_invalid(file: str, problem: str, placeholders: Placeholders) -> Re
     return refusal(Code.MODEL_MAP_INVALID, message, file)
 
 
-def parse_model_map(data: Mapping[str, Any], file: str, placeholders: Placeholders
-                    ) -> ModelMap | Refusal:
+def parse_model_map(
+    data: Mapping[str, Any], file: str, placeholders: Placeholders
+) -> ModelMap | Refusal:
     """A map that meets its contract's schema (the caller checked it) -> its value, or
     model_map_invalid for its semantics."""
     if problem := model_map_problem(data, placeholders):
@@ -137,8 +140,9 @@ def parse_model_map(data: Mapping[str, Any], file: str, placeholders: Placeholde
     return ModelMap(file=file, models=data["models"])
 
 
-def _entry_to_add(model: str, backends: Sequence[Backend], model_map: ModelMap,
-                  placeholders: Placeholders) -> str:
+def _entry_to_add(
+    model: str, backends: Sequence[Backend], model_map: ModelMap, placeholders: Placeholders
+) -> str:
     ids: dict[str, str] = {str(k): v for k, v in model_map.models.get(model, {}).items()}
     for backend in backends:
         ids[backend] = placeholders[backend]
@@ -149,7 +153,8 @@ def _entry_to_add(model: str, backends: Sequence[Backend], model_map: ModelMap,
 
 
 def _unmapped(
-    missing: dict[tuple[str, Backend], list[WorkerChoice]], model_map: ModelMap,
+    missing: dict[tuple[str, Backend], list[WorkerChoice]],
+    model_map: ModelMap,
     placeholders: Placeholders,
 ) -> Refusal:
     lines = [f"The model map {model_map.file} gives no local id for these workers:"]
@@ -170,8 +175,9 @@ def _unmapped(
     return refusal(Code.MODEL_UNMAPPED, "\n".join(lines), model_map.file)
 
 
-def place(choices: Sequence[WorkerChoice], model_map: ModelMap, placeholders: Placeholders
-          ) -> tuple[str, ...] | Refusal:
+def place(
+    choices: Sequence[WorkerChoice], model_map: ModelMap, placeholders: Placeholders
+) -> tuple[str, ...] | Refusal:
     """Each worker's local model id on its backend, or one model_unmapped naming every missing
     model and backend pair with the workers that would take each."""
     missing: dict[tuple[str, Backend], list[WorkerChoice]] = {}
@@ -203,22 +209,28 @@ def _other(backend: str, backends: Sequence[str]) -> str:
     return others[0] if others else backend
 
 
-def backend_unusable(choice: WorkerChoice, problem: str, file: str, backends: Sequence[str]
-                     ) -> Refusal:
+def backend_unusable(
+    choice: WorkerChoice, problem: str, file: str, backends: Sequence[str]
+) -> Refusal:
     """backend_missing for a program that is found but cannot run the policy (too old, or its
     version unreadable: domain/configuration/program_versions.py `version_problem`)."""
     other = _other(choice.backend, backends)
     where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
     message = (
         f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
-        f"but {problem}; or choose the other program by setting \"backend\": \"{other}\" in "
+        f'but {problem}; or choose the other program by setting "backend": "{other}" in '
         f"{where} of {file} (the model map then needs the model's {other} id)."
     )
     return refusal(Code.BACKEND_MISSING, message, file)
 
 
-def backend_missing(choice: WorkerChoice, spec: ProgramSpec, environ: Mapping[str, str],
-                    file: str, backends: Sequence[str]) -> Refusal:
+def backend_missing(
+    choice: WorkerChoice,
+    spec: ProgramSpec,
+    environ: Mapping[str, str],
+    file: str,
+    backends: Sequence[str],
+) -> Refusal:
     """backend_missing for a program that is not found: how to install it or name it."""
     program, var = program_of(spec, environ)
     other = _other(choice.backend, backends)

@@ -29,8 +29,14 @@ from concorde_workers.domain.configuration.machine import model_map_location
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, ResourceLimits
 from concorde_workers.domain.texts import json_limits
 
-__all__ = ["MAX_RESOURCES_BYTES", "RESOURCES_FILE", "MachineResources", "WithoutGroups",
-           "parse_machine_resources", "resources_location"]
+__all__ = [
+    "MAX_RESOURCES_BYTES",
+    "RESOURCES_FILE",
+    "MachineResources",
+    "WithoutGroups",
+    "parse_machine_resources",
+    "resources_location",
+]
 
 RESOURCES_FILE = "resources.json"
 MAX_RESOURCES_BYTES = 64 * 1024
@@ -59,10 +65,12 @@ class MachineResources:
         if requested is None:
             return self.defaults
         return ResourceLimits.model_validate(
-            {**self.defaults.model_dump(), **requested.model_dump(exclude_unset=True)})
+            {**self.defaults.model_dump(), **requested.model_dump(exclude_unset=True)}
+        )
 
-    def refusal(self, asked: bool, problem: str | None,
-                limits: ResourceLimits = DEFAULT_LIMITS) -> str | None:
+    def refusal(
+        self, asked: bool, problem: str | None, limits: ResourceLimits = DEFAULT_LIMITS
+    ) -> str | None:
         """Why no round may start on a machine whose groups are missing (`problem`: why) or
         None; `asked`: the request asked for `limits`."""
         if self.problem is not None:
@@ -70,11 +78,15 @@ class MachineResources:
         if problem is None or self.without_groups is WithoutGroups.RUN:
             return None
         if self.without_groups is WithoutGroups.REFUSE:
-            return (f"this machine cannot enforce resource limits ({problem}) and its "
-                    f"{self.file} says \"without_groups\": \"refuse\"")
+            return (
+                f"this machine cannot enforce resource limits ({problem}) and its "
+                f'{self.file} says "without_groups": "refuse"'
+            )
         if asked:
-            return (f"the request asks for resource limits ({limits.text()}) and this machine "
-                    f"cannot enforce them: {problem}")
+            return (
+                f"the request asks for resource limits ({limits.text()}) and this machine "
+                f"cannot enforce them: {problem}"
+            )
         return None
 
     def text(self) -> str:
@@ -89,12 +101,16 @@ def resources_location(environ: Mapping[str, str]) -> str | None:
     if named:
         return posixpath.normpath(named)
     location = model_map_location(environ, [], {})  # only its folder
-    return None if not isinstance(location, str) else posixpath.join(
-        posixpath.dirname(location), RESOURCES_FILE)
+    return (
+        None
+        if not isinstance(location, str)
+        else posixpath.join(posixpath.dirname(location), RESOURCES_FILE)
+    )
 
 
 def parse_machine_resources(text: str, file: str) -> MachineResources:
     """The setting the file holds, or one whose `problem` names what is wrong and the repair."""
+
     def bad(why: str) -> MachineResources:
         return MachineResources(file=file, problem=f"{file} {why}")
 
@@ -106,8 +122,9 @@ def parse_machine_resources(text: str, file: str) -> MachineResources:
         return bad('must be a JSON object with "schema_version": 1')
     unknown = sorted(set(data) - {"schema_version", "defaults", "without_groups"})
     if unknown:
-        return bad(f'has the unknown field {unknown[0]!r}: it holds "defaults" and '
-                   '"without_groups"')
+        return bad(
+            f'has the unknown field {unknown[0]!r}: it holds "defaults" and "without_groups"'
+        )
     try:
         defaults = ResourceLimits.model_validate(data.get("defaults", {}))
     except ValidationError as error:
@@ -116,6 +133,5 @@ def parse_machine_resources(text: str, file: str) -> MachineResources:
         return bad(f"has an invalid defaults.{field}: {first['msg']}")
     choice = data.get("without_groups", WithoutGroups.REFUSE_WHEN_ASKED.value)
     if choice not in {c.value for c in WithoutGroups}:
-        return bad('has an invalid "without_groups": it is "refuse-when-asked", "refuse" or '
-                   '"run"')
+        return bad('has an invalid "without_groups": it is "refuse-when-asked", "refuse" or "run"')
     return MachineResources(defaults=defaults, without_groups=WithoutGroups(choice), file=file)

@@ -129,8 +129,11 @@ def programs_of(profiles: Profiles) -> dict[str, ProgramSpec]:
 def pins_of(profiles: Profiles) -> dict[str, str]:
     """The npm packages and versions the registered backends pin (package.json's
     dependencies)."""
-    return {spec.package: spec.pinned for spec in programs_of(profiles).values()
-            if spec.package and spec.pinned}
+    return {
+        spec.package: spec.pinned
+        for spec in programs_of(profiles).values()
+        if spec.package and spec.pinned
+    }
 
 
 def placeholders_of(profiles: Profiles) -> dict[str, str]:

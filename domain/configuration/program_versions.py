@@ -153,9 +153,15 @@ class ProgramVersion(BaseModel):
         return found is not None and least is not None and found < least
 
     def to_json(self) -> dict[str, Any]:
-        return {"program": self.program, "path": self.path, "version": self.version,
-                "minimum": self.spec.minimum, "source": self.source, "problem": self.problem,
-                "origin": self.origin}
+        return {
+            "program": self.program,
+            "path": self.path,
+            "version": self.version,
+            "minimum": self.spec.minimum,
+            "source": self.source,
+            "problem": self.problem,
+            "origin": self.origin,
+        }
 
     def line(self) -> str:
         """One line for a person: `claude 2.1.332 (at least 2.1.332) /path ← source`."""
@@ -173,13 +179,17 @@ def version_problem(found: ProgramVersion) -> str | None:
         return None
     if found.version is None or parse_version(found.version) is None:
         why = found.problem or "it named no version"
-        return (f"the version of {row.title} at {found.path} could not be read ({why}); the "
-                f"policy relies on {row.title} {row.minimum} or newer ({row.relies_on}): make "
-                f"it one that says its version, or {row.upgrade}")
+        return (
+            f"the version of {row.title} at {found.path} could not be read ({why}); the "
+            f"policy relies on {row.title} {row.minimum} or newer ({row.relies_on}): make "
+            f"it one that says its version, or {row.upgrade}"
+        )
     if found.too_old:
-        return (f"{row.title} at {found.path} is version {found.version} (from {found.source}), "
-                f"older than {row.minimum}, the oldest version whose settings this policy "
-                f"relies on ({row.relies_on}): {row.upgrade}")
+        return (
+            f"{row.title} at {found.path} is version {found.version} (from {found.source}), "
+            f"older than {row.minimum}, the oldest version whose settings this policy "
+            f"relies on ({row.relies_on}): {row.upgrade}"
+        )
     return None
 
 
@@ -190,10 +200,12 @@ def changed_problem(found: ProgramVersion, identity: str | None) -> str | None:
     checked"); None when unchanged or when there is nothing to compare."""
     if found.identity is None or identity == found.identity:
         return None
-    return (f"{found.spec.title} at {found.path} changed after the run was prepared, when its "
-            f"version {found.version} was read and checked (from {found.source}): the round is "
-            "not started with a program nobody checked; start a new run to check the one now "
-            "in place")
+    return (
+        f"{found.spec.title} at {found.path} changed after the run was prepared, when its "
+        f"version {found.version} was read and checked (from {found.source}): the round is "
+        "not started with a program nobody checked; start a new run to check the one now "
+        "in place"
+    )
 
 
 def version_refusal(found: Sequence[ProgramVersion]) -> Refusal | None:
@@ -204,8 +216,9 @@ def version_refusal(found: Sequence[ProgramVersion]) -> Refusal | None:
         if problem is None:
             continue
         message = program.spec.refused.replace("{problem}", problem)
-        return Refusal(code=program.spec.code, reason=Reason.ENVIRONMENT, message=message,
-                       file=program.path)
+        return Refusal(
+            code=program.spec.code, reason=Reason.ENVIRONMENT, message=message, file=program.path
+        )
     return None
 
 
@@ -219,8 +232,7 @@ def programs_text(found: Sequence[ProgramVersion]) -> str:
     return json.dumps(programs_document(found), indent=2, sort_keys=True) + "\n"
 
 
-def parse_programs_document(data: object, programs: Programs
-                            ) -> tuple[ProgramVersion, ...] | None:
+def parse_programs_document(data: object, programs: Programs) -> tuple[ProgramVersion, ...] | None:
     """programs.json read back (an account of an ended run) with the registered `programs`;
     None when it is not one, or names a program no registered backend runs."""
     if not isinstance(data, dict) or not isinstance(data.get("programs"), list):
@@ -230,10 +242,16 @@ def parse_programs_document(data: object, programs: Programs
         if not isinstance(entry, dict) or entry.get("program") not in programs:
             return None
         try:
-            found.append(ProgramVersion(
-                spec=programs[entry["program"]], path=entry["path"], version=entry["version"],
-                source=entry["source"], problem=entry.get("problem"),
-                origin=entry.get("origin")))
+            found.append(
+                ProgramVersion(
+                    spec=programs[entry["program"]],
+                    path=entry["path"],
+                    version=entry["version"],
+                    source=entry["source"],
+                    problem=entry.get("problem"),
+                    origin=entry.get("origin"),
+                )
+            )
         except (KeyError, ValueError):
             return None
     return tuple(found)

@@ -55,8 +55,10 @@ class ResourceLimits(BaseModel):
     """The size of the runtime directory's tmp/, a tmpfs of each confined round's own."""
 
     def text(self) -> str:
-        return (f"processes {self.processes}, memory {self.memory_mib} MiB (swap off), "
-                f"CPU weight {self.cpu_weight}, tmp/ {self.tmp_mib} MiB")
+        return (
+            f"processes {self.processes}, memory {self.memory_mib} MiB (swap off), "
+            f"CPU weight {self.cpu_weight}, tmp/ {self.tmp_mib} MiB"
+        )
 
 
 DEFAULT_LIMITS = ResourceLimits()
@@ -92,20 +94,26 @@ class Enforcement(BaseModel):
 Write = tuple[str, str, str]
 
 
-def limit_writes(kind: GroupKind, limits: ResourceLimits, cpu: bool = True,
-                 memsw: bool = True) -> tuple[Write, ...]:
+def limit_writes(
+    kind: GroupKind, limits: ResourceLimits, cpu: bool = True, memsw: bool = True
+) -> tuple[Write, ...]:
     """The files a new group's limits are written to, in order (v1: the memory limit before
     memory+swap, which may never be below it)."""
     memory = str(limits.memory_mib * MIB)
     if kind is GroupKind.V2:
-        writes: list[Write] = [("", "pids.max", str(limits.processes)),
-                               ("", "memory.max", memory), ("", "memory.swap.max", "0")]
+        writes: list[Write] = [
+            ("", "pids.max", str(limits.processes)),
+            ("", "memory.max", memory),
+            ("", "memory.swap.max", "0"),
+        ]
         if cpu:
             writes.append(("", "cpu.weight", str(limits.cpu_weight)))
         return tuple(writes)
     if kind is GroupKind.V1:
-        writes = [("pids", "pids.max", str(limits.processes)),
-                  ("memory", "memory.limit_in_bytes", memory)]
+        writes = [
+            ("pids", "pids.max", str(limits.processes)),
+            ("memory", "memory.limit_in_bytes", memory),
+        ]
         if memsw:
             writes.append(("memory", "memory.memsw.limit_in_bytes", memory))
         if cpu:
@@ -114,8 +122,10 @@ def limit_writes(kind: GroupKind, limits: ResourceLimits, cpu: bool = True,
     return ()
 
 
-JOIN_SCRIPT = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; '
-               'n=$((n - 1)); done; unset PWD; exec "$@"')
+JOIN_SCRIPT = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; '
+    'n=$((n - 1)); done; unset PWD; exec "$@"'
+)
 """Writes its own pid into each group's `cgroup.procs`, then becomes the round's command: every
 process the round makes is born inside. Paths come as arguments, never in the text. A shell
 exports a `PWD` of its own; the host's environments never hold one (they are cleared), so the
@@ -150,9 +160,14 @@ class ResourceUse(BaseModel):
 
     def to_json(self) -> dict[str, object]:
         c = self.counters
-        return {"memory_peak_bytes": c.memory_peak_bytes, "oom_kills": c.oom_kills,
-                "processes_peak": c.processes_peak, "forks_refused": c.forks_refused,
-                "cpu_seconds": c.cpu_seconds, "limits_reached": list(self.reached)}
+        return {
+            "memory_peak_bytes": c.memory_peak_bytes,
+            "oom_kills": c.oom_kills,
+            "processes_peak": c.processes_peak,
+            "forks_refused": c.forks_refused,
+            "cpu_seconds": c.cpu_seconds,
+            "limits_reached": list(self.reached),
+        }
 
 
 HEAP_EXHAUSTED = "JavaScript heap out of memory"
@@ -168,17 +183,26 @@ def judge_use(counters: GroupCounters, limits: ResourceLimits, stderr: str = "")
     reached: list[str] = []
     if counters.forks_refused:
         peak = "" if counters.processes_peak is None else f", peak {counters.processes_peak}"
-        reached.append(f"the run's process limit ({limits.processes} processes) refused "
-                       f"{counters.forks_refused} new process(es){peak}")
-    memory_peak = ("" if counters.memory_peak_bytes is None
-                   else f", peak {counters.memory_peak_bytes / MIB:.0f} MiB")
+        reached.append(
+            f"the run's process limit ({limits.processes} processes) refused "
+            f"{counters.forks_refused} new process(es){peak}"
+        )
+    memory_peak = (
+        ""
+        if counters.memory_peak_bytes is None
+        else f", peak {counters.memory_peak_bytes / MIB:.0f} MiB"
+    )
     if counters.oom_kills:
-        reached.append(f"the run's memory limit ({limits.memory_mib} MiB, swap off) made the "
-                       f"kernel kill {counters.oom_kills} process(es){memory_peak}")
+        reached.append(
+            f"the run's memory limit ({limits.memory_mib} MiB, swap off) made the "
+            f"kernel kill {counters.oom_kills} process(es){memory_peak}"
+        )
     elif HEAP_EXHAUSTED in stderr:
-        reached.append(f"the run's memory limit ({limits.memory_mib} MiB, swap off) bounded "
-                       "the agent's JavaScript heap (node sizes it to half the limit) and the "
-                       f"agent ran out of it{memory_peak}")
+        reached.append(
+            f"the run's memory limit ({limits.memory_mib} MiB, swap off) bounded "
+            "the agent's JavaScript heap (node sizes it to half the limit) and the "
+            f"agent ran out of it{memory_peak}"
+        )
     return ResourceUse(counters=counters, reached=tuple(reached))
 
 

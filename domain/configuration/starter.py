@@ -28,8 +28,17 @@ from pydantic import BaseModel, ConfigDict
 from concorde_workers.domain.texts import json_limits
 
 __all__ = [
-    "EXCLUDE_LINE", "PROJECT_MODEL", "DefaultModel", "MapUpdate", "backend_for", "default_id",
-    "excluded", "grant_text", "model_ids", "model_map_update", "workers_text",
+    "EXCLUDE_LINE",
+    "PROJECT_MODEL",
+    "DefaultModel",
+    "MapUpdate",
+    "backend_for",
+    "default_id",
+    "excluded",
+    "grant_text",
+    "model_ids",
+    "model_map_update",
+    "workers_text",
 ]
 
 PROJECT_MODEL = "default"
@@ -77,8 +86,9 @@ def default_id(model: DefaultModel, settings_text: str | None) -> str | None:
     return None
 
 
-def model_ids(found: Mapping[str, DefaultModel], settings: Mapping[str, str | None]
-              ) -> dict[str, str]:
+def model_ids(
+    found: Mapping[str, DefaultModel], settings: Mapping[str, str | None]
+) -> dict[str, str]:
     """The local id of the project model on each backend found (its `DefaultModel`), where
     init can know it; `settings` holds each backend's settings file's text, when read."""
     ids: dict[str, str] = {}
@@ -91,8 +101,11 @@ def model_ids(found: Mapping[str, DefaultModel], settings: Mapping[str, str | No
 
 def workers_text(backend: str) -> str:
     """The starter worker configuration (contract.workers.worker-configuration)."""
-    data = {"schema_version": 2, "enabled_models": {PROJECT_MODEL: {}},
-            "default": {"backend": backend, "model": PROJECT_MODEL}}
+    data = {
+        "schema_version": 2,
+        "enabled_models": {PROJECT_MODEL: {}},
+        "default": {"backend": backend, "model": PROJECT_MODEL},
+    }
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -117,16 +130,23 @@ class MapUpdate:
     said: str
 
 
-def model_map_update(file: str, existing: str | None, ids: Mapping[str, str],
-                     force: bool, example: tuple[str, str] = ("<backend>", "<model id>")
-                     ) -> MapUpdate:
+def model_map_update(
+    file: str,
+    existing: str | None,
+    ids: Mapping[str, str],
+    force: bool,
+    example: tuple[str, str] = ("<backend>", "<model id>"),
+) -> MapUpdate:
     """The map with the starter's entry added where it is missing (with `force`, replaced);
     every other entry kept as it is. A map that is not a schema 1 object is left alone.
     `example` is the backend and placeholder the refusal to add anything names."""
     if not ids:
         backend, placeholder = example
-        return MapUpdate(None, f"{file}: nothing added (no backend whose model id init knows; "
-                               f"add \"{PROJECT_MODEL}\": {{\"{backend}\": \"{placeholder}\"}})")
+        return MapUpdate(
+            None,
+            f"{file}: nothing added (no backend whose model id init knows; "
+            f'add "{PROJECT_MODEL}": {{"{backend}": "{placeholder}"}})',
+        )
     data: dict[str, object] = {"schema_version": 1, "models": {}}
     if existing is not None:
         try:
@@ -140,13 +160,13 @@ def model_map_update(file: str, existing: str | None, ids: Mapping[str, str],
     if isinstance(entry, dict) and not force:
         added = {b: i for b, i in ids.items() if b not in entry}
         if not added:
-            return MapUpdate(None, f"{file}: kept, it already maps \"{PROJECT_MODEL}\"")
+            return MapUpdate(None, f'{file}: kept, it already maps "{PROJECT_MODEL}"')
         models[PROJECT_MODEL] = {**entry, **added}
     else:
         models[PROJECT_MODEL] = dict(ids)
     text = json.dumps({**data, "models": models}, indent=2) + "\n"
     shown = ", ".join(f"{b}: {i}" for b, i in sorted(ids.items()))
-    return MapUpdate(text, f"{file}: \"{PROJECT_MODEL}\" maps to {shown}")
+    return MapUpdate(text, f'{file}: "{PROJECT_MODEL}" maps to {shown}')
 
 
 def excluded(exclude_text: str) -> str | None:

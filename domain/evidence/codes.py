@@ -413,7 +413,6 @@ RUN_CODES: Mapping[Code, CodeSpec] = {row.code: row for row in _ROWS}
 """Every code of seed 000 "Errors" and seed 001 "Errors", in the tables' order."""
 
 
-
 class ValidationAnswer(StrEnum):
     """The round validation's answers that end a run with a code the round validation names."""
 
@@ -472,7 +471,6 @@ VALIDATION_CODE_RULES: Mapping[ValidationAnswer, ValidationCodeRule] = {
         ),
     ),
 }
-
 
 
 def codes_for_backend(backend: str) -> tuple[Code, ...]:

@@ -15,8 +15,9 @@ from concorde_workers.domain.evidence.codes import Code, Reason
 
 __all__ = ["Code", "ErrorLink", "Evidence", "LinkCode", "Reason", "Refusal", "Unhandled"]
 
-LinkCode = Annotated[Code | Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")],
-                     Field(union_mode="left_to_right")]
+LinkCode = Annotated[
+    Code | Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], Field(union_mode="left_to_right")
+]
 """A link's code: one of Workers' `Code`s, or any code another actor gives (the worker's own,
 one the round validation names); either serialises to the same string."""
 

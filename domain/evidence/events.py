@@ -16,8 +16,15 @@ from typing import Any
 
 from concorde_workers.domain.evidence.backends import BACKENDS
 
-__all__ = ["EVENT_SCHEMA", "EVENT_VERSION", "SCHEMA_NAME", "TEXT_LIMIT", "EventKind", "bounded",
-           "event"]
+__all__ = [
+    "EVENT_SCHEMA",
+    "EVENT_VERSION",
+    "SCHEMA_NAME",
+    "TEXT_LIMIT",
+    "EventKind",
+    "bounded",
+    "event",
+]
 
 SCHEMA_NAME = "concorde-workers.event"
 EVENT_VERSION = 1
@@ -44,8 +51,14 @@ def bounded(text: object) -> str:
 
 def event(kind: EventKind, run_id: str, at: str, **fields: Any) -> dict[str, Any]:
     """One event, its envelope first."""
-    return {"schema": SCHEMA_NAME, "version": EVENT_VERSION, "event": kind.value,
-            "run_id": run_id, "at": at, **fields}
+    return {
+        "schema": SCHEMA_NAME,
+        "version": EVENT_VERSION,
+        "event": kind.value,
+        "run_id": run_id,
+        "at": at,
+        **fields,
+    }
 
 
 _TEXT = {"type": "string", "maxLength": TEXT_LIMIT + 2}
@@ -55,8 +68,10 @@ _PATHS = {"type": "array", "maxItems": LISTED, "items": _TEXT}
 
 
 def _kind(name: EventKind, required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
-    return {"if": {"properties": {"event": {"const": name.value}}},
-            "then": {"required": required, "properties": properties}}
+    return {
+        "if": {"properties": {"event": {"const": name.value}}},
+        "then": {"required": required, "properties": properties},
+    }
 
 
 EVENT_SCHEMA: dict[str, Any] = {
@@ -72,30 +87,80 @@ EVENT_SCHEMA: dict[str, Any] = {
         "at": {"type": "string", "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"},
     },
     "allOf": [
-        _kind(EventKind.RUN_STARTED, ["backend", "task_type", "worktree", "run_directory"], {
-            "backend": {"enum": list(BACKENDS)}, "task_type": _TEXT, "worktree": _TEXT,
-            "run_directory": _TEXT}),
-        _kind(EventKind.ROUND_STARTED, ["round", "prompt"], {
-            "round": _ROUND, "prompt": {"enum": ["initial", "repair", "retry"]}}),
-        _kind(EventKind.TOOL_CALL, ["round", "tool", "target", "decision", "reason"], {
-            "round": _ROUND, "tool": _TEXT, "target": _TEXT, "reason": _TEXT,
-            "decision": {"enum": ["allowed", "refused by the grant", "refused by the sandbox",
-                                  "failed"]}}),
-        _kind(EventKind.AUDIT, ["round", "verdict", "changed", "changed_count", "violations"], {
-            "round": _ROUND, "verdict": {"enum": ["clean", "violation"]}, "changed": _PATHS,
-            "changed_count": {"type": "integer", "minimum": 0}, "violations": _PATHS}),
-        _kind(EventKind.CHECK, ["round", "check", "judgement", "exit_code"], {
-            "round": _ROUND, "check": _TEXT, "judgement": _NULLABLE_TEXT,
-            "exit_code": {"type": ["integer", "null"]}}),
-        _kind(EventKind.RETRY, ["round", "error", "retried", "delay_seconds"], {
-            "round": _ROUND, "error": _TEXT, "retried": {"type": "boolean"},
-            "delay_seconds": {"type": ["number", "null"], "minimum": 0}}),
-        _kind(EventKind.DELETION, ["path", "outcome"], {
-            "path": _TEXT, "outcome": {"enum": ["deleted", "refused", "absent", "failed"]}}),
-        _kind(EventKind.RUN_ENDED, ["status", "code", "detail", "rounds"], {
-            "status": {"enum": ["ok", "blocked", "failed", "interrupted"]},
-            "code": _NULLABLE_TEXT, "detail": _NULLABLE_TEXT,
-            "rounds": {"type": "integer", "minimum": 0}}),
+        _kind(
+            EventKind.RUN_STARTED,
+            ["backend", "task_type", "worktree", "run_directory"],
+            {
+                "backend": {"enum": list(BACKENDS)},
+                "task_type": _TEXT,
+                "worktree": _TEXT,
+                "run_directory": _TEXT,
+            },
+        ),
+        _kind(
+            EventKind.ROUND_STARTED,
+            ["round", "prompt"],
+            {"round": _ROUND, "prompt": {"enum": ["initial", "repair", "retry"]}},
+        ),
+        _kind(
+            EventKind.TOOL_CALL,
+            ["round", "tool", "target", "decision", "reason"],
+            {
+                "round": _ROUND,
+                "tool": _TEXT,
+                "target": _TEXT,
+                "reason": _TEXT,
+                "decision": {
+                    "enum": ["allowed", "refused by the grant", "refused by the sandbox", "failed"]
+                },
+            },
+        ),
+        _kind(
+            EventKind.AUDIT,
+            ["round", "verdict", "changed", "changed_count", "violations"],
+            {
+                "round": _ROUND,
+                "verdict": {"enum": ["clean", "violation"]},
+                "changed": _PATHS,
+                "changed_count": {"type": "integer", "minimum": 0},
+                "violations": _PATHS,
+            },
+        ),
+        _kind(
+            EventKind.CHECK,
+            ["round", "check", "judgement", "exit_code"],
+            {
+                "round": _ROUND,
+                "check": _TEXT,
+                "judgement": _NULLABLE_TEXT,
+                "exit_code": {"type": ["integer", "null"]},
+            },
+        ),
+        _kind(
+            EventKind.RETRY,
+            ["round", "error", "retried", "delay_seconds"],
+            {
+                "round": _ROUND,
+                "error": _TEXT,
+                "retried": {"type": "boolean"},
+                "delay_seconds": {"type": ["number", "null"], "minimum": 0},
+            },
+        ),
+        _kind(
+            EventKind.DELETION,
+            ["path", "outcome"],
+            {"path": _TEXT, "outcome": {"enum": ["deleted", "refused", "absent", "failed"]}},
+        ),
+        _kind(
+            EventKind.RUN_ENDED,
+            ["status", "code", "detail", "rounds"],
+            {
+                "status": {"enum": ["ok", "blocked", "failed", "interrupted"]},
+                "code": _NULLABLE_TEXT,
+                "detail": _NULLABLE_TEXT,
+                "rounds": {"type": "integer", "minimum": 0},
+            },
+        ),
     ],
 }
 """The schema of every event, by kind (draft 2020-12)."""

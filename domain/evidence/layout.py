@@ -136,9 +136,11 @@ class RuntimeEntries(BaseModel):
         def both(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
             return tuple(dict.fromkeys((*a, *b)))
 
-        return RuntimeEntries(host=both(self.host, other.host),
-                              not_writable=both(self.not_writable, other.not_writable),
-                              transcripts=both(self.transcripts, other.transcripts))
+        return RuntimeEntries(
+            host=both(self.host, other.host),
+            not_writable=both(self.not_writable, other.not_writable),
+            transcripts=both(self.transcripts, other.transcripts),
+        )
 
 
 class RuntimeLayout(BaseModel):

@@ -133,8 +133,9 @@ def worker_actor(run_id: str, session: str | None) -> str:
     return f"worker of Workers run {run_id} (session {shown})"
 
 
-def worker_link(result_error: WorkerError | Mapping[str, Any], run_id: str,
-                session: str | None) -> ErrorLink:
+def worker_link(
+    result_error: WorkerError | Mapping[str, Any], run_id: str, session: str | None
+) -> ErrorLink:
     """The worker's link: the valid worker result's error copied unchanged, with the level
     worker, an actor naming the run and the latest session, and no causes."""
     if isinstance(result_error, WorkerError):

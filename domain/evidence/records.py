@@ -426,8 +426,11 @@ class RoundRecord(BaseModel):
             "duration": usage.duration_seconds,
             "usage": usage,
         }
-        fields["agent"] = {backend: content.agent[backend] for backend in BACKENDS
-                           if isinstance(content.agent.get(backend), dict)}
+        fields["agent"] = {
+            backend: content.agent[backend]
+            for backend in BACKENDS
+            if isinstance(content.agent.get(backend), dict)
+        }
         if content.audit is not None:
             fields["audit"] = content.audit
         if content.validation is not None:

@@ -142,7 +142,7 @@ def parse_proc_stat(text: str) -> tuple[str, int] | None:
     close = text.rfind(")")
     if close < 0:
         return None
-    rest = text[close + 1:].split()
+    rest = text[close + 1 :].split()
     # rest[0] is field 3 (state), so field 22 is rest[19]
     if len(rest) < 20 or len(rest[0]) != 1 or not rest[19].isdigit():
         return None
@@ -153,8 +153,11 @@ def observation_of_stat(pid: int, text: str) -> ProcessObservation:
     """What a /proc/<pid>/stat line says of `pid`."""
     parsed = parse_proc_stat(text)
     if parsed is None:
-        return ProcessObservation(pid=pid, state=ProcessState.UNKNOWN,
-                                  problem=f"/proc/{pid}/stat is not a stat line: {text[:80]!r}")
+        return ProcessObservation(
+            pid=pid,
+            state=ProcessState.UNKNOWN,
+            problem=f"/proc/{pid}/stat is not a stat line: {text[:80]!r}",
+        )
     state, ticks = parsed
     alive = ProcessState.EXITED if state in _DEAD_STATES else ProcessState.ALIVE
     return ProcessObservation(pid=pid, state=alive, start_ticks=ticks)
@@ -180,10 +183,17 @@ class OwnerRecord(BaseModel):
     host: ProcessIdentity
 
     @classmethod
-    def of(cls, run_id: str, run_directory: str, backend: str,
-           host: ProcessIdentity) -> OwnerRecord:
-        return cls(kind=OWNER_KIND, version=1, run_id=run_id, run_directory=run_directory,
-                   backend=backend, host=host)
+    def of(
+        cls, run_id: str, run_directory: str, backend: str, host: ProcessIdentity
+    ) -> OwnerRecord:
+        return cls(
+            kind=OWNER_KIND,
+            version=1,
+            run_id=run_id,
+            run_directory=run_directory,
+            backend=backend,
+            host=host,
+        )
 
 
 def owner_record_text(record: OwnerRecord) -> str:
@@ -210,11 +220,15 @@ def parse_owner_record(text: str) -> OwnerRecord | str:
     if not is_run_id(record.run_id):
         return f"run_id: not a run id: {record.run_id!r}"
     run_dir = record.run_directory
-    if (not posixpath.isabs(run_dir) or posixpath.normpath(run_dir) != run_dir
-            or posixpath.basename(run_dir) != record.run_id
-            or posixpath.basename(posixpath.dirname(run_dir)) != "workers"):
-        return (f"run_directory: {run_dir!r} is not the run directory "
-                f"<parent>/workers/{record.run_id}")
+    if (
+        not posixpath.isabs(run_dir)
+        or posixpath.normpath(run_dir) != run_dir
+        or posixpath.basename(run_dir) != record.run_id
+        or posixpath.basename(posixpath.dirname(run_dir)) != "workers"
+    ):
+        return (
+            f"run_directory: {run_dir!r} is not the run directory <parent>/workers/{record.run_id}"
+        )
     return record
 
 
@@ -261,9 +275,15 @@ def _left(reason: str) -> Judgement:
     return Judgement(verdict=Verdict.LEFT, reason=reason)
 
 
-def judge(candidate: Candidate, *, own_uid: int, own: ProcessIdentity,
-          observation: ProcessObservation | None, now: float,
-          margin: float = OWNERLESS_MARGIN_SECONDS) -> Judgement | None:
+def judge(
+    candidate: Candidate,
+    *,
+    own_uid: int,
+    own: ProcessIdentity,
+    observation: ProcessObservation | None,
+    now: float,
+    margin: float = OWNERLESS_MARGIN_SECONDS,
+) -> Judgement | None:
     """Whether the runtime-directory candidate is stale, live, or to be left alone.
 
     None when its name is not a runtime directory's (nothing to say of it). In order:
@@ -293,26 +313,34 @@ def judge(candidate: Candidate, *, own_uid: int, own: ProcessIdentity,
     return judge_host(owner.host, own, observation)
 
 
-def judge_host(host: ProcessIdentity, own: ProcessIdentity,
-               observation: ProcessObservation | None) -> Judgement:
+def judge_host(
+    host: ProcessIdentity, own: ProcessIdentity, observation: ProcessObservation | None
+) -> Judgement:
     """Whether what `host` made is stale (its host is dead), live, or to be left alone, from
     this process's identity `own` and what the process table says of the host's pid: another
     boot: stale; a PID namespace unknown or different: left; then by the pid (`judge`)."""
     if own.boot_id and host.boot_id and own.boot_id != host.boot_id:
-        return _stale(f"its host (pid {host.pid}) ran before the machine last started "
-                      f"(boot {host.boot_id}, now {own.boot_id})")
+        return _stale(
+            f"its host (pid {host.pid}) ran before the machine last started "
+            f"(boot {host.boot_id}, now {own.boot_id})"
+        )
     if not (own.pid_namespace and host.pid_namespace):
-        return _left(f"the PID namespace of its host (pid {host.pid}) or of this process is "
-                     "unknown: its pid cannot be checked here")
+        return _left(
+            f"the PID namespace of its host (pid {host.pid}) or of this process is "
+            "unknown: its pid cannot be checked here"
+        )
     if own.pid_namespace != host.pid_namespace:
-        return _left(f"its host (pid {host.pid}) runs in another PID namespace "
-                     f"({host.pid_namespace}, this one {own.pid_namespace}): its pid cannot be "
-                     "checked here")
+        return _left(
+            f"its host (pid {host.pid}) runs in another PID namespace "
+            f"({host.pid_namespace}, this one {own.pid_namespace}): its pid cannot be "
+            "checked here"
+        )
     return _by_pid(host, observation)
 
 
-def judge_ownerless(problem: str, mtime: float | None, now: float,
-                    margin: float = OWNERLESS_MARGIN_SECONDS) -> Judgement:
+def judge_ownerless(
+    problem: str, mtime: float | None, now: float, margin: float = OWNERLESS_MARGIN_SECONDS
+) -> Judgement:
     """What has no usable owner record (`problem` says why): stale once older than `margin`,
     else left (it may be starting)."""
     return _ownerless(problem, mtime, now, margin)
@@ -324,11 +352,15 @@ def _ownerless(problem: str, mtime: float | None, now: float, margin: float) -> 
         return _left(f"no usable owner record ({problem}), and its age is unknown")
     age = now - mtime
     if age >= margin:
-        return _stale(f"no usable owner record ({problem}), and it was last changed "
-                      f"{age / 3600:.1f} hours ago, more than {hours:g} hours")
-    return _left(f"no usable owner record ({problem}), and it is younger than {hours:g} hours: "
-                 "it may be a run that is starting, or a run of a concorde-workers from before "
-                 "owner records")
+        return _stale(
+            f"no usable owner record ({problem}), and it was last changed "
+            f"{age / 3600:.1f} hours ago, more than {hours:g} hours"
+        )
+    return _left(
+        f"no usable owner record ({problem}), and it is younger than {hours:g} hours: "
+        "it may be a run that is starting, or a run of a concorde-workers from before "
+        "owner records"
+    )
 
 
 def _by_pid(host: ProcessIdentity, seen: ProcessObservation | None) -> Judgement:
@@ -339,8 +371,10 @@ def _by_pid(host: ProcessIdentity, seen: ProcessObservation | None) -> Judgement
     if seen.state is ProcessState.ABSENT:
         return _stale(f"its host (pid {pid}) is gone")
     if host.start_ticks is not None and seen.start_ticks != host.start_ticks:
-        return _stale(f"its host (pid {pid}) is gone: pid {pid} now belongs to another process "
-                      f"(started at tick {seen.start_ticks}, the host at tick {host.start_ticks})")
+        return _stale(
+            f"its host (pid {pid}) is gone: pid {pid} now belongs to another process "
+            f"(started at tick {seen.start_ticks}, the host at tick {host.start_ticks})"
+        )
     if seen.state is ProcessState.EXITED:
         return _stale(f"its host (pid {pid}) has exited (a zombie its parent has not reaped)")
     return Judgement(verdict=Verdict.LIVE, reason=f"its host (pid {pid}) is alive")

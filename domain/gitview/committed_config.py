@@ -54,8 +54,9 @@ def working_copy_uncommitted(file: str) -> str:
     )
 
 
-def committed_source(file: str, committed: str | None,
-                     working: str | object | None) -> ConfigurationSource:
+def committed_source(
+    file: str, committed: str | None, working: str | object | None
+) -> ConfigurationSource:
     """The configuration a run reads: always the committed text, with a notice when the working
     copy says something else, or is `NOT_OPENED` (a deleted working copy is not a notice: the
     run still reads what was committed, and nothing a worker wrote is taken)."""

@@ -106,71 +106,128 @@ DIFF_CONFIG: tuple[tuple[str, str], ...] = (
 """What the patch's shape must not take from the repository's configuration: `a/` and `b/`
 prefixes, paths quoted only where Git must, three lines of context."""
 
-COMMANDS: dict[str, GitCommand] = {command.name: command for command in (
-    GitCommand(
-        name="toplevel", args=("rev-parse", "--show-toplevel"), scope=Scope.DISCOVERY,
-        why="placement: the top level of the worktree the request names (a subdirectory or the "
-            "primary is refused by the answer)"),
-    GitCommand(
-        name="git_dir", args=("rev-parse", "--path-format=absolute", "--git-dir"),
-        scope=Scope.DISCOVERY, ceiling=True,
-        why="placement: the worktree's own Git directory, named by every later call"),
-    GitCommand(
-        name="common_dir", args=("rev-parse", "--path-format=absolute", "--git-common-dir"),
-        scope=Scope.DISCOVERY, ceiling=True,
-        why="placement: the common Git directory (hidden from the worker, its configuration "
-            "and excludes digested by the audit)"),
-    GitCommand(
-        name="worktree_list", args=("worktree", "list", "--porcelain", "-z"),
-        scope=Scope.DISCOVERY, ceiling=True,
-        why="placement: the primary worktree is the first worktree Git lists (seed 000)"),
-    GitCommand(
-        name="status",
-        args=("status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind",
-              "--untracked-files=all", "--no-renames", "--ignored=no", "--ignore-submodules=all"),
-        scope=Scope.REPOSITORY,
-        why="the audit (seed 000): HEAD and every tracked change and untracked file; "
-            "submodules are walked by the host itself, without Git"),
-    GitCommand(
-        name="index", args=("ls-files", "--stage", "-v", "-z"), scope=Scope.REPOSITORY,
-        why="the audit's index digest and the gitlinks the host walks itself"),
-    GitCommand(
-        name="head_commit", args=("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
-        scope=Scope.REPOSITORY, ok=(0, 1),
-        why="the worker configuration is read as committed (issue 18 §4): whether HEAD has a "
-            "commit at all (1: an unborn branch, nothing is committed)"),
-    GitCommand(
-        name="config_entry", args=("ls-tree", "-z", "-l", "HEAD", "--", CONFIG_PATH),
-        scope=Scope.REPOSITORY,
-        why="the worker configuration is read as committed (issue 18 §4): the committed "
+COMMANDS: dict[str, GitCommand] = {
+    command.name: command
+    for command in (
+        GitCommand(
+            name="toplevel",
+            args=("rev-parse", "--show-toplevel"),
+            scope=Scope.DISCOVERY,
+            why="placement: the top level of the worktree the request names (a subdirectory or the "
+            "primary is refused by the answer)",
+        ),
+        GitCommand(
+            name="git_dir",
+            args=("rev-parse", "--path-format=absolute", "--git-dir"),
+            scope=Scope.DISCOVERY,
+            ceiling=True,
+            why="placement: the worktree's own Git directory, named by every later call",
+        ),
+        GitCommand(
+            name="common_dir",
+            args=("rev-parse", "--path-format=absolute", "--git-common-dir"),
+            scope=Scope.DISCOVERY,
+            ceiling=True,
+            why="placement: the common Git directory (hidden from the worker, its configuration "
+            "and excludes digested by the audit)",
+        ),
+        GitCommand(
+            name="worktree_list",
+            args=("worktree", "list", "--porcelain", "-z"),
+            scope=Scope.DISCOVERY,
+            ceiling=True,
+            why="placement: the primary worktree is the first worktree Git lists (seed 000)",
+        ),
+        GitCommand(
+            name="status",
+            args=(
+                "status",
+                "--porcelain=v2",
+                "-z",
+                "--branch",
+                "--no-ahead-behind",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignored=no",
+                "--ignore-submodules=all",
+            ),
+            scope=Scope.REPOSITORY,
+            why="the audit (seed 000): HEAD and every tracked change and untracked file; "
+            "submodules are walked by the host itself, without Git",
+        ),
+        GitCommand(
+            name="index",
+            args=("ls-files", "--stage", "-v", "-z"),
+            scope=Scope.REPOSITORY,
+            why="the audit's index digest and the gitlinks the host walks itself",
+        ),
+        GitCommand(
+            name="head_commit",
+            args=("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
+            scope=Scope.REPOSITORY,
+            ok=(0, 1),
+            why="the worker configuration is read as committed (issue 18 §4): whether HEAD has a "
+            "commit at all (1: an unborn branch, nothing is committed)",
+        ),
+        GitCommand(
+            name="config_entry",
+            args=("ls-tree", "-z", "-l", "HEAD", "--", CONFIG_PATH),
+            scope=Scope.REPOSITORY,
+            why="the worker configuration is read as committed (issue 18 §4): the committed "
             "file's mode, kind and size (bounded before its blob is read), none when HEAD has "
-            "no such file"),
-    GitCommand(
-        name="config_blob", args=("cat-file", "blob", f"HEAD:{CONFIG_PATH}"),
-        scope=Scope.REPOSITORY,
-        why="the worker configuration is read as committed (issue 18 §4): the committed "
-            "bytes, never the working copy a worker may have rewritten"),
-    GitCommand(
-        name="changes_base", args=("read-tree",), scope=Scope.REPOSITORY, store=True,
-        why="a round's change (issue 21 §1): the store's index starts as HEAD's tree (the "
-            "adapter appends HEAD, or --empty on an unborn branch)"),
-    GitCommand(
-        name="changes_add", args=("update-index", "--add", "--remove", "--replace", "-z",
-                                  "--stdin"),
-        scope=Scope.REPOSITORY, store=True,
-        why="a round's change: the content of the changed rw paths the host names on stdin, "
-            "hashed into the store"),
-    GitCommand(
-        name="changes_tree", args=("write-tree",), scope=Scope.REPOSITORY, store=True,
-        why="a round's change: the tree of the worktree's rw state, in the store"),
-    GitCommand(
-        name="changes_patch",
-        args=("diff-tree", "-r", "-p", "--binary", "--full-index", "--no-renames",
-              "--no-ext-diff", "--no-textconv", "--no-color"),
-        scope=Scope.REPOSITORY, store=True, config=DIFF_CONFIG,
-        why="a round's change: the patch between the trees at the round's start and end (the "
-            "adapter appends both)"),
-)}
+            "no such file",
+        ),
+        GitCommand(
+            name="config_blob",
+            args=("cat-file", "blob", f"HEAD:{CONFIG_PATH}"),
+            scope=Scope.REPOSITORY,
+            why="the worker configuration is read as committed (issue 18 §4): the committed "
+            "bytes, never the working copy a worker may have rewritten",
+        ),
+        GitCommand(
+            name="changes_base",
+            args=("read-tree",),
+            scope=Scope.REPOSITORY,
+            store=True,
+            why="a round's change (issue 21 §1): the store's index starts as HEAD's tree (the "
+            "adapter appends HEAD, or --empty on an unborn branch)",
+        ),
+        GitCommand(
+            name="changes_add",
+            args=("update-index", "--add", "--remove", "--replace", "-z", "--stdin"),
+            scope=Scope.REPOSITORY,
+            store=True,
+            why="a round's change: the content of the changed rw paths the host names on stdin, "
+            "hashed into the store",
+        ),
+        GitCommand(
+            name="changes_tree",
+            args=("write-tree",),
+            scope=Scope.REPOSITORY,
+            store=True,
+            why="a round's change: the tree of the worktree's rw state, in the store",
+        ),
+        GitCommand(
+            name="changes_patch",
+            args=(
+                "diff-tree",
+                "-r",
+                "-p",
+                "--binary",
+                "--full-index",
+                "--no-renames",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-color",
+            ),
+            scope=Scope.REPOSITORY,
+            store=True,
+            config=DIFF_CONFIG,
+            why="a round's change: the patch between the trees at the round's start and end (the "
+            "adapter appends both)",
+        ),
+    )
+}
 
 BASE_ENVIRONMENT: dict[str, str] = {
     "LC_ALL": "C",
@@ -190,14 +247,21 @@ SANDBOX_UID = 65534
 host runs as root or as a user: never uid 0, which owns the mount namespace's masks."""
 
 SANDBOX_ARGS: tuple[str, ...] = (
-    "--ro-bind", "/", "/",
-    "--dev", "/dev",
-    "--proc", "/proc",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
     "--unshare-all",
     "--unshare-user",
-    "--uid", str(SANDBOX_UID),
-    "--gid", str(SANDBOX_UID),
-    "--cap-drop", "ALL",
+    "--uid",
+    str(SANDBOX_UID),
+    "--gid",
+    str(SANDBOX_UID),
+    "--cap-drop",
+    "ALL",
     "--disable-userns",
     "--die-with-parent",
     "--new-session",
@@ -224,22 +288,31 @@ def git_argv(git: str, command: GitCommand, where: str | GitRepository) -> list[
             raise TypeError(f"{command.name} needs the repository placement found")
         # -C last: Git itself reports a missing worktree ("cannot change to ..."), the
         # evidence a caller shows.
-        location = [f"--git-dir={where.git_dir}", f"--work-tree={where.worktree}",
-                    "-C", where.worktree]
+        location = [
+            f"--git-dir={where.git_dir}",
+            f"--work-tree={where.worktree}",
+            "-C",
+            where.worktree,
+        ]
     config = [arg for key, value in SAFETY_CONFIG for arg in ("-c", f"{key}={value}")]
     return [git, *GIT_OPTIONS, *config, *location, *command.args]
 
 
-def git_environment(git: str, command: GitCommand, where: str | GitRepository,
-                    config: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+def git_environment(
+    git: str,
+    command: GitCommand,
+    where: str | GitRepository,
+    config: Sequence[tuple[str, str]] = (),
+) -> dict[str, str]:
     """The whole environment of one call: `BASE_ENVIRONMENT`, a PATH of Git's own directory
     and the system's, the discovery ceiling, and `config` (such as the filter overrides)
     through `GIT_CONFIG_COUNT`, which carries a key and its value apart, so no name of the
     repository's can be read as another setting."""
     env = dict(BASE_ENVIRONMENT)
     config = (*config, *command.config)
-    env["PATH"] = ":".join(dict.fromkeys([posixpath.dirname(git) or "/usr/bin",
-                                          *SYSTEM_PATH.split(":")]))
+    env["PATH"] = ":".join(
+        dict.fromkeys([posixpath.dirname(git) or "/usr/bin", *SYSTEM_PATH.split(":")])
+    )
     if command.ceiling and isinstance(where, str):
         parent = posixpath.dirname(posixpath.normpath(where))
         if parent and parent != posixpath.normpath(where):
@@ -257,8 +330,9 @@ MAX_MASKED = 256
 read-only, its reads bounded by the adapter's timeout)."""
 
 
-def sandboxed(bwrap: str | None, argv: Sequence[str], masked: Sequence[str] = (),
-              writable: Sequence[str] = ()) -> list[str]:
+def sandboxed(
+    bwrap: str | None, argv: Sequence[str], masked: Sequence[str] = (), writable: Sequence[str] = ()
+) -> list[str]:
     """`argv` inside bubblewrap's read-only, network-less sandbox, or as it is without one.
     Each of `masked` (absolute directories) is an empty read-only directory inside: a
     submodule path the host walks itself, whose `.git` (a worker may have planted one, even a
@@ -266,8 +340,11 @@ def sandboxed(bwrap: str | None, argv: Sequence[str], masked: Sequence[str] = ()
     run's change store, a directory of the host's own) is the one place it may write."""
     if not bwrap:
         return list(argv)
-    mounts = [arg for path in masked for arg in ("--tmpfs", path, "--remount-ro", path)] \
-        if len(masked) <= MAX_MASKED else []
+    mounts = (
+        [arg for path in masked for arg in ("--tmpfs", path, "--remount-ro", path)]
+        if len(masked) <= MAX_MASKED
+        else []
+    )
     binds = [arg for path in writable for arg in ("--bind", path, path)]
     return [bwrap, *SANDBOX_ARGS, *binds, *mounts, "--", *argv]
 
@@ -276,6 +353,8 @@ def change_store_environment(store: str, common_dir: str) -> dict[str, str]:
     """What points a store command at the run's change store (issue 21 §1): its own index
     and object directory, the repository's objects readable behind them (the blobs of HEAD's
     tree), so the repository's index and objects are never written."""
-    return {"GIT_INDEX_FILE": posixpath.join(store, "index"),
-            "GIT_OBJECT_DIRECTORY": posixpath.join(store, "objects"),
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES": posixpath.join(common_dir, "objects")}
+    return {
+        "GIT_INDEX_FILE": posixpath.join(store, "index"),
+        "GIT_OBJECT_DIRECTORY": posixpath.join(store, "objects"),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": posixpath.join(common_dir, "objects"),
+    }

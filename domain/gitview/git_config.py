@@ -30,8 +30,13 @@ from pydantic import BaseModel, ConfigDict
 
 _SPACE = frozenset(b" \t\n\r")
 _BOM = b"\xef\xbb\xbf"
-_ESCAPES = {ord("t"): ord("\t"), ord("b"): ord("\b"), ord("n"): ord("\n"),
-            ord("\\"): ord("\\"), ord('"'): ord('"')}
+_ESCAPES = {
+    ord("t"): ord("\t"),
+    ord("b"): ord("\b"),
+    ord("n"): ord("\n"),
+    ord("\\"): ord("\\"),
+    ord('"'): ord('"'),
+}
 
 
 def _is_alpha(c: int) -> bool:
@@ -176,7 +181,7 @@ def _section(src: _Source) -> bytes | None:
 
 def parse_config(data: bytes) -> ConfigParse:
     """Every entry of a Git configuration file's bytes, in order, as Git 2.39 reads it."""
-    src = _Source(data[len(_BOM):] if data.startswith(_BOM) else data)
+    src = _Source(data[len(_BOM) :] if data.startswith(_BOM) else data)
     entries: list[ConfigEntry] = []
     section = b""
     comment = False
@@ -216,8 +221,11 @@ def parse_config(data: bytes) -> ConfigParse:
             value = _value(src)
             if value is None:
                 break
-        entries.append(ConfigEntry(name=_text(section + bytes(key)),
-                                   value=None if value is None else _text(value)))
+        entries.append(
+            ConfigEntry(
+                name=_text(section + bytes(key)), value=None if value is None else _text(value)
+            )
+        )
     return ConfigParse(entries=tuple(entries), error=f"bad config line {line}")
 
 
@@ -252,7 +260,11 @@ def filter_driver_names(data: bytes) -> frozenset[str]:
 
 
 FILTER_KEYS: tuple[tuple[str, str], ...] = (
-    ("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+    ("clean", ""),
+    ("smudge", ""),
+    ("process", ""),
+    ("required", "false"),
+)
 """What switches a filter driver off: no clean, smudge or long-running process command (Git
 runs a driver's command only when it is non-empty, convert.c `apply_filter`), and not required
 (a required driver that did not run makes `git status` die)."""
@@ -260,15 +272,17 @@ runs a driver's command only when it is non-empty, convert.c `apply_filter`), an
 
 def filter_overrides(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
     """The configuration entries that switch every named filter driver off, in name order."""
-    return tuple((f"filter.{name}.{key}", value)
-                 for name in sorted(set(names)) for key, value in FILTER_KEYS)
+    return tuple(
+        (f"filter.{name}.{key}", value) for name in sorted(set(names)) for key, value in FILTER_KEYS
+    )
 
 
 # --- includes ------------------------------------------------------------------------------------
 
 
-def include_paths(entries: Sequence[ConfigEntry], config_file: str,
-                  home_of: dict[str, str] | None = None) -> tuple[str, ...]:
+def include_paths(
+    entries: Sequence[ConfigEntry], config_file: str, home_of: dict[str, str] | None = None
+) -> tuple[str, ...]:
     """The files `include.path` and every `includeIf.<condition>.path` of a configuration file
     name, whatever their condition (over-inclusive): a relative path is joined to the file's
     own directory; `~user/` uses `home_of` (the password database);
@@ -280,7 +294,8 @@ def include_paths(entries: Sequence[ConfigEntry], config_file: str,
         if key != "path" or entry.value is None or not entry.value:
             continue
         if not (section == "include" and sub is None) and not (
-                section == "includeif" and sub is not None):
+            section == "includeif" and sub is not None
+        ):
             continue
         path = entry.value
         if path.startswith("~"):
@@ -300,21 +315,46 @@ def include_paths(entries: Sequence[ConfigEntry], config_file: str,
 
 # Keys whose value Git runs as a program (or reads more configuration from). Each is a
 # (section, key) pair; `*` matches any subsection.
-_PROGRAM_KEYS: frozenset[tuple[str, str | None, str]] = frozenset({
-    ("core", None, "fsmonitor"), ("core", None, "hookspath"), ("core", None, "editor"),
-    ("core", None, "pager"), ("core", None, "sshcommand"), ("core", None, "askpass"),
-    ("core", None, "gitproxy"), ("core", None, "alternaterefscommand"),
-    ("sequence", None, "editor"), ("diff", None, "external"), ("diff", "*", "command"),
-    ("diff", "*", "textconv"), ("filter", "*", "clean"), ("filter", "*", "smudge"),
-    ("filter", "*", "process"), ("merge", "*", "driver"), ("mergetool", "*", "cmd"),
-    ("difftool", "*", "cmd"), ("pager", None, "*"), ("credential", None, "helper"),
-    ("credential", "*", "helper"), ("gpg", None, "program"), ("gpg", "*", "program"),
-    ("uploadpack", None, "packobjectshook"), ("remote", "*", "uploadpack"),
-    ("remote", "*", "receivepack"), ("remote", "*", "vcs"), ("submodule", "*", "update"),
-    ("include", None, "path"), ("includeif", "*", "path"), ("web", None, "browser"),
-    ("browser", "*", "cmd"), ("man", "*", "cmd"), ("alias", None, "*"),
-    ("sendemail", None, "smtpserver"), ("sendemail", "*", "smtpserver"),
-})
+_PROGRAM_KEYS: frozenset[tuple[str, str | None, str]] = frozenset(
+    {
+        ("core", None, "fsmonitor"),
+        ("core", None, "hookspath"),
+        ("core", None, "editor"),
+        ("core", None, "pager"),
+        ("core", None, "sshcommand"),
+        ("core", None, "askpass"),
+        ("core", None, "gitproxy"),
+        ("core", None, "alternaterefscommand"),
+        ("sequence", None, "editor"),
+        ("diff", None, "external"),
+        ("diff", "*", "command"),
+        ("diff", "*", "textconv"),
+        ("filter", "*", "clean"),
+        ("filter", "*", "smudge"),
+        ("filter", "*", "process"),
+        ("merge", "*", "driver"),
+        ("mergetool", "*", "cmd"),
+        ("difftool", "*", "cmd"),
+        ("pager", None, "*"),
+        ("credential", None, "helper"),
+        ("credential", "*", "helper"),
+        ("gpg", None, "program"),
+        ("gpg", "*", "program"),
+        ("uploadpack", None, "packobjectshook"),
+        ("remote", "*", "uploadpack"),
+        ("remote", "*", "receivepack"),
+        ("remote", "*", "vcs"),
+        ("submodule", "*", "update"),
+        ("include", None, "path"),
+        ("includeif", "*", "path"),
+        ("web", None, "browser"),
+        ("browser", "*", "cmd"),
+        ("man", "*", "cmd"),
+        ("alias", None, "*"),
+        ("sendemail", None, "smtpserver"),
+        ("sendemail", "*", "smtpserver"),
+    }
+)
 
 
 def _runs_a_program(entry: ConfigEntry) -> bool:

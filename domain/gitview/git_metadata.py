@@ -58,9 +58,11 @@ def _quote(value: str) -> str:
 def _what(item: GitMetadata) -> str:
     verb = "created" if item.created else "changed"
     if item.kind == "directory" and item.path.rsplit("/", 1)[-1] != ".git":
-        what = (f"a directory Git takes for a repository (a HEAD, objects/ and refs/), which "
-                f"the worker {verb}: Git uses it, and what it configures, for whoever works in "
-                "it")
+        what = (
+            f"a directory Git takes for a repository (a HEAD, objects/ and refs/), which "
+            f"the worker {verb}: Git uses it, and what it configures, for whoever works in "
+            "it"
+        )
     elif item.kind == "directory":
         what = f"a Git repository the worker {verb}"
     elif item.points_to is not None:
@@ -68,8 +70,10 @@ def _what(item: GitMetadata) -> str:
     else:
         what = f"a .git {item.kind} the worker {verb}"
     if item.submodule is not None:
-        what += (f" in the submodule path {item.submodule}, where a plain git status in the "
-                 "worktree goes")
+        what += (
+            f" in the submodule path {item.submodule}, where a plain git status in the "
+            "worktree goes"
+        )
     return what
 
 
@@ -94,12 +98,16 @@ def describe_one(item: GitMetadata, worktree: str) -> str:
         if item.left_out is not None:
             text += f", left out of its archive: {item.left_out}"
     elif item.removed:
-        text += (f"; the host removed it from the worktree without keeping it (left out of "
-                 f"the archives: {item.left_out})")
+        text += (
+            f"; the host removed it from the worktree without keeping it (left out of "
+            f"the archives: {item.left_out})"
+        )
     else:
         why = f" ({item.left})" if item.left else ""
-        text += (f"; it is still in the worktree{why}: remove it before running Git there "
-                 f"(rm -rf -- {worktree.rstrip('/')}/{item.path})")
+        text += (
+            f"; it is still in the worktree{why}: remove it before running Git there "
+            f"(rm -rf -- {worktree.rstrip('/')}/{item.path})"
+        )
     return text
 
 
@@ -110,8 +118,10 @@ def describe_git_metadata(items: Sequence[GitMetadata], worktree: str) -> str:
     told = " ".join(describe_one(item, worktree) + "." for item in items[:ITEMS_SHOWN])
     more = len(items) - ITEMS_SHOWN
     if more > 0:
-        told += (f" And {more} more Git metadata entries, each among the round's audit "
-                 "violations, handled the same way.")
+        told += (
+            f" And {more} more Git metadata entries, each among the round's audit "
+            "violations, handled the same way."
+        )
     return told
 
 
@@ -122,9 +132,11 @@ def found_before_refusal(items: Sequence[GitMetadata], worktree: str) -> str:
     root = worktree.rstrip("/")
     found = "; ".join(f"{item.path} ({_runs(item)})" for item in items)
     removals = " ".join(f"rm -rf -- {root}/{item.path}" for item in items)
-    return (f"the worktree holds Git metadata inside the grant's rw directories, where a worker "
-            f"could have made it, that would run a program for whoever next uses Git there: "
-            f"{found}. An interrupted run leaves what its worker planted in place, and the next "
-            f"run cannot tell it from yours: if a worker made it, remove it ({removals}); if it "
-            "is yours, remove what its configuration and hooks run, or move it out of the rw "
-            "directories; then run again")
+    return (
+        f"the worktree holds Git metadata inside the grant's rw directories, where a worker "
+        f"could have made it, that would run a program for whoever next uses Git there: "
+        f"{found}. An interrupted run leaves what its worker planted in place, and the next "
+        f"run cannot tell it from yours: if a worker made it, remove it ({removals}); if it "
+        "is yours, remove what its configuration and hooks run, or move it out of the rw "
+        "directories; then run again"
+    )

@@ -153,15 +153,23 @@ def _split_fields(record: bytes, count: int, what: str) -> list[bytes]:
     return parts
 
 
-_CHANGED_FIELDS = ("xy", "submodule", "mode_head", "mode_index", "mode_worktree", "oid_head",
-                   "oid_index")
+_CHANGED_FIELDS = (
+    "xy",
+    "submodule",
+    "mode_head",
+    "mode_index",
+    "mode_worktree",
+    "oid_head",
+    "oid_index",
+)
 
 
 def _changed(fields: list[bytes]) -> dict[str, str]:
     """The fields ordinary and rename/copy records share: XY, submodule state, the three modes
     and the two object ids."""
-    return {name: value.decode("ascii") for name, value in zip(_CHANGED_FIELDS, fields,
-                                                                strict=True)}
+    return {
+        name: value.decode("ascii") for name, value in zip(_CHANGED_FIELDS, fields, strict=True)
+    }
 
 
 def parse_porcelain_v2(data: bytes) -> tuple[StatusEntry, ...]:
@@ -184,8 +192,9 @@ def parse_porcelain_v2(data: bytes) -> tuple[StatusEntry, ...]:
             continue
         if tag == b"1 ":
             _, *changed, path = _split_fields(record, 8, "ordinary")
-            entries.append(StatusEntry(kind=StatusKind.ORDINARY, **_changed(changed),
-                                       path=decode_path(path)))
+            entries.append(
+                StatusEntry(kind=StatusKind.ORDINARY, **_changed(changed), path=decode_path(path))
+            )
         elif tag == b"2 ":
             _, *changed, score, path = _split_fields(record, 9, "rename/copy")
             # With -z the original path is the next NUL-terminated record, not a tab-separated
@@ -194,9 +203,15 @@ def parse_porcelain_v2(data: bytes) -> tuple[StatusEntry, ...]:
                 raise GitOutputError(f"rename/copy entry without its original path: {record!r}")
             orig = records[i]
             i += 1
-            entries.append(StatusEntry(kind=StatusKind.RENAMED_OR_COPIED, **_changed(changed),
-                                       score=score.decode("ascii"), path=decode_path(path),
-                                       orig_path=decode_path(orig)))
+            entries.append(
+                StatusEntry(
+                    kind=StatusKind.RENAMED_OR_COPIED,
+                    **_changed(changed),
+                    score=score.decode("ascii"),
+                    path=decode_path(path),
+                    orig_path=decode_path(orig),
+                )
+            )
         elif tag == b"u ":
             fields = _split_fields(record, 10, "unmerged")
             _, xy, sub, m1, m2, m3, m_w, h1, h2, h3, path = fields
@@ -265,13 +280,17 @@ def config_files(git_dir: str, common_dir: str, hooks: Sequence[str] = ()) -> tu
     """The files that decide which files Git lists and what it runs (the audit's Git
     configuration): the common directory's `config`, `info/exclude` and `info/attributes`, the
     worktree's `config.worktree`, and each file `hooks` names in the common `hooks/`."""
-    return (f"{common_dir}/config", f"{common_dir}/info/exclude",
-            f"{common_dir}/info/attributes", f"{git_dir}/config.worktree",
-            *(f"{common_dir}/hooks/{name}" for name in sorted(hooks)))
+    return (
+        f"{common_dir}/config",
+        f"{common_dir}/info/exclude",
+        f"{common_dir}/info/attributes",
+        f"{git_dir}/config.worktree",
+        *(f"{common_dir}/hooks/{name}" for name in sorted(hooks)),
+    )
 
 
 def config_files_digest(paths: Sequence[str], read: Callable[[str], bytes | None]) -> str:
-    """"sha256:<hex>" over each file's path and bytes (or its absence)."""
+    """ "sha256:<hex>" over each file's path and bytes (or its absence)."""
     digest = hashlib.sha256()
     for path in paths:
         data = read(path)
@@ -293,9 +312,9 @@ def parse_branch_headers(data: bytes) -> tuple[str | None, str | None]:
     oid = head = None
     for record in data.split(b"\0"):
         if record.startswith(b"# branch.oid "):
-            oid = record[len(b"# branch.oid "):].decode("ascii", "replace")
+            oid = record[len(b"# branch.oid ") :].decode("ascii", "replace")
         elif record.startswith(b"# branch.head "):
-            head = decode_path(record[len(b"# branch.head "):])
+            head = decode_path(record[len(b"# branch.head ") :])
     return oid, head
 
 
@@ -311,8 +330,9 @@ def head_state(oid: str | None, head: str | None, head_file: bytes | None) -> He
     named = parse_head_file(head_file) if head_file is not None else None
     if named is not None and named[0] == "ref" and named[1] in (f"refs/heads/{head}", head):
         return HeadState(branch=named[1], commit=commit)
-    return HeadState(branch=head if head.startswith("refs/") else f"refs/heads/{head}",
-                     commit=commit)
+    return HeadState(
+        branch=head if head.startswith("refs/") else f"refs/heads/{head}", commit=commit
+    )
 
 
 def parse_ls_files_stage(data: bytes) -> tuple[tuple[str, str, str, str, str], ...]:
@@ -343,11 +363,10 @@ def index_state(data: bytes) -> IndexState:
         start = at - 1  # the one-letter tag before the mode
         if start == 0 or (start > 0 and data[start - 1] == 0):
             end = data.index(b"\0", at)
-            ((_, _, oid, _, path),) = parse_ls_files_stage(data[start:end + 1])
+            ((_, _, oid, _, path),) = parse_ls_files_stage(data[start : end + 1])
             gitlinks.append(Gitlink(path=path, commit=oid))
         at = data.find(marker, at + 1)
-    return IndexState(digest="sha256:" + hashlib.sha256(data).hexdigest(),
-                      gitlinks=tuple(gitlinks))
+    return IndexState(digest="sha256:" + hashlib.sha256(data).hexdigest(), gitlinks=tuple(gitlinks))
 
 
 def parse_head_file(data: bytes) -> tuple[str, str] | None:

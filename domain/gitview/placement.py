@@ -51,9 +51,7 @@ def _misplaced(message: str) -> Refusal:
     return Refusal(code=Code.WORKTREE_MISPLACED, reason=Reason.ENVIRONMENT, message=message)
 
 
-def check_placement(
-    worktree: str, primary: str | None, git_said: str = ""
-) -> Placement | Refusal:
+def check_placement(worktree: str, primary: str | None, git_said: str = "") -> Placement | Refusal:
     """Judge the placement of `worktree` (its real path) against the primary worktree.
 
     `primary` is the primary worktree's real path, or None when Git found none (a bare repository,
@@ -70,8 +68,10 @@ def check_placement(
     primary = posixpath.normpath(primary)
     where = worktrees_dir(primary)
     if not posixpath.isabs(worktree) or not posixpath.isabs(primary):
-        return _misplaced(f"the worktree {worktree} or the primary worktree {primary} is not an "
-                          f"absolute path; the worktree must lie directly in {where}")
+        return _misplaced(
+            f"the worktree {worktree} or the primary worktree {primary} is not an "
+            f"absolute path; the worktree must lie directly in {where}"
+        )
     if posixpath.dirname(worktree) == where.rstrip("/"):
         return Placement(worktree=worktree, primary=primary, name=posixpath.basename(worktree))
     if worktree == primary:
@@ -115,8 +115,9 @@ def looks_like_git_dir(entries: Iterable[DirEntry]) -> bool:
     kinds = {e.name: e.kind for e in entries}
     if kinds.get("HEAD") not in _GIT_FILE_LINKS:
         return False
-    return (kinds.get("objects") in _GIT_DIR_LINKS and kinds.get("refs") in _GIT_DIR_LINKS) or \
-        kinds.get("commondir") in _GIT_FILE_LINKS
+    return (
+        kinds.get("objects") in _GIT_DIR_LINKS and kinds.get("refs") in _GIT_DIR_LINKS
+    ) or kinds.get("commondir") in _GIT_FILE_LINKS
 
 
 class AdminPath(BaseModel):
@@ -138,8 +139,14 @@ class Walked(BaseModel):
     git_entries: tuple[GitEntry, ...] = ()
 
 
-def walk_tree(root: str, list_dir: ListDir, runtime_paths: Iterable[str] = (), *,
-              files: bool = True, git_dirs: bool = False) -> Walked:
+def walk_tree(
+    root: str,
+    list_dir: ListDir,
+    runtime_paths: Iterable[str] = (),
+    *,
+    files: bool = True,
+    git_dirs: bool = False,
+) -> Walked:
     """Walk `root` as the placement walk does: it enters no `.git`, no symbolic link and no
     runtime path (seed 000 "Placement"); children are visited in name order, so the result is
     deterministic. `files=False` keeps only the `.git` entries. `git_dirs`: a directory Git
@@ -174,8 +181,9 @@ def walk_tree(root: str, list_dir: ListDir, runtime_paths: Iterable[str] = (), *
             else:
                 others.append(path)
         stack.extend(reversed(subdirs))
-    return Walked(files=tuple(sorted(others)),
-                  git_entries=tuple(sorted(found, key=lambda e: e.path)))
+    return Walked(
+        files=tuple(sorted(others)), git_entries=tuple(sorted(found, key=lambda e: e.path))
+    )
 
 
 _GIT_ONLY = frozenset({GIT})
@@ -214,7 +222,7 @@ def find_git_entries(
 def _first_line_value(text: str, key: str) -> str | None:
     for line in text.splitlines():
         if line.startswith(key):
-            value = line[len(key):].strip()
+            value = line[len(key) :].strip()
             return value or None
     return None
 
@@ -251,9 +259,10 @@ def prune_admin_paths(paths: Iterable[AdminPath]) -> tuple[AdminPath, ...]:
         if any(k.path == candidate.path for k in kept):
             continue
         covered = any(
-            other.directory and other.path != candidate.path
+            other.directory
+            and other.path != candidate.path
             and is_within(candidate.path, other.path)
-            for other in given[:index] + given[index + 1:]
+            for other in given[:index] + given[index + 1 :]
         )
         if not covered:
             kept.append(candidate)

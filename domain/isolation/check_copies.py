@@ -83,21 +83,31 @@ def parse_copy_owner(text: str) -> CopyOwner | str:
         return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
 
 
-def judge_copy(kind: EntryKind, uid: int | None, mtime: float | None,
-               owner: CopyOwner | str, *, own_uid: int, own: ProcessIdentity,
-               observation: ProcessObservation | None, now: float,
-               margin: float = OWNERLESS_MARGIN_SECONDS) -> Judgement:
+def judge_copy(
+    kind: EntryKind,
+    uid: int | None,
+    mtime: float | None,
+    owner: CopyOwner | str,
+    *,
+    own_uid: int,
+    own: ProcessIdentity,
+    observation: ProcessObservation | None,
+    now: float,
+    margin: float = OWNERLESS_MARGIN_SECONDS,
+) -> Judgement:
     """Whether a copy's folder is stale (its host is dead), live, or to be left alone: never a
     link or another user's; by its owner record's host as a runtime directory's; without a
     usable owner record, only once older than `margin`."""
     if kind is not EntryKind.DIRECTORY:
-        return Judgement(verdict=Verdict.LEFT,
-                         reason=f"not a directory but a {kind.value}: never followed")
+        return Judgement(
+            verdict=Verdict.LEFT, reason=f"not a directory but a {kind.value}: never followed"
+        )
     if uid is None:
         return Judgement(verdict=Verdict.LEFT, reason="it could not be examined")
     if uid != own_uid:
-        return Judgement(verdict=Verdict.LEFT,
-                         reason=f"it belongs to user {uid}, not to user {own_uid}")
+        return Judgement(
+            verdict=Verdict.LEFT, reason=f"it belongs to user {uid}, not to user {own_uid}"
+        )
     if isinstance(owner, str):
         return judge_ownerless(owner, mtime, now, margin)
     return judge_host(owner.host, own, observation)

@@ -88,9 +88,9 @@ class MountKind(StrEnum):
     """What one mount makes of a path inside the namespace."""
 
     EMPTY_DIR = "empty directory"  # --tmpfs, then --remount-ro: nothing of it is there
-    WRITABLE = "writable"          # --bind p p
-    READ_ONLY = "read-only"        # --ro-bind p p
-    EMPTY_FILE = "empty file"      # --ro-bind <control/empty> p
+    WRITABLE = "writable"  # --bind p p
+    READ_ONLY = "read-only"  # --ro-bind p p
+    EMPTY_FILE = "empty file"  # --ro-bind <control/empty> p
 
 
 class Mount(BaseModel):
@@ -182,13 +182,23 @@ class Confinement(BaseModel):
             argv += ["--uid", "0", "--gid", "0"]
         # --info-fd: bwrap reports the namespace's init on a pipe of the process runner, which
         # ends the round only once that init has exited, that is once the namespace is empty.
-        argv += ["--unshare-pid", "--die-with-parent", "--info-fd", NAMESPACE_REPORT_FD,
-                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        argv += [
+            "--unshare-pid",
+            "--die-with-parent",
+            "--info-fd",
+            NAMESPACE_REPORT_FD,
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
         for mount in self.mounts:
             argv += _mount_args(mount, self.empty_file)
         if self.scratch is not None:  # inside the runtime directory's bind: mounted after it
-            argv += ["--perms", "1777", "--size", str(self.scratch[1]), "--tmpfs",
-                     self.scratch[0]]
+            argv += ["--perms", "1777", "--size", str(self.scratch[1]), "--tmpfs", self.scratch[0]]
         for mount in self.mounts:
             if mount.kind is MountKind.EMPTY_DIR:
                 argv += ["--remount-ro", mount.path]
@@ -206,8 +216,9 @@ class Confinement(BaseModel):
         if not self.as_root:
             return None
         assert self.tools.umount is not None and self.tools.unshare is not None
-        return HELPER_AS_ROOT.format(umount=self.tools.umount, unshare=self.tools.unshare,
-                                     uid=CONFINED_UID)
+        return HELPER_AS_ROOT.format(
+            umount=self.tools.umount, unshare=self.tools.unshare, uid=CONFINED_UID
+        )
 
     def wrap(self, command: LaunchCommand) -> LaunchCommand:
         """The same round command, run inside the confinement."""
@@ -229,6 +240,15 @@ def _mount_args(mount: Mount, empty_file: str) -> list[str]:
 
 
 __all__ = [
-    "CONFINED_UID", "EMPTY_FILE", "HELPER_AS_ROOT", "HELPER_NAME", "PROC_COVERS", "WAITER",
-    "WAITER_FILE", "Confinement", "ConfinementTools", "Mount", "MountKind",
+    "CONFINED_UID",
+    "EMPTY_FILE",
+    "HELPER_AS_ROOT",
+    "HELPER_NAME",
+    "PROC_COVERS",
+    "WAITER",
+    "WAITER_FILE",
+    "Confinement",
+    "ConfinementTools",
+    "Mount",
+    "MountKind",
 ]

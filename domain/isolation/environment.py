@@ -30,6 +30,7 @@ REDACTED = "<redacted>"
 API_KEY_SUFFIX = "_API_KEY"
 SECRET_SUFFIXES: tuple[str, ...] = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
+
 def as_runtime(runtime: RuntimeLayout | str) -> RuntimeLayout:
     """The layout of a runtime directory given as one or by its root."""
     return runtime if isinstance(runtime, RuntimeLayout) else RuntimeLayout(root=runtime)
@@ -49,8 +50,9 @@ def worker_path(host_env: Mapping[str, str], project_interpreter: str | None) ->
     return directory if host_path is None else f"{directory}:{host_path}"
 
 
-def common_environment(host_env: Mapping[str, str], project_interpreter: str | None
-                       ) -> dict[str, str]:
+def common_environment(
+    host_env: Mapping[str, str], project_interpreter: str | None
+) -> dict[str, str]:
     """What every round's environment starts from: PATH and LANG (the module docstring)."""
     env: dict[str, str] = {}
     path = worker_path(host_env, project_interpreter)

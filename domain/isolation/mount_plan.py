@@ -38,8 +38,13 @@ from concorde_workers.domain.isolation.confinement import (
 )
 
 __all__ = [
-    "PathFacts", "PlanInputs", "confinement_plan", "installation", "launch_problem",
-    "parse_rule", "visible",
+    "PathFacts",
+    "PlanInputs",
+    "confinement_plan",
+    "installation",
+    "launch_problem",
+    "parse_rule",
+    "visible",
 ]
 
 
@@ -72,8 +77,12 @@ class PlanInputs:
 # At one path only the most restrictive mount stays: a mask beats a read-only bind beats a
 # writable one (a runtime path is never writable; a hidden child of a writable scope stays
 # hidden).
-_STRENGTH = {MountKind.WRITABLE: 0, MountKind.READ_ONLY: 1, MountKind.EMPTY_DIR: 2,
-             MountKind.EMPTY_FILE: 2}
+_STRENGTH = {
+    MountKind.WRITABLE: 0,
+    MountKind.READ_ONLY: 1,
+    MountKind.EMPTY_DIR: 2,
+    MountKind.EMPTY_FILE: 2,
+}
 _MASKS = frozenset({MountKind.EMPTY_DIR, MountKind.EMPTY_FILE})
 
 
@@ -135,8 +144,10 @@ def _hidden_why(policy: Policy, path: str) -> str:
         return "Git metadata"
     if not policy.in_worktree(path):
         return "hidden by the deny rules"
-    if policy.level_of(path) is Level.NAMES or directory_level(
-            policy.grant, policy.rel(path)) is Level.NAMES:
+    if (
+        policy.level_of(path) is Level.NAMES
+        or directory_level(policy.grant, policy.rel(path)) is Level.NAMES
+    ):
         return _NAMES_ONLY
     return "not in the grant"
 
@@ -162,8 +173,11 @@ def _writable(policy: Policy, facts: PathFacts) -> Iterable[Mount]:
         if directory_level(grant, relative_to(scope, wt)) is not Level.RW:
             scopes.add(scope)
     for scope in sorted(scopes):
-        yield Mount(kind=MountKind.WRITABLE, path=scope,
-                    why="holds a rw file or a rw entry still to be created")
+        yield Mount(
+            kind=MountKind.WRITABLE,
+            path=scope,
+            why="holds a rw file or a rw entry still to be created",
+        )
         yield from _beside(policy, facts, scope)
 
 
@@ -183,8 +197,12 @@ def _beside(policy: Policy, facts: PathFacts, scope: str) -> Iterable[Mount]:
             if level in READABLE and all(e.level in READABLE for e in entries_below(grant, rel)):
                 yield Mount(kind=MountKind.READ_ONLY, path=path, why=_BESIDE)
             else:
-                yield Mount(kind=MountKind.EMPTY_DIR, path=path, named=True,
-                            why=f"{_BESIDE}, built from the grant")
+                yield Mount(
+                    kind=MountKind.EMPTY_DIR,
+                    path=path,
+                    named=True,
+                    why=f"{_BESIDE}, built from the grant",
+                )
         elif child.kind is EntryKind.FILE and grant.level_of(rel) is not Level.RW:
             yield Mount(kind=MountKind.READ_ONLY, path=path, why=_BESIDE)
         # a link or a special file: no mount can stand on it
@@ -194,43 +212,37 @@ def _segments(path: str) -> tuple[str, ...]:
     return tuple(s for s in path.split("/") if s)
 
 
-def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
-                     tools: ConfinementTools, *, as_root: bool) -> Confinement | str:
+def confinement_plan(
+    policy: Policy, inputs: PlanInputs, facts: PathFacts, tools: ConfinementTools, *, as_root: bool
+) -> Confinement | str:
     """The mount plan of one run, from its policy (see the module docstring); or, as a value,
     why no plan can confine this run (what the agent needs would not be there)."""
     rt = policy.runtime
     writable = list(_writable(policy, facts))
     worktree_scope = any(m.path == policy.worktree for m in writable)
-    hidden = policy.always_hidden
-    wanted: list[Mount] = []
-    absent = [*((t, "temporary files, where other hosts make their runs")
-                for t in hidden.temporary_roots),
-              (hidden.runtime_root, "every run's runtime directory"),
-              *((b, _boundary_why(policy, b))
-                for b in (policy.user_home, policy.primary, *policy.boundaries) if b != "/"),
-              *((r, "the run directories") for r in hidden.run_directories)]
-    wanted += [Mount(kind=MountKind.EMPTY_DIR, path=p, why=why) for p, why in absent]
-    runs_from = [p for p in inputs.keep
-                 if not policy.in_worktree(p) and not is_within(p, rt.root)]
+    wanted = _absent(policy)
+    runs_from = [p for p in inputs.keep if not policy.in_worktree(p) and not is_within(p, rt.root)]
     # A deny rule keeps the file tools from what the agent program runs from, never the program
     # itself: a runtime path in the home has the home's other entries denied one by one, the
     # host interpreter's installation among them, which a mask there would take from the hooks
     # (issue 19 §1). The boundaries above stay absent, and the credential masks stay below.
-    wanted += [m for m in _rule_masks(policy)
-               if not any(is_within(m.path, k) for k in runs_from)]
-    wanted += [Mount(kind=MountKind.EMPTY_FILE, path=p, why="a credential at its origin")
-               for p in hidden.credentials]
-    wanted += [Mount(kind=MountKind.READ_ONLY, path=p, why="what the agent program runs from")
-               for p in runs_from]
-    wanted += [Mount(kind=MountKind.READ_ONLY, path=posixpath.normpath(p), why="a runtime path")
-               for p in policy.runtime_paths]
+    wanted += [m for m in _rule_masks(policy) if not any(is_within(m.path, k) for k in runs_from)]
+    wanted += _masked_and_kept(policy, runs_from)
     if not worktree_scope:
         # Built from what is visible: an empty tmpfs with the readable entries bound in and the
         # names-only ones made empty, so a hidden entry has no mount point to name it.
-        wanted.append(Mount(kind=MountKind.EMPTY_DIR, path=policy.worktree, named=True,
-                            why="the task worktree, built from the grant"))
-    wanted += [Mount(kind=MountKind.WRITABLE, path=rt.root, why="the worker's runtime directory"),
-               Mount(kind=MountKind.READ_ONLY, path=rt.control, why="the host's control files")]
+        wanted.append(
+            Mount(
+                kind=MountKind.EMPTY_DIR,
+                path=policy.worktree,
+                named=True,
+                why="the task worktree, built from the grant",
+            )
+        )
+    wanted += [
+        Mount(kind=MountKind.WRITABLE, path=rt.root, why="the worker's runtime directory"),
+        Mount(kind=MountKind.READ_ONLY, path=rt.control, why="the host's control files"),
+    ]
     wanted += writable
     keep = frozenset(inputs.keep)
     # The host makes the runtime directory right before it launches (the planner only names
@@ -238,13 +250,59 @@ def confinement_plan(policy: Policy, inputs: PlanInputs, facts: PathFacts,
     made = frozenset({rt.root, rt.control})
     mounts = _settle(wanted, facts, keep, made)
     needed = [policy.worktree, rt.root, rt.control, *runs_from]
-    for path in needed:
-        if not _there(mounts, path):
-            return (f"the confinement would not show {path}, which the agent program needs: it "
-                    "lies in a hidden place or has a link on its way")
-    return Confinement(mounts=mounts, empty_file=posixpath.join(rt.control, EMPTY_FILE),
-                       tools=tools, as_root=as_root,
-                       waiter_file=posixpath.join(rt.control, WAITER_FILE))
+    missing = next((path for path in needed if not _there(mounts, path)), None)
+    if missing is not None:
+        return (
+            f"the confinement would not show {missing}, which the agent program needs: it "
+            "lies in a hidden place or has a link on its way"
+        )
+    return Confinement(
+        mounts=mounts,
+        empty_file=posixpath.join(rt.control, EMPTY_FILE),
+        tools=tools,
+        as_root=as_root,
+        waiter_file=posixpath.join(rt.control, WAITER_FILE),
+    )
+
+
+def _masked_and_kept(policy: Policy, runs_from: Sequence[str]) -> list[Mount]:
+    """The credentials at their origins made empty files; what the agent program runs from and
+    the runtime paths kept read-only."""
+    return [
+        *(
+            Mount(kind=MountKind.EMPTY_FILE, path=p, why="a credential at its origin")
+            for p in policy.always_hidden.credentials
+        ),
+        *(
+            Mount(kind=MountKind.READ_ONLY, path=p, why="what the agent program runs from")
+            for p in runs_from
+        ),
+        *(
+            Mount(kind=MountKind.READ_ONLY, path=posixpath.normpath(p), why="a runtime path")
+            for p in policy.runtime_paths
+        ),
+    ]
+
+
+def _absent(policy: Policy) -> list[Mount]:
+    """What the agent never sees, not even by name: the temporary roots other hosts make their
+    runs in, every run's runtime directory, the boundaries (the homes, the primary worktree, the
+    configuration directories; never /) and the run directories."""
+    hidden = policy.always_hidden
+    absent = [
+        *(
+            (t, "temporary files, where other hosts make their runs")
+            for t in hidden.temporary_roots
+        ),
+        (hidden.runtime_root, "every run's runtime directory"),
+        *(
+            (b, _boundary_why(policy, b))
+            for b in (policy.user_home, policy.primary, *policy.boundaries)
+            if b != "/"
+        ),
+        *((r, "the run directories") for r in hidden.run_directories),
+    ]
+    return [Mount(kind=MountKind.EMPTY_DIR, path=p, why=why) for p, why in absent]
 
 
 def visible(mounts: Sequence[Mount], path: str) -> bool:
@@ -274,8 +332,9 @@ def _strongest(mounts: Iterable[Mount]) -> list[Mount]:
     return sorted(by_path.values(), key=lambda m: _segments(m.path))
 
 
-def _settle(wanted: Sequence[Mount], facts: PathFacts, keep: frozenset[str],
-            made: frozenset[str]) -> tuple[Mount, ...]:
+def _settle(
+    wanted: Sequence[Mount], facts: PathFacts, keep: frozenset[str], made: frozenset[str]
+) -> tuple[Mount, ...]:
     """Drop what changes nothing (a mask inside what is absent already, a bind of a path as it
     is visible anyway) and what no mount can stand on (a missing path, a link); mark what lies
     on the host's own filesystem."""
@@ -317,7 +376,8 @@ def _standable(mount: Mount, facts: PathFacts, kept: bool) -> bool:
     the source on the host and makes the destination anew."""
     if kept:
         return facts.kind(mount.path) is not None and facts.kind(
-            facts.realpath(mount.path)) not in (None, EntryKind.SYMLINK)
+            facts.realpath(mount.path)
+        ) not in (None, EntryKind.SYMLINK)
     if mount.kind is MountKind.EMPTY_DIR:
         return facts.is_real(mount.path, EntryKind.DIRECTORY)
     if mount.kind is MountKind.EMPTY_FILE:
@@ -343,13 +403,16 @@ def launch_problem(confinement: Confinement, facts: PathFacts) -> str | None:
     directory on the way for a link, which bwrap would follow; the round is not started then."""
     for mount in confinement.mounts:
         if mount.exact:
-            kind = {MountKind.EMPTY_DIR: EntryKind.DIRECTORY,
-                    MountKind.EMPTY_FILE: EntryKind.FILE}.get(mount.kind)
+            kind = {
+                MountKind.EMPTY_DIR: EntryKind.DIRECTORY,
+                MountKind.EMPTY_FILE: EntryKind.FILE,
+            }.get(mount.kind)
             if not facts.is_real(mount.path, kind):
-                return (f"the confinement cannot be set up: {mount.path} ({mount.why}) is no "
-                        f"longer the {mount.kind.value if kind else 'path'} it was when the run "
-                        "was prepared (a link or a missing entry on the way)")
+                return (
+                    f"the confinement cannot be set up: {mount.path} ({mount.why}) is no "
+                    f"longer the {mount.kind.value if kind else 'path'} it was when the run "
+                    "was prepared (a link or a missing entry on the way)"
+                )
         elif facts.kind(mount.path) is None:
-            return (f"the confinement cannot be set up: {mount.path} ({mount.why}) no longer "
-                    "exists")
+            return f"the confinement cannot be set up: {mount.path} ({mount.why}) no longer exists"
     return None

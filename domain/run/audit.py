@@ -82,7 +82,10 @@ def observe(
         if path not in files:
             files[path] = measure(path)
     return WorktreeState(
-        head_branch=head_branch, head_commit=head_commit, index_digest=index_digest, files=files,
+        head_branch=head_branch,
+        head_commit=head_commit,
+        index_digest=index_digest,
+        files=files,
         config_digest=config_digest,
     )
 
@@ -150,8 +153,10 @@ class Violation:
         if self.kind is ViolationKind.INDEX:
             return "the index changed"
         if self.kind is ViolationKind.CONFIG:
-            return ("the Git configuration that decides which files Git lists (the repository's "
-                    "config or info/exclude) changed")
+            return (
+                "the Git configuration that decides which files Git lists (the repository's "
+                "config or info/exclude) changed"
+            )
         if self.deleted:
             return f"{self.path} was deleted"
         return f"{self.path} was created or changed outside the grant's rw paths"
@@ -222,8 +227,9 @@ def is_git_metadata(path: str) -> bool:
     return ".git" in path.rstrip("/").split("/")
 
 
-def path_violation(grant: Grant, path: str, after: FileState | None,
-                   before: FileState | None = None) -> Violation | None:
+def path_violation(
+    grant: Grant, path: str, after: FileState | None, before: FileState | None = None
+) -> Violation | None:
     """The violation a changed path makes, or None when it is allowed (changed or new in rw).
     Git metadata (a `.git` segment, the commit a submodule path has checked out, a directory
     Git takes for a Git directory) is never the worker's, whatever the level around it."""
@@ -241,8 +247,7 @@ def audit(grant: Grant, snapshot: Snapshot, observed: Observation) -> Audit:
     changed = changed_paths(snapshot, observed)
     found: list[Violation] = list(git_state_violations(snapshot, observed))
     for path in changed:
-        violation = path_violation(grant, path, observed.files.get(path),
-                                   snapshot.files.get(path))
+        violation = path_violation(grant, path, observed.files.get(path), snapshot.files.get(path))
         if violation is not None:
             found.append(violation)
     verdict = Verdict.VIOLATION if found else Verdict.CLEAN

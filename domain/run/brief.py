@@ -29,7 +29,8 @@ def boundary_lines(grant: Grant, worktree: str, level: Level) -> list[str]:
 _OPENING = re.compile(
     r"You are a worker of Concorde\. The task worktree is (?P<worktree>/[^\n]*?); your working "
     r"directory is a private scratch directory outside it, so give your tools absolute paths "
-    r"\(such as (?P=worktree)/src/app\.py\)")
+    r"\(such as (?P=worktree)/src/app\.py\)"
+)
 
 
 def worktree_of_brief(brief: str) -> str | None:
@@ -114,7 +115,12 @@ def _rules(variant: BriefVariant) -> list[str]:
 
 
 def compose_brief(
-    *, variant: BriefVariant, task_type: str, worktree: str, grant: Grant, instructions: str,
+    *,
+    variant: BriefVariant,
+    task_type: str,
+    worktree: str,
+    grant: Grant,
+    instructions: str,
     interpreter: str | None = None,
 ) -> str:
     """The brief, deterministic text ending with one newline (notes/harness.md §4)."""

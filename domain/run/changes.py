@@ -57,17 +57,20 @@ _UNLISTED = object()
 """The state of a path no observation lists: as HEAD holds it (never equal to a state)."""
 
 
-def round_changed(changed: Sequence[str], before: Mapping[str, FileState | None],
-                  after: Mapping[str, FileState | None]) -> tuple[str, ...]:
+def round_changed(
+    changed: Sequence[str],
+    before: Mapping[str, FileState | None],
+    after: Mapping[str, FileState | None],
+) -> tuple[str, ...]:
     """The audit's changed paths (since the snapshot) that this round changed: the path's
     state after the round differs from its state at the round's start (`before`: the previous
     round's observation, or the snapshot before the first round)."""
-    return tuple(p for p in changed
-                 if after.get(p, _UNLISTED) != before.get(p, _UNLISTED))
+    return tuple(p for p in changed if after.get(p, _UNLISTED) != before.get(p, _UNLISTED))
 
 
-def _withheld(grant: Grant, path: str, state: FileState | None, found: int | None,
-              linked: bool) -> str | None:
+def _withheld(
+    grant: Grant, path: str, state: FileState | None, found: int | None, linked: bool
+) -> str | None:
     """Why the path's content is not kept, or None when it is."""
     level = grant.level_of(path)
     if is_git_metadata(path) or (state is not None and state.git_metadata):
@@ -81,10 +84,14 @@ def _withheld(grant: Grant, path: str, state: FileState | None, found: int | Non
     return None
 
 
-def content_choice(grant: Grant, changed: Iterable[str],
-                   after: Mapping[str, FileState | None], size: Callable[[str], int | None],
-                   linked: Callable[[str], bool] = lambda _: False,
-                   budget: int = MAX_CONTENT_BYTES) -> tuple[tuple[str, ...], dict[str, str]]:
+def content_choice(
+    grant: Grant,
+    changed: Iterable[str],
+    after: Mapping[str, FileState | None],
+    size: Callable[[str], int | None],
+    linked: Callable[[str], bool] = lambda _: False,
+    budget: int = MAX_CONTENT_BYTES,
+) -> tuple[tuple[str, ...], dict[str, str]]:
     """The changed paths whose content the store keeps, and why each other one is not.
     `size`: the size of the file or link now (None: there is none; the patch shows what was);
     `linked`: whether a folder above the path is a symbolic link (its content would be read
@@ -105,15 +112,23 @@ def content_choice(grant: Grant, changed: Iterable[str],
     return tuple(kept), why
 
 
-def content_paths(grant: Grant, changed: Iterable[str], after: Mapping[str, FileState | None],
-                  size: Callable[[str], int | None]) -> tuple[str, ...]:
+def content_paths(
+    grant: Grant,
+    changed: Iterable[str],
+    after: Mapping[str, FileState | None],
+    size: Callable[[str], int | None],
+) -> tuple[str, ...]:
     """The changed paths whose content the store keeps (`content_choice`'s first answer)."""
     return content_choice(grant, changed, after, size)[0]
 
 
-def named_lines(grant: Grant, changed: Iterable[str], after: Mapping[str, FileState | None],
-                kept: Iterable[str], reasons: Mapping[str, str] | None = None
-                ) -> tuple[str, ...]:
+def named_lines(
+    grant: Grant,
+    changed: Iterable[str],
+    after: Mapping[str, FileState | None],
+    kept: Iterable[str],
+    reasons: Mapping[str, str] | None = None,
+) -> tuple[str, ...]:
     """One line per path changed in this round whose content is not kept, with why (`reasons`,
     `content_choice`'s; without one: by its level, or its size) and its digest now (or that it
     is gone)."""
@@ -123,8 +138,11 @@ def named_lines(grant: Grant, changed: Iterable[str], after: Mapping[str, FileSt
         if path in keep:
             continue
         state = after.get(path)
-        why = (reasons or {}).get(path) or _withheld(grant, path, state, None, False) or (
-            f"larger than {MAX_FILE_BYTES} bytes")
+        why = (
+            (reasons or {}).get(path)
+            or _withheld(grant, path, state, None, False)
+            or (f"larger than {MAX_FILE_BYTES} bytes")
+        )
         now = "deleted" if state is None else state.digest
         lines.append(f"# {_one_line(path)}: {why}, content not kept; now {now}")
     return tuple(lines)
@@ -151,8 +169,9 @@ def patch_paths(section: bytes) -> str:
     return header.rsplit(" b/", 1)[-1] if " b/" in header else header
 
 
-def patch_file(round_number: int, diff: bytes, named: Sequence[str],
-               limit: int = MAX_PATCH_BYTES) -> bytes:
+def patch_file(
+    round_number: int, diff: bytes, named: Sequence[str], limit: int = MAX_PATCH_BYTES
+) -> bytes:
     """The text of `rounds/<n>/changes.patch`: the header, the named lines, then the patch's
     sections while they fit in `limit` bytes, and what was left out."""
     sections = _sections(diff)
@@ -165,21 +184,26 @@ def patch_file(round_number: int, diff: bytes, named: Sequence[str],
             size = sum(len(s) for s in left)
             paths = ", ".join(_one_line(patch_paths(s)) for s in left[:20])
             more = f" and {len(left) - 20} more" if len(left) > 20 else ""
-            kept.append(f"# the patch stops here: {len(left)} file(s) of {size} bytes left "
-                        f"out, past the {limit} bytes a round's patch holds: {paths}{more}\n"
-                        .encode())
+            kept.append(
+                f"# the patch stops here: {len(left)} file(s) of {size} bytes left "
+                f"out, past the {limit} bytes a round's patch holds: {paths}{more}\n".encode()
+            )
             break
         kept.append(piece)
         used += len(piece)
     listed = list(named[:MAX_NAMED])
     if len(named) > MAX_NAMED:
         listed.append(f"# and {len(named) - MAX_NAMED} more path(s) named only, not listed")
-    header = [f"# concorde-workers: round {round_number}'s change against its starting state "
-              f"({len(sections)} file(s) in the patch, {len(named)} named only)", *listed]
+    header = [
+        f"# concorde-workers: round {round_number}'s change against its starting state "
+        f"({len(sections)} file(s) in the patch, {len(named)} named only)",
+        *listed,
+    ]
     return ("\n".join(header) + "\n").encode() + b"".join(kept)
 
 
 def no_patch_file(round_number: int, why: str) -> bytes:
     """The file of a round whose change could not be kept, saying why."""
-    return (f"# concorde-workers: no patch for round {round_number}: "
-            f"{_one_line(why.strip())[:2000]}\n").encode()
+    return (
+        f"# concorde-workers: no patch for round {round_number}: {_one_line(why.strip())[:2000]}\n"
+    ).encode()

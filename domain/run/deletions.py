@@ -96,8 +96,9 @@ def dedupe(proposed: Sequence[str], worktree: str) -> tuple[tuple[str, str | Non
     return tuple(kept)
 
 
-def _judge(normalized: str | None, worktree: str, grant: Grant,
-           resolve_parent: ResolveParent, kind: KindOf) -> tuple[Kind, str, str] | None:
+def _judge(
+    normalized: str | None, worktree: str, grant: Grant, resolve_parent: ResolveParent, kind: KindOf
+) -> tuple[Kind, str, str] | None:
     """(kind, relative path, real target) of a path that may be deleted or is absent in rw,
     or None when it is refused."""
     if normalized is None or not is_within(normalized, worktree) or normalized == worktree:
@@ -114,8 +115,13 @@ def _judge(normalized: str | None, worktree: str, grant: Grant,
     return found, rel, real
 
 
-def plan_deletions(proposed: Sequence[str], worktree: str, grant: Grant,
-                   resolve_parent: ResolveParent, kind: KindOf) -> DeletionPlan:
+def plan_deletions(
+    proposed: Sequence[str],
+    worktree: str,
+    grant: Grant,
+    resolve_parent: ResolveParent,
+    kind: KindOf,
+) -> DeletionPlan:
     """Seed 000 "Proposed deletions": the plan for the worker's `proposed_deletions`.
 
     `worktree` is the worktree's real absolute path. A second entry whose directories resolve to
@@ -150,16 +156,21 @@ def outcome(plan: DeletionPlan, failures: Mapping[str, str]) -> DeletionOutcome:
         raise ValueError(f"failures for paths the plan does not delete: {sorted(unknown)}")
     deleted = tuple(d.path for d in plan.to_delete if d.path not in failures)
     failed = tuple(d.path for d in plan.to_delete if d.path in failures)
-    return DeletionOutcome(deleted=deleted, refused=plan.refused, absent=plan.absent,
-                           failed=failed, errors={p: failures[p] for p in failed})
+    return DeletionOutcome(
+        deleted=deleted,
+        refused=plan.refused,
+        absent=plan.absent,
+        failed=failed,
+        errors={p: failures[p] for p in failed},
+    )
 
 
 def describe_outcome(result: DeletionOutcome) -> str:
     """The detail of deletion_failed: what was deleted, what failed and why, refused, absent."""
     parts = [
         "deleted: " + (", ".join(result.deleted) or "none"),
-        "failed: " + (", ".join(f"{p} ({result.errors.get(p, '')})" for p in result.failed)
-                      or "none"),
+        "failed: "
+        + (", ".join(f"{p} ({result.errors.get(p, '')})" for p in result.failed) or "none"),
         "refused: " + (", ".join(result.refused) or "none"),
         "already absent: " + (", ".join(result.absent) or "none"),
     ]

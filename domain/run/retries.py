@@ -57,8 +57,9 @@ def _status(*codes: int) -> str:
     return rf"(?<![\w.:/-])(?:{alternatives})(?![\w/-]|[.:]\d)"
 
 
-def _row(recognises: str, pattern: str, cause: TransientCause | None, source: str,
-         *texts: str) -> ErrorRow:
+def _row(
+    recognises: str, pattern: str, cause: TransientCause | None, source: str, *texts: str
+) -> ErrorRow:
     return ErrorRow(recognises, re.compile(pattern, re.IGNORECASE), cause, texts, source)
 
 
@@ -72,158 +73,221 @@ _GATEWAY = "a model gateway's text, as both programs pass it on"
 # Codes of a connection that was refused, reset, closed or lost, or timed out, or a name lookup
 # that failed for now (EAI_AGAIN); not ENOTFOUND, ENETUNREACH, EHOSTUNREACH, FailedToOpenSocket or
 # a certificate error, which name a wrong address or a broken setup (docs/decisions.md).
-_LOST_CODES = ("ECONNREFUSED|ConnectionRefused|ECONNRESET|ECONNABORTED|EPIPE|ConnectionClosed"
-               "|StreamSuspended|ETIMEDOUT|EAI_AGAIN")
+_LOST_CODES = (
+    "ECONNREFUSED|ConnectionRefused|ECONNRESET|ECONNABORTED|EPIPE|ConnectionClosed"
+    "|StreamSuspended|ETIMEDOUT|EAI_AGAIN"
+)
 
 ERROR_TEXTS: tuple[ErrorRow, ...] = (
     # --- never transient: waiting does not lift them -----------------------------------------
-    _row("an exhausted quota", r"quota", None, _PI,
-         "429 You exceeded your current quota, please check your plan and billing details. For "
-         "more information on this error, read the docs: "
-         "https://platform.openai.com/docs/guides/error-codes/api-errors.",
-         "Error Code insufficient_quota: You exceeded your current quota, please check your plan "
-         "and billing details.",
-         "insufficient_quota"),
-    _row("billing, credits or a spend limit",
-         r"billing|credit balance|insufficient[ _](?:credit|balance|funds)|payment required"
-         r"|out of (?:usage )?credits|out of usage|add funds|spend limit|usage credits? "
-         r"(?:are |is )?required|requires usage credits|" + _status(402),
-         None, _CLAUDE,
-         "Credit balance is too low",
-         "API Error: 400 Your credit balance is too low to access the Anthropic API. Please go to "
-         "Plans & Billing to upgrade or purchase credits.",
-         "You're out of usage credits · resets Jan 1, 12am (UTC)",
-         "Your org is out of usage · add funds to continue",
-         "You've hit your org's monthly spend limit · run /usage-credits to raise it",
-         "API Error: Usage credits required for 1M context · run /usage-credits to turn them on, "
-         "or /model to switch to standard context",
-         "Mistral API error (402): Payment Required"),
-    _row("a usage limit",
-         r"(?<!not your )\busage[ _-]?limits?\b|usage_limit|usage_not_included"
-         r"|\b(?:session|daily|weekly|monthly|5-hour|Opus|Sonnet|Fable 5) limit\b"
-         r"|hit your (?:[\w']+ )*?limit|reached your (?:specified )?(?:API )?usage limits?",
-         None, _CLAUDE,
-         "You've hit your session limit · resets 3pm (Europe/Berlin)",
-         "You've hit your weekly limit · resets Mon 9am (UTC)",
-         "You've hit your limit · resets 5am (UTC)",
-         "Claude AI usage limit reached|1767225600",
-         "You have reached your specified API usage limits. You will regain access on "
-         "2026-01-01 at 00:00 UTC.",
-         "You have hit your ChatGPT usage limit (plus plan). Try again in ~158 min.",
-         "Rate limit: monthly usage_limit exceeded"),
-    _row("a sandbox the settings require and cannot have (not the model call)",
-         r"sandbox required but unavailable", None, _CLAUDE_RUN,
-         "Sandbox required but unavailable: sandbox is enabled but dependencies are missing: "
-         "bubblewrap (bwrap) not installed, socat not installed · install missing tools (e.g. "
-         "apt install bubblewrap socat) or see https://code.claude.com/docs/en/sandboxing. Set "
-         "sandbox.failIfUnavailable=false to allow unsandboxed execution."),
+    _row(
+        "an exhausted quota",
+        r"quota",
+        None,
+        _PI,
+        "429 You exceeded your current quota, please check your plan and billing details. For "
+        "more information on this error, read the docs: "
+        "https://platform.openai.com/docs/guides/error-codes/api-errors.",
+        "Error Code insufficient_quota: You exceeded your current quota, please check your plan "
+        "and billing details.",
+        "insufficient_quota",
+    ),
+    _row(
+        "billing, credits or a spend limit",
+        r"billing|credit balance|insufficient[ _](?:credit|balance|funds)|payment required"
+        r"|out of (?:usage )?credits|out of usage|add funds|spend limit|usage credits? "
+        r"(?:are |is )?required|requires usage credits|" + _status(402),
+        None,
+        _CLAUDE,
+        "Credit balance is too low",
+        "API Error: 400 Your credit balance is too low to access the Anthropic API. Please go to "
+        "Plans & Billing to upgrade or purchase credits.",
+        "You're out of usage credits · resets Jan 1, 12am (UTC)",
+        "Your org is out of usage · add funds to continue",
+        "You've hit your org's monthly spend limit · run /usage-credits to raise it",
+        "API Error: Usage credits required for 1M context · run /usage-credits to turn them on, "
+        "or /model to switch to standard context",
+        "Mistral API error (402): Payment Required",
+    ),
+    _row(
+        "a usage limit",
+        r"(?<!not your )\busage[ _-]?limits?\b|usage_limit|usage_not_included"
+        r"|\b(?:session|daily|weekly|monthly|5-hour|Opus|Sonnet|Fable 5) limit\b"
+        r"|hit your (?:[\w']+ )*?limit|reached your (?:specified )?(?:API )?usage limits?",
+        None,
+        _CLAUDE,
+        "You've hit your session limit · resets 3pm (Europe/Berlin)",
+        "You've hit your weekly limit · resets Mon 9am (UTC)",
+        "You've hit your limit · resets 5am (UTC)",
+        "Claude AI usage limit reached|1767225600",
+        "You have reached your specified API usage limits. You will regain access on "
+        "2026-01-01 at 00:00 UTC.",
+        "You have hit your ChatGPT usage limit (plus plan). Try again in ~158 min.",
+        "Rate limit: monthly usage_limit exceeded",
+    ),
+    _row(
+        "a sandbox the settings require and cannot have (not the model call)",
+        r"sandbox required but unavailable",
+        None,
+        _CLAUDE_RUN,
+        "Sandbox required but unavailable: sandbox is enabled but dependencies are missing: "
+        "bubblewrap (bwrap) not installed, socat not installed · install missing tools (e.g. "
+        "apt install bubblewrap socat) or see https://code.claude.com/docs/en/sandboxing. Set "
+        "sandbox.failIfUnavailable=false to allow unsandboxed execution.",
+    ),
     # --- a rate or concurrency limit, too many requests, the HTTP status 429 ----------------
-    _row("a rate or concurrency limit, too many requests",
-         r"\brate[ _-]?limit|\bconcurren(?:cy|t)[ _-]?(?:requests?[ _-]?)?limit"
-         r"|too many (?:concurrent |parallel |simultaneous )?requests"
-         r"|temporarily limiting requests|request rejected \(429\)",
-         TransientCause.RATE_LIMIT, _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN + "; "
-         + _GATEWAY + " (issue 19 §3: vLLM, LiteLLM and company gateways)",
-         "too many concurrent requests",
-         "Concurrent request limit exceeded",
-         "Error: concurrent requests limit reached for this key",
-         "API Error: Request rejected (429) · Number of request tokens has exceeded your "
-         "per-minute rate limit",
-         "API Error: Server is temporarily limiting requests (not your usage limit) · Rate "
-         "limited",
-         "429 Rate limit reached for requests",
-         "529 Concurrency limit exceeded for this gateway, please retry later",
-         "Error Code rate_limit_exceeded: Rate limit reached for gpt-4o in organization org-x on "
-         "tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.",
-         "Too Many Requests"),
-    _row("the HTTP status 429", _status(429), TransientCause.RATE_LIMIT, _GATEWAY,
-         'Error 429: {"error":{"message":"slow down"}}',
-         "HTTP 429: please slow down",
-         'Mistral API error (429): {"object":"error","message":"Requests limited"}'),
+    _row(
+        "a rate or concurrency limit, too many requests",
+        r"\brate[ _-]?limit|\bconcurren(?:cy|t)[ _-]?(?:requests?[ _-]?)?limit"
+        r"|too many (?:concurrent |parallel |simultaneous )?requests"
+        r"|temporarily limiting requests|request rejected \(429\)",
+        TransientCause.RATE_LIMIT,
+        _CLAUDE_RUN
+        + "; "
+        + _CLAUDE_332
+        + "; "
+        + _PI_RUN
+        + "; "
+        + _GATEWAY
+        + " (issue 19 §3: vLLM, LiteLLM and company gateways)",
+        "too many concurrent requests",
+        "Concurrent request limit exceeded",
+        "Error: concurrent requests limit reached for this key",
+        "API Error: Request rejected (429) · Number of request tokens has exceeded your "
+        "per-minute rate limit",
+        "API Error: Server is temporarily limiting requests (not your usage limit) · Rate limited",
+        "429 Rate limit reached for requests",
+        "529 Concurrency limit exceeded for this gateway, please retry later",
+        "Error Code rate_limit_exceeded: Rate limit reached for gpt-4o in organization org-x on "
+        "tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.",
+        "Too Many Requests",
+    ),
+    _row(
+        "the HTTP status 429",
+        _status(429),
+        TransientCause.RATE_LIMIT,
+        _GATEWAY,
+        'Error 429: {"error":{"message":"slow down"}}',
+        "HTTP 429: please slow down",
+        'Mistral API error (429): {"object":"error","message":"Requests limited"}',
+    ),
     # --- an overloaded service, high demand, 500/502/503/504/529, unavailable for now --------
-    _row("an overloaded service, one at capacity or under high demand or load",
-         r"overloaded|high demand|at capacity|high load", TransientCause.OVERLOADED,
-         _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN,
-         "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again "
-         "in a moment. If it persists, check your inference gateway (127.0.0.1:41235).",
-         "API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually "
-         "temporary. Try again in a moment. If it persists, check your inference gateway (...).",
-         "529 Overloaded",
-         "Opus is experiencing high load, please use /model to switch to Sonnet",
-         "The service is under high demand right now"),
-    _row("the HTTP status 500, 502, 503, 504 or 529", _status(500, 502, 503, 504, 529),
-         TransientCause.OVERLOADED, _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI + "; "
-         + _GATEWAY + " (`API Error: 500 terminated`: "
-         "github.com/ding113/claude-code-hub/issues/307)",
-         "API Error: 500 Internal server error. This is a server-side issue, usually temporary — "
-         "try again in a moment. If it persists, check your inference gateway (...).",
-         "API Error: 500: internal server error",
-         "API Error: 500 terminated",
-         'HTTP 529: {"type":"error","error":{"type":"api_error"}}',
-         "502 status code (no body)",
-         "504 Gateway Timeout"),
-    _row("a service unavailable for now, a server error",
-         r"service[ _-]?unavailable|temporarily unavailable|unavailable for now"
-         r"|\bserver[ _-]error|internal[ _-]server[ _-]error",
-         TransientCause.OVERLOADED, _PI + "; " + _GATEWAY,
-         "Service Unavailable",
-         "model temporarily unavailable",
-         "Error Code server_error: The server had an error while processing your request. Sorry "
-         "about that!"),
+    _row(
+        "an overloaded service, one at capacity or under high demand or load",
+        r"overloaded|high demand|at capacity|high load",
+        TransientCause.OVERLOADED,
+        _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN,
+        "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again "
+        "in a moment. If it persists, check your inference gateway (127.0.0.1:41235).",
+        "API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually "
+        "temporary. Try again in a moment. If it persists, check your inference gateway (...).",
+        "529 Overloaded",
+        "Opus is experiencing high load, please use /model to switch to Sonnet",
+        "The service is under high demand right now",
+    ),
+    _row(
+        "the HTTP status 500, 502, 503, 504 or 529",
+        _status(500, 502, 503, 504, 529),
+        TransientCause.OVERLOADED,
+        _CLAUDE_RUN
+        + "; "
+        + _CLAUDE_332
+        + "; "
+        + _PI
+        + "; "
+        + _GATEWAY
+        + " (`API Error: 500 terminated`: "
+        "github.com/ding113/claude-code-hub/issues/307)",
+        "API Error: 500 Internal server error. This is a server-side issue, usually temporary — "
+        "try again in a moment. If it persists, check your inference gateway (...).",
+        "API Error: 500: internal server error",
+        "API Error: 500 terminated",
+        'HTTP 529: {"type":"error","error":{"type":"api_error"}}',
+        "502 status code (no body)",
+        "504 Gateway Timeout",
+    ),
+    _row(
+        "a service unavailable for now, a server error",
+        r"service[ _-]?unavailable|temporarily unavailable|unavailable for now"
+        r"|\bserver[ _-]error|internal[ _-]server[ _-]error",
+        TransientCause.OVERLOADED,
+        _PI + "; " + _GATEWAY,
+        "Service Unavailable",
+        "model temporarily unavailable",
+        "Error Code server_error: The server had an error while processing your request. Sorry "
+        "about that!",
+    ),
     # --- an explicit request to retry or try again later -------------------------------------
-    _row("an explicit request to retry or try again",
-         r"\bretry (?:later|again|in a|in \d|after|shortly|soon|your request|the request)"
-         r"|\btry again\b",
-         TransientCause.RETRY_LATER, _CLAUDE + "; " + _CLAUDE_332 + " (a connection the server "
-         "closed before answering); " + _GATEWAY,
-         "Authentication error · This may be a temporary network issue, please try again",
-         "API Error: Connection dropped (ECONNRESET). Check the gateway set in "
-         "ANTHROPIC_BASE_URL, then try again.",
-         "API Error: Connection to the API was lost (ECONNRESET). This is usually temporary — "
-         "try again.",
-         "API Error: Connection closed while thinking, before producing a response. Try again.",
-         "Please retry later.",
-         "Something went wrong, try again later"),
+    _row(
+        "an explicit request to retry or try again",
+        r"\bretry (?:later|again|in a|in \d|after|shortly|soon|your request|the request)"
+        r"|\btry again\b",
+        TransientCause.RETRY_LATER,
+        _CLAUDE + "; " + _CLAUDE_332 + " (a connection the server "
+        "closed before answering); " + _GATEWAY,
+        "Authentication error · This may be a temporary network issue, please try again",
+        "API Error: Connection dropped (ECONNRESET). Check the gateway set in "
+        "ANTHROPIC_BASE_URL, then try again.",
+        "API Error: Connection to the API was lost (ECONNRESET). This is usually temporary — "
+        "try again.",
+        "API Error: Connection closed while thinking, before producing a response. Try again.",
+        "Please retry later.",
+        "Something went wrong, try again later",
+    ),
     # --- a lost call: an upstream or stream failure, a connection reset/refused/lost, a timeout
-    _row("a connection refused, reset, closed or lost",
-         rf"connection[ _-]?(?:(?:was|has been|got) )?(?:reset|refused|lost|closed|aborted"
-         rf"|error|dropped)|\blost (?:the |its |your )?connection"
-         rf"|unable to connect to API \((?:{_LOST_CODES})\)"
-         rf"|unable to connect to API\. Check your internet connection"
-         rf"|\b(?:{_LOST_CODES})\b|socket hang up|other side closed|closed unexpectedly"
-         rf"|fetch failed|network[ _-]?error|\bupstream\b",
-         TransientCause.LOST_CALL, _CLAUDE_RUN + "; " + _CLAUDE_332 + " (a port nothing listens "
-         "on); " + _PI_RUN + "; " + _CLAUDE,
-         "API Error: Unable to connect to API (ConnectionRefused)",
-         "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
-         "API Error: Unable to connect to API (ECONNRESET)",
-         "API Error: Unable to connect to API. Check your internet connection",
-         "API Error: Connection closed mid-response. The response above may be incomplete.",
-         "Connection error.",
-         "Connection was lost",
-         "lost connection to server",
-         "The connection has been reset by the peer",
-         "other side closed",
-         "fetch failed",
-         "socket hang up",
-         "Provider finish_reason: network_error",
-         "upstream connect error or disconnect/reset before headers. reset reason: connection "
-         "termination"),
-    _row("a stream that failed, stalled or ended early",
-         r"\bstream (?:error|failure|failed|ended|closed|interrupted|disconnected|stalled)"
-         r"|\bstalled\b|stream idle timeout|ended without",
-         TransientCause.LOST_CALL, _CLAUDE,
-         "API Error: Response stalled mid-stream. The response above may be incomplete.",
-         "API Error: Stream idle timeout - no chunks received",
-         "stream error: received RST_STREAM"),
-    _row("a call that timed out", r"timed[ _-]?out|\btimeout\b", TransientCause.LOST_CALL,
-         _CLAUDE + "; " + _PI,
-         "Request timed out.",
-         "API Error: Request timed out. Check your internet connection and proxy settings"),
-    _row("a call terminated on its way (the fetch's own word for a body cut off)",
-         r"(?:^|: |\b\d{3} )terminated\b(?! by)", TransientCause.LOST_CALL, _PI_RUN,
-         "terminated",
-         "API Error: terminated"),
+    _row(
+        "a connection refused, reset, closed or lost",
+        rf"connection[ _-]?(?:(?:was|has been|got) )?(?:reset|refused|lost|closed|aborted"
+        rf"|error|dropped)|\blost (?:the |its |your )?connection"
+        rf"|unable to connect to API \((?:{_LOST_CODES})\)"
+        rf"|unable to connect to API\. Check your internet connection"
+        rf"|\b(?:{_LOST_CODES})\b|socket hang up|other side closed|closed unexpectedly"
+        rf"|fetch failed|network[ _-]?error|\bupstream\b",
+        TransientCause.LOST_CALL,
+        _CLAUDE_RUN + "; " + _CLAUDE_332 + " (a port nothing listens "
+        "on); " + _PI_RUN + "; " + _CLAUDE,
+        "API Error: Unable to connect to API (ConnectionRefused)",
+        "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
+        "API Error: Unable to connect to API (ECONNRESET)",
+        "API Error: Unable to connect to API. Check your internet connection",
+        "API Error: Connection closed mid-response. The response above may be incomplete.",
+        "Connection error.",
+        "Connection was lost",
+        "lost connection to server",
+        "The connection has been reset by the peer",
+        "other side closed",
+        "fetch failed",
+        "socket hang up",
+        "Provider finish_reason: network_error",
+        "upstream connect error or disconnect/reset before headers. reset reason: connection "
+        "termination",
+    ),
+    _row(
+        "a stream that failed, stalled or ended early",
+        r"\bstream (?:error|failure|failed|ended|closed|interrupted|disconnected|stalled)"
+        r"|\bstalled\b|stream idle timeout|ended without",
+        TransientCause.LOST_CALL,
+        _CLAUDE,
+        "API Error: Response stalled mid-stream. The response above may be incomplete.",
+        "API Error: Stream idle timeout - no chunks received",
+        "stream error: received RST_STREAM",
+    ),
+    _row(
+        "a call that timed out",
+        r"timed[ _-]?out|\btimeout\b",
+        TransientCause.LOST_CALL,
+        _CLAUDE + "; " + _PI,
+        "Request timed out.",
+        "API Error: Request timed out. Check your internet connection and proxy settings",
+    ),
+    _row(
+        "a call terminated on its way (the fetch's own word for a body cut off)",
+        r"(?:^|: |\b\d{3} )terminated\b(?! by)",
+        TransientCause.LOST_CALL,
+        _PI_RUN,
+        "terminated",
+        "API Error: terminated",
+    ),
 )
 """The table, in the order it is tried: never-transient rows first, then the spec's causes."""
 

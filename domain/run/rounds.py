@@ -53,8 +53,9 @@ class ValidationAnswer(StrEnum):
 
 
 REPAIRS = frozenset({ValidationAnswer.REPAIR_FAILS_RUN, ValidationAnswer.REPAIR})
-CODED_ANSWERS = frozenset({ValidationAnswer.UNAVAILABLE, ValidationAnswer.VIOLATION,
-                           ValidationAnswer.REPAIR_FAILS_RUN})
+CODED_ANSWERS = frozenset(
+    {ValidationAnswer.UNAVAILABLE, ValidationAnswer.VIOLATION, ValidationAnswer.REPAIR_FAILS_RUN}
+)
 
 
 class RoundFacts(BaseModel):
@@ -151,21 +152,35 @@ class Row:
     step: Callable[[RoundFacts, Code], Step]
 
 
-def _failed(code: LinkCode | None, reason: Reason, causes: Causes = Causes.NONE,
-            names_violations: bool = False) -> End:
-    return End(status=WorkerStatus.FAILED, code=code, reason=reason, causes=causes,
-               names_audit_violations=names_violations)
+def _failed(
+    code: LinkCode | None,
+    reason: Reason,
+    causes: Causes = Causes.NONE,
+    names_violations: bool = False,
+) -> End:
+    return End(
+        status=WorkerStatus.FAILED,
+        code=code,
+        reason=reason,
+        causes=causes,
+        names_audit_violations=names_violations,
+    )
 
 
 def _process_failed(reason: Reason) -> Callable[[RoundFacts, Code], Step]:
     def step(_: RoundFacts, failure_code: Code) -> Step:
         return _failed(failure_code, reason, Causes.AGENT_PROCESS, True)
+
     return step
 
 
 def _can_retry(f: RoundFacts) -> bool:
-    return (f.ending is RoundEnding.TRANSIENT_ERROR and f.clean and not f.result_valid
-            and (f.session_named or f.worktree_unchanged))
+    return (
+        f.ending is RoundEnding.TRANSIENT_ERROR
+        and f.clean
+        and not f.result_valid
+        and (f.session_named or f.worktree_unchanged)
+    )
 
 
 def _validated(f: RoundFacts, *answers: ValidationAnswer) -> bool:
@@ -177,13 +192,18 @@ _WORKER_CODES = {WorkerStatus.BLOCKED: Code.WORKER_BLOCKED, WorkerStatus.FAILED:
 
 def _worker_end(f: RoundFacts, _: Code) -> Step:
     assert f.result_status is not None
-    return End(status=f.result_status, code=_WORKER_CODES[f.result_status],
-               reason=Reason.CAPABILITY, causes=Causes.WORKER)
+    return End(
+        status=f.result_status,
+        code=_WORKER_CODES[f.result_status],
+        reason=Reason.CAPABILITY,
+        causes=Causes.WORKER,
+    )
 
 
 def _validation_end(reason: Reason) -> Callable[[RoundFacts, Code], Step]:
     def step(f: RoundFacts, _: Code) -> Step:
         return _failed(f.validation_code, reason, Causes.VALIDATION)
+
     return step
 
 
@@ -197,70 +217,107 @@ def _ok(_: RoundFacts, __: Code) -> Step:
 
 
 _ENDED_BY_PROCESS = (RoundEnding.TRANSIENT_ERROR, RoundEnding.PROCESS_FAILED)
-_TIMEOUT_ROW = ("the round timed out, or the agent process failed or reached a limit | not called"
-                " | end failed with worker_timeout, worker_limit_reached or the backend's process"
-                " failure code, naming any audit violation in its detail")
+_TIMEOUT_ROW = (
+    "the round timed out, or the agent process failed or reached a limit | not called"
+    " | end failed with worker_timeout, worker_limit_reached or the backend's process"
+    " failure code, naming any audit violation in its detail"
+)
 
 ROWS: tuple[Row, ...] = (
-    Row("(beyond the table) the round's command could not be started | not called"
+    Row(
+        "(beyond the table) the round's command could not be started | not called"
         " | end failed with launch_failed",
         lambda f: f.ending is RoundEnding.NOT_STARTED,
-        lambda f, b: _failed(Code.LAUNCH_FAILED, Reason.ENVIRONMENT)),
-    Row("the agent process ended with a transient model-service error, audit clean, no valid"
+        lambda f, b: _failed(Code.LAUNCH_FAILED, Reason.ENVIRONMENT),
+    ),
+    Row(
+        "the agent process ended with a transient model-service error, audit clean, no valid"
         " result, retries left | not called | retry round",
         lambda f: _can_retry(f) and f.retries_left > 0,
-        lambda f, b: Retry(with_brief=not f.session_named)),
-    Row(_TIMEOUT_ROW + ": worker_timeout",
+        lambda f, b: Retry(with_brief=not f.session_named),
+    ),
+    Row(
+        _TIMEOUT_ROW + ": worker_timeout",
         lambda f: f.ending is RoundEnding.TIMEOUT,
-        lambda f, b: _failed(Code.WORKER_TIMEOUT, Reason.EXHAUSTED, names_violations=True)),
-    Row(_TIMEOUT_ROW + ": worker_limit_reached",
+        lambda f, b: _failed(Code.WORKER_TIMEOUT, Reason.EXHAUSTED, names_violations=True),
+    ),
+    Row(
+        _TIMEOUT_ROW + ": worker_limit_reached",
         lambda f: f.ending is RoundEnding.LIMIT_REACHED,
-        lambda f, b: _failed(Code.WORKER_LIMIT_REACHED, Reason.EXHAUSTED, Causes.AGENT_PROCESS,
-                             True)),
-    Row(_TIMEOUT_ROW + ": the retries used up, the process failure code with reason exhausted",
+        lambda f, b: _failed(
+            Code.WORKER_LIMIT_REACHED, Reason.EXHAUSTED, Causes.AGENT_PROCESS, True
+        ),
+    ),
+    Row(
+        _TIMEOUT_ROW + ": the retries used up, the process failure code with reason exhausted",
         lambda f: _can_retry(f) and f.retries_left == 0,
-        _process_failed(Reason.EXHAUSTED)),
-    Row(_TIMEOUT_ROW + ": the process failure code",
+        _process_failed(Reason.EXHAUSTED),
+    ),
+    Row(
+        _TIMEOUT_ROW + ": the process failure code",
         lambda f: f.ending in _ENDED_BY_PROCESS,
-        _process_failed(Reason.ENVIRONMENT)),
-    Row("audit violation, whatever the result | not called | end failed with audit_violation",
+        _process_failed(Reason.ENVIRONMENT),
+    ),
+    Row(
+        "audit violation, whatever the result | not called | end failed with audit_violation",
         lambda f: f.audit is Verdict.VIOLATION,
-        lambda f, b: _failed(Code.AUDIT_VIOLATION, Reason.PERMISSION, Causes.WORKER_ERROR, True)),
-    Row("invalid result, audit clean | not called | end failed with worker_result_invalid",
+        lambda f, b: _failed(Code.AUDIT_VIOLATION, Reason.PERMISSION, Causes.WORKER_ERROR, True),
+    ),
+    Row(
+        "invalid result, audit clean | not called | end failed with worker_result_invalid",
         lambda f: not f.result_valid,
-        lambda f, b: _failed(Code.WORKER_RESULT_INVALID, Reason.CAPABILITY)),
-    Row("blocked or failed, audit clean | not called | end with the worker's status and"
+        lambda f, b: _failed(Code.WORKER_RESULT_INVALID, Reason.CAPABILITY),
+    ),
+    Row(
+        "blocked or failed, audit clean | not called | end with the worker's status and"
         " worker_blocked or worker_failed",
         lambda f: not f.worker_ok,
-        _worker_end),
-    Row("ok, audit clean, no round validation given | — | end ok",
+        _worker_end,
+    ),
+    Row(
+        "ok, audit clean, no round validation given | — | end ok",
         lambda f: not f.validation_given,
-        _ok),
-    Row("ok, audit clean | raises instead of answering | end failed with validation_unavailable",
+        _ok,
+    ),
+    Row(
+        "ok, audit clean | raises instead of answering | end failed with validation_unavailable",
         lambda f: _validated(f, ValidationAnswer.RAISED),
-        lambda f, b: _failed(Code.VALIDATION_UNAVAILABLE, Reason.CAPABILITY)),
-    Row("ok, audit clean | answers unavailable | end failed with the code and causes it names,"
+        lambda f, b: _failed(Code.VALIDATION_UNAVAILABLE, Reason.CAPABILITY),
+    ),
+    Row(
+        "ok, audit clean | answers unavailable | end failed with the code and causes it names,"
         " reason environment",
         lambda f: _validated(f, ValidationAnswer.UNAVAILABLE),
-        _validation_end(Reason.ENVIRONMENT)),
-    Row("ok, audit clean | answers a violation | end failed with the code and causes it names,"
+        _validation_end(Reason.ENVIRONMENT),
+    ),
+    Row(
+        "ok, audit clean | answers a violation | end failed with the code and causes it names,"
         " reason permission",
         lambda f: _validated(f, ValidationAnswer.VIOLATION),
-        _validation_end(Reason.PERMISSION)),
-    Row("ok, audit clean | nothing to repair | end ok",
+        _validation_end(Reason.PERMISSION),
+    ),
+    Row(
+        "ok, audit clean | nothing to repair | end ok",
         lambda f: _validated(f, ValidationAnswer.NOTHING_TO_REPAIR),
-        _ok),
-    Row("ok, audit clean | a repair, rounds left | resume round",
+        _ok,
+    ),
+    Row(
+        "ok, audit clean | a repair, rounds left | resume round",
         lambda f: f.validation in REPAIRS and f.resume_rounds_left > 0,
-        _resume),
-    Row("ok, audit clean | a repair that fails the run, no rounds left | end failed with the code"
+        _resume,
+    ),
+    Row(
+        "ok, audit clean | a repair that fails the run, no rounds left | end failed with the code"
         " and causes it names, reason exhausted",
         lambda f: _validated(f, ValidationAnswer.REPAIR_FAILS_RUN),
-        _validation_end(Reason.EXHAUSTED)),
-    Row("ok, audit clean | a repair that does not fail the run, no rounds left | end ok; the"
+        _validation_end(Reason.EXHAUSTED),
+    ),
+    Row(
+        "ok, audit clean | a repair that does not fail the run, no rounds left | end ok; the"
         " caller judges the result",
         lambda f: _validated(f, ValidationAnswer.REPAIR),
-        _ok),
+        _ok,
+    ),
 )
 
 
@@ -269,8 +326,10 @@ def matching_row(facts: RoundFacts) -> Row:
     for row in ROWS:
         if row.applies(facts):
             return row
-    raise ValueError("no row of the Rounds table applies: a given round validation must be "
-                     f"called after an ok round with a clean audit before deciding ({facts!r})")
+    raise ValueError(
+        "no row of the Rounds table applies: a given round validation must be "
+        f"called after an ok round with a clean audit before deciding ({facts!r})"
+    )
 
 
 def next_step(facts: RoundFacts, failure_code: Code) -> Step:
@@ -284,13 +343,22 @@ def next_step(facts: RoundFacts, failure_code: Code) -> Step:
 def should_validate(facts: RoundFacts) -> bool:
     """Seed 000 "Round validation": called once after every round whose worker ended ok with a
     clean audit (agent process ended ok, valid ok result), and after no other round."""
-    return (facts.validation_given and facts.ending is RoundEnding.OK and facts.clean
-            and facts.result_valid and facts.worker_ok)
+    return (
+        facts.validation_given
+        and facts.ending is RoundEnding.OK
+        and facts.clean
+        and facts.result_valid
+        and facts.worker_ok
+    )
 
 
 def deletions_allowed(last_round: RoundFacts, interrupted: bool) -> bool:
     """Seed 000 "Proposed deletions": performed after the last round, whatever the run's outcome,
     when its audit was clean, its worker returned a valid result, the round validation did not
     answer a violation and the run was not interrupted."""
-    return (last_round.clean and last_round.result_valid
-            and last_round.validation is not ValidationAnswer.VIOLATION and not interrupted)
+    return (
+        last_round.clean
+        and last_round.result_valid
+        and last_round.validation is not ValidationAnswer.VIOLATION
+        and not interrupted
+    )

@@ -23,8 +23,15 @@ from concorde_workers.domain.evidence.record_fields import (
 WORKER_LEVEL = "worker"
 """The level of the worker's link in the error chain (seed 000 "Errors")."""
 
-__all__ = ["WORKER_LEVEL", "WorkerError", "WorkerEvidence", "WorkerResult", "WorkerUnhandled",
-           "judge_result", "result_problem"]
+__all__ = [
+    "WORKER_LEVEL",
+    "WorkerError",
+    "WorkerEvidence",
+    "WorkerResult",
+    "WorkerUnhandled",
+    "judge_result",
+    "result_problem",
+]
 
 
 class WorkerEvidence(BaseModel):

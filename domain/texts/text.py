@@ -72,8 +72,14 @@ def printable_lines(text: str) -> list[str]:
     return [escape_controls(line) for line in text.splitlines()]
 
 
-_NAMES = {"\x00": "NUL", "\n": "line feed", "\r": "carriage return", "\t": "tab",
-          "\x1b": "escape", "\x7f": "delete"}
+_NAMES = {
+    "\x00": "NUL",
+    "\n": "line feed",
+    "\r": "carriage return",
+    "\t": "tab",
+    "\x1b": "escape",
+    "\x7f": "delete",
+}
 
 
 def _character_name(char: str) -> str:
@@ -85,9 +91,11 @@ def control_problem(text: str) -> str | None:
     with its escape, its name and its position (counted from 1)."""
     for index, char in enumerate(text, start=1):
         if _category(char) in REFUSED_CATEGORIES:
-            return (f"contains the character {escaped_char(char)} ({_character_name(char)}) at "
-                    f"position {index}: it would break the brief, the plan and the sandbox "
-                    "lists, which name paths one per line")
+            return (
+                f"contains the character {escaped_char(char)} ({_character_name(char)}) at "
+                f"position {index}: it would break the brief, the plan and the sandbox "
+                "lists, which name paths one per line"
+            )
     return None
 
 
@@ -101,8 +109,9 @@ def json_document(data: Any, indent: int | None = 2) -> str:
         return text
     # json.dumps escapes the C0 controls inside strings itself (the newlines of its indentation
     # are ours); DEL and everything beyond ASCII can only lie inside a string.
-    return "".join(_json_escape(c) if c >= "\x7f" and _category(c) in ESCAPED_CATEGORIES
-                   else c for c in text)
+    return "".join(
+        _json_escape(c) if c >= "\x7f" and _category(c) in ESCAPED_CATEGORIES else c for c in text
+    )
 
 
 def _json_escape(char: str) -> str:

@@ -87,13 +87,15 @@ class RealGitWorld:
     @property
     def repo(self) -> GitRepository:
         """The task worktree's repository, as placement finds it."""
-        return GitRepository(worktree=self.worktree, git_dir=self.worktree_git_dir,
-                             common_dir=self.common_dir)
+        return GitRepository(
+            worktree=self.worktree, git_dir=self.worktree_git_dir, common_dir=self.common_dir
+        )
 
     @property
     def primary_repo(self) -> GitRepository:
-        return GitRepository(worktree=self.primary, git_dir=self.common_dir,
-                             common_dir=self.common_dir)
+        return GitRepository(
+            worktree=self.primary, git_dir=self.common_dir, common_dir=self.common_dir
+        )
 
     def run_in(self, cwd: str, *args: str, check: bool = True) -> str:
         proc = subprocess.run(
@@ -191,13 +193,15 @@ class FakeGitWorld:
 
     @property
     def repo(self) -> GitRepository:
-        return GitRepository(worktree=self.worktree, git_dir=self.worktree_git_dir,
-                             common_dir=self.common_dir)
+        return GitRepository(
+            worktree=self.worktree, git_dir=self.worktree_git_dir, common_dir=self.common_dir
+        )
 
     @property
     def primary_repo(self) -> GitRepository:
-        return GitRepository(worktree=self.primary, git_dir=self.common_dir,
-                             common_dir=self.common_dir)
+        return GitRepository(
+            worktree=self.primary, git_dir=self.common_dir, common_dir=self.common_dir
+        )
 
     def write(self, rel: str, data: bytes, executable: bool = False) -> None:
         self.fs.write(f"{self.worktree}/{rel}", data, 0o755 if executable else 0o644)

@@ -38,8 +38,9 @@ class TestReadWrite:
         assert fs.stat(path).mode == 0o600
         assert [e.name for e in fs.listdir(fs_world.root)] == ["record.json"]
 
-    def test_sync_directory_syncs_a_directory_and_refuses_a_missing_one(self, fs_world: Any
-                                                                       ) -> None:
+    def test_sync_directory_syncs_a_directory_and_refuses_a_missing_one(
+        self, fs_world: Any
+    ) -> None:
         fs, root = fs_world.fs, fs_world.root
         fs.sync_directory(root)
         with pytest.raises(FileSystemError) as info:
@@ -116,13 +117,17 @@ class TestLinksAndKinds:
         with pytest.raises(FileSystemError):
             tree.fs.listdir(tree.root + "/missing")
 
-    def test_subdirectories_are_the_real_directories_and_the_wanted_kinds(self, tree: Any
-                                                                          ) -> None:
+    def test_subdirectories_are_the_real_directories_and_the_wanted_kinds(self, tree: Any) -> None:
         names, kinds = tree.fs.subdirectories(
-            tree.root, frozenset({"f", "link-d", "d", "dangling", "absent"}))
+            tree.root, frozenset({"f", "link-d", "d", "dangling", "absent"})
+        )
         assert sorted(names) == ["d"]  # a link to a directory is no subdirectory
-        assert dict(kinds) == {"f": EntryKind.FILE, "link-d": EntryKind.SYMLINK,
-                               "d": EntryKind.DIRECTORY, "dangling": EntryKind.SYMLINK}
+        assert dict(kinds) == {
+            "f": EntryKind.FILE,
+            "link-d": EntryKind.SYMLINK,
+            "d": EntryKind.DIRECTORY,
+            "dangling": EntryKind.SYMLINK,
+        }
         listed = tree.fs.listdir(tree.root)
         assert sorted(names) == [e.name for e in listed if e.kind is EntryKind.DIRECTORY]
 
@@ -236,15 +241,24 @@ class TestDirectoriesAndPrograms:
 
 
 NUL_CALLS: list[tuple[str, tuple[Any, ...]]] = [
-    ("read_bytes", ()), ("read_text", ()), ("write_atomic", (b"x",)), ("realpath", ()),
-    ("listdir", ()), ("makedirs", ()), ("remove", ()), ("rmtree", ()), ("chmod", (0o600,)),
-    ("stat", ()), ("file_digest", ()),
+    ("read_bytes", ()),
+    ("read_text", ()),
+    ("write_atomic", (b"x",)),
+    ("realpath", ()),
+    ("listdir", ()),
+    ("makedirs", ()),
+    ("remove", ()),
+    ("rmtree", ()),
+    ("chmod", (0o600,)),
+    ("stat", ()),
+    ("file_digest", ()),
 ]
 
 
 @pytest.mark.parametrize(("op", "args"), NUL_CALLS, ids=[op for op, _ in NUL_CALLS])
-def test_a_path_with_a_nul_byte_is_a_filesystem_error(fs_world: Any, op: str,
-                                                      args: tuple[Any, ...]) -> None:
+def test_a_path_with_a_nul_byte_is_a_filesystem_error(
+    fs_world: Any, op: str, args: tuple[Any, ...]
+) -> None:
     """No file name holds a NUL byte: every operation refuses such a path the port's way (never
     with the ValueError os raises), so a flag or request naming one is a refusal, no defect."""
     path = fs_world.root + "/a\0b"
@@ -257,8 +271,9 @@ def test_a_path_with_a_nul_byte_is_a_filesystem_error(fs_world: Any, op: str,
 
 def test_a_path_with_a_nul_byte_names_nothing(fs_world: Any) -> None:
     fs, path = fs_world.fs, fs_world.root + "/a\0b"
-    assert not any(check(path) for check in (fs.exists, fs.lexists, fs.is_dir, fs.is_file,
-                                             fs.is_symlink))
+    assert not any(
+        check(path) for check in (fs.exists, fs.lexists, fs.is_dir, fs.is_file, fs.is_symlink)
+    )
 
 
 class TestArchive:
@@ -287,8 +302,9 @@ class TestArchive:
         with tarfile.open(fileobj=io.BytesIO(fs.read_bytes(archive))) as tar:
             for info in tar.getmembers():
                 data = tar.extractfile(info).read() if info.isreg() else b""  # type: ignore[union-attr]
-                kind = "link " + info.linkname if info.issym() else (
-                    "dir" if info.isdir() else "file")
+                kind = (
+                    "link " + info.linkname if info.issym() else ("dir" if info.isdir() else "file")
+                )
                 found[info.name] = (kind, data)
         return found
 
@@ -299,8 +315,16 @@ class TestArchive:
         found = self.members(fs, tree + "/g.tar")
         assert found["g/zbig"] == ("file", b"x" * 3000)
         assert found["g/link"] == ("link /etc/passwd", b"")  # stored as a link, never followed
-        assert sorted(found) == ["g", "g/HEAD", "g/config", "g/link", "g/objects",
-                                 "g/objects/a", "g/objects/b", "g/zbig"]
+        assert sorted(found) == [
+            "g",
+            "g/HEAD",
+            "g/config",
+            "g/link",
+            "g/objects",
+            "g/objects/a",
+            "g/objects/b",
+            "g/zbig",
+        ]
         assert fs.stat(tree + "/g.tar").mode == 0o600
 
     def test_what_does_not_fit_is_left_out_and_counted(self, fs_world: Any, tree: str) -> None:
@@ -309,8 +333,14 @@ class TestArchive:
         fs = fs_world.fs
         # Room for the directory, HEAD, config and the link (the first in name order), not for
         # objects/ (left out as a whole, what is below it uncounted) nor for zbig.
-        bound = ARCHIVE_END_BYTES + sum(tar_member_cost(n, s) for n, s in [
-            ("g", 0), ("g/HEAD", 21), ("g/config", 7), ("g/link", 0)]) + 100
+        bound = (
+            ARCHIVE_END_BYTES
+            + sum(
+                tar_member_cost(n, s)
+                for n, s in [("g", 0), ("g/HEAD", 21), ("g/config", 7), ("g/link", 0)]
+            )
+            + 100
+        )
         outcome = fs.archive(tree + "/g", tree + "/g.tar", bound)
         found = self.members(fs, tree + "/g.tar")
         assert sorted(found) == ["g", "g/HEAD", "g/config", "g/link"]
@@ -325,8 +355,7 @@ class TestArchive:
 
 
 class TestOpenUp:
-    def test_every_directory_below_gets_u_rwx_and_no_link_is_followed(self, fs_world: Any
-                                                                       ) -> None:
+    def test_every_directory_below_gets_u_rwx_and_no_link_is_followed(self, fs_world: Any) -> None:
         fs, root = fs_world.fs, fs_world.root
         fs.makedirs(root + "/t/a/deeper")
         fs.makedirs(root + "/outside")

@@ -108,8 +108,7 @@ class TestPlacementFacts:
         assert info.value.returncode == 128
         assert "not a git repository" in info.value.output
 
-    def test_git_dirs_are_found_from_the_worktree_itself_not_above(
-            self, git_world: Any) -> None:
+    def test_git_dirs_are_found_from_the_worktree_itself_not_above(self, git_world: Any) -> None:
         """Discovery stops at the directory's parent (GIT_CEILING_DIRECTORIES): a directory
         below the top level is no worktree of its own."""
         with pytest.raises(GitCommandFailed) as info:
@@ -132,7 +131,9 @@ class TestStatus:
     def test_the_primary_sees_the_linked_worktree_as_a_nested_repository(
         self, git_world: Any
     ) -> None:
-        assert git_world.git.status(git_world.primary_repo).entries == (untracked(".claude/worktrees/task/"),)
+        assert git_world.git.status(git_world.primary_repo).entries == (
+            untracked(".claude/worktrees/task/"),
+        )
 
     def test_modified_deleted_executable_untracked_and_ignored(self, git_world: Any) -> None:
         w = git_world
@@ -249,10 +250,13 @@ class TestConfigDigest:
     info/attributes, config, config.worktree or hook changes the digest, as it could hide a
     file from the audit or run a program for the next Git command."""
 
-    @pytest.mark.parametrize("which", ["info/exclude", "info/attributes", "config",
-                                       "config.worktree", "hooks/pre-commit"])
+    @pytest.mark.parametrize(
+        "which",
+        ["info/exclude", "info/attributes", "config", "config.worktree", "hooks/pre-commit"],
+    )
     def test_changes_with_each_file_that_decides_what_git_lists(
-            self, git_world: Any, which: str) -> None:
+        self, git_world: Any, which: str
+    ) -> None:
         before = git_world.git.config_digest(git_world.repo)
         assert before == git_world.git.config_digest(git_world.repo)
         folder = git_world.worktree_git_dir if which == "config.worktree" else git_world.common_dir
@@ -409,10 +413,12 @@ def test_a_reused_index_answer_is_never_stale(real_git_world: Any) -> None:
     reused = w.git
     fresh = GitCliReader(environ=w.env, reuse_index=False)
     seen = [reused.index(w.repo)]
-    for change in (lambda: w.stage("a.txt"),
-                   lambda: w.write("a.txt", b"staged\n") or w.stage("a.txt"),
-                   lambda: w.run_in(w.worktree, "update-index", "--assume-unchanged", "a.txt"),
-                   lambda: w.refresh()):
+    for change in (
+        lambda: w.stage("a.txt"),
+        lambda: w.write("a.txt", b"staged\n") or w.stage("a.txt"),
+        lambda: w.run_in(w.worktree, "update-index", "--assume-unchanged", "a.txt"),
+        lambda: w.refresh(),
+    ):
         assert reused.index(w.repo) == fresh.index(w.repo)
         change()
         seen.append(reused.index(w.repo))

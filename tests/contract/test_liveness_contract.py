@@ -28,8 +28,9 @@ class RealTable:
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     def spawn(self) -> int:
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
-                                 stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)"], stdin=subprocess.DEVNULL
+        )
         self._children[child.pid] = child
         return child.pid
 

@@ -99,10 +99,18 @@ class RealProcessWorld:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp.resolve()
 
-    def runner(self, stderr_keep_bytes: int = 80_000, max_line_bytes: int = MAX_LINE_BYTES,
-               queue_bytes: int = QUEUE_BYTES) -> Any:
-        return SubprocessRunner(stderr_keep_bytes=stderr_keep_bytes, term_grace_seconds=1.0,
-                                max_line_bytes=max_line_bytes, queue_bytes=queue_bytes)
+    def runner(
+        self,
+        stderr_keep_bytes: int = 80_000,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        queue_bytes: int = QUEUE_BYTES,
+    ) -> Any:
+        return SubprocessRunner(
+            stderr_keep_bytes=stderr_keep_bytes,
+            term_grace_seconds=1.0,
+            max_line_bytes=max_line_bytes,
+            queue_bytes=queue_bytes,
+        )
 
     def start(
         self,
@@ -174,8 +182,9 @@ class FakeProcessWorld:
         queue_bytes: int = QUEUE_BYTES,
         args: tuple[str, ...] = (),
     ) -> Any:
-        runner = FakeProcessRunner.scripted(program.fake(), stderr_keep_bytes=stderr_keep_bytes,
-                                            max_line_bytes=max_line_bytes)
+        runner = FakeProcessRunner.scripted(
+            program.fake(), stderr_keep_bytes=stderr_keep_bytes, max_line_bytes=max_line_bytes
+        )
         self.last_runner = runner
         return runner.start(
             ["fake-program", *args],
@@ -321,9 +330,16 @@ def test_a_start_behind_a_prefix_fails_as_the_bare_start_does(tmp_path: Path, ki
 
 
 def test_a_prefix_runs_in_front_of_the_program(tmp_path: Path) -> None:
-    handle = RealProcessWorld(tmp_path).runner().start(
-        [sys.executable, "-c", "import os; print(os.environ['JOINED'])"], BASE_ENV,
-        str(tmp_path), prefix=["/usr/bin/env", "JOINED=yes"])
+    handle = (
+        RealProcessWorld(tmp_path)
+        .runner()
+        .start(
+            [sys.executable, "-c", "import os; print(os.environ['JOINED'])"],
+            BASE_ENV,
+            str(tmp_path),
+            prefix=["/usr/bin/env", "JOINED=yes"],
+        )
+    )
     assert list(handle.lines()) == ["yes"]
     assert handle.wait(SLOW) == 0
 
@@ -374,8 +390,10 @@ def test_the_report_placeholders_become_descriptor_numbers(world: Any) -> None:
     """A program asked to report its PID namespace's init, or the exact status of what it runs,
     sees the numbers of the pipes it writes them on; one that writes none ends as any other,
     with its own status."""
-    handle = world.start(Program(echo_argv=True, exit_status=3),
-                         args=("--info-fd", NAMESPACE_REPORT_FD, EXIT_STATUS_FD, "x"))
+    handle = world.start(
+        Program(echo_argv=True, exit_status=3),
+        args=("--info-fd", NAMESPACE_REPORT_FD, EXIT_STATUS_FD, "x"),
+    )
     lines, status = finish(handle)
     flag, report, exact, rest = json.loads(lines[0])
     assert (flag, rest, status) == ("--info-fd", "x", 3)
@@ -413,8 +431,7 @@ def test_kill_group_ends_a_program_held_back_by_a_flood_nobody_reads(world: Any)
 
 
 def test_a_timeout_ends_a_program_held_back_by_a_flood_nobody_reads(world: Any) -> None:
-    handle = world.start(Program(stdout=FLOOD_LINE, repeat=FLOOD_REPEAT, hang=True),
-                         timeout=1.0)
+    handle = world.start(Program(stdout=FLOOD_LINE, repeat=FLOOD_REPEAT, hang=True), timeout=1.0)
     assert (handle.wait(SLOW), handle.timed_out) == (-signal.SIGTERM, True)
     lines = list(handle.lines())
     assert lines == [FLOOD_LINE[:-1].decode()] * len(lines)
@@ -427,8 +444,10 @@ def test_the_real_line_splitter_keeps_the_fakes_rule_on_any_chunking(seed: int) 
     rng = random.Random(seed)
     limit = rng.choice([1, 5, 16, 64])
     parts = [b"", b"\r", b"ab", b"\xff\xfe", "é✓".encode(), b"x" * rng.randint(0, 3 * limit)]
-    data = b"".join(rng.choice(parts) + (b"\n" if rng.random() < 0.3 else b"")
-                    for _ in range(rng.randint(0, 200)))
+    data = b"".join(
+        rng.choice(parts) + (b"\n" if rng.random() < 0.3 else b"")
+        for _ in range(rng.randint(0, 200))
+    )
     emitted: list[str] = []
     splitter = LineSplitter(emitted.append, limit)
     at = 0

@@ -33,16 +33,20 @@ class World(Protocol):
     def mute(self, program: str) -> ProgramLocation: ...
 
 
-PACKAGES = {"claude": ("@anthropic-ai/claude-code", "bin/claude.exe"),
-            "pi": ("@mariozechner/pi-coding-agent", "dist/cli.js")}
+PACKAGES = {
+    "claude": ("@anthropic-ai/claude-code", "bin/claude.exe"),
+    "pi": ("@mariozechner/pi-coding-agent", "dist/cli.js"),
+}
 
 
 class RealWorld:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.versions = InstalledProgramVersions(
-            LocalFileSystem(), SubprocessRunner(),
-            {"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(root / "cache")})
+            LocalFileSystem(),
+            SubprocessRunner(),
+            {"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(root / "cache")},
+        )
 
     def installed(self, program: str, version: str) -> ProgramLocation:
         package, entry = PACKAGES[program]
@@ -50,8 +54,7 @@ class RealWorld:
         (directory / entry).parent.mkdir(parents=True)
         (directory / entry).write_text("#!/bin/sh\nexit 9\n")
         (directory / entry).chmod(0o755)
-        (directory / "package.json").write_text(json.dumps({"name": package,
-                                                            "version": version}))
+        (directory / "package.json").write_text(json.dumps({"name": package, "version": version}))
         link = self.root / "bin" / program
         link.parent.mkdir(exist_ok=True)
         link.symlink_to(directory / entry)
@@ -86,12 +89,15 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> World:
 
 
 @pytest.mark.parametrize(("program", "version"), [("claude", "2.1.400"), ("pi", "0.73.1")])
-def test_an_installed_program_answers_its_version(world: World, program: str,
-                                                  version: str) -> None:
+def test_an_installed_program_answers_its_version(world: World, program: str, version: str) -> None:
     location = world.installed(program, version)
     found = world.versions.version_of(location)
     assert (found.program, found.path, found.version, found.problem) == (
-        program, location.path, version, None)
+        program,
+        location.path,
+        version,
+        None,
+    )
     assert found.source
 
 

@@ -47,7 +47,7 @@ from concorde_workers.ports.resources import GroupFailed, ResourceGroup, Resourc
 V1_ROOT = "/sys/fs/cgroup"
 V1_CONTROLLERS = ("pids", "memory", "cpu", "cpuacct")
 LIMITS = ResourceLimits(processes=64, memory_mib=256, cpu_weight=50)
-WAITS = 'echo $$; read line; exit 0'  # prints its pid, then waits until the test closes its stdin
+WAITS = "echo $$; read line; exit 0"  # prints its pid, then waits until the test closes its stdin
 
 
 def _own_v1_groups() -> dict[str, str]:
@@ -81,8 +81,11 @@ class World:
         """The group's folders that exist now (the fake: its name while it is open)."""
         if isinstance(self.groups, FakeResourceGroups):
             return [name] if name in self.groups.live else []
-        return [p for p in (os.path.join(parent, name) for parent in self.parents.values())
-                if os.path.isdir(p)]
+        return [
+            p
+            for p in (os.path.join(parent, name) for parent in self.parents.values())
+            if os.path.isdir(p)
+        ]
 
     def exists(self, name: str) -> bool:
         return bool(self.folders(name))
@@ -97,19 +100,33 @@ class World:
         if isinstance(self.groups, FakeResourceGroups):
             return self.groups.live[name].limits
         if self.kind == "real-v1":
+
             def read(controller: str, file: str) -> int:
                 return int(self.file(controller, name, file).read_text())
-            return ResourceLimits(processes=read("pids", "pids.max"),
-                                  memory_mib=read("memory", "memory.limit_in_bytes") // MIB,
-                                  cpu_weight=read("cpu", "cpu.shares") * 100 // 1024)
+
+            return ResourceLimits(
+                processes=read("pids", "pids.max"),
+                memory_mib=read("memory", "memory.limit_in_bytes") // MIB,
+                cpu_weight=read("cpu", "cpu.shares") * 100 // 1024,
+            )
+
         def read2(file: str) -> int:
             return int(self.file("", name, file).read_text())
-        return ResourceLimits(processes=read2("pids.max"), memory_mib=read2("memory.max") // MIB,
-                              cpu_weight=read2("cpu.weight"))
+
+        return ResourceLimits(
+            processes=read2("pids.max"),
+            memory_mib=read2("memory.max") // MIB,
+            cpu_weight=read2("cpu.weight"),
+        )
 
     def start(self, group: ResourceGroup, script: str = WAITS) -> tuple[subprocess.Popen[str], int]:
-        proc = subprocess.Popen([*group.prefix(), "sh", "-c", script], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [*group.prefix(), "sh", "-c", script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.started.append(proc)
         if isinstance(self.groups, FakeResourceGroups):  # what the fake cannot see: said
             self.groups.busy.add(group.name)
@@ -125,7 +142,8 @@ class World:
             return member_of(pid) == self.groups.live[group.name].tag
         folders = self.folders(group.name)
         return bool(folders) and all(
-            str(pid) in Path(f, "cgroup.procs").read_text().split() for f in folders)
+            str(pid) in Path(f, "cgroup.procs").read_text().split() for f in folders
+        )
 
     def ends_after_close(self, proc: subprocess.Popen[str], pid: int) -> int:
         """What became of a process still waiting when its group was closed: the real
@@ -168,8 +186,12 @@ def _sweep_v1(world: World) -> list[str]:
     return left + stuck
 
 
-def v2_layout(tmp: Path, remove_dir: Callable[[str], None] = shutil.rmtree,
-              own: str = "/some/group", subtree: str = "pids memory cpu") -> World:
+def v2_layout(
+    tmp: Path,
+    remove_dir: Callable[[str], None] = shutil.rmtree,
+    own: str = "/some/group",
+    subtree: str = "pids memory cpu",
+) -> World:
     """A cgroup v2 hierarchy in `tmp`: the host's group `own` hands `subtree` down."""
     root = tmp / "cgroup2"
     _write(root / "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n")
@@ -180,8 +202,12 @@ def v2_layout(tmp: Path, remove_dir: Callable[[str], None] = shutil.rmtree,
     _write(parent / "cgroup.procs", f"{os.getpid()}\n")
     _write(tmp / "self-cgroup", f"0::{own}\n")
     kills: list[tuple[int, int]] = []
-    groups = CgroupGroups(root=str(root), self_cgroup=str(tmp / "self-cgroup"),
-                          remove_dir=remove_dir, kill=lambda pid, sig: kills.append((pid, sig)))
+    groups = CgroupGroups(
+        root=str(root),
+        self_cgroup=str(tmp / "self-cgroup"),
+        remove_dir=remove_dir,
+        kill=lambda pid, sig: kills.append((pid, sig)),
+    )
     return World("v2-layout", groups, "run-", {"": str(parent)}, kills)
 
 
@@ -226,7 +252,8 @@ def test_a_machine_with_groups_says_it_enforces(world: World) -> None:
     assert answer.text().startswith("enforced by the kernel (cgroup v")
     if world.kind != "fake":
         assert [os.path.normpath(p) for p in answer.parents] == [
-            os.path.normpath(p) for p in world.parents.values()]
+            os.path.normpath(p) for p in world.parents.values()
+        ]
         assert answer.kind is (GroupKind.V1 if world.kind == "real-v1" else GroupKind.V2)
 
 
@@ -268,8 +295,7 @@ def test_close_removes_the_group_returns_its_counters_and_a_second_close_is_noth
     assert not world.exists(name)
     assert judge_use(counters, LIMITS).reached == ()
     if world.kind == "real-v1":  # the kernel's counters of a group nothing ran in
-        assert counters == GroupCounters(memory_peak_bytes=0, processes_peak=0,
-                                         cpu_seconds=0.0)
+        assert counters == GroupCounters(memory_peak_bytes=0, processes_peak=0, cpu_seconds=0.0)
     assert group.close() == GroupCounters()
     assert world.groups.leftovers(world.prefix) == []
 
@@ -308,7 +334,9 @@ def test_idle_lists_the_groups_that_hold_no_process(world: World) -> None:
 
 
 def test_remove_of_a_name_that_is_not_there_reads_and_kills_nothing(
-    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    world: World,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """No folder, no group: nothing is read or killed, not even files of the same names in
     the host's working folder (a decoy `cgroup.procs` listing a live process of the test's)."""
@@ -408,8 +436,10 @@ def test_real_v1_writes_each_controller_s_files(real_v1: World) -> None:
     name = real_v1.name("files")
     group = real_v1.groups.open(name, LIMITS)
     try:
+
         def read(controller: str, file: str) -> str:
             return real_v1.file(controller, name, file).read_text().strip()
+
         assert read("pids", "pids.max") == "64"
         assert read("memory", "memory.limit_in_bytes") == str(256 * MIB)
         assert read("memory", "memory.memsw.limit_in_bytes") == str(256 * MIB)
@@ -423,8 +453,14 @@ def test_real_v1_writes_each_controller_s_files(real_v1: World) -> None:
 def test_real_v1_prefix_passes_the_environment_unchanged(real_v1: World) -> None:
     group = real_v1.groups.open(real_v1.name("environment"), LIMITS)
     try:
-        ran = subprocess.run([*group.prefix(), "/usr/bin/env"], env={"A": "1", "LANG": "C.UTF-8"},
-                             capture_output=True, text=True, timeout=SLOW, check=True)
+        ran = subprocess.run(
+            [*group.prefix(), "/usr/bin/env"],
+            env={"A": "1", "LANG": "C.UTF-8"},
+            capture_output=True,
+            text=True,
+            timeout=SLOW,
+            check=True,
+        )
     finally:
         group.close()
     assert sorted(ran.stdout.splitlines()) == ["A=1", "LANG=C.UTF-8"]  # no PWD of the shell's
@@ -434,10 +470,17 @@ def test_real_v1_refuses_a_process_past_the_process_limit_and_says_so(real_v1: W
     limits = ResourceLimits(processes=16)
     group = real_v1.groups.open(real_v1.name("forks"), limits)
     try:
-        forks = ('i=0; while [ "$i" -lt 40 ]; do sleep 1000 </dev/null >/dev/null 2>&1 & '
-                 'i=$((i + 1)); done; echo "made $i"')
-        ran = subprocess.run([*group.prefix(), "sh", "-c", forks], capture_output=True,
-                             text=True, timeout=SLOW, check=False)
+        forks = (
+            'i=0; while [ "$i" -lt 40 ]; do sleep 1000 </dev/null >/dev/null 2>&1 & '
+            'i=$((i + 1)); done; echo "made $i"'
+        )
+        ran = subprocess.run(
+            [*group.prefix(), "sh", "-c", forks],
+            capture_output=True,
+            text=True,
+            timeout=SLOW,
+            check=False,
+        )
         assert "made 40" not in ran.stdout, (ran.stdout, ran.stderr)
         assert group.reached() is True
         counters = group.close()  # kills the sleeps: the group can go
@@ -458,8 +501,13 @@ def test_real_v1_kills_a_process_past_the_memory_limit_and_counts_it(real_v1: Wo
     group = real_v1.groups.open(real_v1.name("memory"), limits)
     try:
         hog = "b = b'x' * (400 << 20); print(len(b))"
-        ran = subprocess.run([*group.prefix(), sys.executable, "-c", hog], capture_output=True,
-                             text=True, timeout=SLOW, check=False)
+        ran = subprocess.run(
+            [*group.prefix(), sys.executable, "-c", hog],
+            capture_output=True,
+            text=True,
+            timeout=SLOW,
+            check=False,
+        )
         assert ran.returncode == -signal.SIGKILL, (ran.returncode, ran.stdout, ran.stderr)
         assert group.reached() is True
         counters = group.close()
@@ -472,8 +520,10 @@ def test_real_v1_kills_a_process_past_the_memory_limit_and_counts_it(real_v1: Wo
     assert counters.cpu_seconds is not None and counters.cpu_seconds > 0
     reached = judge_use(counters, limits).reached
     assert len(reached) == 1
-    assert reached[0].startswith("the run's memory limit (128 MiB, swap off) made the kernel "
-                                 f"kill {counters.oom_kills} process(es), peak ")
+    assert reached[0].startswith(
+        "the run's memory limit (128 MiB, swap off) made the kernel "
+        f"kill {counters.oom_kills} process(es), peak "
+    )
 
 
 # --- the v2 layout: counters parsed, enforcement asked ---------------------------------------
@@ -483,10 +533,15 @@ def test_v2_layout_writes_the_group_s_files(tmp_path: Path) -> None:
     world = v2_layout(tmp_path)
     group = world.groups.open(world.name("files"), LIMITS)
     folder = Path(world.parents[""], group.name)
-    assert {f: (folder / f).read_text() for f in ("pids.max", "memory.max", "memory.swap.max",
-                                                  "cpu.weight")} == {
-        "pids.max": "64", "memory.max": str(256 * MIB), "memory.swap.max": "0",
-        "cpu.weight": "50"}
+    assert {
+        f: (folder / f).read_text()
+        for f in ("pids.max", "memory.max", "memory.swap.max", "cpu.weight")
+    } == {
+        "pids.max": "64",
+        "memory.max": str(256 * MIB),
+        "memory.swap.max": "0",
+        "cpu.weight": "50",
+    }
     assert group.prefix()[-1] == str(folder / "cgroup.procs")
     group.close()
     assert not folder.exists()
@@ -504,8 +559,9 @@ def test_v2_layout_counters_are_read_from_the_group_s_files(tmp_path: Path) -> N
     _write(folder / "cpu.stat", "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n")
     assert group.reached() is True
     counters = group.close()
-    assert counters == GroupCounters(memory_peak_bytes=123456789, oom_kills=2,
-                                     processes_peak=7, forks_refused=3, cpu_seconds=1.5)
+    assert counters == GroupCounters(
+        memory_peak_bytes=123456789, oom_kills=2, processes_peak=7, forks_refused=3, cpu_seconds=1.5
+    )
     assert judge_use(counters, LIMITS).reached == (
         "the run's process limit (64 processes) refused 3 new process(es), peak 7",
         "the run's memory limit (256 MiB, swap off) made the kernel kill 2 process(es), "
@@ -550,8 +606,9 @@ def test_v2_at_the_root_whose_subtree_control_refuses_is_not_enforced(tmp_path: 
     assert answer.kind is GroupKind.NONE
     assert answer.problem is not None
     assert answer.problem.startswith(str(root))
-    assert answer.problem.endswith("/cgroup.subtree_control refused pids and memory: "
-                                   "Is a directory")
+    assert answer.problem.endswith(
+        "/cgroup.subtree_control refused pids and memory: Is a directory"
+    )
 
 
 def test_an_unreadable_self_cgroup_is_not_enforced(tmp_path: Path) -> None:
@@ -577,15 +634,20 @@ def test_v1_layout_with_cpu_and_cpuacct_mounted_together_makes_one_folder_for_bo
     (root / "cpuacct").symlink_to("cpu,cpuacct")
     _write(tmp_path / "self-cgroup", "5:pids:/host\n4:memory:/host\n3:cpu,cpuacct:/host\n0::/\n")
     kills: list[tuple[int, int]] = []
-    groups = CgroupGroups(root=str(root), self_cgroup=str(tmp_path / "self-cgroup"),
-                          remove_dir=shutil.rmtree, kill=lambda p, s: kills.append((p, s)))
+    groups = CgroupGroups(
+        root=str(root),
+        self_cgroup=str(tmp_path / "self-cgroup"),
+        remove_dir=shutil.rmtree,
+        kill=lambda p, s: kills.append((p, s)),
+    )
     assert groups.enforcement().kind is GroupKind.V1
     group = groups.open("run-r1", LIMITS)
     folder = root / "cpu,cpuacct" / "host" / "run-r1"
     assert (folder / "cpu.shares").read_text() == "512"
     assert (root / "pids" / "host" / "run-r1" / "pids.max").read_text() == "64"
     assert (root / "memory" / "host" / "run-r1" / "memory.limit_in_bytes").read_text() == str(
-        256 * MIB)
+        256 * MIB
+    )
     _write(folder / "cpuacct.usage", "2500000000\n")
     assert groups.leftovers("run-") == ["run-r1"]
     counters = group.close()
@@ -664,15 +726,16 @@ def test_fake_watch_is_told_when_a_script_says_a_limit_was_reached() -> None:
     assert late.wait(SLOW)
 
 
-def test_real_v1_watch_is_told_of_a_refused_fork_while_the_forker_runs_on(
-        real_v1: World) -> None:
+def test_real_v1_watch_is_told_of_a_refused_fork_while_the_forker_runs_on(real_v1: World) -> None:
     """cgroup v1 never announces a refused fork: the watch reads the counter on its tick."""
     group = real_v1.groups.open(real_v1.name("watch-forks"), ResourceLimits(processes=16))
     try:
         called = threading.Event()
         stop = group.watch(called.set)
-        forks = ('echo $$; (for i in $(seq 40); do sleep 1000 </dev/null >/dev/null 2>&1 & '
-                 'done) 2>/dev/null; read line')  # the subshell dies at its refused fork
+        forks = (
+            "echo $$; (for i in $(seq 40); do sleep 1000 </dev/null >/dev/null 2>&1 & "
+            "done) 2>/dev/null; read line"
+        )  # the subshell dies at its refused fork
         proc, _ = real_v1.start(group, forks)
         assert called.wait(SLOW), "the watch never said the process limit was reached"
         assert proc.poll() is None  # told while the forker still runs, not at its end

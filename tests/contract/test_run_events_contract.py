@@ -47,10 +47,19 @@ def world(request: pytest.FixtureRequest) -> World:
     return World(request.param)
 
 
-EVENTS = [event(EventKind.ROUND_STARTED, "w-1", "2026-12-04T10:00:00Z", round=1,
-                prompt="initial"),
-          event(EventKind.TOOL_CALL, "w-1", "2026-12-04T10:00:01Z", round=1, tool="Bash",
-                target="printf '\x1b]0;x\x07'", decision="allowed", reason="")]
+EVENTS = [
+    event(EventKind.ROUND_STARTED, "w-1", "2026-12-04T10:00:00Z", round=1, prompt="initial"),
+    event(
+        EventKind.TOOL_CALL,
+        "w-1",
+        "2026-12-04T10:00:01Z",
+        round=1,
+        tool="Bash",
+        target="printf '\x1b]0;x\x07'",
+        decision="allowed",
+        reason="",
+    ),
+]
 
 
 def test_events_are_handed_over_whole_and_in_order(world: World) -> None:
@@ -63,6 +72,7 @@ def test_many_threads_never_interleave_an_event(world: World) -> None:
     def tell(n: int) -> None:
         for i in range(50):
             world.sink.emit({**EVENTS[1], "target": f"{n}-{i}" * 50})
+
     threads = [threading.Thread(target=tell, args=(n,)) for n in range(4)]
     for t in threads:
         t.start()
@@ -81,7 +91,9 @@ def test_the_emitter_stops_telling_a_watcher_that_is_gone_and_goes_on(world: Wor
     class Clock:
         def now_utc(self) -> Any:
             import datetime
+
             return datetime.datetime(2026, 12, 4, tzinfo=datetime.UTC)
+
     world.close()
     emitter = EventEmitter(world.sink, Clock(), "w-1", PROFILES["pi"])  # type: ignore[arg-type]
     emitter.output_line(1, "{}")

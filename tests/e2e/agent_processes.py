@@ -37,8 +37,7 @@ def processes_with(marker: str) -> dict[int, list[str]]:
             continue
         cmdline = _read(entry / "cmdline")
         if needle in cmdline or needle in _read(entry / "environ"):
-            found[int(entry.name)] = [a.decode(errors="replace") for a in cmdline.split(b"\0")
-                                      if a]
+            found[int(entry.name)] = [a.decode(errors="replace") for a in cmdline.split(b"\0") if a]
     return found
 
 
@@ -74,8 +73,9 @@ def namespace_processes(namespace: str) -> dict[int, list[str]]:
         except OSError:
             continue
         if not _zombie(entry):
-            found[int(entry.name)] = [a.decode(errors="replace")
-                                      for a in _read(entry / "cmdline").split(b"\0") if a]
+            found[int(entry.name)] = [
+                a.decode(errors="replace") for a in _read(entry / "cmdline").split(b"\0") if a
+            ]
     return found
 
 
@@ -105,7 +105,10 @@ class NamespaceHolder:
     def __init__(self, pid: int) -> None:
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _HOLDER, f"/proc/{pid}/ns/pid"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
         assert line.strip().isdigit(), f"the holder could not enter the namespace: {line!r}"

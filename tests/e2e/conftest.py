@@ -64,9 +64,20 @@ from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.ports.events import RunEvents
 
-DUMMY_CREDENTIALS = json.dumps({"claudeAiOauth": {
-    "accessToken": "sk-ant-oat01-dummy-e2e", "refreshToken": "sk-ant-ort01-dummy-e2e",
-    "expiresAt": 4102444800000, "scopes": ["user:inference"], "subscriptionType": "max"}}) + "\n"
+DUMMY_CREDENTIALS = (
+    json.dumps(
+        {
+            "claudeAiOauth": {
+                "accessToken": "sk-ant-oat01-dummy-e2e",
+                "refreshToken": "sk-ant-ort01-dummy-e2e",
+                "expiresAt": 4102444800000,
+                "scopes": ["user:inference"],
+                "subscriptionType": "max",
+            }
+        }
+    )
+    + "\n"
+)
 
 GRANT: dict[str, Any] = {
     "task_type": "implement",
@@ -96,8 +107,9 @@ def hook_denial(text: str) -> str | None:
 def program_version(program: Path | str) -> str:
     """The version the program under test says of itself (`--version`, stdout or stderr):
     what the host must have read, whichever installation CONCORDE_* names."""
-    said = subprocess.run([str(program), "--version"], capture_output=True, text=True,
-                          timeout=SLOW, check=True)
+    said = subprocess.run(
+        [str(program), "--version"], capture_output=True, text=True, timeout=SLOW, check=True
+    )
     version = version_text(said.stdout) or version_text(said.stderr)
     assert version is not None, said
     return version
@@ -116,8 +128,13 @@ def kept_programs(run: RecordedRun) -> list[tuple[str, str | None]]:
 
 def ok_result(*deletions: str, summary: str = "done") -> dict[str, Any]:
     """A valid worker result (no output schema: output is an empty object)."""
-    return {"status": "ok", "summary": summary, "error": None,
-            "proposed_deletions": list(deletions), "output": {}}
+    return {
+        "status": "ok",
+        "summary": summary,
+        "error": None,
+        "proposed_deletions": list(deletions),
+        "output": {},
+    }
 
 
 @pytest.fixture(scope="session")
@@ -126,9 +143,11 @@ def claude_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (tests/servers/claude_wrapper.py `visible_copy`)."""
     found = find_claude()
     if found is None:
-        pytest.fail("the Claude Code under test is missing: run ./scripts/setup (npm ci "
-                    "installs the pinned node_modules/.bin/claude), or set CONCORDE_CLAUDE to "
-                    "the absolute path of an installed claude")
+        pytest.fail(
+            "the Claude Code under test is missing: run ./scripts/setup (npm ci "
+            "installs the pinned node_modules/.bin/claude), or set CONCORDE_CLAUDE to "
+            "the absolute path of an installed claude"
+        )
     return visible_copy(found, tmp_path_factory.mktemp("claude-under-test"))
 
 
@@ -144,8 +163,10 @@ def anthropic_server() -> Iterator[AnthropicServer]:
 
 def checked_record(record: RunRecord) -> RunRecord:
     """The run record, after checking it against its contract."""
-    problems = sorted(validator("contract.workers.worker-run-record").iter_errors(
-        record.model_dump(mode="json")), key=str)
+    problems = sorted(
+        validator("contract.workers.worker-run-record").iter_errors(record.model_dump(mode="json")),
+        key=str,
+    )
     assert not problems, [p.message for p in problems]
     return record
 
@@ -205,22 +226,41 @@ class ClaudeWorld:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def request(self, *, limits: Limits, grant: dict[str, Any] | None = None,
-                instructions: str = "Add a greeting to src/app/main.py.",
-                resources: dict[str, int] | None = None) -> RunRequest:
+    def request(
+        self,
+        *,
+        limits: Limits,
+        grant: dict[str, Any] | None = None,
+        instructions: str = "Add a greeting to src/app/main.py.",
+        resources: dict[str, int] | None = None,
+    ) -> RunRequest:
         grant = grant or GRANT
-        return RunRequest.model_validate({
-            "backend": "claude", "worktree": str(self.worktree), "parent": str(self.parent),
-            "task_type": grant["task_type"], "grant": grant, "instructions": instructions,
-            "local_model": "claude-opus-4-8", "limits": limits.model_dump(),
-            "resources": resources,
-        })
+        return RunRequest.model_validate(
+            {
+                "backend": "claude",
+                "worktree": str(self.worktree),
+                "parent": str(self.parent),
+                "task_type": grant["task_type"],
+                "grant": grant,
+                "instructions": instructions,
+                "local_model": "claude-opus-4-8",
+                "limits": limits.model_dump(),
+                "resources": resources,
+            }
+        )
 
-    def run(self, *script: Step, repeat: Step | None = None, limits: Limits | None = None,
-            validation: RoundValidation | None = None, cancel: Cancellation | None = None,
-            grant: dict[str, Any] | None = None, deadline: Deadline | None = None,
-            resources: dict[str, int] | None = None,
-            events: RunEvents | None = None) -> ClaudeRun:
+    def run(
+        self,
+        *script: Step,
+        repeat: Step | None = None,
+        limits: Limits | None = None,
+        validation: RoundValidation | None = None,
+        cancel: Cancellation | None = None,
+        grant: dict[str, Any] | None = None,
+        deadline: Deadline | None = None,
+        resources: dict[str, int] | None = None,
+        events: RunEvents | None = None,
+    ) -> ClaudeRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes;
         `resources` is the request's (RunRequest.resources: None for the defaults)."""
         self.server.push(*script)
@@ -228,14 +268,19 @@ class ClaudeWorld:
         container = production(self.environ)
         container.temp_root.override(providers.Object(str(self.temp_root)))
         if deadline is not None:
-            container.processes.override(providers.Object(SubprocessRunner(
-                wait_timeout=deadline)))
+            container.processes.override(providers.Object(SubprocessRunner(wait_timeout=deadline)))
         host = container.worker_host()
-        limits = limits or Limits(timeout_seconds=SLOW, max_turns=5, rounds=0, retries=0,
-                                  retry_delay_seconds=0)
-        record = checked_record(host.run(self.request(limits=limits, grant=grant,
-                                                      resources=resources), validation, cancel,
-                                         events=events))
+        limits = limits or Limits(
+            timeout_seconds=SLOW, max_turns=5, rounds=0, retries=0, retry_delay_seconds=0
+        )
+        record = checked_record(
+            host.run(
+                self.request(limits=limits, grant=grant, resources=resources),
+                validation,
+                cancel,
+                events=events,
+            )
+        )
         traces: dict[str, Any] = {}
         node = validator("contract.tracing.node")
         run_dir = Path(record.run_directory)
@@ -244,8 +289,9 @@ class ClaudeWorld:
             errors = [e.message for e in node.iter_errors(data)]
             assert not errors, (trace, errors)
             traces[str(trace.relative_to(run_dir))] = data
-        return ClaudeRun(record=record, server=self.server, starts=read_starts(run_dir),
-                         traces=traces)
+        return ClaudeRun(
+            record=record, server=self.server, starts=read_starts(run_dir), traces=traces
+        )
 
     def runtime_dirs(self) -> list[Path]:
         return sorted(self.temp_root.iterdir())
@@ -264,8 +310,9 @@ class ClaudeWorld:
 
 
 @pytest.fixture
-def claude_world(tmp_path: Path, claude_program: Path,
-                 anthropic_server: AnthropicServer) -> Iterator[ClaudeWorld]:
+def claude_world(
+    tmp_path: Path, claude_program: Path, anthropic_server: AnthropicServer
+) -> Iterator[ClaudeWorld]:
     project = build_project(tmp_path / "project")
     user = tmp_path / "user"
     home = user / "home"
@@ -275,8 +322,9 @@ def claude_world(tmp_path: Path, claude_program: Path,
     credentials = config / ".credentials.json"
     credentials.write_text(DUMMY_CREDENTIALS)
     credentials.chmod(0o600)
-    wrapper = write_wrapper(wrapper_path(claude_program, tmp_path.name), claude_program,
-                            anthropic_server.url)
+    wrapper = write_wrapper(
+        wrapper_path(claude_program, tmp_path.name), claude_program, anthropic_server.url
+    )
     temp_root = Path(tempfile.mkdtemp(prefix="cce-", dir="/tmp"))
     environ = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -286,8 +334,16 @@ def claude_world(tmp_path: Path, claude_program: Path,
         "CONCORDE_CLAUDE": str(wrapper),
         "ANTHROPIC_API_KEY": "sk-ant-test",
     }
-    world = ClaudeWorld(root=project.root, worktree=project.worktree, primary=project.primary,
-                        git_env=project.git_env, server=anthropic_server, environ=environ, temp_root=temp_root, user_credentials=credentials)
+    world = ClaudeWorld(
+        root=project.root,
+        worktree=project.worktree,
+        primary=project.primary,
+        git_env=project.git_env,
+        server=anthropic_server,
+        environ=environ,
+        temp_root=temp_root,
+        user_credentials=credentials,
+    )
     try:
         yield world
     finally:

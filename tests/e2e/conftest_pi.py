@@ -45,16 +45,29 @@ from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.ports.agent import BackendContext, Generated
 from concorde_workers.ports.events import RunEvents
 
-__all__ = ["GRANT", "PI", "SANDBOX_RUNTIME", "PiRun", "PiWorld", "build_world", "call",
-           "pi_world", "remove_temp_root", "result_call", "runtime_of"]
+__all__ = [
+    "GRANT",
+    "PI",
+    "SANDBOX_RUNTIME",
+    "PiRun",
+    "PiWorld",
+    "build_world",
+    "call",
+    "pi_world",
+    "remove_temp_root",
+    "result_call",
+    "runtime_of",
+]
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 # The programs under test: `$CONCORDE_PI` and `$CONCORDE_SANDBOX_RUNTIME` of the test process
 # when set (run the end-to-end tests against any installed pi, README "Development"), else the
 # pinned ones ./scripts/setup installs.
 PI = Path(os.environ.get("CONCORDE_PI") or CHECKOUT / "node_modules" / ".bin" / "pi")
-SANDBOX_RUNTIME = Path(os.environ.get("CONCORDE_SANDBOX_RUNTIME")
-                       or CHECKOUT / "node_modules" / "@anthropic-ai" / "sandbox-runtime")
+SANDBOX_RUNTIME = Path(
+    os.environ.get("CONCORDE_SANDBOX_RUNTIME")
+    or CHECKOUT / "node_modules" / "@anthropic-ai" / "sandbox-runtime"
+)
 WORKTREE_NAME = "task"
 MODEL = f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}"
 
@@ -87,9 +100,11 @@ def require_programs() -> None:
     if shutil.which("fd") is None and shutil.which("fdfind") is None:
         missing.append("fd (fdfind)")
     if missing:
-        pytest.fail(f"the pi end-to-end tests need {', '.join(missing)}: run ./scripts/setup "
-                    "(or set CONCORDE_PI and CONCORDE_SANDBOX_RUNTIME to installed ones)",
-                    pytrace=False)
+        pytest.fail(
+            f"the pi end-to-end tests need {', '.join(missing)}: run ./scripts/setup "
+            "(or set CONCORDE_PI and CONCORDE_SANDBOX_RUNTIME to installed ones)",
+            pytrace=False,
+        )
 
 
 # --- what a scripted model says -------------------------------------------------------------------
@@ -99,10 +114,22 @@ def call(name: str, call_id: str, **arguments: Any) -> ToolCall:
     return ToolCall(name=name, arguments=arguments, id=call_id)
 
 
-def result_call(call_id: str = "call_result", *deletions: str, status: str = "ok",
-                summary: str = "done", output: dict[str, Any] | None = None) -> ToolCall:
-    return call("concorde_result", call_id, status=status, summary=summary, error=None,
-                proposed_deletions=list(deletions), output=output or {})
+def result_call(
+    call_id: str = "call_result",
+    *deletions: str,
+    status: str = "ok",
+    summary: str = "done",
+    output: dict[str, Any] | None = None,
+) -> ToolCall:
+    return call(
+        "concorde_result",
+        call_id,
+        status=status,
+        summary=summary,
+        error=None,
+        proposed_deletions=list(deletions),
+        output=output or {},
+    )
 
 
 def runtime_of(body: dict[str, Any]) -> str:
@@ -149,7 +176,7 @@ class PiRun(RecordedRun):
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        return self.server.requests[self.first_request:]
+        return self.server.requests[self.first_request :]
 
     def tool_result(self, call_id: str) -> str:
         results = self.server.tool_results()
@@ -162,9 +189,15 @@ class PiRun(RecordedRun):
     def explain(self) -> str:
         """What to print when an assertion fails."""
         stderr = [p.read_text()[-1500:] for p in sorted(self.run_dir.glob("rounds/*/stderr.log"))]
-        return json.dumps({"error": self.data["error"], "rounds": self.data["rounds"],
-                           "served": [r["served"] for r in self.requests],
-                           "stderr": stderr}, indent=1)[:8000]
+        return json.dumps(
+            {
+                "error": self.data["error"],
+                "rounds": self.data["rounds"],
+                "served": [r["served"] for r in self.requests],
+                "stderr": stderr,
+            },
+            indent=1,
+        )[:8000]
 
 
 @dataclass
@@ -183,9 +216,14 @@ class PiWorld:
     runs: list[PiRun] = field(default_factory=list)
 
     def git(self, cwd: Path, *args: str) -> str:
-        proc = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                              cwd=cwd, env=self.git_env, capture_output=True, text=True,
-                              check=False)
+        proc = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=cwd,
+            env=self.git_env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if proc.returncode != 0:
             raise AssertionError(f"git {args} failed: {proc.stderr}")
         return proc.stdout
@@ -194,37 +232,68 @@ class PiWorld:
         """An absolute path in the task worktree (tools take absolute paths)."""
         return str(self.worktree / rel)
 
-    def request(self, limits: Limits, grant: dict[str, Any] | None = None,
-                resources: dict[str, int] | None = None) -> RunRequest:
+    def request(
+        self,
+        limits: Limits,
+        grant: dict[str, Any] | None = None,
+        resources: dict[str, int] | None = None,
+    ) -> RunRequest:
         parent = self.root / "trace" / "op-1"
         parent.mkdir(parents=True, exist_ok=True)
-        return RunRequest.model_validate({
-            "backend": "pi", "worktree": str(self.worktree), "parent": str(parent),
-            "task_type": "implement", "grant": grant or GRANT,
-            "instructions": "Do the scripted task.", "limits": limits.model_dump(),
-            "local_model": MODEL, "resources": resources,
-        })
+        return RunRequest.model_validate(
+            {
+                "backend": "pi",
+                "worktree": str(self.worktree),
+                "parent": str(parent),
+                "task_type": "implement",
+                "grant": grant or GRANT,
+                "instructions": "Do the scripted task.",
+                "limits": limits.model_dump(),
+                "local_model": MODEL,
+                "resources": resources,
+            }
+        )
 
-    def run(self, *script: Step, limits: Limits | None = None,
-            validation: RoundValidation | None = None, deadline: Deadline | None = None,
-            resources: dict[str, int] | None = None, events: RunEvents | None = None) -> PiRun:
+    def run(
+        self,
+        *script: Step,
+        limits: Limits | None = None,
+        validation: RoundValidation | None = None,
+        deadline: Deadline | None = None,
+        resources: dict[str, int] | None = None,
+        events: RunEvents | None = None,
+    ) -> PiRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
         self.server.add(*script)
         first = len(self.server.requests)
         container = production(self.environ)
         container.temp_root.override(providers.Object(str(self.temp_root)))
         if deadline is not None:
-            container.processes.override(providers.Object(SubprocessRunner(
-                wait_timeout=deadline)))
+            container.processes.override(providers.Object(SubprocessRunner(wait_timeout=deadline)))
         backend = ObservedPiBackend(fs=LocalFileSystem(), environ=self.environ)
         container.backends.override(providers.Dict(pi=providers.Object(backend)))
         host = container.worker_host()
-        record = checked_record(host.run(self.request(limits or Limits(
-            timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0),
-            resources=resources), validation, events=events))
+        record = checked_record(
+            host.run(
+                self.request(
+                    limits
+                    or Limits(
+                        timeout_seconds=SLOW,
+                        max_turns=30,
+                        rounds=0,
+                        retries=0,
+                        retry_delay_seconds=0,
+                    ),
+                    resources=resources,
+                ),
+                validation,
+                events=events,
+            )
+        )
         assert backend.contexts, record.error
-        run = PiRun(record=record, context=backend.contexts[-1], server=self.server,
-                    first_request=first)
+        run = PiRun(
+            record=record, context=backend.contexts[-1], server=self.server, first_request=first
+        )
         self.runs.append(run)
         # Nothing but the trace outlives a worker: the runtime directory (credential copies
         # first) is gone whatever ended the run.
@@ -232,9 +301,14 @@ class PiWorld:
         return run
 
     def porcelain(self) -> list[str]:
-        proc = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain",
-                               "--untracked-files=all"], cwd=self.worktree, env=self.git_env,
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            ["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=all"],
+            cwd=self.worktree,
+            env=self.git_env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return sorted(proc.stdout.splitlines())
 
 
@@ -243,18 +317,28 @@ def build_world(root: Path) -> PiWorld:
     home = root / "home"
     (home / ".config").mkdir(parents=True)
     git_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    git_env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-                   GIT_CONFIG_NOSYSTEM="1", LANG="C.UTF-8")
+    git_env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        LANG="C.UTF-8",
+    )
     primary = root / "repo"
     server = ScriptedModelServer().start()
     # The host's temp root, of this test alone (as the Claude Code world's): a short path under
     # /tmp, so the sandbox's sockets below the runtime directory stay under 108 bytes, and
     # holding nothing but this test's runtime directories (the sandbox hides it whole).
     temp_root = Path(tempfile.mkdtemp(prefix="cpe-", dir="/tmp"))
-    world = PiWorld(root=root, primary=primary,
-                    worktree=primary / ".claude" / "worktrees" / WORKTREE_NAME, home=home,
-                    pi_dir=home / "pi-agent", server=server, git_env=git_env,
-                    temp_root=temp_root)
+    world = PiWorld(
+        root=root,
+        primary=primary,
+        worktree=primary / ".claude" / "worktrees" / WORKTREE_NAME,
+        home=home,
+        pi_dir=home / "pi-agent",
+        server=server,
+        git_env=git_env,
+        temp_root=temp_root,
+    )
     primary.mkdir()
     world.git(primary, "init", "-q", "-b", "main")
     for rel, text in PROJECT_FILES.items():
@@ -299,8 +383,7 @@ def usage(prompt: int = 1000, completion: int = 50) -> Usage:
     return Usage(prompt_tokens=prompt, completion_tokens=completion)
 
 
-def reply(*calls: ToolCall, text: str | None = None, tokens: tuple[int, int] = (1000, 50)
-          ) -> Reply:
+def reply(*calls: ToolCall, text: str | None = None, tokens: tuple[int, int] = (1000, 50)) -> Reply:
     return Reply(text=text, tool_calls=calls, usage=usage(*tokens))
 
 

@@ -24,9 +24,15 @@ FILTER_KEY = "filter.x.clean"
 
 
 def _git(cwd: Path, env: dict[str, str], *args: str, stdin: str | None = None) -> str:
-    proc = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          cwd=cwd, env=env, input=stdin, capture_output=True, text=True,
-                          check=False)
+    proc = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise AssertionError(f"git {args} failed: {proc.stderr}")
     return proc.stdout.strip()
@@ -39,7 +45,8 @@ def add_gitlink(worktree: Path, env: dict[str, str], rel: str = VENDOR) -> str:
     tree = _git(worktree, env, "mktree", stdin="")
     commit = _git(worktree, env, "commit-tree", tree, "-m", "vendored")
     (worktree / ".gitmodules").write_text(
-        f'[submodule "vendor"]\n\tpath = {rel}\n\turl = ./vendor.git\n')
+        f'[submodule "vendor"]\n\tpath = {rel}\n\turl = ./vendor.git\n'
+    )
     _git(worktree, env, "update-index", "--add", "--cacheinfo", f"160000,{commit},{rel}")
     _git(worktree, env, "add", ".gitmodules")
     _git(worktree, env, "commit", "-q", "-m", "vendor submodule")
@@ -77,6 +84,12 @@ def plant_command(vendor: Path, marker: Path, *, stealth: bool = False) -> str:
 def users_git_status(worktree: Path, env: dict[str, str]) -> str:
     """What the user's next plain `git status` in the worktree prints (their own Git, their
     own environment): it recurses into submodules, as Git does by default."""
-    proc = subprocess.run(["git", "status", "--porcelain"], cwd=worktree, env=env,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "status", "--porcelain"],
+        cwd=worktree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return proc.stdout + proc.stderr

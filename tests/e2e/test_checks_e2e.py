@@ -50,8 +50,9 @@ def project(w: PiWorld) -> None:
     w.git(w.worktree, "commit", "-q", "-m", "calc")
 
 
-def run_checked(w: PiWorld, *script: Step, rounds: int, checks: tuple[Check, ...] = (PYTEST,)
-                ) -> PiRun:
+def run_checked(
+    w: PiWorld, *script: Step, rounds: int, checks: tuple[Check, ...] = (PYTEST,)
+) -> PiRun:
     """One run through the production wiring with `checks` as its round validation; the
     project interpreter is this test's, its installation among the runtime paths."""
     w.server.add(*script)
@@ -60,14 +61,17 @@ def run_checked(w: PiWorld, *script: Step, rounds: int, checks: tuple[Check, ...
     container.temp_root.override(providers.Object(str(w.temp_root)))
     backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
     container.backends.override(providers.Dict(pi=providers.Object(backend)))
-    request = w.request(Limits(timeout_seconds=SLOW, max_turns=30, rounds=rounds, retries=0,
-                               retry_delay_seconds=0)).model_copy(update={
-        "project_interpreter": sys.executable,
-        "runtime_paths": tuple(dict.fromkeys((sys.prefix, sys.base_prefix)))})
+    request = w.request(
+        Limits(timeout_seconds=SLOW, max_turns=30, rounds=rounds, retries=0, retry_delay_seconds=0)
+    ).model_copy(
+        update={
+            "project_interpreter": sys.executable,
+            "runtime_paths": tuple(dict.fromkeys((sys.prefix, sys.base_prefix))),
+        }
+    )
     with container.checks_validation(checks=checks, place=place_for(request)) as validation:
         record = checked_record(container.worker_host().run(request, validation))
-    run = PiRun(record=record, context=backend.contexts[-1], server=w.server,
-                first_request=first)
+    run = PiRun(record=record, context=backend.contexts[-1], server=w.server, first_request=first)
     w.runs.append(run)
     return run
 
@@ -80,7 +84,8 @@ def no_caches(w: PiWorld) -> None:
 @pytest.mark.req("Rounds only repair what the round validation reports")
 @pytest.mark.req("The round validation's answer is recorded")
 def test_a_bug_the_check_finds_is_repaired_in_round_2_and_the_run_ends_ok(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     project(w)
     copies = set(glob.glob("/tmp/concorde-check-*"))
@@ -90,15 +95,21 @@ def test_a_bug_the_check_finds_is_repaired_in_round_2_and_the_run_ends_ok(
         reply(result_call("call_r1", summary="wrote add")),
         reply(call("write", "call_w2", path=w.path("src/app/calc.py"), content=CALC)),
         reply(result_call("call_r2", summary="fixed add")),
-        rounds=1)
+        rounds=1,
+    )
     assert run.record.status == "ok", run.explain()
     rounds = run.data["rounds"]
     assert [r["prompt"] for r in rounds] == ["initial", "repair"]
     # The repair text - identity, status, exit code, pytest's own words - is round 2's prompt.
     round2 = next(r for r in run.requests if "check tests:" in json.dumps(r["body"]))
     asked = json.dumps(round2["body"]["messages"][-1])
-    for part in ("check tests: `python -m pytest -q`", "status: failed", "exit code: 1",
-                 "test_add", "1 failed"):
+    for part in (
+        "check tests: `python -m pytest -q`",
+        "status: failed",
+        "exit code: 1",
+        "test_add",
+        "1 failed",
+    ):
         assert part in asked, asked
     first, second = (r["evidence"][0] for r in rounds)
     assert first["judgement"] == "failed: a repair" and first["before"]["status"] == "passed"
@@ -108,13 +119,15 @@ def test_a_bug_the_check_finds_is_repaired_in_round_2_and_the_run_ends_ok(
         kept = json.loads((node / "check.json").read_text())
         assert (kept["status"], kept["exit_code"]) == (status, exit_code)
         assert kept["duration_seconds"] > 0
-        assert ("1 passed" if status == "passed" else "1 failed") in \
-            (node / "output.log").read_text()
+        assert ("1 passed" if status == "passed" else "1 failed") in (
+            node / "output.log"
+        ).read_text()
     assert (run.run_dir / "rounds/1/checks/tests/before/output.log").exists()
     # pytest ran twice over copies (and once over the starting state); none of it is here.
     assert [r["audit"] for r in rounds] == [
         {"verdict": "clean", "changed": ["src/app/calc.py"], "violations": []},
-        {"verdict": "clean", "changed": [], "violations": []}]
+        {"verdict": "clean", "changed": [], "violations": []},
+    ]
     no_caches(w)
     assert set(glob.glob("/tmp/concorde-check-*")) <= copies
     # Issue 21: the report shows each round's check with the end of its log.
@@ -133,7 +146,8 @@ def test_a_check_already_failing_at_the_start_is_not_blamed(pi_world: PiWorld) -
         w,
         reply(call("write", "call_w1", path=w.path("src/app/notes.py"), content="N = 1\n")),
         reply(result_call("call_r1", summary="added notes")),
-        rounds=2)
+        rounds=2,
+    )
     assert run.record.status == "ok", run.explain()
     [only] = run.data["rounds"]
     assert only["validation"] == "clean"
@@ -148,24 +162,28 @@ def test_a_check_already_failing_at_the_start_is_not_blamed(pi_world: PiWorld) -
 
 
 def test_a_check_s_log_never_carries_what_the_grant_withholds_into_the_repair(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     """An attacker's worker writes a test that prints a file its grant does not let it read
     (secrets/token.txt is in no entry, README.md is names only) and fails, hoping its log comes
     back as round 2's prompt: the check's copy holds only what the worker may read."""
     w = pi_world
     project(w)
-    leak = ("from pathlib import Path\n\n\ndef test_leak():\n"
-            "    root = Path(__file__).resolve().parents[2]\n"
-            "    for rel in ('secrets/token.txt', 'README.md'):\n"
-            "        p = root / rel\n"
-            "        print(rel, repr(p.read_text()) if p.exists() else 'absent')\n"
-            "    assert False\n")
+    leak = (
+        "from pathlib import Path\n\n\ndef test_leak():\n"
+        "    root = Path(__file__).resolve().parents[2]\n"
+        "    for rel in ('secrets/token.txt', 'README.md'):\n"
+        "        p = root / rel\n"
+        "        print(rel, repr(p.read_text()) if p.exists() else 'absent')\n"
+        "    assert False\n"
+    )
     run = run_checked(
         w,
         reply(call("write", "call_w1", path=w.path("src/app/test_leak.py"), content=leak)),
         reply(result_call("call_r1", summary="added a test")),
         reply(result_call("call_r2", summary="nothing to do")),
-        rounds=1)
+        rounds=1,
+    )
     prompts = json.dumps([r["body"]["messages"][-1] for r in run.requests])
     logs = "".join(p.read_text() for p in run.run_dir.rglob("output.log"))
     assert "check tests:" in prompts, run.explain()  # the failing test came back as a repair

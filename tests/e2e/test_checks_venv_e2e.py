@@ -55,16 +55,23 @@ PYTEST_DISTRIBUTIONS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments"
 
 CALC = "def add(a, b):\n    return a + b\n"
 BUG = "def add(a, b):\n    return a - b\n"
-TEST_X = ("from calc import add\n\n\n"
-          "def test_add():\n    assert add(1, 2) == 3\n\n\n"
-          "def test_add_zero():\n    assert add(0, 5) == 5\n")
+TEST_X = (
+    "from calc import add\n\n\n"
+    "def test_add():\n    assert add(1, 2) == 3\n\n\n"
+    "def test_add_zero():\n    assert add(0, 5) == 5\n"
+)
 GRANT: dict[str, Any] = {
     "task_type": "implement",
     "entries": [{"path": "calc/", "level": "rw"}, {"path": "tests/", "level": "ro"}],
     "context_identity": "sha256:" + hashlib.sha256(b"keep add correct").hexdigest(),
 }
-LIMITS = {"timeout_seconds": SLOW, "max_turns": 20, "rounds": 1, "retries": 0,
-          "retry_delay_seconds": 0}
+LIMITS = {
+    "timeout_seconds": SLOW,
+    "max_turns": 20,
+    "rounds": 1,
+    "retries": 0,
+    "retry_delay_seconds": 0,
+}
 PYTEST = "python -m pytest -q"
 
 
@@ -73,8 +80,11 @@ PYTEST = "python -m pytest -q"
 
 def pyenv_python() -> str:
     if not PYENV:
-        pytest.fail("no pyenv Python 3.12 or later under /root/.pyenv/versions: the case of a "
-                    "venv whose base lies in a home needs one", pytrace=False)
+        pytest.fail(
+            "no pyenv Python 3.12 or later under /root/.pyenv/versions: the case of a "
+            "venv whose base lies in a home needs one",
+            pytrace=False,
+        )
     return PYENV[-1]
 
 
@@ -83,9 +93,12 @@ def install_from(venv: Path, names: tuple[str, ...] = PYTEST_DISTRIBUTIONS) -> N
     every file their RECORD lists (the package and its .dist-info) copied into the venv's
     site-packages, as pip would lay them out; pure Python, so any 3.11+ takes them."""
     python = venv / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path("
-                           "'purelib'))"], capture_output=True, text=True, check=True
-                          ).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     ours = Path(sysconfig.get_path("purelib"))
     for name in names:
         files = metadata.distribution(name).files
@@ -101,12 +114,21 @@ def install_from(venv: Path, names: tuple[str, ...] = PYTEST_DISTRIBUTIONS) -> N
 
 def make_venv(base: str, venv: Path) -> Path:
     """A virtual environment of `base` at `venv` with pytest in it; its interpreter."""
-    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   capture_output=True, timeout=SLOW)
+    subprocess.run(
+        [base, "-m", "venv", "--without-pip", str(venv)],
+        check=True,
+        capture_output=True,
+        timeout=SLOW,
+    )
     install_from(venv)
     python = venv / "bin" / "python"
-    said = subprocess.run([str(python), "-m", "pytest", "--version"], capture_output=True,
-                          text=True, check=False, timeout=SLOW)
+    said = subprocess.run(
+        [str(python), "-m", "pytest", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=SLOW,
+    )
     assert said.returncode == 0, said
     return python
 
@@ -132,18 +154,39 @@ class Project:
         return self.root / "grants" / "task-1.json"
 
     def cli(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(CLI), *argv], env=self.environ, capture_output=True,
-                              text=True, timeout=4 * SLOW, check=False, cwd=str(self.primary))
+        return subprocess.run(
+            [str(CLI), *argv],
+            env=self.environ,
+            capture_output=True,
+            text=True,
+            timeout=4 * SLOW,
+            check=False,
+            cwd=str(self.primary),
+        )
 
     def run(self, interpreter: Path, *checks: str) -> Finished:
         parent = self.root / "traces" / "op-1"
         parent.mkdir(parents=True, exist_ok=True)
         before = set(parent.glob("workers/*"))
-        argv = ["run", "--worktree", str(self.worktree), "--grant", str(self.grant_file),
-                "--task-type", "implement", "--instructions",
-                "Keep calc.add correct (tests/test_x.py).", "--operation", "implement",
-                "--worker", "worker", "--interpreter", str(interpreter), "--parent",
-                str(parent)]
+        argv = [
+            "run",
+            "--worktree",
+            str(self.worktree),
+            "--grant",
+            str(self.grant_file),
+            "--task-type",
+            "implement",
+            "--instructions",
+            "Keep calc.add correct (tests/test_x.py).",
+            "--operation",
+            "implement",
+            "--worker",
+            "worker",
+            "--interpreter",
+            str(interpreter),
+            "--parent",
+            str(parent),
+        ]
         for check in checks:
             argv += ["--check", check]
         done = self.cli(*argv)
@@ -168,34 +211,54 @@ class Finished:
 
     def explain(self) -> str:
         stderr = [p.read_text()[-1500:] for p in sorted(self.run_dir.glob("rounds/*/stderr.log"))]
-        return json.dumps({"exit": self.done.returncode, "out": self.done.stdout[-3000:],
-                           "err": self.done.stderr[-3000:], "error": self.record.get("error"),
-                           "rounds": self.record.get("rounds"), "stderr": stderr},
-                          indent=1)[:12000]
+        return json.dumps(
+            {
+                "exit": self.done.returncode,
+                "out": self.done.stdout[-3000:],
+                "err": self.done.stderr[-3000:],
+                "error": self.record.get("error"),
+                "rounds": self.record.get("rounds"),
+                "stderr": stderr,
+            },
+            indent=1,
+        )[:12000]
 
     def check(self, n: int, *, before: bool = False) -> tuple[dict[str, Any], str]:
         """Round n's check `check-1` (the id the command line gives its first): check.json and its log."""
         node = self.run_dir / "rounds" / str(n) / "checks" / "check-1"
         if before:
             node = node / "before"
-        return (json.loads((node / "check.json").read_text()),
-                (node / "output.log").read_text())
+        return (json.loads((node / "check.json").read_text()), (node / "output.log").read_text())
 
 
-def write_project(root: Path, primary: Path, worktree: Path, home: Path,
-                  environ: dict[str, str], git: Callable[..., Any], backend: str,
-                  model: str, runtime: tuple[str, ...]) -> Project:
+def write_project(
+    root: Path,
+    primary: Path,
+    worktree: Path,
+    home: Path,
+    environ: dict[str, str],
+    git: Callable[..., Any],
+    backend: str,
+    model: str,
+    runtime: tuple[str, ...],
+) -> Project:
     """The user's project in the world's worktree: calc/, tests/test_x.py and workers.json
     (one repair round, `runtime` its runtime paths) committed on the worktree's branch, the
     model map in the home, the grant outside the repository, and `.venv` kept from Git by the
     repository's exclude file as README step 2 keeps the worktrees."""
-    workers: dict[str, Any] = {"schema_version": 2, "enabled_models": {"m-local": {}},
-                               "default": {"model": "m-local", "backend": backend},
-                               "limits": LIMITS}
+    workers: dict[str, Any] = {
+        "schema_version": 2,
+        "enabled_models": {"m-local": {}},
+        "default": {"model": "m-local", "backend": backend},
+        "limits": LIMITS,
+    }
     if runtime:
         workers["runtime"] = list(runtime)
-    files = {"calc/__init__.py": CALC, "tests/test_x.py": TEST_X,
-             ".concorde/workers.json": json.dumps(workers, indent=1) + "\n"}
+    files = {
+        "calc/__init__.py": CALC,
+        "tests/test_x.py": TEST_X,
+        ".concorde/workers.json": json.dumps(workers, indent=1) + "\n",
+    }
     for rel, text in files.items():
         target = worktree / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -210,8 +273,16 @@ def write_project(root: Path, primary: Path, worktree: Path, home: Path,
     models.parent.mkdir(parents=True, exist_ok=True)
     models.write_text(json.dumps({"schema_version": 1, "models": {"m-local": {backend: model}}}))
     assert not any(k.startswith("CONCORDE_MODEL") for k in environ), environ
-    project = Project(root=root, primary=primary, worktree=worktree, home=home,
-                      environ=environ, git=git, backend=backend, model=model)
+    project = Project(
+        root=root,
+        primary=primary,
+        worktree=worktree,
+        home=home,
+        environ=environ,
+        git=git,
+        backend=backend,
+        model=model,
+    )
     project.grant_file.parent.mkdir(parents=True)
     project.grant_file.write_text(json.dumps(GRANT))
     return project
@@ -236,15 +307,19 @@ def system_venv_outside(project: Project) -> Path:
 
 def no_caches(project: Project) -> None:
     """pytest ran over copies: nothing of it reached the worktree (the venv is the user's)."""
-    found = [p for p in project.worktree.rglob("*")
-             if p.name in (".pytest_cache", "__pycache__")
-             and not p.is_relative_to(project.worktree / ".venv")]
+    found = [
+        p
+        for p in project.worktree.rglob("*")
+        if p.name in (".pytest_cache", "__pycache__")
+        and not p.is_relative_to(project.worktree / ".venv")
+    ]
     assert found == [], f"a check wrote into the worktree: {found}"
     assert (project.worktree / "tests/test_x.py").read_text() == TEST_X
 
 
-def assert_broken_round_ends_checks_failed(project: Project, run: Finished,
-                                           asked: list[str]) -> None:
+def assert_broken_round_ends_checks_failed(
+    project: Project, run: Finished, asked: list[str]
+) -> None:
     """Round 1's check fails (it passed on the starting state), round 2 is the repair whose
     prompt carries pytest's failure, and after it, the last round, the run ends
     checks_failed. `asked`: the text of every request the model was sent in the run."""
@@ -263,8 +338,13 @@ def assert_broken_round_ends_checks_failed(project: Project, run: Finished,
     # Round 2's prompt is the repair: pytest's own words reached the model.
     repair = next((a for a in asked if "check check-1:" in a), None)
     assert repair is not None, asked
-    for part in ("check check-1: `python -m pytest -q`", "status: failed", "exit code: 1",
-                 "assert -1 == 3", "2 failed"):
+    for part in (
+        "check check-1: `python -m pytest -q`",
+        "status: failed",
+        "exit code: 1",
+        "assert -1 == 3",
+        "2 failed",
+    ):
         assert part in repair, repair
     assert "checks_failed" in run.done.stdout and "2 failed" in run.done.stdout
     assert (project.worktree / "calc/__init__.py").read_text() == BUG
@@ -305,8 +385,9 @@ def assert_unavailable(project: Project, run: Finished) -> None:
 
 
 def pi_project(w: PiWorld, runtime: tuple[str, ...] = IN_WORKTREE) -> Project:
-    return write_project(w.root, w.primary, w.worktree, w.home, w.environ, w.git, "pi", MODEL,
-                         runtime)
+    return write_project(
+        w.root, w.primary, w.worktree, w.home, w.environ, w.git, "pi", MODEL, runtime
+    )
 
 
 def pi_asked(w: PiWorld, first: int) -> list[str]:
@@ -316,14 +397,16 @@ def pi_asked(w: PiWorld, first: int) -> list[str]:
 @pytest.mark.req("Rounds only repair what the round validation reports")
 @pytest.mark.req("The round validation's answer is recorded")
 def test_pi_a_pyenv_venv_in_the_worktree_a_broken_test_is_repaired_then_ends_checks_failed(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     project = pi_project(w)
     python = pyenv_venv_in_worktree(project)
     w.server.add(
         reply(call("write", "call_w1", path=w.path("calc/__init__.py"), content=BUG)),
         reply(result_call("call_r1", summary="rewrote add")),
-        reply(result_call("call_r2", summary="nothing more to do")))
+        reply(result_call("call_r2", summary="nothing more to do")),
+    )
     first = len(w.server.requests)
     run = project.run(python, PYTEST)
     assert_broken_round_ends_checks_failed(project, run, pi_asked(w, first))
@@ -331,12 +414,15 @@ def test_pi_a_pyenv_venv_in_the_worktree_a_broken_test_is_repaired_then_ends_che
 
 @pytest.mark.req("The round validation's answer is recorded")
 def test_pi_a_system_python_venv_outside_the_worktree_passes_and_the_run_ends_ok(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     project = pi_project(w, runtime=())
     python = system_venv_outside(project)
-    w.server.add(reply(call("bash", "call_b", command=f"cat {w.path('calc/__init__.py')}")),
-                 reply(result_call("call_r", summary="add is right")))
+    w.server.add(
+        reply(call("bash", "call_b", command=f"cat {w.path('calc/__init__.py')}")),
+        reply(result_call("call_r", summary="add is right")),
+    )
     run = project.run(python, PYTEST)
     assert_ok_with_checks_passed(project, run)
     assert "return a + b" in w.server.tool_results()["call_b"]
@@ -356,12 +442,26 @@ def test_pi_a_check_whose_program_is_missing_ends_checks_unavailable(pi_world: P
 
 def claude_project(w: ClaudeWorld, runtime: tuple[str, ...] = IN_WORKTREE) -> Project:
     def git(cwd: Path, *args: str) -> str:
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                              cwd=cwd, env=w.git_env, capture_output=True, text=True,
-                              check=True).stdout
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=cwd,
+            env=w.git_env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
 
-    return write_project(w.root, w.primary, w.worktree, Path(w.environ["HOME"]), w.environ,
-                         git, "claude", "claude-opus-4-8", runtime)
+    return write_project(
+        w.root,
+        w.primary,
+        w.worktree,
+        Path(w.environ["HOME"]),
+        w.environ,
+        git,
+        "claude",
+        "claude-opus-4-8",
+        runtime,
+    )
 
 
 def bash(command: str) -> Reply:
@@ -373,30 +473,36 @@ def after_tool(summary: str) -> Callable[[dict[str, Any]], Reply]:
         found = last_tool_result(body)
         assert found is not None and not found[1], found
         return Reply.structured(ok_result(summary=summary))
+
     return done
 
 
 @pytest.mark.req("Rounds only repair what the round validation reports")
 @pytest.mark.req("The round validation's answer is recorded")
 def test_claude_a_pyenv_venv_in_the_worktree_a_broken_test_is_repaired_then_ends_checks_failed(
-        claude_world: ClaudeWorld) -> None:
+    claude_world: ClaudeWorld,
+) -> None:
     w = claude_world
     project = claude_project(w)
     python = pyenv_venv_in_worktree(project)
     target = w.worktree / "calc" / "__init__.py"
-    w.server.push(bash(f"printf 'def add(a, b):\\n    return a - b\\n' > {target}"),
-                  after_tool("rewrote add"),
-                  Reply.structured(ok_result(summary="nothing more to do")))
+    w.server.push(
+        bash(f"printf 'def add(a, b):\\n    return a - b\\n' > {target}"),
+        after_tool("rewrote add"),
+        Reply.structured(ok_result(summary="nothing more to do")),
+    )
     first = len(w.server.requests)
     run = project.run(python, PYTEST)
     assert w.server.failures == []
     assert_broken_round_ends_checks_failed(
-        project, run, [json.dumps(b["messages"]) for b in w.server.requests[first:]])
+        project, run, [json.dumps(b["messages"]) for b in w.server.requests[first:]]
+    )
 
 
 @pytest.mark.req("The round validation's answer is recorded")
 def test_claude_a_system_python_venv_outside_the_worktree_passes_and_the_run_ends_ok(
-        claude_world: ClaudeWorld) -> None:
+    claude_world: ClaudeWorld,
+) -> None:
     w = claude_world
     project = claude_project(w, runtime=())
     python = system_venv_outside(project)
@@ -407,7 +513,8 @@ def test_claude_a_system_python_venv_outside_the_worktree_passes_and_the_run_end
 
 
 def test_claude_a_check_whose_program_is_missing_ends_checks_unavailable(
-        claude_world: ClaudeWorld) -> None:
+    claude_world: ClaudeWorld,
+) -> None:
     w = claude_world
     project = claude_project(w)
     python = pyenv_venv_in_worktree(project)

@@ -35,14 +35,16 @@ pytestmark = pytest.mark.e2e
 Call = tuple[str, dict[str, Any]]
 CallStep = Call | Callable[[], Call]
 
-HIDDEN_TEXT = "HIDDEN-CONTENT-q8z1"        # secrets/hidden-name-q8z1.txt: not in the grant
+HIDDEN_TEXT = "HIDDEN-CONTENT-q8z1"  # secrets/hidden-name-q8z1.txt: not in the grant
 HIDDEN_NAME = "hidden-name-q8z1"
-NAMES_TEXT = "NAMES-LEVEL-CONTENT-r2d7"    # README.md: level names
-PRIMARY_TEXT = "PRIMARY-CONTENT-k3v9"      # a file of the primary worktree only
+NAMES_TEXT = "NAMES-LEVEL-CONTENT-r2d7"  # README.md: level names
+PRIMARY_TEXT = "PRIMARY-CONTENT-k3v9"  # a file of the primary worktree only
 PRIMARY_NAME = "primary-only-k3v9"
-VISIBLE_TEXT = "VISIBLE-CONTENT-m5w2"      # src/app/visible.py: rw, the positive control
-DENIED_READ = ("<tool_use_error>File is in a directory that is denied by your permission "
-               "settings.</tool_use_error>")
+VISIBLE_TEXT = "VISIBLE-CONTENT-m5w2"  # src/app/visible.py: rw, the positive control
+DENIED_READ = (
+    "<tool_use_error>File is in a directory that is denied by your permission "
+    "settings.</tool_use_error>"
+)
 CREDENTIAL_TOKEN = json.loads(DUMMY_CREDENTIALS)["claudeAiOauth"]["accessToken"]
 
 
@@ -63,10 +65,17 @@ def runtime_dir(world: ClaudeWorld) -> Path:
     return found
 
 
-def probe(world: ClaudeWorld, calls: Sequence[CallStep], summary: str = "probed", *,
-          expect_ok: bool = True, rounds: int = 0, retries: int = 0,
-          validation: RoundValidation | None = None, resources: dict[str, int] | None = None
-          ) -> tuple[ClaudeRun, list[tuple[str, bool]]]:
+def probe(
+    world: ClaudeWorld,
+    calls: Sequence[CallStep],
+    summary: str = "probed",
+    *,
+    expect_ok: bool = True,
+    rounds: int = 0,
+    retries: int = 0,
+    validation: RoundValidation | None = None,
+    resources: dict[str, int] | None = None,
+) -> tuple[ClaudeRun, list[tuple[str, bool]]]:
     """Run a script of one tool call per step, then a StructuredOutput result; return the run
     and the (text, is_error) tool result of every call, in order. A call may be a function,
     evaluated when its step is answered (when the runtime directory exists). The run must end
@@ -85,12 +94,22 @@ def probe(world: ClaudeWorld, calls: Sequence[CallStep], summary: str = "probed"
             call = calls[index]
             name, tool_input = call() if callable(call) else call
             return Reply.tool(name, tool_input)
+
         return reply
 
-    limits = Limits(timeout_seconds=SLOW, max_turns=len(calls) + 2, rounds=rounds,
-                    retries=retries, retry_delay_seconds=0)
-    run = world.run(*(step(i) for i in range(len(calls) + 1)), limits=limits,
-                    validation=validation, resources=resources)
+    limits = Limits(
+        timeout_seconds=SLOW,
+        max_turns=len(calls) + 2,
+        rounds=rounds,
+        retries=retries,
+        retry_delay_seconds=0,
+    )
+    run = world.run(
+        *(step(i) for i in range(len(calls) + 1)),
+        limits=limits,
+        validation=validation,
+        resources=resources,
+    )
     assert run.server.failures == []
     if expect_ok:
         assert run.record.status == "ok", run.record.error
@@ -104,8 +123,7 @@ def every_body(run: ClaudeRun) -> str:
 
 
 def denials(run: ClaudeRun) -> list[tuple[str, dict[str, Any]]]:
-    return [(d["tool_name"], d["tool_input"]) for d in run.round(1)["claude"]
-            ["permission_denials"]]
+    return [(d["tool_name"], d["tool_input"]) for d in run.round(1)["claude"]["permission_denials"]]
 
 
 # --- (c) Read of what the grant withheld -----------------------------------------------------
@@ -165,8 +183,9 @@ def test_search_from_an_ancestor_reveals_nothing_hidden(world: ClaudeWorld) -> N
         calls.append(("Grep", {"pattern": pattern, "path": root, "output_mode": "content"}))
         calls.append(("Glob", {"pattern": "**/*", "path": root}))
     # The positive control: a Grep from a granted directory finds the readable file.
-    calls.append(("Grep", {"pattern": pattern, "path": str(wt / "src" / "app"),
-                           "output_mode": "content"}))
+    calls.append(
+        ("Grep", {"pattern": pattern, "path": str(wt / "src" / "app"), "output_mode": "content"})
+    )
     run, results = probe(world, calls)
 
     *searches, control = results
@@ -174,12 +193,21 @@ def test_search_from_an_ancestor_reveals_nothing_hidden(world: ClaudeWorld) -> N
         assert is_error and hook_denial(text), (call, text)
     assert not control[1] and VISIBLE_TEXT in control[0], control
     shown = json.dumps(results)
-    for secret in (HIDDEN_TEXT, HIDDEN_NAME, NAMES_TEXT, PRIMARY_TEXT, PRIMARY_NAME, "gitdir",
-                   "repositoryformatversion", "secrets/"):
+    for secret in (
+        HIDDEN_TEXT,
+        HIDDEN_NAME,
+        NAMES_TEXT,
+        PRIMARY_TEXT,
+        PRIMARY_NAME,
+        "gitdir",
+        "repositoryformatversion",
+        "secrets/",
+    ):
         assert secret not in shown, secret
     # Every denied search is listed in the envelope's permission_denials.
     assert [(name, given.get("path")) for name, given in denials(run)] == [
-        (name, root) for root in roots for name in ("Grep", "Glob")]
+        (name, root) for root in roots for name in ("Grep", "Glob")
+    ]
     world.assert_cleaned(run)
 
 
@@ -217,15 +245,18 @@ def split(path: Path | str) -> str:
 @pytest.mark.req("Bash runs sandboxed without network")
 @pytest.mark.req("An unlisted host is denied, never approved")
 @pytest.mark.req("No Bash command runs outside the sandbox")
-def test_bash_runs_sandboxed_without_network_or_credentials(world: ClaudeWorld,
-                                                             tmp_path: Path) -> None:
+def test_bash_runs_sandboxed_without_network_or_credentials(
+    world: ClaudeWorld, tmp_path: Path
+) -> None:
     port = world.server.port
     outside = tmp_path / "escaped.txt"
     own = f"http://127.0.0.1:{port}"
-    socket_probe = ("python3 -c 'import socket\n"
-                    f"s=socket.create_connection((\"127.0.0.1\",{port}),timeout=5)\n"
-                    "s.sendall(b\"GET /from-sandbox-socket HTTP/1.0\\r\\n\\r\\n\")\n"
-                    "print(\"CONNECTED\", s.recv(100))'")
+    socket_probe = (
+        "python3 -c 'import socket\n"
+        f's=socket.create_connection(("127.0.0.1",{port}),timeout=5)\n'
+        's.sendall(b"GET /from-sandbox-socket HTTP/1.0\\r\\n\\r\\n")\n'
+        'print("CONNECTED", s.recv(100))\''
+    )
 
     def config_dir() -> Call:
         config = runtime_dir(world) / "config"
@@ -235,25 +266,47 @@ def test_bash_runs_sandboxed_without_network_or_credentials(world: ClaudeWorld,
         # The server's own port, directly, through the sandbox's HTTP proxy and its SOCKS proxy.
         bash(rc(f"curl -sS -m 5 -o /dev/null -w 'code=%{{http_code}}' {own}/from-sandbox-curl")),
         bash(rc(socket_probe)),
-        bash(rc(f"curl -sS -m 5 -D - -o /dev/null --noproxy '' -x \"$HTTP_PROXY\" "
-                f"{own}/from-sandbox-http-proxy")),
-        bash(rc(f"curl -sS -m 5 -D - -o /dev/null --noproxy '' -x \"$GRPC_PROXY\" "
-                f"{own}/from-sandbox-socks-proxy")),
+        bash(
+            rc(
+                f"curl -sS -m 5 -D - -o /dev/null --noproxy '' -x \"$HTTP_PROXY\" "
+                f"{own}/from-sandbox-http-proxy"
+            )
+        ),
+        bash(
+            rc(
+                f"curl -sS -m 5 -D - -o /dev/null --noproxy '' -x \"$GRPC_PROXY\" "
+                f"{own}/from-sandbox-socks-proxy"
+            )
+        ),
         # A named host.
         bash(rc("curl -sS -m 10 -D - -o /dev/null http://example.com/")),
         # Out of the sandbox on request: still inside.
-        bash(rc(f"echo escaped > {outside}") + "; echo SR=$SANDBOX_RUNTIME",
-             dangerouslyDisableSandbox=True),
+        bash(
+            rc(f"echo escaped > {outside}") + "; echo SR=$SANDBOX_RUNTIME",
+            dangerouslyDisableSandbox=True,
+        ),
         bash("env; echo ENV-END"),
         # config/ (the credential copy): by its path, and by a path only the shell joins.
         config_dir,
-        bash(rc('c=con; ls -A "$PWD/../${c}fig"') + "; "
-             + rc('c=con; cat "$PWD/../${c}fig/.credentials.json"')),
+        bash(
+            rc('c=con; ls -A "$PWD/../${c}fig"')
+            + "; "
+            + rc('c=con; cat "$PWD/../${c}fig/.credentials.json"')
+        ),
     ]
     run, results = probe(world, calls)
     texts = [text for text, _ in results]
-    curl_out, sock_out, http_proxy_out, socks_out, named_out, unsb_out, env_out, cfg_out, \
-        sandboxed_cfg_out = texts
+    (
+        curl_out,
+        sock_out,
+        http_proxy_out,
+        socks_out,
+        named_out,
+        unsb_out,
+        env_out,
+        cfg_out,
+        sandboxed_cfg_out,
+    ) = texts
 
     # No direct connection to the host's loopback: the sandbox has its own network namespace.
     assert "rc=7" in curl_out and "code=000" in curl_out, curl_out
@@ -321,18 +374,43 @@ def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) 
         # Through a link in the rw directory to a file outside it.
         bash(rc(f"ln -s ../other/lib.py {app / 'link.py'} && {write} {app / 'link.py'}")),
         # Reads of what the grant withheld, by paths only the shell joins.
-        bash(rc(f"cat {split(hidden)}") + "; " + rc(f"cat {split(wt / 'README.md')}") + "; "
-             + rc(f"cat {split(git_file)}") + "; " + rc(f"ls -A {split(wt / 'secrets')}")),
+        bash(
+            rc(f"cat {split(hidden)}")
+            + "; "
+            + rc(f"cat {split(wt / 'README.md')}")
+            + "; "
+            + rc(f"cat {split(git_file)}")
+            + "; "
+            + rc(f"ls -A {split(wt / 'secrets')}")
+        ),
         # A recursive grep from the primary worktree (an ancestor holding the common .git).
-        bash(rc(f"grep -rn -e CONTENT- -e gitdir -e repositoryformatversion {split(primary)} "
-                "2>/dev/null")),
+        bash(
+            rc(
+                f"grep -rn -e CONTENT- -e gitdir -e repositoryformatversion {split(primary)} "
+                "2>/dev/null"
+            )
+        ),
         # The positive control: a write in rw lands.
         bash(rc(f"echo 'X = 2' > {app / 'main.py'}")),
     ]
     run, results = probe(world, calls)
     texts = [text for text, _ in results]
-    (rule_util, rule_notes, rule_other, rule_git, sb_util, sb_busy, sb_notes, sb_other, sb_git,
-     sb_outside, via_link, reads, grep_out, control) = texts
+    (
+        rule_util,
+        rule_notes,
+        rule_other,
+        rule_git,
+        sb_util,
+        sb_busy,
+        sb_notes,
+        sb_other,
+        sb_git,
+        sb_outside,
+        via_link,
+        reads,
+        grep_out,
+        control,
+    ) = texts
 
     for refused in (rule_util, rule_notes, rule_other, rule_git):
         assert refused.startswith("Permission to use Bash with command echo hacked >"), refused
@@ -343,15 +421,16 @@ def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) 
     # Below a hidden directory nothing reaches the host and the content never shows: Claude
     # Code 2.1.197's sandbox wrote its own empty copy (which died with the command), 2.1.332's
     # finds no such file (stricter).
-    assert (sb_other.endswith(" rc=0\nhacked\n rc=0")
-            or (sb_other.count("No such file or directory") == 2
-                and sb_other.endswith(" rc=1"))), sb_other
+    assert sb_other.endswith(" rc=0\nhacked\n rc=0") or (
+        sb_other.count("No such file or directory") == 2 and sb_other.endswith(" rc=1")
+    ), sb_other
     # The primary worktree, its .git included, is not there at all in the confinement the whole
     # agent runs in (domain/isolation/confinement.py): no copy to write, nothing to read.
     assert sb_git.count("No such file or directory") == 2 and sb_git.endswith(" rc=1"), sb_git
     # through the link: into the sandbox's own copy (2.1.197) or nowhere (2.1.332)
     assert via_link.endswith(" rc=0") or (
-        via_link.endswith("link.py: No such file or directory\n rc=1")), via_link
+        via_link.endswith("link.py: No such file or directory\n rc=1")
+    ), via_link
     # The hidden file is absent, the names file and the worktree's .git file unreadable
     # (2.1.197) or absent (2.1.332), the hidden directory empty (2.1.197, `ls -A` printed
     # nothing) or absent (2.1.332).
@@ -361,11 +440,13 @@ def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) 
     assert names_out.endswith(tuple(f"README.md{why}" for why in unreadable)), reads
     assert git_out.endswith(tuple(f".git{why}" for why in unreadable)), reads
     assert (listing, last) == ("1\n", "0") or (
-        listing.endswith("secrets': No such file or directory\n") and last == "2"), reads
+        listing.endswith("secrets': No such file or directory\n") and last == "2"
+    ), reads
     # Only the readable file matches (grep exits 2 where the hidden files are there but
     # unreadable, 2.1.197; 0 where they are not there at all, 2.1.332).
-    assert grep_out in (f"{app / 'visible.py'}:1:V = '{VISIBLE_TEXT}'\n rc={status}"
-                        for status in (2, 0)), grep_out
+    assert grep_out in (
+        f"{app / 'visible.py'}:1:V = '{VISIBLE_TEXT}'\n rc={status}" for status in (2, 0)
+    ), grep_out
     assert control.strip() == "rc=0", control
     # Nothing of the host changed but the rw directory.
     assert {p: p.read_text() for p in watched} == before
@@ -376,15 +457,17 @@ def test_bash_writes_outside_rw_are_refused(world: ClaudeWorld, tmp_path: Path) 
     for secret in (HIDDEN_TEXT, NAMES_TEXT, "gitdir", "repositoryformatversion", "X = 1"):
         assert secret not in shown, secret
     audit = run.round(1)["audit"]
-    assert audit == {"verdict": "clean", "violations": [],
-                     "changed": ["src/app/link.py", "src/app/main.py"]}, audit
+    assert audit == {
+        "verdict": "clean",
+        "violations": [],
+        "changed": ["src/app/link.py", "src/app/main.py"],
+    }, audit
     world.assert_cleaned(run)
 
 
 @pytest.mark.req("Workers never see Git")
 @pytest.mark.req("A violation is never retried")
-def test_git_metadata_made_by_bash_in_rw_is_a_violation_never_retried(
-        world: ClaudeWorld) -> None:
+def test_git_metadata_made_by_bash_in_rw_is_a_violation_never_retried(world: ClaudeWorld) -> None:
     """Git metadata a sandboxed Bash makes inside the rw directory (a `.git/config` that could
     run code for whoever later runs Git there, a whole `git init`) lands on the host, where Git
     itself never lists it: the host's walk of the rw directories finds it, and the run ends
@@ -398,11 +481,13 @@ def test_git_metadata_made_by_bash_in_rw_is_a_violation_never_retried(
         return ValidationOutcome(repair="Try again.")
 
     calls: list[CallStep] = [
-        bash(rc(f"mkdir -p {app / '.git'} && printf '[core]\\n' > {app / '.git' / 'config'}")
-             + "; " + rc(f"git init -q {app / 'sub'}")),
+        bash(
+            rc(f"mkdir -p {app / '.git'} && printf '[core]\\n' > {app / '.git' / 'config'}")
+            + "; "
+            + rc(f"git init -q {app / 'sub'}")
+        ),
     ]
-    run, results = probe(world, calls, expect_ok=False, rounds=3, retries=3,
-                         validation=validation)
+    run, results = probe(world, calls, expect_ok=False, rounds=3, retries=3, validation=validation)
     ((made, _),) = results
     assert made == " rc=0\n rc=0", made
     # The metadata landed on the host; the host moved it out of the worktree, as evidence,
@@ -419,8 +504,11 @@ def test_git_metadata_made_by_bash_in_rw_is_a_violation_never_retried(
     assert "src/app/.git, src/app/sub/.git" in run.record.error.detail, run.record.error.detail
     # Git lists only the new repository's directory; the walk finds both `.git` entries.
     audit = run.round(1)["audit"]
-    assert audit == {"verdict": "violation", "violations": ["src/app/.git", "src/app/sub/.git"],
-                     "changed": ["src/app/.git", "src/app/sub/", "src/app/sub/.git"]}, audit
+    assert audit == {
+        "verdict": "violation",
+        "violations": ["src/app/.git", "src/app/sub/.git"],
+        "changed": ["src/app/.git", "src/app/sub/", "src/app/sub/.git"],
+    }, audit
     # No second round: one claude start, no validation, no request past the script.
     assert len(run.data["rounds"]) == 1
     assert len(run.starts) == 1 and validated == []

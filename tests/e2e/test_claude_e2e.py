@@ -39,8 +39,13 @@ pytestmark = pytest.mark.e2e
 
 
 def limits(**changes: Any) -> Limits:
-    base: dict[str, Any] = {"timeout_seconds": SLOW, "max_turns": 5, "rounds": 0, "retries": 0,
-                            "retry_delay_seconds": 0}
+    base: dict[str, Any] = {
+        "timeout_seconds": SLOW,
+        "max_turns": 5,
+        "rounds": 0,
+        "retries": 0,
+        "retry_delay_seconds": 0,
+    }
     return Limits(**(base | changes))
 
 
@@ -62,8 +67,13 @@ def user_texts(body: dict[str, Any]) -> list[str]:
         if isinstance(content, str):
             texts.append(content)
         else:
-            texts.append("".join(b.get("text", "") for b in content if isinstance(b, dict)
-                                 and b.get("type") == "text"))
+            texts.append(
+                "".join(
+                    b.get("text", "")
+                    for b in content
+                    if isinstance(b, dict) and b.get("type") == "text"
+                )
+            )
     return texts
 
 
@@ -116,12 +126,20 @@ def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> Non
     def edit(body: dict[str, Any]) -> Reply:
         tool_ok(body)  # the Read
         copies_seen.append([p.read_text() for p in claude_world.credential_copies()])
-        settings_seen.extend(p.read_text() for p in
-                             claude_world.temp_root.glob("concorde-*/control/settings.json"))
+        settings_seen.extend(
+            p.read_text() for p in claude_world.temp_root.glob("concorde-*/control/settings.json")
+        )
         return Reply.tools(
-            ("Edit", {"file_path": str(main), "old_string": "print('main')",
-                      "new_string": "print('hello')"}),
-            ("Write", {"file_path": str(greet), "content": "GREETING = 'hello'\n"}))
+            (
+                "Edit",
+                {
+                    "file_path": str(main),
+                    "old_string": "print('main')",
+                    "new_string": "print('hello')",
+                },
+            ),
+            ("Write", {"file_path": str(greet), "content": "GREETING = 'hello'\n"}),
+        )
 
     def result(body: dict[str, Any]) -> Reply:
         tool_ok(body)
@@ -133,8 +151,11 @@ def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> Non
     assert run.record.status == "ok", run.record.error
     assert run.record.worker_result == ok_result(summary="greeting added")
     round1 = run.round(1)
-    assert round1["audit"] == {"verdict": "clean", "violations": [],
-                               "changed": ["src/app/greet.py", "src/app/main.py"]}
+    assert round1["audit"] == {
+        "verdict": "clean",
+        "violations": [],
+        "changed": ["src/app/greet.py", "src/app/main.py"],
+    }
     assert main.read_text() == "print('hello')\n"
     assert greet.read_text() == "GREETING = 'hello'\n"
     # The round as Claude Code reported it.
@@ -153,17 +174,29 @@ def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> Non
     assert {e["headers"].get("x-api-key") for e in posts} == {"sk-ant-test"}
     # The round's environment: exactly the spec's variables (the wrapper adds its two after
     # logging), so nothing test-only reached the settings or the process.
-    assert run.starts[0]["env"] == sorted([
-        "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_AUTO_MEMORY", "CLAUDE_CODE_DISABLE_CLAUDE_MDS",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CONFIG_DIR", "HOME", "LANG", "PATH",
-        "PWD", "TMPDIR"])
+    assert run.starts[0]["env"] == sorted(
+        [
+            "ANTHROPIC_API_KEY",
+            "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
+            "CLAUDE_CODE_DISABLE_CLAUDE_MDS",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+            "CLAUDE_CONFIG_DIR",
+            "HOME",
+            "LANG",
+            "PATH",
+            "PWD",
+            "TMPDIR",
+        ]
+    )
     # The generated settings name no endpoint: the wrapper alone points claude at the server.
     assert len(settings_seen) == 1
     assert "ANTHROPIC_BASE_URL" not in settings_seen[0]
     assert run.server.url not in settings_seen[0] and "127.0.0.1" not in settings_seen[0]
     settings_env = json.loads(settings_seen[0]).get("env")
-    assert settings_env == {"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
-                            **({"IS_SANDBOX": "1"} if os.getuid() == 0 else {})}
+    assert settings_env == {
+        "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
+        **({"IS_SANDBOX": "1"} if os.getuid() == 0 else {}),
+    }
     # The credential copy existed while the worker ran, and the transcript was kept.
     assert copies_seen == [[DUMMY_CREDENTIALS]]
     transcript = run.run_dir / "transcript.jsonl"
@@ -211,7 +244,10 @@ def test_writes_on_a_read_only_file_are_denied(claude_world: ClaudeWorld) -> Non
 
     run = claude_world.run(
         Reply.tools(("Read", {"file_path": str(util)}), ("Read", {"file_path": str(link)})),
-        write_direct, write_through_link, result)
+        write_direct,
+        write_through_link,
+        result,
+    )
 
     assert run.server.failures == []
     assert run.record.status == "ok", run.record.error
@@ -223,8 +259,10 @@ def test_writes_on_a_read_only_file_are_denied(claude_world: ClaudeWorld) -> Non
     assert reason.endswith("is read-only for this task"), reason
     round1 = run.round(1)
     assert round1["audit"] == {"verdict": "clean", "changed": [], "violations": []}
-    listed = [(d["tool_name"], d["tool_input"]["file_path"])
-              for d in round1["claude"]["permission_denials"]]
+    listed = [
+        (d["tool_name"], d["tool_input"]["file_path"])
+        for d in round1["claude"]["permission_denials"]
+    ]
     # 2.1.332 lists its own deny rule's refusal too; 2.1.197 listed only the hook's
     assert listed in ([("Write", str(link))], [("Write", str(util)), ("Write", str(link))]), listed
     claude_world.assert_cleaned(run)
@@ -254,16 +292,20 @@ def test_validation_repair_resumes_the_same_session(claude_world: ClaudeWorld) -
         assert "Add a greeting to src/app/main.py." in texts[0], texts[:1]
         assert repair in texts[-1], texts[-1:]
         assert ("Write", {"file_path": str(greet), "content": "X = 1\n"}) in tool_uses(body)
-        return Reply.tool("Write", {"file_path": str(greet),
-                                    "content": '"""Greeting."""\nX = 1\n'})
+        return Reply.tool("Write", {"file_path": str(greet), "content": '"""Greeting."""\nX = 1\n'})
 
     def second_result(body: dict[str, Any]) -> Reply:
         tool_ok(body)
         return Reply.structured(ok_result(summary="docstring added"))
 
     run = claude_world.run(
-        Reply.tool("Write", {"file_path": str(greet), "content": "X = 1\n"}), first_result,
-        repaired, second_result, validation=validate, limits=limits(rounds=1))
+        Reply.tool("Write", {"file_path": str(greet), "content": "X = 1\n"}),
+        first_result,
+        repaired,
+        second_result,
+        validation=validate,
+        limits=limits(rounds=1),
+    )
 
     assert run.server.failures == []
     assert run.record.status == "ok", run.record.error
@@ -297,8 +339,9 @@ def test_overloaded_then_success_is_retried_in_the_session(claude_world: ClaudeW
         assert "529" in texts[-1], texts[-1:]
         return Reply.structured(ok_result(summary="after the retry"))
 
-    run = claude_world.run(Reply.overloaded(), resumed,
-                           limits=limits(retries=2, retry_delay_seconds=0.01))
+    run = claude_world.run(
+        Reply.overloaded(), resumed, limits=limits(retries=2, retry_delay_seconds=0.01)
+    )
 
     assert run.server.failures == []
     assert run.record.status == "ok", run.record.error
@@ -317,13 +360,17 @@ def test_overloaded_then_success_is_retried_in_the_session(claude_world: ClaudeW
 
 @pytest.mark.req("A run has at most its configured retry rounds")
 @pytest.mark.req("A failed run explains itself")
-@pytest.mark.parametrize("reply, said", [
-    (Reply.overloaded(), "API Error: 529"),
-    (Reply.rate_limited(retry_after=0), "API Error: Request rejected (429)"),
-    (Reply.server_error(), "API Error: 500"),
-])
+@pytest.mark.parametrize(
+    "reply, said",
+    [
+        (Reply.overloaded(), "API Error: 529"),
+        (Reply.rate_limited(retry_after=0), "API Error: Request rejected (429)"),
+        (Reply.server_error(), "API Error: 500"),
+    ],
+)
 def test_transient_error_with_no_retries_left_is_claude_failed(
-        claude_world: ClaudeWorld, reply: Reply, said: str) -> None:
+    claude_world: ClaudeWorld, reply: Reply, said: str
+) -> None:
     run = claude_world.run(reply, limits=limits(retries=0))
     assert run.code == "claude_failed", run.record.error
     assert run.record.error is not None
@@ -339,7 +386,8 @@ def test_transient_error_with_no_retries_left_is_claude_failed(
 @pytest.mark.req("A transient model-service error is retried")
 @pytest.mark.req("A retry continues the session")
 def test_a_connection_lost_on_the_first_call_is_retried_in_the_named_session(
-        claude_world: ClaudeWorld) -> None:
+    claude_world: ClaudeWorld,
+) -> None:
     brief_line = "Add a greeting to src/app/main.py."
 
     def resumed(body: dict[str, Any]) -> Reply:
@@ -351,8 +399,9 @@ def test_a_connection_lost_on_the_first_call_is_retried_in_the_named_session(
         return Reply.structured(ok_result(summary="after the lost call"))
 
     # The server closes the first call's connection without answering.
-    run = claude_world.run(Reply(hangup=True), resumed,
-                           limits=limits(retries=2, retry_delay_seconds=0.01))
+    run = claude_world.run(
+        Reply(hangup=True), resumed, limits=limits(retries=2, retry_delay_seconds=0.01)
+    )
 
     assert run.server.failures == []
     assert run.record.status == "ok", run.record.error
@@ -370,13 +419,19 @@ def test_a_connection_lost_on_the_first_call_is_retried_in_the_named_session(
 
 @pytest.mark.req("Any other error ends the run at once")
 def test_a_sandbox_the_settings_require_and_cannot_have_ends_the_run_at_once(
-        claude_world: ClaudeWorld, claude_program: Path) -> None:
+    claude_world: ClaudeWorld, claude_program: Path
+) -> None:
     # Claude Code finds no bwrap and no socat on this PATH: its sandbox is unavailable, and the
     # generated settings require it (sandbox.failIfUnavailable), so it refuses to run at all.
-    write_wrapper(Path(claude_world.environ["CONCORDE_CLAUDE"]), claude_program,
-                  claude_world.server.url, extra_env={"PATH": "/nonexistent"})
-    run = claude_world.run(repeat=Reply.structured(ok_result()),
-                           limits=limits(retries=3, retry_delay_seconds=0.01))
+    write_wrapper(
+        Path(claude_world.environ["CONCORDE_CLAUDE"]),
+        claude_program,
+        claude_world.server.url,
+        extra_env={"PATH": "/nonexistent"},
+    )
+    run = claude_world.run(
+        repeat=Reply.structured(ok_result()), limits=limits(retries=3, retry_delay_seconds=0.01)
+    )
     assert run.code == "claude_failed", run.record.error
     assert run.record.error is not None
     assert run.record.error.unhandled.reason.value == "environment"
@@ -410,8 +465,9 @@ def test_a_bad_request_is_not_retried(claude_world: ClaudeWorld) -> None:
 @pytest.mark.req("Any other error ends the run at once")
 @pytest.mark.req("A failed run explains itself")
 def test_max_turns_is_worker_limit_reached(claude_world: ClaudeWorld) -> None:
-    run = claude_world.run(repeat=Reply.tool("Glob", {"pattern": "*.md"}),
-                           limits=limits(max_turns=1))
+    run = claude_world.run(
+        repeat=Reply.tool("Glob", {"pattern": "*.md"}), limits=limits(max_turns=1)
+    )
     assert run.code == "worker_limit_reached", run.record.error
     assert run.record.error is not None
     assert "error_max_turns" in run.record.error.detail
@@ -426,8 +482,10 @@ def test_max_turns_is_worker_limit_reached(claude_world: ClaudeWorld) -> None:
 
 def test_budget_is_worker_limit_reached(claude_world: ClaudeWorld) -> None:
     # 50,000 input tokens a call cost far more than the smallest budget the host accepts.
-    run = claude_world.run(repeat=Reply.tool("Glob", {"pattern": "*.md"}, input_tokens=50_000),
-                           limits=limits(max_budget_usd=0.01))
+    run = claude_world.run(
+        repeat=Reply.tool("Glob", {"pattern": "*.md"}, input_tokens=50_000),
+        limits=limits(max_budget_usd=0.01),
+    )
     assert run.code == "worker_limit_reached", run.record.error
     assert run.record.error is not None
     assert "error_max_budget_usd" in run.record.error.detail
@@ -465,8 +523,11 @@ def test_text_only_answer_is_worker_result_invalid(claude_world: ClaudeWorld) ->
 @pytest.mark.req("An absent target is recorded, not refused")
 def test_proposed_deletions_are_performed(claude_world: ClaudeWorld) -> None:
     app = claude_world.worktree / "src" / "app"
-    run = claude_world.run(Reply.structured(ok_result(
-        "src/app/main.py", str(app / "main.py"), "src/app/util.py", "src/app/gone.py")))
+    run = claude_world.run(
+        Reply.structured(
+            ok_result("src/app/main.py", str(app / "main.py"), "src/app/util.py", "src/app/gone.py")
+        )
+    )
     assert run.record.status == "ok", run.record.error
     assert run.record.deleted == ("src/app/main.py",)
     assert run.record.deletions_refused and "src/app/util.py" in run.record.deletions_refused[0]
@@ -510,8 +571,9 @@ def test_timeout_kills_claude_and_removes_the_credential_copy(claude_world: Clau
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
-def test_killed_claude_is_claude_failed_and_cleaned(claude_world: ClaudeWorld,
-                                                     claude_program: Path) -> None:
+def test_killed_claude_is_claude_failed_and_cleaned(
+    claude_world: ClaudeWorld, claude_program: Path
+) -> None:
     def kill_agent(body: dict[str, Any]) -> Reply:
         pid = agent_pid(str(runtime_directory(claude_world)), "claude")
         assert pid is not None
@@ -529,8 +591,16 @@ def test_killed_claude_is_claude_failed_and_cleaned(claude_world: ClaudeWorld,
     # no envelope: only what the init event said, the version of the Claude Code that ran
     assert claude.pop("claude_code_version") == program_version(claude_program)
     assert claude == dict.fromkeys(
-        ("subtype", "is_error", "num_turns", "total_cost_usd", "permission_denials",
-         "modelUsage", "duration_api_ms"))
+        (
+            "subtype",
+            "is_error",
+            "num_turns",
+            "total_cost_usd",
+            "permission_denials",
+            "modelUsage",
+            "duration_api_ms",
+        )
+    )
     claude_world.assert_cleaned(run)
 
 

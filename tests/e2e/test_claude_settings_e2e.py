@@ -33,32 +33,50 @@ NETWORK = "sandbox.network"
 CREDENTIAL_TOKEN = DUMMY_CREDENTIALS.split('"accessToken": "')[1].split('"')[0]
 
 
-def with_settings_without(world: ClaudeWorld, claude_program: Path,
-                          dropped: tuple[str, ...]) -> None:
+def with_settings_without(
+    world: ClaudeWorld, claude_program: Path, dropped: tuple[str, ...]
+) -> None:
     """The world's wrapper runs claude with the generated settings less the dotted keys."""
-    write_wrapper(Path(world.environ["CONCORDE_CLAUDE"]), claude_program, world.server.url,
-                  settings_drop=dropped)
+    write_wrapper(
+        Path(world.environ["CONCORDE_CLAUDE"]),
+        claude_program,
+        world.server.url,
+        settings_drop=dropped,
+    )
 
 
 @pytest.mark.req("An unlisted host is denied, never approved")
 @pytest.mark.req("Bash runs sandboxed without network")
-@pytest.mark.parametrize(("dropped", "reaches_the_server"), [
-    pytest.param((), False, id="as generated"),
-    pytest.param((f"{NETWORK}.deniedDomains",), False, id="strictAllowlist alone"),
-    pytest.param((f"{NETWORK}.strictAllowlist",), False, id="deniedDomains alone"),
-    pytest.param((f"{NETWORK}.deniedDomains", f"{NETWORK}.strictAllowlist"), True,
-                 id="neither, the control"),
-])
+@pytest.mark.parametrize(
+    ("dropped", "reaches_the_server"),
+    [
+        pytest.param((), False, id="as generated"),
+        pytest.param((f"{NETWORK}.deniedDomains",), False, id="strictAllowlist alone"),
+        pytest.param((f"{NETWORK}.strictAllowlist",), False, id="deniedDomains alone"),
+        pytest.param(
+            (f"{NETWORK}.deniedDomains", f"{NETWORK}.strictAllowlist"),
+            True,
+            id="neither, the control",
+        ),
+    ],
+)
 def test_each_network_key_alone_refuses_every_host(
-        claude_world: ClaudeWorld, claude_program: Path, dropped: tuple[str, ...],
-        reaches_the_server: bool) -> None:
+    claude_world: ClaudeWorld,
+    claude_program: Path,
+    dropped: tuple[str, ...],
+    reaches_the_server: bool,
+) -> None:
     w = claude_world
     with_settings_without(w, claude_program, dropped)
     own = f"http://127.0.0.1:{w.server.port}"
     calls: list[CallStep] = [
         bash(rc(f"curl -sS -m 5 -o /dev/null -w 'code=%{{http_code}}' {own}/from-sandbox-direct")),
-        bash(rc(f"curl -sS -m 5 -D - -o /dev/null --noproxy '' -x \"$HTTP_PROXY\" "
-                f"{own}/from-sandbox-proxy")),
+        bash(
+            rc(
+                f"curl -sS -m 5 -D - -o /dev/null --noproxy '' -x \"$HTTP_PROXY\" "
+                f"{own}/from-sandbox-proxy"
+            )
+        ),
     ]
     if not reaches_the_server:  # a named host only where no request can leave the machine
         calls.append(bash(rc("curl -sS -m 10 -D - -o /dev/null http://example.com/")))
@@ -83,21 +101,27 @@ def test_each_network_key_alone_refuses_every_host(
 
 @pytest.mark.req("Bash runs sandboxed without network")
 @pytest.mark.req("Nothing ambient reaches the worker")
-@pytest.mark.parametrize(("dropped", "key_shown"), [
-    pytest.param((), False, id="as generated"),
-    pytest.param(("sandbox.credentials",), True, id="without sandbox.credentials, the control"),
-])
+@pytest.mark.parametrize(
+    ("dropped", "key_shown"),
+    [
+        pytest.param((), False, id="as generated"),
+        pytest.param(("sandbox.credentials",), True, id="without sandbox.credentials, the control"),
+    ],
+)
 def test_only_sandbox_credentials_keeps_the_api_key_from_bash(
-        claude_world: ClaudeWorld, claude_program: Path, dropped: tuple[str, ...],
-        key_shown: bool) -> None:
+    claude_world: ClaudeWorld, claude_program: Path, dropped: tuple[str, ...], key_shown: bool
+) -> None:
     w = claude_world
     with_settings_without(w, claude_program, dropped)
     calls: list[CallStep] = [
         bash("env; echo ENV-END"),
         # the credential copy by a path only the shell joins (Claude Code's command check
         # cannot read it as config/)
-        bash(rc('c=con; cat "$PWD/../${c}fig/.credentials.json"')
-             + "; " + rc('c=con; ls -A "$PWD/../${c}fig"')),
+        bash(
+            rc('c=con; cat "$PWD/../${c}fig/.credentials.json"')
+            + "; "
+            + rc('c=con; ls -A "$PWD/../${c}fig"')
+        ),
     ]
     run, results = probe(w, calls)
     env_out, config_out = [text for text, _ in results]
@@ -118,8 +142,10 @@ def test_a_background_bash_cannot_hold_the_round_open(claude_world: ClaudeWorld)
     """Without CLAUDE_CODE_DISABLE_BACKGROUND_TASKS, Claude Code 2.1.332 accepts the call, prints
     its result envelope and then waits for the loop before it exits: the round would end at its
     timeout (worker_timeout) with the worker's valid result beside it."""
-    loop = ("Bash", {"command": "while :; do sleep 1; done", "description": "loop",
-                     "run_in_background": True})
+    loop = (
+        "Bash",
+        {"command": "while :; do sleep 1; done", "description": "loop", "run_in_background": True},
+    )
     run, results = probe(claude_world, [loop])
     ((text, is_error),) = results
     assert is_error and "run_in_background" in text, text

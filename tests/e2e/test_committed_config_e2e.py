@@ -32,8 +32,11 @@ pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]  # the fixture, imported for pytest
 
 LIMITS = Limits(timeout_seconds=90, max_turns=6, rounds=0, retries=0, retry_delay_seconds=0)
-COMMITTED = {"schema_version": 2, "enabled_models": {"sonnet": {}, "opus": {}},
-             "default": {"model": "sonnet"}}
+COMMITTED = {
+    "schema_version": 2,
+    "enabled_models": {"sonnet": {}, "opus": {}},
+    "default": {"model": "sonnet"},
+}
 
 
 def rw_on_concorde() -> dict[str, Any]:
@@ -47,8 +50,13 @@ def commit_configuration(worktree: Path, git_env: dict[str, str]) -> Path:
     file.parent.mkdir(parents=True, exist_ok=True)
     file.write_text(json.dumps(COMMITTED, indent=2) + "\n")
     for args in (["add", ".concorde/workers.json"], ["commit", "-q", "-m", "configuration"]):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=worktree,
-                       env=git_env, check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=worktree,
+            env=git_env,
+            check=True,
+            capture_output=True,
+        )
     return file
 
 
@@ -57,8 +65,9 @@ def rewritten(home: Path) -> str:
     return json.dumps(dict(COMMITTED, default={"model": "opus"}, runtime=[str(home)]))
 
 
-def assert_next_run_reads_the_committed_file(environ: dict[str, str], worktree: Path,
-                                             file: Path, home: Path) -> None:
+def assert_next_run_reads_the_committed_file(
+    environ: dict[str, str], worktree: Path, file: Path, home: Path
+) -> None:
     assert str(home) in file.read_text(), "the worker's rewrite did not land"
     found = production(environ).config_reader().configuration(str(worktree), {})
     assert isinstance(found, WorkerConfiguration), found
@@ -71,25 +80,31 @@ def assert_next_run_reads_the_committed_file(environ: dict[str, str], worktree: 
 
 @pytest.mark.req("A worker's model comes from its worker configuration alone")
 def test_claude_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configuration(
-        claude_world: ClaudeWorld) -> None:
+    claude_world: ClaudeWorld,
+) -> None:
     w = claude_world
     file = commit_configuration(w.worktree, w.git_env)
     home = Path(w.environ["HOME"])
-    run = w.run(lambda body: Reply.tool("Write", {"file_path": str(file),
-                                                  "content": rewritten(home)}),
-                lambda body: Reply.structured(ok_result(summary="configured")),
-                limits=LIMITS, grant=rw_on_concorde())
+    run = w.run(
+        lambda body: Reply.tool("Write", {"file_path": str(file), "content": rewritten(home)}),
+        lambda body: Reply.structured(ok_result(summary="configured")),
+        limits=LIMITS,
+        grant=rw_on_concorde(),
+    )
     assert run.record.status == "ok", run.record.error
     assert_next_run_reads_the_committed_file(w.environ, w.worktree, file, home)
 
 
 @pytest.mark.req("A worker's model comes from its worker configuration alone")
 def test_pi_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configuration(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     file = commit_configuration(w.worktree, w.git_env)
-    w.server.add(reply(call("write", "call_w", path=str(file), content=rewritten(w.home))),
-                 reply(result_call("call_r", summary="configured")))
+    w.server.add(
+        reply(call("write", "call_w", path=str(file), content=rewritten(w.home))),
+        reply(result_call("call_r", summary="configured")),
+    )
     container = production(w.environ)
     container.temp_root.override(providers.Object(str(w.temp_root)))
     backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
@@ -101,7 +116,8 @@ def test_pi_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configurati
 
 @pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
 def test_a_working_copy_that_is_no_regular_file_is_never_opened(
-        pi_world: PiWorld, kind: str) -> None:
+    pi_world: PiWorld, kind: str
+) -> None:
     """What a worker with rw on .concorde/ can leave for the next run's reader instead of a
     file: a FIFO (opening it would block the host for good) or a link to an endless file. The
     reader never opens it: it takes the committed file and says the working copy differs."""

@@ -56,8 +56,7 @@ requirement, the one wall-clock bound the suite keeps, counted from the death it
 def plant(worktree: Path) -> Path:
     """A hidden file (not in the grant), an allowed one in rw, and the link the race flips;
     both files have many numbered lines, so every read (at its own offset) really reads."""
-    (worktree / "secrets" / "race.txt").write_text(
-        "".join(f"{HIDDEN}-{i}\n" for i in range(LINES)))
+    (worktree / "secrets" / "race.txt").write_text("".join(f"{HIDDEN}-{i}\n" for i in range(LINES)))
     app = worktree / "src" / "app"
     (app / "allowed.txt").write_text("".join(f"{ALLOWED}-{i}\n" for i in range(LINES)))
     (app / "link").symlink_to("allowed.txt")
@@ -73,25 +72,44 @@ def offset(batch: int, i: int) -> int:
 
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
 def test_a_link_swapped_between_check_and_use_never_shows_claude_the_hidden_file(
-        claude_world: ClaudeWorld) -> None:
+    claude_world: ClaudeWorld,
+) -> None:
     w = claude_world
     link = plant(w.worktree)
-    reads = [Reply.tools(*[("Read", {"file_path": str(link), "offset": offset(b, i),
-                                     "limit": 3}) for i in range(PER_BATCH)])
-             for b in range(BATCHES)]
+    reads = [
+        Reply.tools(
+            *[
+                ("Read", {"file_path": str(link), "offset": offset(b, i), "limit": 3})
+                for i in range(PER_BATCH)
+            ]
+        )
+        for b in range(BATCHES)
+    ]
     flipper = Flipper(link)
     try:
-        run = w.run(flipper.first(reads[0]), *reads[1:],
-                    flipper.last(Reply.structured(ok_result())), limits=Limits(
-                        timeout_seconds=600, max_turns=BATCHES + 5, rounds=0, retries=0,
-                        retry_delay_seconds=0))
+        run = w.run(
+            flipper.first(reads[0]),
+            *reads[1:],
+            flipper.last(Reply.structured(ok_result())),
+            limits=Limits(
+                timeout_seconds=600,
+                max_turns=BATCHES + 5,
+                rounds=0,
+                retries=0,
+                retry_delay_seconds=0,
+            ),
+        )
     finally:
         flipper.end()
 
     assert run.server.failures == []
     assert flipper.flips > BATCHES
-    results = [r for entry in run.server.log if isinstance(entry.get("body"), dict)
-               for r in tool_results(entry["body"])]
+    results = [
+        r
+        for entry in run.server.log
+        if isinstance(entry.get("body"), dict)
+        for r in tool_results(entry["body"])
+    ]
     texts = json.dumps(results)
     assert HIDDEN not in texts
     # The reads really ran, and the link really pointed at both files while they did.
@@ -127,17 +145,21 @@ class Flipper:
 
     def first(self, answer: Any) -> Callable[[dict[str, Any]], Any]:
         """A script step answering `answer` once the flips have begun."""
+
         def step(body: dict[str, Any]) -> Any:
             if not self._thread.is_alive():
                 self._thread.start()
             return answer
+
         return step
 
     def last(self, answer: Any) -> Callable[[dict[str, Any]], Any]:
         """A script step answering `answer` once the flips have ended."""
+
         def step(body: dict[str, Any]) -> Any:
             self.end()
             return answer
+
         return step
 
     def end(self) -> None:
@@ -149,21 +171,37 @@ class Flipper:
 @pytest.mark.req("pi file tools are checked before they act")
 @pytest.mark.req("Both backends enforce the same grant")
 def test_a_link_swapped_between_check_and_use_never_shows_pi_the_hidden_file(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     link = plant(w.worktree)
-    batches = [reply(*[call("read", f"c{b}_{i}", path=str(link), offset=offset(b, i), limit=3)
-                       for i in range(PER_BATCH)]) for b in range(BATCHES)]
+    batches = [
+        reply(
+            *[
+                call("read", f"c{b}_{i}", path=str(link), offset=offset(b, i), limit=3)
+                for i in range(PER_BATCH)
+            ]
+        )
+        for b in range(BATCHES)
+    ]
     flipper = Flipper(link)
     try:
         # One read before the flips begin proves the link reads at all; during the flips pi
         # checks, then opens, and a busy machine may refuse every racing read (denied or
         # ENOENT): the secure answer, so only the hidden text's absence is asserted there.
-        run = w.run(reply(call("read", "c_before", path=str(link), offset=1, limit=3)),
-                    flipper.first(batches[0]), *batches[1:],
-                    flipper.last(reply(result_call("call_r"))),
-                    limits=Limits(timeout_seconds=600, max_turns=BATCHES + 6, rounds=0,
-                                  retries=0, retry_delay_seconds=0))
+        run = w.run(
+            reply(call("read", "c_before", path=str(link), offset=1, limit=3)),
+            flipper.first(batches[0]),
+            *batches[1:],
+            flipper.last(reply(result_call("call_r"))),
+            limits=Limits(
+                timeout_seconds=600,
+                max_turns=BATCHES + 6,
+                rounds=0,
+                retries=0,
+                retry_delay_seconds=0,
+            ),
+        )
     finally:
         flipper.end()
     assert run.record.status == "ok", run.explain()
@@ -179,8 +217,10 @@ def test_a_link_swapped_between_check_and_use_never_shows_pi_the_hidden_file(
 def hang_command(mark: str) -> str:
     """A child that leaves the process group (setsid) and a foreground sleep: the Bash call, and
     with it the agent, hangs."""
-    return (f"CONCORDE_TEST_MARK={mark} setsid sleep 3000 < /dev/null > /dev/null 2>&1 & "
-            f"CONCORDE_TEST_MARK={mark} sleep 3000")
+    return (
+        f"CONCORDE_TEST_MARK={mark} setsid sleep 3000 < /dev/null > /dev/null 2>&1 & "
+        f"CONCORDE_TEST_MARK={mark} sleep 3000"
+    )
 
 
 def wait_for(what: Callable[[], bool], seconds: float, step: float = 0.05) -> bool:
@@ -216,16 +256,21 @@ def killed_host_leftovers() -> Iterator[list[str]]:
             shutil.rmtree(mark, ignore_errors=True)
 
 
-def kill_host_and_count(request: dict[str, Any], environ: dict[str, str], parent: Path,
-                        mark: str, leftovers: list[str]) -> tuple[list[int], list[int]]:
+def kill_host_and_count(
+    request: dict[str, Any], environ: dict[str, str], parent: Path, mark: str, leftovers: list[str]
+) -> tuple[list[int], list[int]]:
     """Start `concorde-workers run`, wait until the worker's hanging Bash call and its setsid
     child run, SIGKILL the host; return the run's processes alive just before and those still
     alive 2 seconds after the host's death."""
     request_file = parent.parent / "request.json"
     request_file.write_text(json.dumps(request))
-    host = subprocess.Popen([str(CLI), "run", str(request_file), "--parent", str(parent)],
-                            env=environ, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    host = subprocess.Popen(
+        [str(CLI), "run", str(request_file), "--parent", str(parent)],
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     leftovers.append(mark)
     handles: dict[int, int] = {}
     try:
@@ -279,28 +324,34 @@ def still_running(handles: dict[int, int], until: float) -> list[int]:
 
 @pytest.mark.req("No worker process outlives its round")
 def test_no_process_of_a_claude_run_outlives_its_host_killed(
-        claude_world: ClaudeWorld, killed_host_leftovers: list[str]) -> None:
+    claude_world: ClaudeWorld, killed_host_leftovers: list[str]
+) -> None:
     w = claude_world
     mark = f"hang-{os.getpid()}-{time.monotonic_ns()}"
-    w.server.push(Reply.tool("Bash", {"command": hang_command(mark), "description": "hang",
-                                      "timeout": 600000}))
-    request = w.request(limits=Limits(timeout_seconds=600, max_turns=5, rounds=0, retries=0,
-                                      retry_delay_seconds=0)).model_dump(mode="json")
+    w.server.push(
+        Reply.tool(
+            "Bash", {"command": hang_command(mark), "description": "hang", "timeout": 600000}
+        )
+    )
+    request = w.request(
+        limits=Limits(timeout_seconds=600, max_turns=5, rounds=0, retries=0, retry_delay_seconds=0)
+    ).model_dump(mode="json")
     request.pop("parent")
-    before, after = kill_host_and_count(request, w.environ, w.parent, mark,
-                                        killed_host_leftovers)
+    before, after = kill_host_and_count(request, w.environ, w.parent, mark, killed_host_leftovers)
     assert len(before) >= 3, before  # the agent, the sleeps (and what runs them)
     assert after == [], after
 
 
 @pytest.mark.req("No worker process outlives its round")
 def test_no_process_of_a_pi_run_outlives_its_host_killed(
-        pi_world: PiWorld, killed_host_leftovers: list[str]) -> None:
+    pi_world: PiWorld, killed_host_leftovers: list[str]
+) -> None:
     w = pi_world
     mark = f"hang-{os.getpid()}-{time.monotonic_ns()}"
     w.server.add(reply(call("bash", "call_hang", command=hang_command(mark), timeout=600)))
-    request = w.request(Limits(timeout_seconds=600, max_turns=5, rounds=0, retries=0,
-                               retry_delay_seconds=0)).model_dump(mode="json")
+    request = w.request(
+        Limits(timeout_seconds=600, max_turns=5, rounds=0, retries=0, retry_delay_seconds=0)
+    ).model_dump(mode="json")
     parent = Path(request.pop("parent"))
     before, after = kill_host_and_count(request, w.environ, parent, mark, killed_host_leftovers)
     assert len(before) >= 3, before
@@ -312,7 +363,8 @@ def test_no_process_of_a_pi_run_outlives_its_host_killed(
 
 @pytest.mark.req("Only rw paths are writable by file tools")
 def test_the_write_hook_still_runs_when_its_interpreter_lies_in_a_hidden_home(
-        claude_world: ClaudeWorld) -> None:
+    claude_world: ClaudeWorld,
+) -> None:
     """The host's HOME is the folder the host interpreter is installed in: the confinement hides
     that home and must keep the interpreter's installation, or the hook could not start and
     Claude Code would let the write through. A Write through a link in rw to a ro file passes
@@ -329,8 +381,11 @@ def test_the_write_hook_still_runs_when_its_interpreter_lies_in_a_hidden_home(
         results.append(last_tool_result(body) or ("", False))
         return Reply.structured(ok_result())
 
-    run = w.run(Reply.tool("Read", {"file_path": str(link)}),  # Claude Code reads before a Write
-                Reply.tool("Write", {"file_path": str(link), "content": "hacked\n"}), result)
+    run = w.run(
+        Reply.tool("Read", {"file_path": str(link)}),  # Claude Code reads before a Write
+        Reply.tool("Write", {"file_path": str(link), "content": "hacked\n"}),
+        result,
+    )
     assert run.record.status == "ok", run.record.error
     ((text, is_error),) = results
     reason = hook_denial(text)
@@ -338,4 +393,5 @@ def test_the_write_hook_still_runs_when_its_interpreter_lies_in_a_hidden_home(
     assert util.read_text() == before
     listed = run.round(1)["claude"]["permission_denials"]
     assert [(d["tool_name"], d["tool_input"]["file_path"]) for d in listed] == [
-        ("Write", str(link))]
+        ("Write", str(link))
+    ]

@@ -47,8 +47,11 @@ __all__ = ["pi_world"]
 
 PLAIN_PATH = "/usr/local/bin:/usr/bin:/bin"
 CLI = Path(sys.executable).parent / "concorde-workers"
-WORKERS = {"schema_version": 2, "enabled_models": {"m-local": {}},
-           "default": {"model": "m-local", "backend": "pi"}}
+WORKERS = {
+    "schema_version": 2,
+    "enabled_models": {"m-local": {}},
+    "default": {"model": "m-local", "backend": "pi"},
+}
 
 
 def _user_setup(world: Any) -> dict[str, str]:
@@ -56,8 +59,9 @@ def _user_setup(world: Any) -> dict[str, str]:
     configuration in ~/.pi/agent; the environment has nothing else of concorde-workers."""
     config = world.home / ".config" / "concorde"
     config.mkdir(parents=True, exist_ok=True)
-    (config / "models.json").write_text(json.dumps(
-        {"schema_version": 1, "models": {"m-local": {"pi": MODEL}}}))
+    (config / "models.json").write_text(
+        json.dumps({"schema_version": 1, "models": {"m-local": {"pi": MODEL}}})
+    )
     shutil.copytree(world.pi_dir, world.home / ".pi" / "agent")
     assert shutil.which("pi", path=PLAIN_PATH) is None, "a pi on PATH would hide the checkout's"
     return {"PATH": PLAIN_PATH, "HOME": str(world.home), "LANG": "C.UTF-8"}
@@ -73,20 +77,39 @@ def _commit_workers_json(world: Any) -> None:
 
 def _cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
     assert not any(k.startswith("CONCORDE_") for k in env), env
-    return subprocess.run([str(CLI), *argv], env=env, capture_output=True, text=True,
-                          timeout=SLOW, check=False, cwd="/")
+    return subprocess.run(
+        [str(CLI), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SLOW,
+        check=False,
+        cwd="/",
+    )
 
 
 def test_a_fresh_clone_plans_and_runs_the_users_repository_with_no_variable_set(
-        pi_world: Any) -> None:
+    pi_world: Any,
+) -> None:
     world = pi_world
     env = _user_setup(world)
     _commit_workers_json(world)
     grant = world.root / "grant.json"
     grant.write_text(json.dumps(GRANT))
-    flags = ["--worktree", str(world.worktree), "--task-type", "implement", "--grant",
-             str(grant), "--instructions", "Write the note.", "--operation", "implement",
-             "--worker", "worker"]
+    flags = [
+        "--worktree",
+        str(world.worktree),
+        "--task-type",
+        "implement",
+        "--grant",
+        str(grant),
+        "--instructions",
+        "Write the note.",
+        "--operation",
+        "implement",
+        "--worker",
+        "worker",
+    ]
     planned = _cli(env, "plan", *flags, "--json")
     assert planned.returncode == 0, planned.stdout + planned.stderr
     programs = {p["program"]: p for p in json.loads(planned.stdout)["programs"]}
@@ -96,12 +119,15 @@ def test_a_fresh_clone_plans_and_runs_the_users_repository_with_no_variable_set(
     assert programs["sandbox-runtime"]["origin"].startswith("this checkout's node_modules")
     text = _cli(env, "plan", *flags)
     assert "the pi program in this checkout's node_modules" in text.stdout, text.stdout
-    assert f"/.bin/pi  ← {checkout_modules}/@mariozechner/pi-coding-agent/package.json; found by " \
-        "this checkout's node_modules" in text.stdout, text.stdout
+    assert (
+        f"/.bin/pi  ← {checkout_modules}/@mariozechner/pi-coding-agent/package.json; found by "
+        "this checkout's node_modules" in text.stdout
+    ), text.stdout
 
     world.server.add(
         reply(call("write", "w1", path=world.path("src/app/note.py"), content="x = 1\n")),
-        reply(result_call("r1", summary="wrote the note")))
+        reply(result_call("r1", summary="wrote the note")),
+    )
     parent = world.root / "trace"
     parent.mkdir()
     ran = _cli(env, "run", *flags, "--parent", str(parent), "--json")
@@ -111,7 +137,9 @@ def test_a_fresh_clone_plans_and_runs_the_users_repository_with_no_variable_set(
     assert (world.worktree / "src/app/note.py").read_text() == "x = 1\n"
     kept = json.loads((Path(record["run_directory"]) / "programs.json").read_text())
     assert {p["program"]: p["origin"].split(" (")[0] for p in kept["programs"]} == {
-        "pi": "this checkout's node_modules", "sandbox-runtime": "this checkout's node_modules"}
+        "pi": "this checkout's node_modules",
+        "sandbox-runtime": "this checkout's node_modules",
+    }
 
 
 def _user_data_copy(home: Path) -> Path:
@@ -120,15 +148,18 @@ def _user_data_copy(home: Path) -> Path:
     folder = home / ".local" / "share" / "concorde-workers"
     folder.mkdir(parents=True)
     source = CHECKOUT / "node_modules"
-    made = subprocess.run(["cp", "-al", str(source), str(folder / "node_modules")],
-                          capture_output=True, text=True, check=False)
+    made = subprocess.run(
+        ["cp", "-al", str(source), str(folder / "node_modules")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if made.returncode != 0:  # another filesystem: a real copy
         shutil.copytree(source, folder / "node_modules", symlinks=True)
     return folder / "node_modules"
 
 
-def test_programs_in_the_user_data_folder_run_confined_under_the_hidden_home(
-        pi_world: Any) -> None:
+def test_programs_in_the_user_data_folder_run_confined_under_the_hidden_home(pi_world: Any) -> None:
     require_programs()
     world = pi_world
     modules = _user_data_copy(world.home)
@@ -138,24 +169,38 @@ def test_programs_in_the_user_data_folder_run_confined_under_the_hidden_home(
     container = production(env)
     container.host.override(facts)
     container.temp_root.override(providers.Object(str(world.temp_root)))
-    probe = (f"echo reached > {world.path('src/app/bash.txt')}; "
-             f"curl -sS -m 3 {world.server.base_url}/models; echo curl_exit=$?")
+    probe = (
+        f"echo reached > {world.path('src/app/bash.txt')}; "
+        f"curl -sS -m 3 {world.server.base_url}/models; echo curl_exit=$?"
+    )
     world.server.add(
-        reply(call("bash", "b1", command=probe)),
-        reply(result_call("r1", summary="probed")))
+        reply(call("bash", "b1", command=probe)), reply(result_call("r1", summary="probed"))
+    )
     parent = world.root / "trace" / "op"
     parent.mkdir(parents=True)
-    request = RunRequest.model_validate({
-        "backend": "pi", "worktree": str(world.worktree), "parent": str(parent),
-        "task_type": "implement", "grant": GRANT, "instructions": "Probe.",
-        "limits": Limits(timeout_seconds=SLOW, max_turns=10, rounds=0, retries=0,
-                         retry_delay_seconds=0).model_dump(), "local_model": MODEL})
+    request = RunRequest.model_validate(
+        {
+            "backend": "pi",
+            "worktree": str(world.worktree),
+            "parent": str(parent),
+            "task_type": "implement",
+            "grant": GRANT,
+            "instructions": "Probe.",
+            "limits": Limits(
+                timeout_seconds=SLOW, max_turns=10, rounds=0, retries=0, retry_delay_seconds=0
+            ).model_dump(),
+            "local_model": MODEL,
+        }
+    )
     prepared = container.planner().plan(request).prepared
     assert prepared is not None and prepared.confinement is not None
     mounts = {m.path: m.kind.value for m in prepared.confinement.mounts}
     assert str(modules) in mounts, mounts
-    hiding = [path for path, kind in mounts.items()
-              if kind == "empty directory" and str(modules).startswith(path + "/")]
+    hiding = [
+        path
+        for path, kind in mounts.items()
+        if kind == "empty directory" and str(modules).startswith(path + "/")
+    ]
     assert hiding, f"the home around the user data folder is hidden: {mounts}"
     assert mounts[str(modules)] == "read-only", "and its node_modules bound back read-only"
     record = container.worker_host().run(request)
@@ -171,7 +216,8 @@ def test_programs_in_the_user_data_folder_run_confined_under_the_hidden_home(
 
 
 def test_claude_in_the_user_data_folder_runs_confined_under_the_hidden_home(
-        claude_world: Any, claude_program: Path) -> None:
+    claude_world: Any, claude_program: Path
+) -> None:
     """Claude Code as install-agents leaves it, in ~/.local/share/concorde-workers/node_modules
     (here the test wrapper that points it at the scripted server, beside a hard link of the
     claude under test): found there with no CONCORDE_CLAUDE, started confined, the round ends
@@ -191,14 +237,18 @@ def test_claude_in_the_user_data_folder_runs_confined_under_the_hidden_home(
     container.host.override(facts)
     container.temp_root.override(providers.Object(str(world.temp_root)))
     target = world.worktree / "src" / "app" / "from_data.py"
-    world.server.push(Reply.tools(("Write", {"file_path": str(target), "content": "ok = 1\n"})),
-                      Reply.structured(ok_result(summary="written")))
-    request = world.request(limits=Limits(timeout_seconds=SLOW, max_turns=5, rounds=0,
-                                          retries=0, retry_delay_seconds=0))
+    world.server.push(
+        Reply.tools(("Write", {"file_path": str(target), "content": "ok = 1\n"})),
+        Reply.structured(ok_result(summary="written")),
+    )
+    request = world.request(
+        limits=Limits(timeout_seconds=SLOW, max_turns=5, rounds=0, retries=0, retry_delay_seconds=0)
+    )
     prepared = container.planner().plan(request).prepared
     assert prepared is not None and prepared.confinement is not None
-    assert {m.path: m.kind.value for m in prepared.confinement.mounts}.get(str(modules)) == \
-        "read-only"
+    assert {m.path: m.kind.value for m in prepared.confinement.mounts}.get(
+        str(modules)
+    ) == "read-only"
     record = container.worker_host().run(request)
     assert record.status == "ok", record.error
     assert target.read_text() == "ok = 1\n"

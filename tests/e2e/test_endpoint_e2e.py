@@ -28,14 +28,20 @@ TOKEN = "gw-token-e2e-5f1c"
 
 
 def test_claude_code_reaches_the_machine_s_endpoint_with_its_token(
-        claude_world: ClaudeWorld, claude_program: Path) -> None:
+    claude_world: ClaudeWorld, claude_program: Path
+) -> None:
     w = claude_world
     write_wrapper(Path(w.environ["CONCORDE_CLAUDE"]), claude_program, None)
     folder = Path(w.environ["HOME"]) / ".config" / "concorde"
     folder.mkdir(parents=True)
-    (folder / "endpoints.json").write_text(json.dumps({
-        "schema_version": 1,
-        "claude": {"base_url": w.server.url, "token_env": "GATEWAY_TOKEN"}}))
+    (folder / "endpoints.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "claude": {"base_url": w.server.url, "token_env": "GATEWAY_TOKEN"},
+            }
+        )
+    )
     w.environ["GATEWAY_TOKEN"] = TOKEN
     del w.environ["ANTHROPIC_API_KEY"]
     run, seen = claude_plant(w, "env; echo ENV-END")
@@ -48,7 +54,8 @@ def test_claude_code_reaches_the_machine_s_endpoint_with_its_token(
 
 
 def test_a_broken_endpoints_file_ends_the_run_before_launch_naming_it(
-        claude_world: ClaudeWorld, claude_program: Path) -> None:
+    claude_world: ClaudeWorld, claude_program: Path
+) -> None:
     w = claude_world
     folder = Path(w.environ["HOME"]) / ".config" / "concorde"
     folder.mkdir(parents=True)
@@ -56,7 +63,8 @@ def test_a_broken_endpoints_file_ends_the_run_before_launch_naming_it(
     run = w.run()
     assert run.record.status == "failed" and run.code == "launch_failed", run.data
     assert f"{folder}/endpoints.json: claude.base_url must be an http://" in (
-        run.record.error.detail if run.record.error else "")
+        run.record.error.detail if run.record.error else ""
+    )
     assert w.server.log == [] and run.data["rounds"] == []
     w.assert_cleaned(run)
 
@@ -67,10 +75,13 @@ def test_pi_reaches_the_provider_of_its_own_models_json(pi_world: PiWorld) -> No
     key = json.loads((w.pi_dir / "auth.json").read_text())
     [(provider, entry)] = models["providers"].items()
     assert entry["baseUrl"].startswith("http://127.0.0.1:"), entry
-    run = w.run(reply(call("bash", "call_env", command="env; echo ENV-END")),
-                reply(result_call("call_r")))
+    run = w.run(
+        reply(call("bash", "call_env", command="env; echo ENV-END")), reply(result_call("call_r"))
+    )
     assert run.record.status == "ok", run.explain()
-    sent = [{k.lower(): v for k, v in r["headers"].items()}.get("authorization")
-            for r in w.server.requests]
+    sent = [
+        {k.lower(): v for k, v in r["headers"].items()}.get("authorization")
+        for r in w.server.requests
+    ]
     assert sent and set(sent) == {f"Bearer {key[provider]['key']}"}, sent
     assert key[provider]["key"] not in run.tool_result("call_env")

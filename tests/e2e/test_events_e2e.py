@@ -24,22 +24,27 @@ VALIDATOR = jsonschema.Draft202012Validator(EVENT_SCHEMA)
 def calls_of(events: RecordedEvents) -> list[tuple[str, str, str]]:
     for item in events.events:
         assert not [e.message for e in VALIDATOR.iter_errors(item)], item
-    return [(e["tool"], e["decision"], e["reason"]) for e in events.events
-            if e["event"] == "tool_call"]
+    return [
+        (e["tool"], e["decision"], e["reason"]) for e in events.events if e["event"] == "tool_call"
+    ]
 
 
 def test_pi_s_calls_are_told_with_their_decisions(pi_world: PiWorld) -> None:
     w, events = pi_world, RecordedEvents()
-    run = w.run(reply(call("write", "c1", path=str(w.worktree / "src/app/new.py"), content="x\n")),
-                reply(call("write", "c2", path=str(w.worktree / "src/app/util.py"), content="y")),
-                reply(call("bash", "c3", command="curl -sS -m 3 http://127.0.0.1:9/; echo rc=$?")),
-                reply(result_call("c4")), events=events)
+    run = w.run(
+        reply(call("write", "c1", path=str(w.worktree / "src/app/new.py"), content="x\n")),
+        reply(call("write", "c2", path=str(w.worktree / "src/app/util.py"), content="y")),
+        reply(call("bash", "c3", command="curl -sS -m 3 http://127.0.0.1:9/; echo rc=$?")),
+        reply(result_call("c4")),
+        events=events,
+    )
     assert run.record.status == "ok", run.explain()
     told = calls_of(events)
     assert told[:3] == [
         ("write", "allowed", ""),
         ("write", "refused by the grant", "src/app/util.py is read-only for this task"),
-        ("bash", "refused by the sandbox", told[2][2])]
+        ("bash", "refused by the sandbox", told[2][2]),
+    ]
     assert "Couldn't connect" in told[2][2] or "Connection refused" in told[2][2], told
     assert told[3][:2] == ("concorde_result", "allowed")
     kinds = events.kinds()
@@ -52,10 +57,15 @@ def test_claude_code_s_calls_are_told_with_their_decisions(claude_world: ClaudeW
     run = claude_world.run(
         Reply.tool("Write", {"file_path": str(util), "content": "y\n"}),
         Reply.tool(*bash("curl -sS -m 3 http://127.0.0.1:9/; echo rc=$?")),
-        Reply.structured(ok_result(summary="done")), events=events)
+        Reply.structured(ok_result(summary="done")),
+        events=events,
+    )
     assert run.record.status == "ok", run.data["error"]
     told = calls_of(events)
-    assert told[0] == ("Write", "refused by the grant",
-                       "File is in a directory that is denied by your permission settings.")
+    assert told[0] == (
+        "Write",
+        "refused by the grant",
+        "File is in a directory that is denied by your permission settings.",
+    )
     assert told[1][:2] == ("Bash", "refused by the sandbox"), told
     assert events.kinds()[-1] == "run_ended"

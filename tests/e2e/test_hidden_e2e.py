@@ -52,11 +52,13 @@ pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]  # the fixture, imported for pytest
 
 CLAUDE_TOKEN = json.loads(DUMMY_CREDENTIALS)["claudeAiOauth"]["accessToken"]
-PI_KEY = "sk-scripted-local-key"           # the pi world's auth.json key
-WAIT = 150                                 # seconds an event may take on a busy machine
+PI_KEY = "sk-scripted-local-key"  # the pi world's auth.json key
+WAIT = 150  # seconds an event may take on a busy machine
 LIMITS = Limits(timeout_seconds=240, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0)
-DENIED_READ = ("<tool_use_error>File is in a directory that is denied by your permission "
-               "settings.</tool_use_error>")
+DENIED_READ = (
+    "<tool_use_error>File is in a directory that is denied by your permission "
+    "settings.</tool_use_error>"
+)
 
 Call = tuple[str, dict[str, Any]]
 
@@ -91,12 +93,15 @@ def waited(event: threading.Event, what: str) -> None:
 # --- Claude Code: one tool call per step, every result kept ---------------------------------------
 
 
-def claude_steps(calls: Sequence[Callable[[], Call]], results: list[tuple[str, bool]],
-                 first: Callable[[], None] = lambda: None,
-                 last: Callable[[], None] = lambda: None) -> list[Callable[[dict[str, Any]],
-                                                                        Reply]]:
+def claude_steps(
+    calls: Sequence[Callable[[], Call]],
+    results: list[tuple[str, bool]],
+    first: Callable[[], None] = lambda: None,
+    last: Callable[[], None] = lambda: None,
+) -> list[Callable[[dict[str, Any]], Reply]]:
     """The script: `first` before the first call is made, then one call per step (each made when
     its step is answered), `last` before the result; every tool result into `results`."""
+
     def step(index: int) -> Callable[[dict[str, Any]], Reply]:
         def answer(body: dict[str, Any]) -> Reply:
             if index == 0:
@@ -110,7 +115,9 @@ def claude_steps(calls: Sequence[Callable[[], Call]], results: list[tuple[str, b
                 return Reply.structured(ok_result(summary="probed"))
             name, tool_input = calls[index]()
             return Reply.tool(name, tool_input)
+
         return answer
+
     return [step(i) for i in range(len(calls) + 1)]
 
 
@@ -139,21 +146,26 @@ class Pair:
         """A run's runtime directory in its temp root, told apart by its control files."""
         marker = "write_hook.py" if backend == "claude" else "permission.ts"
         world = self.claude if backend == "claude" else self.pi
-        (found,) = [d for d in world.temp_root.glob("concorde-*")
-                    if (d / "control" / marker).exists()]
+        (found,) = [
+            d for d in world.temp_root.glob("concorde-*") if (d / "control" / marker).exists()
+        ]
         return found
 
 
 @pytest.fixture(params=["one temp root", "/tmp and /var/tmp"])
-def pair(request: pytest.FixtureRequest, claude_world: ClaudeWorld,
-         pi_world: PiWorld) -> Iterator[Pair]:
+def pair(
+    request: pytest.FixtureRequest, claude_world: ClaudeWorld, pi_world: PiWorld
+) -> Iterator[Pair]:
     """Both worlds with one temp root (the Claude Code world's), as one host's /tmp; or pi's
     runs below /var/tmp, as a host whose /tmp is not writable (seed 000: "under the system
     temporary directory") makes them. The Claude Code world's fixture removes its temp root,
     the pi world's its own again."""
     own = pi_world.temp_root
-    pi_world.temp_root = (claude_world.temp_root if request.param == "one temp root" else
-                          Path(tempfile.mkdtemp(prefix="cpe-", dir="/var/tmp")))
+    pi_world.temp_root = (
+        claude_world.temp_root
+        if request.param == "one temp root"
+        else Path(tempfile.mkdtemp(prefix="cpe-", dir="/var/tmp"))
+    )
     try:
         yield Pair(claude=claude_world, pi=pi_world)
     finally:
@@ -162,15 +174,19 @@ def pair(request: pytest.FixtureRequest, claude_world: ClaudeWorld,
         pi_world.temp_root = own
 
 
-def claude_attempts(target: Callable[[], Path], worktree: Path, copy: str) -> list[Callable[[],
-                                                                                             Call]]:
+def claude_attempts(
+    target: Callable[[], Path], worktree: Path, copy: str
+) -> list[Callable[[], Call]]:
     """What a Claude Code worker tries on the other run's runtime directory `target()`."""
     app = worktree / "src" / "app"
     return [
         lambda: ("Read", {"file_path": str(target() / "config" / copy)}),
         lambda: bash(rc(f"cat {target() / 'config' / copy}")),
-        lambda: bash(rc(f"cat {split(target() / 'config' / copy)}") + "; "
-                     + rc(f"ls -A {split(target())} {split(target() / 'config')}")),
+        lambda: bash(
+            rc(f"cat {split(target() / 'config' / copy)}")
+            + "; "
+            + rc(f"ls -A {split(target())} {split(target() / 'config')}")
+        ),
         lambda: bash(rc(f"ln -s {split(target() / 'config' / copy)} {app / 'other-run.json'}")),
         lambda: ("Read", {"file_path": str(app / "other-run.json")}),
         lambda: ("Grep", {"pattern": "sk-", "path": str(target()), "output_mode": "content"}),
@@ -184,9 +200,15 @@ def pi_attempts(target: Path, worktree: Path, copy: str) -> list[Any]:
     path = str(target / "config" / copy)
     return [
         call("read", "call_read", path=path),
-        call("bash", "call_bash", command=rc_pi(f"cat {path}") + "; "
-             + rc_pi(f"ls -A {target} {target / 'config'}") + "; "
-             + rc_pi(f"ln -s {path} {app / 'other-run.json'}")),
+        call(
+            "bash",
+            "call_bash",
+            command=rc_pi(f"cat {path}")
+            + "; "
+            + rc_pi(f"ls -A {target} {target / 'config'}")
+            + "; "
+            + rc_pi(f"ln -s {path} {app / 'other-run.json'}"),
+        ),
         call("grep", "call_grep", pattern="sk-", path=str(target)),
         call("find", "call_find", pattern="*", path=str(target / "config")),
         call("ls", "call_ls", path=str(target / "config")),
@@ -225,8 +247,12 @@ def absent(text: str) -> bool:
     """Claude Code's own answer for a search root that is not there: inside the confinement
     (domain/isolation/confinement.py) what the rules hide wholesale is absent, so Claude Code finds no such
     path before any hook is asked."""
-    return text.startswith(("<tool_use_error>Path does not exist: ",       # Grep
-                            "<tool_use_error>Directory does not exist: "))  # Glob
+    return text.startswith(
+        (
+            "<tool_use_error>Path does not exist: ",  # Grep
+            "<tool_use_error>Directory does not exist: ",
+        )
+    )  # Glob
 
 
 def assert_pi_saw_nothing(run: PiRun, target: Path, copy: str) -> None:
@@ -243,8 +269,9 @@ def assert_pi_saw_nothing(run: PiRun, target: Path, copy: str) -> None:
 @pytest.mark.req("A worker reads beside its grant only what its caller lists")
 @pytest.mark.req("Both backends enforce the same grant")
 @pytest.mark.parametrize("first", ["claude", "pi"])
-def test_two_concurrent_runs_never_read_each_others_credential_copies(pair: Pair,
-                                                                      first: str) -> None:
+def test_two_concurrent_runs_never_read_each_others_credential_copies(
+    pair: Pair, first: str
+) -> None:
     """Run `first` starts; once its server saw its first request, the other starts; each
     worker tries the other's runtime directory while both exist."""
     started = {"claude": threading.Event(), "pi": threading.Event()}
@@ -259,18 +286,23 @@ def test_two_concurrent_runs_never_read_each_others_credential_copies(pair: Pair
             started[backend].set()
             # the first run goes on when the second exists: it is then a run started later
             waited(started["pi" if backend == "claude" else "claude"], "the other run")
+
         return mark
 
     def end(backend: str) -> Callable[[], None]:
         def mark() -> None:
             tried[backend].set()
             waited(tried["pi" if backend == "claude" else "claude"], "the other's attempts")
+
         return mark
 
     def run_claude() -> None:
-        steps = claude_steps(claude_attempts(lambda: pair.runtime_dir("pi"),
-                                             pair.claude.worktree, "auth.json"),
-                             claude_results, first=begin("claude"), last=end("claude"))
+        steps = claude_steps(
+            claude_attempts(lambda: pair.runtime_dir("pi"), pair.claude.worktree, "auth.json"),
+            claude_results,
+            first=begin("claude"),
+            last=end("claude"),
+        )
         runs["claude"] = pair.claude.run(*steps, limits=LIMITS)
 
     def run_pi() -> None:
@@ -283,8 +315,11 @@ def test_two_concurrent_runs_never_read_each_others_credential_copies(pair: Pair
             return reply(*pi_attempts(pi_target[0], pair.pi.worktree, ".credentials.json"))
 
         def via_link(body: dict[str, Any]) -> Any:
-            return reply(call("read", "call_read_link",
-                              path=str(pair.pi.worktree / "src/app/other-run.json")))
+            return reply(
+                call(
+                    "read", "call_read_link", path=str(pair.pi.worktree / "src/app/other-run.json")
+                )
+            )
 
         def result(body: dict[str, Any]) -> Any:
             end("pi")()
@@ -301,10 +336,13 @@ def test_two_concurrent_runs_never_read_each_others_credential_copies(pair: Pair
                 errors.append(error)
                 for event in (*started.values(), *tried.values()):
                     event.set()
+
         return run
 
-    threads = {"claude": threading.Thread(target=guarded(run_claude)),
-               "pi": threading.Thread(target=guarded(run_pi))}
+    threads = {
+        "claude": threading.Thread(target=guarded(run_claude)),
+        "pi": threading.Thread(target=guarded(run_pi)),
+    }
     threads[first].start()
     waited(started[first], f"the {first} run's first request")
     threads[second].start()
@@ -319,8 +357,9 @@ def test_two_concurrent_runs_never_read_each_others_credential_copies(pair: Pair
 
     # Claude Code on pi's copy: its rules name pi's directory only when pi started first in
     # the same temp root.
-    assert_claude_saw_nothing(claude_results,
-                              enumerated=first == "pi" and len(pair.temp_roots) == 1)
+    assert_claude_saw_nothing(
+        claude_results, enumerated=first == "pi" and len(pair.temp_roots) == 1
+    )
     # pi on Claude Code's copy.
     assert_pi_saw_nothing(pi_run, runs["pi_target"], ".credentials.json")
     # Neither credential ever reached the other's model; each run's copy is gone.
@@ -358,11 +397,21 @@ def test_a_claude_worker_never_reads_the_run_directory(claude_world: ClaudeWorld
         lambda: ("Read", {"file_path": str(this_run(parent) / "brief.md")}),
         lambda: ("Read", {"file_path": str(sibling / "transcript.jsonl")}),
         lambda: bash(rc(f"cat {this_run(parent) / 'status.json'}")),
-        lambda: bash(rc(f"cat {split(this_run(parent) / 'status.json')}") + "; "
-                     + rc(f"ls -A {split(parent / 'workers')}") + "; "
-                     + rc(f"cat {split(sibling / 'transcript.jsonl')}")),
-        lambda: ("Grep", {"pattern": "host_pid|SIBLING", "path": str(parent / "workers"),
-                          "output_mode": "content"}),
+        lambda: bash(
+            rc(f"cat {split(this_run(parent) / 'status.json')}")
+            + "; "
+            + rc(f"ls -A {split(parent / 'workers')}")
+            + "; "
+            + rc(f"cat {split(sibling / 'transcript.jsonl')}")
+        ),
+        lambda: (
+            "Grep",
+            {
+                "pattern": "host_pid|SIBLING",
+                "path": str(parent / "workers"),
+                "output_mode": "content",
+            },
+        ),
         lambda: ("Glob", {"pattern": "**/*", "path": str(this_run(parent))}),
     ]
     results: list[tuple[str, bool]] = []
@@ -400,15 +449,21 @@ def test_a_pi_worker_never_reads_the_run_directory(pi_world: PiWorld) -> None:
             call("ls", "call_ls", path=str(parent / "workers")),
             call("find", "call_find", pattern="*", path=str(run_dir)),
             call("grep", "call_grep", pattern="host_pid|SIBLING", path=str(parent)),
-            call("bash", "call_bash", command=rc_pi(f"cat {run_dir / 'status.json'}") + "; "
-                 + rc_pi(f"ls -A {parent / 'workers'}") + "; "
-                 + rc_pi(f"cat {sibling / 'transcript.jsonl'}")))
+            call(
+                "bash",
+                "call_bash",
+                command=rc_pi(f"cat {run_dir / 'status.json'}")
+                + "; "
+                + rc_pi(f"ls -A {parent / 'workers'}")
+                + "; "
+                + rc_pi(f"cat {sibling / 'transcript.jsonl'}"),
+            ),
+        )
 
     run = w.run(attempts, reply(result_call("call_r")), limits=LIMITS)
     assert run.record.status == "ok", run.explain()
     hidden = "run directories are not available to workers"
-    for cid in ("call_grant", "call_status", "call_brief", "call_sibling", "call_ls",
-                "call_find"):
+    for cid in ("call_grant", "call_status", "call_brief", "call_sibling", "call_ls", "call_find"):
         assert hidden in run.tool_result(cid), (cid, run.tool_result(cid))
     # grep from the parent runs sandboxed: the workers/ tree is not there.
     assert "host_pid" not in run.tool_result("call_grep"), run.tool_result("call_grep")
@@ -449,17 +504,18 @@ def plant_origins(home: Path, root: Path, environ: dict[str, str]) -> Origins:
     model_map.parent.mkdir(parents=True)
     model_map.write_text(json.dumps({"schema_version": 1, "models": {}, "x": MAP_TEXT}) + "\n")
     environ["CONCORDE_MODEL_MAP"] = str(model_map)
-    return Origins({
-        "ssh": (home / ".ssh" / "id_rsa", SSH_TEXT),
-        "home pi": (home / ".pi" / "agent" / "auth.json", HOME_PI_TEXT),
-        "model map": (model_map, MAP_TEXT),
-    })
+    return Origins(
+        {
+            "ssh": (home / ".ssh" / "id_rsa", SSH_TEXT),
+            "home pi": (home / ".pi" / "agent" / "auth.json", HOME_PI_TEXT),
+            "model map": (model_map, MAP_TEXT),
+        }
+    )
 
 
 @pytest.mark.req("A worker reads beside its grant only what its caller lists")
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
-def test_a_claude_worker_never_reads_a_credential_at_its_origin(
-        claude_world: ClaudeWorld) -> None:
+def test_a_claude_worker_never_reads_a_credential_at_its_origin(claude_world: ClaudeWorld) -> None:
     w = claude_world
     home = Path(w.environ["HOME"])
     origins = plant_origins(home, w.root.parent, w.environ)
@@ -472,23 +528,28 @@ def test_a_claude_worker_never_reads_a_credential_at_its_origin(
         link = app / f"origin-{n}"
         calls += [
             lambda p=path: ("Read", {"file_path": str(p)}),
-            lambda p=path, link=link: bash(rc(f"cat {split(p)}") + "; "
-                                           + rc(f"ln -s {p} {link}")),
+            lambda p=path, link=link: bash(rc(f"cat {split(p)}") + "; " + rc(f"ln -s {p} {link}")),
             lambda link=link: ("Read", {"file_path": str(link)}),
         ]
-    calls.append(lambda: ("Grep", {"pattern": "KEY|AUTH|MAP|sk-", "path": str(home),
-                                   "output_mode": "content"}))
+    calls.append(
+        lambda: (
+            "Grep",
+            {"pattern": "KEY|AUTH|MAP|sk-", "path": str(home), "output_mode": "content"},
+        )
+    )
     results: list[tuple[str, bool]] = []
     run = w.run(*claude_steps(calls, results), limits=LIMITS)
     assert run.record.status == "ok", run.record.error
     *per_file, grep = results
     for n, (label, (_, marker)) in enumerate(origins.files.items()):
-        read, shell, via_link = per_file[3 * n:3 * n + 3]
+        read, shell, via_link = per_file[3 * n : 3 * n + 3]
         assert read[1] and (read[0] == DENIED_READ or refused(read[0])), (label, read)
         # a hidden directory is absent in the sandbox, a hidden file empty
         assert marker not in shell[0] and shell[0].strip().endswith("rc=0"), (label, shell)
         assert via_link[1] and (via_link[0] == DENIED_READ or refused(via_link[0])), (
-            label, via_link)
+            label,
+            via_link,
+        )
     assert grep[1] and (refused(grep[0]) or absent(grep[0])), grep
     sent = claude_sent(run)
     for label, (_, marker) in origins.files.items():
@@ -518,16 +579,27 @@ def test_a_pi_worker_never_reads_a_credential_at_its_origin(pi_world: PiWorld) -
         calls = []
         for n, label in enumerate(labels):
             path = origins.files[label][0]
-            calls += [call("read", f"call_read_{n}", path=str(path)),
-                      call("bash", f"call_bash_{n}", command=rc_pi(f"cat {path}") + "; "
-                           + rc_pi(f"ln -s {path} {app / f'origin-{n}'}"))]
+            calls += [
+                call("read", f"call_read_{n}", path=str(path)),
+                call(
+                    "bash",
+                    f"call_bash_{n}",
+                    command=rc_pi(f"cat {path}")
+                    + "; "
+                    + rc_pi(f"ln -s {path} {app / f'origin-{n}'}"),
+                ),
+            ]
         calls.append(call("grep", "call_grep", pattern="KEY|AUTH|sk-", path=str(w.home)))
         calls.append(call("ls", "call_ls", path=str(pi_dir)))
         return reply(*calls)
 
     def via_links(body: dict[str, Any]) -> Any:
-        return reply(*(call("read", f"call_link_{n}", path=str(app / f"origin-{n}"))
-                       for n in range(len(labels))))
+        return reply(
+            *(
+                call("read", f"call_link_{n}", path=str(app / f"origin-{n}"))
+                for n in range(len(labels))
+            )
+        )
 
     run = w.run(attempts, via_links, reply(result_call("call_r")), limits=LIMITS)
     assert run.record.status == "ok", run.explain()

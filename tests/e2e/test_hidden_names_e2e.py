@@ -20,8 +20,7 @@ pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]  # the fixture, imported for pytest
 
 MARKER = "zq7xk"
-HIDDEN = (f"hidden-{MARKER}/inner-{MARKER}.txt", f"top-{MARKER}.txt",
-          f"src/other-{MARKER}/lib.py")
+HIDDEN = (f"hidden-{MARKER}/inner-{MARKER}.txt", f"top-{MARKER}.txt", f"src/other-{MARKER}/lib.py")
 
 
 def plant_hidden(worktree: Path) -> None:
@@ -39,7 +38,7 @@ def dump_command(worktree: Path) -> str:
         "/proc/[0-9]*/maps /proc/[0-9]*/status; "
         "ls -l /proc/[0-9]*/fd/ /proc/[0-9]*/cwd /proc/[0-9]*/root /proc/[0-9]*/exe; "
         f"ls -laR {worktree}; }} > {out}/seen.txt 2>&1; "
-        f"echo \" rc=$? bytes=$(wc -c < {out}/seen.txt)\""
+        f'echo " rc=$? bytes=$(wc -c < {out}/seen.txt)"'
     )
 
 

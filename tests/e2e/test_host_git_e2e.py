@@ -57,8 +57,11 @@ def claude_plant(world: ClaudeWorld, command: str) -> tuple[ClaudeRun, str]:
 
 
 def pi_plant(world: PiWorld, command: str) -> tuple[RecordedRun, str]:
-    run = world.run(reply(call("bash", "call_plant", command=command)),
-                    reply(result_call("call_r", summary="all done")), limits=LIMITS)
+    run = world.run(
+        reply(call("bash", "call_plant", command=command)),
+        reply(result_call("call_r", summary="all done")),
+        limits=LIMITS,
+    )
     return run, run.tool_result("call_plant")
 
 
@@ -67,11 +70,13 @@ Plant = Callable[[str], tuple[RecordedRun, str]]
 
 def assert_never_ran(marker: Path, when: str) -> None:
     assert not marker.exists(), (
-        f"the worker's filter ran outside the sandbox {when}, as:\n{marker.read_text()[:3000]}")
+        f"the worker's filter ran outside the sandbox {when}, as:\n{marker.read_text()[:3000]}"
+    )
 
 
-def assert_planted_repository_is_a_named_violation(run: RecordedRun, vendor: Path,
-                                                   marker: Path, *, stealth: bool) -> None:
+def assert_planted_repository_is_a_named_violation(
+    run: RecordedRun, vendor: Path, marker: Path, *, stealth: bool
+) -> None:
     """The run ends audit_violation naming the planted `.git`; its detail (and the account)
     say what the planted configuration would run."""
     assert run.code == "audit_violation", run.record.error
@@ -86,8 +91,9 @@ def assert_planted_repository_is_a_named_violation(run: RecordedRun, vendor: Pat
     assert FILTER_KEY in shown and command in shown, shown
 
 
-def check_planted_filter(plant: Plant, worktree: Path, git_env: dict[str, str],
-                         marker: Path) -> None:
+def check_planted_filter(
+    plant: Plant, worktree: Path, git_env: dict[str, str], marker: Path
+) -> None:
     """The plain variant and the persistent one: no filter runs in the host's audit, the run
     is an audit violation that says what the repository would run, and the user's next plain
     `git status` in the worktree runs nothing either."""
@@ -119,19 +125,28 @@ def check_stealth_filter(plant: Plant, worktree: Path, marker: Path) -> None:
 @pytest.mark.req("Workers never see Git")
 @pytest.mark.req("A violation is never retried")
 def test_claude_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_host(
-        claude_world: ClaudeWorld, tmp_path: Path) -> None:
+    claude_world: ClaudeWorld, tmp_path: Path
+) -> None:
     add_gitlink(claude_world.worktree, claude_world.git_env)
-    check_planted_filter(lambda command: claude_plant(claude_world, command),
-                         claude_world.worktree, claude_world.git_env, tmp_path / "host-ran.txt")
+    check_planted_filter(
+        lambda command: claude_plant(claude_world, command),
+        claude_world.worktree,
+        claude_world.git_env,
+        tmp_path / "host-ran.txt",
+    )
 
 
 @pytest.mark.req("Every round is audited")
 @pytest.mark.req("Workers never see Git")
 def test_claude_a_self_erasing_planted_repository_is_still_found(
-        claude_world: ClaudeWorld, tmp_path: Path) -> None:
+    claude_world: ClaudeWorld, tmp_path: Path
+) -> None:
     add_gitlink(claude_world.worktree, claude_world.git_env)
-    check_stealth_filter(lambda command: claude_plant(claude_world, command),
-                         claude_world.worktree, tmp_path / "host-ran.txt")
+    check_stealth_filter(
+        lambda command: claude_plant(claude_world, command),
+        claude_world.worktree,
+        tmp_path / "host-ran.txt",
+    )
 
 
 # --- pi ---------------------------------------------------------------------------------------
@@ -141,15 +156,23 @@ def test_claude_a_self_erasing_planted_repository_is_still_found(
 @pytest.mark.req("Workers never see Git")
 @pytest.mark.req("A violation is never retried")
 def test_pi_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_host(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     add_gitlink(pi_world.worktree, pi_world.git_env)
-    check_planted_filter(lambda command: pi_plant(pi_world, command), pi_world.worktree,
-                         pi_world.git_env, pi_world.root / "host-ran.txt")
+    check_planted_filter(
+        lambda command: pi_plant(pi_world, command),
+        pi_world.worktree,
+        pi_world.git_env,
+        pi_world.root / "host-ran.txt",
+    )
 
 
 @pytest.mark.req("Every round is audited")
 @pytest.mark.req("Workers never see Git")
 def test_pi_a_self_erasing_planted_repository_is_still_found(pi_world: PiWorld) -> None:
     add_gitlink(pi_world.worktree, pi_world.git_env)
-    check_stealth_filter(lambda command: pi_plant(pi_world, command), pi_world.worktree,
-                         pi_world.root / "host-ran.txt")
+    check_stealth_filter(
+        lambda command: pi_plant(pi_world, command),
+        pi_world.worktree,
+        pi_world.root / "host-ran.txt",
+    )

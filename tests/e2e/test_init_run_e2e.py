@@ -36,8 +36,9 @@ def server() -> Iterator[ScriptedModelServer]:
         started.stop()
 
 
-def test_init_then_plan_then_run_on_a_user_s_own_project(tmp_path: Path,
-                                                         server: ScriptedModelServer) -> None:
+def test_init_then_plan_then_run_on_a_user_s_own_project(
+    tmp_path: Path, server: ScriptedModelServer
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     repo = tmp_path / "calc"
@@ -46,19 +47,33 @@ def test_init_then_plan_then_run_on_a_user_s_own_project(tmp_path: Path,
     (repo / "README.md").write_text("# calc\n")
     pi_dir = home / ".pi" / "agent"
     write_pi_config(pi_dir, server.base_url)
-    (pi_dir / "settings.json").write_text(json.dumps(
-        {"defaultProvider": DEFAULT_PROVIDER, "defaultModel": DEFAULT_MODEL}))
+    (pi_dir / "settings.json").write_text(
+        json.dumps({"defaultProvider": DEFAULT_PROVIDER, "defaultModel": DEFAULT_MODEL})
+    )
     temp_root = Path(tempfile.mkdtemp(prefix="cie-", dir="/tmp"))
-    env = {"PATH": f"{SCRIPT.parent}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-           "HOME": str(home), "TMPDIR": str(temp_root), "CONCORDE_PI": str(PI),
-           "CONCORDE_SANDBOX_RUNTIME": str(SANDBOX_RUNTIME), "GIT_CONFIG_NOSYSTEM": "1"}
+    env = {
+        "PATH": f"{SCRIPT.parent}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str(home),
+        "TMPDIR": str(temp_root),
+        "CONCORDE_PI": str(PI),
+        "CONCORDE_SANDBOX_RUNTIME": str(SANDBOX_RUNTIME),
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
 
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
 
     def cw(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SCRIPT), *argv], cwd=repo, env=env, capture_output=True,
-                              text=True, timeout=SLOW, check=False)
+        return subprocess.run(
+            [str(SCRIPT), *argv],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=SLOW,
+            check=False,
+        )
 
     try:
         subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], env=env, check=True)
@@ -76,8 +91,10 @@ def test_init_then_plan_then_run_on_a_user_s_own_project(tmp_path: Path,
         assert planned.returncode == 0, planned.stdout + planned.stderr
         fixed = "def add(a, b):\n    return a + b\n"
         target = worktree / "src" / "calc" / "__init__.py"
-        server.add(reply(call("write", "c1", path=str(target), content=fixed)),
-                   reply(result_call("c2", summary="add adds")))
+        server.add(
+            reply(call("write", "c1", path=str(target), content=fixed)),
+            reply(result_call("c2", summary="add adds")),
+        )
         parent = tmp_path / "trace"
         parent.mkdir()
         ran = cw("run", *argv[2:], "--parent", str(parent), "--json")

@@ -29,8 +29,13 @@ pytestmark = pytest.mark.e2e
 
 __all__ = ["pi_world"]  # the fixture, imported for pytest
 
-LIMITS = {"timeout_seconds": SLOW, "max_turns": 30, "rounds": 0, "retries": 0,
-          "retry_delay_seconds": 0}
+LIMITS = {
+    "timeout_seconds": SLOW,
+    "max_turns": 30,
+    "rounds": 0,
+    "retries": 0,
+    "retry_delay_seconds": 0,
+}
 OSC = "\x1b]0;pwned by the worker\x07"
 CLEAR = "\x1b[2J\x1b[H"
 UP = "\x1b[1A\x1b[2K"
@@ -39,9 +44,19 @@ UNSAFE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 def request_file(w: PiWorld) -> Path:
     path = w.root / "request.json"
-    path.write_text(json.dumps({
-        "backend": "pi", "worktree": str(w.worktree), "task_type": "implement", "grant": GRANT,
-        "instructions": "Do the scripted task.", "limits": LIMITS, "local_model": MODEL}))
+    path.write_text(
+        json.dumps(
+            {
+                "backend": "pi",
+                "worktree": str(w.worktree),
+                "task_type": "implement",
+                "grant": GRANT,
+                "instructions": "Do the scripted task.",
+                "limits": LIMITS,
+                "local_model": MODEL,
+            }
+        )
+    )
     return path
 
 
@@ -60,7 +75,8 @@ def terminal_safe(text: str) -> bool:
 @pytest.mark.req("A worker reads beside its grant only what its caller lists")
 @pytest.mark.parametrize("given", ["", "primary"])
 def test_a_runtime_path_that_would_uncover_the_primary_worktree_is_refused_before_pi_starts(
-        pi_world: PiWorld, monkeypatch: pytest.MonkeyPatch, given: str) -> None:
+    pi_world: PiWorld, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
     w = pi_world
     secret = str(w.primary / "secrets" / "token.txt")
     w.server.add(reply(call("read", "call_secret", path=secret)), reply(result_call("call_r")))
@@ -68,15 +84,17 @@ def test_a_runtime_path_that_would_uncover_the_primary_worktree_is_refused_befor
     parent = w.root / "trace"
     parent.mkdir()
     path = str(w.primary) if given == "primary" else ""
-    status, out, err = cli(w, "run", str(request_file(w)), "--parent", str(parent),
-                           "--runtime-path", path)
+    status, out, err = cli(
+        w, "run", str(request_file(w)), "--parent", str(parent), "--runtime-path", path
+    )
     secrets = json.dumps(w.server.tool_results())
     assert "not for workers" not in secrets, "the worker read the primary worktree's secret"
     assert status == 2, out + err
     assert err.startswith("concorde-workers: refused: request_invalid (input)\n")
     said = " ".join(err.split())
-    assert (f"the runtime path '{path}'" in said
-            and ("is empty" in said or f"is the primary worktree {w.primary}" in said)), err
+    assert f"the runtime path '{path}'" in said and (
+        "is empty" in said or f"is the primary worktree {w.primary}" in said
+    ), err
     assert "--runtime-path" in said and ".concorde/workers.json" in said  # the repair
     assert w.server.requests == []  # pi never started
     assert list(parent.iterdir()) == []  # no run directory
@@ -84,7 +102,8 @@ def test_a_runtime_path_that_would_uncover_the_primary_worktree_is_refused_befor
 
 @pytest.mark.req("Proposed deletions follow every clean last round")
 def test_a_worker_s_escape_sequences_reach_the_terminal_escaped_and_json_verbatim(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     summary = f"all done{OSC}{CLEAR}{UP}\x9b2J\u202e"
     deletions = ["src/app/old.py", f"src/app/{OSC}gone.py", f"src/app/{CLEAR}x\ny.py"]
@@ -96,12 +115,15 @@ def test_a_worker_s_escape_sequences_reach_the_terminal_escaped_and_json_verbati
     assert not (w.worktree / "src/app/old.py").exists()  # the host performed the deletion
     for text in (out, err):
         assert terminal_safe(text), text
-    escaped_summary = ("all done\\x1b]0;pwned by the worker\\x07\\x1b[2J\\x1b[H\\x1b[1A\\x1b[2K"
-                       "\\x9b2J\\u202e")
+    escaped_summary = (
+        "all done\\x1b]0;pwned by the worker\\x07\\x1b[2J\\x1b[H\\x1b[1A\\x1b[2K\\x9b2J\\u202e"
+    )
     assert f"  worker result: ok — {escaped_summary}\n" in out
     assert "  deleted src/app/old.py\n" in out
-    assert ("  absent  src/app/\\x1b]0;pwned by the worker\\x07gone.py, "
-            "src/app/\\x1b[2J\\x1b[Hx\\ny.py\n") in out
+    assert (
+        "  absent  src/app/\\x1b]0;pwned by the worker\\x07gone.py, "
+        "src/app/\\x1b[2J\\x1b[Hx\\ny.py\n"
+    ) in out
 
     run_dir = next((parent / "workers").iterdir())
     shown_status, shown, shown_err = cli(w, "show", str(run_dir))

@@ -58,8 +58,10 @@ def test_an_allowed_write_and_a_valid_result_end_ok_with_a_clean_audit(pi_world:
     w = pi_world
     run = w.run(
         reply(call("write", "call_w1", path=w.path("src/app/new.py"), content="print('new')\n")),
-        reply(result_call("call_r1", summary="wrote src/app/new.py", output={"note": "e2e"}),
-              text="Returning the result."),
+        reply(
+            result_call("call_r1", summary="wrote src/app/new.py", output={"note": "e2e"}),
+            text="Returning the result.",
+        ),
     )
     assert run.record.status == "ok", run.explain()
     assert run.record.error is None
@@ -93,13 +95,20 @@ def test_an_allowed_write_and_a_valid_result_end_ok_with_a_clean_audit(pi_world:
 @pytest.mark.req("A denied pi file tool call gives the table's reason")
 @pytest.mark.req("Both backends enforce the same grant")
 def test_a_write_and_an_edit_on_read_only_paths_are_blocked_with_the_tables_reason(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     util, notes = w.path("src/app/util.py"), w.path("docs/notes.md")
     run = w.run(
         reply(call("write", "call_ro_write", path=util, content="overwritten\n")),
-        reply(call("edit", "call_ro_edit", path=notes,
-                   edits=[{"oldText": "# notes", "newText": "# changed"}])),
+        reply(
+            call(
+                "edit",
+                "call_ro_edit",
+                path=notes,
+                edits=[{"oldText": "# notes", "newText": "# changed"}],
+            )
+        ),
         reply(result_call("call_r")),
     )
     assert run.record.status == "ok", run.explain()
@@ -131,9 +140,11 @@ def test_reads_of_withheld_paths_are_blocked(pi_world: PiWorld) -> None:
 
     def reads(body: dict[str, Any]) -> Reply:
         auth = str(Path(runtime_of(body)) / "config" / "auth.json")
-        return reply(*(call("read", cid, path=p) for cid, p in paths.items()),
-                     call("read", "call_auth", path=auth),
-                     call("read", "call_granted", path=w.path("docs/notes.md")))
+        return reply(
+            *(call("read", cid, path=p) for cid, p in paths.items()),
+            call("read", "call_auth", path=auth),
+            call("read", "call_granted", path=w.path("docs/notes.md")),
+        )
 
     run = w.run(reads, reply(result_call("call_r")))
     assert run.record.status == "ok", run.explain()
@@ -154,10 +165,12 @@ def test_reads_of_withheld_paths_are_blocked(pi_world: PiWorld) -> None:
 def test_bash_cannot_reach_loopback(pi_world: PiWorld) -> None:
     w = pi_world
     port = w.server.port
-    probe = (f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3); "
-             f"print('CONNECTED')\"; echo python_exit=$?; "
-             f"curl -sS -m 3 -X POST http://127.0.0.1:{port}/v1/chat/completions -d '{{}}'; "
-             f"echo curl_exit=$?")
+    probe = (
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3); "
+        f"print('CONNECTED')\"; echo python_exit=$?; "
+        f"curl -sS -m 3 -X POST http://127.0.0.1:{port}/v1/chat/completions -d '{{}}'; "
+        f"echo curl_exit=$?"
+    )
     run = w.run(reply(call("bash", "call_net", command=probe)), reply(result_call("call_r")))
     assert run.record.status == "ok", run.explain()
     text = run.tool_result("call_net")
@@ -173,12 +186,15 @@ def test_bash_cannot_reach_loopback(pi_world: PiWorld) -> None:
 
 @pytest.mark.req("pi commands run sandboxed without network")
 def test_bash_writes_to_a_read_only_file_and_outside_the_worktree_are_refused(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     outside = w.root / "outside.txt"
-    command = (f"echo changed >> {w.path('src/app/util.py')}; echo ro_exit=$?; "
-               f"echo x > {outside}; echo outside_exit=$?; "
-               f"echo ok > {w.path('src/app/by_bash.py')}; echo rw_exit=$?")
+    command = (
+        f"echo changed >> {w.path('src/app/util.py')}; echo ro_exit=$?; "
+        f"echo x > {outside}; echo outside_exit=$?; "
+        f"echo ok > {w.path('src/app/by_bash.py')}; echo rw_exit=$?"
+    )
     run = w.run(reply(call("bash", "call_w", command=command)), reply(result_call("call_r")))
     assert run.record.status == "ok", run.explain()
     text = run.tool_result("call_w")
@@ -187,7 +203,10 @@ def test_bash_writes_to_a_read_only_file_and_outside_the_worktree_are_refused(
     assert not outside.exists()
     assert (w.worktree / "src/app/util.py").read_text() == "def util():\n    return 1\n"
     assert run.data["rounds"][0]["audit"] == {
-        "verdict": "clean", "changed": ["src/app/by_bash.py"], "violations": []}
+        "verdict": "clean",
+        "changed": ["src/app/by_bash.py"],
+        "violations": [],
+    }
 
 
 # --- (f) + (g) tampering has no effect; a resume round continues the session ---------------------
@@ -202,27 +221,29 @@ class RepairOnce:
 
     def __call__(self, given: ValidationInput) -> ValidationOutcome:
         self.calls.append(given)
-        return ValidationOutcome(repair=self.text) if len(self.calls) == 1 else \
-            ValidationOutcome()
+        return ValidationOutcome(repair=self.text) if len(self.calls) == 1 else ValidationOutcome()
 
 
 def test_tampering_with_the_jiti_cache_and_work_pi_has_no_effect_next_round(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     tamper = (
         'for f in "$TMPDIR"/jiti/*.mjs; do sed -i \'1i console.error("POISONED")\' "$f"; done; '
         'echo jiti_exit=$?; mkdir -p "$TMPDIR/jiti" && echo \'console.error("POISONED")\' '
         '> "$TMPDIR/jiti/x.mjs"; echo jiti_new_exit=$?; '
-        "mkdir -p .pi && echo '{\"retry\":{\"enabled\":false}}' > .pi/settings.json; "
+        'mkdir -p .pi && echo \'{"retry":{"enabled":false}}\' > .pi/settings.json; '
         "echo pi_settings_exit=$?; echo 'POISONED SYSTEM PROMPT' > .pi/SYSTEM.md; "
-        "echo pi_system_exit=$?")
+        "echo pi_system_exit=$?"
+    )
     validation = RepairOnce("Round 2, please.")
     run = w.run(
         reply(call("bash", "call_tamper", command=tamper)),
         reply(result_call("call_r1")),
         reply(result_call("call_r2", summary="round 2")),
-        limits=Limits(timeout_seconds=SLOW, max_turns=30, rounds=1, retries=0,
-                      retry_delay_seconds=0),
+        limits=Limits(
+            timeout_seconds=SLOW, max_turns=30, rounds=1, retries=0, retry_delay_seconds=0
+        ),
         validation=validation,
     )
     assert run.record.status == "ok", run.explain()
@@ -243,11 +264,13 @@ def test_a_resume_round_continues_the_session_with_its_context(pi_world: PiWorld
     run = w.run(
         reply(call("write", "call_w1", path=w.path("src/app/new.py"), content="x = 1\n")),
         reply(result_call("call_r1")),
-        reply(call("write", "call_w2", path=w.path("src/app/new.py"),
-                   content='"""New."""\nx = 1\n')),
+        reply(
+            call("write", "call_w2", path=w.path("src/app/new.py"), content='"""New."""\nx = 1\n')
+        ),
         reply(result_call("call_r2", summary="repaired")),
-        limits=Limits(timeout_seconds=SLOW, max_turns=30, rounds=1, retries=0,
-                      retry_delay_seconds=0),
+        limits=Limits(
+            timeout_seconds=SLOW, max_turns=30, rounds=1, retries=0, retry_delay_seconds=0
+        ),
         validation=validation,
     )
     assert run.record.status == "ok", run.explain()
@@ -257,8 +280,9 @@ def test_a_resume_round_continues_the_session_with_its_context(pi_world: PiWorld
     assert run.record.worker_result is not None
     assert run.record.worker_result["summary"] == "repaired"
     # Round 2's first model request carries round 1's messages, then the repair text.
-    first_of_round2 = next(r for r in run.requests
-                           if "Also add a docstring" in json.dumps(r["body"]))
+    first_of_round2 = next(
+        r for r in run.requests if "Also add a docstring" in json.dumps(r["body"])
+    )
     messages = first_of_round2["body"]["messages"]
     dumped = json.dumps(messages)
     assert "Do the scripted task." in dumped and "call_w1" in dumped and "call_r1" in dumped
@@ -274,15 +298,17 @@ def test_a_resume_round_continues_the_session_with_its_context(pi_world: PiWorld
 @pytest.mark.req("A transient model-service error is retried")
 @pytest.mark.req("A retry continues the session")
 def test_a_transient_error_pi_does_not_retry_gets_a_retry_round_in_the_same_session(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     busy = "Concurrency limit exceeded for this gateway, please retry later"
     run = w.run(
         reply(call("write", "call_w1", path=w.path("src/app/new.py"), content="x = 1\n")),
         Fail(529, busy, times=3),  # the SDK's own 2 retries, then pi gives up (notes §8)
         reply(result_call("call_r1", summary="after the retry")),
-        limits=Limits(timeout_seconds=SLOW, max_turns=30, rounds=0, retries=2,
-                      retry_delay_seconds=0.05),
+        limits=Limits(
+            timeout_seconds=SLOW, max_turns=30, rounds=0, retries=2, retry_delay_seconds=0.05
+        ),
     )
     assert run.record.status == "ok", run.explain()
     first, second = run.data["rounds"]
@@ -300,13 +326,15 @@ def test_a_transient_error_pi_does_not_retry_gets_a_retry_round_in_the_same_sess
 @pytest.mark.req("A transient model-service error is retried")
 @pytest.mark.req("A retry continues the session")
 def test_a_stream_cut_off_on_the_first_call_is_retried_in_the_named_session(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     run = w.run(
         Cut(times=4),  # pi retries a lost call 3 times itself (notes §8), then gives up
         reply(result_call("call_r1", summary="after the lost call")),
-        limits=Limits(timeout_seconds=90, max_turns=30, rounds=0, retries=2,
-                      retry_delay_seconds=0.05),
+        limits=Limits(
+            timeout_seconds=90, max_turns=30, rounds=0, retries=2, retry_delay_seconds=0.05
+        ),
     )
     assert run.record.status == "ok", run.explain()
     first, second = run.data["rounds"]
@@ -324,12 +352,14 @@ def test_a_stream_cut_off_on_the_first_call_is_retried_in_the_named_session(
 
 @pytest.mark.req("A pi worker takes nothing from the user's pi settings")
 def test_pis_own_retry_absorbs_a_short_rate_limit_and_the_users_settings_are_not_read(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     # Were the user's settings.json read, pi would not retry and the round would end in error.
     (w.pi_dir / "settings.json").write_text('{"retry": {"enabled": false}}\n')
-    run = w.run(Fail(429, "Rate limit reached for requests", times=3),
-                reply(result_call("call_r1")))
+    run = w.run(
+        Fail(429, "Rate limit reached for requests", times=3), reply(result_call("call_r1"))
+    )
     assert run.record.status == "ok", run.explain()
     assert len(run.data["rounds"]) == 1
     assert "transient" not in run.data["rounds"][0]
@@ -343,10 +373,12 @@ def test_pis_own_retry_absorbs_a_short_rate_limit_and_the_users_settings_are_not
 @pytest.mark.req("A pi run records the limit it reached")
 def test_max_turns_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) -> None:
     w = pi_world
-    run = w.run(*(reply(call("bash", f"call_t{i}", command=f"echo turn {i}"))
-                  for i in range(1, 6)),
-                limits=Limits(timeout_seconds=SLOW, max_turns=2, rounds=0, retries=0,
-                              retry_delay_seconds=0))
+    run = w.run(
+        *(reply(call("bash", f"call_t{i}", command=f"echo turn {i}")) for i in range(1, 6)),
+        limits=Limits(
+            timeout_seconds=SLOW, max_turns=2, rounds=0, retries=0, retry_delay_seconds=0
+        ),
+    )
     assert run.code == "worker_limit_reached", run.explain()
     error = run.record.error
     assert error is not None
@@ -363,10 +395,20 @@ def test_max_turns_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) -> 
 def test_max_budget_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) -> None:
     w = pi_world
     # 2,000 prompt + 100 completion tokens at 3 / 15 USD per million: 0.0075 USD a turn.
-    run = w.run(*(reply(call("bash", f"call_b{i}", command=f"echo {i}"), tokens=(2000, 100))
-                  for i in range(1, 6)),
-                limits=Limits(timeout_seconds=SLOW, max_turns=30, max_budget_usd=0.01, rounds=0,
-                              retries=0, retry_delay_seconds=0))
+    run = w.run(
+        *(
+            reply(call("bash", f"call_b{i}", command=f"echo {i}"), tokens=(2000, 100))
+            for i in range(1, 6)
+        ),
+        limits=Limits(
+            timeout_seconds=SLOW,
+            max_turns=30,
+            max_budget_usd=0.01,
+            rounds=0,
+            retries=0,
+            retry_delay_seconds=0,
+        ),
+    )
     assert run.code == "worker_limit_reached", run.explain()
     error = run.record.error
     assert error is not None and pi_limit_detail("budget", 0.015, 0.01) in error.detail
@@ -380,8 +422,13 @@ def test_max_budget_ends_the_run_with_worker_limit_reached(pi_world: PiWorld) ->
 @pytest.mark.req("Only the host deletes")
 def test_proposed_deletions_are_performed_by_the_host(pi_world: PiWorld) -> None:
     w = pi_world
-    run = w.run(reply(result_call("call_r", "src/app/old.py", "src/app/util.py",
-                                  "src/app/absent.py", "../outside.txt")))
+    run = w.run(
+        reply(
+            result_call(
+                "call_r", "src/app/old.py", "src/app/util.py", "src/app/absent.py", "../outside.txt"
+            )
+        )
+    )
     assert run.record.status == "ok", run.explain()
     assert not (w.worktree / "src/app/old.py").exists()
     assert run.record.deleted == ("src/app/old.py",)
@@ -407,9 +454,14 @@ def test_the_credential_copies_are_gone_after_a_timeout(pi_world: PiWorld) -> No
         deadline.expire()
         return Hang(3600)
 
-    run = w.run(reply(call("bash", "call_1", command="echo working")), stall,
-                limits=Limits(timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0,
-                              retry_delay_seconds=0), deadline=deadline)
+    run = w.run(
+        reply(call("bash", "call_1", command="echo working")),
+        stall,
+        limits=Limits(
+            timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0
+        ),
+        deadline=deadline,
+    )
     assert run.code == "worker_timeout", run.explain()
     assert deadline.expired and len(w.server.requests) - run.first_request == 2
     assert not run.runtime_dir.exists()
@@ -419,17 +471,18 @@ def test_the_credential_copies_are_gone_after_a_timeout(pi_world: PiWorld) -> No
 
 
 @pytest.mark.parametrize("ending", ["ok", "process failure"])
-def test_the_credential_copies_are_gone_after_other_endings(pi_world: PiWorld,
-                                                            ending: str) -> None:
+def test_the_credential_copies_are_gone_after_other_endings(pi_world: PiWorld, ending: str) -> None:
     w = pi_world
-    script = (reply(result_call("call_r")),) if ending == "ok" else (
-        Fail(400, "Invalid request: bad parameter"),)
+    script = (
+        (reply(result_call("call_r")),)
+        if ending == "ok"
+        else (Fail(400, "Invalid request: bad parameter"),)
+    )
     run = w.run(*script)
     assert (run.code is None) == (ending == "ok"), run.explain()
     if ending != "ok":
         assert run.code == "pi_failed"
     assert not run.runtime_dir.exists()
-
 
 
 # --- concorde-workers demo ------------------------------------------------------------------------
@@ -474,7 +527,10 @@ def test_the_demo_in_the_system_temporary_directory_exits_0() -> None:
     try:
         assert status == 0, text + err.getvalue()
         assert text.count("[ok]") == 6 and "FAILED" not in text
-        assert "the allowed write landed in the worktree: audit clean, changed: src/shop/discount.py" in text
+        assert (
+            "the allowed write landed in the worktree: audit clean, changed: src/shop/discount.py"
+            in text
+        )
     finally:
         if trace is not None and trace.is_relative_to("/tmp"):
             shutil.rmtree(trace.parents[1], ignore_errors=True)

@@ -30,8 +30,10 @@ def plant_secret_git_dir(where: Path) -> Path:
 
 
 def check_pointer_not_followed(plant: Plant, worktree: Path, target: Path) -> None:
-    command = (f"mkdir -p {worktree}/src/app/g2 && printf 'gitdir: {target}\\n' > "
-               f"{worktree}/src/app/g2/.git; echo \" rc=$?\"")
+    command = (
+        f"mkdir -p {worktree}/src/app/g2 && printf 'gitdir: {target}\\n' > "
+        f'{worktree}/src/app/g2/.git; echo " rc=$?"'
+    )
     run, output = plant(command)
     assert " rc=0" in output, output
     assert run.code == "audit_violation", run.record.error
@@ -45,10 +47,12 @@ def check_pointer_not_followed(plant: Plant, worktree: Path, target: Path) -> No
 
 @pytest.mark.req("Every round is audited")
 def test_claude_a_planted_git_pointer_is_quoted_by_its_text_never_followed(
-        claude_world: ClaudeWorld, tmp_path: Path) -> None:
+    claude_world: ClaudeWorld, tmp_path: Path
+) -> None:
     target = plant_secret_git_dir(tmp_path / "hidden-git")
-    check_pointer_not_followed(lambda c: claude_plant(claude_world, c), claude_world.worktree,
-                               target)
+    check_pointer_not_followed(
+        lambda c: claude_plant(claude_world, c), claude_world.worktree, target
+    )
 
 
 @pytest.mark.req("Every round is audited")

@@ -25,20 +25,26 @@ pytestmark = pytest.mark.e2e
 
 @pytest.mark.req("Every run leaves a final record")
 def test_a_program_replaced_after_the_preparation_never_runs_a_round(
-        claude_world: ClaudeWorld, claude_program: Path) -> None:
+    claude_world: ClaudeWorld, claude_program: Path
+) -> None:
     w = claude_world
     wrapper = Path(w.environ["CONCORDE_CLAUDE"])
 
     def replace_the_program(given: ValidationInput) -> ValidationOutcome:
         # another program at the same path: here the same claude with one more variable, which
         # is enough to be a file nobody checked
-        write_wrapper(wrapper, claude_program, w.server.url,
-                      extra_env={"REPLACED_AFTER_PREPARATION": "1"})
+        write_wrapper(
+            wrapper, claude_program, w.server.url, extra_env={"REPLACED_AFTER_PREPARATION": "1"}
+        )
         return ValidationOutcome(repair="Once more, please.")
 
-    run = w.run(Reply.structured(ok_result()), validation=replace_the_program,
-                limits=Limits(timeout_seconds=SLOW, max_turns=5, rounds=1, retries=0,
-                              retry_delay_seconds=0))
+    run = w.run(
+        Reply.structured(ok_result()),
+        validation=replace_the_program,
+        limits=Limits(
+            timeout_seconds=SLOW, max_turns=5, rounds=1, retries=0, retry_delay_seconds=0
+        ),
+    )
 
     assert run.record.status == "failed" and run.record.error is not None
     assert run.record.error.code == "launch_failed", run.record.error

@@ -29,8 +29,10 @@ from concorde_workers.adapters.cli.main import main
 pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]
 
-HOSTILE = ("<script>fetch('http://127.0.0.1:9/x')</script></textarea><img src=x "
-           "onerror=alert(1)><a href=\"javascript:alert(2)\">link</a> \x1b]0;title\x07")
+HOSTILE = (
+    "<script>fetch('http://127.0.0.1:9/x')</script></textarea><img src=x "
+    'onerror=alert(1)><a href="javascript:alert(2)">link</a> \x1b]0;title\x07'
+)
 
 
 BROWSER_OWN = (".google.com", ".googleapis.com", ".gstatic.com", ".gvt1.com")
@@ -75,9 +77,11 @@ class Listener:
         """The requests that are not the browser's own: Chromium still asks its update and
         account services at start whatever its flags say; a page's fetch goes to what the
         page names."""
+
         def host(line: str) -> str:
             target = line.split(" ")[1] if " " in line else line
             return re.sub(r"^[a-z]+://", "", target).split("/")[0].split(":")[0]
+
         return [r for r in self.requests if not host(r).endswith(BROWSER_OWN)]
 
 
@@ -97,21 +101,44 @@ def chromium() -> str:
 
 def browse(page: Path, out: Path, proxy: Listener) -> str:
     """Render `page` to `out` (PNG) and return the text of its rendered DOM."""
-    base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            # the browser's own traffic off, so that any request is the page's
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-default-apps", "--disable-domain-reliability", "--no-pings",
-            "--disable-client-side-phishing-detection", "--disable-breakpad",
-            "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,"
-            "Translate,AutofillServerCommunication", "--metrics-recording-only",
-            "--no-default-browser-check", "--variations-server-url=http://0.0.0.0/",
-            f"--proxy-server=http://127.0.0.1:{proxy.port}", "--proxy-bypass-list=<-loopback>",
-            f"--user-data-dir={out.parent / 'chromium-profile'}"]
-    shot = subprocess.run([*base, f"--screenshot={out}", "--window-size=1200,2000",
-                           page.as_uri()], capture_output=True, timeout=SLOW, check=False)
+    base = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        # the browser's own traffic off, so that any request is the page's
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-domain-reliability",
+        "--no-pings",
+        "--disable-client-side-phishing-detection",
+        "--disable-breakpad",
+        "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,"
+        "Translate,AutofillServerCommunication",
+        "--metrics-recording-only",
+        "--no-default-browser-check",
+        "--variations-server-url=http://0.0.0.0/",
+        f"--proxy-server=http://127.0.0.1:{proxy.port}",
+        "--proxy-bypass-list=<-loopback>",
+        f"--user-data-dir={out.parent / 'chromium-profile'}",
+    ]
+    shot = subprocess.run(
+        [*base, f"--screenshot={out}", "--window-size=1200,2000", page.as_uri()],
+        capture_output=True,
+        timeout=SLOW,
+        check=False,
+    )
     assert shot.returncode == 0 and out.stat().st_size > 10_000, shot.stderr[-2000:]
-    dom = subprocess.run([*base, "--dump-dom", page.as_uri()], capture_output=True, text=True,
-                         timeout=SLOW, check=True).stdout
+    dom = subprocess.run(
+        [*base, "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=SLOW,
+        check=True,
+    ).stdout
     return dom
 
 
@@ -155,11 +182,13 @@ def demo_like(world: PiWorld, summary: str = "done") -> PiRun:
         reply(call("write", "call_w", path=str(main_py), content="print('greeting')\n")),
         reply(call("write", "call_ro", path=str(util), content="changed\n")),
         reply(call("bash", "call_net", command="curl -sS -m 3 http://127.0.0.1:9/; echo rc=$?")),
-        reply(result_call("call_r", summary=summary)))
+        reply(result_call("call_r", summary=summary)),
+    )
 
 
 def test_the_report_of_an_ok_run_shows_its_rounds_calls_and_change(
-        pi_world: PiWorld, tmp_path: Path, listener: Listener) -> None:
+    pi_world: PiWorld, tmp_path: Path, listener: Listener
+) -> None:
     run = demo_like(pi_world)
     assert run.record.status == "ok", run.explain()
     started = time.monotonic()
@@ -179,7 +208,8 @@ def test_the_report_of_an_ok_run_shows_its_rounds_calls_and_change(
 
 
 def test_every_hostile_text_is_shown_as_text_and_loads_nothing(
-        pi_world: PiWorld, tmp_path: Path, listener: Listener) -> None:
+    pi_world: PiWorld, tmp_path: Path, listener: Listener
+) -> None:
     run = demo_like(pi_world, summary=HOSTILE)
     page = report(run, tmp_path)
     raw = page.read_text()
@@ -192,21 +222,24 @@ def test_every_hostile_text_is_shown_as_text_and_loads_nothing(
     assert listener.page_requests == [], listener.requests
 
 
-def test_the_listener_sees_a_page_that_does_load_something(tmp_path: Path,
-                                                           listener: Listener) -> None:
+def test_the_listener_sees_a_page_that_does_load_something(
+    tmp_path: Path, listener: Listener
+) -> None:
     """The control: without the report's policy, an image from off the machine is fetched
     through the proxy, so the tests above could have seen a request."""
     page = tmp_path / "control.html"
-    page.write_text('<!DOCTYPE html><html><body><p>control</p>'
-                    '<img src="http://concorde-control.invalid/x.png"></body></html>')
+    page.write_text(
+        "<!DOCTYPE html><html><body><p>control</p>"
+        '<img src="http://concorde-control.invalid/x.png"></body></html>'
+    )
     browse(page, tmp_path / "control.png", listener)
     assert listener.seen.wait(SLOW)
-    assert any("concorde-control.invalid" in r for r in listener.page_requests), (
-        listener.requests)
+    assert any("concorde-control.invalid" in r for r in listener.page_requests), listener.requests
 
 
 def test_the_report_of_a_failed_run_shows_its_error_chain(
-        pi_world: PiWorld, tmp_path: Path, listener: Listener) -> None:
+    pi_world: PiWorld, tmp_path: Path, listener: Listener
+) -> None:
     run = pi_world.run(reply(result_call("call_r", status="failed", summary="cannot")))
     assert run.record.status == "failed", run.explain()
     text, _ = seen(browse(report(run, tmp_path), tmp_path / "failed.png", listener))
@@ -216,7 +249,8 @@ def test_the_report_of_a_failed_run_shows_its_error_chain(
 
 
 def test_a_damaged_trace_still_gets_a_report_that_says_so(
-        pi_world: PiWorld, tmp_path: Path, listener: Listener) -> None:
+    pi_world: PiWorld, tmp_path: Path, listener: Listener
+) -> None:
     run = pi_world.run(reply(result_call("call_r")))
     (run.run_dir / "trace.json").write_text("{")
     text, _ = seen(browse(report(run, tmp_path), tmp_path / "damaged.png", listener))

@@ -30,7 +30,8 @@ __all__ = ["pi_world"]  # the fixture, imported for pytest
 
 def resources_of(run: RecordedRun, round_number: int = 1) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(
-        (run.run_dir / "rounds" / str(round_number) / "resources.json").read_text())
+        (run.run_dir / "rounds" / str(round_number) / "resources.json").read_text()
+    )
     return data
 
 
@@ -50,13 +51,18 @@ def _enforced() -> None:
 def test_a_fork_bomb_in_pi_s_bash_ends_the_round_at_the_process_limit(pi_world: PiWorld) -> None:
     w = pi_world
     bomb = "for i in $(seq 400); do sleep 30 & done; echo spawned; wait"
-    run = w.run(reply(call("bash", "call_bomb", command=bomb)), reply(result_call("call_r")),
-                resources={"processes": 100})
+    run = w.run(
+        reply(call("bash", "call_bomb", command=bomb)),
+        reply(result_call("call_r")),
+        resources={"processes": 100},
+    )
     assert run.record.status == "failed", run.explain()
     assert run.code == "worker_limit_reached", run.explain()
     assert run.record.error is not None
-    assert ("the host ended the round at a limit of its control group: the run's process limit "
-            "(100 processes) refused") in run.record.error.detail
+    assert (
+        "the host ended the round at a limit of its control group: the run's process limit "
+        "(100 processes) refused"
+    ) in run.record.error.detail
     used = resources_of(run)
     assert used["limits"]["processes"] == 100 and used["enforced"] is True
     assert used["forks_refused"] > 0 and used["processes_peak"] == 100, used
@@ -68,12 +74,16 @@ def test_a_fork_bomb_in_pi_s_bash_ends_the_round_at_the_process_limit(pi_world: 
 def test_a_memory_hog_in_pi_s_bash_is_killed_at_the_memory_limit(pi_world: PiWorld) -> None:
     w = pi_world
     hog = "python3 -c 'b = bytearray(900 * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096])'"
-    run = w.run(reply(call("bash", "call_hog", command=hog)), reply(result_call("call_r")),
-                resources={"memory_mib": 512})
+    run = w.run(
+        reply(call("bash", "call_hog", command=hog)),
+        reply(result_call("call_r")),
+        resources={"memory_mib": 512},
+    )
     assert run.code == "worker_limit_reached", run.explain()
     assert run.record.error is not None
     assert "the run's memory limit (512 MiB, swap off) made the kernel kill" in (
-        run.record.error.detail)
+        run.record.error.detail
+    )
     used = resources_of(run)
     assert used["oom_kills"] >= 1 and used["memory_peak_bytes"] >= 500 * 1024 * 1024, used
     print(f"pi memory hog: {used}")
@@ -81,35 +91,44 @@ def test_a_memory_hog_in_pi_s_bash_is_killed_at_the_memory_limit(pi_world: PiWor
 
 
 def test_a_round_within_its_limits_ends_ok_and_keeps_its_resource_profile(
-        pi_world: PiWorld) -> None:
+    pi_world: PiWorld,
+) -> None:
     w = pi_world
     run = w.run(reply(call("bash", "call_ls", command="ls")), reply(result_call("call_r")))
     assert run.record.status == "ok", run.explain()
     used = resources_of(run)
-    assert used["limits"] == {"processes": 512, "memory_mib": 1024, "cpu_weight": 100,
-                              "tmp_mib": 512}
+    assert used["limits"] == {
+        "processes": 512,
+        "memory_mib": 1024,
+        "cpu_weight": 100,
+        "tmp_mib": 512,
+    }
     assert used["limits_reached"] == [] and used["processes_peak"] > 1, used
     assert used["memory_peak_bytes"] > 10 * 1024 * 1024 and used["cpu_seconds"] > 0, used
-    files = [f["path"] for f in json.loads((run.run_dir / "rounds" / "1" / "trace.json")
-                                           .read_text())["files"]]
+    files = [
+        f["path"]
+        for f in json.loads((run.run_dir / "rounds" / "1" / "trace.json").read_text())["files"]
+    ]
     assert "resources.json" in files
     no_group_left(run)
 
 
-def test_an_oversized_result_that_makes_pi_grow_ends_at_the_memory_limit(
-        pi_world: PiWorld) -> None:
+def test_an_oversized_result_that_makes_pi_grow_ends_at_the_memory_limit(pi_world: PiWorld) -> None:
     """A 200 KiB structured result made pi grow to about 4 GB (26 GB virtual) for 143 s when
     nothing bounded it; node sizes its heap from the group's memory limit (half of it), so under
     512 MiB pi aborts at its heap within seconds and the round names the memory limit."""
     started = time.monotonic()
-    run = pi_world.run(reply(result_call("call_r", output={"blob": "x" * (200 * 1024)})),
-                       resources={"memory_mib": 512})
+    run = pi_world.run(
+        reply(result_call("call_r", output={"blob": "x" * (200 * 1024)})),
+        resources={"memory_mib": 512},
+    )
     seconds = time.monotonic() - started
     assert run.code == "worker_limit_reached", run.explain()
     assert run.record.error is not None
-    assert ("the run's memory limit (512 MiB, swap off) bounded the agent's JavaScript heap "
-            "(node sizes it to half the limit) and the agent ran out of it, peak ") in (
-        run.record.error.detail), run.record.error.detail
+    assert (
+        "the run's memory limit (512 MiB, swap off) bounded the agent's JavaScript heap "
+        "(node sizes it to half the limit) and the agent ran out of it, peak "
+    ) in (run.record.error.detail), run.record.error.detail
     used = resources_of(run)
     assert used["memory_peak_bytes"] <= 512 * MIB, used
     print(f"pi oversized result: ended in {seconds:.1f} s; {used}")
@@ -123,20 +142,30 @@ def claude_explain(run: ClaudeRun) -> str:
     """What to print when an assertion on a Claude Code run fails."""
     stderr = [p.read_text()[-1500:] for p in sorted(run.run_dir.glob("rounds/*/stderr.log"))]
     used = [p.read_text() for p in sorted(run.run_dir.glob("rounds/*/resources.json"))]
-    return json.dumps({"error": run.data["error"], "rounds": run.data["rounds"],
-                       "resources": used, "failures": run.server.failures,
-                       "stderr": stderr}, indent=1)[:8000]
+    return json.dumps(
+        {
+            "error": run.data["error"],
+            "rounds": run.data["rounds"],
+            "resources": used,
+            "failures": run.server.failures,
+            "stderr": stderr,
+        },
+        indent=1,
+    )[:8000]
 
 
-def claude_bash_run(world: ClaudeWorld, command: str,
-                    resources: dict[str, int] | None = None) -> ClaudeRun:
+def claude_bash_run(
+    world: ClaudeWorld, command: str, resources: dict[str, int] | None = None
+) -> ClaudeRun:
     """One Claude Code run whose model asks for one Bash call, then gives its result (a round
     ended at a limit never asks for it)."""
-    limits = Limits(timeout_seconds=SLOW, max_turns=4, rounds=0, retries=0,
-                    retry_delay_seconds=0)
-    return world.run(Reply.tool(*bash(command, timeout=SLOW_MS)),
-                     Reply.structured(ok_result(summary="ran")), limits=limits,
-                     resources=resources)
+    limits = Limits(timeout_seconds=SLOW, max_turns=4, rounds=0, retries=0, retry_delay_seconds=0)
+    return world.run(
+        Reply.tool(*bash(command, timeout=SLOW_MS)),
+        Reply.structured(ok_result(summary="ran")),
+        limits=limits,
+        resources=resources,
+    )
 
 
 SLOW_MS = int(SLOW * 1000)
@@ -145,14 +174,17 @@ SLOW_MS = int(SLOW * 1000)
 
 @pytest.mark.req("Bash runs sandboxed without network")
 def test_a_fork_bomb_in_claude_code_s_bash_ends_the_round_at_the_process_limit(
-        claude_world: ClaudeWorld) -> None:
+    claude_world: ClaudeWorld,
+) -> None:
     bomb = "for i in $(seq 400); do sleep 30 >/dev/null 2>&1 & done; echo spawned"
     run = claude_bash_run(claude_world, bomb, {"processes": 100})
     assert run.record.status == "failed", claude_explain(run)
     assert run.code == "worker_limit_reached", claude_explain(run)
     assert run.record.error is not None
-    assert ("the host ended the round at a limit of its control group: the run's process limit "
-            "(100 processes) refused") in run.record.error.detail
+    assert (
+        "the host ended the round at a limit of its control group: the run's process limit "
+        "(100 processes) refused"
+    ) in run.record.error.detail
     used = resources_of(run)
     assert used["limits"]["processes"] == 100 and used["enforced"] is True, used
     assert used["forks_refused"] > 0 and used["processes_peak"] == 100, used
@@ -168,19 +200,25 @@ the largest process of the group when it passes the limit."""
 
 @pytest.mark.req("Bash runs sandboxed without network")
 def test_a_memory_hog_in_claude_code_s_bash_is_killed_at_the_memory_limit(
-        claude_world: ClaudeWorld) -> None:
-    hog = ("python3 -c 'b = bytearray(1536 * 1024 * 1024); "
-           "b[::4096] = b\"x\" * len(b[::4096])'; echo \" rc=$?\"")
+    claude_world: ClaudeWorld,
+) -> None:
+    hog = (
+        "python3 -c 'b = bytearray(1536 * 1024 * 1024); "
+        'b[::4096] = b"x" * len(b[::4096])\'; echo " rc=$?"'
+    )
     run = claude_bash_run(claude_world, hog, {"memory_mib": CLAUDE_MEMORY_MIB})
     assert run.code == "worker_limit_reached", claude_explain(run)
     assert run.record.error is not None
-    assert (f"the run's memory limit ({CLAUDE_MEMORY_MIB} MiB, swap off) made the kernel kill"
-            in run.record.error.detail), run.record.error.detail
+    assert (
+        f"the run's memory limit ({CLAUDE_MEMORY_MIB} MiB, swap off) made the kernel kill"
+        in run.record.error.detail
+    ), run.record.error.detail
     used = resources_of(run)
     assert used["limits"]["memory_mib"] == CLAUDE_MEMORY_MIB, used
     assert used["oom_kills"] >= 1, used
-    assert (CLAUDE_MEMORY_MIB - 64) * MIB <= used["memory_peak_bytes"] <= (
-        CLAUDE_MEMORY_MIB * MIB), used
+    assert (
+        (CLAUDE_MEMORY_MIB - 64) * MIB <= used["memory_peak_bytes"] <= (CLAUDE_MEMORY_MIB * MIB)
+    ), used
     print(f"claude memory hog: {used}")
     no_group_left(run)
     claude_world.assert_cleaned(run)
@@ -198,13 +236,14 @@ def test_a_run_beside_a_runaway_one_ends_ok(claude_world: ClaudeWorld, pi_world:
     spawned = Signal(app / "spawned")
     gate = Gate(app / "gate")
     spin = f"(while [ ! -e {app}/released ]; do :; done) &"
-    runaway = (f"for i in $(seq 60); do sleep 600 >/dev/null 2>&1 & done; {spin} {spin} "
-               f": > {spawned.path}; cat {gate.path} >/dev/null; : > {app}/released; "
-               "for i in $(seq 400); do sleep 600 >/dev/null 2>&1 & done; echo forked")
+    runaway = (
+        f"for i in $(seq 60); do sleep 600 >/dev/null 2>&1 & done; {spin} {spin} "
+        f": > {spawned.path}; cat {gate.path} >/dev/null; : > {app}/released; "
+        "for i in $(seq 400); do sleep 600 >/dev/null 2>&1 & done; echo forked"
+    )
 
     started = time.monotonic()
-    alone = pi_world.run(reply(call("bash", "call_ls", command="ls")),
-                         reply(result_call("call_r")))
+    alone = pi_world.run(reply(call("bash", "call_ls", command="ls")), reply(result_call("call_r")))
     alone_seconds = time.monotonic() - started
     assert alone.record.status == "ok", alone.explain()
 
@@ -225,8 +264,9 @@ def test_a_run_beside_a_runaway_one_ends_ok(claude_world: ClaudeWorld, pi_world:
     assert "run" not in ended and "error" not in ended, ended  # the runaway runs on
 
     started = time.monotonic()
-    beside = pi_world.run(reply(call("bash", "call_ls2", command="ls")),
-                          reply(result_call("call_r2")))
+    beside = pi_world.run(
+        reply(call("bash", "call_ls2", command="ls")), reply(result_call("call_r2"))
+    )
     beside_seconds = time.monotonic() - started
     assert beside.record.status == "ok", beside.explain()
     assert "run" not in ended and "error" not in ended, ended  # it was beside it all along
@@ -241,9 +281,11 @@ def test_a_run_beside_a_runaway_one_ends_ok(claude_world: ClaudeWorld, pi_world:
     used = resources_of(run)
     assert used["forks_refused"] > 0 and used["processes_peak"] == 100, used
     assert resources_of(beside)["limits_reached"] == [], resources_of(beside)
-    print(f"neighbour: alone {alone_seconds:.1f} s, beside the runaway {beside_seconds:.1f} s; "
-          f"the runaway ended {ended['at'] - released:.1f} s after its release; "
-          f"runaway {used}; neighbour {resources_of(beside)}")
+    print(
+        f"neighbour: alone {alone_seconds:.1f} s, beside the runaway {beside_seconds:.1f} s; "
+        f"the runaway ended {ended['at'] - released:.1f} s after its release; "
+        f"runaway {used}; neighbour {resources_of(beside)}"
+    )
     no_group_left(run)
     no_group_left(beside)
     claude_world.assert_cleaned(run)

@@ -17,10 +17,15 @@ __all__ = ["pi_world"]  # the fixture, imported for pytest
 @pytest.mark.req("Bash runs sandboxed without network")
 def test_a_fill_of_tmp_past_its_size_is_refused_and_reaches_no_disk(pi_world: PiWorld) -> None:
     w = pi_world
-    fill = ('head -c 100M /dev/zero > "$TMPDIR/fill"; echo "rc=$?"; '
-            'df -k "$TMPDIR" | tail -1; echo "kept=$(du -k "$TMPDIR/fill" | cut -f1)"')
-    run = w.run(reply(call("bash", "call_fill", command=fill)), reply(result_call("call_r")),
-                resources={"tmp_mib": 32})
+    fill = (
+        'head -c 100M /dev/zero > "$TMPDIR/fill"; echo "rc=$?"; '
+        'df -k "$TMPDIR" | tail -1; echo "kept=$(du -k "$TMPDIR/fill" | cut -f1)"'
+    )
+    run = w.run(
+        reply(call("bash", "call_fill", command=fill)),
+        reply(result_call("call_r")),
+        resources={"tmp_mib": 32},
+    )
     said = run.tool_result("call_fill")
     assert run.record.status == "ok", run.explain()
     assert "No space left on device" in said and "rc=1" in said, said
@@ -29,9 +34,11 @@ def test_a_fill_of_tmp_past_its_size_is_refused_and_reaches_no_disk(pi_world: Pi
     assert " 32768 " in said, said  # df: a 32 MiB tmpfs
 
 
-FILL = ('head -c 100M /dev/zero > "$TMPDIR/fill" 2>/dev/null; rc=$?; '
-        'kept=$(du -k "$TMPDIR/fill" | cut -f1); rm -f "$TMPDIR/fill"; '
-        'echo "rc=$rc kept=$kept"; df -k "$TMPDIR" | tail -1')
+FILL = (
+    'head -c 100M /dev/zero > "$TMPDIR/fill" 2>/dev/null; rc=$?; '
+    'kept=$(du -k "$TMPDIR/fill" | cut -f1); rm -f "$TMPDIR/fill"; '
+    'echo "rc=$rc kept=$kept"; df -k "$TMPDIR" | tail -1'
+)
 """Claude Code keeps a Bash command's output in a file of its temporary directory (tmp/ of the
 runtime directory): the fill is removed before anything is printed, or the output is lost too
 (Claude Code then says "Disk full: this computer's volume holding …/tmp/claude-65534"); the
@@ -40,7 +47,8 @@ error text of `head` is lost with it, so its exit status and what it kept tell t
 
 @pytest.mark.req("Bash runs sandboxed without network")
 def test_a_fill_of_tmp_past_its_size_by_claude_code_s_bash_is_refused(
-        claude_world: ClaudeWorld) -> None:
+    claude_world: ClaudeWorld,
+) -> None:
     run, results = probe(claude_world, [bash(FILL)], resources={"tmp_mib": 32})
     said = results[0][0]
     assert run.record.status == "ok"

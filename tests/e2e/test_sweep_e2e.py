@@ -62,8 +62,9 @@ def test_sweep_cleans_up_after_a_sigkilled_host_of_a_real_pi_run(pi_world: PiWor
         return Hang(3600)
 
     w.server.add(reply(call("read", "call_1", path=w.path("src/app/main.py"))), hold)
-    request = w.request(Limits(timeout_seconds=600, max_turns=30, rounds=0, retries=0,
-                               retry_delay_seconds=0))
+    request = w.request(
+        Limits(timeout_seconds=600, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0)
+    )
     request_file = w.root / "request.json"
     request_file.write_text(json.dumps(request.model_dump(mode="json")))
     assert request.parent is not None
@@ -71,8 +72,12 @@ def test_sweep_cleans_up_after_a_sigkilled_host_of_a_real_pi_run(pi_world: PiWor
     agents: list[int] = []
     proc = subprocess.Popen(
         [sys.executable, LAUNCHER, "-", "run", str(request_file), "--json"],
-        cwd=w.root, env={**w.environ, "FAKE_RUNTIME_PARENT": str(runtime_parent)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=w.root,
+        env={**w.environ, "FAKE_RUNTIME_PARENT": str(runtime_parent)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # the second request held: pi has its first answer (and its session file) and waits
         assert held.wait(SLOW), f"pi's second request never came: {proc.poll()}"
@@ -94,8 +99,12 @@ def test_sweep_cleans_up_after_a_sigkilled_host_of_a_real_pi_run(pi_world: PiWor
         assert node["status"] == "running"
 
         out, err = io.StringIO(), io.StringIO()
-        status = main(["sweep", "--json"], out, err,
-                      container=program_container(None, runtime_parent=str(runtime_parent)))
+        status = main(
+            ["sweep", "--json"],
+            out,
+            err,
+            container=program_container(None, runtime_parent=str(runtime_parent)),
+        )
 
         assert (status, err.getvalue()) == (0, "")
         report = json.loads(out.getvalue())
@@ -110,7 +119,8 @@ def test_sweep_cleans_up_after_a_sigkilled_host_of_a_real_pi_run(pi_world: PiWor
         assert (node["status"], node["outcome"]) == ("failed", "interrupted")
         assert node["error"]["code"] == "interrupted"
         assert node["error"]["detail"].startswith(
-            f"the host process (pid {proc.pid}) died without a chance to act")
+            f"the host process (pid {proc.pid}) died without a chance to act"
+        )
         kept = (run_dir / "transcript.jsonl").read_text()
         assert '"type":"session"' in kept.replace(" ", "")
         progress = json.loads((run_dir / "status.json").read_text())

@@ -55,8 +55,15 @@ from fakes.process import FakeProcess, FakeProcessRunner, FakeStart
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 
-__all__ = ["FAKE_PROGRAM", "Round", "ScriptedBackend", "TestBackendBase", "make_context",
-           "to_fake_process", "transcript_path"]
+__all__ = [
+    "FAKE_PROGRAM",
+    "Round",
+    "ScriptedBackend",
+    "TestBackendBase",
+    "make_context",
+    "to_fake_process",
+    "transcript_path",
+]
 
 FAKE_PROGRAM = "fake-agent"
 
@@ -87,46 +94,93 @@ class Round:
     # -- common rounds -------------------------------------------------------------------------
 
     @classmethod
-    def ok(cls, result: Any, *, session: str | None = "s-1",
-           tools: Iterable[tuple[str, str]] = (), usage: Mapping[str, float] | None = None,
-           transcript: bool = True, **more: Any) -> Round:
+    def ok(
+        cls,
+        result: Any,
+        *,
+        session: str | None = "s-1",
+        tools: Iterable[tuple[str, str]] = (),
+        usage: Mapping[str, float] | None = None,
+        transcript: bool = True,
+        **more: Any,
+    ) -> Round:
         """A round that ends with exit 0 and the worker result (verbatim, valid or not)."""
-        return cls(lines=(*_opening(session, tools), *_usage(usage), result_line(result)),
-                   transcript=session if transcript else None, **more)
+        return cls(
+            lines=(*_opening(session, tools), *_usage(usage), result_line(result)),
+            transcript=session if transcript else None,
+            **more,
+        )
 
     @classmethod
-    def no_result(cls, final_text: str = "I am done.", *, session: str | None = "s-1",
-                  tools: Iterable[tuple[str, str]] = (), transcript: bool = True,
-                  **more: Any) -> Round:
+    def no_result(
+        cls,
+        final_text: str = "I am done.",
+        *,
+        session: str | None = "s-1",
+        tools: Iterable[tuple[str, str]] = (),
+        transcript: bool = True,
+        **more: Any,
+    ) -> Round:
         """Exit 0 without a result line: the host says worker_result_invalid."""
-        return cls(lines=(*_opening(session, tools), text_line(final_text)),
-                   transcript=session if transcript else None, **more)
+        return cls(
+            lines=(*_opening(session, tools), text_line(final_text)),
+            transcript=session if transcript else None,
+            **more,
+        )
 
     @classmethod
-    def transient(cls, message: str = "API Error: 529 Overloaded", *,
-                  session: str | None = "s-1", tools: Iterable[tuple[str, str]] = (),
-                  exit: int = 1, transcript: bool = True, **more: Any) -> Round:
+    def transient(
+        cls,
+        message: str = "API Error: 529 Overloaded",
+        *,
+        session: str | None = "s-1",
+        tools: Iterable[tuple[str, str]] = (),
+        exit: int = 1,
+        transcript: bool = True,
+        **more: Any,
+    ) -> Round:
         """A round a transient model-service error ended (no result)."""
-        return cls(lines=(*_opening(session, tools), error_line(message)), exit=exit,
-                   transcript=session if (transcript and session) else None, **more)
+        return cls(
+            lines=(*_opening(session, tools), error_line(message)),
+            exit=exit,
+            transcript=session if (transcript and session) else None,
+            **more,
+        )
 
     @classmethod
-    def failed(cls, message: str | None = None, *, exit: int = 1,
-               session: str | None = "s-1", stderr: bytes = b"", **more: Any) -> Round:
+    def failed(
+        cls,
+        message: str | None = None,
+        *,
+        exit: int = 1,
+        session: str | None = "s-1",
+        stderr: bytes = b"",
+        **more: Any,
+    ) -> Round:
         """A process failure: a non-transient error line (when given) and a non-zero exit."""
         lines = (*_opening(session, ()), *((error_line(message),) if message else ()))
         return cls(lines=lines, exit=exit, stderr=stderr, **more)
 
     @classmethod
-    def limit(cls, limit: str = "max_turns", value: float = 5, maximum: float | None = None, *,
-              session: str | None = "s-1", exit: int = 1, **more: Any) -> Round:
+    def limit(
+        cls,
+        limit: str = "max_turns",
+        value: float = 5,
+        maximum: float | None = None,
+        *,
+        session: str | None = "s-1",
+        exit: int = 1,
+        **more: Any,
+    ) -> Round:
         """The program stopped at a limit."""
-        return cls(lines=(*_opening(session, ()), limit_line(limit, value, maximum)), exit=exit,
-                   **more)
+        return cls(
+            lines=(*_opening(session, ()), limit_line(limit, value, maximum)), exit=exit, **more
+        )
 
     @classmethod
-    def timeout(cls, *, session: str | None = "s-1", tools: Iterable[tuple[str, str]] = (),
-                **more: Any) -> Round:
+    def timeout(
+        cls, *, session: str | None = "s-1", tools: Iterable[tuple[str, str]] = (), **more: Any
+    ) -> Round:
         """A round that hangs until the runner's timeout kills its group."""
         return cls(lines=_opening(session, tools), hang=True, **more)
 
@@ -136,32 +190,45 @@ class Round:
 
 
 def _opening(session: str | None, tools: Iterable[tuple[str, str]]) -> tuple[str, ...]:
-    return (*((session_line(session),) if session else ()),
-            *(tool_line(tool, target) for tool, target in tools))
+    return (
+        *((session_line(session),) if session else ()),
+        *(tool_line(tool, target) for tool, target in tools),
+    )
 
 
 def _usage(usage: Mapping[str, float] | None) -> tuple[str, ...]:
     return (usage_line(**usage),) if usage else ()
 
 
-def to_fake_process(round_: Round, on_start: Callable[[FakeStart], None] | None = None
-                    ) -> FakeProcess:
+def to_fake_process(
+    round_: Round, on_start: Callable[[FakeStart], None] | None = None
+) -> FakeProcess:
     """The FakeProcess that plays `round_` (`on_start` replaces the round's own effects)."""
-    return FakeProcess(stdout=list(round_.lines), stderr=round_.stderr,
-                       exit_status=round_.exit, hang=round_.hang,
-                       fail_to_start=round_.fail_to_start,
-                       on_start=on_start if on_start is not None else round_.effects)
+    return FakeProcess(
+        stdout=list(round_.lines),
+        stderr=round_.stderr,
+        exit_status=round_.exit,
+        hang=round_.hang,
+        fail_to_start=round_.fail_to_start,
+        on_start=on_start if on_start is not None else round_.effects,
+    )
 
 
 # --- a context to call a backend with, without the preparation -----------------------------------
 
 
 def make_context(
-    *, backend: str = "pi", runtime_dir: str = "/tmp/concorde-abc123-k9",
-    worktree: str = "/home/u/proj/.claude/worktrees/t1", primary: str = "/home/u/proj",
-    user_home: str = "/home/u", entries: Mapping[str, str] | None = None,
-    task_type: str = "implement", environ: Mapping[str, str] | None = None,
-    run_id: str = "w-20260101T000000-abc123", brief: str = "the brief",
+    *,
+    backend: str = "pi",
+    runtime_dir: str = "/tmp/concorde-abc123-k9",
+    worktree: str = "/home/u/proj/.claude/worktrees/t1",
+    primary: str = "/home/u/proj",
+    user_home: str = "/home/u",
+    entries: Mapping[str, str] | None = None,
+    task_type: str = "implement",
+    environ: Mapping[str, str] | None = None,
+    run_id: str = "w-20260101T000000-abc123",
+    brief: str = "the brief",
     project_interpreter: str | None = None,
 ) -> BackendContext:
     """A BackendContext over a real policy built from a grant of `entries` (path -> level) on an
@@ -172,24 +239,45 @@ def make_context(
     from concorde_workers.domain.configuration.request import RunRequest
     from concorde_workers.domain.isolation.launch import schema_text
 
-    grant_input = {"task_type": task_type, "context_identity": "sha256:ctx",
-                   "entries": [{"path": p, "level": lv}
-                               for p, lv in (entries or {"src/": "rw"}).items()]}
+    grant_input = {
+        "task_type": task_type,
+        "context_identity": "sha256:ctx",
+        "entries": [{"path": p, "level": lv} for p, lv in (entries or {"src/": "rw"}).items()],
+    }
     grant = parse_grant(grant_input, task_type)
     if not isinstance(grant, Grant):
         raise ValueError(f"the test grant is refused: {grant}")
-    policy = build_policy(grant=grant, worktree=worktree, primary=primary, user_home=user_home,
-                          runtime_dir=runtime_dir, runtime_paths=(), git=(),
-                          list_dir=lambda _path: [], runtime_entries=RUNTIME_ENTRIES)
-    request = RunRequest.model_validate({
-        "backend": backend, "worktree": worktree, "task_type": task_type, "grant": grant_input,
-        "project_interpreter": project_interpreter})
+    policy = build_policy(
+        grant=grant,
+        worktree=worktree,
+        primary=primary,
+        user_home=user_home,
+        runtime_dir=runtime_dir,
+        runtime_paths=(),
+        git=(),
+        list_dir=lambda _path: [],
+        runtime_entries=RUNTIME_ENTRIES,
+    )
+    request = RunRequest.model_validate(
+        {
+            "backend": backend,
+            "worktree": worktree,
+            "task_type": task_type,
+            "grant": grant_input,
+            "project_interpreter": project_interpreter,
+        }
+    )
     return BackendContext(
-        request=request, run_id=run_id, policy=policy, brief=brief,
+        request=request,
+        run_id=run_id,
+        policy=policy,
+        brief=brief,
         result_schema=schema_text(worker_result_schema(None)),
-        environ=dict(environ if environ is not None else {"PATH": "/usr/bin:/bin",
-                                                          "LANG": "C.UTF-8"}),
-        interpreter="/usr/bin/python3", as_root=False,
+        environ=dict(
+            environ if environ is not None else {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+        ),
+        interpreter="/usr/bin/python3",
+        as_root=False,
     )
 
 
@@ -249,8 +337,10 @@ class TestBackendBase:
         settings_file, settings = self.settings(context)
         return Generated(
             files={settings_file: settings, rt.result_schema: context.result_schema},
-            settings_digest=digest_text(settings), tools=self.profile.tool_set(context.policy.grant),
-            program=self.program, program_found=self.program_found,
+            settings_digest=digest_text(settings),
+            tools=self.profile.tool_set(context.policy.grant),
+            program=self.program,
+            program_found=self.program_found,
         )
 
     def settings(self, context: BackendContext) -> tuple[str, str]:
@@ -258,8 +348,12 @@ class TestBackendBase:
         it (claude: control/settings.json, pi: control/permission.ts) and its text, holding the
         policy's deny rules and sandbox lists."""
         policy = context.policy
-        data = {"stands_in_for": self.name, "deny": list(policy.deny_rules),
-                "sandbox": policy.sandbox.to_json(), "tools": list(self.profile.tool_set(policy.grant))}
+        data = {
+            "stands_in_for": self.name,
+            "deny": list(policy.deny_rules),
+            "sandbox": policy.sandbox.to_json(),
+            "tools": list(self.profile.tool_set(policy.grant)),
+        }
         text = json.dumps(data, indent=2, ensure_ascii=False)
         path = policy.runtime.at(self.profile.settings_file)
         if path.endswith(".json"):
@@ -278,20 +372,27 @@ class TestBackendBase:
         given = self.credentials
         return tuple(given(context) if callable(given) else given)
 
-    def command(self, context: BackendContext, kind: RoundKind,
-                session: str | None) -> LaunchCommand:
+    def command(
+        self, context: BackendContext, kind: RoundKind, session: str | None
+    ) -> LaunchCommand:
         self._seen(context)
         self.commands.append((kind, session))
-        return LaunchCommand(argv=self.argv(context, kind, session), cwd=context.policy.runtime.work,
-                             tools=self.profile.tool_set(context.policy.grant))
+        return LaunchCommand(
+            argv=self.argv(context, kind, session),
+            cwd=context.policy.runtime.work,
+            tools=self.profile.tool_set(context.policy.grant),
+        )
 
-    def argv(self, context: BackendContext, kind: RoundKind, session: str | None) -> tuple[str, ...]:
+    def argv(
+        self, context: BackendContext, kind: RoundKind, session: str | None
+    ) -> tuple[str, ...]:
         return (self.program, kind.value, session or "-")
 
     def environment(self, context: BackendContext) -> dict[str, str]:
         self._seen(context)
-        return self.profile.environment(context.environ, context.policy.runtime,
-                                        context.request.project_interpreter)
+        return self.profile.environment(
+            context.environ, context.policy.runtime, context.request.project_interpreter
+        )
 
     def reader(self, context: BackendContext) -> StreamReader:
         self._seen(context)

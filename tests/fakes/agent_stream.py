@@ -63,8 +63,16 @@ __all__ = [
 BACKENDS = tuple(sorted(CONTRACT_BACKENDS, reverse=True))
 """The backends a test reader stands in for: every one the contracts know (pi, claude, ...);
 Claude Code's report shape for claude, pi's for every other."""
-CLAUDE_AGENT_FIELDS = ("subtype", "is_error", "num_turns", "total_cost_usd", "permission_denials",
-                       "modelUsage", "duration_api_ms", "claude_code_version")
+CLAUDE_AGENT_FIELDS = (
+    "subtype",
+    "is_error",
+    "num_turns",
+    "total_cost_usd",
+    "permission_denials",
+    "modelUsage",
+    "duration_api_ms",
+    "claude_code_version",
+)
 """contract.workers.worker-round-trace `agent.claude`: null when the stream gave none (the
 version from Claude Code's init event, which a test stream has none of)."""
 PI_AGENT_FIELDS = ("stop_reason", "turns", "cost")
@@ -123,8 +131,9 @@ def _is_int(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return _is_int(value) or (isinstance(value, float) and value == value
-                              and value not in (float("inf"), float("-inf")))
+    return _is_int(value) or (
+        isinstance(value, float) and value == value and value not in (float("inf"), float("-inf"))
+    )
 
 
 def _text(value: object) -> str | None:
@@ -174,10 +183,16 @@ class Rule:
 CLASSIFICATION: tuple[Rule, ...] = (
     Rule("the runner killed the round at its timeout", lambda o: o.timed_out, RoundEnding.TIMEOUT),
     Rule("a limit line", lambda o: o.limit is not None, RoundEnding.LIMIT_REACHED),
-    Rule("the last error line names a transient model-service error and no result line came",
-         lambda o: o.transient and not o.has_result, RoundEnding.TRANSIENT_ERROR),
-    Rule("a non-zero (or no) exit status, or an error line",
-         lambda o: o.exit_status != 0 or bool(o.errors), RoundEnding.PROCESS_FAILED),
+    Rule(
+        "the last error line names a transient model-service error and no result line came",
+        lambda o: o.transient and not o.has_result,
+        RoundEnding.TRANSIENT_ERROR,
+    ),
+    Rule(
+        "a non-zero (or no) exit status, or an error line",
+        lambda o: o.exit_status != 0 or bool(o.errors),
+        RoundEnding.PROCESS_FAILED,
+    ),
     Rule("exit status 0 (with or without a result line)", lambda o: True, RoundEnding.OK),
 )
 """Tried in order; the last row always applies."""
@@ -194,8 +209,9 @@ def _claude_subtype(o: Observed, ending: RoundEnding) -> str | None:
     """The result envelope's subtype Claude Code would have printed; None: no envelope."""
     if o.limit is not None:
         name = o.limit.name
-        return name if name.startswith("error_") else _CLAUDE_LIMIT_SUBTYPES.get(name,
-                                                                                 f"error_{name}")
+        return (
+            name if name.startswith("error_") else _CLAUDE_LIMIT_SUBTYPES.get(name, f"error_{name}")
+        )
     if ending is RoundEnding.TIMEOUT:
         return None
     if o.errors:
@@ -240,8 +256,9 @@ class TestStreamReader:
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
-            raise ValueError(f"a test reader stands in for {' or '.join(BACKENDS)}, "
-                             f"not {self.backend!r}")
+            raise ValueError(
+                f"a test reader stands in for {' or '.join(BACKENDS)}, not {self.backend!r}"
+            )
 
     # -- StreamReader --------------------------------------------------------------------------
 
@@ -276,9 +293,11 @@ class TestStreamReader:
             final_text=final_text,
             transient_error=observed.last_error if ending is RoundEnding.TRANSIENT_ERROR else None,
             process_link=None if ok else self._process_link(observed, ending),
-            limit=(self._limit_text(observed.limit)
-                   if observed.limit is not None and ending is RoundEnding.LIMIT_REACHED
-                   else None),
+            limit=(
+                self._limit_text(observed.limit)
+                if observed.limit is not None and ending is RoundEnding.LIMIT_REACHED
+                else None
+            ),
             failure=None if ok else _failure(observed, ending),
             usage=self.usage(),
             agent={self.backend: self._agent_report(observed, ending)},
@@ -288,9 +307,15 @@ class TestStreamReader:
 
     def observed(self, exit_status: int | None, timed_out: bool, stderr_tail: str) -> Observed:
         return Observed(
-            exit_status=exit_status, timed_out=timed_out, stderr_tail=stderr_tail,
-            session=self._session, errors=tuple(self._errors), limit=self._limit,
-            has_result=self._has_result, result=self._result, final_text=self._final_text,
+            exit_status=exit_status,
+            timed_out=timed_out,
+            stderr_tail=stderr_tail,
+            session=self._session,
+            errors=tuple(self._errors),
+            limit=self._limit,
+            has_result=self._has_result,
+            result=self._result,
+            final_text=self._final_text,
         )
 
     def usage(self) -> RoundUsage:
@@ -343,9 +368,12 @@ class TestStreamReader:
         return True, None
 
     def _on_usage(self, line: dict[str, Any]) -> tuple[bool, LastAction | None]:
-        valid = {k: v for k, v in line.items()
-                 if (k in _INT_USAGE and _is_int(v) and v >= 0)
-                 or (k == "cost_usd" and _is_number(v) and v >= 0)}
+        valid = {
+            k: v
+            for k, v in line.items()
+            if (k in _INT_USAGE and _is_int(v) and v >= 0)
+            or (k == "cost_usd" and _is_number(v) and v >= 0)
+        }
         if not valid:
             return False, None
         for key, value in valid.items():
@@ -376,12 +404,18 @@ class TestStreamReader:
         if self.backend == "claude":
             report: dict[str, Any] = dict.fromkeys(CLAUDE_AGENT_FIELDS)
             subtype = _claude_subtype(o, ending)
-            report.update(subtype=subtype,
-                          is_error=None if subtype is None else subtype != "success",
-                          num_turns=usage.turns, total_cost_usd=usage.cost_usd)
+            report.update(
+                subtype=subtype,
+                is_error=None if subtype is None else subtype != "success",
+                num_turns=usage.turns,
+                total_cost_usd=usage.cost_usd,
+            )
         else:
-            report = {"stop_reason": _pi_stop_reason(o), "turns": usage.turns,
-                      "cost": usage.cost_usd}
+            report = {
+                "stop_reason": _pi_stop_reason(o),
+                "turns": usage.turns,
+                "cost": usage.cost_usd,
+            }
         report.update(self._agent)
         return report
 
@@ -390,26 +424,40 @@ class TestStreamReader:
         override counts only where it has the type the link needs)."""
         agent = self._agent_report(o, ending)
         usage = self.usage()
-        turns = _typed(agent.get("num_turns" if self.backend == "claude" else "turns"), _is_int,
-                       usage.turns)
+        turns = _typed(
+            agent.get("num_turns" if self.backend == "claude" else "turns"), _is_int, usage.turns
+        )
         cost = _typed(agent.get("total_cost_usd"), _is_number, usage.cost_usd)
         if self.backend == "claude":
-            subtype = _typed(agent.get("subtype"), lambda v: isinstance(v, str),
-                             _claude_subtype(o, ending))
-            is_error = _typed(agent.get("is_error"), lambda v: isinstance(v, bool),
-                              None if subtype is None else subtype != "success")
+            subtype = _typed(
+                agent.get("subtype"), lambda v: isinstance(v, str), _claude_subtype(o, ending)
+            )
+            is_error = _typed(
+                agent.get("is_error"),
+                lambda v: isinstance(v, bool),
+                None if subtype is None else subtype != "success",
+            )
             return claude_process_link(
-                subtype=subtype, is_error=is_error, num_turns=turns, total_cost_usd=cost,
-                exit_status=o.exit_status, final_text=o.final_text, errors=o.errors,
+                subtype=subtype,
+                is_error=is_error,
+                num_turns=turns,
+                total_cost_usd=cost,
+                exit_status=o.exit_status,
+                final_text=o.final_text,
+                errors=o.errors,
                 stderr_tail=o.stderr_tail,
             )
         limit = o.limit
         return pi_process_link(
             exit_status=o.exit_status,
-            stop_reason=_typed(agent.get("stop_reason"), lambda v: isinstance(v, str),
-                               _pi_stop_reason(o)),
-            error_message=o.last_error, turns=turns, stderr_tail=o.stderr_tail,
-            limit=limit.name if limit else None, value=limit.value if limit else None,
+            stop_reason=_typed(
+                agent.get("stop_reason"), lambda v: isinstance(v, str), _pi_stop_reason(o)
+            ),
+            error_message=o.last_error,
+            turns=turns,
+            stderr_tail=o.stderr_tail,
+            limit=limit.name if limit else None,
+            value=limit.value if limit else None,
             maximum=limit.maximum if limit else None,
         )
 

@@ -39,9 +39,13 @@ from concorde_workers.container import Container, check_runner, production
 from fakes.program_backend import ProgramBackend, Scenario
 
 
-def program_container(scenarios: Sequence[Scenario] | None, backend: str = "pi", *,
-                      runtime_parent: str | None = None,
-                      credentials: str | None = None) -> Container:
+def program_container(
+    scenarios: Sequence[Scenario] | None,
+    backend: str = "pi",
+    *,
+    runtime_parent: str | None = None,
+    credentials: str | None = None,
+) -> Container:
     """The production container whose `backend` plays `scenarios` with agent.py (None: the real
     backends), its runtime parent `runtime_parent` when given; `credentials` is copied as the
     test backend's credential copy config/auth.json."""
@@ -49,26 +53,45 @@ def program_container(scenarios: Sequence[Scenario] | None, backend: str = "pi",
     if runtime_parent is not None:
         container.temp_root.override(providers.Object(runtime_parent))
         # The checks' copies go where the runtime directories go: the sweep looks there.
-        container.check_runner.override(providers.Object(check_runner(
-            SubprocessRunner(), LocalFileSystem(), container.host(), ProcTable(),
-            runtime_parent)))
+        container.check_runner.override(
+            providers.Object(
+                check_runner(
+                    SubprocessRunner(),
+                    LocalFileSystem(),
+                    container.host(),
+                    ProcTable(),
+                    runtime_parent,
+                )
+            )
+        )
     if scenarios is None:
         return container
     program = ProgramBackend(backend, scenarios=list(scenarios))  # type: ignore[arg-type]
     if credentials is not None:
-        program.credentials = lambda context: [(credentials, context.policy.runtime.copy_of("auth.json"))]
+        program.credentials = lambda context: [
+            (credentials, context.policy.runtime.copy_of("auth.json"))
+        ]
     others = {name: ProgramBackend(name) for name in ("pi", "claude") if name != backend}  # type: ignore[arg-type]
-    container.backends.override(providers.Dict(
-        **{name: providers.Object(b) for name, b in {**others, backend: program}.items()}))
+    container.backends.override(
+        providers.Dict(
+            **{name: providers.Object(b) for name, b in {**others, backend: program}.items()}
+        )
+    )
     return container
 
 
 def main(argv: Sequence[str]) -> int:
-    scenarios: Any = (None if argv[0] == "-"
-                      else json.loads(Path(argv[0]).read_text(encoding="utf-8")))
-    return cli.main(list(argv[1:]), container=program_container(
-        scenarios, runtime_parent=os.environ.get("FAKE_RUNTIME_PARENT"),
-        credentials=os.environ.get("FAKE_CREDENTIALS")))
+    scenarios: Any = (
+        None if argv[0] == "-" else json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    )
+    return cli.main(
+        list(argv[1:]),
+        container=program_container(
+            scenarios,
+            runtime_parent=os.environ.get("FAKE_RUNTIME_PARENT"),
+            credentials=os.environ.get("FAKE_CREDENTIALS"),
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ def _child(directory: str, name: str) -> str:
     """posixpath.join for a name without a slash, at a fraction of its cost (path resolution
     does this once per component of every path the tests touch)."""
     return directory + name if directory.endswith("/") else f"{directory}/{name}"
+
+
 _PREDICATES = frozenset({"exists", "lexists", "is_dir", "is_file", "is_symlink"})
 
 
@@ -241,8 +243,9 @@ class FakeFileSystem:
             return self.locks[apath]
         found = self.nodes.get(apath)
         if found is not None and found.kind is not EntryKind.FILE:
-            raise self._error(apath, "hold_lock", errno.ELOOP if found.kind is
-                              EntryKind.SYMLINK else errno.EISDIR)
+            raise self._error(
+                apath, "hold_lock", errno.ELOOP if found.kind is EntryKind.SYMLINK else errno.EISDIR
+            )
         if apath not in self.nodes and posixpath.dirname(apath) not in self.nodes:
             raise self._error(apath, "hold_lock", errno.ENOENT)
         self.write(apath, holder, 0o600)
@@ -263,8 +266,9 @@ class FakeFileSystem:
         except UnicodeDecodeError as exc:
             raise FileSystemError(path, "read_text", f"not UTF-8: {exc}") from exc
 
-    def write_atomic(self, path: str, data: bytes | str, mode: int = 0o644, *,
-                     durable: bool = False) -> None:
+    def write_atomic(
+        self, path: str, data: bytes | str, mode: int = 0o644, *, durable: bool = False
+    ) -> None:
         apath = self._record("write_atomic", path)
         parent = self._resolve(posixpath.dirname(apath), follow=True, op="write_atomic")
         parent_node = self.nodes.get(parent)
@@ -388,7 +392,7 @@ class FakeFileSystem:
             stack = [(physical, node)]
             while stack:
                 path, entry = stack.pop()
-                info = tarfile.TarInfo(name + path[len(physical):])
+                info = tarfile.TarInfo(name + path[len(physical) :])
                 info.mode = entry.mode
                 size = len(entry.data) if entry.kind is EntryKind.FILE else 0
                 link = entry.target if entry.kind is EntryKind.SYMLINK else ""
@@ -401,8 +405,11 @@ class FakeFileSystem:
                     info.type = tarfile.DIRTYPE
                     tar.addfile(info)
                     prefix = path.rstrip("/") + "/"
-                    children = sorted(p for p in self.nodes
-                                      if p.startswith(prefix) and "/" not in p[len(prefix):])
+                    children = sorted(
+                        p
+                        for p in self.nodes
+                        if p.startswith(prefix) and "/" not in p[len(prefix) :]
+                    )
                     stack.extend((p, self.nodes[p]) for p in reversed(children))
                 elif entry.kind is EntryKind.SYMLINK:
                     info.type, info.linkname = tarfile.SYMTYPE, link
@@ -431,8 +438,7 @@ class FakeFileSystem:
         )
         if node.kind is EntryKind.DIRECTORY:
             size = 0
-        return FileStat(kind=node.kind, mode=node.mode, size=size, uid=node.uid,
-                        mtime=node.mtime)
+        return FileStat(kind=node.kind, mode=node.mode, size=size, uid=node.uid, mtime=node.mtime)
 
     def which(self, program: str, search_path: str) -> str | None:
         self.ops.append(("which", program))
@@ -501,4 +507,3 @@ class FakeHeldLock:
     def release(self) -> None:
         if self.fs.locks.pop(self.path, None) is not None:
             self.fs.nodes.pop(self.path, None)  # as the real one: nothing stays behind
-

@@ -358,7 +358,10 @@ class FakeGit:
         return False
 
     def _work_files(
-        self, repo: FakeRepository, wt: FakeWorktree, include_ignored: bool,
+        self,
+        repo: FakeRepository,
+        wt: FakeWorktree,
+        include_ignored: bool,
         root: str | None = None,
     ) -> dict[str, tuple[Entry, bytes]]:
         """The worktree's files as Git sees them: rel -> (mode and blob id, content). A nested
@@ -449,13 +452,18 @@ class FakeGit:
         if node is None or node.kind is not EntryKind.DIRECTORY:
             raise GitCommandFailed(
                 ["git", f"--git-dir={repo.git_dir}", "-C", repo.worktree, command],
-                f"fatal: cannot change to '{repo.worktree}': No such file or directory\n", 128)
+                f"fatal: cannot change to '{repo.worktree}': No such file or directory\n",
+                128,
+            )
         for fake in self.repositories:
             for wt in fake.worktrees:
                 if wt.git_dir == repo.git_dir:
                     return fake, wt
-        raise GitCommandFailed(["git", f"--git-dir={repo.git_dir}", command],
-                               f"fatal: not a git repository: '{repo.git_dir}'\n", 128)
+        raise GitCommandFailed(
+            ["git", f"--git-dir={repo.git_dir}", command],
+            f"fatal: not a git repository: '{repo.git_dir}'\n",
+            128,
+        )
 
     def committed_config(self, repo: GitRepository) -> bytes | None:
         self._record("committed_config", repo.worktree)
@@ -478,8 +486,11 @@ class FakeGit:
                 return b"unreadable: Is a directory"
             return node.data
 
-        hooks = sorted(self.fs.children(f"{repo.common_dir}/hooks")) if self.fs.node_at(
-            f"{repo.common_dir}/hooks") is not None else []
+        hooks = (
+            sorted(self.fs.children(f"{repo.common_dir}/hooks"))
+            if self.fs.node_at(f"{repo.common_dir}/hooks") is not None
+            else []
+        )
         return config_files_digest(config_files(repo.git_dir, repo.common_dir, hooks), read)
 
     def index(self, repo: GitRepository) -> IndexState:
@@ -512,8 +523,10 @@ class FakeGit:
                 tracked.append(self._unmerged_entry(rel, wt.unmerged[rel], work.get(rel)))
                 continue
             index_entry = wt.index.get(rel)
-            if GITLINK_MODE in (getattr(head.get(rel), "mode", None),
-                                getattr(index_entry, "mode", None)):
+            if GITLINK_MODE in (
+                getattr(head.get(rel), "mode", None),
+                getattr(index_entry, "mode", None),
+            ):
                 # --ignore-submodules=all: nothing of a submodule is listed, except a gitlink
                 # staged on an unborn branch (Git compares the index with no tree at all).
                 if unborn and index_entry is not None:
@@ -530,9 +543,10 @@ class FakeGit:
             and rel not in wt.unmerged
             and not self._ignored_path(rel, patterns)
         ]
-        return WorktreeStatus(head=HeadState(branch=wt.branch,
-                                             commit=self._head_commit(fake, wt)),
-                              entries=(*tracked, *untracked))
+        return WorktreeStatus(
+            head=HeadState(branch=wt.branch, commit=self._head_commit(fake, wt)),
+            entries=(*tracked, *untracked),
+        )
 
     def _ignored_path(self, rel: str, patterns: list[str]) -> bool:
         """Ignored itself or below an ignored directory."""
@@ -618,6 +632,14 @@ class FakeGit:
 
 
 def _gitlink_added(rel: str, entry: IndexEntry) -> StatusEntry:
-    return StatusEntry(kind=StatusKind.ORDINARY, xy="A.", submodule="S...", mode_head=NULL_MODE,
-                       mode_index=GITLINK_MODE, mode_worktree=GITLINK_MODE, oid_head=NULL_OID,
-                       oid_index=entry.oid, path=rel)
+    return StatusEntry(
+        kind=StatusKind.ORDINARY,
+        xy="A.",
+        submodule="S...",
+        mode_head=NULL_MODE,
+        mode_index=GITLINK_MODE,
+        mode_worktree=GITLINK_MODE,
+        oid_head=NULL_OID,
+        oid_index=entry.oid,
+        path=rel,
+    )

@@ -47,24 +47,43 @@ CREDENTIALS_SOURCE = "/home/dev/.claude/.credentials.json"
 
 def ok_result(**overrides: Any) -> dict[str, Any]:
     """A valid worker result with status ok."""
-    return {"status": "ok", "summary": "did it", "error": None, "proposed_deletions": [],
-            "output": {}, **overrides}
+    return {
+        "status": "ok",
+        "summary": "did it",
+        "error": None,
+        "proposed_deletions": [],
+        "output": {},
+        **overrides,
+    }
 
 
-def worker_error_result(status: str, code: str = "spec_gap",
-                        detail: str = "the spec says nothing about X") -> dict[str, Any]:
+def worker_error_result(
+    status: str, code: str = "spec_gap", detail: str = "the spec says nothing about X"
+) -> dict[str, Any]:
     """A valid worker result with status blocked or failed and its error."""
-    return {"status": status, "summary": f"{status}", "proposed_deletions": [], "output": {},
-            "error": {"code": code, "detail": detail, "evidence": [], "attempts": [],
-                      "unhandled": {"reason": "capability",
-                                    "explanation": "the worker cannot decide this"},
-                      "options": ["write the spec"], "recommendation": "write the spec"}}
+    return {
+        "status": status,
+        "summary": f"{status}",
+        "proposed_deletions": [],
+        "output": {},
+        "error": {
+            "code": code,
+            "detail": detail,
+            "evidence": [],
+            "attempts": [],
+            "unhandled": {"reason": "capability", "explanation": "the worker cannot decide this"},
+            "options": ["write the spec"],
+            "recommendation": "write the spec",
+        },
+    }
 
 
 def write_file(world: PlanWorld, rel: str, text: str = "x = 1\n") -> Callable[[FakeStart], None]:
     """An `effects` callable: the worker writes `rel` in the worktree."""
+
     def effect(_: FakeStart) -> None:
         world.fs.write(posixpath.join(WORKTREE, rel), text)
+
     return effect
 
 
@@ -88,9 +107,14 @@ class HostWorld(PlanWorld):
 
     def request(self, backend: str = "pi", **overrides: Any) -> RunRequest:
         limits = overrides.pop("limits", None)
-        fields: dict[str, Any] = {"backend": backend, "worktree": WORKTREE,
-                                  "parent": TRACE_PARENT, "task_type": "implement",
-                                  "grant": GRANT, "instructions": "Implement the thing."}
+        fields: dict[str, Any] = {
+            "backend": backend,
+            "worktree": WORKTREE,
+            "parent": TRACE_PARENT,
+            "task_type": "implement",
+            "grant": GRANT,
+            "instructions": "Implement the thing.",
+        }
         if isinstance(limits, dict):
             fields["limits"] = Limits(**{"retry_delay_seconds": 15, **limits})
         elif limits is not None:
@@ -98,36 +122,60 @@ class HostWorld(PlanWorld):
         fields.update(overrides)
         return RunRequest(**fields)
 
-    def run(self, rounds: Sequence[Round] = (), validation: RoundValidation | None = None,
-            cancel: Cancellation | None = None, *, backend: str = "pi",
-            credentials: Sequence[tuple[str, str]] | None = None,
-            refusal: Refusal | None = None, scratch: Sequence[str] = (),
-            **request_overrides: Any) -> RunRecord:
+    def run(
+        self,
+        rounds: Sequence[Round] = (),
+        validation: RoundValidation | None = None,
+        cancel: Cancellation | None = None,
+        *,
+        backend: str = "pi",
+        credentials: Sequence[tuple[str, str]] | None = None,
+        refusal: Refusal | None = None,
+        scratch: Sequence[str] = (),
+        **request_overrides: Any,
+    ) -> RunRecord:
         """Run the host over `rounds` with the request's fields overridden; returns the record.
         `refusal` is what the backend's prerequisite check answers (pi_runtime_missing)."""
-        scripted = ScriptedBackend(backend, self.fs, rounds=list(rounds),  # type: ignore[arg-type]
-                                   refusal=refusal, scratch=tuple(scratch))
+        scripted = ScriptedBackend(
+            backend,
+            self.fs,
+            rounds=list(rounds),  # type: ignore[arg-type]
+            refusal=refusal,
+            scratch=tuple(scratch),
+        )
         if credentials is not None:
             scripted.credentials = list(credentials)
         elif self.credentials:
             scripted.credentials = self._default_credentials
         self.backends[backend] = scripted
         self.runner = scripted.runner()
-        container = Container(filesystem=self.fs, git=self.git, clock=self.clock,
-                              random=self.random, host=self.host(), temp_root=self.temp_root,
-                              cwd=PRIMARY, processes=self.runner, host_pid=42,
-                              process_table=self.process_table, versions=self.versions)
-        container.backends.override(providers.Dict(
-            pi=providers.Object(scripted), claude=providers.Object(scripted)))
-        record = container.worker_host().run(self.request(backend, **request_overrides),
-                                             validation, cancel)
+        container = Container(
+            filesystem=self.fs,
+            git=self.git,
+            clock=self.clock,
+            random=self.random,
+            host=self.host(),
+            temp_root=self.temp_root,
+            cwd=PRIMARY,
+            processes=self.runner,
+            host_pid=42,
+            process_table=self.process_table,
+            versions=self.versions,
+        )
+        container.backends.override(
+            providers.Dict(pi=providers.Object(scripted), claude=providers.Object(scripted))
+        )
+        record = container.worker_host().run(
+            self.request(backend, **request_overrides), validation, cancel
+        )
         self.records.append(record)
         return record
 
     @staticmethod
     def _default_credentials(context: Any) -> list[tuple[str, str]]:
-        return [(CREDENTIALS_SOURCE,
-                 posixpath.join(context.policy.runtime.config, ".credentials.json"))]
+        return [
+            (CREDENTIALS_SOURCE, posixpath.join(context.policy.runtime.config, ".credentials.json"))
+        ]
 
     @property
     def backend(self) -> ScriptedBackend:
@@ -151,15 +199,17 @@ class HostWorld(PlanWorld):
         return dict(self.read_json(posixpath.join(run_dir or self.run_dir, "trace.json")))
 
     def round_node(self, n: int, run_dir: str | None = None) -> dict[str, Any]:
-        return dict(self.read_json(posixpath.join(run_dir or self.run_dir, "rounds", str(n),
-                                                  "trace.json")))
+        return dict(
+            self.read_json(posixpath.join(run_dir or self.run_dir, "rounds", str(n), "trace.json"))
+        )
 
     def status(self, run_dir: str | None = None) -> dict[str, Any]:
         return dict(self.read_json(posixpath.join(run_dir or self.run_dir, "status.json")))
 
     def stderr(self, n: int, run_dir: str | None = None) -> bytes:
-        return self.fs.nodes[posixpath.join(run_dir or self.run_dir, "rounds", str(n),
-                                            "stderr.log")].data
+        return self.fs.nodes[
+            posixpath.join(run_dir or self.run_dir, "rounds", str(n), "stderr.log")
+        ].data
 
     def text(self, path: str) -> str:
         return self.fs.nodes[path].data.decode("utf-8")
@@ -174,13 +224,20 @@ class HostWorld(PlanWorld):
 
     def runtime_dirs(self) -> list[str]:
         """The runtime directories left in the temporary root."""
-        return [e.name for e in self.fs.listdir(self.temp_root)
-                if e.name.startswith("concorde-")]
+        return [e.name for e in self.fs.listdir(self.temp_root) if e.name.startswith("concorde-")]
 
     def writes_under(self, folder: str) -> list[tuple[str, str]]:
         prefix = folder.rstrip("/") + "/"
         return [op for op in self.fs_writes() if op[1] == folder or op[1].startswith(prefix)]
 
 
-__all__ = ["CREDENTIALS_SOURCE", "RUNTIME_DIR", "RUN_ID", "TRACE_PARENT", "HostWorld",
-           "ok_result", "worker_error_result", "write_file"]
+__all__ = [
+    "CREDENTIALS_SOURCE",
+    "RUNTIME_DIR",
+    "RUN_ID",
+    "TRACE_PARENT",
+    "HostWorld",
+    "ok_result",
+    "worker_error_result",
+    "write_file",
+]

@@ -1,10 +1,10 @@
 """FakeProcessTable: an in-memory process table with start times, zombies, boots and namespaces.
 
-    table = FakeProcessTable()          # this process: pid 42, started at tick 1000
-    pid = table.spawn()                 # another live process
-    table.exit(pid)                     # it exits: a zombie until reaped
-    table.reap(pid)                     # gone
-    table.reuse(pid)                    # a new process with the same pid, a later start
+table = FakeProcessTable()          # this process: pid 42, started at tick 1000
+pid = table.spawn()                 # another live process
+table.exit(pid)                     # it exits: a zombie until reaped
+table.reap(pid)                     # gone
+table.reuse(pid)                    # a new process with the same pid, a later start
 """
 
 from __future__ import annotations
@@ -67,8 +67,12 @@ class FakeProcessTable:
 
     def identity(self, pid: int) -> ProcessIdentity:
         """The identity a host with `pid` would record (this boot, this namespace)."""
-        return ProcessIdentity(pid=pid, start_ticks=self.processes[pid].start_ticks,
-                               boot_id=self.boot_id, pid_namespace=self.pid_namespace)
+        return ProcessIdentity(
+            pid=pid,
+            start_ticks=self.processes[pid].start_ticks,
+            boot_id=self.boot_id,
+            pid_namespace=self.pid_namespace,
+        )
 
     # -- ProcessTable ------------------------------------------------------------------------
 
@@ -80,8 +84,9 @@ class FakeProcessTable:
 
     def observe(self, pid: int) -> ProcessObservation:
         if pid in self.unreadable:
-            return ProcessObservation(pid=pid, state=ProcessState.UNKNOWN,
-                                      problem=f"/proc/{pid}/stat: Permission denied")
+            return ProcessObservation(
+                pid=pid, state=ProcessState.UNKNOWN, problem=f"/proc/{pid}/stat: Permission denied"
+            )
         process = self.processes.get(pid)
         if process is None:
             return ProcessObservation(pid=pid, state=ProcessState.ABSENT)

@@ -112,8 +112,12 @@ class PiWorld:
     def credentials(self) -> tuple[Path, ...]:
         """The credential files at their origins (outside every home)."""
         cfg = self.root / "cfg"
-        return (cfg / "claude/.credentials.json", cfg / "pi/auth.json", cfg / "pi/models.json",
-                self.root / "maps/models.json")
+        return (
+            cfg / "claude/.credentials.json",
+            cfg / "pi/auth.json",
+            cfg / "pi/models.json",
+            self.root / "maps/models.json",
+        )
 
     @property
     def workers(self) -> Path:
@@ -138,8 +142,9 @@ class PiWorld:
         env.update(extra)
         return env
 
-    def node(self, request: dict[str, Any], env: dict[str, str] | None = None,
-             timeout: float = 120) -> dict[str, Any]:
+    def node(
+        self, request: dict[str, Any], env: dict[str, str] | None = None, timeout: float = 120
+    ) -> dict[str, Any]:
         """Run the driver on one request; its JSON answer."""
         fd, name = tempfile.mkstemp(prefix="driver-", suffix=".json", dir=self.root)
         os.close(fd)
@@ -149,24 +154,45 @@ class PiWorld:
         path.write_text(json.dumps(req))
         proc = subprocess.run(
             [shutil.which("node") or "node", str(DRIVER), str(path)],
-            capture_output=True, text=True, timeout=timeout, env=env or self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env or self.env(),
             cwd=str(self.rt / "work"),
         )
         if proc.returncode != 0:
-            raise AssertionError(f"driver failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}")
+            raise AssertionError(
+                f"driver failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}"
+            )
         answer: dict[str, Any] = json.loads(output.read_text())
         answer["stderr"] = proc.stderr
         return answer
 
-    def run_extension(self, steps: list[dict[str, Any]], prior: list[dict[str, Any]] | None = None,
-                      env: dict[str, str] | None = None) -> dict[str, Any]:
-        return self.node({"mode": "extension", "cwd": str(self.rt / "work"),
-                          "priorEntries": prior or [], "steps": steps}, env=env)
+    def run_extension(
+        self,
+        steps: list[dict[str, Any]],
+        prior: list[dict[str, Any]] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        return self.node(
+            {
+                "mode": "extension",
+                "cwd": str(self.rt / "work"),
+                "priorEntries": prior or [],
+                "steps": steps,
+            },
+            env=env,
+        )
 
 
 def make_grant(entries: dict[str, str], task_type: str = "implement") -> Grant:
-    parsed = parse_grant({"task_type": task_type, "context_identity": "sha256:ctx",
-                          "entries": [{"path": p, "level": lv} for p, lv in entries.items()]})
+    parsed = parse_grant(
+        {
+            "task_type": task_type,
+            "context_identity": "sha256:ctx",
+            "entries": [{"path": p, "level": lv} for p, lv in entries.items()],
+        }
+    )
     assert isinstance(parsed, Grant), parsed
     return parsed
 
@@ -177,8 +203,11 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
     primary = home / "proj"
     worktree = primary / ".claude" / "worktrees" / "t1"
     rt = root / "t" / "rt"  # its temp root t/ holds runtime directories only, as /tmp would
-    for d in (primary / ".git" / "worktrees" / "t1", worktree,
-              *(rt / n for n in ("control", "config/sessions", "work", "home", "tmp/jiti"))):
+    for d in (
+        primary / ".git" / "worktrees" / "t1",
+        worktree,
+        *(rt / n for n in ("control", "config/sessions", "work", "home", "tmp/jiti")),
+    ):
         d.mkdir(parents=True, exist_ok=True)
     (primary / ".git" / "config").write_text("[core]\n")
     (primary / ".git" / "worktrees" / "t1" / "HEAD").write_text("ref: refs/heads/t1\n")
@@ -215,12 +244,12 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
         (root / rel).write_text(text)
     # symbolic links
     links = {
-        "src/app/to_ro": "../../docs/spec.md",              # link at an rw path to an ro file
-        "src/app/to_rw": "main.py",                         # link at rw to rw
+        "src/app/to_ro": "../../docs/spec.md",  # link at an rw path to an ro file
+        "src/app/to_rw": "main.py",  # link at rw to rw
         "src/app/to_outside": str(root / "outside" / "free.txt"),
-        "src/app/dangling_rw": "not_yet.py",                # dangling, target in rw
+        "src/app/dangling_rw": "not_yet.py",  # dangling, target in rw
         "src/app/dangling_out": str(root / "outside" / "new.txt"),
-        "src/app/docs_dir": "../../docs",                   # a directory link
+        "src/app/docs_dir": "../../docs",  # a directory link
         "src/app/to_git": str(primary / ".git" / "config"),
         "src/app/to_auth": str(rt / "config" / "auth.json"),
         "src/app/to_jiti": str(rt / "tmp" / "jiti"),
@@ -229,27 +258,40 @@ def build_world(tmp_path: Path, limits: Limits | None = None) -> PiWorld:
         "src/app/to_credentials": str(root / "cfg/claude/.credentials.json"),
         "src/app/to_status": str(root / "trace/op-1/workers/w-1/status.json"),
         "src/app/to_env_home": str(root / "envhome"),
-        "README.link": "src/app/main.py",                   # link outside rw (ungranted) to rw
+        "README.link": "src/app/main.py",  # link outside rw (ungranted) to rw
     }
     for rel, target in links.items():
         os.symlink(target, worktree / rel)
-    os.symlink(str(worktree / "src/app/main.py"), rt / "work" / "to_rw")    # outside -> rw
+    os.symlink(str(worktree / "src/app/main.py"), rt / "work" / "to_rw")  # outside -> rw
     os.symlink(str(worktree / "docs/spec.md"), rt / "work" / "to_ro")
     os.symlink(str(rt / "tmp" / "jiti"), rt / "tmp" / "jiti_alias")
     os.symlink(str(rt / "control"), rt / "work" / "ctl")
     policy = tree_policy(root, GRANT_ENTRIES, (str(worktree / ".venv"),))
     files = generate_extension(
-        policy, limits=limits or Limits(max_turns=2, max_budget_usd=0.5),
-        result_schema=json.dumps(worker_result_schema(
-            {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]})),
+        policy,
+        limits=limits or Limits(max_turns=2, max_budget_usd=0.5),
+        result_schema=json.dumps(
+            worker_result_schema(
+                {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+            )
+        ),
         environ={"CONCORDE_SANDBOX_RUNTIME": str(SANDBOX_RUNTIME), "PATH": os.environ["PATH"]},
-        rg=shutil.which("rg"), fd=shutil.which("fd") or shutil.which("fdfind"),
+        rg=shutil.which("rg"),
+        fd=shutil.which("fd") or shutil.which("fdfind"),
     )
     for path, text in files.items():
         Path(path).write_text(text)
     permission = files[pi_layout.permission_extension(policy.runtime)]
-    return PiWorld(root=root, home=home, primary=primary, worktree=worktree, rt=rt,
-                   policy=policy, permission=permission, embedded=embedded_policy(permission))
+    return PiWorld(
+        root=root,
+        home=home,
+        primary=primary,
+        worktree=worktree,
+        rt=rt,
+        policy=policy,
+        permission=permission,
+        embedded=embedded_policy(permission),
+    )
 
 
 def tree_policy(root: Path, entries: dict[str, str], runtime_paths: tuple[str, ...]) -> Policy:
@@ -259,23 +301,41 @@ def tree_policy(root: Path, entries: dict[str, str], runtime_paths: tuple[str, .
     primary = home / "proj"
     worktree = primary / ".claude" / "worktrees" / "t1"
     return build_policy(
-        grant=make_grant(entries), worktree=str(worktree), primary=str(primary),
-        user_home=str(home), runtime_dir=str(root / "t" / "rt"), runtime_paths=runtime_paths,
-        git=(AdminPath(path=str(primary / ".git"), directory=True),
-             AdminPath(path=str(worktree / ".git"), directory=False),
-             AdminPath(path=str(worktree / "src/app/sub/.git"), directory=True)),
-        list_dir=_list_dir, homes=(str(home), str(root / "envhome")),
+        grant=make_grant(entries),
+        worktree=str(worktree),
+        primary=str(primary),
+        user_home=str(home),
+        runtime_dir=str(root / "t" / "rt"),
+        runtime_paths=runtime_paths,
+        git=(
+            AdminPath(path=str(primary / ".git"), directory=True),
+            AdminPath(path=str(worktree / ".git"), directory=False),
+            AdminPath(path=str(worktree / "src/app/sub/.git"), directory=True),
+        ),
+        list_dir=_list_dir,
+        homes=(str(home), str(root / "envhome")),
         config_dirs=(str(root / "cfg/claude"), str(root / "cfg/pi")),
-        credentials=tuple(str(root / c) for c in (
-            "cfg/claude/.credentials.json", "cfg/pi/auth.json", "cfg/pi/models.json",
-            "maps/models.json")),
+        credentials=tuple(
+            str(root / c)
+            for c in (
+                "cfg/claude/.credentials.json",
+                "cfg/pi/auth.json",
+                "cfg/pi/models.json",
+                "maps/models.json",
+            )
+        ),
         run_directories=(str(root / "trace/op-1/workers"),),
-     runtime_entries=RUNTIME_ENTRIES)
+        runtime_entries=RUNTIME_ENTRIES,
+    )
 
 
 def node_available() -> bool:
-    return (shutil.which("node") is not None and (NODE_MODULES / "jiti").is_dir()
-            and PI_PACKAGE.is_dir() and SANDBOX_RUNTIME.is_dir())
+    return (
+        shutil.which("node") is not None
+        and (NODE_MODULES / "jiti").is_dir()
+        and PI_PACKAGE.is_dir()
+        and SANDBOX_RUNTIME.is_dir()
+    )
 
 
 def sandbox_available() -> bool:

@@ -23,13 +23,21 @@ PI_POLICY = REPO / "adapters" / "pi" / "extension" / "pi_policy.ts"
 class PiPolicyServer:
     """The driver in serve mode; `decide` is one batch. Close it (or use it as a context)."""
 
-    def __init__(self, pi_policy: Path = PI_POLICY, cwd: Path | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        pi_policy: Path = PI_POLICY,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
         self._process = subprocess.Popen(
             [shutil.which("node") or "node", str(DRIVER), "--serve", str(REPO), str(pi_policy)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-            cwd=cwd, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            cwd=cwd,
+            env=env,
         )
         self.batches = 0
         self.queries = 0

@@ -72,9 +72,7 @@ class FakeProcess:
     on_start: Callable[[FakeStart], None] | None = None
 
 
-def split_stream(
-    data: bytes, max_line_bytes: int = MAX_LINE_BYTES
-) -> tuple[list[str], Overlong]:
+def split_stream(data: bytes, max_line_bytes: int = MAX_LINE_BYTES) -> tuple[list[str], Overlong]:
     """The real runner's rule: lines end at "\\n" (a "\\r" just before it belongs to the line
     end), a last line without "\\n" counts, UTF-8 with invalid bytes replaced; a line of more
     than `max_line_bytes` bytes before its "\\n" is dropped and counted."""
@@ -105,11 +103,16 @@ class FakeProcessRunner:
 
     @classmethod
     def scripted(
-        cls, *processes: FakeProcess, stderr_keep_bytes: int = DEFAULT_STDERR_KEEP_BYTES,
+        cls,
+        *processes: FakeProcess,
+        stderr_keep_bytes: int = DEFAULT_STDERR_KEEP_BYTES,
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> FakeProcessRunner:
-        return cls(scripts=deque(processes), stderr_keep_bytes=stderr_keep_bytes,
-                   max_line_bytes=max_line_bytes)
+        return cls(
+            scripts=deque(processes),
+            stderr_keep_bytes=stderr_keep_bytes,
+            max_line_bytes=max_line_bytes,
+        )
 
     def add(self, *processes: FakeProcess) -> None:
         self.scripts.extend(processes)

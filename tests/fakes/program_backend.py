@@ -65,8 +65,12 @@ class Step:
 
     @staticmethod
     def limit(limit: str, value: float, maximum: float | None = None) -> dict[str, Any]:
-        return {"do": "limit", "limit": limit, "value": value,
-                **({"maximum": maximum} if maximum is not None else {})}
+        return {
+            "do": "limit",
+            "limit": limit,
+            "value": value,
+            **({"maximum": maximum} if maximum is not None else {}),
+        }
 
     @staticmethod
     def usage(**usage: float) -> dict[str, Any]:
@@ -77,10 +81,21 @@ class Step:
         return {"do": "print", "lines": list(lines), "delay": delay, "newline": newline}
 
     @staticmethod
-    def write(path: str, text: str = "", *, append: bool = False, mode: str | None = None,
-              announce: bool = True) -> dict[str, Any]:
-        step: dict[str, Any] = {"do": "write", "path": path, "text": text, "append": append,
-                                "announce": announce}
+    def write(
+        path: str,
+        text: str = "",
+        *,
+        append: bool = False,
+        mode: str | None = None,
+        announce: bool = True,
+    ) -> dict[str, Any]:
+        step: dict[str, Any] = {
+            "do": "write",
+            "path": path,
+            "text": text,
+            "append": append,
+            "announce": announce,
+        }
         if mode is not None:
             step["mode"] = mode
         return step
@@ -134,11 +149,22 @@ class Step:
         return {"do": "sleep", "seconds": seconds}
 
     @staticmethod
-    def spawn(seconds: float = 3600, *, grandchild: bool = False, pidfile: str | None = None,
-              keep_stdout: bool = False, session: bool = False) -> dict[str, Any]:
-        return {"do": "spawn", "seconds": seconds, "grandchild": grandchild,
-                "keep_stdout": keep_stdout, "session": session,
-                **({"pidfile": pidfile} if pidfile else {})}
+    def spawn(
+        seconds: float = 3600,
+        *,
+        grandchild: bool = False,
+        pidfile: str | None = None,
+        keep_stdout: bool = False,
+        session: bool = False,
+    ) -> dict[str, Any]:
+        return {
+            "do": "spawn",
+            "seconds": seconds,
+            "grandchild": grandchild,
+            "keep_stdout": keep_stdout,
+            "session": session,
+            **({"pidfile": pidfile} if pidfile else {}),
+        }
 
     @staticmethod
     def crash(how: str = "exit", status: int = 3, message: str = "boom") -> dict[str, Any]:
@@ -186,12 +212,17 @@ class ProgramBackend(TestBackendBase):
     def scenario_files(self, context: BackendContext) -> dict[str, str]:
         """round-<n>.json -> its text, placeholders replaced, in the scenario directory."""
         policy = context.policy
-        replacements = {"{worktree}": policy.worktree, "{primary}": policy.primary,
-                        "{runtime}": policy.runtime.root, "{run_id}": context.run_id}
+        replacements = {
+            "{worktree}": policy.worktree,
+            "{primary}": policy.primary,
+            "{runtime}": policy.runtime.root,
+            "{run_id}": context.run_id,
+        }
         directory = self.directory(context)
         return {
-            posixpath.join(directory, f"round-{n}.json"):
-                json.dumps(_expand(scenario, replacements), indent=2, ensure_ascii=False)
+            posixpath.join(directory, f"round-{n}.json"): json.dumps(
+                _expand(scenario, replacements), indent=2, ensure_ascii=False
+            )
             for n, scenario in enumerate(self.scenarios, start=1)
         }
 
@@ -207,21 +238,35 @@ class ProgramBackend(TestBackendBase):
         if self.scenario_dir is None:
             return generated.model_copy(update={"files": {**generated.files, **files}})
         os.makedirs(self.scenario_dir, exist_ok=True)
-        for old in [*Path(self.scenario_dir).glob("round-*.json"),
-                    *Path(self.scenario_dir).glob("round-*.started")]:
+        for old in [
+            *Path(self.scenario_dir).glob("round-*.json"),
+            *Path(self.scenario_dir).glob("round-*.started"),
+        ]:
             old.unlink()
         for path, text in files.items():
             Path(path).write_text(text, encoding="utf-8")
         return generated
 
-    def argv(self, context: BackendContext, kind: RoundKind, session: str | None) -> tuple[str, ...]:
-        return (self.interpreter, AGENT_PROGRAM, self.directory(context),
-                "--state", self.state_directory(context), "--kind", kind.value,
-                "--session", session or "-")
+    def argv(
+        self, context: BackendContext, kind: RoundKind, session: str | None
+    ) -> tuple[str, ...]:
+        return (
+            self.interpreter,
+            AGENT_PROGRAM,
+            self.directory(context),
+            "--state",
+            self.state_directory(context),
+            "--kind",
+            kind.value,
+            "--session",
+            session or "-",
+        )
 
     def started_rounds(self, context: BackendContext) -> list[int]:
         """The rounds whose scenario a start of agent.py claimed, by number."""
         state = Path(self.state_directory(context))
         if not state.is_dir():
             return []
-        return sorted(int(p.name.split("-")[1].split(".")[0]) for p in state.glob("round-*.started"))
+        return sorted(
+            int(p.name.split("-")[1].split(".")[0]) for p in state.glob("round-*.started")
+        )

@@ -27,9 +27,18 @@ class FakeProgramVersions:
     def version_of(self, location: ProgramLocation) -> ProgramVersion:
         self.asked.append(location)
         if location.path in self.unreadable:
-            return ProgramVersion(spec=location.spec, path=location.path, version=None,
-                                  source=FAKE_SOURCE, problem=self.unreadable[location.path])
-        version = self.versions.get(location.path) or self.versions.get(location.program) \
+            return ProgramVersion(
+                spec=location.spec,
+                path=location.path,
+                version=None,
+                source=FAKE_SOURCE,
+                problem=self.unreadable[location.path],
+            )
+        version = (
+            self.versions.get(location.path)
+            or self.versions.get(location.program)
             or location.spec.minimum
-        return ProgramVersion(spec=location.spec, path=location.path, version=version,
-                              source=FAKE_SOURCE)
+        )
+        return ProgramVersion(
+            spec=location.spec, path=location.path, version=version, source=FAKE_SOURCE
+        )

@@ -34,8 +34,14 @@ from concorde_workers.domain.configuration.resources import (
 )
 from concorde_workers.ports.resources import GroupFailed
 
-__all__ = ["ENV", "FAKE_PARENT", "GROUP_VARIABLE", "FakeResourceGroup", "FakeResourceGroups",
-           "member_of"]
+__all__ = [
+    "ENV",
+    "FAKE_PARENT",
+    "GROUP_VARIABLE",
+    "FakeResourceGroup",
+    "FakeResourceGroups",
+    "member_of",
+]
 
 ENV = "/usr/bin/env"
 GROUP_VARIABLE = "CONCORDE_FAKE_RESOURCE_GROUP"
@@ -101,8 +107,9 @@ class FakeResourceGroup:
 
 @dataclass
 class FakeResourceGroups:
-    answer: Enforcement = field(default_factory=lambda: Enforcement(
-        kind=GroupKind.V2, parents=(FAKE_PARENT,)))
+    answer: Enforcement = field(
+        default_factory=lambda: Enforcement(kind=GroupKind.V2, parents=(FAKE_PARENT,))
+    )
     stays: set[str] = field(default_factory=set)
     """Names whose removal fails (GroupFailed); the group stays open and listed."""
     opened: list[tuple[str, ResourceLimits]] = field(default_factory=list)
@@ -119,13 +126,17 @@ class FakeResourceGroups:
     enforcement_asked: int = 0
 
     @classmethod
-    def unenforced(cls, problem: str = "no cgroup v1 pids and memory controllers and no "
-                   "cgroup v2 hierarchy under /sys/fs/cgroup") -> FakeResourceGroups:
+    def unenforced(
+        cls,
+        problem: str = "no cgroup v1 pids and memory controllers and no "
+        "cgroup v2 hierarchy under /sys/fs/cgroup",
+    ) -> FakeResourceGroups:
         """A machine that gives no control groups, and why."""
         return cls(answer=Enforcement(kind=GroupKind.NONE, problem=problem))
 
-    def script(self, name: str, counters: GroupCounters | None = None,
-               reached: bool | None = None) -> None:
+    def script(
+        self, name: str, counters: GroupCounters | None = None, reached: bool | None = None
+    ) -> None:
         """What the group `name`'s counters say (at close, and to `reached` unless `reached`
         is given: a refused fork or a killed process is a limit reached, as the real one)."""
         self._scripts[name] = _Script(counters or GroupCounters(), reached)
@@ -142,8 +153,10 @@ class FakeResourceGroups:
         if self.answer.kind is GroupKind.NONE:
             raise GroupFailed(f"no resource group can be made: {self.answer.problem}")
         if name in self.live:
-            raise GroupFailed(f"the resource group {name} could not be made: "
-                              f"[Errno 17] File exists: '{FAKE_PARENT}/{name}'")
+            raise GroupFailed(
+                f"the resource group {name} could not be made: "
+                f"[Errno 17] File exists: '{FAKE_PARENT}/{name}'"
+            )
         group = FakeResourceGroup(name, limits, self)
         self.live[name] = group
         self.made[name] = self.clock()
@@ -155,8 +168,11 @@ class FakeResourceGroups:
 
     def idle(self, prefix: str, older_than_seconds: float) -> list[str]:
         now = self.clock()
-        return [name for name in self.leftovers(prefix) if name not in self.busy
-                and now - self.made[name] >= older_than_seconds]
+        return [
+            name
+            for name in self.leftovers(prefix)
+            if name not in self.busy and now - self.made[name] >= older_than_seconds
+        ]
 
     def remove(self, name: str) -> GroupCounters:
         group = self.live.get(name)
@@ -179,8 +195,9 @@ class FakeResourceGroups:
 
     def close_group(self, name: str) -> GroupCounters:
         if name in self.stays:
-            raise GroupFailed(f"the resource group {name} stays: "
-                              f"{FAKE_PARENT}/{name}: Device or resource busy")
+            raise GroupFailed(
+                f"the resource group {name} stays: {FAKE_PARENT}/{name}: Device or resource busy"
+            )
         del self.live[name]
         del self.made[name]
         self.busy.discard(name)

@@ -12,8 +12,11 @@ from concorde_workers.domain.configuration.doctor import SandboxFact
 
 @dataclass
 class FakeSandboxProbe:
-    fact: SandboxFact = field(default_factory=lambda: SandboxFact(
-        ran=True, reached=False, detail="concorde-sandbox-ran | connect refused: no network"))
+    fact: SandboxFact = field(
+        default_factory=lambda: SandboxFact(
+            ran=True, reached=False, detail="concorde-sandbox-ran | connect refused: no network"
+        )
+    )
     asked: list[tuple[str, str]] = field(default_factory=list)
 
     def network(self, node: str, sandbox_runtime: str) -> SandboxFact:

@@ -60,9 +60,9 @@ HOST_ENVIRON: dict[str, str] = {
 
 # Port calls that change something: none may appear when the planner runs.
 WRITING_FS_OPS = frozenset({"write_atomic", "makedirs", "remove", "rmtree", "chmod"})
-READING_GIT_CALLS = frozenset({"worktrees", "toplevel", "git_dirs", "status", "index",
-                               "committed_config",
-                               "config_digest"})
+READING_GIT_CALLS = frozenset(
+    {"worktrees", "toplevel", "git_dirs", "status", "index", "committed_config", "config_digest"}
+)
 
 
 @dataclass
@@ -108,13 +108,26 @@ class PlanWorld:
         return path
 
     def host(self, as_root: bool = False) -> HostFacts:
-        return HostFacts(environ=self.environ, interpreter=INTERPRETER, user_home=USER_HOME,
-                         as_root=as_root, linux=True)
+        return HostFacts(
+            environ=self.environ,
+            interpreter=INTERPRETER,
+            user_home=USER_HOME,
+            as_root=as_root,
+            linux=True,
+        )
 
     def container(self, temp_root: str = TEMP_ROOT, as_root: bool = False) -> Container:
-        return Container(filesystem=self.fs, git=self.git, clock=self.clock, random=self.random,
-                         host=self.host(as_root), temp_root=temp_root, cwd=PRIMARY,
-                         process_table=self.process_table, versions=self.versions)
+        return Container(
+            filesystem=self.fs,
+            git=self.git,
+            clock=self.clock,
+            random=self.random,
+            host=self.host(as_root),
+            temp_root=temp_root,
+            cwd=PRIMARY,
+            process_table=self.process_table,
+            versions=self.versions,
+        )
 
     def forget_calls(self) -> None:
         """Clear the recorded port calls (setup made some)."""

@@ -100,8 +100,12 @@ def git_environment(home: Path) -> dict[str, str]:
     """The environment of the fixture's own git commands: no inherited GIT_* variable, HOME in
     the temporary directory, no system configuration."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
-               LANG="C.UTF-8")
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        LANG="C.UTF-8",
+    )
     return env
 
 
@@ -130,7 +134,11 @@ class Project:
     def git(self, cwd: Path, *args: str) -> str:
         proc = subprocess.run(
             ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=cwd, env=self.git_env, capture_output=True, text=True, check=False,
+            cwd=cwd,
+            env=self.git_env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if proc.returncode != 0:
             raise AssertionError(f"git {args} failed: {proc.stderr}")
@@ -155,7 +163,9 @@ class Project:
     def request(self, name: str = "request.json", **fields: Any) -> Path:
         """A request file holding the base request with `fields` replaced (None drops one)."""
         data: dict[str, Any] = {
-            "worktree": str(self.worktree), "task_type": "implement", "grant": GRANT,
+            "worktree": str(self.worktree),
+            "task_type": "implement",
+            "grant": GRANT,
             "instructions": INSTRUCTIONS,
         }
         for key, value in fields.items():
@@ -206,17 +216,26 @@ def build_project(root: Path) -> Project:
     sandbox_runtime = root / "srt"
     (sandbox_runtime / "dist").mkdir(parents=True)
     (sandbox_runtime / "dist" / "index.js").write_text("// stub\n")
-    write_package_json(sandbox_runtime, "@anthropic-ai/sandbox-runtime",
-                       pinned_version("@anthropic-ai/sandbox-runtime"))
+    write_package_json(
+        sandbox_runtime,
+        "@anthropic-ai/sandbox-runtime",
+        pinned_version("@anthropic-ai/sandbox-runtime"),
+    )
     tmp = root / "tmp"
     tmp.mkdir()
     primary = root / "repo"
     project = Project(
-        root=root, home=home, bin=binary, tmp=tmp, primary=primary,
+        root=root,
+        home=home,
+        bin=binary,
+        tmp=tmp,
+        primary=primary,
         worktree=primary / ".claude" / "worktrees" / WORKTREE_NAME,
         model_map=home / ".config" / "concorde" / "models.json",
-        grant_file=root / "grant.json", request_file=root / "request.json",
-        sandbox_runtime=sandbox_runtime, git_env=git_environment(home),
+        grant_file=root / "grant.json",
+        request_file=root / "request.json",
+        sandbox_runtime=sandbox_runtime,
+        git_env=git_environment(home),
     )
     primary.mkdir()
     project.git(primary, "init", "-q", "-b", "main")
@@ -238,8 +257,11 @@ def isolate_environment(monkeypatch: pytest.MonkeyPatch, project: Project) -> No
     """The test process's environment as the CLI should see it: only what the test sets."""
     for name in list(os.environ):
         upper = name.upper()
-        if upper.startswith(_DROPPED_PREFIXES) or upper.endswith(_DROPPED_SUFFIXES) \
-                or upper == "NO_PROXY":
+        if (
+            upper.startswith(_DROPPED_PREFIXES)
+            or upper.endswith(_DROPPED_SUFFIXES)
+            or upper == "NO_PROXY"
+        ):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(project.home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(project.home / ".config"))

@@ -37,17 +37,22 @@ from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.ports.agent import BackendContext
 from concorde_workers.ports.events import RunEvents
 
-__all__ = ["CREDENTIALS", "HostHarness", "HostRun", "alive", "ok_result", "porcelain",
-           "wait_gone"]
+__all__ = ["CREDENTIALS", "HostHarness", "HostRun", "alive", "ok_result", "porcelain", "wait_gone"]
 
 CREDENTIALS = '{"claudeAiOauth": {"accessToken": "sk-test-secret"}}\n'
 
 
-def ok_result(*deletions: str, status: str = "ok", summary: str = "done",
-              error: dict[str, Any] | None = None) -> dict[str, Any]:
+def ok_result(
+    *deletions: str, status: str = "ok", summary: str = "done", error: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A valid worker result."""
-    return {"status": status, "summary": summary, "error": error,
-            "proposed_deletions": list(deletions), "output": {}}
+    return {
+        "status": status,
+        "summary": summary,
+        "error": error,
+        "proposed_deletions": list(deletions),
+        "output": {},
+    }
 
 
 def alive(pid: int) -> bool:
@@ -79,9 +84,20 @@ def kill_left(pids: Iterable[int]) -> None:
 def porcelain(git_env: dict[str, str], worktree: Path) -> list[str]:
     """`git status --porcelain --ignored` of the worktree (read-only: no optional locks)."""
     proc = subprocess.run(
-        ["git", "--no-optional-locks", "status", "--porcelain", "--ignored",
-         "--untracked-files=all"],
-        cwd=worktree, env=git_env, capture_output=True, text=True, check=True)
+        [
+            "git",
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "--ignored",
+            "--untracked-files=all",
+        ],
+        cwd=worktree,
+        env=git_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return sorted(proc.stdout.splitlines())
 
 
@@ -151,43 +167,67 @@ class HostHarness:
     def credentials(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         return ((str(self.credentials_file), context.policy.runtime.copy_of(".credentials.json")),)
 
-    def request(self, *, grant: dict[str, Any] | None = None, limits: Limits | None = None,
-                **fields: Any) -> RunRequest:
-        return RunRequest.model_validate({
-            "backend": self.backend_name, "worktree": str(self.worktree),
-            "parent": str(self.parent), "task_type": (grant or GRANT)["task_type"],
-            "grant": grant or GRANT, "instructions": "do the task",
-            "limits": (limits or Limits(timeout_seconds=SLOW, rounds=1, retries=0,
-                                        retry_delay_seconds=0)).model_dump(),
-            **fields,
-        })
+    def request(
+        self, *, grant: dict[str, Any] | None = None, limits: Limits | None = None, **fields: Any
+    ) -> RunRequest:
+        return RunRequest.model_validate(
+            {
+                "backend": self.backend_name,
+                "worktree": str(self.worktree),
+                "parent": str(self.parent),
+                "task_type": (grant or GRANT)["task_type"],
+                "grant": grant or GRANT,
+                "instructions": "do the task",
+                "limits": (
+                    limits
+                    or Limits(timeout_seconds=SLOW, rounds=1, retries=0, retry_delay_seconds=0)
+                ).model_dump(),
+                **fields,
+            }
+        )
 
-    def run(self, *scenarios: Scenario, grant: dict[str, Any] | None = None,
-            limits: Limits | None = None, validation: RoundValidation | None = None,
-            cancel: Cancellation | None = None, interpreter: str | None = None,
-            deadline: Deadline | None = None, confined: bool = False,
-            runtime_paths: Sequence[Path] = (), events: RunEvents | None = None) -> HostRun:
+    def run(
+        self,
+        *scenarios: Scenario,
+        grant: dict[str, Any] | None = None,
+        limits: Limits | None = None,
+        validation: RoundValidation | None = None,
+        cancel: Cancellation | None = None,
+        interpreter: str | None = None,
+        deadline: Deadline | None = None,
+        confined: bool = False,
+        runtime_paths: Sequence[Path] = (),
+        events: RunEvents | None = None,
+    ) -> HostRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes, instead
         of the seconds of `limits`, which then only bound a test that never expires it;
         `confined` runs agent.py inside the production confinement; `runtime_paths` are the
         request's (read-only inside the confinement: a place for the tests' named pipes)."""
-        backend = ProgramBackend(name=self.backend_name,  # type: ignore[arg-type]
-                                 scenarios=list(scenarios), credentials=self.credentials,
-                                 confined=confined,
-                                 **({"interpreter": interpreter} if interpreter else {}))
+        backend = ProgramBackend(
+            name=self.backend_name,  # type: ignore[arg-type]
+            scenarios=list(scenarios),
+            credentials=self.credentials,
+            confined=confined,
+            **({"interpreter": interpreter} if interpreter else {}),
+        )
         container = production(dict(os.environ))
         container.temp_root.override(providers.Object(str(self.tmp)))
         if deadline is not None:
-            container.processes.override(providers.Object(SubprocessRunner(
-                wait_timeout=deadline)))
-        container.backends.override(providers.Dict(
-            **{name: providers.Object(backend) for name in PROFILES}))
+            container.processes.override(providers.Object(SubprocessRunner(wait_timeout=deadline)))
+        container.backends.override(
+            providers.Dict(**{name: providers.Object(backend) for name in PROFILES})
+        )
         host = container.worker_host()
-        request = self.request(grant=grant, limits=limits,
-                               runtime_paths=[str(p) for p in runtime_paths])
+        request = self.request(
+            grant=grant, limits=limits, runtime_paths=[str(p) for p in runtime_paths]
+        )
         record = host.run(request, validation, cancel, events=events)
-        errors = sorted(validator("contract.workers.worker-run-record").iter_errors(
-            record.model_dump(mode="json")), key=str)
+        errors = sorted(
+            validator("contract.workers.worker-run-record").iter_errors(
+                record.model_dump(mode="json")
+            ),
+            key=str,
+        )
         assert not errors, [e.message for e in errors]
         run_dir = Path(record.run_directory)
         traces: dict[str, Any] = {}
@@ -197,8 +237,13 @@ class HostHarness:
             problems = [e.message for e in node.iter_errors(data)]
             assert not problems, (trace, problems)
             traces[str(trace.relative_to(run_dir))] = data
-        return HostRun(record=record, backend=backend, run_dir=run_dir,
-                       runtime_dir=Path(record.runtime_directory), traces=traces)
+        return HostRun(
+            record=record,
+            backend=backend,
+            run_dir=run_dir,
+            runtime_dir=Path(record.runtime_directory),
+            traces=traces,
+        )
 
 
 GRANT: dict[str, Any] = {

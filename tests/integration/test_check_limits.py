@@ -25,9 +25,16 @@ def runner(tmp_path: Path, groups: OwnGroups) -> SandboxedCheckRunner:
     assert bwrap is not None, "run ./scripts/setup"
     folder = tmp_path / "folders"
     folder.mkdir()
-    return SandboxedCheckRunner(SubprocessRunner(), LocalFileSystem(), bwrap,
-                                {"PATH": "/usr/bin:/bin"}, (), str(folder),
-                                layer_tools=layer_tools(), groups=groups)
+    return SandboxedCheckRunner(
+        SubprocessRunner(),
+        LocalFileSystem(),
+        bwrap,
+        {"PATH": "/usr/bin:/bin"},
+        (),
+        str(folder),
+        layer_tools=layer_tools(),
+        groups=groups,
+    )
 
 
 class OwnGroups(CgroupGroups):
@@ -61,29 +68,39 @@ def place(tmp_path: Path, limits: ResourceLimits) -> CheckPlace:
     return CheckPlace(worktree=str(worktree), resources=limits)
 
 
-@pytest.mark.parametrize(("limits", "command", "said"), [
-    (ResourceLimits(processes=32), "for i in $(seq 100); do sleep 5 & done; wait",
-     "the run's process limit (32 processes) refused"),
-    (ResourceLimits(memory_mib=128), "python3 -c 'b = bytearray(400 * 1024 * 1024)'",
-     "the run's memory limit (128 MiB, swap off) made the kernel kill"),
-])
+@pytest.mark.parametrize(
+    ("limits", "command", "said"),
+    [
+        (
+            ResourceLimits(processes=32),
+            "for i in $(seq 100); do sleep 5 & done; wait",
+            "the run's process limit (32 processes) refused",
+        ),
+        (
+            ResourceLimits(memory_mib=128),
+            "python3 -c 'b = bytearray(400 * 1024 * 1024)'",
+            "the run's memory limit (128 MiB, swap off) made the kernel kill",
+        ),
+    ],
+)
 def test_a_check_past_the_run_s_limits_is_stopped_and_said(
-        tmp_path: Path, groups: OwnGroups, limits: ResourceLimits, command: str,
-        said: str) -> None:
-    ran = runner(tmp_path, groups).run(Check(id="x", command=command), str(tmp_path / "w"),
-                                       place(tmp_path, limits))
+    tmp_path: Path, groups: OwnGroups, limits: ResourceLimits, command: str, said: str
+) -> None:
+    ran = runner(tmp_path, groups).run(
+        Check(id="x", command=command), str(tmp_path / "w"), place(tmp_path, limits)
+    )
     assert ran.status is CheckStatus.LIMIT_REACHED, ran
     assert ran.status in UNAVAILABLE_STATUSES
     assert said in ran.problem, ran.problem
     assert groups.left() == []
 
 
-def test_a_check_within_its_limits_passes_in_its_group(tmp_path: Path,
-                                                       groups: OwnGroups) -> None:
+def test_a_check_within_its_limits_passes_in_its_group(tmp_path: Path, groups: OwnGroups) -> None:
     # 20 processes at once: within the default 512 (the sandbox's cgroup namespace shows the
     # check its own group as "/", so the limits above are what proves it is in one)
     command = "for i in $(seq 20); do sleep 0.1 & done; wait"
-    ran = runner(tmp_path, groups).run(Check(id="x", command=command), str(tmp_path / "w"),
-                                       place(tmp_path, ResourceLimits()))
+    ran = runner(tmp_path, groups).run(
+        Check(id="x", command=command), str(tmp_path / "w"), place(tmp_path, ResourceLimits())
+    )
     assert ran.status is CheckStatus.PASSED, ran
     assert groups.left() == []

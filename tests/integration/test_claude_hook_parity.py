@@ -54,10 +54,20 @@ ENTRIES = {
     "vendor/": "ro",
 }
 FILES = [
-    "README.md", "src/app/mod.py", "src/app/secret.py", "src/app/sub/deep.py", "src/bmod/x.py",
-    "specs/a/module.md", "docs/readme.md", "tests/test_a.py", "vendor/lib/v.py",
-    "vendor/other/o.py", ".venv/lib/site.py", "src/app/node_modules/m/index.js",
-    "secrets/token.txt", "checks/c1.py",
+    "README.md",
+    "src/app/mod.py",
+    "src/app/secret.py",
+    "src/app/sub/deep.py",
+    "src/bmod/x.py",
+    "specs/a/module.md",
+    "docs/readme.md",
+    "tests/test_a.py",
+    "vendor/lib/v.py",
+    "vendor/other/o.py",
+    ".venv/lib/site.py",
+    "src/app/node_modules/m/index.js",
+    "secrets/token.txt",
+    "checks/c1.py",
 ]
 NOT_GRANTED_TAIL = (
     " is not in this task's grant; a new file outside the bound directories is created and bound "
@@ -74,8 +84,13 @@ def list_dir(path: str) -> list[DirEntry]:
     out = []
     for name in names:
         full = os.path.join(path, name)
-        kind = (EntryKind.SYMLINK if os.path.islink(full) else
-                EntryKind.DIRECTORY if os.path.isdir(full) else EntryKind.FILE)
+        kind = (
+            EntryKind.SYMLINK
+            if os.path.islink(full)
+            else EntryKind.DIRECTORY
+            if os.path.isdir(full)
+            else EntryKind.FILE
+        )
         out.append(DirEntry(name=name, kind=kind))
     return out
 
@@ -94,10 +109,19 @@ class World:
     def run(self, hook: str, call: dict[str, Any]) -> tuple[bool, str | None]:
         """(allowed, reason) as the hook reports it, run as the settings say."""
         done = subprocess.run(
-            self.commands[hook], input=json.dumps(call), capture_output=True, text=True,
-            cwd=f"{self.rt}/work", timeout=60, check=False,
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": f"{self.rt}/home",
-                 "TMPDIR": f"{self.rt}/tmp"},
+            self.commands[hook],
+            input=json.dumps(call),
+            capture_output=True,
+            text=True,
+            cwd=f"{self.rt}/work",
+            timeout=60,
+            check=False,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "LANG": "C.UTF-8",
+                "HOME": f"{self.rt}/home",
+                "TMPDIR": f"{self.rt}/tmp",
+            },
         )
         assert done.returncode == 0, done.stderr
         assert done.stderr == ""
@@ -146,20 +170,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         Path(base, rel).write_text(text)
     Path(pyroot, "lib").mkdir(parents=True)
     links = {
-        f"{wt}/src/app/to-spec.md": "../../specs/a/module.md",      # rw link to an ro file
-        f"{wt}/src/app/dangling.py": "../../secrets/new.txt",       # dangling, target hidden
-        f"{wt}/src/app/dangling-ok.py": "fresh.py",                 # dangling, target rw
-        f"{wt}/src/app/to-docs": "../../docs",                      # directory link to names
-        f"{wt}/src/app/to-git": "../../.git",                       # link to the .git file
-        f"{wt}/src/app/sub/to-etc": "/etc/passwd",                  # rw link to outside
-        f"{wt}/docs/to-specs": "../specs",                          # names link to ro
-        f"{rt}/work/to-mod.py": f"{wt}/src/app/mod.py",             # outside link to an rw file
-        f"{rt}/work/to-secret": f"{wt}/secrets/token.txt",          # outside link to a hidden file
-        f"{rt}/work/to-wt": wt,                                     # outside link to the worktree
-        f"{rt}/work/to-specs": f"{wt}/specs",                       # outside link to ro
-        f"{rt}/work/to-app-sub": f"{wt}/src/app/sub",               # outside link to rw
+        f"{wt}/src/app/to-spec.md": "../../specs/a/module.md",  # rw link to an ro file
+        f"{wt}/src/app/dangling.py": "../../secrets/new.txt",  # dangling, target hidden
+        f"{wt}/src/app/dangling-ok.py": "fresh.py",  # dangling, target rw
+        f"{wt}/src/app/to-docs": "../../docs",  # directory link to names
+        f"{wt}/src/app/to-git": "../../.git",  # link to the .git file
+        f"{wt}/src/app/sub/to-etc": "/etc/passwd",  # rw link to outside
+        f"{wt}/docs/to-specs": "../specs",  # names link to ro
+        f"{rt}/work/to-mod.py": f"{wt}/src/app/mod.py",  # outside link to an rw file
+        f"{rt}/work/to-secret": f"{wt}/secrets/token.txt",  # outside link to a hidden file
+        f"{rt}/work/to-wt": wt,  # outside link to the worktree
+        f"{rt}/work/to-specs": f"{wt}/specs",  # outside link to ro
+        f"{rt}/work/to-app-sub": f"{wt}/src/app/sub",  # outside link to rw
         f"{rt}/work/to-primary-git": f"{primary}/.git",
-        f"{rt}/work/gone": f"{rt}/work/nowhere",                    # dangling search root
+        f"{rt}/work/gone": f"{rt}/work/nowhere",  # dangling search root
         f"{wt}/src/app/to-other-run": f"{base}/concorde-def456-z1/config/auth.json",
         f"{wt}/src/app/to-credentials": f"{base}/cfg/claude/.credentials.json",
         f"{wt}/src/app/to-status": f"{base}/trace/op-1/workers/w-1/status.json",
@@ -168,34 +192,59 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     }
     for link, target in links.items():
         os.symlink(target, link)
-    parsed = parse_grant({"task_type": "implement", "context_identity": "sha256:ctx",
-                          "entries": [{"path": p, "level": lv} for p, lv in ENTRIES.items()]})
+    parsed = parse_grant(
+        {
+            "task_type": "implement",
+            "context_identity": "sha256:ctx",
+            "entries": [{"path": p, "level": lv} for p, lv in ENTRIES.items()],
+        }
+    )
     assert isinstance(parsed, Grant)
-    git = (AdminPath(path=f"{primary}/.git", directory=True),
-           AdminPath(path=f"{wt}/.git", directory=False),
-           AdminPath(path=f"{wt}/vendor/lib/.git", directory=False))
-    policy = build_policy(grant=parsed, worktree=wt, primary=primary, user_home=home,
-                          runtime_dir=rt, runtime_paths=(f"{wt}/.venv",
-                                                         f"{wt}/src/app/node_modules", pyroot),
-                          git=git, list_dir=list_dir, homes=(home, f"{base}/envhome"),
-                          config_dirs=(f"{base}/cfg/claude",),
-                          credentials=(f"{base}/cfg/claude/.credentials.json",
-                                       f"{base}/maps/models.json"),
-                          run_directories=(f"{base}/trace/op-1/workers",), runtime_entries=RUNTIME_ENTRIES)
+    git = (
+        AdminPath(path=f"{primary}/.git", directory=True),
+        AdminPath(path=f"{wt}/.git", directory=False),
+        AdminPath(path=f"{wt}/vendor/lib/.git", directory=False),
+    )
+    policy = build_policy(
+        grant=parsed,
+        worktree=wt,
+        primary=primary,
+        user_home=home,
+        runtime_dir=rt,
+        runtime_paths=(f"{wt}/.venv", f"{wt}/src/app/node_modules", pyroot),
+        git=git,
+        list_dir=list_dir,
+        homes=(home, f"{base}/envhome"),
+        config_dirs=(f"{base}/cfg/claude",),
+        credentials=(f"{base}/cfg/claude/.credentials.json", f"{base}/maps/models.json"),
+        run_directories=(f"{base}/trace/op-1/workers",),
+        runtime_entries=RUNTIME_ENTRIES,
+    )
     for path, text in hook_files(policy).items():
         Path(path).write_text(text)
         os.chmod(path, 0o600)
-    settings = claude_settings(policy, sys.executable, as_root=False,
-                               extra_hooks=extra_hook_entries(sys.executable, policy.runtime))
+    settings = claude_settings(
+        policy,
+        sys.executable,
+        as_root=False,
+        extra_hooks=extra_hook_entries(sys.executable, policy.runtime),
+    )
     entries = settings["hooks"]["PreToolUse"]
-    commands = {"write": shlex.split(entries[0]["hooks"][0]["command"]),
-                "search": shlex.split(entries[1]["hooks"][0]["command"]),
-                "read": shlex.split(entries[2]["hooks"][0]["command"])}
-    assert [e["matcher"] for e in entries] == ["Edit|Write|MultiEdit|NotebookEdit", "Grep|Glob",
-                                               "Read"]
-    assert commands == {"write": [sys.executable, "-I", "-S", f"{rt}/control/write_hook.py"],
-                        "search": [sys.executable, "-I", "-S", f"{rt}/control/search_hook.py"],
-                        "read": [sys.executable, "-I", "-S", f"{rt}/control/read_hook.py"]}
+    commands = {
+        "write": shlex.split(entries[0]["hooks"][0]["command"]),
+        "search": shlex.split(entries[1]["hooks"][0]["command"]),
+        "read": shlex.split(entries[2]["hooks"][0]["command"]),
+    }
+    assert [e["matcher"] for e in entries] == [
+        "Edit|Write|MultiEdit|NotebookEdit",
+        "Grep|Glob",
+        "Read",
+    ]
+    assert commands == {
+        "write": [sys.executable, "-I", "-S", f"{rt}/control/write_hook.py"],
+        "search": [sys.executable, "-I", "-S", f"{rt}/control/search_hook.py"],
+        "read": [sys.executable, "-I", "-S", f"{rt}/control/read_hook.py"],
+    }
     return World(base, home, primary, wt, rt, pyroot, policy, commands)
 
 
@@ -216,8 +265,9 @@ def domain_read(w: World, target: str, cwd: str) -> tuple[bool, str | None]:
     return verdict(decide_read(w.policy, given, os.path.realpath(given)))
 
 
-def domain_search(w: World, tool: str, tool_input: dict[str, Any],
-                  cwd: str) -> tuple[bool, str | None]:
+def domain_search(
+    w: World, tool: str, tool_input: dict[str, Any], cwd: str
+) -> tuple[bool, str | None]:
     raw = tool_input.get("path")
     root = claude_path(raw if isinstance(raw, str) else "", cwd, w.policy.runtime.home)
     real = os.path.realpath(root)
@@ -235,27 +285,49 @@ WRITES = [
     pytest.param("mod.py", "{wt}/src/app", None, id="relative-to-cwd"),
     pytest.param("{rt}/work/to-mod.py", "", None, id="outside-link-to-rw"),
     pytest.param("{wt}/src/app/dangling-ok.py", "", None, id="dangling-link-to-rw"),
-    pytest.param("{wt}/src/app/to-spec.md", "",
-                 "specs/a/module.md (the target of the symbolic link {wt}/src/app/to-spec.md) is "
-                 "read-only for this task", id="rw-link-to-ro"),
-    pytest.param("{wt}/src/app/dangling.py", "",
-                 "secrets/new.txt (the target of the symbolic link {wt}/src/app/dangling.py)"
-                 + NOT_GRANTED_TAIL, id="dangling-link-to-hidden"),
-    pytest.param("{wt}/src/app/sub/to-etc", "",
-                 "{wt}/src/app/sub/to-etc is a symbolic link to /etc/passwd, outside the task "
-                 "worktree", id="rw-link-to-outside"),
-    pytest.param("{rt}/work/to-secret", "",
-                 "secrets/token.txt (the target of the symbolic link {rt}/work/to-secret)"
-                 + NOT_GRANTED_TAIL, id="outside-link-to-hidden"),
-    pytest.param("{wt}/src/app/to-docs/readme.md", "",
-                 "only the name of docs/readme.md is visible to this task", id="through-dir-link"),
+    pytest.param(
+        "{wt}/src/app/to-spec.md",
+        "",
+        "specs/a/module.md (the target of the symbolic link {wt}/src/app/to-spec.md) is "
+        "read-only for this task",
+        id="rw-link-to-ro",
+    ),
+    pytest.param(
+        "{wt}/src/app/dangling.py",
+        "",
+        "secrets/new.txt (the target of the symbolic link {wt}/src/app/dangling.py)"
+        + NOT_GRANTED_TAIL,
+        id="dangling-link-to-hidden",
+    ),
+    pytest.param(
+        "{wt}/src/app/sub/to-etc",
+        "",
+        "{wt}/src/app/sub/to-etc is a symbolic link to /etc/passwd, outside the task worktree",
+        id="rw-link-to-outside",
+    ),
+    pytest.param(
+        "{rt}/work/to-secret",
+        "",
+        "secrets/token.txt (the target of the symbolic link {rt}/work/to-secret)"
+        + NOT_GRANTED_TAIL,
+        id="outside-link-to-hidden",
+    ),
+    pytest.param(
+        "{wt}/src/app/to-docs/readme.md",
+        "",
+        "only the name of docs/readme.md is visible to this task",
+        id="through-dir-link",
+    ),
     pytest.param("{wt}/src/app/to-git", "", GIT_REASON, id="rw-link-to-git"),
-    pytest.param("{wt}/src/app/../notes.txt", "", "src/notes.txt" + NOT_GRANTED_TAIL,
-                 id="dotdot"),
+    pytest.param("{wt}/src/app/../notes.txt", "", "src/notes.txt" + NOT_GRANTED_TAIL, id="dotdot"),
     pytest.param("{wt}/src/bmod/x.py", "", "src/bmod/x.py is read-only for this task", id="ro"),
     pytest.param("{wt}/README.md", "", "README.md is read-only for this task", id="ro-file"),
-    pytest.param("{wt}/src/app/secret.py", "",
-                 "only the name of src/app/secret.py is visible to this task", id="names"),
+    pytest.param(
+        "{wt}/src/app/secret.py",
+        "",
+        "only the name of src/app/secret.py is visible to this task",
+        id="names",
+    ),
     pytest.param("{wt}/checks/c1.py", "", "checks/c1.py" + NOT_GRANTED_TAIL, id="hidden"),
     pytest.param("{wt}", "", "{wt}" + NOT_GRANTED_TAIL, id="worktree-root"),
     pytest.param("{wt}/.git", "", GIT_REASON, id="worktree-git-file"),
@@ -263,26 +335,49 @@ WRITES = [
     pytest.param("{wt}/vendor/lib/.git", "", GIT_REASON, id="nested-git"),
     pytest.param("{primary}/.git/config", "", GIT_REASON, id="primary-git"),
     pytest.param("{rt}/work/to-primary-git/config", "", GIT_REASON, id="link-into-primary-git"),
-    pytest.param("{wt}/src/app/node_modules/m/index.js", "",
-                 "src/app/node_modules/m/index.js is not in this task's grant; it lies in a "
-                 "runtime path, which workers may read but never change", id="runtime-in-rw"),
-    pytest.param("{wt}/.venv/lib/site.py", "",
-                 ".venv/lib/site.py is not in this task's grant; it lies in a runtime path, "
-                 "which workers may read but never change", id="runtime"),
+    pytest.param(
+        "{wt}/src/app/node_modules/m/index.js",
+        "",
+        "src/app/node_modules/m/index.js is not in this task's grant; it lies in a "
+        "runtime path, which workers may read but never change",
+        id="runtime-in-rw",
+    ),
+    pytest.param(
+        "{wt}/.venv/lib/site.py",
+        "",
+        ".venv/lib/site.py is not in this task's grant; it lies in a runtime path, "
+        "which workers may read but never change",
+        id="runtime",
+    ),
     pytest.param("/etc/passwd", "", "/etc/passwd is outside the task worktree", id="outside"),
     pytest.param("x.py", "", "{rt}/work/x.py is outside the task worktree", id="own-work"),
     pytest.param("~/x", "", "{rt}/home/x is outside the task worktree", id="tilde"),
-    pytest.param("{rt}/control/write_hook.py", "",
-                 "{rt}/control/write_hook.py is outside the task worktree", id="the-hook-itself"),
-    pytest.param("{base}/concorde-def456-z1/config/auth.json", "",
-                 "{base}/concorde-def456-z1/config/auth.json belongs to another worker run",
-                 id="another-run"),
-    pytest.param("{wt}/src/app/to-credentials", "",
-                 "{base}/cfg/claude/.credentials.json holds the user's credentials, which are not "
-                 "available to workers", id="rw-link-to-credentials"),
-    pytest.param("{base}/trace/op-1/workers/w-1/status.json", "",
-                 "{base}/trace/op-1/workers/w-1/status.json belongs to the host: run directories "
-                 "are not available to workers", id="run-directory"),
+    pytest.param(
+        "{rt}/control/write_hook.py",
+        "",
+        "{rt}/control/write_hook.py is outside the task worktree",
+        id="the-hook-itself",
+    ),
+    pytest.param(
+        "{base}/concorde-def456-z1/config/auth.json",
+        "",
+        "{base}/concorde-def456-z1/config/auth.json belongs to another worker run",
+        id="another-run",
+    ),
+    pytest.param(
+        "{wt}/src/app/to-credentials",
+        "",
+        "{base}/cfg/claude/.credentials.json holds the user's credentials, which are not "
+        "available to workers",
+        id="rw-link-to-credentials",
+    ),
+    pytest.param(
+        "{base}/trace/op-1/workers/w-1/status.json",
+        "",
+        "{base}/trace/op-1/workers/w-1/status.json belongs to the host: run directories "
+        "are not available to workers",
+        id="run-directory",
+    ),
 ]
 
 
@@ -291,12 +386,19 @@ WRITES = [
 @pytest.mark.req("Every Git administrative path is hidden")
 @pytest.mark.parametrize("tool", ["Write", "Edit"])
 @pytest.mark.parametrize(("target", "cwd", "expected"), WRITES)
-def test_the_write_hook_decides_as_decide_write(world: World, tool: str, target: str, cwd: str,
-                                                expected: str | None) -> None:
+def test_the_write_hook_decides_as_decide_write(
+    world: World, tool: str, target: str, cwd: str, expected: str | None
+) -> None:
     fmt = {"wt": world.wt, "rt": world.rt, "primary": world.primary, "base": world.base}
     target, cwd = target.format(**fmt), (cwd.format(**fmt) or f"{world.rt}/work")
-    call = {"session_id": "s", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": tool,
-            "tool_input": {"file_path": target, "content": "x"}, "tool_use_id": "t"}
+    call = {
+        "session_id": "s",
+        "cwd": cwd,
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": {"file_path": target, "content": "x"},
+        "tool_use_id": "t",
+    }
     hook = world.run("write", call)
     assert hook == domain_write(world, target, cwd)
     assert hook == (expected is None, None if expected is None else expected.format(**fmt))
@@ -304,17 +406,29 @@ def test_the_write_hook_decides_as_decide_write(world: World, tool: str, target:
 
 @pytest.mark.req("Only rw paths are writable by file tools")
 def test_the_write_hook_judges_a_notebook_and_refuses_a_call_naming_no_file(world: World) -> None:
-    call = {"cwd": f"{world.rt}/work", "tool_name": "NotebookEdit",
-            "tool_input": {"notebook_path": f"{world.wt}/src/bmod/n.ipynb"}}
+    call = {
+        "cwd": f"{world.rt}/work",
+        "tool_name": "NotebookEdit",
+        "tool_input": {"notebook_path": f"{world.wt}/src/bmod/n.ipynb"},
+    }
     assert world.run("write", call) == (False, "src/bmod/n.ipynb is read-only for this task")
     call = {"cwd": f"{world.rt}/work", "tool_name": "Write", "tool_input": {"content": "x"}}
-    assert world.run("write", call) == (False, "the hook could not decide: the tool call names "
-                                               "no file")
-    done = subprocess.run(world.commands["write"], input="not json", capture_output=True,
-                          text=True, timeout=60, check=False)
+    assert world.run("write", call) == (
+        False,
+        "the hook could not decide: the tool call names no file",
+    )
+    done = subprocess.run(
+        world.commands["write"],
+        input="not json",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"].startswith(
-        "Concorde grant: the hook could not decide: JSONDecodeError")
+        "Concorde grant: the hook could not decide: JSONDecodeError"
+    )
 
 
 # --- the search hook -----------------------------------------------------------------------------
@@ -323,16 +437,25 @@ def test_the_write_hook_judges_a_notebook_and_refuses_a_call_naming_no_file(worl
 SEARCHES = [
     pytest.param("Grep", {"pattern": "TOPSECRET"}, "", True, id="default-cwd"),
     pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/specs"}, "", True, id="ro-dir"),
-    pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/src/app/sub"}, "", True,
-                 id="rw-subdir"),
-    pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/src/app/mod.py"}, "", True,
-                 id="rw-file"),
-    pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/README.md"}, "", True,
-                 id="ro-file"),
-    pytest.param("Glob", {"pattern": "**/*.md", "path": "{rt}/work/to-specs"}, "", True,
-                 id="outside-link-to-ro"),
-    pytest.param("Grep", {"pattern": "x", "path": "{rt}/work/to-app-sub"}, "", True,
-                 id="outside-link-to-rw"),
+    pytest.param(
+        "Grep", {"pattern": "TOPSECRET", "path": "{wt}/src/app/sub"}, "", True, id="rw-subdir"
+    ),
+    pytest.param(
+        "Grep", {"pattern": "TOPSECRET", "path": "{wt}/src/app/mod.py"}, "", True, id="rw-file"
+    ),
+    pytest.param(
+        "Grep", {"pattern": "TOPSECRET", "path": "{wt}/README.md"}, "", True, id="ro-file"
+    ),
+    pytest.param(
+        "Glob",
+        {"pattern": "**/*.md", "path": "{rt}/work/to-specs"},
+        "",
+        True,
+        id="outside-link-to-ro",
+    ),
+    pytest.param(
+        "Grep", {"pattern": "x", "path": "{rt}/work/to-app-sub"}, "", True, id="outside-link-to-rw"
+    ),
     pytest.param("Glob", {"pattern": "*.py", "path": "{wt}/.venv/lib"}, "", True, id="runtime"),
     pytest.param("Glob", {"pattern": "*", "path": "{pyroot}"}, "", True, id="runtime-outside"),
     pytest.param("Grep", {"pattern": "x", "path": "sub"}, "{wt}/src/app", True, id="relative"),
@@ -342,54 +465,104 @@ SEARCHES = [
     pytest.param("Grep", {"pattern": "TOPSECRET", "path": "/"}, "", False, id="slash"),
     pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{home}"}, "", False, id="home"),
     pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/src"}, "", False, id="src"),
-    pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/src/app"}, "", False,
-                 id="names-below"),
+    pytest.param(
+        "Grep", {"pattern": "TOPSECRET", "path": "{wt}/src/app"}, "", False, id="names-below"
+    ),
     pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/docs"}, "", False, id="names"),
-    pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/vendor"}, "", False,
-                 id="git-below"),
-    pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/src/app/to-docs"}, "", False,
-                 id="rw-link-to-names"),
-    pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{wt}/docs/to-specs"}, "", False,
-                 id="names-link-to-ro"),
-    pytest.param("Grep", {"pattern": "TOPSECRET", "path": "{rt}/work/to-wt"}, "", False,
-                 id="outside-link-to-worktree"),
-    pytest.param("Grep", {"pattern": "url", "path": "{rt}/work/to-primary-git"}, "", False,
-                 id="link-to-git"),
-    pytest.param("Grep", {"pattern": "x", "path": "{rt}/work/gone"}, "", True,
-                 id="dangling-root-in-work"),
+    pytest.param(
+        "Grep", {"pattern": "TOPSECRET", "path": "{wt}/vendor"}, "", False, id="git-below"
+    ),
+    pytest.param(
+        "Grep",
+        {"pattern": "TOPSECRET", "path": "{wt}/src/app/to-docs"},
+        "",
+        False,
+        id="rw-link-to-names",
+    ),
+    pytest.param(
+        "Grep",
+        {"pattern": "TOPSECRET", "path": "{wt}/docs/to-specs"},
+        "",
+        False,
+        id="names-link-to-ro",
+    ),
+    pytest.param(
+        "Grep",
+        {"pattern": "TOPSECRET", "path": "{rt}/work/to-wt"},
+        "",
+        False,
+        id="outside-link-to-worktree",
+    ),
+    pytest.param(
+        "Grep", {"pattern": "url", "path": "{rt}/work/to-primary-git"}, "", False, id="link-to-git"
+    ),
+    pytest.param(
+        "Grep", {"pattern": "x", "path": "{rt}/work/gone"}, "", True, id="dangling-root-in-work"
+    ),
     pytest.param("Grep", {"pattern": "x", "path": "{rt}/control"}, "", False, id="control"),
     pytest.param("Grep", {"pattern": "x", "path": "{rt}"}, "", False, id="runtime-dir"),
     pytest.param("Grep", {"pattern": "x", "path": "{wt}/specs/../.."}, "", False, id="dotdot"),
     pytest.param("Glob", {"pattern": "{wt}/**/*.txt"}, "", False, id="absolute-pattern"),
-    pytest.param("Glob", {"pattern": "../../*", "path": "{wt}/specs"}, "", False,
-                 id="dotdot-pattern"),
-    pytest.param("Grep", {"pattern": "x", "path": "{wt}/specs", "glob": "../*"}, "", False,
-                 id="dotdot-glob"),
-    pytest.param("Grep", {"pattern": "sk-", "path": "{base}/concorde-def456-z1"}, "", False,
-                 id="another-run"),
-    pytest.param("Grep", {"pattern": "sk-", "path": "{rt}/work/to-other-run"}, "", False,
-                 id="link-to-another-run"),
-    pytest.param("Glob", {"pattern": "**/*", "path": "{base}/trace/op-1/workers"}, "", False,
-                 id="run-directory"),
-    pytest.param("Grep", {"pattern": "sk-", "path": "{base}/cfg/claude"}, "", False,
-                 id="configuration-directory"),
-    pytest.param("Grep", {"pattern": "KEY", "path": "{rt}/work/to-env-home"}, "", False,
-                 id="link-to-HOME"),
+    pytest.param(
+        "Glob", {"pattern": "../../*", "path": "{wt}/specs"}, "", False, id="dotdot-pattern"
+    ),
+    pytest.param(
+        "Grep", {"pattern": "x", "path": "{wt}/specs", "glob": "../*"}, "", False, id="dotdot-glob"
+    ),
+    pytest.param(
+        "Grep", {"pattern": "sk-", "path": "{base}/concorde-def456-z1"}, "", False, id="another-run"
+    ),
+    pytest.param(
+        "Grep",
+        {"pattern": "sk-", "path": "{rt}/work/to-other-run"},
+        "",
+        False,
+        id="link-to-another-run",
+    ),
+    pytest.param(
+        "Glob",
+        {"pattern": "**/*", "path": "{base}/trace/op-1/workers"},
+        "",
+        False,
+        id="run-directory",
+    ),
+    pytest.param(
+        "Grep",
+        {"pattern": "sk-", "path": "{base}/cfg/claude"},
+        "",
+        False,
+        id="configuration-directory",
+    ),
+    pytest.param(
+        "Grep", {"pattern": "KEY", "path": "{rt}/work/to-env-home"}, "", False, id="link-to-HOME"
+    ),
 ]
 
 
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
 @pytest.mark.req("Workers never see Git")
 @pytest.mark.parametrize(("tool", "tool_input", "cwd", "allowed"), SEARCHES)
-def test_the_search_hook_decides_as_the_domain(world: World, tool: str,
-                                               tool_input: dict[str, Any], cwd: str,
-                                               allowed: bool) -> None:
-    fmt = {"wt": world.wt, "rt": world.rt, "primary": world.primary, "home": world.home,
-           "pyroot": world.pyroot, "base": world.base}
+def test_the_search_hook_decides_as_the_domain(
+    world: World, tool: str, tool_input: dict[str, Any], cwd: str, allowed: bool
+) -> None:
+    fmt = {
+        "wt": world.wt,
+        "rt": world.rt,
+        "primary": world.primary,
+        "home": world.home,
+        "pyroot": world.pyroot,
+        "base": world.base,
+    }
     tool_input = {k: v.format(**fmt) for k, v in tool_input.items()}
     cwd = cwd.format(**fmt) or f"{world.rt}/work"
-    call = {"session_id": "s", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": tool,
-            "tool_input": tool_input, "tool_use_id": "t"}
+    call = {
+        "session_id": "s",
+        "cwd": cwd,
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "t",
+    }
     hook = world.run("search", call)
     assert hook == domain_search(world, tool, tool_input, cwd)
     assert hook[0] is allowed
@@ -405,72 +578,140 @@ READS = [
     pytest.param("x.txt", "", None, id="own-work"),
     pytest.param("{wt}/.venv/lib/site.py", "", None, id="runtime-path"),
     pytest.param("/etc/hostname", "", None, id="system"),
-    pytest.param("{wt}/secrets/token.txt", "", "secrets/token.txt is not in this task's grant",
-                 id="not-granted"),
-    pytest.param("{wt}/src/app/secret.py", "",
-                 "only the name of src/app/secret.py is visible to this task", id="names"),
-    pytest.param("{rt}/work/to-secret", "", "secrets/token.txt is not in this task's grant",
-                 id="link-to-hidden"),
-    pytest.param("{rt}/config/auth.json", "", "{rt}/config/auth.json belongs to the host",
-                 id="own-config"),
-    pytest.param("{base}/concorde-def456-z1/config/auth.json", "",
-                 "{base}/concorde-def456-z1/config/auth.json belongs to another worker run",
-                 id="another-run"),
-    pytest.param("{base}/concorde-0a0a0a-later/config/.credentials.json", "",
-                 "{base}/concorde-0a0a0a-later/config/.credentials.json belongs to another "
-                 "worker run", id="a-later-run"),
-    pytest.param("{wt}/src/app/to-other-run", "",
-                 "{base}/concorde-def456-z1/config/auth.json belongs to another worker run",
-                 id="rw-link-to-another-run"),
-    pytest.param("{base}/trace/op-1/workers/w-1/status.json", "",
-                 "{base}/trace/op-1/workers/w-1/status.json belongs to the host: run directories "
-                 "are not available to workers", id="run-directory"),
-    pytest.param("{wt}/src/app/to-status", "",
-                 "{base}/trace/op-1/workers/w-1/status.json belongs to the host: run directories "
-                 "are not available to workers", id="rw-link-to-run-directory"),
-    pytest.param("{base}/cfg/claude/.credentials.json", "",
-                 "{base}/cfg/claude/.credentials.json holds the user's credentials, which are "
-                 "not available to workers", id="credentials"),
-    pytest.param("{wt}/src/app/to-credentials", "",
-                 "{base}/cfg/claude/.credentials.json holds the user's credentials, which are "
-                 "not available to workers", id="rw-link-to-credentials"),
-    pytest.param("{base}/maps/models.json", "",
-                 "{base}/maps/models.json holds the user's credentials, which are not available "
-                 "to workers", id="model-map"),
-    pytest.param("{base}/cfg/claude/history.jsonl", "",
-                 "{base}/cfg/claude/history.jsonl is outside this task's boundary",
-                 id="configuration-directory"),
-    pytest.param("{base}/envhome/.ssh/id_rsa", "",
-                 "{base}/envhome/.ssh/id_rsa is outside this task's boundary", id="HOME"),
-    pytest.param("{rt}/work/to-env-home/.ssh/id_rsa", "",
-                 "{base}/envhome/.ssh/id_rsa is outside this task's boundary",
-                 id="link-to-HOME"),
-    pytest.param("/proc/self/environ", "",
-                 "/proc/self/environ belongs to the host: no process's files are available to "
-                 "workers", id="processes"),
+    pytest.param(
+        "{wt}/secrets/token.txt",
+        "",
+        "secrets/token.txt is not in this task's grant",
+        id="not-granted",
+    ),
+    pytest.param(
+        "{wt}/src/app/secret.py",
+        "",
+        "only the name of src/app/secret.py is visible to this task",
+        id="names",
+    ),
+    pytest.param(
+        "{rt}/work/to-secret",
+        "",
+        "secrets/token.txt is not in this task's grant",
+        id="link-to-hidden",
+    ),
+    pytest.param(
+        "{rt}/config/auth.json", "", "{rt}/config/auth.json belongs to the host", id="own-config"
+    ),
+    pytest.param(
+        "{base}/concorde-def456-z1/config/auth.json",
+        "",
+        "{base}/concorde-def456-z1/config/auth.json belongs to another worker run",
+        id="another-run",
+    ),
+    pytest.param(
+        "{base}/concorde-0a0a0a-later/config/.credentials.json",
+        "",
+        "{base}/concorde-0a0a0a-later/config/.credentials.json belongs to another worker run",
+        id="a-later-run",
+    ),
+    pytest.param(
+        "{wt}/src/app/to-other-run",
+        "",
+        "{base}/concorde-def456-z1/config/auth.json belongs to another worker run",
+        id="rw-link-to-another-run",
+    ),
+    pytest.param(
+        "{base}/trace/op-1/workers/w-1/status.json",
+        "",
+        "{base}/trace/op-1/workers/w-1/status.json belongs to the host: run directories "
+        "are not available to workers",
+        id="run-directory",
+    ),
+    pytest.param(
+        "{wt}/src/app/to-status",
+        "",
+        "{base}/trace/op-1/workers/w-1/status.json belongs to the host: run directories "
+        "are not available to workers",
+        id="rw-link-to-run-directory",
+    ),
+    pytest.param(
+        "{base}/cfg/claude/.credentials.json",
+        "",
+        "{base}/cfg/claude/.credentials.json holds the user's credentials, which are "
+        "not available to workers",
+        id="credentials",
+    ),
+    pytest.param(
+        "{wt}/src/app/to-credentials",
+        "",
+        "{base}/cfg/claude/.credentials.json holds the user's credentials, which are "
+        "not available to workers",
+        id="rw-link-to-credentials",
+    ),
+    pytest.param(
+        "{base}/maps/models.json",
+        "",
+        "{base}/maps/models.json holds the user's credentials, which are not available to workers",
+        id="model-map",
+    ),
+    pytest.param(
+        "{base}/cfg/claude/history.jsonl",
+        "",
+        "{base}/cfg/claude/history.jsonl is outside this task's boundary",
+        id="configuration-directory",
+    ),
+    pytest.param(
+        "{base}/envhome/.ssh/id_rsa",
+        "",
+        "{base}/envhome/.ssh/id_rsa is outside this task's boundary",
+        id="HOME",
+    ),
+    pytest.param(
+        "{rt}/work/to-env-home/.ssh/id_rsa",
+        "",
+        "{base}/envhome/.ssh/id_rsa is outside this task's boundary",
+        id="link-to-HOME",
+    ),
+    pytest.param(
+        "/proc/self/environ",
+        "",
+        "/proc/self/environ belongs to the host: no process's files are available to workers",
+        id="processes",
+    ),
 ]
 
 
 @pytest.mark.req("File tools cannot read what the grant withheld when the rules were generated")
 @pytest.mark.parametrize(("target", "cwd", "expected"), READS)
-def test_the_read_hook_decides_as_decide_read(world: World, target: str, cwd: str,
-                                              expected: str | None) -> None:
+def test_the_read_hook_decides_as_decide_read(
+    world: World, target: str, cwd: str, expected: str | None
+) -> None:
     fmt = {"wt": world.wt, "rt": world.rt, "base": world.base}
     target, cwd = target.format(**fmt), (cwd.format(**fmt) or f"{world.rt}/work")
-    call = {"session_id": "s", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Read",
-            "tool_input": {"file_path": target}, "tool_use_id": "t"}
+    call = {
+        "session_id": "s",
+        "cwd": cwd,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": target},
+        "tool_use_id": "t",
+    }
     hook = world.run("read", call)
     assert hook == domain_read(world, target, cwd)
     assert hook == (expected is None, None if expected is None else expected.format(**fmt))
 
 
 def test_a_search_denial_names_the_directories_to_search_instead(world: World) -> None:
-    call = {"cwd": f"{world.rt}/work", "tool_name": "Grep",
-            "tool_input": {"pattern": "TOPSECRET", "path": world.wt}}
-    assert world.run("search", call) == (False, (
-        f"{world.wt} is not in this task's grant, so a search from it could reach files this "
-        f"task may not read; search a granted directory instead: {world.wt}/specs, "
-        f"{world.wt}/src/bmod; or Read a granted file by its path"))
+    call = {
+        "cwd": f"{world.rt}/work",
+        "tool_name": "Grep",
+        "tool_input": {"pattern": "TOPSECRET", "path": world.wt},
+    }
+    assert world.run("search", call) == (
+        False,
+        (
+            f"{world.wt} is not in this task's grant, so a search from it could reach files this "
+            f"task may not read; search a granted directory instead: {world.wt}/specs, "
+            f"{world.wt}/src/bmod; or Read a granted file by its path"
+        ),
+    )
 
 
 def test_the_hook_ignores_what_the_worker_can_plant_for_python(world: World) -> None:
@@ -486,19 +727,36 @@ def test_the_hook_ignores_what_the_worker_can_plant_for_python(world: World) -> 
     (site / "json.py").write_text(payload + "raise ImportError('planted')\n")
     Path(world.rt, "work", "json.py").write_text(payload + "raise ImportError('planted')\n")
     try:
-        call = {"cwd": f"{world.rt}/work", "tool_name": "Write",
-                "tool_input": {"file_path": f"{world.wt}/src/app/mod.py"}}
+        call = {
+            "cwd": f"{world.rt}/work",
+            "tool_name": "Write",
+            "tool_input": {"file_path": f"{world.wt}/src/app/mod.py"},
+        }
         done = subprocess.run(
-            world.commands["write"], input=json.dumps(call), capture_output=True, text=True,
-            cwd=f"{world.rt}/work", timeout=60, check=False,
-            env={"PATH": "/usr/bin:/bin", "HOME": f"{world.rt}/home",
-                 "PYTHONPATH": str(site), "PYTHONSTARTUP": str(site / "usercustomize.py"),
-                 "PYTHONUSERBASE": f"{world.rt}/home/.local"})
+            world.commands["write"],
+            input=json.dumps(call),
+            capture_output=True,
+            text=True,
+            cwd=f"{world.rt}/work",
+            timeout=60,
+            check=False,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "HOME": f"{world.rt}/home",
+                "PYTHONPATH": str(site),
+                "PYTHONSTARTUP": str(site / "usercustomize.py"),
+                "PYTHONUSERBASE": f"{world.rt}/home/.local",
+            },
+        )
         assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
         assert not marker.exists()
     finally:
-        for p in (site / "evil.pth", site / "usercustomize.py", site / "json.py",
-                  Path(world.rt, "work", "json.py")):
+        for p in (
+            site / "evil.pth",
+            site / "usercustomize.py",
+            site / "json.py",
+            Path(world.rt, "work", "json.py"),
+        ):
             p.unlink()
 
 
@@ -506,10 +764,19 @@ def test_a_hook_that_cannot_write_its_denial_exits_2(world: World) -> None:
     """Standard output unwritable (a read-only descriptor): the hook still denies, by exit status
     2 with the reason on stderr, never by a status Claude Code would let through (such as 1, or
     the 120 of a failed flush at interpreter shutdown)."""
-    call = {"cwd": f"{world.rt}/work", "tool_name": "Write",
-            "tool_input": {"file_path": "/etc/passwd"}}
+    call = {
+        "cwd": f"{world.rt}/work",
+        "tool_name": "Write",
+        "tool_input": {"file_path": "/etc/passwd"},
+    }
     with open(os.devnull, "rb") as unwritable:
-        done = subprocess.run(world.commands["write"], input=json.dumps(call).encode(),
-                              stdout=unwritable, stderr=subprocess.PIPE, timeout=60, check=False)
+        done = subprocess.run(
+            world.commands["write"],
+            input=json.dumps(call).encode(),
+            stdout=unwritable,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
     assert done.returncode == 2
     assert done.stderr.decode().startswith("Concorde grant: the hook could not decide: OSError")

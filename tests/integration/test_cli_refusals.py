@@ -23,10 +23,16 @@ SCRIPT = Path(sys.executable).parent / "concorde-workers"
 
 
 def script(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-           "HOME": str(cwd)}
-    return subprocess.run([str(SCRIPT), *argv], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(cwd)}
+    return subprocess.run(
+        [str(SCRIPT), *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def one_refusal(stdout: str) -> dict[str, Any]:
@@ -38,14 +44,18 @@ def one_refusal(stdout: str) -> dict[str, Any]:
     return refusal
 
 
-@pytest.mark.parametrize("argv", [
-    pytest.param(["plan", "--bogus", "--json"], id="an unknown flag"),
-    pytest.param(["run", "--json", "--parent"], id="a flag without its value"),
-    pytest.param(["frobnicate", "--json"], id="an unknown command"),
-    pytest.param(["--json"], id="no command"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["plan", "--bogus", "--json"], id="an unknown flag"),
+        pytest.param(["run", "--json", "--parent"], id="a flag without its value"),
+        pytest.param(["frobnicate", "--json"], id="an unknown command"),
+        pytest.param(["--json"], id="no command"),
+    ],
+)
 def test_a_usage_error_of_the_installed_script_under_json_is_one_json_refusal(
-        tmp_path: Path, argv: list[str]) -> None:
+    tmp_path: Path, argv: list[str]
+) -> None:
     proc = script(*argv, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr == ""
@@ -55,13 +65,13 @@ def test_a_usage_error_of_the_installed_script_under_json_is_one_json_refusal(
 
 @pytest.mark.parametrize("what", ["missing", "a file"])
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
-def test_demo_with_a_folder_that_is_no_directory_is_refused(tmp_path: Path, what: str,
-                                                            as_json: bool) -> None:
+def test_demo_with_a_folder_that_is_no_directory_is_refused(
+    tmp_path: Path, what: str, as_json: bool
+) -> None:
     folder = tmp_path / "demo-here"
     if what == "a file":
         folder.write_text("not a directory\n")
-    proc = script("demo", "--folder", str(folder), *(["--json"] if as_json else []),
-                  cwd=tmp_path)
+    proc = script("demo", "--folder", str(folder), *(["--json"] if as_json else []), cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
     said = "does not exist" if what == "missing" else "is not a directory"
@@ -75,16 +85,28 @@ def test_demo_with_a_folder_that_is_no_directory_is_refused(tmp_path: Path, what
 
 
 def test_a_demo_without_its_programs_is_refused_with_the_repair_and_leaves_nothing(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Issue 12: the refusal names where it looked and the repair this installation has (here a
     checkout: ./scripts/setup, or install-agents), and the throwaway folder and the empty trace
     folder are gone."""
     folder = tmp_path / "demo-here"
     folder.mkdir()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-           "HOME": str(tmp_path), "CONCORDE_PI": str(tmp_path / "no-pi")}
-    proc = subprocess.run([str(SCRIPT), "demo", "--folder", str(folder)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "HOME": str(tmp_path),
+        "CONCORDE_PI": str(tmp_path / "no-pi"),
+    }
+    proc = subprocess.run(
+        [str(SCRIPT), "demo", "--folder", str(folder)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     said = " ".join(proc.stderr.split())
     assert "refused: pi_runtime_missing" in said
@@ -94,17 +116,41 @@ def test_a_demo_without_its_programs_is_refused_with_the_repair_and_leaves_nothi
     assert list(folder.iterdir()) == []
 
 
-@pytest.mark.parametrize("argv", [
-    pytest.param(["plan", "--grant", "{dir}/gra\0nt.json", "--worktree", "{dir}",
-                  "--task-type", "implement"], id="--grant"),
-    pytest.param(["plan", "--instructions", "@{dir}/brief\0.md", "--worktree", "{dir}",
-                  "--task-type", "implement"], id="--instructions @FILE"),
-    pytest.param(["plan", "{dir}/request\0.json"], id="the request file"),
-    pytest.param(["run", "{dir}/request\0.json", "--parent", "{dir}"], id="run's request file"),
-    pytest.param(["show", "{dir}/workers/w-1\0"], id="show's run directory"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(
+            [
+                "plan",
+                "--grant",
+                "{dir}/gra\0nt.json",
+                "--worktree",
+                "{dir}",
+                "--task-type",
+                "implement",
+            ],
+            id="--grant",
+        ),
+        pytest.param(
+            [
+                "plan",
+                "--instructions",
+                "@{dir}/brief\0.md",
+                "--worktree",
+                "{dir}",
+                "--task-type",
+                "implement",
+            ],
+            id="--instructions @FILE",
+        ),
+        pytest.param(["plan", "{dir}/request\0.json"], id="the request file"),
+        pytest.param(["run", "{dir}/request\0.json", "--parent", "{dir}"], id="run's request file"),
+        pytest.param(["show", "{dir}/workers/w-1\0"], id="show's run directory"),
+    ],
+)
 def test_a_nul_byte_in_a_path_of_the_command_line_is_a_refusal(
-        tmp_path: Path, argv: list[str]) -> None:
+    tmp_path: Path, argv: list[str]
+) -> None:
     """No process receives a NUL byte in its argv, but a caller of cli.main can pass one: the
     real filesystem adapter refuses such a path like any other that names no file."""
     out, err = io.StringIO(), io.StringIO()
@@ -150,8 +196,11 @@ def test_show_reads_no_special_file_and_nothing_past_its_bound(tmp_path: Path, p
     assert "internal error" not in shown.stderr and "Traceback" not in shown.stderr
     said = " ".join(shown.stderr.split())
     assert f"{trace}: cannot be read:" in said, shown.stderr
-    expected = (f"past the limit of {MAX_READ_BYTES} bytes" if put == "large"
-                else "it is not a regular file")
+    expected = (
+        f"past the limit of {MAX_READ_BYTES} bytes"
+        if put == "large"
+        else "it is not a regular file"
+    )
     assert expected in said, shown.stderr
 
 

@@ -30,15 +30,24 @@ from concorde_workers.adapters.cli.main import main
 pytestmark = pytest.mark.integration
 
 LAUNCHER = str(Path(__file__).resolve().parents[1] / "fakes" / "cli_launcher.py")
-RESULT: dict[str, Any] = {"status": "ok", "summary": "greeting added", "error": None,
-                          "proposed_deletions": [], "output": {}}
+RESULT: dict[str, Any] = {
+    "status": "ok",
+    "summary": "greeting added",
+    "error": None,
+    "proposed_deletions": [],
+    "output": {},
+}
 # The record's fields the run directory does not keep (seed 002, runs.read_record).
 NOT_KEPT = ("worktree", "stderr_tail", "runtime_directory")
 
 
 def ok_round(path: str = "{worktree}/src/app/main.py") -> list[dict[str, Any]]:
-    return [Step.session("s-1"), Step.transcript(), Step.write(path, "print('hello')\n"),
-            Step.result(RESULT)]
+    return [
+        Step.session("s-1"),
+        Step.transcript(),
+        Step.write(path, "print('hello')\n"),
+        Step.result(RESULT),
+    ]
 
 
 @pytest.fixture
@@ -48,11 +57,14 @@ def parent(project: Any) -> Path:
     return Path(folder)
 
 
-def run_cli(project: Any, parent: Path, scenarios: list[Any], *argv: str
-            ) -> tuple[int, str, str]:
+def run_cli(project: Any, parent: Path, scenarios: list[Any], *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    status = main(["run", str(project.request_file), "--parent", str(parent), *argv], out, err,
-                  container=program_container(scenarios))
+    status = main(
+        ["run", str(project.request_file), "--parent", str(parent), *argv],
+        out,
+        err,
+        container=program_container(scenarios),
+    )
     assert "Traceback" not in out.getvalue() + err.getvalue()
     assert "internal error" not in err.getvalue(), err.getvalue()
     return status, out.getvalue(), err.getvalue()
@@ -75,8 +87,11 @@ def test_an_ok_run_exits_0_and_show_rebuilds_its_record(project: Any, parent: Pa
     assert status == 0, out + err
     record = json.loads(out)
     assert record["status"] == "ok" and record["error"] is None
-    assert record["rounds"][0]["audit"] == {"verdict": "clean", "changed": ["src/app/main.py"],
-                                            "violations": []}
+    assert record["rounds"][0]["audit"] == {
+        "verdict": "clean",
+        "changed": ["src/app/main.py"],
+        "violations": [],
+    }
     assert (project.worktree / "src" / "app" / "main.py").read_text() == "print('hello')\n"
     assert not os.path.exists(record["runtime_directory"])
     assert f"{record['run_id']} · round 1 · finished ok" in err
@@ -88,12 +103,16 @@ def test_an_ok_run_exits_0_and_show_rebuilds_its_record(project: Any, parent: Pa
 
 
 @pytest.mark.req("Every run leaves a final record")
-@pytest.mark.parametrize("damage", [
-    pytest.param(lambda path: path.write_text('{"run_id": "w-2026'), id="cut off"),
-    pytest.param(lambda path: path.unlink(), id="missing"),
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda path: path.write_text('{"run_id": "w-2026'), id="cut off"),
+        pytest.param(lambda path: path.unlink(), id="missing"),
+    ],
+)
 def test_show_rebuilds_the_record_of_a_run_whose_progress_file_is_damaged(
-        project: Any, parent: Path, damage: Callable[[Path], None]) -> None:
+    project: Any, parent: Path, damage: Callable[[Path], None]
+) -> None:
     status, out, err = run_cli(project, parent, [ok_round()], "--json")
     assert status == 0, out + err
     record = json.loads(out)
@@ -101,7 +120,8 @@ def test_show_rebuilds_the_record_of_a_run_whose_progress_file_is_damaged(
     rebuilt = show_json(record["run_directory"])
     assert rebuilt["worktree"] == record["worktree"]  # the brief as sent names it
     assert without(rebuilt, ("stderr_tail", "runtime_directory")) == without(
-        record, ("stderr_tail", "runtime_directory"))
+        record, ("stderr_tail", "runtime_directory")
+    )
 
 
 def test_an_audit_violation_exits_1(project: Any, parent: Path) -> None:
@@ -111,10 +131,12 @@ def test_an_audit_violation_exits_1(project: Any, parent: Path) -> None:
     assert "violations 1: docs/notes.md" in out
 
 
-def test_a_configuration_refusal_exits_2_and_makes_no_run_directory(project: Any,
-                                                                     parent: Path) -> None:
-    status, _, err = run_cli(project, parent, [ok_round()], "--operation", "implement",
-                             "--worker", "nobody")
+def test_a_configuration_refusal_exits_2_and_makes_no_run_directory(
+    project: Any, parent: Path
+) -> None:
+    status, _, err = run_cli(
+        project, parent, [ok_round()], "--operation", "implement", "--worker", "nobody"
+    )
     assert status == 2, err
     assert "concorde-workers: refused: " in err
     assert list(parent.iterdir()) == []
@@ -132,19 +154,38 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 
 @pytest.mark.req("A running run shows its progress")
 def test_sigint_mid_round_ends_the_run_interrupted_with_exit_130(
-        project: Any, parent: Path, processes: list[subprocess.Popen[str]]) -> None:
+    project: Any, parent: Path, processes: list[subprocess.Popen[str]]
+) -> None:
     pidfile = project.root / "agent.pid"
     running = Signal(project.root / "running.fifo")
-    scenario = [Step.session("s-1"), Step.transcript(), Step.record(str(pidfile)),
-                Step.line("tool", tool="Bash", target="sleep 3600"), Step.signal(running.path),
-                Step.sleep(3600), Step.result(RESULT)]
+    scenario = [
+        Step.session("s-1"),
+        Step.transcript(),
+        Step.record(str(pidfile)),
+        Step.line("tool", tool="Bash", target="sleep 3600"),
+        Step.signal(running.path),
+        Step.sleep(3600),
+        Step.result(RESULT),
+    ]
     scenarios = project.root / "scenarios.json"
     scenarios.write_text(json.dumps([scenario]))
     proc = subprocess.Popen(
-        [sys.executable, LAUNCHER, str(scenarios), "run", str(project.request_file),
-         "--parent", str(parent), "--json"],
-        cwd=project.root, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        [
+            sys.executable,
+            LAUNCHER,
+            str(scenarios),
+            "run",
+            str(project.request_file),
+            "--parent",
+            str(parent),
+            "--json",
+        ],
+        cwd=project.root,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     processes.append(proc)
     running.wait()  # the agent has done every step before its hour of sleep
     assert proc.poll() is None, proc.communicate()

@@ -17,10 +17,20 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-HEAVY = ("pydantic", "pydantic_core", "jsonschema", "git", "dependency_injector", "asyncio",
-         "concorde_workers.container", "concorde_workers.application",
-         "concorde_workers.domain.evidence.records", "concorde_workers.adapters.cli.commands",
-         "concorde_workers.adapters.cli.demo", "concorde_workers.adapters.cli.display")
+HEAVY = (
+    "pydantic",
+    "pydantic_core",
+    "jsonschema",
+    "git",
+    "dependency_injector",
+    "asyncio",
+    "concorde_workers.container",
+    "concorde_workers.application",
+    "concorde_workers.domain.evidence.records",
+    "concorde_workers.adapters.cli.commands",
+    "concorde_workers.adapters.cli.demo",
+    "concorde_workers.adapters.cli.display",
+)
 
 PROBE = """
 import io, json, sys
@@ -38,8 +48,13 @@ print(json.dumps(sorted(sys.modules)))
 
 
 def loaded(*argv: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True,
-                          timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     names = json.loads(done.stdout.splitlines()[-1])
     assert isinstance(names, list)
     return set(names)
@@ -49,8 +64,11 @@ def heavy_in(modules: set[str]) -> list[str]:
     return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
 
 
-@pytest.mark.parametrize("argv", [(), ("--help",), ("plan", "--help"), ("run", "--help")],
-                         ids=["import", "help", "plan-help", "run-help"])
+@pytest.mark.parametrize(
+    "argv",
+    [(), ("--help",), ("plan", "--help"), ("run", "--help")],
+    ids=["import", "help", "plan-help", "run-help"],
+)
 def test_the_entry_point_and_help_import_nothing_heavy(argv: tuple[str, ...]) -> None:
     assert heavy_in(loaded(*argv)) == []
 

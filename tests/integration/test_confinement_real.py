@@ -37,8 +37,14 @@ OPEN = (Step.session("s-1"), Step.transcript())
 def harness(project: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[HostHarness]:
     """The integration project with the system's own bwrap (the project's bin/ holds stubs)."""
     monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
-    made = HostHarness(root=project.root, worktree=project.worktree, primary=project.primary,
-                       tmp=project.tmp, home=project.home, git_env=project.git_env)
+    made = HostHarness(
+        root=project.root,
+        worktree=project.worktree,
+        primary=project.primary,
+        tmp=project.tmp,
+        home=project.home,
+        git_env=project.git_env,
+    )
     yield made
     for pid in processes_with(str(project.tmp)):  # what a failing test left, by its id
         with contextlib.suppress(ProcessLookupError):
@@ -80,14 +86,24 @@ def test_the_run_returns_only_once_the_namespace_has_ended(harness: HostHarness)
     running = Signal(events_of(harness) / "running")
     cancel = Cancellation()
     runs: list[HostRun] = []
-    worker = threading.Thread(target=lambda: runs.append(harness.run(
-        [*OPEN, Step.signal(running.path), Step.sleep(3600), Step.result(ok_result())],
-        cancel=cancel, confined=True, runtime_paths=[running.path.parent])))
+    worker = threading.Thread(
+        target=lambda: runs.append(
+            harness.run(
+                [*OPEN, Step.signal(running.path), Step.sleep(3600), Step.result(ok_result())],
+                cancel=cancel,
+                confined=True,
+                runtime_paths=[running.path.parent],
+            )
+        )
+    )
     worker.start()
     running.wait()
     ours = os.readlink("/proc/self/ns/pid")
-    inside = next(pid for pid in processes_with(str(harness.tmp))
-                  if os.readlink(f"/proc/{pid}/ns/pid") != ours)  # the run's only namespace
+    inside = next(
+        pid
+        for pid in processes_with(str(harness.tmp))
+        if os.readlink(f"/proc/{pid}/ns/pid") != ours
+    )  # the run's only namespace
     holder = NamespaceHolder(inside)
     try:
         cancel.cancel("the operation run was cancelled")
@@ -107,11 +123,13 @@ def test_a_child_that_left_the_group_dies_with_a_timed_out_round(harness: HostHa
     # confinement's start-up may or may not fit in.
     deadline = Deadline()
     spawned = Signal(events_of(harness) / "spawned", then=deadline.expire)
-    run = harness.run([*escaping_child(), Step.signal(spawned.path), Step.sleep(3600),
-                       Step.result(ok_result())],
-                      limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0,
-                                    retry_delay_seconds=0),
-                      confined=True, deadline=deadline, runtime_paths=[spawned.path.parent])
+    run = harness.run(
+        [*escaping_child(), Step.signal(spawned.path), Step.sleep(3600), Step.result(ok_result())],
+        limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0, retry_delay_seconds=0),
+        confined=True,
+        deadline=deadline,
+        runtime_paths=[spawned.path.parent],
+    )
     assert run.code == "worker_timeout", run.record.error
     assert left_of(run) == {}
 
@@ -119,24 +137,33 @@ def test_a_child_that_left_the_group_dies_with_a_timed_out_round(harness: HostHa
 @pytest.mark.req("No worker process outlives its round")
 def test_a_child_that_left_the_group_dies_with_a_cancelled_run(harness: HostHarness) -> None:
     cancel = Cancellation()
-    spawned = Signal(events_of(harness) / "spawned",
-                     then=lambda: cancel.cancel("the operation run was cancelled"))
-    run = harness.run([*escaping_child(), Step.signal(spawned.path), Step.sleep(3600),
-                       Step.result(ok_result())],
-                      cancel=cancel, confined=True, runtime_paths=[spawned.path.parent])
+    spawned = Signal(
+        events_of(harness) / "spawned",
+        then=lambda: cancel.cancel("the operation run was cancelled"),
+    )
+    run = harness.run(
+        [*escaping_child(), Step.signal(spawned.path), Step.sleep(3600), Step.result(ok_result())],
+        cancel=cancel,
+        confined=True,
+        runtime_paths=[spawned.path.parent],
+    )
     assert run.code == "interrupted", run.record.error
     assert left_of(run) == {}
 
 
 @pytest.mark.req("A failed run explains itself")
-@pytest.mark.parametrize(("how", "status", "recorded"), [
-    ("exit", 130, 130),  # an exit status that bwrap's 128 + n would have read as SIGINT
-    ("exit", 0 + 143, 143),
-    ("signal", signal.SIGTERM, -signal.SIGTERM),
-    ("signal", signal.SIGKILL, -signal.SIGKILL),
-])
+@pytest.mark.parametrize(
+    ("how", "status", "recorded"),
+    [
+        ("exit", 130, 130),  # an exit status that bwrap's 128 + n would have read as SIGINT
+        ("exit", 0 + 143, 143),
+        ("signal", signal.SIGTERM, -signal.SIGTERM),
+        ("signal", signal.SIGKILL, -signal.SIGKILL),
+    ],
+)
 def test_the_record_keeps_the_confined_agent_s_exact_exit_status(
-        harness: HostHarness, how: str, status: int, recorded: int) -> None:
+    harness: HostHarness, how: str, status: int, recorded: int
+) -> None:
     """bwrap reports an initial process killed by signal n as the exit status 128 + n; the
     confinement's waiter reports the agent's own wait status, so the record says which it was."""
     run = harness.run([*OPEN, Step.crash(how, status)], confined=True)

@@ -30,8 +30,15 @@ PI_KEY = "pi-doctor-never-prints-9012"
 
 
 def _doctor(env: dict[str, str], cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(CLI), "doctor", *argv], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=300, check=False)
+    return subprocess.run(
+        [str(CLI), "doctor", *argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def _user(tmp_path: Path) -> tuple[dict[str, str], Path]:
@@ -39,17 +46,24 @@ def _user(tmp_path: Path) -> tuple[dict[str, str], Path]:
     home = project.home
     (home / ".claude").mkdir()
     (home / ".claude" / ".credentials.json").write_text(
-        json.dumps({"claudeAiOauth": {"accessToken": OAUTH}}))
+        json.dumps({"claudeAiOauth": {"accessToken": OAUTH}})
+    )
     (home / ".pi" / "agent").mkdir(parents=True)
     (home / ".pi" / "agent" / "auth.json").write_text(
-        json.dumps({"local": {"type": "api_key", "key": PI_KEY}}))
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
-           "ANTHROPIC_API_KEY": SECRET}
+        json.dumps({"local": {"type": "api_key", "key": PI_KEY}})
+    )
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "ANTHROPIC_API_KEY": SECRET,
+    }
     return env, project.worktree
 
 
 def test_doctor_passes_on_a_set_up_checkout_in_a_worktree_and_prints_no_secret(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     env, worktree = _user(tmp_path)
     done = _doctor(env, worktree)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -58,10 +72,14 @@ def test_doctor_passes_on_a_set_up_checkout_in_a_worktree_and_prints_no_secret(
     assert all(line.startswith("[ok]") for line in lines[1:-1]), done.stdout
     assert lines[-1] == "all prerequisites hold"
     assert any("found by this checkout's node_modules" in line for line in lines)
-    assert any(line.startswith("[ok] a command in the worker's Bash sandbox, without network")
-               for line in lines)
-    assert any(f"[ok] workers.json of this worktree: {worktree}/.concorde/workers.json" in line
-               for line in lines)
+    assert any(
+        line.startswith("[ok] a command in the worker's Bash sandbox, without network")
+        for line in lines
+    )
+    assert any(
+        f"[ok] workers.json of this worktree: {worktree}/.concorde/workers.json" in line
+        for line in lines
+    )
     as_json = _doctor(env, worktree, "--json")
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["ok"] is True
     for said in (done.stdout + done.stderr, as_json.stdout + as_json.stderr):
@@ -77,21 +95,24 @@ def test_doctor_names_what_is_missing_and_exits_2(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout
     failed = [line for line in done.stdout.splitlines() if line.startswith("[FAILED]")]
     assert len(failed) == 2, done.stdout
-    assert failed[0].startswith("[FAILED] pi (@mariozechner/pi-coding-agent): not found "
-                                f"(looked at $CONCORDE_PI ({tmp_path}/no-pi))")
+    assert failed[0].startswith(
+        "[FAILED] pi (@mariozechner/pi-coding-agent): not found "
+        f"(looked at $CONCORDE_PI ({tmp_path}/no-pi))"
+    )
     assert "concorde-workers install-agents" in failed[0]
     assert failed[1].startswith(f"[FAILED] model map: {tmp_path}/no-map.json ($CONCORDE_MODEL_MAP)")
     assert "workers.json" not in done.stdout  # not run inside a worktree
 
 
 def _probe() -> SrtSandboxProbe:
-    return SrtSandboxProbe(SubprocessRunner(), {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                                                "HOME": os.environ.get("HOME", "/root")})
+    return SrtSandboxProbe(
+        SubprocessRunner(),
+        {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")},
+    )
 
 
 def test_the_real_sandbox_runs_the_probe_and_keeps_it_from_127_0_0_1() -> None:
-    fact = _probe().network("/usr/bin/node" if Path("/usr/bin/node").exists() else "node",
-                            str(SRT))
+    fact = _probe().network("/usr/bin/node" if Path("/usr/bin/node").exists() else "node", str(SRT))
     assert fact.ran and not fact.reached, fact
 
 
@@ -104,6 +125,7 @@ def test_the_probe_sees_a_connection_where_there_is_no_sandbox(tmp_path: Path) -
         "const {spawnSync} = require('child_process');\n"
         "const i = process.argv.indexOf('-c');\n"
         "const r = spawnSync('sh', ['-c', process.argv[i + 1]], {stdio: 'inherit'});\n"
-        "process.exit(r.status ?? 1);\n")
+        "process.exit(r.status ?? 1);\n"
+    )
     fact = _probe().network("node", str(fake))
     assert fact.ran and fact.reached, fact

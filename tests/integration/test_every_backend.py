@@ -57,9 +57,15 @@ class ProfileHarness(HostHarness):
 
 @pytest.fixture(params=sorted(PROFILES))
 def harness(request: pytest.FixtureRequest, project: Any) -> ProfileHarness:
-    return ProfileHarness(root=project.root, worktree=project.worktree, primary=project.primary,
-                          tmp=project.tmp, home=project.home, git_env=project.git_env,
-                          backend_name=request.param)
+    return ProfileHarness(
+        root=project.root,
+        worktree=project.worktree,
+        primary=project.primary,
+        tmp=project.tmp,
+        home=project.home,
+        git_env=project.git_env,
+        backend_name=request.param,
+    )
 
 
 def _grant(raw: Any) -> Grant:
@@ -70,18 +76,24 @@ def _grant(raw: Any) -> Grant:
 
 @pytest.mark.req("One grant for the whole run")
 def test_a_run_takes_its_tool_set_brief_environment_and_settings_from_the_profile(
-        harness: ProfileHarness) -> None:
+    harness: ProfileHarness,
+) -> None:
     seen = harness.root / "round.json"
-    run = harness.run([*OPEN, Step.write(MAIN, "print('hello')\n"), Step.record(str(seen)),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write(MAIN, "print('hello')\n"),
+            Step.record(str(seen)),
+            Step.result(ok_result()),
+        ]
+    )
     profile, context = harness.profile, run.context
     assert run.record.status == "ok", run.record.error
     assert run.record.backend == profile.name
     assert run.record.tools == ",".join(profile.tool_set(_grant(context.request.grant)))
     assert profile.brief.ending in (run.run_dir / "brief.md").read_text()
     settings = context.policy.runtime.at(profile.settings_file)
-    assert run.record.settings_digest == digest_text(
-        run.backend.generate(context).files[settings])
+    assert run.record.settings_digest == digest_text(run.backend.generate(context).files[settings])
     round_env = json.loads(seen.read_text())["env"]
     expected = profile.environment(context.environ, context.policy.runtime, None)
     assert {k: round_env.get(k) for k in expected} == expected
@@ -90,17 +102,24 @@ def test_a_run_takes_its_tool_set_brief_environment_and_settings_from_the_profil
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_the_profile_s_credential_copies_are_there_in_the_round_and_gone_after(
-        harness: ProfileHarness) -> None:
+    harness: ProfileHarness,
+) -> None:
     inside, gate = Signal(harness.root / "inside.fifo"), Gate(harness.root / "inside.gate")
     runs: list[HostRun] = []
-    thread = threading.Thread(target=lambda: runs.append(harness.run(
-        [*OPEN, Step.signal(inside.path), Step.gate(gate.path), Step.result(ok_result())])))
+    thread = threading.Thread(
+        target=lambda: runs.append(
+            harness.run(
+                [*OPEN, Step.signal(inside.path), Step.gate(gate.path), Step.result(ok_result())]
+            )
+        )
+    )
     thread.start()
     try:
         inside.wait()
         copies = sorted(harness.tmp.glob("concorde-*/config/*"))
-        assert sorted(p.name for p in copies if p.is_file()) == \
-            sorted(harness.profile.credentials.files)
+        assert sorted(p.name for p in copies if p.is_file()) == sorted(
+            harness.profile.credentials.files
+        )
     finally:
         gate.release()
         thread.join(SLOW)
@@ -112,8 +131,9 @@ def test_the_profile_s_credential_copies_are_there_in_the_round_and_gone_after(
 @pytest.mark.req("Every round is audited")
 def test_a_write_outside_rw_is_a_violation_on_every_backend(harness: ProfileHarness) -> None:
     before = porcelain(harness.git_env, harness.worktree)
-    run = harness.run([*OPEN, Step.write("{worktree}/src/app/util.py", "changed\n"),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [*OPEN, Step.write("{worktree}/src/app/util.py", "changed\n"), Step.result(ok_result())]
+    )
     assert run.code == "audit_violation"
     assert run.audit()["verdict"] == "violation"
     assert porcelain(harness.git_env, harness.worktree) != before
@@ -121,9 +141,10 @@ def test_a_write_outside_rw_is_a_violation_on_every_backend(harness: ProfileHarn
 
 @pytest.mark.req("Any other error ends the run at once")
 def test_a_crash_ends_the_run_with_the_profile_s_failure_code(harness: ProfileHarness) -> None:
-    run = harness.run([*OPEN, Step.stderr(text="it broke\n"), Step.crash("exit", status=3)],
-                      limits=Limits(timeout_seconds=SLOW, rounds=2, retries=2,
-                                    retry_delay_seconds=0))
+    run = harness.run(
+        [*OPEN, Step.stderr(text="it broke\n"), Step.crash("exit", status=3)],
+        limits=Limits(timeout_seconds=SLOW, rounds=2, retries=2, retry_delay_seconds=0),
+    )
     assert run.code == harness.profile.failure_code
     error = run.record.error
     assert error is not None and error.causes and "it broke" in error.causes[0].detail

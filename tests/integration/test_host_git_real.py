@@ -27,21 +27,53 @@ from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.run.audit import audit
 from concorde_workers.ports.git import GitCommandFailed
 
-GRANT = parse_grant({"task_type": "implement",
-                     "entries": [{"path": "src/app/", "level": "rw"}],
-                     "context_identity": "sha256:" + "1" * 64}, "implement")
+GRANT = parse_grant(
+    {
+        "task_type": "implement",
+        "entries": [{"path": "src/app/", "level": "rw"}],
+        "context_identity": "sha256:" + "1" * 64,
+    },
+    "implement",
+)
 
 # Every key of git-config(1) whose value Git runs as a program (hooks below, by name).
 PROGRAM_KEYS = (
-    "core.fsmonitor", "core.pager", "core.editor", "core.sshCommand", "core.askPass",
-    "core.gitProxy", "core.alternateRefsCommand", "sequence.editor", "diff.external",
-    "diff.trap.textconv", "diff.trap.command", "filter.trap.clean", "filter.trap.smudge",
-    "filter.trap.process", "merge.trap.driver", "mergetool.trap.cmd", "difftool.trap.cmd",
-    "credential.helper", "gpg.program", "gpg.ssh.program", "uploadpack.packObjectsHook",
-    "pager.status", "pager.ls-files", "web.browser", "alias.st",
+    "core.fsmonitor",
+    "core.pager",
+    "core.editor",
+    "core.sshCommand",
+    "core.askPass",
+    "core.gitProxy",
+    "core.alternateRefsCommand",
+    "sequence.editor",
+    "diff.external",
+    "diff.trap.textconv",
+    "diff.trap.command",
+    "filter.trap.clean",
+    "filter.trap.smudge",
+    "filter.trap.process",
+    "merge.trap.driver",
+    "mergetool.trap.cmd",
+    "difftool.trap.cmd",
+    "credential.helper",
+    "gpg.program",
+    "gpg.ssh.program",
+    "uploadpack.packObjectsHook",
+    "pager.status",
+    "pager.ls-files",
+    "web.browser",
+    "alias.st",
 )
-HOOKS = ("pre-commit", "post-checkout", "post-index-change", "reference-transaction",
-         "fsmonitor-watchman", "post-merge", "pre-auto-gc", "post-rewrite")
+HOOKS = (
+    "pre-commit",
+    "post-checkout",
+    "post-index-change",
+    "reference-transaction",
+    "fsmonitor-watchman",
+    "post-merge",
+    "pre-auto-gc",
+    "post-rewrite",
+)
 
 
 def bwrap_or_fail() -> str:
@@ -65,25 +97,39 @@ class TrapRepository:
         (self.primary / ".concorde").mkdir()
         for rel in ("a.txt", "src/app/main.py", "inc.txt", ".concorde/workers.json"):
             (self.primary / rel).write_text(f"{rel}\n")
-        (self.primary / ".gitattributes").write_text("* filter=trap diff=trap merge=trap\n"
-                                                     "inc.txt filter=included\n")
+        (self.primary / ".gitattributes").write_text(
+            "* filter=trap diff=trap merge=trap\ninc.txt filter=included\n"
+        )
         self.git("-C", str(self.primary), "add", "-A")
         tree = self.git("-C", str(self.primary), "mktree", stdin="")
         commit = self.git("-C", str(self.primary), "commit-tree", tree, "-m", "v")
-        self.git("-C", str(self.primary), "update-index", "--add", "--cacheinfo",
-                 f"160000,{commit},src/app/vendor")
+        self.git(
+            "-C",
+            str(self.primary),
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            f"160000,{commit},src/app/vendor",
+        )
         self.git("-C", str(self.primary), "commit", "-q", "-m", "initial")
-        self.git("-C", str(self.primary), "worktree", "add", "-q", "-b", "task",
-                 str(self.worktree))
+        self.git("-C", str(self.primary), "worktree", "add", "-q", "-b", "task", str(self.worktree))
         self.common = self.primary / ".git"
-        self.repo = GitRepository(worktree=str(self.worktree),
-                                  git_dir=str(self.common / "worktrees" / "task"),
-                                  common_dir=str(self.common))
+        self.repo = GitRepository(
+            worktree=str(self.worktree),
+            git_dir=str(self.common / "worktrees" / "task"),
+            common_dir=str(self.common),
+        )
 
     def git(self, *args: str, stdin: str | None = None, cwd: Path | None = None) -> str:
-        proc = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                              env=self.env, input=stdin, capture_output=True, text=True,
-                              cwd=cwd, check=False)
+        proc = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            check=False,
+        )
         assert proc.returncode == 0, (args, proc.stderr)
         return proc.stdout.strip()
 
@@ -99,17 +145,27 @@ class TrapRepository:
         config = self.common / "config"
         for key in PROGRAM_KEYS:
             value = self.trap(key)
-            self.git("config", "--file", str(config), key,
-                     f"!{value}" if key.startswith("alias.") else value)
+            self.git(
+                "config",
+                "--file",
+                str(config),
+                key,
+                f"!{value}" if key.startswith("alias.") else value,
+            )
         hooks = self.root / "hooks"
         hooks.mkdir()
         for hook in HOOKS:
             shutil.copy(self.trap(f"hook {hook}"), hooks / hook)
             shutil.copy(self.trap(f"common hook {hook}"), self.common / "hooks" / hook)
-        for key, value in (("core.hooksPath", str(hooks)), ("status.submoduleSummary", "true"),
-                           ("submodule.recurse", "true"), ("diff.ignoreSubmodules", "none"),
-                           ("core.untrackedCache", "true"), ("filter.trap.required", "true"),
-                           ("protocol.allow", "always")):
+        for key, value in (
+            ("core.hooksPath", str(hooks)),
+            ("status.submoduleSummary", "true"),
+            ("submodule.recurse", "true"),
+            ("diff.ignoreSubmodules", "none"),
+            ("core.untrackedCache", "true"),
+            ("filter.trap.required", "true"),
+            ("protocol.allow", "always"),
+        ):
             self.git("config", "--file", str(config), key, value)
         # An include the worker could write: the driver of inc.txt is defined in the worktree.
         included = self.worktree / "src" / "app" / "included.cfg"
@@ -136,8 +192,13 @@ class TrapRepository:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
 
     def touch_every_tracked_file(self) -> None:
-        for rel in ("a.txt", "src/app/main.py", "inc.txt", ".gitattributes",
-                    ".concorde/workers.json"):
+        for rel in (
+            "a.txt",
+            "src/app/main.py",
+            "inc.txt",
+            ".gitattributes",
+            ".concorde/workers.json",
+        ):
             self.touch(self.worktree / rel)
 
     def ran(self) -> list[str]:
@@ -151,8 +212,12 @@ def git_env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), GIT_CONFIG_NOSYSTEM="1",
-               LANG="C.UTF-8")
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        LANG="C.UTF-8",
+    )
     return env
 
 
@@ -164,9 +229,20 @@ def trap(tmp_path: Path, git_env: dict[str, str]) -> TrapRepository:
 def every_command(git: GitCliReader, repo: TrapRepository) -> None:
     """Every command of the table, through the adapter's port methods."""
     assert {c.name for c in COMMANDS.values()} == {
-        "toplevel", "git_dir", "common_dir", "worktree_list", "status", "index",
-        "head_commit", "config_entry", "config_blob", "changes_base", "changes_add",
-        "changes_tree", "changes_patch"}
+        "toplevel",
+        "git_dir",
+        "common_dir",
+        "worktree_list",
+        "status",
+        "index",
+        "head_commit",
+        "config_entry",
+        "config_blob",
+        "changes_base",
+        "changes_add",
+        "changes_tree",
+        "changes_patch",
+    }
     for where in (repo.worktree, repo.primary):
         git.toplevel(str(where))
         git.git_dirs(str(where))
@@ -187,7 +263,8 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
 @pytest.mark.req("Every round is audited")
 @pytest.mark.parametrize("sandbox", ["bwrap", "none"])
 def test_no_command_of_the_table_runs_anything_a_repository_configures(
-        trap: TrapRepository, sandbox: str) -> None:
+    trap: TrapRepository, sandbox: str
+) -> None:
     git = GitCliReader(environ=trap.env, sandbox=bwrap_or_fail() if sandbox == "bwrap" else None)
     assert (git.sandbox is not None) == (sandbox == "bwrap")
     trap.configure_every_program()
@@ -203,47 +280,78 @@ def test_no_command_of_the_table_runs_anything_a_repository_configures(
     # fsmonitor; without the fsmonitor's (empty) answer, its filters (the included one too)
     # and, recursing into the submodule path, the planted filter (the trap's process filter
     # speaks no protocol: not required, or Git dies); on a commit, its hooks.
-    subprocess.run(["git", "status"], cwd=trap.worktree, env=trap.env, capture_output=True,
-                   check=False)
+    subprocess.run(
+        ["git", "status"], cwd=trap.worktree, env=trap.env, capture_output=True, check=False
+    )
     assert "core.fsmonitor" in trap.ran()
     plain = ["git", "-c", "core.fsmonitor=false", "-c", "filter.trap.required=false"]
-    subprocess.run([*plain, "status"], cwd=trap.worktree, env=trap.env, capture_output=True,
-                   check=False)
-    subprocess.run([*plain, "-c", "user.name=t", "-c", "user.email=t@t", "commit",
-                    "--allow-empty", "-qm", "x"], cwd=trap.worktree, env=trap.env,
-                   capture_output=True, check=False)
+    subprocess.run(
+        [*plain, "status"], cwd=trap.worktree, env=trap.env, capture_output=True, check=False
+    )
+    subprocess.run(
+        [
+            *plain,
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "--allow-empty",
+            "-qm",
+            "x",
+        ],
+        cwd=trap.worktree,
+        env=trap.env,
+        capture_output=True,
+        check=False,
+    )
     ran = set(trap.ran())
-    assert {"planted filter", "filter.trap.process", "included clean",
-            "hook pre-commit"} <= ran, ran
+    assert {"planted filter", "filter.trap.process", "included clean", "hook pre-commit"} <= ran, (
+        ran
+    )
 
 
 def test_the_worktree_s_git_file_pointing_elsewhere_decides_nothing(
-        trap: TrapRepository, tmp_path: Path) -> None:
+    trap: TrapRepository, tmp_path: Path
+) -> None:
     """After placement no `.git` file is read: the audit names the Git directory placement
     found, and the changed `.git` file is itself a violation."""
     git = GitCliReader(environ=trap.env)
-    observer = WorktreeObserver(git, LocalFileSystem(), trap.repo, writable=["src/app/"],
-                                git_entries=[".git"])
+    observer = WorktreeObserver(
+        git, LocalFileSystem(), trap.repo, writable=["src/app/"], git_entries=[".git"]
+    )
     snapshot = observer.snapshot()
     evil = tmp_path / "evil"
     trap.git("init", "-q", "-b", "evil", str(evil))
     (evil / "e.txt").write_text("e\n")
     trap.git("add", "e.txt", cwd=evil)
     trap.git("commit", "-q", "-m", "evil", cwd=evil)
-    trap.git("config", "--file", str(evil / ".git" / "config"), "core.fsmonitor",
-             trap.trap("evil fsmonitor"))
+    trap.git(
+        "config",
+        "--file",
+        str(evil / ".git" / "config"),
+        "core.fsmonitor",
+        trap.trap("evil fsmonitor"),
+    )
     (trap.worktree / ".git").write_text(f"gitdir: {evil / '.git'}\n")
     seen = observer.observe(snapshot)
     assert seen.head_branch == "refs/heads/task"
     assert audit(GRANT, snapshot, seen).violation_texts == (".git",)
     assert trap.ran() == []
-    proc = subprocess.run(["git", "status"], cwd=trap.worktree, env=trap.env,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "status"],
+        cwd=trap.worktree,
+        env=trap.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert "evil fsmonitor" in trap.ran(), proc.stdout + proc.stderr
 
 
 def test_a_repository_planted_in_a_submodule_path_is_told_and_runs_nothing(
-        trap: TrapRepository) -> None:
+    trap: TrapRepository,
+) -> None:
     git = GitCliReader(environ=trap.env)
     observer = WorktreeObserver(git, LocalFileSystem(), trap.repo, writable=["src/app/"])
     snapshot = observer.snapshot()
@@ -254,8 +362,10 @@ def test_a_repository_planted_in_a_submodule_path_is_told_and_runs_nothing(
     assert {"src/app/vendor/.gitattributes", "src/app/vendor/f.txt"} <= set(result.changed)
     (item,) = observer.git_metadata(snapshot, seen.files)
     assert (item.created, item.kind, item.submodule) == (True, "directory", "src/app/vendor")
-    assert sorted(item.runs) == [f"core.fsmonitor = {trap.trap('planted fsmonitor')}",
-                                 f"filter.x.clean = {trap.trap('planted filter')}"]
+    assert sorted(item.runs) == [
+        f"core.fsmonitor = {trap.trap('planted fsmonitor')}",
+        f"filter.x.clean = {trap.trap('planted filter')}",
+    ]
     assert trap.ran() == []
     assert (vendor / ".git").is_dir()
 
@@ -274,12 +384,19 @@ def test_the_sandbox_can_neither_write_nor_reach_the_network(tmp_path: Path) -> 
         server.settimeout(10)
         waiter = threading.Thread(target=lambda: _accept(server, accepted))
         waiter.start()
-        script = (f"echo x > {target}; echo write=$?; "
-                  f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), "
-                  "timeout=3)' 2>/dev/null; echo connect=$?; ls /proc | grep -c '^[0-9]'")
-        proc = subprocess.run([bwrap, *SANDBOX_ARGS, "--", "/bin/sh", "-c", script],
-                              capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
-                              timeout=60, check=False)
+        script = (
+            f"echo x > {target}; echo write=$?; "
+            f'python3 -c \'import socket; socket.create_connection(("127.0.0.1", {port}), '
+            "timeout=3)' 2>/dev/null; echo connect=$?; ls /proc | grep -c '^[0-9]'"
+        )
+        proc = subprocess.run(
+            [bwrap, *SANDBOX_ARGS, "--", "/bin/sh", "-c", script],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin"},
+            timeout=60,
+            check=False,
+        )
         socket.create_connection(("127.0.0.1", port), timeout=5).close()  # ends the waiter
         waiter.join()
     lines = proc.stdout.split()
@@ -297,29 +414,47 @@ def _accept(server: socket.socket, accepted: list[bool]) -> None:
 
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "none"])
-def test_git_gets_no_variable_of_the_host(trap: TrapRepository, tmp_path: Path,
-                                          sandbox: str) -> None:
+def test_git_gets_no_variable_of_the_host(
+    trap: TrapRepository, tmp_path: Path, sandbox: str
+) -> None:
     """A stand-in `git` that prints its environment and arguments (and fails, so the adapter
     quotes them): nothing of the host's environment arrives, the table's does."""
     spy = tmp_path / "bin" / "git"
     spy.parent.mkdir()
     spy.write_text('#!/bin/sh\nenv >&2\necho "ARGS $*" >&2\nexit 3\n')
     spy.chmod(spy.stat().st_mode | stat.S_IXUSR)
-    host = {**trap.env, "ANTHROPIC_API_KEY": "sk-ant-secret", "GH_TOKEN": "ghp_secret",
-            "GIT_DIR": "/elsewhere", "GIT_CONFIG_PARAMETERS": "'core.fsmonitor'='/evil'",
-            "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path)}
-    git = GitCliReader(environ=host, git_program=str(spy),
-                       sandbox=bwrap_or_fail() if sandbox == "bwrap" else None)
+    host = {
+        **trap.env,
+        "ANTHROPIC_API_KEY": "sk-ant-secret",
+        "GH_TOKEN": "ghp_secret",
+        "GIT_DIR": "/elsewhere",
+        "GIT_CONFIG_PARAMETERS": "'core.fsmonitor'='/evil'",
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path),
+    }
+    git = GitCliReader(
+        environ=host, git_program=str(spy), sandbox=bwrap_or_fail() if sandbox == "bwrap" else None
+    )
     with pytest.raises(GitCommandFailed) as info:
         git.status(trap.repo)
-    printed = dict(line.split("=", 1) for line in info.value.output.splitlines()
-                   if "=" in line and not line.startswith("ARGS "))
+    printed = dict(
+        line.split("=", 1)
+        for line in info.value.output.splitlines()
+        if "=" in line and not line.startswith("ARGS ")
+    )
     printed.pop("PWD", None)
     printed.pop("SHLVL", None)
     printed.pop("_", None)
-    assert set(printed) == {"PATH", "LC_ALL", "HOME", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL",
-                            "GIT_ATTR_NOSYSTEM", "GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT"}, \
-        printed
+    assert set(printed) == {
+        "PATH",
+        "LC_ALL",
+        "HOME",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_ATTR_NOSYSTEM",
+        "GIT_OPTIONAL_LOCKS",
+        "GIT_TERMINAL_PROMPT",
+    }, printed
     assert printed["HOME"] == "/dev/null"
     assert "sk-ant-secret" not in info.value.output and "ghp_secret" not in info.value.output
     assert f"--git-dir={trap.repo.git_dir}" in info.value.output
@@ -338,12 +473,17 @@ CORPUS = [
 
 
 @pytest.mark.parametrize("data", CORPUS, ids=range(len(CORPUS)))
-def test_the_parser_reads_what_git_reads(tmp_path: Path, git_env: dict[str, str],
-                                         data: bytes) -> None:
+def test_the_parser_reads_what_git_reads(
+    tmp_path: Path, git_env: dict[str, str], data: bytes
+) -> None:
     config = tmp_path / "config"
     config.write_bytes(data)
-    proc = subprocess.run(["git", "config", "--file", str(config), "--no-includes", "--list",
-                           "-z"], env=git_env, capture_output=True, check=True)
+    proc = subprocess.run(
+        ["git", "config", "--file", str(config), "--no-includes", "--list", "-z"],
+        env=git_env,
+        capture_output=True,
+        check=True,
+    )
     expected = []
     for record in proc.stdout.split(b"\0")[:-1]:
         name, newline, value = record.partition(b"\n")

@@ -59,15 +59,28 @@ OPEN = (Step.session("s-1"), Step.transcript())
 """How a round opens: its session named, its transcript written. (The test backends'
 `transcript()` names the file even when the round never wrote it, unlike both real backends,
 which answer None; the host then cannot keep it and ends the run cleanup_failed.)"""
-CLAUDE_ENVIRONMENT = {"PATH", "LANG", "HOME", "TMPDIR", "CLAUDE_CONFIG_DIR",
-                      "CLAUDE_CODE_DISABLE_CLAUDE_MDS", "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
-                      "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
+CLAUDE_ENVIRONMENT = {
+    "PATH",
+    "LANG",
+    "HOME",
+    "TMPDIR",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_DISABLE_CLAUDE_MDS",
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+}
 
 
 @pytest.fixture
 def harness(project: Any) -> HostHarness:
-    return HostHarness(root=project.root, worktree=project.worktree, primary=project.primary,
-                       tmp=project.tmp, home=project.home, git_env=project.git_env)
+    return HostHarness(
+        root=project.root,
+        worktree=project.worktree,
+        primary=project.primary,
+        tmp=project.tmp,
+        home=project.home,
+        git_env=project.git_env,
+    )
 
 
 @pytest.fixture
@@ -90,8 +103,7 @@ def assert_cleaned(harness: HostHarness, run: HostRun) -> None:
     assert not (harness.primary / ".git" / "worktrees" / "task" / "index.lock").exists()
     status = run.status()
     assert status["phase"] == "finished"
-    assert status["status"] == (run.record.status if run.code != "interrupted"
-                                else "interrupted")
+    assert status["status"] == (run.record.status if run.code != "interrupted" else "interrupted")
     assert run.trace()["status"] == run.record.status
 
 
@@ -99,8 +111,9 @@ def pidlist(path: Path) -> list[int]:
     return [int(p) for p in path.read_text().split()]
 
 
-def run_in_thread(harness: HostHarness, *scenarios: Any, **options: Any
-                  ) -> tuple[threading.Thread, list[HostRun]]:
+def run_in_thread(
+    harness: HostHarness, *scenarios: Any, **options: Any
+) -> tuple[threading.Thread, list[HostRun]]:
     runs: list[HostRun] = []
     thread = threading.Thread(target=lambda: runs.append(harness.run(*scenarios, **options)))
     thread.start()
@@ -143,14 +156,23 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def test_output_is_read_line_by_line_while_the_round_runs(harness: HostHarness) -> None:
     record = harness.root / "agent-record.json"
     first, second = "{worktree}/src/app/first.py", "{worktree}/src/app/second.py"
-    after_first, after_second = Gate(harness.root / "first.gate"), Gate(
-        harness.root / "second.gate")
-    thread, runs = run_in_thread(harness, [
-        Step.session("s-1"), Step.record(str(record)),
-        Step.write(first, "1\n"), Step.gate(after_first.path),
-        Step.write(second, "2\n"), Step.gate(after_second.path),
-        Step.transcript(), Step.result(ok_result()),
-    ])
+    after_first, after_second = (
+        Gate(harness.root / "first.gate"),
+        Gate(harness.root / "second.gate"),
+    )
+    thread, runs = run_in_thread(
+        harness,
+        [
+            Step.session("s-1"),
+            Step.record(str(record)),
+            Step.write(first, "1\n"),
+            Step.gate(after_first.path),
+            Step.write(second, "2\n"),
+            Step.gate(after_second.path),
+            Step.transcript(),
+            Step.result(ok_result()),
+        ],
+    )
     try:
         workers = harness.parent / "workers"
         status_file = wait_for(lambda: next(iter(workers.glob("*/status.json")), None))
@@ -174,8 +196,10 @@ def test_output_is_read_line_by_line_while_the_round_runs(harness: HostHarness) 
         runtime = Path(json.loads(record.read_text())["cwd"]).parent
         assert (runtime / "config" / ".credentials.json").read_text().startswith("{")
         after_first.release()
-        wait_for(lambda: shows(str(harness.worktree / "src/app/second.py")),
-                 "status.json showing the second write")
+        wait_for(
+            lambda: shows(str(harness.worktree / "src/app/second.py")),
+            "status.json showing the second write",
+        )
         assert thread.is_alive()
     finally:
         after_first.release()
@@ -197,20 +221,29 @@ def test_output_is_read_line_by_line_while_the_round_runs(harness: HostHarness) 
 def test_writes_inside_rw_end_ok_with_a_clean_audit(harness: HostHarness) -> None:
     before = porcelain(harness.git_env, harness.worktree)
     transcript = [{"type": "session", "id": "s-1"}, {"type": "message", "text": "wrote"}]
-    run = harness.run([
-        Step.session("s-1"), Step.write(MAIN, "print('hello')\n"),
-        Step.write("{worktree}/src/app/new.py", "NEW = 1\n"),
-        Step.write("{worktree}/src/app/pkg/deep.py", "DEEP = 1\n", mode="755"),
-        Step.stderr(text="a warning\n"), Step.transcript(transcript),
-        Step.result(ok_result()),
-    ])
+    run = harness.run(
+        [
+            Step.session("s-1"),
+            Step.write(MAIN, "print('hello')\n"),
+            Step.write("{worktree}/src/app/new.py", "NEW = 1\n"),
+            Step.write("{worktree}/src/app/pkg/deep.py", "DEEP = 1\n", mode="755"),
+            Step.stderr(text="a warning\n"),
+            Step.transcript(transcript),
+            Step.result(ok_result()),
+        ]
+    )
     assert run.record.status == "ok" and run.record.error is None
-    assert run.audit() == {"verdict": "clean", "violations": [],
-                           "changed": ["src/app/main.py", "src/app/new.py",
-                                       "src/app/pkg/deep.py"]}
+    assert run.audit() == {
+        "verdict": "clean",
+        "violations": [],
+        "changed": ["src/app/main.py", "src/app/new.py", "src/app/pkg/deep.py"],
+    }
     after = porcelain(harness.git_env, harness.worktree)
     assert sorted(set(after) - set(before)) == [
-        " M src/app/main.py", "?? src/app/new.py", "?? src/app/pkg/deep.py"]
+        " M src/app/main.py",
+        "?? src/app/new.py",
+        "?? src/app/pkg/deep.py",
+    ]
     assert set(before) <= set(after)
     kept = run.run_dir / "transcript.jsonl"
     assert run.record.transcript == str(kept)
@@ -223,7 +256,8 @@ def test_writes_inside_rw_end_ok_with_a_clean_audit(harness: HostHarness) -> Non
 
 @pytest.mark.req("The host creates no file for the worker")
 def test_a_run_that_changes_nothing_leaves_the_worktree_byte_for_byte(
-        harness: HostHarness, take_snapshot: Any) -> None:
+    harness: HostHarness, take_snapshot: Any
+) -> None:
     gitdir = harness.primary / ".git" / "worktrees" / "task"
     before = take_snapshot([harness.worktree, gitdir])
     status = porcelain(harness.git_env, harness.worktree)
@@ -235,12 +269,24 @@ def test_a_run_that_changes_nothing_leaves_the_worktree_byte_for_byte(
 
 
 def test_invalid_output_lines_are_ignored(harness: HostHarness) -> None:
-    run = harness.run([
-        *OPEN,
-        Step.print("not json at all", "{broken", "[1, 2, 3]", '"a string"', '{"type": "nope"}',
-                   '{"type": "tool", "tool": 7}', '{"type": "result"}', ""),
-        Step.write(MAIN, "x = 2\n"), Step.print("}{"), Step.result(ok_result()),
-    ])
+    run = harness.run(
+        [
+            *OPEN,
+            Step.print(
+                "not json at all",
+                "{broken",
+                "[1, 2, 3]",
+                '"a string"',
+                '{"type": "nope"}',
+                '{"type": "tool", "tool": 7}',
+                '{"type": "result"}',
+                "",
+            ),
+            Step.write(MAIN, "x = 2\n"),
+            Step.print("}{"),
+            Step.result(ok_result()),
+        ]
+    )
     assert run.record.status == "ok", run.record.error
     assert run.record.worker_result == ok_result()
     assert run.audit()["changed"] == ["src/app/main.py"]
@@ -253,22 +299,34 @@ def test_invalid_output_lines_are_ignored(harness: HostHarness) -> None:
 @pytest.mark.req("Every round is audited")
 @pytest.mark.req("A violation is never retried")
 def test_writes_outside_rw_are_violations(harness: HostHarness) -> None:
-    run = harness.run([
-        *OPEN,
-        Step.write(MAIN, "ok = 1\n"),                                   # rw
-        Step.write("{worktree}/src/app/util.py", "changed\n"),           # ro below rw
-        Step.write("{worktree}/docs/notes.md", "changed\n"),             # ro
-        Step.write("{worktree}/README.md", "changed\n"),                 # names
-        Step.write("{worktree}/secrets/token.txt", "read\n"),            # hidden: no entry
-        Step.write("{worktree}/src/other/new.py", "N = 1\n"),            # new, outside the grant
-        Step.transcript(), Step.result(ok_result()),
-    ], limits=Limits(timeout_seconds=SLOW, rounds=3, retries=3, retry_delay_seconds=0))
-    violations = ["README.md", "docs/notes.md", "secrets/token.txt", "src/app/util.py",
-                  "src/other/new.py"]
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write(MAIN, "ok = 1\n"),  # rw
+            Step.write("{worktree}/src/app/util.py", "changed\n"),  # ro below rw
+            Step.write("{worktree}/docs/notes.md", "changed\n"),  # ro
+            Step.write("{worktree}/README.md", "changed\n"),  # names
+            Step.write("{worktree}/secrets/token.txt", "read\n"),  # hidden: no entry
+            Step.write("{worktree}/src/other/new.py", "N = 1\n"),  # new, outside the grant
+            Step.transcript(),
+            Step.result(ok_result()),
+        ],
+        limits=Limits(timeout_seconds=SLOW, rounds=3, retries=3, retry_delay_seconds=0),
+    )
+    violations = [
+        "README.md",
+        "docs/notes.md",
+        "secrets/token.txt",
+        "src/app/util.py",
+        "src/other/new.py",
+    ]
     assert run.code == "audit_violation"
     assert run.record.error is not None and run.record.error.unhandled.reason.value == "permission"
-    assert run.audit() == {"verdict": "violation", "violations": violations,
-                           "changed": sorted([*violations, "src/app/main.py"])}
+    assert run.audit() == {
+        "verdict": "violation",
+        "violations": violations,
+        "changed": sorted([*violations, "src/app/main.py"]),
+    }
     assert len(run.record.rounds) == 1
     # the preparation's command line, then round 1's: no other round started
     assert [kind.value for kind, _ in run.backend.commands] == ["initial", "initial"]
@@ -282,19 +340,25 @@ def test_writes_outside_rw_are_violations(harness: HostHarness) -> None:
 def test_deleting_a_tracked_rw_file_is_a_violation(harness: HostHarness) -> None:
     run = harness.run([*OPEN, Step.delete(MAIN), Step.result(ok_result())])
     assert run.code == "audit_violation"
-    assert run.audit() == {"verdict": "violation", "changed": ["src/app/main.py"],
-                           "violations": ["src/app/main.py (deleted)"]}
+    assert run.audit() == {
+        "verdict": "violation",
+        "changed": ["src/app/main.py"],
+        "violations": ["src/app/main.py (deleted)"],
+    }
     assert_cleaned(harness, run)
 
 
 @pytest.mark.req("Every round is audited")
-def test_a_changed_head_in_the_worktrees_git_directory_is_a_violation(
-        harness: HostHarness) -> None:
+def test_a_changed_head_in_the_worktrees_git_directory_is_a_violation(harness: HostHarness) -> None:
     gitdir = harness.primary / ".git" / "worktrees" / "task"
     assert (harness.worktree / ".git").read_text().strip() == f"gitdir: {gitdir}"
-    run = harness.run([*OPEN,
-                       Step.write(str(gitdir / "HEAD"), "ref: refs/heads/main\n"),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write(str(gitdir / "HEAD"), "ref: refs/heads/main\n"),
+            Step.result(ok_result()),
+        ]
+    )
     assert run.code == "audit_violation"
     assert run.audit() == {"verdict": "violation", "changed": [], "violations": ["HEAD"]}
     assert_cleaned(harness, run)
@@ -302,13 +366,14 @@ def test_a_changed_head_in_the_worktrees_git_directory_is_a_violation(
 
 @pytest.mark.req("Every round is audited")
 def test_a_moved_branch_in_the_common_git_directory_is_a_violation(
-        harness: HostHarness, project: Any) -> None:
+    harness: HostHarness, project: Any
+) -> None:
     tree = project.git(harness.primary, "rev-parse", "HEAD^{tree}").strip()
-    commit = project.git(harness.primary, "commit-tree", tree, "-p", "HEAD", "-m",
-                         "elsewhere").strip()
+    commit = project.git(
+        harness.primary, "commit-tree", tree, "-p", "HEAD", "-m", "elsewhere"
+    ).strip()
     ref = harness.primary / ".git" / "refs" / "heads" / "task"
-    run = harness.run([*OPEN, Step.write(str(ref), commit + "\n"),
-                       Step.result(ok_result())])
+    run = harness.run([*OPEN, Step.write(str(ref), commit + "\n"), Step.result(ok_result())])
     assert run.code == "audit_violation"
     assert run.audit()["violations"][0] == "HEAD"
     assert_cleaned(harness, run)
@@ -321,11 +386,20 @@ def test_a_removed_index_is_a_violation(harness: HostHarness) -> None:
     assert run.code == "audit_violation"
     # Without its index Git lists every file as untracked: the audit sees the index change
     # first, then every file outside rw that Git now lists as new.
-    tracked_outside_rw = [".concorde/workers.json", ".gitignore", "README.md", "docs/notes.md",
-                          "secrets/token.txt", "src/app/util.py", "src/other/lib.py"]
+    tracked_outside_rw = [
+        ".concorde/workers.json",
+        ".gitignore",
+        "README.md",
+        "docs/notes.md",
+        "secrets/token.txt",
+        "src/app/util.py",
+        "src/other/lib.py",
+    ]
     assert run.audit() == {
-        "verdict": "violation", "violations": ["index", *tracked_outside_rw],
-        "changed": sorted([*tracked_outside_rw, "src/app/main.py"])}
+        "verdict": "violation",
+        "violations": ["index", *tracked_outside_rw],
+        "changed": sorted([*tracked_outside_rw, "src/app/main.py"]),
+    }
     assert_cleaned(harness, run)
 
 
@@ -335,15 +409,22 @@ def test_a_removed_index_is_a_violation(harness: HostHarness) -> None:
 @pytest.mark.req("No worker process outlives its round")
 @pytest.mark.req("Any other error ends the run at once")
 @pytest.mark.req("Nothing but the trace outlives a worker")
-def test_a_round_past_its_timeout_is_killed_with_its_group(harness: HostHarness,
-                                                            pids: Path) -> None:
+def test_a_round_past_its_timeout_is_killed_with_its_group(
+    harness: HostHarness, pids: Path
+) -> None:
     deadline, timeout = timeout_here(harness)
-    run = harness.run([
-        *OPEN,
-        Step.spawn(3600, grandchild=True, pidfile=str(pids)),
-        Step.write(MAIN, "half\n"), timeout, Step.sleep(3600), Step.result(ok_result()),
-    ], limits=Limits(timeout_seconds=SLOW, rounds=2, retries=2, retry_delay_seconds=0),
-        deadline=deadline)
+    run = harness.run(
+        [
+            *OPEN,
+            Step.spawn(3600, grandchild=True, pidfile=str(pids)),
+            Step.write(MAIN, "half\n"),
+            timeout,
+            Step.sleep(3600),
+            Step.result(ok_result()),
+        ],
+        limits=Limits(timeout_seconds=SLOW, rounds=2, retries=2, retry_delay_seconds=0),
+        deadline=deadline,
+    )
     assert run.code == "worker_timeout"
     assert run.record.error is not None and run.record.error.unhandled.reason.value == "exhausted"
     assert len(run.record.rounds) == 1 and run.audit()["verdict"] == "clean"
@@ -353,11 +434,10 @@ def test_a_round_past_its_timeout_is_killed_with_its_group(harness: HostHarness,
 
 
 @pytest.mark.req("No worker process outlives its round")
-def test_children_left_running_are_dead_after_an_ok_round(harness: HostHarness,
-                                                          pids: Path) -> None:
-    run = harness.run([*OPEN,
-                       Step.spawn(3600, grandchild=True, pidfile=str(pids)),
-                       Step.result(ok_result())])
+def test_children_left_running_are_dead_after_an_ok_round(harness: HostHarness, pids: Path) -> None:
+    run = harness.run(
+        [*OPEN, Step.spawn(3600, grandchild=True, pidfile=str(pids)), Step.result(ok_result())]
+    )
     assert run.record.status == "ok", run.record.error
     assert len(pidlist(pids)) == 2 and wait_gone(pidlist(pids))
     assert_cleaned(harness, run)
@@ -366,11 +446,16 @@ def test_children_left_running_are_dead_after_an_ok_round(harness: HostHarness,
 @pytest.mark.req("A failed run explains itself")
 @pytest.mark.req("Any other error ends the run at once")
 def test_a_crash_mid_stream_is_the_backends_process_failure(harness: HostHarness) -> None:
-    run = harness.run([
-        *OPEN, Step.write(MAIN, "partial\n"),
-        Step.stderr(text="Traceback: it broke\n"), Step.crash("exit", status=3),
-        Step.result(ok_result()),
-    ], limits=Limits(timeout_seconds=SLOW, rounds=2, retries=2, retry_delay_seconds=0))
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write(MAIN, "partial\n"),
+            Step.stderr(text="Traceback: it broke\n"),
+            Step.crash("exit", status=3),
+            Step.result(ok_result()),
+        ],
+        limits=Limits(timeout_seconds=SLOW, rounds=2, retries=2, retry_delay_seconds=0),
+    )
     assert run.code == "claude_failed"
     error = run.record.error
     assert error is not None and error.unhandled.reason.value == "environment"
@@ -388,8 +473,9 @@ def test_megabytes_of_stderr_keep_exactly_the_last_80000_bytes(harness: HostHarn
     size = 3 * 1024 * 1024 + 17
     chunk = b"E" * 1023 + b"\n"
     written = (chunk * (size // len(chunk) + 1))[:size] + b"THE END\n"
-    run = harness.run([*OPEN, Step.stderr(size), Step.stderr(text="THE END\n"),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [*OPEN, Step.stderr(size), Step.stderr(text="THE END\n"), Step.result(ok_result())]
+    )
     assert run.record.status == "ok", run.record.error
     kept = (run.run_dir / "rounds" / "1" / "stderr.log").read_bytes()
     assert len(kept) == STDERR_TAIL_BYTES == 80_000
@@ -399,39 +485,67 @@ def test_megabytes_of_stderr_keep_exactly_the_last_80000_bytes(harness: HostHarn
 
 
 def test_an_overlong_line_and_junk_on_stdout_are_noted_in_the_round_trace(
-        harness: HostHarness) -> None:
+    harness: HostHarness,
+) -> None:
     overlong = "x" * (MAX_LINE_BYTES + 1)
-    run = harness.run([*OPEN, Step.print("not json", overlong, "still not json"),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [*OPEN, Step.print("not json", overlong, "still not json"), Step.result(ok_result())]
+    )
     assert run.record.status == "ok", run.record.error
     assert run.trace("rounds/1/trace.json")["content"]["agent"]["stdout"] == {
-        "ignored": 2, "ignored_last": ["not json", "still not json"], "overlong": 1,
-        "overlong_bytes": MAX_LINE_BYTES + 1, "line_limit_bytes": MAX_LINE_BYTES}
+        "ignored": 2,
+        "ignored_last": ["not json", "still not json"],
+        "overlong": 1,
+        "overlong_bytes": MAX_LINE_BYTES + 1,
+        "line_limit_bytes": MAX_LINE_BYTES,
+    }
     assert_cleaned(harness, run)
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
 @pytest.mark.parametrize("ending", ["ok", "worker_failed", "timeout", "crash", "no_result"])
 def test_the_runtime_directory_and_credentials_go_however_the_run_ends(
-        harness: HostHarness, ending: str) -> None:
+    harness: HostHarness, ending: str
+) -> None:
     last = {
         "ok": [Step.result(ok_result())],
-        "worker_failed": [Step.result(ok_result(status="failed", error={
-            "code": "cannot", "detail": "it cannot", "evidence": [], "attempts": [],
-            "unhandled": {"reason": "capability", "explanation": "no"}, "options": [],
-            "recommendation": ""}))],
+        "worker_failed": [
+            Step.result(
+                ok_result(
+                    status="failed",
+                    error={
+                        "code": "cannot",
+                        "detail": "it cannot",
+                        "evidence": [],
+                        "attempts": [],
+                        "unhandled": {"reason": "capability", "explanation": "no"},
+                        "options": [],
+                        "recommendation": "",
+                    },
+                )
+            )
+        ],
         "crash": [Step.crash("raise")],
         "no_result": [Step.line("text", text="I am done")],
     }.get(ending, [])
     deadline, timeout = timeout_here(harness)
     if ending == "timeout":
         last = [timeout, Step.sleep(3600)]
-    run = harness.run([*OPEN, *last],
-                      limits=Limits(timeout_seconds=SLOW, rounds=1, retries=0,
-                                    retry_delay_seconds=0), deadline=deadline)
-    assert run.code == {"ok": None, "worker_failed": "worker_failed",
-                        "timeout": "worker_timeout", "crash": "claude_failed",
-                        "no_result": "worker_result_invalid"}[ending]
+    run = harness.run(
+        [*OPEN, *last],
+        limits=Limits(timeout_seconds=SLOW, rounds=1, retries=0, retry_delay_seconds=0),
+        deadline=deadline,
+    )
+    assert (
+        run.code
+        == {
+            "ok": None,
+            "worker_failed": "worker_failed",
+            "timeout": "worker_timeout",
+            "crash": "claude_failed",
+            "no_result": "worker_result_invalid",
+        }[ending]
+    )
     assert (run.run_dir / "transcript.jsonl").is_file()
     assert_cleaned(harness, run)
 
@@ -445,27 +559,37 @@ def test_the_runtime_directory_and_credentials_go_however_the_run_ends(
 @pytest.mark.req("Proposed deletions follow every clean last round")
 def test_the_host_performs_the_proposed_deletions(harness: HostHarness) -> None:
     wt = harness.worktree
-    run = harness.run([
-        *OPEN,
-        Step.write("{worktree}/src/app/scratch.py", "tmp\n"),
-        Step.symlink("{worktree}/src/app/link.py", "{worktree}/src/other/lib.py"),
-        Step.symlink("{worktree}/src/app/outside", "{worktree}/src/other"),
-        Step.result(ok_result(
-            "src/app/scratch.py", f"{wt}/src/app/scratch.py", "src/app/./scratch.py",
-            "src/app/link.py",              # a final link: the link goes, not its target
-            "src/app/outside/lib.py",       # through a directory link: src/other, not rw
-            "src/app/gone.py",              # absent
-            "../outside.txt",               # outside the worktree
-            "src/app/util.py",              # ro below rw
-            "src/app/",                     # a directory
-        )),
-    ])
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write("{worktree}/src/app/scratch.py", "tmp\n"),
+            Step.symlink("{worktree}/src/app/link.py", "{worktree}/src/other/lib.py"),
+            Step.symlink("{worktree}/src/app/outside", "{worktree}/src/other"),
+            Step.result(
+                ok_result(
+                    "src/app/scratch.py",
+                    f"{wt}/src/app/scratch.py",
+                    "src/app/./scratch.py",
+                    "src/app/link.py",  # a final link: the link goes, not its target
+                    "src/app/outside/lib.py",  # through a directory link: src/other, not rw
+                    "src/app/gone.py",  # absent
+                    "../outside.txt",  # outside the worktree
+                    "src/app/util.py",  # ro below rw
+                    "src/app/",  # a directory
+                )
+            ),
+        ]
+    )
     assert run.record.status == "ok", run.record.error
     assert run.audit()["verdict"] == "clean"
     assert sorted(run.record.deleted) == ["src/app/link.py", "src/app/scratch.py"]
     assert run.record.deletions_absent == ("src/app/gone.py",)
     assert set(run.record.deletions_refused) == {
-        "src/app/outside/lib.py", "../outside.txt", "src/app/util.py", "src/app/"}
+        "src/app/outside/lib.py",
+        "../outside.txt",
+        "src/app/util.py",
+        "src/app/",
+    }
     assert run.record.deletions_failed == ()
     assert not (wt / "src/app/scratch.py").exists()
     assert not os.path.lexists(wt / "src/app/link.py")
@@ -479,17 +603,21 @@ def test_the_host_performs_the_proposed_deletions(harness: HostHarness) -> None:
 
 @pytest.mark.req("The transcript is kept before the runtime directory goes")
 @pytest.mark.req("No worker process outlives its round")
-def test_a_cancellation_from_another_thread_interrupts_the_round(harness: HostHarness,
-                                                                 pids: Path) -> None:
+def test_a_cancellation_from_another_thread_interrupts_the_round(
+    harness: HostHarness, pids: Path
+) -> None:
     cancel = Cancellation()
-    run = harness.run([
-        *OPEN,
-        Step.spawn(3600, grandchild=True, pidfile=str(pids)),
-        Step.write("{worktree}/src/app/scratch.py", "tmp\n"),
-        Step.result(ok_result("src/app/main.py", "src/app/scratch.py")),
-        cancel_here(harness, cancel, "the operation run was cancelled"),
-        Step.sleep(3600),
-    ], cancel=cancel)
+    run = harness.run(
+        [
+            *OPEN,
+            Step.spawn(3600, grandchild=True, pidfile=str(pids)),
+            Step.write("{worktree}/src/app/scratch.py", "tmp\n"),
+            Step.result(ok_result("src/app/main.py", "src/app/scratch.py")),
+            cancel_here(harness, cancel, "the operation run was cancelled"),
+            Step.sleep(3600),
+        ],
+        cancel=cancel,
+    )
     assert run.code == "interrupted" and run.record.status == "failed"
     assert run.trace()["outcome"] == "interrupted"
     assert "cancelled" in run.record.error.detail  # type: ignore[union-attr]
@@ -503,14 +631,17 @@ def test_a_cancellation_from_another_thread_interrupts_the_round(harness: HostHa
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_an_unreadable_directory_in_work_is_removed(harness: HostHarness) -> None:
-    run = harness.run([
-        *OPEN,
-        Step.write("{cwd}/locked/inner/file.txt", "x\n"),
-        Step.write("{tmp}/closed/file.txt", "y\n"),
-        Step.chmod("{cwd}/locked/inner", "000"), Step.chmod("{cwd}/locked", "000"),
-        Step.chmod("{tmp}/closed", "500"),
-        Step.result(ok_result()),
-    ])
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write("{cwd}/locked/inner/file.txt", "x\n"),
+            Step.write("{tmp}/closed/file.txt", "y\n"),
+            Step.chmod("{cwd}/locked/inner", "000"),
+            Step.chmod("{cwd}/locked", "000"),
+            Step.chmod("{tmp}/closed", "500"),
+            Step.result(ok_result()),
+        ]
+    )
     assert run.record.status == "ok", run.record.error
     assert_cleaned(harness, run)
 
@@ -518,9 +649,15 @@ def test_an_unreadable_directory_in_work_is_removed(harness: HostHarness) -> Non
 @pytest.mark.req("A failed run explains itself")
 def test_an_interrupted_round_reports_its_write_outside_rw(harness: HostHarness) -> None:
     cancel = Cancellation()
-    run = harness.run([*OPEN, Step.write("{worktree}/docs/notes.md", "changed\n"),
-                       cancel_here(harness, cancel, "the operation run was cancelled"),
-                       Step.sleep(3600)], cancel=cancel)
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write("{worktree}/docs/notes.md", "changed\n"),
+            cancel_here(harness, cancel, "the operation run was cancelled"),
+            Step.sleep(3600),
+        ],
+        cancel=cancel,
+    )
     assert run.code == "interrupted"
     assert run.audit()["violations"] == ["docs/notes.md"]
     error = run.record.error
@@ -538,16 +675,30 @@ def test_an_interrupted_round_reports_its_write_outside_rw(harness: HostHarness)
 @pytest.mark.req("Every round keeps its standard error")
 def test_a_transient_error_is_retried_in_the_same_session(harness: HostHarness) -> None:
     run = harness.run(
-        [*OPEN, Step.write(MAIN, "half\n"), Step.stderr(text="round one\n"),
-         Step.error("API Error: 529 Overloaded"), Step.exit(1)],
-        [Step.session("s-1"), Step.transcript(), Step.write(MAIN, "whole\n"),
-         Step.stderr(text="round two\n"), Step.result(ok_result())],
-        limits=Limits(timeout_seconds=SLOW, rounds=0, retries=2, retry_delay_seconds=0))
+        [
+            *OPEN,
+            Step.write(MAIN, "half\n"),
+            Step.stderr(text="round one\n"),
+            Step.error("API Error: 529 Overloaded"),
+            Step.exit(1),
+        ],
+        [
+            Step.session("s-1"),
+            Step.transcript(),
+            Step.write(MAIN, "whole\n"),
+            Step.stderr(text="round two\n"),
+            Step.result(ok_result()),
+        ],
+        limits=Limits(timeout_seconds=SLOW, rounds=0, retries=2, retry_delay_seconds=0),
+    )
     assert run.record.status == "ok", run.record.error
     assert [r.prompt for r in run.record.rounds] == ["initial", "retry"]
     # the preparation's command line, round 1, then the retry continuing session s-1
     assert [(k.value, s) for k, s in run.backend.commands] == [
-        ("initial", None), ("initial", None), ("retry", "s-1")]
+        ("initial", None),
+        ("initial", None),
+        ("retry", "s-1"),
+    ]
     first = run.trace("rounds/1/trace.json")["content"]["transient"]
     assert first["retried"] is True and "529" in first["error"]
     assert (run.run_dir / "rounds/1/stderr.log").read_bytes() == b"round one\n"
@@ -570,10 +721,16 @@ def test_a_repair_resumes_the_session_with_the_repair_text(harness: HostHarness)
 
     run = harness.run(
         [*OPEN, Step.write(MAIN, "bad\n"), Step.result(ok_result())],
-        [Step.session("s-1"), Step.record(str(prompt)), Step.transcript(),
-         Step.write(MAIN, "good\n"), Step.result(ok_result())],
+        [
+            Step.session("s-1"),
+            Step.record(str(prompt)),
+            Step.transcript(),
+            Step.write(MAIN, "good\n"),
+            Step.result(ok_result()),
+        ],
         validation=validation,
-        limits=Limits(timeout_seconds=SLOW, rounds=2, retries=0, retry_delay_seconds=0))
+        limits=Limits(timeout_seconds=SLOW, rounds=2, retries=0, retry_delay_seconds=0),
+    )
     assert run.record.status == "ok", run.record.error
     assert seen == [1, 2]
     assert [r.prompt for r in run.record.rounds] == ["initial", "repair"]
@@ -585,12 +742,20 @@ def test_a_repair_resumes_the_session_with_the_repair_text(harness: HostHarness)
 
 @pytest.mark.req("Proposed deletions follow every clean last round")
 def test_a_round_that_timed_out_after_its_result_still_performs_its_deletions(
-        harness: HostHarness) -> None:
+    harness: HostHarness,
+) -> None:
     deadline, timeout = timeout_here(harness)
-    run = harness.run([*OPEN, Step.write("{worktree}/src/app/scratch.py", "x\n"),
-                       Step.result(ok_result("src/app/scratch.py")), timeout, Step.sleep(3600)],
-                      limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0,
-                                    retry_delay_seconds=0), deadline=deadline)
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write("{worktree}/src/app/scratch.py", "x\n"),
+            Step.result(ok_result("src/app/scratch.py")),
+            timeout,
+            Step.sleep(3600),
+        ],
+        limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0, retry_delay_seconds=0),
+        deadline=deadline,
+    )
     assert run.code == "worker_timeout"
     assert run.record.worker_result == ok_result("src/app/scratch.py")
     assert run.record.deleted == ("src/app/scratch.py",)
@@ -603,19 +768,24 @@ def test_a_round_that_timed_out_after_its_result_still_performs_its_deletions(
 
 @pytest.mark.req("Every round is audited")
 def test_a_write_through_a_link_in_rw_and_a_mode_change_are_violations(
-        harness: HostHarness) -> None:
-    run = harness.run([
-        *OPEN,
-        Step.symlink("{worktree}/src/app/notes.md", "{worktree}/docs/notes.md"),
-        Step.write("{worktree}/src/app/notes.md", "through the link\n"),
-        Step.chmod("{worktree}/src/other/lib.py", "755"),
-        Step.chmod(MAIN, "755"),
-        Step.result(ok_result()),
-    ])
+    harness: HostHarness,
+) -> None:
+    run = harness.run(
+        [
+            *OPEN,
+            Step.symlink("{worktree}/src/app/notes.md", "{worktree}/docs/notes.md"),
+            Step.write("{worktree}/src/app/notes.md", "through the link\n"),
+            Step.chmod("{worktree}/src/other/lib.py", "755"),
+            Step.chmod(MAIN, "755"),
+            Step.result(ok_result()),
+        ]
+    )
     assert run.code == "audit_violation"
     assert run.audit() == {
-        "verdict": "violation", "violations": ["docs/notes.md", "src/other/lib.py"],
-        "changed": ["docs/notes.md", "src/app/main.py", "src/app/notes.md", "src/other/lib.py"]}
+        "verdict": "violation",
+        "violations": ["docs/notes.md", "src/other/lib.py"],
+        "changed": ["docs/notes.md", "src/app/main.py", "src/app/notes.md", "src/other/lib.py"],
+    }
     assert_cleaned(harness, run)
 
 
@@ -636,14 +806,21 @@ def test_a_run_in_the_primary_worktree_is_refused_with_a_record(harness: HostHar
 @pytest.mark.req("A worker runs only inside .claude/worktrees/")
 @pytest.mark.req("Every run leaves a final record")
 def test_a_worktree_in_a_folder_taken_for_another_run_is_refused_with_a_record(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The repository in `<temp root>/concorde-mine/`, as the demo's was in /tmp: every tool
     of the worker would refuse every path of its worktree as another run's. Refused before
     anything is generated, naming why and the repair; nothing of the run is left."""
     built = build_project(tmp_path / "concorde-mine")
     isolate_environment(monkeypatch, built)
-    harness = HostHarness(root=built.root, worktree=built.worktree, primary=built.primary,
-                          tmp=tmp_path, home=built.home, git_env=built.git_env)
+    harness = HostHarness(
+        root=built.root,
+        worktree=built.worktree,
+        primary=built.primary,
+        tmp=tmp_path,
+        home=built.home,
+        git_env=built.git_env,
+    )
     run = harness.run([*OPEN, Step.result(ok_result())])
     assert run.code == "worktree_misplaced"
     assert "belongs to another worker run" in run.record.error.detail  # type: ignore[union-attr]
@@ -668,15 +845,18 @@ def test_a_malformed_grant_generates_nothing(harness: HostHarness) -> None:
 
 
 def test_the_parallel_observation_sees_what_the_sequential_one_sees(
-        harness: HostHarness, project: Any) -> None:
+    harness: HostHarness, project: Any
+) -> None:
     """WorktreeObserver runs HEAD and the index digest beside `git status` (docs/benchmarks.md);
     it observes exactly what one command after another observes, and fails alike."""
     git = GitCliReader(environ=project.git_env)
     fs = LocalFileSystem()
     git_dir, common = git.git_dirs(str(harness.worktree))
     repo = GitRepository(worktree=str(harness.worktree), git_dir=git_dir, common_dir=common)
-    parallel, sequential = (WorktreeObserver(git, fs, repo),
-                            WorktreeObserver(git, fs, repo, parallel=False))
+    parallel, sequential = (
+        WorktreeObserver(git, fs, repo),
+        WorktreeObserver(git, fs, repo, parallel=False),
+    )
     snapshot = parallel.snapshot()
     assert snapshot == sequential.snapshot()
     (harness.worktree / "src/app/main.py").write_text("changed\n")
@@ -697,16 +877,23 @@ def test_the_parallel_observation_sees_what_the_sequential_one_sees(
 
 @pytest.mark.req("Proposed deletions follow every clean last round")
 def test_a_cancellation_during_the_round_validation_interrupts_without_deletions(
-        harness: HostHarness) -> None:
+    harness: HostHarness,
+) -> None:
     cancel = Cancellation()
 
     def validation(given: ValidationInput) -> ValidationOutcome:
         cancel.cancel("the operation run was cancelled")  # arrives while the caller validates
         return ValidationOutcome()
 
-    run = harness.run([*OPEN, Step.write("{worktree}/src/app/scratch.py", "x\n"),
-                       Step.result(ok_result("src/app/scratch.py"))],
-                      validation=validation, cancel=cancel)
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write("{worktree}/src/app/scratch.py", "x\n"),
+            Step.result(ok_result("src/app/scratch.py")),
+        ],
+        validation=validation,
+        cancel=cancel,
+    )
     assert (harness.worktree / "src/app/scratch.py").exists()  # interruption changes nothing
     assert run.record.deleted == ()
     assert run.code == "interrupted"
@@ -719,9 +906,15 @@ def test_a_held_back_action_is_shown_while_the_worker_is_silent(harness: HostHar
     # worker runs one long command without printing anything: it waits at a gate the test
     # releases only once status.json has shown the call.
     silent = Gate(harness.root / "silent.gate")
-    thread, runs = run_in_thread(harness, [
-        *OPEN, Step.line("tool", tool="Bash", target="pytest -q"), Step.gate(silent.path),
-        Step.result(ok_result())])
+    thread, runs = run_in_thread(
+        harness,
+        [
+            *OPEN,
+            Step.line("tool", tool="Bash", target="pytest -q"),
+            Step.gate(silent.path),
+            Step.result(ok_result()),
+        ],
+    )
 
     def shown() -> dict[str, Any] | None:
         for status_file in (harness.parent / "workers").glob("*/status.json"):
@@ -744,23 +937,35 @@ def test_a_held_back_action_is_shown_while_the_worker_is_silent(harness: HostHar
 
 @pytest.mark.req("A failed run explains itself")
 @pytest.mark.parametrize("ending", ["timeout", "crash"])
-def test_a_timeout_or_crash_names_the_rounds_write_outside_rw(harness: HostHarness,
-                                                               ending: str) -> None:
+def test_a_timeout_or_crash_names_the_rounds_write_outside_rw(
+    harness: HostHarness, ending: str
+) -> None:
     deadline, timeout = timeout_here(harness)
     last = [timeout, Step.sleep(3600)] if ending == "timeout" else [Step.crash("exit", status=5)]
-    run = harness.run([*OPEN, Step.write("{worktree}/docs/notes.md", "changed\n"), *last],
-                      limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0,
-                                    retry_delay_seconds=0), deadline=deadline)
+    run = harness.run(
+        [*OPEN, Step.write("{worktree}/docs/notes.md", "changed\n"), *last],
+        limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0, retry_delay_seconds=0),
+        deadline=deadline,
+    )
     assert run.code == {"timeout": "worker_timeout", "crash": "claude_failed"}[ending]
     assert run.audit()["violations"] == ["docs/notes.md"]
     assert "docs/notes.md" in run.record.error.detail  # type: ignore[union-attr]
     assert_cleaned(harness, run)
 
 
-FAILED_RESULT = ok_result("src/app/scratch.py", status="failed", error={
-    "code": "cannot", "detail": "it cannot", "evidence": [], "attempts": [],
-    "unhandled": {"reason": "capability", "explanation": "no"}, "options": [],
-    "recommendation": ""})
+FAILED_RESULT = ok_result(
+    "src/app/scratch.py",
+    status="failed",
+    error={
+        "code": "cannot",
+        "detail": "it cannot",
+        "evidence": [],
+        "attempts": [],
+        "unhandled": {"reason": "capability", "explanation": "no"},
+        "options": [],
+        "recommendation": "",
+    },
+)
 
 
 def _raises(given: ValidationInput) -> ValidationOutcome:
@@ -768,23 +973,33 @@ def _raises(given: ValidationInput) -> ValidationOutcome:
 
 
 def _violation(given: ValidationInput) -> ValidationOutcome:
-    return ValidationOutcome(violation=LinkAnswer(code="audit_violation",
-                                                  detail="GLOSSARY.md#cart (owner: shop)"))
+    return ValidationOutcome(
+        violation=LinkAnswer(code="audit_violation", detail="GLOSSARY.md#cart (owner: shop)")
+    )
 
 
 @pytest.mark.req("Proposed deletions follow every clean last round")
-@pytest.mark.parametrize(("case", "code", "deleted"), [
-    ("worker_failed", "worker_failed", True),
-    ("validation_raises", "validation_unavailable", True),
-    ("validation_violation", "audit_violation", False),
-])
+@pytest.mark.parametrize(
+    ("case", "code", "deleted"),
+    [
+        ("worker_failed", "worker_failed", True),
+        ("validation_raises", "validation_unavailable", True),
+        ("validation_violation", "audit_violation", False),
+    ],
+)
 def test_deletions_follow_a_failed_worker_or_validation_but_not_a_violation(
-        harness: HostHarness, case: str, code: str, deleted: bool) -> None:
+    harness: HostHarness, case: str, code: str, deleted: bool
+) -> None:
     result = FAILED_RESULT if case == "worker_failed" else ok_result("src/app/scratch.py")
-    validation = {"worker_failed": None, "validation_raises": _raises,
-                  "validation_violation": _violation}[case]
-    run = harness.run([*OPEN, Step.write("{worktree}/src/app/scratch.py", "x\n"),
-                       Step.result(result)], validation=validation)
+    validation = {
+        "worker_failed": None,
+        "validation_raises": _raises,
+        "validation_violation": _violation,
+    }[case]
+    run = harness.run(
+        [*OPEN, Step.write("{worktree}/src/app/scratch.py", "x\n"), Step.result(result)],
+        validation=validation,
+    )
     assert run.code == code
     assert run.record.deleted == (("src/app/scratch.py",) if deleted else ())
     assert (harness.worktree / "src/app/scratch.py").exists() is not deleted
@@ -797,8 +1012,7 @@ def test_deletions_follow_a_failed_worker_or_validation_but_not_a_violation(
 def test_a_run_cancelled_before_its_launch_starts_no_worker(harness: HostHarness) -> None:
     cancel = Cancellation()
     cancel.cancel("the operation run was cancelled")
-    run = harness.run([*OPEN, Step.write(MAIN, "x\n"), Step.result(ok_result())],
-                      cancel=cancel)
+    run = harness.run([*OPEN, Step.write(MAIN, "x\n"), Step.result(ok_result())], cancel=cancel)
     assert run.code == "interrupted" and run.record.rounds == ()
     assert (harness.worktree / "src/app/main.py").read_text() == "print('main')\n"
     assert_cleaned(harness, run)
@@ -806,9 +1020,11 @@ def test_a_run_cancelled_before_its_launch_starts_no_worker(harness: HostHarness
 
 @pytest.mark.req("A failed run explains itself")
 def test_a_round_whose_program_cannot_start_is_launch_failed_without_audit(
-        harness: HostHarness) -> None:
-    run = harness.run([*OPEN, Step.result(ok_result())],
-                      interpreter=str(harness.root / "no-such-python"))
+    harness: HostHarness,
+) -> None:
+    run = harness.run(
+        [*OPEN, Step.result(ok_result())], interpreter=str(harness.root / "no-such-python")
+    )
     assert run.code == "launch_failed"
     assert "no-such-python" in run.record.error.detail  # type: ignore[union-attr]
     assert [r.audit for r in run.record.rounds] == [None]
@@ -817,13 +1033,18 @@ def test_a_round_whose_program_cannot_start_is_launch_failed_without_audit(
 
 
 @pytest.mark.req("No worker process outlives its round")
-def test_a_child_holding_stdout_open_does_not_hold_the_round(harness: HostHarness,
-                                                             pids: Path) -> None:
+def test_a_child_holding_stdout_open_does_not_hold_the_round(
+    harness: HostHarness, pids: Path
+) -> None:
     # The children sleep for an hour holding stdout: had the round waited for them, this test
     # would not end; wait_gone shows the group kill ended them.
-    run = harness.run([*OPEN, Step.spawn(3600, grandchild=True, pidfile=str(pids),
-                                         keep_stdout=True),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [
+            *OPEN,
+            Step.spawn(3600, grandchild=True, pidfile=str(pids), keep_stdout=True),
+            Step.result(ok_result()),
+        ]
+    )
     assert run.record.status == "ok", run.record.error
     assert wait_gone(pidlist(pids))
     assert_cleaned(harness, run)
@@ -834,9 +1055,14 @@ def test_a_child_holding_stdout_open_does_not_hold_the_round(harness: HostHarnes
 
 def test_a_changed_exclude_file_cannot_hide_a_write_outside_rw(harness: HostHarness) -> None:
     exclude = harness.primary / ".git" / "info" / "exclude"
-    run = harness.run([*OPEN, Step.write(str(exclude), "secrets/\n"),
-                       Step.write("{worktree}/secrets/planted.txt", "planted\n"),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write(str(exclude), "secrets/\n"),
+            Step.write("{worktree}/secrets/planted.txt", "planted\n"),
+            Step.result(ok_result()),
+        ]
+    )
     assert run.code == "audit_violation", run.audit()
     assert "Git configuration" in run.audit()["violations"]
 
@@ -845,11 +1071,16 @@ def test_a_changed_exclude_file_cannot_hide_a_write_outside_rw(harness: HostHarn
 def test_git_metadata_planted_in_an_rw_directory_is_a_violation(harness: HostHarness) -> None:
     # Git never lists a `.git` entry, so a repository a worker's bash makes inside rw (whose
     # config could run code for whoever later runs Git there) is found by walking rw directories.
-    run = harness.run([*OPEN,
-                       Step.write("{worktree}/src/app/.git/config",
-                                  "[core]\n\tfsmonitor = touch /tmp/planted\n"),
-                       Step.write("{worktree}/src/app/sub/.git/HEAD", "ref: refs/heads/x\n"),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write(
+                "{worktree}/src/app/.git/config", "[core]\n\tfsmonitor = touch /tmp/planted\n"
+            ),
+            Step.write("{worktree}/src/app/sub/.git/HEAD", "ref: refs/heads/x\n"),
+            Step.result(ok_result()),
+        ]
+    )
     assert run.code == "audit_violation", run.audit()
     violations = run.audit()["violations"]
     assert "src/app/.git" in violations
@@ -862,11 +1093,20 @@ def test_a_bare_looking_git_directory_planted_in_rw_is_a_violation(harness: Host
     whoever `cd`s into it (or a shell prompt there) runs Git with its configuration, which can
     name a work tree and a filter. It is Git metadata like a `.git`, moved out as evidence."""
     evil = "{worktree}/src/app/evil"
-    run = harness.run([*OPEN, Step.mkdir(f"{evil}/objects"), Step.mkdir(f"{evil}/refs"),
-                       Step.write(f"{evil}/HEAD", "ref: refs/heads/main\n"),
-                       Step.write(f"{evil}/config", "[core]\n\tbare = false\n\tworktree = ..\n"
-                                  "[filter \"x\"]\n\tclean = touch /tmp/planted\n"),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [
+            *OPEN,
+            Step.mkdir(f"{evil}/objects"),
+            Step.mkdir(f"{evil}/refs"),
+            Step.write(f"{evil}/HEAD", "ref: refs/heads/main\n"),
+            Step.write(
+                f"{evil}/config",
+                "[core]\n\tbare = false\n\tworktree = ..\n"
+                '[filter "x"]\n\tclean = touch /tmp/planted\n',
+            ),
+            Step.result(ok_result()),
+        ]
+    )
     assert run.code == "audit_violation", run.audit()
     assert "src/app/evil" in run.audit()["violations"]
     detail = run.record.error.detail  # type: ignore[union-attr]
@@ -878,19 +1118,26 @@ def test_a_bare_looking_git_directory_planted_in_rw_is_a_violation(harness: Host
 
 @pytest.mark.req("Workers never see Git")
 def test_git_metadata_an_interrupted_run_left_is_refused_by_the_next_run(
-        harness: HostHarness) -> None:
+    harness: HostHarness,
+) -> None:
     """An interrupted run leaves what its worker planted (seed 000: an interruption leaves the
     worktree as it found it). For the next run the repository is there before its snapshot,
     hidden from its worker like any nested repository: were that run to end ok, its record
     would say nothing of a repository whose configuration runs a program for whoever next uses
     Git there. The next run is refused before launch instead, naming it and the repair."""
     cancel = Cancellation()
-    first = harness.run([*OPEN,
-                         Step.write("{worktree}/src/app/x/.git/config",
-                                    "[filter \"x\"]\n\tclean = touch /tmp/planted\n"),
-                         Step.write("{worktree}/src/app/x/.git/HEAD", "ref: refs/heads/x\n"),
-                         cancel_here(harness, cancel, "the operation run was cancelled"),
-                         Step.sleep(3600)], cancel=cancel)
+    first = harness.run(
+        [
+            *OPEN,
+            Step.write(
+                "{worktree}/src/app/x/.git/config", '[filter "x"]\n\tclean = touch /tmp/planted\n'
+            ),
+            Step.write("{worktree}/src/app/x/.git/HEAD", "ref: refs/heads/x\n"),
+            cancel_here(harness, cancel, "the operation run was cancelled"),
+            Step.sleep(3600),
+        ],
+        cancel=cancel,
+    )
     assert first.code == "interrupted"
     assert (harness.worktree / "src/app/x/.git/config").is_file()  # left as it was
     second = harness.run([*OPEN, Step.result(ok_result())])
@@ -908,8 +1155,9 @@ def test_a_nested_repository_that_runs_nothing_does_not_stop_a_run(harness: Host
     (nested / "objects").mkdir(parents=True)
     (nested / "refs").mkdir()
     (nested / "HEAD").write_text("ref: refs/heads/main\n")
-    (nested / "config").write_text("[core]\n\tbare = false\n[remote \"origin\"]\n"
-                                    "\turl = https://example.invalid/x.git\n")
+    (nested / "config").write_text(
+        '[core]\n\tbare = false\n[remote "origin"]\n\turl = https://example.invalid/x.git\n'
+    )
     run = harness.run([*OPEN, Step.result(ok_result())])
     assert run.record.status == "ok", run.record.error
 
@@ -917,7 +1165,8 @@ def test_a_nested_repository_that_runs_nothing_does_not_stop_a_run(harness: Host
 @pytest.mark.req("No worker process outlives its round")
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_an_exception_of_the_host_mid_round_kills_the_group_and_removes_the_runtime(
-        harness: HostHarness, pids: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    harness: HostHarness, pids: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     original = TestStreamReader.feed
 
     def feed(self: TestStreamReader, line: str) -> Any:
@@ -927,9 +1176,15 @@ def test_an_exception_of_the_host_mid_round_kills_the_group_and_removes_the_runt
 
     monkeypatch.setattr(TestStreamReader, "feed", feed)
     with pytest.raises(RuntimeError, match="a defect"):  # not after the agent's hour
-        harness.run([*OPEN, Step.spawn(3600, grandchild=True, pidfile=str(pids)),
-                     Step.line("tool", tool="Read", target="x"), Step.sleep(3600),
-                     Step.result(ok_result())])
+        harness.run(
+            [
+                *OPEN,
+                Step.spawn(3600, grandchild=True, pidfile=str(pids)),
+                Step.line("tool", tool="Read", target="x"),
+                Step.sleep(3600),
+                Step.result(ok_result()),
+            ]
+        )
     assert len(pidlist(pids)) == 2 and wait_gone(pidlist(pids))
     assert [p.name for p in harness.tmp.iterdir()] == []  # runtime and credential copy gone
 
@@ -937,16 +1192,22 @@ def test_an_exception_of_the_host_mid_round_kills_the_group_and_removes_the_runt
 # --- one run at a time in a worktree (issue 19 §3) ---------------------------------------------
 
 
-def test_a_second_run_on_a_busy_worktree_is_refused_naming_the_first(harness: HostHarness
-                                                                     ) -> None:
+def test_a_second_run_on_a_busy_worktree_is_refused_naming_the_first(harness: HostHarness) -> None:
     """Two runs at once would change and audit the same files, each blaming the other's changes
     on its own worker: the second ends launch_failed naming the first, before its snapshot, and
     the first ends as if alone; once it has ended the worktree is free again."""
     inside = Signal(harness.root / "inside.fifo")
     gate = Gate(harness.root / "first.gate")
-    thread, runs = run_in_thread(harness, [
-        Step.session("s-1"), Step.write("{worktree}/src/app/first.py", "1\n"),
-        Step.signal(inside.path), Step.gate(gate.path), Step.result(ok_result())])
+    thread, runs = run_in_thread(
+        harness,
+        [
+            Step.session("s-1"),
+            Step.write("{worktree}/src/app/first.py", "1\n"),
+            Step.signal(inside.path),
+            Step.gate(gate.path),
+            Step.result(ok_result()),
+        ],
+    )
     try:
         inside.wait()
         second = harness.run([Step.session("s-2"), Step.result(ok_result())])
@@ -970,12 +1231,19 @@ def test_the_lock_of_a_host_killed_by_sigkill_is_free_at_once(tmp_path: Path) ->
     """The kernel's lock (flock) goes with its process: a dead host's run is never in the way."""
     lock = str(tmp_path / "concorde-workers.lock")
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time\n"
-         "from concorde_workers.adapters.filesystem import LocalFileSystem\n"
-         "held = LocalFileSystem().hold_lock(sys.argv[1], 'the killed host')\n"
-         "print('held' if not isinstance(held, str) else held, flush=True)\n"
-         "time.sleep(600)\n", lock], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from concorde_workers.adapters.filesystem import LocalFileSystem\n"
+            "held = LocalFileSystem().hold_lock(sys.argv[1], 'the killed host')\n"
+            "print('held' if not isinstance(held, str) else held, flush=True)\n"
+            "time.sleep(600)\n",
+            lock,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         assert LocalFileSystem().hold_lock(lock, "me") == "the killed host"

@@ -28,16 +28,31 @@ def run_lint_imports(package_parent: Path, config: Path) -> subprocess.Completed
     env = {**os.environ, "PYTHONPATH": str(package_parent)}
     return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(config), "--no-cache"],
-        cwd=package_parent, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=package_parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
 def copy_package(tmp_path: Path) -> Path:
     target = tmp_path / PACKAGE
     shutil.copytree(
-        ROOT, target,
-        ignore=shutil.ignore_patterns(".git", ".venv", "tests", "node_modules", "*.egg-info",
-                                      "__pycache__", ".*_cache", "build", "dist"),
+        ROOT,
+        target,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            "tests",
+            "node_modules",
+            "*.egg-info",
+            "__pycache__",
+            ".*_cache",
+            "build",
+            "dist",
+        ),
     )
     return target
 
@@ -51,7 +66,9 @@ def test_the_layer_contracts_are_kept(tmp_path: Path) -> None:
 
 def test_a_domain_module_reaching_an_adapter_breaks_the_suite(tmp_path: Path) -> None:
     copy = copy_package(tmp_path)
-    (copy / "domain" / "leak.py").write_text("import concorde_workers.adapters\nimport subprocess\n")
+    (copy / "domain" / "leak.py").write_text(
+        "import concorde_workers.adapters\nimport subprocess\n"
+    )
     result = run_lint_imports(tmp_path, copy / "pyproject.toml")
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
@@ -71,10 +88,16 @@ def test_each_arrow_against_the_picture_breaks_the_suite(tmp_path: Path) -> None
     result = run_lint_imports(tmp_path, copy / "pyproject.toml")
     assert result.returncode != 0
     out = " ".join(result.stdout.split())
-    assert ("concorde_workers.application is not allowed to import concorde_workers.container: "
-            "- concorde_workers.application.leak -> concorde_workers.container") in out
-    assert ("Illegal imports of protected package concorde_workers.application: "
-            "- concorde_workers.adapters.pi.leak -> concorde_workers.application.host") in out
-    assert ("concorde_workers.adapters.cli is not allowed to import concorde_workers.adapters.git: "
-            "- concorde_workers.adapters.cli.leak -> concorde_workers.adapters.git") in out
+    assert (
+        "concorde_workers.application is not allowed to import concorde_workers.container: "
+        "- concorde_workers.application.leak -> concorde_workers.container"
+    ) in out
+    assert (
+        "Illegal imports of protected package concorde_workers.application: "
+        "- concorde_workers.adapters.pi.leak -> concorde_workers.application.host"
+    ) in out
+    assert (
+        "concorde_workers.adapters.cli is not allowed to import concorde_workers.adapters.git: "
+        "- concorde_workers.adapters.cli.leak -> concorde_workers.adapters.git"
+    ) in out
     assert "3 broken" in out

@@ -27,9 +27,10 @@ def mine(project: Any, monkeypatch: pytest.MonkeyPatch) -> Path:
     (repo / "tests" / "test_calc.py").write_text("def test_add():\n    assert 1 + 1 == 2\n")
     (repo / "README.md").write_text("# calc\n")
     env = project.git_env
+
     def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(repo), *args], env=env, check=True,
-                       capture_output=True)
+        subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
+
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], env=env, check=True)
     git("config", "--global", "user.name", "Ada")
     git("config", "--global", "user.email", "ada@example.invalid")
@@ -49,34 +50,58 @@ def test_init_with_a_task_writes_files_that_plan_accepts(project: Any, mine: Pat
     grant = Path(done["grant"])
     assert grant == project.home / "maps" / "grants" / "mine" / "t1.json"
     assert json.loads(grant.read_text())["entries"] == [
-        {"path": "README.md", "level": "ro"}, {"path": "src/", "level": "rw"},
-        {"path": "tests/", "level": "ro"}]
+        {"path": "README.md", "level": "ro"},
+        {"path": "src/", "level": "rw"},
+        {"path": "tests/", "level": "ro"},
+    ]
     # committed on the task branch, where a run reads it
-    shown = subprocess.run(["git", "-C", str(worktree), "show", "HEAD:.concorde/workers.json"],
-                           env=project.git_env, capture_output=True, text=True, check=True)
+    shown = subprocess.run(
+        ["git", "-C", str(worktree), "show", "HEAD:.concorde/workers.json"],
+        env=project.git_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(shown.stdout)["default"] == {"backend": "claude", "model": "default"}
     models = json.loads((project.home / "maps" / "models.json").read_text())
     assert models == {"schema_version": 1, "models": {"default": {"claude": "claude-opus-4-8"}}}
     assert ".claude/worktrees/\n" in (mine / ".git" / "info" / "exclude").read_text()
-    status_line = subprocess.run(["git", "-C", str(mine), "status", "--porcelain"],
-                                 env=project.git_env, capture_output=True, text=True, check=True)
+    status_line = subprocess.run(
+        ["git", "-C", str(mine), "status", "--porcelain"],
+        env=project.git_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert status_line.stdout == ""  # the worktrees are excluded from the user's own status
     # the next command it prints is a plan that would launch
     assert done["next"].startswith(f"concorde-workers plan --worktree {worktree} --grant {grant}")
-    status, out, err = cli("plan", "--worktree", str(worktree), "--grant", str(grant),
-                           "--instructions", "Add sub.", "--operation", "implement",
-                           "--worker", "worker", "--json")
+    status, out, err = cli(
+        "plan",
+        "--worktree",
+        str(worktree),
+        "--grant",
+        str(grant),
+        "--instructions",
+        "Add sub.",
+        "--operation",
+        "implement",
+        "--worker",
+        "worker",
+        "--json",
+    )
     assert status == 0, out + err
     assert json.loads(out)["resolution"]["local_model"]["value"] == "claude-opus-4-8"
 
 
-def test_init_takes_pi_when_its_settings_name_a_default_model(project: Any, mine: Path,
-                                                             monkeypatch: pytest.MonkeyPatch
-                                                             ) -> None:
+def test_init_takes_pi_when_its_settings_name_a_default_model(
+    project: Any, mine: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     agent = project.home / "pi-agent"
     agent.mkdir()
-    (agent / "settings.json").write_text(json.dumps(
-        {"defaultProvider": "local", "defaultModel": "qwen-coder"}))
+    (agent / "settings.json").write_text(
+        json.dumps({"defaultProvider": "local", "defaultModel": "qwen-coder"})
+    )
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
     status, out, err = cli("init", "--task", "t2", "--json")
     assert status == 0, out + err
@@ -90,8 +115,10 @@ def test_init_takes_pi_when_its_settings_name_a_default_model(project: Any, mine
 def test_init_never_overwrites_and_force_replaces(project: Any, mine: Path) -> None:
     maps = project.home / "maps"
     maps.mkdir()
-    mapped = {"schema_version": 1, "models": {"default": {"claude": "claude-mine"},
-                                              "other": {"pi": "x/y"}}}
+    mapped = {
+        "schema_version": 1,
+        "models": {"default": {"claude": "claude-mine"}, "other": {"pi": "x/y"}},
+    }
     (maps / "models.json").write_text(json.dumps(mapped))
     (mine / ".git" / "info" / "exclude").write_text("*.log\n/.claude/worktrees/\n")
     status, out, _ = cli("init")
@@ -100,22 +127,26 @@ def test_init_never_overwrites_and_force_replaces(project: Any, mine: Path) -> N
     assert config.is_file() and "commit it on the branch your worktrees are made from" in out
     assert json.loads((maps / "models.json").read_text()) == mapped  # kept
     assert (mine / ".git" / "info" / "exclude").read_text() == "*.log\n/.claude/worktrees/\n"
-    config.write_text("{\"mine\": true}\n")
+    config.write_text('{"mine": true}\n')
     status, out, _ = cli("init")
     assert status == 0 and f"worker configuration {config}: kept, it exists" in out
-    assert config.read_text() == "{\"mine\": true}\n"
+    assert config.read_text() == '{"mine": true}\n'
     status, out, _ = cli("init", "--force")
     assert status == 0 and json.loads(config.read_text())["schema_version"] == 2
     replaced = json.loads((maps / "models.json").read_text())["models"]
     assert replaced == {"default": {"claude": "claude-opus-4-8"}, "other": {"pi": "x/y"}}
 
 
-@pytest.mark.parametrize(("argv", "says"), [
-    (["init", "--task", "../x"], "--task '../x' is no worktree name"),
-    (["init", "--repo", "/"], "is not in a Git repository"),
-])
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["init", "--task", "../x"], "--task '../x' is no worktree name"),
+        (["init", "--repo", "/"], "is not in a Git repository"),
+    ],
+)
 def test_init_refuses_what_it_cannot_do_and_writes_nothing(
-        project: Any, mine: Path, argv: list[str], says: str) -> None:
+    project: Any, mine: Path, argv: list[str], says: str
+) -> None:
     status, out, _ = cli(*argv, "--json")
     assert status == 2
     refusal = json.loads(out)["refusal"]
@@ -123,8 +154,7 @@ def test_init_refuses_what_it_cannot_do_and_writes_nothing(
     assert not (project.home / "maps").exists()
 
 
-def test_init_in_a_linked_worktree_is_refused_naming_the_primary(project: Any,
-                                                                 mine: Path) -> None:
+def test_init_in_a_linked_worktree_is_refused_naming_the_primary(project: Any, mine: Path) -> None:
     assert cli("init", "--task", "t3")[0] == 0
     status, out, _ = cli("init", "--repo", str(mine / ".claude" / "worktrees" / "t3"), "--json")
     assert status == 2

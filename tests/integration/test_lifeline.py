@@ -35,8 +35,22 @@ from concorde_workers.domain.isolation.launch import lifeline
 pytestmark = pytest.mark.integration
 
 DEADLINE = 2.0  # seconds after the host's death, as for a check (issue 9 §1)
-NO_DEATH_SIGNAL = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
-                   "--unshare-user", "--uid", "65534", "--gid", "65534", "--new-session")
+NO_DEATH_SIGNAL = (
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--unshare-all",
+    "--unshare-user",
+    "--uid",
+    "65534",
+    "--gid",
+    "65534",
+    "--new-session",
+)
 
 HOST = """
 import json, sys, time
@@ -56,13 +70,18 @@ class Namespace:
         assert bwrap is not None, "bubblewrap is not installed (./scripts/setup installs it)"
         self.mark = f"lifeline-{os.getpid()}-{time.monotonic_ns()}"
         script = "setsid sleep 3000 </dev/null >/dev/null 2>&1 & sleep 3000"
-        inside = [*lifeline("/bin/sh"), "/bin/sh", "-c", script] if with_lifeline else \
-            ["/bin/sh", "-c", script]
+        inside = (
+            [*lifeline("/bin/sh"), "/bin/sh", "-c", script]
+            if with_lifeline
+            else ["/bin/sh", "-c", script]
+        )
         argv = [bwrap, *NO_DEATH_SIGNAL, "--", *inside]
         env = {"PATH": "/usr/bin:/bin", "CONCORDE_TEST_MARK": self.mark}
         self.host = subprocess.Popen(
             [sys.executable, "-c", HOST, json.dumps(argv), json.dumps(env)],
-            stdout=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def running(self) -> None:
         """Returns once both sleeps run (the namespace's command has started)."""

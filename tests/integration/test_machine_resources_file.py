@@ -24,10 +24,14 @@ def read(path: Path | str) -> MachineResources:
 
 def test_a_file_is_read_and_its_setting_given(tmp_path: Path) -> None:
     file = tmp_path / "resources.json"
-    file.write_text('{"schema_version": 1, "defaults": {"memory_mib": 2048}, '
-                    '"without_groups": "refuse"}')
-    assert read(file) == MachineResources(defaults=ResourceLimits(memory_mib=2048),
-                                          without_groups=WithoutGroups.REFUSE, file=str(file))
+    file.write_text(
+        '{"schema_version": 1, "defaults": {"memory_mib": 2048}, "without_groups": "refuse"}'
+    )
+    assert read(file) == MachineResources(
+        defaults=ResourceLimits(memory_mib=2048),
+        without_groups=WithoutGroups.REFUSE,
+        file=str(file),
+    )
 
 
 def test_no_file_is_the_built_in_setting(tmp_path: Path) -> None:
@@ -37,8 +41,9 @@ def test_no_file_is_the_built_in_setting(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link", "directory", "oversized", "not-utf8"])
-def test_a_file_that_cannot_be_read_is_said_never_followed_or_waited_on(tmp_path: Path,
-                                                                        kind: str) -> None:
+def test_a_file_that_cannot_be_read_is_said_never_followed_or_waited_on(
+    tmp_path: Path, kind: str
+) -> None:
     file = tmp_path / "resources.json"
     if kind == "fifo":
         os.mkfifo(file)  # read, it would wait for a writer for ever

@@ -23,19 +23,38 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("domain", "ports", "adapters", "application", "contracts")
 CONTRACT_IDS = (
-    "contract.tracing.error", "contract.tracing.node", "contract.workers.grant-input",
-    "contract.workers.model-map", "contract.workers.worker-configuration",
-    "contract.workers.worker-result", "contract.workers.worker-round-trace",
-    "contract.workers.worker-run-record", "contract.workers.worker-run-trace",
+    "contract.tracing.error",
+    "contract.tracing.node",
+    "contract.workers.grant-input",
+    "contract.workers.model-map",
+    "contract.workers.worker-configuration",
+    "contract.workers.worker-result",
+    "contract.workers.worker-round-trace",
+    "contract.workers.worker-run-record",
+    "contract.workers.worker-run-trace",
 )
 _NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".venv", "node_modules", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis",
-    ".mypy_cache", ".ruff_cache", ".pytest_cache", ".benchmarks")
+    ".git",
+    ".venv",
+    "node_modules",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".hypothesis",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".benchmarks",
+)
 
 
 def _clean_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTHON", "PIP_", "GIT_", "CONCORDE_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "PIP_", "GIT_", "CONCORDE_"))
+    }
     env.update(HOME=str(home), PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
     return env
 
@@ -48,10 +67,25 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = base / "dist"
     (base / "home").mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(source)],
-        cwd=base, env=_clean_env(base / "home"), capture_output=True, text=True, timeout=300,
-        check=False)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        cwd=base,
+        env=_clean_env(base / "home"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     wheels = sorted(out.glob("concorde_workers-*.whl"))
     assert len(wheels) == 1, wheels
@@ -66,8 +100,15 @@ def _names(wheel: Path) -> set[str]:
 def _run_python(wheel: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = _clean_env(cwd)
     env["PYTHONPATH"] = str(wheel)
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_wheel_holds_every_contract_and_the_five_layers_and_no_tests(wheel: Path) -> None:
@@ -131,10 +172,7 @@ def test_the_wheel_alone_wires_the_planner(wheel: Path, tmp_path: Path) -> None:
     """The composition root (and through it both agent backends) imports from the wheel alone.
 
     Fails today for the reason test_the_wheel_holds_every_module_of_every_layer gives."""
-    code = (
-        "import concorde_workers.container as c\n"
-        "print(c.__file__)\n"
-    )
+    code = "import concorde_workers.container as c\nprint(c.__file__)\n"
     proc = _run_python(wheel, code, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"{wheel}/concorde_workers/container.py"
@@ -144,8 +182,15 @@ def test_the_wheel_alone_wires_the_planner(wheel: Path, tmp_path: Path) -> None:
 def test_the_console_script_answers_help(tmp_path: Path, argv: list[str]) -> None:
     script = Path(sys.executable).parent / "concorde-workers"
     assert script.is_file(), f"{script}: install the project with pip install -e '.[dev]'"
-    proc = subprocess.run([str(script), *argv], cwd=tmp_path, env=_clean_env(tmp_path),
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [str(script), *argv],
+        cwd=tmp_path,
+        env=_clean_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert proc.stdout.startswith("usage: concorde-workers")
@@ -161,32 +206,45 @@ def test_the_wheel_ships_the_pins_the_repository_holds(wheel: Path) -> None:
 
 
 def test_a_pip_install_gets_a_working_setup_from_install_agents_then_doctor(
-        wheel: Path, tmp_path: Path) -> None:
+    wheel: Path, tmp_path: Path
+) -> None:
     """Issue 12 "done means": the package alone (no checkout beside it), `install-agents`, then
     `doctor` passes. npm runs offline from the npm cache ./scripts/setup's `npm ci` filled (no
     test reaches the network): the same lockfile, so the same tarballs."""
     cache = Path(os.path.expanduser("~/.npm"))
     home = tmp_path / "home"
     (home / ".config" / "concorde").mkdir(parents=True)
-    (home / ".config" / "concorde" / "models.json").write_text(json.dumps(
-        {"schema_version": 1, "models": {"m": {"pi": "local/m", "claude": "claude-x"}}}))
+    (home / ".config" / "concorde" / "models.json").write_text(
+        json.dumps({"schema_version": 1, "models": {"m": {"pi": "local/m", "claude": "claude-x"}}})
+    )
     (home / ".pi" / "agent").mkdir(parents=True)
     (home / ".pi" / "agent" / "auth.json").write_text('{"local": {"type": "api_key", "key": "k"}}')
     env = _clean_env(home)
-    env.update(PYTHONPATH=str(wheel), PATH="/usr/local/bin:/usr/bin:/bin",
-               ANTHROPIC_API_KEY="sk-never-printed-31415", npm_config_offline="true",
-               npm_config_cache=str(cache))
+    env.update(
+        PYTHONPATH=str(wheel),
+        PATH="/usr/local/bin:/usr/bin:/bin",
+        ANTHROPIC_API_KEY="sk-never-printed-31415",
+        npm_config_offline="true",
+        npm_config_cache=str(cache),
+    )
     env.pop("XDG_DATA_HOME", None)
 
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "concorde_workers.adapters.cli.main", *argv],
-                              cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=900, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "concorde_workers.adapters.cli.main", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
 
     installed = cli("install-agents")
     assert installed.returncode == 0, (
         f"{installed.stdout}{installed.stderr}\n(npm installs offline from {cache}: run "
-        "./scripts/setup, whose npm ci fills that cache)")
+        "./scripts/setup, whose npm ci fills that cache)"
+    )
     modules = home / ".local" / "share" / "concorde-workers" / "node_modules"
     assert (modules / ".bin" / "pi").exists() and (modules / ".bin" / "claude").exists()
     assert "pi 0.73.1 at" in installed.stdout or "0.73.1" in installed.stdout

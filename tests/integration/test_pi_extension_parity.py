@@ -61,8 +61,9 @@ def server(world: PiWorld) -> Iterator[PiPolicyServer]:
     """The one node process of this module, on the run's generated copy of pi_policy.ts."""
     if not node_available():
         pytest.fail("node, jiti, pi or sandbox-runtime is missing: run ./scripts/setup")
-    with PiPolicyServer(world.control / "pi_policy.ts", cwd=world.rt / "work",
-                        env=world.env()) as running:
+    with PiPolicyServer(
+        world.control / "pi_policy.ts", cwd=world.rt / "work", env=world.env()
+    ) as running:
         yield running
 
 
@@ -82,31 +83,93 @@ def _py(d: Decision) -> dict[str, Any]:
 def real_paths(w: PiWorld) -> list[str]:
     wt, rt, primary, home = str(w.worktree), str(w.rt), str(w.primary), str(w.home)
     rels = [
-        "", "README.md", "notes.md", "src", "src/app", "src/app/", "src/app/main.py",
-        "src/app/new_file.py", "src/app/deep/new/file.py", "src/app/secret.py",
-        "src/app/frozen.py", "src/lib", "src/lib/other.py", "docs", "docs/spec.md",
-        "docs/private", "docs/private/plan.md", "empty", "empty/hidden.txt", ".venv",
-        ".venv/lib/site.py", ".venv/lib/new.py", ".git", ".git/config", "src/app/sub",
-        "src/app/sub/.git", "src/app/sub/.git/config", "src/app/to_ro", "src/app/to_rw",
-        "src/app/to_outside", "src/app/dangling_rw", "src/app/dangling_out",
-        "src/app/docs_dir", "src/app/docs_dir/spec.md", "src/app/docs_dir/../README.md",
-        "src/app/../../README.md", "src/app/../app/main.py", "src/app/to_git",
-        "src/app/to_auth", "src/app/to_jiti", "src/app/to_jiti/control-permission.0.mjs",
-        "src/app/loop", "README.link", "src/app/.venv-like/x.py", "missing/dir/file",
+        "",
+        "README.md",
+        "notes.md",
+        "src",
+        "src/app",
+        "src/app/",
+        "src/app/main.py",
+        "src/app/new_file.py",
+        "src/app/deep/new/file.py",
+        "src/app/secret.py",
+        "src/app/frozen.py",
+        "src/lib",
+        "src/lib/other.py",
+        "docs",
+        "docs/spec.md",
+        "docs/private",
+        "docs/private/plan.md",
+        "empty",
+        "empty/hidden.txt",
+        ".venv",
+        ".venv/lib/site.py",
+        ".venv/lib/new.py",
+        ".git",
+        ".git/config",
+        "src/app/sub",
+        "src/app/sub/.git",
+        "src/app/sub/.git/config",
+        "src/app/to_ro",
+        "src/app/to_rw",
+        "src/app/to_outside",
+        "src/app/dangling_rw",
+        "src/app/dangling_out",
+        "src/app/docs_dir",
+        "src/app/docs_dir/spec.md",
+        "src/app/docs_dir/../README.md",
+        "src/app/../../README.md",
+        "src/app/../app/main.py",
+        "src/app/to_git",
+        "src/app/to_auth",
+        "src/app/to_jiti",
+        "src/app/to_jiti/control-permission.0.mjs",
+        "src/app/loop",
+        "README.link",
+        "src/app/.venv-like/x.py",
+        "missing/dir/file",
     ]
     paths = [os.path.join(wt, r) if r else wt for r in rels]
     paths += [
-        f"{rt}/control", f"{rt}/control/permission.ts", f"{rt}/control/pi_policy.ts",
-        f"{rt}/config", f"{rt}/config/auth.json", f"{rt}/config/sessions",
-        f"{rt}/tmp", f"{rt}/tmp/jiti", f"{rt}/tmp/jiti/control-permission.0.mjs",
-        f"{rt}/tmp/jiti_alias", f"{rt}/tmp/jiti_alias/control-permission.0.mjs",
-        f"{rt}/tmp/new.txt", f"{rt}/work", f"{rt}/work/scratch.txt", f"{rt}/work/.pi",
-        f"{rt}/work/.pi/settings.json", f"{rt}/work/to_rw", f"{rt}/work/to_ro",
-        f"{rt}/work/ctl", f"{rt}/work/ctl/permission.ts", f"{rt}/home", f"{rt}/home/x",
-        rt, home, f"{home}/dotfile", primary, f"{primary}/secret.txt", f"{primary}/.git",
-        f"{primary}/.git/config", f"{primary}/.git/worktrees/t1/HEAD", f"{primary}/.claude",
-        f"{w.root}/outside/free.txt", f"{w.root}/outside/new.txt", "/etc/hostname", "/usr/bin",
-        "/", "/nonexistent/file", "/proc/1/environ", "/proc",
+        f"{rt}/control",
+        f"{rt}/control/permission.ts",
+        f"{rt}/control/pi_policy.ts",
+        f"{rt}/config",
+        f"{rt}/config/auth.json",
+        f"{rt}/config/sessions",
+        f"{rt}/tmp",
+        f"{rt}/tmp/jiti",
+        f"{rt}/tmp/jiti/control-permission.0.mjs",
+        f"{rt}/tmp/jiti_alias",
+        f"{rt}/tmp/jiti_alias/control-permission.0.mjs",
+        f"{rt}/tmp/new.txt",
+        f"{rt}/work",
+        f"{rt}/work/scratch.txt",
+        f"{rt}/work/.pi",
+        f"{rt}/work/.pi/settings.json",
+        f"{rt}/work/to_rw",
+        f"{rt}/work/to_ro",
+        f"{rt}/work/ctl",
+        f"{rt}/work/ctl/permission.ts",
+        f"{rt}/home",
+        f"{rt}/home/x",
+        rt,
+        home,
+        f"{home}/dotfile",
+        primary,
+        f"{primary}/secret.txt",
+        f"{primary}/.git",
+        f"{primary}/.git/config",
+        f"{primary}/.git/worktrees/t1/HEAD",
+        f"{primary}/.claude",
+        f"{w.root}/outside/free.txt",
+        f"{w.root}/outside/new.txt",
+        "/etc/hostname",
+        "/usr/bin",
+        "/",
+        "/nonexistent/file",
+        "/proc/1/environ",
+        "/proc",
     ]
     paths += hidden_paths(w)
     return paths
@@ -117,14 +180,28 @@ def hidden_paths(w: PiWorld) -> list[str]:
     other, env_home, workers = str(w.other_run), str(w.env_home), str(w.workers)
     wt = str(w.worktree)
     return [
-        other, f"{other}/config", f"{other}/config/auth.json", f"{other}/work/x.txt",
-        str(w.rt.parent), f"{w.rt.parent}/concorde-0a0a0a-later/config/auth.json",
-        f"{w.rt.parent}/concordex", env_home, f"{env_home}/.ssh/id_rsa",
-        f"{env_home}/.pi/agent/auth.json", *(str(c) for c in w.credentials),
-        f"{w.root}/cfg/pi", f"{w.root}/cfg/pi/settings.json", f"{w.root}/cfg",
-        f"{w.root}/trace/op-1", workers, f"{workers}/w-1/status.json",
-        f"{workers}/w-1/rounds/1/trace.json", f"{wt}/src/app/to_other_run",
-        f"{wt}/src/app/to_credentials", f"{wt}/src/app/to_status", f"{wt}/src/app/to_env_home",
+        other,
+        f"{other}/config",
+        f"{other}/config/auth.json",
+        f"{other}/work/x.txt",
+        str(w.rt.parent),
+        f"{w.rt.parent}/concorde-0a0a0a-later/config/auth.json",
+        f"{w.rt.parent}/concordex",
+        env_home,
+        f"{env_home}/.ssh/id_rsa",
+        f"{env_home}/.pi/agent/auth.json",
+        *(str(c) for c in w.credentials),
+        f"{w.root}/cfg/pi",
+        f"{w.root}/cfg/pi/settings.json",
+        f"{w.root}/cfg",
+        f"{w.root}/trace/op-1",
+        workers,
+        f"{workers}/w-1/status.json",
+        f"{workers}/w-1/rounds/1/trace.json",
+        f"{wt}/src/app/to_other_run",
+        f"{wt}/src/app/to_credentials",
+        f"{wt}/src/app/to_status",
+        f"{wt}/src/app/to_env_home",
         f"{wt}/src/app/to_env_home/.ssh/id_rsa",
     ]
 
@@ -160,25 +237,31 @@ def test_the_extensions_realpath_is_pythons(world: PiWorld, decide: Decide) -> N
 def test_the_real_tree_covers_the_interesting_cases(world: PiWorld, decide: Decide) -> None:
     """The parity above is only worth what it covers: check a few decisions outright."""
     wt, rt = world.worktree, world.rt
-    got = decide([
-        {"kind": "write", "path": f"{wt}/src/app/to_ro"},
-        {"kind": "write", "path": f"{rt}/work/to_rw"},
-        {"kind": "write", "path": f"{wt}/src/app/dangling_rw"},
-        {"kind": "write", "path": f"{wt}/src/app/dangling_out"},
-        {"kind": "read", "path": f"{wt}/src/app/docs_dir/../README.md"},
-        {"kind": "read", "path": f"{wt}/src/app/sub/.git/config"},
-        {"kind": "read", "path": f"{rt}/tmp/jiti_alias/control-permission.0.mjs"},
-        {"kind": "read", "path": f"{rt}/work/ctl/permission.ts"},
-        {"kind": "write", "path": f"{rt}/work/.pi/settings.json"},
-        {"kind": "write", "path": f"{wt}/.venv/lib/site.py"},
-        {"kind": "search", "path": f"{wt}/src/lib"},
-    ])
-    assert got[0]["reason"] == (f"docs/spec.md (the target of the symbolic link {wt}/src/app/to_ro) "
-                                "is read-only for this task")
+    got = decide(
+        [
+            {"kind": "write", "path": f"{wt}/src/app/to_ro"},
+            {"kind": "write", "path": f"{rt}/work/to_rw"},
+            {"kind": "write", "path": f"{wt}/src/app/dangling_rw"},
+            {"kind": "write", "path": f"{wt}/src/app/dangling_out"},
+            {"kind": "read", "path": f"{wt}/src/app/docs_dir/../README.md"},
+            {"kind": "read", "path": f"{wt}/src/app/sub/.git/config"},
+            {"kind": "read", "path": f"{rt}/tmp/jiti_alias/control-permission.0.mjs"},
+            {"kind": "read", "path": f"{rt}/work/ctl/permission.ts"},
+            {"kind": "write", "path": f"{rt}/work/.pi/settings.json"},
+            {"kind": "write", "path": f"{wt}/.venv/lib/site.py"},
+            {"kind": "search", "path": f"{wt}/src/lib"},
+        ]
+    )
+    assert got[0]["reason"] == (
+        f"docs/spec.md (the target of the symbolic link {wt}/src/app/to_ro) "
+        "is read-only for this task"
+    )
     assert got[1]["allowed"] is True  # a link outside the worktree to an rw file
     assert got[2]["allowed"] is True  # dangling, target in rw
-    assert got[3]["reason"] == (f"{wt}/src/app/dangling_out is a symbolic link to "
-                                f"{world.root}/outside/new.txt, outside the task worktree")
+    assert got[3]["reason"] == (
+        f"{wt}/src/app/dangling_out is a symbolic link to "
+        f"{world.root}/outside/new.txt, outside the task worktree"
+    )
     assert got[4]["reason"] == "README.md is not in this task's grant"  # `..` after the link
     assert got[5]["reason"] == "Git metadata is not available to workers"
     assert got[6]["reason"] == f"{rt}/tmp/jiti/control-permission.0.mjs belongs to the host"
@@ -190,21 +273,63 @@ def test_the_real_tree_covers_the_interesting_cases(world: PiWorld, decide: Deci
 
 def synthetic_paths(w: PiWorld) -> list[str]:
     wt, rt = str(w.worktree), str(w.rt)
-    prefixes = [wt, f"{wt}/src", f"{wt}/src/app", f"{wt}/docs", f"{wt}/docs/private", f"{wt}/.venv",
-                f"{wt}/empty", f"{rt}/control", f"{rt}/config", f"{rt}/tmp/jiti", f"{rt}/tmp",
-                f"{rt}/work", f"{rt}/home", str(w.primary), str(w.home), "/etc", f"{w.primary}/.git",
-                str(w.rt.parent), str(w.other_run), str(w.env_home), str(w.workers),
-                f"{w.root}/cfg/claude", f"{w.root}/maps", f"{w.root}/trace"]
-    tails = ["", "x", ".git", ".git/x", "a/../b", "..", "../..", "./y", "sub/", "secret.py",
-             "frozen.py", "app", "app/", "private/plan.md", "lib/site.py", "jiti/z"]
+    prefixes = [
+        wt,
+        f"{wt}/src",
+        f"{wt}/src/app",
+        f"{wt}/docs",
+        f"{wt}/docs/private",
+        f"{wt}/.venv",
+        f"{wt}/empty",
+        f"{rt}/control",
+        f"{rt}/config",
+        f"{rt}/tmp/jiti",
+        f"{rt}/tmp",
+        f"{rt}/work",
+        f"{rt}/home",
+        str(w.primary),
+        str(w.home),
+        "/etc",
+        f"{w.primary}/.git",
+        str(w.rt.parent),
+        str(w.other_run),
+        str(w.env_home),
+        str(w.workers),
+        f"{w.root}/cfg/claude",
+        f"{w.root}/maps",
+        f"{w.root}/trace",
+    ]
+    tails = [
+        "",
+        "x",
+        ".git",
+        ".git/x",
+        "a/../b",
+        "..",
+        "../..",
+        "./y",
+        "sub/",
+        "secret.py",
+        "frozen.py",
+        "app",
+        "app/",
+        "private/plan.md",
+        "lib/site.py",
+        "jiti/z",
+    ]
     return [p + ("/" + t if t else "") for p, t in itertools.product(prefixes, tails)]
 
 
 @pytest.mark.req("Both backends enforce the same grant")
 def test_pure_decisions_match_the_domain_on_a_grid(world: PiWorld, decide: Decide) -> None:
     paths = synthetic_paths(world)
-    reals = [None, str(world.worktree / "src/app/main.py"), str(world.rt / "config/auth.json"),
-             "/usr/share/x", "/proc/self/environ"]
+    reals = [
+        None,
+        str(world.worktree / "src/app/main.py"),
+        str(world.rt / "config/auth.json"),
+        "/usr/share/x",
+        "/proc/self/environ",
+    ]
     queries: list[dict[str, Any]] = []
     expected: list[dict[str, Any]] = []
     for p in paths:
@@ -212,8 +337,9 @@ def test_pure_decisions_match_the_domain_on_a_grid(world: PiWorld, decide: Decid
             queries.append({"kind": "pure-read", "path": p, "real": real})
             expected.append(_py(decide_read(world.policy, p, real)))
             for is_dir in (True, False):
-                queries.append({"kind": "pure-search", "path": p, "real": real,
-                                "isDirectory": is_dir})
+                queries.append(
+                    {"kind": "pure-search", "path": p, "real": real, "isDirectory": is_dir}
+                )
                 expected.append(_py(decide_search_root(world.policy, p, real, is_dir)))
         for link in (False, True):
             queries.append({"kind": "pure-write", "given": p, "resolved": p, "link": link})
@@ -231,7 +357,8 @@ BOUNDARY = "is outside this task's boundary"
 
 @pytest.mark.req("Both backends enforce the same grant")
 def test_the_extension_hides_other_runs_run_directories_credentials_and_homes(
-        world: PiWorld, decide: Decide) -> None:
+    world: PiWorld, decide: Decide
+) -> None:
     """Row by row, the rows pi's tables gained (issue 8 §2-§4), with their exact reasons."""
     wt, other, workers = world.worktree, world.other_run, world.workers
     later = world.rt.parent / "concorde-0a0a0a-later"
@@ -251,22 +378,35 @@ def test_the_extension_hides_other_runs_run_directories_credentials_and_homes(
         ("read", str(model_map), f"{model_map} {CREDENTIALS}"),
         ("read", f"{wt}/src/app/to_credentials", f"{claude_credentials} {CREDENTIALS}"),
         ("write", f"{wt}/src/app/to_credentials", f"{claude_credentials} {CREDENTIALS}"),
-        ("read", f"{world.root}/cfg/pi/settings.json",
-         f"{world.root}/cfg/pi/settings.json {BOUNDARY}"),
+        (
+            "read",
+            f"{world.root}/cfg/pi/settings.json",
+            f"{world.root}/cfg/pi/settings.json {BOUNDARY}",
+        ),
         ("read", f"{world.env_home}/.ssh/id_rsa", f"{world.env_home}/.ssh/id_rsa {BOUNDARY}"),
-        ("read", f"{world.env_home}/.pi/agent/auth.json",
-         f"{world.env_home}/.pi/agent/auth.json {BOUNDARY}"),
+        (
+            "read",
+            f"{world.env_home}/.pi/agent/auth.json",
+            f"{world.env_home}/.pi/agent/auth.json {BOUNDARY}",
+        ),
         ("search", f"{wt}/src/app/to_env_home", f"{world.env_home} {BOUNDARY}"),
         ("read", f"{world.rt.parent}/concordex", None),
         # a run of a host with another TMPDIR, below another system temporary directory
-        ("read", "/var/tmp/cpe-1/concorde-0b0b0b-elsewhere/config/auth.json",
-         f"/var/tmp/cpe-1/concorde-0b0b0b-elsewhere/config/auth.json {OTHER_RUN}"),
-        ("search", "/var/tmp/concorde-0b0b0b-elsewhere",
-         f"/var/tmp/concorde-0b0b0b-elsewhere {OTHER_RUN}"),
+        (
+            "read",
+            "/var/tmp/cpe-1/concorde-0b0b0b-elsewhere/config/auth.json",
+            f"/var/tmp/cpe-1/concorde-0b0b0b-elsewhere/config/auth.json {OTHER_RUN}",
+        ),
+        (
+            "search",
+            "/var/tmp/concorde-0b0b0b-elsewhere",
+            f"/var/tmp/concorde-0b0b0b-elsewhere {OTHER_RUN}",
+        ),
     ]
     got = decide([{"kind": kind, "path": path} for kind, path, _ in cases])
     assert [(c[1], g["allowed"], g["reason"]) for c, g in zip(cases, got, strict=True)] == [
-        (path, reason is None, None if reason is None else reason) for _, path, reason in cases]
+        (path, reason is None, None if reason is None else reason) for _, path, reason in cases
+    ]
 
 
 def test_arguments_resolve_like_pi(world: PiWorld, decide: Decide) -> None:
@@ -305,9 +445,23 @@ def test_the_embedded_policy_is_the_domains(world: PiWorld) -> None:
     assert str(rt / "work/.pi") in sandbox["denyWrite"]
     for host in (rt / "control", rt / "config"):
         assert str(host) in sandbox["denyRead"]
-    assert set(data) >= {"worktree", "rw", "ro", "names", "git", "runtime", "hidden", "own",
-                         "primary", "userHome", "sandbox", "programs", "limits", "resultSchema",
-                         "sandboxRuntime"}
+    assert set(data) >= {
+        "worktree",
+        "rw",
+        "ro",
+        "names",
+        "git",
+        "runtime",
+        "hidden",
+        "own",
+        "primary",
+        "userHome",
+        "sandbox",
+        "programs",
+        "limits",
+        "resultSchema",
+        "sandboxRuntime",
+    }
     assert Path(data["sandboxRuntime"], "dist/index.js").is_file()
 
 
@@ -318,8 +472,14 @@ LIMITS = Limits(max_turns=2, max_budget_usd=0.5)
 
 def embedded(policy: Policy, world: PiWorld) -> dict[str, Any]:
     """The policy as the extension embeds it (adapters/pi/extension.py)."""
-    return extension_policy(policy, limits=LIMITS, result_schema=json.dumps({"type": "object"}),
-                            package=str(world.embedded["sandboxRuntime"]), rg=None, fd=None)
+    return extension_policy(
+        policy,
+        limits=LIMITS,
+        result_schema=json.dumps({"type": "object"}),
+        package=str(world.embedded["sandboxRuntime"]),
+        rg=None,
+        fd=None,
+    )
 
 
 @pytest.mark.req("Both backends enforce the same grant")
@@ -327,8 +487,8 @@ def embedded(policy: Policy, world: PiWorld) -> dict[str, Any]:
 @settings(max_examples=examples(cases.BATCH_SHARE, least=FAST_EXAMPLES))
 @given(batch=cases.batches())
 def test_generated_grants_and_paths_decide_as_the_domain(
-        world: PiWorld, server: PiPolicyServer,
-        batch: tuple[cases.Case, list[cases.Query]]) -> None:
+    world: PiWorld, server: PiPolicyServer, batch: tuple[cases.Case, list[cases.Query]]
+) -> None:
     """Read, write and search-root decisions, rows and reasons, over generated grants, runtime
     paths, nested Git admin paths and what is hidden always, on generated paths with their real
     paths and links (the cases of the hook template's parity, tests/policy_cases.py)."""
@@ -338,36 +498,116 @@ def test_generated_grants_and_paths_decide_as_the_domain(
     assert cases.mismatches(expected, got, queries) == [], case.entries
 
 
-TREE_ENTRIES = ["src/", "src/app/", "src/app/secret.py", "src/app/frozen.py", "src/app/to_ro",
-                "src/app/sub/", "src/lib/", "docs/", "docs/private/", "docs/spec.md", "notes.md",
-                "empty/", "README.md", "README.link", ".venv/"]
-TREE_NAMES = ["src", "app", "main.py", "secret.py", "frozen.py", "new.py", "sub", ".git", "config",
-              "to_ro", "to_rw", "to_outside", "dangling_rw", "dangling_out", "docs_dir", "to_git",
-              "to_auth", "to_jiti", "loop", "to_other_run", "to_credentials", "to_status",
-              "to_env_home", "docs", "spec.md", "private", "plan.md", "lib", "other.py", ".venv",
-              "site.py", "README.link", "README.md", "ctl", "jiti_alias", "jiti", "auth.json",
-              ".ssh", "id_rsa", "w-1", "status.json", "..", ".", ""]
-TREE_BASES = ["worktree", "worktree/src/app", "worktree/docs", "rt", "rt/work", "rt/tmp", "t",
-              "other run", "workers", "env home", "cfg", "primary", "home", "root"]
+TREE_ENTRIES = [
+    "src/",
+    "src/app/",
+    "src/app/secret.py",
+    "src/app/frozen.py",
+    "src/app/to_ro",
+    "src/app/sub/",
+    "src/lib/",
+    "docs/",
+    "docs/private/",
+    "docs/spec.md",
+    "notes.md",
+    "empty/",
+    "README.md",
+    "README.link",
+    ".venv/",
+]
+TREE_NAMES = [
+    "src",
+    "app",
+    "main.py",
+    "secret.py",
+    "frozen.py",
+    "new.py",
+    "sub",
+    ".git",
+    "config",
+    "to_ro",
+    "to_rw",
+    "to_outside",
+    "dangling_rw",
+    "dangling_out",
+    "docs_dir",
+    "to_git",
+    "to_auth",
+    "to_jiti",
+    "loop",
+    "to_other_run",
+    "to_credentials",
+    "to_status",
+    "to_env_home",
+    "docs",
+    "spec.md",
+    "private",
+    "plan.md",
+    "lib",
+    "other.py",
+    ".venv",
+    "site.py",
+    "README.link",
+    "README.md",
+    "ctl",
+    "jiti_alias",
+    "jiti",
+    "auth.json",
+    ".ssh",
+    "id_rsa",
+    "w-1",
+    "status.json",
+    "..",
+    ".",
+    "",
+]
+TREE_BASES = [
+    "worktree",
+    "worktree/src/app",
+    "worktree/docs",
+    "rt",
+    "rt/work",
+    "rt/tmp",
+    "t",
+    "other run",
+    "workers",
+    "env home",
+    "cfg",
+    "primary",
+    "home",
+    "root",
+]
 
 
 def tree_base(world: PiWorld, name: str) -> str:
     wt = str(world.worktree)
-    return {"worktree": wt, "worktree/src/app": f"{wt}/src/app", "worktree/docs": f"{wt}/docs",
-            "rt": str(world.rt), "rt/work": f"{world.rt}/work", "rt/tmp": f"{world.rt}/tmp",
-            "t": str(world.rt.parent), "other run": str(world.other_run),
-            "workers": str(world.workers), "env home": str(world.env_home),
-            "cfg": f"{world.root}/cfg", "primary": str(world.primary), "home": str(world.home),
-            "root": str(world.root)}[name]
+    return {
+        "worktree": wt,
+        "worktree/src/app": f"{wt}/src/app",
+        "worktree/docs": f"{wt}/docs",
+        "rt": str(world.rt),
+        "rt/work": f"{world.rt}/work",
+        "rt/tmp": f"{world.rt}/tmp",
+        "t": str(world.rt.parent),
+        "other run": str(world.other_run),
+        "workers": str(world.workers),
+        "env home": str(world.env_home),
+        "cfg": f"{world.root}/cfg",
+        "primary": str(world.primary),
+        "home": str(world.home),
+        "root": str(world.root),
+    }[name]
 
 
 tree_grants = st.tuples(
-    st.dictionaries(st.sampled_from(TREE_ENTRIES), st.sampled_from(cases.LEVELS), min_size=1,
-                    max_size=7),
-    st.lists(st.sampled_from([".venv", "src/lib", "src/app/sub", "docs"]), unique=True,
-             max_size=2))
-tree_paths = st.tuples(st.sampled_from(TREE_BASES),
-                       st.lists(st.sampled_from(TREE_NAMES), max_size=5))
+    st.dictionaries(
+        st.sampled_from(TREE_ENTRIES), st.sampled_from(cases.LEVELS), min_size=1, max_size=7
+    ),
+    st.lists(st.sampled_from([".venv", "src/lib", "src/app/sub", "docs"]), unique=True, max_size=2),
+)
+tree_paths = st.tuples(
+    st.sampled_from(TREE_BASES), st.lists(st.sampled_from(TREE_NAMES), max_size=5)
+)
 
 
 def on_disk(policy: Policy, kind: str, path: str) -> dict[str, Any]:
@@ -387,43 +627,53 @@ def on_disk(policy: Policy, kind: str, path: str) -> dict[str, Any]:
 @settings(max_examples=examples(cases.BATCH_SHARE, least=FAST_EXAMPLES))
 @given(grant=tree_grants, drawn=st.lists(tree_paths, min_size=1, max_size=cases.BATCH // 4))
 def test_generated_grants_on_the_real_tree_decide_as_the_domain(
-        world: PiWorld, server: PiPolicyServer, grant: tuple[dict[str, str], list[str]],
-        drawn: list[tuple[str, list[str]]]) -> None:
+    world: PiWorld,
+    server: PiPolicyServer,
+    grant: tuple[dict[str, str], list[str]],
+    drawn: list[tuple[str, list[str]]],
+) -> None:
     """Generated grants over the world's tree, generated paths through its symbolic links
     (dangling, looping, to ro, rw, Git, a credential, another run, a run directory, `$HOME`),
     `..` after a link: the extension's own realpath, lstat and stat, and its three tables."""
     entries, runtime = grant
     policy = tree_policy(world.root, entries, tuple(str(world.worktree / r) for r in runtime))
     paths = [os.path.join(tree_base(world, base), *names) for base, names in drawn]
-    queries = [{"kind": kind, "path": p} for p in paths
-               for kind in ("read", "write", "search", "realpath")]
+    queries = [
+        {"kind": kind, "path": p} for p in paths for kind in ("read", "write", "search", "realpath")
+    ]
     expected = [on_disk(policy, q["kind"], q["path"]) for q in queries]
     got = server.decide(embedded(policy, world), queries)
     assert cases.mismatches(expected, got, queries) == [], entries
 
 
 @pytest.mark.req("A denied pi file tool call gives the table's reason")
-def test_every_reason_is_filled_as_the_domain_fills_it(world: PiWorld,
-                                                       server: PiPolicyServer) -> None:
+def test_every_reason_is_filled_as_the_domain_fills_it(
+    world: PiWorld, server: PiPolicyServer
+) -> None:
     """Each reason of the table with values holding what a fill could get wrong: a placeholder
     (never filled again), `$&` and `$1` (JavaScript's replacement patterns)."""
     keys = sorted(REASONS)
     values = [{name: f"{{{name}}}$&$1/{key}" for name in placeholders(key)} for key in keys]
-    got = server.decide(world.embedded, [{"kind": "reason", "key": k, "values": v}
-                                         for k, v in zip(keys, values, strict=True)])
+    got = server.decide(
+        world.embedded,
+        [{"kind": "reason", "key": k, "values": v} for k, v in zip(keys, values, strict=True)],
+    )
     assert got == [{"reason": fill(k, **v)} for k, v in zip(keys, values, strict=True)]
 
 
-def test_a_reason_changed_in_the_table_changes_in_the_extension(world: PiWorld,
-                                                                server: PiPolicyServer) -> None:
+def test_a_reason_changed_in_the_table_changes_in_the_extension(
+    world: PiWorld, server: PiPolicyServer
+) -> None:
     """The extension holds no reason of its own (tests/unit/boundary/test_reasons.py): the table it
     embeds decides what it says."""
     marked = {**world.embedded, "reasons": {k: f"<{v}>" for k, v in REASONS.items()}}
     wt = world.worktree
-    queries = [{"kind": "read", "path": f"{wt}/src/app/secret.py"},
-               {"kind": "write", "path": f"{wt}/docs/spec.md"},
-               {"kind": "search", "path": f"{wt}/src/lib"},
-               {"kind": "read", "path": str(world.credentials[0])}]
+    queries = [
+        {"kind": "read", "path": f"{wt}/src/app/secret.py"},
+        {"kind": "write", "path": f"{wt}/docs/spec.md"},
+        {"kind": "search", "path": f"{wt}/src/lib"},
+        {"kind": "read", "path": str(world.credentials[0])},
+    ]
     plain, changed = server.decide(world.embedded, queries), server.decide(marked, queries)
     assert [c["reason"] for c in changed] == [f"<{p['reason']}>" for p in plain]
     assert all(p["reason"] for p in plain)

@@ -118,8 +118,10 @@ def test_a_command_cannot_reach_loopback(world: PiWorld, listener: Listener) -> 
     assert before == 1
     py = shutil.which("python3") or "python3"
     probes = [
-        bash(f"{py} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"
-             f"; print('CONNECTED')\" 2>&1; echo py_rc=$?"),
+        bash(
+            f"{py} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"
+            f"; print('CONNECTED')\" 2>&1; echo py_rc=$?"
+        ),
         bash(f"(exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED) 2>&1; echo tcp_rc=$?"),
     ]
     if shutil.which("curl"):
@@ -167,8 +169,12 @@ def test_commands_write_only_rw_paths_and_tmp(world: PiWorld) -> None:
     tree_before = tree(wt) | tree(rt / "work")
     steps = [START]
     for key, path in targets.items():
-        steps.append(bash(f"mkdir -p '{path.parent}' 2>/dev/null; echo pwned >> '{path}' 2>&1; "
-                          f"echo {key}_rc=$?"))
+        steps.append(
+            bash(
+                f"mkdir -p '{path.parent}' 2>/dev/null; echo pwned >> '{path}' 2>&1; "
+                f"echo {key}_rc=$?"
+            )
+        )
     result = world.run_extension(steps)
     texts = {k: out(r) for k, r in zip(targets, result["results"][1:], strict=True)}
     assert "rw_rc=0" in texts["rw"]
@@ -176,8 +182,18 @@ def test_commands_write_only_rw_paths_and_tmp(world: PiWorld) -> None:
     assert "tmp_rc=0" in texts["tmp"]
     assert targets["rw"].read_text() == "pwned\n"
     assert targets["tmp"].read_text() == "pwned\n"
-    for key in ("ro", "ro_file_in_rw", "ungranted", "outside", "jiti", "jiti_new", "pi_settings",
-                "control", "primary", "runtime_path"):
+    for key in (
+        "ro",
+        "ro_file_in_rw",
+        "ungranted",
+        "outside",
+        "jiti",
+        "jiti_new",
+        "pi_settings",
+        "control",
+        "primary",
+        "runtime_path",
+    ):
         path = targets[key]
         now = path.read_text() if path.exists() else None
         assert now == before[key], f"{key}: the sandbox let a command change {path}"
@@ -195,11 +211,13 @@ def test_commands_write_only_rw_paths_and_tmp(world: PiWorld) -> None:
 def test_the_jiti_cache_cannot_be_replaced_or_removed(world: PiWorld) -> None:
     """notes/pi.md §9.1: the escape through pi's compile cache is closed in the sandbox."""
     jiti = world.rt / "tmp/jiti"
-    steps = [START,
-             bash(f"rm -rf '{jiti}' 2>&1; echo rm_rc=$?"),
-             bash(f"mv '{jiti}' '{world.rt}/tmp/moved' 2>&1; echo mv_rc=$?"),
-             bash(f"cat '{jiti}/control-permission.0.mjs' 2>&1; echo cat_rc=$?"),
-             bash(f"ln -s /tmp '{jiti}/x' 2>&1; echo ln_rc=$?")]
+    steps = [
+        START,
+        bash(f"rm -rf '{jiti}' 2>&1; echo rm_rc=$?"),
+        bash(f"mv '{jiti}' '{world.rt}/tmp/moved' 2>&1; echo mv_rc=$?"),
+        bash(f"cat '{jiti}/control-permission.0.mjs' 2>&1; echo cat_rc=$?"),
+        bash(f"ln -s /tmp '{jiti}/x' 2>&1; echo ln_rc=$?"),
+    ]
     result = world.run_extension(steps)
     texts = [out(r) for r in result["results"][1:]]
     assert (jiti / "control-permission.0.mjs").read_text() == "// cache\n"
@@ -281,11 +299,16 @@ def test_grep_find_ls_run_in_the_sandbox_after_the_root_check(world: PiWorld) ->
     for hidden in ("SECRET", "private plan", "# readme"):
         assert hidden not in grep_all
     assert r[1]["blocked"] and r[1]["reason"] == f"Concorde grant: {rt}/config belongs to the host"
-    assert r[2]["blocked"] and r[2]["reason"] == (f"Concorde grant: {rt}/config/auth.json "
-                                                  "belongs to the host")
-    assert r[3]["blocked"] and r[3]["reason"] == "Concorde grant: Git metadata is not available to workers"
-    assert r[4]["blocked"] and r[4]["reason"] == ("Concorde grant: src/lib holds nothing this task "
-                                                  "may read")
+    assert r[2]["blocked"] and r[2]["reason"] == (
+        f"Concorde grant: {rt}/config/auth.json belongs to the host"
+    )
+    assert (
+        r[3]["blocked"]
+        and r[3]["reason"] == "Concorde grant: Git metadata is not available to workers"
+    )
+    assert r[4]["blocked"] and r[4]["reason"] == (
+        "Concorde grant: src/lib holds nothing this task may read"
+    )
     found = out(r[5]).splitlines()
     assert "docs/spec.md" in found and "src/app/main.py" in found
     for hidden in ("README.md", "docs/private/plan.md", "src/lib/other.py", "empty/hidden.txt"):
@@ -317,12 +340,19 @@ def test_a_timed_out_command_is_killed_with_its_process_group(world: PiWorld) ->
     readers = [os.open(path, os.O_RDONLY | os.O_NONBLOCK) for path in held]
     try:
         background = "(exec 3>'{held}'; echo up >&3; : >'{up}'; sleep 3600) & cat '{up}'"
-        result = world.run_extension([
-            START,
-            {**bash(background.format(held=held[0], up=up[0]) + f"; : >'{ready}'; sleep 3600",
-                    timeout=SLOW), "expireTimeoutWhen": str(ready)},
-            bash(background.format(held=held[1], up=up[1]) + "; echo started"),
-        ])
+        result = world.run_extension(
+            [
+                START,
+                {
+                    **bash(
+                        background.format(held=held[0], up=up[0]) + f"; : >'{ready}'; sleep 3600",
+                        timeout=SLOW,
+                    ),
+                    "expireTimeoutWhen": str(ready),
+                },
+                bash(background.format(held=held[1], up=up[1]) + "; echo started"),
+            ]
+        )
         first = result["results"][1]
         assert first["ok"] is False and "timed out" in first["error"].lower()
         assert "started" in out(result["results"][2])
@@ -357,20 +387,24 @@ def test_without_a_sandbox_no_command_runs(world: PiWorld, tmp_path: Path) -> No
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     env = world.env(PATH=str(empty))
-    result = world.run_extension([
-        START,
-        bash(f"echo ran > '{marker}'"),
-        call("grep", pattern="x", path=world.wt("docs")),
-        call("find", pattern="*", path=world.wt("docs")),
-        call("ls", path=world.wt("docs")),
-        call("read", path=world.wt("docs/spec.md")),
-        {**bash(f"echo ran > '{marker}'"), "skipCheck": True},
-    ], env=env)
+    result = world.run_extension(
+        [
+            START,
+            bash(f"echo ran > '{marker}'"),
+            call("grep", pattern="x", path=world.wt("docs")),
+            call("find", pattern="*", path=world.wt("docs")),
+            call("ls", path=world.wt("docs")),
+            call("read", path=world.wt("docs/spec.md")),
+            {**bash(f"echo ran > '{marker}'"), "skipCheck": True},
+        ],
+        env=env,
+    )
     r = result["results"][1:]
     for blocked in r[:4]:
         assert blocked["blocked"] is True
-        assert blocked["reason"].startswith("Concorde grant: commands cannot run: the sandbox is "
-                                            "unavailable (")
+        assert blocked["reason"].startswith(
+            "Concorde grant: commands cannot run: the sandbox is unavailable ("
+        )
     assert r[4]["ok"] is True and "needle in spec" in r[4]["text"]
     assert r[5]["ok"] is False and "sandbox is unavailable" in r[5]["error"]
     assert not marker.exists()
@@ -400,11 +434,16 @@ def test_file_tools_are_checked_before_they_act(world: PiWorld) -> None:
         # the same calls with the tool_call handler skipped: the tools check by themselves
         {**call("write", path=f"{wt}/docs/spec.md", content="x"), "skipCheck": True},
         {**call("read", path=f"{rt}/config/auth.json"), "skipCheck": True},
-        {**call("write", path=f"{rt}/tmp/jiti/control-permission.0.mjs", content="evil"),
-         "skipCheck": True},
+        {
+            **call("write", path=f"{rt}/tmp/jiti/control-permission.0.mjs", content="evil"),
+            "skipCheck": True,
+        },
         # allowed ones act
-        call("write", path="src/../../../../../../../../" + str(wt)[1:] + "/src/app/new.py",
-             content="NEW\n"),
+        call(
+            "write",
+            path="src/../../../../../../../../" + str(wt)[1:] + "/src/app/new.py",
+            content="NEW\n",
+        ),
         call("edit", path=f"{wt}/src/app/main.py", edits=[{"oldText": "main", "newText": "MAIN"}]),
         call("write", path=f"{rt}/work/to_rw", content="via link\n"),
         call("read", path=f"@{wt}/docs/spec.md"),
@@ -415,19 +454,37 @@ def test_file_tools_are_checked_before_they_act(world: PiWorld) -> None:
     r = result["results"]
     assert r[0]["reason"] == "Concorde grant: docs/spec.md is read-only for this task"
     assert r[1]["reason"] == "Concorde grant: src/app/frozen.py is read-only for this task"
-    assert r[2]["reason"] == ("Concorde grant: docs/spec.md (the target of the symbolic link "
-                              f"{wt}/src/app/to_ro) is read-only for this task")
-    assert r[3]["reason"] == (f"Concorde grant: {rt}/tmp/jiti/control-permission.0.mjs is outside "
-                              "the task worktree")
-    assert r[4]["reason"] == f"Concorde grant: {rt}/work/.pi/settings.json is outside the task worktree"
+    assert r[2]["reason"] == (
+        "Concorde grant: docs/spec.md (the target of the symbolic link "
+        f"{wt}/src/app/to_ro) is read-only for this task"
+    )
+    assert r[3]["reason"] == (
+        f"Concorde grant: {rt}/tmp/jiti/control-permission.0.mjs is outside the task worktree"
+    )
+    assert (
+        r[4]["reason"]
+        == f"Concorde grant: {rt}/work/.pi/settings.json is outside the task worktree"
+    )
     assert r[5]["reason"] == f"Concorde grant: {rt}/config/auth.json belongs to the host"
-    assert r[6]["reason"] == f"Concorde grant: {rt}/tmp/jiti/control-permission.0.mjs belongs to the host"
+    assert (
+        r[6]["reason"]
+        == f"Concorde grant: {rt}/tmp/jiti/control-permission.0.mjs belongs to the host"
+    )
     assert r[7]["reason"] == f"Concorde grant: {rt}/control/permission.ts belongs to the host"
-    assert r[8]["reason"] == "Concorde grant: only the name of src/app/secret.py is visible to this task"
-    assert r[9]["reason"] == f"Concorde grant: {world.primary}/secret.txt is outside this task's boundary"
+    assert (
+        r[8]["reason"]
+        == "Concorde grant: only the name of src/app/secret.py is visible to this task"
+    )
+    assert (
+        r[9]["reason"]
+        == f"Concorde grant: {world.primary}/secret.txt is outside this task's boundary"
+    )
     assert r[10]["reason"] == "Concorde grant: /etc/concorde-test is outside the task worktree"
     assert all(x["blocked"] for x in r[:11])
-    assert r[11]["ok"] is False and r[11]["error"] == "Concorde grant: docs/spec.md is read-only for this task"
+    assert (
+        r[11]["ok"] is False
+        and r[11]["error"] == "Concorde grant: docs/spec.md is read-only for this task"
+    )
     assert r[12]["ok"] is False and "belongs to the host" in r[12]["error"]
     assert r[13]["ok"] is False and "outside the task worktree" in r[13]["error"]
     assert (wt / "docs/spec.md").read_text() == "# spec\nneedle in spec\n"
@@ -458,13 +515,25 @@ def _assistant(cost: float) -> dict[str, Any]:
 @pytest.mark.req("A pi run records the limit it reached")
 def test_the_turn_limit_stops_the_run_once(world: PiWorld) -> None:
     turn = {"op": "event", "name": "turn_end", "event": {"type": "turn_end"}}
-    result = world.run_extension([
-        START, turn, turn, call("read", path=world.wt("docs/spec.md")), turn, turn,
-        call("read", path=world.wt("docs/spec.md")), call("concorde_result", status="ok"),
-    ])
+    result = world.run_extension(
+        [
+            START,
+            turn,
+            turn,
+            call("read", path=world.wt("docs/spec.md")),
+            turn,
+            turn,
+            call("read", path=world.wt("docs/spec.md")),
+            call("concorde_result", status="ok"),
+        ]
+    )
     assert result["entries"] == [
-        {"type": "custom", "customType": "concorde-limit",
-         "data": {"limit": "turns", "value": 3, "maximum": 2}}]
+        {
+            "type": "custom",
+            "customType": "concorde-limit",
+            "data": {"limit": "turns", "value": 3, "maximum": 2},
+        }
+    ]
     assert result["aborts"] >= 1
     assert '[concorde-limit] {"limit":"turns","value":3,"maximum":2}' in result["stderr"]
     r = result["results"]
@@ -478,15 +547,27 @@ def test_the_turn_limit_stops_the_run_once(world: PiWorld) -> None:
 @pytest.mark.req("A pi run records the limit it reached")
 def test_the_budget_limit_counts_assistant_costs(world: PiWorld) -> None:
     steps = [START]
-    for message in (_assistant(0.3), {"role": "user", "content": "x", "usage": {"cost": {"total": 5}}},
-                    _assistant(0.3)):
-        steps.append({"op": "event", "name": "message_end",
-                      "event": {"type": "message_end", "message": message}})
+    for message in (
+        _assistant(0.3),
+        {"role": "user", "content": "x", "usage": {"cost": {"total": 5}}},
+        _assistant(0.3),
+    ):
+        steps.append(
+            {
+                "op": "event",
+                "name": "message_end",
+                "event": {"type": "message_end", "message": message},
+            }
+        )
     steps.append(bash("echo never"))
     result = world.run_extension(steps)
     assert result["entries"] == [
-        {"type": "custom", "customType": "concorde-limit",
-         "data": {"limit": "budget", "value": 0.6, "maximum": 0.5}}]
+        {
+            "type": "custom",
+            "customType": "concorde-limit",
+            "data": {"limit": "budget", "value": 0.6, "maximum": 0.5},
+        }
+    ]
     assert result["aborts"] == 1
     assert result["results"][-1]["reason"] == "Concorde grant: the run reached its budget limit"
 
@@ -497,19 +578,30 @@ def test_limits_count_the_earlier_rounds_of_the_run(world: PiWorld) -> None:
     prior = [{"type": "message", "message": _assistant(0.1)} for _ in range(2)]
     prior.insert(1, {"type": "message", "message": {"role": "user", "content": "brief"}})
     turn = {"op": "event", "name": "turn_end", "event": {"type": "turn_end"}}
-    result = world.run_extension([START, turn, call("read", path=world.wt("docs/spec.md"))],
-                                 prior=prior)
+    result = world.run_extension(
+        [START, turn, call("read", path=world.wt("docs/spec.md"))], prior=prior
+    )
     assert result["entries"][0]["data"] == {"limit": "turns", "value": 3, "maximum": 2}
     assert result["results"][2]["blocked"]
 
 
 @needs_node
 def test_a_run_stopped_in_an_earlier_round_stays_stopped(world: PiWorld) -> None:
-    prior = [{"type": "custom", "customType": "concorde-limit",
-              "data": {"limit": "budget", "value": 0.6, "maximum": 0.5}}]
-    result = world.run_extension([
-        START, {"op": "event", "name": "turn_start", "event": {}},
-        call("read", path=world.wt("docs/spec.md"))], prior=prior)
+    prior = [
+        {
+            "type": "custom",
+            "customType": "concorde-limit",
+            "data": {"limit": "budget", "value": 0.6, "maximum": 0.5},
+        }
+    ]
+    result = world.run_extension(
+        [
+            START,
+            {"op": "event", "name": "turn_start", "event": {}},
+            call("read", path=world.wt("docs/spec.md")),
+        ],
+        prior=prior,
+    )
     assert result["entries"] == []  # recorded once per run
     assert result["aborts"] == 1
     assert result["results"][2]["reason"] == "Concorde grant: the run reached its budget limit"
@@ -517,15 +609,28 @@ def test_a_run_stopped_in_an_earlier_round_stays_stopped(world: PiWorld) -> None
 
 @needs_node
 def test_concorde_result_records_and_terminates(world: PiWorld) -> None:
-    value = {"status": "ok", "summary": "done", "error": None, "proposed_deletions": [],
-             "output": {"note": "n"}}
+    value = {
+        "status": "ok",
+        "summary": "done",
+        "error": None,
+        "proposed_deletions": [],
+        "output": {"note": "n"},
+    }
     result = world.run_extension([call("concorde_result", **value)])
     r = result["results"][0]
     assert r["text"] == "Result recorded; the session ends now."
     assert r["details"] == value
     assert r["terminate"] is True
-    assert result["tools"] == ["bash", "concorde_result", "edit", "find", "grep", "ls", "read",
-                               "write"]
+    assert result["tools"] == [
+        "bash",
+        "concorde_result",
+        "edit",
+        "find",
+        "grep",
+        "ls",
+        "read",
+        "write",
+    ]
     assert "session_shutdown" in result["handlers"]
 
 
@@ -564,24 +669,52 @@ def test_real_pi_loads_the_extension_blocks_and_stops_at_the_turn_limit(world: P
     auth = rt / "config/auth.json"
     script = [
         Reply(tool_calls=[ToolCall("read", {"path": str(auth)}, id="call_r1")]),
-        Reply(tool_calls=[ToolCall("bash", {"command": f"cat '{auth}'; echo rc=$?"},
-                                   id="call_b1")]),
+        Reply(
+            tool_calls=[ToolCall("bash", {"command": f"cat '{auth}'; echo rc=$?"}, id="call_b1")]
+        ),
         Reply(tool_calls=[ToolCall("bash", {"command": "echo third"}, id="call_b2")]),
         Reply(tool_calls=[ToolCall("bash", {"command": "echo fourth"}, id="call_b3")]),
     ]
     with ScriptedModelServer(script) as server:
         write_pi_config(rt / "config", server.base_url)
         session = rt / "config/sessions/w-test.jsonl"
-        command = [str(PI), "-p", "--mode", "json", "--no-extensions",
-                   "-e", str(rt / "control/permission.ts"), "--no-context-files", "--no-skills",
-                   "--no-prompt-templates", "--tools",
-                   "read,write,edit,bash,grep,find,ls,concorde_result",
-                   "--session-dir", str(rt / "config/sessions"), "--session", str(session),
-                   "--model", f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}", "--thinking", "off"]
-        env = world.env(PI_CODING_AGENT_DIR=str(rt / "config"), PI_OFFLINE="1",
-                        PI_SKIP_VERSION_CHECK="1", PI_TELEMETRY="0")
-        proc = subprocess.run(command, input="Do the task.", capture_output=True, text=True,
-                              cwd=str(rt / "work"), env=env, timeout=180)
+        command = [
+            str(PI),
+            "-p",
+            "--mode",
+            "json",
+            "--no-extensions",
+            "-e",
+            str(rt / "control/permission.ts"),
+            "--no-context-files",
+            "--no-skills",
+            "--no-prompt-templates",
+            "--tools",
+            "read,write,edit,bash,grep,find,ls,concorde_result",
+            "--session-dir",
+            str(rt / "config/sessions"),
+            "--session",
+            str(session),
+            "--model",
+            f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}",
+            "--thinking",
+            "off",
+        ]
+        env = world.env(
+            PI_CODING_AGENT_DIR=str(rt / "config"),
+            PI_OFFLINE="1",
+            PI_SKIP_VERSION_CHECK="1",
+            PI_TELEMETRY="0",
+        )
+        proc = subprocess.run(
+            command,
+            input="Do the task.",
+            capture_output=True,
+            text=True,
+            cwd=str(rt / "work"),
+            env=env,
+            timeout=180,
+        )
         results = server.tool_results()
         requests = len(server.requests)
     assert proc.returncode == 0, proc.stderr
@@ -589,13 +722,17 @@ def test_real_pi_loads_the_extension_blocks_and_stops_at_the_turn_limit(world: P
     assert "sk-secret" not in results["call_b1"] and "rc=1" in results["call_b1"]
     assert requests == 3  # the abort sends no fourth call
     entries = [json.loads(line) for line in session.read_text().splitlines()]
-    limits = [e for e in entries if e.get("type") == "custom"
-              and e.get("customType") == "concorde-limit"]
+    limits = [
+        e for e in entries if e.get("type") == "custom" and e.get("customType") == "concorde-limit"
+    ]
     assert [e["data"] for e in limits] == [{"limit": "turns", "value": 3, "maximum": 2}]
     assert '[concorde-limit] {"limit":"turns","value":3,"maximum":2}' in proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    last = [e["message"] for e in events
-            if e.get("type") == "message_end" and e["message"].get("role") == "assistant"][-1]
+    last = [
+        e["message"]
+        for e in events
+        if e.get("type") == "message_end" and e["message"].get("role") == "assistant"
+    ][-1]
     assert last["stopReason"] == "aborted"
 
 
@@ -612,9 +749,15 @@ def test_programs_planted_in_a_worker_writable_path_never_run_on_the_host(world:
         program.write_text(f"#!/bin/sh\necho {name} >> '{marker}'\nexit 1\n")
         program.chmod(0o755)
     env = world.env(PATH=f"{planted}:{os.environ.get('PATH', '/usr/bin:/bin')}")
-    result = world.run_extension([START, bash("echo inside-ok"),
-                                  call("ls", path=world.wt("docs")),
-                                  bash('echo "PATH=$PATH"')], env=env)
+    result = world.run_extension(
+        [
+            START,
+            bash("echo inside-ok"),
+            call("ls", path=world.wt("docs")),
+            bash('echo "PATH=$PATH"'),
+        ],
+        env=env,
+    )
     assert "inside-ok" in out(result["results"][1])
     assert "spec.md" in out(result["results"][2])
     # the worker's own commands keep the PATH the host gave (the interpreter's directory first)

@@ -35,18 +35,40 @@ SECRET_OPENAI = "sk-openai-do-not-print-4567"
 PROXY_PASSWORD = "proxy-pass-89"
 
 CLAUDE_ENV_KEYS = {
-    "PATH", "LANG", "HOME", "TMPDIR", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_DISABLE_CLAUDE_MDS",
-    "CLAUDE_CODE_DISABLE_AUTO_MEMORY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+    "PATH",
+    "LANG",
+    "HOME",
+    "TMPDIR",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_DISABLE_CLAUDE_MDS",
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
 }
 PI_ENV_KEYS = {
-    "PATH", "LANG", "HOME", "TMPDIR", "CLAUDE_CODE_TMPDIR", "PI_CODING_AGENT_DIR", "PI_OFFLINE",
-    "PI_SKIP_VERSION_CHECK", "PI_TELEMETRY",
+    "PATH",
+    "LANG",
+    "HOME",
+    "TMPDIR",
+    "CLAUDE_CODE_TMPDIR",
+    "PI_CODING_AGENT_DIR",
+    "PI_OFFLINE",
+    "PI_SKIP_VERSION_CHECK",
+    "PI_TELEMETRY",
 }
 TEXT_SECTIONS = (
-    "Resolution", "Placement", "Git administrative paths (hidden from every tool)", "Grant",
-    "Deny rules", "Sandbox denyRead", "Sandbox allowRead", "Sandbox allowWrite", "Tool set",
-    "Round 1 command", "Round 1 environment (cleared, then exactly)",
-    "Digests the run record would carry", "Brief",
+    "Resolution",
+    "Placement",
+    "Git administrative paths (hidden from every tool)",
+    "Grant",
+    "Deny rules",
+    "Sandbox denyRead",
+    "Sandbox allowRead",
+    "Sandbox allowWrite",
+    "Tool set",
+    "Round 1 command",
+    "Round 1 environment (cleared, then exactly)",
+    "Digests the run record would carry",
+    "Brief",
 )
 
 
@@ -113,8 +135,17 @@ def grant_digest(grant: dict[str, Any]) -> str:
 
 
 def flags(project: Any, *extra: str) -> list[str]:
-    return ["--worktree", str(project.worktree), "--grant", str(project.grant_file),
-            "--task-type", "implement", "--instructions", project.instructions, *extra]
+    return [
+        "--worktree",
+        str(project.worktree),
+        "--grant",
+        str(project.grant_file),
+        "--task-type",
+        "implement",
+        "--instructions",
+        project.instructions,
+        *extra,
+    ]
 
 
 # --- a run that would launch ---------------------------------------------------------------------
@@ -138,38 +169,61 @@ def test_claude_plan_without_an_operation_prints_every_section(project: Any) -> 
     resolution = section(found, "Resolution")
     assert "backend: claude  ← the request" in resolution
     assert section(found, "Placement") == [
-        f"holds: {wt} lies directly in {primary}/.claude/worktrees/"]
+        f"holds: {wt} lies directly in {primary}/.claude/worktrees/"
+    ]
     assert section(found, "Git administrative paths") == [f"{primary}/.git", f"{wt}/.git"]
     assert section(found, "Grant") == [
-        "rw    src/app/", "ro    src/app/util.py", "ro    docs/notes.md", "names README.md"]
+        "rw    src/app/",
+        "ro    src/app/util.py",
+        "ro    docs/notes.md",
+        "names README.md",
+    ]
     deny = section(found, "Deny rules")
     assert f"Deny rules ({len(deny)})" in found
-    for hidden in (f"Read(/{wt}/secrets/**)", f"Read(/{wt}/src/other/**)", f"Read(/{wt}/.git)",
-                   f"Read(/{primary}/.git/**)", f"Edit(/{wt}/src/app/util.py)",
-                   f"Read(/{wt}/README.md)"):
+    for hidden in (
+        f"Read(/{wt}/secrets/**)",
+        f"Read(/{wt}/src/other/**)",
+        f"Read(/{wt}/.git)",
+        f"Read(/{primary}/.git/**)",
+        f"Edit(/{wt}/src/app/util.py)",
+        f"Read(/{wt}/README.md)",
+    ):
         assert hidden in deny
     assert not any(rule.startswith("Read(") and "/src/app/main.py" in rule for rule in deny)
     assert section(found, "Sandbox allowWrite") == [
-        f"{rt}/home", f"{rt}/tmp", f"{rt}/work", f"{wt}/src/app"]
+        f"{rt}/home",
+        f"{rt}/tmp",
+        f"{rt}/work",
+        f"{wt}/src/app",
+    ]
     assert section(found, "Tool set") == ["Read,Glob,Grep,Edit,Write,Bash"]
     command = section(found, "Round 1 command (cwd " + rt + "/work, the brief on stdin)")
     # The whole agent runs confined: bwrap first, the helper, then the agent's own command.
-    assert command[0].startswith("/usr/bin/env --ignore-signal=TERM -- "
-                                 f"{project.bin}/bwrap --unshare-user --uid 0 --gid 0 "
-                                 "--unshare-pid --die-with-parent "
-                                 "--info-fd '{namespace-report-fd}' --ro-bind / / ")
+    assert command[0].startswith(
+        "/usr/bin/env --ignore-signal=TERM -- "
+        f"{project.bin}/bwrap --unshare-user --uid 0 --gid 0 "
+        "--unshare-pid --die-with-parent "
+        "--info-fd '{namespace-report-fd}' --ro-bind / / "
+    )
     # The host's interpreter runs the waiter that reports the agent's exact exit status.
-    assert re.search(re.escape("concorde-confine ") + r"/\S+python\S* -I -S " + re.escape(
-        f"{rt}/control/wait.py '{{exit-status-fd}}' /usr/bin/env -u PWD --default-signal=TERM -- "
-        f"{project.bin}/claude -p --settings {rt}/control/settings.json "
-        "--tools Read,Glob,Grep,Edit,Write,Bash --json-schema '<"), command[0]), command[0]
+    assert re.search(
+        re.escape("concorde-confine ")
+        + r"/\S+python\S* -I -S "
+        + re.escape(
+            f"{rt}/control/wait.py '{{exit-status-fd}}' /usr/bin/env -u PWD --default-signal=TERM -- "
+            f"{project.bin}/claude -p --settings {rt}/control/settings.json "
+            "--tools Read,Glob,Grep,Edit,Write,Bash --json-schema '<"
+        ),
+        command[0],
+    ), command[0]
     confinement = section(found, next(t for t in found if t.startswith("Confinement: ")))
     assert f"empty file      {wt}/README.md  (names only)" in confinement
     assert f"writable        {wt}/src/app  (rw in the grant (src/app/))" in confinement
     assert command[0].endswith(
         " characters of JSON>' --output-format stream-json --verbose --permission-mode "
         "bypassPermissions --allow-dangerously-skip-permissions --strict-mcp-config "
-        "--max-turns 200")
+        "--max-turns 200"
+    )
     env = dict(line.split("=", 1) for line in section(found, "Round 1 environment"))
     assert set(env) == CLAUDE_ENV_KEYS
     assert env["HOME"] == f"{rt}/home"
@@ -205,13 +259,18 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
     assert data["refusal"] is None
     assert data["worktree"] == str(project.worktree)
     assert data["task_type"] == "implement"
-    assert data["placement"] == {"verdict": "holds", "worktree": str(project.worktree),
-                                 "primary": str(project.primary), "name": "task"}
+    assert data["placement"] == {
+        "verdict": "holds",
+        "worktree": str(project.worktree),
+        "primary": str(project.primary),
+        "name": "task",
+    }
     assert data["git_admin_paths"] == section(found, "Git administrative paths")
     assert data["grant"] == project.grant["entries"]
     assert data["deny_rules"]["count"] == len(data["deny_rules"]["rules"])
     assert [same(r) for r in data["deny_rules"]["rules"]] == [
-        same_text(r) for r in section(found, "Deny rules")]
+        same_text(r) for r in section(found, "Deny rules")
+    ]
     for key in ("denyRead", "allowRead", "allowWrite", "denyWrite"):
         shown = found.get(f"Sandbox {key}", [])
         assert [same(p) for p in data["sandbox"][key]] == [same_text(p) for p in shown]
@@ -219,22 +278,26 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
     round1 = data["round1"]
     assert round1["cwd"] == f"{rt}/work"
     assert round1["stdin"] == "the brief"
-    agent = round1["argv"][round1["argv"].index("--default-signal=TERM") + 2:]
+    agent = round1["argv"][round1["argv"].index("--default-signal=TERM") + 2 :]
     assert round1["argv"][3] == f"{project.bin}/bwrap" and agent[0] == f"{project.bin}/claude"
     assert data["confinement"]["mounts"][0]["kind"] in ("empty directory", "read-only")
     schema = json.loads(round1["argv"][round1["argv"].index("--json-schema") + 1])
     assert schema["type"] == "object"
     assert {same(f"{k}={v}") for k, v in round1["environment"].items()} == {
-        same_text(line) for line in section(found, "Round 1 environment")}
-    assert data["control_files"] == [f"{rt}/control/empty",
-                                     f"{rt}/control/read_hook.py",
-                                     f"{rt}/control/result.schema.json",
-                                     f"{rt}/control/search_hook.py",
-                                     f"{rt}/control/settings.json",
-                                     f"{rt}/control/wait.py",
-                                     f"{rt}/control/write_hook.py"]
+        same_text(line) for line in section(found, "Round 1 environment")
+    }
+    assert data["control_files"] == [
+        f"{rt}/control/empty",
+        f"{rt}/control/read_hook.py",
+        f"{rt}/control/result.schema.json",
+        f"{rt}/control/search_hook.py",
+        f"{rt}/control/settings.json",
+        f"{rt}/control/wait.py",
+        f"{rt}/control/write_hook.py",
+    ]
     assert data["brief"].rstrip("\n").splitlines() == [
-        same_text(line) for line in section(found, "Brief")]
+        same_text(line) for line in section(found, "Brief")
+    ]
     assert data["digests"]["brief_digest"] == sha256(data["brief"])
     text_digests = dict(line.split(": ", 1) for line in section(found, "Digests"))
     assert text_digests["grant_digest"] == data["digests"]["grant_digest"]
@@ -242,16 +305,23 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
     assert {k: v["value"] for k, v in data["resolution"].items()}["backend"] == "claude"
 
 
-def test_the_plan_says_where_the_program_came_from(project: Any,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_plan_says_where_the_program_came_from(
+    project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def program_line() -> str:
-        result = plan(str(project.request_file), "--operation", "implement", "--worker",
-                      "worker", "--declare", "implement:reviewer")
+        result = plan(
+            str(project.request_file),
+            "--operation",
+            "implement",
+            "--worker",
+            "worker",
+            "--declare",
+            "implement:reviewer",
+        )
         assert result.status == 0, result.both
         return section(sections(result.out), "Resolution")[-1]
 
-    assert program_line() == (f"program: {project.bin}/pi  ← the pi program $CONCORDE_PI "
-                              "names")
+    assert program_line() == (f"program: {project.bin}/pi  ← the pi program $CONCORDE_PI names")
     monkeypatch.delenv("CONCORDE_PI")
     assert program_line() == f"program: {project.bin}/pi  ← the pi program on PATH"
 
@@ -259,11 +329,19 @@ def test_the_plan_says_where_the_program_came_from(project: Any,
 @pytest.mark.req("A worker's model comes from its worker configuration alone")
 @pytest.mark.req("A worker's local model id comes from the model map alone")
 def test_an_operation_worker_on_pi_resolves_from_workers_json_and_the_map(
-        project: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET_ANTHROPIC)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET_OPENAI)
-    result = plan(str(project.request_file), "--operation", "implement", "--worker", "worker",
-                  "--declare", "implement:reviewer")
+    result = plan(
+        str(project.request_file),
+        "--operation",
+        "implement",
+        "--worker",
+        "worker",
+        "--declare",
+        "implement:reviewer",
+    )
     assert result.status == 0, result.both
     _, rt = header(result.out)
     rid = header(result.out)[0]
@@ -285,12 +363,13 @@ def test_an_operation_worker_on_pi_resolves_from_workers_json_and_the_map(
     (line,) = command
     assert line.startswith(f"/usr/bin/env --ignore-signal=TERM -- {project.bin}/bwrap ")
     agent = " --default-signal=TERM -- "
-    assert [line[line.index(agent) + len(agent):]] == [
+    assert [line[line.index(agent) + len(agent) :]] == [
         f"{project.bin}/pi -p --mode json --no-extensions -e {rt}/control/permission.ts "
         "--no-context-files --no-skills --no-prompt-templates "
         "--tools read,grep,find,ls,edit,write,bash,concorde_result "
         f"--session-dir {rt}/config/sessions --session {rt}/config/sessions/{rid}.jsonl "
-        "--model local/m-local --thinking medium"]
+        "--model local/m-local --thinking medium"
+    ]
     assert len(section(found, "Adapted to the installed program")) == 2
     env = dict(line.split("=", 1) for line in section(found, "Round 1 environment"))
     assert set(env) == PI_ENV_KEYS | {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
@@ -304,12 +383,20 @@ def test_an_operation_worker_on_pi_resolves_from_workers_json_and_the_map(
 
 
 def test_an_operation_worker_on_claude_takes_the_configured_backend_model_and_level(
-        project: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET_ANTHROPIC)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET_OPENAI)
     monkeypatch.setenv("HTTPS_PROXY", f"http://user:{PROXY_PASSWORD}@proxy.invalid:3128")
-    argv = [str(project.request_file), "--operation", "implement", "--worker", "reviewer",
-            "--declare", "implement:worker"]
+    argv = [
+        str(project.request_file),
+        "--operation",
+        "implement",
+        "--worker",
+        "reviewer",
+        "--declare",
+        "implement:worker",
+    ]
     result = plan(*argv)
     assert result.status == 0, result.both
     found = sections(result.out)
@@ -330,7 +417,9 @@ def test_an_operation_worker_on_claude_takes_the_configured_backend_model_and_le
     data = plan(*argv, "--json").json()
     assert data["round1"]["environment"]["ANTHROPIC_API_KEY"] == "<redacted>"
     assert data["resolution"]["backend"] == {
-        "value": "claude", "source": f"{config}: operations.implement.workers.reviewer"}
+        "value": "claude",
+        "source": f"{config}: operations.implement.workers.reviewer",
+    }
     assert data["resolution"]["local_model"]["value"] == "claude-x-1"
     for text in (result.both, json.dumps(data)):
         assert SECRET_ANTHROPIC not in text
@@ -343,13 +432,17 @@ def test_an_operation_worker_on_claude_takes_the_configured_backend_model_and_le
 def test_every_protocol_task_type_plans_a_launch(project: Any, task_type: str) -> None:
     grant = dict(copy.deepcopy(project.grant), task_type=task_type)
     path = project.write_json(project.root / f"grant-{task_type}.json", grant)
-    result = plan("--worktree", str(project.worktree), "--grant", str(path), "--backend",
-                  "claude", "--json")
+    result = plan(
+        "--worktree", str(project.worktree), "--grant", str(path), "--backend", "claude", "--json"
+    )
     assert result.status == 0, result.out
     data = result.json()
     assert data["task_type"] == task_type
-    expected = {"implement": "Read,Glob,Grep,Edit,Write,Bash", "specify": "Read,Glob,Grep,Edit,Write",
-                "code-to-spec": "Read,Glob,Grep,Edit,Write"}.get(task_type, "Read,Glob,Grep")
+    expected = {
+        "implement": "Read,Glob,Grep,Edit,Write,Bash",
+        "specify": "Read,Glob,Grep,Edit,Write",
+        "code-to-spec": "Read,Glob,Grep,Edit,Write",
+    }.get(task_type, "Read,Glob,Grep")
     assert data["tools"] == expected
 
 
@@ -383,13 +476,19 @@ def test_plan_example_removes_its_throwaway_repository_unless_kept(project: Any)
 # --- plan writes nothing --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [
-    ("--backend", "claude"), ("--backend", "pi"), ("--backend", "claude", "--json"),
-    ("--operation", "implement", "--worker", "reviewer", "--declare", "implement:worker"),
-    ("--task-type", "deploy"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--backend", "claude"),
+        ("--backend", "pi"),
+        ("--backend", "claude", "--json"),
+        ("--operation", "implement", "--worker", "reviewer", "--declare", "implement:worker"),
+        ("--task-type", "deploy"),
+    ],
+)
 def test_plan_writes_nothing_and_creates_no_runtime_directory(
-        project: Any, take_snapshot: Any, argv: tuple[str, ...]) -> None:
+    project: Any, take_snapshot: Any, argv: tuple[str, ...]
+) -> None:
     roots = [project.root]
     before = take_snapshot(roots)
     result = plan(str(project.request_file), *argv, "--json")
@@ -418,6 +517,7 @@ def _request_text(text: str) -> Callable[[Any], list[str]]:
     def make(p: Any) -> list[str]:
         (p.root / "bad.json").write_text(text)
         return [str(p.root / "bad.json")]
+
     return make
 
 
@@ -431,6 +531,7 @@ def _with_config(data: Any) -> Callable[[Any], list[str]]:
         p.config_file.write_text(text)
         p.commit_configuration()
         return [str(p.request_file), *_op("worker", "--declare", "implement:reviewer")]
+
     return make
 
 
@@ -441,6 +542,7 @@ def _with_map(data: Any) -> Callable[[Any], list[str]]:
         else:
             p.model_map.write_text(data if isinstance(data, str) else json.dumps(data))
         return [str(p.request_file), *_op("worker", "--declare", "implement:reviewer")]
+
     return make
 
 
@@ -451,8 +553,12 @@ def _bad_grant(p: Any) -> list[str]:
 
 
 def _other_worktree(p: Any) -> list[str]:
-    return ["--worktree", str(p.add_worktree(p.root / "elsewhere", "elsewhere")),
-            "--grant", str(p.grant_file)]
+    return [
+        "--worktree",
+        str(p.add_worktree(p.root / "elsewhere", "elsewhere")),
+        "--grant",
+        str(p.grant_file),
+    ]
 
 
 def _nested_worktree(p: Any) -> list[str]:
@@ -496,119 +602,303 @@ def _no_pi(p: Any) -> list[str]:
 
 
 BAD_INPUTS = [
-    Bad("request file missing", lambda p: [str(p.root / "nope.json")], "request_invalid", "input",
-        lambda p: [f"the request file {p.root}/nope.json cannot be read: No such file or directory"]),
-    Bad("request file not JSON", _request_text('{"worktree": \n  ,}'), "request_invalid", "input",
-        lambda p: [f"the request file {p.root}/bad.json is not valid JSON: it is not JSON: "
-                   "Expecting value at line 2, column 3; repair the file"]),
-    Bad("request file duplicate key", _request_text('{"worktree": "/a", "worktree": "/b"}'),
-        "request_invalid", "input",
-        lambda p: [f"the request file {p.root}/bad.json is not valid JSON: it has the duplicate "
-                   'key "worktree"; repair the file']),
-    Bad("request file not an object", _request_text("[1, 2]"), "request_invalid", "input",
-        lambda p: [f"the request file {p.root}/bad.json must hold one JSON object"]),
-    Bad("request file unknown field",
-        lambda p: [str(p.request(name="unknown.json", colour="blue"))], "request_invalid", "input",
-        lambda p: [f"the request file {p.root}/unknown.json is invalid at colour: Extra inputs "
-                   "are not permitted; the fields are those of the Inputs table: backend,"]),
-    Bad("request names no worktree", lambda p: [str(p.request(name="nowt.json", worktree=None))],
-        "request_invalid", "input",
-        lambda p: [f"the request file {p.root}/nowt.json names no worktree: give --worktree"]),
-    Bad("bad backend value", lambda p: [str(p.request_file), "--backend", "emacs"],
-        "request_invalid", "input",
-        lambda p: [f"the request file {p.request_file} is invalid at backend: Input should be "
-                   "'claude' or 'pi'"]),
-    Bad("grant file malformed", _bad_grant, "grant_malformed", "input",
-        lambda p: ['grant entry 2 ({"path": "/etc/passwd", "level": "ro"}) is malformed: its '
-                   "path '/etc/passwd' is absolute; a grant path is relative to the worktree"]),
-    Bad("grant file not JSON", lambda p: (p.grant_file.write_text("{"), [
-        "--worktree", str(p.worktree), "--grant", str(p.grant_file)])[1],
-        "request_invalid", "input",
-        lambda p: [f"the grant file {p.grant_file} is not valid JSON: it is not JSON:"]),
-    Bad("unknown task type", lambda p: [str(p.request_file), "--task-type", "deploy"],
-        "grant_unavailable", "input",
-        lambda p: ["the request's task type 'deploy' is not a known task type; a known task type "
-                   "is one of " + ", ".join(TASK_TYPES)]),
-    Bad("worktree missing",
+    Bad(
+        "request file missing",
+        lambda p: [str(p.root / "nope.json")],
+        "request_invalid",
+        "input",
+        lambda p: [
+            f"the request file {p.root}/nope.json cannot be read: No such file or directory"
+        ],
+    ),
+    Bad(
+        "request file not JSON",
+        _request_text('{"worktree": \n  ,}'),
+        "request_invalid",
+        "input",
+        lambda p: [
+            f"the request file {p.root}/bad.json is not valid JSON: it is not JSON: "
+            "Expecting value at line 2, column 3; repair the file"
+        ],
+    ),
+    Bad(
+        "request file duplicate key",
+        _request_text('{"worktree": "/a", "worktree": "/b"}'),
+        "request_invalid",
+        "input",
+        lambda p: [
+            f"the request file {p.root}/bad.json is not valid JSON: it has the duplicate "
+            'key "worktree"; repair the file'
+        ],
+    ),
+    Bad(
+        "request file not an object",
+        _request_text("[1, 2]"),
+        "request_invalid",
+        "input",
+        lambda p: [f"the request file {p.root}/bad.json must hold one JSON object"],
+    ),
+    Bad(
+        "request file unknown field",
+        lambda p: [str(p.request(name="unknown.json", colour="blue"))],
+        "request_invalid",
+        "input",
+        lambda p: [
+            f"the request file {p.root}/unknown.json is invalid at colour: Extra inputs "
+            "are not permitted; the fields are those of the Inputs table: backend,"
+        ],
+    ),
+    Bad(
+        "request names no worktree",
+        lambda p: [str(p.request(name="nowt.json", worktree=None))],
+        "request_invalid",
+        "input",
+        lambda p: [f"the request file {p.root}/nowt.json names no worktree: give --worktree"],
+    ),
+    Bad(
+        "bad backend value",
+        lambda p: [str(p.request_file), "--backend", "emacs"],
+        "request_invalid",
+        "input",
+        lambda p: [
+            f"the request file {p.request_file} is invalid at backend: Input should be "
+            "'claude' or 'pi'"
+        ],
+    ),
+    Bad(
+        "grant file malformed",
+        _bad_grant,
+        "grant_malformed",
+        "input",
+        lambda p: [
+            'grant entry 2 ({"path": "/etc/passwd", "level": "ro"}) is malformed: its '
+            "path '/etc/passwd' is absolute; a grant path is relative to the worktree"
+        ],
+    ),
+    Bad(
+        "grant file not JSON",
+        lambda p: (
+            p.grant_file.write_text("{"),
+            ["--worktree", str(p.worktree), "--grant", str(p.grant_file)],
+        )[1],
+        "request_invalid",
+        "input",
+        lambda p: [f"the grant file {p.grant_file} is not valid JSON: it is not JSON:"],
+    ),
+    Bad(
+        "unknown task type",
+        lambda p: [str(p.request_file), "--task-type", "deploy"],
+        "grant_unavailable",
+        "input",
+        lambda p: [
+            "the request's task type 'deploy' is not a known task type; a known task type "
+            "is one of " + ", ".join(TASK_TYPES)
+        ],
+    ),
+    Bad(
+        "worktree missing",
         lambda p: ["--worktree", str(p.worktree.parent / "gone"), "--grant", str(p.grant_file)],
-        "worktree_misplaced", "environment",
-        lambda p: [f"the worktree {p.worktree.parent}/gone does not exist or is no directory; "
-                   "create it with git worktree add under .claude/worktrees/"]),
-    Bad("not a Git worktree", _plain_directory, "worktree_misplaced", "environment",
-        lambda p: [f"Git found no primary worktree for the worktree {p.root}/plain (Git said: "
-                   "fatal: not a git repository", ".claude/worktrees/"]),
-    Bad("the primary worktree itself",
+        "worktree_misplaced",
+        "environment",
+        lambda p: [
+            f"the worktree {p.worktree.parent}/gone does not exist or is no directory; "
+            "create it with git worktree add under .claude/worktrees/"
+        ],
+    ),
+    Bad(
+        "not a Git worktree",
+        _plain_directory,
+        "worktree_misplaced",
+        "environment",
+        lambda p: [
+            f"Git found no primary worktree for the worktree {p.root}/plain (Git said: "
+            "fatal: not a git repository",
+            ".claude/worktrees/",
+        ],
+    ),
+    Bad(
+        "the primary worktree itself",
         lambda p: ["--worktree", str(p.primary), "--grant", str(p.grant_file)],
-        "worktree_misplaced", "environment",
-        lambda p: [f"the worktree {p.primary} is the primary worktree itself; a worker runs only "
-                   f"in a worktree lying directly in {p.primary}/.claude/worktrees/ (create one "
-                   f"with git worktree add {p.primary}/.claude/worktrees/<name>)"]),
-    Bad("a worktree elsewhere", _other_worktree, "worktree_misplaced", "environment",
-        lambda p: [f"the worktree {p.root}/elsewhere does not lie in the primary worktree's "
-                   f".claude/worktrees/; a worker runs only in a worktree lying directly in "
-                   f"{p.primary}/.claude/worktrees/"]),
-    Bad("a nested worktree", _nested_worktree, "worktree_misplaced", "environment",
-        lambda p: [f"the worktree {p.worktree.parent}/a/b lies below, not directly in, the "
-                   f"primary worktree's .claude/worktrees/; a worker runs only in a worktree "
-                   f"lying directly in {p.primary}/.claude/worktrees/"]),
-    Bad("a directory inside the worktree",
+        "worktree_misplaced",
+        "environment",
+        lambda p: [
+            f"the worktree {p.primary} is the primary worktree itself; a worker runs only "
+            f"in a worktree lying directly in {p.primary}/.claude/worktrees/ (create one "
+            f"with git worktree add {p.primary}/.claude/worktrees/<name>)"
+        ],
+    ),
+    Bad(
+        "a worktree elsewhere",
+        _other_worktree,
+        "worktree_misplaced",
+        "environment",
+        lambda p: [
+            f"the worktree {p.root}/elsewhere does not lie in the primary worktree's "
+            f".claude/worktrees/; a worker runs only in a worktree lying directly in "
+            f"{p.primary}/.claude/worktrees/"
+        ],
+    ),
+    Bad(
+        "a nested worktree",
+        _nested_worktree,
+        "worktree_misplaced",
+        "environment",
+        lambda p: [
+            f"the worktree {p.worktree.parent}/a/b lies below, not directly in, the "
+            f"primary worktree's .claude/worktrees/; a worker runs only in a worktree "
+            f"lying directly in {p.primary}/.claude/worktrees/"
+        ],
+    ),
+    Bad(
+        "a directory inside the worktree",
         lambda p: ["--worktree", str(p.worktree / "src"), "--grant", str(p.grant_file)],
-        "worktree_misplaced", "environment",
-        lambda p: [f"the worktree {p.worktree}/src is not the top level of a Git worktree (Git's "
-                   f"top level is {p.worktree})"]),
-    Bad("workers.json missing", _config_gone, "config_missing", "input",
-        lambda p: [f"The worker configuration {p.config_file} is missing", "and commit it"]),
-    Bad("workers.json invalid", _with_config({"schema_version": 2}), "config_invalid", "input",
-        lambda p: [f"The worker configuration {p.config_file} is invalid: it lacks the required "
-                   f"field enabled_models. Edit {p.config_file} so it follows "
-                   "contract.workers.worker-configuration (schema_version 2), then commit it."]),
-    Bad("workers.json not JSON", _with_config('{"schema_version": 2,'), "config_invalid", "input",
-        lambda p: [f"The worker configuration {p.config_file} is invalid: it is not JSON: "
-                   "Expecting property name enclosed in double quotes at line 1, column 22"]),
-    Bad("workers.json schema_version 1",
-        _with_config({"schema_version": 1, "models": {}}), "config_invalid", "input",
-        lambda p: [f"The worker configuration {p.config_file} is invalid: it has schema_version 1",
-                   str(p.model_map)]),
-    Bad("retired worker-models.json", _retired, "config_invalid", "input",
-        lambda p: [f"still has the retired file {p.config_file.parent}/worker-models.json",
-                   f"delete {p.config_file.parent}/worker-models.json", str(p.model_map)]),
-    Bad("an undeclared worker in workers.json",
-        lambda p: [str(p.request_file), *_op()], "config_invalid", "input",
-        lambda p: ["operations.implement.workers.reviewer names a worker id Operation implement "
-                   "does not declare (declared: worker)",
-                   "Remove or rename operations.implement.workers.reviewer"]),
-    Bad("model map missing", _with_map(None), "model_map_missing", "environment",
-        lambda p: [f"The model map {p.model_map} is missing", '"m-local": {"pi": "<provider/id>"}']),
-    Bad("model map invalid", _with_map("{\n"), "model_map_invalid", "environment",
-        lambda p: [f"The model map {p.model_map} is invalid: it is not JSON: "
-                   "Expecting property name enclosed in double quotes at line 2, column 1"]),
-    Bad("model map wrong schema", _with_map({"schema_version": 2, "models": {}}),
-        "model_map_invalid", "environment",
-        lambda p: [f"The model map {p.model_map} is invalid: schema_version is 2; this reader "
-                   "reads 1"]),
-    Bad("model unmapped", _unmapped, "model_unmapped", "environment",
-        lambda p: [f"The model map {p.model_map} gives no local id for these workers:",
-                   "- worker worker of Operation implement: model m-local (from "
-                   "operations.implement.default) on backend pi (from Concorde's default worker "
-                   "backend)",
-                   '  "m-local": {"pi": "<provider/id>"}']),
-    Bad("--declare malformed",
+        "worktree_misplaced",
+        "environment",
+        lambda p: [
+            f"the worktree {p.worktree}/src is not the top level of a Git worktree (Git's "
+            f"top level is {p.worktree})"
+        ],
+    ),
+    Bad(
+        "workers.json missing",
+        _config_gone,
+        "config_missing",
+        "input",
+        lambda p: [f"The worker configuration {p.config_file} is missing", "and commit it"],
+    ),
+    Bad(
+        "workers.json invalid",
+        _with_config({"schema_version": 2}),
+        "config_invalid",
+        "input",
+        lambda p: [
+            f"The worker configuration {p.config_file} is invalid: it lacks the required "
+            f"field enabled_models. Edit {p.config_file} so it follows "
+            "contract.workers.worker-configuration (schema_version 2), then commit it."
+        ],
+    ),
+    Bad(
+        "workers.json not JSON",
+        _with_config('{"schema_version": 2,'),
+        "config_invalid",
+        "input",
+        lambda p: [
+            f"The worker configuration {p.config_file} is invalid: it is not JSON: "
+            "Expecting property name enclosed in double quotes at line 1, column 22"
+        ],
+    ),
+    Bad(
+        "workers.json schema_version 1",
+        _with_config({"schema_version": 1, "models": {}}),
+        "config_invalid",
+        "input",
+        lambda p: [
+            f"The worker configuration {p.config_file} is invalid: it has schema_version 1",
+            str(p.model_map),
+        ],
+    ),
+    Bad(
+        "retired worker-models.json",
+        _retired,
+        "config_invalid",
+        "input",
+        lambda p: [
+            f"still has the retired file {p.config_file.parent}/worker-models.json",
+            f"delete {p.config_file.parent}/worker-models.json",
+            str(p.model_map),
+        ],
+    ),
+    Bad(
+        "an undeclared worker in workers.json",
+        lambda p: [str(p.request_file), *_op()],
+        "config_invalid",
+        "input",
+        lambda p: [
+            "operations.implement.workers.reviewer names a worker id Operation implement "
+            "does not declare (declared: worker)",
+            "Remove or rename operations.implement.workers.reviewer",
+        ],
+    ),
+    Bad(
+        "model map missing",
+        _with_map(None),
+        "model_map_missing",
+        "environment",
+        lambda p: [f"The model map {p.model_map} is missing", '"m-local": {"pi": "<provider/id>"}'],
+    ),
+    Bad(
+        "model map invalid",
+        _with_map("{\n"),
+        "model_map_invalid",
+        "environment",
+        lambda p: [
+            f"The model map {p.model_map} is invalid: it is not JSON: "
+            "Expecting property name enclosed in double quotes at line 2, column 1"
+        ],
+    ),
+    Bad(
+        "model map wrong schema",
+        _with_map({"schema_version": 2, "models": {}}),
+        "model_map_invalid",
+        "environment",
+        lambda p: [
+            f"The model map {p.model_map} is invalid: schema_version is 2; this reader reads 1"
+        ],
+    ),
+    Bad(
+        "model unmapped",
+        _unmapped,
+        "model_unmapped",
+        "environment",
+        lambda p: [
+            f"The model map {p.model_map} gives no local id for these workers:",
+            "- worker worker of Operation implement: model m-local (from "
+            "operations.implement.default) on backend pi (from Concorde's default worker "
+            "backend)",
+            '  "m-local": {"pi": "<provider/id>"}',
+        ],
+    ),
+    Bad(
+        "--declare malformed",
         lambda p: [str(p.request_file), *_op("worker", "--declare", "implement")],
-        "request_invalid", "input",
-        lambda p: ["--declare 'implement' is not OPERATION:WORKER, such as --declare "
-                   "implement:worker"]),
-    Bad("--backend conflicting with workers.json",
-        lambda p: [str(p.request_file), *_op("worker", "--declare", "implement:reviewer",
-                                             "--backend", "claude")],
-        "request_invalid", "input",
-        lambda p: [f"the request asks for the claude backend, but the worker configuration "
-                   f"{p.config_file} chooses pi for worker worker of Operation implement "
-                   "(Concorde's default worker backend)", "drop --backend"]),
-    Bad("the pi program missing", _no_pi, "backend_missing", "environment",
-        lambda p: [f"its program {p.root}/no-pi is not found", "set CONCORDE_PI"]),
-    Bad("the sandbox runtime missing", _no_sandbox_runtime, "pi_runtime_missing", "environment",
-        lambda p: [f"sandbox-runtime (no dist/index.js in {p.root}/no-srt)",
-                   "set CONCORDE_SANDBOX_RUNTIME to the package directory"]),
+        "request_invalid",
+        "input",
+        lambda p: [
+            "--declare 'implement' is not OPERATION:WORKER, such as --declare implement:worker"
+        ],
+    ),
+    Bad(
+        "--backend conflicting with workers.json",
+        lambda p: [
+            str(p.request_file),
+            *_op("worker", "--declare", "implement:reviewer", "--backend", "claude"),
+        ],
+        "request_invalid",
+        "input",
+        lambda p: [
+            f"the request asks for the claude backend, but the worker configuration "
+            f"{p.config_file} chooses pi for worker worker of Operation implement "
+            "(Concorde's default worker backend)",
+            "drop --backend",
+        ],
+    ),
+    Bad(
+        "the pi program missing",
+        _no_pi,
+        "backend_missing",
+        "environment",
+        lambda p: [f"its program {p.root}/no-pi is not found", "set CONCORDE_PI"],
+    ),
+    Bad(
+        "the sandbox runtime missing",
+        _no_sandbox_runtime,
+        "pi_runtime_missing",
+        "environment",
+        lambda p: [
+            f"sandbox-runtime (no dist/index.js in {p.root}/no-srt)",
+            "set CONCORDE_SANDBOX_RUNTIME to the package directory",
+        ],
+    ),
 ]
 
 
@@ -621,14 +911,17 @@ BAD_INPUTS = [
 @pytest.mark.req("A task type the Protocol does not define is refused")
 @pytest.mark.parametrize("bad", BAD_INPUTS, ids=[b.name for b in BAD_INPUTS])
 def test_every_bad_input_is_a_refusal_naming_the_file_and_repair(
-        project: Any, monkeypatch: pytest.MonkeyPatch, bad: Bad) -> None:
+    project: Any, monkeypatch: pytest.MonkeyPatch, bad: Bad
+) -> None:
     monkeypatch.setenv("CONCORDE_PI", os.environ["CONCORDE_PI"])  # restored after _no_pi
     monkeypatch.setenv("CONCORDE_SANDBOX_RUNTIME", os.environ["CONCORDE_SANDBOX_RUNTIME"])
     argv = bad.make(project)
     text = plan(*argv)
     assert text.status == 2
-    assert (f"concorde-workers: refused: {bad.code} ({bad.reason})\n" in text.err
-            or f"\nREFUSED {bad.code} (reason {bad.reason})\n" in text.out), text.both
+    assert (
+        f"concorde-workers: refused: {bad.code} ({bad.reason})\n" in text.err
+        or f"\nREFUSED {bad.code} (reason {bad.reason})\n" in text.out
+    ), text.both
     flat = " ".join(text.both.split())
     for phrase in bad.says(project):
         assert " ".join(phrase.split()) in flat, (phrase, text.both)
@@ -647,7 +940,8 @@ MISPLACED = [b for b in BAD_INPUTS if b.code == "worktree_misplaced"]
 
 @pytest.mark.parametrize("bad", MISPLACED, ids=[b.name for b in MISPLACED])
 def test_with_an_operation_and_a_worker_a_worktree_problem_is_said_as_itself(
-        project: Any, bad: Bad) -> None:
+    project: Any, bad: Bad
+) -> None:
     """Issue 19 §2: with --operation/--worker a misplaced worktree was refused config_missing
     (it cannot hold the configuration), hiding the placement's own refusal and its repair; plan
     and run now say the same worktree_misplaced as without them."""
@@ -668,35 +962,56 @@ def test_with_an_operation_and_a_worker_a_worktree_problem_is_said_as_itself(
 
 
 def test_a_worker_the_configuration_has_no_entry_for_is_said_not_passed_in_silence(
-        project: Any) -> None:
+    project: Any,
+) -> None:
     """Issue 19 §2: a mistyped worker id is declared by the caller and so takes the Operation's
     default entry, as the reader's rules say; plan says, in its notes, that the file has no
     entry for it, and run says it on stderr."""
-    typo = plan(str(project.request_file), *_op("reveiwer", "--declare", "implement:reviewer"),
-                "--json")
+    typo = plan(
+        str(project.request_file), *_op("reveiwer", "--declare", "implement:reviewer"), "--json"
+    )
     assert typo.status == 0, typo.both
-    said = (f"{project.config_file} has no entry for worker reveiwer of Operation implement "
-            "(its workers: reviewer): it takes operations.implement.default")
+    said = (
+        f"{project.config_file} has no entry for worker reveiwer of Operation implement "
+        "(its workers: reviewer): it takes operations.implement.default"
+    )
     assert said in typo.json()["notes"]
-    assert said in " ".join(plan(str(project.request_file),
-                                 *_op("reveiwer", "--declare", "implement:reviewer")).out.split())
+    assert said in " ".join(
+        plan(
+            str(project.request_file), *_op("reveiwer", "--declare", "implement:reviewer")
+        ).out.split()
+    )
     known = plan(str(project.request_file), *_op("reviewer"), "--json")
     assert not [n for n in known.json()["notes"] if "has no entry" in n], known.json()["notes"]
-    other = plan(str(project.request_file), "--operation", "review", "--worker", "x",
-                 "--declare", "implement:reviewer", "--declare", "implement:worker", "--json")
+    other = plan(
+        str(project.request_file),
+        "--operation",
+        "review",
+        "--worker",
+        "x",
+        "--declare",
+        "implement:reviewer",
+        "--declare",
+        "implement:worker",
+        "--json",
+    )
     assert other.status == 0, other.both
-    assert (f"{project.config_file} has no entry for Operation review (its Operations: "
-            "implement): worker x takes the file's default entry") in other.json()["notes"]
+    assert (
+        f"{project.config_file} has no entry for Operation review (its Operations: "
+        "implement): worker x takes the file's default entry"
+    ) in other.json()["notes"]
 
 
 def test_a_request_refusal_goes_to_stderr_and_a_plan_refusal_shows_what_was_settled(
-        project: Any) -> None:
+    project: Any,
+) -> None:
     bad = plan(str(project.root / "nope.json"))
     assert bad.out == ""
     assert bad.err.startswith("concorde-workers: refused: request_invalid (input)\n  the request")
     misplaced = plan("--worktree", str(project.primary), "--grant", str(project.grant_file))
     assert misplaced.out.startswith(
-        "concorde-workers plan — a run would be refused: worktree_misplaced\n")
+        "concorde-workers plan — a run would be refused: worktree_misplaced\n"
+    )
     found = sections(misplaced.out)
     assert "Placement" not in found
     assert "Round 1 command" not in " ".join(found)
@@ -719,7 +1034,8 @@ def test_a_relative_worktree_in_a_request_file_is_refused(project: Any) -> None:
 
 @pytest.mark.parametrize("interpreter", ["python", "/usr/bin/", "/"])
 def test_a_project_interpreter_that_is_no_absolute_file_path_is_refused(
-        project: Any, interpreter: str) -> None:
+    project: Any, interpreter: str
+) -> None:
     """The environment builder raises ValueError for a project interpreter that is not an
     absolute file path (domain/isolation/environment.py `worker_path`), outside the preparation's try:
     unless the request is refused first, status 3 instead of request_invalid."""
@@ -732,10 +1048,20 @@ def test_a_project_interpreter_that_is_no_absolute_file_path_is_refused(
 
 # --- fuzz: whatever the request file holds, 0 or 2 ------------------------------------------------
 
-_json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
-                       st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
-_json = st.recursive(_json_leaf, lambda inner: st.lists(inner, max_size=3)
-                     | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+_json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+_json = st.recursive(
+    _json_leaf,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 def _mostly(*values: Any) -> st.SearchStrategy[Any]:
@@ -748,45 +1074,69 @@ def _field_values(p: Any) -> dict[str, st.SearchStrategy[Any]]:
     wt = str(p.worktree)
     return {
         "backend": _mostly("claude", "pi", "emacs", ""),
-        "worktree": _mostly(wt, wt + "/", wt + "/src", str(p.primary), "/nope", "",
-                            ".claude/worktrees/task"),
+        "worktree": _mostly(
+            wt, wt + "/", wt + "/src", str(p.primary), "/nope", "", ".claude/worktrees/task"
+        ),
         "task_type": _mostly(*TASK_TYPES, "deploy"),
         "instructions": st.text(max_size=40) | _json,
         "runtime_paths": _mostly([], ["/usr"], ["/nope"], [wt + "/secrets"], ["rel"]),
         "project_interpreter": _mostly("/usr/bin/python3", "python", "/usr/bin/"),
-        "limits": _mostly({}, {"max_turns": 3}, {"max_turns": 0}, {"max_budget_usd": 0.5},
-                          {"max_budget_usd": 1e300}, {"rounds": -1}),
+        "limits": _mostly(
+            {},
+            {"max_turns": 3},
+            {"max_turns": 0},
+            {"max_budget_usd": 0.5},
+            {"max_budget_usd": 1e300},
+            {"rounds": -1},
+        ),
         "reasoning": _mostly("high", "medium", "-x", ""),
         "local_model": _mostly("some/model", "-m", " m", "\x00"),
         "operation": _mostly("implement", "other"),
         "worker": _mostly("worker", "reviewer"),
-        "grant": _mostly(dict(p.grant, task_type="review-code"), {"task_type": "implement"},
-                         dict(p.grant, entries=[{"path": "../x", "level": "rw"}])),
-        "model": _json, "modules": _json, "output_schema": _json, "parent": _json,
+        "grant": _mostly(
+            dict(p.grant, task_type="review-code"),
+            {"task_type": "implement"},
+            dict(p.grant, entries=[{"path": "../x", "level": "rw"}]),
+        ),
+        "model": _json,
+        "modules": _json,
+        "output_schema": _json,
+        "parent": _json,
     }
 
 
-@settings(max_examples=examples(0.15), derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(0.15),
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_any_request_file_content_gives_0_or_2(project: Any, data: st.DataObject) -> None:
     values = _field_values(project)
-    request: dict[str, Any] = {"worktree": str(project.worktree), "task_type": "implement",
-                               "grant": copy.deepcopy(project.grant)}
-    changed = data.draw(st.lists(st.sampled_from(sorted(values)), max_size=4, unique=True),
-                        label="fields")
+    request: dict[str, Any] = {
+        "worktree": str(project.worktree),
+        "task_type": "implement",
+        "grant": copy.deepcopy(project.grant),
+    }
+    changed = data.draw(
+        st.lists(st.sampled_from(sorted(values)), max_size=4, unique=True), label="fields"
+    )
     for key in changed:
         request[key] = data.draw(values[key], label=key)
-    shape = data.draw(st.sampled_from(["request", "request", "request", "any json"]),
-                      label="shape")
+    shape = data.draw(st.sampled_from(["request", "request", "request", "any json"]), label="shape")
     content = json.dumps(request if shape == "request" else data.draw(_json, label="json"))
     (project.root / "fuzz.json").write_text(content)
     result = plan(str(project.root / "fuzz.json"), "--json")
     assert result.json()["verdict"] == ("launch" if result.status == 0 else "refused")
 
 
-@settings(max_examples=examples(0.06), derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(0.06),
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(content=st.binary(max_size=200))
 def test_any_request_file_bytes_give_0_or_2(project: Any, content: bytes) -> None:
     (project.root / "bytes.json").write_bytes(content)
@@ -800,25 +1150,34 @@ def test_any_request_file_bytes_give_0_or_2(project: Any, content: bytes) -> Non
 
 @pytest.mark.parametrize("backend", ["claude", "pi"])
 def test_a_home_of_root_is_refused_with_its_repair_not_hidden_silently(
-        project: Any, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Any, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """HOME=/ (a service account's, a container's): hiding it would hide every program, leaving
     it every credential; the plan says so, names HOME and how to repair it, and plans nothing."""
     monkeypatch.setenv("HOME", "/")
     result = plan(*flags(project, "--backend", backend))
     assert result.status == 2, result.both
     assert "launch_failed" in result.both and "HOME is /: a home of / cannot be hidden" in (
-        result.both), result.both
+        result.both
+    ), result.both
     assert "set HOME to the user's own home directory" in result.both
     assert "Traceback" not in result.both
 
 
 def test_plan_shows_the_machine_s_claude_endpoint_with_its_token_redacted(
-        project: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 19 §2: endpoints.json beside the model map; plan shows where requests go."""
     folder = project.home / ".config" / "concorde"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "endpoints.json").write_text(json.dumps({"schema_version": 1, "claude": {
-        "base_url": "http://127.0.0.1:4000", "token_env": "GATEWAY_TOKEN"}}))
+    (folder / "endpoints.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "claude": {"base_url": "http://127.0.0.1:4000", "token_env": "GATEWAY_TOKEN"},
+            }
+        )
+    )
     monkeypatch.setenv("GATEWAY_TOKEN", "never-shown-7d2")
     doc = plan(str(project.request_file), "--backend", "claude", "--json")
     assert doc.status == 0, doc.both

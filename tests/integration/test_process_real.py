@@ -100,7 +100,8 @@ def assert_dead(pids: list[int], fds: list[int], within: float = SLOW) -> None:
             with contextlib.suppress(ChildProcessError):
                 _, status = os.waitpid(pid, 0)
                 assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (
-                    f"process {pid} ended with status {status:#x}, not killed by SIGKILL")
+                    f"process {pid} ended with status {status:#x}, not killed by SIGKILL"
+                )
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
     finally:
@@ -319,8 +320,9 @@ def test_a_program_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: P
         "time.sleep(3600)\n"
     )
     deadline = Deadline()
-    handle = runner(grace=0.5, deadline=deadline).start(python(code), ENV, str(tmp_path),
-                                                         timeout_seconds=SLOW)
+    handle = runner(grace=0.5, deadline=deadline).start(
+        python(code), ENV, str(tmp_path), timeout_seconds=SLOW
+    )
     lines = handle.lines()
     assert next(lines) == "ready"  # it ignores SIGTERM from now on
     expired = time.monotonic()
@@ -335,8 +337,9 @@ def test_a_program_that_honours_sigterm_ends_at_once(tmp_path: Path) -> None:
     deadline = Deadline()
     # A grace period the test never waits out: had the runner waited for it, wait(SLOW) would
     # return None.
-    handle = runner(grace=10 * SLOW, deadline=deadline).start(python(code), ENV, str(tmp_path),
-                                                               timeout_seconds=SLOW)
+    handle = runner(grace=10 * SLOW, deadline=deadline).start(
+        python(code), ENV, str(tmp_path), timeout_seconds=SLOW
+    )
     lines = handle.lines()
     assert next(lines) == "ready"
     deadline.expire()
@@ -394,8 +397,9 @@ def test_no_thread_or_descriptor_is_left_behind(tmp_path: Path) -> None:
 def test_a_timer_waiting_on_a_deadline_ends_with_the_program(tmp_path: Path) -> None:
     """A timeout a test decides (timing.Deadline) never fired: the timer thread still ends when
     the program does, not when the real timeout (ten times SLOW) has passed."""
-    handle = runner(deadline=Deadline()).start(python("print(1)"), ENV, str(tmp_path),
-                                              timeout_seconds=10 * SLOW)
+    handle = runner(deadline=Deadline()).start(
+        python("print(1)"), ENV, str(tmp_path), timeout_seconds=10 * SLOW
+    )
     assert list(handle.lines()) == ["1"] and handle.wait(SLOW) == 0
     for timer in [t for t in threading.enumerate() if t.name == f"process-{handle.pid}-timeout"]:
         timer.join(SLOW)  # the bound only ends a failure
@@ -426,9 +430,23 @@ while sys.argv[1] == "hang":
 def in_namespace(program: list[str]) -> list[str]:
     """`program` run by bwrap in a PID namespace of its own that reports its init."""
     assert BWRAP is not None, "bubblewrap is required (apt-get install bubblewrap)"
-    return [BWRAP, "--unshare-user", "--unshare-pid", "--die-with-parent",
-            "--info-fd", NAMESPACE_REPORT_FD, "--ro-bind", "/", "/", "--dev", "/dev",
-            "--proc", "/proc", "--", *program]
+    return [
+        BWRAP,
+        "--unshare-user",
+        "--unshare-pid",
+        "--die-with-parent",
+        "--info-fd",
+        NAMESPACE_REPORT_FD,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--",
+        *program,
+    ]
 
 
 @pytest.mark.req("No worker process outlives its round")
@@ -438,8 +456,9 @@ def test_the_end_comes_only_once_the_pid_namespace_is_empty(tmp_path: Path, endi
     the namespace during the init's exit, after the launcher was reaped: `wait` returns only
     once that exit is complete, so not one of the CROWD processes is alive when it does (without
     the wait on the init's pidfd most of them still were)."""
-    handle = runner().start(in_namespace([PY, "-c", CROWDED, "hang" if ending != "exit" else ""]),
-                            ENV, str(tmp_path))
+    handle = runner().start(
+        in_namespace([PY, "-c", CROWDED, "hang" if ending != "exit" else ""]), ENV, str(tmp_path)
+    )
     lines = []
     for line in handle.lines():
         lines.append(line)
@@ -472,8 +491,9 @@ print(pid, flush=True)
 
 def test_wait_follows_the_reported_init_not_only_the_leader(tmp_path: Path) -> None:
     gate = Gate(tmp_path / "gate")
-    handle = runner().start([PY, "-c", LINGERING_INIT, NAMESPACE_REPORT_FD, str(gate.path)],
-                            ENV, str(tmp_path))
+    handle = runner().start(
+        [PY, "-c", LINGERING_INIT, NAMESPACE_REPORT_FD, str(gate.path)], ENV, str(tmp_path)
+    )
     (init,) = [int(line) for line in handle.lines()]
     fd = os.pidfd_open(init)
     try:
@@ -489,8 +509,10 @@ def test_wait_follows_the_reported_init_not_only_the_leader(tmp_path: Path) -> N
 def test_a_report_naming_a_pid_now_in_another_namespace_ends_at_once(tmp_path: Path) -> None:
     """A pid held by a process of another PID namespace than the one reported (reused after the
     init it named was reaped) is no init to wait for: that init is gone. Pid 1 lives for good."""
-    program = ("import json, os, sys; fd = int(sys.argv[1]); "
-               "os.write(fd, json.dumps({'child-pid': 1, 'pid-namespace': 1}).encode())")
+    program = (
+        "import json, os, sys; fd = int(sys.argv[1]); "
+        "os.write(fd, json.dumps({'child-pid': 1, 'pid-namespace': 1}).encode())"
+    )
     handle = runner().start([PY, "-c", program, NAMESPACE_REPORT_FD], ENV, str(tmp_path))
     assert list(handle.lines()) == []
     assert handle.wait(SLOW) == 0
@@ -501,15 +523,19 @@ def test_a_report_naming_a_pid_now_in_another_namespace_ends_at_once(tmp_path: P
 REPORTER = "import os, sys; os.write(int(sys.argv[1]), sys.argv[2].encode()); sys.exit(7)"
 
 
-@pytest.mark.parametrize(("report", "status"), [
-    (f"{130 << 8}\n", 130),  # exited 130: bwrap alone would have said 130 for SIGINT too
-    (f"{signal.SIGTERM}\n", -signal.SIGTERM),  # killed by SIGTERM
-    ("", 7),  # nothing reported (the waiter was killed first): the program's own status
-    (f"{130 << 8}\n{signal.SIGKILL}\n", 7),  # more than one report: none is believed
-    ("not a status\n", 7),
-])
-def test_wait_returns_the_exact_status_the_program_reported(tmp_path: Path, report: str,
-                                                            status: int) -> None:
+@pytest.mark.parametrize(
+    ("report", "status"),
+    [
+        (f"{130 << 8}\n", 130),  # exited 130: bwrap alone would have said 130 for SIGINT too
+        (f"{signal.SIGTERM}\n", -signal.SIGTERM),  # killed by SIGTERM
+        ("", 7),  # nothing reported (the waiter was killed first): the program's own status
+        (f"{130 << 8}\n{signal.SIGKILL}\n", 7),  # more than one report: none is believed
+        ("not a status\n", 7),
+    ],
+)
+def test_wait_returns_the_exact_status_the_program_reported(
+    tmp_path: Path, report: str, status: int
+) -> None:
     handle = runner().start([PY, "-c", REPORTER, EXIT_STATUS_FD, report], ENV, str(tmp_path))
     assert list(handle.lines()) == []
     assert handle.wait(SLOW) == status

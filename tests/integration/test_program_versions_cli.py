@@ -34,8 +34,10 @@ def old_program(project: Any, name: str, says: str) -> Path:
     path = project.root / "old" / name
     path.parent.mkdir(exist_ok=True)
     started = project.root / "old" / "started"
-    path.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{says}"; exit 0; fi\n'
-                    f"echo \"$@\" >> {started}\nexit 1\n")
+    path.write_text(
+        f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{says}"; exit 0; fi\n'
+        f'echo "$@" >> {started}\nexit 1\n'
+    )
     path.chmod(0o755)
     return path
 
@@ -63,21 +65,27 @@ def ended(parent: Path) -> dict[str, Any]:
 
 
 def test_an_older_claude_ends_its_run_launch_failed_with_its_record(
-        project: Any, parent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Any, parent: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 19 §3: a program below its floor ends like a missing one, a run failed before
     launch with its record (claude: launch_failed), never a refusal without a record."""
     claude = old_program(project, "claude", "2.1.197 (Claude Code)")
     monkeypatch.setenv("CONCORDE_CLAUDE", str(claude))
-    status, out, err = cli("run", str(project.request_file), "--backend", "claude",
-                           "--parent", str(parent))
+    status, out, err = cli(
+        "run", str(project.request_file), "--backend", "claude", "--parent", str(parent)
+    )
     assert status == 1, out + err
     assert "launch_failed" in out + err
     row = PROGRAMS["claude"]
     record = ended(parent)
     assert record["status"] == "failed" and record["error"]["code"] == "launch_failed"
     message = record["error"]["detail"]
-    for words in (f"Claude Code at {claude} is version 2.1.197", f"older than {row.minimum}",
-                  row.upgrade, "choose the pi backend"):
+    for words in (
+        f"Claude Code at {claude} is version 2.1.197",
+        f"older than {row.minimum}",
+        row.upgrade,
+        "choose the pi backend",
+    ):
         assert words in message, words
     assert not (project.root / "old" / "started").exists()  # only `--version` ran
     # plan says the same ending (and exits 2 for a run that would not launch)
@@ -85,17 +93,19 @@ def test_an_older_claude_ends_its_run_launch_failed_with_its_record(
     plan = json.loads(out)
     assert status == 2 and plan["refusal"]["code"] == "launch_failed"
     assert [(p["program"], p["version"], p["minimum"]) for p in plan["programs"]] == [
-        ("claude", "2.1.197", "2.1.332")]
+        ("claude", "2.1.197", "2.1.332")
+    ]
 
 
 def test_the_in_process_host_ends_an_older_claudes_run_with_its_record(
-        project: Any, parent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Any, parent: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Concorde calls WorkerHost.run itself: no refusal is raised, the run ends failed."""
     claude = old_program(project, "claude", "2.1.300 (Claude Code)")
     monkeypatch.setenv("CONCORDE_CLAUDE", str(claude))
-    request = RunRequest.model_validate({
-        **json.loads(project.request_file.read_text()), "backend": "claude",
-        "parent": str(parent)})
+    request = RunRequest.model_validate(
+        {**json.loads(project.request_file.read_text()), "backend": "claude", "parent": str(parent)}
+    )
     host = production().worker_host()
     assert host.refusal_before_run(request) is None
     record = host.run(request)
@@ -106,11 +116,14 @@ def test_the_in_process_host_ends_an_older_claudes_run_with_its_record(
 
 
 def test_an_older_sandbox_runtime_ends_a_pi_run_pi_runtime_missing_with_its_record(
-        project: Any, parent: Path) -> None:
-    (project.sandbox_runtime / "package.json").write_text(json.dumps(
-        {"name": "@anthropic-ai/sandbox-runtime", "version": "0.0.70"}))
-    status, out, err = cli("run", str(project.request_file), "--backend", "pi",
-                           "--parent", str(parent))
+    project: Any, parent: Path
+) -> None:
+    (project.sandbox_runtime / "package.json").write_text(
+        json.dumps({"name": "@anthropic-ai/sandbox-runtime", "version": "0.0.70"})
+    )
+    status, out, err = cli(
+        "run", str(project.request_file), "--backend", "pi", "--parent", str(parent)
+    )
     assert status == 1, out + err
     record = ended(parent)
     assert record["status"] == "failed" and record["error"]["code"] == "pi_runtime_missing"
@@ -120,7 +133,8 @@ def test_an_older_sandbox_runtime_ends_a_pi_run_pi_runtime_missing_with_its_reco
 
 
 def test_a_worker_configured_on_an_older_program_is_refused_by_the_reader(
-        project: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With --operation/--worker the configuration reader refuses it (backend_missing, naming
     the worker and its configuration) before the preparation is asked."""
     claude = old_program(project, "claude", "2.1.197 (Claude Code)")
@@ -135,14 +149,16 @@ def test_a_worker_configured_on_an_older_program_is_refused_by_the_reader(
 
 
 def test_plan_json_of_a_claude_worker_shows_the_versions_and_the_strict_allowlist(
-        project: Any) -> None:
+    project: Any,
+) -> None:
     status, out, err = cli("plan", str(project.request_file), "--backend", "claude", "--json")
     assert status == 0, out + err
     plan = json.loads(out)
     lock = json.loads((Path(__file__).resolve().parents[2] / "package-lock.json").read_text())
     pinned = lock["packages"]["node_modules/@anthropic-ai/claude-code"]["version"]
     assert [(p["program"], p["path"], p["version"], p["problem"]) for p in plan["programs"]] == [
-        ("claude", str(project.bin / "claude"), pinned, None)]
+        ("claude", str(project.bin / "claude"), pinned, None)
+    ]
     assert plan["programs"][0]["source"].endswith("@anthropic-ai/claude-code/package.json")
     network = plan["settings"]["sandbox"]["network"]
     assert network == {"allowedDomains": [], "deniedDomains": ["*"], "strictAllowlist": True}

@@ -28,25 +28,39 @@ def test_every_name_of_the_face_resolves() -> None:
 
 def test_importing_the_face_loads_none_of_the_package() -> None:
     loaded = subprocess.run(
-        [sys.executable, "-c", "import concorde_workers, sys; print(sorted(m for m in "
-         "sys.modules if m.startswith('concorde_workers.')))"],
-        capture_output=True, text=True, check=True).stdout.strip()
+        [
+            sys.executable,
+            "-c",
+            "import concorde_workers, sys; print(sorted(m for m in "
+            "sys.modules if m.startswith('concorde_workers.')))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert loaded == "[]"
 
 
 def test_the_face_runs_validates_and_reads_a_run(harness: HostHarness) -> None:
-    backend = ProgramBackend(name="claude", scenarios=[
-        [*OPEN, Step.write("{worktree}/src/app/main.py", "one\n"), Step.result(ok_result())],
-        [*OPEN, Step.write("{worktree}/src/app/main.py", "two\n"), Step.result(ok_result())]],
-        credentials=harness.credentials)
+    backend = ProgramBackend(
+        name="claude",
+        scenarios=[
+            [*OPEN, Step.write("{worktree}/src/app/main.py", "one\n"), Step.result(ok_result())],
+            [*OPEN, Step.write("{worktree}/src/app/main.py", "two\n"), Step.result(ok_result())],
+        ],
+        credentials=harness.credentials,
+    )
     container = cw.production(dict(os.environ))
     container.temp_root.override(providers.Object(str(harness.tmp)))
-    container.backends.override(providers.Dict(claude=providers.Object(backend),
-                                               pi=providers.Object(backend)))
+    container.backends.override(
+        providers.Dict(claude=providers.Object(backend), pi=providers.Object(backend))
+    )
     host: cw.WorkerHost = container.worker_host()
-    request = cw.RunRequest.model_validate(harness.request(
-        limits=cw.Limits(timeout_seconds=60, rounds=1, retries=0,
-                         retry_delay_seconds=0)).model_dump(mode="json"))
+    request = cw.RunRequest.model_validate(
+        harness.request(
+            limits=cw.Limits(timeout_seconds=60, rounds=1, retries=0, retry_delay_seconds=0)
+        ).model_dump(mode="json")
+    )
     seen: list[int] = []
 
     def validation(given: cw.ValidationInput) -> cw.ValidationOutcome:

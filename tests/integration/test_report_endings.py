@@ -25,9 +25,15 @@ from concorde_workers.domain.configuration.request import Limits
 pytestmark = pytest.mark.integration
 __all__ = ["harness"]
 
-ERROR = {"code": "cannot", "detail": "it <b>cannot</b>", "evidence": [], "attempts": [],
-         "unhandled": {"reason": "capability", "explanation": "no"}, "options": [],
-         "recommendation": ""}
+ERROR = {
+    "code": "cannot",
+    "detail": "it <b>cannot</b>",
+    "evidence": [],
+    "attempts": [],
+    "unhandled": {"reason": "capability", "explanation": "no"},
+    "options": [],
+    "recommendation": "",
+}
 
 
 class Page(html.parser.HTMLParser):
@@ -49,17 +55,29 @@ def page_of(run_dir: str) -> tuple[str, list[str]]:
     return " ".join(" ".join(parsed.text).split()), parsed.tags
 
 
-@pytest.mark.parametrize("ending", ["ok", "blocked", "worker_failed", "audit_violation",
-                                    "worker_timeout", "claude_failed", "worker_result_invalid",
-                                    "interrupted"])
+@pytest.mark.parametrize(
+    "ending",
+    [
+        "ok",
+        "blocked",
+        "worker_failed",
+        "audit_violation",
+        "worker_timeout",
+        "claude_failed",
+        "worker_result_invalid",
+        "interrupted",
+    ],
+)
 def test_every_ending_gets_a_report_that_says_it(harness: HostHarness, ending: str) -> None:
     cancel, deadline = Cancellation(), None
     steps: list[Any] = {
         "ok": [Step.result(ok_result())],
         "blocked": [Step.result(ok_result(status="blocked", error=ERROR))],
         "worker_failed": [Step.result(ok_result(status="failed", error=ERROR))],
-        "audit_violation": [Step.write("{worktree}/src/app/util.py", "<script>x</script>"),
-                            Step.result(ok_result())],
+        "audit_violation": [
+            Step.write("{worktree}/src/app/util.py", "<script>x</script>"),
+            Step.result(ok_result()),
+        ],
         "claude_failed": [Step.crash("raise")],
         "worker_result_invalid": [Step.line("text", text="I am done")],
         "interrupted": [cancel_here(harness, cancel, "cancelled"), Step.sleep(3600)],
@@ -67,9 +85,12 @@ def test_every_ending_gets_a_report_that_says_it(harness: HostHarness, ending: s
     if ending == "worker_timeout":
         deadline, at = timeout_here(harness)
         steps = [at, Step.sleep(3600)]
-    run = harness.run([*OPEN, *steps], cancel=cancel, deadline=deadline,
-                      limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0,
-                                    retry_delay_seconds=0))
+    run = harness.run(
+        [*OPEN, *steps],
+        cancel=cancel,
+        deadline=deadline,
+        limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0, retry_delay_seconds=0),
+    )
     text, tags = page_of(str(run.run_dir))
     assert f"status {outcome_of(run.record)} code" in text  # ok, blocked, failed, interrupted
     code = run.code or "none"
@@ -89,10 +110,12 @@ def test_a_trace_without_its_record_gets_a_report_that_says_so(harness: HostHarn
 
 @pytest.mark.parametrize("kind", ["fifo", "oversized"])
 def test_a_transcript_that_is_no_file_or_too_large_is_said_and_never_waited_on(
-        harness: HostHarness, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    harness: HostHarness, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
 
     from concorde_workers.application import report
+
     run = harness.run([*OPEN, Step.result(ok_result())])
     transcript = run.run_dir / "transcript.jsonl"
     transcript.unlink(missing_ok=True)

@@ -15,26 +15,37 @@ from concorde_workers.adapters.cgroups import CgroupGroups
 
 
 def test_plan_says_the_limits_and_how_this_machine_enforces_them(project: Any) -> None:
-    shown = plan(*flags(project, "--max-processes", "64", "--max-memory", "512m",
-                        "--cpu-weight", "50"))
+    shown = plan(
+        *flags(project, "--max-processes", "64", "--max-memory", "512m", "--cpu-weight", "50")
+    )
     assert shown.status == 0, shown.both
     enforcement = CgroupGroups().enforcement().text()
-    assert (f"Resources (each round in a control group of its own): processes 64, memory 512 "
-            f"MiB (swap off), CPU weight 50, tmp/ 512 MiB; {enforcement}") in shown.out
+    assert (
+        f"Resources (each round in a control group of its own): processes 64, memory 512 "
+        f"MiB (swap off), CPU weight 50, tmp/ 512 MiB; {enforcement}"
+    ) in shown.out
     as_json = plan(*flags(project, "--max-memory", "2g", "--json")).json()
-    assert as_json["resources"]["limits"] == {"processes": 512, "memory_mib": 2048,
-                                              "cpu_weight": 100, "tmp_mib": 512}
+    assert as_json["resources"]["limits"] == {
+        "processes": 512,
+        "memory_mib": 2048,
+        "cpu_weight": 100,
+        "tmp_mib": 512,
+    }
     assert as_json["resources"]["enforced"] is True and as_json["resources"]["refused"] is None
 
 
-@pytest.mark.parametrize(("flag", "value", "repair"), [
-    ("--max-memory", "lots", "give MiB or a size such as 512m or 2g"),
-    ("--max-memory", "1.5g", "give MiB or a size such as 512m or 2g"),
-    ("--max-processes", "-3", "give a number"),
-    ("--cpu-weight", "heavy", "give a number"),
-])
-def test_a_limit_flag_that_is_no_limit_is_refused_naming_it(project: Any, flag: str, value: str,
-                                                            repair: str) -> None:
+@pytest.mark.parametrize(
+    ("flag", "value", "repair"),
+    [
+        ("--max-memory", "lots", "give MiB or a size such as 512m or 2g"),
+        ("--max-memory", "1.5g", "give MiB or a size such as 512m or 2g"),
+        ("--max-processes", "-3", "give a number"),
+        ("--cpu-weight", "heavy", "give a number"),
+    ],
+)
+def test_a_limit_flag_that_is_no_limit_is_refused_naming_it(
+    project: Any, flag: str, value: str, repair: str
+) -> None:
     shown = plan(*flags(project, flag, value))
     assert shown.status == 2
     assert f"{flag} {value!r} is no limit: {repair}" in shown.err
@@ -48,10 +59,21 @@ def test_a_limit_out_of_its_bounds_is_refused_naming_the_field(project: Any) -> 
 
 def test_the_flags_go_over_the_request_file_s_resources(project: Any, tmp_path: Path) -> None:
     request = tmp_path / "request.json"
-    request.write_text(json.dumps({
-        "worktree": str(project.worktree), "task_type": "implement",
-        "grant": json.loads(Path(project.grant_file).read_text()), "instructions": "x",
-        "resources": {"processes": 200, "memory_mib": 768}}))
+    request.write_text(
+        json.dumps(
+            {
+                "worktree": str(project.worktree),
+                "task_type": "implement",
+                "grant": json.loads(Path(project.grant_file).read_text()),
+                "instructions": "x",
+                "resources": {"processes": 200, "memory_mib": 768},
+            }
+        )
+    )
     as_json = plan(str(request), "--max-memory", "1g", "--json").json()
-    assert as_json["resources"]["limits"] == {"processes": 200, "memory_mib": 1024,
-                                              "cpu_weight": 100, "tmp_mib": 512}
+    assert as_json["resources"]["limits"] == {
+        "processes": 200,
+        "memory_mib": 1024,
+        "cpu_weight": 100,
+        "tmp_mib": 512,
+    }

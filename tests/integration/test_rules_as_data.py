@@ -83,23 +83,35 @@ def changed(tables: Tables) -> Policy:
 
 def pi_json(policy: Policy) -> dict[str, Any]:
     """The policy as the extension embeds it (adapters/pi/extension.py)."""
-    return extension_policy(policy, limits=Limits(max_turns=2, max_budget_usd=0.5),
-                            result_schema='{"type": "object"}', package="/opt/sandbox-runtime",
-                            rg=None, fd=None)
+    return extension_policy(
+        policy,
+        limits=Limits(max_turns=2, max_budget_usd=0.5),
+        result_schema='{"type": "object"}',
+        package="/opt/sandbox-runtime",
+        rg=None,
+        fd=None,
+    )
 
 
 def answer(d: Decision) -> dict[str, Any]:
     return {"allowed": d.allowed, "reason": d.reason, "row": d.row}
 
 
-def run_hook(policy: Policy, hook: HookName, call: dict[str, Any],
-             tmp_path: Path) -> tuple[bool, str | None]:
+def run_hook(
+    policy: Policy, hook: HookName, call: dict[str, Any], tmp_path: Path
+) -> tuple[bool, str | None]:
     """(allowed, reason) of the generated hook, run as the settings say."""
     path = tmp_path / f"{hook}_hook.py"
     path.write_text(hook_files(policy)[hook_path(policy.runtime, hook)], encoding="utf-8")
-    done = subprocess.run([sys.executable, "-I", "-S", str(path)], input=json.dumps(call),
-                          capture_output=True, text=True, timeout=60, check=False,
-                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(path)],
+        input=json.dumps(call),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+    )
     assert done.returncode == 0, done.stderr
     if not done.stdout:
         return True, None
@@ -116,8 +128,11 @@ def write_call(path: str) -> dict[str, Any]:
 
 
 def grep_call(path: str) -> dict[str, Any]:
-    return {"tool_name": "Grep", "cwd": f"{RT}/work",
-            "tool_input": {"pattern": "TOPSECRET", "path": path}}
+    return {
+        "tool_name": "Grep",
+        "cwd": f"{RT}/work",
+        "tool_input": {"pattern": "TOPSECRET", "path": path},
+    }
 
 
 # --- one row more ---------------------------------------------------------------------------------
@@ -127,7 +142,8 @@ FROZEN_ROW = deny("frozen", "level rw", because=reason("ro", path="named"))
 
 
 def test_a_row_added_to_the_read_table_refuses_in_the_domain_the_hook_and_the_extension(
-        server: PiPolicyServer, tmp_path: Path) -> None:
+    server: PiPolicyServer, tmp_path: Path
+) -> None:
     policy = changed(with_row("read", SCRATCH_ROW, before="own directory"))
     refused = Decision(allowed=False, row="scratch", reason=f"{SCRATCH} belongs to the host")
     assert decide_read(POLICY, SCRATCH).row == "own directory"  # before the edit
@@ -143,26 +159,36 @@ def test_a_row_added_to_the_read_table_refuses_in_the_domain_the_hook_and_the_ex
 
 
 def test_a_row_added_to_the_write_table_refuses_in_the_domain_the_hook_and_the_extension(
-        server: PiPolicyServer, tmp_path: Path) -> None:
+    server: PiPolicyServer, tmp_path: Path
+) -> None:
     policy = changed(with_row("write", FROZEN_ROW, before="rw"))
-    refused = Decision(allowed=False, row="frozen", reason="src/app/mod.py is read-only for this "
-                                                           "task")
+    refused = Decision(
+        allowed=False, row="frozen", reason="src/app/mod.py is read-only for this task"
+    )
     assert decide_write(POLICY, RW_FILE, RW_FILE).allowed
     assert decide_write(policy, RW_FILE, RW_FILE) == refused
     assert run_hook(POLICY, "write", write_call(RW_FILE), tmp_path) == (True, None)
     assert run_hook(policy, "write", write_call(RW_FILE), tmp_path) == (False, refused.reason)
     query = [{"kind": "pure-write", "given": RW_FILE, "resolved": RW_FILE, "link": False}]
-    assert server.decide(pi_json(POLICY), query) == [answer(decide_write(POLICY, RW_FILE,
-                                                                         RW_FILE))]
+    assert server.decide(pi_json(POLICY), query) == [answer(decide_write(POLICY, RW_FILE, RW_FILE))]
     assert server.decide(pi_json(policy), query) == [answer(refused)]
     assert decide_read(policy, RW_FILE).allowed
 
 
 # --- no table of their own ------------------------------------------------------------------------
 
-PATHS = [RW_FILE, f"{WT}/.git/config", f"{WT}/src/app/secret.py", f"{WT}/checks/c1.py",
-         f"{VENV}/lib/site.py", f"{PRIMARY}/.git/HEAD", f"{RT}/control/settings.json",
-         f"{HOME}/.ssh/id_rsa", "/tmp/concorde-def456-z1/config/auth.json", "/etc/hosts"]
+PATHS = [
+    RW_FILE,
+    f"{WT}/.git/config",
+    f"{WT}/src/app/secret.py",
+    f"{WT}/checks/c1.py",
+    f"{VENV}/lib/site.py",
+    f"{PRIMARY}/.git/HEAD",
+    f"{RT}/control/settings.json",
+    f"{HOME}/.ssh/id_rsa",
+    "/tmp/concorde-def456-z1/config/auth.json",
+    "/etc/hosts",
+]
 """Paths of every row of the real tables (rw, Git, names, not granted, runtime path, host,
 boundary, another run, elsewhere); none is a link."""
 
@@ -171,10 +197,14 @@ def only(row: Row) -> Tables:
     return {name: (row,) for name in TABLES}
 
 
-@pytest.mark.parametrize("row", [deny("closed", because=reason("host", path="path")),
-                                 allow("open")], ids=["closed", "open"])
+@pytest.mark.parametrize(
+    "row",
+    [deny("closed", because=reason("host", path="path")), allow("open")],
+    ids=["closed", "open"],
+)
 def test_tables_of_one_row_decide_every_path_by_that_row_in_all_three(
-        row: Row, server: PiPolicyServer, tmp_path: Path) -> None:
+    row: Row, server: PiPolicyServer, tmp_path: Path
+) -> None:
     """An interpreter holding a row of its own would answer some path otherwise."""
     policy = changed(only(row))
 
@@ -185,16 +215,28 @@ def test_tables_of_one_row_decide_every_path_by_that_row_in_all_three(
 
     for path in PATHS:
         want = expected(path)
-        for domain in (decide_read(policy, path, path), decide_write(policy, path, path),
-                       decide_search_root(policy, path, path), decide_search(policy, path, path)):
+        for domain in (
+            decide_read(policy, path, path),
+            decide_write(policy, path, path),
+            decide_search_root(policy, path, path),
+            decide_search(policy, path, path),
+        ):
             assert domain == want
         for hook, call in (("read", read_call), ("write", write_call), ("search", grep_call)):
             assert run_hook(policy, hook, call(path), tmp_path) == (want.allowed, want.reason)
     data = {**pi_json(policy), "rows": rows_json(policy.tables, TABLES)}
-    queries = [q for p in PATHS for q in (
-        {"kind": "pure-read", "path": p}, {"kind": "pure-write", "given": p, "resolved": p},
-        {"kind": "pure-search", "path": p}, {"kind": "pure-guard", "path": p},
-        {"kind": "read", "path": p}, {"kind": "write", "path": p})]
+    queries = [
+        q
+        for p in PATHS
+        for q in (
+            {"kind": "pure-read", "path": p},
+            {"kind": "pure-write", "given": p, "resolved": p},
+            {"kind": "pure-search", "path": p},
+            {"kind": "pure-guard", "path": p},
+            {"kind": "read", "path": p},
+            {"kind": "write", "path": p},
+        )
+    ]
     got = server.decide(data, queries)
     assert got == [answer(expected(q.get("path") or q["given"])) for q in queries]
 
@@ -216,16 +258,32 @@ list, after whitespace, after a separator Python's `\\s` matches and JavaScript'
 @settings(max_examples=examples(cases.BATCH_SHARE, least=FAST_EXAMPLES))
 @given(batch=cases.batches(), pattern=st.sampled_from(PATTERNS), glob=st.sampled_from(PATTERNS))
 def test_the_extension_decides_claudes_grep_and_glob_table_as_the_domain(
-        server: PiPolicyServer, batch: tuple[cases.Case, list[cases.Query]], pattern: str | None,
-        glob: str | None) -> None:
+    server: PiPolicyServer,
+    batch: tuple[cases.Case, list[cases.Query]],
+    pattern: str | None,
+    glob: str | None,
+) -> None:
     """The search guard's rows use the vocabulary's every predicate and value pi's tables do not
     (the guidance, what lies below a root, the call's pattern and glob): the port holds them to
     the same meaning (policy_cases.py's generated grants and paths)."""
     case, queries = batch
-    expected = [answer(decide_search(case.policy, q.path, q.real, q.is_directory, pattern, glob))
-                for q in queries]
+    expected = [
+        answer(decide_search(case.policy, q.path, q.real, q.is_directory, pattern, glob))
+        for q in queries
+    ]
     data = {**pi_json(case.policy), "rows": rows_json(case.policy.tables, TABLES)}
-    got = server.decide(data, [{"kind": "pure-guard", "path": q.path, "real": q.real,
-                                "isDirectory": q.is_directory, "pattern": pattern, "glob": glob}
-                               for q in queries])
+    got = server.decide(
+        data,
+        [
+            {
+                "kind": "pure-guard",
+                "path": q.path,
+                "real": q.real,
+                "isDirectory": q.is_directory,
+                "pattern": pattern,
+                "glob": glob,
+            }
+            for q in queries
+        ],
+    )
     assert cases.mismatches(expected, got, queries) == [], case.entries

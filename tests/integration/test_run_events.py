@@ -43,29 +43,41 @@ def told(run: HostRun, events: RecordedEvents) -> list[str]:
 
 def limits(**fields: Any) -> Any:
     from concorde_workers.domain.configuration.request import Limits
-    return Limits(**{"timeout_seconds": SLOW, "rounds": 0, "retries": 0,
-                     "retry_delay_seconds": 0, **fields})
+
+    return Limits(
+        **{"timeout_seconds": SLOW, "rounds": 0, "retries": 0, "retry_delay_seconds": 0, **fields}
+    )
 
 
 def test_an_ok_run_tells_its_round_audit_and_deletion(harness: HostHarness) -> None:
     events = RecordedEvents()
-    run = harness.run([*OPEN, Step.write("{worktree}/src/app/scratch.py", "x\n"),
-                       Step.write(MAIN, "changed\n"), Step.result(ok_result("src/app/scratch.py"))],
-                      events=events)
+    run = harness.run(
+        [
+            *OPEN,
+            Step.write("{worktree}/src/app/scratch.py", "x\n"),
+            Step.write(MAIN, "changed\n"),
+            Step.result(ok_result("src/app/scratch.py")),
+        ],
+        events=events,
+    )
     assert run.record.status == "ok", run.record.error
-    assert told(run, events) == ["run_started", "round_started", "audit", "deletion",
-                                 "run_ended"]
+    assert told(run, events) == ["run_started", "round_started", "audit", "deletion", "run_ended"]
     audit = events.events[2]
-    assert audit["verdict"] == "clean" and audit["changed"] == ["src/app/main.py",
-                                                                "src/app/scratch.py"]
+    assert audit["verdict"] == "clean" and audit["changed"] == [
+        "src/app/main.py",
+        "src/app/scratch.py",
+    ]
     assert events.events[3]["path"] == "src/app/scratch.py"
     assert events.events[3]["outcome"] == "deleted"
 
 
 def test_a_violation_is_told_in_the_audit_and_the_end(harness: HostHarness) -> None:
     events = RecordedEvents()
-    run = harness.run([*OPEN, Step.write("{worktree}/src/app/util.py", "x\n"),
-                       Step.result(ok_result())], events=events, limits=limits())
+    run = harness.run(
+        [*OPEN, Step.write("{worktree}/src/app/util.py", "x\n"), Step.result(ok_result())],
+        events=events,
+        limits=limits(),
+    )
     assert run.code == "audit_violation"
     told(run, events)
     audit = next(e for e in events.events if e["event"] == "audit")
@@ -82,37 +94,60 @@ def test_a_retry_and_a_repair_are_told_once_each(harness: HostHarness) -> None:
         [*OPEN, Step.error("API Error: 529 Overloaded"), Step.exit(1)],
         [*OPEN, Step.write(MAIN, "a\n"), Step.result(ok_result())],
         [*OPEN, Step.write(MAIN, "b\n"), Step.result(ok_result())],
-        validation=validation, events=events, limits=limits(rounds=1, retries=1))
+        validation=validation,
+        events=events,
+        limits=limits(rounds=1, retries=1),
+    )
     assert run.record.status == "ok", run.record.error
     kinds = told(run, events)
     assert kinds.count("retry") == 1 and kinds.count("audit") == 3
     assert [e["prompt"] for e in events.events if e["event"] == "round_started"] == [
-        "initial", "retry", "repair"]
+        "initial",
+        "retry",
+        "repair",
+    ]
     retry = next(e for e in events.events if e["event"] == "retry")
     assert retry["round"] == 1 and "529" in retry["error"] and retry["retried"] is True
 
 
-@pytest.mark.parametrize("ending", ["worker_failed", "worker_timeout", "claude_failed",
-                                    "worker_result_invalid", "interrupted"])
+@pytest.mark.parametrize(
+    "ending",
+    ["worker_failed", "worker_timeout", "claude_failed", "worker_result_invalid", "interrupted"],
+)
 def test_every_ending_closes_the_stream_with_its_code(harness: HostHarness, ending: str) -> None:
     events = RecordedEvents()
     cancel = Cancellation()
     deadline = None
     steps: list[Any] = {
-        "worker_failed": [Step.result(ok_result(status="failed", error={
-            "code": "cannot", "detail": "it cannot", "evidence": [], "attempts": [],
-            "unhandled": {"reason": "capability", "explanation": "no"}, "options": [],
-            "recommendation": ""}))],
+        "worker_failed": [
+            Step.result(
+                ok_result(
+                    status="failed",
+                    error={
+                        "code": "cannot",
+                        "detail": "it cannot",
+                        "evidence": [],
+                        "attempts": [],
+                        "unhandled": {"reason": "capability", "explanation": "no"},
+                        "options": [],
+                        "recommendation": "",
+                    },
+                )
+            )
+        ],
         "claude_failed": [Step.crash("raise")],
         "worker_result_invalid": [Step.line("text", text="I am done")],
-        "interrupted": [cancel_here(harness, cancel, "the operation run was cancelled"),
-                        Step.sleep(3600)],
+        "interrupted": [
+            cancel_here(harness, cancel, "the operation run was cancelled"),
+            Step.sleep(3600),
+        ],
     }.get(ending, [])
     if ending == "worker_timeout":
         deadline, at = timeout_here(harness)
         steps = [at, Step.sleep(3600)]
-    run = harness.run([*OPEN, *steps], events=events, cancel=cancel, deadline=deadline,
-                      limits=limits())
+    run = harness.run(
+        [*OPEN, *steps], events=events, cancel=cancel, deadline=deadline, limits=limits()
+    )
     assert run.code == ending
     told(run, events)
     assert events.events[-1]["detail"] == run.record.error.detail  # type: ignore[union-attr]
@@ -121,7 +156,6 @@ def test_every_ending_closes_the_stream_with_its_code(harness: HostHarness, endi
 def test_a_watcher_that_goes_away_ends_the_stream_and_not_the_run(harness: HostHarness) -> None:
     events = RecordedEvents()
     events.gone()
-    run = harness.run([*OPEN, Step.write(MAIN, "x\n"), Step.result(ok_result())],
-                      events=events)
+    run = harness.run([*OPEN, Step.write(MAIN, "x\n"), Step.result(ok_result())], events=events)
     assert run.record.status == "ok", run.record.error
     assert events.events == []

@@ -40,8 +40,12 @@ pytestmark = pytest.mark.integration
 
 RUN_ID = "w-20261002T101500-a1b2c3"
 AS_ROOT = os.geteuid() == 0
-OWNER = OwnerRecord.of(RUN_ID, f"/trace/workers/{RUN_ID}", "pi", ProcessIdentity(
-    pid=os.getpid(), start_ticks=None, boot_id=None, pid_namespace=None))
+OWNER = OwnerRecord.of(
+    RUN_ID,
+    f"/trace/workers/{RUN_ID}",
+    "pi",
+    ProcessIdentity(pid=os.getpid(), start_ticks=None, boot_id=None, pid_namespace=None),
+)
 
 
 class WatchedFileSystem(LocalFileSystem):
@@ -62,8 +66,9 @@ class WatchedFileSystem(LocalFileSystem):
 def make_runtime(fs: LocalFileSystem, tmp_path: Path) -> RuntimeLayout:
     temp_root = tmp_path / "tmp"
     temp_root.mkdir()
-    layout = create_runtime_directory(fs, str(temp_root), RUN_ID,
-                                      FakeRandom.scripted(["0badf00d"]), owner=OWNER)
+    layout = create_runtime_directory(
+        fs, str(temp_root), RUN_ID, FakeRandom.scripted(["0badf00d"]), owner=OWNER
+    )
     assert isinstance(layout, RuntimeLayout), layout
     return layout
 
@@ -71,8 +76,10 @@ def make_runtime(fs: LocalFileSystem, tmp_path: Path) -> RuntimeLayout:
 def test_the_runtime_directory_is_private_with_its_five_folders(tmp_path: Path) -> None:
     layout = make_runtime(LocalFileSystem(), tmp_path)
     assert Path(layout.root).name == "concorde-a1b2c3-0badf00d"
-    for path in (layout.root, *(os.path.join(layout.root, d)
-                                for d in ("control", "config", "home", "tmp", "work"))):
+    for path in (
+        layout.root,
+        *(os.path.join(layout.root, d) for d in ("control", "config", "home", "tmp", "work")),
+    ):
         info = os.lstat(path)
         assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o700, path
 
@@ -81,8 +88,13 @@ def test_an_existing_runtime_directory_is_never_reused(tmp_path: Path) -> None:
     (tmp_path / "tmp").mkdir()
     taken = tmp_path / "tmp" / "concorde-a1b2c3-0badf00d"
     taken.mkdir()
-    layout = create_runtime_directory(LocalFileSystem(), str(tmp_path / "tmp"), RUN_ID,
-                                      FakeRandom.scripted(["0badf00d", "cafe0123"]), owner=OWNER)
+    layout = create_runtime_directory(
+        LocalFileSystem(),
+        str(tmp_path / "tmp"),
+        RUN_ID,
+        FakeRandom.scripted(["0badf00d", "cafe0123"]),
+        owner=OWNER,
+    )
     assert isinstance(layout, RuntimeLayout)
     assert layout.root.endswith("concorde-a1b2c3-cafe0123")
 
@@ -127,8 +139,7 @@ def test_a_worker_s_locked_nested_directories_and_planted_links_are_removed(
     run_dir.mkdir()
     dest = run_dir / "transcript.jsonl"
 
-    result = cleanup_runtime_directory(fs, layout, [str(credential)], str(transcript),
-                                       str(dest))
+    result = cleanup_runtime_directory(fs, layout, [str(credential)], str(transcript), str(dest))
 
     assert result.ok, result
     assert result.transcript_kept
@@ -171,7 +182,8 @@ class SwappingFileSystem(WatchedFileSystem):
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_a_directory_swapped_for_a_link_during_the_cleanup_never_redirects_a_chmod(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The opening-up gives each directory u+rwx; a directory swapped for a link to a host
     folder between the host's look and its chmod must not widen that folder's mode. Opening
     each directory relative to its parent with O_NOFOLLOW and changing the opened directory
@@ -211,8 +223,9 @@ def test_a_transcript_the_run_directory_refuses_is_reported_and_the_directory_st
     transcript.write_text("{}\n")
     not_a_folder = tmp_path / "run-is-a-file"
     not_a_folder.write_text("x")
-    result = cleanup_runtime_directory(fs, layout, [], str(transcript),
-                                       str(not_a_folder / "transcript.jsonl"))
+    result = cleanup_runtime_directory(
+        fs, layout, [], str(transcript), str(not_a_folder / "transcript.jsonl")
+    )
     assert not result.ok and not result.transcript_kept
     assert "Not a directory" in (result.transcript_error or "")
     assert not os.path.lexists(layout.root)
@@ -257,7 +270,9 @@ def test_a_real_refused_trace_write_is_recorded_not_raised(tmp_path: Path) -> No
 
 
 @pytest.mark.req("A failed trace write is reported, never silent")
-def test_a_round_folder_that_is_a_file_and_an_overlong_name_are_recorded_failures(tmp_path: Path) -> None:
+def test_a_round_folder_that_is_a_file_and_an_overlong_name_are_recorded_failures(
+    tmp_path: Path,
+) -> None:
     fs = LocalFileSystem()
     parent = tmp_path / ("p" * 200)
     parent.mkdir()
@@ -267,15 +282,30 @@ def test_a_round_folder_that_is_a_file_and_an_overlong_name_are_recorded_failure
     # a round folder that exists as a file: the operating system refuses the round's node
     Path(layout.round_dir(1)).write_text("not a folder")
     data = copy.deepcopy(load("contract.workers.worker-round-trace").example)
-    node = TraceNode.model_validate({
-        "kind": "worker-round", "id": f"{RUN_ID}/1", "parent": RUN_ID,
-        "started_at": "2026-10-02T10:15:01Z", "ended_at": None, "status": "running",
-        "outcome": None, "error": None, "files": [], "metadata": {},
-        "usage": {"tokens_in": None, "tokens_out": None, "tokens_cache_read": None,
-                  "tokens_cache_write": None, "cost_usd": None, "turns": None,
-                  "duration_seconds": None},
-        "content": data,
-    })
+    node = TraceNode.model_validate(
+        {
+            "kind": "worker-round",
+            "id": f"{RUN_ID}/1",
+            "parent": RUN_ID,
+            "started_at": "2026-10-02T10:15:01Z",
+            "ended_at": None,
+            "status": "running",
+            "outcome": None,
+            "error": None,
+            "files": [],
+            "metadata": {},
+            "usage": {
+                "tokens_in": None,
+                "tokens_out": None,
+                "tokens_cache_read": None,
+                "tokens_cache_write": None,
+                "cost_usd": None,
+                "turns": None,
+                "duration_seconds": None,
+            },
+            "content": data,
+        }
+    )
     failure = tracer.write_round_node(layout, 1, node, "start")
     assert failure is not None and failure.startswith(f"{layout.round_trace(1)} (start): ")
     assert "File exists" in failure or "Not a directory" in failure
@@ -294,10 +324,17 @@ def test_a_refused_progress_write_is_recorded_and_the_trace_reads_back(tmp_path:
     tracer = TraceWriter(fs, clock)
     layout = tracer.create_run(str(parent), RUN_ID)
     assert isinstance(layout, RunLayout)
-    progress = ProgressWriter(fs, clock, os.path.join(layout.run_dir, "missing", "status.json"),
-                              run_id=RUN_ID, task_type="implement", backend="pi",
-                              worktree="/repo/.claude/worktrees/t", operation_run_id=None,
-                              host_pid=os.getpid())
+    progress = ProgressWriter(
+        fs,
+        clock,
+        os.path.join(layout.run_dir, "missing", "status.json"),
+        run_id=RUN_ID,
+        task_type="implement",
+        backend="pi",
+        worktree="/repo/.claude/worktrees/t",
+        operation_run_id=None,
+        host_pid=os.getpid(),
+    )
     assert progress.phase("worker", 1) is False
     assert progress.failures and "No such file or directory" in progress.failures[0]
     assert tracer.failures == []
@@ -307,5 +344,7 @@ def test_a_refused_progress_write_is_recorded_and_the_trace_reads_back(tmp_path:
     assert isinstance(record, RunRecord), record
     files = tracer.run_files(layout)
     assert [f.path for f in files] == ["grant.json"]
-    assert files[0].digest == "sha256:" + hashlib.sha256(
-        json.dumps({"entries": []}).encode()).hexdigest()
+    assert (
+        files[0].digest
+        == "sha256:" + hashlib.sha256(json.dumps({"entries": []}).encode()).hexdigest()
+    )

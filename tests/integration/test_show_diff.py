@@ -34,8 +34,9 @@ def show(*argv: str, out: io.StringIO | None = None) -> tuple[int, str, str]:
 
 @pytest.fixture
 def run_dir(harness: HostHarness) -> Path:
-    run = harness.run([*OPEN, Step.write("{worktree}/src/app/hostile.txt", HOSTILE),
-                       Step.result(ok_result())])
+    run = harness.run(
+        [*OPEN, Step.write("{worktree}/src/app/hostile.txt", HOSTILE), Step.result(ok_result())]
+    )
     assert run.record.status == "ok", run.record.error
     return run.run_dir
 
@@ -48,8 +49,9 @@ def test_piped_the_patch_is_plain_and_every_escape_sequence_visible(run_dir: Pat
     assert "\x1b" not in out
 
 
-def test_on_a_terminal_the_patch_is_coloured(run_dir: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_a_terminal_the_patch_is_coloured(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
     status, out, _ = show(str(run_dir), "--diff", "--round", "1", out=Terminal())
     assert status == 0
@@ -62,8 +64,10 @@ def test_on_a_terminal_the_patch_is_coloured(run_dir: Path,
 def test_a_round_the_run_does_not_have_is_refused(run_dir: Path) -> None:
     status, out, err = show(str(run_dir), "--diff", "--round", "2")
     assert status == 2 and out == ""
-    assert err == ("error: --round 2: the run has no such round (its rounds: 1); give one of "
-                   "them, or leave --round out for all\n")
+    assert err == (
+        "error: --round 2: the run has no such round (its rounds: 1); give one of "
+        "them, or leave --round out for all\n"
+    )
 
 
 def test_a_round_without_a_patch_says_so(run_dir: Path) -> None:
@@ -75,10 +79,12 @@ def test_a_round_without_a_patch_says_so(run_dir: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["fifo", "oversized"])
 def test_a_patch_that_is_no_file_or_past_its_bound_is_said_never_waited_on(
-        run_dir: Path, kind: str) -> None:
+    run_dir: Path, kind: str
+) -> None:
     import os
 
     from concorde_workers.application.tracing.reader import MAX_PATCH_READ_BYTES
+
     patch = run_dir / "rounds" / "1" / "changes.patch"
     patch.unlink()
     if kind == "fifo":

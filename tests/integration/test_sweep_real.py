@@ -35,8 +35,13 @@ from concorde_workers.adapters.cli.main import main
 pytestmark = pytest.mark.integration
 
 LAUNCHER = str(Path(__file__).resolve().parents[1] / "fakes" / "cli_launcher.py")
-RESULT: dict[str, Any] = {"status": "ok", "summary": "greeting added", "error": None,
-                          "proposed_deletions": [], "output": {}}
+RESULT: dict[str, Any] = {
+    "status": "ok",
+    "summary": "greeting added",
+    "error": None,
+    "proposed_deletions": [],
+    "output": {},
+}
 SECRET = '{"token": "the user\'s own"}\n'
 
 
@@ -75,8 +80,9 @@ class Hosts:
         time works in a worktree (issue 19 §3), and these hosts live side by side."""
         request = json.loads(self.request_file.read_text())
         worktree = self.project.primary / ".claude" / "worktrees" / name
-        self.project.git(self.project.primary, "worktree", "add", "-q", "-b", f"host-{name}",
-                         str(worktree))
+        self.project.git(
+            self.project.primary, "worktree", "add", "-q", "-b", f"host-{name}", str(worktree)
+        )
         path = self.root / f"{name}.request.json"
         path.write_text(json.dumps({**request, "worktree": str(worktree)}))
         return path
@@ -86,17 +92,39 @@ class Hosts:
         the agent runs (its record written) the host is returned."""
         record = self.root / f"{name}.agent.json"
         running = Signal(self.root / f"{name}.running.fifo")
-        scenario = [Step.session(f"s-{name}"), Step.transcript(), Step.record(str(record)),
-                    Step.line("tool", tool="Bash", target="sleep 600"),
-                    Step.signal(str(running.path)), Step.sleep(600), Step.result(RESULT)]
+        scenario = [
+            Step.session(f"s-{name}"),
+            Step.transcript(),
+            Step.record(str(record)),
+            Step.line("tool", tool="Bash", target="sleep 600"),
+            Step.signal(str(running.path)),
+            Step.sleep(600),
+            Step.result(RESULT),
+        ]
         scenarios = self.root / f"{name}.scenarios.json"
         scenarios.write_text(json.dumps([scenario]))
-        env = dict(os.environ, FAKE_RUNTIME_PARENT=str(self.runtime_parent),
-                   FAKE_CREDENTIALS=str(self.credentials))
+        env = dict(
+            os.environ,
+            FAKE_RUNTIME_PARENT=str(self.runtime_parent),
+            FAKE_CREDENTIALS=str(self.credentials),
+        )
         proc = subprocess.Popen(
-            [sys.executable, LAUNCHER, str(scenarios), "run", str(self.request_for(name)),
-             "--parent", str(self.parent), "--json"],
-            cwd=self.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                LAUNCHER,
+                str(scenarios),
+                "run",
+                str(self.request_for(name)),
+                "--parent",
+                str(self.parent),
+                "--json",
+            ],
+            cwd=self.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         before = {h.run_dir for h in self.started}
         running.wait()  # the agent runs: its record is written, its run directory made
         assert proc.poll() is None, proc.communicate()
@@ -114,8 +142,11 @@ class Hosts:
         assert host.proc.returncode == -signal.SIGKILL
 
     def container(self, scenarios: list[Any] | None = None) -> Any:
-        return program_container(scenarios or [], runtime_parent=str(self.runtime_parent),
-                                 credentials=str(self.credentials))
+        return program_container(
+            scenarios or [],
+            runtime_parent=str(self.runtime_parent),
+            credentials=str(self.credentials),
+        )
 
 
 @pytest.fixture
@@ -126,9 +157,15 @@ def hosts(project: Any) -> Iterator[Hosts]:
     credentials.write_text(SECRET)
     credentials.chmod(0o600)
     runtime_parent = Path(tempfile.mkdtemp(prefix="sweep-rt-", dir="/tmp"))
-    made = Hosts(root=project.root, parent=parent, runtime_parent=runtime_parent,
-                 credentials=credentials, request_file=project.request_file, started=[],
-                 project=project)
+    made = Hosts(
+        root=project.root,
+        parent=parent,
+        runtime_parent=runtime_parent,
+        credentials=credentials,
+        request_file=project.request_file,
+        started=[],
+        project=project,
+    )
     try:
         yield made
     finally:
@@ -169,7 +206,8 @@ def assert_finished_as_host_died(host: Host) -> dict[str, Any]:
     pid = host.proc.pid
     assert error["detail"].startswith(
         f"the host process (pid {pid}) died without a chance to act, as by SIGKILL or the "
-        "out-of-memory killer, while the run was in round 1 (phase worker")
+        "out-of-memory killer, while the run was in round 1 (phase worker"
+    )
     assert f"its host (pid {pid}) is gone" in error["detail"]
     assert node["content"]["transcript"] == "transcript.jsonl"
     assert (host.run_dir / "transcript.jsonl").is_file()
@@ -185,8 +223,7 @@ def assert_finished_as_host_died(host: Host) -> dict[str, Any]:
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
-def test_sweep_removes_what_a_sigkilled_host_left_and_finishes_its_record(
-        hosts: Hosts) -> None:
+def test_sweep_removes_what_a_sigkilled_host_left_and_finishes_its_record(hosts: Hosts) -> None:
     host = hosts.start("killed")
     hosts.sigkill(host)
     # what SIGKILL leaves: the directory with the credential copy, a record still running
@@ -222,12 +259,17 @@ def test_a_later_run_sweeps_first(hosts: Hosts) -> None:
     assert host.credential_copy.exists()
     ok = [Step.session("s-1"), Step.transcript(), Step.result(RESULT)]
 
-    status, out, err = run_main(hosts.container([ok]), "run", str(hosts.request_file),
-                                "--parent", str(hosts.parent), "--json")
+    status, out, err = run_main(
+        hosts.container([ok]),
+        "run",
+        str(hosts.request_file),
+        "--parent",
+        str(hosts.parent),
+        "--json",
+    )
 
     assert status == 0, out + err
-    assert (f"concorde-workers: sweep of {hosts.runtime_parent}: 1 stale runtime directory\n"
-            in err)
+    assert f"concorde-workers: sweep of {hosts.runtime_parent}: 1 stale runtime directory\n" in err
     assert f"concorde-workers:   removed {host.runtime_dir} " in err
     assert not host.runtime_dir.exists()
     assert_finished_as_host_died(host)
@@ -245,10 +287,12 @@ def test_two_live_hosts_beside_a_dead_one_are_never_touched(hosts: Hosts) -> Non
     assert status == 0
     report = json.loads(out)
     assert [s["runtime_directory"] for s in report["stale"]] == [str(dead.runtime_dir)]
-    assert sorted((e["runtime_directory"], e["verdict"], e["reason"])
-                  for e in report["left"]) == sorted(
+    assert sorted(
+        (e["runtime_directory"], e["verdict"], e["reason"]) for e in report["left"]
+    ) == sorted(
         (str(h.runtime_dir), "live", f"its host (pid {h.proc.pid}) is alive")
-        for h in (first, second))
+        for h in (first, second)
+    )
     for live in (first, second):
         assert live.credential_copy.read_text() == SECRET
         assert live.node()["status"] == "running" and live.status()["phase"] == "worker"

@@ -69,8 +69,9 @@ class Reply:
         return cls(blocks=[{"type": "text", "text": text}], **kw)
 
     @classmethod
-    def tool(cls, name: str, tool_input: dict[str, Any], *, text: str | None = None,
-             **kw: Any) -> Reply:
+    def tool(
+        cls, name: str, tool_input: dict[str, Any], *, text: str | None = None, **kw: Any
+    ) -> Reply:
         blocks = [{"type": "text", "text": text}] if text else []
         return cls(blocks=[*blocks, _tool_block(name, tool_input)], **kw)
 
@@ -87,11 +88,19 @@ class Reply:
     # -- errors --------------------------------------------------------------------------------
 
     @classmethod
-    def error(cls, status: int, error_type: str, message: str, *,
-              retry_after: float | None = None, **kw: Any) -> Reply:
+    def error(
+        cls,
+        status: int,
+        error_type: str,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        **kw: Any,
+    ) -> Reply:
         headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
-        return cls(status=status, error_type=error_type, error_message=message,
-                   headers=headers, **kw)
+        return cls(
+            status=status, error_type=error_type, error_message=message, headers=headers, **kw
+        )
 
     @classmethod
     def overloaded(cls, **kw: Any) -> Reply:
@@ -99,9 +108,13 @@ class Reply:
 
     @classmethod
     def rate_limited(cls, retry_after: float = 1, **kw: Any) -> Reply:
-        return cls.error(429, "rate_limit_error",
-                         "Number of request tokens has exceeded your per-minute rate limit",
-                         retry_after=retry_after, **kw)
+        return cls.error(
+            429,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your per-minute rate limit",
+            retry_after=retry_after,
+            **kw,
+        )
 
     @classmethod
     def server_error(cls, **kw: Any) -> Reply:
@@ -122,8 +135,12 @@ Step = Reply | Callable[[dict[str, Any]], Reply]
 
 
 def _tool_block(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "tool_use", "id": f"toolu_fake_{uuid.uuid4().hex[:20]}", "name": name,
-            "input": tool_input}
+    return {
+        "type": "tool_use",
+        "id": f"toolu_fake_{uuid.uuid4().hex[:20]}",
+        "name": name,
+        "input": tool_input,
+    }
 
 
 def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -133,8 +150,9 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
         if message.get("role") == "user":
             content = message.get("content")
             if isinstance(content, list):
-                return [b for b in content if isinstance(b, dict)
-                        and b.get("type") == "tool_result"]
+                return [
+                    b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"
+                ]
             return []
     return []
 
@@ -169,9 +187,14 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def _record(self, body: Any = None) -> None:
-        self.owner.log.append({"method": self.command, "path": self.path,
-                               "headers": {k.lower(): v for k, v in self.headers.items()},
-                               "body": body})
+        self.owner.log.append(
+            {
+                "method": self.command,
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body,
+            }
+        )
 
     def _plain(self, status: int, payload: bytes = b"", content_type: str = "text/plain") -> None:
         self.send_response(status)
@@ -190,9 +213,13 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path in ("", "/"):
             self._plain(200, b"ok")
         else:
-            self._plain(404, json.dumps({"type": "error", "error": {
-                "type": "not_found_error", "message": "not found"}}).encode(),
-                "application/json")
+            self._plain(
+                404,
+                json.dumps(
+                    {"type": "error", "error": {"type": "not_found_error", "message": "not found"}}
+                ).encode(),
+                "application/json",
+            )
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -227,9 +254,15 @@ class _Handler(BaseHTTPRequestHandler):
     # -- replies -------------------------------------------------------------------------------
 
     def _error(self, reply: Reply) -> None:
-        payload = json.dumps({"type": "error", "error": {
-            "type": reply.error_type or "api_error",
-            "message": reply.error_message or "error"}}).encode()
+        payload = json.dumps(
+            {
+                "type": "error",
+                "error": {
+                    "type": reply.error_type or "api_error",
+                    "message": reply.error_message or "error",
+                },
+            }
+        ).encode()
         self.send_response(reply.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("request-id", f"req_fake_{uuid.uuid4().hex[:12]}")
@@ -246,14 +279,24 @@ class _Handler(BaseHTTPRequestHandler):
         return "tool_use" if any(b["type"] == "tool_use" for b in reply.blocks) else "end_turn"
 
     def _usage(self, reply: Reply) -> dict[str, int]:
-        return {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
-                "cache_creation_input_tokens": reply.cache_write,
-                "cache_read_input_tokens": reply.cache_read}
+        return {
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+            "cache_creation_input_tokens": reply.cache_write,
+            "cache_read_input_tokens": reply.cache_read,
+        }
 
     def _message(self, reply: Reply, model: str) -> dict[str, Any]:
-        return {"id": f"msg_fake_{uuid.uuid4().hex[:16]}", "type": "message",
-                "role": "assistant", "model": model, "content": [], "stop_reason": None,
-                "stop_sequence": None, "usage": self._usage(reply)}
+        return {
+            "id": f"msg_fake_{uuid.uuid4().hex[:16]}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": self._usage(reply),
+        }
 
     def _json(self, reply: Reply, model: str) -> None:
         message = self._message(reply, model)
@@ -279,31 +322,60 @@ class _Handler(BaseHTTPRequestHandler):
         for index, block in enumerate(reply.blocks):
             if block["type"] == "text":
                 out += [
-                    _sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                 "content_block": {"type": "text", "text": ""}}),
-                    _sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                 "delta": {"type": "text_delta",
-                                                           "text": block["text"]}}),
+                    _sse(
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": index,
+                            "content_block": {"type": "text", "text": ""},
+                        },
+                    ),
+                    _sse(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": block["text"]},
+                        },
+                    ),
                 ]
             else:
                 out += [
-                    _sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                 "content_block": {"type": "tool_use",
-                                                                   "id": block["id"],
-                                                                   "name": block["name"],
-                                                                   "input": {}}}),
-                    _sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                 "delta": {"type": "input_json_delta",
-                                                           "partial_json": json.dumps(
-                                                               block["input"])}}),
+                    _sse(
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": index,
+                            "content_block": {
+                                "type": "tool_use",
+                                "id": block["id"],
+                                "name": block["name"],
+                                "input": {},
+                            },
+                        },
+                    ),
+                    _sse(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {
+                                "type": "input_json_delta",
+                                "partial_json": json.dumps(block["input"]),
+                            },
+                        },
+                    ),
                 ]
-            out.append(_sse("content_block_stop", {"type": "content_block_stop",
-                                                   "index": index}))
+            out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         out += [
-            _sse("message_delta", {"type": "message_delta",
-                                   "delta": {"stop_reason": self._stop_reason(reply),
-                                             "stop_sequence": None},
-                                   "usage": {"output_tokens": reply.output_tokens}}),
+            _sse(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": self._stop_reason(reply), "stop_sequence": None},
+                    "usage": {"output_tokens": reply.output_tokens},
+                },
+            ),
             _sse("message_stop", {"type": "message_stop"}),
         ]
         self.wfile.write(b"".join(out))
@@ -313,12 +385,28 @@ class _Handler(BaseHTTPRequestHandler):
         """Start the stream, then close the connection in the middle of a chunk: the body
         is sent chunked, so the client sees it end before it was complete (a lost call)."""
         text = next((b["text"] for b in reply.blocks if b["type"] == "text"), "")
-        out += [] if not text else [
-            _sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                         "content_block": {"type": "text", "text": ""}}),
-            _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                         "delta": {"type": "text_delta", "text": text}}),
-        ]
+        out += (
+            []
+            if not text
+            else [
+                _sse(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                ),
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": text},
+                    },
+                ),
+            ]
+        )
         data = b"".join(out)
         self.wfile.write(b"%x\r\n" % (len(data) + 100) + data)
         self.wfile.flush()

@@ -32,17 +32,27 @@ from servers.anthropic_server import AnthropicServer, Reply  # noqa: E402
 from servers.claude_wrapper import PINNED_CLAUDE  # noqa: E402
 
 FIXTURES = HERE.parent / "fixtures" / "claude"
-OK = {"status": "ok", "summary": "Created hello.txt as asked.", "error": None,
-      "proposed_deletions": [], "output": {"note": "fake server result"}}
+OK = {
+    "status": "ok",
+    "summary": "Created hello.txt as asked.",
+    "error": None,
+    "proposed_deletions": [],
+    "output": {"note": "fake server result"},
+}
 INVALID = {"status": "maybe", "summary": ""}
 BOGUS_SESSION = "11111111-2222-3333-4444-555555555555"
 TOOLS = "Bash,Edit,Glob,Grep,Read,Write"
 
 
 def write_then_result(work: Path) -> list[Reply]:
-    return [Reply.tool("Write", {"file_path": str(work / "hello.txt"),
-                                 "content": "hello from fake\n"}, text="I will create the file."),
-            Reply.tool("StructuredOutput", OK, text="Here is the result.")]
+    return [
+        Reply.tool(
+            "Write",
+            {"file_path": str(work / "hello.txt"), "content": "hello from fake\n"},
+            text="I will create the file.",
+        ),
+        Reply.tool("StructuredOutput", OK, text="Here is the result."),
+    ]
 
 
 def glob(work: Path) -> Reply:
@@ -58,25 +68,39 @@ def scenarios(work: Path) -> dict[str, Scenario]:
     return {
         "round1": {"script": write_then_result(work)},
         "round1_resume": {"script": write_then_result(work), "resume": "round1"},
-        "text_only": {"script": [Reply.text("I refuse to call tools.")],
-                      "repeat": Reply.text("I refuse to call tools.")},
-        "budget": {"repeat": glob(work), "argv": ["--max-budget-usd", "0.0025"],
-                   "tokens": 1000},
+        "text_only": {
+            "script": [Reply.text("I refuse to call tools.")],
+            "repeat": Reply.text("I refuse to call tools."),
+        },
+        "budget": {"repeat": glob(work), "argv": ["--max-budget-usd", "0.0025"], "tokens": 1000},
         "loop": {"repeat": glob(work), "turns": "4"},
         "always_invalid20": {"repeat": Reply.structured(INVALID), "turns": "20"},
-        "invalid_then_valid": {"script": [Reply.structured(INVALID),
-                                          Reply.tool("StructuredOutput", OK,
-                                                     text="Here is the result.")]},
-        "hook_json": {"script": [Reply.tool("Write", {"file_path": str(work / "forbidden.txt"),
-                                                      "content": "x\n"}),
-                                 Reply.tool("StructuredOutput", OK, text="Here is the result.")],
-                      "hook": True},
-        "err400": {"repeat": error(400, "invalid_request_error", "fake bad request"),
-                   "retries": "1"},
-        "err429": {"repeat": Reply.error(
-            429, "rate_limit_error",
-            "Number of request tokens has exceeded your per-minute rate limit (fake)",
-            retry_after=0), "retries": "1"},
+        "invalid_then_valid": {
+            "script": [
+                Reply.structured(INVALID),
+                Reply.tool("StructuredOutput", OK, text="Here is the result."),
+            ]
+        },
+        "hook_json": {
+            "script": [
+                Reply.tool("Write", {"file_path": str(work / "forbidden.txt"), "content": "x\n"}),
+                Reply.tool("StructuredOutput", OK, text="Here is the result."),
+            ],
+            "hook": True,
+        },
+        "err400": {
+            "repeat": error(400, "invalid_request_error", "fake bad request"),
+            "retries": "1",
+        },
+        "err429": {
+            "repeat": Reply.error(
+                429,
+                "rate_limit_error",
+                "Number of request tokens has exceeded your per-minute rate limit (fake)",
+                retry_after=0,
+            ),
+            "retries": "1",
+        },
         "err500": {"repeat": Reply.server_error(), "retries": "1"},
         "err529": {"repeat": Reply.overloaded(), "retries": "1"},
         "connrefused": {"refused": True, "retries": "1"},
@@ -104,27 +128,63 @@ def run(name: str, scenario: Scenario, root: Path, sessions: dict[str, str]) -> 
         settings: dict[str, Any] = {"env": {"IS_SANDBOX": "1"}}
         if scenario.get("hook"):
             (root / "hook.py").write_text(HOOK)
-            settings["hooks"] = {"PreToolUse": [{"matcher": "Write", "hooks": [
-                {"type": "command", "command": f"{sys.executable} {root / 'hook.py'}"}]}]}
+            settings["hooks"] = {
+                "PreToolUse": [
+                    {
+                        "matcher": "Write",
+                        "hooks": [
+                            {"type": "command", "command": f"{sys.executable} {root / 'hook.py'}"}
+                        ],
+                    }
+                ]
+            }
         (root / "settings.json").write_text(json.dumps(settings))
-        argv = [str(PINNED_CLAUDE), "-p", "--settings", str(root / "settings.json"),
-                "--tools", TOOLS, "--json-schema", schema_text(worker_result_schema(None)),
-                "--output-format", "stream-json", "--verbose",
-                "--permission-mode", "bypassPermissions", "--strict-mcp-config",
-                "--max-turns", scenario.get("turns", "5"), *scenario.get("argv", [])]
+        argv = [
+            str(PINNED_CLAUDE),
+            "-p",
+            "--settings",
+            str(root / "settings.json"),
+            "--tools",
+            TOOLS,
+            "--json-schema",
+            schema_text(worker_result_schema(None)),
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "bypassPermissions",
+            "--strict-mcp-config",
+            "--max-turns",
+            scenario.get("turns", "5"),
+            *scenario.get("argv", []),
+        ]
         resume = scenario.get("resume_id") or sessions.get(scenario.get("resume", ""))
         if resume:
             argv += ["--resume", resume]
         base = "http://127.0.0.1:9" if scenario.get("refused") else server.url
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-               "HOME": str(root / "home"), "TMPDIR": str(root / "tmp"),
-               "CLAUDE_CONFIG_DIR": str(root / "config"), "ANTHROPIC_API_KEY": "sk-ant-test",
-               "ANTHROPIC_BASE_URL": base, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-               "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1", "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
-               "CLAUDE_CODE_MAX_RETRIES": scenario.get("retries", "0")}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "HOME": str(root / "home"),
+            "TMPDIR": str(root / "tmp"),
+            "CLAUDE_CONFIG_DIR": str(root / "config"),
+            "ANTHROPIC_API_KEY": "sk-ant-test",
+            "ANTHROPIC_BASE_URL": base,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
+            "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+            "CLAUDE_CODE_MAX_RETRIES": scenario.get("retries", "0"),
+        }
         started = time.monotonic()
-        done = subprocess.run(argv, input="Create hello.txt, then return your result.",
-                              capture_output=True, text=True, cwd=work, env=env, timeout=300)
+        done = subprocess.run(
+            argv,
+            input="Create hello.txt, then return your result.",
+            capture_output=True,
+            text=True,
+            cwd=work,
+            env=env,
+            timeout=300,
+        )
         elapsed = time.monotonic() - started
     finally:
         server.stop()
@@ -139,8 +199,10 @@ def run(name: str, scenario: Scenario, root: Path, sessions: dict[str, str]) -> 
     print(f"{name}: rc={done.returncode}, {len(out.splitlines())} lines")
 
 
-def main(names: list[str], make_root: Callable[[], Path] = lambda: Path(
-        tempfile.mkdtemp(prefix="cap-", dir="/tmp"))) -> None:
+def main(
+    names: list[str],
+    make_root: Callable[[], Path] = lambda: Path(tempfile.mkdtemp(prefix="cap-", dir="/tmp")),
+) -> None:
     root = make_root()
     try:
         for sub in ("work", "home", "tmp", "config"):

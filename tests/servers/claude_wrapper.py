@@ -39,8 +39,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REPO", "START_MARK", "find_claude", "read_starts", "visible_copy", "wrapper_path",
-           "write_wrapper"]
+__all__ = [
+    "REPO",
+    "START_MARK",
+    "find_claude",
+    "read_starts",
+    "visible_copy",
+    "wrapper_path",
+    "write_wrapper",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED_CLAUDE = REPO / "node_modules" / ".bin" / "claude"
@@ -102,13 +109,21 @@ os.execv(argv[0], argv)
 """Runs claude (argv[2]) with the settings file's copy without the dotted keys given as JSON."""
 
 
-def write_wrapper(path: Path, claude: Path, base_url: str | None,
-                  extra_env: dict[str, str] | None = None,
-                  settings_drop: tuple[str, ...] = (), messaging_inbox: bool = False) -> Path:
+def write_wrapper(
+    path: Path,
+    claude: Path,
+    base_url: str | None,
+    extra_env: dict[str, str] | None = None,
+    settings_drop: tuple[str, ...] = (),
+    messaging_inbox: bool = False,
+) -> Path:
     """Write the wrapper script at `path` (mode 0755) and return it. `base_url` None: the
     wrapper sets none, so the round's environment alone says where requests go."""
-    env = {**({"ANTHROPIC_BASE_URL": base_url} if base_url is not None else {}),
-           "CLAUDE_CODE_MAX_RETRIES": "0", **(extra_env or {})}
+    env = {
+        **({"ANTHROPIC_BASE_URL": base_url} if base_url is not None else {}),
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+        **(extra_env or {}),
+    }
     exports = "\n".join(f"export {name}={shlex.quote(value)}" for name, value in env.items())
     python = shlex.quote(sys.executable)
     logger = (
@@ -117,20 +132,20 @@ def write_wrapper(path: Path, claude: Path, base_url: str | None,
         "'env': sorted(os.environ)}) + '\\n')"
     )
     program = shlex.quote(str(claude))
-    args = "\"$@\""
+    args = '"$@"'
     if messaging_inbox:  # a round (not the host asking `--version`): its TMPDIR is the run's
-        exports += ('\ncase " $* " in *" --settings "*)\n'
-                    '  mkdir -m 700 -p "$TMPDIR/inbox"\n'
-                    '  set -- "$@" --messaging-socket-path "$TMPDIR/inbox/s.sock";;\nesac')
-    run = (f"exec {program} {args}" if not settings_drop else
-           f"exec {python} -c {shlex.quote(SETTINGS_EDITOR)} "
-           f"{shlex.quote(json.dumps(list(settings_drop)))} {program} {args}")
-    path.write_text(
-        "#!/bin/sh\n"
-        f"{python} -c {shlex.quote(logger)} \"$0\" \"$@\"\n"
-        f"{exports}\n"
-        f"{run}\n"
+        exports += (
+            '\ncase " $* " in *" --settings "*)\n'
+            '  mkdir -m 700 -p "$TMPDIR/inbox"\n'
+            '  set -- "$@" --messaging-socket-path "$TMPDIR/inbox/s.sock";;\nesac'
+        )
+    run = (
+        f"exec {program} {args}"
+        if not settings_drop
+        else f"exec {python} -c {shlex.quote(SETTINGS_EDITOR)} "
+        f"{shlex.quote(json.dumps(list(settings_drop)))} {program} {args}"
     )
+    path.write_text(f'#!/bin/sh\n{python} -c {shlex.quote(logger)} "$0" "$@"\n{exports}\n{run}\n')
     path.chmod(0o755)
     return path
 
@@ -138,6 +153,9 @@ def write_wrapper(path: Path, claude: Path, base_url: str | None,
 def read_starts(run_dir: Path) -> list[dict[str, Any]]:
     """Every start the wrapper logged, in round order, from the rounds' stderr.log files."""
     logs = sorted((run_dir / "rounds").glob("*/stderr.log"), key=lambda p: int(p.parent.name))
-    return [json.loads(line.removeprefix(START_MARK))
-            for log in logs for line in log.read_text(errors="replace").splitlines()
-            if line.startswith(START_MARK)]
+    return [
+        json.loads(line.removeprefix(START_MARK))
+        for log in logs
+        for line in log.read_text(errors="replace").splitlines()
+        if line.startswith(START_MARK)
+    ]

@@ -16,8 +16,10 @@ import pytest
 @pytest.fixture(autouse=True)
 def _no_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a unit test starts no process: use the fakes of tests/fakes, or "
-                             "move the test to tests/integration")
+        raise AssertionError(
+            "a unit test starts no process: use the fakes of tests/fakes, or "
+            "move the test to tests/integration"
+        )
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
     for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):

@@ -102,8 +102,11 @@ class Agent:
             self.emit("tool", tool=tool, target=target)
 
     def config_dir(self) -> str:
-        return (os.environ.get("CLAUDE_CONFIG_DIR") or os.environ.get("PI_CODING_AGENT_DIR")
-                or os.path.join(os.path.dirname(os.getcwd()), "config"))
+        return (
+            os.environ.get("CLAUDE_CONFIG_DIR")
+            or os.environ.get("PI_CODING_AGENT_DIR")
+            or os.path.join(os.path.dirname(os.getcwd()), "config")
+        )
 
     def stdin(self) -> str:
         if self._stdin is None:
@@ -113,8 +116,10 @@ class Agent:
     def expand(self, value: Any) -> Any:
         if isinstance(value, str):
             for key, replacement in (
-                ("{cwd}", os.getcwd()), ("{home}", os.environ.get("HOME", "")),
-                ("{tmp}", os.environ.get("TMPDIR", "")), ("{config}", self.config_dir()),
+                ("{cwd}", os.getcwd()),
+                ("{home}", os.environ.get("HOME", "")),
+                ("{tmp}", os.environ.get("TMPDIR", "")),
+                ("{config}", self.config_dir()),
                 ("{session}", self.session or ""),
             ):
                 value = value.replace(key, replacement)
@@ -151,8 +156,9 @@ class Agent:
         for i, line in enumerate(step.get("lines", [])):
             if i and delay:
                 time.sleep(delay)
-            self.out(line if isinstance(line, str) else json.dumps(line),
-                     bool(step.get("newline", True)))
+            self.out(
+                line if isinstance(line, str) else json.dumps(line), bool(step.get("newline", True))
+            )
 
     def do_stderr(self, step: dict[str, Any]) -> None:
         if "text" in step:
@@ -198,8 +204,7 @@ class Agent:
 
     def do_transcript(self, step: dict[str, Any]) -> None:
         session = step.get("session") or self.session
-        path = step.get("path") or os.path.join(self.config_dir(), "sessions",
-                                                f"{session}.jsonl")
+        path = step.get("path") or os.path.join(self.config_dir(), "sessions", f"{session}.jsonl")
         lines = step.get("lines") or [
             {"type": "session", "id": session, "kind": self.kind},
             {"type": "message", "role": "assistant", "text": "done"},
@@ -211,9 +216,15 @@ class Agent:
 
     def do_record(self, step: dict[str, Any]) -> None:
         record = {
-            "argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ), "stdin": self.stdin(),
-            "kind": self.kind, "session": self.session, "pid": os.getpid(),
-            "pgid": os.getpgid(0), "sid": os.getsid(0),
+            "argv": sys.argv,
+            "cwd": os.getcwd(),
+            "env": dict(os.environ),
+            "stdin": self.stdin(),
+            "kind": self.kind,
+            "session": self.session,
+            "pid": os.getpid(),
+            "pgid": os.getpgid(0),
+            "sid": os.getsid(0),
         }
         os.makedirs(os.path.dirname(step["path"]) or ".", exist_ok=True)
         Path(step["path"]).write_text(json.dumps(record, indent=2), encoding="utf-8")
@@ -237,9 +248,20 @@ class Agent:
         # when both have (or when both are gone), an event, not a guess at how long they take.
         ready_r, ready_w = os.pipe()
         subprocess.Popen(
-            [sys.executable, "-c", CHILD_CODE, seconds, step.get("pidfile", ""), grandchild,
-             CHILD_CODE, str(ready_w)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=out, pass_fds=(ready_w,),
+            [
+                sys.executable,
+                "-c",
+                CHILD_CODE,
+                seconds,
+                step.get("pidfile", ""),
+                grandchild,
+                CHILD_CODE,
+                str(ready_w),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            pass_fds=(ready_w,),
             start_new_session=bool(step.get("session")),
         )
         os.close(ready_w)
@@ -271,8 +293,11 @@ def claim(directory: str, state: str) -> str | None:
     n = 1
     while os.path.exists(os.path.join(directory, f"round-{n}.json")):
         try:
-            fd = os.open(os.path.join(state, f"round-{n}.started"),
-                         os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(
+                os.path.join(state, f"round-{n}.started"),
+                os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                0o644,
+            )
         except FileExistsError:
             n += 1
             continue

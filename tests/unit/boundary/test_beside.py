@@ -29,7 +29,7 @@ from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.evidence.errors import Reason
 
 HOME = "/home/u"
-ENV_HOME = "/srv/h"          # $HOME, when it is not the password database's home
+ENV_HOME = "/srv/h"  # $HOME, when it is not the password database's home
 PRIMARY = f"{HOME}/proj"
 WT = f"{PRIMARY}/.claude/worktrees/t1"
 COMMON = f"{PRIMARY}/.git"
@@ -40,21 +40,37 @@ CLAUDE_CONFIG = "/etc/claude-config"  # CLAUDE_CONFIG_DIR outside the home
 MODEL_MAP = "/srv/concorde/models.json"
 RUNS = f"{PARENT}/workers"
 
-GRANT = parse_grant({
-    "task_type": "implement", "context_identity": "c",
-    "entries": [{"path": "src/app/", "level": "rw"}, {"path": "tools/", "level": "ro"},
-                {"path": "src/app/.venv/", "level": "rw"}],
-})
+GRANT = parse_grant(
+    {
+        "task_type": "implement",
+        "context_identity": "c",
+        "entries": [
+            {"path": "src/app/", "level": "rw"},
+            {"path": "tools/", "level": "ro"},
+            {"path": "src/app/.venv/", "level": "rw"},
+        ],
+    }
+)
 assert isinstance(GRANT, Grant)
 
 
 def around(runtime_paths: tuple[str, ...] = ()) -> Any:
-    return surroundings(homes=[HOME, ENV_HOME], primary=[PRIMARY], worktree=[WT],
-                        git=[COMMON, f"{COMMON}/worktrees/t1", f"{WT}/.git", BARE],
-                        credentials=[CLAUDE_CONFIG, f"{CLAUDE_CONFIG}/.credentials.json",
-                                     f"{HOME}/.pi/agent/auth.json", MODEL_MAP],
-                        temp_root=[TEMP], run_dirs=[RUNS], grant=GRANT,
-                        runtime_paths=runtime_paths)
+    return surroundings(
+        homes=[HOME, ENV_HOME],
+        primary=[PRIMARY],
+        worktree=[WT],
+        git=[COMMON, f"{COMMON}/worktrees/t1", f"{WT}/.git", BARE],
+        credentials=[
+            CLAUDE_CONFIG,
+            f"{CLAUDE_CONFIG}/.credentials.json",
+            f"{HOME}/.pi/agent/auth.json",
+            MODEL_MAP,
+        ],
+        temp_root=[TEMP],
+        run_dirs=[RUNS],
+        grant=GRANT,
+        runtime_paths=runtime_paths,
+    )
 
 
 def existing(path: str, real: str | None = None) -> Given:
@@ -70,8 +86,11 @@ RUNTIME_ROWS: list[tuple[str, Given, str | None]] = [
     ("text: newline", Given(path="/opt/a\nb"), "contains the character \\n (line feed)"),
     ("text: ESC", Given(path="/opt/\x1b[2J"), "contains the character \\x1b (escape)"),
     ("text: C1 CSI", Given(path="/opt/\x9b2J"), "contains the character \\x9b"),
-    ("text: line separator", Given(path="/opt/a\u2028b"),
-     "contains the character \\u2028 (line separator)"),
+    (
+        "text: line separator",
+        Given(path="/opt/a\u2028b"),
+        "contains the character \\u2028 (line separator)",
+    ),
     ("text: relative", Given(path=".venv"), "is not an absolute path"),
     ("text: relative dot", Given(path="."), "is not an absolute path"),
     ("missing", Given(path="/opt/nope", real="/opt/nope"), "does not exist"),
@@ -81,23 +100,42 @@ RUNTIME_ROWS: list[tuple[str, Given, str | None]] = [
     ("home", existing(HOME), f"is the user's home {HOME}"),
     ("home: $HOME", existing(ENV_HOME), f"is the user's home {ENV_HOME}"),
     ("home: above", existing("/home"), f"holds the user's home {HOME}"),
-    ("home: through a link", existing("/opt/link", real=HOME),
-     f"resolves to {HOME}, which is the user's home {HOME}"),
+    (
+        "home: through a link",
+        existing("/opt/link", real=HOME),
+        f"resolves to {HOME}, which is the user's home {HOME}",
+    ),
     ("home: inside stays allowed", existing(f"{HOME}/.pyenv/versions/3.12"), None),
-    ("credentials: a configuration directory", existing(CLAUDE_CONFIG),
-     f"is {CLAUDE_CONFIG}, where the user's credentials are"),
+    (
+        "credentials: a configuration directory",
+        existing(CLAUDE_CONFIG),
+        f"is {CLAUDE_CONFIG}, where the user's credentials are",
+    ),
     ("credentials: above it", existing("/etc"), f"holds {CLAUDE_CONFIG}, where the user's"),
-    ("credentials: a credential file", existing(f"{CLAUDE_CONFIG}/.credentials.json"),
-     f"is {CLAUDE_CONFIG}/.credentials.json, where"),
-    ("credentials: the folder of pi's auth.json", existing(f"{HOME}/.pi"),
-     f"holds {HOME}/.pi/agent/auth.json, where the user's credentials are"),
+    (
+        "credentials: a credential file",
+        existing(f"{CLAUDE_CONFIG}/.credentials.json"),
+        f"is {CLAUDE_CONFIG}/.credentials.json, where",
+    ),
+    (
+        "credentials: the folder of pi's auth.json",
+        existing(f"{HOME}/.pi"),
+        f"holds {HOME}/.pi/agent/auth.json, where the user's credentials are",
+    ),
     ("credentials: the folder of the model map", existing("/srv/concorde"), f"holds {MODEL_MAP}"),
-    ("credentials: inside a configuration directory stays allowed",
-     existing(f"{CLAUDE_CONFIG}/local/node_modules"), None),
+    (
+        "credentials: inside a configuration directory stays allowed",
+        existing(f"{CLAUDE_CONFIG}/local/node_modules"),
+        None,
+    ),
     ("primary", existing(PRIMARY), f"is the primary worktree {PRIMARY}"),
     ("primary: trailing slash", existing(PRIMARY + "/"), f"is the primary worktree {PRIMARY}"),
     ("primary: inside stays allowed", existing(f"{PRIMARY}/.venv"), None),
-    ("worktree", existing(WT), f"is the worktree {WT}, of which the grant alone says what is readable"),
+    (
+        "worktree",
+        existing(WT),
+        f"is the worktree {WT}, of which the grant alone says what is readable",
+    ),
     ("worktree: above", existing(f"{PRIMARY}/.claude/worktrees"), "holds the worktree"),
     ("worktree: inside stays allowed (.venv)", existing(f"{WT}/.venv"), None),
     ("worktree: inside stays allowed (withheld)", existing(f"{WT}/secrets"), None),
@@ -107,30 +145,46 @@ RUNTIME_ROWS: list[tuple[str, Given, str | None]] = [
     ("git: inside a bare directory", existing(f"{BARE}/hooks"), f"lies in the Git metadata {BARE}"),
     ("git: above a bare directory", existing("/srv/repos"), f"holds the Git metadata {BARE}"),
     ("git: a .git segment anywhere", existing("/opt/x/.git/info"), "has a .git segment"),
-    ("git: through a link", existing(f"{WT}/meta", real=f"{COMMON}/modules"),
-     f"resolves to {COMMON}/modules, which has a .git segment"),
+    (
+        "git: through a link",
+        existing(f"{WT}/meta", real=f"{COMMON}/modules"),
+        f"resolves to {COMMON}/modules, which has a .git segment",
+    ),
     ("git: .github is no .git", existing(f"{WT}/.github"), None),
     ("runtime: the temp root", existing(TEMP), f"is {TEMP}, the folder of the runtime directories"),
-    ("runtime: another run's", existing("/tmp/concorde-0a1b2c-xyz9/config"),
-     "lies in concorde-0a1b2c-xyz9, the runtime directory of a run"),
-    ("runtime: another run's, any folder", existing("/var/tmp/concorde-0a1b2c-Q_1"),
-     "lies in concorde-0a1b2c-Q_1, the runtime directory of a run"),
+    (
+        "runtime: another run's",
+        existing("/tmp/concorde-0a1b2c-xyz9/config"),
+        "lies in concorde-0a1b2c-xyz9, the runtime directory of a run",
+    ),
+    (
+        "runtime: another run's, any folder",
+        existing("/var/tmp/concorde-0a1b2c-Q_1"),
+        "lies in concorde-0a1b2c-Q_1, the runtime directory of a run",
+    ),
     ("runtime: a like name is no runtime directory", existing("/tmp/concorde-notes"), None),
     ("runtime: inside the temp root stays allowed", existing("/tmp/toolchain"), None),
     ("run: the workers folder", existing(RUNS), f"is {RUNS}, the folder of the run directories"),
     ("run: the parent", existing(PARENT), f"holds {RUNS}, the folder of the run directories"),
-    ("run: a run's directory", existing(f"{RUNS}/w-20260101T000000-abc123"),
-     f"lies in {RUNS}, the folder of the run directories"),
+    (
+        "run: a run's directory",
+        existing(f"{RUNS}/w-20260101T000000-abc123"),
+        f"lies in {RUNS}, the folder of the run directories",
+    ),
     ("run: beside workers/ stays allowed (check logs)", existing(f"{PARENT}/checks"), None),
     ("elsewhere stays allowed", existing("/usr/lib/python3.11"), None),
-    ("elsewhere: a file", Given(path="/etc/ssl/certs/ca.pem", real="/etc/ssl/certs/ca.pem",
-                                exists=True), None),
+    (
+        "elsewhere: a file",
+        Given(path="/etc/ssl/certs/ca.pem", real="/etc/ssl/certs/ca.pem", exists=True),
+        None,
+    ),
 ]
 
 
 @pytest.mark.req("A worker reads beside its grant only what its caller lists")
-@pytest.mark.parametrize(("row", "given", "problem"), RUNTIME_ROWS,
-                         ids=[r[0] for r in RUNTIME_ROWS])
+@pytest.mark.parametrize(
+    ("row", "given", "problem"), RUNTIME_ROWS, ids=[r[0] for r in RUNTIME_ROWS]
+)
 def test_a_runtime_path_row_by_row(row: str, given: Given, problem: str | None) -> None:
     found = runtime_path_problem(given, around())
     if problem is None:
@@ -142,8 +196,9 @@ def test_a_runtime_path_row_by_row(row: str, given: Given, problem: str | None) 
 # --- the project interpreter, row by row --------------------------------------------------------
 
 
-def interpreter(path: str, real: str | None = None, directory_real: str | None = None,
-                **facts: Any) -> Given:
+def interpreter(
+    path: str, real: str | None = None, directory_real: str | None = None, **facts: Any
+) -> Given:
     data: dict[str, Any] = {"exists": True, "executable_file": True}
     data.update(facts)
     return Given(path=path, real=real or path, directory_real=directory_real, **data)
@@ -152,39 +207,83 @@ def interpreter(path: str, real: str | None = None, directory_real: str | None =
 INTERPRETER_ROWS: list[tuple[str, Given, tuple[str, ...], str | None]] = [
     ("text: empty", Given(path=""), (), "is empty"),
     ("text: relative", Given(path="python3"), (), "is not an absolute path"),
-    ("text: a control character", Given(path="/usr/bin/py\x1b]0;t\x07"), (),
-     "contains the character \\x1b (escape)"),
+    (
+        "text: a control character",
+        Given(path="/usr/bin/py\x1b]0;t\x07"),
+        (),
+        "contains the character \\x1b (escape)",
+    ),
     ("missing", Given(path="/opt/nope/python", real="/opt/nope/python"), (), "does not exist"),
-    ("a directory", interpreter("/usr/bin/", executable_file=False, directory=True), (),
-     "is a directory, not the interpreter"),
-    ("not executable", interpreter("/etc/passwd", executable_file=False), (),
-     "is not an executable file"),
+    (
+        "a directory",
+        interpreter("/usr/bin/", executable_file=False, directory=True),
+        (),
+        "is a directory, not the interpreter",
+    ),
+    (
+        "not executable",
+        interpreter("/etc/passwd", executable_file=False),
+        (),
+        "is not an executable file",
+    ),
     ("git", interpreter(f"{COMMON}/hooks/python"), (), "has a .git segment"),
-    ("runtime", interpreter("/tmp/concorde-0a1b2c-xyz9/work/python"), (),
-     "lies in concorde-0a1b2c-xyz9, the runtime directory of a run"),
-    ("run", interpreter(f"{RUNS}/w-1/python"), (), f"lies in {RUNS}, the folder of the run directories"),
-    ("a directory the worker writes (rw)", interpreter(f"{WT}/src/app/bin/python"), (),
-     f"lies in {WT}/src/app/bin, which the worker may write"),
-    ("rw through a link", interpreter("/opt/py/python", directory_real=f"{WT}/src/app"), (),
-     f"lies in {WT}/src/app, which the worker may write"),
-    ("rw but below a runtime path (never writable)", interpreter(f"{WT}/src/app/.venv/bin/py"),
-     (f"{WT}/src/app/.venv",), None),
+    (
+        "runtime",
+        interpreter("/tmp/concorde-0a1b2c-xyz9/work/python"),
+        (),
+        "lies in concorde-0a1b2c-xyz9, the runtime directory of a run",
+    ),
+    (
+        "run",
+        interpreter(f"{RUNS}/w-1/python"),
+        (),
+        f"lies in {RUNS}, the folder of the run directories",
+    ),
+    (
+        "a directory the worker writes (rw)",
+        interpreter(f"{WT}/src/app/bin/python"),
+        (),
+        f"lies in {WT}/src/app/bin, which the worker may write",
+    ),
+    (
+        "rw through a link",
+        interpreter("/opt/py/python", directory_real=f"{WT}/src/app"),
+        (),
+        f"lies in {WT}/src/app, which the worker may write",
+    ),
+    (
+        "rw but below a runtime path (never writable)",
+        interpreter(f"{WT}/src/app/.venv/bin/py"),
+        (f"{WT}/src/app/.venv",),
+        None,
+    ),
     ("ro in the worktree", interpreter(f"{WT}/tools/python"), (), None),
-    ("a venv in the worktree", interpreter(f"{WT}/.venv/bin/python",
-                                            real="/usr/bin/python3.11"), (), None),
-    ("in the home (the caller lists its installation)",
-     interpreter(f"{HOME}/.pyenv/versions/3.12/bin/python"), (), None),
+    (
+        "a venv in the worktree",
+        interpreter(f"{WT}/.venv/bin/python", real="/usr/bin/python3.11"),
+        (),
+        None,
+    ),
+    (
+        "in the home (the caller lists its installation)",
+        interpreter(f"{HOME}/.pyenv/versions/3.12/bin/python"),
+        (),
+        None,
+    ),
     ("in the primary worktree", interpreter(f"{PRIMARY}/.venv/bin/python"), (), None),
     ("the host's", interpreter("/usr/bin/python3"), (), None),
 ]
 
 
 @pytest.mark.req("The project's interpreter comes first on the worker's PATH")
-@pytest.mark.parametrize(("row", "given", "runtime_paths", "problem"), INTERPRETER_ROWS,
-                         ids=[r[0] for r in INTERPRETER_ROWS])
-def test_the_project_interpreter_row_by_row(row: str, given: Given,
-                                            runtime_paths: tuple[str, ...],
-                                            problem: str | None) -> None:
+@pytest.mark.parametrize(
+    ("row", "given", "runtime_paths", "problem"),
+    INTERPRETER_ROWS,
+    ids=[r[0] for r in INTERPRETER_ROWS],
+)
+def test_the_project_interpreter_row_by_row(
+    row: str, given: Given, runtime_paths: tuple[str, ...], problem: str | None
+) -> None:
     found = interpreter_problem(given, around(runtime_paths))
     if problem is None:
         assert found is None, found
@@ -203,7 +302,8 @@ def test_the_first_bad_path_is_refused_naming_it_and_the_repair() -> None:
     assert (refusal.code, refusal.reason) == ("request_invalid", Reason.INPUT)
     assert refusal.message == (
         f"the runtime path '{HOME}' is the user's home {HOME}; a runtime path is readable by "
-        f"every tool of the worker, beside its grant: {RUNTIME_REPAIR}")
+        f"every tool of the worker, beside its grant: {RUNTIME_REPAIR}"
+    )
     assert "--runtime-path" in RUNTIME_REPAIR and "workers.json" in RUNTIME_REPAIR
 
 
@@ -211,8 +311,9 @@ def test_the_interpreter_is_judged_after_the_runtime_paths() -> None:
     disk = {"/opt/venv": existing("/opt/venv"), "/nope/python": Given(path="/nope/python")}
     refusal = judge_beside(["/opt/venv"], "/nope/python", disk.__getitem__, around())
     assert refusal is not None
-    assert refusal.message == (f"the project interpreter '/nope/python' does not exist; "
-                               f"{INTERPRETER_REPAIR}")
+    assert refusal.message == (
+        f"the project interpreter '/nope/python' does not exist; {INTERPRETER_REPAIR}"
+    )
     assert "--interpreter" in INTERPRETER_REPAIR
 
 
@@ -230,30 +331,48 @@ VENV = "/srv/proj/.venv"
 
 INSTALLATION_ROWS = {
     "a venv of a pyenv Python": (
-        f"{VENV}/bin/python", {f"{VENV}/bin/python": f"{PYENV}/bin/python3.12"},
-        f"home = {PYENV}/bin\nversion = 3.12.1\n", (VENV, PYENV)),
+        f"{VENV}/bin/python",
+        {f"{VENV}/bin/python": f"{PYENV}/bin/python3.12"},
+        f"home = {PYENV}/bin\nversion = 3.12.1\n",
+        (VENV, PYENV),
+    ),
     "a uv venv": (
-        f"{VENV}/bin/python", {f"{VENV}/bin/python": f"{UV}/bin/python3.12"},
-        f"home = {UV}/bin\nimplementation = CPython\nuv = 0.5.1\n", (VENV, UV)),
+        f"{VENV}/bin/python",
+        {f"{VENV}/bin/python": f"{UV}/bin/python3.12"},
+        f"home = {UV}/bin\nimplementation = CPython\nuv = 0.5.1\n",
+        (VENV, UV),
+    ),
     "a venv of the system Python": (
-        f"{VENV}/bin/python", {f"{VENV}/bin/python": "/usr/bin/python3.12"},
-        "home = /usr/bin\n", (VENV,)),
+        f"{VENV}/bin/python",
+        {f"{VENV}/bin/python": "/usr/bin/python3.12"},
+        "home = /usr/bin\n",
+        (VENV,),
+    ),
     "a pyenv Python itself": (f"{PYENV}/bin/python3.12", {}, None, (PYENV,)),
     "the system Python": ("/usr/bin/python3", {}, None, ()),
     "a venv whose pyvenv.cfg names no home": (
-        f"{VENV}/bin/python", {f"{VENV}/bin/python": "/usr/bin/python3"}, "version = 3\n",
-        (VENV,)),
+        f"{VENV}/bin/python",
+        {f"{VENV}/bin/python": "/usr/bin/python3"},
+        "version = 3\n",
+        (VENV,),
+    ),
     "a relative home is no home": (
-        f"{VENV}/bin/python", {f"{VENV}/bin/python": "/usr/bin/python3"}, "home = bin\n",
-        (VENV,)),
+        f"{VENV}/bin/python",
+        {f"{VENV}/bin/python": "/usr/bin/python3"},
+        "home = bin\n",
+        (VENV,),
+    ),
 }
 
 
-@pytest.mark.parametrize(("interpreter", "links", "cfg", "expected"),
-                         INSTALLATION_ROWS.values(), ids=INSTALLATION_ROWS.keys())
-def test_the_interpreter_s_installation_row_by_row(interpreter: str, links: dict[str, str],
-                                                   cfg: str | None,
-                                                   expected: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("interpreter", "links", "cfg", "expected"),
+    INSTALLATION_ROWS.values(),
+    ids=INSTALLATION_ROWS.keys(),
+)
+def test_the_interpreter_s_installation_row_by_row(
+    interpreter: str, links: dict[str, str], cfg: str | None, expected: tuple[str, ...]
+) -> None:
     def pyvenv_cfg(path: str) -> str | None:
         return cfg if path == f"{VENV}/{PYVENV_CFG}" else None
 

@@ -26,9 +26,14 @@ RUNTIME = "the runtime path"
 
 
 def request(**fields: Any) -> RunRequest:
-    data: dict[str, Any] = {"worktree": WORKTREE, "task_type": "implement",
-                            "grant": copy.deepcopy(GRANT), "instructions": "Do the task.",
-                            "parent": TRACE_PARENT, "backend": "claude"}
+    data: dict[str, Any] = {
+        "worktree": WORKTREE,
+        "task_type": "implement",
+        "grant": copy.deepcopy(GRANT),
+        "instructions": "Do the task.",
+        "parent": TRACE_PARENT,
+        "backend": "claude",
+    }
     data.update(fields)
     return RunRequest(**data)
 
@@ -55,47 +60,88 @@ def setup_world(world: PlanWorld) -> None:
 REFUSED: list[tuple[str, dict[str, Any], str]] = [
     ("empty", {"runtime_paths": ("",)}, f"{RUNTIME} '' is empty"),
     ("relative", {"runtime_paths": (".venv",)}, f"{RUNTIME} '.venv' is not an absolute path"),
-    ("a control character", {"runtime_paths": ("/opt/venv\n/",)},
-     f"{RUNTIME} '/opt/venv\\n/' contains the character \\n (line feed)"),
+    (
+        "a control character",
+        {"runtime_paths": ("/opt/venv\n/",)},
+        f"{RUNTIME} '/opt/venv\\n/' contains the character \\n (line feed)",
+    ),
     ("missing", {"runtime_paths": ("/opt/nope",)}, f"{RUNTIME} '/opt/nope' does not exist"),
     ("/", {"runtime_paths": ("/",)}, f"{RUNTIME} '/' is / itself"),
-    ("the password database's home", {"runtime_paths": (USER_HOME,)},
-     f"{RUNTIME} '{USER_HOME}' is the user's home {USER_HOME}"),
-    ("$HOME", {"runtime_paths": ("/srv/home2",)},
-     f"{RUNTIME} '/srv/home2' is the user's home /srv/home2"),
-    ("a link to the home", {"runtime_paths": ("/opt/home-link",)},
-     f"{RUNTIME} '/opt/home-link' resolves to {USER_HOME}, which is the user's home"),
-    ("a link in the worktree to /", {"runtime_paths": (f"{WORKTREE}/.venv",)},
-     f"{RUNTIME} '{WORKTREE}/.venv' resolves to /, which is / itself"),
-    ("the primary worktree", {"runtime_paths": (PRIMARY,)},
-     f"{RUNTIME} '{PRIMARY}' is the primary worktree {PRIMARY}"),
+    (
+        "the password database's home",
+        {"runtime_paths": (USER_HOME,)},
+        f"{RUNTIME} '{USER_HOME}' is the user's home {USER_HOME}",
+    ),
+    (
+        "$HOME",
+        {"runtime_paths": ("/srv/home2",)},
+        f"{RUNTIME} '/srv/home2' is the user's home /srv/home2",
+    ),
+    (
+        "a link to the home",
+        {"runtime_paths": ("/opt/home-link",)},
+        f"{RUNTIME} '/opt/home-link' resolves to {USER_HOME}, which is the user's home",
+    ),
+    (
+        "a link in the worktree to /",
+        {"runtime_paths": (f"{WORKTREE}/.venv",)},
+        f"{RUNTIME} '{WORKTREE}/.venv' resolves to /, which is / itself",
+    ),
+    (
+        "the primary worktree",
+        {"runtime_paths": (PRIMARY,)},
+        f"{RUNTIME} '{PRIMARY}' is the primary worktree {PRIMARY}",
+    ),
     ("the worktree", {"runtime_paths": (WORKTREE,)}, f"{RUNTIME} '{WORKTREE}' is the worktree"),
     ("Git metadata", {"runtime_paths": (f"{PRIMARY}/.git",)}, "has a .git segment"),
-    ("the temp root", {"runtime_paths": ("/tmp",)},
-     f"{RUNTIME} '/tmp' is /tmp, the folder of the runtime directories"),
-    ("another run's runtime directory", {"runtime_paths": ("/tmp/concorde-0a1b2c-other/config",)},
-     "lies in concorde-0a1b2c-other, the runtime directory of a run"),
-    ("the trace parent", {"runtime_paths": (TRACE_PARENT,)},
-     f"holds {TRACE_PARENT}/workers, the folder of the run directories"),
-    ("another run's directory",
-     {"runtime_paths": (f"{TRACE_PARENT}/workers/w-20250101T000000-0a1b2c",)},
-     f"lies in {TRACE_PARENT}/workers, the folder of the run directories"),
-    ("the second path", {"runtime_paths": ("/opt/venv", "/opt/nope")},
-     f"{RUNTIME} '/opt/nope' does not exist"),
-    ("a missing interpreter", {"project_interpreter": "/opt/py/bin/python9"},
-     "the project interpreter '/opt/py/bin/python9' does not exist"),
-    ("a relative interpreter", {"project_interpreter": "python3"},
-     "the project interpreter 'python3' is not an absolute path"),
-    ("an interpreter the worker may replace",
-     {"project_interpreter": f"{WORKTREE}/src/app/bin/python"},
-     f"lies in {WORKTREE}/src/app/bin, which the worker may write"),
+    (
+        "the temp root",
+        {"runtime_paths": ("/tmp",)},
+        f"{RUNTIME} '/tmp' is /tmp, the folder of the runtime directories",
+    ),
+    (
+        "another run's runtime directory",
+        {"runtime_paths": ("/tmp/concorde-0a1b2c-other/config",)},
+        "lies in concorde-0a1b2c-other, the runtime directory of a run",
+    ),
+    (
+        "the trace parent",
+        {"runtime_paths": (TRACE_PARENT,)},
+        f"holds {TRACE_PARENT}/workers, the folder of the run directories",
+    ),
+    (
+        "another run's directory",
+        {"runtime_paths": (f"{TRACE_PARENT}/workers/w-20250101T000000-0a1b2c",)},
+        f"lies in {TRACE_PARENT}/workers, the folder of the run directories",
+    ),
+    (
+        "the second path",
+        {"runtime_paths": ("/opt/venv", "/opt/nope")},
+        f"{RUNTIME} '/opt/nope' does not exist",
+    ),
+    (
+        "a missing interpreter",
+        {"project_interpreter": "/opt/py/bin/python9"},
+        "the project interpreter '/opt/py/bin/python9' does not exist",
+    ),
+    (
+        "a relative interpreter",
+        {"project_interpreter": "python3"},
+        "the project interpreter 'python3' is not an absolute path",
+    ),
+    (
+        "an interpreter the worker may replace",
+        {"project_interpreter": f"{WORKTREE}/src/app/bin/python"},
+        f"lies in {WORKTREE}/src/app/bin, which the worker may write",
+    ),
 ]
 
 
 @pytest.mark.req("A worker reads beside its grant only what its caller lists")
 @pytest.mark.parametrize(("row", "fields", "says"), REFUSED, ids=[r[0] for r in REFUSED])
 def test_plan_and_run_refuse_alike_before_anything_is_generated(
-        row: str, fields: dict[str, Any], says: str) -> None:
+    row: str, fields: dict[str, Any], says: str
+) -> None:
     world = PlanWorld()
     setup_world(world)
     world.forget_calls()
@@ -136,29 +182,41 @@ def test_what_uncovers_nothing_reaches_the_policy_exactly_as_given() -> None:
 def test_a_grant_refused_first_is_met_by_the_run_not_before_it() -> None:
     world = PlanWorld()
     setup_world(world)
-    bad = request(grant=dict(GRANT, entries=[{"path": "/etc", "level": "ro"}]),
-                  runtime_paths=("",))
+    bad = request(grant=dict(GRANT, entries=[{"path": "/etc", "level": "ro"}]), runtime_paths=("",))
     plan = planned(world, bad)
     assert plan.refusal is not None and plan.refusal.code == "grant_malformed"
     assert world.container().preparer().beside_refusal(bad, "/tmp") is None
 
 
-@pytest.mark.parametrize(("runtime", "says"), [
-    ([USER_HOME], f"{RUNTIME} '{USER_HOME}' is the user's home"),
-    (["../../.."], "the workspace itself or a folder above it"),
-    (["../../../.git"], 'runtime lists "../../../.git", which has a .git segment'),
-    (["lo\u2028gs"], "contains the character \\u2028 (line separator)"),
-])
-def test_the_worker_configuration_s_runtime_list_is_judged_too(runtime: list[str],
-                                                               says: str) -> None:
+@pytest.mark.parametrize(
+    ("runtime", "says"),
+    [
+        ([USER_HOME], f"{RUNTIME} '{USER_HOME}' is the user's home"),
+        (["../../.."], "the workspace itself or a folder above it"),
+        (["../../../.git"], 'runtime lists "../../../.git", which has a .git segment'),
+        (["lo\u2028gs"], "contains the character \\u2028 (line separator)"),
+    ],
+)
+def test_the_worker_configuration_s_runtime_list_is_judged_too(
+    runtime: list[str], says: str
+) -> None:
     world = PlanWorld()
     setup_world(world)
-    world.commit_config({"schema_version": 2, "enabled_models": {"m": {}},
-                         "default": {"model": "m"}, "runtime": runtime})
-    world.fs.write("/srv/home2/.config/concorde/models.json",  # at $HOME
-                   '{"schema_version": 1, "models": {"m": {"claude": "c-1", "pi": "p/1"}}}')
-    configured = RunRequest(worktree=WORKTREE, task_type="implement", grant=GRANT,
-                            operation="implement", worker="w")
+    world.commit_config(
+        {
+            "schema_version": 2,
+            "enabled_models": {"m": {}},
+            "default": {"model": "m"},
+            "runtime": runtime,
+        }
+    )
+    world.fs.write(
+        "/srv/home2/.config/concorde/models.json",  # at $HOME
+        '{"schema_version": 1, "models": {"m": {"claude": "c-1", "pi": "p/1"}}}',
+    )
+    configured = RunRequest(
+        worktree=WORKTREE, task_type="implement", grant=GRANT, operation="implement", worker="w"
+    )
     plan = world.container().planner().plan(configured, {"implement": {"w"}})
     assert isinstance(plan.refusal, Refusal), plan.refusal
     assert plan.refusal.code in ("request_invalid", "config_invalid")
@@ -168,8 +226,11 @@ def test_the_worker_configuration_s_runtime_list_is_judged_too(runtime: list[str
 def test_a_refusal_a_run_still_meets_ends_it_launch_failed_never_with_a_foreign_code() -> None:
     """Between `refusal_before_run` and the preparation the disk may change; a run then ends
     with a code of its own table, the refusal quoted."""
-    met = Refusal(code="request_invalid", reason=Reason.INPUT,
-                  message="the runtime path '/opt/venv' does not exist; ...")
+    met = Refusal(
+        code="request_invalid",
+        reason=Reason.INPUT,
+        message="the runtime path '/opt/venv' does not exist; ...",
+    )
     ended = as_run_refusal(met)
     assert (ended.code, ended.reason) == ("launch_failed", Reason.ENVIRONMENT)
     assert ended.message == f"the run could not launch (request_invalid): {met.message}"
@@ -195,17 +256,18 @@ def test_git_metadata_only_the_walk_finds_is_refused_by_the_preparation_the_run_
     assert plan.refusal is not None and says in plan.refusal.message
     host = HostWorld()
     nested(host)
-    record = host.run([Round.ok(ok_result())], backend="claude",
-                      runtime_paths=(f"{target}/hooks",))
+    record = host.run([Round.ok(ok_result())], backend="claude", runtime_paths=(f"{target}/hooks",))
     assert record.error is not None and record.error.code == "launch_failed"
     assert record.error.detail.startswith("the run could not launch (request_invalid): " + says)
     assert not host.runner.starts
 
 
-@pytest.mark.parametrize("parent", [f"{TRACE_PARENT}/op\n1", f"{TRACE_PARENT}/\x1b]0;x\x07",
-                                    "relative/trace"])
+@pytest.mark.parametrize(
+    "parent", [f"{TRACE_PARENT}/op\n1", f"{TRACE_PARENT}/\x1b]0;x\x07", "relative/trace"]
+)
 def test_a_parent_the_command_line_would_refuse_is_refused_to_the_python_api_too(
-        parent: str) -> None:
+    parent: str,
+) -> None:
     """The command line refuses a parent with a control character (or a relative one); a
     request made in Python meets the same refusal, before any run directory exists."""
     host = HostWorld()

@@ -24,8 +24,11 @@ from concorde_workers.domain.evidence.errors import Reason, Refusal
 
 
 def grant_input(entries: Any, **over: Any) -> dict[str, Any]:
-    data: dict[str, Any] = {"task_type": "implement", "entries": entries,
-                            "context_identity": "sha256:abc"}
+    data: dict[str, Any] = {
+        "task_type": "implement",
+        "entries": entries,
+        "context_identity": "sha256:abc",
+    }
     data.update(over)
     return data
 
@@ -45,6 +48,7 @@ def refused(data: Any, **kw: Any) -> Refusal:
 
 # --- grant_unavailable -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("data", "names"),
     [
@@ -55,7 +59,9 @@ def refused(data: Any, **kw: Any) -> Refusal:
         ({"task_type": "implement", "entries": [], "context_identity": ""}, "context identity"),
     ],
 )
-def test_a_grant_without_task_type_entries_or_identity_is_unavailable(data: Any, names: str) -> None:
+def test_a_grant_without_task_type_entries_or_identity_is_unavailable(
+    data: Any, names: str
+) -> None:
     refusal = refused(data)
     assert refusal.code == "grant_unavailable"
     assert names in refusal.message
@@ -79,7 +85,12 @@ def test_every_protocol_task_type_is_accepted(task_type: str) -> None:
 def test_the_eight_task_types_and_which_write_nothing() -> None:
     assert len(TASK_TYPES) == 8
     assert {t.value for t in TaskType if writes_nothing(t)} == {
-        "understand", "review-spec", "review-code", "test", "review-architecture"}
+        "understand",
+        "review-spec",
+        "review-code",
+        "test",
+        "review-architecture",
+    }
 
 
 # --- grant_malformed: the first malformed entry and what is wrong -------------------------------
@@ -87,7 +98,11 @@ def test_the_eight_task_types_and_which_write_nothing() -> None:
 MALFORMED = [
     ("not an object", "src/a.py", "it is a string, not an object"),
     ("a list", ["src/a.py", "rw"], "it is a list, not an object"),
-    ("unknown field", {"path": "a", "level": "rw", "why": "x"}, "the field(s) why, besides path and level"),
+    (
+        "unknown field",
+        {"path": "a", "level": "rw", "why": "x"},
+        "the field(s) why, besides path and level",
+    ),
     ("missing path", {"level": "rw"}, "it has no path"),
     ("empty path", {"path": "", "level": "rw"}, "its path is empty"),
     ("non-string path", {"path": 3, "level": "rw"}, "its path is a number, not a string"),
@@ -102,10 +117,13 @@ MALFORMED = [
     ("null level", {"path": "a", "level": None}, "its level null is none of names, ro, rw"),
     ("NUL in path", {"path": "a\x00b", "level": "ro"}, "NUL"),
     # Control characters are refused, never quoted (docs/decisions.md "Control characters").
-    ("newline in path", {"path": "src/a\nb.py", "level": "rw"},
-     "its path 'src/a\\nb.py' contains the character \\n (line feed) at position 6: it would "
-     "break the brief, the plan and the sandbox lists, which name paths one per line; rename "
-     "the file, or leave it out of the grant"),
+    (
+        "newline in path",
+        {"path": "src/a\nb.py", "level": "rw"},
+        "its path 'src/a\\nb.py' contains the character \\n (line feed) at position 6: it would "
+        "break the brief, the plan and the sandbox lists, which name paths one per line; rename "
+        "the file, or leave it out of the grant",
+    ),
     ("carriage return in path", {"path": "src/a\r", "level": "ro"}, "\\r (carriage return)"),
     ("tab in a directory entry", {"path": "src\t/", "level": "ro"}, "\\t (tab)"),
     ("OSC in path", {"path": "x\x1b]0;t\x07", "level": "ro"}, "\\x1b (escape) at position 2"),
@@ -138,7 +156,9 @@ def test_a_malformed_entry_is_refused_naming_the_first_and_the_problem(
 def test_entries_that_are_no_list_are_malformed() -> None:
     refusal = refused(grant_input("src/"))
     assert (refusal.code, "the entries are a string, not a list") == (
-        "grant_malformed", refusal.message.split(" of objects")[0])
+        "grant_malformed",
+        refusal.message.split(" of objects")[0],
+    )
 
 
 def test_an_extra_top_level_field_is_malformed() -> None:
@@ -164,15 +184,19 @@ def test_the_same_path_twice_with_the_same_level_is_accepted() -> None:
 
 # --- level_of -----------------------------------------------------------------------------------
 
-GRANT = ok(grant_input([
-    {"path": "src/", "level": "rw"},
-    {"path": "src/legacy.py", "level": "ro"},
-    {"path": "src/vendor/", "level": "names"},
-    {"path": "src/vendor/shim.py", "level": "rw"},
-    {"path": "docs/", "level": "ro"},
-    {"path": "docs/internal/", "level": "names"},
-    {"path": "README.md", "level": "ro"},
-]))
+GRANT = ok(
+    grant_input(
+        [
+            {"path": "src/", "level": "rw"},
+            {"path": "src/legacy.py", "level": "ro"},
+            {"path": "src/vendor/", "level": "names"},
+            {"path": "src/vendor/shim.py", "level": "rw"},
+            {"path": "docs/", "level": "ro"},
+            {"path": "docs/internal/", "level": "names"},
+            {"path": "README.md", "level": "ro"},
+        ]
+    )
+)
 
 LEVELS = [
     ("src/cart.py", Level.RW, "below a rw directory"),
@@ -206,21 +230,34 @@ def test_the_grant_lists_paths_by_level_and_digests_canonically() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
-paths = st.lists(st.sampled_from(["a", "b", ".", "..", "", "src", "x y", "é"]), min_size=1, max_size=4).map("/".join)
+paths = st.lists(
+    st.sampled_from(["a", "b", ".", "..", "", "src", "x y", "é"]), min_size=1, max_size=4
+).map("/".join)
 entries = st.one_of(
-    st.fixed_dictionaries({"path": paths | st.text(max_size=6), "level": st.sampled_from(["rw", "ro", "names", "x"])}),
+    st.fixed_dictionaries(
+        {"path": paths | st.text(max_size=6), "level": st.sampled_from(["rw", "ro", "names", "x"])}
+    ),
     json_values,
 )
 
 
-@given(st.one_of(json_values, st.fixed_dictionaries({
-    "task_type": st.sampled_from([*TASK_TYPES, "bogus"]),
-    "entries": st.lists(entries, max_size=5),
-    "context_identity": st.text(max_size=5),
-})))
+@given(
+    st.one_of(
+        json_values,
+        st.fixed_dictionaries(
+            {
+                "task_type": st.sampled_from([*TASK_TYPES, "bogus"]),
+                "entries": st.lists(entries, max_size=5),
+                "context_identity": st.text(max_size=5),
+            }
+        ),
+    )
+)
 def test_the_grant_parser_never_raises(data: Any) -> None:
     parsed = parse_grant(data)
     assert isinstance(parsed, Grant | Refusal)
@@ -237,8 +274,9 @@ def test_the_grant_parser_never_raises(data: Any) -> None:
 
 
 def _grant_of(entries: list[dict[str, str]]) -> object:
-    return parse_grant({"task_type": "implement", "context_identity": "sha256:x",
-                        "entries": entries})
+    return parse_grant(
+        {"task_type": "implement", "context_identity": "sha256:x", "entries": entries}
+    )
 
 
 def test_a_grant_past_the_entry_limit_is_refused_naming_the_limit() -> None:
@@ -262,10 +300,15 @@ def test_the_index_answers_as_the_entries_do() -> None:
     """level_of, directory_level and entries_below through the index, against the rule said
     over the entries themselves (seed 000 "Audit": the exact entry, else the longest directory
     entry above; no entry means hidden)."""
-    entries = [{"path": "src/", "level": "ro"}, {"path": "src/app/", "level": "rw"},
-               {"path": "src/app/util.py", "level": "ro"}, {"path": "src/app/x", "level": "names"},
-               {"path": "src/app/x/", "level": "ro"}, {"path": "docs/a.md", "level": "names"},
-               {"path": "srcx/", "level": "rw"}]
+    entries = [
+        {"path": "src/", "level": "ro"},
+        {"path": "src/app/", "level": "rw"},
+        {"path": "src/app/util.py", "level": "ro"},
+        {"path": "src/app/x", "level": "names"},
+        {"path": "src/app/x/", "level": "ro"},
+        {"path": "docs/a.md", "level": "names"},
+        {"path": "srcx/", "level": "rw"},
+    ]
     grant = _grant_of(entries)
     assert isinstance(grant, Grant)
 
@@ -273,15 +316,32 @@ def test_the_index_answers_as_the_entries_do() -> None:
         exact = [e for e in grant.entries if e.bare == rel and not e.is_directory]
         if exact:
             return exact[0].level
-        covering = [e for e in grant.entries if e.is_directory
-                    and (e.bare == rel or rel.startswith(e.path))]
+        covering = [
+            e for e in grant.entries if e.is_directory and (e.bare == rel or rel.startswith(e.path))
+        ]
         return max(covering, key=lambda e: len(e.bare)).level if covering else None
 
-    for rel in ("src", "src/a.py", "src/app", "src/app/util.py", "src/app/x", "src/app/x/y",
-                "srcx/z", "srcy", "docs", "docs/a.md", "docs/b.md", ""):
+    for rel in (
+        "src",
+        "src/a.py",
+        "src/app",
+        "src/app/util.py",
+        "src/app/x",
+        "src/app/x/y",
+        "srcx/z",
+        "srcy",
+        "docs",
+        "docs/a.md",
+        "docs/b.md",
+        "",
+    ):
         assert grant.level_of(rel) is by_rule(rel), rel
     assert [e.path for e in entries_below(grant, "src")] == [
-        "src/app/", "src/app/util.py", "src/app/x", "src/app/x/"]
+        "src/app/",
+        "src/app/util.py",
+        "src/app/x",
+        "src/app/x/",
+    ]
     assert len(entries_below(grant, "")) == len(entries)
     assert entries_below(grant, "nothing") == []
     assert directory_level(grant, "src/app/x") is Level.RO

@@ -62,18 +62,22 @@ def copies_in(source: str) -> list[tuple[str, str]]:
     found = []
     for key, piece in pieces():
         n = len(piece)
-        if any(tuple(stream[i:i + n]) == piece for i in range(len(stream) - n + 1)):
+        if any(tuple(stream[i : i + n]) == piece for i in range(len(stream) - n + 1)):
             found.append((key, " ".join(piece)))
     return found
 
 
 def test_the_word_search_finds_a_copy_split_across_literals() -> None:
     """The check bites: a reason cut into concatenated literals on two lines is still a copy."""
-    source = ('return False, ("a search from " + path + " would reach other worker runs\' "\n'
-              '              "runtime directories, which this task may not search")\n')
+    source = (
+        'return False, ("a search from " + path + " would reach other worker runs\' "\n'
+        '              "runtime directories, which this task may not search")\n'
+    )
     assert ("other runs below", "a search from") in copies_in(source)
-    assert ("other runs below", "would reach other worker runs runtime directories which this "
-            "task may not search") in copies_in(source)
+    assert (
+        "other runs below",
+        "would reach other worker runs runtime directories which this task may not search",
+    ) in copies_in(source)
     assert copies_in("def decide(grant): return reason(grant, 'git')\n") == []
 
 
@@ -107,14 +111,30 @@ RT = "/tmp/concorde-abc123-k9"
 
 
 def _policy() -> Policy:
-    grant = parse_grant({"task_type": "implement", "context_identity": "sha256:ctx",
-                         "entries": [{"path": "src/", "level": "rw"},
-                                     {"path": "docs/", "level": "ro"},
-                                     {"path": "src/secret.py", "level": "names"}]})
+    grant = parse_grant(
+        {
+            "task_type": "implement",
+            "context_identity": "sha256:ctx",
+            "entries": [
+                {"path": "src/", "level": "rw"},
+                {"path": "docs/", "level": "ro"},
+                {"path": "src/secret.py", "level": "names"},
+            ],
+        }
+    )
     assert isinstance(grant, Grant)
-    return build_policy(grant=grant, worktree=WT, primary="/home/u/proj", user_home="/home/u",
-                        runtime_dir=RT, runtime_paths=(), git=(), list_dir=lambda _p: [],
-                        credentials=("/opt/cfg/auth.json",), runtime_entries=RUNTIME_ENTRIES)
+    return build_policy(
+        grant=grant,
+        worktree=WT,
+        primary="/home/u/proj",
+        user_home="/home/u",
+        runtime_dir=RT,
+        runtime_paths=(),
+        git=(),
+        list_dir=lambda _p: [],
+        credentials=("/opt/cfg/auth.json",),
+        runtime_entries=RUNTIME_ENTRIES,
+    )
 
 
 def _marked(grant: dict[str, Any]) -> dict[str, Any]:
@@ -128,16 +148,20 @@ def test_the_embedded_data_carries_the_table() -> None:
     assert policy.to_json()["reasons"] == dict(REASONS)
 
 
-@pytest.mark.parametrize(("table", "path", "expected_key"), [
-    ("write", f"{WT}/docs/a.md", "ro"),
-    ("write", "/etc/passwd", "outside"),
-    ("read", f"{WT}/src/secret.py", "names"),
-    ("read", "/opt/cfg/auth.json", "credentials"),
-    ("read", f"{RT}/control/x", "host"),
-    ("search", "/", "search outside"),
-])
-def test_a_reason_changed_in_the_table_changes_in_the_template(table: str, path: str,
-                                                               expected_key: str) -> None:
+@pytest.mark.parametrize(
+    ("table", "path", "expected_key"),
+    [
+        ("write", f"{WT}/docs/a.md", "ro"),
+        ("write", "/etc/passwd", "outside"),
+        ("read", f"{WT}/src/secret.py", "names"),
+        ("read", "/opt/cfg/auth.json", "credentials"),
+        ("read", f"{RT}/control/x", "host"),
+        ("search", "/", "search outside"),
+    ],
+)
+def test_a_reason_changed_in_the_table_changes_in_the_template(
+    table: str, path: str, expected_key: str
+) -> None:
     policy = _policy()
     marked = _marked(hook_grant(policy))
     if table == "write":

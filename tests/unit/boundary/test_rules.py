@@ -57,8 +57,11 @@ def judge(rows: dict[str, Any]) -> Judge:
 
 
 def _values(fill: Fill) -> list[str | Text | Fill]:
-    return [v for value in fill.values.values()
-            for v in ([value, *_values(value)] if isinstance(value, Fill) else [value])]
+    return [
+        v
+        for value in fill.values.values()
+        for v in ([value, *_values(value)] if isinstance(value, Fill) else [value])
+    ]
 
 
 def test_every_row_speaks_the_vocabulary_and_fills_its_reason_exactly() -> None:
@@ -78,8 +81,14 @@ def test_every_row_speaks_the_vocabulary_and_fills_its_reason_exactly() -> None:
 def test_every_predicate_and_value_is_used_by_a_row() -> None:
     """The vocabulary is what the rows need, no more."""
     used = {c.removeprefix("not ") for table in TABLES.values() for row in table for c in row.when}
-    sources = {v for table in TABLES.values() for row in table if row.reason is not None
-               for v in _values(row.reason) if isinstance(v, str)}
+    sources = {
+        v
+        for table in TABLES.values()
+        for row in table
+        if row.reason is not None
+        for v in _values(row.reason)
+        if isinstance(v, str)
+    }
     assert used == set(PREDICATES)
     assert sources == set(VALUES)
 
@@ -88,20 +97,28 @@ def _one(*rows: Any) -> dict[str, Any]:
     return {"read": [r.to_json() if hasattr(r, "to_json") else r for r in rows]}
 
 
-@pytest.mark.parametrize(("rows", "problem"), [
-    (_one(allow("x", "in nowhere"), allow("y")), "no predicate 'in nowhere'"),
-    (_one(deny("x", because=reason("names"))), r"takes \['path'\], not \[\]"),
-    (_one(deny("x", because=reason("names", path="path", more="path"))), "takes"),
-    (_one(deny("x", because=reason("no such reason"))), "no reason 'no such reason'"),
-    (_one(deny("x", because=reason("names", path="where"))), "no value 'where'"),
-    (_one(allow("x", "in worktree")), "the last row of a table must decide"),
-    (_one(), "the last row of a table must decide"),
-    (_one({"row": "x", "when": [], "then": "allow", "reason": {}}), "one outcome"),
-    (_one({"row": "x", "when": [], "then": "maybe"}), "one outcome"),
-    (_one(hand_over("x", table="write")), "hands over to 'write'"),
-    ({"read": [hand_over("x", "link", table="a").to_json(), allow("y").to_json()],
-      "a": [hand_over("z", table="read").to_json()]}, "hands over to 'a'"),
-])
+@pytest.mark.parametrize(
+    ("rows", "problem"),
+    [
+        (_one(allow("x", "in nowhere"), allow("y")), "no predicate 'in nowhere'"),
+        (_one(deny("x", because=reason("names"))), r"takes \['path'\], not \[\]"),
+        (_one(deny("x", because=reason("names", path="path", more="path"))), "takes"),
+        (_one(deny("x", because=reason("no such reason"))), "no reason 'no such reason'"),
+        (_one(deny("x", because=reason("names", path="where"))), "no value 'where'"),
+        (_one(allow("x", "in worktree")), "the last row of a table must decide"),
+        (_one(), "the last row of a table must decide"),
+        (_one({"row": "x", "when": [], "then": "allow", "reason": {}}), "one outcome"),
+        (_one({"row": "x", "when": [], "then": "maybe"}), "one outcome"),
+        (_one(hand_over("x", table="write")), "hands over to 'write'"),
+        (
+            {
+                "read": [hand_over("x", "link", table="a").to_json(), allow("y").to_json()],
+                "a": [hand_over("z", table="read").to_json()],
+            },
+            "hands over to 'a'",
+        ),
+    ],
+)
 def test_the_interpreter_refuses_a_row_it_cannot_read(rows: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         judge(rows)
@@ -156,7 +173,7 @@ def test_the_template_redefines_no_name_of_the_interpreter() -> None:
     """The hook holds the interpreter's source before its own code: a name defined again there
     would change what the interpreter calls."""
     template = template_text()
-    own = template[:template.index(RULES_START)] + template[template.index(RULES_END):]
+    own = template[: template.index(RULES_START)] + template[template.index(RULES_END) :]
     assert _top_level_names(own).isdisjoint(_top_level_names(interpreter_text()))
 
 
@@ -179,8 +196,12 @@ def test_the_generated_hook_holds_the_rows_and_their_interpreter_and_nothing_els
 
 def _run(namespace: dict[str, Any], call: dict[str, Any], hook: str = "read") -> str:
     out = io.StringIO()
-    assert namespace["main"](namespace["text"](namespace["GRANT"]), hook,
-                             io.StringIO(json.dumps(call)), out) == 0
+    assert (
+        namespace["main"](
+            namespace["text"](namespace["GRANT"]), hook, io.StringIO(json.dumps(call)), out
+        )
+        == 0
+    )
     return out.getvalue()
 
 
@@ -192,19 +213,31 @@ def test_a_generated_hook_whose_rows_are_wrong_denies() -> None:
     denial = json.loads(_run(_hook(policy), call))["hookSpecificOutput"]
     assert denial["permissionDecision"] == "deny"
     assert denial["permissionDecisionReason"] == (
-        "Concorde grant: the hook could not decide: ValueError: no predicate 'in nowhere'")
+        "Concorde grant: the hook could not decide: ValueError: no predicate 'in nowhere'"
+    )
     with pytest.raises(ValueError, match="no predicate"):
         decide_read(policy, f"{WT}/x")
 
 
 def test_a_policy_carries_its_rows_and_a_copy_judges_by_its_own() -> None:
-    policy = build_policy(grant=POLICY.grant, worktree=WT, primary=POLICY.primary,
-                          user_home=POLICY.user_home, runtime_dir=RT, runtime_paths=(), git=(),
-                          list_dir=lambda _p: [], runtime_entries=RUNTIME_ENTRIES)
+    policy = build_policy(
+        grant=POLICY.grant,
+        worktree=WT,
+        primary=POLICY.primary,
+        user_home=POLICY.user_home,
+        runtime_dir=RT,
+        runtime_paths=(),
+        git=(),
+        list_dir=lambda _p: [],
+        runtime_entries=RUNTIME_ENTRIES,
+    )
     assert policy.tables == TABLES
     assert decide_read(policy, "/etc/hosts").allowed
-    closed = policy.model_copy(update={"tables": {**TABLES, "read": (
-        deny("closed", because=reason("host", path="path")),)}})
+    closed = policy.model_copy(
+        update={
+            "tables": {**TABLES, "read": (deny("closed", because=reason("host", path="path")),)}
+        }
+    )
     assert decide_read(closed, "/etc/hosts").row == "closed"
     assert decide_read(policy, "/etc/hosts").allowed
     assert closed != policy and policy.model_copy() == policy

@@ -30,23 +30,54 @@ RUNTIME_ENTRIES = entries_of(PROFILES)
 
 def test_the_sandbox_lists() -> None:
     assert POLICY.sandbox.to_json() == {
-        "denyRead": [WT, HOME, PRIMARY, f"{PRIMARY}/.git", f"{WT}/.git", f"{WT}/vendor/lib/.git",
-                     f"{RT}/control", f"{RT}/config", f"{RT}/tmp/jiti",
-                     f"{WT}/src/app/secret.py", f"{WT}/src/bmod/secret.py",
-                     # the temp root: other runs, those that start later too (issue 8 §2)
-                     "/tmp"],
-        "allowRead": sorted([f"{WT}/README.md", f"{WT}/specs", f"{WT}/src/app", f"{WT}/src/bmod",
-                             f"{WT}/tests/test_a.py", f"{RT}/work", f"{RT}/home", f"{RT}/tmp",
-                             VENV, PYROOT]),
-        "allowWrite": sorted([f"{WT}/src/app", f"{WT}/tests/test_a.py", f"{RT}/work",
-                              f"{RT}/home", f"{RT}/tmp"]),
+        "denyRead": [
+            WT,
+            HOME,
+            PRIMARY,
+            f"{PRIMARY}/.git",
+            f"{WT}/.git",
+            f"{WT}/vendor/lib/.git",
+            f"{RT}/control",
+            f"{RT}/config",
+            f"{RT}/tmp/jiti",
+            f"{WT}/src/app/secret.py",
+            f"{WT}/src/bmod/secret.py",
+            # the temp root: other runs, those that start later too (issue 8 §2)
+            "/tmp",
+        ],
+        "allowRead": sorted(
+            [
+                f"{WT}/README.md",
+                f"{WT}/specs",
+                f"{WT}/src/app",
+                f"{WT}/src/bmod",
+                f"{WT}/tests/test_a.py",
+                f"{RT}/work",
+                f"{RT}/home",
+                f"{RT}/tmp",
+                VENV,
+                PYROOT,
+            ]
+        ),
+        "allowWrite": sorted(
+            [f"{WT}/src/app", f"{WT}/tests/test_a.py", f"{RT}/work", f"{RT}/home", f"{RT}/tmp"]
+        ),
         "denyWrite": [f"{WT}/src/app/secret.py", f"{RT}/tmp/jiti", f"{RT}/work/.pi"],
     }
 
 
 def test_the_primary_is_not_repeated_when_it_is_the_home() -> None:
-    policy = build_policy(grant=GRANT, worktree=WT, primary=PRIMARY, user_home=PRIMARY,
-                          runtime_dir=RT, runtime_paths=(), git=GIT, list_dir=memory_tree(FILES), runtime_entries=RUNTIME_ENTRIES)
+    policy = build_policy(
+        grant=GRANT,
+        worktree=WT,
+        primary=PRIMARY,
+        user_home=PRIMARY,
+        runtime_dir=RT,
+        runtime_paths=(),
+        git=GIT,
+        list_dir=memory_tree(FILES),
+        runtime_entries=RUNTIME_ENTRIES,
+    )
     assert policy.sandbox.deny_read.count(PRIMARY) == 1
 
 

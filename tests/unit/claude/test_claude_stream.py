@@ -40,8 +40,9 @@ def exit_of(name: str) -> int:
     return int(text.split()[0].removeprefix("rc="))
 
 
-def read(name: str, *, timed_out: bool = False, stderr: str = "") -> tuple[ClaudeStreamReader,
-                                                                          RoundReport]:
+def read(
+    name: str, *, timed_out: bool = False, stderr: str = ""
+) -> tuple[ClaudeStreamReader, RoundReport]:
     reader = ClaudeStreamReader(now=lambda: datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC))
     for line in lines(name):
         reader.feed(line)
@@ -75,15 +76,23 @@ def test_success_gives_ok_with_the_structured_output() -> None:
     assert report.usage.tokens_in == 200 and report.usage.tokens_out == 40
     assert report.usage.tokens_cache_read == 0 and report.usage.tokens_cache_write == 0
     assert report.usage.cost_usd == env["total_cost_usd"] > 0 and report.usage.turns == 3
-    assert report.agent == {"claude": {
-        "subtype": "success", "is_error": False, "num_turns": 3,
-        "total_cost_usd": env["total_cost_usd"],
-        "permission_denials": [], "modelUsage": env["modelUsage"],
-        "duration_api_ms": env["duration_api_ms"],
-        # the Claude Code that ran, as its init event says (the capture's own version)
-        VERSION_FIELD: json.loads(lines("round1")[0])["claude_code_version"]}}
+    assert report.agent == {
+        "claude": {
+            "subtype": "success",
+            "is_error": False,
+            "num_turns": 3,
+            "total_cost_usd": env["total_cost_usd"],
+            "permission_denials": [],
+            "modelUsage": env["modelUsage"],
+            "duration_api_ms": env["duration_api_ms"],
+            # the Claude Code that ran, as its init event says (the capture's own version)
+            VERSION_FIELD: json.loads(lines("round1")[0])["claude_code_version"],
+        }
+    }
     assert [(a.tool, a.target) for a in reader.actions] == [
-        ("Write", "<rt>/work/hello.txt"), ("StructuredOutput", "")]
+        ("Write", "<rt>/work/hello.txt"),
+        ("StructuredOutput", ""),
+    ]
     assert reader.ignored.count == 0
 
 
@@ -123,9 +132,16 @@ def test_budget_is_a_limit_counted_from_model_usage() -> None:
     assert report.usage.tokens_in == model_in
 
 
-@pytest.mark.parametrize("name, status", [("err429", "429"), ("err529", "529"),
-                                          ("err500", "500"), ("connrefused", "ECONNREFUSED"),
-                                          ("err529_nonroot", "Repeated 529")])
+@pytest.mark.parametrize(
+    "name, status",
+    [
+        ("err429", "429"),
+        ("err529", "529"),
+        ("err500", "500"),
+        ("connrefused", "ECONNREFUSED"),
+        ("err529_nonroot", "Repeated 529"),
+    ],
+)
 def test_transient_api_errors(name: str, status: str) -> None:
     _, report = read(name)
     assert report.ending is RoundEnding.TRANSIENT_ERROR
@@ -166,10 +182,13 @@ def test_structured_output_retries_used_up_is_a_process_failure() -> None:
     assert "Failed to provide valid structured output after 5 attempts" in report.failure  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("name, said", [
-    ("resume_bogus", "No conversation found with session ID"),
-    ("resume_notuuid", "--resume requires a valid session ID"),
-])
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("resume_bogus", "No conversation found with session ID"),
+        ("resume_notuuid", "--resume requires a valid session ID"),
+    ],
+)
 def test_resume_errors_are_process_failures(name: str, said: str) -> None:
     _, report = read(name)
     assert report.ending is RoundEnding.PROCESS_FAILED
@@ -198,8 +217,12 @@ def test_no_envelope_is_a_process_failure() -> None:
     assert report.process_link is not None and report.process_link.code == "claude_error"
     assert report.process_link.detail.startswith(NO_ENVELOPE)
     assert "boom" in report.process_link.detail
-    assert report.agent == {"claude": {**dict.fromkeys(AGENT_FIELDS), VERSION_FIELD: json.loads(
-        lines("round1")[0])["claude_code_version"]}}
+    assert report.agent == {
+        "claude": {
+            **dict.fromkeys(AGENT_FIELDS),
+            VERSION_FIELD: json.loads(lines("round1")[0])["claude_code_version"],
+        }
+    }
     assert report.usage.turns is None and report.usage.cost_usd is None
 
 
@@ -227,17 +250,33 @@ def test_success_with_a_nonzero_exit_is_a_failure() -> None:
 
 def test_quota_is_never_transient() -> None:
     reader = ClaudeStreamReader()
-    reader.feed(json.dumps({"type": "result", "subtype": "success", "is_error": True,
-                            "result": "API Error: 429 You exceeded your current quota",
-                            "session_id": "s"}))
+    reader.feed(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "result": "API Error: 429 You exceeded your current quota",
+                "session_id": "s",
+            }
+        )
+    )
     assert reader.finish(1, False, "").ending is RoundEnding.PROCESS_FAILED
 
 
 def test_listed_errors_are_read_for_a_transient_error() -> None:
     reader = ClaudeStreamReader()
-    reader.feed(json.dumps({"type": "result", "subtype": "error_during_execution",
-                            "is_error": True, "errors": ["Connection reset by peer"],
-                            "session_id": "s"}))
+    reader.feed(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "error_during_execution",
+                "is_error": True,
+                "errors": ["Connection reset by peer"],
+                "session_id": "s",
+            }
+        )
+    )
     report = reader.finish(1, False, "")
     assert report.ending is RoundEnding.TRANSIENT_ERROR
     assert report.transient_error == "Connection reset by peer"
@@ -245,30 +284,59 @@ def test_listed_errors_are_read_for_a_transient_error() -> None:
 
 def test_a_successful_text_is_never_read_as_an_error() -> None:
     reader = ClaudeStreamReader()
-    reader.feed(json.dumps({"type": "result", "subtype": "success", "is_error": False,
-                            "result": "API Error: 529 Overloaded (quoted by the worker)",
-                            "session_id": "s"}))
+    reader.feed(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": False,
+                "result": "API Error: 529 Overloaded (quoted by the worker)",
+                "session_id": "s",
+            }
+        )
+    )
     assert reader.finish(0, False, "").ending is RoundEnding.OK
 
 
-@pytest.mark.parametrize(("turns", "cost"), [(True, True), (-1, -0.5), ("3", "0.1"),
-                                            (3.0, float("nan")), (None, 10 ** 400)])
+@pytest.mark.parametrize(
+    ("turns", "cost"),
+    [(True, True), (-1, -0.5), ("3", "0.1"), (3.0, float("nan")), (None, 10**400)],
+)
 def test_envelope_numbers_of_the_wrong_kind_are_no_numbers(turns: Any, cost: Any) -> None:
     """An envelope field of the wrong type, negative, not finite or too large for a float is
     reported as absent; reading it never raises."""
     reader = ClaudeStreamReader()
-    reader.feed(json.dumps({"type": "result", "subtype": "success", "is_error": False,
-                            "num_turns": turns, "total_cost_usd": cost,
-                            "usage": {"input_tokens": turns}, "session_id": "s"}))
+    reader.feed(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": False,
+                "num_turns": turns,
+                "total_cost_usd": cost,
+                "usage": {"input_tokens": turns},
+                "session_id": "s",
+            }
+        )
+    )
     report = reader.finish(0, False, "")
-    assert (report.usage.turns, report.usage.cost_usd, report.usage.tokens_in) == (None, None,
-                                                                                  None)
+    assert (report.usage.turns, report.usage.cost_usd, report.usage.tokens_in) == (None, None, None)
 
 
 def test_envelope_numbers_are_read() -> None:
     reader = ClaudeStreamReader()
-    reader.feed(json.dumps({"type": "result", "subtype": "success", "is_error": False,
-                            "num_turns": 0, "total_cost_usd": 1, "session_id": "s"}))
+    reader.feed(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": False,
+                "num_turns": 0,
+                "total_cost_usd": 1,
+                "session_id": "s",
+            }
+        )
+    )
     usage = reader.finish(0, False, "").usage
     assert (usage.turns, usage.cost_usd) == (0, 1.0)
     assert isinstance(usage.cost_usd, float)
@@ -282,10 +350,19 @@ def test_classification_rows_are_ordered_with_a_catch_all() -> None:
 # --- feed ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("line", ["", "not json", "[1, 2]", "42", '{"type": "assistant"}',
-                                  '{"type": "assistant", "message": {"content": "x"}}',
-                                  '{"type": "assistant", "message": {"content": [1, {"type": '
-                                  '"tool_use"}]}}', "{" * 100_000])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "not json",
+        "[1, 2]",
+        "42",
+        '{"type": "assistant"}',
+        '{"type": "assistant", "message": {"content": "x"}}',
+        '{"type": "assistant", "message": {"content": [1, {"type": "tool_use"}]}}',
+        "{" * 100_000,
+    ],
+)
 def test_malformed_lines_are_ignored(line: str) -> None:
     reader = ClaudeStreamReader()
     assert reader.feed(line) is None
@@ -294,34 +371,55 @@ def test_malformed_lines_are_ignored(line: str) -> None:
 
 def test_every_tool_use_block_is_an_action_the_last_one_returned() -> None:
     reader = ClaudeStreamReader(now=lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
-    line = json.dumps({"type": "assistant", "session_id": "s", "message": {"content": [
-        {"type": "text", "text": "hi"},
-        {"type": "tool_use", "name": "Read", "input": {"file_path": "/a/b"}},
-        {"type": "tool_use", "name": "Bash", "input": {"command": "ls -la\necho x"}},
-    ]}})
+    line = json.dumps(
+        {
+            "type": "assistant",
+            "session_id": "s",
+            "message": {
+                "content": [
+                    {"type": "text", "text": "hi"},
+                    {"type": "tool_use", "name": "Read", "input": {"file_path": "/a/b"}},
+                    {"type": "tool_use", "name": "Bash", "input": {"command": "ls -la\necho x"}},
+                ]
+            },
+        }
+    )
     action = reader.feed(line)
     assert action is not None and (action.tool, action.target) == ("Bash", "ls -la")
     assert action.at == "2026-01-02T03:04:05Z"
     assert [a.tool for a in reader.actions] == ["Read", "Bash"]
 
 
-@pytest.mark.parametrize("tool_input, target", [
-    ({"file_path": "/x", "content": "y"}, "/x"),
-    ({"notebook_path": "/n.ipynb"}, "/n.ipynb"),
-    ({"pattern": "*.py", "path": "/w"}, "/w"),
-    ({"pattern": "TODO"}, "TODO"),
-    ({"command": "make\ntest"}, "make\ntest"),
-    ({}, ""),
-    ("not a dict", ""),
-])
+@pytest.mark.parametrize(
+    "tool_input, target",
+    [
+        ({"file_path": "/x", "content": "y"}, "/x"),
+        ({"notebook_path": "/n.ipynb"}, "/n.ipynb"),
+        ({"pattern": "*.py", "path": "/w"}, "/w"),
+        ({"pattern": "TODO"}, "TODO"),
+        ({"command": "make\ntest"}, "make\ntest"),
+        ({}, ""),
+        ("not a dict", ""),
+    ],
+)
 def test_tool_target(tool_input: Any, target: str) -> None:
     assert tool_target(tool_input) == target
 
 
 def test_a_long_target_is_cut_to_200_characters() -> None:
     reader = ClaudeStreamReader()
-    action = reader.feed(json.dumps({"type": "assistant", "message": {"content": [
-        {"type": "tool_use", "name": "Bash", "input": {"command": "x" * 500}}]}}))
+    action = reader.feed(
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "content": [
+                        {"type": "tool_use", "name": "Bash", "input": {"command": "x" * 500}}
+                    ]
+                },
+            }
+        )
+    )
     assert action is not None and len(action.target) == 200
 
 
@@ -381,10 +479,12 @@ def test_transcript(tmp_path: Path) -> None:
     assert backend.transcript(ctx, "../x") is None
 
 
-@pytest.mark.parametrize("session", ["", ".", "..", "../x", "a/../../b", "/etc/passwd", "a/b",
-                                     ".hidden", "x\x00y"])
-def test_a_session_that_is_no_plain_file_name_has_no_transcript(tmp_path: Path,
-                                                                 session: str) -> None:
+@pytest.mark.parametrize(
+    "session", ["", ".", "..", "../x", "a/../../b", "/etc/passwd", "a/b", ".hidden", "x\x00y"]
+)
+def test_a_session_that_is_no_plain_file_name_has_no_transcript(
+    tmp_path: Path, session: str
+) -> None:
     """The session id comes from the stream: it never leaves config/projects/<dir>/."""
     assert session_file_name(session) is None
     backend = ClaudeBackend(LocalFileSystem())
@@ -411,7 +511,6 @@ def test_credential_copies(tmp_path: Path) -> None:
     rt = tmp_path / "rt"
     copy = str(rt / "config" / ".credentials.json")
     by_home: Any = _Context(rt, {"HOME": "/home/u"})
-    assert list(backend.credential_copies(by_home)) == [("/home/u/.claude/.credentials.json",
-                                                         copy)]
+    assert list(backend.credential_copies(by_home)) == [("/home/u/.claude/.credentials.json", copy)]
     by_config: Any = _Context(rt, {"HOME": "/home/u", "CLAUDE_CONFIG_DIR": "/cfg"})
     assert list(backend.credential_copies(by_config)) == [("/cfg/.credentials.json", copy)]

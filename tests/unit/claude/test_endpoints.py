@@ -17,42 +17,61 @@ from concorde_workers.adapters.claude.endpoints import (
 FILE = "/home/u/.config/concorde/endpoints.json"
 
 
-@pytest.mark.parametrize(("environ", "where"), [
-    ({"HOME": "/home/u"}, FILE),
-    ({"HOME": "/home/u", "XDG_CONFIG_HOME": "/x"}, "/x/concorde/endpoints.json"),
-    ({"HOME": "/home/u", "CONCORDE_MODEL_MAP": "/m/map.json"}, "/m/endpoints.json"),
-    ({"HOME": "/home/u", "CONCORDE_ENDPOINTS": "/e/mine.json"}, "/e/mine.json"),
-    ({"HOME": "/home/u", "CONCORDE_ENDPOINTS": "rel.json"}, None),
-    ({"HOME": "relative"}, None),
-])
+@pytest.mark.parametrize(
+    ("environ", "where"),
+    [
+        ({"HOME": "/home/u"}, FILE),
+        ({"HOME": "/home/u", "XDG_CONFIG_HOME": "/x"}, "/x/concorde/endpoints.json"),
+        ({"HOME": "/home/u", "CONCORDE_MODEL_MAP": "/m/map.json"}, "/m/endpoints.json"),
+        ({"HOME": "/home/u", "CONCORDE_ENDPOINTS": "/e/mine.json"}, "/e/mine.json"),
+        ({"HOME": "/home/u", "CONCORDE_ENDPOINTS": "rel.json"}, None),
+        ({"HOME": "relative"}, None),
+    ],
+)
 def test_the_file_lies_beside_the_model_map(environ: dict[str, str], where: str | None) -> None:
     assert endpoints_location(environ) == where
 
 
-@pytest.mark.parametrize(("data", "expected"), [
-    ({"schema_version": 1}, None),
-    ({"schema_version": 1, "claude": {"base_url": "http://127.0.0.1:4000"}},
-     ClaudeEndpoint(FILE, "http://127.0.0.1:4000", None)),
-    ({"schema_version": 1, "claude": {"base_url": "https://gw.example/anthropic",
-                                      "token_env": "GW_TOKEN"}},
-     ClaudeEndpoint(FILE, "https://gw.example/anthropic", "GW_TOKEN")),
-])
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"schema_version": 1}, None),
+        (
+            {"schema_version": 1, "claude": {"base_url": "http://127.0.0.1:4000"}},
+            ClaudeEndpoint(FILE, "http://127.0.0.1:4000", None),
+        ),
+        (
+            {
+                "schema_version": 1,
+                "claude": {"base_url": "https://gw.example/anthropic", "token_env": "GW_TOKEN"},
+            },
+            ClaudeEndpoint(FILE, "https://gw.example/anthropic", "GW_TOKEN"),
+        ),
+    ],
+)
 def test_a_valid_file_gives_its_endpoint(data: object, expected: ClaudeEndpoint | None) -> None:
     assert parse_endpoints(json.dumps(data), FILE) == expected
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("{", "is not JSON"),
-    ("[" * 300 + "]" * 300, "is not JSON"),
-    ('{"schema_version": 2}', 'must be a JSON object with "schema_version": 1'),
-    ('{"schema_version": 1, "pi": {}}', "unknown field 'pi'"),
-    ('{"schema_version": 1, "claude": {"base_url": "ftp://x"}}', "http:// or https:// URL"),
-    ('{"schema_version": 1, "claude": {"base_url": "http://x\\n"}}', "http:// or https:// URL"),
-    ('{"schema_version": 1, "claude": {"base_url": "http://x", "token": "t"}}',
-     'an object of "base_url" and "token_env"'),
-    ('{"schema_version": 1, "claude": {"base_url": "http://x", "token_env": "A-B"}}',
-     "must name an environment variable"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{", "is not JSON"),
+        ("[" * 300 + "]" * 300, "is not JSON"),
+        ('{"schema_version": 2}', 'must be a JSON object with "schema_version": 1'),
+        ('{"schema_version": 1, "pi": {}}', "unknown field 'pi'"),
+        ('{"schema_version": 1, "claude": {"base_url": "ftp://x"}}', "http:// or https:// URL"),
+        ('{"schema_version": 1, "claude": {"base_url": "http://x\\n"}}', "http:// or https:// URL"),
+        (
+            '{"schema_version": 1, "claude": {"base_url": "http://x", "token": "t"}}',
+            'an object of "base_url" and "token_env"',
+        ),
+        (
+            '{"schema_version": 1, "claude": {"base_url": "http://x", "token_env": "A-B"}}',
+            "must name an environment variable",
+        ),
+    ],
+)
 def test_a_bad_file_says_what_is_wrong_naming_it(text: str, says: str) -> None:
     problem = parse_endpoints(text, FILE)
     assert isinstance(problem, str) and FILE in problem and says in problem, problem
@@ -61,9 +80,12 @@ def test_a_bad_file_says_what_is_wrong_naming_it(text: str, says: str) -> None:
 def test_the_round_gets_the_base_url_and_the_named_token() -> None:
     endpoint = ClaudeEndpoint(FILE, "http://127.0.0.1:4000", "GW_TOKEN")
     assert claude_environment_of(endpoint, {"GW_TOKEN": "t0k"}) == {
-        "ANTHROPIC_BASE_URL": "http://127.0.0.1:4000", "ANTHROPIC_AUTH_TOKEN": "t0k"}
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:4000",
+        "ANTHROPIC_AUTH_TOKEN": "t0k",
+    }
     assert claude_environment_of(ClaudeEndpoint(FILE, "http://h", None), {}) == {
-        "ANTHROPIC_BASE_URL": "http://h"}
+        "ANTHROPIC_BASE_URL": "http://h"
+    }
     assert claude_environment_of(None, {"GW_TOKEN": "t"}) == {}
     for unset in ({}, {"GW_TOKEN": ""}, {"GW_TOKEN": "a\nb"}):
         problem = claude_environment_of(endpoint, unset)

@@ -30,14 +30,18 @@ def with_checks(made: RunWorld) -> FakeCheckRunner:
 
 
 def test_run_check_sends_a_broken_check_back_as_a_repair_and_lists_the_checks() -> None:
-    made = world(Round.ok(RESULT, effects=write(CALC, "bug\n")),
-                 Round.ok(RESULT, effects=write(CALC, "fixed\n")))
+    made = world(
+        Round.ok(RESULT, effects=write(CALC, "bug\n")),
+        Round.ok(RESULT, effects=write(CALC, "fixed\n")),
+    )
     runner = with_checks(made)
     result = made.run("--check", TESTS)
     assert result.status == 0, result.out + result.err
     assert "FAILED test_calc.py::test_add" in (made.runner.starts[1].stdin_text or "")
-    assert "check check-1: failed: a repair (exit 1, 0s); on the starting state: passed " \
-           "(exit 0)" in result.out
+    assert (
+        "check check-1: failed: a repair (exit 1, 0s); on the starting state: passed "
+        "(exit 0)" in result.out
+    )
     assert "check check-1: passed (exit 0, 0s)" in result.out
     assert runner.live == set()
     run_dir = f"{PARENT}/workers/{made.run_dirs()[0]}"
@@ -49,9 +53,18 @@ def test_run_check_sends_a_broken_check_back_as_a_repair_and_lists_the_checks() 
 
 def test_request_file_checks_with_id_and_timeout_and_a_pre_existing_failure() -> None:
     made = world(Round.ok(RESULT, effects=write(CALC, "ok\n")))
-    made.fs.write(REQUEST_FILE, json.dumps({
-        "worktree": WORKTREE, "task_type": "implement", "grant": GRANT, "instructions": "x",
-        "checks": [{"id": "lint", "command": "make lint", "timeout_seconds": 30}]}))
+    made.fs.write(
+        REQUEST_FILE,
+        json.dumps(
+            {
+                "worktree": WORKTREE,
+                "task_type": "implement",
+                "grant": GRANT,
+                "instructions": "x",
+                "checks": [{"id": "lint", "command": "make lint", "timeout_seconds": 30}],
+            }
+        ),
+    )
     with_checks(made)
     result = made.run("--check", TESTS, "--json")
     assert result.status == 0, result.out
@@ -60,16 +73,24 @@ def test_request_file_checks_with_id_and_timeout_and_a_pre_existing_failure() ->
     assert tests["check"] == "check-2" and tests["judgement"] == "passed"
 
 
-@pytest.mark.parametrize(("checks", "names"), [
-    ([{"command": "x", "id": "a b"}], "checks[0] gives the id 'a b'"),
-    ({"command": "x"}, "\"checks\" is a dict"),
-    ([{"command": "x", "timeout_seconds": -1}], "checks[0] gives timeout_seconds -1"),
-])
-def test_a_bad_check_in_the_request_file_is_refused_before_any_run(checks: object,
-                                                                     names: str) -> None:
+@pytest.mark.parametrize(
+    ("checks", "names"),
+    [
+        ([{"command": "x", "id": "a b"}], "checks[0] gives the id 'a b'"),
+        ({"command": "x"}, '"checks" is a dict'),
+        ([{"command": "x", "timeout_seconds": -1}], "checks[0] gives timeout_seconds -1"),
+    ],
+)
+def test_a_bad_check_in_the_request_file_is_refused_before_any_run(
+    checks: object, names: str
+) -> None:
     made = world(Round.ok(RESULT))
-    made.fs.write(REQUEST_FILE, json.dumps({
-        "worktree": WORKTREE, "task_type": "implement", "grant": GRANT, "checks": checks}))
+    made.fs.write(
+        REQUEST_FILE,
+        json.dumps(
+            {"worktree": WORKTREE, "task_type": "implement", "grant": GRANT, "checks": checks}
+        ),
+    )
     with_checks(made)
     result = made.run()
     assert result.status == 2 and made.run_dirs() == []
@@ -88,19 +109,35 @@ def test_an_empty_check_flag_is_refused_naming_it() -> None:
 def test_plan_lists_the_checks_of_the_request_file_and_the_flags() -> None:
     made = world()
     with_checks(made)
-    made.fs.write(REQUEST_FILE, json.dumps({
-        "worktree": WORKTREE, "task_type": "implement", "grant": GRANT,
-        "checks": [{"id": "lint", "command": "make lint", "timeout_seconds": 30}]}))
+    made.fs.write(
+        REQUEST_FILE,
+        json.dumps(
+            {
+                "worktree": WORKTREE,
+                "task_type": "implement",
+                "grant": GRANT,
+                "checks": [{"id": "lint", "command": "make lint", "timeout_seconds": 30}],
+            }
+        ),
+    )
     shown = made.main("plan", REQUEST_FILE, "--check", TESTS, "--check", "nosuch -x")
     assert shown.status == 0
     assert "with a clean audit, over a view of its own (the fake's copy), in a" in shown.out
     assert "  lint: make lint (timeout 30 s)\n    `make` is /fake/bin/make\n" in shown.out
     assert "  check-2: python -m pytest -q (timeout 600 s)" in shown.out
-    assert ("  check-3: nosuch -x (timeout 600 s)\n    `nosuch` is found nowhere in the check's "
-            "view; the run would end checks_unavailable\n") in shown.out
+    assert (
+        "  check-3: nosuch -x (timeout 600 s)\n    `nosuch` is found nowhere in the check's "
+        "view; the run would end checks_unavailable\n"
+    ) in shown.out
     as_json = made.main("plan", REQUEST_FILE, "--json").json()
-    assert as_json["checks"] == [{"id": "lint", "command": "make lint",
-                                  "timeout_seconds": 30.0, "program": "`make` is /fake/bin/make"}]
+    assert as_json["checks"] == [
+        {
+            "id": "lint",
+            "command": "make lint",
+            "timeout_seconds": 30.0,
+            "program": "`make` is /fake/bin/make",
+        }
+    ]
     assert as_json["check_view"] == "over a view of its own (the fake's copy)"
     refused = made.main("plan", REQUEST_FILE, "--check", "")
     assert refused.status == 2 and "--check '' gives no command" in refused.err

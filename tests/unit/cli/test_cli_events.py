@@ -30,17 +30,27 @@ def test_with_json_the_record_goes_to_stderr_too() -> None:
     made = world(Round.ok(RESULT))
     result = made.run("--events", "--json")
     assert result.status == 0
-    assert all(json.loads(line)["schema"] == "concorde-workers.event"
-               for line in result.out.splitlines())
-    assert json.loads(result.err[result.err.index("{"):])["status"] == "ok"
+    assert all(
+        json.loads(line)["schema"] == "concorde-workers.event" for line in result.out.splitlines()
+    )
+    assert json.loads(result.err[result.err.index("{") :])["status"] == "ok"
 
 
 def test_an_event_s_worker_text_is_bounded_and_its_schema_holds_it() -> None:
     from concorde_workers.domain.evidence.events import TEXT_LIMIT, EventKind, bounded, event
+
     long = "x" * (TEXT_LIMIT + 500)
     assert bounded(long) == "x" * TEXT_LIMIT + " …"
-    made = event(EventKind.TOOL_CALL, "w-1", "2026-12-04T10:00:00Z", round=1, tool="Bash",
-                 target=bounded(long), decision="allowed", reason="")
+    made = event(
+        EventKind.TOOL_CALL,
+        "w-1",
+        "2026-12-04T10:00:00Z",
+        round=1,
+        tool="Bash",
+        target=bounded(long),
+        decision="allowed",
+        reason="",
+    )
     assert not list(jsonschema.Draft202012Validator(EVENT_SCHEMA).iter_errors(made))
     too_long = {**made, "target": long}
     assert list(jsonschema.Draft202012Validator(EVENT_SCHEMA).iter_errors(too_long))

@@ -27,9 +27,11 @@ def test_plan_of_limits_this_machine_cannot_enforce_says_the_run_would_be_refuse
     shown = made.main("plan", REQUEST_FILE, "--max-memory", "2g")
     assert shown.status == 2, shown.out + shown.err
     assert f"not enforced: {NO_GROUPS}" in shown.out
-    assert ("the run would end launch_failed: the request asks for resource limits (processes "
-            "512, memory 2048 MiB (swap off), CPU weight 100, tmp/ 512 MiB) and this machine "
-            f"cannot enforce them: {NO_GROUPS}") in shown.out
+    assert (
+        "the run would end launch_failed: the request asks for resource limits (processes "
+        "512, memory 2048 MiB (swap off), CPU weight 100, tmp/ 512 MiB) and this machine "
+        f"cannot enforce them: {NO_GROUPS}"
+    ) in shown.out
     assert made.main("plan", REQUEST_FILE).status == 0  # the defaults: said, not refused
 
 
@@ -55,12 +57,19 @@ def test_without_limits_asked_a_run_on_such_a_machine_goes_on_without_them() -> 
 def test_a_machine_set_to_refuse_refuses_even_a_run_that_asked_for_no_limits() -> None:
     made = world(Round.ok(RESULT))
     groups = unenforced(made)
-    made.container.machine_resources.override(providers.Object(MachineResources(
-        without_groups=WithoutGroups.REFUSE, file="/etc/concorde/resources.json")))
+    made.container.machine_resources.override(
+        providers.Object(
+            MachineResources(
+                without_groups=WithoutGroups.REFUSE, file="/etc/concorde/resources.json"
+            )
+        )
+    )
     shown = made.main("plan", REQUEST_FILE)
     assert shown.status == 2, shown.out + shown.err
-    said = (f"this machine cannot enforce resource limits ({NO_GROUPS}) and its "
-            '/etc/concorde/resources.json says "without_groups": "refuse"')
+    said = (
+        f"this machine cannot enforce resource limits ({NO_GROUPS}) and its "
+        '/etc/concorde/resources.json says "without_groups": "refuse"'
+    )
     assert said in shown.out
     result = made.run("--json")
     assert result.status == 1, result.out
@@ -72,8 +81,11 @@ def test_a_machine_set_to_refuse_refuses_even_a_run_that_asked_for_no_limits() -
 def test_a_machine_set_to_run_runs_a_run_that_asked_for_limits_without_them_and_says_so() -> None:
     made = world(Round.ok(RESULT))
     unenforced(made)
-    made.container.machine_resources.override(providers.Object(MachineResources(
-        without_groups=WithoutGroups.RUN, file="/etc/concorde/resources.json")))
+    made.container.machine_resources.override(
+        providers.Object(
+            MachineResources(without_groups=WithoutGroups.RUN, file="/etc/concorde/resources.json")
+        )
+    )
     shown = made.main("plan", REQUEST_FILE, "--max-processes", "64", "--json")
     assert shown.status == 0, shown.out + shown.err
     said = shown.json()["resources"]
@@ -87,13 +99,20 @@ def test_a_machine_set_to_run_runs_a_run_that_asked_for_limits_without_them_and_
 def test_a_machine_s_defaults_are_the_limits_under_the_request_s_own() -> None:
     made = world(Round.ok(RESULT))
     made.container.resource_groups.override(providers.Object(FakeResourceGroups()))
-    made.container.machine_resources.override(providers.Object(MachineResources(
-        defaults=ResourceLimits(processes=256, memory_mib=2048), file="/m/resources.json")))
-    limits = made.main("plan", REQUEST_FILE, "--max-memory", "1g", "--json").json()[
-        "resources"]["limits"]
+    made.container.machine_resources.override(
+        providers.Object(
+            MachineResources(
+                defaults=ResourceLimits(processes=256, memory_mib=2048), file="/m/resources.json"
+            )
+        )
+    )
+    limits = made.main("plan", REQUEST_FILE, "--max-memory", "1g", "--json").json()["resources"][
+        "limits"
+    ]
     assert limits == {"processes": 256, "memory_mib": 1024, "cpu_weight": 100, "tmp_mib": 512}
     groups = FakeResourceGroups()
     made.container.resource_groups.override(providers.Object(groups))
     assert made.run("--max-memory", "1g", "--json").status == 0
     assert [limits for _, limits in groups.opened] == [
-        ResourceLimits(processes=256, memory_mib=1024)]
+        ResourceLimits(processes=256, memory_mib=1024)
+    ]

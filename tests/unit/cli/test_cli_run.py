@@ -57,13 +57,27 @@ RUN_DIR = f"{WORKERS_DIR}/{RUN_ID}"
 HOST_PID = 4242
 GRANT_FILE = "/work/grant.json"
 REQUEST_FILE = "/work/request.json"
-RESULT: dict[str, Any] = {"status": "ok", "summary": "greeting added", "error": None,
-                          "proposed_deletions": [], "output": {}}
+RESULT: dict[str, Any] = {
+    "status": "ok",
+    "summary": "greeting added",
+    "error": None,
+    "proposed_deletions": [],
+    "output": {},
+}
 BLOCKED: dict[str, Any] = {
-    "status": "blocked", "summary": "cannot", "proposed_deletions": [], "output": {},
-    "error": {"code": "needs_decision", "detail": "which greeting?", "evidence": [],
-              "attempts": [], "unhandled": {"reason": "decision", "explanation": "two options"},
-              "options": ["hello", "hi"], "recommendation": "hello"},
+    "status": "blocked",
+    "summary": "cannot",
+    "proposed_deletions": [],
+    "output": {},
+    "error": {
+        "code": "needs_decision",
+        "detail": "which greeting?",
+        "evidence": [],
+        "attempts": [],
+        "unhandled": {"reason": "decision", "explanation": "two options"},
+        "options": ["hello", "hi"],
+        "recommendation": "hello",
+    },
 }
 WORKERS: dict[str, Any] = {
     "schema_version": 2,
@@ -72,8 +86,10 @@ WORKERS: dict[str, Any] = {
     "operations": {"implement": {"default": {"model": "m-local", "reasoning": "medium"}}},
     "limits": {"max_turns": 25, "rounds": 1},
 }
-MODELS: dict[str, Any] = {"schema_version": 1, "models": {"m-local": {"pi": "local/m-local"},
-                                                          "m-claude": {"claude": "claude-x-1"}}}
+MODELS: dict[str, Any] = {
+    "schema_version": 1,
+    "models": {"m-local": {"pi": "local/m-local"}, "m-claude": {"claude": "claude-x-1"}},
+}
 
 
 class TtyText(io.StringIO):
@@ -108,15 +124,30 @@ class RunWorld:
         fs = self.world.fs
         fs.mkdir("/work/trace")
         fs.write(GRANT_FILE, json.dumps(GRANT))
-        fs.write(REQUEST_FILE, json.dumps({"worktree": WORKTREE, "task_type": "implement",
-                                           "grant": GRANT, "instructions": "add a greeting"}))
+        fs.write(
+            REQUEST_FILE,
+            json.dumps(
+                {
+                    "worktree": WORKTREE,
+                    "task_type": "implement",
+                    "grant": GRANT,
+                    "instructions": "add a greeting",
+                }
+            ),
+        )
         self.scripted = ScriptedBackend(self.backend, fs, rounds=self.rounds)  # type: ignore[arg-type]
         self.runner = self.scripted.runner()
         self.container: Container = self.world.container()
-        self.container.backends.override(providers.Dict(
-            pi=providers.Object(self.scripted if self.backend == "pi" else ScriptedBackend("pi", fs)),
-            claude=providers.Object(self.scripted if self.backend == "claude"
-                                    else ScriptedBackend("claude", fs))))
+        self.container.backends.override(
+            providers.Dict(
+                pi=providers.Object(
+                    self.scripted if self.backend == "pi" else ScriptedBackend("pi", fs)
+                ),
+                claude=providers.Object(
+                    self.scripted if self.backend == "claude" else ScriptedBackend("claude", fs)
+                ),
+            )
+        )
         self.container.processes.override(providers.Object(self.runner))
         self.container.host_pid.override(providers.Object(HOST_PID))
 
@@ -144,6 +175,7 @@ class RunWorld:
 def write(path: str, text: str) -> Callable[[FakeStart], None]:
     def effect(started: FakeStart) -> None:
         World.current.fs.write(path, text)
+
     return effect
 
 
@@ -169,10 +201,19 @@ def quick_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def progress(**fields: Any) -> ProgressFile:
     data: dict[str, Any] = {
-        "run_id": RUN_ID, "task_type": "implement", "backend": "pi", "worktree": WORKTREE,
-        "operation_run_id": None, "phase": "worker", "round": 2, "last_action": None,
-        "status": None, "host_pid": HOST_PID, "started_at": "2026-01-01T00:00:00Z",
-        "updated_at": "2026-01-01T00:00:30Z"}
+        "run_id": RUN_ID,
+        "task_type": "implement",
+        "backend": "pi",
+        "worktree": WORKTREE,
+        "operation_run_id": None,
+        "phase": "worker",
+        "round": 2,
+        "last_action": None,
+        "status": None,
+        "host_pid": HOST_PID,
+        "started_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:30Z",
+    }
     return ProgressFile.model_validate(data | fields)
 
 
@@ -183,13 +224,16 @@ def test_the_progress_line_names_run_round_phase_last_action_and_elapsed_time() 
 
 
 def test_a_finished_progress_line_shows_the_final_status_and_the_run_s_length() -> None:
-    line = progress_text(progress(phase="finished", status="interrupted"),
-                         datetime(2026, 1, 1, 5, tzinfo=UTC))
+    line = progress_text(
+        progress(phase="finished", status="interrupted"), datetime(2026, 1, 1, 5, tzinfo=UTC)
+    )
     assert line == f"{RUN_ID} · round 2 · finished interrupted · 30s"
 
 
-@pytest.mark.parametrize(("seconds", "text"), [
-    (0, "0s"), (7.9, "7s"), (65, "1m05s"), (3600 + 180 + 5, "1h03m"), (-3, "0s")])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (7.9, "7s"), (65, "1m05s"), (3600 + 180 + 5, "1h03m"), (-3, "0s")],
+)
 def test_elapsed_text(seconds: float, text: str) -> None:
     assert elapsed_text(seconds) == text
 
@@ -197,36 +241,81 @@ def test_elapsed_text(seconds: float, text: str) -> None:
 # --- the account ---------------------------------------------------------------------------------
 
 
-def link(code: str, detail: str, reason: Reason = Reason.ENVIRONMENT,
-         causes: Sequence[ErrorLink] = ()) -> ErrorLink:
-    return ErrorLink(level="workers", actor=f"Workers run {RUN_ID} (implement worker)", code=code,
-                     detail=detail, unhandled=Unhandled(reason=reason, explanation="x"),
-                     causes=tuple(causes))
+def link(
+    code: str, detail: str, reason: Reason = Reason.ENVIRONMENT, causes: Sequence[ErrorLink] = ()
+) -> ErrorLink:
+    return ErrorLink(
+        level="workers",
+        actor=f"Workers run {RUN_ID} (implement worker)",
+        code=code,
+        detail=detail,
+        unhandled=Unhandled(reason=reason, explanation="x"),
+        causes=tuple(causes),
+    )
 
 
 def usage() -> Usage:
-    return Usage(tokens_in=None, tokens_out=None, tokens_cache_read=None,
-                 tokens_cache_write=None, cost_usd=None, turns=None, duration_seconds=3)
+    return Usage(
+        tokens_in=None,
+        tokens_out=None,
+        tokens_cache_read=None,
+        tokens_cache_write=None,
+        cost_usd=None,
+        turns=None,
+        duration_seconds=3,
+    )
 
 
 def record(**fields: Any) -> RunRecord:
     data: dict[str, Any] = {
-        "run_id": RUN_ID, "status": "ok", "error": None, "started_at": "2026-01-01T00:00:00Z",
-        "ended_at": "2026-01-01T00:02:00Z", "task_type": "implement", "operation": None,
-        "worker": None, "backend": "pi", "backend_source": None, "model": None,
-        "local_model": None, "model_map": None, "reasoning": None, "worktree": WORKTREE,
-        "context_identity": None, "grant_digest": None, "settings_digest": None,
-        "brief_digest": None, "tools": None, "transcript": None, "stderr_tail": "",
-        "worker_result": None, "deleted": (), "deletions_refused": (), "deletions_absent": (),
-        "deletions_failed": (), "trace_failures": (), "run_directory": RUN_DIR,
-        "runtime_directory": "/tmp/concorde-abc123-x", "rounds": ()}
+        "run_id": RUN_ID,
+        "status": "ok",
+        "error": None,
+        "started_at": "2026-01-01T00:00:00Z",
+        "ended_at": "2026-01-01T00:02:00Z",
+        "task_type": "implement",
+        "operation": None,
+        "worker": None,
+        "backend": "pi",
+        "backend_source": None,
+        "model": None,
+        "local_model": None,
+        "model_map": None,
+        "reasoning": None,
+        "worktree": WORKTREE,
+        "context_identity": None,
+        "grant_digest": None,
+        "settings_digest": None,
+        "brief_digest": None,
+        "tools": None,
+        "transcript": None,
+        "stderr_tail": "",
+        "worker_result": None,
+        "deleted": (),
+        "deletions_refused": (),
+        "deletions_absent": (),
+        "deletions_failed": (),
+        "trace_failures": (),
+        "run_directory": RUN_DIR,
+        "runtime_directory": "/tmp/concorde-abc123-x",
+        "rounds": (),
+    }
     return RunRecord(**(data | fields))
 
 
 def test_the_error_chain_is_indented_by_depth_with_code_reason_and_detail() -> None:
-    chain = link("cleanup_failed", "the runtime directory remains\nsecond line", causes=[
-        link("audit_violation", "round 1: docs/notes.md", Reason.PERMISSION,
-             causes=[link("worker_failed", "it broke", Reason.CAPABILITY)])])
+    chain = link(
+        "cleanup_failed",
+        "the runtime directory remains\nsecond line",
+        causes=[
+            link(
+                "audit_violation",
+                "round 1: docs/notes.md",
+                Reason.PERMISSION,
+                causes=[link("worker_failed", "it broke", Reason.CAPABILITY)],
+            )
+        ],
+    )
     assert error_lines(chain) == [
         "  cleanup_failed (environment): the runtime directory remains",
         "    second line",
@@ -237,13 +326,25 @@ def test_the_error_chain_is_indented_by_depth_with_code_reason_and_detail() -> N
 
 def test_a_round_line_has_prompt_exit_audit_changed_and_violations() -> None:
     violations = [f"v{i}" for i in range(7)]
-    line = round_line(RoundRecord(
-        round=1, prompt="initial", session="s-1", exit=0, duration=3, usage=usage(),
-        audit=AuditRecord(verdict="violation", changed=("a", "b", *violations),
-                          violations=tuple(violations)),
-        evidence=(), validation="clean"))
-    assert line[0] == ("  1  initial  exit 0  audit violation  changed 9  violations 7: "
-                       "v0, v1, v2, v3, v4 and 2 more  3s")
+    line = round_line(
+        RoundRecord(
+            round=1,
+            prompt="initial",
+            session="s-1",
+            exit=0,
+            duration=3,
+            usage=usage(),
+            audit=AuditRecord(
+                verdict="violation", changed=("a", "b", *violations), violations=tuple(violations)
+            ),
+            evidence=(),
+            validation="clean",
+        )
+    )
+    assert line[0] == (
+        "  1  initial  exit 0  audit violation  changed 9  violations 7: "
+        "v0, v1, v2, v3, v4 and 2 more  3s"
+    )
     assert line[1].strip() == "validation: clean"
     unaudited = round_line(RoundRecord(round=2, prompt="retry", usage=usage()))
     assert "exit -" in unaudited[0] and "audit not run" in unaudited[0]
@@ -260,17 +361,35 @@ def test_the_account_names_the_model_as_the_record_has_it() -> None:
 
 
 def test_the_account_of_an_ok_run() -> None:
-    text = account(record(
-        worker_result=RESULT, operation="implement", worker="w1", model="m-local",
-        local_model="local/m-local", reasoning="medium", transcript=f"{RUN_DIR}/transcript.jsonl",
-        deleted=("src/app/old.py",), deletions_absent=("src/app/gone.py",),
-        rounds=(RoundRecord(round=1, prompt="initial", session="s-1", exit=0, duration=3,
-                            usage=usage(), audit=AuditRecord(verdict="clean",
-                                                             changed=("src/app/main.py",),
-                                                             violations=())),)))
+    text = account(
+        record(
+            worker_result=RESULT,
+            operation="implement",
+            worker="w1",
+            model="m-local",
+            local_model="local/m-local",
+            reasoning="medium",
+            transcript=f"{RUN_DIR}/transcript.jsonl",
+            deleted=("src/app/old.py",),
+            deletions_absent=("src/app/gone.py",),
+            rounds=(
+                RoundRecord(
+                    round=1,
+                    prompt="initial",
+                    session="s-1",
+                    exit=0,
+                    duration=3,
+                    usage=usage(),
+                    audit=AuditRecord(verdict="clean", changed=("src/app/main.py",), violations=()),
+                ),
+            ),
+        )
+    )
     assert text.startswith(f"run {RUN_ID}: ok\n")
-    assert "implement worker w1 of Operation implement on pi, model m-local (local/m-local), " \
-           "reasoning medium" in text
+    assert (
+        "implement worker w1 of Operation implement on pi, model m-local (local/m-local), "
+        "reasoning medium" in text
+    )
     assert "worker result: ok — greeting added" in text
     assert "ended 2026-01-01T00:02:00Z (2m00s)" in text
     assert "  1  initial  exit 0  audit clean  changed 1  violations 0  3s" in text
@@ -283,15 +402,22 @@ def test_the_account_of_an_ok_run() -> None:
 def test_the_account_names_the_agent_programs_the_run_was_prepared_with() -> None:
     """Issue 11: the versions from the run directory's programs.json, under the worker line."""
     programs = (
-        ProgramVersion(spec=PROGRAMS["pi"], path="/opt/bin/pi", version="0.73.1",
-                       source="/opt/pi/package.json"),
-        ProgramVersion(spec=PROGRAMS["sandbox-runtime"], path="/opt/srt", version="0.0.83",
-                       source="/opt/srt/package.json"))
+        ProgramVersion(
+            spec=PROGRAMS["pi"], path="/opt/bin/pi", version="0.73.1", source="/opt/pi/package.json"
+        ),
+        ProgramVersion(
+            spec=PROGRAMS["sandbox-runtime"],
+            path="/opt/srt",
+            version="0.0.83",
+            source="/opt/srt/package.json",
+        ),
+    )
     lines = account(record(), programs).splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("  implement worker"))
-    assert lines[at + 1:at + 3] == [
+    assert lines[at + 1 : at + 3] == [
         "  program pi 0.73.1 (at least 0.73.1) /opt/bin/pi  ← /opt/pi/package.json",
-        "  program sandbox-runtime 0.0.83 (at least 0.0.78) /opt/srt  ← /opt/srt/package.json"]
+        "  program sandbox-runtime 0.0.83 (at least 0.0.78) /opt/srt  ← /opt/srt/package.json",
+    ]
     assert "  program " not in account(record())
 
 
@@ -301,8 +427,9 @@ def test_the_account_of_an_interrupted_run_and_its_outcome() -> None:
     text = account(interrupted)
     assert text.startswith(f"run {RUN_ID}: failed (interrupted): interrupted\n")
     assert "none: the run ended before its first round" in text
-    after_cleanup = record(status="failed", error=link("cleanup_failed", "x", causes=[
-        link("interrupted", "SIGTERM")]))
+    after_cleanup = record(
+        status="failed", error=link("cleanup_failed", "x", causes=[link("interrupted", "SIGTERM")])
+    )
     assert outcome_of(after_cleanup) == "interrupted"
     assert outcome_of(record(status="blocked", error=link("worker_blocked", "b"))) == "blocked"
     assert outcome_of(record()) == "ok"
@@ -336,8 +463,9 @@ def test_the_watcher_finds_the_single_new_run_folder_and_ignores_older_ones() ->
 def test_with_two_new_run_folders_the_watcher_takes_the_one_of_its_process() -> None:
     w = world()
     other = f"{WORKERS_DIR}/w-20260101T000000-ffffff"
-    watcher = ProgressWatcher(w.fs, PARENT, io.StringIO(), live=False,
-                              now=w.world.clock.now_utc, host_pid=HOST_PID)
+    watcher = ProgressWatcher(
+        w.fs, PARENT, io.StringIO(), live=False, now=w.world.clock.now_utc, host_pid=HOST_PID
+    )
     w.fs.write(f"{other}/status.json", progress(host_pid=1).model_dump_json())
     w.fs.write(f"{RUN_DIR}/status.json", progress().model_dump_json())
     watcher.refresh()
@@ -348,8 +476,12 @@ def test_with_two_new_run_folders_the_watcher_takes_the_one_of_its_process() -> 
 
 
 def ok_round(**more: Any) -> Round:
-    return Round.ok(RESULT, tools=[("Write", f"{WORKTREE}/src/app/main.py")],
-                    effects=write(f"{WORKTREE}/src/app/main.py", "print('hello')\n"), **more)
+    return Round.ok(
+        RESULT,
+        tools=[("Write", f"{WORKTREE}/src/app/main.py")],
+        effects=write(f"{WORKTREE}/src/app/main.py", "print('hello')\n"),
+        **more,
+    )
 
 
 def test_an_ok_run_exits_0_and_prints_its_account() -> None:
@@ -372,8 +504,9 @@ def test_while_the_run_runs_its_phase_round_and_last_action_show_on_stderr() -> 
         # The progress line is printed by the CLI's own thread: wait for it, however long.
         eventually(lambda: "· worker" in err.getvalue(), "the progress line of the worker phase")
 
-    w = world(Round.ok(RESULT, tools=[("Write", f"{WORKTREE}/src/app/main.py")],
-                       effects=wait_until_shown))
+    w = world(
+        Round.ok(RESULT, tools=[("Write", f"{WORKTREE}/src/app/main.py")], effects=wait_until_shown)
+    )
     result = w.run(err=err)
     assert result.status == 0
     lines = result.err.splitlines()
@@ -443,8 +576,13 @@ def test_operation_and_worker_resolve_through_the_worker_configuration() -> None
     result = w.run("--operation", "implement", "--worker", "w1", "--json")
     assert result.status == 0, result.out + result.err
     data = result.json()
-    assert (data["operation"], data["worker"], data["model"], data["local_model"],
-            data["reasoning"]) == ("implement", "w1", "m-local", "local/m-local", "medium")
+    assert (
+        data["operation"],
+        data["worker"],
+        data["model"],
+        data["local_model"],
+        data["reasoning"],
+    ) == ("implement", "w1", "m-local", "local/m-local", "medium")
     assert data["model_map"] == f"{USER_HOME}/.config/concorde/models.json"
 
 
@@ -471,20 +609,30 @@ def test_a_configuration_refusal_in_json_is_one_document_on_stdout() -> None:
     assert result.json()["refusal"]["code"] == "config_missing"
 
 
-@pytest.mark.parametrize(("argv", "needles"), [
-    (["run", REQUEST_FILE], ["request_invalid", "--parent DIR"]),
-    (["run", REQUEST_FILE, "--parent", "/work/none"],
-     ["/work/none (--parent) does not exist", "create it"]),
-    (["run", REQUEST_FILE, "--parent", GRANT_FILE], [f"{GRANT_FILE} (--parent) is not a dir"]),
-    (["run", "/work/missing.json", "--parent", PARENT], ["/work/missing.json cannot be read"]),
-    (["run", REQUEST_FILE, "--parent", PARENT, "--operation", "implement"],
-     ["without a worker id", "--operation and --worker"]),
-    (["run", REQUEST_FILE, "--parent", PARENT, "--declare", "nocolon"],
-     ["--declare 'nocolon' is not OPERATION:WORKER"]),
-    (["run", "--parent", PARENT], ["names no worktree", "--worktree"]),
-])
-def test_every_bad_input_is_a_refusal_naming_the_flag_or_file(argv: list[str],
-                                                              needles: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["run", REQUEST_FILE], ["request_invalid", "--parent DIR"]),
+        (
+            ["run", REQUEST_FILE, "--parent", "/work/none"],
+            ["/work/none (--parent) does not exist", "create it"],
+        ),
+        (["run", REQUEST_FILE, "--parent", GRANT_FILE], [f"{GRANT_FILE} (--parent) is not a dir"]),
+        (["run", "/work/missing.json", "--parent", PARENT], ["/work/missing.json cannot be read"]),
+        (
+            ["run", REQUEST_FILE, "--parent", PARENT, "--operation", "implement"],
+            ["without a worker id", "--operation and --worker"],
+        ),
+        (
+            ["run", REQUEST_FILE, "--parent", PARENT, "--declare", "nocolon"],
+            ["--declare 'nocolon' is not OPERATION:WORKER"],
+        ),
+        (["run", "--parent", PARENT], ["names no worktree", "--worktree"]),
+    ],
+)
+def test_every_bad_input_is_a_refusal_naming_the_flag_or_file(
+    argv: list[str], needles: list[str]
+) -> None:
     w = world(ok_round())
     refused(w.main(*argv), *needles)
     assert not w.fs.lexists(WORKERS_DIR)
@@ -502,10 +650,12 @@ def test_a_malformed_request_file_is_refused_naming_it() -> None:
 def raise_signal(signum: signal.Signals) -> Callable[[FakeStart], None]:
     """The round's effect: the signal arrives while the worker runs (the handler the CLI
     installed is called as Python would call it)."""
+
     def effect(started: FakeStart) -> None:
         handler = signal.getsignal(signum)
         assert callable(handler), "the CLI installed no handler for the run"
         handler(signum, None)
+
     return effect
 
 
@@ -557,14 +707,18 @@ def test_show_takes_a_run_directory_relative_to_the_working_directory() -> None:
     assert w.main("show", relative).status == 0
 
 
-@pytest.mark.parametrize(("setup", "needles"), [
-    ("missing", [f"{RUN_DIR} does not exist", "give RUN_DIR as the run directory"]),
-    ("no trace", [f"{RUN_DIR}/trace.json: missing", "give RUN_DIR"]),
-    ("malformed", [f"{RUN_DIR}/trace.json: not JSON"]),
-    ("running", [f"{RUN_DIR}/trace.json: the run has not ended"]),
-])
+@pytest.mark.parametrize(
+    ("setup", "needles"),
+    [
+        ("missing", [f"{RUN_DIR} does not exist", "give RUN_DIR as the run directory"]),
+        ("no trace", [f"{RUN_DIR}/trace.json: missing", "give RUN_DIR"]),
+        ("malformed", [f"{RUN_DIR}/trace.json: not JSON"]),
+        ("running", [f"{RUN_DIR}/trace.json: the run has not ended"]),
+    ],
+)
 def test_show_refuses_a_missing_or_malformed_run_directory_naming_the_file(
-        setup: str, needles: list[str]) -> None:
+    setup: str, needles: list[str]
+) -> None:
     w = world(ok_round())
     if setup != "missing":
         w.run()
@@ -589,13 +743,18 @@ def test_show_refusal_in_json() -> None:
 
 
 def test_the_account_shows_a_retried_round_s_transient_error() -> None:
-    w = world(Round.transient("API Error: 529 Overloaded"),
-              Round.ok(RESULT, effects=write(f"{WORKTREE}/src/app/main.py", "x\n")))
+    w = world(
+        Round.transient("API Error: 529 Overloaded"),
+        Round.ok(RESULT, effects=write(f"{WORKTREE}/src/app/main.py", "x\n")),
+    )
     result = w.run()
     assert result.status == 0, result.out
     lines = result.out.splitlines()
-    assert lines[lines.index("rounds (2)") + 2].strip().startswith(
-        "transient: API Error: 529 Overloaded (retried after")
+    assert (
+        lines[lines.index("rounds (2)") + 2]
+        .strip()
+        .startswith("transient: API Error: 529 Overloaded (retried after")
+    )
     assert lines[lines.index("rounds (2)") + 3].startswith("  2  retry    exit 0  audit clean")
 
 
@@ -612,8 +771,11 @@ def test_a_fault_of_the_host_is_one_line_with_status_3_and_the_handlers_restored
     w.container.worker_host.override(providers.Object(Broken()))
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["run", REQUEST_FILE, "--parent", PARENT], out, err, container=w.container) == 3
-    assert err.getvalue().splitlines()[-1].startswith(
-        "concorde-workers: internal error (RuntimeError: the host broke)")
+    assert (
+        err.getvalue()
+        .splitlines()[-1]
+        .startswith("concorde-workers: internal error (RuntimeError: the host broke)")
+    )
     assert "Traceback" not in err.getvalue()
     assert signal.getsignal(signal.SIGINT) == before
 
@@ -622,9 +784,10 @@ def test_the_parent_may_come_from_the_request_file_and_is_named_there_when_missi
     w = world(ok_round())
     data = json.loads(w.fs.read_text(REQUEST_FILE))
     w.fs.write(REQUEST_FILE, json.dumps(data | {"parent": "/work/elsewhere"}))
-    refused(w.main("run", REQUEST_FILE),
-            f'/work/elsewhere (the "parent" field of the request file {REQUEST_FILE}) '
-            "does not exist")
+    refused(
+        w.main("run", REQUEST_FILE),
+        f'/work/elsewhere (the "parent" field of the request file {REQUEST_FILE}) does not exist',
+    )
     w.fs.write(REQUEST_FILE, json.dumps(data | {"parent": PARENT}))
     assert w.main("run", REQUEST_FILE).status == 0
     assert w.run_dirs() == [RUN_ID]
@@ -651,20 +814,30 @@ def test_a_run_refused_before_any_round_says_no_round_in_its_progress_line() -> 
 
 
 def test_a_finished_line_of_a_run_without_a_round_says_no_round() -> None:
-    line = progress_text(progress(phase="finished", status="failed", round=1),
-                         datetime(2026, 1, 1, 5, tzinfo=UTC), round_begun=False)
+    line = progress_text(
+        progress(phase="finished", status="failed", round=1),
+        datetime(2026, 1, 1, 5, tzinfo=UTC),
+        round_begun=False,
+    )
     assert line == f"{RUN_ID} · no round · finished failed · 30s"
 
 
 USAGE_ERRORS = [
-    pytest.param(["plan", "--bogus", "--json"], "unrecognized arguments: --bogus",
-                 id="an unknown flag"),
-    pytest.param(["run", "--json", "--parent"], "argument --parent: expected one argument",
-                 id="a flag without its value"),
+    pytest.param(
+        ["plan", "--bogus", "--json"], "unrecognized arguments: --bogus", id="an unknown flag"
+    ),
+    pytest.param(
+        ["run", "--json", "--parent"],
+        "argument --parent: expected one argument",
+        id="a flag without its value",
+    ),
     pytest.param(["bogus", "--json"], "invalid choice: 'bogus'", id="an unknown command"),
     pytest.param(["--json"], "the following arguments are required: COMMAND", id="no command"),
-    pytest.param(["show", "--json"], "the following arguments are required: RUN_DIR",
-                 id="show without RUN_DIR"),
+    pytest.param(
+        ["show", "--json"],
+        "the following arguments are required: RUN_DIR",
+        id="show without RUN_DIR",
+    ),
 ]
 
 
@@ -684,10 +857,13 @@ def test_a_usage_error_without_json_is_a_refusal_on_stderr() -> None:
     assert "unrecognized arguments: --bogus" in result.err
 
 
-@pytest.mark.parametrize("argv", [
-    pytest.param(["--grant", "/work/gra\0nt.json"], id="--grant"),
-    pytest.param(["--instructions", "@/work/inst\0ructions.md"], id="--instructions @FILE"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--grant", "/work/gra\0nt.json"], id="--grant"),
+        pytest.param(["--instructions", "@/work/inst\0ructions.md"], id="--instructions @FILE"),
+    ],
+)
 def test_a_nul_byte_in_a_flag_path_is_a_refusal(argv: list[str]) -> None:
     w = world(ok_round())
     result = w.main("run", REQUEST_FILE, "--parent", PARENT, *argv, "--json")
@@ -716,6 +892,7 @@ def test_a_run_through_the_command_line_asks_git_each_placement_question_once() 
     Git's placement answers (application/placement_answers.py)."""
     w = world(ok_round())
     assert w.run().status == 0
-    asked = [call[0] for call in w.world.git.calls
-             if call[0] in ("toplevel", "worktrees", "git_dirs")]
+    asked = [
+        call[0] for call in w.world.git.calls if call[0] in ("toplevel", "worktrees", "git_dirs")
+    ]
     assert sorted(asked) == ["git_dirs", "toplevel", "worktrees"]

@@ -56,9 +56,21 @@ def test_without_gitpython_the_refusal_is_one_json_document(argv: list[str]) -> 
 @pytest.mark.usefixtures("without_gitpython")
 def test_without_gitpython_plan_still_plans() -> None:
     out, err = io.StringIO(), io.StringIO()
-    status = cli.main(["plan", "--worktree", "/work/repo/.claude/worktrees/task", "--task-type",
-                       "implement", "--instructions", "x", "--json"], out, err,
-                      container=PlanWorld().container())
+    status = cli.main(
+        [
+            "plan",
+            "--worktree",
+            "/work/repo/.claude/worktrees/task",
+            "--task-type",
+            "implement",
+            "--instructions",
+            "x",
+            "--json",
+        ],
+        out,
+        err,
+        container=PlanWorld().container(),
+    )
     assert status in (0, 2), err.getvalue()
     assert "verdict" in json.loads(out.getvalue())
     assert DEMO_WORLD not in sys.modules

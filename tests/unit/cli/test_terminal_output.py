@@ -35,11 +35,11 @@ from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.errors import Reason
 from concorde_workers.domain.evidence.records import AuditRecord, LastAction, RoundRecord, Transient
 
-OSC = "\x1b]0;pwned\x07"          # retitles the terminal window
-CLEAR = "\x1b[2J\x1b[H"            # clears the screen, cursor home
-UP = "\x1b[1A\x1b[2K"              # cursor up, erase the line: rewrites what was shown
-C1 = "\x9b2J"                      # the 8-bit CSI
-BIDI = "\u202e"                    # right-to-left override
+OSC = "\x1b]0;pwned\x07"  # retitles the terminal window
+CLEAR = "\x1b[2J\x1b[H"  # clears the screen, cursor home
+UP = "\x1b[1A\x1b[2K"  # cursor up, erase the line: rewrites what was shown
+C1 = "\x9b2J"  # the 8-bit CSI
+BIDI = "\u202e"  # right-to-left override
 HOSTILE = f"fine{OSC}{CLEAR}{UP}{C1}{BIDI}\bok"
 SHOWN = "fine\\x1b]0;pwned\\x07\\x1b[2J\\x1b[H\\x1b[1A\\x1b[2K\\x9b2J\\u202e\\x08ok"
 UNSAFE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -52,34 +52,62 @@ def assert_terminal_safe(text: str) -> None:
 
 
 def hostile_result() -> dict[str, Any]:
-    return {"status": "ok", "summary": HOSTILE, "error": None,
-            "proposed_deletions": [f"src/app/{HOSTILE}.py", "src/app/a\nrun w-x: ok"],
-            "output": {}}
+    return {
+        "status": "ok",
+        "summary": HOSTILE,
+        "error": None,
+        "proposed_deletions": [f"src/app/{HOSTILE}.py", "src/app/a\nrun w-x: ok"],
+        "output": {},
+    }
 
 
 def test_the_account_escapes_every_worker_and_request_given_text() -> None:
-    text = account(record(
-        worker_result=hostile_result(), operation=f"op{OSC}", worker=f"w{CLEAR}",
-        model=f"m{BIDI}", deleted=(f"src/app/{HOSTILE}.py",),
-        deletions_absent=("src/app/a\nrun w-x: ok",), transcript=f"{RUN_DIR}/t{OSC}.jsonl",
-        status="failed",
-        error=link("audit_violation", f"round 1: src/app/{HOSTILE}\nsecond {UP}line",
-                   Reason.PERMISSION, causes=[link("worker_failed", OSC, Reason.CAPABILITY)]),
-        rounds=(RoundRecord(round=1, prompt="initial", session="s-1", exit=0, duration=3,
-                            usage=usage(), audit=AuditRecord(
-                                verdict="violation", changed=(f"docs/{HOSTILE}",),
-                                violations=(f"docs/{HOSTILE}",)),
-                            validation=f"checks {CLEAR}failed",
-                            transient=Transient(error=f"API {OSC}", retried=False,
-                                                delay_seconds=None)),)))
+    text = account(
+        record(
+            worker_result=hostile_result(),
+            operation=f"op{OSC}",
+            worker=f"w{CLEAR}",
+            model=f"m{BIDI}",
+            deleted=(f"src/app/{HOSTILE}.py",),
+            deletions_absent=("src/app/a\nrun w-x: ok",),
+            transcript=f"{RUN_DIR}/t{OSC}.jsonl",
+            status="failed",
+            error=link(
+                "audit_violation",
+                f"round 1: src/app/{HOSTILE}\nsecond {UP}line",
+                Reason.PERMISSION,
+                causes=[link("worker_failed", OSC, Reason.CAPABILITY)],
+            ),
+            rounds=(
+                RoundRecord(
+                    round=1,
+                    prompt="initial",
+                    session="s-1",
+                    exit=0,
+                    duration=3,
+                    usage=usage(),
+                    audit=AuditRecord(
+                        verdict="violation",
+                        changed=(f"docs/{HOSTILE}",),
+                        violations=(f"docs/{HOSTILE}",),
+                    ),
+                    validation=f"checks {CLEAR}failed",
+                    transient=Transient(error=f"API {OSC}", retried=False, delay_seconds=None),
+                ),
+            ),
+        )
+    )
     assert_terminal_safe(text)
-    assert ("worker result: ok (the worker's claim; the run ended failed: audit_violation) — "
-            f"{SHOWN}") in text
+    assert (
+        f"worker result: ok (the worker's claim; the run ended failed: audit_violation) — {SHOWN}"
+    ) in text
     assert f"violations 1: docs/{SHOWN}" in text
     assert f"deleted src/app/{SHOWN}.py" in text
     assert "absent  src/app/a\\nrun w-x: ok" in text  # a path's newline starts no new line
-    assert "implement worker w\\x1b[2J\\x1b[H of Operation op\\x1b]0;pwned\\x07 on pi, " \
-           "model m\\u202e" in text
+    assert (
+        "implement worker w\\x1b[2J\\x1b[H of Operation op\\x1b]0;pwned\\x07 on pi, "
+        "model m\\u202e" in text
+    )
     assert f"audit_violation (permission): round 1: src/app/{SHOWN}\n" in text
     assert "\n    second \\x1b[1A\\x1b[2Kline\n" in text  # a detail's lines stay lines
     assert "worker_failed (capability): \\x1b]0;pwned\\x07" in text
@@ -89,15 +117,25 @@ def test_the_account_escapes_every_worker_and_request_given_text() -> None:
 
 
 def test_a_summary_shows_its_first_line_and_says_when_there_is_more() -> None:
-    result = {"status": "ok", "summary": "done\rFAILED: all tests", "error": None,
-              "proposed_deletions": [], "output": {}}
+    result = {
+        "status": "ok",
+        "summary": "done\rFAILED: all tests",
+        "error": None,
+        "proposed_deletions": [],
+        "output": {},
+    }
     assert "  worker result: ok — done …\n" in account(record(worker_result=result))
 
 
 def test_the_progress_line_escapes_the_last_action() -> None:
-    line = progress_text(progress(last_action=LastAction(
-        tool=f"Bash{OSC}", target=f"echo {CLEAR}", at="2026-01-01T00:00:10Z")),
-        now=datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC))
+    line = progress_text(
+        progress(
+            last_action=LastAction(
+                tool=f"Bash{OSC}", target=f"echo {CLEAR}", at="2026-01-01T00:00:10Z"
+            )
+        ),
+        now=datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC),
+    )
     assert_terminal_safe(line)
     assert "Bash\\x1b]0;pwned\\x07 echo \\x1b[2J\\x1b[H" in line
 
@@ -106,8 +144,13 @@ def test_the_plan_escapes_instructions_grant_paths_and_refusals_but_json_keeps_t
     world = PlanWorld()
     grant = copy.deepcopy(GRANT)
     grant["entries"].append({"path": f"docs/{BIDI}gpj.exe", "level": "ro"})
-    req = RunRequest(worktree=WORKTREE, task_type="implement", grant=grant, backend="claude",
-                     instructions=f"Do it.{OSC}\nThen {CLEAR}stop.")
+    req = RunRequest(
+        worktree=WORKTREE,
+        task_type="implement",
+        grant=grant,
+        backend="claude",
+        instructions=f"Do it.{OSC}\nThen {CLEAR}stop.",
+    )
     plan = world.container().planner().plan(req, {})
     assert plan.launches, plan.refusal
     text = render(plan)
@@ -155,7 +198,8 @@ def test_a_refusal_on_stderr_is_escaped_and_in_json_is_as_it_is() -> None:
     assert result.status == 2
     assert_terminal_safe(result.err)
     assert "the run directory /work/trace/workers/w-\\x1b]0;pwned\\x07 does not exist" in (
-        result.err)
+        result.err
+    )
     document = w.main("show", gone, "--json")
     assert_terminal_safe(document.out)
     assert f"the run directory {gone} does not exist" in document.json()["refusal"]["message"]
@@ -163,12 +207,17 @@ def test_a_refusal_on_stderr_is_escaped_and_in_json_is_as_it_is() -> None:
 
 def test_run_refuses_a_runtime_path_before_a_run_exists() -> None:
     w = world(Round.ok(hostile_result()))
-    for argv, says in ((("--runtime-path", ""), "--runtime-path gives the runtime path '', "
-                                                 "which is empty"),
-                       (("--runtime-path", "/home/dev"), "the runtime path '/home/dev' is the "
-                                                         "user's home /home/dev"),
-                       (("--interpreter", "/opt/none/python"),
-                        "the project interpreter '/opt/none/python' does not exist")):
+    for argv, says in (
+        (("--runtime-path", ""), "--runtime-path gives the runtime path '', which is empty"),
+        (
+            ("--runtime-path", "/home/dev"),
+            "the runtime path '/home/dev' is the user's home /home/dev",
+        ),
+        (
+            ("--interpreter", "/opt/none/python"),
+            "the project interpreter '/opt/none/python' does not exist",
+        ),
+    ):
         result = w.run(*argv)
         assert result.status == 2, result
         assert result.out == ""
@@ -198,17 +247,34 @@ def test_an_internal_error_s_text_is_escaped() -> None:
     assert "RuntimeError: broke \\x1b]0;pwned\\x07" in err.getvalue()
 
 
-@pytest.mark.parametrize(("status", "code", "said"), [
-    ("ok", None, "  worker result: ok — fine"),
-    ("failed", "checks_failed",
-     "  worker result: ok (the worker's claim; the run ended failed: checks_failed) — fine"),
-])
-def test_a_failed_run_s_account_never_opens_as_if_it_were_ok(status: str, code: str | None,
-                                                              said: str) -> None:
+@pytest.mark.parametrize(
+    ("status", "code", "said"),
+    [
+        ("ok", None, "  worker result: ok — fine"),
+        (
+            "failed",
+            "checks_failed",
+            "  worker result: ok (the worker's claim; the run ended failed: checks_failed) — fine",
+        ),
+    ],
+)
+def test_a_failed_run_s_account_never_opens_as_if_it_were_ok(
+    status: str, code: str | None, said: str
+) -> None:
     """Issue 19 §2: the account of a run that failed after a worker said ok opened with
     round 1's "worker result: ok", as an ok run's does."""
     error = None if code is None else link(code, "round 2: 1 check failed", Reason.EXHAUSTED)
-    text = account(record(worker_result={"status": "ok", "summary": "fine", "error": None,
-                                         "proposed_deletions": [], "output": {}},
-                          status=status, error=error))
+    text = account(
+        record(
+            worker_result={
+                "status": "ok",
+                "summary": "fine",
+                "error": None,
+                "proposed_deletions": [],
+                "output": {},
+            },
+            status=status,
+            error=error,
+        )
+    )
     assert said in text.splitlines()

@@ -27,6 +27,7 @@ def world() -> tuple[FakeFileSystem, FakeProcessRunner]:
 def npm_ci(fs: FakeFileSystem) -> FakeProcess:
     def installs(start: FakeStart) -> None:
         fs.write(f"{start.cwd}/node_modules/.bin/pi", "#!/usr/bin/env node\n", 0o755)
+
     return FakeProcess(on_start=installs)
 
 
@@ -58,7 +59,8 @@ def test_xdg_data_home_is_the_user_data_folders_parent() -> None:
     runner.add(npm_ci(fs))
     outcome = AgentInstaller(fs, runner, {**ENV, "XDG_DATA_HOME": "/data"}).install(PACKAGE, LOCK)
     assert outcome.folder == "/data/concorde-workers" and fs.is_file(
-        "/data/concorde-workers/node_modules/.bin/pi")
+        "/data/concorde-workers/node_modules/.bin/pi"
+    )
 
 
 def test_without_npm_or_a_home_nothing_is_written_and_it_is_refused() -> None:
@@ -83,5 +85,7 @@ def test_the_plan_is_nothing_when_the_stamp_names_these_pins() -> None:
     plan = install_plan(FOLDER, PACKAGE, LOCK, "/usr/bin/npm", lock_stamp(LOCK) + "\n")
     assert not plan.needed and plan.files == {} and plan.argv == ()
     other = install_plan(FOLDER, PACKAGE, LOCK, "/usr/bin/npm", "0" * 64)
-    assert other.needed and set(other.files) == {f"{FOLDER}/package.json",
-                                                 f"{FOLDER}/package-lock.json"}
+    assert other.needed and set(other.files) == {
+        f"{FOLDER}/package.json",
+        f"{FOLDER}/package-lock.json",
+    }

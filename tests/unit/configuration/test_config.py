@@ -90,10 +90,14 @@ def full_map() -> dict[str, Any]:
 
 
 def resolve(
-    fs: FakeFiles, operation: str = "spec_panel", worker: str = "reviewer2",
+    fs: FakeFiles,
+    operation: str = "spec_panel",
+    worker: str = "reviewer2",
     environ: Mapping[str, str] = ENV,
 ) -> ResolvedWorker | Refusal:
-    return ConfigurationReader(fs, environ, profiles=PROFILES).resolve_worker(WT, operation, worker, DECLARED)
+    return ConfigurationReader(fs, environ, profiles=PROFILES).resolve_worker(
+        WT, operation, worker, DECLARED
+    )
 
 
 def refused(result: object, code: str, file: str) -> Refusal:
@@ -144,23 +148,60 @@ def test_the_table_has_exactly_the_spec_rows() -> None:
 @pytest.mark.parametrize(
     ("worker", "expected"),
     [
-        ("reviewer1", ("pi", DEFAULT_BACKEND_SOURCE, "claude-sonnet-5", "default",
-                       "medium", "enabled_models.claude-sonnet-5", "anthropic/claude-sonnet-5",
-                       "/usr/bin/pi")),
-        ("reviewer2", ("pi", DEFAULT_BACKEND_SOURCE, "gpt-6-astra",
-                       "operations.spec_panel.workers.reviewer2", "high",
-                       "operations.spec_panel.workers.reviewer2", "local-openai/gpt-6-astra",
-                       "/usr/bin/pi")),
-        ("chair", ("claude", "operations.spec_panel.workers.chair", "claude-opus-5-5",
-                   "operations.spec_panel.workers.chair", None, None, "claude-opus-5-5",
-                   "/usr/bin/claude")),
+        (
+            "reviewer1",
+            (
+                "pi",
+                DEFAULT_BACKEND_SOURCE,
+                "claude-sonnet-5",
+                "default",
+                "medium",
+                "enabled_models.claude-sonnet-5",
+                "anthropic/claude-sonnet-5",
+                "/usr/bin/pi",
+            ),
+        ),
+        (
+            "reviewer2",
+            (
+                "pi",
+                DEFAULT_BACKEND_SOURCE,
+                "gpt-6-astra",
+                "operations.spec_panel.workers.reviewer2",
+                "high",
+                "operations.spec_panel.workers.reviewer2",
+                "local-openai/gpt-6-astra",
+                "/usr/bin/pi",
+            ),
+        ),
+        (
+            "chair",
+            (
+                "claude",
+                "operations.spec_panel.workers.chair",
+                "claude-opus-5-5",
+                "operations.spec_panel.workers.chair",
+                None,
+                None,
+                "claude-opus-5-5",
+                "/usr/bin/claude",
+            ),
+        ),
     ],
 )
 def test_the_contract_example_resolves(worker: str, expected: tuple[Any, ...]) -> None:
     result = resolve(files(model_map=full_map()), worker=worker)
     assert isinstance(result, ResolvedWorker), result
-    got = (result.backend, result.backend_source, result.model, result.model_source,
-           result.reasoning, result.reasoning_source, result.local_model, result.program)
+    got = (
+        result.backend,
+        result.backend_source,
+        result.model,
+        result.model_source,
+        result.reasoning,
+        result.reasoning_source,
+        result.local_model,
+        result.program,
+    )
     assert got == expected
     assert (result.configuration, result.model_map) == (CONFIG, MAP)
     assert (result.operation, result.worker) == ("spec_panel", worker)
@@ -169,13 +210,25 @@ def test_the_contract_example_resolves(worker: str, expected: tuple[Any, ...]) -
 def test_limits_of_the_example_and_their_defaults() -> None:
     result = resolve(files(model_map=full_map()))
     assert isinstance(result, ResolvedWorker)
-    assert result.limits == Limits(timeout_seconds=1800, max_turns=200, max_budget_usd=None,
-                                   rounds=3, retries=5, retry_delay_seconds=15)
+    assert result.limits == Limits(
+        timeout_seconds=1800,
+        max_turns=200,
+        max_budget_usd=None,
+        rounds=3,
+        retries=5,
+        retry_delay_seconds=15,
+    )
 
 
 def test_limits_given_are_kept_and_integral_numbers_become_integers() -> None:
-    limits = {"timeout_seconds": 60.5, "max_turns": 7.0, "max_budget_usd": 2,
-              "rounds": 0, "retries": 1, "retry_delay_seconds": 0}
+    limits = {
+        "timeout_seconds": 60.5,
+        "max_turns": 7.0,
+        "max_budget_usd": 2,
+        "rounds": 0,
+        "retries": 1,
+        "retry_delay_seconds": 0,
+    }
     result = resolve(files(with_(limits=limits), full_map()))
     assert isinstance(result, ResolvedWorker)
     assert result.limits.model_dump() == {**limits, "max_turns": 7}
@@ -184,15 +237,21 @@ def test_limits_given_are_kept_and_integral_numbers_become_integers() -> None:
 
 @pytest.mark.req("A worker's model comes from its worker configuration alone")
 def test_nothing_of_the_developer_s_agent_settings_is_read() -> None:
-    fs = files(model_map=full_map(), **{
-        f"{HOME}/.claude/settings.json": json.dumps({"model": "opus"}),
-        f"{HOME}/.pi/agent/settings.json": json.dumps({"defaultModel": "x/y"}),
-    })
+    fs = files(
+        model_map=full_map(),
+        **{
+            f"{HOME}/.claude/settings.json": json.dumps({"model": "opus"}),
+            f"{HOME}/.pi/agent/settings.json": json.dumps({"defaultModel": "x/y"}),
+        },
+    )
     env = {**ENV, "ANTHROPIC_MODEL": "opus", "PI_MODEL": "x/y", "CLAUDE_CODE_EFFORT_LEVEL": "max"}
     result = resolve(fs, worker="chair", environ=env)
     assert isinstance(result, ResolvedWorker)
     assert (result.model, result.local_model, result.reasoning) == (
-        "claude-opus-5-5", "claude-opus-5-5", None)
+        "claude-opus-5-5",
+        "claude-opus-5-5",
+        None,
+    )
     assert fs.reads == [CONFIG, MAP]
 
 
@@ -202,39 +261,128 @@ M = {"a": {}, "b": {"reasoning": "medium"}, "c": {}}
 PRECEDENCE = [
     # (default, operation default, worker entry) -> backend, its source, model, its source,
     # level, its source
-    ({"model": "a"}, None, None,
-     ("pi", DEFAULT_BACKEND_SOURCE, "a", "default", None, None)),
-    ({"model": "a", "backend": "claude"}, {"model": "c"}, {"reasoning": "high"},
-     ("claude", "default", "c", "operations.implement.default",
-      "high", "operations.implement.workers.coder")),
-    ({"backend": "claude"}, {"backend": "pi"}, {"model": "a"},
-     ("pi", "operations.implement.default", "a", "operations.implement.workers.coder", None, None)),
-    ({"backend": "pi"}, {"backend": "pi"}, {"backend": "claude", "model": "a"},
-     ("claude", "operations.implement.workers.coder", "a", "operations.implement.workers.coder",
-      None, None)),
+    ({"model": "a"}, None, None, ("pi", DEFAULT_BACKEND_SOURCE, "a", "default", None, None)),
+    (
+        {"model": "a", "backend": "claude"},
+        {"model": "c"},
+        {"reasoning": "high"},
+        (
+            "claude",
+            "default",
+            "c",
+            "operations.implement.default",
+            "high",
+            "operations.implement.workers.coder",
+        ),
+    ),
+    (
+        {"backend": "claude"},
+        {"backend": "pi"},
+        {"model": "a"},
+        (
+            "pi",
+            "operations.implement.default",
+            "a",
+            "operations.implement.workers.coder",
+            None,
+            None,
+        ),
+    ),
+    (
+        {"backend": "pi"},
+        {"backend": "pi"},
+        {"backend": "claude", "model": "a"},
+        (
+            "claude",
+            "operations.implement.workers.coder",
+            "a",
+            "operations.implement.workers.coder",
+            None,
+            None,
+        ),
+    ),
     # the level: the entry that chose the model ...
-    ({"reasoning": "low"}, None, {"model": "b", "reasoning": "high"},
-     ("pi", DEFAULT_BACKEND_SOURCE, "b", "operations.implement.workers.coder",
-      "high", "operations.implement.workers.coder")),
+    (
+        {"reasoning": "low"},
+        None,
+        {"model": "b", "reasoning": "high"},
+        (
+            "pi",
+            DEFAULT_BACKEND_SOURCE,
+            "b",
+            "operations.implement.workers.coder",
+            "high",
+            "operations.implement.workers.coder",
+        ),
+    ),
     # ... or a more specific one ...
-    ({"model": "b", "reasoning": "low"}, None, {"reasoning": "xhigh"},
-     ("pi", DEFAULT_BACKEND_SOURCE, "b", "default", "xhigh", "operations.implement.workers.coder")),
-    ({"model": "a"}, {"reasoning": "minimal"}, {"reasoning": "off"},
-     ("pi", DEFAULT_BACKEND_SOURCE, "a", "default", "off", "operations.implement.workers.coder")),
+    (
+        {"model": "b", "reasoning": "low"},
+        None,
+        {"reasoning": "xhigh"},
+        (
+            "pi",
+            DEFAULT_BACKEND_SOURCE,
+            "b",
+            "default",
+            "xhigh",
+            "operations.implement.workers.coder",
+        ),
+    ),
+    (
+        {"model": "a"},
+        {"reasoning": "minimal"},
+        {"reasoning": "off"},
+        ("pi", DEFAULT_BACKEND_SOURCE, "a", "default", "off", "operations.implement.workers.coder"),
+    ),
     # ... else the model's own, before a less specific entry's ...
-    ({"reasoning": "low"}, {"model": "b"}, None,
-     ("pi", DEFAULT_BACKEND_SOURCE, "b", "operations.implement.default",
-      "medium", "enabled_models.b")),
+    (
+        {"reasoning": "low"},
+        {"model": "b"},
+        None,
+        (
+            "pi",
+            DEFAULT_BACKEND_SOURCE,
+            "b",
+            "operations.implement.default",
+            "medium",
+            "enabled_models.b",
+        ),
+    ),
     # ... else one a less specific entry sets ...
-    ({"reasoning": "low"}, {"reasoning": "high"}, {"model": "a"},
-     ("pi", DEFAULT_BACKEND_SOURCE, "a", "operations.implement.workers.coder",
-      "high", "operations.implement.default")),
-    ({"reasoning": "low"}, None, {"model": "c"},
-     ("pi", DEFAULT_BACKEND_SOURCE, "c", "operations.implement.workers.coder", "low", "default")),
+    (
+        {"reasoning": "low"},
+        {"reasoning": "high"},
+        {"model": "a"},
+        (
+            "pi",
+            DEFAULT_BACKEND_SOURCE,
+            "a",
+            "operations.implement.workers.coder",
+            "high",
+            "operations.implement.default",
+        ),
+    ),
+    (
+        {"reasoning": "low"},
+        None,
+        {"model": "c"},
+        ("pi", DEFAULT_BACKEND_SOURCE, "c", "operations.implement.workers.coder", "low", "default"),
+    ),
     # ... else none
-    ({"backend": "claude"}, {"model": "c"}, {"backend": "claude"},
-     ("claude", "operations.implement.workers.coder", "c", "operations.implement.default",
-      None, None)),
+    (
+        {"backend": "claude"},
+        {"model": "c"},
+        {"backend": "claude"},
+        (
+            "claude",
+            "operations.implement.workers.coder",
+            "c",
+            "operations.implement.default",
+            None,
+            None,
+        ),
+    ),
 ]
 
 
@@ -260,8 +408,14 @@ def test_the_most_specific_entry_wins_and_the_level_rules_hold(
 ) -> None:
     choice = choose(_config(default, op_default, worker), "implement", "coder", LEVELS)
     assert not isinstance(choice, Refusal), choice
-    assert (choice.backend, choice.backend_source, choice.model, choice.model_source,
-            choice.reasoning, choice.reasoning_source) == expected
+    assert (
+        choice.backend,
+        choice.backend_source,
+        choice.model,
+        choice.model_source,
+        choice.reasoning,
+        choice.reasoning_source,
+    ) == expected
 
 
 def test_another_operation_s_entries_do_not_apply() -> None:
@@ -299,8 +453,10 @@ def test_schema_version_1_is_refused_with_how_to_rewrite_it() -> None:
 
 
 INVALID = [
-    ('{"schema_version": 2, "schema_version": 2, "enabled_models": {"a": {}}}',
-     'duplicate key "schema_version"'),
+    (
+        '{"schema_version": 2, "schema_version": 2, "enabled_models": {"a": {}}}',
+        'duplicate key "schema_version"',
+    ),
     ('{"schema_version": 2,\n "enabled_models": {]}', "line 2, column 21"),
     ('{"schema_version": 2, "enabled_models": {"a": {}}, "x": NaN}', "NaN"),
     (b'{"schema_version": 2, "enabled_models": {"\xff": {}}}', "unreadable"),
@@ -311,18 +467,31 @@ INVALID = [
     ({"schema_version": 2}, "required field enabled_models"),
     (with_(enabled_models={}), "enabled_models is empty"),
     (with_(enabled_models={"-a": {}}), '"-a", which is not a project model name'),
-    (with_(enabled_models={"a": {"effort": "x"}}), 'enabled_models.a has the unknown field'),
+    (with_(enabled_models={"a": {"effort": "x"}}), "enabled_models.a has the unknown field"),
     (with_(default={}), "default is empty"),
-    (with_(default={"model": "claude-sonnet-5", "effort": "high"}), 'default has the unknown field'),
+    (
+        with_(default={"model": "claude-sonnet-5", "effort": "high"}),
+        "default has the unknown field",
+    ),
     (with_(default={"backend": "codex"}), 'default.backend is "codex"'),
     (with_(default={"model": " a"}), "default.model"),
     (with_(default={"model": "anthropic/claude-opus-5-5"}), "not a project model name"),
-    (with_(default={"model": "claude-sonnet-5", "reasoning": "ultra"}), '"ultra", which no backend'),
-    (with_(operations={"spec_panel": {"chair": {}}}), 'operations.spec_panel has the unknown field'),
-    (with_(operations={"deploy": {"default": {"model": "not-enabled"}}}),
-     "operations.deploy names an Operation the caller does not declare"),
-    (with_(operations={"spec_panel": {"workers": {"intern": {"model": "gpt-6-astra"}}}}),
-     "operations.spec_panel.workers.intern names a worker id"),
+    (
+        with_(default={"model": "claude-sonnet-5", "reasoning": "ultra"}),
+        '"ultra", which no backend',
+    ),
+    (
+        with_(operations={"spec_panel": {"chair": {}}}),
+        "operations.spec_panel has the unknown field",
+    ),
+    (
+        with_(operations={"deploy": {"default": {"model": "not-enabled"}}}),
+        "operations.deploy names an Operation the caller does not declare",
+    ),
+    (
+        with_(operations={"spec_panel": {"workers": {"intern": {"model": "gpt-6-astra"}}}}),
+        "operations.spec_panel.workers.intern names a worker id",
+    ),
     (with_(limits={"max_turns": 0}), "limits.max_turns is 0"),
     (with_(limits={"rounds": 1.5}), "limits.rounds is 1.5"),
     (with_(limits={"timeout_seconds": "60"}), "limits.timeout_seconds"),
@@ -365,14 +534,22 @@ def test_a_level_the_effective_backend_does_not_know_is_refused(
     assert f'"{level}"' in result.message and f"backend {backend}" in result.message
 
 
-@pytest.mark.parametrize(("backend", "levels"), [("claude", LEVELS["claude"]),
-                                                  ("pi", LEVELS["pi"])])
+@pytest.mark.parametrize(
+    ("backend", "levels"), [("claude", LEVELS["claude"]), ("pi", LEVELS["pi"])]
+)
 def test_every_level_of_a_backend_is_accepted(backend: str, levels: tuple[str, ...]) -> None:
-    assert levels == {"claude": ("low", "medium", "high", "xhigh", "max"),
-                      "pi": ("off", "minimal", "low", "medium", "high", "xhigh")}[backend]
+    assert (
+        levels
+        == {
+            "claude": ("low", "medium", "high", "xhigh", "max"),
+            "pi": ("off", "minimal", "low", "medium", "high", "xhigh"),
+        }[backend]
+    )
     for level in levels:
-        data = with_(default={"model": "claude-opus-5-5", "backend": backend, "reasoning": level},
-                     operations={})
+        data = with_(
+            default={"model": "claude-opus-5-5", "backend": backend, "reasoning": level},
+            operations={},
+        )
         result = resolve(files(data, full_map()), worker="reviewer1")
         assert isinstance(result, ResolvedWorker), result
         assert result.reasoning == level
@@ -383,18 +560,26 @@ def test_a_model_outside_enabled_models_is_refused() -> None:
     data = copy.deepcopy(EXAMPLE_CONFIG)
     data["operations"]["spec_panel"]["workers"]["chair"]["model"] = "gpt-6.1-sol"
     result = refused(resolve(files(data, full_map())), "model_not_enabled", CONFIG)
-    for words in ("operations.spec_panel.workers.chair", '"gpt-6.1-sol"', "claude-sonnet-5, "
-                  "gpt-6-astra, claude-opus-5-5", '"gpt-6.1-sol": {} to enabled_models'):
+    for words in (
+        "operations.spec_panel.workers.chair",
+        '"gpt-6.1-sol"',
+        "claude-sonnet-5, gpt-6-astra, claude-opus-5-5",
+        '"gpt-6.1-sol": {} to enabled_models',
+    ):
         assert words in result.message
 
 
 @pytest.mark.req("A worker without a settled model is refused")
 def test_a_worker_whose_entries_set_no_model_is_refused() -> None:
     data = with_(default={"backend": "claude"})
-    result = refused(resolve(files(data, full_map()), worker="reviewer1"), "model_unresolved",
-                     CONFIG)
-    for words in ("worker reviewer1 of Operation spec_panel", "operations.spec_panel.workers."
-                  "reviewer1, operations.spec_panel.default and default", '"model":'):
+    result = refused(
+        resolve(files(data, full_map()), worker="reviewer1"), "model_unresolved", CONFIG
+    )
+    for words in (
+        "worker reviewer1 of Operation spec_panel",
+        "operations.spec_panel.workers.reviewer1, operations.spec_panel.default and default",
+        '"model":',
+    ):
         assert words in result.message
 
 
@@ -411,10 +596,20 @@ def test_an_undeclared_worker_asked_for_is_the_caller_s_bug() -> None:
     [
         ("chair", {}, "claude", "operations.spec_panel.workers.chair", '"backend": "pi"'),
         ("reviewer2", {}, "pi", DEFAULT_BACKEND_SOURCE, '"backend": "claude" in default'),
-        ("reviewer2", {"CONCORDE_PI": "/opt/pi/bin/pi"}, "/opt/pi/bin/pi",
-         DEFAULT_BACKEND_SOURCE, "CONCORDE_PI"),
-        ("chair", {"CONCORDE_CLAUDE": "/opt/claude"}, "/opt/claude",
-         "operations.spec_panel.workers.chair", "CONCORDE_CLAUDE"),
+        (
+            "reviewer2",
+            {"CONCORDE_PI": "/opt/pi/bin/pi"},
+            "/opt/pi/bin/pi",
+            DEFAULT_BACKEND_SOURCE,
+            "CONCORDE_PI",
+        ),
+        (
+            "chair",
+            {"CONCORDE_CLAUDE": "/opt/claude"},
+            "/opt/claude",
+            "operations.spec_panel.workers.chair",
+            "CONCORDE_CLAUDE",
+        ),
     ],
 )
 def test_a_missing_program_is_refused(
@@ -427,10 +622,13 @@ def test_a_missing_program_is_refused(
         assert words in result.message
 
 
-@pytest.mark.parametrize(("worker", "program", "older", "other"), [
-    ("chair", "claude", "2.1.197", '"backend": "pi"'),
-    ("reviewer2", "pi", "0.70.0", '"backend": "claude" in default'),
-])
+@pytest.mark.parametrize(
+    ("worker", "program", "older", "other"),
+    [
+        ("chair", "claude", "2.1.197", '"backend": "pi"'),
+        ("reviewer2", "pi", "0.70.0", '"backend": "claude" in default'),
+    ],
+)
 def test_a_program_older_than_the_policy_relies_on_is_refused(
     worker: str, program: str, older: str, other: str
 ) -> None:
@@ -439,15 +637,26 @@ def test_a_program_older_than_the_policy_relies_on_is_refused(
     upgrade; a new enough one resolves."""
     fs = files(model_map=full_map())
     versions = FakeProgramVersions(versions={program: older})
-    result = refused(ConfigurationReader(fs, ENV, versions, profiles=PROFILES).resolve_worker(
-        WT, "spec_panel", worker, DECLARED), "backend_missing", CONFIG)
+    result = refused(
+        ConfigurationReader(fs, ENV, versions, profiles=PROFILES).resolve_worker(
+            WT, "spec_panel", worker, DECLARED
+        ),
+        "backend_missing",
+        CONFIG,
+    )
     row = PROGRAMS[program]
-    for words in (f"worker {worker}", f"/usr/bin/{program} is version {older}",
-                  f"older than {row.minimum}", row.upgrade, other):
+    for words in (
+        f"worker {worker}",
+        f"/usr/bin/{program} is version {older}",
+        f"older than {row.minimum}",
+        row.upgrade,
+        other,
+    ):
         assert words in result.message
     fresh = FakeProgramVersions(versions={program: row.minimum})
     resolved = ConfigurationReader(fs, ENV, fresh, profiles=PROFILES).resolve_worker(
-        WT, "spec_panel", worker, DECLARED)
+        WT, "spec_panel", worker, DECLARED
+    )
     assert isinstance(resolved, ResolvedWorker) and resolved.program == f"/usr/bin/{program}"
     assert fresh.asked == [ProgramLocation(spec=PROGRAMS[program], path=f"/usr/bin/{program}")]
 
@@ -457,7 +666,8 @@ def test_the_program_variables_choose_the_program() -> None:
     fs.programs = {"/opt/pi", "/opt/claude"}
     env = {**ENV, "CONCORDE_PI": "/opt/pi", "CONCORDE_CLAUDE": "/opt/claude"}
     result = ConfigurationReader(fs, env, profiles=PROFILES).check_operation(
-        WT, "spec_panel", ["reviewer2", "chair"], DECLARED)
+        WT, "spec_panel", ["reviewer2", "chair"], DECLARED
+    )
     assert isinstance(result, list)
     assert [r.program for r in result] == ["/opt/pi", "/opt/claude"]
 
@@ -497,7 +707,8 @@ def test_the_map_is_found_where_the_contract_says(env: dict[str, str], path: str
 def test_a_missing_map_is_refused_showing_what_it_holds() -> None:
     result = refused(resolve(files(), worker="chair"), "model_map_missing", MAP)
     assert '{"schema_version": 1, "models": {"claude-opus-5-5": {"claude": "<model id>"}}}' in (
-        result.message)
+        result.message
+    )
 
 
 @pytest.mark.req("A worker the model map cannot place is refused")
@@ -520,7 +731,7 @@ MAP_INVALID = [
     ('{"schema_version": 1,\n  "models": {,}}', "line 2, column 14"),
     (b"\xfe\xff", "unreadable"),
     ({"schema_version": 1, "models": {}, "extra": {}}, 'unknown field "extra"'),
-    ({"schema_version": 1, "models": {"a": {"codex": "x"}}}, 'models.a has the unknown field'),
+    ({"schema_version": 1, "models": {"a": {"codex": "x"}}}, "models.a has the unknown field"),
     ({"schema_version": 1, "models": {"gpt-6-astra": {}}}, "gives the model no id"),
     ({"schema_version": 1, "models": {"gpt 6": {"pi": "x"}}}, "not a project model name"),
     ({"schema_version": 1, "models": {"gpt-6-astra": {"pi": ""}}}, "models.gpt-6-astra.pi"),
@@ -549,11 +760,16 @@ def test_an_unreadable_map_is_refused() -> None:
 @pytest.mark.req("A worker the model map cannot place is refused")
 @pytest.mark.req("An unmapped model's refusal names the entry to add")
 def test_an_unmapped_model_names_the_exact_entry_to_add() -> None:
-    result = refused(resolve(files(model_map=EXAMPLE_MAP), worker="reviewer1"),
-                     "model_unmapped", MAP)
-    for words in ('"claude-sonnet-5": {"pi": "<provider/id>"}', 'under "models"',
-                  "worker reviewer1 of Operation spec_panel", "(from default)",
-                  f"(from {DEFAULT_BACKEND_SOURCE})"):
+    result = refused(
+        resolve(files(model_map=EXAMPLE_MAP), worker="reviewer1"), "model_unmapped", MAP
+    )
+    for words in (
+        '"claude-sonnet-5": {"pi": "<provider/id>"}',
+        'under "models"',
+        "worker reviewer1 of Operation spec_panel",
+        "(from default)",
+        f"(from {DEFAULT_BACKEND_SOURCE})",
+    ):
         assert words in result.message
 
 
@@ -562,20 +778,31 @@ def test_a_model_mapped_on_the_other_backend_names_the_whole_entry() -> None:
     data = copy.deepcopy(full_map())
     data["models"]["claude-opus-5-5"] = {"pi": "anthropic/claude-opus-5-5"}
     result = refused(resolve(files(model_map=data), worker="chair"), "model_unmapped", MAP)
-    assert ('"claude-opus-5-5": {"pi": "anthropic/claude-opus-5-5", "claude": "<model id>"}'
-            in result.message)
+    assert (
+        '"claude-opus-5-5": {"pi": "anthropic/claude-opus-5-5", "claude": "<model id>"}'
+        in result.message
+    )
 
 
 @pytest.mark.req("An Operation's workers are checked against the map at once")
 @pytest.mark.req("An unmapped model's refusal names the entry to add")
 def test_an_operation_s_workers_are_checked_at_once() -> None:
-    data = with_(operations={"spec_panel": {
-        "default": {"model": "gpt-6-astra"},
-        "workers": {"chair": {"backend": "claude"}, "reviewer2": {"backend": "claude"},
-                    "reviewer1": {"model": "claude-sonnet-5"}}}})
+    data = with_(
+        operations={
+            "spec_panel": {
+                "default": {"model": "gpt-6-astra"},
+                "workers": {
+                    "chair": {"backend": "claude"},
+                    "reviewer2": {"backend": "claude"},
+                    "reviewer1": {"model": "claude-sonnet-5"},
+                },
+            }
+        }
+    )
     model_map = {"schema_version": 1, "models": {"gpt-6-astra": {"pi": "local/gpt-6-astra"}}}
     result = ConfigurationReader(files(data, model_map), ENV, profiles=PROFILES).check_operation(
-        WT, "spec_panel", ["reviewer1", "reviewer2", "chair"], DECLARED)
+        WT, "spec_panel", ["reviewer1", "reviewer2", "chair"], DECLARED
+    )
     refusal = refused(result, "model_unmapped", MAP)
     message = refusal.message
     for words in (
@@ -592,11 +819,14 @@ def test_an_operation_s_workers_are_checked_at_once() -> None:
 
 
 def test_an_operation_s_workers_resolve_in_the_order_asked() -> None:
-    result = ConfigurationReader(files(model_map=full_map()), ENV, profiles=PROFILES).check_operation(
-        WT, "spec_panel", ["chair", "reviewer1"], DECLARED)
+    result = ConfigurationReader(
+        files(model_map=full_map()), ENV, profiles=PROFILES
+    ).check_operation(WT, "spec_panel", ["chair", "reviewer1"], DECLARED)
     assert isinstance(result, list)
     assert [(r.worker, r.local_model) for r in result] == [
-        ("chair", "claude-opus-5-5"), ("reviewer1", "anthropic/claude-sonnet-5")]
+        ("chair", "claude-opus-5-5"),
+        ("reviewer1", "anthropic/claude-sonnet-5"),
+    ]
 
 
 # ------------------------------------------------------------------ runtime paths
@@ -608,8 +838,11 @@ def test_an_operation_s_workers_resolve_in_the_order_asked() -> None:
         (None, [".venv/bin/python"], [f"{WT}/.venv"]),
         (None, [".venv/x", "node_modules/y"], [f"{WT}/.venv", f"{WT}/node_modules"]),
         (None, [], []),
-        (["docsite/node_modules", "/opt/tools", "gone"], ["docsite/node_modules/a"],
-         [f"{WT}/docsite/node_modules", "/opt/tools"]),
+        (
+            ["docsite/node_modules", "/opt/tools", "gone"],
+            ["docsite/node_modules/a"],
+            [f"{WT}/docsite/node_modules", "/opt/tools"],
+        ),
         ([".venv", f"{WT}/.venv", "./.venv/"], [".venv/x"], [f"{WT}/.venv"]),
         ([], [".venv/x"], []),
     ],

@@ -45,10 +45,11 @@ def fs_with(*programs: str, packages: tuple[str, ...] = ()) -> FakeFileSystem:
 
 def test_the_user_data_folder_is_xdg_data_home_else_the_homes_local_share() -> None:
     assert user_data_folder({"HOME": HOME}) == f"{HOME}/.local/share/concorde-workers"
-    assert user_data_folder({"HOME": HOME, "XDG_DATA_HOME": "/data"}) == \
-        "/data/concorde-workers"
-    assert user_data_folder({"HOME": HOME, "XDG_DATA_HOME": "rel"}) == \
-        f"{HOME}/.local/share/concorde-workers"
+    assert user_data_folder({"HOME": HOME, "XDG_DATA_HOME": "/data"}) == "/data/concorde-workers"
+    assert (
+        user_data_folder({"HOME": HOME, "XDG_DATA_HOME": "rel"})
+        == f"{HOME}/.local/share/concorde-workers"
+    )
     assert user_data_folder({"HOME": "relative"}) is None
     assert installations("/src/concorde-workers", ENV) == FOUND_IN
     assert installations(None, ENV) == FOUND_IN[1:]
@@ -57,10 +58,15 @@ def test_the_user_data_folder_is_xdg_data_home_else_the_homes_local_share() -> N
 
 @pytest.mark.parametrize("program", ["claude", "pi"])
 def test_a_program_is_taken_from_its_variable_then_path_then_checkout_then_user_data(
-        program: str) -> None:
+    program: str,
+) -> None:
     variable = f"CONCORDE_{program.upper()}"
-    everywhere = fs_with(f"/opt/{program}", f"/usr/bin/{program}",
-                         f"{CHECKOUT_MODULES}/.bin/{program}", f"{DATA_MODULES}/.bin/{program}")
+    everywhere = fs_with(
+        f"/opt/{program}",
+        f"/usr/bin/{program}",
+        f"{CHECKOUT_MODULES}/.bin/{program}",
+        f"{DATA_MODULES}/.bin/{program}",
+    )
     named = locate(PROGRAMS[program], {**ENV, variable: f"/opt/{program}"}, FOUND_IN, everywhere)
     assert named is not None and (named.path, named.origin) == (f"/opt/{program}", f"${variable}")
     on_path = locate(PROGRAMS[program], ENV, FOUND_IN, everywhere)
@@ -80,7 +86,8 @@ def test_a_variable_naming_a_missing_program_is_never_replaced_by_another() -> N
     assert locate(PROGRAMS["pi"], {**ENV, "CONCORDE_PI": "/nowhere/pi"}, FOUND_IN, fs) is None
     assert locate(PROGRAMS["pi"], {**ENV, "CONCORDE_PI": "no-such-pi"}, FOUND_IN, fs) is None
     assert looked_at(PROGRAMS["pi"], {**ENV, "CONCORDE_PI": "/nowhere/pi"}, FOUND_IN) == [
-        "$CONCORDE_PI (/nowhere/pi)"]
+        "$CONCORDE_PI (/nowhere/pi)"
+    ]
 
 
 def test_an_empty_variable_counts_as_unset() -> None:
@@ -94,26 +101,37 @@ def test_a_file_that_is_not_executable_is_no_program() -> None:
     assert locate(PROGRAMS["pi"], ENV, FOUND_IN, fs) is None
 
 
-def test_sandbox_runtime_comes_from_its_variable_the_primary_worktree_then_the_installations(
-        ) -> None:
+def test_sandbox_runtime_comes_from_its_variable_the_primary_worktree_then_the_installations() -> (
+    None
+):
     primary = "/work/repo"
     own = f"{primary}/.concorde/tools/pi-runtime/node_modules/@anthropic-ai/sandbox-runtime"
     pinned = f"{CHECKOUT_MODULES}/@anthropic-ai/sandbox-runtime"
     fs = fs_with(packages=("/opt/srt", own, pinned))
-    named = locate(PROGRAMS["sandbox-runtime"], {**ENV, "CONCORDE_SANDBOX_RUNTIME": "/opt/srt"},
-                   FOUND_IN, fs, primary)
+    named = locate(
+        PROGRAMS["sandbox-runtime"],
+        {**ENV, "CONCORDE_SANDBOX_RUNTIME": "/opt/srt"},
+        FOUND_IN,
+        fs,
+        primary,
+    )
     assert named is not None and named.origin == "$CONCORDE_SANDBOX_RUNTIME"
     in_primary = locate(PROGRAMS["sandbox-runtime"], ENV, FOUND_IN, fs, primary)
     assert in_primary is not None and in_primary.path == own
-    checkout = locate(PROGRAMS["sandbox-runtime"], ENV, FOUND_IN, fs_with(packages=(pinned,)), primary)
+    checkout = locate(
+        PROGRAMS["sandbox-runtime"], ENV, FOUND_IN, fs_with(packages=(pinned,)), primary
+    )
     assert checkout is not None and checkout.path == pinned
     # A package directory without its entry is not a package.
     empty = FakeFileSystem()
     empty.mkdir(pinned)
     assert locate(PROGRAMS["sandbox-runtime"], ENV, FOUND_IN, empty, primary) is None
     assert looked_at(PROGRAMS["sandbox-runtime"], ENV, FOUND_IN, primary) == [
-        "$CONCORDE_SANDBOX_RUNTIME (unset)", own, pinned,
-        f"{DATA_MODULES}/@anthropic-ai/sandbox-runtime"]
+        "$CONCORDE_SANDBOX_RUNTIME (unset)",
+        own,
+        pinned,
+        f"{DATA_MODULES}/@anthropic-ai/sandbox-runtime",
+    ]
 
 
 def test_the_pins_the_hints_name_are_package_jsons() -> None:
@@ -123,8 +141,7 @@ def test_the_pins_the_hints_name_are_package_jsons() -> None:
 
 
 @pytest.mark.parametrize("program", ["claude", "pi", "sandbox-runtime"])
-def test_every_repair_hint_names_install_agents_and_the_exact_pinned_version(
-        program: str) -> None:
+def test_every_repair_hint_names_install_agents_and_the_exact_pinned_version(program: str) -> None:
     row = PROGRAMS[program]
     exact = f"{row.package}@{PINNED[row.package]}"
     assert "concorde-workers install-agents" in row.upgrade and exact in row.upgrade

@@ -27,13 +27,16 @@ PI_SECRET = '{"local": {"type": "api_key", "key": "pi-key-do-not-print-77"}}'
 WORKTREE = "/work/repo/.claude/worktrees/task"
 ENV = {"HOME": HOME, "PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": SECRET}
 MODEL_MAP = {"schema_version": 1, "models": {"m-local": {"pi": "local/m"}}}
-WORKERS = {"schema_version": 2, "enabled_models": {"m-local": {}},
-           "default": {"model": "m-local"},
-           "operations": {"implement": {"workers": {"reviewer": {"model": "m-local",
-                                                                 "backend": "claude"}}}}}
+WORKERS = {
+    "schema_version": 2,
+    "enabled_models": {"m-local": {}},
+    "default": {"model": "m-local"},
+    "operations": {
+        "implement": {"workers": {"reviewer": {"model": "m-local", "backend": "claude"}}}
+    },
+}
 """A worker on each backend: every line is judged."""
-PI_ONLY = {"schema_version": 2, "enabled_models": {"m-local": {}},
-           "default": {"model": "m-local"}}
+PI_ONLY = {"schema_version": 2, "enabled_models": {"m-local": {}}, "default": {"model": "m-local"}}
 
 
 def machine() -> FakeFileSystem:
@@ -51,18 +54,32 @@ def machine() -> FakeFileSystem:
     return fs
 
 
-def doctor(fs: FakeFileSystem, env: dict[str, str] = ENV, cwd: str = WORKTREE,
-           versions: FakeProgramVersions | None = None,
-           probe: FakeSandboxProbe | None = None) -> Doctor:
+def doctor(
+    fs: FakeFileSystem,
+    env: dict[str, str] = ENV,
+    cwd: str = WORKTREE,
+    versions: FakeProgramVersions | None = None,
+    probe: FakeSandboxProbe | None = None,
+) -> Doctor:
     found_in = (Installation(CHECKOUT, "/src/cw/node_modules"), Installation(USER_DATA, MODULES))
-    return Doctor(fs, versions or FakeProgramVersions(), probe or FakeSandboxProbe(),
-                  ConfigurationReader(fs, env, profiles=PROFILES), env, found_in, cwd,
-                  PROFILES)
+    return Doctor(
+        fs,
+        versions or FakeProgramVersions(),
+        probe or FakeSandboxProbe(),
+        ConfigurationReader(fs, env, profiles=PROFILES),
+        env,
+        found_in,
+        cwd,
+        PROFILES,
+    )
 
 
 def states(text_lines: list[str]) -> dict[str, bool]:
-    return {line.split("] ", 1)[1].split(":", 1)[0]: line.startswith("[ok]")
-            for line in text_lines if line.startswith("[")}
+    return {
+        line.split("] ", 1)[1].split(":", 1)[0]: line.startswith("[ok]")
+        for line in text_lines
+        if line.startswith("[")
+    }
 
 
 def test_a_machine_with_everything_passes_every_check_and_exits_0() -> None:
@@ -72,10 +89,15 @@ def test_a_machine_with_everything_passes_every_check_and_exits_0() -> None:
     assert diagnosis.status == 0, lines
     assert all(states(lines).values()) and len(states(lines)) == 14
     assert probe.asked == [("/usr/bin/node", SRT)]
-    assert any("pi (@mariozechner/pi-coding-agent): 0.73.1 (at least 0.73.1) at "
-               f"{MODULES}/.bin/pi (found by the user data folder" in line for line in lines)
-    assert any(line.startswith("[ok] workers.json of this worktree: "
-                               f"{WORKTREE}/.concorde/workers.json") for line in lines)
+    assert any(
+        "pi (@mariozechner/pi-coding-agent): 0.73.1 (at least 0.73.1) at "
+        f"{MODULES}/.bin/pi (found by the user data folder" in line
+        for line in lines
+    )
+    assert any(
+        line.startswith(f"[ok] workers.json of this worktree: {WORKTREE}/.concorde/workers.json")
+        for line in lines
+    )
 
 
 def test_no_credential_value_is_ever_part_of_what_doctor_says() -> None:
@@ -86,27 +108,57 @@ def test_no_credential_value_is_ever_part_of_what_doctor_says() -> None:
     assert "ANTHROPIC_API_KEY" in said and f"{HOME}/.pi/agent/auth.json" in said
 
 
-@pytest.mark.parametrize(("breaks", "failed", "repair"), [
-    (lambda fs, env: fs.remove(f"{MODULES}/.bin/pi"), "pi (@mariozechner/pi-coding-agent)",
-     "concorde-workers install-agents (the pinned @mariozechner/pi-coding-agent@0.73.1"),
-    (lambda fs, env: fs.remove(f"{SRT}/dist/index.js"), "sandbox-runtime",
-     "@anthropic-ai/sandbox-runtime@0.0.83"),
-    (lambda fs, env: fs.remove("/usr/bin/socat"), "socat", "apt-get install socat"),
-    (lambda fs, env: fs.remove("/usr/bin/fdfind"), "fd", "fd-find"),
-    (lambda fs, env: fs.write(f"{HOME}/.config/concorde/models.json", "{"), "model map",
-     "contract.workers.model-map"),
-    (lambda fs, env: fs.remove(f"{HOME}/.config/concorde/models.json"), "model map",
-     "contract.workers.model-map"),
-    (lambda fs, env: (fs.remove(f"{HOME}/.claude/.credentials.json"),
-                      env.pop("ANTHROPIC_API_KEY")), "credentials of the claude backend",
-     "set ANTHROPIC_API_KEY"),
-    (lambda fs, env: (fs.remove(f"{HOME}/.pi/agent/auth.json"), env.pop("ANTHROPIC_API_KEY")),
-     "credentials of the pi backend", "auth.json"),
-    (lambda fs, env: fs.write(f"{WORKTREE}/.concorde/workers.json", '{"schema_version": 2}'),
-     "workers.json of this worktree", "contract.workers.worker-configuration"),
-])
+@pytest.mark.parametrize(
+    ("breaks", "failed", "repair"),
+    [
+        (
+            lambda fs, env: fs.remove(f"{MODULES}/.bin/pi"),
+            "pi (@mariozechner/pi-coding-agent)",
+            "concorde-workers install-agents (the pinned @mariozechner/pi-coding-agent@0.73.1",
+        ),
+        (
+            lambda fs, env: fs.remove(f"{SRT}/dist/index.js"),
+            "sandbox-runtime",
+            "@anthropic-ai/sandbox-runtime@0.0.83",
+        ),
+        (lambda fs, env: fs.remove("/usr/bin/socat"), "socat", "apt-get install socat"),
+        (lambda fs, env: fs.remove("/usr/bin/fdfind"), "fd", "fd-find"),
+        (
+            lambda fs, env: fs.write(f"{HOME}/.config/concorde/models.json", "{"),
+            "model map",
+            "contract.workers.model-map",
+        ),
+        (
+            lambda fs, env: fs.remove(f"{HOME}/.config/concorde/models.json"),
+            "model map",
+            "contract.workers.model-map",
+        ),
+        (
+            lambda fs, env: (
+                fs.remove(f"{HOME}/.claude/.credentials.json"),
+                env.pop("ANTHROPIC_API_KEY"),
+            ),
+            "credentials of the claude backend",
+            "set ANTHROPIC_API_KEY",
+        ),
+        (
+            lambda fs, env: (
+                fs.remove(f"{HOME}/.pi/agent/auth.json"),
+                env.pop("ANTHROPIC_API_KEY"),
+            ),
+            "credentials of the pi backend",
+            "auth.json",
+        ),
+        (
+            lambda fs, env: fs.write(f"{WORKTREE}/.concorde/workers.json", '{"schema_version": 2}'),
+            "workers.json of this worktree",
+            "contract.workers.worker-configuration",
+        ),
+    ],
+)
 def test_each_missing_prerequisite_fails_its_own_line_with_its_repair_and_exits_2(
-        breaks: object, failed: str, repair: str) -> None:
+    breaks: object, failed: str, repair: str
+) -> None:
     fs, env = machine(), dict(ENV)
     breaks(fs, env)  # type: ignore[operator]
     diagnosis = doctor(fs, env).diagnose()
@@ -128,16 +180,26 @@ def test_a_program_older_than_its_floor_is_named_with_its_floor() -> None:
     assert "@anthropic-ai/claude-code@2.1.332" in bad[0].repair
 
 
-@pytest.mark.parametrize(("fact", "ok", "says"), [
-    (SandboxFact(ran=True, reached=False, detail="refused"), True, "could not reach"),
-    (SandboxFact(ran=True, reached=True, detail="connected"), False, "reached 127.0.0.1"),
-    (SandboxFact(ran=False, reached=False, detail="bwrap: no permission"), False,
-     "did not run"),
-])
+@pytest.mark.parametrize(
+    ("fact", "ok", "says"),
+    [
+        (SandboxFact(ran=True, reached=False, detail="refused"), True, "could not reach"),
+        (SandboxFact(ran=True, reached=True, detail="connected"), False, "reached 127.0.0.1"),
+        (
+            SandboxFact(ran=False, reached=False, detail="bwrap: no permission"),
+            False,
+            "did not run",
+        ),
+    ],
+)
 def test_the_sandbox_holds_only_when_its_command_ran_and_reached_nothing(
-        fact: SandboxFact, ok: bool, says: str) -> None:
-    check = next(c for c in doctor(machine(), probe=FakeSandboxProbe(fact)).diagnose().checks
-                 if c.name.startswith("a command"))
+    fact: SandboxFact, ok: bool, says: str
+) -> None:
+    check = next(
+        c
+        for c in doctor(machine(), probe=FakeSandboxProbe(fact)).diagnose().checks
+        if c.name.startswith("a command")
+    )
     assert check.ok is ok and says in check.state
 
 
@@ -179,13 +241,18 @@ def test_doctor_judges_the_backends_the_worktree_uses_and_exits_0_for_a_pi_only_
     diagnosis = doctor(pi_only_machine(), env).diagnose()
     lines = diagnosis.lines()
     assert diagnosis.status == 0, lines
-    assert lines[0] == (f"backends judged: pi (those {WORKTREE}/.concorde/workers.json can run "
-                        "a worker on)")
+    assert lines[0] == (
+        f"backends judged: pi (those {WORKTREE}/.concorde/workers.json can run a worker on)"
+    )
     unused = [c.name for c in diagnosis.checks if not c.needed]
-    assert unused == ["Claude Code (@anthropic-ai/claude-code)",
-                      "credentials of the claude backend"], unused
-    assert any(line.startswith("[not used] Claude Code (@anthropic-ai/claude-code): not found")
-               for line in lines)
+    assert unused == [
+        "Claude Code (@anthropic-ai/claude-code)",
+        "credentials of the claude backend",
+    ], unused
+    assert any(
+        line.startswith("[not used] Claude Code (@anthropic-ai/claude-code): not found")
+        for line in lines
+    )
     assert diagnosis.to_json()["backends"] == ["pi"]
     # what pi needs still fails the verdict
     fs = pi_only_machine()
@@ -193,13 +260,17 @@ def test_doctor_judges_the_backends_the_worktree_uses_and_exits_0_for_a_pi_only_
     assert doctor(fs, env).diagnose().status == 2
 
 
-@pytest.mark.parametrize(("backend", "cwd", "status", "judged"), [
-    ("claude", WORKTREE, 2, ("claude",)),  # --backend claude: claude is missing here
-    ("pi", WORKTREE, 0, ("pi",)),
-    (None, "/work/elsewhere", 2, ("claude", "pi")),  # no workers.json: every backend
-])
+@pytest.mark.parametrize(
+    ("backend", "cwd", "status", "judged"),
+    [
+        ("claude", WORKTREE, 2, ("claude",)),  # --backend claude: claude is missing here
+        ("pi", WORKTREE, 0, ("pi",)),
+        (None, "/work/elsewhere", 2, ("claude", "pi")),  # no workers.json: every backend
+    ],
+)
 def test_backend_flag_and_no_worktree_choose_what_is_judged(
-        backend: str | None, cwd: str, status: int, judged: tuple[str, ...]) -> None:
+    backend: str | None, cwd: str, status: int, judged: tuple[str, ...]
+) -> None:
     env = {k: v for k, v in ENV.items() if k != "ANTHROPIC_API_KEY"}
     diagnosis = doctor(pi_only_machine(), env, cwd=cwd).diagnose(backend)
     assert (diagnosis.status, diagnosis.backends) == (status, judged), diagnosis.lines()
@@ -207,6 +278,7 @@ def test_backend_flag_and_no_worktree_choose_what_is_judged(
 
 def test_a_pi_worker_of_a_claude_default_keeps_pi_judged() -> None:
     from concorde_workers.domain.configuration.doctor import backends_in_use
+
     assert backends_in_use(["claude"], default_set=True) == ("claude",)
     assert backends_in_use(["claude", None, "pi"], default_set=True) == ("claude", "pi")
     assert backends_in_use([None], default_set=False) == ("pi",)

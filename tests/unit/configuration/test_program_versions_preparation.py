@@ -25,8 +25,12 @@ RT = "/tmp/concorde-abc123-0badcafe"
 
 
 def request(**fields: Any) -> RunRequest:
-    data: dict[str, Any] = {"worktree": WORKTREE, "task_type": "implement",
-                            "grant": copy.deepcopy(GRANT), "instructions": "Do the task."}
+    data: dict[str, Any] = {
+        "worktree": WORKTREE,
+        "task_type": "implement",
+        "grant": copy.deepcopy(GRANT),
+        "instructions": "Do the task.",
+    }
     data.update(fields)
     return RunRequest(**data)
 
@@ -40,8 +44,7 @@ def world_with(**versions: str) -> PlanWorld:
 
 def prepare(world: PlanWorld, backend: str) -> tuple[Prepared | Refusal, Progress]:
     progress = Progress()
-    result = world.container().preparer().prepare(request(backend=backend), RUN_ID, RT,
-                                                  progress)
+    result = world.container().preparer().prepare(request(backend=backend), RUN_ID, RT, progress)
     return result, progress
 
 
@@ -49,11 +52,11 @@ def test_a_claude_run_is_prepared_with_the_version_of_its_program() -> None:
     world = world_with()
     result, _ = prepare(world, "claude")
     assert isinstance(result, Prepared), result
-    assert world.versions.asked == [ProgramLocation(spec=PROGRAMS["claude"], path=f"{BIN}/claude",
-                                                    origin="PATH")]
+    assert world.versions.asked == [
+        ProgramLocation(spec=PROGRAMS["claude"], path=f"{BIN}/claude", origin="PATH")
+    ]
     ((claude,),) = [result.programs]
-    assert (claude.program, claude.path, claude.version) == ("claude", f"{BIN}/claude",
-                                                              "2.1.332")
+    assert (claude.program, claude.path, claude.version) == ("claude", f"{BIN}/claude", "2.1.332")
 
 
 def test_a_pi_run_is_prepared_with_the_versions_of_pi_and_its_sandbox_runtime() -> None:
@@ -61,16 +64,22 @@ def test_a_pi_run_is_prepared_with_the_versions_of_pi_and_its_sandbox_runtime() 
     result, _ = prepare(world, "pi")
     assert isinstance(result, Prepared), result
     assert [(p.program, p.path, p.version) for p in result.programs] == [
-        ("pi", f"{BIN}/pi", "0.74.0"), ("sandbox-runtime", SANDBOX_RUNTIME, "0.0.83")]
+        ("pi", f"{BIN}/pi", "0.74.0"),
+        ("sandbox-runtime", SANDBOX_RUNTIME, "0.0.83"),
+    ]
 
 
-@pytest.mark.parametrize(("backend", "program", "older", "code"), [
-    ("claude", "claude", "2.1.197", "launch_failed"),
-    ("pi", "pi", "0.60.0", "pi_runtime_missing"),
-    ("pi", "sandbox_runtime", "0.0.70", "pi_runtime_missing"),
-])
+@pytest.mark.parametrize(
+    ("backend", "program", "older", "code"),
+    [
+        ("claude", "claude", "2.1.197", "launch_failed"),
+        ("pi", "pi", "0.60.0", "pi_runtime_missing"),
+        ("pi", "sandbox_runtime", "0.0.70", "pi_runtime_missing"),
+    ],
+)
 def test_an_older_program_is_refused_before_anything_is_generated(
-        backend: str, program: str, older: str, code: str) -> None:
+    backend: str, program: str, older: str, code: str
+) -> None:
     world = world_with(**{program: older})
     result, progress = prepare(world, backend)
     assert isinstance(result, Refusal) and result.code == code, result
@@ -105,16 +114,27 @@ def test_the_plan_shows_the_versions_and_the_claude_settings_beside_the_lists() 
     world = world_with(claude="2.1.400")
     plan = world.container().planner().plan(request(backend="claude"))
     data = plan_json(plan)
-    assert data["programs"] == [{
-        "program": "claude", "path": f"{BIN}/claude", "version": "2.1.400",
-        "minimum": "2.1.332", "source": "the test's FakeProgramVersions", "problem": None,
-            "origin": "PATH"}]
+    assert data["programs"] == [
+        {
+            "program": "claude",
+            "path": f"{BIN}/claude",
+            "version": "2.1.400",
+            "minimum": "2.1.332",
+            "source": "the test's FakeProgramVersions",
+            "problem": None,
+            "origin": "PATH",
+        }
+    ]
     assert data["settings"]["sandbox"]["network"] == {
-        "allowedDomains": [], "deniedDomains": ["*"], "strictAllowlist": True}
+        "allowedDomains": [],
+        "deniedDomains": ["*"],
+        "strictAllowlist": True,
+    }
     assert data["settings"]["env"] == {"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}
     text = render(plan)
-    assert (f"claude 2.1.400 (at least 2.1.332) {BIN}/claude  ← the test's "
-            "FakeProgramVersions") in text
+    assert (
+        f"claude 2.1.400 (at least 2.1.332) {BIN}/claude  ← the test's FakeProgramVersions"
+    ) in text
     assert "  sandbox.network.strictAllowlist: true\n" in text
 
 

@@ -14,9 +14,15 @@ BASE = "/home/ana/.pyenv/versions/3.12.1"
 
 
 def build(fs: FakeFileSystem, interpreter: str) -> RunRequest:
-    request = RequestBuilder(fs, "/srv/p").build(RequestFlags(
-        worktree=WORKTREE, task_type="implement", instructions="x", backend="pi",
-        interpreter=interpreter))
+    request = RequestBuilder(fs, "/srv/p").build(
+        RequestFlags(
+            worktree=WORKTREE,
+            task_type="implement",
+            instructions="x",
+            backend="pi",
+            interpreter=interpreter,
+        )
+    )
     assert isinstance(request, RunRequest), request
     return request
 

@@ -14,27 +14,38 @@ ORDER = list(placeholders_of(PROFILES))
 """The registered backends, the default backend first: the order init tries them in."""
 
 
-@pytest.mark.parametrize(("found", "pi_settings", "backend"), [
-    (["pi", "claude"], '{"defaultProvider": "p", "defaultModel": "m"}', "pi"),
-    (["pi", "claude"], None, "claude"),
-    (["pi"], None, "pi"),
-    (["claude"], '{"defaultProvider": "p", "defaultModel": "m"}', "claude"),
-    ([], None, "pi"),
-])
+@pytest.mark.parametrize(
+    ("found", "pi_settings", "backend"),
+    [
+        (["pi", "claude"], '{"defaultProvider": "p", "defaultModel": "m"}', "pi"),
+        (["pi", "claude"], None, "claude"),
+        (["pi"], None, "pi"),
+        (["claude"], '{"defaultProvider": "p", "defaultModel": "m"}', "claude"),
+        ([], None, "pi"),
+    ],
+)
 def test_the_backend_is_one_found_whose_model_id_init_knows(
-        found: list[str], pi_settings: str | None, backend: str) -> None:
+    found: list[str], pi_settings: str | None, backend: str
+) -> None:
     ids = starter.model_ids({b: PROFILES[b].default_model for b in found}, {"pi": pi_settings})
     assert starter.backend_for(found, ids, ORDER) == backend
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('{"defaultProvider": "local", "defaultModel": "q"}', "local/q"),
-    ('{"defaultProvider": "local"}', None),
-    ('{"defaultProvider": "", "defaultModel": "q"}', None),
-    ("[1]", None), ("not json", None), ("[" * 200 + "]" * 200, None), (None, None),
-])
-def test_pi_s_default_model_is_read_from_its_settings(text: str | None,
-                                                     expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"defaultProvider": "local", "defaultModel": "q"}', "local/q"),
+        ('{"defaultProvider": "local"}', None),
+        ('{"defaultProvider": "", "defaultModel": "q"}', None),
+        ("[1]", None),
+        ("not json", None),
+        ("[" * 200 + "]" * 200, None),
+        (None, None),
+    ],
+)
+def test_pi_s_default_model_is_read_from_its_settings(
+    text: str | None, expected: str | None
+) -> None:
     assert starter.default_id(PROFILES["pi"].default_model, text) == expected
 
 
@@ -53,24 +64,36 @@ def test_the_model_map_keeps_every_entry_and_adds_only_what_is_missing() -> None
     assert starter.model_map_update("/m.json", None, {}, False).text is None
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("", ".claude/worktrees/\n"),
-    ("*.log", "*.log\n.claude/worktrees/\n"),
-    ("*.log\n", "*.log\n.claude/worktrees/\n"),
-    ("/.claude/worktrees/\n", None),
-    ("  .claude/worktrees/  \n", None),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", ".claude/worktrees/\n"),
+        ("*.log", "*.log\n.claude/worktrees/\n"),
+        ("*.log\n", "*.log\n.claude/worktrees/\n"),
+        ("/.claude/worktrees/\n", None),
+        ("  .claude/worktrees/  \n", None),
+    ],
+)
 def test_the_exclude_file_gets_the_worktrees_once(text: str, expected: str | None) -> None:
     assert starter.excluded(text) == expected
 
 
 def test_the_grant_writes_src_and_reads_the_rest_but_git_the_worktrees_and_concorde() -> None:
-    top = [("src", True), ("tests", True), ("README.md", False), (".git", True),
-           (".claude", True), (".concorde", True), ("src", False)]
+    top = [
+        ("src", True),
+        ("tests", True),
+        ("README.md", False),
+        (".git", True),
+        (".claude", True),
+        (".concorde", True),
+        ("src", False),
+    ]
     data = json.loads(starter.grant_text(top, "t1"))
     assert data["task_type"] == "implement"
-    assert data["entries"] == [{"path": "README.md", "level": "ro"},
-                               {"path": "src", "level": "ro"},
-                               {"path": "src/", "level": "rw"},
-                               {"path": "tests/", "level": "ro"}]
+    assert data["entries"] == [
+        {"path": "README.md", "level": "ro"},
+        {"path": "src", "level": "ro"},
+        {"path": "src/", "level": "rw"},
+        {"path": "tests/", "level": "ro"},
+    ]
     assert data["context_identity"].startswith("sha256:") and len(data["context_identity"]) == 71

@@ -88,7 +88,9 @@ def test_codes_per_backend() -> None:
         "pi_runtime_missing",
     }
     assert {name: p.failure_code for name, p in PROFILES.items()} == {
-        "claude": "claude_failed", "pi": "pi_failed"}
+        "claude": "claude_failed",
+        "pi": "pi_failed",
+    }
     with pytest.raises(ValueError):
         codes_for_backend("codex")
 
@@ -114,7 +116,11 @@ def test_every_code_is_a_row_of_a_table_or_named_beyond_them() -> None:
     component = {CLAUDE_LIMIT_CODE, CLAUDE_ERROR_CODE, PI_LIMIT_CODE, PI_ERROR_CODE}
     named = {rule.concorde_code for rule in VALIDATION_CODE_RULES.values()}
     checks = {"check_failed", "check_unavailable"}
-    beyond = {"request_invalid", "demo_extra_missing", "record_unreadable",
-              "runtime_parent_unreadable"}
+    beyond = {
+        "request_invalid",
+        "demo_extra_missing",
+        "record_unreadable",
+        "runtime_parent_unreadable",
+    }
     assert set(Code) == {*RUN_CODES, *REFUSAL_REASONS, *component, *named, *checks, *beyond}
     assert all(Code(str(code)) is code for code in Code)  # each serialises to its own string

@@ -246,8 +246,7 @@ def test_worker_link_copies_the_error_unchanged() -> None:
 
 def test_worker_link_of_the_carried_model_is_the_link_of_its_json() -> None:
     error = WorkerError.model_validate(WORKER_ERROR)
-    assert worker_link(error, RUN, "0199-session") == worker_link(WORKER_ERROR, RUN,
-                                                                  "0199-session")
+    assert worker_link(error, RUN, "0199-session") == worker_link(WORKER_ERROR, RUN, "0199-session")
 
 
 def test_worker_link_without_a_session() -> None:

@@ -18,8 +18,15 @@ from concorde_workers.domain.evidence.records import LastAction
 
 def progress(fs: FakeFileSystem, clock: FakeClock) -> ProgressWriter:
     return ProgressWriter(
-        fs, clock, f"{RUN_DIR}/status.json", run_id=RUN_ID, task_type="implement",
-        backend="pi", worktree=WORKTREE, operation_run_id="r-1", host_pid=4242,
+        fs,
+        clock,
+        f"{RUN_DIR}/status.json",
+        run_id=RUN_ID,
+        task_type="implement",
+        backend="pi",
+        worktree=WORKTREE,
+        operation_run_id="r-1",
+        host_pid=4242,
         started_at=clock.now_utc(),
     )
 
@@ -42,8 +49,16 @@ def test_every_phase_change_rewrites_the_progress_file_at_once() -> None:
     fs, clock = fs_with_parent(), FakeClock()
     fs.mkdir(RUN_DIR)
     writer_ = progress(fs, clock)
-    phases = [("preparing", 1), ("worker", 1), ("audit", 1), ("validation", 1), ("worker", 2),
-              ("audit", 2), ("waiting", 2), ("worker", 3)]
+    phases = [
+        ("preparing", 1),
+        ("worker", 1),
+        ("audit", 1),
+        ("validation", 1),
+        ("worker", 2),
+        ("audit", 2),
+        ("waiting", 2),
+        ("worker", 3),
+    ]
     for i, (phase, n) in enumerate(phases, start=1):
         assert writer_.phase(phase, n)  # type: ignore[arg-type]
         assert writes(fs) == i
@@ -57,9 +72,20 @@ def test_every_phase_change_rewrites_the_progress_file_at_once() -> None:
 
 
 def has_exactly_the_progress_fields(data: dict[str, Any]) -> bool:
-    return set(data) == {"run_id", "task_type", "backend", "worktree", "operation_run_id",
-                         "phase", "round", "last_action", "status", "host_pid", "started_at",
-                         "updated_at"}
+    return set(data) == {
+        "run_id",
+        "task_type",
+        "backend",
+        "worktree",
+        "operation_run_id",
+        "phase",
+        "round",
+        "last_action",
+        "status",
+        "host_pid",
+        "started_at",
+        "updated_at",
+    }
 
 
 @pytest.mark.req("A running run shows its progress")
@@ -111,8 +137,11 @@ def test_updated_at_comes_from_the_clock_and_the_action_is_kept_as_the_stream_ga
     data = status(fs)
     assert data["started_at"] == "2026-01-01T00:00:00Z"
     assert data["updated_at"] == "2026-01-01T00:01:05Z"
-    assert data["last_action"] == {"tool": "Bash", "target": "pytest -q",
-                                   "at": "2026-01-01T00:01:05Z"}
+    assert data["last_action"] == {
+        "tool": "Bash",
+        "target": "pytest -q",
+        "at": "2026-01-01T00:01:05Z",
+    }
 
 
 @pytest.mark.req("A running run shows its progress")

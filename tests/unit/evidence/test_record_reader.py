@@ -51,11 +51,25 @@ def write_finished_run(fs: FakeFileSystem, rounds: int = 2, **content: Any) -> R
         node = round_node(n, prompt="initial" if n == 1 else "repair", validation=validation)
         assert tracer.write_round_node(layout, n, node, "end") is None
     fs.write(f"{RUN_DIR}/rounds/{rounds}/checks/check.http.tests/output.log", "log")
-    fs.write(layout.status, json.dumps({
-        "run_id": RUN_ID, "task_type": "implement", "backend": "pi", "worktree": WORKTREE,
-        "operation_run_id": None, "phase": "finished", "round": max(1, rounds), "last_action": None,
-        "status": "failed", "host_pid": 7, "started_at": "2026-10-02T10:15:00Z",
-        "updated_at": "2026-10-02T10:21:40Z"}))
+    fs.write(
+        layout.status,
+        json.dumps(
+            {
+                "run_id": RUN_ID,
+                "task_type": "implement",
+                "backend": "pi",
+                "worktree": WORKTREE,
+                "operation_run_id": None,
+                "phase": "finished",
+                "round": max(1, rounds),
+                "last_action": None,
+                "status": "failed",
+                "host_pid": 7,
+                "started_at": "2026-10-02T10:15:00Z",
+                "updated_at": "2026-10-02T10:21:40Z",
+            }
+        ),
+    )
     return layout
 
 
@@ -171,18 +185,29 @@ def test_a_round_node_holding_another_round_is_refused() -> None:
     assert refusal.file == layout.round_trace(2) and "not 2" in refusal.message
 
 
-_parsed = parse_grant({"task_type": "implement", "context_identity": "sha256:ctx",
-                       "entries": [{"path": "src/", "level": "rw"}]})
+_parsed = parse_grant(
+    {
+        "task_type": "implement",
+        "context_identity": "sha256:ctx",
+        "entries": [{"path": "src/", "level": "rw"}],
+    }
+)
 assert isinstance(_parsed, Grant)
 BRIEF_GRANT: Grant = _parsed
 
 
-def with_brief(fs: FakeFileSystem, layout: RunLayout, worktree: str = WORKTREE,
-               digest: str | None = None) -> None:
+def with_brief(
+    fs: FakeFileSystem, layout: RunLayout, worktree: str = WORKTREE, digest: str | None = None
+) -> None:
     """brief.md as the host writes it, and the run node's brief_digest (its digest, or
     `digest`)."""
-    brief = compose_brief(variant=PROFILES["pi"].brief, task_type="implement", worktree=worktree,
-                          grant=BRIEF_GRANT, instructions="Do it.")
+    brief = compose_brief(
+        variant=PROFILES["pi"].brief,
+        task_type="implement",
+        worktree=worktree,
+        grant=BRIEF_GRANT,
+        instructions="Do it.",
+    )
     fs.write(layout.brief, brief)
     data = json.loads(fs.read_text(layout.trace))
     data["metadata"]["brief_digest"] = digest or digest_text(brief)
@@ -193,17 +218,23 @@ DAMAGES: list[Any] = [
     pytest.param(lambda fs, layout: fs.remove(layout.status), id="missing"),
     pytest.param(lambda fs, layout: fs.write(layout.status, '{"run_id": "w-2026'), id="cut off"),
     pytest.param(lambda fs, layout: fs.write(layout.status, b"\xff\xfe"), id="not UTF-8"),
-    pytest.param(lambda fs, layout: fs.write(layout.status, '{"phase": "nowhere"}'),
-                 id="not a progress file"),
-    pytest.param(lambda fs, layout: fs.write(layout.status, fs.read_text(layout.status).replace(
-        RUN_ID, "w-20991231T235959-ffffff")), id="another run's"),
+    pytest.param(
+        lambda fs, layout: fs.write(layout.status, '{"phase": "nowhere"}'), id="not a progress file"
+    ),
+    pytest.param(
+        lambda fs, layout: fs.write(
+            layout.status, fs.read_text(layout.status).replace(RUN_ID, "w-20991231T235959-ffffff")
+        ),
+        id="another run's",
+    ),
 ]
 
 
 @pytest.mark.req("Every run leaves a final record")
 @pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damaged_progress_file_does_not_keep_the_record_from_being_read(
-        damage: Callable[[FakeFileSystem, RunLayout], None]) -> None:
+    damage: Callable[[FakeFileSystem, RunLayout], None],
+) -> None:
     fs = fs_with_parent()
     layout = write_finished_run(fs)
     with_brief(fs, layout, worktree="/repo/.claude/worktrees/t; odd name")
@@ -234,8 +265,13 @@ def test_a_readable_progress_file_still_names_the_worktree() -> None:
 
 
 def test_the_brief_names_its_worktree_and_nothing_else_does() -> None:
-    brief = compose_brief(variant=PROFILES["claude"].brief, task_type="review", worktree="/r/.claude/worktrees/a",
-                          grant=BRIEF_GRANT, instructions="x")
+    brief = compose_brief(
+        variant=PROFILES["claude"].brief,
+        task_type="review",
+        worktree="/r/.claude/worktrees/a",
+        grant=BRIEF_GRANT,
+        instructions="x",
+    )
     assert worktree_of_brief(brief) == "/r/.claude/worktrees/a"
     assert worktree_of_brief("The task worktree is /r; your working directory") is None
     assert worktree_of_brief("") is None

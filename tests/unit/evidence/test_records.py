@@ -42,14 +42,26 @@ def example(contract_id: str) -> Any:
 
 
 def ok_result() -> dict[str, Any]:
-    return {"status": "ok", "summary": "Done.", "error": None, "proposed_deletions": [],
-            "output": {}}
+    return {
+        "status": "ok",
+        "summary": "Done.",
+        "error": None,
+        "proposed_deletions": [],
+        "output": {},
+    }
 
 
 def usage(**change: Any) -> dict[str, Any]:
-    return {"tokens_in": 120, "tokens_out": 3400, "tokens_cache_read": 210400,
-            "tokens_cache_write": 18200, "cost_usd": 0.12, "turns": 9,
-            "duration_seconds": 401.2, **change}
+    return {
+        "tokens_in": 120,
+        "tokens_out": 3400,
+        "tokens_cache_read": 210400,
+        "tokens_cache_write": 18200,
+        "cost_usd": 0.12,
+        "turns": 9,
+        "duration_seconds": 401.2,
+        **change,
+    }
 
 
 # --- every model gives its contract's example back --------------------------------------------
@@ -152,16 +164,21 @@ def with_error(**change: Any) -> dict[str, Any]:
         ({**ok_result(), "proposed_deletions": "src/a.py"}, "proposed_deletions"),
         (with_error(code="Spec-Gap"), "error.code"),
         (with_error(detail=""), "error.detail"),
-        (with_error(evidence=[{"kind": "audit", "ref": "1", "detail": ""}]),
-         "error.evidence.0.kind"),
-        (with_error(evidence=[{"kind": "file", "ref": "", "detail": ""}]),
-         "error.evidence.0.ref"),
+        (
+            with_error(evidence=[{"kind": "audit", "ref": "1", "detail": ""}]),
+            "error.evidence.0.kind",
+        ),
+        (with_error(evidence=[{"kind": "file", "ref": "", "detail": ""}]), "error.evidence.0.ref"),
         (with_error(evidence=[{"kind": "file", "ref": "a.py"}]), "error.evidence.0.detail"),
         (with_error(attempts=[""]), "error.attempts.0"),
-        (with_error(unhandled={"reason": "laziness", "explanation": "x"}),
-         "error.unhandled.reason"),
-        (with_error(unhandled={"reason": "decision", "explanation": ""}),
-         "error.unhandled.explanation"),
+        (
+            with_error(unhandled={"reason": "laziness", "explanation": "x"}),
+            "error.unhandled.reason",
+        ),
+        (
+            with_error(unhandled={"reason": "decision", "explanation": ""}),
+            "error.unhandled.explanation",
+        ),
         (with_error(options=[""]), "error.options.0"),
         (with_error(recommendation=None), "error.recommendation"),
         (with_error(level="worker"), "error.level"),
@@ -259,9 +276,16 @@ def test_a_round_trace_the_schema_refuses_is_refused(change: dict[str, Any]) -> 
 
 
 def test_a_round_that_ended_before_its_audit_records_nulls() -> None:
-    content = {**example(ROUND_TRACE), "session": None, "exit": None, "audit": None,
-               "evidence": [], "validation": None, "agent": {},
-               "transient": {"error": "529 overloaded", "retried": False, "delay_seconds": None}}
+    content = {
+        **example(ROUND_TRACE),
+        "session": None,
+        "exit": None,
+        "audit": None,
+        "evidence": [],
+        "validation": None,
+        "agent": {},
+        "transient": {"error": "529 overloaded", "retried": False, "delay_seconds": None},
+    }
     dumped = RoundTraceContent.model_validate(content).model_dump(mode="json")
     assert dumped == content
     assert validator(ROUND_TRACE).is_valid(dumped)
@@ -276,10 +300,22 @@ def test_a_round_without_steps_has_only_its_round_prompt_and_usage() -> None:
 
 
 def test_a_round_keeps_a_null_session_exit_and_duration_it_was_given() -> None:
-    record = RoundRecord(round=2, prompt="retry", session=None, exit=None, duration=None,
-                         usage=Usage.model_validate(usage()))
-    assert record.to_json() == {"round": 2, "prompt": "retry", "session": None, "exit": None,
-                                "duration": None, "usage": usage()}
+    record = RoundRecord(
+        round=2,
+        prompt="retry",
+        session=None,
+        exit=None,
+        duration=None,
+        usage=Usage.model_validate(usage()),
+    )
+    assert record.to_json() == {
+        "round": 2,
+        "prompt": "retry",
+        "session": None,
+        "exit": None,
+        "duration": None,
+        "usage": usage(),
+    }
 
 
 @pytest.mark.parametrize("key", ["claude", "pi", "audit", "evidence", "validation", "transient"])
@@ -293,7 +329,11 @@ def test_a_step_that_did_not_happen_has_no_key_never_null(key: str) -> None:
 
 def test_a_round_record_round_trips_every_optional_key() -> None:
     data = {
-        "round": 2, "prompt": "repair", "session": "s-1", "exit": 1, "duration": 3,
+        "round": 2,
+        "prompt": "repair",
+        "session": "s-1",
+        "exit": 1,
+        "duration": 3,
         "usage": usage(duration_seconds=3),
         "claude": {"subtype": "success"},
         "audit": {"verdict": "clean", "changed": ["a.py"], "violations": []},
@@ -312,8 +352,13 @@ def test_a_round_record_from_a_round_without_validation() -> None:
     record = RoundRecord.of_round(round_content(), Usage.model_validate(usage()))
     content = example(ROUND_TRACE)
     assert record.to_json() == {
-        "round": 1, "prompt": "initial", "session": content["session"], "exit": 0,
-        "duration": 401.2, "usage": usage(), "claude": content["agent"]["claude"],
+        "round": 1,
+        "prompt": "initial",
+        "session": content["session"],
+        "exit": 0,
+        "duration": 401.2,
+        "usage": usage(),
+        "claude": content["agent"]["claude"],
         "audit": content["audit"],
     }
 
@@ -376,8 +421,13 @@ def test_an_ok_run_record_has_no_error() -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [{"runtime_directory": ""}, {"extra": 1}, {"rounds": [{"round": 1, "prompt": "initial"}]},
-     {"tools": ["read"]}, {"stderr_tail": None}],
+    [
+        {"runtime_directory": ""},
+        {"extra": 1},
+        {"rounds": [{"round": 1, "prompt": "initial"}]},
+        {"tools": ["read"]},
+        {"stderr_tail": None},
+    ],
 )
 def test_a_run_record_the_schema_refuses_is_refused(change: dict[str, Any]) -> None:
     value = {**example(RUN_RECORD), **change}
@@ -405,8 +455,14 @@ def test_usage_keeps_integers_and_nulls_as_reported() -> None:
 
 
 @pytest.mark.parametrize(
-    "change", [{"tokens_in": True}, {"tokens_out": "5"}, {"turns": -1}, {"cost_usd": -0.1},
-               {"tokens_in": 1.5}],
+    "change",
+    [
+        {"tokens_in": True},
+        {"tokens_out": "5"},
+        {"turns": -1},
+        {"cost_usd": -0.1},
+        {"tokens_in": 1.5},
+    ],
 )
 def test_usage_refuses_what_is_not_a_count_or_amount(change: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
@@ -418,11 +474,19 @@ def test_usage_refuses_what_is_not_a_count_or_amount(change: dict[str, Any]) -> 
 
 def round_node(**change: Any) -> dict[str, Any]:
     return {
-        "kind": "worker-round", "id": "w-20261002T101500-a1b2c3/1",
-        "parent": "w-20261002T101500-a1b2c3", "started_at": "2026-10-02T10:15:02Z",
-        "ended_at": "2026-10-02T10:21:40Z", "status": "ok", "outcome": "ok", "error": None,
+        "kind": "worker-round",
+        "id": "w-20261002T101500-a1b2c3/1",
+        "parent": "w-20261002T101500-a1b2c3",
+        "started_at": "2026-10-02T10:15:02Z",
+        "ended_at": "2026-10-02T10:21:40Z",
+        "status": "ok",
+        "outcome": "ok",
+        "error": None,
         "files": [{"path": "stderr.log", "digest": "sha256:" + "e" * 64}],
-        "metadata": {}, "usage": usage(), "content": example(ROUND_TRACE), **change,
+        "metadata": {},
+        "usage": usage(),
+        "content": example(ROUND_TRACE),
+        **change,
     }
 
 
@@ -496,16 +560,23 @@ def test_an_interrupted_node_keeps_its_final_status() -> None:
 
 
 def test_a_running_run_node_validates_and_serializes() -> None:
-    node = {**example(NODE), "ended_at": None, "status": "running", "outcome": None,
-            "error": None, "files": []}
+    node = {
+        **example(NODE),
+        "ended_at": None,
+        "status": "running",
+        "outcome": None,
+        "error": None,
+        "files": [],
+    }
     node["metadata"].update(model=None, grant_digest=None, settings_digest=None, brief_digest=None)
     assert TraceNode.model_validate(node).model_dump(mode="json") == node
     assert validator(NODE).is_valid(node)
 
 
 def test_a_node_of_another_kind_keeps_plain_objects() -> None:
-    node = round_node(kind="check", metadata={"check_id": "check.http.tests"},
-                      usage={}, content={"exit_code": 1})
+    node = round_node(
+        kind="check", metadata={"check_id": "check.http.tests"}, usage={}, content={"exit_code": 1}
+    )
     parsed = TraceNode.model_validate(node)
     assert parsed.model_dump(mode="json") == node
     assert validator(NODE).is_valid(node)
@@ -516,13 +587,19 @@ def test_a_node_of_another_kind_keeps_plain_objects() -> None:
 
 def progress(**change: Any) -> dict[str, Any]:
     return {
-        "run_id": "w-20261002T101500-a1b2c3", "task_type": "implement", "backend": "pi",
-        "worktree": "/repo/.claude/worktrees/discounts", "operation_run_id": "r-1",
-        "phase": "worker", "round": 1,
-        "last_action": {"tool": "Edit", "target": "src/shop/cart.py",
-                        "at": "2026-10-02T10:16:00Z"},
-        "status": None, "host_pid": 4242, "started_at": "2026-10-02T10:15:00Z",
-        "updated_at": "2026-10-02T10:16:00Z", **change,
+        "run_id": "w-20261002T101500-a1b2c3",
+        "task_type": "implement",
+        "backend": "pi",
+        "worktree": "/repo/.claude/worktrees/discounts",
+        "operation_run_id": "r-1",
+        "phase": "worker",
+        "round": 1,
+        "last_action": {"tool": "Edit", "target": "src/shop/cart.py", "at": "2026-10-02T10:16:00Z"},
+        "status": None,
+        "host_pid": 4242,
+        "started_at": "2026-10-02T10:15:00Z",
+        "updated_at": "2026-10-02T10:16:00Z",
+        **change,
     }
 
 
@@ -530,8 +607,7 @@ def test_the_progress_file_serializes_its_fields_in_order() -> None:
     data = progress()
     dumped = ProgressFile.model_validate(data).model_dump(mode="json")
     assert dumped == data and list(dumped) == list(data)
-    finished = progress(phase="finished", status="failed", last_action=None,
-                        operation_run_id=None)
+    finished = progress(phase="finished", status="failed", last_action=None, operation_run_id=None)
     assert ProgressFile.model_validate(finished).model_dump(mode="json") == finished
 
 
@@ -543,8 +619,13 @@ def test_the_progress_file_serializes_its_fields_in_order() -> None:
         {"phase": "resuming"},
         {"round": 0},
         {"host_pid": "4242"},
-        {"last_action": {"tool": "Bash", "target": "x" * (LAST_ACTION_TARGET_LIMIT + 1),
-                         "at": "2026-10-02T10:16:00Z"}},
+        {
+            "last_action": {
+                "tool": "Bash",
+                "target": "x" * (LAST_ACTION_TARGET_LIMIT + 1),
+                "at": "2026-10-02T10:16:00Z",
+            }
+        },
         {"extra": 1},
     ],
 )

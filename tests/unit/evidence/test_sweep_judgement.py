@@ -44,21 +44,33 @@ def owner(host: ProcessIdentity = HOST, run_id: str = RUN_ID) -> OwnerRecord:
     return OwnerRecord.of(run_id, f"/trace/workers/{run_id}", "pi", host)
 
 
-def candidate(owner_: OwnerRecord | str | None = None, *, name: str = NAME,
-              kind: EntryKind = EntryKind.DIRECTORY, uid: int | None = UID,
-              age: float | None = 60.0) -> Candidate:
-    return Candidate(path=f"/tmp/{name}", name=name, kind=kind, uid=uid,
-                     mtime=None if age is None else NOW - age,
-                     owner=owner() if owner_ is None else owner_)
+def candidate(
+    owner_: OwnerRecord | str | None = None,
+    *,
+    name: str = NAME,
+    kind: EntryKind = EntryKind.DIRECTORY,
+    uid: int | None = UID,
+    age: float | None = 60.0,
+) -> Candidate:
+    return Candidate(
+        path=f"/tmp/{name}",
+        name=name,
+        kind=kind,
+        uid=uid,
+        mtime=None if age is None else NOW - age,
+        owner=owner() if owner_ is None else owner_,
+    )
 
 
-def seen(state: ProcessState, start: int | None = HOST.start_ticks,
-         pid: int = HOST.pid) -> ProcessObservation:
+def seen(
+    state: ProcessState, start: int | None = HOST.start_ticks, pid: int = HOST.pid
+) -> ProcessObservation:
     return ProcessObservation(pid=pid, state=state, start_ticks=start)
 
 
-def verdict(c: Candidate, observation: ProcessObservation | None = None,
-            own: ProcessIdentity = SWEEPER) -> tuple[Verdict, str]:
+def verdict(
+    c: Candidate, observation: ProcessObservation | None = None, own: ProcessIdentity = SWEEPER
+) -> tuple[Verdict, str]:
     judged = judge(c, own_uid=UID, own=own, observation=observation, now=NOW)
     assert judged is not None
     return judged.verdict, judged.reason
@@ -69,12 +81,16 @@ def verdict(c: Candidate, observation: ProcessObservation | None = None,
 
 def test_a_live_host_keeps_its_directory() -> None:
     assert verdict(candidate(), seen(ProcessState.ALIVE)) == (
-        Verdict.LIVE, "its host (pid 4242) is alive")
+        Verdict.LIVE,
+        "its host (pid 4242) is alive",
+    )
 
 
 def test_a_host_that_is_gone_leaves_a_stale_directory() -> None:
     assert verdict(candidate(), seen(ProcessState.ABSENT, None)) == (
-        Verdict.STALE, "its host (pid 4242) is gone")
+        Verdict.STALE,
+        "its host (pid 4242) is gone",
+    )
 
 
 def test_a_host_that_exited_unreaped_is_dead() -> None:
@@ -96,15 +112,17 @@ def test_a_reused_pid_whose_new_process_is_a_zombie_is_still_not_the_host() -> N
 
 def test_a_host_whose_start_was_not_recorded_is_judged_by_its_pid_alone() -> None:
     unknown_start = HOST.model_copy(update={"start_ticks": None})
-    assert verdict(candidate(owner(unknown_start)), seen(ProcessState.ALIVE, 1))[0] \
-        is Verdict.LIVE
-    assert verdict(candidate(owner(unknown_start)), seen(ProcessState.ABSENT, None))[0] \
+    assert verdict(candidate(owner(unknown_start)), seen(ProcessState.ALIVE, 1))[0] is Verdict.LIVE
+    assert (
+        verdict(candidate(owner(unknown_start)), seen(ProcessState.ABSENT, None))[0]
         is Verdict.STALE
+    )
 
 
 def test_an_unreadable_process_table_never_makes_a_directory_stale() -> None:
-    unknown = ProcessObservation(pid=HOST.pid, state=ProcessState.UNKNOWN,
-                                 problem="/proc/4242/stat: Permission denied")
+    unknown = ProcessObservation(
+        pid=HOST.pid, state=ProcessState.UNKNOWN, problem="/proc/4242/stat: Permission denied"
+    )
     got, reason = verdict(candidate(), unknown)
     assert got is Verdict.LEFT and "Permission denied" in reason
     assert verdict(candidate(), None)[0] is Verdict.LEFT
@@ -130,8 +148,7 @@ def test_a_host_in_another_pid_namespace_is_left_alone() -> None:
 def test_an_unknown_pid_namespace_is_left_alone(which: str) -> None:
     host = HOST.model_copy(update={"pid_namespace": None}) if which == "host" else HOST
     own = SWEEPER.model_copy(update={"pid_namespace": None}) if which == "sweeper" else SWEEPER
-    assert verdict(candidate(owner(host)), seen(ProcessState.ABSENT, None), own)[0] \
-        is Verdict.LEFT
+    assert verdict(candidate(owner(host)), seen(ProcessState.ABSENT, None), own)[0] is Verdict.LEFT
 
 
 def test_an_unknown_boot_falls_back_to_the_pid() -> None:
@@ -143,15 +160,32 @@ def test_an_unknown_boot_falls_back_to_the_pid() -> None:
 # --- the directory itself ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [
-    "concorde-abc12-0badcafe", "concorde-ABC123-0badcafe", "concorde-abc123-", "concorde-abc123",
-    "concorde-abc123-bad.name", "concorde-abc123-" + "a" * 33, "xconcorde-abc123-0badcafe",
-    "concorde-abc123-0badcafe/", "tmp8jm5fujy",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "concorde-abc12-0badcafe",
+        "concorde-ABC123-0badcafe",
+        "concorde-abc123-",
+        "concorde-abc123",
+        "concorde-abc123-bad.name",
+        "concorde-abc123-" + "a" * 33,
+        "xconcorde-abc123-0badcafe",
+        "concorde-abc123-0badcafe/",
+        "tmp8jm5fujy",
+    ],
+)
 def test_a_name_that_is_not_a_runtime_directorys_is_not_judged(name: str) -> None:
     assert runtime_directory_hex(name) is None
-    assert judge(candidate(name=name), own_uid=UID, own=SWEEPER,
-                 observation=seen(ProcessState.ABSENT, None), now=NOW) is None
+    assert (
+        judge(
+            candidate(name=name),
+            own_uid=UID,
+            own=SWEEPER,
+            observation=seen(ProcessState.ABSENT, None),
+            now=NOW,
+        )
+        is None
+    )
 
 
 def test_the_name_gives_the_run_ids_hex() -> None:
@@ -201,25 +235,54 @@ def test_the_owner_record_reads_back_as_written() -> None:
     assert parse_owner_record(text) == owner()
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("", "not JSON"),
-    ("[]", "not an owner record"),
-    ('{"kind": "other"}', "not an owner record"),
-    (json.dumps({**json.loads(owner_record_text(owner())), "extra": 1}), "extra"),
-    (json.dumps({**json.loads(owner_record_text(owner())), "version": 2}), "version"),
-    (json.dumps({**json.loads(owner_record_text(owner())), "run_id": "w-x"}), "not a run id"),
-    (json.dumps({**json.loads(owner_record_text(owner())), "run_directory": "trace/w"}),
-     "is not the run directory"),
-    (json.dumps({**json.loads(owner_record_text(owner())),
-                 "run_directory": f"/trace/workers/../workers/{RUN_ID}"}),
-     "is not the run directory"),
-    (json.dumps({**json.loads(owner_record_text(owner())),
-                 "run_directory": f"/trace/other/{RUN_ID}"}), "is not the run directory"),
-    (json.dumps({**json.loads(owner_record_text(owner())),
-                 "host": {**HOST.model_dump(), "pid": "4242"}}), "host.pid"),
-    (json.dumps({**json.loads(owner_record_text(owner())),
-                 "host": {**HOST.model_dump(), "pid": 0}}), "host.pid"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "not JSON"),
+        ("[]", "not an owner record"),
+        ('{"kind": "other"}', "not an owner record"),
+        (json.dumps({**json.loads(owner_record_text(owner())), "extra": 1}), "extra"),
+        (json.dumps({**json.loads(owner_record_text(owner())), "version": 2}), "version"),
+        (json.dumps({**json.loads(owner_record_text(owner())), "run_id": "w-x"}), "not a run id"),
+        (
+            json.dumps({**json.loads(owner_record_text(owner())), "run_directory": "trace/w"}),
+            "is not the run directory",
+        ),
+        (
+            json.dumps(
+                {
+                    **json.loads(owner_record_text(owner())),
+                    "run_directory": f"/trace/workers/../workers/{RUN_ID}",
+                }
+            ),
+            "is not the run directory",
+        ),
+        (
+            json.dumps(
+                {
+                    **json.loads(owner_record_text(owner())),
+                    "run_directory": f"/trace/other/{RUN_ID}",
+                }
+            ),
+            "is not the run directory",
+        ),
+        (
+            json.dumps(
+                {
+                    **json.loads(owner_record_text(owner())),
+                    "host": {**HOST.model_dump(), "pid": "4242"},
+                }
+            ),
+            "host.pid",
+        ),
+        (
+            json.dumps(
+                {**json.loads(owner_record_text(owner())), "host": {**HOST.model_dump(), "pid": 0}}
+            ),
+            "host.pid",
+        ),
+    ],
+)
 def test_a_garbled_owner_record_says_what_is_wrong(text: str, problem: str) -> None:
     parsed = parse_owner_record(text)
     assert isinstance(parsed, str) and problem in parsed, parsed
@@ -235,7 +298,8 @@ def test_the_stat_line_is_read_after_the_last_parenthesis(comm: str) -> None:
     line = f"4242 ({comm}) S" + STAT_TAIL.format(start=123456)
     assert parse_proc_stat(line) == ("S", 123456)
     assert observation_of_stat(4242, line) == ProcessObservation(
-        pid=4242, state=ProcessState.ALIVE, start_ticks=123456)
+        pid=4242, state=ProcessState.ALIVE, start_ticks=123456
+    )
 
 
 @pytest.mark.parametrize("state", ["Z", "X", "x"])
@@ -244,9 +308,16 @@ def test_a_zombie_or_dead_stat_is_exited(state: str) -> None:
     assert observation_of_stat(4242, line).state is ProcessState.EXITED
 
 
-@pytest.mark.parametrize("line", ["", "4242 agent S 1 2", "4242 (agent) S 1 2 3",
-                                  "4242 (agent) SS" + STAT_TAIL.format(start=1),
-                                  "4242 (agent) S" + STAT_TAIL.format(start="-1")])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "4242 agent S 1 2",
+        "4242 (agent) S 1 2 3",
+        "4242 (agent) SS" + STAT_TAIL.format(start=1),
+        "4242 (agent) S" + STAT_TAIL.format(start="-1"),
+    ],
+)
 def test_a_garbled_stat_line_is_unknown(line: str) -> None:
     assert parse_proc_stat(line) is None
     assert observation_of_stat(4242, line).state is ProcessState.UNKNOWN

@@ -51,8 +51,9 @@ def test_create_run_refuses_a_parent_that_is_a_file() -> None:
     assert "Not a directory" in result.os_error_text
 
 
-@pytest.mark.parametrize("bad", ["", "..", "w-1", "x/../../etc", "w-20261002T101500-A1B2C3",
-                                 "w-20261399T101500-a1b2c3"])
+@pytest.mark.parametrize(
+    "bad", ["", "..", "w-1", "x/../../etc", "w-20261002T101500-A1B2C3", "w-20261399T101500-a1b2c3"]
+)
 def test_create_run_refuses_what_is_not_a_run_id(bad: str) -> None:
     fs = fs_with_parent()
     result = writer(fs).create_run(PARENT, bad)
@@ -119,7 +120,10 @@ def test_a_refused_run_node_write_is_recorded_with_file_moment_and_error(moment:
     assert tracer.final_failures == ([expected] if moment == "end" else [])
     (evidence,) = tracer.failure_evidence()
     assert (evidence.kind, evidence.ref, evidence.detail) == (
-        "trace-write", layout.trace, f"{moment}: Permission denied")
+        "trace-write",
+        layout.trace,
+        f"{moment}: Permission denied",
+    )
     # the next write goes through and the failure stays listed
     assert tracer.write_run_node(layout, node, moment) is None  # type: ignore[arg-type]
     assert tracer.failures == [expected]
@@ -149,7 +153,8 @@ def test_a_refused_round_node_write_is_recorded_never_raised(moment: str) -> Non
     assert tracer.failures == [failure]
     assert tracer.final_failures == []
     assert tracer.trace_failures == (
-        TraceFailure(layout.round_trace(2), moment, "No space left on device"),)
+        TraceFailure(layout.round_trace(2), moment, "No space left on device"),
+    )
 
 
 def test_a_round_folder_that_cannot_be_made_is_a_trace_failure_of_its_node() -> None:

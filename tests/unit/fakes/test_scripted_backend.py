@@ -30,8 +30,10 @@ def test_it_is_an_agent_backend_standing_in_for_pi_or_claude() -> None:
         ScriptedBackend("codex")
 
 
-@pytest.mark.parametrize(("name", "settings"), [("claude", f"{RT}/control/settings.json"),
-                                                ("pi", f"{RT}/control/permission.ts")])
+@pytest.mark.parametrize(
+    ("name", "settings"),
+    [("claude", f"{RT}/control/settings.json"), ("pi", f"{RT}/control/permission.ts")],
+)
 def test_generate_writes_real_control_files_from_the_policy(name: str, settings: str) -> None:
     context = make_context(backend=name, runtime_dir=RT)
     generated = ScriptedBackend(name).generate(context)
@@ -54,8 +56,11 @@ def test_the_settings_digest_follows_the_grant() -> None:
 
 def test_command_environment_transcript_and_reader() -> None:
     backend = ScriptedBackend("claude", clock=None)
-    context = make_context(backend="claude", runtime_dir=RT,
-                           environ={"PATH": "/bin", "ANTHROPIC_API_KEY": "k", "OTHER": "x"})
+    context = make_context(
+        backend="claude",
+        runtime_dir=RT,
+        environ={"PATH": "/bin", "ANTHROPIC_API_KEY": "k", "OTHER": "x"},
+    )
     first = backend.command(context, RoundKind.INITIAL, None)
     retry = backend.command(context, RoundKind.RETRY, "s-1")
     assert first.argv == (FAKE_PROGRAM, "initial", "-") and first.cwd == f"{RT}/work"
@@ -77,7 +82,9 @@ def test_credentials_and_check_are_configurable() -> None:
     copies = [("/home/u/.pi/agent/auth.json", f"{RT}/config/auth.json")]
     assert ScriptedBackend("pi").credential_copies(context) == ()
     assert ScriptedBackend("pi", credentials=copies).credential_copies(context) == tuple(copies)
-    by_context = ScriptedBackend("pi", credentials=lambda c: [("/u/f", c.policy.runtime.copy_of("auth.json"))])
+    by_context = ScriptedBackend(
+        "pi", credentials=lambda c: [("/u/f", c.policy.runtime.copy_of("auth.json"))]
+    )
     assert by_context.credential_copies(context) == (("/u/f", f"{RT}/config/auth.json"),)
     refusal = Refusal(code="pi_runtime_missing", reason=Reason.ENVIRONMENT, message="no pi")
     assert ScriptedBackend("pi", refusal=refusal).check("/p") == refusal
@@ -121,11 +128,16 @@ def test_rounds_become_fake_processes_and_write_their_transcript() -> None:
 
 def test_effects_timeouts_and_failed_starts_reach_the_fake_process() -> None:
     started: list[FakeStart] = []
-    runner = FakeProcessRunner.scripted(*ScriptedBackend("pi", rounds=[
-        Round.ok(RESULT, effects=started.append, transcript=False),
-        Round.timeout(),
-        Round.not_started("Permission denied"),
-    ]).processes())
+    runner = FakeProcessRunner.scripted(
+        *ScriptedBackend(
+            "pi",
+            rounds=[
+                Round.ok(RESULT, effects=started.append, transcript=False),
+                Round.timeout(),
+                Round.not_started("Permission denied"),
+            ],
+        ).processes()
+    )
     runner.start(["a"], {"K": "v"}, "/rt/work", stdin_text="brief").wait(None)
     assert started[0].env == {"K": "v"} and started[0].stdin_text == "brief"
     hung = runner.start(["a"], {}, "/rt/work", timeout_seconds=5)

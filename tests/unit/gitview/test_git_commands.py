@@ -32,9 +32,17 @@ EXPECTED_ARGS: dict[str, tuple[str, ...]] = {
     "git_dir": ("rev-parse", "--path-format=absolute", "--git-dir"),
     "common_dir": ("rev-parse", "--path-format=absolute", "--git-common-dir"),
     "worktree_list": ("worktree", "list", "--porcelain", "-z"),
-    "status": ("status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind",
-               "--untracked-files=all", "--no-renames", "--ignored=no",
-               "--ignore-submodules=all"),
+    "status": (
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--branch",
+        "--no-ahead-behind",
+        "--untracked-files=all",
+        "--no-renames",
+        "--ignored=no",
+        "--ignore-submodules=all",
+    ),
     "index": ("ls-files", "--stage", "-v", "-z"),
     # The worker configuration as committed (issue 18 §4): read-only, no filter (`cat-file
     # blob` applies none), never the working copy.
@@ -46,18 +54,27 @@ EXPECTED_ARGS: dict[str, tuple[str, ...]] = {
     "changes_base": ("read-tree",),
     "changes_add": ("update-index", "--add", "--remove", "--replace", "-z", "--stdin"),
     "changes_tree": ("write-tree",),
-    "changes_patch": ("diff-tree", "-r", "-p", "--binary", "--full-index", "--no-renames",
-                      "--no-ext-diff", "--no-textconv", "--no-color"),
+    "changes_patch": (
+        "diff-tree",
+        "-r",
+        "-p",
+        "--binary",
+        "--full-index",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-color",
+    ),
 }
 REQUIRED_CONFIG = {
-    "core.fsmonitor": "false",           # no fsmonitor hook
-    "core.hooksPath": "/dev/null",       # no hook
-    "core.untrackedCache": "false",      # no untracked cache read from or written to the index
+    "core.fsmonitor": "false",  # no fsmonitor hook
+    "core.hooksPath": "/dev/null",  # no hook
+    "core.untrackedCache": "false",  # no untracked cache read from or written to the index
     "core.attributesFile": "/dev/null",  # attributes only from the tree and info/attributes
-    "diff.ignoreSubmodules": "all",      # no Git started in a submodule's worktree
+    "diff.ignoreSubmodules": "all",  # no Git started in a submodule's worktree
     "submodule.recurse": "false",
     "status.submoduleSummary": "false",
-    "protocol.allow": "never",           # no transport: no lazy fetch, no ssh
+    "protocol.allow": "never",  # no transport: no lazy fetch, no ssh
 }
 
 
@@ -76,23 +93,24 @@ def test_every_command_carries_the_safety_options(name: str) -> None:
     command = COMMANDS[name]
     argv = git_argv(GIT, command, where(command))
     assert argv[0] == GIT
-    assert argv[1:1 + len(GIT_OPTIONS)] == list(GIT_OPTIONS)
+    assert argv[1 : 1 + len(GIT_OPTIONS)] == list(GIT_OPTIONS)
     assert {"--no-pager", "--no-optional-locks", "--literal-pathspecs"} <= set(argv)
     config = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-c")
     assert config == REQUIRED_CONFIG
     assert dict(SAFETY_CONFIG) == REQUIRED_CONFIG
-    assert argv[-len(command.args):] == list(command.args)
+    assert argv[-len(command.args) :] == list(command.args)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_a_discovery_command_starts_from_its_directory_and_an_audit_command_names_its_repository(
-        name: str) -> None:
+    name: str,
+) -> None:
     """After placement nothing is discovered: no `.git` file in the worktree decides which
     repository Git reads."""
     command = COMMANDS[name]
     argv = git_argv(GIT, command, where(command))
     if command.scope is Scope.DISCOVERY:
-        assert argv[argv.index("-C"):argv.index("-C") + 2] == ["-C", WORKTREE]
+        assert argv[argv.index("-C") : argv.index("-C") + 2] == ["-C", WORKTREE]
         assert not any(a.startswith(("--git-dir=", "--work-tree=")) for a in argv)
         with pytest.raises(TypeError):
             git_argv(GIT, command, REPO)
@@ -144,9 +162,13 @@ def test_overrides_travel_as_separate_keys_and_values() -> None:
     assert env["GIT_CONFIG_COUNT"] == "8"
     pairs = [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"]) for i in range(8)]
     assert pairs == [
-        ("filter.a=b.c.clean", ""), ("filter.a=b.c.smudge", ""), ("filter.a=b.c.process", ""),
+        ("filter.a=b.c.clean", ""),
+        ("filter.a=b.c.smudge", ""),
+        ("filter.a=b.c.process", ""),
         ("filter.a=b.c.required", "false"),
-        ("filter.lfs.clean", ""), ("filter.lfs.smudge", ""), ("filter.lfs.process", ""),
+        ("filter.lfs.clean", ""),
+        ("filter.lfs.smudge", ""),
+        ("filter.lfs.process", ""),
         ("filter.lfs.required", "false"),
     ]
 
@@ -154,7 +176,7 @@ def test_overrides_travel_as_separate_keys_and_values() -> None:
 def test_the_sandbox_is_read_only_network_less_and_dies_with_the_host() -> None:
     argv = sandboxed("/usr/bin/bwrap", [GIT, "status"])
     assert argv[0] == "/usr/bin/bwrap" and argv[-3:] == ["--", GIT, "status"]
-    options = argv[1:argv.index("--")]
+    options = argv[1 : argv.index("--")]
     assert options == list(SANDBOX_ARGS)
     assert options[:3] == ["--ro-bind", "/", "/"]
     assert not any(o in ("--bind", "--dev-bind", "--share-net") for o in options)
@@ -164,7 +186,7 @@ def test_the_sandbox_is_read_only_network_less_and_dies_with_the_host() -> None:
 
 def test_masked_directories_are_empty_and_read_only_in_the_sandbox() -> None:
     argv = sandboxed("/usr/bin/bwrap", [GIT, "status"], ["/w/src/vendor"])
-    options = argv[1:argv.index("--")]
+    options = argv[1 : argv.index("--")]
     assert options == [*SANDBOX_ARGS, "--tmpfs", "/w/src/vendor", "--remount-ro", "/w/src/vendor"]
     assert sandboxed(None, [GIT, "status"], ["/w/src/vendor"]) == [GIT, "status"]
     many = [f"/w/m{i}" for i in range(300)]
@@ -174,19 +196,37 @@ def test_masked_directories_are_empty_and_read_only_in_the_sandbox() -> None:
 def test_a_store_command_writes_only_into_the_run_s_change_store() -> None:
     """Issue 21 §1: the store's index and objects, the repository's objects only read."""
     assert {name for name, c in COMMANDS.items() if c.store} == {
-        "changes_base", "changes_add", "changes_tree", "changes_patch"}
+        "changes_base",
+        "changes_add",
+        "changes_tree",
+        "changes_patch",
+    }
     assert change_store_environment("/rt/control/changes", "/r/.git") == {
         "GIT_INDEX_FILE": "/rt/control/changes/index",
         "GIT_OBJECT_DIRECTORY": "/rt/control/changes/objects",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/r/.git/objects"}
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/r/.git/objects",
+    }
     argv = sandboxed("/usr/bin/bwrap", ["git", "write-tree"], writable=["/rt/control/changes"])
-    assert argv[:len(SANDBOX_ARGS) + 1] == ["/usr/bin/bwrap", *SANDBOX_ARGS]
-    assert argv[len(SANDBOX_ARGS) + 1:] == ["--bind", "/rt/control/changes",
-                                            "/rt/control/changes", "--", "git", "write-tree"]
+    assert argv[: len(SANDBOX_ARGS) + 1] == ["/usr/bin/bwrap", *SANDBOX_ARGS]
+    assert argv[len(SANDBOX_ARGS) + 1 :] == [
+        "--bind",
+        "/rt/control/changes",
+        "/rt/control/changes",
+        "--",
+        "git",
+        "write-tree",
+    ]
 
 
 def test_the_patch_takes_no_shape_from_the_repository_s_configuration() -> None:
     assert dict(COMMANDS["changes_patch"].config) == {
-        "core.quotePath": "false", "diff.noprefix": "false", "diff.mnemonicPrefix": "false",
-        "diff.relative": "false", "diff.suppressBlankEmpty": "false", "diff.algorithm": "myers",
-        "diff.context": "3", "diff.interHunkContext": "0", "color.ui": "never"}
+        "core.quotePath": "false",
+        "diff.noprefix": "false",
+        "diff.mnemonicPrefix": "false",
+        "diff.relative": "false",
+        "diff.suppressBlankEmpty": "false",
+        "diff.algorithm": "myers",
+        "diff.context": "3",
+        "diff.interHunkContext": "0",
+        "color.ui": "never",
+    }

@@ -23,22 +23,30 @@ def entries(data: bytes) -> list[tuple[str, str | None]]:
 
 
 def test_sections_subsections_and_keys_as_git_names_them() -> None:
-    data = (b'[Core]\n\tFsMonitor = /x\n[filter "LFS"]\n\tclean = git-lfs clean -- %f\n'
-            b"[filter.Dotted]\nsmudge=a\n[include]\n\tpath\n")
+    data = (
+        b'[Core]\n\tFsMonitor = /x\n[filter "LFS"]\n\tclean = git-lfs clean -- %f\n'
+        b"[filter.Dotted]\nsmudge=a\n[include]\n\tpath\n"
+    )
     assert entries(data) == [
         ("core.fsmonitor", "/x"),
         ("filter.LFS.clean", "git-lfs clean -- %f"),
         ("filter.dotted.smudge", "a"),  # the deprecated [a.b] form is lower-cased whole
-        ("include.path", None),         # a bare key is boolean true
+        ("include.path", None),  # a bare key is boolean true
     ]
 
 
 def test_values_quotes_escapes_comments_and_continuations() -> None:
-    data = (b'[a]\n k = "  spaced " # comment\n k2 = x ; y\n k3 = "q;#" tail\n'
-            b' k4 = one\\\n  two\n k5 = \\"\\t\\\\\\n\n k6 = a   b  \n')
+    data = (
+        b'[a]\n k = "  spaced " # comment\n k2 = x ; y\n k3 = "q;#" tail\n'
+        b' k4 = one\\\n  two\n k5 = \\"\\t\\\\\\n\n k6 = a   b  \n'
+    )
     assert entries(data) == [
-        ("a.k", "  spaced "), ("a.k2", "x"), ("a.k3", "q;# tail"), ("a.k4", "one  two"),
-        ("a.k5", '"\t\\\n'), ("a.k6", "a   b"),
+        ("a.k", "  spaced "),
+        ("a.k2", "x"),
+        ("a.k3", "q;# tail"),
+        ("a.k4", "one  two"),
+        ("a.k5", '"\t\\\n'),
+        ("a.k6", "a   b"),
     ]
 
 
@@ -54,10 +62,20 @@ def test_quoted_subsections_keep_escaped_characters() -> None:
     assert (section, sub, key) == ("filter", 'a"b\\c ]d', "clean")
 
 
-@pytest.mark.parametrize("data", [
-    b"[a\n", b"[a \"b]\n", b'[a "b"\n', b"[]\n", b"[a]\n1key = v\n", b"[a]\nk = \"open\n",
-    b"[a]\nk = \\q\n", b"[a]\nk v\n", b'[a "b\n"]\n',
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"[a\n",
+        b'[a "b]\n',
+        b'[a "b"\n',
+        b"[]\n",
+        b"[a]\n1key = v\n",
+        b'[a]\nk = "open\n',
+        b"[a]\nk = \\q\n",
+        b"[a]\nk v\n",
+        b'[a "b\n"]\n',
+    ],
+)
 def test_a_malformed_line_stops_the_parse_as_git_refuses_the_file(data: bytes) -> None:
     parsed = parse_config(data)
     assert parsed.error is not None and parsed.error.startswith("bad config line")
@@ -77,8 +95,10 @@ def test_parts_split_at_the_first_and_last_dot() -> None:
 
 
 def test_every_filter_driver_is_found_in_every_form() -> None:
-    data = (b'[filter "lfs"]\n\tclean = x\n[FILTER "Up"]\n\tprocess = y\n[filter.Dot]\n\tsmudge=z\n'
-            b'[filter "q\\"uote"]\n\tclean = w\n')
+    data = (
+        b'[filter "lfs"]\n\tclean = x\n[FILTER "Up"]\n\tprocess = y\n[filter.Dot]\n\tsmudge=z\n'
+        b'[filter "q\\"uote"]\n\tclean = w\n'
+    )
     names = filter_driver_names(data)
     assert {"lfs", "Up", "dot", 'q"uote'} <= names
 
@@ -92,15 +112,20 @@ def test_a_malformed_file_still_yields_the_drivers_a_raw_scan_sees() -> None:
 
 
 def test_no_filter_section_no_names() -> None:
-    assert filter_driver_names(b"[core]\n\tbare = false\n[diff \"x\"]\n\ttextconv = y\n") == \
-        frozenset()
+    assert (
+        filter_driver_names(b'[core]\n\tbare = false\n[diff "x"]\n\ttextconv = y\n') == frozenset()
+    )
 
 
 def test_overrides_switch_each_driver_off() -> None:
     assert filter_overrides(["b", "a", "b"]) == (
-        ("filter.a.clean", ""), ("filter.a.smudge", ""), ("filter.a.process", ""),
+        ("filter.a.clean", ""),
+        ("filter.a.smudge", ""),
+        ("filter.a.process", ""),
         ("filter.a.required", "false"),
-        ("filter.b.clean", ""), ("filter.b.smudge", ""), ("filter.b.process", ""),
+        ("filter.b.clean", ""),
+        ("filter.b.smudge", ""),
+        ("filter.b.process", ""),
         ("filter.b.required", "false"),
     )
 
@@ -109,10 +134,12 @@ def test_overrides_switch_each_driver_off() -> None:
 
 
 def test_includes_whatever_their_condition_relative_to_the_file() -> None:
-    data = (b"[include]\n\tpath = ../shared.cfg\n\tpath = /abs/x\n"
-            b'[includeIf "gitdir:/nowhere/"]\n\tpath = cond.cfg\n'
-            b"[include]\n\tpath = ~/home.cfg\n\tpath = ~alice/a.cfg\n\tpath = ~bob/b.cfg\n"
-            b"\tpath = %(prefix)/etc/x\n[include \"sub\"]\n\tpath = not-an-include\n")
+    data = (
+        b"[include]\n\tpath = ../shared.cfg\n\tpath = /abs/x\n"
+        b'[includeIf "gitdir:/nowhere/"]\n\tpath = cond.cfg\n'
+        b"[include]\n\tpath = ~/home.cfg\n\tpath = ~alice/a.cfg\n\tpath = ~bob/b.cfg\n"
+        b'\tpath = %(prefix)/etc/x\n[include "sub"]\n\tpath = not-an-include\n'
+    )
     found = include_paths(parse_config(data).entries, "/r/.git/config", {"alice": "/home/a"})
     assert found == ("/r/.git/../shared.cfg", "/abs/x", "/r/.git/cond.cfg", "/home/a/a.cfg")
 
@@ -121,13 +148,19 @@ def test_includes_whatever_their_condition_relative_to_the_file() -> None:
 
 
 def test_program_settings_name_what_would_run() -> None:
-    data = (b'[core]\n\tfsmonitor = /tmp/x\n\thooksPath = hooks2\n\teditor = vi\n\tbare = false\n'
-            b'[filter "x"]\n\tclean = sh -c evil\n\trequired = true\n'
-            b'[diff "d"]\n\ttextconv = conv\n[alias]\n\tst = status\n\tpwn = !evil\n'
-            b'[submodule "s"]\n\tupdate = checkout\n[credential]\n\thelper = store\n'
-            b"[core]\n\tfsmonitor = false\n\tpager =\n")
+    data = (
+        b"[core]\n\tfsmonitor = /tmp/x\n\thooksPath = hooks2\n\teditor = vi\n\tbare = false\n"
+        b'[filter "x"]\n\tclean = sh -c evil\n\trequired = true\n'
+        b'[diff "d"]\n\ttextconv = conv\n[alias]\n\tst = status\n\tpwn = !evil\n'
+        b'[submodule "s"]\n\tupdate = checkout\n[credential]\n\thelper = store\n'
+        b"[core]\n\tfsmonitor = false\n\tpager =\n"
+    )
     assert [(e.name, e.value) for e in program_settings(data)] == [
-        ("core.fsmonitor", "/tmp/x"), ("core.hookspath", "hooks2"), ("core.editor", "vi"),
-        ("filter.x.clean", "sh -c evil"), ("diff.d.textconv", "conv"), ("alias.pwn", "!evil"),
+        ("core.fsmonitor", "/tmp/x"),
+        ("core.hookspath", "hooks2"),
+        ("core.editor", "vi"),
+        ("filter.x.clean", "sh -c evil"),
+        ("diff.d.textconv", "conv"),
+        ("alias.pwn", "!evil"),
         ("credential.helper", "store"),
     ]

@@ -182,17 +182,29 @@ def test_branch_headers_give_head_without_another_command() -> None:
     assert parse_porcelain_v2(data) == (StatusEntry(kind=StatusKind.UNTRACKED, path="new.txt"),)
 
 
-@pytest.mark.parametrize("oid,head,head_file,expected", [
-    (H1, "task", b"ref: refs/heads/task\n", HeadState(branch="refs/heads/task", commit=H1)),
-    (H1, "task", None, HeadState(branch="refs/heads/task", commit=H1)),
-    ("(initial)", "trunk", b"ref: refs/heads/trunk\n",
-     HeadState(branch="refs/heads/trunk", commit=None)),
-    (H1, "(detached)", f"{H1}\n".encode(), HeadState(branch=None, commit=H1)),
-    # A branch whose own name starts with refs/: the HEAD file tells it from a ref outside
-    # refs/heads/, which Git prints unshortened.
-    (H1, "refs/x", b"ref: refs/heads/refs/x\n", HeadState(branch="refs/heads/refs/x", commit=H1)),
-    (H1, "refs/tags/v1", b"ref: refs/tags/v1\n", HeadState(branch="refs/tags/v1", commit=H1)),
-])
+@pytest.mark.parametrize(
+    "oid,head,head_file,expected",
+    [
+        (H1, "task", b"ref: refs/heads/task\n", HeadState(branch="refs/heads/task", commit=H1)),
+        (H1, "task", None, HeadState(branch="refs/heads/task", commit=H1)),
+        (
+            "(initial)",
+            "trunk",
+            b"ref: refs/heads/trunk\n",
+            HeadState(branch="refs/heads/trunk", commit=None),
+        ),
+        (H1, "(detached)", f"{H1}\n".encode(), HeadState(branch=None, commit=H1)),
+        # A branch whose own name starts with refs/: the HEAD file tells it from a ref outside
+        # refs/heads/, which Git prints unshortened.
+        (
+            H1,
+            "refs/x",
+            b"ref: refs/heads/refs/x\n",
+            HeadState(branch="refs/heads/refs/x", commit=H1),
+        ),
+        (H1, "refs/tags/v1", b"ref: refs/tags/v1\n", HeadState(branch="refs/tags/v1", commit=H1)),
+    ],
+)
 def test_head_state(oid: str, head: str, head_file: bytes | None, expected: HeadState) -> None:
     assert head_state(oid, head, head_file) == expected
 
@@ -203,8 +215,9 @@ def test_status_without_branch_headers_is_an_output_error() -> None:
 
 
 def test_the_index_digest_and_its_gitlinks() -> None:
-    data = (f"H 100644 {H1} 0\ta.txt\0H 160000 {H2} 0\tsrc/app/vendor\0"
-            f"h 100755 {H3} 0\twith\ttab\0").encode()
+    data = (
+        f"H 100644 {H1} 0\ta.txt\0H 160000 {H2} 0\tsrc/app/vendor\0h 100755 {H3} 0\twith\ttab\0"
+    ).encode()
     state = index_state(data)
     assert state.digest == "sha256:" + hashlib.sha256(data).hexdigest()
     assert state.gitlinks == (Gitlink(path="src/app/vendor", commit=H2),)
@@ -220,8 +233,10 @@ def test_malformed_ls_files(data: bytes) -> None:
 def test_resolve_head_reads_refs_as_files() -> None:
     files = {"HEAD": b"ref: refs/heads/main\n", "refs/heads/main": f"{H1}\n".encode()}
     assert resolve_head(files.get) == H1
-    packed = {"HEAD": b"ref: refs/heads/p\n",
-              "packed-refs": f"# pack-refs with: peeled\n{H2} refs/heads/p\n^{H3}\n".encode()}
+    packed = {
+        "HEAD": b"ref: refs/heads/p\n",
+        "packed-refs": f"# pack-refs with: peeled\n{H2} refs/heads/p\n^{H3}\n".encode(),
+    }
     assert resolve_head(packed.get) == H2
     assert resolve_head({"HEAD": b"ref: refs/heads/none\n"}.get) == "unborn refs/heads/none"
     assert resolve_head({"HEAD": f"{H3}\n".encode()}.get) == H3
@@ -233,9 +248,12 @@ def test_resolve_head_reads_refs_as_files() -> None:
 def test_only_records_of_mode_160000_are_gitlinks() -> None:
     """A path that merely contains " 160000 " is no gitlink; the one scan finds every real one,
     the first record included."""
-    data = (f"H 160000 {H2} 0\tfirst\0H 100644 {H1} 0\tname 160000 x\0"
-            f"S 160000 {H3} 0\tlast\0").encode()
-    assert index_state(data).gitlinks == (Gitlink(path="first", commit=H2),
-                                          Gitlink(path="last", commit=H3))
+    data = (
+        f"H 160000 {H2} 0\tfirst\0H 100644 {H1} 0\tname 160000 x\0S 160000 {H3} 0\tlast\0"
+    ).encode()
+    assert index_state(data).gitlinks == (
+        Gitlink(path="first", commit=H2),
+        Gitlink(path="last", commit=H3),
+    )
     with pytest.raises(GitOutputError):
         index_state(b"H 100644 x 0\ta")

@@ -60,8 +60,12 @@ def memory_tree(
 
 PLACED = [
     pytest.param(WT, PRIMARY, "t1", id="task worktree"),
-    pytest.param(f"{PRIMARY}/.claude/worktrees/unbound-w-20260101T000000-abcdef", PRIMARY,
-                 "unbound-w-20260101T000000-abcdef", id="unbound checkout"),
+    pytest.param(
+        f"{PRIMARY}/.claude/worktrees/unbound-w-20260101T000000-abcdef",
+        PRIMARY,
+        "unbound-w-20260101T000000-abcdef",
+        id="unbound checkout",
+    ),
     pytest.param(f"{PRIMARY}/.claude/worktrees/t1/", f"{PRIMARY}/", "t1", id="trailing slashes"),
 ]
 
@@ -72,21 +76,28 @@ def test_a_worktree_directly_in_claude_worktrees_is_placed(
     worktree: str, primary: str, name: str
 ) -> None:
     placed = check_placement(worktree, primary)
-    assert placed == Placement(worktree=WT.rsplit("/", 1)[0] + "/" + name, primary=PRIMARY,
-                               name=name)
+    assert placed == Placement(
+        worktree=WT.rsplit("/", 1)[0] + "/" + name, primary=PRIMARY, name=name
+    )
 
 
 MISPLACED = [
     pytest.param(PRIMARY, PRIMARY, "is the primary worktree itself", id="primary itself"),
-    pytest.param(f"{PRIMARY}/.claude/worktrees/a/b", PRIMARY, "lies below, not directly in",
-                 id="nested"),
+    pytest.param(
+        f"{PRIMARY}/.claude/worktrees/a/b", PRIMARY, "lies below, not directly in", id="nested"
+    ),
     pytest.param(f"{PRIMARY}/.claude/worktrees", PRIMARY, "folder itself", id="the folder"),
     pytest.param(f"{PRIMARY}/.claude/other/t1", PRIMARY, "does not lie in", id="other folder"),
     pytest.param("/srv/elsewhere/t1", PRIMARY, "does not lie in", id="elsewhere"),
-    pytest.param("/home/u/other/.claude/worktrees/t1", PRIMARY, "does not lie in",
-                 id="another repository's worktrees"),
-    pytest.param(f"{PRIMARY}/sub/.claude/worktrees/t1", PRIMARY, "does not lie in",
-                 id="a nested .claude"),
+    pytest.param(
+        "/home/u/other/.claude/worktrees/t1",
+        PRIMARY,
+        "does not lie in",
+        id="another repository's worktrees",
+    ),
+    pytest.param(
+        f"{PRIMARY}/sub/.claude/worktrees/t1", PRIMARY, "does not lie in", id="a nested .claude"
+    ),
 ]
 
 
@@ -122,9 +133,15 @@ def test_worktrees_dir_keeps_its_trailing_slash() -> None:
 
 def test_the_walk_finds_every_git_entry_and_enters_none() -> None:
     list_dir = memory_tree(
-        files=[f"{WT}/.git", f"{WT}/src/a.py", f"{WT}/vendor/lib/.git",
-               f"{WT}/nested/.git/config", f"{WT}/nested/.git/modules/x/.git",
-               f"{WT}/.venv/pkg/.git", f"{WT}/deep/a/b/c/.git"],
+        files=[
+            f"{WT}/.git",
+            f"{WT}/src/a.py",
+            f"{WT}/vendor/lib/.git",
+            f"{WT}/nested/.git/config",
+            f"{WT}/nested/.git/modules/x/.git",
+            f"{WT}/.venv/pkg/.git",
+            f"{WT}/deep/a/b/c/.git",
+        ],
         links=[f"{WT}/linked", f"{WT}/vendor/.git_like"],
     )
     found = find_git_entries(WT, subdirs_of(list_dir), runtime_paths=[f"{WT}/.venv"])
@@ -156,10 +173,18 @@ def test_a_git_symlink_is_listed_with_its_kind() -> None:
 # --- .git files ----------------------------------------------------------------------------------
 
 GITDIR_FILES = [
-    pytest.param("gitdir: /home/u/proj/.git/worktrees/t1\n", WT,
-                 "/home/u/proj/.git/worktrees/t1", id="absolute"),
-    pytest.param("gitdir: ../../.git/modules/lib\n", f"{WT}/vendor/lib",
-                 f"{WT}/.git/modules/lib", id="relative to the file's directory"),
+    pytest.param(
+        "gitdir: /home/u/proj/.git/worktrees/t1\n",
+        WT,
+        "/home/u/proj/.git/worktrees/t1",
+        id="absolute",
+    ),
+    pytest.param(
+        "gitdir: ../../.git/modules/lib\n",
+        f"{WT}/vendor/lib",
+        f"{WT}/.git/modules/lib",
+        id="relative to the file's directory",
+    ),
     pytest.param("gitdir:   ./x/  \n", "/r", "/r/x", id="spaces and dot"),
     pytest.param("ref: refs/heads/main\n", "/r", None, id="no gitdir line"),
     pytest.param("gitdir:\n", "/r", None, id="empty target"),
@@ -172,9 +197,15 @@ def test_a_git_file_names_its_git_directory(text: str, file_dir: str, target: st
     assert parse_gitdir_file(text, file_dir) == target
 
 
-@pytest.mark.parametrize(("text", "target"), [
-    ("../..\n", "/home/u/proj/.git"), ("/abs/common\n", "/abs/common"), ("\n", None), ("", None),
-])
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        ("../..\n", "/home/u/proj/.git"),
+        ("/abs/common\n", "/abs/common"),
+        ("\n", None),
+        ("", None),
+    ],
+)
 def test_commondir_is_relative_to_the_git_directory(text: str, target: str | None) -> None:
     assert parse_commondir_file(text, "/home/u/proj/.git/worktrees/t1") == target
 
@@ -191,17 +222,30 @@ def _f(path: str) -> AdminPath:
 
 
 PRUNES = [
-    pytest.param([_d("/p/.git"), _d("/p/.git/worktrees/t1"), _d("/p/.git/modules/x")],
-                 [_d("/p/.git")], id="common dir covers worktrees/ and modules/"),
-    pytest.param([_d("/p/.git/worktrees/t1"), _d("/p/.git")], [_d("/p/.git")],
-                 id="order does not matter"),
+    pytest.param(
+        [_d("/p/.git"), _d("/p/.git/worktrees/t1"), _d("/p/.git/modules/x")],
+        [_d("/p/.git")],
+        id="common dir covers worktrees/ and modules/",
+    ),
+    pytest.param(
+        [_d("/p/.git/worktrees/t1"), _d("/p/.git")], [_d("/p/.git")], id="order does not matter"
+    ),
     pytest.param([_d("/p/.git"), _d("/p/.git")], [_d("/p/.git")], id="duplicates"),
-    pytest.param([_d("/p/.git"), _f(f"{WT}/.git"), _d("/q/.git")],
-                 [_d("/p/.git"), _f(f"{WT}/.git"), _d("/q/.git")], id="siblings kept in order"),
-    pytest.param([_d("/p/.git"), _d("/p/.gitx")], [_d("/p/.git"), _d("/p/.gitx")],
-                 id="a name prefix is not below"),
-    pytest.param([_f("/p/.git"), _d("/p/.git/x")], [_f("/p/.git"), _d("/p/.git/x")],
-                 id="nothing lies below a file"),
+    pytest.param(
+        [_d("/p/.git"), _f(f"{WT}/.git"), _d("/q/.git")],
+        [_d("/p/.git"), _f(f"{WT}/.git"), _d("/q/.git")],
+        id="siblings kept in order",
+    ),
+    pytest.param(
+        [_d("/p/.git"), _d("/p/.gitx")],
+        [_d("/p/.git"), _d("/p/.gitx")],
+        id="a name prefix is not below",
+    ),
+    pytest.param(
+        [_f("/p/.git"), _d("/p/.git/x")],
+        [_f("/p/.git"), _d("/p/.git/x")],
+        id="nothing lies below a file",
+    ),
 ]
 
 
@@ -217,11 +261,19 @@ def test_the_admin_paths_of_a_linked_worktree_with_a_submodule() -> None:
         git_dir="/home/u/proj/.git/worktrees/t1",
         common_dir="/home/u/proj/.git",
         git_entries=[_f(f"{WT}/.git"), _f(f"{WT}/vendor/lib/.git")],
-        gitdir_targets=["/home/u/proj/.git/worktrees/t1", "/home/u/proj/.git",
-                        "/home/u/proj/.git/worktrees/t1/modules/lib", "/elsewhere/repo.git"],
+        gitdir_targets=[
+            "/home/u/proj/.git/worktrees/t1",
+            "/home/u/proj/.git",
+            "/home/u/proj/.git/worktrees/t1/modules/lib",
+            "/elsewhere/repo.git",
+        ],
     )
-    assert paths == (_d("/home/u/proj/.git"), _f(f"{WT}/.git"), _f(f"{WT}/vendor/lib/.git"),
-                     _d("/elsewhere/repo.git"))
+    assert paths == (
+        _d("/home/u/proj/.git"),
+        _f(f"{WT}/.git"),
+        _f(f"{WT}/vendor/lib/.git"),
+        _d("/elsewhere/repo.git"),
+    )
 
 
 # --- a directory Git takes for a Git directory, whatever its name (setup.c is_git_directory) ------
@@ -229,28 +281,34 @@ def test_the_admin_paths_of_a_linked_worktree_with_a_submodule() -> None:
 F, D, L = EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK
 
 
-@pytest.mark.parametrize(("entries", "git_dir"), [
-    ({"HEAD": F, "objects": D, "refs": D}, True),
-    ({"HEAD": L, "objects": L, "refs": D, "config": F}, True),
-    ({"HEAD": F, "commondir": F}, True),  # a linked worktree's Git directory
-    ({"HEAD": F, "objects": D}, False),
-    ({"HEAD": F, "refs": D}, False),
-    ({"objects": D, "refs": D}, False),
-    ({"HEAD": D, "objects": D, "refs": D}, False),
-    ({"HEAD": F, "objects": F, "refs": D}, False),
-])
-def test_looks_like_git_dir_follows_gits_own_test(entries: dict[str, EntryKind],
-                                                   git_dir: bool) -> None:
+@pytest.mark.parametrize(
+    ("entries", "git_dir"),
+    [
+        ({"HEAD": F, "objects": D, "refs": D}, True),
+        ({"HEAD": L, "objects": L, "refs": D, "config": F}, True),
+        ({"HEAD": F, "commondir": F}, True),  # a linked worktree's Git directory
+        ({"HEAD": F, "objects": D}, False),
+        ({"HEAD": F, "refs": D}, False),
+        ({"objects": D, "refs": D}, False),
+        ({"HEAD": D, "objects": D, "refs": D}, False),
+        ({"HEAD": F, "objects": F, "refs": D}, False),
+    ],
+)
+def test_looks_like_git_dir_follows_gits_own_test(
+    entries: dict[str, EntryKind], git_dir: bool
+) -> None:
     assert looks_like_git_dir([DirEntry(name=n, kind=k) for n, k in entries.items()]) is git_dir
 
 
 def test_the_walk_finds_a_bare_looking_git_directory_only_when_asked_and_never_enters_it() -> None:
-    tree = memory_tree(files=[f"{WT}/src/evil/HEAD", f"{WT}/src/evil/inner/.git/HEAD",
-                              f"{WT}/src/ok.py"],
-                       dirs=[f"{WT}/src/evil/objects", f"{WT}/src/evil/refs"])
+    tree = memory_tree(
+        files=[f"{WT}/src/evil/HEAD", f"{WT}/src/evil/inner/.git/HEAD", f"{WT}/src/ok.py"],
+        dirs=[f"{WT}/src/evil/objects", f"{WT}/src/evil/refs"],
+    )
     asked = walk_tree(f"{WT}/src", tree, files=True, git_dirs=True)
-    assert asked.git_entries == (GitEntry(path=f"{WT}/src/evil", kind=EntryKind.DIRECTORY,
-                                          bare=True),)
+    assert asked.git_entries == (
+        GitEntry(path=f"{WT}/src/evil", kind=EntryKind.DIRECTORY, bare=True),
+    )
     assert asked.files == (f"{WT}/src/ok.py",)
     plain = walk_tree(f"{WT}/src", tree, files=False)
     assert [e.path for e in plain.git_entries] == [f"{WT}/src/evil/inner/.git"]
@@ -259,8 +317,7 @@ def test_the_walk_finds_a_bare_looking_git_directory_only_when_asked_and_never_e
 # --- the placement walk's fast listing is the general walk's (docs/benchmarks.md) --------------
 
 _NAMES = st.sampled_from([".git", "a", "b", ".venv", "HEAD", "objects", "refs", "x.py"])
-_KINDS = st.sampled_from([EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK,
-                          EntryKind.OTHER])
+_KINDS = st.sampled_from([EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK, EntryKind.OTHER])
 
 
 @st.composite
@@ -289,9 +346,12 @@ def _trees(draw: st.DrawFn) -> tuple[ListDir, list[str]]:
 @pytest.mark.req("Every Git administrative path is hidden")
 @given(_trees())
 def test_the_placement_walk_finds_what_the_general_walk_finds(
-        tree: tuple[ListDir, list[str]]) -> None:
+    tree: tuple[ListDir, list[str]],
+) -> None:
     """find_git_entries over `ListSubdirs` finds exactly the `.git` entries walk_tree finds over
     the full listing: the same entries, none inside a `.git`, a link or a runtime path."""
     list_dir, runtime = tree
-    assert find_git_entries(WT, subdirs_of(list_dir), runtime) == \
-        walk_tree(WT, list_dir, runtime, files=False).git_entries
+    assert (
+        find_git_entries(WT, subdirs_of(list_dir), runtime)
+        == walk_tree(WT, list_dir, runtime, files=False).git_entries
+    )

@@ -39,8 +39,13 @@ def test_two_runs_of_one_host_ask_again_nothing_is_kept_between_runs() -> None:
 
 def test_plan_asks_again_each_time_it_is_made() -> None:
     world = PlanWorld()
-    request = RunRequest(worktree=WORKTREE, task_type="implement", grant=GRANT,
-                         instructions="Do the task.", backend="claude")
+    request = RunRequest(
+        worktree=WORKTREE,
+        task_type="implement",
+        grant=GRANT,
+        instructions="Do the task.",
+        backend="claude",
+    )
     planner = world.container().planner()
     planner.plan(request, {})
     planner.plan(request, {})

@@ -18,16 +18,26 @@ RUN_DIR = f"{TRACE_PARENT}/workers/{RUN_ID}"
 def test_a_held_back_action_is_written_while_the_worker_is_silent() -> None:
     world = HostWorld()
     world.fs.mkdir(RUN_DIR)
-    progress = ProgressWriter(world.fs, world.clock, f"{RUN_DIR}/status.json", run_id=RUN_ID,
-                              task_type="implement", backend="pi", worktree=WORKTREE,
-                              operation_run_id=None, host_pid=42)
+    progress = ProgressWriter(
+        world.fs,
+        world.clock,
+        f"{RUN_DIR}/status.json",
+        run_id=RUN_ID,
+        task_type="implement",
+        backend="pi",
+        worktree=WORKTREE,
+        operation_run_id=None,
+        host_pid=42,
+    )
     progress.phase("worker", 1)
     flusher = ActivityFlusher(progress)
     flusher.activity(LastAction.of("bash", "pytest -q", "2026-01-01T00:00:00Z"))
     assert world.status(RUN_DIR)["last_action"] is None  # held back: within the second
     world.clock.advance(1.5)  # the worker runs one long command, printing nothing
     # The flusher's own thread writes it: wait for it, however long that thread takes to run.
-    eventually(lambda: world.status(RUN_DIR)["last_action"] is not None,
-               "the held-back action in status.json")
+    eventually(
+        lambda: world.status(RUN_DIR)["last_action"] is not None,
+        "the held-back action in status.json",
+    )
     flusher.stop()
     assert world.status(RUN_DIR)["last_action"]["target"] == "pytest -q"

@@ -19,8 +19,11 @@ RUN_DIR = f"{TRACE_PARENT}/workers/{RUN_ID}"
 def test_only_the_records_end_is_written_durably() -> None:
     world = HostWorld()
     world.run([Round.transient(), Round.ok(ok_result())])
-    assert world.fs.durable == [f"{RUN_DIR}/rounds/1/trace.json",
-                                f"{RUN_DIR}/rounds/2/trace.json", f"{RUN_DIR}/trace.json"]
+    assert world.fs.durable == [
+        f"{RUN_DIR}/rounds/1/trace.json",
+        f"{RUN_DIR}/rounds/2/trace.json",
+        f"{RUN_DIR}/trace.json",
+    ]
     written = {path for op, path in world.fs.ops if op == "write_atomic"}
     assert f"{RUN_DIR}/status.json" in written  # written, but not durably
     assert len(written) > len(world.fs.durable)
@@ -31,7 +34,8 @@ def test_the_credentials_removal_is_made_durable_after_the_runtime_directory_wen
     world.run([Round.ok(ok_result())])
     assert not world.fs.lexists(RUNTIME_DIR)
     assert world.fs.synced == [posixpath.dirname(RUNTIME_DIR)] == [TEMP_ROOT]
-    removed = [i for i, (op, path) in enumerate(world.fs.ops)
-               if op == "rmtree" and path == RUNTIME_DIR]
+    removed = [
+        i for i, (op, path) in enumerate(world.fs.ops) if op == "rmtree" and path == RUNTIME_DIR
+    ]
     synced = [i for i, (op, _) in enumerate(world.fs.ops) if op == "sync_directory"]
     assert removed and synced and removed[-1] < synced[0]

@@ -12,7 +12,8 @@ from concorde_workers.application.cancellation import Cancellation
 
 
 def test_a_signal_handler_that_cancels_while_the_lock_is_held_does_not_deadlock(
-        mocker: MockerFixture) -> None:
+    mocker: MockerFixture,
+) -> None:
     cancel = Cancellation()
     kill_group = mocker.stub(name="kill the group")
     unregister = cancel.on_cancel(kill_group)
@@ -22,8 +23,7 @@ def test_a_signal_handler_that_cancels_while_the_lock_is_held_does_not_deadlock(
             cancel.cancel("SIGTERM")  # what the CLI's signal handler calls
         unregister()
 
-    thread = threading.Thread(target=main_thread_in_unregister_when_the_signal_arrives,
-                              daemon=True)
+    thread = threading.Thread(target=main_thread_in_unregister_when_the_signal_arrives, daemon=True)
     thread.start()
     thread.join(SLOW)  # only a deadlock reaches it
     assert not thread.is_alive(), "cancel deadlocked on the lock its own thread held"
@@ -31,8 +31,7 @@ def test_a_signal_handler_that_cancels_while_the_lock_is_held_does_not_deadlock(
     kill_group.assert_called_once_with()  # the kill ran, once, though its unregistering raced it
 
 
-def test_a_callback_registered_after_the_cancellation_runs_at_once(
-        mocker: MockerFixture) -> None:
+def test_a_callback_registered_after_the_cancellation_runs_at_once(mocker: MockerFixture) -> None:
     cancel = Cancellation()
     cancel.cancel("stop")
     kill_group = mocker.stub(name="kill the group")

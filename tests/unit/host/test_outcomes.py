@@ -14,8 +14,12 @@ from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.evidence.layout import RunLayout
 
 RUN_ID = "w-20260101T000000-abc123"
-LINKS = LinkContext(run_id=RUN_ID, task_type="implement", backend="pi",
-                    layout=RunLayout.below("/trace/op-1", RUN_ID))
+LINKS = LinkContext(
+    run_id=RUN_ID,
+    task_type="implement",
+    backend="pi",
+    layout=RunLayout.below("/trace/op-1", RUN_ID),
+)
 
 
 def link_of(code: str, reason: Reason, message: str = "what was wrong") -> dict[str, object]:
@@ -27,13 +31,17 @@ def link_of(code: str, reason: Reason, message: str = "what was wrong") -> dict[
 
 
 @pytest.mark.req("A failed run explains itself")
-@pytest.mark.parametrize(("code", "reason"), [
-    ("request_invalid", Reason.INPUT),  # the inputs' code, no run code
-    ("config_invalid", Reason.ENVIRONMENT),  # a refusal's code, with a reason not its own
-    ("launch_failed", Reason.INPUT),  # a run code with a reason its row does not allow
-])
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("request_invalid", Reason.INPUT),  # the inputs' code, no run code
+        ("config_invalid", Reason.ENVIRONMENT),  # a refusal's code, with a reason not its own
+        ("launch_failed", Reason.INPUT),  # a run code with a reason its row does not allow
+    ],
+)
 def test_a_refusal_outside_the_run_code_table_becomes_a_link_not_an_exception(
-        code: str, reason: Reason) -> None:
+    code: str, reason: Reason
+) -> None:
     data = link_of(code, reason)
     assert data["code"] in RUN_CODES and "what was wrong" in str(data["detail"])
     unhandled = data["unhandled"]
@@ -52,5 +60,4 @@ def test_a_refusal_carries_only_a_code_of_workers() -> None:
 
 def test_a_refusal_with_a_run_code_keeps_its_code_reason_and_message() -> None:
     data = link_of("grant_malformed", Reason.INPUT, "grant entry 2 (x) is malformed")
-    assert (data["code"], data["detail"]) == ("grant_malformed",
-                                              "grant entry 2 (x) is malformed")
+    assert (data["code"], data["detail"]) == ("grant_malformed", "grant entry 2 (x) is malformed")

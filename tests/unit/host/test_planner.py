@@ -48,17 +48,23 @@ WORKERS: dict[str, Any] = {
 }
 MODELS: dict[str, Any] = {
     "schema_version": 1,
-    "models": {"m-local": {"pi": "local/m-local"},
-               "m-claude": {"claude": "claude-x-1", "pi": "anthropic/claude-x-1"}},
+    "models": {
+        "m-local": {"pi": "local/m-local"},
+        "m-claude": {"claude": "claude-x-1", "pi": "anthropic/claude-x-1"},
+    },
 }
 DECLARED = {"implement": {"worker", "reviewer"}}
 
 # Seed 000 "Refusals before a run": the reason of each code, as the table lists it.
 REASONS = {
-    "config_missing": Reason.INPUT, "config_invalid": Reason.INPUT,
-    "model_not_enabled": Reason.INPUT, "model_unresolved": Reason.INPUT,
-    "backend_missing": Reason.ENVIRONMENT, "model_map_missing": Reason.ENVIRONMENT,
-    "model_map_invalid": Reason.ENVIRONMENT, "model_unmapped": Reason.ENVIRONMENT,
+    "config_missing": Reason.INPUT,
+    "config_invalid": Reason.INPUT,
+    "model_not_enabled": Reason.INPUT,
+    "model_unresolved": Reason.INPUT,
+    "backend_missing": Reason.ENVIRONMENT,
+    "model_map_missing": Reason.ENVIRONMENT,
+    "model_map_invalid": Reason.ENVIRONMENT,
+    "model_unmapped": Reason.ENVIRONMENT,
 }
 
 
@@ -80,8 +86,12 @@ PLACEMENT_GIT_CALLS = {"toplevel", "worktrees"}
 
 
 def request(**fields: Any) -> RunRequest:
-    data: dict[str, Any] = {"worktree": WORKTREE, "task_type": "implement",
-                            "grant": copy.deepcopy(GRANT), "instructions": "Do the task."}
+    data: dict[str, Any] = {
+        "worktree": WORKTREE,
+        "task_type": "implement",
+        "grant": copy.deepcopy(GRANT),
+        "instructions": "Do the task.",
+    }
     data.update(fields)
     return RunRequest(**data)
 
@@ -126,12 +136,17 @@ def test_without_an_operation_every_value_comes_from_the_request() -> None:
 def test_an_operation_worker_is_resolved_from_workers_json_and_the_model_map() -> None:
     world = world_with()
     world.fs.mkdir("/srv/logs")  # a runtime path that does not exist is refused
-    plan = planned(world, request(operation="implement", worker="reviewer",
-                                  runtime_paths=("/srv/logs",)))
+    plan = planned(
+        world, request(operation="implement", worker="reviewer", runtime_paths=("/srv/logs",))
+    )
     assert plan.launches, plan.refusal
     req = plan.request
     assert (req.backend, req.model, req.local_model, req.reasoning) == (
-        "claude", "m-claude", "claude-x-1", "high")
+        "claude",
+        "m-claude",
+        "claude-x-1",
+        "high",
+    )
     assert (req.model_map, req.backend_source) == (MAP, "operations.implement.workers.reviewer")
     assert (req.limits.max_turns, req.limits.rounds) == (25, 1)
     assert req.runtime_paths == ("/opt/tools", "/srv/logs")
@@ -164,8 +179,11 @@ def test_the_default_worker_runs_on_pi_with_the_operations_default_model() -> No
 
 def test_a_worker_with_no_level_shows_the_programs_own_default() -> None:
     workers = dict(WORKERS, operations={"implement": {"default": {"model": "m-local"}}})
-    plan = planned(world_with(workers), request(operation="implement", worker="worker"),
-                   {"implement": {"worker"}})
+    plan = planned(
+        world_with(workers),
+        request(operation="implement", worker="worker"),
+        {"implement": {"worker"}},
+    )
     assert plan.launches, plan.refusal
     assert plan.resolution["reasoning"].value is None
     assert plan.resolution["reasoning"].source == "none set: the program's own default level"
@@ -204,6 +222,7 @@ def _write(path: str, text: str) -> Any:
         world.fs.write(path, text)
         if path == CONFIG:
             _committed(world)
+
     return change
 
 
@@ -230,31 +249,86 @@ def _no_program(world: PlanWorld) -> None:
 
 
 REFUSALS = [
-    ("config_missing", _config_missing, CONFIG,
-     [f"The worker configuration {CONFIG} is missing", "and commit it"]),
-    ("config_invalid", _retired, f"{WORKTREE}/.concorde/worker-models.json",
-     [f"still has the retired file {WORKTREE}/.concorde/worker-models.json", MAP]),
-    ("config_invalid", _write(CONFIG, '{"schema_version": 1, "models": {}}'), CONFIG,
-     [f"The worker configuration {CONFIG} is invalid: it has schema_version 1", MAP]),
-    ("config_invalid", _write(CONFIG, "[]"), CONFIG,
-     [f"The worker configuration {CONFIG} is invalid: it must hold a JSON object."]),
-    ("model_unresolved", _no_model, CONFIG,
-     [f"The worker configuration {CONFIG} settles no model for worker worker of Operation "
-      "implement", 'e.g. "default": {"model": "m-claude"}']),
-    ("model_not_enabled", _not_enabled, CONFIG,
-     ['default chooses the model "gpt-x", which is not in enabled_models (enabled: m-claude, '
-      'm-local)', 'adding "gpt-x": {} to enabled_models']),
-    ("model_map_missing", _map_missing, MAP,
-     [f"The model map {MAP} is missing", '{"schema_version": 1, "models": {"m-local": '
-      '{"pi": "<provider/id>"}}}']),
-    ("model_map_invalid", _write(MAP, '{"schema_version": 1, "models": {"m": []}}'), MAP,
-     [f"The model map {MAP} is invalid: models.m must be an object giving the model's claude "
-      "and/or pi id"]),
-    ("model_unmapped", _unmapped, MAP,
-     [f"The model map {MAP} gives no local id for these workers:",
-      '"m-local": {"pi": "<provider/id>"}']),
-    ("backend_missing", _no_program, CONFIG,
-     ["its program pi is not found. Run concorde-workers install-agents (it installs the pinned @mariozechner/pi-coding-agent@0.73.1", "install pi or set CONCORDE_PI to its absolute path"]),
+    (
+        "config_missing",
+        _config_missing,
+        CONFIG,
+        [f"The worker configuration {CONFIG} is missing", "and commit it"],
+    ),
+    (
+        "config_invalid",
+        _retired,
+        f"{WORKTREE}/.concorde/worker-models.json",
+        [f"still has the retired file {WORKTREE}/.concorde/worker-models.json", MAP],
+    ),
+    (
+        "config_invalid",
+        _write(CONFIG, '{"schema_version": 1, "models": {}}'),
+        CONFIG,
+        [f"The worker configuration {CONFIG} is invalid: it has schema_version 1", MAP],
+    ),
+    (
+        "config_invalid",
+        _write(CONFIG, "[]"),
+        CONFIG,
+        [f"The worker configuration {CONFIG} is invalid: it must hold a JSON object."],
+    ),
+    (
+        "model_unresolved",
+        _no_model,
+        CONFIG,
+        [
+            f"The worker configuration {CONFIG} settles no model for worker worker of Operation "
+            "implement",
+            'e.g. "default": {"model": "m-claude"}',
+        ],
+    ),
+    (
+        "model_not_enabled",
+        _not_enabled,
+        CONFIG,
+        [
+            'default chooses the model "gpt-x", which is not in enabled_models (enabled: m-claude, '
+            "m-local)",
+            'adding "gpt-x": {} to enabled_models',
+        ],
+    ),
+    (
+        "model_map_missing",
+        _map_missing,
+        MAP,
+        [
+            f"The model map {MAP} is missing",
+            '{"schema_version": 1, "models": {"m-local": {"pi": "<provider/id>"}}}',
+        ],
+    ),
+    (
+        "model_map_invalid",
+        _write(MAP, '{"schema_version": 1, "models": {"m": []}}'),
+        MAP,
+        [
+            f"The model map {MAP} is invalid: models.m must be an object giving the model's claude "
+            "and/or pi id"
+        ],
+    ),
+    (
+        "model_unmapped",
+        _unmapped,
+        MAP,
+        [
+            f"The model map {MAP} gives no local id for these workers:",
+            '"m-local": {"pi": "<provider/id>"}',
+        ],
+    ),
+    (
+        "backend_missing",
+        _no_program,
+        CONFIG,
+        [
+            "its program pi is not found. Run concorde-workers install-agents (it installs the pinned @mariozechner/pi-coding-agent@0.73.1",
+            "install pi or set CONCORDE_PI to its absolute path",
+        ],
+    ),
 ]
 
 
@@ -262,10 +336,14 @@ REFUSALS = [
 @pytest.mark.req("A worker without a settled model is refused")
 @pytest.mark.req("A worker the model map cannot place is refused")
 @pytest.mark.req("A refusal of the model map names the map")
-@pytest.mark.parametrize(("code", "change", "file", "says"), REFUSALS,
-                         ids=[f"{r[0]}-{i}" for i, r in enumerate(REFUSALS)])
+@pytest.mark.parametrize(
+    ("code", "change", "file", "says"),
+    REFUSALS,
+    ids=[f"{r[0]}-{i}" for i, r in enumerate(REFUSALS)],
+)
 def test_a_refusal_before_a_run_stops_the_plan_before_git_is_asked(
-        code: str, change: Any, file: str, says: list[str]) -> None:
+    code: str, change: Any, file: str, says: list[str]
+) -> None:
     world = world_with()
     change(world)
     world.forget_calls()
@@ -273,19 +351,25 @@ def test_a_refusal_before_a_run_stops_the_plan_before_git_is_asked(
     assert not plan.launches
     assert plan.refusal is not None
     assert (plan.refusal.code, plan.refusal.reason, plan.refusal.file) == (
-        code, REASONS[code], file)
+        code,
+        REASONS[code],
+        file,
+    )
     assert file in plan.refusal.message
     for phrase in says:
         assert phrase in plan.refusal.message
     assert plan.prepared is None
     # The configuration reader asks Git only for the committed configuration (issue 18 §4);
     # its refusal then asks the placement alone, which here finds a worktree (issue 19 §2).
-    assert {call[0] for call in world.git.calls} <= (CONFIGURATION_GIT_CALLS
-                                                     | PLACEMENT_GIT_CALLS)
+    assert {call[0] for call in world.git.calls} <= (CONFIGURATION_GIT_CALLS | PLACEMENT_GIT_CALLS)
     assert plan.progress.grant is None and plan.progress.policy is None
     data = plan_json(plan)
-    assert data["refusal"] == {"code": code, "reason": REASONS[code].value,
-                               "message": plan.refusal.message, "file": file}
+    assert data["refusal"] == {
+        "code": code,
+        "reason": REASONS[code].value,
+        "message": plan.refusal.message,
+        "file": file,
+    }
     assert "round1" not in data
     text = render(plan)
     assert f"REFUSED {code} (reason {REASONS[code].value})" in text
@@ -297,18 +381,23 @@ def test_a_backend_that_contradicts_the_configuration_is_refused() -> None:
     plan = planned(world, request(operation="implement", worker="worker", backend="claude"))
     assert plan.refusal is not None
     assert (plan.refusal.code, plan.refusal.reason, plan.refusal.file) == (
-        "request_invalid", Reason.INPUT, CONFIG)
+        "request_invalid",
+        Reason.INPUT,
+        CONFIG,
+    )
     assert plan.refusal.message == (
         f"the request asks for the claude backend, but the worker configuration {CONFIG} "
         "chooses pi for worker worker of Operation implement (Concorde's default worker "
         "backend); the worker configuration alone chooses a configured worker's backend: drop "
-        "--backend, or change the configuration's entry")
+        "--backend, or change the configuration's entry"
+    )
     assert {call[0] for call in world.git.calls} <= CONFIGURATION_GIT_CALLS
 
 
 def test_a_backend_that_agrees_with_the_configuration_is_accepted() -> None:
-    plan = planned(world_with(), request(operation="implement", worker="reviewer",
-                                         backend="claude"))
+    plan = planned(
+        world_with(), request(operation="implement", worker="reviewer", backend="claude")
+    )
     assert plan.launches, plan.refusal
 
 
@@ -321,8 +410,12 @@ def test_a_refused_preparation_shows_what_it_settled() -> None:
     assert plan.refusal is not None and plan.refusal.code == "pi_runtime_missing"
     data = plan_json(plan)
     assert data["verdict"] == "refused"
-    assert data["placement"] == {"verdict": "holds", "worktree": WORKTREE, "primary": PRIMARY,
-                                 "name": "task"}
+    assert data["placement"] == {
+        "verdict": "holds",
+        "worktree": WORKTREE,
+        "primary": PRIMARY,
+        "name": "task",
+    }
     assert data["git_admin_paths"] == [f"{PRIMARY}/.git", f"{WORKTREE}/.git"]
     assert data["grant"] == GRANT["entries"]
     assert data["deny_rules"] is None and data["sandbox"] is None and data["tools"] is None
@@ -345,9 +438,11 @@ def test_a_program_that_is_not_found_is_a_note_not_a_refusal() -> None:
     # this world holds no claude credentials either (issue 19 §2: said beside it)
     assert plan.progress.notes[-1] == (
         "the program claude was not found: the run would end failed with launch_failed when it "
-        "starts round 1")
-    assert [n for n in plan.progress.notes if n.startswith("no credentials")] == \
-        plan.progress.notes[:-1]
+        "starts round 1"
+    )
+    assert [
+        n for n in plan.progress.notes if n.startswith("no credentials")
+    ] == plan.progress.notes[:-1]
     assert "\n  the program claude was not found" in render(plan)
 
 
@@ -401,8 +496,11 @@ def test_the_json_document_and_the_text_hold_the_same_plan(backend: str) -> None
 
 def test_secrets_are_redacted_in_the_shown_environment() -> None:
     world = world_with()
-    world.environ.update(ANTHROPIC_API_KEY="sk-hush-a", OPENAI_API_KEY="sk-hush-o",
-                         HTTPS_PROXY="http://u:pw-hush@proxy:3128")
+    world.environ.update(
+        ANTHROPIC_API_KEY="sk-hush-a",
+        OPENAI_API_KEY="sk-hush-o",
+        HTTPS_PROXY="http://u:pw-hush@proxy:3128",
+    )
     plan = planned(world, request(backend="pi"))
     assert plan.prepared is not None
     assert plan.prepared.environment["OPENAI_API_KEY"] == "sk-hush-o"  # the run gets it
@@ -424,12 +522,15 @@ def test_a_working_copy_a_worker_rewrote_is_not_the_configuration_and_plan_says_
     world = world_with()
     committed = planned(world, request(operation="implement", worker="reviewer")).request
     world.fs.mkdir("/srv/secret")
-    world.fs.write(CONFIG, json.dumps(dict(WORKERS, default={"model": "m-local"},
-                                           runtime=["/srv/secret"])))
+    world.fs.write(
+        CONFIG, json.dumps(dict(WORKERS, default={"model": "m-local"}, runtime=["/srv/secret"]))
+    )
     plan = planned(world, request(operation="implement", worker="reviewer"))
     assert plan.launches, plan.refusal
-    assert (plan.request.model, plan.request.runtime_paths) == (committed.model,
-                                                                committed.runtime_paths)
+    assert (plan.request.model, plan.request.runtime_paths) == (
+        committed.model,
+        committed.runtime_paths,
+    )
     assert "/srv/secret" not in plan.request.runtime_paths
     said = plan.resolution["configuration"]
     assert said.value == CONFIG

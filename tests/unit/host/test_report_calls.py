@@ -23,52 +23,114 @@ def c_prompt(text: str) -> dict[str, object]:
 
 
 def c_call(call_id: str, name: str, **arguments: object) -> dict[str, object]:
-    return {"type": "assistant", "message": {"content": [
-        {"type": "tool_use", "id": call_id, "name": name, "input": arguments}]}}
+    return {
+        "type": "assistant",
+        "message": {
+            "content": [{"type": "tool_use", "id": call_id, "name": name, "input": arguments}]
+        },
+    }
 
 
 def c_result(call_id: str, text: str, error: bool = False) -> dict[str, object]:
-    return {"type": "user", "message": {"content": [
-        {"type": "tool_result", "tool_use_id": call_id, "is_error": error, "content": text}]}}
+    return {
+        "type": "user",
+        "message": {
+            "content": [
+                {"type": "tool_result", "tool_use_id": call_id, "is_error": error, "content": text}
+            ]
+        },
+    }
 
 
 def p_message(message: dict[str, object]) -> str:
     return json.dumps({"type": "message", "message": message})
 
 
-@pytest.mark.parametrize(("tool", "text", "error", "decision", "reason"), [
-    ("Write", "File created", False, "allowed", ""),
-    ("Write", "Concorde grant: src/app/util.py is read-only for this task", True,
-     "refused by the grant", "src/app/util.py is read-only for this task"),
-    ("Bash", "touch: cannot touch 'x': Read-only file system\nrc=1", False,
-     "refused by the sandbox", "touch: cannot touch 'x': Read-only file system"),
-    ("Bash", "curl: (7) Failed to connect: Connection refused", True, "refused by the sandbox",
-     "curl: (7) Failed to connect: Connection refused"),
-    ("Read", "File does not exist.", True, "failed", "File does not exist."),
-    ("Write", "<tool_use_error>File is in a directory that is denied by your permission "
-     "settings.</tool_use_error>", True, "refused by the grant",
-     "File is in a directory that is denied by your permission settings."),
-], ids=["allowed", "grant", "sandbox-ok-exit", "sandbox-error", "failed", "permission-rules"])
-def test_a_claude_code_call_s_decision(tool: str, text: str, error: bool, decision: str,
-                                       reason: str) -> None:
-    calls = tool_calls(claude(c_prompt("do it"), c_call("t1", tool, file_path="/w/a.py"),
-                              c_result("t1", text, error)), PROFILES["claude"])
-    assert calls == [ToolCall(round=1, id="t1", tool=tool, target="/w/a.py", decision=decision,
-                              reason=reason)]
+@pytest.mark.parametrize(
+    ("tool", "text", "error", "decision", "reason"),
+    [
+        ("Write", "File created", False, "allowed", ""),
+        (
+            "Write",
+            "Concorde grant: src/app/util.py is read-only for this task",
+            True,
+            "refused by the grant",
+            "src/app/util.py is read-only for this task",
+        ),
+        (
+            "Bash",
+            "touch: cannot touch 'x': Read-only file system\nrc=1",
+            False,
+            "refused by the sandbox",
+            "touch: cannot touch 'x': Read-only file system",
+        ),
+        (
+            "Bash",
+            "curl: (7) Failed to connect: Connection refused",
+            True,
+            "refused by the sandbox",
+            "curl: (7) Failed to connect: Connection refused",
+        ),
+        ("Read", "File does not exist.", True, "failed", "File does not exist."),
+        (
+            "Write",
+            "<tool_use_error>File is in a directory that is denied by your permission "
+            "settings.</tool_use_error>",
+            True,
+            "refused by the grant",
+            "File is in a directory that is denied by your permission settings.",
+        ),
+    ],
+    ids=["allowed", "grant", "sandbox-ok-exit", "sandbox-error", "failed", "permission-rules"],
+)
+def test_a_claude_code_call_s_decision(
+    tool: str, text: str, error: bool, decision: str, reason: str
+) -> None:
+    calls = tool_calls(
+        claude(
+            c_prompt("do it"), c_call("t1", tool, file_path="/w/a.py"), c_result("t1", text, error)
+        ),
+        PROFILES["claude"],
+    )
+    assert calls == [
+        ToolCall(round=1, id="t1", tool=tool, target="/w/a.py", decision=decision, reason=reason)
+    ]
 
 
 def test_calls_belong_to_the_round_whose_prompt_came_last_and_an_unanswered_one_says_so() -> None:
-    lines = [p_message({"role": "user", "content": [{"type": "text", "text": "task"}]}),
-             p_message({"role": "assistant", "content": [
-                 {"type": "toolCall", "id": "a", "name": "bash", "arguments": {"command": "ls"}}]}),
-             p_message({"role": "toolResult", "toolCallId": "a", "isError": False,
-                        "content": [{"type": "text", "text": "x"}]}),
-             "not json at all",
-             p_message({"role": "user", "content": [{"type": "text", "text": "repair"}]}),
-             p_message({"role": "assistant", "content": [
-                 {"type": "toolCall", "id": "b", "name": "write", "arguments": {"path": "/w/b"}}]})]
+    lines = [
+        p_message({"role": "user", "content": [{"type": "text", "text": "task"}]}),
+        p_message(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "toolCall", "id": "a", "name": "bash", "arguments": {"command": "ls"}}
+                ],
+            }
+        ),
+        p_message(
+            {
+                "role": "toolResult",
+                "toolCallId": "a",
+                "isError": False,
+                "content": [{"type": "text", "text": "x"}],
+            }
+        ),
+        "not json at all",
+        p_message({"role": "user", "content": [{"type": "text", "text": "repair"}]}),
+        p_message(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "toolCall", "id": "b", "name": "write", "arguments": {"path": "/w/b"}}
+                ],
+            }
+        ),
+    ]
     assert [(c.round, c.id, c.target, c.decision) for c in tool_calls(lines, PROFILES["pi"])] == [
-        (1, "a", "ls", "allowed"), (2, "b", "/w/b", "no result")]
+        (1, "a", "ls", "allowed"),
+        (2, "b", "/w/b", "no result"),
+    ]
 
 
 def test_a_transcript_past_the_bound_keeps_its_first_calls() -> None:
@@ -88,7 +150,7 @@ class Elements(html.parser.HTMLParser):
 
 
 def test_a_hostile_call_or_problem_is_text_on_the_page() -> None:
-    hostile = "<script>x</script></textarea><a href=\"javascript:1\">y</a>\x1b[2J"
+    hostile = '<script>x</script></textarea><a href="javascript:1">y</a>\x1b[2J'
     page = report_html(ReportInput(run_dir=hostile, record=None, problems=[hostile]))
     parsed = Elements()
     parsed.feed(page)

@@ -26,8 +26,12 @@ from concorde_workers.domain.evidence.sweep import OwnerRecord, ProcessIdentity,
 RUN_ID = "w-20261002T101500-a1b2c3"
 TMP = "/tmp"
 RUN_DIR = "/repo/.concorde/runs/r-1/workers/" + RUN_ID
-OWNER = OwnerRecord.of(RUN_ID, RUN_DIR, "claude", ProcessIdentity(
-    pid=4242, start_ticks=5000, boot_id="boot-1", pid_namespace="pid:[4026531836]"))
+OWNER = OwnerRecord.of(
+    RUN_ID,
+    RUN_DIR,
+    "claude",
+    ProcessIdentity(pid=4242, start_ticks=5000, boot_id="boot-1", pid_namespace="pid:[4026531836]"),
+)
 
 
 def fresh() -> FakeFileSystem:
@@ -38,8 +42,9 @@ def fresh() -> FakeFileSystem:
 
 
 def made(fs: FakeFileSystem, random: FakeRandom | None = None) -> RuntimeLayout:
-    layout = create_runtime_directory(fs, TMP, RUN_ID,
-                                      random or FakeRandom.scripted(["0badf00d"]), owner=OWNER)
+    layout = create_runtime_directory(
+        fs, TMP, RUN_ID, random or FakeRandom.scripted(["0badf00d"]), owner=OWNER
+    )
     assert isinstance(layout, RuntimeLayout), layout
     return layout
 
@@ -53,8 +58,7 @@ def test_a_new_private_directory_named_after_the_run() -> None:
     layout = made(fs, random)
     assert layout.root == "/tmp/concorde-a1b2c3-0badf00d"
     assert random.calls == [("hex_token", 8)]
-    for path in (layout.root, layout.control, layout.config, layout.home, layout.tmp,
-                 layout.work):
+    for path in (layout.root, layout.control, layout.config, layout.home, layout.tmp, layout.work):
         stat = fs.stat(path)
         assert (stat.kind, stat.mode) == (EntryKind.DIRECTORY, 0o700), path
 
@@ -78,10 +82,15 @@ def test_an_owner_record_of_another_run_is_refused() -> None:
 
 def test_an_owner_record_that_cannot_be_written_fails_the_creation() -> None:
     fs = fresh()
-    fs.fail("write_atomic", "/tmp/concorde-a1b2c3-0badf00d/control/owner.json",
-            text="No space left on device", errno_=28)
-    result = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]),
-                                      owner=OWNER)
+    fs.fail(
+        "write_atomic",
+        "/tmp/concorde-a1b2c3-0badf00d/control/owner.json",
+        text="No space left on device",
+        errno_=28,
+    )
+    result = create_runtime_directory(
+        fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]), owner=OWNER
+    )
     assert not isinstance(result, RuntimeLayout)
     assert result.os_error_text == "No space left on device"
     assert not fs.lexists("/tmp/concorde-a1b2c3-0badf00d")
@@ -114,16 +123,20 @@ def test_a_missing_temp_root_is_refused_not_created() -> None:
 
 
 @pytest.mark.req("A worker reads beside its grant only what its caller lists")
-@pytest.mark.parametrize(("temp_root", "link", "refused"), [
-    pytest.param("/tmp", None, False, id="/tmp"),
-    pytest.param("/tmp/claude-0", None, False, id="below /tmp, as in a check boundary"),
-    pytest.param("/var/tmp", None, False, id="/var/tmp"),
-    pytest.param("/scratch/tmp", None, True, id="another TMPDIR"),
-    pytest.param("/tmp/ours", "/scratch/tmp", True, id="below /tmp, really elsewhere"),
-    pytest.param("/usr/tmp", "/var/tmp", False, id="a link between temporary directories"),
-])
+@pytest.mark.parametrize(
+    ("temp_root", "link", "refused"),
+    [
+        pytest.param("/tmp", None, False, id="/tmp"),
+        pytest.param("/tmp/claude-0", None, False, id="below /tmp, as in a check boundary"),
+        pytest.param("/var/tmp", None, False, id="/var/tmp"),
+        pytest.param("/scratch/tmp", None, True, id="another TMPDIR"),
+        pytest.param("/tmp/ours", "/scratch/tmp", True, id="below /tmp, really elsewhere"),
+        pytest.param("/usr/tmp", "/var/tmp", False, id="a link between temporary directories"),
+    ],
+)
 def test_a_runtime_directory_is_made_only_below_a_system_temporary_directory(
-        temp_root: str, link: str | None, refused: bool) -> None:
+    temp_root: str, link: str | None, refused: bool
+) -> None:
     """Every other run hides /tmp, /var/tmp and /usr/tmp from its worker and nothing else
     (domain.boundary.hidden.TEMPORARY_ROOTS): a runtime directory anywhere else would be readable by
     them (docs/decisions.md "Other runs under another temporary root")."""
@@ -152,10 +165,12 @@ def test_what_is_not_a_run_id_is_refused() -> None:
 
 def test_a_failure_part_way_removes_what_was_made() -> None:
     fs = fresh()
-    fs.fail("makedirs", "/tmp/concorde-a1b2c3-0badf00d/home", text="Disk quota exceeded",
-            errno_=122)
-    result = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]),
-                                      owner=OWNER)
+    fs.fail(
+        "makedirs", "/tmp/concorde-a1b2c3-0badf00d/home", text="Disk quota exceeded", errno_=122
+    )
+    result = create_runtime_directory(
+        fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]), owner=OWNER
+    )
     assert not isinstance(result, RuntimeLayout)
     assert result.os_error_text == "Disk quota exceeded"
     assert not fs.lexists("/tmp/concorde-a1b2c3-0badf00d")
@@ -168,12 +183,12 @@ def populated(fs: FakeFileSystem) -> tuple[RuntimeLayout, str, list[str]]:
     layout = made(fs)
     transcript = f"{layout.config}/projects/work/session-1.jsonl"
     fs.write(transcript, '{"type":"user"}\n')
-    fs.write(layout.copy_of('.credentials.json'), '{"token":"secret"}', 0o600)
+    fs.write(layout.copy_of(".credentials.json"), '{"token":"secret"}', 0o600)
     fs.write(f"{layout.work}/out.txt", "w")
     fs.mkdir(f"{layout.home}/locked/deeper", 0o000)
     fs.write(f"{layout.home}/locked/deeper/f", "f")
     fs.nodes[f"{layout.home}/locked"].mode = 0o000
-    return layout, transcript, [layout.copy_of('.credentials.json')]
+    return layout, transcript, [layout.copy_of(".credentials.json")]
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
@@ -184,15 +199,16 @@ def test_cleanup_keeps_the_transcript_then_removes_credentials_first_then_the_re
     fs.ops.clear()
     dest = f"{RUN_DIR}/transcript.jsonl"
     result = cleanup_runtime_directory(fs, layout, copies, transcript, dest)
-    assert result == CleanupOutcome(transcript_kept=True, transcript_error=None, remains=(),
-                                    errors=())
+    assert result == CleanupOutcome(
+        transcript_kept=True, transcript_error=None, remains=(), errors=()
+    )
     assert result.ok and result.detail() == ""
     assert fs.read_text(dest) == '{"type":"user"}\n'
     assert fs.stat(dest).mode == 0o600
     assert not fs.lexists(layout.root)
     ops = fs.ops
     first_removal = next(i for i, (op, _) in enumerate(ops) if op in ("remove", "rmtree"))
-    assert ops[first_removal] == ("remove", layout.copy_of('.credentials.json'))
+    assert ops[first_removal] == ("remove", layout.copy_of(".credentials.json"))
     assert ops.index(("write_atomic", dest)) < first_removal
     assert ops.index(("file_digest", dest)) < first_removal  # the copy verified first
     # Every directory opened up (through descriptors: FileSystem.open_up) after the credential
@@ -202,7 +218,7 @@ def test_cleanup_keeps_the_transcript_then_removes_credentials_first_then_the_re
     assert opened > first_removal
     rmtree = ops.index(("rmtree", layout.root))
     assert rmtree > opened
-    assert ("lexists", layout.root) in ops[rmtree + 1:]  # checked gone after the removal
+    assert ("lexists", layout.root) in ops[rmtree + 1 :]  # checked gone after the removal
 
 
 def test_cleanup_without_a_session_has_no_transcript_to_keep() -> None:
@@ -223,7 +239,8 @@ def test_a_transcript_that_cannot_be_copied_is_named_with_the_os_error() -> None
     assert not result.ok and not result.transcript_kept
     assert result.transcript_error is not None
     assert transcript in result.transcript_error and "Read-only file system" in (
-        result.transcript_error)
+        result.transcript_error
+    )
     assert "the transcript could not be kept" in result.detail()
     # the runtime directory still goes, credentials with it
     assert not fs.lexists(layout.root) and result.remains == ()
@@ -233,8 +250,9 @@ def test_a_transcript_that_cannot_be_copied_is_named_with_the_os_error() -> None
 def test_a_missing_transcript_or_run_directory_is_a_transcript_not_kept() -> None:
     fs = fresh()
     layout, _transcript, copies = populated(fs)
-    missing = cleanup_runtime_directory(fs, layout, copies, f"{layout.config}/gone.jsonl",
-                                        f"{RUN_DIR}/transcript.jsonl")
+    missing = cleanup_runtime_directory(
+        fs, layout, copies, f"{layout.config}/gone.jsonl", f"{RUN_DIR}/transcript.jsonl"
+    )
     assert not missing.ok and "No such file or directory" in (missing.transcript_error or "")
     fs2 = fresh()
     layout2, transcript2, copies2 = populated(fs2)
@@ -280,9 +298,10 @@ def test_a_directory_that_cannot_be_removed_remains_with_the_os_error() -> None:
     fs = fresh()
     layout, transcript, copies = populated(fs)
     fs.fail("rmtree", layout.root, text="Device or resource busy", errno_=16)
-    fs.fail("remove", layout.copy_of('.credentials.json'), text="Operation not permitted", errno_=1)
-    result = cleanup_runtime_directory(fs, layout, copies, transcript,
-                                       f"{RUN_DIR}/transcript.jsonl")
+    fs.fail("remove", layout.copy_of(".credentials.json"), text="Operation not permitted", errno_=1)
+    result = cleanup_runtime_directory(
+        fs, layout, copies, transcript, f"{RUN_DIR}/transcript.jsonl"
+    )
     assert result.transcript_kept and not result.ok
     assert result.remains == (
         f"{layout.root}: Device or resource busy",
@@ -297,11 +316,14 @@ def test_a_directory_that_cannot_be_removed_remains_with_the_os_error() -> None:
 def test_a_credential_copy_that_resists_is_removed_once_its_folder_is_opened_up() -> None:
     fs = fresh()
     layout, transcript, copies = populated(fs)
-    fs.fail("remove", layout.copy_of('.credentials.json'), times=1)
-    result = cleanup_runtime_directory(fs, layout, copies, transcript,
-                                       f"{RUN_DIR}/transcript.jsonl")
+    fs.fail("remove", layout.copy_of(".credentials.json"), times=1)
+    result = cleanup_runtime_directory(
+        fs, layout, copies, transcript, f"{RUN_DIR}/transcript.jsonl"
+    )
     assert result.ok
-    removals = [i for i, op in enumerate(fs.ops) if op == ("remove", layout.copy_of('.credentials.json'))]
+    removals = [
+        i for i, op in enumerate(fs.ops) if op == ("remove", layout.copy_of(".credentials.json"))
+    ]
     rmtree = fs.ops.index(("rmtree", layout.root))
     assert len(removals) == 2 and removals[-1] < rmtree
     assert result.errors == (f"remove {layout.copy_of('.credentials.json')}: Permission denied",)
@@ -323,15 +345,16 @@ def test_a_credential_copy_outside_the_runtime_directory_is_removed_too() -> Non
     fs = fresh()
     layout, _, _ = populated(fs)
     fs.write("/var/lib/concorde/auth-copy.json", "secret")
-    result = cleanup_runtime_directory(fs, layout, ["/var/lib/concorde/auth-copy.json"],
-                                       None, None)
+    result = cleanup_runtime_directory(fs, layout, ["/var/lib/concorde/auth-copy.json"], None, None)
     assert result.ok and not fs.lexists("/var/lib/concorde/auth-copy.json")
 
 
 def test_a_runtime_directory_already_gone_is_a_clean_cleanup() -> None:
     fs = fresh()
     layout = RuntimeLayout(root="/tmp/concorde-a1b2c3-gone")
-    result = cleanup_runtime_directory(fs, layout, [layout.copy_of(n) for n in copies_of(PROFILES)], None, None)
+    result = cleanup_runtime_directory(
+        fs, layout, [layout.copy_of(n) for n in copies_of(PROFILES)], None, None
+    )
     assert result.ok and result.errors == ()
 
 
@@ -348,7 +371,8 @@ def test_a_link_planted_under_the_name_is_never_followed_by_the_chmod() -> None:
         return original(path)
 
     fs.lexists = lexists  # type: ignore[method-assign]
-    made_ = create_runtime_directory(fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]),
-                                     owner=OWNER)
+    made_ = create_runtime_directory(
+        fs, TMP, RUN_ID, FakeRandom.scripted(["0badf00d"]), owner=OWNER
+    )
     assert not isinstance(made_, RuntimeLayout)
     assert fs.stat("/home/dev/private").mode == 0o755

@@ -44,8 +44,9 @@ def assert_node(node: dict[str, Any]) -> None:
 class Killed:
     """What a host killed by SIGKILL as its agent started left on the world's fake disk."""
 
-    def __init__(self, world: HostWorld, run_dir: str, runtime_dir: str, host_pid: int,
-                 start_ticks: int) -> None:
+    def __init__(
+        self, world: HostWorld, run_dir: str, runtime_dir: str, host_pid: int, start_ticks: int
+    ) -> None:
         self.world = world
         self.run_dir = run_dir
         self.runtime_dir = runtime_dir
@@ -74,14 +75,24 @@ def kill_host(world: HostWorld, host_pid: int = 42, rounds: tuple[Round, ...] = 
     world.fs.nodes.update(frozen)
     record = world.records.pop()
     assert world.exists(record.runtime_directory)
-    return Killed(world, record.run_directory, record.runtime_directory, host_pid,
-                  world.process_table.processes[host_pid].start_ticks)
+    return Killed(
+        world,
+        record.run_directory,
+        record.runtime_directory,
+        host_pid,
+        world.process_table.processes[host_pid].start_ticks,
+    )
 
 
 def sweeper(world: HostWorld, table: FakeProcessTable | None = None) -> Sweeper:
     world.clock.advance(90)
-    return Sweeper(fs=world.fs, table=table or FakeProcessTable(pid=SWEEPER_PID),
-                   clock=world.clock, runtime_parent=TEMP_ROOT, profiles=PROFILES)
+    return Sweeper(
+        fs=world.fs,
+        table=table or FakeProcessTable(pid=SWEEPER_PID),
+        clock=world.clock,
+        runtime_parent=TEMP_ROOT,
+        profiles=PROFILES,
+    )
 
 
 def alive(*killed: Killed, reused: bool = False) -> FakeProcessTable:
@@ -93,17 +104,21 @@ def alive(*killed: Killed, reused: bool = False) -> FakeProcessTable:
 
 
 def writes_under(fs: FakeFileSystem, folder: str) -> list[tuple[str, str]]:
-    return [(op, p) for op, p in fs.ops
-            if op in ("write_atomic", "remove", "rmtree", "chmod", "makedirs")
-            and (p == folder or p.startswith(folder + "/"))]
+    return [
+        (op, p)
+        for op, p in fs.ops
+        if op in ("write_atomic", "remove", "rmtree", "chmod", "makedirs")
+        and (p == folder or p.startswith(folder + "/"))
+    ]
 
 
 # --- the stale directory of a dead host -------------------------------------------------------
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
-def test_a_dead_hosts_directory_goes_credential_copies_first_and_its_record_ends_interrupted(
-) -> None:
+def test_a_dead_hosts_directory_goes_credential_copies_first_and_its_record_ends_interrupted() -> (
+    None
+):
     world = HostWorld()
     k = kill_host(world)
     assert world.exists(k.credential_copy)
@@ -132,9 +147,12 @@ def test_a_dead_hosts_directory_goes_credential_copies_first_and_its_record_ends
     assert error["unhandled"]["reason"] == "environment"
     assert error["detail"].startswith(
         "the host process (pid 42) died without a chance to act, as by SIGKILL or the "
-        "out-of-memory killer, while the run was in round 1 (phase worker")
-    assert f"its host (pid 42) is gone; a sweep (pid {SWEEPER_PID}) found its runtime " \
-           f"directory {k.runtime_dir}" in error["detail"]
+        "out-of-memory killer, while the run was in round 1 (phase worker"
+    )
+    assert (
+        f"its host (pid 42) is gone; a sweep (pid {SWEEPER_PID}) found its runtime "
+        f"directory {k.runtime_dir}" in error["detail"]
+    )
     assert [e["kind"] for e in error["evidence"]] == ["trace", "transcript"]
     assert node["content"]["transcript"] == "transcript.jsonl"
     assert {f["path"] for f in node["files"]} >= {"status.json", "transcript.jsonl"}
@@ -163,13 +181,17 @@ def test_a_transcript_the_host_already_kept_is_named_when_none_is_left() -> None
     assert k.node()["content"]["transcript"] == "transcript.jsonl"
 
 
-@pytest.mark.parametrize(("table", "reason"), [
-    ("reused", "pid 42 now belongs to another process"),
-    ("zombie", "has exited (a zombie"),
-    ("other boot", "ran before the machine last started"),
-])
-def test_a_pid_that_is_no_longer_the_host_does_not_keep_its_directory(table: str,
-                                                                      reason: str) -> None:
+@pytest.mark.parametrize(
+    ("table", "reason"),
+    [
+        ("reused", "pid 42 now belongs to another process"),
+        ("zombie", "has exited (a zombie"),
+        ("other boot", "ran before the machine last started"),
+    ],
+)
+def test_a_pid_that_is_no_longer_the_host_does_not_keep_its_directory(
+    table: str, reason: str
+) -> None:
     world = HostWorld()
     k = kill_host(world)
     sweeping = alive(k, reused=table == "reused")
@@ -197,7 +219,8 @@ def test_two_live_hosts_keep_their_directories_and_records_untouched() -> None:
 
     assert [s.runtime_directory for s in report.stale] == [dead.runtime_dir]
     assert sorted((e.runtime_directory, e.verdict) for e in report.left) == sorted(
-        [(first.runtime_dir, "live"), (second.runtime_dir, "live")])
+        [(first.runtime_dir, "live"), (second.runtime_dir, "live")]
+    )
     for live in (first, second):
         assert world.exists(live.credential_copy)
         assert writes_under(world.fs, live.runtime_dir) == []
@@ -237,7 +260,8 @@ def test_a_link_named_like_a_runtime_directory_is_never_followed() -> None:
     assert report.stale == ()
     assert sorted(e.reason for e in report.left) == [
         "not a directory but a file: never followed",
-        "not a directory but a symlink: never followed"]
+        "not a directory but a symlink: never followed",
+    ]
     assert world.text("/home/dev/keep/.credentials.json") == "mine"
     assert world.fs.is_symlink(f"{TEMP_ROOT}/concorde-abc123-1inkd1r")
 
@@ -298,14 +322,18 @@ def test_a_directory_without_a_usable_owner_record_goes_only_once_old(spoil: str
 # --- the run directory the owner record names -------------------------------------------------
 
 
-@pytest.mark.parametrize(("spoil", "problem"), [
-    ("missing", "is missing: nothing was written"),
-    ("garbled", "not JSON"),
-    ("other run", "is the node of run w-20990101T000000-ffffff"),
-    ("link", "is a symlink, not a directory"),
-])
-def test_a_run_directory_that_is_not_the_runs_is_reported_never_written(spoil: str,
-                                                                        problem: str) -> None:
+@pytest.mark.parametrize(
+    ("spoil", "problem"),
+    [
+        ("missing", "is missing: nothing was written"),
+        ("garbled", "not JSON"),
+        ("other run", "is the node of run w-20990101T000000-ffffff"),
+        ("link", "is a symlink, not a directory"),
+    ],
+)
+def test_a_run_directory_that_is_not_the_runs_is_reported_never_written(
+    spoil: str, problem: str
+) -> None:
     world = HostWorld()
     k = kill_host(world)
     trace = f"{k.run_dir}/trace.json"
@@ -320,10 +348,13 @@ def test_a_run_directory_that_is_not_the_runs_is_reported_never_written(spoil: s
     else:
         moved = "/home/dev/elsewhere"
         for path in [k.run_dir, *world.under(k.run_dir)]:
-            world.fs.nodes[moved + path[len(k.run_dir):]] = world.fs.nodes.pop(path)
+            world.fs.nodes[moved + path[len(k.run_dir) :]] = world.fs.nodes.pop(path)
         world.fs.symlink(moved, k.run_dir)
-    before = {p: copy.deepcopy(n) for p, n in world.fs.nodes.items()
-              if p.startswith("/home/dev/elsewhere") or p.startswith(k.run_dir)}
+    before = {
+        p: copy.deepcopy(n)
+        for p, n in world.fs.nodes.items()
+        if p.startswith("/home/dev/elsewhere") or p.startswith(k.run_dir)
+    }
     world.fs.ops.clear()
 
     report = sweeper(world).sweep()
@@ -341,11 +372,23 @@ def test_a_run_directory_that_is_not_the_runs_is_reported_never_written(spoil: s
 def test_a_record_that_already_ended_is_not_rewritten() -> None:
     world = HostWorld()
     k = kill_host(world)
-    ended = k.node() | {"status": "failed", "outcome": "failed", "ended_at": k.node()["started_at"],
-                        "error": {"level": "workers", "actor": "a", "code": "launch_failed",
-                                  "detail": "d", "evidence": [], "attempts": [],
-                                  "unhandled": {"reason": "environment", "explanation": "e"},
-                                  "options": [], "recommendation": "", "causes": []}}
+    ended = k.node() | {
+        "status": "failed",
+        "outcome": "failed",
+        "ended_at": k.node()["started_at"],
+        "error": {
+            "level": "workers",
+            "actor": "a",
+            "code": "launch_failed",
+            "detail": "d",
+            "evidence": [],
+            "attempts": [],
+            "unhandled": {"reason": "environment", "explanation": "e"},
+            "options": [],
+            "recommendation": "",
+            "causes": [],
+        },
+    }
     world.fs.write(f"{k.run_dir}/trace.json", json.dumps(ended))
     [stale] = sweeper(world).sweep().stale
     assert stale.removed
@@ -365,8 +408,9 @@ def test_a_directory_that_resists_removal_is_reported_and_the_record_says_so() -
     assert not stale.removed
     assert stale.remains == (f"{k.runtime_dir}: Device or resource busy",)
     assert not world.exists(k.credential_copy)  # the credential copies went first all the same
-    assert report.failures == [f"{k.runtime_dir} was not removed: {k.runtime_dir}: Device or "
-                               "resource busy"]
+    assert report.failures == [
+        f"{k.runtime_dir} was not removed: {k.runtime_dir}: Device or resource busy"
+    ]
     error = k.node()["error"]
     assert error["code"] == "cleanup_failed"
     assert [c["code"] for c in error["causes"]] == ["interrupted"]
@@ -410,23 +454,29 @@ def test_the_host_records_who_owns_the_runtime_directory_before_any_credential_c
     owner = parse_owner_record(seen["owner"])
     assert not isinstance(owner, str), owner
     assert (owner.run_id, owner.run_directory, owner.backend) == (
-        record.run_id, record.run_directory, "pi")
+        record.run_id,
+        record.run_directory,
+        "pi",
+    )
     assert owner.host == world.process_table.own()
     written = [p for op, p in world.fs.ops if op == "write_atomic"]
     assert written.index(f"{seen['root']}/control/owner.json") < written.index(
-        f"{seen['root']}/config/.credentials.json")
+        f"{seen['root']}/config/.credentials.json"
+    )
 
 
 # --- the command line ---------------------------------------------------------------------------
 
 
-def cli_container(world: HostWorld, table: FakeProcessTable,
-                  rounds: tuple[Round, ...] = ()) -> Container:
+def cli_container(
+    world: HostWorld, table: FakeProcessTable, rounds: tuple[Round, ...] = ()
+) -> Container:
     container = world.container()
     scripted = ScriptedBackend("pi", world.fs, rounds=list(rounds))
     scripted.credentials = []
-    container.backends.override(providers.Dict(pi=providers.Object(scripted),
-                                               claude=providers.Object(scripted)))
+    container.backends.override(
+        providers.Dict(pi=providers.Object(scripted), claude=providers.Object(scripted))
+    )
     container.processes.override(providers.Object(scripted.runner()))
     container.host_pid.override(providers.Object(table.pid))
     container.process_table.override(providers.Object(table))
@@ -444,8 +494,9 @@ def test_sweep_json_prints_what_it_removed_and_finished_and_exits_0() -> None:
     world = HostWorld()
     k = kill_host(world)
     world.clock.advance(90)
-    status, out, err = main(cli_container(world, FakeProcessTable(pid=SWEEPER_PID)),
-                            "sweep", "--json")
+    status, out, err = main(
+        cli_container(world, FakeProcessTable(pid=SWEEPER_PID)), "sweep", "--json"
+    )
     assert (status, err) == (0, "")
     data = json.loads(out)
     assert data["runtime_parent"] == TEMP_ROOT and data["failures"] == []
@@ -457,8 +508,9 @@ def test_sweep_json_prints_what_it_removed_and_finished_and_exits_0() -> None:
     status, out, _ = main(cli_container(world, FakeProcessTable(pid=SWEEPER_PID)), "sweep")
     assert (status, out) == (0, f"sweep of {TEMP_ROOT}: no stale runtime directory\n")
 
-    status, out, _ = main(cli_container(world, FakeProcessTable(pid=SWEEPER_PID)), "show",
-                          k.run_dir)
+    status, out, _ = main(
+        cli_container(world, FakeProcessTable(pid=SWEEPER_PID)), "show", k.run_dir
+    )
     assert status == 0
     assert out.startswith(f"run {k.node()['id']}: failed (interrupted): interrupted\n")
     assert "the host process (pid 42) died without a chance to act" in out
@@ -473,15 +525,19 @@ def test_sweep_says_what_it_did_and_exits_1_when_a_directory_remains() -> None:
     assert out.splitlines()[:3] == [
         f"sweep of {TEMP_ROOT}: 1 stale runtime directory",
         f"  NOT removed {k.runtime_dir} (run {k.node()['id']}): its host (pid 42) is gone",
-        f"    remains {k.runtime_dir}: Device or resource busy"]
+        f"    remains {k.runtime_dir}: Device or resource busy",
+    ]
 
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_sweep_refuses_with_2_when_the_runtime_parent_cannot_be_listed(as_json: bool) -> None:
     world = HostWorld()
     world.fs.fail("listdir", TEMP_ROOT, "Permission denied", 13)
-    status, out, err = main(cli_container(world, FakeProcessTable(pid=SWEEPER_PID)), "sweep",
-                            *(["--json"] if as_json else []))
+    status, out, err = main(
+        cli_container(world, FakeProcessTable(pid=SWEEPER_PID)),
+        "sweep",
+        *(["--json"] if as_json else []),
+    )
     assert status == 2
     if as_json:
         refusal = json.loads(out)["refusal"]
@@ -495,17 +551,27 @@ def test_every_run_sweeps_first_and_says_so_on_stderr() -> None:
     world = HostWorld()
     k = kill_host(world)
     world.fs.write(f"{PRIMARY}/grant.json", json.dumps(world.request().grant))
-    world.fs.write(f"{PRIMARY}/request.json", json.dumps({
-        k2: v for k2, v in world.request().model_dump(mode="json").items()
-        if k2 in ("worktree", "task_type", "grant", "instructions")}))
+    world.fs.write(
+        f"{PRIMARY}/request.json",
+        json.dumps(
+            {
+                k2: v
+                for k2, v in world.request().model_dump(mode="json").items()
+                if k2 in ("worktree", "task_type", "grant", "instructions")
+            }
+        ),
+    )
     table = FakeProcessTable(pid=SWEEPER_PID)
     container = cli_container(world, table, (Round.ok(ok_result()),))
-    status, out, err = main(container, "run", f"{PRIMARY}/request.json", "--parent",
-                            TRACE_PARENT, "--json")
+    status, out, err = main(
+        container, "run", f"{PRIMARY}/request.json", "--parent", TRACE_PARENT, "--json"
+    )
     assert status == 0, out + err
     assert f"concorde-workers: sweep of {TEMP_ROOT}: 1 stale runtime directory\n" in err
-    assert f"concorde-workers:   removed {k.runtime_dir} (run {k.node()['id']}): its host " \
-           "(pid 42) is gone\n" in err
+    assert (
+        f"concorde-workers:   removed {k.runtime_dir} (run {k.node()['id']}): its host "
+        "(pid 42) is gone\n" in err
+    )
     assert not world.exists(k.runtime_dir)
     assert k.node()["outcome"] == "interrupted"
     assert json.loads(out)["status"] == "ok"  # the new run itself
@@ -513,12 +579,20 @@ def test_every_run_sweeps_first_and_says_so_on_stderr() -> None:
 
 def test_a_run_with_nothing_to_sweep_says_nothing_about_it() -> None:
     world = HostWorld()
-    world.fs.write(f"{PRIMARY}/request.json", json.dumps({
-        k2: v for k2, v in world.request().model_dump(mode="json").items()
-        if k2 in ("worktree", "task_type", "grant", "instructions")}))
+    world.fs.write(
+        f"{PRIMARY}/request.json",
+        json.dumps(
+            {
+                k2: v
+                for k2, v in world.request().model_dump(mode="json").items()
+                if k2 in ("worktree", "task_type", "grant", "instructions")
+            }
+        ),
+    )
     container = cli_container(world, FakeProcessTable(pid=SWEEPER_PID), (Round.ok(ok_result()),))
-    status, _, err = main(container, "run", f"{PRIMARY}/request.json", "--parent",
-                          TRACE_PARENT, "--json")
+    status, _, err = main(
+        container, "run", f"{PRIMARY}/request.json", "--parent", TRACE_PARENT, "--json"
+    )
     assert status == 0 and "sweep" not in err
 
 

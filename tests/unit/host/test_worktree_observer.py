@@ -25,11 +25,14 @@ WORKTREE = f"{PRIMARY}/.claude/worktrees/task"
 COMMON = f"{PRIMARY}/.git"
 COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40
-GRANT = parse_grant({
-    "task_type": "implement",
-    "entries": [{"path": "src/app/", "level": "rw"}, {"path": "docs/", "level": "ro"}],
-    "context_identity": "sha256:" + "1" * 64,
-}, "implement")
+GRANT = parse_grant(
+    {
+        "task_type": "implement",
+        "entries": [{"path": "src/app/", "level": "rw"}, {"path": "docs/", "level": "ro"}],
+        "context_identity": "sha256:" + "1" * 64,
+    },
+    "implement",
+)
 
 
 class World:
@@ -51,8 +54,13 @@ class World:
         self.fs.write(f"{WORKTREE}/docs/nested/.git/HEAD", "ref: refs/heads/main\n")
         self.fs.write(f"{WORKTREE}/docs/nested/.git/config", "[core]\n")
         self.fs.write(f"{WORKTREE}/docs/nested/lib.c", "int x;\n")
-        self.observer = WorktreeObserver(self.git, self.fs, self.repo, writable=["src/app/"],
-                                         git_entries=[".git", "docs/nested/.git"])
+        self.observer = WorktreeObserver(
+            self.git,
+            self.fs,
+            self.repo,
+            writable=["src/app/"],
+            git_entries=[".git", "docs/nested/.git"],
+        )
 
     def write(self, rel: str, text: str) -> None:
         self.fs.write(posixpath.join(WORKTREE, rel), text)
@@ -76,7 +84,8 @@ def test_a_fresh_worktree_is_clean(world: World) -> None:
     seen = world.observer.observe(snapshot)
     assert audit(GRANT, snapshot, seen).clean
     assert snapshot.files["src/app/vendor"] == FileState(
-        digest="gitlink not checked out", executable=False, gitlink=True)
+        digest="gitlink not checked out", executable=False, gitlink=True
+    )
 
 
 @pytest.mark.req("Every round is audited")
@@ -108,7 +117,8 @@ def test_a_moved_gitlink_is_a_violation_whatever_the_level(world: World) -> None
 
 
 def test_the_module_is_the_one_the_snapshot_found_not_what_the_worker_names_later(
-        world: World) -> None:
+    world: World,
+) -> None:
     module = world.check_out_module("src/app/vendor", COMMIT_A)
     snapshot = world.observer.snapshot()
     world.fs.write(f"{WORKTREE}/src/app/decoy/HEAD", f"{COMMIT_B}\n")
@@ -125,8 +135,9 @@ def test_a_submodule_path_removed_or_replaced_is_a_violation(world: World, repla
     if replace == "file":
         world.write("src/app/vendor", "a file now\n")
     result = audit(GRANT, snapshot, world.observer.observe(snapshot))
-    assert result.violation_texts == (("src/app/vendor (deleted)",) if replace == "remove"
-                                 else ("src/app/vendor",))
+    assert result.violation_texts == (
+        ("src/app/vendor (deleted)",) if replace == "remove" else ("src/app/vendor",)
+    )
 
 
 @pytest.mark.req("Workers never see Git")
@@ -142,11 +153,20 @@ def test_git_metadata_is_found_before_any_git_command_runs_over_the_tree(world: 
         world.observer.observe(snapshot)
     found = world.observer.git_metadata(snapshot)
     assert found == (
-        GitMetadata(path="src/app/vendor/.git", created=True, kind="directory",
-                    submodule="src/app/vendor", runs=("filter.x.clean = steal",),
-                    hooks=("pre-commit",)),
-        GitMetadata(path="src/app/x/.git", created=True, kind="directory",
-                    runs=("core.fsmonitor = sh -c evil",)),
+        GitMetadata(
+            path="src/app/vendor/.git",
+            created=True,
+            kind="directory",
+            submodule="src/app/vendor",
+            runs=("filter.x.clean = steal",),
+            hooks=("pre-commit",),
+        ),
+        GitMetadata(
+            path="src/app/x/.git",
+            created=True,
+            kind="directory",
+            runs=("core.fsmonitor = sh -c evil",),
+        ),
     )
 
 
@@ -163,8 +183,11 @@ def test_a_dot_git_file_pointing_elsewhere_decides_nothing(world: World) -> None
     assert result.violation_texts == (".git",)
     (item,) = world.observer.git_metadata(snapshot, seen.files)
     assert (item.path, item.created, item.kind, item.points_to) == (
-        ".git", False, "file",
-        "/elsewhere/.git; not read: outside what the worker could read")
+        ".git",
+        False,
+        "file",
+        "/elsewhere/.git; not read: outside what the worker could read",
+    )
 
 
 def test_a_changed_configuration_of_a_known_repository_is_a_violation(world: World) -> None:
@@ -197,11 +220,22 @@ def test_a_gitlink_state_change_is_git_metadata_even_in_rw() -> None:
 
 
 def test_the_description_says_what_it_is_what_it_would_run_and_where_it_is() -> None:
-    moved = GitMetadata(path="src/app/vendor/.git", created=True, kind="directory",
-                        submodule="src/app/vendor", runs=("filter.x.clean = steal",),
-                        hooks=("pre-commit",), moved_to="/run/planted-git/1.tar")
-    left = GitMetadata(path="src/app/y/.git", created=True, kind="file",
-                       points_to="/tmp/evil", left="the run was interrupted")
+    moved = GitMetadata(
+        path="src/app/vendor/.git",
+        created=True,
+        kind="directory",
+        submodule="src/app/vendor",
+        runs=("filter.x.clean = steal",),
+        hooks=("pre-commit",),
+        moved_to="/run/planted-git/1.tar",
+    )
+    left = GitMetadata(
+        path="src/app/y/.git",
+        created=True,
+        kind="file",
+        points_to="/tmp/evil",
+        left="the run was interrupted",
+    )
     text = describe_git_metadata([moved, left], "/w")
     assert text == (
         "src/app/vendor/.git is a Git repository the worker created in the submodule path "
@@ -210,15 +244,19 @@ def test_the_description_says_what_it_is_what_it_would_run_and_where_it_is() -> 
         "moved it out of the worktree, as evidence, into /run/planted-git/1.tar. "
         "src/app/y/.git is a .git file the worker created, naming the Git directory /tmp/evil; "
         "its configuration names no program; it is still in the worktree (the run was "
-        "interrupted): remove it before running Git there (rm -rf -- /w/src/app/y/.git).")
+        "interrupted): remove it before running Git there (rm -rf -- /w/src/app/y/.git)."
+    )
 
 
 SECRET = "SECRET-MARKER"
 
 
-@pytest.mark.parametrize("target", ["/home/user/.config/git", COMMON, f"{WORKTREE}/docs/nested/.git"])
+@pytest.mark.parametrize(
+    "target", ["/home/user/.config/git", COMMON, f"{WORKTREE}/docs/nested/.git"]
+)
 def test_a_planted_pointer_outside_what_the_worker_could_write_is_quoted_by_its_text_only(
-        world: World, target: str) -> None:
+    world: World, target: str
+) -> None:
     """Issue 18 §2: the host never opens or lists where a worker-written `.git` file leads
     outside the grant's rw directories; the pointer's text is the evidence."""
     world.fs.write(f"{target}/config", f"[core]\n\tsshCommand = {SECRET}\n")
@@ -239,13 +277,15 @@ def test_a_planted_pointer_inside_the_rw_directories_is_still_inspected(world: W
     world.write("src/app/real/config", "[core]\n\tsshCommand = planted\n")
     world.write("src/app/g2/.git", "gitdir: ../real\n")
     seen = world.observer.observe(snapshot)
-    (item,) = [i for i in world.observer.git_metadata(snapshot, seen.files)
-               if i.path == "src/app/g2/.git"]
+    (item,) = [
+        i for i in world.observer.git_metadata(snapshot, seen.files) if i.path == "src/app/g2/.git"
+    ]
     assert item.runs == ("core.sshcommand = planted",)
 
 
 def test_a_planted_git_directory_whose_hooks_link_elsewhere_lists_nothing_there(
-        world: World) -> None:
+    world: World,
+) -> None:
     """Issue 18 §2: a `hooks` link inside a planted Git directory is not followed either."""
     world.fs.write(f"/home/user/private/{SECRET}", "x\n")
     snapshot = world.observer.snapshot()
@@ -253,7 +293,8 @@ def test_a_planted_git_directory_whose_hooks_link_elsewhere_lists_nothing_there(
     world.write("src/app/g3/.git/config", "[core]\n")
     world.fs.symlink("/home/user/private", f"{WORKTREE}/src/app/g3/.git/hooks")
     seen = world.observer.observe(snapshot)
-    (item,) = [i for i in world.observer.git_metadata(snapshot, seen.files)
-               if i.path == "src/app/g3/.git"]
+    (item,) = [
+        i for i in world.observer.git_metadata(snapshot, seen.files) if i.path == "src/app/g3/.git"
+    ]
     assert item.hooks == ()
     assert SECRET not in describe_git_metadata((item,), WORKTREE)

@@ -54,9 +54,18 @@ def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
         index[module] = low[module] = len(index)
         stack.append(module)
         on_stack.add(module)
-        work.append((module, iter(sorted(
-            m for m in graph.find_modules_directly_imported_by(module)
-            if m.split(".")[0] == PACKAGE))))
+        work.append(
+            (
+                module,
+                iter(
+                    sorted(
+                        m
+                        for m in graph.find_modules_directly_imported_by(module)
+                        if m.split(".")[0] == PACKAGE
+                    )
+                ),
+            )
+        )
 
     for start in modules:
         if start in index:
@@ -93,11 +102,14 @@ def test_no_import_cycle_anywhere_in_the_package() -> None:
 
 def test_a_planted_cycle_is_found() -> None:
     graph = package_graph()
-    graph.add_import(importer="concorde_workers.domain.texts.text",
-                     imported="concorde_workers.adapters.cli.main")
+    graph.add_import(
+        importer="concorde_workers.domain.texts.text", imported="concorde_workers.adapters.cli.main"
+    )
     cycles = import_cycles(graph)
     assert len(cycles) == 1
-    assert {"concorde_workers.domain.texts.text", "concorde_workers.adapters.cli.main"} <= set(cycles[0])
+    assert {"concorde_workers.domain.texts.text", "concorde_workers.adapters.cli.main"} <= set(
+        cycles[0]
+    )
 
 
 # --- every module in the picture ---------------------------------------------------------------
@@ -106,10 +118,14 @@ def test_a_planted_cycle_is_found() -> None:
 def layers_contracts() -> list[list[set[str]]]:
     """The layers contracts of pyproject.toml, each a list of layers, each a set of modules."""
     config: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    return [[{name.strip() for name in layer.replace(":", "|").split("|")}
-             for layer in contract["layers"]]
-            for contract in config["tool"]["importlinter"]["contracts"]
-            if contract["type"] == "layers"]
+    return [
+        [
+            {name.strip() for name in layer.replace(":", "|").split("|")}
+            for layer in contract["layers"]
+        ]
+        for contract in config["tool"]["importlinter"]["contracts"]
+        if contract["type"] == "layers"
+    ]
 
 
 def test_the_two_columns_of_the_picture() -> None:
@@ -130,8 +146,9 @@ def test_every_adapter_is_an_entry_point_or_a_driven_adapter_of_the_picture() ->
 def test_every_top_level_module_is_in_the_picture_or_is_the_contracts() -> None:
     placed = {module for contract in layers_contracts() for layer in contract for module in layer}
     top = package_graph().find_children(PACKAGE)
-    unplaced = {m for m in top if m not in placed
-                and not any(p.startswith(m + ".") for p in placed)}
+    unplaced = {
+        m for m in top if m not in placed and not any(p.startswith(m + ".") for p in placed)
+    }
     assert unplaced == {"concorde_workers.contracts"}
 
 
@@ -142,34 +159,46 @@ def environment_reads(source: str) -> list[int]:
     """The lines of `source` that read or change the process environment through os."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id == "os"
-                and node.attr in {"environ", "environb", "getenv", "getenvb", "putenv",
-                                  "unsetenv"}):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+            and node.attr in {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+        ):
             found.append(node.lineno)
-        if isinstance(node, ast.ImportFrom) and node.module == "os" and any(
-                alias.name in {"environ", "environb", "getenv", "getenvb"}
-                for alias in node.names):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "os"
+            and any(
+                alias.name in {"environ", "environb", "getenv", "getenvb"} for alias in node.names
+            )
+        ):
             found.append(node.lineno)
     return found
 
 
 def package_sources() -> list[Path]:
     layers = ("domain", "ports", "adapters", "application", "contracts")
-    return sorted([*ROOT.glob("*.py"), *(p for layer in layers
-                                         for p in (ROOT / layer).rglob("*.py"))])
+    return sorted(
+        [*ROOT.glob("*.py"), *(p for layer in layers for p in (ROOT / layer).rglob("*.py"))]
+    )
 
 
 def test_only_the_entry_point_and_the_composition_root_read_the_environment() -> None:
-    readers = {path.relative_to(ROOT).as_posix(): lines for path in package_sources()
-               if (lines := environment_reads(path.read_text(encoding="utf-8")))}
+    readers = {
+        path.relative_to(ROOT).as_posix(): lines
+        for path in package_sources()
+        if (lines := environment_reads(path.read_text(encoding="utf-8")))
+    }
     assert set(readers) <= ENVIRONMENT_READERS, readers
     assert set(readers) == ENVIRONMENT_READERS  # both read it, so the check sees real reads
 
 
 def test_the_environment_check_sees_every_form_of_read() -> None:
-    source = ("import os\nfrom os import environ\na = os.environ['X']\nb = os.getenv('Y')\n"
-              "os.putenv('Z', '1')\n")
+    source = (
+        "import os\nfrom os import environ\na = os.environ['X']\nb = os.getenv('Y')\n"
+        "os.putenv('Z', '1')\n"
+    )
     assert environment_reads(source) == [2, 3, 4, 5]
 
 

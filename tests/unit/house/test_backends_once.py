@@ -35,11 +35,14 @@ ROOT = Path(__file__).resolve().parents[3]
 BACKEND_NAMES = ("claude", "pi")
 BACKEND_PACKAGES = (("adapters", "claude"), ("adapters", "pi"))
 
-MAY_NAME = frozenset({
-    "domain/evidence/backends.py",  # `Backend`: the contracts' list of backends
-    "domain/evidence/codes.py",  # seed 000 and 001 "Errors": which backend each code is of
-})
+MAY_NAME = frozenset(
+    {
+        "domain/evidence/backends.py",  # `Backend`: the contracts' list of backends
+        "domain/evidence/codes.py",  # seed 000 and 001 "Errors": which backend each code is of
+    }
+)
 """Where a backend's name belongs outside its package: the contracts and the spec's tables."""
+
 
 def _naming_a_backend() -> set[str]:
     """The modules with a string literal that is exactly a backend's name (docstrings and
@@ -47,12 +50,16 @@ def _naming_a_backend() -> set[str]:
     found = set()
     for path in ROOT.rglob("*.py"):
         parts = path.relative_to(ROOT).parts
-        if parts[0] in ("tests", "benchmarks", "scripts", ".venv", "node_modules") or \
-                parts[:2] in BACKEND_PACKAGES:
+        if (
+            parts[0] in ("tests", "benchmarks", "scripts", ".venv", "node_modules")
+            or parts[:2] in BACKEND_PACKAGES
+        ):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        if any(isinstance(node, ast.Constant) and node.value in BACKEND_NAMES
-               for node in ast.walk(tree)):
+        if any(
+            isinstance(node, ast.Constant) and node.value in BACKEND_NAMES
+            for node in ast.walk(tree)
+        ):
             found.add("/".join(parts))
     return found
 
@@ -69,6 +76,7 @@ def test_the_test_of_naming_finds_a_backend_where_one_is_named() -> None:
 
 
 # --- the profiles --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
 def test_every_code_a_profile_gives_is_one_of_its_backend_s(name: str) -> None:

@@ -16,7 +16,8 @@ def test_the_seeds_have_their_requirement_counts() -> None:
 
 def test_every_requirement_a_test_names_exists_in_the_spec() -> None:
     known = set(spec.requirement_titles(spec.RUN_MECHANICS)) | set(
-        spec.requirement_titles(spec.PI_MECHANICS))
+        spec.requirement_titles(spec.PI_MECHANICS)
+    )
     unknown = {t: where for t, where in spec.named_requirements().items() if t not in known}
     assert not unknown, f"req markers naming no requirement of seeds 000/001: {unknown}"
 
@@ -31,7 +32,8 @@ VENDORED = sorted(p.name for p in spec.SPEC.iterdir() if p.name != spec.DIGESTS.
 def test_the_recorded_digests_name_every_vendored_file_and_no_other() -> None:
     assert sorted(spec.recorded_digests()) == VENDORED, (
         f"{spec.DIGESTS} must list every file of docs/spec/ once: run "
-        "`sha256sum README.md *.txt > SHA256SUMS` in docs/spec/ after copying a seed in")
+        "`sha256sum README.md *.txt > SHA256SUMS` in docs/spec/ after copying a seed in"
+    )
 
 
 @pytest.mark.parametrize("name", VENDORED)
@@ -40,10 +42,12 @@ def test_the_vendored_spec_is_the_shared_one(name: str) -> None:
     recorded = spec.recorded_digests().get(name)
     assert hashlib.sha256(vendored).hexdigest() == recorded, (
         f"docs/spec/{name} is not the file whose digest docs/spec/SHA256SUMS records: restore it "
-        "from the shared seeds (the spec is copied verbatim, never edited here)")
+        "from the shared seeds (the spec is copied verbatim, never edited here)"
+    )
     if SHARED.is_dir():
         shared = SHARED / name
         assert shared.is_file(), f"{shared} is missing: the shared seeds no longer hold {name}"
         assert shared.read_bytes() == vendored, (
             f"docs/spec/{name} differs from {shared}: copy the shared seed over it and record "
-            "its digest in docs/spec/SHA256SUMS")
+            "its digest in docs/spec/SHA256SUMS"
+        )

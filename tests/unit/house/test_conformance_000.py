@@ -34,8 +34,13 @@ def test_every_requirement_of_seed_000_is_named_by_a_test() -> None:
 
 def _claude_prepared(world: PlanWorld | None = None, **fields: Any) -> Prepared:
     world = world or PlanWorld()
-    data: dict[str, Any] = {"backend": "claude", "worktree": WORKTREE, "task_type": "implement",
-                            "grant": GRANT, "instructions": "Do it."}
+    data: dict[str, Any] = {
+        "backend": "claude",
+        "worktree": WORKTREE,
+        "task_type": "implement",
+        "grant": GRANT,
+        "instructions": "Do it.",
+    }
     data.update(fields)
     prepared = world.container().preparer().prepare(RunRequest(**data), RUN_ID, RUNTIME_DIR)
     assert isinstance(prepared, Prepared), prepared
@@ -63,8 +68,11 @@ def test_the_worker_settings_deny_every_host_the_allowlist_does_not_list() -> No
     settings = _settings(_claude_prepared())
     # strictAllowlist (Claude Code 2.1.332): an unlisted host is denied, never put to the
     # permission mode; the denied "*" of the versions before it stays beside it (decisions.md)
-    assert settings["sandbox"]["network"] == {"allowedDomains": [], "deniedDomains": ["*"],
-                                              "strictAllowlist": True}
+    assert settings["sandbox"]["network"] == {
+        "allowedDomains": [],
+        "deniedDomains": ["*"],
+        "strictAllowlist": True,
+    }
 
 
 @pytest.mark.req("Bash runs sandboxed without network")
@@ -73,11 +81,19 @@ def test_the_worker_settings_hide_the_api_key_from_bash_and_keep_no_background_t
     # the credentials only sandbox.credentials hides from a sandboxed command: the API key and
     # what Claude Code puts into its own environment (its inbox's token and socket, the OAuth
     # and session tokens of a refreshed login), each unset
-    assert settings["sandbox"]["credentials"] == {"envVars": [
-        {"name": name, "mode": "deny"} for name in (
-            "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_MESSAGING_TOKEN",
-            "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_CODE_OAUTH_TOKEN",
-            "CLAUDE_CODE_SESSION_ACCESS_TOKEN")]}
+    assert settings["sandbox"]["credentials"] == {
+        "envVars": [
+            {"name": name, "mode": "deny"}
+            for name in (
+                "ANTHROPIC_API_KEY",
+                "ANTHROPIC_AUTH_TOKEN",
+                "CLAUDE_CODE_MESSAGING_TOKEN",
+                "CLAUDE_CODE_MESSAGING_SOCKET",
+                "CLAUDE_CODE_OAUTH_TOKEN",
+                "CLAUDE_CODE_SESSION_ACCESS_TOKEN",
+            )
+        ]
+    }
     # no background Bash holds the round open (Claude Code 2.1.332 waits for it before exiting)
     assert settings["env"]["CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"] == "1"
 
@@ -109,15 +125,21 @@ def test_the_write_hook_the_settings_run_is_generated_with_the_grant_embedded() 
 
 @pytest.mark.req("Workers never see Git")
 @pytest.mark.req("Every Git administrative path is hidden")
-@pytest.mark.parametrize("path", [f"{PRIMARY}/.git/config", f"{PRIMARY}/.git/HEAD",
-                                  f"{WORKTREE}/.git", f"{PRIMARY}/.git/worktrees/task/index"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"{PRIMARY}/.git/config",
+        f"{PRIMARY}/.git/HEAD",
+        f"{WORKTREE}/.git",
+        f"{PRIMARY}/.git/worktrees/task/index",
+    ],
+)
 def test_no_tool_reaches_git_metadata(path: str) -> None:
     prepared = _claude_prepared()
     policy = prepared.context.policy
     assert not decide_read(policy, path).allowed
     assert not decide_write(policy, path, path).allowed
-    assert any(path == g or path.startswith(g.rstrip("/") + "/")
-               for g in policy.sandbox.deny_read)
+    assert any(path == g or path.startswith(g.rstrip("/") + "/") for g in policy.sandbox.deny_read)
     rules = _settings(prepared)["permissions"]["deny"]
     assert f"Read(/{PRIMARY}/.git/**)" in rules and f"Edit(/{PRIMARY}/.git/**)" in rules
 
@@ -132,13 +154,20 @@ def test_the_run_takes_the_grant_from_its_request_alone() -> None:
     world.fs.mkdir("/opt/venv")  # a runtime path that does not exist is refused
     # Material in the worktree that could be read as a grant is not one.
     world.commit_config({"grant": {"entries": [{"path": "secrets/", "level": "rw"}]}})
-    grant = {"task_type": "implement", "context_identity": "sha256:" + "3" * 64,
-             "entries": [{"path": "src/other/", "level": "rw"},
-                         {"path": "docs/notes.md", "level": "ro"}]}
+    grant = {
+        "task_type": "implement",
+        "context_identity": "sha256:" + "3" * 64,
+        "entries": [
+            {"path": "src/other/", "level": "rw"},
+            {"path": "docs/notes.md", "level": "ro"},
+        ],
+    }
     record = world.run([Round.ok(ok_result())], grant=grant, runtime_paths=("/opt/venv",))
     policy = world.backend.contexts[-1].policy
     assert [(e.path, e.level.value) for e in policy.grant.entries] == [
-        ("src/other/", "rw"), ("docs/notes.md", "ro")]
+        ("src/other/", "rw"),
+        ("docs/notes.md", "ro"),
+    ]
     assert policy.runtime_paths == ("/opt/venv",)
     assert json.loads(world.text(f"{record.run_directory}/grant.json")) == grant
     assert record.context_identity == grant["context_identity"]
@@ -149,8 +178,9 @@ def test_the_run_takes_the_grant_from_its_request_alone() -> None:
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_a_worker_of_each_task_type_launches_and_ends_ok(task_type: str) -> None:
     world = HostWorld()
-    record = world.run([Round.ok(ok_result())], task_type=task_type,
-                       grant=dict(GRANT, task_type=task_type))
+    record = world.run(
+        [Round.ok(ok_result())], task_type=task_type, grant=dict(GRANT, task_type=task_type)
+    )
     assert record.status == "ok" and len(world.runner.starts) == 1
     tools = set(record.tools.split(",")) if record.tools else set()
     writes = {"edit", "write", "bash"} & tools

@@ -49,23 +49,41 @@ OUR_IDS = ("contract.tracing.node", "contract.tracing.error")
 # pin the new pair here.
 PINNED: dict[str, tuple[int, str]] = {
     "contract.tracing.error": (
-        1, "sha256:295dae89a24be9b0c1c00f148410d43f08ec97f886832da5e334867c3422a8a8"),
+        1,
+        "sha256:295dae89a24be9b0c1c00f148410d43f08ec97f886832da5e334867c3422a8a8",
+    ),
     "contract.tracing.node": (
-        1, "sha256:8de769de4aed14f0d4c4be04cc028665493e39e6b04508788ceba52193798058"),
+        1,
+        "sha256:8de769de4aed14f0d4c4be04cc028665493e39e6b04508788ceba52193798058",
+    ),
     "contract.workers.grant-input": (
-        2, "sha256:642e0006a163d6af3aa375a68a13b4f9325cfc83d053f09740d0c713d641e5e3"),
+        2,
+        "sha256:642e0006a163d6af3aa375a68a13b4f9325cfc83d053f09740d0c713d641e5e3",
+    ),
     "contract.workers.model-map": (
-        1, "sha256:866b0c529f31b28426af1a5094f2f896575d066c80547fb0842859eb3aae51d9"),
+        1,
+        "sha256:866b0c529f31b28426af1a5094f2f896575d066c80547fb0842859eb3aae51d9",
+    ),
     "contract.workers.worker-configuration": (
-        10, "sha256:8e0544714ccfc859accbdfcf6145302cbe3897ec814579120d9d6136cf827bff"),
+        10,
+        "sha256:8e0544714ccfc859accbdfcf6145302cbe3897ec814579120d9d6136cf827bff",
+    ),
     "contract.workers.worker-result": (
-        2, "sha256:dbf16323e01d0f964939aa966807047146c2f351ff1ea8d0e09e5ebc9b9c5fde"),
+        2,
+        "sha256:dbf16323e01d0f964939aa966807047146c2f351ff1ea8d0e09e5ebc9b9c5fde",
+    ),
     "contract.workers.worker-round-trace": (
-        5, "sha256:bd4ee87f1e6bf8742f15be52670905b27180e063ee7827135633f70224e8e4b8"),
+        5,
+        "sha256:bd4ee87f1e6bf8742f15be52670905b27180e063ee7827135633f70224e8e4b8",
+    ),
     "contract.workers.worker-run-record": (
-        4, "sha256:7b7fa81bf2f10b9b5fcbde900e8ae8bf8e590432bfa912433509cd79900b0a27"),
+        4,
+        "sha256:7b7fa81bf2f10b9b5fcbde900e8ae8bf8e590432bfa912433509cd79900b0a27",
+    ),
     "contract.workers.worker-run-trace": (
-        5, "sha256:739e02a71d204c7c17573382d124a28f0d77c2a38889cdae041a48401fdef62f"),
+        5,
+        "sha256:739e02a71d204c7c17573382d124a28f0d77c2a38889cdae041a48401fdef62f",
+    ),
 }
 
 CONTRACTS_DIR = Path(contracts.__file__).resolve().parent
@@ -130,7 +148,10 @@ def test_the_contract_files_equal_the_objects_of_seed_002_verbatim() -> None:
         assert json.dumps(shipped) == json.dumps(obj), f"{path.name} differs from seed 002"
         contract = load(obj["id"])
         assert (contract.version, contract.schema, contract.semantics, contract.example) == (
-            obj["version"], obj["schema"], obj["semantics"], obj["example"]
+            obj["version"],
+            obj["schema"],
+            obj["semantics"],
+            obj["example"],
         )
 
 
@@ -155,16 +176,17 @@ def test_every_pinned_contract_exists() -> None:
 
 
 def test_the_schema_digest_is_sha256_of_the_canonical_json() -> None:
-    contract = Contract(id="x", version=1, schema={"b": [1, 2], "a": "é"}, semantics="s",
-                        example={})
-    reordered = Contract(id="y", version=2, schema={"a": "é", "b": [1, 2]}, semantics="t",
-                         example=None)
+    contract = Contract(
+        id="x", version=1, schema={"b": [1, 2], "a": "é"}, semantics="s", example={}
+    )
+    reordered = Contract(
+        id="y", version=2, schema={"a": "é", "b": [1, 2]}, semantics="t", example=None
+    )
     assert schema_digest(contract) == schema_digest(reordered)
     assert schema_digest(contract) == (
         "sha256:" + hashlib.sha256('{"a":"é","b":[1,2]}'.encode()).hexdigest()
     )
-    changed = Contract(id="x", version=1, schema={"b": [2, 1], "a": "é"}, semantics="s",
-                       example={})
+    changed = Contract(id="x", version=1, schema={"b": [2, 1], "a": "é"}, semantics="s", example={})
     assert schema_digest(changed) != schema_digest(contract)
 
 
@@ -183,9 +205,9 @@ def test_each_example_validates_against_its_schema(contract_id: str) -> None:
 
 
 def test_the_error_contract_example_is_the_returned_run_records_error() -> None:
-    assert example("contract.tracing.error") == example("contract.workers.worker-run-record")[
-        "error"
-    ]
+    assert (
+        example("contract.tracing.error") == example("contract.workers.worker-run-record")["error"]
+    )
 
 
 def test_the_node_example_carries_a_worker_run_trace_and_the_records_error() -> None:
@@ -266,8 +288,12 @@ def running_round_node() -> dict[str, Any]:
         "files": [],
         "metadata": {},
         "usage": {
-            "tokens_in": None, "tokens_out": None, "tokens_cache_read": None,
-            "tokens_cache_write": None, "cost_usd": None, "turns": None,
+            "tokens_in": None,
+            "tokens_out": None,
+            "tokens_cache_read": None,
+            "tokens_cache_write": None,
+            "cost_usd": None,
+            "turns": None,
             "duration_seconds": None,
         },
         "content": example("contract.workers.worker-round-trace"),
@@ -360,8 +386,11 @@ def test_a_worker_runs_own_usage_records_nothing() -> None:
 
 def test_the_callers_output_schema_is_embedded_at_output() -> None:
     result = example("contract.workers.worker-result")
-    output_schema = {"type": "object", "required": ["findings"],
-                     "properties": {"findings": {"type": "array"}}}
+    output_schema = {
+        "type": "object",
+        "required": ["findings"],
+        "properties": {"findings": {"type": "array"}},
+    }
     schema = worker_result_schema(output_schema)
     assert schema["properties"]["output"] == output_schema
     assert not contracts.schema_validator(schema).is_valid(result)

@@ -28,8 +28,12 @@ def targets() -> list[str]:
 def pointers() -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for path in ROOT.rglob("*"):
-        if set(path.relative_to(ROOT).parts) & SKIPPED or path.suffix not in (".py", ".ts",
-                                                                               ".md", ".mjs"):
+        if set(path.relative_to(ROOT).parts) & SKIPPED or path.suffix not in (
+            ".py",
+            ".ts",
+            ".md",
+            ".mjs",
+        ):
             continue
         for title in POINTER.findall(path.read_text(errors="replace")):
             found.append((str(path.relative_to(ROOT)), title))
@@ -40,8 +44,11 @@ def test_every_pointer_to_a_decision_leads_to_one() -> None:
     known = targets()
     found = pointers()
     assert len(found) > 20  # the scan sees the code's pointers
-    dead = [(where, title) for where, title in found
-            if not any(t.startswith(_plain(title)) for t in known)]
+    dead = [
+        (where, title)
+        for where, title in found
+        if not any(t.startswith(_plain(title)) for t in known)
+    ]
     assert dead == [], f"pointers that lead nowhere (fix the title or the pointer): {dead}"
 
 

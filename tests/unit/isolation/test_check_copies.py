@@ -39,10 +39,12 @@ def world(host_alive: bool) -> tuple[FakeFileSystem, FakeProcessTable]:
     return fs, table
 
 
-def sweep(fs: FakeFileSystem, table: FakeProcessTable, now: float = FAKE_NOW) -> list[dict[
-        str, object]]:
-    found = sweep_copies(fs, table, PARENT, fs.listdir(PARENT), own=table.own(),
-                         uid=table.own_uid(), now=now)
+def sweep(
+    fs: FakeFileSystem, table: FakeProcessTable, now: float = FAKE_NOW
+) -> list[dict[str, object]]:
+    found = sweep_copies(
+        fs, table, PARENT, fs.listdir(PARENT), own=table.own(), uid=table.own_uid(), now=now
+    )
     return [c.to_json() for c in found]
 
 
@@ -68,19 +70,20 @@ def test_a_reused_pid_does_not_keep_a_dead_hosts_copy() -> None:
     fs, table = world(host_alive=False)
     table.reuse(HOST)
     [found] = sweep(fs, table)
-    assert found["verdict"] == "stale" and "now belongs to another process" in str(
-        found["reason"])
+    assert found["verdict"] == "stale" and "now belongs to another process" in str(found["reason"])
 
 
-@pytest.mark.parametrize(("spoil", "verdict"), [
-    ("another user's folder", "left"),
-    ("an owner record writable by others", "left"),
-    ("no owner record", "left"),
-    ("no owner record, older than the margin", "stale"),
-    ("a link named like a copy", "left"),
-])
-def test_what_is_not_plainly_a_dead_hosts_copy_is_left_until_old(spoil: str,
-                                                                 verdict: str) -> None:
+@pytest.mark.parametrize(
+    ("spoil", "verdict"),
+    [
+        ("another user's folder", "left"),
+        ("an owner record writable by others", "left"),
+        ("no owner record", "left"),
+        ("no owner record, older than the margin", "stale"),
+        ("a link named like a copy", "left"),
+    ],
+)
+def test_what_is_not_plainly_a_dead_hosts_copy_is_left_until_old(spoil: str, verdict: str) -> None:
     fs, table = world(host_alive=False)
     now = FAKE_NOW
     if spoil == "another user's folder":
@@ -110,11 +113,14 @@ def test_only_copy_folders_are_looked_at() -> None:
     assert not is_copy_name("concorde-check-0123456789ab/..")
 
 
-@pytest.mark.parametrize(("text", "said"), [
-    ("{", "not JSON"),
-    ('{"kind": "concorde-workers.runtime-owner"}', "not a copy's owner record"),
-    ('{"kind": "concorde-workers.check-copy-owner", "version": 1}', "host: Field required"),
-])
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("{", "not JSON"),
+        ('{"kind": "concorde-workers.runtime-owner"}', "not a copy's owner record"),
+        ('{"kind": "concorde-workers.check-copy-owner", "version": 1}', "host: Field required"),
+    ],
+)
 def test_a_bad_owner_record_says_what_is_wrong(text: str, said: str) -> None:
     parsed = parse_copy_owner(text)
     assert isinstance(parsed, str) and parsed.startswith(said), parsed
@@ -123,12 +129,12 @@ def test_a_bad_owner_record_says_what_is_wrong(text: str, said: str) -> None:
 def test_a_copy_that_resists_removal_is_a_failure_of_the_sweep() -> None:
     fs, table = world(host_alive=False)
     fs.fail("rmtree", COPY)
-    found = sweep_copies(fs, table, PARENT, fs.listdir(PARENT), own=table.own(),
-                         uid=table.own_uid(), now=FAKE_NOW)
+    found = sweep_copies(
+        fs, table, PARENT, fs.listdir(PARENT), own=table.own(), uid=table.own_uid(), now=FAKE_NOW
+    )
     [only] = found
     assert (only.verdict, only.removed) == ("stale", False)
     assert only.remains == (f"{COPY}: Permission denied",)
     report = SweepReport(runtime_parent=PARENT, copies=found)
     assert report.failures == [f"{COPY} was not removed: {COPY}: Permission denied"]
-    assert f"NOT removed check copy {COPY}: its host (pid {HOST}) is gone" in sweep_account(
-        report)
+    assert f"NOT removed check copy {COPY}: its host (pid {HOST}) is gone" in sweep_account(report)

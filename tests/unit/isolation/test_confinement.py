@@ -40,24 +40,47 @@ RUNTIME_ENTRIES = entries_of(PROFILES)
 
 HOME = "/home/u"
 RT = "/tmp/concorde-abc123-00000001"
-TOOLS = ConfinementTools(bwrap="/usr/bin/bwrap", python="/usr/bin/python3",
-                         umount="/usr/bin/umount",
-                         unshare="/usr/bin/unshare")
+TOOLS = ConfinementTools(
+    bwrap="/usr/bin/bwrap",
+    python="/usr/bin/python3",
+    umount="/usr/bin/umount",
+    unshare="/usr/bin/unshare",
+)
 INTERPRETER = f"{HOME}/.pyenv/versions/3.11.7"
-FILES = ("README.md", "src/app/main.py", "src/app/util.py", "src/app/secret.py",
-         "src/app/deep/x.py", "src/other/lib.py", "docs/notes.md", "docs/draft.md",
-         "secrets/token.txt", "vendor/pkg/mod.py", "tools/bin/tool")
+FILES = (
+    "README.md",
+    "src/app/main.py",
+    "src/app/util.py",
+    "src/app/secret.py",
+    "src/app/deep/x.py",
+    "src/other/lib.py",
+    "docs/notes.md",
+    "docs/draft.md",
+    "secrets/token.txt",
+    "vendor/pkg/mod.py",
+    "tools/bin/tool",
+)
 
 
 def make_grant(entries: dict[str, str]) -> Grant:
-    parsed = parse_grant({"task_type": "implement", "context_identity": "sha256:ctx",
-                          "entries": [{"path": p, "level": lv} for p, lv in entries.items()]})
+    parsed = parse_grant(
+        {
+            "task_type": "implement",
+            "context_identity": "sha256:ctx",
+            "entries": [{"path": p, "level": lv} for p, lv in entries.items()],
+        }
+    )
     assert isinstance(parsed, Grant), parsed
     return parsed
 
 
-BASE_GRANT = {"src/app/": "rw", "src/app/util.py": "ro", "src/app/secret.py": "names",
-              "docs/notes.md": "ro", "README.md": "names"}
+BASE_GRANT = {
+    "src/app/": "rw",
+    "src/app/util.py": "ro",
+    "src/app/secret.py": "names",
+    "docs/notes.md": "ro",
+    "README.md": "names",
+}
 
 
 @dataclass
@@ -82,20 +105,36 @@ class World:
 
         return PathFacts(kind=kind, realpath=self.fs.realpath, list_dir=list_dir)
 
-    def policy(self, grant: dict[str, str], runtime_paths: tuple[str, ...] = (),
-               credentials: tuple[str, ...] = (), homes: tuple[str, ...] = ()) -> Policy:
-        git = (AdminPath(path=f"{self.primary}/.git", directory=True),
-               AdminPath(path=f"{self.worktree}/.git", directory=False))
-        return build_policy(grant=make_grant(grant), worktree=self.worktree,
-                            primary=self.primary, user_home=HOME, runtime_dir=RT,
-                            runtime_paths=runtime_paths, git=git,
-                            list_dir=self.facts.list_dir, homes=homes,
-                            credentials=credentials, run_directories=("/srv/trace/workers",), runtime_entries=RUNTIME_ENTRIES)
+    def policy(
+        self,
+        grant: dict[str, str],
+        runtime_paths: tuple[str, ...] = (),
+        credentials: tuple[str, ...] = (),
+        homes: tuple[str, ...] = (),
+    ) -> Policy:
+        git = (
+            AdminPath(path=f"{self.primary}/.git", directory=True),
+            AdminPath(path=f"{self.worktree}/.git", directory=False),
+        )
+        return build_policy(
+            grant=make_grant(grant),
+            worktree=self.worktree,
+            primary=self.primary,
+            user_home=HOME,
+            runtime_dir=RT,
+            runtime_paths=runtime_paths,
+            git=git,
+            list_dir=self.facts.list_dir,
+            homes=homes,
+            credentials=credentials,
+            run_directories=("/srv/trace/workers",),
+            runtime_entries=RUNTIME_ENTRIES,
+        )
 
-    def plan(self, policy: Policy, *, keep: tuple[str, ...] = (INTERPRETER,),
-             as_root: bool = True) -> Confinement:
-        plan = confinement_plan(policy, PlanInputs(keep=keep), self.facts, TOOLS,
-                                as_root=as_root)
+    def plan(
+        self, policy: Policy, *, keep: tuple[str, ...] = (INTERPRETER,), as_root: bool = True
+    ) -> Confinement:
+        plan = confinement_plan(policy, PlanInputs(keep=keep), self.facts, TOOLS, as_root=as_root)
         assert isinstance(plan, Confinement), plan
         return plan
 
@@ -196,8 +235,11 @@ SHAPES = {
 
 
 @pytest.mark.parametrize("grant", SHAPES.values(), ids=SHAPES.keys())
-@pytest.mark.parametrize("primary", [f"{HOME}/proj", "/tmp/pytest-1/proj", "/srv/proj"],
-                         ids=["worktree in the home", "worktree under /tmp", "elsewhere"])
+@pytest.mark.parametrize(
+    "primary",
+    [f"{HOME}/proj", "/tmp/pytest-1/proj", "/srv/proj"],
+    ids=["worktree in the home", "worktree under /tmp", "elsewhere"],
+)
 def test_the_namespace_shows_what_the_tables_allow(grant: dict[str, str], primary: str) -> None:
     w = world(primary)
     policy = w.policy(grant)
@@ -206,9 +248,13 @@ def test_the_namespace_shows_what_the_tables_allow(grant: dict[str, str], primar
     # Outside the worktree: the homes, every run's runtime directory, the primary worktree, the
     # run records are absent; the worker's runtime directory is there, control/ read-only; the
     # interpreter that runs the hooks is there read-only; the rest of the system read-only.
-    for absent in (f"{HOME}/.ssh/id_rsa", "/tmp/concorde-other-00000002/config/auth.json",
-                   f"{w.primary}/.git/config", f"{w.primary}/src/app/main.py",
-                   "/srv/trace/workers/run-1/grant.json"):
+    for absent in (
+        f"{HOME}/.ssh/id_rsa",
+        "/tmp/concorde-other-00000002/config/auth.json",
+        f"{w.primary}/.git/config",
+        f"{w.primary}/src/app/main.py",
+        "/srv/trace/workers/run-1/grant.json",
+    ):
         assert view(plan, absent).content == "absent", absent
     assert view(plan, f"{RT}/work/x") == Seen("host", True)
     assert view(plan, f"{RT}/config/.credentials.json") == Seen("host", True)
@@ -254,18 +300,22 @@ def _name_known(policy: Policy, plan: Confinement, path: str) -> bool:
     way to one (the worktree itself included), a readable or names-level path, or an entry of a directory it lists with its host content
     (the writable directory of a rw file, where every name is seen: docs/decisions.md)."""
     rel = policy.rel(path)
-    on_the_way = any(is_within(posixpath.join(policy.worktree, e.bare), path)
-                     for e in policy.grant.entries)
-    return (on_the_way or decide_read(policy, path).allowed
-            or Level.NAMES in (policy.level_of(path), directory_level(policy.grant, rel))
-            or view(plan, posixpath.dirname(path)) == Seen("host", True))
+    on_the_way = any(
+        is_within(posixpath.join(policy.worktree, e.bare), path) for e in policy.grant.entries
+    )
+    return (
+        on_the_way
+        or decide_read(policy, path).allowed
+        or Level.NAMES in (policy.level_of(path), directory_level(policy.grant, rel))
+        or view(plan, posixpath.dirname(path)) == Seen("host", True)
+    )
 
 
 @pytest.mark.parametrize("grant", SHAPES.values(), ids=SHAPES.keys())
-@pytest.mark.parametrize("primary", [f"{HOME}/proj", "/srv/proj"],
-                         ids=["worktree in the home", "elsewhere"])
-def test_no_mount_point_names_a_path_the_grant_hides(grant: dict[str, str],
-                                                     primary: str) -> None:
+@pytest.mark.parametrize(
+    "primary", [f"{HOME}/proj", "/srv/proj"], ids=["worktree in the home", "elsewhere"]
+)
+def test_no_mount_point_names_a_path_the_grant_hides(grant: dict[str, str], primary: str) -> None:
     """Issue 18 §3: the mount table (/proc/self/mountinfo) names every mount point, so a mask
     over a hidden entry would name it; the worktree is an empty tmpfs with what is visible bound
     or made in, and a hidden entry is simply not there."""
@@ -294,8 +344,9 @@ def test_runtime_paths_inside_the_worktree_are_there_and_never_writable() -> Non
     assert view(plan, f"{w.worktree}/src/app/main.py") == Seen("host", True)
 
 
-def test_a_rw_entry_still_to_be_created_gets_its_directory_writable_beside_nothing_uncovered() -> \
-        None:
+def test_a_rw_entry_still_to_be_created_gets_its_directory_writable_beside_nothing_uncovered() -> (
+    None
+):
     w = world()
     policy = w.policy({"src/app/new.py": "rw", "src/app/main.py": "ro"})
     plan = w.plan(policy)
@@ -317,9 +368,17 @@ def test_the_deny_rules_of_anyone_mask_too() -> None:
     w.fs.write("/opt/secret/key.pem", "KEY")
     w.fs.write("/opt/secret.txt", "TXT")
     policy = w.policy(BASE_GRANT)
-    policy = policy.model_copy(update={"deny_rules": (
-        *policy.deny_rules, "Read(//opt/secret/**)", "Edit(//opt/secret/**)",
-        "Read(//opt/secret.txt)", "Read(//tmp/concorde-*/**)")})
+    policy = policy.model_copy(
+        update={
+            "deny_rules": (
+                *policy.deny_rules,
+                "Read(//opt/secret/**)",
+                "Edit(//opt/secret/**)",
+                "Read(//opt/secret.txt)",
+                "Read(//tmp/concorde-*/**)",
+            )
+        }
+    )
     plan = w.plan(policy)
     assert view(plan, "/opt/secret/key.pem").content == "absent"
     assert view(plan, "/opt/secret.txt").content == "empty"
@@ -367,14 +426,18 @@ def test_links_are_never_mounted_on() -> None:
 
 def test_what_the_agent_runs_from_is_kept_through_links_and_installations() -> None:
     assert installation("/w/node_modules/@m/pi/node_modules/x/dist/cli.js") == "/w/node_modules"
-    assert installation("/home/u/.local/share/claude/versions/2.1") == \
-        "/home/u/.local/share/claude/versions/2.1"
+    assert (
+        installation("/home/u/.local/share/claude/versions/2.1")
+        == "/home/u/.local/share/claude/versions/2.1"
+    )
     assert installation("/home/u/.local/bin/node") == "/home/u/.local/bin/node"
     w = world()
     w.fs.write(f"{HOME}/.local/share/claude/versions/2.1", "ELF")
     w.fs.symlink(f"{HOME}/.local/share/claude/versions/2.1", f"{HOME}/.local/bin/claude")
-    plan = w.plan(w.policy(BASE_GRANT), keep=(
-        INTERPRETER, f"{HOME}/.local/bin/claude", f"{HOME}/.local/share/claude/versions/2.1"))
+    plan = w.plan(
+        w.policy(BASE_GRANT),
+        keep=(INTERPRETER, f"{HOME}/.local/bin/claude", f"{HOME}/.local/share/claude/versions/2.1"),
+    )
     assert view(plan, f"{HOME}/.local/bin/claude") == Seen("host", False)
     assert view(plan, f"{HOME}/.local/share/other-app/data").content == "absent"
 
@@ -432,29 +495,40 @@ def test_the_command_line_confines_the_whole_agent_and_dies_with_the_host() -> N
     # that init (and so every process of the namespace) is gone.
     assert argv[argv.index("--info-fd") + 1] == NAMESPACE_REPORT_FD
     assert "--unshare-net" not in argv  # the agent reaches its model endpoint; its Bash does not
-    assert argv[argv.index("--ro-bind"):argv.index("--ro-bind") + 3] == ("--ro-bind", "/", "/")
+    assert argv[argv.index("--ro-bind") : argv.index("--ro-bind") + 3] == ("--ro-bind", "/", "/")
     # Every tmpfs is made read-only after everything was mounted into it.
     tmpfs = [argv[i + 1] for i, a in enumerate(argv) if a == "--tmpfs"]
     remount = [argv[i + 1] for i, a in enumerate(argv) if a == "--remount-ro"]
     assert tmpfs == remount and argv.index("--remount-ro") > max(
-        i for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--tmpfs"))
-    masks = [argv[i + 2] for i, a in enumerate(argv)
-             if a == "--ro-bind" and argv[i + 1] == f"{RT}/control/empty"]
+        i for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--tmpfs")
+    )
+    masks = [
+        argv[i + 2]
+        for i, a in enumerate(argv)
+        if a == "--ro-bind" and argv[i + 1] == f"{RT}/control/empty"
+    ]
     assert f"{w.worktree}/README.md" in masks
     # As root: the helper drops bwrap's /proc covers and moves the agent to uid 65534; then the
     # agent's SIGTERM is the default again and bwrap's PWD is gone (the spec's exact environment).
     # First inside, the lifeline: the namespace ends with the host, whatever bwrap's init did.
     sep = argv.index("--", 4)
-    assert argv[sep + 1:sep + 1 + len(LIFELINE)] == LIFELINE
+    assert argv[sep + 1 : sep + 1 + len(LIFELINE)] == LIFELINE
     sep += len(LIFELINE)
-    assert argv[sep + 1:sep + 3] == ("/bin/sh", "-c")
+    assert argv[sep + 1 : sep + 3] == ("/bin/sh", "-c")
     helper = argv[sep + 3]
     assert helper.startswith("/usr/bin/umount /proc/sys")
     assert f"--map-user={CONFINED_UID}" in helper and helper.endswith('-- "$@"')
-    assert argv[sep + 4:] == ("concorde-confine", *WAITING, "/usr/bin/env", "-u", "PWD",
-                              "--default-signal=TERM", "--")
+    assert argv[sep + 4 :] == (
+        "concorde-confine",
+        *WAITING,
+        "/usr/bin/env",
+        "-u",
+        "PWD",
+        "--default-signal=TERM",
+        "--",
+    )
     wrapped = plan.wrap(_command())
-    assert wrapped.argv[len(argv):] == ("claude", "-p") and wrapped.cwd == f"{RT}/work"
+    assert wrapped.argv[len(argv) :] == ("claude", "-p") and wrapped.cwd == f"{RT}/work"
 
 
 def test_not_as_root_no_helper_runs_before_the_agent() -> None:
@@ -462,12 +536,21 @@ def test_not_as_root_no_helper_runs_before_the_agent() -> None:
     plan = w.plan(w.policy(BASE_GRANT), as_root=False)
     argv = plan.prefix()
     assert "--uid" not in argv and plan.helper() is None
-    assert argv[argv.index("--", 4):] == ("--", *LIFELINE, *WAITING, "/usr/bin/env", "-u",
-                                           "PWD", "--default-signal=TERM", "--")
+    assert argv[argv.index("--", 4) :] == (
+        "--",
+        *LIFELINE,
+        *WAITING,
+        "/usr/bin/env",
+        "-u",
+        "PWD",
+        "--default-signal=TERM",
+        "--",
+    )
 
 
 def _command():  # type: ignore[no-untyped-def]
     from concorde_workers.domain.isolation.launch import LaunchCommand
+
     return LaunchCommand(argv=("claude", "-p"), cwd=f"{RT}/work", tools=("Read",))
 
 
@@ -515,6 +598,8 @@ def test_mounts_keep_their_order_parents_first() -> None:
     plan = w.plan(w.policy(BASE_GRANT))
     for i, later in enumerate(plan.mounts):
         for earlier in plan.mounts[:i]:
-            assert not (is_within(earlier.path, later.path) and earlier.path != later.path), \
-                (earlier, later)
+            assert not (is_within(earlier.path, later.path) and earlier.path != later.path), (
+                earlier,
+                later,
+            )
     assert all(isinstance(m, Mount) and posixpath.isabs(m.path) for m in plan.mounts)

@@ -216,8 +216,10 @@ def test_redact(env: dict[str, str], shown: dict[str, str]) -> None:
     assert redact(env) == shown
 
 
-@given(st.text(max_size=12),
-       st.text(min_size=1, max_size=12).filter(lambda s: "@" not in s and s != REDACTED))
+@given(
+    st.text(max_size=12),
+    st.text(min_size=1, max_size=12).filter(lambda s: "@" not in s and s != REDACTED),
+)
 def test_redact_never_shows_a_proxy_password(user: str, password: str) -> None:
     # A password that is the marker itself would show as the marker: nothing to tell apart
     # (the thorough profile found it).

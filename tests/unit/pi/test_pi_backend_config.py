@@ -54,20 +54,28 @@ def test_the_users_pi_settings_are_never_read() -> None:
     backend.credential_copies(context)  # type: ignore[arg-type]
     backend.environment(context)  # type: ignore[arg-type]
     backend.command(context, RoundKind.INITIAL, None)  # type: ignore[arg-type]
-    touched = [op for op in fs.ops if posixpath.basename(str(op[1])) == "settings.json"
-               and str(op[1]).startswith(USER_PI)]
+    touched = [
+        op
+        for op in fs.ops
+        if posixpath.basename(str(op[1])) == "settings.json" and str(op[1]).startswith(USER_PI)
+    ]
     assert touched == []
 
 
 @pytest.mark.req("Only the pi files that say how to reach a provider are copied")
-@pytest.mark.parametrize(("configured", "source"), [
-    (None, USER_PI),
-    ("~/custom-pi", f"{HOME}/custom-pi"),
-    ("/opt/pi-config", "/opt/pi-config"),
-])
+@pytest.mark.parametrize(
+    ("configured", "source"),
+    [
+        (None, USER_PI),
+        ("~/custom-pi", f"{HOME}/custom-pi"),
+        ("/opt/pi-config", "/opt/pi-config"),
+    ],
+)
 def test_only_auth_and_models_are_copied(configured: str | None, source: str) -> None:
     environ = {} if configured is None else {"PI_CODING_AGENT_DIR": configured}
     backend, context = backend_and_context(environ)
     copies = backend.credential_copies(context)  # type: ignore[arg-type]
-    assert list(copies) == [(f"{source}/auth.json", f"{RT}/config/auth.json"),
-                            (f"{source}/models.json", f"{RT}/config/models.json")]
+    assert list(copies) == [
+        (f"{source}/auth.json", f"{RT}/config/auth.json"),
+        (f"{source}/models.json", f"{RT}/config/models.json"),
+    ]

@@ -47,16 +47,22 @@ def test_pi_policy_uses_node_built_ins_only() -> None:
 def test_the_sandbox_runtime_package_comes_from_the_environment_or_the_primary() -> None:
     assert sandbox_runtime_package({"CONCORDE_SANDBOX_RUNTIME": PACKAGE}, "/p") == PACKAGE
     assert sandbox_runtime_package({"CONCORDE_SANDBOX_RUNTIME": ""}, "/p") == (
-        "/p/.concorde/tools/pi-runtime/node_modules/@anthropic-ai/sandbox-runtime")
+        "/p/.concorde/tools/pi-runtime/node_modules/@anthropic-ai/sandbox-runtime"
+    )
     assert sandbox_runtime_package({}, "/p").endswith("@anthropic-ai/sandbox-runtime")
 
 
 @pytest.mark.req("Both backends enforce the same grant")
 def test_the_embedded_policy_is_the_shared_policy_plus_pis_keys() -> None:
     context = make_context(entries={"src/": "rw", "docs/": "ro", "src/x.py": "names"})
-    data = extension_policy(context.policy, limits=Limits(max_turns=5, max_budget_usd=1.5),
-                            result_schema=context.result_schema, package=PACKAGE,
-                            rg="/usr/bin/rg", fd="/usr/bin/fdfind")
+    data = extension_policy(
+        context.policy,
+        limits=Limits(max_turns=5, max_budget_usd=1.5),
+        result_schema=context.result_schema,
+        package=PACKAGE,
+        rg="/usr/bin/rg",
+        fd="/usr/bin/fdfind",
+    )
     shared = context.policy.to_json()
     for key in shared:
         if key != "sandbox":
@@ -77,8 +83,14 @@ def test_the_embedded_policy_is_the_shared_policy_plus_pis_keys() -> None:
 
 def test_rendering_replaces_the_placeholders_and_names_the_module_digest() -> None:
     context = make_context()
-    data = extension_policy(context.policy, limits=Limits(), result_schema=context.result_schema,
-                            package=PACKAGE, rg=None, fd=None)
+    data = extension_policy(
+        context.policy,
+        limits=Limits(),
+        result_schema=context.result_schema,
+        package=PACKAGE,
+        rg=None,
+        fd=None,
+    )
     permission, module = render_extension(data, PACKAGE)
     assert POLICY_PLACEHOLDER not in permission
     assert SANDBOX_SPECIFIER not in permission
@@ -92,8 +104,14 @@ def test_rendering_replaces_the_placeholders_and_names_the_module_digest() -> No
 
 def test_a_grant_path_spelled_like_the_import_specifier_stays_in_the_policy() -> None:
     context = make_context(entries={"src/": "rw", "@concorde/sandbox-runtime": "names"})
-    data = extension_policy(context.policy, limits=Limits(), result_schema=context.result_schema,
-                            package=PACKAGE, rg=None, fd=None)
+    data = extension_policy(
+        context.policy,
+        limits=Limits(),
+        result_schema=context.result_schema,
+        package=PACKAGE,
+        rg=None,
+        fd=None,
+    )
     permission, _ = render_extension(data, PACKAGE)
     assert embedded_policy(permission) == data
     assert "@concorde/sandbox-runtime" in embedded_policy(permission)["names"]
@@ -102,8 +120,14 @@ def test_a_grant_path_spelled_like_the_import_specifier_stays_in_the_policy() ->
 
 def test_generate_extension_writes_both_files_into_control() -> None:
     context = make_context()
-    files = generate_extension(context.policy, limits=Limits(), result_schema=context.result_schema,
-                               environ={"CONCORDE_SANDBOX_RUNTIME": PACKAGE}, rg=None, fd=None)
+    files = generate_extension(
+        context.policy,
+        limits=Limits(),
+        result_schema=context.result_schema,
+        environ={"CONCORDE_SANDBOX_RUNTIME": PACKAGE},
+        rg=None,
+        fd=None,
+    )
     rt = context.policy.runtime
     assert set(files) == {pi_layout.permission_extension(rt), policy_module_path(rt)}
     assert policy_module_path(rt) == f"{rt.control}/pi_policy.ts"
@@ -131,9 +155,9 @@ def test_the_extension_registers_every_tool_and_the_hardening() -> None:
     text = template_text("permission.ts")
     for name in ("read", "write", "edit", "bash", "grep", "find", "ls", "concorde_result"):
         assert name in text
-    assert 'strictAllowlist: true' in text
+    assert "strictAllowlist: true" in text
     assert 'executionMode: "sequential"' in text
-    assert 'SandboxManager.reset()' in text
+    assert "SandboxManager.reset()" in text
     assert '"Result recorded; the session ends now."' in text
     assert '"concorde-limit"' in text
     assert "[concorde-limit]" in text

@@ -27,21 +27,33 @@ EDIT_1_X = FileState(digest="sha256:edit-1", executable=True)
 
 
 def grant_of(*entries: tuple[str, str]) -> Grant:
-    parsed = parse_grant({
-        "task_type": "implement",
-        "entries": [{"path": p, "level": lvl} for p, lvl in entries],
-        "context_identity": "ctx-1",
-    })
+    parsed = parse_grant(
+        {
+            "task_type": "implement",
+            "entries": [{"path": p, "level": lvl} for p, lvl in entries],
+            "context_identity": "ctx-1",
+        }
+    )
     assert isinstance(parsed, Grant)
     return parsed
 
 
-GRANT = grant_of(("src/", "rw"), ("src/ro.txt", "ro"), ("docs/", "ro"), ("names/", "names"),
-                 (".hidden-rw", "rw"), ("notes.md", "rw"))
+GRANT = grant_of(
+    ("src/", "rw"),
+    ("src/ro.txt", "ro"),
+    ("docs/", "ro"),
+    ("names/", "names"),
+    (".hidden-rw", "rw"),
+    ("notes.md", "rw"),
+)
 
 
-def state(files: dict[str, FileState | None], branch: str | None = "main",
-          commit: str | None = "c1", index: str = "i1") -> Snapshot:
+def state(
+    files: dict[str, FileState | None],
+    branch: str | None = "main",
+    commit: str | None = "c1",
+    index: str = "i1",
+) -> Snapshot:
     return Snapshot(head_branch=branch, head_commit=commit, index_digest=index, files=files)
 
 
@@ -62,38 +74,101 @@ def test_nothing_changed_is_clean() -> None:
         ("new file outside the grant", {}, {"other.txt": EDIT_1}, ["other.txt"], ["other.txt"]),
         ("file in a ro directory", {}, {"docs/x.md": EDIT_1}, ["docs/x.md"], ["docs/x.md"]),
         ("file in a names directory", {}, {"names/x": EDIT_1}, ["names/x"], ["names/x"]),
-        ("ro file under a rw directory", {}, {"src/ro.txt": EDIT_1}, ["src/ro.txt"],
-         ["src/ro.txt"]),
+        (
+            "ro file under a rw directory",
+            {},
+            {"src/ro.txt": EDIT_1},
+            ["src/ro.txt"],
+            ["src/ro.txt"],
+        ),
         ("hidden rw path", {}, {".hidden-rw": EDIT_1}, [".hidden-rw"], []),
         ("hidden path outside the grant", {}, {".env": EDIT_1}, [".env"], [".env"]),
         ("deleted rw file", {}, {"src/a.py": None}, ["src/a.py"], ["src/a.py (deleted)"]),
-        ("deleted tracked change in rw", {"src/a.py": EDIT_1}, {"src/a.py": None}, ["src/a.py"],
-         ["src/a.py (deleted)"]),
-        ("untracked file deleted", {"scratch.txt": EDIT_1}, {"scratch.txt": None},
-         ["scratch.txt"], ["scratch.txt (deleted)"]),
-        ("file equal to HEAD again (rw)", {"src/a.py": EDIT_1}, {"src/a.py": HEAD_A},
-         ["src/a.py"], []),
-        ("file equal to HEAD again (ro)", {"docs/a.md": EDIT_1}, {"docs/a.md": HEAD_A},
-         ["docs/a.md"], ["docs/a.md"]),
-        ("executable bit only", {"src/run.sh": EDIT_1}, {"src/run.sh": EDIT_1_X},
-         ["src/run.sh"], []),
-        ("executable bit only outside rw", {}, {"docs/run.sh": EDIT_1_X}, ["docs/run.sh"],
-         ["docs/run.sh"]),
-        ("changed back to its snapshot content", {"docs/a.md": EDIT_1}, {"docs/a.md": EDIT_1},
-         [], []),
-        ("deletion already there at the snapshot", {"docs/gone.md": None},
-         {"docs/gone.md": None}, [], []),
-        ("restored a file deleted before the snapshot", {"src/b.py": None},
-         {"src/b.py": HEAD_A}, ["src/b.py"], []),
-        ("rename within rw", {}, {"src/old.py": None, "src/new.py": EDIT_1},
-         ["src/new.py", "src/old.py"], ["src/old.py (deleted)"]),
-        ("rename out of rw", {}, {"src/old.py": None, "docs/new.py": EDIT_1},
-         ["docs/new.py", "src/old.py"], ["docs/new.py", "src/old.py (deleted)"]),
+        (
+            "deleted tracked change in rw",
+            {"src/a.py": EDIT_1},
+            {"src/a.py": None},
+            ["src/a.py"],
+            ["src/a.py (deleted)"],
+        ),
+        (
+            "untracked file deleted",
+            {"scratch.txt": EDIT_1},
+            {"scratch.txt": None},
+            ["scratch.txt"],
+            ["scratch.txt (deleted)"],
+        ),
+        (
+            "file equal to HEAD again (rw)",
+            {"src/a.py": EDIT_1},
+            {"src/a.py": HEAD_A},
+            ["src/a.py"],
+            [],
+        ),
+        (
+            "file equal to HEAD again (ro)",
+            {"docs/a.md": EDIT_1},
+            {"docs/a.md": HEAD_A},
+            ["docs/a.md"],
+            ["docs/a.md"],
+        ),
+        (
+            "executable bit only",
+            {"src/run.sh": EDIT_1},
+            {"src/run.sh": EDIT_1_X},
+            ["src/run.sh"],
+            [],
+        ),
+        (
+            "executable bit only outside rw",
+            {},
+            {"docs/run.sh": EDIT_1_X},
+            ["docs/run.sh"],
+            ["docs/run.sh"],
+        ),
+        (
+            "changed back to its snapshot content",
+            {"docs/a.md": EDIT_1},
+            {"docs/a.md": EDIT_1},
+            [],
+            [],
+        ),
+        (
+            "deletion already there at the snapshot",
+            {"docs/gone.md": None},
+            {"docs/gone.md": None},
+            [],
+            [],
+        ),
+        (
+            "restored a file deleted before the snapshot",
+            {"src/b.py": None},
+            {"src/b.py": HEAD_A},
+            ["src/b.py"],
+            [],
+        ),
+        (
+            "rename within rw",
+            {},
+            {"src/old.py": None, "src/new.py": EDIT_1},
+            ["src/new.py", "src/old.py"],
+            ["src/old.py (deleted)"],
+        ),
+        (
+            "rename out of rw",
+            {},
+            {"src/old.py": None, "docs/new.py": EDIT_1},
+            ["docs/new.py", "src/old.py"],
+            ["docs/new.py", "src/old.py (deleted)"],
+        ),
     ],
 )
 def test_each_observation_gets_its_verdict(
-    case: str, before: dict[str, FileState | None], after: dict[str, FileState | None],
-    changed: list[str], violations: list[str],
+    case: str,
+    before: dict[str, FileState | None],
+    after: dict[str, FileState | None],
+    changed: list[str],
+    violations: list[str],
 ) -> None:
     result = audit(GRANT, state(before), state(after))
     assert list(result.changed) == changed, case
@@ -114,12 +189,15 @@ def test_a_snapshot_path_missing_from_the_observation_counts_as_gone() -> None:
         (state({}, commit="c2"), ["HEAD"]),
         (state({}, branch=None), ["HEAD"]),
         (state({}, index="i2"), ["index"]),
-        (state({"docs/z": EDIT_1, "a": None}, commit="c2", index="i2"),
-         ["HEAD", "index", "a (deleted)", "docs/z"]),
+        (
+            state({"docs/z": EDIT_1, "a": None}, commit="c2", index="i2"),
+            ["HEAD", "index", "a (deleted)", "docs/z"],
+        ),
     ],
 )
 def test_git_state_comes_first_then_paths_in_path_order(
-    after: Observation, violations: list[str],
+    after: Observation,
+    violations: list[str],
 ) -> None:
     result = audit(GRANT, state({}), after)
     assert list(result.violation_texts) == violations
@@ -127,13 +205,28 @@ def test_git_state_comes_first_then_paths_in_path_order(
 
 
 def test_path_order_is_byte_order_of_utf8() -> None:
-    after = state({"src/é.py": EDIT_1, "src/z.py": EDIT_1, "src/Z.py": EDIT_1,
-                   "src/a b.py": EDIT_1, "src/a.py": EDIT_1, "src/a/b.py": EDIT_1,
-                   "src/a-b.py": EDIT_1})
+    after = state(
+        {
+            "src/é.py": EDIT_1,
+            "src/z.py": EDIT_1,
+            "src/Z.py": EDIT_1,
+            "src/a b.py": EDIT_1,
+            "src/a.py": EDIT_1,
+            "src/a/b.py": EDIT_1,
+            "src/a-b.py": EDIT_1,
+        }
+    )
     result = audit(GRANT, state({}), after)
     # Git's order: '-' (0x2d) < '.' (0x2e) < '/' (0x2f); upper case before lower; é after z.
-    assert result.changed == ("src/Z.py", "src/a b.py", "src/a-b.py", "src/a.py", "src/a/b.py",
-                              "src/z.py", "src/é.py")
+    assert result.changed == (
+        "src/Z.py",
+        "src/a b.py",
+        "src/a-b.py",
+        "src/a.py",
+        "src/a/b.py",
+        "src/z.py",
+        "src/é.py",
+    )
 
 
 def test_non_utf8_names_kept_as_surrogates_sort_and_are_judged() -> None:
@@ -178,21 +271,30 @@ def test_worktree_unchanged_sees_git_state() -> None:
 
 def test_the_audit_object_is_the_round_trace_shape() -> None:
     result = audit(GRANT, state({}), state({"docs/x": EDIT_1}, index="i9"))
-    assert result.to_json() == {"verdict": "violation", "changed": ["docs/x"],
-                                "violations": ["index", "docs/x"]}
+    assert result.to_json() == {
+        "verdict": "violation",
+        "changed": ["docs/x"],
+        "violations": ["index", "docs/x"],
+    }
 
 
 def test_describe_violations_names_every_violation() -> None:
-    result = audit(GRANT, state({}), state({"docs/x": EDIT_1, "src/a.py": None},
-                                           commit="c2", index="i2"))
+    result = audit(
+        GRANT, state({}), state({"docs/x": EDIT_1, "src/a.py": None}, commit="c2", index="i2")
+    )
     text = describe_violations(result)
     assert text.startswith("the audit found 4 violations: ")
-    for part in ("HEAD names another branch or commit", "the index changed",
-                 "docs/x was created or changed outside", "src/a.py was deleted"):
+    for part in (
+        "HEAD names another branch or commit",
+        "the index changed",
+        "docs/x was created or changed outside",
+        "src/a.py was deleted",
+    ):
         assert part in text
     assert describe_violations(audit(GRANT, state({}), state({}))) == ""
-    assert describe_violations(["x"]) == ("the audit found 1 violation: x was created or changed "
-                                          "outside the grant's rw paths")
+    assert describe_violations(["x"]) == (
+        "the audit found 1 violation: x was created or changed outside the grant's rw paths"
+    )
 
 
 def test_a_changed_git_configuration_is_a_git_state_violation_after_head_and_index() -> None:
@@ -200,7 +302,8 @@ def test_a_changed_git_configuration_is_a_git_state_violation_after_head_and_ind
     # Git lists; a worker that changed them could hide a write outside rw from the audit.
     before = state({}).model_copy(update={"config_digest": "sha256:a"})
     after = state({"docs/x.md": EDIT_1}, commit="c2", index="i2").model_copy(
-        update={"config_digest": "sha256:b"})
+        update={"config_digest": "sha256:b"}
+    )
     result = audit(GRANT, before, after)
     assert result.violation_texts == ("HEAD", "index", "Git configuration", "docs/x.md")
 
@@ -214,14 +317,34 @@ def test_git_metadata_is_a_violation_even_inside_rw() -> None:
 
 
 @pytest.mark.req("Every round is audited")
-@pytest.mark.parametrize(("before", "after"), [
-    ({}, {"src/evil": FileState(digest="git directory sha256:1", executable=False,
-                                git_dir=True)}),
-    ({"src/evil": FileState(digest="git directory sha256:1", executable=False, git_dir=True)},
-     {"src/evil": FileState(digest="git directory sha256:2", executable=False, git_dir=True)}),
-])
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            {},
+            {
+                "src/evil": FileState(
+                    digest="git directory sha256:1", executable=False, git_dir=True
+                )
+            },
+        ),
+        (
+            {
+                "src/evil": FileState(
+                    digest="git directory sha256:1", executable=False, git_dir=True
+                )
+            },
+            {
+                "src/evil": FileState(
+                    digest="git directory sha256:2", executable=False, git_dir=True
+                )
+            },
+        ),
+    ],
+)
 def test_a_directory_git_takes_for_a_git_directory_is_git_metadata_even_in_rw(
-        before: dict[str, FileState], after: dict[str, FileState]) -> None:
+    before: dict[str, FileState], after: dict[str, FileState]
+) -> None:
     result = audit(GRANT, state(dict(before)), state(dict(after)))
     assert result.violation_texts == ("src/evil",)
 
@@ -229,21 +352,28 @@ def test_a_directory_git_takes_for_a_git_directory_is_git_metadata_even_in_rw(
 def test_a_changed_git_configuration_is_explained_as_such() -> None:
     # The configuration is no path the worker wrote outside rw: it says what changed.
     text = describe_violations(["Git configuration"])
-    assert text == ("the audit found 1 violation: the Git configuration that decides which files "
-                    "Git lists (the repository's config or info/exclude) changed")
+    assert text == (
+        "the audit found 1 violation: the Git configuration that decides which files "
+        "Git lists (the repository's config or info/exclude) changed"
+    )
     assert "outside the grant's rw paths" not in text
 
 
-@pytest.mark.parametrize(("violation", "text"), [
-    (Violation(ViolationKind.HEAD), "HEAD"),
-    (Violation(ViolationKind.INDEX), "index"),
-    (Violation(ViolationKind.CONFIG), "Git configuration"),
-    (Violation.of_path("src/a.py"), "src/a.py"),
-    (Violation.of_path("src/a.py", deleted=True), "src/a.py (deleted)"),
-])
+@pytest.mark.parametrize(
+    ("violation", "text"),
+    [
+        (Violation(ViolationKind.HEAD), "HEAD"),
+        (Violation(ViolationKind.INDEX), "index"),
+        (Violation(ViolationKind.CONFIG), "Git configuration"),
+        (Violation.of_path("src/a.py"), "src/a.py"),
+        (Violation.of_path("src/a.py", deleted=True), "src/a.py (deleted)"),
+    ],
+)
 def test_a_violation_is_a_value_rendered_to_the_round_trace_text(
-        violation: Violation, text: str) -> None:
+    violation: Violation, text: str
+) -> None:
     assert str(violation) == text
     assert Violation.parse(text) == violation
     assert Audit(verdict=Verdict.VIOLATION, changed=(), violations=(violation,)).to_json()[
-        "violations"] == [text]
+        "violations"
+    ] == [text]

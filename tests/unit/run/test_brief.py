@@ -15,20 +15,36 @@ BACKENDS: list[Backend] = ["claude", "pi"]
 
 
 def make_grant(entries: dict[str, str], task_type: str = "implement") -> Grant:
-    parsed = parse_grant({"task_type": task_type, "context_identity": "sha256:ctx",
-                          "entries": [{"path": p, "level": lv} for p, lv in entries.items()]})
+    parsed = parse_grant(
+        {
+            "task_type": task_type,
+            "context_identity": "sha256:ctx",
+            "entries": [{"path": p, "level": lv} for p, lv in entries.items()],
+        }
+    )
     assert isinstance(parsed, Grant), parsed
     return parsed
 
 
-GRANT = make_grant({"src/app/": "rw", "specs/a/module.md": "ro", "src/b.py": "names",
-                    "tests/test_app.py": "rw"})
+GRANT = make_grant(
+    {"src/app/": "rw", "specs/a/module.md": "ro", "src/b.py": "names", "tests/test_app.py": "rw"}
+)
 
 
-def brief(backend: Backend = "claude", interpreter: str | None = None, grant: Grant = GRANT,
-          instructions: str = "  Implement the adder.\n\n") -> str:
-    return compose_brief(variant=PROFILES[backend].brief, task_type=grant.task_type.value, worktree=WT,
-                         grant=grant, instructions=instructions, interpreter=interpreter)
+def brief(
+    backend: Backend = "claude",
+    interpreter: str | None = None,
+    grant: Grant = GRANT,
+    instructions: str = "  Implement the adder.\n\n",
+) -> str:
+    return compose_brief(
+        variant=PROFILES[backend].brief,
+        task_type=grant.task_type.value,
+        worktree=WT,
+        grant=grant,
+        instructions=instructions,
+        interpreter=interpreter,
+    )
 
 
 @pytest.mark.req("Tools take absolute paths")
@@ -43,8 +59,10 @@ def test_the_brief_tells_the_worker_to_give_tools_absolute_paths(backend: Backen
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_brief_asks_for_result_paths_relative_to_the_worktree(backend: Backend) -> None:
     text = brief(backend)
-    assert ("write every task-worktree path relative to the task worktree, such as `src/app.py`, "
-            "never as an absolute path") in text
+    assert (
+        "write every task-worktree path relative to the task worktree, such as `src/app.py`, "
+        "never as an absolute path"
+    ) in text
 
 
 @pytest.mark.req("The brief names the project's interpreter")
@@ -67,8 +85,9 @@ SECTIONS = ["# Concorde worker task (implement)", "## Task", "## Your boundary",
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_sections_come_in_order(backend: Backend) -> None:
     text = brief(backend, interpreter=PY)
-    positions = [text.index(s) for s in [*SECTIONS[:3], "## Running the project's code",
-                                         SECTIONS[3]]]
+    positions = [
+        text.index(s) for s in [*SECTIONS[:3], "## Running the project's code", SECTIONS[3]]
+    ]
     assert positions == sorted(positions)
     assert text.startswith(SECTIONS[0] + "\n")
     assert text.endswith("\n") and not text.endswith("\n\n")
@@ -79,12 +98,20 @@ def test_the_task_is_the_callers_instructions_stripped() -> None:
 
 
 BOUNDARY = [
-    pytest.param("You may change only these paths (a path ending with / covers the files below "
-                 f"it):\n- {WT}/src/app/\n- {WT}/tests/test_app.py\n", id="writable"),
-    pytest.param(f"You may read, but not change, these paths:\n- {WT}/specs/a/module.md\n",
-                 id="readable only"),
-    pytest.param("You may know that these files exist, but you may not read or change them:\n"
-                 f"- {WT}/src/b.py\n", id="names only"),
+    pytest.param(
+        "You may change only these paths (a path ending with / covers the files below "
+        f"it):\n- {WT}/src/app/\n- {WT}/tests/test_app.py\n",
+        id="writable",
+    ),
+    pytest.param(
+        f"You may read, but not change, these paths:\n- {WT}/specs/a/module.md\n",
+        id="readable only",
+    ),
+    pytest.param(
+        "You may know that these files exist, but you may not read or change them:\n"
+        f"- {WT}/src/b.py\n",
+        id="names only",
+    ),
 ]
 
 
@@ -103,8 +130,12 @@ def test_an_empty_list_says_none() -> None:
 
 BACKEND_WORDING = [
     pytest.param("claude", "End with the structured result.", "concorde_result", id="claude"),
-    pytest.param("pi", "End by calling the `concorde_result` tool exactly once; it ends your "
-                 "session.", "End with the structured result.", id="pi"),
+    pytest.param(
+        "pi",
+        "End by calling the `concorde_result` tool exactly once; it ends your session.",
+        "End with the structured result.",
+        id="pi",
+    ),
 ]
 
 
@@ -125,12 +156,16 @@ def test_the_brief_is_deterministic(backend: Backend) -> None:
     assert brief(backend, PY) == brief(backend, PY)
 
 
-@pytest.mark.parametrize(("backend", "ending"), [
-    ("claude", "end with the structured result."),
-    ("pi", "end by calling the `concorde_result` tool exactly once."),
-])
-def test_the_retry_prompt_names_the_error_and_asks_to_continue(backend: Backend,
-                                                               ending: str) -> None:
+@pytest.mark.parametrize(
+    ("backend", "ending"),
+    [
+        ("claude", "end with the structured result."),
+        ("pi", "end by calling the `concorde_result` tool exactly once."),
+    ],
+)
+def test_the_retry_prompt_names_the_error_and_asks_to_continue(
+    backend: Backend, ending: str
+) -> None:
     text = retry_prompt("  API Error: 529 overloaded_error  \n", PROFILES[backend].brief)
     assert "API Error: 529 overloaded_error\n" in text
     assert "Continue your task from where you stopped." in text

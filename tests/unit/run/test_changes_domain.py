@@ -18,45 +18,69 @@ from concorde_workers.domain.run.changes import (
     round_changed,
 )
 
-GRANT = parse_grant({"task_type": "implement", "entries": [
-    {"path": "src/", "level": "rw"}, {"path": "src/util.py", "level": "ro"},
-    {"path": "README.md", "level": "names"}], "context_identity": "sha256:" + "1" * 64},
-    "implement")
+GRANT = parse_grant(
+    {
+        "task_type": "implement",
+        "entries": [
+            {"path": "src/", "level": "rw"},
+            {"path": "src/util.py", "level": "ro"},
+            {"path": "README.md", "level": "names"},
+        ],
+        "context_identity": "sha256:" + "1" * 64,
+    },
+    "implement",
+)
 A = FileState(digest="sha256:aa", executable=False)
 B = FileState(digest="sha256:bb", executable=False)
 LINK = FileState(digest="sha256:cc", executable=False, gitlink=True)
 
 
-@pytest.mark.parametrize(("path", "state", "size", "kept"), [
-    ("src/main.py", A, 10, True),
-    ("src/main.py", None, None, True),  # deleted: the patch shows what was there
-    ("src/big.bin", A, MAX_FILE_BYTES + 1, False),
-    ("src/edge.bin", A, MAX_FILE_BYTES, True),
-    ("src/util.py", A, 10, False),  # ro
-    ("README.md", A, 10, False),  # names
-    ("other.txt", A, 10, False),  # not in the grant
-    ("src/.git/config", A, 10, False),  # Git metadata by its path
-    ("src/vendor", LINK, 10, False),  # a submodule's commit
-])
+@pytest.mark.parametrize(
+    ("path", "state", "size", "kept"),
+    [
+        ("src/main.py", A, 10, True),
+        ("src/main.py", None, None, True),  # deleted: the patch shows what was there
+        ("src/big.bin", A, MAX_FILE_BYTES + 1, False),
+        ("src/edge.bin", A, MAX_FILE_BYTES, True),
+        ("src/util.py", A, 10, False),  # ro
+        ("README.md", A, 10, False),  # names
+        ("other.txt", A, 10, False),  # not in the grant
+        ("src/.git/config", A, 10, False),  # Git metadata by its path
+        ("src/vendor", LINK, 10, False),  # a submodule's commit
+    ],
+)
 def test_content_is_kept_only_for_the_worker_s_own_rw_files(
-        path: str, state: FileState | None, size: int | None, kept: bool) -> None:
-    assert content_paths(GRANT, [path], {path: state}, lambda _: size) == (
-        (path,) if kept else ())
+    path: str, state: FileState | None, size: int | None, kept: bool
+) -> None:
+    assert content_paths(GRANT, [path], {path: state}, lambda _: size) == ((path,) if kept else ())
 
 
-@pytest.mark.parametrize(("path", "state", "line"), [
-    ("src/util.py", A, "# src/util.py: outside rw (ro), content not kept; now sha256:aa"),
-    ("README.md", None, "# README.md: outside rw (names), content not kept; now deleted"),
-    ("other.txt", B, "# other.txt: outside rw (not in the grant), content not kept; now "
-                     "sha256:bb"),
-    ("src/.git/HEAD", A, "# src/.git/HEAD: Git metadata, content not kept; now sha256:aa"),
-    ("src/big.bin", A, f"# src/big.bin: larger than {MAX_FILE_BYTES} bytes, content not kept; "
-                       "now sha256:aa"),
-    ("src/new\nline.py", A, "# src/new\\x0aline.py: larger than 262144 bytes, content not "
-                            "kept; now sha256:aa"),
-])
+@pytest.mark.parametrize(
+    ("path", "state", "line"),
+    [
+        ("src/util.py", A, "# src/util.py: outside rw (ro), content not kept; now sha256:aa"),
+        ("README.md", None, "# README.md: outside rw (names), content not kept; now deleted"),
+        (
+            "other.txt",
+            B,
+            "# other.txt: outside rw (not in the grant), content not kept; now sha256:bb",
+        ),
+        ("src/.git/HEAD", A, "# src/.git/HEAD: Git metadata, content not kept; now sha256:aa"),
+        (
+            "src/big.bin",
+            A,
+            f"# src/big.bin: larger than {MAX_FILE_BYTES} bytes, content not kept; now sha256:aa",
+        ),
+        (
+            "src/new\nline.py",
+            A,
+            "# src/new\\x0aline.py: larger than 262144 bytes, content not kept; now sha256:aa",
+        ),
+    ],
+)
 def test_a_path_whose_content_is_not_kept_is_named_with_its_digest(
-        path: str, state: FileState | None, line: str) -> None:
+    path: str, state: FileState | None, line: str
+) -> None:
     assert named_lines(GRANT, [path], {path: state}, kept=()) == (line,)
 
 
@@ -81,9 +105,11 @@ def section(path: str, size: int) -> bytes:
 def test_a_patch_within_its_bound_is_whole_after_its_header_and_named_lines() -> None:
     diff = section("a.txt", 100) + section("b.txt", 100)
     text = patch_file(3, diff, ["# r.md: outside rw (ro), content not kept; now deleted"])
-    assert text == (b"# concorde-workers: round 3's change against its starting state "
-                    b"(2 file(s) in the patch, 1 named only)\n"
-                    b"# r.md: outside rw (ro), content not kept; now deleted\n" + diff)
+    assert text == (
+        b"# concorde-workers: round 3's change against its starting state "
+        b"(2 file(s) in the patch, 1 named only)\n"
+        b"# r.md: outside rw (ro), content not kept; now deleted\n" + diff
+    )
 
 
 def test_a_patch_past_its_bound_stops_at_a_file_s_boundary_and_says_what_it_left_out() -> None:
@@ -91,21 +117,30 @@ def test_a_patch_past_its_bound_stops_at_a_file_s_boundary_and_says_what_it_left
     text = patch_file(1, diff, [], limit=1000)
     body = text.split(b"\n", 1)[1]
     assert body.startswith(section("a.txt", 600))
-    assert body[600:] == (b"# the patch stops here: 2 file(s) of 900 bytes left out, past "
-                          b"the 1000 bytes a round's patch holds: b.txt, c d.txt\n")
+    assert body[600:] == (
+        b"# the patch stops here: 2 file(s) of 900 bytes left out, past "
+        b"the 1000 bytes a round's patch holds: b.txt, c d.txt\n"
+    )
 
 
 def test_no_patch_says_why_on_one_line() -> None:
     assert no_patch_file(2, "fatal: bad\nobject\n") == (
-        b"# concorde-workers: no patch for round 2: fatal: bad\\x0aobject\n")
+        b"# concorde-workers: no patch for round 2: fatal: bad\\x0aobject\n"
+    )
 
 
 def test_a_path_behind_a_symbolic_link_is_never_hashed_and_said_so() -> None:
-    kept, why = content_choice(GRANT, ["src/out/passwd"], {"src/out/passwd": A}, lambda _: 10,
-                               linked=lambda p: p.startswith("src/out/"))
+    kept, why = content_choice(
+        GRANT,
+        ["src/out/passwd"],
+        {"src/out/passwd": A},
+        lambda _: 10,
+        linked=lambda p: p.startswith("src/out/"),
+    )
     assert kept == () and why == {"src/out/passwd": "behind a symbolic link"}
     assert named_lines(GRANT, ["src/out/passwd"], {"src/out/passwd": A}, kept, why) == (
-        "# src/out/passwd: behind a symbolic link, content not kept; now sha256:aa",)
+        "# src/out/passwd: behind a symbolic link, content not kept; now sha256:aa",
+    )
 
 
 def test_a_round_s_content_past_its_budget_is_named_not_hashed() -> None:
@@ -116,7 +151,9 @@ def test_a_round_s_content_past_its_budget_is_named_not_hashed() -> None:
 
 
 def test_the_named_lines_a_patch_lists_are_bounded_and_counted() -> None:
-    named = [f"# p{i}: outside rw (ro), content not kept; now deleted" for i in range(MAX_NAMED + 7)]
+    named = [
+        f"# p{i}: outside rw (ro), content not kept; now deleted" for i in range(MAX_NAMED + 7)
+    ]
     lines = patch_file(1, b"", named).decode().splitlines()
     assert lines[0].endswith(f"(0 file(s) in the patch, {MAX_NAMED + 7} named only)")
     assert len(lines) == MAX_NAMED + 2

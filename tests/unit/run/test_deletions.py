@@ -25,17 +25,25 @@ WT = "/repo/.claude/worktrees/t1"
 
 
 def grant_of(*entries: tuple[str, str]) -> Grant:
-    parsed = parse_grant({
-        "task_type": "implement",
-        "entries": [{"path": p, "level": lvl} for p, lvl in entries],
-        "context_identity": "ctx-1",
-    })
+    parsed = parse_grant(
+        {
+            "task_type": "implement",
+            "entries": [{"path": p, "level": lvl} for p, lvl in entries],
+            "context_identity": "ctx-1",
+        }
+    )
     assert isinstance(parsed, Grant)
     return parsed
 
 
-GRANT = grant_of(("src/", "rw"), ("src/keep.txt", "ro"), ("docs/", "ro"), ("notes.md", "rw"),
-                 ("linkdir/", "rw"), ("sub/", "rw"))
+GRANT = grant_of(
+    ("src/", "rw"),
+    ("src/keep.txt", "ro"),
+    ("docs/", "ro"),
+    ("notes.md", "rw"),
+    ("linkdir/", "rw"),
+    ("sub/", "rw"),
+)
 
 
 class FakeTree:
@@ -51,7 +59,7 @@ class FakeTree:
         parent, name = posixpath.split(path)
         for link, target in self.dir_links.items():
             if parent == link or parent.startswith(link + "/"):
-                parent = target + parent[len(link):]
+                parent = target + parent[len(link) :]
         return posixpath.join(parent, name)
 
     def kind(self, path: str) -> Kind:
@@ -68,34 +76,59 @@ def deleted(*paths: str) -> tuple[PlannedDeletion, ...]:
 
 
 @pytest.mark.req("Only the host deletes")
-@pytest.mark.parametrize(("case", "proposed", "kinds", "to_delete", "refused", "absent"), [
-    ("file in rw", ["src/a.py"], {"src/a.py": "file"}, ["src/a.py"], [], []),
-    ("exact rw file", ["notes.md"], {"notes.md": "file"}, ["notes.md"], [], []),
-    ("final symlink in rw", ["src/l"], {"src/l": "symlink"}, ["src/l"], [], []),
-    ("ro file under a rw directory", ["src/keep.txt"], {"src/keep.txt": "file"}, [],
-     ["src/keep.txt"], []),
-    ("file in a ro directory", ["docs/a.md"], {"docs/a.md": "file"}, [], ["docs/a.md"], []),
-    ("hidden file", [".env"], {".env": "file"}, [], [".env"], []),
-    ("directory in rw", ["src/pkg"], {"src/pkg": "directory"}, [], ["src/pkg"], []),
-    ("the rw directory itself", ["src"], {"src": "directory"}, [], ["src"], []),
-    ("the rw directory with a slash", ["src/"], {"src": "directory"}, [], ["src/"], []),
-    ("fifo in rw", ["src/fifo"], {"src/fifo": "other"}, [], ["src/fifo"], []),
-    ("absent in rw", ["src/gone.py"], {}, [], [], ["src/gone.py"]),
-    ("absent outside rw is refused", ["docs/gone.md"], {}, [], ["docs/gone.md"], []),
-    ("outside the worktree", ["../other/x"], {}, [], ["../other/x"], []),
-    ("absolute outside", ["/etc/passwd"], {}, [], ["/etc/passwd"], []),
-    ("the worktree itself", [WT, "."], {}, [], [WT], []),
-    ("sibling worktree sharing a prefix", [WT + "2/src/a.py"], {}, [], [WT + "2/src/a.py"], []),
-    ("Git metadata in rw", ["src/.git", "src/vendor/.git/config"],
-     {"src/.git": "file", "src/vendor/.git/config": "file"}, [],
-     ["src/.git", "src/vendor/.git/config"], []),
-    ("empty and NUL", ["", "src/a\x00b"], {}, [], ["", "src/a\x00b"], []),
-    ("absolute in the worktree", [WT + "/src/a.py"], {"src/a.py": "file"}, ["src/a.py"], [], []),
-    ("dot segments", ["src/./x/../a.py"], {"src/a.py": "file"}, ["src/a.py"], [], []),
-])
+@pytest.mark.parametrize(
+    ("case", "proposed", "kinds", "to_delete", "refused", "absent"),
+    [
+        ("file in rw", ["src/a.py"], {"src/a.py": "file"}, ["src/a.py"], [], []),
+        ("exact rw file", ["notes.md"], {"notes.md": "file"}, ["notes.md"], [], []),
+        ("final symlink in rw", ["src/l"], {"src/l": "symlink"}, ["src/l"], [], []),
+        (
+            "ro file under a rw directory",
+            ["src/keep.txt"],
+            {"src/keep.txt": "file"},
+            [],
+            ["src/keep.txt"],
+            [],
+        ),
+        ("file in a ro directory", ["docs/a.md"], {"docs/a.md": "file"}, [], ["docs/a.md"], []),
+        ("hidden file", [".env"], {".env": "file"}, [], [".env"], []),
+        ("directory in rw", ["src/pkg"], {"src/pkg": "directory"}, [], ["src/pkg"], []),
+        ("the rw directory itself", ["src"], {"src": "directory"}, [], ["src"], []),
+        ("the rw directory with a slash", ["src/"], {"src": "directory"}, [], ["src/"], []),
+        ("fifo in rw", ["src/fifo"], {"src/fifo": "other"}, [], ["src/fifo"], []),
+        ("absent in rw", ["src/gone.py"], {}, [], [], ["src/gone.py"]),
+        ("absent outside rw is refused", ["docs/gone.md"], {}, [], ["docs/gone.md"], []),
+        ("outside the worktree", ["../other/x"], {}, [], ["../other/x"], []),
+        ("absolute outside", ["/etc/passwd"], {}, [], ["/etc/passwd"], []),
+        ("the worktree itself", [WT, "."], {}, [], [WT], []),
+        ("sibling worktree sharing a prefix", [WT + "2/src/a.py"], {}, [], [WT + "2/src/a.py"], []),
+        (
+            "Git metadata in rw",
+            ["src/.git", "src/vendor/.git/config"],
+            {"src/.git": "file", "src/vendor/.git/config": "file"},
+            [],
+            ["src/.git", "src/vendor/.git/config"],
+            [],
+        ),
+        ("empty and NUL", ["", "src/a\x00b"], {}, [], ["", "src/a\x00b"], []),
+        (
+            "absolute in the worktree",
+            [WT + "/src/a.py"],
+            {"src/a.py": "file"},
+            ["src/a.py"],
+            [],
+            [],
+        ),
+        ("dot segments", ["src/./x/../a.py"], {"src/a.py": "file"}, ["src/a.py"], [], []),
+    ],
+)
 def test_each_proposed_path_is_judged(
-    case: str, proposed: list[str], kinds: dict[str, Kind], to_delete: list[str],
-    refused: list[str], absent: list[str],
+    case: str,
+    proposed: list[str],
+    kinds: dict[str, Kind],
+    to_delete: list[str],
+    refused: list[str],
+    absent: list[str],
 ) -> None:
     result = plan(proposed, FakeTree(kinds))
     assert result.to_delete == deleted(*to_delete), case
@@ -112,8 +145,10 @@ def test_an_absent_rw_target_is_recorded_relative() -> None:
 
 @pytest.mark.req("Only the host deletes")
 def test_a_directory_link_below_rw_never_reaches_a_file_elsewhere() -> None:
-    tree = FakeTree({"docs/secret.md": "file", "src/a.py": "file"},
-                    dir_links={"linkdir/out": WT + "/docs", "sub/up": "/etc"})
+    tree = FakeTree(
+        {"docs/secret.md": "file", "src/a.py": "file"},
+        dir_links={"linkdir/out": WT + "/docs", "sub/up": "/etc"},
+    )
     result = plan(["linkdir/out/secret.md", "sub/up/passwd"], tree)
     assert result.to_delete == ()
     assert result.refused == ("linkdir/out/secret.md", "sub/up/passwd")
@@ -137,8 +172,14 @@ def test_a_final_symlink_is_removed_itself_never_its_target() -> None:
 @pytest.mark.req("A repeated deletion is performed once")
 def test_a_path_named_twice_is_one_deletion() -> None:
     tree = FakeTree({"src/a.py": "file"})
-    proposed = ["src/a.py", WT + "/src/a.py", "src/./a.py", "src//a.py", "./src/a.py",
-                "src/x/../a.py"]
+    proposed = [
+        "src/a.py",
+        WT + "/src/a.py",
+        "src/./a.py",
+        "src//a.py",
+        "./src/a.py",
+        "src/x/../a.py",
+    ]
     result = plan(proposed, tree)
     assert result.to_delete == deleted("src/a.py")
     assert result.refused == () and result.absent == ()
@@ -198,8 +239,11 @@ def test_the_outcome_keeps_going_past_a_failure() -> None:
     the_plan = plan(["src/a.py", "src/b.py", "src/c.py", "docs/x", "src/gone"], tree)
     result = outcome(the_plan, {"src/b.py": "[Errno 13] Permission denied"})
     assert result == DeletionOutcome(
-        deleted=("src/a.py", "src/c.py"), refused=("docs/x",), absent=("src/gone",),
-        failed=("src/b.py",), errors={"src/b.py": "[Errno 13] Permission denied"},
+        deleted=("src/a.py", "src/c.py"),
+        refused=("docs/x",),
+        absent=("src/gone",),
+        failed=("src/b.py",),
+        errors={"src/b.py": "[Errno 13] Permission denied"},
     )
     assert result.any_failed
     text = describe_outcome(result)

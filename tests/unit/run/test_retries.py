@@ -18,31 +18,50 @@ from concorde_workers.domain.run.retries import (
     transient_cause_of,
 )
 
-RATE, OVERLOADED, LATER, LOST = (TransientCause.RATE_LIMIT, TransientCause.OVERLOADED,
-                                 TransientCause.RETRY_LATER, TransientCause.LOST_CALL)
+RATE, OVERLOADED, LATER, LOST = (
+    TransientCause.RATE_LIMIT,
+    TransientCause.OVERLOADED,
+    TransientCause.RETRY_LATER,
+    TransientCause.LOST_CALL,
+)
 
 # The texts Claude Code 2.1.197 and 2.1.332 and pi 0.73.1 really print (notes/claude-code.md §8,
 # notes/pi.md §8 "Model-service errors", docs/decisions.md "Claude Code 2.1.332"), then the spec's
 # own words.
 REAL_TEXTS: list[tuple[str, TransientCause | None]] = [
-    ("API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a "
-     "moment. If it persists, check your inference gateway (127.0.0.1:41235).", OVERLOADED),
-    ("API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a "
-     "moment. If it persists, check https://status.claude.com.", OVERLOADED),
-    ("API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually "
-     "temporary. Try again in a moment. If it persists, check your inference gateway (...).",
-     OVERLOADED),
-    ("API Error: Request rejected (429) · This request would exceed your account's rate limit.",
-     RATE),
+    (
+        "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a "
+        "moment. If it persists, check your inference gateway (127.0.0.1:41235).",
+        OVERLOADED,
+    ),
+    (
+        "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a "
+        "moment. If it persists, check https://status.claude.com.",
+        OVERLOADED,
+    ),
+    (
+        "API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually "
+        "temporary. Try again in a moment. If it persists, check your inference gateway (...).",
+        OVERLOADED,
+    ),
+    (
+        "API Error: Request rejected (429) · This request would exceed your account's rate limit.",
+        RATE,
+    ),
     ("API Error: Request rejected (429) · fake rate limited", RATE),
-    ("API Error: 500 Internal server error. This is a server-side issue, usually temporary — try "
-     "again in a moment.", OVERLOADED),
+    (
+        "API Error: 500 Internal server error. This is a server-side issue, usually temporary — try "
+        "again in a moment.",
+        OVERLOADED,
+    ),
     ("API Error: 400 fake bad request", None),
     ("API Error: Unable to connect to API (ConnectionRefused)", LOST),
-    ("API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
-     LOST),
-    ("API Error: Connection dropped (ECONNRESET). Check the gateway set in ANTHROPIC_BASE_URL, "
-     "then try again.", LATER),
+    ("API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)", LOST),
+    (
+        "API Error: Connection dropped (ECONNRESET). Check the gateway set in ANTHROPIC_BASE_URL, "
+        "then try again.",
+        LATER,
+    ),
     ("429 Rate limit reached for requests", RATE),
     ("503 Service Unavailable", OVERLOADED),
     ("529 Overloaded", OVERLOADED),
@@ -92,8 +111,11 @@ NOT_TRANSIENT: list[str] = [
 ]
 
 
-ROW_TEXTS = [pytest.param(row, text, id=f"{row.recognises[:40]}: {text[:50]}")
-             for row in ERROR_TEXTS for text in row.texts]
+ROW_TEXTS = [
+    pytest.param(row, text, id=f"{row.recognises[:40]}: {text[:50]}")
+    for row in ERROR_TEXTS
+    for text in row.texts
+]
 
 
 @pytest.mark.req("A transient model-service error is retried")
@@ -160,8 +182,9 @@ def test_a_fail_closed_sandbox_beside_an_api_error_is_not_retried() -> None:
 
 
 @pytest.mark.req("A transient model-service error is retried")
-@pytest.mark.parametrize(("text", "cause"), REAL_TEXTS + SPEC_WORDS,
-                         ids=[t[:60] for t, _ in REAL_TEXTS + SPEC_WORDS])
+@pytest.mark.parametrize(
+    ("text", "cause"), REAL_TEXTS + SPEC_WORDS, ids=[t[:60] for t, _ in REAL_TEXTS + SPEC_WORDS]
+)
 def test_transient_errors_are_recognised(text: str, cause: TransientCause | None) -> None:
     assert transient_cause(text) == cause
 
@@ -192,11 +215,15 @@ def test_the_defaults_wait_at_most_15_30_60_120_240() -> None:
 
 
 @pytest.mark.req("Retries wait longer each time")
-@given(base=st.floats(min_value=0, max_value=3600, allow_nan=False),
-       k=st.integers(min_value=1, max_value=20),
-       factor=st.floats(min_value=0.5, max_value=1.0))
+@given(
+    base=st.floats(min_value=0, max_value=3600, allow_nan=False),
+    k=st.integers(min_value=1, max_value=20),
+    factor=st.floats(min_value=0.5, max_value=1.0),
+)
 def test_the_delay_lies_between_half_and_the_whole_doubled_delay(
-    base: float, k: int, factor: float,
+    base: float,
+    k: int,
+    factor: float,
 ) -> None:
     delay = retry_delay(base, k, factor)
     full = base * 2 ** (k - 1)
@@ -213,10 +240,20 @@ def test_the_next_retry_never_waits_less_than_the_least_before(seed: int, k: int
     assert later >= 15 * 2 ** (k - 1) >= now
 
 
-@pytest.mark.parametrize(("base", "k", "factor"), [
-    (15, 0, 1.0), (15, -1, 0.7), (15, 1, 0.49), (15, 1, 1.01), (15, 1, float("nan")),
-    (-1, 1, 0.7), (float("inf"), 1, 0.7), (15, True, 0.7), (15, 1.0, 0.7),
-])
+@pytest.mark.parametrize(
+    ("base", "k", "factor"),
+    [
+        (15, 0, 1.0),
+        (15, -1, 0.7),
+        (15, 1, 0.49),
+        (15, 1, 1.01),
+        (15, 1, float("nan")),
+        (-1, 1, 0.7),
+        (float("inf"), 1, 0.7),
+        (15, True, 0.7),
+        (15, 1.0, 0.7),
+    ],
+)
 def test_bad_arguments_are_refused(base: float, k: int, factor: float) -> None:
     with pytest.raises(ValueError):
         retry_delay(base, k, factor)
@@ -234,17 +271,20 @@ CATEGORY_WORDINGS = {
 }
 
 
-@pytest.mark.parametrize(("text", "cause"), CATEGORY_WORDINGS.items(),
-                         ids=CATEGORY_WORDINGS.keys())
+@pytest.mark.parametrize(("text", "cause"), CATEGORY_WORDINGS.items(), ids=CATEGORY_WORDINGS.keys())
 def test_a_concurrency_limit_or_a_lost_connection_in_other_words_is_transient(
-        text: str, cause: TransientCause) -> None:
+    text: str, cause: TransientCause
+) -> None:
     assert transient_cause(text) is cause
 
 
-@pytest.mark.parametrize("text", [
-    "Concurrent request limit exceeded: your monthly quota is used up",
-    "lost connection to server · You've hit your usage limit",
-    "too many concurrent requests on this plan; add billing details to continue",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Concurrent request limit exceeded: your monthly quota is used up",
+        "lost connection to server · You've hit your usage limit",
+        "too many concurrent requests on this plan; add billing details to continue",
+    ],
+)
 def test_the_never_transient_rows_still_win_over_the_new_wordings(text: str) -> None:
     assert transient_cause(text) is None

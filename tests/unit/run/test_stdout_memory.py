@@ -42,8 +42,10 @@ def pi_reader() -> PiStreamReader:
 
 
 READERS = {"claude": claude_reader, "pi": pi_reader}
-RECORDED = {"claude": FIXTURES / "claude" / "round1.stdout.jsonl",
-            "pi": FIXTURES / "pi" / "round1.stdout.jsonl"}
+RECORDED = {
+    "claude": FIXTURES / "claude" / "round1.stdout.jsonl",
+    "pi": FIXTURES / "pi" / "round1.stdout.jsonl",
+}
 
 
 # --- the domain values ----------------------------------------------------------------------------
@@ -68,11 +70,19 @@ def test_the_note_counts_both_and_names_the_limit() -> None:
         ignored.add(line)
     overlong = Overlong(limit=10).adding(11).adding(500)
     assert stdout_note(ignored, overlong) == {
-        "ignored": 3, "ignored_last": ["seco", "thir"], "overlong": 2, "overlong_bytes": 511,
-        "line_limit_bytes": 10}
+        "ignored": 3,
+        "ignored_last": ["seco", "thir"],
+        "overlong": 2,
+        "overlong_bytes": 511,
+        "line_limit_bytes": 10,
+    }
     assert stdout_note(IgnoredLines(), Overlong(limit=10).adding(11)) == {
-        "ignored": 0, "ignored_last": [], "overlong": 1, "overlong_bytes": 11,
-        "line_limit_bytes": 10}
+        "ignored": 0,
+        "ignored_last": [],
+        "overlong": 1,
+        "overlong_bytes": 11,
+        "line_limit_bytes": 10,
+    }
 
 
 # --- both real readers ----------------------------------------------------------------------------
@@ -89,8 +99,9 @@ def test_a_reader_counts_a_flood_of_junk_and_keeps_only_the_last_lines(backend: 
     assert reader.finish(0, False, "").ending is RoundEnding.OK  # the junk changed nothing
 
 
-@pytest.mark.parametrize(("backend", "kept"), [("claude", CLAUDE_ACTIONS_KEPT),
-                                               ("pi", PI_ACTIONS_KEPT)])
+@pytest.mark.parametrize(
+    ("backend", "kept"), [("claude", CLAUDE_ACTIONS_KEPT), ("pi", PI_ACTIONS_KEPT)]
+)
 def test_a_reader_keeps_only_the_latest_tool_calls(backend: str, kept: int) -> None:
     reader = READERS[backend]()
     returned = [reader.feed(_tool_event(backend, i)) for i in range(kept * 3)]
@@ -100,19 +111,38 @@ def test_a_reader_keeps_only_the_latest_tool_calls(backend: str, kept: int) -> N
 
 def _tool_event(backend: str, i: int) -> str:
     if backend == "claude":
-        return json.dumps({"type": "assistant", "message": {"content": [
-            {"type": "tool_use", "name": "Read", "input": {"file_path": f"/w/f{i}"}}]}})
-    return json.dumps({"type": "tool_execution_start", "toolName": "read",
-                       "args": {"path": f"/w/f{i}"}})
+        return json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "content": [
+                        {"type": "tool_use", "name": "Read", "input": {"file_path": f"/w/f{i}"}}
+                    ]
+                },
+            }
+        )
+    return json.dumps(
+        {"type": "tool_execution_start", "toolName": "read", "args": {"path": f"/w/f{i}"}}
+    )
 
 
 # --- the round's trace ----------------------------------------------------------------------------
 
 
 def _round_agent(world: HostWorld, lines: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    record = world.run([Round(lines=(session_line("s-1"), *lines,
-                                     json.dumps({"type": "result", "result": ok_result()})),
-                              transcript="s-1")], limits={"rounds": 0})
+    record = world.run(
+        [
+            Round(
+                lines=(
+                    session_line("s-1"),
+                    *lines,
+                    json.dumps({"type": "result", "result": ok_result()}),
+                ),
+                transcript="s-1",
+            )
+        ],
+        limits={"rounds": 0},
+    )
     assert record.status == "ok", record.error
     node = world.round_node(1)
     validator("contract.workers.worker-round-trace").validate(node["content"])
@@ -123,13 +153,16 @@ def _round_agent(world: HostWorld, lines: list[str]) -> tuple[dict[str, Any], di
 def test_the_round_trace_notes_overlong_and_ignored_lines() -> None:
     world = HostWorld()
     overlong = "x" * (MAX_LINE_BYTES + 1)
-    agent, record_round = _round_agent(world, [
-        tool_line("Read", "/w/a"), overlong, "not json", "{\"type\": \"nope\"}", "é" * 400])
+    agent, record_round = _round_agent(
+        world, [tool_line("Read", "/w/a"), overlong, "not json", '{"type": "nope"}', "é" * 400]
+    )
     assert agent["stdout"] == {
-        "ignored": 3, "ignored_last": ["not json", "{\"type\": \"nope\"}",
-                                       "é" * IGNORED_KEPT_CHARS],
-        "overlong": 1, "overlong_bytes": MAX_LINE_BYTES + 1,
-        "line_limit_bytes": MAX_LINE_BYTES}
+        "ignored": 3,
+        "ignored_last": ["not json", '{"type": "nope"}', "é" * IGNORED_KEPT_CHARS],
+        "overlong": 1,
+        "overlong_bytes": MAX_LINE_BYTES + 1,
+        "line_limit_bytes": MAX_LINE_BYTES,
+    }
     assert "pi" in agent  # the backend's own report stays beside the note
     # The returned record keeps only the backend's report: its contract has no place for more.
     assert "stdout" not in record_round and "pi" in record_round
@@ -138,4 +171,3 @@ def test_the_round_trace_notes_overlong_and_ignored_lines() -> None:
 def test_a_round_without_ignored_or_overlong_lines_has_no_note() -> None:
     agent, _ = _round_agent(HostWorld(), [tool_line("Read", "/w/a")])
     assert set(agent) == {"pi"}
-

@@ -18,7 +18,8 @@ ROWS = {
 
 @pytest.mark.parametrize(("text", "too_deep"), ROWS.values(), ids=ROWS.keys())
 def test_a_nesting_past_the_limit_is_a_value_error_never_a_recursion_error(
-        text: str, too_deep: bool) -> None:
+    text: str, too_deep: bool
+) -> None:
     if too_deep:
         with pytest.raises(ValueError, match=TOO_DEEP):
             loads(text)

@@ -21,7 +21,11 @@ ESCAPES = [
     # (row, text, as a terminal is sent it)
     ("plain ASCII", "src/app/main.py", "src/app/main.py"),
     ("OSC window title", "ok\x1b]0;pwned\x07", "ok\\x1b]0;pwned\\x07"),
-    ("OSC 8 hyperlink, ST-terminated", "\x1b]8;;http://x\x1b\\link", "\\x1b]8;;http://x\\x1b\\link"),
+    (
+        "OSC 8 hyperlink, ST-terminated",
+        "\x1b]8;;http://x\x1b\\link",
+        "\\x1b]8;;http://x\\x1b\\link",
+    ),
     ("CSI clear screen and home", "\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"),
     ("CSI cursor up, erase line", "a\x1b[1A\x1b[2K", "a\\x1b[1A\\x1b[2K"),
     ("carriage return overwrite", "ok\rFAILED", "ok\\rFAILED"),
@@ -33,8 +37,11 @@ ESCAPES = [
     ("C1 CSI (8-bit)", "\x9b2J", "\\x9b2J"),
     ("C1 OSC and NEL", "\x9d0;t\x9c\x85", "\\x9d0;t\\x9c\\x85"),
     ("bidi override (Trojan Source)", "admin\u202e\u2066txt.exe", "admin\\u202e\\u2066txt.exe"),
-    ("bidi isolates and marks", "\u2067\u2068\u2069\u200e\u200f\u061c",
-     "\\u2067\\u2068\\u2069\\u200e\\u200f\\u061c"),
+    (
+        "bidi isolates and marks",
+        "\u2067\u2068\u2069\u200e\u200f\u061c",
+        "\\u2067\\u2068\\u2069\\u200e\\u200f\\u061c",
+    ),
     ("zero-width space", "src/ap\u200bp", "src/ap\\u200bp"),
     ("line and paragraph separators", "a\u2028b\u2029c", "a\\u2028b\\u2029c"),
     ("lone surrogate (undecodable byte)", "f\udcff", "f\\udcff"),
@@ -63,12 +70,22 @@ def test_nothing_escaped_reaches_a_terminal_and_what_is_safe_is_kept(text: str) 
 
 def test_multi_line_text_is_split_at_its_line_breaks_and_each_line_escaped() -> None:
     assert printable_lines("first\x1b[2J\nsecond\rthird\u2028\x9b") == [
-        "first\\x1b[2J", "second", "third", "\\x9b"]
+        "first\\x1b[2J",
+        "second",
+        "third",
+        "\\x9b",
+    ]
 
 
-@given(st.recursive(st.none() | st.text() | st.integers(),
-                    lambda inner: st.lists(inner, max_size=3)
-                    | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6))
+@given(
+    st.recursive(
+        st.none() | st.text() | st.integers(),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        ),
+        max_leaves=6,
+    )
+)
 def test_a_json_document_keeps_every_value_and_sends_no_control_character(value: object) -> None:
     document = json_document(value)
     assert json.loads(document) == value
@@ -96,13 +113,24 @@ REFUSED = [
 
 @pytest.mark.parametrize(("row", "path", "problem"), REFUSED, ids=[r[0] for r in REFUSED])
 def test_a_given_path_with_a_control_character_is_refused_row_by_row(
-        row: str, path: str, problem: str) -> None:
+    row: str, path: str, problem: str
+) -> None:
     found = control_problem(path)
     assert found is not None and problem in found, found
 
 
-@pytest.mark.parametrize("path", ["src/app/main.py", "docs/café.md", "a b/c", "日本/x",
-                                  "admin\u202etxt", "zw\u200bsp", "x/\udcff"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "src/app/main.py",
+        "docs/café.md",
+        "a b/c",
+        "日本/x",
+        "admin\u202etxt",
+        "zw\u200bsp",
+        "x/\udcff",
+    ],
+)
 def test_a_path_of_printable_text_is_not_refused(path: str) -> None:
     """Format characters (bidi, zero-width) break no line: a file may be named so, and every
     human output shows them escaped; a lone surrogate is an undecodable byte of a real name."""
