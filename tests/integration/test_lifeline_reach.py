@@ -7,6 +7,8 @@ production command line with the real bubblewrap and is SIGKILLed:
   is dead): bwrap's launcher then dies writing its report to the dead host (SIGPIPE) before it
   released the namespace's first process, which waits for it for good, before anything inside
   the namespace runs;
+- once a check's command killed the lifeline's watcher inside its namespace (it runs as the
+  check's uid there), its bwrap having no death signal;
 - once a check's command opened the lifeline it inherited for writing (through /proc/self/fd)
   and keeps it in a process of a session of its own, its bwrap having no death signal (the lost
   race of test_lifeline.py, made certain).
@@ -52,6 +54,12 @@ for line in handle.lines():
 time.sleep(3000)
 """
 
+# A check's command that kills what its shell did not start (the lifeline's watcher, forked by
+# the sh that became this one), then leaves a sleep in a session of its own and waits.
+KILLS_THE_WATCHER = (
+    'for child in $(cat /proc/$$/task/$$/children); do kill -s KILL "$child"; done; '
+    "setsid sleep 3000 </dev/null >/dev/null 2>&1 & echo ready; exec sleep 3000"
+)
 # A check's command that opens every pipe or socket it inherited (the lifeline among them) for
 # writing, as fds 7, 8, 9 (those that open: a subshell tries first, as a failed `exec` would end
 # the shell), and leaves a sleep holding them in a session of its own.
@@ -206,6 +214,16 @@ def test_a_host_killed_before_bwrap_reported_its_namespace_leaves_nothing(
     host.start(argv, prefix)
     host.kill()
     held.release()  # bwrap starts with its host dead
+    assert host.survivors() == {}
+
+
+@pytest.mark.req("Nothing but the trace outlives a worker")
+def test_a_check_that_kills_the_watcher_inside_does_not_outlive_its_host(
+    host: Host, tmp_path: Path,
+) -> None:
+    host.start(a_check(tmp_path, KILLS_THE_WATCHER, death_signal=False))
+    assert host.line() == "ready"
+    host.kill()
     assert host.survivors() == {}
 
 
