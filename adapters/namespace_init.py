@@ -22,15 +22,16 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import socket
 
-from concorde_workers.domain.isolation.launch import LIFELINE_FD, NAMESPACE_REPORT_FD
+from concorde_workers.domain.isolation.launch import LIFELINE_FD, NAMESPACE_REPORT_FD, guarded
 from concorde_workers.domain.texts import json_limits
 
 __all__ = [
     "INIT_EXIT_BOUND_SECONDS",
     "await_exit",
     "exit_status",
-    "lifeline_pipe",
+    "lifeline_ends",
     "open_init",
     "read_report",
     "report_pipe",
@@ -56,15 +57,16 @@ def report_pipe(
     return tuple(str(write_end) if a == placeholder else a for a in argv), (read_end, write_end)
 
 
-def lifeline_pipe(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
-    """`argv` with `LIFELINE_FD` replaced by the read end of a new pipe, and the pipe as (the end
-    the host keeps, the end it passes): the host holds the write end, close-on-exec, until the
-    program's namespace is gone, so the program's end of file comes with the host's death (or
-    once the program was waited for); `argv` unchanged and None when it asks for none."""
+def lifeline_ends(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, int] | None]:
+    """`argv` behind the guard (domain/isolation/launch.py `guarded`) with `LIFELINE_FD` replaced
+    by one end of a new socket pair, and the pair as (the end the host keeps, the end it passes):
+    the host holds its end, close-on-exec, until the program's namespace is gone, so the passed
+    end's end of file comes with the host's death (or once the program was waited for); `argv`
+    unchanged and None when it asks for none."""
     if LIFELINE_FD not in argv:
         return argv, None
-    read_end, write_end = os.pipe()
-    return tuple(str(read_end) if a == LIFELINE_FD else a for a in argv), (write_end, read_end)
+    kept, passed = (end.detach() for end in socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM))
+    return tuple(str(passed) if a == LIFELINE_FD else a for a in guarded(argv)), (kept, passed)
 
 
 def exit_status(report: bytes) -> int | None:

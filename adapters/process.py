@@ -48,8 +48,10 @@ Ending, precisely (what the host relies on):
    after the pipe threads stopped the watcher waits on it (`poll(2)`, bounded) until the init
    has exited: the kernel completes an init's exit only after every other process of its
    namespace is gone, so none of them outlives the end. A program that asks for a lifeline (an
-   argument `LIFELINE_FD`) gets a pipe's read end whose write end the host holds until then:
-   its end of file tells the namespace the host is gone (domain/isolation/launch.py).
+   argument `LIFELINE_FD`) runs behind the guard and gets one end of a socket pair whose other
+   end the host holds until then: its end of file tells the guard (which kills the program's
+   process group, the namespace's init in it) and the namespace that the host is gone, at
+   whatever moment it died (domain/isolation/launch.py `GUARD_SCRIPT`).
 4. `wait()` returns the status only after all of that: once it has returned, `lines()` yields
    what is left in its queue and ends, and `stderr_tail()` is final.
 5. `kill_group()` (SIGKILL to the group) may be called at any time, any number of times. Before
@@ -75,7 +77,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concorde_workers.adapters.namespace_init import (
     await_exit,
     exit_status,
-    lifeline_pipe,
+    lifeline_ends,
     open_init,
     read_report,
     report_pipe,
@@ -186,7 +188,7 @@ class SubprocessRunner:
             args = (*prefix, *args)
         args, report = report_pipe(args)
         args, status = report_pipe(args, EXIT_STATUS_FD)
-        args, lifeline = lifeline_pipe(args)
+        args, lifeline = lifeline_ends(args)
         stop_pipe = os.pipe()  # close-on-exec: the program never sees it
         reports = [pipe for pipe in (report, status, lifeline) if pipe is not None]
         proc = spawn(args, env, cwd, stdin_bytes is not None, reports, stop_pipe)

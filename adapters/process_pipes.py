@@ -292,7 +292,7 @@ def spawn(
 ) -> subprocess.Popen[bytes]:
     """Start `args` as the leader of a new session and process group (its id is the leader's
     pid), handing it the second end of each of the `reports` pipes, which the host then closes
-    (a report's write end, the lifeline's read end). When it
+    (a report's write end, the lifeline's passed end). When it
     cannot be started, every descriptor made for it is closed."""
     try:
         proc = subprocess.Popen(

@@ -6,7 +6,8 @@
 Measures in one process, each REPEAT times, interleaved, after one warm-up, through the
 production process runner (which waits for the namespace's init to exit, as a round and a check
 do): a check's sandbox (`bwrap` with the host's `SANDBOX_ARGS`) running `/bin/true`, without and
-with the lifeline in front (`/bin/sh -c LIFELINE_SCRIPT concorde-lifeline <fd>`). Prints medians,
+with the lifeline in front (`/bin/sh -c LIFELINE_SCRIPT concorde-lifeline <fd>`), which makes the
+runner put its guard (`GUARD_SCRIPT`, one `/bin/sh` more) in front of bwrap too. Prints medians,
 minima and maxima and the ratio against the sandbox without it; exits 0.
 """
 

@@ -6,8 +6,12 @@ the worker's own view, or a copy of what the grant shows).
 bubblewrap, as the host's own Git runs (`domain.gitview.git_commands.SANDBOX_ARGS`): the root
 read-only,
 a fresh /dev and /proc, every namespace unshared (no network, its own PIDs), dying with the
-host, in a new session, as uid 65534 with no capability, no further user namespace and
-`no_new_privs` (issue 18 §1: no mask below can be taken down). Then:
+host, as uid 65534 with no capability, no further user namespace and
+`no_new_privs` (issue 18 §1: no mask below can be taken down). The check's command runs in a
+session of its own (`setsid` inside the namespace, not bwrap's `--new-session`, which would move
+the namespace's init out of the process runner's group too): the init stays in the group the
+lifeline's guard kills when the host dies (domain/isolation/launch.py `GUARD_SCRIPT`), and the
+command can signal nothing of that group. Then:
 
 * every place of the user's credentials and of other runs is an empty tmpfs: the homes, the
   credential origins, /tmp and the other temporary roots (every runtime directory), /run, the
@@ -50,6 +54,9 @@ ALWAYS_HIDDEN: tuple[str, ...] = (
     "/media",
 )
 """Hidden in every check's sandbox: the homes, the temporary roots, the runtime state."""
+CHECK_SANDBOX_ARGS = tuple(a for a in SANDBOX_ARGS if a != "--new-session")
+"""The host's sandbox but its new session (the check's command gets one inside: `SETSID`)."""
+SETSID = "/usr/bin/setsid"
 CHECK_HOME = "/tmp/home"
 CHECK_TMP = "/tmp"
 SHELL = "/bin/sh"
@@ -135,7 +142,7 @@ def check_argv(
     would follow it: the caller lists its target too)."""
     # --info-fd: the process runner ends the run only once the namespace's init has exited, that
     # is once every process of the check is gone, before its copy is removed.
-    argv = [bwrap, *SANDBOX_ARGS, "--info-fd", NAMESPACE_REPORT_FD]
+    argv = [bwrap, *CHECK_SANDBOX_ARGS, "--info-fd", NAMESPACE_REPORT_FD]
     for path in _outermost([*ALWAYS_HIDDEN, *host_hidden, *place.hidden]):
         found = kind(path)
         if found == "dir":
@@ -149,7 +156,18 @@ def check_argv(
     argv += ["--dir", CHECK_HOME, *shown]
     for path in inside:  # over the view: the installation as it is, read-only
         argv += ["--ro-bind-try", path, path]
-    argv += ["--chdir", place.worktree, "--", *lifeline(SHELL), SHELL, "-c", command]
+    argv += [
+        "--chdir",
+        place.worktree,
+        "--",
+        SETSID,
+        "--wait",
+        "--",
+        *lifeline(SHELL),
+        SHELL,
+        "-c",
+        command,
+    ]
     return argv
 
 

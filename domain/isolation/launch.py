@@ -5,7 +5,8 @@ adapters/pi/launch.py).
 Every round runs with the runtime directory's work/ as working directory (never the worktree) and
 its prompt on standard input: the brief, the round validation's repair text, or the retry prompt.
 The placeholders here (`NAMESPACE_REPORT_FD`, `EXIT_STATUS_FD`, `LIFELINE_FD`) are replaced by
-the process runner; `LIFELINE_SCRIPT` is the first program inside a namespace.
+the process runner; `GUARD_SCRIPT` is the first program of one that asks for a lifeline,
+`LIFELINE_SCRIPT` the first program inside a namespace.
 
 Numbers are formatted stably: integers as integers, other numbers in plain decimal notation
 without trailing zeros (0.5 -> "0.5", 2.0 -> "2", 1e-05 -> "0.00001").
@@ -36,9 +37,37 @@ bubblewrap collapses (a death by signal n becomes the exit status 128 + n)."""
 
 
 LIFELINE_FD = "{lifeline-fd}"
-"""An argument the process runner replaces with the number of a pipe's read end it passes to
-the program, whose write end only the host holds (close-on-exec, never inherited): it reaches
-end of file when the host is gone, however it died (`LIFELINE_SCRIPT`)."""
+"""An argument the process runner replaces with the number of one end of a socket pair it
+passes to the program, whose other end only the host holds (close-on-exec, never inherited):
+the passed end reaches end of file when the host is gone, however it died. A socket, not a pipe:
+a pipe's read end opened again through /proc/self/fd for writing is a write end, which a worker
+could keep, and the end of file would never come; a socket cannot be opened that way, and
+whoever holds the passed end holds nothing of the host's. A program that asks for a lifeline runs
+behind the guard (`GUARD_SCRIPT`); inside its namespace it may watch the lifeline too
+(`LIFELINE_SCRIPT`)."""
+
+GUARD_SCRIPT = (
+    'fd=$1; shift; case $fd in ""|*[!0-9]*) exit 125;; esac; '
+    "( trap '' HUP INT QUIT TERM; exec </dev/null >/dev/null 2>&1; "
+    'read -r _ <&"$fd"; kill -s KILL 0 ) & '
+    'exec "$@"'
+)
+"""The first program of every program that asks for a lifeline, put in front of it by the process
+runner (`guarded`): a watcher in the background, in the program's process group but outside every
+namespace the program makes, reads the lifeline, and at its end of file sends SIGKILL to that
+group (its own: the group exists while the watcher is in it, so the id is never another's); the
+foreground becomes the program. The group holds the whole exec chain (a cgroup's join, a check's
+layer, bwrap's launcher) and bwrap's first process, which is the namespace's init: killing the
+init ends the namespace, whatever bwrap did so far. bwrap's launcher dies writing its
+`--info-fd` report to a host that is gone (SIGPIPE), before it has released the namespace's first
+process, which then waits for it for good, before anything inside runs (no lifeline inside can
+help it); and bwrap sets its death signals late (`LIFELINE_SCRIPT`). The guard matters when the
+host dies before bwrap's death signals are all in place, that is before the worker runs; even
+then the worker cannot reach it by pid (it is in no PID namespace of the worker's), and a
+check's command runs in a session of its own (domain/isolation/check_sandbox.py). A round's
+agent stays in the group (a timeout's SIGTERM reaches it there), so it could signal the whole
+group, the guard with it; by then bwrap's death signals end the namespace with the host. SIGTERM
+is the program's: the watcher ignores it."""
 
 LIFELINE_SCRIPT = (
     'fd=$1; shift; case $fd in ""|*[!0-9]*) exit 125;; esac; '
@@ -48,17 +77,33 @@ LIFELINE_SCRIPT = (
 """The first program inside a PID namespace of bubblewrap's (a check's, a round's): a watcher
 in the background reads the lifeline, and at its end of file kills every process of the
 namespace but its init, which then exits with no child left, ending the namespace; the
-foreground becomes the command (which keeps the read end: dash cannot close a descriptor above
-9 by number, and an end of file is all the pipe will ever carry). bwrap's `--die-with-parent` alone
-loses a race: its init sets its parent-death signal only after it forked the command, so a host
-killed in between (measured under load: 1 run in 9 of tests/integration/
+foreground becomes the command (which keeps the passed end: dash cannot close a descriptor above
+9 by number, and an end of file is all the socket will ever carry). bwrap's `--die-with-parent`
+alone loses a race: its init sets its parent-death signal only after it forked the command, so a
+host killed in between (measured under load: 1 run in 9 of tests/integration/
 test_check_host_killed.py) leaves an init with no such signal and the namespace alive for good.
-A lifeline read after its writer died ends at once: there is no window."""
+A lifeline read after the host's end closed ends at once: there is no window. The worker can
+kill this watcher (it runs as the worker's uid in the worker's namespace): the guard outside
+(`GUARD_SCRIPT`) is what it cannot reach; this one ends a namespace whose init left the
+program's process group (bwrap's `--new-session`)."""
+
+DEFAULT_SHELL = "/bin/sh"
 
 
 def lifeline(shell: str) -> list[str]:
     """The command line in front of a namespace's command: `shell` by absolute path."""
     return [shell, "-c", LIFELINE_SCRIPT, "concorde-lifeline", LIFELINE_FD]
+
+
+def guarded(argv: Sequence[str]) -> tuple[str, ...]:
+    """`argv` behind the guard (`GUARD_SCRIPT`), run by the shell of the lifeline in `argv` (the
+    one the plan resolved), else by `DEFAULT_SHELL`."""
+    shell = DEFAULT_SHELL
+    for i, arg in enumerate(argv):
+        if arg == LIFELINE_FD and i >= 4 and list(argv[i - 4 : i + 1]) == lifeline(argv[i - 4]):
+            shell = argv[i - 4]
+            break
+    return (shell, "-c", GUARD_SCRIPT, "concorde-guard", LIFELINE_FD, *argv)
 
 
 class LaunchCommand(BaseModel):

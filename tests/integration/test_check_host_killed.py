@@ -98,7 +98,11 @@ class CheckHost:
         deadline = time.monotonic() + SLOW
         # Both sleeps, and both copies seen: beside two CPU hogs the glob found one copy when
         # both sleeps ran (2 of 9 runs, on d6d717e too); the event waited on is both facts.
-        while len(processes_with(self.mark)) < 2 or len(self.copies()) < 3:
+        # The sleeps by their command line: the host's own holds the mark, and so does every
+        # process of the check's exec chain, so counting those returned while the chain was
+        # still starting (the layer probe's folder counted as the third copy, or the host was
+        # killed before bwrap ran: tests/integration/test_lifeline_reach.py holds that moment).
+        while len(self.sleeps()) < 2 or len(self.copies()) < 3:
             if proc.poll() is not None or time.monotonic() > deadline:
                 out, err = proc.communicate(timeout=SLOW)
                 pytest.fail(f"the check's sleeps never ran:\n{out}\n{err}", pytrace=False)
@@ -112,6 +116,10 @@ class CheckHost:
         self.proc.communicate(timeout=SLOW)
         assert self.proc.returncode == -signal.SIGKILL
         return time.monotonic()
+
+    def sleeps(self) -> list[int]:
+        """The check's two sleeps, once they run (the mark is in their environment)."""
+        return [pid for pid, argv in processes_with(self.mark).items() if argv == ["sleep", "3000"]]
 
     def copies(self) -> list[Path]:
         return sorted(self.runtime_parent.glob(COPY_GLOB))

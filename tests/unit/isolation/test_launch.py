@@ -11,7 +11,11 @@ from concorde_workers.adapters.claude.launch import claude_command
 from concorde_workers.adapters.pi.launch import PI_COMMAND_MAPPING, pi_command
 from concorde_workers.domain.evidence.layout import RuntimeLayout
 from concorde_workers.domain.isolation.launch import (
+    GUARD_SCRIPT,
+    LIFELINE_FD,
     format_number,
+    guarded,
+    lifeline,
     schema_text,
     tool_set,
     tools_argument,
@@ -304,3 +308,21 @@ def test_schema_text_is_compact_json_object() -> None:
     assert schema_text({"a": [1, 2]}) == '{"a":[1,2]}'
     with pytest.raises(ValueError):
         schema_text([1])
+
+
+def test_a_program_asking_for_a_lifeline_runs_behind_the_guard_in_the_lifeline_s_shell() -> None:
+    """The process runner puts the guard first (docs/decisions.md "What the lifeline reaches"):
+    run by the shell the plan resolved for the lifeline inside, else by /bin/sh."""
+    argv = ("/usr/bin/bwrap", "--unshare-pid", "--", *lifeline("/usr/bin/dash"), "/bin/true")
+    assert guarded(argv) == (
+        "/usr/bin/dash",
+        "-c",
+        GUARD_SCRIPT,
+        "concorde-guard",
+        LIFELINE_FD,
+        *argv,
+    )
+    assert guarded(("prog", LIFELINE_FD))[:2] == ("/bin/sh", "-c")
+    # The watcher kills its own process group (never a group id that could be another's), and
+    # leaves SIGTERM to the program.
+    assert "kill -s KILL 0" in GUARD_SCRIPT and "trap '' HUP INT QUIT TERM" in GUARD_SCRIPT

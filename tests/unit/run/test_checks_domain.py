@@ -8,6 +8,7 @@ import pytest
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.evidence.codes import VALIDATION_CODE_RULES
 from concorde_workers.domain.isolation.check_sandbox import (
+    SETSID,
     CheckPlace,
     Keep,
     check_argv,
@@ -184,6 +185,18 @@ def test_the_sandbox_hides_homes_and_records_and_binds_the_copy_at_the_worktree(
     assert text.index("--ro-bind-try /opt/py /opt/py") < bind
     assert text.index("--ro-bind-try /repo/.claude/worktrees/t/.venv") > bind
     assert argv[-9:] == ["--", *lifeline("/bin/sh"), "/bin/sh", "-c", "pytest -q"]
+
+
+def test_the_check_s_command_has_a_session_of_its_own_and_bwrap_s_init_stays_in_the_group() -> None:
+    """bwrap's `--new-session` would move the namespace's init out of the process runner's group,
+    where the lifeline's guard kills it (docs/decisions.md "What the lifeline reaches"): the
+    check's command gets its session from setsid inside instead."""
+    place = CheckPlace(worktree="/repo/.claude/worktrees/t")
+    argv = check_argv("/usr/bin/bwrap", place, [], "pytest -q", (), lambda _: None)
+    assert "--new-session" not in argv and "--die-with-parent" in argv
+    end = argv.index("--")  # bwrap's last option
+    assert argv[end : end + 4] == ["--", SETSID, "--wait", "--"]
+    assert argv[end + 4 :] == [*lifeline("/bin/sh"), "/bin/sh", "-c", "pytest -q"]
 
 
 def test_the_environment_is_cleared_like_the_workers_bash() -> None:
