@@ -341,7 +341,7 @@ def end_link(
     if step.code is None:
         return None
     build = _DETAILS.get(step.code) if isinstance(step.code, Code) else None
-    if step.causes is Causes.AGENT_PROCESS and step.code is not Code.WORKER_LIMIT_REACHED:
+    if build is None and step.causes is Causes.AGENT_PROCESS:
         build = _process_failed  # the backend's process failure code, whatever its profile's
     if step.causes is Causes.VALIDATION or build is None:
         return _validation_link(links, state, step, answer, links.evidence(state, state.rounds[-1]))

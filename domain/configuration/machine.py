@@ -235,10 +235,15 @@ def backend_missing(
     program, var = program_of(spec, environ)
     other = _other(choice.backend, backends)
     where = choice.backend_source if choice.backend_source != DEFAULT_BACKEND_SOURCE else "default"
+    install = (
+        f"Run {INSTALL_AGENTS} (it installs the pinned {pinned(spec)}; ./scripts/setup in a "
+        f"checkout), install {spec.program} or set "
+        if spec.package
+        else f"Install {spec.program} on PATH or set "  # a program this copy does not pin
+    )
     message = (
         f"{choice.label()} runs on backend {choice.backend} (from {choice.backend_source}), "
-        f"but its program {program} is not found. Run {INSTALL_AGENTS} (it installs the pinned "
-        f"{pinned(spec)}; ./scripts/setup in a checkout), install {spec.program} or set "
+        f"but its program {program} is not found. {install}"
         f'{var} to its absolute path; or choose the other program by setting "backend": '
         f'"{other}" in {where} of {file} (the model map then needs the model\'s {other} id).'
     )

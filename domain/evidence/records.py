@@ -370,11 +370,14 @@ class RoundRecord(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _backend_keys(cls, data: Any) -> Any:
-        """The contract's backend keys (`claude`, `pi`) into `agent`; none may be null."""
-        if not isinstance(data, dict) or not any(key in data for key in BACKENDS):
+        """The contract's backend keys (`claude`, `pi`) into `agent`; none may be null, and
+        `agent` is no key of the contract's round: given as one, it is refused."""
+        if not isinstance(data, dict):
             return data
+        if "agent" in data:
+            raise ValueError("agent: the agent's report is given under its backend's key")
         data = dict(data)
-        agent = dict(data.get("agent") or {})
+        agent: dict[str, Any] = {}
         for key in BACKENDS:
             if key in data:
                 if data[key] is None:
@@ -426,11 +429,13 @@ class RoundRecord(BaseModel):
             "duration": usage.duration_seconds,
             "usage": usage,
         }
-        fields["agent"] = {
-            backend: content.agent[backend]
-            for backend in BACKENDS
-            if isinstance(content.agent.get(backend), dict)
-        }
+        fields.update(
+            {
+                backend: content.agent[backend]
+                for backend in BACKENDS
+                if isinstance(content.agent.get(backend), dict)
+            }
+        )
         if content.audit is not None:
             fields["audit"] = content.audit
         if content.validation is not None:

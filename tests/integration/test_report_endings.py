@@ -128,3 +128,15 @@ def test_a_transcript_that_is_no_file_or_too_large_is_said_and_never_waited_on(
         said = "holds 11 bytes, past the 10 a report reads"
     text, _ = page_of(str(run.run_dir))
     assert said in text
+
+
+def test_a_run_of_a_backend_this_installation_does_not_know_says_so(harness: HostHarness) -> None:
+    """The report reads a transcript in its backend's dialect (its profile's); a run directory
+    from an installation with another backend gets its page, saying the calls are not shown."""
+    run = harness.run([*OPEN, Step.result(ok_result())])
+    others = {name: p for name, p in PROFILES.items() if name != run.record.backend}
+    made = gather(LocalFileSystem(), str(run.run_dir), others)
+    assert made.record is not None and made.calls == []
+    assert f"the run's backend {run.record.backend} is none this installation knows" in " ".join(
+        made.problems
+    )

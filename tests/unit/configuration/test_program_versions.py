@@ -232,3 +232,36 @@ def test_a_program_no_version_is_relied_on_is_never_refused_for_its_version() ->
     assert not unread.too_old and unread.line() == "replay version unknown /opt/replay  ← not asked"
     assert pinned(spec) == "replay"
     assert pins_of({"x": PROFILES["claude"].model_copy(update={"programs": (spec,)})}) == {}
+
+
+def test_a_program_this_copy_does_not_pin_is_never_said_to_be_installed_by_it() -> None:
+    """backend_missing for an unpinned program names no install-agents it would not do."""
+    from concorde_workers.domain.configuration.config import WorkerChoice
+    from concorde_workers.domain.configuration.machine import backend_missing
+
+    spec = PROGRAMS["claude"].model_copy(
+        update={
+            "program": "replay",
+            "package": None,
+            "pinned": None,
+            "minimum": None,
+            "variable": "CONCORDE_REPLAY",
+        }
+    )
+    choice = WorkerChoice(
+        operation="op",
+        worker="w",
+        backend="pi",
+        backend_source="default",
+        model="m",
+        model_source="default",
+        reasoning=None,
+        reasoning_source=None,
+    )
+    message = backend_missing(
+        choice, spec, {}, "/w/.concorde/workers.json", ["pi", "claude"]
+    ).message
+    assert "Install replay on PATH or set CONCORDE_REPLAY to its absolute path" in message
+    assert "install-agents" not in message
+    pinned_one = backend_missing(choice, PROGRAMS["pi"], {}, "/f", ["pi", "claude"]).message
+    assert "concorde-workers install-agents (it installs the pinned" in pinned_one

@@ -659,3 +659,13 @@ def test_a_last_action_cuts_its_target() -> None:
     assert len(action.target) == 200 and action.target.startswith("echo y")
     data = progress(last_action=action.model_dump(mode="json"))
     assert ProgressFile.model_validate(data).last_action == action
+
+
+def test_a_round_record_takes_the_agent_s_report_only_under_its_backend_s_key() -> None:
+    """The model keeps the report as `agent`, which is no key of the contract's round: given as
+    one, it is refused like any unknown key (issue 22 §1: the backends' keys are the contract's)."""
+    data = {"round": 1, "prompt": "initial", "usage": usage(), "agent": {"pi": {}}}
+    with pytest.raises(ValidationError, match="under its backend's key"):
+        RoundRecord.model_validate(data)
+    kept = {"round": 1, "prompt": "initial", "usage": usage(), "pi": {"turns": 2}}
+    assert RoundRecord.model_validate(kept).to_json() == kept
