@@ -19,6 +19,7 @@ from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.evidence.layout import RunLayout, RuntimeLayout
+from concorde_workers.domain.gitview.committed_rules import EvidenceRules
 from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.run.audit import Audit, FileState, Observation, Snapshot
 from concorde_workers.domain.run.changes import (
@@ -33,7 +34,7 @@ from concorde_workers.ports.changes import ChangeTrees
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed
 
-__all__ = ["CHANGE_STORE", "ChangeKeeper", "keeper_for"]
+__all__ = ["CHANGE_STORE", "ChangeKeeper", "keeper_for", "open_change_store"]
 
 CHANGE_STORE = "changes"
 """The change store's folder in the runtime directory's control/ (read-only to the worker)."""
@@ -59,6 +60,7 @@ class ChangeKeeper:
         self._before: Mapping[str, FileState | None] | None = None
         self._touched: set[str] = set()
         self._real_root: str | None = None
+        self._rules: EvidenceRules | None = None
 
     def _linked(self, rel: str) -> bool:
         """Whether a folder above `rel` is (or lies behind) a symbolic link: Git would refuse
@@ -81,15 +83,18 @@ class ChangeKeeper:
             return None
         return found.size if found.kind in (EntryKind.FILE, EntryKind.SYMLINK) else None
 
-    def start(self, snapshot: Snapshot) -> None:
-        """The tree of the worktree's `rw` state before the first round."""
-        self._snapshot = snapshot
+    def start(self, snapshot: Snapshot, rules: EvidenceRules | None = None) -> None:
+        """The tree of the worktree's `rw` state before the first round; `rules`: the
+        committed rules the snapshot took (content is converted by them alone)."""
+        self._snapshot, self._rules = snapshot, rules
         paths, _ = content_choice(
             self._grant, snapshot.files, snapshot.files, self._size, self._linked
         )
         self._touched.update(paths)
         try:
-            self._tree = self._trees.change_tree(self._repo, self._store, paths, base=True)
+            self._tree = self._trees.change_tree(
+                self._repo, self._store, paths, base=True, rules=rules
+            )
         except GitCommandFailed as failed:
             self._tree = failed
 
@@ -121,7 +126,7 @@ class ChangeKeeper:
         if not kept:  # nothing of rw changed, ever: the tree is the start's, the patch empty
             return patch_file(number, b"", named)
         try:
-            end = self._trees.change_tree(self._repo, self._store, kept)
+            end = self._trees.change_tree(self._repo, self._store, kept, rules=self._rules)
             diff = self._trees.change_patch(self._repo, self._store, start, end)
         except GitCommandFailed as failed:
             self._tree = failed
@@ -130,12 +135,30 @@ class ChangeKeeper:
         return patch_file(number, diff, named)
 
 
+def store_path(state: RunState) -> str:
+    """The run's change store: the runtime directory's `control/changes`."""
+    return posixpath.join(RuntimeLayout(root=state.runtime_dir).control, CHANGE_STORE)
+
+
+def open_change_store(git: object, prepared: Prepared, state: RunState) -> str | None:
+    """Make the run's change store before the snapshot and give its path, when the host's Git
+    keeps one (the real one does; a fake world's Git keeps none): the audit compares content
+    there by the committed rules alone (issue 30 §1), the rounds' trees are kept there. Raises
+    `GitCommandFailed`."""
+    if not isinstance(git, ChangeTrees):
+        return None
+    store = store_path(state)
+    git.open_store(prepared.repository, store)
+    return store
+
+
 def keeper_for(
     git: object, fs: FileSystem, prepared: Prepared, tracer: TraceWriter, state: RunState
 ) -> ChangeKeeper | None:
     """The run's keeper when the host's Git keeps trees (the real one does; a fake world's
-    Git keeps none, and its rounds no patch)."""
+    Git keeps none, and its rounds no patch), over the store `open_change_store` made."""
     if not isinstance(git, ChangeTrees):
         return None
-    store = posixpath.join(RuntimeLayout(root=state.runtime_dir).control, CHANGE_STORE)
-    return ChangeKeeper(git, fs, prepared.repository, prepared.grant, store, tracer, state.layout)
+    return ChangeKeeper(
+        git, fs, prepared.repository, prepared.grant, store_path(state), tracer, state.layout
+    )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.changes import keeper_for
+from concorde_workers.application.changes import keeper_for, open_change_store
 from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.outcomes import (
     LinkContext,
@@ -297,7 +297,13 @@ class WorkerHost:
         state = run.state
         request = state.request
         # The snapshot comes before anything is generated: a run whose snapshot failed
-        # launches nothing, so it gets no control files and no credential copies.
+        # launches nothing, so it gets no control files and no credential copies. The change
+        # store comes first: the audit compares content there (issue 30 §1).
+        try:
+            store = open_change_store(self._git, prepared, state)
+        except GitCommandFailed as failed:
+            state.end(snapshot_link(run.links, failed))
+            return
         observer = WorktreeObserver(
             self._git,
             self._fs,
@@ -307,6 +313,7 @@ class WorkerHost:
             ],
             runtime_paths=request.runtime_paths,
             git_entries=prepared.git_entries,
+            store=store,
         )
         try:
             snapshot = observer.snapshot()

@@ -132,7 +132,7 @@ class RoundRunner:
         kind, prompt, continues = RoundKind.INITIAL, context.prepared.brief, False
         resumes = retries = 0
         if context.changes is not None:
-            context.changes.start(context.snapshot)
+            context.changes.start(context.snapshot, context.observer.rules)
         while True:
             round_state = self._launch(kind, prompt, continues)
             if context.cancel.is_set():

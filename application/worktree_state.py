@@ -1,9 +1,12 @@
 """The snapshot before round 1 and the observation after every round (seed 000 "Audit").
 
-Read-only Git through the Git port (porcelain v2 -z, untracked all, no optional locks) on the
-repository placement found, and the digests of only the listed files through the filesystem
-port; the host creates nothing in the worktree. A file Git no longer lists is measured where it
-lies.
+Read-only Git through the Git port (the audit's listing: every tracked path not as the index
+records it and every untracked file, no optional locks) on the repository placement found, and
+the digests of only the listed files through the filesystem port; the host creates nothing in
+the worktree. A file Git no longer lists is measured where it lies. The listing's rules (which
+files are ignored, how content is converted) are the committed ones, asked once before the
+snapshot and kept for the run: no rule file a worker writes decides what the audit sees (issue
+30 §1; docs/decisions.md "The audit's listing").
 
 What Git does not show, the host walks itself, without Git and before any Git command runs over
 the tree (issue 8 §1; docs/decisions.md "The host's Git"):
@@ -12,15 +15,16 @@ the tree (issue 8 §1; docs/decisions.md "The host's Git"):
   Git never lists them, and a repository there carries configuration that runs for whoever
   next uses Git in it;
 - the content of every submodule path (gitlink) and nested repository, file by file: the host's
-  `git status` ignores submodules, so that it never starts a Git in a worktree a worker can
+  listing ignores submodules, so that it never starts a Git in a worktree a worker can
   configure; a change there is judged like any other path;
 - the commit each submodule path has checked out, read from the Git directory its `.git` named
   at the snapshot (a moved gitlink is Git metadata, a violation whatever the level).
 
-HEAD comes with `git status --branch`; the index digest (and its gitlinks) and the Git
-configuration digest are read in one helper thread while `git status` runs and its files are
-measured in the calling thread, which keeps the whole audit step close to one bare `git status`
-(docs/benchmarks.md). Every command is read-only and takes no lock, so running them side by side
+HEAD and the listing come from Git's side-by-side calls (docs/decisions.md "The audit's
+listing"); the index digest (and its gitlinks) and the Git configuration digest are read in one
+helper thread while the listing runs and its files are measured in the calling thread, which
+keeps the whole audit step close to one bare `git status` (docs/benchmarks.md). Every command
+is read-only and takes no lock, so running them side by side
 changes nothing they see; the worker's processes are dead by the time the host observes, and the
 caller keeps every other writer away (seed 000 "Audit"). `parallel=False` runs them one after
 another.
@@ -35,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, is_within, relative_to
+from concorde_workers.domain.gitview.committed_rules import EvidenceRules
 from concorde_workers.domain.gitview.git_config import program_settings
 from concorde_workers.domain.gitview.git_metadata import GitMetadata
 from concorde_workers.domain.gitview.git_status import (
@@ -86,12 +91,14 @@ class WorktreeObserver:
         writable: Sequence[str] = (),
         runtime_paths: Sequence[str] = (),
         git_entries: Sequence[str] = (),
+        store: str | None = None,
     ) -> None:
         """`writable` are the grant's rw directories (worktree-relative, such as `src/app/`):
         the only places where a worker's bash can create Git metadata. `git_entries` are the
         `.git` entries placement found (worktree-relative; `.git` is the worktree's own):
         each is measured, and each below the top level opens a nested repository whose content
-        Git does not list, which is walked as a submodule path is."""
+        Git does not list, which is walked as a submodule path is. `store`: the run's store
+        (`ChangeTrees.open_store`), where Git compares content by the committed rules."""
         self._git = git
         self._fs = fs
         self._repo = repository
@@ -104,12 +111,20 @@ class WorktreeObserver:
         self._gitlinks: tuple[str, ...] = ()
         self._modules: dict[str, str | None] = {}
         self._walked: dict[str, FileState | None] = {}
+        self._rules: EvidenceRules | None = None
+        self._store = store
+
+    @property
+    def rules(self) -> EvidenceRules | None:
+        """The rules the snapshot took (committed at its moment), None before it."""
+        return self._rules
 
     # --- the two moments ---------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
         """HEAD, the index digest and the state of every tracked change and untracked file,
         every `.git` entry, submodule path and nested repository. Raises GitCommandFailed."""
+        self._rules = self._git.evidence_rules(self._repo)
         index = self._git.index(self._repo)  # the index file only, not the tree
         self._gitlinks = tuple(g.path for g in index.gitlinks)
         # Before any round: which Git directory each submodule path has checked out, as the
@@ -117,7 +132,7 @@ class WorktreeObserver:
         self._modules = {rel: self._module_dir(rel) for rel in self._gitlinks}
         walked = self._walk(self._gitlinks)
         config = self._git.config_digest(self._repo)
-        status = self._git.status(self._repo, self._gitlinks)
+        status = self._git.status(self._repo, self._gitlinks, self._rules, self._store)
         files = self._listed(status)
         files.update(walked)
         return WorktreeState(
@@ -157,7 +172,9 @@ class WorktreeObserver:
         return self._git.index(self._repo), self._git.config_digest(self._repo)
 
     def _status(self) -> tuple[WorktreeStatus, dict[str, FileState | None]]:
-        status = self._git.status(self._repo, self._gitlinks)
+        if self._rules is None:  # observed without a snapshot of this observer's (tests)
+            self._rules = self._git.evidence_rules(self._repo)
+        status = self._git.status(self._repo, self._gitlinks, self._rules, self._store)
         return status, self._listed(status)
 
     def _listed(self, status: WorktreeStatus) -> dict[str, FileState | None]:

@@ -249,8 +249,10 @@ def main(argv: list[str]) -> int:
             "    the same, parallel=False": lambda: sequential.observe(snapshot),
             "    the same, the index re-read by Git": lambda: reread.observe(snapshot),
             "    the audit before issue 8 (rebuilt)": old_audit(env, worktree),
-            "    git status (table), sandboxed": lambda: reader.status(repo),
-            "    git status (table), no sandbox": lambda: bare_reader.status(repo),
+            "    the listing (table), sandboxed": lambda: reader.status(repo, rules=observer.rules),
+            "    the listing (table), no sandbox": lambda: bare_reader.status(
+                repo, rules=observer.rules
+            ),
             "    git ls-files (table), sandboxed": lambda: rereading.index(repo),
             "    git --version, sandboxed": version(reader),
             "    git --version, no sandbox": version(bare_reader),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from concorde_workers.domain.gitview.committed_rules import EvidenceRules
 from concorde_workers.domain.gitview.git_status import GitRepository
 
 __all__ = ["ChangeTrees"]
@@ -19,14 +20,29 @@ __all__ = ["ChangeTrees"]
 
 @runtime_checkable
 class ChangeTrees(Protocol):
+    def open_store(self, repo: GitRepository, store: str) -> None:
+        """Make the run's store at `store`, which must not exist: a bare repository of the
+        host's own (of `repo`'s object format, `repo`'s objects read behind it), where the
+        audit compares content and the rounds' trees are kept (issue 30 §1). Raises
+        `GitCommandFailed`."""
+        ...
+
     def change_tree(
-        self, repo: GitRepository, store: str, paths: Sequence[str], base: bool = False
+        self,
+        repo: GitRepository,
+        store: str,
+        paths: Sequence[str],
+        base: bool = False,
+        rules: EvidenceRules | None = None,
     ) -> str:
         """The tree of the store's index after hashing `paths` (worktree-relative; a missing
-        one removed) into it; `base`: the index starts over as HEAD's tree (empty on an
-        unborn branch). Raises `GitCommandFailed`."""
+        one removed) into it, content converted by `rules` alone (by default asked anew; never
+        an attribute of the working tree); `base`: the index starts over as HEAD's tree (empty
+        on an unborn branch). The store is the one `open_store` made. Raises
+        `GitCommandFailed`."""
         ...
 
     def change_patch(self, repo: GitRepository, store: str, old: str, new: str) -> bytes:
-        """Git's binary-safe patch from tree `old` to tree `new`. Raises `GitCommandFailed`."""
+        """Git's binary-safe patch from tree `old` to tree `new`, by no attribute at all (a
+        text file is diffed as text). Raises `GitCommandFailed`."""
         ...

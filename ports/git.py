@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from concorde_workers.domain.gitview.committed_rules import EvidenceRules
 from concorde_workers.domain.gitview.git_status import (
     GitRepository,
     HeadState,
@@ -27,6 +28,7 @@ from concorde_workers.domain.gitview.git_status import (
 )
 
 __all__ = [
+    "EvidenceRules",
     "GitCommandFailed",
     "GitReader",
     "GitRepository",
@@ -75,13 +77,32 @@ class GitReader(Protocol):
         `worktree` itself and no directory above it."""
         ...
 
-    def status(self, repo: GitRepository, opaque: Sequence[str] = ()) -> WorktreeStatus:
+    def status(
+        self,
+        repo: GitRepository,
+        opaque: Sequence[str] = (),
+        rules: EvidenceRules | None = None,
+        store: str | None = None,
+    ) -> WorktreeStatus:
         """HEAD (the branch it names as a full ref, None when detached; its commit, None on an
-        unborn branch) and `git status --porcelain=v2 -z --untracked-files=all --no-renames`,
-        ignored files not listed, submodules ignored (neither their gitlinks nor anything in
-        their paths is listed); paths relative to the worktree's top level, in Git's order.
-        `opaque` names the submodule paths (worktree-relative) Git need not look into at all:
-        the host walks them itself, and Git's answer is the same without them."""
+        unborn branch) and the audit's listing, in Git's path order: every tracked path whose
+        file is not what the index records (content, executable bit or kind; gone; unmerged),
+        then every untracked file, nested repositories as `dir/`; submodules ignored (neither
+        their gitlinks nor anything in their paths is listed). Which content is the index's
+        and which files are ignored follow `rules` alone (`evidence_rules`; by default asked
+        anew), never a `.gitignore` or `.gitattributes` of the working tree (issue 30 §1).
+        Paths are relative to the worktree's top level. `opaque` names the submodule paths
+        (worktree-relative) Git need not look into at all: the host walks them itself, and
+        Git's answer is the same without them. `store`: the run's store (`ChangeTrees`), where
+        content is compared; without one, a store is made for the call and removed."""
+        ...
+
+    def evidence_rules(self, repo: GitRepository) -> EvidenceRules:
+        """The rules the host's evidence takes (`domain.gitview.committed_rules`): the
+        `.gitignore` and `.gitattributes` files committed at HEAD, the common directory's
+        `info/exclude` and the excludes file the repository's own configuration names outside
+        the worktree. Raises `GitCommandFailed`, also when the committed rule files are more
+        than the host reads."""
         ...
 
     def index(self, repo: GitRepository) -> IndexState:

@@ -2,7 +2,8 @@
 host's Git").
 
 The host runs Git only to read: placement facts before the first round, and the audit's state
-before and after every round. Every such call is built here and nowhere else, from `COMMANDS`,
+before and after every round (and, in the run's own change store, a round's change). Every
+such call is built here and nowhere else, from `COMMANDS`,
 `GIT_OPTIONS`, `SAFETY_CONFIG` and `git_environment`; the adapter only fills in the program, the
 paths and the filter overrides. What the table guarantees for every call:
 
@@ -20,22 +21,29 @@ paths and the filter overrides. What the table guarantees for every call:
   configuration (includes followed) defines is switched off through `GIT_CONFIG_COUNT`
   (`domain.gitview.git_config.filter_overrides`), since a clean filter is the one program `git
   status`
-  runs to compare content. `status` computes no diff text (no textconv, no diff driver, no
-  external diff) and no rename (`--no-renames`).
+  runs to compare content. The listing computes no diff text (no textconv, no diff driver, no
+  external diff) and no rename.
+- *No rule from a file a worker can write* (issue 30 §1). The untracked listing reads no
+  `.gitignore` (only the host's exclude list, `Rules.EXCLUDES`), the tracked listing compares
+  stat data only, and every command that reads content runs in the run's change store, a bare
+  repository of the host's own, which reads no `.gitattributes` (only the host's attributes
+  file, `Rules.ATTRIBUTES`): the rules are those committed at HEAD
+  (`domain.gitview.committed_rules`).
 - *No discovery after placement.* Placement asks Git where the worktree's Git directories are
   (`-C <path>`, stopped at the directory's parent by `GIT_CEILING_DIRECTORIES`); every later call
   names them (`--git-dir`, `--work-tree`), so a `.git` file the worker changed decides nothing.
 - *Read-only.* `--no-optional-locks` and `GIT_OPTIONAL_LOCKS=0`: `git status` never writes
   its stat refresh into the index; `core.untrackedCache=false`: no untracked cache is read from
-  or written into it. `--literal-pathspecs`: a path is never a pattern. The four `changes_*`
-  commands (a round's change as evidence, issue 21) write, but only into the run's change
-  store (its own `GIT_INDEX_FILE` and `GIT_OBJECT_DIRECTORY`, the one directory the sandbox
-  binds writable); the repository's objects are read behind it, never written.
+  or written into it. `--literal-pathspecs`: a path is never a pattern. The store commands (a
+  round's change as evidence, issue 21) write, but only into the run's change store (its own
+  index and objects, the one directory the sandbox binds writable); the repository's objects
+  are read behind it, never written.
 
-Where bubblewrap is present, every call also runs in `SANDBOX_ARGS`: the whole system read-only,
-a fresh /dev and /proc, no network and new namespaces, a new session, dying with the host, as
-uid 65534 without any capability or a way to gain one, so that a way to run a program nobody
-has thought of yet can neither write nor reach anything, nor take a mask down.
+Where bubblewrap is present, every call also runs in `sandbox_args`: the whole system read-only,
+a fresh /dev and /proc, no network and new namespaces, a new session, dying with the host,
+without any capability or a way to gain one (as the host's own ids: docs/decisions.md "The
+audit's listing"), so that a way to run a program nobody has thought of yet can neither write
+nor reach anything, nor take a mask down.
 """
 
 from __future__ import annotations
@@ -55,6 +63,20 @@ class Scope(StrEnum):
 
     DISCOVERY = "discovery"  # placement: `-C <path>`, Git finds the repository from there
     REPOSITORY = "repository"  # after placement: `--git-dir`, `--work-tree`, nothing found
+    STORE = "store"
+    """The run's change store, a bare repository of the host's own (`--git-dir=<store>`, no
+    configuration but the host's; the repository's objects read behind it), run from the
+    worktree (`-C`), whose files a hashing command names by relative path. A bare repository
+    reads no `.gitattributes` at all, neither the working tree's nor an index's (attr.c; the
+    repository's own `core.bare=false` would win over `-c core.bare=true`): content is
+    converted by the host's attributes file alone (issue 30 §1)."""
+
+
+class Rules(StrEnum):
+    """How a command takes the host's rules (`domain.gitview.committed_rules`)."""
+
+    EXCLUDES = "excludes"  # `--exclude-from=<file>`: the only ignore rules it reads
+    ATTRIBUTES = "attributes"  # `-c core.attributesFile=<file>`: in the store, the only ones
 
 
 class GitCommand(BaseModel):
@@ -74,6 +96,9 @@ class GitCommand(BaseModel):
     store: bool = False
     """It reads and writes the run's own change store (`change_store_environment`), never
     the repository's index or objects."""
+    rules: Rules | None = None
+    """Which of the host's rules it takes in place of the working tree's rule files (issue 30
+    §1), given as a file's path (`git_argv`'s `rules`)."""
     why: str
 
 
@@ -91,6 +116,26 @@ SAFETY_CONFIG: tuple[tuple[str, str], ...] = (
     ("protocol.allow", "never"),
 )
 """`-c` settings of every call: they win over the repository's own configuration."""
+
+LISTING_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.checkStat", "default"),
+    ("core.trustctime", "true"),
+    ("core.ignoreStat", "false"),
+    ("core.ignoreCase", "false"),
+    ("core.precomposeUnicode", "false"),
+)
+"""What decides which paths the audit's listing names, whatever the repository's configuration
+(or a file it includes, which may lie in the worktree) says: every stat field compared, the
+change time trusted (no write leaves it as it was), no entry assumed unchanged, names matched
+and printed as they are."""
+
+CONTENT_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.autocrlf", "false"),
+    ("core.eol", "lf"),
+    ("core.safecrlf", "false"),
+)
+"""Content is converted by the committed attributes alone, never by a conversion setting an
+included file could give (issue 30 §1)."""
 
 DIFF_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.quotePath", "false"),
@@ -139,21 +184,34 @@ COMMANDS: dict[str, GitCommand] = {
             why="placement: the primary worktree is the first worktree Git lists (seed 000)",
         ),
         GitCommand(
-            name="status",
-            args=(
-                "status",
-                "--porcelain=v2",
-                "-z",
-                "--branch",
-                "--no-ahead-behind",
-                "--untracked-files=all",
-                "--no-renames",
-                "--ignored=no",
-                "--ignore-submodules=all",
-            ),
+            name="tracked",
+            args=("diff-files", "-z", "--raw", "--ignore-submodules=all"),
             scope=Scope.REPOSITORY,
-            why="the audit (seed 000): HEAD and every tracked change and untracked file; "
-            "submodules are walked by the host itself, without Git",
+            config=LISTING_CONFIG,
+            why="the audit: every tracked path whose file is not as the index recorded it (its "
+            "stat data differ, it is gone, its kind changed, it is unmerged), compared by stat "
+            "alone, never by content (no attribute of the working tree is read); submodules are "
+            "walked by the host itself",
+        ),
+        GitCommand(
+            name="untracked",
+            args=("ls-files", "-z", "--others"),
+            scope=Scope.REPOSITORY,
+            config=LISTING_CONFIG,
+            rules=Rules.EXCLUDES,
+            why="the audit: every untracked file not ignored by the host's exclude list (the "
+            "committed .gitignore files and the user's own excludes); no .gitignore of the "
+            "working tree is read (the adapter adds --exclude-from)",
+        ),
+        GitCommand(
+            name="content",
+            args=("hash-object", "--stdin-paths"),
+            scope=Scope.STORE,
+            store=True,
+            config=CONTENT_CONFIG,
+            rules=Rules.ATTRIBUTES,
+            why="the audit: the blob a listed tracked file's content makes under the committed "
+            "attributes, against the index's, so a file only touched is not taken as changed",
         ),
         GitCommand(
             name="index",
@@ -166,8 +224,22 @@ COMMANDS: dict[str, GitCommand] = {
             args=("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
             scope=Scope.REPOSITORY,
             ok=(0, 1),
-            why="the worker configuration is read as committed (issue 18 §4): whether HEAD has a "
-            "commit at all (1: an unborn branch, nothing is committed)",
+            why="HEAD's commit for the audit (1: an unborn branch, nothing is committed), and "
+            "whether anything is committed before the worker configuration is read as committed "
+            "(issue 18 §4)",
+        ),
+        GitCommand(
+            name="rules_list",
+            args=("ls-tree", "-r", "-z", "-l", "--full-tree", "HEAD"),
+            scope=Scope.REPOSITORY,
+            why="the evidence's rules (issue 30 §1): the .gitignore and .gitattributes files "
+            "committed at HEAD when the run starts, with their sizes (bounded before read)",
+        ),
+        GitCommand(
+            name="rules_blobs",
+            args=("cat-file", "--batch"),
+            scope=Scope.REPOSITORY,
+            why="the evidence's rules: the committed rule files' bytes by object id, no filter",
         ),
         GitCommand(
             name="config_entry",
@@ -187,23 +259,41 @@ COMMANDS: dict[str, GitCommand] = {
         GitCommand(
             name="changes_base",
             args=("read-tree",),
-            scope=Scope.REPOSITORY,
+            scope=Scope.STORE,
             store=True,
-            why="a round's change (issue 21 §1): the store's index starts as HEAD's tree (the "
-            "adapter appends HEAD, or --empty on an unborn branch)",
+            why="a round's change (issue 21 §1): the store's index starts as the tree of HEAD's "
+            "commit (the adapter appends it, or --empty on an unborn branch)",
         ),
         GitCommand(
-            name="changes_add",
-            args=("update-index", "--add", "--remove", "--replace", "-z", "--stdin"),
-            scope=Scope.REPOSITORY,
+            name="changes_hash",
+            args=("hash-object", "-w", "--stdin-paths"),
+            scope=Scope.STORE,
             store=True,
-            why="a round's change: the content of the changed rw paths the host names on stdin, "
-            "hashed into the store",
+            config=CONTENT_CONFIG,
+            rules=Rules.ATTRIBUTES,
+            why="a round's change: the content of the changed rw files the host names on stdin, "
+            "converted by the committed attributes alone, written into the store",
+        ),
+        GitCommand(
+            name="changes_links",
+            args=("hash-object", "-w", "--no-filters", "--stdin-paths"),
+            scope=Scope.STORE,
+            store=True,
+            why="a round's change: the targets of the changed rw symbolic links, which the host "
+            "read and wrote into the store as files, hashed as they are",
+        ),
+        GitCommand(
+            name="changes_index",
+            args=("update-index", "-z", "--index-info"),
+            scope=Scope.STORE,
+            store=True,
+            why="a round's change: the store's index entries the host names (mode, blob, path; "
+            "mode 0 removes), no file read",
         ),
         GitCommand(
             name="changes_tree",
             args=("write-tree",),
-            scope=Scope.REPOSITORY,
+            scope=Scope.STORE,
             store=True,
             why="a round's change: the tree of the worktree's rw state, in the store",
         ),
@@ -220,11 +310,12 @@ COMMANDS: dict[str, GitCommand] = {
                 "--no-textconv",
                 "--no-color",
             ),
-            scope=Scope.REPOSITORY,
+            scope=Scope.STORE,
             store=True,
             config=DIFF_CONFIG,
             why="a round's change: the patch between the trees at the round's start and end (the "
-            "adapter appends both)",
+            "adapter appends both), in the store with no attribute at all: a text file is "
+            "diffed as text whatever an attribute claims",
         ),
     )
 }
@@ -243,49 +334,69 @@ BASE_ENVIRONMENT: dict[str, str] = {
 SYSTEM_PATH = "/usr/bin:/bin"
 
 SANDBOX_UID = 65534
-"""The uid (and gid) of every process the host runs over worker content ("nobody"), whether the
+"""The uid (and gid) of every check the host runs over worker content ("nobody"), whether the
 host runs as root or as a user: never uid 0, which owns the mount namespace's masks."""
 
-SANDBOX_ARGS: tuple[str, ...] = (
-    "--ro-bind",
-    "/",
-    "/",
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
-    "--unshare-all",
-    "--unshare-user",
-    "--uid",
-    str(SANDBOX_UID),
-    "--gid",
-    str(SANDBOX_UID),
-    "--cap-drop",
-    "ALL",
-    "--disable-userns",
-    "--die-with-parent",
-    "--new-session",
-)
+
+def sandbox_args(uid: int = SANDBOX_UID, gid: int = SANDBOX_UID) -> tuple[str, ...]:
+    """bubblewrap's options around a process the host starts over worker-written content, as
+    `uid`/`gid` inside its own user namespace (`SANDBOX_ARGS`: as nobody)."""
+    return (
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-all",
+        "--unshare-user",
+        "--uid",
+        str(uid),
+        "--gid",
+        str(gid),
+        "--cap-drop",
+        "ALL",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+    )
+
+
+SANDBOX_ARGS: tuple[str, ...] = sandbox_args()
 """bubblewrap's options around every process the host starts over worker-written content (each
-host Git call, each check; issue 18 §1): read-only, no network, new namespaces, and no power
-over them. A user namespace of its own in which the process is uid 65534 with no capability
-(`--cap-drop ALL`: bwrap otherwise keeps every capability for uid 0, and a check could unmount
-the masks and read what they hide), no further user namespace (`--disable-userns`: no unshare
-to win capabilities back), and `no_new_privs`, which bwrap always sets (no setuid program gains
-anything). As root and as a user alike."""
+check; each host Git call with the host's own ids, `sandboxed`; issue 18 §1): read-only, no
+network, new namespaces, and no power over them. A user namespace of its own in which the
+process has no capability (`--cap-drop ALL` empties the bounding set too: bwrap otherwise keeps
+every capability for uid 0, and a check could unmount the masks and read what they hide), no
+further user namespace (`--disable-userns`: no unshare to win capabilities back), and
+`no_new_privs`, which bwrap always sets (no setuid program gains anything). As root and as a
+user alike."""
 
 
-def git_argv(git: str, command: GitCommand, where: str | GitRepository) -> list[str]:
+def git_argv(
+    git: str,
+    command: GitCommand,
+    where: str | GitRepository,
+    store: str | None = None,
+    rules: str | None = None,
+) -> list[str]:
     """The command line of one call: a directory for a discovery command, the repository for
-    the others. `git` is the program's absolute path."""
+    the others (`store`: the change store, for a command that runs in it). `rules`: the file of
+    the host's rules a command of `rules` reads (required for it: no such call runs without).
+    `git` is the program's absolute path."""
     location: list[str]
     if command.scope is Scope.DISCOVERY:
         if not isinstance(where, str):
             raise TypeError(f"{command.name} finds its repository from a directory")
         location = ["-C", where]
+    elif not isinstance(where, GitRepository):
+        raise TypeError(f"{command.name} needs the repository placement found")
+    elif command.scope is Scope.STORE:
+        if store is None:
+            raise TypeError(f"{command.name} runs in the change store")
+        location = [f"--git-dir={store}", "-C", where.worktree]
     else:
-        if not isinstance(where, GitRepository):
-            raise TypeError(f"{command.name} needs the repository placement found")
         # -C last: Git itself reports a missing worktree ("cannot change to ..."), the
         # evidence a caller shows.
         location = [
@@ -295,7 +406,15 @@ def git_argv(git: str, command: GitCommand, where: str | GitRepository) -> list[
             where.worktree,
         ]
     config = [arg for key, value in SAFETY_CONFIG for arg in ("-c", f"{key}={value}")]
-    return [git, *GIT_OPTIONS, *config, *location, *command.args]
+    args = list(command.args)
+    if command.rules is not None:
+        if rules is None:
+            raise TypeError(f"{command.name} takes the host's {command.rules.value} file")
+        if command.rules is Rules.ATTRIBUTES:
+            config += ["-c", f"core.attributesFile={rules}"]  # after SAFETY_CONFIG: it wins
+        else:
+            args.append(f"--exclude-from={rules}")
+    return [git, *GIT_OPTIONS, *config, *location, *args]
 
 
 def git_environment(
@@ -331,13 +450,23 @@ read-only, its reads bounded by the adapter's timeout)."""
 
 
 def sandboxed(
-    bwrap: str | None, argv: Sequence[str], masked: Sequence[str] = (), writable: Sequence[str] = ()
+    bwrap: str | None,
+    argv: Sequence[str],
+    masked: Sequence[str] = (),
+    writable: Sequence[str] = (),
+    ids: tuple[int, int] = (SANDBOX_UID, SANDBOX_UID),
 ) -> list[str]:
     """`argv` inside bubblewrap's read-only, network-less sandbox, or as it is without one.
     Each of `masked` (absolute directories) is an empty read-only directory inside: a
     submodule path the host walks itself, whose `.git` (a worker may have planted one, even a
     FIFO that would block whoever opens it) Git then never reads. Each of `writable` (the
-    run's change store, a directory of the host's own) is the one place it may write."""
+    run's change store, a directory of the host's own) is the one place it may write.
+
+    `ids`: the uid and gid inside. A host Git call runs as the host's own (docs/decisions.md
+    "The audit's listing"): the owner Git compares with the index's record is then the one
+    that wrote it, so a file is not taken as touched for its owner alone; the process is the
+    host's user outside whichever uid it shows inside (a mapped nobody opens what the host
+    can), and has no capability either way."""
     if not bwrap:
         return list(argv)
     mounts = (
@@ -346,7 +475,7 @@ def sandboxed(
         else []
     )
     binds = [arg for path in writable for arg in ("--bind", path, path)]
-    return [bwrap, *SANDBOX_ARGS, *binds, *mounts, "--", *argv]
+    return [bwrap, *sandbox_args(*ids), *binds, *mounts, "--", *argv]
 
 
 def change_store_environment(store: str, common_dir: str) -> dict[str, str]:

@@ -1,7 +1,8 @@
 """Git's machine-readable answers, parsed without running Git.
 
-The Git port hands the domain raw bytes of `git status --porcelain=v2 -z` and
-`git worktree list --porcelain -z`; this module turns them into values. Parsing is pure so it is
+The Git port hands the domain raw bytes of the audit's listing (`git diff-files -z --raw`, `git
+ls-files -z --others`, `git hash-object`), `git ls-files --stage -v -z`, `git cat-file --batch`
+and `git worktree list --porcelain -z`; this module turns them into values. Parsing is pure so it is
 tested on canned bytes and, in the contract tests, on real repositories.
 
 Path encoding. Git paths are bytes, not text. Every path here is decoded as UTF-8 with the
@@ -42,40 +43,29 @@ def encode_path(path: str) -> bytes:
 
 
 class StatusKind(StrEnum):
-    """The first field of a porcelain v2 entry."""
+    """What the audit's listing says of a path."""
 
-    ORDINARY = "1"
-    RENAMED_OR_COPIED = "2"
-    UNMERGED = "u"
-    UNTRACKED = "?"
-    IGNORED = "!"
+    CHANGED = "changed"  # tracked, and its file is not as the index recorded it
+    UNMERGED = "unmerged"  # tracked with conflict stages
+    UNTRACKED = "untracked"  # not tracked, and no rule of the host's ignores it
 
 
 class StatusEntry(BaseModel):
-    """One entry of `git status --porcelain=v2 -z`.
+    """One path of the audit's listing.
 
-    `xy` is the two-letter staged/unstaged state ("." for unmodified), `None` for untracked and
-    ignored entries. Modes are Git's octal strings ("100644", "100755", "120000", "160000", or
-    "000000" where the side has no file). For an unmerged entry, `mode_head`/`mode_index` are
-    None and `stage_modes`/`stage_oids` hold the three stages (base, ours, theirs); `mode_worktree`
-    is the worktree's. `orig_path` and `score` are set only for a rename or copy.
-    """
+    For a tracked path, `status` is `git diff-files`' letter (M: its stat data or content
+    differ, D: gone, T: its kind changed, U: unmerged) and the modes and object id are the
+    index's and the worktree's as it reports them ("000000" where a side has none); `None` for
+    an untracked path (a nested repository is one entry ending in `/`)."""
 
     model_config = ConfigDict(frozen=True)
 
     kind: StatusKind
     path: str
-    xy: str | None = None
-    submodule: str | None = None
-    mode_head: str | None = None
+    status: str | None = None
     mode_index: str | None = None
     mode_worktree: str | None = None
-    oid_head: str | None = None
     oid_index: str | None = None
-    stage_modes: tuple[str, str, str] | None = None
-    stage_oids: tuple[str, str, str] | None = None
-    orig_path: str | None = None
-    score: str | None = None
 
 
 class HeadState(BaseModel):
@@ -103,7 +93,8 @@ class GitRepository(BaseModel):
 
 
 class WorktreeStatus(BaseModel):
-    """One `git status --porcelain=v2 -z --branch`: HEAD and the entries."""
+    """The audit's listing: HEAD, then the tracked paths Git cannot vouch for and the untracked
+    files, each in Git's path order."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -144,94 +135,112 @@ class WorktreeInfo(BaseModel):
     prunable: str | None = None
 
 
-def _split_fields(record: bytes, count: int, what: str) -> list[bytes]:
-    """The record's first `count` space-separated fields and the rest (the path, which may
-    itself contain spaces) as the last element."""
-    parts = record.split(b" ", count)
-    if len(parts) != count + 1 or not parts[-1]:
-        raise GitOutputError(f"malformed porcelain v2 {what} entry: {record!r}")
-    return parts
-
-
-_CHANGED_FIELDS = (
-    "xy",
-    "submodule",
-    "mode_head",
-    "mode_index",
-    "mode_worktree",
-    "oid_head",
-    "oid_index",
-)
-
-
-def _changed(fields: list[bytes]) -> dict[str, str]:
-    """The fields ordinary and rename/copy records share: XY, submodule state, the three modes
-    and the two object ids."""
-    return {
-        name: value.decode("ascii") for name, value in zip(_CHANGED_FIELDS, fields, strict=True)
-    }
-
-
-def parse_porcelain_v2(data: bytes) -> tuple[StatusEntry, ...]:
-    """Parse the output of `git status --porcelain=v2 -z` (any `--untracked-files`, with or
-    without renames and ignored entries). Header lines (`# ...`) are skipped."""
+def _records(data: bytes, what: str) -> list[bytes]:
+    """The NUL-terminated records of a `-z` answer."""
     if data and not data.endswith(b"\0"):
-        raise GitOutputError("porcelain v2 output does not end with NUL (truncated?)")
+        raise GitOutputError(f"{what} output does not end with NUL (truncated?)")
     records = data.split(b"\0")
-    # -z terminates every record with NUL, so the split leaves one empty tail.
-    records.pop()
-    entries: list[StatusEntry] = []
-    i = 0
-    while i < len(records):
-        record = records[i]
-        i += 1
-        if not record:
-            raise GitOutputError("empty porcelain v2 record")
-        tag = record[:2]
-        if record.startswith(b"# "):
+    records.pop()  # -z terminates every record, so the split leaves one empty tail
+    return records
+
+
+def parse_diff_files(data: bytes) -> tuple[StatusEntry, ...]:
+    """`git diff-files -z --raw`: one entry per path, an unmerged one once (Git adds a line
+    comparing its stage 2), in Git's order."""
+    records = _records(data, "diff-files")
+    if len(records) % 2:
+        raise GitOutputError("diff-files output has a record without its path")
+    entries: dict[str, StatusEntry] = {}
+    for meta, raw in zip(records[::2], records[1::2], strict=True):
+        fields = meta.split(b" ")
+        if len(fields) != 5 or not fields[0].startswith(b":") or not raw:
+            raise GitOutputError(f"malformed diff-files entry: {meta!r}")
+        mode_index, mode_worktree = fields[0][1:].decode("ascii"), fields[1].decode("ascii")
+        letter = fields[4][:1].decode("ascii")
+        path = decode_path(raw)
+        if letter == "U":
+            entries[path] = StatusEntry(
+                kind=StatusKind.UNMERGED, path=path, status="U", mode_worktree=mode_worktree
+            )
+        elif path not in entries:
+            entries[path] = StatusEntry(
+                kind=StatusKind.CHANGED,
+                path=path,
+                status=letter,
+                mode_index=mode_index,
+                mode_worktree=mode_worktree,
+                oid_index=fields[2].decode("ascii"),
+            )
+    return tuple(entries.values())
+
+
+def parse_others(data: bytes) -> tuple[StatusEntry, ...]:
+    """`git ls-files -z --others`: the untracked files, a nested repository as `dir/`."""
+    return tuple(
+        StatusEntry(kind=StatusKind.UNTRACKED, path=decode_path(raw))
+        for raw in _records(data, "ls-files --others")
+    )
+
+
+def parse_object_ids(data: bytes, count: int) -> tuple[str, ...]:
+    """`git hash-object --stdin-paths`: one object id per line, as many as paths were given."""
+    ids = tuple(data.decode("ascii", "replace").split())
+    if len(ids) != count or any(len(i) not in (40, 64) for i in ids):
+        raise GitOutputError(f"hash-object gave {len(ids)} object ids for {count} paths")
+    return ids
+
+
+def parse_cat_file_batch(data: bytes) -> dict[str, bytes]:
+    """`git cat-file --batch`: each object's bytes by its id (a missing one left out)."""
+    found: dict[str, bytes] = {}
+    at = 0
+    while at < len(data):
+        end = data.find(b"\n", at)
+        if end < 0:
+            raise GitOutputError("cat-file --batch header without its newline")
+        header = data[at:end].split(b" ")
+        at = end + 1
+        if len(header) == 2 and header[1] == b"missing":
             continue
-        if tag == b"1 ":
-            _, *changed, path = _split_fields(record, 8, "ordinary")
-            entries.append(
-                StatusEntry(kind=StatusKind.ORDINARY, **_changed(changed), path=decode_path(path))
-            )
-        elif tag == b"2 ":
-            _, *changed, score, path = _split_fields(record, 9, "rename/copy")
-            # With -z the original path is the next NUL-terminated record, not a tab-separated
-            # tail of this one.
-            if i >= len(records):
-                raise GitOutputError(f"rename/copy entry without its original path: {record!r}")
-            orig = records[i]
-            i += 1
-            entries.append(
-                StatusEntry(
-                    kind=StatusKind.RENAMED_OR_COPIED,
-                    **_changed(changed),
-                    score=score.decode("ascii"),
-                    path=decode_path(path),
-                    orig_path=decode_path(orig),
-                )
-            )
-        elif tag == b"u ":
-            fields = _split_fields(record, 10, "unmerged")
-            _, xy, sub, m1, m2, m3, m_w, h1, h2, h3, path = fields
-            entries.append(
-                StatusEntry(
-                    kind=StatusKind.UNMERGED,
-                    xy=xy.decode("ascii"),
-                    submodule=sub.decode("ascii"),
-                    mode_worktree=m_w.decode("ascii"),
-                    stage_modes=(m1.decode("ascii"), m2.decode("ascii"), m3.decode("ascii")),
-                    stage_oids=(h1.decode("ascii"), h2.decode("ascii"), h3.decode("ascii")),
-                    path=decode_path(path),
-                )
-            )
-        elif tag in (b"? ", b"! ") and len(record) > 2:
-            kind = StatusKind.UNTRACKED if tag == b"? " else StatusKind.IGNORED
-            entries.append(StatusEntry(kind=kind, path=decode_path(record[2:])))
+        if len(header) != 3 or not header[2].isdigit():
+            raise GitOutputError(f"malformed cat-file --batch header: {header!r}")
+        size = int(header[2])
+        if data[at + size : at + size + 1] != b"\n":
+            raise GitOutputError("cat-file --batch object cut short")
+        found[header[0].decode("ascii")] = data[at : at + size]
+        at += size + 1
+    return found
+
+
+def c_quote(data: bytes, specials: bytes) -> bytes:
+    """`data` in Git's C-style quotes (`quote_c_style`) when it holds a byte of `specials` or
+    starts with a double quote, else as it is: either way what `unquote_c_style` (which a
+    reader applies to what starts with a quote) reads back as `data`."""
+    if not data.startswith(b'"') and not any(byte in specials for byte in data):
+        return data
+    out = bytearray(b'"')
+    for byte in data:
+        if byte in (0x22, 0x5C):  # " and \
+            out += b"\\" + bytes([byte])
+        elif byte < 32 or byte == 127:
+            out += b"\\%03o" % byte
         else:
-            raise GitOutputError(f"unknown porcelain v2 record: {record!r}")
-    return tuple(entries)
+            out.append(byte)
+    return bytes(out + b'"')
+
+
+def c_quote_path(path: str) -> bytes:
+    """A path as one line of a `--stdin-paths` list (Git strips a line's LF and a CR before it,
+    and unquotes a line that starts with a quote)."""
+    return c_quote(encode_path(path), b"\n\r")
+
+
+def blob_id(data: bytes, length: int = 40) -> str:
+    """The id Git gives a blob of `data`: SHA-1, or SHA-256 in a repository of 64-hex ids."""
+    header = b"blob %d\0" % len(data)
+    if length == 40:
+        return hashlib.sha1(header + data, usedforsecurity=False).hexdigest()
+    return hashlib.sha256(header + data).hexdigest()
 
 
 _WORKTREE_FLAGS_WITH_REASON = (b"locked", b"prunable")
@@ -306,33 +315,13 @@ DETACHED = "(detached)"
 INITIAL = "(initial)"
 
 
-def parse_branch_headers(data: bytes) -> tuple[str | None, str | None]:
-    """(`# branch.oid`, `# branch.head`) of `git status --porcelain=v2 -z --branch`, each None
-    when absent."""
-    oid = head = None
-    for record in data.split(b"\0"):
-        if record.startswith(b"# branch.oid "):
-            oid = record[len(b"# branch.oid ") :].decode("ascii", "replace")
-        elif record.startswith(b"# branch.head "):
-            head = decode_path(record[len(b"# branch.head ") :])
-    return oid, head
-
-
-def head_state(oid: str | None, head: str | None, head_file: bytes | None) -> HeadState:
-    """HEAD from the status headers and the worktree's own HEAD file (read, not run): Git
-    prints the branch without `refs/heads/`, so the full ref comes from the file when it names
-    that branch; `(detached)` is no branch, `(initial)` no commit."""
-    if oid is None or head is None:
-        raise GitOutputError("git status --branch printed no branch.oid or branch.head")
-    commit = None if oid == INITIAL else oid
-    if head == DETACHED:
-        return HeadState(branch=None, commit=commit)
+def head_state(head_file: bytes | None, commit: str | None) -> HeadState:
+    """HEAD from the worktree's own HEAD file (read, not run) and the commit Git resolved it
+    to (None on an unborn branch): the branch it names, None when detached."""
     named = parse_head_file(head_file) if head_file is not None else None
-    if named is not None and named[0] == "ref" and named[1] in (f"refs/heads/{head}", head):
-        return HeadState(branch=named[1], commit=commit)
-    return HeadState(
-        branch=head if head.startswith("refs/") else f"refs/heads/{head}", commit=commit
-    )
+    if named is None:
+        raise GitOutputError("the worktree's HEAD file names neither a branch nor a commit")
+    return HeadState(branch=named[1] if named[0] == "ref" else None, commit=commit)
 
 
 def parse_ls_files_stage(data: bytes) -> tuple[tuple[str, str, str, str, str], ...]:

@@ -18,7 +18,6 @@ from fakes.git import blob_oid
 from concorde_workers.adapters.git import GitCliReader
 from concorde_workers.domain.gitview.git_status import (
     NULL_MODE,
-    NULL_OID,
     GitRepository,
     StatusEntry,
     StatusKind,
@@ -30,25 +29,16 @@ def sha(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def ordinary(
-    xy: str,
-    path: str,
-    mode_head: str,
-    mode_index: str,
-    mode_worktree: str,
-    oid_head: str,
-    oid_index: str,
+def changed(
+    status: str, path: str, mode_index: str, mode_worktree: str, oid_index: str
 ) -> StatusEntry:
     return StatusEntry(
-        kind=StatusKind.ORDINARY,
-        xy=xy,
-        submodule="N...",
-        mode_head=mode_head,
+        kind=StatusKind.CHANGED,
+        path=path,
+        status=status,
         mode_index=mode_index,
         mode_worktree=mode_worktree,
-        oid_head=oid_head,
         oid_index=oid_index,
-        path=path,
     )
 
 
@@ -147,9 +137,9 @@ class TestStatus:
         w.write("build/out.bin", b"ignored\n")
         w.write("tool.sh", b"#!/bin/sh\n", executable=True)
         assert w.git.status(w.repo).entries == (
-            ordinary(".M", "a.txt", "100644", "100644", "100644", ALPHA, ALPHA),
-            ordinary(".D", "del.txt", "100644", "100644", NULL_MODE, DEL, DEL),
-            ordinary(".M", "dir/b.txt", "100644", "100644", "100755", BETA, BETA),
+            changed("M", "a.txt", "100644", "100644", ALPHA),
+            changed("D", "del.txt", "100644", NULL_MODE, DEL),
+            changed("M", "dir/b.txt", "100644", "100755", BETA),
             untracked(ODD),
             untracked("new dir/n.txt"),
             untracked("tool.sh"),
@@ -164,23 +154,24 @@ class TestStatus:
         git_world.delete("link")
         git_world.symlink("dir/b.txt", "link")
         (entry,) = git_world.git.status(git_world.repo).entries
-        assert (entry.xy, entry.path, entry.mode_worktree) == (".M", "link", "120000")
+        assert (entry.status, entry.path, entry.mode_worktree) == ("M", "link", "120000")
 
     def test_a_file_replaced_by_a_link_is_a_type_change(self, git_world: Any) -> None:
         git_world.delete("a.txt")
         git_world.symlink("/etc/passwd", "a.txt")
         (entry,) = git_world.git.status(git_world.repo).entries
-        assert (entry.xy, entry.path, entry.mode_worktree) == (".T", "a.txt", "120000")
+        assert (entry.status, entry.path, entry.mode_worktree) == ("T", "a.txt", "120000")
 
-    def test_staged_changes(self, git_world: Any) -> None:
+    def test_a_staged_change_the_worktree_keeps_is_not_listed(self, git_world: Any) -> None:
+        """The listing compares the worktree with the index, which the audit digests whole
+        (a change of it is a violation): what is staged and left as staged is no change."""
         git_world.write("a.txt", b"staged\n")
         git_world.write("added.txt", b"added\n")
         git_world.stage("a.txt", "added.txt")
-        staged = blob_oid(b"staged\n")
-        added = blob_oid(b"added\n")
+        assert git_world.git.status(git_world.repo).entries == ()
+        git_world.write("a.txt", b"alpha\n")  # back to HEAD's content: not the index's
         assert git_world.git.status(git_world.repo).entries == (
-            ordinary("M.", "a.txt", "100644", "100644", "100644", ALPHA, staged),
-            ordinary("A.", "added.txt", NULL_MODE, "100644", "100644", NULL_OID, added),
+            changed("M", "a.txt", "100644", "100644", blob_oid(b"staged\n")),
         )
 
     def test_a_change_undone_is_no_longer_listed(self, git_world: Any) -> None:
@@ -193,9 +184,34 @@ class TestStatus:
         git_world.conflict("c.txt", b"base\n", b"ours\n", b"theirs\n")
         (entry,) = git_world.git.status(git_world.repo).entries
         assert entry.kind is StatusKind.UNMERGED
-        assert (entry.xy, entry.path, entry.mode_worktree) == ("UU", "c.txt", "100644")
-        assert entry.stage_modes == ("100644", "100644", "100644")
-        assert entry.stage_oids == (blob_oid(b"base\n"), blob_oid(b"ours\n"), blob_oid(b"theirs\n"))
+        assert (entry.status, entry.path, entry.mode_worktree) == ("U", "c.txt", "100644")
+
+
+class TestRules:
+    """Issue 30 §1: which files are ignored comes from the rules committed at HEAD, never from
+    a rule file a worker writes in the working tree; a file only touched is no change."""
+
+    def test_the_rules_are_the_committed_ones(self, git_world: Any) -> None:
+        before = git_world.git.evidence_rules(git_world.repo)
+        assert ".gitignore" in before.sources and b"*.log\n" in before.excludes
+        git_world.write(".gitignore", b"*\n")
+        git_world.write("dir/.gitignore", b"*\n")
+        assert git_world.git.evidence_rules(git_world.repo) == before
+
+    def test_a_gitignore_written_in_the_worktree_hides_nothing(self, git_world: Any) -> None:
+        git_world.write(".gitignore", b"*\nnew.txt\n")
+        git_world.write("new.txt", b"new\n")
+        git_world.write("x.log", b"ignored as committed\n")
+        rules = git_world.git.evidence_rules(git_world.repo)
+        assert git_world.git.status(git_world.repo, rules=rules).entries == (
+            changed("M", ".gitignore", "100644", "100644", blob_oid(b"*.log\nbuild/\n")),
+            untracked("new.txt"),
+        )
+
+    def test_a_file_touched_but_unchanged_is_not_listed(self, git_world: Any) -> None:
+        git_world.touch("a.txt")
+        git_world.write("dir/b.txt", b"beta\n")  # rewritten as it was
+        assert git_world.git.status(git_world.repo).entries == ()
 
 
 class TestHead:

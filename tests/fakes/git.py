@@ -1,11 +1,12 @@
 """FakeGit: an in-memory repository model answering the `GitReader` port like real Git.
 
 The worktree files live in a `FakeFileSystem`, so a test (or a fake agent) changes files there
-and the fake derives `git status` from them exactly as Git would for the cases the host meets:
-tracked files modified, deleted, type-changed or with a changed executable bit; staged changes;
-untracked files (every file, `--untracked-files=all`); ignored files left out; unmerged entries;
-nested repositories reported as `dir/`; submodules ignored (`--ignore-submodules=all`: neither a
-gitlink nor anything in its path is listed, except a gitlink staged on an unborn branch). The
+and the fake derives the audit's listing from them exactly as the real adapter does for the
+cases the host meets: tracked files whose content, executable bit or kind differ from the index,
+or gone; untracked files (every file); files ignored by the committed rules left out (the
+committed top-level `.gitignore` and `ignored`, never the working copy's: issue 30 §1);
+unmerged entries; nested repositories reported as `dir/`; submodules ignored (neither a gitlink
+nor anything in its path is listed). The
 audit's questions find the worktree by the Git directory the `GitRepository` names, never by a
 `.git` file, as the real adapter's `--git-dir` does. Blob object ids are real Git blob ids and the index
 digest hashes the same bytes `git ls-files --stage -v -z` prints, so values match real Git for
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.gitview.committed_rules import EvidenceRules, RuleFile, evidence_rules
 from concorde_workers.domain.gitview.git_status import (
     GITLINK_MODE,
     NULL_MODE,
@@ -40,7 +42,15 @@ from concorde_workers.domain.gitview.git_status import (
 from concorde_workers.ports.git import GitCommandFailed
 from fakes.filesystem import FakeFileSystem, Node
 
-PORT_METHODS = ("worktrees", "toplevel", "git_dirs", "status", "index", "config_digest")
+PORT_METHODS = (
+    "worktrees",
+    "toplevel",
+    "git_dirs",
+    "status",
+    "evidence_rules",
+    "index",
+    "config_digest",
+)
 MODE_FILE = "100644"
 MODE_EXEC = "100755"
 MODE_LINK = "120000"
@@ -328,11 +338,21 @@ class FakeGit:
                 self.fs.write(target, data, 0o755 if entry.mode == MODE_EXEC else 0o644)
         wt.index = {p: IndexEntry(e.mode, e.oid) for p, e in tree.items()}
 
-    def _ignore_patterns(self, repo: FakeRepository, wt: FakeWorktree) -> list[str]:
+    def _ignore_patterns(
+        self, repo: FakeRepository, wt: FakeWorktree, committed: bool = False
+    ) -> list[str]:
+        """`ignored` and the top-level `.gitignore`: the working copy's (as `git add -A`
+        reads it), or the one committed at HEAD (as the host's rules take it)."""
         patterns = list(repo.ignored)
-        node = self.fs.node_at(posixpath.join(wt.path, ".gitignore"), follow=True)
-        if node is not None and node.kind is EntryKind.FILE:
-            for line in node.data.decode("utf-8", "surrogateescape").splitlines():
+        data: bytes | None = None
+        if committed:
+            entry = self._head_tree(repo, wt).get(".gitignore")
+            data = repo.blobs[entry.oid] if entry is not None and entry.mode == MODE_FILE else None
+        else:
+            node = self.fs.node_at(posixpath.join(wt.path, ".gitignore"), follow=True)
+            data = node.data if node is not None and node.kind is EntryKind.FILE else None
+        if data is not None:
+            for line in data.decode("utf-8", "surrogateescape").splitlines():
                 line = line.strip()
                 if line and not line.startswith("#"):
                     patterns.append(line)
@@ -510,32 +530,36 @@ class FakeGit:
         out = b"".join(meta + path + b"\0" for path, meta in sorted(lines))
         return index_state(out)
 
-    def status(self, repo: GitRepository, opaque: Sequence[str] = ()) -> WorktreeStatus:
-        # `opaque` changes nothing: nothing of a submodule path is listed anyway.
+    def status(
+        self,
+        repo: GitRepository,
+        opaque: Sequence[str] = (),
+        rules: EvidenceRules | None = None,
+        store: str | None = None,
+    ) -> WorktreeStatus:
+        # `opaque` changes nothing: nothing of a submodule path is listed anyway. `rules` are
+        # the committed ones, which the fake reads itself (its subset of gitignore); it
+        # compares content itself, with no store.
         self._record("status", repo.worktree)
         fake, wt = self._named(repo, "status")
-        head = self._head_tree(fake, wt)
         work = self._work_files(fake, wt, include_ignored=True, root=repo.worktree)
-        unborn = self._head_commit(fake, wt) is None
         tracked: list[StatusEntry] = []
-        for rel in sorted(set(head) | set(wt.index) | set(wt.unmerged), key=_sort_key):
+        for rel in sorted(set(wt.index) | set(wt.unmerged), key=_sort_key):
             if rel in wt.unmerged:
-                tracked.append(self._unmerged_entry(rel, wt.unmerged[rel], work.get(rel)))
+                w = work.get(rel)
+                tracked.append(
+                    StatusEntry(
+                        kind=StatusKind.UNMERGED,
+                        path=rel,
+                        status="U",
+                        mode_worktree=w[0].mode if w else NULL_MODE,
+                    )
+                )
                 continue
-            index_entry = wt.index.get(rel)
-            if GITLINK_MODE in (
-                getattr(head.get(rel), "mode", None),
-                getattr(index_entry, "mode", None),
-            ):
-                # --ignore-submodules=all: nothing of a submodule is listed, except a gitlink
-                # staged on an unborn branch (Git compares the index with no tree at all).
-                if unborn and index_entry is not None:
-                    tracked.append(_gitlink_added(rel, index_entry))
-                continue
-            entry = self._tracked_entry(rel, head.get(rel), index_entry, work.get(rel))
+            entry = self._tracked_entry(rel, wt.index[rel], work.get(rel))
             if entry is not None:
                 tracked.append(entry)
-        patterns = self._ignore_patterns(fake, wt)
+        patterns = self._ignore_patterns(fake, wt, committed=True)
         untracked = [
             StatusEntry(kind=StatusKind.UNTRACKED, path=rel)
             for rel in sorted(work, key=_sort_key)
@@ -548,6 +572,17 @@ class FakeGit:
             entries=(*tracked, *untracked),
         )
 
+    def evidence_rules(self, repo: GitRepository) -> EvidenceRules:
+        self._record("evidence_rules", repo.worktree)
+        fake, wt = self._named(repo, "ls-tree")
+        committed = [
+            (RuleFile(path=rel, oid=e.oid, size=len(fake.blobs[e.oid])), fake.blobs[e.oid])
+            for rel, e in self._head_tree(fake, wt).items()
+            if posixpath.basename(rel) in (".gitignore", ".gitattributes") and e.mode == MODE_FILE
+        ]
+        exclude = "".join(f"{p}\n" for p in fake.ignored).encode() if fake.ignored else None
+        return evidence_rules(committed, exclude)
+
     def _ignored_path(self, rel: str, patterns: list[str]) -> bool:
         """Ignored itself or below an ignored directory."""
         parts = rel.rstrip("/").split("/")
@@ -559,87 +594,27 @@ class FakeGit:
 
     @staticmethod
     def _tracked_entry(
-        rel: str, h: Entry | None, i: IndexEntry | None, w: tuple[Entry, bytes] | None
+        rel: str, i: IndexEntry, w: tuple[Entry, bytes] | None
     ) -> StatusEntry | None:
-        if h is None and i is None:
+        """The index entry against the worktree, as `git diff-files` compares them (an entry
+        assumed unchanged is skipped; a gitlink ignored), content compared as the host's
+        rules read it (the fake converts nothing)."""
+        if i.assume_unchanged or i.mode == GITLINK_MODE:
             return None
-        if h is None:
-            x = "A"
-        elif i is None:
-            x = "D"
-        elif _kind(h.mode) != _kind(i.mode):
-            x = "T"
-        elif (h.mode, h.oid) != (i.mode, i.oid):
-            x = "M"
-        else:
-            x = "."
         wentry = w[0] if w is not None else None
-        if i is None or i.assume_unchanged:
-            y = "."
-        elif wentry is None:
-            y = "D"
+        if wentry is None:
+            letter, mode_w = "D", NULL_MODE
         elif _kind(wentry.mode) != _kind(i.mode):
-            y = "T"
+            letter, mode_w = "T", wentry.mode
         elif (wentry.mode, wentry.oid) != (i.mode, i.oid):
-            y = "M"
+            letter, mode_w = "M", wentry.mode
         else:
-            y = "."
-        if x == y == ".":
             return None
-        if i is None or wentry is None:
-            mode_w = NULL_MODE
-        elif i.assume_unchanged:
-            mode_w = i.mode
-        else:
-            mode_w = wentry.mode
         return StatusEntry(
-            kind=StatusKind.ORDINARY,
-            xy=x + y,
-            submodule="N...",
-            mode_head=h.mode if h else NULL_MODE,
-            mode_index=i.mode if i else NULL_MODE,
+            kind=StatusKind.CHANGED,
+            path=rel,
+            status=letter,
+            mode_index=i.mode,
             mode_worktree=mode_w,
-            oid_head=h.oid if h else NULL_OID,
-            oid_index=i.oid if i else NULL_OID,
-            path=rel,
+            oid_index=i.oid,
         )
-
-    @staticmethod
-    def _unmerged_entry(
-        rel: str,
-        stages: tuple[Entry | None, Entry | None, Entry | None],
-        w: tuple[Entry, bytes] | None,
-    ) -> StatusEntry:
-        base, ours, theirs = stages
-        xy = {
-            (False, True, True): "AA",
-            (True, True, True): "UU",
-            (True, False, True): "DU",
-            (True, True, False): "UD",
-            (False, True, False): "AU",
-            (False, False, True): "UA",
-            (True, False, False): "DD",
-        }[(base is not None, ours is not None, theirs is not None)]
-        return StatusEntry(
-            kind=StatusKind.UNMERGED,
-            xy=xy,
-            submodule="N...",
-            mode_worktree=w[0].mode if w else NULL_MODE,
-            stage_modes=tuple(s.mode if s else NULL_MODE for s in stages),  # type: ignore[arg-type]
-            stage_oids=tuple(s.oid if s else NULL_OID for s in stages),  # type: ignore[arg-type]
-            path=rel,
-        )
-
-
-def _gitlink_added(rel: str, entry: IndexEntry) -> StatusEntry:
-    return StatusEntry(
-        kind=StatusKind.ORDINARY,
-        xy="A.",
-        submodule="S...",
-        mode_head=NULL_MODE,
-        mode_index=GITLINK_MODE,
-        mode_worktree=GITLINK_MODE,
-        oid_head=NULL_OID,
-        oid_index=entry.oid,
-        path=rel,
-    )

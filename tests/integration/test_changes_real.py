@@ -170,7 +170,8 @@ def test_a_change_store_that_is_there_already_is_never_written_into(
     planted.symlink_to(elsewhere)
     for store in (planted, elsewhere):
         with pytest.raises(GitCommandFailed, match="the change store cannot be made"):
-            git.change_tree(repo, str(store), [], base=True)
+            git.open_store(repo, str(store))
     assert list(elsewhere.iterdir()) == []
     fresh = tmp_path / "store"
+    git.open_store(repo, str(fresh))
     assert git.change_tree(repo, str(fresh), [], base=True)

@@ -23,7 +23,7 @@ from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.gitview.git_commands import COMMANDS, SANDBOX_ARGS, Scope
 from concorde_workers.domain.gitview.git_config import parse_config
-from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.gitview.git_status import GitRepository, StatusKind
 from concorde_workers.domain.run.audit import audit
 from concorde_workers.ports.git import GitCommandFailed
 
@@ -233,13 +233,19 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
         "git_dir",
         "common_dir",
         "worktree_list",
-        "status",
+        "tracked",
+        "untracked",
+        "content",
         "index",
         "head_commit",
+        "rules_list",
+        "rules_blobs",
         "config_entry",
         "config_blob",
         "changes_base",
-        "changes_add",
+        "changes_hash",
+        "changes_links",
+        "changes_index",
         "changes_tree",
         "changes_patch",
     }
@@ -247,7 +253,11 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
         git.toplevel(str(where))
         git.git_dirs(str(where))
         git.worktrees(str(where))
-    git.status(repo.repo)
+    rules = git.evidence_rules(repo.repo)  # head_commit, rules_list, rules_blobs
+    assert ".gitattributes" in rules.sources
+    # tracked, untracked and content (every tracked file is touched, its content unchanged)
+    listed = git.status(repo.repo, rules=rules).entries
+    assert [e.path for e in listed if e.kind is StatusKind.CHANGED] == []
     git.index(repo.repo)
     git.config_digest(repo.repo)
     assert git.committed_config(repo.repo) == b".concorde/workers.json\n"
@@ -255,9 +265,13 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
     # with its diff drivers: none of them may run.
     store = str(repo.root / "change-store")
     (repo.worktree / "src" / "app" / "main.py").write_text("changed\n")
+    (repo.worktree / "src" / "app" / "link").symlink_to("main.py")
+    git.open_store(repo.repo, store)
     start = git.change_tree(repo.repo, store, [], base=True)
-    end = git.change_tree(repo.repo, store, ["src/app/main.py", "a.txt"])
-    assert b"+changed\n" in git.change_patch(repo.repo, store, start, end)
+    paths = ["src/app/main.py", "a.txt", "src/app/link"]
+    end = git.change_tree(repo.repo, store, paths, rules=rules)  # hash, links, index, tree
+    patch = git.change_patch(repo.repo, store, start, end)
+    assert b"+changed\n" in patch and b"new file mode 120000" in patch
 
 
 @pytest.mark.req("Every round is audited")
@@ -309,6 +323,41 @@ def test_no_command_of_the_table_runs_anything_a_repository_configures(
     assert {"planted filter", "filter.trap.process", "included clean", "hook pre-commit"} <= ran, (
         ran
     )
+
+
+@pytest.mark.req("Every round is audited")
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+def test_rule_files_a_worker_plants_shape_neither_the_audit_nor_the_patch(
+    trap: TrapRepository, sandbox: str
+) -> None:
+    """Issue 30 §1 on the trap repository (whose committed attributes name a filter, a diff
+    and a merge driver for every file): the worker's `.gitignore` ignores everything below
+    rw, its `.gitattributes` makes main.py binary, ident-collapsed and normalized; the audit
+    still lists every path it wrote, the patch shows every change as text, and no program of
+    the repository's runs."""
+    git = GitCliReader(environ=trap.env, sandbox=bwrap_or_fail() if sandbox == "bwrap" else None)
+    trap.configure_every_program()
+    store = str(trap.root / "store")
+    git.open_store(trap.repo, store)
+    observer = WorktreeObserver(
+        git, LocalFileSystem(), trap.repo, writable=["src/app/"], store=store
+    )
+    snapshot = observer.snapshot()
+    start = git.change_tree(trap.repo, store, [], base=True, rules=observer.rules)
+    app = trap.worktree / "src" / "app"
+    (app / ".gitignore").write_text("*\n")
+    (app / ".gitattributes").write_text("main.py -diff ident text\nnew.py binary\n")
+    (app / "main.py").write_text("src/app/main.py\r\n# $Id: the payload $\n")
+    (app / "new.py").write_text("hidden = 1\n")
+    result = audit(GRANT, snapshot, observer.observe(snapshot))
+    planted = ["src/app/.gitattributes", "src/app/.gitignore", "src/app/main.py", "src/app/new.py"]
+    assert set(planted) <= set(result.changed), result
+    end = git.change_tree(trap.repo, store, planted, rules=observer.rules)
+    patch = git.change_patch(trap.repo, store, start, end)
+    assert b"Binary files" not in patch and b"GIT binary patch" not in patch, patch
+    for shown in (b"+src/app/main.py\r\n", b"+# $Id: the payload $\n", b"+hidden = 1\n"):
+        assert shown in patch, patch
+    assert trap.ran() == []
 
 
 def test_the_worktree_s_git_file_pointing_elsewhere_decides_nothing(
@@ -458,7 +507,7 @@ def test_git_gets_no_variable_of_the_host(
     assert printed["HOME"] == "/dev/null"
     assert "sk-ant-secret" not in info.value.output and "ghp_secret" not in info.value.output
     assert f"--git-dir={trap.repo.git_dir}" in info.value.output
-    assert COMMANDS["status"].scope is Scope.REPOSITORY
+    assert COMMANDS["head_commit"].scope is Scope.REPOSITORY
 
 
 # --- the configuration parser against Git's own ----------------------------------------------------

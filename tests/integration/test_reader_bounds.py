@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters.git import (
+from concorde_workers.adapters.git_runner import (
     MAX_CONFIG_BYTES,
     MAX_INCLUDE_DEPTH,
     read_regular,

@@ -13,10 +13,12 @@ from concorde_workers.domain.gitview.git_commands import (
     SAFETY_CONFIG,
     SANDBOX_ARGS,
     GitCommand,
+    Rules,
     Scope,
     change_store_environment,
     git_argv,
     git_environment,
+    sandbox_args,
     sandboxed,
 )
 from concorde_workers.domain.gitview.git_config import filter_overrides
@@ -32,27 +34,25 @@ EXPECTED_ARGS: dict[str, tuple[str, ...]] = {
     "git_dir": ("rev-parse", "--path-format=absolute", "--git-dir"),
     "common_dir": ("rev-parse", "--path-format=absolute", "--git-common-dir"),
     "worktree_list": ("worktree", "list", "--porcelain", "-z"),
-    "status": (
-        "status",
-        "--porcelain=v2",
-        "-z",
-        "--branch",
-        "--no-ahead-behind",
-        "--untracked-files=all",
-        "--no-renames",
-        "--ignored=no",
-        "--ignore-submodules=all",
-    ),
+    # The audit's listing (issue 30 §1): tracked paths by stat data alone, untracked files by
+    # the host's exclude list alone, content hashed under the committed attributes alone.
+    "tracked": ("diff-files", "-z", "--raw", "--ignore-submodules=all"),
+    "untracked": ("ls-files", "-z", "--others"),
+    "content": ("hash-object", "--stdin-paths"),
     "index": ("ls-files", "--stage", "-v", "-z"),
     # The worker configuration as committed (issue 18 §4): read-only, no filter (`cat-file
     # blob` applies none), never the working copy.
     "head_commit": ("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
+    "rules_list": ("ls-tree", "-r", "-z", "-l", "--full-tree", "HEAD"),
+    "rules_blobs": ("cat-file", "--batch"),
     "config_entry": ("ls-tree", "-z", "-l", "HEAD", "--", ".concorde/workers.json"),
     "config_blob": ("cat-file", "blob", "HEAD:.concorde/workers.json"),
     # A round's change (issue 21 §1): only into the run's change store (GIT_INDEX_FILE,
     # GIT_OBJECT_DIRECTORY), paths on stdin, a patch that runs no diff driver.
     "changes_base": ("read-tree",),
-    "changes_add": ("update-index", "--add", "--remove", "--replace", "-z", "--stdin"),
+    "changes_hash": ("hash-object", "-w", "--stdin-paths"),
+    "changes_links": ("hash-object", "-w", "--no-filters", "--stdin-paths"),
+    "changes_index": ("update-index", "-z", "--index-info"),
     "changes_tree": ("write-tree",),
     "changes_patch": (
         "diff-tree",
@@ -78,8 +78,18 @@ REQUIRED_CONFIG = {
 }
 
 
+STORE = "/rt/control/changes"
+RULES = "/proc/self/fd/7"
+
+
 def where(command: GitCommand) -> str | GitRepository:
     return WORKTREE if command.scope is Scope.DISCOVERY else REPO
+
+
+def argv_of(command: GitCommand) -> list[str]:
+    """The command line as the adapter builds it: its store and rules file given."""
+    store = STORE if command.scope is Scope.STORE else None
+    return git_argv(GIT, command, where(command), store, RULES if command.rules else None)
 
 
 def test_the_table_holds_exactly_the_host_s_commands() -> None:
@@ -91,14 +101,21 @@ def test_the_table_holds_exactly_the_host_s_commands() -> None:
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_command_carries_the_safety_options(name: str) -> None:
     command = COMMANDS[name]
-    argv = git_argv(GIT, command, where(command))
+    argv = argv_of(command)
     assert argv[0] == GIT
     assert argv[1 : 1 + len(GIT_OPTIONS)] == list(GIT_OPTIONS)
     assert {"--no-pager", "--no-optional-locks", "--literal-pathspecs"} <= set(argv)
-    config = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-c")
-    assert config == REQUIRED_CONFIG
+    pairs = [argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-c"]
+    safety = dict(pairs[: len(SAFETY_CONFIG)])  # first, and a later -c wins
+    assert safety == REQUIRED_CONFIG
     assert dict(SAFETY_CONFIG) == REQUIRED_CONFIG
-    assert argv[-len(command.args) :] == list(command.args)
+    later = dict(pairs[len(SAFETY_CONFIG) :])
+    expected_later = {}
+    if command.rules is Rules.ATTRIBUTES:
+        expected_later["core.attributesFile"] = RULES
+    assert later == expected_later
+    args = argv[-len(command.args) - (1 if command.rules is Rules.EXCLUDES else 0) :]
+    assert args[: len(command.args)] == list(command.args)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -108,18 +125,60 @@ def test_a_discovery_command_starts_from_its_directory_and_an_audit_command_name
     """After placement nothing is discovered: no `.git` file in the worktree decides which
     repository Git reads."""
     command = COMMANDS[name]
-    argv = git_argv(GIT, command, where(command))
+    argv = argv_of(command)
     if command.scope is Scope.DISCOVERY:
         assert argv[argv.index("-C") : argv.index("-C") + 2] == ["-C", WORKTREE]
         assert not any(a.startswith(("--git-dir=", "--work-tree=")) for a in argv)
         with pytest.raises(TypeError):
             git_argv(GIT, command, REPO)
+        return
+    if command.scope is Scope.STORE:  # a bare repository of its own: no attribute file read
+        assert f"--git-dir={STORE}" in argv and not any(a.startswith("--work-tree") for a in argv)
+        assert argv[argv.index("-C") + 1] == WORKTREE  # a hashing command names files from there
+        with pytest.raises(TypeError):
+            git_argv(GIT, command, REPO)  # no store named
     else:
         assert f"--git-dir={REPO.git_dir}" in argv and f"--work-tree={WORKTREE}" in argv
-        # -C comes after --git-dir, so the absolute paths are read before any directory change
-        assert argv.index("-C") > argv.index(f"--git-dir={REPO.git_dir}")
-        with pytest.raises(TypeError):
-            git_argv(GIT, command, WORKTREE)
+    # -C comes after --git-dir, so the absolute paths are read before any directory change
+    assert argv.index("-C") > next(i for i, a in enumerate(argv) if a.startswith("--git-dir="))
+    with pytest.raises(TypeError):
+        git_argv(GIT, command, WORKTREE)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in COMMANDS.items() if c.rules))
+def test_a_command_that_takes_the_host_s_rules_never_runs_without_them(name: str) -> None:
+    """Issue 30 §1: the untracked listing reads only the host's exclude list, a hashing
+    command only the host's attributes file (bare mode reads no per-directory one)."""
+    command = COMMANDS[name]
+    store = STORE if command.scope is Scope.STORE else None
+    with pytest.raises(TypeError):
+        git_argv(GIT, command, REPO, store)
+    argv = argv_of(command)
+    if command.rules is Rules.EXCLUDES:
+        assert argv[-1] == f"--exclude-from={RULES}"
+        assert "--exclude-standard" not in argv and "--exclude-per-directory" not in " ".join(argv)
+    else:
+        assert command.scope is Scope.STORE
+        assert argv[argv.index(f"core.attributesFile={RULES}") - 1] == "-c"
+
+
+def test_the_listing_takes_no_stat_setting_from_the_repository() -> None:
+    """Whatever the configuration (or a file it includes) says, every stat field is compared
+    and the change time trusted: no write goes unlisted for a setting."""
+    for name in ("tracked", "untracked"):
+        assert dict(COMMANDS[name].config) == {
+            "core.checkStat": "default",
+            "core.trustctime": "true",
+            "core.ignoreStat": "false",
+            "core.ignoreCase": "false",
+            "core.precomposeUnicode": "false",
+        }
+    for name in ("content", "changes_hash"):
+        assert dict(COMMANDS[name].config) == {
+            "core.autocrlf": "false",
+            "core.eol": "lf",
+            "core.safecrlf": "false",
+        }
 
 
 def test_placement_finds_the_git_directories_from_the_worktree_and_no_directory_above() -> None:
@@ -150,7 +209,7 @@ def test_every_command_runs_in_an_environment_built_whole(name: str) -> None:
 
 
 def test_git_s_own_directory_leads_the_path() -> None:
-    env = git_environment("/opt/git/bin/git", COMMANDS["status"], REPO)
+    env = git_environment("/opt/git/bin/git", COMMANDS["index"], REPO)
     assert env["PATH"] == "/opt/git/bin:/usr/bin:/bin"
 
 
@@ -158,7 +217,7 @@ def test_overrides_travel_as_separate_keys_and_values() -> None:
     """A driver name holding `=` or a dot cannot be read as another setting: GIT_CONFIG_KEY_n
     and GIT_CONFIG_VALUE_n keep the key and its value apart (a `-c key=value` could not)."""
     overrides = filter_overrides(["lfs", "a=b.c"])
-    env = git_environment(GIT, COMMANDS["status"], REPO, overrides)
+    env = git_environment(GIT, COMMANDS["index"], REPO, overrides)
     assert env["GIT_CONFIG_COUNT"] == "8"
     pairs = [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"]) for i in range(8)]
     assert pairs == [
@@ -178,10 +237,21 @@ def test_the_sandbox_is_read_only_network_less_and_dies_with_the_host() -> None:
     assert argv[0] == "/usr/bin/bwrap" and argv[-3:] == ["--", GIT, "status"]
     options = argv[1 : argv.index("--")]
     assert options == list(SANDBOX_ARGS)
+    assert options[options.index("--uid") + 1] == options[options.index("--gid") + 1] == "65534"
     assert options[:3] == ["--ro-bind", "/", "/"]
     assert not any(o in ("--bind", "--dev-bind", "--share-net") for o in options)
     assert {"--unshare-all", "--die-with-parent", "--new-session"} <= set(options)
     assert sandboxed(None, [GIT, "status"]) == [GIT, "status"]
+
+
+def test_a_host_git_call_shows_the_host_s_own_ids_with_no_capability() -> None:
+    """docs/decisions.md "The audit's listing": the owner Git compares with the index's
+    record is the one that wrote it; the same user outside, no capability inside."""
+    argv = sandboxed("/usr/bin/bwrap", [GIT, "diff-files"], ids=(1000, 1001))
+    options = argv[1 : argv.index("--")]
+    assert options == list(sandbox_args(1000, 1001))
+    assert options[options.index("--uid") + 1 :][:3] == ["1000", "--gid", "1001"]
+    assert {"--cap-drop", "ALL", "--disable-userns"} <= set(options)
 
 
 def test_masked_directories_are_empty_and_read_only_in_the_sandbox() -> None:
@@ -196,8 +266,11 @@ def test_masked_directories_are_empty_and_read_only_in_the_sandbox() -> None:
 def test_a_store_command_writes_only_into_the_run_s_change_store() -> None:
     """Issue 21 §1: the store's index and objects, the repository's objects only read."""
     assert {name for name, c in COMMANDS.items() if c.store} == {
+        "content",
         "changes_base",
-        "changes_add",
+        "changes_hash",
+        "changes_links",
+        "changes_index",
         "changes_tree",
         "changes_patch",
     }

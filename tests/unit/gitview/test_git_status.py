@@ -1,4 +1,5 @@
-"""The porcelain v2 and worktree-list parsers on canned bytes (domain/gitview/git_status.py)."""
+"""The parsers of Git's answers on canned bytes (domain/gitview/git_status.py): the audit's
+listing, object ids, cat-file batches, HEAD, the index and the worktree list."""
 
 from __future__ import annotations
 
@@ -13,13 +14,17 @@ from concorde_workers.domain.gitview.git_status import (
     StatusEntry,
     StatusKind,
     WorktreeInfo,
+    blob_id,
+    c_quote_path,
     decode_path,
     encode_path,
     head_state,
     index_state,
-    parse_branch_headers,
+    parse_cat_file_batch,
+    parse_diff_files,
     parse_ls_files_stage,
-    parse_porcelain_v2,
+    parse_object_ids,
+    parse_others,
     parse_worktree_list_z,
     resolve_head,
 )
@@ -31,106 +36,107 @@ Z = "0" * 40
 
 
 def test_empty_output_is_no_entry() -> None:
-    assert parse_porcelain_v2(b"") == ()
+    assert parse_diff_files(b"") == ()
+    assert parse_others(b"") == ()
 
 
-def test_ordinary_entry_with_spaces_in_the_path() -> None:
-    data = f"1 .M N... 100644 100644 100755 {H1} {H1} dir/a b  c.txt\0".encode()
-    assert parse_porcelain_v2(data) == (
+def test_a_changed_entry_with_spaces_in_the_path() -> None:
+    data = f":100644 100755 {H1} {Z} M\0dir/a b  c.txt\0".encode()
+    assert parse_diff_files(data) == (
         StatusEntry(
-            kind=StatusKind.ORDINARY,
-            xy=".M",
-            submodule="N...",
-            mode_head="100644",
-            mode_index="100644",
-            mode_worktree="100755",
-            oid_head=H1,
-            oid_index=H1,
+            kind=StatusKind.CHANGED,
             path="dir/a b  c.txt",
+            status="M",
+            mode_index="100644",
+            mode_worktree="100755",  # executable in the worktree
+            oid_index=H1,
         ),
     )
-    assert parse_porcelain_v2(data)[0].mode_worktree == "100755"  # executable in the worktree
+
+
+def test_deleted_and_type_changed_entries() -> None:
+    data = f":100644 000000 {H1} {Z} D\0gone\0:100644 120000 {H2} {Z} T\0now a link\0".encode()
+    gone, link = parse_diff_files(data)
+    assert (gone.status, gone.mode_worktree, link.status, link.mode_worktree) == (
+        "D",
+        "000000",
+        "T",
+        "120000",
+    )
+
+
+def test_an_unmerged_path_is_one_entry() -> None:
+    """diff-files prints an unmerged path, then compares its stage 2 with the worktree."""
+    data = f":000000 100644 {Z} {Z} U\0c f.txt\0:100644 100644 {H2} {Z} M\0c f.txt\0".encode()
+    assert parse_diff_files(data) == (
+        StatusEntry(kind=StatusKind.UNMERGED, path="c f.txt", status="U", mode_worktree="100644"),
+    )
 
 
 def test_newlines_and_tabs_in_names_are_kept() -> None:
-    data = b"? new\nline\0? tab\there\0"
-    assert [e.path for e in parse_porcelain_v2(data)] == ["new\nline", "tab\there"]
+    data = b"new\nline\0tab\there\0"
+    assert [e.path for e in parse_others(data)] == ["new\nline", "tab\there"]
 
 
 def test_non_utf8_names_round_trip() -> None:
     raw = b"caf\xe9.txt"
-    (entry,) = parse_porcelain_v2(b"? " + raw + b"\0")
-    assert entry.path == "caf\udce9.txt"
+    (entry,) = parse_others(raw + b"\0")
+    assert entry == StatusEntry(kind=StatusKind.UNTRACKED, path="caf\udce9.txt")
     assert encode_path(entry.path) == raw
     assert decode_path(raw) == entry.path
-
-
-def test_rename_takes_the_next_record_as_its_original_path() -> None:
-    data = (
-        f"2 R. N... 100644 100644 100644 {H1} {H1} R100 new name.txt\0".encode()
-        + b"old\nname.txt\0"
-        + b"? after\0"
-    )
-    rename, after = parse_porcelain_v2(data)
-    assert rename.kind is StatusKind.RENAMED_OR_COPIED
-    assert (rename.xy, rename.score, rename.path, rename.orig_path) == (
-        "R.",
-        "R100",
-        "new name.txt",
-        "old\nname.txt",
-    )
-    assert after == StatusEntry(kind=StatusKind.UNTRACKED, path="after")
-
-
-def test_copy_entry() -> None:
-    data = f"2 C. N... 100644 100644 100644 {H1} {H1} C075 b\0a\0".encode()
-    (entry,) = parse_porcelain_v2(data)
-    assert (entry.xy, entry.score, entry.path, entry.orig_path) == ("C.", "C075", "b", "a")
-
-
-def test_unmerged_entry() -> None:
-    data = f"u UU N... 100644 100644 100755 100644 {H1} {H2} {H3} c f.txt\0".encode()
-    (entry,) = parse_porcelain_v2(data)
-    assert entry.kind is StatusKind.UNMERGED
-    assert entry.stage_modes == ("100644", "100644", "100755")
-    assert entry.stage_oids == (H1, H2, H3)
-    assert (entry.mode_worktree, entry.path, entry.mode_head) == ("100644", "c f.txt", None)
-
-
-def test_deleted_entry_and_submodule_field() -> None:
-    data = f"1 .D S.M. 160000 160000 000000 {H1} {H1} sub\0".encode()
-    (entry,) = parse_porcelain_v2(data)
-    assert (entry.xy, entry.submodule, entry.mode_worktree) == (".D", "S.M.", "000000")
-
-
-def test_untracked_and_ignored() -> None:
-    data = b"? u.txt\0! build/\0"
-    assert parse_porcelain_v2(data) == (
-        StatusEntry(kind=StatusKind.UNTRACKED, path="u.txt"),
-        StatusEntry(kind=StatusKind.IGNORED, path="build/"),
-    )
-    assert parse_porcelain_v2(data)[0].mode_worktree is None  # untracked: status gives no mode
-
-
-def test_headers_are_skipped() -> None:
-    data = f"# branch.oid {H1}\0# branch.head main\0? x\0".encode()
-    assert [e.path for e in parse_porcelain_v2(data)] == ["x"]
 
 
 @pytest.mark.parametrize(
     "data",
     [
-        b"1 .M N... 100644\0",  # truncated ordinary entry
-        f"2 R. N... 100644 100644 100644 {H1} {H1} R100 new\0".encode(),  # no original path
-        b"x what\0",  # unknown kind
-        b"? \0",  # untracked without a path
-        b"\0",  # empty record
-        b"? complete\0? trunc",  # not NUL-terminated: cut short
+        f":100644 100644 {H1} {Z} M\0".encode(),  # no path
+        b":100644 M\0a\0",  # too few fields
+        f"100644 100644 {H1} {Z} M\0a\0".encode(),  # no colon
+        f":100644 100644 {H1} {Z} M\0a".encode(),  # not NUL-terminated: cut short
     ],
 )
-def test_malformed_output_is_an_error(data: bytes) -> None:
+def test_malformed_diff_files_output_is_an_error(data: bytes) -> None:
     with pytest.raises(GitOutputError):
-        parse_porcelain_v2(data)
+        parse_diff_files(data)
+
+
+def test_malformed_others_output_is_an_error() -> None:
+    with pytest.raises(GitOutputError):
+        parse_others(b"complete\0trunc")
+
+
+def test_object_ids_one_per_path() -> None:
+    assert parse_object_ids(f"{H1}\n{H2}\n".encode(), 2) == (H1, H2)
+    with pytest.raises(GitOutputError):
+        parse_object_ids(f"{H1}\n".encode(), 2)
+    with pytest.raises(GitOutputError):
+        parse_object_ids(b"not an id\n", 1)
+
+
+def test_cat_file_batch_gives_each_object_s_bytes() -> None:
+    data = f"{H1} blob 6\nab\ncd\n\n{H2} missing\n{H3} blob 0\n\n".encode()
+    assert parse_cat_file_batch(data) == {H1: b"ab\ncd\n", H3: b""}
+    with pytest.raises(GitOutputError):
+        parse_cat_file_batch(f"{H1} blob 9\nshort\n".encode())
+
+
+def test_blob_id_is_git_s() -> None:
+    assert blob_id(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"  # git hash-object /dev/null
+    assert len(blob_id(b"x", 64)) == 64
+
+
+@pytest.mark.parametrize(
+    "path,line",
+    [
+        ("plain name.txt", b"plain name.txt"),
+        ('"starts with a quote', b'"\\"starts with a quote"'),
+        ("new\nline", b'"new\\012line"'),
+        ("ends with cr\r", b'"ends with cr\\015"'),
+        ("back\\slash", b"back\\slash"),
+    ],
+)
+def test_a_path_as_a_stdin_paths_line(path: str, line: bytes) -> None:
+    assert c_quote_path(path) == line
 
 
 def test_worktree_list() -> None:
@@ -176,42 +182,24 @@ def test_malformed_worktree_list(data: bytes) -> None:
 # --- status --branch, the index, HEAD files (issue 8 §1) ------------------------------------------
 
 
-def test_branch_headers_give_head_without_another_command() -> None:
-    data = f"# branch.oid {H1}\0# branch.head task\0? new.txt\0".encode()
-    assert parse_branch_headers(data) == (H1, "task")
-    assert parse_porcelain_v2(data) == (StatusEntry(kind=StatusKind.UNTRACKED, path="new.txt"),)
-
-
 @pytest.mark.parametrize(
-    "oid,head,head_file,expected",
+    "head_file,commit,expected",
     [
-        (H1, "task", b"ref: refs/heads/task\n", HeadState(branch="refs/heads/task", commit=H1)),
-        (H1, "task", None, HeadState(branch="refs/heads/task", commit=H1)),
-        (
-            "(initial)",
-            "trunk",
-            b"ref: refs/heads/trunk\n",
-            HeadState(branch="refs/heads/trunk", commit=None),
-        ),
-        (H1, "(detached)", f"{H1}\n".encode(), HeadState(branch=None, commit=H1)),
-        # A branch whose own name starts with refs/: the HEAD file tells it from a ref outside
-        # refs/heads/, which Git prints unshortened.
-        (
-            H1,
-            "refs/x",
-            b"ref: refs/heads/refs/x\n",
-            HeadState(branch="refs/heads/refs/x", commit=H1),
-        ),
-        (H1, "refs/tags/v1", b"ref: refs/tags/v1\n", HeadState(branch="refs/tags/v1", commit=H1)),
+        (b"ref: refs/heads/task\n", H1, HeadState(branch="refs/heads/task", commit=H1)),
+        (b"ref: refs/heads/trunk\n", None, HeadState(branch="refs/heads/trunk", commit=None)),
+        (f"{H1}\n".encode(), H1, HeadState(branch=None, commit=H1)),
+        (b"ref: refs/heads/refs/x\n", H1, HeadState(branch="refs/heads/refs/x", commit=H1)),
+        (b"ref: refs/tags/v1\n", H1, HeadState(branch="refs/tags/v1", commit=H1)),
     ],
 )
-def test_head_state(oid: str, head: str, head_file: bytes | None, expected: HeadState) -> None:
-    assert head_state(oid, head, head_file) == expected
+def test_head_state(head_file: bytes, commit: str | None, expected: HeadState) -> None:
+    assert head_state(head_file, commit) == expected
 
 
-def test_status_without_branch_headers_is_an_output_error() -> None:
+@pytest.mark.parametrize("head_file", [None, b"", b"garbage\n"])
+def test_a_head_file_naming_nothing_is_an_output_error(head_file: bytes | None) -> None:
     with pytest.raises(GitOutputError):
-        head_state(None, "task", None)
+        head_state(head_file, H1)
 
 
 def test_the_index_digest_and_its_gitlinks() -> None:
