@@ -262,6 +262,7 @@ class PiWorld:
         deadline: Deadline | None = None,
         resources: dict[str, int] | None = None,
         events: RunEvents | None = None,
+        grant: dict[str, Any] | None = None,
     ) -> PiRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
         self.server.add(*script)
@@ -284,6 +285,7 @@ class PiWorld:
                         retries=0,
                         retry_delay_seconds=0,
                     ),
+                    grant=grant,
                     resources=resources,
                 ),
                 validation,

@@ -11,13 +11,12 @@ repository as a violation and the record says what it would have run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from e2e.conftest import ClaudeRun, ClaudeWorld, RecordedRun, ok_result
-from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
+from e2e.conftest import ClaudeWorld, RecordedRun
+from e2e.conftest_pi import PiWorld, pi_world
+from e2e.one_command import Command, claude_command, pi_command
 from e2e.planted_git import (
     FILTER_KEY,
     VENDOR,
@@ -26,46 +25,15 @@ from e2e.planted_git import (
     plant_command,
     users_git_status,
 )
-from servers.anthropic_server import Reply, last_tool_result
 
 from concorde_workers.adapters.cli.display import account
-from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
 
 __all__ = ["pi_world"]  # the fixture, imported for pytest
 
-LIMITS = Limits(timeout_seconds=90, max_turns=6, rounds=0, retries=0, retry_delay_seconds=0)
 
-
-def claude_plant(world: ClaudeWorld, command: str) -> tuple[ClaudeRun, str]:
-    """One Bash call running `command`, then an ok result; the run and the call's output."""
-    seen: list[str] = []
-
-    def plant(body: dict[str, Any]) -> Reply:
-        return Reply.tool("Bash", {"command": command, "description": "plant", "timeout": 60000})
-
-    def done(body: dict[str, Any]) -> Reply:
-        found = last_tool_result(body)
-        assert found is not None, "no tool_result after the Bash call"
-        seen.append(found[0])
-        return Reply.structured(ok_result(summary="all done"))
-
-    run = world.run(plant, done, limits=LIMITS)
-    assert run.server.failures == []
-    return run, seen[0]
-
-
-def pi_plant(world: PiWorld, command: str) -> tuple[RecordedRun, str]:
-    run = world.run(
-        reply(call("bash", "call_plant", command=command)),
-        reply(result_call("call_r", summary="all done")),
-        limits=LIMITS,
-    )
-    return run, run.tool_result("call_plant")
-
-
-Plant = Callable[[str], tuple[RecordedRun, str]]
+Plant = Command
 
 
 def assert_never_ran(marker: Path, when: str) -> None:
@@ -129,7 +97,7 @@ def test_claude_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_hos
 ) -> None:
     add_gitlink(claude_world.worktree, claude_world.git_env)
     check_planted_filter(
-        lambda command: claude_plant(claude_world, command),
+        lambda command: claude_command(claude_world, command),
         claude_world.worktree,
         claude_world.git_env,
         tmp_path / "host-ran.txt",
@@ -143,7 +111,7 @@ def test_claude_a_self_erasing_planted_repository_is_still_found(
 ) -> None:
     add_gitlink(claude_world.worktree, claude_world.git_env)
     check_stealth_filter(
-        lambda command: claude_plant(claude_world, command),
+        lambda command: claude_command(claude_world, command),
         claude_world.worktree,
         tmp_path / "host-ran.txt",
     )
@@ -160,7 +128,7 @@ def test_pi_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_host(
 ) -> None:
     add_gitlink(pi_world.worktree, pi_world.git_env)
     check_planted_filter(
-        lambda command: pi_plant(pi_world, command),
+        lambda command: pi_command(pi_world, command),
         pi_world.worktree,
         pi_world.git_env,
         pi_world.root / "host-ran.txt",
@@ -172,7 +140,7 @@ def test_pi_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_host(
 def test_pi_a_self_erasing_planted_repository_is_still_found(pi_world: PiWorld) -> None:
     add_gitlink(pi_world.worktree, pi_world.git_env)
     check_stealth_filter(
-        lambda command: pi_plant(pi_world, command),
+        lambda command: pi_command(pi_world, command),
         pi_world.worktree,
         pi_world.root / "host-ran.txt",
     )
