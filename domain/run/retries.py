@@ -173,10 +173,11 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
     ),
     # --- an overloaded service, high demand, 500/502/503/504/529, unavailable for now --------
     _row(
-        "an overloaded service, one at capacity or under high demand or load",
-        r"overloaded|high demand|at capacity|high load",
+        "an overloaded service, one at capacity, busy or under high demand or load",
+        r"overloaded|high demand|at capacity|(?:high|heavy) load"
+        r"|\b(?:server|service|system|model|backend|api|gateway)(?: is)? (?:too )?busy\b",
         TransientCause.OVERLOADED,
-        _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN,
+        _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN + "; " + _GATEWAY,
         "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again "
         "in a moment. If it persists, check your inference gateway (127.0.0.1:41235).",
         "API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually "
@@ -184,6 +185,9 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
         "529 Overloaded",
         "Opus is experiencing high load, please use /model to switch to Sonnet",
         "The service is under high demand right now",
+        "The server is busy",
+        "Server busy, try later",
+        "The system is experiencing heavy load",
     ),
     _row(
         "the HTTP status 500, 502, 503, 504 or 529",
@@ -220,8 +224,10 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
     # --- an explicit request to retry or try again later -------------------------------------
     _row(
         "an explicit request to retry or try again",
-        r"\bretry (?:later|again|in a|in \d|after|shortly|soon|your request|the request)"
-        r"|\btry again\b",
+        r"(?<!not )(?<!never )(?<!n't )\bretry (?:later|again|in a|in \d|after|shortly|soon"
+        r"|your request|the request"
+        r"|this request)|\b(?:please|you (?:can|may|should)|can|may) retry\b"
+        r"|\bshould be retried\b|\btry (?:again|later)\b",
         TransientCause.RETRY_LATER,
         _CLAUDE + "; " + _CLAUDE_332 + " (a connection the server "
         "closed before answering); " + _GATEWAY,
@@ -233,6 +239,9 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
         "API Error: Connection closed while thinking, before producing a response. Try again.",
         "Please retry later.",
         "Something went wrong, try again later",
+        "An error occurred, please retry",
+        "You can retry this request",
+        "The request should be retried",
     ),
     # --- a lost call: an upstream or stream failure, a connection reset/refused/lost, a timeout
     _row(

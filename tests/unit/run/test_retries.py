@@ -107,6 +107,10 @@ NOT_TRANSIENT: list[str] = [
     "invalid request id 4290",
     "1429 items, 5290 bytes, version 2.500.1",
     "retry count must be positive",
+    "Do not retry this request: the input is invalid",
+    "You cannot retry a finished job",
+    "Maximum retries exceeded",
+    "the disk is busy",  # not the service
     "",
 ]
 
