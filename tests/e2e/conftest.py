@@ -193,6 +193,24 @@ class RecordedRun:
     def runtime_dir(self) -> Path:
         return Path(self.record.runtime_directory)
 
+    def explain(self) -> str:
+        """What to print when an assertion fails: the error chain, the rounds and the end of
+        every round's stderr.log as the run kept them (the run directory stays in the test's
+        tmp_path), so a failure seen once on a busy machine explains itself."""
+        stderr = {
+            str(p.relative_to(self.run_dir)): p.read_text(errors="replace")[-3000:]
+            for p in sorted(self.run_dir.glob("rounds/*/stderr.log"))
+        }
+        return json.dumps(
+            {
+                "run_directory": str(self.run_dir),
+                "error": self.data["error"],
+                "rounds": self.data["rounds"],
+                "stderr": stderr,
+            },
+            indent=1,
+        )[:12000]
+
 
 @dataclass
 class ClaudeRun(RecordedRun):

@@ -110,10 +110,10 @@ def probe(
         validation=validation,
         resources=resources,
     )
-    assert run.server.failures == []
+    assert run.server.failures == [], run.explain()
     if expect_ok:
-        assert run.record.status == "ok", run.record.error
-    assert len(results) == len(calls)
+        assert run.record.status == "ok", run.explain()
+    assert len(results) == len(calls), run.explain()
     return run, results
 
 

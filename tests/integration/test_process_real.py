@@ -473,15 +473,24 @@ def test_the_end_comes_only_once_the_pid_namespace_is_empty(tmp_path: Path, endi
 
 # The namespace's init as the report names it, played by a process that left the group (so no
 # group kill ends it): it reports itself with its own pid namespace, waits on the gate, exits.
+# The leader reports it only once it has left the group: the runner kills the group as soon as
+# the leader exits, and an init still in it then (a fork not yet scheduled on a busy machine)
+# would die with it, which is no wait the runner could have followed.
 LINGERING_INIT = """
 import json, os, sys
 report, gate = int(sys.argv[1]), sys.argv[2]
+left, told = os.pipe()
 pid = os.fork()
 if pid == 0:
     os.setsid()
     os.close(report)
+    os.close(left)
+    os.write(told, b"x")
+    os.close(told)
     open(gate, "rb").read()
     os._exit(0)
+os.close(told)
+assert os.read(left, 1) == b"x"
 namespace = os.stat(f"/proc/{pid}/ns/pid").st_ino
 os.write(report, json.dumps({"child-pid": pid, "pid-namespace": namespace}).encode())
 os.close(report)
