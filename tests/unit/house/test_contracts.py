@@ -53,8 +53,8 @@ PINNED: dict[str, tuple[int, str]] = {
         "sha256:295dae89a24be9b0c1c00f148410d43f08ec97f886832da5e334867c3422a8a8",
     ),
     "contract.tracing.node": (
-        1,
-        "sha256:8de769de4aed14f0d4c4be04cc028665493e39e6b04508788ceba52193798058",
+        2,
+        "sha256:9bda625052c6f9f464c0280c265867c74bcb62c600d21b977ea8767eda47e850",
     ),
     "contract.workers.grant-input": (
         2,
