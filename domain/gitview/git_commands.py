@@ -226,6 +226,30 @@ COMMANDS: dict[str, GitCommand] = {
             why="a round's change: the patch between the trees at the round's start and end (the "
             "adapter appends both)",
         ),
+        GitCommand(
+            name="verify_base",
+            args=("read-tree",),
+            scope=Scope.REPOSITORY,
+            store=True,
+            why="verify (issue 30 §4): a store of verify's own starts as the tree of the commit "
+            "the run's node names (the adapter appends it, or --empty)",
+        ),
+        GitCommand(
+            name="verify_apply",
+            args=("apply", "--cached", "--binary", "--whitespace=nowarn", "-"),
+            scope=Scope.REPOSITORY,
+            store=True,
+            why="verify: a round's changes.patch, given on stdin, applied to the store's index "
+            "alone (never the worktree)",
+        ),
+        GitCommand(
+            name="verify_tree",
+            args=("write-tree",),
+            scope=Scope.REPOSITORY,
+            store=True,
+            why="verify: the tree of the store's index, compared with the tree the round's node "
+            "records",
+        ),
     )
 }
 
