@@ -338,7 +338,34 @@ class Verifier:
         wanted = statement(facts)
         if payload == statement_bytes(wanted):
             return []
-        return [Finding(ATTESTATION_FILE, _difference(wanted, payload))]
+        return [
+            *self._named(layout, payload),
+            Finding(ATTESTATION_FILE, _difference(wanted, payload)),
+        ]
+
+    def _named(self, layout: RunLayout, payload: bytes) -> list[Finding]:
+        """Each trace node and patch whose bytes are not what the statement gives for it: the
+        file a change after the statement was made is in."""
+        try:
+            found = json.loads(payload)
+            pairs = [(t["path"], t["digest"]) for t in found["predicate"]["trace"]]
+            pairs += [
+                (s["name"], "sha256:" + s["digest"]["sha256"])
+                for s in found["subject"]
+                if "sha256" in s.get("digest", {})
+            ]
+        except (ValueError, KeyError, TypeError):
+            return []
+        findings: list[Finding] = []
+        for path, digest in pairs:
+            if not isinstance(path, str) or ".." in path.split("/") or path.startswith("/"):
+                continue
+            now = self._digest(posixpath.join(layout.run_dir, path))
+            if now != digest:
+                what = "is missing" if now is None else f"has {now}"
+                said = f"is not what the statement gives: it gives {digest}, the file {what}"
+                findings.append(Finding(path, said))
+        return findings
 
 
 def _difference(wanted: dict[str, Any], payload: bytes) -> str:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +26,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from fakes.program_backend import Step
 from integration.host_fixtures import HostHarness, HostRun, ok_result
-from integration.test_host_real import OPEN, harness
+from integration.test_host_real import OPEN, cancel_here, harness, timeout_here
 from timing import SLOW
 
 from concorde_workers.adapters.cli.main import main
-from concorde_workers.application.validation import ValidationInput, ValidationOutcome
+from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.validation import LinkAnswer, ValidationInput, ValidationOutcome
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.integration
@@ -149,3 +152,240 @@ def test_another_key_does_not_verify(
     code, found = verify(run.run_dir, "--key", str(other))
     assert code == 1
     assert [f for f, _ in discrepancies(found)] == ["attestation.json"], found
+
+
+# --- every ending the host produces verifies untouched ------------------------------------------
+
+ERROR = {
+    "code": "cannot",
+    "detail": "it cannot",
+    "evidence": [],
+    "attempts": [],
+    "unhandled": {"reason": "capability", "explanation": "no"},
+    "options": [],
+    "recommendation": "",
+}
+ENDINGS = [
+    "ok",
+    "blocked",
+    "worker_failed",
+    "audit_violation",
+    "worker_timeout",
+    "claude_failed",
+    "worker_result_invalid",
+    "checks_failed",
+    "validation_unavailable",
+    "interrupted",
+    "grant_malformed",
+]
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_verify_holds_on_the_untouched_trace_of_every_ending(
+    harness: HostHarness, keys: tuple[Path, Path], ending: str
+) -> None:
+    """ok; failed with a code of each kind (the worker's, the audit's, a timeout, the program's,
+    its result, the round validation's); blocked; interrupted; refused before launch."""
+    cancel, deadline = Cancellation(), None
+    grant: dict[str, Any] | None = None
+    validation: Callable[[ValidationInput], ValidationOutcome] | None = None
+    steps: list[Any] = {
+        "ok": [Step.write(MAIN, "print('ok')\n"), Step.result(ok_result())],
+        "blocked": [Step.result(ok_result(status="blocked", error=ERROR))],
+        "worker_failed": [Step.result(ok_result(status="failed", error=ERROR))],
+        "audit_violation": [
+            Step.write("{worktree}/src/app/util.py", "changed outside rw\n"),
+            Step.result(ok_result()),
+        ],
+        "claude_failed": [Step.write(MAIN, "half\n"), Step.crash("raise")],
+        "worker_result_invalid": [Step.line("text", text="I am done")],
+        "interrupted": [
+            Step.write(MAIN, "partial\n"),
+            cancel_here(harness, cancel, "cancelled"),
+            Step.sleep(3600),
+        ],
+    }.get(ending, [Step.write(MAIN, "print('x')\n"), Step.result(ok_result())])
+    if ending == "worker_timeout":
+        deadline, at = timeout_here(harness)
+        steps = [Step.write(MAIN, "slow\n"), at, Step.sleep(3600)]
+    if ending == "checks_failed":
+
+        def validation(given: ValidationInput) -> ValidationOutcome:
+            return ValidationOutcome(
+                repair="fix it", failure=LinkAnswer(code="checks_failed", detail="tests fail")
+            )
+
+    if ending == "validation_unavailable":
+
+        def validation(given: ValidationInput) -> ValidationOutcome:
+            raise RuntimeError("the validation broke")
+
+    if ending == "grant_malformed":
+        grant = {
+            "task_type": "implement",
+            "entries": [{"path": "/abs", "level": "rw"}],
+            "context_identity": "sha256:" + "1" * 64,
+        }
+    run = harness.run(
+        [*OPEN, *steps],
+        cancel=cancel,
+        deadline=deadline,
+        grant=grant,
+        validation=validation,
+        limits=Limits(timeout_seconds=SLOW, rounds=0, retries=0, retry_delay_seconds=0),
+        environ={"CONCORDE_SIGNING_KEY": str(keys[0])},
+    )
+    expected = None if ending == "ok" else ending
+    if ending in ("blocked", "worker_failed"):
+        expected = ending if ending == "worker_failed" else "worker_blocked"
+    assert run.code == expected, run.record.error
+    code, found = verify(run.run_dir, "--key", str(keys[1]))
+    assert (code, discrepancies(found)) == (0, []), found
+    assert found["signature"].endswith("the signature holds")
+    statement = json.loads(
+        base64.b64decode(json.loads((run.run_dir / "attestation.json").read_text())["payload"])
+    )
+    assert statement["predicate"]["ending"]["code"] == run.code
+
+
+# --- every kind of file tampered with is named ---------------------------------------------------
+
+
+def _edit_json(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _patch(run_dir: Path) -> str:
+    path = run_dir / "rounds/2/changes.patch"
+    path.write_text(path.read_text().replace("+two", "+TWO"))
+    return "rounds/2/changes.patch"
+
+
+def _patch_gone(run_dir: Path) -> str:
+    (run_dir / "rounds/1/changes.patch").unlink()
+    return "rounds/1/changes.patch"
+
+
+def _patch_and_its_node(run_dir: Path) -> str:
+    """A patch rewritten with its node's digest made to match: the node's own digest (in the
+    statement) and Git's replay of the chain tell."""
+    import hashlib
+
+    path = run_dir / "rounds/2/changes.patch"
+    path.write_text(path.read_text().replace("+two", "+TWO"))
+    digest = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def change(node: dict[str, Any]) -> None:
+        for listed in node["files"]:
+            if listed["path"] == "changes.patch":
+                listed["digest"] = digest
+
+    _edit_json(run_dir / "rounds/2/trace.json", change)
+    return "rounds/2/trace.json"
+
+
+def _transcript(run_dir: Path) -> str:
+    with (run_dir / "transcript.jsonl").open("a") as f:
+        f.write('{"forged": true}\n')
+    return "transcript.jsonl"
+
+
+def _round_node(run_dir: Path) -> str:
+    def change(node: dict[str, Any]) -> None:
+        node["content"]["audit"]["changed"] = ["src/app/main.py"]  # new.py's creation hidden
+
+    _edit_json(run_dir / "rounds/1/trace.json", change)
+    return "rounds/1/trace.json"
+
+
+def _record(run_dir: Path) -> str:
+    def change(node: dict[str, Any]) -> None:
+        node["content"]["deleted"] = ["src/app/secret.py"]
+
+    _edit_json(run_dir / "trace.json", change)
+    return "trace.json"
+
+
+def _status(run_dir: Path) -> str:
+    _edit_json(run_dir / "status.json", lambda status: status.update(status="failed"))
+    return "status.json"
+
+
+def _statement(run_dir: Path) -> str:
+    path = run_dir / "attestation.json"
+    envelope = json.loads(path.read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["predicate"]["ending"]["status"] = "blocked"
+    envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    path.write_text(json.dumps(envelope))
+    return "attestation.json"
+
+
+def _signature(run_dir: Path) -> str:
+    path = run_dir / "attestation.json"
+    envelope = json.loads(path.read_text())
+    sig = base64.b64decode(envelope["signatures"][0]["sig"])
+    envelope["signatures"][0]["sig"] = base64.b64encode(bytes([sig[0] ^ 1]) + sig[1:]).decode()
+    path.write_text(json.dumps(envelope))
+    return "attestation.json"
+
+
+def _attestation_gone(run_dir: Path) -> str:
+    (run_dir / "attestation.json").unlink()
+    return "attestation.json"
+
+
+TAMPERING = {
+    "a patch": _patch,
+    "a patch deleted": _patch_gone,
+    "a patch and its node's digest": _patch_and_its_node,
+    "the transcript": _transcript,
+    "a round node": _round_node,
+    "the record": _record,
+    "status.json": _status,
+    "the statement": _statement,
+    "the signature": _signature,
+    "the attestation deleted": _attestation_gone,
+}
+
+
+@pytest.fixture
+def signed_run(harness: HostHarness, keys: tuple[Path, Path]) -> HostRun:
+    run = two_round_run(harness, keys[0])
+    assert run.record.status == "ok", run.record.error
+    return run
+
+
+@pytest.mark.parametrize("kind", list(TAMPERING))
+def test_a_file_tampered_with_is_named_and_verify_fails(
+    signed_run: HostRun, keys: tuple[Path, Path], tmp_path: Path, kind: str
+) -> None:
+    copy = tmp_path / "copy" / "workers" / signed_run.run_dir.name
+    shutil.copytree(signed_run.run_dir, copy)
+    named = TAMPERING[kind](copy)
+    code, found = verify(copy, "--key", str(keys[1]))
+    assert code == 1, found
+    assert named in [file for file, _ in discrepancies(found)], found
+
+
+def test_a_trace_copied_elsewhere_verifies_there_from_its_patches_alone(
+    signed_run: HostRun, keys: tuple[Path, Path], harness: HostHarness, tmp_path: Path
+) -> None:
+    """On another machine the repository is not at hand: the worktree moved away here."""
+    copy = tmp_path / "elsewhere" / "workers" / signed_run.run_dir.name
+    shutil.copytree(signed_run.run_dir, copy)
+    moved = harness.root / "moved-away"
+    harness.worktree.rename(moved)
+    try:
+        code, found = verify(copy, "--key", str(keys[1]))
+    finally:
+        moved.rename(harness.worktree)
+    assert (code, discrepancies(found)) == (0, []), found
+    assert found["chain"].endswith("the patches alone were checked"), found
+    code, found = verify(copy, "--key", str(keys[1]))  # the repository back: Git replays
+    assert (code, found["chain"]) == (
+        0,
+        "Git applied the patches of 2 round(s) onto the starting commit",
+    ), found
