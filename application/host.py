@@ -516,13 +516,7 @@ class WorkerHost:
                 state.error = links.with_evidence(state.error, tracer.failure_evidence())
             state.write_node(tracer, "end")
 
-        def attest() -> None:
-            # After the final record, and only over a record that was written: a host that
-            # dies before this leaves no statement, never one the record does not back.
-            if self._attestor is not None and not tracer.final_failures:
-                run.attestation_failure = self._attestor.attest(state.layout)
-
-        for action in (end_unrecorded, clean, finished, write_end, attest):
+        for action in (end_unrecorded, clean, finished, write_end, lambda: self._attest(run)):
             step(action)
         if deferred:
             raise deferred[0]
@@ -533,6 +527,13 @@ class WorkerHost:
                 update={"error": links.with_evidence(record.error, tracer.failure_evidence())}
             )
         return record
+
+    def _attest(self, run: HostRun) -> None:
+        """The run's statement, after its final record and only over a record that was
+        written: a host that dies before this leaves no statement, never one the record does
+        not back (issue 30 §4)."""
+        if self._attestor is not None and not run.tracer.final_failures:
+            run.attestation_failure = self._attestor.attest(run.state.layout)
 
     def _cleanup(self, run: HostRun, runtime: RuntimeLayout) -> None:
         state = run.state

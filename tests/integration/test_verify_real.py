@@ -32,12 +32,14 @@ from timing import SLOW
 from concorde_workers.adapters.cli.main import main
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import LinkAnswer, ValidationInput, ValidationOutcome
+from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.integration
 __all__ = ["harness"]
 
 MAIN = "{worktree}/src/app/main.py"
+PREDICATE = "contract.attestation.worker-run"
 TWO_ROUNDS = Limits(timeout_seconds=SLOW, rounds=2, retries=0, retry_delay_seconds=0)
 
 
@@ -246,6 +248,8 @@ def test_verify_holds_on_the_untouched_trace_of_every_ending(
         base64.b64decode(json.loads((run.run_dir / "attestation.json").read_text())["payload"])
     )
     assert statement["predicate"]["ending"]["code"] == run.code
+    problems = [e.message for e in validator(PREDICATE).iter_errors(statement["predicate"])]
+    assert problems == [], problems
 
 
 # --- every kind of file tampered with is named ---------------------------------------------------
