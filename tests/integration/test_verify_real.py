@@ -393,3 +393,45 @@ def test_a_trace_copied_elsewhere_verifies_there_from_its_patches_alone(
         0,
         "Git applied the patches of 2 round(s) onto the starting commit",
     ), found
+
+
+# --- show, show --diff and the report say what fails its digest ----------------------------------
+
+
+def show(*argv: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = main(["show", *argv], out, err)
+    return status, out.getvalue() + err.getvalue()
+
+
+def test_show_diff_says_a_tampered_patch_fails_its_digest_and_a_deleted_one_is_missing(
+    signed_run: HostRun,
+) -> None:
+    run_dir = signed_run.run_dir
+    genuine = show(str(run_dir), "--diff")[1]
+    assert "WARNING" not in genuine and "kept no patch" not in genuine
+    _patch(run_dir)
+    status, out = show(str(run_dir), "--diff", "--round", "2")
+    assert status == 0
+    assert "# WARNING: " in out and "rounds/2/changes.patch fails its digest" in out, out
+    _patch_gone(run_dir)
+    status, out = show(str(run_dir), "--diff", "--round", "1")
+    assert "rounds/1/changes.patch is missing, though its round's node lists it" in out, out
+    assert "kept no patch" not in out
+    status, out = show(str(run_dir))
+    assert "WARNING: rounds/1/changes.patch is missing or unreadable" in out, out
+    assert "WARNING: rounds/2/changes.patch fails its digest" in out, out
+    assert f"concorde-workers verify {run_dir}" in out
+
+
+def test_the_report_says_what_fails_its_digest(signed_run: HostRun) -> None:
+    from concorde_workers.adapters.cli.report import report_html
+    from concorde_workers.adapters.filesystem import LocalFileSystem
+    from concorde_workers.application.report import gather
+    from concorde_workers.container import PROFILES
+
+    _transcript(signed_run.run_dir)
+    _patch(signed_run.run_dir)
+    page = report_html(gather(LocalFileSystem(), str(signed_run.run_dir), PROFILES))
+    assert "not as the host wrote it: transcript.jsonl fails its digest" in page
+    assert "rounds/2/changes.patch fails its digest" in page
