@@ -245,6 +245,7 @@ class Container(containers.DeclarativeContainer):
         cwd=cwd,
         profiles=profiles,
         groups=resource_groups,
+        signing_key=signing_key,
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from concorde_workers.domain.configuration.machine import model_map_location
 
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_KEY_BYTES",
     "SIGNING_KEY_FILE",
     "SIGNING_KEY_VARIABLE",
+    "KeyFact",
     "make_key_commands",
     "signing_key_location",
 ]
@@ -51,3 +53,31 @@ def make_key_commands(location: str) -> tuple[str, ...]:
         f"(umask 077 && openssl genpkey -algorithm ed25519 -out {location})",
         f"openssl pkey -in {location} -pubout -out {public}",
     )
+
+
+@dataclass(frozen=True)
+class KeyFact:
+    """The machine's signing key as found: where it is looked for (None: nowhere, no HOME),
+    its key id when it can sign, or why it cannot."""
+
+    location: str | None
+    key_id: str | None = None
+    problem: str | None = None
+
+    def said(self) -> tuple[bool, str, str]:
+        """(whether runs can go, what doctor says, the repair) — a key that is absent is no
+        failure: the statements are then unsigned, and `verify` says so."""
+        if self.problem is not None:
+            return False, self.problem, "repair or replace the key, or unset CONCORDE_SIGNING_KEY"
+        if self.location is None:
+            return True, "no place for it (no HOME): each run's statement is unsigned", ""
+        if self.key_id is None:
+            make, public = make_key_commands(self.location)
+            return (
+                True,
+                f"none at {self.location}: each run's statement is written unsigned; to sign "
+                f"them, make this machine's key with `{make}`, keep it there (the host alone "
+                f"reads it; no worker can), and give reviewers its public key: `{public}`",
+                "",
+            )
+        return True, f"{self.location} (Ed25519, key id {self.key_id}): each run is signed", ""

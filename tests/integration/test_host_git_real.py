@@ -19,6 +19,7 @@ from timing import SLOW
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader, find_bwrap
+from concorde_workers.adapters.git_replay import GitPatchReplay
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.gitview.git_commands import COMMANDS, SANDBOX_ARGS, Scope
@@ -242,6 +243,9 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
         "changes_add",
         "changes_tree",
         "changes_patch",
+        "verify_base",
+        "verify_apply",
+        "verify_tree",
     }
     for where in (repo.worktree, repo.primary):
         git.toplevel(str(where))
@@ -257,7 +261,19 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
     (repo.worktree / "src" / "app" / "main.py").write_text("changed\n")
     start = git.change_tree(repo.repo, store, [], base=True)
     end = git.change_tree(repo.repo, store, ["src/app/main.py", "a.txt"])
-    assert b"+changed\n" in git.change_patch(repo.repo, store, start, end)
+    patch = git.change_patch(repo.repo, store, start, end)
+    assert b"+changed\n" in patch
+    # verify (issue 30 §4): the same patch applied again in a store of its own, through the
+    # repository's attributes and drivers: none of them may run either.
+    head = (
+        subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo.worktree, env=repo.env, capture_output=True
+        )
+        .stdout.decode()
+        .strip()
+    )
+    replayed = GitPatchReplay(git).replay(repo.repo, head, [patch])
+    assert (replayed.base, replayed.trees, replayed.stopped) == (start, (end,), None)
 
 
 @pytest.mark.req("Every round is audited")

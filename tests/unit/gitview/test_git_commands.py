@@ -65,6 +65,9 @@ EXPECTED_ARGS: dict[str, tuple[str, ...]] = {
         "--no-textconv",
         "--no-color",
     ),
+    "verify_base": ("read-tree",),
+    "verify_apply": ("apply", "--cached", "--binary", "--whitespace=nowarn", "-"),
+    "verify_tree": ("write-tree",),
 }
 REQUIRED_CONFIG = {
     "core.fsmonitor": "false",  # no fsmonitor hook
