@@ -435,3 +435,30 @@ def test_the_report_says_what_fails_its_digest(signed_run: HostRun) -> None:
     page = report_html(gather(LocalFileSystem(), str(signed_run.run_dir), PROFILES))
     assert "not as the host wrote it: transcript.jsonl fails its digest" in page
     assert "rounds/2/changes.patch fails its digest" in page
+
+
+# --- a key that cannot sign refuses the run --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"not a key\n", "it is no PEM private key without a passphrase"),
+        (None, "which does not exist"),
+    ],
+)
+def test_a_signing_key_that_cannot_sign_refuses_every_run_before_it_starts(
+    harness: HostHarness, tmp_path: Path, content: bytes | None, why: str
+) -> None:
+    from concorde_workers.application.host import RequestRefused
+
+    key = tmp_path / "bad-key.pem"
+    if content is not None:
+        key.write_bytes(content)
+    with pytest.raises(RequestRefused) as refused:
+        harness.run([*OPEN, Step.result(ok_result())], environ={"CONCORDE_SIGNING_KEY": str(key)})
+    assert refused.value.refusal.code == "signing_key_invalid"
+    assert why in refused.value.refusal.message and str(key) in refused.value.refusal.message
+    assert not (harness.parent / "workers").exists() or not any(
+        (harness.parent / "workers").iterdir()
+    )
