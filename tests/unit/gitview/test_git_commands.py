@@ -197,12 +197,16 @@ def test_masked_directories_are_empty_and_read_only_in_the_sandbox() -> None:
 
 
 def test_a_store_command_writes_only_into_the_run_s_change_store() -> None:
-    """Issue 21 §1: the store's index and objects, the repository's objects only read."""
+    """Issue 21 §1: the store's index and objects, the repository's objects only read; verify's
+    replay (issue 30 §4) writes only into a store of its own the same way."""
     assert {name for name, c in COMMANDS.items() if c.store} == {
         "changes_base",
         "changes_add",
         "changes_tree",
         "changes_patch",
+        "verify_base",
+        "verify_apply",
+        "verify_tree",
     }
     assert change_store_environment("/rt/control/changes", "/r/.git") == {
         "GIT_INDEX_FILE": "/rt/control/changes/index",
