@@ -24,12 +24,14 @@ from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
+from concorde_workers.adapters.attestation import DsseSealer
 from concorde_workers.adapters.cgroups import CgroupGroups
 from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.claude.backend import ClaudeBackend
 from concorde_workers.adapters.claude.profile import CLAUDE
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
+from concorde_workers.adapters.git_replay import GitPatchReplay
 from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.pi.profile import PI
@@ -38,6 +40,7 @@ from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
 from concorde_workers.application.agent_install import AgentInstaller
+from concorde_workers.application.attestation import Attestor, SigningKey
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import ChecksValidation
 from concorde_workers.application.config import ConfigurationReader, committed_through
@@ -53,6 +56,7 @@ from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.application.validation import RoundValidation as RoundValidation
 from concorde_workers.application.validation import ValidationInput as ValidationInput
 from concorde_workers.application.validation import ValidationOutcome as ValidationOutcome
+from concorde_workers.application.verify import Verifier
 from concorde_workers.domain.boundary.credentials import credential_origins
 from concorde_workers.domain.configuration.discovery import installations
 from concorde_workers.domain.configuration.profile import example_ids_of
@@ -103,6 +107,11 @@ __all__ = [
 PROFILES: Mapping[str, BackendProfile] = {profile.name: profile for profile in (CLAUDE, PI)}
 """The backends' profiles, by the name the trace keeps, in the order they are listed to a
 person (doctor, `--backend`)."""
+
+
+def replay_of(git: GitReader) -> GitPatchReplay | None:
+    """The patches replayed by the host's own Git (a fake world's Git replays nothing)."""
+    return GitPatchReplay(git) if isinstance(git, GitCliReader) else None
 
 
 class Container(containers.DeclarativeContainer):
@@ -169,6 +178,20 @@ class Container(containers.DeclarativeContainer):
     machine_resources = providers.Factory(read_machine_resources, fs=filesystem, environ=environ)
     """The machine's resources.json (issue 20): its default limits and what a machine without
     control groups does with a run."""
+    sealer = providers.Singleton(DsseSealer)
+    """DSSE envelopes and Ed25519 signatures (securesystemslib; issue 30 §4): no I/O of its own,
+    so every world takes the real one."""
+    signing_key = providers.Factory(SigningKey.load, fs=filesystem, environ=environ, sealer=sealer)
+    """The machine's signing key ($CONCORDE_SIGNING_KEY, else beside the model map), read once."""
+    attestor = providers.Factory(Attestor, fs=filesystem, sealer=sealer, key=signing_key)
+    verifier = providers.Factory(
+        Verifier,
+        fs=filesystem,
+        sealer=sealer,
+        git=git,
+        replay=providers.Callable(replay_of, git),
+    )
+    """`verify RUN_DIR`: the trace checked; with the host's real Git, the patches replayed."""
     worker_host = providers.Factory(
         WorkerHost,
         git=git,
@@ -183,6 +206,7 @@ class Container(containers.DeclarativeContainer):
         profiles=profiles,
         groups=resource_groups,
         machine=machine_resources,
+        attestor=attestor,
     )
     check_runner = providers.Dependency(instance_of=CheckRunner)
     checks_validation = providers.Factory(ChecksValidation, runner=check_runner, fs=filesystem)
@@ -221,6 +245,7 @@ class Container(containers.DeclarativeContainer):
         cwd=cwd,
         profiles=profiles,
         groups=resource_groups,
+        signing_key=signing_key,
     )
 
 

@@ -56,6 +56,7 @@ class ChangeKeeper:
         self._trees, self._fs, self._repo, self._grant = trees, fs, repo, grant
         self._store, self._tracer, self._layout = store, tracer, layout
         self._tree: str | GitCommandFailed | None = None
+        self._start: str | GitCommandFailed | None = None
         self._snapshot: Snapshot | None = None
         self._before: Mapping[str, FileState | None] | None = None
         self._touched: set[str] = set()
@@ -83,6 +84,18 @@ class ChangeKeeper:
             return None
         return found.size if found.kind in (EntryKind.FILE, EntryKind.SYMLINK) else None
 
+    @property
+    def start_tree(self) -> str | None:
+        """The tree of the `rw` state at the snapshot (None when the store could not make it):
+        recorded in the run node, the base of the first round's patch (issue 30 §4)."""
+        return self._start if isinstance(self._start, str) else None
+
+    @property
+    def tree(self) -> str | None:
+        """The tree of the `rw` state so far: after the latest round's `keep` (None when Git
+        could not make it), recorded in that round's node."""
+        return self._tree if isinstance(self._tree, str) else None
+
     def start(self, snapshot: Snapshot, rules: EvidenceRules | None = None) -> None:
         """The tree of the worktree's `rw` state before the first round; `rules`: the
         committed rules the snapshot took (content is converted by them alone)."""
@@ -97,6 +110,7 @@ class ChangeKeeper:
             )
         except GitCommandFailed as failed:
             self._tree = failed
+        self._start = self._tree
 
     def keep(self, number: int, result: Audit, observation: Observation) -> None:
         """Write round `number`'s patch, from the tree at its start to the tree now."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
+from concorde_workers.application.attestation import SigningKey
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.resources import read_machine_resources
 from concorde_workers.domain.boundary.credentials import config_directory
@@ -33,6 +34,7 @@ from concorde_workers.domain.configuration.doctor import (
 )
 from concorde_workers.domain.configuration.profile import BackendProfile, Profiles
 from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramSpec
+from concorde_workers.domain.configuration.signing import KeyFact
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -65,8 +67,10 @@ class Doctor:
         cwd: str,
         profiles: Profiles,
         groups: ResourceGroups | None = None,
+        signing_key: SigningKey | None = None,
     ) -> None:
         self._groups = groups
+        self._signing_key = signing_key
         self._profiles = tuple(profiles.values())
         self._fs = fs
         self._versions = versions
@@ -118,6 +122,13 @@ class Doctor:
             backends_source=source,
             resources=self._groups.enforcement() if self._groups else None,
             machine_resources=read_machine_resources(self._fs, self._environ),
+            signing_key=None
+            if self._signing_key is None
+            else KeyFact(
+                location=self._signing_key.location,
+                key_id=self._signing_key.key_id,
+                problem=self._signing_key.problem,
+            ),
         )
 
     def _program(self, spec: ProgramSpec, primary: str | None) -> ProgramFact:

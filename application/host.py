@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import cast
 
+from concorde_workers.application.attestation import Attestor
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import keeper_for, open_change_store
 from concorde_workers.application.events import EventEmitter
@@ -106,6 +107,8 @@ class HostRun:
     resources: RunResources
     credential_copies: list[str] = field(default_factory=list)
     events: EventEmitter = field(default_factory=EventEmitter.none)
+    attestation_failure: str | None = None
+    """Why the run's attestation.json could not be written (verify then says it is missing)."""
 
     def refuse(self, refusal: Refusal) -> None:
         """End the run with a refusal's link (`outcomes.refusal_link`)."""
@@ -130,6 +133,7 @@ class WorkerHost:
         profiles: Profiles,
         groups: ResourceGroups | None = None,
         machine: MachineResources | None = None,
+        attestor: Attestor | None = None,
     ) -> None:
         self._git = git
         self._profiles = profiles
@@ -143,6 +147,7 @@ class WorkerHost:
         self._process_table = process_table
         self._groups = groups  # each round's control group (issue 20); None: none made
         self._machine = machine or MachineResources()  # the machine's resources.json
+        self._attestor = attestor  # each run's statement after its record (issue 30 §4)
 
     def run(
         self,
@@ -275,6 +280,15 @@ class WorkerHost:
                 reason=Reason.INPUT,
                 message=f"the request's parent {parent!r} {problem}; give the "
                 "absolute path of the trace node folder without it",
+            )
+        key = self._attestor.key if self._attestor is not None else None
+        if key is not None and key.problem is not None:
+            # A key the machine's owner set must sign or refuse, never silently not sign.
+            return Refusal(
+                code=Code.SIGNING_KEY_INVALID,
+                reason=Reason.INPUT,
+                message=key.problem,
+                file=key.location,
             )
         return self._preparer.refusal_before_run(request, self._temp_root)
 
@@ -509,7 +523,7 @@ class WorkerHost:
                 state.error = links.with_evidence(state.error, tracer.failure_evidence())
             state.write_node(tracer, "end")
 
-        for action in (end_unrecorded, clean, finished, write_end):
+        for action in (end_unrecorded, clean, finished, write_end, lambda: self._attest(run)):
             step(action)
         if deferred:
             raise deferred[0]
@@ -520,6 +534,13 @@ class WorkerHost:
                 update={"error": links.with_evidence(record.error, tracer.failure_evidence())}
             )
         return record
+
+    def _attest(self, run: HostRun) -> None:
+        """The run's statement, after its final record and only over a record that was
+        written: a host that dies before this leaves no statement, never one the record does
+        not back (issue 30 §4)."""
+        if self._attestor is not None and not run.tracer.final_failures:
+            run.attestation_failure = self._attestor.attest(run.state.layout)
 
     def _cleanup(self, run: HostRun, runtime: RuntimeLayout) -> None:
         state = run.state

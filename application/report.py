@@ -13,6 +13,7 @@ from typing import Any
 
 from concorde_workers.application.tracing.calls import ToolCall, tool_calls
 from concorde_workers.application.tracing.reader import (
+    digest_failures,
     read_patch,
     read_programs,
     read_record,
@@ -116,6 +117,9 @@ def gather(fs: FileSystem, run_dir: str, profiles: Profiles) -> ReportInput:
     made.programs = read_programs(fs, run_dir, programs_of(profiles))
     made.resources = read_resources(fs, run_dir, rounds)
     made.patches = {n: read_patch(fs, run_dir, n) for n in range(1, rounds + 1)}
+    made.problems += [
+        f"not as the host wrote it: {failure}" for failure in digest_failures(fs, run_dir)
+    ]
     made.grant = _grant(fs, run_dir, made.problems)
     profile = profiles.get(record.backend)
     if profile is None:

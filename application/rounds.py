@@ -133,6 +133,8 @@ class RoundRunner:
         resumes = retries = 0
         if context.changes is not None:
             context.changes.start(context.snapshot, context.observer.rules)
+            context.state.start_tree = context.changes.start_tree
+            context.state.head_commit = context.snapshot.head_commit
         while True:
             round_state = self._launch(kind, prompt, continues)
             if context.cancel.is_set():
@@ -351,6 +353,7 @@ class RoundRunner:
         self._unchanged = worktree_unchanged(context.snapshot, observation)
         if context.changes is not None:
             context.changes.keep(round_state.number, round_state.audit, observation)
+            round_state.tree = context.changes.tree
             round_state.files = context.tracer.round_files(context.state.layout, round_state.number)
 
     def _audit_quietly(self, round_state: RoundState) -> None:

@@ -26,6 +26,7 @@ from concorde_workers.domain.evidence.records import (
     NodeOutcome,
     NodeStatus,
     Phase,
+    RoundMetadata,
     RoundRecord,
     RoundTraceContent,
     RunMetadata,
@@ -77,6 +78,8 @@ class RoundState:
     """The `.git` entries the round's audit found new or changed, as the host read them."""
     interrupted: bool = False
     files: tuple[NodeFile, ...] = ()
+    tree: str | None = None
+    """The change store's tree after this round's audit (issue 30 §4), None when none made."""
 
     @property
     def agent(self) -> dict[str, Any]:
@@ -123,7 +126,7 @@ class RoundState:
             outcome=("interrupted" if self.interrupted else self.status) if ended else None,
             error=None,
             files=self.files,
-            metadata={},
+            metadata=RoundMetadata(tree=self.tree),
             usage=self.usage(),
             content=self.content(),
         )
@@ -157,6 +160,10 @@ class RunState:
     files: tuple[NodeFile, ...] = ()
     ended_in: Phase | None = None
     """The phase an exception from outside ended the run in (before its round was closed)."""
+    head_commit: str | None = None
+    """HEAD's commit at the snapshot, recorded once the change store started (issue 30 §4)."""
+    start_tree: str | None = None
+    """The change store's tree of the `rw` state at the snapshot (issue 30 §4)."""
 
     @property
     def running(self) -> bool:
@@ -205,6 +212,8 @@ class RunState:
             grant_digest=self.grant_digest,
             settings_digest=prepared.settings_digest if prepared else None,
             brief_digest=prepared.brief_digest if prepared else None,
+            head_commit=self.head_commit if self.start_tree else None,
+            start_tree=self.start_tree,
         )
 
     def content(self) -> RunTraceContent:

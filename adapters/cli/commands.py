@@ -47,6 +47,7 @@ from concorde_workers.application.resources import RunResources
 from concorde_workers.application.sweep import sweep_account
 from concorde_workers.application.tracing.reader import (
     RECORD_UNREADABLE,
+    digest_failures,
     read_patch,
     read_programs,
     read_record,
@@ -427,6 +428,11 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         read_programs(fs, run_dir, programs_of(container.profiles())),
         read_resources(fs, run_dir, len(record.rounds)),
     )
+    if not args.json:  # what the account shows is not what the host wrote: said (issue 30 §4)
+        failures = digest_failures(fs, run_dir)
+        out.write(terminal_lines([f"WARNING: {failure}" for failure in failures]))
+        if failures:
+            out.write(f"run `concorde-workers verify {run_dir}` for the whole check\n")
     return ExitStatus.OK
 
 

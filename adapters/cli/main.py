@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("commands", "run_run"),
     "show": ("commands", "run_show"),
     "sweep": ("commands", "run_sweep"),
+    "verify": ("verify", "run_verify"),
     "demo": ("demo", "run_demo"),
     "doctor": ("doctor", "run_doctor"),
     "install-agents": ("doctor", "run_install_agents"),

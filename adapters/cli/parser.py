@@ -192,6 +192,7 @@ def parser() -> argparse.ArgumentParser:
     _plan_command(commands)
     _run_command(commands)
     _show_command(commands)
+    _verify_command(commands)
     sweep = commands.add_parser(
         "sweep",
         help="remove the runtime directories of hosts that died, finish their records",
@@ -234,6 +235,28 @@ def _show_command(commands: Any) -> None:
         help="write a self-contained HTML report of the run to FILE (no network, "
         "no external asset) instead of the account",
     )
+
+
+def _verify_command(commands: Any) -> None:
+    verify = commands.add_parser(
+        "verify",
+        help="check a run's trace and its signed attestation, wherever it was copied",
+        description="Check a run directory <parent>/workers/<run-id>/: every file each trace "
+        "node lists is there with its digest, the record agrees with the nodes, the rounds' "
+        "patches follow on to the tree the last audit saw (with Git when the run's repository "
+        "is at hand), and attestation.json holds the statement the trace gives; with --key, "
+        "that its signature holds for that public key. Exit 0 when all holds, 1 naming each "
+        "discrepancy, 2 when RUN_DIR holds no run.",
+    )
+    verify.add_argument(
+        "run_dir", metavar="RUN_DIR", help="the run directory, <parent>/workers/<run-id>/"
+    )
+    verify.add_argument(
+        "--key",
+        metavar="PUBKEY",
+        help="the PEM Ed25519 public key the statement must be signed with",
+    )
+    verify.add_argument("--json", action="store_true", help="print the findings as JSON")
 
 
 def _plan_command(commands: Any) -> None:

@@ -9,6 +9,7 @@ whose host died; `read_programs` the account that `run` and `show` print.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from collections.abc import Sequence
 from typing import Any
@@ -48,6 +49,8 @@ from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_
 __all__ = [
     "RECORD_UNREADABLE",
     "WORKTREE_UNKNOWN",
+    "digest_failures",
+    "listed_digest",
     "read_node",
     "read_patch",
     "read_programs",
@@ -350,8 +353,15 @@ def read_patch(fs: FileSystem, run_dir: str, n: int) -> str | None:
     that are not UTF-8 (a patch of a Latin-1 file) come back as lone surrogates, which every
     printer escapes."""
     path = posixpath.join(run_dir, "rounds", str(n), CHANGES_FILE)
+    listed = listed_digest(fs, run_dir, n, CHANGES_FILE)
     if not fs.lexists(path):
-        return None
+        if listed is None:
+            return None
+        # The node lists a patch that is gone: never shown as "kept no patch" (issue 30 §4).
+        return (
+            f"# WARNING: {path} is missing, though its round's node lists it with {listed}: "
+            "the patch was removed after the run\n"
+        )
     try:
         found = fs.stat(path)
         if found.kind is not EntryKind.FILE or found.size > MAX_PATCH_READ_BYTES:
@@ -359,6 +369,48 @@ def read_patch(fs: FileSystem, run_dir: str, n: int) -> str | None:
                 f"# {path} cannot be read: not a regular file of at most "
                 f"{MAX_PATCH_READ_BYTES} bytes\n"
             )
-        return fs.read_bytes(path).decode("utf-8", "surrogateescape")
+        data = fs.read_bytes(path)
     except FileSystemError as error:
         return f"# {path} cannot be read: {error.os_error_text}\n"
+    text = data.decode("utf-8", "surrogateescape")
+    now = "sha256:" + hashlib.sha256(data).hexdigest()
+    if listed is not None and now != listed:
+        return (
+            f"# WARNING: {path} fails its digest: its round's node lists {listed}, the file "
+            f"has {now}; what follows is not the patch the host wrote\n{text}"
+        )
+    return text
+
+
+def listed_digest(fs: FileSystem, run_dir: str, n: int, name: str) -> str | None:
+    """The digest round `n`'s node lists for its file `name`, None when it lists none (or the
+    node cannot be read: nothing then says what the file should be)."""
+    node = _read_node(fs, posixpath.join(run_dir, "rounds", str(n), "trace.json"), WORKER_ROUND)
+    if isinstance(node, Refusal):
+        return None
+    return next((f.digest for f in node.files if f.path == name), None)
+
+
+def digest_failures(fs: FileSystem, run_dir: str) -> list[str]:
+    """Each file a node of the run lists that is missing or fails its digest, said in a line
+    (`show` and the report say it; `verify` checks everything)."""
+    run = _read_node(fs, posixpath.join(run_dir, "trace.json"), WORKER_RUN)
+    if isinstance(run, Refusal):
+        return []
+    listed = [(f.path, f.digest) for f in run.files]
+    for n in range(1, run.run_content().rounds + 1):
+        node = _read_node(fs, posixpath.join(run_dir, "rounds", str(n), "trace.json"), WORKER_ROUND)
+        if not isinstance(node, Refusal):
+            listed += [(f"rounds/{n}/{f.path}", f.digest) for f in node.files]
+    failures: list[str] = []
+    for rel, digest in listed:
+        path = posixpath.join(run_dir, rel)
+        try:
+            now = fs.file_digest(path) if fs.is_file(path) else None
+        except FileSystemError:
+            now = None
+        if now is None:
+            failures.append(f"{rel} is missing or unreadable (its node lists {digest})")
+        elif now != digest:
+            failures.append(f"{rel} fails its digest (its node lists {digest}, it has {now})")
+    return failures

@@ -12,6 +12,8 @@ file its worker cannot read where it came from:
   pi 0.73.1 does), else of `$HOME/.pi/agent`;
 - the model map: `$CONCORDE_MODEL_MAP`, else `concorde/models.json` of `$XDG_CONFIG_HOME`, else of
   `$HOME/.config` (domain.configuration.machine.model_map_location), read by the host for itself;
+- the machine's signing key: `$CONCORDE_SIGNING_KEY`, else `signing-key.pem` beside the model
+  map (domain.configuration.signing), with which the host alone signs a run's statement;
 - the homes: the password database's home and `$HOME` when it is another absolute path.
 
 Pure: the environment comes in as a Mapping, nothing is resolved here (the caller adds real
@@ -26,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.configuration.machine import model_map_location
+from concorde_workers.domain.configuration.signing import signing_key_location
 
 
 class CredentialSpec(BaseModel):
@@ -110,6 +113,9 @@ def credential_origins(
     model_map = model_map_location(environ, [], {})  # only its path
     if isinstance(model_map, str) and _absolute(model_map):
         files.append(posixpath.normpath(model_map))
+    signing_key = _absolute(signing_key_location(environ))  # the host's alone (issue 30 §4)
+    if signing_key:
+        files.append(signing_key)
     return CredentialOrigins(
         homes=tuple(dict.fromkeys(homes)),
         directories=tuple(dict.fromkeys(directories)),

@@ -24,6 +24,7 @@ from concorde_workers.domain.configuration.program_versions import (
     version_problem,
 )
 from concorde_workers.domain.configuration.resources import Enforcement, GroupKind
+from concorde_workers.domain.configuration.signing import KeyFact
 from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
 
 MACHINE_TOOLS: Mapping[str, str] = {
@@ -94,6 +95,8 @@ class Facts:
     resources: Enforcement | None = None
     machine_resources: MachineResources | None = None
     """What this machine gives a run's resource limits (issue 20); None: not asked."""
+    signing_key: KeyFact | None = None
+    """The machine's signing key (issue 30 §4); None: not asked."""
 
 
 @dataclass(frozen=True)
@@ -301,6 +304,9 @@ def diagnose(facts: Facts) -> Diagnosis:
         )
     if facts.resources is not None:
         checks.append(resources_check(facts.resources, facts.machine_resources))
+    if facts.signing_key is not None:
+        ok, state, repair = facts.signing_key.said()
+        checks.append(Check("signing key", ok, state, repair))
     return Diagnosis(tuple(checks), backends=used, backends_source=facts.backends_source)
 
 

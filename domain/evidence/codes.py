@@ -85,6 +85,8 @@ class Code(StrEnum):
     DEMO_EXTRA_MISSING = "demo_extra_missing"
     RECORD_UNREADABLE = "record_unreadable"
     RUNTIME_PARENT_UNREADABLE = "runtime_parent_unreadable"
+    SIGNING_KEY_INVALID = "signing_key_invalid"
+    TRACE_UNVERIFIED = "trace_unverified"
 
 
 BACKENDS: frozenset[str] = frozenset(CONTRACT_BACKENDS)

@@ -28,6 +28,8 @@ CodeText = Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")]
 """A code another actor gives (the worker's own): the contract's pattern; Workers' own codes are
 `domain.evidence.codes.Code`."""
 Digest = Annotated[StrictStr, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+GitObjectId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+"""A Git object's id as Git prints it: 40 hex digits (SHA-1), or 64 (a SHA-256 repository)."""
 UtcTime = Annotated[
     StrictStr, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$")
 ]

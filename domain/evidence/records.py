@@ -46,6 +46,7 @@ from concorde_workers.domain.evidence.record_fields import (
     CodeText,
     Count,
     Digest,
+    GitObjectId,
     JsonObject,
     NodeOutcome,
     NodeStatus,
@@ -77,6 +78,7 @@ __all__ = [
     "CodeText",
     "Count",
     "Digest",
+    "GitObjectId",
     "JsonObject",
     "LastAction",
     "NodeFile",
@@ -87,6 +89,7 @@ __all__ = [
     "ProgressFile",
     "ProgressStatus",
     "Prompt",
+    "RoundMetadata",
     "RoundRecord",
     "RoundTraceContent",
     "RunMetadata",
@@ -216,6 +219,36 @@ class RunMetadata(BaseModel):
     grant_digest: Digest | None
     settings_digest: Digest | None
     brief_digest: Digest | None
+    head_commit: GitObjectId | None = None
+    """The commit HEAD named at the snapshot (issue 30 §4): what the starting state builds on;
+    written only when known, so a node of an earlier version reads as it was."""
+    start_tree: GitObjectId | None = None
+    """The tree of the worktree's `rw` state at the snapshot, as the host's change store hashed
+    it (HEAD's tree with the snapshot's changed `rw` paths): the first round's patch applies
+    onto it. Written only when a store made it."""
+
+    @model_serializer(mode="wrap")
+    def _known_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        for key in ("head_commit", "start_tree"):
+            if dumped.get(key) is None:
+                dumped.pop(key, None)
+        return dumped
+
+
+class RoundMetadata(BaseModel):
+    """A worker round node's metadata (contract.tracing.node version 2): the tree of the
+    worktree's `rw` state the host's change store hashed after the round's audit, whose patch
+    from the tree before is the round's changes.patch; empty when no store made one."""
+
+    model_config = RECORD
+
+    tree: GitObjectId | None = None
+
+    @model_serializer(mode="wrap")
+    def _known_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        return {k: v for k, v in dumped.items() if v is not None}
 
 
 class NodeFile(BaseModel):
@@ -242,9 +275,10 @@ class TraceNode(BaseModel):
     """A node's trace.json (contract.tracing.node): Tracing's uniform fields around the content.
 
     For kind worker-run, metadata is `RunMetadata`, usage is empty and content is
-    `RunTraceContent`; for worker-round, metadata is empty, usage is `Usage` and content is
-    `RoundTraceContent`. Other kinds keep plain objects. The accessors `run_metadata`,
-    `run_content`, `round_usage` and `round_content` give the typed parts.
+    `RunTraceContent`; for worker-round, metadata is `RoundMetadata` (its tree, or empty), usage
+    is `Usage` and content is `RoundTraceContent`. Other kinds keep plain objects. The accessors
+    `run_metadata`, `run_content`, `round_metadata`, `round_usage` and `round_content` give the
+    typed parts.
     """
 
     model_config = RECORD
@@ -258,7 +292,7 @@ class TraceNode(BaseModel):
     outcome: NodeOutcome | None
     error: ErrorLink | None
     files: tuple[NodeFile, ...]
-    metadata: RunMetadata | JsonObject
+    metadata: RunMetadata | RoundMetadata | JsonObject
     usage: Usage | JsonObject
     content: RunTraceContent | RoundTraceContent | JsonObject
 
@@ -272,7 +306,7 @@ class TraceNode(BaseModel):
         parts: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None, type[BaseModel]]]
         parts = {
             WORKER_RUN: (RunMetadata, None, RunTraceContent),
-            WORKER_ROUND: (None, Usage, RoundTraceContent),
+            WORKER_ROUND: (RoundMetadata, Usage, RoundTraceContent),
         }
         if data.get("kind") not in parts:
             return data
@@ -328,6 +362,12 @@ class TraceNode(BaseModel):
         if not isinstance(self.usage, Usage):
             raise TypeError(f"a {self.kind} node has no round usage")
         return self.usage
+
+    def round_metadata(self) -> RoundMetadata:
+        """The metadata of a worker-round node (empty for a node of contract version 1)."""
+        if not isinstance(self.metadata, RoundMetadata):
+            raise TypeError(f"a {self.kind} node has no worker round metadata")
+        return self.metadata
 
     def round_content(self) -> RoundTraceContent:
         """The content of a worker-round node."""

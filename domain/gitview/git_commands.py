@@ -317,6 +317,30 @@ COMMANDS: dict[str, GitCommand] = {
             "adapter appends both), in the store with no attribute at all: a text file is "
             "diffed as text whatever an attribute claims",
         ),
+        GitCommand(
+            name="verify_base",
+            args=("read-tree",),
+            scope=Scope.STORE,
+            store=True,
+            why="verify (issue 30 §4): a store of verify's own starts as the tree of the commit "
+            "the run's node names (the adapter appends it, or --empty)",
+        ),
+        GitCommand(
+            name="verify_apply",
+            args=("apply", "--cached", "--binary", "--whitespace=nowarn", "-"),
+            scope=Scope.STORE,
+            store=True,
+            why="verify: a round's changes.patch, given on stdin, applied to the store's index "
+            "alone (never the worktree)",
+        ),
+        GitCommand(
+            name="verify_tree",
+            args=("write-tree",),
+            scope=Scope.STORE,
+            store=True,
+            why="verify: the tree of the store's index, compared with the tree the round's node "
+            "records",
+        ),
     )
 }
 

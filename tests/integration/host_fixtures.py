@@ -198,11 +198,13 @@ class HostHarness:
         confined: bool = False,
         runtime_paths: Sequence[Path] = (),
         events: RunEvents | None = None,
+        environ: dict[str, str] | None = None,
     ) -> HostRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes, instead
         of the seconds of `limits`, which then only bound a test that never expires it;
         `confined` runs agent.py inside the production confinement; `runtime_paths` are the
-        request's (read-only inside the confinement: a place for the tests' named pipes)."""
+        request's (read-only inside the confinement: a place for the tests' named pipes);
+        `environ` adds to the host's environment (such as `CONCORDE_SIGNING_KEY`)."""
         backend = ProgramBackend(
             name=self.backend_name,  # type: ignore[arg-type]
             scenarios=list(scenarios),
@@ -210,7 +212,7 @@ class HostHarness:
             confined=confined,
             **({"interpreter": interpreter} if interpreter else {}),
         )
-        container = production(dict(os.environ))
+        container = production({**os.environ, **(environ or {})})
         container.temp_root.override(providers.Object(str(self.tmp)))
         if deadline is not None:
             container.processes.override(providers.Object(SubprocessRunner(wait_timeout=deadline)))

@@ -24,6 +24,8 @@ HEAVY = (
     "git",
     "dependency_injector",
     "asyncio",
+    "securesystemslib",  # issue 30 §4: only where a statement is signed or verified
+    "cryptography",
     "concorde_workers.container",
     "concorde_workers.application",
     "concorde_workers.domain.evidence.records",
@@ -79,3 +81,19 @@ def test_a_command_imports_its_own_module_when_it_runs() -> None:
     modules = loaded("show", "/nonexistent/run-directory")
     assert "concorde_workers.adapters.cli.commands" in modules
     assert "concorde_workers.adapters.cli.demo" not in modules
+
+
+def test_a_command_that_signs_nothing_imports_no_cryptography() -> None:
+    """`show` of no run and `sweep --help` load the container but never securesystemslib or
+    cryptography: the sealer imports them only when it seals or opens (issue 30 §4)."""
+    code = (
+        "import sys, io\n"
+        "from concorde_workers.adapters.cli.main import main\n"
+        "main(['show', '/nonexistent-run-dir'], io.StringIO(), io.StringIO())\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'securesystemslib', 'cryptography'}))\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

@@ -19,6 +19,7 @@ from timing import SLOW
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader, find_bwrap
+from concorde_workers.adapters.git_replay import GitPatchReplay
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.gitview.git_commands import COMMANDS, SANDBOX_ARGS, Scope
@@ -248,6 +249,9 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
         "changes_index",
         "changes_tree",
         "changes_patch",
+        "verify_base",
+        "verify_apply",
+        "verify_tree",
     }
     for where in (repo.worktree, repo.primary):
         git.toplevel(str(where))
@@ -272,6 +276,17 @@ def every_command(git: GitCliReader, repo: TrapRepository) -> None:
     end = git.change_tree(repo.repo, store, paths, rules=rules)  # hash, links, index, tree
     patch = git.change_patch(repo.repo, store, start, end)
     assert b"+changed\n" in patch and b"new file mode 120000" in patch
+    # verify (issue 30 §4): the same patch applied again in a store of its own, through the
+    # repository's attributes and drivers: none of them may run either.
+    head = (
+        subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo.worktree, env=repo.env, capture_output=True
+        )
+        .stdout.decode()
+        .strip()
+    )
+    replayed = GitPatchReplay(git).replay(repo.repo, head, [patch])
+    assert (replayed.base, replayed.trees, replayed.stopped) == (start, (end,), None)
 
 
 @pytest.mark.req("Every round is audited")

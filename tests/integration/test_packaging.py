@@ -23,6 +23,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("domain", "ports", "adapters", "application", "contracts")
 CONTRACT_IDS = (
+    "contract.attestation.worker-run",
     "contract.tracing.error",
     "contract.tracing.node",
     "contract.workers.grant-input",

@@ -70,10 +70,20 @@ def test_a_round_the_run_does_not_have_is_refused(run_dir: Path) -> None:
     )
 
 
-def test_a_round_without_a_patch_says_so(run_dir: Path) -> None:
+def test_a_round_without_a_patch_says_so_and_a_deleted_patch_is_missing(run_dir: Path) -> None:
+    """A patch its node lists and that is gone was removed: never "kept no patch" (issue 30
+    §4); a round whose node lists none kept none."""
+    import json
+
     (run_dir / "rounds" / "1" / "changes.patch").unlink()
     status, out, _ = show(str(run_dir), "--diff")
     assert status == 0
+    assert out.startswith("=== round 1 ===\n# WARNING: ") and "changes.patch is missing" in out
+    node_file = run_dir / "rounds" / "1" / "trace.json"
+    node = json.loads(node_file.read_text())
+    node["files"] = [f for f in node["files"] if f["path"] != "changes.patch"]
+    node_file.write_text(json.dumps(node))
+    status, out, _ = show(str(run_dir), "--diff")
     assert out == "=== round 1 ===\n(this round kept no patch)\n"
 
 

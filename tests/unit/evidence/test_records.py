@@ -518,7 +518,8 @@ def test_a_run_node_types_its_metadata_and_content() -> None:
         ({**example(NODE), "usage": usage()}, "usage of a worker-run node must be empty"),
         ({**example(NODE), "content": example(ROUND_TRACE)}, "content of a worker-run node"),
         (round_node(usage={}), "usage of a worker-round node"),
-        (round_node(metadata={"round": 1}), "metadata of a worker-round node must be empty"),
+        (round_node(metadata={"round": 1}), "metadata of a worker-round node: round"),
+        (round_node(metadata={"tree": "HEAD"}), "metadata of a worker-round node: tree"),
         (round_node(content=example(RUN_TRACE)), "content of a worker-round node"),
     ],
 )

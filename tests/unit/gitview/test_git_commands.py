@@ -65,6 +65,9 @@ EXPECTED_ARGS: dict[str, tuple[str, ...]] = {
         "--no-textconv",
         "--no-color",
     ),
+    "verify_base": ("read-tree",),
+    "verify_apply": ("apply", "--cached", "--binary", "--whitespace=nowarn", "-"),
+    "verify_tree": ("write-tree",),
 }
 REQUIRED_CONFIG = {
     "core.fsmonitor": "false",  # no fsmonitor hook
@@ -264,7 +267,8 @@ def test_masked_directories_are_empty_and_read_only_in_the_sandbox() -> None:
 
 
 def test_a_store_command_writes_only_into_the_run_s_change_store() -> None:
-    """Issue 21 §1: the store's index and objects, the repository's objects only read."""
+    """Issue 21 §1: the store's index and objects, the repository's objects only read; verify's
+    replay (issue 30 §4) writes only into a store of its own the same way."""
     assert {name for name, c in COMMANDS.items() if c.store} == {
         "content",
         "changes_base",
@@ -273,6 +277,9 @@ def test_a_store_command_writes_only_into_the_run_s_change_store() -> None:
         "changes_index",
         "changes_tree",
         "changes_patch",
+        "verify_base",
+        "verify_apply",
+        "verify_tree",
     }
     assert change_store_environment("/rt/control/changes", "/r/.git") == {
         "GIT_INDEX_FILE": "/rt/control/changes/index",

@@ -23,6 +23,7 @@ def test_only_the_records_end_is_written_durably() -> None:
         f"{RUN_DIR}/rounds/1/trace.json",
         f"{RUN_DIR}/rounds/2/trace.json",
         f"{RUN_DIR}/trace.json",
+        f"{RUN_DIR}/attestation.json",  # the statement, after the record (issue 30 §4)
     ]
     written = {path for op, path in world.fs.ops if op == "write_atomic"}
     assert f"{RUN_DIR}/status.json" in written  # written, but not durably

@@ -693,6 +693,7 @@ def test_the_policy_hides_both_homes_every_origin_and_the_run_directory(backend:
         "/opt/pi/auth.json",
         "/opt/pi/models.json",
         "/opt/map.json",
+        "/opt/signing-key.pem",  # the machine's signing key, beside the model map (issue 30 §4)
     )
     assert policy.always_hidden.run_directories == ("/srv/trace/op-1/workers",)
     assert policy.other_runs == ("/tmp/concorde-def456-zz",)

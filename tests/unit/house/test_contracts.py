@@ -1,5 +1,6 @@
-"""The contracts package: the seven contracts of seed 002 verbatim, our two tracing contracts, and
-the loader (ids, versions pinned with their schema digests, validators, the project-path format)."""
+"""The contracts package: the seven contracts of seed 002 verbatim, our two tracing contracts and
+the attestation's predicate, and the loader (ids, versions pinned with their schema digests,
+validators, the project-path format)."""
 
 from __future__ import annotations
 
@@ -42,19 +43,27 @@ SEED_IDS = (
     "contract.workers.worker-round-trace",
     "contract.workers.worker-run-record",
 )
-OUR_IDS = ("contract.tracing.node", "contract.tracing.error")
+OUR_IDS = (
+    "contract.tracing.node",
+    "contract.tracing.error",
+    "contract.attestation.worker-run",
+)
 
 # Every contract's version with the digest of its schema. A schema change must come with a version
 # change (the contracts' own rule: "A behaviour or field change increments the version"); then
 # pin the new pair here.
 PINNED: dict[str, tuple[int, str]] = {
+    "contract.attestation.worker-run": (
+        1,
+        "sha256:44927dad74e13ea32cf58ea2c4769e3972878feb3dffadbfe3b64c2448237af5",
+    ),
     "contract.tracing.error": (
         1,
         "sha256:295dae89a24be9b0c1c00f148410d43f08ec97f886832da5e334867c3422a8a8",
     ),
     "contract.tracing.node": (
-        1,
-        "sha256:8de769de4aed14f0d4c4be04cc028665493e39e6b04508788ceba52193798058",
+        2,
+        "sha256:9bda625052c6f9f464c0280c265867c74bcb62c600d21b977ea8767eda47e850",
     ),
     "contract.workers.grant-input": (
         2,
