@@ -12,7 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from profiles import examples
 
@@ -86,8 +86,10 @@ def git_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-@settings(max_examples=examples(0.1))
+@settings(max_examples=examples(0.2))
 @given(rules=rule_sets, untracked=paths)
+@example(rules={"a": ["x.txt", "/y.py"], "a/b": ["!x.txt"]}, untracked={"a/b/d/x.txt", "a/b/y.py"})
+@example(rules={"": ["b/"], "a": ["b/x"]}, untracked={"a/b/x", "a/b/d/x"})
 def test_the_exclude_list_ignores_what_the_committed_gitignore_files_ignore(
     tmp_path_factory: object, rules: dict[str, list[str]], untracked: set[str]
 ) -> None:
@@ -109,8 +111,9 @@ def test_the_exclude_list_ignores_what_the_committed_gitignore_files_ignore(
     assert sorted(hosts.split(b"\0")) == sorted(gits_own.split(b"\0")), host.excludes
 
 
-@settings(max_examples=examples(0.1))
+@settings(max_examples=examples(0.2))
 @given(rules=attribute_sets, asked=paths)
+@example(rules={"a": ["x.txt ident"], "a/b": ["/x.txt -text"]}, asked={"a/b/d/x.txt", "a/b/x.txt"})
 def test_the_attributes_file_gives_what_the_committed_gitattributes_files_give(
     tmp_path_factory: object, rules: dict[str, list[str]], asked: set[str]
 ) -> None:
@@ -140,7 +143,9 @@ def test_the_attributes_file_gives_what_the_committed_gitattributes_files_give(
         stdin=listed,
         env=env,
     )
-    assert hosts == gits_own, host.attributes
+    # `check-attr -a` lists a path's attributes in the order Git first met each name, which
+    # depends on the order of the files read; the values are what must agree.
+    assert sorted(hosts.splitlines()) == sorted(gits_own.splitlines()), host.attributes
 
 
 def test_only_a_bare_repository_of_its_own_reads_no_attributes_of_the_worktree(
