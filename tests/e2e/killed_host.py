@@ -29,6 +29,7 @@ from e2e.conftest_pi import PiWorld, reply
 from e2e.conftest_pi import call as pi_call
 from fakes.cli_launcher import program_container
 from servers.anthropic_server import Reply
+from servers.openai_server import Fail
 from timing import SLOW, Signal
 
 from concorde_workers.adapters.cli.main import main
@@ -70,8 +71,17 @@ class KillWorld:
         else:
             self.world.server.push(Reply.structured(result))
 
-    def request_file(self) -> Path:
-        limits = Limits(
+    def transient(self) -> None:
+        """The model's answer: a transient model-service error the agent program gives up on
+        (pi after its SDK's own two retries; Claude Code, whose retries the wrapper turns off)."""
+        if isinstance(self.world, PiWorld):  # as tests/e2e/test_pi_e2e.py's retry (notes §8)
+            busy = "Concurrency limit exceeded for this gateway, please retry later"
+            self.world.server.add(Fail(529, busy, times=3))
+        else:
+            self.world.server.push(Reply.overloaded())
+
+    def request_file(self, limits: Limits | None = None) -> Path:
+        limits = limits or Limits(
             timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0
         )
         if isinstance(self.world, PiWorld):
@@ -88,6 +98,7 @@ class KillWorld:
         pause: Callable[[Path], str] | None,
         *extra: str,
         ready: Callable[[], object] | None = None,
+        limits: Limits | None = None,
     ) -> KilledHost:
         """The host, returned once it stands still at the moment `pause(signal_path)` chooses
         (a `pause_spec`), or, without a pause, once `ready()` holds (a process of its own the
@@ -98,7 +109,15 @@ class KillWorld:
         if pause is not None:
             env["FAKE_PAUSE"] = pause(fifo)
         proc = subprocess.Popen(
-            [sys.executable, LAUNCHER, "-", "run", str(self.request_file()), *extra, "--json"],
+            [
+                sys.executable,
+                LAUNCHER,
+                "-",
+                "run",
+                str(self.request_file(limits)),
+                *extra,
+                "--json",
+            ],
             cwd=self.world.root,
             env=env,
             stdout=subprocess.PIPE,

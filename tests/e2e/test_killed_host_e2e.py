@@ -5,8 +5,10 @@ it left, and the record then says exactly what the host did up to the kill.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import time
 from pathlib import Path
 
@@ -15,7 +17,10 @@ from e2e.agent_processes import processes_with
 from e2e.conftest import ok_result
 from e2e.conftest_pi import pi_world
 from e2e.killed_host import KillWorld, digests_hold, kill_world
-from fakes.cli_launcher import pause_spec
+from fakes.cli_launcher import pause_spec, release_gate
+from timing import SLOW
+
+from concorde_workers.domain.configuration.request import Limits
 
 __all__ = ["kill_world", "pi_world"]  # the fixtures, imported for pytest
 
@@ -170,3 +175,66 @@ def test_a_host_killed_during_a_check_leaves_a_round_node_with_what_the_round_di
     )
     assert digests_hold(round_node, round_dir) == []
     assert digests_hold(node, host.run_dir) == []
+
+
+@pytest.mark.req("Every retry is recorded")
+def test_a_host_killed_while_it_waits_to_retry_leaves_a_round_that_says_no_retry_followed(
+    kill_world: KillWorld,
+) -> None:
+    w = kill_world
+    w.transient()
+    waiting = pause_spec(
+        "write_atomic",
+        r"/workers/w-[^/]+/status\.json$",
+        "{fifo}",
+        when="after",
+        contains='"phase": "waiting"',
+    )
+    host = w.start(
+        lambda fifo: waiting.replace("{fifo}", str(fifo)),
+        limits=Limits(
+            timeout_seconds=SLOW, max_turns=30, rounds=0, retries=1, retry_delay_seconds=3600
+        ),
+    )
+    assert host.node("rounds", "1")["content"]["transient"]["retried"] is True  # as announced
+    host.kill()
+
+    w.sweep()
+
+    node = host.node()
+    assert (node["outcome"], node["content"]["rounds"]) == ("interrupted", 1)
+    assert "(phase waiting" in node["error"]["detail"]
+    transient = host.node("rounds", "1")["content"]["transient"]
+    assert (transient["retried"], transient["delay_seconds"]) == (False, None), transient
+    assert digests_hold(host.node("rounds", "1"), host.run_dir / "rounds" / "1") == []
+
+
+@pytest.mark.req("Proposed deletions follow every clean last round")
+def test_sigterm_among_the_deletions_stops_them_and_the_record_names_what_was_left(
+    kill_world: KillWorld,
+) -> None:
+    w = kill_world
+    _plant(w.worktree, PROPOSED)
+    w.answer(ok_result(*PROPOSED))
+    gate = w.world.root / "deletions-gate.fifo"
+    os.mkfifo(gate)
+    host = w.start(lambda fifo: pause_spec("remove", r"/src/app/d3\.py$", fifo, gate=gate))
+    host.proc.send_signal(signal.SIGTERM)  # handled at once: the run is cancelled
+    release_gate(gate)  # the third unlink goes on; no deletion after it
+    out, err = host.proc.communicate(timeout=SLOW)
+
+    assert host.proc.returncode == 130, out + err
+    record = json.loads(out)
+    assert record["error"]["code"] == "interrupted", record["error"]
+    assert record["deleted"] == PROPOSED[:3]
+    assert [rel for rel in PROPOSED if (w.worktree / rel).exists()] == PROPOSED[3:]
+    detail = record["error"]["detail"]
+    assert (
+        "SIGTERM" in detail
+        and "not performed, left as the interruption found them: " + (", ".join(PROPOSED[3:]))
+        in detail
+    )
+    node = host.node()
+    assert (node["outcome"], node["content"]["deleted"]) == ("interrupted", PROPOSED[:3])
+    assert digests_hold(node, host.run_dir) == []
+    assert list(w.runtime_parent.iterdir()) == []

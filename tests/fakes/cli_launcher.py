@@ -18,11 +18,13 @@ else's; FAKE_CREDENTIALS names a file the test backend copies as its credential 
 
 A third, FAKE_PAUSE, stops the process at one chosen filesystem operation so that a test kills
 it there with SIGKILL (issue 30 §3): a JSON object `{"op": "remove", "path": "<regex>", "nth": 1,
-"when": "before" | "after", "contains": "<text>", "signal": "<fifo>"}` (`pause_spec`). The
-production filesystem is wrapped (`PausingFileSystem`); at the nth call of `op` whose path the
-regular expression finds (and, for a write, whose data holds `contains`), before or after the
-real call, the calling thread opens the named pipe `signal` (the test's timing.Signal) and then
-waits for ever: the test's SIGKILL meets the host exactly there, never a moment earlier or later.
+"when": "before" | "after", "contains": "<text>", "signal": "<fifo>", "gate": "<fifo>"}`
+(`pause_spec`). The production filesystem is wrapped (`PausingFileSystem`); at the nth call of
+`op` whose path the regular expression finds (and, for a write, whose data holds `contains`),
+before or after the real call, the calling thread opens the named pipe `signal` (the test's
+timing.Signal) and then waits for ever: the test's SIGKILL meets the host exactly there, never a
+moment earlier or later. With `gate` (a named pipe) it waits there only until the test writes a
+byte into it (`release_gate`): to send a signal the host handles while it stands there.
 """
 
 from __future__ import annotations
@@ -58,13 +60,22 @@ def pause_spec(
     nth: int = 1,
     when: str = "before",
     contains: str | None = None,
+    gate: str | Path | None = None,
 ) -> str:
     """The FAKE_PAUSE value that stops the launched process at the `nth` call of the filesystem
     operation `op` on a path the regular expression `path` finds (see the module docstring)."""
-    spec = {"op": op, "path": path, "nth": nth, "when": when, "signal": str(signal)}
+    spec: dict[str, Any] = {"op": op, "path": path, "nth": nth, "when": when, "signal": str(signal)}
     if contains is not None:
         spec["contains"] = contains
+    if gate is not None:
+        spec["gate"] = str(gate)
     return json.dumps(spec)
+
+
+def release_gate(gate: str | Path) -> None:
+    """Let a process paused at its `gate` go on."""
+    with open(gate, "wb") as pipe:
+        pipe.write(b"x")
 
 
 class PausingFileSystem:
@@ -79,6 +90,7 @@ class PausingFileSystem:
         self._when: str = spec.get("when", "before")
         self._contains: str | None = spec.get("contains")
         self._signal: str = spec["signal"]
+        self._gate: str | None = spec.get("gate")
         self._seen = 0
         self._lock = threading.Lock()
 
@@ -95,7 +107,8 @@ class PausingFileSystem:
             if self._when == "before":
                 self._stop()
             result = real(*args, **kwargs)
-            self._stop()
+            if self._when == "after":
+                self._stop()
             return result
 
         return call
@@ -116,6 +129,16 @@ class PausingFileSystem:
     def _stop(self) -> None:
         with open(self._signal, "wb"):  # the test's Signal: it goes on from here
             pass
+        if self._gate is not None:
+            # Until the test writes a byte into it. Opened for reading and writing, the pipe's
+            # open never waits for a partner, so a signal the test sends meanwhile (EINTR, the
+            # read retried) cannot lose the release.
+            fd = os.open(self._gate, os.O_RDWR)
+            try:
+                os.read(fd, 1)
+            finally:
+                os.close(fd)
+            return
         threading.Event().wait()  # until the test's SIGKILL
 
 
