@@ -421,7 +421,7 @@ class Sweeper:
         kept = cleaned.transcript_kept or (
             cleaned.transcript_error is None and self._is_file(layout.transcript)
         )
-        deletions, deletions_said = self._deletions(layout)
+        deletions, deletions_said = self._deletions(layout, seen)
         detail = _host_died(owner, runtime_dir, judged, own, now, seen, len(run.rounds))
         error = _interrupted_link(run, owner, detail + deletions_said, kept, cleaned)
         tracer = TraceWriter(self._fs, self._clock)
@@ -454,14 +454,19 @@ class Sweeper:
             note += "; not written: " + "; ".join(problems)
         return RecordFinish(owner.run_id, layout.run_dir, "finished", note, transcript_kept=kept)
 
-    def _deletions(self, layout: RunLayout) -> tuple[DeletionOutcome | None, str]:
+    def _deletions(
+        self, layout: RunLayout, seen: ProgressFile | None
+    ) -> tuple[DeletionOutcome | None, str]:
         """What the dead host had deleted, by its journal (docs/decisions.md "The journal of
         deletions"), and what the error's detail adds: the deletions the interruption left. The
         one in flight at the kill is deleted when its path no longer exists (a link never
-        followed). None when it began no deletions; a journal that cannot be read claims
+        followed). None when it began no deletions (said when it died in their phase, before
+        its plan was written: it unlinks nothing before); a journal that cannot be read claims
         nothing, and says so."""
         journal = read_deletions(self._fs, layout)
         if journal is None:
+            if seen is not None and seen.phase == "deletions":
+                return None, "; it had performed none of the proposed deletions"
             return None, ""
         if isinstance(journal, str):
             return None, (

@@ -18,6 +18,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,11 +104,16 @@ class KillWorld:
         """The host, returned once it stands still at the moment `pause(signal_path)` chooses
         (a `pause_spec`), or, without a pause, once `ready()` holds (a process of its own the
         test waits for, such as a check's); `extra` are further `run` arguments (`--check`)."""
-        fifo = self.world.root / f"paused-{len(self.killed)}.fifo"
-        paused = Signal(fifo)
         env = {**self.world.environ, "FAKE_RUNTIME_PARENT": str(self.runtime_parent)}
+        reached: Callable[[], object]
         if pause is not None:
+            fifo = self.world.root / f"paused-{len(self.killed)}.fifo"
+            paused = Signal(fifo)
             env["FAKE_PAUSE"] = pause(fifo)
+            reached = lambda: paused.seen.wait(0.2)  # noqa: E731
+        else:
+            assert ready is not None, "a pause or what to wait for"
+            reached = lambda: ready() or time.sleep(0.05)  # noqa: E731
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -127,7 +133,7 @@ class KillWorld:
         host = KilledHost(proc=proc, world=self)
         self.killed.append(host)
         # The pause (or what `ready` waits for), or a host that ended without reaching it.
-        while not (paused.seen.wait(0.2) if ready is None else ready()):
+        while not reached():
             if proc.poll() is not None:
                 out, err = proc.communicate()
                 pytest.fail(f"the host never reached its pause:\n{out[-3000:]}\n{err[-3000:]}")

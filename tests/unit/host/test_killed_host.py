@@ -205,6 +205,19 @@ def test_a_host_killed_among_its_deletions_is_finished_with_what_it_deleted(
     assert_nodes(world)
 
 
+def test_a_host_killed_before_its_journal_had_a_plan_had_deleted_nothing() -> None:
+    world = killed_world()
+    plant(world, PROPOSED)
+    freeze = Freeze(world, "write_atomic", JOURNAL)
+    world.run([Round.ok(ok_result(proposed_deletions=PROPOSED))])
+    freeze.thaw()
+    assert present(world) == PROPOSED and world.status()["phase"] == "deletions"
+    sweep(world)
+    node = world.run_node()
+    assert node["content"]["deleted"] == []
+    assert "it had performed none of the proposed deletions" in node["error"]["detail"]
+
+
 def test_a_journal_line_cut_short_by_the_kill_is_no_line() -> None:
     world = killed_world()
     plant(world, PROPOSED)
