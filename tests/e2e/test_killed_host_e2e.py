@@ -18,7 +18,7 @@ from e2e.conftest import ok_result
 from e2e.conftest_pi import pi_world
 from e2e.killed_host import KillWorld, digests_hold, kill_world
 from fakes.cli_launcher import pause_spec, release_gate
-from timing import SLOW
+from timing import SLOW, Signal
 
 from concorde_workers.domain.configuration.request import Limits
 
@@ -218,8 +218,14 @@ def test_sigterm_among_the_deletions_stops_them_and_the_record_names_what_was_le
     w.answer(ok_result(*PROPOSED))
     gate = w.world.root / "deletions-gate.fifo"
     os.mkfifo(gate)
-    host = w.start(lambda fifo: pause_spec("remove", r"/src/app/d3\.py$", fifo, gate=gate))
-    host.proc.send_signal(signal.SIGTERM)  # handled at once: the run is cancelled
+    cancelled = Signal(w.world.root / "cancelled.fifo")
+    host = w.start(
+        lambda fifo: pause_spec(
+            "remove", r"/src/app/d3\.py$", fifo, gate=gate, cancelled=cancelled.path
+        )
+    )
+    host.proc.send_signal(signal.SIGTERM)
+    cancelled.wait()  # the CLI's handler has cancelled the run
     release_gate(gate)  # the third unlink goes on; no deletion after it
     out, err = host.proc.communicate(timeout=SLOW)
 

@@ -24,7 +24,10 @@ it there with SIGKILL (issue 30 §3): a JSON object `{"op": "remove", "path": "<
 before or after the real call, the calling thread opens the named pipe `signal` (the test's
 timing.Signal) and then waits for ever: the test's SIGKILL meets the host exactly there, never a
 moment earlier or later. With `gate` (a named pipe) it waits there only until the test writes a
-byte into it (`release_gate`): to send a signal the host handles while it stands there.
+byte into it (`release_gate`): to send a signal the host handles while it stands there. With
+`cancelled` (a named pipe: the test's timing.Signal) the run's cancellation, once set (by the
+CLI's SIGTERM handler, which Python runs in the main thread at a moment of its own), opens it:
+the test releases the gate only then.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ def pause_spec(
     when: str = "before",
     contains: str | None = None,
     gate: str | Path | None = None,
+    cancelled: str | Path | None = None,
 ) -> str:
     """The FAKE_PAUSE value that stops the launched process at the `nth` call of the filesystem
     operation `op` on a path the regular expression `path` finds (see the module docstring)."""
@@ -69,7 +73,26 @@ def pause_spec(
         spec["contains"] = contains
     if gate is not None:
         spec["gate"] = str(gate)
+    if cancelled is not None:
+        spec["cancelled"] = str(cancelled)
     return json.dumps(spec)
+
+
+def tell_cancellations(signal: str) -> None:
+    """Open the named pipe `signal` whenever a run's cancellation is set (FAKE_PAUSE's
+    `cancelled`): the moment the host knows, not the moment the signal was sent."""
+    from concorde_workers.application.cancellation import Cancellation
+
+    real = Cancellation.cancel
+
+    def cancel(self: Cancellation, reason: str = "the run was cancelled by its caller") -> None:
+        first = not self.is_set()
+        real(self, reason)
+        if first:  # once: the test's pipe has one reader
+            with open(signal, "wb"):
+                pass
+
+    Cancellation.cancel = cancel  # type: ignore[method-assign]
 
 
 def release_gate(gate: str | Path) -> None:
@@ -155,6 +178,8 @@ def program_container(
     test backend's credential copy config/auth.json; `pause` (a `pause_spec`) stops it at one
     filesystem operation for the test to kill it there."""
     container = production()
+    if pause is not None and "cancelled" in json.loads(pause):
+        tell_cancellations(json.loads(pause)["cancelled"])
     if pause is not None:
         container.filesystem.override(
             providers.Object(PausingFileSystem(container.filesystem(), json.loads(pause)))
