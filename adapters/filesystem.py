@@ -235,6 +235,29 @@ class _Writing:
             if durable:
                 _fsync_directory(directory)
 
+    def append(
+        self, path: str, data: bytes | str, mode: int = 0o600, *, durable: bool = False
+    ) -> None:
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        with _os_errors(path, "append"):
+            made = not os.path.lexists(path)
+            # O_NOFOLLOW: a link at `path` is refused (ELOOP), never written through;
+            # O_NONBLOCK: a FIFO there is refused below, never waited on.
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+            fd = os.open(path, flags | os.O_CLOEXEC, mode)
+            try:
+                if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file", path)
+                written = 0
+                while written < len(payload):  # one write(2) but for a signal's short write
+                    written += os.write(fd, payload[written:])
+                if durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            if durable and made:
+                _fsync_directory(os.path.dirname(path) or ".")
+
     def sync_directory(self, path: str) -> None:
         with _os_errors(path, "sync_directory"):
             _fsync_directory(path)

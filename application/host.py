@@ -17,6 +17,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import cast
 
 from concorde_workers.application.attestation import Attestor
@@ -39,9 +40,12 @@ from concorde_workers.application.resources import RunResources
 from concorde_workers.application.rounds import RoundContext, RoundRunner
 from concorde_workers.application.run_state import RunState, grant_text
 from concorde_workers.application.runtime_directory import (
+    CleanupOutcome,
     cleanup_runtime_directory,
     create_runtime_directory,
+    release_runtime_directory,
 )
+from concorde_workers.application.tracing.journal import DeletionJournal
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.application.validation import RoundValidation
@@ -61,7 +65,7 @@ from concorde_workers.domain.evidence.run_id import run_id as make_run_id
 from concorde_workers.domain.evidence.sweep import OwnerRecord
 from concorde_workers.domain.gitview.git_metadata import found_before_refusal
 from concorde_workers.domain.run.audit import Snapshot
-from concorde_workers.domain.run.deletions import Kind, outcome, plan_deletions
+from concorde_workers.domain.run.deletions import Kind, PlannedDeletion, outcome, plan_deletions
 from concorde_workers.domain.run.rounds import WorkerStatus, deletions_allowed
 from concorde_workers.domain.texts.text import control_problem
 from concorde_workers.ports.clock import Clock
@@ -109,6 +113,8 @@ class HostRun:
     events: EventEmitter = field(default_factory=EventEmitter.none)
     attestation_failure: str | None = None
     """Why the run's attestation.json could not be written (verify then says it is missing)."""
+    cleaned: CleanupOutcome | None = None
+    """What the cleanup before the final record did (the owner record then still stays)."""
 
     def refuse(self, refusal: Refusal) -> None:
         """End the run with a refusal's link (`outcomes.refusal_link`)."""
@@ -171,9 +177,11 @@ class WorkerHost:
         # Everything after the runtime directory exists runs under the finally, so an
         # exception escaping from our own code still removes it and its credential copies.
         try:
+            # The node first, right after the owner record: a host killed from here on leaves a
+            # record a sweep finds and finishes (docs/decisions.md "Every instant of a run").
+            state.write_node(run.tracer, "start")
             run.progress.phase("preparing", 1)
             run.tracer.write_text(state.layout.grant, grant_text(request.grant))
-            state.write_node(run.tracer, "start")
             run.events.run_started(request, state.layout.run_dir)
             if isinstance(run.runtime, FileSystemError):
                 run.refuse(
@@ -419,9 +427,14 @@ class WorkerHost:
         state.end(link, status)
 
     def _delete(self, run: HostRun, prepared: Prepared, link: ErrorLink | None) -> ErrorLink | None:
-        """Perform the proposed deletions (seed 000 "Proposed deletions")."""
+        """Perform the proposed deletions (seed 000 "Proposed deletions") in a phase of their own,
+        each journaled as it is done (docs/decisions.md "The journal of deletions"), so that the
+        record says what was deleted however the run ends; an interruption stops them at once,
+        leaving the rest as it found them."""
         state = run.state
         assert state.worker_result is not None
+        if not state.worker_result.proposed_deletions:
+            return link
         worktree = prepared.placement.worktree
         plan = plan_deletions(
             list(state.worker_result.proposed_deletions),
@@ -430,21 +443,48 @@ class WorkerHost:
             self._resolve_parent,
             self._kind,
         )
+        run.progress.phase("deletions", max(1, len(state.rounds)))
+        journal = DeletionJournal(self._fs, run.tracer, state.layout)
+        journal.begin(plan, posixpath.normpath(worktree))
         failures: dict[str, str] = {}
-        for planned in plan.to_delete:
-            # The worker's processes are gone and the caller keeps other writers away (seed 000
-            # "Audit"); still, a directory swapped for a link since the plan is never followed.
-            if self._resolve_parent(planned.target) != planned.target:
-                failures[planned.path] = "a directory above it changed since it was judged"
-                continue
-            try:
-                self._fs.remove(planned.target)
-            except FileSystemError as error:
-                failures[planned.path] = error.os_error_text
-        state.deletions = outcome(plan, failures)
+        attempted: list[str] = []
+        current: PlannedDeletion | None = None
+        try:
+            for planned in plan.to_delete:
+                if run.cancel.is_set():
+                    break
+                current = planned
+                error = self._delete_one(planned)
+                if error is not None:
+                    failures[planned.path] = error
+                attempted.append(planned.path)
+                current = None
+                journal.settled(planned.path, error)
+        finally:
+            # An exception raised into the loop: the deletion it met is done when the file is gone.
+            if current is not None and (
+                current.path in failures or not self._fs.lexists(current.target)
+            ):
+                attempted.append(current.path)
+            state.deletions = outcome(plan, failures, attempted)
+            journal.end()
+        if state.deletions.not_performed:
+            return interrupted_link(run.links, run.cancel.reason, state)
         if state.deletions.any_failed:
             return deletion_link(run.links, state.deletions, link, state)
         return link
+
+    def _delete_one(self, planned: PlannedDeletion) -> str | None:
+        """Unlink one planned path; the operating system's error when that failed."""
+        # The worker's processes are gone and the caller keeps other writers away (seed 000
+        # "Audit"); still, a directory swapped for a link since the plan is never followed.
+        if self._resolve_parent(planned.target) != planned.target:
+            return "a directory above it changed since it was judged"
+        try:
+            self._fs.remove(planned.target)
+        except FileSystemError as error:
+            return error.os_error_text
+        return None
 
     def _resolve_parent(self, path: str) -> str:
         parent, name = posixpath.split(path)
@@ -480,10 +520,15 @@ class WorkerHost:
     # --- the end -------------------------------------------------------------------------------
 
     def _finish(self, run: HostRun) -> RunRecord:
-        """Keep the transcript, remove the runtime directory (credential copies first), write
-        the final record. Whatever is raised into it meanwhile (a second KeyboardInterrupt, the
-        caller's signal handler again) does not stop it: the step it interrupted is done again
-        (each is idempotent), the rest follow, and then the first such exception goes on."""
+        """End the run in an order a kill cannot break (docs/decisions.md "The end of a run, in
+        an order a kill cannot break"): the progress file says how the run ended; the transcript
+        is kept and the runtime directory emptied, credential copies first, all but its owner
+        record; the final record is written; only then do the owner record and the directory go.
+        Until the final record exists, a sweep finds the run by its owner record and finishes
+        it; after, the record stands. Whatever is raised into it meanwhile (a second
+        KeyboardInterrupt, the caller's signal handler again) does not stop it: the step it
+        interrupted is done again (each is idempotent), the rest follow, and then the first
+        such exception goes on."""
         state, tracer, links = run.state, run.tracer, run.links
         deferred: list[BaseException] = []
 
@@ -511,19 +556,16 @@ class WorkerHost:
             if state.error is not None and not state.transcript_kept:
                 state.error = links.without_transcript(state.error)
             state.ended_at = self._clock.now_utc()
-            run.progress.phase(
-                "finished",
-                max(1, len(state.rounds)),
-                status=cast(ProgressStatus, state.outcome or state.status),
-            )
+            _say_finished(run)  # again only when the cleanup changed the ending
 
-        def write_end() -> None:
-            state.files = tracer.run_files(state.layout)
-            if state.error is not None and tracer.failures:
-                state.error = links.with_evidence(state.error, tracer.failure_evidence())
-            state.write_node(tracer, "end")
+        def release() -> None:
+            if not isinstance(run.runtime, FileSystemError) and self._release(run, run.runtime):
+                _say_finished(run)
+                _write_end(run)
 
-        for action in (end_unrecorded, clean, finished, write_end, lambda: self._attest(run)):
+        said, write_end = partial(_say_finished, run), partial(_write_end, run)
+        attest = partial(self._attest, run)  # over the final record, whatever rewrote it
+        for action in (end_unrecorded, said, clean, finished, write_end, release, attest):
             step(action)
         if deferred:
             raise deferred[0]
@@ -541,6 +583,28 @@ class WorkerHost:
         not back (issue 30 §4)."""
         if self._attestor is not None and not run.tracer.final_failures:
             run.attestation_failure = self._attestor.attest(run.state.layout)
+
+    def _release(self, run: HostRun, runtime: RuntimeLayout) -> bool:
+        """Remove the runtime directory's owner record and root once the final record is
+        written; True when that failed and the run now ends cleanup_failed (its record is to
+        be written again)."""
+        released = release_runtime_directory(self._fs, runtime)
+        if released.ok:
+            return False
+        state = run.state
+        before = run.cleaned
+        cause = state.error
+        if cause is not None and cause.code == Code.CLEANUP_FAILED:
+            cause = cause.causes[0] if cause.causes else None
+        if before is not None:
+            released = replace(
+                released,
+                transcript_kept=before.transcript_kept,
+                transcript_error=before.transcript_error,
+                errors=(*before.errors, *released.errors),
+            )
+        state.fail(cleanup_link(run.links, released, cause, state))
+        return True
 
     def _cleanup(self, run: HostRun, runtime: RuntimeLayout) -> None:
         state = run.state
@@ -565,9 +629,11 @@ class WorkerHost:
             run.credential_copies,
             transcript,
             state.layout.transcript if transcript else None,
+            keep_owner=True,
         )
         if lookup_failed is not None:
             cleaned = replace(cleaned, transcript_error=lookup_failed)
+        run.cleaned = cleaned
         # A cleanup done again (an exception interrupted the first) finds no transcript left to
         # keep when the first kept it and removed the directory: kept stays kept.
         state.transcript_kept = state.transcript_kept or (
@@ -578,3 +644,22 @@ class WorkerHost:
         if state.error is not None and state.error.code == Code.CLEANUP_FAILED:
             return  # told by an earlier attempt
         state.fail(cleanup_link(run.links, cleaned, state.error, state))
+
+
+def _say_finished(run: HostRun) -> None:
+    """The progress file says the run finished, with how it ended (again only when that
+    changed since it last said so)."""
+    state = run.state
+    status = cast(ProgressStatus, state.outcome or state.status)
+    if run.progress.phase_now != "finished" or run.progress.status_now != status:
+        run.progress.phase("finished", max(1, len(state.rounds)), status=status)
+
+
+def _write_end(run: HostRun) -> None:
+    """The run's final record: its files with their digests, every refused trace write as
+    evidence of an error."""
+    state, tracer = run.state, run.tracer
+    state.files = tracer.run_files(state.layout)
+    if state.error is not None and tracer.failures:
+        state.error = run.links.with_evidence(state.error, tracer.failure_evidence())
+    state.write_node(tracer, "end")

@@ -26,7 +26,11 @@ from concorde_workers.domain.evidence.links import (
 from concorde_workers.domain.gitview.git_metadata import describe_git_metadata
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.audit import describe_violations
-from concorde_workers.domain.run.deletions import DeletionOutcome, describe_outcome
+from concorde_workers.domain.run.deletions import (
+    DeletionOutcome,
+    describe_interruption,
+    describe_outcome,
+)
 from concorde_workers.domain.run.rounds import Causes, End, RoundEnding, RoundFacts
 from concorde_workers.ports.git import GitCommandFailed
 
@@ -86,9 +90,14 @@ class LinkContext:
         return link.model_copy(update={"evidence": kept, "causes": causes})
 
     def with_evidence(self, link: ErrorLink, extra: Sequence[Evidence]) -> ErrorLink:
-        """The link with `extra` evidence (such as trace-write evidence) it does not hold yet."""
+        """The link with `extra` evidence (such as trace-write evidence) it does not hold yet,
+        each piece once (a file refused at several writes of one moment is one piece)."""
         known = {(e.kind, e.ref, e.detail) for e in link.evidence}
-        new = [e for e in extra if (e.kind, e.ref, e.detail) not in known]
+        new: list[Evidence] = []
+        for e in extra:
+            if (e.kind, e.ref, e.detail) not in known:
+                known.add((e.kind, e.ref, e.detail))
+                new.append(e)
         return link.model_copy(update={"evidence": (*link.evidence, *new)})
 
 
@@ -143,6 +152,8 @@ def interrupted_link(
     said = reason or "the run was ended from outside before it finished"
     last = state.rounds[-1] if state is not None and state.rounds else None
     detail = said if last is None else f"round {last.number}: {said}{_violations_note(last, state)}"
+    if state is not None and state.deletions.not_performed:
+        detail += "; " + describe_interruption(state.deletions)
     return links.link(Code.INTERRUPTED, detail, links.evidence(state, last))
 
 

@@ -210,6 +210,7 @@ class RoundRunner:
         round_state.duration = max(0.0, context.clock.monotonic() - round_state.started_monotonic)
         round_state.ended_at = context.clock.now_utc()
         self._judge_result(round_state, report)
+        self._write_known(round_state)
         return round_state
 
     def _execute(
@@ -351,10 +352,12 @@ class RoundRunner:
             context.snapshot, observation.files
         )
         self._unchanged = worktree_unchanged(context.snapshot, observation)
+        self._write_known(round_state)
         if context.changes is not None:
             context.changes.keep(round_state.number, round_state.audit, observation)
             round_state.tree = context.changes.tree
             round_state.files = context.tracer.round_files(context.state.layout, round_state.number)
+            self._write_known(round_state)
 
     def _audit_quietly(self, round_state: RoundState) -> None:
         try:
@@ -481,6 +484,17 @@ class RoundRunner:
         if last.transient is not None and last.transient.retried:
             self._record_transient(last, None)
         self._interrupted(last)
+
+    def _write_known(self, round_state: RoundState) -> None:
+        """The round's node, still running, with what is known of it so far (its agent's end,
+        its audit, its files): a host killed before the round's end leaves a node that says
+        what the round did (issue 30 §3), which a sweep then ends as interrupted."""
+        self.context.tracer.write_round_node(
+            self.context.state.layout,
+            round_state.number,
+            round_state.node(self.context.state.run_id, running=True),
+            "update",
+        )
 
     def _write(self, round_state: RoundState, moment: Moment) -> None:
         round_state.status = _round_status(round_state)

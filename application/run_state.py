@@ -102,7 +102,7 @@ class RoundState:
             agent=self.agent,
         )
 
-    def usage(self) -> Usage:
+    def usage(self, running: bool = False) -> Usage:
         reported = self.usage_reported
         return Usage(
             tokens_in=reported.tokens_in,
@@ -111,23 +111,28 @@ class RoundState:
             tokens_cache_write=reported.tokens_cache_write,
             cost_usd=reported.cost_usd,
             turns=reported.turns,
-            duration_seconds=None if self.duration is None else round(self.duration, 3),
+            duration_seconds=(
+                None if self.duration is None or running else round(self.duration, 3)
+            ),
         )
 
-    def node(self, run_id: str) -> TraceNode:
-        ended = self.ended_at is not None
+    def node(self, run_id: str, running: bool = False) -> TraceNode:
+        """The round's node: ended once its agent ended, or, with `running`, what is known of
+        it so far while the round is still audited or validated (issue 30 §3: a host killed
+        then leaves a node that says what the round did)."""
+        ended = self.ended_at is not None and not running
         return TraceNode(
             kind=WORKER_ROUND,
             id=f"{run_id}/{self.number}",
             parent=run_id,
             started_at=utc(self.started_at),
-            ended_at=utc(self.ended_at) if self.ended_at else None,
+            ended_at=utc(self.ended_at) if self.ended_at and ended else None,
             status=self.status if ended else "running",
             outcome=("interrupted" if self.interrupted else self.status) if ended else None,
             error=None,
             files=self.files,
             metadata=RoundMetadata(tree=self.tree),
-            usage=self.usage(),
+            usage=self.usage(running=not ended),
             content=self.content(),
         )
 

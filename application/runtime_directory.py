@@ -43,6 +43,7 @@ __all__ = [
     "CleanupOutcome",
     "cleanup_runtime_directory",
     "create_runtime_directory",
+    "release_runtime_directory",
 ]
 
 PRIVATE_MODE = 0o700
@@ -227,6 +228,8 @@ def cleanup_runtime_directory(
     credential_copies: Sequence[str],
     transcript: str | None,
     transcript_dest: str | None,
+    *,
+    keep_owner: bool = False,
 ) -> CleanupOutcome:
     """Keep the transcript, then remove the runtime directory, credential copies first.
 
@@ -237,7 +240,10 @@ def cleanup_runtime_directory(
     2. The credential copies are removed before anything else is.
     3. Every directory below the root, links never followed, gets u+rwx, so the worker's
        chmod 000 cannot stop the removal; credential copies that resisted step 2 are tried again.
-    4. The root is removed as a whole, then checked gone.
+    4. The root is removed as a whole, then checked gone — or, with `keep_owner`, everything but
+       the owner record control/owner.json, which `release_runtime_directory` removes with the
+       root once the run's final record is written: until then a sweep still finds the run
+       whose host died (docs/decisions.md "The end of a run, in an order a kill cannot break").
     """
     transcript_kept, transcript_error = _keep_transcript(fs, transcript, transcript_dest)
     errors: list[str] = []
@@ -254,7 +260,9 @@ def cleanup_runtime_directory(
         _remove_copy(fs, copy, resisting, errors)
 
     removal_error: str | None = None
-    if fs.lexists(root):
+    if keep_owner:
+        _remove_all_but_owner(fs, runtime, errors)
+    elif fs.lexists(root):
         try:
             fs.rmtree(root)
         except FileSystemError as error:
@@ -262,12 +270,102 @@ def cleanup_runtime_directory(
             errors.append(_describe(error))
     _sync_removal(fs, root, errors)
 
+    remains = (
+        _remains_but_owner(fs, runtime, copies, resisting, errors)
+        if keep_owner
+        else _remains(fs, root, copies, resisting, removal_error)
+    )
     return CleanupOutcome(
         transcript_kept=transcript_kept,
         transcript_error=transcript_error,
-        remains=_remains(fs, root, copies, resisting, removal_error),
+        remains=remains,
         errors=tuple(errors),
     )
+
+
+def release_runtime_directory(fs: FileSystem, runtime: RuntimeLayout) -> CleanupOutcome:
+    """The rest of a runtime directory `cleanup_runtime_directory(keep_owner=True)` emptied: its
+    owner record and the root, removed and checked gone, the runtime parent synced."""
+    errors: list[str] = []
+    removal_error: str | None = None
+    if fs.lexists(runtime.root):
+        _open_up(fs, runtime.root, errors)
+        try:
+            fs.rmtree(runtime.root)
+        except FileSystemError as error:
+            removal_error = error.os_error_text
+            errors.append(_describe(error))
+    _sync_removal(fs, runtime.root, errors)
+    return CleanupOutcome(
+        transcript_kept=False,
+        transcript_error=None,
+        remains=_remains(fs, runtime.root, (), {}, removal_error),
+        errors=tuple(errors),
+    )
+
+
+def _owner_path(runtime: RuntimeLayout) -> str:
+    return posixpath.join(runtime.control, OWNER_FILE)
+
+
+def _is_real_dir(fs: FileSystem, path: str) -> bool:
+    """A directory itself, not a link to one (its entries are never listed through a link)."""
+    try:
+        return fs.stat(path).kind is EntryKind.DIRECTORY
+    except FileSystemError:
+        return False
+
+
+def _remove_all_but_owner(fs: FileSystem, runtime: RuntimeLayout, errors: list[str]) -> None:
+    """Remove every entry of the root but control/, and every entry of control/ but the owner
+    record; a link is removed as a link, never followed."""
+    owner = _owner_path(runtime)
+    for folder in (runtime.root, runtime.control):
+        try:
+            entries = fs.listdir(folder) if _is_real_dir(fs, folder) else []
+        except FileSystemError as error:
+            errors.append(_describe(error))
+            continue
+        for entry in entries:
+            path = posixpath.join(folder, entry.name)
+            if path in (runtime.control, owner) and (
+                entry.kind is (EntryKind.DIRECTORY if path == runtime.control else EntryKind.FILE)
+            ):
+                continue
+            try:
+                if entry.kind is EntryKind.DIRECTORY:
+                    fs.rmtree(path)
+                else:
+                    fs.remove(path)
+            except FileSystemError as error:
+                errors.append(_describe(error))
+
+
+def _remains_but_owner(
+    fs: FileSystem,
+    runtime: RuntimeLayout,
+    copies: Sequence[str],
+    resisting: dict[str, str],
+    errors: list[str],
+) -> tuple[str, ...]:
+    """What is still there besides the owner record and the folders that hold it, each
+    "<path>: <why>", then each credential copy left."""
+    owner = _owner_path(runtime)
+    why = "; ".join(errors) or "still present after its removal"
+    remains: list[str] = []
+    for folder in (runtime.root, runtime.control):
+        try:
+            names = [e.name for e in fs.listdir(folder)] if _is_real_dir(fs, folder) else []
+        except FileSystemError:
+            names = []
+        for name in names:
+            path = posixpath.join(folder, name)
+            if path not in (runtime.control, owner, *copies):
+                remains.append(f"{path}: {why}")
+    for copy in copies:
+        if fs.lexists(copy):
+            remains.append(f"{copy}: {resisting.get(copy) or why}")
+    return tuple(remains)
 
 
 def _sync_removal(fs: FileSystem, root: str, errors: list[str]) -> None:

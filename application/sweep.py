@@ -25,7 +25,7 @@ control/, which no tool of the worker may read or write. Every operation goes th
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from concorde_workers.application.copy_sweep import sweep_copies
@@ -34,6 +34,7 @@ from concorde_workers.application.resources import sweep_groups
 from concorde_workers.application.runtime_directory import (
     CleanupOutcome,
     cleanup_runtime_directory,
+    release_runtime_directory,
 )
 from concorde_workers.application.sweep_report import (
     LeftDirectory,
@@ -42,6 +43,7 @@ from concorde_workers.application.sweep_report import (
     SweepReport,
     sweep_account,
 )
+from concorde_workers.application.tracing.journal import read_deletions
 from concorde_workers.application.tracing.progress import utc_text
 from concorde_workers.application.tracing.reader import read_node, read_progress
 from concorde_workers.application.tracing.writer import TraceWriter
@@ -55,6 +57,7 @@ from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
     WORKER_RUN,
     ProgressFile,
+    RunTraceContent,
     TraceNode,
 )
 from concorde_workers.domain.evidence.sweep import (
@@ -69,6 +72,7 @@ from concorde_workers.domain.evidence.sweep import (
     runtime_directory_hex,
     session_file,
 )
+from concorde_workers.domain.run.deletions import DeletionOutcome, describe_interruption
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
@@ -82,6 +86,11 @@ __all__ = [
     "Sweeper",
     "sweep_account",
 ]
+
+
+ROUNDS_READ = 10_000
+"""The most round nodes a sweep reads of one run (a reader's bound: far more than any run's
+limits let it begin)."""
 
 
 @dataclass
@@ -231,26 +240,40 @@ class Sweeper:
         transcript = None
         if finishing and isinstance(run, _Run) and owner is not None:
             transcript = self._transcript(runtime, run, owner)
+        # Everything but the owner record first, the record finished next, the owner record
+        # and the root last: a sweep killed on the way leaves the next one the same directory
+        # to find, as the host's own end does (docs/decisions.md "The end of a run").
         cleaned = cleanup_runtime_directory(
             self._fs,
             runtime,
             [runtime.copy_of(name) for name in self._copies],
             transcript,
             run.layout.transcript if isinstance(run, _Run) and transcript else None,
+            keep_owner=finishing,
         )
-        record: RecordFinish | None = None
-        if owner is not None:
-            if isinstance(run, str):
-                record = RecordFinish(owner.run_id, owner.run_directory, "not_found", run)
-            elif run is not None and not finishing:
-                record = RecordFinish(
-                    owner.run_id,
-                    owner.run_directory,
-                    "already_ended",
-                    f"its record already ended {run.node.status}",
-                )
-            elif run is not None:
-                record = self._finish(run, owner, candidate.path, judged, cleaned, own, now)
+
+        # As the dead host left it: a second finish (below) must not read the first one's.
+        progress = (
+            read_progress(self._fs, run.layout.status)
+            if finishing and isinstance(run, _Run)
+            else None
+        )
+
+        def finish(done: CleanupOutcome) -> RecordFinish:
+            assert isinstance(run, _Run) and owner is not None and progress is not None
+            return self._finish(run, owner, (candidate.path, judged), done, (own, now), progress)
+
+        record = finish(cleaned) if finishing else _not_finished(owner, run)
+        if finishing:
+            released = release_runtime_directory(self._fs, runtime)
+            cleaned = replace(
+                released,
+                transcript_kept=cleaned.transcript_kept,
+                transcript_error=cleaned.transcript_error,
+                errors=(*cleaned.errors, *released.errors),
+            )
+            if not released.ok:  # what remains is the record's to say too
+                record = finish(cleaned)
         return StaleDirectory(
             runtime_directory=candidate.path,
             reason=judged.reason,
@@ -286,10 +309,13 @@ class Sweeper:
                 "nothing was written"
             )
         run = _Run(layout=layout, node=node)
-        for n in range(1, node.run_content().rounds + 1):
+        # Every round node there is, one after the other: a host killed between a round's
+        # first write and the run node's next one left a round the run node does not count yet.
+        for n in range(1, ROUNDS_READ + 1):
             round_node = read_node(self._fs, layout.round_trace(n), WORKER_ROUND)
-            if isinstance(round_node, TraceNode) and round_node.parent == node.id:
-                run.rounds.append(round_node)
+            if not (isinstance(round_node, TraceNode) and round_node.parent == node.id):
+                break
+            run.rounds.append(round_node)
         return run
 
     def _transcript(self, runtime: RuntimeLayout, run: _Run, owner: OwnerRecord) -> str | None:
@@ -378,14 +404,16 @@ class Sweeper:
         self,
         run: _Run,
         owner: OwnerRecord,
-        runtime_dir: str,
-        judged: Judgement,
+        found: tuple[str, Judgement],
         cleaned: CleanupOutcome,
-        own: ProcessIdentity,
-        now: datetime,
+        sweeping: tuple[ProcessIdentity, datetime],
+        progress: ProgressFile | Refusal,
     ) -> RecordFinish:
+        """Finish the dead host's record: its rounds, its progress file `progress` (as the host
+        left it), its node; `found` is the runtime directory and why it is stale, `sweeping`
+        this sweep's process and time."""
+        (runtime_dir, judged), (own, now) = found, sweeping
         layout, node = run.layout, run.node
-        progress = read_progress(self._fs, layout.status)
         seen = progress if isinstance(progress, ProgressFile) else None
         ended = _latest(
             node.started_at, *(r.started_at for r in run.rounds), seen.updated_at if seen else None
@@ -393,14 +421,13 @@ class Sweeper:
         kept = cleaned.transcript_kept or (
             cleaned.transcript_error is None and self._is_file(layout.transcript)
         )
+        deletions, deletions_said = self._deletions(layout, seen)
         detail = _host_died(owner, runtime_dir, judged, own, now, seen, len(run.rounds))
-        error = _interrupted_link(run, owner, detail, kept, cleaned)
+        error = _interrupted_link(run, owner, detail + deletions_said, kept, cleaned)
         tracer = TraceWriter(self._fs, self._clock)
         _end_rounds(tracer, run, ended)
         problems = [*tracer.failures, *self._finish_progress(progress, layout.status, now)]
-        content = node.run_content().model_copy(
-            update={"transcript": "transcript.jsonl" if kept else None}
-        )
+        content = _finished_content(node, kept, len(run.rounds), deletions)
         finished = node.model_copy(
             update={
                 "status": "failed",
@@ -427,6 +454,46 @@ class Sweeper:
             note += "; not written: " + "; ".join(problems)
         return RecordFinish(owner.run_id, layout.run_dir, "finished", note, transcript_kept=kept)
 
+    def _deletions(
+        self, layout: RunLayout, seen: ProgressFile | None
+    ) -> tuple[DeletionOutcome | None, str]:
+        """What the dead host had deleted, by its journal (docs/decisions.md "The journal of
+        deletions"), and what the error's detail adds: the deletions the interruption left. The
+        one in flight at the kill is deleted when its path no longer exists (a link never
+        followed). None when it began no deletions (said when it died in their phase, before
+        its plan was written: it unlinks nothing before); a journal that cannot be read claims
+        nothing, and says so."""
+        journal = read_deletions(self._fs, layout)
+        if journal is None:
+            if seen is not None and seen.phase == "deletions":
+                return None, "; it had performed none of the proposed deletions"
+            return None, ""
+        if isinstance(journal, str):
+            return None, (
+                f"; its journal of deletions could not be read ({journal}): what it deleted is "
+                "not known, and the record names no deletion"
+            )
+        flying = journal.in_flight
+        gone = flying is not None and not self._fs.lexists(posixpath.join(journal.worktree, flying))
+        settled = journal.settle(in_flight_gone=gone)
+        said = describe_interruption(settled)
+        return settled, f"; {said}" if said else ""
+
+
+def _not_finished(owner: OwnerRecord | None, run: _Run | str | None) -> RecordFinish | None:
+    """Why a stale directory's record is not finished: its run directory is not the run's, or
+    its record already ended; None when it has no owner record."""
+    if owner is None or run is None:
+        return None
+    if isinstance(run, str):
+        return RecordFinish(owner.run_id, owner.run_directory, "not_found", run)
+    return RecordFinish(
+        owner.run_id,
+        owner.run_directory,
+        "already_ended",
+        f"its record already ended {run.node.status}",
+    )
+
 
 def _interrupted_link(
     run: _Run, owner: OwnerRecord, detail: str, kept: bool, cleaned: CleanupOutcome
@@ -447,22 +514,48 @@ def _interrupted_link(
     return error if cleaned.ok else cleanup_link(links, cleaned, error)
 
 
+def _finished_content(
+    node: TraceNode, kept: bool, rounds: int, deletions: DeletionOutcome | None
+) -> RunTraceContent:
+    """The run content a sweep finishes: the transcript it kept, every round there is a node
+    of, and the deletions the journal names (when the host began any)."""
+    update: dict[str, object] = {
+        "transcript": "transcript.jsonl" if kept else None,
+        "rounds": rounds,
+    }
+    if deletions is not None:
+        update.update(
+            deleted=deletions.deleted,
+            deletions_refused=deletions.refused,
+            deletions_absent=deletions.absent,
+            deletions_failed=deletions.failed,
+        )
+    return node.run_content().model_copy(update=update)
+
+
 def _end_rounds(tracer: TraceWriter, run: _Run, ended: str) -> None:
-    """Every round node still running ends interrupted (failed) when the run's record did."""
-    for round_node in run.rounds:
+    """Every round node still running ends interrupted (failed) when the run's record did, its
+    files those the host wrote into its folder (stderr.log, resources.json, changes.patch) with
+    their digests; a last round that announced a retry the host never began says it was not
+    retried (as the host says of a run interrupted while it waited)."""
+    for index, round_node in enumerate(run.rounds):
+        n = round_node.round_content().round
+        content = round_node.round_content()
+        transient = content.transient
+        last = index == len(run.rounds) - 1
+        if last and transient is not None and transient.retried:
+            transient = transient.model_copy(update={"retried": False, "delay_seconds": None})
+        if round_node.status != "running" and transient == content.transient:
+            continue
+        update: dict[str, object] = {"content": content.model_copy(update={"transient": transient})}
         if round_node.status == "running":
-            tracer.write_round_node(
-                run.layout,
-                round_node.round_content().round,
-                round_node.model_copy(
-                    update={
-                        "status": "failed",
-                        "outcome": "interrupted",
-                        "ended_at": _latest(ended, round_node.started_at),
-                    }
-                ),
-                "end",
+            update.update(
+                status="failed",
+                outcome="interrupted",
+                ended_at=_latest(ended, round_node.started_at),
+                files=tracer.round_files(run.layout, n),
             )
+        tracer.write_round_node(run.layout, n, round_node.model_copy(update=update), "end")
 
 
 def _latest(*times: str | None) -> str | None:
@@ -482,7 +575,15 @@ def _host_died(
 ) -> str:
     """The interrupted link's detail: who died, how it was found, what was removed."""
     where = f" in round {rounds}" if rounds else " before its first round"
-    if seen is not None:
+    if seen is not None and seen.phase == "finished":
+        # The host says how the run ended before its cleanup and final record (decisions.md
+        # "The end of a run"): it died after the run had ended, before the record said so.
+        after = f" after round {rounds}" if rounds else ""
+        where = (
+            f" ending{after}: the run had ended {seen.status} (phase finished, last written "
+            f"{seen.updated_at}) and the host was cleaning up before its final record"
+        )
+    elif seen is not None:
         where += f" (phase {seen.phase}, last written {seen.updated_at})"
     return (
         f"the host process (pid {owner.host.pid}) died without a chance to act, as by "

@@ -5,7 +5,7 @@ draft 2020-12), `semantics` and `example`. The seven `contract.workers.*` files 
 seed 002 "Workers contracts" verbatim; `contract.tracing.node` and `contract.tracing.error` are
 ours (design.md, "Decisions where the spec is silent": Trace node), and so is
 `contract.attestation.worker-run`, the predicate of a run's signed in-toto statement (issue 30
-§4, docs/decisions.md 59).
+§4, docs/decisions.md "The attestation and verify").
 
 A schema refers to another contract as `urn:concorde:<contract id>`; `validator` resolves those
 references against every contract shipped here and checks the `project-path` format.

@@ -190,7 +190,7 @@ class DirectoryListing(Protocol):
 
 @runtime_checkable
 class FileWriting(Protocol):
-    """Writes: a file atomically, directories, modes, an archive of a tree."""
+    """Writes: a file atomically or at its end, directories, modes, an archive of a tree."""
 
     def write_atomic(
         self, path: str, data: bytes | str, mode: int = 0o644, *, durable: bool = False
@@ -200,6 +200,17 @@ class FileWriting(Protocol):
         followed. The parent directory must exist. `durable`: the new content also survives a
         power loss once this returns (the file and its directory synced) — only for what must
         (docs/decisions.md "What is durable"); other writes are atomic for readers alone."""
+        ...
+
+    def append(
+        self, path: str, data: bytes | str, mode: int = 0o600, *, durable: bool = False
+    ) -> None:
+        """Add `data` (str as UTF-8) at the end of the regular file `path`, made with permission
+        bits `mode` when missing, in one write(2) of a file opened for appending: a process killed
+        meanwhile leaves the file with the whole of `data` or a part of it at the end, never
+        anything in its middle. A final link at `path` is refused, never followed. The parent
+        directory must exist. `durable`: what the file holds also survives a power loss once
+        this returns (the file synced, and its directory when the file was made)."""
         ...
 
     def sync_directory(self, path: str) -> None:

@@ -6,6 +6,8 @@ worker-round-trace, worker-run-record). Every read and write goes through the `F
   trace.json at the moments start, update and end, each round's trace.json and stderr.log,
   grant.json, brief.md and programs.json), recording every refused write, never raising it.
 * `progress`: `ProgressWriter` keeps status.json current; `utc_text`, the records' time.
+* `journal`: `DeletionJournal`, the journal of deletions the host writes as it deletes, and
+  `read_deletions`, which the sweep reads it back with (issue 30 §3).
 * `record`: `record_of_node`, the returned run record of a worker-run node (the host's and the
   reader's).
 * `reader`: `read_record` rebuilds the returned run record from the run's node folder

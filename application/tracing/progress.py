@@ -85,6 +85,11 @@ class ProgressWriter:
         return self._phase
 
     @property
+    def status_now(self) -> ProgressStatus | None:
+        """The final status the file says, once its phase is finished."""
+        return self._status
+
+    @property
     def pending(self) -> bool:
         """True when an action is held back for the next write."""
         return self._pending

@@ -3,12 +3,12 @@
 Seed 000 "Run directory and runtime directory"; seed 002 (contract.workers.worker-run-trace,
 worker-round-trace). `TraceWriter` writes one run's node folder `<parent>/workers/<run-id>/`:
 its trace.json at the moments start, update and end, each round's trace.json and stderr.log,
-grant.json, brief.md and programs.json. Tracing is best-effort for the work: a write the
-operating system refuses is never raised. A refused trace.json write is never silent either
-(seed 000): it is recorded in `failures`, which the host reports as the run's trace_failures. A
-refused write of another file is kept in `artifact_failures`, which seed 000 does not count
-among the trace failures and the host does not report; the file is then absent from its node's
-`files`.
+grant.json, brief.md and programs.json (the journal of deletions is `journal`'s). Tracing is
+best-effort for the work: a write the operating system refuses is never raised. A refused
+trace.json write is never silent either (seed 000): it is recorded in `failures`, which the host
+reports as the run's trace_failures. A refused write of another file is kept in
+`artifact_failures`, which seed 000 does not count among the trace failures and the host does
+not report; the file is then absent from its node's `files`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, Literal
 from concorde_workers.domain.evidence.errors import Evidence
 from concorde_workers.domain.evidence.layout import (
     BRIEF_FILE,
+    DELETIONS_FILE,
     GRANT_FILE,
     PROGRAMS_FILE,
     RESOURCES_FILE,
@@ -42,8 +43,16 @@ __all__ = ["NODE_FILES", "Moment", "TraceFailure", "TraceWriter", "node_json"]
 Moment = Literal["start", "update", "end"]
 """When a trace.json is written (seed 002, trace_failures): at the start, an update, the end."""
 
-NODE_FILES: tuple[str, ...] = (STATUS_FILE, GRANT_FILE, BRIEF_FILE, PROGRAMS_FILE, TRANSCRIPT_FILE)
-"""The files a worker run's node lists with their digests (contract.workers.worker-run-trace)."""
+NODE_FILES: tuple[str, ...] = (
+    STATUS_FILE,
+    GRANT_FILE,
+    BRIEF_FILE,
+    PROGRAMS_FILE,
+    TRANSCRIPT_FILE,
+    DELETIONS_FILE,
+)
+"""The files a worker run's node lists with their digests (contract.workers.worker-run-trace;
+programs.json and the journal of deletions besides the contract's four)."""
 
 
 def node_json(node: TraceNode) -> str:
@@ -158,6 +167,11 @@ class TraceWriter:
             return self._artifact_failure(path, error)
         return None
 
+    def artifact_failed(self, path: str, error: FileSystemError) -> str:
+        """Keep a refused write of another file of the node folder (the journal of deletions)
+        in `artifact_failures`; its text."""
+        return self._artifact_failure(path, error)
+
     def _artifact_failure(self, path: str, error: FileSystemError) -> str:
         """Keep a refused write of a node folder file in `artifact_failures`; its text."""
         failure = f"{path}: {error.os_error_text}"
@@ -267,9 +281,10 @@ class TraceWriter:
         return tuple(files)
 
     def run_files(self, layout: RunLayout) -> tuple[NodeFile, ...]:
-        """status.json, grant.json, brief.md and transcript.jsonl, those that exist, with their
-        sha256 digests, paths relative to the node folder. A file that exists but cannot be
-        digested is left out and noted in `artifact_failures`."""
+        """status.json, grant.json, brief.md, programs.json, transcript.jsonl and
+        deletions.jsonl, those that exist, with their sha256 digests, paths relative to the node
+        folder. A file that exists but cannot be digested is left out and noted in
+        `artifact_failures`."""
         files: list[NodeFile] = []
         for name in NODE_FILES:
             path = posixpath.join(layout.run_dir, name)

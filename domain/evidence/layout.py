@@ -28,6 +28,9 @@ TRANSCRIPT_FILE = "transcript.jsonl"
 PROGRAMS_FILE = "programs.json"
 """The agent programs and their versions the run was prepared with (issue 11): no field of seed
 002's contracts holds them, so the run node names this file among its `files`."""
+DELETIONS_FILE = "deletions.jsonl"
+"""The journal of the host's deletions (domain/run/deletion_journal.py), written as it deletes:
+what a sweep reads to name what a host killed among its deletions had deleted."""
 ROUNDS_DIR = "rounds"
 STDERR_FILE = "stderr.log"
 
@@ -98,6 +101,10 @@ class RunLayout(BaseModel):
     @property
     def programs(self) -> str:
         return posixpath.join(self.run_dir, PROGRAMS_FILE)
+
+    @property
+    def deletions(self) -> str:
+        return posixpath.join(self.run_dir, DELETIONS_FILE)
 
     @property
     def rounds(self) -> str:

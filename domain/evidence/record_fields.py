@@ -40,7 +40,7 @@ WorkerStatus = Literal["ok", "blocked", "failed"]
 Prompt = Literal["initial", "repair", "retry"]
 NodeStatus = Literal["ok", "blocked", "failed", "running"]
 NodeOutcome = Literal["ok", "blocked", "failed", "interrupted"]
-Phase = Literal["preparing", "worker", "audit", "validation", "waiting", "finished"]
+Phase = Literal["preparing", "worker", "audit", "validation", "waiting", "deletions", "finished"]
 ProgressStatus = Literal["ok", "blocked", "failed", "interrupted"]
 
 RECORD = ConfigDict(extra="forbid", frozen=True)

@@ -55,7 +55,8 @@ class DeletionPlan(BaseModel):
 
 class DeletionOutcome(BaseModel):
     """The four lists of the run record (deleted, deletions_refused, deletions_absent,
-    deletions_failed) and the operating system's error of each failed deletion."""
+    deletions_failed), the operating system's error of each failed deletion, and the planned
+    deletions an interruption left unperformed (no field of the record: its error names them)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,6 +65,7 @@ class DeletionOutcome(BaseModel):
     absent: tuple[str, ...] = ()
     failed: tuple[str, ...] = ()
     errors: Mapping[str, str] = {}
+    not_performed: tuple[str, ...] = ()
 
     @property
     def any_failed(self) -> bool:
@@ -148,21 +150,60 @@ def plan_deletions(
     return DeletionPlan(to_delete=tuple(to_delete), refused=tuple(refused), absent=tuple(absent))
 
 
-def outcome(plan: DeletionPlan, failures: Mapping[str, str]) -> DeletionOutcome:
+def outcome(
+    plan: DeletionPlan, failures: Mapping[str, str], attempted: Sequence[str] | None = None
+) -> DeletionOutcome:
     """What became of the plan once performed: `failures` maps a planned relative path to the
-    operating system's error of its failed deletion; every other planned path was deleted."""
+    operating system's error of its failed deletion; every other planned path `attempted` names
+    (all of them when None) was deleted, and the planned paths it does not name were not
+    performed (an interruption stopped the deletions before them)."""
     unknown = set(failures) - {d.path for d in plan.to_delete}
     if unknown:
         raise ValueError(f"failures for paths the plan does not delete: {sorted(unknown)}")
-    deleted = tuple(d.path for d in plan.to_delete if d.path not in failures)
-    failed = tuple(d.path for d in plan.to_delete if d.path in failures)
+    done = {d.path for d in plan.to_delete} if attempted is None else set(attempted)
+    deleted = tuple(d.path for d in plan.to_delete if d.path in done and d.path not in failures)
+    failed = tuple(d.path for d in plan.to_delete if d.path in done and d.path in failures)
     return DeletionOutcome(
         deleted=deleted,
         refused=plan.refused,
         absent=plan.absent,
         failed=failed,
         errors={p: failures[p] for p in failed},
+        not_performed=tuple(d.path for d in plan.to_delete if d.path not in done),
     )
+
+
+SHOWN = 10
+"""At most this many paths of each list an interruption's detail names (the record's lists are
+whole; the paths not performed are in no list but this detail's)."""
+
+
+def _some(paths: Sequence[str]) -> str:
+    shown = ", ".join(paths[:SHOWN])
+    more = len(paths) - SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def describe_interruption(result: DeletionOutcome) -> str:
+    """What an interruption of the host's deletions left (seed 000: "Interruption leaves the
+    worktree as the interruption found it"): how many of the planned deletions were done, the
+    paths deleted and failed, and those not performed; empty when nothing was left unperformed."""
+    if not result.not_performed:
+        return ""
+    planned = len(result.deleted) + len(result.failed) + len(result.not_performed)
+    parts = [
+        f"the host had performed {len(result.deleted) + len(result.failed)} of the "
+        f"{planned} deletions it was to perform when the run was interrupted",
+        "deleted: " + (_some(result.deleted) or "none"),
+    ]
+    if result.failed:
+        parts.append(
+            "failed: " + _some([f"{p} ({result.errors.get(p, '')})" for p in result.failed])
+        )
+    parts.append(
+        "not performed, left as the interruption found them: " + _some(result.not_performed)
+    )
+    return "; ".join(parts)
 
 
 def describe_outcome(result: DeletionOutcome) -> str:

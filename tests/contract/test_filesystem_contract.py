@@ -62,6 +62,29 @@ class TestReadWrite:
         assert not fs.is_symlink(root + "/link")
         assert fs.read_bytes(root + "/link") == b"new"
 
+    def test_append_adds_at_the_end_and_makes_the_file_with_its_mode(self, fs_world: Any) -> None:
+        fs, path = fs_world.fs, fs_world.root + "/journal.jsonl"
+        fs.append(path, '{"a": 1}\n', 0o600)
+        fs.append(path, b'{"b": 2}\n', durable=True)
+        fs.append(path, "")
+        assert fs.read_text(path) == '{"a": 1}\n{"b": 2}\n'
+        assert fs.stat(path).mode == 0o600
+        assert [e.name for e in fs.listdir(fs_world.root)] == ["journal.jsonl"]
+
+    def test_append_refuses_a_link_and_leaves_its_target(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.write_atomic(root + "/target", b"keep")
+        fs_world.symlink(root + "/target", root + "/link")
+        with pytest.raises(FileSystemError) as info:
+            fs.append(root + "/link", b"more")
+        assert (info.value.op, info.value.errno) == ("append", errno.ELOOP)
+        assert fs.read_bytes(root + "/target") == b"keep"
+
+    def test_append_into_a_missing_directory_fails(self, fs_world: Any) -> None:
+        with pytest.raises(FileSystemError) as info:
+            fs_world.fs.append(fs_world.root + "/missing/f", b"x")
+        assert (info.value.op, info.value.not_found) == ("append", True)
+
     def test_write_atomic_into_a_missing_directory_fails(self, fs_world: Any) -> None:
         with pytest.raises(FileSystemError) as info:
             fs_world.fs.write_atomic(fs_world.root + "/missing/f", b"x")

@@ -286,6 +286,30 @@ class FakeFileSystem:
         if durable:
             self.durable.append(final)
 
+    def append(
+        self, path: str, data: bytes | str, mode: int = 0o600, *, durable: bool = False
+    ) -> None:
+        apath = self._record("append", path)
+        parent = self._resolve(posixpath.dirname(apath), follow=True, op="append")
+        parent_node = self.nodes.get(parent)
+        if parent_node is None:
+            raise self._error(apath, "append", errno.ENOENT)
+        if parent_node.kind is not EntryKind.DIRECTORY:
+            raise self._error(apath, "append", errno.ENOTDIR)
+        final = posixpath.join(parent, posixpath.basename(apath))
+        existing = self.nodes.get(final)
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        if existing is None:
+            self.nodes[final] = self._new(EntryKind.FILE, mode & 0o7777, payload)
+        elif existing.kind is EntryKind.SYMLINK:
+            raise self._error(apath, "append", errno.ELOOP)
+        elif existing.kind is not EntryKind.FILE:
+            raise self._error(apath, "append", errno.EINVAL)
+        else:
+            existing.data += payload
+        if durable:
+            self.durable.append(final)
+
     def sync_directory(self, path: str) -> None:
         apath = self._record("sync_directory", path)
         physical, node = self._node(apath, "sync_directory", follow=True)

@@ -58,6 +58,8 @@ def test_every_phase_change_rewrites_the_progress_file_at_once() -> None:
         ("audit", 2),
         ("waiting", 2),
         ("worker", 3),
+        ("audit", 3),
+        ("deletions", 3),  # issue 30 §3: the host's deletions, a phase of their own
     ]
     for i, (phase, n) in enumerate(phases, start=1):
         assert writer_.phase(phase, n)  # type: ignore[arg-type]

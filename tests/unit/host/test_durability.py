@@ -30,13 +30,26 @@ def test_only_the_records_end_is_written_durably() -> None:
     assert len(written) > len(world.fs.durable)
 
 
-def test_the_credentials_removal_is_made_durable_after_the_runtime_directory_went() -> None:
+def test_the_credentials_removal_is_made_durable_before_the_final_record_and_the_root_after() -> (
+    None
+):
     world = HostWorld()
     world.run([Round.ok(ok_result())])
     assert not world.fs.lexists(RUNTIME_DIR)
-    assert world.fs.synced == [posixpath.dirname(RUNTIME_DIR)] == [TEMP_ROOT]
-    removed = [
-        i for i, (op, path) in enumerate(world.fs.ops) if op == "rmtree" and path == RUNTIME_DIR
-    ]
-    synced = [i for i, (op, _) in enumerate(world.fs.ops) if op == "sync_directory"]
-    assert removed and synced and removed[-1] < synced[0]
+    # The runtime directory emptied but for its owner record (synced: the copies' removal
+    # survives a power loss before the record says the run ended), then the record, then the
+    # owner record and the root with the runtime parent synced (decisions.md "The end of a run").
+    assert (
+        world.fs.synced
+        == [RUNTIME_DIR, posixpath.dirname(RUNTIME_DIR)]
+        == [
+            RUNTIME_DIR,
+            TEMP_ROOT,
+        ]
+    )
+    ops = world.fs.ops
+    copies = [i for i, (op, path) in enumerate(ops) if op == "remove" and "/config/" in path]
+    synced = [i for i, (op, _) in enumerate(ops) if op == "sync_directory"]
+    final = max(i for i, (op, path) in enumerate(ops) if path == f"{RUN_DIR}/trace.json")
+    removed = [i for i, (op, path) in enumerate(ops) if op == "rmtree" and path == RUNTIME_DIR]
+    assert copies and max(copies) < synced[0] < final < removed[-1] < synced[1]

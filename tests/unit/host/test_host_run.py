@@ -108,14 +108,22 @@ def test_the_run_node_is_written_at_start_after_every_round_and_at_the_end() -> 
         "/trace.json",  # start, prepared
         "/rounds/1/trace.json",
         "/trace.json",  # round 1 launched
+        "/rounds/1/trace.json",  # its agent ended: still running, what is known so far
+        "/rounds/1/trace.json",  # audited: still running, with its audit
         "/rounds/1/trace.json",
         "/trace.json",  # round 1 ended
         "/rounds/2/trace.json",
         "/trace.json",
         "/rounds/2/trace.json",
+        "/rounds/2/trace.json",
+        "/rounds/2/trace.json",
         "/trace.json",
         "/trace.json",
     ]  # the end
+    rounds = spy.of(f"{RUN_DIR}/rounds/1/trace.json")
+    assert [r["status"] for r in rounds] == ["running", "running", "running", "failed"]
+    assert rounds[1]["content"]["exit"] is not None and rounds[1]["content"]["audit"] is None
+    assert rounds[2]["content"]["audit"] is not None and rounds[2]["ended_at"] is None
     final = world.run_node()
     assert (final["status"], final["outcome"]) == ("ok", "ok")
     assert final["ended_at"] is not None and final["content"]["rounds"] == 2
@@ -733,7 +741,8 @@ def test_refused_trace_writes_are_listed_without_changing_the_status(
     record = world.run([Round.ok(worker)])
     failures = (
         f"{round_trace} (start): No space left on device",
-        f"{round_trace} (update): No space left on device",
+        # what is known once its agent ended, once it was audited, and its end
+        *[f"{round_trace} (update): No space left on device"] * 3,
     )
     assert record.status == status
     assert record.trace_failures == failures
@@ -748,7 +757,7 @@ def test_refused_trace_writes_are_listed_without_changing_the_status(
         assert writes == [
             ("trace-write", round_trace, "start: No space left on device"),
             ("trace-write", round_trace, "update: No space left on device"),
-        ]
+        ]  # the same failure is one piece of evidence
 
 
 @pytest.mark.req("A failed trace write is reported, never silent")

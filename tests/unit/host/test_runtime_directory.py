@@ -16,6 +16,7 @@ from concorde_workers.application.runtime_directory import (
     CleanupOutcome,
     cleanup_runtime_directory,
     create_runtime_directory,
+    release_runtime_directory,
 )
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.paths import EntryKind
@@ -376,3 +377,50 @@ def test_a_link_planted_under_the_name_is_never_followed_by_the_chmod() -> None:
     )
     assert not isinstance(made_, RuntimeLayout)
     assert fs.stat("/home/dev/private").mode == 0o755
+
+
+# --- the owner record kept until the final record is written (issue 30 §3) ----------------------
+
+
+@pytest.mark.req("Nothing but the trace outlives a worker")
+def test_a_cleanup_that_keeps_the_owner_record_leaves_only_it_and_release_removes_it() -> None:
+    fs = fresh()
+    layout, transcript, copies = populated(fs)
+    fs.write("/outside/keep.txt", "the host's own")
+    fs.symlink("/outside", f"{layout.control}/planted-link")
+    fs.ops.clear()
+    owner = f"{layout.control}/owner.json"
+    result = cleanup_runtime_directory(
+        fs, layout, copies, transcript, f"{RUN_DIR}/transcript.jsonl", keep_owner=True
+    )
+    assert result.ok and result.transcript_kept
+    left = sorted(p for p in fs.nodes if p.startswith(layout.root))
+    assert left == [layout.root, layout.control, owner]
+    assert fs.read_text("/outside/keep.txt") == "the host's own"  # a link removed, not followed
+    first_removal = next(i for i, (op, _) in enumerate(fs.ops) if op in ("remove", "rmtree"))
+    assert fs.ops[first_removal] == ("remove", layout.copy_of(".credentials.json"))
+    assert fs.synced[-1] == layout.root  # the copies' removal made durable before the record
+
+    released = release_runtime_directory(fs, layout)
+
+    assert released.ok and not fs.lexists(layout.root)
+    assert fs.synced[-1] == TMP
+
+
+def test_what_resists_a_cleanup_keeping_the_owner_record_remains_with_the_os_error() -> None:
+    fs = fresh()
+    layout, transcript, copies = populated(fs)
+    fs.fail("rmtree", layout.home, text="Device or resource busy", errno_=16)
+    result = cleanup_runtime_directory(fs, layout, copies, transcript, None, keep_owner=True)
+    assert not result.ok
+    assert result.remains == (f"{layout.home}: rmtree {layout.home}: Device or resource busy",)
+    fs.failures.clear()
+    assert release_runtime_directory(fs, layout).ok and not fs.lexists(layout.root)
+
+
+def test_a_release_that_cannot_remove_the_root_says_so() -> None:
+    fs = fresh()
+    layout = made(fs)
+    fs.fail("rmtree", layout.root, text="Device or resource busy", errno_=16)
+    released = release_runtime_directory(fs, layout)
+    assert released.remains == (f"{layout.root}: Device or resource busy",)

@@ -414,6 +414,8 @@ def test_a_directory_that_resists_removal_is_reported_and_the_record_says_so() -
     error = k.node()["error"]
     assert error["code"] == "cleanup_failed"
     assert [c["code"] for c in error["causes"]] == ["interrupted"]
+    # finished again once the root resisted: still with the phase the dead host left
+    assert "(phase worker, last written" in error["causes"][0]["detail"]
     record = read_record(world.fs, k.run_dir)
     assert isinstance(record, RunRecord) and outcome_of(record) == "interrupted"
 
