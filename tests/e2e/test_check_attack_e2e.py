@@ -118,13 +118,14 @@ def checked_run(
     temp_root: Path,
     request: RunRequest,
     pi: ObservedPiBackend | None = None,
+    checks: tuple[Check, ...] = (CHECK,),
 ) -> RecordedRun:
-    """One run through the production wiring with CHECK as its round validation."""
+    """One run through the production wiring with `checks` (CHECK) as its round validation."""
     container = production(environ)
     container.temp_root.override(providers.Object(str(temp_root)))
     if pi is not None:
         container.backends.override(providers.Dict(pi=providers.Object(pi)))
-    with container.checks_validation(checks=(CHECK,), place=place_for(request)) as validation:
+    with container.checks_validation(checks=checks, place=place_for(request)) as validation:
         record = checked_record(container.worker_host().run(request, validation))
     return RecordedRun(record=record)
 
