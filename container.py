@@ -59,6 +59,11 @@ from concorde_workers.domain.configuration.profile import example_ids_of
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.isolation.check_layer import LayerTools
+from concorde_workers.domain.isolation.control_groups import (
+    CGROUP_ROOT,
+    MAX_MOUNTINFO_BYTES,
+    cgroup_mounts,
+)
 from concorde_workers.ports.agent import BackendProfile
 from concorde_workers.ports.checks import CheckRunner
 from concorde_workers.ports.clock import Clock
@@ -238,7 +243,19 @@ def host_facts(environ: Mapping[str, str]) -> HostFacts:
         linux=sys.platform.startswith("linux"),
         interpreter_roots=interpreter_roots(),
         installations=installations(checkout_root(), environ),
+        control_groups=control_group_mounts(),
     )
+
+
+def control_group_mounts(mountinfo: str = "/proc/self/mountinfo") -> tuple[str, ...]:
+    """Where this host's control group filesystems are mounted; a mount table that cannot be
+    read proves nothing, so the usual place is named then, when it is there."""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as table:
+            text = table.read(MAX_MOUNTINFO_BYTES)
+    except OSError:
+        return (CGROUP_ROOT,) if os.path.isdir(CGROUP_ROOT) else ()
+    return cgroup_mounts(text)
 
 
 PACKAGE_ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -317,6 +334,7 @@ def check_runner(
         table,
         layer_tools(),
         groups,
+        facts.control_groups,
     )
 
 

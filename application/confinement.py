@@ -70,10 +70,12 @@ def plan_confinement(
     context: BackendContext,
     interpreter_roots: Sequence[str],
     linux: bool = True,
+    control_groups: Sequence[str] = (),
 ) -> Confinement | Refusal | None:
     """The confinement of the run, None for a backend whose rounds run unconfined (a test
     backend; any backend off Linux, where there are no bubblewrap namespaces), or the refusal
-    when it cannot be built (a program missing, what the agent needs hidden)."""
+    when it cannot be built (a program missing, what the agent needs hidden). `control_groups`:
+    the host's control group mounts, each replaced inside by the round's own group."""
     needs = backend.confinement_needs(context)
     if needs is None or not linux:
         return None
@@ -93,7 +95,12 @@ def plan_confinement(
             code=backend.profile.runtime_missing_code, reason=Reason.ENVIRONMENT, message=plan
         )
     limits = context.request.resources or DEFAULT_LIMITS
-    return plan.model_copy(update={"scratch": (policy.runtime.tmp, limits.tmp_mib * MIB)})
+    return plan.model_copy(
+        update={
+            "scratch": (policy.runtime.tmp, limits.tmp_mib * MIB),
+            "control_groups": tuple(control_groups),
+        }
+    )
 
 
 def confinement_launch_problem(fs: FileSystem, confinement: Confinement) -> str | None:

@@ -216,7 +216,6 @@ class RoundRunner:
         context = self.context
         prepared = context.prepared
         session = context.state.session if continues else None
-        command = prepared.round_command(kind, session)
         reader = prepared.backend.reader(prepared.context)
         stale = (
             self._clear_scratch()
@@ -229,6 +228,9 @@ class RoundRunner:
         if stale is not None:
             round_state.failure = stale
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
+        # The confinement shows the round its own group alone (issue 30 §2): built once the
+        # group is made.
+        command = prepared.round_command(kind, session, group.folders() if group else ())
         handle = _start(context, command, prompt, group)
         if isinstance(handle, str):
             round_state.failure = handle

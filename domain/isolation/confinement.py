@@ -50,10 +50,12 @@ domain/isolation/mount_plan.py. Everything is pure: the filesystem facts come in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.isolation.control_groups import mask_args
 from concorde_workers.domain.isolation.launch import (
     EXIT_STATUS_FD,
     NAMESPACE_REPORT_FD,
@@ -165,6 +167,9 @@ class Confinement(BaseModel):
     scratch: tuple[str, int] | None = None
     """The runtime directory's tmp/ and its size in bytes (issue 20): a tmpfs of its own each
     round, so a worker cannot fill the host's disk through it; None: tmp/ as it is on disk."""
+    control_groups: tuple[str, ...] = ()
+    """The host's control group mounts (domain/isolation/control_groups.py): each shows the
+    round's own group there, or nothing."""
 
     def control_files(self) -> dict[str, str]:
         """What the host writes into control/ for the confinement: the empty file that masks,
@@ -174,16 +179,21 @@ class Confinement(BaseModel):
             files[self.waiter_file] = WAITER
         return files
 
-    def prefix(self) -> tuple[str, ...]:
-        """The command line in front of the agent's own argv."""
+    def prefix(self, own_groups: Sequence[str] = ()) -> tuple[str, ...]:
+        """The command line in front of the agent's own argv; `own_groups` are the round's
+        control group folders (`ResourceGroup.folders`), which it joined before bwrap starts."""
         t = self.tools
         argv = [t.env, "--ignore-signal=TERM", "--", t.bwrap, "--unshare-user"]
         if self.as_root:
             argv += ["--uid", "0", "--gid", "0"]
         # --info-fd: bwrap reports the namespace's init on a pipe of the process runner, which
         # ends the round only once that init has exited, that is once the namespace is empty.
+        # Its own System V IPC (nothing a worker makes there outlives the round or is seen by
+        # another) and control group namespace (rooted at the round's group: no other named).
         argv += [
             "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-cgroup",
             "--die-with-parent",
             "--info-fd",
             NAMESPACE_REPORT_FD,
@@ -199,9 +209,10 @@ class Confinement(BaseModel):
             argv += _mount_args(mount, self.empty_file)
         if self.scratch is not None:  # inside the runtime directory's bind: mounted after it
             argv += ["--perms", "1777", "--size", str(self.scratch[1]), "--tmpfs", self.scratch[0]]
-        for mount in self.mounts:
-            if mount.kind is MountKind.EMPTY_DIR:
-                argv += ["--remount-ro", mount.path]
+        groups, empty = mask_args(self.control_groups, own_groups)
+        argv += groups
+        for path in [*(m.path for m in self.mounts if m.kind is MountKind.EMPTY_DIR), *empty]:
+            argv += ["--remount-ro", path]
         argv += ["--", *lifeline(t.shell)]  # the namespace ends with the host, race-free
         helper = self.helper()
         if helper is not None:
@@ -220,9 +231,9 @@ class Confinement(BaseModel):
             umount=self.tools.umount, unshare=self.tools.unshare, uid=CONFINED_UID
         )
 
-    def wrap(self, command: LaunchCommand) -> LaunchCommand:
-        """The same round command, run inside the confinement."""
-        return command.model_copy(update={"argv": (*self.prefix(), *command.argv)})
+    def wrap(self, command: LaunchCommand, own_groups: Sequence[str] = ()) -> LaunchCommand:
+        """The same round command, run inside the confinement (`prefix`)."""
+        return command.model_copy(update={"argv": (*self.prefix(own_groups), *command.argv)})
 
     def count(self, kind: MountKind) -> int:
         return sum(1 for m in self.mounts if m.kind is kind)

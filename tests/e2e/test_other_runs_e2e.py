@@ -3,17 +3,21 @@ outlives its run (issue 30 §2; docs/decisions.md "No other run named"), with th
 real Claude Code against their scripted model servers.
 
 Before the run the test makes what another run on the machine would hold: a control group named
-as a round's (`concorde-<hex>-<hex>-r1`, beside the host's own, where this machine gives groups)
-and a System V shared memory segment. The worker's Bash lists every control group filesystem,
-its own /proc/self/cgroup and /proc/self/mountinfo and the System V segments, and makes a
-segment of its own; the round's check lists the same. Neither names the other run's group or
-segment, and the worker's segment is gone with its run.
+as a round's (`concorde-<hex>-<hex>-r1`, beside the host's own, where this machine gives groups),
+a System V shared memory segment and a listening Unix socket named as a runtime directory's. The
+worker's Bash lists every control group filesystem, its own /proc/self/cgroup and
+/proc/self/mountinfo, the System V segments and the Unix sockets, and makes a segment of its
+own; the round's check lists the same. Neither names the other run's group, segment or socket,
+and the worker's segment is gone with its run.
 """
 
 from __future__ import annotations
 
 import ctypes
 import secrets
+import shutil
+import socket
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +51,7 @@ class Decoys:
     group: str | None
     key: int
     worker_key: int
+    socket: str
 
 
 def segments() -> str:
@@ -68,9 +73,15 @@ def decoys() -> Iterator[Decoys]:
     made = libc.shmget(key, 4096, IPC_CREAT | 0o600)
     assert made >= 0, ctypes.get_errno()
     worker_key = secrets.randbelow(2**30) + 1
+    folder = Path(tempfile.mkdtemp(prefix="concorde-decoy-", dir="/tmp"))
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(str(folder / "other-run.sock"))
+    listening.listen()
     try:
-        yield Decoys(None if group is None else name, key, worker_key)
+        yield Decoys(None if group is None else name, key, worker_key, folder.name)
     finally:
+        listening.close()
+        shutil.rmtree(folder, ignore_errors=True)
         libc.shmctl(made, IPC_RMID, None)
         left = libc.shmget(worker_key, 0, 0)  # a worker's segment that outlived its run
         if left >= 0:
@@ -93,7 +104,7 @@ def listing(worker_key: int | None = None) -> str:
         "echo CGROUPS; for m in $(grep -E ' - cgroup2? ' /proc/self/mountinfo | cut -d' ' -f5); "
         'do ls -R "$m" 2>/dev/null; done | grep concorde; '
         "echo SELF; cat /proc/self/cgroup; echo MOUNTS; cat /proc/self/mountinfo; "
-        "echo IPC; cat /proc/sysvipc/shm; echo LISTED"
+        "echo IPC; cat /proc/sysvipc/shm; echo UNIX; cat /proc/net/unix; echo LISTED"
     )
 
 
@@ -107,8 +118,9 @@ def judge(said: str, decoys: Decoys) -> None:
     assert "concorde" not in own, own
     if decoys.group is not None:
         assert decoys.group not in said, said
-    ipc = said.split("IPC", 1)[1]
+    ipc = said.split("IPC", 1)[1].split("UNIX", 1)[0]
     assert str(decoys.key) not in ipc, ipc
+    assert decoys.socket not in said, said
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
