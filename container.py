@@ -36,6 +36,7 @@ from concorde_workers.adapters.pi.profile import PI
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
+from concorde_workers.adapters.space import KeeperSpaces, SpacedFileSystem
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
 from concorde_workers.application.agent_install import AgentInstaller
 from concorde_workers.application.cancellation import Cancellation
@@ -75,6 +76,7 @@ from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.random import Random
 from concorde_workers.ports.resources import ResourceGroups
 from concorde_workers.ports.sandbox_probe import SandboxProbe
+from concorde_workers.ports.space import RuntimeSpaces
 
 if TYPE_CHECKING:
     from concorde_workers.adapters.demo.example_repository import DemoWorld, Example
@@ -171,6 +173,9 @@ class Container(containers.DeclarativeContainer):
     resource_groups: providers.Provider[ResourceGroups | None] = providers.Object(None)
     """Each round's control group (issue 20): adapters/cgroups.py in production; None (no
     groups, said as limits not enforced) where a world gives none."""
+    runtime_spaces: providers.Provider[RuntimeSpaces | None] = providers.Object(None)
+    """A confined run's writable space (issue 30 §2): adapters/space.py in production; None
+    where a world gives none (a confined run is then refused, never run unbounded)."""
     machine_resources = providers.Factory(read_machine_resources, fs=filesystem, environ=environ)
     """The machine's resources.json (issue 20): its default limits and what a machine without
     control groups does with a run."""
@@ -188,6 +193,7 @@ class Container(containers.DeclarativeContainer):
         profiles=profiles,
         groups=resource_groups,
         machine=machine_resources,
+        spaces=runtime_spaces,
     )
     check_runner = providers.Dependency(instance_of=CheckRunner)
     checks_validation = providers.Factory(ChecksValidation, runner=check_runner, fs=filesystem)
@@ -288,7 +294,12 @@ def runtime_parent() -> str:
 def production(environ: Mapping[str, str] | None = None) -> Container:
     """The production wiring with the real adapters."""
     env = dict(os.environ if environ is None else environ)
-    filesystem, processes, table = LocalFileSystem(), SubprocessRunner(), ProcTable()
+    # The host's files, and the runs' writable spaces reached where they are (adapters/space.py)
+    filesystem, processes, table = (
+        SpacedFileSystem(LocalFileSystem()),
+        SubprocessRunner(),
+        ProcTable(),
+    )
     facts = host_facts(env)
     groups = CgroupGroups()
     return Container(
@@ -306,6 +317,7 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
         check_runner=check_runner(processes, filesystem, facts, table, groups=groups),
         sandbox_probe=SrtSandboxProbe(processes, env),
         resource_groups=groups,
+        runtime_spaces=KeeperSpaces(processes),
     )
 
 

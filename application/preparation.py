@@ -95,12 +95,19 @@ class Prepared:
     """The agent programs the backend runs, with their versions (ports/program_versions.py)."""
 
     def round_command(
-        self, kind: RoundKind, session: str | None, own_groups: Sequence[str] = ()
+        self,
+        kind: RoundKind,
+        session: str | None,
+        own_groups: Sequence[str] = (),
+        join: Sequence[str] = (),
     ) -> LaunchCommand:
         """A round's command line, inside the confinement when the backend is confined, which
-        shows the round its own control group folders (`own_groups`) alone."""
+        shows the round its own control group folders (`own_groups`) alone, behind `join`
+        (it enters the run's writable space)."""
         command = self.backend.command(self.context, kind, session)
-        return command if self.confinement is None else self.confinement.wrap(command, own_groups)
+        if self.confinement is None:
+            return command
+        return self.confinement.wrap(command, own_groups, join)
 
     @property
     def policy(self) -> Policy:

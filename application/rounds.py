@@ -66,6 +66,7 @@ from concorde_workers.ports.git import GitCommandFailed
 from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
 from concorde_workers.ports.random import Random
 from concorde_workers.ports.resources import ResourceGroup
+from concorde_workers.ports.space import RuntimeSpace
 
 # After stdout ends, how long the host waits for the leader to exit before it kills the group.
 EXIT_GRACE_SECONDS = 10.0
@@ -88,6 +89,7 @@ class RoundContext:
     resources: RunResources = field(default_factory=RunResources.none)
     changes: ChangeKeeper | None = None  # each round's change kept (issue 21); None: none
     events: EventEmitter = field(default_factory=EventEmitter.none)  # told as it goes
+    space: RuntimeSpace | None = None  # a confined run's writable space, entered by each round
 
 
 @dataclass
@@ -230,7 +232,12 @@ class RoundRunner:
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
         # The confinement shows the round its own group alone (issue 30 §2): built once the
         # group is made.
-        command = prepared.round_command(kind, session, group.folders() if group else ())
+        command = prepared.round_command(
+            kind,
+            session,
+            group.folders() if group else (),
+            context.space.join() if context.space else (),
+        )
         handle = _start(context, command, prompt, group)
         if isinstance(handle, str):
             round_state.failure = handle

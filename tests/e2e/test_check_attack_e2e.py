@@ -28,6 +28,7 @@ from servers.anthropic_server import Reply
 from timing import SLOW
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.checks import place_for
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits, RunRequest
@@ -167,7 +168,7 @@ def assert_nothing_leaked(
 
 def pi_run(w: PiWorld, *script: Any) -> RecordedRun:
     w.server.add(*script)
-    backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
+    backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=w.environ)
     return checked_run(w.environ, w.temp_root, checked(w.request(LIMITS)), backend)
 
 

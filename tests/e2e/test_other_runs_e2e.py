@@ -33,6 +33,7 @@ from timing import SLOW
 
 from concorde_workers.adapters.cgroups import CgroupGroups
 from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.configuration.resources import GroupKind, ResourceLimits
 from concorde_workers.domain.run.checks import Check
@@ -164,7 +165,7 @@ def check_logs(run_dir: Path) -> str:
 def test_pi_a_check_names_no_other_run(pi_world: PiWorld, decoys: Decoys) -> None:
     w = pi_world
     w.server.add(reply(result_call("call_r1")), reply(result_call("call_r2")))
-    backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
+    backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=w.environ)
     run = checked_run(w.environ, w.temp_root, checked(w.request(LIMITS)), backend, (CHECK,))
     judge(check_logs(run.run_dir), decoys)
 

@@ -4,8 +4,7 @@ space, bounded whole"), with the real pi and the real Claude Code against their 
 servers.
 
 The worker's Bash fills work/ past the run's space: the kernel refuses the write (ENOSPC) at
-the space's size, and home/ and tmp/ are full with it (one budget); the runtime directory's own
-folder takes no new entry. While the agent runs, the host's disk holds nothing of the space:
+the space's size, and home/ and tmp/ are full with it (one budget). While the agent runs, the host's disk holds nothing of the space:
 no file the worker wrote, no session, no credential copy (the host wrote those into the space
 before the launch). The run still ends ok with its transcript kept.
 """
@@ -31,18 +30,19 @@ FILL = (
     'head -c 1M /dev/zero > "$HOME/more" 2>/dev/null; h=$?; '
     'head -c 1M /dev/zero > "$TMPDIR/more" 2>/dev/null; t=$?; '
     'rm -f "$PWD/fill" "$HOME/more" "$TMPDIR/more"; '
-    'touch "$HOME/../planted" 2>/dev/null; r=$?; '
-    'echo "work=$w home=$h tmp=$t root=$r kept=$kept"; '
+    'touch "$HOME/../planted" 2>/dev/null; '
+    'echo "work=$w home=$h tmp=$t kept=$kept"; '
     'df -k "$PWD" "$HOME" "$TMPDIR" | tail -3'
 )
-"""Fill work/ past the space, then write into home/ and tmp/ (full with it), then into the
-runtime directory's own folder. The fill is removed before anything is printed: Claude Code
-keeps a Bash command's output in a file of tmp/, which a full space would refuse."""
+"""Fill work/ past the space, then write into home/ and tmp/ (full with it), then beside them.
+The fill is removed before anything is printed: Claude Code keeps a Bash command's output in a
+file of tmp/, which a full space would refuse. (Beside them is the Bash sandbox's own root, a
+tmpfs of each command's that dies with it: the disk never gets the entry, `disk_holds`.)"""
 
 
 def judge_fill(said: str) -> None:
     """The kernel refused each write at the space's size; one tmpfs of SPACE_MIB holds all."""
-    assert "work=1 home=1 tmp=1 root=1" in said, said
+    assert "work=1 home=1 tmp=1 " in said, said
     kept = int(said.rsplit("kept=", 1)[1].split()[0])
     assert (SPACE_MIB - 4) * 1024 <= kept <= SPACE_MIB * 1024, said  # not the 100 MiB asked
     rows = [line for line in said.splitlines() if line.startswith("concorde-space ")]

@@ -29,7 +29,7 @@ def test_plan_of_limits_this_machine_cannot_enforce_says_the_run_would_be_refuse
     assert f"not enforced: {NO_GROUPS}" in shown.out
     assert (
         "the run would end launch_failed: the request asks for resource limits (processes "
-        "512, memory 2048 MiB (swap off), CPU weight 100, tmp/ 512 MiB) and this machine "
+        "512, memory 2048 MiB (swap off), CPU weight 100, runtime space 512 MiB (config/, home/, tmp/, work/)) and this machine "
         f"cannot enforce them: {NO_GROUPS}"
     ) in shown.out
     assert made.main("plan", REQUEST_FILE).status == 0  # the defaults: said, not refused
@@ -109,10 +109,23 @@ def test_a_machine_s_defaults_are_the_limits_under_the_request_s_own() -> None:
     limits = made.main("plan", REQUEST_FILE, "--max-memory", "1g", "--json").json()["resources"][
         "limits"
     ]
-    assert limits == {"processes": 256, "memory_mib": 1024, "cpu_weight": 100, "tmp_mib": 512}
+    assert limits == {"processes": 256, "memory_mib": 1024, "cpu_weight": 100, "space_mib": 512}
     groups = FakeResourceGroups()
     made.container.resource_groups.override(providers.Object(groups))
     assert made.run("--max-memory", "1g", "--json").status == 0
     assert [limits for _, limits in groups.opened] == [
         ResourceLimits(processes=256, memory_mib=1024)
     ]
+
+
+def test_the_space_flag_sets_the_run_s_space_and_the_former_tmp_flag_is_refused() -> None:
+    """Issue 30 §2: `--max-space` is the size of the runtime directory's writable space, which
+    `plan --json` carries; `--max-tmp`, which sized tmp/ alone, is refused with the repair."""
+    made = world(Round.ok(RESULT))
+    limits = made.main("plan", REQUEST_FILE, "--max-space", "64m", "--json").json()["resources"][
+        "limits"
+    ]
+    assert limits["space_mib"] == 64
+    refused = made.main("plan", REQUEST_FILE, "--max-tmp", "64m")
+    assert refused.status != 0
+    assert "--max-tmp is now --max-space" in refused.out + refused.err

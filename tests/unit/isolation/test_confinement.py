@@ -345,6 +345,25 @@ def test_runtime_paths_inside_the_worktree_are_there_and_never_writable() -> Non
     assert view(plan, f"{w.worktree}/src/app/main.py") == Seen("host", True)
 
 
+@pytest.mark.parametrize(
+    ("rel", "seen"),
+    [
+        pytest.param("", Seen("host", False), id="the runtime directory itself"),
+        pytest.param("/planted", Seen("host", False), id="a new entry beside the space"),
+        pytest.param("/control/settings.json", Seen("host", False), id="the host's control"),
+        *(
+            pytest.param(f"/{d}/x", Seen("host", True), id=f"{d}/, the run's space")
+            for d in ("config", "home", "tmp", "work")
+        ),
+    ],
+)
+def test_only_the_run_s_space_is_writable_of_the_runtime_directory(rel: str, seen: Seen) -> None:
+    """Issue 30 §2: what the agent tree may write outside the grant is the run's space alone
+    (config/, home/, tmp/, work/: one tmpfs, entered before bwrap starts)."""
+    w = world()
+    assert view(w.plan(w.policy(BASE_GRANT)), RT + rel) == seen
+
+
 def test_a_rw_entry_still_to_be_created_gets_its_directory_writable_beside_nothing_uncovered() -> (
     None
 ):
