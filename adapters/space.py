@@ -26,7 +26,7 @@ from typing import TypeVar
 from concorde_workers.domain.boundary.paths import DirEntry, Subdirs
 from concorde_workers.domain.evidence.layout import RuntimeLayout
 from concorde_workers.domain.isolation.runtime_space import (
-    SPACE_DIRS,
+    SPACES,
     SpaceTools,
     in_space,
     join_argv,
@@ -107,14 +107,17 @@ class KeeperSpace:
         user, mount, _ = self._fds
         return join_argv(self._tools, os.getpid(), user, mount, self._runtime.work)
 
-    def used(self) -> int | None:
+    def used(self) -> dict[str, int]:
         if self._fds is None:
-            return None
-        try:
-            st = os.statvfs(view(_fd_path(self._fds[2]), self._runtime.work))
-        except OSError:
-            return None
-        return (st.f_blocks - st.f_bfree) * st.f_frsize
+            return {}
+        held: dict[str, int] = {}
+        for name, folders in SPACES.items():
+            try:
+                st = os.statvfs(view(_fd_path(self._fds[2]), self._runtime.at(folders[0])))
+            except OSError:
+                continue
+            held[name] = (st.f_blocks - st.f_bfree) * st.f_frsize
+        return held
 
     def close(self) -> None:
         fds, self._fds = self._fds, None
@@ -180,18 +183,23 @@ def _fd_path(fd: int) -> str:
 
 
 def _not_there(runtime: RuntimeLayout, root: str, size_bytes: int) -> str | None:
-    """Why the space is not what was asked (None: it is): its folders on a filesystem of their
-    own, of the size asked."""
+    """Why the spaces are not what was asked (None: they are): each space's folders on one
+    filesystem of its own, neither the disk's nor the other's, of the size asked."""
     try:
-        disk = os.stat(runtime.work).st_dev
-        seen = [os.stat(view(root, runtime.at(d))).st_dev for d in SPACE_DIRS]
-        total = os.statvfs(view(root, runtime.work))
+        seen = {os.stat(runtime.work).st_dev}
+        for name, folders in SPACES.items():
+            devices = {os.stat(view(root, runtime.at(d))).st_dev for d in folders}
+            total = os.statvfs(view(root, runtime.at(folders[0])))
+            if len(devices) != 1 or devices & seen:
+                return f"the {name}'s space is not one filesystem of its own"
+            if total.f_blocks * total.f_frsize != size_bytes:
+                return (
+                    f"the {name}'s space holds {total.f_blocks * total.f_frsize} bytes, "
+                    f"not {size_bytes}"
+                )
+            seen |= devices
     except OSError as error:
         return f"the space could not be looked at: {error.strerror or error}"
-    if len(set(seen)) != 1 or seen[0] == disk:
-        return "the space's folders are not one filesystem of its own"
-    if total.f_blocks * total.f_frsize != size_bytes:
-        return f"the space holds {total.f_blocks * total.f_frsize} bytes, not {size_bytes}"
     return None
 
 

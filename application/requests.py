@@ -166,8 +166,8 @@ class RequestBuilder:
         """The request's `resources` with the limit flags over it (issue 20)."""
         if flags.max_tmp is not None:
             return invalid(
-                "--max-tmp is now --max-space: the size of the runtime directory's whole "
-                "writable space (config/, home/, tmp/ and work/, one tmpfs); give --max-space"
+                "--max-tmp is now --max-space: the size of each of the runtime directory's "
+                "writable spaces (config/; home/, tmp/ and work/: a tmpfs each); give --max-space"
             )
         given = {
             "processes": flags.max_processes,

@@ -258,7 +258,8 @@ class RoundRunner:
             flusher.stop()
             exit_status = handle.wait(None)  # confined: the waiter's exact report
             stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
-            used, reached = context.resources.close(group, stderr)
+            space_used = context.space.used() if context.space else None
+            used, reached = context.resources.close(group, stderr, space_used)
             context.tracer.write_stderr(context.state.layout, round_state.number, stderr)
             context.tracer.write_resources(context.state.layout, round_state.number, used)
             round_state.files = context.tracer.round_files(context.state.layout, round_state.number)

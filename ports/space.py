@@ -1,6 +1,6 @@
-"""The capability of a run's writable space (issue 30 §2): config/, home/, tmp/ and work/ of its
-runtime directory on one tmpfs of the run's size, in a mount namespace of the run's own
-(domain/isolation/runtime_space.py).
+"""The capability of a run's writable space (issue 30 §2): config/ of its runtime directory on a
+tmpfs of the run's size (the agent's), home/, tmp/ and work/ on another (the worker's), in a
+mount namespace of the run's own (domain/isolation/runtime_space.py).
 
 `RuntimeSpaces.open` makes it when the run begins; from then on the host's filesystem reaches
 the runtime directory's folders there, and each confined round enters it first (`join`). `close`
@@ -27,8 +27,9 @@ class RuntimeSpace(Protocol):
         then execs the round's command."""
         ...
 
-    def used(self) -> int | None:
-        """The bytes the space holds now (None: it cannot say)."""
+    def used(self) -> dict[str, int]:
+        """The bytes each space holds now, by its name ("agent", "worker":
+        `domain.isolation.runtime_space.SPACES`); a space it cannot say of is left out."""
         ...
 
     def close(self) -> None:

@@ -68,8 +68,8 @@ def _request_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-space",
         metavar="SIZE",
-        help="the size of the runtime directory's writable space: config/, home/, tmp/ and "
-        "work/, one tmpfs of the run's own (default 512m)",
+        help="the size of each of the runtime directory's writable spaces, a tmpfs each: "
+        "the agent's config/, and the worker's home/, tmp/ and work/ (default 512m)",
     )
     parser.add_argument("--max-tmp", metavar="SIZE", help=argparse.SUPPRESS)
     parser.add_argument(

@@ -8,9 +8,9 @@ mount namespace built from the run's policy and a PID namespace that dies with t
 - what must be absent is an empty, read-only tmpfs: `/tmp`, the temporary root of runtime
   directories (every other run's), both homes, the primary worktree, the run records
   (`<parent>/workers/`), the credential origins; the worker's runtime directory is bound back
-  read-only, its writable space (config/, home/, tmp/, work/: one tmpfs of the run's own, entered
-  before bwrap starts: domain/isolation/runtime_space.py) writable, the runtime paths read-only,
-  and
+  read-only, its writable spaces (config/; home/, tmp/, work/: a tmpfs each of the run's own,
+  entered before bwrap starts: domain/isolation/runtime_space.py) writable, the runtime paths
+  read-only, and
   the installations the agent program itself runs from (its program, node, the host interpreter
   that runs the hooks, sandbox-runtime) read-only;
 - the worktree is built from what is visible (issue 18 §3): an empty read-only tmpfs with the

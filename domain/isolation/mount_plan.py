@@ -10,8 +10,8 @@ domain/isolation/confinement.py).
   entry is made empty; every other literal path the deny rules hide is masked (the SAME cover
   as the rules), and left out where it is absent already, so no mount point names it;
 - the runtime paths and what the agent program runs from read-only, the runtime directory
-  read-only but for its writable space (config/, home/, tmp/, work/: one tmpfs of the run's own,
-  domain/isolation/runtime_space.py);
+  read-only but for its writable spaces (config/; home/, tmp/, work/: a tmpfs each of the run's
+  own, domain/isolation/runtime_space.py);
 - at one path the most restrictive mount stays, and what changes nothing or has nothing to stand
   on (a missing path, a link on the way) is dropped (`_settle`).
 
@@ -137,7 +137,7 @@ def _boundary_why(policy: Policy, path: str) -> str:
     return "a home or a credentials directory"
 
 
-SPACE_WHY = "the run's writable space, one tmpfs of its own, entered before bwrap starts"
+SPACE_WHY = "the run's writable space, a tmpfs of its own, entered before bwrap starts"
 _NAMES_ONLY = "names only"
 _BESIDE = "beside a writable entry"
 

@@ -1,28 +1,36 @@
 """The runtime directory's writable space (issue 30 §2; docs/decisions.md "The runtime
 directory's writable space, bounded whole").
 
-Everything a confined run's agent tree may write outside the grant's rw entries — config/ (the
-agent program's own configuration: its sessions, its transcripts, the tool results Claude Code
-keeps there, the credential copies), home/, tmp/ and work/ — lies on one tmpfs of the run's size
-(`ResourceLimits.space_mib`), so the kernel refuses a write past it (ENOSPC) and nothing of it
-ever reaches the host's disk:
+Everything a confined run's agent tree may write outside the grant's rw entries lies on two
+tmpfs of the run's size each (`ResourceLimits.space_mib`), so the kernel refuses a write past
+one (ENOSPC) and nothing of either ever reaches the host's disk:
 
-1. when the run begins, a keeper makes it: `unshare --user --map-current-user --keep-caps
+- the agent's space, config/: the agent program's own configuration — its sessions and
+  transcripts, the tool results Claude Code keeps there, the credential copies and the host's
+  settings;
+- the worker's space, home/, tmp/ and work/: one budget for what the worker's tools write.
+
+Two, not one: with one budget a worker's `head -c` into work/ left the agent no room for its own
+transcript (measured: pi's session cut at 4,096 bytes, Claude Code "could not save all of this
+session's transcript"), and the transcript is the run's evidence; so the worker's own writes can
+never fill the agent's space. They are made and reached this way:
+
+1. when the run begins, a keeper makes them: `unshare --user --map-current-user --keep-caps
    --mount` gives it a user and a mount namespace of its own (the host's uid itself inside; the
-   capabilities kept for the mounts), and `SPACE_SCRIPT` mounts the tmpfs on the runtime
-   directory's tmp/, makes the four folders there and binds each over its place, tmp/ last (its
-   own folder over the tmpfs's root, which no path reaches then); it says it is ready and sleeps,
-   with the parent-death signal SIGKILL;
+   capabilities kept for the mounts), and `SPACE_SCRIPT` mounts the agent's tmpfs on config/ and
+   the worker's on tmp/, makes the worker's three folders there and binds each over its place,
+   tmp/ last (its own folder over the tmpfs's root, which no path reaches then); it says it is
+   ready and sleeps, with the parent-death signal SIGKILL;
 2. the host opens the keeper's user and mount namespaces and its root (`/proc/<pid>/ns/…`,
    `/proc/<pid>/root`), then ends the keeper: its open descriptors hold the namespaces, so the
-   space lives exactly as long as the host holds them, and the kernel frees it when the host
+   spaces live exactly as long as the host holds them, and the kernel frees them when the host
    closes them at the run's end, or dies, however;
-3. the host reaches the space through its root (`/proc/self/fd/<root>` + the path, `view`): it
-   writes the credential copies and its settings there before the launch, clears what it clears
-   before a round, and keeps the transcript from there at the end;
+3. the host reaches them through its root (`/proc/self/fd/<root>` + the path, `view`): it writes
+   the credential copies and its settings there before the launch, clears what it clears before
+   a round, and keeps the transcript from there at the end;
 4. each confined round enters the namespaces first (`join_argv`: nsenter, by the host's
    descriptors, then bwrap), so the round's own namespace is made from the keeper's and shows the
-   space at the runtime directory's paths.
+   spaces at the runtime directory's paths.
 
 Pure: the command lines and the paths; the adapter (adapters/space.py) runs them.
 """
@@ -44,12 +52,15 @@ from concorde_workers.domain.evidence.layout import (
 )
 
 __all__ = [
+    "AGENT_DIRS",
     "INODE_BYTES",
     "MIN_INODES",
     "READY",
+    "SPACES",
     "SPACE_DIRS",
     "SPACE_NAME",
     "SPACE_SCRIPT",
+    "WORKER_DIRS",
     "SpaceTools",
     "in_space",
     "inodes_for",
@@ -59,24 +70,31 @@ __all__ = [
     "view",
 ]
 
-SPACE_DIRS: tuple[str, ...] = (CONFIG_DIR, HOME_DIR, WORK_DIR, TMP_DIR)
-"""The runtime directory's folders the space holds, in the order they are bound (tmp/ last: its
-bind hides the tmpfs's root, which the others' sources lie in)."""
+AGENT_DIRS: tuple[str, ...] = (CONFIG_DIR,)
+"""The agent's space: its own tmpfs, mounted on the folder itself."""
+WORKER_DIRS: tuple[str, ...] = (HOME_DIR, WORK_DIR, TMP_DIR)
+"""The worker's space, in the order its folders are bound (tmp/ last: its bind hides the tmpfs's
+root, which the others' sources lie in)."""
+SPACE_DIRS: tuple[str, ...] = (*AGENT_DIRS, *WORKER_DIRS)
+"""Every folder of the runtime directory the two spaces hold."""
+SPACES: dict[str, tuple[str, ...]] = {"agent": AGENT_DIRS, "worker": WORKER_DIRS}
+"""Each space by its name (said in a round's resources.json), with its folders."""
 
 SPACE_NAME = "concorde-space"
-"""The tmpfs's source name (df and findmnt show it)."""
+"""The tmpfs' source name (df and findmnt show it)."""
 
 READY = "concorde-space-ready"
 """The keeper's one line on stdout once the space is made, followed by its pid."""
 
 INODE_BYTES = 4096
 MIN_INODES = 1024
-"""The space's inodes: one per 4 KiB of its size, at least 1,024 (a tmpfs's default is half of the
-machine's memory pages, and an inode takes kernel memory its size does not count)."""
+"""Each space's inodes: one per 4 KiB of its size, at least 1,024 (a tmpfs's default is half of
+the machine's memory pages, and an inode takes kernel memory its size does not count)."""
 
 SPACE_SCRIPT = (
     "rt=$1 size=$2 inodes=$3; "
-    '{mount} -t tmpfs -o "size=$size,nr_inodes=$inodes,mode=0700" {name} "$rt/tmp" '
+    '{mount} -t tmpfs -o "size=$size,nr_inodes=$inodes,mode=0700" {name} "$rt/config" '
+    '&& {mount} -t tmpfs -o "size=$size,nr_inodes=$inodes,mode=0700" {name} "$rt/tmp" '
     '&& cd "$rt/tmp" && {mkdir} -m 0700 {dirs} && cd / '
     "{binds}|| exit 125; "
     'echo "{ready} $$"; exec {sleep} infinity'
@@ -109,12 +127,12 @@ def space_argv(tools: SpaceTools, runtime: RuntimeLayout, size_bytes: int) -> li
     """The keeper's command line: its namespaces, its parent-death signal, the space made,
     then a sleep until the host ends it."""
     mount = shlex.quote(tools.mount)
-    binds = "".join(f'&& {mount} --bind "$rt/tmp/{d}" "$rt/{d}" ' for d in SPACE_DIRS)
+    binds = "".join(f'&& {mount} --bind "$rt/tmp/{d}" "$rt/{d}" ' for d in WORKER_DIRS)
     script = SPACE_SCRIPT.format(
         mount=mount,
         mkdir=shlex.quote(tools.mkdir),
         name=SPACE_NAME,
-        dirs=" ".join(SPACE_DIRS),
+        dirs=" ".join(WORKER_DIRS),
         binds=binds,
         ready=READY,
         sleep=shlex.quote(tools.sleep),

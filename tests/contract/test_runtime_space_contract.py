@@ -136,22 +136,29 @@ def real(runtime: RuntimeLayout) -> World:
     )
 
 
-def test_real_a_write_past_the_space_is_refused_in_every_folder_at_once(real: World) -> None:
+def test_real_a_write_past_a_space_is_refused_and_the_worker_s_fill_leaves_the_agent_room(
+    real: World,
+) -> None:
+    """The worker's space (home/, tmp/, work/) is one budget; the agent's (config/) another of
+    the same size, which no write of the worker's own folders can take."""
     space = real.open()
     try:
         done = real.round(
             space,
             'head -c 20M /dev/zero > "$1/work/fill"; w=$?; '
-            'head -c 1M /dev/zero > "$1/config/more"; c=$?; '
-            'echo "$w $c $(du -k "$1/work/fill" | cut -f1)"; df -k "$1/home" | tail -1',
+            'head -c 1M /dev/zero > "$1/home/more"; h=$?; '
+            'head -c 1M /dev/zero > "$1/config/transcript"; c=$?; '
+            'head -c 20M /dev/zero > "$1/config/fill"; f=$?; '
+            'echo "$w $h $c $f $(du -k "$1/work/fill" | cut -f1) $(du -k "$1/config/fill" | cut -f1)"; '
+            'df -k "$1/home" "$1/config" | tail -2',
         )
-        said = done.stdout.split("\n", 1)
-        codes = said[0].split()
-        assert codes[:2] == ["1", "1"], done
-        assert int(codes[2]) <= SIZE // 1024, done  # one tmpfs of the size asked holds both
-        assert said[1].split()[:2] == ["concorde-space", str(SIZE // 1024)], done
-        used = space.used()
-        assert used is not None and used >= (SIZE // 1024 - 64) * 1024
+        first, *rows = done.stdout.splitlines()
+        assert first.split()[:4] == ["1", "1", "0", "1"], done
+        assert all(int(k) <= SIZE // 1024 for k in first.split()[4:]), done
+        assert [r.split()[:2] for r in rows] == [["concorde-space", str(SIZE // 1024)]] * 2, done
+        held = space.used()
+        assert set(held) == {"agent", "worker"}
+        assert all(n >= (SIZE // 1024 - 64) * 1024 for n in held.values()), held
     finally:
         space.close()
 

@@ -33,8 +33,8 @@ class FakeSpace:
     def join(self) -> tuple[str, ...]:
         return (ENV, f"{SPACE_VARIABLE}={self.runtime.root}")
 
-    def used(self) -> int | None:
-        return None
+    def used(self) -> dict[str, int]:
+        return {}
 
     def close(self) -> None:
         self.closes += 1

@@ -23,7 +23,7 @@ def test_plan_says_the_limits_and_how_this_machine_enforces_them(project: Any) -
     enforcement = CgroupGroups().enforcement().text()
     assert (
         f"Resources (each round in a control group of its own): processes 64, memory 512 "
-        f"MiB (swap off), CPU weight 50, runtime space 512 MiB (config/, home/, tmp/, work/); {enforcement}"
+        f"MiB (swap off), CPU weight 50, runtime spaces 512 MiB each (config/; home/, tmp/, work/); {enforcement}"
     ) in shown.out
     as_json = plan(*flags(project, "--max-memory", "2g", "--json")).json()
     assert as_json["resources"]["limits"] == {
@@ -36,13 +36,14 @@ def test_plan_says_the_limits_and_how_this_machine_enforces_them(project: Any) -
 
 
 def test_plan_names_the_bound_of_work_and_home_the_run_s_one_space(project: Any) -> None:
-    """Issue 30 §2: config/, home/, tmp/ and work/ are one tmpfs of the run's size, and plan
-    says so, in the text (each folder a writable mount of the space) and in --json."""
+    """Issue 30 §2: config/ (the agent's) and home/, tmp/, work/ (the worker's) are a tmpfs of
+    the run's size each, and plan says so, in the text (each folder a writable mount of a space)
+    and in --json."""
     shown = plan(*flags(project, "--max-space", "64m"))
     assert shown.status == 0, shown.both
     assert (
-        "the runtime directory's writable space — config/, home/, tmp/ and work/ — is one tmpfs "
-        "of 64 MiB, the run's own"
+        "the runtime directory's writable spaces, the run's own for a confined run: the agent's "
+        "(config/) and the worker's (home/, tmp/ and work/), a tmpfs of 64 MiB each"
     ) in shown.out
     for folder in ("config", "home", "tmp", "work"):
         assert re.search(

@@ -126,7 +126,7 @@ def test_the_defaults_are_written_as_512_processes_and_1_gib() -> None:
         ("", "cpu.weight", "100"),
     )
     assert DEFAULT_LIMITS.text() == (
-        "processes 512, memory 1024 MiB (swap off), CPU weight 100, runtime space 512 MiB (config/, home/, tmp/, work/)"
+        "processes 512, memory 1024 MiB (swap off), CPU weight 100, runtime spaces 512 MiB each (config/; home/, tmp/, work/)"
     )
 
 

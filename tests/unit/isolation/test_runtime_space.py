@@ -32,7 +32,7 @@ TOOLS = SpaceTools(
 MIB = 1024 * 1024
 
 
-def test_the_keeper_makes_one_tmpfs_in_namespaces_of_its_own_and_dies_with_the_host() -> None:
+def test_the_keeper_makes_two_tmpfs_in_namespaces_of_its_own_and_dies_with_the_host() -> None:
     argv = space_argv(TOOLS, RuntimeLayout(root=RT), 512 * MIB)
     # its own user (the host's uid itself) and mount namespaces, capabilities kept for the mounts
     assert argv[:8] == [
@@ -52,8 +52,11 @@ def test_the_keeper_makes_one_tmpfs_in_namespaces_of_its_own_and_dies_with_the_h
     # every path and number an argument: none in the script's text
     assert args == [RT, str(512 * MIB), str(512 * MIB // 4096)]
     assert RT not in script and str(512 * MIB) not in script
+    # the agent's tmpfs on config/, the worker's on tmp/ with its three folders bound out of it
+    mounts = [part.split('"')[3] for part in script.split("-t tmpfs ")[1:]]
+    assert mounts == ["$rt/config", "$rt/tmp"]
     binds = [part.split('"')[1] for part in script.split("--bind ")[1:]]
-    assert binds == ["$rt/tmp/config", "$rt/tmp/home", "$rt/tmp/work", "$rt/tmp/tmp"]  # tmp last
+    assert binds == ["$rt/tmp/home", "$rt/tmp/work", "$rt/tmp/tmp"]  # tmp last
     assert script.endswith(f'echo "{READY} $$"; exec /usr/bin/sleep infinity')
 
 
