@@ -38,6 +38,7 @@ from concorde_workers.adapters.pi.profile import PI
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
+from concorde_workers.adapters.space import KeeperSpaces, SpacedFileSystem
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
 from concorde_workers.application.agent_install import AgentInstaller
 from concorde_workers.application.attestation import Attestor, SigningKey
@@ -63,6 +64,11 @@ from concorde_workers.domain.configuration.profile import example_ids_of
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.isolation.check_layer import LayerTools
+from concorde_workers.domain.isolation.control_groups import (
+    CGROUP_ROOT,
+    MAX_MOUNTINFO_BYTES,
+    cgroup_mounts,
+)
 from concorde_workers.ports.agent import BackendProfile
 from concorde_workers.ports.checks import CheckRunner
 from concorde_workers.ports.clock import Clock
@@ -74,6 +80,7 @@ from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.random import Random
 from concorde_workers.ports.resources import ResourceGroups
 from concorde_workers.ports.sandbox_probe import SandboxProbe
+from concorde_workers.ports.space import RuntimeSpaces
 
 if TYPE_CHECKING:
     from concorde_workers.adapters.demo.example_repository import DemoWorld, Example
@@ -175,6 +182,9 @@ class Container(containers.DeclarativeContainer):
     resource_groups: providers.Provider[ResourceGroups | None] = providers.Object(None)
     """Each round's control group (issue 20): adapters/cgroups.py in production; None (no
     groups, said as limits not enforced) where a world gives none."""
+    runtime_spaces: providers.Provider[RuntimeSpaces | None] = providers.Object(None)
+    """A confined run's writable space (issue 30 §2): adapters/space.py in production; None
+    where a world gives none (a confined run is then refused, never run unbounded)."""
     machine_resources = providers.Factory(read_machine_resources, fs=filesystem, environ=environ)
     """The machine's resources.json (issue 20): its default limits and what a machine without
     control groups does with a run."""
@@ -207,6 +217,7 @@ class Container(containers.DeclarativeContainer):
         groups=resource_groups,
         machine=machine_resources,
         attestor=attestor,
+        spaces=runtime_spaces,
     )
     check_runner = providers.Dependency(instance_of=CheckRunner)
     checks_validation = providers.Factory(ChecksValidation, runner=check_runner, fs=filesystem)
@@ -263,7 +274,19 @@ def host_facts(environ: Mapping[str, str]) -> HostFacts:
         linux=sys.platform.startswith("linux"),
         interpreter_roots=interpreter_roots(),
         installations=installations(checkout_root(), environ),
+        control_groups=control_group_mounts(),
     )
+
+
+def control_group_mounts(mountinfo: str = "/proc/self/mountinfo") -> tuple[str, ...]:
+    """Where this host's control group filesystems are mounted; a mount table that cannot be
+    read proves nothing, so the usual place is named then, when it is there."""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as table:
+            text = table.read(MAX_MOUNTINFO_BYTES)
+    except OSError:
+        return (CGROUP_ROOT,) if os.path.isdir(CGROUP_ROOT) else ()
+    return cgroup_mounts(text)
 
 
 PACKAGE_ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -296,7 +319,12 @@ def runtime_parent() -> str:
 def production(environ: Mapping[str, str] | None = None) -> Container:
     """The production wiring with the real adapters."""
     env = dict(os.environ if environ is None else environ)
-    filesystem, processes, table = LocalFileSystem(), SubprocessRunner(), ProcTable()
+    # The host's files, and the runs' writable spaces reached where they are (adapters/space.py)
+    filesystem, processes, table = (
+        SpacedFileSystem(LocalFileSystem()),
+        SubprocessRunner(),
+        ProcTable(),
+    )
     facts = host_facts(env)
     groups = CgroupGroups()
     return Container(
@@ -314,6 +342,7 @@ def production(environ: Mapping[str, str] | None = None) -> Container:
         check_runner=check_runner(processes, filesystem, facts, table, groups=groups),
         sandbox_probe=SrtSandboxProbe(processes, env),
         resource_groups=groups,
+        runtime_spaces=KeeperSpaces(processes),
     )
 
 
@@ -342,6 +371,7 @@ def check_runner(
         table,
         layer_tools(),
         groups,
+        facts.control_groups,
     )
 
 

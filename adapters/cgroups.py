@@ -105,6 +105,9 @@ class CgroupGroup:
         procs = [os.path.join(folder, "cgroup.procs") for folder in self._folders.values()]
         return join_prefix(self._groups.shell, procs)
 
+    def folders(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(os.path.realpath(f) for f in self._folders.values()))
+
     def reached(self) -> bool:
         return self._groups.reached(self)
 

@@ -105,8 +105,10 @@ class SandboxedCheckRunner:
         table: ProcessTable | None = None,
         layer_tools: LayerTools | None = None,
         groups: ResourceGroups | None = None,
+        control_groups: Sequence[str] = (),
     ) -> None:
         self._groups = groups  # each check in a control group of its own (issue 20)
+        self._control_groups = tuple(control_groups)  # shown empty to a check (issue 30 §2)
         self._processes = processes
         self._table = table
         self._fs = fs
@@ -283,7 +285,15 @@ class SandboxedCheckRunner:
             shown = view_args(place.worktree, place.view, view_source(layer), empty)
             argv = [
                 *layer_prefix(self._layer_tools, layer, tree),
-                *check_argv(self._bwrap, seen, shown, _script(check), self._hidden_forms(), _kind),
+                *check_argv(
+                    self._bwrap,
+                    seen,
+                    shown,
+                    _script(check),
+                    self._hidden_forms(),
+                    _kind,
+                    self._control_groups,
+                ),
             ]
             return self._execute(argv, check, place, on_cancel, VIEW_LAYER)
         finally:
@@ -311,6 +321,7 @@ class SandboxedCheckRunner:
                 _script(check),
                 self._hidden_forms(),
                 _kind,
+                self._control_groups,
             )
             return self._execute(argv, check, place, on_cancel, VIEW_COPY)
         finally:

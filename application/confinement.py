@@ -15,7 +15,6 @@ import posixpath
 from collections.abc import Iterable, Sequence
 
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, is_within
-from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, MIB
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.isolation.confinement import Confinement, ConfinementTools
@@ -37,6 +36,11 @@ SANDBOX_PROGRAMS = ("bwrap", "socat", "rg", "fd", "fdfind")
 HOW_TO_PROVIDE = {
     "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",
     "env": "install coreutils 8.31 or later (Debian: apt-get install coreutils)",
+    "mkdir": "install coreutils (Debian: apt-get install coreutils)",
+    "mount": "install util-linux (Debian: apt-get install mount)",
+    "nsenter": "install util-linux (Debian: apt-get install util-linux)",
+    "setpriv": "install util-linux (Debian: apt-get install util-linux)",
+    "sleep": "install coreutils (Debian: apt-get install coreutils)",
     "umount": "install util-linux (Debian: apt-get install util-linux)",
     "unshare": "install util-linux (Debian: apt-get install util-linux)",
 }
@@ -70,10 +74,12 @@ def plan_confinement(
     context: BackendContext,
     interpreter_roots: Sequence[str],
     linux: bool = True,
+    control_groups: Sequence[str] = (),
 ) -> Confinement | Refusal | None:
     """The confinement of the run, None for a backend whose rounds run unconfined (a test
     backend; any backend off Linux, where there are no bubblewrap namespaces), or the refusal
-    when it cannot be built (a program missing, what the agent needs hidden)."""
+    when it cannot be built (a program missing, what the agent needs hidden). `control_groups`:
+    the host's control group mounts, each replaced inside by the round's own group."""
     needs = backend.confinement_needs(context)
     if needs is None or not linux:
         return None
@@ -92,8 +98,7 @@ def plan_confinement(
         return Refusal(
             code=backend.profile.runtime_missing_code, reason=Reason.ENVIRONMENT, message=plan
         )
-    limits = context.request.resources or DEFAULT_LIMITS
-    return plan.model_copy(update={"scratch": (policy.runtime.tmp, limits.tmp_mib * MIB)})
+    return plan.model_copy(update={"control_groups": tuple(control_groups)})
 
 
 def confinement_launch_problem(fs: FileSystem, confinement: Confinement) -> str | None:
@@ -118,7 +123,19 @@ def _trusted_path(search: str, *worker_writable: str) -> str:
 def _tools(
     fs: FileSystem, search: str, as_root: bool, interpreter: str
 ) -> ConfinementTools | list[str]:
-    wanted = ["bwrap", "env", *(("umount", "unshare") if as_root else ())]
+    # unshare, nsenter, mount and mkdir make and enter the run's writable space
+    # (domain/isolation/runtime_space.py); as root, umount and unshare run the helper too.
+    wanted = [
+        "bwrap",
+        "env",
+        "unshare",
+        "nsenter",
+        "mount",
+        "mkdir",
+        "setpriv",
+        "sleep",
+        *(("umount",) if as_root else ()),
+    ]
     found = {name: fs.which(name, search) for name in wanted}
     missing = [name for name, where in found.items() if where is None]
     if missing:
@@ -131,6 +148,11 @@ def _tools(
         umount=found.get("umount"),
         unshare=found.get("unshare"),
         python=interpreter,
+        nsenter=found.get("nsenter"),
+        mount=found.get("mount"),
+        mkdir=found.get("mkdir"),
+        setpriv=found.get("setpriv"),
+        sleep=found.get("sleep"),
     )
 
 

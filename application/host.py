@@ -57,6 +57,7 @@ from concorde_workers.domain.configuration.machine_resources import MachineResou
 from concorde_workers.domain.configuration.profile import Profiles
 from concorde_workers.domain.configuration.program_versions import programs_text
 from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.configuration.resources import MIB
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import ErrorLink, Reason, Refusal
 from concorde_workers.domain.evidence.layout import RunLayout, RuntimeLayout
@@ -79,6 +80,7 @@ from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
 from concorde_workers.ports.resources import ResourceGroups
+from concorde_workers.ports.space import RuntimeSpace, RuntimeSpaces
 
 FINISH_ATTEMPTS = 3
 """How often each step of the end is tried when an exception is raised into it."""
@@ -115,6 +117,8 @@ class HostRun:
     """Why the run's attestation.json could not be written (verify then says it is missing)."""
     cleaned: CleanupOutcome | None = None
     """What the cleanup before the final record did (the owner record then still stays)."""
+    space: RuntimeSpace | None = None
+    """The runtime directory's writable space of a confined run, once made (issue 30 §2)."""
 
     def refuse(self, refusal: Refusal) -> None:
         """End the run with a refusal's link (`outcomes.refusal_link`)."""
@@ -140,6 +144,7 @@ class WorkerHost:
         groups: ResourceGroups | None = None,
         machine: MachineResources | None = None,
         attestor: Attestor | None = None,
+        spaces: RuntimeSpaces | None = None,
     ) -> None:
         self._git = git
         self._profiles = profiles
@@ -154,6 +159,7 @@ class WorkerHost:
         self._groups = groups  # each round's control group (issue 20); None: none made
         self._machine = machine or MachineResources()  # the machine's resources.json
         self._attestor = attestor  # each run's statement after its record (issue 30 §4)
+        self._spaces = spaces  # a confined run's writable space (issue 30 §2)
 
     def run(
         self,
@@ -355,6 +361,10 @@ class WorkerHost:
                 )
             )
             return
+        refused = self._open_space(run, prepared)
+        if refused is not None:
+            run.refuse(refused)
+            return
         try:
             self._write_control(prepared, run.tracer, run.credential_copies)
         except FileSystemError as failed:
@@ -375,6 +385,30 @@ class WorkerHost:
             state.end(interrupted_link(run.links, run.cancel.reason))
             return
         self._rounds(run, prepared, observer, snapshot)
+
+    def _open_space(self, run: HostRun, prepared: Prepared) -> Refusal | None:
+        """A confined run's writable space (domain/isolation/runtime_space.py), made before the
+        host writes anything there (the credential copies, its settings): the refusal when it
+        cannot be made, for a run that would otherwise write on the host's disk unbounded."""
+        confinement = prepared.confinement
+        if confinement is None or isinstance(run.runtime, FileSystemError):
+            return None
+        size = run.resources.limits.space_mib
+        tools = confinement.tools.space()
+        opened = (
+            "this host was wired without a way to make it"
+            if self._spaces is None or tools is None
+            else self._spaces.open(run.runtime, size * MIB, tools)
+        )
+        if isinstance(opened, str):
+            return Refusal(
+                code=Code.LAUNCH_FAILED,
+                reason=Reason.ENVIRONMENT,
+                message=f"the runtime directory's writable space ({size} MiB, one tmpfs of the "
+                f"run's own) could not be made: {opened}",
+            )
+        run.space = opened
+        return None
 
     def _rounds(
         self, run: HostRun, prepared: Prepared, observer: WorktreeObserver, snapshot: Snapshot
@@ -397,6 +431,7 @@ class WorkerHost:
                 resources=run.resources,
                 changes=keeper_for(self._git, self._fs, prepared, run.tracer, state),
                 events=run.events,
+                space=run.space,
             )
         )
         result = runner.run_all()
@@ -549,8 +584,7 @@ class WorkerHost:
                 )
 
         def clean() -> None:
-            if not isinstance(run.runtime, FileSystemError):
-                self._cleanup(run, run.runtime)
+            self._clean(run)
 
         def finished() -> None:
             if state.error is not None and not state.transcript_kept:
@@ -605,6 +639,18 @@ class WorkerHost:
             )
         state.fail(cleanup_link(run.links, released, cause, state))
         return True
+
+    def _clean(self, run: HostRun) -> None:
+        """The runtime directory removed (`_cleanup`), then its writable space given back to the
+        kernel with everything left in it (idempotent), once the transcript was kept from it and
+        the credential copies removed."""
+        if isinstance(run.runtime, FileSystemError):
+            return
+        try:
+            self._cleanup(run, run.runtime)
+        finally:
+            if run.space is not None:
+                run.space.close()
 
     def _cleanup(self, run: HostRun, runtime: RuntimeLayout) -> None:
         state = run.state

@@ -270,6 +270,7 @@ def _prepared_json(prepared: Prepared) -> dict[str, Any]:
                 {"kind": m.kind.value, "path": m.path, "why": m.why} for m in confinement.mounts
             ],
             "helper": confinement.helper(),
+            "control_groups": list(confinement.control_groups),
         },
         "settings": prepared.generated.shown_settings or None,
         "control_files": sorted(prepared.control_files),
@@ -398,7 +399,12 @@ def _round1_lines(lines: list[str], data: dict[str, Any]) -> None:
             lines,
             f"Confinement: the whole agent in a mount and PID namespace "
             f"({len(mounts)} mounts over a read-only /)",
-            [f"{m['kind']:<15} {m['path']}  ({m['why']})" for m in mounts],
+            [f"{m['kind']:<15} {m['path']}  ({m['why']})" for m in mounts]
+            + [
+                f"{'own group':<15} {path}  (the round's own control group, read-only, or "
+                "nothing: no other run's is named)"
+                for path in data["confinement"]["control_groups"]
+            ],
         )
     _section(
         lines,

@@ -12,7 +12,7 @@ package its version once, and caches the answer per user.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from concorde_workers.application.confinement import plan_confinement
@@ -66,6 +66,9 @@ class HostFacts:
     installations: tuple[Installation, ...] = ()
     """The node_modules this copy pinned its agent programs in, searched after the variables
     and PATH (domain/configuration/discovery.py)."""
+    control_groups: tuple[str, ...] = ()
+    """Where the host's control group filesystems are mounted (its /proc/self/mountinfo): a
+    round and a check see none of them whole (domain/isolation/control_groups.py)."""
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,20 @@ class Prepared:
     programs: tuple[ProgramVersion, ...] = ()
     """The agent programs the backend runs, with their versions (ports/program_versions.py)."""
 
-    def round_command(self, kind: RoundKind, session: str | None) -> LaunchCommand:
-        """A round's command line, inside the confinement when the backend is confined."""
+    def round_command(
+        self,
+        kind: RoundKind,
+        session: str | None,
+        own_groups: Sequence[str] = (),
+        join: Sequence[str] = (),
+    ) -> LaunchCommand:
+        """A round's command line, inside the confinement when the backend is confined, which
+        shows the round its own control group folders (`own_groups`) alone, behind `join`
+        (it enters the run's writable space)."""
         command = self.backend.command(self.context, kind, session)
-        return command if self.confinement is None else self.confinement.wrap(command)
+        if self.confinement is None:
+            return command
+        return self.confinement.wrap(command, own_groups, join)
 
     @property
     def policy(self) -> Policy:
@@ -419,7 +432,12 @@ class Preparer:
                 message=f"the request cannot make a command line: {bad}",
             )
         confinement = plan_confinement(
-            self._fs, backend, context, self._host.interpreter_roots, self._host.linux
+            self._fs,
+            backend,
+            context,
+            self._host.interpreter_roots,
+            self._host.linux,
+            self._host.control_groups,
         )
         if isinstance(confinement, Refusal):
             return confinement

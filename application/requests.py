@@ -61,8 +61,10 @@ class RequestFlags:
     max_processes: str | None = None
     max_memory: str | None = None
     cpu_weight: str | None = None
-    max_tmp: str | None = None
+    max_space: str | None = None
     """The run's resource limits (issue 20), over the request file's `resources`."""
+    max_tmp: str | None = None
+    """The flag `--max-space` replaced: refused, naming it."""
 
 
 CHECKS_FIELD = "checks"
@@ -162,18 +164,23 @@ class RequestBuilder:
     @staticmethod
     def _resources(data: dict[str, Any], flags: RequestFlags) -> dict[str, Any] | Refusal:
         """The request's `resources` with the limit flags over it (issue 20)."""
+        if flags.max_tmp is not None:
+            return invalid(
+                "--max-tmp is now --max-space: the size of each of the runtime directory's "
+                "writable spaces (config/; home/, tmp/ and work/: a tmpfs each); give --max-space"
+            )
         given = {
             "processes": flags.max_processes,
             "memory_mib": flags.max_memory,
             "cpu_weight": flags.cpu_weight,
-            "tmp_mib": flags.max_tmp,
+            "space_mib": flags.max_space,
         }
         out: dict[str, Any] = {}
         for key, flag in (
             ("processes", "--max-processes"),
             ("memory_mib", "--max-memory"),
             ("cpu_weight", "--cpu-weight"),
-            ("tmp_mib", "--max-tmp"),
+            ("space_mib", "--max-space"),
         ):
             text = given[key]
             if text is None:

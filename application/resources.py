@@ -148,16 +148,22 @@ class RunResources:
             return None, failed.text
 
     def close(
-        self, group: ResourceGroup | None, stderr: bytes = b""
+        self,
+        group: ResourceGroup | None,
+        stderr: bytes = b"",
+        space_used: Mapping[str, int] | None = None,
     ) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
         """The round's resources.json (the limits in force, how they are enforced, the use its
-        group counted) and the limits it reached (`stderr`: the agent's tail, which says when
-        node aborted at the heap the memory limit gave it). A group that cannot be removed is
-        said there, never raised: the round's own ending stands. None for a host wired without
-        groups."""
+        group counted, and what each of the run's writable spaces held at the round's end,
+        `space_used_bytes`) and the limits it reached (`stderr`: the agent's tail, which says
+        when node aborted at the heap the memory limit gave it). A group that cannot be removed
+        is said there, never raised: the round's own ending stands. None for a host wired
+        without groups."""
         if self._groups is None:
             return None, ()
         said = self.metadata()
+        if space_used:
+            said["space_used_bytes"] = dict(space_used)
         if group is None:
             return said, ()
         try:

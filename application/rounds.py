@@ -66,6 +66,7 @@ from concorde_workers.ports.git import GitCommandFailed
 from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
 from concorde_workers.ports.random import Random
 from concorde_workers.ports.resources import ResourceGroup
+from concorde_workers.ports.space import RuntimeSpace
 
 # After stdout ends, how long the host waits for the leader to exit before it kills the group.
 EXIT_GRACE_SECONDS = 10.0
@@ -88,6 +89,7 @@ class RoundContext:
     resources: RunResources = field(default_factory=RunResources.none)
     changes: ChangeKeeper | None = None  # each round's change kept (issue 21); None: none
     events: EventEmitter = field(default_factory=EventEmitter.none)  # told as it goes
+    space: RuntimeSpace | None = None  # a confined run's writable space, entered by each round
 
 
 @dataclass
@@ -219,7 +221,6 @@ class RoundRunner:
         context = self.context
         prepared = context.prepared
         session = context.state.session if continues else None
-        command = prepared.round_command(kind, session)
         reader = prepared.backend.reader(prepared.context)
         stale = (
             self._clear_scratch()
@@ -232,6 +233,14 @@ class RoundRunner:
         if stale is not None:
             round_state.failure = stale
             return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
+        # The confinement shows the round its own group alone (issue 30 §2): built once the
+        # group is made.
+        command = prepared.round_command(
+            kind,
+            session,
+            group.folders() if group else (),
+            context.space.join() if context.space else (),
+        )
         handle = _start(context, command, prompt, group)
         if isinstance(handle, str):
             round_state.failure = handle
@@ -252,7 +261,8 @@ class RoundRunner:
             flusher.stop()
             exit_status = handle.wait(None)  # confined: the waiter's exact report
             stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
-            used, reached = context.resources.close(group, stderr)
+            space_used = context.space.used() if context.space else None
+            used, reached = context.resources.close(group, stderr, space_used)
             context.tracer.write_stderr(context.state.layout, round_state.number, stderr)
             context.tracer.write_resources(context.state.layout, round_state.number, used)
             round_state.files = context.tracer.round_files(context.state.layout, round_state.number)

@@ -38,6 +38,12 @@ class ResourceGroup(Protocol):
         """The command line in front of the round's: it joins the group, then execs."""
         ...
 
+    def folders(self) -> tuple[str, ...]:
+        """The group's folder in each hierarchy it was made in (v1: one per controller, the
+        real path once; v2: one), which a confined round sees as its whole control group
+        filesystem (domain/isolation/control_groups.py)."""
+        ...
+
     def reached(self) -> bool:
         """Whether a limit was reached so far (a refused fork, a process the kernel killed)."""
         ...

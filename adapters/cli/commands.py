@@ -168,6 +168,10 @@ def resources_plan(resources: RunResources) -> list[str]:
         "",
         f"Resources (each round in a control group of its own): "
         f"{resources.limits.text()}; {resources.enforcement.text()}",
+        f"  the runtime directory's writable spaces, the run's own for a confined run: the "
+        f"agent's (config/) and the worker's (home/, tmp/ and work/), a tmpfs of "
+        f"{resources.limits.space_mib} MiB each: a write past one fails (ENOSPC), and nothing "
+        "of either reaches the disk",
     ]
     refused = resources.refused()
     if refused:

@@ -247,7 +247,7 @@ def resources_line(used: Mapping[str, Any]) -> str:
     """A round's resource profile from its resources.json (issue 20): the peaks its control
     group counted, each limit it reached, or that no limit was enforced."""
     if used.get("enforced") is not True:
-        return f"resources: limits {used.get('enforcement', 'not enforced')}"
+        return f"resources: limits {used.get('enforcement', 'not enforced')}{_space_text(used)}"
     peak, processes, cpu = (
         used.get("memory_peak_bytes"),
         used.get("processes_peak"),
@@ -259,10 +259,25 @@ def resources_line(used: Mapping[str, Any]) -> str:
         f"CPU {cpu:.1f} s" if isinstance(cpu, int | float) else None,
     ]
     text = "resources: " + (", ".join(p for p in parts if p) or "no counters")
+    text += _space_text(used)
     reached = used.get("limits_reached")
     if isinstance(reached, list) and reached:
         text += "; limit reached: " + "; ".join(str(r) for r in reached)
     return text
+
+
+def _space_text(used: Mapping[str, Any]) -> str:
+    """What the run's writable spaces held at the round's end (issue 30 §2), when it was said."""
+    held, limits = used.get("space_used_bytes"), used.get("limits")
+    size = limits.get("space_mib") if isinstance(limits, Mapping) else None
+    if not isinstance(held, Mapping) or not isinstance(size, int):
+        return ""
+    parts = [
+        f"{name}'s space {held[name] / 1048576:.0f} of {size} MiB"
+        for name in ("agent", "worker")
+        if isinstance(held.get(name), int)
+    ]
+    return ", " + ", ".join(parts) + " used" if parts else ""
 
 
 def round_line(round_: RoundRecord, used: Mapping[str, Any] | None = None) -> list[str]:

@@ -39,6 +39,7 @@ def flags_of(args: argparse.Namespace) -> RequestFlags:
         max_processes=args.max_processes,
         max_memory=args.max_memory,
         cpu_weight=args.cpu_weight,
+        max_space=args.max_space,
         max_tmp=args.max_tmp,
     )
 

@@ -66,10 +66,12 @@ def _request_arguments(parser: argparse.ArgumentParser) -> None:
         help="the run's memory limit, swap off: MiB, or a size such as 512m or 2g (default 1g)",
     )
     parser.add_argument(
-        "--max-tmp",
+        "--max-space",
         metavar="SIZE",
-        help="the size of the run's tmp/, a tmpfs of each round's own (default 512m)",
+        help="the size of each of the runtime directory's writable spaces, a tmpfs each: "
+        "the agent's config/, and the worker's home/, tmp/ and work/ (default 512m)",
     )
+    parser.add_argument("--max-tmp", metavar="SIZE", help=argparse.SUPPRESS)
     parser.add_argument(
         "--cpu-weight",
         metavar="N",

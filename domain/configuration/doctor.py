@@ -30,10 +30,15 @@ from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
 MACHINE_TOOLS: Mapping[str, str] = {
     "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",
     "socat": "install socat (Debian: apt-get install socat)",
+    "unshare": "install util-linux (Debian: apt-get install util-linux)",
+    "nsenter": "install util-linux (Debian: apt-get install util-linux)",
+    "setpriv": "install util-linux (Debian: apt-get install util-linux)",
+    "mount": "install util-linux (Debian: apt-get install mount)",
     "git": "install Git (Debian: apt-get install git)",
 }
 """The programs every run needs whatever its backend (the confinement's and the sandboxes'
-bubblewrap and socat, the host's own Git), and how to provide them."""
+bubblewrap and socat; util-linux's unshare, nsenter, setpriv and mount, which make and enter
+the run's writable spaces, issue 30 §2; the host's own Git), and how to provide them."""
 
 
 @dataclass(frozen=True)
@@ -161,9 +166,11 @@ class Diagnosis:
 
 def tools_of(profiles: Sequence[BackendProfile]) -> dict[str, HelperTool | None]:
     """The tools doctor checks on PATH, in the order a user repairs them: bubblewrap and socat,
-    each backend's helpers, Git (None: a machine tool, `MACHINE_TOOLS`)."""
+    what makes the run's writable spaces, each backend's helpers, Git (None: a machine tool,
+    `MACHINE_TOOLS`)."""
     helpers = {h.name: h for profile in profiles for h in profile.helpers}
-    return {"bwrap": None, "socat": None, **helpers, "git": None}
+    space = dict.fromkeys(("unshare", "nsenter", "setpriv", "mount"))
+    return {"bwrap": None, "socat": None, **space, **helpers, "git": None}
 
 
 def needed_by(profiles: Sequence[BackendProfile]) -> dict[str, frozenset[str]]:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -51,13 +52,26 @@ class ResourceLimits(BaseModel):
     memory_mib: int = Field(default=1024, ge=128, le=16 * 1024 * 1024)
     cpu_weight: int = Field(default=100, ge=1, le=10_000)
     """cgroup v2's cpu.weight scale (100 = the default share); v1's cpu.shares is 10.24x."""
-    tmp_mib: int = Field(default=512, ge=16, le=1024 * 1024)
-    """The size of the runtime directory's tmp/, a tmpfs of each confined round's own."""
+    space_mib: int = Field(default=512, ge=16, le=1024 * 1024)
+    """The size of each of the runtime directory's two writable spaces — the agent's (config/)
+    and the worker's (home/, tmp/, work/), a tmpfs each, the confined run's own (issue 30 §2;
+    docs/decisions.md "The runtime directory's writable space, bounded whole")."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "tmp_mib" in data:
+            raise ValueError(
+                "tmp_mib is now space_mib: the size of each of the runtime directory's "
+                "writable spaces (config/; home/, tmp/ and work/: a tmpfs each); rename it"
+            )
+        return data
 
     def text(self) -> str:
         return (
             f"processes {self.processes}, memory {self.memory_mib} MiB (swap off), "
-            f"CPU weight {self.cpu_weight}, tmp/ {self.tmp_mib} MiB"
+            f"CPU weight {self.cpu_weight}, runtime spaces {self.space_mib} MiB each "
+            "(config/; home/, tmp/, work/)"
         )
 
 

@@ -40,6 +40,7 @@ from concorde_workers.domain.boundary.paths import is_within, relative_to
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, ResourceLimits
 from concorde_workers.domain.gitview.git_commands import SANDBOX_ARGS
 from concorde_workers.domain.isolation.confinement import Mount
+from concorde_workers.domain.isolation.control_groups import mask_args
 from concorde_workers.domain.isolation.environment import worker_path
 from concorde_workers.domain.isolation.launch import NAMESPACE_REPORT_FD, lifeline
 
@@ -132,6 +133,7 @@ def check_argv(
     command: str,
     host_hidden: Sequence[str],
     kind: Callable[[str], str | None],
+    control_groups: Sequence[str] = (),
 ) -> list[str]:
     """The command line of one check: `command` run by /bin/sh inside the sandbox, with the
     worktree's path made by the mounts `shown` (a copy bound there, or the view over the
@@ -139,7 +141,9 @@ def check_argv(
     link:
     "dir", "file", "link" or None (missing); a hidden directory becomes an empty tmpfs, a hidden
     file an empty read-only file; a missing one needs nothing, and neither does a link (bwrap
-    would follow it: the caller lists its target too)."""
+    would follow it: the caller lists its target too). Each of the host's control group mounts
+    (`control_groups`) is an empty read-only folder: a check names no other run's group (issue
+    30 §2; domain/isolation/control_groups.py)."""
     # --info-fd: the process runner ends the run only once the namespace's init has exited, that
     # is once every process of the check is gone, before its copy is removed.
     argv = [bwrap, *CHECK_SANDBOX_ARGS, "--info-fd", NAMESPACE_REPORT_FD]
@@ -149,6 +153,10 @@ def check_argv(
             argv += ["--tmpfs", path]
         elif found == "file":
             argv += ["--ro-bind", "/dev/null", path]
+    groups, empty = mask_args(control_groups)
+    argv += groups
+    for path in empty:
+        argv += ["--remount-ro", path]
     outside = [p for p in place.runtime_paths if not is_within(p, place.worktree)]
     inside = [p for p in place.runtime_paths if is_within(p, place.worktree)]
     for path in outside:

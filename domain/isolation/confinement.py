@@ -8,7 +8,9 @@ mount namespace built from the run's policy and a PID namespace that dies with t
 - what must be absent is an empty, read-only tmpfs: `/tmp`, the temporary root of runtime
   directories (every other run's), both homes, the primary worktree, the run records
   (`<parent>/workers/`), the credential origins; the worker's runtime directory is bound back
-  writable (its `control/` read-only), the runtime paths read-only, and
+  read-only, its writable spaces (config/; home/, tmp/, work/: a tmpfs each of the run's own,
+  entered before bwrap starts: domain/isolation/runtime_space.py) writable, the runtime paths
+  read-only, and
   the installations the agent program itself runs from (its program, node, the host interpreter
   that runs the hooks, sandbox-runtime) read-only;
 - the worktree is built from what is visible (issue 18 §3): an empty read-only tmpfs with the
@@ -50,16 +52,19 @@ domain/isolation/mount_plan.py. Everything is pure: the filesystem facts come in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.isolation.control_groups import mask_args
 from concorde_workers.domain.isolation.launch import (
     EXIT_STATUS_FD,
     NAMESPACE_REPORT_FD,
     LaunchCommand,
     lifeline,
 )
+from concorde_workers.domain.isolation.runtime_space import SpaceTools
 
 CONFINED_UID = 65534
 """The agent's uid inside the namespace when the host runs as root ("nobody"): a nested
@@ -150,6 +155,26 @@ class ConfinementTools(BaseModel):
     umount: str | None = None
     unshare: str | None = None
     python: str | None = None
+    nsenter: str | None = None
+    mount: str | None = None
+    mkdir: str | None = None
+    setpriv: str | None = None
+    sleep: str | None = None
+
+    def space(self) -> SpaceTools | None:
+        """What makes and enters the run's writable space (domain/isolation/runtime_space.py);
+        None when one of them was not found."""
+        found = {
+            "unshare": self.unshare,
+            "nsenter": self.nsenter,
+            "mount": self.mount,
+            "mkdir": self.mkdir,
+            "setpriv": self.setpriv,
+            "sleep": self.sleep,
+        }
+        if any(v is None for v in found.values()):
+            return None
+        return SpaceTools(shell=self.shell, **{k: str(v) for k, v in found.items()})
 
 
 class Confinement(BaseModel):
@@ -162,9 +187,9 @@ class Confinement(BaseModel):
     tools: ConfinementTools
     as_root: bool
     waiter_file: str | None = None
-    scratch: tuple[str, int] | None = None
-    """The runtime directory's tmp/ and its size in bytes (issue 20): a tmpfs of its own each
-    round, so a worker cannot fill the host's disk through it; None: tmp/ as it is on disk."""
+    control_groups: tuple[str, ...] = ()
+    """The host's control group mounts (domain/isolation/control_groups.py): each shows the
+    round's own group there, or nothing."""
 
     def control_files(self) -> dict[str, str]:
         """What the host writes into control/ for the confinement: the empty file that masks,
@@ -174,16 +199,21 @@ class Confinement(BaseModel):
             files[self.waiter_file] = WAITER
         return files
 
-    def prefix(self) -> tuple[str, ...]:
-        """The command line in front of the agent's own argv."""
+    def prefix(self, own_groups: Sequence[str] = ()) -> tuple[str, ...]:
+        """The command line in front of the agent's own argv; `own_groups` are the round's
+        control group folders (`ResourceGroup.folders`), which it joined before bwrap starts."""
         t = self.tools
         argv = [t.env, "--ignore-signal=TERM", "--", t.bwrap, "--unshare-user"]
         if self.as_root:
             argv += ["--uid", "0", "--gid", "0"]
         # --info-fd: bwrap reports the namespace's init on a pipe of the process runner, which
         # ends the round only once that init has exited, that is once the namespace is empty.
+        # Its own System V IPC (nothing a worker makes there outlives the round or is seen by
+        # another) and control group namespace (rooted at the round's group: no other named).
         argv += [
             "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-cgroup",
             "--die-with-parent",
             "--info-fd",
             NAMESPACE_REPORT_FD,
@@ -197,11 +227,10 @@ class Confinement(BaseModel):
         ]
         for mount in self.mounts:
             argv += _mount_args(mount, self.empty_file)
-        if self.scratch is not None:  # inside the runtime directory's bind: mounted after it
-            argv += ["--perms", "1777", "--size", str(self.scratch[1]), "--tmpfs", self.scratch[0]]
-        for mount in self.mounts:
-            if mount.kind is MountKind.EMPTY_DIR:
-                argv += ["--remount-ro", mount.path]
+        groups, empty = mask_args(self.control_groups, own_groups)
+        argv += groups
+        for path in [*(m.path for m in self.mounts if m.kind is MountKind.EMPTY_DIR), *empty]:
+            argv += ["--remount-ro", path]
         argv += ["--", *lifeline(t.shell)]  # the namespace ends with the host, race-free
         helper = self.helper()
         if helper is not None:
@@ -220,9 +249,13 @@ class Confinement(BaseModel):
             umount=self.tools.umount, unshare=self.tools.unshare, uid=CONFINED_UID
         )
 
-    def wrap(self, command: LaunchCommand) -> LaunchCommand:
-        """The same round command, run inside the confinement."""
-        return command.model_copy(update={"argv": (*self.prefix(), *command.argv)})
+    def wrap(
+        self, command: LaunchCommand, own_groups: Sequence[str] = (), join: Sequence[str] = ()
+    ) -> LaunchCommand:
+        """The same round command, run inside the confinement (`prefix`), behind `join`, which
+        enters the run's writable space (`RuntimeSpace.join`) before bwrap starts."""
+        argv = (*join, *self.prefix(own_groups), *command.argv)
+        return command.model_copy(update={"argv": argv})
 
     def count(self, kind: MountKind) -> int:
         return sum(1 for m in self.mounts if m.kind is kind)

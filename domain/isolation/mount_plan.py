@@ -10,7 +10,8 @@ domain/isolation/confinement.py).
   entry is made empty; every other literal path the deny rules hide is masked (the SAME cover
   as the rules), and left out where it is absent already, so no mount point names it;
 - the runtime paths and what the agent program runs from read-only, the runtime directory
-  writable with its control/ read-only;
+  read-only but for its writable spaces (config/; home/, tmp/, work/: a tmpfs each of the run's
+  own, domain/isolation/runtime_space.py);
 - at one path the most restrictive mount stays, and what changes nothing or has nothing to stand
   on (a missing path, a link on the way) is dropped (`_settle`).
 
@@ -36,6 +37,7 @@ from concorde_workers.domain.isolation.confinement import (
     Mount,
     MountKind,
 )
+from concorde_workers.domain.isolation.runtime_space import SPACE_DIRS
 
 __all__ = [
     "PathFacts",
@@ -135,6 +137,7 @@ def _boundary_why(policy: Policy, path: str) -> str:
     return "a home or a credentials directory"
 
 
+SPACE_WHY = "the run's writable space, a tmpfs of its own, entered before bwrap starts"
 _NAMES_ONLY = "names only"
 _BESIDE = "beside a writable entry"
 
@@ -239,15 +242,17 @@ def confinement_plan(
                 why="the task worktree, built from the grant",
             )
         )
+    space = [rt.at(d) for d in SPACE_DIRS]
     wanted += [
-        Mount(kind=MountKind.WRITABLE, path=rt.root, why="the worker's runtime directory"),
+        Mount(kind=MountKind.READ_ONLY, path=rt.root, why="the worker's runtime directory"),
         Mount(kind=MountKind.READ_ONLY, path=rt.control, why="the host's control files"),
+        *(Mount(kind=MountKind.WRITABLE, path=p, why=SPACE_WHY) for p in space),
     ]
     wanted += writable
     keep = frozenset(inputs.keep)
     # The host makes the runtime directory right before it launches (the planner only names
     # it): planned without looking, checked before every round like every other mount.
-    made = frozenset({rt.root, rt.control})
+    made = frozenset({rt.root, rt.control, *space})
     mounts = _settle(wanted, facts, keep, made)
     needed = [policy.worktree, rt.root, rt.control, *runs_from]
     missing = next((path for path in needed if not _there(mounts, path)), None)

@@ -285,6 +285,21 @@ def test_a_process_behind_the_prefix_lands_in_the_group_and_close_kills_what_is_
     assert not world.exists(name)
 
 
+def test_folders_are_the_group_s_own_each_hierarchy_once(world: World) -> None:
+    """What a confined round sees as its control group filesystems (issue 30 §2): its own
+    group's folder in each hierarchy, absolute, named after the group, none twice."""
+    name = world.name("folders")
+    group = world.groups.open(name, LIMITS)
+    try:
+        folders = group.folders()
+        assert folders and len(set(folders)) == len(folders)
+        assert all(os.path.isabs(f) and os.path.basename(f) == name for f in folders)
+        if world.kind != "fake":
+            assert all(os.path.isdir(f) for f in folders)
+    finally:
+        group.close()
+
+
 def test_close_removes_the_group_returns_its_counters_and_a_second_close_is_nothing(
     world: World,
 ) -> None:
@@ -644,6 +659,9 @@ def test_v1_layout_with_cpu_and_cpuacct_mounted_together_makes_one_folder_for_bo
     group = groups.open("run-r1", LIMITS)
     folder = root / "cpu,cpuacct" / "host" / "run-r1"
     assert (folder / "cpu.shares").read_text() == "512"
+    assert sorted(group.folders()) == sorted(
+        str(root / c / "host" / "run-r1") for c in ("pids", "memory", "cpu,cpuacct")
+    )
     assert (root / "pids" / "host" / "run-r1" / "pids.max").read_text() == "64"
     assert (root / "memory" / "host" / "run-r1" / "memory.limit_in_bytes").read_text() == str(
         256 * MIB

@@ -54,7 +54,9 @@ from servers.claude_wrapper import (
 )
 from timing import SLOW, Deadline
 
+from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.container import production
@@ -314,9 +316,17 @@ class ClaudeWorld:
     def runtime_dirs(self) -> list[Path]:
         return sorted(self.temp_root.iterdir())
 
-    def credential_copies(self) -> list[Path]:
-        """Every credentials file below the temp root (the copies the host made)."""
-        return sorted(self.temp_root.rglob(".credentials.json"))
+    def credential_copies(self) -> list[str]:
+        """The text of every credentials file the host made below the temp root: on the disk
+        (there is none: issue 30 §2), or in a run's agent space, reached as the host reaches it
+        (adapters/space.py)."""
+        fs = SpacedFileSystem(LocalFileSystem())
+        found = [p.read_text() for p in sorted(self.temp_root.rglob(".credentials.json"))]
+        for runtime in self.runtime_dirs():
+            copy = f"{runtime}/config/.credentials.json"
+            if fs.lexists(copy):
+                found.append(fs.read_text(copy))
+        return found
 
     def assert_cleaned(self, run: ClaudeRun) -> None:
         """Nothing of the runtime directory is left: no credential copy, no directory; the

@@ -39,6 +39,7 @@ from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits, RunRequest
@@ -271,7 +272,7 @@ class PiWorld:
         container.temp_root.override(providers.Object(str(self.temp_root)))
         if deadline is not None:
             container.processes.override(providers.Object(SubprocessRunner(wait_timeout=deadline)))
-        backend = ObservedPiBackend(fs=LocalFileSystem(), environ=self.environ)
+        backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=self.environ)
         container.backends.override(providers.Dict(pi=providers.Object(backend)))
         host = container.worker_host()
         record = checked_record(

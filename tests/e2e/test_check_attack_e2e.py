@@ -28,6 +28,7 @@ from servers.anthropic_server import Reply
 from timing import SLOW
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.checks import place_for
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits, RunRequest
@@ -118,13 +119,14 @@ def checked_run(
     temp_root: Path,
     request: RunRequest,
     pi: ObservedPiBackend | None = None,
+    checks: tuple[Check, ...] = (CHECK,),
 ) -> RecordedRun:
-    """One run through the production wiring with CHECK as its round validation."""
+    """One run through the production wiring with `checks` (CHECK) as its round validation."""
     container = production(environ)
     container.temp_root.override(providers.Object(str(temp_root)))
     if pi is not None:
         container.backends.override(providers.Dict(pi=providers.Object(pi)))
-    with container.checks_validation(checks=(CHECK,), place=place_for(request)) as validation:
+    with container.checks_validation(checks=checks, place=place_for(request)) as validation:
         record = checked_record(container.worker_host().run(request, validation))
     return RecordedRun(record=record)
 
@@ -166,7 +168,7 @@ def assert_nothing_leaked(
 
 def pi_run(w: PiWorld, *script: Any) -> RecordedRun:
     w.server.add(*script)
-    backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
+    backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=w.environ)
     return checked_run(w.environ, w.temp_root, checked(w.request(LIMITS)), backend)
 
 

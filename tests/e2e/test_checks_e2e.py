@@ -26,6 +26,7 @@ from timing import SLOW
 
 from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.checks import place_for
 from concorde_workers.application.report import gather
 from concorde_workers.container import PROFILES, production
@@ -61,7 +62,7 @@ def run_checked(
     first = len(w.server.requests)
     container = production(w.environ)
     container.temp_root.override(providers.Object(str(w.temp_root)))
-    backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
+    backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=w.environ)
     container.backends.override(providers.Dict(pi=providers.Object(backend)))
     request = w.request(
         Limits(timeout_seconds=SLOW, max_turns=30, rounds=rounds, retries=0, retry_delay_seconds=0)

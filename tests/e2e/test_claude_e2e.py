@@ -125,7 +125,7 @@ def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> Non
 
     def edit(body: dict[str, Any]) -> Reply:
         tool_ok(body)  # the Read
-        copies_seen.append([p.read_text() for p in claude_world.credential_copies()])
+        copies_seen.append(claude_world.credential_copies())
         settings_seen.extend(
             p.read_text() for p in claude_world.temp_root.glob("concorde-*/control/settings.json")
         )
@@ -197,7 +197,8 @@ def test_allowed_write_and_valid_result_end_ok(claude_world: ClaudeWorld) -> Non
         "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
         **({"IS_SANDBOX": "1"} if os.getuid() == 0 else {}),
     }
-    # The credential copy existed while the worker ran, and the transcript was kept.
+    # The credential copy existed while the worker ran (in its agent space, never on the disk),
+    # and the transcript was kept.
     assert copies_seen == [[DUMMY_CREDENTIALS]]
     transcript = run.run_dir / "transcript.jsonl"
     assert run.record.transcript == str(transcript)

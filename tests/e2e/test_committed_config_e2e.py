@@ -23,6 +23,7 @@ from e2e.conftest_pi import ObservedPiBackend, PiWorld, call, pi_world, reply, r
 from servers.anthropic_server import Reply
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.config import WorkerConfiguration
 from concorde_workers.domain.configuration.request import Limits
@@ -107,7 +108,7 @@ def test_pi_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configurati
     )
     container = production(w.environ)
     container.temp_root.override(providers.Object(str(w.temp_root)))
-    backend = ObservedPiBackend(fs=LocalFileSystem(), environ=w.environ)
+    backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=w.environ)
     container.backends.override(providers.Dict(pi=providers.Object(backend)))
     record = checked_record(container.worker_host().run(w.request(LIMITS, rw_on_concorde())))
     assert record.status == "ok", record.error

@@ -101,7 +101,7 @@ def test_a_round_within_its_limits_ends_ok_and_keeps_its_resource_profile(
         "processes": 512,
         "memory_mib": 1024,
         "cpu_weight": 100,
-        "tmp_mib": 512,
+        "space_mib": 512,
     }
     assert used["limits_reached"] == [] and used["processes_peak"] > 1, used
     assert used["memory_peak_bytes"] > 10 * 1024 * 1024 and used["cpu_seconds"] > 0, used

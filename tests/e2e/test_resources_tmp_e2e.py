@@ -1,7 +1,7 @@
-"""End-to-end: the runtime directory's tmp/ is a size-bounded tmpfs of each round's own
-(issue 20 §1), with the real pi and the real Claude Code: a worker's Bash that fills it past its
-size is refused by the kernel (ENOSPC), nothing reaches the host's disk, and the round goes
-on."""
+"""End-to-end: the runtime directory's tmp/ is size-bounded (issue 20 §1), part of the run's one
+writable space since issue 30 §2 (tests/e2e/test_runtime_space_e2e.py), with the real pi and the
+real Claude Code: a worker's Bash that fills it past its size is refused by the kernel (ENOSPC),
+nothing reaches the host's disk, and the round goes on."""
 
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ def test_a_fill_of_tmp_past_its_size_is_refused_and_reaches_no_disk(pi_world: Pi
     run = w.run(
         reply(call("bash", "call_fill", command=fill)),
         reply(result_call("call_r")),
-        resources={"tmp_mib": 32},
+        resources={"space_mib": 32},
     )
     said = run.tool_result("call_fill")
     assert run.record.status == "ok", run.explain()
     assert "No space left on device" in said and "rc=1" in said, said
     kept = int(said.rsplit("kept=", 1)[1].split()[0])
     assert 30 * 1024 <= kept <= 32 * 1024, said  # the tmpfs's size, not the 100 MiB asked
-    assert " 32768 " in said, said  # df: a 32 MiB tmpfs
+    assert " 32768 " in said, said  # df: the 32 MiB space
 
 
 FILL = (
@@ -49,10 +49,10 @@ error text of `head` is lost with it, so its exit status and what it kept tell t
 def test_a_fill_of_tmp_past_its_size_by_claude_code_s_bash_is_refused(
     claude_world: ClaudeWorld,
 ) -> None:
-    run, results = probe(claude_world, [bash(FILL)], resources={"tmp_mib": 32})
+    run, results = probe(claude_world, [bash(FILL)], resources={"space_mib": 32})
     said = results[0][0]
     assert run.record.status == "ok"
     assert "rc=1" in said, said
     kept = int(said.rsplit("kept=", 1)[1].split()[0])
     assert 28 * 1024 <= kept <= 32 * 1024, said  # the tmpfs's size, not the 100 MiB asked
-    assert " 32768 " in said, said  # df: a 32 MiB tmpfs
+    assert " 32768 " in said, said  # df: the 32 MiB space

@@ -31,6 +31,7 @@ from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import RunRecord
 from fakes.agent import Round, ScriptedBackend
 from fakes.process import FakeProcessRunner, FakeStart
+from fakes.space import FakeSpaces
 from fakes.world import GRANT, PRIMARY, TEMP_ROOT, WORKTREE, PlanWorld
 
 TRACE_PARENT = "/work/trace"
@@ -132,16 +133,21 @@ class HostWorld(PlanWorld):
         credentials: Sequence[tuple[str, str]] | None = None,
         refusal: Refusal | None = None,
         scratch: Sequence[str] = (),
+        confined: bool = False,
+        spaces: FakeSpaces | None = None,
         **request_overrides: Any,
     ) -> RunRecord:
         """Run the host over `rounds` with the request's fields overridden; returns the record.
-        `refusal` is what the backend's prerequisite check answers (pi_runtime_missing)."""
+        `refusal` is what the backend's prerequisite check answers (pi_runtime_missing);
+        `confined` plans the production confinement around each round (the fake runner starts
+        its command line as any other), `spaces` makes a confined run's writable space."""
         scripted = ScriptedBackend(
             backend,
             self.fs,
             rounds=list(rounds),  # type: ignore[arg-type]
             refusal=refusal,
             scratch=tuple(scratch),
+            confined=confined,
         )
         if credentials is not None:
             scripted.credentials = list(credentials)
@@ -165,6 +171,8 @@ class HostWorld(PlanWorld):
         container.backends.override(
             providers.Dict(pi=providers.Object(scripted), claude=providers.Object(scripted))
         )
+        if spaces is not None:
+            container.runtime_spaces.override(providers.Object(spaces))
         record = container.worker_host().run(
             self.request(backend, **request_overrides), validation, cancel
         )

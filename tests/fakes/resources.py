@@ -73,6 +73,11 @@ class FakeResourceGroup:
     def prefix(self) -> list[str]:
         return [ENV, f"{GROUP_VARIABLE}={self.tag}"]
 
+    def folders(self) -> tuple[str, ...]:
+        """Where the group would lie: below `FAKE_PARENT`, in no control group filesystem a
+        confinement replaces (so a fake group shows nothing there)."""
+        return (f"{FAKE_PARENT}/{self.name}",)
+
     def reached(self) -> bool:
         return self.groups.reached_of(self.name)
 

@@ -29,7 +29,9 @@ BIN = "/usr/bin"
 SANDBOX_RUNTIME = "/opt/sandbox-runtime"
 INTERPRETER = "/usr/bin/python3"
 TEMP_ROOT = "/tmp"
-PROGRAMS = ("claude", "pi", "rg", "fd", "bwrap", "socat", "env", "umount", "unshare")
+SPACE_PROGRAMS = ("unshare", "nsenter", "mount", "mkdir", "setpriv", "sleep")
+"""What makes and enters a confined run's writable space (domain/isolation/runtime_space.py)."""
+PROGRAMS = ("claude", "pi", "rg", "fd", "bwrap", "socat", "env", "umount", *SPACE_PROGRAMS)
 
 PROJECT_FILES: dict[str, str] = {
     "README.md": "# app\n",

@@ -202,7 +202,7 @@ def test_claude_plan_without_an_operation_prints_every_section(project: Any) -> 
     assert command[0].startswith(
         "/usr/bin/env --ignore-signal=TERM -- "
         f"{project.bin}/bwrap --unshare-user --uid 0 --gid 0 "
-        "--unshare-pid --die-with-parent "
+        "--unshare-pid --unshare-ipc --unshare-cgroup --die-with-parent "
         "--info-fd '{namespace-report-fd}' --ro-bind / / "
     )
     # The host's interpreter runs the waiter that reports the agent's exact exit status.

@@ -45,7 +45,9 @@ def machine() -> FakeFileSystem:
     for name in ("claude", "pi"):
         fs.write(f"{MODULES}/.bin/{name}", "#!/bin/sh\n", 0o755)
     fs.write(f"{SRT}/dist/index.js", "// srt\n")
-    for tool in ("bwrap", "socat", "rg", "fdfind", "node", "git"):
+    for tool in ("bwrap", "socat", "unshare", "nsenter", "setpriv", "mount", "rg", "fdfind"):
+        fs.write(f"/usr/bin/{tool}", "", 0o755)
+    for tool in ("node", "git"):
         fs.write(f"/usr/bin/{tool}", "", 0o755)
     fs.write(f"{HOME}/.config/concorde/models.json", json.dumps(MODEL_MAP))
     fs.write(f"{HOME}/.claude/.credentials.json", CLAUDE_SECRET, 0o600)
@@ -87,7 +89,7 @@ def test_a_machine_with_everything_passes_every_check_and_exits_0() -> None:
     diagnosis = doctor(machine(), probe=probe).diagnose()
     lines = diagnosis.lines()
     assert diagnosis.status == 0, lines
-    assert all(states(lines).values()) and len(states(lines)) == 14
+    assert all(states(lines).values()) and len(states(lines)) == 18  # 4: the space's tools
     assert probe.asked == [("/usr/bin/node", SRT)]
     assert any(
         "pi (@mariozechner/pi-coding-agent): 0.73.1 (at least 0.73.1) at "
@@ -122,6 +124,7 @@ def test_no_credential_value_is_ever_part_of_what_doctor_says() -> None:
             "@anthropic-ai/sandbox-runtime@0.0.83",
         ),
         (lambda fs, env: fs.remove("/usr/bin/socat"), "socat", "apt-get install socat"),
+        (lambda fs, env: fs.remove("/usr/bin/nsenter"), "nsenter", "install util-linux"),
         (lambda fs, env: fs.remove("/usr/bin/fdfind"), "fd", "fd-find"),
         (
             lambda fs, env: fs.write(f"{HOME}/.config/concorde/models.json", "{"),

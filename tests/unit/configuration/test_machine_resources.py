@@ -90,7 +90,7 @@ def test_the_request_s_fields_go_over_the_machine_s_defaults_one_by_one() -> Non
 NONE = "no cgroup v2 hierarchy here"
 ASKED = (
     "the request asks for resource limits (processes 512, memory 1024 MiB (swap off), "
-    f"CPU weight 100, tmp/ 512 MiB) and this machine cannot enforce them: {NONE}"
+    f"CPU weight 100, runtime spaces 512 MiB each (config/; home/, tmp/, work/)) and this machine cannot enforce them: {NONE}"
 )
 REFUSED = (
     f"this machine cannot enforce resource limits ({NONE}) and its {FILE} says "
@@ -137,7 +137,7 @@ def test_the_file_lies_beside_the_model_map_unless_named(
 
 V1 = Enforcement(kind=GroupKind.V1, parents=("/sys/fs/cgroup/pids",), cpu=True)
 WITHOUT = Enforcement(kind=GroupKind.NONE, problem=NONE)
-DEFAULTS = "defaults processes 512, memory 1024 MiB (swap off), CPU weight 100, tmp/ 512 MiB"
+DEFAULTS = "defaults processes 512, memory 1024 MiB (swap off), CPU weight 100, runtime spaces 512 MiB each (config/; home/, tmp/, work/)"
 
 
 @pytest.mark.parametrize(

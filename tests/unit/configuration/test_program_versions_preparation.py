@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 import pytest
-from fakes.world import BIN, GRANT, SANDBOX_RUNTIME, WORKTREE, PlanWorld
+from fakes.world import BIN, GRANT, SANDBOX_RUNTIME, SPACE_PROGRAMS, WORKTREE, PlanWorld
 
 from concorde_workers.application.planner import plan_json, render
 from concorde_workers.application.preparation import Prepared, Progress
@@ -101,7 +101,7 @@ def test_a_program_whose_version_cannot_be_read_is_refused() -> None:
 def test_a_program_that_is_not_found_keeps_its_own_refusal() -> None:
     """No version to read: the run meets what it always met (pi: pi_runtime_missing naming
     the missing program; claude: launch_failed when round 1 starts)."""
-    world = PlanWorld(programs=("rg", "fd", "bwrap", "socat", "env", "umount", "unshare"))
+    world = PlanWorld(programs=("rg", "fd", "bwrap", "socat", "env", "umount", *SPACE_PROGRAMS))
     result, _ = prepare(world, "pi")
     assert isinstance(result, Refusal) and result.code == "pi_runtime_missing"
     assert "Missing: pi" in result.message

@@ -126,7 +126,7 @@ def test_the_defaults_are_written_as_512_processes_and_1_gib() -> None:
         ("", "cpu.weight", "100"),
     )
     assert DEFAULT_LIMITS.text() == (
-        "processes 512, memory 1024 MiB (swap off), CPU weight 100, tmp/ 512 MiB"
+        "processes 512, memory 1024 MiB (swap off), CPU weight 100, runtime spaces 512 MiB each (config/; home/, tmp/, work/)"
     )
 
 
@@ -274,7 +274,7 @@ def test_parse_size(text: str, mib: int | None) -> None:
         ("memory_mib", 127),
         ("cpu_weight", 0),
         ("cpu_weight", 10_001),
-        ("tmp_mib", 15),
+        ("space_mib", 15),
         ("swap_mib", 0),  # no such limit
     ],
 )
@@ -284,9 +284,23 @@ def test_limits_out_of_bounds_are_refused(field: str, value: int) -> None:
     assert refused.value.errors()[0]["loc"] == (field,)
 
 
+def test_the_former_tmp_limit_is_refused_naming_what_replaced_it() -> None:
+    """Issue 30 §2: tmp/ is part of the runtime directory's one writable space now; a setting
+    of the former name is refused with its repair, never dropped."""
+    with pytest.raises(ValidationError) as refused:
+        ResourceLimits.model_validate({"tmp_mib": 64})
+    assert "tmp_mib is now space_mib" in str(refused.value) and "rename it" in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("processes", 16), ("memory_mib", 128), ("cpu_weight", 1), ("cpu_weight", 10_000)],
+    [
+        ("processes", 16),
+        ("memory_mib", 128),
+        ("cpu_weight", 1),
+        ("cpu_weight", 10_000),
+        ("space_mib", 16),
+    ],
 )
 def test_limits_at_their_bounds_are_kept(field: str, value: int) -> None:
     assert getattr(ResourceLimits.model_validate({field: value}), field) == value

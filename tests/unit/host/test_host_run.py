@@ -28,6 +28,7 @@ from fakes.host_world import (
     write_file,
 )
 from fakes.process import FakeProcessHandle, FakeStart
+from fakes.space import FakeSpaces
 from fakes.world import GRANT, WORKTREE
 from pytest_mock import MockerFixture
 
@@ -39,6 +40,7 @@ from concorde_workers.application.validation import (
     ValidationOutcome,
 )
 from concorde_workers.contracts import validator as contract_validator
+from concorde_workers.domain.configuration.resources import ResourceLimits
 from concorde_workers.domain.evidence.records import RunRecord
 
 OWNER_RECORD = f"{RUNTIME_DIR}/control/owner.json"
@@ -1025,3 +1027,59 @@ def test_a_directory_swapped_for_a_link_after_the_plan_is_never_followed() -> No
     assert record.deleted == () and record.deletions_failed == (OLD,)
     assert record.error is not None and record.error.code == "deletion_failed"
     assert "changed since it was judged" in record.error.detail
+
+
+# --- a confined run's writable space (issue 30 §2) ------------------------------------------------
+
+
+def _space_world() -> tuple[HostWorld, FakeSpaces]:
+    world = HostWorld()
+    spaces = FakeSpaces(look=lambda runtime: world.exists(CREDENTIAL_COPY))
+    return world, spaces
+
+
+@pytest.mark.req("Bash runs sandboxed without network")
+def test_a_confined_run_s_space_is_made_before_anything_is_written_there_and_entered_by_each_round() -> (
+    None
+):
+    world, spaces = _space_world()
+    record = world.run([Round.transient(), Round.ok(ok_result())], confined=True, spaces=spaces)
+    assert record.status == "ok", record.error
+    # made once, of the run's size, before the credential copy was written into it
+    size = ResourceLimits().space_mib * 1024 * 1024
+    assert [(root, asked) for root, asked, _ in spaces.opened] == [(RUNTIME_DIR, size)]
+    assert spaces.held_at_open == [False]
+    # every round enters it first, then the confinement (bwrap behind `env`)
+    join = spaces.spaces[0].join()
+    assert len(world.runner.starts) == 2
+    for start in world.runner.starts:
+        assert start.argv[: len(join)] == join
+        assert "--unshare-ipc" in start.argv and "--unshare-cgroup" in start.argv
+    # given back once the run ended, its runtime directory gone
+    assert spaces.closed == [RUNTIME_DIR] and world.runtime_dirs() == []
+
+
+@pytest.mark.parametrize(
+    "spaces",
+    [
+        pytest.param(FakeSpaces(problem="the kernel said no"), id="the space cannot be made"),
+        pytest.param(None, id="a host wired without spaces"),
+    ],
+)
+def test_a_confined_run_whose_space_cannot_be_made_is_refused_before_anything_is_written(
+    spaces: FakeSpaces | None,
+) -> None:
+    world = HostWorld()
+    record = world.run([Round.ok(ok_result())], confined=True, spaces=spaces)
+    assert record.error is not None and record.error.code == "launch_failed"
+    assert "the runtime directory's writable space (512 MiB" in record.error.detail
+    assert (spaces is None) or "the kernel said no" in record.error.detail
+    assert world.runner.starts == []
+    assert not any(p == CREDENTIAL_COPY for p, _ in world.writes_under(RUNTIME_DIR))
+    assert world.runtime_dirs() == []
+
+
+def test_an_unconfined_run_makes_no_space() -> None:
+    world, spaces = _space_world()
+    record = world.run([Round.ok(ok_result())], spaces=spaces)
+    assert record.status == "ok" and spaces.opened == []

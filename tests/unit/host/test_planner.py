@@ -18,6 +18,7 @@ from fakes.world import (
     GRANT,
     PRIMARY,
     READING_GIT_CALLS,
+    SPACE_PROGRAMS,
     USER_HOME,
     WORKTREE,
     PlanWorld,
@@ -428,7 +429,7 @@ def test_a_refused_preparation_shows_what_it_settled() -> None:
 
 
 def test_a_program_that_is_not_found_is_a_note_not_a_refusal() -> None:
-    world = world_with(programs=("rg", "fd", "bwrap", "socat", "env"))
+    world = world_with(programs=("rg", "fd", "bwrap", "socat", "env", *SPACE_PROGRAMS))
     plan = planned(world, request(backend="claude"))
     assert plan.launches
     assert plan.prepared is not None

@@ -26,6 +26,7 @@ from fakes.world import (
     PROGRAMS,
     READING_GIT_CALLS,
     SANDBOX_RUNTIME,
+    SPACE_PROGRAMS,
     WORKTREE,
     PlanWorld,
 )
@@ -349,7 +350,7 @@ def test_one_missing_prerequisite_is_named_alone_and_fd_is_found_as_fdfind() -> 
 
 
 def test_the_claude_backend_needs_none_of_the_pi_prerequisites() -> None:
-    world = PlanWorld(programs=("claude", "bwrap", "env"), sandbox_runtime=False)
+    world = PlanWorld(programs=("claude", "bwrap", "env", *SPACE_PROGRAMS), sandbox_runtime=False)
     result, _ = prepare(world, request(backend="claude"))
     assert isinstance(result, Prepared)
 
@@ -360,14 +361,17 @@ def test_the_claude_backend_needs_none_of_the_pi_prerequisites() -> None:
         ("claude", "bwrap", False, "launch_failed"),
         ("claude", "unshare", True, "launch_failed"),
         ("pi", "umount", True, "pi_runtime_missing"),
+        *(("claude", program, False, "launch_failed") for program in SPACE_PROGRAMS),
+        *(("pi", program, False, "pi_runtime_missing") for program in SPACE_PROGRAMS),
     ],
 )
 def test_no_confinement_is_a_refusal_before_launch_never_an_unconfined_agent(
     backend: str, missing: str, as_root: bool, code: str
 ) -> None:
-    """The whole agent process runs confined; without bwrap (and, as root, util-linux's umount
-    and unshare, which its helper runs) it never runs at all. (pi's own prerequisites name a
-    missing bwrap first, with the same code.)"""
+    """The whole agent process runs confined; without bwrap (as root, util-linux's umount and
+    unshare, which its helper runs; and what makes and enters the run's writable space:
+    unshare, nsenter, mount, mkdir, setpriv, sleep) it never runs at all. (pi's own
+    prerequisites name a missing bwrap first, with the same code.)"""
     world = PlanWorld(programs=tuple(p for p in PROGRAMS if p != missing))
     world.environ["CONCORDE_PI"] = f"{BIN}/pi"
     result = (
@@ -376,10 +380,7 @@ def test_no_confinement_is_a_refusal_before_launch_never_an_unconfined_agent(
         .prepare(request(backend=backend), RUN_ID, RT, Progress())
     )
     assert isinstance(result, Refusal) and result.code == code, result
-    assert (
-        f"this machine lacks {missing}: install util-linux" in result.message
-        or f"this machine lacks {missing}: install bubblewrap" in result.message
-    )
+    assert f"this machine lacks {missing}: install " in result.message
     assert "never without it" in result.message
 
 

@@ -5,6 +5,7 @@ that against the policy's own read and write tables, for grants of every shape."
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 from dataclasses import dataclass
 
@@ -344,6 +345,25 @@ def test_runtime_paths_inside_the_worktree_are_there_and_never_writable() -> Non
     assert view(plan, f"{w.worktree}/src/app/main.py") == Seen("host", True)
 
 
+@pytest.mark.parametrize(
+    ("rel", "seen"),
+    [
+        pytest.param("", Seen("host", False), id="the runtime directory itself"),
+        pytest.param("/planted", Seen("host", False), id="a new entry beside the space"),
+        pytest.param("/control/settings.json", Seen("host", False), id="the host's control"),
+        *(
+            pytest.param(f"/{d}/x", Seen("host", True), id=f"{d}/, the run's space")
+            for d in ("config", "home", "tmp", "work")
+        ),
+    ],
+)
+def test_only_the_run_s_space_is_writable_of_the_runtime_directory(rel: str, seen: Seen) -> None:
+    """Issue 30 §2: what the agent tree may write outside the grant is the run's space alone
+    (config/, home/, tmp/, work/: one tmpfs, entered before bwrap starts)."""
+    w = world()
+    assert view(w.plan(w.policy(BASE_GRANT)), RT + rel) == seen
+
+
 def test_a_rw_entry_still_to_be_created_gets_its_directory_writable_beside_nothing_uncovered() -> (
     None
 ):
@@ -529,6 +549,44 @@ def test_the_command_line_confines_the_whole_agent_and_dies_with_the_host() -> N
     )
     wrapped = plan.wrap(_command())
     assert wrapped.argv[len(argv) :] == ("claude", "-p") and wrapped.cwd == f"{RT}/work"
+
+
+GROUP_MOUNTS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified")
+OWN_GROUPS = (
+    "/sys/fs/cgroup/memory/host/concorde-abc123-00000001-r1",
+    "/sys/fs/cgroup/pids/concorde-abc123-00000001-r1",
+)
+
+
+@pytest.mark.parametrize(
+    ("own", "shown"),
+    [
+        pytest.param(
+            OWN_GROUPS,
+            {**dict(zip(GROUP_MOUNTS[:2], OWN_GROUPS, strict=True)), GROUP_MOUNTS[2]: None},
+            id="its own group in each hierarchy it has one",
+        ),
+        pytest.param((), dict.fromkeys(GROUP_MOUNTS), id="no group: every hierarchy empty"),
+    ],
+)
+def test_a_round_names_no_other_run_s_group_nor_shares_its_ipc(
+    own: tuple[str, ...], shown: dict[str, str | None]
+) -> None:
+    """Issue 30 §2: the round's own control group namespace and System V IPC; each control
+    group mount shows the round's own group read-only, or an empty read-only folder."""
+    w = world()
+    plan = w.plan(w.policy(BASE_GRANT)).model_copy(update={"control_groups": GROUP_MOUNTS})
+    argv = plan.prefix(own)
+    assert {"--unshare-ipc", "--unshare-cgroup"} <= set(argv)
+    for mount, folder in shown.items():
+        at = argv.index(mount)
+        if folder is None:
+            assert argv[at - 1] == "--tmpfs", mount
+            assert ("--remount-ro", mount) in itertools.pairwise(argv[at:]), mount
+        else:
+            assert argv[at - 2 : at] == ("--ro-bind", folder), mount
+            assert ("--remount-ro", mount) not in itertools.pairwise(argv), mount
+    assert plan.wrap(_command(), own).argv[: len(argv)] == argv
 
 
 def test_not_as_root_no_helper_runs_before_the_agent() -> None:
