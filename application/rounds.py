@@ -26,6 +26,7 @@ from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.program_identity import program_changed
 from concorde_workers.application.resources import RunResources
 from concorde_workers.application.run_state import RoundState, RunState
+from concorde_workers.application.runtime_directory import copy_transcript
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import Moment, TraceWriter
 from concorde_workers.application.validation import (
@@ -212,8 +213,26 @@ class RoundRunner:
         round_state.duration = max(0.0, context.clock.monotonic() - round_state.started_monotonic)
         round_state.ended_at = context.clock.now_utc()
         self._judge_result(round_state, report)
+        self._keep_transcript_so_far()
         self._write_known(round_state)
         return round_state
+
+    def _keep_transcript_so_far(self) -> None:
+        """The latest session's transcript copied into the run directory after every round
+        (seed 000 moves it there when the run ends; that move replaces this copy): the agent's
+        space dies with a host killed by SIGKILL (issue 30 §2), and the record a sweep then
+        finishes names what the rounds so far said. Nothing here changes the run: the end
+        keeps the transcript, or says why it could not."""
+        context = self.context
+        prepared, state = context.prepared, context.state
+        if state.session is None:
+            return
+        try:
+            source = prepared.backend.transcript(prepared.context, state.session)
+            if source is not None and context.fs.lexists(source):
+                copy_transcript(context.fs, source, state.layout.transcript)
+        except Exception:  # the run's end keeps the transcript and tells any failure
+            return
 
     def _execute(
         self, round_state: RoundState, kind: RoundKind, prompt: str, continues: bool

@@ -42,6 +42,7 @@ __all__ = [
     "TRANSCRIPT_MODE",
     "CleanupOutcome",
     "cleanup_runtime_directory",
+    "copy_transcript",
     "create_runtime_directory",
     "release_runtime_directory",
 ]
@@ -407,6 +408,14 @@ def _remains(
             why = resisting.get(copy) or removal_error or "still present after its removal"
             remains.append(f"{copy}: {why}")
     return tuple(remains)
+
+
+def copy_transcript(fs: FileSystem, transcript: str, dest: str) -> str | None:
+    """The transcript copied to `dest` in the run directory, the copy's digest checked, the
+    original left where it is; None when done, else why not. After every round, so a host
+    killed by SIGKILL (whose runtime spaces die with it, issue 30 §2) leaves the transcript of
+    the rounds so far, which a sweep then names (issue 30 §3)."""
+    return _keep_transcript(fs, transcript, dest)[1]
 
 
 def _keep_transcript(

@@ -171,7 +171,7 @@ def check_argv(
         SETSID,
         "--wait",
         "--",
-        *lifeline(SHELL),
+        *lifeline(),
         SHELL,
         "-c",
         command,

@@ -231,7 +231,7 @@ class Confinement(BaseModel):
         argv += groups
         for path in [*(m.path for m in self.mounts if m.kind is MountKind.EMPTY_DIR), *empty]:
             argv += ["--remount-ro", path]
-        argv += ["--", *lifeline(t.shell)]  # the namespace ends with the host, race-free
+        argv += ["--", *lifeline()]  # the namespace ends with the host, race-free
         helper = self.helper()
         if helper is not None:
             argv += [t.shell, "-c", helper, HELPER_NAME]

@@ -77,8 +77,8 @@ LIFELINE_SCRIPT = (
 """The first program inside a PID namespace of bubblewrap's (a check's, a round's): a watcher
 in the background reads the lifeline, and at its end of file kills every process of the
 namespace but its init, which then exits with no child left, ending the namespace; the
-foreground becomes the command (which keeps the passed end: dash cannot close a descriptor above
-9 by number, and an end of file is all the socket will ever carry). bwrap's `--die-with-parent`
+foreground becomes the command (which keeps the passed end: an end of file is all the socket
+will ever carry). Both scripts run in bash (`LIFELINE_SHELL`). bwrap's `--die-with-parent`
 alone loses a race: its init sets its parent-death signal only after it forked the command, so a
 host killed in between (measured under load: 1 run in 9 of tests/integration/
 test_check_host_killed.py) leaves an init with no such signal and the namespace alive for good.
@@ -89,16 +89,22 @@ program's process group (bwrap's `--new-session`)."""
 
 DEFAULT_SHELL = "/bin/sh"
 
+LIFELINE_SHELL = "/bin/bash"
+"""The shell of the lifeline's watchers (`GUARD_SCRIPT`, `LIFELINE_SCRIPT`): bash, since the
+descriptor the runner passes is 10 or more in any host with a few files open, and dash
+(`/bin/sh` on Debian) cannot redirect from a descriptor above 9 by number (`<&"$fd"` is then a
+syntax error, and the watcher is gone before it watched)."""
 
-def lifeline(shell: str) -> list[str]:
+
+def lifeline(shell: str = LIFELINE_SHELL) -> list[str]:
     """The command line in front of a namespace's command: `shell` by absolute path."""
     return [shell, "-c", LIFELINE_SCRIPT, "concorde-lifeline", LIFELINE_FD]
 
 
 def guarded(argv: Sequence[str]) -> tuple[str, ...]:
     """`argv` behind the guard (`GUARD_SCRIPT`), run by the shell of the lifeline in `argv` (the
-    one the plan resolved), else by `DEFAULT_SHELL`."""
-    shell = DEFAULT_SHELL
+    one the plan resolved), else by `LIFELINE_SHELL`."""
+    shell = LIFELINE_SHELL
     for i, arg in enumerate(argv):
         if arg == LIFELINE_FD and i >= 4 and list(argv[i - 4 : i + 1]) == lifeline(argv[i - 4]):
             shell = argv[i - 4]

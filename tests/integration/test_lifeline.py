@@ -30,7 +30,7 @@ import pytest
 from e2e.agent_processes import processes_with
 from timing import SLOW
 
-from concorde_workers.domain.isolation.launch import lifeline
+from concorde_workers.domain.isolation.launch import LIFELINE_SHELL, lifeline
 
 pytestmark = pytest.mark.integration
 
@@ -53,9 +53,10 @@ NO_DEATH_SIGNAL = (
 )
 
 HOST = """
-import json, sys, time
+import json, os, sys, time
 from concorde_workers.adapters.process import SubprocessRunner
-argv, env = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+argv, env, busy = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+held = [os.open("/dev/null", os.O_RDONLY) for _ in range(busy)]  # a host with files open
 handle = SubprocessRunner().start(argv, env, "/")
 print(handle.pid, flush=True)
 time.sleep(3000)
@@ -65,20 +66,20 @@ time.sleep(3000)
 class Namespace:
     """A host process that starts one bwrap namespace through the production runner."""
 
-    def __init__(self, with_lifeline: bool) -> None:
+    def __init__(self, with_lifeline: bool, busy: int = 0) -> None:
         bwrap = shutil.which("bwrap")
         assert bwrap is not None, "bubblewrap is not installed (./scripts/setup installs it)"
         self.mark = f"lifeline-{os.getpid()}-{time.monotonic_ns()}"
         script = "setsid sleep 3000 </dev/null >/dev/null 2>&1 & sleep 3000"
         inside = (
-            [*lifeline("/bin/sh"), "/bin/sh", "-c", script]
+            [*lifeline(LIFELINE_SHELL), "/bin/sh", "-c", script]
             if with_lifeline
             else ["/bin/sh", "-c", script]
         )
         argv = [bwrap, *NO_DEATH_SIGNAL, "--", *inside]
         env = {"PATH": "/usr/bin:/bin", "CONCORDE_TEST_MARK": self.mark}
         self.host = subprocess.Popen(
-            [sys.executable, "-c", HOST, json.dumps(argv), json.dumps(env)],
+            [sys.executable, "-c", HOST, json.dumps(argv), json.dumps(env), str(busy)],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -124,10 +125,14 @@ def namespaces() -> Iterator[list[Namespace]]:
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
+@pytest.mark.parametrize("busy", [0, 24], ids=["few files open", "a host with files open"])
 def test_a_namespace_with_the_lifeline_ends_with_its_host_even_without_a_death_signal(
-    namespaces: list[Namespace],
+    namespaces: list[Namespace], busy: int
 ) -> None:
-    namespace = Namespace(with_lifeline=True)
+    """With files open in the host the lifeline's descriptor is 10 or more, which dash cannot
+    redirect from (`<&"$fd"` is then a syntax error and the watcher is gone at once): the
+    scripts run in bash, which can."""
+    namespace = Namespace(with_lifeline=True, busy=busy)
     namespaces.append(namespace)
     namespace.running()
     assert namespace.alive_after(namespace.kill_host(), DEADLINE) == []

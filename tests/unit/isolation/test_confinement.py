@@ -633,7 +633,7 @@ def test_a_directory_swapped_for_a_link_since_the_plan_stops_the_round() -> None
 # agent's exact wait status on the runner's pipe (tests/integration/test_confinement_real.py runs
 # it for real).
 WAITING = ("/usr/bin/python3", "-I", "-S", f"{RT}/control/wait.py", EXIT_STATUS_FD)
-LIFELINE = tuple(lifeline("/bin/sh"))
+LIFELINE = tuple(lifeline())
 
 
 def test_the_waiter_is_python_that_compiles_and_reports_on_the_runner_s_pipe() -> None:

@@ -312,17 +312,19 @@ def test_schema_text_is_compact_json_object() -> None:
 
 def test_a_program_asking_for_a_lifeline_runs_behind_the_guard_in_the_lifeline_s_shell() -> None:
     """The process runner puts the guard first (docs/decisions.md "What the lifeline reaches"):
-    run by the shell the plan resolved for the lifeline inside, else by /bin/sh."""
-    argv = ("/usr/bin/bwrap", "--unshare-pid", "--", *lifeline("/usr/bin/dash"), "/bin/true")
+    run by the shell the plan resolved for the lifeline inside, else by bash (dash cannot read
+    a descriptor above 9 by number)."""
+    argv = ("/usr/bin/bwrap", "--unshare-pid", "--", *lifeline("/usr/bin/bash"), "/bin/true")
     assert guarded(argv) == (
-        "/usr/bin/dash",
+        "/usr/bin/bash",
         "-c",
         GUARD_SCRIPT,
         "concorde-guard",
         LIFELINE_FD,
         *argv,
     )
-    assert guarded(("prog", LIFELINE_FD))[:2] == ("/bin/sh", "-c")
+    assert guarded(("prog", LIFELINE_FD))[:2] == ("/bin/bash", "-c")
+    assert lifeline()[0] == "/bin/bash"
     # The watcher kills its own process group (never a group id that could be another's), and
     # leaves SIGTERM to the program.
     assert "kill -s KILL 0" in GUARD_SCRIPT and "trap '' HUP INT QUIT TERM" in GUARD_SCRIPT

@@ -184,7 +184,7 @@ def test_the_sandbox_hides_homes_and_records_and_binds_the_copy_at_the_worktree(
     bind = text.index("--bind /tmp/copy /repo/.claude/worktrees/t")
     assert text.index("--ro-bind-try /opt/py /opt/py") < bind
     assert text.index("--ro-bind-try /repo/.claude/worktrees/t/.venv") > bind
-    assert argv[-9:] == ["--", *lifeline("/bin/sh"), "/bin/sh", "-c", "pytest -q"]
+    assert argv[-9:] == ["--", *lifeline(), "/bin/sh", "-c", "pytest -q"]
 
 
 def test_the_check_s_command_has_a_session_of_its_own_and_bwrap_s_init_stays_in_the_group() -> None:
@@ -196,7 +196,7 @@ def test_the_check_s_command_has_a_session_of_its_own_and_bwrap_s_init_stays_in_
     assert "--new-session" not in argv and "--die-with-parent" in argv
     end = argv.index("--")  # bwrap's last option
     assert argv[end : end + 4] == ["--", SETSID, "--wait", "--"]
-    assert argv[end + 4 :] == [*lifeline("/bin/sh"), "/bin/sh", "-c", "pytest -q"]
+    assert argv[end + 4 :] == [*lifeline(), "/bin/sh", "-c", "pytest -q"]
 
 
 def test_the_environment_is_cleared_like_the_workers_bash() -> None:
