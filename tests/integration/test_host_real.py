@@ -740,6 +740,37 @@ def test_a_repair_resumes_the_session_with_the_repair_text(harness: HostHarness)
     assert_cleaned(harness, run)
 
 
+@pytest.mark.req("The transcript is kept before the runtime directory goes")
+def test_the_transcript_of_the_rounds_so_far_is_in_the_run_directory_once_a_round_ends(
+    harness: HostHarness,
+) -> None:
+    """Issue 30 §2 and §3: the agent's space dies with a host killed by SIGKILL, so the host
+    copies the latest session's transcript into the run directory after every round (the end
+    still moves the whole of it there): a kill in round 2 leaves round 1's words. Seen from the
+    round validation, which runs once round 1 ended."""
+    first = [{"type": "session", "id": "s-1"}, {"type": "message", "text": "round one"}]
+    second = [{"type": "message", "text": "round two"}]  # the session's file grows
+    whole = [*first, *second]
+    seen: list[list[dict[str, str]]] = []
+
+    def validation(given: ValidationInput) -> ValidationOutcome:
+        kept = Path(given.round_dir).parent.parent / "transcript.jsonl"
+        seen.append([json.loads(line) for line in kept.read_text().splitlines()])
+        return ValidationOutcome(repair="again" if given.round == 1 else None)
+
+    run = harness.run(
+        [Step.session("s-1"), Step.transcript(first), Step.result(ok_result())],
+        [Step.session("s-1"), Step.transcript(second), Step.result(ok_result())],
+        validation=validation,
+        limits=Limits(timeout_seconds=SLOW, rounds=1, retries=0, retry_delay_seconds=0),
+    )
+    assert run.record.status == "ok", run.record.error
+    assert seen == [first, whole]
+    kept = run.run_dir / "transcript.jsonl"
+    assert [json.loads(line) for line in kept.read_text().splitlines()] == whole
+    assert_cleaned(harness, run)
+
+
 @pytest.mark.req("Proposed deletions follow every clean last round")
 def test_a_round_that_timed_out_after_its_result_still_performs_its_deletions(
     harness: HostHarness,
