@@ -323,15 +323,36 @@ class WorkerHost:
 
     def _run_held(self, run: HostRun, prepared: Prepared) -> None:
         state = run.state
-        request = state.request
-        # The snapshot comes before anything is generated: a run whose snapshot failed
-        # launches nothing, so it gets no control files and no credential copies. The change
-        # store comes first: the audit compares content there (issue 30 §1).
+        started = self._snapshot(run, prepared)
+        if started is None:
+            return
+        observer, snapshot = started
+        refused = self._open_space(run, prepared) or self._control(run, prepared)
+        if refused is not None:
+            run.refuse(refused)
+            return
+        run.tracer.write_text(state.layout.brief, prepared.brief)
+        if prepared.programs:  # what a test backend runs has no version the policy relies on
+            run.tracer.write_text(state.layout.programs, programs_text(prepared.programs))
+        state.write_node(run.tracer, "update")
+        if run.cancel.is_set():
+            state.end(interrupted_link(run.links, run.cancel.reason))
+            return
+        self._rounds(run, prepared, observer, snapshot)
+
+    def _snapshot(
+        self, run: HostRun, prepared: Prepared
+    ) -> tuple[WorktreeObserver, Snapshot] | None:
+        """The observer and the snapshot, before anything is generated: a run whose snapshot
+        failed launches nothing, so it gets no control files and no credential copies (None:
+        the run has ended). The change store comes first: the audit compares content there
+        (issue 30 §1)."""
+        state = run.state
         try:
             store = open_change_store(self._git, prepared, state)
         except GitCommandFailed as failed:
             state.end(snapshot_link(run.links, failed))
-            return
+            return None
         observer = WorktreeObserver(
             self._git,
             self._fs,
@@ -339,7 +360,7 @@ class WorkerHost:
             writable=[
                 e.path for e in prepared.grant.entries if e.level is Level.RW and e.is_directory
             ],
-            runtime_paths=request.runtime_paths,
+            runtime_paths=state.request.runtime_paths,
             git_entries=prepared.git_entries,
             store=store,
         )
@@ -347,7 +368,7 @@ class WorkerHost:
             snapshot = observer.snapshot()
         except GitCommandFailed as failed:
             state.end(snapshot_link(run.links, failed))
-            return
+            return None
         # Git metadata a worker could have planted before this run (an interrupted run leaves
         # it in place): this run's record could not tell of it had the run ended ok, so the
         # run is refused before anything is generated (docs/decisions.md).
@@ -360,31 +381,22 @@ class WorkerHost:
                     message=found_before_refusal(planted, prepared.placement.worktree),
                 )
             )
-            return
-        refused = self._open_space(run, prepared)
-        if refused is not None:
-            run.refuse(refused)
-            return
+            return None
+        return observer, snapshot
+
+    def _control(self, run: HostRun, prepared: Prepared) -> Refusal | None:
+        """The control files and credential copies written, or the refusal naming what could
+        not be."""
         try:
             self._write_control(prepared, run.tracer, run.credential_copies)
         except FileSystemError as failed:
-            run.refuse(
-                Refusal(
-                    code=Code.LAUNCH_FAILED,
-                    reason=Reason.ENVIRONMENT,
-                    message=f"the host could not write {failed.path} into the runtime directory: "
-                    f"{failed.os_error_text}",
-                )
+            return Refusal(
+                code=Code.LAUNCH_FAILED,
+                reason=Reason.ENVIRONMENT,
+                message=f"the host could not write {failed.path} into the runtime directory: "
+                f"{failed.os_error_text}",
             )
-            return
-        run.tracer.write_text(state.layout.brief, prepared.brief)
-        if prepared.programs:  # what a test backend runs has no version the policy relies on
-            run.tracer.write_text(state.layout.programs, programs_text(prepared.programs))
-        state.write_node(run.tracer, "update")
-        if run.cancel.is_set():
-            state.end(interrupted_link(run.links, run.cancel.reason))
-            return
-        self._rounds(run, prepared, observer, snapshot)
+        return None
 
     def _open_space(self, run: HostRun, prepared: Prepared) -> Refusal | None:
         """A confined run's writable space (domain/isolation/runtime_space.py), made before the

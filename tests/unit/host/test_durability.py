@@ -50,6 +50,10 @@ def test_the_credentials_removal_is_made_durable_before_the_final_record_and_the
     ops = world.fs.ops
     copies = [i for i, (op, path) in enumerate(ops) if op == "remove" and "/config/" in path]
     synced = [i for i, (op, _) in enumerate(ops) if op == "sync_directory"]
-    final = max(i for i, (op, path) in enumerate(ops) if path == f"{RUN_DIR}/trace.json")
+    final = max(  # the last write (the attestation reads it afterwards)
+        i
+        for i, (op, path) in enumerate(ops)
+        if op == "write_atomic" and path == f"{RUN_DIR}/trace.json"
+    )
     removed = [i for i, (op, path) in enumerate(ops) if op == "rmtree" and path == RUNTIME_DIR]
     assert copies and max(copies) < synced[0] < final < removed[-1] < synced[1]
