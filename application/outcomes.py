@@ -18,6 +18,7 @@ from concorde_workers.domain.evidence.layout import RunLayout
 from concorde_workers.domain.evidence.links import (
     audit_evidence,
     audit_violation_detail,
+    host_limit_link,
     trace_evidence,
     transcript_evidence,
     worker_link,
@@ -266,13 +267,15 @@ def _worker_timeout(e: _Ending) -> ErrorLink:
 
 def _worker_limit_reached(e: _Ending) -> ErrorLink:
     what = e.report.limit or "its limit"
-    # the run's own limits (issue 20): the host's control group, not the agent program, ended it
-    who = (
-        "the host ended the round at a limit of its control group"
-        if what.startswith("the run's ")
-        else "the agent program stopped at a limit"
+    if e.report.host_limits:
+        # The run's own limits (issue 20): the host's control group ended the round, and its
+        # link is the cause on every backend (docs/decisions.md "A limit the host enforces is
+        # told as one"), never what the program said as it was stopped.
+        detail = f"{e.head}the host ended the round at a limit of its control group: {what}"
+        return e.link(detail + e.note, causes=[host_limit_link(e.report.host_limits)])
+    return e.link(
+        f"{e.head}the agent program stopped at a limit: {what}{e.note}", causes=e.process_causes
     )
-    return e.link(f"{e.head}{who}: {what}{e.note}", causes=e.process_causes)
 
 
 def _process_failed(e: _Ending) -> ErrorLink:

@@ -604,7 +604,11 @@ def _as_reported(
     output lines the reader could not use."""
     if reached:
         report = report.model_copy(
-            update={"ending": RoundEnding.LIMIT_REACHED, "limit": "; ".join(reached)}
+            update={
+                "ending": RoundEnding.LIMIT_REACHED,
+                "limit": "; ".join(reached),
+                "host_limits": tuple(reached),
+            }
         )
     if note is None:
         return report

@@ -87,6 +87,9 @@ class Code(StrEnum):
     RUNTIME_PARENT_UNREADABLE = "runtime_parent_unreadable"
     SIGNING_KEY_INVALID = "signing_key_invalid"
     TRACE_UNVERIFIED = "trace_unverified"
+    # the host's own link of a limit it enforces (docs/decisions.md "A limit the host enforces
+    # is told as one"): worker_limit_reached's cause on every backend
+    HOST_LIMIT_REACHED = "host_limit_reached"
 
 
 BACKENDS: frozenset[str] = frozenset(CONTRACT_BACKENDS)

@@ -19,6 +19,7 @@ from typing import Any
 from concorde_workers.domain.evidence.codes import (
     VALIDATION_CODE_RULES,
     CausesRule,
+    Code,
     Reason,
     run_code_row,
 )
@@ -126,6 +127,33 @@ def quote_tail(text: str) -> str:
 def exit_text(exit_status: int | None) -> str:
     """An exit status as a link states it; `none` when the process gave none."""
     return "none" if exit_status is None else str(exit_status)
+
+
+HOST_LIMIT_ACTOR = "Workers host (the round's control group)"
+
+
+def host_limit_link(reached: Sequence[str]) -> ErrorLink:
+    """The host's own link of the limits of the run's resources a round reached (level
+    component, reason exhausted): each names the limit, its value and the peak the group
+    measured. worker_limit_reached's one cause on every backend, whatever the agent program
+    said as it was stopped (its standard error stays in the round's stderr.log)."""
+    if not reached:
+        raise ValueError("a host limit link names at least one limit reached")
+    return ErrorLink(
+        level=COMPONENT_LEVEL,
+        actor=HOST_LIMIT_ACTOR,
+        code=Code.HOST_LIMIT_REACHED,
+        detail="; ".join(reached),
+        evidence=(),
+        attempts=(),
+        unhandled=Unhandled(
+            reason=Reason.EXHAUSTED,
+            explanation="the host ended the round at a limit of the run's resources it enforces",
+        ),
+        options=(),
+        recommendation="",
+        causes=(),
+    )
 
 
 def worker_actor(run_id: str, session: str | None) -> str:

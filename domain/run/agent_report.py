@@ -50,6 +50,10 @@ class RoundReport(BaseModel):
     transient_error: str | None = None
     process_link: ErrorLink | None = None
     limit: str | None = None
+    host_limits: tuple[str, ...] = ()
+    """The limits of the run's own the host enforced and the round reached (its control
+    group's), each with its value and the peak: then the host's link is the cause, whatever
+    the backend (docs/decisions.md "A limit the host enforces is told as one")."""
     failure: str | None = None
     usage: RoundUsage = RoundUsage()
     agent: dict[str, Any] = {}

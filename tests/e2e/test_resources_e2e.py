@@ -23,9 +23,26 @@ from timing import SLOW, Gate, Signal
 from concorde_workers.adapters.cgroups import CgroupGroups
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.configuration.resources import MIB, GroupKind
+from concorde_workers.domain.evidence.links import HOST_LIMIT_ACTOR
 
 pytestmark = pytest.mark.e2e
 __all__ = ["pi_world"]  # the fixture, imported for pytest
+
+
+def told_as_the_host_s(run: RecordedRun, limit: str) -> None:
+    """One shape on every backend (docs/decisions.md "A limit the host enforces is told as
+    one"): worker_limit_reached's one cause is the host's own link, naming the limit, its value
+    and the peak, never the agent program's link."""
+    error = run.record.error
+    assert error is not None
+    [cause] = error.causes
+    assert (cause.code, cause.level, cause.actor) == (
+        "host_limit_reached",
+        "component",
+        HOST_LIMIT_ACTOR,
+    ), cause
+    assert cause.unhandled.reason == "exhausted"
+    assert limit in cause.detail and "peak" in cause.detail, cause.detail
 
 
 def resources_of(run: RecordedRun, round_number: int = 1) -> dict[str, Any]:
@@ -63,6 +80,7 @@ def test_a_fork_bomb_in_pi_s_bash_ends_the_round_at_the_process_limit(pi_world: 
         "the host ended the round at a limit of its control group: the run's process limit "
         "(100 processes) refused"
     ) in run.record.error.detail
+    told_as_the_host_s(run, "the run's process limit (100 processes)")
     used = resources_of(run)
     assert used["limits"]["processes"] == 100 and used["enforced"] is True
     assert used["forks_refused"] > 0 and used["processes_peak"] == 100, used
@@ -84,6 +102,7 @@ def test_a_memory_hog_in_pi_s_bash_is_killed_at_the_memory_limit(pi_world: PiWor
     assert "the run's memory limit (512 MiB, swap off) made the kernel kill" in (
         run.record.error.detail
     )
+    told_as_the_host_s(run, "the run's memory limit (512 MiB, swap off)")
     used = resources_of(run)
     assert used["oom_kills"] >= 1 and used["memory_peak_bytes"] >= 500 * 1024 * 1024, used
     print(f"pi memory hog: {used}")
@@ -129,6 +148,7 @@ def test_an_oversized_result_that_makes_pi_grow_ends_at_the_memory_limit(pi_worl
         "the run's memory limit (512 MiB, swap off) bounded the agent's JavaScript heap "
         "(node sizes it to half the limit) and the agent ran out of it, peak "
     ) in (run.record.error.detail), run.record.error.detail
+    told_as_the_host_s(run, "the run's memory limit (512 MiB, swap off)")
     used = resources_of(run)
     assert used["memory_peak_bytes"] <= 512 * MIB, used
     print(f"pi oversized result: ended in {seconds:.1f} s; {used}")
@@ -185,6 +205,7 @@ def test_a_fork_bomb_in_claude_code_s_bash_ends_the_round_at_the_process_limit(
         "the host ended the round at a limit of its control group: the run's process limit "
         "(100 processes) refused"
     ) in run.record.error.detail
+    told_as_the_host_s(run, "the run's process limit (100 processes)")
     used = resources_of(run)
     assert used["limits"]["processes"] == 100 and used["enforced"] is True, used
     assert used["forks_refused"] > 0 and used["processes_peak"] == 100, used
@@ -213,6 +234,7 @@ def test_a_memory_hog_in_claude_code_s_bash_is_killed_at_the_memory_limit(
         f"the run's memory limit ({CLAUDE_MEMORY_MIB} MiB, swap off) made the kernel kill"
         in run.record.error.detail
     ), run.record.error.detail
+    told_as_the_host_s(run, f"the run's memory limit ({CLAUDE_MEMORY_MIB} MiB, swap off)")
     used = resources_of(run)
     assert used["limits"]["memory_mib"] == CLAUDE_MEMORY_MIB, used
     assert used["oom_kills"] >= 1, used

@@ -14,6 +14,7 @@ from concorde_workers.domain.evidence.errors import ErrorLink, Reason
 from concorde_workers.domain.evidence.links import (
     audit_evidence,
     audit_violation_detail,
+    host_limit_link,
     trace_evidence,
     trace_write_evidence,
     transcript_evidence,
@@ -296,3 +297,23 @@ def test_links_serialize_to_the_error_contract() -> None:
     )
     for item in (link, worker, claude_process_link(None, None, None, None, 1, None, [], "")):
         jsonschema.validate(item.to_json(), schema)
+
+
+def test_a_limit_the_host_enforces_is_told_by_the_host_s_own_link() -> None:
+    """docs/decisions.md "A limit the host enforces is told as one": level component, the
+    host as its actor, every limit reached with its value and peak, reason exhausted, no
+    causes; at least one limit."""
+    reached = (
+        "the run's process limit (100 processes) refused 3 new process(es), peak 100",
+        "the run's memory limit (512 MiB, swap off) made the kernel kill 1 process(es), peak 512 MiB",
+    )
+    link = host_limit_link(reached)
+    assert (link.level, link.actor, link.code) == (
+        "component",
+        "Workers host (the round's control group)",
+        "host_limit_reached",
+    )
+    assert link.detail == "; ".join(reached)
+    assert link.unhandled.reason == "exhausted" and link.causes == ()
+    with pytest.raises(ValueError):
+        host_limit_link(())
