@@ -231,6 +231,7 @@ class Preparer:
             config_dirs=self._forms(list(origins.directories)),
             credentials=self._forms([*origins.files, *model_map]),
             run_directories=self._forms(run_directories(request)),
+            tmpdir=self._host.environ.get("TMPDIR"),
         )
         seen.policy, seen.tools = policy, backend.profile.tool_set(grant)
         code = backend.profile.run_directory_code

@@ -18,8 +18,7 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from concorde_workers.domain.boundary.hidden import TEMPORARY_ROOTS
-from concorde_workers.domain.boundary.paths import EntryKind, is_within
+from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.evidence.layout import (
     CONFIG_DIR,
     CONTROL_DIR,
@@ -132,26 +131,7 @@ def _refusal(
         if fs.lexists(temp_root):
             return FileSystemError(temp_root, _CREATE, "Not a directory", errno_codes.ENOTDIR)
         return FileSystemError(temp_root, _CREATE, "No such file or directory", errno_codes.ENOENT)
-    if not _below_a_temporary_root(fs, temp_root):
-        return FileSystemError(temp_root, _CREATE, OUTSIDE_TEMPORARY_ROOTS, errno_codes.EINVAL)
     return None
-
-
-OUTSIDE_TEMPORARY_ROOTS = (
-    f"it lies outside the system's temporary directories ({', '.join(TEMPORARY_ROOTS)}), where "
-    "every other run hides runtime directories from its worker: set TMPDIR to a directory below "
-    "/tmp or /var/tmp"
-)
-"""Why no runtime directory is made below another temp root (docs/decisions.md "Other runs
-under another temporary root")."""
-
-
-def _below_a_temporary_root(fs: FileSystem, temp_root: str) -> bool:
-    """`temp_root` lies, as given and with links resolved, below a temporary root (or its real
-    path)."""
-    roots = {*TEMPORARY_ROOTS, *(fs.realpath(t) for t in TEMPORARY_ROOTS if fs.lexists(t))}
-    given = posixpath.normpath(temp_root)
-    return all(any(is_within(p, r) for r in roots) for p in (given, fs.realpath(given)))
 
 
 def _furnish(fs: FileSystem, root: str, owner: OwnerRecord) -> RuntimeLayout:

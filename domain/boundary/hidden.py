@@ -32,8 +32,22 @@ from concorde_workers.domain.boundary.rules import fill
 
 TEMPORARY_ROOTS: tuple[str, ...] = ("/tmp", "/var/tmp", "/usr/tmp")
 """The system's temporary directories (Python's `tempfile` candidates without the environment's
-and the working directory): every runtime directory lies below one of them (the host refuses any
-other temp root, `application.runtime_directory`), so every run can hide every other's."""
+and the working directory): every run hides them whole, with the host's own system temporary
+directory (`TMPDIR`, where a host whose /tmp is not writable makes its runs, seed 000) and its
+own temp root (`temporary_roots`)."""
+
+
+def temporary_roots(tmpdir: str | None, runtime_root: str) -> tuple[str, ...]:
+    """Where any host of this environment makes its runs: `TEMPORARY_ROOTS`, the environment's
+    system temporary directory (`TMPDIR`, when absolute) and this run's own temp root, each
+    once; what lies below another is covered by it."""
+    found = [*TEMPORARY_ROOTS]
+    for root in (tmpdir, runtime_root):
+        if root and posixpath.isabs(root):
+            normal = posixpath.normpath(root)
+            if not any(is_within(normal, t) for t in found):
+                found.append(normal)
+    return tuple(found)
 
 OTHER_RUN_ROW = "other run"
 RUN_DIRECTORY_ROW = "run directory"
@@ -118,4 +132,5 @@ __all__ = [
     "credentials_reason",
     "other_run_reason",
     "run_directory_reason",
+    "temporary_roots",
 ]

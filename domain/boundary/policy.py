@@ -40,7 +40,7 @@ from concorde_workers.domain.boundary.deny_rules import (
     run_directory_denied,
 )
 from concorde_workers.domain.boundary.grant import Grant, Level
-from concorde_workers.domain.boundary.hidden import Hidden
+from concorde_workers.domain.boundary.hidden import Hidden, temporary_roots
 from concorde_workers.domain.boundary.interpreter import Decided, Judge
 from concorde_workers.domain.boundary.paths import (
     ListDir,
@@ -275,6 +275,7 @@ def build_policy(
     config_dirs: Sequence[str] = (),
     credentials: Sequence[str] = (),
     run_directories: Sequence[str] = (),
+    tmpdir: str | None = None,
     tables: Tables = TABLES,
 ) -> Policy:
     """The policy of one run from ONE frozen grant; all paths absolute and real, runtime paths
@@ -286,7 +287,9 @@ def build_policy(
     Besides the password database's home `user_home`: `homes` (`$HOME`, as given and really),
     `config_dirs` (the configuration directories the credentials come from), `credentials` (the
     credential files at their origins) and `run_directories` (the trace parent's `workers/`), all
-    hidden from every tool (issue 8 §2-§4). `tables` are the rows the decisions interpret
+    hidden from every tool (issue 8 §2-§4). `tmpdir`: the host environment's system temporary
+    directory, hidden whole like `/tmp` (issue 31 §4). `tables` are the rows the decisions
+    interpret
     (`domain.boundary.rules.TABLES`)."""
     worktree, primary, user_home = (posixpath.normpath(p) for p in (worktree, primary, user_home))
     runtime = RuntimeLayout(root=posixpath.normpath(runtime_dir), entries=runtime_entries)
@@ -298,6 +301,7 @@ def build_policy(
     hidden = Hidden(
         runtime_root=posixpath.dirname(runtime.root),
         runtime_directory=runtime.root,
+        temporary_roots=temporary_roots(tmpdir, posixpath.dirname(runtime.root)),
         run_directories=dedupe(posixpath.normpath(r) for r in run_directories),
         credentials=dedupe(posixpath.normpath(c) for c in credentials),
     )

@@ -152,20 +152,25 @@ class Pair:
         return found
 
 
-@pytest.fixture(params=["one temp root", "/tmp and /var/tmp"])
+@pytest.fixture(params=["one temp root", "/tmp and /var/tmp", "/tmp and a TMPDIR elsewhere"])
 def pair(
     request: pytest.FixtureRequest, claude_world: ClaudeWorld, pi_world: PiWorld
 ) -> Iterator[Pair]:
     """Both worlds with one temp root (the Claude Code world's), as one host's /tmp; or pi's
     runs below /var/tmp, as a host whose /tmp is not writable (seed 000: "under the system
-    temporary directory") makes them. The Claude Code world's fixture removes its temp root,
-    the pi world's its own again."""
+    temporary directory") makes them; or below a system temporary directory outside every
+    standard one (`TMPDIR=/var/lib/cpe-…`, issue 31 §4), which both hosts' environments name.
+    The Claude Code world's fixture removes its temp root, the pi world's its own again."""
     own = pi_world.temp_root
+    elsewhere = request.param == "/tmp and a TMPDIR elsewhere"
     pi_world.temp_root = (
         claude_world.temp_root
         if request.param == "one temp root"
-        else Path(tempfile.mkdtemp(prefix="cpe-", dir="/var/tmp"))
+        else Path(tempfile.mkdtemp(prefix="cpe-", dir="/var/lib" if elsewhere else "/var/tmp"))
     )
+    if elsewhere:
+        for world in (claude_world, pi_world):
+            world.environ["TMPDIR"] = str(pi_world.temp_root)
     try:
         yield Pair(claude=claude_world, pi=pi_world)
     finally:
