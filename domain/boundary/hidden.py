@@ -49,6 +49,7 @@ def temporary_roots(tmpdir: str | None, runtime_root: str) -> tuple[str, ...]:
                 found.append(normal)
     return tuple(found)
 
+
 OTHER_RUN_ROW = "other run"
 RUN_DIRECTORY_ROW = "run directory"
 CREDENTIALS_ROW = "credentials"
