@@ -260,6 +260,22 @@ def decide_search_root(
 # --- the one entry point -------------------------------------------------------------------------
 
 
+def _always_hidden(
+    runtime: RuntimeLayout,
+    run_directories: Sequence[str],
+    credentials: Sequence[str],
+    tmpdir: str | None,
+) -> Hidden:
+    root = posixpath.dirname(runtime.root)
+    return Hidden(
+        runtime_root=root,
+        runtime_directory=runtime.root,
+        temporary_roots=temporary_roots(tmpdir, root),
+        run_directories=dedupe(posixpath.normpath(r) for r in run_directories),
+        credentials=dedupe(posixpath.normpath(c) for c in credentials),
+    )
+
+
 def build_policy(
     *,
     grant: Grant,
@@ -289,8 +305,7 @@ def build_policy(
     credential files at their origins) and `run_directories` (the trace parent's `workers/`), all
     hidden from every tool (issue 8 §2-§4). `tmpdir`: the host environment's system temporary
     directory, hidden whole like `/tmp` (issue 31 §4). `tables` are the rows the decisions
-    interpret
-    (`domain.boundary.rules.TABLES`)."""
+    interpret (`domain.boundary.rules.TABLES`)."""
     worktree, primary, user_home = (posixpath.normpath(p) for p in (worktree, primary, user_home))
     runtime = RuntimeLayout(root=posixpath.normpath(runtime_dir), entries=runtime_entries)
     runtime_paths = tuple(runtime_paths)
@@ -298,13 +313,7 @@ def build_policy(
     boundaries = tuple(
         outermost(posixpath.normpath(b) for b in (user_home, *homes, primary, *config_dirs))
     )
-    hidden = Hidden(
-        runtime_root=posixpath.dirname(runtime.root),
-        runtime_directory=runtime.root,
-        temporary_roots=temporary_roots(tmpdir, posixpath.dirname(runtime.root)),
-        run_directories=dedupe(posixpath.normpath(r) for r in run_directories),
-        credentials=dedupe(posixpath.normpath(c) for c in credentials),
-    )
+    hidden = _always_hidden(runtime, run_directories, credentials, tmpdir)
     others = other_runs(runtime, list_dir)
     every_boundary = (user_home, *homes, primary, *config_dirs)
     seen = (grant, worktree, primary, user_home, runtime, runtime_paths, git)
