@@ -50,7 +50,7 @@ GUARD_SCRIPT = (
     'fd=$1; shift; case $fd in ""|*[!0-9]*) exit 125;; esac; '
     "( trap '' HUP INT QUIT TERM; exec </dev/null >/dev/null 2>&1; "
     'read -r _ <&"$fd"; kill -s KILL 0 ) & '
-    'exec "$@"'
+    'exec /usr/bin/env -u SHLVL "$@"'
 )
 """The first program of every program that asks for a lifeline, put in front of it by the process
 runner (`guarded`): a watcher in the background, in the program's process group but outside every
@@ -72,7 +72,7 @@ is the program's: the watcher ignores it."""
 LIFELINE_SCRIPT = (
     'fd=$1; shift; case $fd in ""|*[!0-9]*) exit 125;; esac; '
     '( exec </dev/null >/dev/null 2>&1; read -r _ <&"$fd"; kill -s KILL -- -1 ) & '
-    'exec "$@"'
+    'exec /usr/bin/env -u SHLVL "$@"'
 )
 """The first program inside a PID namespace of bubblewrap's (a check's, a round's): a watcher
 in the background reads the lifeline, and at its end of file kills every process of the
@@ -93,7 +93,9 @@ LIFELINE_SHELL = "/bin/bash"
 """The shell of the lifeline's watchers (`GUARD_SCRIPT`, `LIFELINE_SCRIPT`): bash, since the
 descriptor the runner passes is 10 or more in any host with a few files open, and dash
 (`/bin/sh` on Debian) cannot redirect from a descriptor above 9 by number (`<&"$fd"` is then a
-syntax error, and the watcher is gone before it watched)."""
+syntax error, and the watcher is gone before it watched). bash exports SHLVL, even after an
+unset (its `exec` sets it again), so each script execs the program through `env -u SHLVL`: the
+program's environment stays exactly what the host built."""
 
 
 def lifeline(shell: str = LIFELINE_SHELL) -> list[str]:

@@ -72,8 +72,8 @@ def test_a_host_killed_during_its_deletions_leaves_a_record_of_what_it_deleted(
 RUNTIME_ROOT = r"/concorde-[0-9a-f]{6}-[A-Za-z0-9_]+"
 END_STEPS = {
     # step: (the pause: op, path, when, contains), whether the host's own final record was made
-    "keeping the transcript": (
-        ("write_atomic", r"/workers/w-[^/]+/transcript\.jsonl$", "before", None),
+    "keeping the transcript": (  # the end's keep: the first write is the copy after round 1
+        ("write_atomic", r"/workers/w-[^/]+/transcript\.jsonl$", "before", None, 2),
         False,
     ),
     "removing the credential copies": (
@@ -114,10 +114,14 @@ def test_a_host_killed_at_any_step_of_its_end_leaves_a_final_record(
     kill_world: KillWorld, step: str
 ) -> None:
     w = kill_world
-    (op, path, when, contains), recorded = END_STEPS[step]
+    (op, path, when, contains, *nth), recorded = END_STEPS[step]
     path = path.replace("{runtime_parent}", re.escape(str(w.runtime_parent)))
     w.answer(ok_result())
-    host = w.start(lambda fifo: pause_spec(op, path, fifo, when=when, contains=contains))
+    host = w.start(
+        lambda fifo: pause_spec(
+            op, path, fifo, when=when, contains=contains, nth=nth[0] if nth else 1
+        )
+    )
     host.kill()
 
     w.sweep()
