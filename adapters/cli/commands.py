@@ -39,7 +39,7 @@ from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import ExampleRepository, Wiring
 from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.checks import place_for
+from concorde_workers.application.checks import ChecksValidation, place_for
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
 from concorde_workers.application.report import gather
 from concorde_workers.application.requests import invalid
@@ -134,30 +134,42 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
         print_refusal(checks, args.json, out, err)
         return ExitStatus.REFUSED
     plan: Plan = container.planner().plan(request, declared)
-    # Nothing runs: what each check's first word resolves to in its sandbox (issue 19 §1).
-    programs: list[str] = []
-    view = ""
-    if checks:
-        runner, place = container.check_runner(), place_for(request)
-        programs = [runner.program(c, place) for c in checks]
-        view = runner.view()
-    resources = RunResources(
-        container.resource_groups(), request.resources, "", container.machine_resources()
+    # Nothing runs: what each check's first word resolves to in its sandbox (issue 19 §1), and
+    # a check that cannot start refuses the run as `run` refuses it (issue 31 §2).
+    preview = (
+        container.checks_validation(checks=checks, place=place_for(plan.request)).preview()
+        if checks
+        else None
     )
+    plan.checks_refusal = preview.refusal() if preview is not None else None
+    resources = RunResources(
+        container.resource_groups(), plan.request.resources, "", container.machine_resources()
+    )
+    refused = resources.refused()
+    if refused is not None:
+        plan.launch_refusals.insert(
+            0, Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=refused)
+        )
     if args.json:
-        listed = [{**c.model_dump(), "program": p} for c, p in zip(checks, programs, strict=True)]
         print_json(
             {
                 **plan.to_json(),
-                **({"checks": listed, "check_view": view} if checks else {}),
-                "resources": {**resources.metadata(), "refused": resources.refused()},
+                **(preview.to_json() if preview is not None else {}),
+                "resources": {**resources.metadata(), "refused": refused},
             },
             out,
         )
     else:
-        lines = [*checks_plan(checks, programs, view), *resources_plan(resources)]
+        lines = [
+            *(
+                checks_plan(checks, [p.said for p in preview.programs], preview.view)
+                if preview is not None
+                else []
+            ),
+            *resources_plan(resources),
+        ]
         out.write(render(plan) + terminal_lines(lines))
-    return ExitStatus.OK if plan.launches and not resources.refused() else ExitStatus.REFUSED
+    return ExitStatus.OK if plan.launches else ExitStatus.REFUSED
 
 
 def resources_plan(resources: RunResources) -> list[str]:
@@ -272,24 +284,49 @@ def _refusal_before_run(
     return refused if refused is not None else resolved
 
 
-def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
-    container = wiring.container()
+def _run_or_refusal(
+    container: Container,
+    host: WorkerHost,
+    args: argparse.Namespace,
+    err: TextIO,
+    cancel: Cancellation,
+) -> tuple[RunRequest, ChecksValidation | None] | Refusal:
+    """The request and its checks' validation as the run takes them, or the first refusal of
+    the command's own input, in the order `plan` lists them (planner.py `Plan.reasons`).
+
+    The checks' validation copies the starting state before round 1 (gate narrowing) and
+    discards it when the run has ended, however it ended. A check that cannot start in any
+    round refuses the run before it exists, as `plan` says (issue 31 §2): no model round is
+    spent only to end checks_unavailable after it."""
     built = container.requests().build(flags_of(args))
-    host = container.worker_host()
     request = (
         built
         if isinstance(built, Refusal)
         else _refusal_before_run(container, host, built, args, err)
     )
     checks = container.requests().checks(flags_of(args))
-    if isinstance(request, Refusal) or isinstance(checks, Refusal):
-        refused = request if isinstance(request, Refusal) else checks
-        assert isinstance(refused, Refusal)
-        print_refusal(refused, args.json, out, err)
+    if isinstance(request, Refusal):
+        return request
+    if isinstance(checks, Refusal):
+        return checks
+    if not checks:
+        return request, None
+    validation = container.checks_validation(checks=checks, place=place_for(request), cancel=cancel)
+    refused = validation.refusal_before_run()
+    return refused if refused is not None else (request, validation)
+
+
+def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
+    container = wiring.container()
+    host = container.worker_host()
+    cancel = Cancellation()
+    settled = _run_or_refusal(container, host, args, err, cancel)
+    if isinstance(settled, Refusal):
+        print_refusal(settled, args.json, out, err)
         return ExitStatus.REFUSED
+    request, validation = settled
     assert request.parent is not None
     sweep_before_run(container, err)
-    cancel = Cancellation()
     watcher = ProgressWatcher(
         container.filesystem(),
         request.parent,
@@ -298,13 +335,6 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         now=container.clock().now_utc,
         width=shutil.get_terminal_size().columns,
         host_pid=container.host_pid(),
-    )
-    # The checks' validation copies the starting state before round 1 (gate narrowing) and
-    # discards it when the run has ended, however it ended.
-    validation = (
-        container.checks_validation(checks=checks, place=place_for(request), cancel=cancel)
-        if checks
-        else None
     )
     with cancel_on_signals(cancel), validation or contextlib.nullcontext():
         record = run_watched(

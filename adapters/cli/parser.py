@@ -265,7 +265,9 @@ def _plan_command(commands: Any) -> None:
         "plan",
         help="show what a worker run would do, or why it would be refused",
         description="Print what a worker run would do, without writing a file or starting a "
-        "program. Exit 0 when a run would launch, 2 when it would be refused.",
+        "program. The first line is the verdict, with the first reason and its repair. "
+        "Exit 0 when a run would launch and every check could start, 2 when it would be "
+        "refused.",
     )
     _request_arguments(plan)
     _check_argument(plan)

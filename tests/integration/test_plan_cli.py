@@ -1010,7 +1010,8 @@ def test_a_request_refusal_goes_to_stderr_and_a_plan_refusal_shows_what_was_sett
     assert bad.err.startswith("concorde-workers: refused: request_invalid (input)\n  the request")
     misplaced = plan("--worktree", str(project.primary), "--grant", str(project.grant_file))
     assert misplaced.out.startswith(
-        "concorde-workers plan — a run would be refused: worktree_misplaced\n"
+        "concorde-workers plan — a run would be refused: worktree_misplaced: the worktree "
+        f"{project.primary} "
     )
     found = sections(misplaced.out)
     assert "Placement" not in found
