@@ -53,6 +53,9 @@ class Plan:
     """What the configuration reader or the preparation refuses (the first it meets)."""
     prepared: Prepared | None = None
     progress: Progress = field(default_factory=Progress)
+    request_refusals: list[Refusal] = field(default_factory=list)
+    """What the command line refuses of a request it could plan (no instructions): `run`
+    refuses it before the run exists."""
     checks_refusal: Refusal | None = None
     """A check that cannot start in any round (`ChecksPreview.refusal`): the command line
     refuses the run before it exists."""
@@ -63,13 +66,14 @@ class Plan:
     @property
     def reasons(self) -> tuple[Refusal, ...]:
         """Every reason a run would not launch, in the order `run` meets them: a refusal no run
-        is made for (a code no run ends with: the request, the configuration reader), then a
-        check that cannot start (asked before the run), then what the run itself ends with
-        (its preparation, then round 1's launch). The first is the plan's verdict."""
+        is made for (a code no run ends with: the request, the configuration reader; then what
+        the command line refuses of the request), then a check that cannot start (asked before
+        the run), then what the run itself ends with (its preparation, then round 1's
+        launch). The first is the plan's verdict."""
         early = [r for r in (self.refusal,) if r is not None and r.code not in RUN_CODES]
         ran = [r for r in (self.refusal,) if r is not None and r.code in RUN_CODES]
         checks = [self.checks_refusal] if self.checks_refusal is not None else []
-        return (*early, *checks, *ran, *self.launch_refusals)
+        return (*early, *self.request_refusals, *checks, *ran, *self.launch_refusals)
 
     @property
     def launches(self) -> bool:

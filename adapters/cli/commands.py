@@ -42,7 +42,7 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import ChecksValidation, place_for
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
 from concorde_workers.application.report import gather
-from concorde_workers.application.requests import invalid
+from concorde_workers.application.requests import instructions_missing, invalid
 from concorde_workers.application.resources import RunResources
 from concorde_workers.application.sweep import sweep_account
 from concorde_workers.application.tracing.reader import (
@@ -122,18 +122,17 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
     if args.all_workers:
         return plan_operation(args, container, out)
     request = container.requests().build(flags_of(args))
-    if isinstance(request, Refusal):
-        print_refusal(request, args.json, out, err)
-        return ExitStatus.REFUSED
-    declared = declarations(args.declare)
-    if isinstance(declared, Refusal):
-        print_refusal(declared, args.json, out, err)
-        return ExitStatus.REFUSED
     checks = container.requests().checks(flags_of(args))
-    if isinstance(checks, Refusal):
-        print_refusal(checks, args.json, out, err)
-        return ExitStatus.REFUSED
+    declared = declarations(args.declare)
+    for bad in (request, checks, declared):
+        if isinstance(bad, Refusal):
+            print_refusal(bad, args.json, out, err)
+            return ExitStatus.REFUSED
+    assert not isinstance(request, Refusal) and not isinstance(checks, Refusal)
+    assert not isinstance(declared, Refusal)
     plan: Plan = container.planner().plan(request, declared)
+    missing = instructions_missing(request, flags_of(args))
+    plan.request_refusals += [missing] if missing is not None else []
     # Nothing runs: what each check's first word resolves to in its sandbox (issue 19 §1), and
     # a check that cannot start refuses the run as `run` refuses it (issue 31 §2).
     preview = (
@@ -299,16 +298,17 @@ def _run_or_refusal(
     round refuses the run before it exists, as `plan` says (issue 31 §2): no model round is
     spent only to end checks_unavailable after it."""
     built = container.requests().build(flags_of(args))
-    request = (
-        built
-        if isinstance(built, Refusal)
-        else _refusal_before_run(container, host, built, args, err)
-    )
     checks = container.requests().checks(flags_of(args))
-    if isinstance(request, Refusal):
-        return request
+    if isinstance(built, Refusal):
+        return built
     if isinstance(checks, Refusal):
         return checks
+    request = _refusal_before_run(container, host, built, args, err)
+    if isinstance(request, Refusal):
+        return request
+    missing = instructions_missing(request, flags_of(args))
+    if missing is not None:
+        return missing
     if not checks:
         return request, None
     validation = container.checks_validation(checks=checks, place=place_for(request), cancel=cancel)

@@ -88,7 +88,13 @@ def test_a_bad_check_in_the_request_file_is_refused_before_any_run(
     made.fs.write(
         REQUEST_FILE,
         json.dumps(
-            {"worktree": WORKTREE, "task_type": "implement", "grant": GRANT, "checks": checks}
+            {
+                "worktree": WORKTREE,
+                "task_type": "implement",
+                "grant": GRANT,
+                "instructions": "x",
+                "checks": checks,
+            }
         ),
     )
     with_checks(made)
@@ -116,6 +122,7 @@ def test_plan_lists_the_checks_of_the_request_file_and_the_flags() -> None:
                 "worktree": WORKTREE,
                 "task_type": "implement",
                 "grant": GRANT,
+                "instructions": "x",
                 "checks": [{"id": "lint", "command": "make lint", "timeout_seconds": 30}],
             }
         ),

@@ -1,0 +1,204 @@
+"""Issue 31 §3, the inputs the user writes, through `concorde-workers plan` and `run` as a user
+gives them at a shell (the real filesystem, Git and adapters; the agent programs are the
+conftest's stubs, which plan never starts): every file the user names is read bounded and only
+when it is a regular file; empty or oversized instructions are refused with the repair."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from concorde_workers.adapters.cli.main import main
+from concorde_workers.application.requests import (
+    MAX_GRANT_FILE_BYTES,
+    MAX_INSTRUCTIONS_BYTES,
+    MAX_REQUEST_FILE_BYTES,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Said:
+    status: int
+    out: str
+    err: str
+
+    @property
+    def both(self) -> str:
+        return " ".join((self.out + self.err).split())
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def cli(*argv: str) -> Said:
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(argv), out, err)
+    said = Said(status, out.getvalue(), err.getvalue())
+    assert "Traceback" not in said.out + said.err
+    assert "internal error" not in said.err, said.err
+    return said
+
+
+def flags(project: Any, *extra: str) -> list[str]:
+    return [
+        *("--worktree", str(project.worktree), "--grant", str(project.grant_file)),
+        *("--task-type", "implement", "--backend", "claude"),
+        *extra,
+    ]
+
+
+class FifoWriter:
+    """A FIFO with a writer that gives `text` to whoever opens it for reading and then closes:
+    a reader that opens it gets the text and its end (never a hang); one that never opens it
+    leaves the writer waiting, which `release` ends by opening it itself."""
+
+    def __init__(self, path: Path, text: bytes) -> None:
+        self.path = path
+        os.mkfifo(path)
+        self._thread = threading.Thread(target=self._write, args=(text,), daemon=True)
+        self._thread.start()
+
+    def _write(self, text: bytes) -> None:
+        with open(self.path, "wb") as fifo:  # blocks until a reader opens it
+            fifo.write(text)
+
+    def release(self) -> None:
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            self._thread.join()
+        finally:
+            os.close(fd)
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Any:
+    made: list[FifoWriter] = []
+
+    def make(text: bytes = b"Do the task.") -> Path:
+        writer = FifoWriter(tmp_path / f"fifo-{len(made)}", text)
+        made.append(writer)
+        return writer.path
+
+    yield make
+    for writer in made:
+        writer.release()
+
+
+def sparse(path: Path, size: int) -> Path:
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+# --- the instructions ------------------------------------------------------------------------------
+
+
+def test_instructions_from_a_device_are_refused_at_once_naming_the_file(project: Any) -> None:
+    """`--instructions @/dev/zero` hung; a device is never opened (here /dev/null, which on a
+    reader that opens it ends at once, so the test cannot hang however the program reads)."""
+    said = cli("plan", *flags(project, "--instructions", "@/dev/null"))
+    assert said.status == 2
+    assert "the instructions file /dev/null cannot be read: it is not a regular file" in said.both
+    assert "give a regular file of at most 1,048,576 bytes of UTF-8 text" in said.both
+
+
+def test_instructions_from_a_fifo_are_refused_and_the_fifo_never_opened(
+    project: Any, fifo: Any
+) -> None:
+    path = fifo()
+    said = cli("plan", *flags(project, "--instructions", f"@{path}"))
+    assert said.status == 2, said.out
+    assert f"the instructions file {path} cannot be read: it is not a regular file" in said.both
+
+
+def test_an_instructions_file_past_its_bound_is_refused_unread(
+    project: Any, tmp_path: Path
+) -> None:
+    """A 27 MB instructions file became the brief."""
+    big = sparse(tmp_path / "task.md", MAX_INSTRUCTIONS_BYTES + 1)
+    said = cli("plan", *flags(project, "--instructions", f"@{big}"))
+    assert said.status == 2
+    assert (
+        f"the instructions file {big} cannot be read: it is {MAX_INSTRUCTIONS_BYTES + 1} bytes, "
+        f"past the limit of {MAX_INSTRUCTIONS_BYTES} bytes this reader reads"
+    ) in said.both
+    at_bound = tmp_path / "ok.md"
+    at_bound.write_text("x" * MAX_INSTRUCTIONS_BYTES)
+    assert cli("plan", *flags(project, "--instructions", f"@{at_bound}")).status == 0
+
+
+def test_instructions_given_inline_past_the_bound_are_refused(project: Any) -> None:
+    request = project.request(name="long.json", instructions="x" * (MAX_INSTRUCTIONS_BYTES + 1))
+    said = cli("plan", str(request), "--backend", "claude")
+    assert said.status == 2
+    assert (
+        f"the request file {request} gives 1,048,577 bytes of instructions, past the "
+        "1,048,576 a brief may hold"
+    ) in said.both
+
+
+@pytest.mark.parametrize("given", [None, "", "  \n\t"])
+def test_a_request_without_instructions_is_refused_by_run_and_plan_says_so(
+    project: Any, given: str | None
+) -> None:
+    """A worker sent with nothing to do: `run` refuses it before a run exists; `plan` shows
+    the whole plan with the same refusal as its verdict."""
+    argv = flags(project) if given is None else flags(project, "--instructions", given)
+    shown = cli("plan", *argv)
+    assert shown.status == 2
+    first = shown.out.splitlines()[0]
+    assert first.startswith("concorde-workers plan — a run would be refused: request_invalid: ")
+    assert "a worker needs its task; give --instructions TEXT or --instructions @FILE" in first
+    assert "\nRound 1 command" in shown.out  # the plan is shown whole
+    parent = project.root / "trace"
+    parent.mkdir()
+    ran = cli("run", *argv, "--parent", str(parent))
+    assert ran.status == 2
+    assert ran.err.startswith("concorde-workers: refused: request_invalid (input)\n")
+    assert "a worker needs its task" in ran.both
+    assert list(parent.iterdir()) == []  # no run directory
+
+
+# --- the request file and the grant file -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("what", ["request file", "grant file"])
+def test_a_request_or_grant_file_that_is_no_regular_file_is_refused_unopened(
+    project: Any, fifo: Any, what: str
+) -> None:
+    path = fifo(json.dumps({"task_type": "implement"}).encode())
+    argv = [str(path)] if what == "request file" else flags(project, "--grant", str(path))
+    said = cli("plan", *argv, "--instructions", "x")
+    assert said.status == 2, said.out
+    assert f"the {what} {path} cannot be read: it is not a regular file" in said.both
+
+
+@pytest.mark.parametrize(
+    ("what", "bound"),
+    [("request file", MAX_REQUEST_FILE_BYTES), ("grant file", MAX_GRANT_FILE_BYTES)],
+)
+def test_a_request_or_grant_file_past_its_bound_is_refused_unread(
+    project: Any, tmp_path: Path, what: str, bound: int
+) -> None:
+    path = sparse(tmp_path / "big.json", bound + 1)
+    argv = [str(path)] if what == "request file" else flags(project, "--grant", str(path))
+    said = cli("plan", *argv, "--instructions", "x")
+    assert said.status == 2
+    assert f"it is {bound + 1} bytes, past the limit of {bound} bytes" in said.both
+
+
+def test_a_grant_file_behind_a_link_is_read_as_the_file_it_names(project: Any) -> None:
+    """The user's own file: a link to it is followed (its target judged as a regular file)."""
+    link = project.root / "grant-link.json"
+    link.symlink_to(project.grant_file)
+    said = cli("plan", *flags(project, "--grant", str(link), "--instructions", "x"))
+    assert said.status == 0, said.out
