@@ -53,6 +53,7 @@ from concorde_workers.application.tracing.reader import (
     read_record,
     read_resources,
 )
+from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.errors import Code, Reason, Refusal
@@ -494,17 +495,46 @@ def _show_html(
     file: str, run_dir: str, cwd: str, fs: FileSystem, out: TextIO, err: TextIO, profiles: Profiles
 ) -> ExitStatus:
     """The run's report as one HTML page (issue 21 §3); a damaged trace gets a page that says
-    so. The page is written atomically, never through a link at FILE."""
-    target = posixpath.normpath(posixpath.join(cwd, file))
+    so. `-` is standard output; a file is written atomically, and only as a new name or over a
+    regular file (issue 31 §3: a device, a FIFO, a link or a folder at FILE is refused, never
+    renamed over: as root it replaced /dev/full)."""
     page = report_html(gather(fs, run_dir, profiles))
+    if file == "-":
+        out.write(page)
+        return ExitStatus.OK
+    target = posixpath.normpath(posixpath.join(cwd, file))
+    refused = _html_target_problem(fs, target)
     try:
-        fs.write_atomic(target, page)
+        if refused is None:
+            fs.write_atomic(target, page)
     except FileSystemError as error:
+        refused = (
+            f"{error.os_error_text}; give --html a file in a folder that exists and can be written"
+        )
+    if refused is not None:
         err.write(
             f"error: the report cannot be written to {escape_controls(target)}: "
-            f"{escape_controls(error.os_error_text)}; give --html a file in a folder "
-            "that exists and can be written\n"
+            f"{escape_controls(refused)}\n"
         )
         return ExitStatus.REFUSED
     out.write(f"report: {escape_controls(target)} ({len(page.encode())} bytes)\n")
     return ExitStatus.OK
+
+
+def _html_target_problem(fs: FileSystem, target: str) -> str | None:
+    """Why the report may not be written at `target`: what is there is no regular file (its
+    final link not followed); None for a regular file or a new name."""
+    try:
+        kind = fs.stat(target).kind
+    except FileSystemError as error:
+        return None if error.not_found else error.os_error_text
+    if kind is EntryKind.FILE:
+        return None
+    what = {
+        EntryKind.SYMLINK: "a symbolic link",
+        EntryKind.DIRECTORY: "a directory",
+    }.get(kind, "a device, a FIFO or a socket")
+    return (
+        f"it is {what}, not a regular file; give --html a new file name or a regular file to "
+        "replace (or - for standard output)"
+    )

@@ -202,3 +202,57 @@ def test_a_grant_file_behind_a_link_is_read_as_the_file_it_names(project: Any) -
     link.symlink_to(project.grant_file)
     said = cli("plan", *flags(project, "--grant", str(link), "--instructions", "x"))
     assert said.status == 0, said.out
+
+
+# --- show --html FILE --------------------------------------------------------------------------------
+
+
+def _special(kind: str, path: Path) -> None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link":
+        path.symlink_to(path.parent / "elsewhere.html")
+    else:
+        path.mkdir()
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("fifo", "it is a device, a FIFO or a socket, not a regular file"),
+        ("link", "it is a symbolic link, not a regular file"),
+        ("directory", "it is a directory, not a regular file"),
+    ],
+)
+def test_show_html_never_renames_over_what_is_no_regular_file(
+    tmp_path: Path, kind: str, said: str
+) -> None:
+    """`show --html FILE` renamed a new file over whatever FILE was: as root it replaced
+    /dev/full (a device is EntryKind.OTHER, as a FIFO is)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    target = tmp_path / "report.html"
+    _special(kind, target)
+    shown = cli("show", str(run_dir), "--html", str(target))
+    assert shown.status == 2, shown.out
+    assert f"the report cannot be written to {target}: {said}" in shown.both
+    assert "give --html a new file name or a regular file to replace" in shown.both
+    still = {"fifo": target.is_fifo(), "link": target.is_symlink(), "directory": target.is_dir()}
+    assert still[kind], f"{target} was replaced"
+    assert not (tmp_path / "elsewhere.html").exists()
+
+
+def test_show_html_writes_a_new_name_or_over_a_regular_file_and_dash_is_stdout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    monkeypatch.chdir(tmp_path)
+    new = cli("show", str(run_dir), "--html", "new.html")
+    assert new.status == 0 and (tmp_path / "new.html").read_text().startswith("<!DOCTYPE html>")
+    (tmp_path / "old.html").write_text("old")
+    assert cli("show", str(run_dir), "--html", "old.html").status == 0
+    assert (tmp_path / "old.html").read_text().startswith("<!DOCTYPE html>")
+    dash = cli("show", str(run_dir), "--html", "-")
+    assert dash.status == 0 and dash.out.startswith("<!DOCTYPE html>")
+    assert not (tmp_path / "-").exists()
