@@ -40,6 +40,7 @@ from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import ExampleRepository, Wiring
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import ChecksValidation, place_for
+from concorde_workers.application.grant_notes import notes_for_request, notes_for_run
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
 from concorde_workers.application.report import gather
 from concorde_workers.application.requests import instructions_missing, invalid
@@ -327,6 +328,10 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         return ExitStatus.REFUSED
     request, validation = settled
     assert request.parent is not None
+    # What the grant says that its author may not have meant: said now, and in the account;
+    # the run reads the grant as it is (issue 31 §3).
+    notes = notes_for_request(container.filesystem(), request)
+    err.write(terminal_lines([f"concorde-workers: note: {note}" for note in notes]))
     sweep_before_run(container, err)
     watcher = ProgressWatcher(
         container.filesystem(),
@@ -355,6 +360,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         err if args.events else out,  # stdout holds the events alone
         read_programs(fs, record.run_directory, programs_of(container.profiles())),
         read_resources(fs, record.run_directory, len(record.rounds)),
+        notes,
     )
     return status_of(record)
 
@@ -458,6 +464,7 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         out,
         read_programs(fs, run_dir, programs_of(container.profiles())),
         read_resources(fs, run_dir, len(record.rounds)),
+        notes_for_run(fs, run_dir),
     )
     if not args.json:  # what the account shows is not what the host wrote: said (issue 30 §4)
         failures = digest_failures(fs, run_dir)
