@@ -15,8 +15,8 @@ from typing import Any
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.credential_presence import missing_credentials
-from concorde_workers.application.grant_notes import notes_for_grant
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
+from concorde_workers.application.request_notes import notes_for_request
 from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.configuration.config import ResolvedWorker
 from concorde_workers.domain.configuration.request import RunRequest
@@ -128,9 +128,9 @@ class Planner:
             if settled.unnamed is not None:
                 plan.progress.notes.append(settled.unnamed)
         prepared = self._preparer.prepare(request, rid, runtime_dir, plan.progress)
-        grant = plan.progress.grant if isinstance(prepared, Refusal) else prepared.grant
-        if grant is not None:  # what the grant says that its author may not have meant
-            plan.progress.notes.extend(notes_for_grant(self._fs, request.worktree, grant))
+        # What the request says that its author may not have meant: said, never changed.
+        profile = None if isinstance(prepared, Refusal) else prepared.backend.profile
+        plan.progress.notes.extend(notes_for_request(self._fs, request, profile))
         if isinstance(prepared, Refusal):
             plan.refusal = prepared
         else:

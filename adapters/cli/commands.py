@@ -40,9 +40,9 @@ from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import ExampleRepository, Wiring
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import ChecksValidation, place_for
-from concorde_workers.application.grant_notes import notes_for_request, notes_for_run
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
 from concorde_workers.application.report import gather
+from concorde_workers.application.request_notes import notes_for_request, notes_for_run
 from concorde_workers.application.requests import instructions_missing, invalid
 from concorde_workers.application.resources import RunResources
 from concorde_workers.application.sweep import sweep_account
@@ -328,9 +328,11 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         return ExitStatus.REFUSED
     request, validation = settled
     assert request.parent is not None
-    # What the grant says that its author may not have meant: said now, and in the account;
-    # the run reads the grant as it is (issue 31 §3).
-    notes = notes_for_request(container.filesystem(), request)
+    # What the request says that its author may not have meant: said now, and in the account;
+    # the run takes the request as it reads (issue 31 §3).
+    notes = notes_for_request(
+        container.filesystem(), request, container.profiles().get(request.backend)
+    )
     err.write(terminal_lines([f"concorde-workers: note: {note}" for note in notes]))
     sweep_before_run(container, err)
     watcher = ProgressWatcher(

@@ -366,11 +366,11 @@ def account(
 ) -> str:
     """The end-of-run account of a run record, for a person at a shell, with the agent programs
     it was prepared with (their versions: the run directory's programs.json), each round's
-    resource use (its resources.json) and what its grant says that its author may not have
-    meant (`notes`, application/grant_notes.py)."""
+    resource use (its resources.json) and what its request says that its author may not have
+    meant (`notes`, application/request_notes.py)."""
     lines = _head(record, programs)
     if notes:
-        lines += ["", "grant notes", *(f"  {note}" for note in notes)]
+        lines += ["", "notes", *(f"  {note}" for note in notes)]
     lines += ["", f"rounds ({len(record.rounds)})"]
     if record.rounds:
         for round_ in record.rounds:

@@ -103,7 +103,7 @@ def test_pi_a_rw_entry_without_its_slash_writes_nothing_beyond_the_grant_and_is_
     status, out, err = cli(w, "run", str(request), "--parent", str(parent))
     assert status == 0, out + err  # the run goes on as the grant reads
     assert f"concorde-workers: note: grant entry 1 ('src', rw) {NOTE}" in err
-    assert "\ngrant notes\n" in out and MEANT in out  # the account says it too
+    assert "\nnotes\n" in out and MEANT in out  # the account says it too
     results = w.server.tool_results()
     assert "Concorde grant: evil-write.txt is not in this task's grant" in results["c1"]
     assert "Concorde grant: src/app/new.py is not in this task's grant" in results["c2"]
@@ -115,7 +115,7 @@ def test_pi_a_rw_entry_without_its_slash_writes_nothing_beyond_the_grant_and_is_
     record = json.loads((run_dir / "trace.json").read_text())
     assert record["status"] == "ok"
     shown_again = cli(w, "show", str(run_dir))
-    assert shown_again[0] == 0 and "grant notes" not in shown_again[1]  # no worktree to ask
+    assert shown_again[0] == 0 and "\nnotes\n" not in shown_again[1]  # no worktree to ask
 
 
 def test_claude_a_rw_entry_without_its_slash_writes_nothing_beyond_the_grant(

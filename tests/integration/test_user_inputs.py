@@ -256,3 +256,76 @@ def test_show_html_writes_a_new_name_or_over_a_regular_file_and_dash_is_stdout(
     dash = cli("show", str(run_dir), "--html", "-")
     assert dash.status == 0 and dash.out.startswith("<!DOCTYPE html>")
     assert not (tmp_path / "-").exists()
+
+
+# --- the interpreter, the limits, the model id ----------------------------------------------------
+
+
+def test_an_interpreter_that_is_no_python_is_refused_by_plan_and_run(project: Any) -> None:
+    """`--interpreter /bin/true` was taken: its directory first on the worker's PATH and the
+    brief telling the worker to run the project's code with it."""
+    argv = flags(project, "--instructions", "x", "--interpreter", "/bin/true")
+    shown = cli("plan", *argv)
+    assert shown.status == 2
+    assert shown.out.splitlines()[0].startswith(
+        "concorde-workers plan — a run would be refused: request_invalid: the project "
+        "interpreter '/bin/true' is named 'true', not like a Python interpreter"
+    )
+    parent = project.root / "trace"
+    parent.mkdir()
+    ran = cli("run", *argv, "--parent", str(parent))
+    assert ran.status == 2 and "is named 'true', not like a Python interpreter" in ran.both
+    assert list(parent.iterdir()) == []
+
+
+def test_a_round_timeout_no_run_can_honour_is_refused_in_workers_json(project: Any) -> None:
+    """`limits.timeout_seconds: 1e9` (31 years) was taken; past 9.2e9 the round's timer failed
+    and the round ran with no timeout at all."""
+    config = json.loads(project.config_file.read_text())
+    config["limits"] = {"timeout_seconds": 1e9}
+    project.config_file.write_text(json.dumps(config))
+    project.commit_configuration()
+    said = cli(
+        "plan",
+        str(project.request_file),
+        *("--operation", "implement", "--worker", "worker", "--declare", "implement:reviewer"),
+    )
+    assert said.status == 2
+    assert said.out.startswith("concorde-workers plan — a run would be refused: config_invalid: ")
+    assert (
+        "limits.timeout_seconds is 1e+09 (32 years): a round's timeout is at most 86,400 "
+        "seconds (a day); give at most 86400"
+    ) in said.both
+
+
+@pytest.mark.parametrize(
+    ("limits", "says"),
+    [
+        ({"timeout_seconds": 1e10}, "limits.timeout_seconds is 1e+10 (317 years)"),
+        ({"retries": 40}, "limits.retries 40 with retry_delay_seconds 15 would wait up to"),
+        ({"retries": 5000, "retry_delay_seconds": 0}, "limits.retries is 5000"),
+    ],
+)
+def test_limits_no_run_can_honour_are_refused_in_a_request_file(
+    project: Any, limits: dict[str, Any], says: str
+) -> None:
+    request = project.request(name="limits.json", limits=limits)
+    said = cli("plan", str(request), "--backend", "claude")
+    assert said.status == 2
+    assert "refused: request_invalid" in said.err and says in said.both
+
+
+def test_a_pi_model_id_without_its_provider_is_said_and_the_run_goes_on(project: Any) -> None:
+    models = json.loads(project.model_map.read_text())
+    models["models"]["m-local"]["pi"] = "m-local"
+    project.model_map.write_text(json.dumps(models))
+    said = cli(
+        "plan",
+        str(project.request_file),
+        *("--operation", "implement", "--worker", "worker", "--declare", "implement:reviewer"),
+        "--json",
+    )
+    assert said.status == 0, said.out
+    assert (
+        f"the pi model id 'm-local' (from the model map {project.model_map}) names no provider"
+    ) in " ".join(said.json()["notes"])
