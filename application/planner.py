@@ -54,9 +54,12 @@ class Plan:
     """What the configuration reader or the preparation refuses (the first it meets)."""
     prepared: Prepared | None = None
     progress: Progress = field(default_factory=Progress)
+    input_refusals: list[Refusal] = field(default_factory=list)
+    """What the command line refuses of a request first, before it resolves the worker (a
+    parent trace folder that is not there): `run` refuses it before the run exists."""
     request_refusals: list[Refusal] = field(default_factory=list)
-    """What the command line refuses of a request it could plan (no instructions): `run`
-    refuses it before the run exists."""
+    """What the command line refuses of a request once its worker is resolved (no
+    instructions): `run` refuses it before the run exists."""
     checks_refusal: Refusal | None = None
     """A check that cannot start in any round (`ChecksPreview.refusal`): the command line
     refuses the run before it exists."""
@@ -74,7 +77,14 @@ class Plan:
         early = [r for r in (self.refusal,) if r is not None and r.code not in RUN_CODES]
         ran = [r for r in (self.refusal,) if r is not None and r.code in RUN_CODES]
         checks = [self.checks_refusal] if self.checks_refusal is not None else []
-        return (*early, *self.request_refusals, *checks, *ran, *self.launch_refusals)
+        return (
+            *self.input_refusals,
+            *early,
+            *self.request_refusals,
+            *checks,
+            *ran,
+            *self.launch_refusals,
+        )
 
     @property
     def launches(self) -> bool:

@@ -133,6 +133,10 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
     assert not isinstance(request, Refusal) and not isinstance(checks, Refusal)
     assert not isinstance(declared, Refusal)
     plan: Plan = container.planner().plan(request, declared)
+    # What `run` refuses of the request before it exists is the plan's verdict too: a parent
+    # the request file names (plan has no --parent) and the instructions (issue 31 §2, §3).
+    parent = parent_refusal(container.filesystem(), request, args) if request.parent else None
+    plan.input_refusals += [parent] if parent is not None else []
     missing = instructions_missing(request, flags_of(args))
     plan.request_refusals += [missing] if missing is not None else []
     # Nothing runs: what each check's first word resolves to in its sandbox (issue 19 §1), and
@@ -242,7 +246,7 @@ def parent_refusal(fs: FileSystem, request: RunRequest, args: argparse.Namespace
         return None
     where = (
         "--parent"
-        if args.parent is not None or not args.request
+        if getattr(args, "parent", None) is not None or not args.request
         else f'the "parent" field of the request file {args.request}'
     )
     what = "is not a directory" if fs.lexists(request.parent) else "does not exist"

@@ -6,6 +6,8 @@ of spending a model round to end checks_unavailable after it."""
 
 from __future__ import annotations
 
+import json
+
 from dependency_injector import providers
 from fakes.agent import Round
 from fakes.checks import FakeCheckRunner
@@ -135,3 +137,20 @@ def test_every_reason_is_listed_in_the_order_run_meets_them() -> None:
     ]
     data = made.main("plan", REQUEST_FILE, "--check", MISSING, "--max-memory", "2g", "--json")
     assert [r["code"] for r in data.json()["refusals"]] == ["checks_unavailable", "launch_failed"]
+
+
+def test_a_parent_the_request_file_names_is_judged_by_plan_as_run_judges_it() -> None:
+    """plan has no --parent, but a request file's "parent" was dropped by it while run refused
+    it: the plan's verdict now says the same."""
+    made = world(Round.ok(RESULT))
+    data = json.loads(made.fs.read_text(REQUEST_FILE))
+    made.fs.write(REQUEST_FILE, json.dumps({**data, "parent": "/work/none"}))
+    shown = made.main("plan", REQUEST_FILE)
+    assert shown.status == 2
+    assert shown.out.splitlines()[0].startswith(
+        "concorde-workers plan — a run would be refused: request_invalid: the parent trace node "
+        f'folder /work/none (the "parent" field of the request file {REQUEST_FILE}) does not '
+        "exist"
+    )
+    ran = made.main("run", REQUEST_FILE)
+    assert ran.status == 2 and "/work/none" in ran.err and made.run_dirs() == []
