@@ -35,6 +35,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.boundary.beside import PYTHON_NAMES
 from concorde_workers.domain.boundary.grant import Grant, Level, entries_below
 from concorde_workers.domain.boundary.paths import is_within, relative_to
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, ResourceLimits
@@ -304,6 +305,9 @@ def program_in_view(
     problem = f"`{word}` is found nowhere in the check's view" + (
         why or ": install it, or give the check a program its PATH holds"
     )
+    if place.project_interpreter is None and word.startswith(PYTHON_NAMES):
+        # The check's PATH has the project interpreter's directory first, as the worker's.
+        problem += "; or give the project's Python with --interpreter"
     return ProgramInView(said=f"{problem}; {UNAVAILABLE_ENDING}", unavailable=problem)
 
 

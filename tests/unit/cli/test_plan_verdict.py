@@ -39,7 +39,8 @@ def test_plan_s_first_line_says_a_check_that_cannot_start_and_exits_2() -> None:
     assert first == (
         "concorde-workers plan — a run would be refused: checks_unavailable: the check check-2 "
         "(python -m pytest -q) cannot start in any round: `python` is found nowhere in the "
-        "check's view: install it, or give the check a program its PATH holds"
+        "check's view: install it, or give the check a program its PATH holds; or give the "
+        "project's Python with --interpreter"
     )
     as_json = made.main("plan", REQUEST_FILE, "--check", KNOWN, "--check", MISSING, "--json")
     assert as_json.status == 2
