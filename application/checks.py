@@ -136,19 +136,20 @@ class ChecksValidation:
         self._before: dict[str, CheckRun] = {}
         self.leftover: str | None = None
 
-    def preview(self) -> ChecksPreview:
-        """What the checks would run and over what, with nothing run (`plan`)."""
+    def preview(self, *, view: bool = True) -> ChecksPreview:
+        """What the checks would run and over what, with nothing run (`plan`); `view=False`
+        leaves out what they run over (the runner may try a layer to say it)."""
         return ChecksPreview(
             checks=self.checks,
             programs=tuple(self._runner.program(c, self._place) for c in self.checks),
-            view=self._runner.view() if self.checks else "",
+            view=self._runner.view() if self.checks and view else "",
         )
 
     def refusal_before_run(self) -> Refusal | None:
         """checks_unavailable when a check cannot start in any round, else None: ask it before
         `WorkerHost.run`, as `WorkerHost.refusal_before_run` is asked; no model round is spent
         on a run whose checks could never judge it (`plan` says the same)."""
-        return self.preview().refusal()
+        return self.preview(view=False).refusal()
 
     def __enter__(self) -> ChecksValidation:
         self.start()
