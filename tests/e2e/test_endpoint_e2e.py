@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from e2e.conftest import ClaudeWorld
 from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
-from e2e.test_host_git_e2e import claude_plant
+from e2e.one_command import claude_command
 from servers.claude_wrapper import write_wrapper
 
 pytestmark = pytest.mark.e2e
@@ -44,7 +44,7 @@ def test_claude_code_reaches_the_machine_s_endpoint_with_its_token(
     )
     w.environ["GATEWAY_TOKEN"] = TOKEN
     del w.environ["ANTHROPIC_API_KEY"]
-    run, seen = claude_plant(w, "env; echo ENV-END")
+    run, seen = claude_command(w, "env; echo ENV-END")
     assert run.record.status == "ok", run.data
     assert TOKEN not in seen and "ANTHROPIC_AUTH_TOKEN" not in seen, seen
     messages = [r for r in w.server.log if r["path"].startswith("/v1/messages")]

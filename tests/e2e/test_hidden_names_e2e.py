@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from e2e.conftest import ClaudeWorld
 from e2e.conftest_pi import PiWorld, pi_world
-from e2e.test_host_git_e2e import Plant, claude_plant, pi_plant
+from e2e.one_command import Command, claude_command, pi_command
 
 pytestmark = pytest.mark.e2e
 
@@ -53,7 +53,7 @@ def mount_points(mountinfo: str) -> list[str]:
     return points
 
 
-def check_no_hidden_name(plant: Plant, worktree: Path) -> None:
+def check_no_hidden_name(plant: Command, worktree: Path) -> None:
     plant_hidden(worktree)
     run, output = plant(dump_command(worktree))
     assert " rc=0" in output, output
@@ -69,8 +69,8 @@ def check_no_hidden_name(plant: Plant, worktree: Path) -> None:
 
 
 def test_claude_no_file_under_proc_names_a_hidden_path(claude_world: ClaudeWorld) -> None:
-    check_no_hidden_name(lambda c: claude_plant(claude_world, c), claude_world.worktree)
+    check_no_hidden_name(lambda c: claude_command(claude_world, c), claude_world.worktree)
 
 
 def test_pi_no_file_under_proc_names_a_hidden_path(pi_world: PiWorld) -> None:
-    check_no_hidden_name(lambda c: pi_plant(pi_world, c), pi_world.worktree)
+    check_no_hidden_name(lambda c: pi_command(pi_world, c), pi_world.worktree)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from e2e.conftest import ClaudeWorld
 from e2e.conftest_pi import PiWorld, pi_world
-from e2e.test_host_git_e2e import Plant, claude_plant, pi_plant
+from e2e.one_command import Command, claude_command, pi_command
 
 from concorde_workers.adapters.cli.display import account
 
@@ -29,7 +29,7 @@ def plant_secret_git_dir(where: Path) -> Path:
     return where
 
 
-def check_pointer_not_followed(plant: Plant, worktree: Path, target: Path) -> None:
+def check_pointer_not_followed(plant: Command, worktree: Path, target: Path) -> None:
     command = (
         f"mkdir -p {worktree}/src/app/g2 && printf 'gitdir: {target}\\n' > "
         f'{worktree}/src/app/g2/.git; echo " rc=$?"'
@@ -51,11 +51,11 @@ def test_claude_a_planted_git_pointer_is_quoted_by_its_text_never_followed(
 ) -> None:
     target = plant_secret_git_dir(tmp_path / "hidden-git")
     check_pointer_not_followed(
-        lambda c: claude_plant(claude_world, c), claude_world.worktree, target
+        lambda c: claude_command(claude_world, c), claude_world.worktree, target
     )
 
 
 @pytest.mark.req("Every round is audited")
 def test_pi_a_planted_git_pointer_is_quoted_by_its_text_never_followed(pi_world: PiWorld) -> None:
     target = plant_secret_git_dir(pi_world.root / "hidden-git")
-    check_pointer_not_followed(lambda c: pi_plant(pi_world, c), pi_world.worktree, target)
+    check_pointer_not_followed(lambda c: pi_command(pi_world, c), pi_world.worktree, target)

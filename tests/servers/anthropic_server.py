@@ -196,6 +196,15 @@ class _Handler(BaseHTTPRequestHandler):
             }
         )
 
+    def end_headers(self) -> None:
+        """Every answer closes its connection: a kept-alive socket the client picks from its
+        pool while this server is busy on a loaded machine is one more way for a call to be
+        lost that no test asks for (a lost call is scripted with `Reply.hangup`)."""
+        if not self.close_connection:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        super().end_headers()
+
     def _plain(self, status: int, payload: bytes = b"", content_type: str = "text/plain") -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
