@@ -62,6 +62,7 @@ from concorde_workers.domain.isolation.check_sandbox import (
     ALWAYS_HIDDEN,
     CheckPlace,
     Keep,
+    ProgramInView,
     check_argv,
     check_environment,
     program_in_view,
@@ -80,6 +81,10 @@ CANCELLED = "killed: the run was cancelled"
 VIEW_LAYER = "layer"
 VIEW_COPY = "copy"
 PROBE_SECONDS = 30
+NO_BWRAP = (
+    "bubblewrap (bwrap) is not installed, and a check never runs outside its sandbox; "
+    "install it (Debian: apt-get install bubblewrap)"
+)
 _NO_CLONE = {
     errno.EOPNOTSUPP,
     errno.ENOTTY,
@@ -253,12 +258,7 @@ class SandboxedCheckRunner:
         self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None = None
     ) -> CheckRun:
         if not self._bwrap:
-            return CheckRun(
-                status=CheckStatus.NOT_STARTED,
-                problem="bubblewrap (bwrap) is not installed, and a check never "
-                "runs outside its sandbox; install it (Debian: apt-get "
-                "install bubblewrap)",
-            )
+            return CheckRun(status=CheckStatus.NOT_STARTED, problem=NO_BWRAP)
         if self.layer_problem() is None:
             return self._run_layered(check, tree, place, on_cancel)
         return self._run_over_copy(check, tree, place, on_cancel)
@@ -436,7 +436,9 @@ class SandboxedCheckRunner:
         """The host's hidden places, each as given and with its links resolved."""
         return [*self._hidden, *(os.path.realpath(p) for p in self._hidden)]
 
-    def program(self, check: Check, place: CheckPlace) -> str:
+    def program(self, check: Check, place: CheckPlace) -> ProgramInView:
+        if not self._bwrap:
+            return ProgramInView(said=NO_BWRAP, unavailable=NO_BWRAP)
         # The places check_argv hides, as it hides them: the host's, as given and real, the
         # ones every check hides, and the run's own.
         hidden = [*ALWAYS_HIDDEN, *self._hidden_forms(), *place.hidden]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import TracebackType
 
 from concorde_workers.application.cancellation import Cancellation
@@ -32,8 +33,8 @@ from concorde_workers.application.validation import (
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS
-from concorde_workers.domain.evidence.errors import Code, ErrorLink, Reason, Unhandled
-from concorde_workers.domain.isolation.check_sandbox import CheckPlace, primary_of
+from concorde_workers.domain.evidence.errors import Code, ErrorLink, Reason, Refusal, Unhandled
+from concorde_workers.domain.isolation.check_sandbox import CheckPlace, ProgramInView, primary_of
 from concorde_workers.domain.run.checks import (
     CHECKS_FAILED,
     CHECKS_UNAVAILABLE,
@@ -74,6 +75,42 @@ def place_for(request: RunRequest) -> CheckPlace:
     )
 
 
+@dataclass(frozen=True)
+class ChecksPreview:
+    """What a run's checks would be, with nothing run: each one's program in its sandbox
+    (`programs`, in the checks' order) and what they run over on this machine (`view`), as
+    `plan` says them; `refusal` is why a run would be refused before round 1."""
+
+    checks: tuple[Check, ...]
+    programs: tuple[ProgramInView, ...]
+    view: str
+
+    def refusal(self) -> Refusal | None:
+        """checks_unavailable for the first check that cannot start in any round (no sandbox
+        on this machine, a program no round can make): a run would spend a model round only
+        to end so after it (decisions.md "A check that cannot start"); None when every check
+        could start."""
+        for check, program in zip(self.checks, self.programs, strict=True):
+            if program.unavailable is not None:
+                return Refusal(
+                    code=CHECKS_UNAVAILABLE,
+                    reason=Reason.ENVIRONMENT,
+                    message=f"the check {check.id} ({check.command}) cannot start in any "
+                    f"round: {program.unavailable}",
+                )
+        return None
+
+    def to_json(self) -> dict[str, object]:
+        """`plan --json`'s "checks" and "check_view"."""
+        return {
+            "checks": [
+                {**c.model_dump(), "program": p.said, "unavailable": p.unavailable}
+                for c, p in zip(self.checks, self.programs, strict=True)
+            ],
+            "check_view": self.view,
+        }
+
+
 class ChecksValidation:
     """A round validation that runs `checks` (see the module docstring). Use it as a context
     manager around `WorkerHost.run` (or call `start` before and `close` after): the starting
@@ -98,6 +135,21 @@ class ChecksValidation:
         self._start_problem: str | None = None
         self._before: dict[str, CheckRun] = {}
         self.leftover: str | None = None
+
+    def preview(self, *, view: bool = True) -> ChecksPreview:
+        """What the checks would run and over what, with nothing run (`plan`); `view=False`
+        leaves out what they run over (the runner may try a layer to say it)."""
+        return ChecksPreview(
+            checks=self.checks,
+            programs=tuple(self._runner.program(c, self._place) for c in self.checks),
+            view=self._runner.view() if self.checks and view else "",
+        )
+
+    def refusal_before_run(self) -> Refusal | None:
+        """checks_unavailable when a check cannot start in any round, else None: ask it before
+        `WorkerHost.run`, as `WorkerHost.refusal_before_run` is asked; no model round is spent
+        on a run whose checks could never judge it (`plan` says the same)."""
+        return self.preview(view=False).refusal()
 
     def __enter__(self) -> ChecksValidation:
         self.start()

@@ -16,10 +16,11 @@ from typing import Any
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.credential_presence import missing_credentials
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
+from concorde_workers.application.request_notes import notes_for_request
 from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.configuration.config import ResolvedWorker
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.evidence.codes import RUN_CODES, Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.evidence.run_id import run_id, runtime_directory_name
 from concorde_workers.domain.isolation.environment import redact
@@ -50,12 +51,45 @@ class Plan:
     run_id: str
     runtime_directory: str
     refusal: Refusal | None = None
+    """What the configuration reader or the preparation refuses (the first it meets)."""
     prepared: Prepared | None = None
     progress: Progress = field(default_factory=Progress)
+    input_refusals: list[Refusal] = field(default_factory=list)
+    """What the command line refuses of a request first, before it resolves the worker (a
+    parent trace folder that is not there): `run` refuses it before the run exists."""
+    request_refusals: list[Refusal] = field(default_factory=list)
+    """What the command line refuses of a request once its worker is resolved (no
+    instructions): `run` refuses it before the run exists."""
+    checks_refusal: Refusal | None = None
+    """A check that cannot start in any round (`ChecksPreview.refusal`): the command line
+    refuses the run before it exists."""
+    launch_refusals: list[Refusal] = field(default_factory=list)
+    """What ends a prepared run launch_failed as round 1 starts: limits this machine cannot
+    enforce, a program that is not there."""
+
+    @property
+    def reasons(self) -> tuple[Refusal, ...]:
+        """Every reason a run would not launch, in the order `run` meets them: a refusal no run
+        is made for (a code no run ends with: the request, the configuration reader; then what
+        the command line refuses of the request), then a check that cannot start (asked before
+        the run), then what the run itself ends with (its preparation, then round 1's
+        launch). The first is the plan's verdict."""
+        early = [r for r in (self.refusal,) if r is not None and r.code not in RUN_CODES]
+        ran = [r for r in (self.refusal,) if r is not None and r.code in RUN_CODES]
+        checks = [self.checks_refusal] if self.checks_refusal is not None else []
+        return (
+            *self.input_refusals,
+            *early,
+            *self.request_refusals,
+            *checks,
+            *ran,
+            *self.launch_refusals,
+        )
 
     @property
     def launches(self) -> bool:
-        return self.refusal is None and self.prepared is not None
+        """A run would launch and every check could start: `plan`'s exit status 0."""
+        return not self.reasons and self.prepared is not None
 
     def to_json(self) -> dict[str, Any]:
         return plan_json(self)
@@ -104,6 +138,9 @@ class Planner:
             if settled.unnamed is not None:
                 plan.progress.notes.append(settled.unnamed)
         prepared = self._preparer.prepare(request, rid, runtime_dir, plan.progress)
+        # What the request says that its author may not have meant: said, never changed.
+        profile = None if isinstance(prepared, Refusal) else prepared.backend.profile
+        plan.progress.notes.extend(notes_for_request(self._fs, request, profile))
         if isinstance(prepared, Refusal):
             plan.refusal = prepared
         else:
@@ -112,9 +149,15 @@ class Planner:
             if missing is not None:
                 plan.progress.notes.append(missing)
             if not prepared.program_found:
-                plan.progress.notes.append(
-                    f"the program {prepared.program} was not found: the run would end failed "
-                    "with launch_failed when it starts round 1"
+                plan.launch_refusals.append(
+                    Refusal(
+                        code=Code.LAUNCH_FAILED,
+                        reason=Reason.ENVIRONMENT,
+                        message=f"the program {prepared.program} was not found, so round 1 "
+                        "cannot start: install the agent programs (concorde-workers "
+                        "install-agents, or ./scripts/setup in a clone) or name the program "
+                        "with its variable (concorde-workers doctor says which)",
+                    )
                 )
         return plan
 
@@ -290,9 +333,11 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     policy = prepared.policy if prepared else seen.policy
     placement = prepared.placement if prepared else seen.placement
     grant = prepared.grant if prepared else seen.grant
+    reasons = plan.reasons
     out: dict[str, Any] = {
         "verdict": "launch" if plan.launches else "refused",
-        "refusal": _refusal_json(plan.refusal),
+        "refusal": _refusal_json(reasons[0] if reasons else plan.refusal),
+        "refusals": [_refusal_json(r) for r in reasons],
         "run_id": plan.run_id,
         "runtime_directory": plan.runtime_directory,
         "worktree": plan.request.worktree,
@@ -333,17 +378,12 @@ def render(plan: Plan) -> str:
     data = plan_json(plan)
     lines: list[str] = []
     add: Callable[..., None] = lines.append
-    verdict = (
-        "a run would launch"
-        if plan.launches
-        else f"a run would be refused: {data['refusal']['code']}"
-    )
-    add(f"concorde-workers plan — {verdict}")
+    add(f"concorde-workers plan — {verdict_line(plan)}")
     add(f"  run id {plan.run_id}, runtime directory {plan.runtime_directory} (not created)")
-    if plan.refusal is not None:
+    for reason in plan.reasons:
         add("")
-        add(f"REFUSED {plan.refusal.code} (reason {plan.refusal.reason.value})")
-        lines.extend(f"  {line}" for line in plan.refusal.message.splitlines())
+        add(f"REFUSED {reason.code} (reason {reason.reason.value})")
+        lines.extend(f"  {line}" for line in reason.message.splitlines())
     _section(
         lines,
         "Resolution",
@@ -381,6 +421,20 @@ def render(plan: Plan) -> str:
         _round1_lines(lines, data)
     _section(lines, "Notes", data["notes"])
     return terminal_lines(lines)
+
+
+def verdict_line(plan: Plan) -> str:
+    """The plan's first line after its name (issue 31 §2): that a run would launch, or that it
+    would be refused, with the first reason and its repair."""
+    reasons = plan.reasons
+    if plan.launches:
+        return "a run would launch"
+    if not reasons:  # no preparation and no reason: cannot happen, said rather than hidden
+        return "a run would be refused"
+    first = reasons[0]
+    message = first.message.splitlines()[0] if first.message else ""
+    more = f" (and {len(reasons) - 1} more below)" if len(reasons) > 1 else ""
+    return f"a run would be refused: {first.code}: {message}{more}"
 
 
 def _round1_lines(lines: list[str], data: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
-__all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather"]
+__all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather", "read_grant"]
 
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
 """The largest transcript a report reads (its size asked before it is opened); past it the page
@@ -73,7 +73,8 @@ def _check_logs(fs: FileSystem, run_dir: str, record: RunRecord) -> dict[tuple[i
     return found
 
 
-def _grant(fs: FileSystem, run_dir: str, problems: list[str]) -> dict[str, Any] | None:
+def read_grant(fs: FileSystem, run_dir: str, problems: list[str]) -> dict[str, Any] | None:
+    """The run's grant.json (4 MiB, a regular file), or None with the problem said."""
     path = posixpath.join(run_dir, GRANT_FILE)
     try:
         data = json_limits.loads(read_regular_text(fs, path, 4 * 1024 * 1024))
@@ -120,7 +121,7 @@ def gather(fs: FileSystem, run_dir: str, profiles: Profiles) -> ReportInput:
     made.problems += [
         f"not as the host wrote it: {failure}" for failure in digest_failures(fs, run_dir)
     ]
-    made.grant = _grant(fs, run_dir, made.problems)
+    made.grant = read_grant(fs, run_dir, made.problems)
     profile = profiles.get(record.backend)
     if profile is None:
         made.problems.append(

@@ -33,6 +33,13 @@ from concorde_workers.domain.texts.text import control_problem
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 REQUEST_FIELDS = tuple(RunRequest.model_fields)
+MAX_INSTRUCTIONS_BYTES = 1024 * 1024
+"""The task's instructions, from `--instructions`, `@FILE` or the request file: 1 MiB of UTF-8
+(a brief of a few pages is kilobytes; docs/decisions.md "Every reader bounded")."""
+MAX_GRANT_FILE_BYTES = 16 * 1024 * 1024
+"""A grant file: 100,000 entries (the grant's own bound) of 160 bytes on average."""
+MAX_REQUEST_FILE_BYTES = MAX_GRANT_FILE_BYTES + 2 * MAX_INSTRUCTIONS_BYTES
+"""A request file holds a grant and the instructions besides a few short fields."""
 FLAG_NAMES = {
     "worktree": "--worktree",
     "parent": "--parent",
@@ -74,6 +81,44 @@ check), so they are taken apart from the Inputs table (`RequestBuilder.checks`).
 
 def invalid(message: str, file: str | None = None) -> Refusal:
     return Refusal(code=Code.REQUEST_INVALID, reason=Reason.INPUT, message=message, file=file)
+
+
+def _instructions_source(flags: RequestFlags) -> str:
+    if flags.instructions is not None:
+        return "--instructions"
+    if flags.request_file is not None:
+        return f"the request file {flags.request_file}"
+    return "the request"
+
+
+def _instructions_too_long(value: object, flags: RequestFlags) -> Refusal | None:
+    """More than `MAX_INSTRUCTIONS_BYTES` of instructions is no brief: refused, naming where
+    they came from (a value that is no text is the request model's to refuse)."""
+    if not isinstance(value, str):
+        return None
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size <= MAX_INSTRUCTIONS_BYTES:
+        return None
+    return invalid(
+        f"{_instructions_source(flags)} gives {size:,} bytes of instructions, past the "
+        f"{MAX_INSTRUCTIONS_BYTES:,} a brief may hold: give the task itself, and name the "
+        "files the worker should read in it",
+        flags.request_file,
+    )
+
+
+def instructions_missing(request: RunRequest, flags: RequestFlags) -> Refusal | None:
+    """The instructions are the task (seed 000 Inputs): none, or only blanks, sends a worker
+    with nothing to do. `run` refuses it before a run exists; `plan` shows the whole plan and
+    says the same as its verdict (issue 31 §3, docs/decisions.md "Inputs the user writes")."""
+    if request.instructions.strip():
+        return None
+    given = "gives no instructions" if not request.instructions else "gives only blank ones"
+    return invalid(
+        f"{_instructions_source(flags)} {given}: a worker needs its task; give --instructions "
+        'TEXT or --instructions @FILE (or the request file\'s "instructions")',
+        flags.request_file,
+    )
 
 
 class RequestBuilder:
@@ -216,6 +261,9 @@ class RequestBuilder:
                 "field, or a grant whose task_type names it",
                 file,
             )
+        told = _instructions_too_long(data.get("instructions"), flags or RequestFlags())
+        if told is not None:
+            return told
         for name in ("worktree", "parent"):
             value = data.get(name)
             if isinstance(value, str) and not posixpath.isabs(value):
@@ -324,10 +372,10 @@ class RequestBuilder:
 
     def _json_object(self, path: str, what: str) -> dict[str, Any] | Refusal:
         path = self._absolute(path)
-        try:
-            text = self._fs.read_text(path)
-        except FileSystemError as error:
-            return invalid(f"the {what} {path} cannot be read: {error.os_error_text}", path)
+        limit = MAX_GRANT_FILE_BYTES if what == "grant file" else MAX_REQUEST_FILE_BYTES
+        text = self._read(path, what, limit)
+        if isinstance(text, Refusal):
+            return text
         decoded = decode_json(text)
         if decoded.problem is not None:
             return invalid(
@@ -340,12 +388,19 @@ class RequestBuilder:
     def _instructions(self, value: str) -> str | Refusal:
         if not value.startswith("@"):
             return value
-        path = self._absolute(value[1:])
+        return self._read(self._absolute(value[1:]), "instructions file", MAX_INSTRUCTIONS_BYTES)
+
+    def _read(self, path: str, what: str, limit: int) -> str | Refusal:
+        """The text of a file the user names (links followed: the user's own), when it is a
+        regular file of at most `limit` bytes of UTF-8: a FIFO or a device (`@/dev/zero`) is
+        refused at once, never opened, and a larger file is never read (issue 31 §3)."""
         try:
-            return self._fs.read_text(path)
+            return read_regular_text(self._fs, self._fs.realpath(path), limit)
         except FileSystemError as error:
             return invalid(
-                f"the instructions file {path} cannot be read: {error.os_error_text}", path
+                f"the {what} {path} cannot be read: {error.os_error_text}; give a regular file "
+                f"of at most {limit:,} bytes of UTF-8 text",
+                path,
             )
 
     def _absolute(self, path: str) -> str:

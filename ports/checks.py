@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.isolation.check_sandbox import CheckPlace, Keep
+from concorde_workers.domain.isolation.check_sandbox import CheckPlace, Keep, ProgramInView
 from concorde_workers.domain.run.checks import Check, CheckRun
 
 OnCancel = Callable[[Callable[[], None]], Callable[[], None]]
@@ -67,9 +67,11 @@ class CheckRunner(Protocol):
         or a copy and why."""
         ...
 
-    def program(self, check: Check, place: CheckPlace) -> str:
+    def program(self, check: Check, place: CheckPlace) -> ProgramInView:
         """What the check's first word resolves to in its sandbox, or that none does (`plan`
-        says it; nothing runs)."""
+        says it; nothing runs), and when the check cannot start in any round, why: no sandbox
+        on this machine, or a program no round can make (a run is then refused before round
+        1)."""
         ...
 
     def discard(self, tree: str) -> None:

@@ -39,10 +39,11 @@ from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import ExampleRepository, Wiring
 from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.checks import place_for
+from concorde_workers.application.checks import ChecksValidation, place_for
 from concorde_workers.application.planner import Plan, apply_resolution, render, settle_worker
 from concorde_workers.application.report import gather
-from concorde_workers.application.requests import invalid
+from concorde_workers.application.request_notes import notes_for_request, notes_for_run
+from concorde_workers.application.requests import instructions_missing, invalid
 from concorde_workers.application.resources import RunResources
 from concorde_workers.application.sweep import sweep_account
 from concorde_workers.application.tracing.reader import (
@@ -53,6 +54,7 @@ from concorde_workers.application.tracing.reader import (
     read_record,
     read_resources,
 )
+from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.errors import Code, Reason, Refusal
@@ -122,42 +124,57 @@ def _plan(args: argparse.Namespace, container: Container, out: TextIO, err: Text
     if args.all_workers:
         return plan_operation(args, container, out)
     request = container.requests().build(flags_of(args))
-    if isinstance(request, Refusal):
-        print_refusal(request, args.json, out, err)
-        return ExitStatus.REFUSED
-    declared = declarations(args.declare)
-    if isinstance(declared, Refusal):
-        print_refusal(declared, args.json, out, err)
-        return ExitStatus.REFUSED
     checks = container.requests().checks(flags_of(args))
-    if isinstance(checks, Refusal):
-        print_refusal(checks, args.json, out, err)
-        return ExitStatus.REFUSED
+    declared = declarations(args.declare)
+    for bad in (request, checks, declared):
+        if isinstance(bad, Refusal):
+            print_refusal(bad, args.json, out, err)
+            return ExitStatus.REFUSED
+    assert not isinstance(request, Refusal) and not isinstance(checks, Refusal)
+    assert not isinstance(declared, Refusal)
     plan: Plan = container.planner().plan(request, declared)
-    # Nothing runs: what each check's first word resolves to in its sandbox (issue 19 §1).
-    programs: list[str] = []
-    view = ""
-    if checks:
-        runner, place = container.check_runner(), place_for(request)
-        programs = [runner.program(c, place) for c in checks]
-        view = runner.view()
-    resources = RunResources(
-        container.resource_groups(), request.resources, "", container.machine_resources()
+    # What `run` refuses of the request before it exists is the plan's verdict too: a parent
+    # the request file names (plan has no --parent) and the instructions (issue 31 §2, §3).
+    parent = parent_refusal(container.filesystem(), request, args) if request.parent else None
+    plan.input_refusals += [parent] if parent is not None else []
+    missing = instructions_missing(request, flags_of(args))
+    plan.request_refusals += [missing] if missing is not None else []
+    # Nothing runs: what each check's first word resolves to in its sandbox (issue 19 §1), and
+    # a check that cannot start refuses the run as `run` refuses it (issue 31 §2).
+    preview = (
+        container.checks_validation(checks=checks, place=place_for(plan.request)).preview()
+        if checks
+        else None
     )
+    plan.checks_refusal = preview.refusal() if preview is not None else None
+    resources = RunResources(
+        container.resource_groups(), plan.request.resources, "", container.machine_resources()
+    )
+    refused = resources.refused()
+    if refused is not None:
+        plan.launch_refusals.insert(
+            0, Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=refused)
+        )
     if args.json:
-        listed = [{**c.model_dump(), "program": p} for c, p in zip(checks, programs, strict=True)]
         print_json(
             {
                 **plan.to_json(),
-                **({"checks": listed, "check_view": view} if checks else {}),
-                "resources": {**resources.metadata(), "refused": resources.refused()},
+                **(preview.to_json() if preview is not None else {}),
+                "resources": {**resources.metadata(), "refused": refused},
             },
             out,
         )
     else:
-        lines = [*checks_plan(checks, programs, view), *resources_plan(resources)]
+        lines = [
+            *(
+                checks_plan(checks, [p.said for p in preview.programs], preview.view)
+                if preview is not None
+                else []
+            ),
+            *resources_plan(resources),
+        ]
         out.write(render(plan) + terminal_lines(lines))
-    return ExitStatus.OK if plan.launches and not resources.refused() else ExitStatus.REFUSED
+    return ExitStatus.OK if plan.launches else ExitStatus.REFUSED
 
 
 def resources_plan(resources: RunResources) -> list[str]:
@@ -233,7 +250,7 @@ def parent_refusal(fs: FileSystem, request: RunRequest, args: argparse.Namespace
         return None
     where = (
         "--parent"
-        if args.parent is not None or not args.request
+        if getattr(args, "parent", None) is not None or not args.request
         else f'the "parent" field of the request file {args.request}'
     )
     what = "is not a directory" if fs.lexists(request.parent) else "does not exist"
@@ -276,24 +293,56 @@ def _refusal_before_run(
     return refused if refused is not None else resolved
 
 
+def _run_or_refusal(
+    container: Container,
+    host: WorkerHost,
+    args: argparse.Namespace,
+    err: TextIO,
+    cancel: Cancellation,
+) -> tuple[RunRequest, ChecksValidation | None] | Refusal:
+    """The request and its checks' validation as the run takes them, or the first refusal of
+    the command's own input, in the order `plan` lists them (planner.py `Plan.reasons`).
+
+    The checks' validation copies the starting state before round 1 (gate narrowing) and
+    discards it when the run has ended, however it ended. A check that cannot start in any
+    round refuses the run before it exists, as `plan` says (issue 31 §2): no model round is
+    spent only to end checks_unavailable after it."""
+    built = container.requests().build(flags_of(args))
+    checks = container.requests().checks(flags_of(args))
+    if isinstance(built, Refusal):
+        return built
+    if isinstance(checks, Refusal):
+        return checks
+    request = _refusal_before_run(container, host, built, args, err)
+    if isinstance(request, Refusal):
+        return request
+    missing = instructions_missing(request, flags_of(args))
+    if missing is not None:
+        return missing
+    if not checks:
+        return request, None
+    validation = container.checks_validation(checks=checks, place=place_for(request), cancel=cancel)
+    refused = validation.refusal_before_run()
+    return refused if refused is not None else (request, validation)
+
+
 def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
     container = wiring.container()
-    built = container.requests().build(flags_of(args))
     host = container.worker_host()
-    request = (
-        built
-        if isinstance(built, Refusal)
-        else _refusal_before_run(container, host, built, args, err)
-    )
-    checks = container.requests().checks(flags_of(args))
-    if isinstance(request, Refusal) or isinstance(checks, Refusal):
-        refused = request if isinstance(request, Refusal) else checks
-        assert isinstance(refused, Refusal)
-        print_refusal(refused, args.json, out, err)
-        return ExitStatus.REFUSED
-    assert request.parent is not None
-    sweep_before_run(container, err)
     cancel = Cancellation()
+    settled = _run_or_refusal(container, host, args, err, cancel)
+    if isinstance(settled, Refusal):
+        print_refusal(settled, args.json, out, err)
+        return ExitStatus.REFUSED
+    request, validation = settled
+    assert request.parent is not None
+    # What the request says that its author may not have meant: said now, and in the account;
+    # the run takes the request as it reads (issue 31 §3).
+    notes = notes_for_request(
+        container.filesystem(), request, container.profiles().get(request.backend)
+    )
+    err.write(terminal_lines([f"concorde-workers: note: {note}" for note in notes]))
+    sweep_before_run(container, err)
     watcher = ProgressWatcher(
         container.filesystem(),
         request.parent,
@@ -302,13 +351,6 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         now=container.clock().now_utc,
         width=shutil.get_terminal_size().columns,
         host_pid=container.host_pid(),
-    )
-    # The checks' validation copies the starting state before round 1 (gate narrowing) and
-    # discards it when the run has ended, however it ended.
-    validation = (
-        container.checks_validation(checks=checks, place=place_for(request), cancel=cancel)
-        if checks
-        else None
     )
     with cancel_on_signals(cancel), validation or contextlib.nullcontext():
         record = run_watched(
@@ -328,6 +370,7 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         err if args.events else out,  # stdout holds the events alone
         read_programs(fs, record.run_directory, programs_of(container.profiles())),
         read_resources(fs, record.run_directory, len(record.rounds)),
+        notes,
     )
     return status_of(record)
 
@@ -431,6 +474,7 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         out,
         read_programs(fs, run_dir, programs_of(container.profiles())),
         read_resources(fs, run_dir, len(record.rounds)),
+        notes_for_run(fs, run_dir),
     )
     if not args.json:  # what the account shows is not what the host wrote: said (issue 30 §4)
         failures = digest_failures(fs, run_dir)
@@ -468,17 +512,46 @@ def _show_html(
     file: str, run_dir: str, cwd: str, fs: FileSystem, out: TextIO, err: TextIO, profiles: Profiles
 ) -> ExitStatus:
     """The run's report as one HTML page (issue 21 §3); a damaged trace gets a page that says
-    so. The page is written atomically, never through a link at FILE."""
-    target = posixpath.normpath(posixpath.join(cwd, file))
+    so. `-` is standard output; a file is written atomically, and only as a new name or over a
+    regular file (issue 31 §3: a device, a FIFO, a link or a folder at FILE is refused, never
+    renamed over: as root it replaced /dev/full)."""
     page = report_html(gather(fs, run_dir, profiles))
+    if file == "-":
+        out.write(page)
+        return ExitStatus.OK
+    target = posixpath.normpath(posixpath.join(cwd, file))
+    refused = _html_target_problem(fs, target)
     try:
-        fs.write_atomic(target, page)
+        if refused is None:
+            fs.write_atomic(target, page)
     except FileSystemError as error:
+        refused = (
+            f"{error.os_error_text}; give --html a file in a folder that exists and can be written"
+        )
+    if refused is not None:
         err.write(
             f"error: the report cannot be written to {escape_controls(target)}: "
-            f"{escape_controls(error.os_error_text)}; give --html a file in a folder "
-            "that exists and can be written\n"
+            f"{escape_controls(refused)}\n"
         )
         return ExitStatus.REFUSED
     out.write(f"report: {escape_controls(target)} ({len(page.encode())} bytes)\n")
     return ExitStatus.OK
+
+
+def _html_target_problem(fs: FileSystem, target: str) -> str | None:
+    """Why the report may not be written at `target`: what is there is no regular file (its
+    final link not followed); None for a regular file or a new name."""
+    try:
+        kind = fs.stat(target).kind
+    except FileSystemError as error:
+        return None if error.not_found else error.os_error_text
+    if kind is EntryKind.FILE:
+        return None
+    what = {
+        EntryKind.SYMLINK: "a symbolic link",
+        EntryKind.DIRECTORY: "a directory",
+    }.get(kind, "a device, a FIFO or a socket")
+    return (
+        f"it is {what}, not a regular file; give --html a new file name or a regular file to "
+        "replace (or - for standard output)"
+    )

@@ -377,11 +377,15 @@ def account(
     record: RunRecord,
     programs: Sequence[ProgramVersion] = (),
     resources: Mapping[int, Mapping[str, Any]] | None = None,
+    notes: Sequence[str] = (),
 ) -> str:
     """The end-of-run account of a run record, for a person at a shell, with the agent programs
-    it was prepared with (their versions: the run directory's programs.json) and each round's
-    resource use (its resources.json)."""
+    it was prepared with (their versions: the run directory's programs.json), each round's
+    resource use (its resources.json) and what its request says that its author may not have
+    meant (`notes`, application/request_notes.py)."""
     lines = _head(record, programs)
+    if notes:
+        lines += ["", "notes", *(f"  {note}" for note in notes)]
     lines += ["", f"rounds ({len(record.rounds)})"]
     if record.rounds:
         for round_ in record.rounds:

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO, cast
 
-from concorde_workers.adapters.cli.parser import UsageError, parser
+from concorde_workers.adapters.cli.parser import UsageError, parser, unused_flags, version_text
 from concorde_workers.adapters.cli.status import ExitStatus
 
 if TYPE_CHECKING:
@@ -78,8 +78,16 @@ def main(
     err = err or sys.stderr
     try:
         args = parser().parse_args(argv)
+        unused = unused_flags(args)
+        if unused is not None:
+            raise UsageError(
+                "concorde-workers" + (f" {args.command}" if args.command else ""), unused
+            )
     except UsageError as usage:
         return _usage(usage, argv, out, err)
+    if args.version:
+        out.write(version_text(args.version_json))
+        return int(ExitStatus.OK)
     try:
         command = command_of(args.command)
         if command is None:

@@ -54,13 +54,15 @@ def print_record(
     out: TextIO,
     programs: Sequence[ProgramVersion] = (),
     resources: Mapping[int, Mapping[str, Any]] | None = None,
+    notes: Sequence[str] = (),
 ) -> None:
     """The record as JSON (exactly the contract's record), or its account with the agent
-    programs the run was prepared with (its programs.json) and each round's resource use."""
+    programs the run was prepared with (its programs.json), each round's resource use and the
+    grant's notes."""
     if as_json:
         print_json(record.to_json(), out)
     else:
-        out.write(account(record, programs, resources))
+        out.write(account(record, programs, resources, notes))
 
 
 def status_of(record: RunRecord) -> ExitStatus:

@@ -187,10 +187,17 @@ def parser() -> argparse.ArgumentParser:
         epilog=task_types_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    # The package's own version (issue 19 §2): argparse prints it and exits 0 before any
-    # command is required; nothing is imported beyond the package's __init__.
-    top.add_argument("--version", action="version", version=f"concorde-workers {__version__}")
-    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # The package's own version (issue 19 §2), alone or as JSON (issue 31 §3: `--version
+    # --json` printed text, `--version plan` dropped the command); main.py says it, and
+    # nothing is imported beyond the package's __init__.
+    top.add_argument("--version", action="store_true", help="print the version and exit")
+    top.add_argument(
+        "--json",
+        dest="version_json",
+        action="store_true",
+        help="with --version: print it as one JSON document",
+    )
+    commands = top.add_subparsers(dest="command", metavar="COMMAND")
     _plan_command(commands)
     _run_command(commands)
     _show_command(commands)
@@ -208,6 +215,102 @@ def parser() -> argparse.ArgumentParser:
     _demo_command(commands)
     _setup_commands(commands)
     return top
+
+
+def version_text(as_json: bool) -> str:
+    """What `--version` prints: `concorde-workers <version>`, or with `--json` one document."""
+    if as_json:
+        return f'{{"program": "concorde-workers", "version": "{__version__}"}}\n'
+    return f"concorde-workers {__version__}\n"
+
+
+def unused_flags(args: argparse.Namespace) -> str | None:
+    """Why a command line argparse accepted gives a setting the command would not honour, or
+    None (issue 31 §3: a setting is honoured or refused, never dropped). Each message names the
+    flags and the repair."""
+    if args.version:
+        if args.command is not None:
+            return (
+                "--version takes no command and no flag but --json: give "
+                "`concorde-workers --version [--json]` alone, or the command without it"
+            )
+        return None
+    if args.command is None:
+        return "the following arguments are required: COMMAND"
+    if args.version_json:
+        return (
+            "--json before the command goes with --version; give it after the command, such "
+            f"as `concorde-workers {args.command} ... --json`"
+        )
+    if args.command == "show":
+        return _show_unused(args)
+    if args.command == "plan":
+        return _plan_unused(args)
+    return None
+
+
+def _show_unused(args: argparse.Namespace) -> str | None:
+    modes = [
+        flag
+        for flag, given in (
+            ("--json", args.json),
+            ("--diff", args.diff),
+            ("--html FILE", args.html is not None),
+        )
+        if given
+    ]
+    if len(modes) > 1:
+        return (
+            f"show {' and '.join(modes)}: show prints the account, or the one thing --json, "
+            "--diff or --html asks for; give one of them"
+        )
+    if args.round_number is not None and not args.diff:
+        return (
+            "--round N chooses the round whose change --diff prints; add --diff, or leave "
+            "--round out"
+        )
+    return None
+
+
+ALL_WORKERS_UNUSED = (
+    ("--grant", "grant"),
+    ("--instructions", "instructions"),
+    ("--task-type", "task_type"),
+    ("--backend", "backend"),
+    ("--interpreter", "interpreter"),
+    ("--runtime-path", "runtime_path"),
+    ("--check", "check"),
+    ("--max-processes", "max_processes"),
+    ("--max-memory", "max_memory"),
+    ("--max-tmp", "max_tmp"),
+    ("--cpu-weight", "cpu_weight"),
+)
+"""What `plan --all-workers` does not use: it checks the Operation's workers against the model
+map and the programs, from the worktree's workers.json and --declare alone."""
+
+
+def _plan_unused(args: argparse.Namespace) -> str | None:
+    if args.keep and not args.example:
+        return (
+            "--keep keeps the example repository of --example; add --example, or leave --keep out"
+        )
+    if args.example and (args.request is not None or args.worktree is not None):
+        given = "a request file" if args.request is not None else "--worktree"
+        return (
+            f"--example plans in a throwaway example repository of its own, and {given} names "
+            "another worktree; give one of them"
+        )
+    if args.all_workers:
+        unused = [
+            flag for flag, dest in ALL_WORKERS_UNUSED if getattr(args, dest) not in (None, [])
+        ]
+        if unused:
+            return (
+                f"--all-workers checks every worker of the Operation against workers.json, "
+                f"the model map and the programs: {', '.join(unused)} would not be used; leave "
+                "them out, or plan one worker with --worker"
+            )
+    return None
 
 
 def _show_command(commands: Any) -> None:
@@ -267,7 +370,9 @@ def _plan_command(commands: Any) -> None:
         "plan",
         help="show what a worker run would do, or why it would be refused",
         description="Print what a worker run would do, without writing a file or starting a "
-        "program. Exit 0 when a run would launch, 2 when it would be refused.",
+        "program. The first line is the verdict, with the first reason and its repair. "
+        "Exit 0 when a run would launch and every check could start, 2 when it would be "
+        "refused.",
     )
     _request_arguments(plan)
     _check_argument(plan)

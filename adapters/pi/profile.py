@@ -110,6 +110,7 @@ PI = BackendProfile(
         always=("concorde_result",),
     ),
     local_id_placeholder="<provider/id>",
+    provider_in_model_id=True,
     example_ids={
         "example-local": "local-openai/example-local",
         "example-sonnet": "anthropic/claude-sonnet-4-5",

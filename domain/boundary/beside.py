@@ -65,6 +65,9 @@ RUNTIME_REPAIR = (
     "node_modules or a folder of check logs, as an absolute path: change --runtime-path, the "
     "request's runtime_paths, or the runtime list of the worktree's .concorde/workers.json"
 )
+PYTHON_NAMES = ("python", "pypy", "graalpy")
+"""How a Python interpreter's file is named (CPython's `python3.12`, a venv's `python`, PyPy,
+GraalPy): the project interpreter's name begins with one of them."""
 INTERPRETER_REPAIR = (
     "give the absolute path of the project's own Python interpreter as its checks run it "
     "(Workers never looks it up itself), with --interpreter or the request's project_interpreter, "
@@ -274,6 +277,15 @@ def interpreter_problem(given: Given, around: Surroundings) -> str | None:
             "is a directory, not the interpreter"
             if given.directory
             else ("is not an executable file")
+        )
+    name = posixpath.basename(posixpath.normpath(given.path))
+    if not name.startswith(PYTHON_NAMES):
+        # Seed 000: "the project's own Python interpreter", whose directory comes first on the
+        # worker's PATH and which the brief names as the project's Python (issue 31 §3:
+        # `--interpreter /bin/true` was taken).
+        return (
+            f"is named {name!r}, not like a Python interpreter (python, python3, python3.12, "
+            "pypy3, graalpy): the brief would tell the worker to run the project's code with it"
         )
     problem = uncovers(given, around, rows=("git", "runtime", "run"))
     if problem is not None:

@@ -8,15 +8,23 @@ the first bad entry and what is wrong with it.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
-from collections.abc import Mapping
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType, parse_task_type
+from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.boundary.task_types import (
+    TASK_TYPES,
+    TaskType,
+    parse_task_type,
+    writes_nothing,
+)
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.texts.text import control_problem
@@ -322,3 +330,117 @@ class _Index:
     def under_directory(self, rel: str, levels: frozenset[Level]) -> bool:
         """Whether a directory entry of one of `levels` lies strictly above `rel`."""
         return any(self.directories.get(f) in levels for f in _folders_up(rel)[1:] if f)
+
+
+# --- what a grant says that its author may not have meant (issue 31 §3) ------------------------
+
+GLOB_CHARACTERS = "*?["
+CONFIGURATION_FOLDER = ".concorde"
+
+
+def grant_notes(
+    grant: Grant,
+    kind_of: Callable[[str], EntryKind | None] | None = None,
+    names_in: Callable[[str], Sequence[str]] | None = None,
+) -> tuple[str, ...]:
+    """What the grant says, read as seed 002 reads it, that its author likely did not mean: each
+    entry named (numbered from 1, as refusals number them) with what it does and the repair.
+    Warnings only, never a change of meaning: the run takes the grant as it reads.
+
+    `kind_of` (a worktree-relative path -> what is there, links not followed; None: nothing)
+    and `names_in` (a folder -> the names in it) are the worktree's facts; without them the
+    notes that need none are given (`show`, which has no worktree)."""
+    notes: list[str] = []
+    for number, entry in enumerate(grant.entries, start=1):
+        said = f"grant entry {number} ({entry.path!r}, {entry.level.value})"
+        notes += _entry_notes(entry, said, kind_of, names_in)
+    has_rw = grant.has_rw
+    if not has_rw and not writes_nothing(grant.task_type):
+        notes.append(
+            f"the grant has no rw entry, so the {grant.task_type.value} worker can change "
+            "nothing (a grant without rw is how a reading worker is run); make the paths it is "
+            "to change rw"
+        )
+    if has_rw and writes_nothing(grant.task_type):
+        notes.append(
+            f"the task type {grant.task_type.value} writes nothing: its worker gets the "
+            "read-only tools whatever the grant, so its rw entries change nothing; give a "
+            "task type that writes, or make them ro"
+        )
+    return tuple(notes)
+
+
+def _entry_notes(
+    entry: GrantEntry,
+    said: str,
+    kind_of: Callable[[str], EntryKind | None] | None,
+    names_in: Callable[[str], Sequence[str]] | None,
+) -> list[str]:
+    notes: list[str] = []
+    glob = next((c for c in entry.path if c in GLOB_CHARACTERS), None)
+    if glob is not None:
+        folder = entry.path[: entry.path.index(glob)].rpartition("/")[0]
+        instead = f"`{folder}/`" if folder else "each path by its name"
+        notes.append(
+            f"{said} holds {glob!r}, which a grant takes literally: a grant path is a path, "
+            f"not a pattern; for everything below a folder write the folder, such as {instead}"
+        )
+    bare = entry.bare
+    if entry.level is Level.RW and (
+        bare == CONFIGURATION_FOLDER or bare.startswith(CONFIGURATION_FOLDER + "/")
+    ):
+        notes.append(
+            f"{said} lets the worker change .concorde/, the project's worker configuration: "
+            "this run reads workers.json as committed, but a change someone commits later "
+            "configures every later worker; make it ro unless the task is to change it"
+        )
+    if kind_of is not None and glob is None:  # a pattern names nothing: said once, above
+        notes += _kind_notes(entry, said, kind_of(bare), names_in)
+    return notes
+
+
+def _kind_notes(
+    entry: GrantEntry,
+    said: str,
+    kind: EntryKind | None,
+    names_in: Callable[[str], Sequence[str]] | None,
+) -> list[str]:
+    bare = entry.bare
+    if kind is EntryKind.DIRECTORY and not entry.is_directory:
+        return [
+            f"{said} names a directory without the slash: a grant reads it as the entry "
+            f"{bare} itself, so nothing below it is in the grant and the worker finds it "
+            f"empty; did you mean `{bare}/`?"
+        ]
+    if kind is EntryKind.FILE and entry.is_directory:
+        return [
+            f"{said} names a file with a slash: a grant reads it as a folder, which covers "
+            f"nothing but the file itself; did you mean `{bare}`?"
+        ]
+    if kind is not None:
+        return []
+    parent, _, name = bare.rpartition("/")
+    near = _nearest(name, names_in(parent)) if names_in else None
+    slash = "/" if entry.is_directory else ""
+    guess = f"; did you mean `{posixpath.join(parent, near)}{slash}`?" if near else ""
+    if entry.level is Level.RW:
+        return [
+            f"{said} names nothing in the worktree yet: the worker may create it (rw); "
+            f"check the spelling if it should be there{guess}"
+        ]
+    return [f"{said} names nothing in the worktree, so the worker finds nothing there{guess}"]
+
+
+def _nearest(name: str, names: Sequence[str]) -> str | None:
+    """The name of `names` the author most likely meant by `name`: the same but for case, the
+    same letters in another order (a transposition), else the closest by difflib's ratio."""
+    folded = {n.casefold(): n for n in names}
+    key = name.casefold()
+    if key in folded:
+        return folded[key]
+    letters = sorted(key)
+    same = [n for f, n in folded.items() if sorted(f) == letters]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(key, list(folded), n=1)
+    return folded[close[0]] if close else None

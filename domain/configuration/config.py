@@ -12,7 +12,9 @@ Decisions where the spec is silent (docs/decisions.md "Configuration reader"):
   backend knows, runtime) before model_not_enabled; the whole file is checked, not only the
   asked worker's entries. Then, per worker, model_unresolved and the effective level against
   the effective backend; then the model map; then the program (backend_missing).
-- Non-integer limits above 1e15 are refused as too large.
+- Non-integer limits above 1e15 are refused as too large; a round's timeout past a day, more
+  than 100 retries or a retry wait past a day are refused as what no run can honour
+  (`domain.configuration.request.limits_problem`).
 - Runtime entries that name the workspace itself or a folder holding it are config_invalid:
   they would make the whole worktree readable beside the grant; so are entries with a `.git`
   segment or a character `domain.texts.text` refuses in any given path. Entries that do not exist
@@ -32,7 +34,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.paths import is_within
-from concorde_workers.domain.configuration.request import Backend, Limits
+from concorde_workers.domain.configuration.request import Backend, Limits, limits_problem
 from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
 from concorde_workers.domain.evidence.codes import REFUSAL_REASONS, Code
 from concorde_workers.domain.evidence.errors import Refusal
@@ -242,10 +244,15 @@ def _names_problem(data: Mapping[str, Any]) -> str | None:
 
 
 def _limits_problem(data: Mapping[str, Any]) -> str | None:
-    for key, limit in data.get("limits", {}).items():
+    raw = data.get("limits", {})
+    for key, limit in raw.items():
         if key not in _INTEGER_LIMITS and limit > _LARGEST_LIMIT:
             return f"limits.{key} is {show(limit)}, which is too large"
-    return None
+    # Within the contract, but past what a run can honour (issue 31 §3): a round of 1e9 s.
+    given = {**Limits().model_dump(), **raw}
+    return limits_problem(
+        float(given["timeout_seconds"]), int(given["retries"]), float(given["retry_delay_seconds"])
+    )
 
 
 def _every_level(levels: Levels) -> str:

@@ -80,6 +80,9 @@ class BackendProfile(BaseModel):
     """The levels `reasoning` may take on this backend (seed 002 "Worker configuration")."""
     local_id_placeholder: str
     """What a model map's example holds for this backend's `--model` id (`<model id>`)."""
+    provider_in_model_id: bool = False
+    """Whether this program's `--model` id names its provider, `provider/id` (pi): one without
+    is said (`model_id_note`)."""
     default_model: DefaultModel
     """How init knows the id the program runs without `--model`."""
     example_ids: dict[str, str] = {}
@@ -161,3 +164,21 @@ def copies_of(profiles: Profiles) -> tuple[str, ...]:
 def example_ids_of(profiles: Profiles) -> dict[str, dict[str, str]]:
     """Each backend's example ids, the default backend first."""
     return {name: dict(profiles[name].example_ids) for name in placeholders_of(profiles)}
+
+
+def model_id_note(
+    profile: BackendProfile, local_model: str | None, model_map: str | None
+) -> str | None:
+    """What to say of a `--model` id that names no provider on a program whose ids do (issue 31
+    §3: pi takes the first provider, built in or in its models.json, that lists the id, and
+    fails with "Model ... not found" when none does), with the repair; None otherwise. A note,
+    never a refusal: such an id is pi's own to resolve, and often resolves."""
+    if not profile.provider_in_model_id or not local_model or "/" in local_model:
+        return None
+    where = f" (from the model map {model_map})" if model_map else ""
+    return (
+        f"the {profile.name} model id {local_model!r}{where} names no provider: "
+        f"{profile.title} takes the first provider that lists that id, built in or in its own "
+        f"models.json, and ends the round failed when none does; write it as provider/id, such "
+        f"as local/{local_model}"
+    )

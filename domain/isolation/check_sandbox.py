@@ -35,6 +35,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from concorde_workers.domain.boundary.beside import PYTHON_NAMES
 from concorde_workers.domain.boundary.grant import Grant, Level, entries_below
 from concorde_workers.domain.boundary.paths import is_within, relative_to
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, ResourceLimits
@@ -254,6 +255,20 @@ def first_program(command: str) -> str | None:
     return None
 
 
+class ProgramInView(BaseModel):
+    """What a check's first word resolves to in its sandbox (`said`, as `plan` prints it), and
+    when no round can change that, why the check cannot start at all (`unavailable`): a run
+    with such a check is refused before round 1 (decisions.md "A check that cannot start")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    said: str
+    unavailable: str | None = None
+
+
+UNAVAILABLE_ENDING = "a run would be refused with checks_unavailable before round 1"
+
+
 def program_in_view(
     command: str,
     place: CheckPlace,
@@ -261,20 +276,58 @@ def program_in_view(
     hidden: Sequence[str],
     realpath: Callable[[str], str],
     executable: Callable[[str], bool],
-) -> str:
+) -> ProgramInView:
     """Which program the check's first word resolves to in its sandbox: the PATH it gets
     (`search_path`), where every place of `hidden` is an empty folder and the runtime paths and
     the worktree are seen; a program whose real file lies hidden cannot start there. `executable`
-    says whether a path (links followed) is an executable file on the host."""
+    says whether a path (links followed) is an executable file on the host.
+
+    A program found nowhere makes the check unavailable for the whole run, unless one of the
+    places it is looked for lies where the grant lets the worker write (`rw`): a round may yet
+    make it, so the run goes on and the check's own run says."""
     word = first_program(command)
     if word is None:
-        return "its first word cannot be told apart (a quote left open): run as written"
+        return ProgramInView(
+            said="its first word cannot be told apart (a quote left open): run as written"
+        )
     if word in SHELL_WORDS:
-        return f"`{word}` is the shell's own"
+        return ProgramInView(said=f"`{word}` is the shell's own")
     if "/" in word:
         candidates = [posixpath.normpath(posixpath.join(place.worktree, word))]
     else:
         candidates = [posixpath.join(d, word) for d in search_path.split(":") if posixpath.isabs(d)]
+    found, behind = _lookup(candidates, place, hidden, realpath, executable)
+    if found is not None:
+        return ProgramInView(said=f"`{word}` is {found}")
+    why = (
+        f"; {behind} lies where the check does not see: list its installation as a runtime path"
+        if behind
+        else ""
+    )
+    writable = next((c for c in candidates if _worker_may_write(place, c)), None)
+    if writable is not None:
+        return ProgramInView(
+            said=f"`{word}` is not there yet{why}; {writable} lies where the worker may write "
+            "(rw): if no round makes it, the run ends checks_unavailable after that round"
+        )
+    problem = f"`{word}` is found nowhere in the check's view" + (
+        why or ": install it, or give the check a program its PATH holds"
+    )
+    if place.project_interpreter is None and word.startswith(PYTHON_NAMES):
+        # The check's PATH has the project interpreter's directory first, as the worker's.
+        problem += "; or give the project's Python with --interpreter"
+    return ProgramInView(said=f"{problem}; {UNAVAILABLE_ENDING}", unavailable=problem)
+
+
+def _lookup(
+    candidates: Sequence[str],
+    place: CheckPlace,
+    hidden: Sequence[str],
+    realpath: Callable[[str], str],
+    executable: Callable[[str], bool],
+) -> tuple[str | None, str | None]:
+    """The first candidate the check sees with its real file (said with that file), else None
+    and the first executable one that lies hidden (or whose real file does)."""
 
     def seen(path: str) -> bool:
         if any(is_within(path, r) for r in place.runtime_paths):
@@ -289,15 +342,16 @@ def program_in_view(
             continue
         real = realpath(candidate)
         if seen(candidate) and seen(real):
-            return f"`{word}` is {candidate}" + (
-                f" (its real file {real})" if real != candidate else ""
-            )
+            return candidate + (f" (its real file {real})" if real != candidate else ""), None
         behind = behind or (real if seen(candidate) else candidate)
-    why = (
-        f"; {behind} lies where the check does not see: list its installation as a runtime path"
-        if behind
-        else ""
-    )
-    return (
-        f"`{word}` is found nowhere in the check's view{why}; the run would end checks_unavailable"
-    )
+    return None, behind
+
+
+def _worker_may_write(place: CheckPlace, path: str) -> bool:
+    """Whether the worker may write `path` (rw in the grant), so a round may make it; a place
+    with no grant keeps everything and says nothing of who writes, so it may."""
+    if not is_within(path, place.worktree) or path == posixpath.normpath(place.worktree):
+        return False
+    if place.grant is None:
+        return True
+    return place.grant.level_of(relative_to(path, place.worktree)) is Level.RW

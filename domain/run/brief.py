@@ -76,8 +76,9 @@ def _interpreter(interpreter: str | None) -> list[str]:
     return [
         "## Running the project's code",
         "",
-        f"The project's own interpreter is {interpreter}, first on your PATH as `python`. Run "
-        "the project's code and tests with it, from the task worktree.",
+        f"The project's own interpreter is {interpreter}, first on your PATH as "
+        f"`{posixpath.basename(interpreter)}`. Run the project's code and tests with it, from "
+        "the task worktree.",
         "",
     ]
 

@@ -26,7 +26,7 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.container import layer_tools
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.paths import EntryKind
-from concorde_workers.domain.isolation.check_sandbox import CheckPlace, Keep
+from concorde_workers.domain.isolation.check_sandbox import CheckPlace, Keep, ProgramInView
 from concorde_workers.domain.isolation.confinement import Mount, MountKind
 from concorde_workers.domain.run.checks import Check, CheckStatus
 from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
@@ -316,13 +316,43 @@ def test_a_module_the_command_runs_that_is_not_installed_could_not_run(world: Wo
 
 def test_plan_is_told_which_program_a_check_runs_or_that_none_is_there(world: World) -> None:
     """Issue 19 §1: `plan` runs nothing, but says what the check's first word resolves to in
-    its view, or that the run would end checks_unavailable."""
+    its view, or that none does there; issue 31 §2: such a check cannot start in any round, so
+    a run with it is refused before round 1."""
     place = world.place()
     missing = world.runner.program(Check(id="m", command=MISSING), place)
-    assert missing.startswith(f"`{MISSING}` is found nowhere in the check's view"), missing
-    assert missing.endswith("the run would end checks_unavailable")
+    assert missing.said.startswith(f"`{MISSING}` is found nowhere in the check's view"), missing
+    assert missing.said.endswith("a run would be refused with checks_unavailable before round 1")
+    assert missing.unavailable is not None and missing.said.startswith(missing.unavailable)
     found = world.runner.program(Check(id="n", command=NO_MODULE), place)
-    assert found.startswith("`python3` is /"), found
-    assert world.runner.program(Check(id="t", command=PASS_IF_FILE), place) == (
-        "`test` is the shell's own"
+    assert found.said.startswith("`python3` is /") and found.unavailable is None, found
+    assert world.runner.program(Check(id="t", command=PASS_IF_FILE), place) == ProgramInView(
+        said="`test` is the shell's own"
     )
+
+
+@pytest.mark.parametrize("kind", ["real", "fake"])
+def test_a_check_whose_sandbox_cannot_be_built_is_unavailable_before_any_round(
+    kind: str, tmp_path: Path
+) -> None:
+    """Issue 31 §2: where no check can start (the real runner without bubblewrap, the fake's
+    unstartable command), `program` says so before anything runs, as `run` then finds it."""
+    worktree = str(tmp_path / "repo" / ".claude" / "worktrees" / "t")
+    runner: CheckRunner
+    if kind == "fake":
+        fs = FakeFileSystem()
+        fs.mkdir(worktree)
+        runner = FakeCheckRunner(fs, PROGRAMS, unstartable=frozenset({PASS_IF_FILE}))
+    else:
+        os.makedirs(worktree)
+        copies = tmp_path / "copies"
+        copies.mkdir()
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+        runner = SandboxedCheckRunner(
+            SubprocessRunner(), LocalFileSystem(), None, env, (), str(copies)
+        )
+    place = CheckPlace(worktree=worktree)
+    check = Check(id="t", command=PASS_IF_FILE)
+    said = runner.program(check, place)
+    assert said.unavailable is not None and said.said == said.unavailable
+    ran = runner.run(check, worktree, place)
+    assert ran.status is CheckStatus.NOT_STARTED and ran.problem == said.unavailable

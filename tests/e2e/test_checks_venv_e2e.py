@@ -20,7 +20,8 @@ and pytest with its requirements installed into each from this checkout's own en
 * a worker that breaks a test: round 1's check fails, round 2 is the repair whose prompt carries
   pytest's failure, and after that last round the run ends `checks_failed`;
 * a worker that breaks nothing: the run ends ok, its check passed;
-* a check whose program is missing: the run ends `checks_unavailable`, never "pre-existing".
+* a check whose program is missing: the run is refused with `checks_unavailable` before round 1
+  (issue 31 §2; it ended so after a whole model round), never "pre-existing".
 """
 
 from __future__ import annotations
@@ -164,10 +165,32 @@ class Project:
             cwd=str(self.primary),
         )
 
-    def run(self, interpreter: Path, *checks: str) -> Finished:
+    @property
+    def parent(self) -> Path:
         parent = self.root / "traces" / "op-1"
         parent.mkdir(parents=True, exist_ok=True)
+        return parent
+
+    def refused(self, interpreter: Path, *checks: str) -> subprocess.CompletedProcess[str]:
+        """`run` as `run` would be called, refused before the run exists: no run directory."""
+        before = set(self.parent.glob("workers/*"))
+        done = self.cli(*self._argv(interpreter, checks))
+        assert "Traceback" not in done.stdout + done.stderr, done.stderr
+        assert set(self.parent.glob("workers/*")) == before, done.stderr
+        return done
+
+    def run(self, interpreter: Path, *checks: str) -> Finished:
+        parent = self.parent
         before = set(parent.glob("workers/*"))
+        done = self.cli(*self._argv(interpreter, checks))
+        assert "Traceback" not in done.stdout + done.stderr, done.stderr
+        [run_dir] = set(parent.glob("workers/*")) - before
+        # Read back as README step 9 does: the record `show --json` prints.
+        shown = self.cli("show", str(run_dir), "--json")
+        assert shown.returncode == 0, shown.stderr
+        return Finished(done=done, run_dir=run_dir, record=json.loads(shown.stdout))
+
+    def _argv(self, interpreter: Path, checks: tuple[str, ...]) -> list[str]:
         argv = [
             "run",
             "--worktree",
@@ -185,17 +208,11 @@ class Project:
             "--interpreter",
             str(interpreter),
             "--parent",
-            str(parent),
+            str(self.parent),
         ]
         for check in checks:
             argv += ["--check", check]
-        done = self.cli(*argv)
-        assert "Traceback" not in done.stdout + done.stderr, done.stderr
-        [run_dir] = set(parent.glob("workers/*")) - before
-        # Read back as README step 9 does: the record `show --json` prints.
-        shown = self.cli("show", str(run_dir), "--json")
-        assert shown.returncode == 0, shown.stderr
-        return Finished(done=done, run_dir=run_dir, record=json.loads(shown.stdout))
+        return argv
 
 
 @dataclass
@@ -365,20 +382,17 @@ def assert_ok_with_checks_passed(project: Project, run: Finished) -> None:
     no_caches(project)
 
 
-def assert_unavailable(project: Project, run: Finished) -> None:
-    """A check whose program is missing did not run: checks_unavailable, never blamed on the
-    worker nor filed as pre-existing, and no repair round."""
-    assert run.code == "checks_unavailable", run.explain()
-    assert run.done.returncode == 1, run.explain()
-    [only] = run.record["rounds"]
-    [item] = only["evidence"]
-    assert "pre-existing" not in item["judgement"] and item["judgement"] != "failed: a repair"
-    kept, log = run.check(1)
-    assert kept["exit_code"] == 127, (kept, log)
-    assert "no-such-program" in log and "not found" in log, log
-    said = " ".join(run.done.stdout.split())
-    assert "checks_unavailable" in said and "no-such-program" in said, run.done.stdout
-    no_caches(project)
+def assert_refused_before_round_1(done: subprocess.CompletedProcess[str]) -> None:
+    """A check whose program no round can make start: the run is refused before it exists
+    with checks_unavailable (issue 31 §2: it spent a whole model round first, then ended so),
+    never blamed on the worker nor filed as pre-existing."""
+    assert done.returncode == 2, done.stderr
+    said = " ".join(done.stderr.split())
+    assert "refused: checks_unavailable (environment)" in said, done.stderr
+    assert (
+        "the check check-1 (no-such-program) cannot start in any round: `no-such-program` is "
+        "found nowhere in the check's view"
+    ) in said, done.stderr
 
 
 # --- pi ---------------------------------------------------------------------------------------
@@ -428,13 +442,12 @@ def test_pi_a_system_python_venv_outside_the_worktree_passes_and_the_run_ends_ok
     assert "return a + b" in w.server.tool_results()["call_b"]
 
 
-def test_pi_a_check_whose_program_is_missing_ends_checks_unavailable(pi_world: PiWorld) -> None:
+def test_pi_a_check_whose_program_is_missing_is_refused_before_round_1(pi_world: PiWorld) -> None:
     w = pi_world
     project = pi_project(w)
     python = pyenv_venv_in_worktree(project)
-    w.server.add(reply(result_call("call_r", summary="nothing to do")))
-    run = project.run(python, "no-such-program")
-    assert_unavailable(project, run)
+    assert_refused_before_round_1(project.refused(python, "no-such-program"))
+    assert w.server.requests == []  # no model round was spent
 
 
 # --- Claude Code ------------------------------------------------------------------------------
@@ -512,13 +525,11 @@ def test_claude_a_system_python_venv_outside_the_worktree_passes_and_the_run_end
     assert_ok_with_checks_passed(project, run)
 
 
-def test_claude_a_check_whose_program_is_missing_ends_checks_unavailable(
+def test_claude_a_check_whose_program_is_missing_is_refused_before_round_1(
     claude_world: ClaudeWorld,
 ) -> None:
     w = claude_world
     project = claude_project(w)
     python = pyenv_venv_in_worktree(project)
-    w.server.push(Reply.structured(ok_result(summary="nothing to do")))
-    run = project.run(python, "no-such-program")
-    assert w.server.failures == []
-    assert_unavailable(project, run)
+    assert_refused_before_round_1(project.refused(python, "no-such-program"))
+    assert w.server.log == []  # no model round was spent

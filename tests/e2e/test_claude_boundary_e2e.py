@@ -75,12 +75,13 @@ def probe(
     retries: int = 0,
     validation: RoundValidation | None = None,
     resources: dict[str, int] | None = None,
+    grant: dict[str, Any] | None = None,
 ) -> tuple[ClaudeRun, list[tuple[str, bool]]]:
     """Run a script of one tool call per step, then a StructuredOutput result; return the run
     and the (text, is_error) tool result of every call, in order. A call may be a function,
     evaluated when its step is answered (when the runtime directory exists). The run must end
-    ok unless `expect_ok` is False; `rounds`, `retries`, `validation` and `resources` are the
-    run's."""
+    ok unless `expect_ok` is False; `rounds`, `retries`, `validation`, `resources` and `grant`
+    are the run's."""
     results: list[tuple[str, bool]] = []
 
     def step(index: int) -> Callable[[dict[str, Any]], Reply]:
@@ -109,6 +110,7 @@ def probe(
         limits=limits,
         validation=validation,
         resources=resources,
+        grant=grant,
     )
     assert run.server.failures == [], run.explain()
     if expect_ok:

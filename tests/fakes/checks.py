@@ -23,6 +23,7 @@ from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.isolation.check_sandbox import (
     CheckPlace,
     Keep,
+    ProgramInView,
     first_program,
     program_in_view,
 )
@@ -35,6 +36,7 @@ VIEWS = "/fake-check-views"
 HANG = "hang"
 FAKE_BIN = "/fake/bin"
 LOG_KEEP_BYTES = 80_000  # as the real runner's
+UNSTARTABLE = "bwrap: No such file or directory"
 
 
 @dataclass
@@ -144,9 +146,7 @@ class FakeCheckRunner:
 
     def _run(self, check: Check, tree: str, place: CheckPlace) -> CheckRun:
         if check.command in self.unstartable:
-            return CheckRun(
-                status=CheckStatus.NOT_STARTED, problem="bwrap: No such file or directory"
-            )
+            return CheckRun(status=CheckStatus.NOT_STARTED, problem=UNSTARTABLE)
         program = self.programs.get(check.command)
         if program == HANG:
             return CheckRun(
@@ -161,9 +161,12 @@ class FakeCheckRunner:
         code, log = program(FakeTree(self.fs, tree, place))
         return finished(code, self.seconds, log[-LOG_KEEP_BYTES:])
 
-    def program(self, check: Check, place: CheckPlace) -> str:
+    def program(self, check: Check, place: CheckPlace) -> ProgramInView:
         """The domain's own answer over the fake's programs: a command it knows is a program
-        on its PATH (FAKE_BIN), any other is found nowhere (its run is the shell's 127)."""
+        on its PATH (FAKE_BIN), any other is found nowhere (its run is the shell's 127); one of
+        `unstartable` cannot start, as a sandbox this machine cannot build."""
+        if check.command in self.unstartable:
+            return ProgramInView(said=UNSTARTABLE, unavailable=UNSTARTABLE)
         known = check.command in self.programs or check.command in self.unstartable
         word = first_program(check.command) or ""
         return program_in_view(

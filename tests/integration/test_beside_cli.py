@@ -399,6 +399,8 @@ def test_a_grant_path_with_a_control_character_is_refused_naming_the_entry(
         str(file),
         "--backend",
         "claude",
+        "--instructions",
+        "x",
     ]
     text = cli(*argv)
     assert text.status == 2

@@ -433,7 +433,8 @@ def test_every_protocol_task_type_plans_a_launch(project: Any, task_type: str) -
     grant = dict(copy.deepcopy(project.grant), task_type=task_type)
     path = project.write_json(project.root / f"grant-{task_type}.json", grant)
     result = plan(
-        "--worktree", str(project.worktree), "--grant", str(path), "--backend", "claude", "--json"
+        *("--worktree", str(project.worktree), "--grant", str(path), "--backend", "claude"),
+        *("--instructions", project.instructions, "--json"),
     )
     assert result.status == 0, result.out
     data = result.json()
@@ -511,6 +512,12 @@ class Bad:
     code: str
     reason: str
     says: Callable[[Any], list[str]]
+
+
+def _told(argv: list[str]) -> list[str]:
+    """A request of flags with its instructions (a request without them is refused, issue 31
+    §3): the bad input stays the only one."""
+    return [*argv, "--instructions", "x"] if argv[0] == "--worktree" else argv
 
 
 def _request_text(text: str) -> Callable[[Any], list[str]]:
@@ -915,7 +922,7 @@ def test_every_bad_input_is_a_refusal_naming_the_file_and_repair(
 ) -> None:
     monkeypatch.setenv("CONCORDE_PI", os.environ["CONCORDE_PI"])  # restored after _no_pi
     monkeypatch.setenv("CONCORDE_SANDBOX_RUNTIME", os.environ["CONCORDE_SANDBOX_RUNTIME"])
-    argv = bad.make(project)
+    argv = _told(bad.make(project))
     text = plan(*argv)
     assert text.status == 2
     assert (
@@ -945,7 +952,7 @@ def test_with_an_operation_and_a_worker_a_worktree_problem_is_said_as_itself(
     """Issue 19 §2: with --operation/--worker a misplaced worktree was refused config_missing
     (it cannot hold the configuration), hiding the placement's own refusal and its repair; plan
     and run now say the same worktree_misplaced as without them."""
-    argv = [*bad.make(project), *_op()]
+    argv = _told([*bad.make(project), *_op()])
     doc = plan(*argv, "--json")
     refusal = doc.json()["refusal"]
     assert (refusal["code"], refusal["reason"]) == (bad.code, bad.reason), refusal
@@ -1008,9 +1015,13 @@ def test_a_request_refusal_goes_to_stderr_and_a_plan_refusal_shows_what_was_sett
     bad = plan(str(project.root / "nope.json"))
     assert bad.out == ""
     assert bad.err.startswith("concorde-workers: refused: request_invalid (input)\n  the request")
-    misplaced = plan("--worktree", str(project.primary), "--grant", str(project.grant_file))
+    misplaced = plan(
+        *("--worktree", str(project.primary), "--grant", str(project.grant_file)),
+        *("--instructions", project.instructions),
+    )
     assert misplaced.out.startswith(
-        "concorde-workers plan — a run would be refused: worktree_misplaced\n"
+        "concorde-workers plan — a run would be refused: worktree_misplaced: the worktree "
+        f"{project.primary} "
     )
     found = sections(misplaced.out)
     assert "Placement" not in found

@@ -253,7 +253,7 @@ INTERPRETER_ROWS: list[tuple[str, Given, tuple[str, ...], str | None]] = [
     ),
     (
         "rw but below a runtime path (never writable)",
-        interpreter(f"{WT}/src/app/.venv/bin/py"),
+        interpreter(f"{WT}/src/app/.venv/bin/python"),
         (f"{WT}/src/app/.venv",),
         None,
     ),
@@ -272,6 +272,21 @@ INTERPRETER_ROWS: list[tuple[str, Given, tuple[str, ...], str | None]] = [
     ),
     ("in the primary worktree", interpreter(f"{PRIMARY}/.venv/bin/python"), (), None),
     ("the host's", interpreter("/usr/bin/python3"), (), None),
+    ("PyPy", interpreter("/opt/pypy/bin/pypy3.10"), (), None),
+    ("a debug build", interpreter("/usr/bin/python3.11-dbg"), (), None),
+    (
+        "no Python at all (issue 31 §3)",
+        interpreter("/bin/true"),
+        (),
+        "is named 'true', not like a Python interpreter (python, python3, python3.12, pypy3, "
+        "graalpy)",
+    ),
+    (
+        "another program",
+        interpreter("/usr/bin/node"),
+        (),
+        "is named 'node', not like a Python interpreter",
+    ),
 ]
 
 

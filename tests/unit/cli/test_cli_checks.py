@@ -88,7 +88,13 @@ def test_a_bad_check_in_the_request_file_is_refused_before_any_run(
     made.fs.write(
         REQUEST_FILE,
         json.dumps(
-            {"worktree": WORKTREE, "task_type": "implement", "grant": GRANT, "checks": checks}
+            {
+                "worktree": WORKTREE,
+                "task_type": "implement",
+                "grant": GRANT,
+                "instructions": "x",
+                "checks": checks,
+            }
         ),
     )
     with_checks(made)
@@ -116,26 +122,30 @@ def test_plan_lists_the_checks_of_the_request_file_and_the_flags() -> None:
                 "worktree": WORKTREE,
                 "task_type": "implement",
                 "grant": GRANT,
+                "instructions": "x",
                 "checks": [{"id": "lint", "command": "make lint", "timeout_seconds": 30}],
             }
         ),
     )
     shown = made.main("plan", REQUEST_FILE, "--check", TESTS, "--check", "nosuch -x")
-    assert shown.status == 0
+    assert shown.status == 2  # a check that cannot start refuses the run (issue 31 §2)
     assert "with a clean audit, over a view of its own (the fake's copy), in a" in shown.out
     assert "  lint: make lint (timeout 30 s)\n    `make` is /fake/bin/make\n" in shown.out
     assert "  check-2: python -m pytest -q (timeout 600 s)" in shown.out
     assert (
         "  check-3: nosuch -x (timeout 600 s)\n    `nosuch` is found nowhere in the check's "
-        "view; the run would end checks_unavailable\n"
+        "view: install it, or give the check a program its PATH holds; a run would be refused "
+        "with checks_unavailable before round 1\n"
     ) in shown.out
     as_json = made.main("plan", REQUEST_FILE, "--json").json()
+    assert as_json["verdict"] == "launch"
     assert as_json["checks"] == [
         {
             "id": "lint",
             "command": "make lint",
             "timeout_seconds": 30.0,
             "program": "`make` is /fake/bin/make",
+            "unavailable": None,
         }
     ]
     assert as_json["check_view"] == "over a view of its own (the fake's copy)"

@@ -323,3 +323,19 @@ def test_a_starting_state_copy_that_cannot_be_removed_is_told_not_raised() -> No
     checking.close()
     assert checking.leftover is not None and start in checking.leftover
     assert "Device or resource busy" in checking.leftover
+
+
+def test_a_python_caller_asks_before_the_run_whether_every_check_could_start() -> None:
+    """Issue 31 §2: `refusal_before_run`, asked before `WorkerHost.run` as the command line asks
+    it: checks_unavailable for a check no round can make start, None otherwise; nothing is
+    copied or run to answer."""
+    world = HostWorld()
+    runner = FakeCheckRunner(world.fs, {TESTS: suite_passes_unless_bug})
+    missing = validation(world, runner, Check(id="lint", command="ruff check ."))
+    refused = missing.refusal_before_run()
+    assert refused is not None and refused.code == CHECKS_UNAVAILABLE
+    assert refused.message.startswith(
+        "the check lint (ruff check .) cannot start in any round: `ruff` is found nowhere"
+    )
+    assert validation(world, runner).refusal_before_run() is None
+    assert runner.runs == [] and runner.live == set()

@@ -422,29 +422,39 @@ def test_a_refused_preparation_shows_what_it_settled() -> None:
     assert data["deny_rules"] is None and data["sandbox"] is None and data["tools"] is None
     assert "round1" not in data and "digests" not in data
     text = render(plan)
-    assert text.startswith("concorde-workers plan — a run would be refused: pi_runtime_missing\n")
+    assert text.startswith(
+        "concorde-workers plan — a run would be refused: pi_runtime_missing: "
+        f"{plan.refusal.message.splitlines()[0]}\n"
+    )
     assert f"  holds: {WORKTREE} lies directly in {PRIMARY}/.claude/worktrees/" in text
     assert "Round 1 command" not in text
     assert_wrote_nothing(world)
 
 
-def test_a_program_that_is_not_found_is_a_note_not_a_refusal() -> None:
+def test_a_program_that_is_not_found_refuses_the_plan_as_round_1_would_end() -> None:
+    """Issue 31 §2: plan exits 0 only when a run would really launch; a program that is not
+    there ends the run launch_failed as round 1 starts, so the plan's verdict says so."""
     world = world_with(programs=("rg", "fd", "bwrap", "socat", "env", *SPACE_PROGRAMS))
     plan = planned(world, request(backend="claude"))
-    assert plan.launches
+    assert not plan.launches and plan.refusal is None
     assert plan.prepared is not None
     confinement = plan.prepared.confinement
     assert confinement is not None
     assert plan.prepared.command.argv[len(confinement.prefix())] == "claude"
+    [missing] = plan.reasons
+    assert missing.code == "launch_failed"
+    assert missing.message.startswith("the program claude was not found, so round 1 cannot start")
     # this world holds no claude credentials either (issue 19 §2: said beside it)
-    assert plan.progress.notes[-1] == (
-        "the program claude was not found: the run would end failed with launch_failed when it "
-        "starts round 1"
+    assert [n for n in plan.progress.notes if n.startswith("no credentials")] == (
+        plan.progress.notes
     )
-    assert [
-        n for n in plan.progress.notes if n.startswith("no credentials")
-    ] == plan.progress.notes[:-1]
-    assert "\n  the program claude was not found" in render(plan)
+    text = render(plan)
+    assert text.startswith(
+        "concorde-workers plan — a run would be refused: launch_failed: the program claude was "
+        "not found, so round 1 cannot start: install the agent programs"
+    )
+    assert plan_json(plan)["verdict"] == "refused"
+    assert plan_json(plan)["refusal"]["code"] == "launch_failed"
 
 
 def test_plan_says_when_the_backend_has_no_credentials_and_not_when_it_has() -> None:

@@ -628,11 +628,13 @@ def test_a_pi_launch_plan_has_its_exact_command_environment_tools_and_digests() 
 @pytest.mark.parametrize("backend", ["claude", "pi"])
 def test_the_project_interpreter_comes_first_on_path_and_in_the_brief(backend: str) -> None:
     world = PlanWorld()
-    world.fs.write("/proj/.venv/bin/py", "#!/bin/sh\n", 0o755)  # a missing one is refused
-    result, _ = prepare(world, request(backend=backend, project_interpreter="/proj/.venv/bin/py"))
+    world.fs.write("/proj/.venv/bin/python", "#!/bin/sh\n", 0o755)  # a missing one is refused
+    result, _ = prepare(
+        world, request(backend=backend, project_interpreter="/proj/.venv/bin/python")
+    )
     assert isinstance(result, Prepared)
     assert result.environment["PATH"] == f"/proj/.venv/bin:{BIN}:/bin"
-    assert "/proj/.venv/bin/py" in result.brief
+    assert "/proj/.venv/bin/python" in result.brief
     assert world.environ["PATH"] == f"{BIN}:/bin"  # the host's own environment is unchanged
 
 

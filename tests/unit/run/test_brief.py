@@ -74,6 +74,16 @@ def test_the_brief_names_the_project_interpreter(backend: Backend) -> None:
     assert "Run the project's code and tests with it" in text
 
 
+def test_the_brief_names_the_interpreter_by_the_command_that_reaches_it() -> None:
+    """Issue 31 §3: `/usr/bin/python3` was said to be `python` on the PATH, which on Debian
+    without python-is-python3 names nothing there (or another Python further on)."""
+    text = brief(BACKENDS[0], interpreter="/usr/bin/python3")
+    assert (
+        "The project's own interpreter is /usr/bin/python3, first on your PATH as `python3`."
+        in (text)
+    )
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_without_an_interpreter_the_section_is_absent(backend: Backend) -> None:
     assert "## Running the project's code" not in brief(backend)

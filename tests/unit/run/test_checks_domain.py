@@ -11,6 +11,7 @@ from concorde_workers.domain.isolation.check_sandbox import (
     SETSID,
     CheckPlace,
     Keep,
+    ProgramInView,
     check_argv,
     check_environment,
     copy_rule,
@@ -335,63 +336,86 @@ TOOLS_RO = parse_grant(
     {
         "task_type": "implement",
         "context_identity": "sha256:x",
-        "entries": [{"path": "tools/", "level": "ro"}],
+        "entries": [{"path": "tools/", "level": "ro"}, {"path": "scripts/", "level": "rw"}],
     }
 )
-PROGRAM_ROWS = {
+ENDING = "; a run would be refused with checks_unavailable before round 1"
+HIDDEN_BASE = (
+    f"`python` is found nowhere in the check's view; {BASE_PY} lies where the check does not "
+    "see: list its installation as a runtime path"
+)
+HIDDEN_TOOL = (
+    "`tool` is found nowhere in the check's view; /home/ana/bin/tool lies where the check does "
+    "not see: list its installation as a runtime path"
+)
+INSTALL = ": install it, or give the check a program its PATH holds"
+NOWHERE = "`nosuch` is found nowhere in the check's view" + INSTALL
+HIDDEN_SCRIPT = (
+    "`./run.sh` is found nowhere in the check's view; /srv/p/.claude/worktrees/t/run.sh lies "
+    "where the check does not see: list its installation as a runtime path"
+)
+NOT_IN_RO = "`./tools/none.sh` is found nowhere in the check's view" + INSTALL
+PROGRAM_ROWS: dict[str, tuple[str, tuple[str, ...], str, str | None]] = {
     "a venv whose base lies in a hidden home": (
         "python -m pytest -q",
         (),
-        "`python` is found nowhere in the check's view; "
-        f"{BASE_PY} lies where the check does not see: list its installation as a runtime "
-        "path; the run would end checks_unavailable",
+        HIDDEN_BASE + ENDING,
+        HIDDEN_BASE,
     ),
     "the same venv with its base listed": (
         "python -m pytest -q",
         ("/home/ana/.pyenv/versions/3.12.1",),
         f"`python` is {VENV_PY} (its real file {BASE_PY})",
+        None,
     ),
-    "a program on the host's PATH": ("make test", (), "`make` is /usr/bin/make"),
-    "past an assignment": ("CI=1 make test", (), "`make` is /usr/bin/make"),
-    "a program in a hidden home": (
-        "tool --check",
-        (),
-        "`tool` is found nowhere in the check's view; /home/ana/bin/tool "
-        "lies where the check does not see: list its installation as a runtime path; the run "
-        "would end checks_unavailable",
-    ),
-    "a program nowhere": (
-        "nosuch",
-        (),
-        "`nosuch` is found nowhere in the check's view; the run would end checks_unavailable",
-    ),
-    "the shell's own": ("test -f a.txt && make", (), "`test` is the shell's own"),
+    "a program on the host's PATH": ("make test", (), "`make` is /usr/bin/make", None),
+    "past an assignment": ("CI=1 make test", (), "`make` is /usr/bin/make", None),
+    "a program in a hidden home": ("tool --check", (), HIDDEN_TOOL + ENDING, HIDDEN_TOOL),
+    "a program nowhere": ("nosuch", (), NOWHERE + ENDING, NOWHERE),
+    "the shell's own": ("test -f a.txt && make", (), "`test` is the shell's own", None),
     "a script of the worktree the grant hides": (
         "./run.sh",
         (),
-        "`./run.sh` is found nowhere in the check's view; "
-        "/srv/p/.claude/worktrees/t/run.sh lies where the check does not see: list its "
-        "installation as a runtime path; the run would end checks_unavailable",
+        HIDDEN_SCRIPT + ENDING,
+        HIDDEN_SCRIPT,
     ),
     "a script of the worktree the grant lets through": (
         "./tools/t.sh",
         (),
         "`./tools/t.sh` is /srv/p/.claude/worktrees/t/tools/t.sh",
+        None,
+    ),
+    "a script the worker may yet write (rw)": (
+        "./scripts/check.sh",
+        (),
+        "`./scripts/check.sh` is not there yet; /srv/p/.claude/worktrees/t/scripts/check.sh "
+        "lies where the worker may write (rw): if no round makes it, the run ends "
+        "checks_unavailable after that round",
+        None,
+    ),
+    "a script in a read-only folder that is not there": (
+        "./tools/none.sh",
+        (),
+        NOT_IN_RO + ENDING,
+        NOT_IN_RO,
     ),
     "a quote left open": (
         "echo 'x",
         (),
         "its first word cannot be told apart (a quote left open): run as written",
+        None,
     ),
 }
 
 
 @pytest.mark.parametrize(
-    ("command", "runtime", "said"), PROGRAM_ROWS.values(), ids=PROGRAM_ROWS.keys()
+    ("command", "runtime", "said", "unavailable"), PROGRAM_ROWS.values(), ids=PROGRAM_ROWS.keys()
 )
 def test_what_a_check_s_first_word_resolves_to_in_its_view(
-    command: str, runtime: tuple[str, ...], said: str
+    command: str, runtime: tuple[str, ...], said: str, unavailable: str | None
 ) -> None:
+    """What plan says a check runs (issue 19 §1), and whether no round can make it start
+    (issue 31 §2: a run with such a check is refused before round 1)."""
     assert isinstance(TOOLS_RO, Grant)
     place = CheckPlace(
         worktree="/srv/p/.claude/worktrees/t",
@@ -400,14 +424,11 @@ def test_what_a_check_s_first_word_resolves_to_in_its_view(
         grant=TOOLS_RO,
     )
     search = "/srv/p/.venv/bin:/home/ana/bin:/usr/bin:/bin"
-    assert (
-        program_in_view(
-            command,
-            place,
-            search,
-            ("/home", "/tmp"),
-            lambda p: LINKS.get(p, p),
-            lambda p: p in PROGRAMS,
-        )
-        == said
-    )
+    assert program_in_view(
+        command,
+        place,
+        search,
+        ("/home", "/tmp"),
+        lambda p: LINKS.get(p, p),
+        lambda p: p in PROGRAMS,
+    ) == ProgramInView(said=said, unavailable=unavailable)
