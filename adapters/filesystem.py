@@ -23,6 +23,7 @@ from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
     NUL_IN_PATH,
+    SHARED_HOLDERS,
     ArchiveOutcome,
     FileStat,
     FileSystemError,
@@ -356,15 +357,15 @@ class _Removing:
 class _Locking:
     """Locks (ports.filesystem.Locking)."""
 
-    def hold_lock(self, path: str, holder: str) -> HeldLock | str:
+    def hold_lock(self, path: str, holder: str, shared: bool = False) -> HeldLock | str:
         def take() -> HeldLock | str | None:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
                 said = os.pread(fd, _LOCK_TEXT_BYTES, 0).decode("utf-8", "replace")
                 os.close(fd)
-                return said.strip() or "another process (it wrote nothing)"
+                return said.strip() or SHARED_HOLDERS
             except BaseException:
                 os.close(fd)
                 raise
@@ -377,9 +378,12 @@ class _Locking:
             if not same:
                 os.close(fd)
                 return None
+            # A shared holder writes nothing (an exclusive taker then says "runs that only
+            # read"), and clears what a killed exclusive holder left.
             os.ftruncate(fd, 0)
-            os.pwrite(fd, holder.encode(), 0)
-            return _FlockHeld(fd, path)
+            if not shared:
+                os.pwrite(fd, holder.encode(), 0)
+            return _FlockHeld(fd, path, remove=not shared)
 
         for _ in range(_LOCK_ATTEMPTS):
             taken = _call(path, "hold_lock", take)
@@ -397,21 +401,24 @@ class LocalFileSystem(_Reading, _Facts, _Listing, _Writing, _Removing, _Locking)
 
 
 class _FlockHeld:
-    """A flock(2) held on an open descriptor. Released, the file is removed while the lock is
-    still held (so nothing of the lock stays behind), then the descriptor closed; a taker that
-    locked the removed file sees it is no longer at the path and makes a new one."""
+    """A flock(2) held on an open descriptor. Released, an exclusive holder's file is removed
+    while the lock is still held (so nothing of the lock stays behind), then the descriptor
+    closed; a taker that locked the removed file sees it is no longer at the path and makes a
+    new one. A shared holder leaves the file: other readers may hold it still."""
 
-    def __init__(self, fd: int, path: str) -> None:
+    def __init__(self, fd: int, path: str, remove: bool = True) -> None:
         self._fd: int | None = fd
         self._path = path
+        self._remove = remove
 
     def release(self) -> None:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
         try:
-            with contextlib.suppress(OSError):  # left behind, it is only an unlocked file
-                os.unlink(self._path)
+            if self._remove:
+                with contextlib.suppress(OSError):  # left behind, it is only an unlocked file
+                    os.unlink(self._path)
         finally:
             os.close(fd)
 

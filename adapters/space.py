@@ -329,5 +329,5 @@ class SpacedFileSystem:
             for e in errors
         ]
 
-    def hold_lock(self, path: str, holder: str) -> HeldLock | str:
-        return self._do(path, lambda p: self._inner.hold_lock(p, holder))
+    def hold_lock(self, path: str, holder: str, shared: bool = False) -> HeldLock | str:
+        return self._do(path, lambda p: self._inner.hold_lock(p, holder, shared))

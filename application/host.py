@@ -49,7 +49,6 @@ from concorde_workers.application.tracing.journal import DeletionJournal
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.application.validation import RoundValidation
-from concorde_workers.application.worktree_lock import worktree_held
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import Level
 from concorde_workers.domain.boundary.paths import EntryKind
@@ -306,6 +305,12 @@ class WorkerHost:
             )
         return self._preparer.refusal_before_run(request, self._temp_root)
 
+    def git_dir(self, request: RunRequest) -> str | None:
+        """The worktree's own Git directory as this host's placement finds it (None: no
+        worktree a run can be made in), for a caller's lock beside it (the command line's,
+        application/worktree_lock.py); asked of Git once with the run's own questions."""
+        return self._preparer.git_dir(request)
+
     # --- the run ---------------------------------------------------------------------------
 
     def _run(self, run: HostRun) -> None:
@@ -316,10 +321,10 @@ class WorkerHost:
             run.refuse(prepared)
             return
         state.prepared = prepared
-        with worktree_held(
-            self._fs, prepared, state.run_id, self._host_pid, state.layout.run_dir
-        ) as refused:
-            run.refuse(refused) if refused is not None else self._run_held(run, prepared)
+        # No lock of the host's own (seed 000 "Audit": "The host takes no lock of its own for
+        # this"): the caller keeps other writers away; the command line takes one for its
+        # shell user (application/worktree_lock.py).
+        self._run_held(run, prepared)
 
     def _run_held(self, run: HostRun, prepared: Prepared) -> None:
         state = run.state

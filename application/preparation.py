@@ -289,6 +289,19 @@ class Preparer:
         placement = self._placer.placement(worktree)
         return placement if isinstance(placement, Refusal) else None
 
+    def git_dir(self, request: RunRequest) -> str | None:
+        """The worktree's own Git directory, as placement finds it (asked once in the request's
+        window, `PlacementAnswers`): where the command line's lock lies. None when the worktree
+        is none a run can be made in (the run refuses it itself)."""
+        placement = self._placer.placement(request.worktree)
+        if isinstance(placement, Refusal):
+            return None
+        try:
+            git_dir, _ = self._placer.kept.ask("git_dirs", placement.worktree, self._git.git_dirs)
+        except GitCommandFailed:
+            return None
+        return git_dir
+
     def beside_refusal(self, request: RunRequest, temp_root: str) -> Refusal | None:
         """The refusal of the request's own input (its runtime paths, its project interpreter,
         its worktree's name) that `prepare` would meet, or None, also when `prepare` would meet

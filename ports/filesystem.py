@@ -18,6 +18,7 @@ from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs
 __all__ = [
     "ARCHIVE_END_BYTES",
     "NUL_IN_PATH",
+    "SHARED_HOLDERS",
     "ArchiveOutcome",
     "DirEntry",
     "DirectoryListing",
@@ -104,6 +105,10 @@ class FileStat(BaseModel):
     @property
     def executable(self) -> bool:
         return self.kind is EntryKind.FILE and bool(self.mode & 0o100)
+
+
+SHARED_HOLDERS = "runs that only read it (they hold its lock shared and wrote nothing)"
+"""What an exclusive taker of a lock is told when shared holders have it."""
 
 
 class HeldLock(Protocol):
@@ -266,11 +271,12 @@ class Removing(Protocol):
 class Locking(Protocol):
     """Holds an exclusive lock on a file."""
 
-    def hold_lock(self, path: str, holder: str) -> HeldLock | str:
-        """An exclusive lock on the file `path` (made 0600 when missing, never through a link),
-        with `holder` written in it; or, when another holds it, the text that holder wrote.
-        The kernel keeps the lock only while the holding process lives: a holder killed by
-        SIGKILL frees it at once."""
+    def hold_lock(self, path: str, holder: str, shared: bool = False) -> HeldLock | str:
+        """A lock on the file `path` (made 0600 when missing, never through a link): exclusive,
+        with `holder` written in it; or `shared` with other shared holders, writing nothing.
+        When it cannot be taken, the text the exclusive holder wrote (or a sentence saying that
+        shared holders have it). The kernel keeps the lock only while the holding process
+        lives: a holder killed by SIGKILL frees it at once."""
         ...
 
 

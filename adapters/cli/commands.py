@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import posixpath
 import shutil
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,7 @@ from concorde_workers.application.tracing.reader import (
     read_record,
     read_resources,
 )
+from concorde_workers.application.worktree_lock import hold_worktree, writes
 from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.request import RunRequest
@@ -61,7 +63,7 @@ from concorde_workers.domain.evidence.errors import Code, Reason, Refusal
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.run.checks import Check, format_seconds
 from concorde_workers.domain.texts.text import escape_controls, terminal_lines
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError, HeldLock
 
 if TYPE_CHECKING:
     from concorde_workers.application.host import WorkerHost
@@ -342,6 +344,50 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
         container.filesystem(), request, container.profiles().get(request.backend)
     )
     err.write(terminal_lines([f"concorde-workers: note: {note}" for note in notes]))
+    held = _hold_worktree(container, host, request)
+    if isinstance(held, Refusal):
+        print_refusal(held, args.json, out, err)
+        return ExitStatus.REFUSED
+    try:
+        return _run_held(args, out, err, container, host, request, validation, cancel, notes)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _hold_worktree(
+    container: Container, host: WorkerHost, request: RunRequest
+) -> HeldLock | Refusal | None:
+    """The command line's lock on the worktree for the run (application/worktree_lock.py):
+    exclusive when the grant writes, shared when it only reads; None when the worktree is no
+    worktree a run can be made in (the run refuses it itself, worktree_misplaced)."""
+    git_dir = host.git_dir(request)
+    if git_dir is None:
+        return None
+    holder = json.dumps(
+        {
+            "command": "concorde-workers run",
+            "host_pid": container.host_pid(),
+            "parent": request.parent,
+        }
+    )
+    return hold_worktree(
+        container.filesystem(), git_dir, request.worktree, holder, shared=not writes(request.grant)
+    )
+
+
+def _run_held(
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+    container: Container,
+    host: WorkerHost,
+    request: RunRequest,
+    validation: ChecksValidation | None,
+    cancel: Cancellation,
+    notes: Sequence[str],
+) -> ExitStatus:
+    assert request.parent is not None
     sweep_before_run(container, err)
     watcher = ProgressWatcher(
         container.filesystem(),

@@ -90,6 +90,8 @@ class Code(StrEnum):
     # the host's own link of a limit it enforces (docs/decisions.md "A limit the host enforces
     # is told as one"): worker_limit_reached's cause on every backend
     HOST_LIMIT_REACHED = "host_limit_reached"
+    # the command line's refusal of a run whose worktree another run holds (issue 31 §4)
+    WORKTREE_BUSY = "worktree_busy"
 
 
 BACKENDS: frozenset[str] = frozenset(CONTRACT_BACKENDS)

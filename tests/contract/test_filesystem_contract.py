@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
-from concorde_workers.ports.filesystem import NUL_IN_PATH, FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import (
+    NUL_IN_PATH,
+    SHARED_HOLDERS,
+    FileSystem,
+    FileSystemError,
+)
 
 
 def sha(data: bytes) -> str:
@@ -423,6 +428,25 @@ class TestHoldLock:
         second.release()
         second.release()  # released twice: nothing more happens
         assert not fs.lexists(path), "a released lock leaves nothing behind"
+
+    def test_shared_holders_keep_out_only_an_exclusive_taker(self, fs_world: Any) -> None:
+        """Runs that only read a worktree share its lock (issue 31 §4): each other's company
+        is fine; one that writes waits until they are gone, and a reader waits for a writer."""
+        fs, path = fs_world.fs, fs_world.root + "/concorde-workers.lock"
+        first = fs.hold_lock(path, "reader 1", shared=True)
+        second = fs.hold_lock(path, "reader 2", shared=True)
+        assert not isinstance(first, str) and not isinstance(second, str)
+        assert fs.read_text(path) == ""  # readers write nothing
+        assert fs.hold_lock(path, '{"run_id": "w-1"}') == SHARED_HOLDERS
+        first.release()
+        assert fs.hold_lock(path, '{"run_id": "w-1"}') == SHARED_HOLDERS
+        second.release()
+        second.release()  # released twice: nothing more happens
+        writer = fs.hold_lock(path, '{"run_id": "w-1"}')
+        assert not isinstance(writer, str)
+        assert fs.hold_lock(path, "reader 3", shared=True) == '{"run_id": "w-1"}'
+        writer.release()
+        assert not fs.lexists(path)
 
     def test_a_link_at_the_lock_s_place_is_never_followed(self, fs_world: Any) -> None:
         fs, root = fs_world.fs, fs_world.root

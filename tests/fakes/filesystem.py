@@ -13,6 +13,7 @@ from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs,
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
     NUL_IN_PATH,
+    SHARED_HOLDERS,
     ArchiveOutcome,
     FileStat,
     FileSystemError,
@@ -74,6 +75,7 @@ class FakeFileSystem:
     """Every file written with durable=True, in order (physical paths)."""
     synced: list[str] = field(default_factory=list)
     locks: dict[str, str] = field(default_factory=dict)
+    shared_locks: dict[str, int] = field(default_factory=dict)
     """The locks held now, by path, with their holder's text (`hold_lock`)."""
     """Every directory `sync_directory` made durable, in order (physical paths)."""
     uid: int = FAKE_UID
@@ -235,12 +237,16 @@ class FakeFileSystem:
 
     # -- FileSystem ------------------------------------------------------------------------
 
-    def hold_lock(self, path: str, holder: str) -> FakeHeldLock | str:
-        """As the real one: the file is made (never through a link) and holds the holder's
-        text; a second taker gets that text until the first releases."""
+    def hold_lock(self, path: str, holder: str, shared: bool = False) -> FakeHeldLock | str:
+        """As the real one: the file is made (never through a link) and holds the exclusive
+        holder's text; a second taker gets that text until the first releases. Shared holders
+        write nothing and keep out only an exclusive taker."""
         apath = self._record("hold_lock", path)
         if apath in self.locks:
             return self.locks[apath]
+        readers = self.shared_locks.get(apath, 0)
+        if readers and not shared:
+            return SHARED_HOLDERS
         found = self.nodes.get(apath)
         if found is not None and found.kind is not EntryKind.FILE:
             raise self._error(
@@ -248,6 +254,10 @@ class FakeFileSystem:
             )
         if apath not in self.nodes and posixpath.dirname(apath) not in self.nodes:
             raise self._error(apath, "hold_lock", errno.ENOENT)
+        if shared:
+            self.write(apath, "", 0o600)
+            self.shared_locks[apath] = readers + 1
+            return FakeHeldLock(self, apath, shared=True)
         self.write(apath, holder, 0o600)
         self.locks[apath] = holder
         return FakeHeldLock(self, apath)
@@ -527,7 +537,15 @@ class FakeHeldLock:
 
     fs: FakeFileSystem
     path: str
+    shared: bool = False
 
     def release(self) -> None:
+        if self.shared:
+            left = self.fs.shared_locks.get(self.path, 0) - 1
+            if left >= 0:
+                self.fs.shared_locks[self.path] = left
+            self.shared = False  # released twice: nothing more happens
+            self.path = ""
+            return
         if self.fs.locks.pop(self.path, None) is not None:
             self.fs.nodes.pop(self.path, None)  # as the real one: nothing stays behind

@@ -763,6 +763,9 @@ def test_a_fault_of_the_host_is_one_line_with_status_3_and_the_handlers_restored
         def refusal_before_run(self, request: Any) -> None:
             return None  # the command line's check before the run asks the host that runs it
 
+        def git_dir(self, request: Any) -> None:
+            return None  # no worktree the command line's lock could lie beside
+
         def run(self, *args: Any, **kwargs: Any) -> None:
             raise RuntimeError("the host broke")
 
@@ -896,3 +899,56 @@ def test_a_run_through_the_command_line_asks_git_each_placement_question_once() 
         call[0] for call in w.world.git.calls if call[0] in ("toplevel", "worktrees", "git_dirs")
     ]
     assert sorted(asked) == ["git_dirs", "toplevel", "worktrees"]
+
+
+# --- the command line's lock on the worktree (issue 31 §4) ------------------------------------
+
+LOCK = f"{PRIMARY}/.git/worktrees/task/concorde-workers.lock"
+READING = {
+    **GRANT,
+    "task_type": "review-architecture",
+    "entries": [{"path": "src/", "level": "ro"}],
+}
+
+
+def with_grant(w: RunWorld, grant: dict[str, Any], task_type: str) -> None:
+    data = json.loads(w.fs.read_text(REQUEST_FILE))
+    w.fs.write(REQUEST_FILE, json.dumps(data | {"grant": grant, "task_type": task_type}))
+
+
+@pytest.mark.parametrize(
+    ("held_shared", "reads", "refused"),
+    [
+        pytest.param(False, False, True, id="a writing run beside a writing one"),
+        pytest.param(False, True, True, id="a reading run beside a writing one"),
+        pytest.param(True, False, True, id="a writing run beside a reading one"),
+        pytest.param(True, True, False, id="a reading run beside a reading one"),
+    ],
+)
+def test_the_command_line_holds_the_worktree_for_its_run(
+    held_shared: bool, reads: bool, refused: bool
+) -> None:
+    """Seed 000 leaves the worktree's isolation to the caller and lets readers go on: the
+    command line, a shell user's caller, takes the worktree's lock around its run (exclusive
+    when the grant writes, shared when it only reads) and refuses, in its own words, a run that
+    cannot have it; nothing of the run is made then."""
+    w = world(ok_round(), ok_round())
+    if reads:
+        with_grant(w, READING, "review-architecture")
+    other = w.fs.hold_lock(
+        LOCK, '{"command": "concorde-workers run", "host_pid": 4242}', held_shared
+    )
+    assert not isinstance(other, str)
+    result = w.run("--json")
+    if refused:
+        assert result.status == 2, result.err
+        refusal = result.json()["refusal"]
+        assert refusal["code"] == "worktree_busy", refusal
+        assert "where another run works now" in refusal["message"]
+        assert ("4242" in refusal["message"]) != held_shared, refusal["message"]
+        assert w.run_dirs() == []
+    else:  # the run is made (its scripted write is its own audit's business)
+        assert result.status != 2 and w.run_dirs() != [], result.err
+    other.release()
+    assert w.run().status != 2  # free again: the run holds it, and lets it go at its end
+    assert not w.fs.lexists(LOCK) or w.fs.read_text(LOCK) == ""

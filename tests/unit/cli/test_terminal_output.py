@@ -236,6 +236,9 @@ def test_an_internal_error_s_text_is_escaped() -> None:
         def refusal_before_run(self, request: Any) -> None:
             return None  # the command line's check before the run asks the host that runs it
 
+        def git_dir(self, request: Any) -> None:
+            return None  # no worktree the command line's lock could lie beside
+
         def run(self, *args: Any, **kwargs: Any) -> None:
             raise RuntimeError(f"broke {OSC}")
 

@@ -124,6 +124,7 @@ def test_every_code_is_a_row_of_a_table_or_named_beyond_them() -> None:
         "signing_key_invalid",
         "trace_unverified",
         "host_limit_reached",  # "A limit the host enforces is told as one"
+        "worktree_busy",  # the command line's lock (issue 31 §4)
     }
     assert set(Code) == {*RUN_CODES, *REFUSAL_REASONS, *component, *named, *checks, *beyond}
     assert all(Code(str(code)) is code for code in Code)  # each serialises to its own string
