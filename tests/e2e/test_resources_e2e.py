@@ -283,7 +283,9 @@ def test_a_run_beside_a_runaway_one_ends_ok(claude_world: ClaudeWorld, pi_world:
     thread = threading.Thread(target=run_runaway, name="runaway", daemon=True)
     thread.start()
     spawned.wait()
-    assert "run" not in ended and "error" not in ended, ended  # the runaway runs on
+    if "run" in ended:  # it ended before its Bash spawned: say why
+        pytest.fail(f"the runaway run ended early: {claude_explain(ended['run'])}")
+    assert "error" not in ended, ended  # the runaway runs on
 
     started = time.monotonic()
     beside = pi_world.run(
