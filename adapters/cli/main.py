@@ -6,29 +6,32 @@ usage error is a refusal (status 2); Ctrl-C outside a run's own handling ends wi
 unexpected fault prints one line naming it (and how to report it) with status 3, never a
 traceback.
 
-Start-up is kept to the interpreter's own and argparse's: this module imports only the grammar
-(parser.py) and the exit statuses; a command's module (and with it pydantic, jsonschema, the
-adapters) is imported when that command runs (`COMMANDS`), so `--help` and a usage error load
-none of them (benchmarks/cli_startup.py; tests/integration/test_cli_startup.py guards it).
+Start-up is kept to the interpreter's own and argparse's: this module imports only the exit
+statuses, the grammar (parser.py) when `main` parses, and a command's module (and with it
+pydantic, jsonschema, the adapters) when that command runs (`COMMANDS`), so `--help` and a usage
+error load none of them, and not `typing` either (benchmarks/cli_startup.py;
+tests/integration/test_cli_startup.py guards it).
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TextIO, cast
 
-from concorde_workers.adapters.cli.parser import UsageError, parser, unused_flags, version_text
 from concorde_workers.adapters.cli.status import ExitStatus
 
+TYPE_CHECKING = False  # typing's own costs its import (issue 32 §2)
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
+    from typing import TextIO
+
+    from concorde_workers.adapters.cli.parser import UsageError
     from concorde_workers.adapters.cli.wiring import Wiring
     from concorde_workers.container import Container
 
-Command = Callable[[argparse.Namespace, TextIO, TextIO, "Wiring"], ExitStatus]
+    Command = Callable[[argparse.Namespace, TextIO, TextIO, Wiring], ExitStatus]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("commands", "run_plan"),
@@ -51,10 +54,10 @@ def command_of(name: str) -> Command | None:
     if found is None:
         return None
     module, function = found
-    return cast(
-        Command,
-        getattr(importlib.import_module(f"concorde_workers.adapters.cli.{module}"), function),
+    command: Command = getattr(
+        importlib.import_module(f"concorde_workers.adapters.cli.{module}"), function
     )
+    return command
 
 
 def _usage(usage: UsageError, argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
@@ -74,6 +77,13 @@ def main(
 ) -> int:
     """The console script `concorde-workers`. `container` replaces the production wiring (the
     tests give one with fakes); `plan --example` always wires its own."""
+    from concorde_workers.adapters.cli.parser import (
+        UsageError,
+        parser,
+        unused_flags,
+        version_text,
+    )
+
     out = out or sys.stdout
     err = err or sys.stderr
     try:

@@ -3,8 +3,8 @@ the tool set each gives a backend from its tools' names (notes/harness.md §1.5)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class TaskType(StrEnum):
@@ -61,11 +61,11 @@ def writes_nothing(task_type: TaskType) -> bool:
     return task_type in READ_ONLY_TASK_TYPES
 
 
-@dataclass(frozen=True)
-class ToolNames:
+class ToolNames(NamedTuple):
     """A backend's names of its tools by what they do (its profile's): the read-only ones, the
     ones that change files, its shell, and those every set holds (pi's `concorde_result`). A
-    dataclass, not a model: the command line's grammar reads this module without pydantic."""
+    named tuple, not a model nor a dataclass: the command line's grammar reads this module, and
+    `dataclasses` (with `inspect`) would be a third of its import (issue 32 §2)."""
 
     read: tuple[str, ...]
     change: tuple[str, ...]
