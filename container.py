@@ -166,6 +166,11 @@ class Container(containers.DeclarativeContainer):
         versions=versions,
         profiles=profiles,
     )
+    sealer = providers.Singleton(DsseSealer)
+    """DSSE envelopes and Ed25519 signatures (securesystemslib; issue 30 §4): no I/O of its own,
+    so every world takes the real one."""
+    signing_key = providers.Factory(SigningKey.load, fs=filesystem, environ=environ, sealer=sealer)
+    """The machine's signing key ($CONCORDE_SIGNING_KEY, else beside the model map), read once."""
     planner = providers.Factory(
         Planner,
         preparer=preparer,
@@ -174,6 +179,7 @@ class Container(containers.DeclarativeContainer):
         random=random,
         temp_root=temp_root,
         fs=filesystem,
+        signing_key=signing_key,
     )
     requests = providers.Factory(RequestBuilder, fs=filesystem, cwd=cwd)
     processes = providers.Dependency(instance_of=ProcessRunner)
@@ -188,11 +194,6 @@ class Container(containers.DeclarativeContainer):
     machine_resources = providers.Factory(read_machine_resources, fs=filesystem, environ=environ)
     """The machine's resources.json (issue 20): its default limits and what a machine without
     control groups does with a run."""
-    sealer = providers.Singleton(DsseSealer)
-    """DSSE envelopes and Ed25519 signatures (securesystemslib; issue 30 §4): no I/O of its own,
-    so every world takes the real one."""
-    signing_key = providers.Factory(SigningKey.load, fs=filesystem, environ=environ, sealer=sealer)
-    """The machine's signing key ($CONCORDE_SIGNING_KEY, else beside the model map), read once."""
     attestor = providers.Factory(Attestor, fs=filesystem, sealer=sealer, key=signing_key)
     verifier = providers.Factory(
         Verifier,
@@ -243,6 +244,7 @@ class Container(containers.DeclarativeContainer):
         installations=installations,
         cwd=cwd,
         profiles=profiles,
+        config_reader=config_reader,
     )
     sandbox_probe = providers.Dependency(instance_of=SandboxProbe)
     doctor = providers.Factory(

@@ -12,11 +12,13 @@ primary worktree and its Git directory.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration import machine
@@ -66,7 +68,9 @@ class Starter:
         installations: Sequence[Installation],
         cwd: str,
         profiles: Profiles,
+        config_reader: ConfigurationReader,
     ) -> None:
+        self._config = config_reader
         self._placeholders = placeholders_of(profiles)
         self._profiles = {name: profiles[name] for name in self._placeholders}
         """The registered backends, the default backend first (the starter's order)."""
@@ -207,7 +211,16 @@ class Starter:
     def _model_map(
         self, file: str, ids: Mapping[str, str], force: bool, outcome: StarterOutcome
     ) -> None:
-        existing = self._small_file(file) if self._fs.lexists(file) else None
+        """The starter's entry added to the map as the one reader a run takes reads it (issue
+        31 §1): a map that reader refuses is kept as it is, its refusal said."""
+        found = self._config.model_map([])
+        existing: str | None = None
+        if isinstance(found, Refusal):
+            if found.code is not Code.MODEL_MAP_MISSING or self._fs.lexists(file):
+                outcome.done.append(f"model map {file}: kept, a run refuses it: {found.message}")
+                return
+        else:
+            existing = json.dumps({"schema_version": 1, "models": found.models})
         example = next(iter(self._placeholders.items()))
         update = decide.model_map_update(file, existing, ids, force, example)
         if update.text is not None:
