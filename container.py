@@ -403,11 +403,12 @@ def shipped_pins() -> tuple[str, str]:
 
 def example_repository() -> tuple[Example, dict[str, str]]:
     """A throwaway example repository for `plan --example`, and the environment additions that
-    point the planner at it: its model map (the agent programs are found as for any run)."""
+    point the planner at it: its model map and its own pi configuration (the agent programs are
+    found as for any run)."""
     from concorde_workers.adapters.demo.example_repository import create_example
 
     example = create_example(example_ids_of(PROFILES))
-    return example, {"CONCORDE_MODEL_MAP": example.model_map}
+    return example, {"CONCORDE_MODEL_MAP": example.model_map, "PI_CODING_AGENT_DIR": example.pi_dir}
 
 
 def demo_world(parent: str | None = None) -> DemoWorld:

@@ -363,9 +363,10 @@ def copies_check(profile: BackendProfile, fact: CopiesFact) -> Check:
     if fact.problem is not None:
         return Check(name, False, fact.problem, "repair it as the message says")
     where = ", ".join(fact.sources) or "no configuration directory (no HOME)"
-    ids = f"; the model map's ids {', '.join(fact.ids)} found there" if fact.ids else ""
-    how = f"taken as {profile.program.title} reads them" if profile.copies_judge else "readable"
-    return Check(name, True, f"{where}: {how}{ids}")
+    ids = f"; the model map's ids {', '.join(fact.ids)} judged against them" if fact.ids else ""
+    if profile.copies_judge is None:
+        return Check(name, True, f"{where}: readable")
+    return Check(name, True, f"{where}: taken as {profile.program.title} reads them{ids}")
 
 
 def resources_check(enforcement: Enforcement, machine: MachineResources | None = None) -> Check:
