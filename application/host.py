@@ -189,7 +189,7 @@ class WorkerHost:
             state.write_node(run.tracer, "start")
             run.progress.phase("preparing", 1)
             run.tracer.write_text(state.layout.grant, grant_text(request.grant))
-            run.events.run_started(request, state.layout.run_dir)
+            run.events.run_started(state.request, state.layout.run_dir)  # the limits in force
             if isinstance(run.runtime, FileSystemError):
                 run.refuse(
                     Refusal(
