@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.machine_files import copies_problem, read_copies
 from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration import machine
@@ -114,6 +115,7 @@ class Starter:
         if failed is not None:
             return failed
         self._model_map(map_file, ids, force, outcome)
+        self._copies(backend, ids.get(backend), outcome)
         outcome.done.insert(
             0, f"backends found: {', '.join(found) or 'none'} (the starter uses {backend})"
         )
@@ -157,6 +159,21 @@ class Starter:
             return read_regular_text(self._fs, path, MAX_SETTINGS_BYTES)
         except (FileSystemError, ValueError):
             return None
+
+    def _copies(self, backend: str, model: str | None, outcome: StarterOutcome) -> None:
+        """What the run of the plan below would meet in the files it copies (pi's models.json
+        against the id init mapped), said by the reader plan and run take (issue 31 §1)."""
+        profile = self._profiles[backend]
+        directory = config_directory(profile.credentials, self._environ)
+        if directory is None:
+            return
+        pairs = [(posixpath.join(directory, name), name) for name in profile.credentials.files]
+        copies = read_copies(self._fs, pairs, profile.credentials, self._environ)
+        problem = copies_problem(profile, copies, model, self._environ)
+        if problem is not None:
+            outcome.done.append(
+                f"the plan below would be refused until this is repaired: {problem[1]}"
+            )
 
     # --- the writes ---------------------------------------------------------------------------
 
