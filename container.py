@@ -146,9 +146,7 @@ class Container(containers.DeclarativeContainer):
         committed=providers.Callable(committed_through, git),
     )
     backends = providers.Dict(
-        claude=providers.Factory(
-            ClaudeBackend, fs=filesystem, installations=installations, environ=environ
-        ),
+        claude=providers.Factory(ClaudeBackend, fs=filesystem, installations=installations),
         pi=providers.Factory(
             PiBackend,
             fs=filesystem,

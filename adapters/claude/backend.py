@@ -52,11 +52,9 @@ class ClaudeBackend:
         self,
         fs: FileSystem,
         installations: Sequence[Installation] = (),
-        environ: Mapping[str, str] | None = None,
     ) -> None:
         self._fs = fs
         self._installations = tuple(installations)
-        self._environ: Mapping[str, str] = environ or {}
 
     def check(self, primary: str) -> Refusal | None:
         """Nothing of its own: the machine's endpoints.json, its one file, is the profile's
