@@ -29,6 +29,7 @@ from concorde_workers.domain.configuration.machine import (
     MachineFileSpec,
     machine_file_location,
     named_file_missing,
+    tilde_note,
 )
 from concorde_workers.domain.configuration.profile import BackendProfile, CopiedText
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
@@ -151,8 +152,9 @@ def _directory_problem(
         return None
     if not posixpath.isabs(directory):
         return Copies(
-            problem=f"{variable} gives the relative path {named!r}; name the directory by its "
-            f"absolute path, or unset {variable} to use ~/{spec.default_directory}",
+            problem=f"{variable} gives the relative path {named!r}{tilde_note(named)}; name the "
+            f"directory by its absolute path, or unset {variable} to use "
+            f"~/{spec.default_directory}",
             file=named,
         )
     if not fs.is_dir(directory):

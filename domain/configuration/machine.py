@@ -297,9 +297,9 @@ def machine_file_location(environ: Mapping[str, str], spec: MachineFileSpec) -> 
         return MachineFileLocation(
             file=None,
             named=True,
-            problem=f"{spec.variable} gives the relative path {named!r}; name {spec.name} by "
-            f"its absolute path, or unset {spec.variable} to use the {spec.name} beside the "
-            "model map",
+            problem=f"{spec.variable} gives the relative path {named!r}{tilde_note(named)}; "
+            f"name {spec.name} by its absolute path, or unset {spec.variable} to use the "
+            f"{spec.name} beside the model map",
         )
     if named:
         return MachineFileLocation(file=posixpath.normpath(named), named=True)
@@ -307,6 +307,12 @@ def machine_file_location(environ: Mapping[str, str], spec: MachineFileSpec) -> 
     if not isinstance(location, str):
         return MachineFileLocation(file=None)
     return MachineFileLocation(file=posixpath.join(posixpath.dirname(location), spec.name))
+
+
+def tilde_note(named: str) -> str:
+    """What a relative path that begins with `~` needs said: no program expands it, only a
+    shell, and only unquoted."""
+    return " (a leading ~ is expanded by the shell only when unquoted)" if named[:1] == "~" else ""
 
 
 def named_file_missing(spec: MachineFileSpec, file: str) -> str:

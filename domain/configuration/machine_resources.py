@@ -128,8 +128,15 @@ def parse_machine_resources(text: str, file: str) -> MachineResources:
         defaults = ResourceLimits.model_validate(data.get("defaults", {}))
     except ValidationError as error:
         first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "defaults"
-        return bad(f"has an invalid defaults.{field}: {first['msg']}")
+        field = ".".join(str(part) for part in first["loc"])
+        if not field:
+            return bad(
+                'has an invalid "defaults": it is an object of limits, such as {"memory_mib": 2048}'
+            )
+        return bad(
+            f"has an invalid defaults.{field}: {first['msg']}; repair it as README "
+            '"Resource limits" shows, or remove it'
+        )
     choice = data.get("without_groups", WithoutGroups.REFUSE_WHEN_ASKED.value)
     if choice not in {c.value for c in WithoutGroups}:
         return bad('has an invalid "without_groups": it is "refuse-when-asked", "refuse" or "run"')
