@@ -312,3 +312,17 @@ def test_init_keeps_a_model_map_a_run_refuses_and_says_why(
     said = [line for line in done if line.startswith(f"model map {project.model_map}: kept")]
     assert said and "is not a project model name" in said[0], done
     assert json.loads(project.model_map.read_text()) == bad
+
+
+def test_a_file_a_run_copies_that_is_a_fifo_is_refused_not_waited_on(project: Any) -> None:
+    """The host read a credential file to copy it without a bound: a FIFO there would hang the
+    run once launched; the one reader refuses it before, in plan and run alike."""
+    auth = project.home / ".pi" / "agent" / "auth.json"
+    os.mkfifo(auth)
+    planned = plan(*flags(project, *PI_WORKER))
+    assert (
+        planned.status == 2
+        and f"{auth} cannot be copied into the run: it is no regular file" in planned.both
+    )
+    status, record, _ = run(project, None, *PI_WORKER)
+    assert status == 1 and record["error"]["code"] == "launch_failed", record
