@@ -90,12 +90,16 @@ def test_the_limits_in_force_and_each_round_s_peaks_are_told_as_the_record_keeps
     told(run, events)
     kept = json.loads((run.run_dir / "rounds" / "1" / "resources.json").read_text())
     started = events.events[0]
-    assert started["limits"] == kept["limits"] == {
-        "processes": 512,
-        "memory_mib": 1024,
-        "cpu_weight": 100,
-        "space_mib": 512,
-    }
+    assert (
+        started["limits"]
+        == kept["limits"]
+        == {
+            "processes": 512,
+            "memory_mib": 1024,
+            "cpu_weight": 100,
+            "space_mib": 512,
+        }
+    )
     said = next(e for e in events.events if e["event"] == "resources")
     assert said["round"] == 1 and said["enforced"] is kept["enforced"] is True
     for key in ("memory_peak_bytes", "processes_peak", "cpu_seconds", "oom_kills"):
