@@ -146,9 +146,7 @@ class Container(containers.DeclarativeContainer):
         committed=providers.Callable(committed_through, git),
     )
     backends = providers.Dict(
-        claude=providers.Factory(
-            ClaudeBackend, fs=filesystem, installations=installations, environ=environ
-        ),
+        claude=providers.Factory(ClaudeBackend, fs=filesystem, installations=installations),
         pi=providers.Factory(
             PiBackend,
             fs=filesystem,
@@ -166,6 +164,11 @@ class Container(containers.DeclarativeContainer):
         versions=versions,
         profiles=profiles,
     )
+    sealer = providers.Singleton(DsseSealer)
+    """DSSE envelopes and Ed25519 signatures (securesystemslib; issue 30 §4): no I/O of its own,
+    so every world takes the real one."""
+    signing_key = providers.Factory(SigningKey.load, fs=filesystem, environ=environ, sealer=sealer)
+    """The machine's signing key ($CONCORDE_SIGNING_KEY, else beside the model map), read once."""
     planner = providers.Factory(
         Planner,
         preparer=preparer,
@@ -174,6 +177,7 @@ class Container(containers.DeclarativeContainer):
         random=random,
         temp_root=temp_root,
         fs=filesystem,
+        signing_key=signing_key,
     )
     requests = providers.Factory(RequestBuilder, fs=filesystem, cwd=cwd)
     processes = providers.Dependency(instance_of=ProcessRunner)
@@ -188,11 +192,6 @@ class Container(containers.DeclarativeContainer):
     machine_resources = providers.Factory(read_machine_resources, fs=filesystem, environ=environ)
     """The machine's resources.json (issue 20): its default limits and what a machine without
     control groups does with a run."""
-    sealer = providers.Singleton(DsseSealer)
-    """DSSE envelopes and Ed25519 signatures (securesystemslib; issue 30 §4): no I/O of its own,
-    so every world takes the real one."""
-    signing_key = providers.Factory(SigningKey.load, fs=filesystem, environ=environ, sealer=sealer)
-    """The machine's signing key ($CONCORDE_SIGNING_KEY, else beside the model map), read once."""
     attestor = providers.Factory(Attestor, fs=filesystem, sealer=sealer, key=signing_key)
     verifier = providers.Factory(
         Verifier,
@@ -243,6 +242,7 @@ class Container(containers.DeclarativeContainer):
         installations=installations,
         cwd=cwd,
         profiles=profiles,
+        config_reader=config_reader,
     )
     sandbox_probe = providers.Dependency(instance_of=SandboxProbe)
     doctor = providers.Factory(
@@ -401,11 +401,12 @@ def shipped_pins() -> tuple[str, str]:
 
 def example_repository() -> tuple[Example, dict[str, str]]:
     """A throwaway example repository for `plan --example`, and the environment additions that
-    point the planner at it: its model map (the agent programs are found as for any run)."""
+    point the planner at it: its model map and its own pi configuration (the agent programs are
+    found as for any run)."""
     from concorde_workers.adapters.demo.example_repository import create_example
 
     example = create_example(example_ids_of(PROFILES))
-    return example, {"CONCORDE_MODEL_MAP": example.model_map}
+    return example, {"CONCORDE_MODEL_MAP": example.model_map, "PI_CODING_AGENT_DIR": example.pi_dir}
 
 
 def demo_world(parent: str | None = None) -> DemoWorld:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from concorde_workers.application.machine_files import read_machine_file
 from concorde_workers.application.tracing.reader import read_node, read_resources
 from concorde_workers.domain.attestation.statement import (
     ATTESTATION_FILE,
@@ -25,7 +26,7 @@ from concorde_workers.domain.attestation.statement import (
     statement,
     statement_bytes,
 )
-from concorde_workers.domain.configuration.signing import MAX_KEY_BYTES, signing_key_location
+from concorde_workers.domain.configuration.signing import SIGNING_KEY_SPEC, signing_key_location
 from concorde_workers.domain.evidence.codes import Code, Reason
 from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.layout import PROGRAMS_FILE, TRACE_FILE, RunLayout
@@ -92,32 +93,31 @@ class SigningKey:
     problem: str | None = None
     key_id: str | None = None
 
+    def refusal(self) -> Refusal | None:
+        """signing_key_invalid for a key that cannot sign: every run is refused before it
+        starts, and `plan` says so (a key the machine's owner set must sign or refuse, never
+        silently not sign)."""
+        if self.problem is None:
+            return None
+        return Refusal(
+            code=Code.SIGNING_KEY_INVALID,
+            reason=Reason.INPUT,
+            message=self.problem,
+            file=self.location,
+        )
+
     @classmethod
     def load(cls, fs: FileSystem, environ: Mapping[str, str], sealer: Sealer) -> SigningKey:
-        """The key at `$CONCORDE_SIGNING_KEY` or beside the model map. A variable that names
-        a relative path or no file is a problem; no file at the default place is no key."""
-        location = signing_key_location(environ)
-        named = bool(environ.get("CONCORDE_SIGNING_KEY"))
-        if location is None:
-            return cls()
-        if not location.startswith("/"):
-            return cls(
-                location=location,
-                problem=f"CONCORDE_SIGNING_KEY gives the relative path {location!r}: name the "
-                "signing key by its absolute path, or unset it",
-            )
-        if not fs.lexists(location):
-            if named:
-                return cls(
-                    location=location,
-                    problem=f"CONCORDE_SIGNING_KEY names {location}, which does not exist: "
-                    "make the key there, or unset the variable",
-                )
+        """The key at `$CONCORDE_SIGNING_KEY` or beside the model map, through the one reader
+        of machine files (application/machine_files.py): a variable that names a relative path
+        or no file is a problem; no file at the default place is no key."""
+        found = read_machine_file(fs, environ, SIGNING_KEY_SPEC)
+        location = found.file or signing_key_location(environ)
+        if found.problem is not None:
+            return cls(location=location, problem=found.problem)
+        if found.file is None or found.text is None:
             return cls(location=location)
-        try:
-            data = read_regular_text(fs, location, MAX_KEY_BYTES).encode()
-        except FileSystemError as error:
-            return cls(location=location, problem=f"{location}: {error.os_error_text}")
+        data = found.text.encode()
         problem = sealer.key_problem(data)
         if problem is not None:
             return cls(location=location, problem=f"the signing key {location}: {problem}")

@@ -63,6 +63,8 @@ def committed_through(git: GitReader) -> CommittedFile:
 
 
 _DEFAULT_MAP_TEXT = "concorde/models.json of your XDG configuration directory"
+MAX_MAP_BYTES = 1024 * 1024
+"""The most of a model map read (a map of a thousand models is some tens of KiB)."""
 CONFIGURATION_CONTRACT = "contract.workers.worker-configuration"
 MODEL_MAP_CONTRACT = "contract.workers.model-map"
 
@@ -81,6 +83,8 @@ class ConfigFiles(Protocol):
     def is_file(self, path: str) -> bool: ...
 
     def stat(self, path: str) -> FileStat: ...
+
+    def realpath(self, path: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -249,7 +253,7 @@ class ConfigurationReader:
             return file
         if not self._fs.exists(file):
             return machine.model_map_missing(file, needs, words)
-        text = self._read(file)
+        text = self._read_map(file)
         if isinstance(text, _Unreadable):
             return machine.model_map_invalid(file, f"it is unreadable ({text.why})", words)
         decoded = decode_json(text)
@@ -310,6 +314,20 @@ class ConfigurationReader:
     def _map_text(self) -> str:
         location = machine.model_map_location(self._environ, [], self.placeholders)
         return location if isinstance(location, str) else _DEFAULT_MAP_TEXT
+
+    def _read_map(self, path: str) -> str | _Unreadable:
+        """The model map's text: a link followed to its final file (a map kept in a dotfiles
+        folder), which must be a regular file within `MAX_MAP_BYTES` — a FIFO there hung plan,
+        run, doctor and init alike (issue 31 §1)."""
+        try:
+            found = self._fs.stat(self._fs.realpath(path))
+        except (FileSystemError, OSError) as exc:
+            return _Unreadable(str(exc) or type(exc).__name__)
+        if found.kind is not EntryKind.FILE:
+            return _Unreadable("it is no regular file")
+        if found.size > MAX_MAP_BYTES:
+            return _Unreadable(f"it is {found.size} bytes, past the {MAX_MAP_BYTES} read")
+        return self._read(path)
 
     def _read(self, path: str) -> str | _Unreadable:
         try:

@@ -16,12 +16,18 @@ from collections.abc import Mapping
 
 from concorde_workers.application.attestation import SigningKey
 from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.machine_files import (
+    backend_machine_file,
+    copies_problem,
+    read_copies,
+)
 from concorde_workers.application.resources import read_machine_resources
 from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.configuration import config as domain_config
 from concorde_workers.domain.configuration.config import WorkerConfiguration
 from concorde_workers.domain.configuration.discovery import Installation, locate, looked_at
 from concorde_workers.domain.configuration.doctor import (
+    CopiesFact,
     CredentialFact,
     Diagnosis,
     Facts,
@@ -32,12 +38,12 @@ from concorde_workers.domain.configuration.doctor import (
     diagnose,
     tools_of,
 )
+from concorde_workers.domain.configuration.machine import MachineFileAnswer, ModelMap, model_ids
 from concorde_workers.domain.configuration.profile import BackendProfile, Profiles
 from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramSpec
 from concorde_workers.domain.configuration.signing import KeyFact
 from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.texts import json_limits
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.resources import ResourceGroups
 from concorde_workers.ports.sandbox_probe import SandboxProbe
@@ -110,13 +116,19 @@ class Doctor:
         }
         workers, config = (None, None) if worktree is None else self._workers_json(worktree)
         backends, source = _backends(backend, config, worktree is not None, self._profiles)
+        model_map = self._config.model_map([])
+        machine_files = {
+            p.name: backend_machine_file(self._fs, self._environ, p) for p in self._profiles
+        }
         return Facts(
             profiles=self._profiles,
             programs=programs,
             tools=tools,
             sandbox=self._sandbox(programs, tools),
-            model_map=self._model_map(),
-            credentials=self._credentials(),
+            model_map=self._model_map(model_map),
+            credentials=self._credentials(machine_files),
+            machine_files=machine_files,
+            copies={p.name: self._copies(p, model_map) for p in self._profiles},
             workers_json=workers,
             backends=backends,
             backends_source=source,
@@ -158,44 +170,70 @@ class Doctor:
             return None
         return self._probe.network(node, runtime.path)
 
-    def _model_map(self) -> FileFact:
+    def _model_map(self, found: ModelMap | Refusal) -> FileFact:
         named = self._environ.get("CONCORDE_MODEL_MAP")
         origin = "$CONCORDE_MODEL_MAP" if named else "the default place (XDG configuration)"
-        found = self._config.model_map([])
         if isinstance(found, Refusal):
             return FileFact(found.file, origin, found.message)
         return FileFact(found.file, origin, None)
 
-    def _credentials(self) -> tuple[CredentialFact, ...]:
-        return tuple(self._credential(profile) for profile in self._profiles)
+    def _copies(self, profile: BackendProfile, model_map: ModelMap | Refusal) -> CopiesFact:
+        """The files a run of the backend copies, through their one reader and its profile's
+        judge (application/machine_files.py), and each id the model map gives the backend
+        judged against them as a run's `--model` is."""
+        spec = profile.credentials
+        directory = config_directory(spec, self._environ)
+        names = spec.files if directory else ()
+        pairs = [(posixpath.join(directory or "", name), name) for name in names]
+        copies = read_copies(self._fs, pairs, spec, self._environ)
+        ids = [] if isinstance(model_map, Refusal) else model_ids(model_map, profile.name)
+        for model in [None, *ids]:
+            problem = copies_problem(profile, copies, model, self._environ)
+            if problem is not None:
+                return CopiesFact(tuple(p for p, _ in pairs), problem[1])
+        return CopiesFact(tuple(p for p, _ in pairs), None, tuple(ids))
 
-    def _credential(self, profile: BackendProfile) -> CredentialFact:
-        """Which of a backend's credential sources are present: its key variables (by name)
-        and its login file."""
+    def _credentials(
+        self, machine_files: Mapping[str, MachineFileAnswer]
+    ) -> tuple[CredentialFact, ...]:
+        return tuple(
+            self._credential(profile, machine_files.get(profile.name)) for profile in self._profiles
+        )
+
+    def _credential(
+        self, profile: BackendProfile, machine_file: MachineFileAnswer | None
+    ) -> CredentialFact:
+        """Which of a backend's credential sources are present: its key variables (by name),
+        its login file, and the token its machine file names (Claude Code's endpoint)."""
         spec = profile.credentials
         directory = config_directory(spec, self._environ)
         login = posixpath.join(directory, spec.login_file) if directory else None
         present = spec.keys_in(self._environ)
         if login and self._fs.is_file(login):
             present.append(login)
+        if machine_file is not None and machine_file.problem is None:
+            present += [
+                f"${name} (the token {machine_file.file} names)"
+                for name in machine_file.credentials
+                if self._environ.get(name)
+            ]
         default = f"~/{spec.default_directory}/{spec.login_file}"
         return CredentialFact(
             profile.name, tuple(present), (spec.key_text, login or default), spec.repair
         )
 
     def _workers_json(self, worktree: str) -> tuple[FileFact, WorkerConfiguration | None]:
+        """The worktree's workers.json as a run reads it, committed at HEAD (the configuration
+        reader's one answer; its working copy only compared, within its bound): first for the
+        names it holds, then judged with each of them declared, since doctor is no caller with
+        declarations of its own."""
         file = posixpath.join(worktree, domain_config.CONFIG_PATH)
         origin = "this worktree"
+        names = self._config.configuration(worktree, None)
         declared: dict[str, set[str]] = {}
-        try:
-            data = json_limits.loads(self._fs.read_text(file)) if self._fs.is_file(file) else None
-        except (FileSystemError, OSError, ValueError):
-            data = None  # the reader below names what is wrong with it
-        if isinstance(data, dict) and isinstance(data.get("operations"), dict):
-            # Doctor is no caller with declarations: every name the file gives is declared.
-            for operation, entry in data["operations"].items():
-                workers = entry.get("workers") if isinstance(entry, dict) else None
-                declared[str(operation)] = set(workers) if isinstance(workers, dict) else set()
+        if not isinstance(names, Refusal):
+            for operation, entries in names.operations.items():
+                declared[operation] = set(entries.workers)
         found = self._config.configuration(worktree, declared)
         if isinstance(found, Refusal):
             return FileFact(file, origin, found.message), None

@@ -11,6 +11,7 @@ from typing import Any
 from concorde_workers.application.run_state import RoundState
 from concorde_workers.application.tracing.calls import CallTracker, ToolCall
 from concorde_workers.application.tracing.progress import utc_text
+from concorde_workers.domain.attestation.statement import RESOURCE_KEYS
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.events import LISTED, EventKind, bounded, event
@@ -54,6 +55,21 @@ class EventEmitter:
             task_type=bounded(request.task_type),
             worktree=bounded(request.worktree),
             run_directory=bounded(run_directory),
+            limits=None if request.resources is None else request.resources.model_dump(),
+        )
+
+    def resources(self, round_number: int, used: Mapping[str, Any] | None) -> None:
+        """The round's limits in force and their peaks, as its resources.json says them (nothing
+        for a host wired without groups, which keeps none)."""
+        if used is None or (round_number, "resources") in self._told:
+            return
+        self._told.add((round_number, "resources"))
+        said = {key: used[key] for key in RESOURCE_KEYS if key in used}
+        reached = [bounded(limit) for limit in said.get("limits_reached", [])][:LISTED]
+        self._tell(
+            EventKind.RESOURCES,
+            round=round_number,
+            **{**said, "enforced": bool(used.get("enforced")), "limits_reached": reached},
         )
 
     def round_started(self, round_state: RoundState) -> None:

@@ -24,6 +24,7 @@ from concorde_workers.application.attestation import Attestor
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import keeper_for, open_change_store
 from concorde_workers.application.events import EventEmitter
+from concorde_workers.application.machine_files import copies_problem, read_copies
 from concorde_workers.application.outcomes import (
     LinkContext,
     cleanup_link,
@@ -187,7 +188,7 @@ class WorkerHost:
             state.write_node(run.tracer, "start")
             run.progress.phase("preparing", 1)
             run.tracer.write_text(state.layout.grant, grant_text(request.grant))
-            run.events.run_started(request, state.layout.run_dir)
+            run.events.run_started(state.request, state.layout.run_dir)  # the limits in force
             if isinstance(run.runtime, FileSystemError):
                 run.refuse(
                     Refusal(
@@ -294,16 +295,8 @@ class WorkerHost:
                 message=f"the request's parent {parent!r} {problem}; give the "
                 "absolute path of the trace node folder without it",
             )
-        key = self._attestor.key if self._attestor is not None else None
-        if key is not None and key.problem is not None:
-            # A key the machine's owner set must sign or refuse, never silently not sign.
-            return Refusal(
-                code=Code.SIGNING_KEY_INVALID,
-                reason=Reason.INPUT,
-                message=key.problem,
-                file=key.location,
-            )
-        return self._preparer.refusal_before_run(request, self._temp_root)
+        key = self._attestor.key.refusal() if self._attestor is not None else None
+        return key or self._preparer.refusal_before_run(request, self._temp_root)
 
     def git_dir(self, request: RunRequest) -> str | None:
         """The worktree's own Git directory as this host's placement finds it (None: no
@@ -393,15 +386,15 @@ class WorkerHost:
         """The control files and credential copies written, or the refusal naming what could
         not be."""
         try:
-            self._write_control(prepared, run.tracer, run.credential_copies)
+            problem = self._write_control(prepared, run.tracer, run.credential_copies)
         except FileSystemError as failed:
-            return Refusal(
-                code=Code.LAUNCH_FAILED,
-                reason=Reason.ENVIRONMENT,
-                message=f"the host could not write {failed.path} into the runtime directory: "
-                f"{failed.os_error_text}",
+            problem = (
+                f"the host could not write {failed.path} into the runtime directory: "
+                f"{failed.os_error_text}"
             )
-        return None
+        if problem is None:
+            return None
+        return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem)
 
     def _open_space(self, run: HostRun, prepared: Prepared) -> Refusal | None:
         """A confined run's writable space (domain/isolation/runtime_space.py), made before the
@@ -556,18 +549,32 @@ class WorkerHost:
 
     def _write_control(
         self, prepared: Prepared, tracer: TraceWriter, credential_copies: list[str]
-    ) -> None:
+    ) -> str | None:
+        """The control files, then the credential copies: exactly what the one reader of the
+        files a run copies read, judged as the preparation judged them (application/
+        machine_files.py); what it cannot take is the refusal's text."""
         for path, text in prepared.control_files.items():
             self._fs.makedirs(posixpath.dirname(path), 0o700)
             self._fs.write_atomic(path, text, 0o600)
-        for source, copy in prepared.backend.credential_copies(prepared.context):
-            credential_copies.append(copy)
-            try:
-                data = self._fs.read_bytes(source)
-            except FileSystemError:
+        backend, context = prepared.backend, prepared.context
+        copies = read_copies(
+            self._fs,
+            backend.credential_copies(context),
+            backend.profile.credentials,
+            context.environ,
+        )
+        problem = copies_problem(
+            backend.profile, copies, context.request.local_model, context.environ
+        )
+        if problem is not None:
+            return problem[1]
+        for copied in copies.files:
+            credential_copies.append(copied.copy)
+            if copied.data is None:
                 continue
-            self._fs.makedirs(posixpath.dirname(copy), 0o700)
-            self._fs.write_atomic(copy, data, 0o600)
+            self._fs.makedirs(posixpath.dirname(copied.copy), 0o700)
+            self._fs.write_atomic(copied.copy, copied.data, 0o600)
+        return None
 
     # --- the end -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from concorde_workers.application.attestation import SigningKey
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.credential_presence import missing_credentials
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
@@ -106,7 +107,9 @@ class Planner:
         random: Random,
         temp_root: str,
         fs: FileSystem,
+        signing_key: SigningKey | None = None,
     ) -> None:
+        self._key = signing_key
         self._preparer = preparer
         self._fs = fs
         self._config = config_reader
@@ -129,8 +132,10 @@ class Planner:
         settled = settle_worker(
             self._config, request, declared or {}, self._preparer.placement_refusal
         )
-        if isinstance(settled, Refusal):
-            plan.refusal = settled
+        # A key that cannot sign refuses every run before it starts: plan says it too.
+        refused = self._key_refusal()
+        if isinstance(settled, Refusal) or refused is not None:
+            plan.refusal = settled if isinstance(settled, Refusal) else refused
             return plan
         if settled is not None:
             plan.request = request = apply_resolution(request, settled)
@@ -160,6 +165,9 @@ class Planner:
                     )
                 )
         return plan
+
+    def _key_refusal(self) -> Refusal | None:
+        return None if self._key is None else self._key.refusal()
 
 
 def settle_worker(

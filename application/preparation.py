@@ -16,6 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from concorde_workers.application.confinement import plan_confinement
+from concorde_workers.application.machine_files import (
+    backend_machine_file,
+    copies_problem,
+    read_copies,
+)
 from concorde_workers.application.placement_reader import GitFound, PlacementReader
 from concorde_workers.application.program_identity import with_identity
 from concorde_workers.contracts import worker_result_schema
@@ -26,6 +31,7 @@ from concorde_workers.domain.boundary.paths import DirEntry, is_within
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
 from concorde_workers.domain.configuration.discovery import Installation
+from concorde_workers.domain.configuration.machine import MachineFileAnswer
 from concorde_workers.domain.configuration.profile import Profiles, entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, version_refusal
 from concorde_workers.domain.configuration.request import RunRequest
@@ -205,34 +211,14 @@ class Preparer:
             return settled
         grant, placement, (repository, admin, git_entries) = settled
         backend = self._backends[request.backend]
-        missing = backend.check(placement.primary)
-        if missing is not None:
-            return missing
+        machine = backend.check(placement.primary) or self._machine_file(backend)
+        if isinstance(machine, Refusal):
+            return machine
         seen.programs = self.programs(request, placement.primary)
-        too_old = version_refusal(seen.programs)
+        too_old = version_refusal(seen.programs) or self.home_refusal()
         if too_old is not None:
             return too_old
-        home = self.home_refusal()
-        if home is not None:
-            return home
-        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
-        model_map = [request.model_map] if request.model_map else []
-        policy = build_policy(
-            grant=grant,
-            worktree=placement.worktree,
-            primary=placement.primary,
-            user_home=self._user_home(),
-            runtime_dir=runtime_dir,
-            runtime_entries=self._entries,
-            runtime_paths=request.runtime_paths,
-            git=admin,
-            list_dir=self._list_dir,
-            homes=self._forms(list(origins.homes)),
-            config_dirs=self._forms(list(origins.directories)),
-            credentials=self._forms([*origins.files, *model_map]),
-            run_directories=self._forms(run_directories(request)),
-            tmpdir=self._host.environ.get("TMPDIR"),
-        )
+        policy = self._policy(request, grant, placement, admin, runtime_dir)
         seen.policy, seen.tools = policy, backend.profile.tool_set(grant)
         code = backend.profile.run_directory_code
         if code is Code.RUN_DIRECTORY_DENIED and policy.run_directory_refusal is not None:
@@ -253,10 +239,74 @@ class Preparer:
             admin,
             policy,
             (repository, git_entries),
+            machine.adds,
         )
         if isinstance(prepared, Refusal):
             return prepared
         return replace(prepared, programs=seen.programs)
+
+    def _policy(
+        self,
+        request: RunRequest,
+        grant: Grant,
+        placement: Placement,
+        admin: tuple[AdminPath, ...],
+        runtime_dir: str,
+    ) -> Policy:
+        """The policy from the one frozen grant, hiding every origin of a credential."""
+        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
+        model_map = [request.model_map] if request.model_map else []
+        return build_policy(
+            grant=grant,
+            worktree=placement.worktree,
+            primary=placement.primary,
+            user_home=self._user_home(),
+            runtime_dir=runtime_dir,
+            runtime_entries=self._entries,
+            runtime_paths=request.runtime_paths,
+            git=admin,
+            list_dir=self._list_dir,
+            homes=self._forms(list(origins.homes)),
+            config_dirs=self._forms(list(origins.directories)),
+            credentials=self._forms([*origins.files, *model_map]),
+            run_directories=self._forms(run_directories(request)),
+            tmpdir=self._host.environ.get("TMPDIR"),
+        )
+
+    def _machine_file(self, backend: AgentBackend) -> MachineFileAnswer | Refusal:
+        """The backend's own machine file (Claude Code's endpoints.json) through the one reader
+        of machine files: what it adds to each round, or launch_failed naming it and the repair
+        (never a silent fallback to another endpoint than the one configured)."""
+        answer = backend_machine_file(self._fs, self._host.environ, backend.profile)
+        if answer.problem is None:
+            return answer
+        return Refusal(
+            code=Code.LAUNCH_FAILED,
+            reason=Reason.ENVIRONMENT,
+            message=answer.problem,
+            file=answer.file,
+        )
+
+    def copies_refusal(self, backend: AgentBackend, context: BackendContext) -> Refusal | None:
+        """launch_failed naming the file, the entry and the repair when a file the run copies
+        cannot be read within its bound, or holds what the program would reject or misread
+        (its profile's judge: pi's models.json and auth.json as pi 0.73.1 reads them); the host
+        asks it again of what it copies."""
+        copies = read_copies(
+            self._fs,
+            backend.credential_copies(context),
+            backend.profile.credentials,
+            self._host.environ,
+        )
+        problem = copies_problem(
+            backend.profile, copies, context.request.local_model, self._host.environ
+        )
+        if problem is None:
+            return None
+        file, message = problem
+        return Refusal(
+            code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=message, file=file
+        )
 
     def programs(self, request: RunRequest, primary: str) -> tuple[ProgramVersion, ...]:
         """The agent programs the request's backend runs, each with its version."""
@@ -434,11 +484,15 @@ class Preparer:
         admin: tuple[AdminPath, ...],
         policy: Policy,
         git: tuple[GitRepository, tuple[str, ...]],
+        added: Mapping[str, str],
     ) -> Prepared | Refusal:
         context = self._context(request, run_id, backend, grant, placement, policy)
+        copies = self.copies_refusal(backend, context)
+        if copies is not None:
+            return copies
         try:
             command = backend.command(context, RoundKind.INITIAL, None)
-            environment = backend.environment(context)
+            environment = {**backend.environment(context), **added}
         except ValueError as bad:
             return Refusal(
                 code=Code.REQUEST_INVALID,

@@ -15,11 +15,11 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from concorde_workers.application.machine_files import read_machine_file
 from concorde_workers.domain.configuration.machine_resources import (
-    MAX_RESOURCES_BYTES,
+    RESOURCES_SPEC,
     MachineResources,
     parse_machine_resources,
-    resources_location,
 )
 from concorde_workers.domain.configuration.resources import (
     GROUP_PREFIX,
@@ -28,7 +28,7 @@ from concorde_workers.domain.configuration.resources import (
     ResourceLimits,
     judge_use,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.resources import GroupFailed, ResourceGroup, ResourceGroups
 
 __all__ = ["RunResources", "group_name", "read_machine_resources", "sweep_groups"]
@@ -62,33 +62,16 @@ def sweep_groups(
 
 
 def read_machine_resources(fs: FileSystem, environ: Mapping[str, str]) -> MachineResources:
-    """The machine's resources.json (domain/configuration/machine_resources.py), bounded; the
-    built-in
-    setting when there is none."""
-    named = environ.get("CONCORDE_RESOURCES", "")
-    if named and not named.startswith("/"):
-        return MachineResources(
-            problem=f"CONCORDE_RESOURCES gives the relative path {named!r}; "
-            "it must name resources.json by its absolute path: set it so, "
-            "or unset it to use resources.json beside the model map"
-        )
-    file = resources_location(environ)
-    if file is None:
+    """The machine's resources.json (domain/configuration/machine_resources.py) through the one
+    reader of machine files (application/machine_files.py): the built-in setting when there is
+    none beside the model map; a problem (every run refused) for one that cannot be used, or
+    that `$CONCORDE_RESOURCES` names and is not there."""
+    found = read_machine_file(fs, environ, RESOURCES_SPEC)
+    if found.problem is not None:
+        return MachineResources(file=found.file, problem=found.problem)
+    if found.file is None or found.text is None:
         return MachineResources()
-    try:
-        text = read_regular_text(fs, file, MAX_RESOURCES_BYTES)
-    except FileSystemError as error:
-        if error.not_found:
-            return MachineResources()
-        return MachineResources(
-            file=file,
-            problem=f"{file} cannot be read "
-            f"({error.os_error_text}): make it a regular file of at most "
-            f"{MAX_RESOURCES_BYTES} bytes, or remove it",
-        )
-    except ValueError as error:  # not UTF-8
-        return MachineResources(file=file, problem=f"{file} cannot be read: {error}")
-    return parse_machine_resources(text, file)
+    return parse_machine_resources(found.text, found.file)
 
 
 class RunResources:
@@ -139,7 +122,11 @@ class RunResources:
         )
 
     def open(self, round_number: int) -> tuple[ResourceGroup | None, str | None]:
-        """The round's group (None: limits not enforced), or why the round cannot start."""
+        """The round's group (None: limits not enforced), or why the round cannot start: a
+        machine setting that cannot be used refuses every round on every machine, as `plan`
+        says (issue 31 §1: it was looked at only where groups were not enforced)."""
+        if self._machine.problem is not None:
+            return None, self._machine.problem
         if self._groups is None or not self.enforced:
             return None, self.refused()
         try:

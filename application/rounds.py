@@ -284,6 +284,7 @@ class RoundRunner:
             used, reached = context.resources.close(group, stderr, space_used)
             context.tracer.write_stderr(context.state.layout, round_state.number, stderr)
             context.tracer.write_resources(context.state.layout, round_state.number, used)
+            context.events.resources(round_state.number, used)
             round_state.files = context.tracer.round_files(context.state.layout, round_state.number)
             round_state.stderr_tail = stderr.decode("utf-8", "replace")
             if not read_to_the_end:

@@ -12,11 +12,14 @@ primary worktree and its Git directory.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.machine_files import copies_problem, read_copies
 from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration import machine
@@ -66,7 +69,9 @@ class Starter:
         installations: Sequence[Installation],
         cwd: str,
         profiles: Profiles,
+        config_reader: ConfigurationReader,
     ) -> None:
+        self._config = config_reader
         self._placeholders = placeholders_of(profiles)
         self._profiles = {name: profiles[name] for name in self._placeholders}
         """The registered backends, the default backend first (the starter's order)."""
@@ -110,6 +115,7 @@ class Starter:
         if failed is not None:
             return failed
         self._model_map(map_file, ids, force, outcome)
+        self._copies(backend, ids.get(backend), outcome)
         outcome.done.insert(
             0, f"backends found: {', '.join(found) or 'none'} (the starter uses {backend})"
         )
@@ -153,6 +159,21 @@ class Starter:
             return read_regular_text(self._fs, path, MAX_SETTINGS_BYTES)
         except (FileSystemError, ValueError):
             return None
+
+    def _copies(self, backend: str, model: str | None, outcome: StarterOutcome) -> None:
+        """What the run of the plan below would meet in the files it copies (pi's models.json
+        against the id init mapped), said by the reader plan and run take (issue 31 §1)."""
+        profile = self._profiles[backend]
+        directory = config_directory(profile.credentials, self._environ)
+        if directory is None:
+            return
+        pairs = [(posixpath.join(directory, name), name) for name in profile.credentials.files]
+        copies = read_copies(self._fs, pairs, profile.credentials, self._environ)
+        problem = copies_problem(profile, copies, model, self._environ)
+        if problem is not None:
+            outcome.done.append(
+                f"the plan below would be refused until this is repaired: {problem[1]}"
+            )
 
     # --- the writes ---------------------------------------------------------------------------
 
@@ -207,7 +228,16 @@ class Starter:
     def _model_map(
         self, file: str, ids: Mapping[str, str], force: bool, outcome: StarterOutcome
     ) -> None:
-        existing = self._small_file(file) if self._fs.lexists(file) else None
+        """The starter's entry added to the map as the one reader a run takes reads it (issue
+        31 §1): a map that reader refuses is kept as it is, its refusal said."""
+        found = self._config.model_map([])
+        existing: str | None = None
+        if isinstance(found, Refusal):
+            if found.code is not Code.MODEL_MAP_MISSING or self._fs.lexists(file):
+                outcome.done.append(f"model map {file}: kept, a run refuses it: {found.message}")
+                return
+        else:
+            existing = json.dumps({"schema_version": 1, "models": found.models})
         example = next(iter(self._placeholders.items()))
         update = decide.model_map_update(file, existing, ids, force, example)
         if update.text is not None:

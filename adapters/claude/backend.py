@@ -12,12 +12,6 @@ import os
 import posixpath
 from collections.abc import Mapping, Sequence
 
-from concorde_workers.adapters.claude.endpoints import (
-    MAX_ENDPOINTS_BYTES,
-    claude_environment_of,
-    endpoints_location,
-    parse_endpoints,
-)
 from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
 from concorde_workers.adapters.claude.launch import claude_command
@@ -37,8 +31,7 @@ from concorde_workers.adapters.programs import find_located, program_or_name
 from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
@@ -46,7 +39,6 @@ from concorde_workers.ports.filesystem import (
     EntryKind,
     FileSystem,
     FileSystemError,
-    read_regular_text,
 )
 
 
@@ -60,51 +52,14 @@ class ClaudeBackend:
         self,
         fs: FileSystem,
         installations: Sequence[Installation] = (),
-        environ: Mapping[str, str] | None = None,
     ) -> None:
         self._fs = fs
         self._installations = tuple(installations)
-        self._environ: Mapping[str, str] = environ or {}
 
     def check(self, primary: str) -> Refusal | None:
-        """launch_failed, with the repair, when the machine's endpoints.json cannot be used
-        (adapters/claude/endpoints.py): a run is never sent to another endpoint than it
-        configures."""
-        problem = self._endpoint_environment(self._environ)
-        if not isinstance(problem, str):
-            return None
-        return Refusal(
-            code=Code.LAUNCH_FAILED,
-            reason=Reason.ENVIRONMENT,
-            message=problem,
-            file=endpoints_location(self._environ),
-        )
-
-    def _endpoint_environment(self, environ: Mapping[str, str]) -> dict[str, str] | str:
-        """What the machine's endpoint adds to a round's environment, or why it cannot."""
-        named = environ.get("CONCORDE_ENDPOINTS", "")
-        if named and not named.startswith("/"):
-            return (
-                f"CONCORDE_ENDPOINTS gives the relative path {named!r}; it must name "
-                "endpoints.json by its absolute path: set it so, or unset it to use "
-                "endpoints.json beside the model map"
-            )
-        file = endpoints_location(environ)
-        if file is None:
-            return {}  # no folder to look in (no absolute HOME): no endpoint configured
-        try:
-            text = read_regular_text(self._fs, file, MAX_ENDPOINTS_BYTES)
-        except FileSystemError as error:
-            if error.not_found:
-                return {}
-            return (
-                f"{file} cannot be read ({error.os_error_text}): make it a regular file "
-                "(adapters/claude/endpoints.py shows its shape), or remove it"
-            )
-        except ValueError as error:  # not UTF-8
-            return f"{file} cannot be read: {error}"
-        parsed = parse_endpoints(text, file)
-        return parsed if isinstance(parsed, str) else claude_environment_of(parsed, environ)
+        """Nothing of its own: the machine's endpoints.json, its one file, is the profile's
+        `machine_file`, read and judged by the preparation like every machine file."""
+        return None
 
     def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
         """The claude program (`$CONCORDE_CLAUDE`, PATH or a pinned installation), when it is
@@ -184,17 +139,11 @@ class ClaudeBackend:
         )
 
     def environment(self, context: BackendContext) -> dict[str, str]:
-        """Seed 000's table, and the machine's endpoint when endpoints.json configures one,
-        judged from the same environment `check` judged it from."""
-        added = self._endpoint_environment(self._environ)
-        if isinstance(added, str):
-            raise ValueError(added)
-        return {
-            **claude_environment(
-                context.environ, context.policy.runtime, context.request.project_interpreter
-            ),
-            **added,
-        }
+        """Seed 000's table; the machine's endpoint (endpoints.json, the profile's
+        `machine_file`) is added by the preparation from its one reader's answer."""
+        return claude_environment(
+            context.environ, context.policy.runtime, context.request.project_interpreter
+        )
 
     def reader(self, context: BackendContext) -> StreamReader:
         return ClaudeStreamReader()

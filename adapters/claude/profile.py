@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concorde_workers.adapters.claude.endpoints import ENDPOINTS_SPEC, claude_endpoint
 from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.claude.layout import CLAUDE_ENTRIES, CREDENTIALS_FILE, SETTINGS_FILE
 from concorde_workers.adapters.claude.transcript import CLAUDE_TRANSCRIPT
@@ -77,4 +78,6 @@ CLAUDE = BackendProfile(
     default_model=DefaultModel(fixed="claude-opus-4-8"),
     reasoning_levels=("low", "medium", "high", "xhigh", "max"),
     programs=(CLAUDE_PROGRAM,),
+    machine_file=ENDPOINTS_SPEC,
+    machine_file_judge=claude_endpoint,
 )

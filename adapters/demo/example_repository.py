@@ -44,6 +44,10 @@ PROJECT_FILES = {
     ".gitignore": "__pycache__/\n",
 }
 
+EXAMPLE_LOCAL = "example-local"
+"""The example's local model: its pi id names the provider the example's own pi configuration
+defines."""
+
 ExampleIds = Mapping[str, Mapping[str, str]]
 """Each registered backend's name -> the project model names of the example and that program's
 id of each (its profile's `example_ids`), the default backend first."""
@@ -107,6 +111,8 @@ class Example:
     request_file: str
     grant_file: str
     model_map: str
+    pi_dir: str = ""
+    """The example's own pi configuration (its local provider), never the user's."""
     declared: tuple[str, ...] = ("implement:worker", "implement:reviewer")
 
     def discard(self) -> None:
@@ -152,6 +158,12 @@ def create_example(ids: ExampleIds, parent: str | None = None) -> Example:
     folder, primary, worktree = _repository(parent, "workers-example-", files, "example", "Example")
     model_map = folder / "models.json"
     model_map.write_text(json.dumps(example_model_map(ids), indent=2) + "\n")
+    # The local model's provider as pi's own models.json defines it: a run refuses a pi id pi
+    # would not find (issue 31 §1); nothing is served there, the example only plans.
+    local = next(i for by in ids.values() for m, i in by.items() if m == EXAMPLE_LOCAL and "/" in i)
+    provider, model = local.split("/", 1)
+    pi_dir = folder / "pi-agent"
+    write_pi_config(pi_dir, "http://127.0.0.1:9/v1", provider=provider, model=model)
     grant_file = folder / "grant.json"
     grant_file.write_text(json.dumps(GRANT, indent=2) + "\n")
     request = {
@@ -171,6 +183,7 @@ def create_example(ids: ExampleIds, parent: str | None = None) -> Example:
         request_file=str(request_file),
         grant_file=str(grant_file),
         model_map=str(model_map),
+        pi_dir=str(pi_dir),
     )
 
 

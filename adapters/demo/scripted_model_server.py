@@ -140,9 +140,11 @@ class LoopbackServer:
         self._thread: threading.Thread | None = None
         self._wake: tuple[int, int] | None = None
 
-    def start(self) -> Self:
+    def start(self, port: int = 0) -> Self:
+        """Listen on `port` of 127.0.0.1 (0: a free one): a fixed port is for a network
+        namespace of the caller's own, where no one else listens (the README's examples)."""
         handler = type(self.handler.__name__, (self.handler,), {"owner": self})
-        httpd = ThreadingHTTPServer((LOOPBACK, 0), handler)
+        httpd = ThreadingHTTPServer((LOOPBACK, port), handler)
         httpd.daemon_threads = True
         self._httpd = httpd
         self._wake = os.pipe()

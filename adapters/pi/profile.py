@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concorde_workers.adapters.pi.agent_files import judge_pi_files
 from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.adapters.pi.layout import AUTH_FILE, EXTENSION_FILE, MODELS_FILE, PI_ENTRIES
 from concorde_workers.adapters.pi.transcript import PI_TRANSCRIPT
@@ -120,6 +121,7 @@ PI = BackendProfile(
     ),
     reasoning_levels=("off", "minimal", "low", "medium", "high", "xhigh"),
     programs=(PI_PROGRAM, SANDBOX_RUNTIME),
+    copies_judge=judge_pi_files,
     helpers=(
         HelperTool(
             name="rg",

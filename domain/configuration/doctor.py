@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from concorde_workers.domain.configuration.machine import MachineFileAnswer
 from concorde_workers.domain.configuration.machine_resources import MachineResources
 from concorde_workers.domain.configuration.profile import BackendProfile, HelperTool
 from concorde_workers.domain.configuration.program_versions import (
@@ -83,6 +84,17 @@ class CredentialFact:
 
 
 @dataclass(frozen=True)
+class CopiesFact:
+    """The files a run of a backend copies from the user's program configuration, as their one
+    reader and the backend's judge found them (application/machine_files.py): where, what the
+    program would reject or misread in them (None: nothing), and the model map's ids judged."""
+
+    sources: tuple[str, ...]
+    problem: str | None
+    ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Facts:
     profiles: Sequence[BackendProfile]
     """The registered backends, in the registry's order: what each needs is judged for it."""
@@ -102,6 +114,10 @@ class Facts:
     """What this machine gives a run's resource limits (issue 20); None: not asked."""
     signing_key: KeyFact | None = None
     """The machine's signing key (issue 30 §4); None: not asked."""
+    machine_files: Mapping[str, MachineFileAnswer] = field(default_factory=dict)
+    """Each backend's own machine file (Claude Code's endpoints.json) as plan and run take it."""
+    copies: Mapping[str, CopiesFact] = field(default_factory=dict)
+    """Each backend's files a run copies, as plan and run judge them (issue 31 §1)."""
 
 
 @dataclass(frozen=True)
@@ -300,6 +316,7 @@ def diagnose(facts: Facts) -> Diagnosis:
         _needed(credential_check(fact), serves.get(f"credentials {fact.backend}"), used)
         for fact in facts.credentials
     ]
+    checks += _backend_files(facts, serves, used)
     if facts.workers_json is not None:
         checks.append(
             file_check(
@@ -315,6 +332,41 @@ def diagnose(facts: Facts) -> Diagnosis:
         ok, state, repair = facts.signing_key.said()
         checks.append(Check("signing key", ok, state, repair))
     return Diagnosis(tuple(checks), backends=used, backends_source=facts.backends_source)
+
+
+def _backend_files(
+    facts: Facts, serves: Mapping[str, frozenset[str]], used: Sequence[str]
+) -> list[Check]:
+    """Each backend's own machine file and the files its runs copy, judged by the readers plan
+    and run take (issue 31 §1), needed by that backend alone."""
+    checks: list[Check] = []
+    for profile in facts.profiles:
+        serves_it = frozenset({profile.name})
+        answer = facts.machine_files.get(profile.name)
+        if profile.machine_file is not None and answer is not None:
+            name = f"{profile.title}'s {profile.machine_file.name}"
+            check = (
+                Check(name, False, answer.problem, "repair it as the message says, or remove it")
+                if answer.problem is not None
+                else Check(name, True, answer.said)
+            )
+            checks.append(_needed(check, serves_it, used))
+        copies = facts.copies.get(profile.name)
+        if copies is not None:
+            checks.append(_needed(copies_check(profile, copies), serves_it, used))
+    return checks
+
+
+def copies_check(profile: BackendProfile, fact: CopiesFact) -> Check:
+    """The files a run copies, as the program reads them (pi: models.json and auth.json)."""
+    name = f"{profile.title}'s {' and '.join(profile.credentials.files)} as a run copies them"
+    if fact.problem is not None:
+        return Check(name, False, fact.problem, "repair it as the message says")
+    where = ", ".join(fact.sources) or "no configuration directory (no HOME)"
+    ids = f"; the model map's ids {', '.join(fact.ids)} judged against them" if fact.ids else ""
+    if profile.copies_judge is None:
+        return Check(name, True, f"{where}: readable")
+    return Check(name, True, f"{where}: taken as {profile.program.title} reads them{ids}")
 
 
 def resources_check(enforcement: Enforcement, machine: MachineResources | None = None) -> Check:
@@ -349,6 +401,7 @@ __all__ = [
     "INSTALL_AGENTS",
     "MACHINE_TOOLS",
     "Check",
+    "CopiesFact",
     "CredentialFact",
     "Diagnosis",
     "Facts",
@@ -356,6 +409,7 @@ __all__ = [
     "ProgramFact",
     "SandboxFact",
     "backends_in_use",
+    "copies_check",
     "diagnose",
     "needed_by",
     "resources_check",

@@ -13,6 +13,12 @@ Each backend's words come from its profile: the placeholder of its id in a map's
 Decisions where the spec is silent (docs/decisions.md "Configuration reader"): an empty
 CONCORDE_MODEL_MAP, CONCORDE_CLAUDE or CONCORDE_PI counts as unset; without an absolute HOME (and
 no absolute XDG_CONFIG_HOME) the map cannot be found: model_map_missing.
+
+The machine's other files lie beside the model map unless a variable names one
+(`MachineFileSpec`: resources.json, the signing key, a backend's own such as Claude Code's
+endpoints.json); one rule says where each is (`machine_file_location`, docs/decisions.md 67): a
+variable that names a file is honoured or refused, never ignored — a relative path or a file
+that does not exist is a problem, where the file beside the model map may simply be absent.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -189,6 +196,12 @@ def place(
     return tuple(model_map.models[c.model][c.backend] for c in choices)
 
 
+def model_ids(model_map: ModelMap, backend: str) -> list[str]:
+    """Every id the map gives `backend`, once each, in the map's order (doctor judges each
+    against the program's own files as a run's `--model`)."""
+    return list(dict.fromkeys(ids[backend] for ids in model_map.models.values() if backend in ids))
+
+
 # ---------------------------------------------------------------- the program
 
 
@@ -248,3 +261,80 @@ def backend_missing(
         f'"{other}" in {where} of {file} (the model map then needs the model\'s {other} id).'
     )
     return refusal(Code.BACKEND_MISSING, message, file)
+
+
+# ---------------------------------------------------------------- the machine's other files
+
+
+@dataclass(frozen=True)
+class MachineFileSpec:
+    """A file of the machine's own (never in a worktree): `name` beside the model map, or the
+    absolute path its `variable` names; read as a regular file of at most `max_bytes`."""
+
+    variable: str
+    name: str
+    max_bytes: int
+    shape: str
+    """Where its shape is told, for a repair (a README section or a module)."""
+
+
+@dataclass(frozen=True)
+class MachineFileLocation:
+    """Where a machine file is looked for (None: nowhere, the model map's folder unknown),
+    whether its variable named it (a missing file is then a problem, not an absence), or why
+    the variable cannot be taken."""
+
+    file: str | None
+    named: bool = False
+    problem: str | None = None
+
+
+def machine_file_location(environ: Mapping[str, str], spec: MachineFileSpec) -> MachineFileLocation:
+    """`$<variable>` when set (it must be absolute), else `<name>` beside the model map. An
+    empty variable counts as unset."""
+    named = environ.get(spec.variable, "")
+    if named and not named.startswith("/"):
+        return MachineFileLocation(
+            file=None,
+            named=True,
+            problem=f"{spec.variable} gives the relative path {named!r}{tilde_note(named)}; "
+            f"name {spec.name} by its absolute path, or unset {spec.variable} to use the "
+            f"{spec.name} beside the model map",
+        )
+    if named:
+        return MachineFileLocation(file=posixpath.normpath(named), named=True)
+    location = model_map_location(environ, [], {})  # only its folder
+    if not isinstance(location, str):
+        return MachineFileLocation(file=None)
+    return MachineFileLocation(file=posixpath.join(posixpath.dirname(location), spec.name))
+
+
+def tilde_note(named: str) -> str:
+    """What a relative path that begins with `~` needs said: no program expands it, only a
+    shell, and only unquoted."""
+    return " (a leading ~ is expanded by the shell only when unquoted)" if named[:1] == "~" else ""
+
+
+def named_file_missing(spec: MachineFileSpec, file: str) -> str:
+    """The problem of a variable that names a file that is not there: never taken for "no
+    file", which would drop the setting the user named."""
+    return (
+        f"{spec.variable} names {file}, which does not exist: create it there ({spec.shape}), "
+        f"or unset {spec.variable} (the {spec.name} beside the model map is then read, if there "
+        "is one)"
+    )
+
+
+@dataclass(frozen=True)
+class MachineFileAnswer:
+    """What a backend's own machine file (Claude Code's endpoints.json) gives its rounds, as its
+    profile's judge reads it: the variables it adds to each round's environment (their values
+    may be secrets: never shown), the host variables it takes a credential from (by name), what
+    it configures as a person reads it, or what is wrong with it, naming the file and the
+    repair."""
+
+    adds: Mapping[str, str] = field(default_factory=dict)
+    credentials: tuple[str, ...] = ()
+    said: str = ""
+    problem: str | None = None
+    file: str | None = None

@@ -18,20 +18,20 @@ Pure: the file's text comes in; application/resources.py reads it (bounded).
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import ValidationError
 
-from concorde_workers.domain.configuration.machine import model_map_location
+from concorde_workers.domain.configuration.machine import MachineFileSpec, machine_file_location
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, ResourceLimits
 from concorde_workers.domain.texts import json_limits
 
 __all__ = [
     "MAX_RESOURCES_BYTES",
     "RESOURCES_FILE",
+    "RESOURCES_SPEC",
     "MachineResources",
     "WithoutGroups",
     "parse_machine_resources",
@@ -40,6 +40,12 @@ __all__ = [
 
 RESOURCES_FILE = "resources.json"
 MAX_RESOURCES_BYTES = 64 * 1024
+RESOURCES_SPEC = MachineFileSpec(
+    variable="CONCORDE_RESOURCES",
+    name=RESOURCES_FILE,
+    max_bytes=MAX_RESOURCES_BYTES,
+    shape='README "Resource limits" shows its shape',
+)
 
 
 class WithoutGroups(StrEnum):
@@ -95,17 +101,10 @@ class MachineResources:
 
 
 def resources_location(environ: Mapping[str, str]) -> str | None:
-    """`$CONCORDE_RESOURCES` when set, else `resources.json` beside the model map; None when
-    neither can be found."""
-    named = environ.get("CONCORDE_RESOURCES", "")
-    if named:
-        return posixpath.normpath(named)
-    location = model_map_location(environ, [], {})  # only its folder
-    return (
-        None
-        if not isinstance(location, str)
-        else posixpath.join(posixpath.dirname(location), RESOURCES_FILE)
-    )
+    """`$CONCORDE_RESOURCES` when set and absolute, else `resources.json` beside the model map;
+    None when neither can be found (a relative variable is that case too, said by the reader:
+    domain/configuration/machine.py `machine_file_location`)."""
+    return machine_file_location(environ, RESOURCES_SPEC).file
 
 
 def parse_machine_resources(text: str, file: str) -> MachineResources:
@@ -129,8 +128,15 @@ def parse_machine_resources(text: str, file: str) -> MachineResources:
         defaults = ResourceLimits.model_validate(data.get("defaults", {}))
     except ValidationError as error:
         first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "defaults"
-        return bad(f"has an invalid defaults.{field}: {first['msg']}")
+        field = ".".join(str(part) for part in first["loc"])
+        if not field:
+            return bad(
+                'has an invalid "defaults": it is an object of limits, such as {"memory_mib": 2048}'
+            )
+        return bad(
+            f"has an invalid defaults.{field}: {first['msg']}; repair it as README "
+            '"Resource limits" shows, or remove it'
+        )
     choice = data.get("without_groups", WithoutGroups.REFUSE_WHEN_ASKED.value)
     if choice not in {c.value for c in WithoutGroups}:
         return bad('has an invalid "without_groups": it is "refuse-when-asked", "refuse" or "run"')

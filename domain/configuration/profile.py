@@ -10,12 +10,14 @@ profile's fields, and the use cases get the registered profiles injected.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.boundary.task_types import ToolNames, tool_set
+from concorde_workers.domain.configuration.machine import MachineFileAnswer, MachineFileSpec
 from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
 from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
@@ -28,9 +30,35 @@ RoundEnvironment = Callable[[Mapping[str, str], RuntimeLayout, str | None], dict
 """A round's whole environment from the host's, the runtime directory and the project
 interpreter: nothing else is inherited (seed 000 "Launch", seed 001 "Launch")."""
 
+
+@dataclass(frozen=True)
+class CopiedText:
+    """A file a run copies from the user's program configuration, as its one reader found it:
+    where, and its text (None: there is none)."""
+
+    path: str
+    text: str | None
+
+
+MachineFileJudge = Callable[[str | None, str, Mapping[str, str]], MachineFileAnswer]
+"""A backend's machine file judged: (its text, None when there is none; its path; the host
+environment) -> what it adds to each round, or what is wrong with it, naming the file and the
+repair."""
+
+CopiesJudge = Callable[
+    [Mapping[str, CopiedText], str | None, Mapping[str, str]], tuple[str, str] | None
+]
+"""The files a run copies judged as the program reads them: (each file by its name; the
+round's `--model` id, None where no run is planned; the host environment) -> the file and what
+the program would reject or misread in it, naming the entry and the repair; None: it takes
+them."""
+
 __all__ = [
     "BackendProfile",
+    "CopiedText",
+    "CopiesJudge",
     "HelperTool",
+    "MachineFileJudge",
     "Profiles",
     "RoundEnvironment",
     "copies_of",
@@ -104,6 +132,14 @@ class BackendProfile(BaseModel):
     sandbox_package: str | None = None
     """The program of `programs` whose Bash sandbox doctor tries without network (pi's
     sandbox-runtime, run by node); None: the agent program brings its own."""
+    machine_file: MachineFileSpec | None = None
+    """The machine's own file of this backend (Claude Code: endpoints.json, its model
+    endpoint), read by the one reader of machine files (application/machine_files.py)."""
+    machine_file_judge: MachineFileJudge | None = None
+    """How `machine_file` is read; plan, run and doctor take its answer."""
+    copies_judge: CopiesJudge | None = None
+    """What the program would reject in the files a run copies (pi: its models.json and
+    auth.json, as pi 0.73.1 reads them); None: judged by nothing but the one reader's bounds."""
 
     @property
     def program(self) -> ProgramSpec:

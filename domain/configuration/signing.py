@@ -17,11 +17,12 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from concorde_workers.domain.configuration.machine import model_map_location
+from concorde_workers.domain.configuration.machine import MachineFileSpec, machine_file_location
 
 __all__ = [
     "MAX_KEY_BYTES",
     "SIGNING_KEY_FILE",
+    "SIGNING_KEY_SPEC",
     "SIGNING_KEY_VARIABLE",
     "KeyFact",
     "make_key_commands",
@@ -32,18 +33,21 @@ SIGNING_KEY_FILE = "signing-key.pem"
 SIGNING_KEY_VARIABLE = "CONCORDE_SIGNING_KEY"
 MAX_KEY_BYTES = 16 * 1024
 """The most of a key file read: a PEM Ed25519 key is 119 bytes."""
+SIGNING_KEY_SPEC = MachineFileSpec(
+    variable=SIGNING_KEY_VARIABLE,
+    name=SIGNING_KEY_FILE,
+    max_bytes=MAX_KEY_BYTES,
+    shape='README "A signed account of each run" says how to make it',
+)
 
 
 def signing_key_location(environ: Mapping[str, str]) -> str | None:
     """`$CONCORDE_SIGNING_KEY` when set (relative: returned as given, and refused by its
     reader), else `signing-key.pem` beside the model map; None when neither can be found."""
     named = environ.get(SIGNING_KEY_VARIABLE, "")
-    if named:
-        return posixpath.normpath(named) if named.startswith("/") else named
-    location = model_map_location(environ, [], {})  # only its folder
-    if not isinstance(location, str):
-        return None
-    return posixpath.join(posixpath.dirname(location), SIGNING_KEY_FILE)
+    if named and not named.startswith("/"):
+        return named
+    return machine_file_location(environ, SIGNING_KEY_SPEC).file
 
 
 def make_key_commands(location: str) -> tuple[str, ...]:

@@ -7,6 +7,13 @@ of `EventKind`), `run_id`, `at` (UTC, seconds) and the fields of its kind (`EVEN
 Schema, which the tests hold every emitted event to). Texts a worker gave (a tool call's target,
 a refusal's reason, a path) are bounded (`TEXT_LIMIT`) and kept as they are: JSON escapes every
 control character, so the stream can steer no terminal.
+
+The resource limits in force and their peaks are told as the record keeps them (issue 31 §5):
+`run_started` carries the limits in force, and after each round whose control group was made a
+`resources` event carries what its `rounds/<n>/resources.json` says of them — the limits, whether
+the kernel enforced them, the memory and process peaks, the CPU time, the kills and refused
+forks, and the limits reached. New kinds and fields are additions a reader that takes the kinds
+it knows can ignore: the version stays 1.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ LISTED = 50
 class EventKind(StrEnum):
     RUN_STARTED = "run_started"
     ROUND_STARTED = "round_started"
+    RESOURCES = "resources"
     TOOL_CALL = "tool_call"
     AUDIT = "audit"
     CHECK = "check"
@@ -65,6 +73,16 @@ _TEXT = {"type": "string", "maxLength": TEXT_LIMIT + 2}
 _NULLABLE_TEXT = {"anyOf": [{"type": "null"}, _TEXT]}
 _ROUND = {"type": "integer", "minimum": 1}
 _PATHS = {"type": "array", "maxItems": LISTED, "items": _TEXT}
+_COUNT = {"type": ["integer", "null"], "minimum": 0}
+_LIMITS = {
+    "type": "object",
+    "required": ["processes", "memory_mib", "cpu_weight", "space_mib"],
+    "properties": {
+        name: {"type": "integer", "minimum": 1}
+        for name in ("processes", "memory_mib", "cpu_weight", "space_mib")
+    },
+}
+"""The limits in force (ResourceLimits), as a round's resources.json and run_started say them."""
 
 
 def _kind(name: EventKind, required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +113,22 @@ EVENT_SCHEMA: dict[str, Any] = {
                 "task_type": _TEXT,
                 "worktree": _TEXT,
                 "run_directory": _TEXT,
+                "limits": {"anyOf": [{"type": "null"}, _LIMITS]},
+            },
+        ),
+        _kind(
+            EventKind.RESOURCES,
+            ["round", "limits", "enforced"],
+            {
+                "round": _ROUND,
+                "limits": _LIMITS,
+                "enforced": {"type": "boolean"},
+                "memory_peak_bytes": _COUNT,
+                "processes_peak": _COUNT,
+                "cpu_seconds": {"type": ["number", "null"], "minimum": 0},
+                "oom_kills": _COUNT,
+                "forks_refused": _COUNT,
+                "limits_reached": {"type": "array", "maxItems": LISTED, "items": _TEXT},
             },
         ),
         _kind(

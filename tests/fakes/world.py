@@ -60,6 +60,19 @@ HOST_ENVIRON: dict[str, str] = {
     "CONCORDE_SANDBOX_RUNTIME": SANDBOX_RUNTIME,
 }
 
+PI_MODELS: dict[str, Any] = {
+    "providers": {
+        "local": {
+            "baseUrl": "http://127.0.0.1:8000/v1",
+            "api": "openai-completions",
+            "apiKey": "none",
+            "models": [{"id": "m"}, {"id": "m-local"}],
+        }
+    }
+}
+"""The user's pi models.json: the provider the tests' pi ids `local/m` and `local/m-local` name
+(a run refuses an id pi would not find, issue 31 §1)."""
+
 # Port calls that change something: none may appear when the planner runs.
 WRITING_FS_OPS = frozenset({"write_atomic", "makedirs", "remove", "rmtree", "chmod"})
 READING_GIT_CALLS = frozenset(
@@ -91,6 +104,7 @@ class PlanWorld:
         if self.sandbox_runtime:
             self.fs.write(posixpath.join(SANDBOX_RUNTIME, "dist", "index.js"), "// stub\n")
         self.fs.mkdir(USER_HOME)
+        self.fs.write(f"{USER_HOME}/.pi/agent/models.json", json.dumps(PI_MODELS))
         self.fs.mkdir(TEMP_ROOT)
         self.clock = FakeClock()
         self.random = FakeRandom.scripted(tokens=["abc123", "0badcafe"])

@@ -5,6 +5,7 @@ committed worker configuration, a model map and an isolated host environment.
 
     home/                       HOME and XDG_CONFIG_HOME (home/.config) of every process
     home/.config/concorde/models.json   the model map, at its default XDG location
+    home/.pi/agent/models.json  pi's provider `local`, which the map's pi id names
     bin/                        stub programs: claude, pi, rg, fd, bwrap, socat (never run);
                                 claude and pi link into their npm packages under
                                 npm/node_modules/, whose package.json says the pinned version
@@ -68,6 +69,19 @@ MODEL_MAP: dict[str, Any] = {
         "m-claude": {"claude": "claude-x-1", "pi": "anthropic/claude-x-1"},
     },
 }
+
+PI_MODELS: dict[str, Any] = {
+    "providers": {
+        "local": {
+            "baseUrl": "http://127.0.0.1:8000/v1",
+            "api": "openai-completions",
+            "apiKey": "none",
+            "models": [{"id": "m-local"}],
+        }
+    }
+}
+"""The user's pi models.json (home/.pi/agent): the provider the model map's pi id local/m-local
+names, as pi 0.73.1 reads it (a run refuses an id pi would not find, issue 31 §1)."""
 
 GRANT: dict[str, Any] = {
     "task_type": "implement",
@@ -248,6 +262,7 @@ def build_project(root: Path) -> Project:
     project.git(primary, "commit", "-q", "-m", "initial")
     project.git(primary, "worktree", "add", "-q", "-b", WORKTREE_NAME, str(project.worktree))
     project.write_json(project.model_map, MODEL_MAP)
+    project.write_json(home / ".pi" / "agent" / "models.json", PI_MODELS)
     project.write_json(project.grant_file, GRANT)
     project.request()
     return project

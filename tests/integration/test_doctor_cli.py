@@ -48,7 +48,7 @@ def _user(tmp_path: Path) -> tuple[dict[str, str], Path]:
     (home / ".claude" / ".credentials.json").write_text(
         json.dumps({"claudeAiOauth": {"accessToken": OAUTH}})
     )
-    (home / ".pi" / "agent").mkdir(parents=True)
+    (home / ".pi" / "agent").mkdir(parents=True, exist_ok=True)  # models.json is the project's
     (home / ".pi" / "agent" / "auth.json").write_text(
         json.dumps({"local": {"type": "api_key", "key": PI_KEY}})
     )
@@ -85,6 +85,34 @@ def test_doctor_passes_on_a_set_up_checkout_in_a_worktree_and_prints_no_secret(
     for said in (done.stdout + done.stderr, as_json.stdout + as_json.stderr):
         for secret in (SECRET, OAUTH, PI_KEY):
             assert secret not in said
+
+
+def test_doctor_exits_0_for_a_claude_user_with_only_a_gateway(tmp_path: Path) -> None:
+    """Issue 31 §1: no login, no ANTHROPIC_API_KEY — Claude Code's requests go to a gateway
+    that endpoints.json names, with the token of the host variable it names. plan and run took
+    it; doctor said "credentials … none found" and never exited 0."""
+    env, worktree = _user(tmp_path)
+    home = Path(env["HOME"])
+    (home / ".claude" / ".credentials.json").unlink()
+    del env["ANTHROPIC_API_KEY"]
+    (home / ".config" / "concorde" / "endpoints.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "claude": {"base_url": "http://127.0.0.1:4000", "token_env": "GATEWAY_TOKEN"},
+            }
+        )
+    )
+    env["GATEWAY_TOKEN"] = SECRET
+    done = _doctor(env, worktree, "--backend", "claude")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[ok] credentials of the claude backend: present: $GATEWAY_TOKEN" in done.stdout
+    assert (
+        "[ok] Claude Code's endpoints.json: "
+        f"{home}/.config/concorde/endpoints.json: Claude Code's requests go to "
+        "http://127.0.0.1:4000, with the token of $GATEWAY_TOKEN as a bearer token"
+    ) in done.stdout
+    assert SECRET not in done.stdout + done.stderr
 
 
 def test_doctor_names_what_is_missing_and_exits_2(tmp_path: Path) -> None:

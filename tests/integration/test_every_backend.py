@@ -36,6 +36,14 @@ MAIN = "{worktree}/src/app/main.py"
 OPEN = (Step.session("s-1"), Step.transcript())
 
 
+TAKEN: dict[str, Any] = {
+    "auth.json": {"local": {"type": "api_key", "key": "s3cret"}},
+    "models.json": {"providers": {}},
+}
+"""What the program takes in a file a run copies (pi judges its own: issue 31 §1); any other
+file is only read within its bound."""
+
+
 @dataclass
 class ProfileHarness(HostHarness):
     """A HostHarness whose credentials are the profile's own files, made in the test's home."""
@@ -50,7 +58,7 @@ class ProfileHarness(HostHarness):
         pairs = []
         for name in spec.files:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(json.dumps({"file": name, "secret": "s3cret"}))
+            (folder / name).write_text(json.dumps(TAKEN.get(name, {"secret": "s3cret"})))
             pairs.append((str(folder / name), context.policy.runtime.copy_of(name)))
         return tuple(pairs)
 

@@ -110,6 +110,28 @@ def test_init_takes_pi_when_its_settings_name_a_default_model(
     worktree = mine / ".claude" / "worktrees" / "t2"
     config = json.loads((worktree / ".concorde" / "workers.json").read_text())
     assert config["default"]["backend"] == "pi"
+    # pi's models.json defines no provider local: the plan init prints would be refused, and
+    # init says so with the words plan and run would use (issue 31 §1)
+    said = [line for line in json.loads(out)["done"] if line.startswith("the plan below")]
+    assert said and "names the provider local, which" in said[0], out
+    (agent / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": "http://127.0.0.1:8000/v1",
+                        "api": "openai-completions",
+                        "apiKey": "none",
+                        "models": [{"id": "qwen-coder"}],
+                    }
+                }
+            }
+        )
+    )
+    status, out, err = cli("init", "--task", "t3", "--json")
+    assert status == 0 and not any(
+        line.startswith("the plan below") for line in json.loads(out)["done"]
+    ), out
 
 
 def test_init_never_overwrites_and_force_replaces(project: Any, mine: Path) -> None:

@@ -34,10 +34,18 @@ def test_a_file_is_read_and_its_setting_given(tmp_path: Path) -> None:
     )
 
 
-def test_no_file_is_the_built_in_setting(tmp_path: Path) -> None:
-    assert read(tmp_path / "resources.json") == MachineResources()
+def test_no_file_beside_the_model_map_is_the_built_in_setting(tmp_path: Path) -> None:
     beside_the_map = {"CONCORDE_MODEL_MAP": str(tmp_path / "models.json")}
     assert read_machine_resources(LocalFileSystem(), beside_the_map) == MachineResources()
+
+
+def test_a_variable_naming_no_file_is_refused_never_the_built_in_setting(tmp_path: Path) -> None:
+    """Issue 31 §1: a setting the machine's owner named is honoured or refused."""
+    got = read(tmp_path / "resources.json")
+    assert got.problem is not None and got.problem.startswith(
+        f"CONCORDE_RESOURCES names {tmp_path}/resources.json, which does not exist: create it"
+    )
+    assert got.refusal(False, None) == got.problem
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link", "directory", "oversized", "not-utf8"])

@@ -220,6 +220,12 @@ def test_a_pip_install_gets_a_working_setup_from_install_agents_then_doctor(
     )
     (home / ".pi" / "agent").mkdir(parents=True)
     (home / ".pi" / "agent" / "auth.json").write_text('{"local": {"type": "api_key", "key": "k"}}')
+    provider = {"baseUrl": "http://127.0.0.1:8000/v1", "api": "openai-completions"}
+    (home / ".pi" / "agent" / "models.json").write_text(
+        json.dumps(
+            {"providers": {"local": {**provider, "apiKey": "none", "models": [{"id": "m"}]}}}
+        )
+    )
     env = _clean_env(home)
     env.update(
         PYTHONPATH=str(wheel),

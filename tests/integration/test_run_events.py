@@ -6,6 +6,7 @@ audit once, however often its node is written."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import jsonschema
@@ -61,14 +62,49 @@ def test_an_ok_run_tells_its_round_audit_and_deletion(harness: HostHarness) -> N
         events=events,
     )
     assert run.record.status == "ok", run.record.error
-    assert told(run, events) == ["run_started", "round_started", "audit", "deletion", "run_ended"]
-    audit = events.events[2]
+    assert told(run, events) == [
+        "run_started",
+        "round_started",
+        "resources",
+        "audit",
+        "deletion",
+        "run_ended",
+    ]
+    audit = events.events[3]
     assert audit["verdict"] == "clean" and audit["changed"] == [
         "src/app/main.py",
         "src/app/scratch.py",
     ]
-    assert events.events[3]["path"] == "src/app/scratch.py"
-    assert events.events[3]["outcome"] == "deleted"
+    assert events.events[4]["path"] == "src/app/scratch.py"
+    assert events.events[4]["outcome"] == "deleted"
+
+
+def test_the_limits_in_force_and_each_round_s_peaks_are_told_as_the_record_keeps_them(
+    harness: HostHarness,
+) -> None:
+    """Issue 31 §5: run_started carries the limits in force; each round's resources event what
+    its rounds/<n>/resources.json (listed in the round's node with its digest) says of them."""
+    events = RecordedEvents()
+    run = harness.run([*OPEN, Step.result(ok_result())], events=events)
+    assert run.record.status == "ok", run.record.error
+    told(run, events)
+    kept = json.loads((run.run_dir / "rounds" / "1" / "resources.json").read_text())
+    started = events.events[0]
+    assert (
+        started["limits"]
+        == kept["limits"]
+        == {
+            "processes": 512,
+            "memory_mib": 1024,
+            "cpu_weight": 100,
+            "space_mib": 512,
+        }
+    )
+    said = next(e for e in events.events if e["event"] == "resources")
+    assert said["round"] == 1 and said["enforced"] is kept["enforced"] is True
+    for key in ("memory_peak_bytes", "processes_peak", "cpu_seconds", "oom_kills"):
+        assert said[key] == kept[key], key
+    assert said["processes_peak"] >= 1 and said["limits_reached"] == []
 
 
 def test_a_violation_is_told_in_the_audit_and_the_end(harness: HostHarness) -> None:

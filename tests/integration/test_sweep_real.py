@@ -42,7 +42,8 @@ RESULT: dict[str, Any] = {
     "proposed_deletions": [],
     "output": {},
 }
-SECRET = '{"token": "the user\'s own"}\n'
+SECRET = '{"local": {"type": "api_key", "key": "the user\'s own"}}\n'
+"""The user's auth.json, as pi takes it (a run refuses one pi would not: issue 31 §1)."""
 
 
 @dataclass

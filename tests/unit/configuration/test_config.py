@@ -28,7 +28,7 @@ from concorde_workers.domain.configuration.profile import levels_of, programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.evidence.codes import REFUSAL_REASONS
 from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.ports.filesystem import FileSystemError
+from concorde_workers.ports.filesystem import EntryKind, FileStat, FileSystemError
 
 PROGRAMS = programs_of(PROFILES)
 LEVELS = levels_of(PROFILES)
@@ -46,7 +46,8 @@ EXAMPLE_MAP: dict[str, Any] = load("contract.workers.model-map").example
 
 @dataclass
 class FakeFiles:
-    """The three port methods the reader needs, over an in-memory tree of files."""
+    """The port methods the reader needs, over an in-memory tree of files (no links: a path is
+    its own real path)."""
 
     files: dict[str, str | bytes] = field(default_factory=dict)
     programs: set[str] = field(default_factory=lambda: {"/usr/bin/claude", "/usr/bin/pi"})
@@ -64,6 +65,18 @@ class FakeFiles:
 
     def exists(self, path: str) -> bool:
         return path in self.files or any(f.startswith(path + "/") for f in self.files)
+
+    def realpath(self, path: str) -> str:
+        return path
+
+    def stat(self, path: str) -> FileStat:
+        if path in self.files:
+            data = self.files[path]
+            size = len(data if isinstance(data, bytes) else data.encode())
+            return FileStat(kind=EntryKind.FILE, mode=0o644, size=size, uid=0, mtime=0.0)
+        if self.exists(path):
+            return FileStat(kind=EntryKind.DIRECTORY, mode=0o755, size=0, uid=0, mtime=0.0)
+        raise FileSystemError(path, "stat", "No such file or directory", 2)
 
     def which(self, program: str, search_path: str) -> str | None:
         if "/" in program:

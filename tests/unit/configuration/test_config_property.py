@@ -18,7 +18,7 @@ from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.config import ResolvedWorker
 from concorde_workers.domain.evidence.codes import REFUSAL_REASONS
 from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.ports.filesystem import FileSystemError
+from concorde_workers.ports.filesystem import EntryKind, FileStat, FileSystemError
 
 WT = "/repo/.claude/worktrees/wt"
 CONFIG = f"{WT}/.concorde/workers.json"
@@ -40,6 +40,14 @@ class FakeFiles:
 
     def exists(self, path: str) -> bool:
         return path in self.files or path.endswith("/.venv")
+
+    def realpath(self, path: str) -> str:
+        return path
+
+    def stat(self, path: str) -> FileStat:
+        if path not in self.files:
+            raise FileSystemError(path, "stat", "No such file or directory", 2)
+        return FileStat(kind=EntryKind.FILE, mode=0o644, size=len(self.files[path]), uid=0, mtime=0)
 
     def which(self, program: str, search_path: str) -> str | None:
         full = program if "/" in program else f"/usr/bin/{program}"

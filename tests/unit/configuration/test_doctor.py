@@ -24,6 +24,17 @@ SRT = f"{MODULES}/@anthropic-ai/sandbox-runtime"
 SECRET = "sk-do-not-print-0123456789"
 CLAUDE_SECRET = '{"claudeAiOauth": {"accessToken": "oauth-do-not-print-42"}}'
 PI_SECRET = '{"local": {"type": "api_key", "key": "pi-key-do-not-print-77"}}'
+PI_MODELS = {
+    "providers": {
+        "local": {
+            "baseUrl": "http://127.0.0.1:8000/v1",
+            "api": "openai-completions",
+            "apiKey": "none",
+            "models": [{"id": "m"}],
+        }
+    }
+}
+"""The provider the model map's pi id `local/m` names, as pi's models.json defines it."""
 WORKTREE = "/work/repo/.claude/worktrees/task"
 ENV = {"HOME": HOME, "PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": SECRET}
 MODEL_MAP = {"schema_version": 1, "models": {"m-local": {"pi": "local/m"}}}
@@ -52,6 +63,7 @@ def machine() -> FakeFileSystem:
     fs.write(f"{HOME}/.config/concorde/models.json", json.dumps(MODEL_MAP))
     fs.write(f"{HOME}/.claude/.credentials.json", CLAUDE_SECRET, 0o600)
     fs.write(f"{HOME}/.pi/agent/auth.json", PI_SECRET, 0o600)
+    fs.write(f"{HOME}/.pi/agent/models.json", json.dumps(PI_MODELS), 0o600)
     fs.write(f"{WORKTREE}/.concorde/workers.json", json.dumps(WORKERS))
     return fs
 
@@ -89,7 +101,9 @@ def test_a_machine_with_everything_passes_every_check_and_exits_0() -> None:
     diagnosis = doctor(machine(), probe=probe).diagnose()
     lines = diagnosis.lines()
     assert diagnosis.status == 0, lines
-    assert all(states(lines).values()) and len(states(lines)) == 18  # 4: the space's tools
+    # 4: the space's tools; 3: Claude Code's endpoints.json, each backend's files as a run
+    # copies them
+    assert all(states(lines).values()) and len(states(lines)) == 21
     assert probe.asked == [("/usr/bin/node", SRT)]
     assert any(
         "pi (@mariozechner/pi-coding-agent): 0.73.1 (at least 0.73.1) at "
@@ -251,6 +265,8 @@ def test_doctor_judges_the_backends_the_worktree_uses_and_exits_0_for_a_pi_only_
     assert unused == [
         "Claude Code (@anthropic-ai/claude-code)",
         "credentials of the claude backend",
+        "Claude Code's endpoints.json",
+        "Claude Code's .credentials.json as a run copies them",
     ], unused
     assert any(
         line.startswith("[not used] Claude Code (@anthropic-ai/claude-code): not found")

@@ -22,6 +22,7 @@ from fakes.world import (
     BIN,
     GRANT,
     INTERPRETER,
+    PI_MODELS,
     PRIMARY,
     PROGRAMS,
     READING_GIT_CALLS,
@@ -685,6 +686,8 @@ def test_the_policy_hides_both_homes_every_origin_and_the_run_directory(backend:
         PI_CODING_AGENT_DIR="/opt/pi",
         CONCORDE_MODEL_MAP="/opt/map.json",
     )
+    world.fs.mkdir("/opt/claude")  # a directory variable names an existing one (issue 31 §1)
+    world.fs.write("/opt/pi/models.json", json.dumps(PI_MODELS))
     world.fs.mkdir("/srv/trace/op-1/workers")
     world.fs.mkdir("/tmp/concorde-def456-zz")  # another run's runtime directory
     result, _ = prepare(world, request(backend=backend, parent="/srv/trace/op-1"))
