@@ -11,11 +11,16 @@ the interpreter's start and argparse, no model, schema or adapter (benchmarks/cl
 from __future__ import annotations
 
 import argparse
-from typing import Any, NoReturn
+import os
+import sys
 
 from concorde_workers import __version__
 from concorde_workers.domain.boundary.task_types import TASK_TYPE_LINES
 from concorde_workers.domain.evidence.backends import BACKENDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` is a tenth of --help's import (issue 32 §2)
+    from typing import Any, NoReturn
 
 
 class UsageError(Exception):
@@ -32,6 +37,27 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(self.prog, message)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse asks `shutil` for the width, and `shutil` loads bz2 and lzma: a twentieth of
+        # `--help` (issue 32 §2). The same answer: $COLUMNS, else the terminal's, else 80.
+        # Every argparse formatter takes `width`; typeshed's protocol names only `prog`.
+        formatter: Any = self.formatter_class
+        return formatter(prog=self.prog, width=_terminal_columns() - 2)  # type: ignore[no-any-return]
+
+
+def _terminal_columns() -> int:
+    """shutil.get_terminal_size's columns, without importing shutil."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
 
 def _request_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,10 +1,13 @@
 """The eight Protocol task types (contract.workers.grant-input), which of them write nothing, and
-the tool set each gives a backend from its tools' names (notes/harness.md §1.5)."""
+which of them get file tools and Bash (notes/harness.md §1.5; the tool set a backend's names make
+is its profile's: domain/configuration/profile.py `tool_set`).
+
+Standard library without `typing`: the command line's grammar reads `TASK_TYPE_LINES` for
+`--help` (issue 32 §2)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import NamedTuple
 
 
 class TaskType(StrEnum):
@@ -59,27 +62,3 @@ def parse_task_type(value: object) -> TaskType | None:
 def writes_nothing(task_type: TaskType) -> bool:
     """True for a task type that gets the read-only tool set whatever its grant."""
     return task_type in READ_ONLY_TASK_TYPES
-
-
-class ToolNames(NamedTuple):
-    """A backend's names of its tools by what they do (its profile's): the read-only ones, the
-    ones that change files, its shell, and those every set holds (pi's `concorde_result`). A
-    named tuple, not a model nor a dataclass: the command line's grammar reads this module, and
-    `dataclasses` (with `inspect`) would be a third of its import (issue 32 §2)."""
-
-    read: tuple[str, ...]
-    change: tuple[str, ...]
-    shell: tuple[str, ...]
-    always: tuple[str, ...] = ()
-
-
-def tool_set(names: ToolNames, task_type: TaskType, has_rw: bool) -> tuple[str, ...]:
-    """The tool set of a task type (§1.5): the read-only row for a task type that writes nothing
-    or a grant with no rw entry; the shell only for the task types that run commands."""
-    if writes_nothing(task_type) or not has_rw:
-        chosen = names.read
-    elif task_type in BASH_TASK_TYPES:
-        chosen = (*names.read, *names.change, *names.shell)
-    else:
-        chosen = (*names.read, *names.change)
-    return (*chosen, *names.always)

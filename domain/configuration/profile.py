@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.grant import Grant
-from concorde_workers.domain.boundary.task_types import ToolNames, tool_set
+from concorde_workers.domain.boundary.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
 from concorde_workers.domain.configuration.machine import MachineFileAnswer, MachineFileSpec
 from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
@@ -29,6 +29,30 @@ from concorde_workers.domain.run.brief import BriefVariant
 RoundEnvironment = Callable[[Mapping[str, str], RuntimeLayout, str | None], dict[str, str]]
 """A round's whole environment from the host's, the runtime directory and the project
 interpreter: nothing else is inherited (seed 000 "Launch", seed 001 "Launch")."""
+
+
+@dataclass(frozen=True)
+class ToolNames:
+    """A backend's names of its tools by what they do: the read-only ones, the ones that change
+    files, its shell, and those every set holds (pi's `concorde_result`)."""
+
+    read: tuple[str, ...]
+    change: tuple[str, ...]
+    shell: tuple[str, ...]
+    always: tuple[str, ...] = ()
+
+
+def tool_set(names: ToolNames, task_type: TaskType, has_rw: bool) -> tuple[str, ...]:
+    """The tool set of a task type (notes/harness.md §1.5): the read-only row for a task type
+    that writes nothing or a grant with no rw entry; the shell only for the task types that run
+    commands."""
+    if writes_nothing(task_type) or not has_rw:
+        chosen = names.read
+    elif task_type in BASH_TASK_TYPES:
+        chosen = (*names.read, *names.change, *names.shell)
+    else:
+        chosen = (*names.read, *names.change)
+    return (*chosen, *names.always)
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ from concorde_workers.domain.boundary.policy import (
     decide_write,
     with_prefix,
 )
-from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType, tool_set
-from concorde_workers.domain.configuration.profile import entries_of
+from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType
+from concorde_workers.domain.configuration.profile import entries_of, tool_set
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
     collect_admin_paths,
