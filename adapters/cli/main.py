@@ -87,7 +87,7 @@ def main(
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        args = parser().parse_args(argv)
+        args = parser(os.environ.get("COLUMNS")).parse_args(argv)
         unused = unused_flags(args)
         if unused is not None:
             raise UsageError(

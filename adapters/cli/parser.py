@@ -43,13 +43,17 @@ class _Parser(argparse.ArgumentParser):
         # `--help` (issue 32 §2). The same answer: $COLUMNS, else the terminal's, else 80.
         # Every argparse formatter takes `width`; typeshed's protocol names only `prog`.
         formatter: Any = self.formatter_class
-        return formatter(prog=self.prog, width=_terminal_columns() - 2)  # type: ignore[no-any-return]
+        width = _terminal_columns(self.columns_variable) - 2
+        return formatter(prog=self.prog, width=width)  # type: ignore[no-any-return]
+
+    # $COLUMNS as the entry point read it: only cli.main reads the environment.
+    columns_variable: str | None = None
 
 
-def _terminal_columns() -> int:
+def _terminal_columns(variable: str | None) -> int:
     """shutil.get_terminal_size's columns, without importing shutil."""
     try:
-        columns = int(os.environ.get("COLUMNS", "0"))
+        columns = int(variable or "0")
     except ValueError:
         columns = 0
     if columns <= 0:
@@ -206,8 +210,15 @@ def _setup_commands(commands: Any) -> None:
     init.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def parser() -> argparse.ArgumentParser:
-    top = _Parser(
+def parser(columns: str | None = None) -> argparse.ArgumentParser:
+    """The whole grammar; `columns` is $COLUMNS, the help's width where it is set."""
+
+    # A class per call, so the subcommands' parsers (argparse makes them of the top's class)
+    # wrap to the same width and no call changes another's.
+    class _Sized(_Parser):
+        columns_variable = columns
+
+    top = _Sized(
         prog="concorde-workers",
         description="Run one AI coding agent headless on a Git worktree under a frozen grant.",
         epilog=task_types_epilog(),
