@@ -1,0 +1,143 @@
+"""One end-to-end test, every backend: the `backend_world` fixture is parametrized over the
+backends (BACKENDS), so a test written once against `BackendWorld` runs with the real Claude Code
+and the real pi (and each further backend once its world is listed here), each driven by its own
+scripted model server on 127.0.0.1.
+
+A `BackendWorld` wraps one backend's own world (tests/e2e/conftest.py's `ClaudeWorld`,
+tests/e2e/conftest_pi.py's `PiWorld`) and says in the backend's terms what the generic tests have
+the worker do: one shell command then an ok result (`command`), or only ok results (`answer`).
+Everything else - the repository, the user's files, the host's environment, the production
+wiring - stays the backend world's: nothing here changes what the host generates.
+
+A test module imports the fixture for pytest (`__all__ = ["backend_world"]`), as the modules
+that use `pi_world` do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e.conftest import ClaudeRun, ClaudeWorld, RecordedRun, ok_result
+from e2e.conftest_pi import (
+    ObservedPiBackend,
+    PiWorld,
+    build_world,
+    remove_temp_root,
+    reply,
+    require_programs,
+    result_call,
+)
+from e2e.one_command import LIMITS, claude_command, pi_command
+from servers.anthropic_server import Reply
+
+from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.space import SpacedFileSystem
+from concorde_workers.domain.configuration.request import Limits, RunRequest
+
+__all__ = ["BACKENDS", "BackendWorld", "backend_world"]
+
+BACKENDS = ("claude", "pi")
+"""The backends every generic end-to-end test runs on (the fixture's parameters, its ids)."""
+
+
+@dataclass
+class BackendWorld:
+    """One backend's world, seen through what the generic tests need of it."""
+
+    backend: str
+    world: ClaudeWorld | PiWorld
+    scratch: Path
+    """A folder of the test outside everything the worker may read or write (markers, planted
+    Git directories)."""
+
+    @property
+    def worktree(self) -> Path:
+        return self.world.worktree
+
+    @property
+    def primary(self) -> Path:
+        return self.world.primary
+
+    @property
+    def git_env(self) -> dict[str, str]:
+        return self.world.git_env
+
+    @property
+    def environ(self) -> dict[str, str]:
+        return self.world.environ
+
+    @property
+    def temp_root(self) -> Path:
+        return self.world.temp_root
+
+    def command(
+        self, command: str, grant: dict[str, Any] | None = None, limits: Limits | None = None
+    ) -> tuple[RecordedRun, str]:
+        """A run whose worker makes one shell call running `command`, then returns an ok result
+        (summary "all done"): the run and the call's output as the model was sent it
+        (tests/e2e/one_command.py; `limits` its LIMITS unless given)."""
+        limits = limits or LIMITS
+        if isinstance(self.world, PiWorld):
+            return pi_command(self.world, command, grant, limits)
+        return claude_command(self.world, command, grant, limits)
+
+    def answer(self, count: int) -> None:
+        """The model's next `count` answers: an ok worker result each, at once."""
+        if isinstance(self.world, PiWorld):
+            self.world.server.add(*(reply(result_call(f"call_r{i}")) for i in range(count)))
+            return
+
+        def result(body: dict[str, Any]) -> Reply:
+            return Reply.structured(ok_result())
+
+        self.world.server.push(*(result for _ in range(count)))
+
+    def request(self, limits: Limits, grant: dict[str, Any] | None = None) -> RunRequest:
+        if isinstance(self.world, PiWorld):
+            return self.world.request(limits, grant=grant)
+        return self.world.request(limits=limits, grant=grant)
+
+    def observed_backend(self) -> ObservedPiBackend | None:
+        """The backend a test wires itself (tests/e2e/test_check_attack_e2e.py `checked_run`):
+        pi's observed production backend, None for the container's own."""
+        if isinstance(self.world, PiWorld):
+            return ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=self.environ)
+        return None
+
+    def assert_cleaned(self, run: RecordedRun) -> None:
+        """Nothing of the run's runtime directory is left (for Claude Code also: no credential
+        copy, the user's own credentials untouched)."""
+        assert not run.runtime_dir.exists(), list(run.runtime_dir.rglob("*"))
+        if isinstance(self.world, ClaudeWorld):
+            assert isinstance(run, ClaudeRun), run
+            self.world.assert_cleaned(run)
+
+
+Builder = Callable[[pytest.FixtureRequest, Path], Iterator[BackendWorld]]
+
+
+def _claude(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendWorld]:
+    yield BackendWorld("claude", request.getfixturevalue("claude_world"), tmp_path)
+
+
+def _pi(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendWorld]:
+    require_programs()
+    world = build_world(tmp_path)
+    try:
+        yield BackendWorld("pi", world, world.root)
+    finally:
+        world.server.stop()
+        remove_temp_root(world.temp_root)
+
+
+WORLDS: dict[str, Builder] = {"claude": _claude, "pi": _pi}
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendWorld]:
+    """The world of the backend this test instance runs on (the parameter, its id)."""
+    yield from WORLDS[request.param](request, tmp_path)
