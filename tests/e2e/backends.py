@@ -26,13 +26,14 @@ from e2e.conftest_pi import (
     ObservedPiBackend,
     PiWorld,
     build_world,
+    call,
     remove_temp_root,
     reply,
     require_programs,
-    result_call,
 )
 from e2e.one_command import LIMITS, claude_command, pi_command
 from servers.anthropic_server import Reply
+from servers.openai_server import Fail
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.space import SpacedFileSystem
@@ -87,14 +88,25 @@ class BackendWorld:
 
     def answer(self, count: int) -> None:
         """The model's next `count` answers: an ok worker result each, at once."""
+        for _ in range(count):
+            self.answer_result(ok_result())
+
+    def answer_result(self, result: dict[str, Any]) -> None:
+        """The model's next answer: the worker result `result`, at once."""
         if isinstance(self.world, PiWorld):
-            self.world.server.add(*(reply(result_call(f"call_r{i}")) for i in range(count)))
-            return
+            self.world.server.add(reply(call("concorde_result", "call_result", **result)))
+        else:
+            self.world.server.push(Reply.structured(result))
 
-        def result(body: dict[str, Any]) -> Reply:
-            return Reply.structured(ok_result())
-
-        self.world.server.push(*(result for _ in range(count)))
+    def transient(self) -> None:
+        """The model's next answer: a transient model-service error the agent program gives up
+        on (pi after its SDK's own two retries, as tests/e2e/test_pi_e2e.py's retry: notes §8;
+        Claude Code, whose retries the wrapper turns off)."""
+        if isinstance(self.world, PiWorld):
+            busy = "Concurrency limit exceeded for this gateway, please retry later"
+            self.world.server.add(Fail(529, busy, times=3))
+        else:
+            self.world.server.push(Reply.overloaded())
 
     def request(self, limits: Limits, grant: dict[str, Any] | None = None) -> RunRequest:
         if isinstance(self.world, PiWorld):
