@@ -15,6 +15,7 @@ that use `pi_world` do.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +31,12 @@ from e2e.conftest_pi import (
     remove_temp_root,
     reply,
     require_programs,
+    result_call,
 )
 from e2e.one_command import LIMITS, claude_command, pi_command
 from servers.anthropic_server import Reply
 from servers.openai_server import Fail
+from timing import SLOW
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.space import SpacedFileSystem
@@ -43,6 +46,9 @@ __all__ = ["BACKENDS", "BackendWorld", "backend_world"]
 
 BACKENDS = ("claude", "pi")
 """The backends every generic end-to-end test runs on (the fixture's parameters, its ids)."""
+
+SLOW_MS = int(SLOW * 1000)
+"""Claude Code's Bash timeout of a `shell_run` call (its default is 2 minutes)."""
 
 
 @dataclass
@@ -54,6 +60,9 @@ class BackendWorld:
     scratch: Path
     """A folder of the test outside everything the worker may read or write (markers, planted
     Git directories)."""
+    claude_program: Path | None = None
+    """The Claude Code under test (tests/e2e/conftest.py `claude_program`), for a test that
+    writes its own wrapper; None on the other backends."""
 
     @property
     def worktree(self) -> Path:
@@ -76,15 +85,45 @@ class BackendWorld:
         return self.world.temp_root
 
     def command(
-        self, command: str, grant: dict[str, Any] | None = None, limits: Limits | None = None
+        self,
+        command: str,
+        grant: dict[str, Any] | None = None,
+        limits: Limits | None = None,
+        resources: dict[str, int] | None = None,
     ) -> tuple[RecordedRun, str]:
         """A run whose worker makes one shell call running `command`, then returns an ok result
         (summary "all done"): the run and the call's output as the model was sent it
-        (tests/e2e/one_command.py; `limits` its LIMITS unless given)."""
+        (tests/e2e/one_command.py; `limits` its LIMITS unless given; `resources` the request's)."""
         limits = limits or LIMITS
         if isinstance(self.world, PiWorld):
-            return pi_command(self.world, command, grant, limits)
-        return claude_command(self.world, command, grant, limits)
+            return pi_command(self.world, command, grant, limits, resources)
+        return claude_command(self.world, command, grant, limits, resources)
+
+    def shell_run(self, command: str, resources: dict[str, int] | None = None) -> RecordedRun:
+        """A run whose worker makes one shell call running `command` (with the slow bound of
+        tests/timing.py as the call's own timeout), then gives an ok result, which a round ended
+        at a limit never asks for: the run, whatever its output was."""
+        if isinstance(self.world, PiWorld):
+            return self.world.run(
+                reply(call("bash", "call_shell", command=command)),
+                reply(result_call("call_r")),
+                resources=resources,
+            )
+        limits = Limits(
+            timeout_seconds=SLOW, max_turns=4, rounds=0, retries=0, retry_delay_seconds=0
+        )
+        return self.world.run(
+            Reply.tool("Bash", {"command": command, "description": "probe", "timeout": SLOW_MS}),
+            Reply.structured(ok_result(summary="ran")),
+            limits=limits,
+            resources=resources,
+        )
+
+    def explain(self, run: RecordedRun) -> str:
+        """What to print when an assertion on one of this world's runs fails: the run's own
+        account, with the resources each round kept."""
+        used = [p.read_text() for p in sorted(run.run_dir.glob("rounds/*/resources.json"))]
+        return run.explain()[:8000] + "\nresources: " + json.dumps(used)[:2000]
 
     def answer(self, count: int) -> None:
         """The model's next `count` answers: an ok worker result each, at once."""
@@ -133,7 +172,8 @@ Builder = Callable[[pytest.FixtureRequest, Path], Iterator[BackendWorld]]
 
 
 def _claude(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendWorld]:
-    yield BackendWorld("claude", request.getfixturevalue("claude_world"), tmp_path)
+    world = request.getfixturevalue("claude_world")
+    yield BackendWorld("claude", world, tmp_path, request.getfixturevalue("claude_program"))
 
 
 def _pi(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendWorld]:

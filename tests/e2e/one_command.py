@@ -25,6 +25,7 @@ def claude_command(
     command: str,
     grant: dict[str, Any] | None = None,
     limits: Limits = LIMITS,
+    resources: dict[str, int] | None = None,
 ) -> tuple[ClaudeRun, str]:
     seen: list[str] = []
 
@@ -37,7 +38,7 @@ def claude_command(
         seen.append(found[0])
         return Reply.structured(ok_result(summary="all done"))
 
-    run = world.run(bash, done, limits=limits, grant=grant)
+    run = world.run(bash, done, limits=limits, grant=grant, resources=resources)
     assert run.server.failures == [], run.explain()
     return run, seen[0]
 
@@ -47,11 +48,13 @@ def pi_command(
     command: str,
     grant: dict[str, Any] | None = None,
     limits: Limits = LIMITS,
+    resources: dict[str, int] | None = None,
 ) -> tuple[RecordedRun, str]:
     run = world.run(
         reply(call("bash", "call_one", command=command)),
         reply(result_call("call_r", summary="all done")),
         limits=limits,
         grant=grant,
+        resources=resources,
     )
     return run, run.tool_result("call_one")
