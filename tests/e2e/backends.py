@@ -125,6 +125,16 @@ class BackendWorld:
         used = [p.read_text() for p in sorted(run.run_dir.glob("rounds/*/resources.json"))]
         return run.explain()[:8000] + "\nresources: " + json.dumps(used)[:2000]
 
+    def hang(self, command: str) -> None:
+        """The model's next answer: one shell call running `command`, with a ten-minute timeout
+        of its own (a call that outlasts the test; no answer after it is scripted)."""
+        if isinstance(self.world, PiWorld):
+            self.world.server.add(reply(call("bash", "call_hang", command=command, timeout=600)))
+        else:
+            self.world.server.push(
+                Reply.tool("Bash", {"command": command, "description": "hang", "timeout": 600000})
+            )
+
     def answer(self, count: int) -> None:
         """The model's next `count` answers: an ok worker result each, at once."""
         for _ in range(count):
