@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from e2e.conftest import ClaudeRun, ClaudeWorld, RecordedRun, ok_result
@@ -63,6 +63,19 @@ class BackendWorld:
     claude_program: Path | None = None
     """The Claude Code under test (tests/e2e/conftest.py `claude_program`), for a test that
     writes its own wrapper; None on the other backends."""
+
+    @property
+    def claude(self) -> ClaudeWorld:
+        """The Claude Code world (tests/e2e/conftest.py is imported by pytest under a name of
+        its own, so an isinstance check of its classes is never true here: the backend's name
+        says which world this is)."""
+        assert self.backend == "claude", self.backend
+        return cast(ClaudeWorld, self.world)
+
+    @property
+    def parent(self) -> Path:
+        """The trace parent every run of this world is recorded under (its request's)."""
+        return self.world.root / "trace" / "op-1"
 
     @property
     def worktree(self) -> Path:
@@ -173,9 +186,9 @@ class BackendWorld:
         """Nothing of the run's runtime directory is left (for Claude Code also: no credential
         copy, the user's own credentials untouched)."""
         assert not run.runtime_dir.exists(), list(run.runtime_dir.rglob("*"))
-        if isinstance(self.world, ClaudeWorld):
-            assert isinstance(run, ClaudeRun), run
-            self.world.assert_cleaned(run)
+        if self.backend == "claude":
+            assert type(run).__name__ == "ClaudeRun", run
+            self.claude.assert_cleaned(cast(ClaudeRun, run))
 
 
 Builder = Callable[[pytest.FixtureRequest, Path], Iterator[BackendWorld]]

@@ -169,11 +169,11 @@ AGENT_KEYS = {"claude": ("ANTHROPIC_API_KEY",), "pi": ()}
 def show_inbox(w: BackendWorld) -> None:
     """Claude Code binds its cross-session inbox as root too (the wrapper's `messaging_inbox`),
     as on every host not running as root, so that its token is there to be kept out."""
-    if isinstance(w.world, ClaudeWorld):
+    if w.backend == "claude":
         program = w.claude_program
         assert program is not None
         write_wrapper(
-            Path(w.environ["CONCORDE_CLAUDE"]), program, w.world.server.url, messaging_inbox=True
+            Path(w.environ["CONCORDE_CLAUDE"]), program, w.claude.server.url, messaging_inbox=True
         )
 
 
