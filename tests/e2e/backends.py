@@ -78,6 +78,17 @@ class BackendWorld:
         return self.world.root / "trace" / "op-1"
 
     @property
+    def model_port(self) -> int:
+        """The port of the backend's scripted model server on 127.0.0.1."""
+        return self.world.server.port
+
+    def served_paths(self) -> list[str]:
+        """The path of every request the scripted model server received, in order."""
+        if isinstance(self.world, PiWorld):
+            return [str(r["path"]) for r in self.world.server.requests]
+        return [str(r["path"]) for r in self.claude.server.log]
+
+    @property
     def worktree(self) -> Path:
         return self.world.worktree
 
