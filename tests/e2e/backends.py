@@ -16,7 +16,7 @@ that use `pi_world` do.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -34,7 +34,7 @@ from e2e.conftest_pi import (
     result_call,
 )
 from e2e.one_command import LIMITS, claude_command, pi_command
-from servers.anthropic_server import Reply
+from servers.anthropic_server import Reply, last_tool_result
 from servers.openai_server import Fail
 from timing import SLOW
 
@@ -122,6 +122,59 @@ class BackendWorld:
         if isinstance(self.world, PiWorld):
             return pi_command(self.world, command, grant, limits, resources)
         return claude_command(self.world, command, grant, limits, resources)
+
+    def commands(
+        self,
+        steps: Sequence[str | Callable[[], str]],
+        resources: dict[str, int] | None = None,
+    ) -> tuple[RecordedRun, list[str]]:
+        """A run whose worker makes one shell call per step, in order, then gives an ok result;
+        a step may be a function, called when its call is made (the runtime directory exists
+        then). The run and each call's output as the model was sent it."""
+        limits = Limits(
+            timeout_seconds=SLOW,
+            max_turns=len(steps) + 4,
+            rounds=0,
+            retries=0,
+            retry_delay_seconds=0,
+        )
+        if isinstance(self.world, PiWorld):
+            ids = [f"call_{n}" for n in range(len(steps))]
+
+            def pi_step(step: str | Callable[[], str], call_id: str) -> Callable[[Any], Any]:
+                return lambda body: reply(
+                    call("bash", call_id, command=step() if callable(step) else step)
+                )
+
+            pi_run = self.world.run(
+                *(pi_step(step, call_id) for step, call_id in zip(steps, ids, strict=True)),
+                reply(result_call("call_r")),
+                limits=limits,
+                resources=resources,
+            )
+            return pi_run, [pi_run.tool_result(call_id) for call_id in ids]
+        outputs: list[str] = []
+
+        def claude_step(n: int) -> Callable[[dict[str, Any]], Reply]:
+            def answer(body: dict[str, Any]) -> Reply:
+                if n:
+                    found = last_tool_result(body)
+                    assert found is not None, f"no tool_result after call {n}"
+                    outputs.append(found[0])
+                if n == len(steps):
+                    return Reply.structured(ok_result(summary="ran"))
+                step = steps[n]
+                command = step() if callable(step) else step
+                return Reply.tool("Bash", {"command": command, "description": "probe"})
+
+            return answer
+
+        claude_run = self.claude.run(
+            *(claude_step(n) for n in range(len(steps) + 1)), limits=limits, resources=resources
+        )
+        assert claude_run.server.failures == [], claude_run.explain()
+        assert len(outputs) == len(steps), claude_run.explain()
+        return claude_run, outputs
 
     def shell_run(self, command: str, resources: dict[str, int] | None = None) -> RecordedRun:
         """A run whose worker makes one shell call running `command` (with the slow bound of
