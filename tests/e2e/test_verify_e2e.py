@@ -1,6 +1,5 @@
 """End-to-end: a run of the real program of every backend (tests/e2e/backends.py) against its
-scripted model server, signed with the
-machine's Ed25519 key, then `concorde-workers verify RUN_DIR --key PUBKEY` (issue 30 §4): the
+scripted model server, signed with the machine's Ed25519 key, then `concorde-workers verify RUN_DIR --key PUBKEY` (issue 30 §4): the
 trace holds, Git replays its patch onto the starting commit, the signature holds for the public
 key; a patch changed afterwards is named. The key is the host's alone: the worker, reading it
 from its Bash, finds nothing."""
