@@ -16,6 +16,7 @@ that use `pi_world` do.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,15 +41,43 @@ from timing import SLOW
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.space import SpacedFileSystem
+from concorde_workers.application.validation import RoundValidation
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 
-__all__ = ["BACKENDS", "BackendWorld", "backend_world"]
+__all__ = ["BACKENDS", "BackendWorld", "Move", "Result", "Shell", "Transient", "backend_world"]
 
 BACKENDS = ("claude", "pi")
 """The backends every generic end-to-end test runs on (the fixture's parameters, its ids)."""
 
+PI_BUSY = "Concurrency limit exceeded for this gateway, please retry later"
+"""A gateway's transient text pi passes on (tests/e2e/test_pi_e2e.py's retry)."""
+
 SLOW_MS = int(SLOW * 1000)
 """Claude Code's Bash timeout of a `shell_run` call (its default is 2 minutes)."""
+
+
+@dataclass(frozen=True)
+class Shell:
+    """A model turn: one shell call running `command`."""
+
+    command: str
+
+
+@dataclass(frozen=True)
+class Result:
+    """A model turn: the worker result `result`."""
+
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Transient:
+    """A model-service error that is transient by seed 000 and that the agent program gives up
+    on (its own retries, where it has them, used up): the host's retry round follows."""
+
+
+Move = Shell | Result | Transient
+"""One step of a backend-neutral script (`BackendWorld.play`)."""
 
 
 @dataclass
@@ -122,6 +151,60 @@ class BackendWorld:
         if isinstance(self.world, PiWorld):
             return pi_command(self.world, command, grant, limits, resources)
         return claude_command(self.world, command, grant, limits, resources)
+
+    def play(
+        self,
+        *moves: Move,
+        limits: Limits,
+        validation: RoundValidation | None = None,
+    ) -> RecordedRun:
+        """One run of a backend-neutral script, each move said as this backend's server says
+        it; the requests it made are then `sent_since(first)` with `first = request_count()`
+        taken before."""
+        if isinstance(self.world, PiWorld):
+            steps: list[Any] = []
+            for n, move in enumerate(moves):
+                if isinstance(move, Shell):
+                    steps.append(reply(call("bash", f"call_{n}", command=move.command)))
+                elif isinstance(move, Result):
+                    steps.append(reply(call("concorde_result", f"call_{n}", **move.result)))
+                else:  # the SDK's own 2 retries, then pi gives up (notes/pi.md §8)
+                    steps.append(Fail(529, PI_BUSY, times=3))
+            return self.world.run(*steps, limits=limits, validation=validation)
+        replies: list[Reply] = []
+        for move in moves:
+            if isinstance(move, Shell):
+                replies.append(Reply.tool("Bash", {"command": move.command, "description": "step"}))
+            elif isinstance(move, Result):
+                replies.append(Reply.structured(move.result))
+            else:  # the wrapper turns Claude Code's own retries off
+                replies.append(Reply.overloaded())
+        run = self.claude.run(*replies, limits=limits, validation=validation)
+        assert run.server.failures == [], run.explain()
+        return run
+
+    def commit(self, *paths: str) -> None:
+        """Commit `paths` of the task worktree on its branch (the user's own Git)."""
+        for args in (["add", "--", *paths], ["commit", "-q", "-m", "test files"]):
+            subprocess.run(
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                cwd=self.worktree,
+                env=self.git_env,
+                check=True,
+                capture_output=True,
+            )
+
+    def request_count(self) -> int:
+        """How many requests the scripted model server has received."""
+        if isinstance(self.world, PiWorld):
+            return len(self.world.server.requests)
+        return len(self.claude.server.requests)
+
+    def sent_since(self, first: int) -> list[str]:
+        """The body of every request from the `first`-th on (from 0), as JSON text."""
+        if isinstance(self.world, PiWorld):
+            return [json.dumps(r["body"]) for r in self.world.server.requests[first:]]
+        return [json.dumps(body) for body in self.claude.server.requests[first:]]
 
     def commands(
         self,
@@ -229,8 +312,7 @@ class BackendWorld:
         on (pi after its SDK's own two retries, as tests/e2e/test_pi_e2e.py's retry: notes §8;
         Claude Code, whose retries the wrapper turns off)."""
         if isinstance(self.world, PiWorld):
-            busy = "Concurrency limit exceeded for this gateway, please retry later"
-            self.world.server.add(Fail(529, busy, times=3))
+            self.world.server.add(Fail(529, PI_BUSY, times=3))
         else:
             self.world.server.push(Reply.overloaded())
 
