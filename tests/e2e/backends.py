@@ -36,15 +36,24 @@ from e2e.conftest_pi import (
 )
 from e2e.one_command import LIMITS, claude_command, pi_command
 from servers.anthropic_server import Reply, last_tool_result
-from servers.openai_server import Fail
-from timing import SLOW
+from servers.openai_server import Fail, Hang
+from timing import SLOW, Deadline
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 
-__all__ = ["BACKENDS", "BackendWorld", "Move", "Result", "Shell", "Transient", "backend_world"]
+__all__ = [
+    "BACKENDS",
+    "BackendWorld",
+    "Move",
+    "Result",
+    "Shell",
+    "Stall",
+    "Transient",
+    "backend_world",
+]
 
 BACKENDS = ("claude", "pi")
 """The backends every generic end-to-end test runs on (the fixture's parameters, its ids)."""
@@ -76,7 +85,15 @@ class Transient:
     on (its own retries, where it has them, used up): the host's retry round follows."""
 
 
-Move = Shell | Result | Transient
+@dataclass(frozen=True)
+class Stall:
+    """A model turn held back until the server stops, once `deadline` was made to pass: the
+    agent program is provably inside its model call when the round's timeout passes."""
+
+    deadline: Deadline
+
+
+Move = Shell | Result | Transient | Stall
 """One step of a backend-neutral script (`BackendWorld.play`)."""
 
 
@@ -157,6 +174,7 @@ class BackendWorld:
         *moves: Move,
         limits: Limits,
         validation: RoundValidation | None = None,
+        deadline: Deadline | None = None,
     ) -> RecordedRun:
         """One run of a backend-neutral script, each move said as this backend's server says
         it; the requests it made are then `sent_since(first)` with `first = request_count()`
@@ -168,18 +186,22 @@ class BackendWorld:
                     steps.append(reply(call("bash", f"call_{n}", command=move.command)))
                 elif isinstance(move, Result):
                     steps.append(reply(call("concorde_result", f"call_{n}", **move.result)))
+                elif isinstance(move, Stall):
+                    steps.append(_stalled(move.deadline, Hang(3600)))
                 else:  # the SDK's own 2 retries, then pi gives up (notes/pi.md §8)
                     steps.append(Fail(529, PI_BUSY, times=3))
-            return self.world.run(*steps, limits=limits, validation=validation)
-        replies: list[Reply] = []
+            return self.world.run(*steps, limits=limits, validation=validation, deadline=deadline)
+        replies: list[Any] = []
         for move in moves:
             if isinstance(move, Shell):
                 replies.append(Reply.tool("Bash", {"command": move.command, "description": "step"}))
             elif isinstance(move, Result):
                 replies.append(Reply.structured(move.result))
+            elif isinstance(move, Stall):
+                replies.append(_stalled(move.deadline, Reply.structured(ok_result(), delay=3600)))
             else:  # the wrapper turns Claude Code's own retries off
                 replies.append(Reply.overloaded())
-        run = self.claude.run(*replies, limits=limits, validation=validation)
+        run = self.claude.run(*replies, limits=limits, validation=validation, deadline=deadline)
         assert run.server.failures == [], run.explain()
         return run
 
@@ -335,6 +357,16 @@ class BackendWorld:
         if self.backend == "claude":
             assert type(run).__name__ == "ClaudeRun", run
             self.claude.assert_cleaned(cast(ClaudeRun, run))
+
+
+def _stalled(deadline: Deadline, held: Any) -> Callable[[dict[str, Any]], Any]:
+    """A scripted step that makes `deadline` pass, then answers `held` (held back)."""
+
+    def step(body: dict[str, Any]) -> Any:
+        deadline.expire()
+        return held
+
+    return step
 
 
 Builder = Callable[[pytest.FixtureRequest, Path], Iterator[BackendWorld]]

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from e2e.backends import BackendWorld, Result, Shell, Transient, backend_world
+from e2e.backends import BackendWorld, Result, Shell, Stall, Transient, backend_world
 from e2e.conftest import ok_result
 from e2e.test_pi_e2e import RepairOnce
-from timing import SLOW
+from timing import SLOW, Deadline
 
 from concorde_workers.domain.configuration.request import Limits
 
@@ -108,4 +108,39 @@ def test_proposed_deletions_are_performed_by_the_host(backend_world: BackendWorl
     assert run.record.deletions_absent == ("src/app/absent.py",)
     assert (w.worktree / "src/app/util.py").exists()
     assert run.data["rounds"][0]["audit"]["changed"] == []  # the worker itself deleted nothing
+    w.assert_cleaned(run)
+
+
+@pytest.mark.req("Nothing but the trace outlives a worker")
+def test_a_round_past_its_timeout_is_worker_timeout_and_keeps_its_transcript(
+    backend_world: BackendWorld,
+) -> None:
+    w = backend_world
+    deadline = Deadline()
+    first = w.request_count()
+    run = w.play(Shell("echo working"), Stall(deadline), limits=limits(), deadline=deadline)
+    assert run.code == "worker_timeout", run.explain()
+    assert deadline.expired and len(w.sent_since(first)) == 2
+    # The round had named its session: the transcript was kept.
+    assert run.data["rounds"][0]["session"], run.explain()
+    assert (run.run_dir / "transcript.jsonl").exists()
+    w.assert_cleaned(run)
+
+
+@pytest.mark.req("A failed run explains itself")
+def test_a_run_past_its_turns_is_worker_limit_reached(backend_world: BackendWorld) -> None:
+    w = backend_world
+    first = w.request_count()
+    run = w.play(
+        *(Shell(f"echo turn {i}") for i in range(1, 6)),
+        limits=Limits(
+            timeout_seconds=SLOW, max_turns=2, rounds=0, retries=0, retry_delay_seconds=0
+        ),
+    )
+    assert run.code == "worker_limit_reached", run.explain()
+    error = run.record.error
+    assert error is not None
+    (cause,) = error.causes
+    assert cause.code == f"{w.backend}_limit_reached", cause
+    assert len(w.sent_since(first)) <= 3, len(w.sent_since(first))  # no call past the limit
     w.assert_cleaned(run)
