@@ -169,16 +169,9 @@ class BackendWorld:
             return pi_command(self.world, command, grant, limits, resources)
         return claude_command(self.world, command, grant, limits, resources)
 
-    def play(
-        self,
-        *moves: Move,
-        limits: Limits,
-        validation: RoundValidation | None = None,
-        deadline: Deadline | None = None,
-    ) -> RecordedRun:
-        """One run of a backend-neutral script, each move said as this backend's server says
-        it; the requests it made are then `sent_since(first)` with `first = request_count()`
-        taken before."""
+    def push(self, *moves: Move) -> None:
+        """Add a backend-neutral script to the server's, each move said as this backend's
+        server says it (for a run the test starts itself, as `checked_run` does)."""
         if isinstance(self.world, PiWorld):
             steps: list[Any] = []
             for n, move in enumerate(moves):
@@ -190,7 +183,8 @@ class BackendWorld:
                     steps.append(_stalled(move.deadline, Hang(3600)))
                 else:  # the SDK's own 2 retries, then pi gives up (notes/pi.md §8)
                     steps.append(Fail(529, PI_BUSY, times=3))
-            return self.world.run(*steps, limits=limits, validation=validation, deadline=deadline)
+            self.world.server.add(*steps)
+            return
         replies: list[Any] = []
         for move in moves:
             if isinstance(move, Shell):
@@ -201,9 +195,30 @@ class BackendWorld:
                 replies.append(_stalled(move.deadline, Reply.structured(ok_result(), delay=3600)))
             else:  # the wrapper turns Claude Code's own retries off
                 replies.append(Reply.overloaded())
-        run = self.claude.run(*replies, limits=limits, validation=validation, deadline=deadline)
+        self.claude.server.push(*replies)
+
+    def play(
+        self,
+        *moves: Move,
+        limits: Limits,
+        validation: RoundValidation | None = None,
+        deadline: Deadline | None = None,
+    ) -> RecordedRun:
+        """One run of a backend-neutral script (`push`); the requests it made are then
+        `sent_since(first)` with `first = request_count()` taken before."""
+        self.push(*moves)
+        if isinstance(self.world, PiWorld):
+            return self.world.run(limits=limits, validation=validation, deadline=deadline)
+        run = self.claude.run(limits=limits, validation=validation, deadline=deadline)
         assert run.server.failures == [], run.explain()
         return run
+
+    @property
+    def credential(self) -> Path:
+        """The backend's own credential file where the user keeps it (outside the home)."""
+        if isinstance(self.world, PiWorld):
+            return self.world.pi_dir / "auth.json"
+        return self.claude.user_credentials
 
     def commit(self, *paths: str) -> None:
         """Commit `paths` of the task worktree on its branch (the user's own Git)."""
