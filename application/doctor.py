@@ -42,7 +42,7 @@ from concorde_workers.domain.configuration.machine import MachineFileAnswer, Mod
 from concorde_workers.domain.configuration.profile import BackendProfile, Profiles
 from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramSpec
 from concorde_workers.domain.configuration.signing import KeyFact
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.resources import ResourceGroups

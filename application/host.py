@@ -52,23 +52,23 @@ from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import Level
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.machine_resources import MachineResources
 from concorde_workers.domain.configuration.profile import Profiles
 from concorde_workers.domain.configuration.program_versions import programs_text
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.configuration.resources import MIB
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import ErrorLink, Reason, Refusal
-from concorde_workers.domain.evidence.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.evidence.records import ProgressStatus, RunRecord
-from concorde_workers.domain.evidence.run_id import run_id as make_run_id
 from concorde_workers.domain.evidence.sweep import OwnerRecord
 from concorde_workers.domain.gitview.git_metadata import found_before_refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import ErrorLink, Reason, Refusal
+from concorde_workers.domain.ground.layout import RunLayout, RuntimeLayout
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.domain.ground.run_id import run_id as make_run_id
+from concorde_workers.domain.ground.text import control_problem
 from concorde_workers.domain.run.audit import Snapshot
 from concorde_workers.domain.run.deletions import Kind, PlannedDeletion, outcome, plan_deletions
 from concorde_workers.domain.run.rounds import WorkerStatus, deletions_allowed
-from concorde_workers.domain.texts.text import control_problem
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.events import RunEvents
 from concorde_workers.ports.filesystem import (

@@ -27,7 +27,6 @@ from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.boundary.beside import Given, judge_beside, surroundings, text_problem
 from concorde_workers.domain.boundary.credentials import credential_origins, home_at_root
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.boundary.paths import DirEntry, is_within
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
 from concorde_workers.domain.configuration.discovery import Installation
@@ -35,19 +34,20 @@ from concorde_workers.domain.configuration.machine import MachineFileAnswer
 from concorde_workers.domain.configuration.profile import Profiles, entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, version_refusal
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.layout import WORKERS_DIR
 from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
     Placement,
     collect_admin_paths,
 )
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import WORKERS_DIR
+from concorde_workers.domain.ground.paths import DirEntry, is_within
+from concorde_workers.domain.ground.text import control_problem, digest_text
 from concorde_workers.domain.isolation.confinement import Confinement
 from concorde_workers.domain.isolation.launch import LaunchCommand, schema_text
 from concorde_workers.domain.run.brief import compose_brief
-from concorde_workers.domain.texts.text import control_problem, digest_text
 from concorde_workers.ports.agent import AgentBackend, BackendContext, Generated, RoundKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader

@@ -38,9 +38,9 @@ from concorde_workers.application.validation import (
 )
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.contracts import schema_validator
-from concorde_workers.domain.boundary.paths import is_within
-from concorde_workers.domain.evidence.layout import STDERR_TAIL_BYTES
 from concorde_workers.domain.evidence.records import JsonObject, Transient, judge_result
+from concorde_workers.domain.ground.layout import STDERR_TAIL_BYTES
+from concorde_workers.domain.ground.paths import is_within
 from concorde_workers.domain.isolation.confinement import Mount
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport

@@ -16,8 +16,6 @@ from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.tracing.record import record_of_node
 from concorde_workers.application.tracing.writer import Moment, TraceWriter
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.errors import Code, ErrorLink
-from concorde_workers.domain.evidence.layout import RunLayout
 from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
     WORKER_RUN,
@@ -38,6 +36,8 @@ from concorde_workers.domain.evidence.records import (
     WorkerResult,
 )
 from concorde_workers.domain.gitview.git_metadata import GitMetadata
+from concorde_workers.domain.ground.errors import Code, ErrorLink
+from concorde_workers.domain.ground.layout import RunLayout
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.audit import Audit
 from concorde_workers.domain.run.deletions import DeletionOutcome

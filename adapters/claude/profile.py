@@ -10,7 +10,7 @@ from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.configuration.profile import BackendProfile, ToolNames
 from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
-from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.run.brief import BriefVariant
 
 __all__ = ["CLAUDE", "PINS"]

@@ -21,7 +21,7 @@ from decimal import Decimal
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 
 NAMESPACE_REPORT_FD = "{namespace-report-fd}"
 """An argument the process runner replaces with the number of a pipe's write end it passes to

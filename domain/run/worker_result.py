@@ -10,8 +10,8 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, StrictStr, ValidationError, model_validator
 
-from concorde_workers.domain.evidence.errors import ErrorLink, Reason
-from concorde_workers.domain.evidence.record_fields import (
+from concorde_workers.domain.ground.errors import ErrorLink, Reason
+from concorde_workers.domain.ground.record_fields import (
     RECORD,
     CodeText,
     JsonObject,

@@ -33,9 +33,9 @@ from typing import Any
 
 from concorde_workers.adapters.claude.links import claude_process_link
 from concorde_workers.adapters.pi.links import pi_limit_detail, pi_process_link
-from concorde_workers.domain.evidence.backends import BACKENDS as CONTRACT_BACKENDS
-from concorde_workers.domain.evidence.errors import ErrorLink
 from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.ground.backends import BACKENDS as CONTRACT_BACKENDS
+from concorde_workers.domain.ground.errors import ErrorLink
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding

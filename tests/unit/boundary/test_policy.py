@@ -34,7 +34,6 @@ from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.credentials import credential_origins
 from concorde_workers.domain.boundary.deny_rules import rule_covers
 from concorde_workers.domain.boundary.grant import Grant, Level
-from concorde_workers.domain.boundary.paths import EntryKind, is_within, subdirs_of
 from concorde_workers.domain.boundary.policy import (
     GIT_REASON,
     GRANT_PREFIX,
@@ -54,6 +53,7 @@ from concorde_workers.domain.gitview.placement import (
     collect_admin_paths,
     find_git_entries,
 )
+from concorde_workers.domain.ground.paths import EntryKind, is_within, subdirs_of
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 

@@ -40,7 +40,7 @@ from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.boundary.policy import decide_read
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
 from concorde_workers.domain.configuration.request import Limits, RunRequest
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.isolation.launch import schema_text
 
 RUN_ID = "w-20260101T000000-abc123"

@@ -16,9 +16,9 @@ from pydantic import (
     ValidationError,
 )
 
-from concorde_workers.domain.evidence.backends import BACKENDS as BACKENDS
-from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND as DEFAULT_BACKEND
-from concorde_workers.domain.evidence.backends import Backend as Backend
+from concorde_workers.domain.ground.backends import BACKENDS as BACKENDS
+from concorde_workers.domain.ground.backends import DEFAULT_BACKEND as DEFAULT_BACKEND
+from concorde_workers.domain.ground.backends import Backend as Backend
 
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 Count = Annotated[StrictInt, Field(ge=0)]
