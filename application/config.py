@@ -37,6 +37,7 @@ from concorde_workers.domain.gitview.committed_config import (
 from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import CONFIG_PATH
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.ports.filesystem import FileStat, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
@@ -186,7 +187,7 @@ class ConfigurationReader:
         """The worktree's worker configuration, checked against the caller's declarations
         (None: not checked, to learn which names the file holds)."""
         worktree = _absolute(worktree)
-        file = posixpath.join(worktree, domain.CONFIG_PATH)
+        file = posixpath.join(worktree, CONFIG_PATH)
         if self._committed is not None:
             return self._committed_configuration(worktree, file, declared)
         if not self._fs.exists(file):

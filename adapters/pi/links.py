@@ -15,7 +15,7 @@ from concorde_workers.domain.evidence.links import (
 )
 from concorde_workers.domain.ground.codes import PI_ERROR_CODE, PI_LIMIT_CODE, Reason
 from concorde_workers.domain.ground.errors import ErrorLink, Unhandled
-from concorde_workers.domain.isolation.launch import format_number
+from concorde_workers.domain.ground.text import format_number
 
 __all__ = ["PI_PROCESS_ACTOR", "pi_limit_detail", "pi_process_link"]
 

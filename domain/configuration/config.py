@@ -43,7 +43,6 @@ from concorde_workers.domain.ground.text import control_problem
 Levels = Mapping[str, Sequence[str]]
 """Each backend's reasoning levels by its name (its profile's, `profile.levels_of`)."""
 DEFAULT_BACKEND_SOURCE = "Concorde's default worker backend"
-CONFIG_PATH = ".concorde/workers.json"
 RETIRED_PATH = ".concorde/worker-models.json"
 DEFAULT_RUNTIME = (".venv", "node_modules")
 

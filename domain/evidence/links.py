@@ -24,7 +24,7 @@ from concorde_workers.domain.ground.codes import (
     run_code_row,
 )
 from concorde_workers.domain.ground.errors import ErrorLink, Evidence, Unhandled
-from concorde_workers.domain.isolation.launch import format_number
+from concorde_workers.domain.ground.text import format_number
 from concorde_workers.domain.run.worker_result import WORKER_LEVEL, WorkerError
 
 WORKERS_LEVEL = "workers"
