@@ -22,7 +22,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from concorde_workers.domain.boundary.credentials import CredentialSpec, config_directory
+from concorde_workers.domain.configuration.credentials import CredentialSpec, config_directory
 from concorde_workers.domain.configuration.machine import (
     MachineFileAnswer,
     MachineFileSpec,

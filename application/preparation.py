@@ -25,10 +25,10 @@ from concorde_workers.application.placement_reader import GitFound, PlacementRea
 from concorde_workers.application.program_identity import with_identity
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.boundary.beside import Given, judge_beside, surroundings, text_problem
-from concorde_workers.domain.boundary.credentials import credential_origins, home_at_root
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
+from concorde_workers.domain.configuration.credentials import credential_origins, home_at_root
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.machine import MachineFileAnswer
 from concorde_workers.domain.configuration.profile import Profiles, entries_of
@@ -326,7 +326,8 @@ class Preparer:
         return self._placer.kept.judging(request, lambda: self.beside_refusal(request, temp_root))
 
     def home_refusal(self) -> Refusal | None:
-        """The refusal of a home of `/` (domain/boundary/credentials.py `home_at_root`), or None."""
+        """The refusal of a home of `/` (domain/configuration/credentials.py `home_at_root`), or
+        None."""
         problem = home_at_root(self._host.user_home, self._host.environ, self._fs.realpath)
         if problem is None:
             return None

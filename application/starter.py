@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.machine_files import copies_problem, read_copies
-from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.configuration import machine
 from concorde_workers.domain.configuration import starter as decide
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate
 from concorde_workers.domain.configuration.profile import BackendProfile, Profiles, placeholders_of
 from concorde_workers.domain.ground.codes import Code

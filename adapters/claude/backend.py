@@ -28,7 +28,7 @@ from concorde_workers.adapters.claude.stream import (
     session_file_name,
 )
 from concorde_workers.adapters.programs import find_located, program_or_name
-from concorde_workers.domain.boundary.credentials import config_directory
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.ground.errors import Refusal

@@ -6,7 +6,7 @@ from concorde_workers.adapters.pi.agent_files import judge_pi_files
 from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.adapters.pi.layout import AUTH_FILE, EXTENSION_FILE, MODELS_FILE, PI_ENTRIES
 from concorde_workers.adapters.pi.transcript import PI_TRANSCRIPT
-from concorde_workers.domain.boundary.credentials import CredentialSpec
+from concorde_workers.domain.configuration.credentials import CredentialSpec
 from concorde_workers.domain.configuration.profile import BackendProfile, HelperTool, ToolNames
 from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel

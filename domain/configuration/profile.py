@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.boundary.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
+from concorde_workers.domain.configuration.credentials import CredentialSpec
 from concorde_workers.domain.configuration.machine import MachineFileAnswer, MachineFileSpec
 from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel

@@ -31,7 +31,6 @@ from policy_world import (
 from concorde_workers.adapters.claude.profile import CLAUDE
 from concorde_workers.adapters.pi.profile import PI
 from concorde_workers.container import PROFILES
-from concorde_workers.domain.boundary.credentials import credential_origins
 from concorde_workers.domain.boundary.deny_rules import rule_covers
 from concorde_workers.domain.boundary.grant import Grant, Level
 from concorde_workers.domain.boundary.policy import (
@@ -47,6 +46,7 @@ from concorde_workers.domain.boundary.policy import (
     with_prefix,
 )
 from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType
+from concorde_workers.domain.configuration.credentials import credential_origins
 from concorde_workers.domain.configuration.profile import entries_of, tool_set
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
