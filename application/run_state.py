@@ -38,16 +38,12 @@ from concorde_workers.domain.evidence.records import (
 from concorde_workers.domain.gitview.git_metadata import GitMetadata
 from concorde_workers.domain.ground.errors import Code, ErrorLink
 from concorde_workers.domain.ground.layout import RunLayout
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.audit import Audit
 from concorde_workers.domain.run.deletions import DeletionOutcome
 from concorde_workers.domain.run.rounds import WorkerStatus
 from concorde_workers.ports.agent import RoundKind
-
-
-def utc(moment: datetime) -> str:
-    """A UTC time as the records write it: ISO 8601 with `Z`, whole seconds."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -125,8 +121,8 @@ class RoundState:
             kind=WORKER_ROUND,
             id=f"{run_id}/{self.number}",
             parent=run_id,
-            started_at=utc(self.started_at),
-            ended_at=utc(self.ended_at) if self.ended_at and ended else None,
+            started_at=utc_text(self.started_at),
+            ended_at=utc_text(self.ended_at) if self.ended_at and ended else None,
             status=self.status if ended else "running",
             outcome=("interrupted" if self.interrupted else self.status) if ended else None,
             error=None,
@@ -246,8 +242,8 @@ class RunState:
             kind=WORKER_RUN,
             id=self.run_id,
             parent=self.request.parent,
-            started_at=utc(self.started_at),
-            ended_at=utc(self.ended_at) if self.ended_at else None,
+            started_at=utc_text(self.started_at),
+            ended_at=utc_text(self.ended_at) if self.ended_at else None,
             status=self.status,
             outcome=self.outcome,
             error=self.error,

@@ -42,6 +42,7 @@ from concorde_workers.adapters.claude.links import CLAUDE_LIMIT_SUBTYPES, claude
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.ground.errors import ErrorLink
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause_of
 from concorde_workers.domain.run.rounds import RoundEnding
@@ -368,7 +369,7 @@ class ClaudeStreamReader:
         return action
 
     def _stamp(self) -> str:
-        return self._now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return utc_text(self._now())
 
     @staticmethod
     def _link(

@@ -29,6 +29,7 @@ from concorde_workers.domain.evidence.records import ProgressFile, RoundRecord, 
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import ErrorLink
 from concorde_workers.domain.ground.layout import ROUNDS_DIR, STATUS_FILE, TRACE_FILE, WORKERS_DIR
+from concorde_workers.domain.ground.record_fields import UTC_FORMAT
 from concorde_workers.domain.ground.run_id import is_run_id
 from concorde_workers.domain.ground.text import escape_controls, printable_lines, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -66,7 +67,7 @@ def outcome_of(record: RunRecord) -> str:
 
 
 def _parse_utc(text: str) -> datetime | None:
-    for pattern in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
+    for pattern in (UTC_FORMAT, "%Y-%m-%dT%H:%M:%S.%fZ"):
         try:
             return datetime.strptime(text, pattern).replace(tzinfo=UTC)
         except ValueError:
