@@ -38,7 +38,8 @@ from concorde_workers.application.outcomes import (
 from concorde_workers.application.planted_git import leave_git_metadata, move_git_metadata
 from concorde_workers.application.preparation import REQUEST_INVALID, Prepared, Preparer
 from concorde_workers.application.resources import RunResources
-from concorde_workers.application.rounds import RoundContext, RoundRunner
+from concorde_workers.application.round_context import RoundContext
+from concorde_workers.application.rounds import RoundRunner
 from concorde_workers.application.run_state import RunState, grant_text
 from concorde_workers.application.runtime_directory import (
     CleanupOutcome,

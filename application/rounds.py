@@ -14,29 +14,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from concorde_workers.application.activity import ActivityFlusher, follow
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.changes import ChangeKeeper
 from concorde_workers.application.confinement import confinement_launch_problem
-from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.program_identity import program_changed
-from concorde_workers.application.resources import RunResources
-from concorde_workers.application.run_state import RoundState, RunState
+from concorde_workers.application.round_context import RoundContext
+from concorde_workers.application.run_state import RoundState
 from concorde_workers.application.runtime_directory import copy_transcript
-from concorde_workers.application.tracing.progress import ProgressWriter
-from concorde_workers.application.tracing.writer import Moment, TraceWriter
+from concorde_workers.application.tracing.writer import Moment
 from concorde_workers.application.validation import (
-    RoundValidation,
     ValidationInput,
     ValidationOutcome,
     evidence_for_node,
     evidence_for_record,
 )
-from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.contracts import schema_validator
 from concorde_workers.domain.evidence.records import JsonObject, Transient, judge_result
 from concorde_workers.domain.ground.layout import STDERR_TAIL_BYTES
@@ -44,7 +38,7 @@ from concorde_workers.domain.ground.paths import is_within
 from concorde_workers.domain.isolation.confinement import Mount
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
-from concorde_workers.domain.run.audit import Snapshot, audit, worktree_unchanged
+from concorde_workers.domain.run.audit import audit, worktree_unchanged
 from concorde_workers.domain.run.brief import retry_prompt
 from concorde_workers.domain.run.retries import retry_delay
 from concorde_workers.domain.run.rounds import (
@@ -61,36 +55,13 @@ from concorde_workers.domain.run.rounds import (
 )
 from concorde_workers.domain.run.stdout import STDOUT_NOTE_KEY, stdout_note
 from concorde_workers.ports.agent import RoundKind, StreamReader
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError
 from concorde_workers.ports.git import GitCommandFailed
-from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
-from concorde_workers.ports.random import Random
+from concorde_workers.ports.process import ProcessHandle, ProcessStartFailed
 from concorde_workers.ports.resources import ResourceGroup
-from concorde_workers.ports.space import RuntimeSpace
 
 # After stdout ends, how long the host waits for the leader to exit before it kills the group.
 EXIT_GRACE_SECONDS = 10.0
-
-
-@dataclass
-class RoundContext:
-    fs: FileSystem
-    clock: Clock
-    random: Random
-    processes: ProcessRunner
-    tracer: TraceWriter
-    progress: ProgressWriter
-    prepared: Prepared
-    observer: WorktreeObserver
-    snapshot: Snapshot
-    validation: RoundValidation | None
-    cancel: Cancellation
-    state: RunState
-    resources: RunResources = field(default_factory=RunResources.none)
-    changes: ChangeKeeper | None = None  # each round's change kept (issue 21); None: none
-    events: EventEmitter = field(default_factory=EventEmitter.none)  # told as it goes
-    space: RuntimeSpace | None = None  # a confined run's writable space, entered by each round
 
 
 @dataclass
@@ -565,7 +536,7 @@ def _outcome_text(outcome: ValidationOutcome) -> str:
 _FAILED = End(status=WorkerStatus.FAILED)
 _NO_FACTS = RoundFacts(ending=RoundEnding.NOT_STARTED, audit=None, result_valid=False)
 
-__all__ = ["RoundContext", "RoundRunner", "RoundsResult", "Step"]
+__all__ = ["RoundRunner", "RoundsResult", "Step"]
 
 
 def _retry_prompt(prepared: Prepared, step: Retry, round_state: RoundState) -> str:
