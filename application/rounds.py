@@ -10,12 +10,12 @@ after a round whose worker ended ok with a clean audit; the round's node is writ
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from concorde_workers.application.agent_process import AgentProcess
 from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.result_judge import ResultJudge
 from concorde_workers.application.round_context import RoundContext
 from concorde_workers.application.run_state import RoundState
 from concorde_workers.application.runtime_directory import copy_transcript
@@ -26,8 +26,7 @@ from concorde_workers.application.validation import (
     evidence_for_node,
     evidence_for_record,
 )
-from concorde_workers.contracts import schema_validator
-from concorde_workers.domain.evidence.records import JsonObject, Transient, judge_result
+from concorde_workers.domain.evidence.records import Transient
 from concorde_workers.domain.ground.paths import is_within
 from concorde_workers.domain.isolation.confinement import Mount
 from concorde_workers.domain.run.agent_report import RoundReport
@@ -62,19 +61,13 @@ class RoundsResult:
     validation_error: str | None = None
 
 
-ANY_OBJECT: dict[str, Any] = {"type": "object"}
-"""The result schema's `output` when the caller gave no output schema (seed 002)."""
-
-
 class RoundRunner:
     """Runs the rounds of one run until the Rounds table ends it."""
 
     def __init__(self, context: RoundContext) -> None:
         self.context = context
         self._process = AgentProcess(context)
-        self._schema_root: dict[str, Any] = json.loads(context.prepared.result_schema)
-        self._output_schema = self._schema_root["properties"]["output"]
-        self._validator: Any = None  # made on first need: jsonschema costs 0.2 s to import
+        self._judge = ResultJudge(context.prepared.result_schema)
         self._unchanged = False  # the latest audit found the worktree as the snapshot holds it
 
     def run_all(self) -> RoundsResult:
@@ -193,36 +186,17 @@ class RoundRunner:
             return
 
     def _judge_result(self, round_state: RoundState, report: RoundReport) -> None:
-        """Validate the worker's claim once: the result contract by its model, then `output` by
-        the caller's output schema. A valid result is kept, as its model, as the run's
-        worker_result whatever ends its round (seed 000 "Rounds")."""
-        data = report.worker_result
-        if data is None:
+        """Validate the worker's claim once (application/result_judge.py). A valid result is
+        kept, as its model, as the run's worker_result whatever ends its round (seed 000
+        "Rounds")."""
+        if report.worker_result is None:
             return
-        judged = judge_result(data)
+        judged = self._judge.judge(report.worker_result)
         if isinstance(judged, str):
             round_state.result_problem = judged
             return
-        round_state.result_problem = self._output_problem(judged.output)
-        if round_state.result_problem is None:
-            round_state.result = self.context.state.worker_result = judged
-
-    def _output_problem(self, output: JsonObject) -> str | None:
-        """The first problem the caller's output schema finds, by its place in the result (the
-        same error first however the output's keys are ordered)."""
-        if self._output_schema == ANY_OBJECT:
-            return None  # no caller schema: the model already holds output to be an object
-        if self._validator is None:
-            # The result schema as the agent was given it: the caller's output schema resolves
-            # its references against this root, as when the whole result was checked with it.
-            self._validator = schema_validator(self._schema_root)
-        errors = sorted(
-            self._validator.descend(output, self._output_schema, path="output"),
-            key=lambda e: ([str(p) for p in e.path], e.message),
-        )
-        if not errors:
-            return None
-        return f"{'/'.join(str(p) for p in errors[0].path)}: {errors[0].message}"
+        round_state.result_problem = None
+        round_state.result = self.context.state.worker_result = judged
 
     def _audit(self, round_state: RoundState) -> None:
         context = self.context
