@@ -21,14 +21,10 @@ from concorde_workers.application.run_state import RoundState
 from concorde_workers.application.runtime_directory import copy_transcript
 from concorde_workers.application.tracing.writer import Moment
 from concorde_workers.application.validation import (
-    ValidationInput,
     ValidationOutcome,
-    evidence_for_node,
-    evidence_for_record,
 )
+from concorde_workers.application.validation_call import validate, with_answer
 from concorde_workers.domain.evidence.records import Transient
-from concorde_workers.domain.ground.paths import is_within
-from concorde_workers.domain.isolation.confinement import Mount
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.audit import audit, worktree_unchanged
 from concorde_workers.domain.run.brief import retry_prompt
@@ -40,7 +36,6 @@ from concorde_workers.domain.run.rounds import (
     RoundEnding,
     RoundFacts,
     Step,
-    ValidationAnswer,
     WorkerStatus,
     next_step,
     should_validate,
@@ -104,8 +99,8 @@ class RoundRunner:
             facts = self._facts(round_state, resumes, retries)
             outcome, raised = None, None
             if should_validate(facts) and context.validation is not None:
-                outcome, raised = self._validate(round_state)
-                facts = self._with_answer(facts, outcome, raised)
+                outcome, raised = validate(context, round_state)
+                facts = with_answer(facts, outcome, raised)
             step = next_step(facts, context.prepared.backend.profile.failure_code)
             if context.cancel.is_set():
                 # Ended from outside while the round was audited or validated: no further
@@ -244,64 +239,6 @@ class RoundRunner:
             worktree_unchanged=self._unchanged,
         )
 
-    def _validate(self, round_state: RoundState) -> tuple[ValidationOutcome | None, str | None]:
-        context = self.context
-        assert context.validation is not None and context.state.worker_result is not None
-        context.progress.phase("validation", round_state.number)
-        round_dir = context.state.layout.round_dir(round_state.number)
-        try:
-            outcome = context.validation(
-                ValidationInput(
-                    worktree=context.prepared.placement.worktree,
-                    round_dir=round_dir,
-                    result=context.state.worker_result.model_dump(mode="json"),
-                    round=round_state.number,
-                    view=self._worktree_view(),
-                )
-            )
-        except Exception as error:  # the caller's code: any exception is validation_unavailable
-            said = f"raised {type(error).__name__}: {error}"
-        else:
-            # An answer the record cannot keep (evidence that is no JSON, a field of the wrong
-            # type) is a round validation that could not validate, never a failed host.
-            problem = (
-                outcome.problem()
-                if isinstance(outcome, ValidationOutcome)
-                else (f"it returned {type(outcome).__name__}, not a ValidationOutcome")
-            )
-            said = "" if problem is None else f"gave a malformed answer: {problem}"
-        if said:
-            round_state.validation = f"the round validation {said}"
-            return None, said
-        assert isinstance(outcome, ValidationOutcome)
-        round_state.evidence_node = evidence_for_node(outcome.evidence, round_dir)
-        round_state.evidence_record = evidence_for_record(outcome.evidence)
-        round_state.validation = _outcome_text(outcome)
-        return outcome, None
-
-    def _worktree_view(self) -> tuple[Mount, ...] | None:
-        """The run's mount plan inside its worktree: what a check may see (None: unconfined)."""
-        confinement = self.context.prepared.confinement
-        if confinement is None:
-            return None
-        worktree = self.context.prepared.placement.worktree
-        return tuple(m for m in confinement.mounts if is_within(m.path, worktree))
-
-    @staticmethod
-    def _with_answer(
-        facts: RoundFacts, outcome: ValidationOutcome | None, raised: str | None
-    ) -> RoundFacts:
-        if outcome is None:
-            return facts.model_copy(update={"validation": ValidationAnswer.RAISED})
-        coded = outcome.coded()
-        return facts.model_copy(
-            update={
-                "validation": outcome.answer(),
-                "repair": outcome.repair,
-                "validation_code": coded.code if coded else None,
-            }
-        )
-
     def _retry_delay(self, k: int) -> float:
         base = self.context.state.request.limits.retry_delay_seconds
         return retry_delay(base, k, self.context.random.uniform(0.5, 1.0))
@@ -377,17 +314,6 @@ def _round_status(round_state: RoundState) -> Literal["ok", "failed"]:
         return "ok"
     clean = round_state.audit is not None and round_state.audit.clean
     return "ok" if report.ending is RoundEnding.OK and clean else "failed"
-
-
-def _outcome_text(outcome: ValidationOutcome) -> str:
-    """The round trace's `validation`: clean, the text to repair, or why it could not validate."""
-    if outcome.unavailable is not None:
-        return f"unavailable ({outcome.unavailable.code}): {outcome.unavailable.detail}".rstrip()
-    if outcome.violation is not None:
-        return f"violation ({outcome.violation.code}): {outcome.violation.detail}".rstrip()
-    if outcome.repair is not None:
-        return outcome.repair
-    return "clean"
 
 
 _FAILED = End(status=WorkerStatus.FAILED)
