@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from typing import cast
 
@@ -24,6 +24,7 @@ from concorde_workers.application.attestation import Attestor
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import keeper_for, open_change_store
 from concorde_workers.application.events import EventEmitter
+from concorde_workers.application.host_run import HostRun
 from concorde_workers.application.machine_files import copies_problem, read_copies
 from concorde_workers.application.outcomes import (
     LinkContext,
@@ -32,7 +33,6 @@ from concorde_workers.application.outcomes import (
     end_link,
     ended_by,
     interrupted_link,
-    refusal_link,
     snapshot_link,
 )
 from concorde_workers.application.planted_git import leave_git_metadata, move_git_metadata
@@ -42,7 +42,6 @@ from concorde_workers.application.round_context import RoundContext
 from concorde_workers.application.rounds import RoundRunner
 from concorde_workers.application.run_state import RunState, grant_text
 from concorde_workers.application.runtime_directory import (
-    CleanupOutcome,
     cleanup_runtime_directory,
     create_runtime_directory,
     release_runtime_directory,
@@ -81,7 +80,7 @@ from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
 from concorde_workers.ports.resources import ResourceGroups
-from concorde_workers.ports.space import RuntimeSpace, RuntimeSpaces
+from concorde_workers.ports.space import RuntimeSpaces
 
 FINISH_ATTEMPTS = 3
 """How often each step of the end is tried when an exception is raised into it."""
@@ -95,35 +94,6 @@ class RequestRefused(ValueError):
     def __init__(self, refusal: Refusal) -> None:
         super().__init__(f"{refusal.code}: {refusal.message}")
         self.refusal = refusal
-
-
-@dataclass
-class HostRun:
-    """One run as every step of the host shares it: what the host observed (`state`), the
-    writers of its trace and progress file, the builder of its links, the caller's round
-    validation and cancellation, its runtime directory (the error when it could not be made)
-    and the credential copies made in it."""
-
-    state: RunState
-    tracer: TraceWriter
-    progress: ProgressWriter
-    links: LinkContext
-    validation: RoundValidation | None
-    cancel: Cancellation
-    runtime: RuntimeLayout | FileSystemError
-    resources: RunResources
-    credential_copies: list[str] = field(default_factory=list)
-    events: EventEmitter = field(default_factory=EventEmitter.none)
-    attestation_failure: str | None = None
-    """Why the run's attestation.json could not be written (verify then says it is missing)."""
-    cleaned: CleanupOutcome | None = None
-    """What the cleanup before the final record did (the owner record then still stays)."""
-    space: RuntimeSpace | None = None
-    """The runtime directory's writable space of a confined run, once made (issue 30 §2)."""
-
-    def refuse(self, refusal: Refusal) -> None:
-        """End the run with a refusal's link (`outcomes.refusal_link`)."""
-        self.state.end(refusal_link(self.links, refusal))
 
 
 class WorkerHost:
