@@ -23,13 +23,13 @@ from typing import cast
 from concorde_workers.application.attestation import Attestor
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import keeper_for, open_change_store
+from concorde_workers.application.deletions import Deletions
 from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.host_run import HostRun
 from concorde_workers.application.machine_files import copies_problem, read_copies
 from concorde_workers.application.outcomes import (
     LinkContext,
     cleanup_link,
-    deletion_link,
     end_link,
     ended_by,
     interrupted_link,
@@ -46,7 +46,6 @@ from concorde_workers.application.runtime_directory import (
     create_runtime_directory,
     release_runtime_directory,
 )
-from concorde_workers.application.tracing.journal import DeletionJournal
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.application.validation import RoundValidation
@@ -61,13 +60,11 @@ from concorde_workers.domain.evidence.records import ProgressStatus, RunRecord
 from concorde_workers.domain.evidence.sweep import OwnerRecord
 from concorde_workers.domain.gitview.git_metadata import found_before_refusal
 from concorde_workers.domain.ground.codes import Code
-from concorde_workers.domain.ground.errors import ErrorLink, Reason, Refusal
+from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.layout import RunLayout, RuntimeLayout
-from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.ground.run_id import run_id as make_run_id
 from concorde_workers.domain.ground.text import control_problem
 from concorde_workers.domain.run.audit import Snapshot
-from concorde_workers.domain.run.deletions import Kind, PlannedDeletion, outcome, plan_deletions
 from concorde_workers.domain.run.rounds import WorkerStatus, deletions_allowed
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.events import RunEvents
@@ -131,6 +128,7 @@ class WorkerHost:
         self._machine = machine or MachineResources()  # the machine's resources.json
         self._attestor = attestor  # each run's statement after its record (issue 30 §4)
         self._spaces = spaces  # a confined run's writable space (issue 30 §2)
+        self._deletions = Deletions(fs)
 
     def run(
         self,
@@ -437,84 +435,10 @@ class WorkerHost:
         )
         status = result.step.status
         if deletions_allowed(result.facts, interrupted=False) and state.worker_result is not None:
-            deleted = self._delete(run, prepared, link)
+            deleted = self._deletions.perform(run, prepared, link)
             if deleted is not link:
                 link, status = deleted, WorkerStatus.FAILED
         state.end(link, status)
-
-    def _delete(self, run: HostRun, prepared: Prepared, link: ErrorLink | None) -> ErrorLink | None:
-        """Perform the proposed deletions (seed 000 "Proposed deletions") in a phase of their own,
-        each journaled as it is done (docs/decisions.md "The journal of deletions"), so that the
-        record says what was deleted however the run ends; an interruption stops them at once,
-        leaving the rest as it found them."""
-        state = run.state
-        assert state.worker_result is not None
-        if not state.worker_result.proposed_deletions:
-            return link
-        worktree = prepared.placement.worktree
-        plan = plan_deletions(
-            list(state.worker_result.proposed_deletions),
-            worktree,
-            prepared.grant,
-            self._resolve_parent,
-            self._kind,
-        )
-        run.progress.phase("deletions", max(1, len(state.rounds)))
-        journal = DeletionJournal(self._fs, run.tracer, state.layout)
-        journal.begin(plan, posixpath.normpath(worktree))
-        failures: dict[str, str] = {}
-        attempted: list[str] = []
-        current: PlannedDeletion | None = None
-        try:
-            for planned in plan.to_delete:
-                if run.cancel.is_set():
-                    break
-                current = planned
-                error = self._delete_one(planned)
-                if error is not None:
-                    failures[planned.path] = error
-                attempted.append(planned.path)
-                current = None
-                journal.settled(planned.path, error)
-        finally:
-            # An exception raised into the loop: the deletion it met is done when the file is gone.
-            if current is not None and (
-                current.path in failures or not self._fs.lexists(current.target)
-            ):
-                attempted.append(current.path)
-            state.deletions = outcome(plan, failures, attempted)
-            journal.end()
-        if state.deletions.not_performed:
-            return interrupted_link(run.links, run.cancel.reason, state)
-        if state.deletions.any_failed:
-            return deletion_link(run.links, state.deletions, link, state)
-        return link
-
-    def _delete_one(self, planned: PlannedDeletion) -> str | None:
-        """Unlink one planned path; the operating system's error when that failed."""
-        # The worker's processes are gone and the caller keeps other writers away (seed 000
-        # "Audit"); still, a directory swapped for a link since the plan is never followed.
-        if self._resolve_parent(planned.target) != planned.target:
-            return "a directory above it changed since it was judged"
-        try:
-            self._fs.remove(planned.target)
-        except FileSystemError as error:
-            return error.os_error_text
-        return None
-
-    def _resolve_parent(self, path: str) -> str:
-        parent, name = posixpath.split(path)
-        return posixpath.join(self._fs.realpath(parent), name)
-
-    def _kind(self, path: str) -> Kind:
-        if not self._fs.lexists(path):
-            return "absent"
-        kinds: dict[EntryKind, Kind] = {
-            EntryKind.FILE: "file",
-            EntryKind.SYMLINK: "symlink",
-            EntryKind.DIRECTORY: "directory",
-        }
-        return kinds.get(self._fs.stat(path).kind, "other")
 
     # --- files -------------------------------------------------------------------------------
 
