@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, Subdirs
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
     NUL_IN_PATH,

@@ -11,9 +11,9 @@ import posixpath
 
 from concorde_workers.application.report import read_grant
 from concorde_workers.domain.boundary.grant import Grant, grant_notes, parse_grant
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import BackendProfile, model_id_note
 from concorde_workers.domain.configuration.request import RunRequest
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 __all__ = ["notes_for_grant", "notes_for_request", "notes_for_run"]

@@ -13,9 +13,9 @@ from typing import Any, TextIO
 from concorde_workers.adapters.cli.display import INTERRUPTED, account, outcome_of
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.domain.configuration.program_versions import ProgramVersion
-from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import RunRecord
-from concorde_workers.domain.texts.text import json_document, terminal_lines
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import json_document, terminal_lines
 
 
 def print_json(data: object, out: TextIO) -> None:

@@ -51,11 +51,11 @@ from enum import Enum
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.grant import Grant, Level
-from concorde_workers.domain.boundary.paths import is_within, relative_to
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX
-from concorde_workers.domain.texts.text import control_problem
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import is_within, relative_to
+from concorde_workers.domain.ground.run_id import RUNTIME_PREFIX
+from concorde_workers.domain.ground.text import control_problem
 
 RUNTIME_DIRECTORY = re.compile(re.escape(RUNTIME_PREFIX) + r"[0-9a-f]{6}-[A-Za-z0-9_]{1,32}\Z")
 """The name of a run's runtime directory (`domain.evidence.run_id.runtime_directory_name`)."""
