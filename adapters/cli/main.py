@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     Command = Callable[[argparse.Namespace, TextIO, TextIO, Wiring], ExitStatus]
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "plan": ("commands", "run_plan"),
+    "plan": ("plan", "run_plan"),
     "run": ("commands", "run_run"),
     "show": ("commands", "run_show"),
     "sweep": ("commands", "run_sweep"),

@@ -83,6 +83,25 @@ def test_a_command_imports_its_own_module_when_it_runs() -> None:
     assert "concorde_workers.adapters.cli.demo" not in modules
 
 
+RUN_ONLY = (
+    "concorde_workers.adapters.cli.commands",
+    "concorde_workers.adapters.cli.display",
+    "concorde_workers.adapters.cli.report",
+    "concorde_workers.adapters.cli.watch",
+)
+"""What `run`, `show` and `sweep` load and a plan does not use (issue 32 §2)."""
+
+
+def test_plan_loads_none_of_the_run_s_display_report_or_record_readers() -> None:
+    """`plan` of a request that is refused early (no such worktree) imports its own module and
+    none of run's, show's and sweep's: the imports of every plan are only the planning path's
+    (issue 32 §2; benchmarks/plan_walk.py measures the time, this guards the structure)."""
+    modules = loaded("plan", "--worktree", "/nonexistent/worktree", "--task-type", "implement")
+    assert "concorde_workers.adapters.cli.plan" in modules
+    assert "concorde_workers.application.planner" in modules
+    assert sorted(m for m in RUN_ONLY if m in modules) == []
+
+
 def test_a_command_that_signs_nothing_imports_no_cryptography() -> None:
     """`show` of no run and `sweep --help` load the container but never securesystemslib or
     cryptography: the sealer imports them only when it seals or opens (issue 30 §4)."""
