@@ -14,7 +14,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from concorde_workers.application.attestation import SigningKey
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.machine_files import (
     backend_machine_file,
@@ -22,6 +21,7 @@ from concorde_workers.application.machine_files import (
     read_copies,
 )
 from concorde_workers.application.resources import read_machine_resources
+from concorde_workers.application.signing_key import SigningKey
 from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.configuration import config as domain_config
 from concorde_workers.domain.configuration.config import WorkerConfiguration
