@@ -54,7 +54,6 @@ from concorde_workers.domain.boundary.credentials import credential_origins
 from concorde_workers.domain.configuration.discovery import installations
 from concorde_workers.domain.configuration.profile import example_ids_of
 from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.isolation.check_layer import LayerTools
 from concorde_workers.domain.isolation.control_groups import (
     CGROUP_ROOT,
@@ -84,6 +83,7 @@ if TYPE_CHECKING:
     from concorde_workers.application.starter import Starter
     from concorde_workers.application.sweep import Sweeper
     from concorde_workers.application.verify import Verifier
+    from concorde_workers.domain.evidence.records import RunRecord
 
 
 __all__ = [

@@ -97,6 +97,9 @@ RUN_ONLY = (
     "concorde_workers.application.attestation",
     "concorde_workers.application.report",
     "concorde_workers.application.tracing.reader",
+    "concorde_workers.domain.evidence.records",
+    "concorde_workers.adapters.claude.stream",
+    "concorde_workers.adapters.pi.stream",
 )
 """What `run`, `show`, `sweep`, `doctor`, `verify`, `init` and `install-agents` load and a plan
 does not use (issue 32 §2): their use cases are made by the container when first asked for."""
