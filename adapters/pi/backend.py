@@ -24,7 +24,6 @@ from concorde_workers.adapters.pi.extension import (
 from concorde_workers.adapters.pi.launch import pi_command
 from concorde_workers.adapters.pi.prerequisites import PiPrerequisites, pi_runtime_refusal
 from concorde_workers.adapters.pi.profile import PI, PI_PROGRAM, SANDBOX_RUNTIME
-from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.adapters.programs import find_program, program_or_name
 from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate
@@ -168,7 +167,10 @@ class PiBackend:
 
     def reader(self, context: BackendContext) -> StreamReader:
         """A PiStreamReader that also reads this round's concorde-limit entry from the run's
-        session file (pi 0.73.1 prints no entry_appended record)."""
+        session file (pi 0.73.1 prints no entry_appended record). Imported when a round runs:
+        `plan` makes no reader (issue 32 §2)."""
+        from concorde_workers.adapters.pi.stream import PiStreamReader
+
         return PiStreamReader(
             session_file=layout.session_file(context.policy.runtime, context.run_id), fs=self._fs
         )
@@ -181,6 +183,6 @@ class PiBackend:
 
 
 def user_pi_directory(environ: Mapping[str, str]) -> str | None:
-    """The user's pi configuration directory as pi 0.73.1 finds it (`domain.boundary.credentials`,
+    """The user's pi configuration directory as pi 0.73.1 finds it (`domain.configuration.credentials`,
     which the policy hides too)."""
     return config_directory(PI.credentials, environ)
