@@ -183,6 +183,6 @@ class PiBackend:
 
 
 def user_pi_directory(environ: Mapping[str, str]) -> str | None:
-    """The user's pi configuration directory as pi 0.73.1 finds it (`domain.configuration.credentials`,
-    which the policy hides too)."""
+    """The user's pi configuration directory as pi 0.73.1 finds it
+    (`domain.configuration.credentials`, which the policy hides too)."""
     return config_directory(PI.credentials, environ)

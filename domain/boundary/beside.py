@@ -30,8 +30,8 @@ interpreter"):
 A runtime path strictly inside a home, a configuration directory, the primary worktree or the
 worktree stays allowed: a virtual environment, `node_modules`, an installation under the home are
 what runtime paths are for (seed 000: ".venv or node_modules"). The homes and the credentials'
-origins are `domain.configuration.credentials`' own, the ones `domain.boundary.hidden` and the policy
-hide.
+origins are `domain.configuration.credentials`' own, the ones `domain.boundary.hidden` and the
+policy hide.
 
 The project interpreter is not made readable: its directory comes first on PATH and the brief
 names it. It is refused when it is empty, holds a control character, is relative, does not exist,
