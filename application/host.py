@@ -23,6 +23,7 @@ from typing import cast
 from concorde_workers.application.attestation import Attestor
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import keeper_for, open_change_store
+from concorde_workers.application.compiled_cache import CacheCompilation
 from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.machine_files import copies_problem, read_copies
 from concorde_workers.application.outcomes import (
@@ -424,6 +425,9 @@ class WorkerHost:
         self, run: HostRun, prepared: Prepared, observer: WorktreeObserver, snapshot: Snapshot
     ) -> None:
         state = run.state
+        compilation = CacheCompilation(
+            self._processes, prepared.backend.compiled_cache(prepared.context)
+        )
         runner = RoundRunner(
             RoundContext(
                 fs=self._fs,
@@ -442,9 +446,13 @@ class WorkerHost:
                 changes=keeper_for(self._git, self._fs, prepared, run.tracer, state),
                 events=run.events,
                 space=run.space,
+                compilation=compilation,
             )
         )
-        result = runner.run_all()
+        try:
+            result = runner.run_all()
+        finally:
+            compilation.stop()
         if result.interrupted or run.cancel.is_set():
             leave_git_metadata(
                 state,

@@ -13,6 +13,7 @@ node is written again.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from typing import Any, Literal
 from concorde_workers.application.activity import ActivityFlusher, follow
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import ChangeKeeper
+from concorde_workers.application.compiled_cache import CacheCompilation
 from concorde_workers.application.confinement import confinement_launch_problem
 from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.preparation import Prepared
@@ -62,7 +64,7 @@ from concorde_workers.domain.run.rounds import (
 from concorde_workers.domain.run.stdout import STDOUT_NOTE_KEY, stdout_note
 from concorde_workers.ports.agent import RoundKind, StreamReader
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import EntryKind, FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed
 from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
 from concorde_workers.ports.random import Random
@@ -91,6 +93,7 @@ class RoundContext:
     changes: ChangeKeeper | None = None  # each round's change kept (issue 21); None: none
     events: EventEmitter = field(default_factory=EventEmitter.none)  # told as it goes
     space: RuntimeSpace | None = None  # a confined run's writable space, entered by each round
+    compilation: CacheCompilation | None = None  # the program's cache, compiled once (issue 32 §4)
 
 
 @dataclass
@@ -243,6 +246,7 @@ class RoundRunner:
         reader = prepared.backend.reader(prepared.context)
         stale = (
             self._clear_scratch()
+            or self._seed_cache(round_state.number)
             or self._unconfinable()
             or program_changed(context.fs, prepared.programs)
         )
@@ -325,6 +329,35 @@ class RoundRunner:
                     fs.remove(path)
             except FileSystemError as error:
                 return f"the host could not clear {path} before the round: {error.os_error_text}"
+        return None
+
+    def _seed_cache(self, number: int) -> str | None:
+        """The cache the host compiles once a run (`CacheCompilation`), copied into the
+        program's cache the scratch just cleared: the regular files of the host's folder only,
+        written anew (issue 32 §4). Round 1 starts the compilation and goes on without it; a
+        later round waits for its end. A compilation that failed: nothing, the program compiles
+        for itself."""
+        fs = self.context.fs
+        compilation = self.context.compilation
+        if compilation is None or compilation.compiled is None:
+            return None
+        compiled = compilation.compiled
+        compilation.start(posixpath.dirname(compiled.folder))
+        if not compilation.done(wait=number > 1):
+            return None
+        if not fs.is_dir(compiled.folder) or fs.is_symlink(compiled.folder):
+            return None
+        try:
+            files = [e.name for e in fs.listdir(compiled.folder) if e.kind is EntryKind.FILE]
+            if files:
+                fs.makedirs(compiled.cache, 0o700)
+            for name in files:
+                data = fs.read_bytes(posixpath.join(compiled.folder, name))
+                fs.write_atomic(posixpath.join(compiled.cache, name), data, 0o600)
+        except FileSystemError as error:
+            return (
+                f"the host could not fill {compiled.cache} before the round: {error.os_error_text}"
+            )
         return None
 
     def _unconfinable(self) -> str | None:
