@@ -24,6 +24,7 @@ from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout
 from concorde_workers.domain.evidence.transcript import TranscriptDialect
+from concorde_workers.domain.isolation.mount_plan import ConfinementAsks
 from concorde_workers.domain.run.brief import BriefVariant
 
 RoundEnvironment = Callable[[Mapping[str, str], RuntimeLayout, str | None], dict[str, str]]
@@ -164,6 +165,9 @@ class BackendProfile(BaseModel):
     copies_judge: CopiesJudge | None = None
     """What the program would reject in the files a run copies (pi: its models.json and
     auth.json, as pi 0.73.1 reads them); None: judged by nothing but the one reader's bounds."""
+    confinement: ConfinementAsks = ConfinementAsks()
+    """What the program's own sandbox, nested in the confinement, needs of the namespace
+    (Codex's placeholders and private folder); nothing for Claude Code and pi."""
 
     @property
     def program(self) -> ProgramSpec:
