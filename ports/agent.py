@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,11 +19,13 @@ from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.stdout import IgnoredLines
+
+if TYPE_CHECKING:
+    from concorde_workers.domain.evidence.records import LastAction
 
 __all__ = [
     "AgentBackend",

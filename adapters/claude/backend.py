@@ -22,18 +22,13 @@ from concorde_workers.adapters.claude.settings import (
     settings_text,
     shown_settings,
 )
-from concorde_workers.adapters.claude.stream import (
-    ClaudeStreamReader,
-    project_slug,
-    session_file_name,
-)
 from concorde_workers.adapters.programs import find_located, program_or_name
-from concorde_workers.domain.boundary.credentials import config_directory
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import (
     BackendContext,
     CompiledCache,
@@ -118,7 +113,7 @@ class ClaudeBackend:
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """The user's credentials file (`$CLAUDE_CONFIG_DIR/.credentials.json`, else
         `~/.claude/.credentials.json` of the host's HOME) and its copy in config/; the origin
-        comes from `domain.boundary.credentials`, which the policy hides too."""
+        comes from `domain.configuration.credentials`, which the policy hides too."""
         spec = self.profile.credentials
         config = config_directory(spec, context.environ) or posixpath.join(
             os.path.expanduser("~"), spec.default_directory
@@ -155,11 +150,17 @@ class ClaudeBackend:
         )
 
     def reader(self, context: BackendContext) -> StreamReader:
+        # The stream's reader and its records are a round's, imported when one runs: `plan`
+        # makes no reader (issue 32 §2).
+        from concorde_workers.adapters.claude.stream import ClaudeStreamReader
+
         return ClaudeStreamReader()
 
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
         """`<config>/projects/<slug of work/>/<session>.jsonl` when it exists, else the first
         `<config>/projects/*/<session>.jsonl`; None when the session has no transcript."""
+        from concorde_workers.adapters.claude.stream import project_slug, session_file_name
+
         name = session_file_name(session) if session else None
         if name is None:
             return None
