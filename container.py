@@ -50,10 +50,10 @@ from concorde_workers.application.signing_key import SigningKey
 from concorde_workers.application.validation import RoundValidation as RoundValidation
 from concorde_workers.application.validation import ValidationInput as ValidationInput
 from concorde_workers.application.validation import ValidationOutcome as ValidationOutcome
-from concorde_workers.domain.boundary.credentials import credential_origins
+from concorde_workers.domain.configuration.credentials import credential_origins
 from concorde_workers.domain.configuration.discovery import installations
 from concorde_workers.domain.configuration.profile import example_ids_of
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.isolation.check_layer import LayerTools
 from concorde_workers.domain.isolation.control_groups import (
     CGROUP_ROOT,

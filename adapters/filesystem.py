@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs, leaf_devices
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, Subdirs, leaf_devices
 from concorde_workers.domain.isolation.control_groups import MAX_MOUNTINFO_BYTES
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
@@ -51,7 +51,7 @@ def _kind_of(mode: int) -> EntryKind:
 @functools.cache
 def _leaf_devices() -> frozenset[tuple[int, int]]:
     """The devices where a directory's link count of 2 says it holds no subdirectory
-    (domain.boundary.paths.leaf_devices), from this process's mount table, read once: a file
+    (domain.ground.paths.leaf_devices), from this process's mount table, read once: a file
     system mounted later is not among them (its directories are listed); none where the table
     cannot be read."""
     try:

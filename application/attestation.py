@@ -24,11 +24,11 @@ from concorde_workers.domain.attestation.statement import (
     statement,
     statement_bytes,
 )
-from concorde_workers.domain.evidence.codes import Code, Reason
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.layout import PROGRAMS_FILE, TRACE_FILE, RunLayout
 from concorde_workers.domain.evidence.records import WORKER_ROUND, WORKER_RUN, TraceNode
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.codes import Code, Reason
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.layout import PROGRAMS_FILE, TRACE_FILE, RunLayout
 from concorde_workers.ports.attestation import Sealer, SealFailed
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 

@@ -17,10 +17,10 @@ from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.run_state import RunState
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.boundary.grant import Grant
-from concorde_workers.domain.boundary.paths import EntryKind
-from concorde_workers.domain.evidence.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.gitview.committed_rules import EvidenceRules
 from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.ground.layout import RunLayout, RuntimeLayout
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.run.audit import Audit, FileState, Observation, Snapshot
 from concorde_workers.domain.run.changes import (
     CHANGES_FILE,

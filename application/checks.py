@@ -33,7 +33,7 @@ from concorde_workers.application.validation import (
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS
-from concorde_workers.domain.evidence.errors import Code, ErrorLink, Reason, Refusal, Unhandled
+from concorde_workers.domain.ground.errors import Code, ErrorLink, Reason, Refusal, Unhandled
 from concorde_workers.domain.isolation.check_sandbox import CheckPlace, ProgramInView, primary_of
 from concorde_workers.domain.run.checks import (
     CHECKS_FAILED,

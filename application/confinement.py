@@ -14,9 +14,9 @@ import os
 import posixpath
 from collections.abc import Iterable, Sequence
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, is_within
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, is_within
 from concorde_workers.domain.isolation.confinement import Confinement, ConfinementTools
 from concorde_workers.domain.isolation.mount_plan import (
     PathFacts,

@@ -20,11 +20,11 @@ from concorde_workers.application.tracing.reader import (
     read_record,
     read_resources,
 )
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion
-from concorde_workers.domain.evidence.layout import TRANSCRIPT_FILE
 from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.layout import TRANSCRIPT_FILE
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 __all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather"]

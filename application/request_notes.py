@@ -11,11 +11,11 @@ import posixpath
 from typing import Any
 
 from concorde_workers.domain.boundary.grant import Grant, grant_notes, parse_grant
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import BackendProfile, model_id_note
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.layout import GRANT_FILE
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.layout import GRANT_FILE
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 __all__ = ["notes_for_grant", "notes_for_request", "notes_for_run", "read_grant"]

@@ -48,8 +48,8 @@ from interleave import (  # noqa: E402
 )
 
 from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
-from concorde_workers.domain.boundary.paths import Subdirs  # noqa: E402
 from concorde_workers.domain.gitview.placement import find_git_entries  # noqa: E402
+from concorde_workers.domain.ground.paths import Subdirs  # noqa: E402
 from concorde_workers.ports.filesystem import FileSystemError  # noqa: E402
 
 WORKERS_JSON = {

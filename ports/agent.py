@@ -19,7 +19,7 @@ from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.stdout import IgnoredLines

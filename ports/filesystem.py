@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, Subdirs
 
 __all__ = [
     "ARCHIVE_END_BYTES",

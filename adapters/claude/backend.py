@@ -23,12 +23,12 @@ from concorde_workers.adapters.claude.settings import (
     shown_settings,
 )
 from concorde_workers.adapters.programs import find_located, program_or_name
-from concorde_workers.domain.boundary.credentials import config_directory
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import (
     EntryKind,
@@ -104,7 +104,7 @@ class ClaudeBackend:
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """The user's credentials file (`$CLAUDE_CONFIG_DIR/.credentials.json`, else
         `~/.claude/.credentials.json` of the host's HOME) and its copy in config/; the origin
-        comes from `domain.boundary.credentials`, which the policy hides too."""
+        comes from `domain.configuration.credentials`, which the policy hides too."""
         spec = self.profile.credentials
         config = config_directory(spec, context.environ) or posixpath.join(
             os.path.expanduser("~"), spec.default_directory

@@ -28,7 +28,7 @@ from concorde_workers.domain.boundary.search_guard import (
     hook_grant,
     hook_rows,
 )
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 
 HookName = Literal["write", "search", "read"]
 HOOK_NAMES: tuple[HookName, ...] = ("write", "search", "read")

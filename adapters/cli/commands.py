@@ -51,12 +51,12 @@ from concorde_workers.application.tracing.reader import (
     read_resources,
 )
 from concorde_workers.application.worktree_lock import hold_worktree, writes
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.errors import Code, Reason, Refusal
 from concorde_workers.domain.evidence.records import RunRecord
-from concorde_workers.domain.texts.text import escape_controls, terminal_lines
+from concorde_workers.domain.ground.errors import Code, Reason, Refusal
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.domain.ground.text import escape_controls, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, HeldLock
 
 if TYPE_CHECKING:

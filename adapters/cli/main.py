@@ -128,7 +128,7 @@ def main(
         err.write("concorde-workers: interrupted\n")
         return int(ExitStatus.INTERRUPTED)
     except Exception as fault:  # a defect of ours: say so in one line, never a traceback
-        from concorde_workers.domain.texts.text import terminal_lines
+        from concorde_workers.domain.ground.text import terminal_lines
 
         err.write(
             terminal_lines(

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.texts.text import json_document, terminal_lines
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import json_document, terminal_lines
 
 
 def print_json(data: object, out: TextIO) -> None:

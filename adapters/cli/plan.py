@@ -24,9 +24,9 @@ from concorde_workers.application.checks import place_for
 from concorde_workers.application.planner import Plan, render
 from concorde_workers.application.requests import instructions_missing, invalid
 from concorde_workers.application.resources import RunResources
-from concorde_workers.domain.evidence.errors import Code, Reason, Refusal
+from concorde_workers.domain.ground.errors import Code, Reason, Refusal
+from concorde_workers.domain.ground.text import terminal_lines
 from concorde_workers.domain.run.checks import Check, format_seconds
-from concorde_workers.domain.texts.text import terminal_lines
 
 if TYPE_CHECKING:
     from concorde_workers.adapters.cli.wiring import ExampleRepository, Wiring

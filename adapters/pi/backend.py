@@ -25,12 +25,12 @@ from concorde_workers.adapters.pi.launch import pi_command
 from concorde_workers.adapters.pi.prerequisites import PiPrerequisites, pi_runtime_refusal
 from concorde_workers.adapters.pi.profile import PI, PI_PROGRAM, SANDBOX_RUNTIME
 from concorde_workers.adapters.programs import find_program, program_or_name
-from concorde_workers.domain.boundary.credentials import config_directory
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
 from concorde_workers.ports.filesystem import FileSystem
 
@@ -183,6 +183,6 @@ class PiBackend:
 
 
 def user_pi_directory(environ: Mapping[str, str]) -> str | None:
-    """The user's pi configuration directory as pi 0.73.1 finds it (`domain.boundary.credentials`,
-    which the policy hides too)."""
+    """The user's pi configuration directory as pi 0.73.1 finds it
+    (`domain.configuration.credentials`, which the policy hides too)."""
     return config_directory(PI.credentials, environ)

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.boundary.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
+from concorde_workers.domain.configuration.credentials import CredentialSpec
 from concorde_workers.domain.configuration.machine import MachineFileAnswer, MachineFileSpec
 from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
-from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout
 from concorde_workers.domain.evidence.transcript import TranscriptDialect
+from concorde_workers.domain.ground.backends import DEFAULT_BACKEND
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.layout import RuntimeEntries, RuntimeLayout
 from concorde_workers.domain.run.brief import BriefVariant
 
 RoundEnvironment = Callable[[Mapping[str, str], RuntimeLayout, str | None], dict[str, str]]

@@ -17,7 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.paths import (
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import (
     DirEntry,
     EntryKind,
     ListDir,
@@ -25,8 +27,6 @@ from concorde_workers.domain.boundary.paths import (
     is_within,
     relative_to,
 )
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
 
 WORKTREES_DIR = ".claude/worktrees"
 GIT = ".git"

@@ -37,9 +37,9 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.beside import PYTHON_NAMES
 from concorde_workers.domain.boundary.grant import Grant, Level, entries_below
-from concorde_workers.domain.boundary.paths import is_within, relative_to
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, ResourceLimits
 from concorde_workers.domain.gitview.git_commands import SANDBOX_ARGS
+from concorde_workers.domain.ground.paths import is_within, relative_to
 from concorde_workers.domain.isolation.confinement import Mount
 from concorde_workers.domain.isolation.control_groups import mask_args
 from concorde_workers.domain.isolation.environment import worker_path

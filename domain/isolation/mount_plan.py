@@ -27,14 +27,14 @@ from dataclasses import dataclass
 
 from concorde_workers.domain.boundary.deny_rules import PROCESSES
 from concorde_workers.domain.boundary.grant import READABLE, Level, directory_level, entries_below
-from concorde_workers.domain.boundary.paths import (
+from concorde_workers.domain.boundary.policy import Policy
+from concorde_workers.domain.ground.paths import (
     EntryKind,
     ListDir,
     is_within,
     relative_to,
     within_any,
 )
-from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.isolation.confinement import (
     EMPTY_FILE,
     WAITER_FILE,

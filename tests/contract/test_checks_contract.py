@@ -25,7 +25,7 @@ from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.container import layer_tools
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.isolation.check_sandbox import CheckPlace, Keep, ProgramInView
 from concorde_workers.domain.isolation.confinement import Mount, MountKind
 from concorde_workers.domain.run.checks import Check, CheckStatus

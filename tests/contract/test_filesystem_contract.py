@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind
 from concorde_workers.ports.filesystem import (
     NUL_IN_PATH,
     SHARED_HOLDERS,

@@ -29,9 +29,9 @@ from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import Backend
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import (
     BackendContext,
     BackendProfile,

@@ -19,7 +19,7 @@ import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.isolation.check_sandbox import (
     CheckPlace,
     Keep,

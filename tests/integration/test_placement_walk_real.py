@@ -1,5 +1,5 @@
 """The placement walk on the local disk skips listing the directories that hold no subdirectory
-(their link count of 2, on a file system that keeps it: domain.boundary.paths.LINK_COUNTED) and
+(their link count of 2, on a file system that keeps it: domain.ground.paths.LINK_COUNTED) and
 finds exactly what the full listing finds (issue 32 §2; see
 docs/decisions.md "The walk lists no leaf where the disk keeps link counts"): every `.git` of
 every kind at any depth, none inside a `.git`, a link or a runtime path. The trees are real,
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.domain.boundary.paths import leaf_devices
 from concorde_workers.domain.gitview.placement import find_git_entries, walk_tree
+from concorde_workers.domain.ground.paths import leaf_devices
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The path arithmetic a mount plan asks thousands of times (domain/boundary/paths.py), held to
+"""The path arithmetic a mount plan asks thousands of times (domain/ground/paths.py), held to
 its definition: `relative_to` answers what posixpath.relpath answers of the normalized paths,
 and `within_any(roots)` what `is_within` answers of each root (issue 32 §2: the fast paths
 change no answer)."""
@@ -10,7 +10,7 @@ import posixpath
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.boundary.paths import is_within, relative_to, within_any
+from concorde_workers.domain.ground.paths import is_within, relative_to, within_any
 
 SEGMENT = st.sampled_from(["a", "b", "ab", ".", "..", "", ".git", "a.b", "b/"])
 PATH = st.builds(

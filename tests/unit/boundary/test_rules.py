@@ -45,7 +45,7 @@ from concorde_workers.domain.boundary.rules import (
 )
 from concorde_workers.domain.boundary.search_guard import HOOK_TABLES, hook_grant
 from concorde_workers.domain.configuration.profile import entries_of
-from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX, runtime_directory_name
+from concorde_workers.domain.ground.run_id import RUNTIME_PREFIX, runtime_directory_name
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 

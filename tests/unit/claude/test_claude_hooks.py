@@ -67,7 +67,7 @@ from concorde_workers.domain.boundary.search_guard import (
 )
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
-from concorde_workers.domain.texts.text import digest_text
+from concorde_workers.domain.ground.text import digest_text
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 

@@ -1,11 +1,11 @@
-"""seed 000 "Errors" and seed 001 "Errors": every run code with its reason (domain/evidence/codes.py)."""
+"""seed 000 "Errors" and seed 001 "Errors": every run code with its reason (domain/ground/codes.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from concorde_workers.container import PROFILES
-from concorde_workers.domain.evidence.codes import (
+from concorde_workers.domain.ground.codes import (
     CLAUDE_ERROR_CODE,
     CLAUDE_LIMIT_CODE,
     PI_ERROR_CODE,
@@ -19,7 +19,7 @@ from concorde_workers.domain.evidence.codes import (
     code_spec,
     codes_for_backend,
 )
-from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.ground.errors import Reason
 
 RUN = "w-20261002T101500-a1b2c3"
 RUN_DIR = f"/repo/.concorde/tasks/discounts/workspace/runs/r-1/workers/{RUN}"

@@ -14,10 +14,10 @@ from fakes.filesystem import FakeFileSystem
 
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, Level, directory_level, parse_grant
-from concorde_workers.domain.boundary.paths import EntryKind, is_within
 from concorde_workers.domain.boundary.policy import Policy, build_policy, decide_read, decide_write
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.paths import EntryKind, is_within
 from concorde_workers.domain.isolation.confinement import (
     CONFINED_UID,
     WAITER,

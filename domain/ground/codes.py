@@ -19,7 +19,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.evidence.backends import BACKENDS as CONTRACT_BACKENDS
+from concorde_workers.domain.ground.backends import BACKENDS as CONTRACT_BACKENDS
 
 
 class Reason(StrEnum):
