@@ -61,6 +61,22 @@ class BackendContext(BaseModel):
     as_root: bool
 
 
+class CompiledCache(BaseModel):
+    """What the agent program compiles at every round that the host can compile once a run
+    instead (pi's permission extension, issue 32 §4): `argv` is run by the host once, after the
+    control files are written and before round 1, with nothing of the host's environment; it
+    writes `folder`, in control/ (the host's: no round writes it). Before every round, after
+    `round_scratch` is cleared, the host copies the regular files of `folder` into `cache`. A
+    command that fails leaves the rounds as they were: the program compiles for itself."""
+
+    model_config = ConfigDict(frozen=True)
+
+    argv: tuple[str, ...]
+    folder: str
+    cache: str
+    timeout_seconds: float = 120.0
+
+
 class Generated(BaseModel):
     """The files a backend generates before round 1 (absolute path -> text), the digest of the
     worker settings or permission extension the run record keeps, the tool set, and the agent
@@ -148,6 +164,11 @@ class AgentBackend(Protocol):
         """Paths in the runtime directory the host removes before every round: what a worker
         could have planted there for the agent program's own process, which runs outside the
         sandbox (pi's compiled-extension cache and project settings, notes/pi.md §9)."""
+        ...
+
+    def compiled_cache(self, context: BackendContext) -> CompiledCache | None:
+        """What the host compiles once a run for the program's own cache (`CompiledCache`);
+        None: nothing."""
         ...
 
     def command(

@@ -29,7 +29,13 @@ from concorde_workers.domain.configuration.program_versions import ProgramLocati
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
+from concorde_workers.ports.agent import (
+    BackendContext,
+    CompiledCache,
+    Generated,
+    RoundKind,
+    StreamReader,
+)
 from concorde_workers.ports.filesystem import (
     EntryKind,
     FileSystem,
@@ -93,6 +99,9 @@ class ClaudeBackend:
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
         return ()
+
+    def compiled_cache(self, context: BackendContext) -> CompiledCache | None:
+        return None
 
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
         """The program (a native executable; its sandbox and ripgrep are inside it)."""

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from concorde_workers.adapters.pi import layout
 from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.adapters.pi.extension import (
     generate_extension,
+    policy_module_path,
     sandbox_runtime_entry,
     sandbox_runtime_package,
 )
@@ -31,11 +33,21 @@ from concorde_workers.domain.configuration.program_versions import ProgramLocati
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
+from concorde_workers.ports.agent import (
+    BackendContext,
+    CompiledCache,
+    Generated,
+    RoundKind,
+    StreamReader,
+)
 from concorde_workers.ports.filesystem import FileSystem
 
 # Seed 001 "Run directory": the generated settings.json holds only this.
 PI_SETTINGS = {"defaultProjectTrust": "never"}
+
+
+PRECOMPILE = Path(__file__).with_name("extension") / "precompile.mjs"
+"""The script that compiles the extension into jiti's cache (`PiBackend.compiled_cache`)."""
 
 
 class PiBackend:
@@ -133,6 +145,30 @@ class PiBackend:
         (the sandbox denies them, and the host clears them anyway: notes/pi.md §9)."""
         runtime = context.policy.runtime
         return (layout.jiti_cache(runtime), layout.project_dir(runtime))
+
+    def compiled_cache(self, context: BackendContext) -> CompiledCache | None:
+        """The extension compiled once a run into jiti's cache format by the jiti pi's own
+        program resolves (extension/precompile.mjs), into control/jiti, which no round writes;
+        the rounds' cache, cleared before every round (`round_scratch`), is filled from it. None
+        when the program or node is not found (the round then fails to start anyway)."""
+        program, found = program_or_name(self._fs, PI_PROGRAM, context.environ, self._installations)
+        node = self._fs.which("node", context.environ.get("PATH", ""))
+        if not found or node is None:
+            return None
+        runtime = context.policy.runtime
+        folder = layout.compiled_extension(runtime)
+        return CompiledCache(
+            argv=(
+                node,
+                str(PRECOMPILE),
+                self._fs.realpath(program),
+                folder,
+                layout.permission_extension(runtime),
+                policy_module_path(runtime),
+            ),
+            folder=folder,
+            cache=layout.jiti_cache(runtime),
+        )
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """auth.json and models.json, only, from the user's pi configuration directory

@@ -22,7 +22,12 @@ TypeScript port. A decision is `(allowed, row, reason)`, the reason without the 
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # the Claude Code hooks embed this source: `typing` would cost each call
+if TYPE_CHECKING:
+    from typing import Any
+else:
+    Any = object
 
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 """A reason's placeholder (`domain.boundary.rules.fill`, pi_policy.ts)."""
