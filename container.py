@@ -48,7 +48,8 @@ from concorde_workers.application.config import ConfigurationReader, committed_t
 from concorde_workers.application.doctor import Doctor
 from concorde_workers.application.host import RequestRefused, WorkerHost
 from concorde_workers.application.planner import Planner
-from concorde_workers.application.preparation import HostFacts, Preparer
+from concorde_workers.application.preparation import Preparer
+from concorde_workers.application.prepared import HostFacts
 from concorde_workers.application.requests import RequestBuilder
 from concorde_workers.application.resources import read_machine_resources
 from concorde_workers.application.starter import Starter
