@@ -15,6 +15,7 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import replace
 
+from concorde_workers.application.beside_judge import BesideJudge, run_directories
 from concorde_workers.application.confinement import plan_confinement
 from concorde_workers.application.machine_files import (
     backend_machine_file,
@@ -25,11 +26,9 @@ from concorde_workers.application.placement_reader import GitFound, PlacementRea
 from concorde_workers.application.prepared import HostFacts, Prepared, Progress
 from concorde_workers.application.program_identity import with_identity
 from concorde_workers.contracts import worker_result_schema
-from concorde_workers.domain.boundary.beside import Given, judge_beside, surroundings, text_problem
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
-from concorde_workers.domain.configuration.credentials import credential_origins, home_at_root
 from concorde_workers.domain.configuration.machine import MachineFileAnswer
 from concorde_workers.domain.configuration.profile import Profiles, entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, version_refusal
@@ -42,9 +41,7 @@ from concorde_workers.domain.gitview.placement import (
 )
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
-from concorde_workers.domain.ground.layout import WORKERS_DIR
 from concorde_workers.domain.ground.paths import DirEntry, is_within
-from concorde_workers.domain.ground.text import control_problem
 from concorde_workers.domain.isolation.launch import schema_text
 from concorde_workers.domain.run.brief import compose_brief
 from concorde_workers.ports.agent import AgentBackend, BackendContext, RoundKind
@@ -75,6 +72,7 @@ class Preparer:
         self._backends = backends
         self._versions = versions
         self._placer = PlacementReader(git, fs)
+        self._beside = BesideJudge(fs, host, self._credentials)
 
     def prepare(
         self, request: RunRequest, run_id: str, runtime_dir: str, progress: Progress | None = None
@@ -97,7 +95,7 @@ class Preparer:
         if isinstance(machine, Refusal):
             return machine
         seen.programs = self.programs(request, placement.primary)
-        too_old = version_refusal(seen.programs) or self.home_refusal()
+        too_old = version_refusal(seen.programs)  # a home of `/` was refused beside the grant
         if too_old is not None:
             return too_old
         policy = self._policy(request, grant, placement, admin, runtime_dir)
@@ -136,7 +134,7 @@ class Preparer:
         runtime_dir: str,
     ) -> Policy:
         """The policy from the one frozen grant, hiding every origin of a credential."""
-        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
+        origins, forms = self._beside.origins, self._beside.forms
         model_map = [request.model_map] if request.model_map else []
         return build_policy(
             grant=grant,
@@ -148,10 +146,10 @@ class Preparer:
             runtime_paths=request.runtime_paths,
             git=admin,
             list_dir=self._list_dir,
-            homes=self._forms(list(origins.homes)),
-            config_dirs=self._forms(list(origins.directories)),
-            credentials=self._forms([*origins.files, *model_map]),
-            run_directories=self._forms(run_directories(request)),
+            homes=forms(list(origins.homes)),
+            config_dirs=forms(list(origins.directories)),
+            credentials=forms([*origins.files, *model_map]),
+            run_directories=forms(run_directories(request)),
             tmpdir=self._host.environ.get("TMPDIR"),
         )
 
@@ -207,14 +205,6 @@ class Preparer:
         one does (domain/configuration/program_versions.py)."""
         return self._placer.kept.judging(request, lambda: self.beside_refusal(request, temp_root))
 
-    def home_refusal(self) -> Refusal | None:
-        """The refusal of a home of `/` (domain/configuration/credentials.py `home_at_root`), or
-        None."""
-        problem = home_at_root(self._host.user_home, self._host.environ, self._fs.realpath)
-        if problem is None:
-            return None
-        return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem)
-
     def placement_refusal(self, worktree: str) -> Refusal | None:
         """Why `worktree` is no worktree a run can be made in (worktree_misplaced with its
         repair, or request_invalid for a name with a control character), None when it is one:
@@ -257,7 +247,7 @@ class Preparer:
             )
         except GitCommandFailed:
             return None
-        return self._beside(
+        return self._beside.refusal(
             request, grant, placement, collect_admin_paths(git_dir, common_dir), temp_root
         )
 
@@ -279,7 +269,7 @@ class Preparer:
             return found
         _, admin, _ = found
         seen.admin_paths = admin
-        refusal = self._beside(request, grant, placement, admin, temp_root)
+        refusal = self._beside.refusal(request, grant, placement, admin, temp_root)
         if refusal is not None:
             return refusal
         return grant, placement, found
@@ -296,65 +286,6 @@ class Preparer:
                 f"type; a known task type is one of {', '.join(TASK_TYPES)}",
             )
         return parse_grant(request.grant, request.task_type)
-
-    def _beside(
-        self,
-        request: RunRequest,
-        grant: Grant,
-        placement: Placement,
-        admin: tuple[AdminPath, ...],
-        temp_root: str,
-    ) -> Refusal | None:
-        """Seed 000 "Reading beside the grant": runtime paths and the project interpreter are
-        taken exactly as given or refused (domain/boundary/beside.py), never rewritten."""
-        home = self.home_refusal()
-        if home is not None:
-            return home
-        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
-        model_map = [request.model_map] if request.model_map else []
-        around = surroundings(
-            homes=self._forms(list(origins.homes)),
-            credentials=self._forms([*origins.directories, *origins.files, *model_map]),
-            primary=self._forms([placement.primary]),
-            worktree=self._forms([request.worktree, placement.worktree]),
-            git=[a.path for a in admin],
-            temp_root=self._forms([temp_root]),
-            run_dirs=self._forms(run_directories(request)),
-            grant=grant,
-            runtime_paths=request.runtime_paths,
-        )
-        return judge_beside(
-            request.runtime_paths, request.project_interpreter, self._inspect, around
-        )
-
-    def _forms(self, paths: list[str]) -> list[str]:
-        """Each absolute path as given and with its links resolved."""
-        out: list[str] = []
-        for path in paths:
-            if posixpath.isabs(path) and not control_problem(path):
-                out += [path, self._fs.realpath(path)]
-        return out
-
-    def _inspect(self, path: str) -> Given:
-        """What the disk says of a path given beside the grant (nothing for one that is no
-        absolute path: it is refused for its text)."""
-        if text_problem(path) is not None:
-            return Given(path=path)
-        real = self._fs.realpath(path)
-        executable = False
-        if self._fs.is_file(path):
-            try:
-                executable = self._fs.stat(real).executable
-            except FileSystemError:
-                executable = False
-        return Given(
-            path=path,
-            real=real,
-            exists=self._fs.exists(path),
-            executable_file=executable,
-            directory=self._fs.is_dir(path),
-            directory_real=self._fs.realpath(posixpath.dirname(path)),
-        )
 
     def _generate(
         self,
@@ -476,9 +407,3 @@ class Preparer:
 
     def _user_home(self) -> str:
         return self._fs.realpath(self._host.user_home)
-
-
-def run_directories(request: RunRequest) -> list[str]:
-    """The trace parent's `workers/` tree: this run's run directory and its siblings' (seed 000
-    "Run directory and runtime directory": the worker has no access to any of it)."""
-    return [posixpath.join(request.parent, WORKERS_DIR)] if request.parent else []
