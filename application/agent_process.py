@@ -9,6 +9,7 @@ lines the reader could not use (`agent.stdout`, domain.run.stdout).
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.run.stdout import STDOUT_NOTE_KEY, stdout_note
 from concorde_workers.ports.agent import RoundKind, StreamReader
-from concorde_workers.ports.filesystem import FileSystemError
+from concorde_workers.ports.filesystem import EntryKind, FileSystemError
 from concorde_workers.ports.process import ProcessHandle, ProcessStartFailed
 from concorde_workers.ports.resources import ResourceGroup
 
@@ -48,6 +49,7 @@ class AgentProcess:
         reader = prepared.backend.reader(prepared.context)
         stale = (
             self._clear_scratch()
+            or self._seed_cache(round_state.number)
             or self._unconfinable()
             or program_changed(context.fs, prepared.programs)
         )
@@ -130,6 +132,35 @@ class AgentProcess:
                     fs.remove(path)
             except FileSystemError as error:
                 return f"the host could not clear {path} before the round: {error.os_error_text}"
+        return None
+
+    def _seed_cache(self, number: int) -> str | None:
+        """The cache the host compiles once a run (`CacheCompilation`), copied into the
+        program's cache the scratch just cleared: the regular files of the host's folder only,
+        written anew (issue 32 §4). Round 1 starts the compilation and goes on without it; a
+        later round waits for its end. A compilation that failed: nothing, the program compiles
+        for itself."""
+        fs = self.context.fs
+        compilation = self.context.compilation
+        if compilation is None or compilation.compiled is None:
+            return None
+        compiled = compilation.compiled
+        compilation.start(posixpath.dirname(compiled.folder))
+        if not compilation.done(wait=number > 1):
+            return None
+        if not fs.is_dir(compiled.folder) or fs.is_symlink(compiled.folder):
+            return None
+        try:
+            files = [e.name for e in fs.listdir(compiled.folder) if e.kind is EntryKind.FILE]
+            if files:
+                fs.makedirs(compiled.cache, 0o700)
+            for name in files:
+                data = fs.read_bytes(posixpath.join(compiled.folder, name))
+                fs.write_atomic(posixpath.join(compiled.cache, name), data, 0o600)
+        except FileSystemError as error:
+            return (
+                f"the host could not fill {compiled.cache} before the round: {error.os_error_text}"
+            )
         return None
 
     def _unconfinable(self) -> str | None:

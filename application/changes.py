@@ -105,8 +105,10 @@ class ChangeKeeper:
         )
         self._touched.update(paths)
         try:
+            # HEAD's commit as the snapshot read it: the store's base is that commit's tree,
+            # not asked of Git again (issue 32 §3).
             self._tree = self._trees.change_tree(
-                self._repo, self._store, paths, base=True, rules=rules
+                self._repo, self._store, paths, base=True, rules=rules, head=snapshot.head_commit
             )
         except GitCommandFailed as failed:
             self._tree = failed

@@ -1,5 +1,5 @@
 """`concorde-workers doctor` (issue 12 §1): the facts of every prerequisite, gathered through the
-ports, judged by `domain.configuration.doctor.diagnose`.
+ports, judged by `domain.setup.doctor.diagnose`.
 
 The programs are found exactly as a run finds them (domain/configuration/discovery.py with the
 host's
@@ -14,7 +14,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from concorde_workers.application.attestation import SigningKey
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.machine_files import (
     backend_machine_file,
@@ -22,6 +21,7 @@ from concorde_workers.application.machine_files import (
     read_copies,
 )
 from concorde_workers.application.resources import read_machine_resources
+from concorde_workers.application.signing_key import SigningKey
 from concorde_workers.domain.configuration.config import WorkerConfiguration
 from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate, looked_at

@@ -20,6 +20,7 @@ import posixpath
 from concorde_workers.application.attestation import Attestor
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import keeper_for, open_change_store
+from concorde_workers.application.compiled_cache import CacheCompilation
 from concorde_workers.application.deletions import Deletions
 from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.host_run import HostRun
@@ -387,6 +388,9 @@ class WorkerHost:
         self, run: HostRun, prepared: Prepared, observer: WorktreeObserver, snapshot: Snapshot
     ) -> None:
         state = run.state
+        compilation = CacheCompilation(
+            self._processes, prepared.backend.compiled_cache(prepared.context)
+        )
         runner = RoundRunner(
             RoundContext(
                 fs=self._fs,
@@ -405,9 +409,13 @@ class WorkerHost:
                 changes=keeper_for(self._git, self._fs, prepared, run.tracer, state),
                 events=run.events,
                 space=run.space,
+                compilation=compilation,
             )
         )
-        result = runner.run_all()
+        try:
+            result = runner.run_all()
+        finally:
+            compilation.stop()
         if result.interrupted or run.cancel.is_set():
             leave_git_metadata(
                 state,

@@ -123,7 +123,7 @@ class PlacementReader:
         try:
             return self._fs.subdirectories(path, wanted)
         except FileSystemError:
-            return [], {}
+            return [], {}, {}
 
     def _read(self, path: str) -> str | None:
         try:

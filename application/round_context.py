@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import ChangeKeeper
+from concorde_workers.application.compiled_cache import CacheCompilation
 from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.resources import RunResources
@@ -45,3 +46,4 @@ class RoundContext:
     changes: ChangeKeeper | None = None  # each round's change kept (issue 21); None: none
     events: EventEmitter = field(default_factory=EventEmitter.none)  # told as it goes
     space: RuntimeSpace | None = None  # a confined run's writable space, entered by each round
+    compilation: CacheCompilation | None = None  # the program's cache, compiled once (issue 32 §4)

@@ -24,6 +24,8 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from concorde_workers.adapters.cli.output import print_json
+from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.domain.configuration.program_versions import ProgramVersion
 from concorde_workers.domain.evidence.records import ProgressFile, RoundRecord, RunRecord
 from concorde_workers.domain.ground.codes import Code
@@ -473,3 +475,30 @@ def _trace(record: RunRecord) -> list[str]:
         lines.append(f"  transcript    {record.transcript}")
     lines += [f"  trace write refused: {failure}" for failure in record.trace_failures]
     return lines
+
+
+def print_record(
+    record: RunRecord,
+    as_json: bool,
+    out: TextIO,
+    programs: Sequence[ProgramVersion] = (),
+    resources: Mapping[int, Mapping[str, Any]] | None = None,
+    notes: Sequence[str] = (),
+) -> None:
+    """The record as JSON (exactly the contract's record), or its account with the agent
+    programs the run was prepared with (its programs.json), each round's resource use and the
+    grant's notes."""
+    if as_json:
+        print_json(record.to_json(), out)
+    else:
+        out.write(account(record, programs, resources, notes))
+
+
+def status_of(record: RunRecord) -> ExitStatus:
+    """0 ok, 130 interrupted, 1 blocked or failed."""
+    outcome = outcome_of(record)
+    if outcome == "ok":
+        return ExitStatus.OK
+    if outcome == INTERRUPTED:
+        return ExitStatus.INTERRUPTED
+    return ExitStatus.FAILED

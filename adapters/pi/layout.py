@@ -62,6 +62,12 @@ def jiti_cache(runtime: RuntimeLayout) -> str:
     return posixpath.join(runtime.tmp, "jiti")
 
 
+def compiled_extension(runtime: RuntimeLayout) -> str:
+    """`<rt>/control/jiti`: the extension compiled by the host once a run, copied into
+    `jiti_cache` before every round (issue 32 §4)."""
+    return posixpath.join(runtime.control, "jiti")
+
+
 def project_dir(runtime: RuntimeLayout) -> str:
     """pi's project settings directory in the working directory, `<rt>/work/.pi` (§9.2)."""
     return posixpath.join(runtime.work, ".pi")

@@ -17,7 +17,7 @@ Decisions where the spec is silent (docs/decisions.md "Configuration reader"):
   (`domain.configuration.request.limits_problem`).
 - Runtime entries that name the workspace itself or a folder holding it are config_invalid:
   they would make the whole worktree readable beside the grant; so are entries with a `.git`
-  segment or a character `domain.texts.text` refuses in any given path. Entries that do not exist
+  segment or a character `domain.ground.text` refuses in any given path. Entries that do not exist
   are
   dropped, as the Inputs table asks ("the worker configuration's runtime paths that exist"). The
   preparation judges the resolved paths like every runtime path (domain/boundary/beside.py).

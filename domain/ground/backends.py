@@ -12,7 +12,7 @@ DEFAULT_BACKEND: Backend = "pi"
 """The backend a worker runs on when no entry of its configuration sets one (seed 002 "Worker
 configuration": "A backend no entry sets is pi")."""
 
-# `Backend`, the agent programs a worker runs on (domain.evidence.record_fields and
+# `Backend`, the agent programs a worker runs on (domain.ground.record_fields and
 # domain.configuration.request name it too), is `Literal[BACKENDS]`. It is built when a model
 # first asks for it: `typing` is a tenth of `--help`, which only needs the names (issue 32 §2).
 TYPE_CHECKING = False

@@ -31,10 +31,19 @@ class DirEntry:
 ListDir = Callable[[str], Sequence[DirEntry]]
 """Lists the entries of an absolute directory path (empty when it cannot be read)."""
 
-Subdirs = tuple[Sequence[str], Mapping[str, EntryKind]]
+Subdirs = tuple[Sequence[str], Mapping[str, EntryKind], Mapping[str, Mapping[str, EntryKind]]]
 """One directory as a walk that keeps no file sees it: the names of its real subdirectories (a
-link to a directory is none), in no particular order, and the kinds of the entries it asked for
-by name, those present."""
+link to a directory is none), in no particular order; the kinds of the entries it asked for by
+name, those present; and apart from the first, the subdirectories known to hold no
+subdirectory ("leaves"), each with the kinds of the asked-for entries in it — what listing it
+would have said, so that a walk need not list it (`leaf_devices`)."""
+
+LINK_COUNTED = frozenset({"ext2", "ext3", "ext4", "xfs"})
+"""The file systems whose directory link count is 2 plus the number of subdirectories, kept by
+the kernel: a directory there with a link count of 2 holds no subdirectory (find(1)'s "leaf
+optimization"). Not btrfs (it counts 1), not tmpfs or any other on an anonymous device (a
+device number that a FUSE, CIFS or NFS mount may take next), not overlay, FUSE, CIFS, NFS or AFS
+(whose counts are what their server or daemon says)."""
 
 ListSubdirs = Callable[[str, frozenset[str]], Subdirs]
 """`Subdirs` of an absolute directory path, the entries named in the set asked for (empty when
@@ -43,16 +52,35 @@ as a walk of a 100,000-file worktree needs (docs/benchmarks.md)."""
 
 
 def subdirs_of(list_dir: ListDir) -> ListSubdirs:
-    """The `ListSubdirs` a `ListDir` implies: the same facts, from the full listing."""
+    """The `ListSubdirs` a `ListDir` implies: the same facts, from the full listing (no leaf is
+    known: every subdirectory is listed in its turn)."""
 
     def list_subdirs(path: str, wanted: frozenset[str]) -> Subdirs:
         listed = list_dir(path)
         return (
             [e.name for e in listed if e.kind is EntryKind.DIRECTORY],
             {e.name: e.kind for e in listed if e.name in wanted},
+            {},
         )
 
     return list_subdirs
+
+
+def leaf_devices(mountinfo: str) -> frozenset[tuple[int, int]]:
+    """The devices (major, minor) of the mount table (/proc/self/mountinfo's text) whose file
+    system is one of `LINK_COUNTED` on a real device (major not 0): where a directory's link
+    count of 2 says that it holds no subdirectory. A line that does not parse names none."""
+    found: set[tuple[int, int]] = set()
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if "-" not in fields[6:]:
+            continue
+        kind = fields[fields.index("-", 6) + 1 :][:1]
+        major, _, minor = fields[2].partition(":")
+        real = major.isdigit() and minor.isdigit() and int(major) != 0
+        if kind and kind[0] in LINK_COUNTED and real:
+            found.add((int(major), int(minor)))
+    return frozenset(found)
 
 
 def is_within(path: str, root: str) -> bool:
@@ -62,9 +90,31 @@ def is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def within_any(roots: Iterable[str]) -> Callable[[str], bool]:
+    """The test `is_within(path, r) for some r of roots`, with the roots normalized once and
+    matched in one call: a mount plan asks it of every deny rule's path (issue 32 §2)."""
+    normal = [posixpath.normpath(r) for r in roots]
+    exact = frozenset(normal)
+    below = tuple(r.rstrip("/") + "/" for r in normal)
+
+    def test(path: str) -> bool:
+        path = posixpath.normpath(path)
+        return path in exact or path.startswith(below)
+
+    return test
+
+
 def relative_to(path: str, root: str) -> str:
-    """`path` relative to `root`; both absolute and normalized, `path` within `root`."""
-    rel = posixpath.relpath(posixpath.normpath(path), posixpath.normpath(root))
+    """`path` relative to `root`; both absolute and normalized, `path` within `root`. A path
+    within the root is cut off it (what relpath answers, without its walk over both paths'
+    segments: a mount plan asks it thousands of times); any other is relpath's answer."""
+    path, root = posixpath.normpath(path), posixpath.normpath(root)
+    if path == root:
+        return ""
+    below = root.rstrip("/") + "/"
+    if path.startswith(below) and not path.startswith("//"):  # "//" is a root of its own
+        return path[len(below) :]
+    rel = posixpath.relpath(path, root)
     return "" if rel == "." else rel
 
 

@@ -27,7 +27,7 @@ Amount = Annotated[StrictInt | StrictFloat, Field(ge=0)]
 """A JSON number ≥ 0; an integer stays an integer so the value dumps as it was read."""
 CodeText = Annotated[StrictStr, Field(pattern=r"^[a-z][a-z0-9_]*$")]
 """A code another actor gives (the worker's own): the contract's pattern; Workers' own codes are
-`domain.evidence.codes.Code`."""
+`domain.ground.codes.Code`."""
 Digest = Annotated[StrictStr, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 GitObjectId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
 """A Git object's id as Git prints it: 40 hex digits (SHA-1), or 64 (a SHA-256 repository)."""

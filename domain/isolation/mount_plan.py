@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from concorde_workers.domain.boundary.deny_rules import PROCESSES
 from concorde_workers.domain.boundary.grant import READABLE, Level, directory_level, entries_below
 from concorde_workers.domain.boundary.policy import Policy
-from concorde_workers.domain.ground.paths import EntryKind, ListDir, is_within, relative_to
+from concorde_workers.domain.ground.paths import (
+    EntryKind,
+    ListDir,
+    is_within,
+    relative_to,
+    within_any,
+)
 from concorde_workers.domain.isolation.confinement import (
     EMPTY_FILE,
     WAITER_FILE,
@@ -229,7 +235,8 @@ def confinement_plan(
     # itself: a runtime path in the home has the home's other entries denied one by one, the
     # host interpreter's installation among them, which a mask there would take from the hooks
     # (issue 19 §1). The boundaries above stay absent, and the credential masks stay below.
-    wanted += [m for m in _rule_masks(policy) if not any(is_within(m.path, k) for k in runs_from)]
+    kept = within_any(runs_from)
+    wanted += [m for m in _rule_masks(policy) if not kept(m.path)]
     wanted += _masked_and_kept(policy, runs_from)
     if not worktree_scope:
         # Built from what is visible: an empty tmpfs with the readable entries bound in and the

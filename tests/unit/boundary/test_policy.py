@@ -838,7 +838,7 @@ def test_the_hidden_classes_are_in_the_policy_json() -> None:
     assert data["credentials"] == list(CREDENTIALS)
 
 
-# --- where the credentials really are (domain.boundary.credentials) ---------------------------------------
+# --- where the credentials really are (domain.configuration.credentials) ---------------------------------------
 
 ORIGIN_ROWS = [
     pytest.param(

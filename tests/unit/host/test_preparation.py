@@ -500,11 +500,14 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
     assert sorted(result.control_files) == [
         f"{RT}/control/empty",
         f"{RT}/control/read_hook.py",
+        f"{RT}/control/read_hook_source.py",
         f"{RT}/control/result.schema.json",
         f"{RT}/control/search_hook.py",
+        f"{RT}/control/search_hook_source.py",
         f"{RT}/control/settings.json",
         f"{RT}/control/wait.py",
         f"{RT}/control/write_hook.py",
+        f"{RT}/control/write_hook_source.py",
     ]
     settings_text = result.control_files[f"{RT}/control/settings.json"]
     assert result.settings_digest == sha256(settings_text)
