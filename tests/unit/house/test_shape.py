@@ -21,9 +21,10 @@ EXCEPTIONS = {
     "domain/ground/codes.py": 560,
     # Every host Git command line, one table: the one place a reviewer reads them all.
     "domain/gitview/git_commands.py": 560,
-    # The one interpreter of the rules' rows, embedded whole in each generated hook (standard
-    # library only, one file by design; pi_policy.ts ports it line by line).
-    "domain/boundary/interpreter.py": 560,
+    # The one interpreter of the rules' rows with the one index of a grant's levels, embedded
+    # whole in each generated hook (standard library only, one file by design; pi_policy.ts
+    # ports it line by line).
+    "domain/boundary/interpreter.py": 590,
     # Not split yet (issue 34 §3 left them; the adapters were being changed beside this work):
     # their size today is their ceiling, so they cannot grow.
     "domain/configuration/config.py": 520,
