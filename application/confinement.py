@@ -17,7 +17,11 @@ from collections.abc import Iterable, Sequence
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.paths import DirEntry, EntryKind, is_within
-from concorde_workers.domain.isolation.confinement import Confinement, ConfinementTools
+from concorde_workers.domain.isolation.confinement import (
+    CONFINED_UID,
+    Confinement,
+    ConfinementTools,
+)
 from concorde_workers.domain.isolation.mount_plan import (
     PathFacts,
     PlanInputs,
@@ -91,9 +95,11 @@ def plan_confinement(
     facts = ConfinementFacts(fs).facts()
     programs = [fs.which(name, search) for name in SANDBOX_PROGRAMS]
     keep = _installations(fs, [*needs, *interpreter_roots, *(p for p in programs if p)])
-    plan = confinement_plan(
-        policy, PlanInputs(keep=tuple(keep)), facts, tools, as_root=context.as_root
-    )
+    # The agent's uid inside: "nobody" behind the root helper, else the host's own (bwrap maps it).
+    uid = CONFINED_UID if context.as_root else os.getuid()
+    placeholders, private = backend.profile.confinement.resolved(uid)
+    inputs = PlanInputs(keep=tuple(keep), placeholders=placeholders, private=private)
+    plan = confinement_plan(policy, inputs, facts, tools, as_root=context.as_root)
     if isinstance(plan, str):
         return Refusal(
             code=backend.profile.runtime_missing_code, reason=Reason.ENVIRONMENT, message=plan

@@ -32,6 +32,20 @@ interpreter: nothing else is inherited (seed 000 "Launch", seed 001 "Launch").""
 
 
 @dataclass(frozen=True)
+class ConfinementAsks:
+    """What a backend's own sandbox, nested in the confinement, needs of the namespace (a
+    profile's field): `placeholders` as in `PlanInputs`, `private` paths in which `{uid}` stands
+    for the agent's uid inside."""
+
+    placeholders: tuple[str, ...] = ()
+    private: tuple[str, ...] = ()
+
+    def resolved(self, uid: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the placeholders, the private paths with the agent's uid in them)."""
+        return self.placeholders, tuple(p.replace("{uid}", str(uid)) for p in self.private)
+
+
+@dataclass(frozen=True)
 class ToolNames:
     """A backend's names of its tools by what they do: the read-only ones, the ones that change
     files, its shell, and those every set holds (pi's `concorde_result`)."""
@@ -79,6 +93,7 @@ them."""
 
 __all__ = [
     "BackendProfile",
+    "ConfinementAsks",
     "CopiedText",
     "CopiesJudge",
     "HelperTool",
@@ -164,6 +179,9 @@ class BackendProfile(BaseModel):
     copies_judge: CopiesJudge | None = None
     """What the program would reject in the files a run copies (pi: its models.json and
     auth.json, as pi 0.73.1 reads them); None: judged by nothing but the one reader's bounds."""
+    confinement: ConfinementAsks = ConfinementAsks()
+    """What the program's own sandbox, nested in the confinement, needs of the namespace
+    (Codex's placeholders and private folder); nothing for Claude Code and pi."""
 
     @property
     def program(self) -> ProgramSpec:

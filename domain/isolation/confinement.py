@@ -70,6 +70,10 @@ CONFINED_UID = 65534
 """The agent's uid inside the namespace when the host runs as root ("nobody"): a nested
 sandbox cannot map uid 0 without CAP_SETFCAP, and Claude Code treats uid 0 specially."""
 
+PRIVATE_BYTES = 1 << 20
+"""The size of a private folder (`MountKind.PRIVATE`): the agent program's own sockets and
+locks, never its files (the run's writable space holds those, bounded: decision 64)."""
+
 HELPER_NAME = "concorde-confine"
 """The helper's `$0` (shown by ps for the moment it runs)."""
 
@@ -96,6 +100,7 @@ class MountKind(StrEnum):
     WRITABLE = "writable"  # --bind p p
     READ_ONLY = "read-only"  # --ro-bind p p
     EMPTY_FILE = "empty file"  # --ro-bind <control/empty> p
+    PRIVATE = "private writable"  # --perms 0700 --size PRIVATE_BYTES --tmpfs p, never read-only
 
 
 class Mount(BaseModel):
@@ -114,6 +119,10 @@ class Mount(BaseModel):
     why: str
     exact: bool = True
     named: bool = False
+    inside: bool = False
+    """Made inside the namespace, in a place that is absent already (an empty tmpfs): nothing of
+    the host's lies there, so nothing is checked on the host before a round (a backend's
+    placeholders and private folders, `ConfinementAsks`)."""
 
 
 # The waiter between bwrap's init and the agent (run by the host's own interpreter, `-I -S`):
@@ -265,6 +274,8 @@ def _mount_args(mount: Mount, empty_file: str) -> list[str]:
     p = mount.path
     if mount.kind is MountKind.EMPTY_DIR:
         return ["--tmpfs", p]
+    if mount.kind is MountKind.PRIVATE:
+        return ["--perms", "0700", "--size", str(PRIVATE_BYTES), "--tmpfs", p]
     if mount.kind is MountKind.WRITABLE:
         return ["--bind", p, p]
     if mount.kind is MountKind.READ_ONLY:
@@ -277,6 +288,7 @@ __all__ = [
     "EMPTY_FILE",
     "HELPER_AS_ROOT",
     "HELPER_NAME",
+    "PRIVATE_BYTES",
     "PROC_COVERS",
     "WAITER",
     "WAITER_FILE",

@@ -46,6 +46,8 @@ from concorde_workers.domain.isolation.confinement import (
 from concorde_workers.domain.isolation.runtime_space import SPACE_DIRS
 
 __all__ = [
+    "PLACEHOLDER_WHY",
+    "PRIVATE_WHY",
     "PathFacts",
     "PlanInputs",
     "confinement_plan",
@@ -77,9 +79,16 @@ class PathFacts:
 @dataclass(frozen=True)
 class PlanInputs:
     """What the agent program itself runs from, besides what the policy names: its program, the
-    installations it loads and the host interpreter's (absolute; see `installation`)."""
+    installations it loads and the host interpreter's (absolute; see `installation`); and what
+    its own sandbox asks of the namespace (`ConfinementAsks`, resolved for this run)."""
 
     keep: tuple[str, ...] = ()
+    placeholders: tuple[str, ...] = ()
+    """Names made empty read-only folders in the worktree's root where the grant shows nothing
+    (Codex's sandbox mounts over `.git`, `.codex`, `.agents`, `.aws` and cannot make them)."""
+    private: tuple[str, ...] = ()
+    """Absolute paths in an absent place made small writable folders of the agent's own
+    (Codex's `/tmp/codex-daemon-<uid>`): `MountKind.PRIVATE`."""
 
 
 # At one path only the most restrictive mount stays: a mask beats a read-only bind beats a
@@ -90,8 +99,10 @@ _STRENGTH = {
     MountKind.READ_ONLY: 1,
     MountKind.EMPTY_DIR: 2,
     MountKind.EMPTY_FILE: 2,
+    MountKind.PRIVATE: 2,
 }
 _MASKS = frozenset({MountKind.EMPTY_DIR, MountKind.EMPTY_FILE})
+_NOT_HOSTS = _MASKS | {MountKind.PRIVATE}
 
 
 def parse_rule(rule: str) -> tuple[str, str, bool] | None:
@@ -249,6 +260,8 @@ def confinement_plan(
                 why="the task worktree, built from the grant",
             )
         )
+    inside = _asked(policy, inputs, wanted, worktree_scope)
+    wanted = [m for m in wanted if m.named or m.path not in {i.path for i in inside}] + inside
     space = [rt.at(d) for d in SPACE_DIRS]
     wanted += [
         Mount(kind=MountKind.READ_ONLY, path=rt.root, why="the worker's runtime directory"),
@@ -259,7 +272,7 @@ def confinement_plan(
     keep = frozenset(inputs.keep)
     # The host makes the runtime directory right before it launches (the planner only names
     # it): planned without looking, checked before every round like every other mount.
-    made = frozenset({rt.root, rt.control, *space})
+    made = frozenset({rt.root, rt.control, *space, *(m.path for m in inside)})
     mounts = _settle(wanted, facts, keep, made)
     needed = [policy.worktree, rt.root, rt.control, *runs_from]
     missing = next((path for path in needed if not _there(mounts, path)), None)
@@ -275,6 +288,40 @@ def confinement_plan(
         as_root=as_root,
         waiter_file=posixpath.join(rt.control, WAITER_FILE),
     )
+
+
+PLACEHOLDER_WHY = "a placeholder the agent program's own sandbox mounts over"
+PRIVATE_WHY = "the agent program's own private folder, small and writable, gone with the round"
+
+
+def _asked(
+    policy: Policy, inputs: PlanInputs, wanted: Sequence[Mount], worktree_scope: bool
+) -> list[Mount]:
+    """What the backend's own sandbox asks (`PlanInputs.placeholders`, `private`), as mounts
+    made inside the namespace. A placeholder stands only in a worktree built from the grant (in
+    a writable worktree root the program makes its own) and only where the grant shows nothing:
+    an entry the grant shows stays as it is, a mask of a hidden one gives way to it (an empty
+    folder shown in every codex run names nothing the grant hides)."""
+    shown = {m.path for m in wanted if m.kind not in _MASKS or m.named}
+    asked: list[Mount] = []
+    if not worktree_scope:
+        for name in inputs.placeholders:
+            path = posixpath.join(policy.worktree, name)
+            if not any(is_within(s, path) for s in shown):
+                asked.append(
+                    Mount(
+                        kind=MountKind.EMPTY_DIR,
+                        path=path,
+                        why=PLACEHOLDER_WHY,
+                        named=True,
+                        inside=True,
+                    )
+                )
+    asked += [
+        Mount(kind=MountKind.PRIVATE, path=posixpath.normpath(p), why=PRIVATE_WHY, inside=True)
+        for p in inputs.private
+    ]
+    return asked
 
 
 def _masked_and_kept(policy: Policy, runs_from: Sequence[str]) -> list[Mount]:
@@ -322,7 +369,7 @@ def visible(mounts: Sequence[Mount], path: str) -> bool:
     last = next((m for m in reversed(mounts) if is_within(path, m.path)), None)
     if last is None:
         return True
-    return last.kind not in _MASKS
+    return last.kind not in _NOT_HOSTS
 
 
 def _there(mounts: Sequence[Mount], path: str) -> bool:
@@ -414,6 +461,8 @@ def launch_problem(confinement: Confinement, facts: PathFacts) -> str | None:
     process of the worker runs (its namespace died), but its last round may have swapped a
     directory on the way for a link, which bwrap would follow; the round is not started then."""
     for mount in confinement.mounts:
+        if mount.inside:
+            continue
         if mount.exact:
             kind = {
                 MountKind.EMPTY_DIR: EntryKind.DIRECTORY,

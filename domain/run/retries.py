@@ -69,6 +69,10 @@ _CLAUDE_332 = "Claude Code 2.1.332, captured against the scripted Messages API"
 _PI = "pi 0.73.1 (pi-ai providers: `<status> <message>` of the OpenAI SDK, `Error Code ...`)"
 _PI_RUN = "pi 0.73.1, captured against the scripted OpenAI-compatible server"
 _GATEWAY = "a model gateway's text, as both programs pass it on"
+_CODEX_RUN = (
+    "Codex CLI 0.171.0, captured against the scripted Responses API server with its own retries "
+    "off (`turn.failed.error.message`; ../shared/notes/codex.md §5)"
+)
 
 # Codes of a connection that was refused, reset, closed or lost, or timed out, or a name lookup
 # that failed for now (EAI_AGAIN); not ENOTFOUND, ENETUNREACH, EHOSTUNREACH, FailedToOpenSocket or
@@ -149,7 +153,8 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
         + _PI_RUN
         + "; "
         + _GATEWAY
-        + " (issue 19 §3: vLLM, LiteLLM and company gateways)",
+        + " (issue 19 §3: vLLM, LiteLLM and company gateways); "
+        + _CODEX_RUN,
         "too many concurrent requests",
         "Concurrent request limit exceeded",
         "Error: concurrent requests limit reached for this key",
@@ -161,6 +166,7 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
         "Error Code rate_limit_exceeded: Rate limit reached for gpt-4o in organization org-x on "
         "tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.",
         "Too Many Requests",
+        "exceeded retry limit, last status: 429 Too Many Requests",
     ),
     _row(
         "the HTTP status 429",
@@ -177,7 +183,7 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
         r"overloaded|high demand|at capacity|(?:high|heavy) load"
         r"|\b(?:server|service|system|model|backend|api|gateway)(?: is)? (?:too )?busy\b",
         TransientCause.OVERLOADED,
-        _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN + "; " + _GATEWAY,
+        _CLAUDE_RUN + "; " + _CLAUDE_332 + "; " + _PI_RUN + "; " + _GATEWAY + "; " + _CODEX_RUN,
         "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again "
         "in a moment. If it persists, check your inference gateway (127.0.0.1:41235).",
         "API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually "
@@ -188,6 +194,7 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
         "The server is busy",
         "Server busy, try later",
         "The system is experiencing heavy load",
+        "We\u2019re currently experiencing high demand, which may cause temporary errors.",
     ),
     _row(
         "the HTTP status 500, 502, 503, 504 or 529",
@@ -251,10 +258,10 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
         rf"|unable to connect to API \((?:{_LOST_CODES})\)"
         rf"|unable to connect to API\. Check your internet connection"
         rf"|\b(?:{_LOST_CODES})\b|socket hang up|other side closed|closed unexpectedly"
-        rf"|fetch failed|network[ _-]?error|\bupstream\b",
+        rf"|fetch failed|network[ _-]?error|\bupstream\b|connection failed",
         TransientCause.LOST_CALL,
         _CLAUDE_RUN + "; " + _CLAUDE_332 + " (a port nothing listens "
-        "on); " + _PI_RUN + "; " + _CLAUDE,
+        "on); " + _PI_RUN + "; " + _CLAUDE + "; " + _CODEX_RUN,
         "API Error: Unable to connect to API (ConnectionRefused)",
         "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
         "API Error: Unable to connect to API (ECONNRESET)",
@@ -270,16 +277,19 @@ ERROR_TEXTS: tuple[ErrorRow, ...] = (
         "Provider finish_reason: network_error",
         "upstream connect error or disconnect/reset before headers. reset reason: connection "
         "termination",
+        "Connection failed: error sending request",
     ),
     _row(
         "a stream that failed, stalled or ended early",
         r"\bstream (?:error|failure|failed|ended|closed|interrupted|disconnected|stalled)"
         r"|\bstalled\b|stream idle timeout|ended without",
         TransientCause.LOST_CALL,
-        _CLAUDE,
+        _CLAUDE + "; " + _CODEX_RUN,
         "API Error: Response stalled mid-stream. The response above may be incomplete.",
         "API Error: Stream idle timeout - no chunks received",
         "stream error: received RST_STREAM",
+        "stream disconnected before completion: stream closed before response.completed",
+        "stream disconnected before completion: idle timeout waiting for SSE",
     ),
     _row(
         "a call that timed out",

@@ -661,3 +661,66 @@ def test_mounts_keep_their_order_parents_first() -> None:
                 later,
             )
     assert all(isinstance(m, Mount) and posixpath.isabs(m.path) for m in plan.mounts)
+
+
+# --- what a backend's own sandbox asks (issue 33 §2; docs/decisions.md 68) ----------------------
+
+CODEX_ASKS = (".git", ".codex", ".agents", ".aws")
+
+
+def _asking_plan(w: World, grant: dict[str, str], **asks: tuple[str, ...]) -> Confinement:
+    inputs = PlanInputs(keep=(INTERPRETER,), **asks)
+    plan = confinement_plan(w.policy(grant), inputs, w.facts, TOOLS, as_root=True)
+    assert isinstance(plan, Confinement), plan
+    return plan
+
+
+def test_codex_placeholders_are_empty_read_only_folders_in_a_worktree_built_from_the_grant() -> (
+    None
+):
+    """Codex's sandbox mounts over `.git`, `.codex`, `.agents`, `.aws` in its writable root and
+    cannot make them in the read-only worktree skeleton ("Can't mkdir <wt>/.git: Read-only file
+    system"): the plan makes them, empty and read-only, made inside (nothing checked on the
+    host), the Git metadata's mask giving way to the placeholder."""
+    w = world()
+    plan = _asking_plan(w, BASE_GRANT, placeholders=CODEX_ASKS)
+    by_path = {m.path: m for m in plan.mounts}
+    for name in CODEX_ASKS:
+        mount = by_path[f"{w.worktree}/{name}"]
+        assert mount.kind is MountKind.EMPTY_DIR and mount.named and mount.inside, mount
+        assert view(plan, f"{w.worktree}/{name}") == Seen("empty", False)
+        assert ("--remount-ro", mount.path) in itertools.pairwise(plan.prefix())
+    assert launch_problem(plan, w.facts) is None
+    check_against_tables(w, w.policy(BASE_GRANT), plan)
+
+
+def test_a_placeholder_never_covers_what_the_grant_shows_nor_stands_in_a_writable_root() -> None:
+    """An entry the grant shows stays itself; where the worktree's root is bound writable (a rw
+    file at the root) Codex makes and removes its mount points itself, and bwrap must not make
+    any in the real worktree."""
+    w = world()
+    w.fs.write(f"{w.worktree}/.agents/skills/x/SKILL.md", "shown")
+    plan = _asking_plan(w, {**BASE_GRANT, ".agents/": "ro"}, placeholders=CODEX_ASKS)
+    assert view(plan, f"{w.worktree}/.agents/skills/x/SKILL.md") == Seen("host", False)
+    assert not any(m.path == f"{w.worktree}/.agents" and m.inside for m in plan.mounts)
+    assert any(m.path == f"{w.worktree}/.codex" and m.inside for m in plan.mounts)
+    writable_root = _asking_plan(w, {"README.md": "rw"}, placeholders=CODEX_ASKS)
+    assert not any(m.inside for m in writable_root.mounts)
+
+
+def test_a_private_folder_is_a_small_writable_tmpfs_of_its_own_in_the_absent_temp_root() -> None:
+    """Codex's process setup makes `/tmp/codex-daemon-<uid>` (its own sockets; its sandbox
+    masks it from commands): /tmp stays absent and read-only, that one folder is a tmpfs of
+    0700 and at most PRIVATE_BYTES, never remounted read-only, made inside."""
+    w = world()
+    path = f"/tmp/codex-daemon-{CONFINED_UID}"
+    plan = _asking_plan(w, BASE_GRANT, private=(path,))
+    mount = next(m for m in plan.mounts if m.path == path)
+    assert mount.kind is MountKind.PRIVATE and mount.inside
+    argv = plan.prefix()
+    at = argv.index(path)
+    assert argv[at - 5 : at] == ("--perms", "0700", "--size", str(1 << 20), "--tmpfs")
+    assert ("--remount-ro", path) not in itertools.pairwise(argv)
+    assert ("--remount-ro", "/tmp") in itertools.pairwise(argv)
+    assert argv.index("--remount-ro") > at
+    assert launch_problem(plan, w.facts) is None
