@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from concorde_workers.application.agent_process import AgentProcess
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.result_judge import ResultJudge
 from concorde_workers.application.round_context import RoundContext
 from concorde_workers.application.run_state import RoundState
