@@ -30,6 +30,7 @@ from concorde_workers.domain.configuration.discovery import Found, Installation,
 from concorde_workers.domain.configuration.machine import ModelMap
 from concorde_workers.domain.configuration.profile import Profiles, levels_of, placeholders_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation, version_problem
+from concorde_workers.domain.evidence.backends import contract_for
 from concorde_workers.domain.evidence.codes import Code
 from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.gitview.committed_config import (
@@ -241,7 +242,7 @@ class ConfigurationReader:
         data = decoded.value
         if domain.is_version_one(data):
             return domain.version_one_refusal(file, self._map_text())
-        if problem := first_problem(CONFIGURATION_CONTRACT, data):
+        if problem := first_problem(contract_for(CONFIGURATION_CONTRACT, data), data):
             return domain.config_invalid(file, problem)
         return domain.parse_configuration(_checked(data), file, declared, levels=self._levels)
 
@@ -259,7 +260,7 @@ class ConfigurationReader:
         decoded = decode_json(text)
         if decoded.problem is not None:
             return machine.model_map_invalid(file, decoded.problem, words)
-        if problem := first_problem(MODEL_MAP_CONTRACT, decoded.value):
+        if problem := first_problem(contract_for(MODEL_MAP_CONTRACT, decoded.value), decoded.value):
             return machine.model_map_invalid(file, problem, words)
         return machine.parse_model_map(_checked(decoded.value), file, words)
 

@@ -24,7 +24,6 @@ from concorde_workers.domain.isolation.confinement import (
 )
 from concorde_workers.domain.isolation.mount_plan import (
     PathFacts,
-    PlanInputs,
     confinement_plan,
     installation,
     launch_problem,
@@ -97,8 +96,7 @@ def plan_confinement(
     keep = _installations(fs, [*needs, *interpreter_roots, *(p for p in programs if p)])
     # The agent's uid inside: "nobody" behind the root helper, else the host's own (bwrap maps it).
     uid = CONFINED_UID if context.as_root else os.getuid()
-    placeholders, private = backend.profile.confinement.resolved(uid)
-    inputs = PlanInputs(keep=tuple(keep), placeholders=placeholders, private=private)
+    inputs = backend.profile.confinement.inputs(tuple(keep), uid)
     plan = confinement_plan(policy, inputs, facts, tools, as_root=context.as_root)
     if isinstance(plan, str):
         return Refusal(

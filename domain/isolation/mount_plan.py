@@ -42,6 +42,7 @@ from concorde_workers.domain.isolation.runtime_space import SPACE_DIRS
 __all__ = [
     "PLACEHOLDER_WHY",
     "PRIVATE_WHY",
+    "SOURCE_WHY",
     "ConfinementAsks",
     "PathFacts",
     "PlanInputs",
@@ -84,6 +85,9 @@ class PlanInputs:
     private: tuple[str, ...] = ()
     """Absolute paths in an absent place made small writable folders of the agent's own
     (Codex's `/tmp/codex-daemon-<uid>`): `MountKind.PRIVATE`."""
+    hidden: tuple[str, ...] = ()
+    """Configuration sources the program reads whatever its settings say (Codex's
+    `/etc/codex`): masked, like what the deny rules hide."""
 
 
 @dataclass(frozen=True)
@@ -94,10 +98,14 @@ class ConfinementAsks:
 
     placeholders: tuple[str, ...] = ()
     private: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
 
-    def resolved(self, uid: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(the placeholders, the private paths with the agent's uid in them)."""
-        return self.placeholders, tuple(p.replace("{uid}", str(uid)) for p in self.private)
+    def inputs(self, keep: tuple[str, ...], uid: int) -> PlanInputs:
+        """The plan's inputs for an agent of `uid` inside, with what it runs from."""
+        private = tuple(p.replace("{uid}", str(uid)) for p in self.private)
+        return PlanInputs(
+            keep=keep, placeholders=self.placeholders, private=private, hidden=self.hidden
+        )
 
 
 # At one path only the most restrictive mount stays: a mask beats a read-only bind beats a
@@ -257,6 +265,7 @@ def confinement_plan(
     # (issue 19 §1). The boundaries above stay absent, and the credential masks stay below.
     wanted += [m for m in _rule_masks(policy) if not any(is_within(m.path, k) for k in runs_from)]
     wanted += _masked_and_kept(policy, runs_from)
+    wanted += [Mount(kind=MountKind.EMPTY_DIR, path=p, why=SOURCE_WHY) for p in inputs.hidden]
     if not worktree_scope:
         # Built from what is visible: an empty tmpfs with the readable entries bound in and the
         # names-only ones made empty, so a hidden entry has no mount point to name it.
@@ -330,6 +339,9 @@ def _asked(
         for p in inputs.private
     ]
     return asked
+
+
+SOURCE_WHY = "a configuration source the agent program reads whatever its settings say"
 
 
 def _masked_and_kept(policy: Policy, runs_from: Sequence[str]) -> list[Mount]:

@@ -724,3 +724,18 @@ def test_a_private_folder_is_a_small_writable_tmpfs_of_its_own_in_the_absent_tem
     assert ("--remount-ro", "/tmp") in itertools.pairwise(argv)
     assert argv.index("--remount-ro") > at
     assert launch_problem(plan, w.facts) is None
+
+
+def test_a_configuration_source_the_program_reads_regardless_is_masked() -> None:
+    """Codex reads /etc/codex whatever CODEX_HOME says: the plan masks it, and the profile asks
+    for exactly that, its placeholders and its private folder."""
+    w = world()
+    w.fs.write("/etc/codex/config.toml", 'developer_instructions = "planted"')
+    plan = _asking_plan(w, BASE_GRANT, hidden=("/etc/codex",))
+    assert view(plan, "/etc/codex/config.toml").content == "absent"
+    codex = PROFILES["codex"].confinement
+    inputs = codex.inputs((INTERPRETER,), CONFINED_UID)
+    assert inputs.placeholders == CODEX_ASKS and inputs.hidden == ("/etc/codex",)
+    assert inputs.private == (f"/tmp/codex-daemon-{CONFINED_UID}",)
+    for other in ("claude", "pi"):  # what the other two run in is as it was
+        assert PROFILES[other].confinement.inputs((), 0) == PlanInputs()
