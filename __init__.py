@@ -27,8 +27,8 @@ _FACE: dict[str, tuple[str, str]] = {
     "RunRequest": ("concorde_workers.domain.configuration.request", "RunRequest"),
     "Limits": ("concorde_workers.domain.configuration.request", "Limits"),
     "RunRecord": ("concorde_workers.domain.evidence.records", "RunRecord"),
-    "Refusal": ("concorde_workers.domain.evidence.errors", "Refusal"),
-    "ErrorLink": ("concorde_workers.domain.evidence.errors", "ErrorLink"),
+    "Refusal": ("concorde_workers.domain.ground.errors", "Refusal"),
+    "ErrorLink": ("concorde_workers.domain.ground.errors", "ErrorLink"),
     "Cancellation": ("concorde_workers.container", "Cancellation"),
     "ValidationInput": ("concorde_workers.container", "ValidationInput"),
     "ValidationOutcome": ("concorde_workers.container", "ValidationOutcome"),
@@ -70,8 +70,8 @@ if TYPE_CHECKING:
         read_run,
     )
     from concorde_workers.domain.configuration.request import Limits, RunRequest
-    from concorde_workers.domain.evidence.errors import ErrorLink, Refusal
     from concorde_workers.domain.evidence.records import RunRecord
+    from concorde_workers.domain.ground.errors import ErrorLink, Refusal
     from concorde_workers.ports.events import RunEvents
 
 

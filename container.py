@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dependency_injector import containers, providers
 
@@ -33,7 +33,6 @@ from concorde_workers.adapters.codex.backend import CodexBackend
 from concorde_workers.adapters.codex.profile import CODEX
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
-from concorde_workers.adapters.git_replay import GitPatchReplay
 from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.pi.profile import PI
@@ -42,29 +41,21 @@ from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
 from concorde_workers.adapters.space import KeeperSpaces, SpacedFileSystem
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
-from concorde_workers.application.agent_install import AgentInstaller
-from concorde_workers.application.attestation import Attestor, SigningKey
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import ChecksValidation
 from concorde_workers.application.config import ConfigurationReader, committed_through
-from concorde_workers.application.doctor import Doctor
-from concorde_workers.application.host import RequestRefused, WorkerHost
 from concorde_workers.application.planner import Planner
 from concorde_workers.application.preparation import HostFacts, Preparer
 from concorde_workers.application.requests import RequestBuilder
 from concorde_workers.application.resources import read_machine_resources
-from concorde_workers.application.starter import Starter
-from concorde_workers.application.sweep import Sweeper
-from concorde_workers.application.tracing.reader import read_record
+from concorde_workers.application.signing_key import SigningKey
 from concorde_workers.application.validation import RoundValidation as RoundValidation
 from concorde_workers.application.validation import ValidationInput as ValidationInput
 from concorde_workers.application.validation import ValidationOutcome as ValidationOutcome
-from concorde_workers.application.verify import Verifier
-from concorde_workers.domain.boundary.credentials import credential_origins
+from concorde_workers.domain.configuration.credentials import credential_origins
 from concorde_workers.domain.configuration.discovery import installations
 from concorde_workers.domain.configuration.profile import example_ids_of
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.isolation.check_layer import LayerTools
 from concorde_workers.domain.isolation.control_groups import (
     CGROUP_ROOT,
@@ -86,6 +77,15 @@ from concorde_workers.ports.space import RuntimeSpaces
 
 if TYPE_CHECKING:
     from concorde_workers.adapters.demo.example_repository import DemoWorld, Example
+    from concorde_workers.adapters.git_replay import GitPatchReplay
+    from concorde_workers.application.agent_install import AgentInstaller
+    from concorde_workers.application.attestation import Attestor
+    from concorde_workers.application.doctor import Doctor
+    from concorde_workers.application.host import RequestRefused, WorkerHost
+    from concorde_workers.application.starter import Starter
+    from concorde_workers.application.sweep import Sweeper
+    from concorde_workers.application.verify import Verifier
+    from concorde_workers.domain.evidence.records import RunRecord
 
 
 __all__ = [
@@ -120,7 +120,70 @@ person (doctor, `--backend`)."""
 
 def replay_of(git: GitReader) -> GitPatchReplay | None:
     """The patches replayed by the host's own Git (a fake world's Git replays nothing)."""
+    from concorde_workers.adapters.git_replay import GitPatchReplay
+
     return GitPatchReplay(git) if isinstance(git, GitCliReader) else None
+
+
+# --- the use cases a command may not need, imported when first made (issue 32 §2): `plan` loads
+# no run's host, doctor, sweep, verification, project starter or installer, and no record reader.
+
+
+def _worker_host(**ports: Any) -> WorkerHost:
+    from concorde_workers.application.host import WorkerHost
+
+    return WorkerHost(**ports)
+
+
+def _attestor(**ports: Any) -> Attestor:
+    from concorde_workers.application.attestation import Attestor
+
+    return Attestor(**ports)
+
+
+def _verifier(**ports: Any) -> Verifier:
+    from concorde_workers.application.verify import Verifier
+
+    return Verifier(**ports)
+
+
+def _sweeper(**ports: Any) -> Sweeper:
+    from concorde_workers.application.sweep import Sweeper
+
+    return Sweeper(**ports)
+
+
+def _agent_installer(**ports: Any) -> AgentInstaller:
+    from concorde_workers.application.agent_install import AgentInstaller
+
+    return AgentInstaller(**ports)
+
+
+def _starter(**ports: Any) -> Starter:
+    from concorde_workers.application.starter import Starter
+
+    return Starter(**ports)
+
+
+def _doctor(**ports: Any) -> Doctor:
+    from concorde_workers.application.doctor import Doctor
+
+    return Doctor(**ports)
+
+
+_LAZY_FACE = {
+    "WorkerHost": "concorde_workers.application.host",
+    "RequestRefused": "concorde_workers.application.host",
+}
+"""The face's names this module hands out without importing them at its own import."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY_FACE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_LAZY_FACE[name]), name)
 
 
 class Container(containers.DeclarativeContainer):
@@ -195,9 +258,9 @@ class Container(containers.DeclarativeContainer):
     machine_resources = providers.Factory(read_machine_resources, fs=filesystem, environ=environ)
     """The machine's resources.json (issue 20): its default limits and what a machine without
     control groups does with a run."""
-    attestor = providers.Factory(Attestor, fs=filesystem, sealer=sealer, key=signing_key)
+    attestor = providers.Factory(_attestor, fs=filesystem, sealer=sealer, key=signing_key)
     verifier = providers.Factory(
-        Verifier,
+        _verifier,
         fs=filesystem,
         sealer=sealer,
         git=git,
@@ -205,7 +268,7 @@ class Container(containers.DeclarativeContainer):
     )
     """`verify RUN_DIR`: the trace checked; with the host's real Git, the patches replayed."""
     worker_host = providers.Factory(
-        WorkerHost,
+        _worker_host,
         git=git,
         fs=filesystem,
         clock=clock,
@@ -225,7 +288,7 @@ class Container(containers.DeclarativeContainer):
     checks_validation = providers.Factory(ChecksValidation, runner=check_runner, fs=filesystem)
     """`container.checks_validation(checks=..., place=...)`: the checks as a round validation."""
     sweeper = providers.Factory(
-        Sweeper,
+        _sweeper,
         fs=filesystem,
         table=process_table,
         clock=clock,
@@ -234,10 +297,10 @@ class Container(containers.DeclarativeContainer):
         groups=resource_groups,
     )
     agent_installer = providers.Factory(
-        AgentInstaller, fs=filesystem, processes=processes, environ=environ
+        _agent_installer, fs=filesystem, processes=processes, environ=environ
     )
     starter = providers.Factory(
-        Starter,
+        _starter,
         fs=filesystem,
         git=git,
         processes=processes,
@@ -249,7 +312,7 @@ class Container(containers.DeclarativeContainer):
     )
     sandbox_probe = providers.Dependency(instance_of=SandboxProbe)
     doctor = providers.Factory(
-        Doctor,
+        _doctor,
         fs=filesystem,
         versions=versions,
         probe=sandbox_probe,
@@ -426,4 +489,6 @@ def demo_world(parent: str | None = None) -> DemoWorld:
 
 def read_run(run_dir: str) -> RunRecord | Refusal:
     """The record of the run in `run_dir`, rebuilt from its trace on this machine's disk."""
+    from concorde_workers.application.tracing.reader import read_record
+
     return read_record(LocalFileSystem(), run_dir)

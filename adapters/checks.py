@@ -124,18 +124,63 @@ class SandboxedCheckRunner:
         self._clone = True  # until the filesystem says it cannot
         self._layer_tools = layer_tools
         self._layer_answer: tuple[str | None] | None = None  # the kernel asked once
+        self._later: dict[str, list[_Later]] = {}  # per copy, what `complete` copies
 
-    def copy(self, source: str, keep: Callable[[str], Keep] | None = None) -> str:
+    def copy(
+        self,
+        source: str,
+        keep: Callable[[str], Keep] | None = None,
+        later: Callable[[str], bool] | None = None,
+    ) -> str:
         folder = self._new_folder()
         target = os.path.join(folder, COPY_TREE)
+        waiting: list[_Later] = []
         try:
             os.mkdir(target, 0o700)
-            self._copy_dir(source, target, "", keep or _everything)
+            self._copy_dir(source, target, "", _Walk(keep or _everything, later, waiting))
             os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IRWXU)
         except OSError as error:
             self._remove_quietly(target)
             raise CheckCopyFailed(error.filename or source, error.strerror or str(error)) from error
+        if waiting:
+            self._later[target] = waiting
         return target
+
+    def complete(self, tree: str) -> None:
+        """Each file left for later, opened without following a link and copied only when the
+        opened file is the one recorded (an identity taken of the descriptor, so a file swapped
+        in between the check and the copy is never read)."""
+        waiting = self._later.pop(tree, [])
+        for at, entry in enumerate(waiting):
+            try:
+                self._copy_later(entry)
+            except OSError as error:
+                self._later[tree] = waiting[at:]
+                raise CheckCopyFailed(entry.src, error.strerror or str(error)) from error
+            except CheckCopyFailed:
+                self._later[tree] = waiting[at:]
+                raise
+
+    def _copy_later(self, entry: _Later) -> None:
+        mode = stat.S_IMODE(entry.identity[-1])
+        if not entry.content:  # a name alone: nothing of the file is read
+            _same_file(entry, os.lstat(entry.src))
+            self._copy_file(entry.src, entry.dst, mode, content=False)
+            return
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        source_fd = os.open(entry.src, flags)
+        try:
+            _same_file(entry, os.fstat(source_fd))
+            target_fd = os.open(
+                entry.dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
+            )
+            try:
+                self._fill(source_fd, target_fd)
+                os.fchmod(target_fd, mode)
+            finally:
+                os.close(target_fd)
+        finally:
+            os.close(source_fd)
 
     def _layer_folder(self) -> str:
         """A new folder for one check's layer: the owner record, the mount point `layer/` and
@@ -181,32 +226,42 @@ class SandboxedCheckRunner:
         finally:
             os.close(fd)
 
-    def _copy_dir(self, source: str, target: str, rel: str, keep: Callable[[str], Keep]) -> None:
+    def _copy_dir(self, source: str, target: str, rel: str, walk: _Walk) -> bool:
+        """Copy the folder `source` into `target` as `walk` says; whether anything below it is
+        kept (copied now or left for later)."""
         with os.scandir(source) as entries:
             listed = list(entries)
+        anything = False
         for entry in listed:
             if entry.name == ".git":
                 continue
             src, dst = entry.path, os.path.join(target, entry.name)
             child = f"{rel}/{entry.name}" if rel else entry.name
             info = entry.stat(follow_symlinks=False)
-            kept = keep(child)
+            kept = walk.keep(child)
             if kept is Keep.PRUNED:
                 continue
             if stat.S_ISDIR(info.st_mode):
                 os.mkdir(dst, 0o700)
-                self._copy_dir(src, dst, child, keep)
-                if kept is Keep.NOTHING and not os.listdir(dst):
+                below = self._copy_dir(src, dst, child, walk)
+                if kept is Keep.NOTHING and not below:
                     os.rmdir(dst)  # nothing below it is kept
                 else:
                     os.chmod(dst, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
+                    anything = True
                 continue
             if kept is Keep.NOTHING:
                 continue
             if stat.S_ISLNK(info.st_mode):
                 os.symlink(os.readlink(src), dst)
-            elif stat.S_ISREG(info.st_mode):
+            elif not stat.S_ISREG(info.st_mode):
+                continue
+            elif walk.later is not None and walk.later(child):
+                walk.waiting.append(_Later(src, dst, _identity(info), kept is Keep.CONTENT))
+            else:
                 self._copy_file(src, dst, stat.S_IMODE(info.st_mode), kept is Keep.CONTENT)
+            anything = True
+        return anything
 
     def _copy_file(self, src: str, dst: str, mode: int, content: bool = True) -> None:
         if not content:  # the name alone, as the worker sees a names-level file
@@ -450,6 +505,7 @@ class SandboxedCheckRunner:
         return program_in_view(check.command, place, search, hidden, os.path.realpath, executable)
 
     def discard(self, tree: str) -> None:
+        self._later.pop(tree, None)
         # The copy's folder (the owner record beside the tree) goes with it.
         folder = os.path.dirname(os.path.normpath(tree)) if _is_copy_tree(tree) else tree
         opened = self._fs.open_up(folder)
@@ -466,6 +522,48 @@ class SandboxedCheckRunner:
     def _remove_quietly(self, tree: str) -> None:
         with contextlib.suppress(CheckCopyFailed):
             self.discard(tree)
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """What one `copy` keeps, what of it may wait, and the list of what waits."""
+
+    keep: Callable[[str], Keep]
+    later: Callable[[str], bool] | None
+    waiting: list[_Later]
+
+
+@dataclass(frozen=True)
+class _Later:
+    """A file `complete` copies: from, to, its identity when the copy was made, and whether
+    its content is kept (else only its name, an empty file)."""
+
+    src: str
+    dst: str
+    identity: tuple[int, ...]
+    content: bool
+
+
+def _same_file(entry: _Later, now: os.stat_result) -> None:
+    if _identity(now) != entry.identity:
+        raise CheckCopyFailed(
+            entry.src,
+            "it changed after the run started, though no round can write it: the starting "
+            "state it held is lost",
+        )
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    """Device, inode, size, modification and change times, mode (last): a file rewritten,
+    replaced or chmodded since differs in one of them."""
+    return (
+        info.st_dev,
+        info.st_ino,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+        info.st_mode,
+    )
 
 
 def _script(check: Check) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import hashlib
 import os
 import posixpath
@@ -19,7 +20,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, Subdirs, leaf_devices
+from concorde_workers.domain.isolation.control_groups import MAX_MOUNTINFO_BYTES
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
     NUL_IN_PATH,
@@ -44,6 +46,44 @@ def _kind_of(mode: int) -> EntryKind:
     if stat_module.S_ISREG(mode):
         return EntryKind.FILE
     return EntryKind.OTHER
+
+
+@functools.cache
+def _leaf_devices() -> frozenset[tuple[int, int]]:
+    """The devices where a directory's link count of 2 says it holds no subdirectory
+    (domain.ground.paths.leaf_devices), from this process's mount table, read once: a file
+    system mounted later is not among them (its directories are listed); none where the table
+    cannot be read."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
+            return leaf_devices(table.read(MAX_MOUNTINFO_BYTES))
+    except OSError:
+        return frozenset()
+
+
+def _leaf(
+    entry: os.DirEntry[str], wanted: frozenset[str], trusted: frozenset[tuple[int, int]]
+) -> dict[str, EntryKind] | None:
+    """For a subdirectory that holds no subdirectory (its link count 2 on a device in
+    `trusted`), the kinds of the `wanted` entries in it, each by one lstat (listing it would
+    have said the same: a walk that keeps no file then need not list it, issue 32 §2); None for
+    any other, or where an lstat says less than a listing would (a directory that can be read
+    but not searched), so that it is listed as before."""
+    try:
+        found = entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    if found.st_nlink != 2 or (os.major(found.st_dev), os.minor(found.st_dev)) not in trusted:
+        return None
+    inside: dict[str, EntryKind] = {}
+    for name in wanted:
+        try:
+            inside[name] = _kind_of(os.lstat(posixpath.join(entry.path, name)).st_mode)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+    return inside
 
 
 def _entry_kind(entry: os.DirEntry[str]) -> EntryKind:
@@ -202,9 +242,18 @@ class _Listing:
         # is_dir without a stat call (a file system without d_type makes os.scandir lstat).
         with _os_errors(path, "listdir"), os.scandir(path) as it:
             entries = list(it)
-            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+            subdirs = [e for e in entries if e.is_dir(follow_symlinks=False)]
             kinds = {e.name: _entry_kind(e) for e in entries if e.name in wanted}
-        return names, kinds
+        trusted = _leaf_devices()
+        names: list[str] = []
+        leaves: dict[str, dict[str, EntryKind]] = {}
+        for entry in subdirs:
+            inside = _leaf(entry, wanted, trusted) if trusted else None
+            if inside is None:
+                names.append(entry.name)
+            else:
+                leaves[entry.name] = inside
+        return names, kinds, leaves
 
 
 class _Writing:

@@ -49,11 +49,13 @@ class GitChangeStore(GitRunner):
         paths: Sequence[str],
         base: bool = False,
         rules: EvidenceRules | None = None,
+        head: str | None = None,
     ) -> str:
         if base:
-            code, commit = self._run("head_commit", repo)
-            start = [commit.decode("ascii").strip()] if code == 0 else ["--empty"]
-            self._run("changes_base", repo, extra=start, store=store)
+            if head is None:
+                code, commit = self._run("head_commit", repo)
+                head = commit.decode("ascii").strip() if code == 0 else None
+            self._run("changes_base", repo, extra=[head] if head else ["--empty"], store=store)
         if paths:
             if rules is None:
                 rules = self.evidence_rules(repo)

@@ -24,8 +24,8 @@ import os
 import select
 import socket
 
+from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.isolation.launch import LIFELINE_FD, NAMESPACE_REPORT_FD, guarded
-from concorde_workers.domain.texts import json_limits
 
 __all__ = [
     "INIT_EXIT_BOUND_SECONDS",

@@ -32,7 +32,7 @@ from concorde_workers.domain.configuration.program_versions import (
     ProgramVersion,
     version_text,
 )
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 

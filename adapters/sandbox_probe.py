@@ -17,7 +17,7 @@ import socket
 import tempfile
 from collections.abc import Mapping
 
-from concorde_workers.domain.configuration.doctor import SandboxFact
+from concorde_workers.domain.setup.doctor import SandboxFact
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 
 MARK = "concorde-sandbox-ran"

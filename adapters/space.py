@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from concorde_workers.domain.boundary.paths import DirEntry, Subdirs
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
+from concorde_workers.domain.ground.paths import DirEntry, Subdirs
 from concorde_workers.domain.isolation.runtime_space import (
     SPACES,
     SpaceTools,

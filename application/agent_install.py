@@ -1,5 +1,5 @@
 """`concorde-workers install-agents`: the pinned agent programs installed into the user data
-folder (domain/configuration/agent_install.py decides; this writes the pins and runs npm through the
+folder (domain/setup/agent_install.py decides; this writes the pins and runs npm through the
 ports)."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from concorde_workers.domain.configuration.agent_install import (
+from concorde_workers.domain.configuration.discovery import user_data_folder
+from concorde_workers.domain.setup.agent_install import (
     InstallPlan,
     install_plan,
     stamp_path,
 )
-from concorde_workers.domain.configuration.discovery import user_data_folder
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 

@@ -5,19 +5,17 @@ run directory's attestation.json, durably, right after the final record.
 `trace_facts` reads what the statement is made of (the run node, its round nodes, every
 trace.json's digest, each round's resources.json, programs.json), bounded; the host and `verify`
 both build the statement from it (domain/attestation/statement.py), so the same trace gives the
-same bytes. `SigningKey.load` reads the machine's key once: absent, the statements are
-unsigned; present but unusable, every run is refused before it starts (a setting is honoured or
-refused, never dropped).
+same bytes. `SigningKey.load` (signing_key.py) reads the machine's key once: absent, the
+statements are unsigned; present but unusable, every run is refused before it starts (a setting
+is honoured or refused, never dropped).
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from concorde_workers.application.machine_files import read_machine_file
+from concorde_workers.application.signing_key import SigningKey
 from concorde_workers.application.tracing.reader import read_node, read_resources
 from concorde_workers.domain.attestation.statement import (
     ATTESTATION_FILE,
@@ -26,12 +24,11 @@ from concorde_workers.domain.attestation.statement import (
     statement,
     statement_bytes,
 )
-from concorde_workers.domain.configuration.signing import SIGNING_KEY_SPEC, signing_key_location
-from concorde_workers.domain.evidence.codes import Code, Reason
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.layout import PROGRAMS_FILE, TRACE_FILE, RunLayout
 from concorde_workers.domain.evidence.records import WORKER_ROUND, WORKER_RUN, TraceNode
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.codes import Code, Reason
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.layout import PROGRAMS_FILE, TRACE_FILE, RunLayout
 from concorde_workers.ports.attestation import Sealer, SealFailed
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
@@ -81,47 +78,6 @@ def trace_facts(fs: FileSystem, run_dir: str) -> TraceFacts | Refusal:
         resources=read_resources(fs, run_dir, count),
         programs=_programs(fs, run_dir),
     )
-
-
-@dataclass(frozen=True)
-class SigningKey:
-    """The machine's signing key as the host found it: where it is looked for, its bytes (None:
-    no key, statements unsigned) and why it cannot be used (every run is then refused)."""
-
-    location: str | None = None
-    key: bytes | None = None
-    problem: str | None = None
-    key_id: str | None = None
-
-    def refusal(self) -> Refusal | None:
-        """signing_key_invalid for a key that cannot sign: every run is refused before it
-        starts, and `plan` says so (a key the machine's owner set must sign or refuse, never
-        silently not sign)."""
-        if self.problem is None:
-            return None
-        return Refusal(
-            code=Code.SIGNING_KEY_INVALID,
-            reason=Reason.INPUT,
-            message=self.problem,
-            file=self.location,
-        )
-
-    @classmethod
-    def load(cls, fs: FileSystem, environ: Mapping[str, str], sealer: Sealer) -> SigningKey:
-        """The key at `$CONCORDE_SIGNING_KEY` or beside the model map, through the one reader
-        of machine files (application/machine_files.py): a variable that names a relative path
-        or no file is a problem; no file at the default place is no key."""
-        found = read_machine_file(fs, environ, SIGNING_KEY_SPEC)
-        location = found.file or signing_key_location(environ)
-        if found.problem is not None:
-            return cls(location=location, problem=found.problem)
-        if found.file is None or found.text is None:
-            return cls(location=location)
-        data = found.text.encode()
-        problem = sealer.key_problem(data)
-        if problem is not None:
-            return cls(location=location, problem=f"the signing key {location}: {problem}")
-        return cls(location=location, key=data, key_id=sealer.key_id(data))
 
 
 class Attestor:

@@ -17,10 +17,10 @@ from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.run_state import RunState
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.boundary.grant import Grant
-from concorde_workers.domain.boundary.paths import EntryKind
-from concorde_workers.domain.evidence.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.gitview.committed_rules import EvidenceRules
 from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.ground.layout import RunLayout, RuntimeLayout
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.run.audit import Audit, FileState, Observation, Snapshot
 from concorde_workers.domain.run.changes import (
     CHANGES_FILE,
@@ -105,8 +105,10 @@ class ChangeKeeper:
         )
         self._touched.update(paths)
         try:
+            # HEAD's commit as the snapshot read it: the store's base is that commit's tree,
+            # not asked of Git again (issue 32 §3).
             self._tree = self._trees.change_tree(
-                self._repo, self._store, paths, base=True, rules=rules
+                self._repo, self._store, paths, base=True, rules=rules, head=snapshot.head_commit
             )
         except GitCommandFailed as failed:
             self._tree = failed

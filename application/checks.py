@@ -2,7 +2,7 @@
 validation): the caller's judgement of a round, for the command line and for Python callers.
 
     validation = ChecksValidation(checks, runner, fs, CheckPlace(worktree=...))
-    with validation:                       # the run's starting state copied before round 1
+    with validation:                       # the run's starting state kept before round 1
         record = host.run(request, validation=validation)
 
 After every round whose worker ended ok with a clean audit the host calls it; it runs every
@@ -33,7 +33,7 @@ from concorde_workers.application.validation import (
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS
-from concorde_workers.domain.evidence.errors import Code, ErrorLink, Reason, Refusal, Unhandled
+from concorde_workers.domain.ground.errors import Code, ErrorLink, Reason, Refusal, Unhandled
 from concorde_workers.domain.isolation.check_sandbox import CheckPlace, ProgramInView, primary_of
 from concorde_workers.domain.run.checks import (
     CHECKS_FAILED,
@@ -133,6 +133,7 @@ class ChecksValidation:
         self._place = place
         self._start: str | None = None
         self._start_problem: str | None = None
+        self._completed = False
         self._before: dict[str, CheckRun] = {}
         self.leftover: str | None = None
 
@@ -164,12 +165,17 @@ class ChecksValidation:
         self.close()
 
     def start(self) -> None:
-        """Copy the run's starting state (the worktree before round 1) for gate narrowing; a
-        copy that cannot be made makes a failing check unavailable, never blamed."""
+        """Keep the run's starting state (the worktree before round 1) for gate narrowing; a
+        copy that cannot be made makes a failing check unavailable, never blamed. Only what
+        the rounds can change (the rw files) is copied now; the ro and names files, which no
+        round can write, are recorded and copied when a check first fails (`_complete`), so a
+        run whose checks pass pays nothing for them (issue 32 §3)."""
         if self._start is not None or not self.checks:
             return
         try:
-            self._start = self._runner.copy(self._place.worktree, self._place.keep)
+            self._start = self._runner.copy(
+                self._place.worktree, self._place.keep, self._place.later
+            )
         except CheckCopyFailed as failed:
             self._start_problem = (
                 f"the run's starting state could not be copied: {failed.os_error_text}"
@@ -245,7 +251,7 @@ class ChecksValidation:
         """The check's run on the starting state, once per run: that state does not change."""
         if check.id in self._before:
             return self._before[check.id]
-        if self._start is None:
+        if self._start is None or not self._complete():
             return CheckRun(
                 status=CheckStatus.NOT_STARTED,
                 problem=self._start_problem
@@ -258,6 +264,22 @@ class ChecksValidation:
         if not self._cancelled():  # a killed run says nothing of the starting state
             self._before[check.id] = run
         return run
+
+    def _complete(self) -> bool:
+        """The starting state's copy made whole (once): whether it is."""
+        if self._completed or self._start is None:
+            return self._completed
+        try:
+            self._runner.complete(self._start)
+        except CheckCopyFailed as failed:
+            self._start_problem = (
+                f"the run's starting state could not be copied: {failed.path}: "
+                f"{failed.os_error_text}"
+            )
+            self.close()  # what was copied of it is of no use now
+            return False
+        self._completed = True
+        return True
 
     def _write_node(self, folder: str, check: Check, run: CheckRun, state: str) -> str:
         """The check's node: check.json and output.log; the log's path."""

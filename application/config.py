@@ -18,7 +18,6 @@ from typing import Any, Protocol, cast
 
 from concorde_workers.application.contract_problems import first_problem
 from concorde_workers.application.json_text import decode_json
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration import config as domain
 from concorde_workers.domain.configuration import machine
 from concorde_workers.domain.configuration.config import (
@@ -30,15 +29,17 @@ from concorde_workers.domain.configuration.discovery import Found, Installation,
 from concorde_workers.domain.configuration.machine import ModelMap
 from concorde_workers.domain.configuration.profile import Profiles, levels_of, placeholders_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation, version_problem
-from concorde_workers.domain.evidence.backends import contract_for
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.gitview.committed_config import (
     MAX_WORKING_COPY_BYTES,
     NOT_OPENED,
     committed_source,
 )
 from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.ground.backends import contract_for
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import CONFIG_PATH
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.ports.filesystem import FileStat, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.program_versions import ProgramVersions
@@ -187,7 +188,7 @@ class ConfigurationReader:
         """The worktree's worker configuration, checked against the caller's declarations
         (None: not checked, to learn which names the file holds)."""
         worktree = _absolute(worktree)
-        file = posixpath.join(worktree, domain.CONFIG_PATH)
+        file = posixpath.join(worktree, CONFIG_PATH)
         if self._committed is not None:
             return self._committed_configuration(worktree, file, declared)
         if not self._fs.exists(file):

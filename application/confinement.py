@@ -14,9 +14,9 @@ import os
 import posixpath
 from collections.abc import Iterable, Sequence
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, is_within
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, is_within
 from concorde_workers.domain.isolation.confinement import (
     CONFINED_UID,
     Confinement,
@@ -24,6 +24,7 @@ from concorde_workers.domain.isolation.confinement import (
 )
 from concorde_workers.domain.isolation.mount_plan import (
     PathFacts,
+    PlanInputs,
     confinement_plan,
     installation,
     launch_problem,
@@ -96,7 +97,13 @@ def plan_confinement(
     keep = _installations(fs, [*needs, *interpreter_roots, *(p for p in programs if p)])
     # The agent's uid inside: "nobody" behind the root helper, else the host's own (bwrap maps it).
     uid = CONFINED_UID if context.as_root else os.getuid()
-    inputs = backend.profile.confinement.inputs(tuple(keep), uid)
+    asks = backend.profile.confinement
+    inputs = PlanInputs(
+        keep=tuple(keep),
+        placeholders=asks.placeholders,
+        private=asks.resolved(uid),
+        hidden=asks.hidden,
+    )
     plan = confinement_plan(policy, inputs, facts, tools, as_root=context.as_root)
     if isinstance(plan, str):
         return Refusal(

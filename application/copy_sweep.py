@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
 from concorde_workers.domain.evidence.sweep import ProcessIdentity, Verdict
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind
 from concorde_workers.domain.isolation.check_copies import (
     COPY_OWNER_FILE,
     CopyOwner,

@@ -1,5 +1,5 @@
 """`concorde-workers doctor` (issue 12 §1): the facts of every prerequisite, gathered through the
-ports, judged by `domain.configuration.doctor.diagnose`.
+ports, judged by `domain.setup.doctor.diagnose`.
 
 The programs are found exactly as a run finds them (domain/configuration/discovery.py with the
 host's
@@ -14,7 +14,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from concorde_workers.application.attestation import SigningKey
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.machine_files import (
     backend_machine_file,
@@ -22,11 +21,17 @@ from concorde_workers.application.machine_files import (
     read_copies,
 )
 from concorde_workers.application.resources import read_machine_resources
-from concorde_workers.domain.boundary.credentials import config_directory
-from concorde_workers.domain.configuration import config as domain_config
+from concorde_workers.application.signing_key import SigningKey
 from concorde_workers.domain.configuration.config import WorkerConfiguration
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate, looked_at
-from concorde_workers.domain.configuration.doctor import (
+from concorde_workers.domain.configuration.machine import MachineFileAnswer, ModelMap, model_ids
+from concorde_workers.domain.configuration.profile import BackendProfile, Profiles
+from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramSpec
+from concorde_workers.domain.configuration.signing import KeyFact
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.layout import CONFIG_PATH
+from concorde_workers.domain.setup.doctor import (
     CopiesFact,
     CredentialFact,
     Diagnosis,
@@ -38,11 +43,6 @@ from concorde_workers.domain.configuration.doctor import (
     diagnose,
     tools_of,
 )
-from concorde_workers.domain.configuration.machine import MachineFileAnswer, ModelMap, model_ids
-from concorde_workers.domain.configuration.profile import BackendProfile, Profiles
-from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramSpec
-from concorde_workers.domain.configuration.signing import KeyFact
-from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.resources import ResourceGroups
@@ -227,7 +227,7 @@ class Doctor:
         reader's one answer; its working copy only compared, within its bound): first for the
         names it holds, then judged with each of them declared, since doctor is no caller with
         declarations of its own."""
-        file = posixpath.join(worktree, domain_config.CONFIG_PATH)
+        file = posixpath.join(worktree, CONFIG_PATH)
         origin = "this worktree"
         names = self._config.configuration(worktree, None)
         declared: dict[str, set[str]] = {}

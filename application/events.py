@@ -10,12 +10,12 @@ from typing import Any
 
 from concorde_workers.application.run_state import RoundState
 from concorde_workers.application.tracing.calls import CallTracker, ToolCall
-from concorde_workers.application.tracing.progress import utc_text
 from concorde_workers.domain.attestation.statement import RESOURCE_KEYS
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.events import LISTED, EventKind, bounded, event
 from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.events import RunEvents
 

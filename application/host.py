@@ -8,67 +8,60 @@ worktree; run rounds (each audited; validated when ok and clean; retried or resu
 table says); perform the proposed deletions after a clean last round with a valid result; keep the
 transcript, remove the credential copies and the runtime directory; write the final record. The
 decisions are the domain's (`domain.run.rounds`, `domain.run.audit`, `domain.run.deletions`); this
-module does
-the I/O around them through the ports.
+module does the I/O around them through the ports, in the spec's sequence, with one job a module
+beside it: the rounds (application/rounds.py), the deletions (application/deletions.py) and the
+run's end (application/run_end.py), each over the run the steps share (application/host_run.py).
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from functools import partial
-from typing import cast
 
 from concorde_workers.application.attestation import Attestor
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import keeper_for, open_change_store
+from concorde_workers.application.compiled_cache import CacheCompilation
+from concorde_workers.application.deletions import Deletions
 from concorde_workers.application.events import EventEmitter
+from concorde_workers.application.host_run import HostRun
 from concorde_workers.application.machine_files import copies_problem, read_copies
 from concorde_workers.application.outcomes import (
     LinkContext,
-    cleanup_link,
-    deletion_link,
     end_link,
     ended_by,
     interrupted_link,
-    refusal_link,
     snapshot_link,
 )
 from concorde_workers.application.planted_git import leave_git_metadata, move_git_metadata
 from concorde_workers.application.preparation import REQUEST_INVALID, Prepared, Preparer
 from concorde_workers.application.resources import RunResources
-from concorde_workers.application.rounds import RoundContext, RoundRunner
+from concorde_workers.application.round_context import RoundContext
+from concorde_workers.application.rounds import RoundRunner
+from concorde_workers.application.run_end import RunEnd
 from concorde_workers.application.run_state import RunState, grant_text
 from concorde_workers.application.runtime_directory import (
-    CleanupOutcome,
-    cleanup_runtime_directory,
     create_runtime_directory,
-    release_runtime_directory,
 )
-from concorde_workers.application.tracing.journal import DeletionJournal
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import Level
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.machine_resources import MachineResources
 from concorde_workers.domain.configuration.profile import Profiles
 from concorde_workers.domain.configuration.program_versions import programs_text
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.configuration.resources import MIB
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import ErrorLink, Reason, Refusal
-from concorde_workers.domain.evidence.layout import RunLayout, RuntimeLayout
-from concorde_workers.domain.evidence.records import ProgressStatus, RunRecord
-from concorde_workers.domain.evidence.run_id import run_id as make_run_id
+from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.evidence.sweep import OwnerRecord
 from concorde_workers.domain.gitview.git_metadata import found_before_refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import RunLayout
+from concorde_workers.domain.ground.run_id import run_id as make_run_id
+from concorde_workers.domain.ground.text import control_problem
 from concorde_workers.domain.run.audit import Snapshot
-from concorde_workers.domain.run.deletions import Kind, PlannedDeletion, outcome, plan_deletions
 from concorde_workers.domain.run.rounds import WorkerStatus, deletions_allowed
-from concorde_workers.domain.texts.text import control_problem
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.events import RunEvents
 from concorde_workers.ports.filesystem import (
@@ -80,10 +73,7 @@ from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
 from concorde_workers.ports.resources import ResourceGroups
-from concorde_workers.ports.space import RuntimeSpace, RuntimeSpaces
-
-FINISH_ATTEMPTS = 3
-"""How often each step of the end is tried when an exception is raised into it."""
+from concorde_workers.ports.space import RuntimeSpaces
 
 
 class RequestRefused(ValueError):
@@ -94,35 +84,6 @@ class RequestRefused(ValueError):
     def __init__(self, refusal: Refusal) -> None:
         super().__init__(f"{refusal.code}: {refusal.message}")
         self.refusal = refusal
-
-
-@dataclass
-class HostRun:
-    """One run as every step of the host shares it: what the host observed (`state`), the
-    writers of its trace and progress file, the builder of its links, the caller's round
-    validation and cancellation, its runtime directory (the error when it could not be made)
-    and the credential copies made in it."""
-
-    state: RunState
-    tracer: TraceWriter
-    progress: ProgressWriter
-    links: LinkContext
-    validation: RoundValidation | None
-    cancel: Cancellation
-    runtime: RuntimeLayout | FileSystemError
-    resources: RunResources
-    credential_copies: list[str] = field(default_factory=list)
-    events: EventEmitter = field(default_factory=EventEmitter.none)
-    attestation_failure: str | None = None
-    """Why the run's attestation.json could not be written (verify then says it is missing)."""
-    cleaned: CleanupOutcome | None = None
-    """What the cleanup before the final record did (the owner record then still stays)."""
-    space: RuntimeSpace | None = None
-    """The runtime directory's writable space of a confined run, once made (issue 30 §2)."""
-
-    def refuse(self, refusal: Refusal) -> None:
-        """End the run with a refusal's link (`outcomes.refusal_link`)."""
-        self.state.end(refusal_link(self.links, refusal))
 
 
 class WorkerHost:
@@ -158,8 +119,10 @@ class WorkerHost:
         self._process_table = process_table
         self._groups = groups  # each round's control group (issue 20); None: none made
         self._machine = machine or MachineResources()  # the machine's resources.json
-        self._attestor = attestor  # each run's statement after its record (issue 30 §4)
         self._spaces = spaces  # a confined run's writable space (issue 30 §2)
+        self._attestor = attestor  # each run's statement after its record (issue 30 §4)
+        self._deletions = Deletions(fs)
+        self._end = RunEnd(fs, clock, attestor)
 
     def run(
         self,
@@ -213,7 +176,7 @@ class WorkerHost:
                 )
             raise
         finally:
-            record = self._finish(run)
+            record = self._end.finish(run)
             run.events.run_ended(record)
         return record
 
@@ -424,6 +387,9 @@ class WorkerHost:
         self, run: HostRun, prepared: Prepared, observer: WorktreeObserver, snapshot: Snapshot
     ) -> None:
         state = run.state
+        compilation = CacheCompilation(
+            self._processes, prepared.backend.compiled_cache(prepared.context)
+        )
         runner = RoundRunner(
             RoundContext(
                 fs=self._fs,
@@ -442,9 +408,13 @@ class WorkerHost:
                 changes=keeper_for(self._git, self._fs, prepared, run.tracer, state),
                 events=run.events,
                 space=run.space,
+                compilation=compilation,
             )
         )
-        result = runner.run_all()
+        try:
+            result = runner.run_all()
+        finally:
+            compilation.stop()
         if result.interrupted or run.cancel.is_set():
             leave_git_metadata(
                 state,
@@ -466,84 +436,10 @@ class WorkerHost:
         )
         status = result.step.status
         if deletions_allowed(result.facts, interrupted=False) and state.worker_result is not None:
-            deleted = self._delete(run, prepared, link)
+            deleted = self._deletions.perform(run, prepared, link)
             if deleted is not link:
                 link, status = deleted, WorkerStatus.FAILED
         state.end(link, status)
-
-    def _delete(self, run: HostRun, prepared: Prepared, link: ErrorLink | None) -> ErrorLink | None:
-        """Perform the proposed deletions (seed 000 "Proposed deletions") in a phase of their own,
-        each journaled as it is done (docs/decisions.md "The journal of deletions"), so that the
-        record says what was deleted however the run ends; an interruption stops them at once,
-        leaving the rest as it found them."""
-        state = run.state
-        assert state.worker_result is not None
-        if not state.worker_result.proposed_deletions:
-            return link
-        worktree = prepared.placement.worktree
-        plan = plan_deletions(
-            list(state.worker_result.proposed_deletions),
-            worktree,
-            prepared.grant,
-            self._resolve_parent,
-            self._kind,
-        )
-        run.progress.phase("deletions", max(1, len(state.rounds)))
-        journal = DeletionJournal(self._fs, run.tracer, state.layout)
-        journal.begin(plan, posixpath.normpath(worktree))
-        failures: dict[str, str] = {}
-        attempted: list[str] = []
-        current: PlannedDeletion | None = None
-        try:
-            for planned in plan.to_delete:
-                if run.cancel.is_set():
-                    break
-                current = planned
-                error = self._delete_one(planned)
-                if error is not None:
-                    failures[planned.path] = error
-                attempted.append(planned.path)
-                current = None
-                journal.settled(planned.path, error)
-        finally:
-            # An exception raised into the loop: the deletion it met is done when the file is gone.
-            if current is not None and (
-                current.path in failures or not self._fs.lexists(current.target)
-            ):
-                attempted.append(current.path)
-            state.deletions = outcome(plan, failures, attempted)
-            journal.end()
-        if state.deletions.not_performed:
-            return interrupted_link(run.links, run.cancel.reason, state)
-        if state.deletions.any_failed:
-            return deletion_link(run.links, state.deletions, link, state)
-        return link
-
-    def _delete_one(self, planned: PlannedDeletion) -> str | None:
-        """Unlink one planned path; the operating system's error when that failed."""
-        # The worker's processes are gone and the caller keeps other writers away (seed 000
-        # "Audit"); still, a directory swapped for a link since the plan is never followed.
-        if self._resolve_parent(planned.target) != planned.target:
-            return "a directory above it changed since it was judged"
-        try:
-            self._fs.remove(planned.target)
-        except FileSystemError as error:
-            return error.os_error_text
-        return None
-
-    def _resolve_parent(self, path: str) -> str:
-        parent, name = posixpath.split(path)
-        return posixpath.join(self._fs.realpath(parent), name)
-
-    def _kind(self, path: str) -> Kind:
-        if not self._fs.lexists(path):
-            return "absent"
-        kinds: dict[EntryKind, Kind] = {
-            EntryKind.FILE: "file",
-            EntryKind.SYMLINK: "symlink",
-            EntryKind.DIRECTORY: "directory",
-        }
-        return kinds.get(self._fs.stat(path).kind, "other")
 
     # --- files -------------------------------------------------------------------------------
 
@@ -575,161 +471,3 @@ class WorkerHost:
             self._fs.makedirs(posixpath.dirname(copied.copy), 0o700)
             self._fs.write_atomic(copied.copy, copied.data, 0o600)
         return None
-
-    # --- the end -------------------------------------------------------------------------------
-
-    def _finish(self, run: HostRun) -> RunRecord:
-        """End the run in an order a kill cannot break (docs/decisions.md "The end of a run, in
-        an order a kill cannot break"): the progress file says how the run ended; the transcript
-        is kept and the runtime directory emptied, credential copies first, all but its owner
-        record; the final record is written; only then do the owner record and the directory go.
-        Until the final record exists, a sweep finds the run by its owner record and finishes
-        it; after, the record stands. Whatever is raised into it meanwhile (a second
-        KeyboardInterrupt, the caller's signal handler again) does not stop it: the step it
-        interrupted is done again (each is idempotent), the rest follow, and then the first
-        such exception goes on."""
-        state, tracer, links = run.state, run.tracer, run.links
-        deferred: list[BaseException] = []
-
-        def step(action: Callable[[], object]) -> None:
-            for _ in range(FINISH_ATTEMPTS):
-                try:
-                    action()
-                    return
-                except BaseException as raised:  # the cleanup finishes whatever comes
-                    deferred.append(raised)
-
-        def end_unrecorded() -> None:
-            if state.running:  # ended before it could say by what: still recorded
-                state.end(
-                    interrupted_link(
-                        links, "the run ended before the host could record what ended it", state
-                    )
-                )
-
-        def clean() -> None:
-            self._clean(run)
-
-        def finished() -> None:
-            if state.error is not None and not state.transcript_kept:
-                state.error = links.without_transcript(state.error)
-            state.ended_at = self._clock.now_utc()
-            _say_finished(run)  # again only when the cleanup changed the ending
-
-        def release() -> None:
-            if not isinstance(run.runtime, FileSystemError) and self._release(run, run.runtime):
-                _say_finished(run)
-                _write_end(run)
-
-        said, write_end = partial(_say_finished, run), partial(_write_end, run)
-        attest = partial(self._attest, run)  # over the final record, whatever rewrote it
-        for action in (end_unrecorded, said, clean, finished, write_end, release, attest):
-            step(action)
-        if deferred:
-            raise deferred[0]
-        record = state.record(tracer.final_failures)
-        if record.error is not None and tracer.final_failures:
-            # Only the returned value can carry a failure of the final write itself.
-            record = record.model_copy(
-                update={"error": links.with_evidence(record.error, tracer.failure_evidence())}
-            )
-        return record
-
-    def _attest(self, run: HostRun) -> None:
-        """The run's statement, after its final record and only over a record that was
-        written: a host that dies before this leaves no statement, never one the record does
-        not back (issue 30 §4)."""
-        if self._attestor is not None and not run.tracer.final_failures:
-            run.attestation_failure = self._attestor.attest(run.state.layout)
-
-    def _release(self, run: HostRun, runtime: RuntimeLayout) -> bool:
-        """Remove the runtime directory's owner record and root once the final record is
-        written; True when that failed and the run now ends cleanup_failed (its record is to
-        be written again)."""
-        released = release_runtime_directory(self._fs, runtime)
-        if released.ok:
-            return False
-        state = run.state
-        before = run.cleaned
-        cause = state.error
-        if cause is not None and cause.code == Code.CLEANUP_FAILED:
-            cause = cause.causes[0] if cause.causes else None
-        if before is not None:
-            released = replace(
-                released,
-                transcript_kept=before.transcript_kept,
-                transcript_error=before.transcript_error,
-                errors=(*before.errors, *released.errors),
-            )
-        state.fail(cleanup_link(run.links, released, cause, state))
-        return True
-
-    def _clean(self, run: HostRun) -> None:
-        """The runtime directory removed (`_cleanup`), then its writable space given back to the
-        kernel with everything left in it (idempotent), once the transcript was kept from it and
-        the credential copies removed."""
-        if isinstance(run.runtime, FileSystemError):
-            return
-        try:
-            self._cleanup(run, run.runtime)
-        finally:
-            if run.space is not None:
-                run.space.close()
-
-    def _cleanup(self, run: HostRun, runtime: RuntimeLayout) -> None:
-        state = run.state
-        prepared = state.prepared
-        transcript = None
-        lookup_failed: str | None = None
-        if prepared is not None and state.session is not None:
-            try:
-                transcript = prepared.backend.transcript(prepared.context, state.session)
-            except Exception as defect:  # it must not keep the runtime directory in place
-                lookup_failed = (
-                    f"session {state.session}: the host could not find its "
-                    f"transcript: {type(defect).__name__}: {defect}"
-                )
-        if transcript is not None and not self._fs.lexists(transcript):
-            # A session the agent named but never wrote (pi writes its file only after the
-            # first answer): there is no transcript to keep, which is no cleanup failure.
-            transcript = None
-        cleaned = cleanup_runtime_directory(
-            self._fs,
-            runtime,
-            run.credential_copies,
-            transcript,
-            state.layout.transcript if transcript else None,
-            keep_owner=True,
-        )
-        if lookup_failed is not None:
-            cleaned = replace(cleaned, transcript_error=lookup_failed)
-        run.cleaned = cleaned
-        # A cleanup done again (an exception interrupted the first) finds no transcript left to
-        # keep when the first kept it and removed the directory: kept stays kept.
-        state.transcript_kept = state.transcript_kept or (
-            transcript is not None and cleaned.transcript_kept
-        )
-        if cleaned.ok:
-            return
-        if state.error is not None and state.error.code == Code.CLEANUP_FAILED:
-            return  # told by an earlier attempt
-        state.fail(cleanup_link(run.links, cleaned, state.error, state))
-
-
-def _say_finished(run: HostRun) -> None:
-    """The progress file says the run finished, with how it ended (again only when that
-    changed since it last said so)."""
-    state = run.state
-    status = cast(ProgressStatus, state.outcome or state.status)
-    if run.progress.phase_now != "finished" or run.progress.status_now != status:
-        run.progress.phase("finished", max(1, len(state.rounds)), status=status)
-
-
-def _write_end(run: HostRun) -> None:
-    """The run's final record: its files with their digests, every refused trace write as
-    evidence of an error."""
-    state, tracer = run.state, run.tracer
-    state.files = tracer.run_files(state.layout)
-    if state.error is not None and tracer.failures:
-        state.error = run.links.with_evidence(state.error, tracer.failure_evidence())
-    state.write_node(tracer, "end")

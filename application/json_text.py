@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
 
 __all__ = ["Decoded", "decode_json"]
 

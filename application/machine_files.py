@@ -22,8 +22,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from concorde_workers.domain.boundary.credentials import CredentialSpec, config_directory
-from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.configuration.credentials import CredentialSpec, config_directory
 from concorde_workers.domain.configuration.machine import (
     MachineFileAnswer,
     MachineFileSpec,
@@ -32,6 +31,7 @@ from concorde_workers.domain.configuration.machine import (
     tilde_note,
 )
 from concorde_workers.domain.configuration.profile import BackendProfile, CopiedText
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 __all__ = [

@@ -12,9 +12,6 @@ from dataclasses import dataclass
 from concorde_workers.application.run_state import RoundState, RunState
 from concorde_workers.application.runtime_directory import CleanupOutcome
 from concorde_workers.application.validation import ValidationOutcome
-from concorde_workers.domain.evidence.codes import RUN_CODES, Code
-from concorde_workers.domain.evidence.errors import ErrorLink, Evidence, Reason, Refusal
-from concorde_workers.domain.evidence.layout import RunLayout
 from concorde_workers.domain.evidence.links import (
     audit_evidence,
     audit_violation_detail,
@@ -25,6 +22,9 @@ from concorde_workers.domain.evidence.links import (
     workers_link,
 )
 from concorde_workers.domain.gitview.git_metadata import describe_git_metadata
+from concorde_workers.domain.ground.codes import RUN_CODES, Code
+from concorde_workers.domain.ground.errors import ErrorLink, Evidence, Reason, Refusal
+from concorde_workers.domain.ground.layout import RunLayout
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.audit import describe_violations
 from concorde_workers.domain.run.deletions import (

@@ -8,9 +8,6 @@ from __future__ import annotations
 import posixpath
 
 from concorde_workers.application.placement_answers import PlacementAnswers
-from concorde_workers.domain.boundary.paths import Subdirs, relative_to
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
@@ -21,7 +18,10 @@ from concorde_workers.domain.gitview.placement import (
     parse_commondir_file,
     parse_gitdir_file,
 )
-from concorde_workers.domain.texts.text import control_problem
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import Subdirs, relative_to
+from concorde_workers.domain.ground.text import control_problem
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 
@@ -123,7 +123,7 @@ class PlacementReader:
         try:
             return self._fs.subdirectories(path, wanted)
         except FileSystemError:
-            return [], {}
+            return [], {}, {}
 
     def _read(self, path: str) -> str | None:
         try:

@@ -13,19 +13,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from concorde_workers.application.attestation import SigningKey
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.credential_presence import missing_credentials
 from concorde_workers.application.preparation import Prepared, Preparer, Progress
 from concorde_workers.application.request_notes import notes_for_request
+from concorde_workers.application.signing_key import SigningKey
 from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.configuration.config import ResolvedWorker
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.codes import RUN_CODES, Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.run_id import run_id, runtime_directory_name
+from concorde_workers.domain.ground.codes import RUN_CODES, Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.run_id import run_id, runtime_directory_name
+from concorde_workers.domain.ground.text import terminal_lines
 from concorde_workers.domain.isolation.environment import redact
-from concorde_workers.domain.texts.text import terminal_lines
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.random import Random

@@ -25,29 +25,29 @@ from concorde_workers.application.placement_reader import GitFound, PlacementRea
 from concorde_workers.application.program_identity import with_identity
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.boundary.beside import Given, judge_beside, surroundings, text_problem
-from concorde_workers.domain.boundary.credentials import credential_origins, home_at_root
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.boundary.paths import DirEntry, is_within
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
+from concorde_workers.domain.configuration.credentials import credential_origins, home_at_root
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.machine import MachineFileAnswer
 from concorde_workers.domain.configuration.profile import Profiles, entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, version_refusal
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.layout import WORKERS_DIR
 from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
     Placement,
     collect_admin_paths,
 )
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import WORKERS_DIR
+from concorde_workers.domain.ground.paths import DirEntry, is_within
+from concorde_workers.domain.ground.text import control_problem, digest_text
 from concorde_workers.domain.isolation.confinement import Confinement
 from concorde_workers.domain.isolation.launch import LaunchCommand, schema_text
 from concorde_workers.domain.run.brief import compose_brief
-from concorde_workers.domain.texts.text import control_problem, digest_text
 from concorde_workers.ports.agent import AgentBackend, BackendContext, Generated, RoundKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
@@ -326,7 +326,8 @@ class Preparer:
         return self._placer.kept.judging(request, lambda: self.beside_refusal(request, temp_root))
 
     def home_refusal(self) -> Refusal | None:
-        """The refusal of a home of `/` (domain/boundary/credentials.py `home_at_root`), or None."""
+        """The refusal of a home of `/` (domain/configuration/credentials.py `home_at_root`), or
+        None."""
         problem = home_at_root(self._host.user_home, self._host.environ, self._fs.realpath)
         if problem is None:
             return None

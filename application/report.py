@@ -11,6 +11,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
+from concorde_workers.application.request_notes import read_grant
 from concorde_workers.application.tracing.calls import ToolCall, tool_calls
 from concorde_workers.application.tracing.reader import (
     digest_failures,
@@ -19,15 +20,14 @@ from concorde_workers.application.tracing.reader import (
     read_record,
     read_resources,
 )
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion
-from concorde_workers.domain.evidence.layout import GRANT_FILE, TRANSCRIPT_FILE
 from concorde_workers.domain.evidence.records import RunRecord
-from concorde_workers.domain.texts import json_limits
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.domain.ground.layout import TRANSCRIPT_FILE
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
-__all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather", "read_grant"]
+__all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather"]
 
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
 """The largest transcript a report reads (its size asked before it is opened); past it the page
@@ -71,17 +71,6 @@ def _check_logs(fs: FileSystem, run_dir: str, record: RunRecord) -> dict[tuple[i
                 continue
             found[(r.round, check)] = data.decode("utf-8", "replace")
     return found
-
-
-def read_grant(fs: FileSystem, run_dir: str, problems: list[str]) -> dict[str, Any] | None:
-    """The run's grant.json (4 MiB, a regular file), or None with the problem said."""
-    path = posixpath.join(run_dir, GRANT_FILE)
-    try:
-        data = json_limits.loads(read_regular_text(fs, path, 4 * 1024 * 1024))
-    except (FileSystemError, ValueError) as error:
-        problems.append(f"{path} cannot be read: {error}")
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _transcript(fs: FileSystem, run_dir: str, problems: list[str]) -> list[str]:

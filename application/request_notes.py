@@ -8,15 +8,17 @@ what it can without the worktree. Warnings only: the run takes the request as it
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
-from concorde_workers.application.report import read_grant
 from concorde_workers.domain.boundary.grant import Grant, grant_notes, parse_grant
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import BackendProfile, model_id_note
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.layout import GRANT_FILE
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
-__all__ = ["notes_for_grant", "notes_for_request", "notes_for_run"]
+__all__ = ["notes_for_grant", "notes_for_request", "notes_for_run", "read_grant"]
 
 
 def notes_for_grant(fs: FileSystem, worktree: str, grant: Grant) -> tuple[str, ...]:
@@ -53,3 +55,14 @@ def notes_for_run(fs: FileSystem, run_dir: str) -> tuple[str, ...]:
     """The notes of a run's grant.json that need no worktree (`show` has none)."""
     grant = parse_grant(read_grant(fs, run_dir, []))
     return grant_notes(grant) if isinstance(grant, Grant) else ()
+
+
+def read_grant(fs: FileSystem, run_dir: str, problems: list[str]) -> dict[str, Any] | None:
+    """The run's grant.json (4 MiB, a regular file), or None with the problem said."""
+    path = posixpath.join(run_dir, GRANT_FILE)
+    try:
+        data = json_limits.loads(read_regular_text(fs, path, 4 * 1024 * 1024))
+    except (FileSystemError, ValueError) as error:
+        problems.append(f"{path} cannot be read: {error}")
+        return None
+    return data if isinstance(data, dict) else None

@@ -23,13 +23,13 @@ from concorde_workers.domain.boundary.beside import (
     interpreter_installation,
     text_problem,
 )
-from concorde_workers.domain.boundary.paths import is_within
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.configuration.resources import parse_size
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import is_within
+from concorde_workers.domain.ground.text import control_problem
 from concorde_workers.domain.run.checks import Check, parse_checks
-from concorde_workers.domain.texts.text import control_problem
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 REQUEST_FIELDS = tuple(RunRequest.model_fields)

@@ -1,50 +1,32 @@
 """The rounds of one run: each round launched, read, audited, validated, then the Rounds table's
 next step (seed 000 "Rounds", "Retries").
 
-Per round: the round's node is written when its worker launches; the worker's whole process group
-is killed when the round ends, whatever ends it; stdout is read as it arrives (each tool use
-updates the progress file; the lines the reader ignored and the overlong lines the runner dropped
-are noted under the round content's `agent.stdout`, domain.run.stdout); stderr is kept (its last
-80,000 bytes) in the round's node; the worktree is audited against the one snapshot; the round
-validation is called only after a round whose worker ended ok with a clean audit; the round's
-node is written again.
+Per round: the round's node is written when its worker launches; the agent process runs
+(application/agent_process.py: the whole process group killed when the round ends, whatever ends
+it; stdout read as it arrives; stderr kept in the round's node); the worker's claim is judged
+once; the worktree is audited against the one snapshot; the round validation is called only
+after a round whose worker ended ok with a clean audit; the round's node is written again.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
-from concorde_workers.application.activity import ActivityFlusher, follow
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.changes import ChangeKeeper
-from concorde_workers.application.confinement import confinement_launch_problem
-from concorde_workers.application.events import EventEmitter
+from concorde_workers.application.agent_process import AgentProcess
 from concorde_workers.application.preparation import Prepared
-from concorde_workers.application.program_identity import program_changed
-from concorde_workers.application.resources import RunResources
-from concorde_workers.application.run_state import RoundState, RunState
+from concorde_workers.application.result_judge import ResultJudge
+from concorde_workers.application.round_context import RoundContext
+from concorde_workers.application.run_state import RoundState
 from concorde_workers.application.runtime_directory import copy_transcript
-from concorde_workers.application.tracing.progress import ProgressWriter
-from concorde_workers.application.tracing.writer import Moment, TraceWriter
+from concorde_workers.application.tracing.writer import Moment
 from concorde_workers.application.validation import (
-    RoundValidation,
-    ValidationInput,
     ValidationOutcome,
-    evidence_for_node,
-    evidence_for_record,
 )
-from concorde_workers.application.worktree_state import WorktreeObserver
-from concorde_workers.contracts import schema_validator
-from concorde_workers.domain.boundary.paths import is_within
-from concorde_workers.domain.evidence.layout import STDERR_TAIL_BYTES
-from concorde_workers.domain.evidence.records import JsonObject, Transient, judge_result
-from concorde_workers.domain.isolation.confinement import Mount
-from concorde_workers.domain.isolation.launch import LaunchCommand
+from concorde_workers.application.validation_call import validate, with_answer
+from concorde_workers.domain.evidence.records import Transient
 from concorde_workers.domain.run.agent_report import RoundReport
-from concorde_workers.domain.run.audit import Snapshot, audit, worktree_unchanged
+from concorde_workers.domain.run.audit import audit, worktree_unchanged
 from concorde_workers.domain.run.brief import retry_prompt
 from concorde_workers.domain.run.retries import retry_delay
 from concorde_workers.domain.run.rounds import (
@@ -54,43 +36,12 @@ from concorde_workers.domain.run.rounds import (
     RoundEnding,
     RoundFacts,
     Step,
-    ValidationAnswer,
     WorkerStatus,
     next_step,
     should_validate,
 )
-from concorde_workers.domain.run.stdout import STDOUT_NOTE_KEY, stdout_note
-from concorde_workers.ports.agent import RoundKind, StreamReader
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.agent import RoundKind
 from concorde_workers.ports.git import GitCommandFailed
-from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
-from concorde_workers.ports.random import Random
-from concorde_workers.ports.resources import ResourceGroup
-from concorde_workers.ports.space import RuntimeSpace
-
-# After stdout ends, how long the host waits for the leader to exit before it kills the group.
-EXIT_GRACE_SECONDS = 10.0
-
-
-@dataclass
-class RoundContext:
-    fs: FileSystem
-    clock: Clock
-    random: Random
-    processes: ProcessRunner
-    tracer: TraceWriter
-    progress: ProgressWriter
-    prepared: Prepared
-    observer: WorktreeObserver
-    snapshot: Snapshot
-    validation: RoundValidation | None
-    cancel: Cancellation
-    state: RunState
-    resources: RunResources = field(default_factory=RunResources.none)
-    changes: ChangeKeeper | None = None  # each round's change kept (issue 21); None: none
-    events: EventEmitter = field(default_factory=EventEmitter.none)  # told as it goes
-    space: RuntimeSpace | None = None  # a confined run's writable space, entered by each round
 
 
 @dataclass
@@ -105,18 +56,13 @@ class RoundsResult:
     validation_error: str | None = None
 
 
-ANY_OBJECT: dict[str, Any] = {"type": "object"}
-"""The result schema's `output` when the caller gave no output schema (seed 002)."""
-
-
 class RoundRunner:
     """Runs the rounds of one run until the Rounds table ends it."""
 
     def __init__(self, context: RoundContext) -> None:
         self.context = context
-        self._schema_root: dict[str, Any] = json.loads(context.prepared.result_schema)
-        self._output_schema = self._schema_root["properties"]["output"]
-        self._validator: Any = None  # made on first need: jsonschema costs 0.2 s to import
+        self._process = AgentProcess(context)
+        self._judge = ResultJudge(context.prepared.result_schema)
         self._unchanged = False  # the latest audit found the worktree as the snapshot holds it
 
     def run_all(self) -> RoundsResult:
@@ -153,8 +99,8 @@ class RoundRunner:
             facts = self._facts(round_state, resumes, retries)
             outcome, raised = None, None
             if should_validate(facts) and context.validation is not None:
-                outcome, raised = self._validate(round_state)
-                facts = self._with_answer(facts, outcome, raised)
+                outcome, raised = validate(context, round_state)
+                facts = with_answer(facts, outcome, raised)
             step = next_step(facts, context.prepared.backend.profile.failure_code)
             if context.cancel.is_set():
                 # Ended from outside while the round was audited or validated: no further
@@ -205,7 +151,7 @@ class RoundRunner:
         self._write(round_state, "start")
         state.write_node(context.tracer, "update")
         context.events.round_started(round_state)
-        report = self._execute(round_state, kind, prompt, continues)
+        report = self._process.run(round_state, kind, prompt, continues)
         round_state.report = report
         round_state.exit = report.exit
         if report.session:
@@ -234,141 +180,18 @@ class RoundRunner:
         except Exception:  # the run's end keeps the transcript and tells any failure
             return
 
-    def _execute(
-        self, round_state: RoundState, kind: RoundKind, prompt: str, continues: bool
-    ) -> RoundReport:
-        context = self.context
-        prepared = context.prepared
-        session = context.state.session if continues else None
-        reader = prepared.backend.reader(prepared.context)
-        stale = (
-            self._clear_scratch()
-            or self._unconfinable()
-            or program_changed(context.fs, prepared.programs)
-        )
-        group = None
-        if stale is None:  # each round in a control group of its own (issue 20)
-            group, stale = context.resources.open(round_state.number)
-        if stale is not None:
-            round_state.failure = stale
-            return RoundReport(ending=RoundEnding.NOT_STARTED, failure=stale)
-        # The confinement shows the round its own group alone (issue 30 §2): built once the
-        # group is made.
-        command = prepared.round_command(
-            kind,
-            session,
-            group.folders() if group else (),
-            context.space.join() if context.space else (),
-        )
-        handle = _start(context, command, prompt, group)
-        if isinstance(handle, str):
-            round_state.failure = handle
-            return RoundReport(ending=RoundEnding.NOT_STARTED, failure=handle)
-        unregister = context.cancel.on_cancel(handle.kill_group)
-        flusher = ActivityFlusher(context.progress)
-        read_to_the_end = False
-        try:
-            follow(handle, reader, flusher, group, context.events, round_state.number)
-            handle.wait(EXIT_GRACE_SECONDS)  # the leader's own exit, before the group is killed
-            read_to_the_end = True
-        finally:
-            # No worker process outlives its round (seed 000): kill the whole group, always,
-            # and wait until the group was killed and its leader reaped, also when an exception
-            # ends the round and the run goes on to remove the runtime directory.
-            handle.kill_group()
-            unregister()
-            flusher.stop()
-            exit_status = handle.wait(None)  # confined: the waiter's exact report
-            stderr = handle.stderr_tail(STDERR_TAIL_BYTES)
-            space_used = context.space.used() if context.space else None
-            used, reached = context.resources.close(group, stderr, space_used)
-            context.tracer.write_stderr(context.state.layout, round_state.number, stderr)
-            context.tracer.write_resources(context.state.layout, round_state.number, used)
-            context.events.resources(round_state.number, used)
-            round_state.files = context.tracer.round_files(context.state.layout, round_state.number)
-            round_state.stderr_tail = stderr.decode("utf-8", "replace")
-            if not read_to_the_end:
-                # An exception ends the round: what the output said so far still names the
-                # session whose transcript the run keeps (seed 000 "Run directory").
-                self._keep_what_was_said(round_state, reader, exit_status, handle.timed_out)
-        report = reader.finish(exit_status, handle.timed_out, round_state.stderr_tail)
-        return _as_reported(report, reached, stdout_note(reader.ignored, handle.overlong))
-
-    def _keep_what_was_said(
-        self,
-        round_state: RoundState,
-        reader: StreamReader,
-        exit_status: int | None,
-        timed_out: bool,
-    ) -> None:
-        try:
-            report = reader.finish(exit_status, timed_out, round_state.stderr_tail)
-        except Exception:  # the exception that ends the round is the one to go on
-            return
-        round_state.report, round_state.exit = report, report.exit
-        if report.session:
-            round_state.session = self.context.state.session = report.session
-
-    def _clear_scratch(self) -> str | None:
-        """Remove what a worker could have planted for the agent program's own process before
-        the round starts (notes/pi.md §9); a link is removed, never followed. The round does not
-        start when that fails."""
-        fs = self.context.fs
-        prepared = self.context.prepared
-        for path in prepared.backend.round_scratch(prepared.context):
-            try:
-                if not fs.lexists(path):
-                    continue
-                if fs.is_dir(path) and not fs.is_symlink(path):
-                    fs.rmtree(path)
-                else:
-                    fs.remove(path)
-            except FileSystemError as error:
-                return f"the host could not clear {path} before the round: {error.os_error_text}"
-        return None
-
-    def _unconfinable(self) -> str | None:
-        """A confined round starts only when every mount still lands where it was planned, and
-        only when its program exists: inside the confinement a missing program would be bwrap's
-        error after the launch, not the launch failure it is."""
-        prepared = self.context.prepared
-        if prepared.confinement is None:
-            return None
-        if not prepared.program_found:
-            return f"the command {prepared.program} could not be started: the program was not found"
-        return confinement_launch_problem(self.context.fs, prepared.confinement)
-
     def _judge_result(self, round_state: RoundState, report: RoundReport) -> None:
-        """Validate the worker's claim once: the result contract by its model, then `output` by
-        the caller's output schema. A valid result is kept, as its model, as the run's
-        worker_result whatever ends its round (seed 000 "Rounds")."""
-        data = report.worker_result
-        if data is None:
+        """Validate the worker's claim once (application/result_judge.py). A valid result is
+        kept, as its model, as the run's worker_result whatever ends its round (seed 000
+        "Rounds")."""
+        if report.worker_result is None:
             return
-        judged = judge_result(data)
+        judged = self._judge.judge(report.worker_result)
         if isinstance(judged, str):
             round_state.result_problem = judged
             return
-        round_state.result_problem = self._output_problem(judged.output)
-        if round_state.result_problem is None:
-            round_state.result = self.context.state.worker_result = judged
-
-    def _output_problem(self, output: JsonObject) -> str | None:
-        """The first problem the caller's output schema finds, by its place in the result (the
-        same error first however the output's keys are ordered)."""
-        if self._output_schema == ANY_OBJECT:
-            return None  # no caller schema: the model already holds output to be an object
-        if self._validator is None:
-            # The result schema as the agent was given it: the caller's output schema resolves
-            # its references against this root, as when the whole result was checked with it.
-            self._validator = schema_validator(self._schema_root)
-        errors = sorted(
-            self._validator.descend(output, self._output_schema, path="output"),
-            key=lambda e: ([str(p) for p in e.path], e.message),
-        )
-        if not errors:
-            return None
-        return f"{'/'.join(str(p) for p in errors[0].path)}: {errors[0].message}"
+        round_state.result_problem = None
+        round_state.result = self.context.state.worker_result = judged
 
     def _audit(self, round_state: RoundState) -> None:
         context = self.context
@@ -414,64 +237,6 @@ class RoundRunner:
             retries_left=max(0, limits.retries - retries),
             session_named=session is not None,
             worktree_unchanged=self._unchanged,
-        )
-
-    def _validate(self, round_state: RoundState) -> tuple[ValidationOutcome | None, str | None]:
-        context = self.context
-        assert context.validation is not None and context.state.worker_result is not None
-        context.progress.phase("validation", round_state.number)
-        round_dir = context.state.layout.round_dir(round_state.number)
-        try:
-            outcome = context.validation(
-                ValidationInput(
-                    worktree=context.prepared.placement.worktree,
-                    round_dir=round_dir,
-                    result=context.state.worker_result.model_dump(mode="json"),
-                    round=round_state.number,
-                    view=self._worktree_view(),
-                )
-            )
-        except Exception as error:  # the caller's code: any exception is validation_unavailable
-            said = f"raised {type(error).__name__}: {error}"
-        else:
-            # An answer the record cannot keep (evidence that is no JSON, a field of the wrong
-            # type) is a round validation that could not validate, never a failed host.
-            problem = (
-                outcome.problem()
-                if isinstance(outcome, ValidationOutcome)
-                else (f"it returned {type(outcome).__name__}, not a ValidationOutcome")
-            )
-            said = "" if problem is None else f"gave a malformed answer: {problem}"
-        if said:
-            round_state.validation = f"the round validation {said}"
-            return None, said
-        assert isinstance(outcome, ValidationOutcome)
-        round_state.evidence_node = evidence_for_node(outcome.evidence, round_dir)
-        round_state.evidence_record = evidence_for_record(outcome.evidence)
-        round_state.validation = _outcome_text(outcome)
-        return outcome, None
-
-    def _worktree_view(self) -> tuple[Mount, ...] | None:
-        """The run's mount plan inside its worktree: what a check may see (None: unconfined)."""
-        confinement = self.context.prepared.confinement
-        if confinement is None:
-            return None
-        worktree = self.context.prepared.placement.worktree
-        return tuple(m for m in confinement.mounts if is_within(m.path, worktree))
-
-    @staticmethod
-    def _with_answer(
-        facts: RoundFacts, outcome: ValidationOutcome | None, raised: str | None
-    ) -> RoundFacts:
-        if outcome is None:
-            return facts.model_copy(update={"validation": ValidationAnswer.RAISED})
-        coded = outcome.coded()
-        return facts.model_copy(
-            update={
-                "validation": outcome.answer(),
-                "repair": outcome.repair,
-                "validation_code": coded.code if coded else None,
-            }
         )
 
     def _retry_delay(self, k: int) -> float:
@@ -551,21 +316,10 @@ def _round_status(round_state: RoundState) -> Literal["ok", "failed"]:
     return "ok" if report.ending is RoundEnding.OK and clean else "failed"
 
 
-def _outcome_text(outcome: ValidationOutcome) -> str:
-    """The round trace's `validation`: clean, the text to repair, or why it could not validate."""
-    if outcome.unavailable is not None:
-        return f"unavailable ({outcome.unavailable.code}): {outcome.unavailable.detail}".rstrip()
-    if outcome.violation is not None:
-        return f"violation ({outcome.violation.code}): {outcome.violation.detail}".rstrip()
-    if outcome.repair is not None:
-        return outcome.repair
-    return "clean"
-
-
 _FAILED = End(status=WorkerStatus.FAILED)
 _NO_FACTS = RoundFacts(ending=RoundEnding.NOT_STARTED, audit=None, result_valid=False)
 
-__all__ = ["RoundContext", "RoundRunner", "RoundsResult", "Step"]
+__all__ = ["RoundRunner", "RoundsResult", "Step"]
 
 
 def _retry_prompt(prepared: Prepared, step: Retry, round_state: RoundState) -> str:
@@ -577,40 +331,3 @@ def _retry_prompt(prepared: Prepared, step: Retry, round_state: RoundState) -> s
         round_state.transient.error if round_state.transient else "a transient model-service error"
     )
     return retry_prompt(error, prepared.backend.profile.brief)
-
-
-def _start(
-    context: RoundContext, command: LaunchCommand, prompt: str, group: ResourceGroup | None
-) -> ProcessHandle | str:
-    """The round's process, started in its group; why it could not be started (its group
-    closed) when the system refused it."""
-    try:
-        return context.processes.start(
-            command.argv,
-            context.prepared.environment,
-            command.cwd,
-            prompt,
-            timeout_seconds=context.state.request.limits.timeout_seconds,
-            prefix=group.prefix() if group else (),
-        )
-    except ProcessStartFailed as failed:
-        context.resources.close(group)
-        return f"the command {command.argv[0]} could not be started: {failed.os_error_text}"
-
-
-def _as_reported(
-    report: RoundReport, reached: Sequence[str], note: dict[str, Any] | None
-) -> RoundReport:
-    """The reader's report with the limits the round's group reached and the note of the
-    output lines the reader could not use."""
-    if reached:
-        report = report.model_copy(
-            update={
-                "ending": RoundEnding.LIMIT_REACHED,
-                "limit": "; ".join(reached),
-                "host_limits": tuple(reached),
-            }
-        )
-    if note is None:
-        return report
-    return report.model_copy(update={"agent": {**report.agent, STDOUT_NOTE_KEY: note}})

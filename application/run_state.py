@@ -15,9 +15,8 @@ from typing import Any, Literal
 from concorde_workers.application.preparation import Prepared
 from concorde_workers.application.tracing.record import record_of_node
 from concorde_workers.application.tracing.writer import Moment, TraceWriter
+from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.errors import Code, ErrorLink
-from concorde_workers.domain.evidence.layout import RunLayout
 from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
     WORKER_RUN,
@@ -38,16 +37,14 @@ from concorde_workers.domain.evidence.records import (
     WorkerResult,
 )
 from concorde_workers.domain.gitview.git_metadata import GitMetadata
+from concorde_workers.domain.ground.errors import Code, ErrorLink, Refusal
+from concorde_workers.domain.ground.layout import RunLayout
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.audit import Audit
 from concorde_workers.domain.run.deletions import DeletionOutcome
 from concorde_workers.domain.run.rounds import WorkerStatus
 from concorde_workers.ports.agent import RoundKind
-
-
-def utc(moment: datetime) -> str:
-    """A UTC time as the records write it: ISO 8601 with `Z`, whole seconds."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -125,8 +122,8 @@ class RoundState:
             kind=WORKER_ROUND,
             id=f"{run_id}/{self.number}",
             parent=run_id,
-            started_at=utc(self.started_at),
-            ended_at=utc(self.ended_at) if self.ended_at and ended else None,
+            started_at=utc_text(self.started_at),
+            ended_at=utc_text(self.ended_at) if self.ended_at and ended else None,
             status=self.status if ended else "running",
             outcome=("interrupted" if self.interrupted else self.status) if ended else None,
             error=None,
@@ -169,6 +166,8 @@ class RunState:
     """HEAD's commit at the snapshot, recorded once the change store started (issue 30 §4)."""
     start_tree: str | None = None
     """The change store's tree of the `rw` state at the snapshot (issue 30 §4)."""
+    _grant: Grant | Refusal | None = field(default=None, init=False, repr=False, compare=False)
+    """The request's grant parsed once, while no preparation holds it (`context_identity`)."""
 
     @property
     def running(self) -> bool:
@@ -201,10 +200,21 @@ class RunState:
     def grant_digest(self) -> str | None:
         return self.prepared.grant_digest if self.prepared else None
 
+    @property
+    def context_identity(self) -> str | None:
+        """The grant's context identity as the parsed grant holds it (the preparation's, else
+        the request's grant parsed once as the preparation parses it); None for a grant the
+        run refuses as malformed or unavailable: what a refused grant says is not read."""
+        if self.prepared is not None:
+            grant: Grant | Refusal = self.prepared.grant
+        else:
+            if self._grant is None:
+                self._grant = parse_grant(self.request.grant, self.request.task_type)
+            grant = self._grant
+        return (grant.context_identity or None) if isinstance(grant, Grant) else None
+
     def metadata(self) -> RunMetadata:
         request, prepared = self.request, self.prepared
-        grant = request.grant if isinstance(request.grant, dict) else {}
-        identity = grant.get("context_identity")
         return RunMetadata(
             operation=request.operation,
             worker=request.worker,
@@ -213,7 +223,7 @@ class RunState:
             backend=request.backend,
             model=request.model,
             reasoning=request.reasoning,
-            context_identity=identity if isinstance(identity, str) and identity else None,
+            context_identity=self.context_identity,
             grant_digest=self.grant_digest,
             settings_digest=prepared.settings_digest if prepared else None,
             brief_digest=prepared.brief_digest if prepared else None,
@@ -246,8 +256,8 @@ class RunState:
             kind=WORKER_RUN,
             id=self.run_id,
             parent=self.request.parent,
-            started_at=utc(self.started_at),
-            ended_at=utc(self.ended_at) if self.ended_at else None,
+            started_at=utc_text(self.started_at),
+            ended_at=utc_text(self.ended_at) if self.ended_at else None,
             status=self.status,
             outcome=self.outcome,
             error=self.error,

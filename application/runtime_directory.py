@@ -18,8 +18,8 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from concorde_workers.domain.boundary.paths import EntryKind
-from concorde_workers.domain.evidence.layout import (
+from concorde_workers.domain.evidence.sweep import OWNER_FILE, OwnerRecord, owner_record_text
+from concorde_workers.domain.ground.layout import (
     CONFIG_DIR,
     CONTROL_DIR,
     HOME_DIR,
@@ -27,8 +27,8 @@ from concorde_workers.domain.evidence.layout import (
     WORK_DIR,
     RuntimeLayout,
 )
-from concorde_workers.domain.evidence.run_id import is_run_id, runtime_directory_name
-from concorde_workers.domain.evidence.sweep import OWNER_FILE, OwnerRecord, owner_record_text
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.domain.ground.run_id import is_run_id, runtime_directory_name
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.random import Random
 

@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.machine_files import copies_problem, read_copies
-from concorde_workers.domain.boundary.credentials import config_directory
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration import machine
 from concorde_workers.domain.configuration import starter as decide
-from concorde_workers.domain.configuration.config import CONFIG_PATH
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate
 from concorde_workers.domain.configuration.profile import BackendProfile, Profiles, placeholders_of
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import CONFIG_PATH
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed

@@ -44,14 +44,9 @@ from concorde_workers.application.sweep_report import (
     sweep_account,
 )
 from concorde_workers.application.tracing.journal import read_deletions
-from concorde_workers.application.tracing.progress import utc_text
 from concorde_workers.application.tracing.reader import read_node, read_progress
 from concorde_workers.application.tracing.writer import TraceWriter
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
 from concorde_workers.domain.configuration.profile import Profiles, copies_of, entries_of
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import ErrorLink, Refusal
-from concorde_workers.domain.evidence.layout import CONTROL_DIR, RunLayout, RuntimeLayout
 from concorde_workers.domain.evidence.links import trace_evidence, transcript_evidence
 from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
@@ -72,6 +67,11 @@ from concorde_workers.domain.evidence.sweep import (
     runtime_directory_hex,
     session_file,
 )
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import ErrorLink, Refusal
+from concorde_workers.domain.ground.layout import CONTROL_DIR, RunLayout, RuntimeLayout
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.deletions import DeletionOutcome, describe_interruption
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError

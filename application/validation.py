@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from concorde_workers.domain.boundary.paths import is_within, relative_to
-from concorde_workers.domain.evidence.errors import ErrorLink
+from concorde_workers.domain.ground.errors import ErrorLink
+from concorde_workers.domain.ground.paths import is_within, relative_to
 from concorde_workers.domain.isolation.confinement import Mount
 from concorde_workers.domain.run.rounds import ValidationAnswer
 

@@ -38,10 +38,6 @@ from concorde_workers.domain.attestation.verification import (
     listed_files,
     record_findings,
 )
-from concorde_workers.domain.boundary.paths import EntryKind
-from concorde_workers.domain.evidence.codes import Code, Reason
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.layout import TRACE_FILE, RunLayout
 from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
     WORKER_RUN,
@@ -49,6 +45,10 @@ from concorde_workers.domain.evidence.records import (
     TraceNode,
 )
 from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.ground.codes import Code, Reason
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.layout import TRACE_FILE, RunLayout
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.run.changes import CHANGES_FILE
 from concorde_workers.ports.attestation import Sealer
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError

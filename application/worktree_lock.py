@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import posixpath
 
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, HeldLock
 
 __all__ = ["HOLDER_SHOWN_CHARS", "WORKTREE_LOCK", "hold_worktree", "writes"]

@@ -38,7 +38,6 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, is_within, relative_to
 from concorde_workers.domain.gitview.committed_rules import EvidenceRules
 from concorde_workers.domain.gitview.git_config import program_settings
 from concorde_workers.domain.gitview.git_metadata import GitMetadata
@@ -49,6 +48,7 @@ from concorde_workers.domain.gitview.git_status import (
     resolve_head,
 )
 from concorde_workers.domain.gitview.placement import host_may_read, parse_gitdir_file, walk_tree
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, is_within, relative_to
 from concorde_workers.domain.run.audit import (
     FileState,
     Observation,

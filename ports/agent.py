@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,11 +19,13 @@ from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.stdout import IgnoredLines
+
+if TYPE_CHECKING:
+    from concorde_workers.domain.evidence.records import LastAction
 
 __all__ = [
     "AgentBackend",
@@ -62,6 +64,22 @@ class BackendContext(BaseModel):
     """What the backend's own machine file configures for its generated settings, as its
     profile's judge read it (`MachineFileAnswer.settings`: Codex's endpoint and prices); never a
     secret."""
+
+
+class CompiledCache(BaseModel):
+    """What the agent program compiles at every round that the host can compile once a run
+    instead (pi's permission extension, issue 32 §4): `argv` is run by the host once, after the
+    control files are written and before round 1, with nothing of the host's environment; it
+    writes `folder`, in control/ (the host's: no round writes it). Before every round, after
+    `round_scratch` is cleared, the host copies the regular files of `folder` into `cache`. A
+    command that fails leaves the rounds as they were: the program compiles for itself."""
+
+    model_config = ConfigDict(frozen=True)
+
+    argv: tuple[str, ...]
+    folder: str
+    cache: str
+    timeout_seconds: float = 120.0
 
 
 class Generated(BaseModel):
@@ -162,6 +180,11 @@ class AgentBackend(Protocol):
         """Paths in the runtime directory the host removes before every round: what a worker
         could have planted there for the agent program's own process, which runs outside the
         sandbox (pi's compiled-extension cache and project settings, notes/pi.md §9)."""
+        ...
+
+    def compiled_cache(self, context: BackendContext) -> CompiledCache | None:
+        """What the host compiles once a run for the program's own cache (`CompiledCache`);
+        None: nothing."""
         ...
 
     def command(

@@ -34,12 +34,14 @@ class ChangeTrees(Protocol):
         paths: Sequence[str],
         base: bool = False,
         rules: EvidenceRules | None = None,
+        head: str | None = None,
     ) -> str:
         """The tree of the store's index after hashing `paths` (worktree-relative; a missing
         one removed) into it, content converted by `rules` alone (by default asked anew; never
         an attribute of the working tree); `base`: the index starts over as HEAD's tree (empty
-        on an unborn branch). The store is the one `open_store` made. Raises
-        `GitCommandFailed`."""
+        on an unborn branch), HEAD's commit being `head` when the caller has read it already
+        (the snapshot's: not asked again, issue 32 §3), else asked. The store is the one
+        `open_store` made. Raises `GitCommandFailed`."""
         ...
 
     def change_patch(self, repo: GitRepository, store: str, old: str, new: str) -> bytes:

@@ -39,14 +39,27 @@ class CheckCopyFailed(Exception):
 class CheckRunner(Protocol):
     """Copies a worktree and runs checks over the copies."""
 
-    def copy(self, source: str, keep: Callable[[str], Keep] | None = None) -> str:
+    def copy(
+        self,
+        source: str,
+        keep: Callable[[str], Keep] | None = None,
+        later: Callable[[str], bool] | None = None,
+    ) -> str:
         """A throwaway copy of the tree at `source` as it is now, in a new directory of its own
         (its path returned): files with their content and executable bit, links as links,
         directories; Git metadata (every entry named `.git`) and special files left out. `keep`
         says per path relative to `source` what is kept (None: everything): a file's content,
         or only its name (an empty file), or nothing; a folder is made when it is kept or
-        something below it is. Raises `CheckCopyFailed`; a copy that failed half-way is
-        removed first."""
+        something below it is. `later` says which regular files may wait (None: none): each is
+        recorded as it is now (device, inode, size, times, mode) and copied by `complete`, not
+        here. Raises `CheckCopyFailed`; a copy that failed half-way is removed first."""
+        ...
+
+    def complete(self, tree: str) -> None:
+        """Copy into `tree` (a copy `copy` made) the files it left for later, each only while
+        it is still the file recorded: one changed, replaced or gone since raises
+        `CheckCopyFailed` naming it (the state it held is lost; nothing guesses it). A copy
+        with nothing left, or completed before, is left as it is."""
         ...
 
     def run(

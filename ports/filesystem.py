@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, Subdirs
 
 __all__ = [
     "ARCHIVE_END_BYTES",
@@ -189,7 +189,11 @@ class DirectoryListing(Protocol):
     def subdirectories(self, path: str, wanted: frozenset[str]) -> Subdirs:
         """What `listdir` tells a walk that keeps no file: the names of the real
         subdirectories of directory `path` (no link), in no particular order, and the kinds of
-        the entries named in `wanted` that are present. Fails as `listdir` does."""
+        the entries named in `wanted` that are present; and, taken out of the first, the
+        subdirectories known to hold no subdirectory, each with the kinds of the `wanted`
+        entries in it, exactly what listing it would say (an adapter may know none: the local
+        disk knows them by the link count where the file system keeps it, `Subdirs`). Fails
+        as `listdir` does."""
         ...
 
 

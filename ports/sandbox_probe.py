@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.configuration.doctor import SandboxFact
+from concorde_workers.domain.setup.doctor import SandboxFact
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.isolation.runtime_space import SpaceTools
 
 __all__ = ["RuntimeSpace", "RuntimeSpaces"]

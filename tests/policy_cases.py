@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
 from concorde_workers.domain.boundary.policy import (
     Decision,
     Policy,
@@ -33,6 +32,7 @@ from concorde_workers.domain.boundary.policy import (
 )
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 

@@ -9,10 +9,10 @@ from collections.abc import Iterable, Sequence
 
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, ListDir
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, ListDir
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 

@@ -12,8 +12,8 @@ from fakes.system import FakeClock
 
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.contracts import load
-from concorde_workers.domain.evidence.layout import RunLayout
 from concorde_workers.domain.evidence.records import TraceNode
+from concorde_workers.domain.ground.layout import RunLayout
 
 PARENT = "/repo/.concorde/runs/r-1"
 RUN_ID = "w-20261002T101500-a1b2c3"

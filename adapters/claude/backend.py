@@ -22,19 +22,20 @@ from concorde_workers.adapters.claude.settings import (
     settings_text,
     shown_settings,
 )
-from concorde_workers.adapters.claude.stream import (
-    ClaudeStreamReader,
-    project_slug,
-    session_file_name,
-)
 from concorde_workers.adapters.programs import find_located, program_or_name
-from concorde_workers.domain.boundary.credentials import config_directory
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.domain.texts.text import digest_text
-from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
+from concorde_workers.ports.agent import (
+    BackendContext,
+    CompiledCache,
+    Generated,
+    RoundKind,
+    StreamReader,
+)
 from concorde_workers.ports.filesystem import (
     EntryKind,
     FileSystem,
@@ -99,6 +100,9 @@ class ClaudeBackend:
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
         return ()
 
+    def compiled_cache(self, context: BackendContext) -> CompiledCache | None:
+        return None
+
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
         """The program (a native executable; its sandbox and ripgrep are inside it)."""
         program, found = program_or_name(
@@ -109,7 +113,7 @@ class ClaudeBackend:
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """The user's credentials file (`$CLAUDE_CONFIG_DIR/.credentials.json`, else
         `~/.claude/.credentials.json` of the host's HOME) and its copy in config/; the origin
-        comes from `domain.boundary.credentials`, which the policy hides too."""
+        comes from `domain.configuration.credentials`, which the policy hides too."""
         spec = self.profile.credentials
         config = config_directory(spec, context.environ) or posixpath.join(
             os.path.expanduser("~"), spec.default_directory
@@ -146,11 +150,17 @@ class ClaudeBackend:
         )
 
     def reader(self, context: BackendContext) -> StreamReader:
+        # The stream's reader and its records are a round's, imported when one runs: `plan`
+        # makes no reader (issue 32 §2).
+        from concorde_workers.adapters.claude.stream import ClaudeStreamReader
+
         return ClaudeStreamReader()
 
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
         """`<config>/projects/<slug of work/>/<session>.jsonl` when it exists, else the first
         `<config>/projects/*/<session>.jsonl`; None when the session has no transcript."""
+        from concorde_workers.adapters.claude.stream import project_slug, session_file_name
+
         name = session_file_name(session) if session else None
         if name is None:
             return None

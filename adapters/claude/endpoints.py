@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from concorde_workers.domain.configuration.machine import MachineFileAnswer, MachineFileSpec
-from concorde_workers.domain.texts import json_limits
-from concorde_workers.domain.texts.text import control_problem
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.text import control_problem
 
 __all__ = [
     "ENDPOINTS_FILE",

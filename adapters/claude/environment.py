@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.isolation.environment import as_runtime, common_environment
 from concorde_workers.domain.isolation.proxy import ALL_PROXY_NAMES, proxy_variables
 

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from concorde_workers.adapters.claude.layout import settings_file
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
+from concorde_workers.domain.ground.text import format_number
 from concorde_workers.domain.isolation.launch import (
     LaunchCommand,
     as_runtime,
-    format_number,
     option_value,
     tool_set,
     tools_argument,

@@ -8,8 +8,6 @@ import json
 from collections.abc import Sequence
 from decimal import Decimal
 
-from concorde_workers.domain.evidence.codes import CLAUDE_ERROR_CODE, CLAUDE_LIMIT_CODE, Reason
-from concorde_workers.domain.evidence.errors import ErrorLink, Unhandled
 from concorde_workers.domain.evidence.links import (
     COMPONENT_LEVEL,
     exit_text,
@@ -17,6 +15,8 @@ from concorde_workers.domain.evidence.links import (
     quote_head,
     quote_tail,
 )
+from concorde_workers.domain.ground.codes import CLAUDE_ERROR_CODE, CLAUDE_LIMIT_CODE, Reason
+from concorde_workers.domain.ground.errors import ErrorLink, Unhandled
 
 __all__ = ["CLAUDE_LIMIT_SUBTYPES", "CLAUDE_PROCESS_ACTOR", "claude_process_link"]
 

@@ -6,11 +6,11 @@ from concorde_workers.adapters.claude.endpoints import ENDPOINTS_SPEC, claude_en
 from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.claude.layout import CLAUDE_ENTRIES, CREDENTIALS_FILE, SETTINGS_FILE
 from concorde_workers.adapters.claude.transcript import CLAUDE_TRANSCRIPT
-from concorde_workers.domain.boundary.credentials import CredentialSpec
+from concorde_workers.domain.configuration.credentials import CredentialSpec
 from concorde_workers.domain.configuration.profile import BackendProfile, ToolNames
 from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
-from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.run.brief import BriefVariant
 
 __all__ = ["CLAUDE", "PINS"]

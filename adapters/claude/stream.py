@@ -39,13 +39,14 @@ from datetime import UTC, datetime
 from typing import Any, TypeGuard
 
 from concorde_workers.adapters.claude.links import CLAUDE_LIMIT_SUBTYPES, claude_process_link
-from concorde_workers.domain.evidence.errors import ErrorLink
 from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.errors import ErrorLink
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause_of
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.run.stdout import IgnoredLines
-from concorde_workers.domain.texts import json_limits
 
 __all__ = [
     "ACTIONS_KEPT",
@@ -368,7 +369,7 @@ class ClaudeStreamReader:
         return action
 
     def _stamp(self) -> str:
-        return self._now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return utc_text(self._now())
 
     @staticmethod
     def _link(

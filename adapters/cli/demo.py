@@ -31,11 +31,11 @@ from concorde_workers.domain.configuration.discovery import CHECKOUT, locate, lo
 from concorde_workers.domain.configuration.profile import Profiles
 from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, pinned
 from concorde_workers.domain.configuration.request import Limits, RunRequest
-from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.evidence.records import RunRecord
-from concorde_workers.domain.texts.text import json_document, terminal_lines
+from concorde_workers.domain.ground.backends import DEFAULT_BACKEND
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.text import json_document, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 if TYPE_CHECKING:

@@ -1,12 +1,12 @@
 """`show RUN_DIR --diff [--round N]` (issue 21 §2): each round's changes.patch, coloured on a
 terminal, plain when piped; every control character of worker content made visible, as in
-every account (domain/texts/text.py), a tab kept as it is."""
+every account (domain/ground/text.py), a tab kept as it is."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from concorde_workers.domain.texts.text import escape_controls
+from concorde_workers.domain.ground.text import escape_controls
 
 __all__ = ["patch_text"]
 

@@ -12,7 +12,7 @@
 The formatting functions are pure (values in, text out); only the watcher reads and writes.
 Every line they make passes `terminal_lines`: whatever a worker or a request put in a summary, a
 path, an error detail or a last action reaches the terminal with its control characters escaped
-(domain/texts/text.py), never as a sequence the terminal would obey.
+(domain/ground/text.py), never as a sequence the terminal would obey.
 """
 
 from __future__ import annotations
@@ -24,13 +24,16 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from concorde_workers.adapters.cli.output import print_json
+from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.domain.configuration.program_versions import ProgramVersion
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import ErrorLink
-from concorde_workers.domain.evidence.layout import ROUNDS_DIR, STATUS_FILE, TRACE_FILE, WORKERS_DIR
 from concorde_workers.domain.evidence.records import ProgressFile, RoundRecord, RunRecord
-from concorde_workers.domain.evidence.run_id import is_run_id
-from concorde_workers.domain.texts.text import escape_controls, printable_lines, terminal_lines
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import ErrorLink
+from concorde_workers.domain.ground.layout import ROUNDS_DIR, STATUS_FILE, TRACE_FILE, WORKERS_DIR
+from concorde_workers.domain.ground.record_fields import UTC_FORMAT
+from concorde_workers.domain.ground.run_id import is_run_id
+from concorde_workers.domain.ground.text import escape_controls, printable_lines, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 __all__ = [
@@ -66,7 +69,7 @@ def outcome_of(record: RunRecord) -> str:
 
 
 def _parse_utc(text: str) -> datetime | None:
-    for pattern in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ"):
+    for pattern in (UTC_FORMAT, "%Y-%m-%dT%H:%M:%S.%fZ"):
         try:
             return datetime.strptime(text, pattern).replace(tzinfo=UTC)
         except ValueError:
@@ -472,3 +475,30 @@ def _trace(record: RunRecord) -> list[str]:
         lines.append(f"  transcript    {record.transcript}")
     lines += [f"  trace write refused: {failure}" for failure in record.trace_failures]
     return lines
+
+
+def print_record(
+    record: RunRecord,
+    as_json: bool,
+    out: TextIO,
+    programs: Sequence[ProgramVersion] = (),
+    resources: Mapping[int, Mapping[str, Any]] | None = None,
+    notes: Sequence[str] = (),
+) -> None:
+    """The record as JSON (exactly the contract's record), or its account with the agent
+    programs the run was prepared with (its programs.json), each round's resource use and the
+    grant's notes."""
+    if as_json:
+        print_json(record.to_json(), out)
+    else:
+        out.write(account(record, programs, resources, notes))
+
+
+def status_of(record: RunRecord) -> ExitStatus:
+    """0 ok, 130 interrupted, 1 blocked or failed."""
+    outcome = outcome_of(record)
+    if outcome == "ok":
+        return ExitStatus.OK
+    if outcome == INTERRUPTED:
+        return ExitStatus.INTERRUPTED
+    return ExitStatus.FAILED

@@ -14,7 +14,7 @@ from concorde_workers.adapters.cli.wiring import Wiring
 from concorde_workers.domain.configuration.discovery import installations, locate
 from concorde_workers.domain.configuration.profile import pins_of, programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.domain.texts.text import terminal_lines
+from concorde_workers.domain.ground.text import terminal_lines
 
 if TYPE_CHECKING:
     from concorde_workers.container import Container

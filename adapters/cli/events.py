@@ -8,7 +8,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from concorde_workers.domain.texts.text import json_document
+from concorde_workers.domain.ground.text import json_document
 
 __all__ = ["JsonLinesEvents"]
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from concorde_workers.application.requests import RequestFlags, invalid
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
 
 if TYPE_CHECKING:
     from concorde_workers.adapters.cli.parser import UsageError

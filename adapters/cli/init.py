@@ -10,8 +10,8 @@ from concorde_workers.adapters.cli.output import print_json, print_refusal
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.wiring import Wiring
 from concorde_workers.domain.configuration.signing import KeyFact
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.texts.text import terminal_lines
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import terminal_lines
 
 
 def run_init(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:

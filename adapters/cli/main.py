@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     Command = Callable[[argparse.Namespace, TextIO, TextIO, Wiring], ExitStatus]
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "plan": ("commands", "run_plan"),
+    "plan": ("plan", "run_plan"),
     "run": ("commands", "run_run"),
     "show": ("commands", "run_show"),
     "sweep": ("commands", "run_sweep"),
@@ -48,12 +48,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
 when the command runs, so that no command pays for another's imports."""
 
 
+PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def without_pydantic_plugins() -> None:
+    """This process builds its models without pydantic's plugins (docs/decisions.md "No pydantic
+    plugins in the command line"): pydantic looks its plugins up in every installed package's
+    metadata when it builds the first model, importing importlib.metadata and email to do it, a
+    cost every command paid for nothing (issue 32 §2). Its loader is given as one that finds
+    none, before pydantic imports its own; the environment variable that says the same
+    (PYDANTIC_DISABLE_PLUGINS) is the user's, and still imports the lookup. Not done where the
+    loader was already imported: that process's plugins stay as they are."""
+    if PYDANTIC_PLUGIN_LOADER in sys.modules:
+        return
+    loader = type(sys)(PYDANTIC_PLUGIN_LOADER)
+    loader.get_plugins = tuple  # type: ignore[attr-defined]  # no plugins: an empty iterable
+    sys.modules[PYDANTIC_PLUGIN_LOADER] = loader
+
+
 def command_of(name: str) -> Command | None:
     """The function that runs the command `name`, its module imported now; None for no command."""
     found = COMMANDS.get(name)
     if found is None:
         return None
     module, function = found
+    without_pydantic_plugins()
     command: Command = getattr(
         importlib.import_module(f"concorde_workers.adapters.cli.{module}"), function
     )
@@ -109,7 +128,7 @@ def main(
         err.write("concorde-workers: interrupted\n")
         return int(ExitStatus.INTERRUPTED)
     except Exception as fault:  # a defect of ours: say so in one line, never a traceback
-        from concorde_workers.domain.texts.text import terminal_lines
+        from concorde_workers.domain.ground.text import terminal_lines
 
         err.write(
             terminal_lines(

@@ -21,8 +21,8 @@ from concorde_workers.adapters.cli.output import print_json
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.application.requests import invalid
 from concorde_workers.domain.configuration.config import ResolvedWorker
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.texts.text import terminal_lines
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import terminal_lines
 
 if TYPE_CHECKING:
     from concorde_workers.container import Container

@@ -1,21 +1,17 @@
-"""What a command writes: one JSON document, a refusal, a run record.
+"""What a command writes: one JSON document, a refusal.
 
 A refusal goes to stderr as text (its message indented under a headline naming its code), or to
-stdout as one JSON document under --json; a run record is its account, or its JSON, and its
-exit status.
+stdout as one JSON document under --json. A run record's account, its JSON and its exit status
+are display.py's (`print_record`, `status_of`): `plan` loads no record and no display (issue 32
+§2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
-from concorde_workers.adapters.cli.display import INTERRUPTED, account, outcome_of
-from concorde_workers.adapters.cli.status import ExitStatus
-from concorde_workers.domain.configuration.program_versions import ProgramVersion
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.records import RunRecord
-from concorde_workers.domain.texts.text import json_document, terminal_lines
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import json_document, terminal_lines
 
 
 def print_json(data: object, out: TextIO) -> None:
@@ -46,30 +42,3 @@ def print_refusal(refusal: Refusal, as_json: bool, out: TextIO, err: TextIO) -> 
                 ]
             )
         )
-
-
-def print_record(
-    record: RunRecord,
-    as_json: bool,
-    out: TextIO,
-    programs: Sequence[ProgramVersion] = (),
-    resources: Mapping[int, Mapping[str, Any]] | None = None,
-    notes: Sequence[str] = (),
-) -> None:
-    """The record as JSON (exactly the contract's record), or its account with the agent
-    programs the run was prepared with (its programs.json), each round's resource use and the
-    grant's notes."""
-    if as_json:
-        print_json(record.to_json(), out)
-    else:
-        out.write(account(record, programs, resources, notes))
-
-
-def status_of(record: RunRecord) -> ExitStatus:
-    """0 ok, 130 interrupted, 1 blocked or failed."""
-    outcome = outcome_of(record)
-    if outcome == "ok":
-        return ExitStatus.OK
-    if outcome == INTERRUPTED:
-        return ExitStatus.INTERRUPTED
-    return ExitStatus.FAILED

@@ -16,7 +16,7 @@ import sys
 
 from concorde_workers import __version__
 from concorde_workers.domain.boundary.task_types import TASK_TYPE_LINES
-from concorde_workers.domain.evidence.backends import BACKENDS
+from concorde_workers.domain.ground.backends import BACKENDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` is a tenth of --help's import (issue 32 §2)

@@ -17,7 +17,7 @@ from concorde_workers.adapters.cli.display import elapsed_text, error_lines, out
 from concorde_workers.application.report import ReportInput
 from concorde_workers.application.tracing.calls import ToolCall
 from concorde_workers.domain.evidence.records import RoundRecord, RunRecord
-from concorde_workers.domain.texts.text import escape_controls
+from concorde_workers.domain.ground.text import escape_controls
 
 __all__ = ["report_html"]
 

@@ -2,7 +2,7 @@
 
 A run exits 0 when it ended ok, 1 blocked or failed, 130 interrupted; every bad input ends in a
 refusal with status 2; an unexpected fault prints one line naming it, with status 3. A run
-record's status is output.status_of (this module imports nothing, for main's fast start).
+record's status is display.status_of (this module imports nothing, for main's fast start).
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from concorde_workers.adapters.cli.output import print_json, print_refusal
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.wiring import Wiring
 from concorde_workers.application.verify import Verification
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.texts.text import terminal_lines
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.text import terminal_lines
 from concorde_workers.ports.filesystem import FileSystemError, read_regular_text
 
 __all__ = ["account", "run_verify"]

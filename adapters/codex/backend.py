@@ -1,4 +1,4 @@
-"""The Codex CLI backend (issue 33; docs/decisions.md 68; ../shared/notes/codex.md).
+"""The Codex CLI backend (issue 33; docs/decisions.md 72; ../shared/notes/codex.md).
 
 Generates the run's CODEX_HOME with only its config.toml (adapters/codex/config.py, from the
 machine's codex.json and the model map's id) and the strict schema sent on the wire; copies no
@@ -24,14 +24,20 @@ from concorde_workers.adapters.codex.launch import codex_command, sandbox_mode
 from concorde_workers.adapters.codex.profile import CODEX, CODEX_PROGRAM, native_relative
 from concorde_workers.adapters.codex.stream import CodexStreamReader, Prices
 from concorde_workers.adapters.programs import find_located
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.domain.texts.text import digest_text
-from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
+from concorde_workers.ports.agent import (
+    BackendContext,
+    CompiledCache,
+    Generated,
+    RoundKind,
+    StreamReader,
+)
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 __all__ = ["USERNS_FILES", "CodexBackend", "nested_namespaces_problem"]
@@ -145,6 +151,10 @@ class CodexBackend:
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
         return ()
+
+    def compiled_cache(self, context: BackendContext) -> CompiledCache | None:
+        """Nothing: the native program compiles nothing at a round."""
+        return None
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """None: the key reaches the round by its variable; auth.json stays hidden."""

@@ -13,7 +13,7 @@ holds no secret, only a URL and a variable's name (a URL with a user name or pas
 refused: plan prints it); `key_env` must name a secret's variable (so that PATH or HOME is never
 sent as a key). Prices are US dollars per million tokens; without them a budget cannot be
 priced, and a worker configuration that sets `max_budget_usd` for codex is refused by plan and
-run (docs/decisions.md 68).
+run (docs/decisions.md 72).
 
 Pure: the file's text comes in through the one reader of machine files.
 """
@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from concorde_workers.domain.configuration.machine import MachineFileAnswer, MachineFileSpec
-from concorde_workers.domain.texts import json_limits
-from concorde_workers.domain.texts.text import control_problem
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.text import control_problem
 
 __all__ = [
     "CODEX_CONFIG_FILE",

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from concorde_workers.adapters.codex import layout
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.isolation.launch import LaunchCommand, as_runtime, tool_set
 
 __all__ = ["CHANGE_TOOL", "codex_command", "sandbox_mode"]

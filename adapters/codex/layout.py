@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 
-from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeEntries, RuntimeLayout
 
 __all__ = [
     "CODEX_ENTRIES",

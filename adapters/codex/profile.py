@@ -1,5 +1,5 @@
 """The Codex CLI's profile: what the host's generic algorithms take of it as values (issue 33 §1;
-docs/decisions.md 68)."""
+docs/decisions.md 72)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ from concorde_workers.adapters.codex.endpoint import CODEX_CONFIG_SPEC, codex_en
 from concorde_workers.adapters.codex.environment import codex_environment
 from concorde_workers.adapters.codex.layout import CODEX_ENTRIES, CONFIG_FILE
 from concorde_workers.adapters.codex.transcript import CODEX_TRANSCRIPT
-from concorde_workers.domain.boundary.credentials import CredentialSpec
-from concorde_workers.domain.configuration.profile import BackendProfile, ToolNames
+from concorde_workers.domain.configuration.credentials import CredentialSpec
+from concorde_workers.domain.configuration.profile import (
+    BackendProfile,
+    ConfinementAsks,
+    ToolNames,
+)
 from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.isolation.mount_plan import ConfinementAsks
+from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.run.brief import BriefVariant
 
 __all__ = ["CODEX", "CODEX_PROGRAM", "PINS", "PLACEHOLDERS", "native_relative"]

@@ -1,5 +1,5 @@
 """`CodexStreamReader`: one Codex round's `--json` events as a `RoundReport` (issue 33 §1, §3;
-../shared/notes/codex.md §2, §5; verified again on 0.171.0, docs/decisions.md 68).
+../shared/notes/codex.md §2, §5; verified again on 0.171.0, docs/decisions.md 72).
 
 What `codex exec --json` prints, one JSON object a line:
 
@@ -32,8 +32,6 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from concorde_workers.domain.evidence.codes import CODEX_ERROR_CODE, CODEX_LIMIT_CODE, Reason
-from concorde_workers.domain.evidence.errors import ErrorLink, Unhandled
 from concorde_workers.domain.evidence.links import (
     COMPONENT_LEVEL,
     exit_text,
@@ -42,11 +40,13 @@ from concorde_workers.domain.evidence.links import (
     quote_tail,
 )
 from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.codes import CODEX_ERROR_CODE, CODEX_LIMIT_CODE, Reason
+from concorde_workers.domain.ground.errors import ErrorLink, Unhandled
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.run.stdout import IgnoredLines
-from concorde_workers.domain.texts import json_limits
 
 __all__ = [
     "CALL_ITEMS",

@@ -35,8 +35,8 @@ from typing import Any
 
 from concorde_workers.adapters.pi.layout import AUTH_FILE, MODELS_FILE
 from concorde_workers.domain.configuration.profile import CopiedText
+from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.isolation.environment import API_KEY_SUFFIX
-from concorde_workers.domain.texts import json_limits
 
 __all__ = ["PI_BUILT_IN_PROVIDERS", "PI_MODEL_ID_PREFIXES", "judge_pi_files", "strip_comments"]
 

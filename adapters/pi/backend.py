@@ -13,30 +13,41 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from concorde_workers.adapters.pi import layout
 from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.adapters.pi.extension import (
     generate_extension,
+    policy_module_path,
     sandbox_runtime_entry,
     sandbox_runtime_package,
 )
 from concorde_workers.adapters.pi.launch import pi_command
 from concorde_workers.adapters.pi.prerequisites import PiPrerequisites, pi_runtime_refusal
 from concorde_workers.adapters.pi.profile import PI, PI_PROGRAM, SANDBOX_RUNTIME
-from concorde_workers.adapters.pi.stream import PiStreamReader
 from concorde_workers.adapters.programs import find_program, program_or_name
-from concorde_workers.domain.boundary.credentials import config_directory
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.domain.texts.text import digest_text
-from concorde_workers.ports.agent import BackendContext, Generated, RoundKind, StreamReader
+from concorde_workers.ports.agent import (
+    BackendContext,
+    CompiledCache,
+    Generated,
+    RoundKind,
+    StreamReader,
+)
 from concorde_workers.ports.filesystem import FileSystem
 
 # Seed 001 "Run directory": the generated settings.json holds only this.
 PI_SETTINGS = {"defaultProjectTrust": "never"}
+
+
+PRECOMPILE = Path(__file__).with_name("extension") / "precompile.mjs"
+"""The script that compiles the extension into jiti's cache (`PiBackend.compiled_cache`)."""
 
 
 class PiBackend:
@@ -135,6 +146,30 @@ class PiBackend:
         runtime = context.policy.runtime
         return (layout.jiti_cache(runtime), layout.project_dir(runtime))
 
+    def compiled_cache(self, context: BackendContext) -> CompiledCache | None:
+        """The extension compiled once a run into jiti's cache format by the jiti pi's own
+        program resolves (extension/precompile.mjs), into control/jiti, which no round writes;
+        the rounds' cache, cleared before every round (`round_scratch`), is filled from it. None
+        when the program or node is not found (the round then fails to start anyway)."""
+        program, found = program_or_name(self._fs, PI_PROGRAM, context.environ, self._installations)
+        node = self._fs.which("node", context.environ.get("PATH", ""))
+        if not found or node is None:
+            return None
+        runtime = context.policy.runtime
+        folder = layout.compiled_extension(runtime)
+        return CompiledCache(
+            argv=(
+                node,
+                str(PRECOMPILE),
+                self._fs.realpath(program),
+                folder,
+                layout.permission_extension(runtime),
+                policy_module_path(runtime),
+            ),
+            folder=folder,
+            cache=layout.jiti_cache(runtime),
+        )
+
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
         """auth.json and models.json, only, from the user's pi configuration directory
         (seed 001): `PI_CODING_AGENT_DIR` with a leading `~` expanded as pi does, else
@@ -168,7 +203,10 @@ class PiBackend:
 
     def reader(self, context: BackendContext) -> StreamReader:
         """A PiStreamReader that also reads this round's concorde-limit entry from the run's
-        session file (pi 0.73.1 prints no entry_appended record)."""
+        session file (pi 0.73.1 prints no entry_appended record). Imported when a round runs:
+        `plan` makes no reader (issue 32 §2)."""
+        from concorde_workers.adapters.pi.stream import PiStreamReader
+
         return PiStreamReader(
             session_file=layout.session_file(context.policy.runtime, context.run_id), fs=self._fs
         )
@@ -181,6 +219,6 @@ class PiBackend:
 
 
 def user_pi_directory(environ: Mapping[str, str]) -> str | None:
-    """The user's pi configuration directory as pi 0.73.1 finds it (`domain.boundary.credentials`,
-    which the policy hides too)."""
+    """The user's pi configuration directory as pi 0.73.1 finds it
+    (`domain.configuration.credentials`, which the policy hides too)."""
     return config_directory(PI.credentials, environ)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.isolation.environment import (
     API_KEY_SUFFIX,
     as_runtime,

@@ -34,7 +34,7 @@ from concorde_workers.adapters.pi.layout import permission_extension
 from concorde_workers.adapters.pi.profile import SANDBOX_RUNTIME_ENTRY, SANDBOX_RUNTIME_RELATIVE
 from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 
 TEMPLATE_DIR = "extension"
 PERMISSION_TEMPLATE = "permission.ts"

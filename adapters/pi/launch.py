@@ -11,8 +11,8 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.adapters.pi import layout
-from concorde_workers.domain.evidence.layout import RuntimeLayout
-from concorde_workers.domain.evidence.run_id import is_run_id
+from concorde_workers.domain.ground.layout import RuntimeLayout
+from concorde_workers.domain.ground.run_id import is_run_id
 from concorde_workers.domain.isolation.launch import (
     LaunchCommand,
     as_runtime,

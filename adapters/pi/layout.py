@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import posixpath
 
-from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeEntries, RuntimeLayout
 
 __all__ = [
     "AUTH_FILE",
@@ -60,6 +60,12 @@ def session_file(runtime: RuntimeLayout, run_id: str) -> str:
 def jiti_cache(runtime: RuntimeLayout) -> str:
     """pi's compile cache of the extension, `<rt>/tmp/jiti` (notes/pi.md §9.1)."""
     return posixpath.join(runtime.tmp, "jiti")
+
+
+def compiled_extension(runtime: RuntimeLayout) -> str:
+    """`<rt>/control/jiti`: the extension compiled by the host once a run, copied into
+    `jiti_cache` before every round (issue 32 §4)."""
+    return posixpath.join(runtime.control, "jiti")
 
 
 def project_dir(runtime: RuntimeLayout) -> str:

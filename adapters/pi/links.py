@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from concorde_workers.domain.evidence.codes import PI_ERROR_CODE, PI_LIMIT_CODE, Reason
-from concorde_workers.domain.evidence.errors import ErrorLink, Unhandled
 from concorde_workers.domain.evidence.links import (
     COMPONENT_LEVEL,
     exit_text,
@@ -15,7 +13,9 @@ from concorde_workers.domain.evidence.links import (
     quote_head,
     quote_tail,
 )
-from concorde_workers.domain.isolation.launch import format_number
+from concorde_workers.domain.ground.codes import PI_ERROR_CODE, PI_LIMIT_CODE, Reason
+from concorde_workers.domain.ground.errors import ErrorLink, Unhandled
+from concorde_workers.domain.ground.text import format_number
 
 __all__ = ["PI_PROCESS_ACTOR", "pi_limit_detail", "pi_process_link"]
 

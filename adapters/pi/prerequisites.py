@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.adapters.pi.profile import PI, SANDBOX_RUNTIME_ENTRY
-from concorde_workers.domain.configuration.doctor import MACHINE_TOOLS
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.setup.doctor import MACHINE_TOOLS
 
 HOW_TO_PROVIDE: Mapping[str, str] = {
     **{spec.program: spec.provide for spec in PI.programs},

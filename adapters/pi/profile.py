@@ -6,11 +6,11 @@ from concorde_workers.adapters.pi.agent_files import judge_pi_files
 from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.adapters.pi.layout import AUTH_FILE, EXTENSION_FILE, MODELS_FILE, PI_ENTRIES
 from concorde_workers.adapters.pi.transcript import PI_TRANSCRIPT
-from concorde_workers.domain.boundary.credentials import CredentialSpec
+from concorde_workers.domain.configuration.credentials import CredentialSpec
 from concorde_workers.domain.configuration.profile import BackendProfile, HelperTool, ToolNames
 from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
-from concorde_workers.domain.evidence.codes import Code
+from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.isolation.environment import API_KEY_SUFFIX
 from concorde_workers.domain.run.brief import BriefVariant
 

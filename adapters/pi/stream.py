@@ -38,11 +38,12 @@ from typing import Any
 from concorde_workers.adapters.pi.launch import PI_RESULT_TOOL
 from concorde_workers.adapters.pi.links import pi_limit_detail, pi_process_link
 from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.run.stdout import IgnoredLines
-from concorde_workers.domain.texts import json_limits
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
@@ -408,7 +409,7 @@ class PiStreamReader:
 
     def _now(self) -> str:
         now = self.clock.now_utc() if self.clock is not None else datetime.now(UTC)
-        return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return utc_text(now)
 
 
 _Handler = Callable[[PiStreamReader, dict[str, Any]], LastAction | None]

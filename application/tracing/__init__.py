@@ -5,7 +5,7 @@ worker-round-trace, worker-run-record). Every read and write goes through the `F
 * `writer`: `TraceWriter` writes one run's node folder `<parent>/workers/<run-id>/` (its
   trace.json at the moments start, update and end, each round's trace.json and stderr.log,
   grant.json, brief.md and programs.json), recording every refused write, never raising it.
-* `progress`: `ProgressWriter` keeps status.json current; `utc_text`, the records' time.
+* `progress`: `ProgressWriter` keeps status.json current.
 * `journal`: `DeletionJournal`, the journal of deletions the host writes as it deletes, and
   `read_deletions`, which the sweep reads it back with (issue 30 §3).
 * `record`: `record_of_node`, the returned run record of a worker-run node (the host's and the

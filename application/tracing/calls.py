@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.evidence.transcript import Call, Prompt, Result, TranscriptDialect
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
 
 __all__ = ["MAX_CALLS", "CallTracker", "ToolCall", "tool_calls"]
 

@@ -12,7 +12,7 @@ earlier missing one did not). `read_deletions` reads it back for the sweep, boun
 from __future__ import annotations
 
 from concorde_workers.application.tracing.writer import TraceWriter
-from concorde_workers.domain.evidence.layout import RunLayout
+from concorde_workers.domain.ground.layout import RunLayout
 from concorde_workers.domain.run.deletion_journal import (
     JOURNAL_READ_LIMIT,
     Journal,

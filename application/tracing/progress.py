@@ -1,30 +1,24 @@
 """The progress file: status.json kept current while a run lasts (seed 000 "Progress file").
 
 `ProgressWriter` rewrites it at once at every phase change, at most once a second for worker
-activity. A refused progress write never fails the run. `utc_text` is the time as the records
-write it.
+activity. A refused progress write never fails the run. Its times are the records' own
+(`domain/ground/record_fields.py` `utc_text`).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from concorde_workers.domain.evidence.records import LastAction, Phase, ProgressFile, ProgressStatus
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
-__all__ = ["ACTIVITY_INTERVAL_SECONDS", "ProgressWriter", "utc_text"]
+__all__ = ["ACTIVITY_INTERVAL_SECONDS", "ProgressWriter"]
 
 ACTIVITY_INTERVAL_SECONDS = 1.0
 """Worker activity rewrites the progress file at most once a second (seed 000 "Progress file")."""
-
-
-def utc_text(moment: datetime) -> str:
-    """A time as the records write it: UTC, ISO 8601 with the suffix Z, whole seconds."""
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        raise ValueError("a record time needs an aware datetime")
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class ProgressWriter:

@@ -17,19 +17,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from concorde_workers.application.tracing.record import record_of_node
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.program_versions import (
     Programs,
     ProgramVersion,
     parse_programs_document,
-)
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.layout import (
-    PROGRAMS_FILE,
-    RESOURCES_FILE,
-    STDERR_TAIL_BYTES,
-    RunLayout,
 )
 from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
@@ -39,11 +30,20 @@ from concorde_workers.domain.evidence.records import (
     RunRecord,
     TraceNode,
 )
-from concorde_workers.domain.evidence.run_id import is_run_id, runtime_directory_prefix
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import (
+    PROGRAMS_FILE,
+    RESOURCES_FILE,
+    STDERR_TAIL_BYTES,
+    RunLayout,
+)
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.domain.ground.run_id import is_run_id, runtime_directory_prefix
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.run.brief import worktree_of_brief
 from concorde_workers.domain.run.changes import CHANGES_FILE, MAX_PATCH_BYTES
-from concorde_workers.domain.texts import json_limits
-from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
 
 __all__ = [

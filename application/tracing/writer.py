@@ -19,8 +19,10 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from concorde_workers.domain.evidence.errors import Evidence
-from concorde_workers.domain.evidence.layout import (
+from concorde_workers.domain.evidence.links import trace_write_evidence
+from concorde_workers.domain.evidence.records import WORKER_ROUND, WORKER_RUN, NodeFile, TraceNode
+from concorde_workers.domain.ground.errors import Evidence
+from concorde_workers.domain.ground.layout import (
     BRIEF_FILE,
     DELETIONS_FILE,
     GRANT_FILE,
@@ -31,9 +33,7 @@ from concorde_workers.domain.evidence.layout import (
     TRANSCRIPT_FILE,
     RunLayout,
 )
-from concorde_workers.domain.evidence.links import trace_write_evidence
-from concorde_workers.domain.evidence.records import WORKER_ROUND, WORKER_RUN, NodeFile, TraceNode
-from concorde_workers.domain.evidence.run_id import is_run_id
+from concorde_workers.domain.ground.run_id import is_run_id
 from concorde_workers.domain.run.changes import CHANGES_FILE
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from concorde_workers.domain.attestation.patches import ParsedPatch, chain_breaks, changed_net
-from concorde_workers.domain.evidence.layout import BRIEF_FILE, TRACE_FILE
 from concorde_workers.domain.evidence.records import ProgressFile, TraceNode
+from concorde_workers.domain.ground.layout import BRIEF_FILE, TRACE_FILE
 from concorde_workers.domain.run.changes import CHANGES_FILE
 
 __all__ = [

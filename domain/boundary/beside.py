@@ -30,8 +30,8 @@ interpreter"):
 A runtime path strictly inside a home, a configuration directory, the primary worktree or the
 worktree stays allowed: a virtual environment, `node_modules`, an installation under the home are
 what runtime paths are for (seed 000: ".venv or node_modules"). The homes and the credentials'
-origins are `domain.boundary.credentials`' own, the ones `domain.boundary.hidden` and the policy
-hide.
+origins are `domain.configuration.credentials`' own, the ones `domain.boundary.hidden` and the
+policy hide.
 
 The project interpreter is not made readable: its directory comes first on PATH and the brief
 names it. It is refused when it is empty, holds a control character, is relative, does not exist,
@@ -51,14 +51,14 @@ from enum import Enum
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.grant import Grant, Level
-from concorde_workers.domain.boundary.paths import is_within, relative_to
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX
-from concorde_workers.domain.texts.text import control_problem
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import is_within, relative_to
+from concorde_workers.domain.ground.run_id import RUNTIME_PREFIX
+from concorde_workers.domain.ground.text import control_problem
 
 RUNTIME_DIRECTORY = re.compile(re.escape(RUNTIME_PREFIX) + r"[0-9a-f]{6}-[A-Za-z0-9_]{1,32}\Z")
-"""The name of a run's runtime directory (`domain.evidence.run_id.runtime_directory_name`)."""
+"""The name of a run's runtime directory (`domain.ground.run_id.runtime_directory_name`)."""
 
 RUNTIME_REPAIR = (
     "list only what the worker needs to read beside its grant, such as a virtual environment, "

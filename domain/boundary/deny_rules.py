@@ -26,7 +26,11 @@ from concorde_workers.domain.boundary.grant import (
 )
 from concorde_workers.domain.boundary.hidden import Hidden
 from concorde_workers.domain.boundary.interpreter import PROCESSES
-from concorde_workers.domain.boundary.paths import (
+from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import RuntimeLayout
+from concorde_workers.domain.ground.paths import (
     EntryKind,
     ListDir,
     dedupe,
@@ -34,11 +38,7 @@ from concorde_workers.domain.boundary.paths import (
     outermost,
     relative_to,
 )
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.layout import RuntimeLayout
-from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX
-from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.run_id import RUNTIME_PREFIX
 
 __all__ = ["PROCESSES", "deny_rules", "other_runs", "rule_covers", "run_directory_denied"]
 

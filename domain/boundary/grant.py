@@ -18,16 +18,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.boundary.task_types import (
     TASK_TYPES,
     TaskType,
     parse_task_type,
     writes_nothing,
 )
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.texts.text import control_problem
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.domain.ground.text import control_problem
 
 
 class Level(StrEnum):

@@ -27,8 +27,8 @@ import posixpath
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.interpreter import RUNTIME_NAME, is_other_run
-from concorde_workers.domain.boundary.paths import is_within
 from concorde_workers.domain.boundary.rules import fill
+from concorde_workers.domain.ground.paths import is_within
 
 TEMPORARY_ROOTS: tuple[str, ...] = ("/tmp", "/var/tmp", "/usr/tmp")
 """The system's temporary directories (Python's `tempfile` candidates without the environment's

@@ -22,14 +22,19 @@ TypeScript port. A decision is `(allowed, row, reason)`, the reason without the 
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # the Claude Code hooks embed this source: `typing` would cost each call
+if TYPE_CHECKING:
+    from typing import Any
+else:
+    Any = object
 
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 """A reason's placeholder (`domain.boundary.rules.fill`, pi_policy.ts)."""
 RUNTIME_PREFIX = "concorde-"
-"""How a runtime directory's name begins (`domain.evidence.run_id.RUNTIME_PREFIX`)."""
+"""How a runtime directory's name begins (`domain.ground.run_id.RUNTIME_PREFIX`)."""
 RUNTIME_NAME = re.compile(r"concorde-[0-9a-f]{6}-[A-Za-z0-9_]{1,32}")
-"""A runtime directory's name (`domain.evidence.run_id.runtime_directory_name`), matched
+"""A runtime directory's name (`domain.ground.run_id.runtime_directory_name`), matched
 whole."""
 PROCESSES = "/proc"
 GUIDANCE_LIMIT = 12

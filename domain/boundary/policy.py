@@ -42,13 +42,6 @@ from concorde_workers.domain.boundary.deny_rules import (
 from concorde_workers.domain.boundary.grant import Grant, Level
 from concorde_workers.domain.boundary.hidden import Hidden, temporary_roots
 from concorde_workers.domain.boundary.interpreter import Decided, Judge
-from concorde_workers.domain.boundary.paths import (
-    ListDir,
-    dedupe,
-    is_within,
-    outermost,
-    relative_to,
-)
 from concorde_workers.domain.boundary.rules import (
     REASONS,
     TABLES,
@@ -58,11 +51,18 @@ from concorde_workers.domain.boundary.rules import (
     rows_json,
 )
 from concorde_workers.domain.boundary.sandbox_lists import SandboxFilesystem, sandbox_filesystem
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout, host_paths
-from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX
 from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import RuntimeEntries, RuntimeLayout, host_paths
+from concorde_workers.domain.ground.paths import (
+    ListDir,
+    dedupe,
+    is_within,
+    outermost,
+    relative_to,
+)
+from concorde_workers.domain.ground.run_id import RUNTIME_PREFIX
 
 GRANT_PREFIX = fill("denial", reason="")
 GIT_REASON = REASONS["git"]

@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.grant import READABLE, Grant, GrantEntry, Level
 from concorde_workers.domain.boundary.hidden import Hidden
-from concorde_workers.domain.boundary.paths import dedupe, is_within, outermost
-from concorde_workers.domain.evidence.layout import RuntimeLayout, host_paths
-from concorde_workers.domain.evidence.layout import not_writable as backends_not_writable
 from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.layout import RuntimeLayout, host_paths
+from concorde_workers.domain.ground.layout import not_writable as backends_not_writable
+from concorde_workers.domain.ground.paths import dedupe, is_within, outermost
 
 __all__ = ["SandboxFilesystem", "sandbox_filesystem"]
 

@@ -1,4 +1,4 @@
 """What configures a run and the machine it runs on: the worker configuration, the model map and
-programs, the request, program versions and discovery, doctor's judgement, the machine's
-endpoints and resources, the prerequisites, the resource limits, and what init and install-
-agents write."""
+programs, the request, program versions and discovery, the machine's endpoints and resources,
+the resource limits, the credentials' origins (`CredentialSpec`), where the signing key lies, the
+backend profile, and what init writes."""

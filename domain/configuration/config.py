@@ -17,7 +17,7 @@ Decisions where the spec is silent (docs/decisions.md "Configuration reader"):
   (`domain.configuration.request.limits_problem`).
 - Runtime entries that name the workspace itself or a folder holding it are config_invalid:
   they would make the whole worktree readable beside the grant; so are entries with a `.git`
-  segment or a character `domain.texts.text` refuses in any given path. Entries that do not exist
+  segment or a character `domain.ground.text` refuses in any given path. Entries that do not exist
   are
   dropped, as the Inputs table asks ("the worker configuration's runtime paths that exist"). The
   preparation judges the resolved paths like every runtime path (domain/boundary/beside.py).
@@ -33,17 +33,16 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.paths import is_within
 from concorde_workers.domain.configuration.request import Backend, Limits, limits_problem
-from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
-from concorde_workers.domain.evidence.codes import REFUSAL_REASONS, Code
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.texts.text import control_problem
+from concorde_workers.domain.ground.backends import DEFAULT_BACKEND
+from concorde_workers.domain.ground.codes import REFUSAL_REASONS, Code
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.paths import is_within
+from concorde_workers.domain.ground.text import control_problem
 
 Levels = Mapping[str, Sequence[str]]
 """Each backend's reasoning levels by its name (its profile's, `profile.levels_of`)."""
 DEFAULT_BACKEND_SOURCE = "Concorde's default worker backend"
-CONFIG_PATH = ".concorde/workers.json"
 RETIRED_PATH = ".concorde/worker-models.json"
 DEFAULT_RUNTIME = (".venv", "node_modules")
 

@@ -45,8 +45,8 @@ from concorde_workers.domain.configuration.program_versions import (
     pinned,
 )
 from concorde_workers.domain.configuration.request import Backend
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Refusal
 
 Placeholders = Mapping[str, str]
 """Each backend's name -> what the map's entry to add holds until the developer fills in the

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from concorde_workers.domain.configuration.machine import MachineFileSpec, machine_file_location
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, ResourceLimits
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
 
 __all__ = [
     "MAX_RESOURCES_BYTES",

@@ -14,22 +14,38 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.credentials import CredentialSpec
 from concorde_workers.domain.boundary.grant import Grant
 from concorde_workers.domain.boundary.task_types import BASH_TASK_TYPES, TaskType, writes_nothing
+from concorde_workers.domain.configuration.credentials import CredentialSpec
 from concorde_workers.domain.configuration.machine import MachineFileAnswer, MachineFileSpec
 from concorde_workers.domain.configuration.program_versions import ProgramSpec
 from concorde_workers.domain.configuration.starter import DefaultModel
-from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.layout import RuntimeEntries, RuntimeLayout
 from concorde_workers.domain.evidence.transcript import TranscriptDialect
-from concorde_workers.domain.isolation.mount_plan import ConfinementAsks
+from concorde_workers.domain.ground.backends import DEFAULT_BACKEND
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.layout import RuntimeEntries, RuntimeLayout
 from concorde_workers.domain.run.brief import BriefVariant
 
 RoundEnvironment = Callable[[Mapping[str, str], RuntimeLayout, str | None], dict[str, str]]
 """A round's whole environment from the host's, the runtime directory and the project
 interpreter: nothing else is inherited (seed 000 "Launch", seed 001 "Launch")."""
+
+
+@dataclass(frozen=True)
+class ConfinementAsks:
+    """What a backend's own sandbox, nested in the confinement, needs of the namespace (a
+    profile's field): `placeholders` as in `PlanInputs`, `private` paths in which `{uid}` stands
+    for the agent's uid inside."""
+
+    placeholders: tuple[str, ...] = ()
+    private: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    """Configuration sources the program reads whatever its settings say (Codex's
+    `/etc/codex`): masked in its namespace."""
+
+    def resolved(self, uid: int) -> tuple[str, ...]:
+        """The private paths with the agent's uid in them."""
+        return tuple(p.replace("{uid}", str(uid)) for p in self.private)
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,7 @@ them."""
 
 __all__ = [
     "BackendProfile",
+    "ConfinementAsks",
     "CopiedText",
     "CopiesJudge",
     "HelperTool",

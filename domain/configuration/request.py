@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from concorde_workers.domain.configuration.resources import ResourceLimits
-from concorde_workers.domain.evidence.backends import BACKENDS as BACKENDS
-from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
-from concorde_workers.domain.evidence.backends import Backend as Backend
+from concorde_workers.domain.ground.backends import BACKENDS as BACKENDS
+from concorde_workers.domain.ground.backends import DEFAULT_BACKEND
+from concorde_workers.domain.ground.backends import Backend as Backend
 
 MAX_WAIT_SECONDS = 86_400.0
 """The longest a round may run, and the longest wait before a retry round: a day (issue 31 §3:

@@ -4,7 +4,7 @@ Every run ends with an in-toto statement of what it did (domain/attestation/stat
 host signs it with this machine's Ed25519 private key when there is one: `$CONCORDE_SIGNING_KEY`
 (an absolute path), else `signing-key.pem` beside the model map
 (`~/.config/concorde/signing-key.pem`). The key is the host's alone: like the credentials at
-their origin, no worker can read it (domain/boundary/credentials.py lists it among the files
+their origin, no worker can read it (domain/configuration/credentials.py lists it among the files
 hidden always), and it never lies in a worktree. Without one the statement is written unsigned,
 and `verify` says so.
 

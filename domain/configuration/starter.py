@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
 
 __all__ = [
     "EXCLUDE_LINE",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from concorde_workers.domain.evidence.backends import BACKENDS
+from concorde_workers.domain.ground.backends import BACKENDS
 
 __all__ = [
     "EVENT_SCHEMA",

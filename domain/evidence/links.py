@@ -1,5 +1,5 @@
 """The links of a failed run's error chain, built from the code tables of
-`domain/evidence/codes.py`.
+`domain/ground/codes.py`.
 
 * Workers' link: level `workers`, actor `Workers run <run-id> (<task type> worker)`.
 * The agent program's process link: level `component`, built by its backend's stream reader
@@ -16,15 +16,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from concorde_workers.domain.evidence.codes import (
+from concorde_workers.domain.ground.codes import (
     VALIDATION_CODE_RULES,
     CausesRule,
     Code,
     Reason,
     run_code_row,
 )
-from concorde_workers.domain.evidence.errors import ErrorLink, Evidence, Unhandled
-from concorde_workers.domain.isolation.launch import format_number
+from concorde_workers.domain.ground.errors import ErrorLink, Evidence, Unhandled
+from concorde_workers.domain.ground.text import format_number
 from concorde_workers.domain.run.worker_result import WORKER_LEVEL, WorkerError
 
 WORKERS_LEVEL = "workers"

@@ -6,7 +6,7 @@ from typing import Annotated, Self
 
 from pydantic import BaseModel, Field, StrictInt, StrictStr, model_validator
 
-from concorde_workers.domain.evidence.record_fields import (
+from concorde_workers.domain.ground.record_fields import (
     RECORD,
     NonEmpty,
     Phase,

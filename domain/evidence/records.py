@@ -31,14 +31,14 @@ from pydantic import (
     model_validator,
 )
 
-from concorde_workers.domain.evidence.errors import ErrorLink
 from concorde_workers.domain.evidence.progress_file import (
     LAST_ACTION_TARGET_LIMIT,
     LastAction,
     ProgressFile,
     cut_target,
 )
-from concorde_workers.domain.evidence.record_fields import (
+from concorde_workers.domain.ground.errors import ErrorLink
+from concorde_workers.domain.ground.record_fields import (
     BACKENDS,
     RECORD,
     Amount,

@@ -26,9 +26,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from concorde_workers.domain.boundary.paths import EntryKind
-from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX, is_run_id, run_id_hex
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.domain.ground.run_id import RUNTIME_PREFIX, is_run_id, run_id_hex
 
 __all__ = [
     "OWNERLESS_MARGIN_SECONDS",

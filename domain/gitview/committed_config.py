@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.configuration.config import CONFIG_PATH
+from concorde_workers.domain.ground.layout import CONFIG_PATH
 
 
 class ConfigurationSource(BaseModel):

@@ -54,8 +54,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.configuration.config import CONFIG_PATH
 from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.ground.layout import CONFIG_PATH
 
 
 class Scope(StrEnum):

@@ -13,11 +13,13 @@ Everything here is pure: the Git port gives the facts (real paths, what Git said
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.paths import (
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import (
     DirEntry,
     EntryKind,
     ListDir,
@@ -25,8 +27,6 @@ from concorde_workers.domain.boundary.paths import (
     is_within,
     relative_to,
 )
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
 
 WORKTREES_DIR = ".claude/worktrees"
 GIT = ".git"
@@ -199,23 +199,30 @@ def find_git_entries(
     and finds a `.git` of any kind (seed 000 "Placement")."""
     runtime = tuple(posixpath.normpath(p) for p in runtime_paths)
     below_runtime = tuple(r.rstrip("/") + "/" for r in runtime)
+
+    def kept(path: str) -> bool:
+        return not (runtime and (path in runtime or path.startswith(below_runtime)))
+
     found: list[GitEntry] = []
+
+    def seen(prefix: str, kinds: Mapping[str, EntryKind]) -> None:
+        kind = kinds.get(GIT)
+        if kind is not None and kept(prefix + GIT):
+            found.append(GitEntry(path=prefix + GIT, kind=kind))
+
     stack = [posixpath.normpath(worktree)]
     while stack:
         directory = stack.pop()
-        prefix = directory.rstrip("/") + "/"
-        names, kinds = list_subdirs(directory, _GIT_ONLY)
         # `directory` is normalised and a listed name has no slash: `prefix + name` is the
         # normalised path without normpath's cost.
-        kind = kinds.get(GIT)
-        if kind is not None:
-            path = prefix + GIT
-            if not (runtime and (path in runtime or path.startswith(below_runtime))):
-                found.append(GitEntry(path=path, kind=kind))
-        subdirs = [prefix + name for name in names if name != GIT]
-        if runtime:
-            subdirs = [p for p in subdirs if p not in runtime and not p.startswith(below_runtime)]
-        stack += subdirs
+        prefix = directory.rstrip("/") + "/"
+        names, kinds, leaves = list_subdirs(directory, _GIT_ONLY)
+        seen(prefix, kinds)
+        stack += [prefix + name for name in names if name != GIT and kept(prefix + name)]
+        # A leaf is walked as listing it would: its `.git`, and no subdirectory to enter.
+        for name, inside in leaves.items():
+            if name != GIT and kept(prefix + name):
+                seen(prefix + name + "/", inside)
     return tuple(sorted(found, key=lambda e: e.path))
 
 

@@ -22,7 +22,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.evidence.sweep import (
     OWNERLESS_MARGIN_SECONDS,
     Judgement,
@@ -32,7 +31,8 @@ from concorde_workers.domain.evidence.sweep import (
     judge_host,
     judge_ownerless,
 )
-from concorde_workers.domain.texts import json_limits
+from concorde_workers.domain.ground import json_limits
+from concorde_workers.domain.ground.paths import EntryKind
 
 COPY_PREFIX = "concorde-check-"
 COPY_OWNER_FILE = "owner.json"

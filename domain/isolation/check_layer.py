@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.paths import relative_to
+from concorde_workers.domain.ground.paths import relative_to
 from concorde_workers.domain.isolation.confinement import Mount, MountKind
 
 __all__ = [

@@ -37,9 +37,9 @@ from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.beside import PYTHON_NAMES
 from concorde_workers.domain.boundary.grant import Grant, Level, entries_below
-from concorde_workers.domain.boundary.paths import is_within, relative_to
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, ResourceLimits
 from concorde_workers.domain.gitview.git_commands import SANDBOX_ARGS
+from concorde_workers.domain.ground.paths import is_within, relative_to
 from concorde_workers.domain.isolation.confinement import Mount
 from concorde_workers.domain.isolation.control_groups import mask_args
 from concorde_workers.domain.isolation.environment import worker_path
@@ -89,6 +89,11 @@ class CheckPlace(BaseModel):
         """What a check's copy keeps of the worktree-relative `rel` (`copy_rule`)."""
         return copy_rule(self.grant, rel)
 
+    def later(self, rel: str) -> bool:
+        """Whether the starting state's copy of the file `rel` may wait until a check fails
+        (`copy_later`)."""
+        return copy_later(self.grant, rel)
+
 
 class Keep(StrEnum):
     """What a check's copy keeps of one entry of the worktree."""
@@ -114,6 +119,16 @@ def copy_rule(grant: Grant | None, rel: str) -> Keep:
         return Keep.NAME
     # A folder no entry reaches into is not walked at all (node_modules, a virtual environment).
     return Keep.NOTHING if entries_below(grant, rel.strip("/")) else Keep.PRUNED
+
+
+def copy_later(grant: Grant | None, rel: str) -> bool:
+    """A file the run cannot change may be copied into the starting state's copy when a check
+    first fails, not before round 1 (issue 32 §3): ro and names entries, which the worker sees
+    read-only (or as an empty file) and no round writes. An rw file is copied before round 1:
+    the rounds change it. Without a grant (a caller that keeps everything) nothing waits."""
+    if grant is None:
+        return False
+    return grant.level_of(rel) in (Level.RO, Level.NAMES)
 
 
 def primary_of(worktree: str) -> str | None:

@@ -24,7 +24,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 
-from concorde_workers.domain.boundary.paths import is_within
+from concorde_workers.domain.ground.paths import is_within
 
 __all__ = [
     "CGROUP_ROOT",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 
 REDACTED = "<redacted>"
 API_KEY_SUFFIX = "_API_KEY"

@@ -15,13 +15,11 @@ without trailing zeros (0.5 -> "0.5", 2.0 -> "2", 1e-05 -> "0.00001").
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
-from decimal import Decimal
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 
 NAMESPACE_REPORT_FD = "{namespace-report-fd}"
 """An argument the process runner replaces with the number of a pipe's write end it passes to
@@ -125,28 +123,6 @@ class LaunchCommand(BaseModel):
     cwd: str
     tools: tuple[str, ...]
     adaptations: tuple[str, ...] = ()
-
-
-def format_number(value: int | float | Decimal) -> str:
-    """A stable decimal text: integers as integers, no exponent, no trailing zeros."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a number: {value!r}")
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"not a finite number: {value!r}")
-        decimal = Decimal(repr(value))
-    elif isinstance(value, Decimal):
-        if not value.is_finite():
-            raise ValueError(f"not a finite number: {value!r}")
-        decimal = value
-    else:
-        raise ValueError(f"not a number: {value!r}")
-    text = format(decimal, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
 
 
 def option_value(flag: str, value: str) -> str:

@@ -27,8 +27,14 @@ from dataclasses import dataclass
 
 from concorde_workers.domain.boundary.deny_rules import PROCESSES
 from concorde_workers.domain.boundary.grant import READABLE, Level, directory_level, entries_below
-from concorde_workers.domain.boundary.paths import EntryKind, ListDir, is_within, relative_to
 from concorde_workers.domain.boundary.policy import Policy
+from concorde_workers.domain.ground.paths import (
+    EntryKind,
+    ListDir,
+    is_within,
+    relative_to,
+    within_any,
+)
 from concorde_workers.domain.isolation.confinement import (
     EMPTY_FILE,
     WAITER_FILE,
@@ -43,7 +49,6 @@ __all__ = [
     "PLACEHOLDER_WHY",
     "PRIVATE_WHY",
     "SOURCE_WHY",
-    "ConfinementAsks",
     "PathFacts",
     "PlanInputs",
     "confinement_plan",
@@ -88,24 +93,6 @@ class PlanInputs:
     hidden: tuple[str, ...] = ()
     """Configuration sources the program reads whatever its settings say (Codex's
     `/etc/codex`): masked, like what the deny rules hide."""
-
-
-@dataclass(frozen=True)
-class ConfinementAsks:
-    """What a backend's own sandbox, nested in the confinement, needs of the namespace (a
-    profile's field): `placeholders` as in `PlanInputs`, `private` paths in which `{uid}` stands
-    for the agent's uid inside."""
-
-    placeholders: tuple[str, ...] = ()
-    private: tuple[str, ...] = ()
-    hidden: tuple[str, ...] = ()
-
-    def inputs(self, keep: tuple[str, ...], uid: int) -> PlanInputs:
-        """The plan's inputs for an agent of `uid` inside, with what it runs from."""
-        private = tuple(p.replace("{uid}", str(uid)) for p in self.private)
-        return PlanInputs(
-            keep=keep, placeholders=self.placeholders, private=private, hidden=self.hidden
-        )
 
 
 # At one path only the most restrictive mount stays: a mask beats a read-only bind beats a
@@ -263,7 +250,8 @@ def confinement_plan(
     # itself: a runtime path in the home has the home's other entries denied one by one, the
     # host interpreter's installation among them, which a mask there would take from the hooks
     # (issue 19 §1). The boundaries above stay absent, and the credential masks stay below.
-    wanted += [m for m in _rule_masks(policy) if not any(is_within(m.path, k) for k in runs_from)]
+    kept = within_any(runs_from)
+    wanted += [m for m in _rule_masks(policy) if not kept(m.path)]
     wanted += _masked_and_kept(policy, runs_from)
     wanted += [Mount(kind=MountKind.EMPTY_DIR, path=p, why=SOURCE_WHY) for p in inputs.hidden]
     if not worktree_scope:

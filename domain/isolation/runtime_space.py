@@ -42,14 +42,14 @@ import shlex
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.boundary.paths import is_within
-from concorde_workers.domain.evidence.layout import (
+from concorde_workers.domain.ground.layout import (
     CONFIG_DIR,
     HOME_DIR,
     TMP_DIR,
     WORK_DIR,
     RuntimeLayout,
 )
+from concorde_workers.domain.ground.paths import is_within
 
 __all__ = [
     "AGENT_DIRS",

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.evidence.errors import ErrorLink
+from concorde_workers.domain.ground.errors import ErrorLink
 from concorde_workers.domain.run.rounds import RoundEnding
 
 

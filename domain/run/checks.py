@@ -28,8 +28,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import ErrorLink, Evidence, Reason, Unhandled
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import ErrorLink, Evidence, Reason, Unhandled
 
 CHECKS_FAILED = Code.CHECKS_FAILED
 """The code Method's round validation names for a repair that fails the run (seed 000 Errors)."""

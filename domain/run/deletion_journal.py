@@ -23,8 +23,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
+from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.run.deletions import DeletionOutcome, DeletionPlan
-from concorde_workers.domain.texts import json_limits
 
 __all__ = [
     "JOURNAL_KIND",

@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.grant import Grant, Level
-from concorde_workers.domain.boundary.paths import is_within, relative_to
+from concorde_workers.domain.ground.paths import is_within, relative_to
 
 Kind = Literal["file", "symlink", "directory", "other", "absent"]
 ResolveParent = Callable[[str], str]

@@ -19,8 +19,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import LinkCode, Reason
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import LinkCode, Reason
 from concorde_workers.domain.run.audit import Verdict
 
 

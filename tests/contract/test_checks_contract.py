@@ -25,7 +25,7 @@ from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.container import layer_tools
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.isolation.check_sandbox import CheckPlace, Keep, ProgramInView
 from concorde_workers.domain.isolation.confinement import Mount, MountKind
 from concorde_workers.domain.run.checks import Check, CheckStatus
@@ -356,3 +356,82 @@ def test_a_check_whose_sandbox_cannot_be_built_is_unavailable_before_any_round(
     assert said.unavailable is not None and said.said == said.unavailable
     ran = runner.run(check, worktree, place)
     assert ran.status is CheckStatus.NOT_STARTED and ran.problem == said.unavailable
+
+
+# --- the starting state's copy, completed when first needed (issue 32 §3) -----------------------
+
+LATER_LEVELS = {
+    "src/app/a.py": Keep.CONTENT,  # rw: copied at once
+    "docs/notes.md": Keep.CONTENT,  # ro: later
+    "README.md": Keep.NAME,  # names: later
+}
+
+
+def _later_copy(world: World) -> str:
+    world.write("src/app/a.py", b"rw\n")
+    world.write("docs/notes.md", b"read only\n")
+    world.write("README.md", b"names only\n", executable=True)
+    world.write("secrets/token.txt", b"hidden\n")
+    return world.runner.copy(
+        world.worktree,
+        lambda rel: LATER_LEVELS.get(rel, Keep.NOTHING),
+        lambda rel: rel in ("docs/notes.md", "README.md"),
+    )
+
+
+def test_a_copy_leaves_for_later_what_later_says_and_complete_copies_it(world: World) -> None:
+    copy = _later_copy(world)
+    assert world.tree(copy) == {"src/app/a.py": ("file", b"rw\n", False)}
+    assert world.exists(os.path.join(copy, "docs"))  # the folders are there already
+    world.write("src/app/a.py", b"changed by a round\n")  # what is copied is copied
+    world.runner.complete(copy)
+    assert world.tree(copy) == {
+        "src/app/a.py": ("file", b"rw\n", False),
+        "docs/notes.md": ("file", b"read only\n", False),
+        "README.md": ("file", b"", True),
+    }
+    world.runner.complete(copy)  # a second time: nothing left to do
+    world.runner.discard(copy)
+    assert not world.exists(copy)
+
+
+def test_a_file_left_for_later_that_changed_is_refused_not_copied(world: World) -> None:
+    copy = _later_copy(world)
+    notes = os.path.join(world.worktree, "docs/notes.md")
+    if world.kind == "real":  # the same size and the same modification time: still caught
+        times = os.stat(notes)
+        Path(notes).write_bytes(b"READ ONLY\n")
+        os.utime(notes, ns=(times.st_atime_ns, times.st_mtime_ns))
+    else:
+        world.write("docs/notes.md", b"READ ONLY\n")
+    with pytest.raises(CheckCopyFailed) as refused:
+        world.runner.complete(copy)
+    assert refused.value.path == notes
+    assert "changed after the run started" in refused.value.os_error_text
+    assert b"READ ONLY\n" not in [v[1] for v in world.tree(copy).values()]
+    world.runner.discard(copy)
+    assert not world.exists(copy)
+
+
+def test_a_file_left_for_later_replaced_by_a_link_is_refused(world: World) -> None:
+    copy = _later_copy(world)
+    secret = os.path.join(world.worktree, "secrets/token.txt")
+    notes = os.path.join(world.worktree, "docs/notes.md")
+    if world.kind == "real":
+        os.unlink(notes)
+        os.symlink(secret, notes)
+    else:
+        del world.fs.nodes[notes]
+        world.symlink(secret, "docs/notes.md")
+    with pytest.raises(CheckCopyFailed):
+        world.runner.complete(copy)
+    assert b"hidden\n" not in [v[1] for v in world.tree(copy).values()]
+    world.runner.discard(copy)
+
+
+def test_a_copy_discarded_before_it_was_completed_leaves_nothing(world: World) -> None:
+    copy = _later_copy(world)
+    world.runner.discard(copy)
+    assert not world.exists(copy)
+    world.runner.complete(copy)  # forgotten with it: nothing is copied anywhere
+    assert not world.exists(copy)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind
 from concorde_workers.ports.filesystem import (
     NUL_IN_PATH,
     SHARED_HOLDERS,
@@ -146,10 +146,12 @@ class TestLinksAndKinds:
             tree.fs.listdir(tree.root + "/missing")
 
     def test_subdirectories_are_the_real_directories_and_the_wanted_kinds(self, tree: Any) -> None:
-        names, kinds = tree.fs.subdirectories(
+        names, kinds, leaves = tree.fs.subdirectories(
             tree.root, frozenset({"f", "link-d", "d", "dangling", "absent"})
         )
-        assert sorted(names) == ["d"]  # a link to a directory is no subdirectory
+        # a link to a directory is no subdirectory; `d` may be known as a leaf (it holds none)
+        assert sorted([*names, *leaves]) == ["d"]
+        assert all(dict(inside) == {"f": EntryKind.FILE} for inside in leaves.values())
         assert dict(kinds) == {
             "f": EntryKind.FILE,
             "link-d": EntryKind.SYMLINK,
@@ -157,7 +159,9 @@ class TestLinksAndKinds:
             "dangling": EntryKind.SYMLINK,
         }
         listed = tree.fs.listdir(tree.root)
-        assert sorted(names) == [e.name for e in listed if e.kind is EntryKind.DIRECTORY]
+        assert sorted([*names, *leaves]) == [
+            e.name for e in listed if e.kind is EntryKind.DIRECTORY
+        ]
 
     def test_subdirectories_of_a_missing_directory_fail(self, tree: Any) -> None:
         with pytest.raises(FileSystemError):

@@ -29,7 +29,7 @@ from timing import SLOW
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.space import KeeperSpaces, SpacedFileSystem, SpaceViews
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.isolation.runtime_space import SPACE_DIRS, SpaceTools
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.space import RuntimeSpace, RuntimeSpaces

@@ -63,8 +63,8 @@ from concorde_workers.container import production
 from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.program_versions import version_text
 from concorde_workers.domain.configuration.request import Limits, RunRequest
-from concorde_workers.domain.evidence.backends import contract_for
 from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.backends import contract_for
 from concorde_workers.ports.events import RunEvents
 
 DUMMY_CREDENTIALS = (

@@ -1,4 +1,5 @@
-"""A real host killed by SIGKILL at a moment the test chooses, on either backend (issue 30 §3).
+"""A real host killed by SIGKILL at a moment the test chooses, on every backend (issue 30 §3;
+tests/e2e/backends.py).
 
 `concorde-workers run` runs in a process of its own (tests/fakes/cli_launcher.py, production
 wiring and the real Claude Code or pi against the test's scripted model server) with FAKE_PAUSE:
@@ -25,21 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.backends import BackendWorld
 from e2e.conftest import ClaudeWorld
-from e2e.conftest_pi import PiWorld, reply
-from e2e.conftest_pi import call as pi_call
+from e2e.conftest_pi import PiWorld
 from fakes.cli_launcher import program_container
-from servers.anthropic_server import Reply
-from servers.openai_server import Fail
 from timing import SLOW, Signal
 
 from concorde_workers.adapters.cli.main import main
 from concorde_workers.domain.configuration.request import Limits
 
-__all__ = ["BACKENDS", "KillWorld", "KilledHost", "digests_hold", "kill_world"]
+__all__ = ["KillWorld", "KilledHost", "digests_hold", "kill_world"]
 
 LAUNCHER = str(Path(__file__).resolve().parents[1] / "fakes" / "cli_launcher.py")
-BACKENDS = ("pi", "claude")
 
 
 @dataclass
@@ -47,9 +45,16 @@ class KillWorld:
     """One backend's world (the Claude Code or pi end-to-end world), driven through the CLI in
     a process of its own."""
 
-    backend: str
-    world: PiWorld | ClaudeWorld
+    generic: BackendWorld
     killed: list[KilledHost] = field(default_factory=list)
+
+    @property
+    def backend(self) -> str:
+        return self.generic.backend
+
+    @property
+    def world(self) -> ClaudeWorld | PiWorld:
+        return self.generic.world
 
     @property
     def worktree(self) -> Path:
@@ -67,29 +72,17 @@ class KillWorld:
 
     def answer(self, result: dict[str, Any]) -> None:
         """The model's one answer: the worker result `result`, at once."""
-        if isinstance(self.world, PiWorld):
-            self.world.server.add(reply(pi_call("concorde_result", "call_result", **result)))
-        else:
-            self.world.server.push(Reply.structured(result))
+        self.generic.answer_result(result)
 
     def transient(self) -> None:
-        """The model's answer: a transient model-service error the agent program gives up on
-        (pi after its SDK's own two retries; Claude Code, whose retries the wrapper turns off)."""
-        if isinstance(self.world, PiWorld):  # as tests/e2e/test_pi_e2e.py's retry (notes §8)
-            busy = "Concurrency limit exceeded for this gateway, please retry later"
-            self.world.server.add(Fail(529, busy, times=3))
-        else:
-            self.world.server.push(Reply.overloaded())
+        """The model's answer: a transient model-service error the agent program gives up on."""
+        self.generic.transient()
 
     def request_file(self, limits: Limits | None = None) -> Path:
         limits = limits or Limits(
             timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0
         )
-        if isinstance(self.world, PiWorld):
-            request = self.world.request(limits)
-        else:
-            request = self.world.request(limits=limits)
-        request = request.model_copy(update={"parent": str(self.parent)})
+        request = self.generic.request(limits).model_copy(update={"parent": str(self.parent)})
         path = self.world.root / "request.json"
         path.write_text(json.dumps(request.model_dump(mode="json")))
         return path
@@ -201,12 +194,10 @@ def digests_hold(node: dict[str, Any], folder: Path) -> list[str]:
     return wrong
 
 
-@pytest.fixture(params=BACKENDS)
-def kill_world(request: pytest.FixtureRequest) -> Iterator[KillWorld]:
-    """Each backend's world in turn (the real pi, the real Claude Code)."""
-    backend = request.param
-    world = request.getfixturevalue("pi_world" if backend == "pi" else "claude_world")
-    made = KillWorld(backend=backend, world=world)
+@pytest.fixture
+def kill_world(backend_world: BackendWorld) -> Iterator[KillWorld]:
+    """Each backend's world in turn (tests/e2e/backends.py)."""
+    made = KillWorld(backend_world)
     try:
         yield made
     finally:

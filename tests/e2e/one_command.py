@@ -1,5 +1,5 @@
-"""A run whose worker makes one Bash call and returns ok, on either backend: what the
-end-to-end tests of the host's own Git and of the evidence's rules have the worker do."""
+"""A run whose worker makes one Bash call and returns ok, per backend: what the generic
+end-to-end tests (tests/e2e/backends.py `BackendWorld.command`) have the worker do."""
 
 from __future__ import annotations
 
@@ -21,7 +21,11 @@ Command = Callable[[str], tuple[RecordedRun, str]]
 
 
 def claude_command(
-    world: ClaudeWorld, command: str, grant: dict[str, Any] | None = None
+    world: ClaudeWorld,
+    command: str,
+    grant: dict[str, Any] | None = None,
+    limits: Limits = LIMITS,
+    resources: dict[str, int] | None = None,
 ) -> tuple[ClaudeRun, str]:
     seen: list[str] = []
 
@@ -34,18 +38,23 @@ def claude_command(
         seen.append(found[0])
         return Reply.structured(ok_result(summary="all done"))
 
-    run = world.run(bash, done, limits=LIMITS, grant=grant)
-    assert run.server.failures == []
+    run = world.run(bash, done, limits=limits, grant=grant, resources=resources)
+    assert run.server.failures == [], run.explain()
     return run, seen[0]
 
 
 def pi_command(
-    world: PiWorld, command: str, grant: dict[str, Any] | None = None
+    world: PiWorld,
+    command: str,
+    grant: dict[str, Any] | None = None,
+    limits: Limits = LIMITS,
+    resources: dict[str, int] | None = None,
 ) -> tuple[RecordedRun, str]:
     run = world.run(
         reply(call("bash", "call_one", command=command)),
         reply(result_call("call_r", summary="all done")),
-        limits=LIMITS,
+        limits=limits,
         grant=grant,
+        resources=resources,
     )
     return run, run.tool_result("call_one")

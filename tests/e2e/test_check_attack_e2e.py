@@ -1,7 +1,7 @@
 """A worker's test as an attacker's program run by the host (issue 18 §1), end to end with the
-real Claude Code and the real pi against their scripted model servers.
+real program of every backend (tests/e2e/backends.py) against its scripted model server.
 
-Round 1 writes `src/app/test_probe.py`; the round's check, `python -m pytest -q src/app`, runs
+Round 1 writes `src/app/test_probe.py` from its shell; the round's check, `python -m pytest -q src/app`, runs
 it. It tries to take the masks of the check's sandbox down (`umount -l` of the temporary root and
 the homes, a read-write remount of `/`), then reads what the worker's grant and confinement
 withhold — the worktree's hidden file, the primary's `.git/config`, the backend's credentials at
@@ -13,22 +13,20 @@ the host's `/tmp` gets nothing: the check runs with no capability (issue 18 §1:
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from dependency_injector import providers
-from e2e.conftest import ClaudeWorld, RecordedRun, checked_record, ok_result
-from e2e.conftest_pi import ObservedPiBackend, PiWorld, call, pi_world, reply, result_call
-from servers.anthropic_server import Reply
+from e2e.backends import BackendWorld, Result, Shell, backend_world
+from e2e.conftest import RecordedRun, checked_record, ok_result
+from e2e.conftest_pi import ObservedPiBackend
 from timing import SLOW
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.checks import place_for
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits, RunRequest
@@ -36,7 +34,7 @@ from concorde_workers.domain.run.checks import Check
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world"]  # the fixture, imported for pytest
 
 CHECK = Check(id="tests", command="python -m pytest -q src/app", timeout_seconds=SLOW)
 LIMITS = Limits(timeout_seconds=SLOW, max_turns=10, rounds=1, retries=0, retry_delay_seconds=0)
@@ -163,31 +161,10 @@ def assert_nothing_leaked(
     assert written == [], written
 
 
-# --- pi -----------------------------------------------------------------------------------------
-
-
-def pi_run(w: PiWorld, *script: Any) -> RecordedRun:
-    w.server.add(*script)
-    backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=w.environ)
-    return checked_run(w.environ, w.temp_root, checked(w.request(LIMITS)), backend)
-
-
-def test_pi_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
-    pi_world: PiWorld, escape: Path
-) -> None:
-    w = pi_world
-    secrets_of(w.primary, w.home, w.worktree)
-    credential = w.pi_dir / "auth.json"
-    text = probe(w.worktree, w.primary, credential, w.home, w.temp_root, escape)
-    run = pi_run(
-        w,
-        reply(call("write", "call_w1", path=w.path("src/app/test_probe.py"), content=text)),
-        reply(result_call("call_r1", summary="added a probe")),
-        reply(result_call("call_r2", summary="nothing to repair")),
-    )
-    prompts = json.dumps([r["body"]["messages"][-1] for r in w.server.requests])
-    withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER, *credential_texts(credential))
-    assert_nothing_leaked(run, prompts, escape, withheld, w.worktree)
+def write_command(path: Path, text: str) -> str:
+    """A shell command writing `text` to `path` (base64, so no quoting can change it)."""
+    encoded = base64.b64encode(text.encode()).decode()
+    return f"printf %s {encoded} | base64 -d > {path}; echo rc=$?"
 
 
 def credential_texts(path: Path) -> tuple[str, ...]:
@@ -209,28 +186,20 @@ def credential_texts(path: Path) -> tuple[str, ...]:
     return tuple(found)
 
 
-# --- Claude Code --------------------------------------------------------------------------------
-
-
-def claude_run(w: ClaudeWorld, *script: Any) -> RecordedRun:
-    w.server.push(*script)
-    return checked_run(w.environ, w.temp_root, checked(w.request(limits=LIMITS)))
-
-
-def test_claude_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
-    claude_world: ClaudeWorld, escape: Path
+def test_a_check_takes_no_mask_down_and_reads_nothing_the_worker_could_not(
+    backend_world: BackendWorld, escape: Path
 ) -> None:
-    w = claude_world
+    w = backend_world
     home = Path(w.environ["HOME"])
     secrets_of(w.primary, home, w.worktree)
-    text = probe(w.worktree, w.primary, w.user_credentials, home, w.temp_root, escape)
-    target = str(w.worktree / "src" / "app" / "test_probe.py")
-    run = claude_run(
-        w,
-        lambda body: Reply.tool("Write", {"file_path": target, "content": text}),
-        lambda body: Reply.structured(ok_result(summary="added a probe")),
-        lambda body: Reply.structured(ok_result(summary="nothing to repair")),
+    text = probe(w.worktree, w.primary, w.credential, home, w.temp_root, escape)
+    first = w.request_count()
+    w.push(
+        Shell(write_command(w.worktree / "src" / "app" / "test_probe.py", text)),
+        Result(ok_result(summary="added a probe")),
+        Result(ok_result(summary="nothing to repair")),
     )
-    prompts = json.dumps(w.server.requests)
-    withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER, *credential_texts(w.user_credentials))
+    run = checked_run(w.environ, w.temp_root, checked(w.request(LIMITS)), w.observed_backend())
+    prompts = json.dumps(w.sent_since(first))
+    withheld = (PRIMARY_MARKER, SSH_MARKER, WORKTREE_MARKER, *credential_texts(w.credential))
     assert_nothing_leaked(run, prompts, escape, withheld, w.worktree)

@@ -268,6 +268,9 @@ def test_bash_runs_sandboxed_without_network_or_credentials(
         # The server's own port, directly, through the sandbox's HTTP proxy and its SOCKS proxy.
         bash(rc(f"curl -sS -m 5 -o /dev/null -w 'code=%{{http_code}}' {own}/from-sandbox-curl")),
         bash(rc(socket_probe)),
+        # A Unix socket: refused by the seccomp stage Claude Code 2.1.332 runs inside its bwrap
+        # (its own binary as apply-seccomp), though its `npm root -g` finds no other.
+        bash(rc("python3 -c 'import socket; socket.socket(socket.AF_UNIX); print(\"UNIX\")'")),
         bash(
             rc(
                 f"curl -sS -m 5 -D - -o /dev/null --noproxy '' -x \"$HTTP_PROXY\" "
@@ -301,6 +304,7 @@ def test_bash_runs_sandboxed_without_network_or_credentials(
     (
         curl_out,
         sock_out,
+        unix_out,
         http_proxy_out,
         socks_out,
         named_out,
@@ -313,6 +317,7 @@ def test_bash_runs_sandboxed_without_network_or_credentials(
     # No direct connection to the host's loopback: the sandbox has its own network namespace.
     assert "rc=7" in curl_out and "code=000" in curl_out, curl_out
     assert "ConnectionRefusedError" in sock_out and "CONNECTED" not in sock_out, sock_out
+    assert "Operation not permitted" in unix_out and "UNIX" not in unix_out, unix_out
     # Through the sandbox's proxies, the loopback host is refused like any other host.
     assert proxy_refused(http_proxy_out), http_proxy_out
     assert proxy_refused(socks_out), socks_out

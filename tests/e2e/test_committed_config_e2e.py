@@ -1,5 +1,5 @@
 """The next run's configuration is out of the worker's reach (issue 18 §4), end to end with the
-real Claude Code and the real pi against their scripted model servers.
+real program of every backend (tests/e2e/backends.py) against its scripted model server.
 
 A grant with rw on `.concorde/` lets the worker rewrite the working copy of
 `.concorde/workers.json`: another model, and a runtime path that would make the user's home
@@ -17,20 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dependency_injector import providers
-from e2e.conftest import GRANT, ClaudeWorld, checked_record, ok_result
-from e2e.conftest_pi import ObservedPiBackend, PiWorld, call, pi_world, reply, result_call
-from servers.anthropic_server import Reply
+from e2e.backends import BackendWorld, backend_world
+from e2e.conftest import GRANT
+from e2e.conftest_pi import PiWorld, pi_world
+from e2e.test_check_attack_e2e import write_command
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.config import WorkerConfiguration
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world", "pi_world"]  # the fixture, imported for pytest
 
 LIMITS = Limits(timeout_seconds=90, max_turns=6, rounds=0, retries=0, retry_delay_seconds=0)
 COMMITTED = {
@@ -80,39 +78,16 @@ def assert_next_run_reads_the_committed_file(
 
 
 @pytest.mark.req("A worker's model comes from its worker configuration alone")
-def test_claude_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configuration(
-    claude_world: ClaudeWorld,
+def test_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configuration(
+    backend_world: BackendWorld,
 ) -> None:
-    w = claude_world
+    w = backend_world
     file = commit_configuration(w.worktree, w.git_env)
     home = Path(w.environ["HOME"])
-    run = w.run(
-        lambda body: Reply.tool("Write", {"file_path": str(file), "content": rewritten(home)}),
-        lambda body: Reply.structured(ok_result(summary="configured")),
-        limits=LIMITS,
-        grant=rw_on_concorde(),
-    )
-    assert run.record.status == "ok", run.record.error
+    run, said = w.command(write_command(file, rewritten(home)), grant=rw_on_concorde())
+    assert run.record.status == "ok", run.explain()
+    assert said.strip().endswith("rc=0"), said
     assert_next_run_reads_the_committed_file(w.environ, w.worktree, file, home)
-
-
-@pytest.mark.req("A worker's model comes from its worker configuration alone")
-def test_pi_a_worker_s_rewrite_of_workers_json_is_not_the_next_run_s_configuration(
-    pi_world: PiWorld,
-) -> None:
-    w = pi_world
-    file = commit_configuration(w.worktree, w.git_env)
-    w.server.add(
-        reply(call("write", "call_w", path=str(file), content=rewritten(w.home))),
-        reply(result_call("call_r", summary="configured")),
-    )
-    container = production(w.environ)
-    container.temp_root.override(providers.Object(str(w.temp_root)))
-    backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=w.environ)
-    container.backends.override(providers.Dict(pi=providers.Object(backend)))
-    record = checked_record(container.worker_host().run(w.request(LIMITS, rw_on_concorde())))
-    assert record.status == "ok", record.error
-    assert_next_run_reads_the_committed_file(w.environ, w.worktree, file, w.home)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])

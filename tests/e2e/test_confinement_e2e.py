@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 from e2e.agent_processes import processes_with
+from e2e.backends import BackendWorld, backend_world
 from e2e.conftest import ClaudeWorld, hook_denial, ok_result
 from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
 from servers.anthropic_server import Reply, last_tool_result, tool_results
@@ -41,7 +42,7 @@ from servers.anthropic_server import Reply, last_tool_result, tool_results
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
-__all__ = ["pi_world"]  # the fixture, imported for this module's tests
+__all__ = ["backend_world", "pi_world"]  # the fixtures, imported for this module's tests
 
 HIDDEN = "RACE-HIDDEN-CONTENT-x7q2"
 ALLOWED = "RACE-ALLOWED-CONTENT-p4n8"
@@ -323,38 +324,18 @@ def still_running(handles: dict[int, int], until: float) -> list[int]:
 
 
 @pytest.mark.req("No worker process outlives its round")
-def test_no_process_of_a_claude_run_outlives_its_host_killed(
-    claude_world: ClaudeWorld, killed_host_leftovers: list[str]
+def test_no_process_of_a_run_outlives_its_host_killed(
+    backend_world: BackendWorld, killed_host_leftovers: list[str]
 ) -> None:
-    w = claude_world
+    w = backend_world
     mark = f"hang-{os.getpid()}-{time.monotonic_ns()}"
-    w.server.push(
-        Reply.tool(
-            "Bash", {"command": hang_command(mark), "description": "hang", "timeout": 600000}
-        )
-    )
-    request = w.request(
-        limits=Limits(timeout_seconds=600, max_turns=5, rounds=0, retries=0, retry_delay_seconds=0)
-    ).model_dump(mode="json")
-    request.pop("parent")
-    before, after = kill_host_and_count(request, w.environ, w.parent, mark, killed_host_leftovers)
-    assert len(before) >= 3, before  # the agent, the sleeps (and what runs them)
-    assert after == [], after
-
-
-@pytest.mark.req("No worker process outlives its round")
-def test_no_process_of_a_pi_run_outlives_its_host_killed(
-    pi_world: PiWorld, killed_host_leftovers: list[str]
-) -> None:
-    w = pi_world
-    mark = f"hang-{os.getpid()}-{time.monotonic_ns()}"
-    w.server.add(reply(call("bash", "call_hang", command=hang_command(mark), timeout=600)))
+    w.hang(hang_command(mark))
     request = w.request(
         Limits(timeout_seconds=600, max_turns=5, rounds=0, retries=0, retry_delay_seconds=0)
     ).model_dump(mode="json")
     parent = Path(request.pop("parent"))
     before, after = kill_host_and_count(request, w.environ, parent, mark, killed_host_leftovers)
-    assert len(before) >= 3, before
+    assert len(before) >= 3, before  # the agent, the sleeps (and what runs them)
     assert after == [], after
 
 

@@ -1,5 +1,6 @@
 """End-to-end: a worker cannot shape the evidence of its own change (issue 30 §1), proven with
-the real Claude Code and the real pi, each driven by its scripted model server.
+the real program of every backend (tests/e2e/backends.py), each driven by its scripted model
+server.
 
 Grant `src/app/` rw. In one Bash call the worker plants a rule file Git reads from the working
 tree — `.gitattributes` (`-diff`, `binary`, `diff=`, `text`, `filter`, `whitespace`, `ident`,
@@ -19,13 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.conftest import GRANT, ClaudeWorld, RecordedRun
-from e2e.conftest_pi import PiWorld, pi_world
-from e2e.one_command import claude_command, pi_command
+from e2e.backends import BackendWorld, backend_world
+from e2e.conftest import GRANT, RecordedRun
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world"]  # the fixture, imported for pytest
 
 MAIN = "src/app/main.py"
 APPENDED = "print('appended by the worker')"
@@ -165,20 +165,10 @@ def in_worktree(worktree: Path, planted: Planted) -> str:
 
 @pytest.mark.req("Every round is audited")
 @pytest.mark.parametrize("planted", PLANTED, ids=[p.name for p in PLANTED])
-def test_claude_a_planted_rule_file_shapes_nothing_of_the_evidence(
-    claude_world: ClaudeWorld, planted: Planted
+def test_a_planted_rule_file_shapes_nothing_of_the_evidence(
+    backend_world: BackendWorld, planted: Planted
 ) -> None:
-    configure(claude_world.worktree, claude_world.primary, claude_world.git_env, planted)
-    command = in_worktree(claude_world.worktree, planted)
-    run, output = claude_command(claude_world, command, planted.grant)
-    check(run, output, planted)
-
-
-@pytest.mark.req("Every round is audited")
-@pytest.mark.parametrize("planted", PLANTED, ids=[p.name for p in PLANTED])
-def test_pi_a_planted_rule_file_shapes_nothing_of_the_evidence(
-    pi_world: PiWorld, planted: Planted
-) -> None:
-    configure(pi_world.worktree, pi_world.primary, pi_world.git_env, planted)
-    run, output = pi_command(pi_world, in_worktree(pi_world.worktree, planted), planted.grant)
+    w = backend_world
+    configure(w.worktree, w.primary, w.git_env, planted)
+    run, output = w.command(in_worktree(w.worktree, planted), planted.grant)
     check(run, output, planted)

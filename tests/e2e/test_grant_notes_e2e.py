@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.backends import BackendWorld, backend_world
 from e2e.conftest import ClaudeWorld
 from e2e.conftest_pi import MODEL, PiWorld, call, pi_world, reply, result_call
 from e2e.test_claude_boundary_e2e import probe
@@ -30,7 +31,7 @@ from concorde_workers.container import production
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world", "pi_world"]  # the fixture, imported for pytest
 
 NOTE = "names a directory without the slash"
 MEANT = "did you mean `src/`?"
@@ -137,3 +138,30 @@ def test_claude_a_rw_entry_without_its_slash_writes_nothing_beyond_the_grant(
     assert tree(wt) == before, (results, run.explain())
     assert run.record.rounds[-1].audit is not None
     assert run.record.rounds[-1].audit.verdict == "clean"
+
+
+def test_a_rw_entry_without_its_slash_lets_no_shell_write_beyond_the_grant(
+    backend_world: BackendWorld,
+) -> None:
+    """The writable root under every backend's shell (issue 33 §6): a name created at the
+    root, a folder made there, a write below `src`: none reaches the worktree."""
+    w = backend_world
+    wt = w.worktree
+    before = tree(wt)
+    command = "; ".join(
+        [
+            f"touch {wt}/evil-bash.txt",
+            f"mkdir {wt}/newdir",
+            f"echo changed > {wt}/src/app/main.py",
+            f"ls -A {wt}/src",
+            "echo listed",
+        ]
+    )
+    run, said = w.command(command, grant=src_grant())
+    assert run.record.status == "ok", run.explain()
+    assert "listed" in said, said  # the shell ran
+    assert "src/app/main.py: No such file or directory" in said, said  # src shows empty
+    assert tree(wt) == before, (said, run.explain())
+    audit = run.data["rounds"][-1]["audit"]
+    assert audit["verdict"] == "clean" and audit["changed"] == [], audit
+    w.assert_cleaned(run)

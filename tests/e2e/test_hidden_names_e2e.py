@@ -1,4 +1,4 @@
-"""Issue 18 §3 with the real programs: nothing the worker can read under /proc names a path the
+"""Issue 18 §3 with the real program of every backend (tests/e2e/backends.py): nothing the worker can read under /proc names a path the
 grant hides. The worktree holds hidden entries whose names carry a marker (a folder and a file
 at its root, a folder beside the rw one); the worker's Bash dumps every process's mount tables,
 command line, environment, maps, status and links, and lists the worktree. Before the view was
@@ -11,13 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from e2e.conftest import ClaudeWorld
-from e2e.conftest_pi import PiWorld, pi_world
-from e2e.one_command import Command, claude_command, pi_command
+from e2e.backends import BackendWorld, backend_world
+from e2e.one_command import Command
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world"]  # the fixture, imported for pytest
 
 MARKER = "zq7xk"
 HIDDEN = (f"hidden-{MARKER}/inner-{MARKER}.txt", f"top-{MARKER}.txt", f"src/other-{MARKER}/lib.py")
@@ -68,9 +67,5 @@ def check_no_hidden_name(plant: Command, worktree: Path) -> None:
     assert not any(p == f"{worktree}/.git" or MARKER in p for p in points), points
 
 
-def test_claude_no_file_under_proc_names_a_hidden_path(claude_world: ClaudeWorld) -> None:
-    check_no_hidden_name(lambda c: claude_command(claude_world, c), claude_world.worktree)
-
-
-def test_pi_no_file_under_proc_names_a_hidden_path(pi_world: PiWorld) -> None:
-    check_no_hidden_name(lambda c: pi_command(pi_world, c), pi_world.worktree)
+def test_no_file_under_proc_names_a_hidden_path(backend_world: BackendWorld) -> None:
+    check_no_hidden_name(backend_world.command, backend_world.worktree)

@@ -1,5 +1,6 @@
 """End-to-end: the host's own Git never runs code a worker planted (issue 8 §1), proven with the
-real Claude Code and the real pi, as pinned, each driven by its scripted model server.
+real program of every backend (tests/e2e/backends.py), as pinned, each driven by its scripted
+model server.
 
 The worker's sandboxed bash plants a repository in an empty submodule path inside rw, with a
 clean filter that records `id` and `env` in a marker file outside everything the sandbox lets it
@@ -14,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from e2e.conftest import ClaudeWorld, RecordedRun
-from e2e.conftest_pi import PiWorld, pi_world
-from e2e.one_command import Command, claude_command, pi_command
+from e2e.backends import BackendWorld, backend_world
+from e2e.conftest import RecordedRun
+from e2e.one_command import Command
 from e2e.planted_git import (
     FILTER_KEY,
     VENDOR,
@@ -30,7 +31,7 @@ from concorde_workers.adapters.cli.display import account
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world"]  # the fixture, imported for pytest
 
 
 Plant = Command
@@ -86,61 +87,20 @@ def check_stealth_filter(plant: Plant, worktree: Path, marker: Path) -> None:
     assert_planted_repository_is_a_named_violation(run, vendor, marker, stealth=True)
 
 
-# --- Claude Code ------------------------------------------------------------------------------
-
-
 @pytest.mark.req("Every round is audited")
 @pytest.mark.req("Workers never see Git")
 @pytest.mark.req("A violation is never retried")
-def test_claude_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_host(
-    claude_world: ClaudeWorld, tmp_path: Path
+def test_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_host(
+    backend_world: BackendWorld,
 ) -> None:
-    add_gitlink(claude_world.worktree, claude_world.git_env)
-    check_planted_filter(
-        lambda command: claude_command(claude_world, command),
-        claude_world.worktree,
-        claude_world.git_env,
-        tmp_path / "host-ran.txt",
-    )
+    w = backend_world
+    add_gitlink(w.worktree, w.git_env)
+    check_planted_filter(w.command, w.worktree, w.git_env, w.scratch / "host-ran.txt")
 
 
 @pytest.mark.req("Every round is audited")
 @pytest.mark.req("Workers never see Git")
-def test_claude_a_self_erasing_planted_repository_is_still_found(
-    claude_world: ClaudeWorld, tmp_path: Path
-) -> None:
-    add_gitlink(claude_world.worktree, claude_world.git_env)
-    check_stealth_filter(
-        lambda command: claude_command(claude_world, command),
-        claude_world.worktree,
-        tmp_path / "host-ran.txt",
-    )
-
-
-# --- pi ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.req("Every round is audited")
-@pytest.mark.req("Workers never see Git")
-@pytest.mark.req("A violation is never retried")
-def test_pi_a_repository_planted_in_a_submodule_path_runs_nothing_in_the_host(
-    pi_world: PiWorld,
-) -> None:
-    add_gitlink(pi_world.worktree, pi_world.git_env)
-    check_planted_filter(
-        lambda command: pi_command(pi_world, command),
-        pi_world.worktree,
-        pi_world.git_env,
-        pi_world.root / "host-ran.txt",
-    )
-
-
-@pytest.mark.req("Every round is audited")
-@pytest.mark.req("Workers never see Git")
-def test_pi_a_self_erasing_planted_repository_is_still_found(pi_world: PiWorld) -> None:
-    add_gitlink(pi_world.worktree, pi_world.git_env)
-    check_stealth_filter(
-        lambda command: pi_command(pi_world, command),
-        pi_world.worktree,
-        pi_world.root / "host-ran.txt",
-    )
+def test_a_self_erasing_planted_repository_is_still_found(backend_world: BackendWorld) -> None:
+    w = backend_world
+    add_gitlink(w.worktree, w.git_env)
+    check_stealth_filter(w.command, w.worktree, w.scratch / "host-ran.txt")

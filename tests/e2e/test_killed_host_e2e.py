@@ -1,4 +1,4 @@
-"""The record never lies after a kill (issue 30 §3), on both backends with the real programs: the
+"""The record never lies after a kill (issue 30 §3), on every backend with the real programs: the
 host is SIGKILLed at a moment the test chooses (tests/e2e/killed_host.py), a sweep finishes what
 it left, and the record then says exactly what the host did up to the kill.
 """
@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 from e2e.agent_processes import processes_with
+from e2e.backends import backend_world
 from e2e.conftest import ok_result
-from e2e.conftest_pi import pi_world
 from e2e.killed_host import KillWorld, digests_hold, kill_world
 from fakes.cli_launcher import pause_spec, release_gate
 from timing import SLOW, Signal
 
 from concorde_workers.domain.configuration.request import Limits
 
-__all__ = ["kill_world", "pi_world"]  # the fixtures, imported for pytest
+__all__ = ["backend_world", "kill_world"]  # the fixtures, imported for pytest
 
 pytestmark = pytest.mark.e2e
 

@@ -21,25 +21,19 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from e2e.conftest import ClaudeWorld, ok_result
-from e2e.conftest_pi import ObservedPiBackend, PiWorld, call, pi_world, reply, result_call
+from e2e.backends import BackendWorld, backend_world
 from e2e.test_check_attack_e2e import checked, checked_run
-from e2e.test_claude_boundary_e2e import bash, probe
-from servers.anthropic_server import Reply
 from timing import SLOW
 
 from concorde_workers.adapters.cgroups import CgroupGroups
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.configuration.resources import GroupKind, ResourceLimits
 from concorde_workers.domain.run.checks import Check
 
 pytestmark = pytest.mark.e2e
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world"]  # the fixture, imported for pytest
 
 IPC_CREAT, IPC_RMID = 0o1000, 0
 
@@ -125,31 +119,17 @@ def judge(said: str, decoys: Decoys) -> None:
 
 
 @pytest.mark.req("Nothing but the trace outlives a worker")
-def test_pi_s_bash_names_no_other_run_and_leaves_no_segment(
-    pi_world: PiWorld, decoys: Decoys
+def test_the_worker_s_shell_names_no_other_run_and_leaves_no_segment(
+    backend_world: BackendWorld, decoys: Decoys
 ) -> None:
-    w = pi_world
-    run = w.run(
-        reply(call("bash", "call_list", command=listing(decoys.worker_key))),
-        reply(result_call("call_r")),
-    )
+    w = backend_world
+    limits = Limits(timeout_seconds=SLOW, max_turns=6, rounds=0, retries=0, retry_delay_seconds=0)
+    run, said = w.command(listing(decoys.worker_key), limits=limits)
     assert run.record.status == "ok", run.explain()
-    said = run.tool_result("call_list")
     assert "made " in said and "made -1" not in said, said
     judge(said, decoys)
     assert str(decoys.worker_key) not in segments()
-
-
-@pytest.mark.req("Nothing but the trace outlives a worker")
-def test_claude_code_s_bash_names_no_other_run_and_leaves_no_segment(
-    claude_world: ClaudeWorld, decoys: Decoys
-) -> None:
-    run, results = probe(claude_world, [bash(listing(decoys.worker_key))])
-    said = results[0][0]
-    assert "made " in said and "made -1" not in said, said
-    judge(said, decoys)
-    assert str(decoys.worker_key) not in segments()
-    claude_world.assert_cleaned(run)
+    w.assert_cleaned(run)
 
 
 CHECK = Check(id="listing", command=listing() + "; false", timeout_seconds=SLOW)
@@ -162,20 +142,9 @@ def check_logs(run_dir: Path) -> str:
     return "".join(p.read_text() for p in run_dir.rglob("output.log"))
 
 
-def test_pi_a_check_names_no_other_run(pi_world: PiWorld, decoys: Decoys) -> None:
-    w = pi_world
-    w.server.add(reply(result_call("call_r1")), reply(result_call("call_r2")))
-    backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=w.environ)
-    run = checked_run(w.environ, w.temp_root, checked(w.request(LIMITS)), backend, (CHECK,))
-    judge(check_logs(run.run_dir), decoys)
-
-
-def test_claude_a_check_names_no_other_run(claude_world: ClaudeWorld, decoys: Decoys) -> None:
-    w = claude_world
-
-    def result(body: dict[str, Any]) -> Reply:
-        return Reply.structured(ok_result())
-
-    w.server.push(result, result)
-    run = checked_run(w.environ, w.temp_root, checked(w.request(limits=LIMITS)), None, (CHECK,))
+def test_a_check_names_no_other_run(backend_world: BackendWorld, decoys: Decoys) -> None:
+    w = backend_world
+    w.answer(2)
+    request = checked(w.request(LIMITS))
+    run = checked_run(w.environ, w.temp_root, request, w.observed_backend(), (CHECK,))
     judge(check_logs(run.run_dir), decoys)

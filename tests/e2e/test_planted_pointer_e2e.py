@@ -1,4 +1,4 @@
-"""Issue 18 §2 with the real programs: a worker-written `.git` file naming a Git directory
+"""Issue 18 §2 with the real program of every backend (tests/e2e/backends.py): a worker-written `.git` file naming a Git directory
 outside what the worker could read is quoted by its text only. The target's `config` holds a
 marker secret (as the user's hidden `~/.config/git/config` holds `core.sshCommand`); it must
 appear in neither the record nor the account."""
@@ -9,13 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
-from e2e.conftest import ClaudeWorld
-from e2e.conftest_pi import PiWorld, pi_world
-from e2e.one_command import Command, claude_command, pi_command
+from e2e.backends import BackendWorld, backend_world
+from e2e.one_command import Command
 
 from concorde_workers.adapters.cli.display import account
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world"]  # the fixture, imported for pytest
 
 SECRET = "SECRET-MARKER-18-2"
 
@@ -46,16 +45,9 @@ def check_pointer_not_followed(plant: Command, worktree: Path, target: Path) -> 
 
 
 @pytest.mark.req("Every round is audited")
-def test_claude_a_planted_git_pointer_is_quoted_by_its_text_never_followed(
-    claude_world: ClaudeWorld, tmp_path: Path
+def test_a_planted_git_pointer_is_quoted_by_its_text_never_followed(
+    backend_world: BackendWorld,
 ) -> None:
-    target = plant_secret_git_dir(tmp_path / "hidden-git")
-    check_pointer_not_followed(
-        lambda c: claude_command(claude_world, c), claude_world.worktree, target
-    )
-
-
-@pytest.mark.req("Every round is audited")
-def test_pi_a_planted_git_pointer_is_quoted_by_its_text_never_followed(pi_world: PiWorld) -> None:
-    target = plant_secret_git_dir(pi_world.root / "hidden-git")
-    check_pointer_not_followed(lambda c: pi_command(pi_world, c), pi_world.worktree, target)
+    w = backend_world
+    target = plant_secret_git_dir(w.scratch / "hidden-git")
+    check_pointer_not_followed(w.command, w.worktree, target)

@@ -1,6 +1,6 @@
 """End-to-end: the runtime directory's writable spaces (issue 30 §2; docs/decisions.md "The
-runtime directory's writable space, bounded whole"), with the real pi and the real Claude Code
-against their scripted model servers: the worker's (home/, tmp/, work/: one tmpfs of the run's
+runtime directory's writable space, bounded whole"), with the real program of every backend
+(tests/e2e/backends.py) against its scripted model server: the worker's (home/, tmp/, work/: one tmpfs of the run's
 size) and the agent's (config/: another).
 
 The worker's Bash fills work/ past its space: the kernel refuses the write (ENOSPC) at the
@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from e2e.conftest import ClaudeWorld
-from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
-from e2e.test_claude_boundary_e2e import bash, probe, runtime_dir
+from e2e.backends import BackendWorld, backend_world
 
 pytestmark = pytest.mark.e2e
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world"]  # the fixture, imported for pytest
 
 SPACE_MIB = 32
 
@@ -82,48 +79,29 @@ def disk_holds(runtime: Path) -> list[str]:
     return sorted(found) + sorted(extra)
 
 
+FULL_SHOWN = {"pi": True, "claude": False}
+"""Whether the call made with the worker's space full gets its output back (Claude Code keeps a
+command's output in a file of tmp/, which the full space refuses)."""
+
+
 @pytest.mark.req("Bash runs sandboxed without network")
-def test_pi_a_fill_of_the_worker_s_space_stops_at_its_size_reaches_no_disk_and_cuts_no_transcript(
-    pi_world: PiWorld,
+def test_a_fill_of_the_worker_s_space_stops_at_its_size_reaches_no_disk_and_cuts_no_transcript(
+    backend_world: BackendWorld,
 ) -> None:
-    w = pi_world
+    w = backend_world
     seen: list[list[str]] = []
 
-    def look(body: dict[str, Any]) -> Any:
+    def look() -> str:
         (runtime,) = w.temp_root.glob("concorde-*")
         seen.append(disk_holds(runtime))
-        return reply(call("bash", "call_full", command=KEEP_FULL))
+        return KEEP_FULL
 
-    run = w.run(
-        reply(call("bash", "call_fill", command=FILL)),
-        look,
-        reply(call("bash", "call_last", command=LAST)),
-        reply(result_call("call_r")),
-        resources={"space_mib": SPACE_MIB},
-    )
+    run, said = w.commands([FILL, look, LAST], resources={"space_mib": SPACE_MIB})
     assert run.record.status == "ok", run.explain()
-    judge_fill(run.tool_result("call_fill"))
-    assert run.tool_result("call_full").strip() == "full=1"
-    # pi's session, its settings and the copies of auth.json and models.json: in the space
+    judge_fill(said[0])
+    if FULL_SHOWN[w.backend]:
+        assert said[1].strip() == "full=1", said[1]
+    # the agent's session, its settings and the credential copies: in the space
     assert seen == [[]], seen
     judge_end(run.run_dir)
-
-
-@pytest.mark.req("Bash runs sandboxed without network")
-def test_claude_a_fill_of_the_worker_s_space_stops_at_its_size_reaches_no_disk_and_cuts_no_transcript(
-    claude_world: ClaudeWorld,
-) -> None:
-    seen: list[list[str]] = []
-
-    def look() -> Any:
-        seen.append(disk_holds(runtime_dir(claude_world)))
-        return bash(KEEP_FULL)
-
-    run, results = probe(
-        claude_world, [bash(FILL), look, bash(LAST)], resources={"space_mib": SPACE_MIB}
-    )
-    judge_fill(results[0][0])
-    # Claude Code's session, its tool results and the credential copy: in the space
-    assert seen == [[]], seen
-    judge_end(Path(run.record.run_directory))
-    claude_world.assert_cleaned(run)
+    w.assert_cleaned(run)

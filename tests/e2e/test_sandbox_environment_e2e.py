@@ -1,5 +1,6 @@
-"""End-to-end: what a sandboxed command's environment holds, under both backends, dumped with
-`env` from the worker's own Bash (the real claude and pi against the scripted model servers).
+"""End-to-end: what a sandboxed command's environment holds, on every backend
+(tests/e2e/backends.py), dumped with `env` from the worker's own shell (the real programs
+against their scripted model servers).
 
 The host's environment carries planted secrets of every usual shape (a token, an AWS pair, a
 password, an ssh-agent socket, API keys); none may reach the sandboxed command, and every name
@@ -27,13 +28,13 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from e2e.backends import BackendWorld, backend_world
 from e2e.conftest import ClaudeWorld
-from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
 from e2e.test_claude_boundary_e2e import bash, probe
 from servers.claude_wrapper import write_wrapper
 
 pytestmark = pytest.mark.e2e
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world"]  # the fixture, imported for pytest
 
 PLANTED: dict[str, str] = {
     "GITHUB_TOKEN": "ghp_planted0github0token",
@@ -156,52 +157,58 @@ def assert_no_secret(env: dict[str, str], allowed: set[str], secrets: list[str])
             assert userinfo == login, (name, value)
 
 
+ALLOWED = {
+    "claude": CLEARED | SANDBOX_RUNTIME | SHELL | CLAUDE_CODE,
+    "pi": CLEARED | SANDBOX_RUNTIME | SHELL | PI,
+}
+"""Every name a backend's sandboxed command may hold."""
+AGENT_KEYS = {"claude": ("ANTHROPIC_API_KEY",), "pi": ()}
+"""The host variables holding the agent program's own key, which its commands never hold."""
+
+
+def show_inbox(w: BackendWorld) -> None:
+    """Claude Code binds its cross-session inbox as root too (the wrapper's `messaging_inbox`),
+    as on every host not running as root, so that its token is there to be kept out."""
+    if w.backend == "claude":
+        program = w.claude_program
+        assert program is not None
+        write_wrapper(
+            Path(w.environ["CONCORDE_CLAUDE"]), program, w.claude.server.url, messaging_inbox=True
+        )
+
+
 @pytest.mark.req("Nothing ambient reaches the worker")
 @pytest.mark.req("Bash runs sandboxed without network")
-@pytest.mark.parametrize(
-    ("dropped", "inbox_shown"),
-    [
-        pytest.param((), False, id="as generated"),
-        pytest.param(("sandbox.credentials",), True, id="without sandbox.credentials, the control"),
-    ],
-)
-def test_a_claude_code_sandboxed_command_holds_no_secret(
-    claude_world: ClaudeWorld, claude_program: Path, dropped: tuple[str, ...], inbox_shown: bool
+def test_a_sandboxed_command_holds_no_secret(backend_world: BackendWorld) -> None:
+    w = backend_world
+    w.environ.update(PLANTED)
+    show_inbox(w)
+    run, said = w.command("env; echo ENV-END")
+    assert run.record.status == "ok", run.explain()
+    env = parse_env(said)
+    assert env["SANDBOX_RUNTIME"] == "1", env
+    keys = [w.environ[name] for name in AGENT_KEYS[w.backend]]
+    assert_no_secret(env, ALLOWED[w.backend], [*PLANTED.values(), *keys])
+    w.assert_cleaned(run)
+
+
+@pytest.mark.req("Nothing ambient reaches the worker")
+def test_without_sandbox_credentials_claude_code_hands_its_bash_the_inbox_token(
+    claude_world: ClaudeWorld, claude_program: Path
 ) -> None:
+    """The control of the test above: the hole is real in this version."""
     w = claude_world
     w.environ.update(PLANTED)
     write_wrapper(
         Path(w.environ["CONCORDE_CLAUDE"]),
         claude_program,
         w.server.url,
-        settings_drop=dropped,
+        settings_drop=("sandbox.credentials",),
         messaging_inbox=True,
     )
     run, results = probe(w, [bash("env; echo ENV-END")])
     env = parse_env(results[0][0])
-
     assert env["SANDBOX_RUNTIME"] == "1", env
     inbox = {"CLAUDE_CODE_MESSAGING_TOKEN", "CLAUDE_CODE_MESSAGING_SOCKET"}
-    if inbox_shown:  # the hole is real in this version: Claude Code hands its Bash the token
-        assert inbox <= set(env) and "ANTHROPIC_API_KEY" in env, sorted(env)
-    else:
-        assert_no_secret(
-            env,
-            CLEARED | SANDBOX_RUNTIME | SHELL | CLAUDE_CODE,
-            [*PLANTED.values(), w.environ["ANTHROPIC_API_KEY"]],
-        )
+    assert inbox <= set(env) and "ANTHROPIC_API_KEY" in env, sorted(env)
     w.assert_cleaned(run)
-
-
-@pytest.mark.req("Nothing ambient reaches the worker")
-@pytest.mark.req("Bash runs sandboxed without network")
-def test_a_pi_sandboxed_command_holds_no_secret(pi_world: PiWorld) -> None:
-    w = pi_world
-    w.environ.update(PLANTED)
-    run = w.run(
-        reply(call("bash", "call_env", command="env; echo ENV-END")), reply(result_call("call_r"))
-    )
-    assert run.record.status == "ok", run.explain()
-    env = parse_env(run.tool_result("call_env"))
-    assert env["SANDBOX_RUNTIME"] == "1", env
-    assert_no_secret(env, CLEARED | SANDBOX_RUNTIME | SHELL | PI, list(PLANTED.values()))

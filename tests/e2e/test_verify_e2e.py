@@ -1,5 +1,5 @@
-"""End-to-end: a run of the real program against the scripted model server, signed with the
-machine's Ed25519 key, then `concorde-workers verify RUN_DIR --key PUBKEY` (issue 30 §4): the
+"""End-to-end: a run of the real program of every backend (tests/e2e/backends.py) against its
+scripted model server, signed with the machine's Ed25519 key, then `concorde-workers verify RUN_DIR --key PUBKEY` (issue 30 §4): the
 trace holds, Git replays its patch onto the starting commit, the signature holds for the public
 key; a patch changed afterwards is named. The key is the host's alone: the worker, reading it
 from its Bash, finds nothing."""
@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from e2e.conftest import ClaudeWorld, ok_result
-from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
-from servers.anthropic_server import Reply
+from e2e.backends import BackendWorld, backend_world
+from e2e.test_hidden_e2e import split
 
 from concorde_workers.adapters.cli.main import main
 
 pytestmark = pytest.mark.e2e
-__all__ = ["pi_world"]
+__all__ = ["backend_world"]
 
 
 def make_keys(folder: Path) -> tuple[Path, Path]:
@@ -64,28 +63,16 @@ def assert_verified_then_tampered(run_dir: str, public: Path) -> None:
     assert "rounds/1/changes.patch" in named, found
 
 
-def test_a_pi_run_signed_and_verified(pi_world: PiWorld, tmp_path: Path) -> None:
-    w = pi_world
+def test_a_run_signed_and_verified(backend_world: BackendWorld, tmp_path: Path) -> None:
+    w = backend_world
     key, public = make_keys(tmp_path / "machine-keys")
     w.environ["CONCORDE_SIGNING_KEY"] = str(key)
-    run = w.run(
-        reply(call("write", "c1", path=str(w.worktree / "src/app/new.py"), content="print(1)\n")),
-        reply(call("bash", "c2", command=f"cat {key}; echo rc=$?")),
-        reply(result_call("c3")),
+    new = w.worktree / "src" / "app" / "new.py"
+    run, said = w.commands(
+        [f"printf 'print(1)\\n' > {new}; echo rc=$?", f"cat {split(key)}; echo rc=$?"]
     )
     assert run.record.status == "ok", run.explain()
-    said = run.tool_result("c2")
-    assert "PRIVATE KEY" not in said and "rc=0" not in said, said  # the key is the host's alone
-    assert_verified_then_tampered(run.record.run_directory, public)
-
-
-def test_a_claude_code_run_signed_and_verified(claude_world: ClaudeWorld, tmp_path: Path) -> None:
-    key, public = make_keys(tmp_path / "machine-keys")
-    claude_world.environ["CONCORDE_SIGNING_KEY"] = str(key)
-    target = claude_world.worktree / "src/app/new.py"
-    run = claude_world.run(
-        Reply.tool("Write", {"file_path": str(target), "content": "print(2)\n"}),
-        Reply.structured(ok_result(summary="done")),
-    )
-    assert run.record.status == "ok", run.data["error"]
+    assert said[0].strip().endswith("rc=0"), said[0]
+    assert new.read_text() == "print(1)\n"
+    assert "PRIVATE KEY" not in said[1] and "rc=0" not in said[1], said  # the host's alone
     assert_verified_then_tampered(run.record.run_directory, public)

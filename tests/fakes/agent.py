@@ -29,12 +29,13 @@ from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import Backend
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import (
     BackendContext,
     BackendProfile,
+    CompiledCache,
     Generated,
     RoundKind,
     StreamReader,
@@ -294,6 +295,7 @@ class TestBackendBase:
     fs: FileSystem | None = None
     credentials: Credentials = ()
     scratch: Sequence[str] = ()
+    compiled: Callable[[BackendContext], CompiledCache] | None = None
     refusal: Refusal | None = None
     program: str = FAKE_PROGRAM
     program_found: bool = True
@@ -362,6 +364,9 @@ class TestBackendBase:
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
         return tuple(self.scratch)
+
+    def compiled_cache(self, context: BackendContext) -> CompiledCache | None:
+        return self.compiled(context) if self.compiled is not None else None
 
     def confinement_needs(self, context: BackendContext) -> Sequence[str] | None:
         """None (unconfined) unless the test asks for the confinement (`confined`)."""

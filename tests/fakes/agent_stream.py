@@ -33,9 +33,10 @@ from typing import Any
 
 from concorde_workers.adapters.claude.links import claude_process_link
 from concorde_workers.adapters.pi.links import pi_limit_detail, pi_process_link
-from concorde_workers.domain.evidence.backends import BACKENDS as CONTRACT_BACKENDS
-from concorde_workers.domain.evidence.errors import ErrorLink
 from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.ground.backends import BACKENDS as CONTRACT_BACKENDS
+from concorde_workers.domain.ground.errors import ErrorLink
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding
@@ -391,7 +392,7 @@ class TestStreamReader:
 
     def _now(self) -> str:
         now = self.clock.now_utc() if self.clock is not None else datetime.now(UTC)
-        return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return utc_text(now)
 
     def _limit_text(self, limit: Limit) -> str:
         """On Claude Code the turn or budget subtype; on pi the limit and the value reached."""

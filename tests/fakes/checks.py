@@ -8,8 +8,12 @@ keeps when the place has the run's plan, of everything otherwise), removed after
 `HANG`, a program that ends only by its timeout. A command not in `programs` exits 127 with
 sh's "not found", as /bin/sh does; `unstartable` lists commands whose sandbox cannot start.
 
+`copy`'s `later` files are recorded (their node, content and mode) and copied by `complete`
+only while the source still holds that node unchanged.
+
 Records: `runs` (check id, the tree it ran over, the place) of every run, `sources` (each
-copy's source), `live` (the copies not yet discarded). tests/contract/test_checks_contract.py runs the same tests on this fake and on
+copy's source), `live` (the copies not yet discarded), `completed` (each copy `complete` was
+asked for). tests/contract/test_checks_contract.py runs the same tests on this fake and on
 the real SandboxedCheckRunner.
 """
 
@@ -19,7 +23,7 @@ import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.isolation.check_sandbox import (
     CheckPlace,
     Keep,
@@ -73,22 +77,48 @@ class FakeCheckRunner:
     runs: list[tuple[str, str, CheckPlace]] = field(default_factory=list)
     live: set[str] = field(default_factory=set)
     sources: dict[str, str] = field(default_factory=dict)
+    completed: list[str] = field(default_factory=list)
+    _later: dict[str, list[tuple[str, str, Node, bytes, int, bool]]] = field(default_factory=dict)
     _count: int = 0
     _views: int = 0
 
-    def copy(self, source: str, keep: Callable[[str], Keep] | None = None) -> str:
+    def copy(
+        self,
+        source: str,
+        keep: Callable[[str], Keep] | None = None,
+        later: Callable[[str], bool] | None = None,
+    ) -> str:
         if self.copy_fails:
             raise CheckCopyFailed(source, "No space left on device")
         if self.fs.node_at(source, follow=True) is None:
             raise CheckCopyFailed(source, "No such file or directory")
         self._count += 1
         root = f"{COPIES}/copy-{self._count}"
-        self._copy_into(source, root, keep)
+        self._copy_into(source, root, keep, later)
         self.live.add(root)
         self.sources[root] = source
         return root
 
-    def _copy_into(self, source: str, root: str, keep: Callable[[str], Keep] | None) -> None:
+    def complete(self, tree: str) -> None:
+        self.completed.append(tree)
+        waiting = self._later.pop(tree, [])
+        for at, (src, dst, node, data, mode, content) in enumerate(waiting):
+            if self.fs.nodes.get(src) is not node or (node.data, node.mode) != (data, mode):
+                self._later[tree] = waiting[at:]
+                raise CheckCopyFailed(
+                    src,
+                    "it changed after the run started, though no round can write it: the "
+                    "starting state it held is lost",
+                )
+            self.fs.nodes[dst] = Node(EntryKind.FILE, mode, data if content else b"")
+
+    def _copy_into(
+        self,
+        source: str,
+        root: str,
+        keep: Callable[[str], Keep] | None,
+        later: Callable[[str], bool] | None = None,
+    ) -> None:
         self.fs.mkdir(root)
         physical = self.fs.resolved(source)
         prefix = physical.rstrip("/") + "/"
@@ -109,8 +139,20 @@ class FakeCheckRunner:
             if node.kind is EntryKind.DIRECTORY and what is Keep.NOTHING:
                 continue  # made below when something inside it is kept
             data = node.data if what is Keep.CONTENT else b""
-            self.fs.nodes[posixpath.join(root, rel)] = Node(node.kind, node.mode, data, node.target)
             kept.add(rel)
+            if node.kind is EntryKind.FILE and later is not None and later(rel):
+                self._later.setdefault(root, []).append(
+                    (
+                        path,
+                        posixpath.join(root, rel),
+                        node,
+                        node.data,
+                        node.mode,
+                        what is Keep.CONTENT,
+                    )
+                )
+                continue
+            self.fs.nodes[posixpath.join(root, rel)] = Node(node.kind, node.mode, data, node.target)
         for rel in sorted(kept):  # the folders above what was kept
             parent = posixpath.dirname(rel)
             while parent and posixpath.join(root, parent) not in self.fs.nodes:
@@ -182,6 +224,7 @@ class FakeCheckRunner:
         return "over a view of its own (the fake's copy)"
 
     def discard(self, tree: str) -> None:
+        self._later.pop(tree, None)
         if self.discard_fails:
             raise CheckCopyFailed(tree, "Device or resource busy")
         self._remove(tree)

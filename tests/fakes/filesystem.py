@@ -9,7 +9,7 @@ import posixpath
 import tarfile
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, Subdirs, subdirs_of
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, Subdirs, subdirs_of
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
     NUL_IN_PATH,

@@ -21,7 +21,6 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.gitview.committed_rules import EvidenceRules, RuleFile, evidence_rules
 from concorde_workers.domain.gitview.git_status import (
     GITLINK_MODE,
@@ -39,6 +38,7 @@ from concorde_workers.domain.gitview.git_status import (
     encode_path,
     index_state,
 )
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.ports.git import GitCommandFailed
 from fakes.filesystem import FakeFileSystem, Node
 

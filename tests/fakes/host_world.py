@@ -27,8 +27,8 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.validation import RoundValidation
 from concorde_workers.container import Container
 from concorde_workers.domain.configuration.request import Limits, RunRequest
-from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.errors import Refusal
 from fakes.agent import Round, ScriptedBackend
 from fakes.process import FakeProcessRunner, FakeStart
 from fakes.space import FakeSpaces

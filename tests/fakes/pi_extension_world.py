@@ -24,11 +24,11 @@ from concorde_workers.adapters.pi.extension import embedded_policy, generate_ext
 from concorde_workers.container import PROFILES
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.configuration.doctor import SandboxFact
+from concorde_workers.domain.setup.doctor import SandboxFact
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.isolation.runtime_space import SpaceTools
 
 __all__ = ["ENV", "SPACE_VARIABLE", "FakeSpace", "FakeSpaces"]

@@ -18,7 +18,7 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,9 +33,9 @@ from concorde_workers.application.validation import RoundValidation
 from concorde_workers.container import PROFILES, production
 from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.request import Limits, RunRequest
-from concorde_workers.domain.evidence.backends import contract_for
 from concorde_workers.domain.evidence.records import RunRecord
-from concorde_workers.ports.agent import BackendContext
+from concorde_workers.domain.ground.backends import contract_for
+from concorde_workers.ports.agent import BackendContext, CompiledCache
 from concorde_workers.ports.events import RunEvents
 
 __all__ = ["CREDENTIALS", "HostHarness", "HostRun", "alive", "ok_result", "porcelain", "wait_gone"]
@@ -200,6 +200,8 @@ class HostHarness:
         runtime_paths: Sequence[Path] = (),
         events: RunEvents | None = None,
         environ: dict[str, str] | None = None,
+        scratch: Callable[[BackendContext], Sequence[str]] | None = None,
+        compiled: Callable[[BackendContext], CompiledCache] | None = None,
     ) -> HostRun:
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes, instead
         of the seconds of `limits`, which then only bound a test that never expires it;
@@ -211,8 +213,11 @@ class HostHarness:
             scenarios=list(scenarios),
             credentials=self.credentials,
             confined=confined,
+            compiled=compiled,
             **({"interpreter": interpreter} if interpreter else {}),
         )
+        if scratch is not None:
+            backend.round_scratch = scratch  # type: ignore[method-assign]
         container = production({**os.environ, **(environ or {})})
         container.temp_root.override(providers.Object(str(self.tmp)))
         if deadline is not None:

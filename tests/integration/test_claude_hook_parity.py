@@ -26,7 +26,6 @@ from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_file
 from concorde_workers.adapters.claude.settings import claude_settings
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind
 from concorde_workers.domain.boundary.policy import (
     GIT_REASON,
     Decision,
@@ -38,6 +37,7 @@ from concorde_workers.domain.boundary.policy import (
 from concorde_workers.domain.boundary.search_guard import claude_path, decide_search_call
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 

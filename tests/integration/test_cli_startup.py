@@ -83,6 +83,58 @@ def test_a_command_imports_its_own_module_when_it_runs() -> None:
     assert "concorde_workers.adapters.cli.demo" not in modules
 
 
+RUN_ONLY = (
+    "concorde_workers.adapters.cli.commands",
+    "concorde_workers.adapters.cli.display",
+    "concorde_workers.adapters.cli.report",
+    "concorde_workers.adapters.cli.watch",
+    "concorde_workers.application.host",
+    "concorde_workers.application.doctor",
+    "concorde_workers.application.sweep",
+    "concorde_workers.application.verify",
+    "concorde_workers.application.starter",
+    "concorde_workers.application.agent_install",
+    "concorde_workers.application.attestation",
+    "concorde_workers.application.report",
+    "concorde_workers.application.tracing.reader",
+    "concorde_workers.domain.evidence.records",
+    "concorde_workers.adapters.claude.stream",
+    "concorde_workers.adapters.pi.stream",
+)
+"""What `run`, `show`, `sweep`, `doctor`, `verify`, `init` and `install-agents` load and a plan
+does not use (issue 32 §2): their use cases are made by the container when first asked for."""
+
+
+def test_plan_loads_none_of_the_run_s_display_report_or_record_readers() -> None:
+    """`plan` of a request that is refused early (no such worktree) imports its own module and
+    none of run's, show's and sweep's: the imports of every plan are only the planning path's
+    (issue 32 §2; benchmarks/plan_walk.py measures the time, this guards the structure)."""
+    modules = loaded("plan", "--worktree", "/nonexistent/worktree", "--task-type", "implement")
+    assert "concorde_workers.adapters.cli.plan" in modules
+    assert "concorde_workers.application.planner" in modules
+    assert sorted(m for m in RUN_ONLY if m in modules) == []
+
+
+def test_a_command_builds_its_models_without_looking_up_pydantic_plugins() -> None:
+    """pydantic's plugin lookup (every installed package's metadata, importlib.metadata and
+    email imported for it) is not run by a command (issue 32 §2, docs/decisions.md "No pydantic
+    plugins in the command line"): the refusal `plan` prints is a model all the same."""
+    code = (
+        "import io, json, sys\n"
+        "from concorde_workers.adapters.cli.main import main\n"
+        "out = io.StringIO()\n"
+        "status = main(['plan', '--json', '--worktree', '/nonexistent/worktree'], out, out)\n"
+        "print(json.dumps([status, json.loads(out.getvalue())['verdict'], sorted(sys.modules)]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    status, verdict, names = json.loads(done.stdout)
+    assert (status, verdict) == (2, "refused")
+    assert "pydantic" in names
+    assert "importlib.metadata" not in names
+
+
 def test_a_command_that_signs_nothing_imports_no_cryptography() -> None:
     """`show` of no run and `sweep --help` load the container but never securesystemslib or
     cryptography: the sealer imports them only when it seals or opens (issue 30 §4)."""

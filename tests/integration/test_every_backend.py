@@ -23,11 +23,11 @@ from integration.host_fixtures import HostHarness, HostRun, ok_result, porcelain
 from timing import SLOW, Gate, Signal
 
 from concorde_workers.container import PROFILES
-from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.domain.texts.text import digest_text
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.ports.agent import BackendContext
 
 pytestmark = pytest.mark.integration

@@ -47,8 +47,8 @@ from concorde_workers.application.validation import (
 )
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.domain.evidence.layout import STDERR_TAIL_BYTES
 from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.ground.layout import STDERR_TAIL_BYTES
 from concorde_workers.domain.run.stdout import MAX_LINE_BYTES
 from concorde_workers.ports.git import GitCommandFailed
 

@@ -101,3 +101,30 @@ def test_each_arrow_against_the_picture_breaks_the_suite(tmp_path: Path) -> None
         "- concorde_workers.adapters.cli.leak -> concorde_workers.adapters.git"
     ) in out
     assert "3 broken" in out
+
+
+def test_a_room_reaching_a_floor_above_it_breaks_the_suite(tmp_path: Path) -> None:
+    """Issue 34 §1, the domain's rooms on floors: the ground naming a subject and gitview naming
+    boundary (two of the circles issue 34 found)
+    are each reported by the domain's floors contract, by module."""
+    copy = copy_package(tmp_path)
+    plants = {
+        "domain/ground/leak.py": "import concorde_workers.domain.evidence.records\n",
+        "domain/gitview/leak.py": "import concorde_workers.domain.boundary.grant\n",
+    }
+    for path, text in plants.items():
+        (copy / path).write_text(text)
+    result = run_lint_imports(tmp_path, copy / "pyproject.toml")
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())
+    assert "The domain's rooms on floors: each imports only the floors below it BROKEN" in out
+    assert (
+        "concorde_workers.domain.ground is not allowed to import "
+        "concorde_workers.domain.evidence: "
+        "- concorde_workers.domain.ground.leak -> concorde_workers.domain.evidence.records"
+    ) in out
+    assert (
+        "concorde_workers.domain.gitview is not allowed to import "
+        "concorde_workers.domain.boundary: "
+        "- concorde_workers.domain.gitview.leak -> concorde_workers.domain.boundary.grant"
+    ) in out

@@ -289,11 +289,14 @@ def test_the_json_document_holds_what_the_text_shows(project: Any) -> None:
     assert data["control_files"] == [
         f"{rt}/control/empty",
         f"{rt}/control/read_hook.py",
+        f"{rt}/control/read_hook_source.py",
         f"{rt}/control/result.schema.json",
         f"{rt}/control/search_hook.py",
+        f"{rt}/control/search_hook_source.py",
         f"{rt}/control/settings.json",
         f"{rt}/control/wait.py",
         f"{rt}/control/write_hook.py",
+        f"{rt}/control/write_hook_source.py",
     ]
     assert data["brief"].rstrip("\n").splitlines() == [
         same_text(line) for line in section(found, "Brief")

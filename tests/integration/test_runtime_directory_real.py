@@ -32,9 +32,9 @@ from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.contracts import load
-from concorde_workers.domain.evidence.layout import RunLayout, RuntimeLayout
 from concorde_workers.domain.evidence.records import RunRecord, TraceNode
 from concorde_workers.domain.evidence.sweep import OwnerRecord, ProcessIdentity
+from concorde_workers.domain.ground.layout import RunLayout, RuntimeLayout
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,7 @@ from concorde_workers.domain.boundary.beside import (
     surroundings,
 )
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.ground.errors import Reason
 
 HOME = "/home/u"
 ENV_HOME = "/srv/h"  # $HOME, when it is not the password database's home

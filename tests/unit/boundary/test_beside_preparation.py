@@ -20,7 +20,7 @@ from concorde_workers.application.outcomes import as_run_refusal
 from concorde_workers.application.planner import Plan
 from concorde_workers.domain.boundary.beside import INTERPRETER_REPAIR, RUNTIME_REPAIR
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.errors import Reason, Refusal
 
 RUNTIME = "the runtime path"
 

@@ -23,12 +23,12 @@ from policy_world import (
 
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.deny_rules import rule_covers, run_directory_denied
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, ListDir
 from concorde_workers.domain.boundary.policy import build_policy, decide_read, decide_write
 from concorde_workers.domain.configuration.profile import entries_of
-from concorde_workers.domain.evidence.errors import Reason
-from concorde_workers.domain.evidence.layout import RuntimeLayout
 from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.errors import Reason
+from concorde_workers.domain.ground.layout import RuntimeLayout
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, ListDir
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 

@@ -19,8 +19,8 @@ from concorde_workers.domain.boundary.grant import (
     parse_grant,
 )
 from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType, writes_nothing
-from concorde_workers.domain.evidence.codes import Code
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
 
 
 def grant_input(entries: Any, **over: Any) -> dict[str, Any]:

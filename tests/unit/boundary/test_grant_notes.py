@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from concorde_workers.domain.boundary.grant import Grant, Level, grant_notes, parse_grant
-from concorde_workers.domain.boundary.paths import EntryKind
+from concorde_workers.domain.ground.paths import EntryKind
 
 WORKTREE: dict[str, EntryKind] = {
     "src": EntryKind.DIRECTORY,

@@ -31,10 +31,8 @@ from policy_world import (
 from concorde_workers.adapters.claude.profile import CLAUDE
 from concorde_workers.adapters.pi.profile import PI
 from concorde_workers.container import PROFILES
-from concorde_workers.domain.boundary.credentials import credential_origins
 from concorde_workers.domain.boundary.deny_rules import rule_covers
 from concorde_workers.domain.boundary.grant import Grant, Level
-from concorde_workers.domain.boundary.paths import EntryKind, is_within, subdirs_of
 from concorde_workers.domain.boundary.policy import (
     GIT_REASON,
     GRANT_PREFIX,
@@ -48,12 +46,14 @@ from concorde_workers.domain.boundary.policy import (
     with_prefix,
 )
 from concorde_workers.domain.boundary.task_types import TASK_TYPES, TaskType
+from concorde_workers.domain.configuration.credentials import credential_origins
 from concorde_workers.domain.configuration.profile import entries_of, tool_set
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
     collect_admin_paths,
     find_git_entries,
 )
+from concorde_workers.domain.ground.paths import EntryKind, is_within, subdirs_of
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 
@@ -838,7 +838,7 @@ def test_the_hidden_classes_are_in_the_policy_json() -> None:
     assert data["credentials"] == list(CREDENTIALS)
 
 
-# --- where the credentials really are (domain.boundary.credentials) ---------------------------------------
+# --- where the credentials really are (domain.configuration.credentials) ---------------------------------------
 
 ORIGIN_ROWS = [
     pytest.param(

@@ -45,7 +45,7 @@ from concorde_workers.domain.boundary.rules import (
 )
 from concorde_workers.domain.boundary.search_guard import HOOK_TABLES, hook_grant
 from concorde_workers.domain.configuration.profile import entries_of
-from concorde_workers.domain.evidence.run_id import RUNTIME_PREFIX, runtime_directory_name
+from concorde_workers.domain.ground.run_id import RUNTIME_PREFIX, runtime_directory_name
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 
@@ -158,23 +158,31 @@ def test_the_interpreters_names_are_the_domains() -> None:
     assert interpreter.RUNTIME_NAME.fullmatch("concorde-notes") is None
 
 
-def _top_level_names(source: str) -> set[str]:
-    names: set[str] = set()
+def _top_level_names(source: str) -> dict[str, str]:
+    """Each name a module's top level defines, with the statement that defines it."""
+    names: dict[str, str] = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            names.add(node.name)
+            names[node.name] = ast.dump(node)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            names |= {t.id: ast.dump(node) for t in targets if isinstance(t, ast.Name)}
     return names
 
 
 def test_the_template_redefines_no_name_of_the_interpreter() -> None:
     """The hook holds the interpreter's source before its own code: a name defined again there
-    would change what the interpreter calls."""
+    would change what the interpreter calls. Only the same statement may stand in both
+    (`TYPE_CHECKING = False`, which keeps `typing` out of each call's imports, issue 32 §3)."""
     template = template_text()
-    own = template[: template.index(RULES_START)] + template[template.index(RULES_END) :]
-    assert _top_level_names(own).isdisjoint(_top_level_names(interpreter_text()))
+    own = _top_level_names(
+        template[: template.index(RULES_START)] + template[template.index(RULES_END) :]
+    )
+    theirs = _top_level_names(interpreter_text())
+    assert {name: own[name] for name in own.keys() & theirs.keys()} == {
+        name: theirs[name] for name in own.keys() & theirs.keys()
+    }
+    assert own.keys() & theirs.keys() <= {"TYPE_CHECKING"}
 
 
 def _hook(policy: Any = POLICY, hook: str = "read") -> dict[str, Any]:

@@ -27,10 +27,13 @@ from concorde_workers.adapters.claude import hook_template as T
 from concorde_workers.adapters.claude.backend import ClaudeBackend
 from concorde_workers.adapters.claude.hooks import (
     GRANT_MARK,
+    HOOK_NAMES,
+    compiled_hook,
     extra_hook_entries,
     grant_json,
     hook_files,
     hook_source,
+    launcher_denial,
     read_hook_entry,
     search_hook_entry,
     search_hook_path,
@@ -67,7 +70,7 @@ from concorde_workers.domain.boundary.search_guard import (
 )
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
-from concorde_workers.domain.texts.text import digest_text
+from concorde_workers.domain.ground.text import digest_text
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 
@@ -561,10 +564,13 @@ def test_the_embedded_grant_parses_back_to_the_policys_lists() -> None:
     files = hook_files(POLICY)
     assert sorted(files) == [
         f"{RT}/control/read_hook.py",
+        f"{RT}/control/read_hook_source.py",
         f"{RT}/control/search_hook.py",
+        f"{RT}/control/search_hook_source.py",
         f"{RT}/control/write_hook.py",
+        f"{RT}/control/write_hook_source.py",
     ]
-    for source in files.values():
+    for source in (text for path, text in files.items() if path.endswith("_source.py")):
         grant = embedded_grant(source)
         assert grant == {
             **POLICY.grant_lists(),
@@ -590,9 +596,9 @@ def test_the_embedded_grant_parses_back_to_the_policys_lists() -> None:
         assert line == json.dumps(grant, sort_keys=True)
         assert line.isascii()
         compile(source, "hook.py", "exec")
-    assert 'HOOK: str = "write"\n' in files[f"{RT}/control/write_hook.py"]
-    assert 'HOOK: str = "search"\n' in files[f"{RT}/control/search_hook.py"]
-    assert 'HOOK: str = "read"\n' in files[f"{RT}/control/read_hook.py"]
+    assert 'HOOK: str = "write"\n' in files[f"{RT}/control/write_hook_source.py"]
+    assert 'HOOK: str = "search"\n' in files[f"{RT}/control/search_hook_source.py"]
+    assert 'HOOK: str = "read"\n' in files[f"{RT}/control/read_hook_source.py"]
 
 
 def test_a_path_beyond_ascii_survives_the_embedding() -> None:
@@ -665,10 +671,13 @@ def test_generate_writes_the_hooks_and_registers_them_in_the_settings() -> None:
     control = f"{RT}/control"
     assert sorted(generated.files) == [
         f"{control}/read_hook.py",
+        f"{control}/read_hook_source.py",
         f"{control}/result.schema.json",
         f"{control}/search_hook.py",
+        f"{control}/search_hook_source.py",
         f"{control}/settings.json",
         f"{control}/write_hook.py",
+        f"{control}/write_hook_source.py",
     ]
     text = generated.files[f"{control}/settings.json"]
     assert generated.settings_digest == digest_text(text)
@@ -717,9 +726,13 @@ def test_generate_writes_the_hooks_and_registers_them_in_the_settings() -> None:
             )
         )
     )
-    assert generated.files[f"{control}/write_hook.py"] == hook_source(context.policy, "write")
-    assert generated.files[f"{control}/search_hook.py"] == hook_source(context.policy, "search")
-    assert generated.files[f"{control}/read_hook.py"] == hook_source(context.policy, "read")
+    denial = launcher_denial(hook_grant(context.policy))
+    for hook in HOOK_NAMES:
+        source = hook_source(context.policy, hook)
+        assert generated.files[f"{control}/{hook}_hook_source.py"] == source
+        assert generated.files[f"{control}/{hook}_hook.py"] == compiled_hook(
+            hook, source, f"{control}/{hook}_hook_source.py", denial
+        )
 
 
 # --- the template's decisions against the domain's (in process) ----------------------------------

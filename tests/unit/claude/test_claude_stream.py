@@ -455,7 +455,7 @@ class _Context:
     """The few BackendContext fields the lookups read."""
 
     def __init__(self, root: Path, environ: dict[str, str]) -> None:
-        from concorde_workers.domain.evidence.layout import RuntimeLayout
+        from concorde_workers.domain.ground.layout import RuntimeLayout
 
         class _Policy:
             runtime = RuntimeLayout(root=str(root))

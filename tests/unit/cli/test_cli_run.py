@@ -38,7 +38,6 @@ from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.container import PROFILES, Container
 from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion
-from concorde_workers.domain.evidence.errors import ErrorLink, Reason, Unhandled
 from concorde_workers.domain.evidence.records import (
     AuditRecord,
     LastAction,
@@ -47,6 +46,7 @@ from concorde_workers.domain.evidence.records import (
     RunRecord,
     Usage,
 )
+from concorde_workers.domain.ground.errors import ErrorLink, Reason, Unhandled
 
 PROGRAMS = programs_of(PROFILES)
 

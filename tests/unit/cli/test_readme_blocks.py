@@ -25,9 +25,9 @@ from concorde_workers.application.machine_files import (
 )
 from concorde_workers.application.resources import read_machine_resources
 from concorde_workers.container import PROFILES
-from concorde_workers.domain.boundary.credentials import config_directory
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.configuration.config import WorkerConfiguration
+from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.machine import ModelMap
 
 HOME = "/home/ada"

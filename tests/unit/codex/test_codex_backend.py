@@ -1,4 +1,4 @@
-"""The Codex CLI backend's pure parts (issue 33 §1-3; docs/decisions.md 68): the command line,
+"""The Codex CLI backend's pure parts (issue 33 §1-3; docs/decisions.md 72): the command line,
 the generated config.toml, the strict wire schema, the machine's codex.json, the round's
 environment, the stream reader (thread, tool calls, cumulative usage, retries' texts, limits,
 the decoded result), the rollout as transcript and the nested-namespace refusal. The real
@@ -298,3 +298,13 @@ def test_without_nested_user_namespaces_codex_is_refused_never_run_unsandboxed()
     assert problem is not None and "nested user namespaces" in problem
     restricted = {"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1"}
     assert nested_namespaces_problem(restricted) is not None
+
+
+def test_the_registered_codex_backend_is_an_agent_backend() -> None:
+    from concorde_workers.adapters.codex.backend import CodexBackend
+    from concorde_workers.adapters.filesystem import LocalFileSystem
+    from concorde_workers.container import PROFILES
+    from concorde_workers.ports.agent import AgentBackend
+
+    backend = CodexBackend(LocalFileSystem())
+    assert isinstance(backend, AgentBackend) and backend.profile is PROFILES["codex"]

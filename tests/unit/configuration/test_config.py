@@ -26,8 +26,8 @@ from concorde_workers.domain.configuration.config import (
 )
 from concorde_workers.domain.configuration.profile import levels_of, programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.domain.evidence.codes import REFUSAL_REASONS
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.codes import REFUSAL_REASONS
+from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.ports.filesystem import EntryKind, FileStat, FileSystemError
 
 PROGRAMS = programs_of(PROFILES)

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.config import ResolvedWorker
-from concorde_workers.domain.evidence.codes import REFUSAL_REASONS
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.codes import REFUSAL_REASONS
+from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.ports.filesystem import EntryKind, FileStat, FileSystemError
 
 WT = "/repo/.claude/worktrees/wt"

@@ -1,4 +1,4 @@
-"""`concorde-workers doctor` (issue 12 §1): the verdict decided from probed facts (domain/configuration/doctor.py)
+"""`concorde-workers doctor` (issue 12 §1): the verdict decided from probed facts (domain/setup/doctor.py)
 and the facts gathered through the ports (application/doctor.py) with fakes: programs where a run
 finds them with their versions, the tools, the sandbox, the model map, the credentials (never a
 value), the worktree's workers.json."""
@@ -17,7 +17,7 @@ from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.doctor import Doctor, worktree_of
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.discovery import CHECKOUT, USER_DATA, Installation
-from concorde_workers.domain.configuration.doctor import SandboxFact, diagnose
+from concorde_workers.domain.setup.doctor import SandboxFact, diagnose
 
 HOME = "/home/dev"
 MODULES = f"{HOME}/.local/share/concorde-workers/node_modules"
@@ -303,7 +303,7 @@ def test_backend_flag_and_no_worktree_choose_what_is_judged(
 
 
 def test_a_pi_worker_of_a_claude_default_keeps_pi_judged() -> None:
-    from concorde_workers.domain.configuration.doctor import backends_in_use
+    from concorde_workers.domain.setup.doctor import backends_in_use
 
     assert backends_in_use(["claude"], default_set=True) == ("claude",)
     assert backends_in_use(["claude", None, "pi"], default_set=True) == ("claude", "pi")

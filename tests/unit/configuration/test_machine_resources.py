@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from concorde_workers.domain.configuration.doctor import resources_check
 from concorde_workers.domain.configuration.machine_resources import (
     MachineResources,
     WithoutGroups,
@@ -16,6 +15,7 @@ from concorde_workers.domain.configuration.machine_resources import (
     resources_location,
 )
 from concorde_workers.domain.configuration.resources import Enforcement, GroupKind, ResourceLimits
+from concorde_workers.domain.setup.doctor import resources_check
 
 FILE = "/home/u/.config/concorde/resources.json"
 

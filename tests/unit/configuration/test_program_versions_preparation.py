@@ -16,7 +16,7 @@ from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.errors import Refusal
+from concorde_workers.domain.ground.errors import Refusal
 
 PROGRAMS = programs_of(PROFILES)
 

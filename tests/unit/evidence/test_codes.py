@@ -1,11 +1,11 @@
-"""seed 000 "Errors" and seed 001 "Errors": every run code with its reason (domain/evidence/codes.py)."""
+"""seed 000 "Errors" and seed 001 "Errors": every run code with its reason (domain/ground/codes.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from concorde_workers.container import PROFILES
-from concorde_workers.domain.evidence.codes import (
+from concorde_workers.domain.ground.codes import (
     CLAUDE_ERROR_CODE,
     CLAUDE_LIMIT_CODE,
     CODEX_ERROR_CODE,
@@ -21,7 +21,7 @@ from concorde_workers.domain.evidence.codes import (
     code_spec,
     codes_for_backend,
 )
-from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.ground.errors import Reason
 
 RUN = "w-20261002T101500-a1b2c3"
 RUN_DIR = f"/repo/.concorde/tasks/discounts/workspace/runs/r-1/workers/{RUN}"
@@ -40,7 +40,7 @@ TABLE = [
     ("claude_failed", "environment", "exhausted", CausesRule.PROCESS_LINK, {"claude"}),
     ("pi_runtime_missing", "environment", None, CausesRule.NONE, {"pi"}),
     ("pi_failed", "environment", "exhausted", CausesRule.PROCESS_LINK, {"pi"}),
-    # the Codex CLI's own process failure (issue 33; docs/decisions.md 68)
+    # the Codex CLI's own process failure (issue 33; docs/decisions.md 72)
     ("codex_failed", "environment", "exhausted", CausesRule.PROCESS_LINK, {"codex"}),
     ("worker_result_invalid", "capability", None, CausesRule.NONE, {"claude", "pi", "codex"}),
     ("audit_violation", "permission", None, CausesRule.WORKER_LINK, {"claude", "pi", "codex"}),

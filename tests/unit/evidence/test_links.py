@@ -9,8 +9,6 @@ from unit.evidence.test_codes import RUN, RUN_DIR, TABLE
 from concorde_workers.adapters.claude.links import CLAUDE_PROCESS_ACTOR, claude_process_link
 from concorde_workers.adapters.pi.links import PI_PROCESS_ACTOR, pi_limit_detail, pi_process_link
 from concorde_workers.domain.boundary.task_types import TaskType
-from concorde_workers.domain.evidence.codes import CausesRule, code_spec
-from concorde_workers.domain.evidence.errors import ErrorLink, Reason
 from concorde_workers.domain.evidence.links import (
     audit_evidence,
     audit_violation_detail,
@@ -21,6 +19,8 @@ from concorde_workers.domain.evidence.links import (
     worker_link,
     workers_link,
 )
+from concorde_workers.domain.ground.codes import CausesRule, code_spec
+from concorde_workers.domain.ground.errors import ErrorLink, Reason
 from concorde_workers.domain.run.worker_result import WorkerError
 
 

@@ -12,8 +12,9 @@ from fakes.filesystem import FakeFileSystem
 from fakes.system import FakeClock
 from trace_nodes import RUN_DIR, RUN_ID, WORKTREE, fs_with_parent
 
-from concorde_workers.application.tracing.progress import ProgressWriter, utc_text
+from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.domain.evidence.records import LastAction
+from concorde_workers.domain.ground.record_fields import utc_text
 
 
 def progress(fs: FakeFileSystem, clock: FakeClock) -> ProgressWriter:

@@ -31,11 +31,11 @@ from concorde_workers.application.tracing.writer import node_json
 from concorde_workers.container import PROFILES
 from concorde_workers.contracts import load, validator
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.evidence.errors import Refusal
-from concorde_workers.domain.evidence.layout import RunLayout
 from concorde_workers.domain.evidence.records import RunRecord, TraceNode
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.layout import RunLayout
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.run.brief import compose_brief, worktree_of_brief
-from concorde_workers.domain.texts.text import digest_text
 
 
 def write_finished_run(fs: FakeFileSystem, rounds: int = 2, **content: Any) -> RunLayout:

@@ -11,7 +11,6 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from concorde_workers.contracts import load, validator
-from concorde_workers.domain.evidence.errors import Reason
 from concorde_workers.domain.evidence.records import (
     LAST_ACTION_TARGET_LIMIT,
     AuditRecord,
@@ -28,6 +27,7 @@ from concorde_workers.domain.evidence.records import (
     cut_target,
     result_problem,
 )
+from concorde_workers.domain.ground.errors import Reason
 
 RESULT = "contract.workers.worker-result"
 RUN_TRACE = "contract.workers.worker-run-trace"

@@ -13,13 +13,13 @@ from concorde_workers.adapters.claude import layout as claude_layout
 from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import copies_of
-from concorde_workers.domain.evidence.layout import (
+from concorde_workers.domain.ground.layout import (
     LAST_ACTION_MAX,
     STDERR_TAIL_BYTES,
     RunLayout,
     RuntimeLayout,
 )
-from concorde_workers.domain.evidence.run_id import (
+from concorde_workers.domain.ground.run_id import (
     SOCKET_PATH_LIMIT,
     is_run_id,
     run_id,

@@ -12,7 +12,6 @@ import json
 
 import pytest
 
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.evidence.sweep import (
     OWNERLESS_MARGIN_SECONDS,
     Candidate,
@@ -28,6 +27,7 @@ from concorde_workers.domain.evidence.sweep import (
     parse_proc_stat,
     runtime_directory_hex,
 )
+from concorde_workers.domain.ground.paths import EntryKind
 
 UID = 1000
 NOW = 1_800_000_000.0

@@ -22,8 +22,8 @@ from trace_nodes import (
 
 from concorde_workers.application.tracing.writer import TraceFailure, node_json
 from concorde_workers.contracts import validator
-from concorde_workers.domain.evidence.layout import STDERR_TAIL_BYTES, RunLayout
 from concorde_workers.domain.evidence.records import TraceNode
+from concorde_workers.domain.ground.layout import STDERR_TAIL_BYTES, RunLayout
 
 # --- the run directory ------------------------------------------------------------------------
 

@@ -13,9 +13,9 @@ from fakes.process import FakeProcessRunner, FakeStart
 from concorde_workers.adapters.claude.environment import claude_environment
 from concorde_workers.adapters.pi.environment import pi_environment
 from concorde_workers.container import PROFILES
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.domain.texts.text import digest_text
 from concorde_workers.ports.agent import AgentBackend, RoundKind
 from concorde_workers.ports.process import ProcessStartFailed
 

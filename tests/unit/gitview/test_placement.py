@@ -9,8 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.boundary.paths import DirEntry, EntryKind, ListDir, subdirs_of
-from concorde_workers.domain.evidence.errors import Reason, Refusal
 from concorde_workers.domain.gitview.placement import (
     AdminPath,
     GitEntry,
@@ -25,6 +23,8 @@ from concorde_workers.domain.gitview.placement import (
     walk_tree,
     worktrees_dir,
 )
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import DirEntry, EntryKind, ListDir, subdirs_of
 
 PRIMARY = "/home/u/proj"
 WT = f"{PRIMARY}/.claude/worktrees/t1"

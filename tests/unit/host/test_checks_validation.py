@@ -72,6 +72,8 @@ def test_all_checks_pass_nothing_to_repair() -> None:
     assert node["status"] == "passed" and node["exit_code"] == 0 and "duration_seconds" in node
     # A passing check is never narrowed; every copy is gone, the worktree has no cache.
     assert [(c, runner.sources.get(t, t)) for c, t, _ in runner.runs] == [("tests", WORKTREE)]
+    # The starting state's ro and names files were never copied (issue 32 §3).
+    assert runner.completed == []
     assert runner.live == set()
     assert not world.exists(posixpath.join(WORKTREE, "src/app/.pytest_cache/v/cache/lastfailed"))
     assert not world.exists(posixpath.join(WORKTREE, "src/app/__pycache__/calc.cpython-311.pyc"))
@@ -339,3 +341,52 @@ def test_a_python_caller_asks_before_the_run_whether_every_check_could_start() -
     )
     assert validation(world, runner).refusal_before_run() is None
     assert runner.runs == [] and runner.live == set()
+
+
+def sees_the_starting_state(tree: FakeTree) -> tuple[int, bytes]:
+    """Fails while calc.py holds the bug; prints what it sees of the ro and names files."""
+    seen = f"notes={tree.read('docs/notes.md')!r} readme={tree.read('README.md')!r}\n".encode()
+    return (1 if b"bug" in (tree.read("src/app/calc.py") or b"") else 0), seen
+
+
+def bug_then_nothing(world: HostWorld) -> list[Round]:
+    return [
+        Round.ok(ok_result(), effects=write_file(world, "src/app/calc.py", "bug\n")),
+        Round.ok(ok_result(), session="s-1"),
+    ]
+
+
+def test_the_starting_state_s_ro_and_names_files_are_copied_when_a_check_first_fails() -> None:
+    """Only the rw files are copied before round 1; the ro and names files, which no round
+    can write, when the narrowing first needs them, once a run (issue 32 §3)."""
+    world = HostWorld()
+    world.fs.write(posixpath.join(WORKTREE, "docs/notes.md"), "the notes\n")
+    runner = FakeCheckRunner(world.fs, {TESTS: sees_the_starting_state})
+    checks = (Check(id="tests", command=TESTS), Check(id="again", command=TESTS))
+    record = run(world, runner, bug_then_nothing(world), *checks, limits={"rounds": 1})
+    assert record.status == "failed" and len(record.rounds) == 2
+    assert runner.completed == [f"{COPIES}/copy-1"]  # once, for both checks and both rounds
+    before = world.text(posixpath.join(world.run_dir, "rounds/1/checks/tests/before/output.log"))
+    assert before == "notes=b'the notes\\n' readme=b''\n"
+    assert runner.live == set()
+
+
+def test_an_ro_file_changed_after_the_audit_makes_the_narrowing_unavailable_not_a_guess() -> None:
+    """A change of an ro file during a round is the audit's violation; one after it (not the
+    worker's: here the check's own program reaches out) leaves no starting state to judge
+    by, and the failing check is unavailable, the file named."""
+    world = HostWorld()
+    notes = posixpath.join(WORKTREE, "docs/notes.md")
+    world.fs.write(notes, "the notes\n")
+
+    def changes_the_notes(tree: FakeTree) -> tuple[int, bytes]:
+        world.fs.write(notes, "other notes\n")
+        return sees_the_starting_state(tree)
+
+    runner = FakeCheckRunner(world.fs, {TESTS: changes_the_notes})
+    record = run(world, runner, bug_then_nothing(world), limits={"rounds": 1})
+    assert record.error is not None
+    link = record.error.causes[0] if record.error.code == "workers" else record.error
+    assert link.code == CHECKS_UNAVAILABLE, record.error
+    assert f"{notes}: it changed after the run started" in str(record.error.model_dump())
+    assert runner.live == set()

@@ -34,9 +34,9 @@ from concorde_workers.application.validation import (
     ValidationOutcome,
 )
 from concorde_workers.contracts import validator as contract_validator
-from concorde_workers.domain.evidence.errors import Refusal
 from concorde_workers.domain.evidence.records import RunRecord
-from concorde_workers.domain.texts.text import digest_text
+from concorde_workers.domain.ground.errors import Refusal
+from concorde_workers.domain.ground.text import digest_text
 
 RUN_DIR = f"{TRACE_PARENT}/workers/{RUN_ID}"
 CREDENTIAL_COPY = f"{RUNTIME_DIR}/config/.credentials.json"

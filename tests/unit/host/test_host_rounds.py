@@ -31,8 +31,8 @@ from concorde_workers.application.validation import (
     ValidationInput,
     ValidationOutcome,
 )
-from concorde_workers.domain.evidence.errors import ErrorLink, Evidence, Reason, Refusal
 from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.errors import ErrorLink, Evidence, Reason, Refusal
 
 RUN_DIR = f"{TRACE_PARENT}/workers/{RUN_ID}"
 TRANSCRIPT = f"{RUN_DIR}/transcript.jsonl"

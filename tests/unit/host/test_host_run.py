@@ -179,6 +179,18 @@ def test_a_refusal_writes_a_final_record_and_generates_nothing(
     assert world.runtime_dirs() == [] and world.status()["phase"] == "finished"
 
 
+def test_the_context_identity_is_the_parsed_grant_s() -> None:
+    """Issue 34 §2 (docs/decisions.md "The house's floors"): the record's context identity is
+    read from the grant as parsed, never from the raw input: a malformed grant's says nothing,
+    one the placement refuses (the grant itself well formed) says its own."""
+    malformed = HostWorld().run([], grant={**GRANT, "entries": [{"path": "a", "level": "x"}]})
+    assert malformed.error is not None and malformed.error.code == "grant_malformed"
+    assert malformed.context_identity is None
+    misplaced = HostWorld().run([], worktree="/work/repo/src")
+    assert misplaced.error is not None and misplaced.error.code == "worktree_misplaced"
+    assert misplaced.context_identity == GRANT["context_identity"]
+
+
 @pytest.mark.req("A run the deny rules would disable is refused")
 def test_run_directory_denied_writes_a_final_record_and_generates_nothing() -> None:
     world = HostWorld(temp_root="/work/repo/.git/tmp")

@@ -9,9 +9,9 @@ from pydantic import ValidationError
 
 from concorde_workers.application.outcomes import LinkContext, refusal_link
 from concorde_workers.contracts import validator
-from concorde_workers.domain.evidence.codes import RUN_CODES
-from concorde_workers.domain.evidence.errors import Reason, Refusal
-from concorde_workers.domain.evidence.layout import RunLayout
+from concorde_workers.domain.ground.codes import RUN_CODES
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.layout import RunLayout
 
 RUN_ID = "w-20260101T000000-abc123"
 LINKS = LinkContext(

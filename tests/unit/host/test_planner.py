@@ -27,7 +27,7 @@ from fakes.world import (
 from concorde_workers.application.planner import Plan, plan_json, render
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.ground.errors import Reason
 
 RUN_ID = "w-20260101T000000-abc123"
 RT = "/tmp/concorde-abc123-0badcafe"

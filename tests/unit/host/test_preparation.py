@@ -35,12 +35,12 @@ from fakes.world import (
 from concorde_workers.adapters.pi.prerequisites import HOW_TO_PROVIDE
 from concorde_workers.application.preparation import Prepared, Progress
 from concorde_workers.contracts import worker_result_schema
-from concorde_workers.domain.boundary.credentials import home_at_root
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.boundary.policy import decide_read
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
+from concorde_workers.domain.configuration.credentials import home_at_root
 from concorde_workers.domain.configuration.request import Limits, RunRequest
-from concorde_workers.domain.evidence.errors import Reason, Refusal
+from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.isolation.launch import schema_text
 
 RUN_ID = "w-20260101T000000-abc123"
@@ -500,11 +500,14 @@ def test_a_claude_launch_plan_has_its_exact_command_environment_tools_and_digest
     assert sorted(result.control_files) == [
         f"{RT}/control/empty",
         f"{RT}/control/read_hook.py",
+        f"{RT}/control/read_hook_source.py",
         f"{RT}/control/result.schema.json",
         f"{RT}/control/search_hook.py",
+        f"{RT}/control/search_hook_source.py",
         f"{RT}/control/settings.json",
         f"{RT}/control/wait.py",
         f"{RT}/control/write_hook.py",
+        f"{RT}/control/write_hook_source.py",
     ]
     settings_text = result.control_files[f"{RT}/control/settings.json"]
     assert result.settings_digest == sha256(settings_text)

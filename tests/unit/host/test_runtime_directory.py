@@ -18,10 +18,10 @@ from concorde_workers.application.runtime_directory import (
     release_runtime_directory,
 )
 from concorde_workers.container import PROFILES
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.configuration.profile import copies_of
-from concorde_workers.domain.evidence.layout import RuntimeLayout
 from concorde_workers.domain.evidence.sweep import OwnerRecord, ProcessIdentity, parse_owner_record
+from concorde_workers.domain.ground.layout import RuntimeLayout
+from concorde_workers.domain.ground.paths import EntryKind
 
 RUN_ID = "w-20261002T101500-a1b2c3"
 TMP = "/tmp"

@@ -14,9 +14,9 @@ from fakes.git import FakeGit
 
 from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import parse_grant
-from concorde_workers.domain.boundary.paths import EntryKind
 from concorde_workers.domain.gitview.git_metadata import GitMetadata, describe_git_metadata
 from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.run.audit import FileState, audit, path_violation
 from concorde_workers.ports.git import GitCommandFailed
 

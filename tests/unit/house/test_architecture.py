@@ -103,11 +103,12 @@ def test_no_import_cycle_anywhere_in_the_package() -> None:
 def test_a_planted_cycle_is_found() -> None:
     graph = package_graph()
     graph.add_import(
-        importer="concorde_workers.domain.texts.text", imported="concorde_workers.adapters.cli.main"
+        importer="concorde_workers.domain.ground.text",
+        imported="concorde_workers.adapters.cli.main",
     )
     cycles = import_cycles(graph)
     assert len(cycles) == 1
-    assert {"concorde_workers.domain.texts.text", "concorde_workers.adapters.cli.main"} <= set(
+    assert {"concorde_workers.domain.ground.text", "concorde_workers.adapters.cli.main"} <= set(
         cycles[0]
     )
 
@@ -131,9 +132,33 @@ def layers_contracts() -> list[list[set[str]]]:
 def test_the_two_columns_of_the_picture() -> None:
     top = [{"concorde_workers.adapters.cli"}, {"concorde_workers.container"}]
     bottom = [{"concorde_workers.ports"}, {"concorde_workers.domain"}]
-    use_cases, driven = layers_contracts()
+    use_cases, driven = layers_contracts()[:2]
     assert use_cases == [*top, {"concorde_workers.application"}, *bottom]
     assert driven[:2] == top and driven[3:] == bottom
+
+
+def test_every_room_of_the_domain_is_on_a_floor() -> None:
+    """Issue 34 §1: the domain's rooms on floors (the third layers contract), the ground at the
+    bottom; a room left off the floors would be checked by no contract."""
+    floors = layers_contracts()[2]
+    rooms = package_graph().find_children("concorde_workers.domain")
+    assert set().union(*floors) == rooms
+    assert floors[-1] == {"concorde_workers.domain.ground"}
+
+
+def test_no_two_rooms_of_the_domain_import_each_other() -> None:
+    """No package-level circle in the domain: the graph of its rooms has no cycle."""
+    graph = package_graph()
+    rooms = sorted(graph.find_children("concorde_workers.domain"))
+    above: dict[str, set[str]] = {room: set() for room in rooms}
+    for room in rooms:
+        for other in rooms:
+            if other != room and graph.chain_exists(
+                importer=room, imported=other, as_packages=True
+            ):
+                above[room].add(other)
+    circles = sorted((a, b) for a in rooms for b in above[a] if a < b and a in above[b])
+    assert circles == []
 
 
 def test_every_adapter_is_an_entry_point_or_a_driven_adapter_of_the_picture() -> None:

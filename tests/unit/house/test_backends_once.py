@@ -14,9 +14,9 @@ import pytest
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration import request
 from concorde_workers.domain.configuration.machine import _other
-from concorde_workers.domain.evidence import record_fields
-from concorde_workers.domain.evidence.codes import codes_for_backend
-from concorde_workers.domain.evidence.record_fields import BACKENDS
+from concorde_workers.domain.ground import record_fields
+from concorde_workers.domain.ground.codes import codes_for_backend
+from concorde_workers.domain.ground.record_fields import BACKENDS
 
 
 def test_backend_is_defined_once() -> None:
@@ -37,8 +37,8 @@ BACKEND_PACKAGES = (("adapters", "claude"), ("adapters", "pi"))
 
 MAY_NAME = frozenset(
     {
-        "domain/evidence/backends.py",  # `Backend`: the contracts' list of backends
-        "domain/evidence/codes.py",  # seed 000 and 001 "Errors": which backend each code is of
+        "domain/ground/backends.py",  # `Backend`: the contracts' list of backends
+        "domain/ground/codes.py",  # seed 000 and 001 "Errors": which backend each code is of
     }
 )
 """Where a backend's name belongs outside its package: the contracts and the spec's tables."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import spec
+from compiled_hooks import launcher_code, launcher_values
 from fakes.agent import Round
 from fakes.host_world import RUN_ID, RUNTIME_DIR, HostWorld, ok_result
 from fakes.world import GRANT, PRIMARY, WORKTREE, PlanWorld
@@ -116,8 +117,13 @@ def test_the_write_hook_is_wired_for_every_file_writing_tool() -> None:
 def test_the_write_hook_the_settings_run_is_generated_with_the_grant_embedded() -> None:
     prepared = _claude_prepared()
     hook = prepared.control_files.get(f"{RUNTIME_DIR}/control/write_hook.py")
-    assert hook is not None
-    assert WORKTREE in hook and "src/app/" in hook
+    source = prepared.control_files.get(f"{RUNTIME_DIR}/control/write_hook_source.py")
+    assert hook is not None and source is not None
+    assert WORKTREE in source and "src/app/" in source
+    # What runs is the source's code, compiled when the run was prepared (issue 32 §3).
+    source_path = f"{RUNTIME_DIR}/control/write_hook_source.py"
+    assert launcher_values(hook)["SOURCE"] == source_path
+    assert launcher_code(hook) == compile(source, source_path, "exec")
 
 
 # --- Git ------------------------------------------------------------------------------------------

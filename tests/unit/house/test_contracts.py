@@ -47,7 +47,7 @@ OUR_IDS = (
     "contract.tracing.node",
     "contract.tracing.error",
     "contract.attestation.worker-run",
-    # the Codex CLI's extensions of three seed contracts (issue 33 §4; docs/decisions.md 68)
+    # the Codex CLI's extensions of three seed contracts (issue 33 §4; docs/decisions.md 72)
     "contract.concorde.model-map-codex",
     "contract.concorde.worker-configuration-codex",
     "contract.concorde.worker-run-record-codex",
@@ -441,7 +441,7 @@ def _without_codex(node: Any) -> Any:
 def test_each_codex_extension_is_its_seed_contract_with_codex_added_and_nothing_else() -> None:
     """Issue 33 §4: the seven stay verbatim; the extensions are ours, used only for a value
     that names codex."""
-    from concorde_workers.domain.evidence.backends import EXTENSION_CONTRACTS, contract_for
+    from concorde_workers.domain.ground.backends import EXTENSION_CONTRACTS, contract_for
 
     for seed_id, extension_id in EXTENSION_CONTRACTS.items():
         seed, extension = load(seed_id), load(extension_id)

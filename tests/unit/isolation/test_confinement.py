@@ -14,10 +14,10 @@ from fakes.filesystem import FakeFileSystem
 
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, Level, directory_level, parse_grant
-from concorde_workers.domain.boundary.paths import EntryKind, is_within
 from concorde_workers.domain.boundary.policy import Policy, build_policy, decide_read, decide_write
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
+from concorde_workers.domain.ground.paths import EntryKind, is_within
 from concorde_workers.domain.isolation.confinement import (
     CONFINED_UID,
     WAITER,
@@ -663,7 +663,7 @@ def test_mounts_keep_their_order_parents_first() -> None:
     assert all(isinstance(m, Mount) and posixpath.isabs(m.path) for m in plan.mounts)
 
 
-# --- what a backend's own sandbox asks (issue 33 §2; docs/decisions.md 68) ----------------------
+# --- what a backend's own sandbox asks (issue 33 §2; docs/decisions.md 72) ----------------------
 
 CODEX_ASKS = (".git", ".codex", ".agents", ".aws")
 
@@ -734,8 +734,8 @@ def test_a_configuration_source_the_program_reads_regardless_is_masked() -> None
     plan = _asking_plan(w, BASE_GRANT, hidden=("/etc/codex",))
     assert view(plan, "/etc/codex/config.toml").content == "absent"
     codex = PROFILES["codex"].confinement
-    inputs = codex.inputs((INTERPRETER,), CONFINED_UID)
-    assert inputs.placeholders == CODEX_ASKS and inputs.hidden == ("/etc/codex",)
-    assert inputs.private == (f"/tmp/codex-daemon-{CONFINED_UID}",)
+    assert codex.placeholders == CODEX_ASKS and codex.hidden == ("/etc/codex",)
+    assert codex.resolved(CONFINED_UID) == (f"/tmp/codex-daemon-{CONFINED_UID}",)
     for other in ("claude", "pi"):  # what the other two run in is as it was
-        assert PROFILES[other].confinement.inputs((), 0) == PlanInputs()
+        asks = PROFILES[other].confinement
+        assert (asks.placeholders, asks.resolved(0), asks.hidden) == ((), (), ())

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from concorde_workers.adapters.claude.environment import CLAUDE_VARIABLES, claude_environment
 from concorde_workers.adapters.pi.environment import PI_FIXED_VARIABLES, pi_environment
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.isolation.environment import (
     REDACTED,
     redact,

@@ -9,11 +9,11 @@ import pytest
 
 from concorde_workers.adapters.claude.launch import claude_command
 from concorde_workers.adapters.pi.launch import PI_COMMAND_MAPPING, pi_command
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
+from concorde_workers.domain.ground.text import format_number
 from concorde_workers.domain.isolation.launch import (
     GUARD_SCRIPT,
     LIFELINE_FD,
-    format_number,
     guarded,
     lifeline,
     schema_text,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from concorde_workers.domain.evidence.layout import RuntimeLayout
+from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.isolation.runtime_space import (
     READY,
     SPACE_NAME,

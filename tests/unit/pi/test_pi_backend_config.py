@@ -11,7 +11,7 @@ import pytest
 from fakes.agent import make_context
 from fakes.filesystem import FakeFileSystem
 
-from concorde_workers.adapters.pi.backend import PiBackend
+from concorde_workers.adapters.pi.backend import PRECOMPILE, PiBackend
 from concorde_workers.ports.agent import RoundKind
 
 HOME = "/home/u"
@@ -79,3 +79,31 @@ def test_only_auth_and_models_are_copied(configured: str | None, source: str) ->
         (f"{source}/auth.json", f"{RT}/config/auth.json"),
         (f"{source}/models.json", f"{RT}/config/models.json"),
     ]
+
+
+def test_the_extension_is_compiled_once_a_run_by_pis_own_jiti_into_control() -> None:
+    """issue 32 §4: node runs adapters/pi/extension/precompile.mjs with pi's program (whose
+    jiti it uses) over the two generated files into control/jiti, which no round writes; the
+    rounds' cache, cleared before each (`round_scratch`), is filled from it."""
+    backend, context = backend_and_context({"CONCORDE_PI": "/opt/pi/dist/cli.js"})
+    fs = backend._fs  # type: ignore[attr-defined]
+    fs.write("/opt/pi/dist/cli.js", "", 0o755)
+    fs.write("/usr/bin/node", "", 0o755)
+    compiled = backend.compiled_cache(context)  # type: ignore[arg-type]
+    assert compiled is not None
+    assert compiled.argv == (
+        "/usr/bin/node",
+        str(PRECOMPILE),
+        "/opt/pi/dist/cli.js",
+        f"{RT}/control/jiti",
+        f"{RT}/control/permission.ts",
+        f"{RT}/control/pi_policy.ts",
+    )
+    assert (compiled.folder, compiled.cache) == (f"{RT}/control/jiti", f"{RT}/tmp/jiti")
+    assert compiled.cache in backend.round_scratch(context)  # type: ignore[arg-type]
+
+
+def test_without_node_nothing_is_compiled() -> None:
+    backend, context = backend_and_context({"CONCORDE_PI": "/opt/pi/dist/cli.js"})
+    backend._fs.write("/opt/pi/dist/cli.js", "", 0o755)  # type: ignore[attr-defined]
+    assert backend.compiled_cache(context) is None  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from concorde_workers.adapters.pi.extension import (
     template_text,
 )
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.domain.texts.text import digest_text
+from concorde_workers.domain.ground.text import digest_text
 
 PACKAGE = "/opt/srt/node_modules/@anthropic-ai/sandbox-runtime"
 

@@ -24,8 +24,8 @@ from concorde_workers.adapters.pi.stream import (
     limit_entries,
     stderr_limit,
 )
-from concorde_workers.domain.evidence.codes import PI_ERROR_CODE, PI_LIMIT_CODE
-from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.ground.codes import PI_ERROR_CODE, PI_LIMIT_CODE
+from concorde_workers.domain.ground.errors import Reason
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.ports.agent import StreamReader

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
-from concorde_workers.domain.evidence.codes import VALIDATION_CODE_RULES
+from concorde_workers.domain.ground.codes import VALIDATION_CODE_RULES
 from concorde_workers.domain.isolation.check_sandbox import (
     SETSID,
     CheckPlace,

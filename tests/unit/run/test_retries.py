@@ -143,7 +143,7 @@ def test_every_row_has_real_texts_and_says_where_they_are_printed() -> None:
 # Claude Code 2.1.197's bundle (its API error texts) and a run without bwrap (the sandbox its
 # settings require: sandbox.failIfUnavailable, our own fail-closed setting), Claude Code 2.1.332
 # against the scripted Messages API (a 401, a 413: after its own 400 recoveries a 400 still ends
-# `API Error: 400 fake bad request`), pi 0.73.1's SDKs.
+# `API Error: 400 fake bad request`), pi 0.73.1's SDKs, Codex CLI 0.171.0.
 REAL_NOT_TRANSIENT: list[str] = [
     "Sandbox required but unavailable: sandbox is enabled but dependencies are missing: "
     "bubblewrap (bwrap) not installed, socat not installed · install missing tools (e.g. apt "
@@ -169,6 +169,10 @@ REAL_NOT_TRANSIENT: list[str] = [
     "400 Invalid request: bad parameter",
     "Request was aborted",
     "No API key for provider: scripted",
+    # Codex CLI 0.171.0 against the scripted Responses API server (a 401, a 400: the body).
+    "unexpected status 401 Unauthorized: Incorrect API key provided, url: "
+    "http://127.0.0.1:37937/v1/responses",
+    '{"error": {"message": "bad request body", "type": "scripted_error", "code": null}}',
 ]
 
 

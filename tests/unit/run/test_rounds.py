@@ -8,7 +8,7 @@ import pytest
 
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.request import Backend
-from concorde_workers.domain.evidence.errors import Reason
+from concorde_workers.domain.ground.errors import Reason
 from concorde_workers.domain.run.audit import Verdict
 from concorde_workers.domain.run.rounds import (
     ROWS,

@@ -1,10 +1,10 @@
-"""domain/texts/json_limits.py: one depth bound for every JSON the program reads (issue 19 §4)."""
+"""domain/ground/json_limits.py: one depth bound for every JSON the program reads (issue 19 §4)."""
 
 from __future__ import annotations
 
 import pytest
 
-from concorde_workers.domain.texts.json_limits import MAX_DEPTH, TOO_DEEP, depth_exceeds, loads
+from concorde_workers.domain.ground.json_limits import MAX_DEPTH, TOO_DEEP, depth_exceeds, loads
 
 ROWS = {
     "a scalar": ("1", False),

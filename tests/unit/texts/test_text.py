@@ -1,4 +1,4 @@
-"""Characters that are not text (domain/texts/text.py): escaped in every human output, written as JSON
+"""Characters that are not text (domain/ground/text.py): escaped in every human output, written as JSON
 escapes in JSON output, refused in every given path. Row by row, then over any text."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.domain.texts.text import (
+from concorde_workers.domain.ground.text import (
     control_problem,
     escape_controls,
     json_document,

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import unicodedata
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 REFUSED_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
@@ -125,3 +127,25 @@ def _json_escape(char: str) -> str:
 def digest_text(text: str) -> str:
     """`sha256:<hex>` of a generated file's text, as the run record keeps it."""
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def format_number(value: int | float | Decimal) -> str:
+    """A stable decimal text: integers as integers, no exponent, no trailing zeros."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a number: {value!r}")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"not a finite number: {value!r}")
+        decimal = Decimal(repr(value))
+    elif isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"not a finite number: {value!r}")
+        decimal = value
+    else:
+        raise ValueError(f"not a number: {value!r}")
+    text = format(decimal, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text

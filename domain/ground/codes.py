@@ -19,7 +19,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from concorde_workers.domain.evidence.backends import BACKENDS as CONTRACT_BACKENDS
+from concorde_workers.domain.ground.backends import BACKENDS as CONTRACT_BACKENDS
 
 
 class Reason(StrEnum):
@@ -339,7 +339,7 @@ _ROWS: tuple[CodeSpec, ...] = (
             "retry rounds are used up"
         ),
         backends=frozenset({"codex"}),
-        source="decisions 68",
+        source="decisions 72",
     ),
     CodeSpec(
         code=Code.WORKER_RESULT_INVALID,

@@ -12,6 +12,9 @@ import posixpath
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+CONFIG_PATH = ".concorde/workers.json"
+"""The worker configuration's place in a worktree (seed 002), the file Git is asked for at HEAD."""
+
 STDERR_TAIL_BYTES = 80_000
 """A round keeps at most the last 80,000 bytes of its standard error as stderr.log."""
 

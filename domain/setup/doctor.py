@@ -26,7 +26,7 @@ from concorde_workers.domain.configuration.program_versions import (
 )
 from concorde_workers.domain.configuration.resources import Enforcement, GroupKind
 from concorde_workers.domain.configuration.signing import KeyFact
-from concorde_workers.domain.evidence.backends import DEFAULT_BACKEND
+from concorde_workers.domain.ground.backends import DEFAULT_BACKEND
 
 MACHINE_TOOLS: Mapping[str, str] = {
     "bwrap": "install bubblewrap (Debian: apt-get install bubblewrap)",

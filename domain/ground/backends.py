@@ -18,7 +18,7 @@ SEED_BACKENDS: tuple[str, ...] = ("claude", "pi")
 """The backends seed 002's seven contracts name (their enums stay verbatim)."""
 BACKENDS: tuple[Backend, ...] = ("claude", "pi", "codex")
 """Every backend there is: the seed's and the Codex CLI (issue 33), which our own extension
-contracts name (`EXTENSION_CONTRACTS`, docs/decisions.md 68)."""
+contracts name (`EXTENSION_CONTRACTS`, docs/decisions.md 72)."""
 EXTENSION_CONTRACTS: dict[str, str] = {
     "contract.workers.worker-configuration": "contract.concorde.worker-configuration-codex",
     "contract.workers.model-map": "contract.concorde.model-map-codex",
@@ -57,7 +57,7 @@ DEFAULT_BACKEND: Backend = "pi"
 """The backend a worker runs on when no entry of its configuration sets one (seed 002 "Worker
 configuration": "A backend no entry sets is pi")."""
 
-# `Backend`, the agent programs a worker runs on (domain.evidence.record_fields and
+# `Backend`, the agent programs a worker runs on (domain.ground.record_fields and
 # domain.configuration.request name it too), is `Literal[BACKENDS]`. It is built when a model
 # first asks for it: `typing` is a tenth of `--help`, which only needs the names (issue 32 §2).
 TYPE_CHECKING = False

@@ -2,7 +2,7 @@
 
 Domain outcomes are values, not exceptions: a refusal before a run is a `Refusal`, a failed run
 carries an `ErrorLink`. The code tables of seed 000 "Errors" and "Refusals before a run" and of
-seed 001 "Errors" live in `domain/evidence/codes.py` as data.
+seed 001 "Errors" live in `domain/ground/codes.py` as data.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from concorde_workers.domain.evidence.codes import Code, Reason
+from concorde_workers.domain.ground.codes import Code, Reason
 
 __all__ = ["Code", "ErrorLink", "Evidence", "LinkCode", "Reason", "Refusal", "Unhandled"]
 
