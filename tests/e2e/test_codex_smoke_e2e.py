@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ class Responses:
     turns: list[list[dict[str, str]]]
     requests: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
+    stop: Callable[[], None] = lambda: None
 
     def serve(self) -> http.server.ThreadingHTTPServer:
         script = self
@@ -75,6 +76,7 @@ class Responses:
 
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = server.server_address[1]
+        self.stop = server.shutdown
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return server
 
@@ -167,20 +169,10 @@ def _git(cwd: Path, *args: str) -> None:
     )
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    server = Responses(
-        turns=[
-            [
-                {
-                    "cmd": "echo x > src/app/new.py; echo y > docs/notes.md; cat README.md; env; "
-                    "touch /tmp/from-command; ls -a"
-                }
-            ],
-            [{"text": RESULT}],
-        ]
-    )
-    http_server = server.serve()
+def make_world(tmp_path: Path, turns: list[list[dict[str, str]]]) -> World:
+    """The project, its worktree on a codex configuration, the machine's files, the server."""
+    server = Responses(turns=turns)
+    server.serve()
     project = tmp_path / "proj"
     for rel, text in {
         "README.md": "# app\n",
@@ -231,8 +223,25 @@ def world(tmp_path: Path) -> Iterator[World]:
         "LANG": "C.UTF-8",
         "LOCAL_LLM_API_KEY": KEY,
     }
-    yield World(root=tmp_path, worktree=worktree, env=env, server=server)
-    http_server.shutdown()
+    return World(root=tmp_path, worktree=worktree, env=env, server=server)
+
+
+FIRST_ROUND = [
+    [
+        {
+            "cmd": "echo x > src/app/new.py; echo y > docs/notes.md; cat README.md; env; "
+            "touch /tmp/from-command; ls -a"
+        }
+    ],
+    [{"text": RESULT}],
+]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    made = make_world(tmp_path, FIRST_ROUND)
+    yield made
+    made.server.stop()
 
 
 def test_plan_shows_the_whole_codex_launch(world: World) -> None:
@@ -269,3 +278,45 @@ def test_a_codex_run_keeps_the_grant_with_its_own_sandbox_nested_and_never_shows
         assert not (world.worktree / name).exists(), name
     [round_] = record["rounds"]
     assert round_["audit"]["verdict"] == "clean" and round_["codex"]["thread_id"]
+
+
+def test_a_repair_round_resumes_the_codex_thread_and_counts_only_its_own_usage(
+    tmp_path: Path,
+) -> None:
+    """A check that the first round breaks asks for a repair: the second round is `exec resume`
+    of the same thread (the model is sent the whole history), and its usage is its own, not the
+    thread's cumulative figure Codex reports."""
+    fixed = json.dumps(
+        {
+            "status": "ok",
+            "summary": "fixed",
+            "error": None,
+            "proposed_deletions": [],
+            "output": "{}",
+        }
+    )
+    w = make_world(
+        tmp_path,
+        [
+            [{"cmd": "echo x > src/app/new.py"}],
+            [{"text": RESULT}],
+            [{"cmd": "echo y > src/app/fixed.py"}],
+            [{"text": fixed}],
+        ],
+    )
+    try:
+        check = "test ! -f src/app/new.py || test -f src/app/fixed.py"
+        done = w.cli("run", "--parent", str(w.root / "trace"), "--json", "--check", check)
+    finally:
+        w.server.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = json.loads(done.stdout)
+    first, second = record["rounds"]
+    assert (first["prompt"], second["prompt"]) == ("initial", "repair")
+    assert first["codex"]["thread_id"] == second["codex"]["thread_id"]
+    assert second["codex"]["tool_calls"] == 1
+    # 2 requests a round, 100 input tokens each: the thread's total after round 2 is 400
+    assert (first["usage"]["tokens_in"], second["usage"]["tokens_in"]) == (200, 200)
+    inputs = [len(r["body"]["input"]) for r in w.server.requests]
+    assert inputs == sorted(inputs) and inputs[2] > inputs[1]  # the history is sent again
+    assert (w.worktree / "src/app/fixed.py").is_file()
