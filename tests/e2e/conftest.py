@@ -64,6 +64,7 @@ from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.program_versions import version_text
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.backends import contract_for
 from concorde_workers.ports.events import RunEvents
 
 DUMMY_CREDENTIALS = (
@@ -165,10 +166,10 @@ def anthropic_server() -> Iterator[AnthropicServer]:
 
 def checked_record(record: RunRecord) -> RunRecord:
     """The run record, after checking it against its contract."""
-    problems = sorted(
-        validator("contract.workers.worker-run-record").iter_errors(record.model_dump(mode="json")),
-        key=str,
-    )
+    data = record.model_dump(mode="json")
+    # the seed's contract, or for a codex run its extension (issue 33 §4)
+    contract = contract_for("contract.workers.worker-run-record", data)
+    problems = sorted(validator(contract).iter_errors(data), key=str)
     assert not problems, [p.message for p in problems]
     return record
 
