@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import pytest
 from e2e.conftest import ClaudeRun, ClaudeWorld, RecordedRun, ok_result
+from e2e.conftest_codex import CodexWorld, build_codex_world, exec_call, result_text, result_turn
 from e2e.conftest_pi import (
     ObservedPiBackend,
     PiWorld,
@@ -37,6 +38,9 @@ from e2e.conftest_pi import (
 from e2e.one_command import LIMITS, claude_command, pi_command
 from servers.anthropic_server import Reply, last_tool_result
 from servers.openai_server import Fail, Hang
+from servers.responses_server import Call, Turn
+from servers.responses_server import Fail as CodexFail
+from servers.responses_server import Hang as CodexHang
 from timing import SLOW, Deadline
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
@@ -102,7 +106,7 @@ class BackendWorld:
     """One backend's world, seen through what the generic tests need of it."""
 
     backend: str
-    world: ClaudeWorld | PiWorld
+    world: ClaudeWorld | PiWorld | CodexWorld
     scratch: Path
     """A folder of the test outside everything the worker may read or write (markers, planted
     Git directories)."""
@@ -130,7 +134,7 @@ class BackendWorld:
 
     def served_paths(self) -> list[str]:
         """The path of every request the scripted model server received, in order."""
-        if isinstance(self.world, PiWorld):
+        if isinstance(self.world, PiWorld | CodexWorld):
             return [str(r["path"]) for r in self.world.server.requests]
         return [str(r["path"]) for r in self.claude.server.log]
 
@@ -165,6 +169,15 @@ class BackendWorld:
         (summary "all done"): the run and the call's output as the model was sent it
         (tests/e2e/one_command.py; `limits` its LIMITS unless given; `resources` the request's)."""
         limits = limits or LIMITS
+        if isinstance(self.world, CodexWorld):
+            run = self.world.run(
+                exec_call(command, "call_one"),
+                result_turn(summary="all done"),
+                limits=limits,
+                grant=grant,
+                resources=resources,
+            )
+            return run, run.tool_result("call_one")
         if isinstance(self.world, PiWorld):
             return pi_command(self.world, command, grant, limits, resources)
         return claude_command(self.world, command, grant, limits, resources)
@@ -172,6 +185,9 @@ class BackendWorld:
     def push(self, *moves: Move) -> None:
         """Add a backend-neutral script to the server's, each move said as this backend's
         server says it (for a run the test starts itself, as `checked_run` does)."""
+        if isinstance(self.world, CodexWorld):
+            self.world.server.add(*(codex_step(n, move) for n, move in enumerate(moves)))
+            return
         if isinstance(self.world, PiWorld):
             steps: list[Any] = []
             for n, move in enumerate(moves):
@@ -207,7 +223,7 @@ class BackendWorld:
         """One run of a backend-neutral script (`push`); the requests it made are then
         `sent_since(first)` with `first = request_count()` taken before."""
         self.push(*moves)
-        if isinstance(self.world, PiWorld):
+        if isinstance(self.world, PiWorld | CodexWorld):
             return self.world.run(limits=limits, validation=validation, deadline=deadline)
         run = self.claude.run(limits=limits, validation=validation, deadline=deadline)
         assert run.server.failures == [], run.explain()
@@ -216,6 +232,8 @@ class BackendWorld:
     @property
     def credential(self) -> Path:
         """The backend's own credential file where the user keeps it (outside the home)."""
+        if isinstance(self.world, CodexWorld):
+            return self.world.credential
         if isinstance(self.world, PiWorld):
             return self.world.pi_dir / "auth.json"
         return self.claude.user_credentials
@@ -233,13 +251,13 @@ class BackendWorld:
 
     def request_count(self) -> int:
         """How many requests the scripted model server has received."""
-        if isinstance(self.world, PiWorld):
+        if isinstance(self.world, PiWorld | CodexWorld):
             return len(self.world.server.requests)
         return len(self.claude.server.requests)
 
     def sent_since(self, first: int) -> list[str]:
         """The body of every request from the `first`-th on (from 0), as JSON text."""
-        if isinstance(self.world, PiWorld):
+        if isinstance(self.world, PiWorld | CodexWorld):
             return [json.dumps(r["body"]) for r in self.world.server.requests[first:]]
         return [json.dumps(body) for body in self.claude.server.requests[first:]]
 
@@ -258,6 +276,19 @@ class BackendWorld:
             retries=0,
             retry_delay_seconds=0,
         )
+        if isinstance(self.world, CodexWorld):
+            codex_ids = [f"call_{n}" for n in range(len(steps))]
+
+            def codex_call(step: str | Callable[[], str], call_id: str) -> Callable[[Any], Any]:
+                return lambda body: exec_call(step() if callable(step) else step, call_id)
+
+            codex_run = self.world.run(
+                *(codex_call(s, c) for s, c in zip(steps, codex_ids, strict=True)),
+                result_turn(summary="ran"),
+                limits=limits,
+                resources=resources,
+            )
+            return codex_run, [codex_run.tool_result(c) for c in codex_ids]
         if isinstance(self.world, PiWorld):
             ids = [f"call_{n}" for n in range(len(steps))]
 
@@ -300,6 +331,10 @@ class BackendWorld:
         """A run whose worker makes one shell call running `command` (with the slow bound of
         tests/timing.py as the call's own timeout), then gives an ok result, which a round ended
         at a limit never asks for: the run, whatever its output was."""
+        if isinstance(self.world, CodexWorld):
+            return self.world.run(
+                exec_call(command, "call_shell"), result_turn(summary="ran"), resources=resources
+            )
         if isinstance(self.world, PiWorld):
             return self.world.run(
                 reply(call("bash", "call_shell", command=command)),
@@ -325,7 +360,10 @@ class BackendWorld:
     def hang(self, command: str) -> None:
         """The model's next answer: one shell call running `command`, with a ten-minute timeout
         of its own (a call that outlasts the test; no answer after it is scripted)."""
-        if isinstance(self.world, PiWorld):
+        if isinstance(self.world, CodexWorld):
+            held = Call("exec_command", {"cmd": command, "yield_time_ms": 600000}, "call_hang")
+            self.world.server.add(Turn(calls=[held]))
+        elif isinstance(self.world, PiWorld):
             self.world.server.add(reply(call("bash", "call_hang", command=command, timeout=600)))
         else:
             self.world.server.push(
@@ -339,7 +377,9 @@ class BackendWorld:
 
     def answer_result(self, result: dict[str, Any]) -> None:
         """The model's next answer: the worker result `result`, at once."""
-        if isinstance(self.world, PiWorld):
+        if isinstance(self.world, CodexWorld):
+            self.world.server.add(Turn(text=result_text(result)))
+        elif isinstance(self.world, PiWorld):
             self.world.server.add(reply(call("concorde_result", "call_result", **result)))
         else:
             self.world.server.push(Reply.structured(result))
@@ -347,14 +387,17 @@ class BackendWorld:
     def transient(self) -> None:
         """The model's next answer: a transient model-service error the agent program gives up
         on (pi after its SDK's own two retries, as tests/e2e/test_pi_e2e.py's retry: notes §8;
-        Claude Code, whose retries the wrapper turns off)."""
-        if isinstance(self.world, PiWorld):
+        Claude Code, whose retries the wrapper turns off; codex, whose retries its generated
+        configuration turns off: a 500, told as "high demand")."""
+        if isinstance(self.world, CodexWorld):
+            self.world.server.add(CODEX_TRANSIENT)
+        elif isinstance(self.world, PiWorld):
             self.world.server.add(Fail(529, PI_BUSY, times=3))
         else:
             self.world.server.push(Reply.overloaded())
 
     def request(self, limits: Limits, grant: dict[str, Any] | None = None) -> RunRequest:
-        if isinstance(self.world, PiWorld):
+        if isinstance(self.world, PiWorld | CodexWorld):
             return self.world.request(limits, grant=grant)
         return self.world.request(limits=limits, grant=grant)
 
@@ -384,6 +427,21 @@ def _stalled(deadline: Deadline, held: Any) -> Callable[[dict[str, Any]], Any]:
     return step
 
 
+CODEX_TRANSIENT = CodexFail(500, "scripted overload")
+"""An HTTP 500: codex says "We’re currently experiencing high demand…" (decision 69)."""
+
+
+def codex_step(n: int, move: Move) -> Any:
+    """One move as the scripted Responses API server says it to codex."""
+    if isinstance(move, Shell):
+        return exec_call(move.command, f"call_{n}")
+    if isinstance(move, Result):
+        return Turn(text=result_text(move.result))
+    if isinstance(move, Stall):
+        return _stalled(move.deadline, CodexHang(3600))
+    return CODEX_TRANSIENT
+
+
 Builder = Callable[[pytest.FixtureRequest, Path], Iterator[BackendWorld]]
 
 
@@ -402,7 +460,16 @@ def _pi(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendWorld
         remove_temp_root(world.temp_root)
 
 
-WORLDS: dict[str, Builder] = {"claude": _claude, "pi": _pi}
+def _codex(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BackendWorld]:
+    world = build_codex_world(tmp_path)
+    try:
+        yield BackendWorld("codex", world, world.root)
+    finally:
+        world.server.stop()
+        remove_temp_root(world.temp_root)
+
+
+WORLDS: dict[str, Builder] = {"claude": _claude, "pi": _pi, "codex": _codex}
 
 
 @pytest.fixture(params=BACKENDS)

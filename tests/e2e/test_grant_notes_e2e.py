@@ -158,10 +158,24 @@ def test_a_rw_entry_without_its_slash_lets_no_shell_write_beyond_the_grant(
         ]
     )
     run, said = w.command(command, grant=src_grant())
-    assert run.record.status == "ok", run.explain()
     assert "listed" in said, said  # the shell ran
     assert "src/app/main.py: No such file or directory" in said, said  # src shows empty
-    assert tree(wt) == before, (said, run.explain())
     audit = run.data["rounds"][-1]["audit"]
-    assert audit["verdict"] == "clean" and audit["changed"] == [], audit
+    if w.backend in ROOT_WRITABLE:
+        # Codex's own sandbox lets its commands write the whole working folder, and the
+        # namespace binds the worktree's root writable for this entry: the name lands and only
+        # the audit stops it (docs/architecture.md "One boundary, every backend").
+        assert run.code == "audit_violation", run.explain()
+        assert audit["violations"] == ["evil-bash.txt"], audit
+        after = tree(wt)
+        assert after.pop("evil-bash.txt") == b"" and after == before, after.keys()
+    else:
+        assert run.record.status == "ok", run.explain()
+        assert tree(wt) == before, (said, run.explain())
+        assert audit["verdict"] == "clean" and audit["changed"] == [], audit
     w.assert_cleaned(run)
+
+
+ROOT_WRITABLE = {"codex"}
+"""Backends whose shell writes a name at the root the namespace binds writable for a rw entry
+without its slash (Claude Code's and pi's sandbox-runtime refuse it)."""

@@ -11,6 +11,7 @@ import re
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from e2e.agent_processes import processes_with
@@ -107,6 +108,15 @@ END_STEPS = {
 }
 
 
+BACKEND_STEPS: dict[str, dict[str, Any]] = {
+    "codex": {
+        # Codex's key reaches its rounds by a variable: no credential copy is made, and the
+        # instant its removal would take is the one before the runtime directory is opened up.
+        "removing the credential copies": (("open_up", RUNTIME_ROOT + "$", "before", None), False),
+    }
+}
+
+
 @pytest.mark.req("Every run leaves a final record")
 @pytest.mark.req("Nothing but the trace outlives a worker")
 @pytest.mark.parametrize("step", sorted(END_STEPS))
@@ -114,7 +124,9 @@ def test_a_host_killed_at_any_step_of_its_end_leaves_a_final_record(
     kill_world: KillWorld, step: str
 ) -> None:
     w = kill_world
-    (op, path, when, contains, *nth), recorded = END_STEPS[step]
+    (op, path, when, contains, *nth), recorded = BACKEND_STEPS.get(w.backend, {}).get(
+        step, END_STEPS[step]
+    )
     path = path.replace("{runtime_parent}", re.escape(str(w.runtime_parent)))
     w.answer(ok_result())
     host = w.start(

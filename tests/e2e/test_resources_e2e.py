@@ -91,6 +91,13 @@ RUNAWAYS = {
         peak_low_mib=500,
         peak_bounded=False,
     ),
+    "codex": Runaway(
+        bomb="for i in $(seq 400); do sleep 30 & done; echo spawned; wait",
+        hog="python3 -c 'b = bytearray(900 * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096])'",
+        memory_mib=512,
+        peak_low_mib=500,
+        peak_bounded=False,
+    ),
     "claude": Runaway(
         bomb="for i in $(seq 400); do sleep 30 >/dev/null 2>&1 & done; echo spawned",
         hog=(

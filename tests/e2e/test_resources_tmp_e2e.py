@@ -41,13 +41,16 @@ class Fill:
     text reaches the output."""
 
     command: str
-    kept_low_kib: int
-    enospc_shown: bool
+    kept_low_kib: int | None
+    """None: nothing kept, the write refused outright (Codex's sandbox keeps `$TMPDIR`
+    read-only for commands: `exclude_tmpdir_env_var`)."""
+    refusal: str | None
 
 
 FILLS = {
-    "pi": Fill(PI_FILL, 30 * 1024, enospc_shown=True),
-    "claude": Fill(FILL, 28 * 1024, enospc_shown=False),
+    "pi": Fill(PI_FILL, 30 * 1024, "No space left on device"),
+    "claude": Fill(FILL, 28 * 1024, None),
+    "codex": Fill(PI_FILL, None, "Read-only file system"),
 }
 
 
@@ -61,8 +64,11 @@ def test_a_fill_of_tmp_past_its_size_is_refused_and_reaches_no_disk(
     run, said = w.command(fill.command, limits=limits, resources={"space_mib": 32})
     assert run.record.status == "ok", run.explain()
     assert "rc=1" in said, said
-    if fill.enospc_shown:
-        assert "No space left on device" in said, said
-    kept = int(said.rsplit("kept=", 1)[1].split()[0])
-    assert fill.kept_low_kib <= kept <= 32 * 1024, said  # the tmpfs's size, not the 100 MiB asked
+    if fill.refusal is not None:
+        assert fill.refusal in said, said
+    kept = said.rsplit("kept=", 1)[1].split("\n", 1)[0].strip()
+    if fill.kept_low_kib is None:
+        assert kept == "", said
+    else:  # the tmpfs's size, not the 100 MiB asked
+        assert fill.kept_low_kib <= int(kept) <= 32 * 1024, said
     assert " 32768 " in said, said  # df: the 32 MiB space

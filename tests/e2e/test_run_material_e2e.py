@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 from e2e.backends import BackendWorld, backend_world
-from e2e.conftest import DUMMY_CREDENTIALS
-from e2e.conftest_pi import PiWorld
+from e2e.test_check_attack_e2e import credential_texts
 from e2e.test_hidden_e2e import SIBLING_TEXT, plant_sibling, split
 from timing import SLOW
 
@@ -66,16 +65,6 @@ def test_the_worker_s_shell_finds_no_run_directory(backend_world: BackendWorld) 
     w.assert_cleaned(run)
 
 
-def own_credential(w: BackendWorld) -> tuple[Path, str]:
-    """The backend's own credential where the user keeps it, and a marker of its text."""
-    if w.backend == "claude":
-        token = json.loads(DUMMY_CREDENTIALS)["claudeAiOauth"]["accessToken"]
-        return w.claude.user_credentials, token
-    assert isinstance(w.world, PiWorld)
-    auth = w.world.pi_dir / "auth.json"
-    return auth, json.loads(auth.read_text())["scripted"]["key"]
-
-
 @pytest.mark.req("A worker reads beside its grant only what its caller lists")
 def test_the_worker_s_shell_reads_no_credential_at_its_origin(backend_world: BackendWorld) -> None:
     w = backend_world
@@ -86,7 +75,8 @@ def test_the_worker_s_shell_reads_no_credential_at_its_origin(backend_world: Bac
     model_map.parent.mkdir(parents=True)
     model_map.write_text(json.dumps({"schema_version": 1, "models": {}, "x": MAP_TEXT}) + "\n")
     w.environ["CONCORDE_MODEL_MAP"] = str(model_map)
-    credential, token = own_credential(w)
+    credential = w.credential
+    token = credential_texts(credential)[0]
     origins = {home / ".ssh" / "id_rsa": SSH_TEXT, model_map: MAP_TEXT, credential: token}
     app = w.worktree / "src" / "app"
     commands = [

@@ -16,6 +16,8 @@ says what each space held at its end.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -56,14 +58,55 @@ def judge_fill(said: str) -> None:
     assert all(row.split()[1] == str(SPACE_MIB * 1024) for row in rows), said
 
 
-def judge_end(run_dir: Path) -> None:
+CODEX_FILL = (
+    'head -c 100M /dev/zero > "$TMPDIR/fill" 2>/dev/null; t=$?; '
+    'head -c 1M /dev/zero > "$HOME/more" 2>/dev/null; h=$?; '
+    'touch "$HOME/../planted" 2>/dev/null; '
+    'echo "home=$h tmp=$t"; '
+    'df -k "$HOME" "$TMPDIR" | tail -2'
+)
+"""Codex's sandbox keeps `$HOME` and `$TMPDIR` read-only for its commands (its working folder is
+the worktree, not work/): each write is refused outright, the space stays empty."""
+
+
+def judge_codex_fill(said: str) -> None:
+    assert "home=1 tmp=1" in said, said
+    rows = [line for line in said.splitlines() if line.startswith("concorde-space ")]
+    assert len(rows) == 2, said  # df: home/ and tmp/ on the run's space
+    assert all(row.split()[1] == str(SPACE_MIB * 1024) for row in rows), said
+
+
+@dataclass(frozen=True)
+class Space:
+    """One backend's fill of the worker's space and what it shows."""
+
+    fill: str
+    judge: Callable[[str], None]
+    full_shown: bool
+    """Whether the call made with the worker's space full gets its output back (Claude Code
+    keeps a command's output in a file of tmp/, which the full space refuses)."""
+    worker_fills: bool
+    """Whether the worker's commands can write the space at all."""
+
+
+SPACES = {
+    "pi": Space(FILL, judge_fill, full_shown=True, worker_fills=True),
+    "claude": Space(FILL, judge_fill, full_shown=False, worker_fills=True),
+    "codex": Space(CODEX_FILL, judge_codex_fill, full_shown=True, worker_fills=False),
+}
+
+
+def judge_end(run_dir: Path, worker_fills: bool = True) -> None:
     """The transcript kept holds the call made once the worker's space was full; the round's
     resources.json says the worker's space was full and the agent's was not."""
     assert LAST in (run_dir / "transcript.jsonl").read_text()
     used = json.loads((run_dir / "rounds" / "1" / "resources.json").read_text())
     held = used["space_used_bytes"]
     assert used["limits"]["space_mib"] == SPACE_MIB
-    assert held["worker"] >= (SPACE_MIB - 1) * 1024 * 1024, used
+    if worker_fills:
+        assert held["worker"] >= (SPACE_MIB - 1) * 1024 * 1024, used
+    else:
+        assert held["worker"] < 1024 * 1024, used
     assert 0 < held["agent"] < (SPACE_MIB - 1) * 1024 * 1024, used
 
 
@@ -79,11 +122,6 @@ def disk_holds(runtime: Path) -> list[str]:
     return sorted(found) + sorted(extra)
 
 
-FULL_SHOWN = {"pi": True, "claude": False}
-"""Whether the call made with the worker's space full gets its output back (Claude Code keeps a
-command's output in a file of tmp/, which the full space refuses)."""
-
-
 @pytest.mark.req("Bash runs sandboxed without network")
 def test_a_fill_of_the_worker_s_space_stops_at_its_size_reaches_no_disk_and_cuts_no_transcript(
     backend_world: BackendWorld,
@@ -96,12 +134,13 @@ def test_a_fill_of_the_worker_s_space_stops_at_its_size_reaches_no_disk_and_cuts
         seen.append(disk_holds(runtime))
         return KEEP_FULL
 
-    run, said = w.commands([FILL, look, LAST], resources={"space_mib": SPACE_MIB})
+    space = SPACES[w.backend]
+    run, said = w.commands([space.fill, look, LAST], resources={"space_mib": SPACE_MIB})
     assert run.record.status == "ok", run.explain()
-    judge_fill(said[0])
-    if FULL_SHOWN[w.backend]:
-        assert said[1].strip() == "full=1", said[1]
+    space.judge(said[0])
+    if space.full_shown:
+        assert said[1].strip().endswith("full=1"), said[1]
     # the agent's session, its settings and the credential copies: in the space
     assert seen == [[]], seen
-    judge_end(run.run_dir)
+    judge_end(run.run_dir, space.worker_fills)
     w.assert_cleaned(run)

@@ -32,6 +32,7 @@ from e2e.backends import BackendWorld, backend_world
 from e2e.conftest import ClaudeWorld
 from e2e.test_claude_boundary_e2e import bash, probe
 from servers.claude_wrapper import write_wrapper
+from servers.codex_exec import KEY_ENV
 
 pytestmark = pytest.mark.e2e
 __all__ = ["backend_world"]  # the fixture, imported for pytest
@@ -149,20 +150,50 @@ def assert_no_secret(env: dict[str, str], allowed: set[str], secrets: list[str])
     for secret in secrets:
         assert secret not in whole, secret
     assert {name for name in env if SECRET_NAME.search(name)} <= PROXY_LOGIN, sorted(env)
-    login = f"{env['CLOUDSDK_PROXY_USERNAME']}:{env['CLOUDSDK_PROXY_PASSWORD']}"
+    # sandbox-runtime's proxy login is the only one; without its proxy (Codex) there is none.
+    login = f"{env.get('CLOUDSDK_PROXY_USERNAME')}:{env.get('CLOUDSDK_PROXY_PASSWORD')}"
     for name, value in env.items():
         if "://" in value and "@" in value:
+            assert set(env) >= PROXY_LOGIN, (name, value)
             parts = urlsplit(value)
             userinfo = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
             assert userinfo == login, (name, value)
 
 
+CODEX = {
+    "CODEX_VERSION",
+    "CODEX_SESSION_ID",
+    "CODEX_THREAD_ID",
+    "CODEX_TOOL_CALL_ID",
+    "CODEX_CI",
+    "CODEX_APPLY_PATCH_PRESERVE_LINE_ENDINGS",
+    "CODEX_SANDBOX_NETWORK_DISABLED",
+    "COLORTERM",
+    "TERM",
+    "NO_COLOR",
+    "PAGER",
+    "GIT_PAGER",
+    "GH_PAGER",
+    "LC_CTYPE",
+    "LC_ALL",
+}
+"""What a codex round's command may hold besides the cleared environment: what Codex 0.171.0
+sets for every command it runs (its thread and call, its sandbox's network flag, pagers and
+colours off), its key variable never (`shell_environment_policy.inherit = "core"`)."""
+
 ALLOWED = {
     "claude": CLEARED | SANDBOX_RUNTIME | SHELL | CLAUDE_CODE,
     "pi": CLEARED | SANDBOX_RUNTIME | SHELL | PI,
+    "codex": CLEARED | SHELL | CODEX,
 }
 """Every name a backend's sandboxed command may hold."""
-AGENT_KEYS = {"claude": ("ANTHROPIC_API_KEY",), "pi": ()}
+SANDBOXED = {
+    "claude": ("SANDBOX_RUNTIME", "1"),
+    "pi": ("SANDBOX_RUNTIME", "1"),
+    "codex": ("CODEX_SANDBOX_NETWORK_DISABLED", "1"),
+}
+"""The variable that says the command ran in the backend's own sandbox."""
+AGENT_KEYS = {"claude": ("ANTHROPIC_API_KEY",), "pi": (), "codex": (KEY_ENV,)}
 """The host variables holding the agent program's own key, which its commands never hold."""
 
 
@@ -186,7 +217,8 @@ def test_a_sandboxed_command_holds_no_secret(backend_world: BackendWorld) -> Non
     run, said = w.command("env; echo ENV-END")
     assert run.record.status == "ok", run.explain()
     env = parse_env(said)
-    assert env["SANDBOX_RUNTIME"] == "1", env
+    name, value = SANDBOXED[w.backend]
+    assert env.get(name) == value, env
     keys = [w.environ[name] for name in AGENT_KEYS[w.backend]]
     assert_no_secret(env, ALLOWED[w.backend], [*PLANTED.values(), *keys])
     w.assert_cleaned(run)
