@@ -22,7 +22,6 @@ from concorde_workers.adapters.codex.endpoint import CodexEndpoint
 from concorde_workers.adapters.codex.environment import codex_environment
 from concorde_workers.adapters.codex.launch import codex_command, sandbox_mode
 from concorde_workers.adapters.codex.profile import CODEX, CODEX_PROGRAM, native_relative
-from concorde_workers.adapters.codex.stream import CodexStreamReader, Prices
 from concorde_workers.adapters.programs import find_located
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
@@ -180,6 +179,10 @@ class CodexBackend:
         )
 
     def reader(self, context: BackendContext) -> StreamReader:
+        # The stream's reader and its records are a round's, imported when one runs: `plan`
+        # makes no reader (issue 32 §2).
+        from concorde_workers.adapters.codex.stream import CodexStreamReader, Prices
+
         endpoint = CodexEndpoint.of_settings(context.machine)
         prices = dict(endpoint.prices)
         limits = context.request.limits
