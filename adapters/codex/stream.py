@@ -43,6 +43,7 @@ from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.ground.codes import CODEX_ERROR_CODE, CODEX_LIMIT_CODE, Reason
 from concorde_workers.domain.ground.errors import ErrorLink, Unhandled
+from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding
@@ -372,4 +373,4 @@ def _limit_detail(name: str, value: Decimal, maximum: Decimal) -> str:
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_text(datetime.now(UTC))
