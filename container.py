@@ -29,6 +29,8 @@ from concorde_workers.adapters.cgroups import CgroupGroups
 from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.claude.backend import ClaudeBackend
 from concorde_workers.adapters.claude.profile import CLAUDE
+from concorde_workers.adapters.codex.backend import CodexBackend
+from concorde_workers.adapters.codex.profile import CODEX
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
 from concorde_workers.adapters.liveness import ProcTable
@@ -112,7 +114,7 @@ __all__ = [
 # --- the registry of backends (issue 22 §1): each backend is its adapter package, registered here
 # by its profile and, in `Container.backends`, its factory; nothing else names a backend.
 
-PROFILES: Mapping[str, BackendProfile] = {profile.name: profile for profile in (CLAUDE, PI)}
+PROFILES: Mapping[str, BackendProfile] = {profile.name: profile for profile in (CLAUDE, PI, CODEX)}
 """The backends' profiles, by the name the trace keeps, in the order they are listed to a
 person (doctor, `--backend`)."""
 
@@ -218,6 +220,7 @@ class Container(containers.DeclarativeContainer):
             linux=providers.Callable(lambda host: host.linux, host),
             installations=installations,
         ),
+        codex=providers.Factory(CodexBackend, fs=filesystem, installations=installations),
     )
     preparer = providers.Factory(
         Preparer,

@@ -8,7 +8,7 @@ import threading
 from concorde_workers.application.events import EventEmitter
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.domain.evidence.records import LastAction
-from concorde_workers.ports.agent import StreamReader
+from concorde_workers.ports.agent import LimitedReader, StreamReader
 from concorde_workers.ports.process import ProcessHandle
 from concorde_workers.ports.resources import ResourceGroup
 
@@ -76,12 +76,16 @@ def follow(
     agent prints nothing (a Bash command forking in a loop)."""
     stop_watching = group.watch(handle.kill_group) if group is not None else None
     try:
+        limited = reader if isinstance(reader, LimitedReader) else None
         for line in handle.lines():
             action = reader.feed(line)
             if action is not None:
                 flusher.activity(action)
             if events is not None:  # each tool call with its decision, as it is answered
                 events.output_line(round_number, line)
+            if limited is not None and limited.limit_reached is not None:
+                handle.kill_group()  # a program without limits of its own (Codex): the host's
+                break
     finally:
         if stop_watching is not None:
             stop_watching()

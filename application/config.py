@@ -35,6 +35,7 @@ from concorde_workers.domain.gitview.committed_config import (
     committed_source,
 )
 from concorde_workers.domain.gitview.git_status import GitRepository
+from concorde_workers.domain.ground.backends import contract_for
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.layout import CONFIG_PATH
@@ -242,7 +243,7 @@ class ConfigurationReader:
         data = decoded.value
         if domain.is_version_one(data):
             return domain.version_one_refusal(file, self._map_text())
-        if problem := first_problem(CONFIGURATION_CONTRACT, data):
+        if problem := first_problem(contract_for(CONFIGURATION_CONTRACT, data), data):
             return domain.config_invalid(file, problem)
         return domain.parse_configuration(_checked(data), file, declared, levels=self._levels)
 
@@ -260,7 +261,7 @@ class ConfigurationReader:
         decoded = decode_json(text)
         if decoded.problem is not None:
             return machine.model_map_invalid(file, decoded.problem, words)
-        if problem := first_problem(MODEL_MAP_CONTRACT, decoded.value):
+        if problem := first_problem(contract_for(MODEL_MAP_CONTRACT, decoded.value), decoded.value):
             return machine.model_map_invalid(file, problem, words)
         return machine.parse_model_map(_checked(decoded.value), file, words)
 

@@ -97,8 +97,13 @@ def plan_confinement(
     keep = _installations(fs, [*needs, *interpreter_roots, *(p for p in programs if p)])
     # The agent's uid inside: "nobody" behind the root helper, else the host's own (bwrap maps it).
     uid = CONFINED_UID if context.as_root else os.getuid()
-    placeholders, private = backend.profile.confinement.resolved(uid)
-    inputs = PlanInputs(keep=tuple(keep), placeholders=placeholders, private=private)
+    asks = backend.profile.confinement
+    inputs = PlanInputs(
+        keep=tuple(keep),
+        placeholders=asks.placeholders,
+        private=asks.resolved(uid),
+        hidden=asks.hidden,
+    )
     plan = confinement_plan(policy, inputs, facts, tools, as_root=context.as_root)
     if isinstance(plan, str):
         return Refusal(

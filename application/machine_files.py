@@ -101,6 +101,7 @@ def backend_machine_file(
         said=answer.said,
         problem=answer.problem,
         file=found.file,
+        settings=answer.settings,
     )
 
 

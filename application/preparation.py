@@ -119,7 +119,7 @@ class Preparer:
             admin,
             policy,
             (repository, git_entries),
-            machine.adds,
+            machine,
         )
         if isinstance(prepared, Refusal):
             return prepared
@@ -298,9 +298,11 @@ class Preparer:
         admin: tuple[AdminPath, ...],
         policy: Policy,
         git: tuple[GitRepository, tuple[str, ...]],
-        added: Mapping[str, str],
+        machine: MachineFileAnswer,
     ) -> Prepared | Refusal:
+        added = machine.adds
         context = self._context(request, run_id, backend, grant, placement, policy)
+        context = context.model_copy(update={"machine": dict(machine.settings)})
         copies = self.copies_refusal(backend, context)
         if copies is not None:
             return copies

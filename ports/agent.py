@@ -32,6 +32,7 @@ __all__ = [
     "BackendContext",
     "BackendProfile",
     "Generated",
+    "LimitedReader",
     "RoundKind",
     "StreamReader",
 ]
@@ -59,6 +60,10 @@ class BackendContext(BaseModel):
     environ: Mapping[str, str]
     interpreter: str
     as_root: bool
+    machine: Mapping[str, str] = {}
+    """What the backend's own machine file configures for its generated settings, as its
+    profile's judge read it (`MachineFileAnswer.settings`: Codex's endpoint and prices); never a
+    secret."""
 
 
 class CompiledCache(BaseModel):
@@ -112,6 +117,17 @@ class StreamReader(Protocol):
 
     def finish(self, exit_status: int | None, timed_out: bool, stderr_tail: str) -> RoundReport:
         """The round as the program reported it, once its output ended."""
+        ...
+
+
+@runtime_checkable
+class LimitedReader(Protocol):
+    """A reader that judges the run's turn and budget limits itself, for a program that has no
+    such limit of its own (the Codex CLI): the host ends the round once it says one is passed."""
+
+    @property
+    def limit_reached(self) -> str | None:
+        """The limit passed, with its value and maximum; None while within them."""
         ...
 
 

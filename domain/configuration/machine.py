@@ -338,3 +338,6 @@ class MachineFileAnswer:
     said: str = ""
     problem: str | None = None
     file: str | None = None
+    settings: Mapping[str, str] = field(default_factory=dict)
+    """What it configures that the backend writes into its generated settings (Codex: the
+    endpoint's base URL, its key variable's name, the prices of a token): never a secret."""

@@ -39,10 +39,13 @@ class ConfinementAsks:
 
     placeholders: tuple[str, ...] = ()
     private: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    """Configuration sources the program reads whatever its settings say (Codex's
+    `/etc/codex`): masked in its namespace."""
 
-    def resolved(self, uid: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(the placeholders, the private paths with the agent's uid in them)."""
-        return self.placeholders, tuple(p.replace("{uid}", str(uid)) for p in self.private)
+    def resolved(self, uid: int) -> tuple[str, ...]:
+        """The private paths with the agent's uid in them."""
+        return tuple(p.replace("{uid}", str(uid)) for p in self.private)
 
 
 @dataclass(frozen=True)

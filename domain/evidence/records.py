@@ -237,7 +237,7 @@ class RunMetadata(BaseModel):
 
 
 class RoundMetadata(BaseModel):
-    """A worker round node's metadata (contract.tracing.node version 2): the tree of the
+    """A worker round node's metadata (contract.tracing.node version 3): the tree of the
     worktree's `rw` state the host's change store hashed after the round's audit, whose patch
     from the tree before is the round's changes.patch; empty when no store made one."""
 

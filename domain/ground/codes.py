@@ -50,6 +50,7 @@ class Code(StrEnum):
     CLAUDE_FAILED = "claude_failed"
     PI_RUNTIME_MISSING = "pi_runtime_missing"
     PI_FAILED = "pi_failed"
+    CODEX_FAILED = "codex_failed"
     WORKER_RESULT_INVALID = "worker_result_invalid"
     AUDIT_VIOLATION = "audit_violation"
     WORKER_BLOCKED = "worker_blocked"
@@ -63,6 +64,8 @@ class Code(StrEnum):
     CLAUDE_ERROR = "claude_error"
     PI_LIMIT_REACHED = "pi_limit_reached"
     PI_ERROR = "pi_error"
+    CODEX_LIMIT_REACHED = "codex_limit_reached"
+    CODEX_ERROR = "codex_error"
     # seed 000 "Refusals before a run"
     CONFIG_MISSING = "config_missing"
     CONFIG_INVALID = "config_invalid"
@@ -100,6 +103,8 @@ CLAUDE_LIMIT_CODE = Code.CLAUDE_LIMIT_REACHED
 CLAUDE_ERROR_CODE = Code.CLAUDE_ERROR
 PI_LIMIT_CODE = Code.PI_LIMIT_REACHED
 PI_ERROR_CODE = Code.PI_ERROR
+CODEX_LIMIT_CODE = Code.CODEX_LIMIT_REACHED
+CODEX_ERROR_CODE = Code.CODEX_ERROR
 
 REFUSAL_REASONS: Mapping[Code, Reason] = {
     Code.CONFIG_MISSING: Reason.INPUT,
@@ -316,6 +321,27 @@ _ROWS: tuple[CodeSpec, ...] = (
         source="001 Errors",
     ),
     CodeSpec(
+        code=Code.CODEX_FAILED,
+        reason=Reason.ENVIRONMENT,
+        exhausted_when=_RETRIES_USED_UP,
+        detail=(
+            "the round and the error the Codex CLI reported: its turn failed, it printed no "
+            "thread, or it exited non-zero without a final message; attempts lists every retry"
+        ),
+        causes="the Codex CLI process's link",
+        causes_rule=CausesRule.PROCESS_LINK,
+        explanation=(
+            "The Codex CLI failed with an error that is not a transient model-service error, "
+            "which Workers does not retry"
+        ),
+        exhausted_explanation=(
+            "The Codex CLI kept failing with a transient model-service error and the run's "
+            "retry rounds are used up"
+        ),
+        backends=frozenset({"codex"}),
+        source="decisions 72",
+    ),
+    CodeSpec(
         code=Code.WORKER_RESULT_INVALID,
         reason=Reason.CAPABILITY,
         detail=(
@@ -484,7 +510,7 @@ def codes_for_backend(backend: str) -> tuple[Code, ...]:
     """The run codes a run of `backend` may end with (seed 001: pi uses the run mechanics' codes
     except claude_failed and run_directory_denied, and adds pi_runtime_missing and pi_failed)."""
     if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}: expected claude or pi")
+        raise ValueError(f"unknown backend {backend!r}: expected one of {sorted(BACKENDS)}")
     return tuple(code for code, row in RUN_CODES.items() if backend in row.backends)
 
 

@@ -48,6 +48,7 @@ from concorde_workers.domain.isolation.runtime_space import SPACE_DIRS
 __all__ = [
     "PLACEHOLDER_WHY",
     "PRIVATE_WHY",
+    "SOURCE_WHY",
     "PathFacts",
     "PlanInputs",
     "confinement_plan",
@@ -89,6 +90,9 @@ class PlanInputs:
     private: tuple[str, ...] = ()
     """Absolute paths in an absent place made small writable folders of the agent's own
     (Codex's `/tmp/codex-daemon-<uid>`): `MountKind.PRIVATE`."""
+    hidden: tuple[str, ...] = ()
+    """Configuration sources the program reads whatever its settings say (Codex's
+    `/etc/codex`): masked, like what the deny rules hide."""
 
 
 # At one path only the most restrictive mount stays: a mask beats a read-only bind beats a
@@ -249,6 +253,7 @@ def confinement_plan(
     kept = within_any(runs_from)
     wanted += [m for m in _rule_masks(policy) if not kept(m.path)]
     wanted += _masked_and_kept(policy, runs_from)
+    wanted += [Mount(kind=MountKind.EMPTY_DIR, path=p, why=SOURCE_WHY) for p in inputs.hidden]
     if not worktree_scope:
         # Built from what is visible: an empty tmpfs with the readable entries bound in and the
         # names-only ones made empty, so a hidden entry has no mount point to name it.
@@ -322,6 +327,9 @@ def _asked(
         for p in inputs.private
     ]
     return asked
+
+
+SOURCE_WHY = "a configuration source the agent program reads whatever its settings say"
 
 
 def _masked_and_kept(policy: Policy, runs_from: Sequence[str]) -> list[Mount]:

@@ -64,6 +64,7 @@ from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.program_versions import version_text
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.backends import contract_for
 from concorde_workers.ports.events import RunEvents
 
 DUMMY_CREDENTIALS = (
@@ -163,19 +164,12 @@ def anthropic_server() -> Iterator[AnthropicServer]:
         server.stop()
 
 
-RECORD_CONTRACTS = {"codex": "contract.concorde.worker-run-record-codex"}
-"""The run record's contract of a backend the seven contracts do not name (issue 33 §4: their
-own ids); every other run's is the spec's."""
-
-
 def checked_record(record: RunRecord) -> RunRecord:
-    """The run record, after checking it against its contract (its backend's, for a backend
-    the spec's contracts do not name)."""
-    contract = RECORD_CONTRACTS.get(str(record.backend), "contract.workers.worker-run-record")
-    problems = sorted(
-        validator(contract).iter_errors(record.model_dump(mode="json")),
-        key=str,
-    )
+    """The run record, after checking it against its contract."""
+    data = record.model_dump(mode="json")
+    # the seed's contract, or for a codex run its extension (issue 33 §4)
+    contract = contract_for("contract.workers.worker-run-record", data)
+    problems = sorted(validator(contract).iter_errors(data), key=str)
     assert not problems, [p.message for p in problems]
     return record
 

@@ -34,6 +34,7 @@ from concorde_workers.container import PROFILES, production
 from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.backends import contract_for
 from concorde_workers.ports.agent import BackendContext, CompiledCache
 from concorde_workers.ports.events import RunEvents
 
@@ -229,12 +230,10 @@ class HostHarness:
             grant=grant, limits=limits, runtime_paths=[str(p) for p in runtime_paths]
         )
         record = host.run(request, validation, cancel, events=events)
-        errors = sorted(
-            validator("contract.workers.worker-run-record").iter_errors(
-                record.model_dump(mode="json")
-            ),
-            key=str,
-        )
+        data = record.model_dump(mode="json")
+        # the seed's contract, or for a codex run its extension (issue 33 §4)
+        contract = contract_for("contract.workers.worker-run-record", data)
+        errors = sorted(validator(contract).iter_errors(data), key=str)
         assert not errors, [e.message for e in errors]
         run_dir = Path(record.run_directory)
         traces: dict[str, Any] = {}

@@ -52,6 +52,8 @@ def _user(tmp_path: Path) -> tuple[dict[str, str], Path]:
     (home / ".pi" / "agent" / "auth.json").write_text(
         json.dumps({"local": {"type": "api_key", "key": PI_KEY}})
     )
+    (home / ".codex").mkdir()  # the Codex CLI's login (issue 33): hidden, never copied
+    (home / ".codex" / "auth.json").write_text(json.dumps({"OPENAI_API_KEY": SECRET}))
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(home),

@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("domain", "ports", "adapters", "application", "contracts")
 CONTRACT_IDS = (
     "contract.attestation.worker-run",
+    "contract.concorde.model-map-codex",
+    "contract.concorde.worker-configuration-codex",
+    "contract.concorde.worker-run-record-codex",
     "contract.tracing.error",
     "contract.tracing.node",
     "contract.workers.grant-input",
@@ -231,6 +234,7 @@ def test_a_pip_install_gets_a_working_setup_from_install_agents_then_doctor(
         PYTHONPATH=str(wheel),
         PATH="/usr/local/bin:/usr/bin:/bin",
         ANTHROPIC_API_KEY="sk-never-printed-31415",
+        OPENAI_API_KEY="sk-never-printed-27182",  # the Codex CLI's (issue 33)
         npm_config_offline="true",
         npm_config_cache=str(cache),
     )
@@ -257,7 +261,7 @@ def test_a_pip_install_gets_a_working_setup_from_install_agents_then_doctor(
     assert "pi 0.73.1 at" in installed.stdout or "0.73.1" in installed.stdout
     doctor = cli("doctor")
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
-    assert doctor.stdout.count("found by the user data folder") == 3, doctor.stdout
+    assert doctor.stdout.count("found by the user data folder") == 4, doctor.stdout  # + codex
     assert "sk-never-printed-31415" not in doctor.stdout + doctor.stderr
     again = cli("install-agents")
     assert again.returncode == 0 and "already installed" in again.stdout

@@ -672,7 +672,7 @@ BAD_INPUTS = [
         "input",
         lambda p: [
             f"the request file {p.request_file} is invalid at backend: Input should be "
-            "'claude' or 'pi'"
+            "'claude', 'pi' or 'codex'"
         ],
     ),
     Bad(

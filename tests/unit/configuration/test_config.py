@@ -486,7 +486,7 @@ INVALID = [
         with_(default={"model": "claude-sonnet-5", "effort": "high"}),
         "default has the unknown field",
     ),
-    (with_(default={"backend": "codex"}), 'default.backend is "codex"'),
+    (with_(default={"backend": "gemini"}), 'default.backend is "gemini"'),
     (with_(default={"model": " a"}), "default.model"),
     (with_(default={"model": "anthropic/claude-opus-5-5"}), "not a project model name"),
     (
@@ -744,7 +744,7 @@ MAP_INVALID = [
     ('{"schema_version": 1,\n  "models": {,}}', "line 2, column 14"),
     (b"\xfe\xff", "unreadable"),
     ({"schema_version": 1, "models": {}, "extra": {}}, 'unknown field "extra"'),
-    ({"schema_version": 1, "models": {"a": {"codex": "x"}}}, "models.a has the unknown field"),
+    ({"schema_version": 1, "models": {"a": {"gemini": "x"}}}, "models.a has the unknown field"),
     ({"schema_version": 1, "models": {"gpt-6-astra": {}}}, "gives the model no id"),
     ({"schema_version": 1, "models": {"gpt 6": {"pi": "x"}}}, "not a project model name"),
     ({"schema_version": 1, "models": {"gpt-6-astra": {"pi": ""}}}, "models.gpt-6-astra.pi"),

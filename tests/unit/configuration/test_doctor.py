@@ -12,6 +12,7 @@ from fakes.filesystem import FakeFileSystem
 from fakes.program_versions import FakeProgramVersions
 from fakes.sandbox_probe import FakeSandboxProbe
 
+from concorde_workers.adapters.codex.profile import native_relative
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.doctor import Doctor, worktree_of
 from concorde_workers.container import PROFILES
@@ -55,6 +56,8 @@ def machine() -> FakeFileSystem:
     fs = FakeFileSystem()
     for name in ("claude", "pi"):
         fs.write(f"{MODULES}/.bin/{name}", "#!/bin/sh\n", 0o755)
+    fs.write(f"{MODULES}/{native_relative()}", "ELF", 0o755)  # the Codex CLI (issue 33)
+    fs.write(f"{HOME}/.codex/auth.json", '{"OPENAI_API_KEY": "codex-do-not-print"}', 0o600)
     fs.write(f"{SRT}/dist/index.js", "// srt\n")
     for tool in ("bwrap", "socat", "unshare", "nsenter", "setpriv", "mount", "rg", "fdfind"):
         fs.write(f"/usr/bin/{tool}", "", 0o755)
@@ -103,7 +106,7 @@ def test_a_machine_with_everything_passes_every_check_and_exits_0() -> None:
     assert diagnosis.status == 0, lines
     # 4: the space's tools; 3: Claude Code's endpoints.json, each backend's files as a run
     # copies them
-    assert all(states(lines).values()) and len(states(lines)) == 21
+    assert all(states(lines).values()) and len(states(lines)) == 25
     assert probe.asked == [("/usr/bin/node", SRT)]
     assert any(
         "pi (@mariozechner/pi-coding-agent): 0.73.1 (at least 0.73.1) at "
@@ -264,9 +267,13 @@ def test_doctor_judges_the_backends_the_worktree_uses_and_exits_0_for_a_pi_only_
     unused = [c.name for c in diagnosis.checks if not c.needed]
     assert unused == [
         "Claude Code (@anthropic-ai/claude-code)",
+        "the Codex CLI (@openai/codex)",
         "credentials of the claude backend",
+        "credentials of the codex backend",
         "Claude Code's endpoints.json",
         "Claude Code's .credentials.json as a run copies them",
+        "the Codex CLI's codex.json",
+        "the Codex CLI's auth.json as a run copies them",
     ], unused
     assert any(
         line.startswith("[not used] Claude Code (@anthropic-ai/claude-code): not found")
@@ -284,7 +291,7 @@ def test_doctor_judges_the_backends_the_worktree_uses_and_exits_0_for_a_pi_only_
     [
         ("claude", WORKTREE, 2, ("claude",)),  # --backend claude: claude is missing here
         ("pi", WORKTREE, 0, ("pi",)),
-        (None, "/work/elsewhere", 2, ("claude", "pi")),  # no workers.json: every backend
+        (None, "/work/elsewhere", 2, ("claude", "pi", "codex")),  # no workers.json: every one
     ],
 )
 def test_backend_flag_and_no_worktree_choose_what_is_judged(

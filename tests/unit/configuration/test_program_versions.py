@@ -169,7 +169,7 @@ def test_the_quickstart_names_the_pinned_versions() -> None:
     readme = (LOCK.parent / "README.md").read_text()
     assert (
         f"(Claude Code {version['claude']}, pi {version['pi']}, sandbox-runtime "
-        f"{version['sandbox-runtime']})"
+        f"{version['sandbox-runtime']}, the Codex CLI {version['codex']})"
     ) in readme
 
 

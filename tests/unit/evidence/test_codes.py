@@ -8,6 +8,8 @@ from concorde_workers.container import PROFILES
 from concorde_workers.domain.ground.codes import (
     CLAUDE_ERROR_CODE,
     CLAUDE_LIMIT_CODE,
+    CODEX_ERROR_CODE,
+    CODEX_LIMIT_CODE,
     PI_ERROR_CODE,
     PI_LIMIT_CODE,
     REFUSAL_REASONS,
@@ -24,27 +26,30 @@ from concorde_workers.domain.ground.errors import Reason
 RUN = "w-20261002T101500-a1b2c3"
 RUN_DIR = f"/repo/.concorde/tasks/discounts/workspace/runs/r-1/workers/{RUN}"
 
-# (code, reason, alternative reason, causes rule, backends), straight from the tables.
+# (code, reason, alternative reason, causes rule, backends), straight from the tables; the
+# mechanics' codes are every backend's, the Codex CLI's too.
 TABLE = [
-    ("grant_unavailable", "input", None, CausesRule.NONE, {"claude", "pi"}),
-    ("grant_malformed", "input", None, CausesRule.NONE, {"claude", "pi"}),
-    ("worktree_misplaced", "environment", None, CausesRule.NONE, {"claude", "pi"}),
+    ("grant_unavailable", "input", None, CausesRule.NONE, {"claude", "pi", "codex"}),
+    ("grant_malformed", "input", None, CausesRule.NONE, {"claude", "pi", "codex"}),
+    ("worktree_misplaced", "environment", None, CausesRule.NONE, {"claude", "pi", "codex"}),
     ("run_directory_denied", "environment", None, CausesRule.NONE, {"claude"}),
-    ("snapshot_failed", "environment", None, CausesRule.NONE, {"claude", "pi"}),
-    ("launch_failed", "environment", None, CausesRule.NONE, {"claude", "pi"}),
-    ("worker_timeout", "exhausted", None, CausesRule.NONE, {"claude", "pi"}),
-    ("worker_limit_reached", "exhausted", None, CausesRule.PROCESS_LINK, {"claude", "pi"}),
+    ("snapshot_failed", "environment", None, CausesRule.NONE, {"claude", "pi", "codex"}),
+    ("launch_failed", "environment", None, CausesRule.NONE, {"claude", "pi", "codex"}),
+    ("worker_timeout", "exhausted", None, CausesRule.NONE, {"claude", "pi", "codex"}),
+    ("worker_limit_reached", "exhausted", None, CausesRule.PROCESS_LINK, {"claude", "pi", "codex"}),
     ("claude_failed", "environment", "exhausted", CausesRule.PROCESS_LINK, {"claude"}),
     ("pi_runtime_missing", "environment", None, CausesRule.NONE, {"pi"}),
     ("pi_failed", "environment", "exhausted", CausesRule.PROCESS_LINK, {"pi"}),
-    ("worker_result_invalid", "capability", None, CausesRule.NONE, {"claude", "pi"}),
-    ("audit_violation", "permission", None, CausesRule.WORKER_LINK, {"claude", "pi"}),
-    ("worker_blocked", "capability", None, CausesRule.WORKER_LINK, {"claude", "pi"}),
-    ("worker_failed", "capability", None, CausesRule.WORKER_LINK, {"claude", "pi"}),
-    ("validation_unavailable", "capability", None, CausesRule.NONE, {"claude", "pi"}),
-    ("deletion_failed", "environment", None, CausesRule.PREVIOUS_LINK, {"claude", "pi"}),
-    ("cleanup_failed", "environment", None, CausesRule.PREVIOUS_LINK, {"claude", "pi"}),
-    ("interrupted", "environment", None, CausesRule.NONE, {"claude", "pi"}),
+    # the Codex CLI's own process failure (issue 33; docs/decisions.md 72)
+    ("codex_failed", "environment", "exhausted", CausesRule.PROCESS_LINK, {"codex"}),
+    ("worker_result_invalid", "capability", None, CausesRule.NONE, {"claude", "pi", "codex"}),
+    ("audit_violation", "permission", None, CausesRule.WORKER_LINK, {"claude", "pi", "codex"}),
+    ("worker_blocked", "capability", None, CausesRule.WORKER_LINK, {"claude", "pi", "codex"}),
+    ("worker_failed", "capability", None, CausesRule.WORKER_LINK, {"claude", "pi", "codex"}),
+    ("validation_unavailable", "capability", None, CausesRule.NONE, {"claude", "pi", "codex"}),
+    ("deletion_failed", "environment", None, CausesRule.PREVIOUS_LINK, {"claude", "pi", "codex"}),
+    ("cleanup_failed", "environment", None, CausesRule.PREVIOUS_LINK, {"claude", "pi", "codex"}),
+    ("interrupted", "environment", None, CausesRule.NONE, {"claude", "pi", "codex"}),
 ]
 
 
@@ -90,9 +95,12 @@ def test_codes_per_backend() -> None:
     assert {name: p.failure_code for name, p in PROFILES.items()} == {
         "claude": "claude_failed",
         "pi": "pi_failed",
+        "codex": "codex_failed",
     }
+    codex = codes_for_backend("codex")
+    assert set(codex) - {"codex_failed"} == set(pi) - {"pi_failed", "pi_runtime_missing"}
     with pytest.raises(ValueError):
-        codes_for_backend("codex")
+        codes_for_backend("gemini")
 
 
 @pytest.mark.parametrize(
@@ -114,6 +122,7 @@ def test_codes_the_round_validation_names(
 def test_every_code_is_a_row_of_a_table_or_named_beyond_them() -> None:
     """`Code` is the tables' codes and nothing else but the few docs/decisions.md names."""
     component = {CLAUDE_LIMIT_CODE, CLAUDE_ERROR_CODE, PI_LIMIT_CODE, PI_ERROR_CODE}
+    component |= {CODEX_LIMIT_CODE, CODEX_ERROR_CODE}
     named = {rule.concorde_code for rule in VALIDATION_CODE_RULES.values()}
     checks = {"check_failed", "check_unavailable"}
     beyond = {

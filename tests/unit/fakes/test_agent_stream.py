@@ -48,8 +48,8 @@ def read(
 
 def test_the_reader_is_a_stream_reader() -> None:
     assert isinstance(TestStreamReader(), StreamReader)
-    with pytest.raises(ValueError, match="pi or claude"):
-        TestStreamReader(backend="codex")
+    with pytest.raises(ValueError, match="stands in for"):
+        TestStreamReader(backend="gemini")
 
 
 # --- the classification, row by row ---------------------------------------------------------------

@@ -26,8 +26,8 @@ RESULT = {"status": "ok", "summary": "done", "error": None}
 def test_it_is_an_agent_backend_standing_in_for_pi_or_claude() -> None:
     assert isinstance(ScriptedBackend("pi"), AgentBackend)
     assert isinstance(ScriptedBackend("claude"), AgentBackend)
-    with pytest.raises(ValueError, match="pi or claude"):
-        ScriptedBackend("codex")
+    with pytest.raises(ValueError, match="stands in for"):
+        ScriptedBackend("gemini")
 
 
 @pytest.mark.parametrize(

@@ -701,6 +701,7 @@ def test_the_policy_hides_both_homes_every_origin_and_the_run_directory(backend:
         "/opt/claude/.credentials.json",
         "/opt/pi/auth.json",
         "/opt/pi/models.json",
+        "/srv/home/dev/.codex/auth.json",  # the Codex CLI's login (issue 33), whatever runs
         "/opt/map.json",
         "/opt/signing-key.pem",  # the machine's signing key, beside the model map (issue 30 §4)
     )

@@ -47,12 +47,28 @@ OUR_IDS = (
     "contract.tracing.node",
     "contract.tracing.error",
     "contract.attestation.worker-run",
+    # the Codex CLI's extensions of three seed contracts (issue 33 §4; docs/decisions.md 72)
+    "contract.concorde.model-map-codex",
+    "contract.concorde.worker-configuration-codex",
+    "contract.concorde.worker-run-record-codex",
 )
 
 # Every contract's version with the digest of its schema. A schema change must come with a version
 # change (the contracts' own rule: "A behaviour or field change increments the version"); then
 # pin the new pair here.
 PINNED: dict[str, tuple[int, str]] = {
+    "contract.concorde.model-map-codex": (
+        1,
+        "sha256:9b89d3c5d473a2e2b385894560ba3fa9b222db8376300e61c41396d3361e66db",
+    ),
+    "contract.concorde.worker-configuration-codex": (
+        1,
+        "sha256:28e705aa7080a2a9c0ccd9c5d9a9f6f01d5caa54225d34cb9b1091c6a254ce74",
+    ),
+    "contract.concorde.worker-run-record-codex": (
+        1,
+        "sha256:630f3dd864420146bc01f02e1f58522528f802d945b292ba2f889bf9007b01b3",
+    ),
     "contract.attestation.worker-run": (
         1,
         "sha256:44927dad74e13ea32cf58ea2c4769e3972878feb3dffadbfe3b64c2448237af5",
@@ -62,8 +78,8 @@ PINNED: dict[str, tuple[int, str]] = {
         "sha256:295dae89a24be9b0c1c00f148410d43f08ec97f886832da5e334867c3422a8a8",
     ),
     "contract.tracing.node": (
-        2,
-        "sha256:9bda625052c6f9f464c0280c265867c74bcb62c600d21b977ea8767eda47e850",
+        3,  # 3: a node's backend may be codex (issue 33 §4)
+        "sha256:4c53a8716087aec3cf6e773de91b5610a058639c2d4f96db0accfb75642a2281",
     ),
     "contract.workers.grant-input": (
         2,
@@ -410,3 +426,33 @@ def test_the_callers_output_schema_is_embedded_at_output() -> None:
         "type": "object"
     }
     assert worker_result_schema() == load("contract.workers.worker-result").schema
+
+
+def _without_codex(node: Any) -> Any:
+    """A schema with what the Codex extension adds taken out: `codex` from a backend enum and
+    the `codex` member of a per-backend object."""
+    if isinstance(node, list):
+        return [_without_codex(v) for v in node if v != "codex"]
+    if isinstance(node, dict):
+        return {k: _without_codex(v) for k, v in node.items() if k != "codex"}
+    return node
+
+
+def test_each_codex_extension_is_its_seed_contract_with_codex_added_and_nothing_else() -> None:
+    """Issue 33 §4: the seven stay verbatim; the extensions are ours, used only for a value
+    that names codex."""
+    from concorde_workers.domain.ground.backends import EXTENSION_CONTRACTS, contract_for
+
+    for seed_id, extension_id in EXTENSION_CONTRACTS.items():
+        seed, extension = load(seed_id), load(extension_id)
+        assert "codex" not in json.dumps(seed.schema)
+        assert "codex" in json.dumps(extension.schema)
+        assert _without_codex(extension.schema) == seed.schema, extension_id
+        assert contract_for(seed_id, {"default": {"backend": "pi"}}) == seed_id
+        assert contract_for(seed_id, {"default": {"backend": "codex"}}) == extension_id
+    assert contract_for("contract.workers.model-map", {"models": {"m": {"pi": "x"}}}) == (
+        "contract.workers.model-map"
+    )
+    assert contract_for("contract.workers.model-map", {"models": {"m": {"codex": "x"}}}) == (
+        "contract.concorde.model-map-codex"
+    )

@@ -663,7 +663,7 @@ def test_mounts_keep_their_order_parents_first() -> None:
     assert all(isinstance(m, Mount) and posixpath.isabs(m.path) for m in plan.mounts)
 
 
-# --- what a backend's own sandbox asks (issue 33 §2; docs/decisions.md 68) ----------------------
+# --- what a backend's own sandbox asks (issue 33 §2; docs/decisions.md 72) ----------------------
 
 CODEX_ASKS = (".git", ".codex", ".agents", ".aws")
 
@@ -724,3 +724,18 @@ def test_a_private_folder_is_a_small_writable_tmpfs_of_its_own_in_the_absent_tem
     assert ("--remount-ro", "/tmp") in itertools.pairwise(argv)
     assert argv.index("--remount-ro") > at
     assert launch_problem(plan, w.facts) is None
+
+
+def test_a_configuration_source_the_program_reads_regardless_is_masked() -> None:
+    """Codex reads /etc/codex whatever CODEX_HOME says: the plan masks it, and the profile asks
+    for exactly that, its placeholders and its private folder."""
+    w = world()
+    w.fs.write("/etc/codex/config.toml", 'developer_instructions = "planted"')
+    plan = _asking_plan(w, BASE_GRANT, hidden=("/etc/codex",))
+    assert view(plan, "/etc/codex/config.toml").content == "absent"
+    codex = PROFILES["codex"].confinement
+    assert codex.placeholders == CODEX_ASKS and codex.hidden == ("/etc/codex",)
+    assert codex.resolved(CONFINED_UID) == (f"/tmp/codex-daemon-{CONFINED_UID}",)
+    for other in ("claude", "pi"):  # what the other two run in is as it was
+        asks = PROFILES[other].confinement
+        assert (asks.placeholders, asks.resolved(0), asks.hidden) == ((), (), ())

@@ -1,0 +1,2 @@
+"""The Codex CLI backend (issue 33; docs/decisions.md 72): `codex exec` headless, its own sandbox
+kept on inside the confinement."""

@@ -1,0 +1,235 @@
+"""The Codex CLI backend (issue 33; docs/decisions.md 72; ../shared/notes/codex.md).
+
+Generates the run's CODEX_HOME with only its config.toml (adapters/codex/config.py, from the
+machine's codex.json and the model map's id) and the strict schema sent on the wire; copies no
+credential (the run's provider takes its key from the one variable config.toml names: the
+user's `~/.codex/auth.json`, a ChatGPT login, is hidden and never read); runs the native program
+of the pinned npm package's platform package (Node is not needed) confined, its own sandbox on
+inside (`-s workspace-write`, or `read-only` for a tool set without apply_patch), with the
+placeholders and the private folder it asks of the confinement (the profile's
+`ConfinementAsks`); resumes its thread for repair and retry rounds; reads `--json`
+(adapters/codex/stream.py); the transcript is the thread's rollout in CODEX_HOME."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Mapping, Sequence
+
+from concorde_workers.adapters.codex import layout
+from concorde_workers.adapters.codex.config import codex_config, wire_schema
+from concorde_workers.adapters.codex.endpoint import CodexEndpoint
+from concorde_workers.adapters.codex.environment import codex_environment
+from concorde_workers.adapters.codex.launch import codex_command, sandbox_mode
+from concorde_workers.adapters.codex.profile import CODEX, CODEX_PROGRAM, native_relative
+from concorde_workers.adapters.programs import find_located
+from concorde_workers.domain.configuration.discovery import Installation
+from concorde_workers.domain.configuration.program_versions import ProgramLocation
+from concorde_workers.domain.ground.codes import Code
+from concorde_workers.domain.ground.errors import Reason, Refusal
+from concorde_workers.domain.ground.paths import EntryKind
+from concorde_workers.domain.ground.text import digest_text
+from concorde_workers.domain.isolation.launch import LaunchCommand
+from concorde_workers.ports.agent import (
+    BackendContext,
+    CompiledCache,
+    Generated,
+    RoundKind,
+    StreamReader,
+)
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+
+__all__ = ["USERNS_FILES", "CodexBackend", "nested_namespaces_problem"]
+
+USERNS_FILES = (
+    ("/proc/sys/user/max_user_namespaces", "0"),
+    ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
+    ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"),
+)
+"""The kernel's switches that forbid the nested user namespace Codex's own sandbox needs inside
+the confinement, and the value that forbids it."""
+
+
+def nested_namespaces_problem(read: Mapping[str, str | None]) -> str | None:
+    """Why Codex's sandbox cannot nest here (`read`: each switch's text, None: not there), or
+    None. Without nested user namespaces every command Codex runs fails closed ("Creating new
+    namespace failed"), and the model may report a false `blocked`: the run is refused instead,
+    never run with Codex's sandbox off."""
+    for path, forbids in USERNS_FILES:
+        value = (read.get(path) or "").strip()
+        if value == forbids:
+            return (
+                f"the Codex CLI's own sandbox needs nested user namespaces, which this machine "
+                f"forbids ({path} is {value}); allow them (sysctl), or choose another backend "
+                "for this worker: Workers never runs Codex with its sandbox off"
+            )
+    return None
+
+
+class CodexBackend:
+    """The `codex` program (or `$CONCORDE_CODEX`), its native executable."""
+
+    name = "codex"
+    profile = CODEX
+
+    def __init__(self, fs: FileSystem, installations: Sequence[Installation] = ()) -> None:
+        self._fs = fs
+        self._installations = tuple(installations)
+        self._totals: dict[str, dict[str, int]] = {}
+
+    def check(self, primary: str) -> Refusal | None:
+        problem = nested_namespaces_problem({p: self._read(p) for p, _ in USERNS_FILES})
+        if problem is None:
+            return None
+        return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem)
+
+    def _read(self, path: str) -> str | None:
+        try:
+            return self._fs.read_text(path) if self._fs.is_file(path) else None
+        except (FileSystemError, UnicodeDecodeError):
+            return None
+
+    def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
+        """The native codex program, when it is found (its version from its platform package)."""
+        found = find_located(self._fs, CODEX_PROGRAM, environ, self._installations)
+        if found is None:
+            return ()
+        return (
+            ProgramLocation(spec=CODEX_PROGRAM, path=self.native(found.path), origin=found.origin),
+        )
+
+    def native(self, program: str) -> str:
+        """The native program a found `codex` stands for: npm's `bin/codex.js` only starts the
+        platform package's binary beside it, which the round runs itself."""
+        real = self._fs.realpath(program)
+        if not real.endswith("/@openai/codex/bin/codex.js"):
+            return program
+        package = posixpath.dirname(posixpath.dirname(real))
+        modules = posixpath.dirname(posixpath.dirname(package))
+        for root in (posixpath.join(package, "node_modules"), modules):
+            candidate = posixpath.join(root, native_relative())
+            if self._fs.is_file(candidate):
+                return candidate
+        return program
+
+    def _program(self, environ: Mapping[str, str]) -> tuple[str, bool]:
+        found = find_located(self._fs, CODEX_PROGRAM, environ, self._installations)
+        if found is None:
+            return environ.get(CODEX_PROGRAM.variable) or CODEX_PROGRAM.program, False
+        return self.native(found.path), True
+
+    def generate(self, context: BackendContext) -> Generated:
+        rt = context.policy.runtime
+        tools = self.profile.tool_set(context.policy.grant)
+        config = codex_config(
+            endpoint=CodexEndpoint.of_settings(context.machine),
+            model=context.request.local_model,
+            reasoning=context.request.reasoning,
+            sandbox=sandbox_mode(tools),
+        )
+        schema = wire_schema(json.loads(context.result_schema))
+        program, found = self._program(context.environ)
+        return Generated(
+            files={
+                rt.result_schema: context.result_schema,
+                layout.wire_schema(rt): json.dumps(schema, separators=(",", ":")),
+                layout.config_toml(rt): config,
+            },
+            settings_digest=digest_text(config),
+            tools=tools,
+            program=program,
+            program_found=found,
+            shown_settings={"config.toml": config},
+        )
+
+    def confinement_needs(self, context: BackendContext) -> Sequence[str]:
+        """The native program: its whole platform package (the bundled bwrap and rg lie beside
+        it) is kept, as the outermost node_modules it lies in."""
+        program, found = self._program(context.environ)
+        return (program,) if found else ()
+
+    def round_scratch(self, context: BackendContext) -> Sequence[str]:
+        return ()
+
+    def compiled_cache(self, context: BackendContext) -> CompiledCache | None:
+        """Nothing: the native program compiles nothing at a round."""
+        return None
+
+    def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
+        """None: the key reaches the round by its variable; auth.json stays hidden."""
+        return ()
+
+    def command(
+        self, context: BackendContext, kind: RoundKind, session: str | None
+    ) -> LaunchCommand:
+        program, _ = self._program(context.environ)
+        return codex_command(
+            runtime=context.policy.runtime,
+            worktree=context.policy.worktree,
+            tools=self.profile.tool_set(context.policy.grant),
+            program=program,
+            thread=session if kind is not RoundKind.INITIAL else None,
+        )
+
+    def environment(self, context: BackendContext) -> dict[str, str]:
+        """The round's table; the endpoint's key is added by the preparation from the machine
+        file's answer."""
+        return codex_environment(
+            context.environ, context.policy.runtime, context.request.project_interpreter
+        )
+
+    def reader(self, context: BackendContext) -> StreamReader:
+        # The stream's reader and its records are a round's, imported when one runs: `plan`
+        # makes no reader (issue 32 §2).
+        from concorde_workers.adapters.codex.stream import CodexStreamReader, Prices
+
+        endpoint = CodexEndpoint.of_settings(context.machine)
+        prices = dict(endpoint.prices)
+        limits = context.request.limits
+        return CodexStreamReader(
+            max_turns=limits.max_turns,
+            max_budget_usd=limits.max_budget_usd,
+            prices=Prices(
+                input=prices["input"],
+                output=prices["output"],
+                cached_input=prices.get("cached_input"),
+            )
+            if "input" in prices and "output" in prices
+            else None,
+            totals=self._totals,
+            rollout=lambda thread: self._rollout_text(context, thread),
+        )
+
+    def _rollout_text(self, context: BackendContext, thread: str) -> str | None:
+        path = self.transcript(context, thread)
+        if path is None:
+            return None
+        try:
+            return self._fs.read_text(path)
+        except (FileSystemError, UnicodeDecodeError):
+            return None
+
+    def transcript(self, context: BackendContext, session: str | None) -> str | None:
+        """The thread's rollout, `config/codex/sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl`;
+        None while there is none."""
+        if not session:
+            return None
+        suffix = f"-{session}.jsonl"
+        found = self._walk(layout.sessions(context.policy.runtime), 3, suffix)
+        return found
+
+    def _walk(self, folder: str, depth: int, suffix: str) -> str | None:
+        try:
+            entries = sorted(self._fs.listdir(folder), key=lambda e: e.name)
+        except FileSystemError:
+            return None
+        for entry in entries:
+            path = posixpath.join(folder, entry.name)
+            if depth == 0:
+                if entry.kind is EntryKind.FILE and entry.name.endswith(suffix):
+                    return path
+            elif entry.kind is EntryKind.DIRECTORY:
+                found = self._walk(path, depth - 1, suffix)
+                if found is not None:
+                    return found
+        return None
