@@ -41,18 +41,18 @@ from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
 from concorde_workers.adapters.space import KeeperSpaces, SpacedFileSystem
 from concorde_workers.adapters.system import SecretsRandom, SystemClock
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.checks import ChecksValidation
-from concorde_workers.application.config import ConfigurationReader, committed_through
-from concorde_workers.application.planner import Planner
-from concorde_workers.application.preparation import Preparer
-from concorde_workers.application.prepared import HostFacts
-from concorde_workers.application.requests import RequestBuilder
-from concorde_workers.application.resources import read_machine_resources
-from concorde_workers.application.signing_key import SigningKey
-from concorde_workers.application.validation import RoundValidation as RoundValidation
-from concorde_workers.application.validation import ValidationInput as ValidationInput
-from concorde_workers.application.validation import ValidationOutcome as ValidationOutcome
+from concorde_workers.application.checks.checks import ChecksValidation
+from concorde_workers.application.preparation.planner import Planner
+from concorde_workers.application.preparation.preparation import Preparer
+from concorde_workers.application.preparation.prepared import HostFacts
+from concorde_workers.application.preparation.requests import RequestBuilder
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import RoundValidation as RoundValidation
+from concorde_workers.application.runtime.validation import ValidationInput as ValidationInput
+from concorde_workers.application.runtime.validation import ValidationOutcome as ValidationOutcome
+from concorde_workers.application.setup.config import ConfigurationReader, committed_through
+from concorde_workers.application.setup.resources import read_machine_resources
+from concorde_workers.application.setup.signing_key import SigningKey
 from concorde_workers.domain.configuration.credentials import credential_origins
 from concorde_workers.domain.configuration.discovery import installations
 from concorde_workers.domain.configuration.profile import example_ids_of
@@ -79,13 +79,13 @@ from concorde_workers.ports.space import RuntimeSpaces
 if TYPE_CHECKING:
     from concorde_workers.adapters.demo.example_repository import DemoWorld, Example
     from concorde_workers.adapters.git_replay import GitPatchReplay
-    from concorde_workers.application.agent_install import AgentInstaller
-    from concorde_workers.application.attestation import Attestor
-    from concorde_workers.application.doctor import Doctor
-    from concorde_workers.application.host import RequestRefused, WorkerHost
-    from concorde_workers.application.starter import Starter
-    from concorde_workers.application.sweep import Sweeper
-    from concorde_workers.application.verify import Verifier
+    from concorde_workers.application.evidence.attestation import Attestor
+    from concorde_workers.application.evidence.verify import Verifier
+    from concorde_workers.application.run.host import RequestRefused, WorkerHost
+    from concorde_workers.application.setup.agent_install import AgentInstaller
+    from concorde_workers.application.setup.doctor import Doctor
+    from concorde_workers.application.setup.starter import Starter
+    from concorde_workers.application.sweep.sweep import Sweeper
     from concorde_workers.domain.evidence.records import RunRecord
 
 
@@ -131,50 +131,50 @@ def replay_of(git: GitReader) -> GitPatchReplay | None:
 
 
 def _worker_host(**ports: Any) -> WorkerHost:
-    from concorde_workers.application.host import WorkerHost
+    from concorde_workers.application.run.host import WorkerHost
 
     return WorkerHost(**ports)
 
 
 def _attestor(**ports: Any) -> Attestor:
-    from concorde_workers.application.attestation import Attestor
+    from concorde_workers.application.evidence.attestation import Attestor
 
     return Attestor(**ports)
 
 
 def _verifier(**ports: Any) -> Verifier:
-    from concorde_workers.application.verify import Verifier
+    from concorde_workers.application.evidence.verify import Verifier
 
     return Verifier(**ports)
 
 
 def _sweeper(**ports: Any) -> Sweeper:
-    from concorde_workers.application.sweep import Sweeper
+    from concorde_workers.application.sweep.sweep import Sweeper
 
     return Sweeper(**ports)
 
 
 def _agent_installer(**ports: Any) -> AgentInstaller:
-    from concorde_workers.application.agent_install import AgentInstaller
+    from concorde_workers.application.setup.agent_install import AgentInstaller
 
     return AgentInstaller(**ports)
 
 
 def _starter(**ports: Any) -> Starter:
-    from concorde_workers.application.starter import Starter
+    from concorde_workers.application.setup.starter import Starter
 
     return Starter(**ports)
 
 
 def _doctor(**ports: Any) -> Doctor:
-    from concorde_workers.application.doctor import Doctor
+    from concorde_workers.application.setup.doctor import Doctor
 
     return Doctor(**ports)
 
 
 _LAZY_FACE = {
-    "WorkerHost": "concorde_workers.application.host",
-    "RequestRefused": "concorde_workers.application.host",
+    "WorkerHost": "concorde_workers.application.run.host",
+    "RequestRefused": "concorde_workers.application.run.host",
 }
 """The face's names this module hands out without importing them at its own import."""
 

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the ProgramBackend lives with the tes
 
 from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
 from concorde_workers.adapters.git import GitCliReader  # noqa: E402
-from concorde_workers.application.worktree_state import WorktreeObserver  # noqa: E402
+from concorde_workers.application.rounds.worktree_state import WorktreeObserver  # noqa: E402
 from concorde_workers.domain.gitview.git_status import GitRepository  # noqa: E402
 
 STATUS = ("status", "--porcelain=v2", "-z", "--untracked-files=all")

@@ -41,8 +41,8 @@ from integration.host_fixtures import HostHarness, ok_result  # noqa: E402
 
 from concorde_workers.adapters.cli.report import report_html  # noqa: E402
 from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
-from concorde_workers.application.report import gather  # noqa: E402
-from concorde_workers.application.validation import (  # noqa: E402
+from concorde_workers.application.evidence.report import gather  # noqa: E402
+from concorde_workers.application.runtime.validation import (  # noqa: E402
     ValidationInput,
     ValidationOutcome,
 )

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/stdout_memory.py [--mb 1024] [--line-mb 200] [--only NAME ...]
 
 Each scenario runs in a fresh host process (this script with `host NAME`) that does what a
-round does (application/rounds.py `_execute`): the real `SubprocessRunner` starts an agent
+round does (application/rounds/rounds.py `_execute`): the real `SubprocessRunner` starts an agent
 program (this script with `agent NAME`, a generator that writes as fast as the pipe takes it),
 every stdout line goes to the backend's real stream reader (`ClaudeStreamReader` or
 `PiStreamReader`), then `wait`, `kill_group`, `finish`. The host process reports its peak

@@ -17,7 +17,7 @@ docs/decisions.md 67). pi needs no such file: its own `models.json` provider (`b
 (docs/decisions.md "A local model endpoint").
 
 Pure: the file's text comes in through the one reader of machine files
-(application/machine_files.py), which the profile's `machine_file` names; plan, run and doctor
+(application/setup/machine_files.py), which the profile's `machine_file` names; plan, run and doctor
 take `claude_endpoint`'s answer.
 """
 

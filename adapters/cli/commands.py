@@ -35,13 +35,14 @@ from concorde_workers.adapters.cli.signals import cancel_on_signals
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import Wiring
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.checks import ChecksValidation, place_for
-from concorde_workers.application.planner import apply_resolution, settle_worker
-from concorde_workers.application.report import gather
-from concorde_workers.application.request_notes import notes_for_request, notes_for_run
-from concorde_workers.application.requests import instructions_missing
-from concorde_workers.application.sweep import sweep_account
+from concorde_workers.application.checks.checks import ChecksValidation, place_for
+from concorde_workers.application.evidence.report import gather
+from concorde_workers.application.preparation.planner import apply_resolution, settle_worker
+from concorde_workers.application.preparation.request_notes import notes_for_request, notes_for_run
+from concorde_workers.application.preparation.requests import instructions_missing
+from concorde_workers.application.preparation.worktree_lock import hold_worktree, writes
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.sweep.sweep import sweep_account
 from concorde_workers.application.tracing.reader import (
     RECORD_UNREADABLE,
     digest_failures,
@@ -50,7 +51,6 @@ from concorde_workers.application.tracing.reader import (
     read_record,
     read_resources,
 )
-from concorde_workers.application.worktree_lock import hold_worktree, writes
 from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
@@ -60,7 +60,7 @@ from concorde_workers.domain.ground.text import escape_controls, terminal_lines
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError, HeldLock
 
 if TYPE_CHECKING:
-    from concorde_workers.application.host import WorkerHost
+    from concorde_workers.application.run.host import WorkerHost
     from concorde_workers.container import Container
 
 
@@ -180,8 +180,9 @@ def run_run(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) 
 def _hold_worktree(
     container: Container, host: WorkerHost, request: RunRequest
 ) -> HeldLock | Refusal | None:
-    """The command line's lock on the worktree for the run (application/worktree_lock.py):
-    exclusive when the grant writes, shared when it only reads; None when the worktree is no
+    """The command line's lock on the worktree for the run
+    (application/preparation/worktree_lock.py): exclusive when the grant writes, shared when it
+    only reads; None when the worktree is no
     worktree a run can be made in (the run refuses it itself, worktree_misplaced)."""
     git_dir = host.git_dir(request)
     if git_dir is None:

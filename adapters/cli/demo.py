@@ -25,8 +25,8 @@ from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched
 from concorde_workers.adapters.cli.wiring import DemoWorld, Wiring
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.report import gather
+from concorde_workers.application.evidence.report import gather
+from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.domain.configuration.discovery import CHECKOUT, locate, looked_at
 from concorde_workers.domain.configuration.profile import Profiles
 from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, pinned

@@ -322,7 +322,7 @@ def round_line(round_: RoundRecord, used: Mapping[str, Any] | None = None) -> li
 
 
 def check_lines(evidence: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The checks a round's validation ran (application/checks.py's evidence): identity, what
+    """The checks a round's validation ran (application/checks/checks.py's evidence): identity, what
     it means for the round (gate narrowing), exit code, duration, its run on the starting state
     and its log."""
     lines = []
@@ -385,7 +385,7 @@ def account(
     """The end-of-run account of a run record, for a person at a shell, with the agent programs
     it was prepared with (their versions: the run directory's programs.json), each round's
     resource use (its resources.json) and what its request says that its author may not have
-    meant (`notes`, application/request_notes.py)."""
+    meant (`notes`, application/preparation/request_notes.py)."""
     lines = _head(record, programs)
     if notes:
         lines += ["", "notes", *(f"  {note}" for note in notes)]

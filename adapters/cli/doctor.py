@@ -1,6 +1,6 @@
-"""`doctor` (every prerequisite of a run, its state and its repair; application/doctor.py) and
+"""`doctor` (every prerequisite of a run, its state and its repair; application/setup/doctor.py) and
 `install-agents` (the pinned agent programs into the user data folder;
-application/agent_install.py)."""
+application/setup/agent_install.py)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from concorde_workers.application.requests import RequestFlags, invalid
+from concorde_workers.application.preparation.requests import RequestFlags, invalid
 from concorde_workers.domain.ground.errors import Refusal
 
 if TYPE_CHECKING:

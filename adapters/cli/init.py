@@ -1,4 +1,4 @@
-"""`init`: the files of a project's first run (application/starter.py), said line by line with
+"""`init`: the files of a project's first run (application/setup/starter.py), said line by line with
 the command to run next, and how this machine's runs are signed (issue 30 §4)."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 from concorde_workers.adapters.cli.flags import declarations, flags_of
 from concorde_workers.adapters.cli.output import print_json
 from concorde_workers.adapters.cli.status import ExitStatus
-from concorde_workers.application.requests import invalid
+from concorde_workers.application.preparation.requests import invalid
 from concorde_workers.domain.configuration.config import ResolvedWorker
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.text import terminal_lines

@@ -20,10 +20,10 @@ from concorde_workers.adapters.cli.flags import declarations, flags_of
 from concorde_workers.adapters.cli.operation_plan import plan_operation
 from concorde_workers.adapters.cli.output import print_json, print_refusal
 from concorde_workers.adapters.cli.status import ExitStatus
-from concorde_workers.application.checks import place_for
-from concorde_workers.application.planner import Plan, render
-from concorde_workers.application.requests import instructions_missing, invalid
-from concorde_workers.application.resources import RunResources
+from concorde_workers.application.checks.checks import place_for
+from concorde_workers.application.preparation.planner import Plan, render
+from concorde_workers.application.preparation.requests import instructions_missing, invalid
+from concorde_workers.application.setup.resources import RunResources
 from concorde_workers.domain.ground.errors import Code, Reason, Refusal
 from concorde_workers.domain.ground.text import terminal_lines
 from concorde_workers.domain.run.checks import Check, format_seconds

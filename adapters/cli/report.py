@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from concorde_workers.adapters.cli.display import elapsed_text, error_lines, outcome_of
-from concorde_workers.application.report import ReportInput
+from concorde_workers.application.evidence.report import ReportInput
 from concorde_workers.application.tracing.calls import ToolCall
 from concorde_workers.domain.evidence.records import RoundRecord, RunRecord
 from concorde_workers.domain.ground.text import escape_controls

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.runtime.cancellation import Cancellation
 
 CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

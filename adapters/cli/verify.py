@@ -1,5 +1,5 @@
 """`verify RUN_DIR [--key PUBKEY] [--json]` (issue 30 §4): the run's trace checked and its
-attestation's signature, from the run directory alone (application/verify.py).
+attestation's signature, from the run directory alone (application/evidence/verify.py).
 
 Exit 0 when everything holds (notes, such as an unsigned statement when no key was asked for,
 are said); 1 naming each discrepancy; 2 when RUN_DIR or the key cannot be read.
@@ -14,7 +14,7 @@ from typing import TextIO
 from concorde_workers.adapters.cli.output import print_json, print_refusal
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.wiring import Wiring
-from concorde_workers.application.verify import Verification
+from concorde_workers.application.evidence.verify import Verification
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.text import terminal_lines

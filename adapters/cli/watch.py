@@ -8,14 +8,14 @@ import threading
 from typing import TYPE_CHECKING
 
 from concorde_workers.adapters.cli.display import ProgressWatcher
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.validation import RoundValidation
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.ports.events import RunEvents
 
 if TYPE_CHECKING:  # the host is built by the container; naming its type costs no import
-    from concorde_workers.application.host import WorkerHost
+    from concorde_workers.application.run.host import WorkerHost
 
 REFRESH_SECONDS = 0.5
 """How long the CLI waits for the run to end between two reads of its progress file."""

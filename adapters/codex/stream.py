@@ -19,7 +19,7 @@ What `codex exec --json` prints, one JSON object a line:
 
 Limits: the turn limit counts tool calls (Codex has no turn limit of its own), the budget prices
 the tokens with the machine's prices (adapters/codex/endpoint.py); the reader says when one is
-passed (`limit_reached`) and the host then ends the round (application/activity.py).
+passed (`limit_reached`) and the host then ends the round (application/rounds/activity.py).
 The final answer is the last agent message: JSON of the wire schema, whose `output` is JSON
 text; the reader decodes it and returns the worker result the host validates."""
 

@@ -1,6 +1,6 @@
 """pi's models.json and auth.json as pi 0.73.1 reads them (issue 31 §1; docs/decisions.md 67):
 the profile's `copies_judge`, which plan, run and doctor take through the one reader of the
-files a run copies (application/machine_files.py).
+files a run copies (application/setup/machine_files.py).
 
 What pi rejects or misreads, found in its own code (node_modules/@mariozechner/pi-coding-agent
 0.73.1, dist/core/model-registry.js, auth-storage.js, resolve-config-value.js, model-resolver.js;

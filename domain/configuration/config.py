@@ -2,7 +2,7 @@
 
 Seed 002 "Worker configuration" (semantics); seed 000 "Refusals before a run", its input rows.
 Pure: the application hands in decoded JSON that meets the contract's schema (it checks the
-schema with jsonschema, application/config.py) and an existence predicate. Every outcome is a
+schema with jsonschema, application/setup/config.py) and an existence predicate. Every outcome is a
 value: the worker's choice, or a `Refusal` whose code and reason are those of `REFUSAL_REASONS`
 and whose message names the file it concerns, says what is wrong and how to repair it. What the
 machine adds (the model map's local id, the program) is `domain.configuration.machine`'s.
@@ -359,7 +359,7 @@ def parse_configuration(
     of what the schema cannot say: config_invalid, then model_not_enabled.
 
     The caller has checked `data` against contract.workers.worker-configuration's schema
-    (application/config.py, with jsonschema). Every config_invalid problem comes before a
+    (application/setup/config.py, with jsonschema). Every config_invalid problem comes before a
     model_not_enabled. `declared` (Operation -> worker ids the caller may launch) checks the
     file's names; None skips that check. `levels` are the registered backends' reasoning
     levels.

@@ -4,7 +4,7 @@ Seed 002 "Model map" (semantics) and contract.workers.model-map; seed 000 "Refus
 its environment rows (model_map_missing, model_map_invalid, model_unmapped, backend_missing).
 Pure like `domain.configuration.config`: the application hands in a decoded map that meets the
 contract's
-schema (it checks the schema with jsonschema, application/config.py) and the environment as a
+schema (it checks the schema with jsonschema, application/setup/config.py) and the environment as a
 mapping. Every refusal names the map, or the worker configuration for a missing program.
 
 Each backend's words come from its profile: the placeholder of its id in a map's example

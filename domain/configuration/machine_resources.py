@@ -13,7 +13,7 @@ path `$CONCORDE_RESOURCES`), never in a worktree.
   `refuse` refuses every run; `run` runs every run without them, said in plan, doctor and each
   round's resources.json.
 
-Pure: the file's text comes in; application/resources.py reads it (bounded).
+Pure: the file's text comes in; application/setup/resources.py reads it (bounded).
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ class BackendProfile(BaseModel):
     sandbox-runtime, run by node); None: the agent program brings its own."""
     machine_file: MachineFileSpec | None = None
     """The machine's own file of this backend (Claude Code: endpoints.json, its model
-    endpoint), read by the one reader of machine files (application/machine_files.py)."""
+    endpoint), read by the one reader of machine files (application/setup/machine_files.py)."""
     machine_file_judge: MachineFileJudge | None = None
     """How `machine_file` is read; plan, run and doctor take its answer."""
     copies_judge: CopiesJudge | None = None

@@ -8,7 +8,7 @@ their origin, no worker can read it (domain/configuration/credentials.py lists i
 hidden always), and it never lies in a worktree. Without one the statement is written unsigned,
 and `verify` says so.
 
-Pure: the environment comes in as a Mapping; application/attestation.py reads the file.
+Pure: the environment comes in as a Mapping; application/evidence/attestation.py reads the file.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What `concorde-workers init` writes for a project's first run (issue 19 §2), decided from
-what the command found; application/starter.py reads and writes.
+what the command found; application/setup/starter.py reads and writes.
 
 It never overwrites: a file that exists is kept and said, unless `--force` replaces it; an
 entry already in the machine's model map is kept even with `--force`, which only adds the

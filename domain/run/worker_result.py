@@ -1,7 +1,7 @@
 """The worker result (seed 002, contract.workers.worker-result) as its model, and its judgement.
 
 The contract's fields are judged here, once; the caller's schema of `output` is judged outside
-the domain, which does no schema I/O (application/result_judge.py).
+the domain, which does no schema I/O (application/rounds/result_judge.py).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class WorkerResult(BaseModel):
 def judge_result(data: object) -> WorkerResult | str:
     """The worker result `data` as its model, or why it is none: the schema violation that
     worker_result_invalid names (seed 000 "Errors"). The caller's schema of `output` is checked
-    outside the domain, which does no schema I/O (application/result_judge.py)."""
+    outside the domain, which does no schema I/O (application/rounds/result_judge.py)."""
     if not isinstance(data, dict):
         return f"the worker result must be a JSON object, not {type(data).__name__}"
     try:

@@ -1,5 +1,5 @@
 """`concorde-workers doctor` (issue 12 §1): every prerequisite of a run, its state and its repair,
-decided from probed facts (application/doctor.py gathers them through the ports).
+decided from probed facts (application/setup/doctor.py gathers them through the ports).
 
 One `Check` per prerequisite: the agent programs (found where, their version against the floor
 the host enforces), bubblewrap, socat, ripgrep, fd, node, Git, a command actually run in the
@@ -86,7 +86,7 @@ class CredentialFact:
 @dataclass(frozen=True)
 class CopiesFact:
     """The files a run of a backend copies from the user's program configuration, as their one
-    reader and the backend's judge found them (application/machine_files.py): where, what the
+    reader and the backend's judge found them (application/setup/machine_files.py): where, what the
     program would reject or misread in them (None: nothing), and the model map's ids judged."""
 
     sources: tuple[str, ...]

@@ -22,7 +22,7 @@ from timing import SLOW
 from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.container import layer_tools
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.ground.paths import EntryKind

@@ -1,6 +1,6 @@
 """The RunEvents contract (issue 21 §5): the CLI's JSON Lines writer and the recording fake hand
 over the same events, in order, whole; a watcher that is gone raises OSError, which ends the
-stream and never the run (application/events.py)."""
+stream and never the run (application/runtime/events.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from fakes.events import RecordedEvents
 
 from concorde_workers.adapters.cli.events import JsonLinesEvents
-from concorde_workers.application.events import EventEmitter
+from concorde_workers.application.runtime.events import EventEmitter
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.evidence.events import EventKind, event
 

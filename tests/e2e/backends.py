@@ -45,7 +45,7 @@ from timing import SLOW, Deadline
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.space import SpacedFileSystem
-from concorde_workers.application.validation import RoundValidation
+from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 
 __all__ = [

@@ -57,8 +57,8 @@ from timing import SLOW, Deadline
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.space import SpacedFileSystem
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.validation import RoundValidation
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.program_versions import version_text

@@ -28,7 +28,7 @@ from servers.responses_server import Call, ResponsesStep, ScriptedResponsesServe
 from timing import SLOW, Deadline
 
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.application.validation import RoundValidation
+from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.ports.events import RunEvents

@@ -40,7 +40,7 @@ from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.backend import PiBackend
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.space import SpacedFileSystem
-from concorde_workers.application.validation import RoundValidation
+from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.ports.agent import BackendContext, Generated

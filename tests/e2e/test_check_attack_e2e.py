@@ -27,7 +27,7 @@ from e2e.conftest import RecordedRun, checked_record, ok_result
 from e2e.conftest_pi import ObservedPiBackend
 from timing import SLOW
 
-from concorde_workers.application.checks import place_for
+from concorde_workers.application.checks.checks import place_for
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.run.checks import Check

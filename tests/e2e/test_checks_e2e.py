@@ -27,8 +27,8 @@ from timing import SLOW
 from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.space import SpacedFileSystem
-from concorde_workers.application.checks import place_for
-from concorde_workers.application.report import gather
+from concorde_workers.application.checks.checks import place_for
+from concorde_workers.application.evidence.report import gather
 from concorde_workers.container import PROFILES, production
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.isolation.check_copies import parse_copy_owner

@@ -23,7 +23,7 @@ from e2e.conftest import DUMMY_CREDENTIALS, ClaudeRun, ClaudeWorld, hook_denial,
 from servers.anthropic_server import Reply, last_tool_result
 from timing import SLOW
 
-from concorde_workers.application.validation import (
+from concorde_workers.application.runtime.validation import (
     RoundValidation,
     ValidationInput,
     ValidationOutcome,

@@ -30,8 +30,8 @@ from servers.anthropic_server import Reply, last_tool_result
 from servers.claude_wrapper import find_claude, write_wrapper
 from timing import SLOW, Deadline
 
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.validation import ValidationInput, ValidationOutcome
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.run.retries import transient_cause
 

@@ -29,7 +29,7 @@ from servers.openai_server import Cut, Fail, Hang, Reply
 from timing import SLOW, Deadline
 
 from concorde_workers.adapters.pi.links import pi_limit_detail
-from concorde_workers.application.validation import ValidationInput, ValidationOutcome
+from concorde_workers.application.runtime.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.boundary.policy import decide_read, decide_write
 from concorde_workers.domain.configuration.request import Limits
 

@@ -17,7 +17,7 @@ from servers.anthropic_server import Reply
 from servers.claude_wrapper import write_wrapper
 from timing import SLOW
 
-from concorde_workers.application.validation import ValidationInput, ValidationOutcome
+from concorde_workers.application.runtime.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e

@@ -81,7 +81,7 @@ def pause_spec(
 def tell_cancellations(signal: str) -> None:
     """Open the named pipe `signal` whenever a run's cancellation is set (FAKE_PAUSE's
     `cancelled`): the moment the host knows, not the moment the signal was sent."""
-    from concorde_workers.application.cancellation import Cancellation
+    from concorde_workers.application.runtime.cancellation import Cancellation
 
     real = Cancellation.cancel
 

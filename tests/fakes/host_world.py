@@ -23,8 +23,8 @@ from typing import Any
 
 from dependency_injector import providers
 
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.validation import RoundValidation
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import Container
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.records import RunRecord

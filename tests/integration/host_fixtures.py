@@ -28,8 +28,8 @@ from fakes.program_backend import ProgramBackend, Scenario
 from timing import SLOW, Deadline, wait_dead
 
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.validation import RoundValidation
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import PROFILES, production
 from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.request import Limits, RunRequest

@@ -17,7 +17,7 @@ from integration.host_fixtures import HostHarness, ok_result
 from integration.test_host_real import OPEN, assert_cleaned, harness
 from timing import SLOW
 
-from concorde_workers.application.validation import ValidationInput, ValidationOutcome
+from concorde_workers.application.runtime.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.run.changes import MAX_FILE_BYTES, MAX_PATCH_BYTES
 
@@ -137,7 +137,7 @@ def test_the_keeper_tells_a_path_behind_a_linked_folder(harness: HostHarness) ->
     """Git never lists a file behind a linked folder, but the audit's walk of nested
     repositories could: the keeper resolves each folder above a path before hashing it."""
     from concorde_workers.adapters.filesystem import LocalFileSystem
-    from concorde_workers.application.changes import ChangeKeeper
+    from concorde_workers.application.rounds.changes import ChangeKeeper
     from concorde_workers.domain.gitview.git_status import GitRepository
 
     outside = harness.root / "outside"

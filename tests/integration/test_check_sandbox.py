@@ -18,7 +18,7 @@ from concorde_workers.adapters.checks import SandboxedCheckRunner
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.application.requests import RequestBuilder, RequestFlags
+from concorde_workers.application.preparation.requests import RequestBuilder, RequestFlags
 from concorde_workers.container import layer_tools
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.gitview.git_commands import SANDBOX_ARGS

@@ -88,14 +88,14 @@ RUN_ONLY = (
     "concorde_workers.adapters.cli.display",
     "concorde_workers.adapters.cli.report",
     "concorde_workers.adapters.cli.watch",
-    "concorde_workers.application.host",
-    "concorde_workers.application.doctor",
-    "concorde_workers.application.sweep",
-    "concorde_workers.application.verify",
-    "concorde_workers.application.starter",
-    "concorde_workers.application.agent_install",
-    "concorde_workers.application.attestation",
-    "concorde_workers.application.report",
+    "concorde_workers.application.run.host",
+    "concorde_workers.application.setup.doctor",
+    "concorde_workers.application.sweep.sweep",
+    "concorde_workers.application.evidence.verify",
+    "concorde_workers.application.setup.starter",
+    "concorde_workers.application.setup.agent_install",
+    "concorde_workers.application.evidence.attestation",
+    "concorde_workers.application.evidence.report",
     "concorde_workers.application.tracing.reader",
     "concorde_workers.domain.evidence.records",
     "concorde_workers.adapters.claude.stream",
@@ -111,7 +111,7 @@ def test_plan_loads_none_of_the_run_s_display_report_or_record_readers() -> None
     (issue 32 §2; benchmarks/plan_walk.py measures the time, this guards the structure)."""
     modules = loaded("plan", "--worktree", "/nonexistent/worktree", "--task-type", "implement")
     assert "concorde_workers.adapters.cli.plan" in modules
-    assert "concorde_workers.application.planner" in modules
+    assert "concorde_workers.application.preparation.planner" in modules
     assert sorted(m for m in RUN_ONLY if m in modules) == []
 
 

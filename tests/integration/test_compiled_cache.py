@@ -20,7 +20,7 @@ from fakes.program_backend import Step
 from integration.host_fixtures import HostHarness, ok_result
 from timing import SLOW
 
-from concorde_workers.application.validation import ValidationInput, ValidationOutcome
+from concorde_workers.application.runtime.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.ports.agent import BackendContext, CompiledCache
 

@@ -1,4 +1,4 @@
-"""The confinement for real (domain/isolation/confinement.py, application/confinement.py): whole
+"""The confinement for real (domain/isolation/confinement.py, application/preparation/confinement.py): whole
 `WorkerHost.run` calls with the real adapters, the real bwrap, and the ProgramBackend asking to be
 confined, so agent.py plays each round inside the namespace the production plan builds.
 
@@ -25,7 +25,7 @@ from fakes.program_backend import Step
 from integration.host_fixtures import HostHarness, HostRun, ok_result
 from timing import SLOW, Deadline, Signal
 
-from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from timing import SLOW
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader, find_bwrap
 from concorde_workers.adapters.git_replay import GitPatchReplay
-from concorde_workers.application.worktree_state import WorktreeObserver
+from concorde_workers.application.rounds.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.gitview.git_commands import COMMANDS, SANDBOX_ARGS, Scope
 from concorde_workers.domain.gitview.git_config import parse_config

@@ -39,13 +39,13 @@ from timing import SLOW, Deadline, Gate, Signal, eventually
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.validation import (
+from concorde_workers.application.rounds.worktree_state import WorktreeObserver
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import (
     LinkAnswer,
     ValidationInput,
     ValidationOutcome,
 )
-from concorde_workers.application.worktree_state import WorktreeObserver
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.ground.layout import STDERR_TAIL_BYTES

@@ -80,7 +80,7 @@ def test_each_arrow_against_the_picture_breaks_the_suite(tmp_path: Path) -> None
     copy = copy_package(tmp_path)
     plants = {
         "application/leak.py": "import concorde_workers.container\n",
-        "adapters/pi/leak.py": "import concorde_workers.application.host\n",
+        "adapters/pi/leak.py": "import concorde_workers.application.run.host\n",
         "adapters/cli/leak.py": "import concorde_workers.adapters.git\n",
     }
     for path, text in plants.items():
@@ -94,7 +94,7 @@ def test_each_arrow_against_the_picture_breaks_the_suite(tmp_path: Path) -> None
     ) in out
     assert (
         "Illegal imports of protected package concorde_workers.application: "
-        "- concorde_workers.adapters.pi.leak -> concorde_workers.application.host"
+        "- concorde_workers.adapters.pi.leak -> concorde_workers.application.run.host"
     ) in out
     assert (
         "concorde_workers.adapters.cli is not allowed to import concorde_workers.adapters.git: "

@@ -22,7 +22,7 @@ from fakes.pi_extension_world import PI_PACKAGE, build_world, node_available
 
 from concorde_workers.adapters.pi import layout
 from concorde_workers.adapters.pi.backend import PRECOMPILE
-from concorde_workers.application.compiled_cache import ENVIRONMENT
+from concorde_workers.application.rounds.compiled_cache import ENVIRONMENT
 
 pytestmark = [pytest.mark.integration]
 

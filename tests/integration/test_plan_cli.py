@@ -1037,7 +1037,7 @@ def test_a_request_refusal_goes_to_stderr_and_a_plan_refusal_shows_what_was_sett
 
 def test_a_relative_worktree_in_a_request_file_is_refused(project: Any) -> None:
     """With an Operation, the configuration reader raised ValueError for a relative worktree
-    (application/config.py `_absolute`), uncaught by the planner: status 3."""
+    (application/setup/config.py `_absolute`), uncaught by the planner: status 3."""
     path = project.request(name="relative.json", worktree=".claude/worktrees/task")
     for argv in ([str(path), *_op("worker", "--declare", "implement:reviewer")], [str(path)]):
         result = plan(*argv)

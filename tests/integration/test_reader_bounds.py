@@ -58,7 +58,7 @@ def test_a_pyvenv_cfg_is_read_only_within_its_bound(
     import json
 
     from concorde_workers.adapters.filesystem import LocalFileSystem
-    from concorde_workers.application.requests import RequestBuilder, RequestFlags
+    from concorde_workers.application.preparation.requests import RequestBuilder, RequestFlags
     from concorde_workers.domain.boundary.beside import MAX_PYVENV_CFG_BYTES
 
     base = tmp_path / "home" / "u" / ".pyenv" / "versions" / "3.12.1"

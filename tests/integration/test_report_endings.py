@@ -17,8 +17,8 @@ from timing import SLOW
 from concorde_workers.adapters.cli.display import outcome_of
 from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.report import gather
+from concorde_workers.application.evidence.report import gather
+from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.request import Limits
 
@@ -114,7 +114,7 @@ def test_a_transcript_that_is_no_file_or_too_large_is_said_and_never_waited_on(
 ) -> None:
     import os
 
-    from concorde_workers.application import report
+    from concorde_workers.application.evidence import report
 
     run = harness.run([*OPEN, Step.result(ok_result())])
     transcript = run.run_dir / "transcript.jsonl"

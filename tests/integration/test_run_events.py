@@ -17,8 +17,8 @@ from integration.host_fixtures import HostHarness, HostRun, ok_result
 from integration.test_host_real import OPEN, cancel_here, harness, timeout_here
 from timing import SLOW
 
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.validation import ValidationInput, ValidationOutcome
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.evidence.events import EVENT_SCHEMA
 
 pytestmark = pytest.mark.integration

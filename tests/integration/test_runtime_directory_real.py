@@ -24,7 +24,7 @@ import pytest
 from fakes.system import FakeClock, FakeRandom
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.application.runtime_directory import (
+from concorde_workers.application.runtime.runtime_directory import (
     cleanup_runtime_directory,
     create_runtime_directory,
 )

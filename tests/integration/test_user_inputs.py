@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from concorde_workers.adapters.cli.main import main
-from concorde_workers.application.requests import (
+from concorde_workers.application.preparation.requests import (
     MAX_GRANT_FILE_BYTES,
     MAX_INSTRUCTIONS_BYTES,
     MAX_REQUEST_FILE_BYTES,

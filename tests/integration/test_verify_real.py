@@ -30,8 +30,12 @@ from integration.test_host_real import OPEN, cancel_here, harness, timeout_here
 from timing import SLOW
 
 from concorde_workers.adapters.cli.main import main
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.validation import LinkAnswer, ValidationInput, ValidationOutcome
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import (
+    LinkAnswer,
+    ValidationInput,
+    ValidationOutcome,
+)
 from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.request import Limits
 
@@ -427,7 +431,7 @@ def test_show_diff_says_a_tampered_patch_fails_its_digest_and_a_deleted_one_is_m
 def test_the_report_says_what_fails_its_digest(signed_run: HostRun) -> None:
     from concorde_workers.adapters.cli.report import report_html
     from concorde_workers.adapters.filesystem import LocalFileSystem
-    from concorde_workers.application.report import gather
+    from concorde_workers.application.evidence.report import gather
     from concorde_workers.container import PROFILES
 
     _transcript(signed_run.run_dir)
@@ -450,7 +454,7 @@ def test_the_report_says_what_fails_its_digest(signed_run: HostRun) -> None:
 def test_a_signing_key_that_cannot_sign_refuses_every_run_before_it_starts(
     harness: HostHarness, tmp_path: Path, content: bytes | None, why: str
 ) -> None:
-    from concorde_workers.application.host import RequestRefused
+    from concorde_workers.application.run.host import RequestRefused
 
     key = tmp_path / "bad-key.pem"
     if content is not None:

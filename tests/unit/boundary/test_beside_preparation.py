@@ -1,5 +1,5 @@
 """Runtime paths and the project interpreter through the preparation `plan` and `run` share
-(application/preparation.py), over the fakes: from the Python API's RunRequest, the worker
+(application/preparation/preparation.py), over the fakes: from the Python API's RunRequest, the worker
 configuration's runtime list and the request alike, a path that is empty, relative, missing or
 would uncover what the Harness hides is refused with request_invalid before anything is generated;
 one that uncovers nothing reaches the Harness exactly as given (seed 000 "Reading beside the
@@ -15,9 +15,9 @@ from fakes.agent import Round
 from fakes.host_world import RUN_ID, TRACE_PARENT, HostWorld, ok_result
 from fakes.world import GRANT, PRIMARY, USER_HOME, WORKTREE, PlanWorld
 
-from concorde_workers.application.host import RequestRefused
-from concorde_workers.application.outcomes import as_run_refusal
-from concorde_workers.application.planner import Plan
+from concorde_workers.application.preparation.planner import Plan
+from concorde_workers.application.run.host import RequestRefused
+from concorde_workers.application.runtime.outcomes import as_run_refusal
 from concorde_workers.domain.boundary.beside import INTERPRETER_REPAIR, RUNTIME_REPAIR
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.ground.errors import Reason, Refusal

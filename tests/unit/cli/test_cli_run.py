@@ -892,7 +892,7 @@ def test_show_reads_a_run_whose_progress_file_is_damaged(damage: str) -> None:
 
 def test_a_run_through_the_command_line_asks_git_each_placement_question_once() -> None:
     """The command line's check before the run and the run itself share one host, and with it
-    Git's placement answers (application/placement_answers.py)."""
+    Git's placement answers (application/preparation/placement_answers.py)."""
     w = world(ok_round())
     assert w.run().status == 0
     asked = [

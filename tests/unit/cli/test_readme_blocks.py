@@ -17,13 +17,13 @@ from readme_blocks import KINDS, Block, readme_blocks
 from concorde_workers.adapters.claude.profile import CLAUDE
 from concorde_workers.adapters.cli.parser import parser
 from concorde_workers.adapters.pi.profile import PI
-from concorde_workers.application.config import ConfigurationReader
-from concorde_workers.application.machine_files import (
+from concorde_workers.application.setup.config import ConfigurationReader
+from concorde_workers.application.setup.machine_files import (
     backend_machine_file,
     copies_problem,
     read_copies,
 )
-from concorde_workers.application.resources import read_machine_resources
+from concorde_workers.application.setup.resources import read_machine_resources
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.configuration.config import WorkerConfiguration
@@ -63,8 +63,8 @@ def test_every_block_is_a_file_a_command_a_program_or_plain_text() -> None:
 
 
 def test_the_readme_s_files_are_taken_by_the_readers_a_run_takes(machine: FakeFileSystem) -> None:
-    """Each file the README writes, read by its one reader (application/machine_files.py,
-    application/config.py, domain/boundary/grant.py) as plan, run and doctor read it."""
+    """Each file the README writes, read by its one reader (application/setup/machine_files.py,
+    application/setup/config.py, domain/boundary/grant.py) as plan, run and doctor read it."""
     seen = set(files())
     reader = ConfigurationReader(machine, ENV, profiles=PROFILES)
     model_map = reader.model_map([])

@@ -1,6 +1,6 @@
 """`concorde-workers install-agents` (issue 12 §2): the shipped pins written into the user data
 folder and installed there with `npm ci`, once per lockfile (domain/setup/agent_install.py decides,
-application/agent_install.py does it through the ports; the real npm is
+application/setup/agent_install.py does it through the ports; the real npm is
 tests/integration/test_packaging.py's)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from fakes.filesystem import FakeFileSystem
 from fakes.process import FakeProcess, FakeProcessRunner, FakeStart
 
-from concorde_workers.application.agent_install import AgentInstaller
+from concorde_workers.application.setup.agent_install import AgentInstaller
 from concorde_workers.domain.setup.agent_install import NPM_CI, install_plan, lock_stamp
 
 HOME = "/home/dev"

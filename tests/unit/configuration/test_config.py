@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fakes.program_versions import FakeProgramVersions
 
-from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.setup.config import ConfigurationReader
 from concorde_workers.container import PROFILES
 from concorde_workers.contracts import load
 from concorde_workers.domain.configuration import config as domain

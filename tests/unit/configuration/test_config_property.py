@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from concorde_workers.application.config import ConfigurationReader
+from concorde_workers.application.setup.config import ConfigurationReader
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.config import ResolvedWorker
 from concorde_workers.domain.ground.codes import REFUSAL_REASONS

@@ -1,5 +1,5 @@
 """`concorde-workers doctor` (issue 12 §1): the verdict decided from probed facts (domain/setup/doctor.py)
-and the facts gathered through the ports (application/doctor.py) with fakes: programs where a run
+and the facts gathered through the ports (application/setup/doctor.py) with fakes: programs where a run
 finds them with their versions, the tools, the sandbox, the model map, the credentials (never a
 value), the worktree's workers.json."""
 
@@ -13,8 +13,8 @@ from fakes.program_versions import FakeProgramVersions
 from fakes.sandbox_probe import FakeSandboxProbe
 
 from concorde_workers.adapters.codex.profile import native_relative
-from concorde_workers.application.config import ConfigurationReader
-from concorde_workers.application.doctor import Doctor, worktree_of
+from concorde_workers.application.setup.config import ConfigurationReader
+from concorde_workers.application.setup.doctor import Doctor, worktree_of
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.discovery import CHECKOUT, USER_DATA, Installation
 from concorde_workers.domain.setup.doctor import SandboxFact, diagnose

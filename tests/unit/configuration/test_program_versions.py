@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakes.filesystem import FakeFileSystem
 
-from concorde_workers.application.program_identity import program_changed, with_identity
+from concorde_workers.application.preparation.program_identity import program_changed, with_identity
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import (

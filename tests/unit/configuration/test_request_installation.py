@@ -1,4 +1,4 @@
-"""The command line lists what the project interpreter needs (application/requests.py,
+"""The command line lists what the project interpreter needs (application/preparation/requests.py,
 issue 19 §1), and never takes it from the worktree: a pyvenv.cfg there is the worker's to have
 written (the next run's configuration out of the worker's reach, issue 18 §4's class)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fakes.filesystem import FakeFileSystem
 
-from concorde_workers.application.requests import RequestBuilder, RequestFlags
+from concorde_workers.application.preparation.requests import RequestBuilder, RequestFlags
 from concorde_workers.domain.configuration.request import RunRequest
 
 WORKTREE = "/srv/p/.claude/worktrees/t"

@@ -1,4 +1,4 @@
-"""Git's placement answers are asked once per run (application/placement_answers.py,
+"""Git's placement answers are asked once per run (application/preparation/placement_answers.py,
 docs/decisions.md "Placement asked of Git once per run"): the host's check before a run and the
 preparation after it share them; outside that window every question goes to Git again, and a
 failed question is never remembered."""
@@ -12,7 +12,7 @@ from fakes.agent import Round
 from fakes.host_world import HostWorld, ok_result
 from fakes.world import GRANT, WORKTREE, PlanWorld
 
-from concorde_workers.application.placement_answers import PlacementAnswers
+from concorde_workers.application.preparation.placement_answers import PlacementAnswers
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.ports.git import GitCommandFailed
 

@@ -1,4 +1,4 @@
-"""The worker's activity in the progress file while a round runs (application/activity.py)."""
+"""The worker's activity in the progress file while a round runs (application/rounds/activity.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fakes.host_world import RUN_ID, TRACE_PARENT, HostWorld
 from fakes.world import WORKTREE
 from timing import eventually
 
-from concorde_workers.application.activity import ActivityFlusher
+from concorde_workers.application.rounds.activity import ActivityFlusher
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.domain.evidence.records import LastAction
 

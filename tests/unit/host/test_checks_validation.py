@@ -12,8 +12,8 @@ from fakes.checks import COPIES, HANG, FakeCheckRunner, FakeTree
 from fakes.host_world import HostWorld, ok_result, write_file
 from fakes.world import WORKTREE
 
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.checks import ChecksValidation, place_for
+from concorde_workers.application.checks.checks import ChecksValidation, place_for
+from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.domain.run.checks import CHECKS_FAILED, CHECKS_UNAVAILABLE, Check
 
 TESTS = "python -m pytest -q"

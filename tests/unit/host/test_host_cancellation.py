@@ -8,7 +8,7 @@ import threading
 from pytest_mock import MockerFixture
 from timing import SLOW
 
-from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.runtime.cancellation import Cancellation
 
 
 def test_a_signal_handler_that_cancels_while_the_lock_is_held_does_not_deadlock(

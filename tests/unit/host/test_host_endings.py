@@ -25,14 +25,14 @@ from fakes.host_world import (
 )
 from fakes.process import FakeStart
 
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.preparation import Preparer
-from concorde_workers.application.tracing.reader import read_record
-from concorde_workers.application.validation import (
+from concorde_workers.application.preparation.preparation import Preparer
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import (
     LinkAnswer,
     ValidationInput,
     ValidationOutcome,
 )
+from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.contracts import validator as contract_validator
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.errors import Refusal

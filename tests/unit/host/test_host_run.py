@@ -32,13 +32,13 @@ from fakes.space import FakeSpaces
 from fakes.world import GRANT, WORKTREE
 from pytest_mock import MockerFixture
 
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.tracing.progress import ProgressWriter
-from concorde_workers.application.validation import (
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import (
     LinkAnswer,
     ValidationInput,
     ValidationOutcome,
 )
+from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.contracts import validator as contract_validator
 from concorde_workers.domain.configuration.resources import ResourceLimits
 from concorde_workers.domain.evidence.records import RunRecord

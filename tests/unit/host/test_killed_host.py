@@ -20,9 +20,9 @@ from fakes.host_world import RUN_ID, RUNTIME_DIR, TRACE_PARENT, HostWorld, ok_re
 from fakes.liveness import FakeProcessTable
 from fakes.world import TEMP_ROOT, WORKTREE
 
-from concorde_workers.application.cancellation import Cancellation
-from concorde_workers.application.sweep import Sweeper, SweepReport
-from concorde_workers.application.validation import ValidationOutcome
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import ValidationOutcome
+from concorde_workers.application.sweep.sweep import Sweeper, SweepReport
 from concorde_workers.container import PROFILES
 from concorde_workers.contracts import validator
 

@@ -1,4 +1,4 @@
-"""Workers' links the host builds from refusals (application/outcomes.py): whatever code or
+"""Workers' links the host builds from refusals (application/runtime/outcomes.py): whatever code or
 reason a refusal carries, it becomes a link, never an exception (the run must still end with its
 final record)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from concorde_workers.application.outcomes import LinkContext, refusal_link
+from concorde_workers.application.runtime.outcomes import LinkContext, refusal_link
 from concorde_workers.contracts import validator
 from concorde_workers.domain.ground.codes import RUN_CODES
 from concorde_workers.domain.ground.errors import Reason, Refusal

@@ -1,4 +1,4 @@
-"""The dry-run planner (application/planner.py) through the Container, against the fakes.
+"""The dry-run planner (application/preparation/planner.py) through the Container, against the fakes.
 
 The planner resolves a worker through the configuration reader when the request names an
 Operation and a worker (seed 000 "Refusals before a run"), then runs the very preparation a run
@@ -24,7 +24,7 @@ from fakes.world import (
     PlanWorld,
 )
 
-from concorde_workers.application.planner import Plan, plan_json, render
+from concorde_workers.application.preparation.planner import Plan, plan_json, render
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.ground.errors import Reason

@@ -1,4 +1,4 @@
-"""The preparation (application/preparation.py) through the Container, against the fakes.
+"""The preparation (application/preparation/preparation.py) through the Container, against the fakes.
 
 Seed 000 "Placement" ("Before it generates anything, the host checks this with read-only Git"),
 "Launch", "Run directory and runtime directory"; seed 001 "Prerequisites" and "Launch". The
@@ -33,7 +33,7 @@ from fakes.world import (
 )
 
 from concorde_workers.adapters.pi.prerequisites import HOW_TO_PROVIDE
-from concorde_workers.application.prepared import Prepared, Progress
+from concorde_workers.application.preparation.prepared import Prepared, Progress
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.boundary.policy import decide_read

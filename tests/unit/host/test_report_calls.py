@@ -9,7 +9,7 @@ import json
 import pytest
 
 from concorde_workers.adapters.cli.report import report_html
-from concorde_workers.application.report import ReportInput
+from concorde_workers.application.evidence.report import ReportInput
 from concorde_workers.application.tracing.calls import MAX_CALLS, ToolCall, tool_calls
 from concorde_workers.container import PROFILES
 

@@ -10,7 +10,7 @@ import pytest
 from fakes.filesystem import FakeFileSystem
 from fakes.system import FakeRandom
 
-from concorde_workers.application.runtime_directory import (
+from concorde_workers.application.runtime.runtime_directory import (
     CREATE_ATTEMPTS,
     CleanupOutcome,
     cleanup_runtime_directory,

@@ -1,4 +1,4 @@
-"""What Git does not show, the host walks itself (application/worktree_state.py; issue 8 §1):
+"""What Git does not show, the host walks itself (application/rounds/worktree_state.py; issue 8 §1):
 Git metadata below rw, submodule paths and nested repositories, each submodule path's checked-out
 commit; all before any Git command runs over the tree, and judged like any other path. Real
 in-memory fakes (FakeGit, FakeFileSystem); tests/integration/test_host_git_real.py runs the same
@@ -12,7 +12,7 @@ import pytest
 from fakes.filesystem import FakeFileSystem, Node
 from fakes.git import FakeGit
 
-from concorde_workers.application.worktree_state import WorktreeObserver
+from concorde_workers.application.rounds.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.gitview.git_metadata import GitMetadata, describe_git_metadata
 from concorde_workers.domain.gitview.git_status import GitRepository

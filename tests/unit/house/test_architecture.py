@@ -161,6 +161,26 @@ def test_no_two_rooms_of_the_domain_import_each_other() -> None:
     assert circles == []
 
 
+def test_every_room_of_the_application_is_on_a_floor() -> None:
+    """Issue 34 §2: the application's rooms on floors (the fourth layers contract), the trace on
+    disk at the bottom; a room left off the floors would be checked by no contract."""
+    floors = layers_contracts()[3]
+    rooms = package_graph().find_children("concorde_workers.application")
+    assert set().union(*floors) == rooms
+    assert floors[-1] == {"concorde_workers.application.tracing"}
+
+
+def test_every_room_of_the_application_says_what_it_decides_in_at_most_12_modules() -> None:
+    """Issue 34 §2: no module lies loose beside the application's rooms, each room's
+    __init__.py has a docstring, and no room holds more than 12 modules."""
+    application = ROOT / "application"
+    assert sorted(p.name for p in application.glob("*.py")) == ["__init__.py"]
+    for room in sorted(p for p in application.iterdir() if (p / "__init__.py").is_file()):
+        init = ast.parse((room / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(init), room.name
+        assert len([p for p in room.glob("*.py") if p.name != "__init__.py"]) <= 12, room.name
+
+
 def test_every_adapter_is_an_entry_point_or_a_driven_adapter_of_the_picture() -> None:
     """A new module under adapters/ must be placed in the picture, or no contract checks it."""
     driven = layers_contracts()[1][2]

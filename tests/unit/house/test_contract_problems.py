@@ -1,4 +1,4 @@
-"""The words for jsonschema's errors on the configuration files (application/contract_problems.py):
+"""The words for jsonschema's errors on the configuration files (application/setup/contract_problems.py):
 every keyword of the two contracts has its words, the first problem is the first in reading
 order whatever order jsonschema yields, and nothing raises."""
 
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.application.contract_problems import (
+from concorde_workers.application.setup.contract_problems import (
     KEYWORD_WORDS,
     TEXT_RULE,
     first_problem,
     first_problem_of,
 )
-from concorde_workers.application.json_text import decode_json
+from concorde_workers.application.setup.json_text import decode_json
 from concorde_workers.contracts import load, schema_validator, validator
 
 CONFIG = "contract.workers.worker-configuration"

@@ -29,7 +29,7 @@ EXCEPTIONS = {
     # their size today is their ceiling, so they cannot grow.
     "domain/configuration/config.py": 520,
     "domain/evidence/records.py": 545,
-    "application/planner.py": 535,
+    "application/preparation/planner.py": 535,
     "adapters/checks.py": 640,
     "adapters/cli/display.py": 505,
 }

@@ -1,5 +1,5 @@
 """The checks' copies in the sweep (issue 9 §1 for issue 13's checks; domain/isolation/check_copies.py,
-application/copy_sweep.py): a copy's folder whose host is dead is removed, one whose host lives
+application/sweep/copy_sweep.py): a copy's folder whose host is dead is removed, one whose host lives
 is never touched, and one that is not the host's or whose liveness cannot be told is left; the
 report says which. Against the fake filesystem and process table; the real SIGKILLed host is
 tests/integration/test_check_host_killed.py."""
@@ -10,8 +10,8 @@ import pytest
 from fakes.filesystem import FAKE_NOW, FakeFileSystem
 from fakes.liveness import FakeProcessTable
 
-from concorde_workers.application.copy_sweep import sweep_copies
-from concorde_workers.application.sweep import SweepReport, sweep_account
+from concorde_workers.application.sweep.copy_sweep import sweep_copies
+from concorde_workers.application.sweep.sweep import SweepReport, sweep_account
 from concorde_workers.domain.evidence.sweep import OWNERLESS_MARGIN_SECONDS
 from concorde_workers.domain.isolation.check_copies import (
     CopyOwner,

@@ -1,4 +1,4 @@
-"""Strict JSON text (application/json_text.py): what the configuration files, the request file
+"""Strict JSON text (application/setup/json_text.py): what the configuration files, the request file
 and the grant file hold. Duplicate keys, NaN/Infinity and numbers too large for a float are
 problems, not values (docs/decisions.md "Configuration reader")."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from concorde_workers.application.json_text import decode_json
+from concorde_workers.application.setup.json_text import decode_json
 
 
 @pytest.mark.parametrize(
