@@ -59,7 +59,7 @@ __all__ = [
     "backend_world",
 ]
 
-BACKENDS = ("claude", "pi")
+BACKENDS = ("claude", "pi", "codex")
 """The backends every generic end-to-end test runs on (the fixture's parameters, its ids)."""
 
 PI_BUSY = "Concurrency limit exceeded for this gateway, please retry later"
