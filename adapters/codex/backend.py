@@ -22,7 +22,6 @@ from concorde_workers.adapters.codex.endpoint import CodexEndpoint
 from concorde_workers.adapters.codex.environment import codex_environment
 from concorde_workers.adapters.codex.launch import codex_command, sandbox_mode
 from concorde_workers.adapters.codex.profile import CODEX, CODEX_PROGRAM, native_relative
-from concorde_workers.adapters.codex.stream import CodexStreamReader, Prices
 from concorde_workers.adapters.programs import find_located
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.profile import USERNS_SWITCHES, nested_problem
@@ -40,6 +39,10 @@ from concorde_workers.ports.agent import (
     StreamReader,
 )
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the stream reader is imported when a round runs: `plan` makes none
+    from concorde_workers.adapters.codex.stream import Prices
 
 __all__ = ["CodexBackend"]
 
@@ -143,7 +146,8 @@ class CodexBackend:
     ) -> LaunchCommand:
         program, _ = self._program(context.environ)
         budget = context.request.limits.max_budget_usd
-        if budget is not None and self._prices(context) is None:
+        priced = {k for k, _ in CodexEndpoint.of_settings(context.machine).prices}
+        if budget is not None and not {"input", "output"} <= priced:
             # Codex reports tokens, never a cost: a budget holds only with the machine's prices.
             raise ValueError(
                 f"max_budget_usd {budget:g} cannot hold on the Codex CLI, which reports no "
@@ -167,6 +171,8 @@ class CodexBackend:
 
     @staticmethod
     def _prices(context: BackendContext) -> Prices | None:
+        from concorde_workers.adapters.codex.stream import Prices
+
         prices = dict(CodexEndpoint.of_settings(context.machine).prices)
         if "input" not in prices or "output" not in prices:
             return None
@@ -175,6 +181,9 @@ class CodexBackend:
         )
 
     def reader(self, context: BackendContext) -> StreamReader:
+        """A CodexStreamReader, imported when a round runs (issue 32 §2: `plan` makes none)."""
+        from concorde_workers.adapters.codex.stream import CodexStreamReader
+
         limits = context.request.limits
         return CodexStreamReader(
             max_turns=limits.max_turns,
