@@ -45,7 +45,8 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.checks import ChecksValidation
 from concorde_workers.application.config import ConfigurationReader, committed_through
 from concorde_workers.application.planner import Planner
-from concorde_workers.application.preparation import HostFacts, Preparer
+from concorde_workers.application.preparation import Preparer
+from concorde_workers.application.prepared import HostFacts
 from concorde_workers.application.requests import RequestBuilder
 from concorde_workers.application.resources import read_machine_resources
 from concorde_workers.application.signing_key import SigningKey

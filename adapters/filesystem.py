@@ -73,7 +73,8 @@ def _leaf(
         found = entry.stat(follow_symlinks=False)
     except OSError:
         return None
-    if found.st_nlink != 2 or (os.major(found.st_dev), os.minor(found.st_dev)) not in trusted:
+    device = (os.major(found.st_dev), os.minor(found.st_dev))
+    if not stat_module.S_ISDIR(found.st_mode) or found.st_nlink != 2 or device not in trusted:
         return None
     inside: dict[str, EntryKind] = {}
     for name in wanted:

@@ -134,19 +134,25 @@ class AgentProcess:
                 return f"the host could not clear {path} before the round: {error.os_error_text}"
         return None
 
+    def start_compilation(self) -> None:
+        """Once round 1's program has ended: the compilation overlaps the audit, the checks and
+        the validation, not the program's own start (issue 32 §4); later calls do nothing."""
+        compilation = self.context.compilation
+        if compilation is not None and compilation.compiled is not None:
+            compilation.start(posixpath.dirname(compilation.compiled.folder))
+
     def _seed_cache(self, number: int) -> str | None:
         """The cache the host compiles once a run (`CacheCompilation`), copied into the
         program's cache the scratch just cleared: the regular files of the host's folder only,
-        written anew (issue 32 §4). Round 1 starts the compilation and goes on without it; a
-        later round waits for its end. A compilation that failed: nothing, the program compiles
-        for itself."""
+        written anew (issue 32 §4). Round 1 compiles for itself (the compilation starts when
+        its program ends); a later round waits for the compilation's end. A compilation that
+        failed: nothing, the program compiles for itself."""
         fs = self.context.fs
         compilation = self.context.compilation
-        if compilation is None or compilation.compiled is None:
+        if compilation is None or compilation.compiled is None or number == 1:
             return None
         compiled = compilation.compiled
-        compilation.start(posixpath.dirname(compiled.folder))
-        if not compilation.done(wait=number > 1):
+        if not compilation.done(wait=True):
             return None
         if not fs.is_dir(compiled.folder) or fs.is_symlink(compiled.folder):
             return None

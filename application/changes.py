@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.run_state import RunState
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.boundary.grant import Grant

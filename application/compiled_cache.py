@@ -2,11 +2,12 @@
 
 A backend's `CompiledCache` (ports/agent.py) names a command that compiles, once a run, what the
 program would otherwise compile at every round (pi's permission extension). The host starts it
-when round 1 starts, in the background at the lowest priority, so that a one-round run does not
-wait for it; round 1 compiles for itself as before. Every later round waits for it (long ended
-by then: a round and its audit lie between) and finds its answer copied into the program's
-cache. What it makes comes from the host's own files (the control files) and the program's
-installation, never from the worktree or anything a round wrote. A run that ends first stops it.
+when round 1's program has ended, in the background at the lowest priority, beside the audit,
+the checks and the validation: a one-round run waits for nothing (its compilation is ended with
+it) and round 1 compiles for itself as before. Every later round waits for it and finds its
+answer copied into the program's cache. What it makes comes from the host's own files (the
+control files) and the program's installation, never from the worktree or anything a round
+wrote. A run that ends first stops it.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ credential files the backend would copy."""
 
 from __future__ import annotations
 
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.ports.filesystem import FileSystem
 
 __all__ = ["missing_credentials"]

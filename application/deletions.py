@@ -10,7 +10,7 @@ import posixpath
 
 from concorde_workers.application.host_run import HostRun
 from concorde_workers.application.outcomes import deletion_link, interrupted_link
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.tracing.journal import DeletionJournal
 from concorde_workers.domain.ground.errors import ErrorLink
 from concorde_workers.domain.ground.paths import EntryKind

@@ -33,7 +33,8 @@ from concorde_workers.application.outcomes import (
     snapshot_link,
 )
 from concorde_workers.application.planted_git import leave_git_metadata, move_git_metadata
-from concorde_workers.application.preparation import REQUEST_INVALID, Prepared, Preparer
+from concorde_workers.application.preparation import REQUEST_INVALID, Preparer
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.resources import RunResources
 from concorde_workers.application.round_context import RoundContext
 from concorde_workers.application.rounds import RoundRunner

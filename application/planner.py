@@ -15,7 +15,8 @@ from typing import Any
 
 from concorde_workers.application.config import ConfigurationReader
 from concorde_workers.application.credential_presence import missing_credentials
-from concorde_workers.application.preparation import Prepared, Preparer, Progress
+from concorde_workers.application.preparation import Preparer
+from concorde_workers.application.prepared import Prepared, Progress
 from concorde_workers.application.request_notes import notes_for_request
 from concorde_workers.application.signing_key import SigningKey
 from concorde_workers.domain.boundary.grant import Grant

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import posixpath
 
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.run_state import RunState
 from concorde_workers.domain.gitview.git_metadata import GitMetadata
 from concorde_workers.ports.filesystem import (

@@ -12,9 +12,10 @@ package its version once, and caches the answer per user.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 
+from concorde_workers.application.beside_judge import BesideJudge, run_directories
 from concorde_workers.application.confinement import plan_confinement
 from concorde_workers.application.machine_files import (
     backend_machine_file,
@@ -22,14 +23,12 @@ from concorde_workers.application.machine_files import (
     read_copies,
 )
 from concorde_workers.application.placement_reader import GitFound, PlacementReader
+from concorde_workers.application.prepared import HostFacts, Prepared, Progress
 from concorde_workers.application.program_identity import with_identity
 from concorde_workers.contracts import worker_result_schema
-from concorde_workers.domain.boundary.beside import Given, judge_beside, surroundings, text_problem
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.policy import Policy, build_policy
 from concorde_workers.domain.boundary.task_types import TASK_TYPES
-from concorde_workers.domain.configuration.credentials import credential_origins, home_at_root
-from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.machine import MachineFileAnswer
 from concorde_workers.domain.configuration.profile import Profiles, entries_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, version_refusal
@@ -42,135 +41,15 @@ from concorde_workers.domain.gitview.placement import (
 )
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
-from concorde_workers.domain.ground.layout import WORKERS_DIR
 from concorde_workers.domain.ground.paths import DirEntry, is_within
-from concorde_workers.domain.ground.text import control_problem, digest_text
-from concorde_workers.domain.isolation.confinement import Confinement
-from concorde_workers.domain.isolation.launch import LaunchCommand, schema_text
+from concorde_workers.domain.isolation.launch import schema_text
 from concorde_workers.domain.run.brief import compose_brief
-from concorde_workers.ports.agent import AgentBackend, BackendContext, Generated, RoundKind
+from concorde_workers.ports.agent import AgentBackend, BackendContext, RoundKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.program_versions import ProgramVersions
 
 REQUEST_INVALID = Code.REQUEST_INVALID
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    """What the host knows of itself: its environment, its own interpreter (which runs the write
-    hook), whether it runs as root, and the operating system."""
-
-    environ: Mapping[str, str]
-    interpreter: str
-    user_home: str
-    as_root: bool
-    linux: bool = True
-    interpreter_roots: tuple[str, ...] = ()
-    """Where the host interpreter really runs from (its resolved executable, sys.prefix,
-    sys.base_prefix): the confinement keeps them visible, or the hooks could not start."""
-    installations: tuple[Installation, ...] = ()
-    """The node_modules this copy pinned its agent programs in, searched after the variables
-    and PATH (domain/configuration/discovery.py)."""
-    control_groups: tuple[str, ...] = ()
-    """Where the host's control group filesystems are mounted (its /proc/self/mountinfo): a
-    round and a check see none of them whole (domain/isolation/control_groups.py)."""
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A run ready to launch: the frozen grant and everything generated from it."""
-
-    run_id: str
-    runtime_dir: str
-    backend: AgentBackend
-    context: BackendContext
-    grant: Grant
-    placement: Placement
-    admin_paths: tuple[AdminPath, ...]
-    generated: Generated
-    command: LaunchCommand
-    environment: dict[str, str]
-    repository: GitRepository
-    git_entries: tuple[str, ...] = ()
-    """Every `.git` entry the placement walk found, relative to the worktree (`.git` itself
-    for the worktree's own): the audit measures each, and walks the repository each one opens
-    below the top level as Git never does."""
-    confinement: Confinement | None = None
-    programs: tuple[ProgramVersion, ...] = ()
-    """The agent programs the backend runs, with their versions (ports/program_versions.py)."""
-
-    def round_command(
-        self,
-        kind: RoundKind,
-        session: str | None,
-        own_groups: Sequence[str] = (),
-        join: Sequence[str] = (),
-    ) -> LaunchCommand:
-        """A round's command line, inside the confinement when the backend is confined, which
-        shows the round its own control group folders (`own_groups`) alone, behind `join`
-        (it enters the run's writable space)."""
-        command = self.backend.command(self.context, kind, session)
-        if self.confinement is None:
-            return command
-        return self.confinement.wrap(command, own_groups, join)
-
-    @property
-    def policy(self) -> Policy:
-        return self.context.policy
-
-    @property
-    def brief(self) -> str:
-        return self.context.brief
-
-    @property
-    def result_schema(self) -> str:
-        return self.context.result_schema
-
-    @property
-    def control_files(self) -> dict[str, str]:
-        """The backend's generated files, and the confinement's own: the empty file it masks
-        hidden and names-only files with, and the waiter that reports the agent's exit status."""
-        if self.confinement is None:
-            return self.generated.files
-        return {**self.generated.files, **self.confinement.control_files()}
-
-    @property
-    def settings_digest(self) -> str | None:
-        return self.generated.settings_digest
-
-    @property
-    def program(self) -> str:
-        return self.generated.program
-
-    @property
-    def program_found(self) -> bool:
-        return self.generated.program_found
-
-    @property
-    def tools(self) -> tuple[str, ...]:
-        return self.command.tools
-
-    @property
-    def grant_digest(self) -> str:
-        return self.grant.digest()
-
-    @property
-    def brief_digest(self) -> str:
-        return digest_text(self.brief)
-
-
-@dataclass
-class Progress:
-    """What the preparation settled before it stopped: shown beside a refusal."""
-
-    grant: Grant | None = None
-    placement: Placement | None = None
-    admin_paths: tuple[AdminPath, ...] = ()
-    policy: Policy | None = None
-    tools: tuple[str, ...] = ()  # the backend's tool set for the grant, with the policy
-    programs: tuple[ProgramVersion, ...] = ()
-    notes: list[str] = field(default_factory=list)
 
 
 class Preparer:
@@ -193,6 +72,7 @@ class Preparer:
         self._backends = backends
         self._versions = versions
         self._placer = PlacementReader(git, fs)
+        self._beside = BesideJudge(fs, host, self._credentials)
 
     def prepare(
         self, request: RunRequest, run_id: str, runtime_dir: str, progress: Progress | None = None
@@ -215,7 +95,7 @@ class Preparer:
         if isinstance(machine, Refusal):
             return machine
         seen.programs = self.programs(request, placement.primary)
-        too_old = version_refusal(seen.programs) or self.home_refusal()
+        too_old = version_refusal(seen.programs)  # a home of `/` was refused beside the grant
         if too_old is not None:
             return too_old
         policy = self._policy(request, grant, placement, admin, runtime_dir)
@@ -254,7 +134,7 @@ class Preparer:
         runtime_dir: str,
     ) -> Policy:
         """The policy from the one frozen grant, hiding every origin of a credential."""
-        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
+        origins, forms = self._beside.origins, self._beside.forms
         model_map = [request.model_map] if request.model_map else []
         return build_policy(
             grant=grant,
@@ -266,10 +146,10 @@ class Preparer:
             runtime_paths=request.runtime_paths,
             git=admin,
             list_dir=self._list_dir,
-            homes=self._forms(list(origins.homes)),
-            config_dirs=self._forms(list(origins.directories)),
-            credentials=self._forms([*origins.files, *model_map]),
-            run_directories=self._forms(run_directories(request)),
+            homes=forms(list(origins.homes)),
+            config_dirs=forms(list(origins.directories)),
+            credentials=forms([*origins.files, *model_map]),
+            run_directories=forms(run_directories(request)),
             tmpdir=self._host.environ.get("TMPDIR"),
         )
 
@@ -325,14 +205,6 @@ class Preparer:
         one does (domain/configuration/program_versions.py)."""
         return self._placer.kept.judging(request, lambda: self.beside_refusal(request, temp_root))
 
-    def home_refusal(self) -> Refusal | None:
-        """The refusal of a home of `/` (domain/configuration/credentials.py `home_at_root`), or
-        None."""
-        problem = home_at_root(self._host.user_home, self._host.environ, self._fs.realpath)
-        if problem is None:
-            return None
-        return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem)
-
     def placement_refusal(self, worktree: str) -> Refusal | None:
         """Why `worktree` is no worktree a run can be made in (worktree_misplaced with its
         repair, or request_invalid for a name with a control character), None when it is one:
@@ -375,7 +247,7 @@ class Preparer:
             )
         except GitCommandFailed:
             return None
-        return self._beside(
+        return self._beside.refusal(
             request, grant, placement, collect_admin_paths(git_dir, common_dir), temp_root
         )
 
@@ -397,7 +269,7 @@ class Preparer:
             return found
         _, admin, _ = found
         seen.admin_paths = admin
-        refusal = self._beside(request, grant, placement, admin, temp_root)
+        refusal = self._beside.refusal(request, grant, placement, admin, temp_root)
         if refusal is not None:
             return refusal
         return grant, placement, found
@@ -414,65 +286,6 @@ class Preparer:
                 f"type; a known task type is one of {', '.join(TASK_TYPES)}",
             )
         return parse_grant(request.grant, request.task_type)
-
-    def _beside(
-        self,
-        request: RunRequest,
-        grant: Grant,
-        placement: Placement,
-        admin: tuple[AdminPath, ...],
-        temp_root: str,
-    ) -> Refusal | None:
-        """Seed 000 "Reading beside the grant": runtime paths and the project interpreter are
-        taken exactly as given or refused (domain/boundary/beside.py), never rewritten."""
-        home = self.home_refusal()
-        if home is not None:
-            return home
-        origins = credential_origins(self._host.environ, self._host.user_home, self._credentials)
-        model_map = [request.model_map] if request.model_map else []
-        around = surroundings(
-            homes=self._forms(list(origins.homes)),
-            credentials=self._forms([*origins.directories, *origins.files, *model_map]),
-            primary=self._forms([placement.primary]),
-            worktree=self._forms([request.worktree, placement.worktree]),
-            git=[a.path for a in admin],
-            temp_root=self._forms([temp_root]),
-            run_dirs=self._forms(run_directories(request)),
-            grant=grant,
-            runtime_paths=request.runtime_paths,
-        )
-        return judge_beside(
-            request.runtime_paths, request.project_interpreter, self._inspect, around
-        )
-
-    def _forms(self, paths: list[str]) -> list[str]:
-        """Each absolute path as given and with its links resolved."""
-        out: list[str] = []
-        for path in paths:
-            if posixpath.isabs(path) and not control_problem(path):
-                out += [path, self._fs.realpath(path)]
-        return out
-
-    def _inspect(self, path: str) -> Given:
-        """What the disk says of a path given beside the grant (nothing for one that is no
-        absolute path: it is refused for its text)."""
-        if text_problem(path) is not None:
-            return Given(path=path)
-        real = self._fs.realpath(path)
-        executable = False
-        if self._fs.is_file(path):
-            try:
-                executable = self._fs.stat(real).executable
-            except FileSystemError:
-                executable = False
-        return Given(
-            path=path,
-            real=real,
-            exists=self._fs.exists(path),
-            executable_file=executable,
-            directory=self._fs.is_dir(path),
-            directory_real=self._fs.realpath(posixpath.dirname(path)),
-        )
 
     def _generate(
         self,
@@ -596,9 +409,3 @@ class Preparer:
 
     def _user_home(self) -> str:
         return self._fs.realpath(self._host.user_home)
-
-
-def run_directories(request: RunRequest) -> list[str]:
-    """The trace parent's `workers/` tree: this run's run directory and its siblings' (seed 000
-    "Run directory and runtime directory": the worker has no access to any of it)."""
-    return [posixpath.join(request.parent, WORKERS_DIR)] if request.parent else []

@@ -11,7 +11,7 @@ from concorde_workers.application.cancellation import Cancellation
 from concorde_workers.application.changes import ChangeKeeper
 from concorde_workers.application.compiled_cache import CacheCompilation
 from concorde_workers.application.events import EventEmitter
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.resources import RunResources
 from concorde_workers.application.run_state import RunState
 from concorde_workers.application.tracing.progress import ProgressWriter

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from concorde_workers.application.agent_process import AgentProcess
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.result_judge import ResultJudge
 from concorde_workers.application.round_context import RoundContext
 from concorde_workers.application.run_state import RoundState
@@ -152,6 +152,7 @@ class RoundRunner:
         state.write_node(context.tracer, "update")
         context.events.round_started(round_state)
         report = self._process.run(round_state, kind, prompt, continues)
+        self._process.start_compilation()
         round_state.report = report
         round_state.exit = report.exit
         if report.session:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.tracing.record import record_of_node
 from concorde_workers.application.tracing.writer import Moment, TraceWriter
 from concorde_workers.domain.boundary.grant import Grant, parse_grant

@@ -15,8 +15,8 @@ and for each stale one:
    worker left closed opened up (links never followed), the rest, then checked gone;
 3. finishes the run's record when it is still `running`: the round left running and the run
    end `interrupted` (status failed), the error's detail saying the host died without a chance
-   to act; status.json moves to finished with interrupted. A run directory that is missing or
-   is not that run's node is reported and never written.
+   to act; status.json moves to finished with interrupted (application/sweep_finish.py). A run
+   directory that is missing or is not that run's node is reported and never written.
 
 Nothing is read from the worker's own directories (work/, home/, tmp/); the owner record lies in
 control/, which no tool of the worker may read or write. Every operation goes through the ports.
@@ -25,17 +25,17 @@ control/, which no tool of the worker may read or write. Every operation goes th
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 
 from concorde_workers.application.copy_sweep import sweep_copies
-from concorde_workers.application.outcomes import LinkContext, cleanup_link
 from concorde_workers.application.resources import sweep_groups
 from concorde_workers.application.runtime_directory import (
     CleanupOutcome,
     cleanup_runtime_directory,
     release_runtime_directory,
 )
+from concorde_workers.application.sweep_finish import RecordFinisher, StaleRun
 from concorde_workers.application.sweep_report import (
     LeftDirectory,
     RecordFinish,
@@ -43,16 +43,11 @@ from concorde_workers.application.sweep_report import (
     SweepReport,
     sweep_account,
 )
-from concorde_workers.application.tracing.journal import read_deletions
 from concorde_workers.application.tracing.reader import read_node, read_progress
-from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.configuration.profile import Profiles, copies_of, entries_of
-from concorde_workers.domain.evidence.links import trace_evidence, transcript_evidence
 from concorde_workers.domain.evidence.records import (
     WORKER_ROUND,
     WORKER_RUN,
-    ProgressFile,
-    RunTraceContent,
     TraceNode,
 )
 from concorde_workers.domain.evidence.sweep import (
@@ -67,12 +62,9 @@ from concorde_workers.domain.evidence.sweep import (
     runtime_directory_hex,
     session_file,
 )
-from concorde_workers.domain.ground.codes import Code
-from concorde_workers.domain.ground.errors import ErrorLink, Refusal
+from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import CONTROL_DIR, RunLayout, RuntimeLayout
 from concorde_workers.domain.ground.paths import DirEntry, EntryKind
-from concorde_workers.domain.ground.record_fields import utc_text
-from concorde_workers.domain.run.deletions import DeletionOutcome, describe_interruption
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
@@ -91,23 +83,6 @@ __all__ = [
 ROUNDS_READ = 10_000
 """The most round nodes a sweep reads of one run (a reader's bound: far more than any run's
 limits let it begin)."""
-
-
-@dataclass
-class _Run:
-    """A stale directory's run, once its node was found and checked."""
-
-    layout: RunLayout
-    node: TraceNode
-    rounds: list[TraceNode] = field(default_factory=list)
-
-    @property
-    def session(self) -> str | None:
-        for node in reversed(self.rounds):
-            session = node.round_content().session
-            if session:
-                return session
-        return None
 
 
 class Sweeper:
@@ -131,6 +106,7 @@ class Sweeper:
         self._table = table
         self._clock = clock
         self._parent = posixpath.normpath(runtime_parent)
+        self._finisher = RecordFinisher(fs, clock)
 
     def sweep(self) -> SweepReport:
         """Judge every runtime directory below the runtime parent; remove the stale ones and
@@ -235,10 +211,10 @@ class Sweeper:
     ) -> StaleDirectory:
         owner = candidate.owner if isinstance(candidate.owner, OwnerRecord) else None
         runtime = RuntimeLayout(root=candidate.path)
-        run: _Run | str | None = None if owner is None else self._run(owner)
-        finishing = isinstance(run, _Run) and run.node.status == "running"
+        run: StaleRun | str | None = None if owner is None else self._run(owner)
+        finishing = isinstance(run, StaleRun) and run.node.status == "running"
         transcript = None
-        if finishing and isinstance(run, _Run) and owner is not None:
+        if finishing and isinstance(run, StaleRun) and owner is not None:
             transcript = self._transcript(runtime, run, owner)
         # Everything but the owner record first, the record finished next, the owner record
         # and the root last: a sweep killed on the way leaves the next one the same directory
@@ -248,20 +224,22 @@ class Sweeper:
             runtime,
             [runtime.copy_of(name) for name in self._copies],
             transcript,
-            run.layout.transcript if isinstance(run, _Run) and transcript else None,
+            run.layout.transcript if isinstance(run, StaleRun) and transcript else None,
             keep_owner=finishing,
         )
 
         # As the dead host left it: a second finish (below) must not read the first one's.
         progress = (
             read_progress(self._fs, run.layout.status)
-            if finishing and isinstance(run, _Run)
+            if finishing and isinstance(run, StaleRun)
             else None
         )
 
         def finish(done: CleanupOutcome) -> RecordFinish:
-            assert isinstance(run, _Run) and owner is not None and progress is not None
-            return self._finish(run, owner, (candidate.path, judged), done, (own, now), progress)
+            assert isinstance(run, StaleRun) and owner is not None and progress is not None
+            return self._finisher.finish(
+                run, owner, (candidate.path, judged), done, (own, now), progress
+            )
 
         record = finish(cleaned) if finishing else _not_finished(owner, run)
         if finishing:
@@ -285,7 +263,7 @@ class Sweeper:
             record=record,
         )
 
-    def _run(self, owner: OwnerRecord) -> _Run | str:
+    def _run(self, owner: OwnerRecord) -> StaleRun | str:
         """The run's node in the run directory the owner record names, with its rounds' nodes,
         or why that directory is not the run's: missing, not a directory (a link is never
         followed), its trace.json unreadable, or the node of another run."""
@@ -308,7 +286,7 @@ class Sweeper:
                 f"{layout.trace} is the node of run {node.id}, not of run {owner.run_id}: "
                 "nothing was written"
             )
-        run = _Run(layout=layout, node=node)
+        run = StaleRun(layout=layout, node=node)
         # Every round node there is, one after the other: a host killed between a round's
         # first write and the run node's next one left a round the run node does not count yet.
         for n in range(1, ROUNDS_READ + 1):
@@ -318,7 +296,7 @@ class Sweeper:
             run.rounds.append(round_node)
         return run
 
-    def _transcript(self, runtime: RuntimeLayout, run: _Run, owner: OwnerRecord) -> str | None:
+    def _transcript(self, runtime: RuntimeLayout, run: StaleRun, owner: OwnerRecord) -> str | None:
         """The latest session's transcript in the runtime directory, wherever a registered
         backend keeps it (its profile's `RuntimeEntries.transcripts`: config/projects/*/ for
         Claude Code, config/sessions/ for pi): `<session>.jsonl` for the session the rounds named
@@ -384,103 +362,8 @@ class Sweeper:
 
     # --- finishing the record ---------------------------------------------------------------
 
-    def _finish_progress(
-        self, progress: ProgressFile | Refusal, status: str, now: datetime
-    ) -> list[str]:
-        """status.json moved to finished with interrupted; what could not be written. A
-        progress file that cannot be read is an observation aid only: nothing to update."""
-        if isinstance(progress, Refusal):
-            return [progress.message]
-        moved = progress.model_copy(
-            update={"phase": "finished", "status": "interrupted", "updated_at": utc_text(now)}
-        )
-        try:
-            self._fs.write_atomic(status, moved.model_dump_json(indent=2) + "\n")
-        except FileSystemError as failed:
-            return [f"{status}: {failed.os_error_text}"]
-        return []
 
-    def _finish(
-        self,
-        run: _Run,
-        owner: OwnerRecord,
-        found: tuple[str, Judgement],
-        cleaned: CleanupOutcome,
-        sweeping: tuple[ProcessIdentity, datetime],
-        progress: ProgressFile | Refusal,
-    ) -> RecordFinish:
-        """Finish the dead host's record: its rounds, its progress file `progress` (as the host
-        left it), its node; `found` is the runtime directory and why it is stale, `sweeping`
-        this sweep's process and time."""
-        (runtime_dir, judged), (own, now) = found, sweeping
-        layout, node = run.layout, run.node
-        seen = progress if isinstance(progress, ProgressFile) else None
-        ended = _latest(
-            node.started_at, *(r.started_at for r in run.rounds), seen.updated_at if seen else None
-        ) or utc_text(now)
-        kept = cleaned.transcript_kept or (
-            cleaned.transcript_error is None and self._is_file(layout.transcript)
-        )
-        deletions, deletions_said = self._deletions(layout, seen)
-        detail = _host_died(owner, runtime_dir, judged, own, now, seen, len(run.rounds))
-        error = _interrupted_link(run, owner, detail + deletions_said, kept, cleaned)
-        tracer = TraceWriter(self._fs, self._clock)
-        _end_rounds(tracer, run, ended)
-        problems = [*tracer.failures, *self._finish_progress(progress, layout.status, now)]
-        content = _finished_content(node, kept, len(run.rounds), deletions)
-        finished = node.model_copy(
-            update={
-                "status": "failed",
-                "outcome": "interrupted",
-                "ended_at": ended,
-                "error": error,
-                "content": content,
-                "files": tracer.run_files(layout),
-            }
-        )
-        failure = tracer.write_run_node(
-            layout, TraceNode.model_validate(finished.model_dump(mode="json")), "end"
-        )
-        if failure is not None:
-            return RecordFinish(
-                owner.run_id,
-                layout.run_dir,
-                "failed",
-                "; ".join([*problems, failure]),
-                transcript_kept=kept,
-            )
-        note = f"ended interrupted: {detail}"
-        if problems:
-            note += "; not written: " + "; ".join(problems)
-        return RecordFinish(owner.run_id, layout.run_dir, "finished", note, transcript_kept=kept)
-
-    def _deletions(
-        self, layout: RunLayout, seen: ProgressFile | None
-    ) -> tuple[DeletionOutcome | None, str]:
-        """What the dead host had deleted, by its journal (docs/decisions.md "The journal of
-        deletions"), and what the error's detail adds: the deletions the interruption left. The
-        one in flight at the kill is deleted when its path no longer exists (a link never
-        followed). None when it began no deletions (said when it died in their phase, before
-        its plan was written: it unlinks nothing before); a journal that cannot be read claims
-        nothing, and says so."""
-        journal = read_deletions(self._fs, layout)
-        if journal is None:
-            if seen is not None and seen.phase == "deletions":
-                return None, "; it had performed none of the proposed deletions"
-            return None, ""
-        if isinstance(journal, str):
-            return None, (
-                f"; its journal of deletions could not be read ({journal}): what it deleted is "
-                "not known, and the record names no deletion"
-            )
-        flying = journal.in_flight
-        gone = flying is not None and not self._fs.lexists(posixpath.join(journal.worktree, flying))
-        settled = journal.settle(in_flight_gone=gone)
-        said = describe_interruption(settled)
-        return settled, f"; {said}" if said else ""
-
-
-def _not_finished(owner: OwnerRecord | None, run: _Run | str | None) -> RecordFinish | None:
+def _not_finished(owner: OwnerRecord | None, run: StaleRun | str | None) -> RecordFinish | None:
     """Why a stale directory's record is not finished: its run directory is not the run's, or
     its record already ended; None when it has no owner record."""
     if owner is None or run is None:
@@ -492,102 +375,4 @@ def _not_finished(owner: OwnerRecord | None, run: _Run | str | None) -> RecordFi
         owner.run_directory,
         "already_ended",
         f"its record already ended {run.node.status}",
-    )
-
-
-def _interrupted_link(
-    run: _Run, owner: OwnerRecord, detail: str, kept: bool, cleaned: CleanupOutcome
-) -> ErrorLink:
-    """The dead host's run's error: interrupted, with its trace (and its transcript when kept)
-    as evidence, and the cleanup's failure around it when the directory did not all go."""
-    layout, node = run.layout, run.node
-    links = LinkContext(
-        run_id=node.id,
-        task_type=node.run_content().task_type,
-        layout=layout,
-        backend=node.run_metadata().backend or owner.backend,
-    )
-    evidence = [trace_evidence(node.id, layout.run_dir)]
-    if kept:
-        evidence.append(transcript_evidence(layout.transcript, run.session))
-    error: ErrorLink = links.link(Code.INTERRUPTED, detail, evidence)
-    return error if cleaned.ok else cleanup_link(links, cleaned, error)
-
-
-def _finished_content(
-    node: TraceNode, kept: bool, rounds: int, deletions: DeletionOutcome | None
-) -> RunTraceContent:
-    """The run content a sweep finishes: the transcript it kept, every round there is a node
-    of, and the deletions the journal names (when the host began any)."""
-    update: dict[str, object] = {
-        "transcript": "transcript.jsonl" if kept else None,
-        "rounds": rounds,
-    }
-    if deletions is not None:
-        update.update(
-            deleted=deletions.deleted,
-            deletions_refused=deletions.refused,
-            deletions_absent=deletions.absent,
-            deletions_failed=deletions.failed,
-        )
-    return node.run_content().model_copy(update=update)
-
-
-def _end_rounds(tracer: TraceWriter, run: _Run, ended: str) -> None:
-    """Every round node still running ends interrupted (failed) when the run's record did, its
-    files those the host wrote into its folder (stderr.log, resources.json, changes.patch) with
-    their digests; a last round that announced a retry the host never began says it was not
-    retried (as the host says of a run interrupted while it waited)."""
-    for index, round_node in enumerate(run.rounds):
-        n = round_node.round_content().round
-        content = round_node.round_content()
-        transient = content.transient
-        last = index == len(run.rounds) - 1
-        if last and transient is not None and transient.retried:
-            transient = transient.model_copy(update={"retried": False, "delay_seconds": None})
-        if round_node.status != "running" and transient == content.transient:
-            continue
-        update: dict[str, object] = {"content": content.model_copy(update={"transient": transient})}
-        if round_node.status == "running":
-            update.update(
-                status="failed",
-                outcome="interrupted",
-                ended_at=_latest(ended, round_node.started_at),
-                files=tracer.round_files(run.layout, n),
-            )
-        tracer.write_round_node(run.layout, n, round_node.model_copy(update=update), "end")
-
-
-def _latest(*times: str | None) -> str | None:
-    """The latest of UTC record times (ISO 8601 with Z), None when none is given."""
-    parsed = [(datetime.fromisoformat(t.replace("Z", "+00:00")), t) for t in times if t]
-    return max(parsed)[1] if parsed else None
-
-
-def _host_died(
-    owner: OwnerRecord,
-    runtime_dir: str,
-    judged: Judgement,
-    own: ProcessIdentity,
-    now: datetime,
-    seen: ProgressFile | None,
-    rounds: int,
-) -> str:
-    """The interrupted link's detail: who died, how it was found, what was removed."""
-    where = f" in round {rounds}" if rounds else " before its first round"
-    if seen is not None and seen.phase == "finished":
-        # The host says how the run ended before its cleanup and final record (decisions.md
-        # "The end of a run"): it died after the run had ended, before the record said so.
-        after = f" after round {rounds}" if rounds else ""
-        where = (
-            f" ending{after}: the run had ended {seen.status} (phase finished, last written "
-            f"{seen.updated_at}) and the host was cleaning up before its final record"
-        )
-    elif seen is not None:
-        where += f" (phase {seen.phase}, last written {seen.updated_at})"
-    return (
-        f"the host process (pid {owner.host.pid}) died without a chance to act, as by "
-        f"SIGKILL or the out-of-memory killer, while the run was{where}: {judged.reason}; "
-        f"a sweep (pid {own.pid}) found its runtime directory {runtime_dir} at "
-        f"{utc_text(now)} and removed it, credential copies first"
     )

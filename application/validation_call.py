@@ -6,7 +6,7 @@ kept for the node and the record, and the answer put to the Rounds table's facts
 
 from __future__ import annotations
 
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.application.round_context import RoundContext
 from concorde_workers.application.run_state import RoundState
 from concorde_workers.application.validation import (

@@ -32,29 +32,26 @@ another.
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from concorde_workers.application.git_metadata_account import GitMetadataAccount
 from concorde_workers.domain.gitview.committed_rules import EvidenceRules
-from concorde_workers.domain.gitview.git_config import program_settings
 from concorde_workers.domain.gitview.git_metadata import GitMetadata
 from concorde_workers.domain.gitview.git_status import (
     GitRepository,
     IndexState,
     WorktreeStatus,
-    resolve_head,
 )
-from concorde_workers.domain.gitview.placement import host_may_read, parse_gitdir_file, walk_tree
-from concorde_workers.domain.ground.paths import DirEntry, EntryKind, is_within, relative_to
+from concorde_workers.domain.gitview.placement import parse_gitdir_file, walk_tree
+from concorde_workers.domain.ground.paths import EntryKind, relative_to
 from concorde_workers.domain.run.audit import (
     FileState,
     Observation,
     Snapshot,
     WorktreeState,
-    is_git_metadata,
     observe,
 )
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -62,20 +59,6 @@ from concorde_workers.ports.git import GitReader
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")
-
-GIT_DIR_FILES = (
-    "HEAD",
-    "config",
-    "config.worktree",
-    "commondir",
-    "gitdir",
-    "info/attributes",
-    "info/exclude",
-    "packed-refs",
-)
-"""What decides what a Git directory runs and has checked out: its `.git` entry's state is a
-digest of these (and of its hooks and resolved HEAD)."""
-MAX_READ = 1 << 20
 
 
 class WorktreeObserver:
@@ -113,6 +96,7 @@ class WorktreeObserver:
         self._walked: dict[str, FileState | None] = {}
         self._rules: EvidenceRules | None = None
         self._store = store
+        self._account = GitMetadataAccount(fs, self._worktree, self._writable, self.measure)
 
     @property
     def rules(self) -> EvidenceRules | None:
@@ -206,7 +190,7 @@ class WorktreeObserver:
         states: dict[str, FileState | None] = {}
         if not only_links:
             for rel in self._known_git:
-                states[rel] = self.git_entry_state(rel)
+                states[rel] = self._account.entry_state(rel)
             for rel in self._writable:
                 self._walk_below(rel, states, files=False)
             for rel in self._nested:
@@ -220,13 +204,15 @@ class WorktreeObserver:
         root = posixpath.join(self._worktree, rel)
         if not self._fs.is_dir(root) or self._fs.is_symlink(root):
             return
-        walked = walk_tree(root, self._list_dir, self._runtime_paths, files=files, git_dirs=True)
+        walked = walk_tree(
+            root, self._account.list_dir, self._runtime_paths, files=files, git_dirs=True
+        )
         for path in walked.files:
             found = relative_to(path, self._worktree)
             states[found] = self.measure(found)
         for entry in walked.git_entries:
             found = relative_to(entry.path, self._worktree)
-            state = self.git_entry_state(found)
+            state = self._account.entry_state(found)
             if entry.bare and state is not None:
                 # Not named .git, and Git would still use it from inside: Git metadata.
                 state = state.model_copy(update={"git_dir": True})
@@ -240,7 +226,7 @@ class WorktreeObserver:
             if kind is EntryKind.DIRECTORY:
                 return dot_git
             if kind is EntryKind.FILE:
-                text = self._read(dot_git)
+                text = self._account.read(dot_git)
                 target = (
                     parse_gitdir_file(
                         text.decode("utf-8", "surrogateescape"), posixpath.dirname(dot_git)
@@ -258,65 +244,10 @@ class WorktreeObserver:
         if not self._fs.is_dir(path) or self._fs.is_symlink(path):
             return self.measure(rel)  # no directory there any more: what is, is measured
         module = self._modules.get(rel)
-        head = "not checked out" if module is None else self._resolve_head(module)
+        head = "not checked out" if module is None else self._account.resolve_head(module)
         return FileState(digest=f"gitlink {head}", executable=False, gitlink=True)
 
-    def git_entry_state(self, rel: str) -> FileState | None:
-        """A `.git` entry's state: a file's or link's digest; for a directory, a digest of what
-        decides what it runs and has checked out (`GIT_DIR_FILES`, its hooks, its HEAD)."""
-        path = posixpath.join(self._worktree, rel)
-        try:
-            if not self._fs.lexists(path):
-                return None
-            if self._fs.stat(path).kind is not EntryKind.DIRECTORY:
-                return self.measure(rel)
-        except FileSystemError as error:
-            return FileState(digest=f"unreadable: {error.os_error_text}", executable=False)
-        digest = hashlib.sha256()
-        names = [*GIT_DIR_FILES, *(f"hooks/{e.name}" for e in self._list_dir(f"{path}/hooks"))]
-        for name in names:
-            digest.update(
-                f"{name}\0{self._digest_or_state(f'{path}/{name}')}\0".encode(
-                    "utf-8", "surrogateescape"
-                )
-            )
-        digest.update(self._resolve_head(path).encode("utf-8", "surrogateescape"))
-        return FileState(digest=f"git directory sha256:{digest.hexdigest()}", executable=False)
-
-    def _digest_or_state(self, path: str) -> str:
-        try:
-            return self._fs.file_digest(path) if self._fs.lexists(path) else "absent"
-        except FileSystemError as error:
-            return f"unreadable: {error.os_error_text}"
-
-    def _resolve_head(self, git_dir: str) -> str:
-        return resolve_head(lambda rel: self._read(posixpath.join(git_dir, rel)))
-
-    def _read(self, path: str) -> bytes | None:
-        """A regular file's bytes (never a FIFO or device, never through a final link), None
-        otherwise."""
-        try:
-            if self._fs.stat(path).kind is not EntryKind.FILE:
-                return None
-            return self._fs.read_bytes(path)[:MAX_READ]
-        except FileSystemError:
-            return None
-
-    def _may_read(self, target: str) -> bool:
-        """A worker-named path the host may open: resolved, inside the grant's rw directories."""
-        try:
-            real = self._fs.realpath(target)
-        except FileSystemError:
-            return False
-        return host_may_read(real, self._fs.realpath(self._worktree), self._writable)
-
-    def _list_dir(self, path: str) -> list[DirEntry]:
-        try:
-            return self._fs.listdir(path)
-        except FileSystemError:
-            return []
-
-    # --- the account of Git metadata -------------------------------------------------------------
+    # --- the account of Git metadata (application/git_metadata_account.py) -------------------
 
     def git_metadata(
         self, snapshot: Snapshot, observed: Mapping[str, FileState | None] | None = None
@@ -325,95 +256,13 @@ class WorktreeObserver:
         walk found, even when Git failed after it) that is new or changed since the snapshot,
         with what its configuration would run, read as text."""
         files = self._walked if observed is None else observed
-        found: list[GitMetadata] = []
-        for rel in sorted(files):
-            after = files[rel]
-            if not _git_entry(rel, after):
-                continue
-            if after is None or snapshot.files.get(rel) == after:
-                continue
-            found.append(
-                self._inspect(rel, created=rel not in snapshot.files or snapshot.files[rel] is None)
-            )
-        return tuple(found)
+        return self._account.changed(snapshot, files, self._gitlinks)
 
     def found_before(self, snapshot: Snapshot) -> tuple[GitMetadata, ...]:
         """The Git metadata inside the grant's rw directories at the snapshot (not the
         worktree's own) whose configuration or hooks would run a program: an interrupted run
         leaves what its worker planted there, and nothing tells it from the user's own."""
-        found: list[GitMetadata] = []
-        for rel in sorted(snapshot.files):
-            if (
-                rel == ".git"
-                or snapshot.files[rel] is None
-                or not _git_entry(rel, snapshot.files[rel])
-            ):
-                continue
-            if not any(w in ("", ".") or is_within(rel, w) for w in self._writable):
-                continue
-            item = self._inspect(rel, created=False)
-            if item.runs or item.hooks:
-                found.append(item)
-        return tuple(found)
-
-    def _inspect(self, rel: str, created: bool) -> GitMetadata:
-        path = posixpath.join(self._worktree, rel)
-        try:
-            kind = self._fs.stat(path).kind
-        except FileSystemError:
-            kind = EntryKind.OTHER
-        names = {
-            EntryKind.DIRECTORY: "directory",
-            EntryKind.FILE: "file",
-            EntryKind.SYMLINK: "symbolic link",
-        }
-        git_dir: str | None = path if kind is EntryKind.DIRECTORY else None
-        points_to = None
-        if kind is EntryKind.FILE:
-            text = self._read(path)
-            points_to = (
-                parse_gitdir_file(text.decode("utf-8", "surrogateescape"), posixpath.dirname(path))
-                if text
-                else None
-            )
-            git_dir = points_to
-        elif kind is EntryKind.SYMLINK:
-            points_to = git_dir = self._fs.realpath(path)
-        if git_dir is not None and git_dir != path and not self._may_read(git_dir):
-            # The pointer's text is evidence; where it leads is not the worker's to show.
-            points_to = f"{points_to}; not read: outside what the worker could read"
-            git_dir = None
-        runs: tuple[str, ...] = ()
-        hooks: tuple[str, ...] = ()
-        if git_dir is not None:
-            config = b"".join(
-                self._read(f"{git_dir}/{name}") or b"" for name in ("config", "config.worktree")
-            )
-            runs = tuple(f"{e.name} = {e.value}" for e in program_settings(config))
-            hooks_dir = f"{git_dir}/hooks"  # a planted link here would list a folder elsewhere
-            listed = self._list_dir(hooks_dir) if self._may_read(hooks_dir) else []
-            hooks = tuple(
-                e.name
-                for e in listed
-                if not e.name.endswith(".sample") and e.kind is not EntryKind.DIRECTORY
-            )
-        submodule = next(
-            (
-                g
-                for g in self._gitlinks
-                if is_within(posixpath.join(self._worktree, rel), posixpath.join(self._worktree, g))
-            ),
-            None,
-        )
-        return GitMetadata(
-            path=rel,
-            created=created,
-            kind=names.get(kind, "other"),
-            points_to=points_to,
-            submodule=submodule,
-            runs=runs,
-            hooks=hooks,
-        )
+        return self._account.found_before(snapshot, self._gitlinks)
 
     # --- measuring one path -------------------------------------------------------------------
 
@@ -430,10 +279,3 @@ class WorktreeObserver:
             return FileState(digest=self._fs.file_digest(path), executable=stat.executable)
         except FileSystemError as error:
             return FileState(digest=f"unreadable: {error.os_error_text}", executable=False)
-
-
-def _git_entry(rel: str, state: FileState | None) -> bool:
-    """A `.git` entry, or a directory Git takes for a Git directory whatever its name."""
-    if state is not None and state.git_dir:
-        return True
-    return posixpath.basename(rel) == ".git" and is_git_metadata(rel)

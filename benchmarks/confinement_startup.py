@@ -44,7 +44,7 @@ from concorde_workers.adapters.demo.example_repository import (
     create_example,
 )
 from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.container import PROFILES, production
 from concorde_workers.domain.configuration.profile import example_ids_of
 from concorde_workers.domain.configuration.request import RunRequest

@@ -68,11 +68,12 @@ class BackendContext(BaseModel):
 
 class CompiledCache(BaseModel):
     """What the agent program compiles at every round that the host can compile once a run
-    instead (pi's permission extension, issue 32 §4): `argv` is run by the host once, after the
-    control files are written and before round 1, with nothing of the host's environment; it
-    writes `folder`, in control/ (the host's: no round writes it). Before every round, after
-    `round_scratch` is cleared, the host copies the regular files of `folder` into `cache`. A
-    command that fails leaves the rounds as they were: the program compiles for itself."""
+    instead (pi's permission extension, issue 32 §4): `argv` is run by the host once, in the
+    background from the end of round 1's program (application/compiled_cache.py), with nothing
+    of the host's environment; it writes `folder`, in control/ (the host's: no round writes it).
+    Before every later round, after `round_scratch` is cleared, the host copies the regular
+    files of `folder` into `cache`. A command that fails leaves the rounds as they were: the
+    program compiles for itself."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from concorde_workers.domain.boundary.interpreter import LevelIndex
 from concorde_workers.domain.boundary.task_types import (
     TASK_TYPES,
     TaskType,
@@ -75,14 +76,14 @@ class Grant(BaseModel):
     entries: tuple[GrantEntry, ...]
     context_identity: str
 
-    _index: _Index | None = PrivateAttr(default=None)
+    _index: LevelIndex | None = PrivateAttr(default=None)
 
-    def index(self) -> _Index:
+    def index(self) -> LevelIndex:
         """The entries by path, made once: every question of a level is then a walk up the
         path's folders, not a pass over the entries (issue 19 §4: a plan of 20,000 entries
         asked each entry of each entry)."""
         if self._index is None:
-            self._index = _Index(self.entries)
+            self._index = LevelIndex([(e.path, e.level) for e in self.entries], self.entries)
         return self._index
 
     def _fields(self) -> tuple[TaskType, tuple[GrantEntry, ...], str]:
@@ -101,10 +102,7 @@ class Grant(BaseModel):
         The exact entry decides; else the longest directory entry above the path. A directory
         entry `d/` is also the exact entry of `d` itself.
         """
-        rel = rel.strip("/")
-        index = self.index()
-        found = index.files.get(rel)
-        return found if found is not None else index.directory_level(rel)
+        return _level(self.index().level_of(rel))
 
     def paths(self, level: Level) -> tuple[str, ...]:
         """The entry paths of one level, as the grant lists them."""
@@ -287,49 +285,17 @@ def _parse_entries(entries: object) -> tuple[GrantEntry, ...] | Refusal:
 def directory_level(grant: Grant, rel: str) -> Level | None:
     """The level of the directory entry covering directory `rel` (exact `rel/`, else the longest
     directory entry above); file entries do not cover a directory."""
-    return grant.index().directory_level(rel)
+    return _level(grant.index().directory_level(rel))
 
 
 def entries_below(grant: Grant, rel: str) -> list[GrantEntry]:
     """The grant's entries strictly below worktree-relative `rel` (`""` = the worktree)."""
-    return list(grant.index().below.get(rel, ()))
+    return list(grant.index().below(rel))
 
 
-def _folders_up(rel: str) -> list[str]:
-    """`rel` and each folder above it, nearest first, the worktree (`""`) last."""
-    out = [rel]
-    while rel:
-        rel = rel.rpartition("/")[0]
-        out.append(rel)
-    return out
-
-
-class _Index:
-    """A grant's entries by path: the file entries' levels, the directory entries' levels
-    (by their path without the slash) and, for each folder with entries below it, those entries
-    in the grant's order. Made in one pass over the entries and their folders."""
-
-    def __init__(self, entries: tuple[GrantEntry, ...]) -> None:
-        self.files: dict[str, Level] = {}
-        self.directories: dict[str, Level] = {}
-        self.below: dict[str, list[GrantEntry]] = {}
-        for entry in entries:
-            bare = entry.bare
-            table = self.directories if entry.is_directory else self.files
-            table.setdefault(bare, entry.level)
-            for folder in _folders_up(bare)[1:]:
-                self.below.setdefault(folder, []).append(entry)
-
-    def directory_level(self, rel: str) -> Level | None:
-        for folder in _folders_up(rel):
-            found = self.directories.get(folder)
-            if found is not None:
-                return found
-        return None
-
-    def under_directory(self, rel: str, levels: frozenset[Level]) -> bool:
-        """Whether a directory entry of one of `levels` lies strictly above `rel`."""
-        return any(self.directories.get(f) in levels for f in _folders_up(rel)[1:] if f)
+def _level(found: str | None) -> Level | None:
+    """The index's level as the grant's `Level` (the index keeps the grant's own members)."""
+    return None if found is None else Level(found)
 
 
 # --- what a grant says that its author may not have meant (issue 31 §3) ------------------------

@@ -21,7 +21,7 @@ TypeScript port. A decision is `(allowed, row, reason)`, the reason without the 
 
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 TYPE_CHECKING = False  # the Claude Code hooks embed this source: `typing` would cost each call
 if TYPE_CHECKING:
@@ -116,6 +116,67 @@ def is_other_run(
     return False
 
 
+class LevelIndex:
+    """A grant's entries by path: the one index of its levels (issue 34 §5), which `Grant` asks
+    for the mount plan, the audit, the deletions and the deny rules, and the rows' predicates
+    through `_Facts`. The file entries' levels and the directory entries' levels (by their path
+    without the slash), the first entry of a path deciding, made in one pass; and, made when
+    first asked, for each folder with entries below it those entries (their `items`) in the
+    order given. Every question of a level is then a walk up the path's folders, not a pass over
+    the entries (issue 19 §4)."""
+
+    def __init__(self, entries: Sequence[tuple[str, str]], items: Sequence[Any] = ()) -> None:
+        """`entries`: (the entry's path as listed, its level); `items`: what `below` gives for
+        each entry, in the same order (by default the entry's pair itself)."""
+        self._entries = entries
+        self._items = items or entries
+        self.files: dict[str, str] = {}
+        self.directories: dict[str, str] = {}
+        for path, level in entries:
+            table = self.directories if path.endswith("/") else self.files
+            table.setdefault(path.rstrip("/"), level)
+        self._below: dict[str, list[Any]] | None = None
+
+    def level_of(self, rel: str) -> str | None:
+        """The exact entry's level, else the longest directory entry's above (a directory entry
+        `d/` is also the exact entry of `d`); None when no entry covers `rel`."""
+        rel = rel.strip("/")
+        found = self.files.get(rel)
+        return found if found is not None else self.directory_level(rel)
+
+    def directory_level(self, rel: str) -> str | None:
+        """The level of the directory entry covering directory `rel`: `rel/`, else the longest
+        directory entry above; file entries do not cover a directory."""
+        folder = rel
+        while True:
+            found = self.directories.get(folder)
+            if found is not None or not folder:
+                return found
+            folder = folder.rpartition("/")[0]
+
+    def under_directory(self, rel: str, levels: Collection[str]) -> bool:
+        """Whether a directory entry of one of `levels` lies strictly above `rel` (the worktree
+        itself not counted)."""
+        folder = rel
+        while folder:
+            folder = folder.rpartition("/")[0]
+            if folder and self.directories.get(folder) in levels:
+                return True
+        return False
+
+    def below(self, rel: str) -> list[Any]:
+        """The items of every entry strictly below `rel` (`""` = the worktree), in order."""
+        if self._below is None:
+            below: dict[str, list[Any]] = {}
+            for (path, _), item in zip(self._entries, self._items, strict=True):
+                folder = path.rstrip("/")
+                while folder:
+                    folder = folder.rpartition("/")[0]
+                    below.setdefault(folder, []).append(item)
+            self._below = below
+        return self._below.get(rel, [])
+
+
 class _Facts:
     """The policy's lists as the rows ask them; the grant's levels indexed when first asked."""
 
@@ -144,8 +205,7 @@ class _Facts:
         self.runtime_directory = posixpath.normpath(data["runtimeDirectory"])
         self.temporary_roots = tuple(posixpath.normpath(t) for t in data["temporaryRoots"])
         self.entries = [(path, level) for level in _LEVELS for path in data[level]]
-        self._levels: tuple[dict[str, str], dict[str, str]] | None = None
-        self._below: dict[str, list[tuple[str, str]]] | None = None
+        self._levels: LevelIndex | None = None
         self._guidance: str | None = None
 
     def rel(self, path: str) -> str | None:
@@ -164,45 +224,21 @@ class _Facts:
 
     # --- the grant's levels (domain.boundary.grant: Grant.level_of, directory_level) ------------
 
-    def _index(self) -> tuple[dict[str, str], dict[str, str]]:
+    def levels(self) -> LevelIndex:
+        """The grant's levels (`LevelIndex`), indexed when first asked."""
         if self._levels is None:
-            files: dict[str, str] = {}
-            directories: dict[str, str] = {}
-            for path, level in self.entries:
-                table = directories if path.endswith("/") else files
-                table.setdefault(path.rstrip("/"), level)
-            self._levels = files, directories
+            self._levels = LevelIndex(self.entries)
         return self._levels
 
     def level_of(self, rel: str) -> str | None:
-        """The exact entry's level, else the longest directory entry's above (a directory entry
-        `d/` is also the exact entry of `d`); None when no entry covers `rel`."""
-        rel = rel.strip("/")
-        found = self._index()[0].get(rel)
-        return found if found is not None else self.directory_level(rel)
+        return self.levels().level_of(rel)
 
     def directory_level(self, rel: str) -> str | None:
-        """The level of the directory entry covering directory `rel`: `rel/`, else the longest
-        directory entry above; file entries do not cover a directory."""
-        directories = self._index()[1]
-        folder = rel
-        while True:
-            found = directories.get(folder)
-            if found is not None or not folder:
-                return found
-            folder = folder.rpartition("/")[0]
+        return self.levels().directory_level(rel)
 
     def below(self, rel: str) -> list[tuple[str, str]]:
         """(entry as listed, level) of every entry strictly below `rel` (`""` = the worktree)."""
-        if self._below is None:
-            below: dict[str, list[tuple[str, str]]] = {}
-            for path, level in self.entries:
-                folder = path.rstrip("/")
-                while folder:
-                    folder = folder.rpartition("/")[0]
-                    below.setdefault(folder, []).append((path, level))
-            self._below = below
-        return self._below.get(rel, [])
+        return self.levels().below(rel)
 
     def withheld_below(self, rel: str) -> list[str]:
         """The `names` entries strictly below `rel`, as listed."""

@@ -40,6 +40,7 @@ def claude_command(
 
     run = world.run(bash, done, limits=limits, grant=grant, resources=resources)
     assert run.server.failures == [], run.explain()
+    assert seen, run.explain()  # the round ended before the model was sent the call's output
     return run, seen[0]
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from concorde_workers.application.preparation import HostFacts
+from concorde_workers.application.prepared import HostFacts
 from concorde_workers.container import Container
 from fakes.filesystem import FakeFileSystem
 from fakes.git import FakeGit

@@ -1,7 +1,7 @@
 """The agent program's cache compiled once a run by the host (issue 32 §4; docs/decisions.md
 "pi's extension compiled once a run").
 
-A backend's `CompiledCache` command runs once, in the background from round 1's start; before
+A backend's `CompiledCache` command runs once, in the background from round 1's end; before
 every later round the host clears the program's cache (`round_scratch`, as before) and then
 fills it from the command's folder. Here with the real host and the real process runner, a
 command that writes one file, and the ProgramBackend's agent.py: what round 1 planted in the

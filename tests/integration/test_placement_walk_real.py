@@ -1,9 +1,10 @@
 """The placement walk on the local disk skips listing the directories that hold no subdirectory
 (their link count of 2, on a file system that keeps it: domain.ground.paths.LINK_COUNTED) and
-finds exactly what the full listing finds (issue 32 §2; docs/decisions.md "What `plan`
-imports"): every `.git` of every kind at any depth, none inside a `.git`, a link or a runtime
-path. The trees are real, made below the test's temporary directory; the reference is the general
-walk over `listdir`, which lists every directory."""
+finds exactly what the full listing finds (issue 32 §2; see
+docs/decisions.md "The walk lists no leaf where the disk keeps link counts"): every `.git` of
+every kind at any depth, none inside a `.git`, a link or a runtime path. The trees are real,
+made below the test's temporary directory; the reference is the general walk over `listdir`,
+which lists every directory."""
 
 from __future__ import annotations
 

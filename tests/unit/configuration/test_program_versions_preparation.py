@@ -11,7 +11,7 @@ import pytest
 from fakes.world import BIN, GRANT, SANDBOX_RUNTIME, SPACE_PROGRAMS, WORKTREE, PlanWorld
 
 from concorde_workers.application.planner import plan_json, render
-from concorde_workers.application.preparation import Prepared, Progress
+from concorde_workers.application.prepared import Prepared, Progress
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation

@@ -33,7 +33,7 @@ from fakes.world import (
 )
 
 from concorde_workers.adapters.pi.prerequisites import HOW_TO_PROVIDE
-from concorde_workers.application.preparation import Prepared, Progress
+from concorde_workers.application.prepared import Prepared, Progress
 from concorde_workers.contracts import worker_result_schema
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.boundary.policy import decide_read

@@ -18,7 +18,7 @@ from fakes.agent import Round
 from fakes.host_world import RUN_ID, RUNTIME_DIR, HostWorld, ok_result
 from fakes.world import GRANT, PRIMARY, WORKTREE, PlanWorld
 
-from concorde_workers.application.preparation import Prepared
+from concorde_workers.application.prepared import Prepared
 from concorde_workers.domain.boundary.policy import decide_read, decide_write
 from concorde_workers.domain.boundary.task_types import READ_ONLY_TASK_TYPES, TASK_TYPES
 from concorde_workers.domain.configuration.request import RunRequest

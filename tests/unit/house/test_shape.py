@@ -1,8 +1,7 @@
 """The code keeps the shape issue 10 set as its targets: no function over 60 lines, no block
-rated worse than C by radon's cyclomatic complexity; and a module's size is judged with its
-package (issue 22 §2): a package's modules hold at most 500 lines on average, and no one module
-more than 800 (the code as `ruff format` writes it), except the pure data tables named below
-(each with why it may be longer)."""
+rated worse than C by radon's cyclomatic complexity; and no module longer than 500 lines (the
+code as `ruff format` writes it; issue 34 §3: each orchestrator one job), except the modules
+named below, each with why and its ceiling."""
 
 from __future__ import annotations
 
@@ -15,12 +14,24 @@ from radon.complexity import cc_rank, cc_visit
 ROOT = Path(__file__).resolve().parents[3]
 LAYERS = ("domain", "ports", "adapters", "application", "contracts")
 MAX_FUNCTION_LINES = 60
-MAX_PACKAGE_AVERAGE = 500
-MAX_MODULE_LINES = 800
+MAX_MODULE_LINES = 500
 WORST_RANK = "C"
-DATA_TABLES = {
+EXCEPTIONS = {
     # The spec's Errors and Refusals tables keyed by the Code enum: rows, not logic.
     "domain/ground/codes.py": 560,
+    # Every host Git command line, one table: the one place a reviewer reads them all.
+    "domain/gitview/git_commands.py": 560,
+    # The one interpreter of the rules' rows with the one index of a grant's levels, embedded
+    # whole in each generated hook (standard library only, one file by design; pi_policy.ts
+    # ports it line by line).
+    "domain/boundary/interpreter.py": 590,
+    # Not split yet (issue 34 §3 left them; the adapters were being changed beside this work):
+    # their size today is their ceiling, so they cannot grow.
+    "domain/configuration/config.py": 520,
+    "domain/evidence/records.py": 545,
+    "application/planner.py": 535,
+    "adapters/checks.py": 640,
+    "adapters/cli/display.py": 505,
 }
 
 
@@ -72,23 +83,14 @@ def _lines(path: Path) -> int:
 
 @pytest.mark.parametrize("path", SOURCES, ids=_name)
 def test_no_module_is_longer_than_its_limit(path: Path) -> None:
-    limit = DATA_TABLES.get(_name(path), MAX_MODULE_LINES)
+    limit = EXCEPTIONS.get(_name(path), MAX_MODULE_LINES)
     lines = _lines(path)
     assert lines <= limit, f"{_name(path)} has {lines} lines, over {limit}: split it by job"
 
 
-PACKAGES = sorted({path.parent for path in SOURCES if path.name != "__init__.py"})
-
-
-@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: _name(p) or ".")
-def test_a_package_s_modules_are_500_lines_on_average(package: Path) -> None:
-    modules = [
-        p
-        for p in SOURCES
-        if p.parent == package and p.name != "__init__.py" and _name(p) not in DATA_TABLES
-    ]
-    average = sum(_lines(p) for p in modules) / max(len(modules), 1)
-    assert average <= MAX_PACKAGE_AVERAGE, (
-        f"{_name(package) or '.'}: {len(modules)} modules of {average:.0f} lines on average, "
-        f"over {MAX_PACKAGE_AVERAGE}: split a module by job"
-    )
+def test_each_exception_is_a_module_over_the_rule() -> None:
+    """An exception that no longer needs its room (split, or gone) is taken off the list."""
+    sizes = {_name(p): _lines(p) for p in SOURCES}
+    assert {
+        name: sizes.get(name, 0) for name in EXCEPTIONS if sizes.get(name, 0) <= MAX_MODULE_LINES
+    } == {}
