@@ -24,6 +24,7 @@ from concorde_workers.adapters.codex.launch import codex_command, sandbox_mode
 from concorde_workers.adapters.codex.profile import CODEX, CODEX_PROGRAM, native_relative
 from concorde_workers.adapters.programs import find_located
 from concorde_workers.domain.configuration.discovery import Installation
+from concorde_workers.domain.configuration.profile import USERNS_SWITCHES, nested_problem
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
@@ -39,31 +40,11 @@ from concorde_workers.ports.agent import (
 )
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
-__all__ = ["USERNS_FILES", "CodexBackend", "nested_namespaces_problem"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the stream reader is imported when a round runs: `plan` makes none
+    from concorde_workers.adapters.codex.stream import Prices
 
-USERNS_FILES = (
-    ("/proc/sys/user/max_user_namespaces", "0"),
-    ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
-    ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"),
-)
-"""The kernel's switches that forbid the nested user namespace Codex's own sandbox needs inside
-the confinement, and the value that forbids it."""
-
-
-def nested_namespaces_problem(read: Mapping[str, str | None]) -> str | None:
-    """Why Codex's sandbox cannot nest here (`read`: each switch's text, None: not there), or
-    None. Without nested user namespaces every command Codex runs fails closed ("Creating new
-    namespace failed"), and the model may report a false `blocked`: the run is refused instead,
-    never run with Codex's sandbox off."""
-    for path, forbids in USERNS_FILES:
-        value = (read.get(path) or "").strip()
-        if value == forbids:
-            return (
-                f"the Codex CLI's own sandbox needs nested user namespaces, which this machine "
-                f"forbids ({path} is {value}); allow them (sysctl), or choose another backend "
-                "for this worker: Workers never runs Codex with its sandbox off"
-            )
-    return None
+__all__ = ["CodexBackend"]
 
 
 class CodexBackend:
@@ -78,7 +59,8 @@ class CodexBackend:
         self._totals: dict[str, dict[str, int]] = {}
 
     def check(self, primary: str) -> Refusal | None:
-        problem = nested_namespaces_problem({p: self._read(p) for p, _ in USERNS_FILES})
+        read = {path: self._read(path) for path, _ in USERNS_SWITCHES}
+        problem = nested_problem(self.profile.title, read)
         if problem is None:
             return None
         return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem)
@@ -163,6 +145,15 @@ class CodexBackend:
         self, context: BackendContext, kind: RoundKind, session: str | None
     ) -> LaunchCommand:
         program, _ = self._program(context.environ)
+        budget = context.request.limits.max_budget_usd
+        priced = {k for k, _ in CodexEndpoint.of_settings(context.machine).prices}
+        if budget is not None and not {"input", "output"} <= priced:
+            # Codex reports tokens, never a cost: a budget holds only with the machine's prices.
+            raise ValueError(
+                f"max_budget_usd {budget:g} cannot hold on the Codex CLI, which reports no "
+                "cost: give the prices of a token in the machine's codex.json (prices: input, "
+                "output), or drop max_budget_usd"
+            )
         return codex_command(
             runtime=context.policy.runtime,
             worktree=context.policy.worktree,
@@ -178,24 +169,26 @@ class CodexBackend:
             context.environ, context.policy.runtime, context.request.project_interpreter
         )
 
-    def reader(self, context: BackendContext) -> StreamReader:
-        # The stream's reader and its records are a round's, imported when one runs: `plan`
-        # makes no reader (issue 32 §2).
-        from concorde_workers.adapters.codex.stream import CodexStreamReader, Prices
+    @staticmethod
+    def _prices(context: BackendContext) -> Prices | None:
+        from concorde_workers.adapters.codex.stream import Prices
 
-        endpoint = CodexEndpoint.of_settings(context.machine)
-        prices = dict(endpoint.prices)
+        prices = dict(CodexEndpoint.of_settings(context.machine).prices)
+        if "input" not in prices or "output" not in prices:
+            return None
+        return Prices(
+            input=prices["input"], output=prices["output"], cached_input=prices.get("cached_input")
+        )
+
+    def reader(self, context: BackendContext) -> StreamReader:
+        """A CodexStreamReader, imported when a round runs (issue 32 §2: `plan` makes none)."""
+        from concorde_workers.adapters.codex.stream import CodexStreamReader
+
         limits = context.request.limits
         return CodexStreamReader(
             max_turns=limits.max_turns,
             max_budget_usd=limits.max_budget_usd,
-            prices=Prices(
-                input=prices["input"],
-                output=prices["output"],
-                cached_input=prices.get("cached_input"),
-            )
-            if "input" in prices and "output" in prices
-            else None,
+            prices=self._prices(context),
             totals=self._totals,
             rollout=lambda thread: self._rollout_text(context, thread),
         )

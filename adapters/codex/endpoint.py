@@ -12,8 +12,8 @@ Without the file Codex's rounds go to https://api.openai.com/v1 with `OPENAI_API
 holds no secret, only a URL and a variable's name (a URL with a user name or password is
 refused: plan prints it); `key_env` must name a secret's variable (so that PATH or HOME is never
 sent as a key). Prices are US dollars per million tokens; without them a budget cannot be
-priced, and a worker configuration that sets `max_budget_usd` for codex is refused by plan and
-run (docs/decisions.md 72).
+priced, and a run with `max_budget_usd` on codex is refused by plan and run (request_invalid,
+adapters/codex/backend.py; docs/decisions.md 72).
 
 Pure: the file's text comes in through the one reader of machine files.
 """

@@ -109,5 +109,6 @@ CODEX = BackendProfile(
         # Codex reads /etc/codex (config.toml, requirements, managed config: an MCP server it
         # names is started) whatever CODEX_HOME says (../shared/notes/codex.md §3).
         hidden=("/etc/codex",),
+        nested=True,
     ),
 )

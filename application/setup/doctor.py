@@ -26,7 +26,11 @@ from concorde_workers.domain.configuration.config import WorkerConfiguration
 from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation, locate, looked_at
 from concorde_workers.domain.configuration.machine import MachineFileAnswer, ModelMap, model_ids
-from concorde_workers.domain.configuration.profile import BackendProfile, Profiles
+from concorde_workers.domain.configuration.profile import (
+    USERNS_SWITCHES,
+    BackendProfile,
+    Profiles,
+)
 from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramSpec
 from concorde_workers.domain.configuration.signing import KeyFact
 from concorde_workers.domain.ground.errors import Refusal
@@ -43,7 +47,7 @@ from concorde_workers.domain.setup.doctor import (
     diagnose,
     tools_of,
 )
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.resources import ResourceGroups
 from concorde_workers.ports.sandbox_probe import SandboxProbe
@@ -129,6 +133,7 @@ class Doctor:
             credentials=self._credentials(machine_files),
             machine_files=machine_files,
             copies={p.name: self._copies(p, model_map) for p in self._profiles},
+            userns={path: self._switch(path) for path, _ in USERNS_SWITCHES},
             workers_json=workers,
             backends=backends,
             backends_source=source,
@@ -142,6 +147,13 @@ class Doctor:
                 problem=self._signing_key.problem,
             ),
         )
+
+    def _switch(self, path: str) -> str | None:
+        """A kernel switch's text (`USERNS_SWITCHES`), None when it is not there."""
+        try:
+            return self._fs.read_text(path) if self._fs.is_file(path) else None
+        except (FileSystemError, UnicodeDecodeError):
+            return None
 
     def _program(self, spec: ProgramSpec, primary: str | None) -> ProgramFact:
         found = locate(spec, self._environ, self._installations, self._fs, primary)

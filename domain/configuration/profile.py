@@ -42,10 +42,37 @@ class ConfinementAsks:
     hidden: tuple[str, ...] = ()
     """Configuration sources the program reads whatever its settings say (Codex's
     `/etc/codex`): masked in its namespace."""
+    nested: bool = False
+    """Its own sandbox makes a user namespace inside the confinement's (Codex's bwrap): a
+    machine that forbids nested user namespaces refuses the backend (`nested_problem`)."""
 
     def resolved(self, uid: int) -> tuple[str, ...]:
         """The private paths with the agent's uid in them."""
         return tuple(p.replace("{uid}", str(uid)) for p in self.private)
+
+
+USERNS_SWITCHES = (
+    ("/proc/sys/user/max_user_namespaces", "0"),
+    ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
+    ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"),
+)
+"""The kernel's switches that forbid a nested user namespace, and the value that forbids it."""
+
+
+def nested_problem(title: str, read: Mapping[str, str | None]) -> str | None:
+    """Why the program's own sandbox cannot nest in the confinement here (`read`: each switch's
+    text, None: not there), or None. Where it cannot, every command it runs fails closed and the
+    model may report a false `blocked`: the run is refused instead, never run with the
+    program's sandbox off."""
+    for path, forbids in USERNS_SWITCHES:
+        value = (read.get(path) or "").strip()
+        if value == forbids:
+            return (
+                f"{title}'s own sandbox needs nested user namespaces, which this machine forbids "
+                f"({path} is {value}); allow them (sysctl), or choose another backend for this "
+                "worker: Workers never runs it with its sandbox off"
+            )
+    return None
 
 
 @dataclass(frozen=True)
@@ -95,6 +122,7 @@ the program would reject or misread in it, naming the entry and the repair; None
 them."""
 
 __all__ = [
+    "USERNS_SWITCHES",
     "BackendProfile",
     "ConfinementAsks",
     "CopiedText",
@@ -106,6 +134,7 @@ __all__ = [
     "copies_of",
     "entries_of",
     "levels_of",
+    "nested_problem",
     "pins_of",
     "placeholders_of",
     "programs_of",

@@ -17,7 +17,7 @@ from typing import Any
 
 from concorde_workers.domain.configuration.machine import MachineFileAnswer
 from concorde_workers.domain.configuration.machine_resources import MachineResources
-from concorde_workers.domain.configuration.profile import BackendProfile, HelperTool
+from concorde_workers.domain.configuration.profile import BackendProfile, HelperTool, nested_problem
 from concorde_workers.domain.configuration.program_versions import (
     INSTALL_AGENTS,
     ProgramSpec,
@@ -118,6 +118,8 @@ class Facts:
     """Each backend's own machine file (Claude Code's endpoints.json) as plan and run take it."""
     copies: Mapping[str, CopiesFact] = field(default_factory=dict)
     """Each backend's files a run copies, as plan and run judge them (issue 31 §1)."""
+    userns: Mapping[str, str | None] = field(default_factory=dict)
+    """The kernel's switches of nested user namespaces (`USERNS_SWITCHES`), as read."""
 
 
 @dataclass(frozen=True)
@@ -317,6 +319,11 @@ def diagnose(facts: Facts) -> Diagnosis:
         for fact in facts.credentials
     ]
     checks += _backend_files(facts, serves, used)
+    checks += [
+        _needed(nested_check(p, facts.userns), frozenset({p.name}), used)
+        for p in facts.profiles
+        if p.confinement.nested
+    ]
     if facts.workers_json is not None:
         checks.append(
             file_check(
@@ -355,6 +362,15 @@ def _backend_files(
         if copies is not None:
             checks.append(_needed(copies_check(profile, copies), serves_it, used))
     return checks
+
+
+def nested_check(profile: BackendProfile, userns: Mapping[str, str | None]) -> Check:
+    """Whether the program's own sandbox can nest in the confinement here (issue 33 §2)."""
+    name = f"nested user namespaces ({profile.title}'s own sandbox)"
+    problem = nested_problem(profile.title, userns)
+    if problem is None:
+        return Check(name, True, "allowed")
+    return Check(name, False, problem, "allow unprivileged, nested user namespaces (sysctl)")
 
 
 def copies_check(profile: BackendProfile, fact: CopiesFact) -> Check:

@@ -428,7 +428,7 @@ def _stalled(deadline: Deadline, held: Any) -> Callable[[dict[str, Any]], Any]:
 
 
 CODEX_TRANSIENT = CodexFail(500, "scripted overload")
-"""An HTTP 500: codex says "We’re currently experiencing high demand…" (decision 69)."""
+"""An HTTP 500: codex says "We’re currently experiencing high demand…" (docs/decisions.md "Codex facts verified")."""
 
 
 def codex_step(n: int, move: Move) -> Any:

@@ -320,3 +320,19 @@ def test_a_repair_round_resumes_the_codex_thread_and_counts_only_its_own_usage(
     inputs = [len(r["body"]["input"]) for r in w.server.requests]
     assert inputs == sorted(inputs) and inputs[2] > inputs[1]  # the history is sent again
     assert (w.worktree / "src/app/fixed.py").is_file()
+
+
+def test_a_budget_without_the_machine_s_prices_is_refused_before_launch(tmp_path: Path) -> None:
+    """Codex reports tokens, never a cost: a budget holds only priced by the host, so without
+    codex.json's prices `plan` and `run` refuse it, naming the repair (never a budget silently
+    unenforced)."""
+    w = make_world(tmp_path, [[{"text": RESULT}]])
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({"limits": {"max_budget_usd": 1.0}}))
+    try:
+        done = w.cli("plan", str(request))
+    finally:
+        w.server.stop()
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "max_budget_usd 1 cannot hold on the Codex CLI" in done.stdout + done.stderr
+    assert "prices" in done.stdout and w.server.requests == []

@@ -11,7 +11,6 @@ import tomllib
 
 import pytest
 
-from concorde_workers.adapters.codex.backend import nested_namespaces_problem
 from concorde_workers.adapters.codex.config import codex_config, wire_schema
 from concorde_workers.adapters.codex.endpoint import CodexEndpoint, codex_endpoint
 from concorde_workers.adapters.codex.environment import codex_environment
@@ -19,6 +18,7 @@ from concorde_workers.adapters.codex.launch import codex_command
 from concorde_workers.adapters.codex.stream import CodexStreamReader, Prices, decode_result
 from concorde_workers.adapters.codex.transcript import codex_events
 from concorde_workers.contracts import worker_result_schema
+from concorde_workers.domain.configuration.profile import nested_problem
 from concorde_workers.domain.evidence.transcript import Call, Prompt, Result
 from concorde_workers.domain.run.rounds import RoundEnding
 
@@ -292,12 +292,32 @@ def test_the_rollout_tells_prompts_calls_and_results() -> None:
 
 
 def test_without_nested_user_namespaces_codex_is_refused_never_run_unsandboxed() -> None:
-    assert nested_namespaces_problem({}) is None
-    assert nested_namespaces_problem({"/proc/sys/user/max_user_namespaces": "15000\n"}) is None
-    problem = nested_namespaces_problem({"/proc/sys/user/max_user_namespaces": "0\n"})
-    assert problem is not None and "nested user namespaces" in problem
-    restricted = {"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1"}
-    assert nested_namespaces_problem(restricted) is not None
+    def problem(read: dict[str, str | None]) -> str | None:
+        return nested_problem("the Codex CLI", read)
+
+    assert problem({}) is None
+    assert problem({"/proc/sys/user/max_user_namespaces": "15000\n"}) is None
+    said = problem({"/proc/sys/user/max_user_namespaces": "0\n"})
+    assert said is not None and "nested user namespaces" in said and "sysctl" in said
+    assert problem({"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1"}) is not None
+
+
+def test_the_backend_refuses_before_launch_and_doctor_says_why() -> None:
+    from fakes.filesystem import FakeFileSystem
+
+    from concorde_workers.adapters.codex.backend import CodexBackend
+    from concorde_workers.container import PROFILES
+    from concorde_workers.domain.setup.doctor import nested_check
+
+    fs = FakeFileSystem()
+    assert CodexBackend(fs).check("/repo") is None
+    fs.write("/proc/sys/user/max_user_namespaces", "0\n")
+    refusal = CodexBackend(fs).check("/repo")
+    assert refusal is not None and refusal.code == "launch_failed"
+    assert "max_user_namespaces is 0" in refusal.message
+    check = nested_check(PROFILES["codex"], {"/proc/sys/user/max_user_namespaces": "0"})
+    assert not check.ok and "sysctl" in check.repair
+    assert not PROFILES["claude"].confinement.nested and not PROFILES["pi"].confinement.nested
 
 
 def test_the_registered_codex_backend_is_an_agent_backend() -> None:

@@ -106,7 +106,7 @@ def test_a_machine_with_everything_passes_every_check_and_exits_0() -> None:
     assert diagnosis.status == 0, lines
     # 4: the space's tools; 3: Claude Code's endpoints.json, each backend's files as a run
     # copies them
-    assert all(states(lines).values()) and len(states(lines)) == 25
+    assert all(states(lines).values()) and len(states(lines)) == 26
     assert probe.asked == [("/usr/bin/node", SRT)]
     assert any(
         "pi (@mariozechner/pi-coding-agent): 0.73.1 (at least 0.73.1) at "
@@ -274,6 +274,7 @@ def test_doctor_judges_the_backends_the_worktree_uses_and_exits_0_for_a_pi_only_
         "Claude Code's .credentials.json as a run copies them",
         "the Codex CLI's codex.json",
         "the Codex CLI's auth.json as a run copies them",
+        "nested user namespaces (the Codex CLI's own sandbox)",
     ], unused
     assert any(
         line.startswith("[not used] Claude Code (@anthropic-ai/claude-code): not found")
