@@ -112,7 +112,9 @@ def relative_to(path: str, root: str) -> str:
     if path == root:
         return ""
     below = root.rstrip("/") + "/"
-    if path.startswith(below) and not path.startswith("//"):  # "//" is a root of its own
+    # Only an absolute path is cut as text: a relative one's ".." segments are relpath's to
+    # resolve against the working directory. "//" is a root of its own.
+    if root.startswith("/") and path.startswith(below) and not path.startswith("//"):
         return path[len(below) :]
     rel = posixpath.relpath(path, root)
     return "" if rel == "." else rel
