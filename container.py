@@ -476,9 +476,14 @@ def example_repository() -> tuple[Example, dict[str, str]]:
     return example, {"CONCORDE_MODEL_MAP": example.model_map, "PI_CODING_AGENT_DIR": example.pi_dir}
 
 
-def demo_world(parent: str | None = None) -> DemoWorld:
+def demo_world(parent: str | None = None, backend: str = PI.name) -> DemoWorld:
     """`concorde-workers demo`'s throwaway repository with a `.claude/worktrees/demo` worktree,
-    its scripted model server on 127.0.0.1 and the pi configuration that reaches it."""
+    its scripted model server on 127.0.0.1 and the configuration of `backend` (DEMO_BACKENDS)
+    that reaches it: pi's configuration directory, or the Codex CLI's codex.json."""
+    if backend == CODEX.name:
+        from concorde_workers.adapters.demo.codex_demo import start_codex_demo
+
+        return start_codex_demo(backend, parent)
     from concorde_workers.adapters.demo.example_repository import start_demo
 
     return start_demo(parent)

@@ -1,14 +1,17 @@
-"""`concorde-workers demo`: one real pi worker run under a grant, end to end, offline.
+"""`concorde-workers demo`: one real pi worker run under a grant, end to end, offline; with
+`--backend codex` one real Codex CLI worker run.
 
 It creates a throwaway repository with a `.claude/worktrees/demo` worktree, starts a scripted
-OpenAI-compatible model server on 127.0.0.1 and writes a pi configuration that reaches it (a
-temporary PI_CODING_AGENT_DIR with models.json and auth.json, as a user's own local model proxy
-would be configured; the user's own pi configuration is never read). It then runs the real pi
-through `WorkerHost.run` - the same host, permission extension and sandbox as any run - with a
-scripted worker that writes an allowed file, is refused on a read-only one, fails to reach the
-network from bash, proposes a deletion and returns its result. The live progress line goes to
-stderr; the account (rounds, audit, what the grant refused, deletions, where the trace is) to
-stdout. Exit 0 when the run ended ok and every step did what the demo shows.
+model server on 127.0.0.1 and writes the backend's configuration that reaches it, as a user's
+own local model endpoint would be configured (the user's own is never read): for pi an
+OpenAI-compatible server and a temporary PI_CODING_AGENT_DIR with models.json and auth.json; for
+the Codex CLI a Responses API server, a machine `codex.json` ($CONCORDE_CODEX_CONFIG: its base
+URL, its key variable's name, the prices of a token) and that variable. It then runs the real,
+pinned program through `WorkerHost.run` - the same host, confinement and sandbox as any run -
+with a scripted worker that writes an allowed file, is refused on a read-only one, fails to
+reach the network from its shell, proposes a deletion and returns its result. The live progress
+line goes to stderr; the account (rounds, audit, what the grant refused, deletions, where the
+trace is) to stdout. Exit 0 when the run ended ok and every step did what the demo shows.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from concorde_workers.domain.configuration.profile import Profiles
 from concorde_workers.domain.configuration.program_versions import INSTALL_AGENTS, pinned
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
-from concorde_workers.domain.ground.backends import DEFAULT_BACKEND
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.text import json_document, terminal_lines
@@ -73,25 +75,29 @@ def folder_refusal(fs: FileSystem, folder: str | None, cwd: str) -> Refusal | No
 
 def demo_environ(host: Mapping[str, str], world: DemoWorld) -> dict[str, str]:
     """The host environment of the demo run: the caller's PATH, LANG, HOME and XDG_DATA_HOME
-    (where `install-agents` put the programs), CONCORDE_PI and CONCORDE_SANDBOX_RUNTIME, and the
-    demo's pi configuration directory. The programs are found as for any run
-    (domain/configuration/discovery.py). No proxy passes (the scripted model is on 127.0.0.1, and a
-    proxy
-    elsewhere would carry the calls off this machine) and no API key is needed (the scripted
-    model's key is in the demo's auth.json)."""
+    (where `install-agents` put the programs), the variables naming the backend's programs
+    (CONCORDE_PI and CONCORDE_SANDBOX_RUNTIME; CONCORDE_CODEX), and the demo's configuration of
+    its backend (pi's configuration directory; the Codex CLI's codex.json and its key
+    variable). The programs are found as for any run (domain/configuration/discovery.py). No
+    proxy passes (the scripted model is on 127.0.0.1, and a proxy elsewhere would carry the
+    calls off this machine) and no key of the user's is needed (the scripted model's is the
+    demo's own)."""
     from concorde_workers.container import PROFILES
 
-    programs = [spec.variable for spec in PROFILES[DEFAULT_BACKEND].programs]
+    programs = [spec.variable for spec in PROFILES[world.backend].programs]
     keep = ("PATH", "LANG", "HOME", "XDG_DATA_HOME", *programs)
-    # The caller's PI_CODING_AGENT_DIR is never kept.
+    # The caller's PI_CODING_AGENT_DIR, CONCORDE_CODEX_CONFIG and keys are never kept.
     return {**world.environ_additions, **{k: host[k] for k in keep if host.get(k)}}
 
 
-def programs_refusal(container: Container, environ: Mapping[str, str]) -> Refusal | None:
-    """The demo's backend's runtime_missing code (pi_runtime_missing) when one of its programs
-    (pi, sandbox-runtime) is found nowhere, naming where it looked and the repair this
-    installation has: install-agents, or ./scripts/setup in a checkout."""
-    profile = container.profiles()[DEFAULT_BACKEND]
+def programs_refusal(
+    container: Container, environ: Mapping[str, str], backend: str
+) -> Refusal | None:
+    """The demo's backend's runtime_missing code (pi_runtime_missing; the Codex CLI's
+    launch_failed) when one of its programs (pi, sandbox-runtime; codex) is found nowhere,
+    naming where it looked and the repair this installation has: install-agents, or
+    ./scripts/setup in a checkout."""
+    profile = container.profiles()[backend]
     facts, fs = container.host(), container.filesystem()
     missing = [
         spec for spec in profile.programs if locate(spec, environ, facts.installations, fs) is None
@@ -121,8 +127,14 @@ def programs_refusal(container: Container, environ: Mapping[str, str]) -> Refusa
     )
 
 
-def checks(record: RunRecord, results: Mapping[str, str]) -> list[tuple[str, bool, str]]:
-    """What the demo shows, each as (what, held, evidence)."""
+def checks(
+    record: RunRecord,
+    results: Mapping[str, str],
+    refused_by: str = "the permission extension",
+    shell: str = "bash",
+) -> list[tuple[str, bool, str]]:
+    """What the demo shows, each as (what, held, evidence); `refused_by` and `shell` are the
+    demo world's words for its backend (what refuses a read-only write, its shell tool)."""
     changed = record.rounds[-1].audit.changed if record.rounds and record.rounds[-1].audit else ()
     verdict = (
         record.rounds[-1].audit.verdict if record.rounds and record.rounds[-1].audit else "none"
@@ -141,12 +153,12 @@ def checks(record: RunRecord, results: Mapping[str, str]) -> list[tuple[str, boo
             f"audit {verdict}, changed: {', '.join(changed) or 'nothing'}",
         ),
         (
-            "the read-only write was refused by the permission extension",
+            f"the read-only write was refused by {refused_by}",
             "legacy.py" in refused and "src/shop/legacy.py" not in changed,
-            refused.strip().splitlines()[0] if refused.strip() else "no tool result",
+            _naming(refused, "legacy.py"),
         ),
         (
-            "bash could not reach the network",
+            f"{shell} could not reach the network",
             "curl_exit=0" not in network and bool(network),
             " | ".join(line for line in network.strip().splitlines()[-3:]) or "no tool result",
         ),
@@ -164,6 +176,13 @@ def checks(record: RunRecord, results: Mapping[str, str]) -> list[tuple[str, boo
     ]
 
 
+def _naming(text: str, name: str) -> str:
+    """The first line of a tool's answer that names `name` (pi's refusal says it first; the
+    Codex CLI's after its exit code), else its first line."""
+    lines = text.strip().splitlines()
+    return next((line for line in lines if name in line), lines[0] if lines else "no tool result")
+
+
 def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring) -> ExitStatus:
     """The `demo` command: 0 when every check held, 1 otherwise, 2 when it cannot start."""
     as_json = bool(args.json)
@@ -174,7 +193,7 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
         print_refusal(refusal, as_json, out, err)
         return ExitStatus.REFUSED
     try:
-        world = wiring.demo_world(folder)
+        world = wiring.demo_world(folder, args.backend)
     except OSError as error:  # an unwritable or full folder: the demo cannot start there
         world = Refusal(
             code=Code.REQUEST_INVALID,
@@ -191,7 +210,7 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
     try:
         host_env = demo_environ(wiring.environ, world)
         container = wiring.container(host_env)
-        refusal = programs_refusal(container, host_env)
+        refusal = programs_refusal(container, host_env, world.backend)
         if refusal is not None:
             print_refusal(refusal, as_json, out, err)
             return ExitStatus.REFUSED
@@ -246,7 +265,7 @@ def _run(
     parent = world.trace_parent
     request = RunRequest.model_validate(
         {
-            "backend": DEFAULT_BACKEND,
+            "backend": world.backend,
             "worktree": world.worktree,
             "parent": parent,
             "task_type": world.grant["task_type"],
@@ -261,6 +280,7 @@ def _run(
             [
                 f"demo repository: {world.folder}",
                 f"worktree:        {world.worktree}",
+                f"backend:         {world.backend} (the real program, found as for any run)",
                 f"model:           {world.model} (scripted, on 127.0.0.1)",
                 "",
             ]
@@ -295,7 +315,7 @@ def _report(
         out.write(json_document(record.model_dump(mode="json")) + "\n")
     else:
         out.write(account(record).rstrip("\n") + "\n\n")
-    held = checks(record, results)
+    held = checks(record, results, world.refused_by, world.shell)
     # The evidence quotes what the worker's tools answered: escaped like every human output.
     (err if as_json else out).write(
         terminal_lines(

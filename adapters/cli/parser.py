@@ -16,7 +16,7 @@ import sys
 
 from concorde_workers import __version__
 from concorde_workers.domain.boundary.task_types import TASK_TYPE_LINES
-from concorde_workers.domain.ground.backends import BACKENDS
+from concorde_workers.domain.ground.backends import BACKENDS, DEMO_BACKENDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` is a tenth of --help's import (issue 32 §2)
@@ -138,11 +138,18 @@ def _declare_argument(parser: argparse.ArgumentParser) -> None:
 def _demo_command(commands: Any) -> None:
     demo = commands.add_parser(
         "demo",
-        help="run a real pi worker offline in a throwaway repository",
+        help="run a real pi (or Codex CLI) worker offline in a throwaway repository",
         description="Create a throwaway repository, start a scripted model server on 127.0.0.1 "
-        "and run a real pi worker under a grant through the host: an allowed write, "
-        "a refused read-only write, a failed network attempt, a proposed deletion. "
-        "Exit 0 when everything went as shown.",
+        "and run a real pi worker (--backend codex: the Codex CLI) under a grant through the "
+        "host: an allowed write, a refused read-only write, a failed network attempt, a "
+        "proposed deletion. Exit 0 when everything went as shown.",
+    )
+    demo.add_argument(
+        "--backend",
+        choices=DEMO_BACKENDS,
+        default=DEMO_BACKENDS[0],
+        help=f"the program the worker runs: {' or '.join(DEMO_BACKENDS)} (default "
+        f"{DEMO_BACKENDS[0]}); each against a scripted server of its own wire",
     )
     demo.add_argument(
         "--folder",

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from concorde_workers.domain.ground.backends import DEFAULT_BACKEND
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 
@@ -54,9 +55,10 @@ class DemoWorld(Protocol):
     grant: dict[str, Any]
     instructions: str
     trace_parent: str
-
-    @property
-    def environ_additions(self) -> dict[str, str]: ...
+    environ_additions: dict[str, str]
+    backend: str
+    refused_by: str
+    shell: str
 
     @property
     def requests_served(self) -> int: ...
@@ -112,13 +114,14 @@ class Wiring:
                 raise
             return demo_extra_refusal(error)
 
-    def demo_world(self, folder: str | None) -> DemoWorld | Refusal:
-        """The demo's world below `folder` (default: the system temporary directory); the
-        refusal when GitPython is missing. An unwritable folder raises OSError."""
+    def demo_world(self, folder: str | None, backend: str = DEFAULT_BACKEND) -> DemoWorld | Refusal:
+        """The demo's world of `backend` below `folder` (default: the system temporary
+        directory); the refusal when GitPython is missing. An unwritable folder raises
+        OSError."""
         from concorde_workers import container
 
         try:
-            return container.demo_world(folder)
+            return container.demo_world(folder, backend)
         except ModuleNotFoundError as error:
             if error.name != "git":
                 raise

@@ -23,6 +23,7 @@ from concorde_workers.adapters.codex.environment import codex_environment
 from concorde_workers.adapters.codex.launch import codex_command, sandbox_mode
 from concorde_workers.adapters.codex.profile import CODEX, CODEX_PROGRAM, native_relative
 from concorde_workers.adapters.programs import find_located
+from concorde_workers.domain.configuration.credentials import copied_files
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.profile import USERNS_SWITCHES, nested_problem
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
@@ -138,8 +139,13 @@ class CodexBackend:
         return None
 
     def credential_copies(self, context: BackendContext) -> Sequence[tuple[str, str]]:
-        """None: the key reaches the round by its variable; auth.json stays hidden."""
-        return ()
+        """The profile's copied files, which are none: the key reaches the round by its
+        variable; auth.json stays hidden (`CredentialSpec.hidden_files`)."""
+        rt = context.policy.runtime
+        return tuple(
+            (origin, rt.copy_of(name))
+            for origin, name in copied_files(self.profile.credentials, context.environ)
+        )
 
     def command(
         self, context: BackendContext, kind: RoundKind, session: str | None

@@ -150,8 +150,8 @@ def _prices(value: object, file: str) -> tuple[tuple[str, float], ...] | str:
 def codex_endpoint(text: str | None, file: str, host_env: Mapping[str, str]) -> MachineFileAnswer:
     """The profile's judge of codex.json (`BackendProfile.machine_file_judge`): the key it
     adds to each round (under its own name, which the generated config.toml's `env_key`
-    names), the credential it takes (by name), the settings it gives the config.toml, what it
-    says, or what is wrong with it."""
+    names), the credential it takes (by name: key_env, else OPENAI_API_KEY without the file),
+    the settings it gives the config.toml, what it says, or what is wrong with it."""
     parsed = CodexEndpoint() if text is None else parse_codex_config(text, file)
     if isinstance(parsed, str):
         return MachineFileAnswer(problem=parsed)
@@ -173,7 +173,12 @@ def codex_endpoint(text: str | None, file: str, host_env: Mapping[str, str]) -> 
     )
     return MachineFileAnswer(
         adds={parsed.key_env: key} if key else {},
-        credentials=(parsed.key_env,) if text is not None else (),
+        # The one variable a run takes the key from (the config.toml's env_key), with or
+        # without the file: doctor's credentials line says it, as plan and run take it.
+        credentials=(parsed.key_env,),
+        credentials_origin=f"the key variable {file} names"
+        if text is not None
+        else f"the key variable without a {CODEX_CONFIG_FILE}",
         said=f"{where}: Codex's requests go to {parsed.base_url}, with ${parsed.key_env}; {priced}",
         settings=parsed.settings(),
     )

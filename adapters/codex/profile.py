@@ -76,9 +76,13 @@ CODEX = BackendProfile(
     credentials=CredentialSpec(
         directory_variable="CODEX_HOME",
         default_directory=".codex",
-        files=("auth.json",),
-        login_file="auth.json",
-        key_variables=("OPENAI_API_KEY",),
+        # A run copies nothing: its CODEX_HOME is its own, holding only the generated
+        # config.toml, and the key comes by the one variable the machine's codex.json names
+        # (else OPENAI_API_KEY: adapters/codex/endpoint.py, the judge plan, run and doctor
+        # take). The user's auth.json, a ChatGPT login no run uses, is hidden all the same.
+        files=(),
+        hidden_files=("auth.json",),
+        login_file=None,
         key_text="OPENAI_API_KEY (or the variable codex.json's key_env names)",
         repair="set OPENAI_API_KEY, or name the endpoint's key variable in the machine's "
         "codex.json (key_env) and export it",

@@ -1,5 +1,6 @@
 """Throwaway example repositories: the one of `concorde-workers plan --example`, and the demo's
-world of `concorde-workers demo` (its repository, scripted model server and pi configuration).
+world of `concorde-workers demo` (its repository, scripted model server and the configuration
+of the backend it runs: pi's here, the Codex CLI's in adapters/demo/codex_demo.py).
 
 The example builds, in a new temporary folder: a Git repository with a small shop project, a linked
 worktree `.claude/worktrees/example` on its own branch, the worker configuration
@@ -33,6 +34,8 @@ from concorde_workers.adapters.demo.scripted_model_server import (
     Usage,
     write_pi_config,
 )
+from concorde_workers.adapters.demo.scripted_responses_server import ScriptedResponsesServer
+from concorde_workers.domain.ground.backends import DEFAULT_BACKEND
 
 PROJECT_FILES = {
     "README.md": "# shop\n\nA tiny shop used to show what a worker run would do.\n",
@@ -120,7 +123,7 @@ class Example:
         discard(self.folder)
 
 
-def _repository(
+def repository(
     parent: str | None, prefix: str, files: dict[str, str], branch: str, author: str
 ) -> tuple[Path, Path, Path]:
     """A new temporary folder (below `parent` when given) holding the repository `shop` with
@@ -155,7 +158,7 @@ def create_example(ids: ExampleIds, parent: str | None = None) -> Example:
         **PROJECT_FILES,
         ".concorde/workers.json": json.dumps(example_workers_json(ids), indent=2) + "\n",
     }
-    folder, primary, worktree = _repository(parent, "workers-example-", files, "example", "Example")
+    folder, primary, worktree = repository(parent, "workers-example-", files, "example", "Example")
     model_map = folder / "models.json"
     model_map.write_text(json.dumps(example_model_map(ids), indent=2) + "\n")
     # The local model's provider as pi's own models.json defines it: a run refuses a pi id pi
@@ -212,28 +215,34 @@ DEMO_INSTRUCTIONS = (
 
 @dataclass
 class DemoWorld:
-    """The demo's repository, its scripted model server and the user's pi configuration
-    directory that reaches it (a temporary PI_CODING_AGENT_DIR, never the user's own)."""
+    """The demo's repository, its scripted model server and the configuration of the backend
+    that reaches it: for pi a temporary PI_CODING_AGENT_DIR, for the Codex CLI a machine
+    `codex.json` and its key variable (adapters/demo/codex_demo.py), never the user's own."""
 
     folder: str
     primary: str
     worktree: str
-    pi_dir: str
     model: str
     grant: dict[str, Any]
     instructions: str
-    server: ScriptedModelServer
+    server: ScriptedModelServer | ScriptedResponsesServer
     trace_parent: str
     """The run's trace node folder: beside the throwaway folder, kept when it is removed."""
-
-    @property
-    def environ_additions(self) -> dict[str, str]:
-        """PI_CODING_AGENT_DIR (the demo's pi configuration); the agent programs are found as
-        for any run (domain/configuration/discovery.py)."""
-        return {"PI_CODING_AGENT_DIR": self.pi_dir}
+    environ_additions: dict[str, str]
+    """What the run's host environment gains: the demo's configuration of its backend (pi:
+    PI_CODING_AGENT_DIR); the agent programs are found as for any run
+    (domain/configuration/discovery.py)."""
+    backend: str = DEFAULT_BACKEND
+    refused_by: str = "the permission extension"
+    """What refuses the worker's write of a read-only file (pi: its permission extension,
+    before its write tool runs)."""
+    shell: str = "bash"
+    """The worker's shell tool, as the demo's checks name it."""
 
     def tool_results(self) -> dict[str, str]:
         """What each scripted tool call returned to the model, by call id."""
+        if isinstance(self.server, ScriptedResponsesServer):
+            return self.server.outputs()
         return self.server.tool_results()
 
     @property
@@ -314,7 +323,7 @@ def demo_script(worktree: str, port: int) -> list[Step]:
 def start_demo(parent: str | None = None) -> DemoWorld:
     """Create the demo repository (worktree `.claude/worktrees/demo`), start the scripted model
     server on 127.0.0.1 with the demo's script and write the pi configuration that reaches it."""
-    folder, primary, worktree = _repository(
+    folder, primary, worktree = repository(
         parent, "workers-demo-", DEMO_FILES, DEMO_WORKTREE, "Demo"
     )
     server = ScriptedModelServer().start()
@@ -326,10 +335,10 @@ def start_demo(parent: str | None = None) -> DemoWorld:
         folder=str(folder),
         primary=str(primary),
         worktree=str(worktree),
-        pi_dir=str(pi_dir),
         model=f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}",
         grant=json.loads(json.dumps(GRANT)),
         instructions=DEMO_INSTRUCTIONS,
         server=server,
         trace_parent=str(Path(trace).resolve()),
+        environ_additions={"PI_CODING_AGENT_DIR": str(pi_dir)},
     )

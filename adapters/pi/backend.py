@@ -11,7 +11,6 @@ session file under config/sessions/.
 from __future__ import annotations
 
 import json
-import posixpath
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from concorde_workers.adapters.pi.launch import pi_command
 from concorde_workers.adapters.pi.prerequisites import PiPrerequisites, pi_runtime_refusal
 from concorde_workers.adapters.pi.profile import PI, PI_PROGRAM, SANDBOX_RUNTIME
 from concorde_workers.adapters.programs import find_program, program_or_name
-from concorde_workers.domain.configuration.credentials import config_directory
+from concorde_workers.domain.configuration.credentials import config_directory, copied_files
 from concorde_workers.domain.configuration.discovery import Installation, locate
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.ground.errors import Refusal
@@ -174,13 +173,10 @@ class PiBackend:
         """auth.json and models.json, only, from the user's pi configuration directory
         (seed 001): `PI_CODING_AGENT_DIR` with a leading `~` expanded as pi does, else
         `~/.pi/agent`; HOME is the host's. The user's settings.json is never read."""
-        source = user_pi_directory(context.environ)
-        if source is None:
-            return ()
         rt = context.policy.runtime
         return tuple(
-            (posixpath.join(source, name), rt.copy_of(name))
-            for name in self.profile.credentials.files
+            (origin, rt.copy_of(name))
+            for origin, name in copied_files(self.profile.credentials, context.environ)
         )
 
     def command(

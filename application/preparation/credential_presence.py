@@ -15,7 +15,12 @@ _KEY_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN")
 
 def missing_credentials(fs: FileSystem, prepared: Prepared) -> str | None:
     """The note a plan gives when the run would carry no credential at all, else None."""
-    if any(name.endswith(_KEY_SUFFIXES) for name in prepared.environment):
+    # A key by the name its machine file gives (codex.json's key_env may end in _TOKEN or
+    # _SECRET) counts as doctor counts it.
+    if any(
+        name.endswith(_KEY_SUFFIXES) or name in prepared.key_variables
+        for name in prepared.environment
+    ):
         return None
     sources = [source for source, _ in prepared.backend.credential_copies(prepared.context)]
     if any(fs.is_file(source) for source in sources):

@@ -341,6 +341,7 @@ class Preparer:
             repository=git[0],
             git_entries=git[1],
             confinement=confinement,
+            key_variables=machine.credentials,
         )
 
     def _context(

@@ -68,6 +68,10 @@ class Prepared:
     confinement: Confinement | None = None
     programs: tuple[ProgramVersion, ...] = ()
     """The agent programs the backend runs, with their versions (ports/program_versions.py)."""
+    key_variables: tuple[str, ...] = ()
+    """The credential variables the backend's machine file names (the Codex CLI's key_env, or
+    OPENAI_API_KEY without codex.json; Claude Code's endpoint token): by name only, as doctor
+    says them."""
 
     def round_command(
         self,

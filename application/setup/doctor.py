@@ -23,7 +23,7 @@ from concorde_workers.application.setup.machine_files import (
 from concorde_workers.application.setup.resources import read_machine_resources
 from concorde_workers.application.setup.signing_key import SigningKey
 from concorde_workers.domain.configuration.config import WorkerConfiguration
-from concorde_workers.domain.configuration.credentials import config_directory
+from concorde_workers.domain.configuration.credentials import config_directory, copied_files
 from concorde_workers.domain.configuration.discovery import Installation, locate, looked_at
 from concorde_workers.domain.configuration.machine import MachineFileAnswer, ModelMap, model_ids
 from concorde_workers.domain.configuration.profile import (
@@ -34,7 +34,7 @@ from concorde_workers.domain.configuration.profile import (
 from concorde_workers.domain.configuration.program_versions import ProgramLocation, ProgramSpec
 from concorde_workers.domain.configuration.signing import KeyFact
 from concorde_workers.domain.ground.errors import Refusal
-from concorde_workers.domain.ground.layout import CONFIG_PATH
+from concorde_workers.domain.ground.layout import CONFIG_PATH, RuntimeLayout
 from concorde_workers.domain.setup.doctor import (
     CopiesFact,
     CredentialFact,
@@ -42,6 +42,7 @@ from concorde_workers.domain.setup.doctor import (
     Facts,
     FileFact,
     ProgramFact,
+    RunUses,
     SandboxFact,
     backends_in_use,
     diagnose,
@@ -51,6 +52,10 @@ from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.resources import ResourceGroups
 from concorde_workers.ports.sandbox_probe import SandboxProbe
+
+_RUNTIME = "/runtime-directory"
+"""A runtime directory's stand-in: what a backend's round environment sets below it is said
+relative to it."""
 
 
 def worktree_of(cwd: str) -> str | None:
@@ -132,7 +137,10 @@ class Doctor:
             model_map=self._model_map(model_map),
             credentials=self._credentials(machine_files),
             machine_files=machine_files,
-            copies={p.name: self._copies(p, model_map) for p in self._profiles},
+            copies={
+                p.name: self._copies(p, model_map, machine_files.get(p.name))
+                for p in self._profiles
+            },
             userns={path: self._switch(path) for path, _ in USERNS_SWITCHES},
             workers_json=workers,
             backends=backends,
@@ -189,21 +197,49 @@ class Doctor:
             return FileFact(found.file, origin, found.message)
         return FileFact(found.file, origin, None)
 
-    def _copies(self, profile: BackendProfile, model_map: ModelMap | Refusal) -> CopiesFact:
-        """The files a run of the backend copies, through their one reader and its profile's
-        judge (application/setup/machine_files.py), and each id the model map gives the backend
-        judged against them as a run's `--model` is."""
+    def _copies(
+        self,
+        profile: BackendProfile,
+        model_map: ModelMap | Refusal,
+        machine_file: MachineFileAnswer | None = None,
+    ) -> CopiesFact:
+        """The files a run of the backend copies (`copied_files`, which its backend's
+        `credential_copies` takes too), through their one reader and its profile's judge
+        (application/setup/machine_files.py), and each id the model map gives the backend
+        judged against them as a run's `--model` is; for a backend that copies none, what its
+        run takes instead, from the same sources as the run: the configuration directory its
+        round environment sets, the generated settings, the key variable its machine file's
+        judge names and the files hidden at their origin."""
         spec = profile.credentials
-        directory = config_directory(spec, self._environ)
-        names = spec.files if directory else ()
-        pairs = [(posixpath.join(directory or "", name), name) for name in names]
+        pairs = list(copied_files(spec, self._environ))
         copies = read_copies(self._fs, pairs, spec, self._environ)
         ids = [] if isinstance(model_map, Refusal) else model_ids(model_map, profile.name)
+        uses = self._uses(profile, machine_file)
         for model in [None, *ids]:
             problem = copies_problem(profile, copies, model, self._environ)
             if problem is not None:
-                return CopiesFact(tuple(p for p, _ in pairs), problem[1])
-        return CopiesFact(tuple(p for p, _ in pairs), None, tuple(ids))
+                return CopiesFact(tuple(p for p, _ in pairs), problem[1], uses=uses)
+        return CopiesFact(tuple(p for p, _ in pairs), None, tuple(ids), uses=uses)
+
+    def _uses(self, profile: BackendProfile, machine_file: MachineFileAnswer | None) -> RunUses:
+        spec = profile.credentials
+        directory = config_directory(spec, self._environ)
+        round_env = profile.environment({}, RuntimeLayout(root=_RUNTIME), None)
+        home = round_env.get(spec.directory_variable)
+        keys: tuple[str, ...] = ()
+        origin = ""
+        if machine_file is not None and machine_file.problem is None:
+            keys, origin = machine_file.credentials, machine_file.credentials_origin
+        return RunUses(
+            directory_variable=spec.directory_variable,
+            run_directory=None if home is None else posixpath.relpath(home, _RUNTIME),
+            settings=profile.settings_file,
+            keys=keys,
+            keys_origin=origin,
+            hidden=tuple(posixpath.join(directory, n) for n in spec.hidden_files)
+            if directory
+            else (),
+        )
 
     def _credentials(
         self, machine_files: Mapping[str, MachineFileAnswer]
@@ -219,20 +255,28 @@ class Doctor:
         its login file, and the token its machine file names (Claude Code's endpoint)."""
         spec = profile.credentials
         directory = config_directory(spec, self._environ)
-        login = posixpath.join(directory, spec.login_file) if directory else None
+        login = (
+            posixpath.join(directory, spec.login_file) if directory and spec.login_file else None
+        )
         present = spec.keys_in(self._environ)
         if login and self._fs.is_file(login):
             present.append(login)
+        named: list[str] = []
         if machine_file is not None and machine_file.problem is None:
+            origin = machine_file.credentials_origin or f"the token {machine_file.file} names"
+            named = [f"${name} ({origin})" for name in machine_file.credentials]
             present += [
-                f"${name} (the token {machine_file.file} names)"
-                for name in machine_file.credentials
+                text
+                for name, text in zip(machine_file.credentials, named, strict=True)
                 if self._environ.get(name)
             ]
-        default = f"~/{spec.default_directory}/{spec.login_file}"
-        return CredentialFact(
-            profile.name, tuple(present), (spec.key_text, login or default), spec.repair
-        )
+        # A backend that takes its key only by the variable its machine file names (the Codex
+        # CLI) is looked for there; the others by their own key variables and login file.
+        keys = named if named and not spec.key_variables and not spec.key_suffix else []
+        looked = keys or [spec.key_text]
+        if spec.login_file is not None:
+            looked.append(login or f"~/{spec.default_directory}/{spec.login_file}")
+        return CredentialFact(profile.name, tuple(present), tuple(looked), spec.repair)
 
     def _workers_json(self, worktree: str) -> tuple[FileFact, WorkerConfiguration | None]:
         """The worktree's workers.json as a run reads it, committed at HEAD (the configuration

@@ -98,6 +98,7 @@ def backend_machine_file(
     return MachineFileAnswer(
         adds=answer.adds,
         credentials=answer.credentials,
+        credentials_origin=answer.credentials_origin,
         said=answer.said,
         problem=answer.problem,
         file=found.file,

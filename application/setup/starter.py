@@ -22,7 +22,7 @@ from concorde_workers.application.setup.config import ConfigurationReader
 from concorde_workers.application.setup.machine_files import copies_problem, read_copies
 from concorde_workers.domain.configuration import machine
 from concorde_workers.domain.configuration import starter as decide
-from concorde_workers.domain.configuration.credentials import config_directory
+from concorde_workers.domain.configuration.credentials import config_directory, copied_files
 from concorde_workers.domain.configuration.discovery import Installation, locate
 from concorde_workers.domain.configuration.profile import BackendProfile, Profiles, placeholders_of
 from concorde_workers.domain.ground.codes import Code
@@ -164,10 +164,9 @@ class Starter:
         """What the run of the plan below would meet in the files it copies (pi's models.json
         against the id init mapped), said by the reader plan and run take (issue 31 §1)."""
         profile = self._profiles[backend]
-        directory = config_directory(profile.credentials, self._environ)
-        if directory is None:
+        pairs = copied_files(profile.credentials, self._environ)
+        if not pairs:
             return
-        pairs = [(posixpath.join(directory, name), name) for name in profile.credentials.files]
         copies = read_copies(self._fs, pairs, profile.credentials, self._environ)
         problem = copies_problem(profile, copies, model, self._environ)
         if problem is not None:

@@ -44,8 +44,12 @@ class CredentialSpec(BaseModel):
     """The program expands a leading `~` of the variable to HOME (pi 0.73.1 does)."""
     files: tuple[str, ...]
     """The files of that directory a run copies into `config/` (nothing else is read)."""
-    login_file: str
-    """The one of `files` whose presence says the user has logged in (doctor)."""
+    hidden_files: tuple[str, ...] = ()
+    """Files of that directory no run copies or reads, hidden from every worker at their
+    origin all the same (the Codex CLI's auth.json: a login its runs never use)."""
+    login_file: str | None
+    """The one of `files` whose presence says the user has logged in (doctor); None when the
+    backend's runs take no login file (the Codex CLI: its key comes by a variable alone)."""
     key_variables: tuple[str, ...] = ()
     """The variables a key may be given in by name (`ANTHROPIC_API_KEY`)."""
     key_suffix: str | None = None
@@ -67,6 +71,16 @@ class CredentialSpec(BaseModel):
 
 def _absolute(value: str | None) -> str | None:
     return posixpath.normpath(value) if value and posixpath.isabs(value) else None
+
+
+def copied_files(spec: CredentialSpec, environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The files a run of the backend copies into `config/`, each as (its origin, its name):
+    the one answer `doctor` and `init` say and the backends' `credential_copies` take (none
+    without a configuration directory; none for the Codex CLI)."""
+    directory = config_directory(spec, environ)
+    if directory is None:
+        return ()
+    return tuple((posixpath.join(directory, name), name) for name in spec.files)
 
 
 def config_directory(spec: CredentialSpec, environ: Mapping[str, str]) -> str | None:
@@ -109,7 +123,7 @@ def credential_origins(
         directory = _absolute(config_directory(spec, environ))
         if directory:
             directories.append(directory)
-            files += [posixpath.join(directory, name) for name in spec.files]
+            files += [posixpath.join(directory, name) for name in spec.files + spec.hidden_files]
     model_map = model_map_location(environ, [], {})  # only its path
     if isinstance(model_map, str) and _absolute(model_map):
         files.append(posixpath.normpath(model_map))
@@ -165,6 +179,7 @@ __all__ = [
     "CredentialOrigins",
     "CredentialSpec",
     "config_directory",
+    "copied_files",
     "credential_origins",
     "home_at_root",
 ]

@@ -335,6 +335,9 @@ class MachineFileAnswer:
 
     adds: Mapping[str, str] = field(default_factory=dict)
     credentials: tuple[str, ...] = ()
+    credentials_origin: str = ""
+    """What names `credentials`, as a person reads it (the Codex CLI: codex.json's key_env, or
+    its default without the file); empty: the file does (`<file> names`)."""
     said: str = ""
     problem: str | None = None
     file: str | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = [
     "BACKENDS",
     "DEFAULT_BACKEND",
+    "DEMO_BACKENDS",
     "EXTENSION_CONTRACTS",
     "SEED_BACKENDS",
     "Backend",
@@ -19,6 +20,10 @@ SEED_BACKENDS: tuple[str, ...] = ("claude", "pi")
 BACKENDS: tuple[Backend, ...] = ("claude", "pi", "codex")
 """Every backend there is: the seed's and the Codex CLI (issue 33), which our own extension
 contracts name (`EXTENSION_CONTRACTS`, docs/decisions.md 72)."""
+DEMO_BACKENDS: tuple[str, ...] = ("pi", "codex")
+"""The backends `concorde-workers demo` runs offline, each against a scripted server of its wire
+that the package ships (adapters/demo/): pi's OpenAI-compatible chat completions and the Codex
+CLI's Responses API. Claude Code's Anthropic wire has no such server in the package."""
 EXTENSION_CONTRACTS: dict[str, str] = {
     "contract.workers.worker-configuration": "contract.concorde.worker-configuration-codex",
     "contract.workers.model-map": "contract.concorde.model-map-codex",

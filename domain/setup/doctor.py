@@ -11,6 +11,7 @@ holds, 2 otherwise.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,22 @@ class CredentialFact:
 
 
 @dataclass(frozen=True)
+class RunUses:
+    """What a run of a backend takes besides the files it copies, from the sources the run
+    takes it from: the configuration directory its round environment sets (relative to the
+    runtime directory), its generated settings there, the key variables its machine file's
+    judge names (and what names them), and the user's files hidden at their origin, never
+    read."""
+
+    directory_variable: str
+    run_directory: str | None
+    settings: str
+    keys: tuple[str, ...] = ()
+    keys_origin: str = ""
+    hidden: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CopiesFact:
     """The files a run of a backend copies from the user's program configuration, as their one
     reader and the backend's judge found them (application/setup/machine_files.py): where, what the
@@ -92,6 +109,8 @@ class CopiesFact:
     sources: tuple[str, ...]
     problem: str | None
     ids: tuple[str, ...] = ()
+    uses: RunUses | None = None
+    """What the run takes instead, said when it copies nothing (the Codex CLI)."""
 
 
 @dataclass(frozen=True)
@@ -374,7 +393,10 @@ def nested_check(profile: BackendProfile, userns: Mapping[str, str | None]) -> C
 
 
 def copies_check(profile: BackendProfile, fact: CopiesFact) -> Check:
-    """The files a run copies, as the program reads them (pi: models.json and auth.json)."""
+    """The files a run copies, as the program reads them (pi: models.json and auth.json); for a
+    backend whose runs copy none (the Codex CLI), what they take instead."""
+    if not profile.credentials.files:
+        return uses_check(profile, fact)
     name = f"{profile.title}'s {' and '.join(profile.credentials.files)} as a run copies them"
     if fact.problem is not None:
         return Check(name, False, fact.problem, "repair it as the message says")
@@ -383,6 +405,30 @@ def copies_check(profile: BackendProfile, fact: CopiesFact) -> Check:
     if profile.copies_judge is None:
         return Check(name, True, f"{where}: readable")
     return Check(name, True, f"{where}: taken as {profile.program.title} reads them{ids}")
+
+
+def uses_check(profile: BackendProfile, fact: CopiesFact) -> Check:
+    """What a run of a backend that copies no file takes (issue 33: the Codex CLI's line said
+    it copied the auth.json no run reads): its own configuration directory with only the
+    generated settings, the key by its variable, the user's login hidden."""
+    name = f"{profile.title}'s configuration as a run makes it"
+    uses = fact.uses
+    if uses is None:
+        return Check(name, True, "copies no file")
+    home = uses.run_directory or posixpath.dirname(uses.settings)
+    keys = ", ".join(f"${k}" for k in uses.keys)
+    key = (
+        f"the key reaches each round as {keys} ({uses.keys_origin})"
+        if keys
+        else "no key variable is named"
+    )
+    hidden = f"; {', '.join(uses.hidden)} hidden from every run, never read" if uses.hidden else ""
+    return Check(
+        name,
+        True,
+        f"copies no file; {uses.directory_variable} is the run's own {home}/ holding only the "
+        f"generated {posixpath.basename(uses.settings)}; {key}{hidden}",
+    )
 
 
 def resources_check(enforcement: Enforcement, machine: MachineResources | None = None) -> Check:
@@ -423,6 +469,7 @@ __all__ = [
     "Facts",
     "FileFact",
     "ProgramFact",
+    "RunUses",
     "SandboxFact",
     "backends_in_use",
     "copies_check",
@@ -430,4 +477,5 @@ __all__ = [
     "needed_by",
     "resources_check",
     "tools_of",
+    "uses_check",
 ]

@@ -116,6 +116,51 @@ def test_a_demo_without_its_programs_is_refused_with_the_repair_and_leaves_nothi
     assert list(folder.iterdir()) == []
 
 
+def test_a_codex_demo_without_the_codex_cli_is_refused_with_the_repair_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """Issue 33: `demo --backend codex` looks for the Codex CLI as any run does and, where it is
+    found nowhere, is refused with the backend's code, where it looked and the repair (the
+    pinned @openai/codex), before a repository, a server or a trace is left behind."""
+    folder = tmp_path / "demo-here"
+    folder.mkdir()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "HOME": str(tmp_path),
+        "CONCORDE_CODEX": str(tmp_path / "no-codex"),
+    }
+    proc = subprocess.run(
+        [str(SCRIPT), "demo", "--backend", "codex", "--folder", str(folder), "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    refusal = one_refusal(proc.stdout)
+    said = " ".join(refusal["message"].split())
+    assert refusal["code"] == "launch_failed", refusal
+    assert f"codex is found nowhere (looked at codex: $CONCORDE_CODEX ({tmp_path}/no-codex))" in (
+        said
+    )
+    assert "@openai/codex@0.171.0" in said and "./scripts/setup" in said
+    assert list(folder.iterdir()) == []
+
+
+def test_a_demo_of_a_backend_without_a_scripted_server_is_a_usage_refusal(tmp_path: Path) -> None:
+    """The demo runs the backends whose wire the package has a scripted server of (pi, codex):
+    another is named in the refusal, never started."""
+    proc = script("demo", "--backend", "claude", "--json", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    refusal = one_refusal(proc.stdout)
+    assert refusal["code"] == "request_invalid"
+    assert "'claude'" in refusal["message"] and "pi" in refusal["message"], refusal
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -59,6 +59,9 @@ def _user(tmp_path: Path) -> tuple[dict[str, str], Path]:
         "HOME": str(home),
         "LANG": "C.UTF-8",
         "ANTHROPIC_API_KEY": SECRET,
+        # The Codex CLI's key, by the variable a run takes it from without codex.json: its
+        # auth.json above is no credential of a run (issue 33).
+        "OPENAI_API_KEY": SECRET,
     }
     return env, project.worktree
 

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from fakes.cli_launcher import program_container
 from integration.test_cli_run_real import ok_round
-from integration.test_plan_cli import flags, plan
+from integration.test_plan_cli import flags, header, plan
 
 from concorde_workers.adapters.cli.main import main
 from concorde_workers.container import Container
@@ -326,3 +326,50 @@ def test_a_file_a_run_copies_that_is_a_fifo_is_refused_not_waited_on(project: An
     )
     status, record, _ = run(project, None, *PI_WORKER)
     assert status == 1 and record["error"]["code"] == "launch_failed", record
+
+
+# --- what a Codex CLI run takes (issue 33) -----------------------------------------------------
+
+
+def test_codex_s_key_and_configuration_are_what_plan_and_doctor_both_say(
+    project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One truth of what a codex run takes: its key by the one variable codex.json names (a
+    `_TOKEN` plan took for no credential at all), CODEX_HOME its own config/codex with only
+    the generated config.toml, no copy of the user's auth.json (doctor said it copied it),
+    OPENAI_API_KEY beside it reaching no round."""
+    (project.model_map.parent / "codex.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "base_url": "http://127.0.0.1:4000/v1",
+                "key_env": "CODEX_GATEWAY_TOKEN",
+            }
+        )
+    )
+    monkeypatch.setenv("CODEX_GATEWAY_TOKEN", "codex-token-never-printed")
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-key-never-printed")
+    (project.home / ".codex").mkdir()
+    (project.home / ".codex" / "auth.json").write_text('{"OPENAI_API_KEY": "login-never-read"}')
+    _, checks, said = doctor("--backend", "codex")
+    credentials = checks["credentials of the codex backend"]
+    assert credentials["ok"], said
+    assert credentials["state"].startswith("present: $CODEX_GATEWAY_TOKEN (the key variable ")
+    assert "OPENAI_API_KEY" not in credentials["state"] and "auth.json" not in credentials["state"]
+    made = checks["the Codex CLI's configuration as a run makes it"]
+    assert made["ok"] and made["state"].startswith(
+        "copies no file; CODEX_HOME is the run's own config/codex/ holding only the generated "
+        "config.toml; the key reaches each round as $CODEX_GATEWAY_TOKEN"
+    )
+    assert made["state"].endswith(
+        f"{project.home}/.codex/auth.json hidden from every run, never read"
+    )
+    planned = plan(*flags(project, "--backend", "codex"))
+    rt = header(planned.out)[1]
+    assert "CODEX_GATEWAY_TOKEN=" in planned.out and "OPENAI_API_KEY" not in planned.out
+    assert 'env_key = \\"CODEX_GATEWAY_TOKEN\\"' in planned.out  # the config.toml, as JSON text
+    assert f"CODEX_HOME={rt}/config/codex" in planned.out
+    assert "no credentials of the codex backend" not in planned.out
+    assert f"Read(/{project.home}/.codex/auth.json)" in planned.out  # hidden, as doctor says
+    for secret in ("codex-token-never-printed", "openai-key-never-printed", "login-never-read"):
+        assert secret not in said + planned.both

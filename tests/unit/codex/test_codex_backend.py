@@ -135,6 +135,12 @@ def test_codex_json_names_an_endpoint_a_key_variable_and_prices_never_a_secret()
     assert "k-123" not in json.dumps(dict(answer.settings)) + answer.said
     none = codex_endpoint(None, "/h/codex.json", env)
     assert none.adds == {"OPENAI_API_KEY": "o-1"} and "api.openai.com" in none.said
+    # The one variable a run takes its key from, by name, with what names it: doctor's
+    # credentials line says it as the round's environment gets it (issue 33).
+    assert answer.credentials == ("LOCAL_API_KEY",)
+    assert answer.credentials_origin == "the key variable /h/codex.json names"
+    assert none.credentials == ("OPENAI_API_KEY",)
+    assert none.credentials_origin == "the key variable without a codex.json"
     for bad, words in (
         ({"schema_version": 1, "base_url": "http://u:p@h/v1"}, "user name or password"),
         ({"schema_version": 1, "key_env": "PATH"}, "no secret's variable"),

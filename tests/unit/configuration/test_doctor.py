@@ -16,6 +16,7 @@ from concorde_workers.adapters.codex.profile import native_relative
 from concorde_workers.application.setup.config import ConfigurationReader
 from concorde_workers.application.setup.doctor import Doctor, worktree_of
 from concorde_workers.container import PROFILES
+from concorde_workers.domain.configuration.credentials import copied_files
 from concorde_workers.domain.configuration.discovery import CHECKOUT, USER_DATA, Installation
 from concorde_workers.domain.setup.doctor import SandboxFact, diagnose
 
@@ -37,7 +38,16 @@ PI_MODELS = {
 }
 """The provider the model map's pi id `local/m` names, as pi's models.json defines it."""
 WORKTREE = "/work/repo/.claude/worktrees/task"
-ENV = {"HOME": HOME, "PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": SECRET}
+CODEX_KEY = "codex-gateway-do-not-print-33"
+CODEX_JSON = f"{HOME}/.config/concorde/codex.json"
+ENV = {
+    "HOME": HOME,
+    "PATH": "/usr/bin:/bin",
+    "ANTHROPIC_API_KEY": SECRET,
+    "CODEX_GATEWAY_TOKEN": CODEX_KEY,
+}
+"""The Codex CLI's key comes by the variable the machine's codex.json names (never a file: the
+user's ~/.codex/auth.json is no credential of a run, issue 33)."""
 MODEL_MAP = {"schema_version": 1, "models": {"m-local": {"pi": "local/m"}}}
 WORKERS = {
     "schema_version": 2,
@@ -58,6 +68,16 @@ def machine() -> FakeFileSystem:
         fs.write(f"{MODULES}/.bin/{name}", "#!/bin/sh\n", 0o755)
     fs.write(f"{MODULES}/{native_relative()}", "ELF", 0o755)  # the Codex CLI (issue 33)
     fs.write(f"{HOME}/.codex/auth.json", '{"OPENAI_API_KEY": "codex-do-not-print"}', 0o600)
+    fs.write(
+        CODEX_JSON,
+        json.dumps(
+            {
+                "schema_version": 1,
+                "base_url": "http://127.0.0.1:4000/v1",
+                "key_env": "CODEX_GATEWAY_TOKEN",
+            }
+        ),
+    )
     fs.write(f"{SRT}/dist/index.js", "// srt\n")
     for tool in ("bwrap", "socat", "unshare", "nsenter", "setpriv", "mount", "rg", "fdfind"):
         fs.write(f"/usr/bin/{tool}", "", 0o755)
@@ -122,7 +142,7 @@ def test_a_machine_with_everything_passes_every_check_and_exits_0() -> None:
 def test_no_credential_value_is_ever_part_of_what_doctor_says() -> None:
     diagnosis = doctor(machine()).diagnose()
     said = "\n".join(diagnosis.lines()) + json.dumps(diagnosis.to_json())
-    for secret in (SECRET, "oauth-do-not-print-42", "pi-key-do-not-print-77"):
+    for secret in (SECRET, "oauth-do-not-print-42", "pi-key-do-not-print-77", CODEX_KEY):
         assert secret not in said
     assert "ANTHROPIC_API_KEY" in said and f"{HOME}/.pi/agent/auth.json" in said
 
@@ -273,7 +293,7 @@ def test_doctor_judges_the_backends_the_worktree_uses_and_exits_0_for_a_pi_only_
         "Claude Code's endpoints.json",
         "Claude Code's .credentials.json as a run copies them",
         "the Codex CLI's codex.json",
-        "the Codex CLI's auth.json as a run copies them",
+        "the Codex CLI's configuration as a run makes it",
         "nested user namespaces (the Codex CLI's own sandbox)",
     ], unused
     assert any(
@@ -310,3 +330,71 @@ def test_a_pi_worker_of_a_claude_default_keeps_pi_judged() -> None:
     assert backends_in_use(["claude", None, "pi"], default_set=True) == ("claude", "pi")
     assert backends_in_use([None], default_set=False) == ("pi",)
     assert backends_in_use(["claude"], default_set=False) == ("claude", "pi")
+
+
+# --- the Codex CLI's lines say what a codex run takes (issue 33 "Done means") -------------------
+
+
+def codex_checks(fs: FakeFileSystem, env: dict[str, str]) -> dict[str, tuple[bool, str]]:
+    checks = doctor(fs, env).diagnose("codex").checks
+    return {c.name: (c.ok, c.state) for c in checks}
+
+
+def test_doctor_says_what_a_codex_run_uses_and_no_copy_it_does_not_make() -> None:
+    """The run copies no file (its CODEX_HOME is its own, with only the generated config.toml),
+    takes its key by the one variable codex.json names, and hides the user's auth.json: the
+    line said "auth.json as a run copies them", a copy no codex run makes."""
+    said = codex_checks(machine(), dict(ENV))
+    named = f"the key variable {CODEX_JSON} names"
+    assert said["credentials of the codex backend"] == (
+        True,
+        f"present: $CODEX_GATEWAY_TOKEN ({named}) (never printed)",
+    )
+    assert said["the Codex CLI's configuration as a run makes it"] == (
+        True,
+        "copies no file; CODEX_HOME is the run's own config/codex/ holding only the generated "
+        f"config.toml; the key reaches each round as $CODEX_GATEWAY_TOKEN ({named}); "
+        f"{HOME}/.codex/auth.json hidden from every run, never read",
+    )
+    assert not [name for name in said if "as a run copies them" in name and "Codex" in name]
+
+
+def test_a_codex_login_file_alone_is_no_credential_of_a_codex_run() -> None:
+    """Without codex.json a run takes OPENAI_API_KEY and nothing else: a ChatGPT login in
+    ~/.codex/auth.json reaches no run, so it is never counted as present."""
+    fs = machine()
+    fs.remove(CODEX_JSON)
+    env = {k: v for k, v in ENV.items() if k != "CODEX_GATEWAY_TOKEN"}
+    ok, state = codex_checks(fs, env)["credentials of the codex backend"]
+    assert not ok
+    assert state == "none found (looked at $OPENAI_API_KEY (the key variable without a codex.json))"
+    ok, state = codex_checks(fs, {**env, "OPENAI_API_KEY": SECRET})[
+        "credentials of the codex backend"
+    ]
+    assert ok and state == (
+        "present: $OPENAI_API_KEY (the key variable without a codex.json) (never printed)"
+    )
+    made = codex_checks(fs, env)["the Codex CLI's configuration as a run makes it"][1]
+    assert "the key reaches each round as $OPENAI_API_KEY" in made
+
+
+def test_openai_api_key_is_no_codex_credential_when_codex_json_names_another() -> None:
+    """A run with codex.json's key_env gets that variable alone (the round's environment, the
+    config.toml's env_key): OPENAI_API_KEY set beside it reaches no codex round."""
+    said = codex_checks(machine(), {**ENV, "OPENAI_API_KEY": SECRET})
+    ok, state = said["credentials of the codex backend"]
+    assert ok and "$CODEX_GATEWAY_TOKEN" in state and "OPENAI_API_KEY" not in state
+    assert "OPENAI_API_KEY" not in said["the Codex CLI's configuration as a run makes it"][1]
+
+
+def test_what_doctor_says_a_run_copies_is_what_each_backend_copies() -> None:
+    """One truth (issue 31 §1, issue 33): the copies doctor names are `copied_files`, the
+    answer each backend's `credential_copies` takes; the Codex CLI's are none."""
+    facts = doctor(machine(), dict(ENV)).facts()
+    for name, profile in PROFILES.items():
+        expected = tuple(o for o, _ in copied_files(profile.credentials, ENV))
+        assert facts.copies[name].sources == expected, name
+    assert facts.copies["codex"].sources == ()
+    uses = facts.copies["codex"].uses
+    assert uses is not None and uses.run_directory == "config/codex"
+    assert uses.settings == "config/codex/config.toml"
