@@ -252,7 +252,8 @@ class Doctor:
         self, profile: BackendProfile, machine_file: MachineFileAnswer | None
     ) -> CredentialFact:
         """Which of a backend's credential sources are present: its key variables (by name),
-        its login file, and the token its machine file names (Claude Code's endpoint)."""
+        its login file, and the token its machine file names (Claude Code's endpoint; the
+        Codex CLI's key variable, codex.json's key_env or OPENAI_API_KEY, its only one)."""
         spec = profile.credentials
         directory = config_directory(spec, self._environ)
         login = (
