@@ -410,12 +410,13 @@ def launch_problem(confinement: Confinement, facts: PathFacts) -> str | None:
             kind = {
                 MountKind.EMPTY_DIR: EntryKind.DIRECTORY,
                 MountKind.EMPTY_FILE: EntryKind.FILE,
-            }.get(mount.kind)
+            }.get(mount.kind, EntryKind.FILE if mount.file else None)
             if not facts.is_real(mount.path, kind):
+                what = "file" if mount.file else mount.kind.value if kind else "path"
                 return (
                     f"the confinement cannot be set up: {mount.path} ({mount.why}) is no "
-                    f"longer the {mount.kind.value if kind else 'path'} it was when the run "
-                    "was prepared (a link or a missing entry on the way)"
+                    f"longer the {what} it was when the run was prepared (a link or a missing "
+                    "entry on the way)"
                 )
         elif facts.kind(mount.path) is None:
             return f"the confinement cannot be set up: {mount.path} ({mount.why}) no longer exists"

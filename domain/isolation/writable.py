@@ -67,7 +67,7 @@ def writable_mounts(policy: Policy, facts: PathFacts, files_alone: bool) -> Iter
             scopes.add(scope)
         elif facts.is_real(path, EntryKind.FILE):
             why = f"rw in the grant ({entry.path}), {FILE_WHY}"
-            yield Mount(kind=MountKind.WRITABLE, path=path, why=why)
+            yield Mount(kind=MountKind.WRITABLE, path=path, why=why, file=True)
     for scope in sorted(scopes):
         yield Mount(
             kind=MountKind.WRITABLE,

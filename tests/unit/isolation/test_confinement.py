@@ -778,6 +778,19 @@ def test_with_files_alone_no_folder_takes_a_new_name_the_grant_does_not_give(
     assert launch_problem(plan, w.facts) is None
 
 
+def test_a_rw_file_bound_itself_that_became_a_folder_stops_the_round() -> None:
+    """Before every round a file's own bind must still land on a regular file: a folder put in
+    its place (from outside: inside, the read-only folder refuses it) would be bound writable
+    whole."""
+    w = world()
+    plan = _asking_plan(w, {"README.md": "rw"}, files_alone=True)
+    assert launch_problem(plan, w.facts) is None
+    w.fs.remove(f"{w.worktree}/README.md")
+    w.fs.mkdir(f"{w.worktree}/README.md")
+    said = launch_problem(plan, w.facts)
+    assert said is not None and f"{w.worktree}/README.md" in said and "no longer the file" in said
+
+
 def test_with_files_alone_a_folder_named_without_its_slash_is_bound_writable_nowhere() -> None:
     """`src` rw names the entry itself, an existing folder: nothing writes a folder, so nothing
     is bound writable for it (not the worktree's root, as a rw entry still to be created gets),
