@@ -98,7 +98,12 @@ CODEX = BackendProfile(
     settings_file=CONFIG_FILE,
     environment=codex_environment,
     transcript=CODEX_TRANSCRIPT,
-    tools=ToolNames(read=("exec_command", "view_image"), change=("apply_patch",), shell=()),
+    tools=ToolNames(
+        read=("exec_command", "view_image"),
+        change=("apply_patch",),
+        shell=(),
+        commands=("exec_command",),
+    ),
     local_id_placeholder="<model id>",
     example_ids={"example-local": "gpt-5.5"},
     # What Codex runs without `model` depends on its provider: init cannot know it.
@@ -114,5 +119,9 @@ CODEX = BackendProfile(
         # names is started) whatever CODEX_HOME says (../shared/notes/codex.md §3).
         hidden=("/etc/codex",),
         nested=True,
+        # Its sandbox lets commands and apply_patch write its whole working folder, with no
+        # per-path layer: a folder bound writable for a rw file would let them make any name
+        # there (docs/decisions.md 73).
+        files_alone=True,
     ),
 )

@@ -16,6 +16,7 @@ from concorde_workers.domain.evidence.transcript import (
     TranscriptDialect,
     TranscriptEvent,
 )
+from concorde_workers.domain.ground import json_limits
 
 __all__ = ["CODEX_TRANSCRIPT", "codex_events"]
 
@@ -31,14 +32,42 @@ def codex_events(line: Mapping[str, Any]) -> list[TranscriptEvent]:
     if kind == "message" and payload.get("role") == "user" and not _framing(payload):
         return [Prompt()]
     if kind == "function_call":
-        return [Call(payload.get("call_id"), payload.get("name", "?"), payload.get("arguments"))]
+        arguments = _decoded(payload.get("arguments"))
+        return [Call(payload.get("call_id"), payload.get("name", "?"), arguments)]
     if kind == "custom_tool_call":
-        return [Call(payload.get("call_id"), payload.get("name", "?"), payload.get("input"))]
+        return [
+            Call(payload.get("call_id"), payload.get("name", "?"), _patched(payload.get("input")))
+        ]
     if kind in ("function_call_output", "custom_tool_call_output"):
         output = payload.get("output")
         failed = isinstance(output, str) and not any(ok in output for ok in _OUTPUT_FAILED)
         return [Result(payload.get("call_id"), failed, output)]
     return []
+
+
+def _decoded(arguments: object) -> object:
+    """A function call's arguments, which Codex keeps as JSON text (`{"cmd": ...}`), as the
+    object they hold, so that the call's target shows; as given when they hold none."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json_limits.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+_PATCH_HEADS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ")
+
+
+def _patched(patch: object) -> object:
+    """An apply_patch call's target: the first file its patch names (`{"path": ...}`), else the
+    patch text as given."""
+    if isinstance(patch, str):
+        for line in patch.splitlines():
+            head = next((h for h in _PATCH_HEADS if line.startswith(h)), None)
+            if head is not None:
+                return {"path": line[len(head) :].strip()}
+    return patch
 
 
 def _framing(payload: Mapping[str, Any]) -> bool:
@@ -52,4 +81,5 @@ def _framing(payload: Mapping[str, Any]) -> bool:
 CODEX_TRANSCRIPT = TranscriptDialect(
     events=codex_events,
     skipped=(),
+    in_output=False,
 )

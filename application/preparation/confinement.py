@@ -14,6 +14,7 @@ import os
 import posixpath
 from collections.abc import Iterable, Sequence
 
+from concorde_workers.domain.configuration.profile import FILES_ALONE
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.paths import DirEntry, EntryKind, is_within
@@ -28,6 +29,7 @@ from concorde_workers.domain.isolation.mount_plan import (
     confinement_plan,
     installation,
     launch_problem,
+    unbound_rw_entry,
 )
 from concorde_workers.ports.agent import AgentBackend, BackendContext
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -98,11 +100,19 @@ def plan_confinement(
     # The agent's uid inside: "nobody" behind the root helper, else the host's own (bwrap maps it).
     uid = CONFINED_UID if context.as_root else os.getuid()
     asks = backend.profile.confinement
+    unbound = unbound_rw_entry(policy, facts) if asks.files_alone else None
+    if unbound is not None:
+        return Refusal(
+            code=Code.REQUEST_INVALID,
+            reason=Reason.INPUT,
+            message=f"{backend.profile.title} {FILES_ALONE}: {unbound}",
+        )
     inputs = PlanInputs(
         keep=tuple(keep),
         placeholders=asks.placeholders,
         private=asks.resolved(uid),
         hidden=asks.hidden,
+        files_alone=asks.files_alone,
     )
     plan = confinement_plan(policy, inputs, facts, tools, as_root=context.as_root)
     if isinstance(plan, str):

@@ -13,6 +13,7 @@ import posixpath
 from collections.abc import Sequence
 from typing import Any
 
+from concorde_workers.application.evidence.report import MAX_TRANSCRIPT_BYTES
 from concorde_workers.application.preparation.confinement import confinement_launch_problem
 from concorde_workers.application.preparation.program_identity import program_changed
 from concorde_workers.application.rounds.activity import ActivityFlusher, follow
@@ -115,6 +116,25 @@ class AgentProcess:
         round_state.report, round_state.exit = report, report.exit
         if report.session:
             round_state.session = self.context.state.session = report.session
+
+    def tell_calls_of_transcript(self, number: int, session: str | None) -> None:
+        """A program whose output does not carry its calls (Codex): the events tell them from
+        the session's transcript, read bounded, once the round's program has ended; nothing
+        when no one watches."""
+        context, prepared = self.context, self.context.prepared
+        if not context.events.watching or prepared.backend.profile.transcript.in_output:
+            return
+        path = prepared.backend.transcript(prepared.context, session) if session else None
+        if path is None:
+            return
+        try:
+            found = context.fs.stat(path)
+            if found.kind is not EntryKind.FILE or found.size > MAX_TRANSCRIPT_BYTES:
+                return
+            data = context.fs.read_bytes(path)
+        except FileSystemError:
+            return
+        context.events.transcript_lines(number, data.decode("utf-8", "replace").splitlines())
 
     def _clear_scratch(self) -> str | None:
         """Remove what a worker could have planted for the agent program's own process before

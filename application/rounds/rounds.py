@@ -153,6 +153,7 @@ class RoundRunner:
         state.write_node(context.tracer, "update")
         context.events.round_started(round_state)
         report = self._process.run(round_state, kind, prompt, continues)
+        self._process.tell_calls_of_transcript(number, report.session)
         self._process.start_compilation()
         round_state.report = report
         round_state.exit = report.exit

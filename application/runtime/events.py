@@ -5,7 +5,7 @@ more; the run goes on, its record and trace whole."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from concorde_workers.application.runtime.run_state import RoundState
@@ -81,6 +81,18 @@ class EventEmitter:
             return
         for call in self._tracker.feed_line(line):
             self._call(round_number, call)
+
+    @property
+    def watching(self) -> bool:
+        """Whether anyone is told the calls (a watcher, and a backend's dialect to read)."""
+        return self._sink is not None and self._tracker is not None
+
+    def transcript_lines(self, round_number: int, lines: Iterable[str]) -> None:
+        """The session's transcript once the round's program ended, for a program whose output
+        does not carry its calls (`TranscriptDialect.in_output`): each call not told yet is
+        told (a call is told once, by its id)."""
+        for line in lines:
+            self.output_line(round_number, line)
 
     def _call(self, round_number: int, call: ToolCall) -> None:
         self._tell(

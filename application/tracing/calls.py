@@ -64,7 +64,7 @@ def _short(value: object) -> str:
 def _target(arguments: object) -> str:
     if not isinstance(arguments, Mapping):
         return ""
-    for key in ("file_path", "path", "command", "pattern", "notebook_path", "url"):
+    for key in ("file_path", "path", "command", "cmd", "pattern", "notebook_path", "url"):
         if isinstance(arguments.get(key), str):
             return _short(arguments[key])
     return _short(dict(arguments))
@@ -104,7 +104,7 @@ class CallTracker:
 
     def __init__(self, profile: BackendProfile) -> None:
         self._dialect = profile.transcript
-        self._shell = frozenset(profile.tools.shell)
+        self._shell = frozenset((*profile.tools.shell, *profile.tools.commands))
         self.round = 0
         self.calls: dict[str, ToolCall] = {}
         self._done: list[ToolCall] = []

@@ -45,10 +45,23 @@ class ConfinementAsks:
     nested: bool = False
     """Its own sandbox makes a user namespace inside the confinement's (Codex's bwrap): a
     machine that forbids nested user namespaces refuses the backend (`nested_problem`)."""
+    files_alone: bool = False
+    """It has no per-path layer of its own (no hook, no extension: Codex's commands and
+    apply_patch write whatever the namespace leaves writable below their working folder): a rw
+    file is bound itself, never its folder, and a rw entry that only a writable folder could
+    make writable (one not there yet, a link) is refused before launch (`FILES_ALONE`)."""
 
     def resolved(self, uid: int) -> tuple[str, ...]:
         """The private paths with the agent's uid in them."""
         return tuple(p.replace("{uid}", str(uid)) for p in self.private)
+
+
+FILES_ALONE = (
+    "binds each rw file of the grant itself, never its folder, as its commands write "
+    "whatever the confinement leaves writable"
+)
+"""What `plan` and `run` say of a backend whose `ConfinementAsks.files_alone` refuses a rw
+entry, before the entry and its repair (application/preparation/confinement.py)."""
 
 
 USERNS_SWITCHES = (
@@ -84,6 +97,10 @@ class ToolNames:
     change: tuple[str, ...]
     shell: tuple[str, ...]
     always: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    """Tools that run a command in the program's own sandbox whichever set holds them (Codex's
+    exec_command, in its read-only set too): what the sandbox's walls refuse them is said like
+    the shell's (application/tracing/calls.py)."""
 
 
 def tool_set(names: ToolNames, task_type: TaskType, has_rw: bool) -> tuple[str, ...]:
@@ -122,6 +139,7 @@ the program would reject or misread in it, naming the entry and the repair; None
 them."""
 
 __all__ = [
+    "FILES_ALONE",
     "USERNS_SWITCHES",
     "BackendProfile",
     "ConfinementAsks",

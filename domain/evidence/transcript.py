@@ -48,5 +48,10 @@ class TranscriptDialect:
 
     events: Callable[[Mapping[str, Any]], Sequence[TranscriptEvent]]
     skipped: tuple[str, ...] = ()
+    in_output: bool = True
+    """The program's output lines carry its calls in this dialect as they are answered (Claude
+    Code's stream-json, pi's json mode), and the events tell them from there; where they do not
+    (Codex's `--json` items, which 0.171 does not always print), the calls are told from the
+    session's transcript once the round's program has ended."""
     grant_denials: tuple[str, ...] = ()
     wrappers: tuple[str, ...] = ()

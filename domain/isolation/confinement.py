@@ -119,6 +119,10 @@ class Mount(BaseModel):
     why: str
     exact: bool = True
     named: bool = False
+    file: bool = False
+    """A regular file's own bind (a rw file bound itself, `PlanInputs.files_alone`): before every
+    round it must still be a regular file, so that a folder put in its place is never bound
+    writable."""
     inside: bool = False
     """Made inside the namespace, in a place that is absent already (an empty tmpfs): nothing of
     the host's lies there, so nothing is checked on the host before a round (a backend's

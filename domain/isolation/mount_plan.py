@@ -6,7 +6,8 @@ domain/isolation/confinement.py).
   worktree, the run records, the credential origins) is an empty read-only tmpfs or file;
 - the worktree is an empty tmpfs built from what is visible (issue 18 §3): an Edit rule alone
   is a read-only bind into it, the rw entries are bound writable (a rw file's directory, with
-  every other entry there bound back read-only, masked or built the same way), a names-only
+  every other entry there bound back read-only, masked or built the same way; for a program
+  with no per-path layer of its own, `files_alone`, the file itself), a names-only
   entry is made empty; every other literal path the deny rules hide is masked (the SAME cover
   as the rules), and left out where it is absent already, so no mount point names it;
 - the runtime paths and what the agent program runs from read-only, the runtime directory
@@ -22,17 +23,15 @@ Everything here is pure: the filesystem facts come in as callables (`PathFacts`)
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from concorde_workers.domain.boundary.deny_rules import PROCESSES
-from concorde_workers.domain.boundary.grant import READABLE, Level, directory_level, entries_below
+from concorde_workers.domain.boundary.grant import Level, directory_level
 from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.ground.paths import (
     EntryKind,
-    ListDir,
     is_within,
-    relative_to,
     within_any,
 )
 from concorde_workers.domain.isolation.confinement import (
@@ -44,8 +43,15 @@ from concorde_workers.domain.isolation.confinement import (
     MountKind,
 )
 from concorde_workers.domain.isolation.runtime_space import SPACE_DIRS
+from concorde_workers.domain.isolation.writable import (
+    FILE_WHY,
+    PathFacts,
+    unbound_rw_entry,
+    writable_mounts,
+)
 
 __all__ = [
+    "FILE_WHY",
     "PLACEHOLDER_WHY",
     "PRIVATE_WHY",
     "SOURCE_WHY",
@@ -55,26 +61,9 @@ __all__ = [
     "installation",
     "launch_problem",
     "parse_rule",
+    "unbound_rw_entry",
     "visible",
 ]
-
-
-@dataclass(frozen=True)
-class PathFacts:
-    """The filesystem as the plan sees it: `kind` does not follow the last link (None: missing),
-    `realpath` resolves every link, `list_dir` lists a directory (empty when unreadable)."""
-
-    kind: Callable[[str], EntryKind | None]
-    realpath: Callable[[str], str]
-    list_dir: ListDir
-
-    def is_real(self, path: str, kind: EntryKind | None = None) -> bool:
-        """`path` exists, has no link on the way (the final component included) and, when
-        given, is of `kind`."""
-        found = self.kind(path)
-        if found is None or found is EntryKind.SYMLINK or self.realpath(path) != path:
-            return False
-        return kind is None or found is kind
 
 
 @dataclass(frozen=True)
@@ -93,6 +82,9 @@ class PlanInputs:
     hidden: tuple[str, ...] = ()
     """Configuration sources the program reads whatever its settings say (Codex's
     `/etc/codex`): masked, like what the deny rules hide."""
+    files_alone: bool = False
+    """A rw file is bound itself, never its folder (`ConfinementAsks.files_alone`): no folder
+    that is not rw in the grant is ever writable (`unbound_rw_entry` refuses the rest)."""
 
 
 # At one path only the most restrictive mount stays: a mask beats a read-only bind beats a
@@ -160,7 +152,6 @@ def _boundary_why(policy: Policy, path: str) -> str:
 
 SPACE_WHY = "the run's writable space, a tmpfs of its own, entered before bwrap starts"
 _NAMES_ONLY = "names only"
-_BESIDE = "beside a writable entry"
 
 
 def _hidden_why(policy: Policy, path: str) -> str:
@@ -176,62 +167,6 @@ def _hidden_why(policy: Policy, path: str) -> str:
     return "not in the grant"
 
 
-def _writable(policy: Policy, facts: PathFacts) -> Iterable[Mount]:
-    """The rw entries, writable. A rw directory that exists is bound itself. A rw file, or a rw
-    entry that does not exist yet, needs its directory writable (the host creates no file for
-    the worker, and tools write a file by a new one renamed over it): the nearest existing
-    directory above it is bound writable, and every other entry there is bound back read-only
-    or masked, so only the rw entries and new names become writable."""
-    wt, grant = policy.worktree, policy.grant
-    scopes: set[str] = set()
-    for entry in grant.entries:
-        if entry.level is not Level.RW:
-            continue
-        path = posixpath.join(wt, entry.bare)
-        if entry.is_directory and facts.is_real(path, EntryKind.DIRECTORY):
-            yield Mount(kind=MountKind.WRITABLE, path=path, why=f"rw in the grant ({entry.path})")
-            continue
-        scope = posixpath.dirname(path)
-        while scope != wt and not facts.is_real(scope, EntryKind.DIRECTORY):
-            scope = posixpath.dirname(scope)
-        if directory_level(grant, relative_to(scope, wt)) is not Level.RW:
-            scopes.add(scope)
-    for scope in sorted(scopes):
-        yield Mount(
-            kind=MountKind.WRITABLE,
-            path=scope,
-            why="holds a rw file or a rw entry still to be created",
-        )
-        yield from _beside(policy, facts, scope)
-
-
-def _beside(policy: Policy, facts: PathFacts, scope: str) -> Iterable[Mount]:
-    """The entries of a writable scope that are not rw: bound back read-only (a mask from the
-    deny rules replaces it where the entry is hidden). The scope is the real directory, so each
-    entry's name shows; a directory not readable as a whole is built like the worktree, from
-    what is visible in it, so that no name below it shows that the grant hides."""
-    grant = policy.grant
-    for child in facts.list_dir(scope):
-        path = posixpath.join(scope, child.name)
-        rel = policy.rel(path)
-        if child.kind is EntryKind.DIRECTORY:
-            level = directory_level(grant, rel)
-            if level is Level.RW:
-                continue
-            if level in READABLE and all(e.level in READABLE for e in entries_below(grant, rel)):
-                yield Mount(kind=MountKind.READ_ONLY, path=path, why=_BESIDE)
-            else:
-                yield Mount(
-                    kind=MountKind.EMPTY_DIR,
-                    path=path,
-                    named=True,
-                    why=f"{_BESIDE}, built from the grant",
-                )
-        elif child.kind is EntryKind.FILE and grant.level_of(rel) is not Level.RW:
-            yield Mount(kind=MountKind.READ_ONLY, path=path, why=_BESIDE)
-        # a link or a special file: no mount can stand on it
-
-
 def _segments(path: str) -> tuple[str, ...]:
     return tuple(s for s in path.split("/") if s)
 
@@ -242,7 +177,7 @@ def confinement_plan(
     """The mount plan of one run, from its policy (see the module docstring); or, as a value,
     why no plan can confine this run (what the agent needs would not be there)."""
     rt = policy.runtime
-    writable = list(_writable(policy, facts))
+    writable = list(writable_mounts(policy, facts, inputs.files_alone))
     worktree_scope = any(m.path == policy.worktree for m in writable)
     wanted = _absent(policy)
     runs_from = [p for p in inputs.keep if not policy.in_worktree(p) and not is_within(p, rt.root)]
@@ -475,12 +410,13 @@ def launch_problem(confinement: Confinement, facts: PathFacts) -> str | None:
             kind = {
                 MountKind.EMPTY_DIR: EntryKind.DIRECTORY,
                 MountKind.EMPTY_FILE: EntryKind.FILE,
-            }.get(mount.kind)
+            }.get(mount.kind, EntryKind.FILE if mount.file else None)
             if not facts.is_real(mount.path, kind):
+                what = "file" if mount.file else mount.kind.value if kind else "path"
                 return (
                     f"the confinement cannot be set up: {mount.path} ({mount.why}) is no "
-                    f"longer the {mount.kind.value if kind else 'path'} it was when the run "
-                    "was prepared (a link or a missing entry on the way)"
+                    f"longer the {what} it was when the run was prepared (a link or a missing "
+                    "entry on the way)"
                 )
         elif facts.kind(mount.path) is None:
             return f"the confinement cannot be set up: {mount.path} ({mount.why}) no longer exists"

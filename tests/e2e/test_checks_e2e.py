@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 from dependency_injector import providers
 from e2e.conftest import checked_record
+from e2e.conftest_codex import CodexRun, CodexWorld, codex_world, exec_call, result_turn
 from e2e.conftest_pi import ObservedPiBackend, PiRun, PiWorld, call, pi_world, reply, result_call
 from servers.openai_server import Step
+from servers.responses_server import ResponsesStep, Turn
 from timing import SLOW
 
 from concorde_workers.adapters.cli.report import report_html
@@ -36,16 +38,24 @@ from concorde_workers.domain.run.checks import Check
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["codex_world", "pi_world"]  # the fixtures, imported for pytest
 
 CALC = "def add(a, b):\n    return a + b\n"
 BUG = "def add(a, b):\n    return a - b\n"
 TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
 TEST_OLD = "def test_old_failure():\n    assert 'known' == 'broken'\n"
 PYTEST = Check(id="tests", command="python -m pytest -q", timeout_seconds=SLOW)
+LEAK = (
+    "from pathlib import Path\n\n\ndef test_leak():\n"
+    "    root = Path(__file__).resolve().parents[2]\n"
+    "    for rel in ('secrets/token.txt', 'README.md'):\n"
+    "        p = root / rel\n"
+    "        print(rel, repr(p.read_text()) if p.exists() else 'absent')\n"
+    "    assert False\n"
+)
 
 
-def project(w: PiWorld) -> None:
+def project(w: PiWorld | CodexWorld) -> None:
     """A tiny project in the worktree, committed: calc.py and its test."""
     (w.worktree / "src/app/calc.py").write_text(CALC)
     (w.worktree / "src/app/test_calc.py").write_text(TEST_CALC)
@@ -94,7 +104,7 @@ def own_check_folders() -> list[str]:
     return mine
 
 
-def no_caches(w: PiWorld) -> None:
+def no_caches(w: PiWorld | CodexWorld) -> None:
     found = [p for p in w.worktree.rglob("*") if p.name in (".pytest_cache", "__pycache__")]
     assert found == [], f"a check wrote into the worktree: {found}"
 
@@ -114,12 +124,18 @@ def test_a_bug_the_check_finds_is_repaired_in_round_2_and_the_run_ends_ok(
         reply(result_call("call_r2", summary="fixed add")),
         rounds=1,
     )
+    # The repair text - identity, status, exit code, pytest's own words - is round 2's prompt.
+    round2 = next(r for r in run.requests if "check tests:" in json.dumps(r["body"]))
+    assert_repaired(w, run, json.dumps(round2["body"]["messages"][-1]))
+
+
+def assert_repaired(w: PiWorld | CodexWorld, run: PiRun | CodexRun, asked: str) -> None:
+    """Round 1's bug failed the check, whose repair text (`asked`: round 2's prompt) carries
+    pytest's own words; round 2 fixed it; both rounds' check nodes are kept, the worktree holds
+    no cache, and the report shows the failing round's log."""
     assert run.record.status == "ok", run.explain()
     rounds = run.data["rounds"]
     assert [r["prompt"] for r in rounds] == ["initial", "repair"]
-    # The repair text - identity, status, exit code, pytest's own words - is round 2's prompt.
-    round2 = next(r for r in run.requests if "check tests:" in json.dumps(r["body"]))
-    asked = json.dumps(round2["body"]["messages"][-1])
     for part in (
         "check tests: `python -m pytest -q`",
         "status: failed",
@@ -165,6 +181,10 @@ def test_a_check_already_failing_at_the_start_is_not_blamed(pi_world: PiWorld) -
         reply(result_call("call_r1", summary="added notes")),
         rounds=2,
     )
+    assert_not_blamed(w, run)
+
+
+def assert_not_blamed(w: PiWorld | CodexWorld, run: PiRun | CodexRun) -> None:
     assert run.record.status == "ok", run.explain()
     [only] = run.data["rounds"]
     assert only["validation"] == "clean"
@@ -186,24 +206,100 @@ def test_a_check_s_log_never_carries_what_the_grant_withholds_into_the_repair(
     back as round 2's prompt: the check's copy holds only what the worker may read."""
     w = pi_world
     project(w)
-    leak = (
-        "from pathlib import Path\n\n\ndef test_leak():\n"
-        "    root = Path(__file__).resolve().parents[2]\n"
-        "    for rel in ('secrets/token.txt', 'README.md'):\n"
-        "        p = root / rel\n"
-        "        print(rel, repr(p.read_text()) if p.exists() else 'absent')\n"
-        "    assert False\n"
-    )
     run = run_checked(
         w,
-        reply(call("write", "call_w1", path=w.path("src/app/test_leak.py"), content=leak)),
+        reply(call("write", "call_w1", path=w.path("src/app/test_leak.py"), content=LEAK)),
         reply(result_call("call_r1", summary="added a test")),
         reply(result_call("call_r2", summary="nothing to do")),
         rounds=1,
     )
-    prompts = json.dumps([r["body"]["messages"][-1] for r in run.requests])
+    assert_nothing_withheld(run, json.dumps([r["body"]["messages"][-1] for r in run.requests]))
+
+
+def assert_nothing_withheld(run: PiRun | CodexRun, prompts: str) -> None:
     logs = "".join(p.read_text() for p in run.run_dir.rglob("output.log"))
     assert "check tests:" in prompts, run.explain()  # the failing test came back as a repair
     for withheld in ("not for workers", "# app"):
         assert withheld not in prompts and withheld not in logs
     assert "secrets/token.txt absent" in logs and "README.md ''" in logs, logs
+
+
+# --- Codex (issue 33 §5: checks and repair on the third backend) --------------------------------
+
+
+def codex_checked(
+    w: CodexWorld, *script: ResponsesStep, rounds: int, checks: tuple[Check, ...] = (PYTEST,)
+) -> CodexRun:
+    """`run_checked` on codex: the container's own backend, the same request and checks."""
+    w.server.add(*script)
+    first = len(w.server.requests)
+    container = production(w.environ)
+    container.temp_root.override(providers.Object(str(w.temp_root)))
+    request = w.request(
+        Limits(timeout_seconds=SLOW, max_turns=30, rounds=rounds, retries=0, retry_delay_seconds=0)
+    ).model_copy(
+        update={
+            "project_interpreter": sys.executable,
+            "runtime_paths": tuple(dict.fromkeys((sys.prefix, sys.base_prefix))),
+        }
+    )
+    with container.checks_validation(checks=checks, place=place_for(request)) as validation:
+        record = checked_record(container.worker_host().run(request, validation))
+    run = CodexRun(record=record, server=w.server, first_request=first)
+    w.runs.append(run)
+    assert w.server.failures == [], w.server.failures
+    return run
+
+
+def write(w: CodexWorld, rel: str, text: str, call_id: str) -> Turn:
+    """A codex turn writing `text` to `rel` with its shell (a heredoc keeps it verbatim)."""
+    return exec_call(f"cat > {w.worktree / rel} <<'EOF'\n{text}EOF", call_id)
+
+
+@pytest.mark.req("Rounds only repair what the round validation reports")
+@pytest.mark.req("The round validation's answer is recorded")
+def test_codex_a_bug_the_check_finds_is_repaired_in_round_2_and_the_run_ends_ok(
+    codex_world: CodexWorld,
+) -> None:
+    w = codex_world
+    project(w)
+    run = codex_checked(
+        w,
+        write(w, "src/app/calc.py", BUG, "call_w1"),
+        result_turn(summary="wrote add"),
+        write(w, "src/app/calc.py", CALC, "call_w2"),
+        result_turn(summary="fixed add"),
+        rounds=1,
+    )
+    round2 = next(r for r in run.requests if "check tests:" in json.dumps(r["body"]))
+    assert_repaired(w, run, json.dumps(round2["body"]["input"][-1]))
+
+
+def test_codex_a_check_already_failing_at_the_start_is_not_blamed(
+    codex_world: CodexWorld,
+) -> None:
+    w = codex_world
+    project(w)
+    (w.worktree / "src/app/test_old.py").write_text(TEST_OLD)
+    run = codex_checked(
+        w,
+        write(w, "src/app/notes.py", "N = 1\n", "call_w1"),
+        result_turn(summary="added notes"),
+        rounds=2,
+    )
+    assert_not_blamed(w, run)
+
+
+def test_codex_a_check_s_log_never_carries_what_the_grant_withholds_into_the_repair(
+    codex_world: CodexWorld,
+) -> None:
+    w = codex_world
+    project(w)
+    run = codex_checked(
+        w,
+        write(w, "src/app/test_leak.py", LEAK, "call_w1"),
+        result_turn(summary="added a test"),
+        result_turn(summary="nothing to do"),
+        rounds=1,
+    )
+    assert_nothing_withheld(run, json.dumps([r["body"]["input"][-1] for r in run.requests]))

@@ -5,7 +5,8 @@ console script as README "Run it on your own repository" step 8 writes it:
         --operation implement --worker worker --parent DIR
         --interpreter VENV/bin/python --check 'python -m pytest -q'
 
-with the real pi and the real Claude Code against their scripted model servers on 127.0.0.1,
+with the real pi, the real Claude Code and the real Codex CLI against their scripted model
+servers on 127.0.0.1,
 on a user's project of its own: a real repository with its `.claude/worktrees/task`, a package
 `calc` with one function, `tests/test_x.py` with two tests that pass, `.concorde/workers.json`
 committed (one repair round, `.venv` among its runtime paths), the model map in the home.
@@ -41,13 +42,15 @@ from typing import Any
 
 import pytest
 from e2e.conftest import ClaudeWorld, ok_result
+from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
 from e2e.conftest_pi import MODEL, PiWorld, call, pi_world, reply, result_call
 from servers.anthropic_server import Reply, last_tool_result
+from servers.codex_exec import MODEL as CODEX_MODEL
 from timing import SLOW
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["codex_world", "pi_world"]  # the fixtures, imported for pytest
 
 CLI = Path(sys.executable).parent / "concorde-workers"
 PYENV = sorted(glob.glob("/root/.pyenv/versions/3.1[2-9]*/bin/python3"))
@@ -533,3 +536,60 @@ def test_claude_a_check_whose_program_is_missing_is_refused_before_round_1(
     python = pyenv_venv_in_worktree(project)
     assert_refused_before_round_1(project.refused(python, "no-such-program"))
     assert w.server.log == []  # no model round was spent
+
+
+# --- Codex (issue 33 §5: checks and repair on the third backend) --------------------------------
+
+
+def codex_project(w: CodexWorld, runtime: tuple[str, ...] = IN_WORKTREE) -> Project:
+    return write_project(
+        w.root, w.primary, w.worktree, w.home, w.environ, w.git, "codex", CODEX_MODEL, runtime
+    )
+
+
+@pytest.mark.req("Rounds only repair what the round validation reports")
+@pytest.mark.req("The round validation's answer is recorded")
+def test_codex_a_pyenv_venv_in_the_worktree_a_broken_test_is_repaired_then_ends_checks_failed(
+    codex_world: CodexWorld,
+) -> None:
+    w = codex_world
+    project = codex_project(w)
+    python = pyenv_venv_in_worktree(project)
+    target = w.worktree / "calc" / "__init__.py"
+    w.server.add(
+        exec_call(f"printf 'def add(a, b):\\n    return a - b\\n' > {target}", "call_w1"),
+        result_turn(summary="rewrote add"),
+        result_turn(summary="nothing more to do"),
+    )
+    first = len(w.server.requests)
+    run = project.run(python, PYTEST)
+    assert w.server.failures == []
+    asked = [json.dumps(r["body"]["input"]) for r in w.server.requests[first:]]
+    assert_broken_round_ends_checks_failed(project, run, asked)
+
+
+@pytest.mark.req("The round validation's answer is recorded")
+def test_codex_a_system_python_venv_outside_the_worktree_passes_and_the_run_ends_ok(
+    codex_world: CodexWorld,
+) -> None:
+    w = codex_world
+    project = codex_project(w, runtime=())
+    python = system_venv_outside(project)
+    w.server.add(
+        exec_call(f"cat {w.worktree / 'calc' / '__init__.py'}", "call_b"),
+        result_turn(summary="add is right"),
+    )
+    run = project.run(python, PYTEST)
+    assert w.server.failures == []
+    assert_ok_with_checks_passed(project, run)
+    assert "return a + b" in w.server.outputs()["call_b"]
+
+
+def test_codex_a_check_whose_program_is_missing_is_refused_before_round_1(
+    codex_world: CodexWorld,
+) -> None:
+    w = codex_world
+    project = codex_project(w)
+    python = pyenv_venv_in_worktree(project)
+    assert_refused_before_round_1(project.refused(python, "no-such-program"))
+    assert w.server.requests == []  # no model round was spent

@@ -11,11 +11,16 @@ round; the placeholders the confinement puts at the worktree's root stay empty a
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
+from e2e.conftest_pi import GRANT
 from e2e.test_pi_e2e import RepairOnce
+from servers.codex_exec import MODEL, CodexExec, hardened_config
 from timing import SLOW
 
 from concorde_workers.domain.configuration.request import Limits
@@ -23,6 +28,7 @@ from concorde_workers.domain.configuration.request import Limits
 pytestmark = pytest.mark.e2e
 __all__ = ["codex_world"]  # the fixture, imported for pytest
 
+CLI = Path(sys.executable).with_name("concorde-workers")
 SENTINEL = "CODEX-PLANT-q8v4"
 MARKER_NAME = "codex-planted-ran.txt"
 
@@ -135,4 +141,83 @@ def test_the_user_s_home_codex_and_agents_folders_are_never_read(codex_world: Co
     run = w.run(exec_call(f"ls -a {home} {home}/.codex; echo rc=$?", "call_ls"), result_turn())
     assert run.record.status == "ok", run.explain()
     assert SENTINEL not in sent(w)
+    assert not marker.exists()
+
+
+# --- /etc/codex, read whatever CODEX_HOME says ----------------------------------------------------
+
+PRIVATE_ETC = (
+    'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/upper,workdir=$1/work" /etc '
+    '&& mkdir -p /etc/codex && cp "$2" /etc/codex/config.toml && shift 2 && exec "$@"'
+)
+"""Run a command in a private mount namespace whose /etc has an `/etc/codex/config.toml` (an
+overlay with its upper layer in the test's own folder): the machine's real /etc is never
+written."""
+
+
+def with_etc_codex(scratch: Path, config: Path, argv: list[str], **run: object) -> str:
+    """`argv` in a mount namespace of its own where `config` is /etc/codex/config.toml; its
+    stdout and stderr. Not as root, the namespace is a user namespace's (as the README's test)."""
+    for layer in ("upper", "work"):
+        (scratch / layer).mkdir(parents=True)
+    own = ["unshare", "--mount", "--propagation", "private"]
+    prefix = own if os.geteuid() == 0 else [own[0], "--map-root-user", *own[1:]]
+    done = subprocess.run(
+        [*prefix, "--", "/bin/sh", "-c", PRIVATE_ETC, "etc", str(scratch), str(config), *argv],
+        capture_output=True,
+        text=True,
+        timeout=SLOW,
+        check=False,
+        **run,  # type: ignore[arg-type]
+    )
+    return f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.mark.req("Nothing ambient reaches the worker")
+def test_a_config_toml_in_etc_codex_reaches_nothing(codex_world: CodexWorld) -> None:
+    """Codex reads /etc/codex/config.toml whatever CODEX_HOME says (../shared/notes/codex.md
+    §3: its developer instructions reach the model, its MCP server starts). Planted there, it
+    reaches a bare `codex exec` run in the same namespace (the control: the plant works), and
+    nothing of a run through `concorde-workers run`, which masks /etc/codex."""
+    w = codex_world
+    marker = w.root / MARKER_NAME
+    config = w.root / "etc-codex-config.toml"
+    config.write_text(
+        f'developer_instructions = "{SENTINEL}-etc"\n'
+        "[mcp_servers.plant]\n"
+        f'command = "/bin/sh"\nargs = ["-c", "echo mcp >> {marker}; sleep 5"]\n'
+    )
+    bare = CodexExec(Path(w.environ["CONCORDE_CODEX"]), w.root / "bare", w.worktree)
+    bare.configure(hardened_config(w.server.base_url))
+    w.server.add(result_turn())
+    said = with_etc_codex(
+        w.root / "etc-bare", config, bare.argv(), input="Say done.", env=bare.environment()
+    )
+    assert f"{SENTINEL}-etc" in sent(w), said  # the control: codex alone reads it
+    served = len(w.server.requests)
+    marker.unlink(missing_ok=True)
+    request = w.root / "request.json"
+    request.write_text(
+        json.dumps(
+            {
+                "backend": "codex",
+                "worktree": str(w.worktree),
+                "task_type": "implement",
+                "grant": GRANT,
+                "instructions": "Do the scripted task.",
+                "limits": {"timeout_seconds": SLOW, "max_turns": 10, "rounds": 0, "retries": 0},
+                "local_model": MODEL,
+            }
+        )
+    )
+    w.server.add(exec_call("ls -a /etc/codex; cat /etc/codex/config.toml; echo rc=$?", "c_etc"))
+    w.server.add(result_turn())
+    parent = w.root / "trace"
+    parent.mkdir()
+    cli = [str(CLI), "run", str(request), "--parent", str(parent)]
+    said = with_etc_codex(w.root / "etc-host", config, cli, env=w.environ)
+    assert said.startswith("exit 0"), said
+    ours = json.dumps([r["body"] for r in w.server.requests[served:]])
+    assert ours and SENTINEL not in ours, said
+    assert "No such file or directory" in w.server.outputs()["c_etc"]  # /etc/codex is empty
     assert not marker.exists()

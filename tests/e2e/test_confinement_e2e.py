@@ -36,13 +36,14 @@ import pytest
 from e2e.agent_processes import processes_with
 from e2e.backends import BackendWorld, backend_world
 from e2e.conftest import ClaudeWorld, hook_denial, ok_result
+from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
 from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
 from servers.anthropic_server import Reply, last_tool_result, tool_results
 
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = pytest.mark.e2e
-__all__ = ["backend_world", "pi_world"]  # the fixtures, imported for this module's tests
+__all__ = ["backend_world", "codex_world", "pi_world"]  # the fixtures, imported for pytest
 
 HIDDEN = "RACE-HIDDEN-CONTENT-x7q2"
 ALLOWED = "RACE-ALLOWED-CONTENT-p4n8"
@@ -209,6 +210,33 @@ def test_a_link_swapped_between_check_and_use_never_shows_pi_the_hidden_file(
     texts = [run.tool_result(f"c{b}_{i}") for b in range(BATCHES) for i in range(PER_BATCH)]
     assert f"{ALLOWED}-1" in run.tool_result("c_before")
     assert not [t for t in texts if HIDDEN in t]
+    assert flipper.flips > BATCHES
+
+
+@pytest.mark.req("Both backends enforce the same grant")
+def test_a_link_swapped_between_check_and_use_never_shows_codex_the_hidden_file(
+    codex_world: CodexWorld,
+) -> None:
+    """Codex has no file-reading tool: its shell reads (issue 33 §6, link races). One command
+    reads the link 300 times while the host flips it; inside the confinement the hidden file is
+    not there to open, whatever the link points to when a read opens it."""
+    w = codex_world
+    link = plant(w.worktree)
+    reads = f"for i in $(seq 300); do head -c 26 {link} 2>&1; echo; done | sort | uniq -c"
+    flipper = Flipper(link)
+    try:
+        run = w.run(
+            exec_call(f"head -c 26 {link}", "c_before"),
+            flipper.first(exec_call(reads, "c_race")),
+            flipper.last(result_turn()),
+        )
+    finally:
+        flipper.end()
+    assert run.record.status == "ok", run.explain()
+    assert ALLOWED in run.tool_result("c_before")
+    said = run.tool_result("c_race")
+    assert HIDDEN not in said, said
+    assert ALLOWED in said, said  # the reads really ran, some of them on the allowed file
     assert flipper.flips > BATCHES
 
 

@@ -7,7 +7,8 @@
 - A pip install: the programs in the user data folder (~/.local/share/concorde-workers, which
   `install-agents` fills) lie under the home the confinement hides; the run still starts them
   confined (their node_modules bound back read-only), its bash still has no network; and
-  Claude Code from the same folder runs a round confined.
+  Claude Code from the same folder runs a round confined, and so does the Codex CLI's native
+  program (issue 33 §1), its own sandbox nested.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 from e2e.conftest import ok_result
+from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
 from e2e.conftest_pi import (
     CHECKOUT,
     GRANT,
@@ -43,7 +45,7 @@ from concorde_workers.domain.configuration.discovery import installations
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 
 pytestmark = pytest.mark.e2e
-__all__ = ["pi_world"]
+__all__ = ["codex_world", "pi_world"]
 
 PLAIN_PATH = "/usr/local/bin:/usr/bin:/bin"
 CLI = Path(sys.executable).parent / "concorde-workers"
@@ -256,3 +258,43 @@ def test_claude_in_the_user_data_folder_runs_confined_under_the_hidden_home(
     [claude] = kept["programs"]
     assert claude["path"] == str(modules / ".bin" / "claude")
     assert claude["origin"].startswith("the user data folder"), claude
+
+
+def test_codex_in_the_user_data_folder_runs_confined_under_the_hidden_home(
+    codex_world: CodexWorld,
+) -> None:
+    """The Codex CLI as install-agents leaves it (issue 33 §1): the native program of its
+    platform package in ~/.local/share/concorde-workers/node_modules, found there with no
+    CONCORDE_CODEX and nothing on PATH, its whole node_modules bound back read-only under the
+    hidden home, and its own sandbox nested: the command it runs writes into the grant."""
+    world = codex_world
+    modules = _user_data_copy(world.home)
+    env = {k: v for k, v in world.environ.items() if k != "CONCORDE_CODEX"}
+    env["PATH"] = PLAIN_PATH
+    assert shutil.which("codex", path=PLAIN_PATH) is None, "a codex on PATH would be found first"
+    facts = dataclasses.replace(host_facts(env), installations=installations(None, env))
+    container = production(env)
+    container.host.override(facts)
+    container.temp_root.override(providers.Object(str(world.temp_root)))
+    world.server.add(
+        exec_call(f"echo reached > {world.worktree / 'src/app/codex.txt'}", "c1"),
+        result_turn(summary="probed"),
+    )
+    request = world.request(
+        Limits(timeout_seconds=SLOW, max_turns=10, rounds=0, retries=0, retry_delay_seconds=0)
+    )
+    prepared = container.planner().plan(request).prepared
+    assert prepared is not None and prepared.confinement is not None
+    mounts = {m.path: m.kind.value for m in prepared.confinement.mounts}
+    assert mounts.get(str(modules)) == "read-only", mounts
+    assert any(
+        kind == "empty directory" and str(modules).startswith(path + "/")
+        for path, kind in mounts.items()
+    ), f"the home around the user data folder is hidden: {mounts}"
+    record = container.worker_host().run(request)
+    assert record.status == "ok", record.error
+    assert (world.worktree / "src/app/codex.txt").read_text() == "reached\n"
+    kept = json.loads((Path(record.run_directory) / "programs.json").read_text())
+    [codex] = kept["programs"]
+    assert codex["path"].startswith(str(modules)), codex
+    assert codex["origin"].startswith("the user data folder"), codex

@@ -7,6 +7,9 @@ writes, with the real programs against the scripted servers on 127.0.0.1.
   token reaches the server as a bearer token and never the worker's Bash.
 - pi: its own `models.json` provider (`baseUrl`, `api`, `apiKey`) in the user's pi directory,
   as tests/e2e/conftest_pi.py writes it for every pi test: one run here says so explicitly.
+- Codex (issue 33 §1): the machine's `codex.json` (a base URL and the key variable's name), as
+  tests/e2e/conftest_codex.py writes it for every codex test: one run here says so, and a broken
+  one ends the run before launch naming it.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from pathlib import Path
 
 import pytest
 from e2e.conftest import ClaudeWorld
+from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
 from e2e.conftest_pi import PiWorld, call, pi_world, reply, result_call
 from e2e.one_command import claude_command
 from servers.claude_wrapper import write_wrapper
+from servers.codex_exec import KEY, KEY_ENV
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["codex_world", "pi_world"]  # the fixtures, imported for pytest
 
 TOKEN = "gw-token-e2e-5f1c"
 
@@ -85,3 +90,36 @@ def test_pi_reaches_the_provider_of_its_own_models_json(pi_world: PiWorld) -> No
     ]
     assert sent and set(sent) == {f"Bearer {key[provider]['key']}"}, sent
     assert key[provider]["key"] not in run.tool_result("call_env")
+
+
+def test_codex_reaches_the_machine_s_endpoint_through_codex_json_with_its_key(
+    codex_world: CodexWorld,
+) -> None:
+    """Codex's endpoint is the machine's codex.json (a base URL and the name of the key's
+    variable, `$CONCORDE_CODEX_CONFIG`), as Claude Code's is endpoints.json: every request
+    reaches the server it names with the key of the variable it names, which no command of the
+    worker sees."""
+    w = codex_world
+    machine = json.loads(Path(w.environ["CONCORDE_CODEX_CONFIG"]).read_text())
+    assert machine["base_url"] == w.server.base_url and machine["key_env"] == KEY_ENV
+    assert "OPENAI_API_KEY" not in w.environ  # only the named variable holds a key
+    run = w.run(exec_call("env; echo ENV-END", "call_env"), result_turn())
+    assert run.record.status == "ok", run.explain()
+    sent = [
+        {k.lower(): v for k, v in r["headers"].items()}.get("authorization")
+        for r in w.server.requests
+    ]
+    assert sent and set(sent) == {f"Bearer {KEY}"}, sent
+    seen = run.tool_result("call_env")
+    assert "ENV-END" in seen and KEY not in seen and KEY_ENV not in seen, seen
+
+
+def test_a_broken_codex_json_ends_the_run_before_launch_naming_it(codex_world: CodexWorld) -> None:
+    w = codex_world
+    config = Path(w.environ["CONCORDE_CODEX_CONFIG"])
+    config.write_text('{"schema_version": 1, "base_url": 3, "key_env": "SCRIPTED_API_KEY"}')
+    run = w.run()
+    assert run.record.status == "failed" and run.code == "launch_failed", run.explain()
+    detail = run.record.error.detail if run.record.error else ""
+    assert f"{config}: " in detail and "base_url" in detail, detail
+    assert w.server.requests == [] and run.data["rounds"] == []

@@ -10,6 +10,11 @@ mean `src/`?".
 
 pi through `concorde-workers run` (so the account is the real command's); Claude Code through
 `WorkerHost.run`, its tool results as the model received them.
+
+Issue 33 §6, the class of a rw entry that is no existing folder, on every backend's shell: no
+name is ever made beside a rw file, at any depth. Codex has no per-path layer of its own, so its
+namespace binds a rw file itself, never its folder, and `plan` and `run` refuse a rw entry that
+only a writable folder could serve (docs/decisions.md 73).
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ from typing import Any
 import pytest
 from e2e.backends import BackendWorld, backend_world
 from e2e.conftest import ClaudeWorld
+from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
 from e2e.conftest_pi import MODEL, PiWorld, call, pi_world, reply, result_call
 from e2e.test_claude_boundary_e2e import probe
+from servers.codex_exec import MODEL as CODEX_MODEL
+from servers.responses_server import Patch, Turn
 from timing import SLOW
 
 from concorde_workers.adapters.cli.main import main
@@ -31,7 +39,7 @@ from concorde_workers.container import production
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["backend_world", "pi_world"]  # the fixture, imported for pytest
+__all__ = ["backend_world", "codex_world", "pi_world"]  # the fixtures, imported for pytest
 
 NOTE = "names a directory without the slash"
 MEANT = "did you mean `src/`?"
@@ -54,7 +62,7 @@ def tree(root: Path) -> dict[str, bytes]:
     }
 
 
-def cli(w: PiWorld, *argv: str) -> tuple[int, str, str]:
+def cli(w: PiWorld | CodexWorld, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     status = main(list(argv), out, err, container=production(w.environ))
     assert "Traceback" not in out.getvalue() + err.getvalue()
@@ -161,21 +169,170 @@ def test_a_rw_entry_without_its_slash_lets_no_shell_write_beyond_the_grant(
     assert "listed" in said, said  # the shell ran
     assert "src/app/main.py: No such file or directory" in said, said  # src shows empty
     audit = run.data["rounds"][-1]["audit"]
-    if w.backend in ROOT_WRITABLE:
-        # Codex's own sandbox lets its commands write the whole working folder, and the
-        # namespace binds the worktree's root writable for this entry: the name lands and only
-        # the audit stops it (docs/architecture.md "One boundary, every backend").
-        assert run.code == "audit_violation", run.explain()
-        assert audit["violations"] == ["evil-bash.txt"], audit
-        after = tree(wt)
-        assert after.pop("evil-bash.txt") == b"" and after == before, after.keys()
-    else:
-        assert run.record.status == "ok", run.explain()
-        assert tree(wt) == before, (said, run.explain())
-        assert audit["verdict"] == "clean" and audit["changed"] == [], audit
+    # Codex too (issue 33 §6): its own sandbox writes its whole working folder, but the
+    # namespace binds nothing writable for this entry on codex, which names a folder nothing
+    # writes (docs/decisions.md 73), where it bound the worktree's root for it before.
+    assert run.record.status == "ok", run.explain()
+    assert tree(wt) == before, (said, run.explain())
+    assert audit["verdict"] == "clean" and audit["changed"] == [], audit
     w.assert_cleaned(run)
 
 
-ROOT_WRITABLE = {"codex"}
-"""Backends whose shell writes a name at the root the namespace binds writable for a rw entry
-without its slash (Claude Code's and pi's sandbox-runtime refuse it)."""
+def file_grant(*rw_files: str) -> dict[str, Any]:
+    """rw file entries (no folder of theirs is rw), the docs readable."""
+    return {
+        "task_type": "implement",
+        "entries": [
+            *({"path": f, "level": "rw"} for f in rw_files),
+            {"path": "docs/", "level": "ro"},
+        ],
+        "context_identity": "sha256:" + "3" * 64,
+    }
+
+
+def test_a_rw_file_entry_lets_no_shell_create_a_name_beside_it(
+    backend_world: BackendWorld,
+) -> None:
+    """Issue 33 §6, the class of a rw file entry at any depth (a root file, a file below a
+    folder that is not rw): the shell edits the granted files in place, and a name created
+    beside either, at the root or below `src/app`, never reaches the worktree - on every
+    backend, codex included, whose own sandbox writes its whole working folder (the namespace
+    binds the file itself for codex, never its folder)."""
+    w = backend_world
+    wt = w.worktree
+    before = tree(wt)
+    command = "; ".join(
+        [
+            f"echo edited >> {wt}/README.md",
+            f"echo edited >> {wt}/src/app/main.py",
+            f"touch {wt}/evil-root.txt",
+            f"touch {wt}/src/app/evil.py",
+            f"mkdir {wt}/newdir",
+            "echo listed",
+        ]
+    )
+    run, said = w.command(command, grant=file_grant("README.md", "src/app/main.py"))
+    assert "listed" in said, said  # the shell ran
+    assert run.record.status == "ok", run.explain()
+    after = tree(wt)
+    assert after.pop("README.md") == before.pop("README.md") + b"edited\n", said
+    assert after.pop("src/app/main.py") == before.pop("src/app/main.py") + b"edited\n", said
+    assert after == before, (said, run.explain())  # no name beside them
+    assert not (wt / "newdir").exists(), said
+    audit = run.data["rounds"][-1]["audit"]
+    assert audit["verdict"] == "clean", audit
+    assert sorted(audit["changed"]) == ["README.md", "src/app/main.py"], audit
+    w.assert_cleaned(run)
+
+
+def patch(*lines: str) -> str:
+    return "\n".join(["*** Begin Patch", *lines, "*** End Patch", ""])
+
+
+def test_codex_edits_a_rw_file_bound_alone_in_place_and_nothing_beside_it(
+    codex_world: CodexWorld,
+) -> None:
+    """What binding a rw file itself means for codex's own tools (docs/decisions.md 73):
+    apply_patch updates the file in place; a shell redirect and an append write it; what
+    writes a new file beside it - apply_patch's Add File, `sed -i`'s temporary file, `mv`
+    onto it, `rm` - is refused by the read-only folder (EROFS), and the file is never
+    replaced. `plan` shows the file's own bind."""
+    w = codex_world
+    wt = w.worktree
+    before = tree(wt)
+    grant = file_grant("README.md", "src/app/main.py")
+    update = patch("*** Update File: src/app/main.py", "@@", "-print('main')", "+print('patched')")
+    add = patch("*** Add File: src/app/evil.py", "+evil")
+    shell = "; ".join(
+        [
+            "sed -i s/patched/SED/ src/app/main.py; echo sed=$?",
+            "printf '# rewritten\\n' > README.md; echo redirect=$?",
+            "mv README.md README2.md; echo mv=$?",
+            "rm src/app/main.py; echo rm=$?",
+        ]
+    )
+    run = w.run(
+        Turn(calls=[Patch(update, "p_update")]),
+        Turn(calls=[Patch(add, "p_add")]),
+        exec_call(shell, "c_shell"),
+        result_turn(summary="edited"),
+        grant=grant,
+    )
+    assert "M src/app/main.py" in run.tool_result("p_update")
+    assert "Failed to write file" in run.tool_result("p_add")
+    said = run.tool_result("c_shell")
+    assert "sed: couldn't open temporary file" in said and "Read-only file system" in said, said
+    assert "redirect=0" in said and "mv=1" in said and "rm=1" in said, said
+    assert run.record.status == "ok", run.explain()
+    after = tree(wt)
+    assert after.pop("README.md") == b"# rewritten\n"
+    assert after.pop("src/app/main.py") == b"print('patched')\n"
+    del before["README.md"], before["src/app/main.py"]
+    assert after == before, after.keys()
+    audit = run.data["rounds"][-1]["audit"]
+    assert audit["verdict"] == "clean", audit
+    request = w.root / "request.json"
+    request.write_text(json.dumps(codex_request(w, grant)))
+    status, shown, _ = cli(w, "plan", str(request))
+    assert status == 0, shown
+    for rel in ("README.md", "src/app/main.py"):
+        line = f"writable        {wt / rel}  (rw in the grant ({rel}), the file itself"
+        assert line in shown, shown
+    assert f"writable        {wt}  " not in shown and f"{wt / 'src/app'}  (" not in shown
+
+
+def codex_request(w: CodexWorld, grant: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "backend": "codex",
+        "worktree": str(w.worktree),
+        "task_type": "implement",
+        "grant": grant,
+        "instructions": "Do the scripted task.",
+        "limits": {"timeout_seconds": SLOW, "max_turns": 10, "rounds": 0, "retries": 0},
+        "local_model": CODEX_MODEL,
+    }
+
+
+REFUSED = (
+    "the Codex CLI binds each rw file of the grant itself, never its folder, as its commands "
+    "write whatever the confinement leaves writable: "
+)
+
+
+@pytest.mark.parametrize(
+    ("entry", "repair"),
+    [
+        ("notes.md", "create it first, empty if need be (the host creates nothing for the worker)"),
+        ("src/app/new.py", "the worker), or grant its folder `src/app/` rw"),
+    ],
+)
+def test_codex_refuses_a_rw_file_entry_not_there_yet_before_launch(
+    codex_world: CodexWorld, entry: str, repair: str
+) -> None:
+    """A rw file not there yet would need its folder writable, where codex's commands would
+    make any other name too: `plan` and `run` refuse it before launch, naming the entry and the
+    repair; no model request is made and nothing is written."""
+    w = codex_world
+    before = tree(w.worktree)
+    request = w.root / "request.json"
+    request.write_text(json.dumps(codex_request(w, file_grant(entry))))
+    said = f"{REFUSED}grant entry 1 ({entry!r}, rw) names nothing in the worktree yet: "
+    status, shown, _ = cli(w, "plan", str(request))
+    assert status == 2, shown
+    assert shown.splitlines()[0].startswith(  # plan's first line is its verdict
+        f"concorde-workers plan — a run would be refused: request_invalid: {said}"
+    ), shown
+    assert said in shown and repair in shown, shown
+    parent = w.root / "trace"
+    parent.mkdir()
+    status, out, err = cli(w, "run", str(request), "--parent", str(parent))
+    assert status != 0, out + err
+    [run_dir] = (parent / "workers").iterdir()
+    record = json.loads((run_dir / "trace.json").read_text())
+    # request_invalid is none of a run's codes: the run records the launch it could not make
+    assert record["status"] == "failed" and record["content"]["rounds"] == 0, record
+    assert record["error"]["code"] == "launch_failed", record
+    detail = record["error"]["detail"]
+    assert f"(request_invalid): {said}" in detail and repair in detail, record
+    assert w.server.requests == []
+    assert tree(w.worktree) == before

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.conftest_codex import CodexWorld, codex_world, result_turn
 from e2e.conftest_pi import GRANT, MODEL, PiWorld, call, pi_world, reply, result_call
+from servers.codex_exec import MODEL as CODEX_MODEL
 from timing import SLOW
 
 from concorde_workers.adapters.cli.main import main
@@ -27,7 +29,7 @@ from concorde_workers.container import production
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["pi_world"]  # the fixture, imported for pytest
+__all__ = ["codex_world", "pi_world"]  # the fixtures, imported for pytest
 
 LIMITS = {
     "timeout_seconds": SLOW,
@@ -42,25 +44,25 @@ UP = "\x1b[1A\x1b[2K"
 UNSAFE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
-def request_file(w: PiWorld) -> Path:
+def request_file(w: PiWorld | CodexWorld, backend: str = "pi", model: str = MODEL) -> Path:
     path = w.root / "request.json"
     path.write_text(
         json.dumps(
             {
-                "backend": "pi",
+                "backend": backend,
                 "worktree": str(w.worktree),
                 "task_type": "implement",
                 "grant": GRANT,
                 "instructions": "Do the scripted task.",
                 "limits": LIMITS,
-                "local_model": MODEL,
+                "local_model": model,
             }
         )
     )
     return path
 
 
-def cli(w: PiWorld, *argv: str) -> tuple[int, str, str]:
+def cli(w: PiWorld | CodexWorld, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     status = main(list(argv), out, err, container=production(w.environ))
     assert "Traceback" not in out.getvalue() + err.getvalue()
@@ -105,12 +107,31 @@ def test_a_worker_s_escape_sequences_reach_the_terminal_escaped_and_json_verbati
     pi_world: PiWorld,
 ) -> None:
     w = pi_world
-    summary = f"all done{OSC}{CLEAR}{UP}\x9b2J\u202e"
-    deletions = ["src/app/old.py", f"src/app/{OSC}gone.py", f"src/app/{CLEAR}x\ny.py"]
-    w.server.add(reply(result_call("call_r", *deletions, summary=summary)))
+    w.server.add(reply(result_call("call_r", *DELETIONS, summary=SUMMARY)))
+    escapes_are_shown_escaped(w, request_file(w))
+
+
+@pytest.mark.req("Proposed deletions follow every clean last round")
+def test_a_codex_worker_s_escape_sequences_reach_the_terminal_escaped_and_json_verbatim(
+    codex_world: CodexWorld,
+) -> None:
+    """The same on codex (issue 33 §5): its final message's summary and deletions."""
+    w = codex_world
+    w.server.add(result_turn(*DELETIONS, summary=SUMMARY))
+    escapes_are_shown_escaped(w, request_file(w, "codex", CODEX_MODEL))
+
+
+SUMMARY = f"all done{OSC}{CLEAR}{UP}\x9b2J\u202e"
+DELETIONS = ["src/app/old.py", f"src/app/{OSC}gone.py", f"src/app/{CLEAR}x\ny.py"]
+
+
+def escapes_are_shown_escaped(w: PiWorld | CodexWorld, request: Path) -> None:
+    """The run of `request`, whose worker answers SUMMARY and DELETIONS: the account and `show`
+    print every control character escaped, `show --json` keeps the worker's text verbatim."""
+    summary, deletions = SUMMARY, DELETIONS
     parent = w.root / "trace"
     parent.mkdir()
-    status, out, err = cli(w, "run", str(request_file(w)), "--parent", str(parent))
+    status, out, err = cli(w, "run", str(request), "--parent", str(parent))
     assert status == 0, out + err
     assert not (w.worktree / "src/app/old.py").exists()  # the host performed the deletion
     for text in (out, err):

@@ -21,13 +21,16 @@ import time
 from pathlib import Path
 
 import pytest
+from e2e.conftest import RecordedRun
+from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
 from e2e.conftest_pi import PiRun, PiWorld, call, pi_world, reply, result_call
+from servers.responses_server import Patch, Turn
 from timing import SLOW
 
 from concorde_workers.adapters.cli.main import main
 
 pytestmark = pytest.mark.e2e
-__all__ = ["pi_world"]
+__all__ = ["codex_world", "pi_world"]
 
 HOSTILE = (
     "<script>fetch('http://127.0.0.1:9/x')</script></textarea><img src=x "
@@ -168,7 +171,7 @@ def seen(dom: str) -> tuple[str, list[str]]:
     return " ".join(" ".join(parser.parts).split()), parser.tags
 
 
-def report(run: PiRun, tmp: Path) -> Path:
+def report(run: PiRun | RecordedRun, tmp: Path) -> Path:
     page = tmp / "report.html"
     out, err = io.StringIO(), io.StringIO()
     assert main(["show", str(run.run_dir), "--html", str(page)], out, err) == 0, err.getvalue()
@@ -205,6 +208,36 @@ def test_the_report_of_an_ok_run_shows_its_rounds_calls_and_change(
     assert "script" not in tags and "img" not in tags
     assert listener.page_requests == [], listener.requests
     print(f"report rendered in {rendered:.2f} s (PNG and DOM)")
+
+
+def test_the_report_of_a_codex_run_shows_its_rounds_calls_and_change(
+    codex_world: CodexWorld, tmp_path: Path, listener: Listener
+) -> None:
+    """The same page of a codex run (issue 33 §5, the report): its calls read from its rollout
+    (apply_patch and exec_command, each with its decision and target), the round, the change."""
+    w = codex_world
+    write = "*** Begin Patch\n*** Update File: src/app/main.py\n@@\n-print('main')\n"
+    ro = "*** Begin Patch\n*** Update File: src/app/util.py\n@@\n-    return 1\n+    return 2\n"
+    run = w.run(
+        Turn(calls=[Patch(write + "+print('greeting')\n*** End Patch\n", "call_w")]),
+        Turn(calls=[Patch(ro + "*** End Patch\n", "call_ro")]),
+        exec_call("curl -sS -m 3 http://127.0.0.1:9/; echo rc=$?", "call_net"),
+        result_turn(),
+    )
+    assert run.record.status == "ok", run.explain()
+    text, tags = seen(browse(report(run, tmp_path), tmp_path / "report.png", listener))
+    assert f"Worker run {run.record.run_id}" in text
+    assert "status ok" in text and "backend codex" in text
+    assert "Rounds round prompt duration exit audit marks 1 initial" in text
+    assert "apply_patch src/app/main.py allowed" in text, text
+    assert "apply_patch src/app/util.py failed" in text, text
+    assert "exec_command curl -sS -m 3 http://127.0.0.1:9/; echo rc=$? refused by the sandbox" in (
+        text
+    ), text
+    assert "+print('greeting')" in text  # the patch's line
+    assert "rw src/app/ ro src/app/util.py" in text  # the grant as a tree with levels
+    assert "script" not in tags and "img" not in tags
+    assert listener.page_requests == [], listener.requests
 
 
 def test_every_hostile_text_is_shown_as_text_and_loads_nothing(

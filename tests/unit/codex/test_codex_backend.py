@@ -292,7 +292,15 @@ def test_the_rollout_tells_prompts_calls_and_results() -> None:
     }
     assert codex_events(item(context)) == []
     assert codex_events(item(prompt)) == [Prompt()]
-    assert codex_events(item(call)) == [Call("c1", "exec_command", "{}")]
+    assert codex_events(item(call)) == [Call("c1", "exec_command", {})]
+    # the arguments decoded (the call's target shows), an apply_patch's first file named
+    assert codex_events(item({**call, "arguments": '{"cmd": "ls"}'}))[0].arguments == {"cmd": "ls"}
+    assert codex_events(item({**call, "arguments": "not json"}))[0].arguments == "not json"
+    patch = {"type": "custom_tool_call", "call_id": "p1", "name": "apply_patch"}
+    text = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-a\n+b\n*** End Patch\n"
+    assert codex_events(item({**patch, "input": text})) == [
+        Call("p1", "apply_patch", {"path": "src/a.py"})
+    ]
     assert codex_events(item(out)) == [Result("c1", True, out["output"])]
     assert codex_events({"type": "event_msg", "payload": call}) == []
 

@@ -7,9 +7,12 @@ import html.parser
 import json
 
 import pytest
+from fakes.events import RecordedEvents
+from fakes.system import FakeClock
 
 from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.application.evidence.report import ReportInput
+from concorde_workers.application.runtime.events import EventEmitter
 from concorde_workers.application.tracing.calls import MAX_CALLS, ToolCall, tool_calls
 from concorde_workers.container import PROFILES
 
@@ -158,3 +161,68 @@ def test_a_hostile_call_or_problem_is_text_on_the_page() -> None:
     assert not {"href", "src", "onerror", "onload"} & set(parsed.attrs)
     assert "&lt;script&gt;x&lt;/script&gt;" in page and "\\x1b[2J" in page
     assert "default-src 'none'" in page  # the policy: even a link would load nothing
+
+
+def rollout(*payloads: dict[str, object]) -> list[str]:
+    return [json.dumps({"type": "response_item", "payload": p}) for p in payloads]
+
+
+def x_call(call_id: str, cmd: str) -> dict[str, object]:
+    arguments = json.dumps({"cmd": cmd})
+    return {
+        "type": "function_call",
+        "call_id": call_id,
+        "name": "exec_command",
+        "arguments": arguments,
+    }
+
+
+def x_output(call_id: str, output: str) -> dict[str, object]:
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+CODEX_PROMPT = {
+    "type": "message",
+    "role": "user",
+    "content": [{"type": "input_text", "text": "go"}],
+}
+
+
+def test_a_codex_command_the_sandbox_refused_is_said_so_though_it_exited_0() -> None:
+    """Codex's exec_command is in its read-only tool set, not its shell's: its output is judged
+    by the sandbox's walls all the same (`ToolNames.commands`), as Bash's and pi's bash are."""
+    calls = tool_calls(
+        rollout(
+            CODEX_PROMPT,
+            x_call("x1", "echo y > /w/ro.py; echo rc=$?"),
+            x_output("x1", "Process exited with code 0\nOutput:\n/w/ro.py: Read-only file system"),
+            x_call("x2", "ls"),
+            x_output("x2", "Process exited with code 0\nOutput:\na.py"),
+        ),
+        PROFILES["codex"],
+    )
+    assert [(c.tool, c.decision, c.reason) for c in calls] == [
+        ("exec_command", "refused by the sandbox", "/w/ro.py: Read-only file system"),
+        ("exec_command", "allowed", ""),
+    ]
+
+
+def test_codex_s_calls_are_told_from_its_transcript_once_each() -> None:
+    """Codex's output does not carry its calls (`TranscriptDialect.in_output`): its rollout,
+    read at each round's end, tells every call not told yet, once (a later round's rollout
+    holds the earlier rounds' calls again)."""
+    assert not PROFILES["codex"].transcript.in_output
+    assert PROFILES["claude"].transcript.in_output and PROFILES["pi"].transcript.in_output
+    sink = RecordedEvents()
+    events = EventEmitter(sink, FakeClock(), "w-1", PROFILES["codex"])
+    assert (
+        events.watching and not EventEmitter(None, FakeClock(), "w-1", PROFILES["codex"]).watching
+    )
+    first = rollout(CODEX_PROMPT, x_call("x1", "ls"), x_output("x1", "Process exited with code 0"))
+    events.output_line(1, json.dumps({"type": "item.completed", "item": {"type": "agent_message"}}))
+    events.transcript_lines(1, first)
+    events.transcript_lines(
+        2, [*first, *rollout(x_call("x2", "pwd"), x_output("x2", "Exit code: 0"))]
+    )
+    said = [(e["round"], e["tool"], e["target"]) for e in sink.events if e["event"] == "tool_call"]
+    assert said == [(1, "exec_command", "ls"), (2, "exec_command", "pwd")]

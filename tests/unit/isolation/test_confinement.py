@@ -34,6 +34,7 @@ from concorde_workers.domain.isolation.mount_plan import (
     installation,
     launch_problem,
     parse_rule,
+    unbound_rw_entry,
 )
 from concorde_workers.ports.filesystem import FileSystemError
 
@@ -668,7 +669,7 @@ def test_mounts_keep_their_order_parents_first() -> None:
 CODEX_ASKS = (".git", ".codex", ".agents", ".aws")
 
 
-def _asking_plan(w: World, grant: dict[str, str], **asks: tuple[str, ...]) -> Confinement:
+def _asking_plan(w: World, grant: dict[str, str], **asks: tuple[str, ...] | bool) -> Confinement:
     inputs = PlanInputs(keep=(INTERPRETER,), **asks)
     plan = confinement_plan(w.policy(grant), inputs, w.facts, TOOLS, as_root=True)
     assert isinstance(plan, Confinement), plan
@@ -736,6 +737,98 @@ def test_a_configuration_source_the_program_reads_regardless_is_masked() -> None
     codex = PROFILES["codex"].confinement
     assert codex.placeholders == CODEX_ASKS and codex.hidden == ("/etc/codex",)
     assert codex.resolved(CONFINED_UID) == (f"/tmp/codex-daemon-{CONFINED_UID}",)
+    assert codex.files_alone
     for other in ("claude", "pi"):  # what the other two run in is as it was
         asks = PROFILES[other].confinement
         assert (asks.placeholders, asks.resolved(0), asks.hidden) == ((), (), ())
+        assert not asks.files_alone
+
+
+# --- a rw file bound itself (issue 33 §6; docs/decisions.md 73) ---------------------------------
+
+BOUND_ALONE = {k: v for k, v in SHAPES.items() if k != "rw entries still to be created"}
+
+
+@pytest.mark.parametrize("grant", BOUND_ALONE.values(), ids=BOUND_ALONE.keys())
+def test_with_files_alone_no_folder_takes_a_new_name_the_grant_does_not_give(
+    grant: dict[str, str],
+) -> None:
+    """For a program whose commands write whatever the namespace leaves writable (Codex), a
+    rw file is bound itself: the namespace shows what the tables allow, and a new name is
+    writable only where the write table allows one (a rw folder), never beside a rw file."""
+    w = world()
+    policy = w.policy(grant)
+    plan = _asking_plan(w, grant, files_alone=True)
+    assert unbound_rw_entry(policy, w.facts) is None
+    check_against_tables(w, policy, plan)
+    directories = {w.worktree}
+    for path in w.fs.files_under(w.worktree):
+        while (path := posixpath.dirname(path)) != w.worktree:
+            directories.add(path)
+    for directory in directories:
+        new = posixpath.join(directory, "new-name-q1")
+        if view(plan, new).writable:
+            assert decide_write(policy, new, new).allowed, new
+    for entry in policy.grant.entries:
+        path = posixpath.join(w.worktree, entry.bare)
+        if entry.level is Level.RW and w.fs.is_file(path):
+            assert view(plan, path) == Seen("host", True), path
+            mount = next(m for m in plan.mounts if m.path == path)
+            assert mount.kind is MountKind.WRITABLE and "the file itself" in mount.why, mount
+    assert launch_problem(plan, w.facts) is None
+
+
+def test_a_rw_file_bound_itself_that_became_a_folder_stops_the_round() -> None:
+    """Before every round a file's own bind must still land on a regular file: a folder put in
+    its place (from outside: inside, the read-only folder refuses it) would be bound writable
+    whole."""
+    w = world()
+    plan = _asking_plan(w, {"README.md": "rw"}, files_alone=True)
+    assert launch_problem(plan, w.facts) is None
+    w.fs.remove(f"{w.worktree}/README.md")
+    w.fs.mkdir(f"{w.worktree}/README.md")
+    said = launch_problem(plan, w.facts)
+    assert said is not None and f"{w.worktree}/README.md" in said and "no longer the file" in said
+
+
+def test_with_files_alone_a_folder_named_without_its_slash_is_bound_writable_nowhere() -> None:
+    """`src` rw names the entry itself, an existing folder: nothing writes a folder, so nothing
+    is bound writable for it (not the worktree's root, as a rw entry still to be created gets),
+    and the folder shows empty; the placeholders stand in the root built from the grant."""
+    w = world()
+    grant = {"src": "rw", "docs/": "ro"}
+    policy = w.policy(grant)
+    assert unbound_rw_entry(policy, w.facts) is None
+    plan = _asking_plan(w, grant, files_alone=True, placeholders=CODEX_ASKS)
+    assert not any(
+        m.kind is MountKind.WRITABLE and is_within(m.path, w.worktree) for m in plan.mounts
+    )
+    assert view(plan, f"{w.worktree}/new-name-q1").writable is False
+    assert view(plan, f"{w.worktree}/src/app/main.py").content == "absent"
+    assert any(m.path == f"{w.worktree}/.git" and m.inside for m in plan.mounts)
+    check_against_tables(w, policy, plan)
+
+
+def test_a_rw_entry_no_bind_of_its_own_makes_writable_is_said_with_its_repair() -> None:
+    """What `plan` and `run` refuse for codex: the first rw entry outside every rw folder that
+    is not there yet (a file at the root; a file or folder below), a link, or a special file,
+    named by its number, with the repair; an entry below a rw folder needs none."""
+    w = world()
+    w.fs.symlink(f"{w.worktree}/src/app/main.py", f"{w.worktree}/linked.py")
+    cases = {
+        "notes.md": "grant entry 2 ('notes.md', rw) names nothing in the worktree yet: create "
+        "it first, empty if need be (the host creates nothing for the worker)",
+        "src/app/new.py": "grant entry 2 ('src/app/new.py', rw) names nothing in the worktree "
+        "yet: create it first, empty if need be (the host creates nothing for the worker), or "
+        "grant its folder `src/app/` rw",
+        "build/out/": "grant entry 2 ('build/out/', rw) names nothing in the worktree yet: "
+        "create it first, empty if need be (the host creates nothing for the worker), or grant "
+        "its folder `build/` rw",
+        "linked.py": "grant entry 2 ('linked.py', rw) is a symbolic link or has one on its way: "
+        "grant the path it leads to instead",
+    }
+    for path, said in cases.items():
+        policy = w.policy({"README.md": "rw", path: "rw"})
+        assert unbound_rw_entry(policy, w.facts) == said, path
+    for fine in ({"src/app/": "rw", "src/app/new.py": "rw"}, {"src": "rw"}, BASE_GRANT):
+        assert unbound_rw_entry(w.policy(fine), w.facts) is None, fine
