@@ -87,9 +87,12 @@ class GitCliReader(GitChangeStore):
         return os.path.realpath(_one_path_line(out))
 
     def git_dirs(self, worktree: str) -> tuple[str, str]:
-        # One question per call: a path containing a newline cannot be split from another.
-        _, git_dir = self._run("git_dir", worktree)
-        _, common = self._run("common_dir", worktree)
+        # One question per call: a path containing a newline cannot be split from another. The
+        # two are independent, so both run at once (started in this order, the first failure
+        # raised): a plan and a run wait for one sandboxed Git process here, not two.
+        (_, git_dir), (_, common) = self._run_beside(
+            [("git_dir", worktree, (), None), ("common_dir", worktree, (), None)]
+        )
         return (
             os.path.realpath(_one_path_line(git_dir)),
             os.path.realpath(_one_path_line(common)),

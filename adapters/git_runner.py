@@ -281,7 +281,7 @@ class GitRunner:
         return self._finish(self._start(name, where, masked, extra, store, rules), stdin)
 
     def _run_beside(
-        self, calls: Sequence[tuple[str, GitRepository, Sequence[str], bytes | None]]
+        self, calls: Sequence[tuple[str, str | GitRepository, Sequence[str], bytes | None]]
     ) -> list[tuple[int, bytes]]:
         """Several table commands (name, repository, masked, rules) run at once, each waited
         for (all of them, even when one fails); the first failure is raised."""

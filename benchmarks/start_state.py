@@ -13,7 +13,10 @@ Then measures, interleaved (benchmarks/interleave.py), REPEAT times after a warm
   eager       the whole starting state copied before round 1 (what every run with checks paid
               before issue 32 §3);
   lazy        what is copied before round 1 now: the rw files, the rest recorded by identity
-              (what a run whose checks pass pays);
+              (what a run whose checks pass pays), the grant asked once per folder where
+              no entry lies below it (`CheckPlace.rules()`);
+  per entry   the same, the grant asked twice for every entry (`CheckPlace.keep` and
+              `.later`: the walk before issue 32 §3's second pass);
   lazy+later  that, then `complete` (what a run pays whose check fails once).
 
 Prints medians, minima and maxima and the ratios to `eager`; exits 0. The figures are in
@@ -26,6 +29,8 @@ import argparse
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from interleave import interleaved, report
@@ -81,21 +86,43 @@ def main(argv: list[str]) -> int:
             runner.discard(runner.copy(str(tree), place.keep))
 
         def lazy() -> None:
+            rules = place.rules()
+            runner.discard(runner.copy(str(tree), rules.keep, rules.later))
+
+        def per_entry() -> None:
             runner.discard(runner.copy(str(tree), place.keep, place.later))
 
         def lazy_then_later() -> None:
-            copy = runner.copy(str(tree), place.keep, place.later)
+            rules = place.rules()
+            copy = runner.copy(str(tree), rules.keep, rules.later)
             runner.complete(copy)
             runner.discard(copy)
 
-        samples = interleaved(
-            {"eager": eager, "lazy": lazy, "lazy+later": lazy_then_later}, args.repeat
-        )
+        cpu: dict[str, list[float]] = {}
+
+        def counted(name: str, step: Callable[[], None]) -> Callable[[], None]:
+            def run() -> None:
+                start = time.process_time()
+                step()
+                cpu.setdefault(name, []).append(time.process_time() - start)
+
+            return run
+
+        steps = {
+            "eager": eager,
+            "lazy": lazy,
+            "per entry": per_entry,
+            "lazy+later": lazy_then_later,
+        }
+        samples = interleaved({n: counted(n, s) for n, s in steps.items()}, args.repeat)
     print(
         f"tree: src/ {args.files} files in {FOLDERS} folders; grant: 2 folders rw, 8 ro, "
         "10 names, the rest not granted"
     )
+    print("wall time:")
     report(samples, "eager")
+    print("CPU time of this process (the warm-up's dropped):")
+    report({name: values[1:] for name, values in cpu.items()}, "eager")
     return 0
 
 

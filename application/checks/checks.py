@@ -173,9 +173,8 @@ class ChecksValidation:
         if self._start is not None or not self.checks:
             return
         try:
-            self._start = self._runner.copy(
-                self._place.worktree, self._place.keep, self._place.later
-            )
+            rules = self._place.rules()
+            self._start = self._runner.copy(self._place.worktree, rules.keep, rules.later)
         except CheckCopyFailed as failed:
             self._start_problem = (
                 f"the run's starting state could not be copied: {failed.os_error_text}"
@@ -203,7 +202,7 @@ class ChecksValidation:
         tree = given.worktree
         if given.view is None:
             try:
-                tree = self._runner.copy(given.worktree, self._place.keep)
+                tree = self._runner.copy(given.worktree, self._place.rules().keep)
             except CheckCopyFailed as failed:
                 return _copy_unavailable(given.round, failed)
         outcomes: list[CheckOutcome] = []

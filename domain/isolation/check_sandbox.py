@@ -36,7 +36,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.beside import PYTHON_NAMES
-from concorde_workers.domain.boundary.grant import Grant, Level, entries_below
+from concorde_workers.domain.boundary.grant import Grant, Level, directory_level, entries_below
 from concorde_workers.domain.configuration.resources import DEFAULT_LIMITS, ResourceLimits
 from concorde_workers.domain.gitview.git_commands import SANDBOX_ARGS
 from concorde_workers.domain.ground.paths import is_within, relative_to
@@ -94,6 +94,11 @@ class CheckPlace(BaseModel):
         (`copy_later`)."""
         return copy_later(self.grant, rel)
 
+    def rules(self) -> CopyRules:
+        """`keep` and `later` for one copy's walk, each folder's answer reused for its entries
+        where it holds for all of them (`CopyRules`)."""
+        return CopyRules(self.grant)
+
 
 class Keep(StrEnum):
     """What a check's copy keeps of one entry of the worktree."""
@@ -129,6 +134,50 @@ def copy_later(grant: Grant | None, rel: str) -> bool:
     if grant is None:
         return False
     return grant.level_of(rel) in (Level.RO, Level.NAMES)
+
+
+def folder_rule(grant: Grant | None, folder: str) -> tuple[Keep, bool] | None:
+    """What `copy_rule` and `copy_later` answer for every path below the folder `folder` when
+    no entry of the grant lies below it; None when one does (each path is then asked). With no
+    entry below, no path there has an exact entry, so the directory entry covering the folder
+    decides for each of them, and nothing below is reached by an entry (`Keep.PRUNED` where
+    the folder is hidden)."""
+    if grant is None:
+        return Keep.CONTENT, False
+    folder = folder.strip("/")
+    if entries_below(grant, folder):
+        return None
+    level = directory_level(grant, folder)
+    if level in (Level.RW, Level.RO):
+        keep = Keep.CONTENT
+    else:
+        keep = Keep.NAME if level is Level.NAMES else Keep.PRUNED
+    return keep, level in (Level.RO, Level.NAMES)
+
+
+class CopyRules:
+    """`copy_rule` and `copy_later` of one grant for one walk of the worktree, each folder's
+    `folder_rule` decided once (issue 32 §3: a starting state of 20,000 granted files asked the
+    grant twice per file, about 0.2 s of a run with checks). The same answers as the two
+    functions for every path; the folders' answers are kept for the walk's length."""
+
+    def __init__(self, grant: Grant | None) -> None:
+        self._grant = grant
+        self._folders: dict[str, tuple[Keep, bool] | None] = {}
+
+    def keep(self, rel: str) -> Keep:
+        shared = self._shared(rel)
+        return copy_rule(self._grant, rel) if shared is None else shared[0]
+
+    def later(self, rel: str) -> bool:
+        shared = self._shared(rel)
+        return copy_later(self._grant, rel) if shared is None else shared[1]
+
+    def _shared(self, rel: str) -> tuple[Keep, bool] | None:
+        folder = rel.strip("/").rpartition("/")[0]
+        if folder not in self._folders:
+            self._folders[folder] = folder_rule(self._grant, folder)
+        return self._folders[folder]
 
 
 def primary_of(worktree: str) -> str | None:

@@ -16,7 +16,11 @@ sweep on the machine sees the test's runtime directories and no test's sweep see
 else's; FAKE_CREDENTIALS names a file the test backend copies as its credential copy
 (config/auth.json), as pi's auth.json is copied.
 
-A third, FAKE_PAUSE, stops the process at one chosen filesystem operation so that a test kills
+FAKE_CONFINED=1 confines the test backend's rounds as a real backend's are (the production
+confinement around agent.py: a check then runs over the round's own mount plan, as after a real
+agent's round; benchmarks/check_run.py).
+
+A fourth, FAKE_PAUSE, stops the process at one chosen filesystem operation so that a test kills
 it there with SIGKILL (issue 30 §3): a JSON object `{"op": "remove", "path": "<regex>", "nth": 1,
 "when": "before" | "after", "contains": "<text>", "signal": "<fifo>", "gate": "<fifo>"}`
 (`pause_spec`). The production filesystem is wrapped (`PausingFileSystem`); at the nth call of
@@ -172,6 +176,7 @@ def program_container(
     runtime_parent: str | None = None,
     credentials: str | None = None,
     pause: str | None = None,
+    confined: bool = False,
 ) -> Container:
     """The production container whose `backend` plays `scenarios` with agent.py (None: the real
     backends), its runtime parent `runtime_parent` when given; `credentials` is copied as the
@@ -200,7 +205,7 @@ def program_container(
         )
     if scenarios is None:
         return container
-    program = ProgramBackend(backend, scenarios=list(scenarios))  # type: ignore[arg-type]
+    program = ProgramBackend(backend, scenarios=list(scenarios), confined=confined)  # type: ignore[arg-type]
     if credentials is not None:
         program.credentials = lambda context: [
             (credentials, context.policy.runtime.copy_of("auth.json"))
@@ -225,6 +230,7 @@ def main(argv: Sequence[str]) -> int:
             runtime_parent=os.environ.get("FAKE_RUNTIME_PARENT"),
             credentials=os.environ.get("FAKE_CREDENTIALS"),
             pause=os.environ.get("FAKE_PAUSE"),
+            confined=os.environ.get("FAKE_CONFINED") == "1",
         ),
     )
 

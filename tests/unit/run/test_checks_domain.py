@@ -3,6 +3,9 @@ answer (gate narrowing included), and the sandbox's command line - pure, row by 
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
@@ -14,6 +17,7 @@ from concorde_workers.domain.isolation.check_sandbox import (
     ProgramInView,
     check_argv,
     check_environment,
+    copy_later,
     copy_rule,
     primary_of,
     program_in_view,
@@ -275,6 +279,43 @@ COMMAND_ROWS = {
         "a file its command names is not there",
     ),
 }
+
+
+def _paths(depth: int) -> list[str]:
+    names = ("a", "b", "c")
+    return [
+        "/".join(parts) for n in range(1, depth + 1) for parts in itertools.product(names, repeat=n)
+    ]
+
+
+def test_a_walk_s_copy_rules_answer_as_the_rules_for_every_path() -> None:
+    """Issue 32 §3: the starting state's walk asks `CheckPlace.rules()`, which decides once per
+    folder where no grant entry lies below it; for every path of random grants (files and
+    directory entries of every level, nested at any depth) it answers what `copy_rule` and
+    `copy_later` answer, and without a grant what they answer without one."""
+    shuffle = random.Random(32)
+    paths = _paths(4)
+    for _ in range(150):
+        entries = {}
+        for path in shuffle.sample(paths[:39], shuffle.randint(1, 6)):
+            entry = path + "/" if shuffle.random() < 0.6 else path
+            entries[entry] = shuffle.choice(("rw", "ro", "names"))
+        grant = parse_grant(
+            {
+                "task_type": "implement",
+                "context_identity": "sha256:" + "1" * 64,
+                "entries": [{"path": p, "level": lv} for p, lv in entries.items()],
+            }
+        )
+        assert isinstance(grant, Grant), grant
+        rules = CheckPlace(worktree="/w", grant=grant).rules()
+        for rel in shuffle.sample(paths, len(paths)):  # any order, as a walk may list
+            assert (rules.keep(rel), rules.later(rel)) == (
+                copy_rule(grant, rel),
+                copy_later(grant, rel),
+            ), (entries, rel)
+    bare = CheckPlace(worktree="/w").rules()
+    assert all((bare.keep(p), bare.later(p)) == (Keep.CONTENT, False) for p in paths)
 
 
 @pytest.mark.parametrize(("code", "log", "why"), COMMAND_ROWS.values(), ids=COMMAND_ROWS.keys())
