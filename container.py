@@ -106,9 +106,8 @@ __all__ = [
     "shipped_pins",
 ]
 
-# --- the registry of backends (issue 22 §1, issue 34 §4): each backend is its adapter package,
-# which exports one registration; the profile list and `Container.backends` are both built from
-# it, and nothing else names a backend.
+# --- the registry of backends (issue 22 §1, 34 §4): each backend package exports one registration,
+# from which the profile list and `Container.backends` are built; nothing else names a backend.
 
 REGISTRATIONS = (claude.REGISTRATION, pi.REGISTRATION, codex.REGISTRATION)
 """Every backend, in the order they are listed to a person (doctor, `--backend`)."""
@@ -117,9 +116,7 @@ PROFILES: Mapping[str, BackendProfile] = {r.profile.name: r.profile for r in REG
 """The backends' profiles, by the name the trace keeps."""
 
 
-def _backend_factories(
-    ports: providers.Provider[BackendPorts],
-) -> dict[str, providers.Provider[Any]]:
+def _factories(ports: providers.Provider[BackendPorts]) -> dict[str, providers.Provider[Any]]:
     """Each registered backend's factory, by its name, over the host's ports."""
     return {r.profile.name: providers.Factory(r.make, ports) for r in REGISTRATIONS}
 
@@ -216,14 +213,11 @@ class Container(containers.DeclarativeContainer):
         installations=installations,
         committed=providers.Callable(committed_through, git),
     )
+    linux = providers.Callable(lambda host: host.linux, host)
     backend_ports = providers.Factory(
-        BackendPorts,
-        fs=filesystem,
-        environ=environ,
-        linux=providers.Callable(lambda host: host.linux, host),
-        installations=installations,
+        BackendPorts, fs=filesystem, environ=environ, linux=linux, installations=installations
     )
-    backends = providers.Dict(_backend_factories(backend_ports))
+    backends = providers.Dict(_factories(backend_ports))
     preparer = providers.Factory(
         Preparer,
         git=git,
