@@ -24,18 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from dependency_injector import containers, providers
 
+from concorde_workers.adapters import claude, codex, pi
 from concorde_workers.adapters.attestation import DsseSealer
 from concorde_workers.adapters.cgroups import CgroupGroups
 from concorde_workers.adapters.checks import SandboxedCheckRunner
-from concorde_workers.adapters.claude.backend import ClaudeBackend
-from concorde_workers.adapters.claude.profile import CLAUDE
-from concorde_workers.adapters.codex.backend import CodexBackend
-from concorde_workers.adapters.codex.profile import CODEX
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader
 from concorde_workers.adapters.liveness import ProcTable
-from concorde_workers.adapters.pi.backend import PiBackend
-from concorde_workers.adapters.pi.profile import PI
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.program_versions import InstalledProgramVersions
 from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
@@ -63,7 +58,7 @@ from concorde_workers.domain.isolation.control_groups import (
     MAX_MOUNTINFO_BYTES,
     cgroup_mounts,
 )
-from concorde_workers.ports.agent import BackendProfile
+from concorde_workers.ports.agent import BackendPorts, BackendProfile
 from concorde_workers.ports.checks import CheckRunner
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem
@@ -111,12 +106,19 @@ __all__ = [
     "shipped_pins",
 ]
 
-# --- the registry of backends (issue 22 §1): each backend is its adapter package, registered here
-# by its profile and, in `Container.backends`, its factory; nothing else names a backend.
+# --- the registry of backends (issue 22 §1, 34 §4): each backend package exports one registration,
+# from which the profile list and `Container.backends` are built; nothing else names a backend.
 
-PROFILES: Mapping[str, BackendProfile] = {profile.name: profile for profile in (CLAUDE, PI, CODEX)}
-"""The backends' profiles, by the name the trace keeps, in the order they are listed to a
-person (doctor, `--backend`)."""
+REGISTRATIONS = (claude.REGISTRATION, pi.REGISTRATION, codex.REGISTRATION)
+"""Every backend, in the order they are listed to a person (doctor, `--backend`)."""
+
+PROFILES: Mapping[str, BackendProfile] = {r.profile.name: r.profile for r in REGISTRATIONS}
+"""The backends' profiles, by the name the trace keeps."""
+
+
+def _factories(ports: providers.Provider[BackendPorts]) -> dict[str, providers.Provider[Any]]:
+    """Each registered backend's factory, by its name, over the host's ports."""
+    return {r.profile.name: providers.Factory(r.make, ports) for r in REGISTRATIONS}
 
 
 def replay_of(git: GitReader) -> GitPatchReplay | None:
@@ -211,17 +213,11 @@ class Container(containers.DeclarativeContainer):
         installations=installations,
         committed=providers.Callable(committed_through, git),
     )
-    backends = providers.Dict(
-        claude=providers.Factory(ClaudeBackend, fs=filesystem, installations=installations),
-        pi=providers.Factory(
-            PiBackend,
-            fs=filesystem,
-            environ=environ,
-            linux=providers.Callable(lambda host: host.linux, host),
-            installations=installations,
-        ),
-        codex=providers.Factory(CodexBackend, fs=filesystem, installations=installations),
+    linux = providers.Callable(lambda host: host.linux, host)
+    backend_ports = providers.Factory(
+        BackendPorts, fs=filesystem, environ=environ, linux=linux, installations=installations
     )
+    backends = providers.Dict(_factories(backend_ports))
     preparer = providers.Factory(
         Preparer,
         git=git,
@@ -476,11 +472,11 @@ def example_repository() -> tuple[Example, dict[str, str]]:
     return example, {"CONCORDE_MODEL_MAP": example.model_map, "PI_CODING_AGENT_DIR": example.pi_dir}
 
 
-def demo_world(parent: str | None = None, backend: str = PI.name) -> DemoWorld:
+def demo_world(parent: str | None = None, backend: str = pi.REGISTRATION.profile.name) -> DemoWorld:
     """`concorde-workers demo`'s throwaway repository with a `.claude/worktrees/demo` worktree,
     its scripted model server on 127.0.0.1 and the configuration of `backend` (DEMO_BACKENDS)
     that reaches it: pi's configuration directory, or the Codex CLI's codex.json."""
-    if backend == CODEX.name:
+    if backend == codex.REGISTRATION.profile.name:
         from concorde_workers.adapters.demo.codex_demo import start_codex_demo
 
         return start_codex_demo(backend, parent)

@@ -9,13 +9,15 @@ transcript lies.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.boundary.policy import Policy
+from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.configuration.request import RunRequest
@@ -23,6 +25,7 @@ from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.stdout import IgnoredLines
+from concorde_workers.ports.filesystem import FileSystem
 
 if TYPE_CHECKING:
     from concorde_workers.domain.evidence.records import LastAction
@@ -30,7 +33,9 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentBackend",
     "BackendContext",
+    "BackendPorts",
     "BackendProfile",
+    "BackendRegistration",
     "Generated",
     "LimitedReader",
     "RoundKind",
@@ -207,3 +212,24 @@ class AgentBackend(Protocol):
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
         """Where the session's transcript lies in the runtime directory, None when unknown."""
         ...
+
+
+@dataclass(frozen=True)
+class BackendPorts:
+    """What the composition root gives every backend it makes: the file system, the host's
+    environment, whether the host is Linux, and where the agent programs are installed."""
+
+    fs: FileSystem
+    environ: dict[str, str]
+    linux: bool
+    installations: Sequence[Installation]
+
+
+@dataclass(frozen=True)
+class BackendRegistration:
+    """A backend package's one registration (issue 34 §4): its profile, from which the
+    composition root lists the backends (doctor, `--backend`, the configuration reader), and how
+    a backend is made from the host's ports."""
+
+    profile: BackendProfile
+    make: Callable[[BackendPorts], AgentBackend]

@@ -31,6 +31,8 @@ from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.ports.agent import (
     BackendContext,
+    BackendPorts,
+    BackendRegistration,
     CompiledCache,
     Generated,
     RoundKind,
@@ -46,8 +48,8 @@ from concorde_workers.ports.filesystem import (
 class ClaudeBackend:
     """The `claude` program (or `$CONCORDE_CLAUDE`)."""
 
-    name = "claude"
     profile = CLAUDE
+    name = profile.name
 
     def __init__(
         self,
@@ -178,3 +180,11 @@ class ClaudeBackend:
             if entry.kind is EntryKind.DIRECTORY and self._fs.is_file(candidate):
                 return candidate
         return None
+
+
+def _made(ports: BackendPorts) -> ClaudeBackend:
+    return ClaudeBackend(ports.fs, ports.installations)
+
+
+REGISTRATION = BackendRegistration(ClaudeBackend.profile, _made)
+"""This backend as the composition root registers it: its profile and its making (issue 34 §4)."""

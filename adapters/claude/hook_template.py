@@ -197,7 +197,7 @@ def write_targets(grant: dict[str, Any], call: dict[str, Any]) -> list[tuple[str
 def search_root(
     grant: dict[str, Any], tool_name: Any, tool_input: dict[str, Any], cwd: str
 ) -> str | Verdict:
-    """The call's lexical search root (domain.boundary.search_guard.search_root), or row t."""
+    """The call's lexical search root (adapters.claude.search_guard.search_root), or row t."""
     if tool_name not in SEARCH_TOOLS:
         return False, could_not_decide(
             grant, reason(grant, "tool not searched", tool=str(tool_name))

@@ -4,7 +4,7 @@
 `control/search_hook.py` (matcher `Grep|Glob`, docs/decisions.md "Grep and Glob from an ancestor
 (Claude Code)") and `control/read_hook.py` (matcher `Read`, docs/decisions.md "Claude Code's Read
 judged at call time") are all `hook_template.py` with its line `GRANT: dict = {}` replaced by
-`GRANT: dict = <json>` (the policy's facts, `domain.boundary.search_guard.hook_grant`, keys
+`GRANT: dict = <json>` (the policy's facts, `adapters.claude.search_guard.hook_grant`, keys
 sorted, ASCII), its line `HOOK: str = "write"` set to the hook's name, and its block
 `# <rules>` … `# </rules>` replaced by `ROWS: dict = <json>` (the policy's rows,
 `search_guard.hook_rows`) and the source of their interpreter, `domain/boundary/interpreter.py`
@@ -29,15 +29,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from concorde_workers.adapters.claude.layout import write_hook
-from concorde_workers.adapters.claude.settings import HOOK_TIMEOUT_SECONDS, hook_command
-from concorde_workers.domain.boundary import interpreter
-from concorde_workers.domain.boundary.interpreter import fill_reason
-from concorde_workers.domain.boundary.policy import Policy
-from concorde_workers.domain.boundary.search_guard import (
+from concorde_workers.adapters.claude.search_guard import (
     SEARCH_TOOLS_MATCHER,
     hook_grant,
     hook_rows,
 )
+from concorde_workers.adapters.claude.settings import HOOK_TIMEOUT_SECONDS, hook_command
+from concorde_workers.domain.boundary import interpreter
+from concorde_workers.domain.boundary.interpreter import fill_reason
+from concorde_workers.domain.boundary.policy import Policy
 from concorde_workers.domain.ground.layout import RuntimeLayout
 
 HookName = Literal["write", "search", "read"]

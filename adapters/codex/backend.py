@@ -34,6 +34,8 @@ from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.ports.agent import (
     BackendContext,
+    BackendPorts,
+    BackendRegistration,
     CompiledCache,
     Generated,
     RoundKind,
@@ -45,14 +47,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stream reader is imported when a round runs: `plan` makes none
     from concorde_workers.adapters.codex.stream import Prices
 
-__all__ = ["CodexBackend"]
+__all__ = ["REGISTRATION", "CodexBackend"]
 
 
 class CodexBackend:
     """The `codex` program (or `$CONCORDE_CODEX`), its native executable."""
 
-    name = "codex"
     profile = CODEX
+    name = profile.name
 
     def __init__(self, fs: FileSystem, installations: Sequence[Installation] = ()) -> None:
         self._fs = fs
@@ -232,3 +234,11 @@ class CodexBackend:
                 if found is not None:
                     return found
         return None
+
+
+def _made(ports: BackendPorts) -> CodexBackend:
+    return CodexBackend(ports.fs, ports.installations)
+
+
+REGISTRATION = BackendRegistration(CodexBackend.profile, _made)
+"""This backend as the composition root registers it: its profile and its making (issue 34 §4)."""

@@ -18,6 +18,7 @@ from a script in order:
 When the script is used up, every further request gets a short text reply that says so (and
 `exhausted` counts them), so a worker that goes on ends its turn instead of retrying.
 Every request is kept in `requests` (n, path, headers, body, what was served) for assertions.
+The script's keeping is `loopback.ScriptedServer`'s, shared with the scripted Responses server.
 
 pi reaches it exactly as it reaches a user's own local model proxy: a `models.json` provider
 with `baseUrl http://127.0.0.1:<port>/v1` and `api: openai-completions` in the user's pi
@@ -29,23 +30,22 @@ Standard library only (http.server, threading); it never listens anywhere but 12
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
-import selectors
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
+
+from concorde_workers.adapters.demo.loopback import LoopbackServer, ScriptedServer
 
 __all__ = [
     "COST_PER_MILLION",
     "DEFAULT_MODEL",
     "DEFAULT_PROVIDER",
+    "EXHAUSTED_TEXT",
     "Cut",
     "Fail",
     "Hang",
@@ -55,10 +55,10 @@ __all__ = [
     "Step",
     "ToolCall",
     "Usage",
+    "sse_chunks",
     "write_pi_config",
 ]
 
-LOOPBACK = "127.0.0.1"
 DEFAULT_PROVIDER = "scripted"
 DEFAULT_MODEL = "scripted-model"
 COST_PER_MILLION = {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}
@@ -124,74 +124,6 @@ class Cut:
 
 Answer = Reply | Fail | Hang | Cut
 Step = Answer | Callable[[dict[str, Any]], Answer]
-
-
-class LoopbackServer:
-    """A threaded HTTP server on 127.0.0.1 at a free port: `start()` (or `with`), `stop()`,
-    `port`. A subclass names its `handler` class; each request's handler sees the server object
-    as `self.owner`, and `_stopping` is set once `stop()` begins (to release held requests)."""
-
-    handler: type[BaseHTTPRequestHandler]
-    thread_name = "loopback-server"
-
-    def __init__(self) -> None:
-        self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._wake: tuple[int, int] | None = None
-
-    def start(self, port: int = 0) -> Self:
-        """Listen on `port` of 127.0.0.1 (0: a free one): a fixed port is for a network
-        namespace of the caller's own, where no one else listens (the README's examples)."""
-        handler = type(self.handler.__name__, (self.handler,), {"owner": self})
-        httpd = ThreadingHTTPServer((LOOPBACK, port), handler)
-        httpd.daemon_threads = True
-        self._httpd = httpd
-        self._wake = os.pipe()
-        self._thread = threading.Thread(
-            target=self._serve, args=(httpd, self._wake[0]), name=self.thread_name, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    @staticmethod
-    def _serve(httpd: ThreadingHTTPServer, wake: int) -> None:
-        """Accept connections until `stop` writes to the wake-up pipe: one `select` on both,
-        without a timeout (socketserver's `serve_forever` wakes every poll interval to look
-        for a shutdown request)."""
-        with selectors.DefaultSelector() as selector:
-            selector.register(httpd, selectors.EVENT_READ)
-            selector.register(wake, selectors.EVENT_READ)
-            while True:
-                ready = [key.fileobj for key, _ in selector.select()]
-                if wake in ready:
-                    return
-                httpd.handle_request()  # the listening socket is readable: accepts at once
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._wake is not None:
-            os.write(self._wake[1], b"x")
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        if self._httpd is not None:
-            self._httpd.server_close()
-        if self._wake is not None:
-            for fd in self._wake:
-                os.close(fd)
-        self._httpd = self._thread = self._wake = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("the server is not started")
-        return int(self._httpd.server_address[1])
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -340,68 +272,18 @@ def sse_chunks(reply: Reply, model: str, response_id: str, n: int) -> Iterator[d
     }
 
 
-class ScriptedModelServer(LoopbackServer):
+class ScriptedModelServer(ScriptedServer[Answer]):
     """The server; `start()` (or `with`) listens on 127.0.0.1 at a free port."""
 
     handler = _Handler
     thread_name = "scripted-model"
+    repeated = (Fail, Cut)
 
-    def __init__(self, script: Sequence[Step] = ()) -> None:
-        super().__init__()
-        self._script: list[Step] = list(script)
-        self._fail_counts: dict[int, int] = {}
-        self._position = 0
-        self._lock = threading.Lock()
-        self._counter = itertools.count(1)
-        self.requests: list[dict[str, Any]] = []
-        self.exhausted = 0
+    def _exhausted_answer(self) -> Answer:
+        return Reply(text=EXHAUSTED_TEXT, usage=Usage(10, 5))
 
-    @property
-    def base_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}/v1"
-
-    # -- the script ----------------------------------------------------------------------------
-
-    def add(self, *steps: Step) -> ScriptedModelServer:
-        """Append steps to the script (also while it is served)."""
-        with self._lock:
-            self._script.extend(steps)
-        return self
-
-    @property
-    def remaining(self) -> int:
-        with self._lock:
-            return len(self._script) - self._position
-
-    def _next(
-        self, path: str, headers: dict[str, str], body: dict[str, Any]
-    ) -> tuple[Answer, dict[str, Any]]:
-        with self._lock:
-            n = next(self._counter)
-            entry: dict[str, Any] = {
-                "n": n,
-                "time": time.time(),
-                "path": path,
-                "headers": headers,
-                "body": body,
-            }
-            answer: Answer
-            if self._position >= len(self._script):
-                self.exhausted += 1
-                answer = Reply(text=EXHAUSTED_TEXT, usage=Usage(10, 5))
-            else:
-                step = self._script[self._position]
-                answer = step(body) if callable(step) else step
-                if isinstance(answer, Fail | Cut):
-                    used = self._fail_counts.get(self._position, 0) + 1
-                    self._fail_counts[self._position] = used
-                    if used >= answer.times:
-                        self._position += 1
-                else:
-                    self._position += 1
-            entry["served"] = _describe(answer)
-            self.requests.append(entry)
-            return answer, entry
+    def _describe(self, answer: Answer) -> str:
+        return _describe(answer)
 
     # -- the request log -----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ The script is taken in order, one step per request:
 
 When the script is used up, every further request gets a short text turn that says so
 (`exhausted` counts them). Every request is kept in `requests` (n, path, headers, body, served).
+The script's keeping is `loopback.ScriptedServer`'s, shared with the scripted model server.
 
 Standard library only; it never listens anywhere but 127.0.0.1.
 """
@@ -36,18 +37,16 @@ Standard library only; it never listens anywhere but 127.0.0.1.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import socket
 import struct
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from concorde_workers.adapters.demo.scripted_model_server import LOOPBACK, LoopbackServer
+from concorde_workers.adapters.demo.loopback import LOOPBACK, ScriptedServer
 
 __all__ = [
     "EXHAUSTED_TEXT",
@@ -271,7 +270,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.split("?", 1)[0].rstrip("/").endswith("/responses"):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
-        answer, n = self.owner._next(self.path, dict(self.headers), body)
+        answer, entry = self.owner._next(self.path, dict(self.headers), body)
+        n = entry["n"]
         model = str(body.get("model") or "scripted")
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client left
             self._answer(answer, model, n)
@@ -345,73 +345,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.close()
 
 
-class ScriptedResponsesServer(LoopbackServer):
+class ScriptedResponsesServer(ScriptedServer[Answer]):
     """The server; `start()` (or `with`) listens on 127.0.0.1 at a free port."""
 
     handler = _Handler
     thread_name = "scripted-responses"
+    repeated = REPEATED
 
-    def __init__(self, script: Sequence[ResponsesStep] = ()) -> None:
-        super().__init__()
-        self._script: list[ResponsesStep] = list(script)
-        self._used: dict[int, int] = {}
-        self._position = 0
-        self._lock = threading.Lock()
-        self._arrived = threading.Condition(self._lock)
-        self._counter = itertools.count(1)
-        self.requests: list[dict[str, Any]] = []
-        self.failures: list[str] = []
-        self.exhausted = 0
+    def _exhausted_answer(self) -> Answer:
+        return Turn(text=EXHAUSTED_TEXT, usage=Usage(10, 5))
 
-    @property
-    def base_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}/v1"
+    def _describe(self, answer: Answer) -> str:
+        return describe(answer)
 
-    def add(self, *steps: ResponsesStep) -> ScriptedResponsesServer:
-        """Append steps to the script (also while it is served)."""
-        with self._lock:
-            self._script.extend(steps)
-        return self
-
-    @property
-    def remaining(self) -> int:
-        with self._lock:
-            return len(self._script) - self._position
-
-    def _next(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[Answer, int]:
-        with self._lock:
-            n = next(self._counter)
-            entry: dict[str, Any] = {"n": n, "path": path, "headers": headers, "body": body}
-            answer = self._take(body)
-            entry["served"] = describe(answer)
-            self.requests.append(entry)
-            self._arrived.notify_all()
-            return answer, n
-
-    def wait_requests(self, count: int, within: float) -> bool:
-        """Wait until `count` requests arrived (an event, not a guess at a duration); False
-        when `within` seconds passed first."""
-        with self._arrived:
-            return self._arrived.wait_for(lambda: len(self.requests) >= count, within)
-
-    def _take(self, body: dict[str, Any]) -> Answer:
-        if self._position >= len(self._script):
-            self.exhausted += 1
-            return Turn(text=EXHAUSTED_TEXT, usage=Usage(10, 5))
-        step = self._script[self._position]
-        try:
-            answer = step(body) if callable(step) else step
-        except Exception as error:  # a failed assertion of a scripted step: kept, answered 500
-            self.failures.append(f"step {self._position + 1}: {error!r}")
-            self._position += 1
-            return Fail(500, f"the scripted step failed: {error!r}")
-        if isinstance(answer, REPEATED):
-            used = self._used.get(self._position, 0) + 1
-            self._used[self._position] = used
-            if used < answer.times:
-                return answer
+    def _step_failed(self, error: Exception) -> Answer:
+        """A failed assertion of a scripted step: kept, and answered 500."""
+        self.failures.append(f"step {self._position + 1}: {error!r}")
         self._position += 1
-        return answer
+        return Fail(500, f"the scripted step failed: {error!r}")
 
     # -- the request log -----------------------------------------------------------------------
 

@@ -34,6 +34,8 @@ from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.ports.agent import (
     BackendContext,
+    BackendPorts,
+    BackendRegistration,
     CompiledCache,
     Generated,
     RoundKind,
@@ -52,8 +54,8 @@ PRECOMPILE = Path(__file__).with_name("extension") / "precompile.mjs"
 class PiBackend:
     """The `pi` program (or `$CONCORDE_PI`) with sandbox-runtime."""
 
-    name = "pi"
     profile = PI
+    name = profile.name
 
     def __init__(
         self,
@@ -218,3 +220,11 @@ def user_pi_directory(environ: Mapping[str, str]) -> str | None:
     """The user's pi configuration directory as pi 0.73.1 finds it
     (`domain.configuration.credentials`, which the policy hides too)."""
     return config_directory(PI.credentials, environ)
+
+
+def _made(ports: BackendPorts) -> PiBackend:
+    return PiBackend(ports.fs, ports.environ, ports.linux, ports.installations)
+
+
+REGISTRATION = BackendRegistration(PiBackend.profile, _made)
+"""This backend as the composition root registers it: its profile and its making (issue 34 §4)."""

@@ -12,7 +12,7 @@ package its version once, and caches the answer per user.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from concorde_workers.application.preparation.beside_judge import BesideJudge, run_directories
@@ -104,8 +104,7 @@ class Preparer:
         if code is Code.RUN_DIRECTORY_DENIED and policy.run_directory_refusal is not None:
             return policy.run_directory_refusal
         refused = (
-            self._runtime_inside(runtime_dir, placement, admin, code)
-            or policy.hidden_worktree_refusal
+            runtime_inside(runtime_dir, placement, admin, code) or policy.hidden_worktree_refusal
         )
         if refused is not None:
             return refused
@@ -140,12 +139,12 @@ class Preparer:
             grant=grant,
             worktree=placement.worktree,
             primary=placement.primary,
-            user_home=self._user_home(),
+            user_home=self._fs.realpath(self._host.user_home),
             runtime_dir=runtime_dir,
             runtime_entries=self._entries,
             runtime_paths=request.runtime_paths,
             git=admin,
-            list_dir=self._list_dir,
+            list_dir=listing(self._fs),
             homes=forms(list(origins.homes)),
             config_dirs=forms(list(origins.directories)),
             credentials=forms([*origins.files, *model_map]),
@@ -235,7 +234,7 @@ class Preparer:
         judges against the Git directories rev-parse names. The `.git` entries only the walk
         finds (a nested repository's `gitdir:` target outside the common directory) are judged
         by `prepare`, which then ends the run launch_failed."""
-        grant = self._grant(request)
+        grant = grant_of(request)
         if isinstance(grant, Refusal):
             return None
         placement = self._placer.placement(request.worktree)
@@ -256,7 +255,7 @@ class Preparer:
     ) -> tuple[Grant, Placement, GitFound] | Refusal:
         """The grant, the placement, the Git administrative paths, then what the request lists
         beside the grant (before anything is generated)."""
-        grant = self._grant(request)
+        grant = grant_of(request)
         if isinstance(grant, Refusal):
             return grant
         seen.grant = grant
@@ -275,17 +274,6 @@ class Preparer:
         return grant, placement, found
 
     # --- the steps ---------------------------------------------------------------------------
-
-    @staticmethod
-    def _grant(request: RunRequest) -> Grant | Refusal:
-        if request.task_type not in TASK_TYPES:
-            return Refusal(
-                code=Code.GRANT_UNAVAILABLE,
-                reason=Reason.INPUT,
-                message=f"the request's task type {request.task_type!r} is not a known task "
-                f"type; a known task type is one of {', '.join(TASK_TYPES)}",
-            )
-        return parse_grant(request.grant, request.task_type)
 
     def _generate(
         self,
@@ -374,39 +362,51 @@ class Preparer:
             as_root=self._host.as_root,
         )
 
-    @staticmethod
-    def _runtime_inside(
-        runtime_dir: str, placement: Placement, admin: tuple[AdminPath, ...], code: Code
-    ) -> Refusal | None:
-        """A runtime directory inside the worktree or a Git administrative path would be a
-        file the host creates in the worktree (or Git metadata the worker may write): refused.
-        `code` is the backend profile's: Claude Code names it run_directory_denied; pi has no
-        such code (seed 001 "Errors"), so there it is launch_failed."""
-        where = next(
-            (
-                p
-                for p in (placement.worktree, *(a.path for a in admin))
-                if is_within(runtime_dir, p)
-            ),
-            None,
-        )
-        if where is None:
-            return None
+
+# --- the pure steps ------------------------------------------------------------------------------
+
+
+def grant_of(request: RunRequest) -> Grant | Refusal:
+    """The request's grant as parsed for its task type, or grant_unavailable."""
+    if request.task_type not in TASK_TYPES:
         return Refusal(
-            code=code,
-            reason=Reason.ENVIRONMENT,
-            message=f"the runtime directory {runtime_dir} would lie inside {where}, "
-            "which the worker may not have as its own; set TMPDIR to a directory "
-            "outside the repository (the host uses /tmp when it is writable)",
+            code=Code.GRANT_UNAVAILABLE,
+            reason=Reason.INPUT,
+            message=f"the request's task type {request.task_type!r} is not a known task "
+            f"type; a known task type is one of {', '.join(TASK_TYPES)}",
         )
+    return parse_grant(request.grant, request.task_type)
 
-    # --- small I/O helpers --------------------------------------------------------------------
 
-    def _list_dir(self, path: str) -> list[DirEntry]:
+def runtime_inside(
+    runtime_dir: str, placement: Placement, admin: tuple[AdminPath, ...], code: Code
+) -> Refusal | None:
+    """A runtime directory inside the worktree or a Git administrative path would be a
+    file the host creates in the worktree (or Git metadata the worker may write): refused.
+    `code` is the backend profile's: Claude Code names it run_directory_denied; pi has no
+    such code (seed 001 "Errors"), so there it is launch_failed."""
+    where = next(
+        (p for p in (placement.worktree, *(a.path for a in admin)) if is_within(runtime_dir, p)),
+        None,
+    )
+    if where is None:
+        return None
+    return Refusal(
+        code=code,
+        reason=Reason.ENVIRONMENT,
+        message=f"the runtime directory {runtime_dir} would lie inside {where}, "
+        "which the worker may not have as its own; set TMPDIR to a directory "
+        "outside the repository (the host uses /tmp when it is writable)",
+    )
+
+
+def listing(fs: FileSystem) -> Callable[[str], list[DirEntry]]:
+    """A folder's entries for the policy's walk, none where it cannot be listed."""
+
+    def entries(path: str) -> list[DirEntry]:
         try:
-            return self._fs.listdir(path)
+            return fs.listdir(path)
         except FileSystemError:
             return []
 
-    def _user_home(self) -> str:
-        return self._fs.realpath(self._host.user_home)
+    return entries

@@ -38,7 +38,7 @@ from concorde_workers.domain.run.changes import CHANGES_FILE
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
-__all__ = ["NODE_FILES", "Moment", "TraceFailure", "TraceWriter", "node_json"]
+__all__ = ["NODE_FILES", "Moment", "RefusedWrites", "TraceFailure", "TraceWriter", "node_json"]
 
 Moment = Literal["start", "update", "end"]
 """When a trace.json is written (seed 002, trace_failures): at the start, an update, the end."""
@@ -76,8 +76,8 @@ class TraceFailure:
         return trace_write_evidence(self.file, self.moment, self.error)
 
 
-class TraceWriter:
-    """Writes one worker run's node folder; records, never raises, every refused write.
+class RefusedWrites:
+    """The account of a run's node folder writes the operating system refused (`TraceWriter`'s).
 
     `failures` lists the refused writes of the run's and the rounds' trace.json, as the run
     content's `trace_failures` and the returned record's take them ("<file> (<moment>): <error>");
@@ -86,19 +86,12 @@ class TraceWriter:
     end ok. `artifact_failures` lists the refused writes of grant.json, brief.md, programs.json
     and stderr.log and the node files that could not be digested: not trace failures, and not
     reported (the node's `files` lists only what exists and could be digested).
-
-    The writer writes each node exactly as it is given: the host puts `failures` into the run
-    content's `trace_failures` before each write of the run node.
     """
 
-    def __init__(self, fs: FileSystem, clock: Clock) -> None:
-        self._fs = fs
-        self._clock = clock
+    def __init__(self) -> None:
         self._failures: list[TraceFailure] = []
         self._final: list[TraceFailure] = []
         self._artifacts: list[str] = []
-
-    # -- what was refused ---------------------------------------------------------------
 
     @property
     def failures(self) -> list[str]:
@@ -123,6 +116,27 @@ class TraceWriter:
     def failure_evidence(self) -> tuple[Evidence, ...]:
         """Every refused trace.json write as trace-write evidence."""
         return tuple(f.evidence() for f in self._failures)
+
+    def artifact_failed(self, path: str, error: FileSystemError) -> str:
+        """Keep a refused write of another file of the node folder (the journal of deletions,
+        a round's artifact) in `artifact_failures`; its text."""
+        failure = f"{path}: {error.os_error_text}"
+        self._artifacts.append(failure)
+        return failure
+
+
+class TraceWriter(RefusedWrites):
+    """Writes one worker run's node folder; records, never raises, every refused write (in
+    `RefusedWrites`, the account it keeps).
+
+    The writer writes each node exactly as it is given: the host puts `failures` into the run
+    content's `trace_failures` before each write of the run node.
+    """
+
+    def __init__(self, fs: FileSystem, clock: Clock) -> None:
+        super().__init__()
+        self._fs = fs
+        self._clock = clock
 
     # -- the run directory --------------------------------------------------------------
 
@@ -164,19 +178,8 @@ class TraceWriter:
         try:
             self._fs.write_atomic(path, text)
         except FileSystemError as error:
-            return self._artifact_failure(path, error)
+            return self.artifact_failed(path, error)
         return None
-
-    def artifact_failed(self, path: str, error: FileSystemError) -> str:
-        """Keep a refused write of another file of the node folder (the journal of deletions)
-        in `artifact_failures`; its text."""
-        return self._artifact_failure(path, error)
-
-    def _artifact_failure(self, path: str, error: FileSystemError) -> str:
-        """Keep a refused write of a node folder file in `artifact_failures`; its text."""
-        failure = f"{path}: {error.os_error_text}"
-        self._artifacts.append(failure)
-        return failure
 
     # -- trace nodes --------------------------------------------------------------------
 
@@ -235,7 +238,7 @@ class TraceWriter:
             self._fs.makedirs(layout.round_dir(n))
             self._fs.write_atomic(path, tail)
         except FileSystemError as error:
-            return self._artifact_failure(path, error)
+            return self.artifact_failed(path, error)
         return None
 
     def write_resources(self, layout: RunLayout, n: int, use: dict[str, Any] | None) -> str | None:
@@ -247,7 +250,7 @@ class TraceWriter:
         try:
             self._fs.write_atomic(path, (json.dumps(use, indent=2) + "\n").encode())
         except FileSystemError as error:
-            return self._artifact_failure(path, error)
+            return self.artifact_failed(path, error)
         return None
 
     def write_round_file(self, layout: RunLayout, n: int, name: str, data: bytes) -> str | None:
@@ -258,7 +261,7 @@ class TraceWriter:
             self._fs.makedirs(layout.round_dir(n))
             self._fs.write_atomic(path, data)
         except FileSystemError as error:
-            return self._artifact_failure(path, error)
+            return self.artifact_failed(path, error)
         return None
 
     def round_files(self, layout: RunLayout, n: int) -> tuple[NodeFile, ...]:
@@ -277,7 +280,7 @@ class TraceWriter:
                     NodeFile(path=posixpath.basename(path), digest=self._fs.file_digest(path))
                 )
             except FileSystemError as error:
-                self._artifact_failure(path, error)
+                self.artifact_failed(path, error)
         return tuple(files)
 
     def run_files(self, layout: RunLayout) -> tuple[NodeFile, ...]:
@@ -293,5 +296,5 @@ class TraceWriter:
             try:
                 files.append(NodeFile(path=name, digest=self._fs.file_digest(path)))
             except FileSystemError as error:
-                self._artifact_failure(path, error)
+                self.artifact_failed(path, error)
         return tuple(files)

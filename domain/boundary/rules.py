@@ -11,7 +11,7 @@ tables (`TABLES`):
 - `read` (notes/harness.md §2.4), `write` (§1.4, §2.5, judged on the fully resolved target) and
   `search root` (§2.6: pi's grep, find and ls roots), `domain.boundary.policy`;
 - `search guard`: Claude Code's Grep and Glob calls (rows a, d, 1, 2, h, 3-7 of
-  `domain.boundary.search_guard`).
+  `adapters.claude.search_guard`).
 
 What is hidden always (`domain.boundary.hidden`: other runs, the run directories, the
 credentials) comes before every grant row. The rows are written here only: the domain
@@ -75,7 +75,7 @@ REASONS: Mapping[str, str] = MappingProxyType(
         "pattern not text": "the Glob call's pattern is not text",
         "glob not text": "the Grep call's glob is not text",
         "tool not searched": "the search hook does not judge the tool {tool}",
-        # The search hook's roots (domain.boundary.search_guard; docs/decisions.md "Grep and Glob
+        # The search hook's roots (adapters.claude.search_guard; docs/decisions.md "Grep and Glob
         # from an ancestor (Claude Code)"): every denial of a root ends with the guidance.
         "absolute pattern": (
             "the Glob pattern {pattern} is absolute, and Claude Code would search from its "

@@ -1,8 +1,9 @@
 """A backend's profile: what is one agent program's, as values the host's generic algorithms take
 (issue 22 §1; docs/decisions.md 55).
 
-Each backend's adapter package holds its own (adapters/claude/profile.py, adapters/pi/profile.py)
-and the composition root registers them (container.py `PROFILES`). Nothing below the composition
+Each backend's adapter package holds its own (adapters/claude/profile.py, adapters/pi/profile.py,
+adapters/codex/profile.py) in its one registration (`REGISTRATION`, issue 34 §4), which the
+composition root lists (container.py `REGISTRATIONS`, `PROFILES`). Nothing below the composition
 root knows a backend by its name: what differs between programs reaches the domain as a
 profile's fields, and the use cases get the registered profiles injected.
 """

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from servers.codex_exec import KEY, MODEL, CodexExec, ExecResult, find_codex, hardened_config
+from servers.codex_exec import (
+    KEY,
+    MODEL,
+    PROVIDER,
+    CodexExec,
+    ExecResult,
+    find_codex,
+    hardened_config,
+)
 from servers.responses_server import (
     Call,
     Cut,
@@ -357,7 +365,7 @@ def test_codex_s_own_retry_is_a_reconnecting_notice_the_host_turns_off(
     to 0 so that every failure reaches the host's own retry policy."""
     exec_world.configure(
         hardened_config(
-            server.base_url, overrides={"model_providers.scripted": {"stream_max_retries": 1}}
+            server.base_url, overrides={f"model_providers.{PROVIDER}": {"stream_max_retries": 1}}
         )
     )
     result = run(exec_world, server, Cut(clean=True), Turn(text=FINAL))

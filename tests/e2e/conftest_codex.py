@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +20,12 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 from e2e.conftest import RecordedRun, checked_record
-from e2e.conftest_pi import GRANT, PROJECT_FILES, WORKTREE_NAME, remove_temp_root
+from e2e.repository_world import (
+    RepositoryWorld,
+    commit_project,
+    remove_temp_root,
+    repository_parts,
+)
 from servers.codex_exec import KEY, KEY_ENV, MODEL, find_codex
 from servers.responses_server import Call, ResponsesStep, ScriptedResponsesServer, Turn
 from timing import SLOW, Deadline
@@ -30,7 +33,7 @@ from timing import SLOW, Deadline
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import production
-from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.ports.events import RunEvents
 
 __all__ = [
@@ -107,57 +110,18 @@ class CodexRun(RecordedRun):
         return outputs[call_id]
 
 
-@dataclass
-class CodexWorld:
+@dataclass(kw_only=True)
+class CodexWorld(RepositoryWorld):
     """One test's repository, Responses server and host environment."""
 
-    root: Path
-    primary: Path
-    worktree: Path
-    home: Path
+    backend = "codex"
+    local_model = MODEL
+
     server: ScriptedResponsesServer
-    git_env: dict[str, str]
-    temp_root: Path
     credential: Path
     """The user's own codex credential at its origin (`~/.codex/auth.json`), never copied for a
     provider whose key is in a variable, never readable to the worker."""
-    environ: dict[str, str] = field(default_factory=dict)
     runs: list[CodexRun] = field(default_factory=list)
-
-    def git(self, cwd: Path, *args: str) -> str:
-        proc = subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=cwd,
-            env=self.git_env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"git {args} failed: {proc.stderr}")
-        return proc.stdout
-
-    def request(
-        self,
-        limits: Limits,
-        grant: dict[str, Any] | None = None,
-        resources: dict[str, int] | None = None,
-    ) -> RunRequest:
-        parent = self.root / "trace" / "op-1"
-        parent.mkdir(parents=True, exist_ok=True)
-        return RunRequest.model_validate(
-            {
-                "backend": "codex",
-                "worktree": str(self.worktree),
-                "parent": str(parent),
-                "task_type": "implement",
-                "grant": grant or GRANT,
-                "instructions": "Do the scripted task.",
-                "limits": limits.model_dump(),
-                "local_model": MODEL,
-                "resources": resources,
-            }
-        )
 
     def run(
         self,
@@ -197,42 +161,14 @@ class CodexWorld:
 
 def build_codex_world(root: Path) -> CodexWorld:
     program = require_codex()
-    root = root.resolve()
-    home = root / "home"
-    (home / ".config").mkdir(parents=True)
-    git_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    git_env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        GIT_CONFIG_NOSYSTEM="1",
-        LANG="C.UTF-8",
-    )
-    primary = root / "repo"
     server = ScriptedResponsesServer().start()
-    temp_root = Path(tempfile.mkdtemp(prefix="cxe-", dir="/tmp"))
-    world = CodexWorld(
-        root=root,
-        primary=primary,
-        worktree=primary / ".claude" / "worktrees" / WORKTREE_NAME,
-        home=home,
-        server=server,
-        git_env=git_env,
-        temp_root=temp_root,
-        credential=home / ".codex" / "auth.json",
-    )
+    parts = repository_parts(root, "cxe-")
+    world = CodexWorld(server=server, credential=parts["home"] / ".codex" / "auth.json", **parts)
     world.credential.parent.mkdir()
     world.credential.write_text(json.dumps({"OPENAI_API_KEY": "sk-codex-origin-u7w3z9"}) + "\n")
     world.credential.chmod(0o600)
-    primary.mkdir()
-    world.git(primary, "init", "-q", "-b", "main")
-    for rel, text in PROJECT_FILES.items():
-        target = primary / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    world.git(primary, "add", "-A")
-    world.git(primary, "commit", "-q", "-m", "initial")
-    world.git(primary, "worktree", "add", "-q", "-b", WORKTREE_NAME, str(world.worktree))
-    machine = root / "machine"
+    commit_project(world)
+    machine = world.root / "machine"
     machine.mkdir()
     config = machine / "codex.json"
     config.write_text(
@@ -249,7 +185,7 @@ def build_codex_world(root: Path) -> CodexWorld:
     world.environ = {
         "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
         "LANG": "C.UTF-8",
-        "HOME": str(home),
+        "HOME": str(world.home),
         "CONCORDE_CODEX": str(program),
         "CONCORDE_CODEX_CONFIG": str(config),
         KEY_ENV: KEY,

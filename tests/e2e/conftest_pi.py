@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,15 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 from e2e.conftest import RecordedRun, checked_record
+from e2e.repository_world import (
+    GRANT,
+    PROJECT_FILES,
+    WORKTREE_NAME,
+    RepositoryWorld,
+    commit_project,
+    remove_temp_root,
+    repository_parts,
+)
 from servers.openai_server import (
     DEFAULT_MODEL,
     DEFAULT_PROVIDER,
@@ -42,14 +50,17 @@ from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import production
-from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.ports.agent import BackendContext, Generated
 from concorde_workers.ports.events import RunEvents
 
 __all__ = [
     "GRANT",
+    "MODEL",
     "PI",
+    "PROJECT_FILES",
     "SANDBOX_RUNTIME",
+    "WORKTREE_NAME",
     "PiRun",
     "PiWorld",
     "build_world",
@@ -69,29 +80,7 @@ SANDBOX_RUNTIME = Path(
     os.environ.get("CONCORDE_SANDBOX_RUNTIME")
     or CHECKOUT / "node_modules" / "@anthropic-ai" / "sandbox-runtime"
 )
-WORKTREE_NAME = "task"
 MODEL = f"{DEFAULT_PROVIDER}/{DEFAULT_MODEL}"
-
-PROJECT_FILES: dict[str, str] = {
-    "README.md": "# app\n",
-    "src/app/main.py": "print('main')\n",
-    "src/app/util.py": "def util():\n    return 1\n",
-    "src/app/old.py": "# to be deleted\n",
-    "docs/notes.md": "# notes\n",
-    "secrets/token.txt": "not for workers\n",
-    ".gitignore": "__pycache__/\n",
-}
-
-GRANT: dict[str, Any] = {
-    "task_type": "implement",
-    "entries": [
-        {"path": "src/app/", "level": "rw"},
-        {"path": "src/app/util.py", "level": "ro"},
-        {"path": "docs/notes.md", "level": "ro"},
-        {"path": "README.md", "level": "names"},
-    ],
-    "context_identity": "sha256:" + "1" * 64,
-}
 
 
 def require_programs() -> None:
@@ -201,59 +190,20 @@ class PiRun(RecordedRun):
         )[:8000]
 
 
-@dataclass
-class PiWorld:
+@dataclass(kw_only=True)
+class PiWorld(RepositoryWorld):
     """One test's repository, model server and host environment."""
 
-    root: Path
-    primary: Path
-    worktree: Path
-    home: Path
+    backend = "pi"
+    local_model = MODEL
+
     pi_dir: Path
     server: ScriptedModelServer
-    git_env: dict[str, str]
-    temp_root: Path
-    environ: dict[str, str] = field(default_factory=dict)
     runs: list[PiRun] = field(default_factory=list)
-
-    def git(self, cwd: Path, *args: str) -> str:
-        proc = subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=cwd,
-            env=self.git_env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"git {args} failed: {proc.stderr}")
-        return proc.stdout
 
     def path(self, rel: str) -> str:
         """An absolute path in the task worktree (tools take absolute paths)."""
         return str(self.worktree / rel)
-
-    def request(
-        self,
-        limits: Limits,
-        grant: dict[str, Any] | None = None,
-        resources: dict[str, int] | None = None,
-    ) -> RunRequest:
-        parent = self.root / "trace" / "op-1"
-        parent.mkdir(parents=True, exist_ok=True)
-        return RunRequest.model_validate(
-            {
-                "backend": "pi",
-                "worktree": str(self.worktree),
-                "parent": str(parent),
-                "task_type": "implement",
-                "grant": grant or GRANT,
-                "instructions": "Do the scripted task.",
-                "limits": limits.model_dump(),
-                "local_model": MODEL,
-                "resources": resources,
-            }
-        )
 
     def run(
         self,
@@ -316,46 +266,15 @@ class PiWorld:
 
 
 def build_world(root: Path) -> PiWorld:
-    root = root.resolve()
-    home = root / "home"
-    (home / ".config").mkdir(parents=True)
-    git_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    git_env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        GIT_CONFIG_NOSYSTEM="1",
-        LANG="C.UTF-8",
-    )
-    primary = root / "repo"
     server = ScriptedModelServer().start()
-    # The host's temp root, of this test alone (as the Claude Code world's): a short path under
-    # /tmp, so the sandbox's sockets below the runtime directory stay under 108 bytes, and
-    # holding nothing but this test's runtime directories (the sandbox hides it whole).
-    temp_root = Path(tempfile.mkdtemp(prefix="cpe-", dir="/tmp"))
-    world = PiWorld(
-        root=root,
-        primary=primary,
-        worktree=primary / ".claude" / "worktrees" / WORKTREE_NAME,
-        home=home,
-        pi_dir=home / "pi-agent",
-        server=server,
-        git_env=git_env,
-        temp_root=temp_root,
-    )
-    primary.mkdir()
-    world.git(primary, "init", "-q", "-b", "main")
-    for rel, text in PROJECT_FILES.items():
-        target = primary / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    world.git(primary, "add", "-A")
-    world.git(primary, "commit", "-q", "-m", "initial")
-    world.git(primary, "worktree", "add", "-q", "-b", WORKTREE_NAME, str(world.worktree))
+    parts = repository_parts(root, "cpe-")
+    world = PiWorld(server=server, pi_dir=parts["home"] / "pi-agent", **parts)
+    commit_project(world)
     write_pi_config(world.pi_dir, server.base_url)
     world.environ = {
         "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
         "LANG": "C.UTF-8",
-        "HOME": str(home),
+        "HOME": str(world.home),
         "PI_CODING_AGENT_DIR": str(world.pi_dir),
         "CONCORDE_PI": str(PI),
         "CONCORDE_SANDBOX_RUNTIME": str(SANDBOX_RUNTIME),
@@ -372,14 +291,6 @@ def pi_world(tmp_path: Path) -> Iterator[PiWorld]:
     finally:
         world.server.stop()
         remove_temp_root(world.temp_root)
-
-
-def remove_temp_root(temp_root: Path) -> None:
-    """The test's temp root and a failing run's leftovers (made unwritable by the host)."""
-    for path in [temp_root, *temp_root.rglob("*")]:
-        if path.is_dir() and not path.is_symlink():
-            os.chmod(path, 0o700)
-    shutil.rmtree(temp_root, ignore_errors=True)
 
 
 def usage(prompt: int = 1000, completion: int = 50) -> Usage:

@@ -36,7 +36,7 @@ from concorde_workers.adapters.claude.hooks import (
     hook_source_path,
     launcher_denial,
 )
-from concorde_workers.domain.boundary.search_guard import hook_grant
+from concorde_workers.adapters.claude.search_guard import hook_grant
 
 pytestmark = [pytest.mark.integration]
 

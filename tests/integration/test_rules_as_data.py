@@ -34,6 +34,7 @@ from policy_world import HOME, POLICY, PRIMARY, RT, VENV, WT
 from profiles import FAST_EXAMPLES, examples
 
 from concorde_workers.adapters.claude.hooks import HookName, hook_files, hook_path
+from concorde_workers.adapters.claude.search_guard import decide_search
 from concorde_workers.adapters.pi.extension import extension_policy
 from concorde_workers.domain.boundary.interpreter import PREDICATES, VALUES
 from concorde_workers.domain.boundary.policy import (
@@ -52,7 +53,6 @@ from concorde_workers.domain.boundary.rules import (
     reason,
     rows_json,
 )
-from concorde_workers.domain.boundary.search_guard import decide_search
 from concorde_workers.domain.configuration.request import Limits
 
 pytestmark = [pytest.mark.integration]

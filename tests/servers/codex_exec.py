@@ -3,9 +3,10 @@ the scripted Responses API server: what the contract tests hold that server to
 (tests/contract/test_responses_server_contract.py), and the baseline of
 benchmarks/codex_overhead.py.
 
-Each run gets a fresh CODEX_HOME holding only a generated `config.toml` (the hardened template
-of ../shared/notes/codex.md: a custom provider at the server, every outbound service off, the
-worktree's AGENTS.md and skills off, codex's own retries off), an empty HOME, a TMPDIR beside
+Each run gets a fresh CODEX_HOME holding only the backend's own `config.toml` (`codex_config`,
+the hardened template of ../shared/notes/codex.md: a custom provider at the server, every
+outbound service off, the worktree's AGENTS.md and skills off, codex's own retries off), an
+empty HOME, a TMPDIR beside
 (never around) the CODEX_HOME, and the environment `env -i` would give plus the key variable.
 The prompt goes on stdin, which is then closed (left open, `codex exec` waits for it).
 """
@@ -20,10 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from concorde_workers.adapters.codex.config import PROVIDER, codex_config
+from concorde_workers.adapters.codex.endpoint import CodexEndpoint
+
 __all__ = [
     "KEY",
     "KEY_ENV",
     "MODEL",
+    "PROVIDER",
     "CodexExec",
     "ExecResult",
     "find_codex",
@@ -38,21 +43,6 @@ MODEL = "gpt-5.5"
 """A slug of codex's own catalog: an unknown one loses apply_patch and warns each run."""
 KEY_ENV = "SCRIPTED_API_KEY"
 KEY = "sk-scripted-codex-key"
-OFF_FEATURES = (
-    "hooks",
-    "plugins",
-    "apps",
-    "memories",
-    "goals",
-    "image_generation",
-    "shell_snapshot",
-    "tool_suggest",
-    "browser_use",
-    "computer_use",
-    "skill_search",
-    "remote_plugin",
-)
-"""Features the hardened config turns off (../shared/notes/codex.md §3, its template)."""
 
 
 def find_codex() -> Path | None:
@@ -65,71 +55,22 @@ def find_codex() -> Path | None:
     return pinned if pinned.exists() else None
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return str(value)
-
-
 def hardened_config(
     base_url: str, *, model: str = MODEL, overrides: Mapping[str, Mapping[str, Any]] = ()
 ) -> str:
-    """The config.toml text: top-level keys under "", tables by name; `overrides` replace or
-    add keys per table (e.g. {"model_providers.scripted": {"request_max_retries": 1}})."""
-    tables: dict[str, dict[str, Any]] = {
-        "": {
-            "model": model,
-            "model_provider": "scripted",
-            "approval_policy": "never",
-            "sandbox_mode": "workspace-write",
-            "check_for_update_on_startup": False,
-            "web_search": "disabled",
-            "project_doc_max_bytes": 0,
-            "project_doc_fallback_filenames": [],
-            "allow_login_shell": False,
-            "notify": [],
-            "model_reasoning_summary": "none",
-        },
-        "analytics": {"enabled": False},
-        "feedback": {"enabled": False},
-        "history": {"persistence": "none"},
-        "otel": {"exporter": "none", "log_user_prompt": False},
-        "sandbox_workspace_write": {
-            "network_access": False,
-            "exclude_slash_tmp": True,
-            "exclude_tmpdir_env_var": True,
-            "writable_roots": [],
-        },
-        "shell_environment_policy": {"inherit": "core", "ignore_default_excludes": False},
-        "skills": {"include_instructions": False},
-        "skills.bundled": {"enabled": False},
-        "agents": {"enabled": False},
-        "features": {
-            "unbounded_connection_retries": False,
-            **dict.fromkeys(OFF_FEATURES, False),
-        },
-        "model_providers.scripted": {
-            "name": "scripted",
-            "base_url": base_url,
-            "wire_api": "responses",
-            "env_key": KEY_ENV,
-            "request_max_retries": 0,
-            "stream_max_retries": 0,
-            "stream_idle_timeout_ms": 300000,
-        },
-    }
+    """The backend's own config.toml (adapters/codex/config.py `codex_config`, what every round
+    of a run is given) at `base_url` with the key in `KEY_ENV`; `overrides` replace or add keys
+    per table (e.g. {f"model_providers.{PROVIDER}": {"stream_max_retries": 1}})."""
+    endpoint = CodexEndpoint(base_url=base_url, key_env=KEY_ENV)
+    text = codex_config(endpoint=endpoint, model=model, reasoning=None, sandbox="workspace-write")
+    lines = text.splitlines()
     for table, keys in dict(overrides).items():
-        tables.setdefault(table, {}).update(keys)
-    lines: list[str] = []
-    for table, keys in tables.items():
-        if table:
-            lines.append(f"\n[{table}]")
-        lines.extend(f"{key} = {_toml(value)}" for key, value in keys.items())
-    return "\n".join(lines) + "\n"
+        start = lines.index(f"[{table}]") + 1
+        end = next((i for i in range(start, len(lines)) if lines[i].startswith("[")), len(lines))
+        kept = [line for line in lines[start:end] if line.split(" = ", 1)[0] not in keys]
+        added = [f"{key} = {json.dumps(value)}" for key, value in keys.items()]
+        lines[start:end] = [*(line for line in kept if line), *added, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 @dataclass

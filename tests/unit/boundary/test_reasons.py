@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from concorde_workers.adapters.claude import hook_template as T
+from concorde_workers.adapters.claude.search_guard import decide_search, hook_grant
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.policy import Policy, build_policy, decide_read, decide_write
 from concorde_workers.domain.boundary.rules import PLACEHOLDER, REASONS, fill, placeholders
-from concorde_workers.domain.boundary.search_guard import decide_search, hook_grant
 from concorde_workers.domain.configuration.profile import entries_of
 
 RUNTIME_ENTRIES = entries_of(PROFILES)

@@ -27,6 +27,7 @@ from concorde_workers.adapters.claude.hooks import (
     interpreter_text,
     template_text,
 )
+from concorde_workers.adapters.claude.search_guard import HOOK_TABLES, hook_grant
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary import interpreter
 from concorde_workers.domain.boundary.interpreter import PREDICATES, VALUES, Judge
@@ -43,7 +44,6 @@ from concorde_workers.domain.boundary.rules import (
     reason,
     rows_json,
 )
-from concorde_workers.domain.boundary.search_guard import HOOK_TABLES, hook_grant
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.ground.run_id import RUNTIME_PREFIX, runtime_directory_name
 

@@ -1,4 +1,4 @@
-"""The Claude Code hooks: the search decision row by row (domain/boundary/search_guard.py), the generation
+"""The Claude Code hooks: the search decision row by row (adapters/claude/search_guard.py), the generation
 of control/write_hook.py, control/search_hook.py and control/read_hook.py
 (adapters/claude/hooks.py), their settings
 entries, and the template's decisions against the domain's on generated paths (in process; the
@@ -39,6 +39,19 @@ from concorde_workers.adapters.claude.hooks import (
     search_hook_path,
     template_text,
 )
+from concorde_workers.adapters.claude.search_guard import (
+    JS_WHITESPACE,
+    SEARCH_TOOLS,
+    SEARCH_TOOLS_MATCHER,
+    claude_path,
+    decide_search,
+    decide_search_call,
+    guidance,
+    has_dotdot,
+    hook_grant,
+    search_root,
+    searchable_directories,
+)
 from concorde_workers.adapters.claude.settings import (
     WRITE_TOOLS_MATCHER,
     claude_settings,
@@ -56,18 +69,6 @@ from concorde_workers.domain.boundary.policy import (
     decide_write,
 )
 from concorde_workers.domain.boundary.rules import REASONS
-from concorde_workers.domain.boundary.search_guard import (
-    JS_WHITESPACE,
-    SEARCH_TOOLS_MATCHER,
-    claude_path,
-    decide_search,
-    decide_search_call,
-    guidance,
-    has_dotdot,
-    hook_grant,
-    search_root,
-    searchable_directories,
-)
 from concorde_workers.domain.configuration.profile import entries_of
 from concorde_workers.domain.gitview.placement import AdminPath
 from concorde_workers.domain.ground.text import digest_text
@@ -955,15 +956,11 @@ def test_the_hook_exits_2_when_it_cannot_write_its_denial(monkeypatch: pytest.Mo
     assert T.run() == 0
 
 
-@given(
-    raw=st.text(
-        alphabet=st.sampled_from([*JS_WHITESPACE, "\x1c", "\x85", "a", ".", "/", "~"]), max_size=12
-    ),
-    cwd=paths,
-)
-def test_the_templates_paths_are_the_domains(raw: str, cwd: str) -> None:
-    """`claude_path` exists twice (the template is standalone): the two must never drift."""
-    assert T.claude_path(raw, cwd, f"{RT}/home") == claude_path(raw, cwd, f"{RT}/home")
+def test_claude_path_is_written_once() -> None:
+    """`claude_path` is the standalone template's; the search guard takes it from there (issue 34
+    §4), so the generated hook and the domain's decision resolve a path by one function."""
+    assert claude_path is T.claude_path
+    assert (SEARCH_TOOLS, JS_WHITESPACE) == (T.SEARCH_TOOLS, T.JS_WHITESPACE)
 
 
 ENTRY_PATHS = ["a", "a/", "a/b", "a/b/", "a/b/c", "ab", "ab/", "b/", "b/a", "a/bc/", "src/app/"]
@@ -1258,7 +1255,7 @@ def _template_verdict(grant: dict[str, Any], q: Query) -> tuple[bool, str | None
 def _domain_verdict(policy: Policy, q: Query) -> tuple[bool, str | None]:
     if (
         q.kind == "search"
-    ):  # the search hook judges Claude Code's roots (domain.boundary.search_guard)
+    ):  # the search hook judges Claude Code's roots (adapters.claude.search_guard)
         return _verdict(decide_search(policy, q.path, q.real, q.is_directory))
     return _verdict(q.domain(policy))
 

@@ -98,3 +98,20 @@ def test_each_backend_holds_the_profile_its_name_registers() -> None:
     for backend in (ClaudeBackend(fs), PiBackend(fs, {})):
         assert backend.profile is PROFILES[backend.name]
     assert set(PROFILES) == set(BACKENDS)
+
+
+def test_a_backend_is_registered_once() -> None:
+    """Issue 34 §4: each backend package exports one registration, from which the composition
+    root builds both the profile list and the backend factories; a backend it makes holds the
+    profile its name lists."""
+    import os
+
+    from concorde_workers import container
+    from concorde_workers.adapters import claude, codex, pi
+
+    assert container.REGISTRATIONS == (claude.REGISTRATION, pi.REGISTRATION, codex.REGISTRATION)
+    assert list(PROFILES) == [r.profile.name for r in container.REGISTRATIONS]
+    made = container.production(dict(os.environ)).backends()
+    assert list(made) == list(PROFILES)
+    for name, backend in made.items():
+        assert backend.profile is PROFILES[name] and backend.name == name

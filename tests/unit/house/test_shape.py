@@ -1,7 +1,8 @@
 """The code keeps the shape issue 10 set as its targets: no function over 60 lines, no block
-rated worse than C by radon's cyclomatic complexity; and no module longer than 500 lines (the
-code as `ruff format` writes it; issue 34 §3: each orchestrator one job), except the modules
-named below, each with why and its ceiling."""
+rated worse than C by radon's cyclomatic complexity; no module longer than 500 lines (the
+code as `ruff format` writes it; issue 34 §3: each orchestrator one job) and no class with more
+than 15 methods (issue 34's closing figures), except the modules and classes named below, each
+with why and its ceiling."""
 
 from __future__ import annotations
 
@@ -32,6 +33,19 @@ EXCEPTIONS = {
     "application/preparation/planner.py": 535,
     "adapters/checks.py": 640,
     "adapters/cli/display.py": 505,
+}
+
+MAX_METHODS = 15
+CLASS_EXCEPTIONS = {
+    # The FileSystem port's methods, each reached through the space the host holds.
+    "adapters/space.py:SpacedFileSystem": 25,
+    # Not split yet (the adapters were being changed beside issue 34's work): their size today
+    # is their ceiling, so they cannot grow.
+    "adapters/checks.py:SandboxedCheckRunner": 21,
+    "adapters/process.py:SubprocessHandle": 19,
+    "adapters/codex/backend.py:CodexBackend": 18,
+    "adapters/cgroups.py:CgroupGroups": 17,
+    "application/evidence/verify.py:Verifier": 16,
 }
 
 
@@ -93,4 +107,34 @@ def test_each_exception_is_a_module_over_the_rule() -> None:
     sizes = {_name(p): _lines(p) for p in SOURCES}
     assert {
         name: sizes.get(name, 0) for name in EXCEPTIONS if sizes.get(name, 0) <= MAX_MODULE_LINES
+    } == {}
+
+
+def _methods() -> dict[str, int]:
+    """Each class's own methods (its body's functions, properties included), as
+    scripts/architecture-figures counts them."""
+    counts = {}
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                own = [
+                    n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                ]
+                counts[f"{_name(path)}:{node.name}"] = len(own)
+    return counts
+
+
+def test_no_class_has_more_methods_than_its_limit() -> None:
+    over = {
+        name: count
+        for name, count in _methods().items()
+        if count > CLASS_EXCEPTIONS.get(name, MAX_METHODS)
+    }
+    assert over == {}, f"classes over their number of methods: {over}: give a job its own class"
+
+
+def test_each_class_exception_is_a_class_over_the_rule() -> None:
+    counts = _methods()
+    assert {
+        name: counts.get(name, 0) for name in CLASS_EXCEPTIONS if counts.get(name, 0) <= MAX_METHODS
     } == {}

@@ -7,8 +7,8 @@ ancestor of a denied path (the worktree root, the primary worktree, `/`) returns
 found, and denies every other root with a reason naming the granted directories to search instead
 (docs/decisions.md "Grep and Glob from an ancestor (Claude Code)").
 
-Here: the call's root as Claude Code resolves it (`search_root`, `claude_path`; the hook template,
-standalone, resolves it alike and the parity tests hold the two together) and the decision, whose
+Here: the call's root as Claude Code resolves it (`search_root`; `claude_path` is the hook
+template's, written once there since the generated hook is standalone) and the decision, whose
 rows are the table `search guard` of `domain.boundary.rules`, interpreted by
 `domain.boundary.interpreter` (which the generated hooks embed, with the rows, `hook_rows`).
 
@@ -37,25 +37,18 @@ above the temp root would reach the other runs' runtime directories.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from concorde_workers.adapters.claude.hook_template import JS_WHITESPACE, SEARCH_TOOLS, claude_path
 from concorde_workers.domain.boundary.interpreter import GUIDANCE_LIMIT, has_dotdot
 from concorde_workers.domain.boundary.policy import Decision, Policy, could_not_decide
 from concorde_workers.domain.boundary.rules import REASONS, fill, reasons_json, rows_json
 
-SEARCH_TOOLS = ("Grep", "Glob")
 SEARCH_TOOLS_MATCHER = "Grep|Glob"
 HOOK_TABLES = ("read", "write", "search guard")
 """The tables the generated hooks interpret: the read hook's, the write hook's, the search
 hook's."""
-
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-"""What JavaScript's `trim` strips: Claude Code trims a path before resolving it."""
 
 
 def hook_grant(policy: Policy) -> dict[str, Any]:
@@ -68,24 +61,6 @@ def hook_grant(policy: Policy) -> dict[str, Any]:
 def hook_rows(policy: Policy) -> dict[str, list[dict[str, Any]]]:
     """The JSON the hooks embed as `ROWS`: the policy's rows of `HOOK_TABLES`."""
     return rows_json(policy.tables, HOOK_TABLES)
-
-
-def claude_path(raw: str, cwd: str, home: str) -> str:
-    """An argument path as Claude Code resolves it (its `expandPath`): trimmed like JavaScript's
-    `trim`; empty → the working directory; `~` and `~/…` → the worker's HOME; relative → joined
-    to the working directory; then normalised lexically, `..` before any link (Node's
-    `path.resolve`); a leading `//` collapses to `/`."""
-    text = raw.strip(JS_WHITESPACE)
-    if not text:
-        path = cwd
-    elif text == "~":
-        path = home
-    elif text.startswith("~/"):
-        path = posixpath.join(home, text[2:])
-    else:
-        path = posixpath.join(cwd, text)
-    path = posixpath.normpath(path)
-    return "/" + path.lstrip("/") if path.startswith("//") else path
 
 
 def search_root(
