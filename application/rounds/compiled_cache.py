@@ -7,11 +7,13 @@ the checks and the validation: a one-round run waits for nothing (its compilatio
 it) and round 1 compiles for itself as before. Every later round waits for it and finds its
 answer copied into the program's cache. What it makes comes from the host's own files (the
 control files) and the program's installation, never from the worktree or anything a round
-wrote. A run that ends first stops it.
+wrote. A run that ends first stops it; a host that dies takes it along (its lifeline: a command
+that outlived a SIGKILLed host would write into a runtime directory its sweep is removing).
 """
 
 from __future__ import annotations
 
+from concorde_workers.domain.isolation.launch import host_lifeline
 from concorde_workers.ports.agent import CompiledCache
 from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
 
@@ -39,7 +41,12 @@ class CacheCompilation:
         for command in ([NICE, "-n", "19", *argv], argv):
             try:
                 self._handle = self._processes.start(
-                    command, ENVIRONMENT, cwd, None, self.compiled.timeout_seconds
+                    command,
+                    ENVIRONMENT,
+                    cwd,
+                    None,
+                    self.compiled.timeout_seconds,
+                    prefix=host_lifeline(),
                 )
                 return
             except ProcessStartFailed:

@@ -112,6 +112,21 @@ def guarded(argv: Sequence[str]) -> tuple[str, ...]:
     return (shell, "-c", GUARD_SCRIPT, "concorde-guard", LIFELINE_FD, *argv)
 
 
+HELPER_SCRIPT = 'shift; exec /usr/bin/env -u SHLVL "$@"'
+"""The shell line in front of a host helper that reads no lifeline itself (`host_lifeline`): it
+drops the lifeline's number and becomes the helper, which keeps the passed end (it carries
+nothing but its end of file)."""
+
+
+def host_lifeline() -> tuple[str, ...]:
+    """The prefix (the process runner's `prefix`, which execs the command after it) of a program
+    the host starts outside every namespace that writes into the runtime directory (the compiled
+    cache): it asks for a lifeline, so the program runs behind the guard (`GUARD_SCRIPT`), which
+    kills its process group once the host is gone, however it died; nothing the host started
+    writes on after a sweep began."""
+    return (LIFELINE_SHELL, "-c", HELPER_SCRIPT, "concorde-helper", LIFELINE_FD)
+
+
 class LaunchCommand(BaseModel):
     """One round's command: its argv (program first), working directory, the tool set --tools
     names (one name each, in order), and the ways the command departs from the spec's text for

@@ -20,7 +20,10 @@ FAKE_CONFINED=1 confines the test backend's rounds as a real backend's are (the 
 confinement around agent.py: a check then runs over the round's own mount plan, as after a real
 agent's round; benchmarks/check_run.py).
 
-A fourth, FAKE_PAUSE, stops the process at one chosen filesystem operation so that a test kills
+FAKE_COMPILE names a shell script the test backend gives as its compiled cache's command
+(`/bin/sh -c SCRIPT compile FOLDER`, as pi's extension is compiled once a run).
+
+A fifth, FAKE_PAUSE, stops the process at one chosen filesystem operation so that a test kills
 it there with SIGKILL (issue 30 §3): a JSON object `{"op": "remove", "path": "<regex>", "nth": 1,
 "when": "before" | "after", "contains": "<text>", "signal": "<fifo>", "gate": "<fifo>"}`
 (`pause_spec`). The production filesystem is wrapped (`PausingFileSystem`); at the nth call of
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import sys
 import threading
@@ -55,6 +59,7 @@ from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.liveness import ProcTable
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.container import Container, check_runner, production
+from concorde_workers.ports.agent import CompiledCache
 from concorde_workers.ports.filesystem import FileSystem
 from fakes.program_backend import ProgramBackend, Scenario
 
@@ -177,11 +182,13 @@ def program_container(
     credentials: str | None = None,
     pause: str | None = None,
     confined: bool = False,
+    compile_script: str | None = None,
 ) -> Container:
     """The production container whose `backend` plays `scenarios` with agent.py (None: the real
-    backends), its runtime parent `runtime_parent` when given; `credentials` is copied as the
-    test backend's credential copy config/auth.json; `pause` (a `pause_spec`) stops it at one
-    filesystem operation for the test to kill it there."""
+        backends), its runtime parent `runtime_parent` when given; `credentials` is copied as the
+        test backend's credential copy config/auth.json; `pause` (a `pause_spec`) stops it at one
+        filesystem operation for the test to kill it there; `compile_script` is the test backend's
+    compiled cache command (FAKE_COMPILE)."""
     container = production()
     if pause is not None and "cancelled" in json.loads(pause):
         tell_cancellations(json.loads(pause)["cancelled"])
@@ -206,6 +213,12 @@ def program_container(
     if scenarios is None:
         return container
     program = ProgramBackend(backend, scenarios=list(scenarios), confined=confined)  # type: ignore[arg-type]
+    if compile_script is not None:
+        program.compiled = lambda context: CompiledCache(
+            argv=("/bin/sh", "-c", compile_script, "compile", context.policy.runtime.control),
+            folder=posixpath.join(context.policy.runtime.control, "compiled"),
+            cache=posixpath.join(context.policy.runtime.tmp, "compiled"),
+        )
     if credentials is not None:
         program.credentials = lambda context: [
             (credentials, context.policy.runtime.copy_of("auth.json"))
@@ -231,6 +244,7 @@ def main(argv: Sequence[str]) -> int:
             credentials=os.environ.get("FAKE_CREDENTIALS"),
             pause=os.environ.get("FAKE_PAUSE"),
             confined=os.environ.get("FAKE_CONFINED") == "1",
+            compile_script=os.environ.get("FAKE_COMPILE"),
         ),
     )
 

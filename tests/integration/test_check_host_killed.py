@@ -54,6 +54,10 @@ class CheckHost:
 
     def __init__(self, project: Any) -> None:
         self.mark = f"check-hang-{os.getpid()}-{time.monotonic_ns()}"
+        # The compiled cache's command (FAKE_COMPILE): a shell that waits on a sleep, its
+        # command line holding the mark (the host gives it no environment of its own).
+        self.compile_mark = f"compile-{self.mark}"
+        self.compile = f"sleep 3000; : {self.compile_mark}"
         self.runtime_parent = Path(tempfile.mkdtemp(prefix="check-rt-", dir="/tmp"))
         self.proc: subprocess.Popen[str] | None = None
         scenarios = project.root / "scenarios.json"
@@ -86,7 +90,12 @@ class CheckHost:
     def start(self) -> subprocess.Popen[str]:
         """The host, returned once both of its check's sleeps run and its three folders are
         there: the run's starting state, the (unconfined) round's copy, the check's layer."""
-        env = dict(os.environ, FAKE_RUNTIME_PARENT=str(self.runtime_parent), PATH=self.path)
+        env = dict(
+            os.environ,
+            FAKE_RUNTIME_PARENT=str(self.runtime_parent),
+            FAKE_COMPILE=self.compile,
+            PATH=self.path,
+        )
         self.proc = proc = subprocess.Popen(
             self.argv,
             cwd=self.cwd,
@@ -102,7 +111,7 @@ class CheckHost:
         # process of the check's exec chain, so counting those returned while the chain was
         # still starting (the layer probe's folder counted as the third copy, or the host was
         # killed before bwrap ran: tests/integration/test_lifeline_reach.py holds that moment).
-        while len(self.sleeps()) < 2 or len(self.copies()) < 3:
+        while len(self.sleeps()) < 2 or len(self.copies()) < 3 or not self.compiling():
             if proc.poll() is not None or time.monotonic() > deadline:
                 out, err = proc.communicate(timeout=SLOW)
                 pytest.fail(f"the check's sleeps never ran:\n{out}\n{err}", pytrace=False)
@@ -121,6 +130,10 @@ class CheckHost:
         """The check's two sleeps, once they run (the mark is in their environment)."""
         return [pid for pid, argv in processes_with(self.mark).items() if argv == ["sleep", "3000"]]
 
+    def compiling(self) -> list[int]:
+        """The compiled cache's command, once it runs (its shell holds the compile mark)."""
+        return sorted(processes_with(self.compile_mark))
+
     def copies(self) -> list[Path]:
         return sorted(self.runtime_parent.glob(COPY_GLOB))
 
@@ -128,7 +141,11 @@ class CheckHost:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.communicate()
-        for pid in processes_with(self.mark):  # what a failing test left, by its marker
+        for pid in self.compiling():  # a compile that outlived its host: its whole group
+            with contextlib.suppress(ProcessLookupError):
+                if os.getpgid(pid) != os.getpgid(0):
+                    os.killpg(os.getpgid(pid), signal.SIGKILL)
+        for pid in processes_with(self.mark):  # what a failing test left, by its marks
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self.runtime_parent, ignore_errors=True)
@@ -159,6 +176,19 @@ def test_no_process_of_a_check_outlives_its_host_killed(check_host: CheckHost) -
     died = check_host.kill()
     after = gone_within(check_host.mark, died, KILL_DEADLINE)
     assert len(before) >= 2, before  # the setsid sleep and the foreground one (and their sh)
+    assert after == [], after
+
+
+@pytest.mark.req("Nothing but the trace outlives a worker")
+def test_the_compiled_cache_command_dies_with_its_host_killed(check_host: CheckHost) -> None:
+    """The host's own helper that writes into the runtime directory (pi's extension compiled
+    once a run) ends with a SIGKILLed host: left running, it would write into a runtime
+    directory its sweep is removing ("still present after its removal")."""
+    check_host.start()
+    before = check_host.compiling()
+    died = check_host.kill()
+    after = gone_within(check_host.compile_mark, died, KILL_DEADLINE)
+    assert before, "the compiled cache's command never ran"
     assert after == [], after
 
 
