@@ -45,6 +45,7 @@ class LoopbackServer:
         handler = type(self.handler.__name__, (self.handler,), {"owner": self})
         httpd = ThreadingHTTPServer((LOOPBACK, port), handler)
         httpd.daemon_threads = True
+        httpd.socket.setblocking(False)  # an accept whose connection vanished returns, never waits
         self._httpd = httpd
         self._wake = os.pipe()
         self._thread = threading.Thread(
@@ -57,7 +58,9 @@ class LoopbackServer:
     def _serve(httpd: ThreadingHTTPServer, wake: int) -> None:
         """Accept connections until `stop` writes to the wake-up pipe: one `select` on both,
         without a timeout (socketserver's `serve_forever` wakes every poll interval to look
-        for a shutdown request)."""
+        for a shutdown request). The thread waits nowhere else: the listening socket is
+        non-blocking and each wake accepts once, so `stop` finds it ended before it closes the
+        socket (docs/decisions.md "A thread left in accept takes another test's connection")."""
         with selectors.DefaultSelector() as selector:
             selector.register(httpd, selectors.EVENT_READ)
             selector.register(wake, selectors.EVENT_READ)
@@ -65,7 +68,15 @@ class LoopbackServer:
                 ready = [key.fileobj for key, _ in selector.select()]
                 if wake in ready:
                     return
-                httpd.handle_request()  # the listening socket is readable: accepts at once
+                try:
+                    request, address = httpd.get_request()
+                except OSError:  # BlockingIOError: the client left before the accept
+                    continue
+                try:
+                    httpd.process_request(request, address)  # a thread of its own
+                except Exception:
+                    httpd.handle_error(request, address)
+                    httpd.shutdown_request(request)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -73,6 +84,8 @@ class LoopbackServer:
             os.write(self._wake[1], b"x")
         if self._thread is not None:
             self._thread.join(timeout=5)
+            if self._thread.is_alive():  # never closed under a thread that may still accept
+                raise RuntimeError(f"the {self.thread_name} thread did not stop")
         if self._httpd is not None:
             self._httpd.server_close()
         if self._wake is not None:

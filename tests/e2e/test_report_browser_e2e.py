@@ -14,9 +14,7 @@ import html.parser
 import io
 import re
 import shutil
-import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -24,6 +22,7 @@ import pytest
 from e2e.conftest import RecordedRun
 from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
 from e2e.conftest_pi import PiRun, PiWorld, call, pi_world, reply, result_call
+from servers.listener import Listener
 from servers.responses_server import Patch, Turn
 from timing import SLOW
 
@@ -42,50 +41,15 @@ BROWSER_OWN = (".google.com", ".googleapis.com", ".gstatic.com", ".gvt1.com")
 """The hosts of Chromium's own services (update, account, time), never a page's."""
 
 
-class Listener:
-    """A TCP listener on 127.0.0.1 that counts the connections it accepts (the browser's
-    proxy: any request the page makes arrives here)."""
+def page_requests(listener: Listener) -> list[str]:
+    """The requests that are not the browser's own: Chromium still asks its update and account
+    services at start whatever its flags say; a page's fetch goes to what the page names."""
 
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self.requests: list[str] = []
-        self.seen = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+    def host(line: str) -> str:
+        target = line.split(" ")[1] if " " in line else line
+        return re.sub(r"^[a-z]+://", "", target).split("/")[0].split(":")[0]
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            conn.settimeout(5)
-            try:
-                first = conn.recv(4096).split(b"\r\n", 1)[0].decode("latin-1")
-            except OSError:
-                first = "(nothing read)"
-            self.requests.append(first)
-            self.connections += 1
-            self.seen.set()
-            conn.close()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    @property
-    def page_requests(self) -> list[str]:
-        """The requests that are not the browser's own: Chromium still asks its update and
-        account services at start whatever its flags say; a page's fetch goes to what the
-        page names."""
-
-        def host(line: str) -> str:
-            target = line.split(" ")[1] if " " in line else line
-            return re.sub(r"^[a-z]+://", "", target).split("/")[0].split(":")[0]
-
-        return [r for r in self.requests if not host(r).endswith(BROWSER_OWN)]
+    return [r for r in listener.requests if not host(r).endswith(BROWSER_OWN)]
 
 
 @pytest.fixture
@@ -206,7 +170,7 @@ def test_the_report_of_an_ok_run_shows_its_rounds_calls_and_change(
     assert "+print('greeting')" in text  # the patch's line
     assert "rw src/app/ ro src/app/util.py" in text  # the grant as a tree with levels
     assert "script" not in tags and "img" not in tags
-    assert listener.page_requests == [], listener.requests
+    assert page_requests(listener) == [], listener.requests
     print(f"report rendered in {rendered:.2f} s (PNG and DOM)")
 
 
@@ -237,7 +201,7 @@ def test_the_report_of_a_codex_run_shows_its_rounds_calls_and_change(
     assert "+print('greeting')" in text  # the patch's line
     assert "rw src/app/ ro src/app/util.py" in text  # the grant as a tree with levels
     assert "script" not in tags and "img" not in tags
-    assert listener.page_requests == [], listener.requests
+    assert page_requests(listener) == [], listener.requests
 
 
 def test_every_hostile_text_is_shown_as_text_and_loads_nothing(
@@ -252,7 +216,7 @@ def test_every_hostile_text_is_shown_as_text_and_loads_nothing(
     assert "<script>fetch('http://127.0.0.1:9/x')</script></textarea><img src=x" in text
     assert "\\x1b]0;title\\x07" in text  # the escape sequence made visible
     assert [t for t in tags if t in ("script", "img", "a", "textarea", "iframe")] == []
-    assert listener.page_requests == [], listener.requests
+    assert page_requests(listener) == [], listener.requests
 
 
 def test_the_listener_sees_a_page_that_does_load_something(
@@ -266,8 +230,8 @@ def test_the_listener_sees_a_page_that_does_load_something(
         '<img src="http://concorde-control.invalid/x.png"></body></html>'
     )
     browse(page, tmp_path / "control.png", listener)
-    assert listener.seen.wait(SLOW)
-    assert any("concorde-control.invalid" in r for r in listener.page_requests), listener.requests
+    assert listener.first.wait(SLOW)
+    assert any("concorde-control.invalid" in r for r in page_requests(listener)), listener.requests
 
 
 def test_the_report_of_a_failed_run_shows_its_error_chain(
@@ -278,7 +242,7 @@ def test_the_report_of_a_failed_run_shows_its_error_chain(
     text, _ = seen(browse(report(run, tmp_path), tmp_path / "failed.png", listener))
     assert f"code {run.code}" in text
     assert f"Error {run.code}" in text
-    assert listener.page_requests == [], listener.requests
+    assert page_requests(listener) == [], listener.requests
 
 
 def test_a_damaged_trace_still_gets_a_report_that_says_so(

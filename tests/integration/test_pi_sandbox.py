@@ -11,19 +11,18 @@ the e2e suite's).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import select
 import shutil
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.pi_extension_world import PiWorld, build_world, node_available, sandbox_available
+from servers.listener import Listener
 from timing import SLOW
 
 from concorde_workers.domain.configuration.request import Limits
@@ -65,40 +64,9 @@ def out(result: dict[str, Any]) -> str:
     return str(result.get("text") or result.get("error") or result.get("reason") or "")
 
 
-class Listener:
-    """A TCP server on 127.0.0.1 that counts the connections it accepts; `first` is set once it
-    has accepted one."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self.first = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()  # blocks; ends when close() shuts the socket
-            except OSError:
-                return
-            self.accepted += 1
-            self.first.set()
-            conn.close()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept
-        self._thread.join(SLOW)
-        self.sock.close()
-
-
 @pytest.fixture
 def listener() -> Iterator[Listener]:
-    server = Listener()
+    server = Listener(reads=False)
     yield server
     server.close()
 
