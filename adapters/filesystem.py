@@ -159,6 +159,21 @@ class _Reading:
         with _os_errors(path, "read_bytes"), open(path, "rb") as f:
             return f.read()
 
+    def read_regular(self, path: str, max_bytes: int) -> bytes:
+        with _os_errors(path, "read_regular"):
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            fd = os.open(path, flags)
+            try:
+                if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file", path)
+                with os.fdopen(os.dup(fd), "rb") as f:
+                    data = f.read(max_bytes + 1)
+            finally:
+                os.close(fd)
+        if len(data) > max_bytes:
+            raise FileSystemError(path, "read_regular", f"more than {max_bytes} bytes")
+        return data
+
     def read_text(self, path: str) -> str:
         data = self.read_bytes(path)
         try:

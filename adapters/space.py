@@ -224,6 +224,9 @@ class SpacedFileSystem:
     def read_bytes(self, path: str) -> bytes:
         return self._do(path, self._inner.read_bytes)
 
+    def read_regular(self, path: str, max_bytes: int) -> bytes:
+        return self._do(path, lambda seen: self._inner.read_regular(seen, max_bytes))
+
     def read_text(self, path: str) -> str:
         return self._do(path, self._inner.read_text)
 

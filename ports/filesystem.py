@@ -129,6 +129,13 @@ class FileReading(Protocol):
         """The file's text, UTF-8; invalid UTF-8 raises `FileSystemError`."""
         ...
 
+    def read_regular(self, path: str, max_bytes: int) -> bytes:
+        """The bytes of the regular file at `path` itself, for a file the agent's process could
+        replace between a look and the read (its transcript): a link is never followed, a FIFO
+        or device never waited on, and a file past `max_bytes` is refused (`FileSystemError`),
+        all judged on what was opened."""
+        ...
+
     def file_digest(self, path: str) -> str:
         """ "sha256:<hex>" of what Git would store for `path`: a regular file's bytes, or a
         symbolic link's target text (the link is never followed, so a worker's link to a host

@@ -23,15 +23,12 @@ from concorde_workers.application.tracing.reader import (
 from concorde_workers.domain.configuration.profile import Profiles, programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramVersion
 from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.json_limits import MAX_TRANSCRIPT_BYTES
 from concorde_workers.domain.ground.layout import TRANSCRIPT_FILE
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
 
 __all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather"]
-
-MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
-"""The largest transcript a report reads (its size asked before it is opened); past it the page
-says so and shows no tool call."""
 
 
 @dataclass
@@ -86,7 +83,7 @@ def _transcript(fs: FileSystem, run_dir: str, problems: list[str]) -> list[str]:
                 "a report reads: its tool calls are not shown"
             )
             return []
-        data = fs.read_bytes(path)
+        data = fs.read_regular(path, MAX_TRANSCRIPT_BYTES)  # as opened: no link, no FIFO
     except FileSystemError as error:
         if not error.not_found:
             problems.append(f"{path} cannot be read: {error.os_error_text}")

@@ -128,10 +128,7 @@ class AgentProcess:
         if path is None:
             return
         try:
-            found = context.fs.stat(path)
-            if found.kind is not EntryKind.FILE or found.size > MAX_TRANSCRIPT_BYTES:
-                return
-            data = context.fs.read_bytes(path)
+            data = context.fs.read_regular(path, MAX_TRANSCRIPT_BYTES)
         except FileSystemError:
             return
         context.events.transcript_lines(number, data.decode("utf-8", "replace").splitlines())

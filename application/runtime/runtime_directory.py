@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from concorde_workers.domain.evidence.sweep import OWNER_FILE, OwnerRecord, owner_record_text
+from concorde_workers.domain.ground.json_limits import MAX_TRANSCRIPT_BYTES
 from concorde_workers.domain.ground.layout import (
     CONFIG_DIR,
     CONTROL_DIR,
@@ -409,7 +410,9 @@ def _keep_transcript(
         found = fs.stat(transcript)
         if found.kind is not EntryKind.FILE:
             return False, f"{transcript}: not a regular file ({found.kind.value})"
-        data = fs.read_bytes(transcript)
+        # Read as what was opened: the agent's process could put a link to a host file, or a
+        # FIFO, in the transcript's place after the look above.
+        data = fs.read_regular(transcript, MAX_TRANSCRIPT_BYTES)
         fs.write_atomic(dest, data, TRANSCRIPT_MODE)
         copied = fs.file_digest(dest)
     except FileSystemError as error:

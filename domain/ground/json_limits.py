@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "TOO_DEEP", "depth_exceeds", "loads"]
+__all__ = ["MAX_DEPTH", "MAX_TRANSCRIPT_BYTES", "TOO_DEEP", "depth_exceeds", "loads"]
 
 MAX_DEPTH = 128
 """The deepest nesting of arrays and objects any reader accepts; what this program writes
@@ -50,3 +50,8 @@ def loads(text: str | bytes, **hooks: Any) -> Any:
     if depth_exceeds(value):
         raise ValueError(TOO_DEEP)
     return value
+
+
+MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+"""The largest transcript the host reads (the copy it keeps in the run directory, the events, a
+report); past it a report says so and shows no tool call."""

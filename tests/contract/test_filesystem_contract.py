@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.domain.ground.paths import DirEntry, EntryKind
 from concorde_workers.ports.filesystem import (
     NUL_IN_PATH,
@@ -34,6 +37,22 @@ class TestReadWrite:
         fs.write_atomic(path, b"second", mode=0o600)
         assert fs.read_bytes(path) == b"second"
         assert fs.stat(path).mode == 0o600
+
+    def test_read_regular_reads_a_file_up_to_its_bound(self, fs_world: Any) -> None:
+        fs, path = fs_world.fs, fs_world.root + "/transcript.jsonl"
+        fs.write_atomic(path, b"0123456789")
+        assert fs.read_regular(path, 10) == b"0123456789"
+        with pytest.raises(FileSystemError) as info:
+            fs.read_regular(path, 9)
+        assert info.value.op == "read_regular"
+
+    def test_read_regular_never_follows_a_link(self, fs_world: Any) -> None:
+        fs, root = fs_world.fs, fs_world.root
+        fs.write_atomic(root + "/secret", b"the host's own")
+        fs_world.symlink(root + "/secret", root + "/transcript.jsonl")
+        with pytest.raises(FileSystemError) as info:
+            fs.read_regular(root + "/transcript.jsonl", 1 << 20)
+        assert info.value.op == "read_regular"
 
     def test_a_durable_write_is_the_same_write(self, fs_world: Any) -> None:
         fs, path = fs_world.fs, fs_world.root + "/record.json"
@@ -459,3 +478,12 @@ class TestHoldLock:
         with pytest.raises(FileSystemError):
             fs.hold_lock(root + "/concorde-workers.lock", "x")
         assert fs.read_bytes(root + "/elsewhere") == b"keep\n"
+
+
+def test_read_regular_never_waits_on_a_fifo(tmp_path: Path) -> None:
+    """The real filesystem: a FIFO in a transcript's place is refused at once, never read."""
+    fifo = tmp_path / "transcript.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(FileSystemError) as info:
+        LocalFileSystem().read_regular(str(fifo), 1 << 20)
+    assert info.value.op == "read_regular"

@@ -269,6 +269,19 @@ class FakeFileSystem:
             raise self._error(apath, "read_bytes", errno.EISDIR)
         return node.data
 
+    def read_regular(self, path: str, max_bytes: int) -> bytes:
+        apath = self._record("read_regular", path)
+        _, node = self._node(apath, "read_regular", follow=False)
+        if node.kind is not EntryKind.FILE:
+            raise self._error(
+                apath,
+                "read_regular",
+                errno.ELOOP if node.kind is EntryKind.SYMLINK else errno.EINVAL,
+            )
+        if len(node.data) > max_bytes:
+            raise FileSystemError(apath, "read_regular", f"more than {max_bytes} bytes")
+        return node.data
+
     def read_text(self, path: str) -> str:
         data = self.read_bytes(path)
         try:
