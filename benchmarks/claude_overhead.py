@@ -50,7 +50,14 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from e2e.conftest import DUMMY_CREDENTIALS, GRANT, ok_result  # noqa: E402
 from e2e.conftest_pi import build_world, remove_temp_root  # noqa: E402
-from interleave import ROOT, baseline_tree, compiled, interleaved, report  # noqa: E402
+from interleave import (  # noqa: E402
+    ROOT,
+    baseline_tree,
+    compiled,
+    interleaved,
+    one_round_request,
+    report,
+)
 from servers.anthropic_server import AnthropicServer, Reply  # noqa: E402
 from servers.claude_wrapper import find_claude, visible_copy  # noqa: E402
 
@@ -132,23 +139,7 @@ def main(argv: list[str]) -> int:
             "CONCORDE_CLAUDE": str(program),
             "ANTHROPIC_API_KEY": "sk-ant-test",
         }
-        parent = root / "trace"
-        parent.mkdir()
-        request = root / "request.json"
-        request.write_text(
-            json.dumps(
-                {
-                    "worktree": str(world.worktree),
-                    "task_type": "implement",
-                    "parent": str(parent),
-                    "grant": GRANT,
-                    "instructions": "Do the scripted task.",
-                    "backend": "claude",
-                    "local_model": MODEL,
-                    "limits": {"timeout_seconds": 300, "rounds": 0, "retries": 0},
-                }
-            )
-        )
+        request = one_round_request(root, world.worktree, GRANT, "claude", MODEL)
         env = {**environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{environ['PATH']}"}
         alone_config = root / "alone-config"
         alone_env = {**environ, **ROUND_ENV, "CLAUDE_CONFIG_DIR": str(alone_config)}

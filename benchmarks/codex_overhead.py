@@ -25,7 +25,6 @@ It prints each, (b) - (a) and (b)/(a), and the load. Exits 0 (1 when a run did n
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -41,7 +40,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from e2e.conftest_codex import build_codex_world, result_turn  # noqa: E402
 from e2e.conftest_pi import GRANT, remove_temp_root  # noqa: E402
-from interleave import ROOT, compiled, interleaved, report  # noqa: E402
+from interleave import ROOT, compiled, interleaved, one_round_request, report  # noqa: E402
 from servers.codex_exec import MODEL, CodexExec, find_codex, hardened_config  # noqa: E402
 
 CLI = ROOT / ".venv" / "bin" / "concorde-workers"
@@ -58,23 +57,7 @@ def main(argv: list[str]) -> int:
     assert program is not None
     failures: list[str] = []
     try:
-        parent = root / "trace"
-        parent.mkdir()
-        request = root / "request.json"
-        request.write_text(
-            json.dumps(
-                {
-                    "worktree": str(world.worktree),
-                    "task_type": "implement",
-                    "parent": str(parent),
-                    "grant": GRANT,
-                    "instructions": "Do the scripted task.",
-                    "backend": "codex",
-                    "local_model": MODEL,
-                    "limits": {"timeout_seconds": 300, "rounds": 0, "retries": 0},
-                }
-            )
-        )
+        request = one_round_request(root, world.worktree, GRANT, "codex", MODEL)
         env = {**world.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{world.environ['PATH']}"}
         prompt = "Do the scripted task. " * 40
         asked = {"codex exec alone": 0, "run": 0}

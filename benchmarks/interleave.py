@@ -9,6 +9,7 @@ reports the median and the minimum of each and their ratios.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import statistics
 import subprocess
@@ -124,3 +125,26 @@ def baseline_tree(revision: str | None) -> Iterator[dict[str, str]]:
             subprocess.run(
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False
             )
+
+
+def one_round_request(root: Path, worktree: Path, grant: object, backend: str, model: str) -> Path:
+    """A one-round request file for `backend` on `worktree` (no repair round, no retry), its
+    trace parent `root`/trace."""
+    parent = root / "trace"
+    parent.mkdir()
+    request = root / "request.json"
+    request.write_text(
+        json.dumps(
+            {
+                "worktree": str(worktree),
+                "task_type": "implement",
+                "parent": str(parent),
+                "grant": grant,
+                "instructions": "Do the scripted task.",
+                "backend": backend,
+                "local_model": model,
+                "limits": {"timeout_seconds": 300, "rounds": 0, "retries": 0},
+            }
+        )
+    )
+    return request

@@ -28,7 +28,6 @@ measured 4.6x with a stub agent). Exits 0 (1 when a run did not end ok).
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -50,7 +49,14 @@ from e2e.conftest_pi import (  # noqa: E402
     reply,
     result_call,
 )
-from interleave import ROOT, baseline_tree, compiled, interleaved, report  # noqa: E402
+from interleave import (  # noqa: E402
+    ROOT,
+    baseline_tree,
+    compiled,
+    interleaved,
+    one_round_request,
+    report,
+)
 
 CLI = ROOT / ".venv" / "bin" / "concorde-workers"
 TOOLS = "read,bash,edit,write,grep,find,ls"
@@ -66,23 +72,7 @@ def main(argv: list[str]) -> int:
     world = build_world(root)
     failures: list[str] = []
     try:
-        parent = root / "trace"
-        parent.mkdir()
-        request = root / "request.json"
-        request.write_text(
-            json.dumps(
-                {
-                    "worktree": str(world.worktree),
-                    "task_type": "implement",
-                    "parent": str(parent),
-                    "grant": GRANT,
-                    "instructions": "Do the scripted task.",
-                    "backend": "pi",
-                    "local_model": MODEL,
-                    "limits": {"timeout_seconds": 300, "rounds": 0, "retries": 0},
-                }
-            )
-        )
+        request = one_round_request(root, world.worktree, GRANT, "pi", MODEL)
         env = {**world.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{world.environ['PATH']}"}
         prompt = "Do the scripted task. " * 40
 
