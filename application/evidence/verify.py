@@ -11,26 +11,24 @@ here, every read bounded:
    Git worktree holding the run's starting commit), Git applies them in order onto the starting
    state and each round's tree must be the tree its node records;
 4. the statement in attestation.json is the one the trace gives, and, with `--key`, its
-   signature holds for that public key.
+   signature holds for that public key (attestation_check.py).
 """
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from concorde_workers.application.evidence.attestation import trace_facts
+from concorde_workers.application.evidence.attestation_check import AttestationCheck
+from concorde_workers.application.evidence.trace_reads import (
+    MAX_PATCH_BYTES,
+    digest_of,
+    read_bounded,
+)
 from concorde_workers.application.tracing.reader import read_node, read_progress, read_record
 from concorde_workers.domain.attestation.patches import ParsedPatch, parse_patch
-from concorde_workers.domain.attestation.statement import (
-    ATTESTATION_FILE,
-    PAYLOAD_TYPE,
-    statement,
-    statement_bytes,
-)
 from concorde_workers.domain.attestation.verification import (
     Finding,
     chain_findings,
@@ -48,7 +46,6 @@ from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.ground.codes import Code, Reason
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import TRACE_FILE, RunLayout
-from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.run.changes import CHANGES_FILE
 from concorde_workers.ports.attestation import Sealer
 from concorde_workers.ports.filesystem import FileSystem, FileSystemError
@@ -56,11 +53,6 @@ from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.replay import PatchReplay
 
 __all__ = ["Verification", "Verifier"]
-
-MAX_PATCH_BYTES = 2 * 1024 * 1024
-"""The most of a changes.patch verify reads (the host's bound is 1 MiB and its header)."""
-MAX_ENVELOPE_BYTES = 16 * 1024 * 1024
-"""The most of attestation.json verify reads (the host's is kilobytes)."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +94,8 @@ class Verifier:
     def __init__(
         self, fs: FileSystem, sealer: Sealer, git: GitReader, replay: PatchReplay | None
     ) -> None:
-        self._fs, self._sealer, self._git, self._replay = fs, sealer, git, replay
+        self._fs, self._git, self._replay = fs, git, replay
+        self._attestation = AttestationCheck(fs, sealer)
 
     def verify(self, run_dir: str, public_key: bytes | None = None) -> Verification:
         layout = RunLayout(run_dir=run_dir)
@@ -129,7 +122,7 @@ class Verifier:
         findings += chain_findings(read.rounds, patches)
         git, found = self._with_git(layout, read.run, read.rounds, patches)
         findings += found
-        signature, found = self._attestation(layout, public_key)
+        signature, found = self._attestation.check(layout, public_key)
         findings += found
         return Verification(run_dir=run_dir, findings=tuple(findings), git=git, signature=signature)
 
@@ -153,19 +146,11 @@ class Verifier:
             read.rounds.append(node)
         return read
 
-    def _digest(self, path: str) -> str | None:
-        if not self._fs.lexists(path):
-            return None
-        try:
-            if self._fs.stat(path).kind is not EntryKind.FILE:
-                return "unreadable: not a regular file"
-            return self._fs.file_digest(path)
-        except FileSystemError as error:
-            return f"unreadable: {error.os_error_text}"
-
     def _files(self, layout: RunLayout, run: TraceNode, rounds: list[TraceNode]) -> list[Finding]:
         listed = listed_files(run, rounds)
-        found = {path: self._digest(posixpath.join(layout.run_dir, path)) for path, _ in listed}
+        found = {
+            path: digest_of(self._fs, posixpath.join(layout.run_dir, path)) for path, _ in listed
+        }
         return file_findings(listed, found)
 
     def _progress(self, layout: RunLayout) -> ProgressFile | str | None:
@@ -190,22 +175,13 @@ class Verifier:
 
     # -- the chain of patches -----------------------------------------------------------
 
-    def _patch_bytes(self, path: str) -> bytes | None:
-        try:
-            found = self._fs.stat(path)
-            if found.kind is not EntryKind.FILE or found.size > MAX_PATCH_BYTES:
-                return None
-            return self._fs.read_bytes(path)
-        except FileSystemError:
-            return None
-
     def _patches(self, layout: RunLayout, rounds: list[TraceNode]) -> dict[int, ParsedPatch]:
         patches: dict[int, ParsedPatch] = {}
         for node in rounds:
             n = node.round_content().round
             if not any(f.path == CHANGES_FILE for f in node.files):
                 continue
-            data = self._patch_bytes(posixpath.join(layout.round_dir(n), CHANGES_FILE))
+            data = self._patch_bytes(layout, n)
             if data is not None:
                 patches[n] = parse_patch(data)
         return patches
@@ -244,7 +220,7 @@ class Verifier:
             patch = patches.get(n)
             if patch is None or tree is None or patch.cut or patch.no_patch is not None:
                 break
-            data = self._patch_bytes(posixpath.join(layout.round_dir(n), CHANGES_FILE)) or b""
+            data = self._patch_bytes(layout, n) or b""
             chain.append((n, data if patch.sections else b"", tree))
         replayed = self._replay.replay(
             repo, meta.head_commit, [data for _, data, _ in chain if data]
@@ -257,137 +233,41 @@ class Verifier:
                 "changes): the start tree is in no repository, the patches alone were checked",
                 [],
             )
-        return self._compare(chain, replayed.base, replayed.trees, replayed.stopped)
+        return compare_trees(chain, replayed.base, replayed.trees, replayed.stopped)
 
-    @staticmethod
-    def _compare(
-        chain: Sequence[tuple[int, bytes, str]],
-        base: str,
-        trees: Sequence[str],
-        stopped: str | None,
-    ) -> tuple[str, list[Finding]]:
-        findings: list[Finding] = []
-        applied = iter(trees)
-        tree_now: str | None = base
-        for n, data, recorded in chain:
-            if data:
-                tree_now = next(applied, None)
-                if tree_now is None:
-                    findings.append(
-                        Finding(f"rounds/{n}/{CHANGES_FILE}", f"Git could not apply it: {stopped}")
-                    )
-                    break
-            if tree_now is not None and tree_now != recorded:
+    def _patch_bytes(self, layout: RunLayout, n: int) -> bytes | None:
+        """Round n's changes.patch, when it is a regular file within verify's bound."""
+        path = posixpath.join(layout.round_dir(n), CHANGES_FILE)
+        return read_bounded(self._fs, path, MAX_PATCH_BYTES)
+
+
+def compare_trees(
+    chain: Sequence[tuple[int, bytes, str]],
+    base: str,
+    trees: Sequence[str],
+    stopped: str | None,
+) -> tuple[str, list[Finding]]:
+    """What Git's replay says of the chain (pure): each round's tree after its patch against the
+    tree its node records, from the starting commit's tree `base`; `trees` are the trees Git
+    made, one a patch applied, until it `stopped`."""
+    findings: list[Finding] = []
+    applied = iter(trees)
+    tree_now: str | None = base
+    for n, data, recorded in chain:
+        if data:
+            tree_now = next(applied, None)
+            if tree_now is None:
                 findings.append(
-                    Finding(
-                        f"rounds/{n}/{TRACE_FILE}",
-                        f"records the tree {recorded}; its patch applied onto the tree before "
-                        f"gives {tree_now}",
-                    )
+                    Finding(f"rounds/{n}/{CHANGES_FILE}", f"Git could not apply it: {stopped}")
                 )
-        rounds = len(chain)
-        return f"Git applied the patches of {rounds} round(s) onto the starting commit", findings
-
-    # -- the attestation ----------------------------------------------------------------
-
-    def _attestation(
-        self, layout: RunLayout, public_key: bytes | None
-    ) -> tuple[str, list[Finding]]:
-        path = posixpath.join(layout.run_dir, ATTESTATION_FILE)
-        asked = public_key is not None
-        if not self._fs.lexists(path):
-            said = "the run has no attestation (its host ended before it wrote one)"
-            return said, [Finding(ATTESTATION_FILE, said, discrepancy=asked)]
-        data = self._patch_bytes_bounded(path)
-        if data is None:
-            return "unreadable", [Finding(ATTESTATION_FILE, "cannot be read as a regular file")]
-        opened = self._sealer.open(data, public_key)
-        if opened.problem is not None and opened.verified is None:
-            return "unreadable", [Finding(ATTESTATION_FILE, opened.problem)]
-        findings = self._statement(layout, opened.payload, opened.payload_type)
-        if not opened.key_ids:
-            said = "unsigned: no signing key was configured when the run ended"
-            findings.append(Finding(ATTESTATION_FILE, said, discrepancy=asked))
-            return said, findings
-        if not asked:
-            ids = ", ".join(opened.key_ids)
-            return f"signed by key {ids}, not checked (give --key PUBKEY)", findings
-        if not opened.verified:
-            findings.append(Finding(ATTESTATION_FILE, opened.problem or "the signature fails"))
-            return "the signature does not hold", findings
-        return f"signed by key {', '.join(opened.key_ids)}: the signature holds", findings
-
-    def _patch_bytes_bounded(self, path: str) -> bytes | None:
-        try:
-            found = self._fs.stat(path)
-            if found.kind is not EntryKind.FILE or found.size > MAX_ENVELOPE_BYTES:
-                return None
-            return self._fs.read_bytes(path)
-        except FileSystemError:
-            return None
-
-    def _statement(self, layout: RunLayout, payload: bytes, payload_type: str) -> list[Finding]:
-        if payload_type != PAYLOAD_TYPE:
-            problem = f"holds a payload of type {payload_type!r}, not {PAYLOAD_TYPE}"
-            return [Finding(ATTESTATION_FILE, problem)]
-        facts = trace_facts(self._fs, layout.run_dir)
-        if isinstance(facts, Refusal):
-            return [
-                Finding(ATTESTATION_FILE, f"no statement can be made of the trace: {facts.message}")
-            ]
-        wanted = statement(facts)
-        if payload == statement_bytes(wanted):
-            return []
-        return [
-            *self._named(layout, payload),
-            Finding(ATTESTATION_FILE, _difference(wanted, payload)),
-        ]
-
-    def _named(self, layout: RunLayout, payload: bytes) -> list[Finding]:
-        """Each trace node and patch whose bytes are not what the statement gives for it: the
-        file a change after the statement was made is in."""
-        try:
-            found = json.loads(payload)
-            pairs = [(t["path"], t["digest"]) for t in found["predicate"]["trace"]]
-            pairs += [
-                (s["name"], "sha256:" + s["digest"]["sha256"])
-                for s in found["subject"]
-                if "sha256" in s.get("digest", {})
-            ]
-        except (ValueError, KeyError, TypeError):
-            return []
-        findings: list[Finding] = []
-        for path, digest in pairs:
-            if not isinstance(path, str) or ".." in path.split("/") or path.startswith("/"):
-                continue
-            now = self._digest(posixpath.join(layout.run_dir, path))
-            if now != digest:
-                what = "is missing" if now is None else f"has {now}"
-                said = f"is not what the statement gives: it gives {digest}, the file {what}"
-                findings.append(Finding(path, said))
-        return findings
-
-
-def _difference(wanted: dict[str, Any], payload: bytes) -> str:
-    """Which parts of the statement the trace does not give."""
-    try:
-        found = json.loads(payload)
-    except ValueError:
-        return "its statement is not JSON"
-    if not isinstance(found, dict):
-        return "its statement is no JSON object"
-    parts: list[str] = []
-    for key in ("_type", "subject", "predicateType"):
-        if found.get(key) != wanted.get(key):
-            parts.append(key)
-    predicate = found.get("predicate")
-    if isinstance(predicate, dict):
-        parts += [
-            f"predicate.{key}"
-            for key in sorted(set(predicate) | set(wanted["predicate"]))
-            if predicate.get(key) != wanted["predicate"].get(key)
-        ]
-    else:
-        parts.append("predicate")
-    named = ", ".join(parts) or "its bytes (the same values, written otherwise)"
-    return f"its statement does not match the trace: {named} differ(s) from what the trace gives"
+                break
+        if tree_now is not None and tree_now != recorded:
+            findings.append(
+                Finding(
+                    f"rounds/{n}/{TRACE_FILE}",
+                    f"records the tree {recorded}; its patch applied onto the tree before "
+                    f"gives {tree_now}",
+                )
+            )
+    rounds = len(chain)
+    return f"Git applied the patches of {rounds} round(s) onto the starting commit", findings

@@ -45,7 +45,6 @@ CLASS_EXCEPTIONS = {
     "adapters/process.py:SubprocessHandle": 19,
     "adapters/codex/backend.py:CodexBackend": 18,
     "adapters/cgroups.py:CgroupGroups": 17,
-    "application/evidence/verify.py:Verifier": 16,
 }
 
 
