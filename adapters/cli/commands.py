@@ -25,11 +25,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from concorde_workers.adapters.cli.diff import patch_text
-from concorde_workers.adapters.cli.display import ProgressWatcher, print_record, status_of
+from concorde_workers.adapters.cli.display import print_record, status_of
 from concorde_workers.adapters.cli.events import JsonLinesEvents
 from concorde_workers.adapters.cli.flags import declarations, flags_of
 from concorde_workers.adapters.cli.output import print_json, print_refusal
 from concorde_workers.adapters.cli.plan import parent_refusal
+from concorde_workers.adapters.cli.progress import ProgressWatcher
 from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.cli.signals import cancel_on_signals
 from concorde_workers.adapters.cli.status import ExitStatus

@@ -22,8 +22,9 @@ import shutil
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
-from concorde_workers.adapters.cli.display import ProgressWatcher, account
+from concorde_workers.adapters.cli.display import account
 from concorde_workers.adapters.cli.output import print_refusal
+from concorde_workers.adapters.cli.progress import ProgressWatcher
 from concorde_workers.adapters.cli.report import report_html
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.adapters.cli.watch import run_watched

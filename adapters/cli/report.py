@@ -13,7 +13,8 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from concorde_workers.adapters.cli.display import elapsed_text, error_lines, outcome_of
+from concorde_workers.adapters.cli.display import error_lines, outcome_of
+from concorde_workers.adapters.cli.progress import elapsed_text
 from concorde_workers.application.evidence.report import ReportInput
 from concorde_workers.application.tracing.calls import ToolCall
 from concorde_workers.domain.evidence.records import RoundRecord, RunRecord

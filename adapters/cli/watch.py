@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from concorde_workers.adapters.cli.display import ProgressWatcher
+from concorde_workers.adapters.cli.progress import ProgressWatcher
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.domain.configuration.request import RunRequest

@@ -32,6 +32,7 @@ HEAVY = (
     "concorde_workers.adapters.cli.commands",
     "concorde_workers.adapters.cli.demo",
     "concorde_workers.adapters.cli.display",
+    "concorde_workers.adapters.cli.progress",
 )
 
 PROBE = """
@@ -86,6 +87,7 @@ def test_a_command_imports_its_own_module_when_it_runs() -> None:
 RUN_ONLY = (
     "concorde_workers.adapters.cli.commands",
     "concorde_workers.adapters.cli.display",
+    "concorde_workers.adapters.cli.progress",
     "concorde_workers.adapters.cli.report",
     "concorde_workers.adapters.cli.watch",
     "concorde_workers.application.run.host",

@@ -1,5 +1,6 @@
 """`concorde-workers run` and `show` through `cli.main(argv, out, err, container)` against the fakes,
-and the formatting of adapters/cli/display.py (the progress line and the end-of-run account).
+and the formatting of adapters/cli/progress.py (the progress line) and display.py (the end-of-run
+account).
 
 The container is PlanWorld's (FakeFileSystem, FakeGit, FakeClock, FakeRandom) with the backends
 replaced by ScriptedBackend and the process runner by its FakeProcessRunner: the run host runs
@@ -25,15 +26,8 @@ from timing import eventually
 
 from concorde_workers.adapters.cli import main as cli
 from concorde_workers.adapters.cli import watch
-from concorde_workers.adapters.cli.display import (
-    ProgressWatcher,
-    account,
-    elapsed_text,
-    error_lines,
-    outcome_of,
-    progress_text,
-    round_line,
-)
+from concorde_workers.adapters.cli.display import account, error_lines, outcome_of, round_line
+from concorde_workers.adapters.cli.progress import ProgressWatcher, elapsed_text, progress_text
 from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.container import PROFILES, Container
 from concorde_workers.domain.configuration.profile import programs_of
