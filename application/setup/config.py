@@ -29,6 +29,11 @@ from concorde_workers.domain.configuration.discovery import Found, Installation,
 from concorde_workers.domain.configuration.machine import ModelMap
 from concorde_workers.domain.configuration.profile import Profiles, levels_of, placeholders_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation, version_problem
+from concorde_workers.domain.configuration.worker_choice import (
+    choose,
+    runtime_paths,
+    unnamed_notice,
+)
 from concorde_workers.domain.gitview.committed_config import (
     MAX_WORKING_COPY_BYTES,
     NOT_OPENED,
@@ -149,11 +154,11 @@ class ConfigurationReader:
             return config
         choices: list[WorkerChoice] = []
         for worker in workers:
-            choice = domain.choose(config, operation, worker, self._levels)
+            choice = choose(config, operation, worker, self._levels)
             if isinstance(choice, Refusal):
                 return choice
             choices.append(choice)
-        runtime = domain.runtime_paths(config, worktree, self._fs.exists)
+        runtime = runtime_paths(config, worktree, self._fs.exists)
         if isinstance(runtime, Refusal) or not choices:
             return runtime if isinstance(runtime, Refusal) else []
         return self._complete(config, choices, runtime)
@@ -382,5 +387,5 @@ def _resolved(
         program=program,
         program_source=program_source,
         notice=config.notice,
-        unnamed=domain.unnamed_notice(config, choice.operation, choice.worker),
+        unnamed=unnamed_notice(config, choice.operation, choice.worker),
     )

@@ -21,11 +21,11 @@ from concorde_workers.domain.configuration.config import (
     Limits,
     ResolvedWorker,
     WorkerConfiguration,
-    choose,
     parse_configuration,
 )
 from concorde_workers.domain.configuration.profile import levels_of, programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
+from concorde_workers.domain.configuration.worker_choice import choose
 from concorde_workers.domain.ground.codes import REFUSAL_REASONS
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.ports.filesystem import EntryKind, FileStat, FileSystemError
