@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, TextIO
 from concorde_workers.adapters.cli.flags import declarations, flags_of
 from concorde_workers.adapters.cli.operation_plan import plan_operation
 from concorde_workers.adapters.cli.output import print_json, print_refusal
+from concorde_workers.adapters.cli.plan_text import render
 from concorde_workers.adapters.cli.status import ExitStatus
 from concorde_workers.application.checks.checks import place_for
-from concorde_workers.application.preparation.planner import Plan, render
+from concorde_workers.application.preparation.planner import Plan
 from concorde_workers.application.preparation.requests import instructions_missing, invalid
 from concorde_workers.application.setup.resources import RunResources
 from concorde_workers.domain.ground.errors import Code, Reason, Refusal

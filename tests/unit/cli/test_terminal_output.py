@@ -31,8 +31,8 @@ from unit.cli.test_cli_run import (
 
 from concorde_workers.adapters.cli import main as cli
 from concorde_workers.adapters.cli.display import account
+from concorde_workers.adapters.cli.plan_text import render
 from concorde_workers.adapters.cli.progress import progress_text
-from concorde_workers.application.preparation.planner import render
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.records import AuditRecord, LastAction, RoundRecord, Transient
 from concorde_workers.domain.ground.errors import Reason

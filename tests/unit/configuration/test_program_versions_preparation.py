@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from fakes.world import BIN, GRANT, SANDBOX_RUNTIME, SPACE_PROGRAMS, WORKTREE, PlanWorld
 
-from concorde_workers.application.preparation.planner import plan_json, render
+from concorde_workers.adapters.cli.plan_text import render
+from concorde_workers.application.preparation.planner import plan_json
 from concorde_workers.application.preparation.prepared import Prepared, Progress
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import programs_of

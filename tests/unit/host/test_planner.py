@@ -24,7 +24,8 @@ from fakes.world import (
     PlanWorld,
 )
 
-from concorde_workers.application.preparation.planner import Plan, plan_json, render
+from concorde_workers.adapters.cli.plan_text import render
+from concorde_workers.application.preparation.planner import Plan, plan_json
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.ground.errors import Reason
