@@ -1,21 +1,13 @@
 """Control groups in cgroupfs (issue 20): the real `ResourceGroups`.
 
 What a machine gives is asked once (`enforcement`), from `/proc/self/cgroup` and the cgroup
-filesystems under `root`:
+filesystems under `root` (adapters/cgroup_machine.py): cgroup v1 with the `pids` and `memory`
+controllers, a cgroup v2 group that hands them to its children, or none and why.
 
-- cgroup v1 with the `pids` and `memory` controllers mounted (`cpu` and `cpuacct` when they
-  are): a round's group is a folder of the same name in each, under the host's own group of
-  that controller;
-- cgroup v2 whose host group hands `pids` and `memory` to its children (`cgroup.subtree_control`)
-  — a delegated systemd scope, a container's namespace root — or, when the host lives in the
-  hierarchy's root (root directly in cgroupfs), after enabling them there;
-- otherwise none, and why.
-
-The limits are files written once (`domain.configuration.resources.limit_writes`); a round's process
-joins its
-group through `domain.configuration.resources.join_prefix` before it execs; closing a group kills
-what is left
-in it, reads its counters and removes it. Everything here is a file read, a write, a `mkdir` or
+The limits are files written once (`domain.configuration.resources.limit_writes`); a round's
+process joins its group through `domain.configuration.resources.join_prefix` before it execs; a
+group reads its own counters; closing a group kills what is left in it, reads its counters and
+removes it. Everything here is a file read, a write, a `mkdir` or
 an `rmdir`; no program runs.
 """
 
@@ -30,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from concorde_workers.adapters.cgroup_machine import Answer, ask_enforcement, read_small
 from concorde_workers.domain.configuration.resources import (
     GROUP_PREFIX,
     Enforcement,
@@ -44,19 +37,8 @@ from concorde_workers.ports.resources import GroupFailed, ResourceGroup, Resourc
 
 __all__ = ["CgroupGroup", "CgroupGroups", "close_check_group", "open_check_group"]
 
-V1_NEEDED = ("pids", "memory")
-V1_OPTIONAL = ("cpu", "cpuacct")
-V2_NEEDED = ("pids", "memory")
 V1_PIDS_TICK_SECONDS = 1.0  # cgroup v1 never announces a refused fork: read it once a second
 REMOVE_TRIES = 20  # a killed process leaves its group once the kernel has reaped it
-
-
-def _read(path: str, limit: int = 65536) -> str | None:
-    try:
-        with open(path, encoding="ascii", errors="replace") as handle:
-            return handle.read(limit)
-    except OSError:
-        return None
 
 
 def _field(text: str | None, key: str) -> int:
@@ -71,21 +53,6 @@ def _field(text: str | None, key: str) -> int:
 def _number(text: str | None) -> int | None:
     value = (text or "").strip()
     return int(value) if value.isdigit() else None
-
-
-def _own_groups(self_cgroup: str) -> tuple[dict[str, str], str | None]:
-    """The host's own group per v1 controller, and its v2 group (`0::/path`)."""
-    v1: dict[str, str] = {}
-    v2: str | None = None
-    for line in self_cgroup.splitlines():
-        number, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        if number == "0" and controllers == "":
-            v2 = path or "/"
-        for controller in controllers.split(","):
-            if controller:
-                v1[controller] = path or "/"
-    return v1, v2
 
 
 class CgroupGroup:
@@ -109,19 +76,51 @@ class CgroupGroup:
         return tuple(dict.fromkeys(os.path.realpath(f) for f in self._folders.values()))
 
     def reached(self) -> bool:
-        return self._groups.reached(self)
+        return any(self._events())
 
     def watch(self, on_reached: Callable[[], None]) -> Callable[[], None]:
         return _Watch(self, on_reached).stop
 
     def counters(self) -> GroupCounters:
-        return self._groups.counters(self)
+        refused, killed = self._events()
+        if "" in self._folders:
+            usage = _field(read_small(self._file("", "cpu.stat")), "usage_usec")
+            peak = _number(read_small(self._file("", "memory.peak")))
+            cpu = usage / 1e6 if usage else None
+        else:
+            peak = _number(read_small(self._file("memory", "memory.max_usage_in_bytes")))
+            ns = (
+                _number(read_small(self._file("cpuacct", "cpuacct.usage")))
+                if ("cpuacct" in self._folders)
+                else None
+            )
+            cpu = ns / 1e9 if ns is not None else None
+        processes = _number(read_small(self._file("pids", "pids.peak")))
+        return GroupCounters(
+            memory_peak_bytes=peak,
+            oom_kills=killed,
+            processes_peak=processes,
+            forks_refused=refused,
+            cpu_seconds=cpu,
+        )
 
     def close(self) -> GroupCounters:
         if self._closed:
             return GroupCounters()
         self._closed = True
         return self._groups.close(self)
+
+    def _events(self) -> tuple[int, int]:
+        """(forks refused, processes the kernel's OOM killer killed) so far."""
+        if "" in self._folders:  # v2
+            return (
+                _field(read_small(self._file("", "pids.events")), "max"),
+                _field(read_small(self._file("", "memory.events")), "oom_kill"),
+            )
+        return (
+            _field(read_small(self._file("pids", "pids.events")), "max"),
+            _field(read_small(self._file("memory", "memory.oom_control")), "oom_kill"),
+        )
 
 
 class _Watch:
@@ -218,7 +217,7 @@ class CgroupGroups:
         self.shell = shell
         self._remove_dir = remove_dir
         self._kill = kill
-        self._answer: tuple[Enforcement, dict[str, str]] | None = None
+        self._answer: Answer | None = None
         self._lock = threading.Lock()
 
     # --- what this machine gives ----------------------------------------------------------
@@ -226,90 +225,11 @@ class CgroupGroups:
     def enforcement(self) -> Enforcement:
         return self._probe()[0]
 
-    def _probe(self) -> tuple[Enforcement, dict[str, str]]:
+    def _probe(self) -> Answer:
         with self._lock:
             if self._answer is None:
-                self._answer = self._ask()
+                self._answer = ask_enforcement(self._root, self._self_cgroup)
             return self._answer
-
-    def _ask(self) -> tuple[Enforcement, dict[str, str]]:
-        text = _read(self._self_cgroup)
-        if text is None:
-            return Enforcement(
-                kind=GroupKind.NONE, problem=f"{self._self_cgroup} cannot be read"
-            ), {}
-        v1, v2 = _own_groups(text)
-        if all(os.path.isdir(os.path.join(self._root, c)) and c in v1 for c in V1_NEEDED):
-            return self._ask_v1(v1)
-        if v2 is not None:
-            return self._ask_v2(v2)
-        return Enforcement(
-            kind=GroupKind.NONE,
-            problem="no cgroup v1 pids and memory "
-            f"controllers and no cgroup v2 hierarchy under {self._root}",
-        ), {}
-
-    def _ask_v1(self, own: dict[str, str]) -> tuple[Enforcement, dict[str, str]]:
-        parents: dict[str, str] = {}
-        for controller in (*V1_NEEDED, *V1_OPTIONAL):
-            mount = os.path.join(self._root, controller)
-            if controller not in own or not os.path.isdir(mount):
-                continue
-            parent = os.path.normpath(os.path.join(mount, own[controller].lstrip("/")))
-            if not os.access(parent, os.W_OK):
-                if controller in V1_NEEDED:
-                    return Enforcement(
-                        kind=GroupKind.NONE,
-                        problem=(
-                            f"the host may not make groups in {parent} (cgroup v1 {controller}); "
-                            "run it as root or with that folder delegated to its user"
-                        ),
-                    ), {}
-                continue
-            parents[controller] = parent
-        return Enforcement(
-            kind=GroupKind.V1, parents=tuple(parents.values()), cpu="cpu" in parents
-        ), parents
-
-    def _v2_base(self) -> str | None:
-        for base in (self._root, os.path.join(self._root, "unified")):
-            if os.path.exists(os.path.join(base, "cgroup.controllers")):
-                return base
-        return None
-
-    def _ask_v2(self, own: str) -> tuple[Enforcement, dict[str, str]]:
-        base = self._v2_base()
-        if base is None:
-            return Enforcement(kind=GroupKind.NONE, problem=f"no cgroup v2 under {self._root}"), {}
-        parent = os.path.normpath(os.path.join(base, own.lstrip("/")))
-        enabled = set((_read(os.path.join(parent, "cgroup.subtree_control")) or "").split())
-        available = set((_read(os.path.join(parent, "cgroup.controllers")) or "").split())
-        missing = [c for c in V2_NEEDED if c not in enabled]
-        if missing and own == "/" and all(c in available for c in missing):
-            # root directly in cgroupfs: the root group may hand controllers down at once
-            try:
-                with open(os.path.join(parent, "cgroup.subtree_control"), "w") as handle:
-                    handle.write(" ".join(f"+{c}" for c in missing if c in available))
-                enabled |= set(missing)
-            except OSError as error:
-                return Enforcement(
-                    kind=GroupKind.NONE,
-                    problem=(
-                        f"{parent}/cgroup.subtree_control refused pids and memory: {error.strerror}"
-                    ),
-                ), {}
-        missing = [c for c in V2_NEEDED if c not in enabled]
-        if missing:
-            return Enforcement(
-                kind=GroupKind.NONE,
-                problem=(
-                    f"the host's cgroup v2 group {parent} hands no {' or '.join(missing)} "
-                    "controller to its children (cgroup.subtree_control); run the host in a "
-                    "delegated scope whose own process sits in a leaf (systemd-run --user --scope "
-                    "-p Delegate=yes … concorde-workers …)"
-                ),
-            ), {}
-        return Enforcement(kind=GroupKind.V2, parents=(parent,), cpu="cpu" in enabled), {"": parent}
 
     # --- a round's group ------------------------------------------------------------------
 
@@ -341,54 +261,16 @@ class CgroupGroups:
             raise GroupFailed(f"the resource group {name} could not be made: {error}") from error
         return group
 
-    def _events(self, group: CgroupGroup) -> tuple[int, int]:
-        """(forks refused, processes the kernel's OOM killer killed) so far."""
-        if "" in group._folders:  # v2
-            return (
-                _field(_read(group._file("", "pids.events")), "max"),
-                _field(_read(group._file("", "memory.events")), "oom_kill"),
-            )
-        return (
-            _field(_read(group._file("pids", "pids.events")), "max"),
-            _field(_read(group._file("memory", "memory.oom_control")), "oom_kill"),
-        )
-
-    def reached(self, group: CgroupGroup) -> bool:
-        return any(self._events(group))
-
-    def counters(self, group: CgroupGroup) -> GroupCounters:
-        refused, killed = self._events(group)
-        if "" in group._folders:
-            usage = _field(_read(group._file("", "cpu.stat")), "usage_usec")
-            peak = _number(_read(group._file("", "memory.peak")))
-            cpu = usage / 1e6 if usage else None
-        else:
-            peak = _number(_read(group._file("memory", "memory.max_usage_in_bytes")))
-            ns = (
-                _number(_read(group._file("cpuacct", "cpuacct.usage")))
-                if ("cpuacct" in group._folders)
-                else None
-            )
-            cpu = ns / 1e9 if ns is not None else None
-        processes = _number(_read(group._file("pids", "pids.peak")))
-        return GroupCounters(
-            memory_peak_bytes=peak,
-            oom_kills=killed,
-            processes_peak=processes,
-            forks_refused=refused,
-            cpu_seconds=cpu,
-        )
-
     def close(self, group: CgroupGroup) -> GroupCounters:
         self._kill_all(group)
-        counters = self.counters(group)
+        counters = group.counters()
         left = self._remove_folders(group)
         if left:
             raise GroupFailed(f"the resource group {group.name} stays: {left}")
         return counters
 
     def _kill_all(self, group: CgroupGroup) -> None:
-        procs = _read(group._file("pids", "cgroup.procs"), 1 << 20) or ""
+        procs = read_small(group._file("pids", "cgroup.procs"), 1 << 20) or ""
         for pid in procs.split():
             if pid.isdigit():
                 with contextlib.suppress(OSError):  # gone already
@@ -434,7 +316,7 @@ class CgroupGroups:
                 made = os.stat(folder).st_ctime
             except OSError:
                 continue
-            procs = (_read(os.path.join(folder, "cgroup.procs"), 1 << 20) or "").split()
+            procs = (read_small(os.path.join(folder, "cgroup.procs"), 1 << 20) or "").split()
             if not procs and time.time() - made >= older_than_seconds:
                 found.append(name)
         return found

@@ -1,27 +1,20 @@
 """SandboxedCheckRunner: the real CheckRunner (ports/checks.py).
 
 Runs: each check over a throwaway view of the tree it is given, in the check sandbox
-(domain/isolation/check_sandbox.py), through the one process runner, which kills the whole process
-group
-when the check's timeout passes (and bwrap's PID namespace dies with its launcher):
+(domain/isolation/check_sandbox.py), through the one process runner, which kills the whole
+process group when the check's timeout passes (and bwrap's PID namespace dies with its
+launcher):
 
 * where the kernel lets a user namespace mount an overlay (asked once, `layer_problem`), over a
-  copy-on-write layer (domain/isolation/check_layer.py): the tree itself as the lower layer, a tmpfs
-  of
-  the check's own as the upper, the run's mount plan as what it sees; its set-up does not grow
-  with the tree, and nothing of it outlives the check's namespaces but an empty folder;
+  copy-on-write layer (domain/isolation/check_layer.py): the tree itself as the lower layer, a
+  tmpfs of the check's own as the upper, the run's mount plan as what it sees; its set-up does
+  not grow with the tree, and nothing of it outlives the check's namespaces but an empty folder;
 * elsewhere over a copy made for it, said in the check's node (`view`) and by `plan`.
 
-Copies (the run's starting state; every check where no layer can be made): a new folder
-`concorde-check-<random>` in the runtime parent (hidden from every worker by its confinement)
-holding the host's owner record `owner.json`, written first, and the copy `tree/`
-(domain/isolation/check_copies.py: a sweep removes the folder once its host is dead; a layer's
-folder is
-the same, with its mount point `layer/`), filled by a walk that never follows a link:
-directories, links as links, regular files cloned (FICLONE: copy-on-write where the filesystem
-shares extents: btrfs, XFS), else copied in the kernel (copy_file_range), else read and written;
-their permission bits kept (a directory's after its content). Entries named `.git` (Git
-metadata, as hidden from the worker's Bash) and special files are left out.
+The copies and the layers' folders, each with the host's owner record in the runtime parent,
+are adapters/check_folders.py (the copy's walk adapters/check_copy.py); the script the sandbox
+runs and the judgement of how its process ended are adapters/check_outcome.py; this module
+chooses the view, builds the sandbox's command and runs it in the check's control group.
 
 The sandbox's shell first prints a marker line on stdout and then sends stdout to stderr: a run
 without the marker never reached the check (the layer or bwrap could not build the sandbox),
@@ -30,26 +23,14 @@ and the log is the runner's bounded tail of both streams in the order written.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import os
-import secrets
-import shutil
 import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from concorde_workers.adapters.cgroups import close_check_group, open_check_group
-from concorde_workers.domain.isolation.check_copies import (
-    COPY_OWNER_FILE,
-    COPY_PREFIX,
-    COPY_TREE,
-    CopyOwner,
-    copy_owner_text,
-    is_copy_name,
-)
+from concorde_workers.adapters.check_folders import CheckFolders
+from concorde_workers.adapters.check_outcome import STARTED, Ended, check_run, check_script
 from concorde_workers.domain.isolation.check_layer import (
     EMPTY_FILE,
     LAYER_FOLDER,
@@ -67,17 +48,14 @@ from concorde_workers.domain.isolation.check_sandbox import (
     check_environment,
     program_in_view,
 )
-from concorde_workers.domain.run.checks import Check, CheckRun, CheckStatus, finished
+from concorde_workers.domain.run.checks import Check, CheckRun, CheckStatus
 from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystem
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 from concorde_workers.ports.resources import ResourceGroups
 
-FICLONE = 0x40049409
 LOG_KEEP_BYTES = 80_000
-STARTED = "concorde-check-started"
-CANCELLED = "killed: the run was cancelled"
 VIEW_LAYER = "layer"
 VIEW_COPY = "copy"
 PROBE_SECONDS = 30
@@ -85,15 +63,6 @@ NO_BWRAP = (
     "bubblewrap (bwrap) is not installed, and a check never runs outside its sandbox; "
     "install it (Debian: apt-get install bubblewrap)"
 )
-_NO_CLONE = {
-    errno.EOPNOTSUPP,
-    errno.ENOTTY,
-    errno.EXDEV,
-    errno.EINVAL,
-    errno.ENOSYS,
-    errno.EBADF,
-    errno.EPERM,
-}
 
 
 class SandboxedCheckRunner:
@@ -115,16 +84,13 @@ class SandboxedCheckRunner:
         self._groups = groups  # each check in a control group of its own (issue 20)
         self._control_groups = tuple(control_groups)  # shown empty to a check (issue 30 §2)
         self._processes = processes
-        self._table = table
-        self._fs = fs
         self._bwrap = bwrap
         self._env = dict(host_env)
         self._hidden = tuple(host_hidden)
         self._root = copies_root
-        self._clone = True  # until the filesystem says it cannot
+        self._folders = CheckFolders(fs, copies_root, table)
         self._layer_tools = layer_tools
         self._layer_answer: tuple[str | None] | None = None  # the kernel asked once
-        self._later: dict[str, list[_Later]] = {}  # per copy, what `complete` copies
 
     def copy(
         self,
@@ -132,182 +98,13 @@ class SandboxedCheckRunner:
         keep: Callable[[str], Keep] | None = None,
         later: Callable[[str], bool] | None = None,
     ) -> str:
-        folder = self._new_folder()
-        target = os.path.join(folder, COPY_TREE)
-        waiting: list[_Later] = []
-        try:
-            os.mkdir(target, 0o700)
-            self._copy_dir(source, target, "", _Walk(keep or _everything, later, waiting))
-            os.chmod(target, stat.S_IMODE(os.stat(source).st_mode) | stat.S_IRWXU)
-        except OSError as error:
-            self._remove_quietly(target)
-            raise CheckCopyFailed(error.filename or source, error.strerror or str(error)) from error
-        if waiting:
-            self._later[target] = waiting
-        return target
+        return self._folders.copy(source, keep, later)
 
     def complete(self, tree: str) -> None:
-        """Each file left for later, opened without following a link and copied only when the
-        opened file is the one recorded (an identity taken of the descriptor, so a file swapped
-        in between the check and the copy is never read)."""
-        waiting = self._later.pop(tree, [])
-        for at, entry in enumerate(waiting):
-            try:
-                self._copy_later(entry)
-            except OSError as error:
-                self._later[tree] = waiting[at:]
-                raise CheckCopyFailed(entry.src, error.strerror or str(error)) from error
-            except CheckCopyFailed:
-                self._later[tree] = waiting[at:]
-                raise
+        self._folders.complete(tree)
 
-    def _copy_later(self, entry: _Later) -> None:
-        mode = stat.S_IMODE(entry.identity[-1])
-        if not entry.content:  # a name alone: nothing of the file is read
-            _same_file(entry, os.lstat(entry.src))
-            self._copy_file(entry.src, entry.dst, mode, content=False)
-            return
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-        source_fd = os.open(entry.src, flags)
-        try:
-            _same_file(entry, os.fstat(source_fd))
-            target_fd = os.open(
-                entry.dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
-            )
-            try:
-                self._fill(source_fd, target_fd)
-                os.fchmod(target_fd, mode)
-            finally:
-                os.close(target_fd)
-        finally:
-            os.close(source_fd)
-
-    def _layer_folder(self) -> str:
-        """A new folder for one check's layer: the owner record, the mount point `layer/` and
-        the empty file (raises `CheckCopyFailed`, leaving nothing)."""
-        folder = self._new_folder()
-        try:
-            os.mkdir(os.path.join(folder, LAYER_FOLDER), 0o700)
-            empty = os.path.join(folder, EMPTY_FILE)
-            os.close(os.open(empty, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444))
-        except OSError as error:
-            self._remove_quietly(folder)
-            raise CheckCopyFailed(folder, error.strerror or str(error)) from error
-        return folder
-
-    def _new_folder(self) -> str:
-        """A new folder `concorde-check-<hex>` in the runtime parent, holding the host's owner
-        record (raises `CheckCopyFailed`, leaving nothing)."""
-        folder = os.path.join(self._root, COPY_PREFIX + secrets.token_hex(6))
-        try:
-            os.mkdir(folder, 0o700)
-        except OSError as error:
-            raise CheckCopyFailed(folder, error.strerror or str(error)) from error
-        try:
-            self._write_owner(folder)
-        except OSError as error:
-            self._remove_quietly(folder)
-            raise CheckCopyFailed(folder, error.strerror or str(error)) from error
-        return folder
-
-    def _write_owner(self, folder: str) -> None:
-        """The host's owner record, before the copy exists: a sweep removes the folder once its
-        host is dead, and never while it lives (domain/isolation/check_copies.py)."""
-        if self._table is None:
-            return  # a caller without a process table: swept only once old (domain.evidence.sweep)
-        text = copy_owner_text(CopyOwner.of(self._table.own())).encode()
-        fd = os.open(
-            os.path.join(folder, COPY_OWNER_FILE),
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW,
-            0o600,
-        )
-        try:
-            os.write(fd, text)
-        finally:
-            os.close(fd)
-
-    def _copy_dir(self, source: str, target: str, rel: str, walk: _Walk) -> bool:
-        """Copy the folder `source` into `target` as `walk` says; whether anything below it is
-        kept (copied now or left for later)."""
-        with os.scandir(source) as entries:
-            listed = list(entries)
-        anything = False
-        for entry in listed:
-            if entry.name == ".git":
-                continue
-            src, dst = entry.path, os.path.join(target, entry.name)
-            child = f"{rel}/{entry.name}" if rel else entry.name
-            info = entry.stat(follow_symlinks=False)
-            kept = walk.keep(child)
-            if kept is Keep.PRUNED:
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                os.mkdir(dst, 0o700)
-                below = self._copy_dir(src, dst, child, walk)
-                if kept is Keep.NOTHING and not below:
-                    os.rmdir(dst)  # nothing below it is kept
-                else:
-                    os.chmod(dst, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
-                    anything = True
-                continue
-            if kept is Keep.NOTHING:
-                continue
-            if stat.S_ISLNK(info.st_mode):
-                os.symlink(os.readlink(src), dst)
-            elif not stat.S_ISREG(info.st_mode):
-                continue
-            elif walk.later is not None and walk.later(child):
-                walk.waiting.append(_Later(src, dst, _identity(info), kept is Keep.CONTENT))
-            else:
-                self._copy_file(src, dst, stat.S_IMODE(info.st_mode), kept is Keep.CONTENT)
-            anything = True
-        return anything
-
-    def _copy_file(self, src: str, dst: str, mode: int, content: bool = True) -> None:
-        if not content:  # the name alone, as the worker sees a names-level file
-            os.close(os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode))
-            os.chmod(dst, mode)
-            return
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-        source_fd = os.open(src, flags)
-        try:
-            target_fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            try:
-                self._fill(source_fd, target_fd)
-                os.fchmod(target_fd, mode)
-            finally:
-                os.close(target_fd)
-        finally:
-            os.close(source_fd)
-
-    def _fill(self, source_fd: int, target_fd: int) -> None:
-        if self._clone:
-            try:
-                fcntl.ioctl(target_fd, FICLONE, source_fd)
-                return
-            except OSError as error:
-                if error.errno not in _NO_CLONE:
-                    raise
-                self._clone = False
-        size = os.fstat(source_fd).st_size
-        try:
-            while size > 0:
-                copied = os.copy_file_range(source_fd, target_fd, size)
-                if copied == 0:
-                    break
-                size -= copied
-            return
-        except OSError as error:
-            if error.errno not in _NO_CLONE:
-                raise
-        os.lseek(source_fd, 0, os.SEEK_SET)
-        os.lseek(target_fd, 0, os.SEEK_SET)
-        os.ftruncate(target_fd, 0)
-        with (
-            os.fdopen(os.dup(source_fd), "rb") as reading,
-            os.fdopen(os.dup(target_fd), "wb") as writing,
-        ):
-            shutil.copyfileobj(reading, writing)
+    def discard(self, tree: str) -> None:
+        self._folders.discard(tree)
 
     def run(
         self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None = None
@@ -322,11 +119,10 @@ class SandboxedCheckRunner:
         self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None
     ) -> CheckRun:
         """Over the tree itself, through a throwaway layer (domain/isolation/check_layer.py), in a
-        folder
-        of its own that also hides the layer's mounts from the check."""
+        folder of its own that also hides the layer's mounts from the check."""
         assert self._bwrap is not None and self._layer_tools is not None
         try:
-            folder = self._layer_folder()
+            folder = self._folders.layer_folder()
         except CheckCopyFailed as error:
             return CheckRun(
                 status=CheckStatus.NOT_STARTED,
@@ -344,7 +140,7 @@ class SandboxedCheckRunner:
                     self._bwrap,
                     seen,
                     shown,
-                    _script(check),
+                    check_script(check),
                     self._hidden_forms(),
                     _kind,
                     self._control_groups,
@@ -352,7 +148,7 @@ class SandboxedCheckRunner:
             ]
             return self._execute(argv, check, place, on_cancel, VIEW_LAYER)
         finally:
-            self._remove_quietly(folder)
+            self._folders.remove_quietly(folder)
 
     def _run_over_copy(
         self, check: Check, tree: str, place: CheckPlace, on_cancel: OnCancel | None
@@ -361,7 +157,7 @@ class SandboxedCheckRunner:
         when it is a copy of that already), made for this check and removed after it."""
         assert self._bwrap is not None
         try:
-            copy = self.copy(tree, place.keep if place.view is not None else None)
+            copy = self._folders.copy(tree, place.keep if place.view is not None else None)
         except CheckCopyFailed as failed:
             return CheckRun(
                 status=CheckStatus.NOT_STARTED,
@@ -373,14 +169,14 @@ class SandboxedCheckRunner:
                 self._bwrap,
                 place,
                 ["--bind", copy, place.worktree],
-                _script(check),
+                check_script(check),
                 self._hidden_forms(),
                 _kind,
                 self._control_groups,
             )
             return self._execute(argv, check, place, on_cancel, VIEW_COPY)
         finally:
-            self._remove_quietly(copy)
+            self._folders.remove_quietly(copy)
 
     def _execute(
         self,
@@ -424,7 +220,7 @@ class SandboxedCheckRunner:
                 unregister()
             reached_limits = close_check_group(group, place.resources)
         log = handle.stderr_tail(LOG_KEEP_BYTES)
-        ended = _Ended(
+        ended = Ended(
             exit_code,
             time.monotonic() - started,
             log,
@@ -434,48 +230,16 @@ class SandboxedCheckRunner:
             reached,
             handle.timed_out,
         )
-        return _check_run(ended, check)
+        return check_run(ended, check)
 
     def layer_problem(self) -> str | None:
         """Why no check can run over a copy-on-write layer on this machine (None: they do),
         asked of the kernel once: an overlay in a user namespace of the check's own."""
         if self._layer_answer is None:
-            self._layer_answer = (self._probe_layer(),)
+            self._layer_answer = (
+                _probe_layer(self._processes, self._folders, self._layer_tools, self._root),
+            )
         return self._layer_answer[0]
-
-    def _probe_layer(self) -> str | None:
-        tools = self._layer_tools
-        if tools is None:
-            return "unshare, mount or mkdir (util-linux, coreutils) is not on the host's PATH"
-        try:
-            folder = self._layer_folder()
-        except CheckCopyFailed as error:
-            return f"no folder for a layer could be made: {error}"
-        try:
-            lower = os.path.join(folder, "probe")
-            os.mkdir(lower, 0o700)
-            argv = [
-                *layer_prefix(tools, os.path.join(folder, LAYER_FOLDER), lower),
-                tools.shell,
-                "-c",
-                ":",
-            ]
-            handle = self._processes.start(
-                argv, {"PATH": "/nonexistent"}, self._root, None, timeout_seconds=PROBE_SECONDS
-            )
-            list(handle.lines())
-            code = handle.wait(None)
-            if code == 0:
-                return None
-            said = handle.stderr_tail(2000).decode("utf-8", "replace").strip()
-            return (
-                f"the kernel refused an overlay in a user namespace ({said or code}); "
-                "each check runs over a copy instead"
-            )
-        except (OSError, ProcessStartFailed) as error:
-            return f"the layer could not be tried: {error}"
-        finally:
-            self._remove_quietly(folder)
 
     def view(self) -> str:
         """What every check runs over on this machine, as `plan` says it."""
@@ -504,81 +268,43 @@ class SandboxedCheckRunner:
 
         return program_in_view(check.command, place, search, hidden, os.path.realpath, executable)
 
-    def discard(self, tree: str) -> None:
-        self._later.pop(tree, None)
-        # The copy's folder (the owner record beside the tree) goes with it.
-        folder = os.path.dirname(os.path.normpath(tree)) if _is_copy_tree(tree) else tree
-        opened = self._fs.open_up(folder)
-        try:
-            self._fs.rmtree(folder)
-        except FileSystemError as error:
-            problems = "; ".join(e.os_error_text for e in opened)
-            raise CheckCopyFailed(
-                tree, error.os_error_text + (f" ({problems})" if problems else "")
-            ) from error
-        if self._fs.lexists(folder):
-            raise CheckCopyFailed(folder, "it is still there after its removal")
 
-    def _remove_quietly(self, tree: str) -> None:
-        with contextlib.suppress(CheckCopyFailed):
-            self.discard(tree)
-
-
-@dataclass(frozen=True)
-class _Walk:
-    """What one `copy` keeps, what of it may wait, and the list of what waits."""
-
-    keep: Callable[[str], Keep]
-    later: Callable[[str], bool] | None
-    waiting: list[_Later]
-
-
-@dataclass(frozen=True)
-class _Later:
-    """A file `complete` copies: from, to, its identity when the copy was made, and whether
-    its content is kept (else only its name, an empty file)."""
-
-    src: str
-    dst: str
-    identity: tuple[int, ...]
-    content: bool
-
-
-def _same_file(entry: _Later, now: os.stat_result) -> None:
-    if _identity(now) != entry.identity:
-        raise CheckCopyFailed(
-            entry.src,
-            "it changed after the run started, though no round can write it: the starting "
-            "state it held is lost",
+def _probe_layer(
+    processes: ProcessRunner, folders: CheckFolders, tools: LayerTools | None, root: str
+) -> str | None:
+    """Why no overlay can be mounted in a user namespace of a check's own here (None: it can),
+    tried once in a throwaway layer folder."""
+    if tools is None:
+        return "unshare, mount or mkdir (util-linux, coreutils) is not on the host's PATH"
+    try:
+        folder = folders.layer_folder()
+    except CheckCopyFailed as error:
+        return f"no folder for a layer could be made: {error}"
+    try:
+        lower = os.path.join(folder, "probe")
+        os.mkdir(lower, 0o700)
+        argv = [
+            *layer_prefix(tools, os.path.join(folder, LAYER_FOLDER), lower),
+            tools.shell,
+            "-c",
+            ":",
+        ]
+        handle = processes.start(
+            argv, {"PATH": "/nonexistent"}, root, None, timeout_seconds=PROBE_SECONDS
         )
-
-
-def _identity(info: os.stat_result) -> tuple[int, ...]:
-    """Device, inode, size, modification and change times, mode (last): a file rewritten,
-    replaced or chmodded since differs in one of them."""
-    return (
-        info.st_dev,
-        info.st_ino,
-        info.st_size,
-        info.st_mtime_ns,
-        info.st_ctime_ns,
-        info.st_mode,
-    )
-
-
-def _script(check: Check) -> str:
-    """The shell text a check's sandbox runs: the marker, then the command, stdout to stderr."""
-    return f"printf '%s\\n' {STARTED}\nexec 1>&2\n{check.command}"
-
-
-def _is_copy_tree(tree: str) -> bool:
-    """Whether `tree` is the `tree/` of a copy's folder (`concorde-check-<hex>/tree`)."""
-    folder, name = os.path.split(os.path.normpath(tree))
-    return name == COPY_TREE and is_copy_name(os.path.basename(folder))
-
-
-def _everything(rel: str) -> Keep:
-    return Keep.CONTENT
+        list(handle.lines())
+        code = handle.wait(None)
+        if code == 0:
+            return None
+        said = handle.stderr_tail(2000).decode("utf-8", "replace").strip()
+        return (
+            f"the kernel refused an overlay in a user namespace ({said or code}); "
+            "each check runs over a copy instead"
+        )
+    except (OSError, ProcessStartFailed) as error:
+        return f"the layer could not be tried: {error}"
+    finally:
+        folders.remove_quietly(folder)
 
 
 def _kind(path: str) -> str | None:
@@ -589,50 +315,3 @@ def _kind(path: str) -> str | None:
     if stat.S_ISLNK(mode):
         return "link"
     return "dir" if stat.S_ISDIR(mode) else "file"
-
-
-@dataclass(frozen=True)
-class _Ended:
-    """How a check's process ended: its exit, time and log, and what else was seen."""
-
-    exit_code: int | None
-    duration: float
-    log: bytes
-    view: str
-    cancelled: bool
-    reached_limits: str | None
-    started: bool
-    timed_out: bool
-
-
-def _check_run(ended: _Ended, check: Check) -> CheckRun:
-    """The check's run from how its process ended: cancelled, at a limit, timed out, a sandbox
-    that never started it, or its exit judged (`finished`)."""
-    kept = {
-        "exit_code": ended.exit_code,
-        "duration_seconds": ended.duration,
-        "log": ended.log,
-        "view": ended.view,
-    }
-    if ended.cancelled:
-        return CheckRun(status=CheckStatus.FAILED, problem=CANCELLED, **kept)
-    if ended.reached_limits:
-        return CheckRun(status=CheckStatus.LIMIT_REACHED, problem=ended.reached_limits, **kept)
-    if ended.timed_out:
-        return CheckRun(
-            status=CheckStatus.TIMED_OUT,
-            **kept,
-            problem=f"timed out after {check.timeout_seconds:g} s",
-        )
-    if not ended.started:
-        said = (
-            ended.log.decode("utf-8", "replace").strip()[-2000:] or f"exit status {ended.exit_code}"
-        )
-        return CheckRun(
-            status=CheckStatus.NOT_STARTED,
-            **kept,
-            problem=f"the sandbox could not be built: {said}",
-        )
-    return finished(ended.exit_code, ended.duration, ended.log).model_copy(
-        update={"view": ended.view}
-    )

@@ -23,12 +23,15 @@ import contextlib
 import os
 import select
 import socket
+import threading
+from collections.abc import Callable
 
 from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.isolation.launch import LIFELINE_FD, NAMESPACE_REPORT_FD, guarded
 
 __all__ = [
     "INIT_EXIT_BOUND_SECONDS",
+    "NamespaceReports",
     "await_exit",
     "exit_status",
     "lifeline_ends",
@@ -138,3 +141,57 @@ def await_exit(pidfd: int, seconds: float = INIT_EXIT_BOUND_SECONDS) -> bool:
     finally:
         with contextlib.suppress(OSError):
             os.close(pidfd)
+
+
+class NamespaceReports:
+    """What a started program reports beside its output (adapters/process.py, "Ending,
+    precisely", 3-4): the init of its PID namespace, a pidfd opened as soon as the report comes
+    (on a thread of its own, `start`), waited for once the pipe threads stopped; and the exact
+    wait status of what it ran, read once everything is over. Both reads end when `stop_fd` is
+    readable (the launcher is gone)."""
+
+    def __init__(
+        self,
+        report_fd: int | None,
+        status_fd: int | None,
+        stop_fd: int,
+        thread: Callable[..., threading.Thread],
+    ) -> None:
+        self._stop = stop_fd
+        self._init: int | None = None  # the init's pidfd, once reported (None: none)
+        self._status_fd = status_fd
+        self.exact: int | None = None
+        self._follower = None if report_fd is None else thread("namespace", self._follow, report_fd)
+
+    def start(self) -> None:
+        if self._follower is not None:
+            self._follower.start()
+
+    def _follow(self, fd: int) -> None:
+        """Open a pidfd of the namespace's init as soon as the program reports it (bwrap writes
+        the report before the namespace runs anything, so the init is alive then)."""
+        try:
+            self._init = open_init(read_report(fd, self._stop))
+        finally:
+            os.close(fd)
+
+    def await_namespace(self) -> None:
+        """No process of the program's PID namespace outlives the end: wait until its init has
+        exited, which the kernel completes only once every other process there is gone."""
+        if self._follower is None:
+            return
+        self._follower.join()
+        init, self._init = self._init, None
+        if init is not None:
+            await_exit(init)
+
+    def read_exact_status(self) -> None:
+        """The exact status the program reported for what it ran (`EXIT_STATUS_FD`), read once
+        everything is over: its writer has exited (or was killed before it could write)."""
+        fd, self._status_fd = self._status_fd, None
+        if fd is None:
+            return
+        try:
+            self.exact = exit_status(read_report(fd, self._stop))
+        finally:
+            os.close(fd)

@@ -24,7 +24,10 @@ Shape (after pre-commit's util.py, pip's utils/subprocess.py and tox's staged in
   so a timeout never races the program's start-up);
 
 The pipe threads' reading and writing, the line splitter, the bounded queue and the stderr tail
-are adapters/process_pipes.py; this module starts the program and ends it.
+are adapters/process_pipes.py; the leader's reaping, every signal to its group and the timeout
+are adapters/process_group.py (`LeaderGroup`); the namespace's init and the exact status the
+program reports are adapters/namespace_init.py (`NamespaceReports`); this module starts the
+program and ends it.
 
 Nothing here polls: reads and writes block in `poll(2)` on the pipe and on a private stop pipe,
 the timer and `wait` block on Events, `lines()` and a stdout thread facing a full queue block on
@@ -75,13 +78,11 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from concorde_workers.adapters.namespace_init import (
-    await_exit,
-    exit_status,
+    NamespaceReports,
     lifeline_ends,
-    open_init,
-    read_report,
     report_pipe,
 )
+from concorde_workers.adapters.process_group import LeaderGroup, WaitTimeout, wait_real_time
 from concorde_workers.adapters.process_pipes import (
     Backlog,
     LineQueue,
@@ -113,16 +114,6 @@ DEFAULT_TERM_GRACE_SECONDS = 2.0
 #: How much of the lines not yet taken by `lines()` the queue holds before the stdout thread
 #: waits (Python's own size of each line, so a flood of empty lines is bounded too).
 DEFAULT_QUEUE_BYTES = 4 * 1024 * 1024
-
-WaitTimeout = Callable[[threading.Event, float], object]
-"""How a timer waits out a timeout: given the timer's wake-up Event (the runner sets it once the
-leader is gone) and the seconds, it returns once the seconds have passed or the Event is set —
-or earlier, when it decides that the timeout has passed (a test's deadline; it may set the
-Event itself to end its wait). The runner then looks for itself whether the leader is gone."""
-
-
-def _wait_real_time(wake: threading.Event, seconds: float) -> None:
-    wake.wait(seconds)
 
 
 class SubprocessRunner:
@@ -158,7 +149,7 @@ class SubprocessRunner:
         self.term_grace_seconds = term_grace_seconds
         self.max_line_bytes = max_line_bytes
         self.queue_bytes = queue_bytes
-        self.wait_timeout: WaitTimeout = wait_timeout or _wait_real_time
+        self.wait_timeout: WaitTimeout = wait_timeout or wait_real_time
 
     def start(
         self,
@@ -240,40 +231,21 @@ class SubprocessHandle:
         self._pid = proc.pid
         self._stop_r, self._stop_w = stop_pipe
         self._lifeline = lifeline_fd  # closed once the namespace is gone (domain LIFELINE_FD)
-        self._grace = term_grace_seconds
-        self._wait_timeout = wait_timeout or _wait_real_time
+        self._group = LeaderGroup(proc, term_grace_seconds, wait_timeout or wait_real_time)
         self._lines = LineQueue(queue_bytes)  # None: the end
         self._stderr = Tail(stderr_keep_bytes)
-        # _lock orders every signal against the reaping of the leader. Re-entrant: kill_group
-        # may be called from a signal handler (a cancellation) that interrupted kill_group.
-        self._lock = threading.RLock()
-        self._leader_exited = False
-        self._reaped = False
-        self._kill_requested = False
-        self._timed_out = False
-        self._leader_gone = threading.Event()  # reaped
-        self._timer_wake = threading.Event()  # set with _leader_gone; a test's deadline too
         self._done = threading.Event()  # reaped and every pipe thread finished
 
         self._splitter = LineSplitter(self._lines.put, max_line_bytes)
         self._pipe_threads = self._pipe_threads_of(proc, stdin_bytes)
-        # The init of the program's PID namespace, once reported (a pidfd; None: none).
-        self._init: int | None = None
-        # The pipe the program reports its agent's exact wait status on, and that status.
-        self._status_fd = status_fd
-        self._exact: int | None = None
-        self._namespace_thread = (
-            None
-            if report_fd is None
-            else self._thread("namespace", self._follow_namespace, report_fd)
-        )
+        # The init of the program's PID namespace and the exact status of what it ran.
+        self._reports = NamespaceReports(report_fd, status_fd, self._stop_r, self._thread)
         for t in self._pipe_threads:
             t.start()
-        if self._namespace_thread is not None:
-            self._namespace_thread.start()
+        self._reports.start()
         self._thread("watch", self._watch).start()
         if timeout_seconds is not None:
-            self._thread("timeout", self._enforce_timeout, timeout_seconds).start()
+            self._thread("timeout", self._group.enforce_timeout, timeout_seconds).start()
 
     # -- the port ---------------------------------------------------------------------------
 
@@ -312,7 +284,7 @@ class SubprocessHandle:
 
     @property
     def timed_out(self) -> bool:
-        return self._timed_out
+        return self._group.timed_out
 
     def wait(self, timeout: float | None) -> int | None:
         """The exit status (negative: the signal that killed it), once the leader was reaped and
@@ -320,17 +292,15 @@ class SubprocessHandle:
         seconds (None: wait as long as it takes)."""
         if not self._done.wait(timeout):
             return None
-        if self._exact is not None:
-            return self._exact
+        if self._reports.exact is not None:
+            return self._reports.exact
         status = self._proc.returncode
         assert status is not None
         return status
 
     def kill_group(self) -> None:
         """SIGKILL the whole group; idempotent; does nothing once the leader was reaped."""
-        with self._lock:
-            self._kill_requested = True
-            self._signal_group(signal.SIGKILL)
+        self._group.kill()
 
     # -- threads ----------------------------------------------------------------------------
 
@@ -366,62 +336,12 @@ class SubprocessHandle:
             )
         return threads
 
-    def _follow_namespace(self, fd: int) -> None:
-        """Open a pidfd of the namespace's init as soon as the program reports it (bwrap writes
-        the report before the namespace runs anything, so the init is alive then)."""
-        try:
-            self._init = open_init(read_report(fd, self._stop_r))
-        finally:
-            os.close(fd)
-
-    def _await_namespace(self) -> None:
-        """No process of the program's PID namespace outlives the end: wait until its init has
-        exited, which the kernel completes only once every other process there is gone."""
-        if self._namespace_thread is None:
-            return
-        self._namespace_thread.join()
-        init, self._init = self._init, None
-        if init is not None:
-            await_exit(init)
-
-    def _read_exact_status(self) -> None:
-        """The exact status the program reported for what it ran (`EXIT_STATUS_FD`), read once
-        everything is over: its writer has exited (or was killed before it could write)."""
-        fd, self._status_fd = self._status_fd, None
-        if fd is None:
-            return
-        try:
-            self._exact = exit_status(read_report(fd, self._stop_r))
-        finally:
-            os.close(fd)
-
     def _watch(self) -> None:
-        """Wait for the leader to exit; kill the rest of its group while the unreaped leader
-        still holds the group id; reap it; stop the pipe threads; then report done."""
+        """Wait for the leader to exit and the rest of its group to be killed (`LeaderGroup.reap`);
+        stop the pipe threads; wait for the namespace; then report done."""
         try:
-            if _CAN_WAIT_WITHOUT_REAPING:
-                # Reaped by someone else (SIGCHLD ignored?): Popen copes below.
-                with contextlib.suppress(ChildProcessError):
-                    os.waitid(os.P_PID, self._pid, os.WEXITED | os.WNOWAIT)
-                with self._lock:
-                    self._leader_exited = True
-                    try:
-                        self._signal_group(signal.SIGKILL)
-                    finally:
-                        self._proc.wait()
-                        self._reaped = True
-            else:  # pragma: no cover - platforms without waitid (macOS before 3.13)
-                self._proc.wait()
-                with self._lock:
-                    self._leader_exited = True
-                    try:
-                        # A small window in which the group id could have been reused.
-                        self._signal_group(signal.SIGKILL)
-                    finally:
-                        self._reaped = True
+            self._group.reap()
         finally:
-            self._leader_gone.set()
-            self._timer_wake.set()  # the timer ends its wait: no timeout thread outlives this
             try:
                 # Lift the queue's bound before waiting for the pipe threads: a stdout thread
                 # waiting for room must not wait for a consumer that may never read again.
@@ -429,8 +349,8 @@ class SubprocessHandle:
                 os.write(self._stop_w, b"x")
                 for t in self._pipe_threads:
                     t.join()
-                self._await_namespace()
-                self._read_exact_status()
+                self._reports.await_namespace()
+                self._reports.read_exact_status()
             finally:
                 close_all(
                     self._stop_w,
@@ -438,39 +358,3 @@ class SubprocessHandle:
                     *(() if self._lifeline is None else (self._lifeline,)),
                 )
                 self._done.set()
-
-    def _enforce_timeout(self, seconds: float) -> None:
-        self._wait_timeout(self._timer_wake, seconds)
-        if self._leader_gone.is_set():
-            return
-        with self._lock:
-            if self._kill_requested or self._leader_has_exited():
-                return
-            self._timed_out = True
-            self._signal_group(signal.SIGTERM)
-        if self._leader_gone.wait(self._grace):
-            return
-        with self._lock:
-            self._signal_group(signal.SIGKILL)
-
-    # -- under self._lock -------------------------------------------------------------------
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        if self._reaped:
-            return  # the group id is no longer ours to signal
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._pid, sig)
-
-    def _leader_has_exited(self) -> bool:
-        if self._leader_exited or self._reaped:
-            return True
-        if _CAN_WAIT_WITHOUT_REAPING:
-            try:
-                state = os.waitid(os.P_PID, self._pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                return True
-            return state is not None
-        return False  # pragma: no cover
-
-
-_CAN_WAIT_WITHOUT_REAPING = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")

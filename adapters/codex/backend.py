@@ -13,7 +13,6 @@ placeholders and the private folder it asks of the confinement (the profile's
 from __future__ import annotations
 
 import json
-import posixpath
 from collections.abc import Mapping, Sequence
 
 from concorde_workers.adapters.codex import layout
@@ -21,15 +20,15 @@ from concorde_workers.adapters.codex.config import codex_config, wire_schema
 from concorde_workers.adapters.codex.endpoint import CodexEndpoint
 from concorde_workers.adapters.codex.environment import codex_environment
 from concorde_workers.adapters.codex.launch import codex_command, sandbox_mode
-from concorde_workers.adapters.codex.profile import CODEX, CODEX_PROGRAM, native_relative
-from concorde_workers.adapters.programs import find_located
+from concorde_workers.adapters.codex.profile import CODEX
+from concorde_workers.adapters.codex.program import NativeProgram
+from concorde_workers.adapters.codex.rollout import find_rollout, rollout_text
 from concorde_workers.domain.configuration.credentials import copied_files
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.profile import USERNS_SWITCHES, nested_problem
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
-from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.ports.agent import (
@@ -58,50 +57,19 @@ class CodexBackend:
 
     def __init__(self, fs: FileSystem, installations: Sequence[Installation] = ()) -> None:
         self._fs = fs
-        self._installations = tuple(installations)
+        self._program = NativeProgram(fs, installations)
         self._totals: dict[str, dict[str, int]] = {}
 
     def check(self, primary: str) -> Refusal | None:
-        read = {path: self._read(path) for path, _ in USERNS_SWITCHES}
+        read = {path: _read_switch(self._fs, path) for path, _ in USERNS_SWITCHES}
         problem = nested_problem(self.profile.title, read)
         if problem is None:
             return None
         return Refusal(code=Code.LAUNCH_FAILED, reason=Reason.ENVIRONMENT, message=problem)
 
-    def _read(self, path: str) -> str | None:
-        try:
-            return self._fs.read_text(path) if self._fs.is_file(path) else None
-        except (FileSystemError, UnicodeDecodeError):
-            return None
-
     def programs(self, environ: Mapping[str, str], primary: str) -> Sequence[ProgramLocation]:
         """The native codex program, when it is found (its version from its platform package)."""
-        found = find_located(self._fs, CODEX_PROGRAM, environ, self._installations)
-        if found is None:
-            return ()
-        return (
-            ProgramLocation(spec=CODEX_PROGRAM, path=self.native(found.path), origin=found.origin),
-        )
-
-    def native(self, program: str) -> str:
-        """The native program a found `codex` stands for: npm's `bin/codex.js` only starts the
-        platform package's binary beside it, which the round runs itself."""
-        real = self._fs.realpath(program)
-        if not real.endswith("/@openai/codex/bin/codex.js"):
-            return program
-        package = posixpath.dirname(posixpath.dirname(real))
-        modules = posixpath.dirname(posixpath.dirname(package))
-        for root in (posixpath.join(package, "node_modules"), modules):
-            candidate = posixpath.join(root, native_relative())
-            if self._fs.is_file(candidate):
-                return candidate
-        return program
-
-    def _program(self, environ: Mapping[str, str]) -> tuple[str, bool]:
-        found = find_located(self._fs, CODEX_PROGRAM, environ, self._installations)
-        if found is None:
-            return environ.get(CODEX_PROGRAM.variable) or CODEX_PROGRAM.program, False
-        return self.native(found.path), True
+        return self._program.locations(environ)
 
     def generate(self, context: BackendContext) -> Generated:
         rt = context.policy.runtime
@@ -113,7 +81,7 @@ class CodexBackend:
             sandbox=sandbox_mode(tools),
         )
         schema = wire_schema(json.loads(context.result_schema))
-        program, found = self._program(context.environ)
+        program, found = self._program.of(context.environ)
         return Generated(
             files={
                 rt.result_schema: context.result_schema,
@@ -130,7 +98,7 @@ class CodexBackend:
     def confinement_needs(self, context: BackendContext) -> Sequence[str]:
         """The native program: its whole platform package (the bundled bwrap and rg lie beside
         it) is kept, as the outermost node_modules it lies in."""
-        program, found = self._program(context.environ)
+        program, found = self._program.of(context.environ)
         return (program,) if found else ()
 
     def round_scratch(self, context: BackendContext) -> Sequence[str]:
@@ -152,7 +120,7 @@ class CodexBackend:
     def command(
         self, context: BackendContext, kind: RoundKind, session: str | None
     ) -> LaunchCommand:
-        program, _ = self._program(context.environ)
+        program, _ = self._program.of(context.environ)
         budget = context.request.limits.max_budget_usd
         priced = {k for k, _ in CodexEndpoint.of_settings(context.machine).prices}
         if budget is not None and not {"input", "output"} <= priced:
@@ -177,17 +145,6 @@ class CodexBackend:
             context.environ, context.policy.runtime, context.request.project_interpreter
         )
 
-    @staticmethod
-    def _prices(context: BackendContext) -> Prices | None:
-        from concorde_workers.adapters.codex.stream import Prices
-
-        prices = dict(CodexEndpoint.of_settings(context.machine).prices)
-        if "input" not in prices or "output" not in prices:
-            return None
-        return Prices(
-            input=prices["input"], output=prices["output"], cached_input=prices.get("cached_input")
-        )
-
     def reader(self, context: BackendContext) -> StreamReader:
         """A CodexStreamReader, imported when a round runs (issue 32 §2: `plan` makes none)."""
         from concorde_workers.adapters.codex.stream import CodexStreamReader
@@ -196,44 +153,36 @@ class CodexBackend:
         return CodexStreamReader(
             max_turns=limits.max_turns,
             max_budget_usd=limits.max_budget_usd,
-            prices=self._prices(context),
+            prices=_prices(context),
             totals=self._totals,
-            rollout=lambda thread: self._rollout_text(context, thread),
+            rollout=lambda thread: rollout_text(self._fs, context.policy.runtime, thread),
         )
-
-    def _rollout_text(self, context: BackendContext, thread: str) -> str | None:
-        path = self.transcript(context, thread)
-        if path is None:
-            return None
-        try:
-            return self._fs.read_text(path)
-        except (FileSystemError, UnicodeDecodeError):
-            return None
 
     def transcript(self, context: BackendContext, session: str | None) -> str | None:
         """The thread's rollout, `config/codex/sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl`;
         None while there is none."""
-        if not session:
-            return None
-        suffix = f"-{session}.jsonl"
-        found = self._walk(layout.sessions(context.policy.runtime), 3, suffix)
-        return found
+        return find_rollout(self._fs, context.policy.runtime, session)
 
-    def _walk(self, folder: str, depth: int, suffix: str) -> str | None:
-        try:
-            entries = sorted(self._fs.listdir(folder), key=lambda e: e.name)
-        except FileSystemError:
-            return None
-        for entry in entries:
-            path = posixpath.join(folder, entry.name)
-            if depth == 0:
-                if entry.kind is EntryKind.FILE and entry.name.endswith(suffix):
-                    return path
-            elif entry.kind is EntryKind.DIRECTORY:
-                found = self._walk(path, depth - 1, suffix)
-                if found is not None:
-                    return found
+
+def _read_switch(fs: FileSystem, path: str) -> str | None:
+    """A kernel switch's file (`USERNS_SWITCHES`), None when it is not there or not readable."""
+    try:
+        return fs.read_text(path) if fs.is_file(path) else None
+    except (FileSystemError, UnicodeDecodeError):
         return None
+
+
+def _prices(context: BackendContext) -> Prices | None:
+    """The machine's prices of a token as the stream reader counts a round's cost; None without
+    an input and an output price (`command` then refuses a budget before launch)."""
+    from concorde_workers.adapters.codex.stream import Prices
+
+    prices = dict(CodexEndpoint.of_settings(context.machine).prices)
+    if "input" not in prices or "output" not in prices:
+        return None
+    return Prices(
+        input=prices["input"], output=prices["output"], cached_input=prices.get("cached_input")
+    )
 
 
 def _made(ports: BackendPorts) -> CodexBackend:
