@@ -7,6 +7,7 @@ The face for callers (Concorde, a script): everything needed to run, validate an
     host = cw.production().worker_host()
     request = cw.RunRequest.model_validate({...})       # seed 000's Inputs
     record = host.run(request, validation=lambda given: cw.ValidationOutcome())
+    result = record.result                                # a cw.WorkerResult, or None
     again = cw.read_run(record.run_directory)             # the record, rebuilt from the trace
 
 The names are imported on first use, so `import concorde_workers` stays cheap (the command
@@ -27,6 +28,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "RunRequest": ("concorde_workers.domain.configuration.request", "RunRequest"),
     "Limits": ("concorde_workers.domain.configuration.request", "Limits"),
     "RunRecord": ("concorde_workers.domain.evidence.records", "RunRecord"),
+    "WorkerResult": ("concorde_workers.domain.evidence.records", "WorkerResult"),
     "Refusal": ("concorde_workers.domain.ground.errors", "Refusal"),
     "ErrorLink": ("concorde_workers.domain.ground.errors", "ErrorLink"),
     "Cancellation": ("concorde_workers.container", "Cancellation"),
@@ -51,6 +53,7 @@ __all__ = [
     "ValidationInput",
     "ValidationOutcome",
     "WorkerHost",
+    "WorkerResult",
     "__version__",
     "production",
     "read_run",
@@ -70,7 +73,7 @@ if TYPE_CHECKING:
         read_run,
     )
     from concorde_workers.domain.configuration.request import Limits, RunRequest
-    from concorde_workers.domain.evidence.records import RunRecord
+    from concorde_workers.domain.evidence.records import RunRecord, WorkerResult
     from concorde_workers.domain.ground.errors import ErrorLink, Refusal
     from concorde_workers.ports.events import RunEvents
 

@@ -100,18 +100,8 @@ class RoundState:
         )
 
     def usage(self, running: bool = False) -> Usage:
-        reported = self.usage_reported
-        return Usage(
-            tokens_in=reported.tokens_in,
-            tokens_out=reported.tokens_out,
-            tokens_cache_read=reported.tokens_cache_read,
-            tokens_cache_write=reported.tokens_cache_write,
-            cost_usd=reported.cost_usd,
-            turns=reported.turns,
-            duration_seconds=(
-                None if self.duration is None or running else round(self.duration, 3)
-            ),
-        )
+        duration = None if self.duration is None or running else round(self.duration, 3)
+        return Usage.of_report(self.usage_reported, duration)
 
     def node(self, run_id: str, running: bool = False) -> TraceNode:
         """The round's node: ended once its agent ended, or, with `running`, what is known of

@@ -13,21 +13,26 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from concorde_workers.domain.ground.errors import ErrorLink
+from concorde_workers.domain.ground.record_fields import Amount, Count
 from concorde_workers.domain.run.rounds import RoundEnding
 
 
 class RoundUsage(BaseModel):
     """Tokens, cache reads and writes, cost and turns the agent program reported; None where it
-    reported nothing."""
+    reported nothing.
+
+    The one declaration of these figures (issue 34 §5): a round node's `Usage`
+    (domain/evidence/trace_node.py) is this model with the round's duration, strict as every
+    record is (a count an integer ≥ 0, an amount a number ≥ 0)."""
 
     model_config = ConfigDict(frozen=True)
 
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    tokens_cache_read: int | None = None
-    tokens_cache_write: int | None = None
-    cost_usd: float | None = None
-    turns: int | None = None
+    tokens_in: Count | None = None
+    tokens_out: Count | None = None
+    tokens_cache_read: Count | None = None
+    tokens_cache_write: Count | None = None
+    cost_usd: Amount | None = None
+    turns: Count | None = None
 
 
 class RoundReport(BaseModel):
