@@ -26,7 +26,7 @@ from concorde_workers.domain.isolation.check_copies import (
 from concorde_workers.domain.isolation.check_layer import EMPTY_FILE, LAYER_FOLDER
 from concorde_workers.domain.isolation.check_sandbox import Keep
 from concorde_workers.ports.checks import CheckCopyFailed
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import Clearing, FileSystemError
 from concorde_workers.ports.liveness import ProcessTable
 
 __all__ = ["CheckFolders"]
@@ -36,7 +36,7 @@ class CheckFolders:
     """The folders of one host's checks in the runtime parent `root`: copies of a tree (`copy`,
     `complete`), a layer's folder (`layer_folder`), and their removal (`discard`)."""
 
-    def __init__(self, fs: FileSystem, root: str, table: ProcessTable | None = None) -> None:
+    def __init__(self, fs: Clearing, root: str, table: ProcessTable | None = None) -> None:
         self._fs = fs
         self._root = root
         self._table = table

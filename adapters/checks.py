@@ -50,7 +50,7 @@ from concorde_workers.domain.isolation.check_sandbox import (
 )
 from concorde_workers.domain.run.checks import Check, CheckRun, CheckStatus
 from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import Clearing
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 from concorde_workers.ports.resources import ResourceGroups
@@ -71,7 +71,7 @@ class SandboxedCheckRunner:
     def __init__(
         self,
         processes: ProcessRunner,
-        fs: FileSystem,
+        fs: Clearing,
         bwrap: str | None,
         host_env: Mapping[str, str],
         host_hidden: Sequence[str],

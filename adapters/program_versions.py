@@ -33,7 +33,7 @@ from concorde_workers.domain.configuration.program_versions import (
     version_text,
 )
 from concorde_workers.domain.ground import json_limits
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileKeeping, FileSystemError
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 
 CACHE_FILE = posixpath.join("concorde-workers", "program-versions.json")
@@ -60,7 +60,7 @@ class InstalledProgramVersions:
     """ProgramVersions over the filesystem and the process runner."""
 
     def __init__(
-        self, fs: FileSystem, processes: ProcessRunner, environ: Mapping[str, str]
+        self, fs: FileKeeping, processes: ProcessRunner, environ: Mapping[str, str]
     ) -> None:
         self._fs = fs
         self._processes = processes

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 
 from concorde_workers.domain.configuration.discovery import Found, Installation, locate
 from concorde_workers.domain.configuration.program_versions import ProgramSpec
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import PathFacts
 
 
 def find_located(
-    fs: FileSystem,
+    fs: PathFacts,
     spec: ProgramSpec,
     environ: Mapping[str, str],
     installations: Sequence[Installation] = (),
@@ -26,7 +26,7 @@ def find_located(
 
 
 def find_program(
-    fs: FileSystem,
+    fs: PathFacts,
     spec: ProgramSpec,
     environ: Mapping[str, str],
     installations: Sequence[Installation] = (),
@@ -36,7 +36,7 @@ def find_program(
 
 
 def program_or_name(
-    fs: FileSystem,
+    fs: PathFacts,
     spec: ProgramSpec,
     environ: Mapping[str, str],
     installations: Sequence[Installation] = (),

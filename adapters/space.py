@@ -203,8 +203,10 @@ def _not_there(runtime: RuntimeLayout, root: str, size_bytes: int) -> str | None
     return None
 
 
-class SpacedFileSystem:
-    """`FileSystem` over `inner`, a path in a space this process holds reached in it."""
+class _Through:
+    """Reaches a path through the space that holds it: below its view when it lies in a space
+    this process holds, else as given to `inner`; an error names the path as the caller gave
+    it."""
 
     def __init__(self, inner: FileSystem, views: SpaceViews = VIEWS) -> None:
         self._inner = inner
@@ -219,7 +221,9 @@ class SpacedFileSystem:
         except FileSystemError as error:
             raise FileSystemError(path, error.op, error.os_error_text, error.errno) from error
 
-    # --- reading and facts -----------------------------------------------------------------
+
+class _SpacedReading(_Through):
+    """Reads through the spaces (ports.filesystem.FileReading)."""
 
     def read_bytes(self, path: str) -> bytes:
         return self._do(path, self._inner.read_bytes)
@@ -232,6 +236,10 @@ class SpacedFileSystem:
 
     def file_digest(self, path: str) -> str:
         return self._do(path, self._inner.file_digest)
+
+
+class _SpacedFacts(_Through):
+    """Says what a path is through the spaces (ports.filesystem.PathFacts)."""
 
     def stat(self, path: str) -> FileStat:
         return self._do(path, self._inner.stat)
@@ -280,7 +288,9 @@ class SpacedFileSystem:
     def which(self, program: str, search_path: str) -> str | None:
         return self._inner.which(program, search_path)
 
-    # --- listing ---------------------------------------------------------------------------
+
+class _SpacedListing(_Through):
+    """Lists a directory through the spaces (ports.filesystem.DirectoryListing)."""
 
     def listdir(self, path: str) -> list[DirEntry]:
         return self._do(path, self._inner.listdir)
@@ -288,7 +298,9 @@ class SpacedFileSystem:
     def subdirectories(self, path: str, wanted: frozenset[str]) -> Subdirs:
         return self._do(path, lambda p: self._inner.subdirectories(p, wanted))
 
-    # --- writing ---------------------------------------------------------------------------
+
+class _SpacedWriting(_Through):
+    """Writes through the spaces (ports.filesystem.FileWriting)."""
 
     def write_atomic(
         self, path: str, data: bytes | str, mode: int = 0o644, *, durable: bool = False
@@ -312,7 +324,9 @@ class SpacedFileSystem:
     def archive(self, source: str, archive: str, max_bytes: int) -> ArchiveOutcome:
         return self._do(source, lambda s: self._inner.archive(s, archive, max_bytes))
 
-    # --- removing and locking --------------------------------------------------------------
+
+class _SpacedRemoving(_Through):
+    """Removes through the spaces (ports.filesystem.Removing)."""
 
     def remove(self, path: str) -> None:
         self._do(path, self._inner.remove)
@@ -332,5 +346,16 @@ class SpacedFileSystem:
             for e in errors
         ]
 
+
+class _SpacedLocking(_Through):
+    """Locks through the spaces (ports.filesystem.Locking)."""
+
     def hold_lock(self, path: str, holder: str, shared: bool = False) -> HeldLock | str:
         return self._do(path, lambda p: self._inner.hold_lock(p, holder, shared))
+
+
+class SpacedFileSystem(
+    _SpacedReading, _SpacedFacts, _SpacedListing, _SpacedWriting, _SpacedRemoving, _SpacedLocking
+):
+    """`FileSystem` over `inner`, a path in a space this process holds reached in it: one class
+    per capability of the port, each reaching its paths through the spaces (`_Through`)."""

@@ -25,7 +25,7 @@ from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.stdout import IgnoredLines
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import TreeReading
 
 if TYPE_CHECKING:
     from concorde_workers.domain.evidence.records import LastAction
@@ -219,7 +219,7 @@ class BackendPorts:
     """What the composition root gives every backend it makes: the file system, the host's
     environment, whether the host is Linux, and where the agent programs are installed."""
 
-    fs: FileSystem
+    fs: TreeReading
     environ: dict[str, str]
     linux: bool
     installations: Sequence[Installation]

@@ -20,9 +20,12 @@ __all__ = [
     "NUL_IN_PATH",
     "SHARED_HOLDERS",
     "ArchiveOutcome",
+    "BoundedReading",
+    "Clearing",
     "DirEntry",
     "DirectoryListing",
     "EntryKind",
+    "FileKeeping",
     "FileReading",
     "FileStat",
     "FileSystem",
@@ -31,7 +34,12 @@ __all__ = [
     "HeldLock",
     "Locking",
     "PathFacts",
+    "PlacedWriting",
+    "Rearranging",
     "Removing",
+    "RunFiles",
+    "TreeReading",
+    "Walking",
     "read_regular_text",
     "tar_member_cost",
 ]
@@ -296,11 +304,61 @@ class FileSystem(
     FileReading, PathFacts, DirectoryListing, FileWriting, Removing, Locking, Protocol
 ):
     """Local files, every capability: read, inspect, list, write atomically, archive, change
-    modes, open up, remove, lock, and find programs. A use case that needs less names the
-    capability it needs."""
+    modes, open up, remove, lock, and find programs. The composition root holds one; a consumer
+    names the capabilities it uses (one of the above, or one of the intersections below named
+    for a need), and `mypy --strict` proves it uses no other (issue 34 §6)."""
 
 
-def read_regular_text(fs: FileSystem, path: str, limit: int) -> str:
+# The intersections several consumers share, each named for the need (a consumer with a need
+# of its own declares its intersection beside itself).
+
+
+@runtime_checkable
+class BoundedReading(FileReading, PathFacts, Protocol):
+    """Reads a file after looking at what its path is (`read_regular_text`, the trace's and the
+    machine's files)."""
+
+
+@runtime_checkable
+class Walking(PathFacts, DirectoryListing, Protocol):
+    """Looks at paths and lists folders, reading no file (the grant's and the placement's
+    walks, the confinement's facts, a backend finding its program)."""
+
+
+@runtime_checkable
+class TreeReading(FileReading, PathFacts, DirectoryListing, Protocol):
+    """Reads a tree: files, what paths are, folders' entries (verification, the observer of a
+    worktree, the placement's reader)."""
+
+
+@runtime_checkable
+class Clearing(PathFacts, Removing, Protocol):
+    """Removes what it looked at first (a check's copy, a stale copy)."""
+
+
+@runtime_checkable
+class PlacedWriting(PathFacts, FileWriting, Protocol):
+    """Writes where it looked first (the runtime directory's making, a report's target)."""
+
+
+@runtime_checkable
+class FileKeeping(FileReading, PathFacts, FileWriting, Protocol):
+    """Reads and writes files it keeps (the trace, the attestation, the installed programs)."""
+
+
+@runtime_checkable
+class Rearranging(PathFacts, FileWriting, Removing, Protocol):
+    """Writes and removes where it looked (the deletions, the planted Git metadata moved out,
+    a runtime directory made or given back)."""
+
+
+@runtime_checkable
+class RunFiles(FileReading, PathFacts, DirectoryListing, FileWriting, Removing, Protocol):
+    """Everything a run does to its files (the host, a round, the run's end, the sweep): all
+    but the worktree's lock, which the caller takes (`Locking`)."""
+
+
+def read_regular_text(fs: BoundedReading, path: str, limit: int) -> str:
     """The text of `path` when it is a regular file of at most `limit` bytes, a final link not
     followed: the one bounded read of a file the host reads for itself (issue 19 §4). A FIFO, a
     device, a link, a directory or a larger file raises `FileSystemError` naming why, and is

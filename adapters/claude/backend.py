@@ -38,11 +38,7 @@ from concorde_workers.ports.agent import (
     RoundKind,
     StreamReader,
 )
-from concorde_workers.ports.filesystem import (
-    EntryKind,
-    FileSystem,
-    FileSystemError,
-)
+from concorde_workers.ports.filesystem import EntryKind, FileSystemError, Walking
 
 
 class ClaudeBackend:
@@ -53,7 +49,7 @@ class ClaudeBackend:
 
     def __init__(
         self,
-        fs: FileSystem,
+        fs: Walking,
         installations: Sequence[Installation] = (),
     ) -> None:
         self._fs = fs

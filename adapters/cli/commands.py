@@ -58,7 +58,13 @@ from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.errors import Code, Reason, Refusal
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.ground.text import escape_controls, terminal_lines
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, HeldLock
+from concorde_workers.ports.filesystem import (
+    BoundedReading,
+    FileKeeping,
+    FileSystemError,
+    HeldLock,
+    PathFacts,
+)
 
 if TYPE_CHECKING:
     from concorde_workers.application.run.host import WorkerHost
@@ -358,7 +364,7 @@ def _show_diff(
     args: argparse.Namespace,
     record: RunRecord,
     run_dir: str,
-    fs: FileSystem,
+    fs: BoundedReading,
     out: TextIO,
     err: TextIO,
     plain: bool,
@@ -379,7 +385,7 @@ def _show_diff(
 
 
 def _show_html(
-    file: str, run_dir: str, cwd: str, fs: FileSystem, out: TextIO, err: TextIO, profiles: Profiles
+    file: str, run_dir: str, cwd: str, fs: FileKeeping, out: TextIO, err: TextIO, profiles: Profiles
 ) -> ExitStatus:
     """The run's report as one HTML page (issue 21 §3); a damaged trace gets a page that says
     so. `-` is standard output; a file is written atomically, and only as a new name or over a
@@ -408,7 +414,7 @@ def _show_html(
     return ExitStatus.OK
 
 
-def _html_target_problem(fs: FileSystem, target: str) -> str | None:
+def _html_target_problem(fs: PathFacts, target: str) -> str | None:
     """Why the report may not be written at `target`: what is there is no regular file (its
     final link not followed); None for a regular file or a new name."""
     try:

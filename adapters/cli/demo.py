@@ -39,7 +39,7 @@ from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.text import json_document, terminal_lines
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileKeeping, FileSystemError, PathFacts
 
 if TYPE_CHECKING:
     from concorde_workers.container import Container
@@ -56,7 +56,7 @@ DEMO_LIMITS = Limits(
 )
 
 
-def folder_refusal(fs: FileSystem, folder: str | None, cwd: str) -> Refusal | None:
+def folder_refusal(fs: PathFacts, folder: str | None, cwd: str) -> Refusal | None:
     """`--folder` must name an existing directory (the demo never creates it)."""
     if folder is None:
         return None
@@ -223,7 +223,7 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO, wiring: Wiring)
     return _report(record, results, world, as_json, out, err, report)
 
 
-def _write_report(fs: FileSystem, record: RunRecord, profiles: Profiles) -> str:
+def _write_report(fs: FileKeeping, record: RunRecord, profiles: Profiles) -> str:
     """The run's HTML report beside its trace (issue 21): where it is, or why there is none."""
     page = posixpath.join(posixpath.dirname(posixpath.dirname(record.run_directory)), "report.html")
     try:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from concorde_workers.adapters.cli.wiring import ExampleRepository, Wiring
     from concorde_workers.container import Container
     from concorde_workers.domain.configuration.request import RunRequest
-    from concorde_workers.ports.filesystem import FileSystem
+    from concorde_workers.ports.filesystem import PathFacts
 
 __all__ = ["checks_plan", "parent_refusal", "resources_plan", "run_plan"]
 
@@ -186,7 +186,7 @@ def checks_plan(checks: Sequence[Check], programs: Sequence[str] = (), view: str
     return lines
 
 
-def parent_refusal(fs: FileSystem, request: RunRequest, args: argparse.Namespace) -> Refusal | None:
+def parent_refusal(fs: PathFacts, request: RunRequest, args: argparse.Namespace) -> Refusal | None:
     """`run` needs an existing parent trace node folder: from --parent, else the request file."""
     if not request.parent:
         return invalid(

@@ -27,7 +27,7 @@ from concorde_workers.domain.ground.layout import ROUNDS_DIR, STATUS_FILE, TRACE
 from concorde_workers.domain.ground.record_fields import UTC_FORMAT
 from concorde_workers.domain.ground.run_id import is_run_id
 from concorde_workers.domain.ground.text import escape_controls
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, TreeReading
 
 __all__ = ["ProgressWatcher", "elapsed_text", "progress_text", "seconds_between"]
 
@@ -103,7 +103,7 @@ class ProgressWatcher:
 
     def __init__(
         self,
-        fs: FileSystem,
+        fs: TreeReading,
         parent: str,
         stream: TextIO,
         *,

@@ -40,7 +40,7 @@ from concorde_workers.ports.agent import (
     RoundKind,
     StreamReader,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, TreeReading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stream reader is imported when a round runs: `plan` makes none
@@ -55,7 +55,7 @@ class CodexBackend:
     profile = CODEX
     name = profile.name
 
-    def __init__(self, fs: FileSystem, installations: Sequence[Installation] = ()) -> None:
+    def __init__(self, fs: TreeReading, installations: Sequence[Installation] = ()) -> None:
         self._fs = fs
         self._program = NativeProgram(fs, installations)
         self._totals: dict[str, dict[str, int]] = {}

@@ -41,7 +41,7 @@ from concorde_workers.ports.agent import (
     RoundKind,
     StreamReader,
 )
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import BoundedReading
 
 # Seed 001 "Run directory": the generated settings.json holds only this.
 PI_SETTINGS = {"defaultProjectTrust": "never"}
@@ -59,7 +59,7 @@ class PiBackend:
 
     def __init__(
         self,
-        fs: FileSystem,
+        fs: BoundedReading,
         environ: dict[str, str],
         linux: bool = True,
         installations: Sequence[Installation] = (),

@@ -45,7 +45,7 @@ from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.run.stdout import IgnoredLines
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import BoundedReading, FileSystemError
 
 __all__ = [
     "ACTIONS_KEPT",
@@ -226,13 +226,13 @@ class PiStreamReader:
     """StreamReader for one pi round.
 
     `session_file` is the run's fixed session file (`<rt>/config/sessions/<run-id>.jsonl`) and
-    `fs` the FileSystem to read it with: the concorde-limit entries it holds when the reader is
+    `fs` what reads it (bounded): the concorde-limit entries it holds when the reader is
     made are earlier rounds'; only those added during the round count. Without them the reader
     relies on the stderr line alone.
     """
 
     session_file: str | None = None
-    fs: FileSystem | None = None
+    fs: BoundedReading | None = None
     clock: Clock | None = None
     actions: deque[LastAction] = field(default_factory=lambda: deque(maxlen=ACTIONS_KEPT))
     ignored: IgnoredLines = field(default_factory=IgnoredLines)

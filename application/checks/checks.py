@@ -48,7 +48,7 @@ from concorde_workers.domain.run.checks import (
     node_json,
 )
 from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner, OnCancel
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, FileWriting
 
 ACTOR = "Check execution"
 _NOTHING = Grant(task_type="implement", entries=(), context_identity="none")
@@ -120,7 +120,7 @@ class ChecksValidation:
         self,
         checks: Sequence[Check],
         runner: CheckRunner,
-        fs: FileSystem,
+        fs: FileWriting,
         place: CheckPlace,
         cancel: Cancellation | None = None,
     ) -> None:

@@ -30,14 +30,19 @@ from concorde_workers.domain.ground.codes import Code, Reason
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import PROGRAMS_FILE, TRACE_FILE, RunLayout
 from concorde_workers.ports.attestation import Sealer, SealFailed
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.ports.filesystem import (
+    BoundedReading,
+    FileKeeping,
+    FileSystemError,
+    read_regular_text,
+)
 
 __all__ = ["Attestor", "SigningKey", "trace_facts"]
 
 MAX_PROGRAMS_BYTES = 1024 * 1024
 
 
-def _programs(fs: FileSystem, run_dir: str) -> Any:
+def _programs(fs: BoundedReading, run_dir: str) -> Any:
     path = posixpath.join(run_dir, PROGRAMS_FILE)
     try:
         return json_limits.loads(read_regular_text(fs, path, MAX_PROGRAMS_BYTES))
@@ -45,7 +50,7 @@ def _programs(fs: FileSystem, run_dir: str) -> Any:
         return None
 
 
-def trace_facts(fs: FileSystem, run_dir: str) -> TraceFacts | Refusal:
+def trace_facts(fs: BoundedReading, run_dir: str) -> TraceFacts | Refusal:
     """The run directory as the statement is built from it; a refusal naming the node that is
     missing or malformed."""
     layout = RunLayout(run_dir=run_dir)
@@ -83,7 +88,7 @@ def trace_facts(fs: FileSystem, run_dir: str) -> TraceFacts | Refusal:
 class Attestor:
     """Writes a run's attestation.json after its final record."""
 
-    def __init__(self, fs: FileSystem, sealer: Sealer, key: SigningKey) -> None:
+    def __init__(self, fs: FileKeeping, sealer: Sealer, key: SigningKey) -> None:
         self._fs, self._sealer, self._key = fs, sealer, key
 
     @property

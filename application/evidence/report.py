@@ -26,7 +26,7 @@ from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.json_limits import MAX_TRANSCRIPT_BYTES
 from concorde_workers.domain.ground.layout import TRANSCRIPT_FILE
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import BoundedReading, FileSystemError
 
 __all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather"]
 
@@ -51,7 +51,7 @@ LOG_TAIL_BYTES = 4096
 MAX_LOG_BYTES = 64 * 1024 * 1024
 
 
-def _check_logs(fs: FileSystem, run_dir: str, record: RunRecord) -> dict[tuple[int, str], str]:
+def _check_logs(fs: BoundedReading, run_dir: str, record: RunRecord) -> dict[tuple[int, str], str]:
     found: dict[tuple[int, str], str] = {}
     for r in record.rounds:
         for item in r.evidence or ():
@@ -70,7 +70,7 @@ def _check_logs(fs: FileSystem, run_dir: str, record: RunRecord) -> dict[tuple[i
     return found
 
 
-def _transcript(fs: FileSystem, run_dir: str, problems: list[str]) -> list[str]:
+def _transcript(fs: BoundedReading, run_dir: str, problems: list[str]) -> list[str]:
     path = posixpath.join(run_dir, TRANSCRIPT_FILE)
     try:
         found = fs.stat(path)
@@ -91,7 +91,7 @@ def _transcript(fs: FileSystem, run_dir: str, problems: list[str]) -> list[str]:
     return data.decode("utf-8", "replace").splitlines()
 
 
-def gather(fs: FileSystem, run_dir: str, profiles: Profiles) -> ReportInput:
+def gather(fs: BoundedReading, run_dir: str, profiles: Profiles) -> ReportInput:
     """Everything the report shows of the run in `run_dir`, as the registered backends'
     `profiles` read it (their programs, their transcripts)."""
     record = read_record(fs, run_dir)

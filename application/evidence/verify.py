@@ -48,7 +48,7 @@ from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import TRACE_FILE, RunLayout
 from concorde_workers.domain.run.changes import CHANGES_FILE
 from concorde_workers.ports.attestation import Sealer
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, TreeReading
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.replay import PatchReplay
 
@@ -92,7 +92,7 @@ class Verifier:
     """Checks one run directory; `replay` is the host's Git when there is one."""
 
     def __init__(
-        self, fs: FileSystem, sealer: Sealer, git: GitReader, replay: PatchReplay | None
+        self, fs: TreeReading, sealer: Sealer, git: GitReader, replay: PatchReplay | None
     ) -> None:
         self._fs, self._git, self._replay = fs, git, replay
         self._attestation = AttestationCheck(fs, sealer)

@@ -28,7 +28,7 @@ from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.layout import WORKERS_DIR
 from concorde_workers.domain.ground.text import control_problem
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, PathFacts
 
 __all__ = ["BesideJudge", "run_directories"]
 
@@ -37,7 +37,7 @@ class BesideJudge:
     """Judges what a request lists beside its grant, with one host's facts."""
 
     def __init__(
-        self, fs: FileSystem, host: HostFacts, credentials: Sequence[CredentialSpec]
+        self, fs: PathFacts, host: HostFacts, credentials: Sequence[CredentialSpec]
     ) -> None:
         self._fs = fs
         self._host = host

@@ -31,8 +31,9 @@ from concorde_workers.domain.isolation.mount_plan import (
     launch_problem,
     unbound_rw_entry,
 )
+from concorde_workers.ports import filesystem as files
 from concorde_workers.ports.agent import AgentBackend, BackendContext
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, Walking
 
 # The programs a confined agent's own sandbox starts by name (Claude Code's and pi's
 # sandbox-runtime: bwrap, socat; Grep and pi's search tools: rg, fd): kept visible wherever
@@ -55,7 +56,7 @@ HOW_TO_PROVIDE = {
 class ConfinementFacts:
     """`PathFacts` over the filesystem port."""
 
-    def __init__(self, fs: FileSystem) -> None:
+    def __init__(self, fs: Walking) -> None:
         self._fs = fs
 
     def kind(self, path: str) -> EntryKind | None:
@@ -75,7 +76,7 @@ class ConfinementFacts:
 
 
 def plan_confinement(
-    fs: FileSystem,
+    fs: Walking,
     backend: AgentBackend,
     context: BackendContext,
     interpreter_roots: Sequence[str],
@@ -122,7 +123,7 @@ def plan_confinement(
     return plan.model_copy(update={"control_groups": tuple(control_groups)})
 
 
-def confinement_launch_problem(fs: FileSystem, confinement: Confinement) -> str | None:
+def confinement_launch_problem(fs: Walking, confinement: Confinement) -> str | None:
     """Why a round cannot start confined now (a mount would land elsewhere), or None."""
     return launch_problem(confinement, ConfinementFacts(fs).facts())
 
@@ -142,7 +143,7 @@ def _trusted_path(search: str, *worker_writable: str) -> str:
 
 
 def _tools(
-    fs: FileSystem, search: str, as_root: bool, interpreter: str
+    fs: files.PathFacts, search: str, as_root: bool, interpreter: str
 ) -> ConfinementTools | list[str]:
     # unshare, nsenter, mount and mkdir make and enter the run's writable space
     # (domain/isolation/runtime_space.py); as root, umount and unshare run the helper too.
@@ -177,7 +178,7 @@ def _tools(
     )
 
 
-def _installations(fs: FileSystem, paths: Iterable[str]) -> list[str]:
+def _installations(fs: files.PathFacts, paths: Iterable[str]) -> list[str]:
     """Each absolute path as given (a program may be named through a link) and the
     installation it really lies in."""
     out: list[str] = []

@@ -6,14 +6,14 @@ credential files the backend would copy."""
 from __future__ import annotations
 
 from concorde_workers.application.preparation.prepared import Prepared
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import PathFacts
 
 __all__ = ["missing_credentials"]
 
 _KEY_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN")
 
 
-def missing_credentials(fs: FileSystem, prepared: Prepared) -> str | None:
+def missing_credentials(fs: PathFacts, prepared: Prepared) -> str | None:
     """The note a plan gives when the run would carry no credential at all, else None."""
     # A key by the name its machine file gives (codex.json's key_env may end in _TOKEN or
     # _SECRET) counts as doctor counts it.

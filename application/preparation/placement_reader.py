@@ -22,7 +22,7 @@ from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.paths import Subdirs, relative_to
 from concorde_workers.domain.ground.text import control_problem
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, TreeReading
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 
 __all__ = ["GitFound", "PlacementReader", "misplaced"]
@@ -36,7 +36,7 @@ class PlacementReader:
     ports; `kept` holds Git's answers from the host's first question to the end of the
     preparation."""
 
-    def __init__(self, git: GitReader, fs: FileSystem) -> None:
+    def __init__(self, git: GitReader, fs: TreeReading) -> None:
         self._git = git
         self._fs = fs
         self.kept = PlacementAnswers()

@@ -28,7 +28,7 @@ from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.run_id import run_id, runtime_directory_name
 from concorde_workers.domain.isolation.environment import redact
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import Walking
 from concorde_workers.ports.random import Random
 
 
@@ -107,7 +107,7 @@ class Planner:
         clock: Clock,
         random: Random,
         temp_root: str,
-        fs: FileSystem,
+        fs: Walking,
         signing_key: SigningKey | None = None,
     ) -> None:
         self._key = signing_key

@@ -45,7 +45,7 @@ from concorde_workers.domain.ground.paths import DirEntry, is_within
 from concorde_workers.domain.isolation.launch import schema_text
 from concorde_workers.domain.run.brief import compose_brief
 from concorde_workers.ports.agent import AgentBackend, BackendContext, RoundKind
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import DirectoryListing, FileSystemError, TreeReading
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.program_versions import ProgramVersions
 
@@ -58,7 +58,7 @@ class Preparer:
     def __init__(
         self,
         git: GitReader,
-        fs: FileSystem,
+        fs: TreeReading,
         host: HostFacts,
         backends: Mapping[str, AgentBackend],
         versions: ProgramVersions,
@@ -400,7 +400,7 @@ def runtime_inside(
     )
 
 
-def listing(fs: FileSystem) -> Callable[[str], list[DirEntry]]:
+def listing(fs: DirectoryListing) -> Callable[[str], list[DirEntry]]:
     """A folder's entries for the policy's walk, none where it cannot be listed."""
 
     def entries(path: str) -> list[DirEntry]:

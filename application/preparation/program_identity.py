@@ -14,10 +14,10 @@ import posixpath
 from collections.abc import Sequence
 
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, changed_problem
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, PathFacts
 
 
-def program_identity(fs: FileSystem, program: ProgramVersion) -> str | None:
+def program_identity(fs: PathFacts, program: ProgramVersion) -> str | None:
     """The program's file and its version's source (a package.json; a `--version` asked has no
     file of its own), each resolved with its size and modification time; None when one of them
     cannot be read."""
@@ -34,12 +34,12 @@ def program_identity(fs: FileSystem, program: ProgramVersion) -> str | None:
     return "\n".join(parts) or None
 
 
-def with_identity(fs: FileSystem, program: ProgramVersion) -> ProgramVersion:
+def with_identity(fs: PathFacts, program: ProgramVersion) -> ProgramVersion:
     """The program as found, with its identity now."""
     return program.model_copy(update={"identity": program_identity(fs, program)})
 
 
-def program_changed(fs: FileSystem, programs: Sequence[ProgramVersion]) -> str | None:
+def program_changed(fs: PathFacts, programs: Sequence[ProgramVersion]) -> str | None:
     """Why the next round must not start (a program changed since the preparation), or None."""
     for program in programs:
         problem = changed_problem(program, program_identity(fs, program))

@@ -16,12 +16,17 @@ from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.ground.layout import GRANT_FILE
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.ports.filesystem import (
+    BoundedReading,
+    FileSystemError,
+    Walking,
+    read_regular_text,
+)
 
 __all__ = ["notes_for_grant", "notes_for_request", "notes_for_run", "read_grant"]
 
 
-def notes_for_grant(fs: FileSystem, worktree: str, grant: Grant) -> tuple[str, ...]:
+def notes_for_grant(fs: Walking, worktree: str, grant: Grant) -> tuple[str, ...]:
     """The grant's notes against the worktree as it is now: what is at each entry's path (its
     final link not followed) and the names beside it, for a guess at what was meant."""
 
@@ -41,7 +46,7 @@ def notes_for_grant(fs: FileSystem, worktree: str, grant: Grant) -> tuple[str, .
 
 
 def notes_for_request(
-    fs: FileSystem, request: RunRequest, profile: BackendProfile | None
+    fs: Walking, request: RunRequest, profile: BackendProfile | None
 ) -> tuple[str, ...]:
     """The notes of a request: its grant's (none for a grant the run refuses: its refusal says
     it), then its model id's on `profile`, the request's backend."""
@@ -51,13 +56,13 @@ def notes_for_request(
     return (*notes, *([model] if model is not None else []))
 
 
-def notes_for_run(fs: FileSystem, run_dir: str) -> tuple[str, ...]:
+def notes_for_run(fs: BoundedReading, run_dir: str) -> tuple[str, ...]:
     """The notes of a run's grant.json that need no worktree (`show` has none)."""
     grant = parse_grant(read_grant(fs, run_dir, []))
     return grant_notes(grant) if isinstance(grant, Grant) else ()
 
 
-def read_grant(fs: FileSystem, run_dir: str, problems: list[str]) -> dict[str, Any] | None:
+def read_grant(fs: BoundedReading, run_dir: str, problems: list[str]) -> dict[str, Any] | None:
     """The run's grant.json (4 MiB, a regular file), or None with the problem said."""
     path = posixpath.join(run_dir, GRANT_FILE)
     try:

@@ -30,7 +30,7 @@ from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.paths import is_within
 from concorde_workers.domain.ground.text import control_problem
 from concorde_workers.domain.run.checks import Check, parse_checks
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.ports.filesystem import BoundedReading, FileSystemError, read_regular_text
 
 REQUEST_FIELDS = tuple(RunRequest.model_fields)
 MAX_INSTRUCTIONS_BYTES = 1024 * 1024
@@ -124,7 +124,7 @@ def instructions_missing(request: RunRequest, flags: RequestFlags) -> Refusal | 
 class RequestBuilder:
     """Reads the request file, the grant file and `@file` instructions through the filesystem."""
 
-    def __init__(self, fs: FileSystem, cwd: str) -> None:
+    def __init__(self, fs: BoundedReading, cwd: str) -> None:
         self._fs = fs
         self._cwd = cwd
 

@@ -15,7 +15,7 @@ import posixpath
 
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, HeldLock
+from concorde_workers.ports.filesystem import FileSystemError, HeldLock, Locking
 
 __all__ = ["HOLDER_SHOWN_CHARS", "WORKTREE_LOCK", "hold_worktree", "writes"]
 
@@ -32,7 +32,7 @@ def writes(grant: object) -> bool:
 
 
 def hold_worktree(
-    fs: FileSystem, git_dir: str, worktree: str, holder: str, shared: bool
+    fs: Locking, git_dir: str, worktree: str, holder: str, shared: bool
 ) -> HeldLock | Refusal:
     """The worktree's lock (its Git directory `git_dir`) with `holder` written in it, or the
     refusal (worktree_busy, the command line's own) naming who holds it or why it cannot be

@@ -31,7 +31,7 @@ from concorde_workers.domain.run.changes import (
     round_changed,
 )
 from concorde_workers.ports.changes import ChangeTrees
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, PathFacts
 from concorde_workers.ports.git import GitCommandFailed
 
 __all__ = ["CHANGE_STORE", "ChangeKeeper", "keeper_for", "open_change_store"]
@@ -46,7 +46,7 @@ class ChangeKeeper:
     def __init__(
         self,
         trees: ChangeTrees,
-        fs: FileSystem,
+        fs: PathFacts,
         repo: GitRepository,
         grant: Grant,
         store: str,
@@ -169,7 +169,7 @@ def open_change_store(git: object, prepared: Prepared, state: RunState) -> str |
 
 
 def keeper_for(
-    git: object, fs: FileSystem, prepared: Prepared, tracer: TraceWriter, state: RunState
+    git: object, fs: PathFacts, prepared: Prepared, tracer: TraceWriter, state: RunState
 ) -> ChangeKeeper | None:
     """The run's keeper when the host's Git keeps trees (the real one does; a fake world's
     Git keeps none, and its rounds no patch), over the store `open_change_store` made."""

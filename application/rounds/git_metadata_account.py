@@ -23,7 +23,7 @@ from concorde_workers.domain.run.audit import (
     Snapshot,
     is_git_metadata,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, TreeReading
 
 __all__ = ["GIT_DIR_FILES", "GitMetadataAccount"]
 
@@ -47,7 +47,7 @@ class GitMetadataAccount:
 
     def __init__(
         self,
-        fs: FileSystem,
+        fs: TreeReading,
         worktree: str,
         writable: Sequence[str],
         measure: Callable[[str], FileState | None],

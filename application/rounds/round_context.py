@@ -20,7 +20,7 @@ from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.run.audit import Snapshot
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import RunFiles
 from concorde_workers.ports.process import ProcessRunner
 from concorde_workers.ports.random import Random
 from concorde_workers.ports.space import RuntimeSpace
@@ -30,7 +30,7 @@ __all__ = ["RoundContext"]
 
 @dataclass
 class RoundContext:
-    fs: FileSystem
+    fs: RunFiles
     clock: Clock
     random: Random
     processes: ProcessRunner

@@ -54,7 +54,7 @@ from concorde_workers.domain.run.audit import (
     WorktreeState,
     observe,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, TreeReading
 from concorde_workers.ports.git import GitReader
 
 _T = TypeVar("_T")
@@ -67,7 +67,7 @@ class WorktreeObserver:
     def __init__(
         self,
         git: GitReader,
-        fs: FileSystem,
+        fs: TreeReading,
         repository: GitRepository,
         *,
         parallel: bool = True,

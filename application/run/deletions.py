@@ -15,7 +15,7 @@ from concorde_workers.application.tracing.journal import DeletionJournal
 from concorde_workers.domain.ground.errors import ErrorLink
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.run.deletions import Kind, PlannedDeletion, outcome, plan_deletions
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, Rearranging
 
 __all__ = ["Deletions"]
 
@@ -23,7 +23,7 @@ __all__ = ["Deletions"]
 class Deletions:
     """Performs a run's proposed deletions through the filesystem port."""
 
-    def __init__(self, fs: FileSystem) -> None:
+    def __init__(self, fs: Rearranging) -> None:
         self._fs = fs
 
     def perform(self, run: HostRun, prepared: Prepared, link: ErrorLink | None) -> ErrorLink | None:

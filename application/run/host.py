@@ -66,10 +66,7 @@ from concorde_workers.domain.run.audit import Snapshot
 from concorde_workers.domain.run.rounds import WorkerStatus, deletions_allowed
 from concorde_workers.ports.clock import Clock
 from concorde_workers.ports.events import RunEvents
-from concorde_workers.ports.filesystem import (
-    FileSystem,
-    FileSystemError,
-)
+from concorde_workers.ports.filesystem import FileSystemError, RunFiles
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.process import ProcessRunner
@@ -95,7 +92,7 @@ class WorkerHost:
         self,
         *,
         git: GitReader,
-        fs: FileSystem,
+        fs: RunFiles,
         clock: Clock,
         random: Random,
         processes: ProcessRunner,

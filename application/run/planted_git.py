@@ -11,8 +11,8 @@ from concorde_workers.application.runtime.run_state import RunState
 from concorde_workers.domain.gitview.git_metadata import GitMetadata
 from concorde_workers.ports.filesystem import (
     ARCHIVE_END_BYTES,
-    FileSystem,
     FileSystemError,
+    Rearranging,
     tar_member_cost,
 )
 
@@ -34,7 +34,7 @@ def leave_git_metadata(state: RunState, why: str) -> None:
         )
 
 
-def move_git_metadata(fs: FileSystem, state: RunState, prepared: Prepared) -> None:
+def move_git_metadata(fs: Rearranging, state: RunState, prepared: Prepared) -> None:
     """Move each `.git` entry the last round created out of the worktree, into a tar
     archive in the run directory: left there, it would run its configuration for whoever
     next uses Git in the worktree (a plain `git status` recurses into a submodule path).
@@ -57,7 +57,7 @@ def move_git_metadata(fs: FileSystem, state: RunState, prepared: Prepared) -> No
 
 
 def _move_one(
-    fs: FileSystem, item: GitMetadata, number: int, run_dir: str, worktree: str, budget: int
+    fs: Rearranging, item: GitMetadata, number: int, run_dir: str, worktree: str, budget: int
 ) -> tuple[GitMetadata, int]:
     """Archive the entry within `budget` bytes (none at all when not even an empty archive
     fits), then remove it from the worktree; the item as moved, and the bytes archived."""

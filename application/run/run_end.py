@@ -22,7 +22,7 @@ from concorde_workers.domain.evidence.records import ProgressStatus, RunRecord
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, RunFiles
 
 __all__ = ["FINISH_ATTEMPTS", "RunEnd"]
 
@@ -33,7 +33,7 @@ FINISH_ATTEMPTS = 3
 class RunEnd:
     """Ends one run after its last step, whatever ended it."""
 
-    def __init__(self, fs: FileSystem, clock: Clock, attestor: Attestor | None) -> None:
+    def __init__(self, fs: RunFiles, clock: Clock, attestor: Attestor | None) -> None:
         self._fs = fs
         self._clock = clock
         self._attestor = attestor

@@ -17,6 +17,7 @@ import hashlib
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from concorde_workers.domain.evidence.sweep import OWNER_FILE, OwnerRecord, owner_record_text
 from concorde_workers.domain.ground.json_limits import MAX_TRANSCRIPT_BYTES
@@ -30,7 +31,19 @@ from concorde_workers.domain.ground.layout import (
 )
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.ground.run_id import is_run_id, runtime_directory_name
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import (
+    Clearing,
+    DirectoryListing,
+    FileReading,
+    FileSystemError,
+    FileWriting,
+    PathFacts,
+    PlacedWriting,
+    Rearranging,
+    Removing,
+    RunFiles,
+    Walking,
+)
 from concorde_workers.ports.random import Random
 
 __all__ = [
@@ -46,6 +59,17 @@ __all__ = [
     "create_runtime_directory",
     "release_runtime_directory",
 ]
+
+
+class TreeClearing(DirectoryListing, PathFacts, Removing, Protocol):
+    """Lists a tree and removes what it looked at (all of a runtime directory but its owner
+    record)."""
+
+
+class TranscriptKeeping(FileReading, PathFacts, FileWriting, Removing, Protocol):
+    """Copies the agent's transcript out of the runtime directory: reads it bounded, writes
+    the copy, removes a copy it cannot finish."""
+
 
 PRIVATE_MODE = 0o700
 """The runtime directory and its sub-directories: the host's user only."""
@@ -71,7 +95,7 @@ def _describe(error: FileSystemError) -> str:
 
 
 def create_runtime_directory(
-    fs: FileSystem, temp_root: str, run_id: str, random: Random, *, owner: OwnerRecord
+    fs: Rearranging, temp_root: str, run_id: str, random: Random, *, owner: OwnerRecord
 ) -> RuntimeLayout | FileSystemError:
     """Create a new private runtime directory for `run_id` below the existing `temp_root`.
 
@@ -112,7 +136,7 @@ _CREATE = "create_runtime_directory"
 
 
 def _refusal(
-    fs: FileSystem, temp_root: str, run_id: str, owner: OwnerRecord
+    fs: PathFacts, temp_root: str, run_id: str, owner: OwnerRecord
 ) -> FileSystemError | None:
     """Why no runtime directory can be made for `run_id` below `temp_root`; None: it can."""
     if not is_run_id(run_id):
@@ -135,7 +159,7 @@ def _refusal(
     return None
 
 
-def _furnish(fs: FileSystem, root: str, owner: OwnerRecord) -> RuntimeLayout:
+def _furnish(fs: PlacedWriting, root: str, owner: OwnerRecord) -> RuntimeLayout:
     """Make the just-created `root` private, give it its sub-directories and the owner record;
     raises the first `FileSystemError` (the caller removes what was made)."""
     # chmod follows a link: what was made must be a directory (not a link planted in
@@ -162,7 +186,7 @@ def _furnish(fs: FileSystem, root: str, owner: OwnerRecord) -> RuntimeLayout:
     return layout
 
 
-def _remove_quietly(fs: FileSystem, root: str) -> None:
+def _remove_quietly(fs: Clearing, root: str) -> None:
     # the creation already failed: that error is the one to report
     with contextlib.suppress(FileSystemError):
         if fs.lexists(root):
@@ -205,7 +229,7 @@ class CleanupOutcome:
 
 
 def cleanup_runtime_directory(
-    fs: FileSystem,
+    fs: RunFiles,
     runtime: RuntimeLayout,
     credential_copies: Sequence[str],
     transcript: str | None,
@@ -265,7 +289,7 @@ def cleanup_runtime_directory(
     )
 
 
-def release_runtime_directory(fs: FileSystem, runtime: RuntimeLayout) -> CleanupOutcome:
+def release_runtime_directory(fs: Rearranging, runtime: RuntimeLayout) -> CleanupOutcome:
     """The rest of a runtime directory `cleanup_runtime_directory(keep_owner=True)` emptied: its
     owner record and the root, removed and checked gone, the runtime parent synced."""
     errors: list[str] = []
@@ -290,7 +314,7 @@ def _owner_path(runtime: RuntimeLayout) -> str:
     return posixpath.join(runtime.control, OWNER_FILE)
 
 
-def _is_real_dir(fs: FileSystem, path: str) -> bool:
+def _is_real_dir(fs: PathFacts, path: str) -> bool:
     """A directory itself, not a link to one (its entries are never listed through a link)."""
     try:
         return fs.stat(path).kind is EntryKind.DIRECTORY
@@ -298,7 +322,7 @@ def _is_real_dir(fs: FileSystem, path: str) -> bool:
         return False
 
 
-def _remove_all_but_owner(fs: FileSystem, runtime: RuntimeLayout, errors: list[str]) -> None:
+def _remove_all_but_owner(fs: TreeClearing, runtime: RuntimeLayout, errors: list[str]) -> None:
     """Remove every entry of the root but control/, and every entry of control/ but the owner
     record; a link is removed as a link, never followed."""
     owner = _owner_path(runtime)
@@ -324,7 +348,7 @@ def _remove_all_but_owner(fs: FileSystem, runtime: RuntimeLayout, errors: list[s
 
 
 def _remains_but_owner(
-    fs: FileSystem,
+    fs: Walking,
     runtime: RuntimeLayout,
     copies: Sequence[str],
     resisting: dict[str, str],
@@ -350,7 +374,7 @@ def _remains_but_owner(
     return tuple(remains)
 
 
-def _sync_removal(fs: FileSystem, root: str, errors: list[str]) -> None:
+def _sync_removal(fs: PlacedWriting, root: str, errors: list[str]) -> None:
     """The removal of the credential copies survives a power loss: the runtime parent synced
     once after the root went (or the root itself when it remains), which commits every unlink
     before it (docs/decisions.md "What is durable")."""
@@ -361,7 +385,7 @@ def _sync_removal(fs: FileSystem, root: str, errors: list[str]) -> None:
         errors.append(_describe(error))
 
 
-def _remove_copy(fs: FileSystem, copy: str, resisting: dict[str, str], errors: list[str]) -> None:
+def _remove_copy(fs: Clearing, copy: str, resisting: dict[str, str], errors: list[str]) -> None:
     """Remove one credential copy when it is there; one that resists is kept in `resisting`
     with its OS error (and `errors`), one removed now is taken out of it."""
     try:
@@ -374,7 +398,7 @@ def _remove_copy(fs: FileSystem, copy: str, resisting: dict[str, str], errors: l
 
 
 def _remains(
-    fs: FileSystem,
+    fs: PathFacts,
     root: str,
     copies: Sequence[str],
     resisting: dict[str, str],
@@ -391,7 +415,7 @@ def _remains(
     return tuple(remains)
 
 
-def copy_transcript(fs: FileSystem, transcript: str, dest: str) -> str | None:
+def copy_transcript(fs: TranscriptKeeping, transcript: str, dest: str) -> str | None:
     """The transcript copied to `dest` in the run directory, the copy's digest checked, the
     original left where it is; None when done, else why not. After every round, so a host
     killed by SIGKILL (whose runtime spaces die with it, issue 30 §2) leaves the transcript of
@@ -400,7 +424,7 @@ def copy_transcript(fs: FileSystem, transcript: str, dest: str) -> str | None:
 
 
 def _keep_transcript(
-    fs: FileSystem, transcript: str | None, dest: str | None
+    fs: TranscriptKeeping, transcript: str | None, dest: str | None
 ) -> tuple[bool, str | None]:
     if transcript is None:
         return False, None
@@ -425,7 +449,7 @@ def _keep_transcript(
     return True, None
 
 
-def _open_up(fs: FileSystem, root: str, errors: list[str]) -> None:
+def _open_up(fs: Removing, root: str, errors: list[str]) -> None:
     """Give every directory below and at `root` u+rwx through descriptors (`FileSystem.open_up`:
     each opened relative to its parent without following a link, changed through the
     descriptor), so a directory swapped for a link between a look and the change cannot

@@ -14,7 +14,7 @@ from concorde_workers.domain.setup.agent_install import (
     install_plan,
     stamp_path,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileKeeping, FileSystemError
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 
 NPM_TIMEOUT_SECONDS = 1800.0
@@ -33,7 +33,7 @@ class InstallOutcome:
 
 class AgentInstaller:
     def __init__(
-        self, fs: FileSystem, processes: ProcessRunner, environ: Mapping[str, str]
+        self, fs: FileKeeping, processes: ProcessRunner, environ: Mapping[str, str]
     ) -> None:
         self._fs = fs
         self._processes = processes

@@ -48,7 +48,7 @@ from concorde_workers.domain.setup.doctor import (
     diagnose,
     tools_of,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import BoundedReading, FileSystemError
 from concorde_workers.ports.program_versions import ProgramVersions
 from concorde_workers.ports.resources import ResourceGroups
 from concorde_workers.ports.sandbox_probe import SandboxProbe
@@ -73,7 +73,7 @@ class Doctor:
 
     def __init__(
         self,
-        fs: FileSystem,
+        fs: BoundedReading,
         versions: ProgramVersions,
         probe: SandboxProbe,
         config_reader: ConfigurationReader,

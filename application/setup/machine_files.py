@@ -32,7 +32,12 @@ from concorde_workers.domain.configuration.machine import (
 )
 from concorde_workers.domain.configuration.profile import BackendProfile, CopiedText
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.ports.filesystem import (
+    BoundedReading,
+    FileSystemError,
+    PathFacts,
+    read_regular_text,
+)
 
 __all__ = [
     "MAX_COPY_BYTES",
@@ -61,7 +66,7 @@ class MachineFile:
 
 
 def read_machine_file(
-    fs: FileSystem, environ: Mapping[str, str], spec: MachineFileSpec
+    fs: BoundedReading, environ: Mapping[str, str], spec: MachineFileSpec
 ) -> MachineFile:
     """The file `spec` says, by the one rule of machine files and within its bound."""
     where = machine_file_location(environ, spec)
@@ -84,7 +89,7 @@ def read_machine_file(
 
 
 def backend_machine_file(
-    fs: FileSystem, environ: Mapping[str, str], profile: BackendProfile
+    fs: BoundedReading, environ: Mapping[str, str], profile: BackendProfile
 ) -> MachineFileAnswer:
     """What the backend's own machine file gives its rounds (nothing for a backend without
     one), or what is wrong with it."""
@@ -125,7 +130,7 @@ class Copies:
 
 
 def read_copies(
-    fs: FileSystem,
+    fs: BoundedReading,
     pairs: Sequence[tuple[str, str]],
     spec: CredentialSpec,
     environ: Mapping[str, str],
@@ -145,7 +150,7 @@ def read_copies(
 
 
 def _directory_problem(
-    fs: FileSystem, spec: CredentialSpec, environ: Mapping[str, str]
+    fs: PathFacts, spec: CredentialSpec, environ: Mapping[str, str]
 ) -> Copies | None:
     variable = spec.directory_variable
     named = environ.get(variable, "")
@@ -169,7 +174,7 @@ def _directory_problem(
     return None
 
 
-def _read_copy(fs: FileSystem, source: str) -> bytes | str | None:
+def _read_copy(fs: BoundedReading, source: str) -> bytes | str | None:
     """The source's bytes (None: absent), or why it cannot be copied: followed to its final
     file as the program follows it, which must be a regular file within the bound. A relative
     source (a relative HOME is no home) is never read: the policy could not hide it."""

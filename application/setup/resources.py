@@ -28,7 +28,7 @@ from concorde_workers.domain.configuration.resources import (
     ResourceLimits,
     judge_use,
 )
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import BoundedReading
 from concorde_workers.ports.resources import GroupFailed, ResourceGroup, ResourceGroups
 
 __all__ = ["RunResources", "group_name", "read_machine_resources", "sweep_groups"]
@@ -61,7 +61,7 @@ def sweep_groups(
     return tuple(removed), tuple(failed)
 
 
-def read_machine_resources(fs: FileSystem, environ: Mapping[str, str]) -> MachineResources:
+def read_machine_resources(fs: BoundedReading, environ: Mapping[str, str]) -> MachineResources:
     """The machine's resources.json (domain/configuration/machine_resources.py) through the one
     reader of machine files (application/setup/machine_files.py): the built-in setting when there is
     none beside the model map; a problem (every run refused) for one that cannot be used, or

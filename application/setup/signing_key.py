@@ -13,7 +13,7 @@ from concorde_workers.domain.configuration.signing import SIGNING_KEY_SPEC, sign
 from concorde_workers.domain.ground.codes import Code, Reason
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.ports.attestation import Sealer
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import BoundedReading
 
 __all__ = ["SigningKey"]
 
@@ -42,7 +42,7 @@ class SigningKey:
         )
 
     @classmethod
-    def load(cls, fs: FileSystem, environ: Mapping[str, str], sealer: Sealer) -> SigningKey:
+    def load(cls, fs: BoundedReading, environ: Mapping[str, str], sealer: Sealer) -> SigningKey:
         """The key at `$CONCORDE_SIGNING_KEY` or beside the model map, through the one reader
         of machine files (application/setup/machine_files.py): a variable that names a relative path
         or no file is a problem; no file at the default place is no key."""

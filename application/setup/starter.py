@@ -17,6 +17,7 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from concorde_workers.application.setup.config import ConfigurationReader
 from concorde_workers.application.setup.machine_files import copies_problem, read_copies
@@ -29,11 +30,24 @@ from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.layout import CONFIG_PATH
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.ports.filesystem import (
+    DirectoryListing,
+    FileReading,
+    FileSystemError,
+    FileWriting,
+    PathFacts,
+    read_regular_text,
+)
 from concorde_workers.ports.git import GitCommandFailed, GitReader
 from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
 
 __all__ = ["Starter", "StarterOutcome"]
+
+
+class Furnishing(FileReading, PathFacts, DirectoryListing, FileWriting, Protocol):
+    """What `init` does to the machine's files: reads the settings there, looks and lists,
+    writes what is missing."""
+
 
 _TASK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_SETTINGS_BYTES = 64 * 1024
@@ -62,7 +76,7 @@ class Starter:
 
     def __init__(
         self,
-        fs: FileSystem,
+        fs: Furnishing,
         git: GitReader,
         processes: ProcessRunner,
         environ: Mapping[str, str],

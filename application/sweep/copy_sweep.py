@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from concorde_workers.domain.evidence.sweep import ProcessIdentity, Verdict
 from concorde_workers.domain.ground.paths import DirEntry, EntryKind
@@ -25,10 +25,21 @@ from concorde_workers.domain.isolation.check_copies import (
     judge_copy,
     parse_copy_owner,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import (
+    BoundedReading,
+    Clearing,
+    FileReading,
+    FileSystemError,
+    PathFacts,
+    Removing,
+)
 from concorde_workers.ports.liveness import ProcessTable
 
 __all__ = ["CopyFound", "sweep_copies"]
+
+
+class CopyClearing(FileReading, PathFacts, Removing, Protocol):
+    """Reads a stale copy's owner record, then removes the copy."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +66,7 @@ class CopyFound:
 
 
 def sweep_copies(
-    fs: FileSystem,
+    fs: CopyClearing,
     table: ProcessTable,
     parent: str,
     entries: Sequence[DirEntry],
@@ -97,7 +108,7 @@ def sweep_copies(
     return tuple(found)
 
 
-def _owner(fs: FileSystem, folder: str, uid: int) -> CopyOwner | str:
+def _owner(fs: BoundedReading, folder: str, uid: int) -> CopyOwner | str:
     path = posixpath.join(folder, COPY_OWNER_FILE)
     try:
         found = fs.stat(path)
@@ -112,7 +123,7 @@ def _owner(fs: FileSystem, folder: str, uid: int) -> CopyOwner | str:
         return f"{error.path} cannot be read: {error.os_error_text}"
 
 
-def _remove(fs: FileSystem, path: str, reason: str, pid: int | None) -> CopyFound:
+def _remove(fs: Clearing, path: str, reason: str, pid: int | None) -> CopyFound:
     remains = [f"{e.path}: {e.os_error_text}" for e in fs.open_up(path)]
     try:
         fs.rmtree(path)

@@ -66,7 +66,7 @@ from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import CONTROL_DIR, RunLayout, RuntimeLayout
 from concorde_workers.domain.ground.paths import DirEntry, EntryKind
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, RunFiles
 from concorde_workers.ports.liveness import ProcessTable
 from concorde_workers.ports.resources import ResourceGroups
 
@@ -92,7 +92,7 @@ class Sweeper:
     def __init__(
         self,
         *,
-        fs: FileSystem,
+        fs: RunFiles,
         table: ProcessTable,
         clock: Clock,
         runtime_parent: str,

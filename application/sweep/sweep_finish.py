@@ -37,7 +37,7 @@ from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.deletions import DeletionOutcome, describe_interruption
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileKeeping, FileSystemError
 
 __all__ = ["RecordFinisher", "StaleRun"]
 
@@ -62,7 +62,7 @@ class StaleRun:
 class RecordFinisher:
     """Finishes the records of runs whose host died, over the filesystem and the clock."""
 
-    def __init__(self, fs: FileSystem, clock: Clock) -> None:
+    def __init__(self, fs: FileKeeping, clock: Clock) -> None:
         self._fs = fs
         self._clock = clock
 

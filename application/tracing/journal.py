@@ -22,7 +22,12 @@ from concorde_workers.domain.run.deletion_journal import (
     read_journal,
 )
 from concorde_workers.domain.run.deletions import DeletionPlan
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.ports.filesystem import (
+    BoundedReading,
+    FileSystemError,
+    FileWriting,
+    read_regular_text,
+)
 
 __all__ = ["JOURNAL_MODE", "DeletionJournal", "read_deletions"]
 
@@ -33,7 +38,7 @@ JOURNAL_MODE = 0o600
 class DeletionJournal:
     """One run's journal of deletions, written as the host deletes."""
 
-    def __init__(self, fs: FileSystem, tracer: TraceWriter, layout: RunLayout) -> None:
+    def __init__(self, fs: FileWriting, tracer: TraceWriter, layout: RunLayout) -> None:
         self._fs, self._tracer, self._path = fs, tracer, layout.deletions
         self._broken = False
 
@@ -66,7 +71,7 @@ class DeletionJournal:
         self._tracer.artifact_failed(self._path, error)
 
 
-def read_deletions(fs: FileSystem, layout: RunLayout) -> Journal | str | None:
+def read_deletions(fs: BoundedReading, layout: RunLayout) -> Journal | str | None:
     """The run's journal of deletions, None when there is none (the host never began its
     deletions), or why it cannot be read: only a regular file of at most `JOURNAL_READ_LIMIT`
     bytes, a link never followed."""

@@ -13,7 +13,7 @@ from typing import Any
 from concorde_workers.domain.evidence.records import LastAction, Phase, ProgressFile, ProgressStatus
 from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, FileWriting
 
 __all__ = ["ACTIVITY_INTERVAL_SECONDS", "ProgressWriter"]
 
@@ -33,7 +33,7 @@ class ProgressWriter:
 
     def __init__(
         self,
-        fs: FileSystem,
+        fs: FileWriting,
         clock: Clock,
         path: str,
         *,

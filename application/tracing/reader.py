@@ -44,7 +44,13 @@ from concorde_workers.domain.ground.run_id import is_run_id, runtime_directory_p
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.run.brief import worktree_of_brief
 from concorde_workers.domain.run.changes import CHANGES_FILE, MAX_PATCH_BYTES
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.ports.filesystem import (
+    BoundedReading,
+    FileReading,
+    FileSystemError,
+    PathFacts,
+    read_regular_text,
+)
 
 __all__ = [
     "RECORD_UNREADABLE",
@@ -86,12 +92,12 @@ evidence, is bounded by the writer), but a run directory copied from elsewhere m
 anything. A round's stderr is read from its end only (`STDERR_TAIL_BYTES`)."""
 
 
-def _bounded_text(fs: FileSystem, path: str) -> str:
+def _bounded_text(fs: BoundedReading, path: str) -> str:
     """The text of a regular file of at most MAX_READ_BYTES (`read_regular_text`)."""
     return read_regular_text(fs, path, MAX_READ_BYTES)
 
 
-def _read_json(fs: FileSystem, path: str) -> Any | Refusal:
+def _read_json(fs: BoundedReading, path: str) -> Any | Refusal:
     try:
         text = _bounded_text(fs, path)
     except FileSystemError as error:
@@ -104,7 +110,7 @@ def _read_json(fs: FileSystem, path: str) -> Any | Refusal:
         return _refusal(path, f"not JSON: {error}")
 
 
-def _read_node(fs: FileSystem, path: str, kind: str) -> TraceNode | Refusal:
+def _read_node(fs: BoundedReading, path: str, kind: str) -> TraceNode | Refusal:
     data = _read_json(fs, path)
     if isinstance(data, Refusal):
         return data
@@ -118,7 +124,7 @@ def _read_node(fs: FileSystem, path: str, kind: str) -> TraceNode | Refusal:
         return _refusal(path, f"not a valid {kind} node: {_first_problem(error)}")
 
 
-def _read_progress(fs: FileSystem, path: str) -> ProgressFile | Refusal:
+def _read_progress(fs: BoundedReading, path: str) -> ProgressFile | Refusal:
     data = _read_json(fs, path)
     if isinstance(data, Refusal):
         return data
@@ -128,7 +134,7 @@ def _read_progress(fs: FileSystem, path: str) -> ProgressFile | Refusal:
         return _refusal(path, f"not a valid progress file: {_first_problem(error)}")
 
 
-def _worktree_of_brief(fs: FileSystem, layout: RunLayout, digest: str | None) -> str | None:
+def _worktree_of_brief(fs: BoundedReading, layout: RunLayout, digest: str | None) -> str | None:
     """The worktree brief.md names, when it is the brief as sent (its digest is the run's)."""
     if digest is None:
         return None
@@ -140,7 +146,7 @@ def _worktree_of_brief(fs: FileSystem, layout: RunLayout, digest: str | None) ->
 
 
 def _absolute_evidence(
-    fs: FileSystem, round_dir: str, evidence: Sequence[dict[str, Any]]
+    fs: PathFacts, round_dir: str, evidence: Sequence[dict[str, Any]]
 ) -> tuple[dict[str, Any], ...]:
     """Each evidence value with its artifact paths absolute: a top-level string that is a path
     relative to the round's folder, naming an entry that exists there, becomes absolute."""
@@ -161,7 +167,7 @@ def _absolute_evidence(
     return tuple(made)
 
 
-def _stderr_tail(fs: FileSystem, layout: RunLayout, rounds: int) -> str:
+def _stderr_tail(fs: FileReading, layout: RunLayout, rounds: int) -> str:
     if rounds < 1:
         return ""
     try:
@@ -172,7 +178,7 @@ def _stderr_tail(fs: FileSystem, layout: RunLayout, rounds: int) -> str:
 
 
 def read_record(
-    fs: FileSystem,
+    fs: BoundedReading,
     run_dir: str,
     *,
     worktree: str | None = None,
@@ -229,7 +235,7 @@ def read_record(
         return _refusal(layout.trace, f"gives no valid run record: {_first_problem(error)}")
 
 
-def _ended_run_node(fs: FileSystem, layout: RunLayout) -> TraceNode | Refusal:
+def _ended_run_node(fs: BoundedReading, layout: RunLayout) -> TraceNode | Refusal:
     """The run's node, refused while it still says `running`."""
     node = _read_node(fs, layout.trace, WORKER_RUN)
     if not isinstance(node, Refusal) and node.status == "running":
@@ -238,7 +244,7 @@ def _ended_run_node(fs: FileSystem, layout: RunLayout) -> TraceNode | Refusal:
 
 
 def _round_records(
-    fs: FileSystem, layout: RunLayout, node: TraceNode
+    fs: BoundedReading, layout: RunLayout, node: TraceNode
 ) -> list[RoundRecord] | Refusal:
     """The records of the run's rounds 1 to `rounds`, in order; the first refusal."""
     rounds: list[RoundRecord] = []
@@ -250,7 +256,9 @@ def _round_records(
     return rounds
 
 
-def _round_record(fs: FileSystem, layout: RunLayout, run_id: str, n: int) -> RoundRecord | Refusal:
+def _round_record(
+    fs: BoundedReading, layout: RunLayout, run_id: str, n: int
+) -> RoundRecord | Refusal:
     """Round `n`'s record from its node, which must be round `n` of the run `run_id`; its
     evidence's artifact paths made absolute when the round was validated."""
     round_node = _read_node(fs, layout.round_trace(n), WORKER_ROUND)
@@ -270,7 +278,7 @@ def _round_record(fs: FileSystem, layout: RunLayout, run_id: str, n: int) -> Rou
 
 
 def _backend_and_worktree(
-    fs: FileSystem, layout: RunLayout, node: TraceNode, worktree: str | None
+    fs: BoundedReading, layout: RunLayout, node: TraceNode, worktree: str | None
 ) -> tuple[str, str] | Refusal:
     """The run's backend (its node's, else its progress file's) and worktree (as given, else
     its progress file's, else the brief's as sent, else `WORKTREE_UNKNOWN`)."""
@@ -288,7 +296,7 @@ def _backend_and_worktree(
     return backend, worktree
 
 
-def _progress_of_run(fs: FileSystem, layout: RunLayout, run_id: str) -> ProgressFile | Refusal:
+def _progress_of_run(fs: BoundedReading, layout: RunLayout, run_id: str) -> ProgressFile | Refusal:
     """The run's progress file; refused when it cannot be read or names another run."""
     progress = _read_progress(fs, layout.status)
     if isinstance(progress, Refusal) or progress.run_id == run_id:
@@ -301,19 +309,19 @@ def _runtime_directory_pattern(run_id: str) -> str:
     return f"{runtime_directory_prefix(run_id)}*" if is_run_id(run_id) else "concorde-*"
 
 
-def read_node(fs: FileSystem, path: str, kind: str) -> TraceNode | Refusal:
+def read_node(fs: BoundedReading, path: str, kind: str) -> TraceNode | Refusal:
     """The trace node at `path` of kind `kind` (worker-run, worker-round), or a refusal (code
     `record_unreadable`) naming the file and what is wrong with it. For the sweep, which finishes
     the record of a run whose host died."""
     return _read_node(fs, path, kind)
 
 
-def read_progress(fs: FileSystem, path: str) -> ProgressFile | Refusal:
+def read_progress(fs: BoundedReading, path: str) -> ProgressFile | Refusal:
     """The progress file at `path`, or a refusal naming what is wrong with it."""
     return _read_progress(fs, path)
 
 
-def read_resources(fs: FileSystem, run_dir: str, rounds: int) -> dict[int, dict[str, Any]]:
+def read_resources(fs: BoundedReading, run_dir: str, rounds: int) -> dict[int, dict[str, Any]]:
     """Each round's resources.json (issue 20), by round number: what an account shows of the
     round's resource use. A round without one (no groups on this host) or whose file cannot be
     read is left out: nothing decides by it."""
@@ -329,7 +337,9 @@ def read_resources(fs: FileSystem, run_dir: str, rounds: int) -> dict[int, dict[
     return found
 
 
-def read_programs(fs: FileSystem, run_dir: str, programs: Programs) -> tuple[ProgramVersion, ...]:
+def read_programs(
+    fs: BoundedReading, run_dir: str, programs: Programs
+) -> tuple[ProgramVersion, ...]:
     """The agent programs a run was prepared with, from its programs.json (issue 11), as the
     registered `programs` know them; none when the run has none (a test backend's, a run refused
     before its preparation ended), names one no registered backend runs, or the file cannot be
@@ -347,7 +357,7 @@ MAX_PATCH_READ_BYTES = MAX_PATCH_BYTES + 64 * 1024
 named lines besides."""
 
 
-def read_patch(fs: FileSystem, run_dir: str, n: int) -> str | None:
+def read_patch(fs: BoundedReading, run_dir: str, n: int) -> str | None:
     """Round `n`'s changes.patch (issue 21), None when the round kept none (a run from before
     the patches, a host without them); a file that cannot be read is said in its place. Bytes
     that are not UTF-8 (a patch of a Latin-1 file) come back as lone surrogates, which every
@@ -382,7 +392,7 @@ def read_patch(fs: FileSystem, run_dir: str, n: int) -> str | None:
     return text
 
 
-def listed_digest(fs: FileSystem, run_dir: str, n: int, name: str) -> str | None:
+def listed_digest(fs: BoundedReading, run_dir: str, n: int, name: str) -> str | None:
     """The digest round `n`'s node lists for its file `name`, None when it lists none (or the
     node cannot be read: nothing then says what the file should be)."""
     node = _read_node(fs, posixpath.join(run_dir, "rounds", str(n), "trace.json"), WORKER_ROUND)
@@ -391,7 +401,7 @@ def listed_digest(fs: FileSystem, run_dir: str, n: int, name: str) -> str | None
     return next((f.digest for f in node.files if f.path == name), None)
 
 
-def digest_failures(fs: FileSystem, run_dir: str) -> list[str]:
+def digest_failures(fs: BoundedReading, run_dir: str) -> list[str]:
     """Each file a node of the run lists that is missing or fails its digest, said in a line
     (`show` and the report say it; `verify` checks everything)."""
     run = _read_node(fs, posixpath.join(run_dir, "trace.json"), WORKER_RUN)

@@ -36,7 +36,7 @@ from concorde_workers.domain.ground.layout import (
 from concorde_workers.domain.ground.run_id import is_run_id
 from concorde_workers.domain.run.changes import CHANGES_FILE
 from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileKeeping, FileSystemError
 
 __all__ = ["NODE_FILES", "Moment", "RefusedWrites", "TraceFailure", "TraceWriter", "node_json"]
 
@@ -133,7 +133,7 @@ class TraceWriter(RefusedWrites):
     content's `trace_failures` before each write of the run node.
     """
 
-    def __init__(self, fs: FileSystem, clock: Clock) -> None:
+    def __init__(self, fs: FileKeeping, clock: Clock) -> None:
         super().__init__()
         self._fs = fs
         self._clock = clock

@@ -15,9 +15,17 @@ from concorde_workers.domain.ground.paths import DirEntry, EntryKind
 from concorde_workers.ports.filesystem import (
     NUL_IN_PATH,
     SHARED_HOLDERS,
+    DirectoryListing,
+    FileReading,
     FileSystem,
     FileSystemError,
+    FileWriting,
+    Locking,
+    PathFacts,
+    Removing,
 )
+
+CAPABILITIES = (FileReading, PathFacts, DirectoryListing, FileWriting, Removing, Locking)
 
 
 def sha(data: bytes) -> str:
@@ -26,6 +34,22 @@ def sha(data: bytes) -> str:
 
 def test_implements_the_port(fs_world: Any) -> None:
     assert isinstance(fs_world.fs, FileSystem)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=lambda c: c.__name__)
+def test_holds_each_capability(fs_world: Any, capability: type) -> None:
+    """Issue 34 §6: consumers take a capability; the fake and the real adapter hold each."""
+    assert isinstance(fs_world.fs, capability)
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=lambda c: c.__name__)
+def test_every_method_of_each_capability_is_held_to_the_contract(capability: type) -> None:
+    """Each capability's every method is called by a test here, so the fake is held to the
+    real adapter for every capability (issue 34 §6)."""
+    source = Path(__file__).read_text(encoding="utf-8")
+    methods = {n for n, v in vars(capability).items() if callable(v) and not n.startswith("_")}
+    assert methods
+    assert {m for m in methods if f".{m}(" not in source} == set()
 
 
 class TestReadWrite:

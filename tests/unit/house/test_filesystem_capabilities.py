@@ -1,0 +1,104 @@
+"""Consumers take the `FileSystem` capabilities they use (issue 34 §6): the port is the union of
+small capabilities, each a runtime-checkable Protocol, that split its methods between them; no
+module but the named places annotates the whole port (a consumer names a capability or an
+intersection of them, and `mypy --strict` proves it calls nothing else); the real adapters are
+made of one class per capability."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+
+from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.space import SpacedFileSystem
+from concorde_workers.ports import filesystem as port
+
+ROOT = Path(__file__).resolve().parents[3]
+LAYERS = ("domain", "ports", "adapters", "application", "contracts")
+
+CAPABILITIES = (
+    port.FileReading,
+    port.PathFacts,
+    port.DirectoryListing,
+    port.FileWriting,
+    port.Removing,
+    port.Locking,
+)
+
+WHOLE_PORT_TAKERS = {
+    # The composition root: it holds the one file system and hands it to every consumer.
+    "container.py",
+    # Wraps a whole file system, each capability reaching its paths through the spaces.
+    "adapters/space.py",
+}
+
+
+def _own_methods(protocol: type) -> set[str]:
+    return {
+        name
+        for name, value in vars(protocol).items()
+        if inspect.isfunction(value) and not name.startswith("_")
+    }
+
+
+def test_the_port_is_the_union_of_its_capabilities() -> None:
+    assert set(port.FileSystem.__bases__) == {*CAPABILITIES, Protocol}
+    assert _own_methods(port.FileSystem) == set()
+
+
+def test_the_capabilities_split_the_port_s_methods_between_them() -> None:
+    owners: dict[str, list[str]] = {}
+    for capability in CAPABILITIES:
+        for name in _own_methods(capability):
+            owners.setdefault(name, []).append(capability.__name__)
+    assert {name: held for name, held in owners.items() if len(held) > 1} == {}
+    assert set(owners) == {
+        name for name in dir(port.FileSystem) if callable(getattr(port.FileSystem, name))
+    } - set(dir(Protocol))
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=lambda c: c.__name__)
+def test_each_capability_is_runtime_checkable_and_held_by_the_real_adapters(
+    capability: type,
+) -> None:
+    real = LocalFileSystem()
+    assert isinstance(real, capability)
+    assert isinstance(SpacedFileSystem(real), capability)
+
+
+def _annotations(tree: ast.AST) -> list[ast.expr]:
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            found.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+            found.append(node.returns)
+    return found
+
+
+def _names_the_whole_port(annotation: ast.expr) -> bool:
+    return any(
+        (isinstance(n, ast.Name) and n.id == "FileSystem")
+        or (isinstance(n, ast.Attribute) and n.attr == "FileSystem")
+        or (isinstance(n, ast.Constant) and n.value == "FileSystem")
+        for n in ast.walk(annotation)
+    )
+
+
+def test_no_module_but_the_named_places_takes_the_whole_port() -> None:
+    sources = [p for layer in LAYERS for p in (ROOT / layer).rglob("*.py")]
+    sources += list(ROOT.glob("*.py"))
+    takers = {
+        p.relative_to(ROOT).as_posix()
+        for p in sources
+        if any(_names_the_whole_port(a) for a in _annotations(ast.parse(p.read_text("utf-8"))))
+    }
+    assert len(sources) > 100
+    assert takers - WHOLE_PORT_TAKERS == set(), (
+        "annotate the capabilities the consumer uses (ports/filesystem.py), not FileSystem"
+    )
+    assert takers >= WHOLE_PORT_TAKERS, "a named place that no longer takes the port: drop it"
