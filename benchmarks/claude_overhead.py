@@ -48,8 +48,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from e2e.conftest import DUMMY_CREDENTIALS, GRANT, ok_result  # noqa: E402
-from e2e.conftest_pi import build_world, remove_temp_root  # noqa: E402
+from e2e.conftest import DUMMY_CREDENTIALS, ok_result  # noqa: E402
+from e2e.conftest_pi import build_world  # noqa: E402
 from interleave import (  # noqa: E402
     ROOT,
     baseline_tree,
@@ -60,6 +60,7 @@ from interleave import (  # noqa: E402
 )
 from servers.anthropic_server import AnthropicServer, Reply  # noqa: E402
 from servers.claude_wrapper import find_claude, visible_copy  # noqa: E402
+from worlds.repository import GRANT, remove_temp_root  # noqa: E402
 
 from concorde_workers.adapters.claude.launch import claude_command  # noqa: E402
 from concorde_workers.contracts import worker_result_schema  # noqa: E402

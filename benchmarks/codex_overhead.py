@@ -39,9 +39,9 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from e2e.conftest_codex import build_codex_world, result_turn  # noqa: E402
-from e2e.conftest_pi import GRANT, remove_temp_root  # noqa: E402
 from interleave import ROOT, compiled, interleaved, one_round_request, report  # noqa: E402
 from servers.codex_exec import MODEL, CodexExec, find_codex, hardened_config  # noqa: E402
+from worlds.repository import GRANT, remove_temp_root  # noqa: E402
 
 CLI = ROOT / ".venv" / "bin" / "concorde-workers"
 

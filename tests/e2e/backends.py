@@ -30,7 +30,6 @@ from e2e.conftest_pi import (
     PiWorld,
     build_world,
     call,
-    remove_temp_root,
     reply,
     require_programs,
     result_call,
@@ -42,6 +41,7 @@ from servers.responses_server import Call, Turn
 from servers.responses_server import Fail as CodexFail
 from servers.responses_server import Hang as CodexHang
 from timing import SLOW, Deadline
+from worlds.repository import remove_temp_root
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.space import SpacedFileSystem
@@ -397,9 +397,7 @@ class BackendWorld:
             self.world.server.push(Reply.overloaded())
 
     def request(self, limits: Limits, grant: dict[str, Any] | None = None) -> RunRequest:
-        if isinstance(self.world, PiWorld | CodexWorld):
-            return self.world.request(limits, grant=grant)
-        return self.world.request(limits=limits, grant=grant)
+        return self.world.request(limits, grant=grant)
 
     def observed_backend(self) -> ObservedPiBackend | None:
         """The backend a test wires itself (tests/e2e/test_check_attack_e2e.py `checked_run`):

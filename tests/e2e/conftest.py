@@ -3,8 +3,10 @@ Claude Code (the pinned node_modules/.bin/claude) against the scripted Messages 
 
 `claude_world` builds, per test:
 
-    <tmp_path>/repo/ ...                 the integration project (tests/integration/conftest.py):
-                                         a real repository with a real .claude/worktrees/task
+    <tmp_path>/repo/ ...                 the repository world (tests/worlds/repository.py) with
+                                         the integration tests' project committed
+                                         (tests/integration/conftest.py `project_files`) and a
+                                         real .claude/worktrees/task
     <tmp_path>/user/home/                the user's HOME as the host sees it
     <tmp_path>/user/claude-config/       the user's CLAUDE_CONFIG_DIR, with a dummy
                                          .credentials.json (the host copies it into config/)
@@ -31,19 +33,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dependency_injector import providers
-from integration.conftest import build_project
+from e2e.run_world import RunWorld, run_parts
+from integration.conftest import project_files
 from servers.anthropic_server import AnthropicServer, Step
 from servers.claude_wrapper import (
     find_claude,
@@ -53,16 +52,15 @@ from servers.claude_wrapper import (
     write_wrapper,
 )
 from timing import SLOW, Deadline
+from worlds.repository import remove_temp_root
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.application.runtime.validation import RoundValidation
-from concorde_workers.container import production
 from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.program_versions import version_text
-from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.backends import contract_for
 from concorde_workers.ports.events import RunEvents
@@ -81,18 +79,6 @@ DUMMY_CREDENTIALS = (
     )
     + "\n"
 )
-
-GRANT: dict[str, Any] = {
-    "task_type": "implement",
-    "entries": [
-        {"path": "src/app/", "level": "rw"},
-        {"path": "src/app/util.py", "level": "ro"},
-        {"path": "docs/notes.md", "level": "ro"},
-        {"path": "README.md", "level": "names"},
-    ],
-    "context_identity": "sha256:" + "1" * 64,
-}
-
 
 HOOK_DENIAL = re.compile(r"(?:PreToolUse:\w+ hook error: )?(Concorde grant: .*)", re.DOTALL)
 
@@ -228,47 +214,16 @@ class ClaudeRun(RecordedRun):
         return dict(self.data["rounds"][n - 1])
 
 
-@dataclass
-class ClaudeWorld:
+@dataclass(kw_only=True)
+class ClaudeWorld(RunWorld):
     """The project, the user's files, the wrapper and the host's environment of one test."""
 
-    root: Path
-    worktree: Path
-    primary: Path
-    git_env: dict[str, str]
+    backend = "claude"
+    local_model = "claude-opus-4-8"
+    instructions = "Add a greeting to src/app/main.py."
+
     server: AnthropicServer
-    environ: dict[str, str]
-    temp_root: Path
     user_credentials: Path
-
-    @property
-    def parent(self) -> Path:
-        path = self.root / "trace" / "op-1"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-
-    def request(
-        self,
-        *,
-        limits: Limits,
-        grant: dict[str, Any] | None = None,
-        instructions: str = "Add a greeting to src/app/main.py.",
-        resources: dict[str, int] | None = None,
-    ) -> RunRequest:
-        grant = grant or GRANT
-        return RunRequest.model_validate(
-            {
-                "backend": "claude",
-                "worktree": str(self.worktree),
-                "parent": str(self.parent),
-                "task_type": grant["task_type"],
-                "grant": grant,
-                "instructions": instructions,
-                "local_model": "claude-opus-4-8",
-                "limits": limits.model_dump(),
-                "resources": resources,
-            }
-        )
 
     def run(
         self,
@@ -286,11 +241,7 @@ class ClaudeWorld:
         `resources` is the request's (RunRequest.resources: None for the defaults)."""
         self.server.push(*script)
         self.server.repeat = repeat
-        container = production(self.environ)
-        container.temp_root.override(providers.Object(str(self.temp_root)))
-        if deadline is not None:
-            container.processes.override(providers.Object(SubprocessRunner(wait_timeout=deadline)))
-        host = container.worker_host()
+        host = self.container(deadline).worker_host()
         limits = limits or Limits(
             timeout_seconds=SLOW, max_turns=5, rounds=0, retries=0, retry_delay_seconds=0
         )
@@ -342,7 +293,7 @@ class ClaudeWorld:
 def claude_world(
     tmp_path: Path, claude_program: Path, anthropic_server: AnthropicServer
 ) -> Iterator[ClaudeWorld]:
-    project = build_project(tmp_path / "project")
+    parts = run_parts(tmp_path, "cce-")
     user = tmp_path / "user"
     home = user / "home"
     home.mkdir(parents=True)
@@ -354,7 +305,6 @@ def claude_world(
     wrapper = write_wrapper(
         wrapper_path(claude_program, tmp_path.name), claude_program, anthropic_server.url
     )
-    temp_root = Path(tempfile.mkdtemp(prefix="cce-", dir="/tmp"))
     environ = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
@@ -364,20 +314,10 @@ def claude_world(
         "ANTHROPIC_API_KEY": "sk-ant-test",
     }
     world = ClaudeWorld(
-        root=project.root,
-        worktree=project.worktree,
-        primary=project.primary,
-        git_env=project.git_env,
-        server=anthropic_server,
-        environ=environ,
-        temp_root=temp_root,
-        user_credentials=credentials,
+        server=anthropic_server, environ=environ, user_credentials=credentials, **parts
     )
     try:
+        world.commit_project(project_files())
         yield world
     finally:
-        for leftover in world.runtime_dirs():  # a failing test's leftovers
-            for path in [leftover, *leftover.rglob("*")]:
-                if path.is_dir() and not path.is_symlink():
-                    os.chmod(path, 0o700)
-        shutil.rmtree(temp_root, ignore_errors=True)
+        remove_temp_root(world.temp_root)  # with a failing test's leftovers

@@ -1,8 +1,9 @@
-"""Helpers of the Codex CLI end-to-end tests: the pi world's repository (a real Git repository with
-a real `.claude/worktrees/task` worktree), the scripted Responses API server on 127.0.0.1
-(adapters/demo/scripted_responses_server.py), the machine's `codex.json` that reaches it (a base
-URL and the name of the key's variable, as a user's own local Responses-compatible endpoint), and
-whole `WorkerHost.run` calls through `production(environ)` with the real, pinned codex.
+"""Helpers of the Codex CLI end-to-end tests: the pi world's project (tests/e2e/run_world.py: a
+real Git repository with a real `.claude/worktrees/task` worktree), the scripted Responses API
+server on 127.0.0.1 (adapters/demo/scripted_responses_server.py), the machine's `codex.json`
+that reaches it (a base URL and the name of the key's variable, as a user's own local
+Responses-compatible endpoint), and whole `WorkerHost.run` calls through `production(environ)`
+with the real, pinned codex.
 
 Nothing here changes what the host generates: the backend is the production one, its
 `config.toml`, confinement and brief included.
@@ -18,21 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dependency_injector import providers
 from e2e.conftest import RecordedRun, checked_record
-from e2e.repository_world import (
-    RepositoryWorld,
-    commit_project,
-    remove_temp_root,
-    repository_parts,
-)
+from e2e.run_world import RUN_FILES, RunWorld, run_parts
 from servers.codex_exec import KEY, KEY_ENV, MODEL, find_codex
 from servers.responses_server import Call, ResponsesStep, ScriptedResponsesServer, Turn
 from timing import SLOW, Deadline
+from worlds.repository import remove_temp_root
 
-from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.runtime.validation import RoundValidation
-from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.ports.events import RunEvents
 
@@ -111,7 +105,7 @@ class CodexRun(RecordedRun):
 
 
 @dataclass(kw_only=True)
-class CodexWorld(RepositoryWorld):
+class CodexWorld(RunWorld):
     """One test's repository, Responses server and host environment."""
 
     backend = "codex"
@@ -136,10 +130,7 @@ class CodexWorld(RepositoryWorld):
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
         self.server.add(*script)
         first = len(self.server.requests)
-        container = production(self.environ)
-        container.temp_root.override(providers.Object(str(self.temp_root)))
-        if deadline is not None:
-            container.processes.override(providers.Object(SubprocessRunner(wait_timeout=deadline)))
+        container = self.container(deadline)
         limits = limits or Limits(
             timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0
         )
@@ -162,12 +153,12 @@ class CodexWorld(RepositoryWorld):
 def build_codex_world(root: Path) -> CodexWorld:
     program = require_codex()
     server = ScriptedResponsesServer().start()
-    parts = repository_parts(root, "cxe-")
+    parts = run_parts(root, "cxe-")
     world = CodexWorld(server=server, credential=parts["home"] / ".codex" / "auth.json", **parts)
     world.credential.parent.mkdir()
     world.credential.write_text(json.dumps({"OPENAI_API_KEY": "sk-codex-origin-u7w3z9"}) + "\n")
     world.credential.chmod(0o600)
-    commit_project(world)
+    world.commit_project(RUN_FILES)
     machine = world.root / "machine"
     machine.mkdir()
     config = machine / "codex.json"

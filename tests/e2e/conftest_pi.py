@@ -22,15 +22,7 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 from e2e.conftest import RecordedRun, checked_record
-from e2e.repository_world import (
-    GRANT,
-    PROJECT_FILES,
-    WORKTREE_NAME,
-    RepositoryWorld,
-    commit_project,
-    remove_temp_root,
-    repository_parts,
-)
+from e2e.run_world import RUN_FILES, RunWorld, run_parts
 from servers.openai_server import (
     DEFAULT_MODEL,
     DEFAULT_PROVIDER,
@@ -42,31 +34,26 @@ from servers.openai_server import (
     write_pi_config,
 )
 from timing import SLOW, Deadline
+from worlds.repository import remove_temp_root
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.backend import PiBackend
-from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.adapters.space import SpacedFileSystem
 from concorde_workers.application.runtime.validation import RoundValidation
-from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.ports.agent import BackendContext, Generated
 from concorde_workers.ports.events import RunEvents
 
 __all__ = [
-    "GRANT",
     "MODEL",
     "PI",
-    "PROJECT_FILES",
     "SANDBOX_RUNTIME",
-    "WORKTREE_NAME",
     "PiRun",
     "PiWorld",
     "build_world",
     "call",
     "pi_world",
-    "remove_temp_root",
     "result_call",
     "runtime_of",
 ]
@@ -191,7 +178,7 @@ class PiRun(RecordedRun):
 
 
 @dataclass(kw_only=True)
-class PiWorld(RepositoryWorld):
+class PiWorld(RunWorld):
     """One test's repository, model server and host environment."""
 
     backend = "pi"
@@ -218,10 +205,7 @@ class PiWorld(RepositoryWorld):
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
         self.server.add(*script)
         first = len(self.server.requests)
-        container = production(self.environ)
-        container.temp_root.override(providers.Object(str(self.temp_root)))
-        if deadline is not None:
-            container.processes.override(providers.Object(SubprocessRunner(wait_timeout=deadline)))
+        container = self.container(deadline)
         backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=self.environ)
         container.backends.override(providers.Dict(pi=providers.Object(backend)))
         host = container.worker_host()
@@ -267,9 +251,9 @@ class PiWorld(RepositoryWorld):
 
 def build_world(root: Path) -> PiWorld:
     server = ScriptedModelServer().start()
-    parts = repository_parts(root, "cpe-")
+    parts = run_parts(root, "cpe-")
     world = PiWorld(server=server, pi_dir=parts["home"] / "pi-agent", **parts)
-    commit_project(world)
+    world.commit_project(RUN_FILES)
     write_pi_config(world.pi_dir, server.base_url)
     world.environ = {
         "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
-from e2e.conftest_pi import GRANT
 from e2e.test_pi_e2e import RepairOnce
 from servers.codex_exec import MODEL, CodexExec, hardened_config
 from timing import SLOW
+from worlds.repository import GRANT
 
 from concorde_workers.domain.configuration.request import Limits
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 from e2e.backends import BackendWorld, backend_world
-from e2e.conftest import GRANT
 from e2e.conftest_pi import PiWorld, pi_world
 from e2e.test_check_attack_e2e import write_command
+from worlds.repository import GRANT
 
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.config import WorkerConfiguration

@@ -26,19 +26,11 @@ import pytest
 from dependency_injector import providers
 from e2e.conftest import ok_result
 from e2e.conftest_codex import CodexWorld, codex_world, exec_call, result_turn
-from e2e.conftest_pi import (
-    CHECKOUT,
-    GRANT,
-    MODEL,
-    call,
-    pi_world,
-    reply,
-    require_programs,
-    result_call,
-)
+from e2e.conftest_pi import CHECKOUT, MODEL, call, pi_world, reply, require_programs, result_call
 from servers.anthropic_server import Reply
 from servers.claude_wrapper import write_wrapper
 from timing import SLOW
+from worlds.repository import GRANT
 
 from concorde_workers.container import host_facts, production
 from concorde_workers.domain.configuration.discovery import installations

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 from e2e.backends import BackendWorld, backend_world
-from e2e.conftest import GRANT, RecordedRun
+from e2e.conftest import RecordedRun
+from worlds.repository import GRANT
 
 pytestmark = pytest.mark.e2e
 

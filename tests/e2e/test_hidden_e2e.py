@@ -32,18 +32,10 @@ from typing import Any
 
 import pytest
 from e2e.conftest import DUMMY_CREDENTIALS, ClaudeRun, ClaudeWorld, hook_denial, ok_result
-from e2e.conftest_pi import (
-    PiRun,
-    PiWorld,
-    call,
-    pi_world,
-    remove_temp_root,
-    reply,
-    result_call,
-    runtime_of,
-)
+from e2e.conftest_pi import PiRun, PiWorld, call, pi_world, reply, result_call, runtime_of
 from servers.anthropic_server import Reply, last_tool_result
 from servers.openai_server import write_pi_config
+from worlds.repository import remove_temp_root
 
 from concorde_workers.domain.configuration.request import Limits
 

@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.conftest_pi import PI, SANDBOX_RUNTIME, call, remove_temp_root, reply, result_call
+from e2e.conftest_pi import PI, SANDBOX_RUNTIME, call, reply, result_call
 from servers.openai_server import DEFAULT_MODEL, DEFAULT_PROVIDER, ScriptedModelServer
 from timing import SLOW
+from worlds.repository import remove_temp_root
 
 from concorde_workers.adapters.demo.scripted_model_server import write_pi_config
 

@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 from e2e.conftest_codex import CodexWorld, codex_world, result_turn
-from e2e.conftest_pi import GRANT, MODEL, PiWorld, call, pi_world, reply, result_call
+from e2e.conftest_pi import MODEL, PiWorld, call, pi_world, reply, result_call
 from servers.codex_exec import MODEL as CODEX_MODEL
 from timing import SLOW
+from worlds.repository import GRANT
 
 from concorde_workers.adapters.cli.main import main
 from concorde_workers.container import production

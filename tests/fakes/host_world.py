@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dependency_injector import providers
+from worlds.repository import GRANT
 
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.application.runtime.validation import RoundValidation
@@ -32,7 +33,7 @@ from concorde_workers.domain.ground.errors import Refusal
 from fakes.agent import Round, ScriptedBackend
 from fakes.process import FakeProcessRunner, FakeStart
 from fakes.space import FakeSpaces
-from fakes.world import GRANT, PRIMARY, TEMP_ROOT, WORKTREE, PlanWorld
+from fakes.world import PRIMARY, TEMP_ROOT, WORKTREE, PlanWorld
 
 TRACE_PARENT = "/work/trace"
 """The caller's trace node folder, below which each run's node workers/<run-id>/ is made."""

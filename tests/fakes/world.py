@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from worlds.repository import PROJECT_FILES, TASK_WORKTREE, make_repository
+
 from concorde_workers.application.preparation.prepared import HostFacts
 from concorde_workers.container import Container
 from fakes.filesystem import FakeFileSystem
@@ -21,9 +23,23 @@ from fakes.liveness import FakeProcessTable
 from fakes.program_versions import FakeProgramVersions
 from fakes.system import FakeClock, FakeRandom
 
+__all__ = [
+    "BIN",
+    "INTERPRETER",
+    "PI_MODELS",
+    "PRIMARY",
+    "PROGRAMS",
+    "READING_GIT_CALLS",
+    "SANDBOX_RUNTIME",
+    "SPACE_PROGRAMS",
+    "TEMP_ROOT",
+    "USER_HOME",
+    "WORKTREE",
+    "PlanWorld",
+]
+
 PRIMARY = "/work/repo"
-WORKTREE_NAME = "task"
-WORKTREE = f"{PRIMARY}/.claude/worktrees/{WORKTREE_NAME}"
+WORKTREE = f"{PRIMARY}/{TASK_WORKTREE}"
 USER_HOME = "/home/dev"
 BIN = "/usr/bin"
 SANDBOX_RUNTIME = "/opt/sandbox-runtime"
@@ -33,25 +49,9 @@ SPACE_PROGRAMS = ("unshare", "nsenter", "mount", "mkdir", "setpriv", "sleep")
 """What makes and enters a confined run's writable space (domain/isolation/runtime_space.py)."""
 PROGRAMS = ("claude", "pi", "rg", "fd", "bwrap", "socat", "env", "umount", *SPACE_PROGRAMS)
 
-PROJECT_FILES: dict[str, str] = {
-    "README.md": "# app\n",
-    "src/app/main.py": "print('main')\n",
-    "src/app/util.py": "def util():\n    return 1\n",
-    "src/other/lib.py": "X = 1\n",
-    "docs/notes.md": "# notes\n",
-    "secrets/token.txt": "not for workers\n",
-}
-
-GRANT: dict[str, Any] = {
-    "task_type": "implement",
-    "entries": [
-        {"path": "src/app/", "level": "rw"},
-        {"path": "src/app/util.py", "level": "ro"},
-        {"path": "docs/notes.md", "level": "ro"},
-        {"path": "README.md", "level": "names"},
-    ],
-    "context_identity": "sha256:" + "2" * 64,
-}
+FILES: dict[str, str] = {**PROJECT_FILES, "src/other/lib.py": "X = 1\n"}
+"""The world's project: the common one (tests/worlds/repository.py) and a folder beside the
+grant's."""
 
 HOST_ENVIRON: dict[str, str] = {
     "PATH": f"{BIN}:/bin",
@@ -80,6 +80,27 @@ READING_GIT_CALLS = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class _FakeProjectGit:
+    """The repository world's maker (tests/worlds/repository.py `ProjectGit`) in FakeGit."""
+
+    fs: FakeFileSystem
+    git: FakeGit
+
+    def init_main(self, primary: str) -> None:
+        self.git.init(primary, branch="main")
+
+    def write(self, path: str, text: str) -> None:
+        self.fs.write(path, text)
+
+    def commit_all(self, primary: str, message: str) -> None:
+        self.git.add_all(primary)
+        self.git.commit(primary, message)
+
+    def add_worktree(self, primary: str, worktree: str, branch: str) -> None:
+        self.git.worktree_add(primary, worktree, new_branch=branch)
+
+
 @dataclass
 class PlanWorld:
     """The repository at PRIMARY with the worktree WORKTREE, programs in BIN, a user home."""
@@ -93,12 +114,7 @@ class PlanWorld:
 
     def __post_init__(self) -> None:
         self.git = FakeGit(self.fs)
-        self.git.init(PRIMARY, branch="main")
-        for rel, text in PROJECT_FILES.items():
-            self.fs.write(posixpath.join(PRIMARY, rel), text)
-        self.git.add_all(PRIMARY)
-        self.git.commit(PRIMARY, "initial")
-        self.git.worktree_add(PRIMARY, WORKTREE, new_branch=WORKTREE_NAME)
+        make_repository(_FakeProjectGit(self.fs, self.git), PRIMARY, FILES)
         for name in self.programs:
             self.fs.write(posixpath.join(BIN, name), "#!/bin/sh\n", 0o755)
         if self.sandbox_runtime:

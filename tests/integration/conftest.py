@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,18 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-WORKTREE_NAME = "task"
-
-PROJECT_FILES: dict[str, str] = {
-    "README.md": "# app\n",
-    "src/app/main.py": "print('main')\n",
-    "src/app/util.py": "def util():\n    return 1\n",
-    "src/other/lib.py": "X = 1\n",
-    "docs/notes.md": "# notes\n",
-    "secrets/token.txt": "not for workers\n",
-    ".gitignore": "__pycache__/\n",
-}
+from worlds.repository import GRANT, PROJECT_FILES, DiskRepository, disk_parts
 
 WORKERS_JSON: dict[str, Any] = {
     "schema_version": 2,
@@ -83,17 +71,6 @@ PI_MODELS: dict[str, Any] = {
 """The user's pi models.json (home/.pi/agent): the provider the model map's pi id local/m-local
 names, as pi 0.73.1 reads it (a run refuses an id pi would not find, issue 31 §1)."""
 
-GRANT: dict[str, Any] = {
-    "task_type": "implement",
-    "entries": [
-        {"path": "src/app/", "level": "rw"},
-        {"path": "src/app/util.py", "level": "ro"},
-        {"path": "docs/notes.md", "level": "ro"},
-        {"path": "README.md", "level": "names"},
-    ],
-    "context_identity": "sha256:" + "1" * 64,
-}
-
 INSTRUCTIONS = "Add a greeting to main.py; leave util.py as it is."
 
 STUB_PROGRAMS = ("claude", "pi", "rg", "fd", "bwrap", "socat")
@@ -110,53 +87,33 @@ _DROPPED_PREFIXES = ("GIT_", "CONCORDE_")
 _DROPPED_SUFFIXES = ("_PROXY", "_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
 
-def git_environment(home: Path) -> dict[str, str]:
-    """The environment of the fixture's own git commands: no inherited GIT_* variable, HOME in
-    the temporary directory, no system configuration."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        GIT_CONFIG_NOSYSTEM="1",
-        LANG="C.UTF-8",
-    )
-    return env
+def project_files() -> dict[str, str]:
+    """The integration project: the common one (tests/worlds/repository.py), a folder beside the
+    grant's, a .gitignore and the committed worker configuration."""
+    return {
+        **PROJECT_FILES,
+        "src/other/lib.py": "X = 1\n",
+        ".gitignore": "__pycache__/\n",
+        ".concorde/workers.json": json.dumps(WORKERS_JSON, indent=2) + "\n",
+    }
 
 
-@dataclass
-class Project:
+@dataclass(kw_only=True)
+class Project(DiskRepository):
     """The repository, its worktree and the files a plan request needs."""
 
-    root: Path
-    home: Path
     bin: Path
     tmp: Path
-    primary: Path
-    worktree: Path
     model_map: Path
     grant_file: Path
     request_file: Path
     sandbox_runtime: Path
-    git_env: dict[str, str]
 
     # The fixture's data, for tests (a test module cannot import this conftest).
     grant = GRANT
     workers_json = WORKERS_JSON
     models = MODEL_MAP
     instructions = INSTRUCTIONS
-
-    def git(self, cwd: Path, *args: str) -> str:
-        proc = subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=cwd,
-            env=self.git_env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"git {args} failed: {proc.stderr}")
-        return proc.stdout
 
     @property
     def config_file(self) -> Path:
@@ -212,9 +169,8 @@ def _write_program(path: Path) -> None:
 
 
 def build_project(root: Path) -> Project:
-    root = root.resolve()
-    home = root / "home"
-    (home / ".config").mkdir(parents=True)
+    parts = disk_parts(root)
+    root, home = parts["root"], parts["home"]
     binary = root / "bin"
     binary.mkdir()
     for name in STUB_PROGRAMS:
@@ -237,30 +193,16 @@ def build_project(root: Path) -> Project:
     )
     tmp = root / "tmp"
     tmp.mkdir()
-    primary = root / "repo"
     project = Project(
-        root=root,
-        home=home,
         bin=binary,
         tmp=tmp,
-        primary=primary,
-        worktree=primary / ".claude" / "worktrees" / WORKTREE_NAME,
         model_map=home / ".config" / "concorde" / "models.json",
         grant_file=root / "grant.json",
         request_file=root / "request.json",
         sandbox_runtime=sandbox_runtime,
-        git_env=git_environment(home),
+        **parts,
     )
-    primary.mkdir()
-    project.git(primary, "init", "-q", "-b", "main")
-    for rel, text in PROJECT_FILES.items():
-        target = primary / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    project.write_json(primary / ".concorde" / "workers.json", WORKERS_JSON)
-    project.git(primary, "add", "-A")
-    project.git(primary, "commit", "-q", "-m", "initial")
-    project.git(primary, "worktree", "add", "-q", "-b", WORKTREE_NAME, str(project.worktree))
+    project.commit_project(project_files())
     project.write_json(project.model_map, MODEL_MAP)
     project.write_json(home / ".pi" / "agent" / "models.json", PI_MODELS)
     project.write_json(project.grant_file, GRANT)

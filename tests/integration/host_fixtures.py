@@ -26,6 +26,7 @@ from typing import Any
 from dependency_injector import providers
 from fakes.program_backend import ProgramBackend, Scenario
 from timing import SLOW, Deadline, wait_dead
+from worlds.repository import GRANT
 
 from concorde_workers.adapters.process import SubprocessRunner
 from concorde_workers.application.runtime.cancellation import Cancellation
@@ -250,16 +251,3 @@ class HostHarness:
             runtime_dir=Path(record.runtime_directory),
             traces=traces,
         )
-
-
-GRANT: dict[str, Any] = {
-    "task_type": "implement",
-    "entries": [
-        {"path": "src/app/", "level": "rw"},
-        {"path": "src/app/util.py", "level": "ro"},
-        {"path": "docs/notes.md", "level": "ro"},
-        {"path": "README.md", "level": "names"},
-    ],
-    "context_identity": "sha256:" + "1" * 64,
-}
-"""The integration project's grant (tests/integration/conftest.py GRANT)."""

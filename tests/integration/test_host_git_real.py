@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from timing import SLOW
+from worlds.repository import git_environment
 
 from concorde_workers.adapters.filesystem import LocalFileSystem
 from concorde_workers.adapters.git import GitCliReader, find_bwrap
@@ -212,14 +213,7 @@ def git_env(tmp_path: Path) -> dict[str, str]:
     a committer."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        GIT_CONFIG_NOSYSTEM="1",
-        LANG="C.UTF-8",
-    )
-    return env
+    return git_environment(home)
 
 
 @pytest.fixture

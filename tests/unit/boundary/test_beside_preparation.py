@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from fakes.agent import Round
 from fakes.host_world import RUN_ID, TRACE_PARENT, HostWorld, ok_result
-from fakes.world import GRANT, PRIMARY, USER_HOME, WORKTREE, PlanWorld
+from fakes.world import PRIMARY, USER_HOME, WORKTREE, PlanWorld
+from worlds.repository import GRANT
 
 from concorde_workers.application.preparation.planner import Plan
 from concorde_workers.application.run.host import RequestRefused

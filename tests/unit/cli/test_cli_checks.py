@@ -10,8 +10,9 @@ import pytest
 from dependency_injector import providers
 from fakes.agent import Round
 from fakes.checks import FakeCheckRunner, FakeTree
-from fakes.world import GRANT, WORKTREE
+from fakes.world import WORKTREE
 from unit.cli.test_cli_run import PARENT, REQUEST_FILE, RESULT, RunWorld, world, write
+from worlds.repository import GRANT
 
 TESTS = "python -m pytest -q"
 CALC = f"{WORKTREE}/src/app/calc.py"

@@ -21,8 +21,9 @@ import pytest
 from dependency_injector import providers
 from fakes.agent import Round, ScriptedBackend
 from fakes.process import FakeStart
-from fakes.world import GRANT, PRIMARY, USER_HOME, WORKTREE, PlanWorld
+from fakes.world import PRIMARY, USER_HOME, WORKTREE, PlanWorld
 from timing import eventually
+from worlds.repository import GRANT
 
 from concorde_workers.adapters.cli import main as cli
 from concorde_workers.adapters.cli import watch

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 from fakes.agent import Round
-from fakes.world import GRANT, WORKTREE, PlanWorld
+from fakes.world import WORKTREE, PlanWorld
 from unit.cli.test_cli_run import (
     PARENT,
     REQUEST_FILE,
@@ -28,6 +28,7 @@ from unit.cli.test_cli_run import (
     usage,
     world,
 )
+from worlds.repository import GRANT
 
 from concorde_workers.adapters.cli import main as cli
 from concorde_workers.adapters.cli.display import account

@@ -8,7 +8,8 @@ import copy
 from typing import Any
 
 import pytest
-from fakes.world import BIN, GRANT, SANDBOX_RUNTIME, SPACE_PROGRAMS, WORKTREE, PlanWorld
+from fakes.world import BIN, SANDBOX_RUNTIME, SPACE_PROGRAMS, WORKTREE, PlanWorld
+from worlds.repository import GRANT
 
 from concorde_workers.adapters.cli.plan_text import render
 from concorde_workers.application.preparation.planner import plan_json

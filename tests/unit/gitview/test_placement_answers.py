@@ -10,7 +10,8 @@ from collections import Counter
 import pytest
 from fakes.agent import Round
 from fakes.host_world import HostWorld, ok_result
-from fakes.world import GRANT, WORKTREE, PlanWorld
+from fakes.world import WORKTREE, PlanWorld
+from worlds.repository import GRANT
 
 from concorde_workers.application.preparation.placement_answers import PlacementAnswers
 from concorde_workers.domain.configuration.request import RunRequest

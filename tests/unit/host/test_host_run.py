@@ -29,8 +29,9 @@ from fakes.host_world import (
 )
 from fakes.process import FakeProcessHandle, FakeStart
 from fakes.space import FakeSpaces
-from fakes.world import GRANT, WORKTREE
+from fakes.world import WORKTREE
 from pytest_mock import MockerFixture
+from worlds.repository import GRANT
 
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.application.runtime.validation import (

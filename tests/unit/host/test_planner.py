@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from fakes.world import (
     BIN,
-    GRANT,
     PRIMARY,
     READING_GIT_CALLS,
     SPACE_PROGRAMS,
@@ -23,6 +22,7 @@ from fakes.world import (
     WORKTREE,
     PlanWorld,
 )
+from worlds.repository import GRANT
 
 from concorde_workers.adapters.cli.plan_text import render
 from concorde_workers.application.preparation.planner import Plan, plan_json

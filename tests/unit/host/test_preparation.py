@@ -20,7 +20,6 @@ import pytest
 from dependency_injector import providers
 from fakes.world import (
     BIN,
-    GRANT,
     INTERPRETER,
     PI_MODELS,
     PRIMARY,
@@ -31,6 +30,7 @@ from fakes.world import (
     WORKTREE,
     PlanWorld,
 )
+from worlds.repository import GRANT
 
 from concorde_workers.adapters.pi.prerequisites import HOW_TO_PROVIDE
 from concorde_workers.application.preparation.prepared import Prepared, Progress

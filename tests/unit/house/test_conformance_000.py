@@ -16,7 +16,8 @@ import spec
 from compiled_hooks import launcher_code, launcher_values
 from fakes.agent import Round
 from fakes.host_world import RUN_ID, RUNTIME_DIR, HostWorld, ok_result
-from fakes.world import GRANT, PRIMARY, WORKTREE, PlanWorld
+from fakes.world import PRIMARY, WORKTREE, PlanWorld
+from worlds.repository import GRANT
 
 from concorde_workers.application.preparation.prepared import Prepared
 from concorde_workers.domain.boundary.policy import decide_read, decide_write
