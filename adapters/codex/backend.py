@@ -164,7 +164,7 @@ class CodexBackend:
         return find_rollout(self._fs, context.policy.runtime, session)
 
 
-def _read_switch(fs: FileSystem, path: str) -> str | None:
+def _read_switch(fs: TreeReading, path: str) -> str | None:
     """A kernel switch's file (`USERNS_SWITCHES`), None when it is not there or not readable."""
     try:
         return fs.read_text(path) if fs.is_file(path) else None

@@ -9,21 +9,21 @@ import posixpath
 from concorde_workers.adapters.codex import layout
 from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.filesystem import FileSystemError, TreeReading
 
 __all__ = ["find_rollout", "rollout_text"]
 
 _DEPTH = 3  # YYYY/MM/DD
 
 
-def find_rollout(fs: FileSystem, runtime: RuntimeLayout, thread: str | None) -> str | None:
+def find_rollout(fs: TreeReading, runtime: RuntimeLayout, thread: str | None) -> str | None:
     """The thread's rollout in the run's CODEX_HOME; None while there is none (or no thread)."""
     if not thread:
         return None
     return _walk(fs, layout.sessions(runtime), _DEPTH, f"-{thread}.jsonl")
 
 
-def rollout_text(fs: FileSystem, runtime: RuntimeLayout, thread: str) -> str | None:
+def rollout_text(fs: TreeReading, runtime: RuntimeLayout, thread: str) -> str | None:
     """The thread's rollout as text; None when there is none or it cannot be read."""
     path = find_rollout(fs, runtime, thread)
     if path is None:
@@ -34,7 +34,7 @@ def rollout_text(fs: FileSystem, runtime: RuntimeLayout, thread: str) -> str | N
         return None
 
 
-def _walk(fs: FileSystem, folder: str, depth: int, suffix: str) -> str | None:
+def _walk(fs: TreeReading, folder: str, depth: int, suffix: str) -> str | None:
     try:
         entries = sorted(fs.listdir(folder), key=lambda e: e.name)
     except FileSystemError:

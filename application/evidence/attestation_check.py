@@ -25,13 +25,13 @@ from concorde_workers.domain.attestation.verification import Finding
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import RunLayout
 from concorde_workers.ports.attestation import Sealer
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.filesystem import TreeReading
 
 
 class AttestationCheck:
     """Checks one run directory's attestation.json against its trace."""
 
-    def __init__(self, fs: FileSystem, sealer: Sealer) -> None:
+    def __init__(self, fs: TreeReading, sealer: Sealer) -> None:
         self._fs, self._sealer = fs, sealer
 
     def check(self, layout: RunLayout, public_key: bytes | None) -> tuple[str, list[Finding]]:
