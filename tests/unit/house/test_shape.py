@@ -1,8 +1,8 @@
 """The code keeps the shape issue 10 set as its targets: no function over 60 lines, no block
 rated worse than C by radon's cyclomatic complexity; no module longer than 500 lines (the
 code as `ruff format` writes it; issue 34 §3: each orchestrator one job) and no class with more
-than 15 methods (issue 34's closing figures; no class is an exception), except the modules named below, each
-with why and its ceiling."""
+than 15 methods (issue 34's closing figures; no class is an exception), except the modules named
+below, each with why and its ceiling."""
 
 from __future__ import annotations
 
