@@ -22,7 +22,7 @@ from concorde_workers.adapters.codex.endpoint import CodexEndpoint
 from concorde_workers.adapters.codex.environment import codex_environment
 from concorde_workers.adapters.codex.launch import codex_command, sandbox_mode
 from concorde_workers.adapters.codex.profile import CODEX, CODEX_PROGRAM, native_relative
-from concorde_workers.adapters.programs import find_located
+from concorde_workers.adapters.processes.programs import find_located
 from concorde_workers.domain.configuration.credentials import copied_files
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.profile import USERNS_SWITCHES, nested_problem
@@ -32,7 +32,7 @@ from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.ports.agent import (
+from concorde_workers.ports.agents.agent import (
     BackendContext,
     BackendPorts,
     BackendRegistration,
@@ -41,7 +41,7 @@ from concorde_workers.ports.agent import (
     RoundKind,
     StreamReader,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stream reader is imported when a round runs: `plan` makes none

@@ -50,10 +50,10 @@ from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import TRACE_FILE, RunLayout
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.run.changes import CHANGES_FILE
-from concorde_workers.ports.attestation import Sealer
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
-from concorde_workers.ports.git import GitCommandFailed, GitReader
-from concorde_workers.ports.replay import PatchReplay
+from concorde_workers.ports.machine.attestation import Sealer
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.repository.git import GitCommandFailed, GitReader
+from concorde_workers.ports.repository.replay import PatchReplay
 
 __all__ = ["Verification", "Verifier"]
 

@@ -31,8 +31,8 @@ from concorde_workers.domain.isolation.mount_plan import (
     launch_problem,
     unbound_rw_entry,
 )
-from concorde_workers.ports.agent import AgentBackend, BackendContext
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.agents.agent import AgentBackend, BackendContext
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError
 
 # The programs a confined agent's own sandbox starts by name (Claude Code's and pi's
 # sandbox-runtime: bwrap, socat; Grep and pi's search tools: rg, fd): kept visible wherever

@@ -27,9 +27,9 @@ from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.run_id import run_id, runtime_directory_name
 from concorde_workers.domain.ground.text import terminal_lines
 from concorde_workers.domain.isolation.environment import redact
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem
-from concorde_workers.ports.random import Random
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import FileSystem
+from concorde_workers.ports.machine.random import Random
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import posixpath
 from collections.abc import Sequence
 
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, changed_problem
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError
 
 
 def program_identity(fs: FileSystem, program: ProgramVersion) -> str | None:

@@ -16,7 +16,7 @@ from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.ground.layout import GRANT_FILE
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, read_regular_text
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError, read_regular_text
 
 __all__ = ["notes_for_grant", "notes_for_request", "notes_for_run", "read_grant"]
 

@@ -15,7 +15,7 @@ import posixpath
 
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError, HeldLock
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError, HeldLock
 
 __all__ = ["HOLDER_SHOWN_CHARS", "WORKTREE_LOCK", "hold_worktree", "writes"]
 

@@ -23,7 +23,7 @@ from concorde_workers.domain.run.audit import (
     Snapshot,
     is_git_metadata,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError
 
 __all__ = ["GIT_DIR_FILES", "GitMetadataAccount"]
 

@@ -30,8 +30,8 @@ from concorde_workers.domain.ground.layout import (
 )
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.ground.run_id import is_run_id, runtime_directory_name
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
-from concorde_workers.ports.random import Random
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.machine.random import Random
 
 __all__ = [
     "CREATE_ATTEMPTS",

@@ -25,8 +25,8 @@ from concorde_workers.domain.isolation.check_copies import (
     judge_copy,
     parse_copy_owner,
 )
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
-from concorde_workers.ports.liveness import ProcessTable
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.processes.liveness import ProcessTable
 
 __all__ = ["CopyFound", "sweep_copies"]
 

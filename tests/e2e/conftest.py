@@ -54,9 +54,9 @@ from servers.claude_wrapper import (
 )
 from timing import SLOW, Deadline
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.adapters.space import SpacedFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.sandboxes.space import SpacedFileSystem
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import production
@@ -65,7 +65,7 @@ from concorde_workers.domain.configuration.program_versions import version_text
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.backends import contract_for
-from concorde_workers.ports.events import RunEvents
+from concorde_workers.ports.agents.events import RunEvents
 
 DUMMY_CREDENTIALS = (
     json.dumps(
@@ -320,7 +320,7 @@ class ClaudeWorld:
     def credential_copies(self) -> list[str]:
         """The text of every credentials file the host made below the temp root: on the disk
         (there is none: issue 30 §2), or in a run's agent space, reached as the host reaches it
-        (adapters/space.py)."""
+        (adapters/sandboxes/space.py)."""
         fs = SpacedFileSystem(LocalFileSystem())
         found = [p.read_text() for p in sorted(self.temp_root.rglob(".credentials.json"))]
         for runtime in self.runtime_dirs():

@@ -30,11 +30,11 @@ from servers.codex_exec import KEY, KEY_ENV, MODEL, find_codex
 from servers.responses_server import Call, ResponsesStep, ScriptedResponsesServer, Turn
 from timing import SLOW, Deadline
 
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.process import SubprocessRunner
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.ports.events import RunEvents
+from concorde_workers.ports.agents.events import RunEvents
 
 __all__ = [
     "CodexRun",

@@ -43,16 +43,16 @@ from servers.openai_server import (
 )
 from timing import SLOW, Deadline
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
 from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.backend import PiBackend
-from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.adapters.space import SpacedFileSystem
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.sandboxes.space import SpacedFileSystem
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import production
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.ports.agent import BackendContext, Generated
-from concorde_workers.ports.events import RunEvents
+from concorde_workers.ports.agents.agent import BackendContext, Generated
+from concorde_workers.ports.agents.events import RunEvents
 
 __all__ = [
     "GRANT",

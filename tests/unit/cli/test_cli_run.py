@@ -1,5 +1,5 @@
 """`concorde-workers run` and `show` through `cli.main(argv, out, err, container)` against the fakes,
-and the formatting of adapters/cli/display.py (the progress line and the end-of-run account).
+and the formatting of adapters/cli/views/display.py (the progress line and the end-of-run account).
 
 The container is PlanWorld's (FakeFileSystem, FakeGit, FakeClock, FakeRandom) with the backends
 replaced by ScriptedBackend and the process runner by its FakeProcessRunner: the run host runs
@@ -24,8 +24,8 @@ from fakes.world import GRANT, PRIMARY, USER_HOME, WORKTREE, PlanWorld
 from timing import eventually
 
 from concorde_workers.adapters.cli import main as cli
-from concorde_workers.adapters.cli import watch
-from concorde_workers.adapters.cli.display import (
+from concorde_workers.adapters.cli.views import watch
+from concorde_workers.adapters.cli.views.display import (
     ProgressWatcher,
     account,
     elapsed_text,

@@ -1,7 +1,7 @@
 """The operator's terminal: whatever a worker or a request puts in a summary, a path, an error
 detail, a last action, an instruction or a refusal reaches every human output (`run`'s account
 and progress line, `show`, `plan`, refusals) with its control characters escaped, and every
-`--json` output with its values exactly as they are (domain/ground/text.py, adapters/cli/display.py).
+`--json` output with its values exactly as they are (domain/ground/text.py, adapters/cli/views/display.py).
 Over the fakes; tests/integration and tests/e2e do the same through the real programs."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from unit.cli.test_cli_run import (
 )
 
 from concorde_workers.adapters.cli import main as cli
-from concorde_workers.adapters.cli.display import account, progress_text
+from concorde_workers.adapters.cli.views.display import account, progress_text
 from concorde_workers.application.preparation.planner import render
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.records import AuditRecord, LastAction, RoundRecord, Transient

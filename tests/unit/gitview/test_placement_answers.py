@@ -14,7 +14,7 @@ from fakes.world import GRANT, WORKTREE, PlanWorld
 
 from concorde_workers.application.preparation.placement_answers import PlacementAnswers
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.repository.git import GitCommandFailed
 
 PLACEMENT = ("toplevel", "worktrees", "git_dirs")
 
