@@ -8,8 +8,8 @@ Every bad input ends in a refusal that names the file or entry and the repair, w
 refusal the planned run would meet is part of the plan, on stdout; a refusal of the command's
 own input (the request file, a flag) goes to stderr.
 
-`run` runs `WorkerHost.run` in a worker thread (watch.py); the main thread waits on its end with
-a timeout and, between waits, reads the run's status.json (the run directory is the single new
+`run` runs `WorkerHost.run` in a worker thread (views/watch.py); the main thread waits on its end
+with a timeout and, between waits, reads the run's status.json (the run directory is the single new
 `workers/w-*` folder below the parent) to show the progress line. SIGINT and SIGTERM cancel the
 run through its `Cancellation` while it runs (signals.py).
 """
