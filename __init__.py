@@ -35,7 +35,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "ValidationInput": ("concorde_workers.container", "ValidationInput"),
     "ValidationOutcome": ("concorde_workers.container", "ValidationOutcome"),
     "RoundValidation": ("concorde_workers.container", "RoundValidation"),
-    "RunEvents": ("concorde_workers.ports.events", "RunEvents"),
+    "RunEvents": ("concorde_workers.ports.agents.events", "RunEvents"),
     "production": ("concorde_workers.container", "production"),
     "read_run": ("concorde_workers.container", "read_run"),
 }
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from concorde_workers.domain.configuration.request import Limits, RunRequest
     from concorde_workers.domain.evidence.records import RunRecord, WorkerResult
     from concorde_workers.domain.ground.errors import ErrorLink, Refusal
-    from concorde_workers.ports.events import RunEvents
+    from concorde_workers.ports.agents.events import RunEvents
 
 
 def __getattr__(name: str) -> Any:

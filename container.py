@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Any
 from dependency_injector import containers, providers
 
 from concorde_workers.adapters import claude, codex, pi
-from concorde_workers.adapters.attestation import DsseSealer
-from concorde_workers.adapters.cgroups import CgroupGroups
-from concorde_workers.adapters.checks import SandboxedCheckRunner
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.git import GitCliReader
-from concorde_workers.adapters.liveness import ProcTable
-from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.adapters.program_versions import InstalledProgramVersions
-from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
-from concorde_workers.adapters.space import KeeperSpaces, SpacedFileSystem
-from concorde_workers.adapters.system import SecretsRandom, SystemClock
+from concorde_workers.adapters.machine.attestation import DsseSealer
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.machine.system import SecretsRandom, SystemClock
+from concorde_workers.adapters.processes.cgroups import CgroupGroups
+from concorde_workers.adapters.processes.liveness import ProcTable
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.processes.program_versions import InstalledProgramVersions
+from concorde_workers.adapters.repository.git import GitCliReader
+from concorde_workers.adapters.sandboxes.checks import SandboxedCheckRunner
+from concorde_workers.adapters.sandboxes.sandbox_probe import SrtSandboxProbe
+from concorde_workers.adapters.sandboxes.space import KeeperSpaces, SpacedFileSystem
 from concorde_workers.application.checks.checks import ChecksValidation
 from concorde_workers.application.preparation.planner import Planner
 from concorde_workers.application.preparation.preparation import Preparer
@@ -58,22 +58,22 @@ from concorde_workers.domain.isolation.control_groups import (
     MAX_MOUNTINFO_BYTES,
     cgroup_mounts,
 )
-from concorde_workers.ports.agent import BackendPorts, BackendProfile
-from concorde_workers.ports.checks import CheckRunner
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem
-from concorde_workers.ports.git import GitReader
-from concorde_workers.ports.liveness import ProcessTable
-from concorde_workers.ports.process import ProcessRunner
-from concorde_workers.ports.program_versions import ProgramVersions
-from concorde_workers.ports.random import Random
-from concorde_workers.ports.resources import ResourceGroups
-from concorde_workers.ports.sandbox_probe import SandboxProbe
-from concorde_workers.ports.space import RuntimeSpaces
+from concorde_workers.ports.agents.agent import BackendPorts, BackendProfile
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import FileSystem
+from concorde_workers.ports.machine.random import Random
+from concorde_workers.ports.processes.liveness import ProcessTable
+from concorde_workers.ports.processes.process import ProcessRunner
+from concorde_workers.ports.processes.program_versions import ProgramVersions
+from concorde_workers.ports.processes.resources import ResourceGroups
+from concorde_workers.ports.repository.git import GitReader
+from concorde_workers.ports.sandboxes.checks import CheckRunner
+from concorde_workers.ports.sandboxes.sandbox_probe import SandboxProbe
+from concorde_workers.ports.sandboxes.space import RuntimeSpaces
 
 if TYPE_CHECKING:
     from concorde_workers.adapters.demo.example_repository import DemoWorld, Example
-    from concorde_workers.adapters.git_replay import GitPatchReplay
+    from concorde_workers.adapters.repository.git_replay import GitPatchReplay
     from concorde_workers.application.evidence.attestation import Attestor
     from concorde_workers.application.evidence.verify import Verifier
     from concorde_workers.application.run.host import RequestRefused, WorkerHost
@@ -123,7 +123,7 @@ def _factories(ports: providers.Provider[BackendPorts]) -> dict[str, providers.P
 
 def replay_of(git: GitReader) -> GitPatchReplay | None:
     """The patches replayed by the host's own Git (a fake world's Git replays nothing)."""
-    from concorde_workers.adapters.git_replay import GitPatchReplay
+    from concorde_workers.adapters.repository.git_replay import GitPatchReplay
 
     return GitPatchReplay(git) if isinstance(git, GitCliReader) else None
 
@@ -247,11 +247,11 @@ class Container(containers.DeclarativeContainer):
     host_pid = providers.Dependency(instance_of=int)
     process_table = providers.Dependency(instance_of=ProcessTable)
     resource_groups: providers.Provider[ResourceGroups | None] = providers.Object(None)
-    """Each round's control group (issue 20): adapters/cgroups.py in production; None (no
+    """Each round's control group (issue 20): adapters/processes/cgroups.py in production; None (no
     groups, said as limits not enforced) where a world gives none."""
     runtime_spaces: providers.Provider[RuntimeSpaces | None] = providers.Object(None)
-    """A confined run's writable space (issue 30 §2): adapters/space.py in production; None
-    where a world gives none (a confined run is then refused, never run unbounded)."""
+    """A confined run's writable space (issue 30 §2): adapters/sandboxes/space.py in production;
+    None where a world gives none (a confined run is then refused, never run unbounded)."""
     machine_resources = providers.Factory(read_machine_resources, fs=filesystem, environ=environ)
     """The machine's resources.json (issue 20): its default limits and what a machine without
     control groups does with a run."""
@@ -382,7 +382,8 @@ def runtime_parent() -> str:
 def production(environ: Mapping[str, str] | None = None) -> Container:
     """The production wiring with the real adapters."""
     env = dict(os.environ if environ is None else environ)
-    # The host's files, and the runs' writable spaces reached where they are (adapters/space.py)
+    # The host's files, and the runs' writable spaces reached where they are
+    # (adapters/sandboxes/space.py)
     filesystem, processes, table = (
         SpacedFileSystem(LocalFileSystem()),
         SubprocessRunner(),

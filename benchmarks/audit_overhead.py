@@ -41,8 +41,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the ProgramBackend lives with the test fakes
 
-from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
-from concorde_workers.adapters.git import GitCliReader  # noqa: E402
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem  # noqa: E402
+from concorde_workers.adapters.repository.git import GitCliReader  # noqa: E402
 from concorde_workers.application.rounds.worktree_state import WorktreeObserver  # noqa: E402
 from concorde_workers.domain.gitview.git_status import GitRepository  # noqa: E402
 

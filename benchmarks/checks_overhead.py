@@ -32,9 +32,9 @@ from pathlib import Path
 
 from interleave import interleaved, report
 
-from concorde_workers.adapters.checks import SandboxedCheckRunner
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.sandboxes.checks import SandboxedCheckRunner
 from concorde_workers.container import layer_tools
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.isolation.check_sandbox import CheckPlace

@@ -179,7 +179,9 @@ def main(argv: list[str]) -> int:
                 record = json.loads(proc.stdout)
                 durations.append(float(record["rounds"][0]["duration"]))
 
-        imports = "import concorde_workers.adapters.cli.commands, concorde_workers.container"
+        imports = (
+            "import concorde_workers.adapters.cli.subcommands.commands, concorde_workers.container"
+        )
         steps = {
             "claude alone": alone,
             "one-round run (CLI, real claude)": run,

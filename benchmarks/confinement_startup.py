@@ -43,7 +43,7 @@ from concorde_workers.adapters.demo.example_repository import (
     GRANT,
     create_example,
 )
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.process import SubprocessRunner
 from concorde_workers.application.preparation.prepared import Prepared
 from concorde_workers.container import PROFILES, production
 from concorde_workers.domain.configuration.profile import example_ids_of

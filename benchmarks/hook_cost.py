@@ -41,7 +41,7 @@ GENERATE = """
 import json, sys
 sys.path.insert(0, {bench!r})
 import policy_tables as P
-from concorde_workers.adapters.claude.hooks import hook_files
+from concorde_workers.adapters.claude.guard.hooks import hook_files
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.boundary.policy import build_policy
 from concorde_workers.domain.gitview.placement import AdminPath

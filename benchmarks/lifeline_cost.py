@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from interleave import interleaved, report
 
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.process import SubprocessRunner
 from concorde_workers.domain.gitview.git_commands import SANDBOX_ARGS
 from concorde_workers.domain.isolation.launch import NAMESPACE_REPORT_FD, lifeline
 

@@ -47,10 +47,10 @@ from interleave import (  # noqa: E402
     report,
 )
 
-from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem  # noqa: E402
 from concorde_workers.domain.gitview.placement import find_git_entries  # noqa: E402
 from concorde_workers.domain.ground.paths import Subdirs  # noqa: E402
-from concorde_workers.ports.filesystem import FileSystemError  # noqa: E402
+from concorde_workers.ports.machine.filesystem import FileSystemError  # noqa: E402
 
 WORKERS_JSON = {
     "schema_version": 2,

@@ -89,8 +89,8 @@ def paths(count: int) -> list[str]:
 
 def child(count: int, hook_calls: int) -> dict[str, float]:
     """The timings of one process (seconds per step; the hook's per call)."""
-    from concorde_workers.adapters.claude.hooks import hook_files
-    from concorde_workers.adapters.claude.search_guard import decide_search
+    from concorde_workers.adapters.claude.guard.hooks import hook_files
+    from concorde_workers.adapters.claude.guard.search_guard import decide_search
     from concorde_workers.domain.boundary.grant import Grant, parse_grant
     from concorde_workers.domain.boundary.policy import (
         build_policy,

@@ -39,8 +39,8 @@ from fakes.program_backend import Step  # noqa: E402
 from integration.conftest import build_project, isolate_environment  # noqa: E402
 from integration.host_fixtures import HostHarness, ok_result  # noqa: E402
 
-from concorde_workers.adapters.cli.report import report_html  # noqa: E402
-from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
+from concorde_workers.adapters.cli.views.report import report_html  # noqa: E402
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem  # noqa: E402
 from concorde_workers.application.evidence.report import gather  # noqa: E402
 from concorde_workers.application.runtime.validation import (  # noqa: E402
     ValidationInput,

@@ -3,13 +3,13 @@
 
     .venv/bin/python benchmarks/resource_groups.py [--repeat 21]
 
-Each round of a run runs in a control group of its own (adapters/cgroups.py): the host makes it
-before the round (a folder per controller and the limits written), the round's command starts
-behind the group's join prefix (`/bin/sh -c <script>` writing its own pid into each
+Each round of a run runs in a control group of its own (adapters/processes/cgroups.py): the host
+makes it before the round (a folder per controller and the limits written), the round's command
+starts behind the group's join prefix (`/bin/sh -c <script>` writing its own pid into each
 controller's cgroup.procs, then exec), and the host closes it after the round (kills what is
 left, reads the counters, removes the folders). Measured, interleaved
 (benchmarks/interleave.py), REPEAT times after a warm-up, through the production process runner
-(adapters/process.py) with `/bin/true` as the round's command:
+(adapters/processes/process.py) with `/bin/true` as the round's command:
 
   bare        `/bin/true` started, its stdout read to the end, waited for (the baseline);
   shell only  the same behind the join script joining no group (the prefix's shell alone);
@@ -32,10 +32,10 @@ import sys
 
 from interleave import interleaved, report
 
-from concorde_workers.adapters.cgroups import CgroupGroup, CgroupGroups
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.cgroups import CgroupGroup, CgroupGroups
+from concorde_workers.adapters.processes.process import SubprocessRunner
 from concorde_workers.domain.configuration.resources import GroupKind, ResourceLimits, join_prefix
-from concorde_workers.ports.resources import GroupFailed
+from concorde_workers.ports.processes.resources import GroupFailed
 
 BOUND_MS = 20.0
 COMMAND = ["/bin/true"]

@@ -172,7 +172,9 @@ def main(argv: list[str]) -> int:
         bench = Bench(base, build(base, args.concurrent))
         launcher = ROOT / "tests" / "fakes" / "cli_launcher.py"
         mine = bench.env
-        imports = "import concorde_workers.adapters.cli.commands, concorde_workers.container"
+        imports = (
+            "import concorde_workers.adapters.cli.subcommands.commands, concorde_workers.container"
+        )
         with baseline_tree(args.baseline) as old:
             one = {
                 "agent alone": bench.step(bench.agent, 1),

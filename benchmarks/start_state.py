@@ -8,7 +8,8 @@ Builds a throwaway worktree of FILES small files in 100 folders of `src/`, and a
 shape issue 32 measured (about a tenth of the tree readable, a tenth names-only): `src/d0/` and
 `src/d1/` rw, `src/d2/` … `src/d9/` ro, `src/d10/` … `src/d19/` names, the rest not granted.
 Then measures, interleaved (benchmarks/interleave.py), REPEAT times after a warm-up, what
-`ChecksValidation.start` asks of the real runner (adapters/checks.py), each copy discarded after:
+`ChecksValidation.start` asks of the real runner (adapters/sandboxes/checks.py), each copy
+discarded after:
 
   eager       the whole starting state copied before round 1 (what every run with checks paid
               before issue 32 §3);
@@ -35,9 +36,9 @@ from pathlib import Path
 
 from interleave import interleaved, report
 
-from concorde_workers.adapters.checks import SandboxedCheckRunner
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.sandboxes.checks import SandboxedCheckRunner
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.isolation.check_sandbox import CheckPlace
 

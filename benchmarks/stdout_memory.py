@@ -115,7 +115,7 @@ def host(name: str, size: int, line_size: int) -> dict[str, Any]:
     import concorde_workers.container  # noqa: F401  (the production host's imports)
     from concorde_workers.adapters.claude.stream import ClaudeStreamReader
     from concorde_workers.adapters.pi.stream import PiStreamReader
-    from concorde_workers.adapters.process import SubprocessRunner
+    from concorde_workers.adapters.processes.process import SubprocessRunner
 
     runner = SubprocessRunner()
     limit = getattr(runner, "max_line_bytes", 2 * MB)  # the limit after issue 9 §2

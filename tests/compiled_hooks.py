@@ -1,5 +1,5 @@
 """What a generated Claude Code hook launcher (`control/<hook>_hook.py`) holds, read back:
-the code it loads and the values it was generated with (adapters/claude/hooks.py
+the code it loads and the values it was generated with (adapters/claude/guard/hooks.py
 `compiled_hook`)."""
 
 from __future__ import annotations

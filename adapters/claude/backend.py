@@ -13,7 +13,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 
 from concorde_workers.adapters.claude.environment import claude_environment
-from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
+from concorde_workers.adapters.claude.guard.hooks import extra_hook_entries, hook_files
 from concorde_workers.adapters.claude.launch import claude_command
 from concorde_workers.adapters.claude.layout import settings_file
 from concorde_workers.adapters.claude.profile import CLAUDE
@@ -22,14 +22,14 @@ from concorde_workers.adapters.claude.settings import (
     settings_text,
     shown_settings,
 )
-from concorde_workers.adapters.programs import find_located, program_or_name
+from concorde_workers.adapters.processes.programs import find_located, program_or_name
 from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.ports.agent import (
+from concorde_workers.ports.agents.agent import (
     BackendContext,
     BackendPorts,
     BackendRegistration,
@@ -38,7 +38,7 @@ from concorde_workers.ports.agent import (
     RoundKind,
     StreamReader,
 )
-from concorde_workers.ports.filesystem import EntryKind, FileSystemError, Walking
+from concorde_workers.ports.machine.filesystem import EntryKind, FileSystemError, Walking
 
 
 class ClaudeBackend:
@@ -69,8 +69,8 @@ class ClaudeBackend:
 
     def generate(self, context: BackendContext) -> Generated:
         # control/settings.json with the PreToolUse hooks, control/write_hook.py,
-        # control/search_hook.py and control/read_hook.py (adapters/claude/hooks.py); the digest
-        # covers the final text.
+        # control/search_hook.py and control/read_hook.py (adapters/claude/guard/hooks.py); the
+        # digest covers the final text.
         rt = context.policy.runtime
         settings = claude_settings(
             context.policy,

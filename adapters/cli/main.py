@@ -44,8 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "install-agents": ("doctor", "run_install_agents"),
     "init": ("init", "run_init"),
 }
-"""Each command: its module in concorde_workers.adapters.cli and its function there, imported
-when the command runs, so that no command pays for another's imports."""
+"""Each command: its module in concorde_workers.adapters.cli.subcommands and its function there,
+imported when the command runs, so that no command pays for another's imports."""
 
 
 PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
@@ -74,7 +74,7 @@ def command_of(name: str) -> Command | None:
     module, function = found
     without_pydantic_plugins()
     command: Command = getattr(
-        importlib.import_module(f"concorde_workers.adapters.cli.{module}"), function
+        importlib.import_module(f"concorde_workers.adapters.cli.subcommands.{module}"), function
     )
     return command
 

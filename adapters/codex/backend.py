@@ -31,7 +31,7 @@ from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.ports.agent import (
+from concorde_workers.ports.agents.agent import (
     BackendContext,
     BackendPorts,
     BackendRegistration,
@@ -40,7 +40,7 @@ from concorde_workers.ports.agent import (
     RoundKind,
     StreamReader,
 )
-from concorde_workers.ports.filesystem import FileSystemError, TreeReading
+from concorde_workers.ports.machine.filesystem import FileSystemError, TreeReading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stream reader is imported when a round runs: `plan` makes none

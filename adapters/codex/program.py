@@ -9,10 +9,10 @@ import posixpath
 from collections.abc import Mapping, Sequence
 
 from concorde_workers.adapters.codex.profile import CODEX_PROGRAM, native_relative
-from concorde_workers.adapters.programs import find_located
+from concorde_workers.adapters.processes.programs import find_located
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.ports.filesystem import TreeReading
+from concorde_workers.ports.machine.filesystem import TreeReading
 
 __all__ = ["NativeProgram"]
 

@@ -9,7 +9,7 @@ import posixpath
 from concorde_workers.adapters.codex import layout
 from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import FileSystemError, TreeReading
+from concorde_workers.ports.machine.filesystem import FileSystemError, TreeReading
 
 __all__ = ["find_rollout", "rollout_text"]
 

@@ -6,8 +6,8 @@ The example builds, in a new temporary folder: a Git repository with a small sho
 worktree `.claude/worktrees/example` on its own branch, the worker configuration
 `.concorde/workers.json` committed in it, a model map outside the repository, a grant file and a
 request file. The writes use GitPython (the host's own Git calls are read-only and go through
-`adapters.git`; only this fixture writes a repository); GitPython is therefore the `demo` extra,
-imported only here.
+`adapters.repository.git`; only this fixture writes a repository); GitPython is therefore the
+`demo` extra, imported only here.
 """
 
 from __future__ import annotations

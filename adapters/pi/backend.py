@@ -25,14 +25,14 @@ from concorde_workers.adapters.pi.extension import (
 from concorde_workers.adapters.pi.launch import pi_command
 from concorde_workers.adapters.pi.prerequisites import PiPrerequisites, pi_runtime_refusal
 from concorde_workers.adapters.pi.profile import PI, PI_PROGRAM, SANDBOX_RUNTIME
-from concorde_workers.adapters.programs import find_program, program_or_name
+from concorde_workers.adapters.processes.programs import find_program, program_or_name
 from concorde_workers.domain.configuration.credentials import config_directory, copied_files
 from concorde_workers.domain.configuration.discovery import Installation, locate
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.ports.agent import (
+from concorde_workers.ports.agents.agent import (
     BackendContext,
     BackendPorts,
     BackendRegistration,
@@ -41,7 +41,7 @@ from concorde_workers.ports.agent import (
     RoundKind,
     StreamReader,
 )
-from concorde_workers.ports.filesystem import BoundedReading
+from concorde_workers.ports.machine.filesystem import BoundedReading
 
 # Seed 001 "Run directory": the generated settings.json holds only this.
 PI_SETTINGS = {"defaultProjectTrust": "never"}

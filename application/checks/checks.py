@@ -47,8 +47,8 @@ from concorde_workers.domain.run.checks import (
     evidence,
     node_json,
 )
-from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner, OnCancel
-from concorde_workers.ports.filesystem import FileSystemError, FileWriting
+from concorde_workers.ports.machine.filesystem import FileSystemError, FileWriting
+from concorde_workers.ports.sandboxes.checks import CheckCopyFailed, CheckRunner, OnCancel
 
 ACTOR = "Check execution"
 _NOTHING = Grant(task_type="implement", entries=(), context_identity="none")

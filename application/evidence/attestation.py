@@ -29,8 +29,8 @@ from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.ground.codes import Code, Reason
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import PROGRAMS_FILE, TRACE_FILE, RunLayout
-from concorde_workers.ports.attestation import Sealer, SealFailed
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.attestation import Sealer, SealFailed
+from concorde_workers.ports.machine.filesystem import (
     BoundedReading,
     FileKeeping,
     FileSystemError,

@@ -24,8 +24,8 @@ from concorde_workers.domain.attestation.statement import (
 from concorde_workers.domain.attestation.verification import Finding
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import RunLayout
-from concorde_workers.ports.attestation import Sealer
-from concorde_workers.ports.filesystem import TreeReading
+from concorde_workers.ports.machine.attestation import Sealer
+from concorde_workers.ports.machine.filesystem import TreeReading
 
 
 class AttestationCheck:

@@ -26,7 +26,7 @@ from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.json_limits import MAX_TRANSCRIPT_BYTES
 from concorde_workers.domain.ground.layout import TRANSCRIPT_FILE
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import BoundedReading, FileSystemError
+from concorde_workers.ports.machine.filesystem import BoundedReading, FileSystemError
 
 __all__ = ["MAX_TRANSCRIPT_BYTES", "ReportInput", "gather"]
 

@@ -5,7 +5,7 @@ why it cannot be taken) and a regular file's bytes within a size. Shared by the 
 from __future__ import annotations
 
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import FileSystemError, TreeReading
+from concorde_workers.ports.machine.filesystem import FileSystemError, TreeReading
 
 MAX_PATCH_BYTES = 2 * 1024 * 1024
 """The most of a changes.patch verify reads (the host's bound is 1 MiB and its header)."""

@@ -47,10 +47,10 @@ from concorde_workers.domain.ground.codes import Code, Reason
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import TRACE_FILE, RunLayout
 from concorde_workers.domain.run.changes import CHANGES_FILE
-from concorde_workers.ports.attestation import Sealer
-from concorde_workers.ports.filesystem import FileSystemError, TreeReading
-from concorde_workers.ports.git import GitCommandFailed, GitReader
-from concorde_workers.ports.replay import PatchReplay
+from concorde_workers.ports.machine.attestation import Sealer
+from concorde_workers.ports.machine.filesystem import FileSystemError, TreeReading
+from concorde_workers.ports.repository.git import GitCommandFailed, GitReader
+from concorde_workers.ports.repository.replay import PatchReplay
 
 __all__ = ["Verification", "Verifier"]
 

@@ -28,7 +28,7 @@ from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.layout import WORKERS_DIR
 from concorde_workers.domain.ground.text import control_problem
-from concorde_workers.ports.filesystem import FileSystemError, PathFacts
+from concorde_workers.ports.machine.filesystem import FileSystemError, PathFacts
 
 __all__ = ["BesideJudge", "run_directories"]
 

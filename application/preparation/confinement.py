@@ -31,9 +31,9 @@ from concorde_workers.domain.isolation.mount_plan import (
     launch_problem,
     unbound_rw_entry,
 )
-from concorde_workers.ports import filesystem as files
-from concorde_workers.ports.agent import AgentBackend, BackendContext
-from concorde_workers.ports.filesystem import FileSystemError, Walking
+from concorde_workers.ports.agents.agent import AgentBackend, BackendContext
+from concorde_workers.ports.machine import filesystem as files
+from concorde_workers.ports.machine.filesystem import FileSystemError, Walking
 
 # The programs a confined agent's own sandbox starts by name (Claude Code's and pi's
 # sandbox-runtime: bwrap, socat; Grep and pi's search tools: rg, fd): kept visible wherever

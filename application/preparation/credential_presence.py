@@ -6,7 +6,7 @@ credential files the backend would copy."""
 from __future__ import annotations
 
 from concorde_workers.application.preparation.prepared import Prepared
-from concorde_workers.ports.filesystem import PathFacts
+from concorde_workers.ports.machine.filesystem import PathFacts
 
 __all__ = ["missing_credentials"]
 

@@ -22,8 +22,8 @@ from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.paths import Subdirs, relative_to
 from concorde_workers.domain.ground.text import control_problem
-from concorde_workers.ports.filesystem import FileSystemError, TreeReading
-from concorde_workers.ports.git import GitCommandFailed, GitReader
+from concorde_workers.ports.machine.filesystem import FileSystemError, TreeReading
+from concorde_workers.ports.repository.git import GitCommandFailed, GitReader
 
 __all__ = ["GitFound", "PlacementReader", "misplaced"]
 

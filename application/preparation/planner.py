@@ -4,7 +4,7 @@ It resolves the worker through the configuration reader when the request names a
 a worker, then runs the very preparation the host runs (`application.preparation`), with a run
 id and runtime directory it only names. It writes no file and starts no program. The plan is a
 value and one JSON document (`plan_json`); the command line prints it as text
-(adapters/cli/plan_text.py).
+(adapters/cli/views/plan_text.py).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from concorde_workers.domain.ground.codes import RUN_CODES, Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.run_id import run_id, runtime_directory_name
 from concorde_workers.domain.isolation.environment import redact
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import Walking
-from concorde_workers.ports.random import Random
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import Walking
+from concorde_workers.ports.machine.random import Random
 
 
 @dataclass(frozen=True)
@@ -336,7 +336,8 @@ def _prepared_json(prepared: Prepared) -> dict[str, Any]:
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:
-    """The plan as one JSON document (the content adapters/cli/plan_text.py `render` prints)."""
+    """The plan as one JSON document (the content adapters/cli/views/plan_text.py `render`
+    prints)."""
     seen = plan.progress
     prepared = plan.prepared
     policy = prepared.policy if prepared else seen.policy

@@ -5,8 +5,8 @@ would do, or meets the very refusal the run would meet. The order is the spec's 
 task type and the grant, the placement ("before it generates anything"), the Git administrative
 paths, the pi prerequisites, the policy and its run-directory guard, then the brief, the control
 files, the command line and the environment. Nothing here writes a file or starts a program, but
-the program-version port (ports/program_versions.py), which asks a program that lies in no npm
-package its version once, and caches the answer per user.
+the program-version port (ports/processes/program_versions.py), which asks a program that lies in
+no npm package its version once, and caches the answer per user.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.paths import DirEntry, is_within
 from concorde_workers.domain.isolation.launch import schema_text
 from concorde_workers.domain.run.brief import compose_brief
-from concorde_workers.ports.agent import AgentBackend, BackendContext, RoundKind
-from concorde_workers.ports.filesystem import DirectoryListing, FileSystemError, TreeReading
-from concorde_workers.ports.git import GitCommandFailed, GitReader
-from concorde_workers.ports.program_versions import ProgramVersions
+from concorde_workers.ports.agents.agent import AgentBackend, BackendContext, RoundKind
+from concorde_workers.ports.machine.filesystem import DirectoryListing, FileSystemError, TreeReading
+from concorde_workers.ports.processes.program_versions import ProgramVersions
+from concorde_workers.ports.repository.git import GitCommandFailed, GitReader
 
 REQUEST_INVALID = Code.REQUEST_INVALID
 

@@ -20,7 +20,7 @@ from concorde_workers.domain.gitview.placement import (
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.confinement import Confinement
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.ports.agent import AgentBackend, BackendContext, Generated, RoundKind
+from concorde_workers.ports.agents.agent import AgentBackend, BackendContext, Generated, RoundKind
 
 __all__ = ["HostFacts", "Prepared", "Progress"]
 
@@ -67,7 +67,8 @@ class Prepared:
     below the top level as Git never does."""
     confinement: Confinement | None = None
     programs: tuple[ProgramVersion, ...] = ()
-    """The agent programs the backend runs, with their versions (ports/program_versions.py)."""
+    """The agent programs the backend runs, with their versions
+    (ports/processes/program_versions.py)."""
     key_variables: tuple[str, ...] = ()
     """The credential variables the backend's machine file names (the Codex CLI's key_env, or
     OPENAI_API_KEY without codex.json; Claude Code's endpoint token): by name only, as doctor

@@ -14,7 +14,7 @@ import posixpath
 from collections.abc import Sequence
 
 from concorde_workers.domain.configuration.program_versions import ProgramVersion, changed_problem
-from concorde_workers.ports.filesystem import FileSystemError, PathFacts
+from concorde_workers.ports.machine.filesystem import FileSystemError, PathFacts
 
 
 def program_identity(fs: PathFacts, program: ProgramVersion) -> str | None:

@@ -16,7 +16,7 @@ from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.ground import json_limits
 from concorde_workers.domain.ground.layout import GRANT_FILE
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     BoundedReading,
     FileSystemError,
     Walking,

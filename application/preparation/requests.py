@@ -30,7 +30,11 @@ from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.paths import is_within
 from concorde_workers.domain.ground.text import control_problem
 from concorde_workers.domain.run.checks import Check, parse_checks
-from concorde_workers.ports.filesystem import BoundedReading, FileSystemError, read_regular_text
+from concorde_workers.ports.machine.filesystem import (
+    BoundedReading,
+    FileSystemError,
+    read_regular_text,
+)
 
 REQUEST_FIELDS = tuple(RunRequest.model_fields)
 MAX_INSTRUCTIONS_BYTES = 1024 * 1024

@@ -15,7 +15,7 @@ import posixpath
 
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
-from concorde_workers.ports.filesystem import FileSystemError, HeldLock, Locking
+from concorde_workers.ports.machine.filesystem import FileSystemError, HeldLock, Locking
 
 __all__ = ["HOLDER_SHOWN_CHARS", "WORKTREE_LOCK", "hold_worktree", "writes"]
 

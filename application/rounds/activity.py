@@ -8,9 +8,9 @@ import threading
 from concorde_workers.application.runtime.events import EventEmitter
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.domain.evidence.records import LastAction
-from concorde_workers.ports.agent import LimitedReader, StreamReader
-from concorde_workers.ports.process import ProcessHandle
-from concorde_workers.ports.resources import ResourceGroup
+from concorde_workers.ports.agents.agent import LimitedReader, StreamReader
+from concorde_workers.ports.processes.process import ProcessHandle
+from concorde_workers.ports.processes.resources import ResourceGroup
 
 
 class ActivityFlusher:

@@ -24,10 +24,10 @@ from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.run.stdout import STDOUT_NOTE_KEY, stdout_note
-from concorde_workers.ports.agent import RoundKind, StreamReader
-from concorde_workers.ports.filesystem import EntryKind, FileSystemError
-from concorde_workers.ports.process import ProcessHandle, ProcessStartFailed
-from concorde_workers.ports.resources import ResourceGroup
+from concorde_workers.ports.agents.agent import RoundKind, StreamReader
+from concorde_workers.ports.machine.filesystem import EntryKind, FileSystemError
+from concorde_workers.ports.processes.process import ProcessHandle, ProcessStartFailed
+from concorde_workers.ports.processes.resources import ResourceGroup
 
 __all__ = ["EXIT_GRACE_SECONDS", "AgentProcess"]
 

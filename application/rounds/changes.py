@@ -30,9 +30,9 @@ from concorde_workers.domain.run.changes import (
     patch_file,
     round_changed,
 )
-from concorde_workers.ports.changes import ChangeTrees
-from concorde_workers.ports.filesystem import FileSystemError, PathFacts
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.machine.filesystem import FileSystemError, PathFacts
+from concorde_workers.ports.repository.changes import ChangeTrees
+from concorde_workers.ports.repository.git import GitCommandFailed
 
 __all__ = ["CHANGE_STORE", "ChangeKeeper", "keeper_for", "open_change_store"]
 

@@ -1,7 +1,7 @@
 """The agent program's compiled cache, made once a run by the host (issue 32 §4).
 
-A backend's `CompiledCache` (ports/agent.py) names a command that compiles, once a run, what the
-program would otherwise compile at every round (pi's permission extension). The host starts it
+A backend's `CompiledCache` (ports/agents/agent.py) names a command that compiles, once a run, what
+the program would otherwise compile at every round (pi's permission extension). The host starts it
 when round 1's program has ended, in the background at the lowest priority, beside the audit,
 the checks and the validation: a one-round run waits for nothing (its compilation is ended with
 it) and round 1 compiles for itself as before. Every later round waits for it and finds its
@@ -14,8 +14,12 @@ that outlived a SIGKILLed host would write into a runtime directory its sweep is
 from __future__ import annotations
 
 from concorde_workers.domain.isolation.launch import host_lifeline
-from concorde_workers.ports.agent import CompiledCache
-from concorde_workers.ports.process import ProcessHandle, ProcessRunner, ProcessStartFailed
+from concorde_workers.ports.agents.agent import CompiledCache
+from concorde_workers.ports.processes.process import (
+    ProcessHandle,
+    ProcessRunner,
+    ProcessStartFailed,
+)
 
 ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 """The command's whole environment: nothing of the host's (no JITI_* setting, no NODE_OPTIONS)."""

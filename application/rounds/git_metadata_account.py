@@ -23,7 +23,7 @@ from concorde_workers.domain.run.audit import (
     Snapshot,
     is_git_metadata,
 )
-from concorde_workers.ports.filesystem import FileSystemError, TreeReading
+from concorde_workers.ports.machine.filesystem import FileSystemError, TreeReading
 
 __all__ = ["GIT_DIR_FILES", "GitMetadataAccount"]
 

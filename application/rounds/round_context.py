@@ -19,11 +19,11 @@ from concorde_workers.application.setup.resources import RunResources
 from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.run.audit import Snapshot
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import RunFiles
-from concorde_workers.ports.process import ProcessRunner
-from concorde_workers.ports.random import Random
-from concorde_workers.ports.space import RuntimeSpace
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import RunFiles
+from concorde_workers.ports.machine.random import Random
+from concorde_workers.ports.processes.process import ProcessRunner
+from concorde_workers.ports.sandboxes.space import RuntimeSpace
 
 __all__ = ["RoundContext"]
 

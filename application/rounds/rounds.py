@@ -41,8 +41,8 @@ from concorde_workers.domain.run.rounds import (
     next_step,
     should_validate,
 )
-from concorde_workers.ports.agent import RoundKind
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.agents.agent import RoundKind
+from concorde_workers.ports.repository.git import GitCommandFailed
 
 
 @dataclass

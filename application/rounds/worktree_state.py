@@ -54,8 +54,8 @@ from concorde_workers.domain.run.audit import (
     WorktreeState,
     observe,
 )
-from concorde_workers.ports.filesystem import FileSystemError, TreeReading
-from concorde_workers.ports.git import GitReader
+from concorde_workers.ports.machine.filesystem import FileSystemError, TreeReading
+from concorde_workers.ports.repository.git import GitReader
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")

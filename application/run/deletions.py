@@ -15,7 +15,7 @@ from concorde_workers.application.tracing.journal import DeletionJournal
 from concorde_workers.domain.ground.errors import ErrorLink
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.run.deletions import Kind, PlannedDeletion, outcome, plan_deletions
-from concorde_workers.ports.filesystem import FileSystemError, Rearranging
+from concorde_workers.ports.machine.filesystem import FileSystemError, Rearranging
 
 __all__ = ["Deletions"]
 

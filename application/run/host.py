@@ -64,15 +64,15 @@ from concorde_workers.domain.ground.run_id import run_id as make_run_id
 from concorde_workers.domain.ground.text import control_problem
 from concorde_workers.domain.run.audit import Snapshot
 from concorde_workers.domain.run.rounds import WorkerStatus, deletions_allowed
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.events import RunEvents
-from concorde_workers.ports.filesystem import FileSystemError, RunFiles
-from concorde_workers.ports.git import GitCommandFailed, GitReader
-from concorde_workers.ports.liveness import ProcessTable
-from concorde_workers.ports.process import ProcessRunner
-from concorde_workers.ports.random import Random
-from concorde_workers.ports.resources import ResourceGroups
-from concorde_workers.ports.space import RuntimeSpaces
+from concorde_workers.ports.agents.events import RunEvents
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import FileSystemError, RunFiles
+from concorde_workers.ports.machine.random import Random
+from concorde_workers.ports.processes.liveness import ProcessTable
+from concorde_workers.ports.processes.process import ProcessRunner
+from concorde_workers.ports.processes.resources import ResourceGroups
+from concorde_workers.ports.repository.git import GitCommandFailed, GitReader
+from concorde_workers.ports.sandboxes.space import RuntimeSpaces
 
 
 class RequestRefused(ValueError):

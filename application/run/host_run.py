@@ -18,8 +18,8 @@ from concorde_workers.application.tracing.progress import ProgressWriter
 from concorde_workers.application.tracing.writer import TraceWriter
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import RuntimeLayout
-from concorde_workers.ports.filesystem import FileSystemError
-from concorde_workers.ports.space import RuntimeSpace
+from concorde_workers.ports.machine.filesystem import FileSystemError
+from concorde_workers.ports.sandboxes.space import RuntimeSpace
 
 __all__ = ["HostRun"]
 

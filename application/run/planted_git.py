@@ -9,7 +9,7 @@ import posixpath
 from concorde_workers.application.preparation.prepared import Prepared
 from concorde_workers.application.runtime.run_state import RunState
 from concorde_workers.domain.gitview.git_metadata import GitMetadata
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     ARCHIVE_END_BYTES,
     FileSystemError,
     Rearranging,

@@ -21,8 +21,8 @@ from concorde_workers.application.runtime.runtime_directory import (
 from concorde_workers.domain.evidence.records import ProgressStatus, RunRecord
 from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.layout import RuntimeLayout
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystemError, RunFiles
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import FileSystemError, RunFiles
 
 __all__ = ["FINISH_ATTEMPTS", "RunEnd"]
 

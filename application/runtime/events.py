@@ -16,8 +16,8 @@ from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.events import LISTED, EventKind, bounded, event
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.record_fields import utc_text
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.events import RunEvents
+from concorde_workers.ports.agents.events import RunEvents
+from concorde_workers.ports.machine.clock import Clock
 
 __all__ = ["EventEmitter"]
 

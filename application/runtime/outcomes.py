@@ -33,7 +33,7 @@ from concorde_workers.domain.run.deletions import (
     describe_outcome,
 )
 from concorde_workers.domain.run.rounds import Causes, End, RoundEnding, RoundFacts
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.repository.git import GitCommandFailed
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.audit import Audit
 from concorde_workers.domain.run.deletions import DeletionOutcome
 from concorde_workers.domain.run.rounds import WorkerStatus
-from concorde_workers.ports.agent import RoundKind
+from concorde_workers.ports.agents.agent import RoundKind
 
 
 @dataclass

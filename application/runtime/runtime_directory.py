@@ -31,7 +31,7 @@ from concorde_workers.domain.ground.layout import (
 )
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.ground.run_id import is_run_id, runtime_directory_name
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     Clearing,
     DirectoryListing,
     FileReading,
@@ -44,7 +44,7 @@ from concorde_workers.ports.filesystem import (
     RunFiles,
     Walking,
 )
-from concorde_workers.ports.random import Random
+from concorde_workers.ports.machine.random import Random
 
 __all__ = [
     "CREATE_ATTEMPTS",

@@ -14,8 +14,8 @@ from concorde_workers.domain.setup.agent_install import (
     install_plan,
     stamp_path,
 )
-from concorde_workers.ports.filesystem import FileKeeping, FileSystemError
-from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
+from concorde_workers.ports.machine.filesystem import FileKeeping, FileSystemError
+from concorde_workers.ports.processes.process import ProcessRunner, ProcessStartFailed
 
 NPM_TIMEOUT_SECONDS = 1800.0
 """npm ci of the three programs takes about a minute; a stalled registry ends it."""

@@ -45,9 +45,9 @@ from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.layout import CONFIG_PATH
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import FileStat, FileSystemError
-from concorde_workers.ports.git import GitCommandFailed, GitReader
-from concorde_workers.ports.program_versions import ProgramVersions
+from concorde_workers.ports.machine.filesystem import FileStat, FileSystemError
+from concorde_workers.ports.processes.program_versions import ProgramVersions
+from concorde_workers.ports.repository.git import GitCommandFailed, GitReader
 
 __all__ = ["CommittedFile", "ConfigFiles", "ConfigurationReader", "committed_through"]
 
@@ -77,7 +77,7 @@ MODEL_MAP_CONTRACT = "contract.workers.model-map"
 
 
 class ConfigFiles(Protocol):
-    """What the reader needs of the FileSystem port (`ports.filesystem.FileSystem` fits)."""
+    """What the reader needs of the FileSystem port (`ports.machine.filesystem.FileSystem` fits)."""
 
     def read_text(self, path: str) -> str:
         """UTF-8 text; raises `FileSystemError` (or `OSError` / `ValueError`) when it cannot."""

@@ -48,10 +48,10 @@ from concorde_workers.domain.setup.doctor import (
     diagnose,
     tools_of,
 )
-from concorde_workers.ports.filesystem import BoundedReading, FileSystemError
-from concorde_workers.ports.program_versions import ProgramVersions
-from concorde_workers.ports.resources import ResourceGroups
-from concorde_workers.ports.sandbox_probe import SandboxProbe
+from concorde_workers.ports.machine.filesystem import BoundedReading, FileSystemError
+from concorde_workers.ports.processes.program_versions import ProgramVersions
+from concorde_workers.ports.processes.resources import ResourceGroups
+from concorde_workers.ports.sandboxes.sandbox_probe import SandboxProbe
 
 _RUNTIME = "/runtime-directory"
 """A runtime directory's stand-in: what a backend's round environment sets below it is said

@@ -32,7 +32,7 @@ from concorde_workers.domain.configuration.machine import (
 )
 from concorde_workers.domain.configuration.profile import BackendProfile, CopiedText
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     BoundedReading,
     FileSystemError,
     PathFacts,

@@ -28,8 +28,8 @@ from concorde_workers.domain.configuration.resources import (
     ResourceLimits,
     judge_use,
 )
-from concorde_workers.ports.filesystem import BoundedReading
-from concorde_workers.ports.resources import GroupFailed, ResourceGroup, ResourceGroups
+from concorde_workers.ports.machine.filesystem import BoundedReading
+from concorde_workers.ports.processes.resources import GroupFailed, ResourceGroup, ResourceGroups
 
 __all__ = ["RunResources", "group_name", "read_machine_resources", "sweep_groups"]
 

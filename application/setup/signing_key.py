@@ -12,8 +12,8 @@ from concorde_workers.application.setup.machine_files import read_machine_file
 from concorde_workers.domain.configuration.signing import SIGNING_KEY_SPEC, signing_key_location
 from concorde_workers.domain.ground.codes import Code, Reason
 from concorde_workers.domain.ground.errors import Refusal
-from concorde_workers.ports.attestation import Sealer
-from concorde_workers.ports.filesystem import BoundedReading
+from concorde_workers.ports.machine.attestation import Sealer
+from concorde_workers.ports.machine.filesystem import BoundedReading
 
 __all__ = ["SigningKey"]
 

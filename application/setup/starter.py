@@ -6,7 +6,7 @@ The Git that writes here is the user's own tool, run as they would run it by han
 repository (their environment, identity and hooks): `git worktree add` and the commit of the
 starter `.concorde/workers.json` on the new task branch, since a run reads that file as
 committed at the worktree's HEAD. It never runs over a worker's content: init makes the
-worktree before any worker ran in it. The host's read-only Git (ports/git.py) finds the
+worktree before any worker ran in it. The host's read-only Git (ports/repository/git.py) finds the
 primary worktree and its Git directory.
 """
 
@@ -30,7 +30,7 @@ from concorde_workers.domain.ground.codes import Code
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.layout import CONFIG_PATH
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     DirectoryListing,
     FileReading,
     FileSystemError,
@@ -38,8 +38,8 @@ from concorde_workers.ports.filesystem import (
     PathFacts,
     read_regular_text,
 )
-from concorde_workers.ports.git import GitCommandFailed, GitReader
-from concorde_workers.ports.process import ProcessRunner, ProcessStartFailed
+from concorde_workers.ports.processes.process import ProcessRunner, ProcessStartFailed
+from concorde_workers.ports.repository.git import GitCommandFailed, GitReader
 
 __all__ = ["Starter", "StarterOutcome"]
 

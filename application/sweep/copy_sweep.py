@@ -25,7 +25,7 @@ from concorde_workers.domain.isolation.check_copies import (
     judge_copy,
     parse_copy_owner,
 )
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     BoundedReading,
     Clearing,
     FileReading,
@@ -33,7 +33,7 @@ from concorde_workers.ports.filesystem import (
     PathFacts,
     Removing,
 )
-from concorde_workers.ports.liveness import ProcessTable
+from concorde_workers.ports.processes.liveness import ProcessTable
 
 __all__ = ["CopyFound", "sweep_copies"]
 

@@ -65,10 +65,10 @@ from concorde_workers.domain.evidence.sweep import (
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.layout import CONTROL_DIR, RunLayout, RuntimeLayout
 from concorde_workers.domain.ground.paths import DirEntry, EntryKind
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystemError, RunFiles
-from concorde_workers.ports.liveness import ProcessTable
-from concorde_workers.ports.resources import ResourceGroups
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import FileSystemError, RunFiles
+from concorde_workers.ports.processes.liveness import ProcessTable
+from concorde_workers.ports.processes.resources import ResourceGroups
 
 __all__ = [
     "LeftDirectory",

@@ -36,8 +36,8 @@ from concorde_workers.domain.ground.layout import RunLayout
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.deletions import DeletionOutcome, describe_interruption
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileKeeping, FileSystemError
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import FileKeeping, FileSystemError
 
 __all__ = ["RecordFinisher", "StaleRun"]
 

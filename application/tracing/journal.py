@@ -22,7 +22,7 @@ from concorde_workers.domain.run.deletion_journal import (
     read_journal,
 )
 from concorde_workers.domain.run.deletions import DeletionPlan
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     BoundedReading,
     FileSystemError,
     FileWriting,

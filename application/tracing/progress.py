@@ -12,8 +12,8 @@ from typing import Any
 
 from concorde_workers.domain.evidence.records import LastAction, Phase, ProgressFile, ProgressStatus
 from concorde_workers.domain.ground.record_fields import utc_text
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystemError, FileWriting
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import FileSystemError, FileWriting
 
 __all__ = ["ACTIVITY_INTERVAL_SECONDS", "ProgressWriter"]
 

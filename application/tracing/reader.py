@@ -44,7 +44,7 @@ from concorde_workers.domain.ground.run_id import is_run_id, runtime_directory_p
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.run.brief import worktree_of_brief
 from concorde_workers.domain.run.changes import CHANGES_FILE, MAX_PATCH_BYTES
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     BoundedReading,
     FileReading,
     FileSystemError,

@@ -35,8 +35,8 @@ from concorde_workers.domain.ground.layout import (
 )
 from concorde_workers.domain.ground.run_id import is_run_id
 from concorde_workers.domain.run.changes import CHANGES_FILE
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileKeeping, FileSystemError
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import FileKeeping, FileSystemError
 
 __all__ = ["NODE_FILES", "Moment", "RefusedWrites", "TraceFailure", "TraceWriter", "node_json"]
 

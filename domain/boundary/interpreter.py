@@ -14,7 +14,7 @@ table>, "values": {<placeholder>: <value>}}` and a value is a name of `VALUES`,
 checks every row against the vocabulary and the reasons, and then decides a path as a table says.
 
 Standard library only, no I/O, no `from __future__` import and nothing that needs the module's
-name: the generated Claude Code hooks embed this file's source (adapters/claude/hooks.py), so
+name: the generated Claude Code hooks embed this file's source (adapters/claude/guard/hooks.py), so
 Python interprets the rows here and nowhere else; `adapters/pi/extension/pi_policy.ts` is its
 TypeScript port. A decision is `(allowed, row, reason)`, the reason without the denial prefix.
 """

@@ -11,7 +11,7 @@ tables (`TABLES`):
 - `read` (notes/harness.md §2.4), `write` (§1.4, §2.5, judged on the fully resolved target) and
   `search root` (§2.6: pi's grep, find and ls roots), `domain.boundary.policy`;
 - `search guard`: Claude Code's Grep and Glob calls (rows a, d, 1, 2, h, 3-7 of
-  `adapters.claude.search_guard`).
+  `adapters.claude.guard.search_guard`).
 
 What is hidden always (`domain.boundary.hidden`: other runs, the run directories, the
 credentials) comes before every grant row. The rows are written here only: the domain
@@ -23,9 +23,9 @@ the policy and only interpret them, so a refusal that uses the predicates there 
 extension receive the table as data, under the key `reasons` of the policy they embed
 (`search_guard.hook_grant`, `Policy.to_json`), and fill a reason as `fill` does here. So a reason
 changed here changes for both backends, and tests/unit/boundary/test_reasons.py proves that
-`adapters/claude/hook_template.py` and the extension's `.ts` files hold no reason of their own.
-A reason is a template: `{name}` is replaced by the value named `name`, once, left to right, and
-a value is never scanned again (a Glob pattern may hold braces). Everything else is literal.
+`adapters/claude/guard/hook_template.py` and the extension's `.ts` files hold no reason of their
+own. A reason is a template: `{name}` is replaced by the value named `name`, once, left to right,
+and a value is never scanned again (a Glob pattern may hold braces). Everything else is literal.
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ REASONS: Mapping[str, str] = MappingProxyType(
         "pattern not text": "the Glob call's pattern is not text",
         "glob not text": "the Grep call's glob is not text",
         "tool not searched": "the search hook does not judge the tool {tool}",
-        # The search hook's roots (adapters.claude.search_guard; docs/decisions.md "Grep and Glob
-        # from an ancestor (Claude Code)"): every denial of a root ends with the guidance.
+        # The search hook's roots (adapters.claude.guard.search_guard; docs/decisions.md "Grep and
+        # Glob from an ancestor (Claude Code)"): every denial of a root ends with the guidance.
         "absolute pattern": (
             "the Glob pattern {pattern} is absolute, and Claude Code would search from its "
             "directory; give a granted directory as path and a pattern relative to it"

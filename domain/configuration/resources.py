@@ -8,8 +8,8 @@ limits (`ResourceLimits`, the defaults protecting a 2-core, 24 GiB machine runni
 which files of which controller a group's limits are written to (`limit_writes`), the command
 line that puts a round's process into its groups before it execs the round's own
 (`join_prefix`), and what a group's counters say (`judge_use`): the peaks, and each limit
-reached, named with its value and what was using it. The adapter (adapters/cgroups.py) does
-the I/O; docs/decisions.md "Per-run resource limits" says why.
+reached, named with its value and what was using it. The adapter (adapters/processes/cgroups.py)
+does the I/O; docs/decisions.md "Per-run resource limits" says why.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ is the
 Its set-up is a number of mounts that grows with the grant (the plan), never with the tree.
 A tree given without a plan (a copy of what the grant shows: the run's starting state, a run
 without a confinement) is seen whole. Where the kernel refuses the layer (asked once:
-adapters/checks.py), the checks run over copies, as before, and say so.
+adapters/sandboxes/checks.py), the checks run over copies, as before, and say so.
 
 Pure: the command line's parts; the adapter runs them.
 """

@@ -25,7 +25,7 @@ NAMESPACE_REPORT_FD = "{namespace-report-fd}"
 """An argument the process runner replaces with the number of a pipe's write end it passes to
 the program, on which the program reports, as bubblewrap's `--info-fd` does (JSON with
 `child-pid` and `pid-namespace`), the process whose exit ends its PID namespace: the round ends
-only once that process has exited (ports/process.py "How a round ends")."""
+only once that process has exited (ports/processes/process.py "How a round ends")."""
 
 EXIT_STATUS_FD = "{exit-status-fd}"
 """An argument the process runner replaces with the number of a pipe's write end on which the

@@ -32,7 +32,7 @@ never fill the agent's space. They are made and reached this way:
    descriptors, then bwrap), so the round's own namespace is made from the keeper's and shows the
    spaces at the runtime directory's paths.
 
-Pure: the command lines and the paths; the adapter (adapters/space.py) runs them.
+Pure: the command lines and the paths; the adapter (adapters/sandboxes/space.py) runs them.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def _interpreter(interpreter: str | None) -> list[str]:
 class BriefVariant(BaseModel):
     """What of the brief and the retry prompt is one program's: the names of its shell and write
     tools as the worker knows them, and how the worker ends its session (a backend's profile
-    holds one: ports/agent.py `BackendProfile`)."""
+    holds one: ports/agents/agent.py `BackendProfile`)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -24,8 +24,8 @@ if _TESTS_DIR not in sys.path:
 from fakes.filesystem import FakeFileSystem  # noqa: E402
 from fakes.git import FakeGit  # noqa: E402
 
-from concorde_workers.adapters.filesystem import LocalFileSystem  # noqa: E402
-from concorde_workers.adapters.git import GitCliReader  # noqa: E402
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem  # noqa: E402
+from concorde_workers.adapters.repository.git import GitCliReader  # noqa: E402
 from concorde_workers.domain.gitview.git_status import GitRepository  # noqa: E402
 
 TASK = "task"

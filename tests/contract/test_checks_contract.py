@@ -19,9 +19,9 @@ from fakes.checks import HANG, FakeCheckRunner, FakeTree
 from fakes.filesystem import FakeFileSystem
 from timing import SLOW
 
-from concorde_workers.adapters.checks import SandboxedCheckRunner
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.sandboxes.checks import SandboxedCheckRunner
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.container import layer_tools
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
@@ -29,7 +29,7 @@ from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.isolation.check_sandbox import CheckPlace, Keep, ProgramInView
 from concorde_workers.domain.isolation.confinement import Mount, MountKind
 from concorde_workers.domain.run.checks import Check, CheckStatus
-from concorde_workers.ports.checks import CheckCopyFailed, CheckRunner
+from concorde_workers.ports.sandboxes.checks import CheckCopyFailed, CheckRunner
 
 PASS_IF_FILE = "test -f a.txt"
 PRINT_AND_FAIL = "echo out; echo err >&2; exit 3"

@@ -8,8 +8,8 @@ import pytest
 from fakes.filesystem import FakeFileSystem
 from fakes.git import FakeGit
 
-from concorde_workers.ports.filesystem import FileSystemError
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.machine.filesystem import FileSystemError
+from concorde_workers.ports.repository.git import GitCommandFailed
 
 
 def test_fake_filesystem_records_operations_and_injects_failures() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
 from concorde_workers.domain.ground.paths import DirEntry, EntryKind
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     NUL_IN_PATH,
     SHARED_HOLDERS,
     DirectoryListing,
@@ -403,7 +403,7 @@ class TestArchive:
         assert fs.stat(tree + "/g.tar").mode == 0o600
 
     def test_what_does_not_fit_is_left_out_and_counted(self, fs_world: Any, tree: str) -> None:
-        from concorde_workers.ports.filesystem import ARCHIVE_END_BYTES, tar_member_cost
+        from concorde_workers.ports.machine.filesystem import ARCHIVE_END_BYTES, tar_member_cost
 
         fs = fs_world.fs
         # Room for the directory, HEAD, config and the link (the first in name order), not for

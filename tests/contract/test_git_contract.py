@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from fakes.git import blob_oid
 
-from concorde_workers.adapters.git import GitCliReader
+from concorde_workers.adapters.repository.git import GitCliReader
 from concorde_workers.domain.gitview.git_status import (
     NULL_MODE,
     GitRepository,
     StatusEntry,
     StatusKind,
 )
-from concorde_workers.ports.git import GitCommandFailed, GitReader
+from concorde_workers.ports.repository.git import GitCommandFailed, GitReader
 
 
 def sha(data: bytes) -> str:

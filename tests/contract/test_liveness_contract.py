@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from fakes.liveness import FakeProcessTable
 
-from concorde_workers.adapters.liveness import ProcTable
-from concorde_workers.ports.liveness import ProcessState, ProcessTable
+from concorde_workers.adapters.processes.liveness import ProcTable
+from concorde_workers.ports.processes.liveness import ProcessState, ProcessTable
 
 
 class RealTable:

@@ -19,10 +19,10 @@ import pytest
 from fakes.process import FakeProcess, FakeProcessRunner, FakeStart, split_stream
 from timing import SLOW
 
-from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.adapters.process_pipes import LineSplitter
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.processes.process_pipes import LineSplitter
 from concorde_workers.domain.run.stdout import MAX_LINE_BYTES, Overlong
-from concorde_workers.ports.process import (
+from concorde_workers.ports.processes.process import (
     EXIT_STATUS_FD,
     NAMESPACE_REPORT_FD,
     ProcessHandle,

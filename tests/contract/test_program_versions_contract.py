@@ -14,13 +14,13 @@ from typing import Protocol
 import pytest
 from fakes.program_versions import FakeProgramVersions
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.adapters.program_versions import InstalledProgramVersions
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.processes.program_versions import InstalledProgramVersions
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.ports.program_versions import ProgramVersions
+from concorde_workers.ports.processes.program_versions import ProgramVersions
 
 PROGRAMS = programs_of(PROFILES)
 

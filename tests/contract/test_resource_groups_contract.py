@@ -34,7 +34,7 @@ import pytest
 from fakes.resources import ENV, FakeResourceGroups, member_of
 from timing import SLOW
 
-from concorde_workers.adapters.cgroups import CgroupGroups
+from concorde_workers.adapters.processes.cgroups import CgroupGroups
 from concorde_workers.domain.configuration.resources import (
     MIB,
     GroupCounters,
@@ -42,7 +42,7 @@ from concorde_workers.domain.configuration.resources import (
     ResourceLimits,
     judge_use,
 )
-from concorde_workers.ports.resources import GroupFailed, ResourceGroup, ResourceGroups
+from concorde_workers.ports.processes.resources import GroupFailed, ResourceGroup, ResourceGroups
 
 V1_ROOT = "/sys/fs/cgroup"
 V1_CONTROLLERS = ("pids", "memory", "cpu", "cpuacct")

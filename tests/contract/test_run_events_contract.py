@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fakes.events import RecordedEvents
 
-from concorde_workers.adapters.cli.events import JsonLinesEvents
+from concorde_workers.adapters.cli.views.events import JsonLinesEvents
 from concorde_workers.application.runtime.events import EventEmitter
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.evidence.events import EventKind, event

@@ -26,13 +26,13 @@ import pytest
 from fakes.space import FakeSpaces
 from timing import SLOW
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.adapters.space import KeeperSpaces, SpacedFileSystem, SpaceViews
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.sandboxes.space import KeeperSpaces, SpacedFileSystem, SpaceViews
 from concorde_workers.domain.ground.layout import RuntimeLayout
 from concorde_workers.domain.isolation.runtime_space import SPACE_DIRS, SpaceTools
-from concorde_workers.ports.filesystem import FileSystem, FileSystemError
-from concorde_workers.ports.space import RuntimeSpace, RuntimeSpaces
+from concorde_workers.ports.machine.filesystem import FileSystem, FileSystemError
+from concorde_workers.ports.sandboxes.space import RuntimeSpace, RuntimeSpaces
 
 MIB = 1024 * 1024
 SIZE = 16 * MIB

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from fakes.system import FakeClock, FakeRandom
 
-from concorde_workers.adapters.system import SecretsRandom, SystemClock
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.random import Random
+from concorde_workers.adapters.machine.system import SecretsRandom, SystemClock
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.random import Random
 
 
 @pytest.fixture(params=["real", "fake"])

@@ -43,8 +43,8 @@ from servers.responses_server import Hang as CodexHang
 from timing import SLOW, Deadline
 from worlds.repository import remove_temp_root
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.space import SpacedFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.sandboxes.space import SpacedFileSystem
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 

@@ -54,8 +54,8 @@ from servers.claude_wrapper import (
 from timing import SLOW, Deadline
 from worlds.repository import remove_temp_root
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.space import SpacedFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.sandboxes.space import SpacedFileSystem
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.contracts import validator
@@ -63,7 +63,7 @@ from concorde_workers.domain.configuration.program_versions import version_text
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.backends import contract_for
-from concorde_workers.ports.events import RunEvents
+from concorde_workers.ports.agents.events import RunEvents
 
 DUMMY_CREDENTIALS = (
     json.dumps(
@@ -271,7 +271,7 @@ class ClaudeWorld(RunWorld):
     def credential_copies(self) -> list[str]:
         """The text of every credentials file the host made below the temp root: on the disk
         (there is none: issue 30 §2), or in a run's agent space, reached as the host reaches it
-        (adapters/space.py)."""
+        (adapters/sandboxes/space.py)."""
         fs = SpacedFileSystem(LocalFileSystem())
         found = [p.read_text() for p in sorted(self.temp_root.rglob(".credentials.json"))]
         for runtime in self.runtime_dirs():

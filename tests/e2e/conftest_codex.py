@@ -28,7 +28,7 @@ from worlds.repository import remove_temp_root
 
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.ports.events import RunEvents
+from concorde_workers.ports.agents.events import RunEvents
 
 __all__ = [
     "CodexRun",

@@ -36,14 +36,14 @@ from servers.openai_server import (
 from timing import SLOW, Deadline
 from worlds.repository import remove_temp_root
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
 from concorde_workers.adapters.pi import layout as pi_layout
 from concorde_workers.adapters.pi.backend import PiBackend
-from concorde_workers.adapters.space import SpacedFileSystem
+from concorde_workers.adapters.sandboxes.space import SpacedFileSystem
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.ports.agent import BackendContext, Generated
-from concorde_workers.ports.events import RunEvents
+from concorde_workers.ports.agents.agent import BackendContext, Generated
+from concorde_workers.ports.agents.events import RunEvents
 
 __all__ = [
     "MODEL",

@@ -15,7 +15,7 @@ from dependency_injector import providers
 from timing import Deadline
 from worlds.repository import GRANT, PROJECT_FILES, DiskRepository, disk_parts, make_temp_root
 
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.process import SubprocessRunner
 from concorde_workers.container import Container, production
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 

@@ -26,9 +26,9 @@ from servers.openai_server import Step
 from servers.responses_server import ResponsesStep, Turn
 from timing import SLOW
 
-from concorde_workers.adapters.cli.report import report_html
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.space import SpacedFileSystem
+from concorde_workers.adapters.cli.views.report import report_html
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.sandboxes.space import SpacedFileSystem
 from concorde_workers.application.checks.checks import place_for
 from concorde_workers.application.evidence.report import gather
 from concorde_workers.container import PROFILES, production

@@ -27,7 +27,7 @@ from e2e.planted_git import (
     users_git_status,
 )
 
-from concorde_workers.adapters.cli.display import account
+from concorde_workers.adapters.cli.views.display import account
 
 pytestmark = pytest.mark.e2e
 

@@ -27,7 +27,7 @@ from e2e.backends import BackendWorld, backend_world
 from e2e.test_check_attack_e2e import checked, checked_run
 from timing import SLOW
 
-from concorde_workers.adapters.cgroups import CgroupGroups
+from concorde_workers.adapters.processes.cgroups import CgroupGroups
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.configuration.resources import GroupKind, ResourceLimits
 from concorde_workers.domain.run.checks import Check

@@ -12,7 +12,7 @@ import pytest
 from e2e.backends import BackendWorld, backend_world
 from e2e.one_command import Command
 
-from concorde_workers.adapters.cli.display import account
+from concorde_workers.adapters.cli.views.display import account
 
 __all__ = ["backend_world"]  # the fixture, imported for pytest
 

@@ -23,7 +23,7 @@ from e2e.test_claude_boundary_e2e import bash
 from servers.anthropic_server import Reply
 from timing import SLOW, Gate, Signal
 
-from concorde_workers.adapters.cgroups import CgroupGroups
+from concorde_workers.adapters.processes.cgroups import CgroupGroups
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.configuration.resources import MIB, GroupKind
 from concorde_workers.domain.evidence.links import HOST_LIMIT_ACTOR

@@ -32,7 +32,7 @@ from concorde_workers.domain.configuration.request import Backend
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.isolation.launch import LaunchCommand
-from concorde_workers.ports.agent import (
+from concorde_workers.ports.agents.agent import (
     BackendContext,
     BackendProfile,
     CompiledCache,
@@ -40,8 +40,8 @@ from concorde_workers.ports.agent import (
     RoundKind,
     StreamReader,
 )
-from concorde_workers.ports.clock import Clock
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.machine.clock import Clock
+from concorde_workers.ports.machine.filesystem import FileSystem
 from fakes.agent_stream import (
     TestStreamReader,
     error_line,

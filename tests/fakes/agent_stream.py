@@ -41,7 +41,7 @@ from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding
 from concorde_workers.domain.run.stdout import IgnoredLines
-from concorde_workers.ports.clock import Clock
+from concorde_workers.ports.machine.clock import Clock
 
 __all__ = [
     "CLASSIFICATION",

@@ -32,7 +32,7 @@ from concorde_workers.domain.isolation.check_sandbox import (
     program_in_view,
 )
 from concorde_workers.domain.run.checks import Check, CheckRun, CheckStatus, finished
-from concorde_workers.ports.checks import CheckCopyFailed, OnCancel
+from concorde_workers.ports.sandboxes.checks import CheckCopyFailed, OnCancel
 from fakes.filesystem import FakeFileSystem, Node
 
 COPIES = "/fake-check-copies"

@@ -55,12 +55,12 @@ if __name__ == "__main__":  # run as a script: make `fakes` importable, as pytes
 from dependency_injector import providers
 
 from concorde_workers.adapters.cli import main as cli
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.liveness import ProcTable
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes.liveness import ProcTable
+from concorde_workers.adapters.processes.process import SubprocessRunner
 from concorde_workers.container import Container, check_runner, production
-from concorde_workers.ports.agent import CompiledCache
-from concorde_workers.ports.filesystem import FileSystem
+from concorde_workers.ports.agents.agent import CompiledCache
+from concorde_workers.ports.machine.filesystem import FileSystem
 from fakes.program_backend import ProgramBackend, Scenario
 
 

@@ -10,7 +10,7 @@ import tarfile
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.ground.paths import DirEntry, EntryKind, Subdirs, subdirs_of
-from concorde_workers.ports.filesystem import (
+from concorde_workers.ports.machine.filesystem import (
     ARCHIVE_END_BYTES,
     NUL_IN_PATH,
     SHARED_HOLDERS,

@@ -39,7 +39,7 @@ from concorde_workers.domain.gitview.git_status import (
     index_state,
 )
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.repository.git import GitCommandFailed
 from fakes.filesystem import FakeFileSystem, Node
 
 PORT_METHODS = (

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from concorde_workers.domain.run.stdout import MAX_LINE_BYTES, Overlong
-from concorde_workers.ports.process import (
+from concorde_workers.ports.processes.process import (
     EXIT_STATUS_FD,
     NAMESPACE_REPORT_FD,
     ProcessStartFailed,

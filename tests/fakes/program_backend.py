@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.ports.agent import BackendContext, Generated, RoundKind
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.ports.agents.agent import BackendContext, Generated, RoundKind
 from fakes.agent import TestBackendBase
 
 __all__ = ["AGENT_PROGRAM", "ProgramBackend", "Scenario", "Step"]

@@ -32,7 +32,7 @@ from concorde_workers.domain.configuration.resources import (
     GroupKind,
     ResourceLimits,
 )
-from concorde_workers.ports.resources import GroupFailed
+from concorde_workers.ports.processes.resources import GroupFailed
 
 __all__ = [
     "ENV",

@@ -1,6 +1,6 @@
 """FakeSandboxProbe: the SandboxProbe port in memory — it answers the fact the test gives and
 records what it was asked to run with. tests/integration/test_doctor_cli.py holds the real
-adapter (adapters/sandbox_probe.py) to the same two answers: ran without reaching 127.0.0.1
+adapter (adapters/sandboxes/sandbox_probe.py) to the same two answers: ran without reaching 127.0.0.1
 inside the real sandbox, reached it without one."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from concorde_workers.ports.clock import Interrupt
+from concorde_workers.ports.machine.clock import Interrupt
 
 
 @dataclass

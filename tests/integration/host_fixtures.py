@@ -28,7 +28,7 @@ from fakes.program_backend import ProgramBackend, Scenario
 from timing import SLOW, Deadline, wait_dead
 from worlds.repository import GRANT
 
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.process import SubprocessRunner
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import PROFILES, production
@@ -36,8 +36,8 @@ from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.request import Limits, RunRequest
 from concorde_workers.domain.evidence.records import RunRecord
 from concorde_workers.domain.ground.backends import contract_for
-from concorde_workers.ports.agent import BackendContext, CompiledCache
-from concorde_workers.ports.events import RunEvents
+from concorde_workers.ports.agents.agent import BackendContext, CompiledCache
+from concorde_workers.ports.agents.events import RunEvents
 
 __all__ = ["CREDENTIALS", "HostHarness", "HostRun", "alive", "ok_result", "porcelain", "wait_gone"]
 

@@ -18,10 +18,10 @@ from fakes.agent_stream import TestStreamReader
 from fakes.program_backend import AGENT_PROGRAM, ProgramBackend, Step
 from timing import SLOW, Deadline, Gate, Signal, wait_dead
 
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.process import SubprocessRunner
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.ports.agent import AgentBackend, RoundKind
+from concorde_workers.ports.agents.agent import AgentBackend, RoundKind
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.git import GitCliReader, find_bwrap
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.repository.git import GitCliReader, find_bwrap
 from concorde_workers.application.rounds.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.gitview.git_status import GitRepository

@@ -136,7 +136,7 @@ def test_a_file_past_the_store_s_bound_is_named_and_a_patch_past_its_bound_is_cu
 def test_the_keeper_tells_a_path_behind_a_linked_folder(harness: HostHarness) -> None:
     """Git never lists a file behind a linked folder, but the audit's walk of nested
     repositories could: the keeper resolves each folder above a path before hashing it."""
-    from concorde_workers.adapters.filesystem import LocalFileSystem
+    from concorde_workers.adapters.machine.filesystem import LocalFileSystem
     from concorde_workers.application.rounds.changes import ChangeKeeper
     from concorde_workers.domain.gitview.git_status import GitRepository
 
@@ -153,9 +153,9 @@ def test_the_keeper_tells_a_path_behind_a_linked_folder(harness: HostHarness) ->
 def test_a_change_store_that_is_there_already_is_never_written_into(
     harness: HostHarness, tmp_path: Path
 ) -> None:
-    from concorde_workers.adapters.git import GitCliReader
+    from concorde_workers.adapters.repository.git import GitCliReader
     from concorde_workers.domain.gitview.git_status import GitRepository
-    from concorde_workers.ports.git import GitCommandFailed
+    from concorde_workers.ports.repository.git import GitCommandFailed
 
     git = GitCliReader(environ=harness.git_env)
     common = harness.primary / ".git"

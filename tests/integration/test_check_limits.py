@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters.cgroups import CgroupGroup, CgroupGroups
-from concorde_workers.adapters.checks import SandboxedCheckRunner
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes.cgroups import CgroupGroup, CgroupGroups
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.sandboxes.checks import SandboxedCheckRunner
 from concorde_workers.container import layer_tools
 from concorde_workers.domain.configuration.resources import GroupKind, ResourceLimits
 from concorde_workers.domain.isolation.check_sandbox import CheckPlace

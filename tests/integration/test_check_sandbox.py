@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters.checks import SandboxedCheckRunner
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.liveness import ProcTable
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes.liveness import ProcTable
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.sandboxes.checks import SandboxedCheckRunner
 from concorde_workers.application.preparation.requests import RequestBuilder, RequestFlags
 from concorde_workers.container import layer_tools
 from concorde_workers.domain.configuration.request import RunRequest

@@ -26,7 +26,7 @@ import pytest
 from compiled_hooks import launcher_code, launcher_values
 from policy_world import POLICY, RT, WT
 
-from concorde_workers.adapters.claude.hooks import (
+from concorde_workers.adapters.claude.guard.hooks import (
     HOOK_NAMES,
     HookName,
     compiled_hook,
@@ -36,7 +36,7 @@ from concorde_workers.adapters.claude.hooks import (
     hook_source_path,
     launcher_denial,
 )
-from concorde_workers.adapters.claude.search_guard import hook_grant
+from concorde_workers.adapters.claude.guard.search_guard import hook_grant
 
 pytestmark = [pytest.mark.integration]
 

@@ -5,7 +5,7 @@ A real temporary worktree with real symbolic links; `control/write_hook.py`,
 started with the command of the generated settings (`<python> -I -S <hook>`, the venv's
 interpreter), Claude Code's PreToolUse JSON on stdin. For every call, the hook's answer (no
 output, or one denial line, exit 0) must equal `domain.boundary.policy.decide_write` /
-`adapters.claude.search_guard.decide_search_call` / `domain.boundary.policy.decide_read` on the same paths, resolved
+`adapters.claude.guard.search_guard.decide_search_call` / `domain.boundary.policy.decide_read` on the same paths, resolved
 the same way; the key rows are also pinned to their exact reasons.
 """
 
@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.adapters.claude.hooks import extra_hook_entries, hook_files
-from concorde_workers.adapters.claude.search_guard import claude_path, decide_search_call
+from concorde_workers.adapters.claude.guard.hooks import extra_hook_entries, hook_files
+from concorde_workers.adapters.claude.guard.search_guard import claude_path, decide_search_call
 from concorde_workers.adapters.claude.settings import claude_settings
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant

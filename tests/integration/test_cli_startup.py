@@ -29,10 +29,10 @@ HEAVY = (
     "concorde_workers.container",
     "concorde_workers.application",
     "concorde_workers.domain.evidence.records",
-    "concorde_workers.adapters.cli.commands",
-    "concorde_workers.adapters.cli.demo",
-    "concorde_workers.adapters.cli.display",
-    "concorde_workers.adapters.cli.progress",
+    "concorde_workers.adapters.cli.subcommands.commands",
+    "concorde_workers.adapters.cli.subcommands.demo",
+    "concorde_workers.adapters.cli.views.display",
+    "concorde_workers.adapters.cli.views.progress",
 )
 
 PROBE = """
@@ -80,16 +80,16 @@ def test_a_command_imports_its_own_module_when_it_runs() -> None:
     """The laziness is not a lost command: `show` of a missing directory loads its module and
     refuses, and only then pydantic is there."""
     modules = loaded("show", "/nonexistent/run-directory")
-    assert "concorde_workers.adapters.cli.commands" in modules
-    assert "concorde_workers.adapters.cli.demo" not in modules
+    assert "concorde_workers.adapters.cli.subcommands.commands" in modules
+    assert "concorde_workers.adapters.cli.subcommands.demo" not in modules
 
 
 RUN_ONLY = (
-    "concorde_workers.adapters.cli.commands",
-    "concorde_workers.adapters.cli.display",
-    "concorde_workers.adapters.cli.progress",
-    "concorde_workers.adapters.cli.report",
-    "concorde_workers.adapters.cli.watch",
+    "concorde_workers.adapters.cli.subcommands.commands",
+    "concorde_workers.adapters.cli.views.display",
+    "concorde_workers.adapters.cli.views.progress",
+    "concorde_workers.adapters.cli.views.report",
+    "concorde_workers.adapters.cli.views.watch",
     "concorde_workers.application.run.host",
     "concorde_workers.application.setup.doctor",
     "concorde_workers.application.sweep.sweep",
@@ -112,7 +112,7 @@ def test_plan_loads_none_of_the_run_s_display_report_or_record_readers() -> None
     none of run's, show's and sweep's: the imports of every plan are only the planning path's
     (issue 32 §2; benchmarks/plan_walk.py measures the time, this guards the structure)."""
     modules = loaded("plan", "--worktree", "/nonexistent/worktree", "--task-type", "implement")
-    assert "concorde_workers.adapters.cli.plan" in modules
+    assert "concorde_workers.adapters.cli.subcommands.plan" in modules
     assert "concorde_workers.application.preparation.planner" in modules
     assert sorted(m for m in RUN_ONLY if m in modules) == []
 

@@ -22,7 +22,7 @@ from timing import SLOW
 
 from concorde_workers.application.runtime.validation import ValidationInput, ValidationOutcome
 from concorde_workers.domain.configuration.request import Limits
-from concorde_workers.ports.agent import BackendContext, CompiledCache
+from concorde_workers.ports.agents.agent import BackendContext, CompiledCache
 
 pytestmark = [pytest.mark.integration]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from integration.conftest import build_project
 
-from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.adapters.sandbox_probe import SrtSandboxProbe
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.sandboxes.sandbox_probe import SrtSandboxProbe
 
 pytestmark = pytest.mark.integration
 

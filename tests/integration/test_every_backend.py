@@ -28,7 +28,7 @@ from concorde_workers.domain.configuration.credentials import config_directory
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.ground.text import digest_text
-from concorde_workers.ports.agent import BackendContext
+from concorde_workers.ports.agents.agent import BackendContext
 
 pytestmark = pytest.mark.integration
 

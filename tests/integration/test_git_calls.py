@@ -1,7 +1,7 @@
 """The host's Git calls of a run, counted (issue 32 §3 "count and cut what a round can do with
 fewer").
 
-Every host Git command starts through `GitRunner._start` (adapters/git_runner.py), each a
+Every host Git command starts through `GitRunner._start` (adapters/repository/git_runner.py), each a
 sandboxed process of its own. A one-round run that writes one rw file and ends ok makes the
 calls listed here, in this order, and no more: a change that adds one fails here and says which,
 so the cost of a round is decided, not drifted into.
@@ -15,7 +15,7 @@ import pytest
 from fakes.program_backend import Step
 from integration.host_fixtures import HostHarness, ok_result
 
-from concorde_workers.adapters.git_runner import GitRunner
+from concorde_workers.adapters.repository.git_runner import GitRunner
 
 pytestmark = [pytest.mark.integration]
 

@@ -18,16 +18,16 @@ import pytest
 from timing import SLOW
 from worlds.repository import git_environment
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.git import GitCliReader, find_bwrap
-from concorde_workers.adapters.git_replay import GitPatchReplay
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.repository.git import GitCliReader, find_bwrap
+from concorde_workers.adapters.repository.git_replay import GitPatchReplay
 from concorde_workers.application.rounds.worktree_state import WorktreeObserver
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.gitview.git_commands import COMMANDS, SANDBOX_ARGS, Scope
 from concorde_workers.domain.gitview.git_config import parse_config
 from concorde_workers.domain.gitview.git_status import GitRepository, StatusKind
 from concorde_workers.domain.run.audit import audit
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.repository.git import GitCommandFailed
 
 GRANT = parse_grant(
     {

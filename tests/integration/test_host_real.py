@@ -37,8 +37,8 @@ from integration.host_fixtures import (
 )
 from timing import SLOW, Deadline, Gate, Signal, eventually
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.git import GitCliReader
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.repository.git import GitCliReader
 from concorde_workers.application.rounds.worktree_state import WorktreeObserver
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.application.runtime.validation import (
@@ -50,7 +50,7 @@ from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.ground.layout import STDERR_TAIL_BYTES
 from concorde_workers.domain.run.stdout import MAX_LINE_BYTES
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.repository.git import GitCommandFailed
 
 pytestmark = pytest.mark.integration
 
@@ -1264,7 +1264,7 @@ def test_the_lock_of_a_host_killed_by_sigkill_is_free_at_once(tmp_path: Path) ->
             sys.executable,
             "-c",
             "import sys, time\n"
-            "from concorde_workers.adapters.filesystem import LocalFileSystem\n"
+            "from concorde_workers.adapters.machine.filesystem import LocalFileSystem\n"
             "held = LocalFileSystem().hold_lock(sys.argv[1], 'the killed host')\n"
             "print('held' if not isinstance(held, str) else held, flush=True)\n"
             "time.sleep(600)\n",

@@ -81,7 +81,7 @@ def test_each_arrow_against_the_picture_breaks_the_suite(tmp_path: Path) -> None
     plants = {
         "application/leak.py": "import concorde_workers.container\n",
         "adapters/pi/leak.py": "import concorde_workers.application.run.host\n",
-        "adapters/cli/leak.py": "import concorde_workers.adapters.git\n",
+        "adapters/cli/leak.py": "import concorde_workers.adapters.repository.git\n",
     }
     for path, text in plants.items():
         (copy / path).write_text(text)
@@ -97,8 +97,9 @@ def test_each_arrow_against_the_picture_breaks_the_suite(tmp_path: Path) -> None
         "- concorde_workers.adapters.pi.leak -> concorde_workers.application.run.host"
     ) in out
     assert (
-        "concorde_workers.adapters.cli is not allowed to import concorde_workers.adapters.git: "
-        "- concorde_workers.adapters.cli.leak -> concorde_workers.adapters.git"
+        # the forbidden contract names the driven adapter's room (adapters.*), the chain its module
+        "concorde_workers.adapters.cli is not allowed to import concorde_workers.adapters.repository: "
+        "- concorde_workers.adapters.cli.leak -> concorde_workers.adapters.repository.git"
     ) in out
     assert "3 broken" in out
 
@@ -128,3 +129,28 @@ def test_a_room_reaching_a_floor_above_it_breaks_the_suite(tmp_path: Path) -> No
         "concorde_workers.domain.boundary: "
         "- concorde_workers.domain.gitview.leak -> concorde_workers.domain.boundary.grant"
     ) in out
+
+
+def test_a_backend_naming_another_and_a_floor_reached_upward_break_the_suite(
+    tmp_path: Path,
+) -> None:
+    """Issue 34, the adapters' and ports' rooms on floors: a backend importing another backend,
+    the machine's ports naming the agent port, and a view reaching a command are each reported
+    by their floors contract, by module."""
+    copy = copy_package(tmp_path)
+    plants = {
+        "adapters/codex/leak.py": "import concorde_workers.adapters.claude.backend\n",
+        "ports/machine/leak.py": "import concorde_workers.ports.agents.agent\n",
+        "adapters/cli/views/leak.py": "import concorde_workers.adapters.cli.subcommands.commands\n",
+    }
+    for path, text in plants.items():
+        (copy / path).write_text(text)
+    result = run_lint_imports(tmp_path, copy / "pyproject.toml")
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())
+    assert "The driven adapters' rooms on floors: no backend imports another BROKEN" in out
+    assert "The ports' rooms on floors: each capability independent of the others BROKEN" in out
+    assert "The command line's rooms on floors: the commands above what they show BROKEN" in out
+    for path, text in plants.items():
+        importer = "concorde_workers." + path.removesuffix(".py").replace("/", ".")
+        assert f"- {importer} -> {text.split()[1]}" in out, importer

@@ -54,7 +54,7 @@ NO_DEATH_SIGNAL = (
 
 HOST = """
 import json, os, sys, time
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.process import SubprocessRunner
 argv, env, busy = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
 held = [os.open("/dev/null", os.O_RDONLY) for _ in range(busy)]  # a host with files open
 handle = SubprocessRunner().start(argv, env, "/")

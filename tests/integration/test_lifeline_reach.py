@@ -45,7 +45,7 @@ pytestmark = pytest.mark.integration
 
 HOST = """
 import json, sys, time
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.process import SubprocessRunner
 argv, env, prefix = (json.loads(a) for a in sys.argv[1:4])
 handle = SubprocessRunner().start(argv, env, "/", prefix=prefix)
 print(handle.pid, flush=True)

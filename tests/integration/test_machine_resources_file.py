@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
 from concorde_workers.application.setup.resources import read_machine_resources
 from concorde_workers.domain.configuration.machine_resources import (
     MAX_RESOURCES_BYTES,

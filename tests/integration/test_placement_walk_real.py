@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
 from concorde_workers.domain.gitview.placement import find_git_entries, walk_tree
 from concorde_workers.domain.ground.paths import leaf_devices
 

@@ -32,7 +32,7 @@ import pytest
 from e2e.agent_processes import namespace_processes
 from timing import SLOW, Deadline, Gate
 
-from concorde_workers.adapters.process import SubprocessRunner
+from concorde_workers.adapters.processes.process import SubprocessRunner
 from concorde_workers.domain.isolation.launch import EXIT_STATUS_FD, NAMESPACE_REPORT_FD
 from concorde_workers.domain.run.stdout import Overlong
 
@@ -406,7 +406,7 @@ def test_a_timer_waiting_on_a_deadline_ends_with_the_program(tmp_path: Path) -> 
         assert not timer.is_alive()
 
 
-# -- a program's PID namespace: the end waits for its init (ports/process.py) ------------------
+# -- a program's PID namespace: the end waits for its init (ports/processes/process.py) ------------------
 
 BWRAP = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin")
 CROWD = 400  # processes in the namespace: the kernel ends them one by one after the init died

@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters import program_versions
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.process import SubprocessRunner
-from concorde_workers.adapters.program_versions import InstalledProgramVersions, cache_path
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.processes import program_versions
+from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.adapters.processes.program_versions import (
+    InstalledProgramVersions,
+    cache_path,
+)
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.profile import programs_of
 from concorde_workers.domain.configuration.program_versions import ProgramLocation

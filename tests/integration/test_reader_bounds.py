@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters.git_runner import (
+from concorde_workers.adapters.repository.git_runner import (
     MAX_CONFIG_BYTES,
     MAX_INCLUDE_DEPTH,
     read_regular,
@@ -57,7 +57,7 @@ def test_a_pyvenv_cfg_is_read_only_within_its_bound(
     the file is a regular file of at most MAX_PYVENV_CFG_BYTES (domain/boundary/beside.py)."""
     import json
 
-    from concorde_workers.adapters.filesystem import LocalFileSystem
+    from concorde_workers.adapters.machine.filesystem import LocalFileSystem
     from concorde_workers.application.preparation.requests import RequestBuilder, RequestFlags
     from concorde_workers.domain.boundary.beside import MAX_PYVENV_CFG_BYTES
 

@@ -14,9 +14,9 @@ from integration.host_fixtures import HostHarness, ok_result
 from integration.test_host_real import OPEN, cancel_here, harness, timeout_here
 from timing import SLOW
 
-from concorde_workers.adapters.cli.display import outcome_of
-from concorde_workers.adapters.cli.report import report_html
-from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.cli.views.display import outcome_of
+from concorde_workers.adapters.cli.views.report import report_html
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
 from concorde_workers.application.evidence.report import gather
 from concorde_workers.application.runtime.cancellation import Cancellation
 from concorde_workers.container import PROFILES

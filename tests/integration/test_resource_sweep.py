@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from concorde_workers.adapters.cgroups import CgroupGroups
+from concorde_workers.adapters.processes.cgroups import CgroupGroups
 from concorde_workers.application.setup.resources import sweep_groups
 from concorde_workers.domain.configuration.resources import GroupKind, ResourceLimits
 

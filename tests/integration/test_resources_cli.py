@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from integration.test_plan_cli import flags, plan
 
-from concorde_workers.adapters.cgroups import CgroupGroups
+from concorde_workers.adapters.processes.cgroups import CgroupGroups
 
 
 def test_plan_says_the_limits_and_how_this_machine_enforces_them(project: Any) -> None:

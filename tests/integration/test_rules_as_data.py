@@ -33,8 +33,8 @@ from hypothesis import strategies as st
 from policy_world import HOME, POLICY, PRIMARY, RT, VENV, WT
 from profiles import FAST_EXAMPLES, examples
 
-from concorde_workers.adapters.claude.hooks import HookName, hook_files, hook_path
-from concorde_workers.adapters.claude.search_guard import decide_search
+from concorde_workers.adapters.claude.guard.hooks import HookName, hook_files, hook_path
+from concorde_workers.adapters.claude.guard.search_guard import decide_search
 from concorde_workers.adapters.pi.extension import extension_policy
 from concorde_workers.domain.boundary.interpreter import PREDICATES, VALUES
 from concorde_workers.domain.boundary.policy import (

@@ -1,4 +1,4 @@
-"""The runtime directory and the trace on a real disk (adapters.filesystem.LocalFileSystem).
+"""The runtime directory and the trace on a real disk (adapters.machine.filesystem.LocalFileSystem).
 
 A worker's tools may leave directories unreadable and unwritable (chmod 000, 0500), nested, with
 files inside, and plant symbolic links to the host's files: the cleanup removes all of it without
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from fakes.system import FakeClock, FakeRandom
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
 from concorde_workers.application.runtime.runtime_directory import (
     cleanup_runtime_directory,
     create_runtime_directory,

@@ -429,8 +429,8 @@ def test_show_diff_says_a_tampered_patch_fails_its_digest_and_a_deleted_one_is_m
 
 
 def test_the_report_says_what_fails_its_digest(signed_run: HostRun) -> None:
-    from concorde_workers.adapters.cli.report import report_html
-    from concorde_workers.adapters.filesystem import LocalFileSystem
+    from concorde_workers.adapters.cli.views.report import report_html
+    from concorde_workers.adapters.machine.filesystem import LocalFileSystem
     from concorde_workers.application.evidence.report import gather
     from concorde_workers.container import PROFILES
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.adapters.claude import hook_template as T
-from concorde_workers.adapters.claude.search_guard import decide_search, hook_grant
+from concorde_workers.adapters.claude.guard import hook_template as T
+from concorde_workers.adapters.claude.guard.search_guard import decide_search, hook_grant
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary.grant import Grant, parse_grant
 from concorde_workers.domain.boundary.policy import Policy, build_policy, decide_read, decide_write
@@ -35,7 +35,7 @@ LEAST_WORDS = 2
 """A literal piece of fewer words ("the", " and ") is no reason's own text."""
 
 TABLE_READERS = [
-    "adapters/claude/hook_template.py",
+    "adapters/claude/guard/hook_template.py",
     "adapters/pi/extension/pi_policy.ts",
     "adapters/pi/extension/permission.ts",
     "domain/boundary/interpreter.py",

@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 from policy_world import POLICY, RT, WT, policy_for
 
-from concorde_workers.adapters.claude import hook_template
-from concorde_workers.adapters.claude.hooks import (
+from concorde_workers.adapters.claude.guard import hook_template
+from concorde_workers.adapters.claude.guard.hooks import (
     RULES_END,
     RULES_START,
     hook_source,
     interpreter_text,
     template_text,
 )
-from concorde_workers.adapters.claude.search_guard import HOOK_TABLES, hook_grant
+from concorde_workers.adapters.claude.guard.search_guard import HOOK_TABLES, hook_grant
 from concorde_workers.container import PROFILES
 from concorde_workers.domain.boundary import interpreter
 from concorde_workers.domain.boundary.interpreter import PREDICATES, VALUES, Judge

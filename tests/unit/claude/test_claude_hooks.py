@@ -1,6 +1,6 @@
-"""The Claude Code hooks: the search decision row by row (adapters/claude/search_guard.py), the generation
+"""The Claude Code hooks: the search decision row by row (adapters/claude/guard/search_guard.py), the generation
 of control/write_hook.py, control/search_hook.py and control/read_hook.py
-(adapters/claude/hooks.py), their settings
+(adapters/claude/guard/hooks.py), their settings
 entries, and the template's decisions against the domain's on generated paths (in process; the
 subprocess parity runs in tests/integration/test_claude_hook_parity.py)."""
 
@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from policy_cases import BATCH_SHARE, Case, Query, batches, mismatches
 from profiles import FAST_EXAMPLES, examples
 
-from concorde_workers.adapters.claude import hook_template as T
 from concorde_workers.adapters.claude.backend import ClaudeBackend
-from concorde_workers.adapters.claude.hooks import (
+from concorde_workers.adapters.claude.guard import hook_template as T
+from concorde_workers.adapters.claude.guard.hooks import (
     GRANT_MARK,
     HOOK_NAMES,
     compiled_hook,
@@ -39,7 +39,7 @@ from concorde_workers.adapters.claude.hooks import (
     search_hook_path,
     template_text,
 )
-from concorde_workers.adapters.claude.search_guard import (
+from concorde_workers.adapters.claude.guard.search_guard import (
     JS_WHITESPACE,
     SEARCH_TOOLS,
     SEARCH_TOOLS_MATCHER,
@@ -1255,7 +1255,7 @@ def _template_verdict(grant: dict[str, Any], q: Query) -> tuple[bool, str | None
 def _domain_verdict(policy: Policy, q: Query) -> tuple[bool, str | None]:
     if (
         q.kind == "search"
-    ):  # the search hook judges Claude Code's roots (adapters.claude.search_guard)
+    ):  # the search hook judges Claude Code's roots (adapters.claude.guard.search_guard)
         return _verdict(decide_search(policy, q.path, q.real, q.is_directory))
     return _verdict(q.domain(policy))
 

@@ -23,10 +23,10 @@ from concorde_workers.adapters.claude.stream import (
     session_file_name,
     tool_target,
 )
-from concorde_workers.adapters.filesystem import LocalFileSystem
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.ports.agent import StreamReader
+from concorde_workers.ports.agents.agent import StreamReader
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "claude"
 

@@ -12,7 +12,7 @@ from fakes.agent import Round
 from fakes.resources import FakeResourceGroups
 from unit.cli.test_cli_run import REQUEST_FILE, RESULT, RunWorld, world
 
-from concorde_workers.adapters.cli.display import resources_line
+from concorde_workers.adapters.cli.views.display import resources_line
 from concorde_workers.domain.configuration.machine_resources import MachineResources, WithoutGroups
 from concorde_workers.domain.configuration.resources import ResourceLimits
 

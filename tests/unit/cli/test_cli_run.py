@@ -1,5 +1,5 @@
 """`concorde-workers run` and `show` through `cli.main(argv, out, err, container)` against the fakes,
-and the formatting of adapters/cli/progress.py (the progress line) and display.py (the end-of-run
+and the formatting of adapters/cli/views/progress.py (the progress line) and display.py (the end-of-run
 account).
 
 The container is PlanWorld's (FakeFileSystem, FakeGit, FakeClock, FakeRandom) with the backends
@@ -26,9 +26,13 @@ from timing import eventually
 from worlds.repository import GRANT
 
 from concorde_workers.adapters.cli import main as cli
-from concorde_workers.adapters.cli import watch
-from concorde_workers.adapters.cli.display import account, error_lines, outcome_of, round_line
-from concorde_workers.adapters.cli.progress import ProgressWatcher, elapsed_text, progress_text
+from concorde_workers.adapters.cli.views import watch
+from concorde_workers.adapters.cli.views.display import account, error_lines, outcome_of, round_line
+from concorde_workers.adapters.cli.views.progress import (
+    ProgressWatcher,
+    elapsed_text,
+    progress_text,
+)
 from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.container import PROFILES, Container
 from concorde_workers.domain.configuration.profile import programs_of

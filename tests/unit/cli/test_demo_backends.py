@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from concorde_workers.adapters.cli.demo import demo_environ
 from concorde_workers.adapters.cli.parser import parser
+from concorde_workers.adapters.cli.subcommands.demo import demo_environ
 from concorde_workers.domain.ground.backends import DEFAULT_BACKEND, DEMO_BACKENDS
 
 CALLER = {

@@ -1,7 +1,7 @@
 """The operator's terminal: whatever a worker or a request puts in a summary, a path, an error
 detail, a last action, an instruction or a refusal reaches every human output (`run`'s account
 and progress line, `show`, `plan`, refusals) with its control characters escaped, and every
-`--json` output with its values exactly as they are (domain/ground/text.py, adapters/cli/display.py
+`--json` output with its values exactly as they are (domain/ground/text.py, adapters/cli/views/display.py
 and progress.py).
 Over the fakes; tests/integration and tests/e2e do the same through the real programs."""
 
@@ -31,9 +31,9 @@ from unit.cli.test_cli_run import (
 from worlds.repository import GRANT
 
 from concorde_workers.adapters.cli import main as cli
-from concorde_workers.adapters.cli.display import account
-from concorde_workers.adapters.cli.plan_text import render
-from concorde_workers.adapters.cli.progress import progress_text
+from concorde_workers.adapters.cli.views.display import account
+from concorde_workers.adapters.cli.views.plan_text import render
+from concorde_workers.adapters.cli.views.progress import progress_text
 from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.evidence.records import AuditRecord, LastAction, RoundRecord, Transient
 from concorde_workers.domain.ground.errors import Reason

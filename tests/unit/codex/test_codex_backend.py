@@ -336,9 +336,9 @@ def test_the_backend_refuses_before_launch_and_doctor_says_why() -> None:
 
 def test_the_registered_codex_backend_is_an_agent_backend() -> None:
     from concorde_workers.adapters.codex.backend import CodexBackend
-    from concorde_workers.adapters.filesystem import LocalFileSystem
+    from concorde_workers.adapters.machine.filesystem import LocalFileSystem
     from concorde_workers.container import PROFILES
-    from concorde_workers.ports.agent import AgentBackend
+    from concorde_workers.ports.agents.agent import AgentBackend
 
     backend = CodexBackend(LocalFileSystem())
     assert isinstance(backend, AgentBackend) and backend.profile is PROFILES["codex"]

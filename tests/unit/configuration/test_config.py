@@ -28,7 +28,7 @@ from concorde_workers.domain.configuration.program_versions import ProgramLocati
 from concorde_workers.domain.configuration.worker_choice import choose
 from concorde_workers.domain.ground.codes import REFUSAL_REASONS
 from concorde_workers.domain.ground.errors import Reason, Refusal
-from concorde_workers.ports.filesystem import EntryKind, FileStat, FileSystemError
+from concorde_workers.ports.machine.filesystem import EntryKind, FileStat, FileSystemError
 
 PROGRAMS = programs_of(PROFILES)
 LEVELS = levels_of(PROFILES)

@@ -18,7 +18,7 @@ from concorde_workers.container import PROFILES
 from concorde_workers.domain.configuration.config import ResolvedWorker
 from concorde_workers.domain.ground.codes import REFUSAL_REASONS
 from concorde_workers.domain.ground.errors import Refusal
-from concorde_workers.ports.filesystem import EntryKind, FileStat, FileSystemError
+from concorde_workers.ports.machine.filesystem import EntryKind, FileStat, FileSystemError
 
 WT = "/repo/.claude/worktrees/wt"
 CONFIG = f"{WT}/.concorde/workers.json"

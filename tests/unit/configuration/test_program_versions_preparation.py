@@ -11,7 +11,7 @@ import pytest
 from fakes.world import BIN, SANDBOX_RUNTIME, SPACE_PROGRAMS, WORKTREE, PlanWorld
 from worlds.repository import GRANT
 
-from concorde_workers.adapters.cli.plan_text import render
+from concorde_workers.adapters.cli.views.plan_text import render
 from concorde_workers.application.preparation.planner import plan_json
 from concorde_workers.application.preparation.prepared import Prepared, Progress
 from concorde_workers.container import PROFILES

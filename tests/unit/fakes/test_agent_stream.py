@@ -27,7 +27,7 @@ from concorde_workers.adapters.pi.links import pi_limit_detail
 from concorde_workers.domain.evidence.records import LastAction
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.ports.agent import StreamReader
+from concorde_workers.ports.agents.agent import StreamReader
 
 RESULT = {"status": "ok", "summary": "done", "error": None}
 INVALID_RESULT = {"status": "maybe", "surprise": [1, 2]}

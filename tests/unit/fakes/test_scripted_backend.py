@@ -16,8 +16,8 @@ from concorde_workers.container import PROFILES
 from concorde_workers.domain.ground.errors import Reason, Refusal
 from concorde_workers.domain.ground.text import digest_text
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.ports.agent import AgentBackend, RoundKind
-from concorde_workers.ports.process import ProcessStartFailed
+from concorde_workers.ports.agents.agent import AgentBackend, RoundKind
+from concorde_workers.ports.processes.process import ProcessStartFailed
 
 RT = "/tmp/concorde-abc123-k9"
 RESULT = {"status": "ok", "summary": "done", "error": None}

@@ -15,7 +15,7 @@ from worlds.repository import GRANT
 
 from concorde_workers.application.preparation.placement_answers import PlacementAnswers
 from concorde_workers.domain.configuration.request import RunRequest
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.repository.git import GitCommandFailed
 
 PLACEMENT = ("toplevel", "worktrees", "git_dirs")
 

@@ -16,7 +16,7 @@ from fakes.host_world import HostWorld, ok_result
 from fakes.process import FakeStart
 from fakes.world import WORKTREE
 
-from concorde_workers.adapters.cli.display import account
+from concorde_workers.adapters.cli.views.display import account
 from concorde_workers.application.runtime.cancellation import Cancellation
 
 PLANTED = "src/app/x/.git"

@@ -24,7 +24,7 @@ from fakes.world import (
 )
 from worlds.repository import GRANT
 
-from concorde_workers.adapters.cli.plan_text import render
+from concorde_workers.adapters.cli.views.plan_text import render
 from concorde_workers.application.preparation.planner import Plan, plan_json
 from concorde_workers.domain.boundary.grant import parse_grant
 from concorde_workers.domain.configuration.request import RunRequest

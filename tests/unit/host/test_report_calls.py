@@ -10,7 +10,7 @@ import pytest
 from fakes.events import RecordedEvents
 from fakes.system import FakeClock
 
-from concorde_workers.adapters.cli.report import report_html
+from concorde_workers.adapters.cli.views.report import report_html
 from concorde_workers.application.evidence.report import ReportInput
 from concorde_workers.application.runtime.events import EventEmitter
 from concorde_workers.application.tracing.calls import MAX_CALLS, ToolCall, tool_calls

@@ -24,7 +24,7 @@ from fakes.process import FakeStart
 from fakes.world import PRIMARY, TEMP_ROOT
 
 from concorde_workers.adapters.cli import main as cli
-from concorde_workers.adapters.cli.display import account, outcome_of
+from concorde_workers.adapters.cli.views.display import account, outcome_of
 from concorde_workers.application.sweep.sweep import Sweeper, SweepReport
 from concorde_workers.application.tracing.reader import read_record
 from concorde_workers.container import PROFILES, Container

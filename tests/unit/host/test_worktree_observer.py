@@ -18,7 +18,7 @@ from concorde_workers.domain.gitview.git_metadata import GitMetadata, describe_g
 from concorde_workers.domain.gitview.git_status import GitRepository
 from concorde_workers.domain.ground.paths import EntryKind
 from concorde_workers.domain.run.audit import FileState, audit, path_violation
-from concorde_workers.ports.git import GitCommandFailed
+from concorde_workers.ports.repository.git import GitCommandFailed
 
 PRIMARY = "/work/repo"
 WORKTREE = f"{PRIMARY}/.claude/worktrees/task"

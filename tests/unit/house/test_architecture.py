@@ -181,6 +181,34 @@ def test_every_room_of_the_application_says_what_it_decides_in_at_most_12_module
         assert len([p for p in room.glob("*.py") if p.name != "__init__.py"]) <= 12, room.name
 
 
+def test_every_room_of_the_driven_adapters_is_on_a_floor() -> None:
+    """Issue 34: the driven adapters' rooms on floors (the fifth layers contract), the backends
+    on the top floor, each independent of the others (`|`): no backend imports another."""
+    floors = layers_contracts()[4]
+    rooms = package_graph().find_children("concorde_workers.adapters")
+    assert set().union(*floors) == rooms - {"concorde_workers.adapters.cli"}
+    backends = {f"concorde_workers.adapters.{name}" for name in ("claude", "codex", "pi")}
+    assert backends <= floors[0]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contract = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"][4]
+    assert "|" in contract["layers"][0] and ":" not in contract["layers"][0]
+
+
+def test_every_room_of_the_ports_is_on_a_floor() -> None:
+    """Issue 34: the ports' rooms on floors (the sixth layers contract), machine/ at the bottom."""
+    floors = layers_contracts()[5]
+    assert set().union(*floors) == package_graph().find_children("concorde_workers.ports")
+    assert floors[-1] == {"concorde_workers.ports.machine"}
+
+
+def test_every_room_and_module_of_the_command_line_is_on_a_floor() -> None:
+    """Issue 34: the command line's rooms and modules on floors (the seventh layers contract),
+    the console script on top."""
+    floors = layers_contracts()[6]
+    assert set().union(*floors) == package_graph().find_children("concorde_workers.adapters.cli")
+    assert floors[0] == {"concorde_workers.adapters.cli.main"}
+
+
 def test_every_adapter_is_an_entry_point_or_a_driven_adapter_of_the_picture() -> None:
     """A new module under adapters/ must be placed in the picture, or no contract checks it."""
     driven = layers_contracts()[1][2]

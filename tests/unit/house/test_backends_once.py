@@ -91,7 +91,7 @@ def test_every_code_a_profile_gives_is_one_of_its_backend_s(name: str) -> None:
 
 def test_each_backend_holds_the_profile_its_name_registers() -> None:
     from concorde_workers.adapters.claude.backend import ClaudeBackend
-    from concorde_workers.adapters.filesystem import LocalFileSystem
+    from concorde_workers.adapters.machine.filesystem import LocalFileSystem
     from concorde_workers.adapters.pi.backend import PiBackend
 
     fs = LocalFileSystem()

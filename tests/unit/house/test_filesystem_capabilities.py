@@ -13,9 +13,9 @@ from typing import Protocol
 
 import pytest
 
-from concorde_workers.adapters.filesystem import LocalFileSystem
-from concorde_workers.adapters.space import SpacedFileSystem
-from concorde_workers.ports import filesystem as port
+from concorde_workers.adapters.machine.filesystem import LocalFileSystem
+from concorde_workers.adapters.sandboxes.space import SpacedFileSystem
+from concorde_workers.ports.machine import filesystem as port
 
 ROOT = Path(__file__).resolve().parents[3]
 LAYERS = ("domain", "ports", "adapters", "application", "contracts")
@@ -33,7 +33,7 @@ WHOLE_PORT_TAKERS = {
     # The composition root: it holds the one file system and hands it to every consumer.
     "container.py",
     # Wraps a whole file system, each capability reaching its paths through the spaces.
-    "adapters/space.py",
+    "adapters/sandboxes/space.py",
 }
 
 
@@ -99,6 +99,6 @@ def test_no_module_but_the_named_places_takes_the_whole_port() -> None:
     }
     assert len(sources) > 100
     assert takers - WHOLE_PORT_TAKERS == set(), (
-        "annotate the capabilities the consumer uses (ports/filesystem.py), not FileSystem"
+        "annotate the capabilities the consumer uses (ports/machine/filesystem.py), not FileSystem"
     )
     assert takers >= WHOLE_PORT_TAKERS, "a named place that no longer takes the port: drop it"

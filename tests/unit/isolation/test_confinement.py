@@ -36,7 +36,7 @@ from concorde_workers.domain.isolation.mount_plan import (
     parse_rule,
     unbound_rw_entry,
 )
-from concorde_workers.ports.filesystem import FileSystemError
+from concorde_workers.ports.machine.filesystem import FileSystemError
 
 RUNTIME_ENTRIES = entries_of(PROFILES)
 

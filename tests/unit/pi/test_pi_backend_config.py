@@ -12,7 +12,7 @@ from fakes.agent import make_context
 from fakes.filesystem import FakeFileSystem
 
 from concorde_workers.adapters.pi.backend import PRECOMPILE, PiBackend
-from concorde_workers.ports.agent import RoundKind
+from concorde_workers.ports.agents.agent import RoundKind
 
 HOME = "/home/u"
 RT = "/tmp/concorde-abc123-k9"

@@ -28,7 +28,7 @@ from concorde_workers.domain.ground.codes import PI_ERROR_CODE, PI_LIMIT_CODE
 from concorde_workers.domain.ground.errors import Reason
 from concorde_workers.domain.run.agent_report import RoundReport
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.ports.agent import StreamReader
+from concorde_workers.ports.agents.agent import StreamReader
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pi"
 SESSION_FILE = "/tmp/concorde-abc123-k9/config/sessions/w-20260101T000000-abc123.jsonl"

@@ -1,4 +1,4 @@
-"""How a check's run is judged from how its sandboxed process ended (adapters/check_outcome.py,
+"""How a check's run is judged from how its sandboxed process ended (adapters/sandboxes/check_outcome.py,
 pure since issue 34 §3 took it out of the runner): what ended it first decides - the run's
 cancellation, a limit its control group reached, its timeout, a sandbox that never reached the
 command (no marker) - and only a check that started and exited by itself has its exit judged.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from concorde_workers.adapters.check_outcome import (
+from concorde_workers.adapters.sandboxes.check_outcome import (
     CANCELLED,
     Ended,
     check_run,
