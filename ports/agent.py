@@ -38,7 +38,6 @@ __all__ = [
     "BackendRegistration",
     "Generated",
     "LimitedReader",
-    "OutputObject",
     "RoundKind",
     "StreamReader",
 ]
