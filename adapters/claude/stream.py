@@ -46,7 +46,7 @@ from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause_of
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.domain.run.stdout import IgnoredLines
+from concorde_workers.domain.run.stdout import IgnoredLines, WatchedOutput
 
 __all__ = [
     "ACTIONS_KEPT",
@@ -278,7 +278,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class ClaudeStreamReader:
+class ClaudeStreamReader(WatchedOutput):
     """StreamReader of one Claude Code round's stream-json output."""
 
     def __init__(self, now: Callable[[], datetime] = _utc_now) -> None:
@@ -301,6 +301,7 @@ class ClaudeStreamReader:
             if line.strip():
                 self.ignored.add(line)
             return None
+        self._parsed(parsed)  # the events' tool calls, from this one parse
         session = parsed.get("session_id")
         if isinstance(session, str) and session:
             self._session = session

@@ -47,7 +47,7 @@ from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.domain.run.stdout import IgnoredLines
+from concorde_workers.domain.run.stdout import IgnoredLines, WatchedOutput
 
 __all__ = [
     "CALL_ITEMS",
@@ -133,7 +133,7 @@ def decode_result(text: str | None) -> dict[str, Any] | None:
 
 
 @dataclass
-class CodexStreamReader:
+class CodexStreamReader(WatchedOutput):
     """StreamReader of one Codex round; `rollout` reads the thread's rollout text when the round
     ends (None: not there), `totals` the thread totals the run's earlier rounds left."""
 
@@ -160,6 +160,7 @@ class CodexStreamReader:
             event = json_limits.loads(line)
         except (ValueError, RecursionError):
             event = None
+        self._parsed(event)  # the events' tool calls, from this one parse
         kind = event.get("type") if isinstance(event, dict) else None
         if not isinstance(event, dict) or kind not in _HANDLED:
             self.ignored.add(line)

@@ -43,7 +43,7 @@ from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.domain.run.stdout import IgnoredLines
+from concorde_workers.domain.run.stdout import IgnoredLines, WatchedOutput
 from concorde_workers.ports.machine.clock import Clock
 from concorde_workers.ports.machine.filesystem import BoundedReading, FileSystemError
 
@@ -222,7 +222,7 @@ def classify(observed: Observed) -> Rule:
 
 
 @dataclass
-class PiStreamReader:
+class PiStreamReader(WatchedOutput):
     """StreamReader for one pi round.
 
     `session_file` is the run's fixed session file (`<rt>/config/sessions/<run-id>.jsonl`) and
@@ -258,6 +258,7 @@ class PiStreamReader:
             event = json_limits.loads(line)
         except (ValueError, RecursionError):
             event = None
+        self._parsed(event)  # the events' tool calls, from this one parse
         kind = event.get("type") if isinstance(event, dict) else None
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None or not isinstance(event, dict):

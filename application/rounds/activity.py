@@ -70,19 +70,22 @@ def follow(
     events: EventEmitter | None = None,
     round_number: int = 1,
 ) -> None:
-    """The agent's output to its reader, line by line, each tool call to the progress file; a
-    round whose group reached a limit is ended there (issue 20), as soon as the kernel says so
-    (`ResourceGroup.watch`): a runaway round does not run on to its timeout, even while its
-    agent prints nothing (a Bash command forking in a loop)."""
+    """The agent's output to its reader, line by line, each tool call to the progress file and,
+    through the reader's parse, to the events; a round whose group reached a limit is ended
+    there (issue 20), as soon as the kernel says so (`ResourceGroup.watch`): a runaway round
+    does not run on to its timeout, even while its agent prints nothing (a Bash command forking
+    in a loop)."""
     stop_watching = group.watch(handle.kill_group) if group is not None else None
+    if events is not None and events.watching:
+        # Each tool call with its decision, as it is answered, from the reader's own parse of
+        # the line (issue 34 §5): no line is parsed twice.
+        reader.watch(lambda line: events.output_object(round_number, line))
     try:
         limited = reader if isinstance(reader, LimitedReader) else None
         for line in handle.lines():
             action = reader.feed(line)
             if action is not None:
                 flusher.activity(action)
-            if events is not None:  # each tool call with its decision, as it is answered
-                events.output_line(round_number, line)
             if limited is not None and limited.limit_reached is not None:
                 handle.kill_group()  # a program without limits of its own (Codex): the host's
                 break

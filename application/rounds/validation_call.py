@@ -31,14 +31,16 @@ def validate(
     assert context.validation is not None and context.state.worker_result is not None
     context.progress.phase("validation", round_state.number)
     round_dir = context.state.layout.round_dir(round_state.number)
+    result = context.state.worker_result
     try:
         outcome = context.validation(
             ValidationInput(
                 worktree=context.prepared.placement.worktree,
                 round_dir=round_dir,
-                result=context.state.worker_result.model_dump(mode="json"),
+                result=result.model_dump(mode="json"),
                 round=round_state.number,
                 view=worktree_view(context.prepared),
+                worker_result=result,
             )
         )
     except Exception as error:  # the caller's code: any exception is validation_unavailable

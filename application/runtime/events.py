@@ -76,10 +76,18 @@ class EventEmitter:
         self._tell(EventKind.ROUND_STARTED, round=round_state.number, prompt=round_state.kind.value)
 
     def output_line(self, round_number: int, line: str) -> None:
-        """One line of the agent's output: each tool call it completes is told."""
+        """One line of text in the session's dialect: each tool call it completes is told."""
         if self._sink is None or self._tracker is None:
             return
         for call in self._tracker.feed_line(line):
+            self._call(round_number, call)
+
+    def output_object(self, round_number: int, line: Mapping[str, Any]) -> None:
+        """One line of the agent's output as its backend's reader parsed it (`StreamReader.
+        watch`): each tool call it completes is told, from that one parse (issue 34 §5)."""
+        if self._sink is None or self._tracker is None:
+            return
+        for call in self._tracker.feed(line):
             self._call(round_number, call)
 
     @property

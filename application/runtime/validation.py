@@ -18,6 +18,7 @@ from concorde_workers.domain.ground.errors import ErrorLink
 from concorde_workers.domain.ground.paths import is_within, relative_to
 from concorde_workers.domain.isolation.confinement import Mount
 from concorde_workers.domain.run.rounds import ValidationAnswer
+from concorde_workers.domain.run.worker_result import WorkerResult
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class ValidationInput:
     """The run's mount plan inside the worktree, as the agent ran under it (None: the round ran
     unconfined: a test backend): what a check may see of the worktree
     (domain/isolation/check_layer.py)."""
+    worker_result: WorkerResult | None = None
+    """`result` as its model (issue 34 §5: the caller's typed face of the worker result), the
+    one the host judged valid; the host always gives it."""
 
 
 @dataclass(frozen=True)

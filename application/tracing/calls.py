@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from concorde_workers.domain.configuration.profile import BackendProfile
 from concorde_workers.domain.evidence.transcript import Call, Prompt, Result, TranscriptDialect
@@ -110,20 +111,25 @@ class CallTracker:
         self._done: list[ToolCall] = []
 
     def feed_line(self, text: str) -> list[ToolCall]:
+        """The calls a line of text completes (a transcript's): parsed here, bounded."""
         if text.startswith(self._dialect.skipped):  # a delta of what a later line holds whole
             return []
         try:
             line = json_limits.loads(text)
         except ValueError:
             return []
-        if isinstance(line, Mapping):
-            for told in self._dialect.events(line):
-                if isinstance(told, Prompt):
-                    self.round += 1
-                elif isinstance(told, Call):
-                    self._call(told)
-                else:
-                    self._result(told)
+        return self.feed(line) if isinstance(line, Mapping) else []
+
+    def feed(self, line: Mapping[str, Any]) -> list[ToolCall]:
+        """The calls a line completes, parsed already (the agent's output, as its backend's
+        reader parsed it: issue 34 §5, one parse a line)."""
+        for told in self._dialect.events(line):
+            if isinstance(told, Prompt):
+                self.round += 1
+            elif isinstance(told, Call):
+                self._call(told)
+            else:
+                self._result(told)
         done, self._done = self._done, []
         return done
 

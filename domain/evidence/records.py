@@ -22,7 +22,6 @@ from typing import Annotated, Any, Self
 from pydantic import (
     BaseModel,
     Field,
-    PrivateAttr,
     SerializerFunctionWrapHandler,
     StrictInt,
     StrictStr,
@@ -276,27 +275,24 @@ class RunRecord(BaseModel):
     runtime_directory: NonEmpty
     rounds: tuple[RoundRecord, ...]
 
-    _result: WorkerResult | str | None = PrivateAttr(default=None)
-
     @model_validator(mode="after")
     def _error_matches_status(self) -> Self:
         if (self.status == "ok") != (self.error is None):
             raise ValueError("error is null exactly when status is ok")
         return self
 
-    def model_post_init(self, context: Any, /) -> None:
-        # The worker result judged once, as the record is made (issue 34 §5): the caller's typed
-        # face of what the contract keeps as a plain object (`worker_result`, unchanged).
-        self._result = None if self.worker_result is None else judge_result(self.worker_result)
-
     @property
     def result(self) -> WorkerResult | None:
-        """The run's worker result as its model (contract.workers.worker-result); None when the
-        run kept none. The host keeps only a valid one; a record read back whose object is no
-        valid worker result raises ValueError naming the violation."""
-        if isinstance(self._result, str):
-            raise ValueError(f"the record's worker_result is not valid: {self._result}")
-        return self._result
+        """The run's worker result as its model (contract.workers.worker-result, issue 34 §5:
+        the caller's typed face of what the contract keeps as a plain object, `worker_result`,
+        unchanged); None when the run kept none. The host keeps only a valid one; a record read
+        back whose object is no valid worker result raises ValueError naming the violation."""
+        if self.worker_result is None:
+            return None
+        judged = judge_result(self.worker_result)
+        if isinstance(judged, str):
+            raise ValueError(f"the record's worker_result is not valid: {judged}")
+        return judged
 
     def to_json(self) -> dict[str, Any]:
         """The record as the contract's object (rounds without the keys of steps not taken)."""

@@ -10,6 +10,10 @@ memory follows what it needs, not what the agent prints (issue 9 §2; docs/decis
   object — is counted, and only the last `IGNORED_KEPT` are kept, each cut to
   `IGNORED_KEPT_CHARS` characters (`IgnoredLines`).
 
+What a reader parsed is given on once (`WatchedOutput`): each line that is a JSON object goes, as
+the reader parsed it, to whoever watches the output (the run's events, which tell the tool calls
+from it: issue 34 §5, one parse a line).
+
 `stdout_note` turns both into the note the round's trace keeps under its content's `agent`
 object, beside the backend's own report: `agent.stdout` (absent when nothing was dropped or
 ignored). The `agent` object's schema is an open object and the run record copies only its
@@ -19,6 +23,7 @@ ignored). The `agent` object's schema is an open object and the run record copie
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +33,29 @@ __all__ = [
     "MAX_LINE_BYTES",
     "STDOUT_NOTE_KEY",
     "IgnoredLines",
+    "OutputObject",
     "Overlong",
+    "WatchedOutput",
     "stdout_note",
 ]
+
+OutputObject = Callable[[Mapping[str, Any]], None]
+"""What takes each line of an agent's output that is a JSON object, as the reader parsed it."""
+
+
+class WatchedOutput:
+    """The part every stream reader shares: `watch` names who takes each JSON object line the
+    reader parsed, and the reader gives it on with `_parsed` (StreamReader.watch)."""
+
+    _watcher: OutputObject | None = None
+
+    def watch(self, sink: OutputObject) -> None:
+        self._watcher = sink
+
+    def _parsed(self, value: object) -> None:
+        if self._watcher is not None and isinstance(value, dict):
+            self._watcher(value)
+
 
 MAX_LINE_BYTES = 2 * 1024 * 1024
 """The longest stdout line the host reads, in bytes before its "\\n" (a "\\r" counts)."""

@@ -24,7 +24,7 @@ from concorde_workers.domain.configuration.request import RunRequest
 from concorde_workers.domain.ground.errors import Refusal
 from concorde_workers.domain.isolation.launch import LaunchCommand
 from concorde_workers.domain.run.agent_report import RoundReport
-from concorde_workers.domain.run.stdout import IgnoredLines
+from concorde_workers.domain.run.stdout import IgnoredLines, OutputObject
 from concorde_workers.ports.machine.filesystem import TreeReading
 
 if TYPE_CHECKING:
@@ -110,6 +110,11 @@ class Generated(BaseModel):
 @runtime_checkable
 class StreamReader(Protocol):
     """Reads one round's standard output as it arrives."""
+
+    def watch(self, sink: OutputObject) -> None:
+        """From now on, give `sink` each line `feed` takes that is a JSON object, as parsed here
+        (issue 34 §5: the events read the tool calls from the reader's parse, not a second)."""
+        ...
 
     def feed(self, line: str) -> LastAction | None:
         """Take one stdout line; return the worker's latest tool call when the line shows one."""

@@ -40,7 +40,7 @@ from concorde_workers.domain.ground.record_fields import utc_text
 from concorde_workers.domain.run.agent_report import RoundReport, RoundUsage
 from concorde_workers.domain.run.retries import transient_cause
 from concorde_workers.domain.run.rounds import RoundEnding
-from concorde_workers.domain.run.stdout import IgnoredLines
+from concorde_workers.domain.run.stdout import IgnoredLines, WatchedOutput
 from concorde_workers.ports.machine.clock import Clock
 
 __all__ = [
@@ -236,7 +236,7 @@ def _pi_stop_reason(o: Observed) -> str | None:
 
 
 @dataclass
-class TestStreamReader:
+class TestStreamReader(WatchedOutput):
     """StreamReader for the test agents' protocol, reporting as the backend it stands in for
     (`pi` or `claude`): its process link and its `agent` report take that backend's shape."""
 
@@ -268,6 +268,7 @@ class TestStreamReader:
             parsed = json.loads(line)
         except (ValueError, RecursionError):
             parsed = None
+        self._parsed(parsed)  # as the real readers do
         kind = parsed.get("type") if isinstance(parsed, dict) else None
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is None or not isinstance(parsed, dict):

@@ -8,7 +8,10 @@ import copy
 from typing import Any
 
 import pytest
+from fakes.agent import Round
+from fakes.host_world import HostWorld, ok_result
 
+from concorde_workers.application.runtime.validation import ValidationInput, ValidationOutcome
 from concorde_workers.application.tracing.record import (
     GIVEN,
     RESHAPED,
@@ -97,3 +100,21 @@ def test_a_record_read_back_with_no_valid_worker_result_says_so() -> None:
     assert record.worker_result == {"summary": "no status"}
     with pytest.raises(ValueError, match=r"worker_result is not valid: status"):
         _ = record.result
+
+
+def test_the_host_gives_the_caller_the_worker_result_as_its_model() -> None:
+    """Issue 34 §5: the round validation is given the result the host judged, as its model
+    beside the contract's object, and the returned record gives the same model."""
+    world = HostWorld()
+    given: list[ValidationInput] = []
+
+    def validate(validation_input: ValidationInput) -> ValidationOutcome:
+        given.append(validation_input)
+        return ValidationOutcome()
+
+    record = world.run([Round.ok(ok_result(summary="typed"))], validate)
+    assert record.status == "ok" and len(given) == 1
+    assert isinstance(given[0].worker_result, WorkerResult)
+    assert given[0].worker_result.model_dump(mode="json") == given[0].result
+    assert record.result == given[0].worker_result and record.result.summary == "typed"
+    assert record.worker_result == given[0].result  # the contract's object, unchanged
