@@ -3,7 +3,7 @@ Claude Code (the pinned node_modules/.bin/claude) against the scripted Messages 
 
 `claude_world` builds, per test:
 
-    <tmp_path>/repo/ ...                 the repository world (tests/worlds/repository.py) with
+    <tmp_path>/project/repo/ ...         the repository world (tests/worlds/repository.py) with
                                          the integration tests' project committed
                                          (tests/integration/conftest.py `project_files`) and a
                                          real .claude/worktrees/task
@@ -293,7 +293,7 @@ class ClaudeWorld(RunWorld):
 def claude_world(
     tmp_path: Path, claude_program: Path, anthropic_server: AnthropicServer
 ) -> Iterator[ClaudeWorld]:
-    parts = run_parts(tmp_path, "cce-")
+    parts = run_parts(tmp_path / "project", "cce-")
     user = tmp_path / "user"
     home = user / "home"
     home.mkdir(parents=True)
