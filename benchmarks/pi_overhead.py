@@ -40,15 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from e2e.conftest_pi import (  # noqa: E402
-    GRANT,
-    MODEL,
-    PI,
-    build_world,
-    remove_temp_root,
-    reply,
-    result_call,
-)
+from e2e.conftest_pi import MODEL, PI, build_world, reply, result_call  # noqa: E402
 from interleave import (  # noqa: E402
     ROOT,
     baseline_tree,
@@ -57,6 +49,7 @@ from interleave import (  # noqa: E402
     one_round_request,
     report,
 )
+from worlds.repository import GRANT, remove_temp_root  # noqa: E402
 
 CLI = ROOT / ".venv" / "bin" / "concorde-workers"
 TOOLS = "read,bash,edit,write,grep,find,ls"

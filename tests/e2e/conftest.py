@@ -3,7 +3,7 @@ Claude Code (the pinned node_modules/.bin/claude) against the scripted Messages 
 
 `claude_world` builds, per test:
 
-    <tmp_path>/repo/ ...                 the repository world (tests/worlds/repository.py) with
+    <tmp_path>/project/repo/ ...         the repository world (tests/worlds/repository.py) with
                                          the integration tests' project committed
                                          (tests/integration/conftest.py `project_files`) and a
                                          real .claude/worktrees/task
@@ -62,7 +62,6 @@ from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.program_versions import version_text
 from concorde_workers.domain.configuration.request import Limits
 from concorde_workers.domain.evidence.records import RunRecord
-from concorde_workers.domain.ground.backends import contract_for
 from concorde_workers.ports.agents.events import RunEvents
 
 DUMMY_CREDENTIALS = (
@@ -150,16 +149,6 @@ def anthropic_server() -> Iterator[AnthropicServer]:
         server.stop()
 
 
-def checked_record(record: RunRecord) -> RunRecord:
-    """The run record, after checking it against its contract."""
-    data = record.model_dump(mode="json")
-    # the seed's contract, or for a codex run its extension (issue 33 §4)
-    contract = contract_for("contract.workers.worker-run-record", data)
-    problems = sorted(validator(contract).iter_errors(data), key=str)
-    assert not problems, [p.message for p in problems]
-    return record
-
-
 @dataclass
 class RecordedRun:
     """One finished run, read from its record (both backends' end-to-end tests)."""
@@ -241,17 +230,17 @@ class ClaudeWorld(RunWorld):
         `resources` is the request's (RunRequest.resources: None for the defaults)."""
         self.server.push(*script)
         self.server.repeat = repeat
-        host = self.container(deadline).worker_host()
-        limits = limits or Limits(
-            timeout_seconds=SLOW, max_turns=5, rounds=0, retries=0, retry_delay_seconds=0
-        )
-        record = checked_record(
-            host.run(
-                self.request(limits=limits, grant=grant, resources=resources),
-                validation,
-                cancel,
-                events=events,
-            )
+        record = self.recorded(
+            self.container(deadline),
+            limits
+            or Limits(
+                timeout_seconds=SLOW, max_turns=5, rounds=0, retries=0, retry_delay_seconds=0
+            ),
+            grant=grant,
+            resources=resources,
+            validation=validation,
+            events=events,
+            cancel=cancel,
         )
         traces: dict[str, Any] = {}
         node = validator("contract.tracing.node")
@@ -293,7 +282,7 @@ class ClaudeWorld(RunWorld):
 def claude_world(
     tmp_path: Path, claude_program: Path, anthropic_server: AnthropicServer
 ) -> Iterator[ClaudeWorld]:
-    parts = run_parts(tmp_path, "cce-")
+    parts = run_parts(tmp_path / "project", "cce-")
     user = tmp_path / "user"
     home = user / "home"
     home.mkdir(parents=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.conftest import RecordedRun, checked_record
+from e2e.conftest import RecordedRun
 from e2e.run_world import RUN_FILES, RunWorld, run_parts
 from servers.codex_exec import KEY, KEY_ENV, MODEL, find_codex
 from servers.responses_server import Call, ResponsesStep, ScriptedResponsesServer, Turn
@@ -130,16 +130,16 @@ class CodexWorld(RunWorld):
         """One run; `deadline` (tests/timing.py) decides when a round's timeout passes."""
         self.server.add(*script)
         first = len(self.server.requests)
-        container = self.container(deadline)
-        limits = limits or Limits(
-            timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0
-        )
-        record = checked_record(
-            container.worker_host().run(
-                self.request(limits, grant=grant, resources=resources),
-                validation,
-                events=events,
-            )
+        record = self.recorded(
+            self.container(deadline),
+            limits
+            or Limits(
+                timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0
+            ),
+            grant=grant,
+            resources=resources,
+            validation=validation,
+            events=events,
         )
         run = CodexRun(record=record, server=self.server, first_request=first)
         self.runs.append(run)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from dependency_injector import providers
-from e2e.conftest import RecordedRun, checked_record
+from e2e.conftest import RecordedRun
 from e2e.run_world import RUN_FILES, RunWorld, run_parts
 from servers.openai_server import (
     DEFAULT_MODEL,
@@ -208,24 +208,16 @@ class PiWorld(RunWorld):
         container = self.container(deadline)
         backend = ObservedPiBackend(fs=SpacedFileSystem(LocalFileSystem()), environ=self.environ)
         container.backends.override(providers.Dict(pi=providers.Object(backend)))
-        host = container.worker_host()
-        record = checked_record(
-            host.run(
-                self.request(
-                    limits
-                    or Limits(
-                        timeout_seconds=SLOW,
-                        max_turns=30,
-                        rounds=0,
-                        retries=0,
-                        retry_delay_seconds=0,
-                    ),
-                    grant=grant,
-                    resources=resources,
-                ),
-                validation,
-                events=events,
-            )
+        record = self.recorded(
+            container,
+            limits
+            or Limits(
+                timeout_seconds=SLOW, max_turns=30, rounds=0, retries=0, retry_delay_seconds=0
+            ),
+            grant=grant,
+            resources=resources,
+            validation=validation,
+            events=events,
         )
         assert backend.contexts, record.error
         run = PiRun(

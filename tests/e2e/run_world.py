@@ -16,10 +16,16 @@ from timing import Deadline
 from worlds.repository import GRANT, PROJECT_FILES, DiskRepository, disk_parts, make_temp_root
 
 from concorde_workers.adapters.processes.process import SubprocessRunner
+from concorde_workers.application.runtime.cancellation import Cancellation
+from concorde_workers.application.runtime.validation import RoundValidation
 from concorde_workers.container import Container, production
+from concorde_workers.contracts import validator
 from concorde_workers.domain.configuration.request import Limits, RunRequest
+from concorde_workers.domain.evidence.records import RunRecord
+from concorde_workers.domain.ground.backends import contract_for
+from concorde_workers.ports.agents.events import RunEvents
 
-__all__ = ["RUN_FILES", "RunWorld", "run_parts"]
+__all__ = ["RUN_FILES", "RunWorld", "checked_record", "run_parts"]
 
 RUN_FILES: dict[str, str] = {
     **PROJECT_FILES,
@@ -28,6 +34,16 @@ RUN_FILES: dict[str, str] = {
 }
 """The pi and Codex worlds' project: the common one, a file a worker may propose to delete, and a
 .gitignore."""
+
+
+def checked_record(record: RunRecord) -> RunRecord:
+    """The run record, after checking it against its contract."""
+    data = record.model_dump(mode="json")
+    # the seed's contract, or for a codex run its extension (issue 33 §4)
+    contract = contract_for("contract.workers.worker-run-record", data)
+    problems = sorted(validator(contract).iter_errors(data), key=str)
+    assert not problems, [p.message for p in problems]
+    return record
 
 
 @dataclass(kw_only=True)
@@ -79,6 +95,27 @@ class RunWorld(DiskRepository):
         if deadline is not None:
             container.processes.override(providers.Object(SubprocessRunner(wait_timeout=deadline)))
         return container
+
+    def recorded(
+        self,
+        container: Container,
+        limits: Limits,
+        *,
+        grant: dict[str, Any] | None,
+        resources: dict[str, int] | None,
+        validation: RoundValidation | None,
+        events: RunEvents | None,
+        cancel: Cancellation | None = None,
+    ) -> RunRecord:
+        """One run of the world's request through `container`'s host; its record, checked."""
+        return checked_record(
+            container.worker_host().run(
+                self.request(limits, grant=grant, resources=resources),
+                validation,
+                cancel,
+                events=events,
+            )
+        )
 
 
 def run_parts(root: Path, prefix: str) -> dict[str, Any]:

@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 from dependency_injector import providers
 from e2e.backends import BackendWorld, Result, Shell, backend_world
-from e2e.conftest import RecordedRun, checked_record, ok_result
+from e2e.conftest import RecordedRun, ok_result
 from e2e.conftest_pi import ObservedPiBackend
+from e2e.run_world import checked_record
 from timing import SLOW
 
 from concorde_workers.application.checks.checks import place_for

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 from dependency_injector import providers
-from e2e.conftest import checked_record
 from e2e.conftest_codex import CodexRun, CodexWorld, codex_world, exec_call, result_turn
 from e2e.conftest_pi import ObservedPiBackend, PiRun, PiWorld, call, pi_world, reply, result_call
+from e2e.run_world import checked_record
 from servers.openai_server import Step
 from servers.responses_server import ResponsesStep, Turn
 from timing import SLOW
