@@ -40,7 +40,7 @@ from concorde_workers.ports.agents.agent import (
     RoundKind,
     StreamReader,
 )
-from concorde_workers.ports.machine.filesystem import FileSystemError, TreeReading
+from concorde_workers.ports.machine.filesystem import BoundedReading, FileSystemError, TreeReading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the stream reader is imported when a round runs: `plan` makes none
@@ -164,7 +164,7 @@ class CodexBackend:
         return find_rollout(self._fs, context.policy.runtime, session)
 
 
-def _read_switch(fs: TreeReading, path: str) -> str | None:
+def _read_switch(fs: BoundedReading, path: str) -> str | None:
     """A kernel switch's file (`USERNS_SWITCHES`), None when it is not there or not readable."""
     try:
         return fs.read_text(path) if fs.is_file(path) else None

@@ -12,7 +12,7 @@ from concorde_workers.adapters.codex.profile import CODEX_PROGRAM, native_relati
 from concorde_workers.adapters.processes.programs import find_located
 from concorde_workers.domain.configuration.discovery import Installation
 from concorde_workers.domain.configuration.program_versions import ProgramLocation
-from concorde_workers.ports.machine.filesystem import TreeReading
+from concorde_workers.ports.machine.filesystem import PathFacts
 
 __all__ = ["NativeProgram"]
 
@@ -21,7 +21,7 @@ class NativeProgram:
     """Where the native codex program lies on this host, from the environment and the
     programs' installations."""
 
-    def __init__(self, fs: TreeReading, installations: Sequence[Installation] = ()) -> None:
+    def __init__(self, fs: PathFacts, installations: Sequence[Installation] = ()) -> None:
         self._fs = fs
         self._installations = tuple(installations)
 

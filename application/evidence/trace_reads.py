@@ -5,7 +5,7 @@ why it cannot be taken) and a regular file's bytes within a size. Shared by the 
 from __future__ import annotations
 
 from concorde_workers.domain.ground.paths import EntryKind
-from concorde_workers.ports.machine.filesystem import FileSystemError, TreeReading
+from concorde_workers.ports.machine.filesystem import BoundedReading, FileSystemError
 
 MAX_PATCH_BYTES = 2 * 1024 * 1024
 """The most of a changes.patch verify reads (the host's bound is 1 MiB and its header)."""
@@ -13,7 +13,7 @@ MAX_ENVELOPE_BYTES = 16 * 1024 * 1024
 """The most of attestation.json verify reads (the host's is kilobytes)."""
 
 
-def digest_of(fs: TreeReading, path: str) -> str | None:
+def digest_of(fs: BoundedReading, path: str) -> str | None:
     """The file's digest; None when nothing is there; `unreadable: …` when it is no regular file
     or cannot be read."""
     if not fs.lexists(path):
@@ -26,7 +26,7 @@ def digest_of(fs: TreeReading, path: str) -> str | None:
         return f"unreadable: {error.os_error_text}"
 
 
-def read_bounded(fs: TreeReading, path: str, limit: int) -> bytes | None:
+def read_bounded(fs: BoundedReading, path: str, limit: int) -> bytes | None:
     """The bytes of a regular file of at most `limit` bytes; None for anything else."""
     try:
         found = fs.stat(path)

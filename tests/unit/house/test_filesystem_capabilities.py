@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 import pytest
+from unit.house.capability_use import judge
 
 from concorde_workers.adapters.machine.filesystem import LocalFileSystem
 from concorde_workers.adapters.sandboxes.space import SpacedFileSystem
@@ -102,3 +103,72 @@ def test_no_module_but_the_named_places_takes_the_whole_port() -> None:
         "annotate the capabilities the consumer uses (ports/machine/filesystem.py), not FileSystem"
     )
     assert takers >= WHOLE_PORT_TAKERS, "a named place that no longer takes the port: drop it"
+
+
+def _production_sources() -> dict[str, str]:
+    sources = [p for layer in LAYERS for p in (ROOT / layer).rglob("*.py")]
+    sources += list(ROOT.glob("*.py"))
+    return {p.relative_to(ROOT).as_posix(): p.read_text("utf-8") for p in sources}
+
+
+def test_each_capability_a_consumer_takes_it_calls() -> None:
+    """The other half of "consumers take the capabilities they use" (mypy proves a consumer calls
+    nothing its annotation does not give): no consumer takes a capability it never calls, on
+    itself or through what it hands the file system to (tests/unit/house/capability_use.py)."""
+    judgement = judge(_production_sources())
+    assert judgement.judged >= 100, judgement  # the reading finds the consumers it judges
+    assert [
+        f"{f.where} ({f.parameter}) never calls {', '.join(f.unused)}" for f in judgement.findings
+    ] == [], "annotate only the capabilities the consumer calls (ports/machine/filesystem.py)"
+
+
+PLANTED_PORT = """
+from typing import Protocol
+class FileReading(Protocol):
+    def read_text(self, path: str) -> str: ...
+class PathFacts(Protocol):
+    def is_file(self, path: str) -> bool: ...
+class DirectoryListing(Protocol):
+    def listdir(self, path: str) -> list[str]: ...
+class BoundedReading(FileReading, PathFacts, Protocol): ...
+class TreeReading(FileReading, PathFacts, DirectoryListing, Protocol): ...
+class Probe(Protocol):
+    def is_file(self, path: str) -> bool: ...
+"""
+
+
+@pytest.mark.parametrize(
+    ("consumer", "unused"),
+    [
+        # reads and asks a path fact, yet takes the listing too
+        (
+            "def f(fs: TreeReading) -> str:\n    return fs.read_text('a') if fs.is_file('a') else ''",
+            ("f", ("DirectoryListing",)),
+        ),
+        # hands the file system on to a taker that needs only a path fact
+        (
+            "def g(fs: BoundedReading) -> bool:\n    return h(fs)\n"
+            "def h(probe: Probe) -> bool:\n    return probe.is_file('a')",
+            ("g", ("FileReading",)),
+        ),
+        # a class keeps it and calls one capability of two
+        (
+            "class C:\n    def __init__(self, fs: BoundedReading) -> None:\n        self._fs = fs\n"
+            "    def read(self) -> str:\n        return self._fs.read_text('a')",
+            ("C", ("PathFacts",)),
+        ),
+        # exactly what it calls: nothing found
+        (
+            "def k(fs: BoundedReading) -> str:\n    return fs.read_text('a') if fs.is_file('a') else ''",
+            None,
+        ),
+    ],
+    ids=["wider-than-called", "wider-than-handed-on", "class-keeps-it", "exact"],
+)
+def test_the_reading_finds_a_capability_taken_and_never_called(
+    consumer: str, unused: tuple[str, tuple[str, ...]] | None
+) -> None:
+    judgement = judge({"port.py": PLANTED_PORT, "consumer.py": consumer})
+    found = [(f.where.split(":")[1], f.unused) for f in judgement.findings]
+    assert found == ([] if unused is None else [unused])
+    assert judgement.skipped == 0
