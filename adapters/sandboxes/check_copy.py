@@ -109,29 +109,25 @@ class TreeCopier:
             _same_file(entry, os.lstat(entry.src))
             self.copy_file(entry.src, entry.dst, mode, content=False)
             return
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-        source_fd = os.open(entry.src, flags)
-        try:
-            _same_file(entry, os.fstat(source_fd))
-            target_fd = os.open(
-                entry.dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
-            )
-            try:
-                self._fill(source_fd, target_fd)
-                os.fchmod(target_fd, mode)
-            finally:
-                os.close(target_fd)
-        finally:
-            os.close(source_fd)
+        self._copy_opened(entry.src, entry.dst, mode, lambda opened: _same_file(entry, opened))
 
     def copy_file(self, src: str, dst: str, mode: int, content: bool = True) -> None:
         if not content:  # the name alone, as the worker sees a names-level file
             os.close(os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode))
             os.chmod(dst, mode)
             return
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+        self._copy_opened(src, dst, mode, lambda opened: _regular(src, opened))
+
+    def _copy_opened(
+        self, src: str, dst: str, mode: int, judge: Callable[[os.stat_result], None]
+    ) -> None:
+        """Open `src` without following a link or waiting (a FIFO put in its place never
+        blocks the host), judge the opened file's own identity, then fill a new `dst` from
+        that descriptor: what is copied is what was judged."""
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         source_fd = os.open(src, flags)
         try:
+            judge(os.fstat(source_fd))
             target_fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             try:
                 self._fill(source_fd, target_fd)
@@ -178,6 +174,11 @@ def _same_file(entry: Later, now: os.stat_result) -> None:
             "it changed after the run started, though no round can write it: the starting "
             "state it held is lost",
         )
+
+
+def _regular(path: str, opened: os.stat_result) -> None:
+    if not stat.S_ISREG(opened.st_mode):
+        raise CheckCopyFailed(path, "it is no longer a regular file: it changed during the copy")
 
 
 def _identity(info: os.stat_result) -> tuple[int, ...]:

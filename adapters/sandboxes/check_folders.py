@@ -60,6 +60,9 @@ class CheckFolders:
         except OSError as error:
             self.remove_quietly(target)
             raise CheckCopyFailed(error.filename or source, error.strerror or str(error)) from error
+        except CheckCopyFailed:
+            self.remove_quietly(target)
+            raise
         if waiting:
             self._later[target] = waiting
         return target
