@@ -70,6 +70,15 @@ Bash may write, so without them a planted `~/.local/lib/python3.X/site-packages/
 its code on the host, unsandboxed, inside the hook (docs/decisions.md)."""
 
 
+def hook_entry(matcher: str, command: str) -> dict[str, Any]:
+    """A PreToolUse entry of the settings: the tools it matches and its one command, bounded by
+    the hook timeout (the write hook's here, the search and read hooks' in guard/hooks.py)."""
+    return {
+        "matcher": matcher,
+        "hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}],
+    }
+
+
 def hook_command(interpreter: str, hook_path: str) -> str:
     """The hook's command: the host's own interpreter, `-I -S`, and the hook, each shell-quoted
     (`shlex.split(command) == [interpreter, "-I", "-S", hook_path]`)."""
@@ -85,16 +94,7 @@ def claude_settings(
         "permissions": {"deny": list(policy.deny_rules)},
         "hooks": {
             "PreToolUse": [
-                {
-                    "matcher": WRITE_TOOLS_MATCHER,
-                    "hooks": [
-                        {
-                            "type": "command",
-                            "command": hook_command(interpreter, write_hook(runtime)),
-                            "timeout": HOOK_TIMEOUT_SECONDS,
-                        }
-                    ],
-                },
+                hook_entry(WRITE_TOOLS_MATCHER, hook_command(interpreter, write_hook(runtime))),
                 *extra_hooks,
             ]
         },

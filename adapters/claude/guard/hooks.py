@@ -34,7 +34,7 @@ from concorde_workers.adapters.claude.guard.search_guard import (
     hook_rows,
 )
 from concorde_workers.adapters.claude.layout import write_hook
-from concorde_workers.adapters.claude.settings import HOOK_TIMEOUT_SECONDS, hook_command
+from concorde_workers.adapters.claude.settings import hook_command, hook_entry
 from concorde_workers.domain.boundary import interpreter
 from concorde_workers.domain.boundary.interpreter import fill_reason
 from concorde_workers.domain.boundary.policy import Policy
@@ -149,16 +149,7 @@ def hook_source(
 
 def search_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any]:
     """The settings' PreToolUse entry of the search hook (passed as `extra_hooks`)."""
-    return {
-        "matcher": SEARCH_TOOLS_MATCHER,
-        "hooks": [
-            {
-                "type": "command",
-                "command": hook_command(interpreter, search_hook_path(runtime)),
-                "timeout": HOOK_TIMEOUT_SECONDS,
-            }
-        ],
-    }
+    return hook_entry(SEARCH_TOOLS_MATCHER, hook_command(interpreter, search_hook_path(runtime)))
 
 
 def read_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any]:
@@ -166,16 +157,7 @@ def read_hook_entry(interpreter: str, runtime: RuntimeLayout) -> dict[str, Any]:
     checks a Read against the deny rules before any hook runs, so the hook judges only what the
     rules let through: what the rules, fixed at generation, cannot name (a run that started
     later, a file made since)."""
-    return {
-        "matcher": READ_TOOLS_MATCHER,
-        "hooks": [
-            {
-                "type": "command",
-                "command": hook_command(interpreter, read_hook_path(runtime)),
-                "timeout": HOOK_TIMEOUT_SECONDS,
-            }
-        ],
-    }
+    return hook_entry(READ_TOOLS_MATCHER, hook_command(interpreter, read_hook_path(runtime)))
 
 
 def extra_hook_entries(interpreter: str, runtime: RuntimeLayout) -> list[dict[str, Any]]:
